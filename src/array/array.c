@@ -1,0 +1,189 @@
+/* Arrays: allocation, reference counting, inspection and host reads. */
+#include "array.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/error.h"
+
+static jx_array poison_value = {.refs = 1, .dtype = JX_F32, .poisoned = 1};
+
+jx_array *jx_poison(void) { return &poison_value; }
+
+static jx_buffer *buffer_new(size_t nbytes) {
+  jx_buffer *b = malloc(sizeof *b);
+  if (!b) return NULL;
+  size_t cap = (nbytes + 63) & ~(size_t)63;
+  b->data = aligned_alloc(64, cap ? cap : 64);
+  if (!b->data) {
+    free(b);
+    return NULL;
+  }
+  atomic_init(&b->refs, 1);
+  b->nbytes = nbytes;
+  return b;
+}
+
+static void buffer_release(jx_buffer *b) {
+  if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) {
+    free(b->data);
+    free(b);
+  }
+}
+
+jx_array *jx_array_alloc(jx_dtype dt, jx_shape s, int weak) {
+  size_t nbytes = (size_t)jx_shape_numel(s) * jx_dtype_size(dt);
+  jx_array *a = malloc(sizeof *a);
+  jx_buffer *b = a ? buffer_new(nbytes) : NULL;
+  if (!b) {
+    free(a);
+    char sb[JX_AVAL_STR_CAP];
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory allocating %s (%zu bytes)",
+                 jx_aval_str(dt, s, sb), nbytes);
+    return jx_poison();
+  }
+  atomic_init(&a->refs, 1);
+  a->dtype = dt;
+  a->weak = (uint8_t)(weak != 0);
+  a->poisoned = 0;
+  a->shape = s;
+  a->buf = b;
+  jx_scope_adopt(a);
+  return a;
+}
+
+jx_array *jx_array_alias(jx_array *src, jx_shape s) {
+  jx_array *a = malloc(sizeof *a);
+  if (!a) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory allocating an array header");
+    return jx_poison();
+  }
+  atomic_init(&a->refs, 1);
+  a->dtype = src->dtype;
+  a->weak = src->weak;
+  a->poisoned = 0;
+  a->shape = s;
+  a->buf = src->buf;
+  atomic_fetch_add_explicit(&src->buf->refs, 1, memory_order_relaxed);
+  jx_scope_adopt(a);
+  return a;
+}
+
+jx_array *jx_keep(jx_array *a) {
+  if (a && !a->poisoned) atomic_fetch_add_explicit(&a->refs, 1, memory_order_relaxed);
+  return a;
+}
+
+void jx_release(jx_array *a) {
+  if (!a || a->poisoned) return;
+  if (atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) == 1) {
+    if (a->buf) buffer_release(a->buf);
+    free(a);
+  }
+}
+
+/* ---- inspection ---- */
+jx_dtype jx_dtype_of(const jx_array *a) { return a ? a->dtype : JX_F32; }
+jx_shape jx_shape_of(const jx_array *a) {
+  if (!a || a->poisoned) return (jx_shape){0, {0}};
+  return a->shape;
+}
+int jx_ndim(const jx_array *a) { return jx_shape_of(a).rank; }
+int64_t jx_size(const jx_array *a) { return jx_shape_numel(jx_shape_of(a)); }
+int jx_is_weak(const jx_array *a) { return a && a->weak; }
+int jx_is_poisoned(const jx_array *a) { return !a || a->poisoned; }
+
+static jx_status check_readable(const jx_array *a, const char *op) {
+  if (!a) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: the array is NULL", op);
+  if (a->poisoned)
+    return jx_error_set(JX_ERR_POISONED, "%s: the array carries an earlier error", op);
+  return JX_OK;
+}
+
+jx_status jx_read(const jx_array *a, void *dst, size_t bytes) {
+  jx_status st = check_readable(a, "jx_read");
+  if (st) return st;
+  if (bytes != a->buf->nbytes) {
+    char sb[JX_AVAL_STR_CAP];
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "jx_read: %s holds %zu bytes but the destination has %zu",
+                        jx_aval_str(a->dtype, a->shape, sb), a->buf->nbytes, bytes);
+  }
+  if (!dst && bytes)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_read: the destination is NULL");
+  memcpy(dst, a->buf->data, bytes);
+  return JX_OK;
+}
+
+double jx_item(const jx_array *a) {
+  if (check_readable(a, "jx_item")) return NAN;
+  if (jx_shape_numel(a->shape) != 1) {
+    char sb[JX_AVAL_STR_CAP];
+    jx_error_set(JX_ERR_SHAPE, "jx_item: %s has %lld elements, not one",
+                 jx_aval_str(a->dtype, a->shape, sb), (long long)jx_shape_numel(a->shape));
+    return NAN;
+  }
+  return jx_load_f64(a->buf->data, a->dtype, 0);
+}
+
+jx_status jx_block_until_ready(const jx_array *a) { return check_readable(a, "jx_block_until_ready"); }
+
+/* ---- creation ---- */
+static jx_status check_new(jx_dtype dt, jx_shape s, const char *op) {
+  if (!jx_dtype_valid(dt))
+    return jx_error_set(JX_ERR_DTYPE, "%s: %d is not a dtype", op, (int)dt);
+  return jx_shape_check(s, op, "the shape");
+}
+
+jx_array *jx_array_from(jx_dtype dt, jx_shape s, const void *host_data) {
+  if (check_new(dt, s, "jx_array_from")) return jx_poison();
+  if (!host_data && jx_shape_numel(s) > 0) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_array_from: host_data is NULL");
+    return jx_poison();
+  }
+  jx_array *a = jx_array_alloc(dt, s, 0);
+  if (!a->poisoned && a->buf->nbytes) memcpy(a->buf->data, host_data, a->buf->nbytes);
+  return a;
+}
+
+static jx_array *filled(jx_dtype dt, jx_shape s, double v, int weak, const char *op) {
+  if (check_new(dt, s, op)) return jx_poison();
+  jx_array *a = jx_array_alloc(dt, s, weak);
+  if (a->poisoned) return a;
+  int64_t n = jx_shape_numel(s);
+  size_t es = jx_dtype_size(dt);
+  if (n > 0) {
+    jx_store_f64(a->buf->data, dt, 0, v);
+    for (int64_t i = 1; i < n; i++) memcpy((char *)a->buf->data + i * es, a->buf->data, es);
+  }
+  return a;
+}
+
+jx_array *jx_scalar(jx_dtype dt, double v) { return filled(dt, (jx_shape){0, {0}}, v, 1, "jx_scalar"); }
+jx_array *jx_zeros(jx_dtype dt, jx_shape s) { return filled(dt, s, 0, 0, "jx_zeros"); }
+jx_array *jx_ones(jx_dtype dt, jx_shape s) { return filled(dt, s, 1, 0, "jx_ones"); }
+jx_array *jx_full(jx_dtype dt, jx_shape s, double v) { return filled(dt, s, v, 0, "jx_full"); }
+
+jx_array *jx_arange(jx_dtype dt, double start, double stop, double step) {
+  if (step == 0 || step != step || start != start || stop != stop) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_arange: step must be finite and non-zero, got %g",
+                 step);
+    return jx_poison();
+  }
+  double count = ceil((stop - start) / step);
+  int64_t n = count > 0 ? (int64_t)count : 0;
+  jx_shape s = {1, {n}};
+  if (check_new(dt, s, "jx_arange")) return jx_poison();
+  jx_array *a = jx_array_alloc(dt, s, 0);
+  if (a->poisoned) return a;
+  for (int64_t i = 0; i < n; i++) jx_store_f64(a->buf->data, dt, i, start + (double)i * step);
+  return a;
+}
+
+jx_array *jx_eye(jx_dtype dt, int64_t n) {
+  jx_array *a = filled(dt, (jx_shape){2, {n, n}}, 0, 0, "jx_eye");
+  if (a->poisoned) return a;
+  for (int64_t i = 0; i < n; i++) jx_store_f64(a->buf->data, dt, i * n + i, 1);
+  return a;
+}

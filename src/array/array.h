@@ -1,0 +1,49 @@
+/* Internal view of arrays, buffers and scopes. */
+#ifndef JX_SRC_ARRAY_ARRAY_H
+#define JX_SRC_ARRAY_ARRAY_H
+
+#include <jx/array.h>
+#include <stdatomic.h>
+
+#include "dtype.h"
+
+/* Reference-counted storage; several arrays (a reshape and its source) may
+ * share one buffer. */
+typedef struct jx_buffer {
+  atomic_int refs;
+  size_t nbytes;
+  void *data; /* 64-byte aligned; never NULL, even for empty arrays */
+} jx_buffer;
+
+struct jx_array {
+  atomic_int refs;
+  jx_dtype dtype;
+  uint8_t weak;
+  uint8_t poisoned;
+  jx_shape shape;
+  jx_buffer *buf; /* NULL for the poison value and for tracers */
+};
+
+/* A new array with uninitialised storage, owned by the innermost scope;
+ * the poison value (with an error recorded) when memory runs out. */
+jx_array *jx_array_alloc(jx_dtype dt, jx_shape s, int weak);
+/* A new array sharing src's buffer under another shape of the same size. */
+jx_array *jx_array_alias(jx_array *src, jx_shape s);
+static inline void *jx_array_data(const jx_array *a) { return a->buf->data; }
+jx_array *jx_poison(void); /* the shared poisoned value */
+
+/* Scope bookkeeping: hand a new reference to the innermost scope. */
+void jx_scope_adopt(jx_array *a);
+
+/* ---- shapes ---- */
+int64_t jx_shape_numel(jx_shape s);
+int     jx_shape_equal(jx_shape a, jx_shape b);
+/* Checks a user-given shape (rank in range, dims >= 0); names `what` in the error. */
+jx_status jx_shape_check(jx_shape s, const char *op, const char *what);
+/* "f32[3,4]" into buf (at least 96 bytes); returns buf. */
+char *jx_aval_str(jx_dtype dt, jx_shape s, char *buf);
+#define JX_AVAL_STR_CAP 128
+/* Row-major strides in elements. */
+void jx_shape_strides(jx_shape s, int64_t *strides);
+
+#endif

@@ -1,0 +1,36 @@
+/* Internal dtype facts and the element access used by reference kernels. */
+#ifndef JX_SRC_ARRAY_DTYPE_H
+#define JX_SRC_ARRAY_DTYPE_H
+
+#include <jx/array.h>
+#include <math.h>
+#include <string.h>
+
+typedef enum { JX_KIND_BOOL, JX_KIND_INT, JX_KIND_UINT, JX_KIND_FLOAT } jx_kind;
+
+static inline int jx_dtype_valid(jx_dtype dt) { return (unsigned)dt < JX_NUM_DTYPES; }
+jx_kind jx_dtype_kind(jx_dtype dt);
+static inline int jx_is_float(jx_dtype dt) { return jx_dtype_kind(dt) == JX_KIND_FLOAT; }
+static inline int jx_is_int(jx_dtype dt) {
+  jx_kind k = jx_dtype_kind(dt);
+  return k == JX_KIND_INT || k == JX_KIND_UINT;
+}
+static inline int jx_is_signed_int(jx_dtype dt) { return jx_dtype_kind(dt) == JX_KIND_INT; }
+static inline int jx_is_unsigned_int(jx_dtype dt) { return jx_dtype_kind(dt) == JX_KIND_UINT; }
+int jx_dtype_bits(jx_dtype dt);
+
+/* Promotion with weak types (JAX's lattice, see include/jx/array.h). */
+jx_dtype jx_promote_weak(jx_dtype a, int a_weak, jx_dtype b, int b_weak, int *out_weak);
+/* The float dtype an integer or bool input of a floating op is computed in (f64). */
+jx_dtype jx_to_inexact(jx_dtype dt);
+
+/* Element access by dtype, for reference kernels: every value of every dtype
+ * round-trips exactly through either double (floats, bool) or int64/uint64. */
+double   jx_load_f64(const void *base, jx_dtype dt, int64_t i);
+void     jx_store_f64(void *base, jx_dtype dt, int64_t i, double v); /* float->int saturates,
+                                                                     NaN -> 0 */
+int64_t  jx_load_i64(const void *base, jx_dtype dt, int64_t i);   /* ints wrap, floats truncate */
+uint64_t jx_load_u64(const void *base, jx_dtype dt, int64_t i);
+void     jx_store_i64(void *base, jx_dtype dt, int64_t i, int64_t v); /* wraps to width */
+
+#endif

@@ -1,0 +1,75 @@
+/* Scopes: a per-thread stack of lists of arrays, each holding one reference
+ * that is dropped when the scope ends. Frame 0 is the root scope, freed by
+ * jx_shutdown. */
+#include <stdlib.h>
+
+#include "../base/error.h"
+#include "array.h"
+
+typedef struct {
+  jx_array **items;
+  size_t len, cap;
+} frame;
+
+static _Thread_local frame *frames;
+static _Thread_local int depth, frames_cap; /* depth = number of frames, root included */
+
+static void ensure_root(void) {
+  if (depth == 0) {
+    if (frames_cap == 0) {
+      frames = calloc(8, sizeof *frames);
+      JX_ASSERT(frames);
+      frames_cap = 8;
+    }
+    depth = 1;
+  }
+}
+
+void jx_scope_begin(void) {
+  ensure_root();
+  if (depth == frames_cap) {
+    frame *f = realloc(frames, 2 * (size_t)frames_cap * sizeof *frames);
+    JX_ASSERT(f);
+    for (int i = frames_cap; i < 2 * frames_cap; i++) f[i] = (frame){0};
+    frames = f;
+    frames_cap *= 2;
+  }
+  frames[depth].len = 0;
+  depth++;
+}
+
+static void drain(frame *f) {
+  for (size_t i = 0; i < f->len; i++) jx_release(f->items[i]);
+  f->len = 0;
+}
+
+void jx_scope_end(void) {
+  if (depth <= 1) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_scope_end: no scope is open");
+    return;
+  }
+  depth--;
+  drain(&frames[depth]);
+}
+
+void jx_scope_adopt(jx_array *a) {
+  ensure_root();
+  frame *f = &frames[depth - 1];
+  if (f->len == f->cap) {
+    size_t cap = f->cap ? 2 * f->cap : 64;
+    jx_array **items = realloc(f->items, cap * sizeof *items);
+    JX_ASSERT(items);
+    f->items = items;
+    f->cap = cap;
+  }
+  f->items[f->len++] = a;
+}
+
+void jx_shutdown(void) {
+  while (depth > 1) jx_scope_end();
+  if (depth == 1) drain(&frames[0]);
+  for (int i = 0; i < frames_cap; i++) free(frames[i].items);
+  free(frames);
+  frames = NULL;
+  frames_cap = depth = 0;
+}

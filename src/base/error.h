@@ -1,0 +1,23 @@
+/* Internal error recording. Ops call jx_error_set with a message that names
+ * the op and its operands; the public location macros (base.h) add the
+ * caller's file:line once the outermost located call returns. Only the first
+ * error of a thread is kept until jx_clear_error. */
+#ifndef JX_SRC_BASE_ERROR_H
+#define JX_SRC_BASE_ERROR_H
+
+#include <jx/base.h>
+
+/* Records code and the printf-formatted message unless an error is already
+ * recorded; returns code either way, so callers can `return jx_error_set(...)`. */
+jx_status jx_error_set(jx_status code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int jx_error_pending(void); /* 1 while an error is recorded */
+
+/* Aborts with file:line for a broken invariant of jx itself (never for user input). */
+#define JX_ASSERT(cond)                                                          \
+  do {                                                                           \
+    if (!(cond)) jx_assert_fail_(__FILE__, __LINE__, #cond);                     \
+  } while (0)
+_Noreturn void jx_assert_fail_(const char *file, int line, const char *cond);
+
+#endif

@@ -1,0 +1,78 @@
+#include "ops_util.h"
+
+jx_array *jx_ops_convert(jx_array *a, jx_dtype dt, int weak) {
+  if (!a || a->poisoned) return jx_bind1(&jx_prim_convert_element_type, 1, &a, NULL);
+  if (a->dtype == dt && a->weak == (weak != 0)) return a;
+  jx_params p = JX_PARAMS_INIT;
+  p.dtype = dt;
+  p.i[0] = weak != 0;
+  return jx_bind1(&jx_prim_convert_element_type, 1, &a, &p);
+}
+
+jx_status jx_ops_broadcast_shapes(const char *op, jx_shape a, jx_shape b, jx_shape *out) {
+  int r = a.rank > b.rank ? a.rank : b.rank;
+  jx_shape s = {r, {0}};
+  for (int i = 0; i < r; i++) {
+    int ia = a.rank - r + i, ib = b.rank - r + i;
+    int64_t da = ia >= 0 ? a.dims[ia] : 1, db = ib >= 0 ? b.dims[ib] : 1;
+    if (da != db && da != 1 && db != 1) {
+      char sa[JX_AVAL_STR_CAP], sb[JX_AVAL_STR_CAP];
+      jx_aval_str(JX_F32, a, sa);
+      jx_aval_str(JX_F32, b, sb);
+      return jx_error_set(JX_ERR_SHAPE,
+                          "%s: shapes %s and %s do not broadcast (axis %d: %lld vs %lld)", op,
+                          sa + 3, sb + 3, i - r, (long long)da, (long long)db);
+    }
+    s.dims[i] = da == 1 ? db : da;
+  }
+  *out = s;
+  return JX_OK;
+}
+
+jx_array *jx_ops_broadcast(jx_array *a, jx_shape s) {
+  if (!a || a->poisoned || jx_shape_equal(a->shape, s)) return a;
+  jx_params p = JX_PARAMS_INIT;
+  p.l[0].n = s.rank;
+  for (int i = 0; i < s.rank; i++) p.l[0].v[i] = s.dims[i];
+  p.l[1].n = a->shape.rank;
+  for (int i = 0; i < a->shape.rank; i++) p.l[1].v[i] = s.rank - a->shape.rank + i;
+  return jx_bind1(&jx_prim_broadcast_in_dim, 1, &a, &p);
+}
+
+jx_status jx_ops_promote_broadcast(const char *op, jx_array **a, jx_array **b) {
+  jx_array *in[2] = {*a, *b};
+  jx_status st = jx_check_inputs(op, 2, in);
+  if (st) return st;
+  int weak;
+  jx_dtype dt = jx_promote_weak((*a)->dtype, (*a)->weak, (*b)->dtype, (*b)->weak, &weak);
+  jx_shape s;
+  st = jx_ops_broadcast_shapes(op, (*a)->shape, (*b)->shape, &s);
+  if (st) return st;
+  *a = jx_ops_broadcast(jx_ops_convert(*a, dt, weak), s);
+  *b = jx_ops_broadcast(jx_ops_convert(*b, dt, weak), s);
+  return jx_check_inputs(op, 2, (jx_array *[]){*a, *b});
+}
+
+jx_array *jx_ops_binary(const char *op, const jx_prim *p, jx_array *a, jx_array *b) {
+  if (jx_ops_promote_broadcast(op, &a, &b)) return jx_poison();
+  return jx_bind1(p, 2, (jx_array *[]){a, b}, NULL);
+}
+
+jx_status jx_ops_axes(const char *op, jx_axes ax, int rank, int empty_is_all, jx_ilist *out) {
+  if (ax.n < 0) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: too many axes", op);
+  out->n = 0;
+  if (ax.n == 0 && empty_is_all) {
+    for (int i = 0; i < rank; i++) out->v[out->n++] = i;
+    return JX_OK;
+  }
+  int seen[JX_MAX_RANK] = {0};
+  for (int i = 0; i < ax.n; i++) {
+    int a = jx_normalize_axis(ax.v[i], rank, op);
+    if (a < 0) return JX_ERR_INVALID_ARGUMENT;
+    if (seen[a]) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: axis %d appears twice", op, ax.v[i]);
+    seen[a] = 1;
+  }
+  for (int i = 0; i < rank; i++)
+    if (seen[i]) out->v[out->n++] = i;
+  return JX_OK;
+}

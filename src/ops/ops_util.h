@@ -1,0 +1,26 @@
+/* Helpers shared by the NumPy-level ops: promotion, broadcasting, axis
+ * handling, and binding with errors named after the public function. */
+#ifndef JX_SRC_OPS_OPS_UTIL_H
+#define JX_SRC_OPS_OPS_UTIL_H
+
+#include <jx/ops.h>
+
+#include "../base/error.h"
+#include "../trace/dispatch.h"
+
+/* a converted to dt (weak as given); a itself when nothing changes. */
+jx_array *jx_ops_convert(jx_array *a, jx_dtype dt, int weak);
+/* NumPy broadcasting of two shapes; records an error naming op on mismatch. */
+jx_status jx_ops_broadcast_shapes(const char *op, jx_shape a, jx_shape b, jx_shape *out);
+/* a broadcast to s (trailing alignment); a itself when the shape already is s. */
+jx_array *jx_ops_broadcast(jx_array *a, jx_shape s);
+/* Promotes *a and *b to their common dtype (JAX's lattice with weak types)
+ * and broadcasts them to a common shape. */
+jx_status jx_ops_promote_broadcast(const char *op, jx_array **a, jx_array **b);
+/* op(a, b) through primitive p after promotion and broadcasting. */
+jx_array *jx_ops_binary(const char *op, const jx_prim *p, jx_array *a, jx_array *b);
+/* Turns a user axis list into sorted, distinct, normalized axes; JX_AXES()
+ * gives every axis when empty_is_all is set. Records an error naming op. */
+jx_status jx_ops_axes(const char *op, jx_axes ax, int rank, int empty_is_all, jx_ilist *out);
+
+#endif

@@ -1,0 +1,81 @@
+/* A primitive is one table row of rules (ARCHITECTURE.md, decision 1).
+ *
+ * Rows are `const jx_prim jx_prim_<name>` objects defined in their family's
+ * file (unary.c, binary.c, ...), declared in prims.h and listed by
+ * registry.c. The issue that adds a transformation adds its rule as a new
+ * field here and fills it in each row; a row that leaves a rule NULL makes the
+ * transformation report "not supported for <prim>" instead of crashing. */
+#ifndef JX_SRC_PRIMS_PRIM_H
+#define JX_SRC_PRIMS_PRIM_H
+
+#include "../array/array.h"
+
+/* The abstract value of an array: what a shape rule sees. */
+typedef struct {
+  jx_dtype dtype;
+  uint8_t weak;
+  jx_shape shape;
+} jx_aval;
+
+/* An integer list parameter (axes, dims, strides, paddings). */
+typedef struct {
+  int n;
+  int64_t v[JX_MAX_RANK];
+} jx_ilist;
+
+/* Parameters of one application of a primitive. One plain struct for all
+ * primitives keeps hashing, comparison and printing generic: each row's
+ * `params` string names the slots it uses, e.g. "axes=l0 keepdims=i0".
+ * Unused slots must be zero (start from JX_PARAMS_INIT) so that equal
+ * parameters compare equal bytewise. */
+#define JX_PARAM_INTS 4
+#define JX_PARAM_FLOATS 2
+#define JX_PARAM_LISTS 8
+typedef struct {
+  jx_dtype dtype; /* a target dtype, where the primitive has one */
+  int64_t i[JX_PARAM_INTS];
+  double f[JX_PARAM_FLOATS];
+  jx_ilist l[JX_PARAM_LISTS];
+} jx_params;
+#define JX_PARAMS_INIT {0}
+
+/* A concrete operand of a reference kernel: contiguous row-major data. */
+typedef struct {
+  void *data;
+  jx_dtype dtype;
+  jx_shape shape;
+} jx_tensor;
+
+/* Shape and dtype rule: fills out[0..nout) from the inputs and parameters, or
+ * records an error (jx_error_set) naming the primitive and the offending
+ * shapes/dtypes and returns its status. */
+typedef jx_status (*jx_infer_fn)(const jx_params *p, int nin, const jx_aval *in, int nout,
+                                 jx_aval *out);
+/* Reference kernel: plain, obviously correct loops. Outputs are allocated to
+ * the shapes the rule gave; the kernel writes every element. */
+typedef void (*jx_eval_fn)(const jx_params *p, int nin, const jx_tensor *in, int nout,
+                           jx_tensor *out);
+
+#define JX_VARIADIC (-1)   /* nin: any count >= 1 */
+#define JX_NOUT_NIN (-1)   /* nout: as many outputs as inputs (sort) */
+
+typedef struct jx_prim {
+  const char *name;    /* as in JAX: "add", "dot_general", "reduce_sum" */
+  int nin;             /* or JX_VARIADIC */
+  int nout;            /* or JX_NOUT_NIN */
+  const char *params;  /* slot names for printing: "axes=l0 keepdims=i0"; "" if none */
+  jx_infer_fn infer;
+  jx_eval_fn eval;
+} jx_prim;
+
+/* Number of outputs of p applied to nin inputs. */
+static inline int jx_prim_nout(const jx_prim *p, int nin) {
+  return p->nout == JX_NOUT_NIN ? nin : p->nout;
+}
+
+/* ---- helpers for rules ---- */
+/* Normalizes axis (negative counts from the end) into [0, rank); records an
+ * error naming op and returns -1 when out of range. */
+int jx_normalize_axis(int axis, int rank, const char *op);
+
+#endif

@@ -1,0 +1,33 @@
+#include <string.h>
+
+#include "../base/error.h"
+#include "prims.h"
+
+static const jx_prim *const *const families[] = {
+    jx_prims_unary,   jx_prims_binary,  jx_prims_select,     jx_prims_convert,
+    jx_prims_shape,   jx_prims_slicing, jx_prims_gather,     jx_prims_reduce,
+    jx_prims_cumulative, jx_prims_sort, jx_prims_dot,        jx_prims_conv,
+    jx_prims_window,  jx_prims_random,
+};
+
+void jx_prim_foreach(void (*fn)(const jx_prim *p, void *ctx), void *ctx) {
+  for (size_t f = 0; f < sizeof families / sizeof *families; f++)
+    for (const jx_prim *const *p = families[f]; *p; p++) fn(*p, ctx);
+}
+
+const jx_prim *jx_prim_lookup(const char *name) {
+  for (size_t f = 0; f < sizeof families / sizeof *families; f++)
+    for (const jx_prim *const *p = families[f]; *p; p++)
+      if (strcmp((*p)->name, name) == 0) return *p;
+  return NULL;
+}
+
+int jx_normalize_axis(int axis, int rank, const char *op) {
+  int a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: axis %d is out of range for rank %d", op, axis,
+                 rank);
+    return -1;
+  }
+  return a;
+}

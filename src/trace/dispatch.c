@@ -1,0 +1,80 @@
+#include "dispatch.h"
+
+#include <stdlib.h>
+
+#include "../base/error.h"
+
+enum { SMALL = 16 };
+
+jx_status jx_check_inputs(const char *op, int n, jx_array *const *in) {
+  for (int i = 0; i < n; i++) {
+    if (!in[i]) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argument %d is NULL", op, i);
+    if (in[i]->poisoned) return JX_ERR_POISONED;
+  }
+  return JX_OK;
+}
+
+static jx_status run_eager(const jx_prim *p, int nin, jx_array *const *in, const jx_params *pp,
+                           int nout, jx_array **out, jx_aval *avals, jx_aval *oavals,
+                           jx_tensor *tin, jx_tensor *tout) {
+  for (int i = 0; i < nin; i++) {
+    avals[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape};
+    tin[i] = (jx_tensor){in[i]->buf->data, in[i]->dtype, in[i]->shape};
+  }
+  jx_status st = p->infer(pp, nin, avals, nout, oavals);
+  if (st) return st;
+  for (int o = 0; o < nout; o++) {
+    out[o] = jx_array_alloc(oavals[o].dtype, oavals[o].shape, oavals[o].weak);
+    if (out[o]->poisoned) return JX_ERR_OUT_OF_MEMORY;
+    tout[o] = (jx_tensor){out[o]->buf->data, oavals[o].dtype, oavals[o].shape};
+  }
+  p->eval(pp, nin, tin, nout, tout);
+  return JX_OK;
+}
+
+jx_status jx_bind(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params,
+                  jx_array **out) {
+  static const jx_params no_params = JX_PARAMS_INIT;
+  const jx_params *pp = params ? params : &no_params;
+  int nout = jx_prim_nout(p, nin);
+  for (int o = 0; o < nout; o++) out[o] = jx_poison();
+  if (p->nin != JX_VARIADIC && nin != p->nin)
+    return jx_error_set(JX_ERR_INTERNAL, "%s: takes %d operands, given %d", p->name, p->nin, nin);
+  if (p->nin == JX_VARIADIC && nin < 1)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: needs at least one operand", p->name);
+  jx_status st = jx_check_inputs(p->name, nin, in);
+  if (st) return st;
+
+  jx_aval avals_s[SMALL], oavals_s[SMALL];
+  jx_tensor tin_s[SMALL], tout_s[SMALL];
+  int big = nin > SMALL || nout > SMALL;
+  jx_aval *avals = avals_s, *oavals = oavals_s;
+  jx_tensor *tin = tin_s, *tout = tout_s;
+  if (big) {
+    avals = malloc(sizeof *avals * (size_t)nin);
+    oavals = malloc(sizeof *oavals * (size_t)nout);
+    tin = malloc(sizeof *tin * (size_t)nin);
+    tout = malloc(sizeof *tout * (size_t)nout);
+    if (!avals || !oavals || !tin || !tout) {
+      st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", p->name);
+      goto done;
+    }
+  }
+  st = run_eager(p, nin, in, pp, nout, out, avals, oavals, tin, tout);
+  if (st)
+    for (int o = 0; o < nout; o++) out[o] = jx_poison();
+done:
+  if (big) {
+    free(avals);
+    free(oavals);
+    free(tin);
+    free(tout);
+  }
+  return st;
+}
+
+jx_array *jx_bind1(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params) {
+  jx_array *out[1];
+  jx_bind(p, nin, in, params, out);
+  return out[0];
+}

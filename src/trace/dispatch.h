@@ -1,0 +1,22 @@
+/* Applying a primitive: the single entry point every op goes through.
+ * Eagerly (all inputs concrete) it runs the shape rule and the reference
+ * kernel; the tracing issue adds recording into the innermost trace here. */
+#ifndef JX_SRC_TRACE_DISPATCH_H
+#define JX_SRC_TRACE_DISPATCH_H
+
+#include "../prims/prims.h"
+
+/* Applies p with params to in[0..nin) and stores jx_prim_nout(p, nin) results
+ * in out (owned by the innermost scope). On error, or when an input is
+ * poisoned, every out[i] is the poison value and the status is returned (the
+ * error itself is recorded by whoever found it first). params may be NULL. */
+jx_status jx_bind(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params,
+                  jx_array **out);
+/* The single-output form; returns the poison value on error. */
+jx_array *jx_bind1(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params);
+
+/* Checks that none of in[0..n) is NULL or poisoned; records an error for a
+ * NULL ("op: argument i is NULL") and returns non-zero for either. */
+jx_status jx_check_inputs(const char *op, int n, jx_array *const *in);
+
+#endif
