@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what jx needs to build and test on Debian 12 (run as root).
 set -euo pipefail
-packages=(build-essential cmake pkg-config libopenblas-dev libcmocka-dev)
+# clang and its sanitizer runtime build the second (sanitized) test pass;
+# clang-format checks the formatting.
+packages=(build-essential cmake pkg-config libopenblas-dev libcmocka-dev clang libclang-rt-14-dev
+          clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

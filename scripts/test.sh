@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# The whole test suite: installs dependencies, builds, runs every test, then
-# builds again with AddressSanitizer + UndefinedBehaviorSanitizer and runs the
-# suite once more. Ends with CTest's summary.
+# The whole test suite: installs dependencies, checks formatting, builds with
+# gcc and runs every test, then builds with clang under AddressSanitizer +
+# UndefinedBehaviorSanitizer and runs the suite again. Warnings are errors in
+# both builds. Ends with CTest's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+
+git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+
+CC=gcc cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJX_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DJX_SANITIZE=ON -DJX_BUILD_BENCH=OFF >/dev/null
+
+CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DJX_SANITIZE=ON -DJX_WERROR=ON \
+  -DJX_BUILD_BENCH=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"

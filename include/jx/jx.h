@@ -15,7 +15,7 @@
  *   }
  *
  * base.h: errors, scopes, shapes;  array.h: dtypes, arrays, .npy;
- * ops.h: operations;  random.h: the PRNG. */
+ * ops.h: operations;  random.h: the PRNG;  transform.h: functions, jit, grad, vmap. */
 #ifndef JX_JX_H
 #define JX_JX_H
 
@@ -23,5 +23,7 @@
 #include "array.h"
 #include "ops.h"
 #include "random.h"
+#include "transform.h"
+#include "debug.h"
 
 #endif

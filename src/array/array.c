@@ -49,6 +49,26 @@ jx_array *jx_array_alloc(jx_dtype dt, jx_shape s, int weak) {
   a->poisoned = 0;
   a->shape = s;
   a->buf = b;
+  a->trace_id = 0;
+  a->var = -1;
+  jx_scope_adopt(a);
+  return a;
+}
+
+jx_array *jx_tracer_alloc(uint64_t trace_id, int var, jx_dtype dt, jx_shape s, int weak) {
+  jx_array *a = malloc(sizeof *a);
+  if (!a) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory allocating a tracer");
+    return jx_poison();
+  }
+  atomic_init(&a->refs, 1);
+  a->dtype = dt;
+  a->weak = (uint8_t)(weak != 0);
+  a->poisoned = 0;
+  a->shape = s;
+  a->buf = NULL;
+  a->trace_id = trace_id;
+  a->var = var;
   jx_scope_adopt(a);
   return a;
 }
@@ -65,6 +85,8 @@ jx_array *jx_array_alias(jx_array *src, jx_shape s) {
   a->poisoned = 0;
   a->shape = s;
   a->buf = src->buf;
+  a->trace_id = 0;
+  a->var = -1;
   atomic_fetch_add_explicit(&src->buf->refs, 1, memory_order_relaxed);
   jx_scope_adopt(a);
   return a;
@@ -98,6 +120,15 @@ static jx_status check_readable(const jx_array *a, const char *op) {
   if (!a) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: the array is NULL", op);
   if (a->poisoned)
     return jx_error_set(JX_ERR_POISONED, "%s: the array carries an earlier error", op);
+  if (jx_is_tracer(a)) {
+    char sb[JX_AVAL_STR_CAP];
+    return jx_error_set(JX_ERR_TRACE,
+                        "%s: %s is a tracer, an abstract value of a function being traced "
+                        "(jit, grad, vmap, ...) that is known only by its shape and dtype; "
+                        "return it as an output to read it, and use jx_cond, jx_while or "
+                        "jx_scan for control flow that depends on it",
+                        op, jx_aval_str(a->dtype, a->shape, sb));
+  }
   return JX_OK;
 }
 
@@ -165,19 +196,51 @@ jx_array *jx_zeros(jx_dtype dt, jx_shape s) { return filled(dt, s, 0, 0, "jx_zer
 jx_array *jx_ones(jx_dtype dt, jx_shape s) { return filled(dt, s, 1, 0, "jx_ones"); }
 jx_array *jx_full(jx_dtype dt, jx_shape s, double v) { return filled(dt, s, v, 0, "jx_full"); }
 
+/* As jnp.arange (which differs from np.arange in the values): the length is
+ * ceil((stop - start) / step) computed in f64; integer dtypes count from
+ * trunc(start) in steps of trunc(step), wrapping; floats compute
+ * i * step + start in the dtype (f32 for f16/bf16) and round once. */
 jx_array *jx_arange(jx_dtype dt, double start, double stop, double step) {
-  if (step == 0 || step != step || start != start || stop != stop) {
-    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_arange: step must be finite and non-zero, got %g",
-                 step);
+  if (!isfinite(step) || step == 0 || !isfinite(start) || !isfinite(stop)) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "jx_arange: start, stop and step must be finite and step non-zero, got "
+                 "start=%g stop=%g step=%g",
+                 start, stop, step);
+    return jx_poison();
+  }
+  if (dt == JX_BOOL) {
+    jx_error_set(JX_ERR_DTYPE, "jx_arange: bool is not accepted (as in JAX)");
     return jx_poison();
   }
   double count = ceil((stop - start) / step);
+  if (count > (double)((int64_t)1 << 48)) {
+    jx_error_set(JX_ERR_SHAPE, "jx_arange: start=%g stop=%g step=%g gives %g elements", start,
+                 stop, step, count);
+    return jx_poison();
+  }
   int64_t n = count > 0 ? (int64_t)count : 0;
   jx_shape s = {1, {n}};
   if (check_new(dt, s, "jx_arange")) return jx_poison();
   jx_array *a = jx_array_alloc(dt, s, 0);
   if (a->poisoned) return a;
-  for (int64_t i = 0; i < n; i++) jx_store_f64(a->buf->data, dt, i, start + (double)i * step);
+  void *d = a->buf->data;
+  if (jx_is_int(dt)) {
+    unsigned char t[8];
+    jx_store_f64(t, JX_I64, 0, start); /* trunc, saturating */
+    int64_t i0 = *(int64_t *)t;
+    jx_store_f64(t, JX_I64, 0, step);
+    int64_t di = *(int64_t *)t;
+    for (int64_t i = 0; i < n; i++)
+      jx_store_i64(d, dt, i, (int64_t)((uint64_t)i0 + (uint64_t)i * (uint64_t)di));
+  } else if (dt == JX_F64) {
+    for (int64_t i = 0; i < n; i++) ((double *)d)[i] = (double)i * step + start;
+  } else {
+    float fs = (float)start, fd = (float)step;
+    for (int64_t i = 0; i < n; i++) {
+      volatile float v = (float)i * fd; /* no contraction into an fma: XLA rounds twice */
+      jx_store_f64(d, dt, i, (double)(v + fs));
+    }
+  }
   return a;
 }
 

@@ -22,7 +22,15 @@ struct jx_array {
   uint8_t poisoned;
   jx_shape shape;
   jx_buffer *buf; /* NULL for the poison value and for tracers */
+  /* A tracer stands for a variable of a program being traced: no data, only
+   * an abstract value. trace_id names its trace (0 for concrete arrays). */
+  uint64_t trace_id;
+  int var;
 };
+
+static inline int jx_is_tracer(const jx_array *a) { return a->trace_id != 0; }
+/* A new tracer of variable var in trace trace_id, owned by the innermost scope. */
+jx_array *jx_tracer_alloc(uint64_t trace_id, int var, jx_dtype dt, jx_shape s, int weak);
 
 /* A new array with uninitialised storage, owned by the innermost scope;
  * the poison value (with an error recorded) when memory runs out. */

@@ -112,7 +112,8 @@ static inline uint64_t f64_bits(double x) { uint64_t u; memcpy(&u, &x, 8); retur
 
 uint16_t jx_f32_to_bf16(float x) {
   uint32_t u = f32_bits(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
+  /* NaN: the canonical quiet NaN with x's sign, as XLA and ml_dtypes */
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);
   uint32_t lsb = (u >> 16) & 1u;
   u += 0x7fffu + lsb; /* round to nearest even; overflow carries into inf */
   return (uint16_t)(u >> 16);
@@ -136,7 +137,13 @@ uint16_t jx_f64_to_bf16(double x) {
   return (uint16_t)(sign | (h & 0x7fffu));
 }
 
-uint16_t jx_f32_to_f16(float x) { return jx_f64_to_f16((double)x); }
+uint16_t jx_f32_to_f16(float x) {
+  uint32_t u = f32_bits(x);
+  /* NaN: quiet, with the top payload bits kept, as XLA (vcvtps2ph) does */
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return (uint16_t)(((u >> 16) & 0x8000u) | 0x7e00u | ((u >> 13) & 0x3ffu));
+  return jx_f64_to_f16((double)x); /* exact widening, then one rounding */
+}
 
 uint16_t jx_f64_to_f16(double x) {
   uint64_t u = f64_bits(x);
@@ -162,7 +169,8 @@ uint16_t jx_f64_to_f16(double x) {
 float jx_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0x1f) return bits_f32(sign | 0x7f800000u | (m << 13));
+  if (e == 0x1f) /* inf, or NaN made quiet (as XLA does) */
+    return bits_f32(sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u));
   if (e == 0) {
     float v = ldexpf((float)m, -24);
     return sign ? -v : v;
@@ -251,6 +259,11 @@ void jx_store_i64(void *base, jx_dtype dt, int64_t i, int64_t v) {
   case JX_I16: case JX_U16: ((uint16_t *)base)[i] = (uint16_t)v; break;
   case JX_I32: case JX_U32: ((uint32_t *)base)[i] = (uint32_t)v; break;
   case JX_I64: case JX_U64: ((uint64_t *)base)[i] = (uint64_t)v; break;
-  default: jx_store_f64(base, dt, i, (double)v); break;
+  case JX_F64: ((double *)base)[i] = (double)v; break;
+  /* Round v to f32 once (via double would round twice: 2^60 + 2^36 + 1), then
+   * to 16 bits as XLA does: exact below 2^24, and f16 overflows long before. */
+  case JX_F32: ((float *)base)[i] = (float)v; break;
+  case JX_F16: ((uint16_t *)base)[i] = jx_f32_to_f16((float)v); break;
+  case JX_BF16: ((uint16_t *)base)[i] = jx_f32_to_bf16((float)v); break;
   }
 }

@@ -30,26 +30,33 @@ jx_status jx_save_npy(const char *path, const jx_array *a) {
   if (!a) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_save_npy: the array is NULL");
   if (a->poisoned)
     return jx_error_set(JX_ERR_POISONED, "jx_save_npy: the array carries an earlier error");
-  char dict[256];
-  int n = snprintf(dict, sizeof dict, "{'descr': '%c%s', 'fortran_order': False, 'shape': (",
+  /* The header exactly as NumPy writes it (numpy/lib/format.py), so that the
+   * bytes of a jx file and a NumPy file of the same array are the same: the
+   * dict, spaces that leave room for the first dimension to grow to 21 digits,
+   * then spaces and '\n' up to a multiple of 64 bytes (64 more when the
+   * total is already a multiple: NumPy's padlen is never 0). */
+  char header[512];
+  int n = snprintf(header + 10, 400, "{'descr': '%c%s', 'fortran_order': False, 'shape': (",
                    jx_dtype_size(a->dtype) == 1 ? '|' : '<', descr_of(a->dtype));
   for (int i = 0; i < a->shape.rank; i++)
-    n += snprintf(dict + n, sizeof dict - (size_t)n, "%lld,%s", (long long)a->shape.dims[i],
+    n += snprintf(header + 10 + n, 400 - (size_t)n, "%lld,%s", (long long)a->shape.dims[i],
                   (i + 1 < a->shape.rank) ? " " : "");
   if (a->shape.rank > 1) n--; /* "(2, 3,)" -> "(2, 3)"; a 1-tuple keeps its comma */
-  n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
-  /* pad with spaces so that the data starts on a 64-byte boundary, ending in '\n' */
-  size_t total = 10 + (size_t)n + 1;
-  size_t padded = (total + 63) / 64 * 64;
-  char header[320];
+  n += snprintf(header + 10 + n, 400 - (size_t)n, "), }");
+  if (a->shape.rank > 0) {
+    char first[24];
+    int growth = 21 - snprintf(first, sizeof first, "%lld", (long long)a->shape.dims[0]);
+    for (int i = 0; i < growth; i++) header[10 + n++] = ' ';
+  }
+  size_t hlen = (size_t)n + 1;
+  size_t padlen = 64 - (10 + hlen) % 64;
+  size_t padded = 10 + hlen + padlen;
   memcpy(header, magic, 6);
   header[6] = 1;
   header[7] = 0;
-  uint16_t hlen = (uint16_t)(padded - 10);
-  header[8] = (char)(hlen & 0xff);
-  header[9] = (char)(hlen >> 8);
-  memcpy(header + 10, dict, (size_t)n);
-  memset(header + 10 + n, ' ', padded - 10 - (size_t)n - 1);
+  header[8] = (char)((hlen + padlen) & 0xff);
+  header[9] = (char)((hlen + padlen) >> 8);
+  memset(header + 10 + n, ' ', padlen);
   header[padded - 1] = '\n';
 
   FILE *f = fopen(path, "wb");
@@ -145,7 +152,9 @@ static jx_status parse_header(const char *path, const char *dict, size_t len, np
     p = skip_ws(p, end);
     if (p < end && *p == ',') p++;
   }
-  return jx_shape_check(h->shape, "jx_load_npy", "the file's shape");
+  char what[1100];
+  snprintf(what, sizeof what, "the shape in '%.1024s'", path);
+  return jx_shape_check(h->shape, "jx_load_npy", what);
 }
 
 static void byteswap(unsigned char *data, size_t n, size_t es) {
@@ -211,9 +220,21 @@ jx_array *jx_load_npy(const char *path) {
   dict[hlen] = '\0';
   npy_header h = {0};
   if (parse_header(path, dict, hlen, &h)) goto out;
+  size_t es = jx_dtype_size(h.dt), n = (size_t)jx_shape_numel(h.shape);
+  /* check the data is all there before allocating what the header promises */
+  long pos = ftell(f);
+  if (pos < 0 || fseek(f, 0, SEEK_END) != 0) goto truncated;
+  long size = ftell(f);
+  if (size < pos || fseek(f, pos, SEEK_SET) != 0) goto truncated;
+  if ((size_t)(size - pos) < n * es) {
+    char sb[JX_AVAL_STR_CAP];
+    jx_error_set(JX_ERR_CORRUPT,
+                 "jx_load_npy: '%s' is truncated: %s needs %zu bytes of data, the file has %ld",
+                 path, jx_aval_str(h.dt, h.shape, sb), n * es, size - pos);
+    goto out;
+  }
   jx_array *a = jx_array_alloc(h.dt, h.shape, 0);
   if (a->poisoned) goto out;
-  size_t es = jx_dtype_size(h.dt), n = (size_t)jx_shape_numel(h.shape);
   unsigned char *data = a->buf->data, *tmp = NULL;
   if (h.fortran && h.shape.rank > 1) {
     tmp = malloc(n * es > 0 ? n * es : 1);

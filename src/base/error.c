@@ -6,27 +6,67 @@
 
 enum { MESSAGE_CAP = 2048 };
 
+enum { CONTEXT_CAP = 16 };
+
 typedef struct {
+  uint64_t serial;
+  int ncontext;
+  const char *context_transform[CONTEXT_CAP], *context_fn[CONTEXT_CAP];
   jx_status code;
   char message[MESSAGE_CAP];
   int depth;          /* how many located calls are open on this thread */
   int pending_depth;  /* the depth whose leave completes the message; -1 if none */
 } error_state;
 
-static _Thread_local error_state tls = {JX_OK, "", 0, -1};
+static _Thread_local error_state tls = {.code = JX_OK, .pending_depth = -1};
 static jx_error_handler handler; /* set once at start-up by the program */
+static void (*location_hook)(const char *where);
+
+void jx_set_location_hook(void (*hook)(const char *where)) { location_hook = hook; }
 
 static void complete(void) {
   if (handler) handler(tls.code, tls.message);
 }
 
+uint64_t jx_error_serial(void) { return tls.serial; }
+
+void jx_error_context_push(const char *transform, const char *fn_name) {
+  if (tls.ncontext < CONTEXT_CAP) {
+    tls.context_transform[tls.ncontext] = transform;
+    tls.context_fn[tls.ncontext] = fn_name;
+  }
+  tls.ncontext++;
+}
+
+void jx_error_context_pop(void) {
+  if (tls.ncontext > 0) tls.ncontext--;
+}
+
+/* " (in grad ∘ vmap of 'f')": the transformations outermost first, and the
+ * function they were applied to. */
+static void append_context(void) {
+  int n = tls.ncontext < CONTEXT_CAP ? tls.ncontext : CONTEXT_CAP;
+  if (n == 0) return;
+  size_t len = strlen(tls.message);
+  int w = snprintf(tls.message + len, MESSAGE_CAP - len, " (in ");
+  for (int i = 0; i < n && w > 0; i++) {
+    len = strlen(tls.message);
+    w = snprintf(tls.message + len, MESSAGE_CAP - len, "%s%s", i ? " \u2218 " : "",
+                 tls.context_transform[i]);
+  }
+  len = strlen(tls.message);
+  snprintf(tls.message + len, MESSAGE_CAP - len, " of '%s')", tls.context_fn[n - 1]);
+}
+
 jx_status jx_error_set(jx_status code, const char *fmt, ...) {
+  tls.serial++;
   if (tls.code != JX_OK) return code;
   tls.code = code;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(tls.message, MESSAGE_CAP, fmt, ap);
   va_end(ap);
+  append_context();
   if (tls.depth == 0)
     complete();
   else
@@ -56,6 +96,7 @@ void jx_loc_enter_(void) { tls.depth++; }
 
 /* Prepends "where: " to the message recorded inside this located call. */
 static void leave(const char *where) {
+  if (location_hook) location_hook(where);
   if (tls.pending_depth == tls.depth) {
     size_t wl = strlen(where), ml = strlen(tls.message);
     if (wl + 2 + ml >= MESSAGE_CAP) ml = MESSAGE_CAP - wl - 3;

@@ -13,6 +13,19 @@ jx_status jx_error_set(jx_status code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int jx_error_pending(void); /* 1 while an error is recorded */
 
+/* Counts every jx_error_set call on this thread (recorded or not), so a
+ * caller can tell whether anything failed during a stretch of code. */
+uint64_t jx_error_serial(void);
+
+/* The chain of transformations being applied, for messages: while a context
+ * is pushed, recorded errors end with "(in grad ∘ vmap of 'f')". */
+void jx_error_context_push(const char *transform, const char *fn_name);
+void jx_error_context_pop(void);
+
+/* Called with the caller's "file:line" each time a located public call
+ * returns (the tracer uses it to tag the equations the call recorded). */
+void jx_set_location_hook(void (*hook)(const char *where));
+
 /* Aborts with file:line for a broken invariant of jx itself (never for user input). */
 #define JX_ASSERT(cond)                                                          \
   do {                                                                           \

@@ -74,7 +74,10 @@ jx_array *jx_floor_divide(jx_array *a, jx_array *b) {
   jx_array *zero = like(a, 0), *one = like(a, 1);
   if (jx_is_float(a->dtype)) {
     jx_array *mod = bind2(&jx_prim_rem, a, b);
-    jx_array *div = bind2(&jx_prim_div, bind2(&jx_prim_sub, a, mod), b);
+    jx_array *corrected = jx_bind1(&jx_prim_select_n, 3, /* a where b == 0, as JAX */
+                                   (jx_array *[]){bind2(&jx_prim_eq, b, zero),
+                                                  bind2(&jx_prim_sub, a, mod), a}, NULL);
+    jx_array *div = bind2(&jx_prim_div, corrected, b);
     jx_array *fix = bind2(&jx_prim_and, bind2(&jx_prim_ne, mod, zero),
                           bind2(&jx_prim_ne, bind1(&jx_prim_sign, b), bind1(&jx_prim_sign, mod)));
     jx_array *q = jx_bind1(&jx_prim_select_n, 3,

@@ -8,6 +8,8 @@
 #include "../base/error.h"
 #include "elementwise.h"
 #include "prims.h"
+#include "binary_rules.h"
+#include "rules.h"
 
 typedef enum {
   B_ADD, B_SUB, B_MUL, B_DIV, B_REM, B_POW, B_MAX, B_MIN, B_ATAN2, B_AND, B_OR, B_XOR,
@@ -24,8 +26,8 @@ static int is_comparison(binop op) { return op >= B_EQ; }
    : (op) == B_DIV ? (a) / (b)                                                     \
    : (op) == B_REM ? FMOD(a, b)                                                    \
    : (op) == B_POW ? POW(a, b)                                                     \
-   : (op) == B_MAX ? (((a) != (a) || (a) > (b)) ? (a) : (b))                       \
-   : (op) == B_MIN ? (((a) != (a) || (a) < (b)) ? (a) : (b))                       \
+   : (op) == B_MAX ? JX_FMAX(a, b)                                                 \
+   : (op) == B_MIN ? JX_FMIN(a, b)                                                 \
    : (op) == B_ATAN2 ? ATAN2(a, b)                                                 \
                      : NEXT(a, b))
 #define FLOAT_CMP(op, a, b)                                                        \
@@ -169,7 +171,7 @@ static void binary_kernel(binop op, const jx_tensor *in, jx_tensor *out) {
   }
 }
 
-#define BINARY_ROW(NAME, OP, ACCEPT, OUT)                                           \
+#define BINARY_ROW(NAME, OP, ACCEPT, OUT, JVP, TRANSPOSE)                           \
   static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout, \
                                 jx_aval *out) {                                     \
     (void)p; (void)nout;                                                            \
@@ -181,30 +183,31 @@ static void binary_kernel(binop op, const jx_tensor *in, jx_tensor *out) {
     binary_kernel(OP, in, out);                                                     \
   }                                                                                 \
   const jx_prim jx_prim_##NAME = {.name = #NAME, .nin = 2, .nout = 1, .params = "",  \
-                                  .infer = infer_##NAME, .eval = eval_##NAME};
+                                  .infer = infer_##NAME, .eval = eval_##NAME,       \
+                                  .jvp = JVP, .transpose = TRANSPOSE, .elementwise = 1};
 
-BINARY_ROW(add, B_ADD, JX_ACCEPT_NUMERIC, -1)
-BINARY_ROW(sub, B_SUB, JX_ACCEPT_NUMERIC, -1)
-BINARY_ROW(mul, B_MUL, JX_ACCEPT_NUMERIC, -1)
-BINARY_ROW(div, B_DIV, JX_ACCEPT_NUMERIC, -1)
-BINARY_ROW(rem, B_REM, JX_ACCEPT_NUMERIC, -1)
-BINARY_ROW(pow, B_POW, JX_ACCEPT_NUMERIC, -1)
-BINARY_ROW(max, B_MAX, JX_ACCEPT_ANY, -1)
-BINARY_ROW(min, B_MIN, JX_ACCEPT_ANY, -1)
-BINARY_ROW(atan2, B_ATAN2, JX_ACCEPT_FLOAT, -1)
-BINARY_ROW(and, B_AND, JX_ACCEPT_INT_OR_BOOL, -1)
-BINARY_ROW(or, B_OR, JX_ACCEPT_INT_OR_BOOL, -1)
-BINARY_ROW(xor, B_XOR, JX_ACCEPT_INT_OR_BOOL, -1)
-BINARY_ROW(shift_left, B_SHL, JX_ACCEPT_INT, -1)
-BINARY_ROW(shift_right_logical, B_SHR_LOGICAL, JX_ACCEPT_INT, -1)
-BINARY_ROW(shift_right_arithmetic, B_SHR_ARITH, JX_ACCEPT_INT, -1)
-BINARY_ROW(nextafter, B_NEXTAFTER, JX_ACCEPT_FLOAT, -1)
-BINARY_ROW(eq, B_EQ, JX_ACCEPT_ANY, JX_BOOL)
-BINARY_ROW(ne, B_NE, JX_ACCEPT_ANY, JX_BOOL)
-BINARY_ROW(lt, B_LT, JX_ACCEPT_ANY, JX_BOOL)
-BINARY_ROW(le, B_LE, JX_ACCEPT_ANY, JX_BOOL)
-BINARY_ROW(gt, B_GT, JX_ACCEPT_ANY, JX_BOOL)
-BINARY_ROW(ge, B_GE, JX_ACCEPT_ANY, JX_BOOL)
+BINARY_ROW(add, B_ADD, JX_ACCEPT_NUMERIC, -1, jx_jvp_add, jx_transpose_add)
+BINARY_ROW(sub, B_SUB, JX_ACCEPT_NUMERIC, -1, jx_jvp_sub, jx_transpose_sub)
+BINARY_ROW(mul, B_MUL, JX_ACCEPT_NUMERIC, -1, jx_jvp_mul, jx_transpose_mul)
+BINARY_ROW(div, B_DIV, JX_ACCEPT_NUMERIC, -1, jx_jvp_div, jx_transpose_div)
+BINARY_ROW(rem, B_REM, JX_ACCEPT_NUMERIC, -1, jx_jvp_rem, NULL)
+BINARY_ROW(pow, B_POW, JX_ACCEPT_NUMERIC, -1, jx_jvp_pow, NULL)
+BINARY_ROW(max, B_MAX, JX_ACCEPT_ANY, -1, jx_jvp_max, NULL)
+BINARY_ROW(min, B_MIN, JX_ACCEPT_ANY, -1, jx_jvp_min, NULL)
+BINARY_ROW(atan2, B_ATAN2, JX_ACCEPT_FLOAT, -1, jx_jvp_atan2, NULL)
+BINARY_ROW(and, B_AND, JX_ACCEPT_INT_OR_BOOL, -1, jx_jvp_zero, NULL)
+BINARY_ROW(or, B_OR, JX_ACCEPT_INT_OR_BOOL, -1, jx_jvp_zero, NULL)
+BINARY_ROW(xor, B_XOR, JX_ACCEPT_INT_OR_BOOL, -1, jx_jvp_zero, NULL)
+BINARY_ROW(shift_left, B_SHL, JX_ACCEPT_INT, -1, jx_jvp_zero, NULL)
+BINARY_ROW(shift_right_logical, B_SHR_LOGICAL, JX_ACCEPT_INT, -1, jx_jvp_zero, NULL)
+BINARY_ROW(shift_right_arithmetic, B_SHR_ARITH, JX_ACCEPT_INT, -1, jx_jvp_zero, NULL)
+BINARY_ROW(nextafter, B_NEXTAFTER, JX_ACCEPT_FLOAT, -1, NULL, NULL)
+BINARY_ROW(eq, B_EQ, JX_ACCEPT_ANY, JX_BOOL, jx_jvp_zero, NULL)
+BINARY_ROW(ne, B_NE, JX_ACCEPT_ANY, JX_BOOL, jx_jvp_zero, NULL)
+BINARY_ROW(lt, B_LT, JX_ACCEPT_ANY, JX_BOOL, jx_jvp_zero, NULL)
+BINARY_ROW(le, B_LE, JX_ACCEPT_ANY, JX_BOOL, jx_jvp_zero, NULL)
+BINARY_ROW(gt, B_GT, JX_ACCEPT_ANY, JX_BOOL, jx_jvp_zero, NULL)
+BINARY_ROW(ge, B_GE, JX_ACCEPT_ANY, JX_BOOL, jx_jvp_zero, NULL)
 
 const jx_prim *const jx_prims_binary[] = {
     &jx_prim_add, &jx_prim_sub, &jx_prim_mul, &jx_prim_div, &jx_prim_rem, &jx_prim_pow,

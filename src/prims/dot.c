@@ -1,14 +1,345 @@
-/* Placeholder rows: replaced by the family's implementation. */
+/* dot_general: lax.dot_general on two operands of one dtype.
+ *
+ * The result's dims are the batch dims (in lhs_batch order), then the lhs free
+ * dims, then the rhs free dims, each in ascending order, as in JAX. Sums are
+ * formed in an accumulator chosen by the result dtype:
+ *   f16, bf16        f32, rounded once at the end (XLA on CPU does the same);
+ *   f32, f64         f64, rounded once at the end: at least as accurate as
+ *                    XLA's f32 accumulation, so results can differ from JAX's
+ *                    by the rounding error of its f32 sum (a few ulps);
+ *   integers         64-bit wrapping arithmetic, wrapped to the result width
+ *                    (identical to wrapping at every step);
+ *   bool             or of ands.
+ * A preferred element type (i0 = 1, dtype) gives the result dtype; the operand
+ * values are converted into its accumulator first, so bf16 x bf16 -> f32 sums
+ * exact products in f64 and i8 x i8 -> i32 wraps in 32 bits. Accepted pairs
+ * follow lax: bool -> anything, integer -> float, integer -> integer no
+ * narrower, float -> float. Unlike JAX, float -> integer is rejected (its
+ * meaning in XLA is a conversion nobody relies on). */
+#include <stdlib.h>
+#include <string.h>
+
 #include "../base/error.h"
 #include "prims.h"
 
-static jx_status unimplemented(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out;
-  return jx_error_set(JX_ERR_UNIMPLEMENTED, "%s: not implemented yet", "dot");
-}
-static void none(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out;
+enum { LC, RC, LB, RB }; /* parameter list slots */
+
+/* ---- shape rule ---- */
+
+static const char *list_name[4] = {"lhs contracting", "rhs contracting", "lhs batch", "rhs batch"};
+
+static char *list_str(const jx_ilist *l, char *buf, size_t cap) {
+  size_t k = (size_t)snprintf(buf, cap, "[");
+  for (int i = 0; i < l->n && k < cap; i++)
+    k += (size_t)snprintf(buf + k, cap - k, i ? ",%lld" : "%lld", (long long)l->v[i]);
+  if (k < cap) snprintf(buf + k, cap - k, "]");
+  return buf;
 }
 
-const jx_prim jx_prim_dot_general = {.name = "dot_general", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
+/* Records "dot_general: <msg> (operands f32[2,3] and f32[4,5])". */
+static jx_status bad(jx_status code, const jx_aval *in, const char *msg) {
+  char sa[JX_AVAL_STR_CAP], sb[JX_AVAL_STR_CAP];
+  return jx_error_set(code, "dot_general: %s (operands %s and %s)", msg,
+                      jx_aval_str(in[0].dtype, in[0].shape, sa),
+                      jx_aval_str(in[1].dtype, in[1].shape, sb));
+}
+
+/* Checks that the dims of list w are in range, distinct, and not in list o. */
+static jx_status check_dims(const jx_params *p, const jx_aval *in, int w, int o) {
+  const jx_ilist *l = &p->l[w];
+  int rank = in[w & 1].shape.rank;
+  char msg[160], ls[96];
+  if (l->n < 0 || l->n > rank) {
+    snprintf(msg, sizeof msg, "%s has %d dims but the operand has rank %d", list_name[w], l->n,
+             rank);
+    return bad(JX_ERR_INVALID_ARGUMENT, in, msg);
+  }
+  for (int i = 0; i < l->n; i++) {
+    int64_t d = l->v[i];
+    if (d < 0 || d >= rank) {
+      snprintf(msg, sizeof msg, "%s dimension %lld is out of range for rank %d (dims %s)",
+               list_name[w], (long long)d, rank, list_str(l, ls, sizeof ls));
+      return bad(JX_ERR_INVALID_ARGUMENT, in, msg);
+    }
+    for (int j = 0; j < i; j++)
+      if (l->v[j] == d) {
+        snprintf(msg, sizeof msg, "%s dimension %lld appears twice (dims %s)", list_name[w],
+                 (long long)d, list_str(l, ls, sizeof ls));
+        return bad(JX_ERR_INVALID_ARGUMENT, in, msg);
+      }
+    for (int j = 0; j < p->l[o].n; j++)
+      if (p->l[o].v[j] == d) {
+        snprintf(msg, sizeof msg, "dimension %lld is both a %s and a %s dimension", (long long)d,
+                 list_name[w], list_name[o]);
+        return bad(JX_ERR_INVALID_ARGUMENT, in, msg);
+      }
+  }
+  return JX_OK;
+}
+
+/* Checks that lists w (lhs) and w + 1 (rhs) pair dims of equal sizes. */
+static jx_status check_pairs(const jx_params *p, const jx_aval *in, int w, const char *kind) {
+  const jx_ilist *l = &p->l[w], *r = &p->l[w + 1];
+  char msg[200], ls[96], rs[96];
+  if (l->n != r->n) {
+    snprintf(msg, sizeof msg, "needs as many lhs as rhs %s dimensions, got %s and %s", kind,
+             list_str(l, ls, sizeof ls), list_str(r, rs, sizeof rs));
+    return bad(JX_ERR_INVALID_ARGUMENT, in, msg);
+  }
+  for (int i = 0; i < l->n; i++) {
+    int64_t a = in[0].shape.dims[l->v[i]], b = in[1].shape.dims[r->v[i]];
+    if (a != b) {
+      snprintf(msg, sizeof msg,
+               "%s dimensions differ in size: lhs dim %lld has size %lld, rhs dim %lld has "
+               "size %lld",
+               kind, (long long)l->v[i], (long long)a, (long long)r->v[i], (long long)b);
+      return bad(JX_ERR_SHAPE, in, msg);
+    }
+  }
+  return JX_OK;
+}
+
+/* lax's rules for preferred_element_type (see the header comment). */
+static int preferred_ok(jx_dtype in, jx_dtype out) {
+  if (in == out || in == JX_BOOL) return 1;
+  if (jx_is_float(in)) return jx_is_float(out);
+  if (jx_is_float(out)) return 1;
+  return out != JX_BOOL && jx_dtype_bits(out) >= jx_dtype_bits(in);
+}
+
+static int is_member(const jx_ilist *l, int64_t d) {
+  for (int i = 0; i < l->n; i++)
+    if (l->v[i] == d) return 1;
+  return 0;
+}
+
+static jx_status infer_dot(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
+  (void)nin;
+  (void)nout;
+  if (in[0].dtype != in[1].dtype) return bad(JX_ERR_DTYPE, in, "operands must have one dtype");
+  jx_status st;
+  if ((st = check_dims(p, in, LC, LB)) || (st = check_dims(p, in, RC, RB)) ||
+      (st = check_dims(p, in, LB, LC)) || (st = check_dims(p, in, RB, RC)))
+    return st;
+  if ((st = check_pairs(p, in, LC, "contracting")) || (st = check_pairs(p, in, LB, "batch")))
+    return st;
+  jx_dtype dt = in[0].dtype;
+  if (p->i[0]) {
+    if (!jx_dtype_valid(p->dtype))
+      return bad(JX_ERR_DTYPE, in, "preferred element type is not a valid dtype");
+    if (!preferred_ok(dt, p->dtype)) {
+      char msg[192];
+      snprintf(msg, sizeof msg,
+               "preferred element type %s is incompatible with operand dtype %s (allowed: "
+               "bool->any, int->float, int->int no narrower, float->float)",
+               jx_dtype_name(p->dtype), jx_dtype_name(dt));
+      return bad(JX_ERR_DTYPE, in, msg);
+    }
+    dt = p->dtype;
+  }
+  jx_shape s = {0, {0}};
+  int nb = p->l[LB].n;
+  int rank = nb + in[0].shape.rank + in[1].shape.rank - 2 * (nb + p->l[LC].n);
+  if (rank > JX_MAX_RANK) return bad(JX_ERR_SHAPE, in, "the result would have more than 8 dims");
+  for (int i = 0; i < nb; i++) s.dims[s.rank++] = in[0].shape.dims[p->l[LB].v[i]];
+  for (int side = 0; side < 2; side++)
+    for (int d = 0; d < in[side].shape.rank; d++)
+      if (!is_member(&p->l[LC + side], d) && !is_member(&p->l[LB + side], d))
+        s.dims[s.rank++] = in[side].shape.dims[d];
+  out[0] = (jx_aval){dt, (uint8_t)(!p->i[0] && in[0].weak && in[1].weak), s};
+  return JX_OK;
+}
+
+/* ---- reference kernel ----
+ * Both operands are packed into canonical [B, M, K] and [B, K, N] buffers of
+ * the accumulator type, through offset tables that map each flat group index
+ * to its element offset. The loop nest b, m-block, k, n then reads every
+ * buffer contiguously in its inner loop, whatever the operands' layouts. */
+
+typedef enum { ACC_F32, ACC_F64, ACC_INT, ACC_BOOL } acc_kind;
+
+static acc_kind accumulator(jx_dtype in, jx_dtype out) {
+  if (out == JX_BOOL) return ACC_BOOL;
+  if (!jx_is_float(out)) return ACC_INT;
+  if (out == JX_F32 || out == JX_F64 || in == JX_F32 || in == JX_F64) return ACC_F64;
+  return ACC_F32;
+}
+
+/* Element offsets of every multi-index over `n` dims (row-major order). */
+static void offsets(int n, const int64_t *sizes, const int64_t *strides, int64_t count,
+                    int64_t *out) {
+  int64_t idx[JX_MAX_RANK] = {0}, off = 0;
+  for (int64_t i = 0; i < count; i++) {
+    out[i] = off;
+    for (int d = n - 1; d >= 0; d--) {
+      off += strides[d];
+      if (++idx[d] < sizes[d]) break;
+      off -= strides[d] * sizes[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+typedef struct {
+  int64_t count;
+  int n;
+  int64_t sizes[JX_MAX_RANK], strides[JX_MAX_RANK];
+} group;
+
+static void group_add(group *g, int64_t size, int64_t stride) {
+  g->sizes[g->n] = size;
+  g->strides[g->n++] = stride;
+  g->count *= size;
+}
+
+/* Packs t into buf (elements of the accumulator) as [outer][mid][inner]. */
+static void pack(const jx_tensor *t, acc_kind acc, const group *outer, const group *mid,
+                 const group *inner, const int64_t *tab_o, const int64_t *tab_m,
+                 const int64_t *tab_i, void *buf) {
+  int64_t i = 0;
+  for (int64_t a = 0; a < outer->count; a++)
+    for (int64_t b = 0; b < mid->count; b++)
+      for (int64_t c = 0; c < inner->count; c++, i++) {
+        int64_t src = tab_o[a] + tab_m[b] + tab_i[c];
+        switch (acc) {
+        case ACC_F32: ((float *)buf)[i] = (float)jx_load_f64(t->data, t->dtype, src); break;
+        case ACC_F64: ((double *)buf)[i] = jx_load_f64(t->data, t->dtype, src); break;
+        default: ((uint64_t *)buf)[i] = (uint64_t)jx_load_i64(t->data, t->dtype, src); break;
+        }
+      }
+}
+
+/* rows[r][n] += sum over k of L[r][k] * R[k][n] for MB rows at once, so that
+ * each row of R is loaded once per block; the inner loops are contiguous. */
+enum { MB = 4, VW = 8 }; /* rows per block (they stay in cache), vector chunk */
+
+/* o_i[n] += a_i * r[n] for four rows; fixed-width chunks so that gcc
+ * vectorizes it even at -O2, restrict parameters so that it may. */
+#define AXPY4(NAME, T)                                                                             \
+  static void NAME(int64_t N, const T *restrict r, T a0, T a1, T a2, T a3, T *restrict o0,         \
+                   T *restrict o1, T *restrict o2, T *restrict o3) {                               \
+    int64_t n = 0;                                                                                 \
+    for (; n + VW <= N; n += VW)                                                                   \
+      for (int j = 0; j < VW; j++) {                                                               \
+        o0[n + j] += a0 * r[n + j];                                                                \
+        o1[n + j] += a1 * r[n + j];                                                                \
+        o2[n + j] += a2 * r[n + j];                                                                \
+        o3[n + j] += a3 * r[n + j];                                                                \
+      }                                                                                            \
+    for (; n < N; n++) {                                                                           \
+      o0[n] += a0 * r[n];                                                                          \
+      o1[n] += a1 * r[n];                                                                          \
+      o2[n] += a2 * r[n];                                                                          \
+      o3[n] += a3 * r[n];                                                                          \
+    }                                                                                              \
+  }
+
+/* rows[i][n] += sum over k of L[i][k] * R[k][n] for the mb <= MB rows of a
+ * block, so that each row of R is loaded once per block. */
+#define KERNEL(NAME, AXPY, T)                                                                      \
+  AXPY4(AXPY, T)                                                                                   \
+  static void NAME(int64_t mb, int64_t K, int64_t N, const T *L, const T *R, T *rows) {            \
+    for (int64_t k = 0; k < K; k++) {                                                              \
+      T a[MB];                                                                                     \
+      for (int i = 0; i < MB; i++) a[i] = i < mb ? L[i * K + k] : 0;                               \
+      /* rows past mb are scratch: the buffer always holds MB rows */                              \
+      AXPY(N, R + k * N, a[0], a[1], a[2], a[3], rows, rows + N, rows + 2 * N, rows + 3 * N);      \
+    }                                                                                              \
+  }
+
+KERNEL(kernel_f32, axpy4_f32, float)
+KERNEL(kernel_f64, axpy4_f64, double)
+KERNEL(kernel_u64, axpy4_u64, uint64_t)
+
+static void store_rows(acc_kind acc, const void *rows, int64_t count, void *out, jx_dtype dt,
+                       int64_t at) {
+  for (int64_t i = 0; i < count; i++) switch (acc) {
+    case ACC_F32: {
+      float v = ((const float *)rows)[i];
+      if (dt == JX_BF16)
+        ((uint16_t *)out)[at + i] = jx_f32_to_bf16(v);
+      else
+        ((uint16_t *)out)[at + i] = jx_f32_to_f16(v);
+      break;
+    }
+    case ACC_F64: jx_store_f64(out, dt, at + i, ((const double *)rows)[i]); break;
+    case ACC_INT: jx_store_i64(out, dt, at + i, (int64_t)((const uint64_t *)rows)[i]); break;
+    case ACC_BOOL: ((uint8_t *)out)[at + i] = ((const uint64_t *)rows)[i] != 0; break;
+    }
+}
+
+static void eval_dot(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
+  (void)nin;
+  (void)nout;
+  int64_t ls[JX_MAX_RANK], rs[JX_MAX_RANK];
+  jx_shape lsh = in[0].shape, rsh = in[1].shape;
+  jx_shape_strides(lsh, ls);
+  jx_shape_strides(rsh, rs);
+  group lb = {1, 0, {0}, {0}}, rb = lb, lk = lb, rk = lb, lm = lb, rn = lb;
+  for (int i = 0; i < p->l[LB].n; i++) {
+    group_add(&lb, lsh.dims[p->l[LB].v[i]], ls[p->l[LB].v[i]]);
+    group_add(&rb, rsh.dims[p->l[RB].v[i]], rs[p->l[RB].v[i]]);
+  }
+  for (int i = 0; i < p->l[LC].n; i++) {
+    group_add(&lk, lsh.dims[p->l[LC].v[i]], ls[p->l[LC].v[i]]);
+    group_add(&rk, rsh.dims[p->l[RC].v[i]], rs[p->l[RC].v[i]]);
+  }
+  for (int d = 0; d < lsh.rank; d++)
+    if (!is_member(&p->l[LC], d) && !is_member(&p->l[LB], d)) group_add(&lm, lsh.dims[d], ls[d]);
+  for (int d = 0; d < rsh.rank; d++)
+    if (!is_member(&p->l[RC], d) && !is_member(&p->l[RB], d)) group_add(&rn, rsh.dims[d], rs[d]);
+  int64_t B = lb.count, M = lm.count, K = lk.count, N = rn.count;
+  if (B * M * N == 0) return;
+
+  acc_kind acc = accumulator(in[0].dtype, out[0].dtype);
+  size_t es = acc == ACC_F32 ? sizeof(float) : 8;
+  int64_t *tab = malloc(sizeof(int64_t) * (size_t)(2 * B + M + 2 * K + N + 1));
+  void *L = malloc(es * (size_t)(B * M * K + 1)), *R = malloc(es * (size_t)(B * K * N + 1));
+  void *rows = calloc((size_t)(MB * N), es);
+  if (!tab || !L || !R || !rows) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY,
+                 "dot_general: out of memory for a [%lld,%lld,%lld,%lld] "
+                 "contraction",
+                 (long long)B, (long long)M, (long long)K, (long long)N);
+    memset(out[0].data, 0, jx_dtype_size(out[0].dtype) * (size_t)(B * M * N));
+    goto done;
+  }
+  int64_t *tlb = tab, *trb = tlb + B, *tlm = trb + B, *tlk = tlm + M, *trk = tlk + K,
+          *trn = trk + K;
+  offsets(lb.n, lb.sizes, lb.strides, B, tlb);
+  offsets(rb.n, rb.sizes, rb.strides, B, trb);
+  offsets(lm.n, lm.sizes, lm.strides, M, tlm);
+  offsets(lk.n, lk.sizes, lk.strides, K, tlk);
+  offsets(rk.n, rk.sizes, rk.strides, K, trk);
+  offsets(rn.n, rn.sizes, rn.strides, N, trn);
+  pack(&in[0], acc, &lb, &lm, &lk, tlb, tlm, tlk, L);
+  pack(&in[1], acc, &rb, &rk, &rn, trb, trk, trn, R);
+
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t m = 0; m < M; m += MB) {
+      int64_t mb = M - m < MB ? M - m : MB;
+      memset(rows, 0, es * (size_t)(mb * N));
+      size_t lo = (size_t)((b * M + m) * K), ro = (size_t)(b * K * N);
+      switch (acc) {
+      case ACC_F32: kernel_f32(mb, K, N, (float *)L + lo, (float *)R + ro, rows); break;
+      case ACC_F64: kernel_f64(mb, K, N, (double *)L + lo, (double *)R + ro, rows); break;
+      default: kernel_u64(mb, K, N, (uint64_t *)L + lo, (uint64_t *)R + ro, rows); break;
+      }
+      store_rows(acc, rows, mb * N, out[0].data, out[0].dtype, (b * M + m) * N);
+    }
+done:
+  free(tab);
+  free(L);
+  free(R);
+  free(rows);
+}
+
+const jx_prim jx_prim_dot_general = {
+    .name = "dot_general",
+    .nin = 2,
+    .nout = 1,
+    .params = "lhs_contracting=l0 rhs_contracting=l1 lhs_batch=l2 rhs_batch=l3 "
+              "has_preferred_element_type=i0 preferred_element_type=dtype",
+    .infer = infer_dot,
+    .eval = eval_dot};
 const jx_prim *const jx_prims_dot[] = {&jx_prim_dot_general, NULL};

@@ -24,14 +24,20 @@ const char *jx_accept_desc(jx_accept acc) {
   return "?";
 }
 
+jx_status jx_accept_check(const char *op, jx_accept acc, int i, jx_dtype dt, jx_shape s) {
+  char a[JX_AVAL_STR_CAP];
+  if (jx_accepts(acc, dt)) return JX_OK;
+  return jx_error_set(JX_ERR_DTYPE, "%s: operand %d is %s but needs %s", op, i,
+                      jx_aval_str(dt, s, a), jx_accept_desc(acc));
+}
+
 jx_status jx_infer_same(const char *name, jx_accept acc, int out_dtype, int nin,
                         const jx_aval *in, jx_aval *out) {
   char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
   int weak = 1;
   for (int i = 0; i < nin; i++) {
-    if (!jx_accepts(acc, in[i].dtype))
-      return jx_error_set(JX_ERR_DTYPE, "%s: operand %d is %s but needs %s", name, i,
-                          jx_aval_str(in[i].dtype, in[i].shape, a), jx_accept_desc(acc));
+    jx_status st = jx_accept_check(name, acc, i, in[i].dtype, in[i].shape);
+    if (st) return st;
     if (in[i].dtype != in[0].dtype || !jx_shape_equal(in[i].shape, in[0].shape))
       return jx_error_set(JX_ERR_SHAPE, "%s: operands must have one dtype and shape, got %s and %s",
                           name, jx_aval_str(in[0].dtype, in[0].shape, a),

@@ -25,7 +25,8 @@ typedef struct {
 
 /* Parameters of one application of a primitive. One plain struct for all
  * primitives keeps hashing, comparison and printing generic: each row's
- * `params` string names the slots it uses, e.g. "axes=l0 keepdims=i0".
+ * `params` string names the slots it uses, e.g. "axes=l0 keepdims=i0
+ * new_dtype=dtype" (slots i0-i3, f0-f1, l0-l7, dtype).
  * Unused slots must be zero (start from JX_PARAMS_INIT) so that equal
  * parameters compare equal bytewise. */
 #define JX_PARAM_INTS 4
@@ -56,6 +57,38 @@ typedef jx_status (*jx_infer_fn)(const jx_params *p, int nin, const jx_aval *in,
 typedef void (*jx_eval_fn)(const jx_params *p, int nin, const jx_tensor *in, int nout,
                            jx_tensor *out);
 
+struct jx_program;
+
+/* Concrete execution of a primitive that is more than a kernel (control flow
+ * runs its nested programs `subs`): replaces infer + eval when every input is
+ * concrete. Results belong to the innermost scope. */
+typedef jx_status (*jx_impl_fn)(const jx_params *p, int nin, jx_array *const *in, int nout,
+                                jx_array **out, int nsub, struct jx_program *const *subs);
+
+/* Transformation rules. They are written with ordinary ops (jx_mul, jx_bind,
+ * ...) on arrays that are tracers while a transformation runs, so the ops
+ * they apply are recorded into the transformed program.
+ *
+ * JVP: primal inputs x and tangents t (t[i] NULL: a symbolic zero) give the
+ * primal outputs y and their tangents ty (NULL: zero). ty must be linear in t. */
+typedef jx_status (*jx_jvp_fn)(const jx_params *p, int nin, jx_array *const *x,
+                               jx_array *const *t, int nout, jx_array **y, jx_array **ty,
+                               int nsub, struct jx_program *const *subs);
+/* Transpose of a primitive linear in its inputs with linear[i] set: in[i] is
+ * the value of each other input and NULL for the linear ones (whose avals are
+ * in_avals[i]); ct[o] is the cotangent of output o (NULL: zero). Writes the
+ * cotangent of each linear input to ct_in[i] (NULL: zero). */
+typedef jx_status (*jx_transpose_fn)(const jx_params *p, int nin, jx_array *const *in,
+                                     const jx_aval *in_avals, const uint8_t *linear, int nout,
+                                     jx_array *const *ct, jx_array **ct_in, int nsub,
+                                     struct jx_program *const *subs);
+/* Batching: bdim[i] is the batched axis of in[i] or JX_NOT_MAPPED; all mapped
+ * inputs share axis_size. Writes the outputs and their batched axes. */
+#define JX_NOT_MAPPED (-1)
+typedef jx_status (*jx_batch_fn)(const jx_params *p, int nin, jx_array *const *in,
+                                 const int *bdim, int64_t axis_size, int nout, jx_array **out,
+                                 int *out_bdim, int nsub, struct jx_program *const *subs);
+
 #define JX_VARIADIC (-1)   /* nin: any count >= 1 */
 #define JX_NOUT_NIN (-1)   /* nout: as many outputs as inputs (sort) */
 
@@ -66,6 +99,11 @@ typedef struct jx_prim {
   const char *params;  /* slot names for printing: "axes=l0 keepdims=i0"; "" if none */
   jx_infer_fn infer;
   jx_eval_fn eval;
+  jx_impl_fn impl;     /* NULL: eager execution is infer + eval */
+  jx_jvp_fn jvp;       /* NULL: not differentiable (an error under jvp/grad) */
+  jx_transpose_fn transpose; /* linear primitives only */
+  jx_batch_fn batch;   /* NULL: an error under vmap */
+  uint8_t elementwise; /* 1: same-shaped operands, output of that shape (generic batching) */
 } jx_prim;
 
 /* Number of outputs of p applied to nin inputs. */

@@ -1,15 +1,190 @@
-/* Placeholder rows: replaced by the family's implementation. */
+#include <stdlib.h>
+/* The counter-based PRNG primitives, bit-identical to JAX's default PRNG
+ * (jax/_src/random/threefry2x32.py with jax_threefry_partitionable = True).
+ *
+ * threefry2x32(k0, k1, x0, x1) -> (y0, y1): the Threefry-2x32 block cipher
+ * with 20 rounds (Salmon et al., "Parallel random numbers: as easy as 1, 2,
+ * 3", SC'11; Random123's rotation constants and key schedule), applied
+ * elementwise to four u32 operands of one shape.
+ *
+ * random_bits(key) with params "shape=l0 bit_width=i0": key is u32[2]; the
+ * element at row-major index i hashes the 64-bit counter i, split into
+ * (hi, lo) = (i >> 32, i & 0xffffffff), under the key: (b1, b2) =
+ * threefry2x32(key[0], key[1], hi, lo). This is JAX's partitionable layout
+ * (prng.iota_2x32_shape), where every element's bits depend only on its own
+ * index, so any shard can compute its part alone. The result is
+ *   64 bits: (b1 << 32) | b2 as u64
+ *   32 bits: b1 ^ b2 as u32
+ *   16 / 8 bits: b1 ^ b2 truncated to u16 / u8. */
 #include "../base/error.h"
 #include "prims.h"
+#include "rules.h"
 
-static jx_status unimplemented(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out;
-  return jx_error_set(JX_ERR_UNIMPLEMENTED, "%s: not implemented yet", "random");
-}
-static void none(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out;
+/* ---- the hash ---- */
+
+static uint32_t rotl32(uint32_t x, int d) { return (x << d) | (x >> (32 - d)); }
+
+/* One Threefry-2x32-20 block: the plain reference, written as Random123's
+ * threefry2x32_R(20, ...) unrolls it. */
+static void threefry_block(uint32_t k0, uint32_t k1, uint32_t x0, uint32_t x1, uint32_t *y0,
+                           uint32_t *y1) {
+  static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  /* The key schedule's third word makes the extended key's parity constant. */
+  const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
+  x0 += ks[0];
+  x1 += ks[1];
+  /* Five groups of four rounds; after group g the key words (g+1)%3 and
+   * (g+2)%3 are injected, plus the group number into the second word. */
+  for (uint32_t g = 0; g < 5; g++) {
+    for (int r = 0; r < 4; r++) {
+      x0 += x1;
+      x1 = rotl32(x1, rot[g % 2][r]);
+      x1 ^= x0;
+    }
+    x0 += ks[(g + 1) % 3];
+    x1 += ks[(g + 2) % 3] + g + 1;
+  }
+  *y0 = x0;
+  *y1 = x1;
 }
 
-const jx_prim jx_prim_threefry2x32 = {.name = "threefry2x32", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_random_bits = {.name = "random_bits", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
+/* ---- threefry2x32 ---- */
+
+static jx_status infer_threefry(const jx_params *p, int nin, const jx_aval *in, int nout,
+                                jx_aval *out) {
+  (void)p;
+  char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
+  static const char *const names[4] = {"k0", "k1", "x0", "x1"};
+  for (int i = 0; i < nin; i++) {
+    if (in[i].dtype != JX_U32)
+      return jx_error_set(JX_ERR_DTYPE, "threefry2x32: operand %s is %s but must be u32", names[i],
+                          jx_aval_str(in[i].dtype, in[i].shape, a));
+    if (!jx_shape_equal(in[i].shape, in[0].shape))
+      return jx_error_set(JX_ERR_SHAPE,
+                          "threefry2x32: operands must have one shape, got %s (k0) and %s (%s)",
+                          jx_aval_str(in[0].dtype, in[0].shape, a),
+                          jx_aval_str(in[i].dtype, in[i].shape, b), names[i]);
+  }
+  for (int o = 0; o < nout; o++) out[o] = (jx_aval){JX_U32, 0, in[0].shape};
+  return JX_OK;
+}
+
+static void eval_threefry(const jx_params *p, int nin, const jx_tensor *in, int nout,
+                          jx_tensor *out) {
+  (void)p;
+  (void)nin;
+  (void)nout;
+  const uint32_t *k0 = in[0].data, *k1 = in[1].data, *x0 = in[2].data, *x1 = in[3].data;
+  uint32_t *y0 = out[0].data, *y1 = out[1].data;
+  int64_t n = jx_shape_numel(in[0].shape);
+  for (int64_t i = 0; i < n; i++) threefry_block(k0[i], k1[i], x0[i], x1[i], &y0[i], &y1[i]);
+}
+
+const jx_prim jx_prim_threefry2x32 = {.name = "threefry2x32",
+                                      .nin = 4,
+                                      .nout = 2,
+                                      .params = "",
+                                      .infer = infer_threefry,
+                                      .eval = eval_threefry,
+                                      .jvp = jx_jvp_zero,
+                                      .elementwise = 1};
+
+/* ---- random_bits ---- */
+
+static jx_dtype bits_dtype(int64_t width) {
+  switch (width) {
+  case 8: return JX_U8;
+  case 16: return JX_U16;
+  case 32: return JX_U32;
+  default: return JX_U64;
+  }
+}
+
+static jx_status infer_random_bits(const jx_params *p, int nin, const jx_aval *in, int nout,
+                                   jx_aval *out) {
+  (void)nin;
+  (void)nout;
+  char a[JX_AVAL_STR_CAP];
+  if (in[0].dtype != JX_U32 || in[0].shape.rank != 1 || in[0].shape.dims[0] != 2)
+    return jx_error_set(in[0].dtype != JX_U32 ? JX_ERR_DTYPE : JX_ERR_SHAPE,
+                        "random_bits: the key is %s but must be u32[2]",
+                        jx_aval_str(in[0].dtype, in[0].shape, a));
+  int64_t w = p->i[0];
+  if (w != 8 && w != 16 && w != 32 && w != 64)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "random_bits: bit width is %lld but must be 8, 16, 32 or 64", (long long)w);
+  const jx_ilist *l = &p->l[0];
+  if (l->n < 0 || l->n > JX_MAX_RANK)
+    return jx_error_set(JX_ERR_SHAPE, "random_bits: shape has rank %d, more than %d", l->n,
+                        JX_MAX_RANK);
+  jx_shape s = jx_shape_make(l->n, l->v);
+  jx_status st = jx_shape_check(s, "random_bits", "shape");
+  if (st) return st;
+  out[0] = (jx_aval){bits_dtype(w), 0, s};
+  return JX_OK;
+}
+
+static void eval_random_bits(const jx_params *p, int nin, const jx_tensor *in, int nout,
+                             jx_tensor *out) {
+  (void)nin;
+  (void)nout;
+  const uint32_t *key = in[0].data;
+  int64_t n = jx_shape_numel(out[0].shape), w = p->i[0];
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t c = (uint64_t)i;
+    uint32_t b1, b2;
+    threefry_block(key[0], key[1], (uint32_t)(c >> 32), (uint32_t)c, &b1, &b2);
+    switch (w) {
+    case 8: ((uint8_t *)out[0].data)[i] = (uint8_t)(b1 ^ b2); break;
+    case 16: ((uint16_t *)out[0].data)[i] = (uint16_t)(b1 ^ b2); break;
+    case 32: ((uint32_t *)out[0].data)[i] = b1 ^ b2; break;
+    default: ((uint64_t *)out[0].data)[i] = ((uint64_t)b1 << 32) | b2; break;
+    }
+  }
+}
+
+/* Batching over keys: one draw per key, stacked (as JAX's vmap of
+ * random_bits, which also runs the hash per key). */
+static jx_status batch_random_bits(const jx_params *p, int nin, jx_array *const *in,
+                                   const int *bdim, int64_t n, int nout, jx_array **out,
+                                   int *out_bdim, int nsub, struct jx_program *const *subs) {
+  (void)nin; (void)nout; (void)nsub; (void)subs;
+  jx_array *keys = jx_rule_moveaxis(in[0], bdim[0], 0);
+  jx_array **draws = malloc(sizeof *draws * (size_t)(n ? n : 1));
+  if (!draws) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "random_bits: out of memory");
+  for (int64_t k = 0; k < n; k++) {
+    jx_array *key = jx_reshape(jx_slice(keys, (jx_shape){2, {k, 0}}, (jx_shape){2, {k + 1, 2}},
+                                        (jx_shape){0, {0}}),
+                               (jx_shape){1, {2}});
+    draws[k] = jx_bind1(&jx_prim_random_bits, 1, &key, p);
+  }
+  if (n > 0) {
+    out[0] = jx_stack((int)n, draws, 0);
+  } else {
+    jx_aval a;
+    jx_aval key = {JX_U32, 0, {1, {2}}};
+    jx_status st = infer_random_bits(p, 1, &key, 1, &a);
+    if (st) {
+      free(draws);
+      return st;
+    }
+    a.shape.rank++;
+    for (int i = a.shape.rank - 1; i > 0; i--) a.shape.dims[i] = a.shape.dims[i - 1];
+    a.shape.dims[0] = 0;
+    out[0] = jx_rule_zeros(a);
+  }
+  free(draws);
+  out_bdim[0] = 0;
+  return jx_last_status();
+}
+
+const jx_prim jx_prim_random_bits = {.name = "random_bits",
+                                     .nin = 1,
+                                     .nout = 1,
+                                     .params = "shape=l0 bit_width=i0",
+                                     .infer = infer_random_bits,
+                                     .eval = eval_random_bits,
+                                     .jvp = jx_jvp_zero,
+                                     .batch = batch_random_bits};
+
 const jx_prim *const jx_prims_random[] = {&jx_prim_threefry2x32, &jx_prim_random_bits, NULL};

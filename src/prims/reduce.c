@@ -1,21 +1,359 @@
-/* Placeholder rows: replaced by the family's implementation. */
+/* Reductions over axes, as lax.reduce_{sum,prod,max,min,and,or} and
+ * lax.argmax/argmin.
+ *
+ * reduce_*: axes = l0 (sorted, distinct, in range); the result drops them and
+ * keeps the operand's dtype and weak type. An empty reduction gives the
+ * identity: sum 0, prod 1, max -inf (integers: their minimum, bool false),
+ * min +inf (integers: their maximum, bool true), and all ones, or 0.
+ * Accumulation: integers wrap (computed in 64 bits, stored to width); f32,
+ * f16 and bf16 sums accumulate in f32 with pairwise partial sums (as NumPy,
+ * error ~ log2(n) ulps) and round once; f64 sums are pairwise in f64;
+ * products multiply sequentially in f32 (f64 for f64) and round once. Float
+ * max/min propagate NaN. sum/prod take numbers, max/min every dtype (bool
+ * max is or), and/or bool and integers (bitwise).
+ *
+ * argmax/argmin: axis = i0, index dtype = dtype (i32 or i64). The first index
+ * of ties wins; NaN counts as the extreme and the first NaN wins, as JAX.
+ * The reduced dimension must not be empty. */
+#include <stdlib.h>
+
 #include "../base/error.h"
 #include "prims.h"
 
-static jx_status unimplemented(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out;
-  return jx_error_set(JX_ERR_UNIMPLEMENTED, "%s: not implemented yet", "reduce");
-}
-static void none(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out;
+typedef enum { R_SUM, R_PROD, R_MAX, R_MIN, R_AND, R_OR } rop;
+
+/* ---- shape rule ---- */
+
+static jx_status check_axes(const char *name, const jx_ilist *axes, const jx_aval *a) {
+  char s[JX_AVAL_STR_CAP];
+  if (axes->n < 0 || axes->n > a->shape.rank)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: %d axes given for operand %s", name, axes->n,
+                        jx_aval_str(a->dtype, a->shape, s));
+  for (int i = 0; i < axes->n; i++) {
+    int64_t d = axes->v[i];
+    if (d < 0 || d >= a->shape.rank)
+      return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: axis %lld is out of range for operand %s",
+                          name, (long long)d, jx_aval_str(a->dtype, a->shape, s));
+    if (i > 0 && d <= axes->v[i - 1])
+      return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                          "%s: axes must be sorted and distinct (axis %lld after %lld) for "
+                          "operand %s",
+                          name, (long long)d, (long long)axes->v[i - 1],
+                          jx_aval_str(a->dtype, a->shape, s));
+  }
+  return JX_OK;
 }
 
-const jx_prim jx_prim_reduce_sum = {.name = "reduce_sum", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_reduce_prod = {.name = "reduce_prod", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_reduce_max = {.name = "reduce_max", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_reduce_min = {.name = "reduce_min", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_reduce_and = {.name = "reduce_and", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_reduce_or = {.name = "reduce_or", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_argmax = {.name = "argmax", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_argmin = {.name = "argmin", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim *const jx_prims_reduce[] = {&jx_prim_reduce_sum, &jx_prim_reduce_prod, &jx_prim_reduce_max, &jx_prim_reduce_min, &jx_prim_reduce_and, &jx_prim_reduce_or, &jx_prim_argmax, &jx_prim_argmin, NULL};
+static int dtype_ok(rop op, jx_dtype dt) {
+  switch (op) {
+  case R_SUM:
+  case R_PROD: return dt != JX_BOOL;
+  case R_AND:
+  case R_OR: return !jx_is_float(dt);
+  default: return 1;
+  }
+}
+
+static jx_status infer_reduce(rop op, const char *name, const jx_params *p, const jx_aval *in,
+                              jx_aval *out) {
+  char s[JX_AVAL_STR_CAP];
+  if (!dtype_ok(op, in->dtype))
+    return jx_error_set(
+        JX_ERR_DTYPE, "%s: operand %s needs %s", name, jx_aval_str(in->dtype, in->shape, s),
+        op == R_AND || op == R_OR ? "a bool or integer dtype" : "a numeric (non-bool) dtype");
+  jx_status st = check_axes(name, &p->l[0], in);
+  if (st) return st;
+  int drop[JX_MAX_RANK] = {0};
+  for (int i = 0; i < p->l[0].n; i++) drop[p->l[0].v[i]] = 1;
+  out->dtype = in->dtype;
+  out->weak = in->weak;
+  out->shape.rank = 0;
+  for (int i = 0; i < in->shape.rank; i++)
+    if (!drop[i]) out->shape.dims[out->shape.rank++] = in->shape.dims[i];
+  return JX_OK;
+}
+
+/* ---- iteration: the operand split into kept and reduced dims ---- */
+
+typedef struct {
+  int nkeep;
+  int64_t keep_dims[JX_MAX_RANK], keep_strides[JX_MAX_RANK];
+  int64_t nred;    /* elements reduced into each output */
+  int64_t *offset; /* offset[r]: element offset of the r-th reduced position */
+} layout;
+
+/* Returns 0 when out of memory. */
+static int make_layout(jx_shape s, const jx_ilist *axes, layout *L) {
+  int64_t strides[JX_MAX_RANK];
+  jx_shape_strides(s, strides);
+  int drop[JX_MAX_RANK] = {0}, nred_dims = 0;
+  int64_t red_dims[JX_MAX_RANK], red_strides[JX_MAX_RANK];
+  for (int i = 0; i < axes->n; i++) drop[axes->v[i]] = 1;
+  L->nkeep = 0;
+  L->nred = 1;
+  for (int i = 0; i < s.rank; i++) {
+    if (drop[i]) {
+      red_dims[nred_dims] = s.dims[i];
+      red_strides[nred_dims++] = strides[i];
+      L->nred *= s.dims[i];
+    } else {
+      L->keep_dims[L->nkeep] = s.dims[i];
+      L->keep_strides[L->nkeep++] = strides[i];
+    }
+  }
+  L->offset = malloc(sizeof *L->offset * (size_t)(L->nred ? L->nred : 1));
+  if (!L->offset) return 0;
+  int64_t idx[JX_MAX_RANK] = {0};
+  for (int64_t r = 0; r < L->nred; r++) { /* row-major walk of the reduced dims */
+    int64_t off = 0;
+    for (int d = 0; d < nred_dims; d++) off += idx[d] * red_strides[d];
+    L->offset[r] = off;
+    for (int d = nred_dims - 1; d >= 0; d--) {
+      if (++idx[d] < red_dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return 1;
+}
+
+/* Offset of the first reduced element of output o (row-major over kept dims). */
+static int64_t base_offset(const layout *L, int64_t o) {
+  int64_t off = 0;
+  for (int d = L->nkeep - 1; d >= 0; d--) {
+    off += (o % L->keep_dims[d]) * L->keep_strides[d];
+    o /= L->keep_dims[d];
+  }
+  return off;
+}
+
+/* ---- accumulation ---- */
+
+/* Pairwise sums: blocks of 8 are summed in order, larger spans split in half. */
+static float pairwise_f(const float *x, int64_t n) {
+  if (n <= 8) {
+    float s = 0;
+    for (int64_t i = 0; i < n; i++) s += x[i];
+    return s;
+  }
+  int64_t h = n / 2;
+  return pairwise_f(x, h) + pairwise_f(x + h, n - h);
+}
+static double pairwise_d(const double *x, int64_t n) {
+  if (n <= 8) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += x[i];
+    return s;
+  }
+  int64_t h = n / 2;
+  return pairwise_d(x, h) + pairwise_d(x + h, n - h);
+}
+
+static double float_reduce(rop op, jx_dtype dt, const void *x, int64_t base, const layout *L,
+                           void *scratch) {
+  int64_t n = L->nred;
+  if (op == R_SUM) {
+    if (dt == JX_F64) {
+      double *b = scratch;
+      for (int64_t r = 0; r < n; r++) b[r] = ((const double *)x)[base + L->offset[r]];
+      return pairwise_d(b, n);
+    }
+    float *b = scratch;
+    for (int64_t r = 0; r < n; r++) b[r] = (float)jx_load_f64(x, dt, base + L->offset[r]);
+    return pairwise_f(b, n);
+  }
+  if (op == R_PROD) {
+    if (dt == JX_F64) {
+      double acc = 1;
+      for (int64_t r = 0; r < n; r++) acc *= ((const double *)x)[base + L->offset[r]];
+      return acc;
+    }
+    float acc = 1;
+    for (int64_t r = 0; r < n; r++) acc *= (float)jx_load_f64(x, dt, base + L->offset[r]);
+    return acc;
+  }
+  double acc = op == R_MAX ? -INFINITY : INFINITY;
+  for (int64_t r = 0; r < n; r++) {
+    double v = jx_load_f64(x, dt, base + L->offset[r]);
+    if (v != v) return v;
+    if (op == R_MAX ? v > acc : v < acc) acc = v;
+  }
+  return acc;
+}
+
+/* Integers and bool: 64-bit arithmetic, wrapped to width on store. */
+static uint64_t int_identity(rop op, jx_dtype dt) {
+  int bits = jx_dtype_bits(dt), sgn = jx_is_signed_int(dt);
+  uint64_t top = 1ull << (bits - 1);
+  switch (op) {
+  case R_SUM:
+  case R_OR: return 0;
+  case R_PROD: return 1;
+  case R_AND: return ~0ull;
+  case R_MAX: return dt == JX_BOOL ? 0 : sgn ? (uint64_t)0 - top : 0;
+  case R_MIN: return dt == JX_BOOL ? 1 : sgn ? top - 1 : ~0ull;
+  }
+  return 0;
+}
+
+static uint64_t int_reduce(rop op, jx_dtype dt, const void *x, int64_t base, const layout *L) {
+  int sgn = jx_is_signed_int(dt);
+  uint64_t acc = int_identity(op, dt);
+  for (int64_t r = 0; r < L->nred; r++) {
+    uint64_t v = (uint64_t)jx_load_i64(x, dt, base + L->offset[r]);
+    switch (op) {
+    case R_SUM: acc += v; break;
+    case R_PROD: acc *= v; break;
+    case R_AND: acc &= v; break;
+    case R_OR: acc |= v; break;
+    case R_MAX:
+      if (sgn ? (int64_t)v > (int64_t)acc : v > acc) acc = v;
+      break;
+    case R_MIN:
+      if (sgn ? (int64_t)v < (int64_t)acc : v < acc) acc = v;
+      break;
+    }
+  }
+  return acc;
+}
+
+static void eval_reduce(rop op, const jx_params *p, const jx_tensor *in, jx_tensor *out) {
+  layout L;
+  int64_t nout = jx_shape_numel(out->shape);
+  if (nout == 0) return;
+  if (!make_layout(in->shape, &p->l[0], &L)) goto oom;
+  void *scratch = NULL;
+  if (jx_is_float(in->dtype) && op == R_SUM) {
+    scratch = malloc(8 * (size_t)(L.nred ? L.nred : 1));
+    if (!scratch) {
+      free(L.offset);
+      goto oom;
+    }
+  }
+  for (int64_t o = 0; o < nout; o++) {
+    int64_t base = base_offset(&L, o);
+    if (jx_is_float(in->dtype))
+      jx_store_f64(out->data, out->dtype, o,
+                   float_reduce(op, in->dtype, in->data, base, &L, scratch));
+    else
+      jx_store_i64(out->data, out->dtype, o,
+                   (int64_t)int_reduce(op, in->dtype, in->data, base, &L));
+  }
+  free(scratch);
+  free(L.offset);
+  return;
+oom:
+  jx_error_set(JX_ERR_OUT_OF_MEMORY, "reduce: out of memory for operand of %lld elements",
+               (long long)jx_shape_numel(in->shape));
+}
+
+#define REDUCE_ROW(NAME, OP)                                                                       \
+  static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
+                                jx_aval *out) {                                                    \
+    (void)nin;                                                                                     \
+    (void)nout;                                                                                    \
+    return infer_reduce(OP, #NAME, p, in, out);                                                    \
+  }                                                                                                \
+  static void eval_##NAME(const jx_params *p, int nin, const jx_tensor *in, int nout,              \
+                          jx_tensor *out) {                                                        \
+    (void)nin;                                                                                     \
+    (void)nout;                                                                                    \
+    eval_reduce(OP, p, in, out);                                                                   \
+  }                                                                                                \
+  const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
+                                  .nin = 1,                                                        \
+                                  .nout = 1,                                                       \
+                                  .params = "axes=l0",                                             \
+                                  .infer = infer_##NAME,                                           \
+                                  .eval = eval_##NAME};
+
+REDUCE_ROW(reduce_sum, R_SUM)
+REDUCE_ROW(reduce_prod, R_PROD)
+REDUCE_ROW(reduce_max, R_MAX)
+REDUCE_ROW(reduce_min, R_MIN)
+REDUCE_ROW(reduce_and, R_AND)
+REDUCE_ROW(reduce_or, R_OR)
+
+/* ---- argmax / argmin ---- */
+
+static jx_status infer_arg(const char *name, const jx_params *p, const jx_aval *in, jx_aval *out) {
+  char s[JX_AVAL_STR_CAP];
+  if (p->dtype != JX_I32 && p->dtype != JX_I64)
+    return jx_error_set(JX_ERR_DTYPE, "%s: index dtype must be i32 or i64, got %s", name,
+                        jx_dtype_name(p->dtype));
+  int64_t ax = p->i[0];
+  if (ax < 0 || ax >= in->shape.rank)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: axis %lld is out of range for operand %s",
+                        name, (long long)ax, jx_aval_str(in->dtype, in->shape, s));
+  if (in->shape.dims[ax] == 0)
+    return jx_error_set(JX_ERR_SHAPE, "%s: the reduced axis %lld of operand %s is empty", name,
+                        (long long)ax, jx_aval_str(in->dtype, in->shape, s));
+  out->dtype = p->dtype;
+  out->weak = 0;
+  out->shape.rank = 0;
+  for (int i = 0; i < in->shape.rank; i++)
+    if (i != ax) out->shape.dims[out->shape.rank++] = in->shape.dims[i];
+  return JX_OK;
+}
+
+/* 1 when v should replace the current best b (neither compared once b is NaN). */
+static int better_f(int is_max, double v, double b) {
+  if (v != v) return 1;
+  return is_max ? v > b : v < b;
+}
+
+static void eval_arg(int is_max, const jx_params *p, const jx_tensor *in, jx_tensor *out) {
+  int ax = (int)p->i[0];
+  int64_t outer = 1, inner = 1, n = in->shape.dims[ax];
+  for (int i = 0; i < ax; i++) outer *= in->shape.dims[i];
+  for (int i = ax + 1; i < in->shape.rank; i++) inner *= in->shape.dims[i];
+  jx_dtype dt = in->dtype;
+  int sgn = jx_is_signed_int(dt);
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t k = 0; k < inner; k++) {
+      int64_t base = o * n * inner + k, best = 0;
+      if (jx_is_float(dt)) {
+        double b = jx_load_f64(in->data, dt, base);
+        for (int64_t i = 1; i < n && b == b; i++) {
+          double v = jx_load_f64(in->data, dt, base + i * inner);
+          if (better_f(is_max, v, b)) b = v, best = i;
+        }
+      } else {
+        uint64_t b = (uint64_t)jx_load_i64(in->data, dt, base);
+        for (int64_t i = 1; i < n; i++) {
+          uint64_t v = (uint64_t)jx_load_i64(in->data, dt, base + i * inner);
+          int gt = sgn ? (int64_t)v > (int64_t)b : v > b;
+          int lt = sgn ? (int64_t)v < (int64_t)b : v < b;
+          if (is_max ? gt : lt) b = v, best = i;
+        }
+      }
+      jx_store_i64(out->data, out->dtype, o * inner + k, best);
+    }
+}
+
+#define ARG_ROW(NAME, IS_MAX)                                                                      \
+  static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
+                                jx_aval *out) {                                                    \
+    (void)nin;                                                                                     \
+    (void)nout;                                                                                    \
+    return infer_arg(#NAME, p, in, out);                                                           \
+  }                                                                                                \
+  static void eval_##NAME(const jx_params *p, int nin, const jx_tensor *in, int nout,              \
+                          jx_tensor *out) {                                                        \
+    (void)nin;                                                                                     \
+    (void)nout;                                                                                    \
+    eval_arg(IS_MAX, p, in, out);                                                                  \
+  }                                                                                                \
+  const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
+                                  .nin = 1,                                                        \
+                                  .nout = 1,                                                       \
+                                  .params = "axis=i0 index_dtype=dtype",                           \
+                                  .infer = infer_##NAME,                                           \
+                                  .eval = eval_##NAME};
+
+ARG_ROW(argmax, 1)
+ARG_ROW(argmin, 0)
+
+const jx_prim *const jx_prims_reduce[] = {
+    &jx_prim_reduce_sum, &jx_prim_reduce_prod, &jx_prim_reduce_max,
+    &jx_prim_reduce_min, &jx_prim_reduce_and,  &jx_prim_reduce_or,
+    &jx_prim_argmax,     &jx_prim_argmin,      NULL};

@@ -1,15 +1,173 @@
-/* Placeholder rows: replaced by the family's implementation. */
+/* Selection primitives.
+ *
+ * select_n(which, case0, ..., caseN-1), as lax.select_n: `which` is bool
+ * (then exactly two cases; false picks case 0) or an integer; it is a scalar
+ * or has the cases' shape; the cases share one dtype and shape. An integer
+ * `which` outside [0, N) picks the nearest end case, as XLA's lowering to a
+ * tree of selects does.
+ *
+ * clamp(lo, x, hi), as lax.clamp: min(max(x, lo), hi) with NaN propagating
+ * (XLA's elemental clamp); lo and hi are scalars or have x's shape, all three
+ * of one dtype. */
 #include "../base/error.h"
+#include "elementwise.h"
 #include "prims.h"
 
-static jx_status unimplemented(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out;
-  return jx_error_set(JX_ERR_UNIMPLEMENTED, "%s: not implemented yet", "select");
-}
-static void none(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out;
+/* ---- select_n ---- */
+
+jx_status jx_select_n_rule(const char *name, int nin, const jx_aval *in, jx_aval *out) {
+  char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
+  if (nin < 2)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: needs `which` and at least one case", name);
+  const jx_aval *w = &in[0];
+  if (w->dtype != JX_BOOL && !jx_is_int(w->dtype))
+    return jx_error_set(JX_ERR_DTYPE, "%s: `which` is %s but must be bool or an integer",
+                        name, jx_aval_str(w->dtype, w->shape, a));
+  if (w->dtype == JX_BOOL && nin - 1 > 2)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "%s: a bool `which` selects between at most 2 cases, given %d",
+                        name, nin - 1);
+  for (int i = 2; i < nin; i++)
+    if (in[i].dtype != in[1].dtype || !jx_shape_equal(in[i].shape, in[1].shape))
+      return jx_error_set(JX_ERR_SHAPE, "%s: cases must have one dtype and shape, got %s "
+                          "(case 0) and %s (case %d)", name, jx_aval_str(in[1].dtype, in[1].shape, a),
+                          jx_aval_str(in[i].dtype, in[i].shape, b), i - 1);
+  if (w->shape.rank != 0 && !jx_shape_equal(w->shape, in[1].shape))
+    return jx_error_set(JX_ERR_SHAPE, "%s: `which` %s must be a scalar or have the cases' "
+                        "shape %s", name, jx_aval_str(w->dtype, w->shape, a),
+                        jx_aval_str(in[1].dtype, in[1].shape, b));
+  int weak = 1;
+  for (int i = 1; i < nin; i++) weak = weak && in[i].weak;
+  out->dtype = in[1].dtype;
+  out->shape = in[1].shape;
+  out->weak = (uint8_t)weak;
+  return JX_OK;
 }
 
-const jx_prim jx_prim_select_n = {.name = "select_n", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_clamp = {.name = "clamp", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
+static jx_status infer_select_n(const jx_params *p, int nin, const jx_aval *in, int nout,
+                                jx_aval *out) {
+  (void)p; (void)nout;
+  return jx_select_n_rule("select_n", nin, in, out);
+}
+
+#define SELECT_LOOP(T)                                                                       \
+  for (int64_t i = 0; i < n; i++) {                                                          \
+    int64_t k = jx_load_i64(w->data, w->dtype, wstep * i);                                   \
+    k = k < 0 ? 0 : k > ncase - 1 ? ncase - 1 : k;                                           \
+    ((T *)out)[i] = ((const T *)cases[k].data)[i];                                           \
+  }
+
+static void eval_select_n(const jx_params *p, int nin, const jx_tensor *in, int nout,
+                          jx_tensor *o) {
+  (void)p; (void)nout;
+  const jx_tensor *w = &in[0], *cases = &in[1];
+  int64_t ncase = nin - 1, n = jx_shape_numel(cases[0].shape);
+  int64_t wstep = w->shape.rank == 0 ? 0 : 1;
+  void *out = o[0].data;
+  if (w->dtype == JX_BOOL && ncase == 2 && jx_dtype_size(cases[0].dtype) == 4) {
+    /* the common where(): bool mask between two 32-bit operands */
+    const uint8_t *m = w->data;
+    const uint32_t *a = cases[0].data, *b = cases[1].data;
+    for (int64_t i = 0; i < n; i++) ((uint32_t *)out)[i] = m[wstep * i] ? b[i] : a[i];
+    return;
+  }
+  switch (jx_dtype_size(cases[0].dtype)) {
+  case 1: SELECT_LOOP(uint8_t) break;
+  case 2: SELECT_LOOP(uint16_t) break;
+  case 4: SELECT_LOOP(uint32_t) break;
+  default: SELECT_LOOP(uint64_t) break;
+  }
+}
+
+const jx_prim jx_prim_select_n = {.name = "select_n", .nin = JX_VARIADIC, .nout = 1,
+                                  .params = "", .infer = infer_select_n, .eval = eval_select_n};
+
+/* ---- clamp ---- */
+
+jx_status jx_clamp_rule(const char *name, const jx_aval *in, jx_aval *out) {
+  char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
+  const jx_aval *x = &in[1];
+  for (int i = 0; i < 3; i += 2) {
+    const char *what = i == 0 ? "lo" : "hi";
+    if (in[i].dtype != x->dtype)
+      return jx_error_set(JX_ERR_DTYPE, "%s: %s is %s but x is %s; they must share a dtype",
+                          name, what, jx_aval_str(in[i].dtype, in[i].shape, a),
+                          jx_aval_str(x->dtype, x->shape, b));
+    if (in[i].shape.rank != 0 && !jx_shape_equal(in[i].shape, x->shape))
+      return jx_error_set(JX_ERR_SHAPE, "%s: %s %s must be a scalar or have x's shape %s",
+                          name, what, jx_aval_str(in[i].dtype, in[i].shape, a),
+                          jx_aval_str(x->dtype, x->shape, b));
+  }
+  out->dtype = x->dtype;
+  out->shape = x->shape;
+  out->weak = (uint8_t)(in[0].weak && in[1].weak && in[2].weak);
+  return JX_OK;
+}
+
+static jx_status infer_clamp(const jx_params *p, int nin, const jx_aval *in, int nout,
+                             jx_aval *out) {
+  (void)p; (void)nin; (void)nout;
+  return jx_clamp_rule("clamp", in, out);
+}
+
+/* max then min with XLA's float semantics (elementwise.h) */
+#define CLAMP_F(x, lo, hi, r)                                                                \
+  do {                                                                                       \
+    r = JX_FMAX(x, lo);                                                                      \
+    r = JX_FMIN(r, hi);                                                                      \
+  } while (0)
+
+#define CLAMP_TYPED(T)                                                                       \
+  static void clamp_##T(int64_t n, const T *lo, int64_t ls, const T *x, const T *hi,         \
+                        int64_t hs, T *o) {                                                  \
+    for (int64_t i = 0; i < n; i++) {                                                        \
+      T r;                                                                                   \
+      CLAMP_F(x[i], lo[ls * i], hi[hs * i], r);                                              \
+      o[i] = r;                                                                              \
+    }                                                                                        \
+  }
+CLAMP_TYPED(float)
+CLAMP_TYPED(double)
+
+static void eval_clamp(const jx_params *p, int nin, const jx_tensor *in, int nout,
+                       jx_tensor *out) {
+  (void)p; (void)nin; (void)nout;
+  jx_dtype dt = in[1].dtype;
+  int64_t n = jx_shape_numel(in[1].shape);
+  int64_t ls = in[0].shape.rank ? 1 : 0, hs = in[2].shape.rank ? 1 : 0;
+  const void *lo = in[0].data, *x = in[1].data, *hi = in[2].data;
+  void *o = out[0].data;
+  if (dt == JX_F32) {
+    clamp_float(n, lo, ls, x, hi, hs, o);
+  } else if (jx_is_float(dt)) { /* f64 exactly; f16/bf16 are exact in double and stay so */
+    if (dt == JX_F64) {
+      clamp_double(n, lo, ls, x, hi, hs, o);
+      return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+      double r, a = jx_load_f64(x, dt, i), l = jx_load_f64(lo, dt, ls * i),
+                h = jx_load_f64(hi, dt, hs * i);
+      CLAMP_F(a, l, h, r);
+      jx_store_f64(o, dt, i, r);
+    }
+  } else if (jx_is_unsigned_int(dt)) {
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t a = jx_load_u64(x, dt, i), l = jx_load_u64(lo, dt, ls * i),
+               h = jx_load_u64(hi, dt, hs * i);
+      uint64_t r = a > l ? a : l;
+      jx_store_i64(o, dt, i, (int64_t)(r < h ? r : h));
+    }
+  } else { /* signed ints and bool */
+    for (int64_t i = 0; i < n; i++) {
+      int64_t a = jx_load_i64(x, dt, i), l = jx_load_i64(lo, dt, ls * i),
+              h = jx_load_i64(hi, dt, hs * i);
+      int64_t r = a > l ? a : l;
+      jx_store_i64(o, dt, i, r < h ? r : h);
+    }
+  }
+}
+
+const jx_prim jx_prim_clamp = {.name = "clamp", .nin = 3, .nout = 1, .params = "",
+                               .infer = infer_clamp, .eval = eval_clamp};
+
 const jx_prim *const jx_prims_select[] = {&jx_prim_select_n, &jx_prim_clamp, NULL};

@@ -1,18 +1,328 @@
-/* Placeholder rows: replaced by the family's implementation. */
+/* Slicing primitives: pad, concatenate, slice, dynamic_slice,
+ * dynamic_update_slice (lax semantics). Kernels move whole elements by size,
+ * so every dtype is handled alike; results keep the operand's weak type.
+ * Dynamic starts are clamped into [0, dim - size] as XLA does, so a start out
+ * of range never reads or writes out of bounds. */
+#include <string.h>
+
 #include "../base/error.h"
 #include "prims.h"
 
-static jx_status unimplemented(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out;
-  return jx_error_set(JX_ERR_UNIMPLEMENTED, "%s: not implemented yet", "slicing");
-}
-static void none(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out;
+/* ---- helpers ---- */
+static char *list_str(const jx_ilist *l, char *buf, size_t cap) {
+  size_t k = (size_t)snprintf(buf, cap, "[");
+  for (int i = 0; i < l->n && k < cap; i++)
+    k += (size_t)snprintf(buf + k, cap - k, i ? ",%lld" : "%lld", (long long)l->v[i]);
+  if (k < cap) snprintf(buf + k, cap - k, "]");
+  return buf;
 }
 
-const jx_prim jx_prim_pad = {.name = "pad", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_concatenate = {.name = "concatenate", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_slice = {.name = "slice", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_dynamic_slice = {.name = "dynamic_slice", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_dynamic_update_slice = {.name = "dynamic_update_slice", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim *const jx_prims_slicing[] = {&jx_prim_pad, &jx_prim_concatenate, &jx_prim_slice, &jx_prim_dynamic_slice, &jx_prim_dynamic_update_slice, NULL};
+/* Checks that list l of prim has one entry per dim of operand a. */
+static jx_status per_dim(const char *prim, const char *what, const jx_ilist *l, const jx_aval *a) {
+  if (l->n != a->shape.rank) {
+    char s[JX_AVAL_STR_CAP], b[160];
+    return jx_error_set(JX_ERR_SHAPE, "%s: %s %s needs one entry per dim of operand %s", prim, what,
+                        l->n >= 0 && l->n <= JX_MAX_RANK ? list_str(l, b, sizeof b) : "?",
+                        jx_aval_str(a->dtype, a->shape, s));
+  }
+  return JX_OK;
+}
+
+static void unravel(int64_t flat, jx_shape s, int64_t *idx) {
+  for (int d = s.rank - 1; d >= 0; d--) {
+    idx[d] = s.dims[d] ? flat % s.dims[d] : 0;
+    flat = s.dims[d] ? flat / s.dims[d] : 0;
+  }
+}
+
+static void copy_elem(void *dst, int64_t i, const void *src, int64_t j, size_t es) {
+  memcpy((char *)dst + (size_t)i * es, (const char *)src + (size_t)j * es, es);
+}
+
+/* A start index scalar as int64, saturating unsigned values above INT64_MAX
+ * (they clamp to the top of the range either way). */
+static int64_t load_start(const jx_tensor *t) {
+  if (jx_is_unsigned_int(t->dtype)) {
+    uint64_t u = jx_load_u64(t->data, t->dtype, 0);
+    return u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)u;
+  }
+  return jx_load_i64(t->data, t->dtype, 0);
+}
+
+static int64_t clamp_start(int64_t s, int64_t dim, int64_t size) {
+  int64_t hi = dim - size;
+  return s < 0 ? 0 : s > hi ? hi : s;
+}
+
+/* Checks in[first..nin) are integer scalars, one per dim of in[0]. */
+static jx_status check_starts(const char *prim, int first, int nin, const jx_aval *in) {
+  char s[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
+  if (nin - first != in[0].shape.rank)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "%s: %d start indices given for operand %s of rank %d", prim, nin - first,
+                        jx_aval_str(in[0].dtype, in[0].shape, s), in[0].shape.rank);
+  for (int i = first; i < nin; i++)
+    if (in[i].shape.rank != 0 || !jx_is_int(in[i].dtype))
+      return jx_error_set(JX_ERR_DTYPE, "%s: start index %d is %s, not an integer scalar", prim,
+                          i - first, jx_aval_str(in[i].dtype, in[i].shape, b));
+  return JX_OK;
+}
+
+/* ---- pad: operand, padding value (rank 0, same dtype); l0 lo, l1 hi, l2 interior ---- */
+static jx_status infer_pad(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
+  (void)nin;
+  (void)nout;
+  char s[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
+  if (in[1].shape.rank != 0 || in[1].dtype != in[0].dtype)
+    return jx_error_set(
+        JX_ERR_DTYPE, "pad: padding value %s must be a scalar of operand %s's dtype",
+        jx_aval_str(in[1].dtype, in[1].shape, b), jx_aval_str(in[0].dtype, in[0].shape, s));
+  jx_status st;
+  if ((st = per_dim("pad", "lo", &p->l[0], in)) || (st = per_dim("pad", "hi", &p->l[1], in)) ||
+      (st = per_dim("pad", "interior", &p->l[2], in)))
+    return st;
+  jx_shape o = in[0].shape;
+  for (int d = 0; d < o.rank; d++) {
+    int64_t n = o.dims[d], lo = p->l[0].v[d], hi = p->l[1].v[d], it = p->l[2].v[d];
+    int64_t sz = lo + hi + n + (n > 0 ? (n - 1) * it : 0);
+    if (it < 0 || sz < 0)
+      return jx_error_set(JX_ERR_SHAPE,
+                          "pad: dim %d of %s with lo %lld, hi %lld, interior %lld gives size "
+                          "%lld (interior must be >= 0 and the size >= 0)",
+                          d, jx_aval_str(in[0].dtype, in[0].shape, s), (long long)lo, (long long)hi,
+                          (long long)it, (long long)sz);
+    o.dims[d] = sz;
+  }
+  *out = (jx_aval){in[0].dtype, in[0].weak, o};
+  return JX_OK;
+}
+static void eval_pad(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
+  (void)nin;
+  (void)nout;
+  size_t es = jx_dtype_size(in[0].dtype);
+  int64_t n = jx_shape_numel(out->shape), m = jx_shape_numel(in[0].shape);
+  for (int64_t i = 0; i < n; i++) copy_elem(out->data, i, in[1].data, 0, es);
+  int64_t idx[JX_MAX_RANK], ostr[JX_MAX_RANK];
+  jx_shape_strides(out->shape, ostr);
+  for (int64_t j = 0; j < m; j++) {
+    unravel(j, in[0].shape, idx);
+    int64_t o = 0, inside = 1;
+    for (int d = 0; d < out->shape.rank && inside; d++) {
+      int64_t pos = p->l[0].v[d] + idx[d] * (p->l[2].v[d] + 1);
+      inside = pos >= 0 && pos < out->shape.dims[d]; /* negative lo/hi crop */
+      o += pos * ostr[d];
+    }
+    if (inside) copy_elem(out->data, o, in[0].data, j, es);
+  }
+}
+
+/* ---- concatenate: variadic; i0 = dimension ---- */
+static jx_status infer_concatenate(const jx_params *p, int nin, const jx_aval *in, int nout,
+                                   jx_aval *out) {
+  (void)nout;
+  char s[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
+  int r = in[0].shape.rank;
+  int64_t ax = p->i[0];
+  if (ax < 0 || ax >= r)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "concatenate: dimension %lld out of range for %s",
+                        (long long)ax, jx_aval_str(in[0].dtype, in[0].shape, s));
+  jx_shape o = in[0].shape;
+  int weak = 1;
+  for (int i = 0; i < nin; i++) {
+    int ok = in[i].dtype == in[0].dtype && in[i].shape.rank == r;
+    for (int d = 0; ok && d < r; d++) ok = d == ax || in[i].shape.dims[d] == o.dims[d];
+    if (!ok)
+      return jx_error_set(JX_ERR_SHAPE,
+                          "concatenate: operand %d is %s, which does not match operand 0's %s "
+                          "(same dtype, same dims except dimension %lld)",
+                          i, jx_aval_str(in[i].dtype, in[i].shape, b),
+                          jx_aval_str(in[0].dtype, in[0].shape, s), (long long)ax);
+    if (i > 0) o.dims[ax] += in[i].shape.dims[ax];
+    weak = weak && in[i].weak;
+  }
+  *out = (jx_aval){in[0].dtype, (uint8_t)weak, o};
+  return JX_OK;
+}
+/* Copies each operand's rows of the concatenated dim as contiguous blocks:
+ * for every index of the outer dims, operand i contributes dims[ax]*inner
+ * consecutive elements. */
+static void eval_concatenate(const jx_params *p, int nin, const jx_tensor *in, int nout,
+                             jx_tensor *out) {
+  (void)nout;
+  int ax = (int)p->i[0];
+  size_t es = jx_dtype_size(out->dtype);
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < ax; d++) outer *= out->shape.dims[d];
+  for (int d = ax + 1; d < out->shape.rank; d++) inner *= out->shape.dims[d];
+  int64_t orow = out->shape.dims[ax] * inner;
+  char *dst = out->data;
+  for (int64_t o = 0; o < outer; o++) {
+    int64_t off = 0;
+    for (int i = 0; i < nin; i++) {
+      int64_t rows = in[i].shape.dims[ax] * inner;
+      if (rows)
+        memcpy(dst + (size_t)(o * orow + off) * es,
+               (const char *)in[i].data + (size_t)(o * rows) * es, (size_t)rows * es);
+      off += rows;
+    }
+  }
+}
+
+/* ---- slice: l0 start, l1 limit, l2 strides (empty = all 1) ---- */
+static int64_t stride_of(const jx_params *p, int d) { return p->l[2].n ? p->l[2].v[d] : 1; }
+static jx_status infer_slice(const jx_params *p, int nin, const jx_aval *in, int nout,
+                             jx_aval *out) {
+  (void)nin;
+  (void)nout;
+  jx_status st;
+  if ((st = per_dim("slice", "start_indices", &p->l[0], in)) ||
+      (st = per_dim("slice", "limit_indices", &p->l[1], in)) ||
+      (p->l[2].n != 0 && (st = per_dim("slice", "strides", &p->l[2], in))))
+    return st;
+  jx_shape o = in->shape;
+  for (int d = 0; d < o.rank; d++) {
+    int64_t lo = p->l[0].v[d], hi = p->l[1].v[d], sd = stride_of(p, d);
+    if (lo < 0 || hi < lo || hi > in->shape.dims[d] || sd < 1) {
+      char s[JX_AVAL_STR_CAP];
+      return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                          "slice: dim %d of %s: start %lld, limit %lld, stride %lld must satisfy "
+                          "0 <= start <= limit <= %lld and stride >= 1",
+                          d, jx_aval_str(in->dtype, in->shape, s), (long long)lo, (long long)hi,
+                          (long long)sd, (long long)in->shape.dims[d]);
+    }
+    o.dims[d] = (hi - lo + sd - 1) / sd;
+  }
+  *out = (jx_aval){in->dtype, in->weak, o};
+  return JX_OK;
+}
+static void eval_slice(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
+  (void)nin;
+  (void)nout;
+  size_t es = jx_dtype_size(in->dtype);
+  int64_t n = jx_shape_numel(out->shape), idx[JX_MAX_RANK], istr[JX_MAX_RANK];
+  jx_shape_strides(in->shape, istr);
+  for (int64_t i = 0; i < n; i++) {
+    unravel(i, out->shape, idx);
+    int64_t j = 0;
+    for (int d = 0; d < in->shape.rank; d++)
+      j += (p->l[0].v[d] + idx[d] * stride_of(p, d)) * istr[d];
+    copy_elem(out->data, i, in->data, j, es);
+  }
+}
+
+/* ---- dynamic_slice: operand, one integer scalar start per dim; l0 slice sizes ---- */
+static jx_status infer_dynamic_slice(const jx_params *p, int nin, const jx_aval *in, int nout,
+                                     jx_aval *out) {
+  (void)nout;
+  jx_status st;
+  if ((st = check_starts("dynamic_slice", 1, nin, in)) ||
+      (st = per_dim("dynamic_slice", "slice_sizes", &p->l[0], in)))
+    return st;
+  jx_shape o = in[0].shape;
+  for (int d = 0; d < o.rank; d++) {
+    if (p->l[0].v[d] < 0 || p->l[0].v[d] > o.dims[d]) {
+      char s[JX_AVAL_STR_CAP], b[160];
+      return jx_error_set(JX_ERR_SHAPE, "dynamic_slice: slice_sizes %s do not fit in %s (dim %d)",
+                          list_str(&p->l[0], b, sizeof b), jx_aval_str(in[0].dtype, in[0].shape, s),
+                          d);
+    }
+    o.dims[d] = p->l[0].v[d];
+  }
+  *out = (jx_aval){in[0].dtype, in[0].weak, o};
+  return JX_OK;
+}
+static void eval_dynamic_slice(const jx_params *p, int nin, const jx_tensor *in, int nout,
+                               jx_tensor *out) {
+  (void)nin;
+  (void)nout;
+  jx_shape is = in[0].shape;
+  size_t es = jx_dtype_size(in[0].dtype);
+  int64_t start[JX_MAX_RANK], idx[JX_MAX_RANK], istr[JX_MAX_RANK];
+  for (int d = 0; d < is.rank; d++)
+    start[d] = clamp_start(load_start(&in[1 + d]), is.dims[d], p->l[0].v[d]);
+  jx_shape_strides(is, istr);
+  int64_t n = jx_shape_numel(out->shape);
+  for (int64_t i = 0; i < n; i++) {
+    unravel(i, out->shape, idx);
+    int64_t j = 0;
+    for (int d = 0; d < is.rank; d++) j += (start[d] + idx[d]) * istr[d];
+    copy_elem(out->data, i, in[0].data, j, es);
+  }
+}
+
+/* ---- dynamic_update_slice: operand, update, one integer scalar start per dim ---- */
+static jx_status infer_dynamic_update_slice(const jx_params *p, int nin, const jx_aval *in,
+                                            int nout, jx_aval *out) {
+  (void)p;
+  (void)nout;
+  char s[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
+  if (nin < 2)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "dynamic_update_slice: needs an operand and an update");
+  jx_status st = check_starts("dynamic_update_slice", 2, nin, in);
+  if (st) return st;
+  int ok = in[1].dtype == in[0].dtype && in[1].shape.rank == in[0].shape.rank;
+  for (int d = 0; ok && d < in[0].shape.rank; d++) ok = in[1].shape.dims[d] <= in[0].shape.dims[d];
+  if (!ok)
+    return jx_error_set(JX_ERR_SHAPE,
+                        "dynamic_update_slice: update %s must have operand %s's dtype and rank "
+                        "and fit inside it",
+                        jx_aval_str(in[1].dtype, in[1].shape, b),
+                        jx_aval_str(in[0].dtype, in[0].shape, s));
+  *out = (jx_aval){in[0].dtype, in[0].weak, in[0].shape};
+  return JX_OK;
+}
+static void eval_dynamic_update_slice(const jx_params *p, int nin, const jx_tensor *in, int nout,
+                                      jx_tensor *out) {
+  (void)p;
+  (void)nin;
+  (void)nout;
+  jx_shape os = in[0].shape, us = in[1].shape;
+  size_t es = jx_dtype_size(in[0].dtype);
+  int64_t n = jx_shape_numel(os), m = jx_shape_numel(us);
+  if (n) memcpy(out->data, in[0].data, (size_t)n * es);
+  int64_t start[JX_MAX_RANK], idx[JX_MAX_RANK], ostr[JX_MAX_RANK];
+  for (int d = 0; d < os.rank; d++)
+    start[d] = clamp_start(load_start(&in[2 + d]), os.dims[d], us.dims[d]);
+  jx_shape_strides(os, ostr);
+  for (int64_t i = 0; i < m; i++) {
+    unravel(i, us, idx);
+    int64_t j = 0;
+    for (int d = 0; d < os.rank; d++) j += (start[d] + idx[d]) * ostr[d];
+    copy_elem(out->data, j, in[1].data, i, es);
+  }
+}
+
+const jx_prim jx_prim_pad = {.name = "pad",
+                             .nin = 2,
+                             .nout = 1,
+                             .params = "padding_lo=l0 padding_hi=l1 interior=l2",
+                             .infer = infer_pad,
+                             .eval = eval_pad};
+const jx_prim jx_prim_concatenate = {.name = "concatenate",
+                                     .nin = JX_VARIADIC,
+                                     .nout = 1,
+                                     .params = "dimension=i0",
+                                     .infer = infer_concatenate,
+                                     .eval = eval_concatenate};
+const jx_prim jx_prim_slice = {.name = "slice",
+                               .nin = 1,
+                               .nout = 1,
+                               .params = "start_indices=l0 limit_indices=l1 strides=l2",
+                               .infer = infer_slice,
+                               .eval = eval_slice};
+const jx_prim jx_prim_dynamic_slice = {.name = "dynamic_slice",
+                                       .nin = JX_VARIADIC,
+                                       .nout = 1,
+                                       .params = "slice_sizes=l0",
+                                       .infer = infer_dynamic_slice,
+                                       .eval = eval_dynamic_slice};
+const jx_prim jx_prim_dynamic_update_slice = {.name = "dynamic_update_slice",
+                                              .nin = JX_VARIADIC,
+                                              .nout = 1,
+                                              .params = "",
+                                              .infer = infer_dynamic_update_slice,
+                                              .eval = eval_dynamic_update_slice};
+const jx_prim *const jx_prims_slicing[] = {
+    &jx_prim_pad,           &jx_prim_concatenate,          &jx_prim_slice,
+    &jx_prim_dynamic_slice, &jx_prim_dynamic_update_slice, NULL};

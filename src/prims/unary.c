@@ -1,49 +1,373 @@
-/* Placeholder rows: replaced by the family's implementation. */
+/* Elementwise unary primitives: one operand, same shape; the result keeps the
+ * dtype and weakness except is_finite (bool).
+ *
+ * Dtypes are lax's: floor, ceil, round and the transcendental functions take
+ * floats only (the NumPy layer promotes integers); neg, abs, sign and
+ * integer_pow take ints and floats; not takes bool and ints (bitwise);
+ * population_count ints; stop_gradient anything. Integer neg and abs wrap
+ * (abs(INT_MIN) = INT_MIN), as XLA. Float semantics are XLA's: sign(±0) = ±0
+ * and sign(NaN) = NaN; erf_inv(±1) = ±inf and NaN outside [-1, 1]; lgamma is
+ * +inf at the poles; digamma is NaN at 0 and the negative integers (JAX's
+ * values, where SciPy gives -inf at 0).
+ *
+ * f32 and f64 run typed loops with the op chosen outside the loop (these are
+ * the kernels eager mode runs); f16 and bf16 compute in f32 and round once,
+ * as XLA does on CPUs. erf_inv and digamma are computed in double for every
+ * float dtype, so their f32 results are correctly rounded up to an ulp. */
 #include "../base/error.h"
+#include "elementwise.h"
 #include "prims.h"
 
-static jx_status unimplemented(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out;
-  return jx_error_set(JX_ERR_UNIMPLEMENTED, "%s: not implemented yet", "unary");
-}
-static void none(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out;
+typedef enum {
+  U_NEG, U_ABS, U_SIGN, U_FLOOR, U_CEIL, U_ROUND_AWAY, U_ROUND_EVEN, U_EXP, U_EXP2, U_EXPM1,
+  U_LOG, U_LOG1P, U_SQRT, U_RSQRT, U_CBRT, U_TANH, U_LOGISTIC, U_SIN, U_COS, U_TAN, U_ASIN,
+  U_ACOS, U_ATAN, U_SINH, U_COSH, U_ASINH, U_ACOSH, U_ATANH, U_ERF, U_ERF_INV, U_LGAMMA,
+  U_DIGAMMA, U_IS_FINITE, U_NOT, U_INTEGER_POW, U_POPCOUNT, U_STOP_GRADIENT
+} unop;
+
+/* ---- special functions in double ---- */
+
+/* erf^-1: M. Giles' approximation ("Approximating the erfinv function", as
+ * XLA uses for f32) refined by Newton steps on erf, or on erfc above 0.5 so
+ * that the tail keeps its relative accuracy (1 - |y| is exact there). */
+static double erf_inv_d(double y) {
+  if (y != y || y < -1 || y > 1) return NAN;
+  if (y == 1 || y == -1) return y * INFINITY;
+  if (y == 0) return y;
+  double ay = fabs(y), w = -log((1 - ay) * (1 + ay)), p;
+  if (w < 5) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = sqrt(w) - 3;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  double x = p * ay, tail = 1 - ay;
+  for (int k = 0; k < 20; k++) {
+    double d = 1.1283791670955126 * exp(-x * x); /* erf'(x) = 2/sqrt(pi) e^-x^2 */
+    /* below 0.5 solve erf(x) = |y|; above, log erfc(x) = log(1 - |y|), which
+     * is nearly quadratic in the tail where erfc itself is too steep */
+    double dx = ay <= 0.5 ? (erf(x) - ay) / d : log(erfc(x) / tail) * erfc(x) / -d;
+    x -= dx;
+    if (fabs(dx) <= 2e-16 * fabs(x)) break;
+  }
+  return y < 0 ? -x : x;
 }
 
-const jx_prim jx_prim_neg = {.name = "neg", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_abs = {.name = "abs", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_sign = {.name = "sign", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_floor = {.name = "floor", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_ceil = {.name = "ceil", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_round = {.name = "round", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_exp = {.name = "exp", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_exp2 = {.name = "exp2", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_expm1 = {.name = "expm1", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_log = {.name = "log", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_log1p = {.name = "log1p", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_sqrt = {.name = "sqrt", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_rsqrt = {.name = "rsqrt", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_cbrt = {.name = "cbrt", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_tanh = {.name = "tanh", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_logistic = {.name = "logistic", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_sin = {.name = "sin", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_cos = {.name = "cos", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_tan = {.name = "tan", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_asin = {.name = "asin", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_acos = {.name = "acos", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_atan = {.name = "atan", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_sinh = {.name = "sinh", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_cosh = {.name = "cosh", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_asinh = {.name = "asinh", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_acosh = {.name = "acosh", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_atanh = {.name = "atanh", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_erf = {.name = "erf", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_erf_inv = {.name = "erf_inv", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_lgamma = {.name = "lgamma", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_digamma = {.name = "digamma", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_is_finite = {.name = "is_finite", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_not = {.name = "not", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_integer_pow = {.name = "integer_pow", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_population_count = {.name = "population_count", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_stop_gradient = {.name = "stop_gradient", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim *const jx_prims_unary[] = {&jx_prim_neg, &jx_prim_abs, &jx_prim_sign, &jx_prim_floor, &jx_prim_ceil, &jx_prim_round, &jx_prim_exp, &jx_prim_exp2, &jx_prim_expm1, &jx_prim_log, &jx_prim_log1p, &jx_prim_sqrt, &jx_prim_rsqrt, &jx_prim_cbrt, &jx_prim_tanh, &jx_prim_logistic, &jx_prim_sin, &jx_prim_cos, &jx_prim_tan, &jx_prim_asin, &jx_prim_acos, &jx_prim_atan, &jx_prim_sinh, &jx_prim_cosh, &jx_prim_asinh, &jx_prim_acosh, &jx_prim_atanh, &jx_prim_erf, &jx_prim_erf_inv, &jx_prim_lgamma, &jx_prim_digamma, &jx_prim_is_finite, &jx_prim_not, &jx_prim_integer_pow, &jx_prim_population_count, &jx_prim_stop_gradient, NULL};
+/* psi(x): reflection for negative x, the recurrence up to x >= 10, then the
+ * asymptotic series (error below 1e-17 there). */
+static double digamma_d(double x) {
+  if (x != x || x == INFINITY) return x;
+  if (x <= 0 && x == floor(x)) return NAN; /* poles, and -inf */
+  double r = 0;
+  if (x < 0) { /* psi(x) = psi(1 - x) - pi / tan(pi x); tan has period pi */
+    r = -M_PI / tan(M_PI * (x - nearbyint(x)));
+    x = 1 - x;
+  }
+  for (; x < 10; x += 1) r -= 1 / x;
+  double f = 1 / (x * x);
+  double t = f * (-1.0 / 12 + f * (1.0 / 120 + f * (-1.0 / 252 + f * (1.0 / 240 +
+             f * (-1.0 / 132 + f * (691.0 / 32760 + f * (-1.0 / 12)))))));
+  return r + log(x) - 0.5 / x + t;
+}
+
+static double lgamma64(double x) {
+  int sign;
+  return lgamma_r(x, &sign); /* lgamma itself writes the global signgam */
+}
+static float lgamma32(float x) {
+  int sign;
+  return lgammaf_r(x, &sign);
+}
+
+/* ---- float loops ---- */
+#define SIGN_OF(x) ((x) != (x) ? (x) : (x) > 0 ? 1 : (x) < 0 ? -1 : (x))
+
+/* op, f32 expression, f64 expression, in x */
+#define FLOAT_UNOPS(X)                                                                       \
+  X(U_NEG, -x, -x)                                                                           \
+  X(U_ABS, fabsf(x), fabs(x))                                                                \
+  X(U_SIGN, SIGN_OF(x), SIGN_OF(x))                                                          \
+  X(U_FLOOR, floorf(x), floor(x))                                                            \
+  X(U_CEIL, ceilf(x), ceil(x))                                                               \
+  X(U_ROUND_AWAY, roundf(x), round(x))                                                       \
+  X(U_ROUND_EVEN, rintf(x), rint(x))                                                         \
+  X(U_EXP, expf(x), exp(x))                                                                  \
+  X(U_EXP2, exp2f(x), exp2(x))                                                               \
+  X(U_EXPM1, expm1f(x), expm1(x))                                                            \
+  X(U_LOG, logf(x), log(x))                                                                  \
+  X(U_LOG1P, log1pf(x), log1p(x))                                                            \
+  X(U_SQRT, sqrtf(x), sqrt(x))                                                               \
+  X(U_RSQRT, 1.0f / sqrtf(x), 1.0 / sqrt(x))                                                 \
+  X(U_CBRT, cbrtf(x), cbrt(x))                                                               \
+  X(U_TANH, tanhf(x), tanh(x))                                                               \
+  X(U_LOGISTIC, x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x)),              \
+    x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)))                                \
+  X(U_SIN, sinf(x), sin(x))                                                                  \
+  X(U_COS, cosf(x), cos(x))                                                                  \
+  X(U_TAN, tanf(x), tan(x))                                                                  \
+  X(U_ASIN, asinf(x), asin(x))                                                               \
+  X(U_ACOS, acosf(x), acos(x))                                                               \
+  X(U_ATAN, atanf(x), atan(x))                                                               \
+  X(U_SINH, sinhf(x), sinh(x))                                                               \
+  X(U_COSH, coshf(x), cosh(x))                                                               \
+  X(U_ASINH, asinhf(x), asinh(x))                                                            \
+  X(U_ACOSH, acoshf(x), acosh(x))                                                            \
+  X(U_ATANH, atanhf(x), atanh(x))                                                            \
+  X(U_ERF, erff(x), erf(x))                                                                  \
+  X(U_ERF_INV, (float)erf_inv_d(x), erf_inv_d(x))                                            \
+  X(U_LGAMMA, lgamma32(x), lgamma64(x))                                                      \
+  X(U_DIGAMMA, (float)digamma_d(x), digamma_d(x))                                            \
+  X(U_STOP_GRADIENT, x, x)
+
+/* x**e by squaring in the order lax.integer_pow multiplies (acc * x), so
+ * f32 and f64 results round exactly as JAX's; e < 0 takes the reciprocal. */
+#define FLOAT_IPOW(T)                                                                        \
+  static T ipow_##T(T x, int64_t e) {                                                        \
+    int recip = e < 0;                                                                       \
+    uint64_t m = recip ? (uint64_t)0 - (uint64_t)e : (uint64_t)e;                            \
+    T acc = 1;                                                                               \
+    int first = 1;                                                                           \
+    while (m) {                                                                              \
+      if (m & 1) {                                                                           \
+        acc = first ? x : acc * x;                                                           \
+        first = 0;                                                                           \
+      }                                                                                      \
+      m >>= 1;                                                                               \
+      if (m) x = x * x;                                                                      \
+    }                                                                                        \
+    return recip ? (T)1 / acc : acc;                                                         \
+  }
+FLOAT_IPOW(float)
+FLOAT_IPOW(double)
+
+#define CASE_F32(OP, F, D)                                                                   \
+  case OP:                                                                                   \
+    for (int64_t i = 0; i < n; i++) {                                                        \
+      float x = in[i];                                                                       \
+      o[i] = F;                                                                              \
+    }                                                                                        \
+    break;
+#define CASE_F64(OP, F, D)                                                                   \
+  case OP:                                                                                   \
+    for (int64_t i = 0; i < n; i++) {                                                        \
+      double x = in[i];                                                                      \
+      o[i] = D;                                                                              \
+    }                                                                                        \
+    break;
+
+static void loop_f32(unop op, int64_t e, int64_t n, const float *in, float *o) {
+  switch (op) {
+    FLOAT_UNOPS(CASE_F32)
+  case U_INTEGER_POW:
+    for (int64_t i = 0; i < n; i++) o[i] = ipow_float(in[i], e);
+    break;
+  default: break; /* the rules admit no other op for floats */
+  }
+}
+
+static void loop_f64(unop op, int64_t e, int64_t n, const double *in, double *o) {
+  switch (op) {
+    FLOAT_UNOPS(CASE_F64)
+  case U_INTEGER_POW:
+    for (int64_t i = 0; i < n; i++) o[i] = ipow_double(in[i], e);
+    break;
+  default: break;
+  }
+}
+
+/* f16 and bf16: widen a block to f32, run the f32 loop, round once. */
+static void loop_half(unop op, int64_t e, int is_bf16, int64_t n, const uint16_t *in,
+                      uint16_t *o) {
+  enum { BLOCK = 256 };
+  float a[BLOCK], r[BLOCK];
+  for (int64_t s = 0; s < n; s += BLOCK) {
+    int64_t m = n - s < BLOCK ? n - s : BLOCK;
+    for (int64_t j = 0; j < m; j++)
+      a[j] = is_bf16 ? jx_bf16_to_f32(in[s + j]) : jx_f16_to_f32(in[s + j]);
+    loop_f32(op, e, m, a, r);
+    for (int64_t j = 0; j < m; j++) o[s + j] = is_bf16 ? jx_f32_to_bf16(r[j]) : jx_f32_to_f16(r[j]);
+  }
+}
+
+/* ---- integers and bool, in 64 bits, wrapped to the width on store ---- */
+static uint64_t int_ipow(uint64_t x, int64_t e) {
+  uint64_t acc = 1;
+  for (uint64_t m = (uint64_t)e; m; m >>= 1) {
+    if (m & 1) acc *= x;
+    x *= x;
+  }
+  return acc;
+}
+
+static void loop_int(unop op, int64_t e, int64_t n, const jx_tensor *t, void *o) {
+  jx_dtype dt = t->dtype;
+  int uns = jx_is_unsigned_int(dt), bits = jx_dtype_bits(dt);
+  uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t v = jx_load_i64(t->data, dt, i);
+    uint64_t u = (uint64_t)v, r;
+    switch (op) {
+    case U_NEG: r = (uint64_t)0 - u; break;
+    case U_ABS: r = (uns || v >= 0) ? u : (uint64_t)0 - u; break;
+    case U_SIGN: r = uns ? (u != 0) : (uint64_t)(int64_t)((v > 0) - (v < 0)); break;
+    case U_NOT: r = dt == JX_BOOL ? (uint64_t)(v == 0) : ~u; break;
+    case U_INTEGER_POW: r = int_ipow(u, e); break;
+    case U_POPCOUNT: r = (uint64_t)__builtin_popcountll(u & mask); break;
+    default: r = u; break; /* stop_gradient */
+    }
+    jx_store_i64(o, dt, i, (int64_t)r);
+  }
+}
+
+static void unary_kernel(unop op, const jx_params *p, const jx_tensor *in, jx_tensor *out) {
+  int64_t n = jx_shape_numel(in->shape), e = p->i[0];
+  jx_dtype dt = in->dtype;
+  if (op == U_IS_FINITE) {
+    uint8_t *o = out->data;
+    if (dt == JX_F32)
+      for (int64_t i = 0; i < n; i++) o[i] = (uint8_t)isfinite(((const float *)in->data)[i]);
+    else
+      for (int64_t i = 0; i < n; i++) o[i] = (uint8_t)isfinite(jx_load_f64(in->data, dt, i));
+    return;
+  }
+  switch (dt) {
+  case JX_F32: loop_f32(op, e, n, in->data, out->data); return;
+  case JX_F64: loop_f64(op, e, n, in->data, out->data); return;
+  case JX_F16: case JX_BF16: loop_half(op, e, dt == JX_BF16, n, in->data, out->data); return;
+  default: loop_int(op, e, n, in, out->data); return;
+  }
+}
+
+/* ---- rules ---- */
+static jx_status infer_unary(const char *name, jx_accept acc, const jx_aval *in, jx_aval *out) {
+  return jx_infer_same(name, acc, -1, 1, in, out);
+}
+
+#define UNARY_ROW(NAME, OP, ACCEPT)                                                          \
+  static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,    \
+                                jx_aval *out) {                                              \
+    (void)p; (void)nin; (void)nout;                                                          \
+    return infer_unary(#NAME, ACCEPT, in, out);                                              \
+  }                                                                                          \
+  static void eval_##NAME(const jx_params *p, int nin, const jx_tensor *in, int nout,        \
+                          jx_tensor *out) {                                                  \
+    (void)nin; (void)nout;                                                                   \
+    unary_kernel(OP, p, in, out);                                                            \
+  }                                                                                          \
+  const jx_prim jx_prim_##NAME = {.name = #NAME, .nin = 1, .nout = 1, .params = "",          \
+                                  .infer = infer_##NAME, .eval = eval_##NAME};
+
+UNARY_ROW(neg, U_NEG, JX_ACCEPT_NUMERIC)
+UNARY_ROW(abs, U_ABS, JX_ACCEPT_NUMERIC)
+UNARY_ROW(sign, U_SIGN, JX_ACCEPT_NUMERIC)
+UNARY_ROW(floor, U_FLOOR, JX_ACCEPT_FLOAT)
+UNARY_ROW(ceil, U_CEIL, JX_ACCEPT_FLOAT)
+UNARY_ROW(exp, U_EXP, JX_ACCEPT_FLOAT)
+UNARY_ROW(exp2, U_EXP2, JX_ACCEPT_FLOAT)
+UNARY_ROW(expm1, U_EXPM1, JX_ACCEPT_FLOAT)
+UNARY_ROW(log, U_LOG, JX_ACCEPT_FLOAT)
+UNARY_ROW(log1p, U_LOG1P, JX_ACCEPT_FLOAT)
+UNARY_ROW(sqrt, U_SQRT, JX_ACCEPT_FLOAT)
+UNARY_ROW(rsqrt, U_RSQRT, JX_ACCEPT_FLOAT)
+UNARY_ROW(cbrt, U_CBRT, JX_ACCEPT_FLOAT)
+UNARY_ROW(tanh, U_TANH, JX_ACCEPT_FLOAT)
+UNARY_ROW(logistic, U_LOGISTIC, JX_ACCEPT_FLOAT)
+UNARY_ROW(sin, U_SIN, JX_ACCEPT_FLOAT)
+UNARY_ROW(cos, U_COS, JX_ACCEPT_FLOAT)
+UNARY_ROW(tan, U_TAN, JX_ACCEPT_FLOAT)
+UNARY_ROW(asin, U_ASIN, JX_ACCEPT_FLOAT)
+UNARY_ROW(acos, U_ACOS, JX_ACCEPT_FLOAT)
+UNARY_ROW(atan, U_ATAN, JX_ACCEPT_FLOAT)
+UNARY_ROW(sinh, U_SINH, JX_ACCEPT_FLOAT)
+UNARY_ROW(cosh, U_COSH, JX_ACCEPT_FLOAT)
+UNARY_ROW(asinh, U_ASINH, JX_ACCEPT_FLOAT)
+UNARY_ROW(acosh, U_ACOSH, JX_ACCEPT_FLOAT)
+UNARY_ROW(atanh, U_ATANH, JX_ACCEPT_FLOAT)
+UNARY_ROW(erf, U_ERF, JX_ACCEPT_FLOAT)
+UNARY_ROW(erf_inv, U_ERF_INV, JX_ACCEPT_FLOAT)
+UNARY_ROW(lgamma, U_LGAMMA, JX_ACCEPT_FLOAT)
+UNARY_ROW(digamma, U_DIGAMMA, JX_ACCEPT_FLOAT)
+UNARY_ROW(not, U_NOT, JX_ACCEPT_INT_OR_BOOL)
+UNARY_ROW(population_count, U_POPCOUNT, JX_ACCEPT_INT)
+UNARY_ROW(stop_gradient, U_STOP_GRADIENT, JX_ACCEPT_ANY)
+
+/* round: i0 = 0 half away from zero (lax.round's default), 1 half to even */
+static jx_status infer_round(const jx_params *p, int nin, const jx_aval *in, int nout,
+                             jx_aval *out) {
+  (void)nin; (void)nout;
+  if (p->i[0] != 0 && p->i[0] != 1)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "round: rounding_method must be 0 (away from zero) or 1 (to even), "
+                        "got %lld", (long long)p->i[0]);
+  return infer_unary("round", JX_ACCEPT_FLOAT, in, out);
+}
+static void eval_round(const jx_params *p, int nin, const jx_tensor *in, int nout,
+                       jx_tensor *out) {
+  (void)nin; (void)nout;
+  unary_kernel(p->i[0] ? U_ROUND_EVEN : U_ROUND_AWAY, p, in, out);
+}
+const jx_prim jx_prim_round = {.name = "round", .nin = 1, .nout = 1,
+                               .params = "rounding_method=i0", .infer = infer_round,
+                               .eval = eval_round};
+
+/* is_finite: floats -> bool */
+static jx_status infer_is_finite(const jx_params *p, int nin, const jx_aval *in, int nout,
+                                 jx_aval *out) {
+  (void)p; (void)nin; (void)nout;
+  return jx_infer_same("is_finite", JX_ACCEPT_FLOAT, JX_BOOL, 1, in, out);
+}
+static void eval_is_finite(const jx_params *p, int nin, const jx_tensor *in, int nout,
+                           jx_tensor *out) {
+  (void)nin; (void)nout;
+  unary_kernel(U_IS_FINITE, p, in, out);
+}
+const jx_prim jx_prim_is_finite = {.name = "is_finite", .nin = 1, .nout = 1, .params = "",
+                                   .infer = infer_is_finite, .eval = eval_is_finite};
+
+/* integer_pow: i0 = exponent; a negative one needs a float dtype */
+static jx_status infer_integer_pow(const jx_params *p, int nin, const jx_aval *in, int nout,
+                                   jx_aval *out) {
+  (void)nin; (void)nout;
+  char a[JX_AVAL_STR_CAP];
+  jx_status st = infer_unary("integer_pow", JX_ACCEPT_NUMERIC, in, out);
+  if (st) return st;
+  if (p->i[0] < 0 && !jx_is_float(in[0].dtype))
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "integer_pow: integers cannot be raised to the negative power %lld (%s)",
+                        (long long)p->i[0], jx_aval_str(in[0].dtype, in[0].shape, a));
+  return JX_OK;
+}
+static void eval_integer_pow(const jx_params *p, int nin, const jx_tensor *in, int nout,
+                             jx_tensor *out) {
+  (void)nin; (void)nout;
+  unary_kernel(U_INTEGER_POW, p, in, out);
+}
+const jx_prim jx_prim_integer_pow = {.name = "integer_pow", .nin = 1, .nout = 1,
+                                     .params = "y=i0", .infer = infer_integer_pow,
+                                     .eval = eval_integer_pow};
+
+const jx_prim *const jx_prims_unary[] = {
+    &jx_prim_neg, &jx_prim_abs, &jx_prim_sign, &jx_prim_floor, &jx_prim_ceil, &jx_prim_round,
+    &jx_prim_exp, &jx_prim_exp2, &jx_prim_expm1, &jx_prim_log, &jx_prim_log1p, &jx_prim_sqrt,
+    &jx_prim_rsqrt, &jx_prim_cbrt, &jx_prim_tanh, &jx_prim_logistic, &jx_prim_sin,
+    &jx_prim_cos, &jx_prim_tan, &jx_prim_asin, &jx_prim_acos, &jx_prim_atan, &jx_prim_sinh,
+    &jx_prim_cosh, &jx_prim_asinh, &jx_prim_acosh, &jx_prim_atanh, &jx_prim_erf,
+    &jx_prim_erf_inv, &jx_prim_lgamma, &jx_prim_digamma, &jx_prim_is_finite, &jx_prim_not,
+    &jx_prim_integer_pow, &jx_prim_population_count, &jx_prim_stop_gradient, NULL};

@@ -1,16 +1,155 @@
-/* Placeholder rows: replaced by the family's implementation. */
+/* Windowed reductions, as lax.reduce_window with add, max or min:
+ * window dims = l0, strides = l1, padding lo = l2, padding hi = l3,
+ * base (lhs) dilation = l4, window dilation = l5. Each list has one entry per
+ * operand dim; an empty list means all 1 (l0, l1, l4, l5) or all 0 (l2, l3).
+ * The operand is dilated (base dilation puts d-1 holes between elements),
+ * padded, and every window position reads the op's identity from holes and
+ * padding (sum 0, max -inf or the integer minimum, min +inf or the maximum).
+ * Output dim = floor((padded - dilated window) / stride) + 1, or 0 when the
+ * window does not fit. Sums take numbers, max/min every dtype; integers
+ * wrap; floats accumulate in f64 (windows are short) and round once; float
+ * max/min propagate NaN. Padding must be >= 0 (lax also allows cropping with
+ * negative padding; jx does not yet). */
 #include "../base/error.h"
 #include "prims.h"
 
-static jx_status unimplemented(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out;
-  return jx_error_set(JX_ERR_UNIMPLEMENTED, "%s: not implemented yet", "window");
-}
-static void none(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out;
+typedef enum { W_SUM, W_MAX, W_MIN } wop;
+
+typedef struct {
+  int64_t win[JX_MAX_RANK], stride[JX_MAX_RANK], lo[JX_MAX_RANK], hi[JX_MAX_RANK],
+      bdil[JX_MAX_RANK], wdil[JX_MAX_RANK];
+} wparams;
+
+static const char *const list_names[6] = {"window_dimensions", "window_strides", "padding lo",
+                                          "padding hi",        "base_dilation",  "window_dilation"};
+
+static jx_status read_params(const char *name, const jx_params *p, const jx_aval *in, wparams *w) {
+  char s[JX_AVAL_STR_CAP];
+  int r = in->shape.rank;
+  int64_t *dst[6] = {w->win, w->stride, w->lo, w->hi, w->bdil, w->wdil};
+  for (int k = 0; k < 6; k++) {
+    const jx_ilist *l = &p->l[k];
+    if (l->n != 0 && l->n != r)
+      return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                          "%s: %s has %d entries for operand %s of rank %d", name, list_names[k],
+                          l->n, jx_aval_str(in->dtype, in->shape, s), r);
+    int64_t dflt = (k == 2 || k == 3) ? 0 : 1, least = dflt;
+    for (int i = 0; i < r; i++) {
+      dst[k][i] = l->n ? l->v[i] : dflt;
+      if (dst[k][i] < least)
+        return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: %s[%d] = %lld must be >= %lld", name,
+                            list_names[k], i, (long long)dst[k][i], (long long)least);
+    }
+  }
+  return JX_OK;
 }
 
-const jx_prim jx_prim_reduce_window_sum = {.name = "reduce_window_sum", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_reduce_window_max = {.name = "reduce_window_max", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim jx_prim_reduce_window_min = {.name = "reduce_window_min", .nin = JX_VARIADIC, .nout = 1, .params = "", .infer = unimplemented, .eval = none};
-const jx_prim *const jx_prims_window[] = {&jx_prim_reduce_window_sum, &jx_prim_reduce_window_max, &jx_prim_reduce_window_min, NULL};
+static int64_t dilated(int64_t d, int64_t dil) { return d == 0 ? 0 : (d - 1) * dil + 1; }
+
+static jx_status infer_window(wop op, const char *name, const jx_params *p, const jx_aval *in,
+                              jx_aval *out) {
+  char s[JX_AVAL_STR_CAP];
+  if (op == W_SUM && in->dtype == JX_BOOL)
+    return jx_error_set(JX_ERR_DTYPE, "%s: operand %s needs a numeric (non-bool) dtype", name,
+                        jx_aval_str(in->dtype, in->shape, s));
+  wparams w;
+  jx_status st = read_params(name, p, in, &w);
+  if (st) return st;
+  *out = *in;
+  for (int i = 0; i < in->shape.rank; i++) {
+    int64_t padded = dilated(in->shape.dims[i], w.bdil[i]) + w.lo[i] + w.hi[i];
+    int64_t win = dilated(w.win[i], w.wdil[i]);
+    out->shape.dims[i] = padded < win ? 0 : (padded - win) / w.stride[i] + 1;
+  }
+  return JX_OK;
+}
+
+static void eval_window(wop op, const jx_params *p, const jx_tensor *in, jx_tensor *out) {
+  jx_aval a = {in->dtype, 0, in->shape};
+  wparams w;
+  if (read_params("reduce_window", p, &a, &w)) return; /* checked by the rule already */
+  int r = in->shape.rank;
+  int64_t nout = jx_shape_numel(out->shape), nwin = 1, istr[JX_MAX_RANK];
+  for (int i = 0; i < r; i++) nwin *= w.win[i];
+  jx_shape_strides(in->shape, istr);
+  jx_dtype dt = in->dtype;
+  int is_float = jx_is_float(dt), sgn = jx_is_signed_int(dt), bits = jx_dtype_bits(dt);
+  uint64_t top = 1ull << (bits - 1);
+  uint64_t imax_id = dt == JX_BOOL ? 0 : sgn ? (uint64_t)0 - top : 0; /* max identity */
+  uint64_t imin_id = dt == JX_BOOL ? 1 : sgn ? top - 1 : ~0ull;       /* min identity */
+  int64_t oidx[JX_MAX_RANK] = {0};
+  for (int64_t o = 0; o < nout; o++) {
+    double facc = op == W_SUM ? 0 : op == W_MAX ? -INFINITY : INFINITY;
+    uint64_t iacc = op == W_SUM ? 0 : op == W_MAX ? imax_id : imin_id;
+    int64_t widx[JX_MAX_RANK] = {0};
+    for (int64_t k = 0; k < nwin; k++) {
+      int64_t off = 0, inside = 1;
+      for (int i = 0; i < r && inside; i++) {
+        int64_t pos = oidx[i] * w.stride[i] + widx[i] * w.wdil[i] - w.lo[i];
+        if (pos < 0 || pos % w.bdil[i] != 0 || pos / w.bdil[i] >= in->shape.dims[i])
+          inside = 0;
+        else
+          off += pos / w.bdil[i] * istr[i];
+      }
+      if (inside) {
+        if (is_float) {
+          double v = jx_load_f64(in->data, dt, off);
+          if (op == W_SUM)
+            facc += v;
+          else if (v != v || facc != facc)
+            facc = facc != facc ? facc : v;
+          else if (op == W_MAX ? v > facc : v < facc)
+            facc = v;
+        } else {
+          uint64_t v = (uint64_t)jx_load_i64(in->data, dt, off);
+          if (op == W_SUM)
+            iacc += v;
+          else if (op == W_MAX ? (sgn ? (int64_t)v > (int64_t)iacc : v > iacc)
+                               : (sgn ? (int64_t)v < (int64_t)iacc : v < iacc))
+            iacc = v;
+        }
+      }
+      for (int i = r - 1; i >= 0; i--) {
+        if (++widx[i] < w.win[i]) break;
+        widx[i] = 0;
+      }
+    }
+    if (is_float)
+      jx_store_f64(out->data, dt, o, facc);
+    else
+      jx_store_i64(out->data, dt, o, (int64_t)iacc);
+    for (int i = r - 1; i >= 0; i--) {
+      if (++oidx[i] < out->shape.dims[i]) break;
+      oidx[i] = 0;
+    }
+  }
+}
+
+#define WINDOW_ROW(NAME, OP)                                                                       \
+  static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
+                                jx_aval *out) {                                                    \
+    (void)nin;                                                                                     \
+    (void)nout;                                                                                    \
+    return infer_window(OP, #NAME, p, in, out);                                                    \
+  }                                                                                                \
+  static void eval_##NAME(const jx_params *p, int nin, const jx_tensor *in, int nout,              \
+                          jx_tensor *out) {                                                        \
+    (void)nin;                                                                                     \
+    (void)nout;                                                                                    \
+    eval_window(OP, p, in, out);                                                                   \
+  }                                                                                                \
+  const jx_prim jx_prim_##NAME = {                                                                 \
+      .name = #NAME,                                                                               \
+      .nin = 1,                                                                                    \
+      .nout = 1,                                                                                   \
+      .params = "window_dimensions=l0 window_strides=l1 padding_lo=l2 padding_hi=l3 "              \
+                "base_dilation=l4 window_dilation=l5",                                             \
+      .infer = infer_##NAME,                                                                       \
+      .eval = eval_##NAME};
+
+WINDOW_ROW(reduce_window_sum, W_SUM)
+WINDOW_ROW(reduce_window_max, W_MAX)
+WINDOW_ROW(reduce_window_min, W_MIN)
+
+const jx_prim *const jx_prims_window[] = {&jx_prim_reduce_window_sum, &jx_prim_reduce_window_max,
+                                          &jx_prim_reduce_window_min, NULL};

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "../base/error.h"
+#include "trace.h"
 
 enum { SMALL = 16 };
 
@@ -32,8 +33,8 @@ static jx_status run_eager(const jx_prim *p, int nin, jx_array *const *in, const
   return JX_OK;
 }
 
-jx_status jx_bind(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params,
-                  jx_array **out) {
+jx_status jx_bind_sub(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params,
+                      int nsub, struct jx_program *const *subs, jx_array **out) {
   static const jx_params no_params = JX_PARAMS_INIT;
   const jx_params *pp = params ? params : &no_params;
   int nout = jx_prim_nout(p, nin);
@@ -44,6 +45,20 @@ jx_status jx_bind(const jx_prim *p, int nin, jx_array *const *in, const jx_param
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: needs at least one operand", p->name);
   jx_status st = jx_check_inputs(p->name, nin, in);
   if (st) return st;
+  int traced = jx_trace_active();
+  for (int i = 0; i < nin && !traced; i++) traced = jx_is_tracer(in[i]);
+  if (traced) {
+    st = jx_trace_record(p, pp, nin, in, nout, out, nsub, subs);
+    if (st)
+      for (int o = 0; o < nout; o++) out[o] = jx_poison();
+    return st;
+  }
+  if (p->impl) {
+    st = p->impl(pp, nin, in, nout, out, nsub, subs);
+    if (st)
+      for (int o = 0; o < nout; o++) out[o] = jx_poison();
+    return st;
+  }
 
   jx_aval avals_s[SMALL], oavals_s[SMALL];
   jx_tensor tin_s[SMALL], tout_s[SMALL];
@@ -71,6 +86,11 @@ done:
     free(tout);
   }
   return st;
+}
+
+jx_status jx_bind(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params,
+                  jx_array **out) {
+  return jx_bind_sub(p, nin, in, params, 0, NULL, out);
 }
 
 jx_array *jx_bind1(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params) {

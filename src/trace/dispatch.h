@@ -1,6 +1,7 @@
 /* Applying a primitive: the single entry point every op goes through.
- * Eagerly (all inputs concrete) it runs the shape rule and the reference
- * kernel; the tracing issue adds recording into the innermost trace here. */
+ * When an input is a tracer the application is recorded into its trace;
+ * otherwise (all inputs concrete) it runs the shape rule and the reference
+ * kernel, or the row's impl for primitives that hold nested programs. */
 #ifndef JX_SRC_TRACE_DISPATCH_H
 #define JX_SRC_TRACE_DISPATCH_H
 
@@ -12,6 +13,9 @@
  * error itself is recorded by whoever found it first). params may be NULL. */
 jx_status jx_bind(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params,
                   jx_array **out);
+/* The general form: with nsub nested programs (control flow). */
+jx_status jx_bind_sub(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params,
+                      int nsub, struct jx_program *const *subs, jx_array **out);
 /* The single-output form; returns the poison value on error. */
 jx_array *jx_bind1(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params);
 

@@ -1,0 +1,79 @@
+/* jx/transform.h: functions and their transformations.
+ *
+ * A jx_fn is a pure function of arrays written as a C body. Calling it traces
+ * the body once per input signature (dtypes, shapes, weak flags) into a
+ * program of primitives, cached; transformations (jit, grad, vmap, ...) turn
+ * programs into programs and compose in any order. The body is called with
+ * tracers, abstract arrays known by shape and dtype only: it must not keep
+ * them, and it cannot read their values (use jx_cond/jx_while/jx_scan for
+ * control flow that depends on data).
+ *
+ * Ownership: every jx_fn returned here is owned by the caller and released
+ * with jx_fn_release; a transformed function holds a reference to the
+ * function it transforms, so the caller may release that one at any time.
+ * Thread safety: a jx_fn may be called from several threads at once. */
+#ifndef JX_TRANSFORM_H
+#define JX_TRANSFORM_H
+
+#include "array.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct jx_fn jx_fn;
+typedef struct jx_sharding jx_sharding;
+
+/* in[0..nin) are the inputs; the body must set out[0..nout). */
+typedef void (*jx_body)(void *ctx, jx_array *const *in, jx_array **out);
+
+jx_fn *jx_fn_create(const char *name, int nin, int nout, jx_body body, void *ctx);
+void   jx_fn_release(jx_fn *f);
+int    jx_fn_nin(const jx_fn *f);
+int    jx_fn_nout(const jx_fn *f);
+const char *jx_fn_name(const jx_fn *f);
+
+/* Calls f (also inside other bodies, where it is inlined into the caller's
+ * trace). out[i] belong to the innermost scope. On error every out[i] is
+ * poisoned and the status says why. */
+jx_status jx_call(jx_fn *f, jx_array *const *in, jx_array **out);
+
+typedef struct {
+  jx_sharding *const *in_shardings;   /* NULL: inferred / as given */
+  jx_sharding *const *out_shardings;  /* NULL: chosen by propagation */
+  const int *donate;                  /* per input, 1 = may reuse its buffer */
+} jx_jit_options;
+
+jx_fn *jx_jit(jx_fn *f, const jx_jit_options *opts);          /* opts may be NULL */
+
+/* ---- automatic differentiation (argnums JX_AXES() means argument 0) ---- */
+jx_fn *jx_grad(jx_fn *f, jx_axes argnums);  /* f's first output: a float scalar; one output
+                                               per argnum: the gradient of that input */
+jx_fn *jx_value_and_grad(jx_fn *f, jx_axes argnums, int has_aux); /* (value, aux outputs if
+                                               has_aux, gradients...) */
+jx_fn *jx_jvp(jx_fn *f);  /* (primals..., tangents...) -> (outs..., tangent outs...) */
+jx_fn *jx_vjp(jx_fn *f);  /* (primals..., cotangents...) -> (outs..., input cotangents...);
+                             integer inputs get zero cotangents, as JAX's float0 */
+
+/* ---- batching ----
+ * in_axes/out_axes: one entry per input/output (or a single entry for all;
+ * JX_AXES() means 0 for all); an entry is the mapped axis (negative counts
+ * from the end) or JX_NONE. All mapped inputs must agree on the batch size. */
+jx_fn *jx_vmap(jx_fn *f, jx_axes in_axes, jx_axes out_axes);
+
+/* The printed program of f for the signature of example_in (optimizations
+ * applied as a call would), or NULL with the error recorded. Caller frees. */
+char *jx_fn_ir(jx_fn *f, jx_array *const *example_in);
+
+/* How many times f's bodies were traced and its programs transformed, for
+ * tests and for JX_LOG_COMPILES. */
+int64_t jx_fn_trace_count(const jx_fn *f);
+
+#ifndef JX_NO_LOCATION_MACROS
+#define jx_call(...) JX_LOCATED_STATUS(jx_call, __VA_ARGS__)
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

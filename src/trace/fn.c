@@ -1,0 +1,247 @@
+/* Functions, their signature caches, calling and inspecting them. */
+#include "fn.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/error.h"
+#include "eval.h"
+#include "trace.h"
+
+static jx_fn *fn_alloc(const char *name, int nin, int nout) {
+  jx_fn *f = calloc(1, sizeof *f);
+  if (!f) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory creating a function");
+    return NULL;
+  }
+  atomic_init(&f->refs, 1);
+  f->name = strdup(name ? name : "fn");
+  f->nin = nin;
+  f->nout = nout;
+  pthread_mutex_init(&f->lock, NULL);
+  return f;
+}
+
+jx_fn *jx_fn_create(const char *name, int nin, int nout, jx_body body, void *ctx) {
+  if (!body) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_fn_create: '%s' has no body", name ? name : "fn");
+    return NULL;
+  }
+  if (nin < 0 || nout < 1) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "jx_fn_create: '%s' needs nin >= 0 and nout >= 1, got %d and %d",
+                 name ? name : "fn", nin, nout);
+    return NULL;
+  }
+  jx_fn *f = fn_alloc(name, nin, nout);
+  if (!f) return NULL;
+  f->body = body;
+  f->ctx = ctx;
+  return f;
+}
+
+jx_fn *jx_fn_new_transform(const jx_fn_kind *kind, jx_fn *inner, int nin, int nout,
+                           void *data) {
+  char name[256];
+  snprintf(name, sizeof name, "%s(%s)", kind->name, inner->name);
+  jx_fn *f = fn_alloc(name, nin, nout);
+  if (!f) {
+    if (kind->free_data) kind->free_data(data);
+    return NULL;
+  }
+  f->kind = kind;
+  f->inner = inner;
+  atomic_fetch_add(&inner->refs, 1);
+  f->data = data;
+  return f;
+}
+
+void jx_fn_release(jx_fn *f) {
+  if (!f || atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1) return;
+  for (fn_cache_entry *e = f->cache, *next; e; e = next) {
+    next = e->next;
+    jx_program_release(e->prog);
+    free(e->avals);
+    free(e);
+  }
+  if (f->kind && f->kind->free_data) f->kind->free_data(f->data);
+  jx_fn_release(f->inner);
+  pthread_mutex_destroy(&f->lock);
+  free(f->name);
+  free(f);
+}
+
+int jx_fn_nin(const jx_fn *f) { return f ? f->nin : 0; }
+int jx_fn_nout(const jx_fn *f) { return f ? f->nout : 0; }
+const char *jx_fn_name(const jx_fn *f) { return f ? f->name : ""; }
+int64_t jx_fn_trace_count(const jx_fn *f) { return f ? (int64_t)f->traces : 0; }
+
+static int aval_same(jx_aval a, jx_aval b) {
+  return a.dtype == b.dtype && a.weak == b.weak && jx_shape_equal(a.shape, b.shape);
+}
+
+/* JX_LOG_COMPILES=1: say what is traced and why the cache missed. */
+static void log_trace(jx_fn *f, const jx_aval *in) {
+  static int enabled = -1;
+  if (enabled < 0) {
+    const char *v = getenv("JX_LOG_COMPILES");
+    enabled = v && *v && strcmp(v, "0") != 0;
+  }
+  if (!enabled) return;
+  char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
+  fprintf(stderr, "jx: tracing '%s' for (", f->name);
+  for (int i = 0; i < f->nin; i++)
+    fprintf(stderr, "%s%s%s", i ? ", " : "", jx_aval_str(in[i].dtype, in[i].shape, a),
+            in[i].weak ? "{weak}" : "");
+  fprintf(stderr, ")");
+  if (f->cache) {
+    const jx_aval *prev = f->cache->avals;
+    for (int i = 0; i < f->nin; i++)
+      if (!aval_same(prev[i], in[i])) {
+        fprintf(stderr, ": input %d changed from %s%s", i,
+                jx_aval_str(prev[i].dtype, prev[i].shape, a),
+                prev[i].weak != in[i].weak ? (prev[i].weak ? "{weak}" : "{strong}") : "");
+        fprintf(stderr, " to %s", jx_aval_str(in[i].dtype, in[i].shape, b));
+        break;
+      }
+  } else {
+    fprintf(stderr, ": first call");
+  }
+  fprintf(stderr, "\n");
+}
+
+/* Runs the body on tracers and returns its program. */
+static jx_program *trace_body(jx_fn *f, const jx_aval *in) {
+  jx_trace *t = jx_trace_begin(f->name);
+  if (!t) return NULL;
+  jx_array **ins = calloc((size_t)f->nin + 1, sizeof *ins);
+  jx_array **outs = calloc((size_t)f->nout, sizeof *outs);
+  if (!ins || !outs) {
+    free(ins);
+    free(outs);
+    jx_trace_abort(t);
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "'%s': out of memory", f->name);
+    return NULL;
+  }
+  jx_scope_begin();
+  for (int i = 0; i < f->nin; i++) ins[i] = jx_trace_input(t, in[i]);
+  uint64_t serial = jx_error_serial();
+  f->body(f->ctx, ins, outs);
+  jx_program *p = NULL;
+  if (jx_error_serial() != serial) {
+    jx_trace_abort(t);
+    if (!jx_error_pending())
+      jx_error_set(JX_ERR_INVALID_ARGUMENT, "'%s': the body failed", f->name);
+  } else {
+    p = jx_trace_end(t, f->nout, outs);
+  }
+  jx_scope_end();
+  free(ins);
+  free(outs);
+  return p;
+}
+
+jx_program *jx_fn_program(jx_fn *f, const jx_aval *in) {
+  pthread_mutex_lock(&f->lock);
+  for (fn_cache_entry *e = f->cache; e; e = e->next) {
+    int hit = 1;
+    for (int i = 0; i < f->nin && hit; i++) hit = aval_same(e->avals[i], in[i]);
+    if (hit) {
+      jx_program *p = jx_program_retain(e->prog);
+      pthread_mutex_unlock(&f->lock);
+      return p;
+    }
+  }
+  log_trace(f, in);
+  pthread_mutex_unlock(&f->lock);
+
+  jx_program *p;
+  if (f->kind) {
+    jx_error_context_push(f->kind->name, f->inner->name);
+    p = f->kind->build(f, in);
+    jx_error_context_pop();
+  } else {
+    p = trace_body(f, in);
+  }
+  if (!p) return NULL;
+  atomic_fetch_add(&f->traces, 1);
+
+  fn_cache_entry *e = calloc(1, sizeof *e);
+  jx_aval *avals = malloc(sizeof *avals * (size_t)(f->nin + 1));
+  if (!e || !avals) {
+    free(e);
+    free(avals);
+    return p; /* uncached but correct */
+  }
+  memcpy(avals, in, sizeof *avals * (size_t)f->nin);
+  e->avals = avals;
+  e->prog = jx_program_retain(p);
+  pthread_mutex_lock(&f->lock);
+  e->next = f->cache;
+  f->cache = e;
+  pthread_mutex_unlock(&f->lock);
+  return p;
+}
+
+/* Checks f, in and out, and gives the inputs' avals. */
+static jx_status prepare(const char *op, jx_fn *f, jx_array *const *in, jx_array **out,
+                         jx_aval *avals) {
+  if (!f) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: the function is NULL", op);
+  if (!out) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: out is NULL for '%s'", op, f->name);
+  for (int o = 0; o < f->nout; o++) out[o] = jx_poison();
+  if (f->nin > 0 && !in)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: in is NULL for '%s'", op, f->name);
+  for (int i = 0; i < f->nin; i++) {
+    if (!in[i])
+      return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: input %d of '%s' is NULL", op, i,
+                          f->name);
+    if (in[i]->poisoned) return JX_ERR_POISONED;
+    avals[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape};
+  }
+  return JX_OK;
+}
+
+jx_status jx_call(jx_fn *f, jx_array *const *in, jx_array **out) {
+  jx_aval small[16];
+  jx_aval *avals = f && f->nin > 16 ? malloc(sizeof *avals * (size_t)f->nin) : small;
+  if (!avals) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_call: out of memory");
+  jx_status st = prepare("jx_call", f, in, out, avals);
+  jx_program *p = st ? NULL : jx_fn_program(f, avals);
+  if (avals != small) free(avals);
+  if (st) return st;
+  if (!p) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  st = jx_program_eval(p, in, out);
+  jx_program_release(p);
+  return st;
+}
+
+char *jx_fn_ir(jx_fn *f, jx_array *const *example_in) {
+  if (!f) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_fn_ir: the function is NULL");
+    return NULL;
+  }
+  jx_aval *avals = malloc(sizeof *avals * (size_t)(f->nin + 1));
+  jx_array **out = malloc(sizeof *out * (size_t)f->nout);
+  char *text = NULL;
+  if (avals && out && !prepare("jx_fn_ir", f, example_in, out, avals)) {
+    jx_program *p = jx_fn_program(f, avals);
+    if (p) text = jx_program_print(p);
+    jx_program_release(p);
+  }
+  free(avals);
+  free(out);
+  return text;
+}
+
+/* ---- jit: for now the traced program, interpreted; the compiler comes next ---- */
+static jx_program *jit_build(jx_fn *f, const jx_aval *in) { return jx_fn_program(f->inner, in); }
+static const jx_fn_kind jit_kind = {.name = "jit", .build = jit_build};
+
+jx_fn *jx_jit(jx_fn *f, const jx_jit_options *opts) {
+  (void)opts;
+  if (!f) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_jit: the function is NULL");
+    return NULL;
+  }
+  return jx_fn_new_transform(&jit_kind, f, f->nin, f->nout, NULL);
+}

@@ -1,0 +1,17 @@
+/* Small helpers shared by the transformation interpreters. */
+#ifndef JX_SRC_TRANSFORM_TRANSFORM_UTIL_H
+#define JX_SRC_TRANSFORM_TRANSFORM_UTIL_H
+
+#include "../ir/program.h"
+
+/* Operand arrays for applying one equation: in/out, and a second set
+ * (tangents, cotangents, batch dims as arrays) alongside. */
+typedef struct {
+  jx_array **in, **in2, **out, **out2;
+  jx_array *small[4][16];
+} jx_eqn_io;
+
+jx_status jx_eqn_io_open(jx_eqn_io *io, const jx_eqn *e);
+void      jx_eqn_io_close(jx_eqn_io *io);
+
+#endif
