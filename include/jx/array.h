@@ -10,9 +10,10 @@
  * jx_scalar returns a weakly typed scalar: in a binary op it takes the other
  * operand's dtype when that one is of the same or a higher kind
  * (bf16_array * jx_scalar(JX_F32, 2) is bf16) and keeps its own dtype when it
- * wins (i32_array * jx_scalar(JX_F32, 2) is f32). A float kind reached from
- * integers alone (u64 + i64, or a true division of integers) is f64, as in
- * NumPy and JAX with 64-bit types enabled. */
+ * wins (i32_array * jx_scalar(JX_F32, 2) is f32). u64 + i64 is f64, as in
+ * JAX with 64-bit types enabled; floating functions of integers (jx_div,
+ * jx_exp, ...) compute in f32 for bool and integers up to 32 bits and in f64
+ * for 64-bit integers, as JAX does. */
 #ifndef JX_ARRAY_H
 #define JX_ARRAY_H
 

@@ -21,10 +21,11 @@ extern "C" {
 jx_array *jx_add(jx_array *a, jx_array *b);
 jx_array *jx_sub(jx_array *a, jx_array *b);
 jx_array *jx_mul(jx_array *a, jx_array *b);
-jx_array *jx_div(jx_array *a, jx_array *b);          /* true division: integers give f64 */
+jx_array *jx_div(jx_array *a, jx_array *b);          /* true division: integers give floats */
 jx_array *jx_floor_divide(jx_array *a, jx_array *b); /* NumPy //, floats and integers */
 jx_array *jx_rem(jx_array *a, jx_array *b);          /* C fmod semantics: sign of a (lax.rem) */
-jx_array *jx_pow(jx_array *a, jx_array *b);
+jx_array *jx_pow(jx_array *a, jx_array *b);          /* integers: negative exponents give 0
+                                                        (1 and -1 excepted), as lax.pow */
 jx_array *jx_maximum(jx_array *a, jx_array *b);      /* NaN-propagating */
 jx_array *jx_minimum(jx_array *a, jx_array *b);
 jx_array *jx_atan2(jx_array *a, jx_array *b);
@@ -45,7 +46,7 @@ jx_array *jx_shift_left(jx_array *a, jx_array *b);   /* integers; shifts >= bit 
 jx_array *jx_shift_right_arithmetic(jx_array *a, jx_array *b);
 jx_array *jx_shift_right_logical(jx_array *a, jx_array *b);
 
-/* ---- elementwise, unary (floating ops promote integers to f64) ---- */
+/* ---- elementwise, unary (floating ops take integers as f32, 64-bit ones as f64) ---- */
 jx_array *jx_neg(jx_array *a);
 jx_array *jx_abs(jx_array *a);
 jx_array *jx_sign(jx_array *a);

@@ -61,6 +61,28 @@ jx_fn *jx_vjp(jx_fn *f);  /* (primals..., cotangents...) -> (outs..., input cota
  * from the end) or JX_NONE. All mapped inputs must agree on the batch size. */
 jx_fn *jx_vmap(jx_fn *f, jx_axes in_axes, jx_axes out_axes);
 
+/* ---- control flow ----
+ * Bodies are jx_fn; all of these work eagerly and under jit, grad and vmap.
+ * out[] receives the results (owned by the innermost scope).
+ *   cond/switch: branches take ops... and give outs... of the same types in
+ *     every branch; switch clamps the index into range, as lax.switch.
+ *   while: cond_fn: carry... -> bool scalar; body_fn: carry... -> carry...
+ *     (forward-mode differentiable; reverse mode needs jx_scan or jx_fori).
+ *   scan: body: (carry..., x slices...) -> (new carry..., y slices...);
+ *     out: (final carry..., ys stacked on a new leading axis...); xs are
+ *     sliced along their leading axis, which must equal length; reverse runs
+ *     from the end (ys keep their positions).
+ *   fori: body: (i as an i32 scalar, carry...) -> carry..., for i in [lo, hi). */
+jx_status jx_cond(jx_array *pred, jx_fn *then_fn, jx_fn *else_fn, int n, jx_array *const *ops,
+                  jx_array **out);
+jx_status jx_switch(jx_array *index, int nbranches, jx_fn *const *branches, int n,
+                    jx_array *const *ops, jx_array **out);
+jx_status jx_while(jx_fn *cond_fn, jx_fn *body_fn, int n, jx_array *const *init, jx_array **out);
+jx_status jx_scan(jx_fn *body, int ncarry, jx_array *const *init, int nxs, jx_array *const *xs,
+                  int64_t length, int reverse, jx_array **out);
+jx_status jx_fori(int64_t lo, int64_t hi, jx_fn *body, int n, jx_array *const *init,
+                  jx_array **out);
+
 /* The printed program of f for the signature of example_in (optimizations
  * applied as a call would), or NULL with the error recorded. Caller frees. */
 char *jx_fn_ir(jx_fn *f, jx_array *const *example_in);
@@ -71,6 +93,11 @@ int64_t jx_fn_trace_count(const jx_fn *f);
 
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_call(...) JX_LOCATED_STATUS(jx_call, __VA_ARGS__)
+#define jx_cond(...) JX_LOCATED_STATUS(jx_cond, __VA_ARGS__)
+#define jx_switch(...) JX_LOCATED_STATUS(jx_switch, __VA_ARGS__)
+#define jx_while(...) JX_LOCATED_STATUS(jx_while, __VA_ARGS__)
+#define jx_scan(...) JX_LOCATED_STATUS(jx_scan, __VA_ARGS__)
+#define jx_fori(...) JX_LOCATED_STATUS(jx_fori, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

@@ -103,7 +103,12 @@ jx_dtype jx_promote_weak(jx_dtype a, int a_weak, jx_dtype b, int b_weak, int *ou
 
 jx_dtype jx_promote_types(jx_dtype a, jx_dtype b) { return jx_promote_weak(a, 0, b, 0, NULL); }
 
-jx_dtype jx_to_inexact(jx_dtype dt) { return jx_is_float(dt) ? dt : JX_F64; }
+/* JAX's rule: integers of up to 32 bits and bool compute in f32, 64-bit
+ * integers in f64 (jnp.sin(int32) is f32 even with 64-bit types enabled). */
+jx_dtype jx_to_inexact(jx_dtype dt) {
+  if (jx_is_float(dt)) return dt;
+  return (dt == JX_I64 || dt == JX_U64) ? JX_F64 : JX_F32;
+}
 
 /* ---- 16-bit floats ---- */
 static inline uint32_t f32_bits(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }

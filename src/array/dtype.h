@@ -21,7 +21,8 @@ int jx_dtype_bits(jx_dtype dt);
 
 /* Promotion with weak types (JAX's lattice, see include/jx/array.h). */
 jx_dtype jx_promote_weak(jx_dtype a, int a_weak, jx_dtype b, int b_weak, int *out_weak);
-/* The float dtype an integer or bool input of a floating op is computed in (f64). */
+/* The float dtype an integer or bool input of a floating op is computed in:
+ * f32 up to 32 bits, f64 for 64-bit integers (as JAX). */
 jx_dtype jx_to_inexact(jx_dtype dt);
 
 /* Element access by dtype, for reference kernels: every value of every dtype

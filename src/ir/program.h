@@ -15,9 +15,9 @@
 
 typedef struct jx_program jx_program;
 
-#define JX_EQN_SUBS 4
+#define JX_EQN_SUBS 16 /* the most branches of a jx_switch */
 
-typedef struct {
+typedef struct jx_eqn {
   const jx_prim *prim;
   jx_params params;
   int nin, nout;

@@ -1,4 +1,5 @@
 /* NumPy-level binary elementwise ops: promote, broadcast, then one primitive. */
+#include "../prims/elementwise.h"
 #include "ops_util.h"
 
 #define SIMPLE(FN, PRIM) \
@@ -28,18 +29,31 @@ SIMPLE(jx_lt, jx_prim_lt)
 SIMPLE(jx_le, jx_prim_le)
 SIMPLE(jx_gt, jx_prim_gt)
 SIMPLE(jx_ge, jx_prim_ge)
-SIMPLE(jx_bitwise_and, jx_prim_and)
-SIMPLE(jx_bitwise_or, jx_prim_or)
-SIMPLE(jx_bitwise_xor, jx_prim_xor)
-SIMPLE(jx_shift_left, jx_prim_shift_left)
-SIMPLE(jx_shift_right_arithmetic, jx_prim_shift_right_arithmetic)
-SIMPLE(jx_shift_right_logical, jx_prim_shift_right_logical)
+
+/* Bitwise ops check their operands' dtypes first so that the error names the
+ * public function rather than the primitive. */
+static jx_array *bitwise(const char *op, const jx_prim *p, jx_accept acc, jx_array *a,
+                         jx_array *b) {
+  jx_array *in[2] = {a, b};
+  if (jx_check_inputs(op, 2, in)) return jx_poison();
+  for (int i = 0; i < 2; i++)
+    if (jx_accept_check(op, acc, i, in[i]->dtype, in[i]->shape)) return jx_poison();
+  return jx_ops_binary(op, p, a, b);
+}
+#define BITWISE(FN, PRIM, ACC) \
+  jx_array *FN(jx_array *a, jx_array *b) { return bitwise(#FN, &PRIM, ACC, a, b); }
+BITWISE(jx_bitwise_and, jx_prim_and, JX_ACCEPT_INT_OR_BOOL)
+BITWISE(jx_bitwise_or, jx_prim_or, JX_ACCEPT_INT_OR_BOOL)
+BITWISE(jx_bitwise_xor, jx_prim_xor, JX_ACCEPT_INT_OR_BOOL)
+BITWISE(jx_shift_left, jx_prim_shift_left, JX_ACCEPT_INT)
+BITWISE(jx_shift_right_arithmetic, jx_prim_shift_right_arithmetic, JX_ACCEPT_INT)
+BITWISE(jx_shift_right_logical, jx_prim_shift_right_logical, JX_ACCEPT_INT)
 
 /* Floating-only ops compute integers in the inexact dtype they promote to. */
 static jx_array *inexact(const char *op, const jx_prim *p, jx_array *a, jx_array *b) {
   if (jx_ops_promote_broadcast(op, &a, &b)) return jx_poison();
   jx_dtype dt = jx_to_inexact(a->dtype);
-  int weak = a->weak && jx_is_float(a->dtype);
+  int weak = a->weak; /* two weak integers give a weak float, as jnp.true_divide(2, 3) */
   a = jx_ops_convert(a, dt, weak);
   b = jx_ops_convert(b, dt, weak);
   return jx_bind1(p, 2, (jx_array *[]){a, b}, NULL);

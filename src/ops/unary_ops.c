@@ -64,10 +64,10 @@ jx_array *jx_ceil(jx_array *a) { return rounding("jx_ceil", &jx_prim_ceil, 0, a)
 jx_array *jx_round(jx_array *a) { return rounding("jx_round", &jx_prim_round, 1, a); }
 jx_array *jx_round_away(jx_array *a) { return rounding("jx_round_away", &jx_prim_round, 0, a); }
 
-#define FLOATING(FN, PRIM)                                                                   \
-  jx_array *FN(jx_array *a) {                                                                \
-    if (!(a = inexact(#FN, a))) return jx_poison();                                          \
-    return bind1(&PRIM, a);                                                                  \
+#define FLOATING(FN, PRIM)                                                                         \
+  jx_array *FN(jx_array *a) {                                                                      \
+    if (!(a = inexact(#FN, a))) return jx_poison();                                                \
+    return bind1(&PRIM, a);                                                                        \
   }
 FLOATING(jx_exp, jx_prim_exp)
 FLOATING(jx_exp2, jx_prim_exp2)
@@ -128,8 +128,10 @@ jx_array *jx_integer_pow(jx_array *a, int n) {
   if (!(a = checked(op, JX_ACCEPT_NUMERIC, a))) return jx_poison();
   if (n < 0 && !jx_is_float(a->dtype)) {
     char s[JX_AVAL_STR_CAP];
-    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: integers cannot be raised to a negative power, "
-                 "got %s ** %d", op, jx_aval_str(a->dtype, a->shape, s), n);
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "%s: integers cannot be raised to a negative power, "
+                 "got %s ** %d",
+                 op, jx_aval_str(a->dtype, a->shape, s), n);
     return jx_poison();
   }
   return bind_i0(&jx_prim_integer_pow, a, n);
@@ -169,7 +171,7 @@ jx_array *jx_silu(jx_array *a) {
 /* logaddexp(x, 0) = max(x, 0) + log1p(exp(-|x|)): no overflow, NaN propagates */
 jx_array *jx_softplus(jx_array *a) {
   if (!(a = inexact("jx_softplus", a))) return jx_poison();
-  jx_array *tail = bind1(&jx_prim_log1p, bind1(&jx_prim_exp, bind1(&jx_prim_neg,
-                                                                   bind1(&jx_prim_abs, a))));
+  jx_array *tail =
+      bind1(&jx_prim_log1p, bind1(&jx_prim_exp, bind1(&jx_prim_neg, bind1(&jx_prim_abs, a))));
   return bind2(&jx_prim_add, bind2(&jx_prim_max, a, konst(a, 0)), tail);
 }

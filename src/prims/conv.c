@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../base/error.h"
+#include "contract_rules.h"
 #include "prims.h"
 
 enum { STRIDES, PAD_LO, PAD_HI, LHS_DIL, RHS_DIL, LHS_SPEC, RHS_SPEC, OUT_SPEC };
@@ -353,5 +354,8 @@ const jx_prim jx_prim_conv_general_dilated = {
               "lhs_spec=l5 rhs_spec=l6 out_spec=l7 feature_group_count=i0 "
               "batch_group_count=i1 has_preferred_element_type=i2 preferred_element_type=dtype",
     .infer = infer_conv,
-    .eval = eval_conv};
+    .eval = eval_conv,
+    .jvp = jx_jvp_conv_general_dilated,
+    .transpose = jx_transpose_conv_general_dilated,
+    .batch = jx_batch_conv_general_dilated};
 const jx_prim *const jx_prims_conv[] = {&jx_prim_conv_general_dilated, NULL};

@@ -11,14 +11,17 @@
  * jx runs on): a narrower target appends a last dim of size width ratio, a
  * wider one requires that last dim and removes it (lax.bitcast_convert_type). */
 #include "../base/error.h"
+#include "binary_rules.h"
 #include "elementwise.h"
 #include "prims.h"
+#include "rules.h"
 
 /* ---- convert_element_type: dtype = target, i0 = 1 for a weakly typed result ---- */
 
 static jx_status infer_convert(const jx_params *p, int nin, const jx_aval *in, int nout,
                                jx_aval *out) {
-  (void)nin; (void)nout;
+  (void)nin;
+  (void)nout;
   if (!jx_dtype_valid(p->dtype))
     return jx_error_set(JX_ERR_DTYPE, "convert_element_type: invalid target dtype %d",
                         (int)p->dtype);
@@ -62,7 +65,9 @@ static void copy_same(const jx_tensor *in, jx_tensor *out, int64_t n) {
 
 static void eval_convert(const jx_params *p, int nin, const jx_tensor *in, int nout,
                          jx_tensor *out) {
-  (void)p; (void)nin; (void)nout;
+  (void)p;
+  (void)nin;
+  (void)nout;
   jx_dtype s = in[0].dtype, d = out[0].dtype;
   int64_t n = jx_shape_numel(in[0].shape);
   const void *x = in[0].data;
@@ -92,10 +97,47 @@ static void eval_convert(const jx_params *p, int nin, const jx_tensor *in, int n
   /* bool or integer source */
   int uns = jx_is_unsigned_int(s);
   if (jx_is_float(d)) {
-    for (int64_t i = 0; i < n; i++) jx_store_f64(y, d, i, int_to_float(jx_load_i64(x, s, i), uns, d));
+    for (int64_t i = 0; i < n; i++)
+      jx_store_f64(y, d, i, int_to_float(jx_load_i64(x, s, i), uns, d));
     return;
   }
   for (int64_t i = 0; i < n; i++) jx_store_i64(y, d, i, jx_load_i64(x, s, i));
+}
+
+/* JVP (lax.py): the tangent converted alike; none when the target is not a
+ * float (an integer input has no tangent to begin with). */
+static jx_status jvp_convert(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
+                             int nout, jx_array **y, jx_array **ty, int nsub,
+                             struct jx_program *const *s) {
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)s;
+  y[0] = jx_bind1(&jx_prim_convert_element_type, 1, x, p);
+  ty[0] = (t[0] && jx_is_float(p->dtype)) ? jx_bind1(&jx_prim_convert_element_type, 1, t, p)
+                                          : NULL;
+  return jx_last_status();
+}
+
+/* Transpose: the cotangent converted back to the operand's dtype and
+ * weakness; zero for a non-float operand. */
+static jx_status transpose_convert(const jx_params *p, int nin, jx_array *const *in,
+                                   const jx_aval *avals, const uint8_t *linear, int nout,
+                                   jx_array *const *ct, jx_array **ct_in, int nsub,
+                                   struct jx_program *const *s) {
+  (void)p;
+  (void)nin;
+  (void)in;
+  (void)nout;
+  (void)nsub;
+  (void)s;
+  ct_in[0] = NULL;
+  if (!linear[0] || !ct[0] || !jx_is_float(avals[0].dtype)) return JX_OK;
+  jx_params q = JX_PARAMS_INIT;
+  q.dtype = avals[0].dtype;
+  q.i[0] = avals[0].weak;
+  ct_in[0] = jx_bind1(&jx_prim_convert_element_type, 1, ct, &q);
+  return jx_last_status();
 }
 
 const jx_prim jx_prim_convert_element_type = {.name = "convert_element_type",
@@ -103,7 +145,10 @@ const jx_prim jx_prim_convert_element_type = {.name = "convert_element_type",
                                               .nout = 1,
                                               .params = "new_dtype=dtype weak_type=i0",
                                               .infer = infer_convert,
-                                              .eval = eval_convert};
+                                              .eval = eval_convert,
+                                              .jvp = jvp_convert,
+                                              .transpose = transpose_convert,
+                                              .elementwise = 1};
 
 /* ---- bitcast_convert_type: dtype = target ---- */
 
@@ -113,21 +158,26 @@ jx_status jx_bitcast_rule(const char *name, jx_dtype d, const jx_aval *in, jx_av
   if (!jx_dtype_valid(d))
     return jx_error_set(JX_ERR_DTYPE, "%s: invalid target dtype %d", name, (int)d);
   if ((s == JX_BOOL) != (d == JX_BOOL) && s != d)
-    return jx_error_set(JX_ERR_DTYPE, "%s: cannot bitcast %s to %s (bool "
-                        "converts only to bool)", name, jx_aval_str(s, in[0].shape, a), jx_dtype_name(d));
+    return jx_error_set(JX_ERR_DTYPE,
+                        "%s: cannot bitcast %s to %s (bool "
+                        "converts only to bool)",
+                        name, jx_aval_str(s, in[0].shape, a), jx_dtype_name(d));
   size_t ws = jx_dtype_size(s), wd = jx_dtype_size(d);
   jx_shape sh = in[0].shape;
   if (wd < ws) {
     if (sh.rank >= JX_MAX_RANK)
-      return jx_error_set(JX_ERR_SHAPE, "%s: %s to %s would need more than %d "
-                          "dimensions", name, jx_aval_str(s, sh, a), jx_dtype_name(d), JX_MAX_RANK);
+      return jx_error_set(JX_ERR_SHAPE,
+                          "%s: %s to %s would need more than %d "
+                          "dimensions",
+                          name, jx_aval_str(s, sh, a), jx_dtype_name(d), JX_MAX_RANK);
     sh.dims[sh.rank++] = (int64_t)(ws / wd);
   } else if (wd > ws) {
     int64_t ratio = (int64_t)(wd / ws);
     if (sh.rank == 0 || sh.dims[sh.rank - 1] != ratio)
-      return jx_error_set(JX_ERR_SHAPE, "%s: %s to %s needs a last dimension "
-                          "of size %lld", name, jx_aval_str(s, sh, a), jx_dtype_name(d),
-                          (long long)ratio);
+      return jx_error_set(JX_ERR_SHAPE,
+                          "%s: %s to %s needs a last dimension "
+                          "of size %lld",
+                          name, jx_aval_str(s, sh, a), jx_dtype_name(d), (long long)ratio);
     sh.rank--;
   }
   out->dtype = d;
@@ -138,13 +188,16 @@ jx_status jx_bitcast_rule(const char *name, jx_dtype d, const jx_aval *in, jx_av
 
 static jx_status infer_bitcast(const jx_params *p, int nin, const jx_aval *in, int nout,
                                jx_aval *out) {
-  (void)nin; (void)nout;
+  (void)nin;
+  (void)nout;
   return jx_bitcast_rule("bitcast_convert_type", p->dtype, in, out);
 }
 
 static void eval_bitcast(const jx_params *p, int nin, const jx_tensor *in, int nout,
                          jx_tensor *out) {
-  (void)p; (void)nin; (void)nout;
+  (void)p;
+  (void)nin;
+  (void)nout;
   size_t bytes = (size_t)jx_shape_numel(in[0].shape) * jx_dtype_size(in[0].dtype);
   if (bytes) memcpy(out[0].data, in[0].data, bytes);
 }
@@ -154,7 +207,11 @@ const jx_prim jx_prim_bitcast_convert_type = {.name = "bitcast_convert_type",
                                               .nout = 1,
                                               .params = "new_dtype=dtype",
                                               .infer = infer_bitcast,
-                                              .eval = eval_bitcast};
+                                              .eval = eval_bitcast,
+                                              .jvp = jx_jvp_zero,
+                                              /* acts on the trailing dim only, so the
+                                                 batch axis can go to the front */
+                                              .batch = jx_batch_elementwise};
 
 const jx_prim *const jx_prims_convert[] = {&jx_prim_convert_element_type,
                                            &jx_prim_bitcast_convert_type, NULL};

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../base/error.h"
+#include "contract_rules.h"
 #include "prims.h"
 
 enum { LC, RC, LB, RB }; /* parameter list slots */
@@ -341,5 +342,8 @@ const jx_prim jx_prim_dot_general = {
     .params = "lhs_contracting=l0 rhs_contracting=l1 lhs_batch=l2 rhs_batch=l3 "
               "has_preferred_element_type=i0 preferred_element_type=dtype",
     .infer = infer_dot,
-    .eval = eval_dot};
+    .eval = eval_dot,
+    .jvp = jx_jvp_dot_general,
+    .transpose = jx_transpose_dot_general,
+    .batch = jx_batch_dot_general};
 const jx_prim *const jx_prims_dot[] = {&jx_prim_dot_general, NULL};

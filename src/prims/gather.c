@@ -21,6 +21,7 @@
 
 #include "../base/error.h"
 #include "prims.h"
+#include "structural_rules.h"
 
 /* ---- helpers ---- */
 static char *list_str(const jx_ilist *l, char *buf, size_t cap) {
@@ -345,7 +346,7 @@ static void eval_scatter_op(scatter_op sop, const jx_params *p, const jx_tensor 
   }
 }
 
-#define SCATTER_ROW(NAME, SOP, NUMERIC)                                                            \
+#define SCATTER_ROW(NAME, SOP, NUMERIC, JVP, TRANSPOSE)                                                            \
   static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
                                 jx_aval *out) {                                                    \
     (void)nin;                                                                                     \
@@ -365,13 +366,16 @@ static void eval_scatter_op(scatter_op sop, const jx_params *p, const jx_tensor 
       .params = "update_window_dims=l0 inserted_window_dims=l1 "                                   \
                 "scatter_dims_to_operand_dims=l2 index_vector_dim=i0 mode=i1",                     \
       .infer = infer_##NAME,                                                                       \
-      .eval = eval_##NAME};
+      .eval = eval_##NAME,                                                                         \
+      .jvp = JVP,                                                                                  \
+      .transpose = TRANSPOSE,                                                                      \
+      .batch = jx_batch_scatter};
 
-SCATTER_ROW(scatter, S_REPLACE, 0)
-SCATTER_ROW(scatter_add, S_ADD, 1)
-SCATTER_ROW(scatter_mul, S_MUL, 1)
-SCATTER_ROW(scatter_min, S_MIN, 0)
-SCATTER_ROW(scatter_max, S_MAX, 0)
+SCATTER_ROW(scatter, S_REPLACE, 0, jx_jvp_scatter, NULL)
+SCATTER_ROW(scatter_add, S_ADD, 1, jx_jvp_scatter_add, jx_transpose_scatter_add)
+SCATTER_ROW(scatter_mul, S_MUL, 1, jx_jvp_scatter_mul, jx_transpose_scatter_mul)
+SCATTER_ROW(scatter_min, S_MIN, 0, jx_jvp_scatter_extremum, NULL)
+SCATTER_ROW(scatter_max, S_MAX, 0, jx_jvp_scatter_extremum, NULL)
 
 const jx_prim jx_prim_gather = {.name = "gather",
                                 .nin = 2,
@@ -380,7 +384,10 @@ const jx_prim jx_prim_gather = {.name = "gather",
                                           "start_index_map=l2 slice_sizes=l3 "
                                           "index_vector_dim=i0 mode=i1",
                                 .infer = infer_gather,
-                                .eval = eval_gather};
+                                .eval = eval_gather,
+                                .jvp = jx_jvp_gather,
+                                .transpose = jx_transpose_gather,
+                                .batch = jx_batch_gather};
 const jx_prim *const jx_prims_gather[] = {&jx_prim_gather,
                                           &jx_prim_scatter,
                                           &jx_prim_scatter_add,

@@ -89,8 +89,23 @@ typedef jx_status (*jx_batch_fn)(const jx_params *p, int nin, jx_array *const *i
                                  const int *bdim, int64_t axis_size, int nout, jx_array **out,
                                  int *out_bdim, int nsub, struct jx_program *const *subs);
 
+/* Output avals of a primitive whose results are its nested programs'
+ * (control flow), completing what the shape rule could not see. */
+typedef jx_status (*jx_outputs_fn)(const jx_params *p, int nin, const jx_aval *in, int nsub,
+                                   struct jx_program *const *subs, int nout, jx_aval *out);
+
+/* Partial evaluation of an equation holding nested programs (control flow),
+ * for reverse mode: see transform/partial_eval.h. */
+struct jx_eqn;
+struct jx_pe_eqn;
+typedef jx_status (*jx_partial_eval_fn)(const struct jx_eqn *e, const jx_aval *in_avals,
+                                        const uint8_t *unknown_in, uint8_t *unknown_out,
+                                        struct jx_pe_eqn *known, struct jx_pe_eqn *unknown,
+                                        int *nres, jx_aval **res_avals);
+
 #define JX_VARIADIC (-1)   /* nin: any count >= 1 */
 #define JX_NOUT_NIN (-1)   /* nout: as many outputs as inputs (sort) */
+#define JX_NOUT_PARAM (-2) /* nout: params.i[3] (control flow) */
 
 typedef struct jx_prim {
   const char *name;    /* as in JAX: "add", "dot_general", "reduce_sum" */
@@ -99,15 +114,18 @@ typedef struct jx_prim {
   const char *params;  /* slot names for printing: "axes=l0 keepdims=i0"; "" if none */
   jx_infer_fn infer;
   jx_eval_fn eval;
+  jx_outputs_fn outputs; /* control flow: output avals from the nested programs */
   jx_impl_fn impl;     /* NULL: eager execution is infer + eval */
   jx_jvp_fn jvp;       /* NULL: not differentiable (an error under jvp/grad) */
   jx_transpose_fn transpose; /* linear primitives only */
   jx_batch_fn batch;   /* NULL: an error under vmap */
+  jx_partial_eval_fn partial_eval; /* NULL: the whole equation is unknown if any input is */
   uint8_t elementwise; /* 1: same-shaped operands, output of that shape (generic batching) */
 } jx_prim;
 
-/* Number of outputs of p applied to nin inputs. */
-static inline int jx_prim_nout(const jx_prim *p, int nin) {
+/* Number of outputs of p applied to nin inputs with params pp. */
+static inline int jx_prim_nout(const jx_prim *p, int nin, const jx_params *pp) {
+  if (p->nout == JX_NOUT_PARAM) return (int)pp->i[3];
   return p->nout == JX_NOUT_NIN ? nin : p->nout;
 }
 

@@ -73,6 +73,11 @@ extern const jx_prim *const jx_prims_window[];
 extern const jx_prim jx_prim_threefry2x32, jx_prim_random_bits;
 extern const jx_prim *const jx_prims_random[];
 
+/* transform/cond.c, while.c, scan.c: control flow (their rules apply the
+ * transformations to their nested programs, so they live with them) */
+extern const jx_prim jx_prim_cond, jx_prim_while, jx_prim_scan;
+extern const jx_prim *const jx_prims_control[];
+
 /* The row named `name`, or NULL. */
 const jx_prim *jx_prim_lookup(const char *name);
 /* Calls fn for every row. */

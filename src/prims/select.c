@@ -9,9 +9,13 @@
  * clamp(lo, x, hi), as lax.clamp: min(max(x, lo), hi) with NaN propagating
  * (XLA's elemental clamp); lo and hi are scalars or have x's shape, all three
  * of one dtype. */
+#include <stdlib.h>
+
 #include "../base/error.h"
+#include "binary_rules.h"
 #include "elementwise.h"
 #include "prims.h"
+#include "rules.h"
 
 /* ---- select_n ---- */
 
@@ -21,20 +25,24 @@ jx_status jx_select_n_rule(const char *name, int nin, const jx_aval *in, jx_aval
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: needs `which` and at least one case", name);
   const jx_aval *w = &in[0];
   if (w->dtype != JX_BOOL && !jx_is_int(w->dtype))
-    return jx_error_set(JX_ERR_DTYPE, "%s: `which` is %s but must be bool or an integer",
-                        name, jx_aval_str(w->dtype, w->shape, a));
+    return jx_error_set(JX_ERR_DTYPE, "%s: `which` is %s but must be bool or an integer", name,
+                        jx_aval_str(w->dtype, w->shape, a));
   if (w->dtype == JX_BOOL && nin - 1 > 2)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                        "%s: a bool `which` selects between at most 2 cases, given %d",
-                        name, nin - 1);
+                        "%s: a bool `which` selects between at most 2 cases, given %d", name,
+                        nin - 1);
   for (int i = 2; i < nin; i++)
     if (in[i].dtype != in[1].dtype || !jx_shape_equal(in[i].shape, in[1].shape))
-      return jx_error_set(JX_ERR_SHAPE, "%s: cases must have one dtype and shape, got %s "
-                          "(case 0) and %s (case %d)", name, jx_aval_str(in[1].dtype, in[1].shape, a),
+      return jx_error_set(JX_ERR_SHAPE,
+                          "%s: cases must have one dtype and shape, got %s "
+                          "(case 0) and %s (case %d)",
+                          name, jx_aval_str(in[1].dtype, in[1].shape, a),
                           jx_aval_str(in[i].dtype, in[i].shape, b), i - 1);
   if (w->shape.rank != 0 && !jx_shape_equal(w->shape, in[1].shape))
-    return jx_error_set(JX_ERR_SHAPE, "%s: `which` %s must be a scalar or have the cases' "
-                        "shape %s", name, jx_aval_str(w->dtype, w->shape, a),
+    return jx_error_set(JX_ERR_SHAPE,
+                        "%s: `which` %s must be a scalar or have the cases' "
+                        "shape %s",
+                        name, jx_aval_str(w->dtype, w->shape, a),
                         jx_aval_str(in[1].dtype, in[1].shape, b));
   int weak = 1;
   for (int i = 1; i < nin; i++) weak = weak && in[i].weak;
@@ -46,20 +54,22 @@ jx_status jx_select_n_rule(const char *name, int nin, const jx_aval *in, jx_aval
 
 static jx_status infer_select_n(const jx_params *p, int nin, const jx_aval *in, int nout,
                                 jx_aval *out) {
-  (void)p; (void)nout;
+  (void)p;
+  (void)nout;
   return jx_select_n_rule("select_n", nin, in, out);
 }
 
-#define SELECT_LOOP(T)                                                                       \
-  for (int64_t i = 0; i < n; i++) {                                                          \
-    int64_t k = jx_load_i64(w->data, w->dtype, wstep * i);                                   \
-    k = k < 0 ? 0 : k > ncase - 1 ? ncase - 1 : k;                                           \
-    ((T *)out)[i] = ((const T *)cases[k].data)[i];                                           \
+#define SELECT_LOOP(T)                                                                             \
+  for (int64_t i = 0; i < n; i++) {                                                                \
+    int64_t k = jx_load_i64(w->data, w->dtype, wstep * i);                                         \
+    k = k < 0 ? 0 : k > ncase - 1 ? ncase - 1 : k;                                                 \
+    ((T *)out)[i] = ((const T *)cases[k].data)[i];                                                 \
   }
 
 static void eval_select_n(const jx_params *p, int nin, const jx_tensor *in, int nout,
                           jx_tensor *o) {
-  (void)p; (void)nout;
+  (void)p;
+  (void)nout;
   const jx_tensor *w = &in[0], *cases = &in[1];
   int64_t ncase = nin - 1, n = jx_shape_numel(cases[0].shape);
   int64_t wstep = w->shape.rank == 0 ? 0 : 1;
@@ -79,8 +89,104 @@ static void eval_select_n(const jx_params *p, int nin, const jx_tensor *in, int 
   }
 }
 
-const jx_prim jx_prim_select_n = {.name = "select_n", .nin = JX_VARIADIC, .nout = 1,
-                                  .params = "", .infer = infer_select_n, .eval = eval_select_n};
+/* JVP (lax.py _select_jvp): the same selection among the cases' tangents,
+ * zeros standing in for symbolic ones; `which` has no tangent. */
+static jx_status jvp_select_n(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
+                              int nout, jx_array **y, jx_array **ty, int nsub,
+                              struct jx_program *const *s) {
+  (void)nout;
+  (void)nsub;
+  (void)s;
+  y[0] = jx_bind1(&jx_prim_select_n, nin, x, p);
+  ty[0] = NULL;
+  int any = 0;
+  for (int i = 1; i < nin; i++) any |= t[i] != NULL;
+  if (!any) return jx_last_status();
+  jx_array *small[16], **tc = nin > 16 ? malloc(sizeof *tc * (size_t)nin) : small;
+  if (!tc) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "select_n: out of memory");
+  tc[0] = x[0];
+  for (int i = 1; i < nin; i++) tc[i] = t[i] ? t[i] : jx_rule_zeros_like(x[i]);
+  ty[0] = jx_bind1(&jx_prim_select_n, nin, tc, p);
+  if (tc != small) free(tc);
+  return jx_last_status();
+}
+
+/* Transpose in the cases (lax.py _select_transpose_rule): case i gets the
+ * cotangent where `which` picked it and zero elsewhere. */
+static jx_status transpose_select_n(const jx_params *p, int nin, jx_array *const *in,
+                                    const jx_aval *avals, const uint8_t *linear, int nout,
+                                    jx_array *const *ct, jx_array **ct_in, int nsub,
+                                    struct jx_program *const *s) {
+  (void)nout;
+  (void)nsub;
+  (void)s;
+  if (linear[0])
+    return jx_error_set(JX_ERR_INTERNAL, "transpose of select_n: `which` cannot be linear");
+  for (int i = 0; i < nin; i++) ct_in[i] = NULL;
+  if (!ct[0]) return JX_OK;
+  jx_array *small[16], **args = nin > 16 ? malloc(sizeof *args * (size_t)nin) : small;
+  if (!args) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "select_n: out of memory");
+  jx_aval za = avals[1];
+  za.shape = ct[0]->shape;
+  za.dtype = ct[0]->dtype;
+  jx_array *zeros = jx_rule_zeros(za);
+  args[0] = in[0];
+  for (int i = 1; i < nin; i++) {
+    if (!linear[i]) continue;
+    for (int j = 1; j < nin; j++) args[j] = j == i ? ct[0] : zeros;
+    ct_in[i] = jx_bind1(&jx_prim_select_n, nin, args, p);
+  }
+  if (args != small) free(args);
+  return jx_last_status();
+}
+
+/* a (rank 1: the batch axis) broadcast to `full` along its leading axis: a
+ * batched per-example scalar meeting per-example arrays. */
+static jx_array *bcast_leading(jx_array *a, jx_shape full) {
+  jx_params p = JX_PARAMS_INIT;
+  p.l[0].n = full.rank;
+  for (int i = 0; i < full.rank; i++) p.l[0].v[i] = full.dims[i];
+  p.l[1].n = 1;
+  p.l[1].v[0] = 0;
+  return jx_bind1(&jx_prim_broadcast_in_dim, 1, &a, &p);
+}
+
+/* Batching (lax.py _select_batch_rule): the cases go to the front (broadcast
+ * if unbatched); an unbatched scalar `which` stays a scalar, a batched
+ * per-example scalar is broadcast over the cases' shape. */
+static jx_status batch_select_n(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
+                                int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
+                                struct jx_program *const *s) {
+  (void)nout;
+  (void)nsub;
+  (void)s;
+  jx_array *small[16], **args = nin > 16 ? malloc(sizeof *args * (size_t)nin) : small;
+  if (!args) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "select_n: out of memory");
+  for (int i = 1; i < nin; i++) args[i] = jx_rule_batch_to_front(in[i], bdim[i], n);
+  jx_array *w = in[0];
+  int wrank = w->shape.rank - (bdim[0] != JX_NOT_MAPPED);
+  int crank = args[1]->shape.rank - 1;
+  if (bdim[0] == JX_NOT_MAPPED && wrank == 0)
+    args[0] = w;
+  else if (wrank == crank)
+    args[0] = jx_rule_batch_to_front(w, bdim[0], n);
+  else /* a batched per-example scalar (rank 1) among per-example arrays */
+    args[0] = bcast_leading(w, args[1]->shape);
+  out[0] = jx_bind1(&jx_prim_select_n, nin, args, p);
+  out_bdim[0] = 0;
+  if (args != small) free(args);
+  return jx_last_status();
+}
+
+const jx_prim jx_prim_select_n = {.name = "select_n",
+                                  .nin = JX_VARIADIC,
+                                  .nout = 1,
+                                  .params = "",
+                                  .infer = infer_select_n,
+                                  .eval = eval_select_n,
+                                  .jvp = jvp_select_n,
+                                  .transpose = transpose_select_n,
+                                  .batch = batch_select_n};
 
 /* ---- clamp ---- */
 
@@ -90,12 +196,12 @@ jx_status jx_clamp_rule(const char *name, const jx_aval *in, jx_aval *out) {
   for (int i = 0; i < 3; i += 2) {
     const char *what = i == 0 ? "lo" : "hi";
     if (in[i].dtype != x->dtype)
-      return jx_error_set(JX_ERR_DTYPE, "%s: %s is %s but x is %s; they must share a dtype",
-                          name, what, jx_aval_str(in[i].dtype, in[i].shape, a),
+      return jx_error_set(JX_ERR_DTYPE, "%s: %s is %s but x is %s; they must share a dtype", name,
+                          what, jx_aval_str(in[i].dtype, in[i].shape, a),
                           jx_aval_str(x->dtype, x->shape, b));
     if (in[i].shape.rank != 0 && !jx_shape_equal(in[i].shape, x->shape))
-      return jx_error_set(JX_ERR_SHAPE, "%s: %s %s must be a scalar or have x's shape %s",
-                          name, what, jx_aval_str(in[i].dtype, in[i].shape, a),
+      return jx_error_set(JX_ERR_SHAPE, "%s: %s %s must be a scalar or have x's shape %s", name,
+                          what, jx_aval_str(in[i].dtype, in[i].shape, a),
                           jx_aval_str(x->dtype, x->shape, b));
   }
   out->dtype = x->dtype;
@@ -106,32 +212,35 @@ jx_status jx_clamp_rule(const char *name, const jx_aval *in, jx_aval *out) {
 
 static jx_status infer_clamp(const jx_params *p, int nin, const jx_aval *in, int nout,
                              jx_aval *out) {
-  (void)p; (void)nin; (void)nout;
+  (void)p;
+  (void)nin;
+  (void)nout;
   return jx_clamp_rule("clamp", in, out);
 }
 
 /* max then min with XLA's float semantics (elementwise.h) */
-#define CLAMP_F(x, lo, hi, r)                                                                \
-  do {                                                                                       \
-    r = JX_FMAX(x, lo);                                                                      \
-    r = JX_FMIN(r, hi);                                                                      \
+#define CLAMP_F(x, lo, hi, r)                                                                      \
+  do {                                                                                             \
+    r = JX_FMAX(x, lo);                                                                            \
+    r = JX_FMIN(r, hi);                                                                            \
   } while (0)
 
-#define CLAMP_TYPED(T)                                                                       \
-  static void clamp_##T(int64_t n, const T *lo, int64_t ls, const T *x, const T *hi,         \
-                        int64_t hs, T *o) {                                                  \
-    for (int64_t i = 0; i < n; i++) {                                                        \
-      T r;                                                                                   \
-      CLAMP_F(x[i], lo[ls * i], hi[hs * i], r);                                              \
-      o[i] = r;                                                                              \
-    }                                                                                        \
+#define CLAMP_TYPED(T)                                                                             \
+  static void clamp_##T(int64_t n, const T *lo, int64_t ls, const T *x, const T *hi, int64_t hs,   \
+                        T *o) {                                                                    \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      T r;                                                                                         \
+      CLAMP_F(x[i], lo[ls * i], hi[hs * i], r);                                                    \
+      o[i] = r;                                                                                    \
+    }                                                                                              \
   }
 CLAMP_TYPED(float)
 CLAMP_TYPED(double)
 
-static void eval_clamp(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                       jx_tensor *out) {
-  (void)p; (void)nin; (void)nout;
+static void eval_clamp(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
+  (void)p;
+  (void)nin;
+  (void)nout;
   jx_dtype dt = in[1].dtype;
   int64_t n = jx_shape_numel(in[1].shape);
   int64_t ls = in[0].shape.rank ? 1 : 0, hs = in[2].shape.rank ? 1 : 0;
@@ -167,7 +276,78 @@ static void eval_clamp(const jx_params *p, int nin, const jx_tensor *in, int nou
   }
 }
 
-const jx_prim jx_prim_clamp = {.name = "clamp", .nin = 3, .nout = 1, .params = "",
-                               .infer = infer_clamp, .eval = eval_clamp};
+/* a scalar bound broadcast to x's shape (bounds may be scalars, x not) */
+static jx_array *like_x(jx_array *a, jx_array *x) {
+  if (!a || a->shape.rank == x->shape.rank) return a;
+  jx_params p = JX_PARAMS_INIT;
+  p.l[0].n = x->shape.rank;
+  for (int i = 0; i < x->shape.rank; i++) p.l[0].v[i] = x->shape.dims[i];
+  return jx_bind1(&jx_prim_broadcast_in_dim, 1, &a, &p);
+}
+static jx_array *cmp(const jx_prim *p, jx_array *a, jx_array *b) {
+  return jx_bind1(p, 2, (jx_array *[]){a, b}, NULL);
+}
+/* t where mask, else 0 (NULL stays NULL) */
+static jx_array *masked(jx_array *mask, jx_array *t, jx_array *zeros) {
+  if (!t) return NULL;
+  return jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){mask, zeros, t}, NULL);
+}
+
+/* JVP (lax.py): x's tangent passes where lo < x < hi, lo's where lo > x and
+ * lo < hi, hi's where hi < x; a scalar bound's tangent is broadcast first. */
+static jx_status jvp_clamp(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
+                           int nout, jx_array **y, jx_array **ty, int nsub,
+                           struct jx_program *const *s) {
+  (void)nout;
+  (void)nsub;
+  (void)s;
+  y[0] = jx_bind1(&jx_prim_clamp, nin, x, p);
+  jx_array *v = x[1], *lo = like_x(x[0], v), *hi = like_x(x[2], v);
+  jx_array *z = jx_rule_zeros_like(v), *tx = NULL, *tlo = NULL, *thi = NULL;
+  if (t[1])
+    tx = masked(cmp(&jx_prim_and, cmp(&jx_prim_gt, v, lo), cmp(&jx_prim_lt, v, hi)), t[1], z);
+  if (t[0])
+    tlo = masked(cmp(&jx_prim_and, cmp(&jx_prim_gt, lo, v), cmp(&jx_prim_lt, lo, hi)),
+                 like_x(t[0], v), z);
+  if (t[2]) thi = masked(cmp(&jx_prim_lt, hi, v), like_x(t[2], v), z);
+  ty[0] = jx_rule_add(jx_rule_add(tlo, tx), thi);
+  return jx_last_status();
+}
+
+/* Batching (lax.py _clamp_batch_rule): x to the front; a bound keeps its
+ * form when unbatched and scalar, goes to the front when it has x's
+ * per-example rank, and is broadcast when it is a batched per-example scalar
+ * and x is not. */
+static jx_status batch_clamp(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
+                             int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
+                             struct jx_program *const *s) {
+  (void)nout;
+  (void)nsub;
+  (void)s;
+  jx_array *args[3];
+  int xrank = in[1]->shape.rank - (bdim[1] != JX_NOT_MAPPED);
+  args[1] = jx_rule_batch_to_front(in[1], bdim[1], n);
+  for (int i = 0; i < 3; i += 2) {
+    int r = in[i]->shape.rank - (bdim[i] != JX_NOT_MAPPED);
+    if (bdim[i] == JX_NOT_MAPPED && r == 0)
+      args[i] = in[i];
+    else if (r == xrank)
+      args[i] = jx_rule_batch_to_front(in[i], bdim[i], n);
+    else
+      args[i] = bcast_leading(in[i], args[1]->shape);
+  }
+  out[0] = jx_bind1(&jx_prim_clamp, nin, args, p);
+  out_bdim[0] = 0;
+  return jx_last_status();
+}
+
+const jx_prim jx_prim_clamp = {.name = "clamp",
+                               .nin = 3,
+                               .nout = 1,
+                               .params = "",
+                               .infer = infer_clamp,
+                               .eval = eval_clamp,
+                               .jvp = jvp_clamp,
+                               .batch = batch_clamp};
 
 const jx_prim *const jx_prims_select[] = {&jx_prim_select_n, &jx_prim_clamp, NULL};

@@ -6,6 +6,7 @@
 
 #include "../base/error.h"
 #include "prims.h"
+#include "structural_rules.h"
 
 /* ---- helpers ---- */
 
@@ -301,37 +302,55 @@ const jx_prim jx_prim_broadcast_in_dim = {.name = "broadcast_in_dim",
                                           .nout = 1,
                                           .params = "shape=l0 broadcast_dimensions=l1",
                                           .infer = infer_broadcast_in_dim,
-                                          .eval = eval_broadcast_in_dim};
+                                          .eval = eval_broadcast_in_dim,
+    .jvp = jx_jvp_linear_first,
+    .transpose = jx_transpose_broadcast_in_dim,
+    .batch = jx_batch_broadcast_in_dim};
 const jx_prim jx_prim_reshape = {.name = "reshape",
                                  .nin = 1,
                                  .nout = 1,
                                  .params = "new_sizes=l0",
                                  .infer = infer_reshape,
-                                 .eval = eval_copy};
+                                 .eval = eval_copy,
+    .jvp = jx_jvp_linear_first,
+    .transpose = jx_transpose_reshape,
+    .batch = jx_batch_reshape};
 const jx_prim jx_prim_squeeze = {.name = "squeeze",
                                  .nin = 1,
                                  .nout = 1,
                                  .params = "dimensions=l0",
                                  .infer = infer_squeeze,
-                                 .eval = eval_copy};
+                                 .eval = eval_copy,
+    .jvp = jx_jvp_linear_first,
+    .transpose = jx_transpose_squeeze,
+    .batch = jx_batch_squeeze};
 const jx_prim jx_prim_expand_dims = {.name = "expand_dims",
                                      .nin = 1,
                                      .nout = 1,
                                      .params = "dimensions=l0",
                                      .infer = infer_expand_dims,
-                                     .eval = eval_copy};
+                                     .eval = eval_copy,
+    .jvp = jx_jvp_linear_first,
+    .transpose = jx_transpose_expand_dims,
+    .batch = jx_batch_expand_dims};
 const jx_prim jx_prim_transpose = {.name = "transpose",
                                    .nin = 1,
                                    .nout = 1,
                                    .params = "permutation=l0",
                                    .infer = infer_transpose,
-                                   .eval = eval_transpose};
+                                   .eval = eval_transpose,
+    .jvp = jx_jvp_linear_first,
+    .transpose = jx_transpose_transpose,
+    .batch = jx_batch_transpose};
 const jx_prim jx_prim_rev = {.name = "rev",
                              .nin = 1,
                              .nout = 1,
                              .params = "dimensions=l0",
                              .infer = infer_rev,
-                             .eval = eval_rev};
+                             .eval = eval_rev,
+    .jvp = jx_jvp_linear_first,
+    .transpose = jx_transpose_rev,
+    .batch = jx_batch_rev};
 const jx_prim jx_prim_iota = {.name = "iota",
                               .nin = 0,
                               .nout = 1,

@@ -17,12 +17,48 @@
 #include "../base/error.h"
 #include "elementwise.h"
 #include "prims.h"
+#include "rules.h"
+#include "unary_rules.h"
 
 typedef enum {
-  U_NEG, U_ABS, U_SIGN, U_FLOOR, U_CEIL, U_ROUND_AWAY, U_ROUND_EVEN, U_EXP, U_EXP2, U_EXPM1,
-  U_LOG, U_LOG1P, U_SQRT, U_RSQRT, U_CBRT, U_TANH, U_LOGISTIC, U_SIN, U_COS, U_TAN, U_ASIN,
-  U_ACOS, U_ATAN, U_SINH, U_COSH, U_ASINH, U_ACOSH, U_ATANH, U_ERF, U_ERF_INV, U_LGAMMA,
-  U_DIGAMMA, U_IS_FINITE, U_NOT, U_INTEGER_POW, U_POPCOUNT, U_STOP_GRADIENT
+  U_NEG,
+  U_ABS,
+  U_SIGN,
+  U_FLOOR,
+  U_CEIL,
+  U_ROUND_AWAY,
+  U_ROUND_EVEN,
+  U_EXP,
+  U_EXP2,
+  U_EXPM1,
+  U_LOG,
+  U_LOG1P,
+  U_SQRT,
+  U_RSQRT,
+  U_CBRT,
+  U_TANH,
+  U_LOGISTIC,
+  U_SIN,
+  U_COS,
+  U_TAN,
+  U_ASIN,
+  U_ACOS,
+  U_ATAN,
+  U_SINH,
+  U_COSH,
+  U_ASINH,
+  U_ACOSH,
+  U_ATANH,
+  U_ERF,
+  U_ERF_INV,
+  U_LGAMMA,
+  U_DIGAMMA,
+  U_IS_FINITE,
+  U_NOT,
+  U_INTEGER_POW,
+  U_POPCOUNT,
+  U_STOP_GRADIENT,
+  U_POLYGAMMA
 } unop;
 
 /* ---- special functions in double ---- */
@@ -82,9 +118,39 @@ static double digamma_d(double x) {
   }
   for (; x < 10; x += 1) r -= 1 / x;
   double f = 1 / (x * x);
-  double t = f * (-1.0 / 12 + f * (1.0 / 120 + f * (-1.0 / 252 + f * (1.0 / 240 +
-             f * (-1.0 / 132 + f * (691.0 / 32760 + f * (-1.0 / 12)))))));
+  double t =
+      f * (-1.0 / 12 +
+           f * (1.0 / 120 +
+                f * (-1.0 / 252 +
+                     f * (1.0 / 240 + f * (-1.0 / 132 + f * (691.0 / 32760 + f * (-1.0 / 12)))))));
   return r + log(x) - 0.5 / x + t;
+}
+
+/* psi^(m)(x) = (-1)^(m+1) m! zeta(m + 1, x) for m >= 1: the Hurwitz zeta sum
+ * term by term up to x >= 20 + m (negative x too, since m + 1 is an
+ * integer), then the Euler-Maclaurin tail. +-inf at the poles (x a
+ * non-positive integer), as JAX's zeta-based polygamma. */
+double jx_polygamma_d(int m, double x) {
+  if (m < 1) return digamma_d(x);
+  if (x != x || x == -INFINITY) return NAN;
+  double fact = 1, sgn = (m & 1) ? 1 : -1;
+  for (int k = 2; k <= m; k++) fact *= k;
+  if (x == INFINITY) return 0;
+  if (x <= 0 && x == floor(x)) return sgn * INFINITY;
+  if (x < -1e7) return NAN; /* the recurrence would take too long; no use case */
+  double s = m + 1, z = 0;
+  for (; x < 20 + m; x += 1) z += pow(x, -s);
+  static const double b2j[] = {1.0 / 6,        -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66,
+                               -691.0 / 2730.0, 7.0 / 6,   -3617.0 / 510};
+  double tail = pow(x, 1 - s) / (s - 1) + 0.5 * pow(x, -s);
+  double poch = s, fac2j = 2, xp = pow(x, -s - 1); /* s(s+1)..(s+2j-2), (2j)!, x^(-s-2j+1) */
+  for (int j = 1; j <= 8; j++) {
+    tail += b2j[j - 1] / fac2j * poch * xp;
+    poch *= (s + 2 * j - 1) * (s + 2 * j);
+    fac2j *= (2.0 * j + 1) * (2.0 * j + 2);
+    xp /= x * x;
+  }
+  return sgn * fact * (z + tail);
 }
 
 static double lgamma64(double x) {
@@ -100,76 +166,76 @@ static float lgamma32(float x) {
 #define SIGN_OF(x) ((x) != (x) ? (x) : (x) > 0 ? 1 : (x) < 0 ? -1 : (x))
 
 /* op, f32 expression, f64 expression, in x */
-#define FLOAT_UNOPS(X)                                                                       \
-  X(U_NEG, -x, -x)                                                                           \
-  X(U_ABS, fabsf(x), fabs(x))                                                                \
-  X(U_SIGN, SIGN_OF(x), SIGN_OF(x))                                                          \
-  X(U_FLOOR, floorf(x), floor(x))                                                            \
-  X(U_CEIL, ceilf(x), ceil(x))                                                               \
-  X(U_ROUND_AWAY, roundf(x), round(x))                                                       \
-  X(U_ROUND_EVEN, rintf(x), rint(x))                                                         \
-  X(U_EXP, expf(x), exp(x))                                                                  \
-  X(U_EXP2, exp2f(x), exp2(x))                                                               \
-  X(U_EXPM1, expm1f(x), expm1(x))                                                            \
-  X(U_LOG, logf(x), log(x))                                                                  \
-  X(U_LOG1P, log1pf(x), log1p(x))                                                            \
-  X(U_SQRT, sqrtf(x), sqrt(x))                                                               \
-  X(U_RSQRT, 1.0f / sqrtf(x), 1.0 / sqrt(x))                                                 \
-  X(U_CBRT, cbrtf(x), cbrt(x))                                                               \
-  X(U_TANH, tanhf(x), tanh(x))                                                               \
-  X(U_LOGISTIC, x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x)),              \
-    x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)))                                \
-  X(U_SIN, sinf(x), sin(x))                                                                  \
-  X(U_COS, cosf(x), cos(x))                                                                  \
-  X(U_TAN, tanf(x), tan(x))                                                                  \
-  X(U_ASIN, asinf(x), asin(x))                                                               \
-  X(U_ACOS, acosf(x), acos(x))                                                               \
-  X(U_ATAN, atanf(x), atan(x))                                                               \
-  X(U_SINH, sinhf(x), sinh(x))                                                               \
-  X(U_COSH, coshf(x), cosh(x))                                                               \
-  X(U_ASINH, asinhf(x), asinh(x))                                                            \
-  X(U_ACOSH, acoshf(x), acosh(x))                                                            \
-  X(U_ATANH, atanhf(x), atanh(x))                                                            \
-  X(U_ERF, erff(x), erf(x))                                                                  \
-  X(U_ERF_INV, (float)erf_inv_d(x), erf_inv_d(x))                                            \
-  X(U_LGAMMA, lgamma32(x), lgamma64(x))                                                      \
-  X(U_DIGAMMA, (float)digamma_d(x), digamma_d(x))                                            \
+#define FLOAT_UNOPS(X)                                                                             \
+  X(U_NEG, -x, -x)                                                                                 \
+  X(U_ABS, fabsf(x), fabs(x))                                                                      \
+  X(U_SIGN, SIGN_OF(x), SIGN_OF(x))                                                                \
+  X(U_FLOOR, floorf(x), floor(x))                                                                  \
+  X(U_CEIL, ceilf(x), ceil(x))                                                                     \
+  X(U_ROUND_AWAY, roundf(x), round(x))                                                             \
+  X(U_ROUND_EVEN, rintf(x), rint(x))                                                               \
+  X(U_EXP, expf(x), exp(x))                                                                        \
+  X(U_EXP2, exp2f(x), exp2(x))                                                                     \
+  X(U_EXPM1, expm1f(x), expm1(x))                                                                  \
+  X(U_LOG, logf(x), log(x))                                                                        \
+  X(U_LOG1P, log1pf(x), log1p(x))                                                                  \
+  X(U_SQRT, sqrtf(x), sqrt(x))                                                                     \
+  X(U_RSQRT, 1.0f / sqrtf(x), 1.0 / sqrt(x))                                                       \
+  X(U_CBRT, cbrtf(x), cbrt(x))                                                                     \
+  X(U_TANH, tanhf(x), tanh(x))                                                                     \
+  X(U_LOGISTIC, x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x)),                    \
+    x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)))                                      \
+  X(U_SIN, sinf(x), sin(x))                                                                        \
+  X(U_COS, cosf(x), cos(x))                                                                        \
+  X(U_TAN, tanf(x), tan(x))                                                                        \
+  X(U_ASIN, asinf(x), asin(x))                                                                     \
+  X(U_ACOS, acosf(x), acos(x))                                                                     \
+  X(U_ATAN, atanf(x), atan(x))                                                                     \
+  X(U_SINH, sinhf(x), sinh(x))                                                                     \
+  X(U_COSH, coshf(x), cosh(x))                                                                     \
+  X(U_ASINH, asinhf(x), asinh(x))                                                                  \
+  X(U_ACOSH, acoshf(x), acosh(x))                                                                  \
+  X(U_ATANH, atanhf(x), atanh(x))                                                                  \
+  X(U_ERF, erff(x), erf(x))                                                                        \
+  X(U_ERF_INV, (float)erf_inv_d(x), erf_inv_d(x))                                                  \
+  X(U_LGAMMA, lgamma32(x), lgamma64(x))                                                            \
+  X(U_DIGAMMA, (float)digamma_d(x), digamma_d(x))                                                  \
   X(U_STOP_GRADIENT, x, x)
 
 /* x**e by squaring in the order lax.integer_pow multiplies (acc * x), so
  * f32 and f64 results round exactly as JAX's; e < 0 takes the reciprocal. */
-#define FLOAT_IPOW(T)                                                                        \
-  static T ipow_##T(T x, int64_t e) {                                                        \
-    int recip = e < 0;                                                                       \
-    uint64_t m = recip ? (uint64_t)0 - (uint64_t)e : (uint64_t)e;                            \
-    T acc = 1;                                                                               \
-    int first = 1;                                                                           \
-    while (m) {                                                                              \
-      if (m & 1) {                                                                           \
-        acc = first ? x : acc * x;                                                           \
-        first = 0;                                                                           \
-      }                                                                                      \
-      m >>= 1;                                                                               \
-      if (m) x = x * x;                                                                      \
-    }                                                                                        \
-    return recip ? (T)1 / acc : acc;                                                         \
+#define FLOAT_IPOW(T)                                                                              \
+  static T ipow_##T(T x, int64_t e) {                                                              \
+    int recip = e < 0;                                                                             \
+    uint64_t m = recip ? (uint64_t)0 - (uint64_t)e : (uint64_t)e;                                  \
+    T acc = 1;                                                                                     \
+    int first = 1;                                                                                 \
+    while (m) {                                                                                    \
+      if (m & 1) {                                                                                 \
+        acc = first ? x : acc * x;                                                                 \
+        first = 0;                                                                                 \
+      }                                                                                            \
+      m >>= 1;                                                                                     \
+      if (m) x = x * x;                                                                            \
+    }                                                                                              \
+    return recip ? (T)1 / acc : acc;                                                               \
   }
 FLOAT_IPOW(float)
 FLOAT_IPOW(double)
 
-#define CASE_F32(OP, F, D)                                                                   \
-  case OP:                                                                                   \
-    for (int64_t i = 0; i < n; i++) {                                                        \
-      float x = in[i];                                                                       \
-      o[i] = F;                                                                              \
-    }                                                                                        \
+#define CASE_F32(OP, F, D)                                                                         \
+  case OP:                                                                                         \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      float x = in[i];                                                                             \
+      o[i] = F;                                                                                    \
+    }                                                                                              \
     break;
-#define CASE_F64(OP, F, D)                                                                   \
-  case OP:                                                                                   \
-    for (int64_t i = 0; i < n; i++) {                                                        \
-      double x = in[i];                                                                      \
-      o[i] = D;                                                                              \
-    }                                                                                        \
+#define CASE_F64(OP, F, D)                                                                         \
+  case OP:                                                                                         \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      double x = in[i];                                                                            \
+      o[i] = D;                                                                                    \
+    }                                                                                              \
     break;
 
 static void loop_f32(unop op, int64_t e, int64_t n, const float *in, float *o) {
@@ -177,6 +243,9 @@ static void loop_f32(unop op, int64_t e, int64_t n, const float *in, float *o) {
     FLOAT_UNOPS(CASE_F32)
   case U_INTEGER_POW:
     for (int64_t i = 0; i < n; i++) o[i] = ipow_float(in[i], e);
+    break;
+  case U_POLYGAMMA:
+    for (int64_t i = 0; i < n; i++) o[i] = (float)jx_polygamma_d((int)e, in[i]);
     break;
   default: break; /* the rules admit no other op for floats */
   }
@@ -188,13 +257,15 @@ static void loop_f64(unop op, int64_t e, int64_t n, const double *in, double *o)
   case U_INTEGER_POW:
     for (int64_t i = 0; i < n; i++) o[i] = ipow_double(in[i], e);
     break;
+  case U_POLYGAMMA:
+    for (int64_t i = 0; i < n; i++) o[i] = jx_polygamma_d((int)e, in[i]);
+    break;
   default: break;
   }
 }
 
 /* f16 and bf16: widen a block to f32, run the f32 loop, round once. */
-static void loop_half(unop op, int64_t e, int is_bf16, int64_t n, const uint16_t *in,
-                      uint16_t *o) {
+static void loop_half(unop op, int64_t e, int is_bf16, int64_t n, const uint16_t *in, uint16_t *o) {
   enum { BLOCK = 256 };
   float a[BLOCK], r[BLOCK];
   for (int64_t s = 0; s < n; s += BLOCK) {
@@ -250,7 +321,8 @@ static void unary_kernel(unop op, const jx_params *p, const jx_tensor *in, jx_te
   switch (dt) {
   case JX_F32: loop_f32(op, e, n, in->data, out->data); return;
   case JX_F64: loop_f64(op, e, n, in->data, out->data); return;
-  case JX_F16: case JX_BF16: loop_half(op, e, dt == JX_BF16, n, in->data, out->data); return;
+  case JX_F16:
+  case JX_BF16: loop_half(op, e, dt == JX_BF16, n, in->data, out->data); return;
   default: loop_int(op, e, n, in, out->data); return;
   }
 }
@@ -260,91 +332,119 @@ static jx_status infer_unary(const char *name, jx_accept acc, const jx_aval *in,
   return jx_infer_same(name, acc, -1, 1, in, out);
 }
 
-#define UNARY_ROW(NAME, OP, ACCEPT)                                                          \
-  static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,    \
-                                jx_aval *out) {                                              \
-    (void)p; (void)nin; (void)nout;                                                          \
-    return infer_unary(#NAME, ACCEPT, in, out);                                              \
-  }                                                                                          \
-  static void eval_##NAME(const jx_params *p, int nin, const jx_tensor *in, int nout,        \
-                          jx_tensor *out) {                                                  \
-    (void)nin; (void)nout;                                                                   \
-    unary_kernel(OP, p, in, out);                                                            \
-  }                                                                                          \
-  const jx_prim jx_prim_##NAME = {.name = #NAME, .nin = 1, .nout = 1, .params = "",          \
-                                  .infer = infer_##NAME, .eval = eval_##NAME};
+/* Every row batches with the generic elementwise rule. */
+#define UNARY_ROW(NAME, OP, ACCEPT, JVP, TRANSPOSE)                                                                \
+  static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
+                                jx_aval *out) {                                                    \
+    (void)p;                                                                                       \
+    (void)nin;                                                                                     \
+    (void)nout;                                                                                    \
+    return infer_unary(#NAME, ACCEPT, in, out);                                                    \
+  }                                                                                                \
+  static void eval_##NAME(const jx_params *p, int nin, const jx_tensor *in, int nout,              \
+                          jx_tensor *out) {                                                        \
+    (void)nin;                                                                                     \
+    (void)nout;                                                                                    \
+    unary_kernel(OP, p, in, out);                                                                  \
+  }                                                                                                \
+  const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
+                                  .nin = 1,                                                        \
+                                  .nout = 1,                                                       \
+                                  .params = "",                                                    \
+                                  .infer = infer_##NAME,                                           \
+                                  .eval = eval_##NAME,                                             \
+                                  .jvp = JVP,                                                      \
+                                  .transpose = TRANSPOSE,                                          \
+                                  .elementwise = 1};
 
-UNARY_ROW(neg, U_NEG, JX_ACCEPT_NUMERIC)
-UNARY_ROW(abs, U_ABS, JX_ACCEPT_NUMERIC)
-UNARY_ROW(sign, U_SIGN, JX_ACCEPT_NUMERIC)
-UNARY_ROW(floor, U_FLOOR, JX_ACCEPT_FLOAT)
-UNARY_ROW(ceil, U_CEIL, JX_ACCEPT_FLOAT)
-UNARY_ROW(exp, U_EXP, JX_ACCEPT_FLOAT)
-UNARY_ROW(exp2, U_EXP2, JX_ACCEPT_FLOAT)
-UNARY_ROW(expm1, U_EXPM1, JX_ACCEPT_FLOAT)
-UNARY_ROW(log, U_LOG, JX_ACCEPT_FLOAT)
-UNARY_ROW(log1p, U_LOG1P, JX_ACCEPT_FLOAT)
-UNARY_ROW(sqrt, U_SQRT, JX_ACCEPT_FLOAT)
-UNARY_ROW(rsqrt, U_RSQRT, JX_ACCEPT_FLOAT)
-UNARY_ROW(cbrt, U_CBRT, JX_ACCEPT_FLOAT)
-UNARY_ROW(tanh, U_TANH, JX_ACCEPT_FLOAT)
-UNARY_ROW(logistic, U_LOGISTIC, JX_ACCEPT_FLOAT)
-UNARY_ROW(sin, U_SIN, JX_ACCEPT_FLOAT)
-UNARY_ROW(cos, U_COS, JX_ACCEPT_FLOAT)
-UNARY_ROW(tan, U_TAN, JX_ACCEPT_FLOAT)
-UNARY_ROW(asin, U_ASIN, JX_ACCEPT_FLOAT)
-UNARY_ROW(acos, U_ACOS, JX_ACCEPT_FLOAT)
-UNARY_ROW(atan, U_ATAN, JX_ACCEPT_FLOAT)
-UNARY_ROW(sinh, U_SINH, JX_ACCEPT_FLOAT)
-UNARY_ROW(cosh, U_COSH, JX_ACCEPT_FLOAT)
-UNARY_ROW(asinh, U_ASINH, JX_ACCEPT_FLOAT)
-UNARY_ROW(acosh, U_ACOSH, JX_ACCEPT_FLOAT)
-UNARY_ROW(atanh, U_ATANH, JX_ACCEPT_FLOAT)
-UNARY_ROW(erf, U_ERF, JX_ACCEPT_FLOAT)
-UNARY_ROW(erf_inv, U_ERF_INV, JX_ACCEPT_FLOAT)
-UNARY_ROW(lgamma, U_LGAMMA, JX_ACCEPT_FLOAT)
-UNARY_ROW(digamma, U_DIGAMMA, JX_ACCEPT_FLOAT)
-UNARY_ROW(not, U_NOT, JX_ACCEPT_INT_OR_BOOL)
-UNARY_ROW(population_count, U_POPCOUNT, JX_ACCEPT_INT)
-UNARY_ROW(stop_gradient, U_STOP_GRADIENT, JX_ACCEPT_ANY)
+UNARY_ROW(neg, U_NEG, JX_ACCEPT_NUMERIC, jx_jvp_neg, jx_transpose_neg)
+UNARY_ROW(abs, U_ABS, JX_ACCEPT_NUMERIC, jx_jvp_abs, NULL)
+UNARY_ROW(sign, U_SIGN, JX_ACCEPT_NUMERIC, jx_jvp_zero, NULL)
+UNARY_ROW(floor, U_FLOOR, JX_ACCEPT_FLOAT, jx_jvp_zero, NULL)
+UNARY_ROW(ceil, U_CEIL, JX_ACCEPT_FLOAT, jx_jvp_zero, NULL)
+UNARY_ROW(exp, U_EXP, JX_ACCEPT_FLOAT, jx_jvp_exp, NULL)
+UNARY_ROW(exp2, U_EXP2, JX_ACCEPT_FLOAT, jx_jvp_exp2, NULL)
+UNARY_ROW(expm1, U_EXPM1, JX_ACCEPT_FLOAT, jx_jvp_expm1, NULL)
+UNARY_ROW(log, U_LOG, JX_ACCEPT_FLOAT, jx_jvp_log, NULL)
+UNARY_ROW(log1p, U_LOG1P, JX_ACCEPT_FLOAT, jx_jvp_log1p, NULL)
+UNARY_ROW(sqrt, U_SQRT, JX_ACCEPT_FLOAT, jx_jvp_sqrt, NULL)
+UNARY_ROW(rsqrt, U_RSQRT, JX_ACCEPT_FLOAT, jx_jvp_rsqrt, NULL)
+UNARY_ROW(cbrt, U_CBRT, JX_ACCEPT_FLOAT, jx_jvp_cbrt, NULL)
+UNARY_ROW(tanh, U_TANH, JX_ACCEPT_FLOAT, jx_jvp_tanh, NULL)
+UNARY_ROW(logistic, U_LOGISTIC, JX_ACCEPT_FLOAT, jx_jvp_logistic, NULL)
+UNARY_ROW(sin, U_SIN, JX_ACCEPT_FLOAT, jx_jvp_sin, NULL)
+UNARY_ROW(cos, U_COS, JX_ACCEPT_FLOAT, jx_jvp_cos, NULL)
+UNARY_ROW(tan, U_TAN, JX_ACCEPT_FLOAT, jx_jvp_tan, NULL)
+UNARY_ROW(asin, U_ASIN, JX_ACCEPT_FLOAT, jx_jvp_asin, NULL)
+UNARY_ROW(acos, U_ACOS, JX_ACCEPT_FLOAT, jx_jvp_acos, NULL)
+UNARY_ROW(atan, U_ATAN, JX_ACCEPT_FLOAT, jx_jvp_atan, NULL)
+UNARY_ROW(sinh, U_SINH, JX_ACCEPT_FLOAT, jx_jvp_sinh, NULL)
+UNARY_ROW(cosh, U_COSH, JX_ACCEPT_FLOAT, jx_jvp_cosh, NULL)
+UNARY_ROW(asinh, U_ASINH, JX_ACCEPT_FLOAT, jx_jvp_asinh, NULL)
+UNARY_ROW(acosh, U_ACOSH, JX_ACCEPT_FLOAT, jx_jvp_acosh, NULL)
+UNARY_ROW(atanh, U_ATANH, JX_ACCEPT_FLOAT, jx_jvp_atanh, NULL)
+UNARY_ROW(erf, U_ERF, JX_ACCEPT_FLOAT, jx_jvp_erf, NULL)
+UNARY_ROW(erf_inv, U_ERF_INV, JX_ACCEPT_FLOAT, jx_jvp_erf_inv, NULL)
+UNARY_ROW(lgamma, U_LGAMMA, JX_ACCEPT_FLOAT, jx_jvp_lgamma, NULL)
+UNARY_ROW(digamma, U_DIGAMMA, JX_ACCEPT_FLOAT, jx_jvp_digamma, NULL)
+UNARY_ROW(not, U_NOT, JX_ACCEPT_INT_OR_BOOL, jx_jvp_zero, NULL)
+UNARY_ROW(population_count, U_POPCOUNT, JX_ACCEPT_INT, jx_jvp_zero, NULL)
+UNARY_ROW(stop_gradient, U_STOP_GRADIENT, JX_ACCEPT_ANY, jx_jvp_zero, NULL)
 
 /* round: i0 = 0 half away from zero (lax.round's default), 1 half to even */
 static jx_status infer_round(const jx_params *p, int nin, const jx_aval *in, int nout,
                              jx_aval *out) {
-  (void)nin; (void)nout;
+  (void)nin;
+  (void)nout;
   if (p->i[0] != 0 && p->i[0] != 1)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                         "round: rounding_method must be 0 (away from zero) or 1 (to even), "
-                        "got %lld", (long long)p->i[0]);
+                        "got %lld",
+                        (long long)p->i[0]);
   return infer_unary("round", JX_ACCEPT_FLOAT, in, out);
 }
-static void eval_round(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                       jx_tensor *out) {
-  (void)nin; (void)nout;
+static void eval_round(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
+  (void)nin;
+  (void)nout;
   unary_kernel(p->i[0] ? U_ROUND_EVEN : U_ROUND_AWAY, p, in, out);
 }
-const jx_prim jx_prim_round = {.name = "round", .nin = 1, .nout = 1,
-                               .params = "rounding_method=i0", .infer = infer_round,
-                               .eval = eval_round};
+const jx_prim jx_prim_round = {.name = "round",
+                               .nin = 1,
+                               .nout = 1,
+                               .params = "rounding_method=i0",
+                               .infer = infer_round,
+                               .eval = eval_round,
+                               .jvp = jx_jvp_zero,
+                               .elementwise = 1};
 
 /* is_finite: floats -> bool */
 static jx_status infer_is_finite(const jx_params *p, int nin, const jx_aval *in, int nout,
                                  jx_aval *out) {
-  (void)p; (void)nin; (void)nout;
+  (void)p;
+  (void)nin;
+  (void)nout;
   return jx_infer_same("is_finite", JX_ACCEPT_FLOAT, JX_BOOL, 1, in, out);
 }
 static void eval_is_finite(const jx_params *p, int nin, const jx_tensor *in, int nout,
                            jx_tensor *out) {
-  (void)nin; (void)nout;
+  (void)nin;
+  (void)nout;
   unary_kernel(U_IS_FINITE, p, in, out);
 }
-const jx_prim jx_prim_is_finite = {.name = "is_finite", .nin = 1, .nout = 1, .params = "",
-                                   .infer = infer_is_finite, .eval = eval_is_finite};
+const jx_prim jx_prim_is_finite = {.name = "is_finite",
+                                   .nin = 1,
+                                   .nout = 1,
+                                   .params = "",
+                                   .infer = infer_is_finite,
+                                   .eval = eval_is_finite,
+                                   .jvp = jx_jvp_zero,
+                                   .elementwise = 1};
 
 /* integer_pow: i0 = exponent; a negative one needs a float dtype */
 static jx_status infer_integer_pow(const jx_params *p, int nin, const jx_aval *in, int nout,
                                    jx_aval *out) {
-  (void)nin; (void)nout;
+  (void)nin;
+  (void)nout;
   char a[JX_AVAL_STR_CAP];
   jx_status st = infer_unary("integer_pow", JX_ACCEPT_NUMERIC, in, out);
   if (st) return st;
@@ -356,18 +456,80 @@ static jx_status infer_integer_pow(const jx_params *p, int nin, const jx_aval *i
 }
 static void eval_integer_pow(const jx_params *p, int nin, const jx_tensor *in, int nout,
                              jx_tensor *out) {
-  (void)nin; (void)nout;
+  (void)nin;
+  (void)nout;
   unary_kernel(U_INTEGER_POW, p, in, out);
 }
-const jx_prim jx_prim_integer_pow = {.name = "integer_pow", .nin = 1, .nout = 1,
-                                     .params = "y=i0", .infer = infer_integer_pow,
-                                     .eval = eval_integer_pow};
+const jx_prim jx_prim_integer_pow = {.name = "integer_pow",
+                                     .nin = 1,
+                                     .nout = 1,
+                                     .params = "y=i0",
+                                     .infer = infer_integer_pow,
+                                     .eval = eval_integer_pow,
+                                     .jvp = jx_jvp_integer_pow,
+                                     .elementwise = 1};
 
-const jx_prim *const jx_prims_unary[] = {
-    &jx_prim_neg, &jx_prim_abs, &jx_prim_sign, &jx_prim_floor, &jx_prim_ceil, &jx_prim_round,
-    &jx_prim_exp, &jx_prim_exp2, &jx_prim_expm1, &jx_prim_log, &jx_prim_log1p, &jx_prim_sqrt,
-    &jx_prim_rsqrt, &jx_prim_cbrt, &jx_prim_tanh, &jx_prim_logistic, &jx_prim_sin,
-    &jx_prim_cos, &jx_prim_tan, &jx_prim_asin, &jx_prim_acos, &jx_prim_atan, &jx_prim_sinh,
-    &jx_prim_cosh, &jx_prim_asinh, &jx_prim_acosh, &jx_prim_atanh, &jx_prim_erf,
-    &jx_prim_erf_inv, &jx_prim_lgamma, &jx_prim_digamma, &jx_prim_is_finite, &jx_prim_not,
-    &jx_prim_integer_pow, &jx_prim_population_count, &jx_prim_stop_gradient, NULL};
+/* polygamma: i0 = m >= 1 (see unary_rules.h); floats, computed in double */
+static jx_status infer_polygamma(const jx_params *p, int nin, const jx_aval *in, int nout,
+                                 jx_aval *out) {
+  (void)nin;
+  (void)nout;
+  if (p->i[0] < 1 || p->i[0] > 100)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "polygamma: the order m must be in [1, 100], got %lld",
+                        (long long)p->i[0]);
+  return infer_unary("polygamma", JX_ACCEPT_FLOAT, in, out);
+}
+static void eval_polygamma(const jx_params *p, int nin, const jx_tensor *in, int nout,
+                           jx_tensor *out) {
+  (void)nin;
+  (void)nout;
+  unary_kernel(U_POLYGAMMA, p, in, out);
+}
+const jx_prim jx_prim_polygamma = {.name = "polygamma",
+                                   .nin = 1,
+                                   .nout = 1,
+                                   .params = "m=i0",
+                                   .infer = infer_polygamma,
+                                   .eval = eval_polygamma,
+                                   .jvp = jx_jvp_polygamma,
+                                   .elementwise = 1};
+
+const jx_prim *const jx_prims_unary[] = {&jx_prim_neg,
+                                         &jx_prim_abs,
+                                         &jx_prim_sign,
+                                         &jx_prim_floor,
+                                         &jx_prim_ceil,
+                                         &jx_prim_round,
+                                         &jx_prim_exp,
+                                         &jx_prim_exp2,
+                                         &jx_prim_expm1,
+                                         &jx_prim_log,
+                                         &jx_prim_log1p,
+                                         &jx_prim_sqrt,
+                                         &jx_prim_rsqrt,
+                                         &jx_prim_cbrt,
+                                         &jx_prim_tanh,
+                                         &jx_prim_logistic,
+                                         &jx_prim_sin,
+                                         &jx_prim_cos,
+                                         &jx_prim_tan,
+                                         &jx_prim_asin,
+                                         &jx_prim_acos,
+                                         &jx_prim_atan,
+                                         &jx_prim_sinh,
+                                         &jx_prim_cosh,
+                                         &jx_prim_asinh,
+                                         &jx_prim_acosh,
+                                         &jx_prim_atanh,
+                                         &jx_prim_erf,
+                                         &jx_prim_erf_inv,
+                                         &jx_prim_lgamma,
+                                         &jx_prim_digamma,
+                                         &jx_prim_is_finite,
+                                         &jx_prim_not,
+                                         &jx_prim_integer_pow,
+                                         &jx_prim_population_count,
+                                         &jx_prim_stop_gradient,
+                                         &jx_prim_polygamma,
+                                         NULL};

@@ -37,7 +37,7 @@ jx_status jx_bind_sub(const jx_prim *p, int nin, jx_array *const *in, const jx_p
                       int nsub, struct jx_program *const *subs, jx_array **out) {
   static const jx_params no_params = JX_PARAMS_INIT;
   const jx_params *pp = params ? params : &no_params;
-  int nout = jx_prim_nout(p, nin);
+  int nout = jx_prim_nout(p, nin, pp);
   for (int o = 0; o < nout; o++) out[o] = jx_poison();
   if (p->nin != JX_VARIADIC && nin != p->nin)
     return jx_error_set(JX_ERR_INTERNAL, "%s: takes %d operands, given %d", p->name, p->nin, nin);

@@ -7,7 +7,7 @@
 
 #include "../prims/prims.h"
 
-/* Applies p with params to in[0..nin) and stores jx_prim_nout(p, nin) results
+/* Applies p with params to in[0..nin) and stores jx_prim_nout(p, nin, params) results
  * in out (owned by the innermost scope). On error, or when an input is
  * poisoned, every out[i] is the poison value and the status is returned (the
  * error itself is recorded by whoever found it first). params may be NULL. */

@@ -65,6 +65,10 @@ void jx_fn_release(jx_fn *f) {
     free(e);
   }
   if (f->kind && f->kind->free_data) f->kind->free_data(f->data);
+  if (f->fori_wrapper) {
+    f->fori_wrapper->ctx = NULL;
+    jx_fn_release(f->fori_wrapper);
+  }
   jx_fn_release(f->inner);
   pthread_mutex_destroy(&f->lock);
   free(f->name);
@@ -231,6 +235,19 @@ char *jx_fn_ir(jx_fn *f, jx_array *const *example_in) {
   free(avals);
   free(out);
   return text;
+}
+
+jx_fn *jx_fn_fori_wrapper(jx_fn *body, jx_body wrapper_body) {
+  pthread_mutex_lock(&body->lock);
+  if (!body->fori_wrapper) {
+    char name[300];
+    snprintf(name, sizeof name, "fori(%s)", body->name);
+    /* the wrapper borrows body: body owns the wrapper, not the other way */
+    body->fori_wrapper = jx_fn_create(name, body->nin, body->nout + 1, wrapper_body, body);
+  }
+  jx_fn *w = body->fori_wrapper;
+  pthread_mutex_unlock(&body->lock);
+  return w;
 }
 
 /* ---- jit: for now the traced program, interpreted; the compiler comes next ---- */

@@ -35,12 +35,17 @@ struct jx_fn {
   pthread_mutex_t lock;   /* guards the cache */
   fn_cache_entry *cache;
   atomic_llong traces;
+  struct jx_fn *fori_wrapper; /* jx_fori's scan body around this function, made once */
 };
 
 /* A new transformed function (nin/nout as the kind decides); takes a
  * reference to inner and ownership of data. */
 jx_fn *jx_fn_new_transform(const jx_fn_kind *kind, jx_fn *inner, int nin, int nout,
                            void *data);
+/* The (i, carry...) -> (i + 1, carry...) body that jx_fori scans, made once
+ * per function so its traces are cached (borrowed; owned by body). */
+jx_fn *jx_fn_fori_wrapper(jx_fn *body, jx_body wrapper_body);
+
 /* The program of f for these input avals, cached (a new reference). */
 jx_program *jx_fn_program(jx_fn *f, const jx_aval *in);
 

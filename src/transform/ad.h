@@ -32,5 +32,8 @@ jx_status jx_linearize(const jx_program *p, const uint8_t *wrt, const uint8_t *o
 /* The transpose of lin (from jx_linearize): inputs (residuals..., output
  * cotangents...), outputs the cotangents of lin's tangent inputs. */
 jx_program *jx_transpose_program(const jx_program *lin, int nres);
+/* The same with the linear inputs marked: inputs (the other inputs in order...,
+ * output cotangents...), outputs the cotangents of the linear inputs. */
+jx_program *jx_transpose_program_mask(const jx_program *lin, const uint8_t *linear);
 
 #endif

@@ -51,17 +51,31 @@ static jx_status transpose_eqn(const jx_program *lin, const jx_eqn *e, jx_array 
 }
 
 jx_program *jx_transpose_program(const jx_program *lin, int nres) {
+  uint8_t *mask = calloc((size_t)lin->nin + 1, 1);
+  if (!mask) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "transpose: out of memory");
+    return NULL;
+  }
+  for (int i = nres; i < lin->nin; i++) mask[i] = 1;
+  jx_program *t = jx_transpose_program_mask(lin, mask);
+  free(mask);
+  return t;
+}
+
+jx_program *jx_transpose_program_mask(const jx_program *lin, const uint8_t *linear) {
   char name[300];
   snprintf(name, sizeof name, "transpose(%s)", lin->name);
   jx_trace *tr = jx_trace_begin(name);
   if (!tr) return NULL;
   jx_scope_begin();
-  int nt = lin->nin - nres;
+  int nt = 0;
+  for (int i = 0; i < lin->nin; i++) nt += linear[i];
   jx_array **val = calloc((size_t)lin->nvars + 1, sizeof *val);
   jx_array **ct = calloc((size_t)lin->nvars + 1, sizeof *ct);
   jx_array **outs = calloc((size_t)nt + 1, sizeof *outs);
   jx_status st = (val && ct && outs) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "transpose: out of memory");
-  for (int r = 0; r < nres && !st; r++) val[lin->in[r]] = jx_trace_input(tr, lin->avals[lin->in[r]]);
+  for (int r = 0; r < lin->nin && !st; r++)
+    if (!linear[r]) val[lin->in[r]] = jx_trace_input(tr, lin->avals[lin->in[r]]);
   for (int c = 0; c < lin->nconst && !st; c++) val[lin->constvar[c]] = lin->constval[c];
   for (int o = 0; o < lin->nout && !st; o++) {
     jx_aval a = lin->avals[lin->out[o]];
@@ -71,9 +85,10 @@ jx_program *jx_transpose_program(const jx_program *lin, int nres) {
     if (!val[v]) ct[v] = jx_rule_add(ct[v], c); /* a known output has no linear part */
   }
   for (int k = lin->neqns - 1; k >= 0 && !st; k--) st = transpose_eqn(lin, &lin->eqns[k], val, ct);
-  for (int i = 0; i < nt && !st; i++) {
-    int v = lin->in[nres + i];
-    outs[i] = ct[v] ? ct[v] : jx_rule_zeros((jx_aval){lin->avals[v].dtype, 0, lin->avals[v].shape});
+  for (int i = 0, k = 0; i < lin->nin && !st; i++) {
+    if (!linear[i]) continue;
+    int v = lin->in[i];
+    outs[k++] = ct[v] ? ct[v] : jx_rule_zeros((jx_aval){lin->avals[v].dtype, 0, lin->avals[v].shape});
   }
   jx_program *result = NULL;
   if (st)

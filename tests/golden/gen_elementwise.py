@@ -8,9 +8,9 @@ differ from that by a few ulp, hence rtol=2e-6 on those cases (f64: 4e-15,
 through f32). Composite activations in 16-bit floats compare with JAX's own
 16-bit result.
 
-Integer and bool inputs of floating functions compute in INEXACT[dtype]: jx
-uses f64 for all of them (jx_to_inexact); JAX 0.10 uses f32 for ints up to
-32 bits, so those cases are generated from the f64 computation here.
+Integer and bool inputs of floating functions compute in INEXACT[dtype]:
+f32 for bool and integers up to 32 bits, f64 for 64-bit integers, as JAX
+(jx_to_inexact).
 
 Run from the repository root: python3 tests/golden/gen_elementwise.py
 """
@@ -41,7 +41,7 @@ SINTS = ["i8", "i16", "i32", "i64"]
 UINTS = ["u8", "u16", "u32", "u64"]
 INTS = SINTS + UINTS
 ALL = ["bool"] + INTS + FLOATS
-INEXACT = {d: "f64" for d in ["bool"] + INTS}  # jx_to_inexact
+INEXACT = {d: ("f64" if d in ("i64", "u64") else "f32") for d in ["bool"] + INTS}  # jx_to_inexact
 F = {d: BY_NAME[d] for d in ALL}
 
 
@@ -137,11 +137,13 @@ for name, (ref, lo, hi, extra, tol) in TRANS.items():
         x = ivals(dt)
         if name in ("exp", "exp2", "sinh", "cosh"):
             x = x[np.abs(x.astype(np.float64)) < 200] if dt != "bool" else x
-        out = INEXACT[dt]
-        fam.case(name, [x], [f64_then(out, ref, x)], id=f"{name}_{dt}", **ftol(out, **tol))
+        out = INEXACT[dt]  # JAX converts to INEXACT first, then computes there
+        fam.case(name, [x], [f64_then(out, ref, x.astype(F[out]))], id=f"{name}_{dt}",
+                 **ftol(out, **tol))
     # scalar, empty, and a weak scalar that stays weak
+    nog = dict(nograd=1) if name == "acosh" else {}  # 0.5 is outside acosh's domain (NaN)
     fam.case(name, [arr(0.5, "f32")], [f64_then("f32", ref, arr(0.5, "f32"))],
-             id=f"{name}_scalar", **ftol("f32", **tol))
+             id=f"{name}_scalar", **ftol("f32", **tol), **nog)
     fam.case(name, [np.zeros((0, 3), np.float32)], [np.zeros((0, 3), np.float32)],
              id=f"{name}_empty")
     fam.case(name, [np.array(3, np.int64)], [f64_then("f64", ref, np.array(3.0))],
@@ -167,16 +169,20 @@ EXACT = {
 }
 ROUND_EXTRA = [0.5, -0.5, 1.5, 2.5, -2.5, 3.5, 0.49999997, 1e10 + 0.5, 4503599627370497.0, 0.25]
 for name, (fn, dts) in EXACT.items():
+    # stop_gradient's derivative is zero by design, which finite differences
+    # cannot confirm: its rule is checked in tests/unit/test_elementwise_ad.c
+    nog = dict(nograd=1) if name == "stop_gradient" else {}
     for dt in dts:
         x = ivals(dt) if dt not in FLOATS else fvals(dt, -5, 5, extra=ROUND_EXTRA)
-        fam.case(name, [x], [np.asarray(fn(jnp.asarray(x)))], id=f"{name}_{dt}")
+        fam.case(name, [x], [np.asarray(fn(jnp.asarray(x)))], id=f"{name}_{dt}", **nog)
     e, sc = np.zeros((2, 0), F[dts[-1]]), np.array(3).astype(F[dts[-1]])
-    fam.case(name, [e], [np.asarray(fn(jnp.asarray(e)))], id=f"{name}_empty")
-    fam.case(name, [sc], [np.asarray(fn(jnp.asarray(sc)))], id=f"{name}_scalar")
+    fam.case(name, [e], [np.asarray(fn(jnp.asarray(e)))], id=f"{name}_empty", **nog)
+    fam.case(name, [sc], [np.asarray(fn(jnp.asarray(sc)))], id=f"{name}_scalar", **nog)
 fam.case("neg", [np.array(2.0, np.float32)], [np.array(-2.0, np.float32)], id="neg_weak",
          weak=[0], out_weak=1)
-fam.case("reciprocal", [ivals("i32")], [f64_then("f64", lambda v: 1 / v, ivals("i32"))],
-         id="reciprocal_i32")
+fam.case("reciprocal", [ivals("i32")],
+         [f64_then(INEXACT["i32"], lambda v: 1 / v, ivals("i32").astype(F[INEXACT["i32"]]))],
+         id="reciprocal_i32", **ftol(INEXACT["i32"]))
 
 # integer_pow: wrap for ints, lax.integer_pow's multiplication order for floats
 for n in [0, 1, 2, 3, 5, 7, -1, -2, -3]:
@@ -207,7 +213,9 @@ for name, (fn, tol) in ACT.items():
         fam.case(name, [x], [y], id=f"{name}_{dt}", **t)
     x = ivals("i32")
     x = x[np.abs(x.astype(np.float64)) < 1e6]
-    fam.case(name, [x], [f64_then("f64", jx64(fn), x)], id=f"{name}_i32", **ftol("f64", **tol))
+    xi = x.astype(F[INEXACT["i32"]])  # computed in INEXACT[i32], as JAX
+    fam.case(name, [x], [f64_then(INEXACT["i32"], jx64(fn), xi)], id=f"{name}_i32",
+             **ftol(INEXACT["i32"], **tol))
 
 # ---- binary ops ----
 def bvals(dt, n=24):
@@ -391,7 +399,7 @@ fam.case("clamp", [np.array(2.0, np.float32), xf, np.array(1.0, np.float32)],
          [np.asarray(lax.clamp(np.float32(2), xf, np.float32(1)))], id="clamp_lo_gt_hi")
 fam.case("clamp", [np.array(0.0, np.float32), arr([-0.0, 0.0, -1.0], "f32"), np.array(-0.0, np.float32)],
          [np.asarray(lax.clamp(np.float32(0), arr([-0.0, 0.0, -1.0], "f32"), np.float32(-0.0)))],
-         id="clamp_signed_zero")
+         id="clamp_signed_zero", nograd=1)  # every point sits on a kink (x, lo, hi tie)
 xi = ivals("i32")
 fam.case("clip", [xi], [np.asarray(jnp.clip(xi, 0.5, 10.5))], id="clip_i32_float_bounds",
          lo=0.5, hi=10.5)
@@ -447,5 +455,60 @@ for src, dst in BITCAST:
 fam.case("bitcast_convert_type", [np.array(1.0, np.float32)],
          [np.asarray(lax.bitcast_convert_type(jnp.float32(1.0), jnp.uint8))], id="bitcast_scalar",
          dtype="u8")
+
+# ---- finite f64 cases in each function's smooth domain, for --mode=grad ----
+# (the cases above mostly hold NaN/inf or sit on kinks, which the grad mode
+# skips); values stay away from the domain ends, poles and kinks, so that
+# central differences of order 1 and 2 are accurate.
+GRAD_DOMAIN = {
+    "exp": (-3, 3), "exp2": (-3, 3), "expm1": (-3, 3), "log": (0.5, 5), "log1p": (-0.5, 5),
+    "sqrt": (0.5, 5), "rsqrt": (0.5, 5), "cbrt": (0.5, 5), "tanh": (-3, 3),
+    "logistic": (-5, 5), "sin": (-3, 3), "cos": (-3, 3), "tan": (-1, 1), "asin": (-0.8, 0.8),
+    "acos": (-0.8, 0.8), "atan": (-5, 5), "sinh": (-3, 3), "cosh": (-3, 3), "asinh": (-5, 5),
+    "acosh": (1.5, 5), "atanh": (-0.8, 0.8), "erf": (-2, 2), "erf_inv": (-0.8, 0.8),
+    "lgamma": (0.5, 5), "digamma": (0.5, 5),
+}
+G = np.random.default_rng(7)
+
+
+def gvals(lo, hi, shape=(2, 3), sign=False):
+    v = G.uniform(lo, hi, shape)
+    return v * G.choice([-1.0, 1.0], shape) if sign else v
+
+
+for name, (lo, hi) in GRAD_DOMAIN.items():
+    x = gvals(lo, hi, sign=name == "cbrt")
+    if name in ("lgamma", "digamma"):  # negative non-integers too (reflection)
+        x[0, 0], x[1, 0] = -2.5, -0.7
+    fam.case(name, [x], [f64_then("f64", TRANS[name][0], x)], id=f"{name}_grad",
+             **ftol("f64", **TRANS[name][4]))
+for name in ["neg", "abs", "square", "reciprocal", "relu"]:
+    x = gvals(0.3, 3, sign=True)  # away from abs's and relu's kink at 0
+    fam.case(name, [x], [np.asarray(EXACT[name][0](jnp.asarray(x)))], id=f"{name}_grad")
+for n in [2, 3, -2, 1, 0]:
+    x = gvals(0.3, 3, sign=True)
+    fam.case("integer_pow", [x], [np.asarray(lax.integer_pow(jnp.asarray(x), n))],
+             id=f"integer_pow_grad_{n}".replace("-", "m"), n=n)
+for name, (fn, tol) in ACT.items():
+    x = gvals(-4, 4, shape=(3, 3))
+    fam.case(name, [x], [jx64(fn)(x)], id=f"{name}_grad", **ftol("f64", **tol))
+for name in ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "atan2"]:
+    a, b = gvals(0.5, 3), gvals(0.5, 3)
+    if name not in ("pow", "div"):
+        a, b = a * G.choice([-1.0, 1.0], a.shape), b * G.choice([-1.0, 1.0], b.shape)
+    y = np.asarray(BIN[name][0](jnp.asarray(a), jnp.asarray(b)))
+    fam.case(name, [a, b], [y], id=f"{name}_grad", **ftol("f64"))
+w = np.array([[True, False, True], [False, False, True]])
+a, b = gvals(-2, 2), gvals(-2, 2)
+fam.case("select_n", [w, a, b], [np.asarray(lax.select_n(w, a, b))], id="select_n_grad")
+fam.case("select_n", [np.array(False), a, b], [a], id="select_n_grad_scalar_which")
+fam.case("where", [w, a, np.array(1.5)], [np.asarray(jnp.where(w, a, 1.5))], id="where_grad")
+x = np.array([[-3.0, -1.5, 0.2], [0.7, 1.9, 4.0]])
+fam.case("clamp", [np.array(-1.0), x, np.array(2.0)],
+         [np.asarray(lax.clamp(-1.0, x, 2.0))], id="clamp_grad_scalar_bounds")
+lo_a, hi_a = np.full((2, 3), -1.0), np.full((2, 3), 2.0)
+lo_a[0, 1], hi_a[1, 2] = -2.0, 5.0  # (JAX's rule gives hi no tangent where lo > hi)
+fam.case("clamp", [lo_a, x, hi_a], [np.asarray(lax.clamp(lo_a, x, hi_a))],
+         id="clamp_grad_arrays")
 
 fam.write()

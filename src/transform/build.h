@@ -1,0 +1,31 @@
+/* Building programs by tracing C callbacks, and the questions control-flow
+ * rules ask of nested programs (which outputs get tangents, which get
+ * batched). */
+#ifndef JX_SRC_TRANSFORM_BUILD_H
+#define JX_SRC_TRANSFORM_BUILD_H
+
+#include "../ir/program.h"
+
+/* fn fills out[0..nout) from in[0..nin) (tracers) with ordinary ops. */
+typedef jx_status (*jx_build_fn)(void *ctx, jx_array *const *in, jx_array **out);
+/* The program of fn for inputs of these avals, or NULL with the error recorded. */
+jx_program *jx_program_build(const char *name, int nin, const jx_aval *in, int nout,
+                             jx_build_fn fn, void *ctx);
+
+/* Outputs of p that get a non-zero tangent when the inputs with nz_in do. */
+jx_status jx_jvp_nonzero_outputs(const jx_program *p, const uint8_t *nz_in, uint8_t *nz_out);
+/* Outputs of p that are batched when the inputs with b_in are. */
+jx_status jx_batched_outputs(const jx_program *p, const uint8_t *b_in, uint8_t *b_out);
+
+/* p batched: inputs with b_in[i] get a leading axis of size n; outputs with
+ * b_out[o] are batched along axis 0 (broadcast when p leaves them unbatched),
+ * the others must come out unbatched. */
+jx_program *jx_batch_program(const jx_program *p, const uint8_t *b_in, int64_t n,
+                             const uint8_t *b_out);
+
+/* avals[i] with a leading axis of size n. */
+jx_aval jx_aval_stacked(jx_aval a, int64_t n);
+/* a without its leading axis. */
+jx_aval jx_aval_unstacked(jx_aval a);
+
+#endif
