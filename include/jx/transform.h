@@ -55,6 +55,29 @@ jx_fn *jx_jvp(jx_fn *f);  /* (primals..., tangents...) -> (outs..., tangent outs
 jx_fn *jx_vjp(jx_fn *f);  /* (primals..., cotangents...) -> (outs..., input cotangents...);
                              integer inputs get zero cotangents, as JAX's float0 */
 
+/* Custom derivatives. jx_custom_vjp: fwd takes f's inputs and returns (f's
+ * outputs..., residuals...); bwd takes (residuals..., output cotangents...)
+ * and returns the input cotangents; reverse mode uses them, forward mode is
+ * an error (as JAX). jx_custom_jvp: jvp takes (primals..., tangents...) and
+ * returns (outputs..., tangent outputs...), linear in the tangents; both
+ * modes use it. The results hold references to every function given. */
+jx_fn *jx_custom_vjp(jx_fn *f, jx_fn *fwd, jx_fn *bwd);
+jx_fn *jx_custom_jvp(jx_fn *f, jx_fn *jvp);
+
+/* Rematerialization (jax.checkpoint): in reverse mode, values computed inside
+ * f are recomputed in the backward pass instead of being stored, except what
+ * the policy saves (JX_SAVE_DOTS: dot_general results, the costly ones). */
+typedef enum { JX_SAVE_NOTHING, JX_SAVE_DOTS } jx_remat_policy;
+jx_fn *jx_checkpoint(jx_fn *f);
+jx_fn *jx_checkpoint_with_policy(jx_fn *f, jx_remat_policy policy);
+
+/* Jacobians of every output with respect to input argnum: output o's has
+ * shape out_o.shape + in.shape (jacfwd: forward mode over the input's basis;
+ * jacrev: reverse mode over each output's basis). hessian = jacfwd(jacrev). */
+jx_fn *jx_jacfwd(jx_fn *f, int argnum);
+jx_fn *jx_jacrev(jx_fn *f, int argnum);
+jx_fn *jx_hessian(jx_fn *f, int argnum);
+
 /* ---- batching ----
  * in_axes/out_axes: one entry per input/output (or a single entry for all;
  * JX_AXES() means 0 for all); an entry is the mapped axis (negative counts

@@ -15,7 +15,7 @@
                  const uint8_t *linear, int nout, jx_array *const *ct, jx_array **ct_in, int nsub, \
                  struct jx_program *const *s)
 #define JX_CONTRACT_BATCH(name)                                                                    \
-  jx_status name(const jx_params *p, int nin, jx_array *const *in, const int *bdim,               \
+  jx_status name(const jx_params *p, int nin, jx_array *const *in, const int *bdim,                \
                  int64_t axis_size, int nout, jx_array **out, int *out_bdim, int nsub,             \
                  struct jx_program *const *s)
 
@@ -32,8 +32,7 @@ JX_CONTRACT_BATCH(jx_batch_conv_general_dilated);
  * narrower than that: JAX would round the cotangent to it and convert it back
  * to the wider operand dtype; here it stays exact. Differs from JAX only when
  * the preferred type is narrower than the operands (f64 x f64 -> f32). */
-jx_dtype jx_contract_cotangent_type(jx_dtype g, jx_dtype other, int64_t *has_pref,
-                                    jx_dtype pref);
+jx_dtype jx_contract_cotangent_type(jx_dtype g, jx_dtype other, int64_t *has_pref, jx_dtype pref);
 /* x converted to dt (strong), or x itself when it has that dtype already. */
 jx_array *jx_contract_convert(jx_array *x, jx_dtype dt);
 /* x with its axes permuted: result axis i is x's axis perm[i]. */

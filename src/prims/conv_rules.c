@@ -31,7 +31,10 @@ static jx_array *conv(jx_array *a, jx_array *b, const jx_params *p) {
 }
 
 JX_CONTRACT_JVP(jx_jvp_conv_general_dilated) {
-  (void)nin; (void)nout; (void)nsub; (void)s;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   y[0] = conv(x[0], x[1], p);
   ty[0] = jx_rule_add(t[0] ? conv(t[0], x[1], p) : NULL, t[1] ? conv(x[0], t[1], p) : NULL);
   return jx_last_status();
@@ -186,7 +189,10 @@ static jx_array *transpose_rhs(const jx_params *p, jx_array *g, jx_array *lhs, j
 }
 
 JX_CONTRACT_TRANSPOSE(jx_transpose_conv_general_dilated) {
-  (void)nin; (void)nout; (void)nsub; (void)s;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   if (linear[0] && linear[1])
     return jx_error_set(JX_ERR_INTERNAL,
                         "transpose of conv_general_dilated: both operands are linear");
@@ -209,7 +215,10 @@ static jx_aval unbatched(jx_array *x, int bd) {
 }
 
 JX_CONTRACT_BATCH(jx_batch_conv_general_dilated) {
-  (void)nin; (void)nout; (void)nsub; (void)s;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   int lbd = bdim[0], rbd = bdim[1];
   jx_array *lhs = in[0], *rhs = in[1];
   const jx_ilist *ls = &p->l[LHS_SPEC], *rs = &p->l[RHS_SPEC], *os = &p->l[OUT_SPEC];

@@ -114,8 +114,7 @@ static jx_status jvp_convert(const jx_params *p, int nin, jx_array *const *x, jx
   (void)nsub;
   (void)s;
   y[0] = jx_bind1(&jx_prim_convert_element_type, 1, x, p);
-  ty[0] = (t[0] && jx_is_float(p->dtype)) ? jx_bind1(&jx_prim_convert_element_type, 1, t, p)
-                                          : NULL;
+  ty[0] = (t[0] && jx_is_float(p->dtype)) ? jx_bind1(&jx_prim_convert_element_type, 1, t, p) : NULL;
   return jx_last_status();
 }
 

@@ -4,9 +4,11 @@
  * bool). Integers wrap; float max/min propagate NaN from where it appears.
  * Floats accumulate in f64 and round each output once: XLA's f16/f32 scans
  * round every partial sum, so results agree within a few ulps (more accurate
- * here, never less). */
+ * here, never less). Transformation rules: cumulative_rules.c. */
 #include "../base/error.h"
 #include "prims.h"
+#include "reduce_rules.h"
+#include "structural_rules.h"
 
 typedef enum { C_SUM, C_PROD, C_MAX, C_MIN } cop;
 
@@ -68,7 +70,7 @@ static void eval_cum(cop op, const jx_params *p, const jx_tensor *in, jx_tensor 
     }
 }
 
-#define CUM_ROW(NAME, OP)                                                                          \
+#define CUM_ROW(NAME, OP, JVP, T)                                                                  \
   static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
                                 jx_aval *out) {                                                    \
     (void)nin;                                                                                     \
@@ -86,12 +88,15 @@ static void eval_cum(cop op, const jx_params *p, const jx_tensor *in, jx_tensor 
                                   .nout = 1,                                                       \
                                   .params = "axis=i0 reverse=i1",                                  \
                                   .infer = infer_##NAME,                                           \
-                                  .eval = eval_##NAME};
+                                  .eval = eval_##NAME,                                             \
+                                  .jvp = JVP,                                                      \
+                                  .transpose = T,                                                  \
+                                  .batch = jx_batch_cumulative};
 
-CUM_ROW(cumsum, C_SUM)
-CUM_ROW(cumprod, C_PROD)
-CUM_ROW(cummax, C_MAX)
-CUM_ROW(cummin, C_MIN)
+CUM_ROW(cumsum, C_SUM, jx_jvp_linear_first, jx_transpose_cumsum)
+CUM_ROW(cumprod, C_PROD, jx_jvp_cumprod, NULL)
+CUM_ROW(cummax, C_MAX, jx_jvp_cummax, NULL)
+CUM_ROW(cummin, C_MIN, jx_jvp_cummin, NULL)
 
 const jx_prim *const jx_prims_cumulative[] = {&jx_prim_cumsum, &jx_prim_cumprod, &jx_prim_cummax,
                                               &jx_prim_cummin, NULL};

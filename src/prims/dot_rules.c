@@ -33,7 +33,10 @@ static jx_array *dot(jx_array *a, jx_array *b, const jx_params *p) {
 }
 
 JX_CONTRACT_JVP(jx_jvp_dot_general) {
-  (void)nin; (void)nout; (void)nsub; (void)s;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   y[0] = dot(x[0], x[1], p);
   /* bilinear: d(a . b) = da . b + a . db, with the same dimension numbers */
   ty[0] = jx_rule_add(t[0] ? dot(t[0], x[1], p) : NULL, t[1] ? dot(x[0], t[1], p) : NULL);
@@ -66,8 +69,7 @@ static int float_rank(jx_dtype d) {
   }
 }
 
-jx_dtype jx_contract_cotangent_type(jx_dtype g, jx_dtype other, int64_t *has_pref,
-                                    jx_dtype pref) {
+jx_dtype jx_contract_cotangent_type(jx_dtype g, jx_dtype other, int64_t *has_pref, jx_dtype pref) {
   jx_dtype common = float_rank(g) >= float_rank(other) ? g : other;
   if (*has_pref && float_rank(pref) < float_rank(common)) *has_pref = 0;
   return common;
@@ -139,17 +141,20 @@ static jx_array *transpose_operand(jx_array *g, jx_aval xa, jx_array *y, const j
 }
 
 JX_CONTRACT_TRANSPOSE(jx_transpose_dot_general) {
-  (void)nin; (void)nout; (void)nsub; (void)s;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   if (linear[0] && linear[1])
     return jx_error_set(JX_ERR_INTERNAL, "transpose of dot_general: both operands are linear");
   ct_in[0] = ct_in[1] = NULL;
   if (!ct[0]) return JX_OK;
   if (linear[0])
-    ct_in[0] = transpose_operand(ct[0], avals[0], in[1], &p->l[LC], &p->l[RC], &p->l[LB],
-                                 &p->l[RB], 0, p);
+    ct_in[0] =
+        transpose_operand(ct[0], avals[0], in[1], &p->l[LC], &p->l[RC], &p->l[LB], &p->l[RB], 0, p);
   if (linear[1])
-    ct_in[1] = transpose_operand(ct[0], avals[1], in[0], &p->l[RC], &p->l[LC], &p->l[RB],
-                                 &p->l[LB], 1, p);
+    ct_in[1] =
+        transpose_operand(ct[0], avals[1], in[0], &p->l[RC], &p->l[LC], &p->l[RB], &p->l[LB], 1, p);
   return jx_last_status();
 }
 
@@ -161,7 +166,11 @@ static void bump(jx_ilist *l, int64_t b) {
 /* JAX's _dot_general_batch_dim_nums: both operands mapped, the mapped axes
  * become a leading batch dim; one mapped, its axis becomes a free dim. */
 JX_CONTRACT_BATCH(jx_batch_dot_general) {
-  (void)nin; (void)axis_size; (void)nout; (void)nsub; (void)s;
+  (void)nin;
+  (void)axis_size;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   int lbd = bdim[0], rbd = bdim[1];
   jx_params q = *p;
   if (lbd == JX_NOT_MAPPED && rbd == JX_NOT_MAPPED) {

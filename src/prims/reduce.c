@@ -14,11 +14,15 @@
  *
  * argmax/argmin: axis = i0, index dtype = dtype (i32 or i64). The first index
  * of ties wins; NaN counts as the extreme and the first NaN wins, as JAX.
- * The reduced dimension must not be empty. */
+ * The reduced dimension must not be empty.
+ * Transformation rules: reduce_rules.c. */
 #include <stdlib.h>
 
 #include "../base/error.h"
 #include "prims.h"
+#include "reduce_rules.h"
+#include "rules.h"
+#include "structural_rules.h"
 
 typedef enum { R_SUM, R_PROD, R_MAX, R_MIN, R_AND, R_OR } rop;
 
@@ -246,7 +250,7 @@ oom:
                (long long)jx_shape_numel(in->shape));
 }
 
-#define REDUCE_ROW(NAME, OP)                                                                       \
+#define REDUCE_ROW(NAME, OP, JVP, T)                                                               \
   static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
                                 jx_aval *out) {                                                    \
     (void)nin;                                                                                     \
@@ -264,14 +268,17 @@ oom:
                                   .nout = 1,                                                       \
                                   .params = "axes=l0",                                             \
                                   .infer = infer_##NAME,                                           \
-                                  .eval = eval_##NAME};
+                                  .eval = eval_##NAME,                                             \
+                                  .jvp = JVP,                                                      \
+                                  .transpose = T,                                                  \
+                                  .batch = jx_batch_reduce};
 
-REDUCE_ROW(reduce_sum, R_SUM)
-REDUCE_ROW(reduce_prod, R_PROD)
-REDUCE_ROW(reduce_max, R_MAX)
-REDUCE_ROW(reduce_min, R_MIN)
-REDUCE_ROW(reduce_and, R_AND)
-REDUCE_ROW(reduce_or, R_OR)
+REDUCE_ROW(reduce_sum, R_SUM, jx_jvp_linear_first, jx_transpose_reduce_sum)
+REDUCE_ROW(reduce_prod, R_PROD, jx_jvp_reduce_prod, NULL)
+REDUCE_ROW(reduce_max, R_MAX, jx_jvp_reduce_chooser, NULL)
+REDUCE_ROW(reduce_min, R_MIN, jx_jvp_reduce_chooser, NULL)
+REDUCE_ROW(reduce_and, R_AND, jx_jvp_zero, NULL)
+REDUCE_ROW(reduce_or, R_OR, jx_jvp_zero, NULL)
 
 /* ---- argmax / argmin ---- */
 
@@ -348,7 +355,9 @@ static void eval_arg(int is_max, const jx_params *p, const jx_tensor *in, jx_ten
                                   .nout = 1,                                                       \
                                   .params = "axis=i0 index_dtype=dtype",                           \
                                   .infer = infer_##NAME,                                           \
-                                  .eval = eval_##NAME};
+                                  .eval = eval_##NAME,                                             \
+                                  .jvp = jx_jvp_zero,                                              \
+                                  .batch = jx_batch_arg};
 
 ARG_ROW(argmax, 1)
 ARG_ROW(argmin, 0)

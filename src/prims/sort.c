@@ -11,12 +11,13 @@
  * last axis in descending order and their i32 indices. Unlike sort, XLA's
  * TopK orders floats by their bits (the IEEE total order):
  * -NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN; equal values keep the
- * lower index first. */
+ * lower index first. Transformation rules: sort_rules.c. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../base/error.h"
 #include "prims.h"
+#include "reduce_rules.h"
 
 /* ---- a stable merge sort of positions under a comparison ---- */
 
@@ -153,7 +154,9 @@ const jx_prim jx_prim_sort = {.name = "sort",
                               .nout = JX_NOUT_NIN,
                               .params = "dimension=i0 num_keys=i1",
                               .infer = infer_sort,
-                              .eval = eval_sort};
+                              .eval = eval_sort,
+                              .jvp = jx_jvp_sort,
+                              .batch = jx_batch_sort};
 
 /* ---- top_k ---- */
 
@@ -207,6 +210,8 @@ const jx_prim jx_prim_top_k = {.name = "top_k",
                                .nout = 2,
                                .params = "k=i0",
                                .infer = infer_top_k,
-                               .eval = eval_top_k};
+                               .eval = eval_top_k,
+                               .jvp = jx_jvp_top_k,
+                               .batch = jx_batch_top_k};
 
 const jx_prim *const jx_prims_sort[] = {&jx_prim_sort, &jx_prim_top_k, NULL};

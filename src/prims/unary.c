@@ -13,7 +13,12 @@
  * f32 and f64 run typed loops with the op chosen outside the loop (these are
  * the kernels eager mode runs); f16 and bf16 compute in f32 and round once,
  * as XLA does on CPUs. erf_inv and digamma are computed in double for every
- * float dtype, so their f32 results are correctly rounded up to an ulp. */
+ * float dtype, so their f32 results are correctly rounded up to an ulp.
+ *
+ * polygamma (m = i0 >= 1) is an extra row, floats only, for digamma's
+ * derivative. Transformation rules are in unary_rules.c; sign, floor, ceil,
+ * round, is_finite, not, population_count and stop_gradient have zero
+ * derivative (jx_jvp_zero), and every row batches elementwise. */
 #include "../base/error.h"
 #include "elementwise.h"
 #include "prims.h"
@@ -140,8 +145,8 @@ double jx_polygamma_d(int m, double x) {
   if (x < -1e7) return NAN; /* the recurrence would take too long; no use case */
   double s = m + 1, z = 0;
   for (; x < 20 + m; x += 1) z += pow(x, -s);
-  static const double b2j[] = {1.0 / 6,        -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66,
-                               -691.0 / 2730.0, 7.0 / 6,   -3617.0 / 510};
+  static const double b2j[] = {1.0 / 6,  -1.0 / 30,       1.0 / 42, -1.0 / 30,
+                               5.0 / 66, -691.0 / 2730.0, 7.0 / 6,  -3617.0 / 510};
   double tail = pow(x, 1 - s) / (s - 1) + 0.5 * pow(x, -s);
   double poch = s, fac2j = 2, xp = pow(x, -s - 1); /* s(s+1)..(s+2j-2), (2j)!, x^(-s-2j+1) */
   for (int j = 1; j <= 8; j++) {
@@ -333,7 +338,7 @@ static jx_status infer_unary(const char *name, jx_accept acc, const jx_aval *in,
 }
 
 /* Every row batches with the generic elementwise rule. */
-#define UNARY_ROW(NAME, OP, ACCEPT, JVP, TRANSPOSE)                                                                \
+#define UNARY_ROW(NAME, OP, ACCEPT, JVP, TRANSPOSE)                                                \
   static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
                                 jx_aval *out) {                                                    \
     (void)p;                                                                                       \
@@ -476,8 +481,7 @@ static jx_status infer_polygamma(const jx_params *p, int nin, const jx_aval *in,
   (void)nout;
   if (p->i[0] < 1 || p->i[0] > 100)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                        "polygamma: the order m must be in [1, 100], got %lld",
-                        (long long)p->i[0]);
+                        "polygamma: the order m must be in [1, 100], got %lld", (long long)p->i[0]);
   return infer_unary("polygamma", JX_ACCEPT_FLOAT, in, out);
 }
 static void eval_polygamma(const jx_params *p, int nin, const jx_tensor *in, int nout,

@@ -5,10 +5,10 @@
  * only meets mul, div, neg and select_n, which all have transpose rules. The
  * forms JAX picks for its default accuracy are kept: tanh' = (1 + y)(1 - y),
  * logistic' = y(1 - y), expm1' = y + 1. */
+#include "unary_rules.h"
 #include "../base/error.h"
 #include "prims.h"
 #include "rules.h"
-#include "unary_rules.h"
 
 static jx_array *u1(const jx_prim *p, jx_array *a) { return jx_bind1(p, 1, &a, NULL); }
 static jx_array *u2(const jx_prim *p, jx_array *a, jx_array *b) {
@@ -112,9 +112,8 @@ jx_status jx_jvp_integer_pow(const jx_params *p, int nin, jx_array *const *x, jx
 }
 
 /* abs: select(x >= 0, t, -t), as JAX for reals (so +t at 0) */
-jx_status jx_jvp_abs(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                     int nout, jx_array **y, jx_array **ty, int nsub,
-                     struct jx_program *const *s) {
+jx_status jx_jvp_abs(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
+                     jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
   (void)p;
   (void)nin;
   (void)nout;
@@ -124,16 +123,15 @@ jx_status jx_jvp_abs(const jx_params *p, int nin, jx_array *const *x, jx_array *
   ty[0] = NULL;
   if (t[0]) {
     jx_array *nonneg = u2(&jx_prim_ge, x[0], jx_rule_zeros_like(x[0]));
-    ty[0] = jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){nonneg, u1(&jx_prim_neg, t[0]), t[0]},
-                     NULL);
+    ty[0] =
+        jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){nonneg, u1(&jx_prim_neg, t[0]), t[0]}, NULL);
   }
   return jx_last_status();
 }
 
 /* neg is linear: its own JVP and transpose */
-jx_status jx_jvp_neg(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                     int nout, jx_array **y, jx_array **ty, int nsub,
-                     struct jx_program *const *s) {
+jx_status jx_jvp_neg(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
+                     jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
   (void)p;
   (void)nin;
   (void)nout;

@@ -9,9 +9,11 @@
  * window does not fit. Sums take numbers, max/min every dtype; integers
  * wrap; floats accumulate in f64 (windows are short) and round once; float
  * max/min propagate NaN. Padding must be >= 0 (lax also allows cropping with
- * negative padding; jx does not yet). */
+ * negative padding; jx does not yet). Transformation rules: window_rules.c. */
 #include "../base/error.h"
 #include "prims.h"
+#include "reduce_rules.h"
+#include "structural_rules.h"
 
 typedef enum { W_SUM, W_MAX, W_MIN } wop;
 
@@ -125,7 +127,7 @@ static void eval_window(wop op, const jx_params *p, const jx_tensor *in, jx_tens
   }
 }
 
-#define WINDOW_ROW(NAME, OP)                                                                       \
+#define WINDOW_ROW(NAME, OP, JVP, T)                                                               \
   static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
                                 jx_aval *out) {                                                    \
     (void)nin;                                                                                     \
@@ -145,11 +147,14 @@ static void eval_window(wop op, const jx_params *p, const jx_tensor *in, jx_tens
       .params = "window_dimensions=l0 window_strides=l1 padding_lo=l2 padding_hi=l3 "              \
                 "base_dilation=l4 window_dilation=l5",                                             \
       .infer = infer_##NAME,                                                                       \
-      .eval = eval_##NAME};
+      .eval = eval_##NAME,                                                                         \
+      .jvp = JVP,                                                                                  \
+      .transpose = T,                                                                              \
+      .batch = jx_batch_reduce_window};
 
-WINDOW_ROW(reduce_window_sum, W_SUM)
-WINDOW_ROW(reduce_window_max, W_MAX)
-WINDOW_ROW(reduce_window_min, W_MIN)
+WINDOW_ROW(reduce_window_sum, W_SUM, jx_jvp_linear_first, jx_transpose_reduce_window_sum)
+WINDOW_ROW(reduce_window_max, W_MAX, jx_jvp_reduce_window_chooser, NULL)
+WINDOW_ROW(reduce_window_min, W_MIN, jx_jvp_reduce_window_chooser, NULL)
 
 const jx_prim *const jx_prims_window[] = {&jx_prim_reduce_window_sum, &jx_prim_reduce_window_max,
                                           &jx_prim_reduce_window_min, NULL};

@@ -472,7 +472,6 @@ const jx_prim jx_prim_scan = {.name = "scan",
                               .batch = batch_scan,
                               .partial_eval = pe_scan};
 
-const jx_prim *const jx_prims_control[] = {&jx_prim_cond, &jx_prim_while, &jx_prim_scan, NULL};
 
 /* ---- the public functions ---- */
 jx_status jx_scan(jx_fn *body, int ncarry, jx_array *const *init, int nxs, jx_array *const *xs,

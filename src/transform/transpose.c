@@ -50,6 +50,19 @@ static jx_status transpose_eqn(const jx_program *lin, const jx_eqn *e, jx_array 
   return st;
 }
 
+static jx_status eval_known(const jx_eqn *e, jx_array **val) {
+  jx_eqn_io io;
+  jx_status st = jx_eqn_io_open(&io, e);
+  if (st) return st;
+  for (int i = 0; i < e->nin; i++) io.in[i] = val[e->in[i]];
+  const char *old = jx_trace_set_default_loc(e->loc);
+  st = jx_bind_sub(e->prim, e->nin, io.in, &e->params, e->nsub, e->sub, io.out);
+  jx_trace_set_default_loc(old);
+  for (int o = 0; o < e->nout && !st; o++) val[e->out[o]] = io.out[o];
+  jx_eqn_io_close(&io);
+  return st;
+}
+
 jx_program *jx_transpose_program(const jx_program *lin, int nres) {
   uint8_t *mask = calloc((size_t)lin->nin + 1, 1);
   if (!mask) {
@@ -84,7 +97,19 @@ jx_program *jx_transpose_program_mask(const jx_program *lin, const uint8_t *line
     int v = lin->out[o];
     if (!val[v]) ct[v] = jx_rule_add(ct[v], c); /* a known output has no linear part */
   }
-  for (int k = lin->neqns - 1; k >= 0 && !st; k--) st = transpose_eqn(lin, &lin->eqns[k], val, ct);
+  /* equations on known values alone (recomputation inside rematerialized
+   * regions) run forward first; the linear ones are transposed backward */
+  for (int k = 0; k < lin->neqns && !st; k++) {
+    const jx_eqn *e = &lin->eqns[k];
+    int known = 1;
+    for (int i = 0; i < e->nin && known; i++) known = val[e->in[i]] != NULL;
+    if (known) st = eval_known(e, val);
+  }
+  for (int k = lin->neqns - 1; k >= 0 && !st; k--) {
+    const jx_eqn *e = &lin->eqns[k];
+    if (e->nout > 0 && val[e->out[0]]) continue; /* computed forward */
+    st = transpose_eqn(lin, e, val, ct);
+  }
   for (int i = 0, k = 0; i < lin->nin && !st; i++) {
     if (!linear[i]) continue;
     int v = lin->in[i];

@@ -56,28 +56,25 @@ static jx_status binary(const conf_case *c, bin_fn f, int nin, jx_array *const *
     return binary(c, jx_##NAME, nin, in, nout, out);                                               \
   }
 
-UN(neg)
-UN(abs) UN(sign) UN(floor) UN(ceil) UN(round) UN(round_away) UN(exp) UN(exp2) UN(expm1) UN(log)
-    UN(log1p) UN(sqrt) UN(rsqrt) UN(cbrt) UN(square) UN(reciprocal) UN(tanh) UN(logistic) UN(sin)
-        UN(cos) UN(tan) UN(asin) UN(acos) UN(atan) UN(sinh) UN(cosh) UN(asinh) UN(acosh) UN(atanh)
-            UN(erf) UN(erf_inv) UN(lgamma) UN(digamma) UN(isfinite) UN(logical_not) UN(bitwise_not)
-                UN(population_count) UN(relu) UN(gelu) UN(gelu_exact) UN(silu) UN(softplus)
-                    UN(stop_gradient)
-
-                        BIN(add) BIN(sub) BIN(mul) BIN(div) BIN(floor_divide) BIN(rem) BIN(pow)
-                            BIN(maximum) BIN(minimum) BIN(atan2) BIN(nextafter) BIN(eq) BIN(ne)
-                                BIN(lt) BIN(le) BIN(gt) BIN(ge) BIN(logical_and) BIN(logical_or)
-                                    BIN(logical_xor) BIN(bitwise_and) BIN(bitwise_or)
-                                        BIN(bitwise_xor) BIN(shift_left) BIN(shift_right_arithmetic)
-                                            BIN(shift_right_logical)
-
+/* clang-format off */
+UN(neg) UN(abs) UN(sign) UN(floor) UN(ceil) UN(round) UN(round_away) UN(exp) UN(exp2) UN(expm1)
+UN(log) UN(log1p) UN(sqrt) UN(rsqrt) UN(cbrt) UN(square) UN(reciprocal) UN(tanh) UN(logistic)
+UN(sin) UN(cos) UN(tan) UN(asin) UN(acos) UN(atan) UN(sinh) UN(cosh) UN(asinh) UN(acosh)
+UN(atanh) UN(erf) UN(erf_inv) UN(lgamma) UN(digamma) UN(isfinite) UN(logical_not)
+UN(bitwise_not) UN(population_count) UN(relu) UN(gelu) UN(gelu_exact) UN(silu) UN(softplus)
+UN(stop_gradient)
+BIN(add) BIN(sub) BIN(mul) BIN(div) BIN(floor_divide) BIN(rem) BIN(pow) BIN(maximum)
+BIN(minimum) BIN(atan2) BIN(nextafter) BIN(eq) BIN(ne) BIN(lt) BIN(le) BIN(gt) BIN(ge)
+BIN(logical_and) BIN(logical_or) BIN(logical_xor) BIN(bitwise_and) BIN(bitwise_or)
+BIN(bitwise_xor) BIN(shift_left) BIN(shift_right_arithmetic) BIN(shift_right_logical)
     /* integer_pow n=<exponent> */
-    static jx_status
-    a_integer_pow(const conf_case *c, int nin, jx_array *const *in, int *nout, jx_array **out) {
+static jx_status a_integer_pow(const conf_case *c, int nin, jx_array *const *in, int *nout,
+                               jx_array **out) {
   jx_array *x[CONF_MAX_IO];
   weaken(c, nin, in, x);
   return finish(c, jx_integer_pow(x[0], (int)conf_int(c, "n", 1)), nout, out);
 }
+/* clang-format on */
 
 /* where: cond, a, b */
 static jx_array *where3(jx_array **x) { return jx_where(x[0], x[1], x[2]); }
@@ -124,16 +121,17 @@ static jx_status a_bitcast_convert_type(const conf_case *c, int nin, jx_array *c
 }
 
 #define E(NAME) {#NAME, a_##NAME},
+/* clang-format off */
 const conf_op conf_ops_elementwise[] = {
-    E(neg) E(abs) E(sign) E(floor) E(ceil) E(round) E(round_away) E(exp) E(exp2) E(expm1) E(log)
-        E(log1p) E(sqrt) E(rsqrt) E(cbrt) E(square) E(reciprocal) E(tanh) E(logistic) E(sin) E(cos)
-            E(tan) E(asin) E(acos) E(atan) E(sinh) E(cosh) E(asinh) E(acosh) E(atanh) E(erf)
-                E(erf_inv) E(lgamma) E(digamma) E(isfinite) E(logical_not) E(bitwise_not)
-                    E(population_count) E(relu) E(gelu) E(gelu_exact) E(silu) E(softplus)
-                        E(stop_gradient) E(add) E(sub) E(mul) E(div) E(floor_divide) E(rem) E(pow)
-                            E(maximum) E(minimum) E(atan2) E(nextafter) E(eq) E(ne) E(lt) E(le)
-                                E(gt) E(ge) E(logical_and) E(logical_or) E(logical_xor)
-                                    E(bitwise_and) E(bitwise_or) E(bitwise_xor) E(shift_left)
-                                        E(shift_right_arithmetic) E(shift_right_logical)
-                                            E(integer_pow) E(where) E(clamp) E(select_n) E(clip)
-                                                E(astype) E(bitcast_convert_type){NULL, NULL}};
+    E(neg) E(abs) E(sign) E(floor) E(ceil) E(round) E(round_away) E(exp) E(exp2) E(expm1)
+    E(log) E(log1p) E(sqrt) E(rsqrt) E(cbrt) E(square) E(reciprocal) E(tanh) E(logistic)
+    E(sin) E(cos) E(tan) E(asin) E(acos) E(atan) E(sinh) E(cosh) E(asinh) E(acosh) E(atanh)
+    E(erf) E(erf_inv) E(lgamma) E(digamma) E(isfinite) E(logical_not) E(bitwise_not)
+    E(population_count) E(relu) E(gelu) E(gelu_exact) E(silu) E(softplus) E(stop_gradient)
+    E(add) E(sub) E(mul) E(div) E(floor_divide) E(rem) E(pow) E(maximum) E(minimum) E(atan2)
+    E(nextafter) E(eq) E(ne) E(lt) E(le) E(gt) E(ge) E(logical_and) E(logical_or)
+    E(logical_xor) E(bitwise_and) E(bitwise_or) E(bitwise_xor) E(shift_left)
+    E(shift_right_arithmetic) E(shift_right_logical) E(integer_pow) E(where) E(clamp)
+    E(select_n) E(clip) E(astype) E(bitcast_convert_type)
+    {NULL, NULL}};
+/* clang-format on */

@@ -1,10 +1,12 @@
 /* Rejections of the elementwise ops: each names the public op, the offending
  * operand and the bad value, and returns a poisoned array. */
-#include <cmocka.h>
-#include <jx/jx.h>
+/* cmocka needs these first, in this order */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+
+#include <cmocka.h>
+#include <jx/jx.h>
 #include <string.h>
 
 static int setup(void **state) {
