@@ -206,7 +206,7 @@ static jx_array *concat_checked(const char *op, int n, jx_array *const *xs, int 
   }
   int weak;
   jx_dtype dt = promote_all(n, xs, &weak);
-  jx_array *small[16], **conv = n <= 16 ? small : malloc(sizeof *conv * (size_t)n);
+  jx_array *small[16] = {0}, **conv = n <= 16 ? small : malloc(sizeof *conv * (size_t)n);
   if (!conv) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
     return jx_poison();
@@ -255,7 +255,7 @@ jx_array *jx_stack(int n, jx_array *const *xs, int axis) {
   }
   int ax = jx_normalize_axis(axis, xs[0]->shape.rank + 1, op);
   if (ax < 0) return jx_poison();
-  jx_array *small[16], **ex = n <= 16 ? small : malloc(sizeof *ex * (size_t)n);
+  jx_array *small[16] = {0}, **ex = n <= 16 ? small : malloc(sizeof *ex * (size_t)n);
   if (!ex) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
     return jx_poison();

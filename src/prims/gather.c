@@ -16,7 +16,7 @@
  * scalar (an implicit trailing dim of size 1).
  * Deliberate difference: JAX/XLA on CPU truncate unsigned 64-bit indices of
  * 2**32 and more to 32 bits (2**32 + 1 reads element 1); here they are
- * simply out of range. */
+ * simply out of range. Transformation rules are in gather_rules.c. */
 #include <string.h>
 
 #include "../base/error.h"

@@ -28,8 +28,8 @@
 #include "structural_rules.h"
 
 #define UNUSED_JVP (void)nin, (void)nout, (void)nsub, (void)s
-#define UNUSED_T (void)nin, (void)nout, (void)nsub, (void)s
-#define UNUSED_B (void)nin, (void)nout, (void)nsub, (void)s
+#define UNUSED_T   (void)nin, (void)nout, (void)nsub, (void)s
+#define UNUSED_B   (void)nin, (void)nout, (void)nsub, (void)s
 
 /* ---- shared helpers ---- */
 jx_dtype jx_sr_index_dtype(jx_dtype dt, int64_t n) {
@@ -316,14 +316,13 @@ JX_SR_TRANSPOSE(jx_transpose_scatter_add) {
  * nonzero updates there and Z the count of zero ones: P / u_j when u_j != 0
  * and Z == 0, P when u_j == 0 and Z == 1, else 0. Updates the scatter drops
  * get 0. */
-static jx_array *exclusive_products(const jx_params *p, jx_array *op, jx_array *idx,
-                                    jx_array *u) {
+static jx_array *exclusive_products(const jx_params *p, jx_array *op, jx_array *idx, jx_array *u) {
   jx_array *zero_u = jx_rule_zeros_like(u), *one_u = jx_rule_full_like(u, 1);
   jx_array *is_zero = b2(&jx_prim_eq, u, zero_u);
   jx_array *u_nz = sel(is_zero, u, one_u);
   jx_array *prod = scat(&jx_prim_scatter_mul, jx_rule_full_like(op, 1), idx, u_nz, p);
-  jx_array *zc = scat(&jx_prim_scatter_add, jx_rule_zeros_like(op), idx,
-                      sel(is_zero, zero_u, one_u), p);
+  jx_array *zc =
+      scat(&jx_prim_scatter_add, jx_rule_zeros_like(op), idx, sel(is_zero, zero_u, one_u), p);
   jx_array *P = inverse_gather0(p, prod, idx, u->shape);
   jx_array *Z = inverse_gather0(p, zc, idx, u->shape);
   jx_array *if_nz = sel(b2(&jx_prim_eq, Z, zero_u), zero_u, b2(&jx_prim_div, P, u_nz));
@@ -378,9 +377,9 @@ JX_SR_JVP(jx_jvp_scatter_extremum) {
   jx_array *upd_coef = sel(success, zero_u, upd_norm);
   jx_array *op_norm = sel(retained, zero_u, inv_plus);
   jx_array *op_coef = b2(&jx_prim_div, b2(&jx_prim_sub, op_norm, one_u), num_refs);
-  jx_array *tu = jx_rule_add(t[0] ? b2(&jx_prim_mul, inverse_gather(p, g_op, idx, us), op_coef)
-                                  : NULL,
-                             t[2] ? b2(&jx_prim_mul, t[2], upd_coef) : NULL);
+  jx_array *tu =
+      jx_rule_add(t[0] ? b2(&jx_prim_mul, inverse_gather(p, g_op, idx, us), op_coef) : NULL,
+                  t[2] ? b2(&jx_prim_mul, t[2], upd_coef) : NULL);
   ty[0] = scat(&jx_prim_scatter_add, g_op, idx, tu, p);
   return jx_last_status();
 }

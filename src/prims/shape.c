@@ -1,7 +1,8 @@
 /* Shape primitives: broadcast_in_dim, reshape, squeeze, expand_dims,
  * transpose, rev, iota. All but iota only move elements, so their kernels
  * copy whole elements by size and handle every dtype alike; they keep the
- * operand's dtype and weak type, as JAX does. */
+ * operand's dtype and weak type, as JAX does. Their JVP, transpose and
+ * batching rules are in shape_rules.c. */
 #include <string.h>
 
 #include "../base/error.h"

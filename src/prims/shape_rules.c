@@ -10,8 +10,8 @@
 #include "structural_rules.h"
 
 #define UNUSED_JVP (void)nin, (void)nout, (void)nsub, (void)s
-#define UNUSED_T (void)nin, (void)in, (void)linear, (void)nout, (void)nsub, (void)s
-#define UNUSED_B (void)nin, (void)nout, (void)nsub, (void)s
+#define UNUSED_T   (void)nin, (void)in, (void)linear, (void)nout, (void)nsub, (void)s
+#define UNUSED_B   (void)nin, (void)nout, (void)nsub, (void)s
 
 static jx_array *bind_list(const jx_prim *prim, jx_array *x, const jx_ilist *l) {
   jx_params q = JX_PARAMS_INIT;
@@ -118,7 +118,8 @@ JX_SR_BATCH(jx_batch_broadcast_in_dim) {
   q.l[1].n = p->l[1].n + 1;
   for (int i = 0; i < p->l[1].n; i++) q.l[1].v[i + 1] = p->l[1].v[i] + 1;
   if (q.l[0].n > JX_MAX_RANK)
-    return jx_error_set(JX_ERR_UNIMPLEMENTED, "vmap of broadcast_in_dim: rank over %d", JX_MAX_RANK);
+    return jx_error_set(JX_ERR_UNIMPLEMENTED, "vmap of broadcast_in_dim: rank over %d",
+                        JX_MAX_RANK);
   out[0] = jx_bind1(&jx_prim_broadcast_in_dim, 1, &x, &q);
   out_bdim[0] = 0;
   return jx_last_status();

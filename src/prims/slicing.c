@@ -2,7 +2,8 @@
  * dynamic_update_slice (lax semantics). Kernels move whole elements by size,
  * so every dtype is handled alike; results keep the operand's weak type.
  * Dynamic starts are clamped into [0, dim - size] as XLA does, so a start out
- * of range never reads or writes out of bounds. */
+ * of range never reads or writes out of bounds. Transformation rules are in
+ * slicing_rules.c. */
 #include <string.h>
 
 #include "../base/error.h"

@@ -14,12 +14,10 @@
 #include "structural_rules.h"
 
 #define UNUSED_JVP (void)nin, (void)nout, (void)nsub, (void)s
-#define UNUSED_T (void)nout, (void)nsub, (void)s
-#define UNUSED_B (void)nout, (void)nsub, (void)s
+#define UNUSED_T   (void)nout, (void)nsub, (void)s
+#define UNUSED_B   (void)nout, (void)nsub, (void)s
 
-static jx_array *scalar_zero(jx_dtype dt) {
-  return jx_rule_zeros((jx_aval){dt, 0, {0, {0}}});
-}
+static jx_array *scalar_zero(jx_dtype dt) { return jx_rule_zeros((jx_aval){dt, 0, {0, {0}}}); }
 
 /* Sum of all elements (a scalar). */
 static jx_array *total(jx_array *x) {
@@ -58,8 +56,8 @@ JX_SR_TRANSPOSE(jx_transpose_pad) {
     q.l[0].v[d] = -p->l[0].v[d];
     q.l[1].v[d] = -p->l[1].v[d];
   }
-  jx_array *unpadded = jx_bind1(&jx_prim_pad, 2,
-                                (jx_array *[]){ct[0], scalar_zero(ct[0]->dtype)}, &q);
+  jx_array *unpadded =
+      jx_bind1(&jx_prim_pad, 2, (jx_array *[]){ct[0], scalar_zero(ct[0]->dtype)}, &q);
   jx_params sl = JX_PARAMS_INIT;
   sl.l[0].n = sl.l[1].n = sl.l[2].n = r;
   for (int d = 0; d < r && !unpadded->poisoned; d++) {
@@ -302,7 +300,8 @@ JX_SR_TRANSPOSE(jx_transpose_dynamic_update_slice) {
   for (int i = 0; i < nin; i++) ct_in[i] = NULL;
   if (!ct[0]) return JX_OK;
   jx_array **a = malloc(sizeof *a * (size_t)nin);
-  if (!a) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "dynamic_update_slice transpose: out of memory");
+  if (!a)
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "dynamic_update_slice transpose: out of memory");
   if (linear[0]) {
     a[0] = ct[0];
     a[1] = jx_rule_zeros((jx_aval){avals[1].dtype, 0, avals[1].shape});

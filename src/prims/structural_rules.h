@@ -6,17 +6,16 @@
 
 #include "prim.h"
 
-#define JX_SR_JVP(name)                                                                    \
-  jx_status name(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,      \
-                 int nout, jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s)
-#define JX_SR_TRANSPOSE(name)                                                              \
-  jx_status name(const jx_params *p, int nin, jx_array *const *in, const jx_aval *avals,   \
-                 const uint8_t *linear, int nout, jx_array *const *ct, jx_array **ct_in,   \
-                 int nsub, struct jx_program *const *s)
-#define JX_SR_BATCH(name)                                                                  \
-  jx_status name(const jx_params *p, int nin, jx_array *const *in, const int *bdim,        \
-                 int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,             \
+#define JX_SR_JVP(name)                                                                            \
+  jx_status name(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,    \
+                 jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s)
+#define JX_SR_TRANSPOSE(name)                                                                      \
+  jx_status name(const jx_params *p, int nin, jx_array *const *in, const jx_aval *avals,           \
+                 const uint8_t *linear, int nout, jx_array *const *ct, jx_array **ct_in, int nsub, \
                  struct jx_program *const *s)
+#define JX_SR_BATCH(name)                                                                          \
+  jx_status name(const jx_params *p, int nin, jx_array *const *in, const int *bdim, int64_t n,     \
+                 int nout, jx_array **out, int *out_bdim, int nsub, struct jx_program *const *s)
 
 /* JVP of a primitive linear in its first operand whose other operands are
  * integer indices: the primitive applied to the tangent (shared by the shape

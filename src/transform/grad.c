@@ -79,7 +79,7 @@ static jx_program *reverse_program(jx_fn *f, const jx_aval *in, const grad_data 
   jx_array **fo = calloc((size_t)nfwd + 1, sizeof *fo);
   jx_array **tin = calloc((size_t)(lz.nres + nct) + 1, sizeof *tin);
   jx_array **tout = calloc((size_t)ntin + 1, sizeof *tout);
-  jx_array **outs = calloc((size_t)(p->nout + ntin) + 1, sizeof *outs);
+  jx_array **outs = calloc((size_t)(p->nout + n + ntin) + 1, sizeof *outs); /* vjp: outs + every input */
   if (!x || !fo || !tin || !tout || !outs) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "grad: out of memory");
   for (int i = 0; i < nin_all && !st; i++) x[i] = jx_trace_input(tr, in[i]);
   if (!st) st = jx_program_eval(lz.fwd, x, fo);

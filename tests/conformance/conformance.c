@@ -9,7 +9,8 @@
 
 static const conf_op *const tables[] = {conf_ops_elementwise, conf_ops_shape,
                                         conf_ops_indexing,   conf_ops_reduce,
-                                        conf_ops_contract,   conf_ops_random};
+                                        conf_ops_contract,   conf_ops_random,
+                                        conf_ops_composites};
 
 static const char *find_kv(const conf_case *c, const char *key) {
   for (int i = 0; i < c->nkv; i++)

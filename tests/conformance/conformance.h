@@ -42,7 +42,7 @@ typedef struct {
 
 /* One table per family, each ending with {NULL, NULL}; conformance.c joins them. */
 extern const conf_op conf_ops_elementwise[], conf_ops_shape[], conf_ops_indexing[],
-    conf_ops_reduce[], conf_ops_contract[], conf_ops_random[];
+    conf_ops_reduce[], conf_ops_contract[], conf_ops_random[], conf_ops_composites[];
 
 /* How a case is run: eagerly against the goldens, and optionally also under
  * jit (same goldens), vmap (against a loop over the batch) or grad (numerical

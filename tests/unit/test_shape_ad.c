@@ -93,8 +93,8 @@ typedef struct {
 static void scatter_loss(void *ctx, jx_array *const *in, jx_array **out) {
   scatter_ctx *c = ctx;
   const jx_scatter_dims kScalarScatter = {JX_AXES(), JX_AXES(0), JX_AXES(0), 1};
-  out[0] = weighted(c->w, jx_scatter(in[0], c->idx, in[1], &kScalarScatter, c->op,
-                                     JX_SCATTER_DROP));
+  out[0] =
+      weighted(c->w, jx_scatter(in[0], c->idx, in[1], &kScalarScatter, c->op, JX_SCATTER_DROP));
 }
 
 static void grad2(scatter_ctx *c, jx_array *x, jx_array *u, jx_array **g) {
