@@ -23,28 +23,39 @@
 extern "C" {
 #endif
 
-typedef enum {                  /* append-only */
-  JX_BOOL, JX_I8, JX_I16, JX_I32, JX_I64, JX_U8, JX_U16, JX_U32, JX_U64,
-  JX_F16, JX_BF16, JX_F32, JX_F64
+typedef enum { /* append-only */
+               JX_BOOL,
+               JX_I8,
+               JX_I16,
+               JX_I32,
+               JX_I64,
+               JX_U8,
+               JX_U16,
+               JX_U32,
+               JX_U64,
+               JX_F16,
+               JX_BF16,
+               JX_F32,
+               JX_F64
 } jx_dtype;
 #define JX_NUM_DTYPES 13
 
-const char *jx_dtype_name(jx_dtype dt);        /* "f32", "bf16", ...; "?" if invalid */
-size_t      jx_dtype_size(jx_dtype dt);        /* bytes per element; 0 if invalid */
-jx_dtype    jx_promote_types(jx_dtype a, jx_dtype b); /* both strongly typed */
+const char *jx_dtype_name(jx_dtype dt);            /* "f32", "bf16", ...; "?" if invalid */
+size_t jx_dtype_size(jx_dtype dt);                 /* bytes per element; 0 if invalid */
+jx_dtype jx_promote_types(jx_dtype a, jx_dtype b); /* both strongly typed */
 
 /* 16-bit float conversions, round to nearest even; NaN and inf are kept and
  * overflow goes to inf. */
 uint16_t jx_f32_to_bf16(float x);
-float    jx_bf16_to_f32(uint16_t x);
+float jx_bf16_to_f32(uint16_t x);
 uint16_t jx_f32_to_f16(float x);
-float    jx_f16_to_f32(uint16_t x);
-uint16_t jx_f64_to_f16(double x);              /* rounds once, not via f32 */
+float jx_f16_to_f32(uint16_t x);
+uint16_t jx_f64_to_f16(double x); /* rounds once, not via f32 */
 uint16_t jx_f64_to_bf16(double x);
 
 /* ---- creation: results belong to the innermost scope ---- */
 jx_array *jx_array_from(jx_dtype dt, jx_shape s, const void *host_data); /* copies */
-jx_array *jx_scalar(jx_dtype dt, double v);    /* weakly typed, see above */
+jx_array *jx_scalar(jx_dtype dt, double v); /* weakly typed, see above */
 jx_array *jx_zeros(jx_dtype dt, jx_shape s);
 jx_array *jx_ones(jx_dtype dt, jx_shape s);
 jx_array *jx_full(jx_dtype dt, jx_shape s, double v);
@@ -52,23 +63,23 @@ jx_array *jx_arange(jx_dtype dt, double start, double stop, double step);
 jx_array *jx_eye(jx_dtype dt, int64_t n);
 
 /* ---- inspection ---- */
-jx_dtype  jx_dtype_of(const jx_array *a);
-jx_shape  jx_shape_of(const jx_array *a);      /* a poisoned array has rank 0 */
-int       jx_ndim(const jx_array *a);
-int64_t   jx_size(const jx_array *a);          /* element count */
-int       jx_is_weak(const jx_array *a);       /* 1 for a weakly typed value */
-int       jx_is_poisoned(const jx_array *a);   /* 1 if an earlier error produced it */
+jx_dtype jx_dtype_of(const jx_array *a);
+jx_shape jx_shape_of(const jx_array *a); /* a poisoned array has rank 0 */
+int jx_ndim(const jx_array *a);
+int64_t jx_size(const jx_array *a);    /* element count */
+int jx_is_weak(const jx_array *a);     /* 1 for a weakly typed value */
+int jx_is_poisoned(const jx_array *a); /* 1 if an earlier error produced it */
 jx_status jx_read(const jx_array *a, void *dst, size_t bytes); /* waits; bytes must
                                                   equal size * dtype size */
-double    jx_item(const jx_array *a);          /* a one-element array to double; NaN on error */
+double jx_item(const jx_array *a); /* a one-element array to double; NaN on error */
 jx_status jx_block_until_ready(const jx_array *a);
-void      jx_print(const jx_array *a, FILE *f); /* NumPy-like text */
-char     *jx_format(const jx_array *a);        /* the same text; caller frees */
+void jx_print(const jx_array *a, FILE *f); /* NumPy-like text */
+char *jx_format(const jx_array *a);        /* the same text; caller frees */
 
 /* ---- .npy files (NumPy format 1.0-3.0; C or Fortran order; either byte order) ---- */
 jx_status jx_save_npy(const char *path, const jx_array *a);
-jx_array *jx_load_npy(const char *path);       /* poisoned with an error naming the file
-                                                  when it is missing, corrupt or truncated */
+jx_array *jx_load_npy(const char *path); /* poisoned with an error naming the file
+                                            when it is missing, corrupt or truncated */
 
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_array_from(...) JX_LOCATED(jx_array_from, __VA_ARGS__)

@@ -22,19 +22,19 @@ extern "C" {
 #define JX_MAX_RANK 8
 
 typedef int jx_status;
-enum {                          /* append-only */
-  JX_OK = 0,
-  JX_ERR_INVALID_ARGUMENT = 1,  /* a bad value: NULL, an axis out of range, ... */
-  JX_ERR_SHAPE = 2,             /* shapes that do not fit the op */
-  JX_ERR_DTYPE = 3,             /* a dtype the op does not accept */
-  JX_ERR_OUT_OF_MEMORY = 4,
-  JX_ERR_IO = 5,                /* a file could not be read or written */
-  JX_ERR_CORRUPT = 6,           /* a file or buffer is malformed or truncated */
-  JX_ERR_UNIMPLEMENTED = 7,
-  JX_ERR_INTERNAL = 8,          /* a broken invariant of jx itself */
-  JX_ERR_TRACE = 9,             /* a tracer used where a concrete value is needed */
-  JX_ERR_TIMEOUT = 10,          /* a deadline passed */
-  JX_ERR_POISONED = 11          /* an input carried an earlier error */
+enum { /* append-only */
+       JX_OK = 0,
+       JX_ERR_INVALID_ARGUMENT = 1, /* a bad value: NULL, an axis out of range, ... */
+       JX_ERR_SHAPE = 2,            /* shapes that do not fit the op */
+       JX_ERR_DTYPE = 3,            /* a dtype the op does not accept */
+       JX_ERR_OUT_OF_MEMORY = 4,
+       JX_ERR_IO = 5,      /* a file could not be read or written */
+       JX_ERR_CORRUPT = 6, /* a file or buffer is malformed or truncated */
+       JX_ERR_UNIMPLEMENTED = 7,
+       JX_ERR_INTERNAL = 8, /* a broken invariant of jx itself */
+       JX_ERR_TRACE = 9,    /* a tracer used where a concrete value is needed */
+       JX_ERR_TIMEOUT = 10, /* a deadline passed */
+       JX_ERR_POISONED = 11 /* an input carried an earlier error */
 };
 
 typedef struct jx_array jx_array;
@@ -43,38 +43,50 @@ typedef struct jx_array jx_array;
  * JX_SHAPE() is a scalar's shape; JX_AXES() means "none" or "all", as each op
  * documents. A list longer than JX_MAX_RANK gets rank/n = -1, which every op
  * rejects with an error. */
-typedef struct { int rank; int64_t dims[JX_MAX_RANK]; } jx_shape;
-typedef struct { int n;    int     v[JX_MAX_RANK];    } jx_axes;
+typedef struct {
+  int rank;
+  int64_t dims[JX_MAX_RANK];
+} jx_shape;
+typedef struct {
+  int n;
+  int v[JX_MAX_RANK];
+} jx_axes;
 
 /* in_axes/out_axes entry meaning "not mapped" (JAX's None) */
 #define JX_NONE (-0x7fff)
 
 static inline jx_shape jx_shape_make(int rank, const int64_t *dims) {
   jx_shape s = {0, {0}};
-  if (rank > JX_MAX_RANK) { s.rank = -1; return s; }
+  if (rank > JX_MAX_RANK) {
+    s.rank = -1;
+    return s;
+  }
   s.rank = rank;
   for (int i = 0; i < rank; i++) s.dims[i] = dims[i];
   return s;
 }
 static inline jx_axes jx_axes_make(int n, const int *v) {
   jx_axes a = {0, {0}};
-  if (n > JX_MAX_RANK) { a.n = -1; return a; }
+  if (n > JX_MAX_RANK) {
+    a.n = -1;
+    return a;
+  }
   a.n = n;
   for (int i = 0; i < n; i++) a.v[i] = v[i];
   return a;
 }
 /* The leading 0 makes the empty list legal C; it is skipped. */
-#define JX_SHAPE(...)                                                           \
-  jx_shape_make((int)(sizeof((int64_t[]){0, __VA_ARGS__}) / sizeof(int64_t)) - 1, \
+#define JX_SHAPE(...)                                                                              \
+  jx_shape_make((int)(sizeof((int64_t[]){0, __VA_ARGS__}) / sizeof(int64_t)) - 1,                  \
                 (const int64_t[]){0, __VA_ARGS__} + 1)
-#define JX_AXES(...)                                                            \
-  jx_axes_make((int)(sizeof((int[]){0, __VA_ARGS__}) / sizeof(int)) - 1,        \
+#define JX_AXES(...)                                                                               \
+  jx_axes_make((int)(sizeof((int[]){0, __VA_ARGS__}) / sizeof(int)) - 1,                           \
                (const int[]){0, __VA_ARGS__} + 1)
 
 /* ---- errors ---- */
-const char *jx_last_error(void);   /* "" when none; valid until the next error or clear */
-jx_status   jx_last_status(void);  /* JX_OK when none */
-void        jx_clear_error(void);
+const char *jx_last_error(void); /* "" when none; valid until the next error or clear */
+jx_status jx_last_status(void);  /* JX_OK when none */
+void jx_clear_error(void);
 
 /* Called for every error recorded (after the message is complete). The default
  * handler is NULL: errors are collected and the program goes on.
@@ -88,25 +100,25 @@ void jx_error_abort(jx_status code, const char *message);
  * released when that scope ends. jx_keep takes a reference the caller owns,
  * dropped by jx_release. With no scope open, results belong to the thread's
  * root scope, freed by jx_shutdown. */
-void      jx_scope_begin(void);
-void      jx_scope_end(void);
+void jx_scope_begin(void);
+void jx_scope_end(void);
 jx_array *jx_keep(jx_array *a);
-void      jx_release(jx_array *a);
-void      jx_shutdown(void);   /* frees the calling thread's root scope and the caches */
+void jx_release(jx_array *a);
+void jx_shutdown(void); /* frees the calling thread's root scope and the caches */
 
 /* ---- source locations (used by the macros; not for direct calls) ---- */
 #define JX__STR2(x) #x
-#define JX__STR(x) JX__STR2(x)
-#define JX_HERE __FILE__ ":" JX__STR(__LINE__)
-void      jx_loc_enter_(void);
+#define JX__STR(x)  JX__STR2(x)
+#define JX_HERE     __FILE__ ":" JX__STR(__LINE__)
+void jx_loc_enter_(void);
 jx_array *jx_loc_leave_(const char *where, jx_array *result);
 jx_status jx_loc_leave_status_(const char *where, jx_status result);
-double    jx_loc_leave_double_(const char *where, double result);
+double jx_loc_leave_double_(const char *where, double result);
 #ifndef JX_NO_LOCATION_MACROS
 #define JX_LOCATED(fn, ...) (jx_loc_enter_(), jx_loc_leave_(JX_HERE, (fn)(__VA_ARGS__)))
-#define JX_LOCATED_STATUS(fn, ...) \
+#define JX_LOCATED_STATUS(fn, ...)                                                                 \
   (jx_loc_enter_(), jx_loc_leave_status_(JX_HERE, (fn)(__VA_ARGS__)))
-#define JX_LOCATED_DOUBLE(fn, ...) \
+#define JX_LOCATED_DOUBLE(fn, ...)                                                                 \
   (jx_loc_enter_(), jx_loc_leave_double_(JX_HERE, (fn)(__VA_ARGS__)))
 #endif
 

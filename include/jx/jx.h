@@ -19,11 +19,11 @@
 #ifndef JX_JX_H
 #define JX_JX_H
 
-#include "base.h"
 #include "array.h"
+#include "base.h"
+#include "debug.h"
 #include "ops.h"
 #include "random.h"
 #include "transform.h"
-#include "debug.h"
 
 #endif

@@ -14,34 +14,33 @@
 extern "C" {
 #endif
 
-jx_array *jx_random_key(uint64_t seed);                 /* u32[2] */
-jx_array *jx_random_split(jx_array *key, int64_t n);    /* u32[n,2] */
+jx_array *jx_random_key(uint64_t seed);              /* u32[2] */
+jx_array *jx_random_split(jx_array *key, int64_t n); /* u32[n,2] */
 jx_array *jx_random_fold_in(jx_array *key, uint32_t data);
-jx_array *jx_random_bits(jx_array *key, jx_shape s);    /* u32 */
+jx_array *jx_random_bits(jx_array *key, jx_shape s); /* u32 */
 jx_array *jx_random_uniform(jx_array *key, jx_dtype dt, jx_shape s, double lo, double hi);
 jx_array *jx_random_normal(jx_array *key, jx_dtype dt, jx_shape s);
-jx_array *jx_random_truncated_normal(jx_array *key, jx_dtype dt, jx_shape s, double lo,
-                                     double hi);
-jx_array *jx_random_bernoulli(jx_array *key, double p, jx_shape s);    /* bool */
+jx_array *jx_random_truncated_normal(jx_array *key, jx_dtype dt, jx_shape s, double lo, double hi);
+jx_array *jx_random_bernoulli(jx_array *key, double p, jx_shape s);         /* bool */
 jx_array *jx_random_categorical(jx_array *key, jx_array *logits, int axis); /* i32 */
-jx_array *jx_random_permutation(jx_array *key, int64_t n);             /* i32 */
+jx_array *jx_random_permutation(jx_array *key, int64_t n);                  /* i32 */
 
 /* the hash itself (lax-level): four u32 arrays of one shape -> two */
-jx_status jx_threefry2x32(jx_array *k0, jx_array *k1, jx_array *x0, jx_array *x1,
-                          jx_array **out0, jx_array **out1);
+jx_status jx_threefry2x32(jx_array *k0, jx_array *k1, jx_array *x0, jx_array *x1, jx_array **out0,
+                          jx_array **out1);
 
 #ifndef JX_NO_LOCATION_MACROS
-#define jx_random_key(...) JX_LOCATED(jx_random_key, __VA_ARGS__)
-#define jx_random_split(...) JX_LOCATED(jx_random_split, __VA_ARGS__)
-#define jx_random_fold_in(...) JX_LOCATED(jx_random_fold_in, __VA_ARGS__)
-#define jx_random_bits(...) JX_LOCATED(jx_random_bits, __VA_ARGS__)
-#define jx_random_uniform(...) JX_LOCATED(jx_random_uniform, __VA_ARGS__)
-#define jx_random_normal(...) JX_LOCATED(jx_random_normal, __VA_ARGS__)
+#define jx_random_key(...)              JX_LOCATED(jx_random_key, __VA_ARGS__)
+#define jx_random_split(...)            JX_LOCATED(jx_random_split, __VA_ARGS__)
+#define jx_random_fold_in(...)          JX_LOCATED(jx_random_fold_in, __VA_ARGS__)
+#define jx_random_bits(...)             JX_LOCATED(jx_random_bits, __VA_ARGS__)
+#define jx_random_uniform(...)          JX_LOCATED(jx_random_uniform, __VA_ARGS__)
+#define jx_random_normal(...)           JX_LOCATED(jx_random_normal, __VA_ARGS__)
 #define jx_random_truncated_normal(...) JX_LOCATED(jx_random_truncated_normal, __VA_ARGS__)
-#define jx_random_bernoulli(...) JX_LOCATED(jx_random_bernoulli, __VA_ARGS__)
-#define jx_random_categorical(...) JX_LOCATED(jx_random_categorical, __VA_ARGS__)
-#define jx_random_permutation(...) JX_LOCATED(jx_random_permutation, __VA_ARGS__)
-#define jx_threefry2x32(...) JX_LOCATED_STATUS(jx_threefry2x32, __VA_ARGS__)
+#define jx_random_bernoulli(...)        JX_LOCATED(jx_random_bernoulli, __VA_ARGS__)
+#define jx_random_categorical(...)      JX_LOCATED(jx_random_categorical, __VA_ARGS__)
+#define jx_random_permutation(...)      JX_LOCATED(jx_random_permutation, __VA_ARGS__)
+#define jx_threefry2x32(...)            JX_LOCATED_STATUS(jx_threefry2x32, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

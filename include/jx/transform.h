@@ -28,9 +28,9 @@ typedef struct jx_sharding jx_sharding;
 typedef void (*jx_body)(void *ctx, jx_array *const *in, jx_array **out);
 
 jx_fn *jx_fn_create(const char *name, int nin, int nout, jx_body body, void *ctx);
-void   jx_fn_release(jx_fn *f);
-int    jx_fn_nin(const jx_fn *f);
-int    jx_fn_nout(const jx_fn *f);
+void jx_fn_release(jx_fn *f);
+int jx_fn_nin(const jx_fn *f);
+int jx_fn_nout(const jx_fn *f);
 const char *jx_fn_name(const jx_fn *f);
 
 /* Calls f (also inside other bodies, where it is inlined into the caller's
@@ -39,21 +39,21 @@ const char *jx_fn_name(const jx_fn *f);
 jx_status jx_call(jx_fn *f, jx_array *const *in, jx_array **out);
 
 typedef struct {
-  jx_sharding *const *in_shardings;   /* NULL: inferred / as given */
-  jx_sharding *const *out_shardings;  /* NULL: chosen by propagation */
-  const int *donate;                  /* per input, 1 = may reuse its buffer */
+  jx_sharding *const *in_shardings;  /* NULL: inferred / as given */
+  jx_sharding *const *out_shardings; /* NULL: chosen by propagation */
+  const int *donate;                 /* per input, 1 = may reuse its buffer */
 } jx_jit_options;
 
-jx_fn *jx_jit(jx_fn *f, const jx_jit_options *opts);          /* opts may be NULL */
+jx_fn *jx_jit(jx_fn *f, const jx_jit_options *opts); /* opts may be NULL */
 
 /* ---- automatic differentiation (argnums JX_AXES() means argument 0) ---- */
-jx_fn *jx_grad(jx_fn *f, jx_axes argnums);  /* f's first output: a float scalar; one output
-                                               per argnum: the gradient of that input */
+jx_fn *jx_grad(jx_fn *f, jx_axes argnums); /* f's first output: a float scalar; one output
+                                              per argnum: the gradient of that input */
 jx_fn *jx_value_and_grad(jx_fn *f, jx_axes argnums, int has_aux); /* (value, aux outputs if
                                                has_aux, gradients...) */
-jx_fn *jx_jvp(jx_fn *f);  /* (primals..., tangents...) -> (outs..., tangent outs...) */
-jx_fn *jx_vjp(jx_fn *f);  /* (primals..., cotangents...) -> (outs..., input cotangents...);
-                             integer inputs get zero cotangents, as JAX's float0 */
+jx_fn *jx_jvp(jx_fn *f); /* (primals..., tangents...) -> (outs..., tangent outs...) */
+jx_fn *jx_vjp(jx_fn *f); /* (primals..., cotangents...) -> (outs..., input cotangents...);
+                            integer inputs get zero cotangents, as JAX's float0 */
 
 /* Custom derivatives. jx_custom_vjp: fwd takes f's inputs and returns (f's
  * outputs..., residuals...); bwd takes (residuals..., output cotangents...)
@@ -115,12 +115,12 @@ char *jx_fn_ir(jx_fn *f, jx_array *const *example_in);
 int64_t jx_fn_trace_count(const jx_fn *f);
 
 #ifndef JX_NO_LOCATION_MACROS
-#define jx_call(...) JX_LOCATED_STATUS(jx_call, __VA_ARGS__)
-#define jx_cond(...) JX_LOCATED_STATUS(jx_cond, __VA_ARGS__)
+#define jx_call(...)   JX_LOCATED_STATUS(jx_call, __VA_ARGS__)
+#define jx_cond(...)   JX_LOCATED_STATUS(jx_cond, __VA_ARGS__)
 #define jx_switch(...) JX_LOCATED_STATUS(jx_switch, __VA_ARGS__)
-#define jx_while(...) JX_LOCATED_STATUS(jx_while, __VA_ARGS__)
-#define jx_scan(...) JX_LOCATED_STATUS(jx_scan, __VA_ARGS__)
-#define jx_fori(...) JX_LOCATED_STATUS(jx_fori, __VA_ARGS__)
+#define jx_while(...)  JX_LOCATED_STATUS(jx_while, __VA_ARGS__)
+#define jx_scan(...)   JX_LOCATED_STATUS(jx_scan, __VA_ARGS__)
+#define jx_fori(...)   JX_LOCATED_STATUS(jx_fori, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

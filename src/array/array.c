@@ -143,7 +143,7 @@ jx_status jx_read(const jx_array *a, void *dst, size_t bytes) {
   }
   if (!dst && bytes)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_read: the destination is NULL");
-  memcpy(dst, a->buf->data, bytes);
+  if (bytes) memcpy(dst, a->buf->data, bytes);
   return JX_OK;
 }
 
@@ -158,12 +158,13 @@ double jx_item(const jx_array *a) {
   return jx_load_f64(a->buf->data, a->dtype, 0);
 }
 
-jx_status jx_block_until_ready(const jx_array *a) { return check_readable(a, "jx_block_until_ready"); }
+jx_status jx_block_until_ready(const jx_array *a) {
+  return check_readable(a, "jx_block_until_ready");
+}
 
 /* ---- creation ---- */
 static jx_status check_new(jx_dtype dt, jx_shape s, const char *op) {
-  if (!jx_dtype_valid(dt))
-    return jx_error_set(JX_ERR_DTYPE, "%s: %d is not a dtype", op, (int)dt);
+  if (!jx_dtype_valid(dt)) return jx_error_set(JX_ERR_DTYPE, "%s: %d is not a dtype", op, (int)dt);
   return jx_shape_check(s, op, "the shape");
 }
 
@@ -191,7 +192,9 @@ static jx_array *filled(jx_dtype dt, jx_shape s, double v, int weak, const char 
   return a;
 }
 
-jx_array *jx_scalar(jx_dtype dt, double v) { return filled(dt, (jx_shape){0, {0}}, v, 1, "jx_scalar"); }
+jx_array *jx_scalar(jx_dtype dt, double v) {
+  return filled(dt, (jx_shape){0, {0}}, v, 1, "jx_scalar");
+}
 jx_array *jx_zeros(jx_dtype dt, jx_shape s) { return filled(dt, s, 0, 0, "jx_zeros"); }
 jx_array *jx_ones(jx_dtype dt, jx_shape s) { return filled(dt, s, 1, 0, "jx_ones"); }
 jx_array *jx_full(jx_dtype dt, jx_shape s, double v) { return filled(dt, s, v, 0, "jx_full"); }
@@ -214,8 +217,8 @@ jx_array *jx_arange(jx_dtype dt, double start, double stop, double step) {
   }
   double count = ceil((stop - start) / step);
   if (count > (double)((int64_t)1 << 48)) {
-    jx_error_set(JX_ERR_SHAPE, "jx_arange: start=%g stop=%g step=%g gives %g elements", start,
-                 stop, step, count);
+    jx_error_set(JX_ERR_SHAPE, "jx_arange: start=%g stop=%g step=%g gives %g elements", start, stop,
+                 step, count);
     return jx_poison();
   }
   int64_t n = count > 0 ? (int64_t)count : 0;

@@ -45,7 +45,7 @@ void jx_scope_adopt(jx_array *a);
 
 /* ---- shapes ---- */
 int64_t jx_shape_numel(jx_shape s);
-int     jx_shape_equal(jx_shape a, jx_shape b);
+int jx_shape_equal(jx_shape a, jx_shape b);
 /* Checks a user-given shape (rank in range, dims >= 0); names `what` in the error. */
 jx_status jx_shape_check(jx_shape s, const char *op, const char *what);
 /* "f32[3,4]" into buf (at least 96 bytes); returns buf. */

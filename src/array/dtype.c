@@ -2,8 +2,8 @@
 
 #include <stdint.h>
 
-static const char *const names[JX_NUM_DTYPES] = {
-    "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64"};
+static const char *const names[JX_NUM_DTYPES] = {"bool", "i8",  "i16", "i32",  "i64", "u8", "u16",
+                                                 "u32",  "u64", "f16", "bf16", "f32", "f64"};
 static const size_t sizes[JX_NUM_DTYPES] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
 
 const char *jx_dtype_name(jx_dtype dt) { return jx_dtype_valid(dt) ? names[dt] : "?"; }
@@ -13,8 +13,14 @@ int jx_dtype_bits(jx_dtype dt) { return (int)(8 * jx_dtype_size(dt)); }
 jx_kind jx_dtype_kind(jx_dtype dt) {
   switch (dt) {
   case JX_BOOL: return JX_KIND_BOOL;
-  case JX_I8: case JX_I16: case JX_I32: case JX_I64: return JX_KIND_INT;
-  case JX_U8: case JX_U16: case JX_U32: case JX_U64: return JX_KIND_UINT;
+  case JX_I8:
+  case JX_I16:
+  case JX_I32:
+  case JX_I64: return JX_KIND_INT;
+  case JX_U8:
+  case JX_U16:
+  case JX_U32:
+  case JX_U64: return JX_KIND_UINT;
   default: return JX_KIND_FLOAT;
   }
 }
@@ -111,9 +117,21 @@ jx_dtype jx_to_inexact(jx_dtype dt) {
 }
 
 /* ---- 16-bit floats ---- */
-static inline uint32_t f32_bits(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
-static inline float bits_f32(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
-static inline uint64_t f64_bits(double x) { uint64_t u; memcpy(&u, &x, 8); return u; }
+static inline uint32_t f32_bits(float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  return u;
+}
+static inline float bits_f32(uint32_t u) {
+  float x;
+  memcpy(&x, &u, 4);
+  return x;
+}
+static inline uint64_t f64_bits(double x) {
+  uint64_t u;
+  memcpy(&u, &x, 8);
+  return u;
+}
 
 uint16_t jx_f32_to_bf16(float x) {
   uint32_t u = f32_bits(x);
@@ -158,7 +176,7 @@ uint16_t jx_f64_to_f16(double x) {
   if (isinf(ax)) return (uint16_t)(sign | 0x7c00u);
   if (ax == 0) return sign;
   int e;
-  frexp(ax, &e);            /* ax = m * 2^e, m in [0.5, 1) */
+  frexp(ax, &e);                    /* ax = m * 2^e, m in [0.5, 1) */
   int q = (e < -13 ? -13 : e) - 11; /* 11 significant bits; subnormals step 2^-24 */
   double r = nearbyint(ldexp(ax, -q));
   double v = ldexp(r, q);
@@ -260,10 +278,14 @@ uint64_t jx_load_u64(const void *base, jx_dtype dt, int64_t i) {
 void jx_store_i64(void *base, jx_dtype dt, int64_t i, int64_t v) {
   switch (dt) {
   case JX_BOOL: ((uint8_t *)base)[i] = v != 0; break;
-  case JX_I8: case JX_U8: ((uint8_t *)base)[i] = (uint8_t)v; break;
-  case JX_I16: case JX_U16: ((uint16_t *)base)[i] = (uint16_t)v; break;
-  case JX_I32: case JX_U32: ((uint32_t *)base)[i] = (uint32_t)v; break;
-  case JX_I64: case JX_U64: ((uint64_t *)base)[i] = (uint64_t)v; break;
+  case JX_I8:
+  case JX_U8: ((uint8_t *)base)[i] = (uint8_t)v; break;
+  case JX_I16:
+  case JX_U16: ((uint16_t *)base)[i] = (uint16_t)v; break;
+  case JX_I32:
+  case JX_U32: ((uint32_t *)base)[i] = (uint32_t)v; break;
+  case JX_I64:
+  case JX_U64: ((uint64_t *)base)[i] = (uint64_t)v; break;
   case JX_F64: ((double *)base)[i] = (double)v; break;
   /* Round v to f32 once (via double would round twice: 2^60 + 2^36 + 1), then
    * to 16 bits as XLA does: exact below 2^24, and f16 overflows long before. */

@@ -27,11 +27,11 @@ jx_dtype jx_to_inexact(jx_dtype dt);
 
 /* Element access by dtype, for reference kernels: every value of every dtype
  * round-trips exactly through either double (floats, bool) or int64/uint64. */
-double   jx_load_f64(const void *base, jx_dtype dt, int64_t i);
-void     jx_store_f64(void *base, jx_dtype dt, int64_t i, double v); /* float->int saturates,
-                                                                     NaN -> 0 */
-int64_t  jx_load_i64(const void *base, jx_dtype dt, int64_t i);   /* ints wrap, floats truncate */
+double jx_load_f64(const void *base, jx_dtype dt, int64_t i);
+void jx_store_f64(void *base, jx_dtype dt, int64_t i, double v); /* float->int saturates,
+                                                                 NaN -> 0 */
+int64_t jx_load_i64(const void *base, jx_dtype dt, int64_t i);   /* ints wrap, floats truncate */
 uint64_t jx_load_u64(const void *base, jx_dtype dt, int64_t i);
-void     jx_store_i64(void *base, jx_dtype dt, int64_t i, int64_t v); /* wraps to width */
+void jx_store_i64(void *base, jx_dtype dt, int64_t i, int64_t v); /* wraps to width */
 
 #endif

@@ -135,7 +135,8 @@ static jx_status parse_header(const char *path, const char *dict, size_t len, np
   h->shape.rank = 0;
   for (;;) {
     p = skip_ws(p, end);
-    if (p >= end) return jx_error_set(JX_ERR_CORRUPT, "jx_load_npy: '%s': unterminated shape", path);
+    if (p >= end)
+      return jx_error_set(JX_ERR_CORRUPT, "jx_load_npy: '%s': unterminated shape", path);
     if (*p == ')') break;
     if (*p < '0' || *p > '9')
       return jx_error_set(JX_ERR_CORRUPT, "jx_load_npy: '%s': malformed shape", path);
@@ -208,7 +209,8 @@ jx_array *jx_load_npy(const char *path) {
     if (fread(pre + 8, 1, 4, f) != 4) goto truncated;
     hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
     if (hlen > (1u << 24)) {
-      jx_error_set(JX_ERR_CORRUPT, "jx_load_npy: '%s': header length %zu is implausible", path, hlen);
+      jx_error_set(JX_ERR_CORRUPT, "jx_load_npy: '%s': header length %zu is implausible", path,
+                   hlen);
       goto out;
     }
   } else {

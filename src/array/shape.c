@@ -18,13 +18,12 @@ int jx_shape_equal(jx_shape a, jx_shape b) {
 
 jx_status jx_shape_check(jx_shape s, const char *op, const char *what) {
   if (s.rank < 0 || s.rank > JX_MAX_RANK)
-    return jx_error_set(JX_ERR_SHAPE, "%s: %s has more than %d dimensions", op, what,
-                        JX_MAX_RANK);
+    return jx_error_set(JX_ERR_SHAPE, "%s: %s has more than %d dimensions", op, what, JX_MAX_RANK);
   int64_t n = 1;
   for (int i = 0; i < s.rank; i++) {
     if (s.dims[i] < 0)
-      return jx_error_set(JX_ERR_SHAPE, "%s: %s has a negative dimension %lld at axis %d", op,
-                          what, (long long)s.dims[i], i);
+      return jx_error_set(JX_ERR_SHAPE, "%s: %s has a negative dimension %lld at axis %d", op, what,
+                          (long long)s.dims[i], i);
     if (s.dims[i] > 0 && n > INT64_MAX / 8 / s.dims[i])
       return jx_error_set(JX_ERR_SHAPE, "%s: %s has too many elements", op, what);
     n *= s.dims[i];

@@ -14,8 +14,8 @@ typedef struct {
   const char *context_transform[CONTEXT_CAP], *context_fn[CONTEXT_CAP];
   jx_status code;
   char message[MESSAGE_CAP];
-  int depth;          /* how many located calls are open on this thread */
-  int pending_depth;  /* the depth whose leave completes the message; -1 if none */
+  int depth;         /* how many located calls are open on this thread */
+  int pending_depth; /* the depth whose leave completes the message; -1 if none */
 } error_state;
 
 static _Thread_local error_state tls = {.code = JX_OK, .pending_depth = -1};

@@ -9,8 +9,7 @@
 
 /* Records code and the printf-formatted message unless an error is already
  * recorded; returns code either way, so callers can `return jx_error_set(...)`. */
-jx_status jx_error_set(jx_status code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+jx_status jx_error_set(jx_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int jx_error_pending(void); /* 1 while an error is recorded */
 
 /* Counts every jx_error_set call on this thread (recorded or not), so a
@@ -27,9 +26,9 @@ void jx_error_context_pop(void);
 void jx_set_location_hook(void (*hook)(const char *where));
 
 /* Aborts with file:line for a broken invariant of jx itself (never for user input). */
-#define JX_ASSERT(cond)                                                          \
-  do {                                                                           \
-    if (!(cond)) jx_assert_fail_(__FILE__, __LINE__, #cond);                     \
+#define JX_ASSERT(cond)                                                                            \
+  do {                                                                                             \
+    if (!(cond)) jx_assert_fail_(__FILE__, __LINE__, #cond);                                       \
   } while (0)
 _Noreturn void jx_assert_fail_(const char *file, int line, const char *cond);
 

@@ -15,7 +15,9 @@ static inline uint64_t jx_hash_bytes(uint64_t h, const void *data, size_t n) {
   }
   return h;
 }
-static inline uint64_t jx_hash_u64(uint64_t h, uint64_t v) { return jx_hash_bytes(h, &v, sizeof v); }
+static inline uint64_t jx_hash_u64(uint64_t h, uint64_t v) {
+  return jx_hash_bytes(h, &v, sizeof v);
+}
 static inline uint64_t jx_hash_str(uint64_t h, const char *s) {
   for (; s && *s; s++) {
     h ^= (unsigned char)*s;

@@ -21,6 +21,14 @@ typedef struct {
 static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(sbuf *b, const char *fmt, ...) {
   if (b->oom) return;
+  if (!b->s) {
+    b->s = malloc(256);
+    if (!b->s) {
+      b->oom = 1;
+      return;
+    }
+    b->cap = 256;
+  }
   va_list ap;
   for (;;) {
     va_start(ap, fmt);

@@ -90,10 +90,9 @@ static int *copy_ints(const int *src, int n) {
   return d;
 }
 
-jx_status jx_program_add_eqn(jx_program *p, const jx_prim *prim, const jx_params *params,
-                             int nin, const int *in_vars, int nout, const jx_aval *out_avals,
-                             int *out_vars, int nsub, jx_program *const *subs,
-                             const char *loc) {
+jx_status jx_program_add_eqn(jx_program *p, const jx_prim *prim, const jx_params *params, int nin,
+                             const int *in_vars, int nout, const jx_aval *out_avals, int *out_vars,
+                             int nsub, jx_program *const *subs, const char *loc) {
   JX_ASSERT(nsub <= JX_EQN_SUBS);
   if (!grow((void **)&p->eqns, &p->cap_eqns, p->neqns + 1, sizeof *p->eqns))
     return JX_ERR_OUT_OF_MEMORY;

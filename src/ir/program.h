@@ -21,43 +21,42 @@ typedef struct jx_eqn {
   const jx_prim *prim;
   jx_params params;
   int nin, nout;
-  int *in, *out;                   /* variable numbers */
-  jx_program *sub[JX_EQN_SUBS];    /* nested programs, one reference each */
+  int *in, *out;                /* variable numbers */
+  jx_program *sub[JX_EQN_SUBS]; /* nested programs, one reference each */
   int nsub;
-  const char *loc;                 /* the user's "file.c:12", a static string, or NULL */
+  const char *loc; /* the user's "file.c:12", a static string, or NULL */
 } jx_eqn;
 
 struct jx_program {
   atomic_int refs;
   char *name;
   int nvars, cap_vars;
-  jx_aval *avals;                  /* avals[v]: the abstract value of variable v */
+  jx_aval *avals; /* avals[v]: the abstract value of variable v */
   int nin, cap_in;
-  int *in;                         /* input variables, in order */
+  int *in; /* input variables, in order */
   int nconst, cap_const;
-  int *constvar;                   /* variables bound to captured concrete arrays */
-  jx_array **constval;             /* one reference each */
+  int *constvar;       /* variables bound to captured concrete arrays */
+  jx_array **constval; /* one reference each */
   int neqns, cap_eqns;
   jx_eqn *eqns;
   int nout;
-  int *out;                        /* output variables (any kind, repeats allowed) */
+  int *out; /* output variables (any kind, repeats allowed) */
 };
 
 jx_program *jx_program_new(const char *name);
 jx_program *jx_program_retain(jx_program *p);
-void        jx_program_release(jx_program *p);
+void jx_program_release(jx_program *p);
 
 /* Building. Each returns the new variable number, or -1 (error recorded) when
  * memory runs out. */
 int jx_program_add_var(jx_program *p, jx_aval aval);
 int jx_program_add_input(jx_program *p, jx_aval aval);
-int jx_program_add_const(jx_program *p, jx_array *value);   /* takes a reference */
+int jx_program_add_const(jx_program *p, jx_array *value); /* takes a reference */
 /* Appends an equation whose outputs are new variables with the given avals;
  * writes their numbers to out_vars. Takes a reference to each subs[i]. */
-jx_status jx_program_add_eqn(jx_program *p, const jx_prim *prim, const jx_params *params,
-                             int nin, const int *in_vars, int nout, const jx_aval *out_avals,
-                             int *out_vars, int nsub, jx_program *const *subs,
-                             const char *loc);
+jx_status jx_program_add_eqn(jx_program *p, const jx_prim *prim, const jx_params *params, int nin,
+                             const int *in_vars, int nout, const jx_aval *out_avals, int *out_vars,
+                             int nsub, jx_program *const *subs, const char *loc);
 jx_status jx_program_set_outputs(jx_program *p, int n, const int *vars);
 
 /* The variable defined as the idx-th constant, and its value. */

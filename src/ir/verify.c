@@ -7,8 +7,8 @@
 
 static jx_status check_use(const jx_program *p, const char *defined, int v, const char *what) {
   if (v < 0 || v >= p->nvars)
-    return jx_error_set(JX_ERR_INTERNAL, "verify '%s': %s uses variable %d of %d", p->name,
-                        what, v, p->nvars);
+    return jx_error_set(JX_ERR_INTERNAL, "verify '%s': %s uses variable %d of %d", p->name, what, v,
+                        p->nvars);
   if (!defined[v])
     return jx_error_set(JX_ERR_INTERNAL, "verify '%s': %s uses variable %d before it is defined",
                         p->name, what, v);
@@ -17,11 +17,10 @@ static jx_status check_use(const jx_program *p, const char *defined, int v, cons
 
 static jx_status define(const jx_program *p, char *defined, int v, const char *what) {
   if (v < 0 || v >= p->nvars)
-    return jx_error_set(JX_ERR_INTERNAL, "verify '%s': %s defines variable %d of %d", p->name,
-                        what, v, p->nvars);
+    return jx_error_set(JX_ERR_INTERNAL, "verify '%s': %s defines variable %d of %d", p->name, what,
+                        v, p->nvars);
   if (defined[v])
-    return jx_error_set(JX_ERR_INTERNAL, "verify '%s': %s redefines variable %d", p->name, what,
-                        v);
+    return jx_error_set(JX_ERR_INTERNAL, "verify '%s': %s redefines variable %d", p->name, what, v);
   defined[v] = 1;
   return JX_OK;
 }

@@ -2,12 +2,12 @@
 #include "../prims/elementwise.h"
 #include "ops_util.h"
 
-#define SIMPLE(FN, PRIM) \
+#define SIMPLE(FN, PRIM)                                                                           \
   jx_array *FN(jx_array *a, jx_array *b) { return jx_ops_binary(#FN, &PRIM, a, b); }
 
 /* bool + bool is logical or, and bool * bool logical and, as in NumPy */
-static jx_array *bool_aware(const char *op, const jx_prim *arith, const jx_prim *logic,
-                            jx_array *a, jx_array *b) {
+static jx_array *bool_aware(const char *op, const jx_prim *arith, const jx_prim *logic, jx_array *a,
+                            jx_array *b) {
   if (jx_ops_promote_broadcast(op, &a, &b)) return jx_poison();
   return jx_bind1(a->dtype == JX_BOOL ? logic : arith, 2, (jx_array *[]){a, b}, NULL);
 }
@@ -40,7 +40,7 @@ static jx_array *bitwise(const char *op, const jx_prim *p, jx_accept acc, jx_arr
     if (jx_accept_check(op, acc, i, in[i]->dtype, in[i]->shape)) return jx_poison();
   return jx_ops_binary(op, p, a, b);
 }
-#define BITWISE(FN, PRIM, ACC) \
+#define BITWISE(FN, PRIM, ACC)                                                                     \
   jx_array *FN(jx_array *a, jx_array *b) { return bitwise(#FN, &PRIM, ACC, a, b); }
 BITWISE(jx_bitwise_and, jx_prim_and, JX_ACCEPT_INT_OR_BOOL)
 BITWISE(jx_bitwise_or, jx_prim_or, JX_ACCEPT_INT_OR_BOOL)
@@ -88,9 +88,9 @@ jx_array *jx_floor_divide(jx_array *a, jx_array *b) {
   jx_array *zero = like(a, 0), *one = like(a, 1);
   if (jx_is_float(a->dtype)) {
     jx_array *mod = bind2(&jx_prim_rem, a, b);
-    jx_array *corrected = jx_bind1(&jx_prim_select_n, 3, /* a where b == 0, as JAX */
-                                   (jx_array *[]){bind2(&jx_prim_eq, b, zero),
-                                                  bind2(&jx_prim_sub, a, mod), a}, NULL);
+    jx_array *corrected =
+        jx_bind1(&jx_prim_select_n, 3, /* a where b == 0, as JAX */
+                 (jx_array *[]){bind2(&jx_prim_eq, b, zero), bind2(&jx_prim_sub, a, mod), a}, NULL);
     jx_array *div = bind2(&jx_prim_div, corrected, b);
     jx_array *fix = bind2(&jx_prim_and, bind2(&jx_prim_ne, mod, zero),
                           bind2(&jx_prim_ne, bind1(&jx_prim_sign, b), bind1(&jx_prim_sign, mod)));
@@ -100,11 +100,10 @@ jx_array *jx_floor_divide(jx_array *a, jx_array *b) {
     return jx_bind1(&jx_prim_round, 1, &q, &away);
   }
   jx_array *q = bind2(&jx_prim_div, a, b);
-  jx_array *fix = bind2(&jx_prim_and,
-                        bind2(&jx_prim_ne, bind1(&jx_prim_sign, a), bind1(&jx_prim_sign, b)),
-                        bind2(&jx_prim_ne, bind2(&jx_prim_rem, a, b), zero));
-  return jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){fix, q, bind2(&jx_prim_sub, q, one)},
-                  NULL);
+  jx_array *fix =
+      bind2(&jx_prim_and, bind2(&jx_prim_ne, bind1(&jx_prim_sign, a), bind1(&jx_prim_sign, b)),
+            bind2(&jx_prim_ne, bind2(&jx_prim_rem, a, b), zero));
+  return jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){fix, q, bind2(&jx_prim_sub, q, one)}, NULL);
 }
 
 /* Logical ops test operands against zero and give bool. */
@@ -119,9 +118,15 @@ static jx_array *logical(const char *op, const jx_prim *p, jx_array *a, jx_array
   return jx_ops_binary(op, p, as_bool(a), as_bool(b));
 }
 
-jx_array *jx_logical_and(jx_array *a, jx_array *b) { return logical("jx_logical_and", &jx_prim_and, a, b); }
-jx_array *jx_logical_or(jx_array *a, jx_array *b) { return logical("jx_logical_or", &jx_prim_or, a, b); }
-jx_array *jx_logical_xor(jx_array *a, jx_array *b) { return logical("jx_logical_xor", &jx_prim_xor, a, b); }
+jx_array *jx_logical_and(jx_array *a, jx_array *b) {
+  return logical("jx_logical_and", &jx_prim_and, a, b);
+}
+jx_array *jx_logical_or(jx_array *a, jx_array *b) {
+  return logical("jx_logical_or", &jx_prim_or, a, b);
+}
+jx_array *jx_logical_xor(jx_array *a, jx_array *b) {
+  return logical("jx_logical_xor", &jx_prim_xor, a, b);
+}
 jx_array *jx_logical_not(jx_array *a) {
   if (jx_check_inputs("jx_logical_not", 1, &a)) return jx_poison();
   return jx_bind1(&jx_prim_not, 1, (jx_array *[]){as_bool(a)}, NULL);

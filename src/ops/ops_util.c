@@ -69,7 +69,8 @@ jx_status jx_ops_axes(const char *op, jx_axes ax, int rank, int empty_is_all, jx
   for (int i = 0; i < ax.n; i++) {
     int a = jx_normalize_axis(ax.v[i], rank, op);
     if (a < 0) return JX_ERR_INVALID_ARGUMENT;
-    if (seen[a]) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: axis %d appears twice", op, ax.v[i]);
+    if (seen[a])
+      return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: axis %d appears twice", op, ax.v[i]);
     seen[a] = 1;
   }
   for (int i = 0; i < rank; i++)

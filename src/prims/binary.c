@@ -6,59 +6,103 @@
 #include <math.h>
 
 #include "../base/error.h"
+#include "binary_rules.h"
 #include "elementwise.h"
 #include "prims.h"
-#include "binary_rules.h"
 #include "rules.h"
 
 typedef enum {
-  B_ADD, B_SUB, B_MUL, B_DIV, B_REM, B_POW, B_MAX, B_MIN, B_ATAN2, B_AND, B_OR, B_XOR,
-  B_SHL, B_SHR_LOGICAL, B_SHR_ARITH, B_NEXTAFTER, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE
+  B_ADD,
+  B_SUB,
+  B_MUL,
+  B_DIV,
+  B_REM,
+  B_POW,
+  B_MAX,
+  B_MIN,
+  B_ATAN2,
+  B_AND,
+  B_OR,
+  B_XOR,
+  B_SHL,
+  B_SHR_LOGICAL,
+  B_SHR_ARITH,
+  B_NEXTAFTER,
+  B_EQ,
+  B_NE,
+  B_LT,
+  B_LE,
+  B_GT,
+  B_GE
 } binop;
 
 static int is_comparison(binop op) { return op >= B_EQ; }
 
 /* ---- floats ---- */
-#define FLOAT_OP(op, a, b, FMOD, POW, ATAN2, NEXT)                                 \
-  ((op) == B_ADD   ? (a) + (b)                                                     \
-   : (op) == B_SUB ? (a) - (b)                                                     \
-   : (op) == B_MUL ? (a) * (b)                                                     \
-   : (op) == B_DIV ? (a) / (b)                                                     \
-   : (op) == B_REM ? FMOD(a, b)                                                    \
-   : (op) == B_POW ? POW(a, b)                                                     \
-   : (op) == B_MAX ? JX_FMAX(a, b)                                                 \
-   : (op) == B_MIN ? JX_FMIN(a, b)                                                 \
-   : (op) == B_ATAN2 ? ATAN2(a, b)                                                 \
+#define FLOAT_OP(op, a, b, FMOD, POW, ATAN2, NEXT)                                                 \
+  ((op) == B_ADD     ? (a) + (b)                                                                   \
+   : (op) == B_SUB   ? (a) - (b)                                                                   \
+   : (op) == B_MUL   ? (a) * (b)                                                                   \
+   : (op) == B_DIV   ? (a) / (b)                                                                   \
+   : (op) == B_REM   ? FMOD(a, b)                                                                  \
+   : (op) == B_POW   ? POW(a, b)                                                                   \
+   : (op) == B_MAX   ? JX_FMAX(a, b)                                                               \
+   : (op) == B_MIN   ? JX_FMIN(a, b)                                                               \
+   : (op) == B_ATAN2 ? ATAN2(a, b)                                                                 \
                      : NEXT(a, b))
-#define FLOAT_CMP(op, a, b)                                                        \
-  ((op) == B_EQ ? (a) == (b) : (op) == B_NE ? (a) != (b) : (op) == B_LT ? (a) < (b) \
-   : (op) == B_LE ? (a) <= (b) : (op) == B_GT ? (a) > (b) : (a) >= (b))
+#define FLOAT_CMP(op, a, b)                                                                        \
+  ((op) == B_EQ   ? (a) == (b)                                                                     \
+   : (op) == B_NE ? (a) != (b)                                                                     \
+   : (op) == B_LT ? (a) < (b)                                                                      \
+   : (op) == B_LE ? (a) <= (b)                                                                     \
+   : (op) == B_GT ? (a) > (b)                                                                      \
+                  : (a) >= (b))
 
 /* Loops are written once per op so that the op test sits outside the loop and
  * the simple ones vectorize. */
-#define TYPED_LOOPS(T, FMOD, POW, ATAN2, NEXT)                                     \
-  static void loop_##T(binop op, int64_t n, const T *x, const T *y, void *out) {   \
-    if (is_comparison(op)) {                                                        \
-      uint8_t *o = out;                                                             \
-      switch (op) {                                                                 \
-      case B_EQ: for (int64_t i = 0; i < n; i++) o[i] = x[i] == y[i]; break;        \
-      case B_NE: for (int64_t i = 0; i < n; i++) o[i] = x[i] != y[i]; break;        \
-      case B_LT: for (int64_t i = 0; i < n; i++) o[i] = x[i] < y[i]; break;         \
-      case B_LE: for (int64_t i = 0; i < n; i++) o[i] = x[i] <= y[i]; break;        \
-      case B_GT: for (int64_t i = 0; i < n; i++) o[i] = x[i] > y[i]; break;         \
-      default: for (int64_t i = 0; i < n; i++) o[i] = x[i] >= y[i]; break;          \
-      }                                                                             \
-      return;                                                                       \
-    }                                                                               \
-    T *o = out;                                                                     \
-    switch (op) {                                                                   \
-    case B_ADD: for (int64_t i = 0; i < n; i++) o[i] = x[i] + y[i]; break;          \
-    case B_SUB: for (int64_t i = 0; i < n; i++) o[i] = x[i] - y[i]; break;          \
-    case B_MUL: for (int64_t i = 0; i < n; i++) o[i] = x[i] * y[i]; break;          \
-    case B_DIV: for (int64_t i = 0; i < n; i++) o[i] = x[i] / y[i]; break;          \
-    default:                                                                        \
-      for (int64_t i = 0; i < n; i++) o[i] = FLOAT_OP(op, x[i], y[i], FMOD, POW, ATAN2, NEXT); \
-    }                                                                               \
+#define TYPED_LOOPS(T, FMOD, POW, ATAN2, NEXT)                                                     \
+  static void loop_##T(binop op, int64_t n, const T *x, const T *y, void *out) {                   \
+    if (is_comparison(op)) {                                                                       \
+      uint8_t *o = out;                                                                            \
+      switch (op) {                                                                                \
+      case B_EQ:                                                                                   \
+        for (int64_t i = 0; i < n; i++) o[i] = x[i] == y[i];                                       \
+        break;                                                                                     \
+      case B_NE:                                                                                   \
+        for (int64_t i = 0; i < n; i++) o[i] = x[i] != y[i];                                       \
+        break;                                                                                     \
+      case B_LT:                                                                                   \
+        for (int64_t i = 0; i < n; i++) o[i] = x[i] < y[i];                                        \
+        break;                                                                                     \
+      case B_LE:                                                                                   \
+        for (int64_t i = 0; i < n; i++) o[i] = x[i] <= y[i];                                       \
+        break;                                                                                     \
+      case B_GT:                                                                                   \
+        for (int64_t i = 0; i < n; i++) o[i] = x[i] > y[i];                                        \
+        break;                                                                                     \
+      default:                                                                                     \
+        for (int64_t i = 0; i < n; i++) o[i] = x[i] >= y[i];                                       \
+        break;                                                                                     \
+      }                                                                                            \
+      return;                                                                                      \
+    }                                                                                              \
+    T *o = out;                                                                                    \
+    switch (op) {                                                                                  \
+    case B_ADD:                                                                                    \
+      for (int64_t i = 0; i < n; i++) o[i] = x[i] + y[i];                                          \
+      break;                                                                                       \
+    case B_SUB:                                                                                    \
+      for (int64_t i = 0; i < n; i++) o[i] = x[i] - y[i];                                          \
+      break;                                                                                       \
+    case B_MUL:                                                                                    \
+      for (int64_t i = 0; i < n; i++) o[i] = x[i] * y[i];                                          \
+      break;                                                                                       \
+    case B_DIV:                                                                                    \
+      for (int64_t i = 0; i < n; i++) o[i] = x[i] / y[i];                                          \
+      break;                                                                                       \
+    default:                                                                                       \
+      for (int64_t i = 0; i < n; i++) o[i] = FLOAT_OP(op, x[i], y[i], FMOD, POW, ATAN2, NEXT);     \
+    }                                                                                              \
   }
 TYPED_LOOPS(float, fmodf, powf, atan2f, nextafterf)
 TYPED_LOOPS(double, fmod, pow, atan2, nextafter)
@@ -128,7 +172,8 @@ static uint64_t int_op(binop op, uint64_t a, uint64_t b, int bits, int is_signed
     if (!is_signed) return ua % ub;
     if (sb == -1) return 0;
     return (uint64_t)(sa % sb);
-  case B_POW: return ipow(a, is_signed ? sb : (int64_t)(ub > INT64_MAX ? INT64_MAX : ub), is_signed);
+  case B_POW:
+    return ipow(a, is_signed ? sb : (int64_t)(ub > INT64_MAX ? INT64_MAX : ub), is_signed);
   case B_MAX: return is_signed ? (sa > sb ? a : b) : (ua > ub ? a : b);
   case B_MIN: return is_signed ? (sa < sb ? a : b) : (ua < ub ? a : b);
   case B_AND: return a & b;
@@ -155,9 +200,8 @@ static void binary_kernel(binop op, const jx_tensor *in, jx_tensor *out) {
   switch (dt) {
   case JX_F32: loop_float(op, n, in[0].data, in[1].data, out[0].data); return;
   case JX_F64: loop_double(op, n, in[0].data, in[1].data, out[0].data); return;
-  case JX_F16: case JX_BF16:
-    loop_half(op, dt == JX_BF16, n, in[0].data, in[1].data, out[0].data);
-    return;
+  case JX_F16:
+  case JX_BF16: loop_half(op, dt == JX_BF16, n, in[0].data, in[1].data, out[0].data); return;
   default: break;
   }
   int bits = jx_dtype_bits(dt), is_signed = jx_is_signed_int(dt);
@@ -171,20 +215,29 @@ static void binary_kernel(binop op, const jx_tensor *in, jx_tensor *out) {
   }
 }
 
-#define BINARY_ROW(NAME, OP, ACCEPT, OUT, JVP, TRANSPOSE)                           \
-  static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout, \
-                                jx_aval *out) {                                     \
-    (void)p; (void)nout;                                                            \
-    return jx_infer_same(#NAME, ACCEPT, OUT, nin, in, out);                         \
-  }                                                                                 \
-  static void eval_##NAME(const jx_params *p, int nin, const jx_tensor *in, int nout, \
-                          jx_tensor *out) {                                         \
-    (void)p; (void)nin; (void)nout;                                                 \
-    binary_kernel(OP, in, out);                                                     \
-  }                                                                                 \
-  const jx_prim jx_prim_##NAME = {.name = #NAME, .nin = 2, .nout = 1, .params = "",  \
-                                  .infer = infer_##NAME, .eval = eval_##NAME,       \
-                                  .jvp = JVP, .transpose = TRANSPOSE, .elementwise = 1};
+#define BINARY_ROW(NAME, OP, ACCEPT, OUT, JVP, TRANSPOSE)                                          \
+  static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
+                                jx_aval *out) {                                                    \
+    (void)p;                                                                                       \
+    (void)nout;                                                                                    \
+    return jx_infer_same(#NAME, ACCEPT, OUT, nin, in, out);                                        \
+  }                                                                                                \
+  static void eval_##NAME(const jx_params *p, int nin, const jx_tensor *in, int nout,              \
+                          jx_tensor *out) {                                                        \
+    (void)p;                                                                                       \
+    (void)nin;                                                                                     \
+    (void)nout;                                                                                    \
+    binary_kernel(OP, in, out);                                                                    \
+  }                                                                                                \
+  const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
+                                  .nin = 2,                                                        \
+                                  .nout = 1,                                                       \
+                                  .params = "",                                                    \
+                                  .infer = infer_##NAME,                                           \
+                                  .eval = eval_##NAME,                                             \
+                                  .jvp = JVP,                                                      \
+                                  .transpose = TRANSPOSE,                                          \
+                                  .elementwise = 1};
 
 BINARY_ROW(add, B_ADD, JX_ACCEPT_NUMERIC, -1, jx_jvp_add, jx_transpose_add)
 BINARY_ROW(sub, B_SUB, JX_ACCEPT_NUMERIC, -1, jx_jvp_sub, jx_transpose_sub)
@@ -209,9 +262,26 @@ BINARY_ROW(le, B_LE, JX_ACCEPT_ANY, JX_BOOL, jx_jvp_zero, NULL)
 BINARY_ROW(gt, B_GT, JX_ACCEPT_ANY, JX_BOOL, jx_jvp_zero, NULL)
 BINARY_ROW(ge, B_GE, JX_ACCEPT_ANY, JX_BOOL, jx_jvp_zero, NULL)
 
-const jx_prim *const jx_prims_binary[] = {
-    &jx_prim_add, &jx_prim_sub, &jx_prim_mul, &jx_prim_div, &jx_prim_rem, &jx_prim_pow,
-    &jx_prim_max, &jx_prim_min, &jx_prim_atan2, &jx_prim_and, &jx_prim_or, &jx_prim_xor,
-    &jx_prim_shift_left, &jx_prim_shift_right_logical, &jx_prim_shift_right_arithmetic,
-    &jx_prim_nextafter, &jx_prim_eq, &jx_prim_ne, &jx_prim_lt, &jx_prim_le, &jx_prim_gt,
-    &jx_prim_ge, NULL};
+const jx_prim *const jx_prims_binary[] = {&jx_prim_add,
+                                          &jx_prim_sub,
+                                          &jx_prim_mul,
+                                          &jx_prim_div,
+                                          &jx_prim_rem,
+                                          &jx_prim_pow,
+                                          &jx_prim_max,
+                                          &jx_prim_min,
+                                          &jx_prim_atan2,
+                                          &jx_prim_and,
+                                          &jx_prim_or,
+                                          &jx_prim_xor,
+                                          &jx_prim_shift_left,
+                                          &jx_prim_shift_right_logical,
+                                          &jx_prim_shift_right_arithmetic,
+                                          &jx_prim_nextafter,
+                                          &jx_prim_eq,
+                                          &jx_prim_ne,
+                                          &jx_prim_lt,
+                                          &jx_prim_le,
+                                          &jx_prim_gt,
+                                          &jx_prim_ge,
+                                          NULL};

@@ -1,8 +1,8 @@
 /* Differentiation rules of the binary elementwise primitives (the rows are in
  * binary.c; batching is the generic elementwise rule). Formulas follow JAX's
  * lax rules, including its conventions at ties and zeros. */
-#include "../base/error.h"
 #include "binary_rules.h"
+#include "../base/error.h"
 #include "prims.h"
 #include "rules.h"
 
@@ -14,33 +14,49 @@ static jx_array *select(jx_array *pred, jx_array *if_false, jx_array *if_true) {
   return jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){pred, if_false, if_true}, NULL);
 }
 
-jx_status jx_jvp_add(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                     int nout, jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
-  (void)p; (void)nin; (void)nout; (void)nsub; (void)s;
+jx_status jx_jvp_add(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
+                     jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
+  (void)p;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   y[0] = jx_bind1(&jx_prim_add, 2, x, NULL);
   ty[0] = jx_rule_add(t[0], t[1]);
   return jx_last_status();
 }
 
-jx_status jx_jvp_sub(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                     int nout, jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
-  (void)p; (void)nin; (void)nout; (void)nsub; (void)s;
+jx_status jx_jvp_sub(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
+                     jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
+  (void)p;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   y[0] = jx_bind1(&jx_prim_sub, 2, x, NULL);
   ty[0] = jx_rule_sub(t[0], t[1]);
   return jx_last_status();
 }
 
-jx_status jx_jvp_mul(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                     int nout, jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
-  (void)p; (void)nin; (void)nout; (void)nsub; (void)s;
+jx_status jx_jvp_mul(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
+                     jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
+  (void)p;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   y[0] = jx_bind1(&jx_prim_mul, 2, x, NULL);
   ty[0] = jx_rule_add(jx_rule_scale(t[0], x[1]), jx_rule_scale(t[1], x[0]));
   return jx_last_status();
 }
 
-jx_status jx_jvp_div(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                     int nout, jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
-  (void)p; (void)nin; (void)nout; (void)nsub; (void)s;
+jx_status jx_jvp_div(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
+                     jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
+  (void)p;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   y[0] = jx_bind1(&jx_prim_div, 2, x, NULL);
   /* d(a/b) = (da - db * y) / b */
   jx_array *num = jx_rule_sub(t[0], jx_rule_scale(t[1], y[0]));
@@ -48,9 +64,13 @@ jx_status jx_jvp_div(const jx_params *p, int nin, jx_array *const *x, jx_array *
   return jx_last_status();
 }
 
-jx_status jx_jvp_rem(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                     int nout, jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
-  (void)p; (void)nin; (void)nout; (void)nsub; (void)s;
+jx_status jx_jvp_rem(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
+                     jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
+  (void)p;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   y[0] = jx_bind1(&jx_prim_rem, 2, x, NULL);
   jx_array *tq = NULL;
   if (t[1]) { /* d rem / d b = -trunc(a / b) */
@@ -61,9 +81,13 @@ jx_status jx_jvp_rem(const jx_params *p, int nin, jx_array *const *x, jx_array *
   return jx_last_status();
 }
 
-jx_status jx_jvp_pow(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                     int nout, jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
-  (void)p; (void)nin; (void)nout; (void)nsub; (void)s;
+jx_status jx_jvp_pow(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
+                     jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
+  (void)p;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   y[0] = jx_bind1(&jx_prim_pow, 2, x, NULL);
   jx_array *ta = NULL, *tb = NULL;
   if (t[0]) { /* b * a^(b-1) */
@@ -71,8 +95,8 @@ jx_status jx_jvp_pow(const jx_params *p, int nin, jx_array *const *x, jx_array *
     ta = jx_rule_scale(t[0], b2(&jx_prim_mul, x[1], b2(&jx_prim_pow, x[0], bm1)));
   }
   if (t[1]) { /* log(a) * y, with log(0) replaced by log(1) as JAX does */
-    jx_array *safe = select(b2(&jx_prim_eq, x[0], jx_rule_zeros_like(x[0])), x[0],
-                            jx_rule_full_like(x[0], 1));
+    jx_array *safe =
+        select(b2(&jx_prim_eq, x[0], jx_rule_zeros_like(x[0])), x[0], jx_rule_full_like(x[0], 1));
     tb = jx_rule_scale(t[1], b2(&jx_prim_mul, b1(&jx_prim_log, safe), y[0]));
   }
   ty[0] = jx_rule_add(ta, tb);
@@ -99,22 +123,34 @@ static jx_status jvp_extremum(const jx_prim *prim, jx_array *const *x, jx_array 
   return jx_last_status();
 }
 
-jx_status jx_jvp_max(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                     int nout, jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
-  (void)p; (void)nin; (void)nout; (void)nsub; (void)s;
+jx_status jx_jvp_max(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
+                     jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
+  (void)p;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   return jvp_extremum(&jx_prim_max, x, t, y, ty);
 }
 
-jx_status jx_jvp_min(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                     int nout, jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
-  (void)p; (void)nin; (void)nout; (void)nsub; (void)s;
+jx_status jx_jvp_min(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
+                     jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
+  (void)p;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   return jvp_extremum(&jx_prim_min, x, t, y, ty);
 }
 
 jx_status jx_jvp_atan2(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
                        int nout, jx_array **y, jx_array **ty, int nsub,
                        struct jx_program *const *s) {
-  (void)p; (void)nin; (void)nout; (void)nsub; (void)s;
+  (void)p;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   y[0] = jx_bind1(&jx_prim_atan2, 2, x, NULL);
   /* atan2(a, b): d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2) */
   jx_array *den = b2(&jx_prim_add, b2(&jx_prim_mul, x[0], x[0]), b2(&jx_prim_mul, x[1], x[1]));
@@ -124,30 +160,43 @@ jx_status jx_jvp_atan2(const jx_params *p, int nin, jx_array *const *x, jx_array
 }
 
 /* ---- transposes ---- */
-jx_status jx_transpose_add(const jx_params *p, int nin, jx_array *const *in,
-                           const jx_aval *avals, const uint8_t *linear, int nout,
-                           jx_array *const *ct, jx_array **ct_in, int nsub,
-                           struct jx_program *const *s) {
-  (void)p; (void)in; (void)avals; (void)nout; (void)nsub; (void)s;
+jx_status jx_transpose_add(const jx_params *p, int nin, jx_array *const *in, const jx_aval *avals,
+                           const uint8_t *linear, int nout, jx_array *const *ct, jx_array **ct_in,
+                           int nsub, struct jx_program *const *s) {
+  (void)p;
+  (void)in;
+  (void)avals;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   for (int i = 0; i < nin; i++) ct_in[i] = linear[i] ? ct[0] : NULL;
   return JX_OK;
 }
 
-jx_status jx_transpose_sub(const jx_params *p, int nin, jx_array *const *in,
-                           const jx_aval *avals, const uint8_t *linear, int nout,
-                           jx_array *const *ct, jx_array **ct_in, int nsub,
-                           struct jx_program *const *s) {
-  (void)p; (void)nin; (void)in; (void)avals; (void)nout; (void)nsub; (void)s;
+jx_status jx_transpose_sub(const jx_params *p, int nin, jx_array *const *in, const jx_aval *avals,
+                           const uint8_t *linear, int nout, jx_array *const *ct, jx_array **ct_in,
+                           int nsub, struct jx_program *const *s) {
+  (void)p;
+  (void)nin;
+  (void)in;
+  (void)avals;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   ct_in[0] = linear[0] ? ct[0] : NULL;
   ct_in[1] = linear[1] ? jx_rule_neg(ct[0]) : NULL;
   return jx_last_status();
 }
 
-jx_status jx_transpose_mul(const jx_params *p, int nin, jx_array *const *in,
-                           const jx_aval *avals, const uint8_t *linear, int nout,
-                           jx_array *const *ct, jx_array **ct_in, int nsub,
-                           struct jx_program *const *s) {
-  (void)p; (void)nin; (void)avals; (void)nout; (void)nsub; (void)s;
+jx_status jx_transpose_mul(const jx_params *p, int nin, jx_array *const *in, const jx_aval *avals,
+                           const uint8_t *linear, int nout, jx_array *const *ct, jx_array **ct_in,
+                           int nsub, struct jx_program *const *s) {
+  (void)p;
+  (void)nin;
+  (void)avals;
+  (void)nout;
+  (void)nsub;
+  (void)s;
   if (linear[0] && linear[1])
     return jx_error_set(JX_ERR_INTERNAL, "transpose of mul: both operands are linear");
   ct_in[0] = linear[0] ? jx_rule_scale(ct[0], in[1]) : NULL;
@@ -155,13 +204,16 @@ jx_status jx_transpose_mul(const jx_params *p, int nin, jx_array *const *in,
   return jx_last_status();
 }
 
-jx_status jx_transpose_div(const jx_params *p, int nin, jx_array *const *in,
-                           const jx_aval *avals, const uint8_t *linear, int nout,
-                           jx_array *const *ct, jx_array **ct_in, int nsub,
-                           struct jx_program *const *s) {
-  (void)p; (void)nin; (void)avals; (void)nout; (void)nsub; (void)s;
-  if (linear[1])
-    return jx_error_set(JX_ERR_INTERNAL, "transpose of div: the divisor is linear");
+jx_status jx_transpose_div(const jx_params *p, int nin, jx_array *const *in, const jx_aval *avals,
+                           const uint8_t *linear, int nout, jx_array *const *ct, jx_array **ct_in,
+                           int nsub, struct jx_program *const *s) {
+  (void)p;
+  (void)nin;
+  (void)avals;
+  (void)nout;
+  (void)nsub;
+  (void)s;
+  if (linear[1]) return jx_error_set(JX_ERR_INTERNAL, "transpose of div: the divisor is linear");
   ct_in[0] = ct[0] ? b2(&jx_prim_div, ct[0], in[1]) : NULL;
   ct_in[1] = NULL;
   return jx_last_status();

@@ -31,8 +31,8 @@ jx_status jx_accept_check(const char *op, jx_accept acc, int i, jx_dtype dt, jx_
                       jx_aval_str(dt, s, a), jx_accept_desc(acc));
 }
 
-jx_status jx_infer_same(const char *name, jx_accept acc, int out_dtype, int nin,
-                        const jx_aval *in, jx_aval *out) {
+jx_status jx_infer_same(const char *name, jx_accept acc, int out_dtype, int nin, const jx_aval *in,
+                        jx_aval *out) {
   char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
   int weak = 1;
   for (int i = 0; i < nin; i++) {

@@ -22,8 +22,8 @@ const char *jx_accept_desc(jx_accept acc); /* "a float dtype", ... for messages 
 /* Rule for n operands that must share dtype and shape; the result has that
  * shape, dtype out_dtype (or the operands' when out_dtype < 0) and is weak iff
  * every operand is. */
-jx_status jx_infer_same(const char *name, jx_accept acc, int out_dtype, int nin,
-                        const jx_aval *in, jx_aval *out);
+jx_status jx_infer_same(const char *name, jx_accept acc, int out_dtype, int nin, const jx_aval *in,
+                        jx_aval *out);
 
 /* XLA's float max and min: NaN propagates from either side and -0 < +0
  * (max(-0, +0) = +0 and min(+0, -0) = -0 whichever side each is on). */

@@ -346,7 +346,7 @@ static void eval_scatter_op(scatter_op sop, const jx_params *p, const jx_tensor 
   }
 }
 
-#define SCATTER_ROW(NAME, SOP, NUMERIC, JVP, TRANSPOSE)                                                            \
+#define SCATTER_ROW(NAME, SOP, NUMERIC, JVP, TRANSPOSE)                                            \
   static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
                                 jx_aval *out) {                                                    \
     (void)nin;                                                                                     \

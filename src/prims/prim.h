@@ -29,16 +29,17 @@ typedef struct {
  * new_dtype=dtype" (slots i0-i3, f0-f1, l0-l7, dtype).
  * Unused slots must be zero (start from JX_PARAMS_INIT) so that equal
  * parameters compare equal bytewise. */
-#define JX_PARAM_INTS 4
+#define JX_PARAM_INTS   4
 #define JX_PARAM_FLOATS 2
-#define JX_PARAM_LISTS 8
+#define JX_PARAM_LISTS  8
 typedef struct {
   jx_dtype dtype; /* a target dtype, where the primitive has one */
   int64_t i[JX_PARAM_INTS];
   double f[JX_PARAM_FLOATS];
   jx_ilist l[JX_PARAM_LISTS];
 } jx_params;
-#define JX_PARAMS_INIT {0}
+#define JX_PARAMS_INIT                                                                             \
+  { 0 }
 
 /* A concrete operand of a reference kernel: contiguous row-major data. */
 typedef struct {
@@ -71,9 +72,9 @@ typedef jx_status (*jx_impl_fn)(const jx_params *p, int nin, jx_array *const *in
  *
  * JVP: primal inputs x and tangents t (t[i] NULL: a symbolic zero) give the
  * primal outputs y and their tangents ty (NULL: zero). ty must be linear in t. */
-typedef jx_status (*jx_jvp_fn)(const jx_params *p, int nin, jx_array *const *x,
-                               jx_array *const *t, int nout, jx_array **y, jx_array **ty,
-                               int nsub, struct jx_program *const *subs);
+typedef jx_status (*jx_jvp_fn)(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
+                               int nout, jx_array **y, jx_array **ty, int nsub,
+                               struct jx_program *const *subs);
 /* Transpose of a primitive linear in its inputs with linear[i] set: in[i] is
  * the value of each other input and NULL for the linear ones (whose avals are
  * in_avals[i]); ct[o] is the cotangent of output o (NULL: zero). Writes the
@@ -85,9 +86,9 @@ typedef jx_status (*jx_transpose_fn)(const jx_params *p, int nin, jx_array *cons
 /* Batching: bdim[i] is the batched axis of in[i] or JX_NOT_MAPPED; all mapped
  * inputs share axis_size. Writes the outputs and their batched axes. */
 #define JX_NOT_MAPPED (-1)
-typedef jx_status (*jx_batch_fn)(const jx_params *p, int nin, jx_array *const *in,
-                                 const int *bdim, int64_t axis_size, int nout, jx_array **out,
-                                 int *out_bdim, int nsub, struct jx_program *const *subs);
+typedef jx_status (*jx_batch_fn)(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
+                                 int64_t axis_size, int nout, jx_array **out, int *out_bdim,
+                                 int nsub, struct jx_program *const *subs);
 
 /* Output avals of a primitive whose results are its nested programs'
  * (control flow), completing what the shape rule could not see. */
@@ -103,22 +104,22 @@ typedef jx_status (*jx_partial_eval_fn)(const struct jx_eqn *e, const jx_aval *i
                                         struct jx_pe_eqn *known, struct jx_pe_eqn *unknown,
                                         int *nres, jx_aval **res_avals);
 
-#define JX_VARIADIC (-1)   /* nin: any count >= 1 */
-#define JX_NOUT_NIN (-1)   /* nout: as many outputs as inputs (sort) */
+#define JX_VARIADIC   (-1) /* nin: any count >= 1 */
+#define JX_NOUT_NIN   (-1) /* nout: as many outputs as inputs (sort) */
 #define JX_NOUT_PARAM (-2) /* nout: params.i[3] (control flow) */
 
 typedef struct jx_prim {
-  const char *name;    /* as in JAX: "add", "dot_general", "reduce_sum" */
-  int nin;             /* or JX_VARIADIC */
-  int nout;            /* or JX_NOUT_NIN */
-  const char *params;  /* slot names for printing: "axes=l0 keepdims=i0"; "" if none */
+  const char *name;   /* as in JAX: "add", "dot_general", "reduce_sum" */
+  int nin;            /* or JX_VARIADIC */
+  int nout;           /* or JX_NOUT_NIN */
+  const char *params; /* slot names for printing: "axes=l0 keepdims=i0"; "" if none */
   jx_infer_fn infer;
   jx_eval_fn eval;
-  jx_outputs_fn outputs; /* control flow: output avals from the nested programs */
-  jx_impl_fn impl;     /* NULL: eager execution is infer + eval */
-  jx_jvp_fn jvp;       /* NULL: not differentiable (an error under jvp/grad) */
-  jx_transpose_fn transpose; /* linear primitives only */
-  jx_batch_fn batch;   /* NULL: an error under vmap */
+  jx_outputs_fn outputs;           /* control flow: output avals from the nested programs */
+  jx_impl_fn impl;                 /* NULL: eager execution is infer + eval */
+  jx_jvp_fn jvp;                   /* NULL: not differentiable (an error under jvp/grad) */
+  jx_transpose_fn transpose;       /* linear primitives only */
+  jx_batch_fn batch;               /* NULL: an error under vmap */
   jx_partial_eval_fn partial_eval; /* NULL: the whole equation is unknown if any input is */
   uint8_t elementwise; /* 1: same-shaped operands, output of that shape (generic batching) */
 } jx_prim;

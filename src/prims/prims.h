@@ -10,18 +10,17 @@
 extern const jx_prim jx_prim_neg, jx_prim_abs, jx_prim_sign, jx_prim_floor, jx_prim_ceil,
     jx_prim_round, jx_prim_exp, jx_prim_exp2, jx_prim_expm1, jx_prim_log, jx_prim_log1p,
     jx_prim_sqrt, jx_prim_rsqrt, jx_prim_cbrt, jx_prim_tanh, jx_prim_logistic, jx_prim_sin,
-    jx_prim_cos, jx_prim_tan, jx_prim_asin, jx_prim_acos, jx_prim_atan, jx_prim_sinh,
-    jx_prim_cosh, jx_prim_asinh, jx_prim_acosh, jx_prim_atanh, jx_prim_erf, jx_prim_erf_inv,
-    jx_prim_lgamma, jx_prim_digamma, jx_prim_is_finite, jx_prim_not, jx_prim_integer_pow,
-    jx_prim_population_count, jx_prim_stop_gradient;
+    jx_prim_cos, jx_prim_tan, jx_prim_asin, jx_prim_acos, jx_prim_atan, jx_prim_sinh, jx_prim_cosh,
+    jx_prim_asinh, jx_prim_acosh, jx_prim_atanh, jx_prim_erf, jx_prim_erf_inv, jx_prim_lgamma,
+    jx_prim_digamma, jx_prim_is_finite, jx_prim_not, jx_prim_integer_pow, jx_prim_population_count,
+    jx_prim_stop_gradient;
 extern const jx_prim *const jx_prims_unary[];
 
 /* binary.c: elementwise, two operands of one dtype and shape (comparisons give bool) */
-extern const jx_prim jx_prim_add, jx_prim_sub, jx_prim_mul, jx_prim_div, jx_prim_rem,
-    jx_prim_pow, jx_prim_max, jx_prim_min, jx_prim_atan2, jx_prim_and, jx_prim_or,
-    jx_prim_xor, jx_prim_shift_left, jx_prim_shift_right_logical,
-    jx_prim_shift_right_arithmetic, jx_prim_nextafter, jx_prim_eq, jx_prim_ne, jx_prim_lt,
-    jx_prim_le, jx_prim_gt, jx_prim_ge;
+extern const jx_prim jx_prim_add, jx_prim_sub, jx_prim_mul, jx_prim_div, jx_prim_rem, jx_prim_pow,
+    jx_prim_max, jx_prim_min, jx_prim_atan2, jx_prim_and, jx_prim_or, jx_prim_xor,
+    jx_prim_shift_left, jx_prim_shift_right_logical, jx_prim_shift_right_arithmetic,
+    jx_prim_nextafter, jx_prim_eq, jx_prim_ne, jx_prim_lt, jx_prim_le, jx_prim_gt, jx_prim_ge;
 extern const jx_prim *const jx_prims_binary[];
 
 /* select.c: select_n (which, cases...), clamp (lo, x, hi) */

@@ -148,14 +148,17 @@ static void eval_random_bits(const jx_params *p, int nin, const jx_tensor *in, i
 static jx_status batch_random_bits(const jx_params *p, int nin, jx_array *const *in,
                                    const int *bdim, int64_t n, int nout, jx_array **out,
                                    int *out_bdim, int nsub, struct jx_program *const *subs) {
-  (void)nin; (void)nout; (void)nsub; (void)subs;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)subs;
   jx_array *keys = jx_rule_moveaxis(in[0], bdim[0], 0);
   jx_array **draws = malloc(sizeof *draws * (size_t)(n ? n : 1));
   if (!draws) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "random_bits: out of memory");
   for (int64_t k = 0; k < n; k++) {
-    jx_array *key = jx_reshape(jx_slice(keys, (jx_shape){2, {k, 0}}, (jx_shape){2, {k + 1, 2}},
-                                        (jx_shape){0, {0}}),
-                               (jx_shape){1, {2}});
+    jx_array *key = jx_reshape(
+        jx_slice(keys, (jx_shape){2, {k, 0}}, (jx_shape){2, {k + 1, 2}}, (jx_shape){0, {0}}),
+        (jx_shape){1, {2}});
     draws[k] = jx_bind1(&jx_prim_random_bits, 1, &key, p);
   }
   if (n > 0) {

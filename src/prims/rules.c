@@ -59,9 +59,8 @@ jx_array *jx_rule_scale(jx_array *t, jx_array *c) {
   return jx_bind1(&jx_prim_mul, 2, (jx_array *[]){t, c}, NULL);
 }
 
-jx_status jx_jvp_zero(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                      int nout, jx_array **y, jx_array **ty, int nsub,
-                      struct jx_program *const *subs) {
+jx_status jx_jvp_zero(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
+                      jx_array **y, jx_array **ty, int nsub, struct jx_program *const *subs) {
   (void)t;
   jx_status st = jx_bind_sub(jx_rule_current_prim, nin, x, p, nsub, subs, y);
   for (int o = 0; o < nout; o++) ty[o] = NULL;
@@ -94,9 +93,9 @@ jx_array *jx_rule_batch_to_front(jx_array *x, int bdim, int64_t n) {
   return jx_bind1(&jx_prim_broadcast_in_dim, 1, &x, &p);
 }
 
-jx_status jx_batch_elementwise(const jx_params *p, int nin, jx_array *const *in,
-                               const int *bdim, int64_t axis_size, int nout, jx_array **out,
-                               int *out_bdim, int nsub, struct jx_program *const *subs) {
+jx_status jx_batch_elementwise(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
+                               int64_t axis_size, int nout, jx_array **out, int *out_bdim, int nsub,
+                               struct jx_program *const *subs) {
   jx_array *small[16];
   if (nin > 16) return jx_error_set(JX_ERR_UNIMPLEMENTED, "vmap: too many operands");
   for (int i = 0; i < nin; i++) {

@@ -27,9 +27,8 @@ int jx_rule_no_tangent(jx_dtype dt);
 
 /* The JVP of a primitive whose outputs have zero tangent (comparisons,
  * integer ops, stop_gradient): the primal outputs only. */
-jx_status jx_jvp_zero(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                      int nout, jx_array **y, jx_array **ty, int nsub,
-                      struct jx_program *const *subs);
+jx_status jx_jvp_zero(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
+                      jx_array **y, jx_array **ty, int nsub, struct jx_program *const *subs);
 /* Used by jx_jvp_zero: the row currently being applied (set by the JVP
  * interpreter so that shared rules can bind it). */
 extern _Thread_local const jx_prim *jx_rule_current_prim;
@@ -40,8 +39,8 @@ jx_array *jx_rule_moveaxis(jx_array *x, int from, int to);
  * of size n when bdim is JX_NOT_MAPPED. */
 jx_array *jx_rule_batch_to_front(jx_array *x, int bdim, int64_t n);
 /* Generic batching for elementwise primitives: every operand to axis 0. */
-jx_status jx_batch_elementwise(const jx_params *p, int nin, jx_array *const *in,
-                               const int *bdim, int64_t axis_size, int nout, jx_array **out,
-                               int *out_bdim, int nsub, struct jx_program *const *subs);
+jx_status jx_batch_elementwise(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
+                               int64_t axis_size, int nout, jx_array **out, int *out_bdim, int nsub,
+                               struct jx_program *const *subs);
 
 #endif

@@ -301,45 +301,45 @@ const jx_prim jx_prim_pad = {.name = "pad",
                              .params = "padding_lo=l0 padding_hi=l1 interior=l2",
                              .infer = infer_pad,
                              .eval = eval_pad,
-    .jvp = jx_jvp_pad,
-    .transpose = jx_transpose_pad,
-    .batch = jx_batch_pad};
+                             .jvp = jx_jvp_pad,
+                             .transpose = jx_transpose_pad,
+                             .batch = jx_batch_pad};
 const jx_prim jx_prim_concatenate = {.name = "concatenate",
                                      .nin = JX_VARIADIC,
                                      .nout = 1,
                                      .params = "dimension=i0",
                                      .infer = infer_concatenate,
                                      .eval = eval_concatenate,
-    .jvp = jx_jvp_concatenate,
-    .transpose = jx_transpose_concatenate,
-    .batch = jx_batch_concatenate};
+                                     .jvp = jx_jvp_concatenate,
+                                     .transpose = jx_transpose_concatenate,
+                                     .batch = jx_batch_concatenate};
 const jx_prim jx_prim_slice = {.name = "slice",
                                .nin = 1,
                                .nout = 1,
                                .params = "start_indices=l0 limit_indices=l1 strides=l2",
                                .infer = infer_slice,
                                .eval = eval_slice,
-    .jvp = jx_jvp_linear_first,
-    .transpose = jx_transpose_slice,
-    .batch = jx_batch_slice};
+                               .jvp = jx_jvp_linear_first,
+                               .transpose = jx_transpose_slice,
+                               .batch = jx_batch_slice};
 const jx_prim jx_prim_dynamic_slice = {.name = "dynamic_slice",
                                        .nin = JX_VARIADIC,
                                        .nout = 1,
                                        .params = "slice_sizes=l0",
                                        .infer = infer_dynamic_slice,
                                        .eval = eval_dynamic_slice,
-    .jvp = jx_jvp_linear_first,
-    .transpose = jx_transpose_dynamic_slice,
-    .batch = jx_batch_dynamic_slice};
+                                       .jvp = jx_jvp_linear_first,
+                                       .transpose = jx_transpose_dynamic_slice,
+                                       .batch = jx_batch_dynamic_slice};
 const jx_prim jx_prim_dynamic_update_slice = {.name = "dynamic_update_slice",
                                               .nin = JX_VARIADIC,
                                               .nout = 1,
                                               .params = "",
                                               .infer = infer_dynamic_update_slice,
                                               .eval = eval_dynamic_update_slice,
-    .jvp = jx_jvp_dynamic_update_slice,
-    .transpose = jx_transpose_dynamic_update_slice,
-    .batch = jx_batch_dynamic_update_slice};
+                                              .jvp = jx_jvp_dynamic_update_slice,
+                                              .transpose = jx_transpose_dynamic_update_slice,
+                                              .batch = jx_batch_dynamic_update_slice};
 const jx_prim *const jx_prims_slicing[] = {
     &jx_prim_pad,           &jx_prim_concatenate,          &jx_prim_slice,
     &jx_prim_dynamic_slice, &jx_prim_dynamic_update_slice, NULL};

@@ -38,7 +38,8 @@ jx_status jx_program_eval(const jx_program *p, jx_array *const *in, jx_array **o
   if (!st)
     for (int o = 0; o < p->nout; o++) {
       out[o] = env[p->out[o]];
-      if (!jx_is_tracer(out[o]) && !jx_program_defines(p, p->out[o])) jx_scope_adopt(jx_keep(out[o]));
+      if (!jx_is_tracer(out[o]) && !jx_program_defines(p, p->out[o]))
+        jx_scope_adopt(jx_keep(out[o]));
     }
   free(env);
   return st;

@@ -40,8 +40,7 @@ jx_fn *jx_fn_create(const char *name, int nin, int nout, jx_body body, void *ctx
   return f;
 }
 
-jx_fn *jx_fn_new_transform(const jx_fn_kind *kind, jx_fn *inner, int nin, int nout,
-                           void *data) {
+jx_fn *jx_fn_new_transform(const jx_fn_kind *kind, jx_fn *inner, int nin, int nout, void *data) {
   char name[256];
   snprintf(name, sizeof name, "%s(%s)", kind->name, inner->name);
   jx_fn *f = fn_alloc(name, nin, nout);
@@ -197,8 +196,7 @@ static jx_status prepare(const char *op, jx_fn *f, jx_array *const *in, jx_array
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: in is NULL for '%s'", op, f->name);
   for (int i = 0; i < f->nin; i++) {
     if (!in[i])
-      return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: input %d of '%s' is NULL", op, i,
-                          f->name);
+      return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: input %d of '%s' is NULL", op, i, f->name);
     if (in[i]->poisoned) return JX_ERR_POISONED;
     avals[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape};
   }

@@ -30,9 +30,9 @@ struct jx_fn {
   const jx_fn_kind *kind; /* NULL for a body */
   jx_body body;
   void *ctx;
-  jx_fn *inner;           /* the transformed function (a reference) */
-  void *data;             /* the kind's parameters */
-  pthread_mutex_t lock;   /* guards the cache */
+  jx_fn *inner;         /* the transformed function (a reference) */
+  void *data;           /* the kind's parameters */
+  pthread_mutex_t lock; /* guards the cache */
   fn_cache_entry *cache;
   atomic_llong traces;
   struct jx_fn *fori_wrapper; /* jx_fori's scan body around this function, made once */
@@ -40,8 +40,7 @@ struct jx_fn {
 
 /* A new transformed function (nin/nout as the kind decides); takes a
  * reference to inner and ownership of data. */
-jx_fn *jx_fn_new_transform(const jx_fn_kind *kind, jx_fn *inner, int nin, int nout,
-                           void *data);
+jx_fn *jx_fn_new_transform(const jx_fn_kind *kind, jx_fn *inner, int nin, int nout, void *data);
 /* The (i, carry...) -> (i + 1, carry...) body that jx_fori scans, made once
  * per function so its traces are cached (borrowed; owned by body). */
 jx_fn *jx_fn_fori_wrapper(jx_fn *body, jx_body wrapper_body);

@@ -8,7 +8,7 @@
 struct jx_trace {
   uint64_t id;
   jx_program *prog;
-  jx_trace *parent; /* the enclosing trace on this thread */
+  jx_trace *parent;           /* the enclosing trace on this thread */
   const jx_array **const_src; /* concrete arrays already captured, and their variables */
   int *const_var;
   int nconst_src, cap_const_src;
@@ -141,9 +141,8 @@ int jx_trace_active(void) { return innermost != NULL; }
 
 enum { SMALL = 16 };
 
-jx_status jx_trace_record(const jx_prim *p, const jx_params *params, int nin,
-                          jx_array *const *in, int nout, jx_array **out, int nsub,
-                          jx_program *const *subs) {
+jx_status jx_trace_record(const jx_prim *p, const jx_params *params, int nin, jx_array *const *in,
+                          int nout, jx_array **out, int nsub, jx_program *const *subs) {
   jx_trace *t = trace_of(nin, in, p->name);
   if (!t) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   jx_aval in_s[SMALL], out_s[SMALL];
@@ -169,8 +168,7 @@ jx_status jx_trace_record(const jx_prim *p, const jx_params *params, int nin,
   st = p->infer(params, nin, ain, nout, aout);
   if (!st && p->outputs) st = p->outputs(params, nin, ain, nsub, subs, nout, aout);
   if (st) goto done;
-  st = jx_program_add_eqn(t->prog, p, params, nin, vin, nout, aout, vout, nsub, subs,
-                          default_loc);
+  st = jx_program_add_eqn(t->prog, p, params, nin, vin, nout, aout, vout, nsub, subs, default_loc);
   if (st) goto done;
   for (int o = 0; o < nout; o++)
     out[o] = jx_tracer_alloc(t->id, vout[o], aout[o].dtype, aout[o].shape, aout[o].weak);
@@ -190,8 +188,8 @@ jx_program *jx_trace_end(jx_trace *t, int nout, jx_array *const *outs) {
   jx_status st = vars ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory ending a trace");
   for (int o = 0; o < nout && !st; o++) {
     if (!outs[o]) {
-      st = jx_error_set(JX_ERR_INVALID_ARGUMENT, "'%s': output %d was not set by the body",
-                        p->name, o);
+      st = jx_error_set(JX_ERR_INVALID_ARGUMENT, "'%s': output %d was not set by the body", p->name,
+                        o);
       break;
     }
     if (outs[o]->poisoned) {

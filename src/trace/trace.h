@@ -26,9 +26,8 @@ int jx_trace_active(void);
 
 /* Records p applied to in[] into the right trace (see jx_trace_active) and
  * makes out[] tracers of its results; nsub nested programs go with it. */
-jx_status jx_trace_record(const jx_prim *p, const jx_params *params, int nin,
-                          jx_array *const *in, int nout, jx_array **out, int nsub,
-                          jx_program *const *subs);
+jx_status jx_trace_record(const jx_prim *p, const jx_params *params, int nin, jx_array *const *in,
+                          int nout, jx_array **out, int nsub, jx_program *const *subs);
 
 /* The location equations recorded from now on carry when no located call of
  * the user's tags them (set while a program is inlined). Returns the old one. */

@@ -9,8 +9,8 @@
 #include "ad.h"
 #include "vmap.h"
 
-jx_program *jx_program_build(const char *name, int nin, const jx_aval *in, int nout,
-                             jx_build_fn fn, void *ctx) {
+jx_program *jx_program_build(const char *name, int nin, const jx_aval *in, int nout, jx_build_fn fn,
+                             void *ctx) {
   jx_trace *t = jx_trace_begin(name);
   if (!t) return NULL;
   jx_scope_begin();
@@ -56,7 +56,8 @@ static jx_status probe_tangents(void *ctx, jx_array *const *in, jx_array **out) 
   nz_ctx *c = ctx;
   const jx_program *p = c->p;
   jx_array **t = calloc((size_t)p->nin + 1, sizeof *t);
-  jx_array **y = calloc((size_t)p->nout + 1, sizeof *y), **ty = calloc((size_t)p->nout + 1, sizeof *ty);
+  jx_array **y = calloc((size_t)p->nout + 1, sizeof *y),
+           **ty = calloc((size_t)p->nout + 1, sizeof *ty);
   jx_status st = (t && y && ty) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jvp: out of memory");
   for (int i = 0; i < p->nin && !st; i++) t[i] = c->nz_in[i] ? in[p->nin + i] : NULL;
   if (!st) st = jx_jvp_eval(p, in, t, y, ty);
@@ -93,9 +94,11 @@ typedef struct {
 static jx_status run_batched(void *ctx, jx_array *const *in, jx_array **out) {
   batch_ctx *c = ctx;
   const jx_program *p = c->p;
-  int *bd = malloc(sizeof *bd * (size_t)(p->nin + 1)), *yb = malloc(sizeof *yb * (size_t)(p->nout + 1));
+  int *bd = malloc(sizeof *bd * (size_t)(p->nin + 1)),
+      *yb = malloc(sizeof *yb * (size_t)(p->nout + 1));
   jx_array **y = calloc((size_t)p->nout + 1, sizeof *y);
-  jx_status st = (bd && yb && y) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "vmap: out of memory");
+  jx_status st =
+      (bd && yb && y) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "vmap: out of memory");
   for (int i = 0; i < p->nin && !st; i++) bd[i] = c->b_in[i] ? 0 : JX_NOT_MAPPED;
   if (!st) st = jx_vmap_eval(p, in, bd, c->n, y, yb);
   for (int o = 0; o < p->nout && !st; o++) {

@@ -9,8 +9,8 @@
 /* fn fills out[0..nout) from in[0..nin) (tracers) with ordinary ops. */
 typedef jx_status (*jx_build_fn)(void *ctx, jx_array *const *in, jx_array **out);
 /* The program of fn for inputs of these avals, or NULL with the error recorded. */
-jx_program *jx_program_build(const char *name, int nin, const jx_aval *in, int nout,
-                             jx_build_fn fn, void *ctx);
+jx_program *jx_program_build(const char *name, int nin, const jx_aval *in, int nout, jx_build_fn fn,
+                             void *ctx);
 
 /* Outputs of p that get a non-zero tangent when the inputs with nz_in do. */
 jx_status jx_jvp_nonzero_outputs(const jx_program *p, const uint8_t *nz_in, uint8_t *nz_out);

@@ -84,7 +84,8 @@ static jx_status check_at(jx_fn *f, jx_array *const *in, const check_ctx *c) {
   int nin = jx_fn_nin(f), nout = jx_fn_nout(f);
   jx_array **v = calloc((size_t)nin + 1, sizeof *v), **xp = calloc((size_t)nin + 1, sizeof *xp);
   jx_array **xm = calloc((size_t)nin + 1, sizeof *xm);
-  jx_array **jin = calloc(2 * (size_t)nin + 1, sizeof *jin), **jout = calloc(2 * (size_t)nout + 1, sizeof *jout);
+  jx_array **jin = calloc(2 * (size_t)nin + 1, sizeof *jin),
+           **jout = calloc(2 * (size_t)nout + 1, sizeof *jout);
   jx_array **yp = calloc((size_t)nout + 1, sizeof *yp), **ym = calloc((size_t)nout + 1, sizeof *ym);
   jx_array **vin = calloc((size_t)(nin + nout) + 1, sizeof *vin);
   jx_array **vout = calloc((size_t)(nin + nout) + 1, sizeof *vout);

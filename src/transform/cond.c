@@ -68,7 +68,9 @@ static jx_status jvp_cond(const jx_params *p, int nin, jx_array *const *x, jx_ar
   jx_program *branches[JX_EQN_SUBS] = {0};
   jx_array **args = calloc(2 * (size_t)nin + 1, sizeof *args);
   jx_array **res = calloc(2 * (size_t)nout + 1, sizeof *res);
-  jx_status st = (wrt && sel && args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "cond: out of memory");
+  jx_status st = (wrt && sel && args && res)
+                     ? JX_OK
+                     : jx_error_set(JX_ERR_OUT_OF_MEMORY, "cond: out of memory");
   int nt = 0;
   for (int i = 0; i < nops && !st; i++)
     if (t[i + 1]) {
@@ -124,7 +126,8 @@ static jx_status known_branch(void *ctx, jx_array *const *in, jx_array **out) {
   for (int o = 0; o < c->nk_out && !st; o++) out[o] = tmp[o];
   for (int r = 0; r < c->nres_total && !st; r++) {
     int lo = c->res_off[c->k], hi = c->res_off[c->k + 1];
-    out[c->nk_out + r] = (r >= lo && r < hi) ? tmp[c->nk_out + (r - lo)] : jx_rule_zeros(c->res_avals[r]);
+    out[c->nk_out + r] =
+        (r >= lo && r < hi) ? tmp[c->nk_out + (r - lo)] : jx_rule_zeros(c->res_avals[r]);
   }
   free(tmp);
   return st;
@@ -202,7 +205,8 @@ static jx_status pe_cond(const jx_eqn *e, const jx_aval *in_avals, const uint8_t
     c.k = k;
     known->sub[k] = jx_program_build("cond_known", nkin, kin, nk_out + nr, known_branch, &c);
     unknown->sub[k] = jx_program_build("cond_unknown", nuin, uin, nu_out, unknown_branch, &c);
-    if (!known->sub[k] || !unknown->sub[k]) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+    if (!known->sub[k] || !unknown->sub[k])
+      st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
     known->nsub = unknown->nsub = k + 1;
   }
   if (!st) {
@@ -280,7 +284,9 @@ static jx_status batch_cond(const jx_params *p, int nin, jx_array *const *in, co
   uint8_t *tmp = calloc((size_t)nout + 1, 1);
   jx_array **ops = calloc((size_t)nin + 1, sizeof *ops);
   jx_program *branches[JX_EQN_SUBS] = {0};
-  jx_status st = (b_in && b_out && tmp && ops) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "cond: out of memory");
+  jx_status st = (b_in && b_out && tmp && ops)
+                     ? JX_OK
+                     : jx_error_set(JX_ERR_OUT_OF_MEMORY, "cond: out of memory");
   int index_batched = bdim[0] != JX_NOT_MAPPED;
   for (int i = 0; i < nops && !st; i++) {
     b_in[i] = bdim[i + 1] != JX_NOT_MAPPED;
@@ -302,7 +308,8 @@ static jx_status batch_cond(const jx_params *p, int nin, jx_array *const *in, co
     /* a batched index: run every branch and pick per lane */
     jx_array **per = calloc((size_t)(nsub * nout) + 1, sizeof *per);
     if (!per) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "cond: out of memory");
-    for (int k = 0; k < nsub && !st; k++) st = jx_program_eval(branches[k], ops + 1, per + k * nout);
+    for (int k = 0; k < nsub && !st; k++)
+      st = jx_program_eval(branches[k], ops + 1, per + k * nout);
     jx_array *idx = jx_rule_moveaxis(in[0], bdim[0], 0);
     idx = jx_clip(jx_astype(idx, JX_I32), 0, nsub - 1);
     for (int o = 0; o < nout && !st; o++) {
@@ -345,7 +352,8 @@ jx_status jx_switch(jx_array *index, int nbranches, jx_fn *const *branches, int 
   if (nbranches < 1 || nbranches > JX_EQN_SUBS)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: %d branches; 1 to %d are supported", op,
                         nbranches, JX_EQN_SUBS);
-  if (!branches || !out) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: branches or out is NULL", op);
+  if (!branches || !out)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: branches or out is NULL", op);
   for (int k = 0; k < nbranches; k++)
     if (!branches[k]) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: branch %d is NULL", op, k);
   int nout = branches[0]->nout;

@@ -50,7 +50,8 @@ jx_status jx_control_trace_branches(const char *op, int nbranches, jx_fn *const 
         st = jx_error_set(JX_ERR_SHAPE,
                           "%s: output %d is %s in branch 0 but %s in branch %d; every branch "
                           "must give the same types",
-                          op, o, jx_aval_str(x.dtype, x.shape, s1), jx_aval_str(y.dtype, y.shape, s2), k);
+                          op, o, jx_aval_str(x.dtype, x.shape, s1),
+                          jx_aval_str(y.dtype, y.shape, s2), k);
       }
     }
   }
@@ -59,7 +60,11 @@ jx_status jx_control_trace_branches(const char *op, int nbranches, jx_fn *const 
 }
 
 /* The control-flow family's rows (registry.c lists it with the others). */
-const jx_prim *const jx_prims_control[] = {&jx_prim_cond,  &jx_prim_while,
-                                           &jx_prim_scan,  &jx_prim_remat,
-                                           &jx_prim_custom_vjp_call, &jx_prim_custom_lin,
-                                           &jx_prim_custom_jvp_call, NULL};
+const jx_prim *const jx_prims_control[] = {&jx_prim_cond,
+                                           &jx_prim_while,
+                                           &jx_prim_scan,
+                                           &jx_prim_remat,
+                                           &jx_prim_custom_vjp_call,
+                                           &jx_prim_custom_lin,
+                                           &jx_prim_custom_jvp_call,
+                                           NULL};

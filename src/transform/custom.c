@@ -24,21 +24,31 @@
 
 static jx_status infer_none(const jx_params *p, int nin, const jx_aval *in, int nout,
                             jx_aval *out) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out;
+  (void)p;
+  (void)nin;
+  (void)in;
+  (void)nout;
+  (void)out;
   return JX_OK;
 }
 
 /* outputs are those of the first nested program */
 static jx_status first_sub_outputs(const jx_params *p, int nin, const jx_aval *in, int nsub,
                                    jx_program *const *subs, int nout, jx_aval *out) {
-  (void)p; (void)nin; (void)in; (void)nsub;
+  (void)p;
+  (void)nin;
+  (void)in;
+  (void)nsub;
   for (int o = 0; o < nout; o++) out[o] = subs[0]->avals[subs[0]->out[o]];
   return JX_OK;
 }
 
 static jx_status impl_first_sub(const jx_params *p, int nin, jx_array *const *in, int nout,
                                 jx_array **out, int nsub, jx_program *const *subs) {
-  (void)p; (void)nin; (void)nout; (void)nsub;
+  (void)p;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
   return jx_program_eval(subs[0], in, out);
 }
 
@@ -72,7 +82,9 @@ static jx_status batch_all(const jx_prim *prim, const jx_params *p, int nin, jx_
 /* ---- custom_lin: tangents through bwd ---- */
 static jx_status lin_outputs(const jx_params *p, int nin, const jx_aval *in, int nsub,
                              jx_program *const *subs, int nout, jx_aval *out) {
-  (void)nin; (void)in; (void)nsub;
+  (void)nin;
+  (void)in;
+  (void)nsub;
   const jx_program *bwd = subs[0];
   int nres = (int)p->i[0];
   for (int o = 0; o < nout; o++) out[o] = bwd->avals[bwd->in[nres + o]];
@@ -81,7 +93,13 @@ static jx_status lin_outputs(const jx_params *p, int nin, const jx_aval *in, int
 
 static jx_status impl_lin(const jx_params *p, int nin, jx_array *const *in, int nout,
                           jx_array **out, int nsub, jx_program *const *subs) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out; (void)nsub; (void)subs;
+  (void)p;
+  (void)nin;
+  (void)in;
+  (void)nout;
+  (void)out;
+  (void)nsub;
+  (void)subs;
   return jx_error_set(JX_ERR_UNIMPLEMENTED,
                       "a jx_custom_vjp function cannot be differentiated in forward mode (jvp); "
                       "give it a jx_custom_jvp rule instead");
@@ -94,8 +112,10 @@ static jx_status transpose_lin(const jx_params *p, int nin, jx_array *const *in,
   (void)nsub;
   const jx_program *bwd = subs[0];
   int nres = (int)p->i[0];
-  jx_array **args = calloc((size_t)(nres + nout) + 1, sizeof *args), **res = calloc((size_t)bwd->nout + 1, sizeof *res);
-  jx_status st = (args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "custom_vjp: out of memory");
+  jx_array **args = calloc((size_t)(nres + nout) + 1, sizeof *args),
+           **res = calloc((size_t)bwd->nout + 1, sizeof *res);
+  jx_status st =
+      (args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "custom_vjp: out of memory");
   for (int r = 0; r < nres && !st; r++) args[r] = in[r];
   for (int o = 0; o < nout && !st; o++) {
     jx_aval a = bwd->avals[bwd->in[nres + o]];
@@ -105,7 +125,8 @@ static jx_status transpose_lin(const jx_params *p, int nin, jx_array *const *in,
   if (!st) st = jx_program_eval(bwd, args, res);
   for (int i = 0; i < nin && !st; i++) {
     ct_in[i] = i >= nres && linear[i] ? res[i - nres] : NULL;
-    if (ct_in[i] && (ct_in[i]->dtype != avals[i].dtype || !jx_shape_equal(ct_in[i]->shape, avals[i].shape))) {
+    if (ct_in[i] &&
+        (ct_in[i]->dtype != avals[i].dtype || !jx_shape_equal(ct_in[i]->shape, avals[i].shape))) {
       char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
       st = jx_error_set(JX_ERR_SHAPE, "custom_vjp: bwd returns %s for input %d, which is %s",
                         jx_aval_str(ct_in[i]->dtype, ct_in[i]->shape, a), i - nres,
@@ -134,14 +155,16 @@ const jx_prim jx_prim_custom_lin = {.name = "custom_lin",
                                     .batch = batch_lin};
 
 /* ---- custom_vjp_call ---- */
-static jx_status jvp_custom_vjp(const jx_params *p, int nin, jx_array *const *x,
-                                jx_array *const *t, int nout, jx_array **y, jx_array **ty,
-                                int nsub, jx_program *const *subs) {
+static jx_status jvp_custom_vjp(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
+                                int nout, jx_array **y, jx_array **ty, int nsub,
+                                jx_program *const *subs) {
   (void)nsub;
   int nres = (int)p->i[0];
   jx_array **fo = calloc((size_t)(nout + nres) + 1, sizeof *fo);
-  jx_array **args = calloc((size_t)(nres + nin) + 1, sizeof *args), **res = calloc((size_t)nout + 1, sizeof *res);
-  jx_status st = (fo && args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "custom_vjp: out of memory");
+  jx_array **args = calloc((size_t)(nres + nin) + 1, sizeof *args),
+           **res = calloc((size_t)nout + 1, sizeof *res);
+  jx_status st =
+      (fo && args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "custom_vjp: out of memory");
   if (!st) st = jx_program_eval(subs[1], x, fo); /* fwd: outputs and residuals */
   for (int r = 0; r < nres && !st; r++) args[r] = fo[nout + r];
   for (int i = 0; i < nin && !st; i++) {
@@ -164,9 +187,9 @@ static jx_status jvp_custom_vjp(const jx_params *p, int nin, jx_array *const *x,
   return st;
 }
 
-static jx_status batch_custom_vjp(const jx_params *p, int nin, jx_array *const *in,
-                                  const int *bdim, int64_t n, int nout, jx_array **out,
-                                  int *out_bdim, int nsub, jx_program *const *subs) {
+static jx_status batch_custom_vjp(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
+                                  int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
+                                  jx_program *const *subs) {
   return batch_all(&jx_prim_custom_vjp_call, p, nin, in, bdim, n, nout, out, out_bdim, nsub, subs);
 }
 
@@ -181,13 +204,15 @@ const jx_prim jx_prim_custom_vjp_call = {.name = "custom_vjp_call",
                                          .batch = batch_custom_vjp};
 
 /* ---- custom_jvp_call ---- */
-static jx_status jvp_custom_jvp(const jx_params *p, int nin, jx_array *const *x,
-                                jx_array *const *t, int nout, jx_array **y, jx_array **ty,
-                                int nsub, jx_program *const *subs) {
+static jx_status jvp_custom_jvp(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
+                                int nout, jx_array **y, jx_array **ty, int nsub,
+                                jx_program *const *subs) {
   (void)p;
   (void)nsub;
-  jx_array **args = calloc(2 * (size_t)nin + 1, sizeof *args), **res = calloc(2 * (size_t)nout + 1, sizeof *res);
-  jx_status st = (args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "custom_jvp: out of memory");
+  jx_array **args = calloc(2 * (size_t)nin + 1, sizeof *args),
+           **res = calloc(2 * (size_t)nout + 1, sizeof *res);
+  jx_status st =
+      (args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "custom_jvp: out of memory");
   for (int i = 0; i < nin && !st; i++) {
     args[i] = x[i];
     args[nin + i] = t[i] ? t[i] : jx_rule_zeros((jx_aval){x[i]->dtype, 0, x[i]->shape});
@@ -202,9 +227,9 @@ static jx_status jvp_custom_jvp(const jx_params *p, int nin, jx_array *const *x,
   return st;
 }
 
-static jx_status batch_custom_jvp(const jx_params *p, int nin, jx_array *const *in,
-                                  const int *bdim, int64_t n, int nout, jx_array **out,
-                                  int *out_bdim, int nsub, jx_program *const *subs) {
+static jx_status batch_custom_jvp(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
+                                  int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
+                                  jx_program *const *subs) {
   return batch_all(&jx_prim_custom_jvp_call, p, nin, in, bdim, n, nout, out, out_bdim, nsub, subs);
 }
 
@@ -277,8 +302,10 @@ static jx_program *custom_vjp_build(jx_fn *f, const jx_aval *in) {
   if (!st && !subs[1]) st = JX_ERR_INTERNAL;
   int nres = st ? 0 : subs[1]->nout - nout;
   if (!st && nres < 0)
-    st = jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: fwd returns %d values; it must return f's %d outputs and then the residuals",
-                      op, subs[1]->nout, nout);
+    st = jx_error_set(
+        JX_ERR_INVALID_ARGUMENT,
+        "%s: fwd returns %d values; it must return f's %d outputs and then the residuals", op,
+        subs[1]->nout, nout);
   if (!st) {
     fo = out_avals(subs[0], 0, nout);
     wo = out_avals(subs[1], 0, nout + nres);
@@ -293,8 +320,8 @@ static jx_program *custom_vjp_build(jx_fn *f, const jx_aval *in) {
     if (!subs[2]) st = JX_ERR_INTERNAL;
   }
   if (!st && subs[2]->nout != nin)
-    st = jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: bwd returns %d cotangents but f has %d inputs", op,
-                      subs[2]->nout, nin);
+    st = jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: bwd returns %d cotangents but f has %d inputs",
+                      op, subs[2]->nout, nin);
   if (!st) {
     bo = out_avals(subs[2], 0, nin);
     jx_aval *strong = malloc(sizeof *strong * (size_t)(nin + 1));
@@ -335,7 +362,9 @@ static jx_program *custom_jvp_build(jx_fn *f, const jx_aval *in) {
     if (!subs[1]) st = JX_ERR_INTERNAL;
   }
   if (!st && subs[1]->nout != 2 * nout)
-    st = jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: the jvp function returns %d values; it must return f's %d outputs and their %d tangents",
+    st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                      "%s: the jvp function returns %d values; it must return f's %d outputs and "
+                      "their %d tangents",
                       op, subs[1]->nout, nout, nout);
   if (!st) {
     fo = out_avals(subs[0], 0, nout);
@@ -356,10 +385,10 @@ static jx_program *custom_jvp_build(jx_fn *f, const jx_aval *in) {
   return r;
 }
 
-static const jx_fn_kind custom_vjp_kind = {.name = "custom_vjp", .build = custom_vjp_build,
-                                           .free_data = free_custom};
-static const jx_fn_kind custom_jvp_kind = {.name = "custom_jvp", .build = custom_jvp_build,
-                                           .free_data = free_custom};
+static const jx_fn_kind custom_vjp_kind = {
+    .name = "custom_vjp", .build = custom_vjp_build, .free_data = free_custom};
+static const jx_fn_kind custom_jvp_kind = {
+    .name = "custom_jvp", .build = custom_jvp_build, .free_data = free_custom};
 
 static jx_fn *make(const jx_fn_kind *kind, const char *op, jx_fn *f, jx_fn *a, jx_fn *b) {
   if (!f || !a || (kind == &custom_vjp_kind && !b)) {
@@ -378,4 +407,6 @@ static jx_fn *make(const jx_fn_kind *kind, const char *op, jx_fn *f, jx_fn *a, j
 jx_fn *jx_custom_vjp(jx_fn *f, jx_fn *fwd, jx_fn *bwd) {
   return make(&custom_vjp_kind, "jx_custom_vjp", f, fwd, bwd);
 }
-jx_fn *jx_custom_jvp(jx_fn *f, jx_fn *jvp) { return make(&custom_jvp_kind, "jx_custom_jvp", f, jvp, NULL); }
+jx_fn *jx_custom_jvp(jx_fn *f, jx_fn *jvp) {
+  return make(&custom_jvp_kind, "jx_custom_jvp", f, jvp, NULL);
+}

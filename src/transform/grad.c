@@ -79,8 +79,10 @@ static jx_program *reverse_program(jx_fn *f, const jx_aval *in, const grad_data 
   jx_array **fo = calloc((size_t)nfwd + 1, sizeof *fo);
   jx_array **tin = calloc((size_t)(lz.nres + nct) + 1, sizeof *tin);
   jx_array **tout = calloc((size_t)ntin + 1, sizeof *tout);
-  jx_array **outs = calloc((size_t)(p->nout + n + ntin) + 1, sizeof *outs); /* vjp: outs + every input */
-  if (!x || !fo || !tin || !tout || !outs) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "grad: out of memory");
+  jx_array **outs =
+      calloc((size_t)(p->nout + n + ntin) + 1, sizeof *outs); /* vjp: outs + every input */
+  if (!x || !fo || !tin || !tout || !outs)
+    st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "grad: out of memory");
   for (int i = 0; i < nin_all && !st; i++) x[i] = jx_trace_input(tr, in[i]);
   if (!st) st = jx_program_eval(lz.fwd, x, fo);
   for (int r = 0; r < lz.nres && !st; r++) tin[r] = fo[p->nout + r];
@@ -157,9 +159,10 @@ static jx_program *grad_build(jx_fn *f, const jx_aval *in) {
 }
 
 static const jx_fn_kind vjp_kind = {.name = "vjp", .build = vjp_build, .free_data = free_grad_data};
-static const jx_fn_kind grad_kind = {.name = "grad", .build = grad_build, .free_data = free_grad_data};
-static const jx_fn_kind vag_kind = {.name = "value_and_grad", .build = grad_build,
-                                    .free_data = free_grad_data};
+static const jx_fn_kind grad_kind = {
+    .name = "grad", .build = grad_build, .free_data = free_grad_data};
+static const jx_fn_kind vag_kind = {
+    .name = "value_and_grad", .build = grad_build, .free_data = free_grad_data};
 
 static grad_data *make_data(const char *op, jx_fn *f, grad_mode mode, jx_axes argnums,
                             int has_aux) {

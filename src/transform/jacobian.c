@@ -17,8 +17,8 @@ typedef struct {
 } jac_data;
 
 typedef struct {
-  jx_fn *f;       /* the function differentiated */
-  jx_fn *d;       /* its jvp or vjp */
+  jx_fn *f;        /* the function differentiated */
+  jx_fn *d;        /* its jvp or vjp */
   int argnum, out; /* the input, and for jacrev the output, in question */
 } basis_ctx;
 
@@ -26,7 +26,8 @@ typedef struct {
 static void jvp_column(void *ctx, jx_array *const *in, jx_array **out) {
   basis_ctx *c = ctx;
   int n = c->f->nin, m = c->f->nout;
-  jx_array **args = calloc(2 * (size_t)n + 1, sizeof *args), **res = calloc(2 * (size_t)m + 1, sizeof *res);
+  jx_array **args = calloc(2 * (size_t)n + 1, sizeof *args),
+           **res = calloc(2 * (size_t)m + 1, sizeof *res);
   if (!args || !res) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "jacfwd: out of memory");
   } else {
@@ -45,7 +46,8 @@ static void jvp_column(void *ctx, jx_array *const *in, jx_array **out) {
 static void vjp_row(void *ctx, jx_array *const *in, jx_array **out) {
   basis_ctx *c = ctx;
   int n = c->f->nin, m = c->f->nout;
-  jx_array **args = calloc((size_t)(n + m) + 1, sizeof *args), **res = calloc((size_t)(n + m) + 1, sizeof *res);
+  jx_array **args = calloc((size_t)(n + m) + 1, sizeof *args),
+           **res = calloc((size_t)(n + m) + 1, sizeof *res);
   jx_array **y = calloc((size_t)m + 1, sizeof *y);
   if (!args || !res || !y) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "jacrev: out of memory");

@@ -68,11 +68,13 @@ jx_program *jx_jvp_program(const jx_program *p, const uint8_t *wrt, const uint8_
   if (!tr) return NULL;
   jx_scope_begin();
   jx_array **x = calloc((size_t)p->nin + 1, sizeof *x), **t = calloc((size_t)p->nin + 1, sizeof *t);
-  jx_array **y = calloc((size_t)p->nout + 1, sizeof *y), **ty = calloc((size_t)p->nout + 1, sizeof *ty);
+  jx_array **y = calloc((size_t)p->nout + 1, sizeof *y),
+           **ty = calloc((size_t)p->nout + 1, sizeof *ty);
   jx_array **outs = calloc(2 * (size_t)p->nout + 1, sizeof *outs);
   jx_program *result = NULL;
-  jx_status st = (x && t && y && ty && outs) ? JX_OK
-                                             : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jvp: out of memory");
+  jx_status st = (x && t && y && ty && outs)
+                     ? JX_OK
+                     : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jvp: out of memory");
   for (int i = 0; i < p->nin && !st; i++) x[i] = jx_trace_input(tr, p->avals[p->in[i]]);
   for (int i = 0; i < p->nin && !st; i++)
     if (wrt[i]) {

@@ -34,23 +34,23 @@ jx_status jx_unknown_outputs(const jx_program *p, const uint8_t *unknown_in, uin
 
 typedef struct {
   const jx_program *p;
-  uint8_t *unknown;   /* per variable of p */
-  int *kmap, *umap;   /* p variable -> known / unknown program variable, or -1 */
-  int *res;           /* residual variables of p, in order */
+  uint8_t *unknown; /* per variable of p */
+  int *kmap, *umap; /* p variable -> known / unknown program variable, or -1 */
+  int *res;         /* residual variables of p, in order */
   int nres, cap_res;
   uint8_t *is_res;
   jx_program *known, *unk;
   /* equations, in order, each tagged with where it goes */
   struct planned {
     const jx_eqn *e;
-    int split;        /* 0: whole to one side; 1: split by its rule */
-    int side;         /* when whole: 0 known, 1 unknown */
+    int split; /* 0: whole to one side; 1: split by its rule */
+    int side;  /* when whole: 0 known, 1 unknown */
     jx_pe_eqn k, u;
     int nres_local;
-    int *res_vars;    /* p-level placeholder variables for the rule's residuals */
+    int *res_vars; /* p-level placeholder variables for the rule's residuals */
     jx_aval *res_avals;
     uint8_t *uout;
-  } *plan;
+  } * plan;
 } pe_state;
 
 static jx_status note_residual(pe_state *s, int v) {
@@ -304,7 +304,8 @@ jx_status jx_linearize(const jx_program *p, const uint8_t *wrt, const uint8_t *o
   jx_program *j = jx_jvp_program(p, wrt, out_sel);
   if (!j) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   uint8_t *uin = calloc((size_t)j->nin + 1, 1), *force = calloc((size_t)j->nout + 1, 1);
-  jx_status st = (uin && force) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "linearize: out of memory");
+  jx_status st =
+      (uin && force) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "linearize: out of memory");
   for (int i = p->nin; i < j->nin && !st; i++) uin[i] = 1;
   for (int o = p->nout; o < j->nout && !st; o++) force[o] = 1;
   jx_split sp = {0};

@@ -19,13 +19,19 @@
 
 static jx_status infer_remat(const jx_params *p, int nin, const jx_aval *in, int nout,
                              jx_aval *out) {
-  (void)p; (void)nin; (void)in; (void)nout; (void)out;
+  (void)p;
+  (void)nin;
+  (void)in;
+  (void)nout;
+  (void)out;
   return JX_OK;
 }
 
 static jx_status remat_outputs(const jx_params *p, int nin, const jx_aval *in, int nsub,
                                jx_program *const *subs, int nout, jx_aval *out) {
-  (void)p; (void)nin; (void)in;
+  (void)p;
+  (void)nin;
+  (void)in;
   if (nsub != 1 || subs[0]->nout != nout) return jx_error_set(JX_ERR_INTERNAL, "remat: bad region");
   for (int o = 0; o < nout; o++) out[o] = subs[0]->avals[subs[0]->out[o]];
   return JX_OK;
@@ -33,7 +39,10 @@ static jx_status remat_outputs(const jx_params *p, int nin, const jx_aval *in, i
 
 static jx_status impl_remat(const jx_params *p, int nin, jx_array *const *in, int nout,
                             jx_array **out, int nsub, jx_program *const *subs) {
-  (void)p; (void)nin; (void)nout; (void)nsub;
+  (void)p;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
   return jx_program_eval(subs[0], in, out);
 }
 
@@ -42,9 +51,12 @@ static jx_status jvp_remat(const jx_params *p, int nin, jx_array *const *x, jx_a
                            jx_program *const *subs) {
   (void)nsub;
   uint8_t *wrt = calloc((size_t)nin + 1, 1), *sel = malloc((size_t)nout + 1);
-  jx_array **args = calloc(2 * (size_t)nin + 1, sizeof *args), **res = calloc(2 * (size_t)nout + 1, sizeof *res);
+  jx_array **args = calloc(2 * (size_t)nin + 1, sizeof *args),
+           **res = calloc(2 * (size_t)nout + 1, sizeof *res);
   jx_program *j = NULL;
-  jx_status st = (wrt && sel && args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "remat: out of memory");
+  jx_status st = (wrt && sel && args && res)
+                     ? JX_OK
+                     : jx_error_set(JX_ERR_OUT_OF_MEMORY, "remat: out of memory");
   int n = 0;
   for (int i = 0; i < nin && !st; i++) args[n++] = x[i];
   for (int i = 0; i < nin && !st; i++)
@@ -172,7 +184,8 @@ static jx_status pe_remat(const jx_eqn *e, const jx_aval *in_avals, const uint8_
   const jx_program *p = e->sub[0];
   int policy = (int)e->params.i[0];
   uint8_t *unk = calloc((size_t)p->nvars + 1, 1), *saved = calloc((size_t)p->nvars + 1, 1);
-  jx_status st = (unk && saved) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "remat: out of memory");
+  jx_status st =
+      (unk && saved) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "remat: out of memory");
   for (int i = 0; i < p->nin && !st; i++) unk[p->in[i]] = unknown_in[i];
   for (int q = 0; q < p->neqns && !st; q++) {
     const jx_eqn *x = &p->eqns[q];
@@ -189,9 +202,11 @@ static jx_status pe_remat(const jx_eqn *e, const jx_aval *in_avals, const uint8_
   }
   for (int v = 0; v < p->nvars; v++) ns += saved[v];
   for (int i = 0; i < p->nin; i++) nkin += !unknown_in[i];
-  jx_aval *kav = malloc(sizeof *kav * (size_t)(nkin + 1)), *uav = malloc(sizeof *uav * (size_t)(ns + p->nin + 1));
+  jx_aval *kav = malloc(sizeof *kav * (size_t)(nkin + 1)),
+          *uav = malloc(sizeof *uav * (size_t)(ns + p->nin + 1));
   jx_aval *rav = malloc(sizeof *rav * (size_t)(ns + 1));
-  if (!kav || !uav || !rav) st = st ? st : jx_error_set(JX_ERR_OUT_OF_MEMORY, "remat: out of memory");
+  if (!kav || !uav || !rav)
+    st = st ? st : jx_error_set(JX_ERR_OUT_OF_MEMORY, "remat: out of memory");
   int k = 0, r = 0;
   for (int i = 0; i < p->nin && !st; i++)
     if (!unknown_in[i]) kav[k++] = in_avals[i];
@@ -208,7 +223,8 @@ static jx_status pe_remat(const jx_eqn *e, const jx_aval *in_avals, const uint8_
     known->sub[0] = jx_program_build("remat_known", nkin, kav, nk + ns, known_side, &c);
     unknown->sub[0] = jx_program_build("remat_recompute", ns + p->nin, uav, nu, unknown_side, &c);
     known->nsub = unknown->nsub = 1;
-    if (!known->sub[0] || !unknown->sub[0]) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+    if (!known->sub[0] || !unknown->sub[0])
+      st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   }
   if (!st) {
     known->prim = unknown->prim = &jx_prim_remat;
@@ -240,10 +256,13 @@ static jx_status transpose_remat(const jx_params *p, int nin, jx_array *const *i
                                  const jx_aval *avals, const uint8_t *linear, int nout,
                                  jx_array *const *ct, jx_array **ct_in, int nsub,
                                  jx_program *const *subs) {
-  (void)p; (void)avals; (void)nsub;
+  (void)p;
+  (void)avals;
+  (void)nsub;
   jx_program *t = jx_transpose_program_mask(subs[0], linear);
   if (!t) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-  jx_array **args = calloc((size_t)(nin + nout) + 1, sizeof *args), **res = calloc((size_t)nin + 1, sizeof *res);
+  jx_array **args = calloc((size_t)(nin + nout) + 1, sizeof *args),
+           **res = calloc((size_t)nin + 1, sizeof *res);
   jx_status st = (args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "remat: out of memory");
   int n = 0;
   for (int i = 0; i < nin && !st; i++)
@@ -268,7 +287,8 @@ static jx_status batch_remat(const jx_params *p, int nin, jx_array *const *in, c
   uint8_t *b = calloc((size_t)nin + 1, 1), *bo = calloc((size_t)nout + 1, 1);
   jx_array **args = calloc((size_t)nin + 1, sizeof *args);
   jx_program *bp = NULL;
-  jx_status st = (b && bo && args) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "remat: out of memory");
+  jx_status st =
+      (b && bo && args) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "remat: out of memory");
   for (int i = 0; i < nin && !st; i++) {
     b[i] = bdim[i] != JX_NOT_MAPPED;
     args[i] = b[i] ? jx_rule_moveaxis(in[i], bdim[i], 0) : in[i];
@@ -329,8 +349,8 @@ static jx_program *checkpoint_build(jx_fn *f, const jx_aval *in) {
 }
 
 static void free_remat(void *d) { free(d); }
-static const jx_fn_kind checkpoint_kind = {.name = "checkpoint", .build = checkpoint_build,
-                                           .free_data = free_remat};
+static const jx_fn_kind checkpoint_kind = {
+    .name = "checkpoint", .build = checkpoint_build, .free_data = free_remat};
 
 jx_fn *jx_checkpoint_with_policy(jx_fn *f, jx_remat_policy policy) {
   if (!f) {

@@ -22,8 +22,8 @@
 #include "control.h"
 #include "partial_eval.h"
 
-#define NCARRY(p) ((int)(p)->i[0])
-#define LENGTH(p) ((p)->i[1])
+#define NCARRY(p)  ((int)(p)->i[0])
+#define LENGTH(p)  ((p)->i[1])
 #define REVERSE(p) ((int)(p)->i[2])
 
 static jx_status infer_scan(const jx_params *p, int nin, const jx_aval *in, int nout,
@@ -75,7 +75,8 @@ static jx_status impl_scan(const jx_params *p, int nin, jx_array *const *in, int
   jx_array **c = calloc((size_t)nc + 1, sizeof *c), **args = calloc((size_t)nin + 1, sizeof *args);
   jx_array **res = calloc((size_t)nout + 1, sizeof *res);
   jx_array **ys = calloc((size_t)(ny * (len ? len : 1)) + 1, sizeof *ys);
-  jx_status st = (c && args && res && ys) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
+  jx_status st =
+      (c && args && res && ys) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
   for (int i = 0; i < nc && !st; i++) c[i] = jx_keep(in[i]);
   for (int64_t k = 0; k < len && !st; k++) {
     int64_t t = REVERSE(p) ? len - 1 - k : k;
@@ -132,7 +133,8 @@ static jx_status jvp_body(void *ctx, jx_array *const *in, jx_array **out) {
   scan_jvp_ctx *s = ctx;
   int n = s->nc + s->nx;
   jx_array **x = calloc((size_t)n + 1, sizeof *x), **t = calloc((size_t)n + 1, sizeof *t);
-  jx_array **y = calloc((size_t)(s->nc + s->ny) + 1, sizeof *y), **ty = calloc((size_t)(s->nc + s->ny) + 1, sizeof *ty);
+  jx_array **y = calloc((size_t)(s->nc + s->ny) + 1, sizeof *y),
+           **ty = calloc((size_t)(s->nc + s->ny) + 1, sizeof *ty);
   if (!x || !t || !y || !ty) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
   int k = 0;
   for (int i = 0; i < s->nc; i++) x[i] = in[k++];
@@ -164,9 +166,12 @@ static jx_status jvp_scan(const jx_params *p, int nin, jx_array *const *x, jx_ar
   int nc = NCARRY(p), nx = nin - nc, ny = nout - nc;
   uint8_t *nz = calloc((size_t)nin + 1, 1), *nz_out = calloc((size_t)nout + 1, 1);
   jx_aval *av = malloc(sizeof *av * (size_t)(2 * nin + 1));
-  jx_array **args = calloc(2 * (size_t)nin + 1, sizeof *args), **res = calloc(2 * (size_t)nout + 1, sizeof *res);
+  jx_array **args = calloc(2 * (size_t)nin + 1, sizeof *args),
+           **res = calloc(2 * (size_t)nout + 1, sizeof *res);
   jx_program *jb = NULL;
-  jx_status st = (nz && nz_out && av && args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
+  jx_status st = (nz && nz_out && av && args && res)
+                     ? JX_OK
+                     : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
   for (int i = 0; i < nin && !st; i++) nz[i] = t[i] != NULL && !jx_rule_no_tangent(x[i]->dtype);
   for (int changed = 1; changed && !st;) {
     changed = 0;
@@ -251,9 +256,11 @@ static jx_status pe_scan(const jx_eqn *e, const jx_aval *in_avals, const uint8_t
   const jx_params *p = &e->params;
   const jx_program *body = e->sub[0];
   int nc = NCARRY(p), nin = e->nin, nout = e->nout, ny = nout - nc;
-  uint8_t *uin = malloc((size_t)nin + 1), *uo = calloc((size_t)nout + 1, 1), *force = calloc((size_t)nout + 1, 1);
+  uint8_t *uin = malloc((size_t)nin + 1), *uo = calloc((size_t)nout + 1, 1),
+          *force = calloc((size_t)nout + 1, 1);
   jx_split sp = {0};
-  jx_status st = (uin && uo && force) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
+  jx_status st =
+      (uin && uo && force) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
   if (!st) memcpy(uin, unknown_in, (size_t)nin);
   for (int changed = 1; changed && !st;) {
     changed = 0;
@@ -358,9 +365,12 @@ static jx_status transpose_scan(const jx_params *p, int nin, jx_array *const *in
   int nc = NCARRY(p), ny = nout - nc;
   uint8_t *mask = calloc((size_t)nin + 1, 1);
   jx_aval *av = malloc(sizeof *av * (size_t)(nin + nout + 1));
-  jx_array **args = calloc((size_t)(nin + nout) + 1, sizeof *args), **res = calloc((size_t)nin + 1, sizeof *res);
+  jx_array **args = calloc((size_t)(nin + nout) + 1, sizeof *args),
+           **res = calloc((size_t)nin + 1, sizeof *res);
   jx_program *t = NULL, *tb = NULL;
-  jx_status st = (mask && av && args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
+  jx_status st = (mask && av && args && res)
+                     ? JX_OK
+                     : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
   int nnl = 0, nlx = 0;
   for (int i = 0; i < nin && !st; i++) {
     mask[i] = i < nc ? 1 : linear[i];
@@ -428,7 +438,8 @@ static jx_status batch_scan(const jx_params *p, int nin, jx_array *const *in, co
   uint8_t *b = calloc((size_t)nin + 1, 1), *bo = calloc((size_t)nout + 1, 1);
   jx_array **args = calloc((size_t)nin + 1, sizeof *args);
   jx_program *bb = NULL;
-  jx_status st = (b && bo && args) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
+  jx_status st =
+      (b && bo && args) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
   for (int i = 0; i < nin && !st; i++) b[i] = bdim[i] != JX_NOT_MAPPED;
   for (int changed = 1; changed && !st;) {
     changed = 0;
@@ -447,12 +458,12 @@ static jx_status batch_scan(const jx_params *p, int nin, jx_array *const *in, co
     else if (i < nc)
       args[i] = jx_rule_batch_to_front(in[i], bdim[i], size);
     else /* the scan axis stays first; the batch goes second */
-      args[i] = bdim[i] == JX_NOT_MAPPED ? jx_rule_moveaxis(jx_rule_batch_to_front(in[i], bdim[i], size), 0, 1)
-                                         : jx_rule_moveaxis(in[i], bdim[i], 1);
+      args[i] = bdim[i] == JX_NOT_MAPPED
+                    ? jx_rule_moveaxis(jx_rule_batch_to_front(in[i], bdim[i], size), 0, 1)
+                    : jx_rule_moveaxis(in[i], bdim[i], 1);
   }
   if (!st) st = jx_bind_sub(&jx_prim_scan, nin, args, p, 1, &bb, out);
-  for (int o = 0; o < nout; o++)
-    out_bdim[o] = bo && bo[o] ? (o < nc ? 0 : 1) : JX_NOT_MAPPED;
+  for (int o = 0; o < nout; o++) out_bdim[o] = bo && bo[o] ? (o < nc ? 0 : 1) : JX_NOT_MAPPED;
   jx_program_release(bb);
   free(b);
   free(bo);
@@ -472,7 +483,6 @@ const jx_prim jx_prim_scan = {.name = "scan",
                               .batch = batch_scan,
                               .partial_eval = pe_scan};
 
-
 /* ---- the public functions ---- */
 jx_status jx_scan(jx_fn *body, int ncarry, jx_array *const *init, int nxs, jx_array *const *xs,
                   int64_t length, int reverse, jx_array **out) {
@@ -480,7 +490,8 @@ jx_status jx_scan(jx_fn *body, int ncarry, jx_array *const *init, int nxs, jx_ar
   if (!body || !out) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: body or out is NULL", op);
   for (int o = 0; o < body->nout; o++) out[o] = jx_poison();
   if (ncarry < 0 || nxs < 0 || (ncarry > 0 && !init) || (nxs > 0 && !xs))
-    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: bad carry or xs counts (%d, %d)", op, ncarry, nxs);
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: bad carry or xs counts (%d, %d)", op, ncarry,
+                        nxs);
   jx_status st = JX_OK;
   if (ncarry) st = jx_check_inputs(op, ncarry, init);
   if (!st && nxs) st = jx_check_inputs(op, nxs, xs);
@@ -526,7 +537,8 @@ jx_status jx_scan(jx_fn *body, int ncarry, jx_array *const *init, int nxs, jx_ar
     if (!jx_aval_same_type(o, av[i])) {
       char s1[JX_AVAL_STR_CAP], s2[JX_AVAL_STR_CAP];
       st = jx_error_set(JX_ERR_SHAPE, "%s: the body returns %s for carry %d, which is %s", op,
-                        jx_aval_str(o.dtype, o.shape, s1), i, jx_aval_str(av[i].dtype, av[i].shape, s2));
+                        jx_aval_str(o.dtype, o.shape, s1), i,
+                        jx_aval_str(av[i].dtype, av[i].shape, s2));
     }
   }
   if (!st) {
@@ -570,8 +582,10 @@ jx_status jx_fori(int64_t lo, int64_t hi, jx_fn *body, int n, jx_array *const *i
                         (long long)lo, (long long)hi);
   jx_fn *wrapper = jx_fn_fori_wrapper(body, fori_body);
   if (!wrapper) return jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
-  jx_array **args = malloc(sizeof *args * (size_t)(n + 1)), **res = malloc(sizeof *res * (size_t)(n + 1));
-  jx_status st = (args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+  jx_array **args = malloc(sizeof *args * (size_t)(n + 1)),
+           **res = malloc(sizeof *res * (size_t)(n + 1));
+  jx_status st =
+      (args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
   if (!st) {
     args[0] = jx_full(JX_I32, (jx_shape){0, {0}}, (double)lo);
     for (int i = 0; i < n; i++) args[i + 1] = init[i];

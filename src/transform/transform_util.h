@@ -12,6 +12,6 @@ typedef struct {
 } jx_eqn_io;
 
 jx_status jx_eqn_io_open(jx_eqn_io *io, const jx_eqn *e);
-void      jx_eqn_io_close(jx_eqn_io *io);
+void jx_eqn_io_close(jx_eqn_io *io);
 
 #endif

@@ -86,7 +86,8 @@ jx_program *jx_transpose_program_mask(const jx_program *lin, const uint8_t *line
   jx_array **val = calloc((size_t)lin->nvars + 1, sizeof *val);
   jx_array **ct = calloc((size_t)lin->nvars + 1, sizeof *ct);
   jx_array **outs = calloc((size_t)nt + 1, sizeof *outs);
-  jx_status st = (val && ct && outs) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "transpose: out of memory");
+  jx_status st =
+      (val && ct && outs) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "transpose: out of memory");
   for (int r = 0; r < lin->nin && !st; r++)
     if (!linear[r]) val[lin->in[r]] = jx_trace_input(tr, lin->avals[lin->in[r]]);
   for (int c = 0; c < lin->nconst && !st; c++) val[lin->constvar[c]] = lin->constval[c];
@@ -113,7 +114,8 @@ jx_program *jx_transpose_program_mask(const jx_program *lin, const uint8_t *line
   for (int i = 0, k = 0; i < lin->nin && !st; i++) {
     if (!linear[i]) continue;
     int v = lin->in[i];
-    outs[k++] = ct[v] ? ct[v] : jx_rule_zeros((jx_aval){lin->avals[v].dtype, 0, lin->avals[v].shape});
+    outs[k++] =
+        ct[v] ? ct[v] : jx_rule_zeros((jx_aval){lin->avals[v].dtype, 0, lin->avals[v].shape});
   }
   jx_program *result = NULL;
   if (st)

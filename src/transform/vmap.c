@@ -11,8 +11,8 @@
 #include "transform_util.h"
 #include "vmap.h"
 
-jx_status jx_vmap_eval(const jx_program *p, jx_array *const *x, const int *bdim,
-                       int64_t axis_size, jx_array **y, int *ybdim) {
+jx_status jx_vmap_eval(const jx_program *p, jx_array *const *x, const int *bdim, int64_t axis_size,
+                       jx_array **y, int *ybdim) {
   jx_array **env = calloc((size_t)p->nvars + 1, sizeof *env);
   int *bd = malloc(sizeof *bd * (size_t)(p->nvars + 1));
   jx_status st = (env && bd) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "vmap: out of memory");
@@ -111,8 +111,9 @@ static jx_program *vmap_build(jx_fn *f, const jx_aval *in) {
     int a = ax < 0 ? ax + r : ax;
     if (a < 0 || a >= r) {
       char s[JX_AVAL_STR_CAP];
-      st = jx_error_set(JX_ERR_INVALID_ARGUMENT, "vmap: in_axes[%d] = %d is out of range for input %d, %s",
-                        i, ax, i, jx_aval_str(in[i].dtype, in[i].shape, s));
+      st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "vmap: in_axes[%d] = %d is out of range for input %d, %s", i, ax, i,
+                        jx_aval_str(in[i].dtype, in[i].shape, s));
       break;
     }
     int64_t d = in[i].shape.dims[a];
@@ -133,8 +134,8 @@ static jx_program *vmap_build(jx_fn *f, const jx_aval *in) {
     for (int k = a; k < r - 1; k++) unb[i].shape.dims[k] = in[i].shape.dims[k + 1];
   }
   if (!st && size < 0)
-    st = jx_error_set(JX_ERR_INVALID_ARGUMENT, "vmap: no input of '%s' is mapped (all in_axes are JX_NONE)",
-                      inner->name);
+    st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                      "vmap: no input of '%s' is mapped (all in_axes are JX_NONE)", inner->name);
   jx_program *p = st ? NULL : jx_fn_program(inner, unb);
   jx_program *result = NULL;
   jx_trace *tr = p ? jx_trace_begin(f->name) : NULL;
@@ -158,8 +159,8 @@ static jx_program *vmap_build(jx_fn *f, const jx_aval *in) {
       int r = y[o]->shape.rank + (yb[o] == JX_NOT_MAPPED);
       int a = want < 0 ? want + r : want;
       if (a < 0 || a >= r) {
-        st = jx_error_set(JX_ERR_INVALID_ARGUMENT, "vmap: out_axes[%d] = %d is out of range for rank %d",
-                          o, want, r);
+        st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                          "vmap: out_axes[%d] = %d is out of range for rank %d", o, want, r);
         break;
       }
       y[o] = jx_rule_moveaxis(jx_rule_batch_to_front(y[o], yb[o], size), 0, a);
@@ -179,7 +180,8 @@ static jx_program *vmap_build(jx_fn *f, const jx_aval *in) {
   return result;
 }
 
-static const jx_fn_kind vmap_kind = {.name = "vmap", .build = vmap_build, .free_data = free_vmap_data};
+static const jx_fn_kind vmap_kind = {
+    .name = "vmap", .build = vmap_build, .free_data = free_vmap_data};
 
 /* One entry per input (output); a single entry applies to all of them. */
 static int *expand_axes(jx_axes ax, int n, const char *what, jx_fn *f) {

@@ -42,7 +42,8 @@ static jx_status impl_while(const jx_params *p, int nin, jx_array *const *in, in
   (void)p;
   (void)nout;
   (void)nsub;
-  jx_array **c = malloc(sizeof *c * (size_t)(nin + 1)), **next = malloc(sizeof *next * (size_t)(nin + 1));
+  jx_array **c = malloc(sizeof *c * (size_t)(nin + 1)),
+           **next = malloc(sizeof *next * (size_t)(nin + 1));
   jx_status st = (c && next) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "while: out of memory");
   for (int i = 0; i < nin && !st; i++) c[i] = in[i];
   for (;;) {
@@ -80,9 +81,12 @@ static jx_status jvp_while(const jx_params *p, int nin, jx_array *const *x, jx_a
   (void)nsub;
   uint8_t *nz = calloc((size_t)nin + 1, 1), *nz_out = calloc((size_t)nin + 1, 1);
   jx_aval *av = malloc(sizeof *av * (size_t)(2 * nin + 1));
-  jx_array **args = calloc(2 * (size_t)nin + 1, sizeof *args), **res = calloc(2 * (size_t)nin + 1, sizeof *res);
+  jx_array **args = calloc(2 * (size_t)nin + 1, sizeof *args),
+           **res = calloc(2 * (size_t)nin + 1, sizeof *res);
   jx_program *subs2[2] = {NULL, NULL};
-  jx_status st = (nz && nz_out && av && args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "while: out of memory");
+  jx_status st = (nz && nz_out && av && args && res)
+                     ? JX_OK
+                     : jx_error_set(JX_ERR_OUT_OF_MEMORY, "while: out of memory");
   for (int i = 0; i < nin && !st; i++) nz[i] = t[i] != NULL;
   /* a carry's tangent is non-zero if it starts so or the body makes it so */
   for (int changed = 1; changed && !st;) {
@@ -127,7 +131,12 @@ static jx_status jvp_while(const jx_params *p, int nin, jx_array *const *x, jx_a
 static jx_status pe_while(const jx_eqn *e, const jx_aval *in_avals, const uint8_t *unknown_in,
                           uint8_t *unknown_out, jx_pe_eqn *known, jx_pe_eqn *unknown, int *nres,
                           jx_aval **res_avals) {
-  (void)in_avals; (void)unknown_in; (void)unknown_out; (void)known; (void)unknown; (void)nres;
+  (void)in_avals;
+  (void)unknown_in;
+  (void)unknown_out;
+  (void)known;
+  (void)unknown;
+  (void)nres;
   (void)res_avals;
   return jx_error_set(JX_ERR_UNIMPLEMENTED,
                       "%s%sjx_while cannot be differentiated in reverse mode (grad, vjp): its "
@@ -172,7 +181,8 @@ static jx_status batch_while(const jx_params *p, int nin, jx_array *const *in, c
   uint8_t *b = calloc((size_t)nin + 1, 1), *b_out = calloc((size_t)nin + 1, 1), pred_b = 0, no = 0;
   jx_array **args = calloc((size_t)nin + 1, sizeof *args);
   jx_program *subs2[2] = {NULL, NULL}, *cond_b = NULL, *body_b = NULL;
-  jx_status st = (b && b_out && args) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "while: out of memory");
+  jx_status st =
+      (b && b_out && args) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "while: out of memory");
   for (int i = 0; i < nin && !st; i++) b[i] = bdim[i] != JX_NOT_MAPPED;
   for (int changed = 1; changed && !st;) {
     changed = 0;
@@ -253,7 +263,8 @@ jx_status jx_while(jx_fn *cond_fn, jx_fn *body_fn, int n, jx_array *const *init,
     if (!jx_aval_same_type(o, av[i])) {
       char s1[JX_AVAL_STR_CAP], s2[JX_AVAL_STR_CAP];
       st = jx_error_set(JX_ERR_SHAPE, "%s: the body returns %s for carry %d, which is %s", op,
-                        jx_aval_str(o.dtype, o.shape, s1), i, jx_aval_str(av[i].dtype, av[i].shape, s2));
+                        jx_aval_str(o.dtype, o.shape, s1), i,
+                        jx_aval_str(av[i].dtype, av[i].shape, s2));
     }
   }
   if (!st) st = jx_bind_sub(&jx_prim_while, n, init, NULL, 2, subs, out);

@@ -7,9 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const conf_op *const tables[] = {conf_ops_elementwise, conf_ops_shape,
-                                        conf_ops_indexing,   conf_ops_reduce,
-                                        conf_ops_contract,   conf_ops_random,
+static const conf_op *const tables[] = {conf_ops_elementwise, conf_ops_shape,    conf_ops_indexing,
+                                        conf_ops_reduce,      conf_ops_contract, conf_ops_random,
                                         conf_ops_composites};
 
 static const char *find_kv(const conf_case *c, const char *key) {
@@ -92,14 +91,46 @@ static double decode(jx_dtype dt, const unsigned char *p) {
   case JX_BOOL: return *p != 0;
   case JX_I8: return *(const int8_t *)p;
   case JX_U8: return *p;
-  case JX_I16: { int16_t v; memcpy(&v, p, 2); return v; }
-  case JX_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
-  case JX_I32: { int32_t v; memcpy(&v, p, 4); return v; }
-  case JX_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
-  case JX_F16: { uint16_t v; memcpy(&v, p, 2); return jx_f16_to_f32(v); }
-  case JX_BF16: { uint16_t v; memcpy(&v, p, 2); return jx_bf16_to_f32(v); }
-  case JX_F32: { float v; memcpy(&v, p, 4); return v; }
-  case JX_F64: { double v; memcpy(&v, p, 8); return v; }
+  case JX_I16: {
+    int16_t v;
+    memcpy(&v, p, 2);
+    return v;
+  }
+  case JX_U16: {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+  }
+  case JX_I32: {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+  }
+  case JX_U32: {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+  }
+  case JX_F16: {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return jx_f16_to_f32(v);
+  }
+  case JX_BF16: {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return jx_bf16_to_f32(v);
+  }
+  case JX_F32: {
+    float v;
+    memcpy(&v, p, 4);
+    return v;
+  }
+  case JX_F64: {
+    double v;
+    memcpy(&v, p, 8);
+    return v;
+  }
   default: return NAN;
   }
 }
@@ -115,8 +146,8 @@ int conf_compare(const conf_case *c, int k, jx_array *got, jx_array *want, doubl
   int same = gs.rank == ws.rank;
   for (int i = 0; same && i < gs.rank; i++) same = gs.dims[i] == ws.dims[i];
   if (!same) {
-    printf("FAIL %s (%s) out%d: shape rank %d, expected rank %d (or dims differ)\n", c->id,
-           c->op, k, gs.rank, ws.rank);
+    printf("FAIL %s (%s) out%d: shape rank %d, expected rank %d (or dims differ)\n", c->id, c->op,
+           k, gs.rank, ws.rank);
     return 0;
   }
   int64_t n = jx_size(got);
@@ -135,8 +166,8 @@ int conf_compare(const conf_case *c, int k, jx_array *got, jx_array *want, doubl
       memcpy(&a, gb + 8 * i, 8);
       memcpy(&b, wb + 8 * i, 8);
       if (a != b) {
-        printf("FAIL %s (%s) out%d[%lld]: got %lld, expected %lld\n", c->id, c->op, k,
-               (long long)i, (long long)a, (long long)b);
+        printf("FAIL %s (%s) out%d[%lld]: got %lld, expected %lld\n", c->id, c->op, k, (long long)i,
+               (long long)a, (long long)b);
         ok = 0;
       }
       continue;
@@ -222,8 +253,10 @@ int main(int argc, char **argv) {
   int first = 1;
   if (argc > 2 && strncmp(argv[1], "--mode=", 7) == 0) {
     const char *m = argv[1] + 7;
-    mode = strcmp(m, "jit") == 0 ? CONF_JIT : strcmp(m, "vmap") == 0 ? CONF_VMAP
-         : strcmp(m, "grad") == 0 ? CONF_GRAD : CONF_EAGER;
+    mode = strcmp(m, "jit") == 0    ? CONF_JIT
+           : strcmp(m, "vmap") == 0 ? CONF_VMAP
+           : strcmp(m, "grad") == 0 ? CONF_GRAD
+                                    : CONF_EAGER;
     first = 2;
   }
   if (argc < first + 2) {

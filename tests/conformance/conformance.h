@@ -24,13 +24,13 @@ typedef struct {
   } kv[CONF_MAX_KV];
 } conf_case;
 
-int         conf_has(const conf_case *c, const char *key);
-int64_t     conf_int(const conf_case *c, const char *key, int64_t dflt);
-double      conf_double(const conf_case *c, const char *key, double dflt);
+int conf_has(const conf_case *c, const char *key);
+int64_t conf_int(const conf_case *c, const char *key, int64_t dflt);
+double conf_double(const conf_case *c, const char *key, double dflt);
 const char *conf_str(const conf_case *c, const char *key, const char *dflt);
-jx_dtype    conf_dtype(const conf_case *c, const char *key, jx_dtype dflt);
-jx_axes     conf_axes(const conf_case *c, const char *key, jx_axes dflt);   /* "[0,1]" */
-jx_shape    conf_shape(const conf_case *c, const char *key, jx_shape dflt); /* "[2,3]" */
+jx_dtype conf_dtype(const conf_case *c, const char *key, jx_dtype dflt);
+jx_axes conf_axes(const conf_case *c, const char *key, jx_axes dflt);    /* "[0,1]" */
+jx_shape conf_shape(const conf_case *c, const char *key, jx_shape dflt); /* "[2,3]" */
 
 /* An adapter: computes the op's outputs from its inputs; sets *nout. */
 typedef jx_status (*conf_fn)(const conf_case *c, int nin, jx_array *const *in, int *nout,
@@ -58,13 +58,15 @@ conf_result conf_run_mode(conf_mode mode, const conf_case *c, conf_fn fn, int ni
                           jx_array *const *in, int nout, jx_array *const *want);
 
 /* Adapters that return one array. */
-#define CONF_ONE(name, expr)                                                               \
-  static jx_status name(const conf_case *c, int nin, jx_array *const *in, int *nout,       \
-                        jx_array **out) {                                                  \
-    (void)c; (void)nin; (void)in;                                                          \
-    *nout = 1;                                                                             \
-    out[0] = (expr);                                                                       \
-    return jx_last_status();                                                               \
+#define CONF_ONE(name, expr)                                                                       \
+  static jx_status name(const conf_case *c, int nin, jx_array *const *in, int *nout,               \
+                        jx_array **out) {                                                          \
+    (void)c;                                                                                       \
+    (void)nin;                                                                                     \
+    (void)in;                                                                                      \
+    *nout = 1;                                                                                     \
+    out[0] = (expr);                                                                               \
+    return jx_last_status();                                                                       \
   }
 
 #endif

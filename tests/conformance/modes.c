@@ -81,7 +81,8 @@ static conf_result run_vmap_axes(const conf_case *c, adapter *a, jx_array *const
     if (ax != JX_NONE && ax < 0) ax = jx_ndim(in[i]); /* a new last axis */
     in_axes.v[i] = ax;
     jx_array *parts[BATCH];
-    for (int k = 0; k < BATCH; k++) slices[k][i] = parts[k] = ax == JX_NONE ? in[i] : rolled(in[i], k);
+    for (int k = 0; k < BATCH; k++)
+      slices[k][i] = parts[k] = ax == JX_NONE ? in[i] : rolled(in[i], k);
     batched[i] = ax == JX_NONE ? in[i] : jx_stack(BATCH, parts, ax);
   }
   /* the loop: eager calls per batch element, stacked */
@@ -129,7 +130,9 @@ static conf_result run_vmap(const conf_case *c, adapter *a, jx_array *const *in)
 }
 
 /* ---- grad ---- */
-static int is_float(jx_dtype d) { return d == JX_F16 || d == JX_BF16 || d == JX_F32 || d == JX_F64; }
+static int is_float(jx_dtype d) {
+  return d == JX_F16 || d == JX_BF16 || d == JX_F32 || d == JX_F64;
+}
 
 static int all_finite(jx_array *x) {
   if (!is_float(jx_dtype_of(x))) return 1;
@@ -138,9 +141,9 @@ static int all_finite(jx_array *x) {
 
 /* Ops whose derivative is zero almost everywhere or undefined at the points
  * the goldens probe (jumps, ties); their rules are checked by their own tests. */
-static const char *const not_smooth[] = {"floor", "ceil", "round", "round_away", "sign",
-                                         "argmax", "argmin", "argsort", "astype",
-                                         "floor_divide", "rem", NULL};
+static const char *const not_smooth[] = {"floor",  "ceil",         "round",  "round_away",
+                                         "sign",   "argmax",       "argmin", "argsort",
+                                         "astype", "floor_divide", "rem",    NULL};
 
 static conf_result run_grad(const conf_case *c, adapter *a, jx_array *const *in,
                             jx_array *const *want) {
@@ -155,7 +158,8 @@ static conf_result run_grad(const conf_case *c, adapter *a, jx_array *const *in,
     any_in |= fl && jx_size(in[i]) > 0;
     x[i] = fl ? jx_astype(in[i], JX_F64) : in[i];
   }
-  for (int o = 0; o < a->nout; o++) any_out |= is_float(jx_dtype_of(want[o])) && jx_size(want[o]) > 0;
+  for (int o = 0; o < a->nout; o++)
+    any_out |= is_float(jx_dtype_of(want[o])) && jx_size(want[o]) > 0;
   if (!any_in || !any_out) return skip(c, "no floating input and output");
   const char *env = getenv("JX_CONFORMANCE_GRAD_ORDER");
   int order = env ? atoi(env) : 1;

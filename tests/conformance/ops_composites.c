@@ -88,7 +88,8 @@ static jx_status run(jx_fn *f, jx_array *const *in, int nout, int skip, int *n, 
 
 static jx_status mlp_value_and_grad(const conf_case *c, int nin, jx_array *const *in, int *nout,
                                     jx_array **out) {
-  (void)c; (void)nin;
+  (void)c;
+  (void)nin;
   jx_fn *f = jx_fn_create("mlp_loss", 6, 1, mlp_loss, NULL);
   jx_fn *vg = jx_value_and_grad(f, JX_AXES(0, 1, 2, 3), 0);
   jx_fn_release(f);
@@ -97,7 +98,8 @@ static jx_status mlp_value_and_grad(const conf_case *c, int nin, jx_array *const
 
 static jx_status mlp_checkpoint_grad(const conf_case *c, int nin, jx_array *const *in, int *nout,
                                      jx_array **out) {
-  (void)c; (void)nin;
+  (void)c;
+  (void)nin;
   jx_fn *f = jx_fn_create("mlp_loss", 6, 1, mlp_loss, NULL);
   jx_fn *ck = jx_checkpoint(f);
   jx_fn *g = jx_grad(ck, JX_AXES(0, 1, 2, 3));
@@ -108,7 +110,8 @@ static jx_status mlp_checkpoint_grad(const conf_case *c, int nin, jx_array *cons
 
 static jx_status layer_norm_jvp(const conf_case *c, int nin, jx_array *const *in, int *nout,
                                 jx_array **out) {
-  (void)c; (void)nin;
+  (void)c;
+  (void)nin;
   jx_fn *f = jx_fn_create("layer_norm", 3, 1, layer_norm, NULL);
   jx_fn *j = jx_jvp(f);
   jx_fn_release(f);
@@ -117,7 +120,8 @@ static jx_status layer_norm_jvp(const conf_case *c, int nin, jx_array *const *in
 
 static jx_status layer_norm_vjp(const conf_case *c, int nin, jx_array *const *in, int *nout,
                                 jx_array **out) {
-  (void)c; (void)nin;
+  (void)c;
+  (void)nin;
   jx_fn *f = jx_fn_create("layer_norm", 3, 1, layer_norm, NULL);
   jx_fn *v = jx_vjp(f);
   jx_fn_release(f);
@@ -126,7 +130,8 @@ static jx_status layer_norm_vjp(const conf_case *c, int nin, jx_array *const *in
 
 static jx_status attention_grad(const conf_case *c, int nin, jx_array *const *in, int *nout,
                                 jx_array **out) {
-  (void)c; (void)nin;
+  (void)c;
+  (void)nin;
   jx_fn *f = jx_fn_create("attention_loss", 6, 1, attention_loss, NULL);
   jx_fn *g = jx_grad(f, JX_AXES(0, 1, 2, 3, 4));
   jx_fn_release(f);
@@ -138,7 +143,8 @@ static jx_status attention_grad(const conf_case *c, int nin, jx_array *const *in
 
 static jx_status rnn_value_and_grad(const conf_case *c, int nin, jx_array *const *in, int *nout,
                                     jx_array **out) {
-  (void)c; (void)nin;
+  (void)c;
+  (void)nin;
   rnn_step_fn = jx_fn_create("rnn_step", 5, 5, rnn_step, NULL);
   jx_fn *f = jx_fn_create("rnn_loss", 5, 1, rnn_loss, NULL);
   jx_fn *vg = jx_value_and_grad(f, JX_AXES(0, 1, 2, 3, 4), 0);
@@ -150,7 +156,8 @@ static jx_status rnn_value_and_grad(const conf_case *c, int nin, jx_array *const
 
 static jx_status per_example_grads(const conf_case *c, int nin, jx_array *const *in, int *nout,
                                    jx_array **out) {
-  (void)c; (void)nin;
+  (void)c;
+  (void)nin;
   jx_fn *f = jx_fn_create("example_loss", 3, 1, example_loss, NULL);
   jx_fn *g = jx_grad(f, JX_AXES(0));
   jx_fn *v = jx_vmap(g, JX_AXES(JX_NONE, 0, 0), JX_AXES(0));
@@ -161,7 +168,8 @@ static jx_status per_example_grads(const conf_case *c, int nin, jx_array *const 
 
 static jx_status hessian(const conf_case *c, int nin, jx_array *const *in, int *nout,
                          jx_array **out) {
-  (void)c; (void)nin;
+  (void)c;
+  (void)nin;
   jx_fn *f = jx_fn_create("energy", 1, 1, energy, NULL);
   jx_fn *h = jx_hessian(f, 0);
   jx_fn_release(f);

@@ -69,6 +69,49 @@ def sum_tol(name, x, axes, acc_eps=None):
     return {"rtol": 2 * EPS[name], "atol": 8 * acc * mag + 1e-300}
 
 
+# ---------------------------------------------------------------- ties
+# Cases whose inputs tie where the op chooses among equal values (max/min,
+# sort, top_k, max pooling) sit at points where the op is not differentiable:
+# central differences there average the tied elements' directions (order 1)
+# or jump (order 2), while any valid subgradient picks one convention. Such
+# cases are marked nograd=1; gen_smooth below adds tie-free cases instead.
+def has_ties(x, axis):
+    """1 if some line of x along axis holds two equal values."""
+    y = np.moveaxis(np.asarray(x, np.float64), axis, -1).reshape(-1, x.shape[axis])
+    return any(len(np.unique(row)) < len(row) for row in y)
+
+
+def tie_kv(x, axis):
+    return {"nograd": 1} if isfloat(res_name_any(x)) and has_ties(x, axis) else {}
+
+
+def res_name_any(x):
+    return {np.dtype(np.float16): "f16", np.dtype(bfloat16): "bf16", np.dtype(np.float32): "f32",
+            np.dtype(np.float64): "f64"}.get(np.dtype(x.dtype), "int")
+
+
+def window_ties(x, dims, strides, pads):
+    """1 if some window of lax.reduce_window (max) holds its maximum twice."""
+    xp = np.pad(np.asarray(x, np.float64), pads, constant_values=-np.inf)
+    out = [(xp.shape[d] - dims[d]) // strides[d] + 1 for d in range(x.ndim)]
+    for o in np.ndindex(*out):
+        win = xp[tuple(slice(o[d] * strides[d], o[d] * strides[d] + dims[d])
+                       for d in range(x.ndim))]
+        if np.sum(win == win.max()) > 1 and np.isfinite(win.max()):
+            return 1
+    return 0
+
+
+def pool_tie_kv(x, window, strides, padding):
+    """tie_kv for flax_pool(x, ..., window, strides, padding) with max."""
+    strides = strides or (1,) * len(window)
+    nb = x.ndim - (len(window) + 1)
+    dims = (1,) * nb + tuple(window) + (1,)
+    st = (1,) * nb + tuple(strides) + (1,)
+    pads = lax.padtype_to_pads(x.shape, dims, st, padding)
+    return {"nograd": 1} if window_ties(x, dims, st, pads) else {}
+
+
 # ---------------------------------------------------------------- reductions
 SHAPE = (3, 4, 5)
 AXES = [None, [1], [0, -1], [-3, 2], []]
@@ -264,12 +307,15 @@ def gen_cumulative():
                        **kv)
             if name == "bool":
                 continue
+            ties = tie_kv(x, axis)
             for op in ("max", "min"):
                 F.case(f"cum{op}", [x], [npa(fns[op](x, axis=axis % 3))],
-                       id=f"cum{op}_{name}_{len(F.cases)}", axis=axis)
+                       id=f"cum{op}_{name}_{len(F.cases)}", axis=axis, **ties)
             for op in ("sum", "prod", "max", "min"):
                 want = npa(fns[op](x, axis=axis % 3, reverse=True))
                 kv = {"rtol": 4 * EPS[name] + 1e-14, "atol": 4 * EPS[name] * 16} if isfloat(name) else {}
+                if op in ("max", "min"):
+                    kv.update(ties)
                 F.case("cumulative", [x], [want], id=f"cumrev_{op}_{name}_{len(F.cases)}",
                        how=op, axis=axis, reverse=1, **kv)
                 if name in ("i32", "f32"):
@@ -314,7 +360,7 @@ def gen_sort():
                 outs = lax.sort((k1, k2, v), dimension=dim, num_keys=nk, is_stable=True)
                 F.case("sort_multi", [k1, k2, v], [npa(o) for o in outs],
                        id=f"sort_multi_{name}_{nk}_{dim}", axis=dim if dim == 0 else -1,
-                       num_keys=nk)
+                       num_keys=nk, **(tie_kv(k1, dim) if isfloat(name) else {}))
     # top_k: total order on floats, lower index first among equals
     for name in ALL:
         x = sample((3, 8), name, R, -3, 3)
@@ -330,7 +376,7 @@ def gen_sort():
     F.case("top_k", [x], [npa(vals), npa(idx)], id="top_k_rank3", k=2)
     x = np.array([0.0, -0.0, 0.0, -0.0], np.float32)
     vals, idx = lax.top_k(x, 4)
-    F.case("top_k", [x], [npa(vals), npa(idx)], id="top_k_zeros", k=4)
+    F.case("top_k", [x], [npa(vals), npa(idx)], id="top_k_zeros", k=4, **tie_kv(x, 0))
 
 
 # ---------------------------------------------------------------- windows
@@ -406,12 +452,110 @@ def gen_windows():
                     kv["strides"] = list(s)
                 if name != "i32":
                     mp = flax_pool(x, -np.inf, lax.max, w, s, padding)
-                    F.case("max_pool", [x], [npa(mp)], id=f"max_pool_{name}_{len(F.cases)}", **kv)
+                    F.case("max_pool", [x], [npa(mp)], id=f"max_pool_{name}_{len(F.cases)}",
+                           **kv, **pool_tie_kv(x, w, s, padding))
                 ap = flax_pool(x, np.array(0, x.dtype), lax.add, w, s, padding) / np.prod(w)
                 akv = dict(kv)
                 if name in FLOATS:
                     akv.update(rtol=4 * EPS[name], atol=16 * EPS[name])
                 F.case("avg_pool", [x], [npa(ap)], id=f"avg_pool_{name}_{len(F.cases)}", **akv)
+
+
+# ---------------------------------------------------------------- smooth cases
+# Finite, tie-free inputs, so that --mode=grad checks the derivative rules of
+# the choosing ops (the cases above mostly hold NaN/inf or ties), plus
+# products through zeros. A separate generator keeps the draws above as they
+# were.
+R2 = rng(8)
+
+
+def distinct(shape, name, lo=-3.0, hi=3.0):
+    """Values spread over [lo, hi] in random order, no two equal in dtype name."""
+    n = int(np.prod(shape))
+    v = np.linspace(lo, hi, n) + R2.uniform(-0.2, 0.2, n) * (hi - lo) / max(n, 1)
+    x = R2.permutation(v).reshape(shape).astype(dt(name))
+    assert len(np.unique(x.astype(np.float64))) == n
+    return x
+
+
+def gen_smooth():
+    for name in ("f32", "f64", "bf16"):
+        n = 40 if name == "bf16" else 60  # bf16 holds few distinct values in [-3, 3]
+        shape = (2, 4, 5) if name == "bf16" else SHAPE
+        for axes in (None, [1], [0, -1]):
+            for keep in (0, 1):
+                x = distinct(shape, name)
+                for op, f in (("max", jnp.max), ("min", jnp.min)):
+                    F.case(op, [x], [npa(f(x, axis=axis_arg(axes), keepdims=bool(keep)))],
+                           id=f"smooth_{op}_{name}_{len(F.cases)}", keepdims=keep,
+                           **axes_kv(axes))
+        del n
+    # products through zeros: one zero, two zeros, and a zero-free line
+    x = distinct((3, 5), "f64", -2, 2)
+    x[0, 2] = 0
+    x[1, 1] = x[1, 3] = 0
+    for axes in ([1], [0], None):
+        F.case("prod", [x], [npa(jnp.prod(x, axis=axis_arg(axes)))],
+               id=f"smooth_prod_zeros_{len(F.cases)}", **axes_kv(axes))
+    F.case("cumprod", [x], [npa(jnp.cumprod(x, axis=1))], id="smooth_cumprod_zeros", axis=1)
+    for name in ("f32", "f64"):
+        for axis in (0, -1):
+            x = distinct((3, 7), name)
+            for op in ("max", "min", "prod"):
+                for rev in (0, 1):
+                    fn = {"max": lax.cummax, "min": lax.cummin, "prod": lax.cumprod}[op]
+                    kv = {"rtol": 1e-5, "atol": 1e-5} if op == "prod" else {}
+                    F.case("cumulative", [x], [npa(fn(x, axis=axis % 2, reverse=bool(rev)))],
+                           id=f"smooth_cum{op}_{name}_{len(F.cases)}", how=op, axis=axis,
+                           reverse=rev, **kv)
+            F.case("sort", [x], [npa(jnp.sort(x, axis=axis))], id=f"smooth_sort_{name}_{axis}",
+                   axis=axis)
+    for dim in (0, 1):
+        k1 = distinct((4, 7), "f32")
+        k2 = (sample((4, 7), "i8", R2) % 3).astype(np.int8)
+        v = distinct((4, 7), "f64")
+        for nk in (1, 2):
+            outs = lax.sort((k1, k2, v), dimension=dim, num_keys=nk, is_stable=True)
+            F.case("sort_multi", [k1, k2, v], [npa(o) for o in outs],
+                   id=f"smooth_sort_multi_{nk}_{dim}", axis=dim if dim == 0 else -1, num_keys=nk)
+    for name in ("f32", "f64"):
+        x = distinct((3, 8), name)
+        for k in (1, 3, 8):
+            vals, idx = lax.top_k(x, k)
+            F.case("top_k", [x], [npa(vals), npa(idx).astype(np.int32)],
+                   id=f"smooth_top_k_{name}_{k}", k=k)
+    x = distinct((2, 3, 5), "f64")
+    vals, idx = lax.top_k(x, 2)
+    F.case("top_k", [x], [npa(vals), npa(idx)], id="smooth_top_k_rank3", k=2)
+    ops = {"sum": (lax.add, 0.0), "max": (lax.max, -np.inf), "min": (lax.min, np.inf)}
+    cfgs = [((2, 2), None, None, None), ((3, 2), (2, 1), None, None),
+            ((2, 3), (1, 2), (1, 0), (2, 1)), ((1, 1), (3, 3), (0, 0), (0, 0)),
+            ((4, 4), (1, 1), (0, 1), (1, 0)), ((2, 2), (2, 2), (3, 0), (0, 3))]
+    for name in ("f32", "f64"):
+        x = distinct((5, 6), name)
+        for op in ("sum", "max", "min"):
+            fn, init = ops[op]
+            for i, (w, s, lo, hi) in enumerate(cfgs):
+                pad = [(a, b) for a, b in zip(lo or (0, 0), hi or (0, 0))]
+                want = npa(lax.reduce_window(x.astype(np.float64), init, fn, w, s or (1, 1),
+                                             pad)).astype(dt(name))
+                kv = {}
+                if s:
+                    kv["strides"] = list(s)
+                if lo:
+                    kv["pad_lo"], kv["pad_hi"] = list(lo), list(hi)
+                if op == "sum":
+                    kv.update(rtol=2 * EPS[name], atol=64 * EPS[name])
+                F.case("reduce_window", [x], [want], id=f"smooth_rw_{op}_{name}_{i}", how=op,
+                       window=list(w), **kv)
+    for shape, w, s in (((2, 5, 6, 3), (2, 2), (2, 2)), ((5, 6, 2), (3, 3), None)):
+        x = distinct(shape, "f64")
+        for padding in ("VALID", "SAME"):
+            kv = {"window": list(w), "padding": padding}
+            if s:
+                kv["strides"] = list(s)
+            mp = flax_pool(x, -np.inf, lax.max, w, s, padding)
+            F.case("max_pool", [x], [npa(mp)], id=f"smooth_max_pool_{len(F.cases)}", **kv)
 
 
 gen_sum_prod()
@@ -423,4 +567,5 @@ gen_arg()
 gen_cumulative()
 gen_sort()
 gen_windows()
+gen_smooth()
 F.write()

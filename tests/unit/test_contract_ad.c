@@ -25,10 +25,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-#include <cmocka.h>
 #include <jx/jx.h>
 #include <math.h>
 #include <string.h>
+#include <cmocka.h>
 
 static int setup(void **state) {
   (void)state;

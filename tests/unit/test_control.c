@@ -1,12 +1,12 @@
 /* Control flow: cond/switch, while, scan and fori, eagerly and under jit,
  * grad, jvp and vmap. Expected numbers come from JAX (x64), computed by the
  * snippet next to each test. */
+#include <jx/jx.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 #include <cmocka.h>
-#include <jx/jx.h>
 
 static int setup(void **state) {
   (void)state;
@@ -139,7 +139,8 @@ static void cond_grad_and_vmap(void **state) {
 
 static void switch_clamps_its_index(void **state) {
   (void)state;
-  jx_fn *br[3] = {jx_fn_create("square", 1, 1, square, NULL), jx_fn_create("triple", 1, 1, triple, NULL),
+  jx_fn *br[3] = {jx_fn_create("square", 1, 1, square, NULL),
+                  jx_fn_create("triple", 1, 1, triple, NULL),
                   jx_fn_create("negate", 1, 1, negate, NULL)};
   jx_array *x[1] = {jx_scalar(JX_F64, 2)}, *out[1];
   int idx[4] = {-5, 0, 1, 7};
@@ -174,7 +175,7 @@ static void while_forward_mode_and_batched_predicate(void **state) {
   jx_array *in[2] = {jx_scalar(JX_F64, 1), jx_scalar(JX_F64, 1)}, *out[2];
   check_ok(jx_call(f, in, out));
   assert_float_equal(jx_item(out[0]), 11.390625, 1e-12); /* 1.5^6 */
-  jx_fn *j = jx_jvp(f);                                   /* d/dx = 1.5^6 */
+  jx_fn *j = jx_jvp(f);                                  /* d/dx = 1.5^6 */
   check_ok(jx_call(j, in, out));
   assert_float_equal(jx_item(out[1]), 11.390625, 1e-12);
   jx_fn *g = jx_grad(f, JX_AXES(0));
@@ -238,7 +239,8 @@ static void bad_bodies_are_errors(void **state) {
   assert_int_equal(jx_while(cond_fn, body_fn, 1, in, out), JX_ERR_SHAPE);
   assert_non_null(strstr(jx_last_error(), "must return one bool scalar"));
   jx_clear_error();
-  jx_fn *br[2] = {jx_fn_create("square", 1, 1, square, NULL), jx_fn_create("below_ten", 1, 1, below_ten, NULL)};
+  jx_fn *br[2] = {jx_fn_create("square", 1, 1, square, NULL),
+                  jx_fn_create("below_ten", 1, 1, below_ten, NULL)};
   assert_int_equal(jx_cond(jx_scalar(JX_BOOL, 1), br[0], br[1], 1, in, out), JX_ERR_SHAPE);
   assert_non_null(strstr(jx_last_error(), "every branch must give the same types"));
   jx_clear_error();

@@ -24,10 +24,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-#include <cmocka.h>
 #include <jx/jx.h>
 #include <math.h>
 #include <string.h>
+#include <cmocka.h>
 
 enum { N = 5 };
 static const double kX[N] = {-2.0, -0.5, 0.25, 1.0, 3.0};

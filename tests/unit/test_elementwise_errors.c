@@ -5,9 +5,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-#include <cmocka.h>
 #include <jx/jx.h>
 #include <string.h>
+#include <cmocka.h>
 
 static int setup(void **state) {
   (void)state;

@@ -1,11 +1,11 @@
 /* Errors: messages name the op, the shapes and the caller's file:line;
  * poisoned arrays propagate without crashing. */
+#include <jx/jx.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 #include <cmocka.h>
-#include <jx/jx.h>
 
 static int setup(void **state) {
   (void)state;

@@ -45,11 +45,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-#include <cmocka.h>
 #include <jx/jx.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <cmocka.h>
 
 static int setup(void **state) {
   (void)state;

@@ -1,12 +1,12 @@
 /* Tracing: bodies become programs once per signature; calls inline; escaped
  * and concretized tracers are errors that say what to do. */
+#include <jx/jx.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include <jx/jx.h>
 
 static int setup(void **state) {
   (void)state;
@@ -21,17 +21,21 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* f(x, y) = x * x + 3 * y */
+/* f(x, y) = x * x + 3 * y (one op a statement: C leaves the order in which
+ * arguments are evaluated open, and the printed program follows it) */
 static void poly_body(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
-  out[0] = jx_add(jx_mul(in[0], in[0]), jx_mul(jx_scalar(JX_F32, 3), in[1]));
+  jx_array *xx = jx_mul(in[0], in[0]);
+  jx_array *y3 = jx_mul(jx_scalar(JX_F32, 3), in[1]);
+  out[0] = jx_add(xx, y3);
 }
 
 static void call_matches_eager_and_caches(void **state) {
   (void)state;
   jx_fn *f = jx_fn_create("poly", 2, 1, poly_body, NULL);
   float xv[3] = {1, 2, -3}, yv[3] = {0.5f, -1, 2};
-  jx_array *in[2] = {jx_array_from(JX_F32, JX_SHAPE(3), xv), jx_array_from(JX_F32, JX_SHAPE(3), yv)};
+  jx_array *in[2] = {jx_array_from(JX_F32, JX_SHAPE(3), xv),
+                     jx_array_from(JX_F32, JX_SHAPE(3), yv)};
   jx_array *out[1];
   assert_int_equal(jx_call(f, in, out), JX_OK);
   float got[3];
@@ -53,11 +57,11 @@ static void ir_prints_like_a_jaxpr(void **state) {
   assert_non_null(ir);
   /* the weak scalar 3 is converted and broadcast to y's type, as promotion says */
   const char *want = "{ lambda ; a:f32[3] b:f32[3]. let\n"
-                     "    c:f32[] = convert_element_type[new_dtype=f32 weak_type=0] 3:f32[]\n"
-                     "    d:f32[3] = broadcast_in_dim[shape=(3,) broadcast_dimensions=()] c\n"
-                     "    e:f32[3] = mul d b\n"
-                     "    f:f32[3] = mul a a\n"
-                     "    g:f32[3] = add f e\n"
+                     "    c:f32[3] = mul a a\n"
+                     "    d:f32[] = convert_element_type[new_dtype=f32 weak_type=0] 3:f32[]\n"
+                     "    e:f32[3] = broadcast_in_dim[shape=(3,) broadcast_dimensions=()] d\n"
+                     "    f:f32[3] = mul e b\n"
+                     "    g:f32[3] = add c f\n"
                      "  in (g,) }\n";
   assert_string_equal(ir, want);
   free(ir);
@@ -134,7 +138,7 @@ static void shape_error_in_body_names_the_line(void **state) {
   jx_fn *f = jx_fn_create("poly", 2, 1, poly_body, NULL);
   jx_array *in[2] = {jx_zeros(JX_F32, JX_SHAPE(3)), jx_zeros(JX_F32, JX_SHAPE(4))}, *out[1];
   assert_int_equal(jx_call(f, in, out), JX_ERR_SHAPE);
-  assert_non_null(strstr(jx_last_error(), "test_trace.c:27: jx_add"));
+  assert_non_null(strstr(jx_last_error(), "test_trace.c:30: jx_add"));
   jx_fn_release(f);
 }
 
@@ -144,7 +148,8 @@ static void jit_gives_the_same_numbers(void **state) {
   jx_fn *jf = jx_jit(f, NULL);
   jx_fn_release(f); /* the jitted function keeps its own reference */
   float xv[2] = {1.5f, -2}, yv[2] = {1, 1};
-  jx_array *in[2] = {jx_array_from(JX_F32, JX_SHAPE(2), xv), jx_array_from(JX_F32, JX_SHAPE(2), yv)};
+  jx_array *in[2] = {jx_array_from(JX_F32, JX_SHAPE(2), xv),
+                     jx_array_from(JX_F32, JX_SHAPE(2), yv)};
   jx_array *out[1];
   assert_int_equal(jx_call(jf, in, out), JX_OK);
   float got[2];

@@ -2,6 +2,7 @@
  * jacfwd/jacrev/hessian, checkpoint, custom_vjp/custom_jvp, composition, and
  * errors that name the transformation chain. Expected numbers come from JAX
  * (x64), computed by the snippet next to each test. */
+#include <jx/jx.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include <jx/jx.h>
 
 static int setup(void **state) {
   (void)state;
@@ -71,7 +71,8 @@ static void jvp_and_vjp(void **state) {
   jx_fn *j = jx_jvp(f), *v = jx_vjp(f);
   double tx[3] = {1, 0.5, -1}, ty[3] = {0, 2, 1};
   jx_array *x = jx_array_from(JX_F64, JX_SHAPE(3), X), *y = jx_array_from(JX_F64, JX_SHAPE(3), Y);
-  jx_array *jin[4] = {x, y, jx_array_from(JX_F64, JX_SHAPE(3), tx), jx_array_from(JX_F64, JX_SHAPE(3), ty)};
+  jx_array *jin[4] = {x, y, jx_array_from(JX_F64, JX_SHAPE(3), tx),
+                      jx_array_from(JX_F64, JX_SHAPE(3), ty)};
   jx_array *jout[4];
   check_ok(jx_call(j, jin, jout));
   double want = 0;
@@ -219,7 +220,8 @@ static void sum_of(void *ctx, jx_array *const *in, jx_array **out) {
 
 static void custom_rules(void **state) {
   (void)state;
-  jx_fn *f = jx_fn_create("clip", 1, 1, clip_body, NULL), *fw = jx_fn_create("clip_fwd", 1, 2, clip_fwd, NULL);
+  jx_fn *f = jx_fn_create("clip", 1, 1, clip_body, NULL),
+        *fw = jx_fn_create("clip_fwd", 1, 2, clip_fwd, NULL);
   jx_fn *bw = jx_fn_create("clip_bwd", 2, 1, clip_bwd, NULL);
   custom_fn = jx_custom_vjp(f, fw, bw);
   jx_fn_release(f);
@@ -241,7 +243,8 @@ static void custom_rules(void **state) {
   jx_fn_release(g);
   jx_fn_release(custom_fn);
 
-  jx_fn *sp = jx_fn_create("softplus", 1, 1, softplus_body, NULL), *spj = jx_fn_create("softplus_jvp", 2, 2, softplus_jvp, NULL);
+  jx_fn *sp = jx_fn_create("softplus", 1, 1, softplus_body, NULL),
+        *spj = jx_fn_create("softplus_jvp", 2, 2, softplus_jvp, NULL);
   custom_fn = jx_custom_jvp(sp, spj);
   jx_fn_release(sp);
   jx_fn_release(spj);
@@ -271,12 +274,14 @@ static void per_example_gradients(void **state) {
   jx_fn *g = jx_grad(f, JX_AXES(0));
   jx_fn *pg = jx_vmap(g, JX_AXES(0, JX_NONE), JX_AXES(0));
   double xs[6] = {0.1, 0.2, 0.3, -1, 2, 0.5}, got[6];
-  jx_array *in[2] = {jx_array_from(JX_F64, JX_SHAPE(2, 3), xs), jx_array_from(JX_F64, JX_SHAPE(3), Y)};
+  jx_array *in[2] = {jx_array_from(JX_F64, JX_SHAPE(2, 3), xs),
+                     jx_array_from(JX_F64, JX_SHAPE(3), Y)};
   jx_array *out[1];
   check_ok(jx_call(pg, in, out));
   read_doubles(out[0], got, 6);
   for (int r = 0; r < 2; r++)
-    for (int i = 0; i < 3; i++) assert_float_equal(got[r * 3 + i], cos(xs[r * 3 + i]) * Y[i], 1e-12);
+    for (int i = 0; i < 3; i++)
+      assert_float_equal(got[r * 3 + i], cos(xs[r * 3 + i]) * Y[i], 1e-12);
   jx_fn_release(pg);
   jx_fn_release(g);
   jx_fn_release(f);
