@@ -83,6 +83,15 @@ jx_fn *jx_hessian(jx_fn *f, int argnum);
  * JX_AXES() means 0 for all); an entry is the mapped axis (negative counts
  * from the end) or JX_NONE. All mapped inputs must agree on the batch size. */
 jx_fn *jx_vmap(jx_fn *f, jx_axes in_axes, jx_axes out_axes);
+/* The same with a name for the mapped axis, which the body can use with
+ * jx_axis_size and jx_axis_index (and, with the parallel API, collectives). */
+jx_fn *jx_vmap_axis(jx_fn *f, jx_axes in_axes, jx_axes out_axes, const char *axis_name);
+
+/* Inside a function mapped over a named axis: its size (-1 and an error if no
+ * enclosing transformation binds it), and this element's position along it
+ * (an i32 scalar). */
+int jx_axis_size(const char *axis);
+jx_array *jx_axis_index(const char *axis);
 
 /* ---- control flow ----
  * Bodies are jx_fn; all of these work eagerly and under jit, grad and vmap.

@@ -84,9 +84,11 @@ static void put_use(sbuf *b, const jx_program *p, int v) {
   jx_array *c;
   if (is_literal(p, v) && jx_program_is_const(p, v, &c)) {
     double x = jx_load_f64(c->buf->data, c->dtype, 0);
-    if (jx_is_float(c->dtype))
-      put(b, "%.9g", x);
-    else
+    if (jx_is_float(c->dtype)) {
+      char num[32];
+      snprintf(num, sizeof num, "%.9g", x);
+      put(b, "%s%s", num, strpbrk(num, ".eni") ? "" : ".0"); /* 1.0, not 1, as JAX */
+    } else
       put(b, "%lld", (long long)jx_load_i64(c->buf->data, c->dtype, 0));
     put(b, ":%s[]", jx_dtype_name(c->dtype));
     return;

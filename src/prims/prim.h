@@ -122,6 +122,8 @@ typedef struct jx_prim {
   jx_batch_fn batch;               /* NULL: an error under vmap */
   jx_partial_eval_fn partial_eval; /* NULL: the whole equation is unknown if any input is */
   uint8_t elementwise; /* 1: same-shaped operands, output of that shape (generic batching) */
+  uint8_t uses_axis;   /* 1: depends on a named axis (axis_index, collectives): its batching
+                          rule runs even when no operand is batched */
 } jx_prim;
 
 /* Number of outputs of p applied to nin inputs with params pp. */

@@ -75,7 +75,7 @@ extern const jx_prim *const jx_prims_random[];
 /* transform/cond.c, while.c, scan.c: control flow (their rules apply the
  * transformations to their nested programs, so they live with them) */
 extern const jx_prim jx_prim_cond, jx_prim_while, jx_prim_scan, jx_prim_remat,
-    jx_prim_custom_vjp_call, jx_prim_custom_lin, jx_prim_custom_jvp_call;
+    jx_prim_custom_vjp_call, jx_prim_custom_lin, jx_prim_custom_jvp_call, jx_prim_axis_index;
 extern const jx_prim *const jx_prims_control[];
 
 /* The row named `name`, or NULL. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../base/error.h"
+#include "axis_env.h"
 #include "eval.h"
 #include "trace.h"
 
@@ -145,9 +146,10 @@ static jx_program *trace_body(jx_fn *f, const jx_aval *in) {
 }
 
 jx_program *jx_fn_program(jx_fn *f, const jx_aval *in) {
+  uint64_t env = jx_axis_env_hash();
   pthread_mutex_lock(&f->lock);
   for (fn_cache_entry *e = f->cache; e; e = e->next) {
-    int hit = 1;
+    int hit = e->axis_env == env;
     for (int i = 0; i < f->nin && hit; i++) hit = aval_same(e->avals[i], in[i]);
     if (hit) {
       jx_program *p = jx_program_retain(e->prog);
@@ -178,6 +180,7 @@ jx_program *jx_fn_program(jx_fn *f, const jx_aval *in) {
   }
   memcpy(avals, in, sizeof *avals * (size_t)f->nin);
   e->avals = avals;
+  e->axis_env = env;
   e->prog = jx_program_retain(p);
   pthread_mutex_lock(&f->lock);
   e->next = f->cache;

@@ -18,6 +18,7 @@ typedef struct jx_fn_kind {
 } jx_fn_kind;
 
 typedef struct fn_cache_entry {
+  uint64_t axis_env; /* the named axes bound while it was traced */
   jx_aval *avals;
   jx_program *prog;
   struct fn_cache_entry *next;

@@ -6,6 +6,7 @@
 
 #include "../base/error.h"
 #include "../prims/rules.h"
+#include "../trace/axis_env.h"
 #include "../trace/fn.h"
 #include "../trace/trace.h"
 #include "transform_util.h"
@@ -41,7 +42,7 @@ jx_status jx_vmap_eval(const jx_program *p, jx_array *const *x, const int *bdim,
     const jx_prim *saved = jx_rule_current_prim;
     jx_rule_current_prim = e->prim;
     if (st) {
-    } else if (!any) {
+    } else if (!any && !e->prim->uses_axis) {
       st = jx_bind_sub(e->prim, e->nin, io.in, &e->params, e->nsub, e->sub, io.out);
       for (int o = 0; o < e->nout; o++) ob[o] = JX_NOT_MAPPED;
     } else if (e->prim->batch) {
@@ -78,12 +79,14 @@ jx_status jx_vmap_eval(const jx_program *p, jx_array *const *x, const int *bdim,
 typedef struct {
   int nin, nout;
   int *in_axes, *out_axes; /* JX_NONE: not mapped */
+  char *axis_name;         /* NULL: anonymous */
 } vmap_data;
 
 static void free_vmap_data(void *d) {
   vmap_data *v = d;
   free(v->in_axes);
   free(v->out_axes);
+  free(v->axis_name);
   free(v);
 }
 
@@ -136,7 +139,9 @@ static jx_program *vmap_build(jx_fn *f, const jx_aval *in) {
   if (!st && size < 0)
     st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
                       "vmap: no input of '%s' is mapped (all in_axes are JX_NONE)", inner->name);
-  jx_program *p = st ? NULL : jx_fn_program(inner, unb);
+  /* the axis is bound while the body is traced (jx_axis_size) and batched */
+  int pushed = !st && !jx_axis_push(vd->axis_name, size);
+  jx_program *p = st || !pushed ? NULL : jx_fn_program(inner, unb);
   jx_program *result = NULL;
   jx_trace *tr = p ? jx_trace_begin(f->name) : NULL;
   if (tr) {
@@ -174,6 +179,7 @@ static jx_program *vmap_build(jx_fn *f, const jx_aval *in) {
     free(y);
     free(yb);
   }
+  if (pushed) jx_axis_pop();
   jx_program_release(p);
   free(unb);
   free(bdim);
@@ -197,6 +203,10 @@ static int *expand_axes(jx_axes ax, int n, const char *what, jx_fn *f) {
 }
 
 jx_fn *jx_vmap(jx_fn *f, jx_axes in_axes, jx_axes out_axes) {
+  return jx_vmap_axis(f, in_axes, out_axes, NULL);
+}
+
+jx_fn *jx_vmap_axis(jx_fn *f, jx_axes in_axes, jx_axes out_axes, const char *axis_name) {
   if (!f) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_vmap: the function is NULL");
     return NULL;
@@ -207,7 +217,8 @@ jx_fn *jx_vmap(jx_fn *f, jx_axes in_axes, jx_axes out_axes) {
   if (!vd) return NULL;
   vd->in_axes = expand_axes(in_axes, f->nin, "in_axes", f);
   vd->out_axes = expand_axes(out_axes, f->nout, "out_axes", f);
-  if (!vd->in_axes || !vd->out_axes) {
+  vd->axis_name = axis_name ? strdup(axis_name) : NULL;
+  if (!vd->in_axes || !vd->out_axes || (axis_name && !vd->axis_name)) {
     free_vmap_data(vd);
     return NULL;
   }

@@ -58,7 +58,7 @@ static void ir_prints_like_a_jaxpr(void **state) {
   /* the weak scalar 3 is converted and broadcast to y's type, as promotion says */
   const char *want = "{ lambda ; a:f32[3] b:f32[3]. let\n"
                      "    c:f32[3] = mul a a\n"
-                     "    d:f32[] = convert_element_type[new_dtype=f32 weak_type=0] 3:f32[]\n"
+                     "    d:f32[] = convert_element_type[new_dtype=f32 weak_type=0] 3.0:f32[]\n"
                      "    e:f32[3] = broadcast_in_dim[shape=(3,) broadcast_dimensions=()] d\n"
                      "    f:f32[3] = mul e b\n"
                      "    g:f32[3] = add c f\n"

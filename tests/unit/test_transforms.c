@@ -318,6 +318,36 @@ static void errors_name_the_transformation_chain(void **state) {
   jx_fn_release(s);
 }
 
+/* x * axis_index("i") + axis_size("i"), and a nested axis "j" */
+static void indexed(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *i = jx_astype(jx_axis_index("i"), JX_F64);
+  jx_array *j = jx_astype(jx_axis_index("j"), JX_F64);
+  out[0] = jx_add(jx_mul(in[0], i), jx_mul(j, jx_scalar(JX_F64, 10 * jx_axis_size("i"))));
+}
+
+static void named_axes(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("indexed", 1, 1, indexed, NULL);
+  jx_fn *vi = jx_vmap_axis(f, JX_AXES(0), JX_AXES(0), "i");
+  jx_fn *vj = jx_vmap_axis(vi, JX_AXES(0), JX_AXES(0), "j");
+  double xs[6] = {1, 2, 3, 4, 5, 6}, ys[6];
+  jx_array *in[1] = {jx_array_from(JX_F64, JX_SHAPE(2, 3), xs)}, *out[1];
+  check_ok(jx_call(vj, in, out));
+  read_doubles(out[0], ys, 6);
+  for (int j = 0; j < 2; j++)
+    for (int i = 0; i < 3; i++)
+      assert_float_equal(ys[j * 3 + i], xs[j * 3 + i] * i + j * 30, 1e-12);
+  /* outside a named vmap the axis is unbound */
+  jx_array *one[1] = {jx_scalar(JX_F64, 1)};
+  assert_int_equal(jx_call(f, one, out), JX_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(jx_last_error(), "no enclosing transformation binds an axis named 'i'"));
+  jx_clear_error();
+  jx_fn_release(vj);
+  jx_fn_release(vi);
+  jx_fn_release(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(value_and_grad_with_aux, setup, teardown),
@@ -327,6 +357,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(custom_rules, setup, teardown),
       cmocka_unit_test_setup_teardown(per_example_gradients, setup, teardown),
       cmocka_unit_test_setup_teardown(errors_name_the_transformation_chain, setup, teardown),
+      cmocka_unit_test_setup_teardown(named_axes, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   jx_shutdown();

@@ -1,0 +1,70 @@
+#include "axis_env.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/error.h"
+#include "../base/hash.h"
+
+enum { MAX_DEPTH = 32, MAX_NAMES = 1024 };
+
+typedef struct {
+  int id;
+  int64_t size;
+} bound_axis;
+
+static _Thread_local bound_axis stack[MAX_DEPTH];
+static _Thread_local int depth;
+
+/* interned names; ids never change once given */
+static char *names[MAX_NAMES];
+static int nnames = 1; /* id 0 is "no name" */
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int jx_axis_id(const char *name) {
+  if (!name) return 0;
+  pthread_mutex_lock(&names_lock);
+  int id = 0;
+  for (int i = 1; i < nnames && !id; i++)
+    if (strcmp(names[i], name) == 0) id = i;
+  if (!id && nnames < MAX_NAMES && (names[nnames] = strdup(name))) id = nnames++;
+  pthread_mutex_unlock(&names_lock);
+  if (!id) jx_error_set(JX_ERR_OUT_OF_MEMORY, "too many axis names (at most %d)", MAX_NAMES - 1);
+  return id;
+}
+
+const char *jx_axis_name(int id) {
+  pthread_mutex_lock(&names_lock);
+  const char *n = id > 0 && id < nnames ? names[id] : "(unnamed)";
+  pthread_mutex_unlock(&names_lock);
+  return n;
+}
+
+jx_status jx_axis_push(const char *name, int64_t size) {
+  if (depth == MAX_DEPTH)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "more than %d nested named axes", MAX_DEPTH);
+  int id = jx_axis_id(name);
+  if (name && !id) return JX_ERR_OUT_OF_MEMORY;
+  stack[depth++] = (bound_axis){id, size};
+  return JX_OK;
+}
+
+void jx_axis_pop(void) {
+  if (depth > 0) depth--;
+}
+
+int64_t jx_axis_env_size(const char *name) {
+  if (!name) return -1;
+  int id = jx_axis_id(name);
+  for (int i = depth - 1; i >= 0; i--)
+    if (stack[i].id == id) return stack[i].size;
+  return -1;
+}
+
+int jx_axis_innermost_id(void) { return depth ? stack[depth - 1].id : 0; }
+
+uint64_t jx_axis_env_hash(void) {
+  if (!depth) return 0;
+  return jx_hash_bytes(JX_HASH_SEED, stack, sizeof stack[0] * (size_t)depth);
+}

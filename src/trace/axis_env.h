@@ -1,0 +1,24 @@
+/* Named axes bound by the enclosing transformations (jx_vmap with an axis
+ * name; shard_map and pmap later). A function traced inside such a scope can
+ * ask for the axis size, so the scope is part of the trace cache's key. */
+#ifndef JX_SRC_TRACE_AXIS_ENV_H
+#define JX_SRC_TRACE_AXIS_ENV_H
+
+#include <stdint.h>
+
+#include <jx/base.h>
+
+/* Binds name (NULL: an anonymous axis) of the given size, innermost. */
+jx_status jx_axis_push(const char *name, int64_t size);
+void jx_axis_pop(void);
+/* The size of the innermost axis called name, or -1. */
+int64_t jx_axis_env_size(const char *name);
+/* A small integer standing for name in primitive parameters (0 for NULL). */
+int jx_axis_id(const char *name);
+const char *jx_axis_name(int id);
+/* The id of the innermost bound axis (0 if anonymous or none). */
+int jx_axis_innermost_id(void);
+/* A hash of the bound axes, for cache keys. */
+uint64_t jx_axis_env_hash(void);
+
+#endif
