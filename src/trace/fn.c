@@ -250,16 +250,3 @@ jx_fn *jx_fn_fori_wrapper(jx_fn *body, jx_body wrapper_body) {
   pthread_mutex_unlock(&body->lock);
   return w;
 }
-
-/* ---- jit: for now the traced program, interpreted; the compiler comes next ---- */
-static jx_program *jit_build(jx_fn *f, const jx_aval *in) { return jx_fn_program(f->inner, in); }
-static const jx_fn_kind jit_kind = {.name = "jit", .build = jit_build};
-
-jx_fn *jx_jit(jx_fn *f, const jx_jit_options *opts) {
-  (void)opts;
-  if (!f) {
-    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_jit: the function is NULL");
-    return NULL;
-  }
-  return jx_fn_new_transform(&jit_kind, f, f->nin, f->nout, NULL);
-}
