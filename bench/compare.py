@@ -1,5 +1,7 @@
 """Runs the jx benchmarks and the same workloads in NumPy (and JAX eager for
-dispatch, when installed) in one go, and prints a table of medians and ratios.
+dispatch and matmul, when installed) in one go, and prints a table of medians
+and ratios. bench_matmul also times cblas_sgemm called directly in the same
+process; that appears as the "openblas" column.
 
     python3 bench/compare.py [--build build] [--runs 7]
 
@@ -29,9 +31,14 @@ def timed(fn, runs, inner=1):
     return statistics.median(ts)
 
 
+MATMUL_SIZES = (256, 512, 1024)
+
+
 def run_jx(build, runs):
+    """{impl: {bench: median_ns}} from the jx programs (impl "jx", or "sgemm"
+    for the direct OpenBLAS calls of bench_matmul)."""
     out = {}
-    for prog in ("bench_dispatch", "bench_elementwise", "bench_reduce"):
+    for prog in ("bench_dispatch", "bench_elementwise", "bench_reduce", "bench_matmul"):
         path = os.path.join(build, "bench", prog)
         if not os.path.exists(path):
             print(f"note: {path} is missing (build the project first)", file=sys.stderr)
@@ -42,7 +49,10 @@ def run_jx(build, runs):
             continue
         for line in r.stdout.splitlines():
             d = json.loads(line)
-            out[d["bench"]] = d["median_ns"]
+            out.setdefault(d["impl"], {})[d["bench"]] = d["median_ns"]
+            if "openblas_core" in d:
+                out.setdefault("_notes", {})["openblas"] = (
+                    f"OpenBLAS kernel {d['openblas_core']}, {d['openblas_threads']} threads")
     return out
 
 
@@ -53,12 +63,17 @@ def run_numpy(runs):
     x = r.uniform(-4, 4, 16 * 1024 * 1024).astype(np.float32)
     y = r.uniform(-4, 4, 16 * 1024 * 1024).astype(np.float32)
     m = r.uniform(-1, 1, (4096, 4096)).astype(np.float32)
-    return {
+    out = {
         "dispatch_add_f32x8": timed(lambda: np.add(a8, b8), runs, inner=20000),
         "add_f32_16M": timed(lambda: np.add(x, y), runs),
         "exp_f32_16M": timed(lambda: np.exp(x), runs),
         "sum_lastaxis_f32_4096x4096": timed(lambda: m.sum(axis=-1), runs),
     }
+    for n in MATMUL_SIZES:
+        a = r.uniform(-1, 1, (n, n)).astype(np.float32)
+        b = r.uniform(-1, 1, (n, n)).astype(np.float32)
+        out[f"matmul_f32_{n}"] = timed(lambda: np.matmul(a, b), runs)
+    return out
 
 
 def run_jax(runs):
@@ -67,8 +82,15 @@ def run_jax(runs):
     a8 = jnp.arange(8, dtype=jnp.float32)
     b8 = a8[::-1]
     jnp.add(a8, b8).block_until_ready()
-    return {"dispatch_add_f32x8": timed(lambda: jnp.add(a8, b8).block_until_ready(), runs,
-                                        inner=2000)}
+    out = {"dispatch_add_f32x8": timed(lambda: jnp.add(a8, b8).block_until_ready(), runs,
+                                       inner=2000)}
+    cpu = jax.devices("cpu")[0]
+    for n in MATMUL_SIZES:
+        k1, k2 = jax.random.split(jax.random.PRNGKey(n))
+        a = jax.device_put(jax.random.uniform(k1, (n, n), jnp.float32, -1, 1), cpu)
+        b = jax.device_put(jax.random.uniform(k2, (n, n), jnp.float32, -1, 1), cpu)
+        out[f"matmul_f32_{n}"] = timed(lambda: jnp.dot(a, b).block_until_ready(), runs)
+    return out
 
 
 def main():
@@ -76,8 +98,13 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
-    results = {"jx": run_jx(args.build, args.runs)}
+    jx = run_jx(args.build, args.runs)
+    notes = jx.pop("_notes", {})
+    results = {"jx": jx.pop("jx", {})}
     peers = []
+    if "sgemm" in jx:
+        results["openblas"] = jx["sgemm"]
+        peers.append("openblas")
     for name, fn in (("numpy", run_numpy), ("jax", run_jax)):
         try:
             results[name] = fn(args.runs)
@@ -85,6 +112,7 @@ def main():
         except ImportError:
             print(f"note: {name} is not installed; no {name} column", file=sys.stderr)
     benches = ["dispatch_add_f32x8", "add_f32_16M", "exp_f32_16M", "sum_lastaxis_f32_4096x4096"]
+    benches += [f"matmul_f32_{n}" for n in MATMUL_SIZES]
     head = f"| {'bench':28} | {'jx':>12} |" + "".join(
         f" {p:>12} | {'jx/' + p:>9} |" for p in peers)
     print(head)
@@ -104,6 +132,9 @@ def main():
             row += f" {cell(pv):>12} | {ratio:>9} |"
         print(row)
     print("\nmedians over", args.runs, "runs; n/a: the peer does not run that workload here")
+    if "openblas" in peers:
+        print("openblas: cblas_sgemm called directly by bench_matmul;",
+              notes.get("openblas", "kernel unknown"))
 
 
 if __name__ == "__main__":

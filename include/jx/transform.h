@@ -119,6 +119,15 @@ jx_status jx_fori(int64_t lo, int64_t hi, jx_fn *body, int n, jx_array *const *i
  * applied as a call would), or NULL with the error recorded. Caller frees. */
 char *jx_fn_ir(jx_fn *f, jx_array *const *example_in);
 
+/* Ahead of time, without running f: flops (one per elementwise result,
+ * 2*M*N*K per contraction), bytes moved between memory and kernels, and the
+ * peak of live buffers with every intermediate freed after its last use, for
+ * the program the jit runs for inputs like example_in. */
+typedef struct {
+  double flops, bytes_accessed, peak_bytes_per_device;
+} jx_cost;
+jx_status jx_fn_cost(jx_fn *f, jx_array *const *example_in, jx_cost *out);
+
 /* How many times f's bodies were traced and its programs transformed, for
  * tests and for JX_LOG_COMPILES. */
 int64_t jx_fn_trace_count(const jx_fn *f);

@@ -2,6 +2,7 @@
 #include "array.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,11 +12,118 @@ static jx_array poison_value = {.refs = 1, .dtype = JX_F32, .poisoned = 1};
 
 jx_array *jx_poison(void) { return &poison_value; }
 
+/* ---- buffer cache ----
+ * Freed buffers of 4 KiB to 64 MiB are kept per thread, by size class, for
+ * the next allocation of that class: loops that allocate the same shapes
+ * every iteration then reuse memory that is already mapped and faulted in
+ * rather than paying the kernel for fresh pages (a 64 MiB result costs
+ * ~16k page faults). Classes are quarter steps between powers of two (at
+ * most 25% slack); a class keeps at most CLASS_KEEP buffers and a thread at
+ * most CACHE_LIMIT bytes. Smaller buffers are left to malloc, whose own
+ * caches serve them well; larger ones are returned at once. A thread's cache
+ * is freed when the thread exits and by jx_shutdown. Under AddressSanitizer
+ * cached memory is poisoned, so a use after release is still reported. */
+#if defined(__SANITIZE_ADDRESS__)
+#define JX_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define JX_ASAN 1
+#endif
+#endif
+#ifdef JX_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+enum {
+  MIN_SHIFT = 12,                                  /* cached sizes: (4 KiB, */
+  MAX_SHIFT = 26,                                  /*                64 MiB] */
+  NCLASS = (MAX_SHIFT - MIN_SHIFT) * 4 + 1,        /* class 0 unused */
+  CLASS_KEEP = 4,                                  /* buffers kept per class */
+};
+#define CACHE_LIMIT ((size_t)256 << 20) /* bytes kept per thread */
+
+typedef struct {
+  void *items[NCLASS][CLASS_KEEP];
+  int count[NCLASS];
+  size_t bytes;
+  int registered; /* the thread-exit destructor knows this cache */
+} buffer_cache;
+
+static _Thread_local buffer_cache cache;
+static pthread_key_t cache_key;
+static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+
+/* The class of an allocation of n bytes and its capacity; 0 when not cached. */
+static int size_class(size_t n, size_t *cap) {
+  if (n <= ((size_t)1 << MIN_SHIFT) || n > ((size_t)1 << MAX_SHIFT)) return 0;
+  int k = 63 - __builtin_clzll((unsigned long long)(n - 1)); /* 2^k < n <= 2^(k+1) */
+  size_t q = (size_t)1 << (k - 2), j = (n - 1 - ((size_t)1 << k)) / q + 1; /* 1..4 */
+  *cap = ((size_t)1 << k) + j * q;
+  return (k - MIN_SHIFT) * 4 + (int)j;
+}
+
+/* The capacity of class k (the inverse of size_class). */
+static size_t class_cap(int k) {
+  int oct = (k - 1) / 4 + MIN_SHIFT;
+  return ((size_t)1 << oct) + (size_t)((k - 1) % 4 + 1) * ((size_t)1 << (oct - 2));
+}
+
+static void cache_drain(buffer_cache *c) {
+  for (int k = 1; k < NCLASS; k++) {
+    for (int i = 0; i < c->count[k]; i++) {
+      UNPOISON(c->items[k][i], class_cap(k));
+      free(c->items[k][i]);
+    }
+    c->count[k] = 0;
+  }
+  c->bytes = 0;
+}
+
+static int key_ok;
+static void cache_thread_exit(void *c) { cache_drain(c); }
+static void cache_make_key(void) { key_ok = pthread_key_create(&cache_key, cache_thread_exit) == 0; }
+
+void jx_buffer_cache_clear(void) { cache_drain(&cache); }
+
+/* A cached block of class k, or NULL. */
+static void *cache_take(int k, size_t cap) {
+  if (cache.count[k] == 0) return NULL;
+  void *p = cache.items[k][--cache.count[k]];
+  cache.bytes -= cap;
+  UNPOISON(p, cap);
+  return p;
+}
+
+/* Keeps p (class k, cap bytes) when there is room; 0 when the caller must free it. */
+static int cache_put(int k, size_t cap, void *p) {
+  if (cache.count[k] == CLASS_KEEP || cache.bytes + cap > CACHE_LIMIT) return 0;
+  if (!cache.registered) { /* a non-NULL value makes the destructor run at thread exit */
+    pthread_once(&cache_key_once, cache_make_key);
+    if (!key_ok || pthread_setspecific(cache_key, &cache) != 0) return 0;
+    cache.registered = 1;
+  }
+  POISON(p, cap);
+  cache.items[k][cache.count[k]++] = p;
+  cache.bytes += cap;
+  return 1;
+}
+
 static jx_buffer *buffer_new(size_t nbytes) {
   jx_buffer *b = malloc(sizeof *b);
   if (!b) return NULL;
   size_t cap = (nbytes + 63) & ~(size_t)63;
-  b->data = aligned_alloc(64, cap ? cap : 64);
+  int k = size_class(nbytes, &cap);
+  b->data = k ? cache_take(k, cap) : NULL;
+  if (!b->data) b->data = aligned_alloc(64, cap ? cap : 64);
+  if (!b->data) {
+    cache_drain(&cache); /* give the cached memory back and try once more */
+    b->data = aligned_alloc(64, cap ? cap : 64);
+  }
   if (!b->data) {
     free(b);
     return NULL;
@@ -27,7 +135,9 @@ static jx_buffer *buffer_new(size_t nbytes) {
 
 static void buffer_release(jx_buffer *b) {
   if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) {
-    free(b->data);
+    size_t cap = 0;
+    int k = size_class(b->nbytes, &cap);
+    if (!k || !cache_put(k, cap, b->data)) free(b->data);
     free(b);
   }
 }

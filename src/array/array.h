@@ -39,9 +39,15 @@ jx_array *jx_array_alloc(jx_dtype dt, jx_shape s, int weak);
 jx_array *jx_array_alias(jx_array *src, jx_shape s);
 static inline void *jx_array_data(const jx_array *a) { return a->buf->data; }
 jx_array *jx_poison(void); /* the shared poisoned value */
+/* Frees the calling thread's cache of released buffers (array.c); jx_shutdown
+ * calls it, and a thread's cache is also freed when the thread exits. */
+void jx_buffer_cache_clear(void);
 
 /* Scope bookkeeping: hand a new reference to the innermost scope. */
 void jx_scope_adopt(jx_array *a);
+/* Drops the innermost scope's reference to a now (an executable freeing an
+ * intermediate at its last use); returns 0 if that scope does not hold a. */
+int jx_scope_release_now(jx_array *a);
 
 /* ---- shapes ---- */
 int64_t jx_shape_numel(jx_shape s);

@@ -65,6 +65,18 @@ void jx_scope_adopt(jx_array *a) {
   f->items[f->len++] = a;
 }
 
+int jx_scope_release_now(jx_array *a) {
+  if (depth == 0) return 0;
+  frame *f = &frames[depth - 1];
+  for (size_t i = f->len; i-- > 0;)
+    if (f->items[i] == a) {
+      f->items[i] = f->items[--f->len];
+      jx_release(a);
+      return 1;
+    }
+  return 0;
+}
+
 void jx_shutdown(void) {
   while (depth > 1) jx_scope_end();
   if (depth == 1) drain(&frames[0]);
@@ -72,4 +84,5 @@ void jx_shutdown(void) {
   free(frames);
   frames = NULL;
   frames_cap = depth = 0;
+  jx_buffer_cache_clear();
 }

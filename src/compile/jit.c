@@ -1,16 +1,29 @@
-/* jx_jit: the traced program, simplified (simplify.c) and run by the
- * interpreter. Code generation, fusion and memory planning come next. */
+/* jx_jit: the traced program, simplified (simplify.c), fused into loop
+ * kernels compiled from generated C (fusion.c, render_c.c, toolchain.c) and
+ * run as an executable (executable.c). */
 #include <jx/transform.h>
 
 #include "../base/error.h"
 #include "../trace/fn.h"
+#include "dump.h"
+#include "executable.h"
 #include "simplify.h"
 
 static jx_program *jit_build(jx_fn *f, const jx_aval *in) {
   jx_program *p = jx_fn_program(f->inner, in);
   if (!p) return NULL;
+  char prefix[300];
+  snprintf(prefix, sizeof prefix, "%s.%016llx", f->inner->name,
+           (unsigned long long)jx_program_hash(p));
+  jx_dump_program(prefix, "0-traced", p);
   jx_program *s = jx_simplify(p);
   jx_program_release(p);
+  if (!s) return NULL;
+  jx_dump_program(prefix, "1-simplified", s);
+  if (jx_compile_attach(s, prefix)) {
+    jx_program_release(s);
+    return NULL;
+  }
   return s;
 }
 

@@ -32,6 +32,7 @@ void jx_program_release(jx_program *p) {
     for (int s = 0; s < e->nsub; s++) jx_program_release(e->sub[s]);
   }
   for (int i = 0; i < p->nconst; i++) jx_release(p->constval[i]);
+  if (p->exec_free) p->exec_free(p->exec);
   free(p->eqns);
   free(p->constvar);
   free(p->constval);

@@ -41,6 +41,12 @@ struct jx_program {
   jx_eqn *eqns;
   int nout;
   int *out; /* output variables (any kind, repeats allowed) */
+  /* set by the compiler: runs the program on concrete inputs in place of the
+   * interpreter (see compile/executable.h) */
+  void *exec;
+  jx_status (*exec_run)(void *exec, const struct jx_program *p, jx_array *const *in,
+                        jx_array **out);
+  void (*exec_free)(void *exec);
 };
 
 jx_program *jx_program_new(const char *name);

@@ -10,6 +10,7 @@
 #include "elementwise.h"
 #include "prims.h"
 #include "rules.h"
+#include "vloop.h"
 
 typedef enum {
   B_ADD,
@@ -50,56 +51,32 @@ static int is_comparison(binop op) { return op >= B_EQ; }
    : (op) == B_MIN   ? JX_FMIN(a, b)                                                               \
    : (op) == B_ATAN2 ? ATAN2(a, b)                                                                 \
                      : NEXT(a, b))
-#define FLOAT_CMP(op, a, b)                                                                        \
-  ((op) == B_EQ   ? (a) == (b)                                                                     \
-   : (op) == B_NE ? (a) != (b)                                                                     \
-   : (op) == B_LT ? (a) < (b)                                                                      \
-   : (op) == B_LE ? (a) <= (b)                                                                     \
-   : (op) == B_GT ? (a) > (b)                                                                      \
-                  : (a) >= (b))
+/* The operands of the typed loops are restrict: outputs are fresh buffers. */
+#define VLOOP JX_VLOOP
 
 /* Loops are written once per op so that the op test sits outside the loop and
  * the simple ones vectorize. */
 #define TYPED_LOOPS(T, FMOD, POW, ATAN2, NEXT)                                                     \
-  static void loop_##T(binop op, int64_t n, const T *x, const T *y, void *out) {                   \
+  static void loop_##T(binop op, int64_t n, const T *restrict x, const T *restrict y,              \
+                       void *restrict out) {                                                       \
     if (is_comparison(op)) {                                                                       \
-      uint8_t *o = out;                                                                            \
+      uint8_t *restrict o = out;                                                                   \
       switch (op) {                                                                                \
-      case B_EQ:                                                                                   \
-        for (int64_t i = 0; i < n; i++) o[i] = x[i] == y[i];                                       \
-        break;                                                                                     \
-      case B_NE:                                                                                   \
-        for (int64_t i = 0; i < n; i++) o[i] = x[i] != y[i];                                       \
-        break;                                                                                     \
-      case B_LT:                                                                                   \
-        for (int64_t i = 0; i < n; i++) o[i] = x[i] < y[i];                                        \
-        break;                                                                                     \
-      case B_LE:                                                                                   \
-        for (int64_t i = 0; i < n; i++) o[i] = x[i] <= y[i];                                       \
-        break;                                                                                     \
-      case B_GT:                                                                                   \
-        for (int64_t i = 0; i < n; i++) o[i] = x[i] > y[i];                                        \
-        break;                                                                                     \
-      default:                                                                                     \
-        for (int64_t i = 0; i < n; i++) o[i] = x[i] >= y[i];                                       \
-        break;                                                                                     \
+      case B_EQ: VLOOP(n, o[i] = x[i] == y[i]); break;                                             \
+      case B_NE: VLOOP(n, o[i] = x[i] != y[i]); break;                                             \
+      case B_LT: VLOOP(n, o[i] = x[i] < y[i]); break;                                              \
+      case B_LE: VLOOP(n, o[i] = x[i] <= y[i]); break;                                             \
+      case B_GT: VLOOP(n, o[i] = x[i] > y[i]); break;                                              \
+      default: VLOOP(n, o[i] = x[i] >= y[i]); break;                                               \
       }                                                                                            \
       return;                                                                                      \
     }                                                                                              \
-    T *o = out;                                                                                    \
+    T *restrict o = out;                                                                           \
     switch (op) {                                                                                  \
-    case B_ADD:                                                                                    \
-      for (int64_t i = 0; i < n; i++) o[i] = x[i] + y[i];                                          \
-      break;                                                                                       \
-    case B_SUB:                                                                                    \
-      for (int64_t i = 0; i < n; i++) o[i] = x[i] - y[i];                                          \
-      break;                                                                                       \
-    case B_MUL:                                                                                    \
-      for (int64_t i = 0; i < n; i++) o[i] = x[i] * y[i];                                          \
-      break;                                                                                       \
-    case B_DIV:                                                                                    \
-      for (int64_t i = 0; i < n; i++) o[i] = x[i] / y[i];                                          \
-      break;                                                                                       \
+    case B_ADD: VLOOP(n, o[i] = x[i] + y[i]); break;                                               \
+    case B_SUB: VLOOP(n, o[i] = x[i] - y[i]); break;                                               \
+    case B_MUL: VLOOP(n, o[i] = x[i] * y[i]); break;                                               \
+    case B_DIV: VLOOP(n, o[i] = x[i] / y[i]); break;                                               \
     default:                                                                                       \
       for (int64_t i = 0; i < n; i++) o[i] = FLOAT_OP(op, x[i], y[i], FMOD, POW, ATAN2, NEXT);     \
     }                                                                                              \
@@ -115,19 +92,32 @@ static uint16_t next16(uint16_t xb, uint16_t yb, float x, float y) {
   return (uint16_t)(up ? xb + 1 : xb - 1);
 }
 
+/* f16 and bf16: widen a block to f32, run the f32 loop, round once (the
+ * same float operation per element as computing one at a time); nextafter
+ * works on the 16-bit bits. */
 static void loop_half(binop op, int is_bf16, int64_t n, const uint16_t *x, const uint16_t *y,
                       void *out) {
   float (*load)(uint16_t) = is_bf16 ? jx_bf16_to_f32 : jx_f16_to_f32;
   uint16_t (*store)(float) = is_bf16 ? jx_f32_to_bf16 : jx_f32_to_f16;
-  uint16_t nan = is_bf16 ? 0x7fc0u : 0x7e00u;
-  for (int64_t i = 0; i < n; i++) {
-    float a = load(x[i]), b = load(y[i]);
-    if (is_comparison(op))
-      ((uint8_t *)out)[i] = (uint8_t)FLOAT_CMP(op, a, b);
-    else if (op == B_NEXTAFTER)
+  if (op == B_NEXTAFTER) {
+    uint16_t nan = is_bf16 ? 0x7fc0u : 0x7e00u;
+    for (int64_t i = 0; i < n; i++) {
+      float a = load(x[i]), b = load(y[i]);
       ((uint16_t *)out)[i] = (a != a || b != b) ? nan : next16(x[i], y[i], a, b);
-    else
-      ((uint16_t *)out)[i] = store(FLOAT_OP(op, a, b, fmodf, powf, atan2f, nextafterf));
+    }
+    return;
+  }
+  enum { BLOCK = 256 };
+  float a[BLOCK], b[BLOCK], r[BLOCK];
+  for (int64_t s = 0; s < n; s += BLOCK) {
+    int64_t m = n - s < BLOCK ? n - s : BLOCK;
+    for (int64_t j = 0; j < m; j++) a[j] = load(x[s + j]), b[j] = load(y[s + j]);
+    if (is_comparison(op)) {
+      loop_float(op, m, a, b, (uint8_t *)out + s);
+      continue;
+    }
+    loop_float(op, m, a, b, r);
+    for (int64_t j = 0; j < m; j++) ((uint16_t *)out)[s + j] = store(r[j]);
   }
 }
 
@@ -194,6 +184,58 @@ static uint64_t int_op(binop op, uint64_t a, uint64_t b, int bits, int is_signed
   }
 }
 
+/* Typed integer (and bool, as u8) loops for the ops whose wrapped result needs
+ * no special case: +, -, * wrap in an unsigned type at least as wide (int
+ * promotion would make a narrow product overflow), then truncate to T as
+ * jx_store_i64 does; bitwise ops; max, min and comparisons in T. They give
+ * int_op's results bit for bit. 0: op not covered, run int_op. */
+#define INT_LOOPS(NAME, T, UT)                                                                     \
+  static int NAME(binop op, int64_t n, const T *restrict x, const T *restrict y,                   \
+                  void *restrict out) {                                                            \
+    T *o = out;                                                                                    \
+    uint8_t *c = out;                                                                              \
+    switch (op) {                                                                                  \
+    case B_ADD: VLOOP(n, o[i] = (T)((UT)x[i] + (UT)y[i])); return 1;                               \
+    case B_SUB: VLOOP(n, o[i] = (T)((UT)x[i] - (UT)y[i])); return 1;                               \
+    case B_MUL: VLOOP(n, o[i] = (T)((UT)x[i] * (UT)y[i])); return 1;                               \
+    case B_AND: VLOOP(n, o[i] = x[i] & y[i]); return 1;                                            \
+    case B_OR: VLOOP(n, o[i] = x[i] | y[i]); return 1;                                             \
+    case B_XOR: VLOOP(n, o[i] = x[i] ^ y[i]); return 1;                                            \
+    case B_MAX: VLOOP(n, o[i] = x[i] > y[i] ? x[i] : y[i]); return 1;                              \
+    case B_MIN: VLOOP(n, o[i] = x[i] < y[i] ? x[i] : y[i]); return 1;                              \
+    case B_EQ: VLOOP(n, c[i] = x[i] == y[i]); return 1;                                            \
+    case B_NE: VLOOP(n, c[i] = x[i] != y[i]); return 1;                                            \
+    case B_LT: VLOOP(n, c[i] = x[i] < y[i]); return 1;                                             \
+    case B_LE: VLOOP(n, c[i] = x[i] <= y[i]); return 1;                                            \
+    case B_GT: VLOOP(n, c[i] = x[i] > y[i]); return 1;                                             \
+    case B_GE: VLOOP(n, c[i] = x[i] >= y[i]); return 1;                                            \
+    default: return 0;                                                                             \
+    }                                                                                              \
+  }
+INT_LOOPS(loop_i8, int8_t, unsigned)
+INT_LOOPS(loop_i16, int16_t, unsigned)
+INT_LOOPS(loop_i32, int32_t, unsigned)
+INT_LOOPS(loop_i64, int64_t, uint64_t)
+INT_LOOPS(loop_u8, uint8_t, unsigned)
+INT_LOOPS(loop_u16, uint16_t, unsigned)
+INT_LOOPS(loop_u32, uint32_t, unsigned)
+INT_LOOPS(loop_u64, uint64_t, uint64_t)
+
+static int int_fast(binop op, jx_dtype dt, int64_t n, const void *x, const void *y, void *out) {
+  switch (dt) {
+  case JX_BOOL: /* 0 or 1 bytes: and, or, xor, max, min and comparisons as u8 */
+  case JX_U8: return loop_u8(op, n, x, y, out);
+  case JX_U16: return loop_u16(op, n, x, y, out);
+  case JX_U32: return loop_u32(op, n, x, y, out);
+  case JX_U64: return loop_u64(op, n, x, y, out);
+  case JX_I8: return loop_i8(op, n, x, y, out);
+  case JX_I16: return loop_i16(op, n, x, y, out);
+  case JX_I32: return loop_i32(op, n, x, y, out);
+  case JX_I64: return loop_i64(op, n, x, y, out);
+  default: return 0;
+  }
+}
+
 static void binary_kernel(binop op, const jx_tensor *in, jx_tensor *out) {
   int64_t n = jx_shape_numel(in[0].shape);
   jx_dtype dt = in[0].dtype;
@@ -204,6 +246,7 @@ static void binary_kernel(binop op, const jx_tensor *in, jx_tensor *out) {
   case JX_BF16: loop_half(op, dt == JX_BF16, n, in[0].data, in[1].data, out[0].data); return;
   default: break;
   }
+  if (int_fast(op, dt, n, in[0].data, in[1].data, out[0].data)) return;
   int bits = jx_dtype_bits(dt), is_signed = jx_is_signed_int(dt);
   for (int64_t i = 0; i < n; i++) {
     uint64_t r = int_op(op, (uint64_t)jx_load_i64(in[0].data, dt, i),

@@ -1,8 +1,8 @@
 /* dot_general: lax.dot_general on two operands of one dtype.
  *
  * The result's dims are the batch dims (in lhs_batch order), then the lhs free
- * dims, then the rhs free dims, each in ascending order, as in JAX. Sums are
- * formed in an accumulator chosen by the result dtype:
+ * dims, then the rhs free dims, each in ascending order, as in JAX. The
+ * reference kernel forms sums in an accumulator chosen by the result dtype:
  *   f16, bf16        f32, rounded once at the end (XLA on CPU does the same);
  *   f32, f64         f64, rounded once at the end: at least as accurate as
  *                    XLA's f32 accumulation, so results can differ from JAX's
@@ -15,12 +15,18 @@
  * exact products in f64 and i8 x i8 -> i32 wraps in 32 bits. Accepted pairs
  * follow lax: bool -> anything, integer -> float, integer -> integer no
  * narrower, float -> float. Unlike JAX, float -> integer is rejected (its
- * meaning in XLA is a conversion nobody relies on). */
+ * meaning in XLA is a conversion nobody relies on).
+ *
+ * Eager evaluation runs float contractions through BLAS instead (dot_blas.c):
+ * f64 sums in f64 and f16/bf16 in f32 as above; f32 results of at least 2^15
+ * multiply-adds sum in f32, as XLA does (smaller ones keep the reference's
+ * f64 sum, see eval_dot). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../base/error.h"
 #include "contract_rules.h"
+#include "dot_kernels.h"
 #include "prims.h"
 
 enum { LC, RC, LB, RB }; /* parameter list slots */
@@ -152,6 +158,8 @@ static jx_status infer_dot(const jx_params *p, int nin, const jx_aval *in, int n
 }
 
 /* ---- reference kernel ----
+ * jx_dot_reference (dot_kernels.h) is the spec that the BLAS path is tested
+ * against, and the kernel for integer and bool operands.
  * Both operands are packed into canonical [B, M, K] and [B, K, N] buffers of
  * the accumulator type, through offset tables that map each flat group index
  * to its element offset. The loop nest b, m-block, k, n then reads every
@@ -269,9 +277,7 @@ static void store_rows(acc_kind acc, const void *rows, int64_t count, void *out,
     }
 }
 
-static void eval_dot(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)nin;
-  (void)nout;
+void jx_dot_reference(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
   int64_t ls[JX_MAX_RANK], rs[JX_MAX_RANK];
   jx_shape lsh = in[0].shape, rsh = in[1].shape;
   jx_shape_strides(lsh, ls);
@@ -333,6 +339,33 @@ done:
   free(L);
   free(R);
   free(rows);
+}
+
+/* Multiply-adds below which a contraction that the reference sums in f64
+ * but BLAS would sum in f32 stays on the reference: at that size BLAS saves
+ * microseconds at most, and the reference's f64 sum is the more accurate
+ * (tests/golden/gen_contract.py's f32 goldens are that sum rounded once,
+ * within 1e-6; an f32 sum of a few dozen products can miss that). */
+enum { F32_SUM_MIN_WORK = 1 << 15 };
+
+static int sums_f32_in_blas(jx_dtype in, jx_dtype out) {
+  return out != JX_F64 && in != JX_F64 && (in == JX_F32 || out == JX_F32);
+}
+
+/* Floats go through BLAS (dot_blas.c) when the build has it; the reference
+ * kernel runs everything else. */
+static void eval_dot(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
+  (void)nin;
+  (void)nout;
+  if (sums_f32_in_blas(in[0].dtype, out[0].dtype)) {
+    int64_t work = jx_shape_numel(out[0].shape);
+    for (int i = 0; i < p->l[LC].n; i++) work *= in[0].shape.dims[p->l[LC].v[i]];
+    if (work < F32_SUM_MIN_WORK) {
+      jx_dot_reference(p, in, out);
+      return;
+    }
+  }
+  if (!jx_dot_blas(p, in, out)) jx_dot_reference(p, in, out);
 }
 
 const jx_prim jx_prim_dot_general = {

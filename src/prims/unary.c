@@ -24,6 +24,7 @@
 #include "prims.h"
 #include "rules.h"
 #include "unary_rules.h"
+#include "vloop.h"
 
 typedef enum {
   U_NEG,
@@ -228,22 +229,25 @@ static float lgamma32(float x) {
 FLOAT_IPOW(float)
 FLOAT_IPOW(double)
 
+/* Chunked loops (vloop.h) over restrict operands, so that neg, abs, sign,
+ * sqrt, rsqrt (sqrt needs -fno-math-errno, set for the library) and
+ * is_finite vectorize; the others call libm per element either way. */
 #define CASE_F32(OP, F, D)                                                                         \
   case OP:                                                                                         \
-    for (int64_t i = 0; i < n; i++) {                                                              \
+    JX_VLOOP(n, {                                                                                  \
       float x = in[i];                                                                             \
       o[i] = F;                                                                                    \
-    }                                                                                              \
+    });                                                                                            \
     break;
 #define CASE_F64(OP, F, D)                                                                         \
   case OP:                                                                                         \
-    for (int64_t i = 0; i < n; i++) {                                                              \
+    JX_VLOOP(n, {                                                                                  \
       double x = in[i];                                                                            \
       o[i] = D;                                                                                    \
-    }                                                                                              \
+    });                                                                                            \
     break;
 
-static void loop_f32(unop op, int64_t e, int64_t n, const float *in, float *o) {
+static void loop_f32(unop op, int64_t e, int64_t n, const float *restrict in, float *restrict o) {
   switch (op) {
     FLOAT_UNOPS(CASE_F32)
   case U_INTEGER_POW:
@@ -256,7 +260,7 @@ static void loop_f32(unop op, int64_t e, int64_t n, const float *in, float *o) {
   }
 }
 
-static void loop_f64(unop op, int64_t e, int64_t n, const double *in, double *o) {
+static void loop_f64(unop op, int64_t e, int64_t n, const double *restrict in, double *restrict o) {
   switch (op) {
     FLOAT_UNOPS(CASE_F64)
   case U_INTEGER_POW:
@@ -292,8 +296,45 @@ static uint64_t int_ipow(uint64_t x, int64_t e) {
   return acc;
 }
 
+/* Typed integer loops for neg, abs, not and stop_gradient (wrapping in an
+ * unsigned type at least as wide, truncated to T as jx_store_i64 does: the
+ * generic loop's results bit for bit); 0: not covered. */
+#define INT_UNARY(NAME, T, UT, ABS)                                                                \
+  static int NAME(unop op, int64_t n, const T *restrict x, T *restrict o) {                        \
+    switch (op) {                                                                                  \
+    case U_NEG: JX_VLOOP(n, o[i] = (T)((UT)0 - (UT)x[i])); return 1;                               \
+    case U_ABS: JX_VLOOP(n, o[i] = ABS); return 1;                                                 \
+    case U_NOT: JX_VLOOP(n, o[i] = (T)~x[i]); return 1;                                            \
+    case U_STOP_GRADIENT: JX_VLOOP(n, o[i] = x[i]); return 1;                                      \
+    default: return 0;                                                                             \
+    }                                                                                              \
+  }
+INT_UNARY(unary_i8, int8_t, unsigned, x[i] < 0 ? (int8_t)((unsigned)0 - (unsigned)x[i]) : x[i])
+INT_UNARY(unary_i16, int16_t, unsigned, x[i] < 0 ? (int16_t)((unsigned)0 - (unsigned)x[i]) : x[i])
+INT_UNARY(unary_i32, int32_t, unsigned, x[i] < 0 ? (int32_t)((unsigned)0 - (unsigned)x[i]) : x[i])
+INT_UNARY(unary_i64, int64_t, uint64_t, x[i] < 0 ? (int64_t)((uint64_t)0 - (uint64_t)x[i]) : x[i])
+INT_UNARY(unary_u8, uint8_t, unsigned, x[i])
+INT_UNARY(unary_u16, uint16_t, unsigned, x[i])
+INT_UNARY(unary_u32, uint32_t, unsigned, x[i])
+INT_UNARY(unary_u64, uint64_t, uint64_t, x[i])
+
+static int int_fast(unop op, jx_dtype dt, int64_t n, const void *x, void *o) {
+  switch (dt) {
+  case JX_I8: return unary_i8(op, n, x, o);
+  case JX_I16: return unary_i16(op, n, x, o);
+  case JX_I32: return unary_i32(op, n, x, o);
+  case JX_I64: return unary_i64(op, n, x, o);
+  case JX_U8: return unary_u8(op, n, x, o);
+  case JX_U16: return unary_u16(op, n, x, o);
+  case JX_U32: return unary_u32(op, n, x, o);
+  case JX_U64: return unary_u64(op, n, x, o);
+  default: return 0; /* bool: not is logical, not bitwise */
+  }
+}
+
 static void loop_int(unop op, int64_t e, int64_t n, const jx_tensor *t, void *o) {
   jx_dtype dt = t->dtype;
+  if (int_fast(op, dt, n, t->data, o)) return;
   int uns = jx_is_unsigned_int(dt), bits = jx_dtype_bits(dt);
   uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
   for (int64_t i = 0; i < n; i++) {

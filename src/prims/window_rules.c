@@ -84,7 +84,7 @@ JX_RR_TRANSPOSE(jx_transpose_reduce_window_sum) {
     return jx_last_status();
   }
   wlists w = read_lists(p, r);
-  int64_t lo[JX_MAX_RANK], hi[JX_MAX_RANK], interior[JX_MAX_RANK];
+  int64_t lo[JX_MAX_RANK] = {0}, hi[JX_MAX_RANK] = {0}, interior[JX_MAX_RANK] = {0};
   for (int d = 0; d < r; d++) {
     int64_t lhs = dilate(is.dims[d], w.v[BDIL][d]), rhs = dilate(w.v[WIN][d], w.v[WDIL][d]);
     int64_t out = dilate(ct[0]->shape.dims[d], w.v[STRIDE][d]);
@@ -117,7 +117,7 @@ JX_RR_JVP(jx_jvp_reduce_window_chooser) {
   }
   int r = x[0]->shape.rank;
   wlists w = read_lists(p, r);
-  int64_t interior[JX_MAX_RANK], nwin = 1;
+  int64_t interior[JX_MAX_RANK] = {0}, nwin = 1;
   for (int d = 0; d < r; d++) {
     interior[d] = w.v[BDIL][d] - 1;
     nwin *= w.v[WIN][d];

@@ -10,6 +10,11 @@ enum { SMALL = 16 };
 
 jx_status jx_program_eval(const jx_program *p, jx_array *const *in, jx_array **out) {
   for (int o = 0; o < p->nout; o++) out[o] = jx_poison();
+  if (p->exec_run && !jx_trace_active()) { /* compiled, and not being inlined into a trace */
+    int concrete = 1;
+    for (int i = 0; i < p->nin && concrete; i++) concrete = !jx_is_tracer(in[i]);
+    if (concrete) return p->exec_run(p->exec, p, in, out);
+  }
   jx_array **env = calloc((size_t)p->nvars + 1, sizeof *env);
   if (!env) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "'%s': out of memory", p->name);
   for (int i = 0; i < p->nin; i++) env[p->in[i]] = in[i];

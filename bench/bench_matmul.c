@@ -1,0 +1,76 @@
+/* Eager f32 matmul: jx_matmul of two n x n matrices (n = 256, 512, 1024),
+ * result allocation included, next to cblas_sgemm called directly on the
+ * same data into a preallocated buffer in the same process: the ceiling the
+ * eager path can reach. Prints one JSON line per size and implementation
+ * ("impl":"jx" and "impl":"sgemm", with GFLOP/s and OpenBLAS's kernel).
+ * bench/compare.py runs it next to NumPy and JAX. */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
+#include <cblas.h>
+#include <jx/jx.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+enum { RUNS = 7 };
+
+static void report(int n, const char *impl, double *t, int runs) {
+  qsort(t, (size_t)runs, sizeof *t, cmp);
+  double med = t[runs / 2];
+  printf("{\"bench\":\"matmul_f32_%d\",\"impl\":\"%s\",\"median_ns\":%.0f,\"min_ns\":%.0f,"
+         "\"runs\":%d,\"gflop_per_s\":%.1f,\"openblas_core\":\"%s\",\"openblas_threads\":%d}\n",
+         n, impl, med, t[0], runs, 2.0 * n * n * n / med, openblas_get_corename(),
+         openblas_get_num_threads());
+}
+
+int main(int argc, char **argv) {
+  int runs = argc > 1 ? atoi(argv[1]) : RUNS;
+  if (runs < 1 || runs > 100) runs = RUNS;
+  static const int sizes[] = {256, 512, 1024};
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+    int n = sizes[s];
+    jx_scope_begin();
+    jx_array *a = jx_random_uniform(jx_random_key(0), JX_F32, JX_SHAPE(n, n), -1, 1);
+    jx_array *b = jx_random_uniform(jx_random_key(1), JX_F32, JX_SHAPE(n, n), -1, 1);
+    size_t bytes = sizeof(float) * (size_t)n * (size_t)n;
+    float *ha = malloc(bytes), *hb = malloc(bytes), *hc = malloc(bytes);
+    if (!ha || !hb || !hc || jx_read(a, ha, bytes) || jx_read(b, hb, bytes)) {
+      fprintf(stderr, "bench_matmul: setup failed: %s\n", jx_last_error());
+      return 1;
+    }
+    double t_jx[100], t_blas[100];
+    for (int r = -1; r < runs; r++) { /* run -1 warms up */
+      jx_scope_begin();
+      double t0 = now_ns();
+      jx_block_until_ready(jx_matmul(a, b));
+      double t1 = now_ns();
+      jx_scope_end();
+      double t2 = now_ns();
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, ha, n, hb, n, 0.0f,
+                  hc, n);
+      double t3 = now_ns();
+      if (r >= 0) t_jx[r] = t1 - t0, t_blas[r] = t3 - t2;
+    }
+    if (jx_last_status() != JX_OK) {
+      fprintf(stderr, "bench_matmul: %s\n", jx_last_error());
+      return 1;
+    }
+    report(n, "jx", t_jx, runs);
+    report(n, "sgemm", t_blas, runs);
+    free(ha);
+    free(hb);
+    free(hc);
+    jx_scope_end();
+  }
+  jx_shutdown();
+  return 0;
+}

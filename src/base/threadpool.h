@@ -1,0 +1,20 @@
+/* A persistent pool of worker threads that splits a range of work among
+ * itself and the calling thread. One pool per process, started on first use
+ * with JX_NUM_THREADS (default: the number of online CPUs) threads in all;
+ * the workers live until the process exits. */
+#ifndef JX_SRC_BASE_THREADPOOL_H
+#define JX_SRC_BASE_THREADPOOL_H
+
+#include <stdint.h>
+
+/* fn(ctx, begin, end) for disjoint pieces covering [0, n); returns when all
+ * are done. Pieces are at least `grain` long; small ranges run inline. Safe
+ * to call from several threads (calls are serialized) and from inside fn
+ * (nested calls run inline). */
+typedef void (*jx_range_fn)(void *ctx, int64_t begin, int64_t end);
+void jx_parallel_for(int64_t n, int64_t grain, jx_range_fn fn, void *ctx);
+
+/* Threads the pool uses, the caller included. */
+int jx_pool_threads(void);
+
+#endif

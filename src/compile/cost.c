@@ -1,0 +1,122 @@
+/* jx_fn_cost: what a call will cost, before running it, from the program the
+ * jit would run and its fusion plan: flops (XLA's convention: one per
+ * elementwise result, 2*M*N*K per contraction), bytes moved between memory
+ * and the kernels, and the peak of live buffers when every intermediate is
+ * freed after its last use, as the executable does. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <jx/transform.h>
+
+#include "../base/error.h"
+#include "../prims/prims.h"
+#include "../trace/fn.h"
+#include "fusion.h"
+#include "simplify.h"
+
+static double bytes_of(jx_aval a) {
+  return (double)jx_shape_numel(a.shape) * (double)jx_dtype_size(a.dtype);
+}
+
+static double eqn_flops(const jx_program *p, const jx_eqn *e) {
+  if (e->nout < 1) return 0;
+  jx_aval out = p->avals[e->out[0]];
+  double n = (double)jx_shape_numel(out.shape);
+  if (e->prim == &jx_prim_dot_general) {
+    jx_aval a = p->avals[e->in[0]];
+    double k = 1;
+    for (int i = 0; i < e->params.l[0].n; i++) k *= (double)a.shape.dims[e->params.l[0].v[i]];
+    return 2 * n * k;
+  }
+  if (e->prim == &jx_prim_conv_general_dilated) {
+    jx_aval w = p->avals[e->in[1]];
+    double per = (double)jx_shape_numel(w.shape) / (double)w.shape.dims[e->params.l[6].v[0]];
+    return 2 * n * per;
+  }
+  if (e->prim == &jx_prim_reduce_sum || e->prim == &jx_prim_reduce_max ||
+      e->prim == &jx_prim_reduce_min || e->prim == &jx_prim_reduce_prod)
+    return (double)jx_shape_numel(p->avals[e->in[0]].shape);
+  if (e->prim->elementwise) return n;
+  return 0;
+}
+
+static void program_cost(const jx_program *p, jx_cost *c) {
+  jx_fusion_group *groups = NULL;
+  int ng = jx_fuse(p, &groups);
+  if (ng < 0) return;
+  int *last = malloc(sizeof *last * (size_t)(p->nvars + 1));
+  uint8_t *temp = calloc((size_t)p->nvars + 1, 1);
+  if (!last || !temp) {
+    free(groups);
+    free(last);
+    free(temp);
+    return;
+  }
+  for (int v = 0; v < p->nvars; v++) last[v] = -1;
+  for (int k = 0; k < ng; k++)
+    for (int e = groups[k].first; e < groups[k].first + groups[k].count; e++)
+      for (int i = 0; i < p->eqns[e].nin; i++) last[p->eqns[e].in[i]] = k;
+  for (int o = 0; o < p->nout; o++) last[p->out[o]] = ng;
+  double live = 0, peak = 0;
+  for (int i = 0; i < p->nin; i++) live += bytes_of(p->avals[p->in[i]]);
+  for (int i = 0; i < p->nconst; i++) live += bytes_of(p->avals[p->constvar[i]]);
+  peak = live;
+  for (int k = 0; k < ng; k++) {
+    const jx_fusion_group *g = &groups[k];
+    int fused = g->compute >= 2 && g->nstores > 0;
+    for (int e = g->first; e < g->first + g->count; e++) {
+      const jx_eqn *q = &p->eqns[e];
+      c->flops += eqn_flops(p, q);
+      for (int o = 0; o < q->nout; o++) temp[q->out[o]] = 1;
+      if (fused) continue;
+      for (int i = 0; i < q->nin; i++) c->bytes_accessed += bytes_of(p->avals[q->in[i]]);
+      for (int o = 0; o < q->nout; o++) {
+        c->bytes_accessed += bytes_of(p->avals[q->out[o]]);
+        live += bytes_of(p->avals[q->out[o]]);
+      }
+    }
+    if (fused) {
+      for (int l = 0; l < g->nloads; l++) c->bytes_accessed += bytes_of(p->avals[g->loads[l].var]);
+      for (int s = 0; s < g->nstores; s++) {
+        c->bytes_accessed += bytes_of(p->avals[g->stores[s]]);
+        live += bytes_of(p->avals[g->stores[s]]);
+      }
+    }
+    if (live > peak) peak = live;
+    for (int e = g->first; e < g->first + g->count; e++)
+      for (int i = 0; i < p->eqns[e].nin; i++) {
+        int v = p->eqns[e].in[i];
+        if (temp[v] && last[v] == k) {
+          live -= bytes_of(p->avals[v]);
+          last[v] = -2; /* counted once */
+        }
+      }
+  }
+  if (peak > c->peak_bytes_per_device) c->peak_bytes_per_device = peak;
+  free(groups);
+  free(last);
+  free(temp);
+}
+
+jx_status jx_fn_cost(jx_fn *f, jx_array *const *example_in, jx_cost *out) {
+  if (!f || !out) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_fn_cost: f or out is NULL");
+  memset(out, 0, sizeof *out);
+  jx_aval *av = malloc(sizeof *av * (size_t)(f->nin + 1));
+  if (!av) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_fn_cost: out of memory");
+  for (int i = 0; i < f->nin; i++) {
+    if (!example_in || !example_in[i] || example_in[i]->poisoned) {
+      free(av);
+      return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_fn_cost: input %d is missing", i);
+    }
+    av[i] = (jx_aval){example_in[i]->dtype, example_in[i]->weak, example_in[i]->shape};
+  }
+  jx_program *p = jx_fn_program(f, av);
+  free(av);
+  if (!p) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  jx_program *s = p->exec ? jx_program_retain(p) : jx_simplify(p); /* as the jit would run it */
+  jx_program_release(p);
+  if (!s) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  program_cost(s, out);
+  jx_program_release(s);
+  return JX_OK;
+}

@@ -1,0 +1,201 @@
+#include "executable.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/error.h"
+#include "../base/hash.h"
+#include "../base/threadpool.h"
+#include "../trace/dispatch.h"
+#include "dump.h"
+#include "fusion.h"
+#include "render_c.h"
+#include "toolchain.h"
+
+typedef struct {
+  jx_fusion_group group; /* kernel steps: what to load and store */
+  jx_kernel_fn fn;       /* NULL: run equations [first, first + count) one by one */
+} step;
+
+struct jx_executable {
+  int nsteps;
+  step *steps;
+  int *last_step;     /* per variable: the last step that reads it (-1: none; nsteps: an output) */
+  uint8_t *temporary; /* per variable: produced by a step (not an input or constant) */
+};
+
+int jx_executable_kernels(const jx_executable *x, int *fused_eqns) {
+  int n = 0, e = 0;
+  for (int s = 0; s < x->nsteps; s++)
+    if (x->steps[s].fn) {
+      n++;
+      e += x->steps[s].group.count;
+    }
+  if (fused_eqns) *fused_eqns = e;
+  return n;
+}
+
+/* The step after which each variable is dead, so the run can free it there. */
+static jx_status plan_lifetimes(jx_executable *x, const jx_program *p) {
+  x->last_step = malloc(sizeof *x->last_step * (size_t)(p->nvars + 1));
+  x->temporary = calloc((size_t)p->nvars + 1, 1);
+  if (!x->last_step || !x->temporary)
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  for (int v = 0; v < p->nvars; v++) x->last_step[v] = -1;
+  for (int k = 0; k < x->nsteps; k++) {
+    const jx_fusion_group *g = &x->steps[k].group;
+    for (int e = g->first; e < g->first + g->count; e++) {
+      const jx_eqn *q = &p->eqns[e];
+      for (int i = 0; i < q->nin; i++) x->last_step[q->in[i]] = k;
+      for (int o = 0; o < q->nout; o++) x->temporary[q->out[o]] = 1;
+    }
+  }
+  for (int o = 0; o < p->nout; o++) x->last_step[p->out[o]] = x->nsteps;
+  return JX_OK;
+}
+
+jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix) {
+  jx_fusion_group *groups = NULL;
+  int ng = jx_fuse(p, &groups);
+  if (ng < 0) return NULL;
+  jx_executable *x = calloc(1, sizeof *x);
+  if (x) x->steps = calloc((size_t)ng + 1, sizeof *x->steps);
+  if (!x || !x->steps) {
+    free(x);
+    free(groups);
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
+    return NULL;
+  }
+  jx_status st = JX_OK;
+  for (int k = 0; k < ng && !st; k++) {
+    step *s = &x->steps[x->nsteps++];
+    s->group = groups[k];
+    if (groups[k].compute < 2 || groups[k].nstores == 0) continue;
+    /* the source names the kernel by its own hash, so equal kernels share an object */
+    char *src = jx_render_c(p, &groups[k], "jx_kernel");
+    if (!src) {
+      st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+      break;
+    }
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, "kernel%d.c", k);
+    jx_dump_text(dump_prefix ? dump_prefix : p->name, suffix, src);
+    s->fn = (jx_kernel_fn)jx_kernel_load(src, "jx_kernel");
+    free(src);
+    if (!s->fn) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  }
+  free(groups);
+  if (!st) st = plan_lifetimes(x, p);
+  if (st) {
+    jx_executable_free(x);
+    return NULL;
+  }
+  return x;
+}
+
+void jx_executable_free(jx_executable *x) {
+  if (!x) return;
+  free(x->last_step);
+  free(x->temporary);
+  free(x->steps);
+  free(x);
+}
+
+typedef struct {
+  jx_kernel_fn fn;
+  char **buf;
+  const int64_t *dims, *strides;
+} kernel_job;
+
+static void run_rows(void *ctx, int64_t begin, int64_t end) {
+  kernel_job *j = ctx;
+  j->fn(j->buf, j->dims, j->strides, begin, end);
+}
+
+static jx_status run_kernel(const jx_program *p, const step *s, jx_array **env) {
+  const jx_fusion_group *g = &s->group;
+  char *buf[JX_FUSION_MAX_LOADS + JX_FUSION_MAX_STORES];
+  int64_t strides[JX_FUSION_MAX_LOADS * 8];
+  int64_t dims[JX_MAX_RANK] = {1};
+  int rank = g->shape.rank > 0 ? g->shape.rank : 1;
+  for (int d = 0; d < g->shape.rank; d++) dims[d] = g->shape.dims[d];
+  for (int k = 0; k < g->nloads; k++) {
+    buf[k] = env[g->loads[k].var]->buf->data;
+    memcpy(strides + 8 * k, g->loads[k].strides, sizeof g->loads[k].strides);
+  }
+  for (int o = 0; o < g->nstores; o++) {
+    jx_aval a = p->avals[g->stores[o]];
+    jx_array *r = jx_array_alloc(a.dtype, a.shape, a.weak);
+    if (r->poisoned) return jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+    env[g->stores[o]] = r;
+    buf[g->nloads + o] = r->buf->data;
+  }
+  int64_t inner = dims[rank - 1], rows = jx_shape_numel(g->shape) / (inner ? inner : 1);
+  kernel_job job = {s->fn, buf, dims, strides};
+  int64_t grain = inner >= 4096 ? 1 : 4096 / (inner ? inner : 1);
+  jx_parallel_for(rows, grain, run_rows, &job);
+  return JX_OK;
+}
+
+static jx_status run_eqn(const jx_eqn *e, jx_array **env) {
+  jx_array *ins_s[16], *outs_s[16];
+  jx_array **ins = e->nin > 16 ? malloc(sizeof *ins * (size_t)e->nin) : ins_s;
+  jx_array **outs = e->nout > 16 ? malloc(sizeof *outs * (size_t)e->nout) : outs_s;
+  jx_status st = (ins && outs) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  for (int i = 0; i < e->nin && !st; i++) ins[i] = env[e->in[i]];
+  if (!st) st = jx_bind_sub(e->prim, e->nin, ins, &e->params, e->nsub, e->sub, outs);
+  for (int o = 0; o < e->nout && !st; o++) env[e->out[o]] = outs[o];
+  if (ins != ins_s) free(ins);
+  if (outs != outs_s) free(outs);
+  return st;
+}
+
+jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_array *const *in,
+                            jx_array **out) {
+  jx_array **env = calloc((size_t)p->nvars + 1, sizeof *env);
+  if (!env) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  for (int i = 0; i < p->nin; i++) env[p->in[i]] = in[i];
+  for (int c = 0; c < p->nconst; c++) env[p->constvar[c]] = p->constval[c];
+  jx_status st = JX_OK;
+  jx_scope_begin(); /* intermediates belong to the run, freed after their last use */
+  for (int k = 0; k < x->nsteps && !st; k++) {
+    const step *s = &x->steps[k];
+    if (s->fn) {
+      st = run_kernel(p, s, env);
+    } else {
+      for (int e = s->group.first; e < s->group.first + s->group.count && !st; e++)
+        st = run_eqn(&p->eqns[e], env);
+    }
+    for (int e = s->group.first; e < s->group.first + s->group.count && !st; e++) {
+      const jx_eqn *q = &p->eqns[e];
+      for (int i = 0; i < q->nin; i++) {
+        int v = q->in[i];
+        if (x->temporary[v] && x->last_step[v] == k && env[v]) {
+          jx_scope_release_now(env[v]);
+          env[v] = NULL;
+        }
+      }
+    }
+  }
+  for (int o = 0; o < p->nout && !st; o++) out[o] = jx_keep(env[p->out[o]]);
+  jx_scope_end();
+  for (int o = 0; o < p->nout && !st; o++) jx_scope_adopt(out[o]);
+  free(env);
+  return st;
+}
+
+static jx_status run_attached(void *exec, const jx_program *p, jx_array *const *in,
+                              jx_array **out) {
+  return jx_executable_run(exec, p, in, out);
+}
+static void free_attached(void *exec) { jx_executable_free(exec); }
+
+jx_status jx_compile_attach(jx_program *p, const char *dump_prefix) {
+  jx_executable *x = jx_executable_build(p, dump_prefix);
+  if (!x) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  p->exec = x;
+  p->exec_run = run_attached;
+  p->exec_free = free_attached;
+  return JX_OK;
+}

@@ -1,0 +1,24 @@
+/* An executable: a program split into steps, each a fused loop kernel
+ * (compiled C) or one equation applied through its row (reference or BLAS
+ * kernels, control flow). Built once per signature by jx_jit and attached to
+ * the program, whose evaluation then runs it on concrete inputs. */
+#ifndef JX_SRC_COMPILE_EXECUTABLE_H
+#define JX_SRC_COMPILE_EXECUTABLE_H
+
+#include "../ir/program.h"
+
+typedef struct jx_executable jx_executable;
+
+/* Fuses p and compiles its kernels; NULL with an error recorded on failure. */
+jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix);
+jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_array *const *in,
+                            jx_array **out);
+void jx_executable_free(jx_executable *x);
+/* Steps that run a compiled kernel, and equations they cover (for tests). */
+int jx_executable_kernels(const jx_executable *x, int *fused_eqns);
+
+/* Compiles p and attaches the executable to it (jx_program_eval runs it).
+ * dump_prefix names the JX_DUMP files (kernel sources). */
+jx_status jx_compile_attach(jx_program *p, const char *dump_prefix);
+
+#endif

@@ -1,0 +1,229 @@
+/* The C dialect. Expressions mirror the reference kernels in src/prims
+ * exactly, so a fused kernel gives the bits the reference gives. */
+#include "render_c.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/error.h"
+#include "../prims/prims.h"
+
+typedef struct {
+  const jx_prim *prim;
+  const char *f32, *f64; /* %0, %1, %2: operands */
+} op_expr;
+
+static const op_expr table[] = {{&jx_prim_add, "(%0 + %1)", "(%0 + %1)"},
+                                {&jx_prim_sub, "(%0 - %1)", "(%0 - %1)"},
+                                {&jx_prim_mul, "(%0 * %1)", "(%0 * %1)"},
+                                {&jx_prim_div, "(%0 / %1)", "(%0 / %1)"},
+                                {&jx_prim_neg, "(-%0)", "(-%0)"},
+                                {&jx_prim_abs, "fabsf(%0)", "fabs(%0)"},
+                                {&jx_prim_exp, "expf(%0)", "exp(%0)"},
+                                {&jx_prim_exp2, "exp2f(%0)", "exp2(%0)"},
+                                {&jx_prim_expm1, "expm1f(%0)", "expm1(%0)"},
+                                {&jx_prim_log, "logf(%0)", "log(%0)"},
+                                {&jx_prim_log1p, "log1pf(%0)", "log1p(%0)"},
+                                {&jx_prim_sqrt, "sqrtf(%0)", "sqrt(%0)"},
+                                {&jx_prim_rsqrt, "(1.0f / sqrtf(%0))", "(1.0 / sqrt(%0))"},
+                                {&jx_prim_tanh, "tanhf(%0)", "tanh(%0)"},
+                                {&jx_prim_logistic, "jx_logistic_f(%0)", "jx_logistic_d(%0)"},
+                                {&jx_prim_sin, "sinf(%0)", "sin(%0)"},
+                                {&jx_prim_cos, "cosf(%0)", "cos(%0)"},
+                                {&jx_prim_max, "JX_FMAX(%0, %1)", "JX_FMAX(%0, %1)"},
+                                {&jx_prim_min, "JX_FMIN(%0, %1)", "JX_FMIN(%0, %1)"},
+                                {&jx_prim_pow, "powf(%0, %1)", "pow(%0, %1)"},
+                                {&jx_prim_eq, "(%0 == %1)", "(%0 == %1)"},
+                                {&jx_prim_ne, "(%0 != %1)", "(%0 != %1)"},
+                                {&jx_prim_lt, "(%0 < %1)", "(%0 < %1)"},
+                                {&jx_prim_le, "(%0 <= %1)", "(%0 <= %1)"},
+                                {&jx_prim_gt, "(%0 > %1)", "(%0 > %1)"},
+                                {&jx_prim_ge, "(%0 >= %1)", "(%0 >= %1)"},
+                                {&jx_prim_select_n, "(%0 ? %2 : %1)", "(%0 ? %2 : %1)"},
+                                {&jx_prim_stop_gradient, "%0", "%0"},
+                                {NULL, NULL, NULL}};
+
+static const char prelude[] =
+    "#include <math.h>\n"
+    "#include <stdint.h>\n"
+    "#define JX_FMAX(a, b) (((a) != (a) || (a) > (b) || ((a) == (b) && signbit(b))) ? (a) : (b))\n"
+    "#define JX_FMIN(a, b) (((a) != (a) || (a) < (b) || ((a) == (b) && signbit(a))) ? (a) : (b))\n"
+    "static inline float jx_logistic_f(float x) {\n"
+    "  return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));\n}\n"
+    "static inline double jx_logistic_d(double x) {\n"
+    "  return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));\n}\n"
+    "#define JX_IPOW(T)                                                  \\\n"
+    "  static inline T jx_ipow_##T(T x, int64_t e) {                    \\\n"
+    "    int recip = e < 0;                                              \\\n"
+    "    uint64_t m = recip ? (uint64_t)0 - (uint64_t)e : (uint64_t)e;   \\\n"
+    "    T acc = 1;                                                      \\\n"
+    "    int first = 1;                                                  \\\n"
+    "    while (m) {                                                     \\\n"
+    "      if (m & 1) {                                                  \\\n"
+    "        acc = first ? x : acc * x;                                  \\\n"
+    "        first = 0;                                                  \\\n"
+    "      }                                                             \\\n"
+    "      m >>= 1;                                                      \\\n"
+    "      if (m) x = x * x;                                             \\\n"
+    "    }                                                               \\\n"
+    "    return recip ? (T)1 / acc : acc;                                \\\n"
+    "  }\n"
+    "JX_IPOW(float)\n"
+    "JX_IPOW(double)\n";
+
+typedef struct {
+  char *s;
+  size_t len, cap;
+  int oom;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf *b, const char *fmt, ...) {
+  if (b->oom) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if (b->s && b->len + (size_t)n < b->cap) {
+      b->len += (size_t)n;
+      return;
+    }
+    size_t cap = (b->cap + (size_t)n + 256) * 2;
+    char *s = realloc(b->s, cap);
+    if (!s) {
+      b->oom = 1;
+      return;
+    }
+    b->s = s;
+    b->cap = cap;
+  }
+}
+
+static const char *ctype(jx_dtype d) {
+  return d == JX_F32 ? "float" : d == JX_F64 ? "double" : "uint8_t";
+}
+
+/* Writes the expression template with %k replaced by operand names. */
+static void put_expr(sbuf *b, const char *tmpl, char names[][24]) {
+  for (const char *c = tmpl; *c; c++) {
+    if (*c == '%' && c[1] >= '0' && c[1] <= '9') {
+      put(b, "%s", names[c[1] - '0']);
+      c++;
+    } else {
+      put(b, "%c", *c);
+    }
+  }
+}
+
+static int64_t *contiguous(jx_shape s, int64_t *st) {
+  int64_t acc = 1;
+  for (int d = s.rank - 1; d >= 0; d--) {
+    st[d] = s.dims[d] == 1 ? 0 : acc;
+    acc *= s.dims[d];
+  }
+  return st;
+}
+
+char *jx_render_c(const jx_program *p, const jx_fusion_group *g, const char *name) {
+  sbuf b = {0};
+  int rank = g->shape.rank > 0 ? g->shape.rank : 1;
+  int last = rank - 1;
+  put(&b, "%s\n", prelude);
+  put(&b,
+      "void %s(char **buf, const int64_t *dims, const int64_t *strides, int64_t row_begin,\n"
+      "        int64_t row_end) {\n",
+      name);
+  put(&b, "  const int64_t inner = dims[%d];\n", last);
+  put(&b, "  for (int64_t row = row_begin; row < row_end; row++) {\n");
+  for (int k = 0; k < g->nloads; k++) put(&b, "    int64_t off%d = 0;\n", k);
+  if (rank > 1) {
+    put(&b, "    int64_t rem = row;\n");
+    put(&b, "    for (int d = %d; d >= 0; d--) {\n", rank - 2);
+    put(&b, "      int64_t i = rem %% dims[d];\n      rem /= dims[d];\n");
+    for (int k = 0; k < g->nloads; k++) put(&b, "      off%d += i * strides[%d * 8 + d];\n", k, k);
+    put(&b, "    }\n");
+  }
+  for (int k = 0; k < g->nloads; k++) {
+    jx_dtype d = p->avals[g->loads[k].var].dtype;
+    put(&b, "    const %s *restrict x%d = (const %s *)buf[%d] + off%d;\n", ctype(d), k, ctype(d), k,
+        k);
+  }
+  for (int s = 0; s < g->nstores; s++) {
+    jx_dtype d = p->avals[g->stores[s]].dtype;
+    put(&b, "    %s *restrict y%d = (%s *)buf[%d] + row * inner;\n", ctype(d), s, ctype(d),
+        g->nloads + s);
+  }
+  /* the innermost stride is 0 or 1 for most loads: constants let the loop vectorize */
+  put(&b, "    for (int64_t j = 0; j < inner; j++) {\n");
+  for (int k = 0; k < g->nloads; k++) {
+    int64_t st = g->loads[k].strides[g->shape.rank ? last : 0];
+    jx_dtype d = p->avals[g->loads[k].var].dtype;
+    if (g->shape.rank == 0 || st == 0)
+      put(&b, "      const %s l%d = x%d[0];\n", ctype(d), k, k);
+    else if (st == 1)
+      put(&b, "      const %s l%d = x%d[j];\n", ctype(d), k, k);
+    else
+      put(&b, "      const %s l%d = x%d[j * strides[%d * 8 + %d]];\n", ctype(d), k, k, k, last);
+  }
+  uint8_t *in_group = calloc((size_t)p->nvars + 1, 1);
+  if (!in_group) {
+    free(b.s);
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "render: out of memory");
+    return NULL;
+  }
+  int64_t cst[JX_MAX_RANK] = {0};
+  contiguous(g->shape, cst);
+  for (int m = g->first; m < g->first + g->count; m++) {
+    const jx_eqn *e = &p->eqns[m];
+    jx_aval out = p->avals[e->out[0]];
+    char names[4][24];
+    if (e->prim == &jx_prim_broadcast_in_dim) {
+      int64_t st[JX_MAX_RANK] = {0}, own[JX_MAX_RANK];
+      contiguous(p->avals[e->in[0]].shape, own);
+      for (int k = 0; k < p->avals[e->in[0]].shape.rank; k++) st[e->params.l[1].v[k]] = own[k];
+      int k = jx_fusion_find_load(g, e->in[0], st);
+      put(&b, "      const %s v%d = l%d;\n", ctype(out.dtype), e->out[0], k);
+      in_group[e->out[0]] = 1;
+      continue;
+    }
+    for (int i = 0; i < e->nin && i < 4; i++) {
+      int v = e->in[i];
+      if (in_group[v]) {
+        snprintf(names[i], sizeof names[i], "v%d", v);
+      } else {
+        int64_t st[JX_MAX_RANK] = {0};
+        if (p->avals[v].shape.rank == g->shape.rank) memcpy(st, cst, sizeof st);
+        snprintf(names[i], sizeof names[i], "l%d", jx_fusion_find_load(g, v, st));
+      }
+    }
+    put(&b, "      const %s v%d = ", ctype(out.dtype), e->out[0]);
+    jx_dtype in0 = p->avals[e->in[0]].dtype;
+    if (e->prim == &jx_prim_convert_element_type) {
+      if (out.dtype == JX_BOOL)
+        put(&b, "(uint8_t)(%s != 0)", names[0]);
+      else
+        put(&b, "(%s)%s", ctype(out.dtype), names[0]);
+    } else if (e->prim == &jx_prim_integer_pow) {
+      put(&b, "jx_ipow_%s(%s, %lld)", ctype(out.dtype), names[0], (long long)e->params.i[0]);
+    } else {
+      const op_expr *x = table;
+      while (x->prim && x->prim != e->prim) x++;
+      const jx_dtype t = e->prim == &jx_prim_select_n ? p->avals[e->in[1]].dtype : in0;
+      put_expr(&b, t == JX_F64 ? x->f64 : x->f32, names);
+    }
+    put(&b, ";\n");
+    in_group[e->out[0]] = 1;
+  }
+  for (int s = 0; s < g->nstores; s++) put(&b, "      y%d[j] = v%d;\n", s, g->stores[s]);
+  put(&b, "    }\n  }\n}\n");
+  free(in_group);
+  if (b.oom) {
+    free(b.s);
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "render: out of memory");
+    return NULL;
+  }
+  return b.s;
+}

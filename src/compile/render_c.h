@@ -1,0 +1,23 @@
+/* The kernel renderer: C source for a fusion group. One renderer, with the
+ * expression of each primitive in a dialect table (the CUDA dialect will
+ * differ only in its table and the loop prologue). Kernels are generic in
+ * the shape: dims and strides are arguments, so one compiled kernel serves
+ * every shape with the same structure. */
+#ifndef JX_SRC_COMPILE_RENDER_C_H
+#define JX_SRC_COMPILE_RENDER_C_H
+
+#include "fusion.h"
+
+/* The kernel's signature:
+ *   void NAME(char **buf, const int64_t *dims, const int64_t *strides,
+ *             int64_t row_begin, int64_t row_end)
+ * buf: loads then stores; dims: the group's shape padded to rank >= 1 with
+ * the innermost dimension last; strides[k * 8 + d]: load k's stride along d;
+ * rows: the flattened outer dimensions [row_begin, row_end). */
+typedef void (*jx_kernel_fn)(char **buf, const int64_t *dims, const int64_t *strides,
+                             int64_t row_begin, int64_t row_end);
+
+/* malloc'ed source defining `name`, or NULL with an error recorded. */
+char *jx_render_c(const jx_program *p, const jx_fusion_group *g, const char *name);
+
+#endif

@@ -1,0 +1,210 @@
+#include "toolchain.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../base/error.h"
+#include "../base/hash.h"
+
+extern char **environ;
+
+/* Bump when generated code or its calling convention changes. */
+#define JX_KERNEL_CACHE_VERSION "jx-kernels-1"
+static const char *const cflags[] = {
+    "-O3",   "-march=native", "-fno-math-errno", "-fno-trapping-math",
+    "-fPIC", "-shared",       "-std=c11",        "-w",
+    NULL};
+
+typedef struct loaded {
+  uint64_t key;
+  void *handle;
+  struct loaded *next;
+} loaded;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static loaded *objects;
+static jx_kernel_stats stats;
+static char compiler_id[256];
+
+static const char *compiler(void) {
+  const char *cc = getenv("CC");
+  return cc && *cc ? cc : "cc";
+}
+
+/* The compiler's --version first line, so that a compiler upgrade misses the cache. */
+static const char *compiler_identity(void) {
+  if (compiler_id[0]) return compiler_id;
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "%s --version 2>/dev/null", compiler());
+  FILE *p = popen(cmd, "r");
+  if (p) {
+    if (!fgets(compiler_id, sizeof compiler_id, p)) compiler_id[0] = '\0';
+    pclose(p);
+  }
+  if (!compiler_id[0]) snprintf(compiler_id, sizeof compiler_id, "%s", compiler());
+  return compiler_id;
+}
+
+static int cache_dir(char *out, size_t n) {
+  const char *d = getenv("JX_CACHE_DIR");
+  if (d && *d) {
+    snprintf(out, n, "%s", d);
+  } else if ((d = getenv("XDG_CACHE_HOME")) && *d) {
+    snprintf(out, n, "%s/jx", d);
+  } else if ((d = getenv("HOME")) && *d) {
+    snprintf(out, n, "%s/.cache/jx", d);
+  } else {
+    snprintf(out, n, "/tmp/jx-cache-%d", (int)getuid());
+  }
+  /* make every missing level */
+  for (char *p = out + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      mkdir(out, 0755);
+      *p = '/';
+    }
+  if (mkdir(out, 0755) != 0 && errno != EEXIST) return 0;
+  return 1;
+}
+
+static uint64_t key_of(const char *source) {
+  uint64_t h = jx_hash_str(JX_HASH_SEED, JX_KERNEL_CACHE_VERSION);
+  h = jx_hash_str(h, compiler_identity());
+  for (int i = 0; cflags[i]; i++) h = jx_hash_str(h, cflags[i]);
+  return jx_hash_str(h, source);
+}
+
+/* Runs the compiler; on failure records an error with its first message line. */
+static jx_status compile(const char *src_path, const char *so_path, const char *log_path) {
+  const char *argv[32];
+  int n = 0;
+  argv[n++] = compiler();
+  for (int i = 0; cflags[i]; i++) argv[n++] = cflags[i];
+  argv[n++] = "-o";
+  argv[n++] = so_path;
+  argv[n++] = src_path;
+  argv[n++] = "-lm";
+  argv[n] = NULL;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0)
+    return jx_error_set(JX_ERR_IO, "jit: cannot run the C compiler '%s': %s (set CC)", argv[0],
+                        strerror(rc));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return JX_OK;
+  char line[512] = "";
+  FILE *f = fopen(log_path, "r");
+  if (f) {
+    while (fgets(line, sizeof line, f) && !strstr(line, "error")) {
+    }
+    fclose(f);
+  }
+  line[strcspn(line, "\n")] = '\0';
+  return jx_error_set(JX_ERR_INTERNAL, "jit: the C compiler failed on generated code (%s): %s",
+                      src_path, line);
+}
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+static int log_compiles(void) {
+  const char *v = getenv("JX_LOG_COMPILES");
+  return v && *v && strcmp(v, "0") != 0;
+}
+
+static void *open_object(const char *path) { return dlopen(path, RTLD_NOW | RTLD_LOCAL); }
+
+void *jx_kernel_load(const char *source, const char *symbol) {
+  uint64_t key = key_of(source);
+  pthread_mutex_lock(&lock);
+  for (loaded *l = objects; l; l = l->next)
+    if (l->key == key) {
+      stats.memory_hits++;
+      void *fn = dlsym(l->handle, symbol);
+      pthread_mutex_unlock(&lock);
+      if (!fn) jx_error_set(JX_ERR_INTERNAL, "jit: kernel '%s' is missing from its object", symbol);
+      return fn;
+    }
+  char dir[1024], so[1200], tmp_so[1300], src[1300], log[1300];
+  void *handle = NULL;
+  jx_status st =
+      cache_dir(dir, sizeof dir)
+          ? JX_OK
+          : jx_error_set(JX_ERR_IO, "jit: cannot create the kernel cache directory '%s'", dir);
+  if (!st) {
+    snprintf(so, sizeof so, "%s/%016llx.so", dir, (unsigned long long)key);
+    handle = open_object(so);
+    if (handle) {
+      stats.disk_hits++;
+    } else {
+      unlink(so); /* missing, corrupt or foreign: rebuild */
+      unsigned tag = (unsigned)getpid() ^ (unsigned)(uintptr_t)&handle;
+      snprintf(src, sizeof src, "%s/%016llx.%x.c", dir, (unsigned long long)key, tag);
+      snprintf(tmp_so, sizeof tmp_so, "%s/%016llx.%x.so.tmp", dir, (unsigned long long)key, tag);
+      snprintf(log, sizeof log, "%s/%016llx.%x.log", dir, (unsigned long long)key, tag);
+      FILE *f = fopen(src, "w");
+      if (!f || fputs(source, f) < 0) st = jx_error_set(JX_ERR_IO, "jit: cannot write '%s'", src);
+      if (f && fclose(f) != 0 && !st) st = jx_error_set(JX_ERR_IO, "jit: cannot write '%s'", src);
+      double t0 = now_ms();
+      if (!st) st = compile(src, tmp_so, log);
+      if (!st && log_compiles())
+        fprintf(stderr, "jx: compiled kernel %016llx in %.1f ms\n", (unsigned long long)key,
+                now_ms() - t0);
+      if (!st && rename(tmp_so, so) != 0)
+        st = jx_error_set(JX_ERR_IO, "jit: cannot rename '%s': %s", tmp_so, strerror(errno));
+      if (!st) {
+        stats.compiles++;
+        handle = open_object(so);
+        if (!handle) st = jx_error_set(JX_ERR_INTERNAL, "jit: cannot load '%s': %s", so, dlerror());
+      }
+      unlink(tmp_so);
+      if (!st) {
+        unlink(src);
+        unlink(log);
+      }
+    }
+  }
+  void *fn = NULL;
+  if (handle) {
+    loaded *l = malloc(sizeof *l);
+    if (l) {
+      *l = (loaded){key, handle, objects};
+      objects = l;
+    }
+    fn = dlsym(handle, symbol);
+    if (!fn) jx_error_set(JX_ERR_INTERNAL, "jit: kernel '%s' is missing from '%s'", symbol, so);
+    if (!l) { /* without its list entry the handle would leak: fail instead */
+      dlclose(handle);
+      fn = NULL;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return fn;
+}
+
+jx_kernel_stats jx_kernel_cache_stats(void) {
+  pthread_mutex_lock(&lock);
+  jx_kernel_stats s = stats;
+  pthread_mutex_unlock(&lock);
+  return s;
+}

@@ -1,0 +1,24 @@
+/* Compiling generated C into shared objects, with a content-addressed cache
+ * on disk ($JX_CACHE_DIR, else $XDG_CACHE_HOME/jx, else ~/.cache/jx). The key
+ * hashes the source, the compiler's identity and flags and a jx cache version;
+ * entries are written atomically (temp file + rename), so several processes
+ * may share the cache; an entry that fails to load is rebuilt. Loaded objects
+ * stay loaded for the life of the process: compiled programs point into them. */
+#ifndef JX_SRC_COMPILE_TOOLCHAIN_H
+#define JX_SRC_COMPILE_TOOLCHAIN_H
+
+#include <jx/base.h>
+#include <stdint.h>
+
+/* The address of `symbol` in the compiled `source`, or NULL with an error
+ * recorded (naming the compiler's first error line). Thread-safe. */
+void *jx_kernel_load(const char *source, const char *symbol);
+
+/* Counters for tests and JX_LOG_COMPILES: compiler runs, disk-cache hits and
+ * in-memory hits since the process started. */
+typedef struct {
+  int64_t compiles, disk_hits, memory_hits;
+} jx_kernel_stats;
+jx_kernel_stats jx_kernel_cache_stats(void);
+
+#endif

@@ -1,0 +1,326 @@
+/* dot_general through BLAS, for float operands with a float result.
+ *
+ * The contraction is B independent products [M, K] x [K, N] -> [M, N]
+ * (B, M, K, N the flat sizes of the batch, lhs free, contracting and rhs
+ * free dims). An operand whose row dims and column dims each form one
+ * strided run can be handed to BLAS where it lies: row-major (NoTrans) when
+ * its columns are contiguous, column-major (Trans) when its rows are; batch
+ * dims only need an offset per batch. Contracting pairs may be visited in
+ * any order, so the order that needs fewer copies is chosen. Otherwise, or
+ * when the dtype differs from the one BLAS computes in, the operand is
+ * packed into a contiguous [B, rows, cols] buffer of that type.
+ *
+ * BLAS computes in f64 when either the operands or the result are f64, else
+ * in f32: f32 sums in f32 as XLA does on CPU (the reference sums f32 in f64,
+ * so the two differ by f32 rounding of the sum); f16 and bf16 are widened to
+ * f32 exactly and the result rounded once, as the reference does. Matrix x
+ * vector shapes (M = 1 or N = 1) go through gemv. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dot_kernels.h"
+
+#ifndef JX_HAVE_BLAS
+const int jx_dot_have_blas = 0;
+
+int jx_dot_blas(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
+  (void)p;
+  (void)in;
+  (void)out;
+  return 0;
+}
+#else
+#include <cblas.h>
+
+const int jx_dot_have_blas = 1;
+
+/* One group of dims of an operand, outer first: sizes and element strides. */
+typedef struct {
+  int n;
+  int64_t count;
+  int64_t size[JX_MAX_RANK], stride[JX_MAX_RANK];
+} group;
+
+static void group_add(group *g, int64_t size, int64_t stride) {
+  g->size[g->n] = size;
+  g->stride[g->n++] = stride;
+  g->count *= size;
+}
+
+static int is_member(const jx_ilist *l, int64_t d) {
+  for (int i = 0; i < l->n; i++)
+    if (l->v[i] == d) return 1;
+  return 0;
+}
+
+/* The stride of the group's flat index when its dims form one strided run
+ * (size-1 dims do not count), 0 when it has at most one element, -1 when it
+ * is not a run. */
+static int64_t run_stride(const group *g) {
+  int64_t s = 0, next = 0;
+  int have = 0;
+  for (int d = g->n - 1; d >= 0; d--) {
+    if (g->size[d] == 1) continue;
+    if (!have) {
+      s = g->stride[d];
+      have = 1;
+    } else if (g->stride[d] != next) {
+      return -1;
+    }
+    next = g->stride[d] * g->size[d];
+  }
+  return s;
+}
+
+/* How BLAS reads one [rows, cols] matrix of an operand. */
+typedef struct {
+  CBLAS_TRANSPOSE trans; /* NoTrans: stored row-major rows x cols; Trans: cols x rows */
+  int64_t ld;
+  int copy; /* 1: the operand is packed into a contiguous buffer first */
+} view;
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* A no-copy view of a matrix whose rows step by rs and columns by cs
+ * (-1: not a run), or copy = 1 when there is none. */
+static view view_of(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  if (rs >= 0 && cs >= 0) {
+    if ((cols <= 1 || cs == 1) && (rows <= 1 || rs >= cols))
+      return (view){CblasNoTrans, rows <= 1 ? max64(cols, 1) : rs, 0};
+    if ((rows <= 1 || rs == 1) && (cols <= 1 || cs >= rows))
+      return (view){CblasTrans, cols <= 1 ? max64(rows, 1) : cs, 0};
+  }
+  return (view){CblasNoTrans, max64(cols, 1), 1};
+}
+
+/* Element offsets of every multi-index of g, row-major order. */
+static void offsets(const group *g, int64_t *out) {
+  int64_t idx[JX_MAX_RANK] = {0}, off = 0;
+  for (int64_t i = 0; i < g->count; i++) {
+    out[i] = off;
+    for (int d = g->n - 1; d >= 0; d--) {
+      off += g->stride[d];
+      if (++idx[d] < g->size[d]) break;
+      off -= g->stride[d] * g->size[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/* Packs t's [batch][rows][cols] into buf, converted to f64 (dbl) or f32. */
+#define PACK_LOOP(DST, SRCT, CONV)                                                                 \
+  for (int64_t r = 0; r < rg->count; r++) {                                                        \
+    const SRCT *s = (const SRCT *)t->data + tb[b] + tr[r];                                         \
+    for (int64_t c = 0; c < cg->count; c++) *DST++ = CONV(s[tc[c]]);                               \
+  }
+#define AS_IS(x) (x)
+
+static int pack(const jx_tensor *t, int dbl, const group *bg, const group *rg, const group *cg,
+                void *buf) {
+  int64_t *tab = malloc(sizeof(int64_t) * (size_t)(bg->count + rg->count + cg->count + 1));
+  if (!tab) return 0;
+  int64_t *tb = tab, *tr = tb + bg->count, *tc = tr + rg->count;
+  offsets(bg, tb);
+  offsets(rg, tr);
+  offsets(cg, tc);
+  float *f = buf;
+  double *d = buf;
+  for (int64_t b = 0; b < bg->count; b++) switch (t->dtype) {
+    case JX_F64:
+      if (dbl)
+        PACK_LOOP(d, double, AS_IS)
+      else
+        PACK_LOOP(f, double, (float))
+      break;
+    case JX_F32:
+      if (dbl)
+        PACK_LOOP(d, float, (double))
+      else
+        PACK_LOOP(f, float, AS_IS)
+      break;
+    case JX_F16:
+      if (dbl)
+        PACK_LOOP(d, uint16_t, (double)jx_f16_to_f32)
+      else
+        PACK_LOOP(f, uint16_t, jx_f16_to_f32)
+      break;
+    default: /* JX_BF16 */
+      if (dbl)
+        PACK_LOOP(d, uint16_t, (double)jx_bf16_to_f32)
+      else
+        PACK_LOOP(f, uint16_t, jx_bf16_to_f32)
+      break;
+    }
+  free(tab);
+  return 1;
+}
+
+/* One operand as BLAS sees it: base pointer, per-batch offsets, view. */
+typedef struct {
+  const void *base;
+  int64_t *boff;
+  view v;
+  void *packed; /* owned copy, or NULL */
+} operand;
+
+/* Prepares operand t of groups (batch bg, rows rg, cols cg); 0 when out of memory. */
+static int prepare(const jx_tensor *t, int dbl, const group *bg, const group *rg, const group *cg,
+                   operand *o) {
+  jx_dtype want = dbl ? JX_F64 : JX_F32;
+  o->v = view_of(rg->count, cg->count, run_stride(rg), run_stride(cg));
+  o->packed = NULL;
+  o->boff = malloc(sizeof(int64_t) * (size_t)bg->count);
+  if (!o->boff) return 0;
+  if (t->dtype != want) o->v = view_of(rg->count, cg->count, -1, -1);
+  if (!o->v.copy) {
+    o->base = t->data;
+    offsets(bg, o->boff);
+    return 1;
+  }
+  size_t n = (size_t)(bg->count * rg->count * cg->count);
+  o->packed = malloc((dbl ? sizeof(double) : sizeof(float)) * (n ? n : 1));
+  if (!o->packed || !pack(t, dbl, bg, rg, cg, o->packed)) return 0;
+  o->base = o->packed;
+  for (int64_t b = 0; b < bg->count; b++) o->boff[b] = b * rg->count * cg->count;
+  return 1;
+}
+
+static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+/* C[b] = L[b] x R[b] for every batch: gemv for a single row or column, else gemm. */
+static void multiply(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const operand *L,
+                     const operand *R, void *C) {
+  int m = (int)M, n = (int)N, k = (int)K, lda = (int)L->v.ld, ldb = (int)R->v.ld;
+  for (int64_t b = 0; b < B; b++) {
+    size_t lo = (size_t)L->boff[b], ro = (size_t)R->boff[b], co = (size_t)(b * M * N);
+    if (M == 1) { /* c[N] = R^T l: R stored K x N (NoTrans) or N x K (Trans) */
+      int rt = R->v.trans == CblasNoTrans, incl = L->v.trans == CblasNoTrans ? 1 : lda;
+      if (dbl)
+        cblas_dgemv(CblasRowMajor, rt ? CblasTrans : CblasNoTrans, rt ? k : n, rt ? n : k, 1.0,
+                    (const double *)R->base + ro, ldb, (const double *)L->base + lo, incl, 0.0,
+                    (double *)C + co, 1);
+      else
+        cblas_sgemv(CblasRowMajor, rt ? CblasTrans : CblasNoTrans, rt ? k : n, rt ? n : k, 1.0f,
+                    (const float *)R->base + ro, ldb, (const float *)L->base + lo, incl, 0.0f,
+                    (float *)C + co, 1);
+    } else if (N == 1) { /* c[M] = L r: L stored M x K (NoTrans) or K x M (Trans) */
+      int lt = L->v.trans == CblasNoTrans, incr = R->v.trans == CblasNoTrans ? ldb : 1;
+      if (dbl)
+        cblas_dgemv(CblasRowMajor, lt ? CblasNoTrans : CblasTrans, lt ? m : k, lt ? k : m, 1.0,
+                    (const double *)L->base + lo, lda, (const double *)R->base + ro, incr, 0.0,
+                    (double *)C + co, 1);
+      else
+        cblas_sgemv(CblasRowMajor, lt ? CblasNoTrans : CblasTrans, lt ? m : k, lt ? k : m, 1.0f,
+                    (const float *)L->base + lo, lda, (const float *)R->base + ro, incr, 0.0f,
+                    (float *)C + co, 1);
+    } else if (dbl) {
+      cblas_dgemm(CblasRowMajor, L->v.trans, R->v.trans, m, n, k, 1.0,
+                  (const double *)L->base + lo, lda, (const double *)R->base + ro, ldb, 0.0,
+                  (double *)C + co, n);
+    } else {
+      cblas_sgemm(CblasRowMajor, L->v.trans, R->v.trans, m, n, k, 1.0f,
+                  (const float *)L->base + lo, lda, (const float *)R->base + ro, ldb, 0.0f,
+                  (float *)C + co, n);
+    }
+  }
+}
+
+/* Rounds the computed result into out's dtype (f64 -> f32, f32 -> f16, ...). */
+static void store(int dbl, const void *c, int64_t n, jx_tensor *out) {
+  for (int64_t i = 0; i < n; i++) {
+    if (dbl)
+      jx_store_f64(out->data, out->dtype, i, ((const double *)c)[i]);
+    else if (out->dtype == JX_BF16)
+      ((uint16_t *)out->data)[i] = jx_f32_to_bf16(((const float *)c)[i]);
+    else
+      ((uint16_t *)out->data)[i] = jx_f32_to_f16(((const float *)c)[i]);
+  }
+}
+
+/* Contracting dims as (lhs group, rhs group) visited in the order of pairs perm. */
+static void contracting(const jx_params *p, const int *perm, const int64_t *ls, const int64_t *rs,
+                        const jx_shape *lsh, const jx_shape *rsh, group *lk, group *rk) {
+  *lk = *rk = (group){0, 1, {0}, {0}};
+  for (int i = 0; i < p->l[JX_DOT_LC].n; i++) {
+    int64_t a = p->l[JX_DOT_LC].v[perm[i]], b = p->l[JX_DOT_RC].v[perm[i]];
+    group_add(lk, lsh->dims[a], ls[a]);
+    group_add(rk, rsh->dims[b], rs[b]);
+  }
+}
+
+/* Pair order sorted by the lhs (side 0) or the rhs (side 1) dim numbers. */
+static void sorted_pairs(const jx_ilist *l, int *perm) {
+  for (int i = 0; i < l->n; i++) perm[i] = i;
+  for (int i = 1; i < l->n; i++)
+    for (int j = i; j > 0 && l->v[perm[j]] < l->v[perm[j - 1]]; j--) {
+      int t = perm[j];
+      perm[j] = perm[j - 1];
+      perm[j - 1] = t;
+    }
+}
+
+int jx_dot_blas(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
+  jx_dtype idt = in[0].dtype, odt = out->dtype;
+  if (!jx_is_float(idt) || !jx_is_float(odt)) return 0;
+  int dbl = idt == JX_F64 || odt == JX_F64;
+  jx_shape lsh = in[0].shape, rsh = in[1].shape;
+  int64_t ls[JX_MAX_RANK], rs[JX_MAX_RANK];
+  jx_shape_strides(lsh, ls);
+  jx_shape_strides(rsh, rs);
+  group lb = {0, 1, {0}, {0}}, rb = lb, lm = lb, rn = lb, lk, rk;
+  for (int i = 0; i < p->l[JX_DOT_LB].n; i++) {
+    int64_t a = p->l[JX_DOT_LB].v[i], b = p->l[JX_DOT_RB].v[i];
+    group_add(&lb, lsh.dims[a], ls[a]);
+    group_add(&rb, rsh.dims[b], rs[b]);
+  }
+  for (int d = 0; d < lsh.rank; d++)
+    if (!is_member(&p->l[JX_DOT_LC], d) && !is_member(&p->l[JX_DOT_LB], d))
+      group_add(&lm, lsh.dims[d], ls[d]);
+  for (int d = 0; d < rsh.rank; d++)
+    if (!is_member(&p->l[JX_DOT_RC], d) && !is_member(&p->l[JX_DOT_RB], d))
+      group_add(&rn, rsh.dims[d], rs[d]);
+  /* the contracting order that leaves fewer operands to copy */
+  int by_l[JX_MAX_RANK], by_r[JX_MAX_RANK];
+  sorted_pairs(&p->l[JX_DOT_LC], by_l);
+  sorted_pairs(&p->l[JX_DOT_RC], by_r);
+  contracting(p, by_l, ls, rs, &lsh, &rsh, &lk, &rk);
+  int64_t B = lb.count, M = lm.count, N = rn.count, K = lk.count;
+  if (view_of(M, K, run_stride(&lm), run_stride(&lk)).copy +
+          view_of(K, N, run_stride(&rk), run_stride(&rn)).copy >
+      0) {
+    group lk2, rk2;
+    contracting(p, by_r, ls, rs, &lsh, &rsh, &lk2, &rk2);
+    if (view_of(M, K, run_stride(&lm), run_stride(&lk2)).copy +
+            view_of(K, N, run_stride(&rk2), run_stride(&rn)).copy <
+        view_of(M, K, run_stride(&lm), run_stride(&lk)).copy +
+            view_of(K, N, run_stride(&rk), run_stride(&rn)).copy)
+      lk = lk2, rk = rk2;
+  }
+
+  if (!fits_int(M) || !fits_int(N) || !fits_int(K)) return 0;
+  int64_t total = B * M * N;
+  if (total == 0) return 1;
+  size_t osize = jx_dtype_size(odt);
+  if (K == 0) { /* empty sums: zeros (all-zero bits in every float dtype) */
+    memset(out->data, 0, osize * (size_t)total);
+    return 1;
+  }
+  operand L = {0}, R = {0};
+  void *tmp = NULL;
+  int ok = prepare(&in[0], dbl, &lb, &lm, &lk, &L) && prepare(&in[1], dbl, &rb, &rk, &rn, &R) &&
+           fits_int(L.v.ld) && fits_int(R.v.ld);
+  int direct = odt == (dbl ? JX_F64 : JX_F32);
+  if (ok && !direct) ok = (tmp = malloc((dbl ? 8 : 4) * (size_t)total)) != NULL;
+  if (ok) {
+    multiply(dbl, B, M, N, K, &L, &R, direct ? out->data : tmp);
+    if (!direct) store(dbl, tmp, total, out);
+  }
+  free(tmp);
+  free(L.boff);
+  free(L.packed);
+  free(R.boff);
+  free(R.packed);
+  return ok;
+}
+#endif

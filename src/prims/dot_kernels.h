@@ -1,0 +1,25 @@
+/* dot_general's two kernels, for dot.c's eval and for tests/unit/test_dot_blas.c.
+ *
+ * jx_dot_reference is the spec: plain loops for every dtype and
+ * preferred_element_type the shape rule accepts. jx_dot_blas is the fast
+ * path: float operands with a float result through cblas_sgemm/dgemm (and
+ * gemv for matrix-vector shapes); it returns 0 without touching out when it
+ * does not apply (integer or bool operands, sizes past BLAS's int, no BLAS
+ * in the build, out of memory), and the caller runs the reference. Both take
+ * in[2] and out[1] already checked by the shape rule; out is the result's
+ * contiguous row-major storage. */
+#ifndef JX_SRC_PRIMS_DOT_KERNELS_H
+#define JX_SRC_PRIMS_DOT_KERNELS_H
+
+#include "prim.h"
+
+/* The parameter list slots of dot_general (see its row's params string). */
+enum { JX_DOT_LC, JX_DOT_RC, JX_DOT_LB, JX_DOT_RB };
+
+/* 1 when the library was built with BLAS (jx_dot_blas can apply), else 0. */
+extern const int jx_dot_have_blas;
+
+void jx_dot_reference(const jx_params *p, const jx_tensor *in, jx_tensor *out);
+int jx_dot_blas(const jx_params *p, const jx_tensor *in, jx_tensor *out);
+
+#endif

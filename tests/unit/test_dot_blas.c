@@ -1,0 +1,296 @@
+/* dot_general's BLAS path (src/prims/dot_blas.c) against the reference
+ * kernel, its spec: every layout of batch, contracting and free dims on
+ * both sides, random shapes with empty and size-1 dims, f32 and f64, the
+ * 16-bit floats and the float preferred element types. The two sum in
+ * different orders (and f32 in f32 rather than f64), so each element must
+ * agree within the rounding bound c * (K + 1) * eps * sum_k |a_k b_k| (the
+ * sum of magnitudes is the reference kernel run on |a| and |b|) plus one
+ * rounding of the result. Integer and bool operands must be left to the
+ * reference. */
+/* cmocka needs these first, in this order */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <jx/jx.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "array/array.h"
+#include "prims/dot_kernels.h"
+#include "prims/prims.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t next(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
+static int pick(int n) { return (int)(next() % (uint64_t)n); }
+static double uniform(void) { return (double)(next() >> 11) / 9007199254740992.0 * 2 - 1; }
+
+static double eps_of(jx_dtype dt) {
+  switch (dt) {
+  case JX_F64: return 0x1p-53;
+  case JX_F32: return 0x1p-24;
+  case JX_F16: return 0x1p-11;
+  default: return 0x1p-8; /* bf16 */
+  }
+}
+
+static void fill(void *d, jx_dtype dt, int64_t n) {
+  for (int64_t i = 0; i < n; i++) jx_store_f64(d, dt, i, uniform());
+}
+
+/* |x| elementwise: clear the sign bit of each float. */
+static void *absolute(const void *d, jx_dtype dt, int64_t n) {
+  size_t es = jx_dtype_size(dt);
+  unsigned char *a = malloc(es * (size_t)n + 8);
+  assert_non_null(a);
+  memcpy(a, d, es * (size_t)n);
+  for (int64_t i = 0; i < n; i++) a[i * (int64_t)es + (int64_t)es - 1] &= 0x7f; /* little-endian */
+  return a;
+}
+
+static int cases_run, cases_blas;
+
+/* Runs one dot_general both ways and compares; pref < 0: no preferred type. */
+static void check(jx_dtype dt, int pref, jx_shape ls, jx_shape rs, const jx_params *p0) {
+  jx_params p = *p0;
+  if (pref >= 0) p.i[0] = 1, p.dtype = (jx_dtype)pref;
+  jx_aval in[2] = {{dt, 0, ls}, {dt, 0, rs}}, oa;
+  jx_status st = jx_prim_dot_general.infer(&p, 2, in, 1, &oa);
+  if (st) print_error("infer: %s\n", jx_last_error());
+  assert_int_equal(st, JX_OK);
+  int64_t nl = jx_shape_numel(ls), nr = jx_shape_numel(rs), no = jx_shape_numel(oa.shape), K = 1;
+  for (int i = 0; i < p.l[JX_DOT_LC].n; i++) K *= ls.dims[p.l[JX_DOT_LC].v[i]];
+  size_t es = jx_dtype_size(dt), os = jx_dtype_size(oa.dtype);
+  void *l = malloc(es * (size_t)nl + 8), *r = malloc(es * (size_t)nr + 8);
+  void *got = malloc(os * (size_t)no + 8), *want = malloc(os * (size_t)no + 8),
+       *mag = malloc(os * (size_t)no + 8);
+  assert_true(l && r && got && want && mag);
+  fill(l, dt, nl);
+  fill(r, dt, nr);
+  memset(got, 0xA5, os * (size_t)no); /* garbage: every element must be written */
+  void *al = absolute(l, dt, nl), *ar = absolute(r, dt, nr);
+  jx_tensor ti[2] = {{l, dt, ls}, {r, dt, rs}}, ta[2] = {{al, dt, ls}, {ar, dt, rs}};
+  jx_tensor tg = {got, oa.dtype, oa.shape}, tw = {want, oa.dtype, oa.shape},
+            tm = {mag, oa.dtype, oa.shape};
+  int handled = jx_dot_blas(&p, ti, &tg);
+  assert_int_equal(handled, jx_dot_have_blas);
+  cases_run++;
+  cases_blas += handled;
+  if (handled) {
+    jx_dot_reference(&p, ti, &tw);
+    jx_dot_reference(&p, ta, &tm);
+    int dbl = dt == JX_F64 || oa.dtype == JX_F64;
+    double eps_acc = dbl ? 0x1p-53 : 0x1p-24;
+    for (int64_t i = 0; i < no; i++) {
+      double g = jx_load_f64(got, oa.dtype, i), w = jx_load_f64(want, oa.dtype, i);
+      double m = jx_load_f64(mag, oa.dtype, i);
+      double tol = 2 * (double)(K + 1) * eps_acc * m + 2 * eps_of(oa.dtype) * fabs(w) + 1e-300;
+      if (!(fabs(g - w) <= tol))
+        print_error("%s x %s -> %s, lc=%d rc=%d lb=%d rb=%d: out[%lld] = %.17g, reference "
+                    "%.17g (tol %g)\n",
+                    jx_dtype_name(dt), jx_dtype_name(dt), jx_dtype_name(oa.dtype),
+                    p.l[0].n ? (int)p.l[0].v[0] : -1, p.l[1].n ? (int)p.l[1].v[0] : -1,
+                    p.l[2].n ? (int)p.l[2].v[0] : -1, p.l[3].n ? (int)p.l[3].v[0] : -1,
+                    (long long)i, g, w, tol);
+      assert_true(fabs(g - w) <= tol);
+    }
+  }
+  free(l);
+  free(r);
+  free(al);
+  free(ar);
+  free(got);
+  free(want);
+  free(mag);
+}
+
+/* Places nb batch, nc contracting and nf free dims of one operand at random
+ * positions; batch[i] / contract[i] get the dim numbers, sizes from bs / cs. */
+static jx_shape place(int nb, int nc, int nf, const int64_t *bs, const int64_t *cs,
+                      const int64_t *fs, int64_t *batch, int64_t *contract) {
+  int rank = nb + nc + nf, pos[JX_MAX_RANK];
+  for (int i = 0; i < rank; i++) pos[i] = i;
+  for (int i = rank - 1; i > 0; i--) { /* shuffle */
+    int j = pick(i + 1), t = pos[i];
+    pos[i] = pos[j];
+    pos[j] = t;
+  }
+  jx_shape s = {rank, {0}};
+  for (int i = 0; i < nb; i++) s.dims[batch[i] = pos[i]] = bs[i];
+  for (int i = 0; i < nc; i++) s.dims[contract[i] = pos[nb + i]] = cs[i];
+  for (int i = 0; i < nf; i++) s.dims[pos[nb + nc + i]] = fs[i];
+  return s;
+}
+
+static int64_t random_size(int allow_empty) {
+  static const int64_t sizes[] = {1, 2, 3, 5, 8, 17, 0};
+  return sizes[pick(allow_empty ? 7 : 6)];
+}
+
+/* One random contraction of the given dtypes with dims at random places. */
+static void random_case(jx_dtype dt, int pref, int allow_empty) {
+  int nb = pick(3), nc = pick(3), nfl = pick(3), nfr = pick(3);
+  int64_t bs[3], cs[3], fl[3], fr[3];
+  for (int i = 0; i < 3; i++)
+    bs[i] = random_size(allow_empty), cs[i] = random_size(allow_empty),
+    fl[i] = random_size(allow_empty), fr[i] = random_size(allow_empty);
+  /* keep the work small: halve the largest size until B*M*K*N <= 2^16 */
+  int64_t *all[12] = {&bs[0], &bs[1], &bs[2], &cs[0], &cs[1], &cs[2],
+                      &fl[0], &fl[1], &fl[2], &fr[0], &fr[1], &fr[2]};
+  int used[12] = {nb > 0, nb > 1, nb > 2, nc > 0, nc > 1, nc > 2,
+                  nfl > 0, nfl > 1, nfl > 2, nfr > 0, nfr > 1, nfr > 2};
+  for (;;) {
+    int64_t work = 1;
+    int big = -1;
+    for (int i = 0; i < 12; i++)
+      if (used[i]) {
+        work *= *all[i];
+        if (big < 0 || *all[i] > *all[big]) big = i;
+      }
+    if (work <= 65536) break;
+    *all[big] /= 2;
+  }
+  jx_params p = {0};
+  p.l[JX_DOT_LB].n = p.l[JX_DOT_RB].n = nb;
+  p.l[JX_DOT_LC].n = p.l[JX_DOT_RC].n = nc;
+  jx_shape ls = place(nb, nc, nfl, bs, cs, fl, p.l[JX_DOT_LB].v, p.l[JX_DOT_LC].v);
+  jx_shape rs = place(nb, nc, nfr, bs, cs, fr, p.l[JX_DOT_RB].v, p.l[JX_DOT_RC].v);
+  check(dt, pref, ls, rs, &p);
+}
+
+/* Every placement of one batch and one contracting dim in two rank-3 operands
+ * (and of one contracting dim in two matrices), square and non-square. */
+static void every_layout(jx_dtype dt) {
+  const int64_t sizes[][4] = {{4, 6, 5, 7}, {3, 1, 9, 2}, {2, 33, 40, 1}, {1, 70, 65, 66}};
+  for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
+    int64_t B = sizes[z][0], K = sizes[z][1], M = sizes[z][2], N = sizes[z][3];
+    for (int lb = 0; lb < 3; lb++)
+      for (int lc = 0; lc < 3; lc++)
+        for (int rb = 0; rb < 3; rb++)
+          for (int rc = 0; rc < 3; rc++) {
+            if (lb == lc || rb == rc) continue;
+            jx_params p = {0};
+            p.l[JX_DOT_LB] = (jx_ilist){1, {lb}};
+            p.l[JX_DOT_LC] = (jx_ilist){1, {lc}};
+            p.l[JX_DOT_RB] = (jx_ilist){1, {rb}};
+            p.l[JX_DOT_RC] = (jx_ilist){1, {rc}};
+            jx_shape ls = {3, {M, M, M}}, rs = {3, {N, N, N}};
+            ls.dims[lb] = B, ls.dims[lc] = K, rs.dims[rb] = B, rs.dims[rc] = K;
+            check(dt, -1, ls, rs, &p);
+          }
+    for (int lc = 0; lc < 2; lc++)
+      for (int rc = 0; rc < 2; rc++) {
+        jx_params p = {0};
+        p.l[JX_DOT_LC] = (jx_ilist){1, {lc}};
+        p.l[JX_DOT_RC] = (jx_ilist){1, {rc}};
+        jx_shape ls = {2, {M, M}}, rs = {2, {N, N}};
+        ls.dims[lc] = K, rs.dims[rc] = K;
+        check(dt, -1, ls, rs, &p);
+      }
+  }
+  /* two contracting dims listed in either order, on transposed operands */
+  for (int flip = 0; flip < 4; flip++) {
+    jx_params p = {0};
+    p.l[JX_DOT_LC] = (jx_ilist){2, {flip & 1 ? 2 : 1, flip & 1 ? 1 : 2}};
+    p.l[JX_DOT_RC] = (jx_ilist){2, {flip & 2 ? 0 : 1, flip & 2 ? 1 : 0}};
+    int64_t a = 3, b = 4;
+    jx_shape ls = {3, {5, flip & 1 ? b : a, flip & 1 ? a : b}};
+    jx_shape rs = {3, {flip & 2 ? a : b, flip & 2 ? b : a, 6}};
+    /* dims pair up by position in the lists: make their sizes agree */
+    ls.dims[p.l[0].v[0]] = rs.dims[p.l[1].v[0]];
+    ls.dims[p.l[0].v[1]] = rs.dims[p.l[1].v[1]];
+    check(dt, -1, ls, rs, &p);
+  }
+}
+
+static void layouts_f32(void **state) {
+  (void)state;
+  every_layout(JX_F32);
+}
+static void layouts_f64(void **state) {
+  (void)state;
+  every_layout(JX_F64);
+}
+
+static void random_f32_f64(void **state) {
+  (void)state;
+  for (int i = 0; i < 400; i++) random_case(i & 1 ? JX_F64 : JX_F32, -1, i % 3 == 0);
+}
+
+static void half_and_preferred(void **state) {
+  (void)state;
+  for (int i = 0; i < 60; i++) {
+    random_case(JX_F16, -1, i % 4 == 0);
+    random_case(JX_BF16, -1, 0);
+    random_case(JX_BF16, JX_F32, 0);
+    random_case(JX_F16, JX_F64, 0);
+    random_case(JX_F32, JX_F64, i % 4 == 0);
+    random_case(JX_F64, JX_F32, 0);
+    random_case(JX_F32, JX_BF16, 0);
+  }
+}
+
+/* A matrix product big enough for the blocked gemm kernels and threads. */
+static void large_square(void **state) {
+  (void)state;
+  jx_params p = {0};
+  p.l[JX_DOT_LC] = (jx_ilist){1, {1}};
+  p.l[JX_DOT_RC] = (jx_ilist){1, {0}};
+  check(JX_F32, -1, (jx_shape){2, {300, 257}}, (jx_shape){2, {257, 310}}, &p);
+  p.l[JX_DOT_LC] = (jx_ilist){1, {0}};
+  p.l[JX_DOT_RC] = (jx_ilist){1, {1}};
+  check(JX_F64, -1, (jx_shape){2, {257, 300}}, (jx_shape){2, {310, 257}}, &p);
+}
+
+/* Integer and bool contractions, and int -> float, stay on the reference. */
+static void integers_stay_on_reference(void **state) {
+  (void)state;
+  int32_t a[6] = {1, 2, 3, 4, 5, 6}, c[4];
+  jx_params p = {0};
+  p.l[JX_DOT_LC] = (jx_ilist){1, {1}};
+  p.l[JX_DOT_RC] = (jx_ilist){1, {0}};
+  jx_tensor in[2] = {{a, JX_I32, {2, {2, 3}}}, {a, JX_I32, {2, {3, 2}}}};
+  jx_tensor out = {c, JX_I32, {2, {2, 2}}};
+  assert_int_equal(jx_dot_blas(&p, in, &out), 0);
+  p.i[0] = 1, p.dtype = JX_F32;
+  float f[4];
+  out = (jx_tensor){f, JX_F32, {2, {2, 2}}};
+  assert_int_equal(jx_dot_blas(&p, in, &out), 0);
+}
+
+/* The public op takes the fast path and gives the reference's numbers. */
+static void matmul_end_to_end(void **state) {
+  (void)state;
+  jx_scope_begin();
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {0.5f, -1, 2, 0.25f, -3, 4}, c[4];
+  jx_array *x = jx_array_from(JX_F32, JX_SHAPE(2, 3), a);
+  jx_array *y = jx_array_from(JX_F32, JX_SHAPE(3, 2), b);
+  assert_int_equal(jx_read(jx_matmul(x, y), c, sizeof c), JX_OK);
+  const float want[4] = {1 * 0.5f + 2 * 2 - 3 * 3, -1 + 2 * 0.25f + 3 * 4, 4 * 0.5f + 5 * 2 - 6 * 3,
+                         -4 + 5 * 0.25f + 6 * 4};
+  for (int i = 0; i < 4; i++) assert_float_equal(c[i], want[i], 0);
+  jx_scope_end();
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(layouts_f32),
+      cmocka_unit_test(layouts_f64),
+      cmocka_unit_test(random_f32_f64),
+      cmocka_unit_test(half_and_preferred),
+      cmocka_unit_test(large_square),
+      cmocka_unit_test(integers_stay_on_reference),
+      cmocka_unit_test(matmul_end_to_end),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  printf("%d contractions compared, %d through BLAS\n", cases_run, cases_blas);
+  jx_shutdown();
+  return rc;
+}

@@ -1,0 +1,178 @@
+/* The compiler: fused kernels give the reference's bits; a second call
+ * compiles nothing; a new process finds its kernels in the disk cache; a
+ * corrupt cache entry is rebuilt. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <jx/jx.h>
+
+#include "compile/executable.h"
+#include "compile/toolchain.h"
+#include "trace/fn.h"
+
+static const char *self;
+
+/* a chain of six elementwise ops with a broadcast bias: one kernel */
+static void chain(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *a = jx_mul(in[0], in[1]);
+  jx_array *b = jx_add(a, jx_scalar(JX_F32, 0.5));
+  jx_array *c = jx_tanh(b);
+  jx_array *d = jx_exp(jx_neg(c));
+  jx_array *e = jx_maximum(d, in[1]);
+  out[0] = jx_sub(e, jx_sqrt(jx_abs(in[0])));
+}
+
+static jx_array *inputs[2];
+static void make_inputs(void) {
+  float x[1000], y[1000];
+  for (int i = 0; i < 1000; i++) {
+    x[i] = sinf((float)i) * 3;
+    y[i] = cosf((float)i * 0.7f);
+  }
+  inputs[0] = jx_keep(jx_array_from(JX_F32, JX_SHAPE(10, 100), x));
+  inputs[1] = jx_keep(jx_array_from(JX_F32, JX_SHAPE(10, 100), y));
+}
+
+static int run_chain(float *got, jx_kernel_stats *before, jx_kernel_stats *after) {
+  jx_fn *f = jx_fn_create("chain", 2, 1, chain, NULL);
+  jx_fn *jf = jx_jit(f, NULL);
+  jx_array *out[1];
+  *before = jx_kernel_cache_stats();
+  jx_status st = jx_call(jf, inputs, out);
+  *after = jx_kernel_cache_stats();
+  if (!st) st = jx_read(out[0], got, 1000 * sizeof(float));
+  jx_fn_release(jf);
+  jx_fn_release(f);
+  return st;
+}
+
+static void fused_kernel_matches_eager_bits(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("chain", 2, 1, chain, NULL);
+  jx_fn *jf = jx_jit(f, NULL);
+  jx_array *want[1], *got[1];
+  assert_int_equal(jx_call(f, inputs, want), JX_OK);
+  assert_int_equal(jx_call(jf, inputs, got), JX_OK);
+  float a[1000], b[1000];
+  jx_read(want[0], a, sizeof a);
+  jx_read(got[0], b, sizeof b);
+  assert_memory_equal(a, b, sizeof a);
+  /* the whole chain is one kernel */
+  jx_aval av[2] = {{JX_F32, 0, {2, {10, 100}}}, {JX_F32, 0, {2, {10, 100}}}};
+  jx_program *p = jx_fn_program(jf, av);
+  assert_non_null(p);
+  int fused = 0;
+  assert_int_equal(jx_executable_kernels(p->exec, &fused), 1);
+  assert_true(fused >= 7);
+  jx_program_release(p);
+  /* a second call with the same signature traces and compiles nothing */
+  jx_kernel_stats s0 = jx_kernel_cache_stats();
+  assert_int_equal(jx_call(jf, inputs, got), JX_OK);
+  jx_kernel_stats s1 = jx_kernel_cache_stats();
+  assert_int_equal(s1.compiles, s0.compiles);
+  assert_int_equal(s1.disk_hits, s0.disk_hits);
+  assert_int_equal(jx_fn_trace_count(jf), 1);
+  jx_fn_release(jf);
+  jx_fn_release(f);
+}
+
+static void matmul_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_tanh(jx_matmul(in[0], in[1]));
+}
+
+static void cost_before_running(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("chain", 2, 1, chain, NULL);
+  jx_cost c;
+  assert_int_equal(jx_fn_cost(f, inputs, &c), JX_OK);
+  /* fused: read two f32[10,100] inputs (and a scalar), write one */
+  assert_true(c.bytes_accessed >= 3 * 4000 && c.bytes_accessed <= 3 * 4000 + 64);
+  assert_true(c.flops >= 8 * 1000);
+  assert_true(c.peak_bytes_per_device >= 3 * 4000 && c.peak_bytes_per_device <= 3 * 4000 + 64);
+  jx_fn_release(f);
+  jx_fn *m = jx_fn_create("mm", 2, 1, matmul_body, NULL);
+  jx_array *ab[2] = {jx_zeros(JX_F32, JX_SHAPE(8, 16)), jx_zeros(JX_F32, JX_SHAPE(16, 4))};
+  assert_int_equal(jx_fn_cost(m, ab, &c), JX_OK);
+  assert_true(c.flops >= 2.0 * 8 * 16 * 4 && c.flops <= 2.0 * 8 * 16 * 4 + 64); /* + tanh */
+  /* inputs, the product, and tanh's result live at once */
+  assert_true(c.peak_bytes_per_device == 4.0 * (8 * 16 + 16 * 4 + 8 * 4 + 8 * 4));
+  jx_fn_release(m);
+}
+
+/* runs this test program again as `self --child EXPECT` and returns its status */
+static int child(const char *expect) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "'%s' --child %s", self, expect);
+  int rc = system(cmd);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 99;
+}
+
+static void new_process_hits_the_disk_cache(void **state) {
+  (void)state;
+  float got[1000];
+  jx_kernel_stats b, a;
+  assert_int_equal(run_chain(got, &b, &a), JX_OK); /* warm the disk cache */
+  assert_int_equal(child("disk-hit"), 0);
+}
+
+static void corrupt_entry_is_rebuilt(void **state) {
+  (void)state;
+  const char *dir = getenv("JX_CACHE_DIR");
+  assert_non_null(dir);
+  char cmd[2048];
+  /* every cached object becomes garbage (a new file: this process maps the old ones) */
+  snprintf(cmd, sizeof cmd,
+           "for f in '%s'/*.so; do echo garbage > \"$f.bad\" && mv \"$f.bad\" \"$f\"; done", dir);
+  assert_int_equal(system(cmd), 0);
+  assert_int_equal(child("rebuild"), 0);
+}
+
+static int child_main(const char *expect) {
+  make_inputs();
+  float got[1000], want[1000];
+  jx_kernel_stats b, a;
+  if (run_chain(got, &b, &a)) {
+    fprintf(stderr, "child: %s\n", jx_last_error());
+    return 1;
+  }
+  jx_fn *f = jx_fn_create("chain", 2, 1, chain, NULL);
+  jx_array *out[1];
+  jx_call(f, inputs, out);
+  jx_read(out[0], want, sizeof want);
+  jx_fn_release(f);
+  if (memcmp(got, want, sizeof got) != 0) return 2;
+  if (strcmp(expect, "disk-hit") == 0) return (a.compiles == 0 && a.disk_hits >= 1) ? 0 : 3;
+  return a.compiles >= 1 ? 0 : 4; /* "rebuild" */
+}
+
+int main(int argc, char **argv) {
+  self = argv[0];
+  if (argc == 3 && strcmp(argv[1], "--child") == 0) {
+    int rc = child_main(argv[2]);
+    jx_release(inputs[0]);
+    jx_release(inputs[1]);
+    jx_shutdown();
+    return rc;
+  }
+  make_inputs();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(fused_kernel_matches_eager_bits),
+      cmocka_unit_test(cost_before_running),
+      cmocka_unit_test(new_process_hits_the_disk_cache),
+      cmocka_unit_test(corrupt_entry_is_rebuilt),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  jx_release(inputs[0]);
+  jx_release(inputs[1]);
+  jx_shutdown();
+  return rc;
+}
