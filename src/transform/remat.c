@@ -14,37 +14,9 @@
 #include "../trace/fn.h"
 #include "ad.h"
 #include "build.h"
+#include "control.h"
 #include "partial_eval.h"
 #include "vmap.h"
-
-static jx_status infer_remat(const jx_params *p, int nin, const jx_aval *in, int nout,
-                             jx_aval *out) {
-  (void)p;
-  (void)nin;
-  (void)in;
-  (void)nout;
-  (void)out;
-  return JX_OK;
-}
-
-static jx_status remat_outputs(const jx_params *p, int nin, const jx_aval *in, int nsub,
-                               jx_program *const *subs, int nout, jx_aval *out) {
-  (void)p;
-  (void)nin;
-  (void)in;
-  if (nsub != 1 || subs[0]->nout != nout) return jx_error_set(JX_ERR_INTERNAL, "remat: bad region");
-  for (int o = 0; o < nout; o++) out[o] = subs[0]->avals[subs[0]->out[o]];
-  return JX_OK;
-}
-
-static jx_status impl_remat(const jx_params *p, int nin, jx_array *const *in, int nout,
-                            jx_array **out, int nsub, jx_program *const *subs) {
-  (void)p;
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  return jx_program_eval(subs[0], in, out);
-}
 
 static jx_status jvp_remat(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
                            int nout, jx_array **y, jx_array **ty, int nsub,
@@ -311,9 +283,9 @@ const jx_prim jx_prim_remat = {.name = "remat",
                                .nin = JX_VARIADIC,
                                .nout = JX_NOUT_PARAM,
                                .params = "policy=i0",
-                               .infer = infer_remat,
-                               .outputs = remat_outputs,
-                               .impl = impl_remat,
+                               .infer = jx_wrapper_infer,
+                               .outputs = jx_wrapper_outputs,
+                               .impl = jx_wrapper_impl,
                                .jvp = jvp_remat,
                                .transpose = transpose_remat,
                                .batch = batch_remat,

@@ -10,19 +10,7 @@
 #include <jx/jx.h>
 
 #include "array/array.h"
-
-static int setup(void **state) {
-  (void)state;
-  jx_clear_error();
-  jx_scope_begin();
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  jx_scope_end();
-  jx_clear_error();
-  return 0;
-}
+#include "test_util.h"
 
 static uint64_t bits_at(const jx_array *a, int64_t i) {
   uint64_t u = 0;

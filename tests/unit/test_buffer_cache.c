@@ -69,7 +69,8 @@ static void repeated_shapes_reuse(void **state) {
     assert_int_equal(jx_read(jx_slice(y, JX_SHAPE(3, 4), JX_SHAPE(4, 5), JX_SHAPE()), &v, 4),
                      JX_OK);
     assert_true(v == 2.0f);
-    if (it == 0) first[0] = data_of(x), first[1] = data_of(y);
+    if (it == 0)
+      first[0] = data_of(x), first[1] = data_of(y);
     else {
       /* the same two blocks come back, in some order */
       void *px = data_of(x), *py = data_of(y);
@@ -143,9 +144,9 @@ static void shutdown_empties(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(reuses_within_a_class),     cmocka_unit_test(repeated_shapes_reuse),
-      cmocka_unit_test(class_bounds), cmocka_unit_test(threads_have_their_own),
-      cmocka_unit_test(bounded_per_class),         cmocka_unit_test(shutdown_empties),
+      cmocka_unit_test(reuses_within_a_class), cmocka_unit_test(repeated_shapes_reuse),
+      cmocka_unit_test(class_bounds),          cmocka_unit_test(threads_have_their_own),
+      cmocka_unit_test(bounded_per_class),     cmocka_unit_test(shutdown_empties),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   jx_shutdown();

@@ -26,22 +26,11 @@
 #include <stddef.h>
 
 #include <jx/jx.h>
+
 #include <math.h>
 #include <string.h>
 #include <cmocka.h>
-
-static int setup(void **state) {
-  (void)state;
-  jx_clear_error();
-  jx_scope_begin();
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  jx_scope_end();
-  jx_clear_error();
-  return 0;
-}
+#include "test_util.h"
 
 /* An f64 array of shape s with elements (i % mod - sub) / div. */
 static jx_array *ramp(jx_shape s, int mod, double sub, double div) {

@@ -6,23 +6,12 @@
 #include <stddef.h>
 
 #include <jx/jx.h>
+
 #include <string.h>
 #include <cmocka.h>
 
 #include "trace/dispatch.h"
-
-static int setup(void **state) {
-  (void)state;
-  jx_clear_error();
-  jx_scope_begin();
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  jx_scope_end();
-  jx_clear_error();
-  return 0;
-}
+#include "test_util.h"
 
 /* Checks that r is poisoned, the status is code, and the message holds every
  * NULL-terminated fragment; then clears the error for the next check. */

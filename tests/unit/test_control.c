@@ -2,29 +2,13 @@
  * grad, jvp and vmap. Expected numbers come from JAX (x64), computed by the
  * snippet next to each test. */
 #include <jx/jx.h>
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 #include <cmocka.h>
-
-static int setup(void **state) {
-  (void)state;
-  jx_clear_error();
-  jx_scope_begin();
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  jx_scope_end();
-  jx_clear_error();
-  return 0;
-}
-
-static void check_ok(jx_status st) {
-  if (st) fprintf(stderr, "%s\n", jx_last_error());
-  assert_int_equal(st, JX_OK);
-}
+#include "test_util.h"
 
 /* step((h, w, acc), x) = (h*w + x, w, acc + (h*w+x)^2), y = (h*w+x)^2 */
 static void step(void *ctx, jx_array *const *in, jx_array **out) {

@@ -144,7 +144,7 @@ static void random_case(jx_dtype dt, int pref, int allow_empty) {
   /* keep the work small: halve the largest size until B*M*K*N <= 2^16 */
   int64_t *all[12] = {&bs[0], &bs[1], &bs[2], &cs[0], &cs[1], &cs[2],
                       &fl[0], &fl[1], &fl[2], &fr[0], &fr[1], &fr[2]};
-  int used[12] = {nb > 0, nb > 1, nb > 2, nc > 0, nc > 1, nc > 2,
+  int used[12] = {nb > 0,  nb > 1,  nb > 2,  nc > 0,  nc > 1,  nc > 2,
                   nfl > 0, nfl > 1, nfl > 2, nfr > 0, nfr > 1, nfr > 2};
   for (;;) {
     int64_t work = 1;
@@ -281,12 +281,9 @@ static void matmul_end_to_end(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(layouts_f32),
-      cmocka_unit_test(layouts_f64),
-      cmocka_unit_test(random_f32_f64),
-      cmocka_unit_test(half_and_preferred),
-      cmocka_unit_test(large_square),
-      cmocka_unit_test(integers_stay_on_reference),
+      cmocka_unit_test(layouts_f32),       cmocka_unit_test(layouts_f64),
+      cmocka_unit_test(random_f32_f64),    cmocka_unit_test(half_and_preferred),
+      cmocka_unit_test(large_square),      cmocka_unit_test(integers_stay_on_reference),
       cmocka_unit_test(matmul_end_to_end),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

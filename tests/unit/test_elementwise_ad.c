@@ -25,25 +25,14 @@
 #include <stddef.h>
 
 #include <jx/jx.h>
+
 #include <math.h>
 #include <string.h>
 #include <cmocka.h>
+#include "test_util.h"
 
 enum { N = 5 };
 static const double kX[N] = {-2.0, -0.5, 0.25, 1.0, 3.0};
-
-static int setup(void **state) {
-  (void)state;
-  jx_clear_error();
-  jx_scope_begin();
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  jx_scope_end();
-  jx_clear_error();
-  return 0;
-}
 
 static jx_array *vec(const double *v, int64_t n) { return jx_array_from(JX_F64, JX_SHAPE(n), v); }
 static jx_array *f64(double v) { return jx_scalar(JX_F64, v); }

@@ -6,21 +6,10 @@
 #include <stddef.h>
 
 #include <jx/jx.h>
+
 #include <string.h>
 #include <cmocka.h>
-
-static int setup(void **state) {
-  (void)state;
-  jx_clear_error();
-  jx_scope_begin();
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  jx_scope_end();
-  jx_clear_error();
-  return 0;
-}
+#include "test_util.h"
 
 /* the result is poisoned, the status is code and the message holds every part */
 static void expect_error(jx_array *r, jx_status code, const char *const *parts) {

@@ -1,24 +1,13 @@
 /* Errors: messages name the op, the shapes and the caller's file:line;
  * poisoned arrays propagate without crashing. */
 #include <jx/jx.h>
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 #include <cmocka.h>
-
-static int setup(void **state) {
-  (void)state;
-  jx_clear_error();
-  jx_scope_begin();
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  jx_scope_end();
-  jx_clear_error();
-  return 0;
-}
+#include "test_util.h"
 
 static void broadcast_mismatch_names_op_shapes_and_line(void **state) {
   (void)state;

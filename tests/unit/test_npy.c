@@ -12,21 +12,9 @@
 #include <jx/jx.h>
 
 #include "array/array.h"
+#include "test_util.h"
 
 #define DIR JX_TEST_DATA "/npy/"
-
-static int setup(void **state) {
-  (void)state;
-  jx_clear_error();
-  jx_scope_begin();
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  jx_scope_end();
-  jx_clear_error();
-  return 0;
-}
 
 static void tmp_path(char *buf, size_t cap, const char *name) {
   const char *tmp = getenv("TMPDIR");

@@ -13,19 +13,7 @@
 #include <jx/jx.h>
 
 #include "trace/dispatch.h"
-
-static int setup(void **state) {
-  (void)state;
-  jx_clear_error();
-  jx_scope_begin();
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  jx_scope_end();
-  jx_clear_error();
-  return 0;
-}
+#include "test_util.h"
 
 static jx_array *u32s(int n, const uint32_t *v) { return jx_array_from(JX_U32, JX_SHAPE(n), v); }
 

@@ -37,12 +37,14 @@
 #include <stddef.h>
 
 #include <jx/jx.h>
+
 #include <math.h>
 #include <string.h>
 #include <cmocka.h>
 
 #include "prims/prims.h"
 #include "trace/dispatch.h"
+#include "test_util.h"
 
 static const double kCE[1] = {1.7440941772206728};
 static const double kCEGrad[20] = {
@@ -88,19 +90,6 @@ static const double kCumprodGrad[5] = {1.0, 19.0, 0.0, 0.0, 0.0};
 static const double kCummaxGrad[5] = {3.0, 0.0, 12.0, 0.0, 0.0};
 static const double kTopkGrad[5] = {0.0, 0.0, 1.0, 0.0, 2.0};
 static const double kProdHess[4] = {3.0, 28.5, 2.0, 12.0};
-
-static int setup(void **state) {
-  (void)state;
-  jx_clear_error();
-  jx_scope_begin();
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  jx_scope_end();
-  jx_clear_error();
-  return 0;
-}
 
 /* An f64 array of shape s with elements ((i * mul) % mod - sub) / div + i / fine. */
 static jx_array *ramp(jx_shape s, int mul, int mod, double sub, double div, double fine) {

@@ -12,19 +12,7 @@
 #include <jx/jx.h>
 
 #include "trace/dispatch.h"
-
-static int setup(void **state) {
-  (void)state;
-  jx_clear_error();
-  jx_scope_begin();
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  jx_scope_end();
-  jx_clear_error();
-  return 0;
-}
+#include "test_util.h"
 
 static void expect_error(jx_array *r, jx_status code, const char *a, const char *b) {
   assert_true(jx_is_poisoned(r));

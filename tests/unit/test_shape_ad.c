@@ -46,23 +46,12 @@
 #include <stddef.h>
 
 #include <jx/jx.h>
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-
-static int setup(void **state) {
-  (void)state;
-  jx_clear_error();
-  jx_scope_begin();
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  jx_scope_end();
-  jx_clear_error();
-  return 0;
-}
+#include "test_util.h"
 
 static jx_array *f64(jx_shape s, const double *v) { return jx_array_from(JX_F64, s, v); }
 static jx_array *i32(jx_shape s, const int32_t *v) { return jx_array_from(JX_I32, s, v); }

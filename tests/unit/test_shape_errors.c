@@ -10,19 +10,7 @@
 #include <jx/jx.h>
 
 #include "trace/dispatch.h"
-
-static int setup(void **state) {
-  (void)state;
-  jx_clear_error();
-  jx_scope_begin();
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  jx_scope_end();
-  jx_clear_error();
-  return 0;
-}
+#include "test_util.h"
 
 /* The result is poisoned with status st and the message holds every needle. */
 static void expect_error(jx_array *r, jx_status st, const char *n1, const char *n2,

@@ -3,6 +3,7 @@
  * errors that name the transformation chain. Expected numbers come from JAX
  * (x64), computed by the snippet next to each test. */
 #include <jx/jx.h>
+
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,23 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "test_util.h"
 
-static int setup(void **state) {
-  (void)state;
-  jx_clear_error();
-  jx_scope_begin();
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  jx_scope_end();
-  jx_clear_error();
-  return 0;
-}
-static void check_ok(jx_status st) {
-  if (st) fprintf(stderr, "%s\n", jx_last_error());
-  assert_int_equal(st, JX_OK);
-}
 static void read_doubles(jx_array *a, double *d, int n) {
   check_ok(jx_read(jx_astype(a, JX_F64), d, sizeof *d * (size_t)n));
 }
