@@ -38,7 +38,8 @@ def run_jx(build, runs):
     """{impl: {bench: median_ns}} from the jx programs (impl "jx", or "sgemm"
     for the direct OpenBLAS calls of bench_matmul)."""
     out = {}
-    for prog in ("bench_dispatch", "bench_elementwise", "bench_reduce", "bench_matmul"):
+    for prog in ("bench_dispatch", "bench_elementwise", "bench_reduce", "bench_matmul",
+                 "bench_fusion", "bench_mlp"):
         path = os.path.join(build, "bench", prog)
         if not os.path.exists(path):
             print(f"note: {path} is missing (build the project first)", file=sys.stderr)
@@ -50,6 +51,9 @@ def run_jx(build, runs):
         for line in r.stdout.splitlines():
             d = json.loads(line)
             out.setdefault(d["impl"], {})[d["bench"]] = d["median_ns"]
+            if d["impl"] == "triad":  # a bandwidth reference, not a peer of its own
+                out.setdefault("_notes", {})["triad"] = (
+                    f"triad loop, one thread: {d['gb_per_s']} GB/s; fused chain: see gb_per_s")
             if "openblas_core" in d:
                 out.setdefault("_notes", {})["openblas"] = (
                     f"OpenBLAS kernel {d['openblas_core']}, {d['openblas_threads']} threads")
@@ -73,7 +77,48 @@ def run_numpy(runs):
         a = r.uniform(-1, 1, (n, n)).astype(np.float32)
         b = r.uniform(-1, 1, (n, n)).astype(np.float32)
         out[f"matmul_f32_{n}"] = timed(lambda: np.matmul(a, b), runs)
+    w = r.uniform(0, 0.6, 16 * 1024 * 1024).astype(np.float32)
+    out["fused_chain_f32_16M"] = timed(lambda: chain(np, x, w), runs)
+    out["fused_chain_f32_16M_eager"] = out["fused_chain_f32_16M"]
     return out
+
+
+def chain(xp, x, w):
+    """bench_fusion's six ops: max(tanh(x * w + 0.5) - sqrt(|x|), w)."""
+    return xp.maximum(xp.tanh(x * w + 0.5) - xp.sqrt(xp.abs(x)), w)
+
+
+def mlp_step_jax():
+    """bench_mlp's step: value_and_grad of an MLP 784-512-512-10 loss and AdamW."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def loss(p, x, y):
+        h = jax.nn.relu(x @ p[0] + p[1])
+        h = jax.nn.relu(h @ p[2] + p[3])
+        return -jnp.mean(jnp.sum(y * jax.nn.log_softmax(h @ p[4] + p[5], axis=1), axis=1))
+
+    @jax.jit
+    def step(p, m, v, x, y, t):
+        val, g = jax.value_and_grad(loss)(p, x, y)
+        c1, c2 = 1 - 0.9 ** t, 1 - 0.999 ** t
+        m = [0.9 * a + 0.1 * b for a, b in zip(m, g)]
+        v = [0.999 * a + 0.001 * b * b for a, b in zip(v, g)]
+        p = [a - 1e-3 * ((b / c1) / (jnp.sqrt(c / c2) + 1e-8) + 1e-4 * a)
+             for a, b, c in zip(p, m, v)]
+        return val, p, m, v
+
+    r = np.random.default_rng(0)
+    shapes = [(784, 512), (512,), (512, 512), (512,), (512, 10), (10,)]
+    p = [jnp.asarray(r.standard_normal(s).astype(np.float32) * 0.05) for s in shapes]
+    z = [jnp.zeros(s, jnp.float32) for s in shapes]
+    x = jnp.asarray(r.standard_normal((256, 784)).astype(np.float32))
+    y = jax.nn.one_hot(r.integers(0, 10, 256), 10)
+    t0 = time.perf_counter_ns()
+    jax.block_until_ready(step(p, z, z, x, y, 1.0))
+    first = time.perf_counter_ns() - t0
+    return (lambda: jax.block_until_ready(step(p, z, z, x, y, 1.0))), first
 
 
 def run_jax(runs):
@@ -90,6 +135,13 @@ def run_jax(runs):
         a = jax.device_put(jax.random.uniform(k1, (n, n), jnp.float32, -1, 1), cpu)
         b = jax.device_put(jax.random.uniform(k2, (n, n), jnp.float32, -1, 1), cpu)
         out[f"matmul_f32_{n}"] = timed(lambda: jnp.dot(a, b).block_until_ready(), runs)
+    x = jax.device_put(jax.random.uniform(jax.random.PRNGKey(1), (16 * 1024 * 1024,), jnp.float32, -4, 4), cpu)
+    w = jax.device_put(jax.random.uniform(jax.random.PRNGKey(2), (16 * 1024 * 1024,), jnp.float32, 0, 0.6), cpu)
+    jchain = jax.jit(lambda x, w: chain(jnp, x, w))
+    out["fused_chain_f32_16M"] = timed(lambda: jchain(x, w).block_until_ready(), runs)
+    step, first = mlp_step_jax()
+    out["mlp_step"] = timed(step, runs)
+    out["mlp_step_first_call"] = first
     return out
 
 
@@ -113,6 +165,7 @@ def main():
             print(f"note: {name} is not installed; no {name} column", file=sys.stderr)
     benches = ["dispatch_add_f32x8", "add_f32_16M", "exp_f32_16M", "sum_lastaxis_f32_4096x4096"]
     benches += [f"matmul_f32_{n}" for n in MATMUL_SIZES]
+    benches += ["fused_chain_f32_16M_eager", "fused_chain_f32_16M", "mlp_step", "mlp_step_first_call"]
     head = f"| {'bench':28} | {'jx':>12} |" + "".join(
         f" {p:>12} | {'jx/' + p:>9} |" for p in peers)
     print(head)
@@ -132,6 +185,10 @@ def main():
             row += f" {cell(pv):>12} | {ratio:>9} |"
         print(row)
     print("\nmedians over", args.runs, "runs; n/a: the peer does not run that workload here")
+    if "triad" in notes:
+        print(notes["triad"])
+    print("fused_chain_f32_16M_eager: jx without jit (six passes) against NumPy (also six passes);")
+    print("fused_chain_f32_16M and mlp_step: jx_jit against jax.jit; mlp_step_first_call: trace + compile")
     if "openblas" in peers:
         print("openblas: cblas_sgemm called directly by bench_matmul;",
               notes.get("openblas", "kernel unknown"))

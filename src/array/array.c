@@ -32,18 +32,18 @@ jx_array *jx_poison(void) { return &poison_value; }
 #endif
 #ifdef JX_ASAN
 #include <sanitizer/asan_interface.h>
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define POISON(p, n)   ASAN_POISON_MEMORY_REGION(p, n)
 #define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
 #else
-#define POISON(p, n) ((void)(p), (void)(n))
+#define POISON(p, n)   ((void)(p), (void)(n))
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
 enum {
-  MIN_SHIFT = 12,                                  /* cached sizes: (4 KiB, */
-  MAX_SHIFT = 26,                                  /*                64 MiB] */
-  NCLASS = (MAX_SHIFT - MIN_SHIFT) * 4 + 1,        /* class 0 unused */
-  CLASS_KEEP = 4,                                  /* buffers kept per class */
+  MIN_SHIFT = 12,                           /* cached sizes: (4 KiB, */
+  MAX_SHIFT = 26,                           /*                64 MiB] */
+  NCLASS = (MAX_SHIFT - MIN_SHIFT) * 4 + 1, /* class 0 unused */
+  CLASS_KEEP = 4,                           /* buffers kept per class */
 };
 #define CACHE_LIMIT ((size_t)256 << 20) /* bytes kept per thread */
 
@@ -61,7 +61,7 @@ static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 /* The class of an allocation of n bytes and its capacity; 0 when not cached. */
 static int size_class(size_t n, size_t *cap) {
   if (n <= ((size_t)1 << MIN_SHIFT) || n > ((size_t)1 << MAX_SHIFT)) return 0;
-  int k = 63 - __builtin_clzll((unsigned long long)(n - 1)); /* 2^k < n <= 2^(k+1) */
+  int k = 63 - __builtin_clzll((unsigned long long)(n - 1));               /* 2^k < n <= 2^(k+1) */
   size_t q = (size_t)1 << (k - 2), j = (n - 1 - ((size_t)1 << k)) / q + 1; /* 1..4 */
   *cap = ((size_t)1 << k) + j * q;
   return (k - MIN_SHIFT) * 4 + (int)j;
@@ -86,7 +86,9 @@ static void cache_drain(buffer_cache *c) {
 
 static int key_ok;
 static void cache_thread_exit(void *c) { cache_drain(c); }
-static void cache_make_key(void) { key_ok = pthread_key_create(&cache_key, cache_thread_exit) == 0; }
+static void cache_make_key(void) {
+  key_ok = pthread_key_create(&cache_key, cache_thread_exit) == 0;
+}
 
 void jx_buffer_cache_clear(void) { cache_drain(&cache); }
 

@@ -67,24 +67,43 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
     return NULL;
   }
-  jx_status st = JX_OK;
+  /* every kernel of the program in one translation unit: one compiler run
+   * (its start-up dominates small kernels) */
+  char *tu = jx_render_c_prelude();
+  size_t len = tu ? strlen(tu) : 0;
+  jx_status st = tu ? JX_OK : (jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY);
+  int nkernels = 0;
   for (int k = 0; k < ng && !st; k++) {
     step *s = &x->steps[x->nsteps++];
     s->group = groups[k];
     if (groups[k].compute < 2 || groups[k].nstores == 0) continue;
-    /* the source names the kernel by its own hash, so equal kernels share an object */
-    char *src = jx_render_c(p, &groups[k], "jx_kernel");
-    if (!src) {
-      st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+    char name[32];
+    snprintf(name, sizeof name, "jx_kernel_%d", k);
+    char *src = jx_render_c(p, &groups[k], name);
+    char *grown = src ? realloc(tu, len + strlen(src) + 2) : NULL;
+    if (!grown) {
+      free(src);
+      st = jx_last_status() ? jx_last_status() : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
       break;
     }
-    char suffix[64];
-    snprintf(suffix, sizeof suffix, "kernel%d.c", k);
-    jx_dump_text(dump_prefix ? dump_prefix : p->name, suffix, src);
-    s->fn = (jx_kernel_fn)jx_kernel_load(src, "jx_kernel");
+    tu = grown;
+    memcpy(tu + len, src, strlen(src) + 1);
+    len += strlen(src);
     free(src);
-    if (!s->fn) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+    s->fn = (jx_kernel_fn)(uintptr_t)1; /* resolved below */
+    nkernels++;
   }
+  if (!st && nkernels) {
+    jx_dump_text(dump_prefix ? dump_prefix : p->name, "kernels.c", tu);
+    for (int k = 0; k < x->nsteps && !st; k++) {
+      if (!x->steps[k].fn) continue;
+      char name[32];
+      snprintf(name, sizeof name, "jx_kernel_%d", k);
+      x->steps[k].fn = (jx_kernel_fn)jx_kernel_load(tu, name);
+      if (!x->steps[k].fn) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+    }
+  }
+  free(tu);
   free(groups);
   if (!st) st = plan_lifetimes(x, p);
   if (st) {

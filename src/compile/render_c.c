@@ -9,6 +9,14 @@
 #include "../base/error.h"
 #include "../prims/prims.h"
 
+/* src/prims/fastmath.h's text, as bytes (CMake writes the .inc at configure
+ * time): every kernel starts with the f32 functions the reference kernels
+ * use, so eager and jit give the same bits without two copies to keep in
+ * step. */
+static const char fastmath_src[] = {
+#include "jx_fastmath_src.inc"
+    0};
+
 typedef struct {
   const jx_prim *prim;
   const char *f32, *f64; /* %0, %1, %2: operands */
@@ -20,17 +28,18 @@ static const op_expr table[] = {{&jx_prim_add, "(%0 + %1)", "(%0 + %1)"},
                                 {&jx_prim_div, "(%0 / %1)", "(%0 / %1)"},
                                 {&jx_prim_neg, "(-%0)", "(-%0)"},
                                 {&jx_prim_abs, "fabsf(%0)", "fabs(%0)"},
-                                {&jx_prim_exp, "expf(%0)", "exp(%0)"},
-                                {&jx_prim_exp2, "exp2f(%0)", "exp2(%0)"},
-                                {&jx_prim_expm1, "expm1f(%0)", "expm1(%0)"},
-                                {&jx_prim_log, "logf(%0)", "log(%0)"},
-                                {&jx_prim_log1p, "log1pf(%0)", "log1p(%0)"},
+                                {&jx_prim_exp, "jx_expf(%0)", "exp(%0)"},
+                                {&jx_prim_exp2, "jx_exp2f(%0)", "exp2(%0)"},
+                                {&jx_prim_expm1, "jx_expm1f(%0)", "expm1(%0)"},
+                                {&jx_prim_log, "jx_logf(%0)", "log(%0)"},
+                                {&jx_prim_log1p, "jx_log1pf(%0)", "log1p(%0)"},
                                 {&jx_prim_sqrt, "sqrtf(%0)", "sqrt(%0)"},
                                 {&jx_prim_rsqrt, "(1.0f / sqrtf(%0))", "(1.0 / sqrt(%0))"},
-                                {&jx_prim_tanh, "tanhf(%0)", "tanh(%0)"},
+                                {&jx_prim_tanh, "jx_tanhf(%0)", "tanh(%0)"},
                                 {&jx_prim_logistic, "jx_logistic_f(%0)", "jx_logistic_d(%0)"},
-                                {&jx_prim_sin, "sinf(%0)", "sin(%0)"},
-                                {&jx_prim_cos, "cosf(%0)", "cos(%0)"},
+                                {&jx_prim_sin, "jx_sinf(%0)", "sin(%0)"},
+    {&jx_prim_erf, "jx_erff(%0)", "erf(%0)"},
+                                {&jx_prim_cos, "jx_cosf(%0)", "cos(%0)"},
                                 {&jx_prim_max, "JX_FMAX(%0, %1)", "JX_FMAX(%0, %1)"},
                                 {&jx_prim_min, "JX_FMIN(%0, %1)", "JX_FMIN(%0, %1)"},
                                 {&jx_prim_pow, "powf(%0, %1)", "pow(%0, %1)"},
@@ -49,8 +58,6 @@ static const char prelude[] =
     "#include <stdint.h>\n"
     "#define JX_FMAX(a, b) (((a) != (a) || (a) > (b) || ((a) == (b) && signbit(b))) ? (a) : (b))\n"
     "#define JX_FMIN(a, b) (((a) != (a) || (a) < (b) || ((a) == (b) && signbit(a))) ? (a) : (b))\n"
-    "static inline float jx_logistic_f(float x) {\n"
-    "  return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));\n}\n"
     "static inline double jx_logistic_d(double x) {\n"
     "  return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));\n}\n"
     "#define JX_IPOW(T)                                                  \\\n"
@@ -127,11 +134,21 @@ static int64_t *contiguous(jx_shape s, int64_t *st) {
   return st;
 }
 
+char *jx_render_c_prelude(void) {
+  sbuf b = {0};
+  put(&b, "%s\n%s\n", prelude, fastmath_src);
+  if (b.oom) {
+    free(b.s);
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "render: out of memory");
+    return NULL;
+  }
+  return b.s;
+}
+
 char *jx_render_c(const jx_program *p, const jx_fusion_group *g, const char *name) {
   sbuf b = {0};
   int rank = g->shape.rank > 0 ? g->shape.rank : 1;
   int last = rank - 1;
-  put(&b, "%s\n", prelude);
   put(&b,
       "void %s(char **buf, const int64_t *dims, const int64_t *strides, int64_t row_begin,\n"
       "        int64_t row_end) {\n",

@@ -17,7 +17,10 @@
 typedef void (*jx_kernel_fn)(char **buf, const int64_t *dims, const int64_t *strides,
                              int64_t row_begin, int64_t row_end);
 
-/* malloc'ed source defining `name`, or NULL with an error recorded. */
+/* malloc'ed source of the kernel `name`, or NULL with an error recorded; it
+ * needs the prelude (the math functions) before it in its translation unit. */
 char *jx_render_c(const jx_program *p, const jx_fusion_group *g, const char *name);
+/* malloc'ed prelude: headers and the inline math every kernel uses. */
+char *jx_render_c_prelude(void);
 
 #endif

@@ -3,8 +3,8 @@
  *
  * For a chunk of batch elements, each output position y gets a row of the
  * column matrix holding the lhs values its kernel taps read, laid out as
- * [kernel spatial][C] (channels inner: one run per tap in NHWC) (zero where a tap falls into padding or between
- * dilated lhs elements: jx_conv_taps gives the taps that do read). Then
+ * [kernel spatial][C] (channels inner: one run per tap in NHWC) (zero where a tap falls into
+ * padding or between dilated lhs elements: jx_conv_taps gives the taps that do read). Then
  *   res[O][chunk * out_sp] = R[O][k_sp * C] x Col[chunk * out_sp][k_sp * C]^T
  * is one sgemm, and res is scattered into the out spec's layout. Sums are
  * f32 (BLAS's), as XLA's on CPU. */

@@ -215,13 +215,11 @@ static void multiply(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const 
                     (const float *)L->base + lo, lda, (const float *)R->base + ro, incr, 0.0f,
                     (float *)C + co, 1);
     } else if (dbl) {
-      cblas_dgemm(CblasRowMajor, L->v.trans, R->v.trans, m, n, k, 1.0,
-                  (const double *)L->base + lo, lda, (const double *)R->base + ro, ldb, 0.0,
-                  (double *)C + co, n);
+      cblas_dgemm(CblasRowMajor, L->v.trans, R->v.trans, m, n, k, 1.0, (const double *)L->base + lo,
+                  lda, (const double *)R->base + ro, ldb, 0.0, (double *)C + co, n);
     } else {
-      cblas_sgemm(CblasRowMajor, L->v.trans, R->v.trans, m, n, k, 1.0f,
-                  (const float *)L->base + lo, lda, (const float *)R->base + ro, ldb, 0.0f,
-                  (float *)C + co, n);
+      cblas_sgemm(CblasRowMajor, L->v.trans, R->v.trans, m, n, k, 1.0f, (const float *)L->base + lo,
+                  lda, (const float *)R->base + ro, ldb, 0.0f, (float *)C + co, n);
     }
   }
 }

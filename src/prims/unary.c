@@ -14,6 +14,9 @@
  * the kernels eager mode runs); f16 and bf16 compute in f32 and round once,
  * as XLA does on CPUs. erf_inv and digamma are computed in double for every
  * float dtype, so their f32 results are correctly rounded up to an ulp.
+ * exp, exp2, expm1, log, log1p, tanh, logistic, sin, cos and erf take their
+ * f32 values from fastmath.h, the same code the jit's kernels embed, so
+ * eager and jit agree bit for bit (f64 uses libm).
  *
  * polygamma (m = i0 >= 1) is an extra row, floats only, for digamma's
  * derivative. Transformation rules are in unary_rules.c; sign, floor, ceil,
@@ -21,6 +24,7 @@
  * derivative (jx_jvp_zero), and every row batches elementwise. */
 #include "../base/error.h"
 #include "elementwise.h"
+#include "fastmath.h"
 #include "prims.h"
 #include "rules.h"
 #include "unary_rules.h"
@@ -180,19 +184,18 @@ static float lgamma32(float x) {
   X(U_CEIL, ceilf(x), ceil(x))                                                                     \
   X(U_ROUND_AWAY, roundf(x), round(x))                                                             \
   X(U_ROUND_EVEN, rintf(x), rint(x))                                                               \
-  X(U_EXP, expf(x), exp(x))                                                                        \
-  X(U_EXP2, exp2f(x), exp2(x))                                                                     \
-  X(U_EXPM1, expm1f(x), expm1(x))                                                                  \
-  X(U_LOG, logf(x), log(x))                                                                        \
-  X(U_LOG1P, log1pf(x), log1p(x))                                                                  \
+  X(U_EXP, jx_expf(x), exp(x))                                                                     \
+  X(U_EXP2, jx_exp2f(x), exp2(x))                                                                  \
+  X(U_EXPM1, jx_expm1f(x), expm1(x))                                                               \
+  X(U_LOG, jx_logf(x), log(x))                                                                     \
+  X(U_LOG1P, jx_log1pf(x), log1p(x))                                                               \
   X(U_SQRT, sqrtf(x), sqrt(x))                                                                     \
   X(U_RSQRT, 1.0f / sqrtf(x), 1.0 / sqrt(x))                                                       \
   X(U_CBRT, cbrtf(x), cbrt(x))                                                                     \
-  X(U_TANH, tanhf(x), tanh(x))                                                                     \
-  X(U_LOGISTIC, x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x)),                    \
-    x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)))                                      \
-  X(U_SIN, sinf(x), sin(x))                                                                        \
-  X(U_COS, cosf(x), cos(x))                                                                        \
+  X(U_TANH, jx_tanhf(x), tanh(x))                                                                  \
+  X(U_LOGISTIC, jx_logistic_f(x), x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)))        \
+  X(U_SIN, jx_sinf(x), sin(x))                                                                     \
+  X(U_COS, jx_cosf(x), cos(x))                                                                     \
   X(U_TAN, tanf(x), tan(x))                                                                        \
   X(U_ASIN, asinf(x), asin(x))                                                                     \
   X(U_ACOS, acosf(x), acos(x))                                                                     \
@@ -202,7 +205,7 @@ static float lgamma32(float x) {
   X(U_ASINH, asinhf(x), asinh(x))                                                                  \
   X(U_ACOSH, acoshf(x), acosh(x))                                                                  \
   X(U_ATANH, atanhf(x), atanh(x))                                                                  \
-  X(U_ERF, erff(x), erf(x))                                                                        \
+  X(U_ERF, jx_erff(x), erf(x))                                                                     \
   X(U_ERF_INV, (float)erf_inv_d(x), erf_inv_d(x))                                                  \
   X(U_LGAMMA, lgamma32(x), lgamma64(x))                                                            \
   X(U_DIGAMMA, (float)digamma_d(x), digamma_d(x))                                                  \
