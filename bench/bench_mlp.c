@@ -61,9 +61,10 @@ static void step_body(void *ctx, jx_array *const *in, jx_array **out) {
 int main(void) {
   jx_fn *loss = jx_fn_create("mlp_loss", 8, 1, loss_body, NULL);
   grad_fn = jx_value_and_grad(loss, JX_AXES(0, 1, 2, 3, 4, 5), 0);
-  jx_fn *step = jx_jit(jx_fn_create("train_step", 3 * NPARAM + 3, 1 + 3 * NPARAM, step_body, NULL), NULL);
-  jx_shape shapes[NPARAM] = {JX_SHAPE(IN, H), JX_SHAPE(H), JX_SHAPE(H, H),
-                             JX_SHAPE(H), JX_SHAPE(H, OUT), JX_SHAPE(OUT)};
+  jx_fn *step =
+      jx_jit(jx_fn_create("train_step", 3 * NPARAM + 3, 1 + 3 * NPARAM, step_body, NULL), NULL);
+  jx_shape shapes[NPARAM] = {JX_SHAPE(IN, H), JX_SHAPE(H),      JX_SHAPE(H, H),
+                             JX_SHAPE(H),     JX_SHAPE(H, OUT), JX_SHAPE(OUT)};
   jx_array *in[3 * NPARAM + 3];
   jx_array *key = jx_random_key(0);
   for (int i = 0; i < NPARAM; i++) {
@@ -73,8 +74,9 @@ int main(void) {
     in[2 * NPARAM + i] = jx_keep(jx_zeros(JX_F32, shapes[i]));
   }
   in[3 * NPARAM] = jx_keep(jx_random_normal(jx_random_key(1), JX_F32, JX_SHAPE(BATCH, IN)));
-  in[3 * NPARAM + 1] = jx_keep(jx_one_hot(jx_random_categorical(jx_random_key(2),
-                                           jx_zeros(JX_F32, JX_SHAPE(BATCH, OUT)), 1), OUT, JX_F32));
+  in[3 * NPARAM + 1] = jx_keep(
+      jx_one_hot(jx_random_categorical(jx_random_key(2), jx_zeros(JX_F32, JX_SHAPE(BATCH, OUT)), 1),
+                 OUT, JX_F32));
   in[3 * NPARAM + 2] = jx_keep(jx_scalar(JX_F32, 1));
   jx_array *out[1 + 3 * NPARAM];
   double t0 = now();

@@ -220,10 +220,80 @@ static uint64_t int_reduce(rop op, jx_dtype dt, const void *x, int64_t base, con
   return acc;
 }
 
+/* ---- fast paths: f32/f64 sums and extrema over a contiguous suffix (rows)
+ * or prefix (columns) of the axes, giving the generic path's exact bits ---- */
+
+/* Columnwise pairwise sums of an n x m row-major block into out[m]: the same
+ * tree as pairwise_f/_d applied to each column, vectorized across columns. */
+#define PAIRWISE_COLS(T, NAME)                                                                     \
+  static int NAME(const T *x, int64_t n, int64_t m, T *out) {                                      \
+    if (n <= 8) {                                                                                  \
+      for (int64_t j = 0; j < m; j++) out[j] = 0;                                                  \
+      for (int64_t i = 0; i < n; i++)                                                              \
+        for (int64_t j = 0; j < m; j++) out[j] += x[i * m + j];                                    \
+      return 1;                                                                                    \
+    }                                                                                              \
+    int64_t h = n / 2;                                                                             \
+    T *tmp = malloc(sizeof *tmp * (size_t)m);                                                      \
+    if (!tmp) return 0;                                                                            \
+    int ok = NAME(x, h, m, out) && NAME(x + h * m, n - h, m, tmp);                                 \
+    for (int64_t j = 0; ok && j < m; j++) out[j] = out[j] + tmp[j];                                \
+    free(tmp);                                                                                     \
+    return ok;                                                                                     \
+  }
+PAIRWISE_COLS(float, pairwise_cols_f)
+PAIRWISE_COLS(double, pairwise_cols_d)
+
+#define EXTREMUM_ROWS(T, NAME)                                                                     \
+  static T NAME(int is_max, const T *x, int64_t n) {                                               \
+    T acc = is_max ? -INFINITY : INFINITY;                                                         \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      T v = x[i];                                                                                  \
+      if (v != v) return v;                                                                        \
+      if (is_max ? v > acc : v < acc) acc = v;                                                     \
+    }                                                                                              \
+    return acc;                                                                                    \
+  }
+EXTREMUM_ROWS(float, extremum_f)
+EXTREMUM_ROWS(double, extremum_d)
+
+/* Returns 1 when it handled the reduction. */
+static int fast_reduce(rop op, const jx_params *p, const jx_tensor *in, jx_tensor *out) {
+  jx_dtype dt = in->dtype;
+  if ((dt != JX_F32 && dt != JX_F64) || (op != R_SUM && op != R_MAX && op != R_MIN)) return 0;
+  const jx_ilist *ax = &p->l[0];
+  int r = in->shape.rank, k = ax->n;
+  if (k == 0) return 0;
+  int suffix = 1, prefix = 1;
+  for (int i = 0; i < k; i++) {
+    suffix &= ax->v[i] == r - k + i;
+    prefix &= ax->v[i] == i;
+  }
+  int64_t total = jx_shape_numel(in->shape), nout = jx_shape_numel(out->shape);
+  int64_t n = nout ? total / nout : 0;
+  if (suffix) { /* out[o] reduces the n contiguous elements from o * n */
+    for (int64_t o = 0; o < nout; o++) {
+      if (dt == JX_F32) {
+        const float *x = (const float *)in->data + o * n;
+        ((float *)out->data)[o] = op == R_SUM ? pairwise_f(x, n) : extremum_f(op == R_MAX, x, n);
+      } else {
+        const double *x = (const double *)in->data + o * n;
+        ((double *)out->data)[o] = op == R_SUM ? pairwise_d(x, n) : extremum_d(op == R_MAX, x, n);
+      }
+    }
+    return 1;
+  }
+  if (prefix && op == R_SUM) /* columns: out[j] sums x[i * nout + j] over i */
+    return dt == JX_F32 ? pairwise_cols_f(in->data, n, nout, out->data)
+                        : pairwise_cols_d(in->data, n, nout, out->data);
+  return 0;
+}
+
 static void eval_reduce(rop op, const jx_params *p, const jx_tensor *in, jx_tensor *out) {
   layout L;
   int64_t nout = jx_shape_numel(out->shape);
   if (nout == 0) return;
+  if (fast_reduce(op, p, in, out)) return;
   if (!make_layout(in->shape, &p->l[0], &L)) goto oom;
   void *scratch = NULL;
   if (jx_is_float(in->dtype) && op == R_SUM) {
