@@ -83,7 +83,8 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
     char *grown = src ? realloc(tu, len + strlen(src) + 2) : NULL;
     if (!grown) {
       free(src);
-      st = jx_last_status() ? jx_last_status() : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
+      st = jx_last_status() ? jx_last_status()
+                            : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
       break;
     }
     tu = grown;
