@@ -1,5 +1,6 @@
-/* The C dialect. Expressions mirror the reference kernels in src/prims
- * exactly, so a fused kernel gives the bits the reference gives. */
+/* The kernel renderer: what every dialect shares (see render.h), and the C
+ * dialect. Expressions mirror the reference kernels in src/prims exactly,
+ * so a fused kernel gives the bits the reference gives. */
 #include "render_c.h"
 
 #include <stdarg.h>
@@ -8,6 +9,7 @@
 
 #include "../base/error.h"
 #include "../prims/prims.h"
+#include "render.h"
 
 /* src/prims/fastmath.h's text, as bytes (CMake writes the .inc at configure
  * time): every kernel starts with the f32 functions the reference kernels
@@ -53,15 +55,15 @@ static const op_expr table[] = {{&jx_prim_add, "(%0 + %1)", "(%0 + %1)"},
                                 {&jx_prim_stop_gradient, "%0", "%0"},
                                 {NULL, NULL, NULL}};
 
-static const char prelude[] =
-    "#include <math.h>\n"
-    "#include <stdint.h>\n"
+/* The helpers every dialect's kernels use, after the dialect's header
+ * (which defines JX_FN, the qualifier of a helper function). */
+static const char shared_prelude[] =
     "#define JX_FMAX(a, b) (((a) != (a) || (a) > (b) || ((a) == (b) && signbit(b))) ? (a) : (b))\n"
     "#define JX_FMIN(a, b) (((a) != (a) || (a) < (b) || ((a) == (b) && signbit(a))) ? (a) : (b))\n"
-    "static inline double jx_logistic_d(double x) {\n"
+    "JX_FN double jx_logistic_d(double x) {\n"
     "  return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));\n}\n"
     "#define JX_IPOW(T)                                                  \\\n"
-    "  static inline T jx_ipow_##T(T x, int64_t e) {                    \\\n"
+    "  JX_FN T jx_ipow_##T(T x, int64_t e) {                            \\\n"
     "    int recip = e < 0;                                              \\\n"
     "    uint64_t m = recip ? (uint64_t)0 - (uint64_t)e : (uint64_t)e;   \\\n"
     "    T acc = 1;                                                      \\\n"
@@ -78,6 +80,23 @@ static const char prelude[] =
     "  }\n"
     "JX_IPOW(float)\n"
     "JX_IPOW(double)\n";
+
+/* The C dialect: a plain function over rows [row_begin, row_end) that the
+ * executable splits across the thread pool; the inner loop vectorizes. */
+const jx_dialect jx_dialect_c = {
+    .name = "C",
+    .header = "#include <math.h>\n"
+              "#include <stdint.h>\n"
+              "#define JX_FN static inline\n",
+    .signature = "void %s(char **buf, const int64_t *dims, const int64_t *strides, int64_t "
+                 "row_begin,\n        int64_t row_end) {\n",
+    .buf = "buf",
+    .dims = "dims",
+    .strides = "strides",
+    .row_loop = "for (int64_t row = row_begin; row < row_end; row++) {",
+    .col_loop = "for (int64_t j = 0; j < inner; j++) {",
+    .restrict_kw = "restrict",
+};
 
 typedef struct {
   char *s;
@@ -109,6 +128,15 @@ static void put(sbuf *b, const char *fmt, ...) {
   }
 }
 
+static char *finish(sbuf *b) {
+  if (b->oom || !b->s) {
+    free(b->s);
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "render: out of memory");
+    return NULL;
+  }
+  return b->s;
+}
+
 static const char *ctype(jx_dtype d) {
   return d == JX_F32 ? "float" : d == JX_F64 ? "double" : "uint8_t";
 }
@@ -134,63 +162,16 @@ static int64_t *contiguous(jx_shape s, int64_t *st) {
   return st;
 }
 
-char *jx_render_c_prelude(void) {
+char *jx_render_prelude(const jx_dialect *d) {
   sbuf b = {0};
-  put(&b, "%s\n%s\n", prelude, fastmath_src);
-  if (b.oom) {
-    free(b.s);
-    jx_error_set(JX_ERR_OUT_OF_MEMORY, "render: out of memory");
-    return NULL;
-  }
-  return b.s;
+  put(&b, "%s%s\n%s\n", d->header, shared_prelude, fastmath_src);
+  return finish(&b);
 }
 
-char *jx_render_c(const jx_program *p, const jx_fusion_group *g, const char *name) {
-  sbuf b = {0};
-  int rank = g->shape.rank > 0 ? g->shape.rank : 1;
-  int last = rank - 1;
-  put(&b,
-      "void %s(char **buf, const int64_t *dims, const int64_t *strides, int64_t row_begin,\n"
-      "        int64_t row_end) {\n",
-      name);
-  put(&b, "  const int64_t inner = dims[%d];\n", last);
-  put(&b, "  for (int64_t row = row_begin; row < row_end; row++) {\n");
-  for (int k = 0; k < g->nloads; k++) put(&b, "    int64_t off%d = 0;\n", k);
-  if (rank > 1) {
-    put(&b, "    int64_t rem = row;\n");
-    put(&b, "    for (int d = %d; d >= 0; d--) {\n", rank - 2);
-    put(&b, "      int64_t i = rem %% dims[d];\n      rem /= dims[d];\n");
-    for (int k = 0; k < g->nloads; k++) put(&b, "      off%d += i * strides[%d * 8 + d];\n", k, k);
-    put(&b, "    }\n");
-  }
-  for (int k = 0; k < g->nloads; k++) {
-    jx_dtype d = p->avals[g->loads[k].var].dtype;
-    put(&b, "    const %s *restrict x%d = (const %s *)buf[%d] + off%d;\n", ctype(d), k, ctype(d), k,
-        k);
-  }
-  for (int s = 0; s < g->nstores; s++) {
-    jx_dtype d = p->avals[g->stores[s]].dtype;
-    put(&b, "    %s *restrict y%d = (%s *)buf[%d] + row * inner;\n", ctype(d), s, ctype(d),
-        g->nloads + s);
-  }
-  /* the innermost stride is 0 or 1 for most loads: constants let the loop vectorize */
-  put(&b, "    for (int64_t j = 0; j < inner; j++) {\n");
-  for (int k = 0; k < g->nloads; k++) {
-    int64_t st = g->loads[k].strides[g->shape.rank ? last : 0];
-    jx_dtype d = p->avals[g->loads[k].var].dtype;
-    if (g->shape.rank == 0 || st == 0)
-      put(&b, "      const %s l%d = x%d[0];\n", ctype(d), k, k);
-    else if (st == 1)
-      put(&b, "      const %s l%d = x%d[j];\n", ctype(d), k, k);
-    else
-      put(&b, "      const %s l%d = x%d[j * strides[%d * 8 + %d]];\n", ctype(d), k, k, k, last);
-  }
+/* The members' values at column j: one `const T vN = ...;` per equation. */
+static int put_members(sbuf *b, const jx_program *p, const jx_fusion_group *g) {
   uint8_t *in_group = calloc((size_t)p->nvars + 1, 1);
-  if (!in_group) {
-    free(b.s);
-    jx_error_set(JX_ERR_OUT_OF_MEMORY, "render: out of memory");
-    return NULL;
-  }
+  if (!in_group) return -1;
   int64_t cst[JX_MAX_RANK] = {0};
   contiguous(g->shape, cst);
   for (int m = g->first; m < g->first + g->count; m++) {
@@ -202,7 +183,7 @@ char *jx_render_c(const jx_program *p, const jx_fusion_group *g, const char *nam
       contiguous(p->avals[e->in[0]].shape, own);
       for (int k = 0; k < p->avals[e->in[0]].shape.rank; k++) st[e->params.l[1].v[k]] = own[k];
       int k = jx_fusion_find_load(g, e->in[0], st);
-      put(&b, "      const %s v%d = l%d;\n", ctype(out.dtype), e->out[0], k);
+      put(b, "      const %s v%d = l%d;\n", ctype(out.dtype), e->out[0], k);
       in_group[e->out[0]] = 1;
       continue;
     }
@@ -216,31 +197,88 @@ char *jx_render_c(const jx_program *p, const jx_fusion_group *g, const char *nam
         snprintf(names[i], sizeof names[i], "l%d", jx_fusion_find_load(g, v, st));
       }
     }
-    put(&b, "      const %s v%d = ", ctype(out.dtype), e->out[0]);
+    put(b, "      const %s v%d = ", ctype(out.dtype), e->out[0]);
     jx_dtype in0 = p->avals[e->in[0]].dtype;
     if (e->prim == &jx_prim_convert_element_type) {
       if (out.dtype == JX_BOOL)
-        put(&b, "(uint8_t)(%s != 0)", names[0]);
+        put(b, "(uint8_t)(%s != 0)", names[0]);
       else
-        put(&b, "(%s)%s", ctype(out.dtype), names[0]);
+        put(b, "(%s)%s", ctype(out.dtype), names[0]);
     } else if (e->prim == &jx_prim_integer_pow) {
-      put(&b, "jx_ipow_%s(%s, %lld)", ctype(out.dtype), names[0], (long long)e->params.i[0]);
+      put(b, "jx_ipow_%s(%s, %lld)", ctype(out.dtype), names[0], (long long)e->params.i[0]);
     } else {
       const op_expr *x = table;
       while (x->prim && x->prim != e->prim) x++;
+      if (!x->prim) {
+        free(in_group);
+        jx_error_set(JX_ERR_INTERNAL, "render: no expression for primitive %s", e->prim->name);
+        return -1;
+      }
       const jx_dtype t = e->prim == &jx_prim_select_n ? p->avals[e->in[1]].dtype : in0;
-      put_expr(&b, t == JX_F64 ? x->f64 : x->f32, names);
+      put_expr(b, t == JX_F64 ? x->f64 : x->f32, names);
     }
-    put(&b, ";\n");
+    put(b, ";\n");
     in_group[e->out[0]] = 1;
+  }
+  free(in_group);
+  return 0;
+}
+
+char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusion_group *g,
+                       const char *name) {
+  sbuf b = {0};
+  const int rank = g->shape.rank > 0 ? g->shape.rank : 1;
+  const int last = rank - 1;
+  const char *rs = dl->restrict_kw;
+  put(&b, dl->signature, name);
+  put(&b, "  const int64_t inner = %s[%d];\n", dl->dims, last);
+  put(&b, "  %s\n", dl->row_loop);
+  for (int k = 0; k < g->nloads; k++) put(&b, "    int64_t off%d = 0;\n", k);
+  /* the row's index along each outer dimension, innermost first, unrolled:
+   * the rank is fixed per kernel, so dims and strides take constant indices */
+  if (rank > 1) put(&b, "    int64_t rem = row, i;\n");
+  for (int d = rank - 2; d >= 0; d--) {
+    if (d > 0)
+      put(&b, "    i = rem %% %s[%d];\n    rem /= %s[%d];\n", dl->dims, d, dl->dims, d);
+    else
+      put(&b, "    i = rem;\n"); /* row < the product of the outer dims */
+    for (int k = 0; k < g->nloads; k++)
+      put(&b, "    off%d += i * %s[%d];\n", k, dl->strides, k * JX_MAX_RANK + d);
+  }
+  for (int k = 0; k < g->nloads; k++) {
+    const char *t = ctype(p->avals[g->loads[k].var].dtype);
+    put(&b, "    const %s *%s x%d = (const %s *)%s[%d] + off%d;\n", t, rs, k, t, dl->buf, k, k);
+  }
+  for (int s = 0; s < g->nstores; s++) {
+    const char *t = ctype(p->avals[g->stores[s]].dtype);
+    put(&b, "    %s *%s y%d = (%s *)%s[%d] + row * inner;\n", t, rs, s, t, dl->buf,
+        g->nloads + s);
+  }
+  /* the innermost stride is 0 or 1 for most loads: constants let the loop vectorize */
+  put(&b, "    %s\n", dl->col_loop);
+  for (int k = 0; k < g->nloads; k++) {
+    int64_t st = g->loads[k].strides[g->shape.rank ? last : 0];
+    const char *t = ctype(p->avals[g->loads[k].var].dtype);
+    if (g->shape.rank == 0 || st == 0)
+      put(&b, "      const %s l%d = x%d[0];\n", t, k, k);
+    else if (st == 1)
+      put(&b, "      const %s l%d = x%d[j];\n", t, k, k);
+    else
+      put(&b, "      const %s l%d = x%d[j * %s[%d]];\n", t, k, k, dl->strides,
+          k * JX_MAX_RANK + last);
+  }
+  if (put_members(&b, p, g)) {
+    free(b.s);
+    if (!jx_error_pending()) jx_error_set(JX_ERR_OUT_OF_MEMORY, "render: out of memory");
+    return NULL;
   }
   for (int s = 0; s < g->nstores; s++) put(&b, "      y%d[j] = v%d;\n", s, g->stores[s]);
   put(&b, "    }\n  }\n}\n");
-  free(in_group);
-  if (b.oom) {
-    free(b.s);
-    jx_error_set(JX_ERR_OUT_OF_MEMORY, "render: out of memory");
-    return NULL;
-  }
-  return b.s;
+  return finish(&b);
+}
+
+char *jx_render_c_prelude(void) { return jx_render_prelude(&jx_dialect_c); }
+
+char *jx_render_c(const jx_program *p, const jx_fusion_group *g, const char *name) {
+  return jx_render_kernel(&jx_dialect_c, p, g, name);
 }

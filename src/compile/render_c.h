@@ -1,8 +1,8 @@
-/* The kernel renderer: C source for a fusion group. One renderer, with the
- * expression of each primitive in a dialect table (the CUDA dialect will
- * differ only in its table and the loop prologue). Kernels are generic in
- * the shape: dims and strides are arguments, so one compiled kernel serves
- * every shape with the same structure. */
+/* The kernel renderer's C dialect: C source for a fusion group (the shared
+ * renderer and the dialects are described in render.h; render_cuda.h is the
+ * CUDA one). Kernels are generic in the shape: dims and strides are
+ * arguments, so one compiled kernel serves every shape with the same
+ * structure. */
 #ifndef JX_SRC_COMPILE_RENDER_C_H
 #define JX_SRC_COMPILE_RENDER_C_H
 

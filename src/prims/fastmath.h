@@ -30,43 +30,51 @@
 #ifndef JX_FASTMATH_H
 #define JX_FASTMATH_H
 
+/* Under NVRTC (the CUDA dialect, render_cuda.c) the prelude before this text
+ * defines JX_FM_FN and JX_FM_TABLE as __device__ qualifiers, the
+ * fixed-width integer types, INFINITY and NAN: NVRTC has no system headers
+ * (its built-in memcpy and signbit serve the rest). */
+#ifndef JX_FM_FN
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#define JX_FM_FN    static inline
+#define JX_FM_TABLE static const
+#endif
 
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #endif
 
-static inline uint32_t jx_fm_bits(float x) {
+JX_FM_FN uint32_t jx_fm_bits(float x) {
   uint32_t u;
   memcpy(&u, &x, sizeof u);
   return u;
 }
-static inline float jx_fm_float(uint32_t u) {
+JX_FM_FN float jx_fm_float(uint32_t u) {
   float x;
   memcpy(&x, &u, sizeof x);
   return x;
 }
-static inline uint64_t jx_fm_bits64(double x) {
+JX_FM_FN uint64_t jx_fm_bits64(double x) {
   uint64_t u;
   memcpy(&u, &x, sizeof u);
   return u;
 }
-static inline double jx_fm_double(uint64_t u) {
+JX_FM_FN double jx_fm_double(uint64_t u) {
   double x;
   memcpy(&x, &u, sizeof x);
   return x;
 }
 /* x with the sign bit of s */
-static inline float jx_fm_with_sign(float x, float s) {
+JX_FM_FN float jx_fm_with_sign(float x, float s) {
   return jx_fm_float((jx_fm_bits(x) & 0x7fffffffu) | (jx_fm_bits(s) & 0x80000000u));
 }
 
 /* 2^n for n in [-151, 129] as two normal factors, so that p * a * b rounds
  * once even where the result is subnormal, and overflows to inf past the
  * top. Unsigned shifts: garbage n (from a NaN) stays defined. */
-static inline float jx_fm_scale(float p, int32_t n) {
+JX_FM_FN float jx_fm_scale(float p, int32_t n) {
   int32_t n1 = n >> 1;
   float a = jx_fm_float((uint32_t)(n1 + 127) << 23);
   float b = jx_fm_float((uint32_t)(n - n1 + 127) << 23);
@@ -75,7 +83,7 @@ static inline float jx_fm_scale(float p, int32_t n) {
 
 /* e^x = 2^n p for x in [-104, 89]: x = n ln2 + r, |r| <= ln2/2 (Cody-Waite,
  * n ln2_hi exact), p = e^r by a minimax polynomial. */
-static inline float jx_fm_exp_parts(float x, int32_t *n) {
+JX_FM_FN float jx_fm_exp_parts(float x, int32_t *n) {
   float t = x * 0x1.715476p+0f + 0x1.8p23f; /* round to nearest integer */
   *n = (int32_t)(jx_fm_bits(t) - 0x4b400000u);
   float k = t - 0x1.8p23f;
@@ -91,7 +99,7 @@ static inline float jx_fm_exp_parts(float x, int32_t *n) {
 
 /* e^x. The clamp makes +inf/overflow and -inf/underflow come out of the
  * arithmetic; NaN passes it. */
-static inline float jx_expf(float x) {
+JX_FM_FN float jx_expf(float x) {
   float xc = x > 89.0f ? 89.0f : x;
   xc = xc < -104.0f ? -104.0f : xc;
   int32_t n;
@@ -100,7 +108,7 @@ static inline float jx_expf(float x) {
 }
 
 /* 2^x = 2^k 2^r, k = rint(x), |r| <= 1/2 exact */
-static inline float jx_exp2f(float x) {
+JX_FM_FN float jx_exp2f(float x) {
   float xc = x > 129.0f ? 129.0f : x;
   xc = xc < -151.0f ? -151.0f : xc;
   float t = xc + 0x1.8p23f;
@@ -117,7 +125,7 @@ static inline float jx_exp2f(float x) {
 }
 
 /* e^x - 1 in double: 2^k (e^r - 1) + (2^k - 1), both exact but the last sum */
-static inline float jx_expm1f(float x) {
+JX_FM_FN float jx_expm1f(float x) {
   double xd = x > 90.0f ? 90.0f : x;
   xd = xd < -20.0 ? -20.0 : xd; /* e^-20 - 1 rounds to -1 */
   double t = xd * 0x1.71547652b82fep+0 + 0x1.8p52;
@@ -143,7 +151,7 @@ static inline float jx_expm1f(float x) {
 /* log: x = 2^k m, m in [sqrt(2)/2, sqrt(2)), log m = 2 atanh(f / (2 + f)),
  * f = m - 1, as fdlibm's logf (< 1 ulp in f32 arithmetic); subnormals are
  * scaled by 2^25 first. */
-static inline float jx_logf(float x) {
+JX_FM_FN float jx_logf(float x) {
   int sub = jx_fm_bits(x) < 0x00800000u; /* +0 and positive subnormals */
   float xs = sub ? x * 0x1p25f : x;
   uint32_t ix = jx_fm_bits(xs);
@@ -169,7 +177,7 @@ static inline float jx_logf(float x) {
 
 /* log(1 + x) in double: u = 1 + x rounded, c = its rounding error, log u by
  * 2 atanh(f / (2 + f)) on the reduced mantissa, plus c / u. */
-static inline float jx_log1pf(float x) {
+JX_FM_FN float jx_log1pf(float x) {
   double xd = x;
   double u = 1.0 + xd;
   double c = xd - (u - 1.0);
@@ -196,7 +204,7 @@ static inline float jx_log1pf(float x) {
 }
 
 /* tanh: x + x^3 P(x^2) (minimax) below 0.625, 1 - 2 / (e^2|x| + 1) above */
-static inline float jx_tanhf(float x) {
+JX_FM_FN float jx_tanhf(float x) {
   float a = jx_fm_float(jx_fm_bits(x) & 0x7fffffffu);
   float z = a * a;
   float q = -0x1.76ac10p-8f;
@@ -215,7 +223,7 @@ static inline float jx_tanhf(float x) {
 
 /* 1 / (1 + e^-x), written with e = e^-|x| so that it never overflows and
  * keeps its relative accuracy for large negative x (e / (1 + e)). */
-static inline float jx_logistic_f(float x) {
+JX_FM_FN float jx_logistic_f(float x) {
   float e = jx_expf(jx_fm_float(jx_fm_bits(x) | 0x80000000u));
   float num = x >= 0.0f ? 1.0f : e; /* NaN: e is NaN */
   return num / (1.0f + e);
@@ -223,7 +231,7 @@ static inline float jx_logistic_f(float x) {
 
 /* frac4(2^(e - 150) * 2/pi) for the biased exponents e = 127..254, as h (29
  * significant bits, so that h times a 24-bit mantissa is exact) + l. */
-static const double jx_fm_2_over_pi[256] = {
+JX_FM_TABLE double jx_fm_2_over_pi[256] = {
     0x1.45f306d000000p-24, 0x1.9391054a7f09dp-53, 0x1.45f306d000000p-23, 0x1.9391054a7f09dp-52,
     0x1.45f306d000000p-22, 0x1.9391054a7f09dp-51, 0x1.45f306d000000p-21, 0x1.9391054a7f09dp-50,
     0x1.45f306d000000p-20, 0x1.9391054a7f09dp-49, 0x1.45f306d000000p-19, 0x1.9391054a7f09dp-48,
@@ -295,7 +303,7 @@ static const double jx_fm_2_over_pi[256] = {
  * mod 4: M h is exact, the quadrant is the integer nearest M h + M l, and
  * what remains ((M h - k) + M l, exact when small) has 2^-54 absolute error,
  * far below the f32 ulp even for the floats closest to a multiple of pi/2. */
-static inline float jx_fm_sincos(float x, int c) {
+JX_FM_FN float jx_fm_sincos(float x, int c) {
   uint32_t ax = jx_fm_bits(x) & 0x7fffffffu;
   uint32_t e = ax >> 23;
   uint32_t ec = e > 127u ? e : 127u; /* max and min, not a branch */
@@ -334,12 +342,12 @@ static inline float jx_fm_sincos(float x, int c) {
   y = jx_fm_float(jx_fm_bits(y) ^ (neg << 31));
   return e == 255u ? x - x : y; /* inf: NaN; NaN stays NaN */
 }
-static inline float jx_sinf(float x) { return jx_fm_sincos(x, 0); }
-static inline float jx_cosf(float x) { return jx_fm_sincos(x, 1); }
+JX_FM_FN float jx_sinf(float x) { return jx_fm_sincos(x, 0); }
+JX_FM_FN float jx_cosf(float x) { return jx_fm_sincos(x, 1); }
 
 /* erf in double: |x| P(x^2) below 1, a polynomial in |x| - 2.5 on [1, 4]
  * (minimax, < 1e-9), and erf rounds to 1 from 3.92 on. */
-static inline float jx_erff(float x) {
+JX_FM_FN float jx_erff(float x) {
   double a = jx_fm_float(jx_fm_bits(x) & 0x7fffffffu);
   a = a > 4.0 ? 4.0 : a; /* NaN passes */
   double z = a * a;

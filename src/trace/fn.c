@@ -169,6 +169,12 @@ jx_program *jx_fn_program(jx_fn *f, const jx_aval *in) {
     p = trace_body(f, in);
   }
   if (!p) return NULL;
+  /* every traced or transformed program is checked once, when it is made: a
+   * broken rule fails here, naming the equation, not later as wrong numbers */
+  if (jx_program_verify(p)) {
+    jx_program_release(p);
+    return NULL;
+  }
   atomic_fetch_add(&f->traces, 1);
 
   fn_cache_entry *e = calloc(1, sizeof *e);

@@ -113,13 +113,21 @@ static jx_status check_at(jx_fn *f, jx_array *const *in, const check_ctx *c) {
   if (!st) st = jx_call(jf, jin, jout);
   if (!st) st = jx_call(f, xp, yp);
   if (!st) st = jx_call(f, xm, ym);
+  /* the tolerance follows the least precise float among inputs and output:
+   * differences of f32 inputs are f32-accurate even when the output is f64 */
+  double in_tol = 0;
+  for (int i = 0; i < nin; i++)
+    if (is_float(in[i]) && default_tol(jx_dtype_of(in[i])) > in_tol)
+      in_tol = default_tol(jx_dtype_of(in[i]));
   /* forward mode: JVP vs central difference */
   for (int o = 0; o < nout && !st; o++) {
     if (!is_float(jout[o])) continue;
     jx_array *num = jx_div(jx_sub(jx_astype(yp[o], JX_F64), jx_astype(ym[o], JX_F64)),
                            jx_scalar(JX_F64, 2 * eps));
-    double atol = c->atol > 0 ? c->atol : default_tol(jx_dtype_of(jout[o]));
-    double rtol = c->rtol > 0 ? c->rtol : default_tol(jx_dtype_of(jout[o]));
+    double tol = default_tol(jx_dtype_of(jout[o]));
+    if (in_tol > tol) tol = in_tol;
+    double atol = c->atol > 0 ? c->atol : tol;
+    double rtol = c->rtol > 0 ? c->rtol : tol;
     st = compare(c, "jvp", o, jout[nout + o], num, atol, rtol);
   }
   /* reverse mode: <vjp(u), v> vs <u, jvp(v)> */

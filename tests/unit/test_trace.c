@@ -9,6 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 #include "test_util.h"
+#include "ir/program.h"
+#include "prims/prims.h"
 
 /* f(x, y) = x * x + 3 * y (one op a statement: C leaves the order in which
  * arguments are evaluated open, and the printed program follows it) */
@@ -152,6 +154,33 @@ static void jit_gives_the_same_numbers(void **state) {
   jx_fn_release(jf);
 }
 
+/* The verifier catches what a broken transformation rule could produce. */
+static void verifier_rejects_broken_programs(void **state) {
+  (void)state;
+  jx_aval f3 = {JX_F32, 0, {1, {3}}}, f4 = {JX_F32, 0, {1, {4}}};
+  jx_program *p = jx_program_new("bad");
+  int a = jx_program_add_input(p, f3), out;
+  int in2[2] = {a, a};
+  /* add's rule gives f32[3], but the equation claims f32[4] */
+  assert_int_equal(jx_program_add_eqn(p, &jx_prim_add, NULL, 2, in2, 1, &f4, &out, 0, NULL, NULL),
+                   JX_OK);
+  jx_program_set_outputs(p, 1, &out);
+  assert_int_equal(jx_program_verify(p), JX_ERR_INTERNAL);
+  assert_non_null(strstr(jx_last_error(), "add output 0 is f32[4] but its rule gives f32[3]"));
+  jx_program_release(p);
+  jx_clear_error();
+  p = jx_program_new("early");
+  a = jx_program_add_input(p, f3);
+  int later = jx_program_add_var(p, f3); /* never defined */
+  int use[2] = {a, later};
+  assert_int_equal(jx_program_add_eqn(p, &jx_prim_mul, NULL, 2, use, 1, &f3, &out, 0, NULL, NULL),
+                   JX_OK);
+  jx_program_set_outputs(p, 1, &out);
+  assert_int_equal(jx_program_verify(p), JX_ERR_INTERNAL);
+  assert_non_null(strstr(jx_last_error(), "before it is defined"));
+  jx_program_release(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(call_matches_eager_and_caches, setup, teardown),
@@ -161,6 +190,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(concretizing_a_tracer_is_an_error, setup, teardown),
       cmocka_unit_test_setup_teardown(shape_error_in_body_names_the_line, setup, teardown),
       cmocka_unit_test_setup_teardown(jit_gives_the_same_numbers, setup, teardown),
+      cmocka_unit_test_setup_teardown(verifier_rejects_broken_programs, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   jx_shutdown();

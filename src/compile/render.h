@@ -1,0 +1,41 @@
+/* One kernel renderer, several dialects. render_c.c holds what every dialect
+ * shares: the expression of each primitive (f32/f64 templates that mirror
+ * the reference kernels), the prelude's helpers (JX_FMAX, jx_ipow_T, ...),
+ * fastmath.h's text and the body of a fused kernel (per-row offsets, loads,
+ * the members' expressions, stores). A dialect says only what differs: its
+ * header (includes or typedefs, and the qualifier JX_FN that every helper
+ * function carries), the kernel's signature, how it names the kernel's
+ * arguments, how rows and columns are distributed, and how restrict is
+ * spelled. The expressions themselves need no per-dialect spelling: fabsf,
+ * sqrtf, powf, exp, log, signbit, ... are CUDA device functions too. */
+#ifndef JX_SRC_COMPILE_RENDER_H
+#define JX_SRC_COMPILE_RENDER_H
+
+#include "fusion.h"
+
+typedef struct jx_dialect {
+  const char *name;   /* "C", "CUDA": for messages */
+  const char *header; /* starts the prelude; defines JX_FN (and, for NVRTC, what fastmath.h needs) */
+  /* printf format with one %s, the kernel's name: the signature up to and
+   * including the opening brace; the arguments it declares are named by: */
+  const char *signature;
+  const char *buf;     /* the buffer pointers: "buf" -> buf[k] */
+  const char *dims;    /* the group's dims: "dims" -> dims[d] */
+  const char *strides; /* the loads' strides: "strides" -> strides[k * 8 + d] */
+  const char *row_loop; /* opens the loop over `row` in [row_begin, row_end) */
+  const char *col_loop; /* opens the loop over `j` in [0, inner) */
+  const char *restrict_kw;
+} jx_dialect;
+
+extern const jx_dialect jx_dialect_c;    /* render_c.c */
+extern const jx_dialect jx_dialect_cuda; /* render_cuda.c */
+
+/* malloc'ed prelude of dialect d: its header, the shared helpers and
+ * fastmath.h; or NULL with an error recorded. */
+char *jx_render_prelude(const jx_dialect *d);
+/* malloc'ed source of the kernel `name` for group g of p in dialect d (it
+ * needs the prelude before it), or NULL with an error recorded. */
+char *jx_render_kernel(const jx_dialect *d, const jx_program *p, const jx_fusion_group *g,
+                       const char *name);
+
+#endif

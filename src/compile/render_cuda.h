@@ -1,0 +1,42 @@
+/* The CUDA C dialect of the kernel renderer (see render.h): the same
+ * fused-kernel bodies as the C dialect, as `extern "C" __global__`
+ * functions compiled by NVRTC (nvrtc.h), with no header at all: the prelude
+ * brings its own integer typedefs and the device functions fastmath.h needs.
+ *
+ * A kernel's signature:
+ *   extern "C" __global__ void NAME(const jx_cuda_kargs a, int64_t row_begin,
+ *                                   int64_t row_end)
+ * The arguments travel by value (2.5 KB, under CUDA's 4 KB limit for kernel
+ * parameters), so a launch uploads nothing and the kernel reads dims and
+ * strides from the constant bank at indices fixed when it was rendered.
+ * Rows [row_begin, row_end) are spread over blockIdx.y (a grid-stride loop
+ * over rows), the columns of a row over blockIdx.x * blockDim.x +
+ * threadIdx.x (a grid-stride loop too), so a rank-1 array (one row) fills
+ * the whole device and any grid computes every element exactly once. A
+ * launch might use blockDim = (256, 1, 1), gridDim.x = min(ceil(inner /
+ * 256), ~4 x SMs), gridDim.y = min(rows, 65535). */
+#ifndef JX_SRC_COMPILE_RENDER_CUDA_H
+#define JX_SRC_COMPILE_RENDER_CUDA_H
+
+#include "render.h"
+
+/* The kernel's first argument, laid out as the prelude declares it (the
+ * same on the host: 8-byte pointers and int64_t on every CUDA platform).
+ * buf: device pointers to the loads, then the stores; dims: the group's
+ * shape, innermost last; strides[k * 8 + d]: load k's stride (elements)
+ * along d. */
+typedef struct {
+  char *buf[JX_FUSION_MAX_LOADS + JX_FUSION_MAX_STORES];
+  int64_t dims[JX_MAX_RANK];
+  int64_t strides[JX_FUSION_MAX_LOADS * JX_MAX_RANK];
+} jx_cuda_kargs;
+
+/* malloc'ed source of the kernel `name` in the CUDA dialect, or NULL with an
+ * error recorded; it needs jx_render_cuda_prelude() before it in its
+ * translation unit (one per program, as on the CPU). */
+char *jx_render_cuda(const jx_program *p, const jx_fusion_group *g, const char *name);
+/* malloc'ed prelude: typedefs, jx_cuda_kargs, the shared helpers and
+ * fastmath.h as __device__ functions. */
+char *jx_render_cuda_prelude(void);
+
+#endif
