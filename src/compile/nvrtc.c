@@ -139,8 +139,7 @@ static void first_error(const char *log, char *out, size_t cap) {
   out[n] = 0;
 }
 
-static jx_status fail(nvrtc_prog *prog, jx_status code, const char *name, const char *what,
-                      int r) {
+static jx_status fail(nvrtc_prog *prog, jx_status code, const char *name, const char *what, int r) {
   if (*prog) nv.destroy(prog);
   return jx_error_set(code, "nvrtc: %s: %s: %s", name, what, nv.error_string(r));
 }
@@ -159,8 +158,8 @@ jx_status jx_nvrtc_compile(const char *src, const char *name, const jx_nvrtc_opt
   /* a cubin for exactly sm_XX; PTX for the matching virtual architecture,
    * which the driver compiles for the device it finds */
   char arch_opt[48];
-  snprintf(arch_opt, sizeof arch_opt, "--gpu-arch=%s%s", output == JX_NVRTC_PTX ? "compute_" : "sm_",
-           arch + 3);
+  snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s%s",
+           output == JX_NVRTC_PTX ? "compute_" : "sm_", arch + 3);
   int nextra = opt && opt->extra ? opt->nextra : 0;
   const char **opts = malloc(sizeof *opts * (size_t)(3 + nextra));
   if (!opts) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "nvrtc: out of memory");

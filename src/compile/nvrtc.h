@@ -26,8 +26,8 @@ typedef enum {
 } jx_nvrtc_output;
 
 typedef struct {
-  const char *arch;       /* "sm_90" (the default when NULL), "sm_80", "sm_90a", ... */
-  jx_nvrtc_output output; /* CUBIN by default */
+  const char *arch;         /* "sm_90" (the default when NULL), "sm_80", "sm_90a", ... */
+  jx_nvrtc_output output;   /* CUBIN by default */
   const char *const *extra; /* more nvrtc options (nextra of them), after the defaults */
   int nextra;
 } jx_nvrtc_options;
@@ -38,7 +38,7 @@ typedef struct {
  * the library is missing, "nvrtc: NAME: <the log's first error line>"
  * (JX_ERR_INVALID_ARGUMENT) when compilation fails. opt may be NULL.
  *
- * The default options are -std=c++17 --gpu-arch=<arch> --fmad=false:
+ * The default options are -std=c++17 --gpu-architecture=<arch> --fmad=false:
  * no multiply-add contraction, as on the CPU (fastmath.h's polynomials then
  * give the CPU's bits). Thread-safe (NVRTC programs are independent). */
 jx_status jx_nvrtc_compile(const char *src, const char *name, const jx_nvrtc_options *opt,

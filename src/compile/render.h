@@ -14,14 +14,15 @@
 #include "fusion.h"
 
 typedef struct jx_dialect {
-  const char *name;   /* "C", "CUDA": for messages */
-  const char *header; /* starts the prelude; defines JX_FN (and, for NVRTC, what fastmath.h needs) */
+  const char *name; /* "C", "CUDA": for messages */
+  const char
+      *header; /* starts the prelude; defines JX_FN (and, for NVRTC, what fastmath.h needs) */
   /* printf format with one %s, the kernel's name: the signature up to and
    * including the opening brace; the arguments it declares are named by: */
   const char *signature;
-  const char *buf;     /* the buffer pointers: "buf" -> buf[k] */
-  const char *dims;    /* the group's dims: "dims" -> dims[d] */
-  const char *strides; /* the loads' strides: "strides" -> strides[k * 8 + d] */
+  const char *buf;      /* the buffer pointers: "buf" -> buf[k] */
+  const char *dims;     /* the group's dims: "dims" -> dims[d] */
+  const char *strides;  /* the loads' strides: "strides" -> strides[k * 8 + d] */
   const char *row_loop; /* opens the loop over `row` in [row_begin, row_end) */
   const char *col_loop; /* opens the loop over `j` in [0, inner) */
   const char *restrict_kw;

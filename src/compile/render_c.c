@@ -40,7 +40,7 @@ static const op_expr table[] = {{&jx_prim_add, "(%0 + %1)", "(%0 + %1)"},
                                 {&jx_prim_tanh, "jx_tanhf(%0)", "tanh(%0)"},
                                 {&jx_prim_logistic, "jx_logistic_f(%0)", "jx_logistic_d(%0)"},
                                 {&jx_prim_sin, "jx_sinf(%0)", "sin(%0)"},
-    {&jx_prim_erf, "jx_erff(%0)", "erf(%0)"},
+                                {&jx_prim_erf, "jx_erff(%0)", "erf(%0)"},
                                 {&jx_prim_cos, "jx_cosf(%0)", "cos(%0)"},
                                 {&jx_prim_max, "JX_FMAX(%0, %1)", "JX_FMAX(%0, %1)"},
                                 {&jx_prim_min, "JX_FMIN(%0, %1)", "JX_FMIN(%0, %1)"},
@@ -251,8 +251,7 @@ char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusio
   }
   for (int s = 0; s < g->nstores; s++) {
     const char *t = ctype(p->avals[g->stores[s]].dtype);
-    put(&b, "    %s *%s y%d = (%s *)%s[%d] + row * inner;\n", t, rs, s, t, dl->buf,
-        g->nloads + s);
+    put(&b, "    %s *%s y%d = (%s *)%s[%d] + row * inner;\n", t, rs, s, t, dl->buf, g->nloads + s);
   }
   /* the innermost stride is 0 or 1 for most loads: constants let the loop vectorize */
   put(&b, "    %s\n", dl->col_loop);

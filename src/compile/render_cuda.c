@@ -6,8 +6,7 @@
 
 /* The layout the prelude declares must be the host's. */
 _Static_assert(sizeof(jx_cuda_kargs) == 8 * (JX_FUSION_MAX_LOADS + JX_FUSION_MAX_STORES) +
-                                            8 * JX_MAX_RANK +
-                                            8 * JX_FUSION_MAX_LOADS * JX_MAX_RANK,
+                                            8 * JX_MAX_RANK + 8 * JX_FUSION_MAX_LOADS * JX_MAX_RANK,
                "jx_cuda_kargs has padding");
 _Static_assert(sizeof(jx_cuda_kargs) <= 4096, "kernel arguments over CUDA's 4 KB limit");
 
@@ -19,24 +18,28 @@ const jx_dialect jx_dialect_cuda = {
     /* NVRTC has no <stdint.h> or <math.h>: its math functions are built in,
      * the types and the two constants fastmath.h uses are spelled here (the
      * bits of glibc's INFINITY and NAN) */
-    .header = "typedef signed char int8_t;\n"
-              "typedef unsigned char uint8_t;\n"
-              "typedef short int16_t;\n"
-              "typedef unsigned short uint16_t;\n"
-              "typedef int int32_t;\n"
-              "typedef unsigned int uint32_t;\n"
-              "typedef long long int64_t;\n"
-              "typedef unsigned long long uint64_t;\n"
-              "#define INFINITY __int_as_float(0x7f800000)\n"
-              "#define NAN __int_as_float(0x7fc00000)\n"
-              "#define JX_FN static __device__ __forceinline__\n"
-              "#define JX_FM_FN JX_FN\n"
-              "#define JX_FM_TABLE static __device__ const\n"
-              "typedef struct {\n"
-              "  char *buf[" JX_STR(JX_FUSION_MAX_LOADS) " + " JX_STR(JX_FUSION_MAX_STORES) "];\n"
-              "  int64_t dims[" JX_STR(JX_MAX_RANK) "];\n"
-              "  int64_t strides[" JX_STR(JX_FUSION_MAX_LOADS) " * " JX_STR(JX_MAX_RANK) "];\n"
-              "} jx_cuda_kargs;\n",
+    .header =
+        "typedef signed char int8_t;\n"
+        "typedef unsigned char uint8_t;\n"
+        "typedef short int16_t;\n"
+        "typedef unsigned short uint16_t;\n"
+        "typedef int int32_t;\n"
+        "typedef unsigned int uint32_t;\n"
+        "typedef long long int64_t;\n"
+        "typedef unsigned long long uint64_t;\n"
+        "#define INFINITY __int_as_float(0x7f800000)\n"
+        "#define NAN __int_as_float(0x7fc00000)\n"
+        "#define JX_FN static __device__ __forceinline__\n"
+        "#define JX_FM_FN JX_FN\n"
+        "#define JX_FM_TABLE static __device__ const\n"
+        "typedef struct {\n"
+        "  char *buf[" JX_STR(JX_FUSION_MAX_LOADS) " + " JX_STR(
+            JX_FUSION_MAX_STORES) "];\n"
+                                  "  int64_t dims[" JX_STR(
+                                      JX_MAX_RANK) "];\n"
+                                                   "  int64_t strides[" JX_STR(JX_FUSION_MAX_LOADS) " * " JX_STR(
+                                                       JX_MAX_RANK) "];\n"
+                                                                    "} jx_cuda_kargs;\n",
     .signature = "extern \"C\" __global__ void %s(const jx_cuda_kargs a, int64_t row_begin,\n"
                  "                                int64_t row_end) {\n",
     .buf = "a.buf",
