@@ -126,12 +126,25 @@ typedef struct {
   jx_kernel_fn fn;
   char **buf;
   const int64_t *dims, *strides;
+  int64_t rows, inner, chunk; /* chunk: columns per work unit (inner when splitting rows) */
 } kernel_job;
 
-static void run_rows(void *ctx, int64_t begin, int64_t end) {
+/* Units [begin, end) are whole rows when chunk == inner, else pieces of rows. */
+static void run_units(void *ctx, int64_t begin, int64_t end) {
   kernel_job *j = ctx;
-  j->fn(j->buf, j->dims, j->strides, begin, end);
+  if (j->chunk == j->inner) {
+    j->fn(j->buf, j->dims, j->strides, begin, end, 0, j->inner);
+    return;
+  }
+  int64_t per_row = (j->inner + j->chunk - 1) / j->chunk;
+  for (int64_t u = begin; u < end; u++) {
+    int64_t row = u / per_row, c0 = (u % per_row) * j->chunk;
+    int64_t c1 = c0 + j->chunk < j->inner ? c0 + j->chunk : j->inner;
+    j->fn(j->buf, j->dims, j->strides, row, row + 1, c0, c1);
+  }
 }
+
+enum { MIN_UNIT = 16384 }; /* elements below which a piece is not worth a thread */
 
 static jx_status run_kernel(const jx_program *p, const step *s, jx_array **env) {
   const jx_fusion_group *g = &s->group;
@@ -152,9 +165,19 @@ static jx_status run_kernel(const jx_program *p, const step *s, jx_array **env) 
     buf[g->nloads + o] = r->buf->data;
   }
   int64_t inner = dims[rank - 1], rows = jx_shape_numel(g->shape) / (inner ? inner : 1);
-  kernel_job job = {s->fn, buf, dims, strides};
-  int64_t grain = inner >= 4096 ? 1 : 4096 / (inner ? inner : 1);
-  jx_parallel_for(rows, grain, run_rows, &job);
+  kernel_job job = {s->fn, buf, dims, strides, rows, inner, inner};
+  int threads = jx_pool_threads();
+  if (rows < 2 * threads && inner >= 2 * MIN_UNIT) {
+    /* few long rows: split the rows themselves */
+    int64_t pieces = (2 * threads + rows - 1) / rows;
+    job.chunk = (inner + pieces - 1) / pieces;
+    if (job.chunk < MIN_UNIT) job.chunk = MIN_UNIT;
+    int64_t per_row = (inner + job.chunk - 1) / job.chunk;
+    jx_parallel_for(rows * per_row, 1, run_units, &job);
+  } else {
+    int64_t grain = inner >= MIN_UNIT ? 1 : MIN_UNIT / (inner ? inner : 1);
+    jx_parallel_for(rows, grain, run_units, &job);
+  }
   return JX_OK;
 }
 

@@ -81,20 +81,22 @@ static const char shared_prelude[] =
     "JX_IPOW(float)\n"
     "JX_IPOW(double)\n";
 
-/* The C dialect: a plain function over rows [row_begin, row_end) that the
- * executable splits across the thread pool; the inner loop vectorizes. */
+/* The C dialect: a plain function over rows [row_begin, row_end) and the
+ * columns [col_begin, col_end) of each, so the executable can split work
+ * across the thread pool by rows or, for few long rows, by columns; the
+ * inner loop vectorizes. */
 const jx_dialect jx_dialect_c = {
     .name = "C",
     .header = "#include <math.h>\n"
               "#include <stdint.h>\n"
               "#define JX_FN static inline\n",
     .signature = "void %s(char **buf, const int64_t *dims, const int64_t *strides, int64_t "
-                 "row_begin,\n        int64_t row_end) {\n",
+                 "row_begin,\n        int64_t row_end, int64_t col_begin, int64_t col_end) {\n",
     .buf = "buf",
     .dims = "dims",
     .strides = "strides",
     .row_loop = "for (int64_t row = row_begin; row < row_end; row++) {",
-    .col_loop = "for (int64_t j = 0; j < inner; j++) {",
+    .col_loop = "for (int64_t j = col_begin; j < col_end; j++) {",
     .restrict_kw = "restrict",
 };
 
