@@ -1,11 +1,13 @@
-#define _POSIX_C_SOURCE 199309L
+#define _POSIX_C_SOURCE 200809L
 /* A chain of six elementwise ops over 16M f32, eager (six passes over
  * memory) and under jit (one fused kernel), next to a triad-like copy
  * bandwidth measured in the same run. Prints JSON lines. */
 #include <jx/jx.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { N = 16 * 1024 * 1024, RUNS = 7 };
 
@@ -28,6 +30,32 @@ static void chain(void *ctx, jx_array *const *in, jx_array **out) {
   jx_array *c = jx_tanh(b);
   jx_array *d = jx_sub(c, jx_sqrt(jx_abs(in[0])));
   out[0] = jx_maximum(d, in[1]);
+}
+
+/* y = x + s * w over [begin, end): one thread's share of the triad */
+typedef struct {
+  const float *x, *w;
+  float *y;
+  int64_t begin, end;
+} triad_part;
+
+static void *triad(void *arg) {
+  triad_part *t = arg;
+  for (int64_t i = t->begin; i < t->end; i++) t->y[i] = t->x[i] + 0.5f * t->w[i];
+  return NULL;
+}
+
+/* The triad on every core (as many threads as the kernels use). */
+static double triad_ms(const float *x, const float *w, float *y, int threads) {
+  pthread_t th[64];
+  triad_part parts[64];
+  double t0 = now();
+  for (int k = 0; k < threads; k++) {
+    parts[k] = (triad_part){x, w, y, (int64_t)N * k / threads, (int64_t)N * (k + 1) / threads};
+    pthread_create(&th[k], NULL, triad, &parts[k]);
+  }
+  for (int k = 0; k < threads; k++) pthread_join(th[k], NULL);
+  return (now() - t0) * 1e3;
 }
 
 static double median_ms(jx_fn *f, jx_array **in) {
@@ -59,13 +87,14 @@ int main(void) {
   jx_array *warm[1];
   jx_call(jf, in, warm); /* compile outside the timing */
   double eager = median_ms(f, in), jit = median_ms(jf, in);
-  /* triad-like: y = x + s * w, the bandwidth the fused kernel competes with */
+  /* triad: y = x + s * w on as many threads as the kernels use, the
+   * bandwidth the fused kernel competes with (both read two arrays and write one) */
+  const char *nt = getenv("JX_NUM_THREADS");
+  int threads = nt ? atoi(nt) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (threads < 1) threads = 1;
+  if (threads > 64) threads = 64;
   double tt[RUNS];
-  for (int r = 0; r < RUNS; r++) {
-    double t0 = now();
-    for (int i = 0; i < N; i++) y[i] = x[i] + 0.5f * w[i];
-    tt[r] = (now() - t0) * 1e3;
-  }
+  for (int r = 0; r < RUNS; r++) tt[r] = triad_ms(x, w, y, threads);
   qsort(tt, RUNS, sizeof *tt, cmp);
   double bytes = 3.0 * sizeof(float) * N; /* two reads and a write, for both */
   printf("{\"bench\":\"fused_chain_f32_16M_eager\",\"impl\":\"jx\",\"median_ns\":%.0f,"

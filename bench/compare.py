@@ -53,7 +53,7 @@ def run_jx(build, runs):
             out.setdefault(d["impl"], {})[d["bench"]] = d["median_ns"]
             if d["impl"] == "triad":  # a bandwidth reference, not a peer of its own
                 out.setdefault("_notes", {})["triad"] = (
-                    f"triad loop, one thread: {d['gb_per_s']} GB/s; fused chain: see gb_per_s")
+                    f"triad on every core: {d['gb_per_s']} GB/s; fused chain: see gb_per_s")
             if "openblas_core" in d:
                 out.setdefault("_notes", {})["openblas"] = (
                     f"OpenBLAS kernel {d['openblas_core']}, {d['openblas_threads']} threads")
