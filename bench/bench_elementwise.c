@@ -1,25 +1,14 @@
 /* Eager elementwise throughput: jx_add and jx_exp over 16M f32 (64 MiB per
  * operand), one call timed at a time. Prints one JSON line per op. */
-#define _POSIX_C_SOURCE 199309L /* clock_gettime */
+#include "bench_util.h"
 #include <jx/jx.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 enum { N = 16 * 1024 * 1024, RUNS = 7 };
 
 static void report(const char *name, double *t, int runs) {
-  qsort(t, (size_t)runs, sizeof *t, cmp);
+  qsort(t, (size_t)runs, sizeof *t, bench_cmp_double);
   printf("{\"bench\":\"%s\",\"impl\":\"jx\",\"median_ns\":%.0f,\"min_ns\":%.0f,\"runs\":%d,"
          "\"elements\":%d,\"gb_per_s\":%.2f}\n",
          name, t[runs / 2], t[0], runs, N, 3.0 * 4 * N / t[runs / 2]);
@@ -33,13 +22,13 @@ int main(int argc, char **argv) {
   double t_add[100], t_exp[100];
   for (int r = -1; r < runs; r++) {
     jx_scope_begin();
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     jx_array *s = jx_add(x, y);
     jx_block_until_ready(s);
-    double t1 = now_ns();
+    double t1 = bench_now_ns();
     jx_array *e = jx_exp(x);
     jx_block_until_ready(e);
-    double t2 = now_ns();
+    double t2 = bench_now_ns();
     jx_scope_end();
     if (r >= 0) t_add[r] = t1 - t0, t_exp[r] = t2 - t1;
   }

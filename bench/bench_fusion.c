@@ -1,26 +1,14 @@
-#define _POSIX_C_SOURCE 200809L
 /* A chain of six elementwise ops over 16M f32, eager (six passes over
  * memory) and under jit (one fused kernel), next to a triad-like copy
  * bandwidth measured in the same run. Prints JSON lines. */
+#include "bench_util.h"
 #include <jx/jx.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 enum { N = 16 * 1024 * 1024, RUNS = 7 };
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* y = max(tanh(x * w + 0.5) - sqrt(|x|), w) ... six ops */
 static void chain(void *ctx, jx_array *const *in, jx_array **out) {
@@ -49,13 +37,13 @@ static void *triad(void *arg) {
 static double triad_ms(const float *x, const float *w, float *y, int threads) {
   pthread_t th[64];
   triad_part parts[64];
-  double t0 = now();
+  double t0 = bench_now_s();
   for (int k = 0; k < threads; k++) {
     parts[k] = (triad_part){x, w, y, (int64_t)N * k / threads, (int64_t)N * (k + 1) / threads};
     pthread_create(&th[k], NULL, triad, &parts[k]);
   }
   for (int k = 0; k < threads; k++) pthread_join(th[k], NULL);
-  return (now() - t0) * 1e3;
+  return (bench_now_s() - t0) * 1e3;
 }
 
 static double median_ms(jx_fn *f, jx_array **in) {
@@ -63,13 +51,13 @@ static double median_ms(jx_fn *f, jx_array **in) {
   for (int r = 0; r < RUNS; r++) {
     jx_scope_begin();
     jx_array *out[1];
-    double t0 = now();
+    double t0 = bench_now_s();
     jx_call(f, in, out);
     jx_block_until_ready(out[0]);
-    t[r] = (now() - t0) * 1e3;
+    t[r] = (bench_now_s() - t0) * 1e3;
     jx_scope_end();
   }
-  qsort(t, RUNS, sizeof *t, cmp);
+  qsort(t, RUNS, sizeof *t, bench_cmp_double);
   return t[RUNS / 2];
 }
 
@@ -95,7 +83,7 @@ int main(void) {
   if (threads > 64) threads = 64;
   double tt[RUNS];
   for (int r = 0; r < RUNS; r++) tt[r] = triad_ms(x, w, y, threads);
-  qsort(tt, RUNS, sizeof *tt, cmp);
+  qsort(tt, RUNS, sizeof *tt, bench_cmp_double);
   double bytes = 3.0 * sizeof(float) * N; /* two reads and a write, for both */
   printf("{\"bench\":\"fused_chain_f32_16M_eager\",\"impl\":\"jx\",\"median_ns\":%.0f,"
          "\"runs\":%d}\n",

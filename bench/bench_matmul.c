@@ -4,27 +4,16 @@
  * eager path can reach. Prints one JSON line per size and implementation
  * ("impl":"jx" and "impl":"sgemm", with GFLOP/s and OpenBLAS's kernel).
  * bench/compare.py runs it next to NumPy and JAX. */
-#define _POSIX_C_SOURCE 199309L /* clock_gettime */
+#include "bench_util.h"
 #include <cblas.h>
 #include <jx/jx.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 enum { RUNS = 7 };
 
 static void report(int n, const char *impl, double *t, int runs) {
-  qsort(t, (size_t)runs, sizeof *t, cmp);
+  qsort(t, (size_t)runs, sizeof *t, bench_cmp_double);
   double med = t[runs / 2];
   printf("{\"bench\":\"matmul_f32_%d\",\"impl\":\"%s\",\"median_ns\":%.0f,\"min_ns\":%.0f,"
          "\"runs\":%d,\"gflop_per_s\":%.1f,\"openblas_core\":\"%s\",\"openblas_threads\":%d}\n",
@@ -52,17 +41,17 @@ int main(int argc, char **argv) {
      * OpenBLAS's threads in the same state (awake from the previous call) */
     for (int r = -1; r < runs; r++) {
       jx_scope_begin();
-      double t0 = now_ns();
+      double t0 = bench_now_ns();
       jx_block_until_ready(jx_matmul(a, b));
-      double t1 = now_ns();
+      double t1 = bench_now_ns();
       jx_scope_end();
       if (r >= 0) t_jx[r] = t1 - t0;
     }
     for (int r = -1; r < runs; r++) {
-      double t0 = now_ns();
+      double t0 = bench_now_ns();
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, ha, n, hb, n, 0.0f, hc,
                   n);
-      double t1 = now_ns();
+      double t1 = bench_now_ns();
       if (r >= 0) t_blas[r] = t1 - t0;
     }
     if (jx_last_status() != JX_OK) {

@@ -3,23 +3,12 @@
  * value_and_grad of the loss and the AdamW update of all six parameters in
  * one jitted function. Prints the median step time as a JSON line;
  * bench/compare.py times the same step in JAX (+ Optax-equivalent AdamW). */
-#define _POSIX_C_SOURCE 199309L
+#include "bench_util.h"
 #include <jx/jx.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 enum { BATCH = 256, IN = 784, H = 512, OUT = 10, NPARAM = 6, WARMUP = 3, RUNS = 15 };
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* loss(w1, b1, w2, b2, w3, b3, x, y) */
 static void loss_body(void *ctx, jx_array *const *in, jx_array **out) {
@@ -79,24 +68,24 @@ int main(void) {
                  OUT, JX_F32));
   in[3 * NPARAM + 2] = jx_keep(jx_scalar(JX_F32, 1));
   jx_array *out[1 + 3 * NPARAM];
-  double t0 = now();
+  double t0 = bench_now_s();
   if (jx_call(step, in, out)) {
     fprintf(stderr, "%s\n", jx_last_error());
     return 1;
   }
-  double first = (now() - t0) * 1e3;
+  double first = (bench_now_s() - t0) * 1e3;
   double t[RUNS];
   for (int r = 0; r < WARMUP + RUNS; r++) {
     jx_scope_begin();
-    double s = now();
+    double s = bench_now_s();
     jx_call(step, in, out);
     jx_block_until_ready(out[0]);
-    if (r >= WARMUP) t[r - WARMUP] = (now() - s) * 1e3;
+    if (r >= WARMUP) t[r - WARMUP] = (bench_now_s() - s) * 1e3;
     if (r == WARMUP + RUNS - 1)
       printf("{\"bench\":\"mlp_step\",\"impl\":\"jx\",\"loss\":%.6f,", jx_item(out[0]));
     jx_scope_end();
   }
-  qsort(t, RUNS, sizeof *t, cmp);
+  qsort(t, RUNS, sizeof *t, bench_cmp_double);
   printf("\"median_ns\":%.0f,\"runs\":%d}\n", t[RUNS / 2] * 1e6, RUNS);
   printf("{\"bench\":\"mlp_step_first_call\",\"impl\":\"jx\",\"median_ns\":%.0f,\"runs\":1}\n",
          first * 1e6);

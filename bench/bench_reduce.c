@@ -1,20 +1,9 @@
 /* Eager reduction: jx_sum over the last axis of a 4096x4096 f32 (64 MiB).
  * Prints one JSON line. */
-#define _POSIX_C_SOURCE 199309L /* clock_gettime */
+#include "bench_util.h"
 #include <jx/jx.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 enum { N = 4096, RUNS = 7 };
 
@@ -25,10 +14,10 @@ int main(int argc, char **argv) {
   double t[100];
   for (int r = -1; r < runs; r++) {
     jx_scope_begin();
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     jx_array *s = jx_sum(x, JX_AXES(-1), 0);
     jx_block_until_ready(s);
-    double t1 = now_ns();
+    double t1 = bench_now_ns();
     jx_scope_end();
     if (r >= 0) t[r] = t1 - t0;
   }
@@ -36,7 +25,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_reduce: %s\n", jx_last_error());
     return 1;
   }
-  qsort(t, (size_t)runs, sizeof *t, cmp);
+  qsort(t, (size_t)runs, sizeof *t, bench_cmp_double);
   printf("{\"bench\":\"sum_lastaxis_f32_4096x4096\",\"impl\":\"jx\",\"median_ns\":%.0f,"
          "\"min_ns\":%.0f,\"runs\":%d,\"gb_per_s\":%.2f}\n",
          t[runs / 2], t[0], runs, 4.0 * N * N / t[runs / 2]);
