@@ -206,6 +206,11 @@ static jx_status rewrite_eqn(rewriter *r, const jx_program *p, const jx_eqn *e) 
     if (!subs[s]) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   }
   if (st) goto done;
+  /* a reshape of a reshape reads the original (then often is an identity) */
+  if (e->prim == &jx_prim_reshape) {
+    const jx_eqn *d = definer(r->q, r->def, in[0]);
+    if (d && d->prim == &jx_prim_reshape) in[0] = d->in[0];
+  }
   /* identities */
   if (e->nout == 1 && !e->nsub) {
     int id = identity_of(r->q, r->def, e->prim, &e->params, e->nin, in, av);

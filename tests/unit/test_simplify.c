@@ -97,11 +97,35 @@ static void no_inexact_rewrites(void **state) {
   jx_fn_release(f);
 }
 
+/* reshape(reshape(x, [6]), [2, 3]) is x again */
+static void reshape_round_trip(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *flat = jx_reshape(in[0], JX_SHAPE(6));
+  out[0] = jx_mul(jx_reshape(flat, JX_SHAPE(2, 3)), in[0]);
+}
+
+static void reshape_chains_collapse(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("round_trip", 1, 1, reshape_round_trip, NULL);
+  jx_fn *jf = jx_jit(f, NULL);
+  float xs[6] = {1, -2, 3, -4, 5, -6}, y[6];
+  jx_array *in[1] = {jx_array_from(JX_F32, JX_SHAPE(2, 3), xs)}, *out[1];
+  char *opt = jx_fn_ir(jf, in);
+  assert_int_equal(count(opt, "reshape"), 0);
+  free(opt);
+  assert_int_equal(jx_call(jf, in, out), JX_OK);
+  jx_read(out[0], y, sizeof y);
+  for (int i = 0; i < 6; i++) assert_float_equal(y[i], xs[i] * xs[i], 0);
+  jx_fn_release(jf);
+  jx_fn_release(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(grad_of_sum_loses_its_dead_forward_value),
       cmocka_unit_test(identities_and_cse),
       cmocka_unit_test(no_inexact_rewrites),
+      cmocka_unit_test(reshape_chains_collapse),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   jx_shutdown();
