@@ -83,6 +83,18 @@ jx_status jx_jvp_nonzero_outputs(const jx_program *p, const uint8_t *nz_in, uint
   return JX_OK;
 }
 
+jx_status jx_carry_fixpoint(const jx_program *body, int ncarry, jx_flags_fn flags_of,
+                            const uint8_t *allowed, uint8_t *flags, uint8_t *out) {
+  for (int changed = 1; changed;) {
+    changed = 0;
+    jx_status st = flags_of(body, flags, out);
+    if (st) return st;
+    for (int i = 0; i < ncarry; i++)
+      if (out[i] && !flags[i] && (!allowed || allowed[i])) flags[i] = changed = 1;
+  }
+  return JX_OK;
+}
+
 /* ---- batching ---- */
 typedef struct {
   const jx_program *p;

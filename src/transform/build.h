@@ -17,6 +17,16 @@ jx_status jx_jvp_nonzero_outputs(const jx_program *p, const uint8_t *nz_in, uint
 /* Outputs of p that are batched when the inputs with b_in are. */
 jx_status jx_batched_outputs(const jx_program *p, const uint8_t *b_in, uint8_t *b_out);
 
+/* A question about a program's outputs given flags on its inputs (the three
+ * above: which get tangents, which are unknown, which are batched). */
+typedef jx_status (*jx_flags_fn)(const jx_program *p, const uint8_t *in, uint8_t *out);
+/* Loop carries: grows flags[0..ncarry) (the body's first inputs, fed back by
+ * its first outputs) until no carry output is flagged while its input is not,
+ * the least fixpoint. allowed (or NULL) marks the carries that may be flagged;
+ * out receives the body's output flags for the final inputs. */
+jx_status jx_carry_fixpoint(const jx_program *body, int ncarry, jx_flags_fn flags_of,
+                            const uint8_t *allowed, uint8_t *flags, uint8_t *out);
+
 /* p batched: inputs with b_in[i] get a leading axis of size n; outputs with
  * b_out[o] are batched along axis 0 (broadcast when p leaves them unbatched),
  * the others must come out unbatched. */

@@ -172,13 +172,14 @@ static jx_status jvp_scan(const jx_params *p, int nin, jx_array *const *x, jx_ar
   jx_status st = (nz && nz_out && av && args && res)
                      ? JX_OK
                      : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
-  for (int i = 0; i < nin && !st; i++) nz[i] = t[i] != NULL && !jx_rule_no_tangent(x[i]->dtype);
-  for (int changed = 1; changed && !st;) {
-    changed = 0;
-    st = jx_jvp_nonzero_outputs(body, nz, nz_out);
-    for (int i = 0; i < nc && !st; i++)
-      if (nz_out[i] && !nz[i] && !jx_rule_no_tangent(x[i]->dtype)) nz[i] = changed = 1;
+  uint8_t *has_tangent = calloc((size_t)nin + 1, 1);
+  if (!has_tangent && !st) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
+  for (int i = 0; i < nin && !st; i++) {
+    has_tangent[i] = !jx_rule_no_tangent(x[i]->dtype);
+    nz[i] = t[i] != NULL && has_tangent[i];
   }
+  if (!st) st = jx_carry_fixpoint(body, nc, jx_jvp_nonzero_outputs, has_tangent, nz, nz_out);
+  free(has_tangent);
   int n = 0, nnzc = 0;
   for (int i = 0; i < nc && !st; i++) av[n++] = body->avals[body->in[i]];
   for (int i = 0; i < nc && !st; i++)
@@ -262,12 +263,7 @@ static jx_status pe_scan(const jx_eqn *e, const jx_aval *in_avals, const uint8_t
   jx_status st =
       (uin && uo && force) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
   if (!st) memcpy(uin, unknown_in, (size_t)nin);
-  for (int changed = 1; changed && !st;) {
-    changed = 0;
-    st = jx_unknown_outputs(body, uin, uo);
-    for (int i = 0; i < nc && !st; i++)
-      if (uo[i] && !uin[i]) uin[i] = changed = 1;
-  }
+  if (!st) st = jx_carry_fixpoint(body, nc, jx_unknown_outputs, NULL, uin, uo);
   for (int i = 0; i < nc && !st; i++) force[i] = uin[i];
   if (!st) st = jx_partial_eval(body, uin, force, &sp);
   int nkc = 0, nuc = 0, nky = 0, nuy = 0, nkx = 0, nux = 0;
@@ -441,12 +437,7 @@ static jx_status batch_scan(const jx_params *p, int nin, jx_array *const *in, co
   jx_status st =
       (b && bo && args) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
   for (int i = 0; i < nin && !st; i++) b[i] = bdim[i] != JX_NOT_MAPPED;
-  for (int changed = 1; changed && !st;) {
-    changed = 0;
-    st = jx_batched_outputs(body, b, bo);
-    for (int i = 0; i < nc && !st; i++)
-      if (bo[i] && !b[i]) b[i] = changed = 1;
-  }
+  if (!st) st = jx_carry_fixpoint(body, nc, jx_batched_outputs, NULL, b, bo);
   for (int i = 0; i < nc && !st; i++) bo[i] = b[i];
   if (!st) {
     bb = jx_batch_program(body, b, size, bo);

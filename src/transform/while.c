@@ -89,12 +89,7 @@ static jx_status jvp_while(const jx_params *p, int nin, jx_array *const *x, jx_a
                      : jx_error_set(JX_ERR_OUT_OF_MEMORY, "while: out of memory");
   for (int i = 0; i < nin && !st; i++) nz[i] = t[i] != NULL;
   /* a carry's tangent is non-zero if it starts so or the body makes it so */
-  for (int changed = 1; changed && !st;) {
-    changed = 0;
-    st = jx_jvp_nonzero_outputs(subs[1], nz, nz_out);
-    for (int i = 0; i < nin && !st; i++)
-      if (nz_out[i] && !nz[i]) nz[i] = changed = 1;
-  }
+  if (!st) st = jx_carry_fixpoint(subs[1], nin, jx_jvp_nonzero_outputs, NULL, nz, nz_out);
   int n = 0;
   for (int i = 0; i < nin && !st; i++) av[n++] = subs[1]->avals[subs[1]->in[i]];
   for (int i = 0; i < nin && !st; i++)
