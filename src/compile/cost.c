@@ -63,7 +63,7 @@ static void program_cost(const jx_program *p, jx_cost *c) {
   peak = live;
   for (int k = 0; k < ng; k++) {
     const jx_fusion_group *g = &groups[k];
-    int fused = g->compute >= 2 && g->nstores > 0;
+    int fused = jx_fusion_group_is_kernel(g);
     for (int e = g->first; e < g->first + g->count; e++) {
       const jx_eqn *q = &p->eqns[e];
       c->flops += eqn_flops(p, q);

@@ -76,7 +76,7 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
   for (int k = 0; k < ng && !st; k++) {
     step *s = &x->steps[x->nsteps++];
     s->group = groups[k];
-    if (groups[k].compute < 2 || groups[k].nstores == 0) continue;
+    if (!jx_fusion_group_is_kernel(&groups[k])) continue;
     char name[32];
     snprintf(name, sizeof name, "jx_kernel_%d", k);
     char *src = jx_render_c(p, &groups[k], name);
@@ -91,13 +91,12 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
     memcpy(tu + len, src, strlen(src) + 1);
     len += strlen(src);
     free(src);
-    s->fn = (jx_kernel_fn)(uintptr_t)1; /* resolved below */
     nkernels++;
   }
   if (!st && nkernels) {
     jx_dump_text(dump_prefix ? dump_prefix : p->name, "kernels.c", tu);
     for (int k = 0; k < x->nsteps && !st; k++) {
-      if (!x->steps[k].fn) continue;
+      if (!jx_fusion_group_is_kernel(&x->steps[k].group)) continue;
       char name[32];
       snprintf(name, sizeof name, "jx_kernel_%d", k);
       x->steps[k].fn = (jx_kernel_fn)jx_kernel_load(tu, name);

@@ -30,6 +30,12 @@ typedef struct {
  * *out (malloc'ed), or -1 with an error recorded. */
 int jx_fuse(const jx_program *p, jx_fusion_group **out);
 
+/* 1 when g runs as one compiled kernel: it computes something worth a kernel
+ * (two or more equations) and writes a result; else its equations run one by one. */
+static inline int jx_fusion_group_is_kernel(const jx_fusion_group *g) {
+  return g->compute >= 2 && g->nstores > 0;
+}
+
 /* The load index of var with these strides in g, or -1. */
 int jx_fusion_find_load(const jx_fusion_group *g, int var, const int64_t *strides);
 

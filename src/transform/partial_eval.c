@@ -67,14 +67,6 @@ static jx_status note_residual(pe_state *s, int v) {
   return JX_OK;
 }
 
-/* Adds to dst an equation applying prim with inputs `in` (dst variables);
- * outputs get avals `av` and their dst numbers go to out. */
-static jx_status emit(jx_program *dst, const jx_prim *prim, const jx_params *params, int nin,
-                      const int *in, int nout, const jx_aval *av, int *out, int nsub,
-                      jx_program *const *subs, const char *loc) {
-  return jx_program_add_eqn(dst, prim, params, nin, in, nout, av, out, nsub, subs, loc);
-}
-
 static int *ints(int n) { return malloc(sizeof(int) * (size_t)(n + 1)); }
 
 /* First pass: unknown flags, and the split of rule-bearing equations. The
@@ -205,7 +197,8 @@ jx_status jx_partial_eval(const jx_program *p, const uint8_t *unknown_in,
     int nsub = pl->split ? pl->k.nsub : e->nsub;
     jx_program *const *subs = pl->split ? pl->k.sub : e->sub;
     int nouts = pl->split ? nk_out + nres : e->nout;
-    if (!st) st = emit(s.known, prim, params, nin, in, nouts, av, outv, nsub, subs, e->loc);
+    if (!st)
+      st = jx_program_add_eqn(s.known, prim, params, nin, in, nouts, av, outv, nsub, subs, e->loc);
     n = 0;
     for (int o = 0; o < e->nout && !st; o++)
       if (!pl->split || !pl->uout[o]) s.kmap[e->out[o]] = outv[n++];
@@ -253,7 +246,7 @@ jx_status jx_partial_eval(const jx_program *p, const uint8_t *unknown_in,
       const jx_params *params = pl->split ? &pl->u.params : &e->params;
       int nsub = pl->split ? pl->u.nsub : e->nsub;
       jx_program *const *subs = pl->split ? pl->u.sub : e->sub;
-      st = emit(s.unk, prim, params, nin, in, nu_out, av, outv, nsub, subs, e->loc);
+      st = jx_program_add_eqn(s.unk, prim, params, nin, in, nu_out, av, outv, nsub, subs, e->loc);
     }
     n = 0;
     for (int o = 0; o < e->nout && !st; o++)
