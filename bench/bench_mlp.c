@@ -8,7 +8,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { BATCH = 256, IN = 784, H = 512, OUT = 10, NPARAM = 6, WARMUP = 3, RUNS = 15 };
+enum {
+  BATCH = 256,
+  IN = 784,
+  H = 512,
+  OUT = 10,
+  NPARAM = 6,
+  WARMUP = 3,
+  RUNS = 15,
+  MAX_RUNS = 1000
+};
 
 /* loss(w1, b1, w2, b2, w3, b3, x, y) */
 static void loss_body(void *ctx, jx_array *const *in, jx_array **out) {
@@ -47,7 +56,11 @@ static void step_body(void *ctx, jx_array *const *in, jx_array **out) {
   }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  /* argv[1]: timed steps (compare.py passes its --runs; at least 15 here, the step is short) */
+  int runs = argc > 1 ? atoi(argv[1]) : RUNS;
+  if (runs < RUNS) runs = RUNS;
+  if (runs > MAX_RUNS) runs = MAX_RUNS;
   jx_fn *loss = jx_fn_create("mlp_loss", 8, 1, loss_body, NULL);
   grad_fn = jx_value_and_grad(loss, JX_AXES(0, 1, 2, 3, 4, 5), 0);
   jx_fn *step =
@@ -74,19 +87,19 @@ int main(void) {
     return 1;
   }
   double first = (bench_now_s() - t0) * 1e3;
-  double t[RUNS];
-  for (int r = 0; r < WARMUP + RUNS; r++) {
+  static double t[MAX_RUNS];
+  for (int r = 0; r < WARMUP + runs; r++) {
     jx_scope_begin();
     double s = bench_now_s();
     jx_call(step, in, out);
     jx_block_until_ready(out[0]);
     if (r >= WARMUP) t[r - WARMUP] = (bench_now_s() - s) * 1e3;
-    if (r == WARMUP + RUNS - 1)
+    if (r == WARMUP + runs - 1)
       printf("{\"bench\":\"mlp_step\",\"impl\":\"jx\",\"loss\":%.6f,", jx_item(out[0]));
     jx_scope_end();
   }
-  qsort(t, RUNS, sizeof *t, bench_cmp_double);
-  printf("\"median_ns\":%.0f,\"runs\":%d}\n", t[RUNS / 2] * 1e6, RUNS);
+  qsort(t, (size_t)runs, sizeof *t, bench_cmp_double);
+  printf("\"median_ns\":%.0f,\"runs\":%d}\n", t[runs / 2] * 1e6, runs);
   printf("{\"bench\":\"mlp_step_first_call\",\"impl\":\"jx\",\"median_ns\":%.0f,\"runs\":1}\n",
          first * 1e6);
   for (int i = 0; i < 3 * NPARAM + 3; i++) jx_release(in[i]);

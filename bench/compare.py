@@ -3,7 +3,7 @@ dispatch and matmul, when installed) in one go, and prints a table of medians
 and ratios. bench_matmul also times cblas_sgemm called directly in the same
 process; that appears as the "openblas" column.
 
-    python3 bench/compare.py [--build build] [--runs 7]
+    python3 bench/compare.py [--build build] [--runs 7] [--only bench_mlp,bench_reduce]
 
 Each jx program (build/bench/bench_*) prints JSON lines
 {"bench": ..., "impl": "jx", "median_ns": ..., "runs": ...}; the peers here are
@@ -34,12 +34,14 @@ def timed(fn, runs, inner=1):
 MATMUL_SIZES = (256, 512, 1024)
 
 
-def run_jx(build, runs):
+def run_jx(build, runs, only=None):
     """{impl: {bench: median_ns}} from the jx programs (impl "jx", or "sgemm"
     for the direct OpenBLAS calls of bench_matmul)."""
     out = {}
     for prog in ("bench_dispatch", "bench_elementwise", "bench_reduce", "bench_matmul",
                  "bench_fusion", "bench_mlp"):
+        if only and prog not in only:
+            continue
         path = os.path.join(build, "bench", prog)
         if not os.path.exists(path):
             print(f"note: {path} is missing (build the project first)", file=sys.stderr)
@@ -142,15 +144,77 @@ def run_jax(runs):
     step, first = mlp_step_jax()
     out["mlp_step"] = timed(step, runs)
     out["mlp_step_first_call"] = first
+    out["_mlp_step_fn"] = step
     return out
 
+
+ALLREDUCE_SIZES = (("1KiB", 1 << 10), ("16KiB", 16 << 10), ("256KiB", 256 << 10),
+                   ("4MiB", 4 << 20), ("64MiB", 64 << 20))
+ALLREDUCE_JAX = r"""
+import json, statistics, sys, time
+import jax, jax.numpy as jnp, numpy as np
+runs = int(sys.argv[1])
+f = jax.pmap(lambda x: jax.lax.psum(x, 'i'), axis_name='i')
+for name, nbytes in %s:
+    x = jax.pmap(lambda v: v)(np.ones((8, nbytes // 4), np.float32))  # already on the 8 devices
+    f(x).block_until_ready()
+    reps = 200 if nbytes <= 256 << 10 else 3 * runs
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter_ns()
+        f(x).block_until_ready()
+        ts.append(time.perf_counter_ns() - t0)
+    print(json.dumps({"bench": f"allreduce_f32_8x_{name}", "impl": "jax",
+                      "median_ns": statistics.median(ts)}))
+"""
+
+
+def run_allreduce(build, runs):
+    """bench_allreduce (jx, 8 rank threads) next to jax.pmap(psum) on 8 host devices
+    (XLA_FLAGS in a subprocess, so the flag applies before jax starts). Prints its own
+    table: algorithm bandwidth = bytes per rank / time, and memcpy's from the same run."""
+    rows = {}
+    path = os.path.join(build, "bench", "bench_allreduce")
+    r = subprocess.run([path, str(runs)], capture_output=True, text=True) if os.path.exists(path) else None
+    if r is None or r.returncode != 0:
+        print(f"note: bench_allreduce missing or failed: {r.stderr.strip() if r else path}",
+              file=sys.stderr)
+    else:
+        for line in r.stdout.splitlines():
+            d = json.loads(line)
+            rows[d["bench"]] = {"jx": d["median_ns"], "memcpy_gbs": d["memcpy_gb_per_s"],
+                                "bytes": d["bytes"]}
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+               JAX_PLATFORMS="cpu")
+    j = subprocess.run([sys.executable, "-c", ALLREDUCE_JAX % (ALLREDUCE_SIZES,), str(runs)],
+                       capture_output=True, text=True, env=env)
+    if j.returncode != 0:
+        print(f"note: jax psum peer failed: {j.stderr.strip()[-300:]}", file=sys.stderr)
+    else:
+        for line in j.stdout.splitlines():
+            d = json.loads(line)
+            rows.setdefault(d["bench"], {})["jax"] = d["median_ns"]
+    print("\n| all_reduce f32, 8 ranks | jx | jx GB/s | jax psum | jax GB/s | memcpy GB/s |")
+    print("|---|---|---|---|---|---|")
+    for name, nbytes in ALLREDUCE_SIZES:
+        d = rows.get(f"allreduce_f32_8x_{name}", {})
+        cells = []
+        for impl in ("jx", "jax"):
+            v = d.get(impl)
+            cells += [f"{v / 1e3:.1f} us" if v else "n/a", f"{nbytes / v:.2f}" if v else "n/a"]
+        mc = d.get("memcpy_gbs")
+        print(f"| {name} | " + " | ".join(cells) + f" | {mc if mc else 'n/a'} |")
+    return rows
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--only", default="",
+                    help="comma-separated jx programs to run (e.g. bench_mlp,bench_reduce); "
+                         "the peers still run everything")
     args = ap.parse_args()
-    jx = run_jx(args.build, args.runs)
+    jx = run_jx(args.build, args.runs, [p for p in args.only.split(",") if p])
     notes = jx.pop("_notes", {})
     results = {"jx": jx.pop("jx", {})}
     peers = []
@@ -163,6 +227,23 @@ def main():
             peers.append(name)
         except ImportError:
             print(f"note: {name} is not installed; no {name} column", file=sys.stderr)
+    # The MLP step again, jx and JAX alternately (3 rounds, median of each):
+    # on a shared machine the load drifts between the runs above, and the
+    # ratio of two measurements taken seconds apart is the one to trust.
+    jstep = results.get("jax", {}).pop("_mlp_step_fn", None)
+    mlp = os.path.join(args.build, "bench", "bench_mlp")
+    if jstep and os.path.exists(mlp) and "mlp_step" in results["jx"]:
+        pj, px = [], []
+        for _ in range(3):
+            r = subprocess.run([mlp, str(max(args.runs, 15))], capture_output=True, text=True)
+            for line in r.stdout.splitlines():
+                d = json.loads(line)
+                if d["bench"] == "mlp_step":
+                    px.append(d["median_ns"])
+            pj.append(timed(jstep, max(args.runs, 15)))
+        if px:
+            results["jx"]["mlp_step"] = statistics.median(px)
+            results["jax"]["mlp_step"] = statistics.median(pj)
     benches = ["dispatch_add_f32x8", "add_f32_16M", "exp_f32_16M", "sum_lastaxis_f32_4096x4096"]
     benches += [f"matmul_f32_{n}" for n in MATMUL_SIZES]
     benches += ["fused_chain_f32_16M_eager", "fused_chain_f32_16M", "mlp_step", "mlp_step_first_call"]
@@ -189,9 +270,11 @@ def main():
         print(notes["triad"])
     print("fused_chain_f32_16M_eager: jx without jit (six passes) against NumPy (also six passes);")
     print("fused_chain_f32_16M and mlp_step: jx_jit against jax.jit; mlp_step_first_call: trace + compile")
+    print("mlp_step: medians of 3 alternating rounds of bench_mlp and the jax.jit step")
     if "openblas" in peers:
         print("openblas: cblas_sgemm called directly by bench_matmul;",
               notes.get("openblas", "kernel unknown"))
+    run_allreduce(args.build, args.runs)
 
 
 if __name__ == "__main__":

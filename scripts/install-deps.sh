@@ -2,9 +2,11 @@
 # Installs what jx needs to build and test on Debian 12 (run as root).
 set -euo pipefail
 # clang and its sanitizer runtime build the second (sanitized) test pass;
-# clang-format checks the formatting.
-packages=(build-essential cmake pkg-config libopenblas-dev libcmocka-dev clang libclang-rt-14-dev
-          clang-format)
+# clang-format checks the formatting. libcjson reads checkpoint manifests,
+# zlib the gzipped datasets;
+# the datasets are the examples' and the training job's default data.
+packages=(build-essential cmake pkg-config libopenblas-dev libcmocka-dev libcjson-dev zlib1g-dev clang
+          libclang-rt-14-dev clang-format dataset-fashion-mnist fortunes)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -87,6 +87,11 @@ static inline jx_axes jx_axes_make(int n, const int *v) {
 const char *jx_last_error(void); /* "" when none; valid until the next error or clear */
 jx_status jx_last_status(void);  /* JX_OK when none */
 void jx_clear_error(void);
+/* Records an error the way jx's own functions do (the first error of the
+ * thread wins; the handler is called; a located caller's file:line is
+ * prepended): for libraries built on jx — layers, optimizers, loaders. */
+jx_status jx_report_error(jx_status code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Called for every error recorded (after the message is complete). The default
  * handler is NULL: errors are collected and the program goes on.
@@ -104,6 +109,9 @@ void jx_scope_begin(void);
 void jx_scope_end(void);
 jx_array *jx_keep(jx_array *a);
 void jx_release(jx_array *a);
+/* Hands a reference the caller owns (from jx_keep, or from a function that
+ * returns owned references) to the innermost scope; returns a. */
+jx_array *jx_scope_own(jx_array *a);
 void jx_shutdown(void); /* frees the calling thread's root scope and the caches */
 
 /* ---- source locations (used by the macros; not for direct calls) ---- */

@@ -21,8 +21,13 @@
 
 #include "array.h"
 #include "base.h"
+#include "data.h"
 #include "debug.h"
+#include "io.h"
+#include "nn.h"
 #include "ops.h"
+#include "optim.h"
+#include "parallel.h"
 #include "random.h"
 #include "transform.h"
 

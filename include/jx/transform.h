@@ -51,6 +51,9 @@ jx_fn *jx_grad(jx_fn *f, jx_axes argnums); /* f's first output: a float scalar; 
                                               per argnum: the gradient of that input */
 jx_fn *jx_value_and_grad(jx_fn *f, jx_axes argnums, int has_aux); /* (value, aux outputs if
                                                has_aux, gradients...) */
+/* value_and_grad with respect to the first n inputs, however many (a
+ * parameter tree flattened in front of the data: jx_tree_flatten). */
+jx_fn *jx_value_and_grad_first(jx_fn *f, int n, int has_aux);
 jx_fn *jx_jvp(jx_fn *f); /* (primals..., tangents...) -> (outs..., tangent outs...) */
 jx_fn *jx_vjp(jx_fn *f); /* (primals..., cotangents...) -> (outs..., input cotangents...);
                             integer inputs get zero cotangents, as JAX's float0 */

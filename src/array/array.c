@@ -163,7 +163,21 @@ jx_array *jx_array_alloc(jx_dtype dt, jx_shape s, int weak) {
   a->buf = b;
   a->trace_id = 0;
   a->var = -1;
+  a->shards = NULL;
   jx_scope_adopt(a);
+  return a;
+}
+
+jx_array *jx_array_unbacked(jx_dtype dt, jx_shape s, int weak) {
+  jx_array *a = jx_tracer_alloc(0, -1, dt, s, weak);
+  return a;
+}
+
+jx_array *jx_keep_in_scope(jx_array *a) {
+  if (!a->poisoned) {
+    jx_keep(a);
+    jx_scope_adopt(a);
+  }
   return a;
 }
 
@@ -181,11 +195,13 @@ jx_array *jx_tracer_alloc(uint64_t trace_id, int var, jx_dtype dt, jx_shape s, i
   a->buf = NULL;
   a->trace_id = trace_id;
   a->var = var;
+  a->shards = NULL;
   jx_scope_adopt(a);
   return a;
 }
 
 jx_array *jx_array_alias(jx_array *src, jx_shape s) {
+  if (jx_array_ready(src)) return jx_poison();
   jx_array *a = malloc(sizeof *a);
   if (!a) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory allocating an array header");
@@ -199,6 +215,7 @@ jx_array *jx_array_alias(jx_array *src, jx_shape s) {
   a->buf = src->buf;
   a->trace_id = 0;
   a->var = -1;
+  a->shards = NULL;
   atomic_fetch_add_explicit(&src->buf->refs, 1, memory_order_relaxed);
   jx_scope_adopt(a);
   return a;
@@ -213,6 +230,7 @@ void jx_release(jx_array *a) {
   if (!a || a->poisoned) return;
   if (atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) == 1) {
     if (a->buf) buffer_release(a->buf);
+    if (a->shards) jx_shards_free(a->shards);
     free(a);
   }
 }
@@ -241,7 +259,32 @@ static jx_status check_readable(const jx_array *a, const char *op) {
                         "jx_scan for control flow that depends on it",
                         op, jx_aval_str(a->dtype, a->shape, sb));
   }
-  return JX_OK;
+  return jx_array_ready((jx_array *)a);
+}
+
+/* The gathered buffer is published once: readers on other threads either see
+ * NULL and gather under the lock, or see the finished buffer. */
+static pthread_mutex_t gather_lock = PTHREAD_MUTEX_INITIALIZER;
+
+jx_status jx_array_ready(jx_array *a) {
+  if (__atomic_load_n(&a->buf, __ATOMIC_ACQUIRE) || !a->shards || a->poisoned) return JX_OK;
+  pthread_mutex_lock(&gather_lock);
+  jx_status st = JX_OK;
+  if (!a->buf) {
+    size_t nbytes = (size_t)jx_shape_numel(a->shape) * jx_dtype_size(a->dtype);
+    jx_buffer *b = buffer_new(nbytes);
+    if (!b) {
+      char sb[JX_AVAL_STR_CAP];
+      st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory gathering the shards of %s",
+                        jx_aval_str(a->dtype, a->shape, sb));
+    } else if ((st = jx_shards_gather(a->shards, a->dtype, a->shape, b->data))) {
+      buffer_release(b);
+    } else {
+      __atomic_store_n(&a->buf, b, __ATOMIC_RELEASE);
+    }
+  }
+  pthread_mutex_unlock(&gather_lock);
+  return st;
 }
 
 jx_status jx_read(const jx_array *a, void *dst, size_t bytes) {

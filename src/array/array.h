@@ -26,7 +26,21 @@ struct jx_array {
    * an abstract value. trace_id names its trace (0 for concrete arrays). */
   uint64_t trace_id;
   int var;
+  /* An array laid out over several devices (parallel/shards.c): its shards,
+   * one per device of its sharding's mesh. Such an array has no global
+   * buffer until something reads the global value: jx_array_ready gathers it
+   * once (the array is immutable, so the copy stays valid). */
+  struct jx_shards *shards;
 };
+
+/* Makes a's global buffer available (gathering a sharded array's shards);
+ * every reader of a->buf on a concrete array that may be sharded calls this
+ * first. Returns the status of the gather (out of memory). */
+jx_status jx_array_ready(jx_array *a);
+/* Defined by the parallel layer (parallel/shards.c). */
+typedef struct jx_shards jx_shards;
+void jx_shards_free(struct jx_shards *s);
+jx_status jx_shards_gather(const struct jx_shards *s, jx_dtype dt, jx_shape global, void *dst);
 
 static inline int jx_is_tracer(const jx_array *a) { return a->trace_id != 0; }
 /* A new tracer of variable var in trace trace_id, owned by the innermost scope. */
@@ -35,9 +49,14 @@ jx_array *jx_tracer_alloc(uint64_t trace_id, int var, jx_dtype dt, jx_shape s, i
 /* A new array with uninitialised storage, owned by the innermost scope;
  * the poison value (with an error recorded) when memory runs out. */
 jx_array *jx_array_alloc(jx_dtype dt, jx_shape s, int weak);
+/* A new array without storage (buf NULL), owned by the innermost scope: the
+ * header of a sharded array, whose shards hold the data. */
+jx_array *jx_array_unbacked(jx_dtype dt, jx_shape s, int weak);
+/* A new reference to a, owned by the innermost scope; returns a. */
+jx_array *jx_keep_in_scope(jx_array *a);
 /* A new array sharing src's buffer under another shape of the same size. */
 jx_array *jx_array_alias(jx_array *src, jx_shape s);
-static inline void *jx_array_data(const jx_array *a) { return a->buf->data; }
+static inline void *jx_array_data(const jx_array *a) { return a->buf->data; } /* after ready */
 jx_array *jx_poison(void); /* the shared poisoned value */
 /* Frees the calling thread's cache of released buffers (array.c); jx_shutdown
  * calls it, and a thread's cache is also freed when the thread exits. */

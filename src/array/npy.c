@@ -30,6 +30,10 @@ jx_status jx_save_npy(const char *path, const jx_array *a) {
   if (!a) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_save_npy: the array is NULL");
   if (a->poisoned)
     return jx_error_set(JX_ERR_POISONED, "jx_save_npy: the array carries an earlier error");
+  if (jx_is_tracer(a))
+    return jx_error_set(JX_ERR_TRACE, "jx_save_npy: the array is a tracer; save a concrete one");
+  jx_status ready = jx_array_ready((jx_array *)a);
+  if (ready) return ready;
   /* The header exactly as NumPy writes it (numpy/lib/format.py), so that the
    * bytes of a jx file and a NumPy file of the same array are the same: the
    * dict, spaces that leave room for the first dimension to grow to 21 digits,

@@ -400,7 +400,8 @@ static char *scalar_text(const jx_array *a) {
 
 char *jx_format(const jx_array *a) {
   if (!a) return strdup("<null array>");
-  if (a->poisoned || !a->buf) return strdup("<poisoned array>");
+  if (a->poisoned || jx_array_ready((jx_array *)a)) return strdup("<poisoned array>");
+  if (!a->buf) return strdup("<tracer>");
   if (a->shape.rank == 0) return scalar_text(a);
   if (jx_shape_numel(a->shape) == 0) return strdup("[]");
   printer p = {.a = a, .data = jx_array_data(a)};

@@ -52,6 +52,11 @@ void jx_scope_end(void) {
   drain(&frames[depth]);
 }
 
+jx_array *jx_scope_own(jx_array *a) {
+  if (a && !a->poisoned) jx_scope_adopt(a);
+  return a;
+}
+
 void jx_scope_adopt(jx_array *a) {
   ensure_root();
   frame *f = &frames[depth - 1];

@@ -58,20 +58,33 @@ static void append_context(void) {
   snprintf(tls.message + len, MESSAGE_CAP - len, " of '%s')", tls.context_fn[n - 1]);
 }
 
-jx_status jx_error_set(jx_status code, const char *fmt, ...) {
+static jx_status record(jx_status code, const char *fmt, va_list ap) {
   tls.serial++;
   if (tls.code != JX_OK) return code;
   tls.code = code;
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(tls.message, MESSAGE_CAP, fmt, ap);
-  va_end(ap);
   append_context();
   if (tls.depth == 0)
     complete();
   else
     tls.pending_depth = tls.depth;
   return code;
+}
+
+jx_status jx_error_set(jx_status code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  jx_status st = record(code, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+jx_status jx_report_error(jx_status code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  jx_status st = record(code, fmt, ap);
+  va_end(ap);
+  return st;
 }
 
 int jx_error_pending(void) { return tls.code != JX_OK; }

@@ -1,7 +1,8 @@
 /* A persistent pool of worker threads that splits a range of work among
  * itself and the calling thread. One pool per process, started on first use
  * with JX_NUM_THREADS (default: the number of online CPUs) threads in all;
- * the workers live until the process exits. */
+ * the workers live until the process exits. Idle workers spin briefly
+ * before they sleep, so back-to-back jobs hand off without a kernel wake-up. */
 #ifndef JX_SRC_BASE_THREADPOOL_H
 #define JX_SRC_BASE_THREADPOOL_H
 
@@ -16,5 +17,8 @@ void jx_parallel_for(int64_t n, int64_t grain, jx_range_fn fn, void *ctx);
 
 /* Threads the pool uses, the caller included. */
 int jx_pool_threads(void);
+
+/* 1 on a pool worker or inside a job (a jx_parallel_for there runs inline). */
+int jx_pool_inside(void);
 
 #endif

@@ -52,10 +52,26 @@ static void program_cost(const jx_program *p, jx_cost *c) {
     free(temp);
     return;
   }
+  /* what each group reads as arrays, as the executable: a kernel its loads,
+   * other groups their equations' inputs; skipped groups nothing */
+#define FOR_READS(g, v, BODY)                                                                      \
+  do {                                                                                             \
+    if ((g)->skip) break;                                                                          \
+    if (jx_fusion_group_is_kernel(g)) {                                                            \
+      for (int l_ = 0; l_ < (g)->nloads; l_++) {                                                   \
+        int v = (g)->loads[l_].var;                                                                \
+        BODY;                                                                                      \
+      }                                                                                            \
+    } else {                                                                                       \
+      for (int e_ = (g)->first; e_ < (g)->first + (g)->count; e_++)                                \
+        for (int i_ = 0; i_ < p->eqns[e_].nin; i_++) {                                             \
+          int v = p->eqns[e_].in[i_];                                                              \
+          BODY;                                                                                    \
+        }                                                                                          \
+    }                                                                                              \
+  } while (0)
   for (int v = 0; v < p->nvars; v++) last[v] = -1;
-  for (int k = 0; k < ng; k++)
-    for (int e = groups[k].first; e < groups[k].first + groups[k].count; e++)
-      for (int i = 0; i < p->eqns[e].nin; i++) last[p->eqns[e].in[i]] = k;
+  for (int k = 0; k < ng; k++) FOR_READS(&groups[k], v, last[v] = k);
   for (int o = 0; o < p->nout; o++) last[p->out[o]] = ng;
   double live = 0, peak = 0;
   for (int i = 0; i < p->nin; i++) live += bytes_of(p->avals[p->in[i]]);
@@ -63,6 +79,7 @@ static void program_cost(const jx_program *p, jx_cost *c) {
   peak = live;
   for (int k = 0; k < ng; k++) {
     const jx_fusion_group *g = &groups[k];
+    if (g->skip) continue;
     int fused = jx_fusion_group_is_kernel(g);
     for (int e = g->first; e < g->first + g->count; e++) {
       const jx_eqn *q = &p->eqns[e];
@@ -83,15 +100,13 @@ static void program_cost(const jx_program *p, jx_cost *c) {
       }
     }
     if (live > peak) peak = live;
-    for (int e = g->first; e < g->first + g->count; e++)
-      for (int i = 0; i < p->eqns[e].nin; i++) {
-        int v = p->eqns[e].in[i];
-        if (temp[v] && last[v] == k) {
+    FOR_READS(
+        g, v, if (temp[v] && last[v] == k) {
           live -= bytes_of(p->avals[v]);
           last[v] = -2; /* counted once */
-        }
-      }
+        });
   }
+#undef FOR_READS
   if (peak > c->peak_bytes_per_device) c->peak_bytes_per_device = peak;
   free(groups);
   free(last);

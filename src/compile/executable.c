@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../base/error.h"
 #include "../base/hash.h"
@@ -23,6 +24,10 @@ struct jx_executable {
   step *steps;
   int *last_step;     /* per variable: the last step that reads it (-1: none; nsteps: an output) */
   uint8_t *temporary; /* per variable: produced by a step (not an input or constant) */
+  double *profile;    /* JX_PROFILE_STEPS: seconds per step, summed over runs (else NULL) */
+  int runs;
+  char (*labels)[96]; /* per step, for the profile's report */
+  char name[64];
 };
 
 int jx_executable_kernels(const jx_executable *x, int *fused_eqns) {
@@ -36,6 +41,26 @@ int jx_executable_kernels(const jx_executable *x, int *fused_eqns) {
   return n;
 }
 
+/* Calls fn(x, v, k) for every variable step k reads as an array: a kernel's
+ * loads, or the inputs of the equations a step runs one by one. */
+static void step_reads(const jx_executable *x, const jx_program *p, int k,
+                       void (*fn)(const jx_executable *, int, int, void *), void *ctx) {
+  const step *s = &x->steps[k];
+  const jx_fusion_group *g = &s->group;
+  if (g->skip) return;
+  if (s->fn) {
+    for (int l = 0; l < g->nloads; l++) fn(x, g->loads[l].var, k, ctx);
+    return;
+  }
+  for (int e = g->first; e < g->first + g->count; e++)
+    for (int i = 0; i < p->eqns[e].nin; i++) fn(x, p->eqns[e].in[i], k, ctx);
+}
+
+static void note_read(const jx_executable *x, int v, int k, void *ctx) {
+  (void)ctx;
+  x->last_step[v] = k;
+}
+
 /* The step after which each variable is dead, so the run can free it there. */
 static jx_status plan_lifetimes(jx_executable *x, const jx_program *p) {
   x->last_step = malloc(sizeof *x->last_step * (size_t)(p->nvars + 1));
@@ -45,11 +70,9 @@ static jx_status plan_lifetimes(jx_executable *x, const jx_program *p) {
   for (int v = 0; v < p->nvars; v++) x->last_step[v] = -1;
   for (int k = 0; k < x->nsteps; k++) {
     const jx_fusion_group *g = &x->steps[k].group;
-    for (int e = g->first; e < g->first + g->count; e++) {
-      const jx_eqn *q = &p->eqns[e];
-      for (int i = 0; i < q->nin; i++) x->last_step[q->in[i]] = k;
-      for (int o = 0; o < q->nout; o++) x->temporary[q->out[o]] = 1;
-    }
+    step_reads(x, p, k, note_read, NULL);
+    for (int e = g->first; e < g->first + g->count; e++)
+      for (int o = 0; o < p->eqns[e].nout; o++) x->temporary[p->eqns[e].out[o]] = 1;
   }
   for (int o = 0; o < p->nout; o++) x->last_step[p->out[o]] = x->nsteps;
   return JX_OK;
@@ -106,6 +129,24 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
   free(tu);
   free(groups);
   if (!st) st = plan_lifetimes(x, p);
+  const char *prof = getenv("JX_PROFILE_STEPS");
+  if (!st && prof && *prof && strcmp(prof, "0") != 0) {
+    x->profile = calloc((size_t)x->nsteps + 1, sizeof *x->profile);
+    x->labels = calloc((size_t)x->nsteps + 1, sizeof *x->labels);
+    snprintf(x->name, sizeof x->name, "%s", p->name);
+    for (int k = 0; k < x->nsteps && x->labels; k++) {
+      const step *s = &x->steps[k];
+      const jx_eqn *e = &p->eqns[s->group.first];
+      jx_aval a = p->avals[e->out[0]];
+      char sh[256];
+      snprintf(x->labels[k], sizeof x->labels[k], "%s%s x%d %s", s->fn ? "kernel " : "",
+               e->prim->name, s->group.count, jx_aval_str(a.dtype, a.shape, sh));
+    }
+    if (!x->labels) {
+      free(x->profile);
+      x->profile = NULL;
+    }
+  }
   if (st) {
     jx_executable_free(x);
     return NULL;
@@ -113,8 +154,24 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
   return x;
 }
 
+/* JX_PROFILE_STEPS=1: at the end, the steps that took the most time, per run. */
+static void report_profile(const jx_executable *x) {
+  if (!x->profile || !x->runs) return;
+  double total = 0;
+  for (int k = 0; k < x->nsteps; k++) total += x->profile[k];
+  fprintf(stderr, "jx: %s: %d runs, %.3f ms per run in steps\n", x->name, x->runs,
+          total * 1e3 / x->runs);
+  for (int k = 0; k < x->nsteps; k++)
+    if (x->profile[k] >= 0.01 * total)
+      fprintf(stderr, "  step %3d %-48s %7.3f ms %5.1f%%\n", k, x->labels[k],
+              x->profile[k] * 1e3 / x->runs, 100 * x->profile[k] / total);
+}
+
 void jx_executable_free(jx_executable *x) {
   if (!x) return;
+  report_profile(x);
+  free(x->profile);
+  free(x->labels);
   free(x->last_step);
   free(x->temporary);
   free(x->steps);
@@ -153,6 +210,8 @@ static jx_status run_kernel(const jx_program *p, const step *s, jx_array **env) 
   int rank = g->shape.rank > 0 ? g->shape.rank : 1;
   for (int d = 0; d < g->shape.rank; d++) dims[d] = g->shape.dims[d];
   for (int k = 0; k < g->nloads; k++) {
+    /* a value laid out over devices (a shard_map's result) is read whole */
+    if (jx_array_ready(env[g->loads[k].var])) return jx_last_status();
     buf[k] = env[g->loads[k].var]->buf->data;
     memcpy(strides + 8 * k, g->loads[k].strides, sizeof g->loads[k].strides);
   }
@@ -166,7 +225,7 @@ static jx_status run_kernel(const jx_program *p, const step *s, jx_array **env) 
   int64_t inner = dims[rank - 1], rows = jx_shape_numel(g->shape) / (inner ? inner : 1);
   kernel_job job = {s->fn, buf, dims, strides, rows, inner, inner};
   int threads = jx_pool_threads();
-  if (rows < 2 * threads && inner >= 2 * MIN_UNIT) {
+  if (rows < 2 * threads && inner >= 2 * MIN_UNIT && !g->reduces) {
     /* few long rows: split the rows themselves */
     int64_t pieces = (2 * threads + rows - 1) / rows;
     job.chunk = (inner + pieces - 1) / pieces;
@@ -178,6 +237,12 @@ static jx_status run_kernel(const jx_program *p, const step *s, jx_array **env) 
     jx_parallel_for(rows, grain, run_units, &job);
   }
   return JX_OK;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static jx_status run_eqn(const jx_eqn *e, jx_array **env) {
@@ -193,6 +258,15 @@ static jx_status run_eqn(const jx_eqn *e, jx_array **env) {
   return st;
 }
 
+/* Frees v after step k when k is its last reader and the run made it. */
+static void release_dead(const jx_executable *x, int v, int k, void *ctx) {
+  jx_array **env = ctx;
+  if (x->temporary[v] && x->last_step[v] == k && env[v]) {
+    jx_scope_release_now(env[v]);
+    env[v] = NULL;
+  }
+}
+
 jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_array *const *in,
                             jx_array **out) {
   jx_array **env = calloc((size_t)p->nvars + 1, sizeof *env);
@@ -203,23 +277,19 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   jx_scope_begin(); /* intermediates belong to the run, freed after their last use */
   for (int k = 0; k < x->nsteps && !st; k++) {
     const step *s = &x->steps[k];
-    if (s->fn) {
+    double t0 = x->profile ? now_s() : 0;
+    if (s->group.skip) {
+      continue; /* read through by the kernels, or dead */
+    } else if (s->fn) {
       st = run_kernel(p, s, env);
     } else {
       for (int e = s->group.first; e < s->group.first + s->group.count && !st; e++)
         st = run_eqn(&p->eqns[e], env);
     }
-    for (int e = s->group.first; e < s->group.first + s->group.count && !st; e++) {
-      const jx_eqn *q = &p->eqns[e];
-      for (int i = 0; i < q->nin; i++) {
-        int v = q->in[i];
-        if (x->temporary[v] && x->last_step[v] == k && env[v]) {
-          jx_scope_release_now(env[v]);
-          env[v] = NULL;
-        }
-      }
-    }
+    if (!st) step_reads(x, p, k, release_dead, env);
+    if (x->profile) x->profile[k] += now_s() - t0;
   }
+  if (x->profile) ((jx_executable *)x)->runs++;
   for (int o = 0; o < p->nout && !st; o++) out[o] = jx_keep(env[p->out[o]]);
   jx_scope_end();
   for (int o = 0; o < p->nout && !st; o++) jx_scope_adopt(out[o]);

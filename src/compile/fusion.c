@@ -59,6 +59,19 @@ int jx_fusion_renderable(const jx_eqn *e, const jx_program *p) {
   return 1;
 }
 
+int jx_fusion_row_reduce(const jx_eqn *e, const jx_program *p) {
+  int op = e->prim == &jx_prim_reduce_sum   ? 1
+           : e->prim == &jx_prim_reduce_max ? 2
+           : e->prim == &jx_prim_reduce_min ? 3
+                                            : 0;
+  if (!op || e->nin != 1 || e->nout != 1 || e->nsub) return 0;
+  jx_aval a = p->avals[e->in[0]];
+  if (a.dtype != JX_F32 && a.dtype != JX_F64) return 0;
+  if (a.shape.rank < 1 || e->params.l[0].n != 1 || e->params.l[0].v[0] != a.shape.rank - 1)
+    return 0;
+  return op;
+}
+
 int jx_fusion_find_load(const jx_fusion_group *g, int var, const int64_t *strides) {
   for (int k = 0; k < g->nloads; k++)
     if (g->loads[k].var == var &&
@@ -75,6 +88,62 @@ static void contiguous_strides(jx_shape s, int64_t *st) {
   }
 }
 
+/* The equation that produces v, searched backwards from equation `before`, or NULL. */
+static const jx_eqn *producer(const jx_program *p, int v, int before) {
+  for (int k = before - 1; k >= 0; k--)
+    for (int o = 0; o < p->eqns[k].nout; o++)
+      if (p->eqns[k].out[o] == v) return &p->eqns[k];
+  return NULL;
+}
+
+/* A broadcast_in_dim the kernels read through: they load its operand with
+ * stride 0 along the new dims instead of a materialized copy. */
+static int read_through(const jx_program *p, const jx_eqn *b) {
+  return b && b->prim == &jx_prim_broadcast_in_dim && jx_fusion_renderable(b, p);
+}
+
+void jx_fusion_operand(const jx_program *p, const jx_fusion_group *g, int v, int *var,
+                       int64_t *strides) {
+  jx_shape vs = p->avals[v].shape;
+  memset(strides, 0, sizeof(int64_t) * JX_MAX_RANK);
+  const jx_eqn *b = vs.rank == g->shape.rank && vs.rank > 0 ? producer(p, v, g->first) : NULL;
+  if (read_through(p, b)) {
+    int64_t own[JX_MAX_RANK] = {0};
+    jx_shape src = p->avals[b->in[0]].shape;
+    contiguous_strides(src, own);
+    for (int k = 0; k < src.rank; k++) strides[b->params.l[1].v[k]] = own[k];
+    *var = b->in[0];
+    return;
+  }
+  if (vs.rank == g->shape.rank) contiguous_strides(vs, strides);
+  *var = v;
+}
+
+int jx_fusion_operand_load(const jx_program *p, const jx_fusion_group *g, int v) {
+  int var;
+  int64_t st[JX_MAX_RANK];
+  jx_fusion_operand(p, g, v, &var, st);
+  int k = jx_fusion_find_load(g, var, st);
+  if (k < 0) { /* a group built by hand reads v itself */
+    if (p->avals[v].shape.rank == g->shape.rank)
+      contiguous_strides(p->avals[v].shape, st);
+    else
+      memset(st, 0, sizeof st);
+    k = jx_fusion_find_load(g, v, st);
+  }
+  return k;
+}
+
+/* Adds the load of var with these strides; 0 when the group has no room. */
+static int add_load_strides(jx_fusion_group *g, int var, const int64_t *st) {
+  if (jx_fusion_find_load(g, var, st) >= 0) return 1;
+  if (g->nloads == JX_FUSION_MAX_LOADS) return 0;
+  g->loads[g->nloads].var = var;
+  memcpy(g->loads[g->nloads].strides, st, sizeof g->loads[g->nloads].strides);
+  g->nloads++;
+  return 1;
+}
+
 /* Adds the load of var (shape `of`) spread to the group's shape through
  * `dims` (output dimension of each operand dimension; NULL: same shape or a
  * scalar). Returns 0 when the group has no room. */
@@ -86,18 +155,16 @@ static int add_load(jx_fusion_group *g, int var, jx_shape of, const int64_t *dim
   } else if (of.rank == g->shape.rank) {
     memcpy(st, own, sizeof st);
   }
-  if (jx_fusion_find_load(g, var, st) >= 0) return 1;
-  if (g->nloads == JX_FUSION_MAX_LOADS) return 0;
-  g->loads[g->nloads].var = var;
-  memcpy(g->loads[g->nloads].strides, st, sizeof st);
-  g->nloads++;
-  return 1;
+  return add_load_strides(g, var, st);
 }
 
 /* Whether e can join g: same shape; inputs from the group, scalars, or of
  * the group's shape; a broadcast must read from outside the group. */
 static int joins(const jx_program *p, const jx_fusion_group *g, const uint8_t *in_group,
                  const jx_eqn *e) {
+  if (g->reduces) return 0; /* a reduction ends its group */
+  if (g->count && jx_fusion_row_reduce(e, p))
+    return in_group[e->in[0]] && jx_shape_equal(p->avals[e->in[0]].shape, g->shape);
   if (!jx_fusion_renderable(e, p)) return 0;
   jx_shape s = p->avals[e->out[0]].shape;
   if (g->count && !jx_shape_equal(s, g->shape)) return 0;
@@ -115,18 +182,12 @@ static int joins(const jx_program *p, const jx_fusion_group *g, const uint8_t *i
 int jx_fuse(const jx_program *p, jx_fusion_group **out) {
   jx_fusion_group *groups = calloc((size_t)p->neqns + 1, sizeof *groups);
   uint8_t *in_group = calloc((size_t)p->nvars + 1, 1);
-  int *last_use = malloc(sizeof *last_use * (size_t)(p->nvars + 1));
-  if (!groups || !in_group || !last_use) {
+  if (!groups || !in_group) {
     free(groups);
     free(in_group);
-    free(last_use);
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "fusion: out of memory");
     return -1;
   }
-  for (int v = 0; v < p->nvars; v++) last_use[v] = -1;
-  for (int k = 0; k < p->neqns; k++)
-    for (int i = 0; i < p->eqns[k].nin; i++) last_use[p->eqns[k].in[i]] = k;
-  for (int o = 0; o < p->nout; o++) last_use[p->out[o]] = p->neqns; /* outputs live on */
 
   int ng = 0;
   jx_fusion_group *g = NULL;
@@ -134,6 +195,7 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
     const jx_eqn *e = &p->eqns[k];
     if (g && joins(p, g, in_group, e) && g->nloads + e->nin <= JX_FUSION_MAX_LOADS) {
       g->count++;
+      if (jx_fusion_row_reduce(e, p)) g->reduces = 1;
     } else {
       if (g)
         for (int j = g->first; j < g->first + g->count; j++) in_group[p->eqns[j].out[0]] = 0;
@@ -150,7 +212,9 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
     }
     for (int o = 0; o < e->nout; o++) in_group[e->out[o]] = 1;
   }
-  /* loads, stores and compute counts of each fused group */
+  /* loads and compute counts of each fused group; operands produced by a
+   * broadcast_in_dim are read through it (its operand, stride 0 along the
+   * new dims), so a broadcast scalar or bias never becomes a full array */
   for (int n = 0; n < ng; n++) {
     jx_fusion_group *f = &groups[n];
     if (f->count < 2) continue; /* one equation runs as it is */
@@ -158,29 +222,74 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
     int ok = 1;
     for (int j = f->first; j < f->first + f->count && ok; j++) {
       const jx_eqn *e = &p->eqns[j];
+      if (f->reduces && j == f->first + f->count - 1) {
+        f->compute++; /* its operand is a member */
+        in_group[e->out[0]] = 1;
+        continue;
+      }
       if (!jx_fusion_renderable(e, p)) break;
       if (e->prim == &jx_prim_broadcast_in_dim) {
         ok = add_load(f, e->in[0], p->avals[e->in[0]].shape, e->params.l[1].v);
       } else {
         f->compute++;
         for (int i = 0; i < e->nin && ok; i++)
-          if (!in_group[e->in[i]]) ok = add_load(f, e->in[i], p->avals[e->in[i]].shape, NULL);
+          if (!in_group[e->in[i]]) {
+            int var;
+            int64_t st[JX_MAX_RANK];
+            jx_fusion_operand(p, f, e->in[i], &var, st);
+            ok = add_load_strides(f, var, st);
+          }
       }
       in_group[e->out[0]] = 1;
     }
-    for (int j = f->first; j < f->first + f->count && ok; j++) {
-      int v = p->eqns[j].out[0];
-      if (last_use[v] >= f->first + f->count) {
-        if (f->nstores == JX_FUSION_MAX_STORES)
-          ok = 0;
-        else
-          f->stores[f->nstores++] = v;
-      }
-    }
     if (!ok) f->compute = 0; /* too wide: the executable runs it equation by equation */
   }
+  /* stores: a kernel writes the members that something after it reads as an
+   * array (an equation run as it is, another kernel's load, an output).
+   * A group that cannot store all of them is demoted, which makes its own
+   * operands arrays again: repeat until nothing changes. */
+  uint8_t *need = in_group;
+  for (int changed = 1; changed;) {
+    changed = 0;
+    memset(need, 0, (size_t)p->nvars + 1);
+    for (int o = 0; o < p->nout; o++) need[p->out[o]] = 1;
+    for (int n = 0; n < ng; n++) {
+      jx_fusion_group *f = &groups[n];
+      if (jx_fusion_group_candidate(f)) {
+        for (int l = 0; l < f->nloads; l++) need[f->loads[l].var] = 1;
+      } else {
+        for (int j = f->first; j < f->first + f->count; j++)
+          for (int i = 0; i < p->eqns[j].nin; i++) need[p->eqns[j].in[i]] = 1;
+      }
+    }
+    for (int n = 0; n < ng; n++) {
+      jx_fusion_group *f = &groups[n];
+      if (!jx_fusion_group_candidate(f)) continue;
+      f->nstores = 0;
+      for (int j = f->first; j < f->first + f->count; j++) {
+        int v = p->eqns[j].out[0];
+        if (!need[v]) continue;
+        if (f->nstores == JX_FUSION_MAX_STORES) {
+          f->compute = 0;
+          f->nstores = 0;
+          changed = 1;
+          break;
+        }
+        f->stores[f->nstores++] = v;
+      }
+    }
+  }
+  /* a group that stores nothing is dead; a broadcast nobody reads as an
+   * array is read through by every kernel that uses it */
+  for (int n = 0; n < ng; n++) {
+    jx_fusion_group *f = &groups[n];
+    if (jx_fusion_group_candidate(f) && f->nstores == 0) f->skip = 1;
+    if (f->count == 1) {
+      const jx_eqn *e = &p->eqns[f->first];
+      if (read_through(p, e) && !need[e->out[0]]) f->skip = 1;
+    }
+  }
   free(in_group);
-  free(last_use);
   *out = groups;
   return ng;
 }

@@ -1,6 +1,10 @@
 /* Fusion: runs of consecutive elementwise equations of one output shape
  * (with broadcasts of their inputs and scalar operands) become one loop
- * kernel, so intermediate values stay in registers instead of memory. */
+ * kernel, so intermediate values stay in registers instead of memory.
+ * A reduce_sum/max/min over the last dimension may end a run: its producers
+ * are computed row by row and reduced without a trip through memory.
+ * Broadcasts are read through: a kernel loads the broadcast's operand with
+ * stride 0, and a broadcast that nothing else reads as an array is skipped. */
 #ifndef JX_SRC_COMPILE_FUSION_H
 #define JX_SRC_COMPILE_FUSION_H
 
@@ -23,6 +27,11 @@ typedef struct {
   jx_fusion_load loads[JX_FUSION_MAX_LOADS];
   int stores[JX_FUSION_MAX_STORES]; /* variables written out (used after the group) */
   int compute;                      /* members that compute (not broadcasts) */
+  int reduces; /* 1: the last member is a reduce_sum/max/min over the last dimension of
+                * `shape` (f32/f64), fed by the others: the kernel produces one row,
+                * reduces it as the eager kernel does, and stores one value per row */
+  int skip;    /* 1: nothing runs: a kernel with nothing to store, or a lone broadcast_in_dim
+                * that every reader reads through (the kernels load its operand) */
 } jx_fusion_group;
 
 /* Splits p's equations into groups; a group of one equation, or one that
@@ -30,14 +39,30 @@ typedef struct {
  * *out (malloc'ed), or -1 with an error recorded. */
 int jx_fuse(const jx_program *p, jx_fusion_group **out);
 
-/* 1 when g runs as one compiled kernel: it computes something worth a kernel
- * (two or more equations) and writes a result; else its equations run one by one. */
+/* 1 when g computes something worth a kernel (two or more equations) and
+ * fits one (its loads and stores); else its equations run one by one. */
+static inline int jx_fusion_group_candidate(const jx_fusion_group *g) { return g->compute >= 2; }
+
+/* 1 when g runs as one compiled kernel: a candidate that writes a result. */
 static inline int jx_fusion_group_is_kernel(const jx_fusion_group *g) {
-  return g->compute >= 2 && g->nstores > 0;
+  return g->compute >= 2 && g->nstores > 0 && !g->skip;
 }
 
 /* The load index of var with these strides in g, or -1. */
 int jx_fusion_find_load(const jx_fusion_group *g, int var, const int64_t *strides);
+
+/* Where a kernel of g reads operand v (a variable from outside g): var and
+ * strides per output dimension. An operand made by a broadcast_in_dim is
+ * read through it: its operand, with stride 0 along the broadcast dims. */
+void jx_fusion_operand(const jx_program *p, const jx_fusion_group *g, int v, int *var,
+                       int64_t *strides);
+/* The load index of operand v in g (as jx_fusion_operand says, else v
+ * itself, for groups built by hand), or -1. */
+int jx_fusion_operand_load(const jx_program *p, const jx_fusion_group *g, int v);
+
+/* 0 none, else 1 sum, 2 max, 3 min: e reduces the last dimension of its
+ * f32/f64 operand, as a fused group may end. */
+int jx_fusion_row_reduce(const jx_eqn *e, const jx_program *p);
 
 /* 1 when the renderer can compute this primitive inside a kernel. */
 int jx_fusion_renderable(const jx_eqn *e, const jx_program *p);

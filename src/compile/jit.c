@@ -4,6 +4,7 @@
 #include <jx/transform.h>
 
 #include "../base/error.h"
+#include "../parallel/sharded_jit.h"
 #include "../trace/fn.h"
 #include "dump.h"
 #include "executable.h"
@@ -34,11 +35,7 @@ jx_fn *jx_jit(jx_fn *f, const jx_jit_options *opts) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_jit: the function is NULL");
     return NULL;
   }
-  if (opts && (opts->in_shardings || opts->out_shardings)) {
-    jx_error_set(JX_ERR_UNIMPLEMENTED, "jx_jit: shardings need the parallel runtime, which "
-                                       "this build does not have yet");
-    return NULL;
-  }
+  if (opts && (opts->in_shardings || opts->out_shardings)) return jx_jit_sharded(f, opts);
   /* donation is a permission, not a requirement: the interpreter ignores it */
   return jx_fn_new_transform(&jit_kind, f, f->nin, f->nout, NULL);
 }

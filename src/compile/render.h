@@ -26,6 +26,9 @@ typedef struct jx_dialect {
   const char *row_loop; /* opens the loop over `row` in [row_begin, row_end) */
   const char *col_loop; /* opens the loop over `j` in [0, inner) */
   const char *restrict_kw;
+  /* opens a block that one of the threads sharing a row runs (a row
+   * reduction walks its row alone); NULL: every thread runs it */
+  const char *serial_guard;
 } jx_dialect;
 
 extern const jx_dialect jx_dialect_c;    /* render_c.c */

@@ -79,7 +79,62 @@ static const char shared_prelude[] =
     "    return recip ? (T)1 / acc : acc;                                \\\n"
     "  }\n"
     "JX_IPOW(float)\n"
-    "JX_IPOW(double)\n";
+    "JX_IPOW(double)\n"
+    /* NumPy's pairwise tree over n columns (src/prims/reduce.c), walked
+     * without recursion: jx_pw_leaf_T gives the next leaf [s, s + n) of at
+     * most 128 columns, jx_pw_done_T takes its sum and adds finished
+     * subtrees as the recursion would; pw.result is the total. */
+    "JX_FN int64_t jx_pw_half(int64_t n) {\n  int64_t h = n / 2;\n  return h - h % 8;\n}\n"
+    "#define JX_PW(T)                                                                    \\\n"
+    "  typedef struct {                                                                 \\\n"
+    "    int64_t s[64], n[64];                                                          \\\n"
+    "    int ph[64], top;                                                               \\\n"
+    "    T left[64], result;                                                            \\\n"
+    "  } jx_pw_##T;                                                                     \\\n"
+    "  JX_FN void jx_pw_init_##T(jx_pw_##T *p, int64_t n) {                             \\\n"
+    "    p->top = 0;                                                                    \\\n"
+    "    p->s[0] = 0;                                                                   \\\n"
+    "    p->n[0] = n;                                                                   \\\n"
+    "    p->ph[0] = 0;                                                                  \\\n"
+    "    p->result = 0;                                                                 \\\n"
+    "  }                                                                                \\\n"
+    "  JX_FN int jx_pw_leaf_##T(jx_pw_##T *p, int64_t *s, int64_t *n) {                 \\\n"
+    "    while (p->top >= 0) {                                                          \\\n"
+    "      int t = p->top;                                                              \\\n"
+    "      if (p->n[t] <= 128) {                                                        \\\n"
+    "        *s = p->s[t];                                                              \\\n"
+    "        *n = p->n[t];                                                              \\\n"
+    "        return 1;                                                                  \\\n"
+    "      }                                                                            \\\n"
+    "      p->ph[t] = 1;                                                                \\\n"
+    "      p->s[t + 1] = p->s[t];                                                       \\\n"
+    "      p->n[t + 1] = jx_pw_half(p->n[t]);                                           \\\n"
+    "      p->ph[t + 1] = 0;                                                            \\\n"
+    "      p->top = t + 1;                                                              \\\n"
+    "    }                                                                              \\\n"
+    "    return 0;                                                                      \\\n"
+    "  }                                                                                \\\n"
+    "  JX_FN void jx_pw_done_##T(jx_pw_##T *p, T v) {                                   \\\n"
+    "    p->top--;                                                                      \\\n"
+    "    while (p->top >= 0) {                                                          \\\n"
+    "      int t = p->top;                                                              \\\n"
+    "      if (p->ph[t] == 1) {                                                         \\\n"
+    "        int64_t h = jx_pw_half(p->n[t]);                                           \\\n"
+    "        p->left[t] = v;                                                            \\\n"
+    "        p->ph[t] = 2;                                                              \\\n"
+    "        p->s[t + 1] = p->s[t] + h;                                                 \\\n"
+    "        p->n[t + 1] = p->n[t] - h;                                                 \\\n"
+    "        p->ph[t + 1] = 0;                                                          \\\n"
+    "        p->top = t + 1;                                                            \\\n"
+    "        return;                                                                    \\\n"
+    "      }                                                                            \\\n"
+    "      v = p->left[t] + v;                                                          \\\n"
+    "      p->top--;                                                                    \\\n"
+    "    }                                                                              \\\n"
+    "    p->result = v;                                                                 \\\n"
+    "  }\n"
+    "JX_PW(float)\n"
+    "JX_PW(double)\n";
 
 /* The C dialect: a plain function over rows [row_begin, row_end) and the
  * columns [col_begin, col_end) of each, so the executable can split work
@@ -96,7 +151,11 @@ const jx_dialect jx_dialect_c = {
     .dims = "dims",
     .strides = "strides",
     .row_loop = "for (int64_t row = row_begin; row < row_end; row++) {",
-    .col_loop = "for (int64_t j = col_begin; j < col_end; j++) {",
+    /* the buffers never overlap (every store is a fresh array): say so, or gcc
+     * gives up on loops with more than 10 load/store pairs to check at run time */
+    .col_loop = "\n#if defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n"
+                "#elif defined(__GNUC__)\n#pragma GCC ivdep\n#endif\n"
+                "    for (int64_t j = col_begin; j < col_end; j++) {",
     .restrict_kw = "restrict",
 };
 
@@ -174,9 +233,7 @@ char *jx_render_prelude(const jx_dialect *d) {
 static int put_members(sbuf *b, const jx_program *p, const jx_fusion_group *g) {
   uint8_t *in_group = calloc((size_t)p->nvars + 1, 1);
   if (!in_group) return -1;
-  int64_t cst[JX_MAX_RANK] = {0};
-  contiguous(g->shape, cst);
-  for (int m = g->first; m < g->first + g->count; m++) {
+  for (int m = g->first; m < g->first + g->count - (g->reduces ? 1 : 0); m++) {
     const jx_eqn *e = &p->eqns[m];
     jx_aval out = p->avals[e->out[0]];
     char names[4][24];
@@ -191,13 +248,14 @@ static int put_members(sbuf *b, const jx_program *p, const jx_fusion_group *g) {
     }
     for (int i = 0; i < e->nin && i < 4; i++) {
       int v = e->in[i];
-      if (in_group[v]) {
-        snprintf(names[i], sizeof names[i], "v%d", v);
-      } else {
-        int64_t st[JX_MAX_RANK] = {0};
-        if (p->avals[v].shape.rank == g->shape.rank) memcpy(st, cst, sizeof st);
-        snprintf(names[i], sizeof names[i], "l%d", jx_fusion_find_load(g, v, st));
+      int k = in_group[v] ? 0 : jx_fusion_operand_load(p, g, v);
+      if (k < 0) {
+        free(in_group);
+        jx_error_set(JX_ERR_INTERNAL, "render: operand v%d of %s is not among the loads", v,
+                     e->prim->name);
+        return -1;
       }
+      snprintf(names[i], sizeof names[i], in_group[v] ? "v%d" : "l%d", in_group[v] ? v : k);
     }
     put(b, "      const %s v%d = ", ctype(out.dtype), e->out[0]);
     jx_dtype in0 = p->avals[e->in[0]].dtype;
@@ -226,12 +284,83 @@ static int put_members(sbuf *b, const jx_program *p, const jx_fusion_group *g) {
   return 0;
 }
 
+/* One column j of the group: the loads that move along the row, the
+ * members' values and the stores of the full-shape results. */
+static int put_body(sbuf *b, const jx_dialect *dl, const jx_program *p, const jx_fusion_group *g) {
+  const int last = g->shape.rank > 0 ? g->shape.rank - 1 : 0;
+  for (int k = 0; k < g->nloads; k++) {
+    int64_t st = g->loads[k].strides[last];
+    const char *t = ctype(p->avals[g->loads[k].var].dtype);
+    if (g->shape.rank == 0 || st == 0)
+      continue; /* read once per row, before the loop */
+    else if (st == 1)
+      put(b, "      const %s l%d = x%d[j];\n", t, k, k);
+    else
+      put(b, "      const %s l%d = x%d[j * %s[%d]];\n", t, k, k, dl->strides,
+          k * JX_MAX_RANK + last);
+  }
+  if (put_members(b, p, g)) return -1;
+  int red = g->reduces ? p->eqns[g->first + g->count - 1].out[0] : -1;
+  for (int s = 0; s < g->nstores; s++)
+    if (g->stores[s] != red) put(b, "      y%d[j] = v%d;\n", s, g->stores[s]);
+  return 0;
+}
+
+/* The row's reduction: NumPy's pairwise tree for sums (the eager kernel's,
+ * src/prims/reduce.c: leaves of up to 128 columns summed in eight partial
+ * sums, walked by jx_pw_*), a sequential scan for max/min where the first
+ * NaN wins. Every column also stores the full-shape results, if any. */
+static int put_reduction(sbuf *b, const jx_dialect *dl, const jx_program *p,
+                         const jx_fusion_group *g) {
+  const jx_eqn *r = &p->eqns[g->first + g->count - 1];
+  const char *t = ctype(p->avals[r->out[0]].dtype);
+  int op = jx_fusion_row_reduce(r, p), u = r->in[0];
+  if (dl->serial_guard) put(b, "    %s\n", dl->serial_guard);
+  put(b, "    %s acc;\n", t);
+  if (op == 1) {
+    put(b, "    jx_pw_%s pw;\n    jx_pw_init_%s(&pw, inner);\n    int64_t s_, n_;\n", t, t);
+    put(b, "    while (jx_pw_leaf_%s(&pw, &s_, &n_)) {\n      %s leaf;\n", t, t);
+    put(b, "      if (n_ < 8) {\n        leaf = 0;\n");
+    put(b, "        for (int64_t q_ = 0; q_ < n_; q_++) {\n      const int64_t j = s_ + q_;\n");
+    if (put_body(b, dl, p, g)) return -1;
+    put(b, "      leaf += v%d;\n        }\n      } else {\n        %s r_[8];\n", u, t);
+    put(b, "        for (int k_ = 0; k_ < 8; k_++) {\n      const int64_t j = s_ + k_;\n");
+    if (put_body(b, dl, p, g)) return -1;
+    put(b, "      r_[k_] = v%d;\n        }\n        int64_t q_ = 8;\n", u);
+    put(b, "        for (; q_ < n_ - n_ %% 8; q_ += 8)\n");
+    put(b, "          for (int k_ = 0; k_ < 8; k_++) {\n      const int64_t j = s_ + q_ + k_;\n");
+    if (put_body(b, dl, p, g)) return -1;
+    put(b, "      r_[k_] += v%d;\n          }\n", u);
+    put(b, "        leaf = ((r_[0] + r_[1]) + (r_[2] + r_[3])) + ((r_[4] + r_[5]) + (r_[6] + "
+           "r_[7]));\n");
+    put(b, "        for (; q_ < n_; q_++) {\n      const int64_t j = s_ + q_;\n");
+    if (put_body(b, dl, p, g)) return -1;
+    put(b, "      leaf += v%d;\n        }\n      }\n      jx_pw_done_%s(&pw, leaf);\n    }\n", u,
+        t);
+    put(b, "    acc = pw.result;\n");
+  } else {
+    put(b, "    acc = %sINFINITY;\n    int nan_ = 0;\n", op == 2 ? "-" : "");
+    put(b, "    for (int64_t j = 0; j < inner; j++) {\n");
+    if (put_body(b, dl, p, g)) return -1;
+    put(b,
+        "      if (!nan_) {\n        if (v%d != v%d) {\n          acc = v%d;\n"
+        "          nan_ = 1;\n        } else if (v%d %s acc) {\n          acc = v%d;\n"
+        "        }\n      }\n    }\n",
+        u, u, u, u, op == 2 ? ">" : "<", u);
+  }
+  for (int s = 0; s < g->nstores; s++)
+    if (g->stores[s] == r->out[0]) put(b, "    y%d[0] = acc;\n", s);
+  if (dl->serial_guard) put(b, "    }\n");
+  return 0;
+}
+
 char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusion_group *g,
                        const char *name) {
   sbuf b = {0};
   const int rank = g->shape.rank > 0 ? g->shape.rank : 1;
   const int last = rank - 1;
   const char *rs = dl->restrict_kw;
+  const int red = g->reduces ? p->eqns[g->first + g->count - 1].out[0] : -1;
   put(&b, dl->signature, name);
   put(&b, "  const int64_t inner = %s[%d];\n", dl->dims, last);
   put(&b, "  %s\n", dl->row_loop);
@@ -253,28 +382,32 @@ char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusio
   }
   for (int s = 0; s < g->nstores; s++) {
     const char *t = ctype(p->avals[g->stores[s]].dtype);
-    put(&b, "    %s *%s y%d = (%s *)%s[%d] + row * inner;\n", t, rs, s, t, dl->buf, g->nloads + s);
+    put(&b, "    %s *%s y%d = (%s *)%s[%d] + row%s;\n", t, rs, s, t, dl->buf, g->nloads + s,
+        g->stores[s] == red ? "" : " * inner");
   }
-  /* the innermost stride is 0 or 1 for most loads: constants let the loop vectorize */
-  put(&b, "    %s\n", dl->col_loop);
+  /* the innermost stride is 0 or 1 for most loads: constants let the loop
+   * vectorize. Loads that do not move along the row are read once per row,
+   * before the loop: inside it gcc cannot tell them from the stores (restrict
+   * on local pointers does not help it) and gives up vectorizing. */
   for (int k = 0; k < g->nloads; k++) {
     int64_t st = g->loads[k].strides[g->shape.rank ? last : 0];
     const char *t = ctype(p->avals[g->loads[k].var].dtype);
-    if (g->shape.rank == 0 || st == 0)
-      put(&b, "      const %s l%d = x%d[0];\n", t, k, k);
-    else if (st == 1)
-      put(&b, "      const %s l%d = x%d[j];\n", t, k, k);
-    else
-      put(&b, "      const %s l%d = x%d[j * %s[%d]];\n", t, k, k, dl->strides,
-          k * JX_MAX_RANK + last);
+    if (g->shape.rank == 0 || st == 0) put(&b, "    const %s l%d = x%d[0];\n", t, k, k);
   }
-  if (put_members(&b, p, g)) {
+  int bad;
+  if (g->reduces) {
+    bad = put_reduction(&b, dl, p, g);
+  } else {
+    put(&b, "    %s\n", dl->col_loop);
+    bad = put_body(&b, dl, p, g);
+    put(&b, "    }\n");
+  }
+  if (bad) {
     free(b.s);
     if (!jx_error_pending()) jx_error_set(JX_ERR_OUT_OF_MEMORY, "render: out of memory");
     return NULL;
   }
-  for (int s = 0; s < g->nstores; s++) put(&b, "      y%d[j] = v%d;\n", s, g->stores[s]);
-  put(&b, "    }\n  }\n}\n");
+  put(&b, "  }\n}\n");
   return finish(&b);
 }
 

@@ -19,7 +19,7 @@
 extern char **environ;
 
 /* Bump when generated code or its calling convention changes. */
-#define JX_KERNEL_CACHE_VERSION "jx-kernels-2"
+#define JX_KERNEL_CACHE_VERSION "jx-kernels-4"
 static const char *const cflags[] = {
     "-O3",   "-march=native", "-fno-math-errno", "-fno-trapping-math",
     "-fPIC", "-shared",       "-std=c11",        "-w",
@@ -41,9 +41,10 @@ static const char *compiler(void) {
   return cc && *cc ? cc : "cc";
 }
 
-/* The compiler's --version first line, so that a compiler upgrade misses the cache. */
-static const char *compiler_identity(void) {
-  if (compiler_id[0]) return compiler_id;
+/* The compiler's --version first line, so that a compiler upgrade misses the
+ * cache; asked once per process (threads may compile at the same time). */
+static pthread_once_t identity_once = PTHREAD_ONCE_INIT;
+static void ask_identity(void) {
   char cmd[512];
   snprintf(cmd, sizeof cmd, "%s --version 2>/dev/null", compiler());
   FILE *p = popen(cmd, "r");
@@ -52,6 +53,9 @@ static const char *compiler_identity(void) {
     pclose(p);
   }
   if (!compiler_id[0]) snprintf(compiler_id, sizeof compiler_id, "%s", compiler());
+}
+static const char *compiler_identity(void) {
+  pthread_once(&identity_once, ask_identity);
   return compiler_id;
 }
 
@@ -134,56 +138,104 @@ static int log_compiles(void) {
 
 static void *open_object(const char *path) { return dlopen(path, RTLD_NOW | RTLD_LOCAL); }
 
+/* Sources being compiled right now (under lock): others asking for one wait on `built`. */
+typedef struct building {
+  uint64_t key;
+  struct building *next;
+} building;
+static building *in_flight;
+static pthread_cond_t built = PTHREAD_COND_INITIALIZER;
+static int64_t running;
+
+static void *find_loaded(uint64_t key) {
+  for (loaded *l = objects; l; l = l->next)
+    if (l->key == key) return l->handle;
+  return NULL;
+}
+
+static int is_building(uint64_t key) {
+  for (building *b = in_flight; b; b = b->next)
+    if (b->key == key) return 1;
+  return 0;
+}
+
+/* Opens the cached object of `key`, or compiles `source` into it; without the lock. */
+static void *open_or_build(const char *source, uint64_t key, char *so, size_t so_len) {
+  char dir[1024], tmp_so[1300], src[1300], log[1300];
+  if (!cache_dir(dir, sizeof dir)) {
+    jx_error_set(JX_ERR_IO, "jit: cannot create the kernel cache directory '%s'", dir);
+    return NULL;
+  }
+  snprintf(so, so_len, "%s/%016llx.so", dir, (unsigned long long)key);
+  void *handle = open_object(so);
+  if (handle) {
+    pthread_mutex_lock(&lock);
+    stats.disk_hits++;
+    pthread_mutex_unlock(&lock);
+    return handle;
+  }
+  unlink(so); /* missing, corrupt or foreign: rebuild */
+  unsigned tag = (unsigned)getpid() ^ (unsigned)(uintptr_t)&handle;
+  snprintf(src, sizeof src, "%s/%016llx.%x.c", dir, (unsigned long long)key, tag);
+  snprintf(tmp_so, sizeof tmp_so, "%s/%016llx.%x.so.tmp", dir, (unsigned long long)key, tag);
+  snprintf(log, sizeof log, "%s/%016llx.%x.log", dir, (unsigned long long)key, tag);
+  jx_status st = JX_OK;
+  FILE *f = fopen(src, "w");
+  if (!f || fputs(source, f) < 0) st = jx_error_set(JX_ERR_IO, "jit: cannot write '%s'", src);
+  if (f && fclose(f) != 0 && !st) st = jx_error_set(JX_ERR_IO, "jit: cannot write '%s'", src);
+  double t0 = now_ms();
+  if (!st) {
+    pthread_mutex_lock(&lock);
+    if (++running > stats.max_concurrent) stats.max_concurrent = running;
+    pthread_mutex_unlock(&lock);
+    st = compile(src, tmp_so, log);
+    pthread_mutex_lock(&lock);
+    running--;
+    if (!st) stats.compiles++;
+    pthread_mutex_unlock(&lock);
+  }
+  if (!st && log_compiles())
+    fprintf(stderr, "jx: compiled kernel %016llx in %.1f ms\n", (unsigned long long)key,
+            now_ms() - t0);
+  if (!st && rename(tmp_so, so) != 0)
+    st = jx_error_set(JX_ERR_IO, "jit: cannot rename '%s': %s", tmp_so, strerror(errno));
+  if (!st) {
+    handle = open_object(so);
+    if (!handle) st = jx_error_set(JX_ERR_INTERNAL, "jit: cannot load '%s': %s", so, dlerror());
+  }
+  unlink(tmp_so);
+  if (!st) {
+    unlink(src);
+    unlink(log);
+  }
+  return handle;
+}
+
 void *jx_kernel_load(const char *source, const char *symbol) {
   uint64_t key = key_of(source);
   pthread_mutex_lock(&lock);
-  for (loaded *l = objects; l; l = l->next)
-    if (l->key == key) {
-      stats.memory_hits++;
-      void *fn = dlsym(l->handle, symbol);
-      pthread_mutex_unlock(&lock);
-      if (!fn) jx_error_set(JX_ERR_INTERNAL, "jit: kernel '%s' is missing from its object", symbol);
-      return fn;
-    }
-  char dir[1024], so[1200], tmp_so[1300], src[1300], log[1300];
-  void *handle = NULL;
-  jx_status st =
-      cache_dir(dir, sizeof dir)
-          ? JX_OK
-          : jx_error_set(JX_ERR_IO, "jit: cannot create the kernel cache directory '%s'", dir);
-  if (!st) {
-    snprintf(so, sizeof so, "%s/%016llx.so", dir, (unsigned long long)key);
-    handle = open_object(so);
-    if (handle) {
-      stats.disk_hits++;
-    } else {
-      unlink(so); /* missing, corrupt or foreign: rebuild */
-      unsigned tag = (unsigned)getpid() ^ (unsigned)(uintptr_t)&handle;
-      snprintf(src, sizeof src, "%s/%016llx.%x.c", dir, (unsigned long long)key, tag);
-      snprintf(tmp_so, sizeof tmp_so, "%s/%016llx.%x.so.tmp", dir, (unsigned long long)key, tag);
-      snprintf(log, sizeof log, "%s/%016llx.%x.log", dir, (unsigned long long)key, tag);
-      FILE *f = fopen(src, "w");
-      if (!f || fputs(source, f) < 0) st = jx_error_set(JX_ERR_IO, "jit: cannot write '%s'", src);
-      if (f && fclose(f) != 0 && !st) st = jx_error_set(JX_ERR_IO, "jit: cannot write '%s'", src);
-      double t0 = now_ms();
-      if (!st) st = compile(src, tmp_so, log);
-      if (!st && log_compiles())
-        fprintf(stderr, "jx: compiled kernel %016llx in %.1f ms\n", (unsigned long long)key,
-                now_ms() - t0);
-      if (!st && rename(tmp_so, so) != 0)
-        st = jx_error_set(JX_ERR_IO, "jit: cannot rename '%s': %s", tmp_so, strerror(errno));
-      if (!st) {
-        stats.compiles++;
-        handle = open_object(so);
-        if (!handle) st = jx_error_set(JX_ERR_INTERNAL, "jit: cannot load '%s': %s", so, dlerror());
-      }
-      unlink(tmp_so);
-      if (!st) {
-        unlink(src);
-        unlink(log);
-      }
-    }
+  void *handle;
+  while (!(handle = find_loaded(key)) && is_building(key)) pthread_cond_wait(&built, &lock);
+  if (handle) {
+    stats.memory_hits++;
+    void *fn = dlsym(handle, symbol);
+    pthread_mutex_unlock(&lock);
+    if (!fn) jx_error_set(JX_ERR_INTERNAL, "jit: kernel '%s' is missing from its object", symbol);
+    return fn;
   }
+  building me = {key, in_flight};
+  in_flight = &me;
+  pthread_mutex_unlock(&lock);
+
+  char so[1200] = "";
+  handle = open_or_build(source, key, so, sizeof so);
+
+  pthread_mutex_lock(&lock);
+  for (building **b = &in_flight; *b; b = &(*b)->next)
+    if (*b == &me) {
+      *b = me.next;
+      break;
+    }
   void *fn = NULL;
   if (handle) {
     loaded *l = malloc(sizeof *l);
@@ -198,6 +250,7 @@ void *jx_kernel_load(const char *source, const char *symbol) {
       fn = NULL;
     }
   }
+  pthread_cond_broadcast(&built); /* waiters find it loaded, or try themselves */
   pthread_mutex_unlock(&lock);
   return fn;
 }

@@ -11,13 +11,17 @@
 #include <stdint.h>
 
 /* The address of `symbol` in the compiled `source`, or NULL with an error
- * recorded (naming the compiler's first error line). Thread-safe. */
+ * recorded (naming the compiler's first error line). Thread-safe, and
+ * concurrent: different sources compile at the same time (the lock is not
+ * held while the compiler runs); a thread asking for a source that another
+ * is compiling waits for that compile instead of starting its own. */
 void *jx_kernel_load(const char *source, const char *symbol);
 
 /* Counters for tests and JX_LOG_COMPILES: compiler runs, disk-cache hits and
- * in-memory hits since the process started. */
+ * in-memory hits since the process started, and the most compiler runs that
+ * were under way at once. */
 typedef struct {
-  int64_t compiles, disk_hits, memory_hits;
+  int64_t compiles, disk_hits, memory_hits, max_concurrent;
 } jx_kernel_stats;
 jx_kernel_stats jx_kernel_cache_stats(void);
 

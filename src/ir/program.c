@@ -72,6 +72,7 @@ int jx_program_add_input(jx_program *p, jx_aval aval) {
 }
 
 int jx_program_add_const(jx_program *p, jx_array *value) {
+  if (jx_array_ready(value)) return -1; /* constants are read by the simplifier */
   int v = jx_program_add_var(p, (jx_aval){value->dtype, value->weak, value->shape});
   if (v < 0) return -1;
   int cap = p->cap_const;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "../base/error.h"
+#include "../trace/axis_env.h"
 #include "program.h"
 
 static jx_status check_use(const jx_program *p, const char *defined, int v, const char *what) {
@@ -57,7 +58,9 @@ static jx_status verify_eqn(const jx_program *p, const jx_eqn *e, char *defined)
         goto done;
       }
   }
+  int bound = e->prim->bind_sub_axes ? e->prim->bind_sub_axes(&e->params) : 0;
   for (int s = 0; s < e->nsub && !st; s++) st = jx_program_verify(e->sub[s]);
+  while (bound-- > 0) jx_axis_pop();
   for (int o = 0; o < e->nout && !st; o++) st = define(p, defined, e->out[o], e->prim->name);
 done:
   free(in);

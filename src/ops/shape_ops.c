@@ -318,8 +318,10 @@ static jx_status check_starts(const char *op, jx_array *a, int n, jx_array *cons
  * clamps). */
 static jx_array *wrap_negative(jx_array *s, int64_t n) {
   if (!jx_is_signed_int(s->dtype)) return s;
-  jx_array *neg = jx_lt(s, jx_scalar(JX_I64, 0));
-  jx_array *up = jx_add(s, jx_scalar(JX_I64, (double)n));
+  /* constants of s's own dtype: a weak i32 start stays i32 (weak i64
+   * literals would promote it and the cases would differ) */
+  jx_array *neg = jx_lt(s, jx_full(s->dtype, (jx_shape){0, {0}}, 0));
+  jx_array *up = jx_add(s, jx_full(s->dtype, (jx_shape){0, {0}}, (double)n));
   return jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){neg, s, up}, NULL);
 }
 

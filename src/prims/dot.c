@@ -87,7 +87,7 @@ static jx_status check_dims(const jx_params *p, const jx_aval *in, int w, int o)
 /* Checks that lists w (lhs) and w + 1 (rhs) pair dims of equal sizes. */
 static jx_status check_pairs(const jx_params *p, const jx_aval *in, int w, const char *kind) {
   const jx_ilist *l = &p->l[w], *r = &p->l[w + 1];
-  char msg[200], ls[96], rs[96];
+  char msg[320], ls[96], rs[96];
   if (l->n != r->n) {
     snprintf(msg, sizeof msg, "needs as many lhs as rhs %s dimensions, got %s and %s", kind,
              list_str(l, ls, sizeof ls), list_str(r, rs, sizeof rs));

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "dot_kernels.h"
+#include "../base/threadpool.h"
 
 #ifndef JX_HAVE_BLAS
 const int jx_dot_have_blas = 0;
@@ -188,10 +189,86 @@ static int prepare(const jx_tensor *t, int dbl, const group *bg, const group *rg
 
 static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
+/* OpenBLAS's own threads are switched off: jx's pool splits each GEMM
+ * itself (gemm_pieces), so one set of threads serves GEMMs and the fused
+ * kernels between them. With both, OpenBLAS's workers spun (sched_yield) for
+ * ~0.1 s after every GEMM, competing with the pool's kernels for the cores:
+ * a fifth of a jitted MLP step went to those hand-offs. Weak: a BLAS without
+ * these functions keeps its own threading and gets no split. */
+extern void openblas_set_num_threads(int) __attribute__((weak));
+extern int openblas_get_num_threads(void) __attribute__((weak));
+
+static int own_threads(void) {
+  if (!openblas_set_num_threads || !openblas_get_num_threads) return 0;
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+  return 1;
+}
+
+/* One gemm, C = L x R for C rows [m0, m1). */
+typedef struct {
+  int dbl;
+  int64_t M, N, K;
+  const operand *L, *R;
+  void *C;
+  int64_t pieces, step; /* row blocks per batch, rows per block */
+} gemm_job;
+
+static void gemm_rows(const gemm_job *j, int64_t b, int64_t m0, int64_t m1) {
+  const operand *L = j->L, *R = j->R;
+  int lda = (int)L->v.ld, ldb = (int)R->v.ld, n = (int)j->N, k = (int)j->K, m = (int)(m1 - m0);
+  size_t lo = (size_t)L->boff[b], ro = (size_t)R->boff[b], co = (size_t)((b * j->M + m0) * j->N);
+  lo += (size_t)(L->v.trans == CblasNoTrans ? m0 * lda : m0);
+  if (j->dbl)
+    cblas_dgemm(CblasRowMajor, L->v.trans, R->v.trans, m, n, k, 1.0, (const double *)L->base + lo,
+                lda, (const double *)R->base + ro, ldb, 0.0, (double *)j->C + co, n);
+  else
+    cblas_sgemm(CblasRowMajor, L->v.trans, R->v.trans, m, n, k, 1.0f, (const float *)L->base + lo,
+                lda, (const float *)R->base + ro, ldb, 0.0f, (float *)j->C + co, n);
+}
+
+static void gemm_units(void *ctx, int64_t begin, int64_t end) {
+  const gemm_job *j = ctx;
+  for (int64_t u = begin; u < end; u++) {
+    int64_t b = u / j->pieces, m0 = (u % j->pieces) * j->step;
+    int64_t m1 = m0 + j->step < j->M ? m0 + j->step : j->M;
+    if (m0 < m1) gemm_rows(j, b, m0, m1);
+  }
+}
+
+/* Row blocks start at multiples of 48: OpenBLAS's single-threaded sgemm and
+ * dgemm (Haswell/Zen kernels) then compute every element of C with the
+ * instructions of the unsplit call, so a split GEMM gives the same bits
+ * whatever the number of threads (checked for sizes 100..1024, both layouts;
+ * row blocks at other multiples of 16 do not). OpenBLAS's own threading
+ * gave bits that depended on its thread count. */
+/* A piece smaller than this is not worth a thread: on the 2-core machine two
+ * concurrent 128-row halves of a 256^3 sgemm took longer than one call. */
+enum { ROW_QUANTUM = 48, MIN_PIECE_MACS = 1 << 24 };
+
+/* Every batch's gemm, its rows split into blocks over the pool. */
+static void gemm_all(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const operand *L,
+                     const operand *R, void *C) {
+  gemm_job j = {dbl, M, N, K, L, R, C, 1, M};
+  int threads = own_threads() ? jx_pool_threads() : 1;
+  int64_t want = threads > 1 && !jx_pool_inside() && B < threads ? M * N * K / MIN_PIECE_MACS : 1;
+  if (want > threads) want = threads;
+  if (want > 1) {
+    int64_t quanta = (M + ROW_QUANTUM - 1) / ROW_QUANTUM;
+    int64_t per = (quanta + want - 1) / want; /* quanta per block */
+    j.step = per * ROW_QUANTUM;
+    j.pieces = (M + j.step - 1) / j.step;
+  }
+  jx_parallel_for(B * j.pieces, 1, gemm_units, &j);
+}
+
 /* C[b] = L[b] x R[b] for every batch: gemv for a single row or column, else gemm. */
 static void multiply(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const operand *L,
                      const operand *R, void *C) {
   int m = (int)M, n = (int)N, k = (int)K, lda = (int)L->v.ld, ldb = (int)R->v.ld;
+  if (M != 1 && N != 1) {
+    gemm_all(dbl, B, M, N, K, L, R, C);
+    return;
+  }
   for (int64_t b = 0; b < B; b++) {
     size_t lo = (size_t)L->boff[b], ro = (size_t)R->boff[b], co = (size_t)(b * M * N);
     if (M == 1) { /* c[N] = R^T l: R stored K x N (NoTrans) or N x K (Trans) */
@@ -204,7 +281,7 @@ static void multiply(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const 
         cblas_sgemv(CblasRowMajor, rt ? CblasTrans : CblasNoTrans, rt ? k : n, rt ? n : k, 1.0f,
                     (const float *)R->base + ro, ldb, (const float *)L->base + lo, incl, 0.0f,
                     (float *)C + co, 1);
-    } else if (N == 1) { /* c[M] = L r: L stored M x K (NoTrans) or K x M (Trans) */
+    } else { /* c[M] = L r: L stored M x K (NoTrans) or K x M (Trans) */
       int lt = L->v.trans == CblasNoTrans, incr = R->v.trans == CblasNoTrans ? ldb : 1;
       if (dbl)
         cblas_dgemv(CblasRowMajor, lt ? CblasNoTrans : CblasTrans, lt ? m : k, lt ? k : m, 1.0,
@@ -214,12 +291,6 @@ static void multiply(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const 
         cblas_sgemv(CblasRowMajor, lt ? CblasNoTrans : CblasTrans, lt ? m : k, lt ? k : m, 1.0f,
                     (const float *)L->base + lo, lda, (const float *)R->base + ro, incr, 0.0f,
                     (float *)C + co, 1);
-    } else if (dbl) {
-      cblas_dgemm(CblasRowMajor, L->v.trans, R->v.trans, m, n, k, 1.0, (const double *)L->base + lo,
-                  lda, (const double *)R->base + ro, ldb, 0.0, (double *)C + co, n);
-    } else {
-      cblas_sgemm(CblasRowMajor, L->v.trans, R->v.trans, m, n, k, 1.0f, (const float *)L->base + lo,
-                  lda, (const float *)R->base + ro, ldb, 0.0f, (float *)C + co, n);
     }
   }
 }

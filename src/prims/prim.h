@@ -121,6 +121,10 @@ typedef struct jx_prim {
   jx_transpose_fn transpose;       /* linear primitives only */
   jx_batch_fn batch;               /* NULL: an error under vmap */
   jx_partial_eval_fn partial_eval; /* NULL: the whole equation is unknown if any input is */
+  /* Named axes the nested programs run under (shard_map's mesh axes): binds
+   * them (jx_axis_push) for code that walks into the subprograms, such as
+   * verification, and returns how many it bound (popped by the caller). */
+  int (*bind_sub_axes)(const jx_params *p);
   uint8_t elementwise; /* 1: same-shaped operands, output of that shape (generic batching) */
   uint8_t uses_axis;   /* 1: depends on a named axis (axis_index, collectives): its batching
                           rule runs even when no operand is batched */

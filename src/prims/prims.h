@@ -78,6 +78,9 @@ extern const jx_prim jx_prim_cond, jx_prim_while, jx_prim_scan, jx_prim_remat,
     jx_prim_custom_vjp_call, jx_prim_custom_lin, jx_prim_custom_jvp_call, jx_prim_axis_index;
 extern const jx_prim *const jx_prims_control[];
 
+/* parallel/: sharding constraints, shard_map and the collectives */
+extern const jx_prim *const jx_prims_parallel[];
+
 /* The row named `name`, or NULL. */
 const jx_prim *jx_prim_lookup(const char *name);
 /* Calls fn for every row. */

@@ -1,6 +1,7 @@
 #include "axis_env.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,17 @@ int64_t jx_axis_env_size(const char *name) {
   for (int i = depth - 1; i >= 0; i--)
     if (stack[i].id == id) return stack[i].size;
   return -1;
+}
+
+void jx_axis_env_names(char *buf, size_t cap) {
+  size_t len = 0;
+  if (cap) buf[0] = 0;
+  for (int i = 0; i < depth && len + 1 < cap; i++) {
+    if (!stack[i].id) continue;
+    int w = snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", jx_axis_name(stack[i].id));
+    if (w < 0) break;
+    len += (size_t)w < cap - len ? (size_t)w : cap - len - 1;
+  }
 }
 
 int jx_axis_innermost_id(void) { return depth ? stack[depth - 1].id : 0; }

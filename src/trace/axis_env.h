@@ -4,6 +4,7 @@
 #ifndef JX_SRC_TRACE_AXIS_ENV_H
 #define JX_SRC_TRACE_AXIS_ENV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jx/base.h>
@@ -18,6 +19,9 @@ int jx_axis_id(const char *name);
 const char *jx_axis_name(int id);
 /* The id of the innermost bound axis (0 if anonymous or none). */
 int jx_axis_innermost_id(void);
+/* The names of the bound axes, outermost first, as "data, model" into
+ * buf[0..cap) (anonymous axes left out; "" when none). For error messages. */
+void jx_axis_env_names(char *buf, size_t cap);
 /* A hash of the bound axes, for cache keys. */
 uint64_t jx_axis_env_hash(void);
 

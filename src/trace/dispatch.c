@@ -19,6 +19,8 @@ static jx_status run_eager(const jx_prim *p, int nin, jx_array *const *in, const
                            int nout, jx_array **out, jx_aval *avals, jx_aval *oavals,
                            jx_tensor *tin, jx_tensor *tout) {
   for (int i = 0; i < nin; i++) {
+    jx_status st = jx_array_ready(in[i]); /* an eager op sees a sharded input's global value */
+    if (st) return st;
     avals[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape};
     tin[i] = (jx_tensor){in[i]->buf->data, in[i]->dtype, in[i]->shape};
   }

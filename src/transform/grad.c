@@ -16,8 +16,8 @@ typedef enum { MODE_VJP, MODE_GRAD, MODE_VALUE_AND_GRAD } grad_mode;
 typedef struct {
   grad_mode mode;
   int nargs;
-  int argnums[JX_MAX_RANK];
   int has_aux;
+  int argnums[]; /* nargs entries */
 } grad_data;
 
 static void free_grad_data(void *d) { free(d); }
@@ -164,13 +164,24 @@ static const jx_fn_kind grad_kind = {
 static const jx_fn_kind vag_kind = {
     .name = "value_and_grad", .build = grad_build, .free_data = free_grad_data};
 
-static grad_data *make_data(const char *op, jx_fn *f, grad_mode mode, jx_axes argnums,
+/* nargs entries of args (negative ones count from the end); none means
+ * argument 0, as JAX's default argnums. */
+static grad_data *make_data(const char *op, jx_fn *f, grad_mode mode, int nargs, const int *args,
                             int has_aux) {
   if (!f) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: the function is NULL", op);
     return NULL;
   }
-  grad_data *g = calloc(1, sizeof *g);
+  if (nargs < 0) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: too many argnums", op);
+    return NULL;
+  }
+  static const int first = 0;
+  if (nargs == 0 && mode != MODE_VJP) {
+    nargs = 1;
+    args = &first;
+  }
+  grad_data *g = calloc(1, sizeof *g + sizeof *g->argnums * (size_t)(nargs + 1));
   if (!g) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
     return NULL;
@@ -178,21 +189,15 @@ static grad_data *make_data(const char *op, jx_fn *f, grad_mode mode, jx_axes ar
   g->mode = mode;
   g->has_aux = has_aux;
   if (mode == MODE_VJP) return g;
-  if (argnums.n < 0) {
-    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: too many argnums", op);
-    free(g);
-    return NULL;
-  }
-  if (argnums.n == 0) argnums = (jx_axes){1, {0}}; /* JAX's default argnums=0 */
-  for (int k = 0; k < argnums.n; k++) {
-    int a = argnums.v[k] < 0 ? argnums.v[k] + f->nin : argnums.v[k];
+  for (int k = 0; k < nargs; k++) {
+    int a = args[k] < 0 ? args[k] + f->nin : args[k];
     if (a < 0 || a >= f->nin) {
       jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argnum %d is out of range for '%s' with %d inputs",
-                   op, argnums.v[k], f->name, f->nin);
+                   op, args[k], f->name, f->nin);
       free(g);
       return NULL;
     }
-    for (int j = 0; j < k; j++)
+    for (int j = 0; j < k && nargs <= JX_MAX_RANK; j++) /* ranges have no repeats */
       if (g->argnums[j] == a) {
         jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argnum %d appears twice", op, a);
         free(g);
@@ -200,31 +205,53 @@ static grad_data *make_data(const char *op, jx_fn *f, grad_mode mode, jx_axes ar
       }
     g->argnums[k] = a;
   }
-  g->nargs = argnums.n;
+  g->nargs = nargs;
   return g;
 }
 
 jx_fn *jx_vjp(jx_fn *f) {
-  grad_data *g = make_data("jx_vjp", f, MODE_VJP, (jx_axes){0, {0}}, 0);
+  grad_data *g = make_data("jx_vjp", f, MODE_VJP, 0, NULL, 0);
   return g ? jx_fn_new_transform(&vjp_kind, f, f->nin + f->nout, f->nout + f->nin, g) : NULL;
 }
 
 jx_fn *jx_grad(jx_fn *f, jx_axes argnums) {
-  grad_data *g = make_data("jx_grad", f, MODE_GRAD, argnums, 0);
+  grad_data *g = make_data("jx_grad", f, MODE_GRAD, argnums.n, argnums.v, 0);
   return g ? jx_fn_new_transform(&grad_kind, f, f->nin, g->nargs, g) : NULL;
 }
 
-jx_fn *jx_value_and_grad(jx_fn *f, jx_axes argnums, int has_aux) {
-  grad_data *g = make_data("jx_value_and_grad", f, MODE_VALUE_AND_GRAD, argnums, has_aux);
+static jx_fn *value_and_grad(const char *op, jx_fn *f, int nargs, const int *args, int has_aux) {
+  grad_data *g = make_data(op, f, MODE_VALUE_AND_GRAD, nargs, args, has_aux);
   if (!g) return NULL;
   if (!has_aux && f->nout > 1) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                 "jx_value_and_grad: '%s' has %d outputs; pass has_aux = 1 to return the "
-                 "others as auxiliary values",
-                 f->name, f->nout);
+                 "%s: '%s' has %d outputs; pass has_aux = 1 to return the others as "
+                 "auxiliary values",
+                 op, f->name, f->nout);
     free(g);
     return NULL;
   }
   int nout = 1 + (has_aux ? f->nout - 1 : 0) + g->nargs;
   return jx_fn_new_transform(&vag_kind, f, f->nin, nout, g);
+}
+
+jx_fn *jx_value_and_grad(jx_fn *f, jx_axes argnums, int has_aux) {
+  return value_and_grad("jx_value_and_grad", f, argnums.n, argnums.v, has_aux);
+}
+
+jx_fn *jx_value_and_grad_first(jx_fn *f, int n, int has_aux) {
+  if (!f || n < 1 || n > f->nin) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "jx_value_and_grad_first: n = %d must be in 1..%d (the inputs of '%s')", n,
+                 f ? f->nin : 0, f ? f->name : "(null)");
+    return NULL;
+  }
+  int *args = malloc(sizeof *args * (size_t)n);
+  if (!args) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_value_and_grad_first: out of memory");
+    return NULL;
+  }
+  for (int i = 0; i < n; i++) args[i] = i;
+  jx_fn *r = value_and_grad("jx_value_and_grad_first", f, n, args, has_aux);
+  free(args);
+  return r;
 }

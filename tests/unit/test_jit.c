@@ -1,7 +1,10 @@
 /* The compiler: fused kernels give the reference's bits; a second call
  * compiles nothing; a new process finds its kernels in the disk cache; a
- * corrupt cache entry is rebuilt. */
+ * corrupt cache entry is rebuilt; two translation units compile at once. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <pthread.h>
+#include <time.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -108,6 +111,62 @@ static void cost_before_running(void **state) {
   jx_fn_release(m);
 }
 
+/* ---- concurrent compiles: two threads load two sources at the same moment ---- */
+
+typedef struct {
+  char src[256];
+  void *fn;
+} load_job;
+
+static pthread_barrier_t start_line;
+
+static void *load_thread(void *arg) {
+  load_job *j = arg;
+  pthread_barrier_wait(&start_line);
+  j->fn = jx_kernel_load(j->src, "jx_times");
+  return NULL;
+}
+
+/* runs two loads on two threads released together; returns the stats' change */
+static jx_kernel_stats load_pair(load_job *jobs) {
+  jx_kernel_stats s0 = jx_kernel_cache_stats();
+  pthread_t t[2];
+  assert_int_equal(pthread_barrier_init(&start_line, NULL, 2), 0);
+  for (int k = 0; k < 2; k++)
+    assert_int_equal(pthread_create(&t[k], NULL, load_thread, &jobs[k]), 0);
+  for (int k = 0; k < 2; k++) pthread_join(t[k], NULL);
+  pthread_barrier_destroy(&start_line);
+  jx_kernel_stats s1 = jx_kernel_cache_stats();
+  return (jx_kernel_stats){s1.compiles - s0.compiles, s1.disk_hits - s0.disk_hits,
+                           s1.memory_hits - s0.memory_hits, s1.max_concurrent};
+}
+
+static void two_programs_compile_concurrently(void **state) {
+  (void)state;
+  /* a nonce keeps the sources out of the disk cache of earlier runs */
+  long nonce = (long)time(NULL) ^ (long)getpid() * 7919;
+  load_job jobs[2];
+  for (int k = 0; k < 2; k++)
+    snprintf(jobs[k].src, sizeof jobs[k].src,
+             "/* %ld %d */\ndouble jx_times(double x) { return %d * x; }\n", nonce, k, k + 2);
+  jx_kernel_stats d = load_pair(jobs);
+  for (int k = 0; k < 2; k++) {
+    assert_non_null(jobs[k].fn);
+    assert_true(((double (*)(double))jobs[k].fn)(3.0) == 3.0 * (k + 2));
+  }
+  assert_int_equal(d.compiles, 2);
+  assert_true(d.max_concurrent >= 2); /* the compiler ran twice at once */
+  /* one source asked for by two threads at once compiles once */
+  for (int k = 0; k < 2; k++)
+    snprintf(jobs[k].src, sizeof jobs[k].src,
+             "/* %ld same */\ndouble jx_times(double x) { return 5 * x; }\n", nonce);
+  d = load_pair(jobs);
+  assert_non_null(jobs[0].fn);
+  assert_ptr_equal(jobs[0].fn, jobs[1].fn);
+  assert_int_equal(d.compiles, 1);
+  assert_int_equal(d.memory_hits, 1);
+}
+
 /* runs this test program again as `self --child EXPECT` and returns its status */
 static int child(const char *expect) {
   char cmd[2048];
@@ -169,6 +228,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(cost_before_running),
       cmocka_unit_test(new_process_hits_the_disk_cache),
       cmocka_unit_test(corrupt_entry_is_rebuilt),
+      cmocka_unit_test(two_programs_compile_concurrently),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   jx_release(inputs[0]);

@@ -334,6 +334,41 @@ static void named_axes(void **state) {
   jx_fn_release(f);
 }
 
+/* f(x0, ..., x11, w) = sum_i (i + 1) sum(x_i^2) * w */
+static void many_params_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *total = jx_scalar(JX_F32, 0);
+  for (int i = 0; i < 12; i++)
+    total =
+        jx_add(total, jx_mul(jx_scalar(JX_F32, i + 1), jx_sum(jx_mul(in[i], in[i]), JX_AXES(), 0)));
+  out[0] = jx_mul(total, in[12]);
+}
+
+/* More parameters than an argnums list holds: the first n inputs. */
+static void value_and_grad_of_many_parameters(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("many", 13, 1, many_params_body, NULL);
+  jx_fn *raw = jx_value_and_grad_first(f, 12, 0), *vg = jx_jit(raw, NULL);
+  jx_array *in[13], *out[13];
+  for (int i = 0; i < 12; i++) in[i] = jx_full(JX_F32, JX_SHAPE(2), i);
+  in[12] = jx_scalar(JX_F32, 3);
+  check_ok(jx_call(vg, in, out));
+  double value = 0;
+  for (int i = 0; i < 12; i++) value += (i + 1) * 2.0 * i * i * 3;
+  assert_true(jx_item(out[0]) == value);
+  for (int i = 0; i < 12; i++) {
+    float g[2];
+    check_ok(jx_read(out[1 + i], g, sizeof g));
+    assert_true(g[0] == (float)(2 * (i + 1) * i * 3) && g[1] == g[0]);
+  }
+  assert_null(jx_value_and_grad_first(f, 14, 0));
+  assert_non_null(strstr(jx_last_error(), "n = 14 must be in 1..13"));
+  jx_clear_error();
+  jx_fn_release(vg);
+  jx_fn_release(raw);
+  jx_fn_release(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(value_and_grad_with_aux, setup, teardown),
@@ -344,6 +379,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(per_example_gradients, setup, teardown),
       cmocka_unit_test_setup_teardown(errors_name_the_transformation_chain, setup, teardown),
       cmocka_unit_test_setup_teardown(named_axes, setup, teardown),
+      cmocka_unit_test_setup_teardown(value_and_grad_of_many_parameters, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   jx_shutdown();

@@ -1,0 +1,217 @@
+/* jx/nn.h: parameter trees, and (as they land) layers, initializers and
+ * losses as plain functions over arrays and trees.
+ *
+ * A jx_tree is an ordered list of named arrays ("blocks.0.attn.wq") — the C
+ * form of a pytree — used for parameters, gradients, optimizer state and
+ * checkpoints. A tree holds a reference to each of its arrays, so they
+ * outlive the scopes they were made in; inside a traced function a tree may
+ * hold tracers (a train step takes trees flattened into its inputs and
+ * returns them flattened: jx_tree_flatten / jx_tree_unflatten). */
+#ifndef JX_NN_H
+#define JX_NN_H
+
+#include "array.h"
+#include "parallel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct jx_tree jx_tree;
+
+jx_tree *jx_tree_create(void);
+/* Sets name to a (a new reference), replacing an earlier array of that name
+ * in place or appending. Errors (NULL name, poisoned a) are recorded. */
+void jx_tree_set(jx_tree *t, const char *name, jx_array *a);
+jx_array *jx_tree_get(const jx_tree *t, const char *name); /* borrowed; NULL if absent */
+int jx_tree_size(const jx_tree *t);
+const char *jx_tree_name(const jx_tree *t, int i);
+jx_array *jx_tree_at(const jx_tree *t, int i); /* borrowed */
+void jx_tree_release(jx_tree *t);
+
+/* The arrays in order into out[0..size) (borrowed). */
+void jx_tree_flatten(const jx_tree *t, jx_array **out);
+/* A tree with like's names (and order) holding arrays[i]. */
+jx_tree *jx_tree_unflatten(const jx_tree *like, jx_array *const *arrays);
+/* A tree with t's names holding fn(ctx, name, array); NULL from fn is an error. */
+typedef jx_array *(*jx_tree_map_fn)(void *ctx, const char *name, jx_array *a);
+jx_tree *jx_tree_map(const jx_tree *t, jx_tree_map_fn fn, void *ctx);
+/* Sum of the sizes of all arrays (the parameter count). */
+int64_t jx_tree_numel(const jx_tree *t);
+
+/* ==== initializers: jax.nn.initializers, bit for bit ====
+ * Each returns a fresh array of shape s drawn with key; the same key gives
+ * the same values as JAX's initializer of that name (jx's PRNG is JAX's
+ * threefry). Fans are computed as JAX's: in axis -2, out axis -1, and every
+ * other axis a receptive field (a dense [in, out] kernel has fan_in = in; an
+ * HWIO conv kernel has fan_in = H*W*I, fan_out = H*W*O); s needs rank >= 2.
+ * The *_normal variance-scaling initializers draw from a normal truncated
+ * at +-2 (as JAX's); jx_init_normal is an untruncated normal. dt: a float
+ * dtype. */
+jx_array *jx_init_glorot_uniform(jx_array *key, jx_dtype dt, jx_shape s);
+jx_array *jx_init_glorot_normal(jx_array *key, jx_dtype dt, jx_shape s);
+jx_array *jx_init_lecun_uniform(jx_array *key, jx_dtype dt, jx_shape s);
+jx_array *jx_init_lecun_normal(jx_array *key, jx_dtype dt, jx_shape s);
+jx_array *jx_init_he_uniform(jx_array *key, jx_dtype dt, jx_shape s);
+jx_array *jx_init_he_normal(jx_array *key, jx_dtype dt, jx_shape s);
+/* jax.nn.initializers.variance_scaling: mode "fan_in", "fan_out", "fan_avg"
+ * or "fan_geo_avg"; distribution "truncated_normal", "normal" or "uniform". */
+jx_array *jx_init_variance_scaling(jx_array *key, jx_dtype dt, jx_shape s, double scale,
+                                   const char *mode, const char *distribution);
+jx_array *jx_init_normal(jx_array *key, jx_dtype dt, jx_shape s, double stddev);
+jx_array *jx_init_truncated_normal(jx_array *key, jx_dtype dt, jx_shape s,
+                                   double stddev); /* truncated at +-2 stddev */
+
+/* ==== layers ====
+ * A layer is a pair of plain functions: jx_<layer>_init puts its parameters
+ * into a tree under "<prefix>.<name>" (the names below), and jx_<layer>
+ * applies it, reading them from the tree. Both work eagerly and inside
+ * traced functions (jit, grad, vmap): the apply functions take trees that
+ * may hold tracers. Inputs carry any leading (batch) dims. A missing
+ * parameter or a shape that does not fit records an error naming the layer,
+ * the prefix and the parameter, and returns a poisoned array (init
+ * functions return the status). Results belong to the innermost scope; the
+ * tree holds its own references. */
+
+/* Dense: y = x @ w + b over x's last dim.  "<p>.w" [in, out] (lecun_normal,
+ * Flax's default), "<p>.b" [out] (zeros; a tree without it means no bias). */
+jx_status jx_dense_init(jx_tree *t, const char *prefix, jx_array *key, int64_t in, int64_t out,
+                        jx_dtype dt);
+jx_array *jx_dense(const jx_tree *t, const char *prefix, jx_array *x);
+
+/* Embedding lookup: table rows by integer ids, y = table[ids] (ids of any
+ * shape; indices as jx_take: out-of-range ids give NaN rows).
+ * "<p>.table" [vocab, dim] (normal, stddev 1/sqrt(dim): Flax's nn.Embed). */
+jx_status jx_embedding_init(jx_tree *t, const char *prefix, jx_array *key, int64_t vocab,
+                            int64_t dim, jx_dtype dt);
+jx_array *jx_embedding(const jx_tree *t, const char *prefix, jx_array *ids);
+
+/* Layer norm over the last dim: (x - mean) / sqrt(var + eps) * scale + bias.
+ * "<p>.scale" [dim] (ones), "<p>.bias" [dim] (zeros). RMS norm:
+ * x / sqrt(mean(x^2) + eps) * scale, "<p>.scale" only. Both compute their
+ * statistics in f32 for f16/bf16 inputs and return x's dtype. */
+jx_status jx_layer_norm_init(jx_tree *t, const char *prefix, int64_t dim, jx_dtype dt);
+jx_array *jx_layer_norm(const jx_tree *t, const char *prefix, jx_array *x, double eps);
+jx_status jx_rms_norm_init(jx_tree *t, const char *prefix, int64_t dim, jx_dtype dt);
+jx_array *jx_rms_norm(const jx_tree *t, const char *prefix, jx_array *x, double eps);
+
+/* Causal multi-head self-attention on x [..., T, d]: q, k, v = x Wq + bq, ...
+ * split into n_heads heads of d / n_heads; softmax(q k^T / sqrt(d_head))
+ * with position i attending to positions <= i; heads merged and projected by
+ * Wo + bo. The softmax runs in f32 for f16/bf16 inputs. Parameters
+ * "<p>.wq" "<p>.wk" "<p>.wv" "<p>.wo" [d, d] (normal, stddev 0.02; wo
+ * 0.02 / sqrt(2 * n_layers) where the GPT model says so), "<p>.bq" "<p>.bk"
+ * "<p>.bv" "<p>.bo" [d] (zeros). */
+jx_status jx_attention_init(jx_tree *t, const char *prefix, jx_array *key, int64_t d,
+                            double wo_stddev, jx_dtype dt);
+jx_array *jx_causal_self_attention(const jx_tree *t, const char *prefix, jx_array *x, int n_heads);
+
+/* MLP block: dense, gelu (tanh form, as GPT-2 and jax.nn.gelu), dense.
+ * "<p>.fc.w" [d, hidden], "<p>.fc.b" [hidden], "<p>.proj.w" [hidden, d],
+ * "<p>.proj.b" [d] (weights normal 0.02, proj.w proj_stddev; biases zeros). */
+jx_status jx_mlp_init(jx_tree *t, const char *prefix, jx_array *key, int64_t d, int64_t hidden,
+                      double proj_stddev, jx_dtype dt);
+jx_array *jx_mlp(const jx_tree *t, const char *prefix, jx_array *x);
+
+/* Pre-norm transformer block (GPT-2):
+ *   x = x + attn(ln1(x));  x = x + mlp(ln2(x))
+ * "<p>.ln1.*", "<p>.attn.*", "<p>.ln2.*", "<p>.mlp.*" as above. Residual
+ * projections (attn.wo, mlp.proj.w) start at resid_stddev. */
+jx_status jx_transformer_block_init(jx_tree *t, const char *prefix, jx_array *key, int64_t d,
+                                    int64_t hidden, double resid_stddev, jx_dtype dt);
+jx_array *jx_transformer_block(const jx_tree *t, const char *prefix, jx_array *x, int n_heads,
+                               double eps);
+
+/* 2-D convolution, NHWC input and HWIO kernel, plus bias: "<p>.w" [kh, kw,
+ * cin, cout] (lecun_normal), "<p>.b" [cout] (zeros; optional). strides
+ * JX_SHAPE() means 1; padding "SAME" or "VALID" (SAME pads as
+ * lax.padtype_to_pads: the extra row/column goes to the end). */
+jx_status jx_conv2d_init(jx_tree *t, const char *prefix, jx_array *key, int64_t kh, int64_t kw,
+                         int64_t cin, int64_t cout, jx_dtype dt);
+jx_array *jx_conv2d(const jx_tree *t, const char *prefix, jx_array *x, jx_shape strides,
+                    const char *padding);
+/* Pooling: jx_max_pool and jx_avg_pool in ops.h (NHWC; avg counts padding
+ * as Flax's default). */
+
+/* Dropout (Flax's nn.Dropout): when training, each element is kept with
+ * probability 1 - rate (jx_random_bernoulli(key, 1 - rate, shape)) and
+ * scaled by 1 / (1 - rate), else zero; rate 1 gives zeros. Not training, or
+ * rate 0: x itself. rate must lie in [0, 1]. */
+jx_array *jx_dropout(jx_array *key, jx_array *x, double rate, int training);
+
+/* ==== losses and metrics ==== */
+/* optax.softmax_cross_entropy_with_integer_labels: logits [..., C], labels
+ * integer [...]; the per-example loss [...]. label_smoothing a in [0, 1)
+ * trains against optax.smooth_labels: (1 - a) one_hot + a / C. */
+jx_array *jx_softmax_cross_entropy(jx_array *logits, jx_array *labels, double label_smoothing);
+jx_array *jx_mse(jx_array *pred, jx_array *target); /* mean of squares, a scalar */
+/* Fraction of rows whose argmax equals the label: f32 scalar. */
+jx_array *jx_accuracy(jx_array *logits, jx_array *labels);
+
+/* ==== a GPT (GPT-2 shaped, byte-level) ====
+ * Tokens [B, T] (integer, T <= context) -> logits [B, T, vocab]:
+ *   h = wte[tokens] + wpe[0..T);  h = block_i(h) for each layer;
+ *   logits = ln_f(h) @ wte^T   (the head is tied to the token embedding).
+ * Parameters (jx_gpt_init, all normal 0.02 except as noted):
+ *   "wte" [vocab, d], "wpe" [context, d],
+ *   "blocks.<i>.ln1.scale|bias", "blocks.<i>.attn.wq|wk|wv|wo" [d, d] (wo at
+ *   0.02 / sqrt(2 n_layers)), "blocks.<i>.attn.bq|bk|bv|bo" [d] (zeros),
+ *   "blocks.<i>.ln2.scale|bias", "blocks.<i>.mlp.fc.w" [d, ratio d],
+ *   "blocks.<i>.mlp.fc.b", "blocks.<i>.mlp.proj.w" [ratio d, d] (0.02 /
+ *   sqrt(2 n_layers)), "blocks.<i>.mlp.proj.b", "ln_f.scale|bias"
+ * in that order; the i-th parameter is drawn with row i of
+ * jx_random_split(key, count). Layer norms use eps 1e-5. */
+typedef struct {
+  int64_t vocab; /* 256: bytes */
+  int64_t n_layers, d_model, n_heads, context;
+  int64_t mlp_ratio; /* hidden = mlp_ratio * d_model; 4 */
+} jx_gpt_config;
+
+jx_gpt_config jx_gpt_config_default(void); /* 256 vocab, 2 layers, d 32, 4 heads, context 16 */
+jx_tree *jx_gpt_init(const jx_gpt_config *c, jx_array *key, jx_dtype dt); /* caller releases */
+jx_array *jx_gpt_forward(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens);
+/* Mean next-token cross-entropy of logits(tokens) against targets [B, T]. */
+jx_array *jx_gpt_loss(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens,
+                      jx_array *targets);
+/* The partition spec of each parameter of params on a mesh with axes
+ * "data" and/or "model" (an axis the mesh lacks is not used), for
+ * jx_sharding_create: Megatron tensor parallelism over "model" (wq, wk, wv
+ * and mlp.fc.w column-parallel "None,model", their biases "model"; wo and
+ * mlp.proj.w row-parallel "model,None"; wte split over the vocabulary
+ * "model,None"), and with fsdp the other dim of each matrix (wpe's rows,
+ * wte's columns) split over "data". A dim the axes' size does not divide
+ * stays whole; norms and the other biases are replicated (""). specs
+ * receives jx_tree_size(params) strings. */
+jx_status jx_gpt_param_specs(const jx_gpt_config *c, const jx_tree *params, const jx_mesh *m,
+                             int fsdp, char (*specs)[64]);
+
+#ifndef JX_NO_LOCATION_MACROS
+#define jx_init_glorot_uniform(...)   JX_LOCATED(jx_init_glorot_uniform, __VA_ARGS__)
+#define jx_init_glorot_normal(...)    JX_LOCATED(jx_init_glorot_normal, __VA_ARGS__)
+#define jx_init_lecun_uniform(...)    JX_LOCATED(jx_init_lecun_uniform, __VA_ARGS__)
+#define jx_init_lecun_normal(...)     JX_LOCATED(jx_init_lecun_normal, __VA_ARGS__)
+#define jx_init_he_uniform(...)       JX_LOCATED(jx_init_he_uniform, __VA_ARGS__)
+#define jx_init_he_normal(...)        JX_LOCATED(jx_init_he_normal, __VA_ARGS__)
+#define jx_init_variance_scaling(...) JX_LOCATED(jx_init_variance_scaling, __VA_ARGS__)
+#define jx_init_normal(...)           JX_LOCATED(jx_init_normal, __VA_ARGS__)
+#define jx_init_truncated_normal(...) JX_LOCATED(jx_init_truncated_normal, __VA_ARGS__)
+#define jx_dense(...)                 JX_LOCATED(jx_dense, __VA_ARGS__)
+#define jx_embedding(...)             JX_LOCATED(jx_embedding, __VA_ARGS__)
+#define jx_layer_norm(...)            JX_LOCATED(jx_layer_norm, __VA_ARGS__)
+#define jx_rms_norm(...)              JX_LOCATED(jx_rms_norm, __VA_ARGS__)
+#define jx_causal_self_attention(...) JX_LOCATED(jx_causal_self_attention, __VA_ARGS__)
+#define jx_mlp(...)                   JX_LOCATED(jx_mlp, __VA_ARGS__)
+#define jx_transformer_block(...)     JX_LOCATED(jx_transformer_block, __VA_ARGS__)
+#define jx_conv2d(...)                JX_LOCATED(jx_conv2d, __VA_ARGS__)
+#define jx_dropout(...)               JX_LOCATED(jx_dropout, __VA_ARGS__)
+#define jx_softmax_cross_entropy(...) JX_LOCATED(jx_softmax_cross_entropy, __VA_ARGS__)
+#define jx_mse(...)                   JX_LOCATED(jx_mse, __VA_ARGS__)
+#define jx_accuracy(...)              JX_LOCATED(jx_accuracy, __VA_ARGS__)
+#define jx_gpt_forward(...)           JX_LOCATED(jx_gpt_forward, __VA_ARGS__)
+#define jx_gpt_loss(...)              JX_LOCATED(jx_gpt_loss, __VA_ARGS__)
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,61 @@
+/* jx/optim.h: optimizers with Optax's semantics, traceable so that the whole
+ * update runs inside a jitted train step.
+ *
+ *   jx_optimizer *opt = jx_optim_chain_clip(jx_optim_adamw(1e-3, 0.9, 0.999, 1e-8, 0.01), 1.0);
+ *   jx_tree *state = jx_optim_init(opt, params);
+ *   ... inside the step, with grads of the loss:
+ *   jx_optim_update(opt, grads, state, params);   (replaces state's and params' arrays)
+ *
+ * State trees hold "count" (i32 scalar, steps taken) and one array per
+ * parameter and moment, named "<moment>/<param name>" ("mu/w", "nu/w");
+ * moments are f32 whatever the parameters' dtype, and laid out like their
+ * parameters (ZeRO: parameters sharded over the data axis shard their state
+ * the same way). */
+#ifndef JX_OPTIM_H
+#define JX_OPTIM_H
+
+#include "nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct jx_optimizer jx_optimizer;
+typedef struct jx_schedule jx_schedule;
+
+/* ---- learning-rate schedules: lr as a function of the step count ---- */
+jx_schedule *jx_schedule_constant(double lr);
+/* optax.linear_schedule: init -> end over steps, then end. */
+jx_schedule *jx_schedule_linear(double init, double end, int64_t steps);
+/* optax.warmup_cosine_decay_schedule: linear init -> peak over warmup steps,
+ * then cosine peak -> end until decay_steps (counted from 0, warmup included). */
+jx_schedule *jx_schedule_warmup_cosine(double init, double peak, int64_t warmup,
+                                       int64_t decay_steps, double end);
+/* The rate at step count (an i32 scalar array, traced or concrete), f32. */
+jx_array *jx_schedule_value(const jx_schedule *s, jx_array *count);
+void jx_schedule_release(jx_schedule *s);
+
+/* ---- optimizers ---- */
+jx_optimizer *jx_optim_sgd(double lr, double momentum); /* momentum 0: plain SGD */
+jx_optimizer *jx_optim_sgd_nesterov(double lr, double momentum);
+jx_optimizer *jx_optim_adam(double lr, double b1, double b2, double eps);
+/* optax.adamw: Adam's step plus wd * param, all scaled by -lr. */
+jx_optimizer *jx_optim_adamw(double lr, double b1, double b2, double eps, double wd);
+/* Wrappers take over o and return it changed: */
+jx_optimizer *jx_optim_with_schedule(jx_optimizer *o, jx_schedule *s); /* takes s */
+jx_optimizer *jx_optim_chain_clip(jx_optimizer *o, double max_global_norm);
+/* optax.MultiSteps: gradients averaged over every_k calls; parameters move
+ * on every k-th call only. */
+jx_optimizer *jx_optim_accumulate(jx_optimizer *o, int every_k);
+void jx_optim_release(jx_optimizer *o);
+
+jx_tree *jx_optim_init(jx_optimizer *o, const jx_tree *params);
+/* One step: reads grads, replaces the arrays of state and params. */
+void jx_optim_update(jx_optimizer *o, const jx_tree *grads, jx_tree *state, jx_tree *params);
+/* sqrt of the sum of squares of every array of t (f32 scalar). */
+jx_array *jx_optim_global_norm(const jx_tree *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,125 @@
+/* jx/parallel.h: devices, meshes, shardings, shard_map, pmap and the
+ * collectives used inside them.
+ *
+ * Devices. The CPU backend exposes JX_NUM_CPU_DEVICES virtual devices
+ * (default 1; or jx_set_cpu_device_count before first use), each with its
+ * own memory and its own thread, so every parallel feature runs on one
+ * machine, as JAX's forced host device count does.
+ *
+ * Meshes and shardings. A mesh arranges devices in a named grid
+ * (jx_mesh_create(JX_SHAPE(4, 2), (const char *[]){"data", "model"})). A
+ * sharding is a mesh plus a partition spec with one entry per leading array
+ * dim, comma separated: a mesh axis name, "None" or "_" (not split), or
+ * "(a,b)" (split over several axes, a major). Missing trailing entries are
+ * "None"; "" is fully replicated. Mesh axes a spec does not name replicate
+ * the array. Every split dim must be divisible by the product of its axes'
+ * sizes (jx rejects others, naming the dim, its size and the axes' size).
+ *
+ * Arrays. An array is a global shape plus one shard per device of its
+ * sharding's mesh. jx_read, jx_print and eager ops see the global value
+ * (gathered on first use); jitted functions with shardings, shard_map and
+ * pmap work on the shards where they are.
+ *
+ * Collectives (jx_psum, ...) are called inside jx_shard_map, jx_pmap or a
+ * jx_vmap_axis body with the axis name; each is differentiable and batchable. */
+#ifndef JX_PARALLEL_H
+#define JX_PARALLEL_H
+
+#include "array.h"
+#include "transform.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct jx_device jx_device;
+typedef struct jx_mesh jx_mesh;
+
+/* ---- devices ---- */
+/* Sets the number of CPU devices; only before the first use of devices
+ * (an error afterwards, unless n equals the count already in use). */
+jx_status jx_set_cpu_device_count(int n);
+int jx_device_count(void); /* global, all processes */
+int jx_local_device_count(void);
+jx_device *jx_device_get(int i);                /* NULL and an error when out of range */
+const char *jx_device_kind(const jx_device *d); /* "cpu", "cuda" */
+int jx_device_id(const jx_device *d);
+int jx_device_process_index(const jx_device *d);
+
+/* ---- meshes ---- */
+/* A mesh over devices 0 .. prod(axis_sizes)-1 in row-major order. Names must
+ * be distinct, non-empty identifiers; the caller releases the mesh. */
+jx_mesh *jx_mesh_create(jx_shape axis_sizes, const char *const *axis_names);
+/* The same over the given devices (global ids, each once). */
+jx_mesh *jx_mesh_create_on(jx_shape axis_sizes, const char *const *axis_names,
+                           const int *device_ids);
+jx_mesh *jx_mesh_retain(jx_mesh *m);
+void jx_mesh_release(jx_mesh *m);
+int jx_mesh_ndim(const jx_mesh *m);
+const char *jx_mesh_axis_name(const jx_mesh *m, int i);
+int64_t jx_mesh_axis_size(const jx_mesh *m, const char *name); /* -1: no such axis */
+int jx_mesh_device_count(const jx_mesh *m);
+
+/* ---- shardings ---- */
+jx_sharding *jx_sharding_create(jx_mesh *m, const char *spec); /* caller releases */
+jx_sharding *jx_sharding_retain(jx_sharding *s);
+void jx_sharding_release(jx_sharding *s);
+jx_mesh *jx_sharding_mesh(const jx_sharding *s);    /* borrowed */
+const char *jx_sharding_spec(const jx_sharding *s); /* normalized: "data,None" */
+/* The shape of each shard of an array of global shape g under s. */
+jx_status jx_sharding_shard_shape(const jx_sharding *s, jx_shape g, jx_shape *out);
+
+/* The array laid out as s says: shards on s's devices (a copy; a is
+ * unchanged). A tracer gets a sharding constraint instead. */
+jx_array *jx_device_put(jx_array *a, jx_sharding *s);
+jx_array *jx_with_sharding_constraint(jx_array *a, jx_sharding *s);
+/* a's sharding (borrowed), or NULL for an array on one device. */
+jx_sharding *jx_sharding_of(const jx_array *a);
+/* The shard held by the i-th device of a's mesh (device i for an array on
+ * one device), as a new array owned by the innermost scope. */
+jx_array *jx_array_shard(const jx_array *a, int i);
+/* A text grid of which devices hold which block, like JAX's. */
+void jx_visualize_sharding(const jx_array *a, FILE *f);
+
+/* ---- per-device programs ---- */
+/* f's inputs are split by in_specs (one spec per input, over m's axes) and
+ * f runs once per device on its blocks, with m's axis names bound for the
+ * collectives; its outputs are blocks of the global outputs laid out by
+ * out_specs. An axis an out spec does not name must be one over which the
+ * output is the same on every device. */
+jx_fn *jx_shard_map(jx_fn *f, jx_mesh *m, const char *const *in_specs,
+                    const char *const *out_specs);
+/* shard_map over a one-axis mesh of all devices: in_axes entries are the
+ * mapped axis of each input (JX_NONE: replicated), whose size must equal the
+ * device count; the body sees inputs without that axis. */
+jx_fn *jx_pmap(jx_fn *f, const char *axis_name, jx_axes in_axes, jx_axes out_axes);
+
+/* ---- collectives: inside shard_map / pmap / vmap with an axis name ----
+ * axis may name several mesh axes: "a,b". */
+jx_array *jx_psum(jx_array *x, const char *axis);
+jx_array *jx_pmean(jx_array *x, const char *axis);
+jx_array *jx_pmax(jx_array *x, const char *axis);
+jx_array *jx_pmin(jx_array *x, const char *axis);
+jx_array *jx_all_gather(jx_array *x, const char *axis, int dim, int tiled);
+jx_array *jx_psum_scatter(jx_array *x, const char *axis, int dim, int tiled);
+jx_array *jx_ppermute(jx_array *x, const char *axis, int npairs, const int (*pairs)[2]);
+jx_array *jx_all_to_all(jx_array *x, const char *axis, int split_dim, int concat_dim);
+/* jx_axis_index and jx_axis_size are declared in transform.h. */
+
+#ifndef JX_NO_LOCATION_MACROS
+#define jx_device_put(...)               JX_LOCATED(jx_device_put, __VA_ARGS__)
+#define jx_with_sharding_constraint(...) JX_LOCATED(jx_with_sharding_constraint, __VA_ARGS__)
+#define jx_psum(...)                     JX_LOCATED(jx_psum, __VA_ARGS__)
+#define jx_pmean(...)                    JX_LOCATED(jx_pmean, __VA_ARGS__)
+#define jx_pmax(...)                     JX_LOCATED(jx_pmax, __VA_ARGS__)
+#define jx_pmin(...)                     JX_LOCATED(jx_pmin, __VA_ARGS__)
+#define jx_all_gather(...)               JX_LOCATED(jx_all_gather, __VA_ARGS__)
+#define jx_psum_scatter(...)             JX_LOCATED(jx_psum_scatter, __VA_ARGS__)
+#define jx_ppermute(...)                 JX_LOCATED(jx_ppermute, __VA_ARGS__)
+#define jx_all_to_all(...)               JX_LOCATED(jx_all_to_all, __VA_ARGS__)
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,244 @@
+/* Reading and writing .safetensors files. Every field of a header is
+ * checked before any byte is read on its account: a corrupt or truncated
+ * file gives an error naming it, never a crash or garbage. */
+#include "safetensors.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_HEADER ((uint64_t)100 << 20) /* as the safetensors library's limit */
+
+static const char *const DTYPE_NAMES[JX_NUM_DTYPES] = {
+    [JX_BOOL] = "BOOL", [JX_I8] = "I8",   [JX_I16] = "I16", [JX_I32] = "I32", [JX_I64] = "I64",
+    [JX_U8] = "U8",     [JX_U16] = "U16", [JX_U32] = "U32", [JX_U64] = "U64", [JX_F16] = "F16",
+    [JX_BF16] = "BF16", [JX_F32] = "F32", [JX_F64] = "F64"};
+
+const char *jx_safetensors_dtype_name(jx_dtype dt) {
+  return (int)dt >= 0 && dt < JX_NUM_DTYPES ? DTYPE_NAMES[dt] : "?";
+}
+
+int jx_safetensors_dtype_parse(const char *s) {
+  for (int d = 0; s && d < JX_NUM_DTYPES; d++)
+    if (strcmp(DTYPE_NAMES[d], s) == 0) return d;
+  return -1;
+}
+
+/* 64-bit words through a multiply-xorshift mix, the tail byte by byte. */
+uint64_t jx_checksum_bytes(const void *data, size_t n) {
+  const unsigned char *p = data;
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  for (; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+  h ^= h >> 29;
+  return h * 0xc4ceb9fe1a85ec53ull;
+}
+
+static int write_all(int fd, const void *buf, size_t n) {
+  const char *p = buf;
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return 0;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 1;
+}
+
+jx_status jx_safetensors_write(const char *path, int n, const char *const *names,
+                               jx_array *const *arrays, uint64_t *checksums) {
+  cJSON *h = cJSON_CreateObject();
+  uint64_t offset = 0;
+  for (int i = 0; i < n && h; i++) {
+    jx_shape s = jx_shape_of(arrays[i]);
+    cJSON *t = cJSON_AddObjectToObject(h, names[i]);
+    cJSON_AddStringToObject(t, "dtype", jx_safetensors_dtype_name(jx_dtype_of(arrays[i])));
+    cJSON *shape = cJSON_AddArrayToObject(t, "shape");
+    for (int d = 0; d < s.rank; d++)
+      cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)s.dims[d]));
+    uint64_t bytes = (uint64_t)jx_size(arrays[i]) * jx_dtype_size(jx_dtype_of(arrays[i]));
+    cJSON *off = cJSON_AddArrayToObject(t, "data_offsets");
+    cJSON_AddItemToArray(off, cJSON_CreateNumber((double)offset));
+    cJSON_AddItemToArray(off, cJSON_CreateNumber((double)(offset + bytes)));
+    offset += bytes;
+  }
+  cJSON *meta = h ? cJSON_AddObjectToObject(h, "__metadata__") : NULL;
+  if (meta) cJSON_AddStringToObject(meta, "format", "pt");
+  char *text = h ? cJSON_PrintUnformatted(h) : NULL;
+  cJSON_Delete(h);
+  if (!text) return jx_report_error(JX_ERR_OUT_OF_MEMORY, "writing '%s': out of memory", path);
+  size_t len = strlen(text), padded = (len + 7) & ~(size_t)7;
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    free(text);
+    return jx_report_error(JX_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+  }
+  unsigned char lenbytes[8];
+  for (int k = 0; k < 8; k++) lenbytes[k] = (unsigned char)((uint64_t)padded >> (8 * k));
+  int ok = write_all(fd, lenbytes, 8) && write_all(fd, text, len) &&
+           write_all(fd, "        ", padded - len);
+  free(text);
+  for (int i = 0; i < n && ok; i++) {
+    size_t bytes = (size_t)jx_size(arrays[i]) * jx_dtype_size(jx_dtype_of(arrays[i]));
+    void *buf = malloc(bytes ? bytes : 1);
+    ok = buf && jx_read(arrays[i], buf, bytes) == JX_OK; /* gathers a sharded array */
+    if (ok) {
+      checksums[i] = jx_checksum_bytes(buf, bytes);
+      ok = write_all(fd, buf, bytes);
+    }
+    free(buf);
+  }
+  ok = ok && fsync(fd) == 0;
+  ok = (close(fd) == 0) && ok;
+  if (!ok) {
+    if (jx_last_status()) return jx_last_status();
+    return jx_report_error(JX_ERR_IO, "writing '%s' failed: %s", path, strerror(errno));
+  }
+  return JX_OK;
+}
+
+struct jx_safetensors {
+  char *path;
+  int fd;
+  uint64_t data_start, data_size;
+  cJSON *header;
+};
+
+static jx_safetensors *fail_open(jx_safetensors *f, jx_status code, const char *op,
+                                 const char *why) {
+  jx_report_error(code, "%s: '%s' %s", op, f->path, why);
+  jx_safetensors_close(f);
+  return NULL;
+}
+
+jx_safetensors *jx_safetensors_open(const char *path, const char *op) {
+  jx_safetensors *f = calloc(1, sizeof *f);
+  if (!f || !(f->path = strdup(path))) {
+    free(f);
+    jx_report_error(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    return NULL;
+  }
+  f->fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (f->fd < 0) {
+    char why[300];
+    snprintf(why, sizeof why, "cannot be opened: %s", strerror(errno));
+    return fail_open(f, JX_ERR_IO, op, why);
+  }
+  struct stat st;
+  unsigned char lenbytes[8];
+  if (fstat(f->fd, &st) != 0 || pread(f->fd, lenbytes, 8, 0) != 8)
+    return fail_open(f, JX_ERR_CORRUPT, op, "is truncated: shorter than its 8-byte header length");
+  uint64_t hlen = 0;
+  for (int k = 0; k < 8; k++) hlen |= (uint64_t)lenbytes[k] << (8 * k);
+  if (hlen > MAX_HEADER || hlen + 8 > (uint64_t)st.st_size)
+    return fail_open(f, JX_ERR_CORRUPT, op,
+                     "is corrupt or truncated: its header length runs past the end of the file");
+  char *text = malloc(hlen + 1);
+  if (!text) return fail_open(f, JX_ERR_OUT_OF_MEMORY, op, "needs more memory to read");
+  ssize_t got = pread(f->fd, text, hlen, 8);
+  text[got > 0 ? got : 0] = 0;
+  f->header = (uint64_t)got == hlen ? cJSON_ParseWithLength(text, hlen) : NULL;
+  free(text);
+  if (!f->header || !cJSON_IsObject(f->header))
+    return fail_open(f, JX_ERR_CORRUPT, op, "is corrupt: its header is not a JSON object");
+  f->data_start = 8 + hlen;
+  f->data_size = (uint64_t)st.st_size - f->data_start;
+  return f;
+}
+
+void jx_safetensors_close(jx_safetensors *f) {
+  if (!f) return;
+  if (f->fd >= 0) close(f->fd);
+  cJSON_Delete(f->header);
+  free(f->path);
+  free(f);
+}
+
+int jx_safetensors_count(const jx_safetensors *f) {
+  int n = 0;
+  const cJSON *t;
+  cJSON_ArrayForEach(t, f->header) n += strcmp(t->string, "__metadata__") != 0;
+  return n;
+}
+
+const char *jx_safetensors_name(const jx_safetensors *f, int i) {
+  const cJSON *t;
+  cJSON_ArrayForEach(t, f->header) {
+    if (strcmp(t->string, "__metadata__") == 0) continue;
+    if (i-- == 0) return t->string;
+  }
+  return NULL;
+}
+
+static jx_array *bad(const jx_safetensors *f, const char *name, const char *op, jx_status code,
+                     const char *why) {
+  jx_report_error(code, "%s: '%s', tensor '%s': %s", op, f->path, name, why);
+  return NULL;
+}
+
+jx_array *jx_safetensors_read(jx_safetensors *f, const char *name, uint64_t *checksum,
+                              const char *op) {
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(f->header, name);
+  if (!t) return bad(f, name, op, JX_ERR_INVALID_ARGUMENT, "not in the file");
+  const cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
+  const cJSON *shape = cJSON_GetObjectItemCaseSensitive(t, "shape");
+  const cJSON *off = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
+  int dtype = cJSON_IsString(dt) ? jx_safetensors_dtype_parse(dt->valuestring) : -1;
+  if (dtype < 0) return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: unknown dtype");
+  if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > JX_MAX_RANK)
+    return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: bad shape");
+  jx_shape s = {cJSON_GetArraySize(shape), {0}};
+  uint64_t numel = 1;
+  for (int d = 0; d < s.rank; d++) {
+    const cJSON *v = cJSON_GetArrayItem(shape, d);
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9.0e15)
+      return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: bad shape");
+    s.dims[d] = (int64_t)v->valuedouble;
+    numel *= (uint64_t)s.dims[d];
+    if (numel > ((uint64_t)1 << 50))
+      return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: shape too large");
+  }
+  if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 ||
+      !cJSON_IsNumber(cJSON_GetArrayItem(off, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(off, 1)))
+    return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: bad data_offsets");
+  double b = cJSON_GetArrayItem(off, 0)->valuedouble, e = cJSON_GetArrayItem(off, 1)->valuedouble;
+  uint64_t bytes = numel * jx_dtype_size((jx_dtype)dtype);
+  if (b < 0 || e < b || (uint64_t)(e - b) != bytes)
+    return bad(f, name, op, JX_ERR_CORRUPT,
+               "corrupt header: data_offsets do not match the dtype and shape");
+  if ((uint64_t)e > f->data_size) {
+    char why[200];
+    snprintf(why, sizeof why, "truncated: its data ends at byte %.0f of %llu", e,
+             (unsigned long long)f->data_size);
+    return bad(f, name, op, JX_ERR_CORRUPT, why);
+  }
+  void *buf = malloc(bytes ? bytes : 1);
+  if (!buf) return bad(f, name, op, JX_ERR_OUT_OF_MEMORY, "out of memory");
+  size_t done = 0;
+  while (done < bytes) {
+    ssize_t r =
+        pread(f->fd, (char *)buf + done, bytes - done, (off_t)(f->data_start + (uint64_t)b + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    done += (size_t)r;
+  }
+  if (done != bytes) {
+    free(buf);
+    return bad(f, name, op, JX_ERR_IO, "read failed");
+  }
+  if (checksum) *checksum = jx_checksum_bytes(buf, bytes);
+  jx_array *a = jx_array_from((jx_dtype)dtype, s, buf);
+  free(buf);
+  return a;
+}

@@ -1,0 +1,33 @@
+/* The .safetensors format: an 8-byte little-endian header length, a JSON
+ * header {"name": {"dtype": "F32", "shape": [...], "data_offsets": [b, e]},
+ * "__metadata__": {...}} padded with spaces to 8 bytes, then the tensors'
+ * bytes (row-major, little-endian). */
+#ifndef JX_SRC_IO_SAFETENSORS_H
+#define JX_SRC_IO_SAFETENSORS_H
+
+#include <jx/jx.h>
+
+/* Writes the arrays (gathered to their global values) to path and fsyncs
+ * it; fills checksums[i] (a hash of array i's bytes). */
+jx_status jx_safetensors_write(const char *path, int n, const char *const *names,
+                               jx_array *const *arrays, uint64_t *checksums);
+
+/* An open file whose header has been read and checked. */
+typedef struct jx_safetensors jx_safetensors;
+jx_safetensors *jx_safetensors_open(const char *path, const char *op);
+void jx_safetensors_close(jx_safetensors *f);
+int jx_safetensors_count(const jx_safetensors *f);
+const char *jx_safetensors_name(const jx_safetensors *f, int i);
+/* Reads the tensor called name into a new array (owned by the innermost
+ * scope); NULL with an error naming the file and tensor when it is missing
+ * or does not fit. *checksum gets the hash of its bytes. */
+jx_array *jx_safetensors_read(jx_safetensors *f, const char *name, uint64_t *checksum,
+                              const char *op);
+
+/* The hash stored in manifests: 64-bit, over the bytes in order. */
+uint64_t jx_checksum_bytes(const void *data, size_t n);
+/* "F32", "BF16", ... and back (-1 when unknown). */
+const char *jx_safetensors_dtype_name(jx_dtype dt);
+int jx_safetensors_dtype_parse(const char *s);
+
+#endif

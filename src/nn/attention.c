@@ -1,0 +1,136 @@
+/* Causal multi-head self-attention, the MLP block and the pre-norm
+ * transformer block built from them (GPT-2's). */
+#include <math.h>
+#include <stdio.h>
+
+#include "nn_util.h"
+
+static jx_status set(jx_tree *t, const char *prefix, const char *name, jx_array *a) {
+  char full[256];
+  if (jx_is_poisoned(a)) return jx_last_status() ? jx_last_status() : JX_ERR_POISONED;
+  jx_tree_set(t, nn_join(full, prefix, name), a);
+  return jx_last_status();
+}
+
+jx_status jx_attention_init(jx_tree *t, const char *prefix, jx_array *key, int64_t d,
+                            double wo_stddev, jx_dtype dt) {
+  if (!t) return jx_report_error(JX_ERR_INVALID_ARGUMENT, "jx_attention_init: the tree is NULL");
+  static const char *const w[4] = {"wq", "wk", "wv", "wo"}, *const b[4] = {"bq", "bk", "bv", "bo"};
+  jx_array *keys = jx_random_split(key, 4);
+  jx_status st = JX_OK;
+  for (int i = 0; i < 4 && !st; i++)
+    st = set(t, prefix, w[i],
+             jx_init_normal(nn_key_at(keys, i), dt, JX_SHAPE(d, d), i == 3 ? wo_stddev : 0.02));
+  for (int i = 0; i < 4 && !st; i++) st = set(t, prefix, b[i], jx_zeros(dt, JX_SHAPE(d)));
+  return st;
+}
+
+/* A projection x @ w + b named "<prefix>.<w>" / "<prefix>.<b>" ([d, d], [d]). */
+static jx_array *project(const jx_tree *t, const char *prefix, const char *wn, const char *bn,
+                         jx_array *x, int64_t d, int *ok) {
+  jx_array *w = nn_param("jx_causal_self_attention", t, prefix, wn, 2, (int64_t[]){d, d}, 0, ok);
+  jx_array *b = nn_param("jx_causal_self_attention", t, prefix, bn, 1, (int64_t[]){d}, 0, ok);
+  if (!*ok) return NULL;
+  return jx_add(jx_dot_general(x, w, JX_AXES(2), JX_AXES(0), JX_AXES(), JX_AXES()), b);
+}
+
+jx_array *jx_causal_self_attention(const jx_tree *t, const char *prefix, jx_array *x, int n_heads) {
+  const char *L = "jx_causal_self_attention";
+  char buf[96];
+  if (!nn_check_input(L, prefix, x, 2)) return nn_fail();
+  jx_shape xs = jx_shape_of(x);
+  int r = xs.rank;
+  int64_t T = xs.dims[r - 2], d = xs.dims[r - 1], n = 1;
+  if (n_heads < 1 || d % n_heads) {
+    jx_report_error(JX_ERR_INVALID_ARGUMENT,
+                    "%s '%s': %d heads do not divide the input %s's %lld features", L, prefix,
+                    n_heads, nn_aval(x, buf), (long long)d);
+    return nn_fail();
+  }
+  for (int i = 0; i < r - 2; i++) n *= xs.dims[i];
+  int64_t H = n_heads, dh = d / H;
+  jx_dtype dt = jx_dtype_of(x);
+  /* every leading dim folded into one batch dim: [n, T, d] */
+  jx_array *x3 = jx_reshape(x, JX_SHAPE(n, T, d));
+  int ok = 1;
+  jx_array *q = project(t, prefix, "wq", "bq", x3, d, &ok);
+  jx_array *k = ok ? project(t, prefix, "wk", "bk", x3, d, &ok) : NULL;
+  jx_array *v = ok ? project(t, prefix, "wv", "bv", x3, d, &ok) : NULL;
+  if (!ok) return nn_fail();
+  q = jx_reshape(q, JX_SHAPE(n, T, H, dh));
+  k = jx_reshape(k, JX_SHAPE(n, T, H, dh));
+  v = jx_reshape(v, JX_SHAPE(n, T, H, dh));
+  /* scores [n, H, Tq, Tk] = q . k over dh, batched over (n, H) */
+  jx_array *s = jx_dot_general(q, k, JX_AXES(3), JX_AXES(3), JX_AXES(0, 2), JX_AXES(0, 2));
+  s = jx_mul(jx_astype(s, JX_F32), jx_scalar(JX_F32, 1 / sqrt((double)dh)));
+  jx_array *causal = jx_ge(jx_iota(JX_I32, JX_SHAPE(T, T), 0), jx_iota(JX_I32, JX_SHAPE(T, T), 1));
+  /* the lowest f32, as Flax's masks: exp of it minus the row max is 0 */
+  s = jx_where(causal, s, jx_scalar(JX_F32, -3.4028234663852886e38));
+  jx_array *p = jx_astype(jx_softmax(s, 3), dt);
+  /* [n, H, Tq, dh] = p . v over Tk, batched over (n, H); heads merged back */
+  jx_array *o = jx_dot_general(p, v, JX_AXES(3), JX_AXES(1), JX_AXES(0, 1), JX_AXES(0, 2));
+  o = jx_reshape(jx_transpose(o, JX_AXES(0, 2, 1, 3)), JX_SHAPE(n, T, d));
+  o = project(t, prefix, "wo", "bo", o, d, &ok);
+  if (!ok) return nn_fail();
+  return jx_reshape(o, xs);
+}
+
+jx_status jx_mlp_init(jx_tree *t, const char *prefix, jx_array *key, int64_t d, int64_t hidden,
+                      double proj_stddev, jx_dtype dt) {
+  if (!t) return jx_report_error(JX_ERR_INVALID_ARGUMENT, "jx_mlp_init: the tree is NULL");
+  jx_array *keys = jx_random_split(key, 2);
+  jx_status st =
+      set(t, prefix, "fc.w", jx_init_normal(nn_key_at(keys, 0), dt, JX_SHAPE(d, hidden), 0.02));
+  if (!st) st = set(t, prefix, "fc.b", jx_zeros(dt, JX_SHAPE(hidden)));
+  if (!st)
+    st = set(t, prefix, "proj.w",
+             jx_init_normal(nn_key_at(keys, 1), dt, JX_SHAPE(hidden, d), proj_stddev));
+  if (!st) st = set(t, prefix, "proj.b", jx_zeros(dt, JX_SHAPE(d)));
+  return st;
+}
+
+jx_array *jx_mlp(const jx_tree *t, const char *prefix, jx_array *x) {
+  const char *L = "jx_mlp";
+  if (!nn_check_input(L, prefix, x, 1)) return nn_fail();
+  int r = jx_ndim(x), ok = 1;
+  int64_t d = jx_shape_of(x).dims[r - 1];
+  jx_array *fw = nn_param(L, t, prefix, "fc.w", 2, (int64_t[]){d, -1}, 0, &ok);
+  if (!ok) return nn_fail();
+  int64_t h = jx_shape_of(fw).dims[1];
+  jx_array *fb = nn_param(L, t, prefix, "fc.b", 1, (int64_t[]){h}, 0, &ok);
+  jx_array *pw = nn_param(L, t, prefix, "proj.w", 2, (int64_t[]){h, d}, 0, &ok);
+  jx_array *pb = nn_param(L, t, prefix, "proj.b", 1, (int64_t[]){d}, 0, &ok);
+  if (!ok) return nn_fail();
+  jx_array *y = jx_add(jx_dot_general(x, fw, JX_AXES(r - 1), JX_AXES(0), JX_AXES(), JX_AXES()), fb);
+  y = jx_gelu(y);
+  return jx_add(jx_dot_general(y, pw, JX_AXES(r - 1), JX_AXES(0), JX_AXES(), JX_AXES()), pb);
+}
+
+jx_status jx_transformer_block_init(jx_tree *t, const char *prefix, jx_array *key, int64_t d,
+                                    int64_t hidden, double resid_stddev, jx_dtype dt) {
+  char name[256];
+  if (!t)
+    return jx_report_error(JX_ERR_INVALID_ARGUMENT, "jx_transformer_block_init: the tree is NULL");
+  jx_array *keys = jx_random_split(key, 2);
+  jx_status st = jx_layer_norm_init(t, nn_join(name, prefix, "ln1"), d, dt);
+  if (!st)
+    st = jx_attention_init(t, nn_join(name, prefix, "attn"), nn_key_at(keys, 0), d, resid_stddev,
+                           dt);
+  if (!st) st = jx_layer_norm_init(t, nn_join(name, prefix, "ln2"), d, dt);
+  if (!st)
+    st = jx_mlp_init(t, nn_join(name, prefix, "mlp"), nn_key_at(keys, 1), d, hidden, resid_stddev,
+                     dt);
+  return st;
+}
+
+jx_array *jx_transformer_block(const jx_tree *t, const char *prefix, jx_array *x, int n_heads,
+                               double eps) {
+  char name[256];
+  if (!nn_check_input("jx_transformer_block", prefix, x, 2)) return nn_fail();
+  /* one name buffer per call: each layer reads its prefix before the next join */
+  jx_array *h = jx_layer_norm(t, nn_join(name, prefix, "ln1"), x, eps);
+  x = jx_add(x, jx_causal_self_attention(t, nn_join(name, prefix, "attn"), h, n_heads));
+  h = jx_layer_norm(t, nn_join(name, prefix, "ln2"), x, eps);
+  jx_array *m = jx_mlp(t, nn_join(name, prefix, "mlp"), h);
+  return jx_add(x, m);
+}

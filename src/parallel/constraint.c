@@ -1,0 +1,111 @@
+#include "constraint.h"
+
+#include <string.h>
+
+#include "../base/error.h"
+#include "../prims/rules.h"
+
+static jx_status infer_constraint(const jx_params *p, int nin, const jx_aval *in, int nout,
+                                  jx_aval *out) {
+  (void)nin;
+  (void)nout;
+  jx_sharding *s = jx_sharding_from_id((int)p->i[0]);
+  if (!s) return jx_error_set(JX_ERR_INTERNAL, "sharding_constraint: unknown sharding");
+  jx_status st = jx_sharding_check(s, in[0].shape, "jx_with_sharding_constraint");
+  if (st) return st;
+  out[0] = in[0];
+  return JX_OK;
+}
+
+static void eval_constraint(const jx_params *p, int nin, const jx_tensor *in, int nout,
+                            jx_tensor *out) {
+  (void)p;
+  (void)nin;
+  (void)nout;
+  memcpy(out[0].data, in[0].data, (size_t)jx_shape_numel(in[0].shape) * jx_dtype_size(in[0].dtype));
+}
+
+/* Run on concrete values, the constraint is a jx_device_put. */
+static jx_status impl_constraint(const jx_params *p, int nin, jx_array *const *in, int nout,
+                                 jx_array **out, int nsub, struct jx_program *const *subs) {
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)subs;
+  out[0] = jx_device_put(in[0], jx_sharding_from_id((int)p->i[0]));
+  return out[0]->poisoned ? jx_last_status() : JX_OK;
+}
+
+static jx_status jvp_constraint(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
+                                int nout, jx_array **y, jx_array **ty, int nsub,
+                                struct jx_program *const *subs) {
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)subs;
+  y[0] = jx_bind1(&jx_prim_sharding_constraint, 1, x, p);
+  ty[0] = t[0] ? jx_bind1(&jx_prim_sharding_constraint, 1, t, p) : NULL;
+  return jx_last_status();
+}
+
+static jx_status transpose_constraint(const jx_params *p, int nin, jx_array *const *in,
+                                      const jx_aval *in_avals, const uint8_t *linear, int nout,
+                                      jx_array *const *ct, jx_array **ct_in, int nsub,
+                                      struct jx_program *const *subs) {
+  (void)nin;
+  (void)in;
+  (void)in_avals;
+  (void)linear;
+  (void)nout;
+  (void)nsub;
+  (void)subs;
+  ct_in[0] = ct[0] ? jx_bind1(&jx_prim_sharding_constraint, 1, ct, p) : NULL;
+  return jx_last_status();
+}
+
+/* Under vmap the batch axis is not split: the spec gets a "None" entry there. */
+static jx_status batch_constraint(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
+                                  int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
+                                  struct jx_program *const *subs) {
+  (void)nin;
+  (void)n;
+  (void)nout;
+  (void)nsub;
+  (void)subs;
+  jx_sharding *s = jx_sharding_from_id((int)p->i[0]);
+  int b = bdim[0], nd = 0, naxes[JX_MAX_RANK] = {0}, axis[JX_MAX_RANK][JX_MAX_RANK];
+  int rank = in[0]->shape.rank;
+  for (int d = 0; d < rank; d++) {
+    int src = d < b ? d : d - 1; /* the unbatched dim this one is */
+    if (d == b || src >= s->ndims) continue;
+    naxes[d] = s->naxes[src];
+    memcpy(axis[d], s->axis[src], sizeof axis[d]);
+    nd = d + 1;
+  }
+  jx_sharding *t = jx_sharding_make(s->mesh, nd, naxes, (const int(*)[JX_MAX_RANK])axis,
+                                    "jx_with_sharding_constraint");
+  if (!t) return jx_last_status();
+  jx_params q = *p;
+  q.i[0] = t->id;
+  jx_sharding_release(t);
+  out[0] = jx_bind1(&jx_prim_sharding_constraint, 1, in, &q);
+  out_bdim[0] = b;
+  return jx_last_status();
+}
+
+const jx_prim jx_prim_sharding_constraint = {.name = "sharding_constraint",
+                                             .nin = 1,
+                                             .nout = 1,
+                                             .params = "sharding=i0",
+                                             .infer = infer_constraint,
+                                             .eval = eval_constraint,
+                                             .impl = impl_constraint,
+                                             .jvp = jvp_constraint,
+                                             .transpose = transpose_constraint,
+                                             .batch = batch_constraint};
+
+jx_array *jx_sharding_constraint(jx_array *x, jx_sharding *s) {
+  jx_params p = JX_PARAMS_INIT;
+  p.i[0] = s->id;
+  return jx_bind1(&jx_prim_sharding_constraint, 1, &x, &p);
+}

@@ -1,0 +1,182 @@
+/* Devices: JX_NUM_CPU_DEVICES virtual CPU devices, each with a persistent
+ * thread that runs its share of per-device programs. The thread is what
+ * makes a device a device here: its programs run concurrently with the other
+ * devices' and meet them only in collectives. */
+#include "device.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/error.h"
+
+enum { MAX_CPU_DEVICES = 1024 };
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static int device_count; /* 0 until fixed */
+static int requested;    /* jx_set_cpu_device_count before first use */
+static jx_device *devices;
+
+typedef struct {
+  pthread_t thread;
+  int started;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  jx_device_job fn; /* the posted job, NULL when idle */
+  void *ctx;
+  int p;
+  int done;
+} device_thread;
+static device_thread *threads;
+static _Thread_local int current_device = -1;
+
+static int parse_env_count(void) {
+  const char *v = getenv("JX_NUM_CPU_DEVICES");
+  if (!v || !*v) return 1;
+  char *end;
+  long n = strtol(v, &end, 10);
+  if (*end || n < 1 || n > MAX_CPU_DEVICES) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "JX_NUM_CPU_DEVICES='%s' is not a device count in 1..%d; using 1", v,
+                 MAX_CPU_DEVICES);
+    return 1;
+  }
+  return (int)n;
+}
+
+int jx_devices_init(void) {
+  pthread_mutex_lock(&init_lock);
+  if (!device_count) {
+    int n = requested ? requested : parse_env_count();
+    devices = calloc((size_t)n, sizeof *devices);
+    threads = calloc((size_t)n, sizeof *threads);
+    if (!devices || !threads) {
+      free(devices);
+      free(threads);
+      devices = NULL;
+      threads = NULL;
+      pthread_mutex_unlock(&init_lock);
+      jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory creating %d devices", n);
+      return 0;
+    }
+    for (int i = 0; i < n; i++) {
+      devices[i] = (jx_device){.id = i, .process = 0};
+      pthread_mutex_init(&threads[i].lock, NULL);
+      pthread_cond_init(&threads[i].cond, NULL);
+    }
+    device_count = n;
+  }
+  int n = device_count;
+  pthread_mutex_unlock(&init_lock);
+  return n;
+}
+
+jx_status jx_set_cpu_device_count(int n) {
+  if (n < 1 || n > MAX_CPU_DEVICES)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "jx_set_cpu_device_count: %d is not a device count in 1..%d", n,
+                        MAX_CPU_DEVICES);
+  pthread_mutex_lock(&init_lock);
+  int fixed = device_count;
+  if (!fixed) requested = n;
+  pthread_mutex_unlock(&init_lock);
+  if (fixed && fixed != n)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "jx_set_cpu_device_count(%d): the %d devices are already in use; set "
+                        "the count before the first use of devices (or JX_NUM_CPU_DEVICES)",
+                        n, fixed);
+  return JX_OK;
+}
+
+int jx_device_count(void) { return jx_devices_init(); }
+int jx_local_device_count(void) { return jx_devices_init(); }
+
+jx_device *jx_device_get(int i) {
+  int n = jx_devices_init();
+  if (i < 0 || i >= n) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_device_get: device %d does not exist (%d devices)", i,
+                 n);
+    return NULL;
+  }
+  return &devices[i];
+}
+
+const char *jx_device_kind(const jx_device *d) { return d ? "cpu" : "?"; }
+int jx_device_id(const jx_device *d) { return d ? d->id : -1; }
+int jx_device_process_index(const jx_device *d) { return d ? d->process : -1; }
+int jx_current_device(void) { return current_device; }
+
+static void *device_main(void *arg) {
+  device_thread *t = arg;
+  current_device = (int)(t - threads);
+  jx_scope_begin(); /* results a job leaves behind are owned by its caller, not here */
+  pthread_mutex_lock(&t->lock);
+  for (;;) {
+    while (!t->fn) pthread_cond_wait(&t->cond, &t->lock);
+    jx_device_job fn = t->fn;
+    void *ctx = t->ctx;
+    int p = t->p;
+    pthread_mutex_unlock(&t->lock);
+    fn(ctx, p);
+    pthread_mutex_lock(&t->lock);
+    t->fn = NULL;
+    t->done = 1;
+    pthread_cond_broadcast(&t->cond);
+  }
+  return NULL;
+}
+
+static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
+
+jx_status jx_devices_run(int n, const int *devs, jx_device_job fn, void *ctx) {
+  if (current_device >= 0)
+    return jx_error_set(JX_ERR_UNIMPLEMENTED,
+                        "a per-device program (shard_map, pmap, sharded jit) cannot start "
+                        "another one from inside device %d",
+                        current_device);
+  int count = jx_devices_init();
+  for (int p = 0; p < n; p++)
+    if (devs[p] < 0 || devs[p] >= count)
+      return jx_error_set(JX_ERR_INTERNAL, "device %d does not exist", devs[p]);
+  pthread_mutex_lock(&run_lock);
+  jx_status st = JX_OK;
+  for (int p = 0; p < n && !st; p++) {
+    device_thread *t = &threads[devs[p]];
+    pthread_mutex_lock(&t->lock);
+    if (!t->started) {
+      pthread_attr_t attr;
+      pthread_attr_init(&attr);
+      pthread_attr_setstacksize(&attr, (size_t)16 << 20); /* deep programs recurse */
+      if (pthread_create(&t->thread, &attr, device_main, t) == 0) {
+        pthread_detach(t->thread);
+        t->started = 1;
+      } else {
+        st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "cannot start the thread of device %d", devs[p]);
+      }
+      pthread_attr_destroy(&attr);
+    }
+    pthread_mutex_unlock(&t->lock);
+  }
+  if (st) {
+    pthread_mutex_unlock(&run_lock);
+    return st;
+  }
+  for (int p = 0; p < n; p++) {
+    device_thread *t = &threads[devs[p]];
+    pthread_mutex_lock(&t->lock);
+    t->fn = fn;
+    t->ctx = ctx;
+    t->p = p;
+    t->done = 0;
+    pthread_cond_broadcast(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+  }
+  for (int p = 0; p < n; p++) {
+    device_thread *t = &threads[devs[p]];
+    pthread_mutex_lock(&t->lock);
+    while (!t->done) pthread_cond_wait(&t->cond, &t->lock);
+    pthread_mutex_unlock(&t->lock);
+  }
+  pthread_mutex_unlock(&run_lock);
+  return JX_OK;
+}

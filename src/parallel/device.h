@@ -1,0 +1,25 @@
+/* Devices of the CPU backend and the thread each one runs on. */
+#ifndef JX_SRC_PARALLEL_DEVICE_H
+#define JX_SRC_PARALLEL_DEVICE_H
+
+#include <jx/parallel.h>
+
+struct jx_device {
+  int id;      /* global number */
+  int process; /* the process that owns it */
+};
+
+/* The device count, fixed on first use (JX_NUM_CPU_DEVICES, default 1). */
+int jx_devices_init(void);
+
+/* Runs fn(ctx, p) for p in [0, n), the p-th call on the thread of device
+ * devices[p] (each device once), and returns when all have finished. Runs
+ * are serialized: their collectives cannot interleave. An error when called
+ * from a device thread (a per-device program cannot start another). */
+typedef void (*jx_device_job)(void *ctx, int p);
+jx_status jx_devices_run(int n, const int *devices, jx_device_job fn, void *ctx);
+
+/* The device whose thread is calling, or -1 on any other thread. */
+int jx_current_device(void);
+
+#endif

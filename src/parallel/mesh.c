@@ -1,0 +1,254 @@
+/* Meshes and their communicators (one per group of devices that differ
+ * only along the axes a collective names, made on first use). */
+#include "mesh.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../array/array.h"
+#include "../base/error.h"
+#include "comm.h"
+#include "device.h"
+
+typedef struct mesh_comm {
+  int axes[JX_MAX_RANK], naxes;
+  int64_t group_key; /* the position with the named axes' coordinates zeroed */
+  jx_comm *comm;
+  struct mesh_comm *next;
+} mesh_comm;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static jx_mesh **registry; /* registry[id - 1], one reference each */
+static int nregistry, cap_registry;
+
+static int valid_name(const char *s) {
+  if (!s || !*s || strlen(s) >= JX_MESH_NAME_CAP) return 0;
+  if (!isalpha((unsigned char)s[0]) && s[0] != '_') return 0;
+  for (const char *c = s; *c; c++)
+    if (!isalnum((unsigned char)*c) && *c != '_') return 0;
+  return strcmp(s, "None") != 0 && strcmp(s, "_") != 0;
+}
+
+static int same_mesh(const jx_mesh *m, jx_shape sizes, const char *const *names, const int *devs) {
+  if (m->ndim != sizes.rank) return 0;
+  for (int i = 0; i < m->ndim; i++)
+    if (m->size[i] != sizes.dims[i] || strcmp(m->name[i], names[i]) != 0) return 0;
+  for (int p = 0; p < m->ndev; p++)
+    if (m->device[p] != devs[p]) return 0;
+  return 1;
+}
+
+static jx_mesh *intern(jx_shape sizes, const char *const *names, const int *devs, int ndev) {
+  pthread_mutex_lock(&registry_lock);
+  for (int i = 0; i < nregistry; i++)
+    if (same_mesh(registry[i], sizes, names, devs)) {
+      jx_mesh *m = jx_mesh_retain(registry[i]);
+      pthread_mutex_unlock(&registry_lock);
+      return m;
+    }
+  jx_mesh *m = calloc(1, sizeof *m);
+  int *d = malloc(sizeof *d * (size_t)ndev);
+  if (nregistry == cap_registry) {
+    int cap = cap_registry ? 2 * cap_registry : 8;
+    jx_mesh **r = realloc(registry, sizeof *r * (size_t)cap);
+    if (r) {
+      registry = r;
+      cap_registry = cap;
+    }
+  }
+  if (!m || !d || nregistry == cap_registry) {
+    free(m);
+    free(d);
+    pthread_mutex_unlock(&registry_lock);
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_mesh_create: out of memory");
+    return NULL;
+  }
+  atomic_init(&m->refs, 2); /* the caller's and the registry's */
+  m->ndim = sizes.rank;
+  for (int i = 0; i < m->ndim; i++) {
+    m->size[i] = sizes.dims[i];
+    snprintf(m->name[i], JX_MESH_NAME_CAP, "%s", names[i]);
+  }
+  memcpy(d, devs, sizeof *d * (size_t)ndev);
+  m->ndev = ndev;
+  m->device = d;
+  pthread_mutex_init(&m->lock, NULL);
+  registry[nregistry++] = m;
+  m->id = nregistry;
+  pthread_mutex_unlock(&registry_lock);
+  return m;
+}
+
+jx_mesh *jx_mesh_create_on(jx_shape sizes, const char *const *names, const int *devs) {
+  int count = jx_devices_init();
+  if (!count) return NULL;
+  if (sizes.rank < 1 || sizes.rank > JX_MAX_RANK) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_mesh_create: a mesh has 1 to %d axes, given %d",
+                 JX_MAX_RANK, sizes.rank);
+    return NULL;
+  }
+  if (!names) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_mesh_create: axis_names is NULL");
+    return NULL;
+  }
+  int64_t ndev = 1;
+  for (int i = 0; i < sizes.rank; i++) {
+    if (!valid_name(names[i])) {
+      jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                   "jx_mesh_create: axis %d's name '%s' is not an identifier (letters, digits, "
+                   "'_'; not None)",
+                   i, names[i] ? names[i] : "(null)");
+      return NULL;
+    }
+    for (int j = 0; j < i; j++)
+      if (strcmp(names[i], names[j]) == 0) {
+        jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_mesh_create: the axis name '%s' is used twice",
+                     names[i]);
+        return NULL;
+      }
+    if (sizes.dims[i] < 1) {
+      jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_mesh_create: axis '%s' has size %lld", names[i],
+                   (long long)sizes.dims[i]);
+      return NULL;
+    }
+    ndev *= sizes.dims[i];
+    if (ndev > count) break;
+  }
+  if (ndev > count) {
+    char sb[JX_AVAL_STR_CAP];
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "jx_mesh_create: a mesh of shape %s needs more devices than the %d there are "
+                 "(JX_NUM_CPU_DEVICES sets the count)",
+                 jx_aval_str(JX_F32, sizes, sb) + 3, count);
+    return NULL;
+  }
+  for (int p = 0; p < ndev; p++) {
+    if (devs[p] < 0 || devs[p] >= count) {
+      jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_mesh_create: device %d does not exist (%d devices)",
+                   devs[p], count);
+      return NULL;
+    }
+    for (int q = 0; q < p; q++)
+      if (devs[q] == devs[p]) {
+        jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_mesh_create: device %d appears twice", devs[p]);
+        return NULL;
+      }
+  }
+  return intern(sizes, names, devs, (int)ndev);
+}
+
+jx_mesh *jx_mesh_create(jx_shape sizes, const char *const *names) {
+  int count = jx_devices_init();
+  if (!count) return NULL;
+  int *devs = malloc(sizeof *devs * (size_t)count);
+  if (!devs) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_mesh_create: out of memory");
+    return NULL;
+  }
+  for (int i = 0; i < count; i++) devs[i] = i;
+  jx_mesh *m = jx_mesh_create_on(sizes, names, devs);
+  free(devs);
+  return m;
+}
+
+jx_mesh *jx_mesh_retain(jx_mesh *m) {
+  if (m) atomic_fetch_add(&m->refs, 1);
+  return m;
+}
+
+/* The registry keeps every mesh (programs name meshes by number), so the
+ * count never reaches zero: releasing only drops the caller's claim. */
+void jx_mesh_release(jx_mesh *m) {
+  if (m) atomic_fetch_sub(&m->refs, 1);
+}
+
+jx_mesh *jx_mesh_from_id(int id) {
+  pthread_mutex_lock(&registry_lock);
+  jx_mesh *m = id >= 1 && id <= nregistry ? registry[id - 1] : NULL;
+  pthread_mutex_unlock(&registry_lock);
+  return m;
+}
+
+int jx_mesh_ndim(const jx_mesh *m) { return m ? m->ndim : 0; }
+const char *jx_mesh_axis_name(const jx_mesh *m, int i) {
+  return m && i >= 0 && i < m->ndim ? m->name[i] : NULL;
+}
+int jx_mesh_axis_index(const jx_mesh *m, const char *name) {
+  for (int i = 0; m && name && i < m->ndim; i++)
+    if (strcmp(m->name[i], name) == 0) return i;
+  return -1;
+}
+int64_t jx_mesh_axis_size(const jx_mesh *m, const char *name) {
+  int i = jx_mesh_axis_index(m, name);
+  return i < 0 ? -1 : m->size[i];
+}
+int jx_mesh_device_count(const jx_mesh *m) { return m ? m->ndev : 0; }
+
+void jx_mesh_coords(const jx_mesh *m, int p, int64_t *coords) {
+  for (int i = m->ndim - 1; i >= 0; i--) {
+    coords[i] = p % m->size[i];
+    p /= (int)m->size[i];
+  }
+}
+
+int jx_mesh_position(const jx_mesh *m, const int64_t *coords) {
+  int64_t p = 0;
+  for (int i = 0; i < m->ndim; i++) p = p * m->size[i] + coords[i];
+  return (int)p;
+}
+
+jx_comm *jx_mesh_comm(jx_mesh *m, const int *axes, int n, int p, int *rank) {
+  int64_t c[JX_MAX_RANK];
+  jx_mesh_coords(m, p, c);
+  int64_t r = 0, size = 1;
+  for (int k = 0; k < n; k++) {
+    r = r * m->size[axes[k]] + c[axes[k]];
+    size *= m->size[axes[k]];
+    c[axes[k]] = 0;
+  }
+  *rank = (int)r;
+  int64_t key = jx_mesh_position(m, c);
+  pthread_mutex_lock(&m->lock);
+  mesh_comm *e = m->comms;
+  for (; e; e = e->next)
+    if (e->naxes == n && e->group_key == key &&
+        memcmp(e->axes, axes, sizeof *axes * (size_t)n) == 0)
+      break;
+  if (!e) {
+    /* the group's devices, in rank order */
+    int *devs = malloc(sizeof *devs * (size_t)size);
+    e = calloc(1, sizeof *e);
+    char label[JX_MAX_RANK * (JX_MESH_NAME_CAP + 1) + 16];
+    int len = snprintf(label, sizeof label, "mesh axis '");
+    for (int k = 0; k < n; k++)
+      len +=
+          snprintf(label + len, sizeof label - (size_t)len, "%s%s", k ? "," : "", m->name[axes[k]]);
+    snprintf(label + len, sizeof label - (size_t)len, "'");
+    if (devs && e) {
+      for (int64_t q = 0; q < size; q++) {
+        int64_t rest = q;
+        for (int k = n - 1; k >= 0; k--) {
+          c[axes[k]] = rest % m->size[axes[k]];
+          rest /= m->size[axes[k]];
+        }
+        devs[q] = m->device[jx_mesh_position(m, c)];
+      }
+      e->comm = jx_comm_local_create((int)size, label, devs);
+    }
+    free(devs);
+    if (!e || !e->comm) {
+      free(e);
+      pthread_mutex_unlock(&m->lock);
+      jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory making a communicator for %s", label);
+      return NULL;
+    }
+    memcpy(e->axes, axes, sizeof *axes * (size_t)n);
+    e->naxes = n;
+    e->group_key = key;
+    e->next = m->comms;
+    m->comms = e;
+  }
+  pthread_mutex_unlock(&m->lock);
+  return e->comm;
+}

@@ -1,0 +1,54 @@
+/* Layout rules: reductions. Kept dims keep their split; a reduced dim that
+ * is split is reduced locally and the partial results are combined across
+ * its axes afterwards (psum for sums, pmax/pmin for max/min); products,
+ * logical and/or and argmax/argmin gather the reduced dim first. */
+#include "../prims/prims.h"
+#include "propagate.h"
+
+static int match_reduce(const jx_eqn *e, const jx_program *p) {
+  (void)p;
+  const jx_prim *q = e->prim;
+  return q == &jx_prim_reduce_sum || q == &jx_prim_reduce_prod || q == &jx_prim_reduce_max ||
+         q == &jx_prim_reduce_min || q == &jx_prim_reduce_and || q == &jx_prim_reduce_or ||
+         q == &jx_prim_argmax || q == &jx_prim_argmin;
+}
+
+static jx_status plan_reduce(jx_plan *pl) {
+  const jx_eqn *e = pl->e;
+  const jx_prim *q = e->prim;
+  int r = pl->p->avals[e->in[0]].shape.rank;
+  jx_dtype dt = pl->p->avals[e->in[0]].dtype;
+  uint8_t reduced[JX_MAX_RANK] = {0};
+  if (q == &jx_prim_argmax || q == &jx_prim_argmin)
+    reduced[e->params.i[0]] = 1;
+  else
+    for (int k = 0; k < e->params.l[0].n; k++) reduced[e->params.l[0].v[k]] = 1;
+  jx_partial_op op = JX_PARTIAL_NONE;
+  if (q == &jx_prim_reduce_sum) op = JX_PARTIAL_SUM;
+  if (q == &jx_prim_reduce_max && dt != JX_BOOL) op = JX_PARTIAL_MAX;
+  if (q == &jx_prim_reduce_min && dt != JX_BOOL) op = JX_PARTIAL_MIN;
+  jx_pspec req = jx_pspec_replicated(r),
+           prod = jx_pspec_replicated(pl->p->avals[e->out[0]].shape.rank);
+  uint32_t used = 0;
+  pl->npartial = 0;
+  for (int d = 0, od = 0; d < r; d++) {
+    if (reduced[d]) {
+      if (op == JX_PARTIAL_NONE || !pl->in_known[0] || !pl->in[0].n[d]) continue;
+      if (!jx_pspec_take(&req, d, &pl->in[0], d, &used)) continue;
+      for (int k = 0; k < req.n[d]; k++) pl->partial_axes[pl->npartial++] = req.ax[d][k];
+      pl->partial = op;
+      continue;
+    }
+    if (pl->in_known[0])
+      jx_pspec_take(&req, d, &pl->in[0], d, &used);
+    else if (pl->out_known[0])
+      jx_pspec_take(&req, d, &pl->out[0], od, &used);
+    jx_pspec_take(&prod, od, &req, d, &(uint32_t){0});
+    od++;
+  }
+  pl->req[0] = req;
+  pl->prod[0] = prod;
+  return JX_OK;
+}
+
+const jx_pfamily jx_pfamily_reduce = {.name = "reduce", .match = match_reduce, .plan = plan_reduce};

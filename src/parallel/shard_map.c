@@ -1,0 +1,339 @@
+/* jx_shard_map: f traced once on the per-device blocks of its inputs (with
+ * the mesh's axis names bound for the collectives), recorded as one
+ * shard_map equation holding that body, and run concretely by the SPMD
+ * runtime on every device of the mesh (jax.experimental.shard_map with
+ * check_rep=False). The transformation rules are in shard_map_rules.c. */
+#include "shard_map.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/error.h"
+#include "../compile/executable.h"
+#include "../trace/axis_env.h"
+#include "../trace/dispatch.h"
+#include "../trace/fn.h"
+#include "../transform/build.h"
+#include "collective.h"
+#include "shards.h"
+#include "spmd.h"
+
+/* ---- parameters ---- */
+jx_status jx_smap_decode(const jx_params *p, int slot, int n, jx_mesh **mesh, jx_sharding **sh) {
+  jx_mesh *m = jx_mesh_from_id((int)p->i[0]);
+  if (!m) return jx_error_set(JX_ERR_INTERNAL, "shard_map: unknown mesh %lld", (long long)p->i[0]);
+  if (mesh) *mesh = m;
+  if (!sh) return JX_OK;
+  int len = 0;
+  const int64_t *ids = jx_interned_ints((int)p->i[slot], &len);
+  if (len != n || (n && !ids))
+    return jx_error_set(JX_ERR_INTERNAL, "shard_map: %d %s shardings for %d %ss", len,
+                        slot == 1 ? "input" : "output", n, slot == 1 ? "input" : "output");
+  for (int k = 0; k < n; k++) {
+    sh[k] = jx_sharding_from_id((int)ids[k]);
+    if (!sh[k] || sh[k]->mesh != m)
+      return jx_error_set(JX_ERR_INTERNAL, "shard_map: bad sharding %lld", (long long)ids[k]);
+  }
+  return JX_OK;
+}
+
+/* The interned number of the list of the shardings' ids. */
+static int intern_shardings(int n, jx_sharding *const *sh) {
+  int64_t *ids = malloc(sizeof *ids * (size_t)(n + 1));
+  if (!ids) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "shard_map: out of memory");
+    return 0;
+  }
+  for (int k = 0; k < n; k++) ids[k] = sh[k]->id;
+  int id = jx_intern_ints(ids, n);
+  free(ids);
+  return id;
+}
+
+jx_status jx_smap_bind(jx_mesh *m, int nin, jx_array *const *in, jx_sharding *const *in_sh,
+                       int nout, jx_sharding *const *out_sh, jx_program *body, jx_array **out) {
+  jx_params p = JX_PARAMS_INIT;
+  p.i[0] = m->id;
+  p.i[1] = intern_shardings(nin, in_sh);
+  p.i[2] = intern_shardings(nout, out_sh);
+  p.i[3] = nout;
+  if (!p.i[1] || !p.i[2]) {
+    for (int o = 0; o < nout; o++) out[o] = jx_poison();
+    return jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+  }
+  return jx_bind_sub(&jx_prim_shard_map, nin, in, &p, 1, &body, out);
+}
+
+/* ---- axes, specs ---- */
+int jx_smap_push_axes(const jx_mesh *m) {
+  int n = 0;
+  for (int a = 0; a < m->ndim; a++)
+    if (!jx_axis_push(m->name[a], m->size[a])) n++;
+  return n;
+}
+
+void jx_smap_pop_axes(int n) {
+  while (n-- > 0) jx_axis_pop();
+}
+
+jx_sharding *jx_smap_insert_dims(jx_sharding *s, int at, int by, const char *op) {
+  int naxes[JX_MAX_RANK] = {0}, axis[JX_MAX_RANK][JX_MAX_RANK];
+  memset(axis, 0, sizeof axis);
+  if (s->ndims <= at) return jx_sharding_retain(s); /* the new dims are beyond the spec */
+  if (s->ndims + by > JX_MAX_RANK) {
+    jx_error_set(JX_ERR_SHAPE, "%s: the spec '%s' cannot take %d more dims (rank limit %d)", op,
+                 s->spec, by, JX_MAX_RANK);
+    return NULL;
+  }
+  for (int d = 0; d < s->ndims; d++) {
+    int to = d < at ? d : d + by;
+    naxes[to] = s->naxes[d];
+    memcpy(axis[to], s->axis[d], sizeof axis[to]);
+  }
+  return jx_sharding_make(s->mesh, s->ndims + by, naxes, (const int(*)[JX_MAX_RANK])axis, op);
+}
+
+jx_sharding *jx_smap_per_device(jx_mesh *m) {
+  int naxes[JX_MAX_RANK] = {0}, axis[JX_MAX_RANK][JX_MAX_RANK];
+  memset(axis, 0, sizeof axis);
+  naxes[0] = m->ndim;
+  for (int a = 0; a < m->ndim; a++) axis[0][a] = a;
+  jx_sharding *s = jx_sharding_make(m, 1, naxes, (const int(*)[JX_MAX_RANK])axis, "shard_map");
+  jx_sharding_release(s); /* the registry keeps every sharding */
+  return s;
+}
+
+int64_t jx_smap_unnamed_size(const jx_sharding *s) {
+  int64_t n = 1;
+  for (int a = 0; a < s->mesh->ndim; a++)
+    if (!jx_sharding_uses_axis(s, a)) n *= s->mesh->size[a];
+  return n;
+}
+
+int jx_smap_unnamed_axes(const jx_sharding *s, int64_t *ids) {
+  int n = 0;
+  for (int a = 0; a < s->mesh->ndim; a++)
+    if (!jx_sharding_uses_axis(s, a)) ids[n++] = jx_axis_id(s->mesh->name[a]);
+  return n;
+}
+
+/* ---- the row ---- */
+static jx_status infer_smap(const jx_params *p, int nin, const jx_aval *in, int nout,
+                            jx_aval *out) {
+  (void)nout;
+  (void)out;
+  jx_sharding *sh[JX_MAX_RANK * 8];
+  jx_sharding **s = nin <= (int)(sizeof sh / sizeof *sh) ? sh : malloc(sizeof *s * (size_t)nin);
+  if (!s) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "shard_map: out of memory");
+  jx_status st = jx_smap_decode(p, 1, nin, NULL, s);
+  for (int i = 0; i < nin && !st; i++) st = jx_sharding_check(s[i], in[i].shape, "shard_map");
+  if (s != sh) free(s);
+  return st; /* the outputs come from the body (smap_outputs) */
+}
+
+/* The outputs: the body's blocks, each scaled up by its out sharding. The
+ * body's inputs must be the inputs' blocks. */
+static jx_status smap_outputs(const jx_params *p, int nin, const jx_aval *in, int nsub,
+                              jx_program *const *subs, int nout, jx_aval *out) {
+  if (nsub != 1) return jx_error_set(JX_ERR_INTERNAL, "shard_map: needs one body");
+  const jx_program *b = subs[0];
+  if (b->nin != nin || b->nout != nout)
+    return jx_error_set(JX_ERR_INTERNAL, "shard_map: the body takes %d and gives %d, not %d, %d",
+                        b->nin, b->nout, nin, nout);
+  jx_sharding **s = malloc(sizeof *s * (size_t)(nin + nout + 1));
+  if (!s) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "shard_map: out of memory");
+  jx_status st = jx_smap_decode(p, 1, nin, NULL, s);
+  if (!st) st = jx_smap_decode(p, 2, nout, NULL, s + nin);
+  for (int i = 0; i < nin && !st; i++) {
+    int64_t start[JX_MAX_RANK];
+    jx_shape local;
+    jx_sharding_block(s[i], in[i].shape, 0, start, &local);
+    jx_aval want = b->avals[b->in[i]];
+    if (want.dtype != in[i].dtype || !jx_shape_equal(want.shape, local)) {
+      char a1[JX_AVAL_STR_CAP], a2[JX_AVAL_STR_CAP];
+      st = jx_error_set(JX_ERR_SHAPE, "shard_map: input %d's block is %s but the body takes %s", i,
+                        jx_aval_str(in[i].dtype, local, a1),
+                        jx_aval_str(want.dtype, want.shape, a2));
+    }
+  }
+  for (int o = 0; o < nout && !st; o++) {
+    jx_aval a = b->avals[b->out[o]];
+    out[o] = a;
+    out[o].shape = jx_sharding_global_shape(s[nin + o], a.shape);
+    st = jx_sharding_check(s[nin + o], out[o].shape, "shard_map: an output");
+  }
+  free(s);
+  return st;
+}
+
+/* Bodies run compiled, as under jit (control flow elsewhere is interpreted,
+ * but a shard_map body is the whole per-device program, the part worth
+ * compiling). Compiled here, on the calling thread, once per body: the
+ * device threads then only run it. */
+static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static jx_status ensure_compiled(jx_program *body) {
+  pthread_mutex_lock(&compile_lock);
+  jx_status st = JX_OK;
+  if (!body->exec_run) {
+    char prefix[300];
+    snprintf(prefix, sizeof prefix, "shard_map.%s.%016llx", body->name,
+             (unsigned long long)jx_program_hash(body));
+    st = jx_compile_attach(body, prefix);
+  }
+  pthread_mutex_unlock(&compile_lock);
+  return st;
+}
+
+static jx_status impl_smap(const jx_params *p, int nin, jx_array *const *in, int nout,
+                           jx_array **out, int nsub, jx_program *const *subs) {
+  (void)nsub;
+  jx_mesh *m = NULL;
+  jx_sharding **s = malloc(sizeof *s * (size_t)(nin + nout + 1));
+  if (!s) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "shard_map: out of memory");
+  jx_status st = jx_smap_decode(p, 1, nin, &m, s);
+  if (!st) st = jx_smap_decode(p, 2, nout, NULL, s + nin);
+  if (!st) st = ensure_compiled(subs[0]);
+  if (!st) st = jx_spmd_run(m, subs[0], nin, in, s, nout, s + nin, out, "jx_shard_map");
+  free(s);
+  return st;
+}
+
+static int bind_mesh_axes(const jx_params *p) {
+  return jx_smap_push_axes(jx_mesh_from_id((int)p->i[0]));
+}
+
+const jx_prim jx_prim_shard_map = {.name = "shard_map",
+                                   .nin = JX_VARIADIC,
+                                   .nout = JX_NOUT_PARAM,
+                                   .params = "mesh=i0 in_shardings=i1 out_shardings=i2 nout=i3",
+                                   .infer = infer_smap,
+                                   .outputs = smap_outputs,
+                                   .impl = impl_smap,
+                                   .jvp = jx_smap_jvp,
+                                   .transpose = jx_smap_transpose,
+                                   .batch = jx_smap_batch,
+                                   .partial_eval = jx_smap_partial_eval,
+                                   .bind_sub_axes = bind_mesh_axes};
+
+/* ---- the public function ---- */
+typedef struct {
+  jx_mesh *mesh;
+  int nin, nout;
+  jx_sharding **sh; /* nin input shardings, then nout output shardings; references */
+} smap_data;
+
+static void free_smap_data(void *data) {
+  smap_data *d = data;
+  if (!d) return;
+  for (int k = 0; d->sh && k < d->nin + d->nout; k++) jx_sharding_release(d->sh[k]);
+  free(d->sh);
+  jx_mesh_release(d->mesh);
+  free(d);
+}
+
+typedef struct {
+  smap_data *d;
+  jx_program *body;
+} bind_ctx;
+
+static jx_status bind_body(void *ctx, jx_array *const *in, jx_array **out) {
+  bind_ctx *c = ctx;
+  return jx_smap_bind(c->d->mesh, c->d->nin, in, c->d->sh, c->d->nout, c->d->sh + c->d->nin,
+                      c->body, out);
+}
+
+static jx_program *smap_build(jx_fn *f, const jx_aval *in) {
+  smap_data *d = f->data;
+  jx_aval *local = malloc(sizeof *local * (size_t)(d->nin + 1));
+  if (!local) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_shard_map: out of memory");
+    return NULL;
+  }
+  jx_status st = JX_OK;
+  for (int i = 0; i < d->nin && !st; i++) {
+    char op[64];
+    snprintf(op, sizeof op, "jx_shard_map: input %d", i);
+    st = jx_sharding_check(d->sh[i], in[i].shape, op);
+    int64_t start[JX_MAX_RANK];
+    local[i] = in[i];
+    if (!st) jx_sharding_block(d->sh[i], in[i].shape, 0, start, &local[i].shape);
+  }
+  jx_program *body = NULL, *p = NULL;
+  if (!st) {
+    int pushed = jx_smap_push_axes(d->mesh);
+    if (pushed == d->mesh->ndim) body = jx_fn_program(f->inner, local);
+    jx_smap_pop_axes(pushed);
+  }
+  for (int o = 0; body && o < d->nout && !st; o++) {
+    jx_aval a = body->avals[body->out[o]];
+    char op[64];
+    snprintf(op, sizeof op, "jx_shard_map: output %d", o);
+    st = jx_sharding_check(d->sh[d->nin + o], jx_sharding_global_shape(d->sh[d->nin + o], a.shape),
+                           op);
+  }
+  if (body && !st) {
+    bind_ctx c = {d, body};
+    p = jx_program_build(f->name, d->nin, in, d->nout, bind_body, &c);
+  }
+  jx_program_release(body);
+  free(local);
+  return p;
+}
+
+static const jx_fn_kind smap_kind = {
+    .name = "shard_map", .build = smap_build, .free_data = free_smap_data};
+
+/* The sharding of spec on m; errors name jx_shard_map, the argument and the spec. */
+static jx_sharding *parse_spec(jx_mesh *m, const char *spec, const char *what, int k) {
+  if (!spec) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_shard_map: %s[%d] is NULL", what, k);
+    return NULL;
+  }
+  jx_sharding *s = jx_sharding_create(m, spec);
+  if (s) return s;
+  /* restate jx_sharding_create's message as jx_shard_map's */
+  char msg[1024];
+  const char *e = jx_last_error(), *prefix = "jx_sharding_create: ";
+  if (strncmp(e, prefix, strlen(prefix)) == 0) e += strlen(prefix);
+  snprintf(msg, sizeof msg, "%s", e);
+  jx_status code = jx_last_status();
+  jx_clear_error();
+  jx_error_set(code ? code : JX_ERR_INVALID_ARGUMENT, "jx_shard_map: %s %d ('%s'): %s",
+               what[0] == 'i' ? "input" : "output", k, spec, msg);
+  return NULL;
+}
+
+jx_fn *jx_shard_map(jx_fn *f, jx_mesh *m, const char *const *in_specs,
+                    const char *const *out_specs) {
+  if (!f || !m) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_shard_map: the %s is NULL", f ? "mesh" : "function");
+    return NULL;
+  }
+  if ((f->nin > 0 && !in_specs) || !out_specs) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_shard_map: %s is NULL for '%s'",
+                 out_specs ? "in_specs" : "out_specs", f->name);
+    return NULL;
+  }
+  smap_data *d = calloc(1, sizeof *d);
+  if (d) d->sh = calloc((size_t)(f->nin + f->nout) + 1, sizeof *d->sh);
+  if (!d || !d->sh) {
+    free(d);
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_shard_map: out of memory");
+    return NULL;
+  }
+  d->mesh = jx_mesh_retain(m);
+  d->nin = f->nin;
+  d->nout = f->nout;
+  int ok = 1;
+  for (int i = 0; i < f->nin && ok; i++)
+    ok = (d->sh[i] = parse_spec(m, in_specs[i], "in_specs", i)) != NULL;
+  for (int o = 0; o < f->nout && ok; o++)
+    ok = (d->sh[f->nin + o] = parse_spec(m, out_specs[o], "out_specs", o)) != NULL;
+  if (!ok) {
+    free_smap_data(d);
+    return NULL;
+  }
+  return jx_fn_new_transform(&smap_kind, f, f->nin, f->nout, d);
+}

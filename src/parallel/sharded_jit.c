@@ -1,0 +1,366 @@
+/* jx_jit with shardings (pjit). The jitted function's program is the global
+ * program, simplified: what transformations see (grad or vmap of a sharded
+ * jit trace it; jit-with-shardings of grad(f) partitions the gradient's
+ * program). Its attached executable, run on concrete arguments, looks at the
+ * arguments' shardings (or in_shardings), propagates layouts through the
+ * program (propagate.c), partitions it into one per-device program
+ * (partition.c), compiles that as a single-device jit does, and runs it on
+ * every device of the mesh (jx_spmd_run). Per-device programs are cached by
+ * the tuple of input shardings; JX_LOG_COMPILES=1 says why one is made. */
+#include "sharded_jit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/error.h"
+#include "../compile/executable.h"
+#include "../compile/simplify.h"
+#include "../trace/fn.h"
+#include "partition.h"
+#include "spmd.h"
+
+typedef struct {
+  int nin, nout;
+  jx_sharding **in_sh;  /* NULL, or nin entries (NULL entries: as given) */
+  jx_sharding **out_sh; /* NULL, or nout entries (NULL entries: propagation's choice) */
+} pjit_opts;
+
+typedef struct entry {
+  int *key;             /* per input: the sharding id it came with, 0 for none */
+  jx_sharding **in_sh;  /* per input: the layout the device program reads */
+  jx_sharding **out_sh; /* per output: the layout it gives */
+  jx_program *prog;     /* compiled per-device program */
+  struct entry *next;
+} entry;
+
+typedef struct {
+  pjit_opts o; /* a copy with its own references */
+  char *name;
+  pthread_mutex_t lock;
+  entry *cache;
+  int64_t partitions;
+} pjit_exec;
+
+static jx_status pjit_run(void *exec, const jx_program *p, jx_array *const *in, jx_array **out);
+static void pjit_exec_free(void *exec);
+
+/* ---- options ---- */
+static void opts_free(pjit_opts *o) {
+  for (int i = 0; o->in_sh && i < o->nin; i++) jx_sharding_release(o->in_sh[i]);
+  for (int i = 0; o->out_sh && i < o->nout; i++) jx_sharding_release(o->out_sh[i]);
+  free(o->in_sh);
+  free(o->out_sh);
+  o->in_sh = o->out_sh = NULL;
+}
+
+static int opts_copy(pjit_opts *dst, const pjit_opts *src) {
+  *dst = (pjit_opts){src->nin, src->nout, NULL, NULL};
+  if (src->in_sh) {
+    dst->in_sh = calloc((size_t)src->nin + 1, sizeof *dst->in_sh);
+    if (!dst->in_sh) return 0;
+    for (int i = 0; i < src->nin; i++) dst->in_sh[i] = jx_sharding_retain(src->in_sh[i]);
+  }
+  if (src->out_sh) {
+    dst->out_sh = calloc((size_t)src->nout + 1, sizeof *dst->out_sh);
+    if (!dst->out_sh) return 0;
+    for (int i = 0; i < src->nout; i++) dst->out_sh[i] = jx_sharding_retain(src->out_sh[i]);
+  }
+  return 1;
+}
+
+static void free_data(void *d) {
+  if (!d) return;
+  opts_free(d);
+  free(d);
+}
+
+/* "data=4, model=2 over devices 0,1,..." for messages. */
+static const char *mesh_text(const jx_mesh *m, char *buf, size_t cap) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (int i = 0; i < m->ndim && len < cap; i++)
+    len += (size_t)snprintf(buf + len, cap - len, "%s%s=%lld", i ? ", " : "", m->name[i],
+                            (long long)m->size[i]);
+  for (int p = 0; p < m->ndev && len < cap; p++)
+    len += (size_t)snprintf(buf + len, cap - len, "%s%d", p ? "," : " over devices ", m->device[p]);
+  return buf;
+}
+
+static const char *sharding_text(const jx_sharding *s) {
+  return !s ? "unsharded" : s->spec[0] ? s->spec : "replicated";
+}
+
+/* Checks that the given shardings share one mesh; *m receives it. */
+static jx_status same_mesh(const char *what, jx_sharding *const *sh, int n, jx_mesh **m,
+                           const char **m_what, int *m_at) {
+  char a[512], b[512];
+  for (int i = 0; sh && i < n; i++) {
+    if (!sh[i]) continue;
+    if (!*m) {
+      *m = sh[i]->mesh;
+      *m_what = what;
+      *m_at = i;
+    } else if (sh[i]->mesh != *m) {
+      return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                          "jx_jit: shardings on different meshes: %s[%d] is on the mesh (%s) but "
+                          "%s[%d] on the mesh (%s)",
+                          *m_what, *m_at, mesh_text(*m, a, sizeof a), what, i,
+                          mesh_text(sh[i]->mesh, b, sizeof b));
+    }
+  }
+  return JX_OK;
+}
+
+/* ---- building: the global program with the sharded executable attached ---- */
+static jx_program *pjit_build(jx_fn *f, const jx_aval *in) {
+  const pjit_opts *o = f->data;
+  jx_program *p = jx_fn_program(f->inner, in);
+  if (!p) return NULL;
+  jx_program *s = jx_simplify(p);
+  jx_program_release(p);
+  if (!s) return NULL;
+  jx_status st = JX_OK;
+  char what[64];
+  for (int i = 0; o->in_sh && i < o->nin && !st; i++)
+    if (o->in_sh[i]) {
+      snprintf(what, sizeof what, "jx_jit: in_shardings[%d]", i);
+      st = jx_sharding_check(o->in_sh[i], in[i].shape, what);
+    }
+  for (int i = 0; o->out_sh && i < o->nout && !st; i++)
+    if (o->out_sh[i]) {
+      snprintf(what, sizeof what, "jx_jit: out_shardings[%d]", i);
+      st = jx_sharding_check(o->out_sh[i], s->avals[s->out[i]].shape, what);
+    }
+  pjit_exec *x = st ? NULL : calloc(1, sizeof *x);
+  if (!st && (!x || !opts_copy(&x->o, o) || !(x->name = strdup(f->name)))) {
+    if (x) {
+      opts_free(&x->o);
+      free(x);
+      x = NULL;
+    }
+    st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
+  }
+  if (st) {
+    jx_program_release(s);
+    return NULL;
+  }
+  pthread_mutex_init(&x->lock, NULL);
+  s->exec = x;
+  s->exec_run = pjit_run;
+  s->exec_free = pjit_exec_free;
+  return s;
+}
+
+static void pjit_exec_free(void *exec) {
+  pjit_exec *x = exec;
+  for (entry *e = x->cache, *next; e; e = next) {
+    next = e->next;
+    for (int i = 0; i < x->o.nin; i++) jx_sharding_release(e->in_sh[i]);
+    for (int i = 0; i < x->o.nout; i++) jx_sharding_release(e->out_sh[i]);
+    free(e->key);
+    free(e->in_sh);
+    free(e->out_sh);
+    jx_program_release(e->prog);
+    free(e);
+  }
+  opts_free(&x->o);
+  pthread_mutex_destroy(&x->lock);
+  free(x->name);
+  free(x);
+}
+
+static const jx_fn_kind pjit_kind = {.name = "jit", .build = pjit_build, .free_data = free_data};
+
+jx_fn *jx_jit_sharded(jx_fn *f, const jx_jit_options *opts) {
+  pjit_opts given = {f->nin, f->nout, (jx_sharding **)opts->in_shardings,
+                     (jx_sharding **)opts->out_shardings};
+  jx_mesh *m = NULL, *mo = NULL;
+  const char *mw = NULL, *mwo = NULL;
+  int at = 0, ato = 0;
+  if (same_mesh("in_shardings", given.in_sh, f->nin, &m, &mw, &at) ||
+      same_mesh("out_shardings", given.out_sh, f->nout, &mo, &mwo, &ato))
+    return NULL;
+  if (m && mo && m != mo) {
+    char a[512], b[512];
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "jx_jit: in_shardings are on the mesh (%s) but out_shardings on the mesh (%s); "
+                 "one jit runs on one mesh",
+                 mesh_text(m, a, sizeof a), mesh_text(mo, b, sizeof b));
+    return NULL;
+  }
+  pjit_opts *data = malloc(sizeof *data);
+  if (!data || !opts_copy(data, &given)) {
+    free_data(data);
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
+    return NULL;
+  }
+  return jx_fn_new_transform(&pjit_kind, f, f->nin, f->nout, data);
+}
+
+/* ---- running ---- */
+static int log_enabled(void) {
+  const char *v = getenv("JX_LOG_COMPILES");
+  return v && *v && strcmp(v, "0") != 0;
+}
+
+static void log_partition(const pjit_exec *x, jx_sharding *const *sh) {
+  if (!log_enabled()) return;
+  fprintf(stderr, "jx: partitioning '%s' for input shardings (", x->name);
+  for (int i = 0; i < x->o.nin; i++) fprintf(stderr, "%s%s", i ? "; " : "", sharding_text(sh[i]));
+  fprintf(stderr, ")");
+  if (!x->cache) {
+    fprintf(stderr, ": first call\n");
+    return;
+  }
+  const entry *prev = x->cache;
+  for (int i = 0; i < x->o.nin; i++)
+    if (prev->key[i] != (sh[i] ? sh[i]->id : 0)) {
+      fprintf(stderr, ": input %d's sharding changed from %s to %s", i,
+              sharding_text(prev->key[i] ? jx_sharding_from_id(prev->key[i]) : NULL),
+              sharding_text(sh[i]));
+      break;
+    }
+  fprintf(stderr, "\n");
+}
+
+/* The per-device program for arguments laid out by sh (made on a miss;
+ * x->lock held). */
+static entry *partition_for(pjit_exec *x, const jx_program *p, jx_mesh *m, jx_sharding *const *sh) {
+  for (entry *e = x->cache; e; e = e->next) {
+    int hit = 1;
+    for (int i = 0; i < x->o.nin && hit; i++) hit = e->key[i] == (sh[i] ? sh[i]->id : 0);
+    if (hit) return e;
+  }
+  log_partition(x, sh);
+  jx_pspec *spec = malloc(sizeof *spec * (size_t)(p->nvars + p->nout + 1));
+  entry *e = calloc(1, sizeof *e);
+  if (e) {
+    e->key = calloc((size_t)x->o.nin + 1, sizeof *e->key);
+    e->in_sh = calloc((size_t)x->o.nin + 1, sizeof *e->in_sh);
+    e->out_sh = calloc((size_t)x->o.nout + 1, sizeof *e->out_sh);
+  }
+  jx_status st = JX_OK;
+  if (!spec || !e || !e->key || !e->in_sh || !e->out_sh)
+    st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
+  if (!st) st = jx_propagate(m, p, sh, x->o.out_sh, spec);
+  jx_pspec *out_spec = spec ? spec + p->nvars : NULL;
+  for (int o = 0; o < p->nout && !st; o++) {
+    jx_sharding *want = x->o.out_sh ? x->o.out_sh[o] : NULL;
+    out_spec[o] = want ? jx_pspec_of(want, p->avals[p->out[o]].shape.rank) : spec[p->out[o]];
+    e->out_sh[o] = jx_pspec_sharding(m, &out_spec[o]);
+    if (!e->out_sh[o]) st = jx_last_status();
+  }
+  for (int i = 0; i < p->nin && !st; i++) {
+    e->key[i] = sh[i] ? sh[i]->id : 0;
+    e->in_sh[i] = jx_pspec_sharding(m, &spec[p->in[i]]);
+    if (!e->in_sh[i]) st = jx_last_status();
+  }
+  jx_program *d = st ? NULL : jx_partition(m, p, spec, out_spec);
+  if (!st && !d) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  if (!st) {
+    e->prog = jx_simplify(d);
+    if (!e->prog) st = jx_last_status();
+  }
+  jx_program_release(d);
+  if (!st) {
+    char prefix[300];
+    snprintf(prefix, sizeof prefix, "%s.spmd.%016llx", x->name,
+             (unsigned long long)jx_program_hash(e->prog));
+    st = jx_compile_attach(e->prog, prefix);
+  }
+  free(spec);
+  if (st) {
+    if (e) {
+      for (int i = 0; e->in_sh && i < x->o.nin; i++) jx_sharding_release(e->in_sh[i]);
+      for (int i = 0; e->out_sh && i < x->o.nout; i++) jx_sharding_release(e->out_sh[i]);
+      jx_program_release(e->prog);
+      free(e->key);
+      free(e->in_sh);
+      free(e->out_sh);
+      free(e);
+    }
+    return NULL;
+  }
+  e->next = x->cache;
+  x->cache = e;
+  x->partitions++;
+  return e;
+}
+
+/* The layout of each argument (in_shardings, else its own) and the mesh. */
+static jx_status resolve(const pjit_exec *x, jx_array *const *in, jx_sharding **sh, jx_mesh **m) {
+  for (int i = 0; i < x->o.nin; i++) {
+    sh[i] = x->o.in_sh ? x->o.in_sh[i] : NULL;
+    if (!sh[i]) sh[i] = jx_sharding_of(in[i]);
+  }
+  const char *w = NULL;
+  int at = 0;
+  *m = NULL;
+  jx_status st = same_mesh("input", sh, x->o.nin, m, &w, &at);
+  if (!st) st = same_mesh("out_shardings", x->o.out_sh, x->o.nout, m, &w, &at);
+  if (!st && !*m)
+    st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                      "jx_jit: no sharding names a mesh (no in_shardings, out_shardings or "
+                      "sharded argument)");
+  return st;
+}
+
+static jx_status pjit_run(void *exec, const jx_program *p, jx_array *const *in, jx_array **out) {
+  pjit_exec *x = exec;
+  jx_sharding **sh = calloc((size_t)x->o.nin + 1, sizeof *sh);
+  if (!sh) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
+  jx_mesh *m = NULL;
+  jx_status st = resolve(x, in, sh, &m);
+  entry *e = NULL;
+  if (!st) {
+    pthread_mutex_lock(&x->lock);
+    e = partition_for(x, p, m, sh);
+    pthread_mutex_unlock(&x->lock);
+    if (!e) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  }
+  free(sh);
+  if (st) return st;
+  return jx_spmd_run(m, e->prog, x->o.nin, in, e->in_sh, x->o.nout, e->out_sh, out, "jx_jit");
+}
+
+/* ---- for tests ---- */
+static pjit_exec *exec_of(const jx_program *p) {
+  return p && p->exec_run == pjit_run ? p->exec : NULL;
+}
+
+char *jx_sharded_jit_device_text(jx_fn *f, jx_array *const *in) {
+  jx_aval *av = malloc(sizeof *av * (size_t)(f->nin + 1));
+  jx_sharding **sh = calloc((size_t)f->nin + 1, sizeof *sh);
+  char *text = NULL;
+  if (av && sh) {
+    for (int i = 0; i < f->nin; i++) av[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape};
+    jx_program *p = jx_fn_program(f, av);
+    pjit_exec *x = exec_of(p);
+    jx_mesh *m = NULL;
+    if (p && !x) jx_error_set(JX_ERR_INVALID_ARGUMENT, "'%s' is not a jit with shardings", f->name);
+    if (x && !resolve(x, in, sh, &m)) {
+      pthread_mutex_lock(&x->lock);
+      entry *e = partition_for(x, p, m, sh);
+      pthread_mutex_unlock(&x->lock);
+      if (e) text = jx_program_print(e->prog);
+    }
+    jx_program_release(p);
+  }
+  free(av);
+  free(sh);
+  return text;
+}
+
+int64_t jx_sharded_jit_partitions(jx_fn *f) {
+  int64_t n = 0;
+  pthread_mutex_lock(&f->lock);
+  for (fn_cache_entry *c = f->cache; c; c = c->next) {
+    pjit_exec *x = exec_of(c->prog);
+    if (!x) continue;
+    pthread_mutex_lock(&x->lock);
+    n += x->partitions;
+    pthread_mutex_unlock(&x->lock);
+  }
+  pthread_mutex_unlock(&f->lock);
+  return n;
+}

@@ -1,0 +1,137 @@
+/* Sharded arrays: putting an array onto devices, gathering it back, reading
+ * one shard. */
+#include "shards.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/error.h"
+#include "../prims/prim.h"
+#include "../trace/dispatch.h"
+#include "constraint.h"
+
+jx_array *jx_array_from_shards(jx_sharding *s, jx_dtype dt, int weak, jx_shape g,
+                               jx_array *const *shard) {
+  int n = s->mesh->ndev;
+  jx_shards *sh = malloc(sizeof *sh + sizeof *sh->shard * (size_t)n);
+  /* no global buffer: jx_array_ready gathers one on demand */
+  jx_array *a = sh ? jx_array_unbacked(dt, g, weak) : jx_poison();
+  if (a->poisoned) {
+    free(sh);
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory making a sharded array");
+    return jx_poison();
+  }
+  sh->sharding = jx_sharding_retain(s);
+  sh->n = n;
+  for (int p = 0; p < n; p++) sh->shard[p] = jx_keep(shard[p]);
+  a->shards = sh;
+  return a;
+}
+
+void jx_shards_free(jx_shards *sh) {
+  for (int p = 0; p < sh->n; p++) jx_release(sh->shard[p]);
+  jx_sharding_release(sh->sharding);
+  free(sh);
+}
+
+/* Recursive over the leading dims; the innermost dim is one memcpy. */
+static void copy_rec(char *global, char *block, size_t es, jx_shape g, const int64_t *start,
+                     jx_shape local, int to_block, int d, int64_t goff, int64_t boff) {
+  if (d == g.rank - 1 || g.rank == 0) {
+    size_t n = (size_t)(g.rank ? local.dims[d] : 1) * es;
+    int64_t go = g.rank ? goff * g.dims[d] + start[d] : 0, bo = g.rank ? boff * local.dims[d] : 0;
+    if (to_block)
+      memcpy(block + bo * (int64_t)es, global + go * (int64_t)es, n);
+    else
+      memcpy(global + go * (int64_t)es, block + bo * (int64_t)es, n);
+    return;
+  }
+  for (int64_t i = 0; i < local.dims[d]; i++)
+    copy_rec(global, block, es, g, start, local, to_block, d + 1, goff * g.dims[d] + start[d] + i,
+             boff * local.dims[d] + i);
+}
+
+void jx_copy_block(void *global, void *block, size_t es, jx_shape g, const int64_t *start,
+                   jx_shape local, int to_block) {
+  if (jx_shape_numel(local) == 0) return;
+  copy_rec(global, block, es, g, start, local, to_block, 0, 0, 0);
+}
+
+jx_status jx_shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *dst) {
+  size_t es = jx_dtype_size(dt);
+  for (int p = 0; p < sh->n; p++) {
+    if (!jx_sharding_is_first_replica(sh->sharding, p)) continue;
+    int64_t start[JX_MAX_RANK];
+    jx_shape local;
+    jx_sharding_block(sh->sharding, g, p, start, &local);
+    jx_copy_block(dst, jx_array_data(sh->shard[p]), es, g, start, local, 0);
+  }
+  return JX_OK;
+}
+
+jx_array *jx_shard_for(jx_array *a, const jx_sharding *s, int p) {
+  if (a->shards && jx_sharding_same_layout(a->shards->sharding, s))
+    return jx_keep(a->shards->shard[p]);
+  if (jx_array_ready(a)) return jx_poison();
+  int64_t start[JX_MAX_RANK];
+  jx_shape local;
+  jx_sharding_block(s, a->shape, p, start, &local);
+  jx_scope_begin();
+  jx_array *b = jx_array_alloc(a->dtype, local, a->weak);
+  if (!b->poisoned) {
+    jx_copy_block(jx_array_data(a), jx_array_data(b), jx_dtype_size(a->dtype), a->shape, start,
+                  local, 1);
+    jx_keep(b);
+  }
+  jx_scope_end();
+  return b;
+}
+
+jx_array *jx_device_put(jx_array *a, jx_sharding *s) {
+  const char *op = "jx_device_put";
+  if (jx_check_inputs(op, 1, &a)) return jx_poison();
+  if (!s) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: the sharding is NULL", op);
+    return jx_poison();
+  }
+  if (jx_sharding_check(s, a->shape, op)) return jx_poison();
+  if (jx_is_tracer(a)) return jx_sharding_constraint(a, s);
+  if (a->shards && a->shards->sharding == s) return jx_keep_in_scope(a);
+  int n = s->mesh->ndev;
+  jx_array **shard = calloc((size_t)n, sizeof *shard);
+  if (!shard) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    return jx_poison();
+  }
+  jx_array *r = jx_poison();
+  int ok = 1;
+  for (int p = 0; p < n && ok; p++) {
+    shard[p] = jx_shard_for(a, s, p);
+    ok = !shard[p]->poisoned;
+  }
+  if (ok) r = jx_array_from_shards(s, a->dtype, a->weak, a->shape, shard);
+  for (int p = 0; p < n; p++) jx_release(shard[p]);
+  free(shard);
+  return r;
+}
+
+jx_array *jx_with_sharding_constraint(jx_array *a, jx_sharding *s) { return jx_device_put(a, s); }
+
+jx_sharding *jx_sharding_of(const jx_array *a) {
+  return a && !a->poisoned && a->shards ? a->shards->sharding : NULL;
+}
+
+jx_array *jx_array_shard(const jx_array *a, int i) {
+  if (jx_check_inputs("jx_array_shard", 1, (jx_array *const *)&a)) return jx_poison();
+  if (jx_is_tracer(a)) {
+    jx_error_set(JX_ERR_TRACE, "jx_array_shard: the array is a tracer");
+    return jx_poison();
+  }
+  int n = a->shards ? a->shards->n : 1;
+  if (i < 0 || i >= n) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_array_shard: shard %d does not exist (%d shards)", i,
+                 n);
+    return jx_poison();
+  }
+  return jx_keep_in_scope(a->shards ? a->shards->shard[i] : (jx_array *)a);
+}

@@ -1,0 +1,160 @@
+/* jx_pmap over the 8 CPU devices, checked against a loop over the mapped
+ * axis (the oracle): in_axes/out_axes (JX_NONE included), jx_axis_index,
+ * psum and its gradient, jit, and the errors. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jx/jx.h>
+
+#include "test_util.h"
+
+static void assert_error_has(const char *what) {
+  if (!strstr(jx_last_error(), what)) fprintf(stderr, "error was: %s\n", jx_last_error());
+  assert_non_null(strstr(jx_last_error(), what));
+  jx_clear_error();
+}
+
+static jx_array *val(jx_shape s, double seed) {
+  int64_t n = 1;
+  for (int d = 0; d < s.rank; d++) n *= s.dims[d];
+  jx_array *r = jx_arange(JX_F64, 0, (double)n, 1);
+  return jx_reshape(jx_sin(jx_add(jx_mul(r, jx_scalar(JX_F64, 0.37)), jx_scalar(JX_F64, seed))), s);
+}
+
+static void assert_close(jx_array *a, jx_array *b, double tol) {
+  if (jx_is_poisoned(a) || jx_is_poisoned(b)) fprintf(stderr, "%s\n", jx_last_error());
+  assert_false(jx_is_poisoned(a));
+  assert_false(jx_is_poisoned(b));
+  jx_shape sa = jx_shape_of(a), sb = jx_shape_of(b);
+  assert_int_equal(sa.rank, sb.rank);
+  for (int d = 0; d < sa.rank; d++) assert_int_equal(sa.dims[d], sb.dims[d]);
+  int64_t n = jx_size(a);
+  double *x = malloc(sizeof(double) * (size_t)(n + 1)),
+         *y = malloc(sizeof(double) * (size_t)(n + 1));
+  check_ok(jx_read(jx_astype(a, JX_F64), x, sizeof(double) * (size_t)n));
+  check_ok(jx_read(jx_astype(b, JX_F64), y, sizeof(double) * (size_t)n));
+  for (int64_t k = 0; k < n; k++) {
+    if (fabs(x[k] - y[k]) > tol * (1 + fabs(y[k])))
+      fprintf(stderr, "element %lld: %.17g vs %.17g\n", (long long)k, x[k], y[k]);
+    assert_true(fabs(x[k] - y[k]) <= tol * (1 + fabs(y[k])));
+  }
+  free(x);
+  free(y);
+}
+
+/* slice k of x along axis a, without that axis */
+static jx_array *take(jx_array *x, int a, int64_t k) {
+  jx_shape s = jx_shape_of(x), lo = {s.rank, {0}}, hi = s;
+  lo.dims[a] = k;
+  hi.dims[a] = k + 1;
+  return jx_squeeze(jx_slice(x, lo, hi, JX_SHAPE()), JX_AXES(a));
+}
+
+static jx_array *stack_at(int n, jx_array *const *xs, int a) { return jx_stack(n, xs, a); }
+
+/* sin(x) * w + axis_index */
+static void body_index(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_add(jx_mul(jx_sin(in[0]), in[1]), jx_astype(jx_axis_index("i"), JX_F64));
+}
+
+static void in_out_axes_and_axis_index(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("body_index", 2, 1, body_index, NULL);
+  jx_array *w = val(JX_SHAPE(3), 0.9);
+  /* mapped axis 0 in, 0 out */
+  jx_array *x = val(JX_SHAPE(8, 3), 0.1), *out[1];
+  jx_fn *p = jx_pmap(f, "i", (jx_axes){2, {0, JX_NONE}}, JX_AXES(0));
+  assert_non_null(p);
+  check_ok(jx_call(p, (jx_array *[]){x, w}, out));
+  jx_array *rows[8];
+  for (int k = 0; k < 8; k++)
+    rows[k] = jx_add(jx_mul(jx_sin(take(x, 0, k)), w), jx_scalar(JX_F64, k));
+  assert_close(out[0], stack_at(8, rows, 0), 1e-15);
+  /* mapped axis 1 in, axis 1 out */
+  jx_array *x1 = val(JX_SHAPE(3, 8), 0.2);
+  jx_fn *p1 = jx_pmap(f, "i", (jx_axes){2, {1, JX_NONE}}, JX_AXES(1));
+  check_ok(jx_call(p1, (jx_array *[]){x1, w}, out));
+  for (int k = 0; k < 8; k++)
+    rows[k] = jx_add(jx_mul(jx_sin(take(x1, 1, k)), w), jx_scalar(JX_F64, k));
+  assert_close(out[0], stack_at(8, rows, 1), 1e-15);
+  /* both mapped (negative axis), out at -1 */
+  jx_array *w8 = val(JX_SHAPE(8, 3), 0.4);
+  jx_fn *p2 = jx_pmap(f, "i", (jx_axes){2, {-1, 0}}, JX_AXES(-1));
+  check_ok(jx_call(p2, (jx_array *[]){x1, w8}, out));
+  for (int k = 0; k < 8; k++)
+    rows[k] = jx_add(jx_mul(jx_sin(take(x1, 1, k)), take(w8, 0, k)), jx_scalar(JX_F64, k));
+  assert_close(out[0], stack_at(8, rows, 1), 1e-15);
+  /* under jit, traced once */
+  jx_fn *j = jx_jit(p, NULL);
+  for (int k = 0; k < 2; k++) {
+    check_ok(jx_call(j, (jx_array *[]){x, w}, out));
+    for (int r = 0; r < 8; r++)
+      rows[r] = jx_add(jx_mul(jx_sin(take(x, 0, r)), w), jx_scalar(JX_F64, r));
+    assert_close(out[0], stack_at(8, rows, 0), 1e-15);
+  }
+  assert_int_equal(jx_fn_trace_count(j), 1);
+  assert_int_equal(jx_fn_trace_count(f), 1);
+  jx_fn_release(j);
+  jx_fn_release(p2);
+  jx_fn_release(p1);
+  jx_fn_release(p);
+  jx_fn_release(f);
+}
+
+/* x / psum(x) (normalized over devices), and the total as a replicated output */
+static void body_normalize(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *t = jx_psum(in[0], "i");
+  out[0] = jx_div(jx_sin(in[0]), jx_add(t, jx_scalar(JX_F64, 10)));
+  out[1] = t;
+}
+
+static void psum_and_its_gradient(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("normalize", 1, 2, body_normalize, NULL);
+  jx_fn *p = jx_pmap(f, "i", JX_AXES(0), (jx_axes){2, {0, JX_NONE}});
+  jx_array *x = val(JX_SHAPE(8, 2), 0.3), *out[2];
+  check_ok(jx_call(p, &x, out));
+  jx_array *total = jx_sum(x, JX_AXES(0), 0);
+  assert_close(out[1], total, 1e-14);
+  assert_close(out[0], jx_div(jx_sin(x), jx_add(total, jx_scalar(JX_F64, 10))), 1e-14);
+  check_ok(jx_check_grads(p, &x, 2, 0, 0));
+  jx_fn_release(p);
+  jx_fn_release(f);
+}
+
+static void errors(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("body_index", 2, 1, body_index, NULL);
+  assert_null(jx_pmap(f, "i", JX_AXES(0, 0, 0), JX_AXES(0)));
+  assert_error_has("jx_pmap: in_axes has 3 entries but 'body_index' has 2 inputs");
+  assert_null(jx_pmap(f, "i", JX_AXES(0), JX_AXES(0, 1)));
+  assert_error_has("jx_pmap: out_axes has 2 entries but 'body_index' has 1 outputs");
+  jx_fn *p = jx_pmap(f, "i", (jx_axes){2, {0, JX_NONE}}, JX_AXES(0));
+  jx_array *out[1];
+  assert_int_not_equal(jx_call(p, (jx_array *[]){val(JX_SHAPE(4, 3), 0), val(JX_SHAPE(3), 0)}, out),
+                       JX_OK);
+  assert_error_has("jx_pmap: input 0 is f64[4,3]; its mapped axis 0 has size 4 but there are 8 "
+                   "devices");
+  assert_int_not_equal(jx_call(p, (jx_array *[]){val(JX_SHAPE(), 0), val(JX_SHAPE(3), 0)}, out),
+                       JX_OK);
+  assert_error_has("jx_pmap: in_axes[0] = 0 is out of range for input 0");
+  jx_fn_release(p);
+  jx_fn_release(f);
+}
+
+int main(void) {
+  jx_set_cpu_device_count(8);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(in_out_axes_and_axis_index, setup, teardown),
+      cmocka_unit_test_setup_teardown(psum_and_its_gradient, setup, teardown),
+      cmocka_unit_test_setup_teardown(errors, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

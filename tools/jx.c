@@ -1,0 +1,24 @@
+/* jx: the command-line front end. `jx train` trains a byte-level GPT on a
+ * mesh of devices; `jx info` says what this build and machine offer. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: jx <command> [options]\n"
+             "  train   train a byte-level GPT on a text corpus (jx train --help)\n"
+             "  info    devices, processes and build options\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (!strcmp(argv[1], "train")) return jx_cmd_train(argc - 1, argv + 1);
+  if (!strcmp(argv[1], "info")) return jx_cmd_info(argc - 1, argv + 1);
+  fprintf(stderr, "jx: unknown command '%s'\n", argv[1]);
+  usage(stderr);
+  return 2;
+}

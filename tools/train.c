@@ -1,0 +1,511 @@
+/* jx train: a byte-level GPT trained on a text corpus over a mesh of
+ * devices — data parallel, tensor parallel (Megatron) and FSDP by flags —
+ * with AdamW, warmup + cosine schedule, clipping, checkpoints (resumable)
+ * and a sample of generated text at the end. Uses only the public API. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, fileno */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jx/jx.h>
+
+#include "cli.h"
+
+enum { MAX_DATA = 64, MAX_PARAMS = 1024 };
+#define DEFAULT_CORPUS "/usr/share/games/fortunes"
+
+typedef struct {
+  int devices;
+  char mesh[128];
+  int fsdp;
+  int64_t steps, batch, layers, width, heads, context, warmup, ckpt_every, sample;
+  double lr;
+  const char *ckpt, *metrics;
+  int resume;
+  const char *data[MAX_DATA];
+  int ndata;
+  unsigned seed;
+} options;
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: jx train [options]\n"
+             "  --devices N        CPU devices (default: JX_NUM_CPU_DEVICES or 1)\n"
+             "  --mesh data=A,model=B   mesh axes (default data=<devices>)\n"
+             "  --fsdp             also shard parameters and optimizer state over 'data'\n"
+             "  --steps N          training steps (default 300)\n"
+             "  --batch N          sequences per step (default 16)\n"
+             "  --lr X             peak learning rate (default 3e-3)\n"
+             "  --warmup N         warmup steps (default steps/10)\n"
+             "  --layers N --width N --heads N --context N   model (default 2, 64, 4, 64)\n"
+             "  --data FILE        training text (repeatable; default: the fortunes corpus)\n"
+             "  --ckpt DIR         checkpoint directory; --ckpt-every N (default 100)\n"
+             "  --resume           continue from the latest checkpoint in --ckpt\n"
+             "  --metrics FILE     JSON lines: step, loss, tokens_per_s, mfu\n"
+             "  --sample N         bytes of text to generate at the end (default 200)\n"
+             "  --seed N           PRNG seed (default 0)\n");
+}
+
+static int parse(int argc, char **argv, options *o) {
+  *o = (options){.steps = 300,
+                 .batch = 16,
+                 .layers = 2,
+                 .width = 64,
+                 .heads = 4,
+                 .context = 64,
+                 .warmup = -1,
+                 .ckpt_every = 100,
+                 .sample = 200,
+                 .lr = 3e-3};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define INT_OPT(name, field)                                                                       \
+  if (!strcmp(a, name)) {                                                                          \
+    if (!v) goto missing;                                                                          \
+    o->field = strtoll(v, NULL, 10);                                                               \
+    i++;                                                                                           \
+    continue;                                                                                      \
+  }
+    INT_OPT("--devices", devices)
+    INT_OPT("--steps", steps)
+    INT_OPT("--batch", batch)
+    INT_OPT("--layers", layers)
+    INT_OPT("--width", width)
+    INT_OPT("--heads", heads)
+    INT_OPT("--context", context)
+    INT_OPT("--warmup", warmup)
+    INT_OPT("--ckpt-every", ckpt_every)
+    INT_OPT("--sample", sample)
+    INT_OPT("--seed", seed)
+#undef INT_OPT
+    if (!strcmp(a, "--lr") && v) {
+      o->lr = atof(v);
+      i++;
+    } else if (!strcmp(a, "--mesh") && v) {
+      snprintf(o->mesh, sizeof o->mesh, "%s", v);
+      i++;
+    } else if (!strcmp(a, "--ckpt") && v) {
+      o->ckpt = v;
+      i++;
+    } else if (!strcmp(a, "--metrics") && v) {
+      o->metrics = v;
+      i++;
+    } else if (!strcmp(a, "--data") && v) {
+      if (o->ndata == MAX_DATA) {
+        fprintf(stderr, "jx train: at most %d --data files\n", MAX_DATA);
+        return 0;
+      }
+      o->data[o->ndata++] = v;
+      i++;
+    } else if (!strcmp(a, "--fsdp")) {
+      o->fsdp = 1;
+    } else if (!strcmp(a, "--resume")) {
+      o->resume = 1;
+    } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      exit(0);
+    } else {
+      fprintf(stderr, "jx train: unknown or incomplete option '%s'\n", a);
+      usage(stderr);
+      return 0;
+    }
+    continue;
+  missing:
+    fprintf(stderr, "jx train: %s needs a value\n", a);
+    return 0;
+  }
+  if (o->steps < 1 || o->batch < 1 || o->context < 2 || o->width < 1 || o->heads < 1 ||
+      o->layers < 1 || o->width % o->heads) {
+    fprintf(stderr, "jx train: steps, batch, layers and heads must be >= 1, context >= 2, and "
+                    "width a multiple of heads\n");
+    return 0;
+  }
+  if (o->warmup < 0) o->warmup = o->steps / 10;
+  if (o->warmup > o->steps) o->warmup = o->steps;
+  if (o->resume && !o->ckpt) {
+    fprintf(stderr, "jx train: --resume needs --ckpt DIR\n");
+    return 0;
+  }
+  return 1;
+}
+
+/* The regular files of the default corpus, sorted for a stable order. */
+static int default_corpus(options *o, char names[][512]) {
+  DIR *d = opendir(DEFAULT_CORPUS);
+  if (!d) return 0;
+  struct dirent *e;
+  int n = 0;
+  while ((e = readdir(d)) && n < MAX_DATA) {
+    size_t len = strlen(e->d_name);
+    if (e->d_name[0] == '.' || (len > 4 && (!strcmp(e->d_name + len - 4, ".dat"))) ||
+        (len > 3 && !strcmp(e->d_name + len - 3, ".u8")))
+      continue;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", DEFAULT_CORPUS, e->d_name);
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode)) continue;
+    snprintf(names[n++], 512, "%s", path);
+  }
+  closedir(d);
+  qsort(names, (size_t)n, 512, (int (*)(const void *, const void *))strcmp);
+  for (int i = 0; i < n; i++) o->data[i] = names[i];
+  o->ndata = n;
+  return n;
+}
+
+/* "data=4,model=2" -> a mesh; empty -> data over every device. */
+static jx_mesh *make_mesh(const char *spec, int devices) {
+  char names[4][64];
+  const char *ptrs[4];
+  int64_t sizes[4];
+  int n = 0;
+  if (!*spec) {
+    snprintf(names[0], 64, "data");
+    sizes[0] = devices;
+    n = 1;
+  } else {
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *tok = strtok(buf, ","); tok && n < 4; tok = strtok(NULL, ",")) {
+      char *eq = strchr(tok, '=');
+      if (!eq) {
+        fprintf(stderr, "jx train: --mesh wants name=size pairs, got '%s'\n", tok);
+        return NULL;
+      }
+      *eq = 0;
+      snprintf(names[n], 64, "%s", tok);
+      sizes[n++] = strtoll(eq + 1, NULL, 10);
+    }
+  }
+  for (int i = 0; i < n; i++) ptrs[i] = names[i];
+  return jx_mesh_create(jx_shape_make(n, sizes), ptrs);
+}
+
+typedef struct {
+  jx_gpt_config cfg;
+  jx_optimizer *opt;
+  jx_tree *params_like, *state_like;
+  int np, ns;
+  jx_fn *loss, *value_and_grad;
+} model;
+
+/* (params..., tokens, targets) -> loss */
+static void loss_body(void *ctx, jx_array *const *in, jx_array **out) {
+  model *m = ctx;
+  jx_tree *p = jx_tree_unflatten(m->params_like, in);
+  out[0] = jx_gpt_loss(&m->cfg, p, in[m->np], in[m->np + 1]);
+  jx_tree_release(p);
+}
+
+/* (params..., state..., tokens, targets) -> (loss, params'..., state'...) */
+static void step_body(void *ctx, jx_array *const *in, jx_array **out) {
+  model *m = ctx;
+  jx_array *args[MAX_PARAMS + 2], *vg[MAX_PARAMS + 1];
+  for (int i = 0; i < m->np; i++) args[i] = in[i];
+  args[m->np] = in[m->np + m->ns];
+  args[m->np + 1] = in[m->np + m->ns + 1];
+  if (jx_call(m->value_and_grad, args, vg)) return;
+  jx_tree *params = jx_tree_unflatten(m->params_like, in);
+  jx_tree *state = jx_tree_unflatten(m->state_like, in + m->np);
+  jx_tree *grads = jx_tree_unflatten(m->params_like, vg + 1);
+  jx_optim_update(m->opt, grads, state, params);
+  out[0] = vg[0];
+  jx_tree_flatten(params, out + 1);
+  jx_tree_flatten(state, out + 1 + m->np);
+  jx_tree_release(params);
+  jx_tree_release(state);
+  jx_tree_release(grads);
+}
+
+/* (params..., tokens [1, T]) -> logits of the last position [vocab] */
+static void next_logits_body(void *ctx, jx_array *const *in, jx_array **out) {
+  model *m = ctx;
+  jx_tree *p = jx_tree_unflatten(m->params_like, in);
+  jx_array *logits = jx_gpt_forward(&m->cfg, p, in[m->np]);
+  int64_t t = m->cfg.context, v = m->cfg.vocab;
+  out[0] = jx_reshape(jx_slice(logits, JX_SHAPE(0, t - 1, 0), JX_SHAPE(1, t, v), JX_SHAPE()),
+                      JX_SHAPE(v));
+  jx_tree_release(p);
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* f32 GEMM throughput of this machine through jx, for MFU. */
+static double measure_peak_flops(void) {
+  jx_scope_begin();
+  int64_t n = 512;
+  jx_array *a = jx_ones(JX_F32, JX_SHAPE(n, n));
+  double best = 1e30;
+  for (int r = 0; r < 5; r++) {
+    double t0 = now_s();
+    jx_block_until_ready(jx_matmul(a, a));
+    double t = now_s() - t0;
+    if (t < best) best = t;
+  }
+  jx_scope_end();
+  return 2.0 * (double)(n * n * n) / best;
+}
+
+/* Training flops per step: 6 per parameter per token, plus attention. */
+static double step_flops(const model *m, int64_t params, int64_t batch) {
+  double tokens = (double)(batch * m->cfg.context);
+  return 6.0 * (double)params * tokens +
+         12.0 * (double)(m->cfg.n_layers * m->cfg.d_model * m->cfg.context) * tokens;
+}
+
+static int fail(const char *what) {
+  fprintf(stderr, "jx train: %s: %s\n", what, jx_last_error());
+  return 1;
+}
+
+static void sample_text(model *m, jx_array *const *params, int64_t nbytes, unsigned seed) {
+  jx_fn *f = jx_fn_create("gpt_next_logits", m->np + 1, 1, next_logits_body, m);
+  jx_fn *jf = jx_jit(f, NULL);
+  int64_t t = m->cfg.context;
+  int32_t *window = malloc(sizeof *window * (size_t)t);
+  const char *prompt = "The ";
+  for (int64_t i = 0; i < t; i++) window[i] = ' ';
+  size_t plen = strlen(prompt);
+  for (size_t i = 0; i < plen; i++) window[t - (int64_t)plen + (int64_t)i] = prompt[i];
+  printf("\nsample: %s", prompt);
+  jx_array *key = jx_keep(jx_random_key(seed + 1));
+  jx_array **in = malloc(sizeof *in * (size_t)(m->np + 1));
+  for (int i = 0; i < m->np; i++) in[i] = params[i];
+  for (int64_t k = 0; k < nbytes; k++) {
+    jx_scope_begin();
+    in[m->np] = jx_array_from(JX_I32, JX_SHAPE(1, t), window);
+    jx_array *logits;
+    if (jx_call(jf, in, &logits)) {
+      jx_scope_end();
+      break;
+    }
+    jx_array *keys = jx_random_split(key, 2);
+    jx_array *next_key =
+        jx_reshape(jx_slice(keys, JX_SHAPE(0, 0), JX_SHAPE(1, 2), JX_SHAPE()), JX_SHAPE(2));
+    jx_array *use =
+        jx_reshape(jx_slice(keys, JX_SHAPE(1, 0), JX_SHAPE(2, 2), JX_SHAPE()), JX_SHAPE(2));
+    int c = (int)jx_item(jx_random_categorical(use, jx_div(logits, jx_scalar(JX_F32, 0.8)), 0));
+    jx_release(key);
+    key = jx_keep(next_key);
+    jx_scope_end();
+    memmove(window, window + 1, sizeof *window * (size_t)(t - 1));
+    window[t - 1] = c;
+    putchar(c >= 32 || c == '\n' || c == '\t' ? c : '?');
+  }
+  printf("\n");
+  jx_release(key);
+  free(in);
+  free(window);
+  jx_fn_release(jf);
+  jx_fn_release(f);
+}
+
+int jx_cmd_train(int argc, char **argv) {
+  options o;
+  if (!parse(argc, argv, &o)) return 2;
+  if (o.devices > 0 && jx_set_cpu_device_count(o.devices)) return fail("--devices");
+  int devices = jx_device_count();
+  static char corpus[MAX_DATA][512];
+  if (!o.ndata && !default_corpus(&o, corpus)) {
+    fprintf(stderr,
+            "jx train: no --data given and no corpus at %s (Debian: apt-get install "
+            "fortunes)\n",
+            DEFAULT_CORPUS);
+    return 2;
+  }
+  jx_mesh *mesh = make_mesh(o.mesh, devices);
+  if (!mesh) return fail("--mesh");
+  int has_data = jx_mesh_axis_size(mesh, "data") > 0;
+
+  model m = {.cfg = {.vocab = 256,
+                     .n_layers = o.layers,
+                     .d_model = o.width,
+                     .n_heads = o.heads,
+                     .context = o.context,
+                     .mlp_ratio = 4}};
+  jx_dataset *data = jx_dataset_text(o.ndata, o.data, o.context);
+  if (!data) return fail("data");
+  jx_sharding *rows = jx_sharding_create(mesh, has_data ? "data" : "");
+  jx_loader_options lo = {.batch = o.batch, .seed = o.seed, .shuffle = 1, .sharding = rows};
+  jx_loader *loader = jx_loader_create(data, &lo);
+  if (!loader) return fail("the data loader");
+
+  jx_tree *params = jx_gpt_init(&m.cfg, jx_random_key(o.seed), JX_F32);
+  if (!params) return fail("the model");
+  m.np = jx_tree_size(params);
+  if (m.np > MAX_PARAMS) {
+    fprintf(stderr, "jx train: %d parameters arrays; at most %d\n", m.np, MAX_PARAMS);
+    return 2;
+  }
+  char(*specs)[64] = calloc((size_t)m.np, sizeof *specs);
+  if (jx_gpt_param_specs(&m.cfg, params, mesh, o.fsdp, specs)) return fail("parameter shardings");
+  jx_sharding **psh = calloc((size_t)m.np, sizeof *psh);
+  for (int i = 0; i < m.np; i++) {
+    psh[i] = jx_sharding_create(mesh, specs[i]);
+    jx_tree_set(params, jx_tree_name(params, i), jx_device_put(jx_tree_at(params, i), psh[i]));
+  }
+  m.opt = jx_optim_chain_clip(
+      jx_optim_with_schedule(jx_optim_adamw(o.lr, 0.9, 0.95, 1e-8, 0.1),
+                             jx_schedule_warmup_cosine(0, o.lr, o.warmup, o.steps, o.lr * 0.1)),
+      1.0);
+  jx_tree *state = jx_optim_init(m.opt, params);
+  m.ns = jx_tree_size(state);
+  m.params_like = params;
+  m.state_like = state;
+
+  /* shardings of the step's inputs and outputs: parameters as specified,
+   * moments like their parameters, the batch over "data" */
+  int nin = m.np + m.ns + 2, nout = 1 + m.np + m.ns;
+  jx_sharding **in_sh = calloc((size_t)nin, sizeof *in_sh),
+              **out_sh = calloc((size_t)nout, sizeof *out_sh);
+  jx_sharding *replicated = jx_sharding_create(mesh, "");
+  for (int i = 0; i < m.np; i++) in_sh[i] = out_sh[1 + i] = psh[i];
+  for (int i = 0; i < m.ns; i++) {
+    const char *name = jx_tree_name(state, i), *slash = strchr(name, '/');
+    jx_sharding *s = replicated;
+    for (int k = 0; slash && k < m.np; k++)
+      if (!strcmp(slash + 1, jx_tree_name(params, k))) s = psh[k];
+    in_sh[m.np + i] = out_sh[1 + m.np + i] = s;
+  }
+  in_sh[m.np + m.ns] = in_sh[m.np + m.ns + 1] = rows;
+  out_sh[0] = replicated;
+  m.loss = jx_fn_create("gpt_loss", m.np + 2, 1, loss_body, &m);
+  m.value_and_grad = jx_value_and_grad_first(m.loss, m.np, 0);
+  jx_fn *step_fn = jx_fn_create("train_step", nin, nout, step_body, &m);
+  jx_jit_options jo = {.in_shardings = in_sh, .out_shardings = out_sh};
+  jx_fn *step = jx_jit(step_fn, &jo);
+  if (!step) return fail("jit");
+
+  int64_t first = 0;
+  if (o.resume) {
+    int64_t latest = jx_checkpoint_latest(o.ckpt);
+    if (latest >= 0) {
+      jx_tree *like = jx_tree_create();
+      char name[600];
+      for (int i = 0; i < m.np; i++) {
+        snprintf(name, sizeof name, "params/%s", jx_tree_name(params, i));
+        jx_tree_set(like, name, jx_tree_at(params, i));
+      }
+      for (int i = 0; i < m.ns; i++) {
+        snprintf(name, sizeof name, "opt/%s", jx_tree_name(state, i));
+        jx_tree_set(like, name, jx_tree_at(state, i));
+      }
+      jx_tree_set(like, "data_position", jx_full(JX_I64, JX_SHAPE(), 0));
+      jx_tree *got = jx_checkpoint_load(o.ckpt, latest, like);
+      if (!got) return fail("--resume");
+      for (int i = 0; i < m.np; i++)
+        jx_tree_set(params, jx_tree_name(params, i), jx_tree_at(got, i));
+      for (int i = 0; i < m.ns; i++)
+        jx_tree_set(state, jx_tree_name(state, i), jx_tree_at(got, m.np + i));
+      jx_loader_seek(loader, (int64_t)jx_item(jx_tree_get(got, "data_position")));
+      jx_tree_release(got);
+      jx_tree_release(like);
+      first = latest;
+      printf("resumed from step %lld in %s\n", (long long)latest, o.ckpt);
+    }
+  }
+
+  int64_t nparams = jx_tree_numel(params);
+  double peak = measure_peak_flops(), flops = step_flops(&m, nparams, o.batch);
+  printf("jx train: GPT %lld layers, d %lld, %lld heads, context %lld: %.2fM parameters\n",
+         (long long)o.layers, (long long)o.width, (long long)o.heads, (long long)o.context,
+         (double)nparams / 1e6);
+  printf("  %d device(s), mesh %s%s, batch %lld, %lld steps, corpus %lld windows (%d files)\n",
+         devices, *o.mesh ? o.mesh : "data=all", o.fsdp ? " + fsdp" : "", (long long)o.batch,
+         (long long)o.steps, (long long)jx_dataset_size(data), o.ndata);
+  FILE *metrics = o.metrics ? fopen(o.metrics, o.resume ? "a" : "w") : NULL;
+  if (o.metrics && !metrics) {
+    fprintf(stderr, "jx train: cannot write '%s'\n", o.metrics);
+    return 2;
+  }
+  int tty = isatty(fileno(stderr));
+  jx_checkpoint_job *pending = NULL;
+  double t_start = now_s(), t_last = t_start, first_loss = NAN, loss = NAN;
+  jx_array **in = calloc((size_t)nin, sizeof *in), **out = calloc((size_t)nout, sizeof *out);
+  for (int64_t s = first; s < o.steps; s++) {
+    jx_scope_begin();
+    jx_tree_flatten(params, in);
+    jx_tree_flatten(state, in + m.np);
+    if (jx_loader_next(loader, in + m.np + m.ns) || jx_call(step, in, out)) {
+      jx_scope_end();
+      return fail("train step");
+    }
+    loss = jx_item(out[0]);
+    for (int i = 0; i < m.np; i++) jx_tree_set(params, jx_tree_name(params, i), out[1 + i]);
+    for (int i = 0; i < m.ns; i++) jx_tree_set(state, jx_tree_name(state, i), out[1 + m.np + i]);
+    jx_scope_end();
+    double t = now_s(), dt = t - t_last;
+    t_last = t;
+    if (s == first) first_loss = loss;
+    double tok_s = (double)(o.batch * o.context) / dt, mfu = flops / dt / peak;
+    double eta = (t - t_start) / (double)(s + 1 - first) * (double)(o.steps - s - 1);
+    if (tty || (s + 1) % 10 == 0 || s + 1 == o.steps) {
+      int done = (int)(30 * (s + 1) / o.steps);
+      fprintf(stderr, "%s[%.*s%*s] step %lld/%lld loss %.4f %.0f tok/s MFU %.1f%% ETA %.0fs%s",
+              tty ? "\r" : "", done, "==============================", 30 - done, "",
+              (long long)(s + 1), (long long)o.steps, loss, tok_s, 100 * mfu, eta, tty ? "" : "\n");
+    }
+    if (metrics)
+      fprintf(metrics, "{\"step\": %lld, \"loss\": %.6f, \"tokens_per_s\": %.1f, \"mfu\": %.4f}\n",
+              (long long)(s + 1), loss, tok_s, mfu);
+    if (o.ckpt && ((s + 1) % o.ckpt_every == 0 || s + 1 == o.steps)) {
+      if (pending && jx_checkpoint_wait(pending)) return fail("checkpoint");
+      jx_tree *ck = jx_tree_create();
+      char name[600];
+      for (int i = 0; i < m.np; i++) {
+        snprintf(name, sizeof name, "params/%s", jx_tree_name(params, i));
+        jx_tree_set(ck, name, jx_tree_at(params, i));
+      }
+      for (int i = 0; i < m.ns; i++) {
+        snprintf(name, sizeof name, "opt/%s", jx_tree_name(state, i));
+        jx_tree_set(ck, name, jx_tree_at(state, i));
+      }
+      jx_scope_begin();
+      jx_tree_set(ck, "data_position",
+                  jx_full(JX_I64, JX_SHAPE(), (double)jx_loader_position(loader)));
+      jx_scope_end();
+      pending = jx_checkpoint_save_async(o.ckpt, s + 1, ck); /* training goes on meanwhile */
+      jx_tree_release(ck);
+      if (!pending) return fail("checkpoint");
+    }
+  }
+  if (tty) fprintf(stderr, "\n");
+  if (pending && jx_checkpoint_wait(pending)) return fail("checkpoint");
+  if (metrics) fclose(metrics);
+  printf("loss %.4f -> %.4f in %.1f s\n", first_loss, loss, now_s() - t_start);
+  if (o.sample > 0) {
+    jx_array **p = calloc((size_t)m.np, sizeof *p);
+    jx_tree_flatten(params, p);
+    sample_text(&m, p, o.sample, o.seed);
+    free(p);
+  }
+  free(in);
+  free(out);
+  jx_fn_release(step);
+  jx_fn_release(step_fn);
+  jx_fn_release(m.value_and_grad);
+  jx_fn_release(m.loss);
+  jx_tree_release(state);
+  jx_tree_release(params);
+  jx_optim_release(m.opt);
+  jx_loader_release(loader);
+  jx_dataset_release(data);
+  for (int i = 0; i < m.np; i++) jx_sharding_release(psh[i]);
+  free(psh);
+  free(specs);
+  free(in_sh);
+  free(out_sh);
+  jx_sharding_release(replicated);
+  jx_sharding_release(rows);
+  jx_mesh_release(mesh);
+  jx_shutdown();
+  return 0;
+}
