@@ -206,6 +206,83 @@ def run_allreduce(build, runs):
         print(f"| {name} | " + " | ".join(cells) + f" | {mc if mc else 'n/a'} |")
     return rows
 
+SHARDED_JAX = r"""
+import json, statistics, sys, time
+import numpy as np
+import jax, jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+runs = int(sys.argv[1])
+
+def timed(f, *a):
+    jax.block_until_ready(f(*a)); jax.block_until_ready(f(*a))
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter_ns(); jax.block_until_ready(f(*a)); ts.append(time.perf_counter_ns() - t0)
+    return statistics.median(ts)
+
+def loss(p, x, y):
+    h = jax.nn.relu(x @ p[0] + p[1]); h = jax.nn.relu(h @ p[2] + p[3])
+    logits = h @ p[4] + p[5]
+    return -jnp.mean(jnp.sum(y * jax.nn.log_softmax(logits, 1), 1))
+
+def step(p, x, y):
+    l, g = jax.value_and_grad(loss)(p, x, y)
+    return l, [pi - 0.01 * gi for pi, gi in zip(p, g)]
+
+key = jax.random.key(0)
+dims = (784, 512, 512, 10)
+for k in (1, 2, 4, 8):
+    mesh = Mesh(np.array(jax.devices()[:k]), ("data",))
+    rows, allr = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
+    p = []
+    for l in range(3):
+        p += [jax.device_put(0.05 * jax.random.normal(jax.random.fold_in(key, l), dims[l:l + 2]), allr),
+              jax.device_put(jnp.zeros(dims[l + 1]), allr)]
+    x = jax.device_put(jax.random.normal(key, (256, 784)), rows)
+    y = jax.device_put(jnp.full((256, 10), 0.1), rows)
+    f = jax.jit(step, in_shardings=([allr] * 6, rows, rows), out_shardings=(allr, [allr] * 6))
+    print(json.dumps({"bench": f"dp_mlp_step_{k}dev", "impl": "jax", "median_ns": timed(f, p, x, y)}))
+mesh = Mesh(np.array(jax.devices()), ("x",))
+for name, sa, sb in (("rows", P("x", None), P()), ("contract", P(None, "x"), P("x", None))):
+    a = jax.device_put(jax.random.normal(key, (1024, 1024)), NamedSharding(mesh, sa))
+    b = jax.device_put(jnp.ones((1024, 1024)), NamedSharding(mesh, sb))
+    f = jax.jit(jnp.matmul)
+    print(json.dumps({"bench": f"matmul_1024_{name}_8dev", "impl": "jax", "median_ns": timed(f, a, b)}))
+"""
+
+
+def run_sharded(build, runs):
+    """bench_sharded (jx on 8 CPU devices) next to the same sharded work in JAX with
+    8 forced host devices; prints its own table."""
+    rows = {}
+    path = os.path.join(build, "bench", "bench_sharded")
+    r = subprocess.run([path, str(runs)], capture_output=True, text=True) if os.path.exists(path) else None
+    if r is None or r.returncode != 0:
+        print(f"note: bench_sharded missing or failed: {r.stderr.strip() if r else path}",
+              file=sys.stderr)
+    else:
+        for line in r.stdout.splitlines():
+            d = json.loads(line)
+            rows.setdefault(d["bench"], {})["jx"] = d["median_ns"]
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+               JAX_PLATFORMS="cpu")
+    j = subprocess.run([sys.executable, "-c", SHARDED_JAX, str(runs)], capture_output=True,
+                       text=True, env=env)
+    if j.returncode != 0:
+        print(f"note: jax sharded peer failed: {j.stderr.strip()[-300:]}", file=sys.stderr)
+    else:
+        for line in j.stdout.splitlines():
+            d = json.loads(line)
+            rows.setdefault(d["bench"], {})["jax"] = d["median_ns"]
+    print("\n| sharded, 8 CPU devices | jx | jax.jit (8 host devices) | jx/jax |")
+    print("|---|---|---|---|")
+    for name, d in rows.items():
+        a, b = d.get("jx"), d.get("jax")
+        print(f"| {name} | {a / 1e6:.2f} ms |" if a else f"| {name} | n/a |",
+              f"{b / 1e6:.2f} ms |" if b else "n/a |", f"{a / b:.2f} |" if a and b else "n/a |")
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -275,6 +352,7 @@ def main():
         print("openblas: cblas_sgemm called directly by bench_matmul;",
               notes.get("openblas", "kernel unknown"))
     run_allreduce(args.build, args.runs)
+    run_sharded(args.build, args.runs)
 
 
 if __name__ == "__main__":

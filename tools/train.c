@@ -23,9 +23,9 @@ typedef struct {
   int devices;
   char mesh[128];
   int fsdp;
-  int64_t steps, batch, layers, width, heads, context, warmup, ckpt_every, sample;
+  int64_t steps, stop_at, batch, layers, width, heads, context, warmup, ckpt_every, sample;
   double lr;
-  const char *ckpt, *metrics;
+  const char *ckpt, *metrics, *profile;
   int resume;
   const char *data[MAX_DATA];
   int ndata;
@@ -38,6 +38,7 @@ static void usage(FILE *f) {
              "  --mesh data=A,model=B   mesh axes (default data=<devices>)\n"
              "  --fsdp             also shard parameters and optimizer state over 'data'\n"
              "  --steps N          training steps (default 300)\n"
+             "  --stop-at N        stop (and checkpoint) after step N, as a preempted job would\n"
              "  --batch N          sequences per step (default 16)\n"
              "  --lr X             peak learning rate (default 3e-3)\n"
              "  --warmup N         warmup steps (default steps/10)\n"
@@ -46,6 +47,7 @@ static void usage(FILE *f) {
              "  --ckpt DIR         checkpoint directory; --ckpt-every N (default 100)\n"
              "  --resume           continue from the latest checkpoint in --ckpt\n"
              "  --metrics FILE     JSON lines: step, loss, tokens_per_s, mfu\n"
+             "  --profile FILE     Chrome/Perfetto trace of the training steps; summary on stderr\n"
              "  --sample N         bytes of text to generate at the end (default 200)\n"
              "  --seed N           PRNG seed (default 0)\n");
 }
@@ -72,6 +74,7 @@ static int parse(int argc, char **argv, options *o) {
   }
     INT_OPT("--devices", devices)
     INT_OPT("--steps", steps)
+    INT_OPT("--stop-at", stop_at)
     INT_OPT("--batch", batch)
     INT_OPT("--layers", layers)
     INT_OPT("--width", width)
@@ -90,6 +93,9 @@ static int parse(int argc, char **argv, options *o) {
       i++;
     } else if (!strcmp(a, "--ckpt") && v) {
       o->ckpt = v;
+      i++;
+    } else if (!strcmp(a, "--profile") && v) {
+      o->profile = v;
       i++;
     } else if (!strcmp(a, "--metrics") && v) {
       o->metrics = v;
@@ -124,6 +130,7 @@ static int parse(int argc, char **argv, options *o) {
                     "width a multiple of heads\n");
     return 0;
   }
+  if (o->stop_at <= 0 || o->stop_at > o->steps) o->stop_at = o->steps;
   if (o->warmup < 0) o->warmup = o->steps / 10;
   if (o->warmup > o->steps) o->warmup = o->steps;
   if (o->resume && !o->ckpt) {
@@ -430,8 +437,10 @@ int jx_cmd_train(int argc, char **argv) {
   jx_checkpoint_job *pending = NULL;
   double t_start = now_s(), t_last = t_start, first_loss = NAN, loss = NAN;
   jx_array **in = calloc((size_t)nin, sizeof *in), **out = calloc((size_t)nout, sizeof *out);
-  for (int64_t s = first; s < o.steps; s++) {
+  if (o.profile && jx_profiler_start(o.profile)) return fail("--profile");
+  for (int64_t s = first; s < o.stop_at; s++) {
     jx_scope_begin();
+    jx_profiler_step(s);
     jx_tree_flatten(params, in);
     jx_tree_flatten(state, in + m.np);
     if (jx_loader_next(loader, in + m.np + m.ns) || jx_call(step, in, out)) {
@@ -456,7 +465,7 @@ int jx_cmd_train(int argc, char **argv) {
     if (metrics)
       fprintf(metrics, "{\"step\": %lld, \"loss\": %.6f, \"tokens_per_s\": %.1f, \"mfu\": %.4f}\n",
               (long long)(s + 1), loss, tok_s, mfu);
-    if (o.ckpt && ((s + 1) % o.ckpt_every == 0 || s + 1 == o.steps)) {
+    if (o.ckpt && ((s + 1) % o.ckpt_every == 0 || s + 1 == o.stop_at)) {
       if (pending && jx_checkpoint_wait(pending)) return fail("checkpoint");
       jx_tree *ck = jx_tree_create();
       char name[600];
@@ -478,6 +487,7 @@ int jx_cmd_train(int argc, char **argv) {
     }
   }
   if (tty) fprintf(stderr, "\n");
+  if (o.profile && jx_profiler_stop()) return fail("--profile");
   if (pending && jx_checkpoint_wait(pending)) return fail("checkpoint");
   if (metrics) fclose(metrics);
   printf("loss %.4f -> %.4f in %.1f s\n", first_loss, loss, now_s() - t_start);

@@ -3,6 +3,8 @@
 #ifndef JX_DEBUG_H
 #define JX_DEBUG_H
 
+#include <stdio.h>
+
 #include "transform.h"
 
 #ifdef __cplusplus
@@ -17,8 +19,61 @@ extern "C" {
  * the largest mismatch. atol/rtol <= 0 pick defaults for the dtype. */
 jx_status jx_check_grads(jx_fn *f, jx_array *const *in, int order, double atol, double rtol);
 
+/* ---- printing inside transformed code ----
+ * Prints fmt with each "{}" replaced by the next of xs[0..n) (NumPy's str of
+ * the array), then a newline, as jax.debug.print does: eagerly it prints at
+ * once; under jit it prints each time the compiled program runs, in program
+ * order; under grad it prints the primal values during the forward pass;
+ * under vmap it prints once per batch element; inside shard_map/pmap each
+ * device prints, prefixed with "[device D] ". "{{" and "}}" print braces.
+ * Output goes to stdout unless jx_debug_set_output says otherwise. */
+void jx_debug_print(const char *fmt, int n, jx_array *const *xs);
+/* Where jx_debug_print writes (NULL: stdout); returns the previous stream.
+ * Each print is written whole under a lock and flushed. */
+FILE *jx_debug_set_output(FILE *f);
+
+/* ---- profiling ----
+ * Records a Chrome trace (the catapult "traceEvents" JSON, which Perfetto and
+ * chrome://tracing load) to trace_json_path from now until jx_profiler_stop:
+ * one track per device (pid 1, tid = device; tid 1000 = the host thread
+ * outside devices) with every step of a jitted program (a compiled kernel or
+ * one equation), collectives (bytes, engine), compilations, named scopes and
+ * step markers, and memory counters. While no profiler runs each hook costs
+ * one branch. */
+jx_status jx_profiler_start(const char *trace_json_path);
+/* Writes the trace file and prints a summary on stderr: per device the time
+ * in compute, communication and idle (which add up to the profiled wall
+ * time), the kernels that took longest with their GFLOP/s and GB/s from the
+ * cost model, and each device's peak memory. */
+jx_status jx_profiler_stop(void);
+/* A span on the calling thread's track, shown nested in the trace. */
+void jx_named_scope_begin(const char *name);
+void jx_named_scope_end(void);
+/* An instant marker "step n" (a training step) on the calling thread's track. */
+void jx_profiler_step(int64_t n);
+
+/* ---- memory ----
+ * Bytes of array buffers alive on a device (arrays made outside device
+ * threads count on device 0) and the most alive at once since start or the
+ * last reset. JX_DEBUG_MEMORY=1 (or a running profiler) also records which
+ * primitive made each buffer, so that an out-of-memory error lists the
+ * largest live buffers and their makers. */
+typedef struct {
+  int64_t live_bytes;
+  int64_t peak_bytes;
+  int64_t live_buffers;
+} jx_memory_stats;
+jx_status jx_memory_stats_get(int device, jx_memory_stats *out);
+/* As jax's Device.memory_stats(): fills out for device; JX_ERR_INVALID_ARGUMENT
+ * for a device number out of range. */
+#define jx_memory_stats(device, out) jx_memory_stats_get(device, out)
+void jx_memory_reset_peak(int device); /* peak := live; -1: every device */
+
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_check_grads(...) JX_LOCATED_STATUS(jx_check_grads, __VA_ARGS__)
+/* located: an equation it records, and an error it reports, carry the caller's file:line */
+#define jx_debug_print(...)                                                                        \
+  ((void)(jx_loc_enter_(), jx_debug_print(__VA_ARGS__), jx_loc_leave_status_(JX_HERE, JX_OK)))
 #endif
 
 #ifdef __cplusplus

@@ -23,6 +23,7 @@
 #include "base.h"
 #include "data.h"
 #include "debug.h"
+#include "distributed.h"
 #include "io.h"
 #include "nn.h"
 #include "ops.h"

@@ -59,6 +59,13 @@ int jx_mesh_ndim(const jx_mesh *m);
 const char *jx_mesh_axis_name(const jx_mesh *m, int i);
 int64_t jx_mesh_axis_size(const jx_mesh *m, const char *name); /* -1: no such axis */
 int jx_mesh_device_count(const jx_mesh *m);
+/* A text view of m: its axes, and the device (and its process) at each
+ * position, one row per position of the leading axes:
+ *   mesh data=2 x model=2 (4 devices, 1 process)
+ *            model=0         model=1
+ *   data=0  dev 0 (p0)      dev 1 (p0)
+ *   data=1  dev 2 (p0)      dev 3 (p0)                                     */
+void jx_mesh_print(const jx_mesh *m, FILE *f);
 
 /* ---- shardings ---- */
 jx_sharding *jx_sharding_create(jx_mesh *m, const char *spec); /* caller releases */

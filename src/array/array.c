@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../base/error.h"
+#include "../base/memstats.h"
 
 static jx_array poison_value = {.refs = 1, .dtype = JX_F32, .poisoned = 1};
 
@@ -115,9 +116,21 @@ static int cache_put(int k, size_t cap, void *p) {
   return 1;
 }
 
+/* A buffer and its memory accounting (base/memstats.h); every jx_buffer is
+ * made here, so a jx_buffer * always points into one of these. */
+typedef struct {
+  jx_buffer b; /* first */
+  jx_mem_rec rec;
+} accounted_buffer;
+
 static jx_buffer *buffer_new(size_t nbytes) {
-  jx_buffer *b = malloc(sizeof *b);
-  if (!b) return NULL;
+  accounted_buffer *ab = malloc(sizeof *ab);
+  if (!ab) return NULL;
+  jx_buffer *b = &ab->b;
+  if (jx_memstats_on_alloc(&ab->rec, nbytes)) { /* past the device's memory limit */
+    free(ab);
+    return NULL;
+  }
   size_t cap = (nbytes + 63) & ~(size_t)63;
   int k = size_class(nbytes, &cap);
   b->data = k ? cache_take(k, cap) : NULL;
@@ -127,7 +140,8 @@ static jx_buffer *buffer_new(size_t nbytes) {
     b->data = aligned_alloc(64, cap ? cap : 64);
   }
   if (!b->data) {
-    free(b);
+    jx_memstats_on_free(&ab->rec);
+    free(ab);
     return NULL;
   }
   atomic_init(&b->refs, 1);
@@ -140,6 +154,7 @@ static void buffer_release(jx_buffer *b) {
     size_t cap = 0;
     int k = size_class(b->nbytes, &cap);
     if (!k || !cache_put(k, cap, b->data)) free(b->data);
+    jx_memstats_on_free(&((accounted_buffer *)b)->rec);
     free(b);
   }
 }
@@ -150,9 +165,10 @@ jx_array *jx_array_alloc(jx_dtype dt, jx_shape s, int weak) {
   jx_buffer *b = a ? buffer_new(nbytes) : NULL;
   if (!b) {
     free(a);
-    char sb[JX_AVAL_STR_CAP];
-    jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory allocating %s (%zu bytes)",
-                 jx_aval_str(dt, s, sb), nbytes);
+    char sb[JX_AVAL_STR_CAP], live[1024] = "";
+    jx_memstats_describe_largest(live, sizeof live, 5);
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory allocating %s (%zu bytes)%s",
+                 jx_aval_str(dt, s, sb), nbytes, live);
     return jx_poison();
   }
   atomic_init(&a->refs, 1);

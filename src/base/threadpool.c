@@ -131,6 +131,8 @@ int jx_pool_threads(void) {
 
 int jx_pool_inside(void) { return inside; }
 
+void jx_pool_run_inline(int on) { inside = on != 0; }
+
 void jx_parallel_for(int64_t n, int64_t grain, jx_range_fn fn, void *ctx) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;

@@ -21,4 +21,9 @@ int jx_pool_threads(void);
 /* 1 on a pool worker or inside a job (a jx_parallel_for there runs inline). */
 int jx_pool_inside(void);
 
+/* Makes every jx_parallel_for of the calling thread run inline (on) or use
+ * the pool again (off): a device thread of a mesh with as many devices as
+ * cores keeps its work to itself rather than queueing for the shared pool. */
+void jx_pool_run_inline(int on);
+
 #endif

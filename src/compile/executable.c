@@ -8,6 +8,8 @@
 #include "../base/error.h"
 #include "../base/hash.h"
 #include "../base/threadpool.h"
+#include "../base/memstats.h"
+#include "../debug/hooks.h"
 #include "../trace/dispatch.h"
 #include "dump.h"
 #include "fusion.h"
@@ -28,6 +30,9 @@ struct jx_executable {
   int runs;
   char (*labels)[96]; /* per step, for the profile's report */
   char name[64];
+  /* per step, for the profiler (debug/): a name and the cost model's flops and bytes */
+  char (*step_names)[80];
+  double *step_flops, *step_bytes;
 };
 
 int jx_executable_kernels(const jx_executable *x, int *fused_eqns) {
@@ -78,7 +83,48 @@ static jx_status plan_lifetimes(jx_executable *x, const jx_program *p) {
   return JX_OK;
 }
 
+static double now_s(void);
+
+/* The profiler's name of step k ("kernel add+mul f32[8,4]", "dot_general
+ * f32[8,4]") and its cost: flops by XLA's convention, bytes read and written. */
+static void describe_step(jx_executable *x, const jx_program *p, int k) {
+  const step *s = &x->steps[k];
+  const jx_fusion_group *g = &s->group;
+  char *name = x->step_names[k];
+  size_t len = 0, cap = sizeof x->step_names[k];
+  name[0] = '\0';
+  double flops = 0, bytes = 0;
+  if (s->fn) len += (size_t)snprintf(name, cap, "kernel ");
+  for (int e = g->first; e < g->first + g->count; e++) {
+    const jx_eqn *q = &p->eqns[e];
+    flops += jx_debug_eqn_flops(p, q);
+    if (len < cap && (e < g->first + 3 || e == g->first + g->count - 1))
+      len +=
+          (size_t)snprintf(name + len, cap - len, "%s%s", e > g->first ? "+" : "", q->prim->name);
+    else if (len < cap && e == g->first + 3)
+      len += (size_t)snprintf(name + len, cap - len, "+..");
+    if (!s->fn) {
+      for (int i = 0; i < q->nin; i++) bytes += jx_debug_aval_bytes(p->avals[q->in[i]]);
+      for (int o = 0; o < q->nout; o++) bytes += jx_debug_aval_bytes(p->avals[q->out[o]]);
+    }
+  }
+  if (s->fn) {
+    for (int l = 0; l < g->nloads; l++) bytes += jx_debug_aval_bytes(p->avals[g->loads[l].var]);
+    for (int o = 0; o < g->nstores; o++) bytes += jx_debug_aval_bytes(p->avals[g->stores[o]]);
+  }
+  const jx_eqn *last = &p->eqns[g->first + g->count - 1];
+  if (len < cap && last->nout > 0) {
+    char sh[JX_AVAL_STR_CAP];
+    jx_aval a = p->avals[last->out[0]];
+    snprintf(name + len, cap - len, " %s", jx_aval_str(a.dtype, a.shape, sh));
+  }
+  x->step_flops[k] = flops;
+  x->step_bytes[k] = bytes;
+}
+
 jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix) {
+  double t_begin = now_s(), t_codegen = 0, t_cc = 0;
+  jx_kernel_stats ks0 = jx_kernel_cache_stats();
   jx_fusion_group *groups = NULL;
   int ng = jx_fuse(p, &groups);
   if (ng < 0) return NULL;
@@ -116,6 +162,7 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
     free(src);
     nkernels++;
   }
+  t_codegen = now_s();
   if (!st && nkernels) {
     jx_dump_text(dump_prefix ? dump_prefix : p->name, "kernels.c", tu);
     for (int k = 0; k < x->nsteps && !st; k++) {
@@ -126,9 +173,29 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
       if (!x->steps[k].fn) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
     }
   }
+  t_cc = now_s();
   free(tu);
   free(groups);
   if (!st) st = plan_lifetimes(x, p);
+  if (!st) {
+    x->step_names = calloc((size_t)x->nsteps + 1, sizeof *x->step_names);
+    x->step_flops = calloc((size_t)x->nsteps + 1, sizeof *x->step_flops);
+    x->step_bytes = calloc((size_t)x->nsteps + 1, sizeof *x->step_bytes);
+    if (!x->step_names || !x->step_flops || !x->step_bytes)
+      st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
+    for (int k = 0; k < x->nsteps && !st; k++) describe_step(x, p, k);
+  }
+  {
+    jx_kernel_stats ks1 = jx_kernel_cache_stats();
+    jx_compile_times *bt = &jx_last_build_times;
+    bt->codegen = t_codegen - t_begin;
+    bt->compile = t_cc - t_codegen;
+    bt->kernels = nkernels;
+    bt->cache = !nkernels                       ? "no kernels"
+                : ks1.compiles > ks0.compiles   ? "compiled"
+                : ks1.disk_hits > ks0.disk_hits ? "disk cache"
+                                                : "memory cache";
+  }
   const char *prof = getenv("JX_PROFILE_STEPS");
   if (!st && prof && *prof && strcmp(prof, "0") != 0) {
     x->profile = calloc((size_t)x->nsteps + 1, sizeof *x->profile);
@@ -172,6 +239,9 @@ void jx_executable_free(jx_executable *x) {
   report_profile(x);
   free(x->profile);
   free(x->labels);
+  free(x->step_names);
+  free(x->step_flops);
+  free(x->step_bytes);
   free(x->last_step);
   free(x->temporary);
   free(x->steps);
@@ -275,20 +345,33 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   for (int c = 0; c < p->nconst; c++) env[p->constvar[c]] = p->constval[c];
   jx_status st = JX_OK;
   jx_scope_begin(); /* intermediates belong to the run, freed after their last use */
+  jx_debug_exec_enter();
   for (int k = 0; k < x->nsteps && !st; k++) {
     const step *s = &x->steps[k];
     double t0 = x->profile ? now_s() : 0;
-    if (s->group.skip) {
-      continue; /* read through by the kernels, or dead */
-    } else if (s->fn) {
+    if (s->group.skip) continue;  /* read through by the kernels, or dead */
+    int watched = jx_debug_flags; /* the debugging tools (debug/hooks.h) */
+    double tp = 0;
+    if (watched & JX_DEBUG_PROFILE) {
+      jx_prof_compute_begin();
+      tp = jx_prof_now();
+    }
+    const char *old_op = jx_memstats_set_op(x->step_names[k]);
+    if (s->fn) {
       st = run_kernel(p, s, env);
     } else {
       for (int e = s->group.first; e < s->group.first + s->group.count && !st; e++)
         st = run_eqn(&p->eqns[e], env);
     }
+    jx_memstats_set_op(old_op);
+    if (watched & JX_DEBUG_PROFILE)
+      jx_prof_compute(x->step_names[k], tp, jx_prof_now(), x->step_flops[k], x->step_bytes[k]);
+    if (!st && (watched & (JX_DEBUG_NANS | JX_DEBUG_INFS)))
+      st = jx_debug_check_step(p, s->group.first, s->group.count, s->fn != NULL, env);
     if (!st) step_reads(x, p, k, release_dead, env);
     if (x->profile) x->profile[k] += now_s() - t0;
   }
+  jx_debug_exec_leave();
   if (x->profile) ((jx_executable *)x)->runs++;
   for (int o = 0; o < p->nout && !st; o++) out[o] = jx_keep(env[p->out[o]]);
   jx_scope_end();
@@ -304,8 +387,14 @@ static jx_status run_attached(void *exec, const jx_program *p, jx_array *const *
 static void free_attached(void *exec) { jx_executable_free(exec); }
 
 jx_status jx_compile_attach(jx_program *p, const char *dump_prefix) {
+  double t0 = now_s();
   jx_executable *x = jx_executable_build(p, dump_prefix);
   if (!x) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  if (jx_debug_flags & JX_DEBUG_PROFILE) { /* the jit, shard_map and pmap all compile here */
+    jx_compile_times t = jx_last_build_times;
+    t.total = now_s() - t0;
+    jx_prof_compile(p->name, t0, &t);
+  }
   p->exec = x;
   p->exec_run = run_attached;
   p->exec_free = free_attached;

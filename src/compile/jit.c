@@ -3,16 +3,43 @@
  * run as an executable (executable.c). */
 #include <jx/transform.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "../base/error.h"
+#include "../debug/hooks.h"
 #include "../parallel/sharded_jit.h"
 #include "../trace/fn.h"
 #include "dump.h"
 #include "executable.h"
 #include "simplify.h"
 
+static int log_compiles(void) {
+  static int enabled = -1;
+  if (enabled < 0) {
+    const char *v = getenv("JX_LOG_COMPILES");
+    enabled = v && *v && strcmp(v, "0") != 0;
+  }
+  return enabled;
+}
+
+/* JX_LOG_COMPILES=1: where a compilation's time went (the profiler's event
+ * is jx_compile_attach's). */
+static void report_times(const char *name, const jx_compile_times *t) {
+  if (log_compiles())
+    fprintf(stderr,
+            "jx: compiled '%s' in %.1f ms: trace %.1f ms, simplify %.1f ms, fusion/codegen %.1f "
+            "ms, C compile %.1f ms (%d kernels, %s)\n",
+            name, t->total * 1e3, t->trace * 1e3, t->simplify * 1e3, t->codegen * 1e3,
+            t->compile * 1e3, t->kernels, t->cache);
+}
+
 static jx_program *jit_build(jx_fn *f, const jx_aval *in) {
+  double t0 = jx_prof_now();
   jx_program *p = jx_fn_program(f->inner, in);
   if (!p) return NULL;
+  double t1 = jx_prof_now();
   char prefix[300];
   snprintf(prefix, sizeof prefix, "%s.%016llx", f->inner->name,
            (unsigned long long)jx_program_hash(p));
@@ -20,11 +47,19 @@ static jx_program *jit_build(jx_fn *f, const jx_aval *in) {
   jx_program *s = jx_simplify(p);
   jx_program_release(p);
   if (!s) return NULL;
+  double t2 = jx_prof_now();
   jx_dump_program(prefix, "1-simplified", s);
+  jx_last_build_times = (jx_compile_times){0};
   if (jx_compile_attach(s, prefix)) {
     jx_program_release(s);
     return NULL;
   }
+  jx_compile_times t = jx_last_build_times;
+  t.trace = t1 - t0;
+  t.simplify = t2 - t1;
+  t.total = jx_prof_now() - t0;
+  if (!t.cache) t.cache = "no kernels";
+  report_times(f->name, &t);
   return s;
 }
 

@@ -211,6 +211,17 @@ static jx_status rewrite_eqn(rewriter *r, const jx_program *p, const jx_eqn *e) 
     const jx_eqn *d = definer(r->q, r->def, in[0]);
     if (d && d->prim == &jx_prim_reshape) in[0] = d->in[0];
   }
+  /* an effect (a debug print) runs as written: no identity, folding or merging */
+  if (e->prim->effect) {
+    st = jx_program_add_eqn(r->q, e->prim, &e->params, e->nin, in, e->nout, av, out, e->nsub, subs,
+                            e->loc);
+    if (!st && !grow_def(r)) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "simplify: out of memory");
+    for (int o = 0; o < e->nout && !st; o++) {
+      r->map[e->out[o]] = out[o];
+      r->def[out[o]] = r->q->neqns - 1;
+    }
+    goto done;
+  }
   /* identities */
   if (e->nout == 1 && !e->nsub) {
     int id = identity_of(r->q, r->def, e->prim, &e->params, e->nin, in, av);
@@ -291,7 +302,7 @@ static jx_program *dce(const jx_program *p) {
   for (int o = 0; o < p->nout && !st; o++) live[p->out[o]] = 1;
   for (int k = p->neqns - 1; k >= 0 && !st; k--) {
     const jx_eqn *e = &p->eqns[k];
-    int used = 0;
+    int used = e->prim->effect; /* an effect is live though nothing reads its outputs */
     for (int o = 0; o < e->nout; o++) used |= live[e->out[o]];
     if (used)
       for (int i = 0; i < e->nin; i++) live[e->in[i]] = 1;
@@ -302,7 +313,7 @@ static jx_program *dce(const jx_program *p) {
     if (live[p->constvar[c]]) map[p->constvar[c]] = jx_program_add_const(q, p->constval[c]);
   for (int k = 0; k < p->neqns && !st; k++) {
     const jx_eqn *e = &p->eqns[k];
-    int used = 0;
+    int used = e->prim->effect;
     for (int o = 0; o < e->nout; o++) used |= live[e->out[o]];
     if (!used) continue;
     int small_in[16], small_out[16];

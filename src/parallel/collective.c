@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "../base/error.h"
+#include "../debug/hooks.h"
 #include "../trace/axis_env.h"
 #include "collective_rules.h"
 #include "comm.h"
@@ -256,7 +257,8 @@ static int64_t prod(const jx_shape *s, int lo, int hi) {
   return v;
 }
 
-static jx_status run(kind k, const jx_params *p, const jx_tensor *x, jx_tensor *y, const char *op) {
+static jx_status exchange(kind k, const jx_params *p, const jx_tensor *x, jx_tensor *y,
+                          const char *op) {
   size_t es = jx_dtype_size(x->dtype);
   size_t count = (size_t)jx_shape_numel(x->shape);               /* elements of x */
   if (count == 0 || jx_shape_numel(y->shape) == 0) return JX_OK; /* the same on every rank */
@@ -334,6 +336,20 @@ static jx_status run(kind k, const jx_params *p, const jx_tensor *x, jx_tensor *
   }
   }
   return jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+}
+
+/* The exchange, timed for the profiler (debug/hooks.h) while one runs. */
+static jx_status run(kind k, const jx_params *p, const jx_tensor *x, jx_tensor *y, const char *op) {
+  if (!(jx_debug_flags & JX_DEBUG_PROFILE)) return exchange(k, p, x, y, op);
+  double t0 = jx_prof_now();
+  jx_status st = exchange(k, p, x, y, op);
+  char group[128] = "";
+  for (int a = 0, len = 0; a < p->l[0].n && len < (int)sizeof group; a++)
+    len += snprintf(group + len, sizeof group - (size_t)len, "%s%s", a ? "," : "",
+                    jx_axis_name((int)p->l[0].v[a]));
+  double bytes = (double)jx_shape_numel(x->shape) * (double)jx_dtype_size(x->dtype);
+  jx_prof_collective(op + 3, t0, jx_prof_now(), bytes, "local shared memory", group);
+  return st;
 }
 
 typedef jx_status (*infer_fn)(const jx_params *, int, const jx_aval *, int, jx_aval *);

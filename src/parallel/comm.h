@@ -88,6 +88,48 @@ jx_comm_request *jx_comm_start_barrier(jx_comm *c, int rank);
  * an error (the failed start already recorded one in the starting thread). */
 jx_status jx_comm_wait(jx_comm_request *r, double timeout_s);
 
+/* ---- engines other than `local` ----
+ * A communicator may hand its collectives to another engine: the entry points above check the
+ * arguments as always, then call engine.run on the calling thread (the start_* forms run it
+ * at once and return a finished request). The hierarchical engine (comm_hier.c) serves groups
+ * whose devices belong to several processes. */
+typedef enum {
+  JX_COMM_ALL_REDUCE,
+  JX_COMM_REDUCE_SCATTER,
+  JX_COMM_ALL_GATHER,
+  JX_COMM_ALL_TO_ALL,
+  JX_COMM_PERMUTE,
+  JX_COMM_BROADCAST,
+  JX_COMM_BARRIER
+} jx_comm_kind;
+typedef struct {
+  jx_comm_kind kind;
+  jx_dtype dt;
+  jx_reduce_op op;
+  size_t count;
+  int root, dst, src;
+  const void *send; /* broadcast: the buffer */
+  void *recv;       /* broadcast: the buffer */
+} jx_comm_op;
+typedef struct {
+  void *self;
+  /* 0, or an error code and the reason in msg (the caller records it) */
+  jx_status (*run)(void *self, int rank, const jx_comm_op *op, double timeout_s, char *msg,
+                   size_t cap);
+  void (*destroy)(void *self); /* when the communicator goes */
+} jx_comm_engine;
+/* A communicator of n ranks whose collectives e runs (it takes e.self). */
+jx_comm *jx_comm_engine_create(int n, const char *label, const int *device_ids, jx_comm_engine e);
+
+/* The hierarchical engine: rank r is device device_ids[r], of process
+ * device_process[r]; the ranks of this process meet in shared memory, and
+ * one of them (the one with the lowest device id) exchanges the process's
+ * share with the other processes over mc (the MPI communicator of the
+ * group's processes, ordered by process index). */
+struct jx_mpi_comm;
+jx_comm *jx_comm_hier_create(int n, const char *label, const int *device_ids,
+                             const int *device_process, int this_process, struct jx_mpi_comm *mc);
+
 /* ---- internals shared by the engine's files (comm_*.c) ---- */
 
 /* Elements a reduction accumulator holds: reductions run in chunks this long

@@ -113,6 +113,7 @@ struct jx_comm {
   char reason[MSG];
   int shutdown;
   rank_queue *q;
+  jx_comm_engine engine; /* engine.run set: another engine runs the collectives */
 };
 
 /* ---- creation and lifetime ---- */
@@ -127,6 +128,7 @@ static int cond_init(pthread_cond_t *cv) {
 }
 
 static void destroy(jx_comm *c) {
+  if (c->engine.destroy) c->engine.destroy(c->engine.self);
   pthread_mutex_lock(&c->mu);
   c->shutdown = 1;
   pthread_cond_broadcast(&c->cv);
@@ -185,6 +187,15 @@ jx_comm *jx_comm_local_create(int n, const char *label, const int *device_ids) {
 oom:
   jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_comm_local_create: out of memory for %d ranks", n);
   return NULL;
+}
+
+jx_comm *jx_comm_engine_create(int n, const char *label, const int *device_ids, jx_comm_engine e) {
+  jx_comm *c = jx_comm_local_create(n, label, device_ids);
+  if (c)
+    c->engine = e;
+  else if (e.destroy)
+    e.destroy(e.self);
+  return c;
 }
 
 jx_comm *jx_comm_retain(jx_comm *c) {
@@ -595,9 +606,31 @@ jx_status jx_comm_wait(jx_comm_request *r, double timeout_s) {
   return st;
 }
 
+/* Another engine's collective, on the calling thread. */
+static jx_status run_engine(jx_comm *c, int rank, const desc *d, double timeout_s, char *msg) {
+  jx_comm_op op = {
+      (jx_comm_kind)d->k, d->dt, d->op, d->count, d->root, d->dst, d->src, d->send, d->recv};
+  msg[0] = 0;
+  return c->engine.run(c->engine.self, rank, &op,
+                       timeout_s > 0 ? timeout_s : jx_comm_default_timeout(), msg, MSG);
+}
+
 static jx_comm_request *start(jx_comm *c, int rank, const desc *d) {
   char msg[MSG];
   jx_status st = check_call(c, rank, d, msg);
+  if (!st && c->engine.run) { /* runs now; wait returns its result */
+    jx_comm_request *r = calloc(1, sizeof *r);
+    if (!r) {
+      jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_comm_start_%s: out of memory", kind_names[d->k]);
+      return NULL;
+    }
+    r->c = jx_comm_retain(c);
+    r->rank = rank;
+    r->d = *d;
+    r->st = run_engine(c, rank, d, 0, r->msg);
+    r->done = 1;
+    return r;
+  }
   jx_comm_request *r = st ? NULL : enqueue(c, rank, d, msg);
   if (!r) jx_error_set(st ? st : JX_ERR_OUT_OF_MEMORY, "%s", msg);
   return r;
@@ -608,7 +641,9 @@ static jx_comm_request *start(jx_comm *c, int rank, const desc *d) {
 static jx_status call(jx_comm *c, int rank, const desc *d, double timeout_s) {
   char msg[MSG];
   jx_status st = check_call(c, rank, d, msg);
-  if (!st) {
+  if (!st && c->engine.run) {
+    st = run_engine(c, rank, d, timeout_s, msg);
+  } else if (!st) {
     pthread_mutex_lock(&c->mu);
     int pending = c->q[rank].pending; /* only this rank's thread adds to it */
     pthread_mutex_unlock(&c->mu);

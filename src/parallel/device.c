@@ -9,15 +9,21 @@
 #include <string.h>
 
 #include "../base/error.h"
+#include "../base/threadpool.h"
 
 enum { MAX_CPU_DEVICES = 1024 };
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
-static int device_count; /* 0 until fixed */
-static int requested;    /* jx_set_cpu_device_count before first use */
-static jx_device *devices;
+static int device_count;   /* 0 until fixed: this process's devices */
+static int requested;      /* jx_set_cpu_device_count before first use */
+static jx_device *devices; /* all processes' devices, by global id */
+/* jx_distributed_initialize: process_index owns devices
+ * process_index * device_count .. + device_count - 1 */
+static int process_count = 1, process_index;
+static int any_started; /* a device thread has started: the layout is fixed */
 
 typedef struct {
+  int id; /* the global device */
   pthread_t thread;
   int started;
   pthread_mutex_t lock;
@@ -27,7 +33,7 @@ typedef struct {
   int p;
   int done;
 } device_thread;
-static device_thread *threads;
+static device_thread *threads; /* this process's devices' */
 static _Thread_local int current_device = -1;
 
 static int parse_env_count(void) {
@@ -61,6 +67,7 @@ int jx_devices_init(void) {
     }
     for (int i = 0; i < n; i++) {
       devices[i] = (jx_device){.id = i, .process = 0};
+      threads[i].id = i;
       pthread_mutex_init(&threads[i].lock, NULL);
       pthread_cond_init(&threads[i].cond, NULL);
     }
@@ -88,11 +95,47 @@ jx_status jx_set_cpu_device_count(int n) {
   return JX_OK;
 }
 
-int jx_device_count(void) { return jx_devices_init(); }
+jx_status jx_devices_set_processes(int count, int index) {
+  int local = jx_devices_init();
+  if (!local) return jx_last_status();
+  pthread_mutex_lock(&init_lock);
+  jx_status st = JX_OK;
+  if (any_started && (count != process_count || index != process_index)) {
+    st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                      "jx_distributed_initialize: devices are already in use; call it before the "
+                      "first per-device program (shard_map, pmap, sharded jit)");
+  } else if ((int64_t)count * local > MAX_CPU_DEVICES * 64) {
+    st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                      "jx_distributed_initialize: %d processes x %d devices is too many", count,
+                      local);
+  } else {
+    /* the old table is kept: jx_device pointers handed out stay valid */
+    jx_device *all = calloc((size_t)count * (size_t)local, sizeof *all);
+    if (!all) {
+      st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory creating %d devices", count * local);
+    } else {
+      for (int i = 0; i < count * local; i++) all[i] = (jx_device){.id = i, .process = i / local};
+      for (int i = 0; i < local; i++) threads[i].id = index * local + i;
+      devices = all;
+      process_count = count;
+      process_index = index;
+    }
+  }
+  pthread_mutex_unlock(&init_lock);
+  return st;
+}
+
+int jx_device_count(void) { return jx_devices_init() * process_count; }
 int jx_local_device_count(void) { return jx_devices_init(); }
+int jx_devices_process_index(void) { return process_index; }
+int jx_devices_process_count(void) { return process_count; }
+int jx_device_is_local(int id) {
+  int local = jx_devices_init();
+  return local && id / local == process_index && id >= 0;
+}
 
 jx_device *jx_device_get(int i) {
-  int n = jx_devices_init();
+  int n = jx_device_count();
   if (i < 0 || i >= n) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_device_get: device %d does not exist (%d devices)", i,
                  n);
@@ -108,7 +151,11 @@ int jx_current_device(void) { return current_device; }
 
 static void *device_main(void *arg) {
   device_thread *t = arg;
-  current_device = (int)(t - threads);
+  current_device = t->id;
+  /* with at least as many local devices as cores, each device's kernels run
+   * on its own thread: the cores are busy with the other devices, and the
+   * shared pool (one job at a time) would serialize them */
+  if (jx_local_device_count() >= jx_pool_threads()) jx_pool_run_inline(1);
   jx_scope_begin(); /* results a job leaves behind are owned by its caller, not here */
   pthread_mutex_lock(&t->lock);
   for (;;) {
@@ -134,14 +181,15 @@ jx_status jx_devices_run(int n, const int *devs, jx_device_job fn, void *ctx) {
                         "a per-device program (shard_map, pmap, sharded jit) cannot start "
                         "another one from inside device %d",
                         current_device);
-  int count = jx_devices_init();
+  int local = jx_devices_init(), first = process_index * local;
   for (int p = 0; p < n; p++)
-    if (devs[p] < 0 || devs[p] >= count)
-      return jx_error_set(JX_ERR_INTERNAL, "device %d does not exist", devs[p]);
+    if (devs[p] < first || devs[p] >= first + local)
+      return jx_error_set(JX_ERR_INTERNAL, "device %d is not one of process %d's", devs[p],
+                          process_index);
   pthread_mutex_lock(&run_lock);
   jx_status st = JX_OK;
   for (int p = 0; p < n && !st; p++) {
-    device_thread *t = &threads[devs[p]];
+    device_thread *t = &threads[devs[p] - first];
     pthread_mutex_lock(&t->lock);
     if (!t->started) {
       pthread_attr_t attr;
@@ -150,6 +198,9 @@ jx_status jx_devices_run(int n, const int *devs, jx_device_job fn, void *ctx) {
       if (pthread_create(&t->thread, &attr, device_main, t) == 0) {
         pthread_detach(t->thread);
         t->started = 1;
+        pthread_mutex_lock(&init_lock);
+        any_started = 1;
+        pthread_mutex_unlock(&init_lock);
       } else {
         st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "cannot start the thread of device %d", devs[p]);
       }
@@ -162,7 +213,7 @@ jx_status jx_devices_run(int n, const int *devs, jx_device_job fn, void *ctx) {
     return st;
   }
   for (int p = 0; p < n; p++) {
-    device_thread *t = &threads[devs[p]];
+    device_thread *t = &threads[devs[p] - first];
     pthread_mutex_lock(&t->lock);
     t->fn = fn;
     t->ctx = ctx;
@@ -172,7 +223,7 @@ jx_status jx_devices_run(int n, const int *devs, jx_device_job fn, void *ctx) {
     pthread_mutex_unlock(&t->lock);
   }
   for (int p = 0; p < n; p++) {
-    device_thread *t = &threads[devs[p]];
+    device_thread *t = &threads[devs[p] - first];
     pthread_mutex_lock(&t->lock);
     while (!t->done) pthread_cond_wait(&t->cond, &t->lock);
     pthread_mutex_unlock(&t->lock);

@@ -10,6 +10,7 @@
 #include "../base/error.h"
 #include "comm.h"
 #include "device.h"
+#include "dist.h"
 
 typedef struct mesh_comm {
   int axes[JX_MAX_RANK], naxes;
@@ -17,6 +18,17 @@ typedef struct mesh_comm {
   jx_comm *comm;
   struct mesh_comm *next;
 } mesh_comm;
+
+/* The MPI communicator of the group of devices that differ only along the
+ * axes in mask and share the coordinates of position key on the others. */
+typedef struct mesh_mpi {
+  unsigned mask;
+  int64_t key;
+  jx_mpi_comm *comm;
+  struct mesh_mpi *next;
+} mesh_mpi;
+
+static jx_status make_mpi_comms(jx_mesh *m);
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static jx_mesh **registry; /* registry[id - 1], one reference each */
@@ -74,14 +86,89 @@ static jx_mesh *intern(jx_shape sizes, const char *const *names, const int *devs
   m->ndev = ndev;
   m->device = d;
   pthread_mutex_init(&m->lock, NULL);
+  if (jx_dist_active() && make_mpi_comms(m)) {
+    /* the processes could not agree: the mesh is not usable */
+    pthread_mutex_unlock(&registry_lock);
+    free(d);
+    free(m);
+    return NULL;
+  }
   registry[nregistry++] = m;
   m->id = nregistry;
   pthread_mutex_unlock(&registry_lock);
   return m;
 }
 
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ULL;
+  return h;
+}
+
+/* The devices of the group of p over the axes in mask, in position order. */
+static int group_devices(const jx_mesh *m, unsigned mask, int p, int *devs) {
+  int64_t c[JX_MAX_RANK], g[JX_MAX_RANK];
+  jx_mesh_coords(m, p, c);
+  int n = 0;
+  for (int q = 0; q < m->ndev; q++) {
+    jx_mesh_coords(m, q, g);
+    int same = 1;
+    for (int a = 0; a < m->ndim && same; a++) same = (mask >> a & 1) || g[a] == c[a];
+    if (same) devs[n++] = m->device[q];
+  }
+  return n;
+}
+
+/* Every process makes the same communicators in the same order: for each
+ * set of axes, each group (by its first position) whose devices belong to
+ * more than one process gets one MPI_Comm_split over all processes. */
+static jx_status make_mpi_comms(jx_mesh *m) {
+  int local = jx_local_device_count(), me = jx_devices_process_index();
+  int *devs = malloc(sizeof *devs * (size_t)m->ndev);
+  int *in = calloc((size_t)jx_devices_process_count(), sizeof *in);
+  if (!devs || !in) {
+    free(devs);
+    free(in);
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_mesh_create: out of memory");
+  }
+  jx_status st = JX_OK;
+  uint64_t base = fnv(1469598103934665603ULL, m->size, sizeof *m->size * (size_t)m->ndim);
+  base = fnv(base, m->name, sizeof m->name[0] * (size_t)m->ndim);
+  base = fnv(base, m->device, sizeof *m->device * (size_t)m->ndev);
+  for (unsigned mask = 1; mask < 1u << m->ndim && !st; mask++) {
+    for (int p = 0; p < m->ndev && !st; p++) {
+      int64_t c[JX_MAX_RANK];
+      jx_mesh_coords(m, p, c);
+      int first = 1;
+      for (int a = 0; a < m->ndim; a++) first &= !(mask >> a & 1) || c[a] == 0;
+      if (!first) continue;
+      int n = group_devices(m, mask, p, devs), nproc = 0;
+      memset(in, 0, sizeof *in * (size_t)jx_devices_process_count());
+      for (int k = 0; k < n; k++) nproc += !in[devs[k] / local]++;
+      if (nproc < 2) continue;
+      char label[128];
+      snprintf(label, sizeof label, "a mesh's group of %d devices from device %d", n, devs[0]);
+      uint64_t check = fnv(fnv(base, &mask, sizeof mask), &p, sizeof p);
+      jx_mpi_comm *mc = NULL;
+      st = jx_dist_split(in[me] > 0, me, check, label, &mc);
+      if (!st && mc) {
+        mesh_mpi *e = calloc(1, sizeof *e);
+        if (!e) {
+          st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_mesh_create: out of memory");
+          break;
+        }
+        *e = (mesh_mpi){mask, p, mc, m->mpi};
+        m->mpi = e;
+      }
+    }
+  }
+  free(devs);
+  free(in);
+  return st;
+}
+
 jx_mesh *jx_mesh_create_on(jx_shape sizes, const char *const *names, const int *devs) {
-  int count = jx_devices_init();
+  int count = jx_device_count();
   if (!count) return NULL;
   if (sizes.rank < 1 || sizes.rank > JX_MAX_RANK) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_mesh_create: a mesh has 1 to %d axes, given %d",
@@ -139,7 +226,7 @@ jx_mesh *jx_mesh_create_on(jx_shape sizes, const char *const *names, const int *
 }
 
 jx_mesh *jx_mesh_create(jx_shape sizes, const char *const *names) {
-  int count = jx_devices_init();
+  int count = jx_device_count();
   if (!count) return NULL;
   int *devs = malloc(sizeof *devs * (size_t)count);
   if (!devs) {
@@ -198,6 +285,23 @@ int jx_mesh_position(const jx_mesh *m, const int64_t *coords) {
   return (int)p;
 }
 
+/* A group within one process meets in shared memory; one that spans
+ * processes gets the hierarchical engine over its MPI communicator. */
+static jx_comm *make_comm(jx_mesh *m, const int *axes, int n, int64_t key, int size,
+                          const char *label, const int *devs) {
+  unsigned mask = 0;
+  for (int k = 0; k < n; k++) mask |= 1u << axes[k];
+  mesh_mpi *e = m->mpi;
+  while (e && (e->mask != mask || e->key != key)) e = e->next;
+  if (!e) return jx_comm_local_create(size, label, devs);
+  int *proc = malloc(sizeof *proc * (size_t)size);
+  if (!proc) return NULL;
+  for (int q = 0; q < size; q++) proc[q] = jx_device_process_index(jx_device_get(devs[q]));
+  jx_comm *c = jx_comm_hier_create(size, label, devs, proc, jx_devices_process_index(), e->comm);
+  free(proc);
+  return c;
+}
+
 jx_comm *jx_mesh_comm(jx_mesh *m, const int *axes, int n, int p, int *rank) {
   int64_t c[JX_MAX_RANK];
   jx_mesh_coords(m, p, c);
@@ -234,7 +338,7 @@ jx_comm *jx_mesh_comm(jx_mesh *m, const int *axes, int n, int p, int *rank) {
         }
         devs[q] = m->device[jx_mesh_position(m, c)];
       }
-      e->comm = jx_comm_local_create((int)size, label, devs);
+      e->comm = make_comm(m, axes, n, key, (int)size, label, devs);
     }
     free(devs);
     if (!e || !e->comm) {
@@ -251,4 +355,63 @@ jx_comm *jx_mesh_comm(jx_mesh *m, const int *axes, int n, int p, int *rank) {
   }
   pthread_mutex_unlock(&m->lock);
   return e->comm;
+}
+
+/* jx_mesh_print: the grid, one row per position of every axis but the last
+ * (labelled by those coordinates), one column per position of the last;
+ * each cell is the device there and the process that owns it. */
+void jx_mesh_print(const jx_mesh *m, FILE *f) {
+  if (!f) return;
+  if (!m) {
+    fprintf(f, "<null mesh>\n");
+    return;
+  }
+  int nproc = 0, seen[64] = {0};
+  for (int p = 0; p < m->ndev; p++) {
+    jx_device *d = jx_device_get(m->device[p]);
+    int pi = d ? jx_device_process_index(d) : 0;
+    if (pi >= 0 && pi < 64 && !seen[pi]++) nproc++;
+  }
+  fprintf(f, "mesh");
+  for (int a = 0; a < m->ndim; a++)
+    fprintf(f, "%s %s=%lld", a ? " x" : "", m->name[a], (long long)m->size[a]);
+  fprintf(f, " (%d devices, %d process%s)\n", m->ndev, nproc, nproc == 1 ? "" : "es");
+  int last = m->ndim - 1;
+  int64_t cols = m->size[last], rows = m->ndev / (cols ? cols : 1);
+  char label[256];
+  int lw = 0; /* the row labels' width */
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t c[JX_MAX_RANK];
+    jx_mesh_coords(m, (int)(r * cols), c);
+    int len = 0;
+    for (int a = 0; a < last; a++)
+      len += snprintf(label + len, sizeof label - (size_t)len, "%s%s=%lld", a ? " " : "",
+                      m->name[a], (long long)c[a]);
+    if (len > lw) lw = len;
+  }
+  fprintf(f, "%*s", lw, "");
+  for (int64_t c = 0; c < cols; c++) {
+    char h[96];
+    snprintf(h, sizeof h, "%s=%lld", m->name[last], (long long)c);
+    fprintf(f, "  %-14s", h);
+  }
+  fprintf(f, "\n");
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t c[JX_MAX_RANK];
+    jx_mesh_coords(m, (int)(r * cols), c);
+    int len = 0;
+    label[0] = '\0';
+    for (int a = 0; a < last; a++)
+      len += snprintf(label + len, sizeof label - (size_t)len, "%s%s=%lld", a ? " " : "",
+                      m->name[a], (long long)c[a]);
+    fprintf(f, "%-*s", lw, label);
+    for (int64_t k = 0; k < cols; k++) {
+      int dev = m->device[r * cols + k];
+      jx_device *d = jx_device_get(dev);
+      char cell[32];
+      snprintf(cell, sizeof cell, "dev %d (p%d)", dev, d ? jx_device_process_index(d) : 0);
+      fprintf(f, "  %-14s", cell);
+    }
+    fprintf(f, "\n");
+  }
 }

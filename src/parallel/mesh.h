@@ -23,6 +23,9 @@ struct jx_mesh {
   int *device; /* device[p]: the global device at position p (row-major over the axes) */
   pthread_mutex_t lock;
   struct mesh_comm *comms; /* communicators made so far */
+  /* In a job of several processes: the MPI communicator of every group that
+   * spans processes, for every set of axes, made when the mesh is made. */
+  struct mesh_mpi *mpi;
 };
 
 /* The mesh with registry number id (borrowed), or NULL. */

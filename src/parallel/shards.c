@@ -9,6 +9,7 @@
 #include "../prims/prim.h"
 #include "../trace/dispatch.h"
 #include "constraint.h"
+#include "device.h"
 
 jx_array *jx_array_from_shards(jx_sharding *s, jx_dtype dt, int weak, jx_shape g,
                                jx_array *const *shard) {
@@ -57,20 +58,65 @@ void jx_copy_block(void *global, void *block, size_t es, jx_shape g, const int64
   copy_rec(global, block, es, g, start, local, to_block, 0, 0, 0);
 }
 
+/* The first replica of the block at p: p with the coordinates of the axes
+ * the spec does not name set to 0. */
+static int first_replica(const jx_sharding *s, int p) {
+  int64_t c[JX_MAX_RANK];
+  jx_mesh_coords(s->mesh, p, c);
+  for (int ax = 0; ax < s->mesh->ndim; ax++)
+    if (!jx_sharding_uses_axis(s, ax)) c[ax] = 0;
+  return jx_mesh_position(s->mesh, c);
+}
+
+/* Whether this process holds every block: shards of other processes' devices
+ * are NULL, but a block may have a replica here. covered[rep]: the block of
+ * the first replica rep has a local shard, the first such position + 1. */
+static int covered_blocks(const jx_shards *sh, int *covered) {
+  for (int p = 0; p < sh->n; p++) covered[p] = 0;
+  for (int p = 0; p < sh->n; p++) {
+    if (!sh->shard[p]) continue;
+    int r = first_replica(sh->sharding, p);
+    if (!covered[r]) covered[r] = p + 1;
+  }
+  for (int p = 0; p < sh->n; p++)
+    if (jx_sharding_is_first_replica(sh->sharding, p) && !covered[p]) return 0;
+  return 1;
+}
+
+int jx_shards_addressable(const jx_shards *sh) {
+  int *covered = malloc(sizeof *covered * (size_t)sh->n);
+  int ok = covered && covered_blocks(sh, covered);
+  free(covered);
+  return ok;
+}
+
 jx_status jx_shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *dst) {
   size_t es = jx_dtype_size(dt);
+  int *covered = malloc(sizeof *covered * (size_t)sh->n);
+  if (!covered) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory gathering shards");
+  if (!covered_blocks(sh, covered)) {
+    char sb[JX_AVAL_STR_CAP];
+    free(covered);
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "reading the global value of %s laid out by '%s': the array is not "
+                        "fully addressable from process %d (other processes hold some of its "
+                        "shards); use jx_process_allgather to gather it on every process",
+                        jx_aval_str(dt, g, sb), sh->sharding->spec, jx_devices_process_index());
+  }
   for (int p = 0; p < sh->n; p++) {
     if (!jx_sharding_is_first_replica(sh->sharding, p)) continue;
+    int q = covered[p] - 1; /* a local position holding the same block */
     int64_t start[JX_MAX_RANK];
     jx_shape local;
     jx_sharding_block(sh->sharding, g, p, start, &local);
-    jx_copy_block(dst, jx_array_data(sh->shard[p]), es, g, start, local, 0);
+    jx_copy_block(dst, jx_array_data(sh->shard[q]), es, g, start, local, 0);
   }
+  free(covered);
   return JX_OK;
 }
 
 jx_array *jx_shard_for(jx_array *a, const jx_sharding *s, int p) {
-  if (a->shards && jx_sharding_same_layout(a->shards->sharding, s))
+  if (a->shards && jx_sharding_same_layout(a->shards->sharding, s) && a->shards->shard[p])
     return jx_keep(a->shards->shard[p]);
   if (jx_array_ready(a)) return jx_poison();
   int64_t start[JX_MAX_RANK];
@@ -106,6 +152,7 @@ jx_array *jx_device_put(jx_array *a, jx_sharding *s) {
   jx_array *r = jx_poison();
   int ok = 1;
   for (int p = 0; p < n && ok; p++) {
+    if (!jx_device_is_local(s->mesh->device[p])) continue; /* another process's */
     shard[p] = jx_shard_for(a, s, p);
     ok = !shard[p]->poisoned;
   }
@@ -131,6 +178,12 @@ jx_array *jx_array_shard(const jx_array *a, int i) {
   if (i < 0 || i >= n) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_array_shard: shard %d does not exist (%d shards)", i,
                  n);
+    return jx_poison();
+  }
+  if (a->shards && !a->shards->shard[i]) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "jx_array_shard: shard %d is on device %d, which belongs to another process", i,
+                 a->shards->sharding->mesh->device[i]);
     return jx_poison();
   }
   return jx_keep_in_scope(a->shards ? a->shards->shard[i] : (jx_array *)a);

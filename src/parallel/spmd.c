@@ -60,10 +60,12 @@ typedef struct {
   jx_array **out; /* [p * nout + o], one reference each */
   jx_status *status;
   char **message; /* per device, the error it recorded */
+  int *pos;       /* pos[k]: the mesh position of the k-th device this process runs */
 } run_state;
 
-static void device_job(void *arg, int p) {
+static void device_job(void *arg, int k) {
   run_state *r = arg;
+  int p = r->pos[k];
   current = (jx_spmd_ctx){.mesh = r->mesh, .position = p, .timeout_s = 0};
   current_set = 1;
   jx_clear_error();
@@ -109,23 +111,39 @@ jx_status jx_spmd_run(jx_mesh *m, const jx_program *body, int nin, jx_array *con
   r.out = calloc((size_t)n * (size_t)nout + 1, sizeof *r.out);
   r.status = calloc((size_t)n, sizeof *r.status);
   r.message = calloc((size_t)n, sizeof *r.message);
+  r.pos = calloc((size_t)n, sizeof *r.pos);
+  int *devs = calloc((size_t)n, sizeof *devs);
   jx_status st = JX_OK;
-  if (!r.in || !r.out || !r.status || !r.message)
+  if (!r.in || !r.out || !r.status || !r.message || !r.pos || !devs)
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+  /* this process runs the positions whose devices it owns (all of them in a
+   * job of one process); the other processes run the rest */
+  int nlocal = 0;
+  for (int p = 0; p < n && !st; p++)
+    if (jx_device_is_local(m->device[p])) {
+      r.pos[nlocal] = p;
+      devs[nlocal++] = m->device[p];
+    }
+  if (!st && !nlocal)
+    st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                      "%s: the mesh has no device of process %d (a process runs a per-device "
+                      "program on its own devices)",
+                      what, jx_devices_process_index());
   for (int i = 0; i < nin && !st; i++) {
     if (in_sh[i]->mesh != m)
       st = jx_error_set(JX_ERR_INTERNAL, "%s: input %d is laid out on another mesh", what, i);
     if (!st) st = jx_sharding_check(in_sh[i], in[i]->shape, what);
-    for (int p = 0; p < n && !st; p++) {
+    for (int k = 0; k < nlocal && !st; k++) {
+      int p = r.pos[k];
       jx_array *b = jx_shard_for(in[i], in_sh[i], p);
       r.in[(size_t)p * (size_t)nin + (size_t)i] = b;
       if (b->poisoned) st = jx_last_status();
     }
   }
-  if (!st) st = jx_devices_run(n, m->device, device_job, &r);
+  if (!st) st = jx_devices_run(nlocal, devs, device_job, &r);
   if (!st) st = report(&r, what);
   for (int o = 0; o < nout && !st; o++) {
-    jx_array *first = r.out[o];
+    jx_array *first = r.out[(size_t)r.pos[0] * (size_t)nout + (size_t)o];
     jx_array **blocks = malloc(sizeof *blocks * (size_t)n);
     if (!blocks) {
       st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
@@ -148,5 +166,7 @@ jx_status jx_spmd_run(jx_mesh *m, const jx_program *body, int nin, jx_array *con
   free(r.out);
   free(r.status);
   free(r.message);
+  free(r.pos);
+  free(devs);
   return st;
 }

@@ -128,6 +128,8 @@ typedef struct jx_prim {
   uint8_t elementwise; /* 1: same-shaped operands, output of that shape (generic batching) */
   uint8_t uses_axis;   /* 1: depends on a named axis (axis_index, collectives): its batching
                           rule runs even when no operand is batched */
+  uint8_t effect;      /* 1: has a side effect (debug_print): never removed as dead code,
+                          merged with an equal equation or folded; runs in program order */
 } jx_prim;
 
 /* Number of outputs of p applied to nin inputs with params pp. */

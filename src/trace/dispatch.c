@@ -3,6 +3,8 @@
 #include <stdlib.h>
 
 #include "../base/error.h"
+#include "../base/memstats.h"
+#include "../debug/hooks.h"
 #include "trace.h"
 
 enum { SMALL = 16 };
@@ -35,6 +37,21 @@ static jx_status run_eager(const jx_prim *p, int nin, jx_array *const *in, const
   return JX_OK;
 }
 
+/* After an eager application: the profiler's span and the NaN/Inf checks. */
+static jx_status after_eager(const jx_prim *p, int nin, jx_array *const *in, int nout,
+                             jx_array **out, jx_status st, int watched, double t0,
+                             const char *old_op) {
+  jx_memstats_set_op(old_op);
+  if (!watched) return st;
+  if (watched & JX_DEBUG_PROFILE) jx_prof_compute(p->name, t0, jx_prof_now(), 0, 0);
+  if (!st && (watched & (JX_DEBUG_NANS | JX_DEBUG_INFS))) {
+    st = jx_debug_check_eager(p, nin, in, nout, out);
+    if (st)
+      for (int o = 0; o < nout; o++) out[o] = jx_poison();
+  }
+  return st;
+}
+
 jx_status jx_bind_sub(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params,
                       int nsub, struct jx_program *const *subs, jx_array **out) {
   static const jx_params no_params = JX_PARAMS_INIT;
@@ -55,11 +72,19 @@ jx_status jx_bind_sub(const jx_prim *p, int nin, jx_array *const *in, const jx_p
       for (int o = 0; o < nout; o++) out[o] = jx_poison();
     return st;
   }
+  /* the debugging tools (debug/hooks.h): one branch while they are off */
+  int watched = jx_debug_flags;
+  double t0 = 0;
+  const char *old_op = jx_memstats_set_op(p->name);
+  if (watched & JX_DEBUG_PROFILE) {
+    jx_prof_compute_begin();
+    t0 = jx_prof_now();
+  }
   if (p->impl) {
     st = p->impl(pp, nin, in, nout, out, nsub, subs);
     if (st)
       for (int o = 0; o < nout; o++) out[o] = jx_poison();
-    return st;
+    return after_eager(p, nin, in, nout, out, st, watched, t0, old_op);
   }
 
   jx_aval avals_s[SMALL], oavals_s[SMALL];
@@ -87,7 +112,7 @@ done:
     free(tin);
     free(tout);
   }
-  return st;
+  return after_eager(p, nin, in, nout, out, st, watched, t0, old_op);
 }
 
 jx_status jx_bind(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params,

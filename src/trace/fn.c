@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../base/error.h"
 #include "axis_env.h"
@@ -84,14 +85,18 @@ static int aval_same(jx_aval a, jx_aval b) {
   return a.dtype == b.dtype && a.weak == b.weak && jx_shape_equal(a.shape, b.shape);
 }
 
-/* JX_LOG_COMPILES=1: say what is traced and why the cache missed. */
-static void log_trace(jx_fn *f, const jx_aval *in) {
+static int log_enabled(void) {
   static int enabled = -1;
   if (enabled < 0) {
     const char *v = getenv("JX_LOG_COMPILES");
     enabled = v && *v && strcmp(v, "0") != 0;
   }
-  if (!enabled) return;
+  return enabled;
+}
+
+/* JX_LOG_COMPILES=1: say what is traced and why the cache missed. */
+static void log_trace(jx_fn *f, const jx_aval *in) {
+  if (!log_enabled()) return;
   char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
   fprintf(stderr, "jx: tracing '%s' for (", f->name);
   for (int i = 0; i < f->nin; i++)
@@ -166,7 +171,13 @@ jx_program *jx_fn_program(jx_fn *f, const jx_aval *in) {
     p = f->kind->build(f, in);
     jx_error_context_pop();
   } else {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     p = trace_body(f, in);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (p && log_enabled())
+      fprintf(stderr, "jx: traced '%s' in %.2f ms: %d equations\n", f->name, s * 1e3, p->neqns);
   }
   if (!p) return NULL;
   /* every traced or transformed program is checked once, when it is made: a

@@ -253,14 +253,16 @@ int main(int argc, char **argv) {
   int first = 1;
   if (argc > 2 && strncmp(argv[1], "--mode=", 7) == 0) {
     const char *m = argv[1] + 7;
-    mode = strcmp(m, "jit") == 0    ? CONF_JIT
-           : strcmp(m, "vmap") == 0 ? CONF_VMAP
-           : strcmp(m, "grad") == 0 ? CONF_GRAD
-                                    : CONF_EAGER;
+    mode = strcmp(m, "jit") == 0       ? CONF_JIT
+           : strcmp(m, "vmap") == 0    ? CONF_VMAP
+           : strcmp(m, "grad") == 0    ? CONF_GRAD
+           : strcmp(m, "sharded") == 0 ? CONF_SHARDED
+                                       : CONF_EAGER;
     first = 2;
+    if (mode == CONF_SHARDED) jx_set_cpu_device_count(8);
   }
   if (argc < first + 2) {
-    fprintf(stderr, "usage: %s [--mode=eager|jit|vmap|grad] DATA_DIR FAMILY...\n", argv[0]);
+    fprintf(stderr, "usage: %s [--mode=eager|jit|vmap|grad|sharded] DATA_DIR FAMILY...\n", argv[0]);
     return 2;
   }
   int passed = 0, failed = 0, skipped = 0;

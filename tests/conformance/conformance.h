@@ -47,7 +47,7 @@ extern const conf_op conf_ops_elementwise[], conf_ops_shape[], conf_ops_indexing
 /* How a case is run: eagerly against the goldens, and optionally also under
  * jit (same goldens), vmap (against a loop over the batch) or grad (numerical
  * derivative checks). */
-typedef enum { CONF_EAGER, CONF_JIT, CONF_VMAP, CONF_GRAD } conf_mode;
+typedef enum { CONF_EAGER, CONF_JIT, CONF_VMAP, CONF_GRAD, CONF_SHARDED } conf_mode;
 typedef enum { CONF_PASS, CONF_FAIL, CONF_SKIP } conf_result;
 
 conf_fn conf_lookup(const char *op);
@@ -56,6 +56,11 @@ int conf_compare(const conf_case *c, int k, jx_array *got, jx_array *want, doubl
 /* Runs a case that passed eagerly under a transformation (modes.c). */
 conf_result conf_run_mode(conf_mode mode, const conf_case *c, conf_fn fn, int nin,
                           jx_array *const *in, int nout, jx_array *const *want);
+
+/* The sharded jit of a case, several layouts on 2-8 devices, and of its
+ * vjp (sharded.c). */
+conf_result conf_run_sharded(const conf_case *c, conf_fn fn, int nin, jx_array *const *in, int nout,
+                             jx_array *const *want);
 
 /* Adapters that return one array. */
 #define CONF_ONE(name, expr)                                                                       \

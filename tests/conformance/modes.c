@@ -186,6 +186,7 @@ conf_result conf_run_mode(conf_mode mode, const conf_case *c, conf_fn fn, int ni
     if (nin == 0) return skip(c, "no inputs to batch");
     return run_vmap(c, &a, in);
   case CONF_GRAD: return run_grad(c, &a, in, want);
+  case CONF_SHARDED: return conf_run_sharded(c, fn, nin, in, nout, want);
   default: return CONF_PASS;
   }
 }

@@ -114,7 +114,7 @@ static void max_min_propagate_nan(void **state) {
   }
   /* and the result is NaN where a row holds one (rows 0..2 of 4 x 300 do) */
   int op = OP_MAX;
-  jx_fn *jf = jx_jit(jx_fn_create("nan_max", 2, 2, reduce_body, &op), NULL);
+  jx_fn *f = jx_fn_create("nan_max", 2, 2, reduce_body, &op), *jf = jx_jit(f, NULL);
   jx_array *in[2] = {jx_keep(values(JX_F32, JX_SHAPE(4, 300), 1, 1)),
                      jx_keep(values(JX_F32, JX_SHAPE(4, 300), 2, 0))};
   jx_array *out[2];
@@ -125,6 +125,7 @@ static void max_min_propagate_nan(void **state) {
   jx_release(in[0]);
   jx_release(in[1]);
   jx_fn_release(jf);
+  jx_fn_release(f);
 }
 
 /* relu(x @ w + b): the bias add and the ReLU are one kernel after the GEMM,

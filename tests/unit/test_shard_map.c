@@ -398,8 +398,8 @@ static void vmap_of_shard_map(void **state) {
   assert_close(call1(v2, 2, (jx_array *[]){X, Y}), call1(e, 2, (jx_array *[]){X, Y}), 0);
   /* vmap of the gradient of a shard_map with psum */
   jx_fn *ref = jx_fn_create("matmul", 2, 1, unsharded_matmul, NULL);
-  jx_fn *gs = jx_grad(jx_fn_create("ls", 2, 1, loss_of_smap, sm), JX_AXES(0));
-  jx_fn *gr = jx_grad(jx_fn_create("lr", 2, 1, loss_of_smap, ref), JX_AXES(0));
+  jx_fn *ls = jx_fn_create("ls", 2, 1, loss_of_smap, sm), *gs = jx_grad(ls, JX_AXES(0));
+  jx_fn *lr = jx_fn_create("lr", 2, 1, loss_of_smap, ref), *gr = jx_grad(lr, JX_AXES(0));
   jx_fn *vgs = jx_vmap(gs, (jx_axes){2, {0, JX_NONE}}, JX_AXES(0));
   jx_fn *vgr = jx_vmap(gr, (jx_axes){2, {0, JX_NONE}}, JX_AXES(0));
   assert_close(call1(vgs, 2, (jx_array *[]){At, B}), call1(vgr, 2, (jx_array *[]){At, B}), 1e-12);
@@ -407,6 +407,8 @@ static void vmap_of_shard_map(void **state) {
   jx_fn_release(vgr);
   jx_fn_release(gs);
   jx_fn_release(gr);
+  jx_fn_release(ls);
+  jx_fn_release(lr);
   jx_fn_release(ref);
   jx_fn_release(v2);
   jx_fn_release(v);

@@ -1,0 +1,138 @@
+/* Sharded workloads on CPU devices (8 devices, meshes over the first k):
+ *   dp_mlp_step_<k>dev: a data-parallel SGD step of the MLP 784-512-512-10,
+ *     batch 256 split over k devices, parameters replicated (gradients
+ *     all-reduced by the partitioner);
+ *   matmul_1024_rows_8dev: C = A B with A's rows split over 8 devices (no
+ *     communication); matmul_1024_contract_8dev: the contracting dim split
+ *     (local products, then a psum).
+ * One JSON line per figure; bench/compare.py runs the same in JAX with 8
+ * forced host devices. */
+#include "bench_util.h"
+#include <jx/jx.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { BATCH = 256, IN = 784, H = 512, OUT = 10, NPARAM = 6, MAX_RUNS = 1000 };
+
+static void loss_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *h = jx_relu(jx_add(jx_matmul(in[6], in[0]), in[1]));
+  h = jx_relu(jx_add(jx_matmul(h, in[2]), in[3]));
+  jx_array *logits = jx_add(jx_matmul(h, in[4]), in[5]);
+  jx_array *ce = jx_sum(jx_mul(in[7], jx_log_softmax(logits, 1)), JX_AXES(1), 0);
+  out[0] = jx_neg(jx_mean(ce, JX_AXES(), 0));
+}
+
+static jx_fn *grad_fn;
+/* step(params..., x, y) -> (loss, params'...), SGD with lr 0.01 */
+static void step_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *g[1 + NPARAM];
+  if (jx_call(grad_fn, in, g)) return;
+  out[0] = g[0];
+  for (int i = 0; i < NPARAM; i++)
+    out[1 + i] = jx_sub(in[i], jx_mul(jx_scalar(JX_F32, 0.01), g[1 + i]));
+}
+
+static void matmul_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_matmul(in[0], in[1]);
+}
+
+static double median_call(jx_fn *f, jx_array **in, jx_array **out, int runs, int feed_params) {
+  double t[MAX_RUNS];
+  for (int r = -2; r < runs; r++) { /* two warm-up calls: trace, partition, compile */
+    jx_scope_begin();
+    double t0 = bench_now_ns();
+    if (jx_call(f, in, out)) {
+      fprintf(stderr, "bench_sharded: %s\n", jx_last_error());
+      exit(1);
+    }
+    jx_block_until_ready(out[0]);
+    double dt = bench_now_ns() - t0;
+    if (r >= 0) t[r] = dt;
+    if (feed_params) /* the next step takes this one's parameters */
+      for (int i = 0; i < NPARAM; i++) {
+        jx_release(in[i]);
+        in[i] = jx_keep(out[1 + i]);
+      }
+    jx_scope_end();
+  }
+  qsort(t, (size_t)runs, sizeof *t, bench_cmp_double);
+  return t[runs / 2];
+}
+
+int main(int argc, char **argv) {
+  int runs = argc > 1 ? atoi(argv[1]) : 7;
+  if (runs < 1) runs = 1;
+  if (runs > MAX_RUNS) runs = MAX_RUNS;
+  jx_set_cpu_device_count(8);
+  const int devs[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  const char *data[1] = {"data"}, *x[1] = {"x"};
+
+  jx_fn *loss = jx_fn_create("mlp_loss", 8, 1, loss_body, NULL);
+  grad_fn = jx_value_and_grad(loss, JX_AXES(0, 1, 2, 3, 4, 5), 0);
+  jx_fn *step = jx_fn_create("dp_step", 8, 1 + NPARAM, step_body, NULL);
+  jx_array *key = jx_keep(jx_random_key(0));
+  const int64_t dims[4] = {IN, H, H, OUT};
+  for (int k = 1; k <= 8; k *= 2) {
+    jx_mesh *m = jx_mesh_create_on(JX_SHAPE(k), data, devs);
+    jx_sharding *rows = jx_sharding_create(m, "data"), *all = jx_sharding_create(m, "");
+    jx_sharding *in_sh[8], *out_sh[1 + NPARAM];
+    for (int i = 0; i < 8; i++) in_sh[i] = i < NPARAM ? all : rows;
+    for (int i = 0; i < 1 + NPARAM; i++) out_sh[i] = all;
+    jx_jit_options o = {.in_shardings = in_sh, .out_shardings = out_sh};
+    jx_fn *jstep = jx_jit(step, &o);
+    jx_array *in[8], *out[1 + NPARAM];
+    for (int l = 0; l < 3; l++) {
+      jx_array *w = jx_mul(jx_random_normal(jx_random_fold_in(key, (uint32_t)l), JX_F32,
+                                            JX_SHAPE(dims[l], dims[l + 1])),
+                           jx_scalar(JX_F32, 0.05));
+      in[2 * l] = jx_keep(jx_device_put(w, all));
+      in[2 * l + 1] = jx_keep(jx_device_put(jx_zeros(JX_F32, JX_SHAPE(dims[l + 1])), all));
+    }
+    in[6] = jx_keep(jx_device_put(jx_random_normal(key, JX_F32, JX_SHAPE(BATCH, IN)), rows));
+    in[7] = jx_keep(jx_device_put(jx_full(JX_F32, JX_SHAPE(BATCH, OUT), 0.1), rows));
+    double t = median_call(jstep, in, out, runs, 1);
+    printf(
+        "{\"bench\": \"dp_mlp_step_%ddev\", \"impl\": \"jx\", \"median_ns\": %.0f, \"runs\": %d}\n",
+        k, t, runs);
+    for (int i = 0; i < 8; i++) jx_release(in[i]);
+    jx_fn_release(jstep);
+    jx_sharding_release(rows);
+    jx_sharding_release(all);
+    jx_mesh_release(m);
+  }
+
+  jx_mesh *m8 = jx_mesh_create(JX_SHAPE(8), x);
+  jx_fn *mm = jx_fn_create("matmul", 2, 1, matmul_body, NULL);
+  const char *layouts[2][3] = {{"rows", "x,None", ""}, {"contract", "None,x", "x,None"}};
+  for (int v = 0; v < 2; v++) {
+    jx_sharding *a = jx_sharding_create(m8, layouts[v][1]),
+                *b = jx_sharding_create(m8, layouts[v][2]);
+    jx_sharding *in_sh[2] = {a, b};
+    jx_jit_options o = {.in_shardings = in_sh};
+    jx_fn *jmm = jx_jit(mm, &o);
+    jx_array *in[2] = {
+        jx_keep(jx_device_put(jx_random_normal(key, JX_F32, JX_SHAPE(1024, 1024)), a)),
+        jx_keep(jx_device_put(jx_ones(JX_F32, JX_SHAPE(1024, 1024)), b))};
+    jx_array *out[1];
+    double t = median_call(jmm, in, out, runs, 0);
+    printf("{\"bench\": \"matmul_1024_%s_8dev\", \"impl\": \"jx\", \"median_ns\": %.0f, \"runs\": "
+           "%d}\n",
+           layouts[v][0], t, runs);
+    jx_release(in[0]);
+    jx_release(in[1]);
+    jx_fn_release(jmm);
+    jx_sharding_release(a);
+    jx_sharding_release(b);
+  }
+  jx_fn_release(mm);
+  jx_mesh_release(m8);
+  jx_release(key);
+  jx_fn_release(step);
+  jx_fn_release(grad_fn);
+  jx_fn_release(loss);
+  jx_shutdown();
+  return 0;
+}

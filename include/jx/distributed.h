@@ -1,0 +1,62 @@
+/* jx/distributed.h: one program, many processes (one per host or GPU),
+ * launched by mpirun or srun, as JAX's jax.distributed.
+ *
+ * Call jx_distributed_initialize(NULL) first, before any use of devices: it
+ * takes this process's index and the process count from the launcher
+ * (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/PMI_SIZE, SLURM_PROCID/NTASKS) and
+ * then from MPI itself, which jx initializes through its MPI plugin
+ * (libjx_mpi.so, opened at run time: JX_MPI_PLUGIN names it, else it is
+ * looked for next to libjx, then on the library search path). One process
+ * without a launcher needs no MPI.
+ *
+ * After it, devices are global: each process has jx_local_device_count()
+ * devices (JX_NUM_CPU_DEVICES), process p owns devices p*L .. p*L+L-1, and
+ * jx_device_count() counts all of them. Meshes may span processes; every
+ * process must create the same meshes in the same order (their MPI
+ * communicators are made then). A sharded array holds the shards of this
+ * process's devices only: reading its global value works when those shards
+ * cover it, else jx_process_allgather gathers it. Per-device programs
+ * (shard_map, pmap, sharded jit) run on this process's devices; collectives
+ * among devices of several processes go over MPI.
+ *
+ * Deadlines: the rendezvous and every collective must complete within
+ * timeout_s (default JX_COLLECTIVE_TIMEOUT, else 300 s), else they fail with
+ * JX_ERR_TIMEOUT naming the processes that did not arrive. After such a
+ * failure the process should end: jx_distributed_shutdown then calls
+ * MPI_Abort, which ends every process of the job. */
+#ifndef JX_DISTRIBUTED_H
+#define JX_DISTRIBUTED_H
+
+#include "array.h"
+#include "parallel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  const char *coordinator;       /* NULL: take rank/size from the launcher (mpirun, srun) */
+  int num_processes, process_id; /* 0, 0: from the launcher; else checked against it */
+  double timeout_s;              /* rendezvous and collective deadline; <= 0: the default */
+} jx_distributed_options;
+
+jx_status jx_distributed_initialize(const jx_distributed_options *opts); /* NULL = auto */
+/* Ends MPI (MPI_Finalize, which waits for every process; MPI_Abort after a
+ * failed collective). Devices stay as they are; no collective may follow. */
+jx_status jx_distributed_shutdown(void);
+int jx_process_index(void); /* 0 without initialize */
+int jx_process_count(void); /* 1 without initialize */
+/* The global array of shape global_shape laid out by s, from this process's
+ * part of it: local is the box of the global array that this process's
+ * devices hold (their blocks, concatenated in place), e.g. rows
+ * p*N/P .. (p+1)*N/P of a "data"-sharded array. */
+jx_array *jx_array_from_process_local(jx_sharding *s, jx_shape global_shape, jx_array *local);
+/* Every process gets the whole array (a plain array on the host). */
+jx_array *jx_process_allgather(jx_array *a);
+/* Waits until every process has called it with the same name. */
+jx_status jx_sync_global_devices(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

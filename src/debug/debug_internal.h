@@ -1,0 +1,22 @@
+/* Internals of the debugging tools shared by their files and tests. */
+#ifndef JX_SRC_DEBUG_DEBUG_INTERNAL_H
+#define JX_SRC_DEBUG_DEBUG_INTERNAL_H
+
+#include "../prims/prim.h"
+
+/* debug_print.c: the effectful print (see there for its rules). */
+extern const jx_prim jx_prim_debug_print;
+
+/* nans.c: turns the NaN/Inf checks on or off (tests; the environment sets
+ * them at load). */
+void jx_debug_set_checks(int nans, int infs);
+
+/* profiler.c: the last profile's split for one device track (-1: the host
+ * thread), in seconds; non-zero when the track had no events. */
+typedef struct {
+  double wall, compute, comm, idle;
+  int events;
+} jx_profile_split;
+int jx_profiler_last_split(int device, jx_profile_split *out);
+
+#endif

@@ -1,0 +1,96 @@
+/* The main job, `jx train`, run as a user runs it: the same training on 1
+ * device, on 4 devices as data=2 x model=2, and with FSDP gives the same
+ * losses; a run stopped at step 4 on 4 devices and resumed on 2 devices
+ * continues the uninterrupted trajectory. Losses come from --metrics. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+enum { STEPS = 8 };
+
+static char dir[256];
+
+/* Runs jx train with the common small model plus extra flags; reads the
+ * losses of steps first..STEPS from the metrics file into loss[step-1]. */
+static void train(const char *extra, const char *metrics, double *loss) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "%s train --layers 1 --width 32 --heads 2 --context 16 --batch 8 --steps %d "
+           "--sample 0 --data %s --metrics %s %s > %s/log.txt 2>&1",
+           JX_CLI, STEPS, JX_CORPUS, metrics, extra, dir);
+  int rc = system(cmd);
+  if (rc != 0) {
+    char log[300];
+    snprintf(log, sizeof log, "cat %s/log.txt >&2", dir);
+    if (system(log) != 0) fprintf(stderr, "(no log)\n");
+  }
+  assert_int_equal(rc, 0);
+  FILE *f = fopen(metrics, "r");
+  assert_non_null(f);
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    int step;
+    double l;
+    if (sscanf(line, "{\"step\": %d, \"loss\": %lf", &step, &l) == 2 && step >= 1 && step <= STEPS)
+      loss[step - 1] = l;
+  }
+  fclose(f);
+}
+
+static void assert_same_losses(const double *a, const double *b, int from, const char *what) {
+  for (int s = from; s < STEPS; s++) {
+    if (!(fabs(a[s] - b[s]) <= 2e-5 * fabs(a[s])))
+      fprintf(stderr, "%s: step %d loss %.7g vs %.7g\n", what, s + 1, b[s], a[s]);
+    assert_true(fabs(a[s] - b[s]) <= 2e-5 * fabs(a[s]));
+  }
+}
+
+static void meshes_give_the_same_losses(void **state) {
+  (void)state;
+  double one[STEPS] = {0}, grid[STEPS] = {0}, fsdp[STEPS] = {0};
+  char m[300];
+  snprintf(m, sizeof m, "%s/one.jsonl", dir);
+  train("--devices 1", m, one);
+  snprintf(m, sizeof m, "%s/grid.jsonl", dir);
+  train("--devices 4 --mesh data=2,model=2", m, grid);
+  snprintf(m, sizeof m, "%s/fsdp.jsonl", dir);
+  train("--devices 4 --fsdp", m, fsdp);
+  assert_true(one[STEPS - 1] < one[0] - 0.3); /* it learns */
+  assert_same_losses(one, grid, 0, "data=2,model=2");
+  assert_same_losses(one, fsdp, 0, "fsdp");
+}
+
+static void resume_on_fewer_devices_continues(void **state) {
+  (void)state;
+  double whole[STEPS] = {0}, resumed[STEPS] = {0};
+  char m[300], flags[600];
+  snprintf(m, sizeof m, "%s/whole.jsonl", dir);
+  train("--devices 4 --mesh data=2,model=2", m, whole);
+  snprintf(m, sizeof m, "%s/part.jsonl", dir);
+  snprintf(flags, sizeof flags, "--devices 4 --mesh data=2,model=2 --stop-at 4 --ckpt %s/ck", dir);
+  train(flags, m, resumed);
+  snprintf(flags, sizeof flags, "--devices 2 --mesh data=2 --resume --ckpt %s/ck", dir);
+  train(flags, m, resumed); /* steps 5.. appended by the resumed run */
+  assert_same_losses(whole, resumed, 0, "stopped at 4 on 4 devices, resumed on 2");
+}
+
+int main(void) {
+  snprintf(dir, sizeof dir, "%s/jx-train-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (!mkdtemp(dir)) return 1;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(meshes_give_the_same_losses),
+      cmocka_unit_test(resume_on_fewer_devices_continues),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (rc == 0 && system(cmd) != 0) rc = 1;
+  return rc;
+}
