@@ -283,6 +283,105 @@ def run_sharded(build, runs):
     return rows
 
 
+GPT_JAX = r"""
+import json, statistics, sys, time
+import jax, jax.numpy as jnp, numpy as np, optax
+runs = int(sys.argv[1])
+V, L, D, H, T, B = 256, 4, 256, 8, 128, 16
+
+def ln(x, s, b):
+    m = x.mean(-1, keepdims=True); v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / jnp.sqrt(v + 1e-5) * s + b
+
+def init(key):
+    ks = iter(jax.random.split(key, 4 + 6 * L))
+    n = lambda shape, sd=0.02: sd * jax.random.normal(next(ks), shape, jnp.float32)
+    p = {"wte": n((V, D)), "wpe": n((T, D)), "lnf": (jnp.ones(D), jnp.zeros(D)), "blocks": []}
+    r = 0.02 / np.sqrt(2 * L)
+    for _ in range(L):
+        p["blocks"].append({"ln1": (jnp.ones(D), jnp.zeros(D)), "ln2": (jnp.ones(D), jnp.zeros(D)),
+            "wq": n((D, D)), "wk": n((D, D)), "wv": n((D, D)), "wo": n((D, D), r),
+            "bq": jnp.zeros(D), "bk": jnp.zeros(D), "bv": jnp.zeros(D), "bo": jnp.zeros(D),
+            "fc": n((D, 4 * D)), "fcb": jnp.zeros(4 * D), "proj": n((4 * D, D), r), "projb": jnp.zeros(D)})
+    return p
+
+def block(b, h):
+    x = ln(h, *b["ln1"])
+    q, k, v = (x @ b["w" + c] + b["b" + c] for c in "qkv")
+    sh = lambda t: t.reshape(B, T, H, D // H).transpose(0, 2, 1, 3)
+    q, k, v = sh(q), sh(k), sh(v)
+    a = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // H)
+    a = jnp.where(jnp.tril(jnp.ones((T, T), bool)), a, -jnp.inf)
+    o = (jax.nn.softmax(a, -1) @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+    h = h + o @ b["wo"] + b["bo"]
+    x = ln(h, *b["ln2"])
+    return h + jax.nn.gelu(x @ b["fc"] + b["fcb"]) @ b["proj"] + b["projb"]
+
+def loss(p, x, y):
+    h = p["wte"][x] + p["wpe"][:T]
+    for b in p["blocks"]:
+        h = block(b, h)
+    logits = ln(h, *p["lnf"]) @ p["wte"].T
+    return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+opt = optax.adamw(3e-4, 0.9, 0.95, 1e-8, 0.1)
+@jax.jit
+def step(p, s, x, y):
+    l, g = jax.value_and_grad(loss)(p, x, y)
+    u, s = opt.update(g, s, p)
+    return l, optax.apply_updates(p, u), s
+
+p = init(jax.random.key(0)); s = opt.init(p)
+tok = jax.random.randint(jax.random.key(1), (B, T + 1), 0, 256)
+x, y = tok[:, :T], tok[:, 1:]
+t0 = time.perf_counter_ns(); l, p, s = step(p, s, x, y); jax.block_until_ready(l)
+first = time.perf_counter_ns() - t0
+ts = []
+for _ in range(runs):
+    t0 = time.perf_counter_ns(); l, p, s = step(p, s, x, y); jax.block_until_ready(l)
+    ts.append(time.perf_counter_ns() - t0)
+print(json.dumps({"bench": "gpt_step", "impl": "jax", "median_ns": statistics.median(ts)}))
+print(json.dumps({"bench": "gpt_step_first_call", "impl": "jax", "median_ns": first}))
+"""
+
+
+def run_gpt(build, runs):
+    """bench_gpt (jx) next to the same GPT step in JAX + Optax (jax.jit, CPU)."""
+    rows = {}
+    path = os.path.join(build, "bench", "bench_gpt")
+    r = subprocess.run([path, str(runs)], capture_output=True, text=True) if os.path.exists(path) else None
+    if r is None or r.returncode != 0:
+        print(f"note: bench_gpt missing or failed: {r.stderr.strip() if r else path}", file=sys.stderr)
+    else:
+        for line in r.stdout.splitlines():
+            d = json.loads(line)
+            rows.setdefault(d["bench"], {})["jx"] = d
+    j = subprocess.run([sys.executable, "-c", GPT_JAX, str(runs)], capture_output=True, text=True,
+                       env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    if j.returncode != 0:
+        print(f"note: jax gpt peer failed: {j.stderr.strip()[-300:]}", file=sys.stderr)
+    else:
+        for line in j.stdout.splitlines():
+            d = json.loads(line)
+            rows.setdefault(d["bench"], {})["jax"] = d
+    print("\n| GPT 4x256, context 128, batch 16, AdamW | jx | jax.jit + optax | jx/jax |")
+    print("|---|---|---|---|")
+    for name in ("gpt_step", "gpt_step_first_call"):
+        a, b = rows.get(name, {}).get("jx"), rows.get(name, {}).get("jax")
+        av, bv = (a or {}).get("median_ns"), (b or {}).get("median_ns")
+        print(f"| {name} | {av / 1e6:.1f} ms |" if av else f"| {name} | n/a |",
+              f"{bv / 1e6:.1f} ms |" if bv else "n/a |", f"{av / bv:.2f} |" if av and bv else "n/a |")
+    g = rows.get("gpt_step", {}).get("jx")
+    if g:
+        print(f"jx: {g['tokens_per_s']} tokens/s, MFU {100 * g['mfu_vs_gemm']:.1f} % of measured GEMM "
+              f"throughput, {g['params']} parameters")
+    pk = rows.get("gpt_step_peak_bytes", {}).get("jx")
+    if pk:
+        print(f"jx peak memory: {pk['measured'] / 2**20:.1f} MiB measured, "
+              f"{pk['estimated'] / 2**20:.1f} MiB estimated by jx_fn_cost before running")
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -353,6 +452,7 @@ def main():
               notes.get("openblas", "kernel unknown"))
     run_allreduce(args.build, args.runs)
     run_sharded(args.build, args.runs)
+    run_gpt(args.build, min(args.runs, 5))
 
 
 if __name__ == "__main__":

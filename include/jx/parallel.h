@@ -100,6 +100,10 @@ jx_fn *jx_shard_map(jx_fn *f, jx_mesh *m, const char *const *in_specs,
  * mapped axis of each input (JX_NONE: replicated), whose size must equal the
  * device count; the body sees inputs without that axis. */
 jx_fn *jx_pmap(jx_fn *f, const char *axis_name, jx_axes in_axes, jx_axes out_axes);
+/* The same with axis lists of any length (jx_axes holds at most 8): one
+ * entry per input and output, or a single entry for all. */
+jx_fn *jx_pmap_n(jx_fn *f, const char *axis_name, int nin_axes, const int *in_axes, int nout_axes,
+                 const int *out_axes);
 
 /* ---- collectives: inside shard_map / pmap / vmap with an axis name ----
  * axis may name several mesh axes: "a,b". */

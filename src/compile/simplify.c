@@ -302,7 +302,7 @@ static jx_program *dce(const jx_program *p) {
   for (int o = 0; o < p->nout && !st; o++) live[p->out[o]] = 1;
   for (int k = p->neqns - 1; k >= 0 && !st; k--) {
     const jx_eqn *e = &p->eqns[k];
-    int used = e->prim->effect; /* an effect is live though nothing reads its outputs */
+    int used = jx_eqn_has_effect(e); /* an effect is live though nothing reads its outputs */
     for (int o = 0; o < e->nout; o++) used |= live[e->out[o]];
     if (used)
       for (int i = 0; i < e->nin; i++) live[e->in[i]] = 1;
@@ -313,7 +313,7 @@ static jx_program *dce(const jx_program *p) {
     if (live[p->constvar[c]]) map[p->constvar[c]] = jx_program_add_const(q, p->constval[c]);
   for (int k = 0; k < p->neqns && !st; k++) {
     const jx_eqn *e = &p->eqns[k];
-    int used = e->prim->effect;
+    int used = jx_eqn_has_effect(e);
     for (int o = 0; o < e->nout; o++) used |= live[e->out[o]];
     if (!used) continue;
     int small_in[16], small_out[16];

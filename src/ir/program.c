@@ -171,3 +171,11 @@ uint64_t jx_program_hash(const jx_program *p) {
   }
   return jx_hash_bytes(h, p->out, sizeof *p->out * (size_t)p->nout);
 }
+
+int jx_eqn_has_effect(const jx_eqn *e) {
+  if (e->prim->effect) return 1;
+  for (int s = 0; s < e->nsub; s++)
+    for (int k = 0; k < e->sub[s]->neqns; k++)
+      if (jx_eqn_has_effect(&e->sub[s]->eqns[k])) return 1;
+  return 0;
+}

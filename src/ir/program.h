@@ -82,6 +82,10 @@ static inline int jx_program_defines(const jx_program *p, int v) {
   return !jx_program_is_const(p, v, NULL);
 }
 
+/* 1 when the equation has a side effect (a debug print), itself or in a
+ * nested program: such an equation is never dead code. */
+int jx_eqn_has_effect(const jx_eqn *e);
+
 /* Readable text, as a jaxpr: { lambda c:f32[] ; a:f32[3]. let b:f32[3] = sin a in (b,) }.
  * The caller frees the string. */
 char *jx_program_print(const jx_program *p);

@@ -31,6 +31,7 @@ typedef struct {
   jx_device_job fn; /* the posted job, NULL when idle */
   void *ctx;
   int p;
+  int width; /* devices in the posted run */
   int done;
 } device_thread;
 static device_thread *threads; /* this process's devices' */
@@ -152,18 +153,19 @@ int jx_current_device(void) { return current_device; }
 static void *device_main(void *arg) {
   device_thread *t = arg;
   current_device = t->id;
-  /* with at least as many local devices as cores, each device's kernels run
-   * on its own thread: the cores are busy with the other devices, and the
-   * shared pool (one job at a time) would serialize them */
-  if (jx_local_device_count() >= jx_pool_threads()) jx_pool_run_inline(1);
   jx_scope_begin(); /* results a job leaves behind are owned by its caller, not here */
   pthread_mutex_lock(&t->lock);
   for (;;) {
     while (!t->fn) pthread_cond_wait(&t->cond, &t->lock);
     jx_device_job fn = t->fn;
     void *ctx = t->ctx;
-    int p = t->p;
+    int p = t->p, width = t->width;
     pthread_mutex_unlock(&t->lock);
+    /* when a run has at least as many devices as cores, each device's
+     * kernels stay on its own thread: the cores are busy with the other
+     * devices, and the shared pool (one job at a time) would serialize them;
+     * a narrower run lets its devices use the pool */
+    jx_pool_run_inline(width >= jx_pool_threads());
     fn(ctx, p);
     pthread_mutex_lock(&t->lock);
     t->fn = NULL;
@@ -218,6 +220,7 @@ jx_status jx_devices_run(int n, const int *devs, jx_device_job fn, void *ctx) {
     t->fn = fn;
     t->ctx = ctx;
     t->p = p;
+    t->width = n;
     t->done = 0;
     pthread_cond_broadcast(&t->cond);
     pthread_mutex_unlock(&t->lock);

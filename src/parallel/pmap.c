@@ -114,10 +114,10 @@ static const jx_fn_kind pmap_kind = {
     .name = "pmap", .build = pmap_build, .free_data = free_pmap_data};
 
 /* One entry per input (output); a single entry applies to all. */
-static int *expand_axes(jx_axes ax, int n, const char *what, const jx_fn *f) {
-  if (ax.n != n && ax.n != 1) {
+static int *expand_axes(int count, const int *axes, int n, const char *what, const jx_fn *f) {
+  if ((count != n && count != 1) || !axes) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_pmap: %s has %d entries but '%s' has %d %ss", what,
-                 ax.n, f->name, n, what[0] == 'i' ? "input" : "output");
+                 axes ? count : 0, f->name, n, what[0] == 'i' ? "input" : "output");
     return NULL;
   }
   int *v = malloc(sizeof *v * (size_t)(n + 1));
@@ -125,11 +125,16 @@ static int *expand_axes(jx_axes ax, int n, const char *what, const jx_fn *f) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pmap: out of memory");
     return NULL;
   }
-  for (int i = 0; i < n; i++) v[i] = ax.n == 1 ? ax.v[0] : ax.v[i];
+  for (int i = 0; i < n; i++) v[i] = count == 1 ? axes[0] : axes[i];
   return v;
 }
 
 jx_fn *jx_pmap(jx_fn *f, const char *axis_name, jx_axes in_axes, jx_axes out_axes) {
+  return jx_pmap_n(f, axis_name, in_axes.n, in_axes.v, out_axes.n, out_axes.v);
+}
+
+jx_fn *jx_pmap_n(jx_fn *f, const char *axis_name, int nin_axes, const int *in_axes, int nout_axes,
+                 const int *out_axes) {
   if (!f || !axis_name) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_pmap: the %s is NULL", f ? "axis name" : "function");
     return NULL;
@@ -143,8 +148,8 @@ jx_fn *jx_pmap(jx_fn *f, const char *axis_name, jx_axes in_axes, jx_axes out_axe
   d->nin = f->nin;
   d->nout = f->nout;
   d->ndev = jx_device_count();
-  d->in_axes = expand_axes(in_axes, f->nin, "in_axes", f);
-  d->out_axes = d->in_axes ? expand_axes(out_axes, f->nout, "out_axes", f) : NULL;
+  d->in_axes = expand_axes(nin_axes, in_axes, f->nin, "in_axes", f);
+  d->out_axes = d->in_axes ? expand_axes(nout_axes, out_axes, f->nout, "out_axes", f) : NULL;
   if (d->out_axes) d->mesh = jx_mesh_create(JX_SHAPE(d->ndev), (const char *const[]){axis_name});
   const char **specs = calloc((size_t)(f->nin + f->nout) + 1, sizeof *specs);
   if (d->mesh && specs) {

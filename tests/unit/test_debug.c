@@ -109,6 +109,36 @@ static void test_print_jit(void **state) {
   jx_fn_release(f);
 }
 
+/* scan body (carry, x) -> (carry + x, nothing else), printing the carry */
+static void scan_print_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_debug_print("carry {}", 1, &in[0]);
+  out[0] = jx_add(in[0], in[1]);
+}
+
+static jx_fn *scan_print_fn;
+/* x -> x * 2, with a scan whose results nobody reads: its prints still run */
+static void unused_scan_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *init = jx_scalar(JX_F32, 0), *res[1];
+  jx_array *xs = jx_arange(JX_F32, 1, 3, 1);
+  jx_scan(scan_print_fn, 1, &init, 1, &xs, 2, 0, res);
+  out[0] = jx_mul(in[0], jx_scalar(JX_F32, 2));
+}
+
+static void test_print_in_unused_loop(void **state) {
+  (void)state;
+  scan_print_fn = jx_fn_create("scan_print", 2, 1, scan_print_body, NULL);
+  jx_fn *f = jx_fn_create("unused_scan", 1, 1, unused_scan_body, NULL), *j = jx_jit(f, NULL);
+  jx_array *x = vec(1, 2, 3), *out[1];
+  capture_begin();
+  check_ok(jx_call(j, &x, out));
+  expect_text(capture_end(), "carry 0.0\ncarry 1.0\n");
+  jx_fn_release(j);
+  jx_fn_release(f);
+  jx_fn_release(scan_print_fn);
+}
+
 static void sq_body(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
   jx_array *h = jx_mul(in[0], in[0]);
@@ -376,6 +406,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_print_eager, setup, teardown),
       cmocka_unit_test_setup_teardown(test_print_jit, setup, teardown),
       cmocka_unit_test_setup_teardown(test_print_grad, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_print_in_unused_loop, setup, teardown),
       cmocka_unit_test_setup_teardown(test_print_vmap, setup, teardown),
       cmocka_unit_test_setup_teardown(test_print_shard_map_pmap, setup, teardown),
       cmocka_unit_test_setup_teardown(test_nans_eager_and_jit, setup, teardown),

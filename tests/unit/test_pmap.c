@@ -129,6 +129,44 @@ static void psum_and_its_gradient(void **state) {
   jx_fn_release(f);
 }
 
+/* (x0..x4 mapped, c0..c4 replicated) -> sum_i (i + 1) x_i c_i: more axes
+ * than a jx_axes list holds. */
+static void ten_inputs_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *acc = jx_zeros(JX_F32, JX_SHAPE(3));
+  for (int i = 0; i < 5; i++)
+    acc = jx_add(acc, jx_mul(jx_scalar(JX_F32, i + 1), jx_mul(in[i], in[5 + i])));
+  out[0] = acc;
+}
+
+static void many_axes(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("ten", 10, 1, ten_inputs_body, NULL);
+  const int in_axes[10] = {0, 0, 0, 0, 0, JX_NONE, JX_NONE, JX_NONE, JX_NONE, JX_NONE};
+  const int out_axes[1] = {0};
+  jx_fn *p = jx_pmap_n(f, "i", 10, in_axes, 1, out_axes);
+  assert_non_null(p);
+  jx_array *in[10];
+  for (int i = 0; i < 5; i++)
+    in[i] = jx_add(jx_reshape(jx_arange(JX_F32, 0, 24, 1), JX_SHAPE(8, 3)), jx_scalar(JX_F32, i));
+  for (int i = 5; i < 10; i++) in[i] = jx_full(JX_F32, JX_SHAPE(3), i);
+  jx_array *out;
+  check_ok(jx_call(p, in, &out));
+  float got[24];
+  check_ok(jx_read(out, got, sizeof got));
+  for (int d = 0; d < 8; d++)
+    for (int j = 0; j < 3; j++) {
+      double want = 0;
+      for (int i = 0; i < 5; i++) want += (i + 1) * (double)(d * 3 + j + i) * (5 + i);
+      assert_true(fabs(got[d * 3 + j] - want) <= 1e-4 * fabs(want));
+    }
+  assert_null(jx_pmap_n(f, "i", 9, in_axes, 1, out_axes));
+  assert_non_null(strstr(jx_last_error(), "in_axes has 9 entries but 'ten' has 10 inputs"));
+  jx_clear_error();
+  jx_fn_release(p);
+  jx_fn_release(f);
+}
+
 static void errors(void **state) {
   (void)state;
   jx_fn *f = jx_fn_create("body_index", 2, 1, body_index, NULL);
@@ -154,6 +192,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(in_out_axes_and_axis_index, setup, teardown),
       cmocka_unit_test_setup_teardown(psum_and_its_gradient, setup, teardown),
+      cmocka_unit_test_setup_teardown(many_axes, setup, teardown),
       cmocka_unit_test_setup_teardown(errors, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

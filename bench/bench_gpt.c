@@ -1,0 +1,154 @@
+/* The GPT train step of PERFORMANCE.md: 4 layers, d 256, 8 heads, context
+ * 128, batch 16, byte vocabulary, AdamW (Optax's), one jitted step with the
+ * forward, backward and update. Prints JSON lines: the median step time
+ * with tokens/s and MFU (against this machine's GEMM throughput measured
+ * through jx in the same run), the first call (trace + compile), and the
+ * peak memory measured next to jx_fn_cost's estimate made before running.
+ * bench/compare.py runs the same step in JAX + Optax. */
+#include "bench_util.h"
+#include <jx/jx.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { BATCH = 16, CONTEXT = 128, MAX_PARAMS = 128, MAX_RUNS = 1000 };
+
+typedef struct {
+  jx_gpt_config cfg;
+  jx_optimizer *opt;
+  jx_tree *params_like, *state_like;
+  int np, ns;
+  jx_fn *loss, *value_and_grad;
+} model;
+
+static void loss_body(void *ctx, jx_array *const *in, jx_array **out) {
+  model *m = ctx;
+  jx_tree *p = jx_tree_unflatten(m->params_like, in);
+  out[0] = jx_gpt_loss(&m->cfg, p, in[m->np], in[m->np + 1]);
+  jx_tree_release(p);
+}
+
+static void step_body(void *ctx, jx_array *const *in, jx_array **out) {
+  model *m = ctx;
+  jx_array *args[MAX_PARAMS + 2], *vg[MAX_PARAMS + 1];
+  for (int i = 0; i < m->np; i++) args[i] = in[i];
+  args[m->np] = in[m->np + m->ns];
+  args[m->np + 1] = in[m->np + m->ns + 1];
+  if (jx_call(m->value_and_grad, args, vg)) return;
+  jx_tree *params = jx_tree_unflatten(m->params_like, in);
+  jx_tree *state = jx_tree_unflatten(m->state_like, in + m->np);
+  jx_tree *grads = jx_tree_unflatten(m->params_like, vg + 1);
+  jx_optim_update(m->opt, grads, state, params);
+  out[0] = vg[0];
+  jx_tree_flatten(params, out + 1);
+  jx_tree_flatten(state, out + 1 + m->np);
+  jx_tree_release(params);
+  jx_tree_release(state);
+  jx_tree_release(grads);
+}
+
+static double gemm_flops_per_s(void) {
+  jx_scope_begin();
+  jx_array *a = jx_ones(JX_F32, JX_SHAPE(1024, 1024));
+  double best = 1e30;
+  for (int r = 0; r < 5; r++) {
+    double t0 = bench_now_s();
+    jx_block_until_ready(jx_matmul(a, a));
+    double t = bench_now_s() - t0;
+    if (t < best) best = t;
+  }
+  jx_scope_end();
+  return 2.0 * 1024 * 1024 * 1024 / best;
+}
+
+int main(int argc, char **argv) {
+  int runs = argc > 1 ? atoi(argv[1]) : 7;
+  if (runs < 1) runs = 1;
+  if (runs > MAX_RUNS) runs = MAX_RUNS;
+  model m = {.cfg = {.vocab = 256,
+                     .n_layers = 4,
+                     .d_model = 256,
+                     .n_heads = 8,
+                     .context = CONTEXT,
+                     .mlp_ratio = 4}};
+  jx_tree *params = jx_gpt_init(&m.cfg, jx_random_key(0), JX_F32);
+  m.np = jx_tree_size(params);
+  m.opt = jx_optim_adamw(3e-4, 0.9, 0.95, 1e-8, 0.1);
+  jx_tree *state = jx_optim_init(m.opt, params);
+  m.ns = jx_tree_size(state);
+  m.params_like = params;
+  m.state_like = state;
+  m.loss = jx_fn_create("gpt_loss", m.np + 2, 1, loss_body, &m);
+  m.value_and_grad = jx_value_and_grad_first(m.loss, m.np, 0);
+  int nin = m.np + m.ns + 2, nout = 1 + m.np + m.ns;
+  jx_fn *step_fn = jx_fn_create("gpt_step", nin, nout, step_body, &m);
+  jx_fn *step = jx_jit(step_fn, NULL);
+
+  jx_array *key = jx_random_key(1);
+  jx_array *tokens = jx_keep(jx_astype(
+      jx_floor(jx_random_uniform(key, JX_F32, JX_SHAPE(BATCH, CONTEXT + 1), 0, 255.99)), JX_I32));
+  jx_array *x = jx_keep(jx_slice(tokens, JX_SHAPE(0, 0), JX_SHAPE(BATCH, CONTEXT), JX_SHAPE()));
+  jx_array *y = jx_keep(jx_slice(tokens, JX_SHAPE(0, 1), JX_SHAPE(BATCH, CONTEXT + 1), JX_SHAPE()));
+  jx_array **in = calloc((size_t)nin, sizeof *in), **out = calloc((size_t)nout, sizeof *out);
+  jx_tree_flatten(params, in);
+  jx_tree_flatten(state, in + m.np);
+  in[m.np + m.ns] = x;
+  in[m.np + m.ns + 1] = y;
+  for (int i = 0; i < m.np + m.ns; i++) in[i] = jx_keep(in[i]);
+
+  jx_cost cost = {0};
+  jx_fn_cost(step, in, &cost); /* before running: the plan's estimate */
+  jx_memory_reset_peak(-1);
+  double t[MAX_RUNS], first = 0;
+  for (int r = -1; r < runs; r++) {
+    jx_scope_begin();
+    double t0 = bench_now_s();
+    if (jx_call(step, in, out)) {
+      fprintf(stderr, "bench_gpt: %s\n", jx_last_error());
+      return 1;
+    }
+    jx_block_until_ready(out[0]);
+    double dt = bench_now_s() - t0;
+    if (r < 0)
+      first = dt;
+    else
+      t[r] = dt;
+    for (int i = 0; i < m.np + m.ns; i++) { /* the next step takes this one's state */
+      jx_release(in[i]);
+      in[i] = jx_keep(out[1 + i]);
+    }
+    jx_scope_end();
+  }
+  qsort(t, (size_t)runs, sizeof *t, bench_cmp_double);
+  double med = t[runs / 2];
+  int64_t nparams = jx_tree_numel(params);
+  double tokens_per_step = (double)BATCH * CONTEXT;
+  double flops = 6.0 * (double)nparams * tokens_per_step +
+                 12.0 * (double)(m.cfg.n_layers * m.cfg.d_model * CONTEXT) * tokens_per_step;
+  double peak_gemm = gemm_flops_per_s();
+  jx_memory_stats ms = {0};
+  jx_memory_stats(0, &ms);
+  printf("{\"bench\": \"gpt_step\", \"impl\": \"jx\", \"median_ns\": %.0f, \"runs\": %d, "
+         "\"tokens_per_s\": %.0f, \"mfu_vs_gemm\": %.3f, \"params\": %lld}\n",
+         med * 1e9, runs, tokens_per_step / med, flops / med / peak_gemm, (long long)nparams);
+  printf(
+      "{\"bench\": \"gpt_step_first_call\", \"impl\": \"jx\", \"median_ns\": %.0f, \"runs\": 1}\n",
+      first * 1e9);
+  printf("{\"bench\": \"gpt_step_peak_bytes\", \"impl\": \"jx\", \"measured\": %lld, "
+         "\"estimated\": %.0f}\n",
+         (long long)ms.peak_bytes, cost.peak_bytes_per_device);
+  for (int i = 0; i < m.np + m.ns; i++) jx_release(in[i]);
+  jx_release(x);
+  jx_release(y);
+  jx_release(tokens);
+  free(in);
+  free(out);
+  jx_fn_release(step);
+  jx_fn_release(step_fn);
+  jx_fn_release(m.value_and_grad);
+  jx_fn_release(m.loss);
+  jx_tree_release(state);
+  jx_tree_release(params);
+  jx_optim_release(m.opt);
+  jx_shutdown();
+  return 0;
+}
