@@ -10,14 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { BATCH = 16, CONTEXT = 128, MAX_PARAMS = 128, MAX_RUNS = 1000 };
+enum { BATCH = 16, CONTEXT = 128, MAX_RUNS = 1000 };
 
 typedef struct {
   jx_gpt_config cfg;
   jx_optimizer *opt;
   jx_tree *params_like, *state_like;
   int np, ns;
-  jx_fn *loss, *value_and_grad;
+  jx_fn *loss;
 } model;
 
 static void loss_body(void *ctx, jx_array *const *in, jx_array **out) {
@@ -25,25 +25,6 @@ static void loss_body(void *ctx, jx_array *const *in, jx_array **out) {
   jx_tree *p = jx_tree_unflatten(m->params_like, in);
   out[0] = jx_gpt_loss(&m->cfg, p, in[m->np], in[m->np + 1]);
   jx_tree_release(p);
-}
-
-static void step_body(void *ctx, jx_array *const *in, jx_array **out) {
-  model *m = ctx;
-  jx_array *args[MAX_PARAMS + 2], *vg[MAX_PARAMS + 1];
-  for (int i = 0; i < m->np; i++) args[i] = in[i];
-  args[m->np] = in[m->np + m->ns];
-  args[m->np + 1] = in[m->np + m->ns + 1];
-  if (jx_call(m->value_and_grad, args, vg)) return;
-  jx_tree *params = jx_tree_unflatten(m->params_like, in);
-  jx_tree *state = jx_tree_unflatten(m->state_like, in + m->np);
-  jx_tree *grads = jx_tree_unflatten(m->params_like, vg + 1);
-  jx_optim_update(m->opt, grads, state, params);
-  out[0] = vg[0];
-  jx_tree_flatten(params, out + 1);
-  jx_tree_flatten(state, out + 1 + m->np);
-  jx_tree_release(params);
-  jx_tree_release(state);
-  jx_tree_release(grads);
 }
 
 static double gemm_flops_per_s(void) {
@@ -78,9 +59,8 @@ int main(int argc, char **argv) {
   m.params_like = params;
   m.state_like = state;
   m.loss = jx_fn_create("gpt_loss", m.np + 2, 1, loss_body, &m);
-  m.value_and_grad = jx_value_and_grad_first(m.loss, m.np, 0);
   int nin = m.np + m.ns + 2, nout = 1 + m.np + m.ns;
-  jx_fn *step_fn = jx_fn_create("gpt_step", nin, nout, step_body, &m);
+  jx_fn *step_fn = jx_train_step(m.loss, params, state, m.opt);
   jx_fn *step = jx_jit(step_fn, NULL);
 
   jx_array *key = jx_random_key(1);
@@ -144,7 +124,6 @@ int main(int argc, char **argv) {
   free(out);
   jx_fn_release(step);
   jx_fn_release(step_fn);
-  jx_fn_release(m.value_and_grad);
   jx_fn_release(m.loss);
   jx_tree_release(state);
   jx_tree_release(params);

@@ -23,7 +23,7 @@ typedef struct {
   jx_optimizer *opt;
   jx_tree *state_like;
   int ns;
-  jx_fn *loss, *value_and_grad;
+  jx_fn *loss;
 } model;
 
 /* images u8 [B, 28, 28] -> logits [B, 10] */
@@ -51,25 +51,6 @@ static void loss_body(void *ctx, jx_array *const *in, jx_array **out) {
   jx_array *logits = logits_of(m, p, in[m->np]);
   out[0] = jx_mean(jx_softmax_cross_entropy(logits, in[m->np + 1], 0), JX_AXES(), 0);
   jx_tree_release(p);
-}
-
-/* (params..., state..., images, labels) -> (loss, params'..., state'...) */
-static void step_body(void *ctx, jx_array *const *in, jx_array **out) {
-  model *m = ctx;
-  jx_array *args[MAX_PARAMS + 2], *vg[MAX_PARAMS + 1];
-  for (int i = 0; i < m->np; i++) args[i] = in[i];
-  args[m->np] = in[m->np + m->ns];
-  args[m->np + 1] = in[m->np + m->ns + 1];
-  if (jx_call(m->value_and_grad, args, vg)) return;
-  jx_tree *params = jx_tree_unflatten(m->like, in), *grads = jx_tree_unflatten(m->like, vg + 1);
-  jx_tree *state = jx_tree_unflatten(m->state_like, in + m->np);
-  jx_optim_update(m->opt, grads, state, params);
-  out[0] = vg[0];
-  jx_tree_flatten(params, out + 1);
-  jx_tree_flatten(state, out + 1 + m->np);
-  jx_tree_release(params);
-  jx_tree_release(grads);
-  jx_tree_release(state);
 }
 
 /* (params..., images, labels) -> number of correct predictions */
@@ -138,7 +119,6 @@ int main(int argc, char **argv) {
   m.ns = jx_tree_size(state);
   m.state_like = state;
   m.loss = jx_fn_create("loss", m.np + 2, 1, loss_body, &m);
-  m.value_and_grad = jx_value_and_grad_first(m.loss, m.np, 0);
 
   /* parameters and optimizer state replicated, the batch split over "data" */
   int nin = m.np + m.ns + 2, nout = 1 + m.np + m.ns;
@@ -146,7 +126,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < nin; i++) in_sh[i] = i < m.np + m.ns ? all : rows;
   for (int i = 0; i < nout; i++) out_sh[i] = all;
   jx_jit_options jo = {.in_shardings = in_sh, .out_shardings = out_sh};
-  jx_fn *step_fn = jx_fn_create("train_step", nin, nout, step_body, &m);
+  jx_fn *step_fn = jx_train_step(m.loss, params, state, m.opt);
   jx_fn *step = jx_jit(step_fn, &jo);
   jx_sharding *eval_sh[MAX_PARAMS + 2], *eval_out[1] = {all};
   for (int i = 0; i < m.np + 2; i++) eval_sh[i] = i < m.np ? all : rows;
@@ -192,7 +172,6 @@ int main(int argc, char **argv) {
   jx_fn_release(eval_fn);
   jx_fn_release(step);
   jx_fn_release(step_fn);
-  jx_fn_release(m.value_and_grad);
   jx_fn_release(m.loss);
   jx_tree_release(state);
   jx_tree_release(params);

@@ -16,7 +16,7 @@
 
 #include "cli.h"
 
-enum { MAX_DATA = 64, MAX_PARAMS = 1024 };
+enum { MAX_DATA = 64 };
 #define DEFAULT_CORPUS "/usr/share/games/fortunes"
 
 typedef struct {
@@ -197,7 +197,7 @@ typedef struct {
   jx_optimizer *opt;
   jx_tree *params_like, *state_like;
   int np, ns;
-  jx_fn *loss, *value_and_grad;
+  jx_fn *loss;
 } model;
 
 /* (params..., tokens, targets) -> loss */
@@ -206,26 +206,6 @@ static void loss_body(void *ctx, jx_array *const *in, jx_array **out) {
   jx_tree *p = jx_tree_unflatten(m->params_like, in);
   out[0] = jx_gpt_loss(&m->cfg, p, in[m->np], in[m->np + 1]);
   jx_tree_release(p);
-}
-
-/* (params..., state..., tokens, targets) -> (loss, params'..., state'...) */
-static void step_body(void *ctx, jx_array *const *in, jx_array **out) {
-  model *m = ctx;
-  jx_array *args[MAX_PARAMS + 2], *vg[MAX_PARAMS + 1];
-  for (int i = 0; i < m->np; i++) args[i] = in[i];
-  args[m->np] = in[m->np + m->ns];
-  args[m->np + 1] = in[m->np + m->ns + 1];
-  if (jx_call(m->value_and_grad, args, vg)) return;
-  jx_tree *params = jx_tree_unflatten(m->params_like, in);
-  jx_tree *state = jx_tree_unflatten(m->state_like, in + m->np);
-  jx_tree *grads = jx_tree_unflatten(m->params_like, vg + 1);
-  jx_optim_update(m->opt, grads, state, params);
-  out[0] = vg[0];
-  jx_tree_flatten(params, out + 1);
-  jx_tree_flatten(state, out + 1 + m->np);
-  jx_tree_release(params);
-  jx_tree_release(state);
-  jx_tree_release(grads);
 }
 
 /* (params..., tokens [1, T]) -> logits of the last position [vocab] */
@@ -348,10 +328,6 @@ int jx_cmd_train(int argc, char **argv) {
   jx_tree *params = jx_gpt_init(&m.cfg, jx_random_key(o.seed), JX_F32);
   if (!params) return fail("the model");
   m.np = jx_tree_size(params);
-  if (m.np > MAX_PARAMS) {
-    fprintf(stderr, "jx train: %d parameters arrays; at most %d\n", m.np, MAX_PARAMS);
-    return 2;
-  }
   char(*specs)[64] = calloc((size_t)m.np, sizeof *specs);
   if (jx_gpt_param_specs(&m.cfg, params, mesh, o.fsdp, specs)) return fail("parameter shardings");
   jx_sharding **psh = calloc((size_t)m.np, sizeof *psh);
@@ -385,8 +361,7 @@ int jx_cmd_train(int argc, char **argv) {
   in_sh[m.np + m.ns] = in_sh[m.np + m.ns + 1] = rows;
   out_sh[0] = replicated;
   m.loss = jx_fn_create("gpt_loss", m.np + 2, 1, loss_body, &m);
-  m.value_and_grad = jx_value_and_grad_first(m.loss, m.np, 0);
-  jx_fn *step_fn = jx_fn_create("train_step", nin, nout, step_body, &m);
+  jx_fn *step_fn = jx_train_step(m.loss, params, state, m.opt);
   jx_jit_options jo = {.in_shardings = in_sh, .out_shardings = out_sh};
   jx_fn *step = jx_jit(step_fn, &jo);
   if (!step) return fail("jit");
@@ -501,7 +476,6 @@ int jx_cmd_train(int argc, char **argv) {
   free(out);
   jx_fn_release(step);
   jx_fn_release(step_fn);
-  jx_fn_release(m.value_and_grad);
   jx_fn_release(m.loss);
   jx_tree_release(state);
   jx_tree_release(params);

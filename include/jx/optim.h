@@ -52,6 +52,17 @@ void jx_optim_release(jx_optimizer *o);
 jx_tree *jx_optim_init(jx_optimizer *o, const jx_tree *params);
 /* One step: reads grads, replaces the arrays of state and params. */
 void jx_optim_update(jx_optimizer *o, const jx_tree *grads, jx_tree *state, jx_tree *params);
+/* A whole training step as one function, to jit (with shardings) and call
+ * every step:
+ *   (params..., state..., data...) -> (loss, params'..., state'...)
+ * where loss is a function (params..., data...) -> scalar, params are
+ * flattened in params_like's order and state in state_like's (from
+ * jx_optim_init); the step differentiates the loss with respect to every
+ * parameter and applies opt. The names are copied; opt must outlive the
+ * step. */
+jx_fn *jx_train_step(jx_fn *loss, const jx_tree *params_like, const jx_tree *state_like,
+                     jx_optimizer *opt);
+
 /* sqrt of the sum of squares of every array of t (f32 scalar). */
 jx_array *jx_optim_global_norm(const jx_tree *t);
 

@@ -28,6 +28,10 @@ typedef struct jx_sharding jx_sharding;
 typedef void (*jx_body)(void *ctx, jx_array *const *in, jx_array **out);
 
 jx_fn *jx_fn_create(const char *name, int nin, int nout, jx_body body, void *ctx);
+/* The same, and the function owns ctx: free_ctx(ctx) runs when it is
+ * released (also when creating it fails). */
+jx_fn *jx_fn_create_owning(const char *name, int nin, int nout, jx_body body, void *ctx,
+                           void (*free_ctx)(void *ctx));
 void jx_fn_release(jx_fn *f);
 int jx_fn_nin(const jx_fn *f);
 int jx_fn_nout(const jx_fn *f);

@@ -42,6 +42,16 @@ jx_fn *jx_fn_create(const char *name, int nin, int nout, jx_body body, void *ctx
   return f;
 }
 
+jx_fn *jx_fn_create_owning(const char *name, int nin, int nout, jx_body body, void *ctx,
+                           void (*free_ctx)(void *ctx)) {
+  jx_fn *f = jx_fn_create(name, nin, nout, body, ctx);
+  if (f)
+    f->free_ctx = free_ctx;
+  else if (free_ctx)
+    free_ctx(ctx);
+  return f;
+}
+
 jx_fn *jx_fn_new_transform(const jx_fn_kind *kind, jx_fn *inner, int nin, int nout, void *data) {
   char name[256];
   snprintf(name, sizeof name, "%s(%s)", kind->name, inner->name);
@@ -66,6 +76,7 @@ void jx_fn_release(jx_fn *f) {
     free(e);
   }
   if (f->kind && f->kind->free_data) f->kind->free_data(f->data);
+  if (f->free_ctx) f->free_ctx(f->ctx);
   if (f->fori_wrapper) {
     f->fori_wrapper->ctx = NULL;
     jx_fn_release(f->fori_wrapper);

@@ -31,9 +31,10 @@ struct jx_fn {
   const jx_fn_kind *kind; /* NULL for a body */
   jx_body body;
   void *ctx;
-  jx_fn *inner;         /* the transformed function (a reference) */
-  void *data;           /* the kind's parameters */
-  pthread_mutex_t lock; /* guards the cache */
+  void (*free_ctx)(void *ctx); /* jx_fn_create_owning: frees ctx with the function */
+  jx_fn *inner;                /* the transformed function (a reference) */
+  void *data;                  /* the kind's parameters */
+  pthread_mutex_t lock;        /* guards the cache */
   fn_cache_entry *cache;
   atomic_llong traces;
   struct jx_fn *fori_wrapper; /* jx_fori's scan body around this function, made once */

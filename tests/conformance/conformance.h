@@ -53,6 +53,15 @@ typedef enum { CONF_PASS, CONF_FAIL, CONF_SKIP } conf_result;
 conf_fn conf_lookup(const char *op);
 /* 1 when got equals want within the case's tolerance times scale. */
 int conf_compare(const conf_case *c, int k, jx_array *got, jx_array *want, double scale);
+/* An adapter as a jx_fn body (ctx: a conf_adapter): the case's op applied
+ * to the function's inputs (modes.c). */
+typedef struct {
+  conf_fn fn;
+  const conf_case *c;
+  int nin, nout;
+} conf_adapter;
+void conf_adapter_body(void *ctx, jx_array *const *in, jx_array **out);
+
 /* Runs a case that passed eagerly under a transformation (modes.c). */
 conf_result conf_run_mode(conf_mode mode, const conf_case *c, conf_fn fn, int nin,
                           jx_array *const *in, int nout, jx_array *const *want);

@@ -10,14 +10,8 @@
 
 #include "conformance.h"
 
-typedef struct {
-  conf_fn fn;
-  const conf_case *c;
-  int nin, nout;
-} adapter;
-
-static void adapter_body(void *ctx, jx_array *const *in, jx_array **out) {
-  adapter *a = ctx;
+void conf_adapter_body(void *ctx, jx_array *const *in, jx_array **out) {
+  conf_adapter *a = ctx;
   jx_array *tmp[CONF_MAX_IO];
   int n = 0;
   a->fn(a->c, a->nin, in, &n, tmp);
@@ -35,9 +29,9 @@ static conf_result fail(const conf_case *c, const char *mode) {
 }
 
 /* ---- jit ---- */
-static conf_result run_jit(const conf_case *c, adapter *a, jx_array *const *in,
+static conf_result run_jit(const conf_case *c, conf_adapter *a, jx_array *const *in,
                            jx_array *const *want) {
-  jx_fn *f = jx_fn_create(c->op, a->nin, a->nout, adapter_body, a);
+  jx_fn *f = jx_fn_create(c->op, a->nin, a->nout, conf_adapter_body, a);
   jx_fn *jf = jx_jit(f, NULL);
   jx_fn_release(f);
   jx_array *got[CONF_MAX_IO];
@@ -72,7 +66,7 @@ static jx_array *rolled(jx_array *x, int k) {
   return r;
 }
 
-static conf_result run_vmap_axes(const conf_case *c, adapter *a, jx_array *const *in,
+static conf_result run_vmap_axes(const conf_case *c, conf_adapter *a, jx_array *const *in,
                                  const int *axes, const char *label) {
   jx_array *batched[CONF_MAX_IO], *slices[BATCH][CONF_MAX_IO], *expect[CONF_MAX_IO];
   jx_axes in_axes = {a->nin, {0}};
@@ -97,7 +91,7 @@ static conf_result run_vmap_axes(const conf_case *c, adapter *a, jx_array *const
     expect[o] = jx_stack(BATCH, per, 0);
   }
   if (jx_last_status()) return fail(c, label);
-  jx_fn *f = jx_fn_create(c->op, a->nin, a->nout, adapter_body, a);
+  jx_fn *f = jx_fn_create(c->op, a->nin, a->nout, conf_adapter_body, a);
   jx_fn *vf = jx_vmap(f, in_axes, JX_AXES(0));
   jx_fn_release(f);
   jx_array *got[CONF_MAX_IO];
@@ -113,7 +107,7 @@ static conf_result run_vmap_axes(const conf_case *c, adapter *a, jx_array *const
   return CONF_PASS;
 }
 
-static conf_result run_vmap(const conf_case *c, adapter *a, jx_array *const *in) {
+static conf_result run_vmap(const conf_case *c, conf_adapter *a, jx_array *const *in) {
   int axes[CONF_MAX_IO];
   for (int i = 0; i < a->nin; i++) axes[i] = 0;
   conf_result r = run_vmap_axes(c, a, in, axes, "vmap in_axes=0");
@@ -150,7 +144,7 @@ static jx_dtype grad_dtype(void) {
   return v && strcmp(v, "f32") == 0 ? JX_F32 : JX_F64;
 }
 
-static conf_result run_grad(const conf_case *c, adapter *a, jx_array *const *in,
+static conf_result run_grad(const conf_case *c, conf_adapter *a, jx_array *const *in,
                             jx_array *const *want) {
   for (const char *const *s = not_smooth; *s; s++)
     if (strcmp(*s, c->op) == 0) return skip(c, "not smooth");
@@ -170,7 +164,7 @@ static conf_result run_grad(const conf_case *c, adapter *a, jx_array *const *in,
   for (int o = 0; o < a->nout; o++)
     any_out |= is_float(jx_dtype_of(want[o])) && jx_size(want[o]) > 0;
   if (!any_in || !any_out) return skip(c, "no floating input and output");
-  jx_fn *f = jx_fn_create(c->op, a->nin, a->nout, adapter_body, a);
+  jx_fn *f = jx_fn_create(c->op, a->nin, a->nout, conf_adapter_body, a);
   jx_status st = jx_check_grads(f, x, order < 1 ? 1 : order, 0, 0);
   jx_fn_release(f);
   if (st == JX_ERR_TRACE) return skip(c, "the adapter reads its inputs on the host");
@@ -179,7 +173,7 @@ static conf_result run_grad(const conf_case *c, adapter *a, jx_array *const *in,
 
 conf_result conf_run_mode(conf_mode mode, const conf_case *c, conf_fn fn, int nin,
                           jx_array *const *in, int nout, jx_array *const *want) {
-  adapter a = {fn, c, nin, nout};
+  conf_adapter a = {fn, c, nin, nout};
   switch (mode) {
   case CONF_JIT: return run_jit(c, &a, in, want);
   case CONF_VMAP:

@@ -13,20 +13,6 @@
 
 enum { CASES_PER_OP = 3, MAX_OPS = 1024 };
 
-typedef struct {
-  conf_fn fn;
-  const conf_case *c;
-  int nin, nout;
-} adapter;
-
-static void adapter_body(void *ctx, jx_array *const *in, jx_array **out) {
-  adapter *a = ctx;
-  jx_array *tmp[CONF_MAX_IO];
-  int n = 0;
-  a->fn(a->c, a->nin, in, &n, tmp);
-  for (int o = 0; o < a->nout; o++) out[o] = o < n ? tmp[o] : NULL;
-}
-
 /* How many cases of op have run so far (ops are few; a linear table). */
 static int seen(const char *op) {
   static char names[MAX_OPS][64];
@@ -132,8 +118,8 @@ conf_result conf_run_sharded(const conf_case *c, conf_fn fn, int nin, jx_array *
     printf("SKIP %s (%s): no input dim divides over 2 devices\n", c->id, c->op);
     return CONF_SKIP;
   }
-  adapter a = {fn, c, nin, nout};
-  jx_fn *f = jx_fn_create(c->op, nin, nout, adapter_body, &a);
+  conf_adapter a = {fn, c, nin, nout};
+  jx_fn *f = jx_fn_create(c->op, nin, nout, conf_adapter_body, &a);
   static const char *const X[] = {"x"}, *const AB[] = {"a", "b"};
   jx_mesh *m1 = jx_mesh_create_on(JX_SHAPE(k), X, (const int[]){0, 1, 2, 3, 4, 5, 6, 7});
   jx_mesh *m2 = jx_mesh_create(JX_SHAPE(4, 2), AB);

@@ -228,6 +228,57 @@ static void update_errors_name_the_parameter(void **state) {
   assert_non_null(strstr(jx_last_error(), "max_global_norm must be positive, got -1"));
 }
 
+/* loss(w, b, x, y) = mean((x w + b - y)^2) */
+static void linreg_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *err = jx_sub(jx_add(jx_matmul(in[2], in[0]), in[1]), in[3]);
+  out[0] = jx_mean(jx_mul(err, err), JX_AXES(), 0);
+}
+
+/* jx_train_step = value_and_grad + jx_optim_update, in one jitted function */
+static void train_step_is_grad_then_update(void **state) {
+  (void)state;
+  jx_fn *loss = jx_fn_create("linreg", 4, 1, linreg_body, NULL);
+  jx_tree *params = jx_tree_create();
+  jx_tree_set(params, "w", jx_full(JX_F32, JX_SHAPE(3), 0.5));
+  jx_tree_set(params, "b", jx_full(JX_F32, JX_SHAPE(), 0.1));
+  jx_optimizer *opt = jx_optim_sgd(0.1, 0.9);
+  jx_tree *st = jx_optim_init(opt, params);
+  jx_fn *step = jx_train_step(loss, params, st, opt), *jstep = jx_jit(step, NULL);
+  jx_array *x = jx_reshape(jx_arange(JX_F32, 0, 12, 1), JX_SHAPE(4, 3));
+  jx_array *y = jx_arange(JX_F32, 0, 4, 1);
+  /* the same step by hand */
+  jx_fn *vg = jx_value_and_grad(loss, JX_AXES(0, 1), 0);
+  jx_array *args[4] = {jx_tree_get(params, "w"), jx_tree_get(params, "b"), x, y}, *g[3];
+  check_ok(jx_call(vg, args, g));
+  jx_tree *grads = jx_tree_create(), *p2 = jx_tree_unflatten(params, args);
+  jx_tree *s2 = jx_optim_init(opt, params);
+  jx_tree_set(grads, "w", g[1]);
+  jx_tree_set(grads, "b", g[2]);
+  jx_optim_update(opt, grads, s2, p2);
+
+  jx_array *in[2 + 3 + 2], *out[1 + 2 + 3];
+  jx_tree_flatten(params, in);
+  jx_tree_flatten(st, in + 2);
+  in[5] = x;
+  in[6] = y;
+  check_ok(jx_call(jstep, in, out));
+  assert_true(jx_item(out[0]) == jx_item(g[0]));
+  assert_close(out[1], jx_tree_get(p2, "w"), 1e-7, 1e-6, "train_step w", 0);
+  assert_close(out[2], jx_tree_get(p2, "b"), 1e-7, 1e-6, "train_step b", 0);
+  assert_close(out[4], jx_tree_get(s2, "trace/w"), 1e-7, 1e-6, "train_step trace", 0);
+  jx_tree_release(grads);
+  jx_tree_release(p2);
+  jx_tree_release(s2);
+  jx_fn_release(vg);
+  jx_fn_release(jstep);
+  jx_fn_release(step);
+  jx_tree_release(st);
+  jx_tree_release(params);
+  jx_optim_release(opt);
+  jx_fn_release(loss);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(trees_hold_named_arrays, setup, teardown),
@@ -235,6 +286,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(optimizers_match_optax_jitted, setup, teardown),
       cmocka_unit_test_setup_teardown(schedules_match_optax, setup, teardown),
       cmocka_unit_test_setup_teardown(update_errors_name_the_parameter, setup, teardown),
+      cmocka_unit_test_setup_teardown(train_step_is_grad_then_update, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   jx_shutdown();

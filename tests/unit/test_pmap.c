@@ -12,40 +12,7 @@
 #include <jx/jx.h>
 
 #include "test_util.h"
-
-static void assert_error_has(const char *what) {
-  if (!strstr(jx_last_error(), what)) fprintf(stderr, "error was: %s\n", jx_last_error());
-  assert_non_null(strstr(jx_last_error(), what));
-  jx_clear_error();
-}
-
-static jx_array *val(jx_shape s, double seed) {
-  int64_t n = 1;
-  for (int d = 0; d < s.rank; d++) n *= s.dims[d];
-  jx_array *r = jx_arange(JX_F64, 0, (double)n, 1);
-  return jx_reshape(jx_sin(jx_add(jx_mul(r, jx_scalar(JX_F64, 0.37)), jx_scalar(JX_F64, seed))), s);
-}
-
-static void assert_close(jx_array *a, jx_array *b, double tol) {
-  if (jx_is_poisoned(a) || jx_is_poisoned(b)) fprintf(stderr, "%s\n", jx_last_error());
-  assert_false(jx_is_poisoned(a));
-  assert_false(jx_is_poisoned(b));
-  jx_shape sa = jx_shape_of(a), sb = jx_shape_of(b);
-  assert_int_equal(sa.rank, sb.rank);
-  for (int d = 0; d < sa.rank; d++) assert_int_equal(sa.dims[d], sb.dims[d]);
-  int64_t n = jx_size(a);
-  double *x = malloc(sizeof(double) * (size_t)(n + 1)),
-         *y = malloc(sizeof(double) * (size_t)(n + 1));
-  check_ok(jx_read(jx_astype(a, JX_F64), x, sizeof(double) * (size_t)n));
-  check_ok(jx_read(jx_astype(b, JX_F64), y, sizeof(double) * (size_t)n));
-  for (int64_t k = 0; k < n; k++) {
-    if (fabs(x[k] - y[k]) > tol * (1 + fabs(y[k])))
-      fprintf(stderr, "element %lld: %.17g vs %.17g\n", (long long)k, x[k], y[k]);
-    assert_true(fabs(x[k] - y[k]) <= tol * (1 + fabs(y[k])));
-  }
-  free(x);
-  free(y);
-}
+#include "test_close.h"
 
 /* slice k of x along axis a, without that axis */
 static jx_array *take(jx_array *x, int a, int64_t k) {
