@@ -382,6 +382,55 @@ def run_gpt(build, runs):
     return rows
 
 
+SCAN_JAX = r"""
+import json, statistics, sys, time
+import jax, jax.numpy as jnp
+runs = int(sys.argv[1])
+def body(c, x):
+    c = c * 0.99 + jnp.sin(x) * 0.01
+    return c, jnp.tanh(c)
+f = jax.jit(lambda c, xs: jax.lax.scan(body, c, xs))
+c = jax.random.uniform(jax.random.PRNGKey(0), (256,), jnp.float32, -1, 1)
+xs = jax.random.uniform(jax.random.PRNGKey(1), (1000, 256), jnp.float32, -3, 3)
+t0 = time.perf_counter_ns(); jax.block_until_ready(f(c, xs)); first = time.perf_counter_ns() - t0
+ts = []
+for _ in range(runs):
+    t0 = time.perf_counter_ns(); jax.block_until_ready(f(c, xs)); ts.append(time.perf_counter_ns() - t0)
+print(json.dumps({"bench": "scan_1000_jit", "impl": "jax", "median_ns": statistics.median(ts)}))
+print(json.dumps({"bench": "scan_1000_first_call", "impl": "jax", "median_ns": first}))
+"""
+
+
+def run_scan(build, runs):
+    """bench_scan (a jitted 1000-step scan of a small elementwise body) next to
+    jax.lax.scan under jax.jit on the same body and shapes."""
+    rows = {}
+    path = os.path.join(build, "bench", "bench_scan")
+    r = subprocess.run([path, str(runs)], capture_output=True, text=True) if os.path.exists(path) else None
+    if r is None or r.returncode != 0:
+        print(f"note: bench_scan missing or failed: {r.stderr.strip() if r else path}", file=sys.stderr)
+    else:
+        for line in r.stdout.splitlines():
+            d = json.loads(line)
+            rows.setdefault(d["bench"], {})["jx"] = d
+    j = subprocess.run([sys.executable, "-c", SCAN_JAX, str(runs)], capture_output=True, text=True,
+                       env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    if j.returncode != 0:
+        print(f"note: jax scan peer failed: {j.stderr.strip()[-300:]}", file=sys.stderr)
+    else:
+        for line in j.stdout.splitlines():
+            d = json.loads(line)
+            rows.setdefault(d["bench"], {})["jax"] = d
+    print("\n| scan, 1000 steps, f32[256] carry | jx | jax.jit(lax.scan) | jx/jax |")
+    print("|---|---|---|---|")
+    for name in ("scan_1000_jit", "scan_1000_first_call", "scan_1000_eager"):
+        a, b = rows.get(name, {}).get("jx"), rows.get(name, {}).get("jax")
+        av, bv = (a or {}).get("median_ns"), (b or {}).get("median_ns")
+        print(f"| {name} | {av / 1e6:.2f} ms |" if av else f"| {name} | n/a |",
+              f"{bv / 1e6:.2f} ms |" if bv else "n/a |", f"{av / bv:.2f} |" if av and bv else "n/a |")
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -390,6 +439,9 @@ def main():
                     help="comma-separated jx programs to run (e.g. bench_mlp,bench_reduce); "
                          "the peers still run everything")
     args = ap.parse_args()
+    if args.only == "bench_scan":  # the scan comparison alone
+        run_scan(args.build, args.runs)
+        return
     jx = run_jx(args.build, args.runs, [p for p in args.only.split(",") if p])
     notes = jx.pop("_notes", {})
     results = {"jx": jx.pop("jx", {})}
@@ -453,6 +505,7 @@ def main():
     run_allreduce(args.build, args.runs)
     run_sharded(args.build, args.runs)
     run_gpt(args.build, min(args.runs, 5))
+    run_scan(args.build, args.runs)
 
 
 if __name__ == "__main__":

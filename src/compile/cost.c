@@ -12,13 +12,14 @@
 #include "../prims/prims.h"
 #include "../trace/fn.h"
 #include "fusion.h"
+#include "cost.h"
 #include "simplify.h"
 
-static double bytes_of(jx_aval a) {
+double jx_aval_bytes(jx_aval a) {
   return (double)jx_shape_numel(a.shape) * (double)jx_dtype_size(a.dtype);
 }
 
-static double eqn_flops(const jx_program *p, const jx_eqn *e) {
+double jx_eqn_flops(const jx_program *p, const jx_eqn *e) {
   if (e->nout < 1) return 0;
   jx_aval out = p->avals[e->out[0]];
   double n = (double)jx_shape_numel(out.shape);
@@ -74,8 +75,8 @@ static void program_cost(const jx_program *p, jx_cost *c) {
   for (int k = 0; k < ng; k++) FOR_READS(&groups[k], v, last[v] = k);
   for (int o = 0; o < p->nout; o++) last[p->out[o]] = ng;
   double live = 0, peak = 0;
-  for (int i = 0; i < p->nin; i++) live += bytes_of(p->avals[p->in[i]]);
-  for (int i = 0; i < p->nconst; i++) live += bytes_of(p->avals[p->constvar[i]]);
+  for (int i = 0; i < p->nin; i++) live += jx_aval_bytes(p->avals[p->in[i]]);
+  for (int i = 0; i < p->nconst; i++) live += jx_aval_bytes(p->avals[p->constvar[i]]);
   peak = live;
   for (int k = 0; k < ng; k++) {
     const jx_fusion_group *g = &groups[k];
@@ -83,26 +84,27 @@ static void program_cost(const jx_program *p, jx_cost *c) {
     int fused = jx_fusion_group_is_kernel(g);
     for (int e = g->first; e < g->first + g->count; e++) {
       const jx_eqn *q = &p->eqns[e];
-      c->flops += eqn_flops(p, q);
+      c->flops += jx_eqn_flops(p, q);
       for (int o = 0; o < q->nout; o++) temp[q->out[o]] = 1;
       if (fused) continue;
-      for (int i = 0; i < q->nin; i++) c->bytes_accessed += bytes_of(p->avals[q->in[i]]);
+      for (int i = 0; i < q->nin; i++) c->bytes_accessed += jx_aval_bytes(p->avals[q->in[i]]);
       for (int o = 0; o < q->nout; o++) {
-        c->bytes_accessed += bytes_of(p->avals[q->out[o]]);
-        live += bytes_of(p->avals[q->out[o]]);
+        c->bytes_accessed += jx_aval_bytes(p->avals[q->out[o]]);
+        live += jx_aval_bytes(p->avals[q->out[o]]);
       }
     }
     if (fused) {
-      for (int l = 0; l < g->nloads; l++) c->bytes_accessed += bytes_of(p->avals[g->loads[l].var]);
+      for (int l = 0; l < g->nloads; l++)
+        c->bytes_accessed += jx_aval_bytes(p->avals[g->loads[l].var]);
       for (int s = 0; s < g->nstores; s++) {
-        c->bytes_accessed += bytes_of(p->avals[g->stores[s]]);
-        live += bytes_of(p->avals[g->stores[s]]);
+        c->bytes_accessed += jx_aval_bytes(p->avals[g->stores[s]]);
+        live += jx_aval_bytes(p->avals[g->stores[s]]);
       }
     }
     if (live > peak) peak = live;
     FOR_READS(
         g, v, if (temp[v] && last[v] == k) {
-          live -= bytes_of(p->avals[v]);
+          live -= jx_aval_bytes(p->avals[v]);
           last[v] = -2; /* counted once */
         });
   }

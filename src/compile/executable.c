@@ -11,6 +11,8 @@
 #include "../base/memstats.h"
 #include "../debug/hooks.h"
 #include "../trace/dispatch.h"
+#include "control_compile.h"
+#include "cost.h"
 #include "dump.h"
 #include "fusion.h"
 #include "render_c.h"
@@ -97,20 +99,20 @@ static void describe_step(jx_executable *x, const jx_program *p, int k) {
   if (s->fn) len += (size_t)snprintf(name, cap, "kernel ");
   for (int e = g->first; e < g->first + g->count; e++) {
     const jx_eqn *q = &p->eqns[e];
-    flops += jx_debug_eqn_flops(p, q);
+    flops += jx_eqn_flops(p, q);
     if (len < cap && (e < g->first + 3 || e == g->first + g->count - 1))
       len +=
           (size_t)snprintf(name + len, cap - len, "%s%s", e > g->first ? "+" : "", q->prim->name);
     else if (len < cap && e == g->first + 3)
       len += (size_t)snprintf(name + len, cap - len, "+..");
     if (!s->fn) {
-      for (int i = 0; i < q->nin; i++) bytes += jx_debug_aval_bytes(p->avals[q->in[i]]);
-      for (int o = 0; o < q->nout; o++) bytes += jx_debug_aval_bytes(p->avals[q->out[o]]);
+      for (int i = 0; i < q->nin; i++) bytes += jx_aval_bytes(p->avals[q->in[i]]);
+      for (int o = 0; o < q->nout; o++) bytes += jx_aval_bytes(p->avals[q->out[o]]);
     }
   }
   if (s->fn) {
-    for (int l = 0; l < g->nloads; l++) bytes += jx_debug_aval_bytes(p->avals[g->loads[l].var]);
-    for (int o = 0; o < g->nstores; o++) bytes += jx_debug_aval_bytes(p->avals[g->stores[o]]);
+    for (int l = 0; l < g->nloads; l++) bytes += jx_aval_bytes(p->avals[g->loads[l].var]);
+    for (int o = 0; o < g->nstores; o++) bytes += jx_aval_bytes(p->avals[g->stores[o]]);
   }
   const jx_eqn *last = &p->eqns[g->first + g->count - 1];
   if (len < cap && last->nout > 0) {
@@ -321,7 +323,9 @@ static jx_status run_eqn(const jx_eqn *e, jx_array **env) {
   jx_array **outs = e->nout > 16 ? malloc(sizeof *outs * (size_t)e->nout) : outs_s;
   jx_status st = (ins && outs) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
   for (int i = 0; i < e->nin && !st; i++) ins[i] = env[e->in[i]];
-  if (!st) st = jx_bind_sub(e->prim, e->nin, ins, &e->params, e->nsub, e->sub, outs);
+  if (!st) /* a scan or while over compiled bodies runs its loop in control_compile.c */
+    st = jx_control_runs(e) ? jx_control_run(e, ins, outs)
+                            : jx_bind_sub(e->prim, e->nin, ins, &e->params, e->nsub, e->sub, outs);
   for (int o = 0; o < e->nout && !st; o++) env[e->out[o]] = outs[o];
   if (ins != ins_s) free(ins);
   if (outs != outs_s) free(outs);
@@ -388,6 +392,9 @@ static void free_attached(void *exec) { jx_executable_free(exec); }
 
 jx_status jx_compile_attach(jx_program *p, const char *dump_prefix) {
   double t0 = now_s();
+  /* the nested programs first: their builds must not overwrite p's build times */
+  jx_status nested = jx_compile_nested(p, dump_prefix);
+  if (nested) return nested;
   jx_executable *x = jx_executable_build(p, dump_prefix);
   if (!x) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   if (jx_debug_flags & JX_DEBUG_PROFILE) { /* the jit, shard_map and pmap all compile here */

@@ -39,10 +39,6 @@ void jx_prof_compute(const char *name, double t0, double t1, double flops, doubl
 /* Marks that a compute span starts on this thread (collectives inside it are
  * then subtracted from it); jx_prof_compute ends it. */
 void jx_prof_compute_begin(void);
-/* The cost model's flops of one equation (XLA's convention, as jx_fn_cost)
- * and the bytes of a value. */
-double jx_debug_eqn_flops(const jx_program *p, const jx_eqn *e);
-double jx_debug_aval_bytes(jx_aval a);
 /* A collective: its name, bytes sent by this device and the engine. */
 void jx_prof_collective(const char *name, double t0, double t1, double bytes, const char *engine,
                         const char *group);

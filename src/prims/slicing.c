@@ -30,15 +30,59 @@ static jx_status per_dim(const char *prim, const char *what, const jx_ilist *l, 
   return JX_OK;
 }
 
-static void unravel(int64_t flat, jx_shape s, int64_t *idx) {
-  for (int d = s.rank - 1; d >= 0; d--) {
-    idx[d] = s.dims[d] ? flat % s.dims[d] : 0;
-    flat = s.dims[d] ? flat / s.dims[d] : 0;
+static void copy_elem(void *dst, int64_t i, const void *src, int64_t j, size_t es) {
+  memcpy((char *)dst + (size_t)i * es, (const char *)src + (size_t)j * es, es);
+}
+
+/* Copies a box of `box` elements from src (element offset so, strides ss)
+ * to dst (offset do_, strides ds): an odometer over the outer dims, and the
+ * innermost run one memcpy when both sides are contiguous there, else a
+ * loop typed by the element size. Every element is moved, never computed. */
+static void copy_box(char *dst, int64_t do_, const int64_t *ds, const char *src, int64_t so,
+                     const int64_t *ss, jx_shape box, size_t es) {
+  int r = box.rank;
+  if (jx_shape_numel(box) == 0) return;
+  if (r == 0) {
+    copy_elem(dst, do_, src, so, es);
+    return;
+  }
+  int64_t n = box.dims[r - 1], dl = ds[r - 1], sl = ss[r - 1], idx[JX_MAX_RANK] = {0};
+  int64_t outer = jx_shape_numel(box) / n;
+  for (int64_t o = 0; o < outer; o++) {
+    int64_t di = do_, si = so;
+    for (int d = 0; d < r - 1; d++) {
+      di += idx[d] * ds[d];
+      si += idx[d] * ss[d];
+    }
+    char *dp = dst + (size_t)di * es;
+    const char *sp = src + (size_t)si * es;
+    if (dl == 1 && sl == 1) {
+      memcpy(dp, sp, (size_t)n * es);
+    } else if (es == 4) {
+      for (int64_t k = 0; k < n; k++) memcpy(dp + 4 * k * dl, sp + 4 * k * sl, 4);
+    } else if (es == 8) {
+      for (int64_t k = 0; k < n; k++) memcpy(dp + 8 * k * dl, sp + 8 * k * sl, 8);
+    } else {
+      for (int64_t k = 0; k < n; k++)
+        memcpy(dp + (size_t)(k * dl) * es, sp + (size_t)(k * sl) * es, es);
+    }
+    for (int d = r - 2; d >= 0; d--) { /* the next index of the outer dims */
+      if (++idx[d] < box.dims[d]) break;
+      idx[d] = 0;
+    }
   }
 }
 
-static void copy_elem(void *dst, int64_t i, const void *src, int64_t j, size_t es) {
-  memcpy((char *)dst + (size_t)i * es, (const char *)src + (size_t)j * es, es);
+/* Fills n elements of dst with the one element at v: doubling copies. */
+static void fill(char *dst, int64_t n, const void *v, size_t es) {
+  if (n <= 0) return;
+  memcpy(dst, v, es);
+  size_t done = es, total = (size_t)n * es;
+  while (done < total) {
+    size_t k = done < total - done ? done : total - done;
+    memcpy(dst + done, dst, k);
+    done += k;
+  }
 }
 
 /* A start index scalar as int64, saturating unsigned values above INT64_MAX
@@ -98,24 +142,30 @@ static jx_status infer_pad(const jx_params *p, int nin, const jx_aval *in, int n
   *out = (jx_aval){in[0].dtype, in[0].weak, o};
   return JX_OK;
 }
+/* The output is filled with the padding value, then the operand's elements
+ * that land inside it (negative lo/hi crop) are copied as one strided box:
+ * along dim d, operand index i goes to lo + i * (interior + 1). */
 static void eval_pad(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
   (void)nin;
   (void)nout;
   size_t es = jx_dtype_size(in[0].dtype);
-  int64_t n = jx_shape_numel(out->shape), m = jx_shape_numel(in[0].shape);
-  for (int64_t i = 0; i < n; i++) copy_elem(out->data, i, in[1].data, 0, es);
-  int64_t idx[JX_MAX_RANK], ostr[JX_MAX_RANK];
+  fill(out->data, jx_shape_numel(out->shape), in[1].data, es);
+  int64_t istr[JX_MAX_RANK], ostr[JX_MAX_RANK], ds[JX_MAX_RANK], so = 0, do_ = 0;
+  jx_shape box = in[0].shape;
+  jx_shape_strides(in[0].shape, istr);
   jx_shape_strides(out->shape, ostr);
-  for (int64_t j = 0; j < m; j++) {
-    unravel(j, in[0].shape, idx);
-    int64_t o = 0, inside = 1;
-    for (int d = 0; d < out->shape.rank && inside; d++) {
-      int64_t pos = p->l[0].v[d] + idx[d] * (p->l[2].v[d] + 1);
-      inside = pos >= 0 && pos < out->shape.dims[d]; /* negative lo/hi crop */
-      o += pos * ostr[d];
-    }
-    if (inside) copy_elem(out->data, o, in[0].data, j, es);
+  for (int d = 0; d < box.rank; d++) {
+    int64_t lo = p->l[0].v[d], step = p->l[2].v[d] + 1, n = in[0].shape.dims[d];
+    int64_t first = lo < 0 ? (-lo + step - 1) / step : 0; /* first index at pos >= 0 */
+    int64_t room = out->shape.dims[d] - lo;               /* pos < dims: i * step < room */
+    int64_t last = room <= 0 ? -1 : (room - 1) / step;
+    if (last > n - 1) last = n - 1;
+    box.dims[d] = last >= first ? last - first + 1 : 0;
+    so += first * istr[d];
+    do_ += (lo + first * step) * ostr[d];
+    ds[d] = ostr[d] * step;
   }
+  copy_box(out->data, do_, ds, in[0].data, so, istr, box, es);
 }
 
 /* ---- concatenate: variadic; i0 = dimension ---- */
@@ -200,16 +250,14 @@ static jx_status infer_slice(const jx_params *p, int nin, const jx_aval *in, int
 static void eval_slice(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
   (void)nin;
   (void)nout;
-  size_t es = jx_dtype_size(in->dtype);
-  int64_t n = jx_shape_numel(out->shape), idx[JX_MAX_RANK], istr[JX_MAX_RANK];
+  int64_t istr[JX_MAX_RANK], ss[JX_MAX_RANK], ostr[JX_MAX_RANK], so = 0;
   jx_shape_strides(in->shape, istr);
-  for (int64_t i = 0; i < n; i++) {
-    unravel(i, out->shape, idx);
-    int64_t j = 0;
-    for (int d = 0; d < in->shape.rank; d++)
-      j += (p->l[0].v[d] + idx[d] * stride_of(p, d)) * istr[d];
-    copy_elem(out->data, i, in->data, j, es);
+  jx_shape_strides(out->shape, ostr);
+  for (int d = 0; d < in->shape.rank; d++) {
+    so += p->l[0].v[d] * istr[d];
+    ss[d] = istr[d] * stride_of(p, d);
   }
+  copy_box(out->data, 0, ostr, in->data, so, ss, out->shape, jx_dtype_size(in->dtype));
 }
 
 /* ---- dynamic_slice: operand, one integer scalar start per dim; l0 slice sizes ---- */
@@ -238,18 +286,12 @@ static void eval_dynamic_slice(const jx_params *p, int nin, const jx_tensor *in,
   (void)nin;
   (void)nout;
   jx_shape is = in[0].shape;
-  size_t es = jx_dtype_size(in[0].dtype);
-  int64_t start[JX_MAX_RANK], idx[JX_MAX_RANK], istr[JX_MAX_RANK];
-  for (int d = 0; d < is.rank; d++)
-    start[d] = clamp_start(load_start(&in[1 + d]), is.dims[d], p->l[0].v[d]);
+  int64_t istr[JX_MAX_RANK], ostr[JX_MAX_RANK], so = 0;
   jx_shape_strides(is, istr);
-  int64_t n = jx_shape_numel(out->shape);
-  for (int64_t i = 0; i < n; i++) {
-    unravel(i, out->shape, idx);
-    int64_t j = 0;
-    for (int d = 0; d < is.rank; d++) j += (start[d] + idx[d]) * istr[d];
-    copy_elem(out->data, i, in[0].data, j, es);
-  }
+  jx_shape_strides(out->shape, ostr);
+  for (int d = 0; d < is.rank; d++)
+    so += clamp_start(load_start(&in[1 + d]), is.dims[d], p->l[0].v[d]) * istr[d];
+  copy_box(out->data, 0, ostr, in[0].data, so, istr, out->shape, jx_dtype_size(in[0].dtype));
 }
 
 /* ---- dynamic_update_slice: operand, update, one integer scalar start per dim ---- */
@@ -281,18 +323,14 @@ static void eval_dynamic_update_slice(const jx_params *p, int nin, const jx_tens
   (void)nout;
   jx_shape os = in[0].shape, us = in[1].shape;
   size_t es = jx_dtype_size(in[0].dtype);
-  int64_t n = jx_shape_numel(os), m = jx_shape_numel(us);
+  int64_t n = jx_shape_numel(os);
   if (n) memcpy(out->data, in[0].data, (size_t)n * es);
-  int64_t start[JX_MAX_RANK], idx[JX_MAX_RANK], ostr[JX_MAX_RANK];
-  for (int d = 0; d < os.rank; d++)
-    start[d] = clamp_start(load_start(&in[2 + d]), os.dims[d], us.dims[d]);
+  int64_t ostr[JX_MAX_RANK], ustr[JX_MAX_RANK], do_ = 0;
   jx_shape_strides(os, ostr);
-  for (int64_t i = 0; i < m; i++) {
-    unravel(i, us, idx);
-    int64_t j = 0;
-    for (int d = 0; d < os.rank; d++) j += (start[d] + idx[d]) * ostr[d];
-    copy_elem(out->data, j, in[1].data, i, es);
-  }
+  jx_shape_strides(us, ustr);
+  for (int d = 0; d < os.rank; d++)
+    do_ += clamp_start(load_start(&in[2 + d]), os.dims[d], us.dims[d]) * ostr[d];
+  copy_box(out->data, do_, ostr, in[1].data, 0, ustr, us, es);
 }
 
 const jx_prim jx_prim_pad = {.name = "pad",

@@ -1,0 +1,190 @@
+/* Compiled control flow. A control-flow equation's impl evaluates its nested
+ * programs with jx_program_eval, which runs an attached executable when
+ * there is one; so compiling a program compiles its equations' nested
+ * programs too (jx_compile_nested, called by jx_compile_attach), and a jitted
+ * scan's iterations run as fused kernels rather than one eager op at a time.
+ *
+ * scan and while loops inside an executable run here rather than through
+ * their impls (scan.c, while.c), which are written for eager use: they slice
+ * each x with two eager ops, keep every y until a final stack, and (while)
+ * keep every iteration's carries until the loop ends. Here the xs are row
+ * copies into buffers reused while the body keeps no reference to them, the
+ * ys are copied into their preallocated stacked results, and a carry is
+ * released as soon as the next one exists: its buffer returns to the
+ * allocator's per-thread cache (array.c) and becomes the next iteration's
+ * carry, so a steady loop allocates no fresh memory. The values are the
+ * impls' exactly. */
+#include "control_compile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../array/array.h"
+#include "../base/error.h"
+#include "../prims/prims.h"
+#include "../trace/eval.h"
+#include "../transform/build.h"
+#include "executable.h"
+#include "simplify.h"
+
+/* Which of e's nested programs its impl runs on concrete inputs: a bit per
+ * sub (0: none). The wrappers' other programs (a custom rule) only matter
+ * under a transformation, which happened before compilation. */
+static unsigned run_subs(const jx_eqn *e) {
+  const jx_prim *p = e->prim;
+  if (p == &jx_prim_scan || p == &jx_prim_remat || p == &jx_prim_custom_vjp_call ||
+      p == &jx_prim_custom_jvp_call)
+    return e->nsub >= 1 ? 1u : 0u;
+  if (p == &jx_prim_while) return e->nsub == 2 ? 3u : 0u;
+  if (p == &jx_prim_cond) return e->nsub >= 1 ? (1u << e->nsub) - 1 : 0u;
+  return 0;
+}
+
+jx_status jx_compile_nested(jx_program *p, const char *dump_prefix) {
+  jx_status st = JX_OK;
+  for (int k = 0; k < p->neqns && !st; k++) {
+    jx_eqn *e = &p->eqns[k];
+    unsigned which = run_subs(e);
+    for (int s = 0; s < e->nsub && !st; s++) {
+      if (!(which >> s & 1u) || e->sub[s]->exec_run) continue;
+      if (atomic_load(&e->sub[s]->refs) > 1) {
+        /* shared (a traced function's cached program): compile a copy of our own */
+        jx_program *copy = jx_simplify(e->sub[s]);
+        if (!copy) {
+          st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+          break;
+        }
+        jx_program_release(e->sub[s]);
+        e->sub[s] = copy;
+      }
+      char prefix[400];
+      snprintf(prefix, sizeof prefix, "%.300s.%d%s%d", dump_prefix ? dump_prefix : p->name, k,
+               e->prim->name, s);
+      st = jx_compile_attach(e->sub[s], prefix);
+    }
+  }
+  return st;
+}
+
+static int compiled(const jx_program *p) { return p->exec_run != NULL; }
+
+int jx_control_runs(const jx_eqn *e) {
+  if (e->prim == &jx_prim_scan) return e->nsub == 1 && compiled(e->sub[0]);
+  if (e->prim == &jx_prim_while) return e->nsub == 2 && compiled(e->sub[0]) && compiled(e->sub[1]);
+  return 0;
+}
+
+static size_t nbytes(const jx_array *a) {
+  return (size_t)jx_shape_numel(a->shape) * jx_dtype_size(a->dtype);
+}
+
+/* 1 when nothing but the scope that made a holds a or its buffer. */
+static int sole(const jx_array *a) {
+  return atomic_load(&a->refs) == 1 && a->buf && atomic_load(&a->buf->refs) == 1;
+}
+
+static jx_status run_scan(const jx_eqn *e, jx_array *const *in, jx_array **out) {
+  const jx_params *p = &e->params;
+  const jx_program *body = e->sub[0];
+  int nc = (int)p->i[0], nin = e->nin, nout = e->nout, nx = nin - nc, ny = nout - nc;
+  int64_t len = p->i[1];
+  int reverse = p->i[2] != 0;
+  jx_array **c = calloc((size_t)nc + 1, sizeof *c), **args = calloc((size_t)nin + 1, sizeof *args);
+  jx_array **res = calloc((size_t)nout + 1, sizeof *res);
+  jx_status st =
+      (c && args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
+  for (int i = 0; i < nc && !st; i++) c[i] = jx_keep(in[i]);
+  for (int i = 0; i < nx && !st; i++) st = jx_array_ready(in[nc + i]);
+  /* the stacked ys, filled as the iterations make them (in the caller's scope) */
+  for (int j = 0; j < ny && !st; j++) {
+    jx_aval a = jx_aval_stacked(body->avals[body->out[nc + j]], len);
+    out[nc + j] = len ? jx_array_alloc(a.dtype, a.shape, a.weak) : jx_zeros(a.dtype, a.shape);
+    if (out[nc + j]->poisoned) st = jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+  }
+  /* this iteration's x[t]: a buffer of the caller's scope, reused while the
+   * body keeps no reference to it */
+  for (int i = 0; i < nx && !st; i++) {
+    jx_aval a = body->avals[body->in[nc + i]];
+    args[nc + i] = jx_array_alloc(a.dtype, a.shape, a.weak);
+    if (args[nc + i]->poisoned) st = jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+  }
+  for (int64_t k = 0; k < len && !st; k++) {
+    int64_t t = reverse ? len - 1 - k : k;
+    for (int i = 0; i < nx && !st; i++) {
+      jx_array *x = args[nc + i];
+      if (!sole(x)) {
+        x = jx_array_alloc(x->dtype, x->shape, x->weak);
+        if (x->poisoned) st = jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+        args[nc + i] = x;
+      }
+      size_t row = nbytes(x);
+      if (!st && row)
+        memcpy(x->buf->data, (const char *)in[nc + i]->buf->data + (size_t)t * row, row);
+    }
+    if (st) break;
+    jx_scope_begin(); /* the iteration's temporaries die here */
+    for (int i = 0; i < nc; i++) args[i] = c[i];
+    st = jx_program_eval(body, args, res);
+    for (int i = 0; i < nc && !st; i++) { /* the old carry goes back to the cache now */
+      jx_array *next = jx_keep(res[i]);
+      jx_release(c[i]);
+      c[i] = next;
+    }
+    for (int j = 0; j < ny && !st; j++) {
+      jx_array *y = res[nc + j];
+      st = jx_array_ready(y);
+      size_t row = nbytes(y);
+      if (!st && row) memcpy((char *)out[nc + j]->buf->data + (size_t)t * row, y->buf->data, row);
+    }
+    jx_scope_end();
+  }
+  for (int i = 0; i < nc && !st; i++) {
+    out[i] = jx_scope_own(c[i]);
+    c[i] = NULL;
+  }
+  for (int i = 0; c && i < nc; i++)
+    if (c[i]) jx_release(c[i]);
+  free(c);
+  free(args);
+  free(res);
+  return st;
+}
+
+static jx_status run_while(const jx_eqn *e, jx_array *const *in, jx_array **out) {
+  int n = e->nin;
+  jx_array **c = calloc((size_t)n + 1, sizeof *c), **next = calloc((size_t)n + 1, sizeof *next);
+  jx_status st = (c && next) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "while: out of memory");
+  for (int i = 0; i < n && !st; i++) c[i] = jx_keep(in[i]);
+  while (!st) {
+    jx_array *pred = NULL;
+    jx_scope_begin();
+    st = jx_program_eval(e->sub[0], c, &pred);
+    int go = !st && jx_item(pred) != 0;
+    if (!st && go) st = jx_program_eval(e->sub[1], c, next);
+    for (int i = 0; i < n && !st && go; i++) {
+      jx_array *k = jx_keep(next[i]);
+      jx_release(c[i]);
+      c[i] = k;
+    }
+    jx_scope_end();
+    if (!go) break;
+  }
+  for (int i = 0; i < n && !st; i++) {
+    out[i] = jx_scope_own(c[i]);
+    c[i] = NULL;
+  }
+  for (int i = 0; c && i < n; i++)
+    if (c[i]) jx_release(c[i]);
+  free(c);
+  free(next);
+  return st;
+}
+
+jx_status jx_control_run(const jx_eqn *e, jx_array *const *in, jx_array **out) {
+  for (int o = 0; o < e->nout; o++) out[o] = jx_poison();
+  jx_status st = e->prim == &jx_prim_scan ? run_scan(e, in, out) : run_while(e, in, out);
+  if (st)
+    for (int o = 0; o < e->nout; o++) out[o] = jx_poison();
+  return st;
+}

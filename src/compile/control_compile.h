@@ -1,0 +1,30 @@
+/* Control flow in compiled programs (control_compile.c): the nested programs
+ * of scan, while, cond and the wrappers (remat, custom_vjp_call,
+ * custom_jvp_call) are compiled with their program, and an executable runs
+ * scan and while loops itself over those compiled bodies. */
+#ifndef JX_SRC_COMPILE_CONTROL_COMPILE_H
+#define JX_SRC_COMPILE_CONTROL_COMPILE_H
+
+#include "../ir/program.h"
+
+/* Compiles the nested programs p's equations run (recursively, once: a
+ * program that already has an executable is left alone). A nested program
+ * that something else also holds is first replaced in p by a private copy
+ * (simplified), so that attaching an executable never touches a program
+ * another thread may be running. Call on the thread that compiles p, before
+ * p runs anywhere. dump_prefix names the JX_DUMP files (NULL: p's name). */
+jx_status jx_compile_nested(jx_program *p, const char *dump_prefix);
+
+/* 1 when an executable runs equation e with jx_control_run: a scan or a
+ * while whose nested programs are compiled. */
+int jx_control_runs(const jx_eqn *e);
+
+/* Runs scan or while equation e on concrete inputs (results in the innermost
+ * scope, as jx_bind_sub's): the same values as the primitive's impl, with
+ * the xs sliced by row copies into reused buffers, the ys written into their
+ * stacked results as they come, and each carry released as soon as the next
+ * one exists (its buffer goes back to the allocator's cache and serves the
+ * next iteration). */
+jx_status jx_control_run(const jx_eqn *e, jx_array *const *in, jx_array **out);
+
+#endif
