@@ -15,17 +15,9 @@ enum { BATCH = 16, CONTEXT = 128, MAX_RUNS = 1000 };
 typedef struct {
   jx_gpt_config cfg;
   jx_optimizer *opt;
-  jx_tree *params_like, *state_like;
   int np, ns;
   jx_fn *loss;
 } model;
-
-static void loss_body(void *ctx, jx_array *const *in, jx_array **out) {
-  model *m = ctx;
-  jx_tree *p = jx_tree_unflatten(m->params_like, in);
-  out[0] = jx_gpt_loss(&m->cfg, p, in[m->np], in[m->np + 1]);
-  jx_tree_release(p);
-}
 
 static double gemm_flops_per_s(void) {
   jx_scope_begin();
@@ -56,9 +48,7 @@ int main(int argc, char **argv) {
   m.opt = jx_optim_adamw(3e-4, 0.9, 0.95, 1e-8, 0.1);
   jx_tree *state = jx_optim_init(m.opt, params);
   m.ns = jx_tree_size(state);
-  m.params_like = params;
-  m.state_like = state;
-  m.loss = jx_fn_create("gpt_loss", m.np + 2, 1, loss_body, &m);
+  m.loss = jx_gpt_loss_fn(&m.cfg, params);
   int nin = m.np + m.ns + 2, nout = 1 + m.np + m.ns;
   jx_fn *step_fn = jx_train_step(m.loss, params, state, m.opt);
   jx_fn *step = jx_jit(step_fn, NULL);

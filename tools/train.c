@@ -195,17 +195,28 @@ static jx_mesh *make_mesh(const char *spec, int devices) {
 typedef struct {
   jx_gpt_config cfg;
   jx_optimizer *opt;
-  jx_tree *params_like, *state_like;
+  jx_tree *params_like;
   int np, ns;
   jx_fn *loss;
 } model;
 
-/* (params..., tokens, targets) -> loss */
-static void loss_body(void *ctx, jx_array *const *in, jx_array **out) {
-  model *m = ctx;
-  jx_tree *p = jx_tree_unflatten(m->params_like, in);
-  out[0] = jx_gpt_loss(&m->cfg, p, in[m->np], in[m->np + 1]);
-  jx_tree_release(p);
+/* What a checkpoint holds: "params/<name>", "opt/<name>" and the data
+ * position (the loader's, or 0 as a shape to load into). */
+static jx_tree *checkpoint_tree(const jx_tree *params, const jx_tree *state, int64_t position) {
+  jx_tree *t = jx_tree_create();
+  char name[600];
+  for (int i = 0; i < jx_tree_size(params); i++) {
+    snprintf(name, sizeof name, "params/%s", jx_tree_name(params, i));
+    jx_tree_set(t, name, jx_tree_at(params, i));
+  }
+  for (int i = 0; i < jx_tree_size(state); i++) {
+    snprintf(name, sizeof name, "opt/%s", jx_tree_name(state, i));
+    jx_tree_set(t, name, jx_tree_at(state, i));
+  }
+  jx_scope_begin();
+  jx_tree_set(t, "data_position", jx_full(JX_I64, JX_SHAPE(), (double)position));
+  jx_scope_end();
+  return t;
 }
 
 /* (params..., tokens [1, T]) -> logits of the last position [vocab] */
@@ -342,7 +353,6 @@ int jx_cmd_train(int argc, char **argv) {
   jx_tree *state = jx_optim_init(m.opt, params);
   m.ns = jx_tree_size(state);
   m.params_like = params;
-  m.state_like = state;
 
   /* shardings of the step's inputs and outputs: parameters as specified,
    * moments like their parameters, the batch over "data" */
@@ -360,7 +370,7 @@ int jx_cmd_train(int argc, char **argv) {
   }
   in_sh[m.np + m.ns] = in_sh[m.np + m.ns + 1] = rows;
   out_sh[0] = replicated;
-  m.loss = jx_fn_create("gpt_loss", m.np + 2, 1, loss_body, &m);
+  m.loss = jx_gpt_loss_fn(&m.cfg, params);
   jx_fn *step_fn = jx_train_step(m.loss, params, state, m.opt);
   jx_jit_options jo = {.in_shardings = in_sh, .out_shardings = out_sh};
   jx_fn *step = jx_jit(step_fn, &jo);
@@ -370,17 +380,7 @@ int jx_cmd_train(int argc, char **argv) {
   if (o.resume) {
     int64_t latest = jx_checkpoint_latest(o.ckpt);
     if (latest >= 0) {
-      jx_tree *like = jx_tree_create();
-      char name[600];
-      for (int i = 0; i < m.np; i++) {
-        snprintf(name, sizeof name, "params/%s", jx_tree_name(params, i));
-        jx_tree_set(like, name, jx_tree_at(params, i));
-      }
-      for (int i = 0; i < m.ns; i++) {
-        snprintf(name, sizeof name, "opt/%s", jx_tree_name(state, i));
-        jx_tree_set(like, name, jx_tree_at(state, i));
-      }
-      jx_tree_set(like, "data_position", jx_full(JX_I64, JX_SHAPE(), 0));
+      jx_tree *like = checkpoint_tree(params, state, 0);
       jx_tree *got = jx_checkpoint_load(o.ckpt, latest, like);
       if (!got) return fail("--resume");
       for (int i = 0; i < m.np; i++)
@@ -442,20 +442,7 @@ int jx_cmd_train(int argc, char **argv) {
               (long long)(s + 1), loss, tok_s, mfu);
     if (o.ckpt && ((s + 1) % o.ckpt_every == 0 || s + 1 == o.stop_at)) {
       if (pending && jx_checkpoint_wait(pending)) return fail("checkpoint");
-      jx_tree *ck = jx_tree_create();
-      char name[600];
-      for (int i = 0; i < m.np; i++) {
-        snprintf(name, sizeof name, "params/%s", jx_tree_name(params, i));
-        jx_tree_set(ck, name, jx_tree_at(params, i));
-      }
-      for (int i = 0; i < m.ns; i++) {
-        snprintf(name, sizeof name, "opt/%s", jx_tree_name(state, i));
-        jx_tree_set(ck, name, jx_tree_at(state, i));
-      }
-      jx_scope_begin();
-      jx_tree_set(ck, "data_position",
-                  jx_full(JX_I64, JX_SHAPE(), (double)jx_loader_position(loader)));
-      jx_scope_end();
+      jx_tree *ck = checkpoint_tree(params, state, jx_loader_position(loader));
       pending = jx_checkpoint_save_async(o.ckpt, s + 1, ck); /* training goes on meanwhile */
       jx_tree_release(ck);
       if (!pending) return fail("checkpoint");

@@ -173,6 +173,10 @@ jx_array *jx_gpt_forward(const jx_gpt_config *c, const jx_tree *params, jx_array
 /* Mean next-token cross-entropy of logits(tokens) against targets [B, T]. */
 jx_array *jx_gpt_loss(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens,
                       jx_array *targets);
+/* jx_gpt_loss as a function (params..., tokens, targets) -> loss, with the
+ * parameters flattened in params_like's order (for jx_train_step and
+ * jx_jit; the names are copied). */
+jx_fn *jx_gpt_loss_fn(const jx_gpt_config *c, const jx_tree *params_like);
 /* The partition spec of each parameter of params on a mesh with axes
  * "data" and/or "model" (an axis the mesh lacks is not used), for
  * jx_sharding_create: Megatron tensor parallelism over "model" (wq, wk, wv

@@ -191,3 +191,47 @@ jx_status jx_gpt_param_specs(const jx_gpt_config *c, const jx_tree *params, cons
              specs[i]);
   return JX_OK;
 }
+
+/* ---- the loss as a function of flattened parameters ---- */
+typedef struct {
+  jx_gpt_config cfg;
+  int np;
+  char **names;
+} loss_ctx;
+
+static void free_loss_ctx(void *p) {
+  loss_ctx *c = p;
+  if (!c) return;
+  for (int i = 0; c->names && i < c->np; i++) free(c->names[i]);
+  free(c->names);
+  free(c);
+}
+
+static void loss_fn_body(void *ctx, jx_array *const *in, jx_array **out) {
+  loss_ctx *c = ctx;
+  jx_tree *p = jx_tree_create();
+  for (int i = 0; p && i < c->np; i++) jx_tree_set(p, c->names[i], in[i]);
+  out[0] = jx_gpt_loss(&c->cfg, p, in[c->np], in[c->np + 1]);
+  jx_tree_release(p);
+}
+
+jx_fn *jx_gpt_loss_fn(const jx_gpt_config *c, const jx_tree *params_like) {
+  int np = jx_tree_size(params_like);
+  loss_ctx *x = c && np > 0 ? calloc(1, sizeof *x) : NULL;
+  if (x) x->names = calloc((size_t)np, sizeof *x->names);
+  if (!x || !x->names) {
+    free(x);
+    jx_report_error(c && np > 0 ? JX_ERR_OUT_OF_MEMORY : JX_ERR_INVALID_ARGUMENT,
+                    "jx_gpt_loss_fn: needs a config and a parameter tree");
+    return NULL;
+  }
+  x->cfg = *c;
+  x->np = np;
+  for (int i = 0; i < np; i++)
+    if (!(x->names[i] = strdup(jx_tree_name(params_like, i)))) {
+      free_loss_ctx(x);
+      jx_report_error(JX_ERR_OUT_OF_MEMORY, "jx_gpt_loss_fn: out of memory");
+      return NULL;
+    }
+  return jx_fn_create_owning("gpt_loss", np + 2, 1, loss_fn_body, x, free_loss_ctx);
+}

@@ -100,14 +100,6 @@ static void init_matches_jax(void **state) {
   jx_tree_release(t);
 }
 
-/* in: params..., tokens, targets -> mean next-token cross-entropy */
-static void loss_body(void *ctx, jx_array *const *in, jx_array **out) {
-  const jx_tree *like = ctx;
-  jx_tree *p = jx_tree_unflatten(like, in);
-  out[0] = jx_gpt_loss(&CFG, p, in[nparams], in[nparams + 1]);
-  jx_tree_release(p);
-}
-
 static void forward_loss_and_grads_match_jax(void **state) {
   (void)state;
   jx_tree *p = load_params("p_");
@@ -116,7 +108,7 @@ static void forward_loss_and_grads_match_jax(void **state) {
   assert_close(jx_gpt_forward(&CFG, p, tokens), load("logits"), 2e-6, 1e-4, "logits");
   assert_close(jx_gpt_loss(&CFG, p, tokens, targets), load("loss"), 1e-6, 1e-6, "loss");
 
-  jx_fn *loss = jx_fn_create("gpt_loss", nparams + 2, 1, loss_body, p);
+  jx_fn *loss = jx_gpt_loss_fn(&CFG, p);
   jx_fn *vjp = jx_vjp(loss), *jvjp = jx_jit(vjp, NULL);
   jx_array *in[NP + 3], *out[NP + 3];
   jx_tree_flatten(p, in);
@@ -141,34 +133,6 @@ static void forward_loss_and_grads_match_jax(void **state) {
   jx_tree_release(p);
 }
 
-typedef struct {
-  jx_fn *vjp;
-  jx_optimizer *opt;
-  const jx_tree *params_like, *state_like;
-} step_ctx;
-
-/* in: params..., state..., tokens, targets -> loss, params'..., state'... */
-static void step_body(void *arg, jx_array *const *in, jx_array **out) {
-  step_ctx *c = arg;
-  int ns = jx_tree_size(c->state_like);
-  jx_array *vin[NP + 3], *vout[NP + 3];
-  memcpy(vin, in, sizeof *in * (size_t)nparams);
-  vin[nparams] = in[nparams + ns];
-  vin[nparams + 1] = in[nparams + ns + 1];
-  vin[nparams + 2] = jx_ones(JX_F32, JX_SHAPE());
-  jx_call(c->vjp, vin, vout);
-  jx_tree *params = jx_tree_unflatten(c->params_like, in);
-  jx_tree *grads = jx_tree_unflatten(c->params_like, vout + 1);
-  jx_tree *st = jx_tree_unflatten(c->state_like, in + nparams);
-  jx_optim_update(c->opt, grads, st, params);
-  out[0] = vout[0];
-  jx_tree_flatten(params, out + 1);
-  jx_tree_flatten(st, out + 1 + nparams);
-  jx_tree_release(params);
-  jx_tree_release(grads);
-  jx_tree_release(st);
-}
-
 static void adamw_trajectory_matches_optax(void **state) {
   (void)state;
   jx_tree *p = load_params("p_");
@@ -177,10 +141,8 @@ static void adamw_trajectory_matches_optax(void **state) {
   jx_optimizer *opt = jx_optim_adamw(1e-2, 0.9, 0.999, 1e-8, 0.01);
   jx_tree *st = jx_optim_init(opt, p);
   int ns = jx_tree_size(st);
-  jx_fn *loss = jx_fn_create("gpt_loss", nparams + 2, 1, loss_body, p);
-  jx_fn *vjp = jx_vjp(loss);
-  step_ctx c = {vjp, opt, p, st};
-  jx_fn *step = jx_fn_create("train_step", nparams + ns + 2, 1 + nparams + ns, step_body, &c);
+  jx_fn *loss = jx_gpt_loss_fn(&CFG, p);
+  jx_fn *step = jx_train_step(loss, p, st, opt); /* value_and_grad + the AdamW update */
   jx_fn *jstep = jx_jit(step, NULL);
   float want[STEPS];
   check_ok(jx_read(load("adamw_loss"), want, sizeof want));
@@ -213,7 +175,6 @@ static void adamw_trajectory_matches_optax(void **state) {
   free(out);
   jx_fn_release(jstep);
   jx_fn_release(step);
-  jx_fn_release(vjp);
   jx_fn_release(loss);
   jx_tree_release(st);
   jx_tree_release(p);
