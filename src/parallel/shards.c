@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../base/error.h"
+#include "../debug/hooks.h"
 #include "../prims/prim.h"
 #include "../trace/dispatch.h"
 #include "constraint.h"
@@ -103,6 +104,7 @@ jx_status jx_shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *d
                         "shards); use jx_process_allgather to gather it on every process",
                         jx_aval_str(dt, g, sb), sh->sharding->spec, jx_devices_process_index());
   }
+  double t0 = jx_debug_flags & JX_DEBUG_PROFILE ? jx_prof_now() : 0;
   for (int p = 0; p < sh->n; p++) {
     if (!jx_sharding_is_first_replica(sh->sharding, p)) continue;
     int q = covered[p] - 1; /* a local position holding the same block */
@@ -112,6 +114,9 @@ jx_status jx_shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *d
     jx_copy_block(dst, jx_array_data(sh->shard[q]), es, g, start, local, 0);
   }
   free(covered);
+  if (jx_debug_flags & JX_DEBUG_PROFILE) /* the global value, copied off the devices */
+    jx_prof_collective("transfer to host", t0, jx_prof_now(),
+                       (double)jx_shape_numel(g) * (double)es, "memcpy", sh->sharding->spec);
   return JX_OK;
 }
 
@@ -151,12 +156,16 @@ jx_array *jx_device_put(jx_array *a, jx_sharding *s) {
   }
   jx_array *r = jx_poison();
   int ok = 1;
+  double t0 = jx_debug_flags & JX_DEBUG_PROFILE ? jx_prof_now() : 0, bytes = 0;
   for (int p = 0; p < n && ok; p++) {
     if (!jx_device_is_local(s->mesh->device[p])) continue; /* another process's */
     shard[p] = jx_shard_for(a, s, p);
     ok = !shard[p]->poisoned;
+    if (ok) bytes += (double)jx_shape_numel(shard[p]->shape) * (double)jx_dtype_size(a->dtype);
   }
   if (ok) r = jx_array_from_shards(s, a->dtype, a->weak, a->shape, shard);
+  if (ok && (jx_debug_flags & JX_DEBUG_PROFILE)) /* the copies onto the devices' memory */
+    jx_prof_collective("transfer to devices", t0, jx_prof_now(), bytes, "memcpy", s->spec);
   for (int p = 0; p < n; p++) jx_release(shard[p]);
   free(shard);
   return r;

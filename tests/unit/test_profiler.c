@@ -82,6 +82,13 @@ static void test_sharded_train_step_profile(void **state) {
     w = jx_keep(out[0]);
     jx_scope_end();
   }
+  /* laying an array out on the devices and reading it back are transfers */
+  jx_sharding *rows = jx_sharding_create(m, "data");
+  jx_scope_begin();
+  static float host[64 * 16];
+  check_ok(jx_read(jx_device_put(x, rows), host, sizeof host));
+  jx_scope_end();
+  jx_sharding_release(rows);
   check_ok(jx_profiler_stop());
   assert_int_equal(jx_profiler_stop(), JX_ERR_INVALID_ARGUMENT);
   jx_clear_error();
@@ -93,6 +100,7 @@ static void test_sharded_train_step_profile(void **state) {
   cJSON *evs = cJSON_GetObjectItem(root, "traceEvents");
   assert_true(cJSON_IsArray(evs));
   int kernels[4] = {0}, psums[4] = {0}, steps = 0, scopes = 0, compiles = 0, tracks = 0, mem = 0;
+  int to_devices = 0, to_host = 0;
   cJSON *e;
   cJSON_ArrayForEach(e, evs) {
     const char *ph = cJSON_GetStringValue(cJSON_GetObjectItem(e, "ph"));
@@ -111,6 +119,11 @@ static void test_sharded_train_step_profile(void **state) {
       assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(args, "group")), "data");
       psums[t]++;
     }
+    if (!strcmp(cat, "collective") && !strncmp(name, "transfer to ", 12)) {
+      assert_true(cJSON_GetNumberValue(cJSON_GetObjectItem(args, "bytes")) == 64 * 16 * 4);
+      to_devices += !strcmp(name, "transfer to devices");
+      to_host += !strcmp(name, "transfer to host");
+    }
     if (!strcmp(cat, "step") && !strcmp(ph, "i")) steps++;
     if (!strcmp(cat, "scope") && !strcmp(name, "train step")) scopes++;
     if (!strcmp(cat, "compile")) {
@@ -124,6 +137,8 @@ static void test_sharded_train_step_profile(void **state) {
     assert_int_equal(psums[d], 3);
   }
   assert_int_equal(steps, 3);
+  assert_int_equal(to_devices, 1);
+  assert_int_equal(to_host, 1);
   assert_int_equal(scopes, 3);
   assert_true(compiles >= 1); /* the per-device body, compiled in the first step */
   assert_true(tracks >= 5);   /* 4 devices and the host */
