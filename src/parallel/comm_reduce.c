@@ -1,20 +1,18 @@
 /* The elementwise reductions of the collectives: acc op= x over chunks.
  *
- * Loops run in blocks of a fixed 16 elements over restrict pointers so that
- * gcc vectorises them even at -O2 (its "very cheap" cost model only takes
- * loops whose trip count it knows); the tail of a chunk runs scalar. Signed
+ * Loops run in fixed blocks over restrict pointers (JX_VLOOP) so that gcc
+ * vectorises them even at -O2; the tail of a chunk runs scalar. Signed
  * integers add and multiply in the unsigned type of their width, which wraps
  * as XLA does (and is defined behaviour in C). */
 #include "comm.h"
 
 #include "../array/dtype.h"
+#include "../prims/vloop.h"
 #include <stdint.h>
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-
-#define BLOCK 16
 
 const char *jx_reduce_op_name(jx_reduce_op op) {
   switch (op) {
@@ -26,19 +24,9 @@ const char *jx_reduce_op_name(jx_reduce_op op) {
   return "?";
 }
 
-/* One loop over n elements: the body in fixed blocks, then the tail. */
-#define LOOP(n, BODY)                                                                              \
-  do {                                                                                             \
-    size_t i_ = 0;                                                                                 \
-    for (; i_ + BLOCK <= (n); i_ += BLOCK)                                                         \
-      for (size_t j_ = 0; j_ < BLOCK; j_++) {                                                      \
-        size_t i = i_ + j_;                                                                        \
-        BODY;                                                                                      \
-      }                                                                                            \
-    for (size_t i = i_; i < (n); i++) {                                                            \
-      BODY;                                                                                        \
-    }                                                                                              \
-  } while (0)
+/* One loop over n elements in fixed blocks (prims/vloop.h); n is a size_t
+ * count here. */
+#define LOOP(n, BODY) JX_VLOOP((int64_t)(n), BODY)
 
 /* Floats: NaN wins in max/min: a stays when it is NaN or beats x; else x
  * (which is NaN when x is). A bitwise | (not ||) keeps the loop branch-free,
