@@ -171,38 +171,19 @@ for name, nbytes in %s:
 
 def run_allreduce(build, runs):
     """bench_allreduce (jx, 8 rank threads) next to jax.pmap(psum) on 8 host devices
-    (XLA_FLAGS in a subprocess, so the flag applies before jax starts). Prints its own
+    (side_by_side). Prints its own
     table: algorithm bandwidth = bytes per rank / time, and memcpy's from the same run."""
-    rows = {}
-    path = os.path.join(build, "bench", "bench_allreduce")
-    r = subprocess.run([path, str(runs)], capture_output=True, text=True) if os.path.exists(path) else None
-    if r is None or r.returncode != 0:
-        print(f"note: bench_allreduce missing or failed: {r.stderr.strip() if r else path}",
-              file=sys.stderr)
-    else:
-        for line in r.stdout.splitlines():
-            d = json.loads(line)
-            rows[d["bench"]] = {"jx": d["median_ns"], "memcpy_gbs": d["memcpy_gb_per_s"],
-                                "bytes": d["bytes"]}
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
-               JAX_PLATFORMS="cpu")
-    j = subprocess.run([sys.executable, "-c", ALLREDUCE_JAX % (ALLREDUCE_SIZES,), str(runs)],
-                       capture_output=True, text=True, env=env)
-    if j.returncode != 0:
-        print(f"note: jax psum peer failed: {j.stderr.strip()[-300:]}", file=sys.stderr)
-    else:
-        for line in j.stdout.splitlines():
-            d = json.loads(line)
-            rows.setdefault(d["bench"], {})["jax"] = d["median_ns"]
+    rows = side_by_side(build, "bench_allreduce", ALLREDUCE_JAX % (ALLREDUCE_SIZES,), runs,
+                        host_devices=8)
     print("\n| all_reduce f32, 8 ranks | jx | jx GB/s | jax psum | jax GB/s | memcpy GB/s |")
     print("|---|---|---|---|---|---|")
     for name, nbytes in ALLREDUCE_SIZES:
         d = rows.get(f"allreduce_f32_8x_{name}", {})
         cells = []
         for impl in ("jx", "jax"):
-            v = d.get(impl)
+            v = d.get(impl, {}).get("median_ns")
             cells += [f"{v / 1e3:.1f} us" if v else "n/a", f"{nbytes / v:.2f}" if v else "n/a"]
-        mc = d.get("memcpy_gbs")
+        mc = d.get("jx", {}).get("memcpy_gb_per_s")
         print(f"| {name} | " + " | ".join(cells) + f" | {mc if mc else 'n/a'} |")
     return rows
 
@@ -251,35 +232,50 @@ for name, sa, sb in (("rows", P("x", None), P()), ("contract", P(None, "x"), P("
 """
 
 
-def run_sharded(build, runs):
-    """bench_sharded (jx on 8 CPU devices) next to the same sharded work in JAX with
-    8 forced host devices; prints its own table."""
+def side_by_side(build, prog, jax_script, runs, host_devices=0):
+    """Runs bench/<prog> and jax_script (a subprocess, so XLA_FLAGS applies before jax
+    starts; host_devices > 0 forces that many CPU devices) with `runs`; returns
+    {bench: {"jx": record, "jax": record}} from their JSON lines. A missing or
+    failing side is reported, never silently skipped."""
     rows = {}
-    path = os.path.join(build, "bench", "bench_sharded")
+    path = os.path.join(build, "bench", prog)
     r = subprocess.run([path, str(runs)], capture_output=True, text=True) if os.path.exists(path) else None
     if r is None or r.returncode != 0:
-        print(f"note: bench_sharded missing or failed: {r.stderr.strip() if r else path}",
-              file=sys.stderr)
+        print(f"note: {prog} missing or failed: {r.stderr.strip() if r else path}", file=sys.stderr)
     else:
         for line in r.stdout.splitlines():
             d = json.loads(line)
-            rows.setdefault(d["bench"], {})["jx"] = d["median_ns"]
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
-               JAX_PLATFORMS="cpu")
-    j = subprocess.run([sys.executable, "-c", SHARDED_JAX, str(runs)], capture_output=True,
+            rows.setdefault(d["bench"], {})["jx"] = d
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    if host_devices:
+        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={host_devices}"
+    j = subprocess.run([sys.executable, "-c", jax_script, str(runs)], capture_output=True,
                        text=True, env=env)
     if j.returncode != 0:
-        print(f"note: jax sharded peer failed: {j.stderr.strip()[-300:]}", file=sys.stderr)
+        print(f"note: the jax peer of {prog} failed: {j.stderr.strip()[-300:]}", file=sys.stderr)
     else:
         for line in j.stdout.splitlines():
             d = json.loads(line)
-            rows.setdefault(d["bench"], {})["jax"] = d["median_ns"]
-    print("\n| sharded, 8 CPU devices | jx | jax.jit (8 host devices) | jx/jax |")
+            rows.setdefault(d["bench"], {})["jax"] = d
+    return rows
+
+
+def print_ratio_table(title, peer, rows, names, digits=2):
+    """A markdown table of jx and the peer's median times (ms) and their ratio."""
+    print(f"\n| {title} | jx | {peer} | jx/jax |")
     print("|---|---|---|---|")
-    for name, d in rows.items():
-        a, b = d.get("jx"), d.get("jax")
-        print(f"| {name} | {a / 1e6:.2f} ms |" if a else f"| {name} | n/a |",
-              f"{b / 1e6:.2f} ms |" if b else "n/a |", f"{a / b:.2f} |" if a and b else "n/a |")
+    for name in names:
+        a = rows.get(name, {}).get("jx", {}).get("median_ns")
+        b = rows.get(name, {}).get("jax", {}).get("median_ns")
+        print(f"| {name} | {a / 1e6:.{digits}f} ms |" if a else f"| {name} | n/a |",
+              f"{b / 1e6:.{digits}f} ms |" if b else "n/a |", f"{a / b:.2f} |" if a and b else "n/a |")
+
+
+def run_sharded(build, runs):
+    """bench_sharded (jx on 8 CPU devices) next to the same sharded work in JAX with
+    8 forced host devices; prints its own table."""
+    rows = side_by_side(build, "bench_sharded", SHARDED_JAX, runs, host_devices=8)
+    print_ratio_table("sharded, 8 CPU devices", "jax.jit (8 host devices)", rows, list(rows))
     return rows
 
 
@@ -347,30 +343,9 @@ print(json.dumps({"bench": "gpt_step_first_call", "impl": "jax", "median_ns": fi
 
 def run_gpt(build, runs):
     """bench_gpt (jx) next to the same GPT step in JAX + Optax (jax.jit, CPU)."""
-    rows = {}
-    path = os.path.join(build, "bench", "bench_gpt")
-    r = subprocess.run([path, str(runs)], capture_output=True, text=True) if os.path.exists(path) else None
-    if r is None or r.returncode != 0:
-        print(f"note: bench_gpt missing or failed: {r.stderr.strip() if r else path}", file=sys.stderr)
-    else:
-        for line in r.stdout.splitlines():
-            d = json.loads(line)
-            rows.setdefault(d["bench"], {})["jx"] = d
-    j = subprocess.run([sys.executable, "-c", GPT_JAX, str(runs)], capture_output=True, text=True,
-                       env=dict(os.environ, JAX_PLATFORMS="cpu"))
-    if j.returncode != 0:
-        print(f"note: jax gpt peer failed: {j.stderr.strip()[-300:]}", file=sys.stderr)
-    else:
-        for line in j.stdout.splitlines():
-            d = json.loads(line)
-            rows.setdefault(d["bench"], {})["jax"] = d
-    print("\n| GPT 4x256, context 128, batch 16, AdamW | jx | jax.jit + optax | jx/jax |")
-    print("|---|---|---|---|")
-    for name in ("gpt_step", "gpt_step_first_call"):
-        a, b = rows.get(name, {}).get("jx"), rows.get(name, {}).get("jax")
-        av, bv = (a or {}).get("median_ns"), (b or {}).get("median_ns")
-        print(f"| {name} | {av / 1e6:.1f} ms |" if av else f"| {name} | n/a |",
-              f"{bv / 1e6:.1f} ms |" if bv else "n/a |", f"{av / bv:.2f} |" if av and bv else "n/a |")
+    rows = side_by_side(build, "bench_gpt", GPT_JAX, runs)
+    print_ratio_table("GPT 4x256, context 128, batch 16, AdamW", "jax.jit + optax", rows,
+                      ("gpt_step", "gpt_step_first_call"), digits=1)
     g = rows.get("gpt_step", {}).get("jx")
     if g:
         print(f"jx: {g['tokens_per_s']} tokens/s, MFU {100 * g['mfu_vs_gemm']:.1f} % of measured GEMM "
@@ -404,30 +379,9 @@ print(json.dumps({"bench": "scan_1000_first_call", "impl": "jax", "median_ns": f
 def run_scan(build, runs):
     """bench_scan (a jitted 1000-step scan of a small elementwise body) next to
     jax.lax.scan under jax.jit on the same body and shapes."""
-    rows = {}
-    path = os.path.join(build, "bench", "bench_scan")
-    r = subprocess.run([path, str(runs)], capture_output=True, text=True) if os.path.exists(path) else None
-    if r is None or r.returncode != 0:
-        print(f"note: bench_scan missing or failed: {r.stderr.strip() if r else path}", file=sys.stderr)
-    else:
-        for line in r.stdout.splitlines():
-            d = json.loads(line)
-            rows.setdefault(d["bench"], {})["jx"] = d
-    j = subprocess.run([sys.executable, "-c", SCAN_JAX, str(runs)], capture_output=True, text=True,
-                       env=dict(os.environ, JAX_PLATFORMS="cpu"))
-    if j.returncode != 0:
-        print(f"note: jax scan peer failed: {j.stderr.strip()[-300:]}", file=sys.stderr)
-    else:
-        for line in j.stdout.splitlines():
-            d = json.loads(line)
-            rows.setdefault(d["bench"], {})["jax"] = d
-    print("\n| scan, 1000 steps, f32[256] carry | jx | jax.jit(lax.scan) | jx/jax |")
-    print("|---|---|---|---|")
-    for name in ("scan_1000_jit", "scan_1000_first_call", "scan_1000_eager"):
-        a, b = rows.get(name, {}).get("jx"), rows.get(name, {}).get("jax")
-        av, bv = (a or {}).get("median_ns"), (b or {}).get("median_ns")
-        print(f"| {name} | {av / 1e6:.2f} ms |" if av else f"| {name} | n/a |",
-              f"{bv / 1e6:.2f} ms |" if bv else "n/a |", f"{av / bv:.2f} |" if av and bv else "n/a |")
+    rows = side_by_side(build, "bench_scan", SCAN_JAX, runs)
+    print_ratio_table("scan, 1000 steps, f32[256] carry", "jax.jit(lax.scan)", rows,
+                      ("scan_1000_jit", "scan_1000_first_call", "scan_1000_eager"))
     return rows
 
 
