@@ -35,8 +35,7 @@ static int fsync_path(const char *path) {
 static jx_status write_file(const char *path, const char *text) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return jx_report_error(JX_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
-  size_t n = strlen(text);
-  int ok = write(fd, text, n) == (ssize_t)n && fsync(fd) == 0;
+  int ok = jx_write_all(fd, text, strlen(text)) && fsync(fd) == 0;
   ok = (close(fd) == 0) && ok;
   return ok ? JX_OK : jx_report_error(JX_ERR_IO, "writing '%s' failed: %s", path, strerror(errno));
 }

@@ -44,7 +44,7 @@ uint64_t jx_checksum_bytes(const void *data, size_t n) {
   return h * 0xc4ceb9fe1a85ec53ull;
 }
 
-static int write_all(int fd, const void *buf, size_t n) {
+int jx_write_all(int fd, const void *buf, size_t n) {
   const char *p = buf;
   while (n > 0) {
     ssize_t w = write(fd, p, n);
@@ -86,8 +86,8 @@ jx_status jx_safetensors_write(const char *path, int n, const char *const *names
   }
   unsigned char lenbytes[8];
   for (int k = 0; k < 8; k++) lenbytes[k] = (unsigned char)((uint64_t)padded >> (8 * k));
-  int ok = write_all(fd, lenbytes, 8) && write_all(fd, text, len) &&
-           write_all(fd, "        ", padded - len);
+  int ok = jx_write_all(fd, lenbytes, 8) && jx_write_all(fd, text, len) &&
+           jx_write_all(fd, "        ", padded - len);
   free(text);
   for (int i = 0; i < n && ok; i++) {
     size_t bytes = (size_t)jx_size(arrays[i]) * jx_dtype_size(jx_dtype_of(arrays[i]));
@@ -95,7 +95,7 @@ jx_status jx_safetensors_write(const char *path, int n, const char *const *names
     ok = buf && jx_read(arrays[i], buf, bytes) == JX_OK; /* gathers a sharded array */
     if (ok) {
       checksums[i] = jx_checksum_bytes(buf, bytes);
-      ok = write_all(fd, buf, bytes);
+      ok = jx_write_all(fd, buf, bytes);
     }
     free(buf);
   }

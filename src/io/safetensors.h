@@ -24,6 +24,10 @@ const char *jx_safetensors_name(const jx_safetensors *f, int i);
 jx_array *jx_safetensors_read(jx_safetensors *f, const char *name, uint64_t *checksum,
                               const char *op);
 
+/* Writes all n bytes to fd (retrying short writes and EINTR); 0 on failure
+ * (errno says why). */
+int jx_write_all(int fd, const void *buf, size_t n);
+
 /* The hash stored in manifests: 64-bit, over the bytes in order. */
 uint64_t jx_checksum_bytes(const void *data, size_t n);
 /* "F32", "BF16", ... and back (-1 when unknown). */
