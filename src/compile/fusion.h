@@ -39,13 +39,17 @@ typedef struct {
  * *out (malloc'ed), or -1 with an error recorded. */
 int jx_fuse(const jx_program *p, jx_fusion_group **out);
 
-/* 1 when g computes something worth a kernel (two or more equations) and
- * fits one (its loads and stores); else its equations run one by one. */
-static inline int jx_fusion_group_candidate(const jx_fusion_group *g) { return g->compute >= 2; }
+/* 1 when g is worth a kernel and fits one (its loads and stores): two or
+ * more equations that compute something (one computation reading a
+ * broadcast counts: the kernel reads the broadcast's operand in place
+ * instead of materializing it); else its equations run one by one. */
+static inline int jx_fusion_group_candidate(const jx_fusion_group *g) {
+  return g->compute >= 1 && g->count >= 2;
+}
 
 /* 1 when g runs as one compiled kernel: a candidate that writes a result. */
 static inline int jx_fusion_group_is_kernel(const jx_fusion_group *g) {
-  return g->compute >= 2 && g->nstores > 0 && !g->skip;
+  return jx_fusion_group_candidate(g) && g->nstores > 0 && !g->skip;
 }
 
 /* The load index of var with these strides in g, or -1. */

@@ -229,6 +229,46 @@ char *jx_render_prelude(const jx_dialect *d) {
   return finish(&b);
 }
 
+/* "(a * b)", malloc'ed; NULL when out of memory (a and b may be NULL too). */
+static char *product_text(const char *a, const char *b) {
+  if (!a || !b) return NULL;
+  size_t n = strlen(a) + strlen(b) + 6;
+  char *t = malloc(n);
+  if (t) snprintf(t, n, "(%s * %s)", a, b);
+  return t;
+}
+
+/* x^e as the products jx_ipow_T forms (binary powering, the same order of
+ * rounding), written out so that the loop around it vectorizes; a large
+ * exponent calls jx_ipow_T instead of growing the expression. */
+static void put_ipow(sbuf *b, const char *t, const char *x, int64_t e) {
+  uint64_t m = e < 0 ? (uint64_t)0 - (uint64_t)e : (uint64_t)e;
+  char *acc = NULL, *sq = m && m <= 16 ? strdup(x) : NULL;
+  for (; sq && m; m >>= 1) {
+    if (m & 1) {
+      char *next = acc ? product_text(acc, sq) : strdup(sq);
+      free(acc);
+      acc = next;
+      if (!acc) break;
+    }
+    if (m > 1) {
+      char *next = product_text(sq, sq);
+      free(sq);
+      sq = next;
+    }
+  }
+  if (e == 0)
+    put(b, "(%s)1", t);
+  else if (!acc || m) /* too large an exponent (or out of memory) */
+    put(b, "jx_ipow_%s(%s, %lld)", t, x, (long long)e);
+  else if (e < 0)
+    put(b, "((%s)1 / %s)", t, acc);
+  else
+    put(b, "%s", acc);
+  free(acc);
+  free(sq);
+}
+
 /* The members' values at column j: one `const T vN = ...;` per equation. */
 static int put_members(sbuf *b, const jx_program *p, const jx_fusion_group *g) {
   uint8_t *in_group = calloc((size_t)p->nvars + 1, 1);
@@ -265,7 +305,7 @@ static int put_members(sbuf *b, const jx_program *p, const jx_fusion_group *g) {
       else
         put(b, "(%s)%s", ctype(out.dtype), names[0]);
     } else if (e->prim == &jx_prim_integer_pow) {
-      put(b, "jx_ipow_%s(%s, %lld)", ctype(out.dtype), names[0], (long long)e->params.i[0]);
+      put_ipow(b, ctype(out.dtype), names[0], e->params.i[0]);
     } else {
       const op_expr *x = table;
       while (x->prim && x->prim != e->prim) x++;

@@ -7,6 +7,7 @@
 
 #include "../base/error.h"
 #include "prims.h"
+#include "strided_copy.h"
 #include "structural_rules.h"
 
 /* ---- helpers ---- */
@@ -61,28 +62,6 @@ static jx_status distinct_dims(const char *prim, const char *what, const jx_ilis
   return JX_OK;
 }
 
-/* Row-major unravel of a flat index. */
-static void unravel(int64_t flat, jx_shape s, int64_t *idx) {
-  for (int d = s.rank - 1; d >= 0; d--) {
-    idx[d] = s.dims[d] ? flat % s.dims[d] : 0;
-    flat = s.dims[d] ? flat / s.dims[d] : 0;
-  }
-}
-
-/* Generic gather-by-map kernel: out[i] = in[src(i)], element size es. */
-typedef int64_t (*src_fn)(const jx_params *p, const int64_t *out_idx, jx_shape in_shape,
-                          const int64_t *in_strides);
-static void map_kernel(const jx_params *p, const jx_tensor *in, jx_tensor *out, src_fn src) {
-  size_t es = jx_dtype_size(in->dtype);
-  int64_t n = jx_shape_numel(out->shape), strides[JX_MAX_RANK], idx[JX_MAX_RANK];
-  jx_shape_strides(in->shape, strides);
-  for (int64_t i = 0; i < n; i++) {
-    unravel(i, out->shape, idx);
-    int64_t j = src(p, idx, in->shape, strides);
-    memcpy((char *)out->data + (size_t)i * es, (const char *)in->data + (size_t)j * es, es);
-  }
-}
-
 /* Rules may be run outside jx_bind (by the IR verifier), so they check the count too. */
 static jx_status one_operand(const char *prim, int nin) {
   if (nin != 1)
@@ -124,18 +103,15 @@ static jx_status infer_broadcast_in_dim(const jx_params *p, int nin, const jx_av
   *out = (jx_aval){in->dtype, in->weak, s};
   return JX_OK;
 }
-static int64_t src_broadcast(const jx_params *p, const int64_t *oi, jx_shape is,
-                             const int64_t *st) {
-  int64_t j = 0;
-  for (int d = 0; d < is.rank; d++)
-    if (is.dims[d] != 1) j += oi[p->l[1].v[d]] * st[d];
-  return j;
-}
 static void eval_broadcast_in_dim(const jx_params *p, int nin, const jx_tensor *in, int nout,
                                   jx_tensor *out) {
   (void)nin;
   (void)nout;
-  map_kernel(p, in, out, src_broadcast);
+  int64_t own[JX_MAX_RANK], st[JX_MAX_RANK] = {0};
+  jx_shape_strides(in->shape, own);
+  for (int d = 0; d < in->shape.rank; d++)
+    if (in->shape.dims[d] != 1) st[p->l[1].v[d]] = own[d];
+  jx_strided_copy(out->data, out->shape, in->data, st, jx_dtype_size(in->dtype));
 }
 
 /* ---- reshape: l0 = new shape (same element count) ---- */
@@ -227,17 +203,14 @@ static jx_status infer_transpose(const jx_params *p, int nin, const jx_aval *in,
   *out = (jx_aval){in->dtype, in->weak, s};
   return JX_OK;
 }
-static int64_t src_transpose(const jx_params *p, const int64_t *oi, jx_shape is,
-                             const int64_t *st) {
-  int64_t j = 0;
-  for (int d = 0; d < is.rank; d++) j += oi[d] * st[p->l[0].v[d]];
-  return j;
-}
 static void eval_transpose(const jx_params *p, int nin, const jx_tensor *in, int nout,
                            jx_tensor *out) {
   (void)nin;
   (void)nout;
-  map_kernel(p, in, out, src_transpose);
+  int64_t own[JX_MAX_RANK], st[JX_MAX_RANK];
+  jx_shape_strides(in->shape, own);
+  for (int d = 0; d < in->shape.rank; d++) st[d] = own[p->l[0].v[d]];
+  jx_strided_copy(out->data, out->shape, in->data, st, jx_dtype_size(in->dtype));
 }
 
 /* ---- rev: l0 = dims to reverse ---- */
@@ -250,19 +223,27 @@ static jx_status infer_rev(const jx_params *p, int nin, const jx_aval *in, int n
   *out = (jx_aval){in->dtype, in->weak, in->shape};
   return JX_OK;
 }
-static int64_t src_rev(const jx_params *p, const int64_t *oi, jx_shape is, const int64_t *st) {
-  int64_t j = 0;
-  for (int d = 0; d < is.rank; d++) {
-    int rev = 0;
-    for (int k = 0; k < p->l[0].n; k++) rev |= p->l[0].v[k] == d;
-    j += (rev ? is.dims[d] - 1 - oi[d] : oi[d]) * st[d];
-  }
-  return j;
-}
 static void eval_rev(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
   (void)nin;
   (void)nout;
-  map_kernel(p, in, out, src_rev);
+  /* a reversed dimension starts at its last element and steps backwards */
+  int64_t st[JX_MAX_RANK], first = 0;
+  jx_shape_strides(in->shape, st);
+  for (int k = 0; k < p->l[0].n; k++) {
+    int64_t d = p->l[0].v[k];
+    if (in->shape.dims[d] > 0) first += (in->shape.dims[d] - 1) * st[d];
+    st[d] = -st[d];
+  }
+  size_t es = jx_dtype_size(in->dtype);
+  jx_strided_copy(out->data, out->shape, (const char *)in->data + first * (int64_t)es, st, es);
+}
+
+/* Row-major unravel of a flat index. */
+static void unravel(int64_t flat, jx_shape s, int64_t *idx) {
+  for (int d = s.rank - 1; d >= 0; d--) {
+    idx[d] = s.dims[d] ? flat % s.dims[d] : 0;
+    flat = s.dims[d] ? flat / s.dims[d] : 0;
+  }
 }
 
 /* ---- iota: no operands; dtype, l0 = shape, i0 = dimension that counts ---- */

@@ -1,0 +1,142 @@
+/* Which groups the jit compiles into kernels, and that they give the eager
+ * kernels' bits:
+ * - integer_pow inside a kernel is written out as the products the eager
+ *   kernel forms (so the loop vectorizes) for |n| <= 16, and calls the
+ *   helper beyond; every exponent gives the eager bits, f32 and f64;
+ * - one computation that reads a broadcast (softmax's divide by the row
+ *   sums, a bias add) is a kernel reading the broadcast's operand in place,
+ *   not a materialized broadcast followed by the reference kernel. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <jx/jx.h>
+
+#include "compile/executable.h"
+#include "compile/fusion.h"
+#include "compile/render_c.h"
+#include "trace/fn.h"
+
+static jx_array *values(jx_dtype dt, jx_shape s, int seed) {
+  int64_t n = jx_shape_numel(s);
+  double *h = malloc(sizeof *h * (size_t)(n ? n : 1));
+  float *f = malloc(sizeof *f * (size_t)(n ? n : 1));
+  assert_non_null(h);
+  assert_non_null(f);
+  for (int64_t i = 0; i < n; i++) {
+    h[i] = sin(0.37 * (double)i + seed) * (1 + (double)(i % 5) * 0.25);
+    f[i] = (float)h[i];
+  }
+  jx_array *a = jx_array_from(dt, s, dt == JX_F64 ? (void *)h : (void *)f);
+  free(h);
+  free(f);
+  return a;
+}
+
+/* jx(f)(in) and f(in) agree bit for bit; returns the jitted program's kernels */
+static int jit_matches_eager(jx_fn *f, int nin, jx_array **in, jx_dtype dt) {
+  jx_fn *jf = jx_jit(f, NULL);
+  jx_array *want[1], *got[1];
+  assert_int_equal(jx_call(f, in, want), JX_OK);
+  assert_int_equal(jx_call(jf, in, got), JX_OK);
+  jx_shape s = jx_shape_of(want[0]);
+  assert_true(jx_shape_equal(s, jx_shape_of(got[0])));
+  size_t bytes = (size_t)jx_shape_numel(s) * (dt == JX_F64 ? 8 : 4);
+  char *a = malloc(bytes + 1), *b = malloc(bytes + 1);
+  assert_int_equal(jx_read(want[0], a, bytes), JX_OK);
+  assert_int_equal(jx_read(got[0], b, bytes), JX_OK);
+  assert_memory_equal(a, b, bytes);
+  free(a);
+  free(b);
+  jx_aval av[4];
+  for (int i = 0; i < nin; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i])};
+  jx_program *p = jx_fn_program(jf, av);
+  assert_non_null(p);
+  int kernels = jx_executable_kernels(p->exec, NULL);
+  jx_program_release(p);
+  jx_fn_release(jf);
+  return kernels;
+}
+
+/* (x * 1.5)^n: the multiply and the power are one kernel */
+static void scaled_pow(void *ctx, jx_array *const *in, jx_array **out) {
+  out[0] = jx_integer_pow(jx_mul(in[0], jx_scalar(JX_F32, 1.5)), *(const int *)ctx);
+}
+
+static void integer_pow_in_kernels(void **state) {
+  (void)state;
+  const int exps[] = {-17, -5, -2, -1, 0, 1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 31};
+  for (int d = 0; d < 2; d++)
+    for (size_t k = 0; k < sizeof exps / sizeof exps[0]; k++) {
+      jx_dtype dt = d ? JX_F64 : JX_F32;
+      jx_fn *f = jx_fn_create("scaled_pow", 1, 1, scaled_pow, (void *)&exps[k]);
+      jx_array *x = jx_keep(values(dt, JX_SHAPE(3, 70), (int)k));
+      assert_int_equal(jit_matches_eager(f, 1, &x, dt), 1);
+      /* written out up to 16; the helper beyond */
+      jx_aval av = {dt, 0, {2, {3, 70}}};
+      jx_program *p = jx_fn_program(f, &av);
+      jx_fusion_group *g = NULL;
+      int ng = jx_fuse(p, &g), seen = 0;
+      for (int i = 0; i < ng; i++) {
+        if (!jx_fusion_group_is_kernel(&g[i])) continue;
+        char *src = jx_render_c(p, &g[i], "k");
+        assert_non_null(src);
+        int calls = strstr(src, "jx_ipow_") != NULL;
+        assert_int_equal(calls, abs(exps[k]) > 16);
+        free(src);
+        seen = 1;
+      }
+      assert_true(seen);
+      free(g);
+      jx_program_release(p);
+      jx_release(x);
+      jx_fn_release(f);
+    }
+}
+
+/* x / sum(x, -1, keepdims): the divide reads the sums through a broadcast */
+static void normalize_rows(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_div(in[0], jx_sum(in[0], JX_AXES(-1), 1));
+}
+
+/* x + b with b: f[n] added along the rows */
+static void add_bias(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_add(in[0], in[1]);
+}
+
+static void one_computation_reading_a_broadcast_is_a_kernel(void **state) {
+  (void)state;
+  for (int d = 0; d < 2; d++) {
+    jx_dtype dt = d ? JX_F64 : JX_F32;
+    jx_fn *f = jx_fn_create("normalize_rows", 1, 1, normalize_rows, NULL);
+    jx_array *x = jx_keep(jx_exp(values(dt, JX_SHAPE(4, 3, 50), 1)));
+    /* the row sums (a reduction run as it is) and one kernel for the divide */
+    assert_int_equal(jit_matches_eager(f, 1, &x, dt), 1);
+    jx_release(x);
+    jx_fn_release(f);
+
+    f = jx_fn_create("add_bias", 2, 1, add_bias, NULL);
+    jx_array *in[2] = {jx_keep(values(dt, JX_SHAPE(6, 40), 2)),
+                       jx_keep(values(dt, JX_SHAPE(40), 3))};
+    assert_int_equal(jit_matches_eager(f, 2, in, dt), 1);
+    jx_release(in[0]);
+    jx_release(in[1]);
+    jx_fn_release(f);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(integer_pow_in_kernels),
+      cmocka_unit_test(one_computation_reading_a_broadcast_is_a_kernel),
+  };
+  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  jx_shutdown();
+  return failed;
+}
