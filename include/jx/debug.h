@@ -35,16 +35,25 @@ FILE *jx_debug_set_output(FILE *f);
 /* ---- profiling ----
  * Records a Chrome trace (the catapult "traceEvents" JSON, which Perfetto and
  * chrome://tracing load) to trace_json_path from now until jx_profiler_stop:
- * one track per device (pid 1, tid = device; tid 1000 = the host thread
- * outside devices) with every step of a jitted program (a compiled kernel or
- * one equation), collectives (bytes, engine), compilations, named scopes and
+ * a process track per process (pid = process index) holding a track per
+ * device (tid = global device number; tid 1000 = the host thread outside
+ * devices) with every step of a jitted program (a compiled kernel or one
+ * equation), each run of a jitted program with its estimated and measured
+ * peak memory, collectives (bytes, engine), compilations, named scopes and
  * step markers, and memory counters. While no profiler runs each hook costs
- * one branch. */
+ * one branch. In a job of several processes start and stop are collectives
+ * (every process calls them): start aligns the clocks and fails on every
+ * process when one cannot start; only process 0 opens its path. */
 jx_status jx_profiler_start(const char *trace_json_path);
 /* Writes the trace file and prints a summary on stderr: per device the time
  * in compute, communication and idle (which add up to the profiled wall
  * time), the kernels that took longest with their GFLOP/s and GB/s from the
- * cost model, and each device's peak memory. */
+ * cost model, each jitted function's peak memory as jx_fn_cost estimates it
+ * beside the one measured, and each device's peak memory. In a job of
+ * several processes, process 0 gathers every process's events (within the
+ * collective deadline: JX_ERR_TIMEOUT naming a process that does not come,
+ * after writing its own) and writes the one file and summary; the others
+ * write nothing. */
 jx_status jx_profiler_stop(void);
 /* A span on the calling thread's track, shown nested in the trace. */
 void jx_named_scope_begin(const char *name);

@@ -115,6 +115,8 @@ static void program_cost(const jx_program *p, jx_cost *c) {
   free(temp);
 }
 
+void jx_program_cost(const jx_program *p, jx_cost *c) { program_cost(p, c); }
+
 jx_status jx_fn_cost(jx_fn *f, jx_array *const *example_in, jx_cost *out) {
   if (!f || !out) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_fn_cost: f or out is NULL");
   memset(out, 0, sizeof *out);

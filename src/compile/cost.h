@@ -3,6 +3,8 @@
 #ifndef JX_SRC_COMPILE_COST_H
 #define JX_SRC_COMPILE_COST_H
 
+#include <jx/transform.h>
+
 #include "../ir/program.h"
 
 /* Bytes of an array of this aval. */
@@ -11,5 +13,9 @@ double jx_aval_bytes(jx_aval a);
  * contraction, one per reduced element, one per element of an elementwise
  * op, 0 for data movement. */
 double jx_eqn_flops(const jx_program *p, const jx_eqn *e);
+
+/* jx_fn_cost's figures for p as it stands (a program the jit runs), added
+ * into *c (its peak: the larger of the two); the profiler's estimate. */
+void jx_program_cost(const jx_program *p, jx_cost *c);
 
 #endif

@@ -35,6 +35,7 @@ struct jx_executable {
   /* per step, for the profiler (debug/): a name and the cost model's flops and bytes */
   char (*step_names)[80];
   double *step_flops, *step_bytes;
+  jx_prof_estimate peak_estimate; /* the profiler's, kept from its first profiled run */
 };
 
 int jx_executable_kernels(const jx_executable *x, int *fused_eqns) {
@@ -350,6 +351,8 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   jx_status st = JX_OK;
   jx_scope_begin(); /* intermediates belong to the run, freed after their last use */
   jx_debug_exec_enter();
+  int profiled = jx_debug_flags & JX_DEBUG_PROFILE; /* the run's memory (debug/hooks.h) */
+  if (profiled) jx_prof_function_begin(p, &((jx_executable *)x)->peak_estimate);
   for (int k = 0; k < x->nsteps && !st; k++) {
     const step *s = &x->steps[k];
     double t0 = x->profile ? now_s() : 0;
@@ -375,6 +378,7 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
     if (!st) step_reads(x, p, k, release_dead, env);
     if (x->profile) x->profile[k] += now_s() - t0;
   }
+  if (profiled) jx_prof_function_end();
   jx_debug_exec_leave();
   if (x->profile) ((jx_executable *)x)->runs++;
   for (int o = 0; o < p->nout && !st; o++) out[o] = jx_keep(env[p->out[o]]);

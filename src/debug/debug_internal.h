@@ -18,5 +18,10 @@ typedef struct {
   int events;
 } jx_profile_split;
 int jx_profiler_last_split(int device, jx_profile_split *out);
+/* profiler_output.c: the last profile's memory of the jitted function
+ * called name (its program's name: the traced function's, e.g. "loss"): the cost model's
+ * estimated peak, the largest measured peak over its runs (-1: none
+ * measured) and the runs; non-zero when it did not run. */
+int jx_profiler_last_function(const char *name, double *estimated, double *measured, int *runs);
 
 #endif

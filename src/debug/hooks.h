@@ -49,6 +49,17 @@ typedef struct {
   const char *cache; /* "compiled", "disk cache", "memory cache", "no kernels" */
 } jx_compile_times;
 void jx_prof_compile(const char *name, double t0, const jx_compile_times *t);
+/* One run of an executable (executable.c), while a profiler runs: the
+ * outermost run on each thread becomes a "function" event with the peak of
+ * live buffers the cost model predicts for p (as jx_fn_cost; computed on
+ * p's first profiled run into *estimate, which the executable keeps, zeroed
+ * when it is built) and the peak measured on the thread's device. */
+typedef struct {
+  double bytes;
+  int known;
+} jx_prof_estimate;
+void jx_prof_function_begin(const jx_program *p, jx_prof_estimate *estimate);
+void jx_prof_function_end(void);
 /* The build phases of the last executable built on this thread (executable.c
  * fills them, the jit reads them). */
 extern _Thread_local jx_compile_times jx_last_build_times;

@@ -3,7 +3,8 @@
  * trace parses (cJSON) and holds kernels on all 4 device tracks, psum events
  * with their bytes, the compile, the named scope and the step markers; the
  * summary's compute + communication + idle adds up to the wall time on each
- * device; JX_LOG_COMPILES gives the phases of a compilation. */
+ * device; JX_LOG_COMPILES gives the phases of a compilation; the summary's
+ * per-function peak memory is jx_fn_cost's estimate beside the measured one. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <setjmp.h>
@@ -184,6 +185,96 @@ static void sin_body(void *ctx, jx_array *const *in, jx_array **out) {
   out[0] = jx_mul(jx_sin(in[0]), jx_scalar(JX_F32, 3));
 }
 
+/* two layers whose intermediates make the peak: x [128,256], w [256,256] */
+static void mlp_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *h = jx_tanh(jx_matmul(in[0], in[1]));
+  jx_array *y = jx_matmul(h, in[1]);
+  out[0] = jx_sum(jx_mul(y, y), JX_AXES(), 0);
+}
+
+/* The summary's per-function memory: the estimate is jx_fn_cost's for the
+ * same function and inputs, to the byte; the measured peak (inputs plus what
+ * the run allocated above where the device stood) is close to it, since the
+ * model frees each intermediate after its last use as the executable does. */
+static void test_function_memory_estimate(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("mlp", 2, 1, mlp_body, NULL);
+  jx_fn *j = jx_jit(f, NULL);
+  jx_array *x = jx_keep(jx_random_normal(jx_random_key(2), JX_F32, JX_SHAPE(128, 256)));
+  jx_array *w = jx_keep(jx_random_normal(jx_random_key(3), JX_F32, JX_SHAPE(256, 256)));
+  jx_array *in[2] = {x, w}, *out[1];
+  jx_cost cost;
+  check_ok(jx_fn_cost(j, in, &cost));
+  assert_true(cost.peak_bytes_per_device > (128 * 256 + 256 * 256) * 4);
+
+  char path[] = "/tmp/jx_profile_XXXXXX.json", log_path[] = "/tmp/jx_summary_XXXXXX";
+  int fd = mkstemps(path, 5), log_fd = mkstemp(log_path);
+  assert_true(fd >= 0 && log_fd >= 0);
+  close(fd);
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(log_fd, 2);
+  jx_status st = jx_profiler_start(path);
+  for (int r = 0; r < 3 && !st; r++) {
+    jx_scope_begin();
+    st = jx_call(j, in, out);
+    jx_scope_end();
+  }
+  jx_status stop = jx_profiler_stop();
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(log_fd);
+  check_ok(st);
+  check_ok(stop);
+  char *summary = slurp(log_path);
+  unlink(log_path);
+  assert_non_null(summary);
+  fprintf(stderr, "%s", summary);
+
+  double estimated = 0, measured = 0;
+  int runs = 0;
+  assert_int_equal(jx_profiler_last_function("mlp", &estimated, &measured, &runs), 0);
+  assert_int_equal(runs, 3);
+  assert_true(estimated == cost.peak_bytes_per_device);
+  assert_true(measured >= 0.5 * estimated && measured <= 2 * estimated);
+  char want[128];
+  snprintf(want, sizeof want, "estimated %10.0f B", cost.peak_bytes_per_device);
+  assert_non_null(strstr(summary, "peak memory per jitted function"));
+  char *line = strstr(summary, "    mlp ");
+  assert_non_null(line);
+  assert_non_null(strstr(line, want));
+  assert_non_null(strstr(line, "measured/estimated "));
+  free(summary);
+
+  /* the trace holds each run as a "function" event with both figures */
+  char *text = slurp(path);
+  assert_non_null(text);
+  cJSON *root = cJSON_Parse(text);
+  assert_non_null(root);
+  int functions = 0;
+  cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "traceEvents")) {
+    const char *cat = cJSON_GetStringValue(cJSON_GetObjectItem(e, "cat"));
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(e, "name"));
+    if (!cat || strcmp(cat, "function") || strcmp(name, "mlp")) continue;
+    cJSON *args = cJSON_GetObjectItem(e, "args");
+    assert_true(cJSON_GetNumberValue(cJSON_GetObjectItem(args, "estimated_peak_bytes")) ==
+                cost.peak_bytes_per_device);
+    assert_true(cJSON_GetNumberValue(cJSON_GetObjectItem(args, "measured_peak_bytes")) > 0);
+    functions++;
+  }
+  assert_int_equal(functions, 3);
+  cJSON_Delete(root);
+  free(text);
+  unlink(path);
+  jx_release(x);
+  jx_release(w);
+  jx_fn_release(j);
+  jx_fn_release(f);
+}
+
 /* JX_LOG_COMPILES=1 (set in main): a compilation's line splits its time by phase */
 static void test_log_compiles_phases(void **state) {
   (void)state;
@@ -224,6 +315,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_sharded_train_step_profile, setup, teardown),
       cmocka_unit_test_setup_teardown(test_profiler_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_log_compiles_phases, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_function_memory_estimate, setup, teardown),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   jx_shutdown();
