@@ -2,7 +2,7 @@
  * device per process, through the MPI plugin's thread) against a plain
  * MPI_Allreduce on the same buffers, f32 sum, 1 KiB .. 64 MiB.
  *
- *   JX_NUM_CPU_DEVICES=1 mpirun -np 2 build/bench/bench_mpi_allreduce
+ *   JX_NUM_CPU_DEVICES=1 mpirun -np 2 build/bench/bench_mpi_allreduce [min_bytes [max_bytes]]
  *
  * (as root: --allow-run-as-root). Prints one line per size: the median time
  * of each and jx's speed relative to MPI (>= 1: jx is as fast). The program
@@ -53,12 +53,15 @@ int main(int argc, char **argv) {
   if (!me)
     printf("%10s %12s %12s %8s   (%d processes, f32 sum, median)\n", "bytes", "jx us", "MPI us",
            "jx/MPI", P);
-  for (size_t bytes = 1024; bytes <= ((size_t)64 << 20); bytes *= 4) {
+  /* optional: the smallest and largest sizes in bytes (default 1 KiB .. 64 MiB) */
+  size_t lo = argc > 1 ? (size_t)atol(argv[1]) : 1024,
+         hi = argc > 2 ? (size_t)atol(argv[2]) : (size_t)64 << 20;
+  for (size_t bytes = lo < 4 ? 4 : lo; bytes <= hi; bytes *= 4) {
     size_t n = bytes / 4;
     float *a = malloc(bytes), *b = malloc(bytes);
     for (size_t i = 0; i < n; i++) a[i] = b[i] = (float)(i % 7);
     int iters = (int)(((size_t)512 << 20) / bytes);
-    if (iters > 200) iters = 200;
+    if (iters > 2000) iters = 2000;
     if (iters < 5) iters = 5;
     double *tj = malloc(sizeof *tj * (size_t)iters), *tm = malloc(sizeof *tm * (size_t)iters);
     for (int w = 0; w < 2; w++) { /* warm up both paths */

@@ -1,9 +1,15 @@
 """Runs the jx benchmarks and the same workloads in NumPy (and JAX eager for
 dispatch and matmul, when installed) in one go, and prints a table of medians
 and ratios. bench_matmul also times cblas_sgemm called directly in the same
-process; that appears as the "openblas" column.
+process; that appears as the "openblas" column. The MLP and GPT train steps
+also run in PyTorch (eager, and torch.compile unless --no-torch-compile), on
+as many threads as jx uses (JX_NUM_THREADS, else every CPU).
 
     python3 bench/compare.py [--build build] [--runs 7] [--only bench_mlp,bench_reduce]
+    python3 bench/compare.py --workload gpt     # only the GPT step: jx, JAX, PyTorch
+    python3 bench/compare.py --workload mlp     # only the MLP step: jx, JAX, PyTorch
+
+Python requirements: bench/requirements.txt.
 
 Each jx program (build/bench/bench_*) prints JSON lines
 {"bench": ..., "impl": "jx", "median_ns": ..., "runs": ...}; the peers here are
@@ -121,6 +127,200 @@ def mlp_step_jax():
     jax.block_until_ready(step(p, z, z, x, y, 1.0))
     first = time.perf_counter_ns() - t0
     return (lambda: jax.block_until_ready(step(p, z, z, x, y, 1.0))), first
+
+
+# The PyTorch twins of bench_mlp and bench_gpt, run as a subprocess:
+#   python3 -c TORCH_PEER <mlp|gpt> <runs> <threads> <1: also torch.compile>
+TORCH_PEER = r"""
+import json, math, statistics, sys, time
+import torch
+import torch.nn.functional as F
+
+which, runs, threads, compile_too = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+torch.set_num_threads(threads)
+torch.manual_seed(0)
+
+
+def report(bench, impl, step, runs):
+    t0 = time.perf_counter_ns(); step(); first = time.perf_counter_ns() - t0
+    step()  # one more warm-up: torch.compile may recompile once after the first call
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter_ns(); step(); ts.append(time.perf_counter_ns() - t0)
+    print(json.dumps({"bench": bench, "impl": impl, "median_ns": statistics.median(ts), "runs": runs}))
+    print(json.dumps({"bench": bench + "_first_call", "impl": impl, "median_ns": first, "runs": 1}))
+    sys.stdout.flush()
+
+
+def leaf(t):
+    return t.detach().requires_grad_()
+
+
+# bench_mlp's step: MLP 784-512-512-10 (ReLU), softmax cross-entropy against
+# one-hot targets, batch 256, AdamW (1e-3, 0.9, 0.999, 1e-8, 1e-4).
+def mlp():
+    dims = (784, 512, 512, 10)
+    p = []
+    for i in range(3):
+        p += [leaf(torch.randn(dims[i + 1], dims[i]) * 0.05), leaf(torch.zeros(dims[i + 1]))]
+    x = torch.randn(256, 784)
+    y = F.one_hot(torch.randint(0, 10, (256,)), 10).float()
+
+    def loss(x, y):
+        h = F.relu(F.linear(x, p[0], p[1]))
+        h = F.relu(F.linear(h, p[2], p[3]))
+        return -(y * F.log_softmax(F.linear(h, p[4], p[5]), 1)).sum(1).mean()
+    return p, loss, (x, y)
+
+
+# bench_gpt's step: src/nn/gpt.c's GPT (pre-LN blocks, separate q/k/v/o
+# projections with biases, causal softmax attention (PyTorch's fused
+# scaled_dot_product_attention), GELU (tanh) MLP of ratio 4, final LN, head
+# tied to the token embedding), 4 layers, d 256, 8 heads, context 128, batch
+# 16, byte vocabulary; AdamW (3e-4, 0.9, 0.95, 1e-8, 0.1) on every parameter,
+# as optax.adamw's default mask.
+def gpt():
+    V, L, D, H, T, B = 256, 4, 256, 8, 128, 16
+    r = 0.02 / math.sqrt(2 * L)
+    n = lambda *s, sd=0.02: leaf(torch.randn(*s) * sd)
+    z = lambda *s: leaf(torch.zeros(*s))
+    o = lambda *s: leaf(torch.ones(*s))
+    wte, wpe, lnf = n(V, D), n(T, D), (o(D), z(D))
+    blocks = [dict(ln1=(o(D), z(D)), ln2=(o(D), z(D)), wq=n(D, D), wk=n(D, D), wv=n(D, D),
+                   wo=n(D, D, sd=r), bq=z(D), bk=z(D), bv=z(D), bo=z(D), fc=n(4 * D, D),
+                   fcb=z(4 * D), proj=n(D, 4 * D, sd=r), projb=z(D)) for _ in range(L)]
+    p = [wte, wpe, *lnf]
+    for b in blocks:
+        for v in b.values():
+            p += list(v) if isinstance(v, tuple) else [v]
+
+    def loss(x, y):
+        h = wte[x] + wpe[:T]
+        for b in blocks:
+            a = F.layer_norm(h, (D,), *b["ln1"], 1e-5)
+            sh = lambda t: t.view(B, T, H, D // H).transpose(1, 2)
+            q, k, v = (sh(F.linear(a, b["w" + c], b["b" + c])) for c in "qkv")
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            h = h + F.linear(a.transpose(1, 2).reshape(B, T, D), b["wo"], b["bo"])
+            a = F.layer_norm(h, (D,), *b["ln2"], 1e-5)
+            h = h + F.linear(F.gelu(F.linear(a, b["fc"], b["fcb"]), approximate="tanh"),
+                             b["proj"], b["projb"])
+        logits = F.linear(F.layer_norm(h, (D,), *lnf, 1e-5), wte)
+        return F.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
+    tok = torch.randint(0, V, (B, T + 1))
+    return p, loss, (tok[:, :T], tok[:, 1:])
+
+
+def make_step(p, loss, data, hyper, compiled):
+    opt = torch.optim.AdamW(p, **hyper)
+    f = torch.compile(loss) if compiled else loss
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        l = f(*data)
+        l.backward()
+        opt.step()
+        return l.item()
+    return step
+
+
+model, hyper = {"mlp": (mlp, dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-4)),
+                "gpt": (gpt, dict(lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1))}[which]
+report(which + "_step", "torch", make_step(*model(), hyper, False), runs)
+if compile_too:
+    try:
+        report(which + "_step", "torch_compile", make_step(*model(), hyper, True), runs)
+    except Exception as e:  # a missing compiler: reported by compare.py as n/a
+        print(f"torch.compile failed: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
+"""
+
+
+def jx_threads():
+    """The thread count jx's pool uses (src/base/threadpool.c), for the peers."""
+    return int(os.environ.get("JX_NUM_THREADS") or os.cpu_count() or 1)
+
+
+def run_torch(which, runs, compile_too):
+    """{impl: {bench: median_ns}} of the PyTorch twin of bench_<which> (impl
+    "torch" for eager, "torch_compile"); {} with a note when PyTorch is missing
+    or fails."""
+    r = subprocess.run([sys.executable, "-c", TORCH_PEER, which, str(runs), str(jx_threads()),
+                        "1" if compile_too else "0"], capture_output=True, text=True)
+    out = {}
+    for line in r.stdout.splitlines():
+        d = json.loads(line)
+        out.setdefault(d["impl"], {})[d["bench"]] = d["median_ns"]
+    if r.returncode != 0 or (compile_too and "torch_compile" not in out):
+        err = r.stderr.strip().splitlines()
+        print(f"note: the PyTorch peer of bench_{which}: {err[-1] if err else 'failed'}"
+              + ("" if out else " (pip install -r bench/requirements.txt)"), file=sys.stderr)
+    return out
+
+
+def print_peer_table(title, rows, names, peers):
+    """A markdown table of jx's and each peer's median time (ms) and jx/peer;
+    rows: {bench: {impl: median_ns}}, peers: [(impl, column title)]."""
+    print(f"\n| {title} | jx | " + " | ".join(t for _, t in peers) + " | "
+          + " | ".join(f"jx/{t}" for _, t in peers) + " |")
+    print("|---" * (2 + 2 * len(peers)) + "|")
+    for name in names:
+        r = rows.get(name, {})
+        a = r.get("jx")
+        cells = [f"{v / 1e6:.1f} ms" if v else "n/a" for v in [a] + [r.get(i) for i, _ in peers]]
+        ratios = [f"{a / r[i]:.2f}" if a and r.get(i) else "n/a" for i, _ in peers]
+        print(f"| {name} | " + " | ".join(cells + ratios) + " |")
+
+
+TORCH_COLUMNS = [("jax", "jax.jit"), ("torch", "torch eager"), ("torch_compile", "torch.compile")]
+
+
+def run_mlp(build, runs, compile_too, jstep=None):
+    """The MLP step of bench_mlp in jx, JAX (jstep, or made here) and PyTorch eager,
+    alternately (3 rounds, median of each): on a shared machine the load drifts
+    between runs, and the ratio of measurements taken seconds apart is the one to
+    trust. torch.compile runs in the first round only. {bench: {impl: median_ns}}."""
+    rows = {"mlp_step": {}, "mlp_step_first_call": {}}
+    if jstep is None:
+        try:
+            jstep, rows["mlp_step_first_call"]["jax"] = mlp_step_jax()
+        except ImportError:
+            print("note: jax is not installed; no jax column", file=sys.stderr)
+    path = os.path.join(build, "bench", "bench_mlp")
+    if not os.path.exists(path):
+        print(f"note: {path} is missing (build the project first)", file=sys.stderr)
+    n, got = max(runs, 15), {"jx": [], "jax": [], "torch": []}
+    use_torch = True
+    for rnd in range(3):
+        if os.path.exists(path):
+            r = subprocess.run([path, str(n)], capture_output=True, text=True)
+            for line in r.stdout.splitlines():
+                d = json.loads(line)
+                if d["bench"] == "mlp_step":
+                    got["jx"].append(d["median_ns"])
+                elif rnd == 0:
+                    rows["mlp_step_first_call"]["jx"] = d["median_ns"]
+        if jstep:
+            got["jax"].append(timed(jstep, n))
+        t = run_torch("mlp", n, compile_too and rnd == 0) if use_torch else {}
+        use_torch = bool(t)  # missing: noted once
+        if "torch" in t:
+            got["torch"].append(t["torch"]["mlp_step"])
+        for impl in ("torch", "torch_compile") if rnd == 0 else ():
+            if impl in t:
+                rows["mlp_step_first_call"][impl] = t[impl]["mlp_step_first_call"]
+        if "torch_compile" in t:
+            rows["mlp_step"]["torch_compile"] = t["torch_compile"]["mlp_step"]
+    for impl, v in got.items():
+        if v:
+            rows["mlp_step"][impl] = statistics.median(v)
+    return rows
+
+
+def print_mlp(rows):
+    print_peer_table("MLP 784-512-512-10 step, batch 256, AdamW", rows,
+                     ("mlp_step", "mlp_step_first_call"), TORCH_COLUMNS)
+    print(f"mlp_step: medians of 3 alternating rounds of jx, jax.jit and torch eager "
+          f"(torch.compile: first round); PyTorch on {jx_threads()} threads")
 
 
 def run_jax(runs):
@@ -341,11 +541,20 @@ print(json.dumps({"bench": "gpt_step_first_call", "impl": "jax", "median_ns": fi
 """
 
 
-def run_gpt(build, runs):
-    """bench_gpt (jx) next to the same GPT step in JAX + Optax (jax.jit, CPU)."""
+def run_gpt(build, runs, compile_too=True):
+    """bench_gpt (jx) next to the same GPT step in JAX + Optax (jax.jit, CPU) and
+    PyTorch (eager and torch.compile, torch.optim.AdamW)."""
     rows = side_by_side(build, "bench_gpt", GPT_JAX, runs)
-    print_ratio_table("GPT 4x256, context 128, batch 16, AdamW", "jax.jit + optax", rows,
-                      ("gpt_step", "gpt_step_first_call"), digits=1)
+    flat = {b: {i: d["median_ns"] for i, d in r.items() if "median_ns" in d} for b, r in rows.items()}
+    for impl, benches in run_torch("gpt", runs, compile_too).items():
+        for b, v in benches.items():
+            flat.setdefault(b, {})[impl] = v
+    print_peer_table("GPT 4x256, context 128, batch 16, AdamW", flat,
+                     ("gpt_step", "gpt_step_first_call"), TORCH_COLUMNS)
+    tokens = 16 * 128
+    print("tokens/s: " + ", ".join(
+        f"{t} {tokens / flat['gpt_step'][i] * 1e9:.0f}" for i, t in [("jx", "jx")] + TORCH_COLUMNS
+        if flat.get("gpt_step", {}).get(i)) + f"; PyTorch on {jx_threads()} threads")
     g = rows.get("gpt_step", {}).get("jx")
     if g:
         print(f"jx: {g['tokens_per_s']} tokens/s, MFU {100 * g['mfu_vs_gemm']:.1f} % of measured GEMM "
@@ -392,9 +601,19 @@ def main():
     ap.add_argument("--only", default="",
                     help="comma-separated jx programs to run (e.g. bench_mlp,bench_reduce); "
                          "the peers still run everything")
+    ap.add_argument("--workload", choices=("all", "gpt", "mlp"), default="all",
+                    help="gpt / mlp: only that train step, in jx, JAX and PyTorch")
+    ap.add_argument("--no-torch-compile", action="store_true",
+                    help="PyTorch eager only (torch.compile's first call takes a while)")
     args = ap.parse_args()
     if args.only == "bench_scan":  # the scan comparison alone
         run_scan(args.build, args.runs)
+        return
+    if args.workload == "gpt":
+        run_gpt(args.build, min(args.runs, 5), not args.no_torch_compile)
+        return
+    if args.workload == "mlp":
+        print_mlp(run_mlp(args.build, args.runs, not args.no_torch_compile))
         return
     jx = run_jx(args.build, args.runs, [p for p in args.only.split(",") if p])
     notes = jx.pop("_notes", {})
@@ -409,23 +628,11 @@ def main():
             peers.append(name)
         except ImportError:
             print(f"note: {name} is not installed; no {name} column", file=sys.stderr)
-    # The MLP step again, jx and JAX alternately (3 rounds, median of each):
-    # on a shared machine the load drifts between the runs above, and the
-    # ratio of two measurements taken seconds apart is the one to trust.
     jstep = results.get("jax", {}).pop("_mlp_step_fn", None)
-    mlp = os.path.join(args.build, "bench", "bench_mlp")
-    if jstep and os.path.exists(mlp) and "mlp_step" in results["jx"]:
-        pj, px = [], []
-        for _ in range(3):
-            r = subprocess.run([mlp, str(max(args.runs, 15))], capture_output=True, text=True)
-            for line in r.stdout.splitlines():
-                d = json.loads(line)
-                if d["bench"] == "mlp_step":
-                    px.append(d["median_ns"])
-            pj.append(timed(jstep, max(args.runs, 15)))
-        if px:
-            results["jx"]["mlp_step"] = statistics.median(px)
-            results["jax"]["mlp_step"] = statistics.median(pj)
+    mlp_rows = run_mlp(args.build, args.runs, not args.no_torch_compile, jstep)
+    if jstep and "jx" in mlp_rows["mlp_step"] and "mlp_step" in results["jx"]:
+        results["jx"]["mlp_step"] = mlp_rows["mlp_step"]["jx"]
+        results["jax"]["mlp_step"] = mlp_rows["mlp_step"]["jax"]
     benches = ["dispatch_add_f32x8", "add_f32_16M", "exp_f32_16M", "sum_lastaxis_f32_4096x4096"]
     benches += [f"matmul_f32_{n}" for n in MATMUL_SIZES]
     benches += ["fused_chain_f32_16M_eager", "fused_chain_f32_16M", "mlp_step", "mlp_step_first_call"]
@@ -456,9 +663,10 @@ def main():
     if "openblas" in peers:
         print("openblas: cblas_sgemm called directly by bench_matmul;",
               notes.get("openblas", "kernel unknown"))
+    print_mlp(mlp_rows)
     run_allreduce(args.build, args.runs)
     run_sharded(args.build, args.runs)
-    run_gpt(args.build, min(args.runs, 5))
+    run_gpt(args.build, min(args.runs, 5), not args.no_torch_compile)
     run_scan(args.build, args.runs)
 
 

@@ -1,41 +1,138 @@
-/* jx info: what this machine and build offer. */
+/* jx info: what this machine, build and job offer. Under mpirun or srun it
+ * joins the job and process 0 lists every process's host. */
+#define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <jx/jx.h>
 
 #include "cli.h"
 
-/* Whether an optional library (loaded at run time) is present. */
+enum { HOST_CAP = 64 };
+
+/* Whether an optional library (loaded at run time) is present. The
+ * libraries opened here stay loaded until exit: unloading one that brought
+ * in a C++ runtime strands that runtime's allocations, which leak checkers
+ * then report. */
 static const char *present(const char *const *names) {
-  for (; *names; names++) {
-    void *h = dlopen(*names, RTLD_LAZY | RTLD_LOCAL);
-    if (h) {
-      dlclose(h);
-      return *names;
-    }
-  }
+  for (; *names; names++)
+    if (dlopen(*names, RTLD_LAZY | RTLD_LOCAL)) return *names;
   return NULL;
+}
+
+/* The MPI plugin, looked for where jx_distributed_initialize looks
+ * (JX_MPI_PLUGIN, else next to libjx, else the library search path): 1 and
+ * its file in out when it loads, else 0 and why. */
+static int find_mpi_plugin(char *out, size_t cap) {
+  const char *env = getenv("JX_MPI_PLUGIN");
+  char beside[1024] = "";
+  Dl_info info;
+  if (dladdr((void *)&jx_distributed_initialize, &info) && info.dli_fname) {
+    snprintf(beside, sizeof beside, "%s", info.dli_fname);
+    char *slash = strrchr(beside, '/');
+    if (slash)
+      snprintf(slash + 1, sizeof beside - (size_t)(slash + 1 - beside), "libjx_mpi.so");
+    else
+      beside[0] = 0;
+  }
+  const char *tries[3] = {NULL};
+  int n = 0;
+  if (env && *env) {
+    tries[n++] = env;
+  } else {
+    if (*beside) tries[n++] = beside;
+    tries[n++] = "libjx_mpi.so";
+  }
+  for (int i = 0; i < n; i++) {
+    void *h = dlopen(tries[i], RTLD_LAZY | RTLD_LOCAL);
+    if (!h) continue;
+    void *api = dlsym(h, "jx_mpi_plugin_api");
+    if (api && dladdr(api, &info) && info.dli_fname)
+      snprintf(out, cap, "%s", info.dli_fname);
+    else
+      snprintf(out, cap, "%s is not a jx MPI plugin", tries[i]);
+    return api != NULL; /* h stays loaded, as in present() */
+  }
+  if (env && *env)
+    snprintf(out, cap, "JX_MPI_PLUGIN=%s cannot be opened", env);
+  else
+    snprintf(out, cap,
+             "libjx_mpi.so is neither next to libjx nor on the library search path "
+             "(build with libopenmpi-dev installed)");
+  return 0;
+}
+
+/* Every process's host name (hosts[p * HOST_CAP ...]): a [processes,
+ * HOST_CAP] byte array, one row from each process, gathered by all. */
+static jx_status gather_hosts(char *hosts) {
+  int P = jx_process_count(), L = jx_local_device_count();
+  char host[HOST_CAP] = "";
+  gethostname(host, sizeof host - 1);
+  if (P == 1) {
+    memcpy(hosts, host, HOST_CAP);
+    return JX_OK;
+  }
+  jx_scope_begin();
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(P, L), (const char *[]){"process", "local"});
+  jx_sharding *s = m ? jx_sharding_create(m, "process") : NULL;
+  jx_status st = JX_ERR_INVALID_ARGUMENT;
+  if (s) {
+    jx_array *mine = jx_array_from(JX_U8, JX_SHAPE(1, HOST_CAP), host);
+    jx_array *all =
+        jx_process_allgather(jx_array_from_process_local(s, JX_SHAPE(P, HOST_CAP), mine));
+    st = jx_read(all, hosts, (size_t)P * HOST_CAP);
+  }
+  jx_sharding_release(s);
+  jx_mesh_release(m);
+  jx_scope_end();
+  return st;
 }
 
 int jx_cmd_info(int argc, char **argv) {
   (void)argc;
   (void)argv;
-  int n = jx_device_count();
-  printf("devices: %d (%s), %d local; processes: 1 (this one)\n", n,
-         jx_device_kind(jx_device_get(0)), jx_local_device_count());
-  printf("  set the count with JX_NUM_CPU_DEVICES=N or jx train --devices N\n");
-  const char *cuda[] = {"libcuda.so.1", "libcuda.so", NULL};
-  const char *nvrtc[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", NULL};
-  const char *nccl[] = {"libnccl.so.2", "libnccl.so", NULL};
-  const char *found;
-  printf("build: BLAS: OpenBLAS; multi-process (MPI): not built\n");
-  printf("optional libraries (loaded at run time):\n");
-  printf("  CUDA driver: %s\n", (found = present(cuda)) ? found : "not found");
-  printf("  NVRTC:       %s\n", (found = present(nvrtc)) ? found : "not found");
-  printf("  NCCL:        %s\n", (found = present(nccl)) ? found : "not found");
-  const char *cache = getenv("JX_CACHE_DIR");
-  printf("kernel cache: %s\n", cache ? cache : "$XDG_CACHE_HOME/jx or ~/.cache/jx");
+  /* under a launcher, join the job: devices and processes are then global */
+  if (jx_cli_join_job("info")) return 1;
+  int P = jx_process_count(), L = jx_local_device_count(), me = jx_process_index();
+  char *hosts = calloc((size_t)P, HOST_CAP);
+  if (!hosts || gather_hosts(hosts)) {
+    fprintf(stderr, "jx info (process %d of %d): gathering host names: %s\n", me, P,
+            jx_last_error());
+    return 1;
+  }
+  if (me == 0) {
+    printf("devices: %d (%s) in all, %d per process\n", jx_device_count(),
+           jx_device_kind(jx_device_get(0)), L);
+    printf("  set the count per process with JX_NUM_CPU_DEVICES=N or jx train --devices N\n");
+    printf("processes: %d%s\n", P, P == 1 ? " (no launcher, or a job of one)" : "");
+    for (int p = 0; p < P; p++) {
+      hosts[(p + 1) * HOST_CAP - 1] = 0;
+      printf("  process %d on %s: devices %d..%d\n", p, hosts + p * HOST_CAP, p * L, p * L + L - 1);
+    }
+    const char *cuda[] = {"libcuda.so.1", "libcuda.so", NULL};
+    const char *nvrtc[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", NULL};
+    const char *nccl[] = {"libnccl.so.2", "libnccl.so", NULL};
+    const char *found;
+    char mpi[1200];
+    int have_mpi = find_mpi_plugin(mpi, sizeof mpi);
+    printf("build: BLAS: OpenBLAS; multi-process (MPI): %s %s\n",
+           have_mpi ? "plugin loadable," : "no plugin:", mpi);
+    printf("optional libraries (loaded at run time):\n");
+    printf("  CUDA driver: %s\n", (found = present(cuda)) ? found : "not found");
+    printf("  NVRTC:       %s\n", (found = present(nvrtc)) ? found : "not found");
+    printf("  NCCL:        %s\n", (found = present(nccl)) ? found : "not found");
+    const char *cache = getenv("JX_CACHE_DIR");
+    printf("kernel cache: %s\n", cache ? cache : "$XDG_CACHE_HOME/jx or ~/.cache/jx");
+    fflush(stdout);
+  }
+  free(hosts);
+  if (jx_distributed_shutdown()) {
+    fprintf(stderr, "jx info: %s\n", jx_last_error());
+    return 1;
+  }
+  jx_shutdown();
   return 0;
 }

@@ -1,7 +1,11 @@
 /* jx train: a byte-level GPT trained on a text corpus over a mesh of
  * devices — data parallel, tensor parallel (Megatron) and FSDP by flags —
  * with AdamW, warmup + cosine schedule, clipping, checkpoints (resumable)
- * and a sample of generated text at the end. Uses only the public API. */
+ * and a sample of generated text at the end. Uses only the public API.
+ *
+ * Under mpirun or srun every process runs the same steps on a mesh of all
+ * processes' devices (--devices counts each process's); each loads only its
+ * rows of the batch, and process 0 alone prints and writes the metrics. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, fileno */
 #include <dirent.h>
 #include <math.h>
@@ -30,12 +34,15 @@ typedef struct {
   const char *data[MAX_DATA];
   int ndata;
   unsigned seed;
+  jx_dtype compute_dtype; /* --dtype bf16: mixed precision; 0: f32 */
 } options;
 
 static void usage(FILE *f) {
   fprintf(f, "usage: jx train [options]\n"
-             "  --devices N        CPU devices (default: JX_NUM_CPU_DEVICES or 1)\n"
-             "  --mesh data=A,model=B   mesh axes (default data=<devices>)\n"
+             "  --devices N        CPU devices of each process (default: JX_NUM_CPU_DEVICES\n"
+             "                     or 1); under mpirun/srun the job has processes x N\n"
+             "  --mesh data=A,model=B   mesh axes over all the job's devices\n"
+             "                     (default data=<devices of all processes>)\n"
              "  --fsdp             also shard parameters and optimizer state over 'data'\n"
              "  --steps N          training steps (default 300)\n"
              "  --stop-at N        stop (and checkpoint) after step N, as a preempted job would\n"
@@ -48,8 +55,10 @@ static void usage(FILE *f) {
              "  --resume           continue from the latest checkpoint in --ckpt\n"
              "  --metrics FILE     JSON lines: step, loss, tokens_per_s, mfu\n"
              "  --profile FILE     Chrome/Perfetto trace of the training steps; summary on stderr\n"
+             "                     (one file with every process's tracks)\n"
              "  --sample N         bytes of text to generate at the end (default 200)\n"
-             "  --seed N           PRNG seed (default 0)\n");
+             "  --seed N           PRNG seed (default 0)\n"
+             "  --dtype f32|bf16   compute dtype (bf16: f32 master weights and optimizer state)\n");
 }
 
 static int parse(int argc, char **argv, options *o) {
@@ -106,6 +115,9 @@ static int parse(int argc, char **argv, options *o) {
         return 0;
       }
       o->data[o->ndata++] = v;
+      i++;
+    } else if (!strcmp(a, "--dtype") && v && (!strcmp(v, "f32") || !strcmp(v, "bf16"))) {
+      o->compute_dtype = !strcmp(v, "bf16") ? JX_BF16 : 0;
       i++;
     } else if (!strcmp(a, "--fsdp")) {
       o->fsdp = 1;
@@ -180,7 +192,7 @@ static jx_mesh *make_mesh(const char *spec, int devices) {
     for (char *tok = strtok(buf, ","); tok && n < 4; tok = strtok(NULL, ",")) {
       char *eq = strchr(tok, '=');
       if (!eq) {
-        fprintf(stderr, "jx train: --mesh wants name=size pairs, got '%s'\n", tok);
+        jx_report_error(JX_ERR_INVALID_ARGUMENT, "--mesh wants name=size pairs, got '%s'", tok);
         return NULL;
       }
       *eq = 0;
@@ -189,6 +201,16 @@ static jx_mesh *make_mesh(const char *spec, int devices) {
     }
   }
   for (int i = 0; i < n; i++) ptrs[i] = names[i];
+  int64_t total = 1;
+  for (int i = 0; i < n; i++) total *= sizes[i];
+  /* every process must own part of the mesh: it must cover all devices */
+  if (jx_process_count() > 1 && total != devices) {
+    jx_report_error(JX_ERR_INVALID_ARGUMENT,
+                    "the mesh '%s' has %lld devices but the job has %d (%d processes x %d "
+                    "devices; --devices counts each process's): the mesh must cover all of them",
+                    spec, (long long)total, devices, jx_process_count(), jx_local_device_count());
+    return NULL;
+  }
   return jx_mesh_create(jx_shape_make(n, sizes), ptrs);
 }
 
@@ -259,8 +281,15 @@ static double step_flops(const model *m, int64_t params, int64_t batch) {
          12.0 * (double)(m->cfg.n_layers * m->cfg.d_model * m->cfg.context) * tokens;
 }
 
+/* Errors end the process without jx_distributed_shutdown: its MPI_Finalize
+ * would wait for the other processes, which may be waiting for this one;
+ * the launcher ends the job when a process exits without it. */
 static int fail(const char *what) {
-  fprintf(stderr, "jx train: %s: %s\n", what, jx_last_error());
+  if (jx_process_count() > 1)
+    fprintf(stderr, "jx train (process %d of %d): %s: %s\n", jx_process_index(), jx_process_count(),
+            what, jx_last_error());
+  else
+    fprintf(stderr, "jx train: %s: %s\n", what, jx_last_error());
   return 1;
 }
 
@@ -310,6 +339,8 @@ int jx_cmd_train(int argc, char **argv) {
   options o;
   if (!parse(argc, argv, &o)) return 2;
   if (o.devices > 0 && jx_set_cpu_device_count(o.devices)) return fail("--devices");
+  if (jx_cli_join_job("train")) return 1;
+  int lead = jx_process_index() == 0; /* prints, writes metrics, samples */
   int devices = jx_device_count();
   static char corpus[MAX_DATA][512];
   if (!o.ndata && !default_corpus(&o, corpus)) {
@@ -328,7 +359,8 @@ int jx_cmd_train(int argc, char **argv) {
                      .d_model = o.width,
                      .n_heads = o.heads,
                      .context = o.context,
-                     .mlp_ratio = 4}};
+                     .mlp_ratio = 4,
+                     .compute_dtype = o.compute_dtype}};
   jx_dataset *data = jx_dataset_text(o.ndata, o.data, o.context);
   if (!data) return fail("data");
   jx_sharding *rows = jx_sharding_create(mesh, has_data ? "data" : "");
@@ -391,27 +423,36 @@ int jx_cmd_train(int argc, char **argv) {
       jx_tree_release(got);
       jx_tree_release(like);
       first = latest;
-      printf("resumed from step %lld in %s\n", (long long)latest, o.ckpt);
+      if (lead) printf("resumed from step %lld in %s\n", (long long)latest, o.ckpt);
     }
   }
 
   int64_t nparams = jx_tree_numel(params);
-  double peak = measure_peak_flops(), flops = step_flops(&m, nparams, o.batch);
-  printf("jx train: GPT %lld layers, d %lld, %lld heads, context %lld: %.2fM parameters\n",
-         (long long)o.layers, (long long)o.width, (long long)o.heads, (long long)o.context,
-         (double)nparams / 1e6);
-  printf("  %d device(s), mesh %s%s, batch %lld, %lld steps, corpus %lld windows (%d files)\n",
-         devices, *o.mesh ? o.mesh : "data=all", o.fsdp ? " + fsdp" : "", (long long)o.batch,
-         (long long)o.steps, (long long)jx_dataset_size(data), o.ndata);
-  FILE *metrics = o.metrics ? fopen(o.metrics, o.resume ? "a" : "w") : NULL;
-  if (o.metrics && !metrics) {
+  /* the peak of the job: one process's, times the processes (one per host) */
+  double peak = measure_peak_flops() * jx_process_count(), flops = step_flops(&m, nparams, o.batch);
+  if (lead) {
+    printf("jx train: GPT %lld layers, d %lld, %lld heads, context %lld: %.2fM parameters\n",
+           (long long)o.layers, (long long)o.width, (long long)o.heads, (long long)o.context,
+           (double)nparams / 1e6);
+    printf("  %d device(s)", devices);
+    if (jx_process_count() > 1)
+      printf(" (%d processes x %d)", jx_process_count(), jx_local_device_count());
+    printf(", mesh %s%s, batch %lld, %lld steps, corpus %lld windows (%d files)\n",
+           *o.mesh ? o.mesh : "data=all", o.fsdp ? " + fsdp" : "", (long long)o.batch,
+           (long long)o.steps, (long long)jx_dataset_size(data), o.ndata);
+    fflush(stdout);
+  }
+  FILE *metrics = lead && o.metrics ? fopen(o.metrics, o.resume ? "a" : "w") : NULL;
+  if (lead && o.metrics && !metrics) {
     fprintf(stderr, "jx train: cannot write '%s'\n", o.metrics);
     return 2;
   }
-  int tty = isatty(fileno(stderr));
+  int tty = lead && isatty(fileno(stderr));
   jx_checkpoint_job *pending = NULL;
   double t_start = now_s(), t_last = t_start, first_loss = NAN, loss = NAN;
   jx_array **in = calloc((size_t)nin, sizeof *in), **out = calloc((size_t)nout, sizeof *out);
+  /* over several processes start and stop are collectives: process 0
+   * writes one trace of every process */
   if (o.profile && jx_profiler_start(o.profile)) return fail("--profile");
   for (int64_t s = first; s < o.stop_at; s++) {
     jx_scope_begin();
@@ -431,7 +472,7 @@ int jx_cmd_train(int argc, char **argv) {
     if (s == first) first_loss = loss;
     double tok_s = (double)(o.batch * o.context) / dt, mfu = flops / dt / peak;
     double eta = (t - t_start) / (double)(s + 1 - first) * (double)(o.steps - s - 1);
-    if (tty || (s + 1) % 10 == 0 || s + 1 == o.steps) {
+    if (lead && (tty || (s + 1) % 10 == 0 || s + 1 == o.steps)) {
       int done = (int)(30 * (s + 1) / o.steps);
       fprintf(stderr, "%s[%.*s%*s] step %lld/%lld loss %.4f %.0f tok/s MFU %.1f%% ETA %.0fs%s",
               tty ? "\r" : "", done, "==============================", 30 - done, "",
@@ -452,12 +493,18 @@ int jx_cmd_train(int argc, char **argv) {
   if (o.profile && jx_profiler_stop()) return fail("--profile");
   if (pending && jx_checkpoint_wait(pending)) return fail("checkpoint");
   if (metrics) fclose(metrics);
-  printf("loss %.4f -> %.4f in %.1f s\n", first_loss, loss, now_s() - t_start);
+  if (lead) printf("loss %.4f -> %.4f in %.1f s\n", first_loss, loss, now_s() - t_start);
   if (o.sample > 0) {
     jx_array **p = calloc((size_t)m.np, sizeof *p);
     jx_tree_flatten(params, p);
-    sample_text(&m, p, o.sample, o.seed);
+    jx_scope_begin();
+    /* parameters split over processes are gathered (by every process) so
+     * that process 0 can run the model on its own */
+    for (int i = 0; i < m.np && jx_process_count() > 1; i++) p[i] = jx_process_allgather(p[i]);
+    if (lead) sample_text(&m, p, o.sample, o.seed);
+    jx_scope_end();
     free(p);
+    if (jx_last_status()) return fail("sample");
   }
   free(in);
   free(out);
@@ -477,6 +524,8 @@ int jx_cmd_train(int argc, char **argv) {
   jx_sharding_release(replicated);
   jx_sharding_release(rows);
   jx_mesh_release(mesh);
+  fflush(stdout);
+  if (jx_distributed_shutdown()) return fail("leaving the job");
   jx_shutdown();
   return 0;
 }

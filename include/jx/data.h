@@ -7,7 +7,8 @@
  * devices by a sharding (the batch axis split over the data axis), and made
  * ahead of time by a background thread so that a train step never waits.
  * Its position (epoch, batch) can be read and restored, so a resumed run
- * sees the data it would have seen. */
+ * sees the data it would have seen. Over several processes (jx/distributed.h)
+ * each process makes only its devices' part of each batch. */
 #ifndef JX_DATA_H
 #define JX_DATA_H
 
@@ -54,6 +55,12 @@ jx_status jx_loader_next(jx_loader *l, jx_array **out);
 int64_t jx_loader_position(const jx_loader *l);
 jx_status jx_loader_seek(jx_loader *l, int64_t position);
 int64_t jx_loader_batches_per_epoch(const jx_loader *l);
+/* The rows of each batch this process builds: first .. first+count-1 (the
+ * count is returned). All of them, unless the sharding's mesh spans several
+ * processes: then each process builds only the rows its devices hold (as
+ * JAX's process-local data) and the batch is assembled from the processes'
+ * parts with jx_array_from_process_local. */
+int64_t jx_loader_local_rows(const jx_loader *l, int64_t *first);
 void jx_loader_release(jx_loader *l);
 
 #ifndef JX_NO_LOCATION_MACROS

@@ -1,18 +1,25 @@
 /* jx/io.h: checkpoints.
  *
  * A checkpoint is a directory per step, <dir>/step_<step, 8 digits>/,
- * holding the tree's arrays as a .safetensors file (readable by the
- * safetensors library) and manifest.json (format, step, and per array its
- * name, dtype, shape, sharding and checksum). Anything a run needs to resume
- * — optimizer state, the PRNG key, the data position — is saved as arrays of
- * the tree.
+ * holding the tree's arrays in process_<p>.safetensors files and
+ * manifest.json (format, step, and per array its name, dtype, shape,
+ * sharding and blocks: file, tensor, box, checksum). Each process writes the
+ * distinct blocks its devices hold (replicas once), tensors named
+ * "name@r0:r1,c0:c1"; an array one process holds whole is written whole
+ * under its own name, so a one-process checkpoint is a plain file the
+ * safetensors library reads. Anything a run needs to resume — optimizer
+ * state, the PRNG key, the data position — is saved as arrays of the tree.
  *
  * Saving is atomic: the step is written to a temporary directory, flushed to
  * disk (fsync) and renamed into place, so a crash mid-write leaves earlier
- * checkpoints intact and never a half-written step. Loading checks every
- * file (truncation, malformed headers, checksums) and names the file and
- * the array on any problem, and lays each array out as `like` says (its
- * arrays' shardings): a checkpoint saved on one mesh restores onto another. */
+ * checkpoints intact and never a half-written step. In a job of many
+ * processes every process calls save (in the same order) and dir must be on
+ * a file system they all share; process 0 renames after a barrier. Loading
+ * checks every file (truncation, malformed headers, checksums of blocks read
+ * whole, blocks covering each array) and names the file and the array on
+ * any problem, and lays each array out as `like` says (its arrays'
+ * shardings), reading only the parts of blocks this process's devices hold:
+ * a checkpoint restores onto another mesh and another process count. */
 #ifndef JX_IO_H
 #define JX_IO_H
 
@@ -31,7 +38,9 @@ int64_t jx_checkpoint_latest(const char *dir);
 
 /* Saving in the background: training goes on while the files are written
  * (the arrays are immutable, so the job reads them safely). wait returns
- * the save's status and frees the job. */
+ * the save's status and frees the job. With many processes the barriers
+ * run on the calling thread (one in save_async, the last ones and the
+ * rename in wait), so every process must call wait too. */
 typedef struct jx_checkpoint_job jx_checkpoint_job;
 jx_checkpoint_job *jx_checkpoint_save_async(const char *dir, int64_t step, const jx_tree *t);
 jx_status jx_checkpoint_wait(jx_checkpoint_job *job);

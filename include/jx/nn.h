@@ -38,6 +38,14 @@ typedef jx_array *(*jx_tree_map_fn)(void *ctx, const char *name, jx_array *a);
 jx_tree *jx_tree_map(const jx_tree *t, jx_tree_map_fn fn, void *ctx);
 /* Sum of the sizes of all arrays (the parameter count). */
 int64_t jx_tree_numel(const jx_tree *t);
+/* Mixed precision (jmp's cast_to_compute, Flax's dtype vs param_dtype): a
+ * tree with t's names whose float arrays are cast to the float dtype dt
+ * and whose other arrays (integer counts, keys) are t's own; an array that
+ * already has dtype dt is kept as it is (no op is recorded). Inside a
+ * traced loss, casting the f32 parameters to bf16 makes the computation
+ * bf16 while the gradient flows back through the cast and arrives in f32.
+ * Casts belong to the innermost scope; the caller releases the tree. */
+jx_tree *jx_tree_cast(const jx_tree *t, jx_dtype dt);
 
 /* ==== initializers: jax.nn.initializers, bit for bit ====
  * Each returns a fresh array of shape s drawn with key; the same key gives
@@ -165,6 +173,14 @@ typedef struct {
   int64_t vocab; /* 256: bytes */
   int64_t n_layers, d_model, n_heads, context;
   int64_t mlp_ratio; /* hidden = mlp_ratio * d_model; 4 */
+  /* Mixed precision: 0 (a zeroed config and the default) computes in the
+   * parameters' dtype. A float dtype (JX_BF16) casts the parameters to it
+   * inside jx_gpt_forward (jx_tree_cast), so activations and matmuls are
+   * bf16 while the parameters (master weights), their gradients and the
+   * optimizer state stay f32; layer-norm statistics and the attention
+   * softmax run in f32, and jx_gpt_loss computes the cross-entropy of
+   * 16-bit logits in f32. The logits come out in this dtype. */
+  jx_dtype compute_dtype;
 } jx_gpt_config;
 
 jx_gpt_config jx_gpt_config_default(void); /* 256 vocab, 2 layers, d 32, 4 heads, context 16 */

@@ -63,6 +63,24 @@ void jx_optim_update(jx_optimizer *o, const jx_tree *grads, jx_tree *state, jx_t
 jx_fn *jx_train_step(jx_fn *loss, const jx_tree *params_like, const jx_tree *state_like,
                      jx_optimizer *opt);
 
+/* Options of jx_train_step_with; a zeroed struct is jx_train_step. */
+typedef struct {
+  /* Mixed precision: 0 computes in the parameters' own dtype. A float
+   * dtype (JX_BF16) casts, inside the step, every float parameter and
+   * float data input to it before the loss, and the loss to f32 if it is
+   * 16-bit; the gradients come back through the casts as f32, and the
+   * optimizer updates the f32 parameters (master weights) with its f32
+   * state. bf16 needs no loss scaling (its exponent range is f32's); f16
+   * would, and the step does not scale the loss. The loss itself should
+   * keep its reductions (norm statistics, softmax, cross-entropy) in f32,
+   * as jx's layers and jx_gpt_loss do. */
+  jx_dtype compute_dtype;
+} jx_train_step_options;
+
+/* jx_train_step with options (NULL: none). */
+jx_fn *jx_train_step_with(jx_fn *loss, const jx_tree *params_like, const jx_tree *state_like,
+                          jx_optimizer *opt, const jx_train_step_options *o);
+
 /* sqrt of the sum of squares of every array of t (f32 scalar). */
 jx_array *jx_optim_global_norm(const jx_tree *t);
 

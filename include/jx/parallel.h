@@ -59,6 +59,10 @@ int jx_mesh_ndim(const jx_mesh *m);
 const char *jx_mesh_axis_name(const jx_mesh *m, int i);
 int64_t jx_mesh_axis_size(const jx_mesh *m, const char *name); /* -1: no such axis */
 int jx_mesh_device_count(const jx_mesh *m);
+/* The global device id at a position of the mesh (row-major over its axes,
+ * 0 .. device_count-1); -1 and an error when out of range. With
+ * jx_device_process_index(jx_device_get(id)): the process that holds it. */
+int jx_mesh_device_at(const jx_mesh *m, int position);
 /* A text view of m: its axes, and the device (and its process) at each
  * position, one row per position of the leading axes:
  *   mesh data=2 x model=2 (4 devices, 1 process)

@@ -10,6 +10,7 @@
 #include "../base/threadpool.h"
 #include "../base/memstats.h"
 #include "../debug/hooks.h"
+#include "../parallel/collective.h"
 #include "../trace/dispatch.h"
 #include "control_compile.h"
 #include "cost.h"
@@ -342,6 +343,50 @@ static void release_dead(const jx_executable *x, int v, int k, void *ctx) {
   }
 }
 
+/* Collectives in flight on this device (collective.h): started at their
+ * step, finished before the first step that reads their result. */
+enum { MAX_IN_FLIGHT = 16 };
+typedef struct {
+  int n;
+  int var[MAX_IN_FLIGHT];
+  jx_collective_pending *h[MAX_IN_FLIGHT];
+  jx_status st; /* the first failure to finish one */
+} in_flight;
+
+static void finish_at(in_flight *f, int i) {
+  jx_status st = jx_collective_finish(f->h[i]);
+  if (st && !f->st) f->st = st;
+  f->n--;
+  f->var[i] = f->var[f->n];
+  f->h[i] = f->h[f->n];
+}
+
+static void finish_if_read(const jx_executable *x, int v, int k, void *ctx) {
+  (void)x;
+  (void)k;
+  in_flight *f = ctx;
+  for (int i = 0; i < f->n; i++)
+    if (f->var[i] == v) finish_at(f, i--);
+}
+
+/* Starts step s's collective, when it is one that can run ahead: 1
+ * started, 0 run it as usual, -1 failed. Not while the NaN checker or the
+ * step profiler look at each step's results as it ends. */
+static int start_collective(const jx_program *p, const step *s, jx_array **env, in_flight *f) {
+  if (s->fn || s->group.count != 1 || f->n == MAX_IN_FLIGHT ||
+      (jx_debug_flags & (JX_DEBUG_NANS | JX_DEBUG_INFS)))
+    return 0;
+  const jx_eqn *e = &p->eqns[s->group.first];
+  if (!e->prim->uses_axis || e->nin != 1 || e->nout != 1 || e->nsub) return 0;
+  jx_collective_pending *h = NULL;
+  int r = jx_collective_start(e->prim, &e->params, env[e->in[0]], &env[e->out[0]], &h);
+  if (r == 1) {
+    f->var[f->n] = e->out[0];
+    f->h[f->n++] = h;
+  }
+  return r;
+}
+
 jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_array *const *in,
                             jx_array **out) {
   jx_array **env = calloc((size_t)p->nvars + 1, sizeof *env);
@@ -351,6 +396,8 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   jx_status st = JX_OK;
   jx_scope_begin(); /* intermediates belong to the run, freed after their last use */
   jx_debug_exec_enter();
+  in_flight flight = {0};
+  int started = 0;
   int profiled = jx_debug_flags & JX_DEBUG_PROFILE; /* the run's memory (debug/hooks.h) */
   if (profiled) jx_prof_function_begin(p, &((jx_executable *)x)->peak_estimate);
   for (int k = 0; k < x->nsteps && !st; k++) {
@@ -364,8 +411,14 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
       tp = jx_prof_now();
     }
     const char *old_op = jx_memstats_set_op(x->step_names[k]);
-    if (s->fn) {
+    if (flight.n) step_reads(x, p, k, finish_if_read, &flight);
+    st = flight.st; /* a collective this step reads failed */
+    if (st) {
+      /* stop here */
+    } else if (s->fn) {
       st = run_kernel(p, s, env);
+    } else if ((started = start_collective(p, s, env, &flight))) {
+      if (started < 0) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
     } else {
       for (int e = s->group.first; e < s->group.first + s->group.count && !st; e++)
         st = run_eqn(&p->eqns[e], env);
@@ -378,6 +431,8 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
     if (!st) step_reads(x, p, k, release_dead, env);
     if (x->profile) x->profile[k] += now_s() - t0;
   }
+  while (flight.n) finish_at(&flight, 0); /* also after a failure: they hold buffers */
+  if (!st) st = flight.st;
   if (profiled) jx_prof_function_end();
   jx_debug_exec_leave();
   if (x->profile) ((jx_executable *)x)->runs++;

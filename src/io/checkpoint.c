@@ -1,269 +1,175 @@
-/* Checkpoints: a directory per step with the arrays in .safetensors and a
- * JSON manifest; written atomically (temporary directory, fsync, rename) and
- * checked on load (manifest, headers, sizes, checksums). */
-#include <cjson/cJSON.h>
+/* Loading checkpoints: each array is read block by block, only the parts
+ * this process needs (the box its devices hold under like's sharding), and
+ * laid out as like says; every header, size and checksum is checked, and
+ * errors name the file and the array. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "checkpoint_internal.h"
 #include "safetensors.h"
-
-#define DATA_FILE "process_0.safetensors"
-#define MANIFEST  "manifest.json"
-#define FORMAT    "jx-checkpoint"
-enum { PATH_CAP = 4096, FILE_CAP = PATH_CAP + 64 }; /* a step dir, and a file in it */
-
-static void step_dir(char *buf, const char *dir, int64_t step) {
-  snprintf(buf, PATH_CAP, "%s/step_%08" PRId64, dir, step);
-}
-
-static int fsync_path(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  int ok = fsync(fd) == 0;
-  close(fd);
-  return ok;
-}
-
-static jx_status write_file(const char *path, const char *text) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return jx_report_error(JX_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
-  int ok = jx_write_all(fd, text, strlen(text)) && fsync(fd) == 0;
-  ok = (close(fd) == 0) && ok;
-  return ok ? JX_OK : jx_report_error(JX_ERR_IO, "writing '%s' failed: %s", path, strerror(errno));
-}
-
-/* Removes a step directory's files and the directory (they hold no subdirectories). */
-static void remove_dir(const char *path) {
-  DIR *d = opendir(path);
-  if (d) {
-    struct dirent *e;
-    char p[FILE_CAP + 256];
-    while ((e = readdir(d)))
-      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-        unlink(p);
-      }
-    closedir(d);
-  }
-  rmdir(path);
-}
-
-static cJSON *manifest_of(int64_t step, const jx_tree *t, const uint64_t *checksums) {
-  cJSON *m = cJSON_CreateObject();
-  cJSON_AddStringToObject(m, "format", FORMAT);
-  cJSON_AddNumberToObject(m, "version", 1);
-  cJSON_AddNumberToObject(m, "step", (double)step);
-  cJSON *arrays = cJSON_AddArrayToObject(m, "arrays");
-  for (int i = 0; i < jx_tree_size(t); i++) {
-    jx_array *a = jx_tree_at(t, i);
-    cJSON *e = cJSON_CreateObject();
-    cJSON_AddItemToArray(arrays, e);
-    cJSON_AddStringToObject(e, "name", jx_tree_name(t, i));
-    cJSON_AddStringToObject(e, "dtype", jx_dtype_name(jx_dtype_of(a)));
-    cJSON *shape = cJSON_AddArrayToObject(e, "shape");
-    jx_shape s = jx_shape_of(a);
-    for (int d = 0; d < s.rank; d++)
-      cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)s.dims[d]));
-    cJSON_AddStringToObject(e, "file", DATA_FILE);
-    char hex[17];
-    snprintf(hex, sizeof hex, "%016" PRIx64, checksums[i]);
-    cJSON_AddStringToObject(e, "checksum", hex);
-    jx_sharding *sh = jx_sharding_of(a);
-    if (sh) { /* recorded so a reader can see how it was laid out */
-      cJSON *js = cJSON_AddObjectToObject(e, "sharding");
-      cJSON_AddStringToObject(js, "spec", jx_sharding_spec(sh));
-      cJSON *mesh = cJSON_AddObjectToObject(js, "mesh");
-      jx_mesh *mm = jx_sharding_mesh(sh);
-      for (int k = 0; k < jx_mesh_ndim(mm); k++)
-        cJSON_AddNumberToObject(mesh, jx_mesh_axis_name(mm, k),
-                                (double)jx_mesh_axis_size(mm, jx_mesh_axis_name(mm, k)));
-    } else {
-      cJSON_AddNullToObject(e, "sharding");
-    }
-  }
-  return m;
-}
-
-/* For tests of crash safety: JX_CHECKPOINT_TEST_CRASH=1 ends the process
- * after the files are written and before the rename, as a crash would. */
-static void maybe_crash(void) {
-  const char *v = getenv("JX_CHECKPOINT_TEST_CRASH");
-  if (v && *v == '1') _exit(77);
-}
-
-jx_status jx_checkpoint_save(const char *dir, int64_t step, const jx_tree *t) {
-  const char *op = "jx_checkpoint_save";
-  if (!dir || !t)
-    return jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: the %s is NULL", op,
-                           dir ? "tree" : "directory");
-  if (step < 0)
-    return jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: step %" PRId64 " is negative", op, step);
-  for (int i = 0; i < jx_tree_size(t); i++)
-    if (jx_is_poisoned(jx_tree_at(t, i)))
-      return jx_report_error(JX_ERR_POISONED, "%s: array '%s' carries an earlier error", op,
-                             jx_tree_name(t, i));
-  if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-    return jx_report_error(JX_ERR_IO, "%s: cannot create '%s': %s", op, dir, strerror(errno));
-  static atomic_int counter;
-  char tmp[PATH_CAP], final[PATH_CAP], old[PATH_CAP], path[FILE_CAP];
-  int k = atomic_fetch_add(&counter, 1);
-  snprintf(tmp, sizeof tmp, "%s/.step_%08" PRId64 ".tmp.%d.%d", dir, step, (int)getpid(), k);
-  snprintf(old, sizeof old, "%s/.step_%08" PRId64 ".old.%d.%d", dir, step, (int)getpid(), k);
-  step_dir(final, dir, step);
-  if (mkdir(tmp, 0755) != 0)
-    return jx_report_error(JX_ERR_IO, "%s: cannot create '%s': %s", op, tmp, strerror(errno));
-  int n = jx_tree_size(t);
-  const char **names = malloc(sizeof *names * (size_t)(n + 1));
-  jx_array **arrays = malloc(sizeof *arrays * (size_t)(n + 1));
-  uint64_t *sums = calloc((size_t)n + 1, sizeof *sums);
-  jx_status st = names && arrays && sums
-                     ? JX_OK
-                     : jx_report_error(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
-  for (int i = 0; i < n && !st; i++) {
-    names[i] = jx_tree_name(t, i);
-    arrays[i] = jx_tree_at(t, i);
-  }
-  snprintf(path, sizeof path, "%s/" DATA_FILE, tmp);
-  if (!st) st = jx_safetensors_write(path, n, names, arrays, sums);
-  char *text = NULL;
-  if (!st) {
-    cJSON *m = manifest_of(step, t, sums);
-    text = m ? cJSON_Print(m) : NULL;
-    cJSON_Delete(m);
-    if (!text) st = jx_report_error(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
-  }
-  snprintf(path, sizeof path, "%s/" MANIFEST, tmp);
-  if (!st) st = write_file(path, text);
-  free(text);
-  free(names);
-  free(arrays);
-  free(sums);
-  if (!st && !fsync_path(tmp))
-    st = jx_report_error(JX_ERR_IO, "%s: cannot flush '%s': %s", op, tmp, strerror(errno));
-  if (st) {
-    remove_dir(tmp);
-    return st;
-  }
-  maybe_crash();
-  /* a step saved again replaces the old one: move it aside first (rename
-   * cannot replace a non-empty directory), then delete it */
-  int had_old = rename(final, old) == 0;
-  if (rename(tmp, final) != 0) {
-    st = jx_report_error(JX_ERR_IO, "%s: cannot rename '%s' to '%s': %s", op, tmp, final,
-                         strerror(errno));
-    if (had_old) rename(old, final);
-    remove_dir(tmp);
-    return st;
-  }
-  fsync_path(dir);
-  if (had_old) remove_dir(old);
-  return JX_OK;
-}
 
 int64_t jx_checkpoint_latest(const char *dir) {
   DIR *d = dir ? opendir(dir) : NULL;
   if (!d) return -1;
   int64_t best = -1;
   struct dirent *e;
-  char path[FILE_CAP + 256];
+  char path[CKPT_FILE_CAP + 256];
   while ((e = readdir(d))) {
     long long s;
     char tail;
     if (sscanf(e->d_name, "step_%lld%c", &s, &tail) != 1 || s < 0) continue;
-    snprintf(path, sizeof path, "%s/%s/" MANIFEST, dir, e->d_name);
+    snprintf(path, sizeof path, "%s/%s/" CKPT_MANIFEST, dir, e->d_name);
     if (access(path, R_OK) == 0 && s > best) best = s;
   }
   closedir(d);
   return best;
 }
 
-static cJSON *read_manifest(const char *sdir, const char *op) {
-  char path[FILE_CAP];
-  snprintf(path, sizeof path, "%s/" MANIFEST, sdir);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    jx_report_error(JX_ERR_IO, "%s: no checkpoint at '%s': %s", op, sdir, strerror(errno));
+/* The step's data files, opened on first use. */
+typedef struct {
+  const char *sdir;
+  int n;
+  struct {
+    char name[64];
+    jx_safetensors *f;
+  } open[64];
+} file_cache;
+
+static jx_safetensors *file_get(file_cache *c, const char *name, const char *array) {
+  for (int i = 0; i < c->n; i++)
+    if (strcmp(c->open[i].name, name) == 0) return c->open[i].f;
+  char path[CKPT_FILE_CAP + 64], op[512];
+  snprintf(path, sizeof path, "%s/%s", c->sdir, name);
+  snprintf(op, sizeof op, "jx_checkpoint_load: array '%s'", array);
+  if (access(path, F_OK) != 0) {
+    jx_report_error(JX_ERR_IO, "%s: its block file '%s' is missing: %s", op, path, strerror(errno));
     return NULL;
   }
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = len >= 0 && len < (64L << 20) ? malloc((size_t)len + 1) : NULL;
-  size_t got = text ? fread(text, 1, (size_t)len, f) : 0;
-  fclose(f);
-  cJSON *m = text && got == (size_t)len ? cJSON_ParseWithLength(text, got) : NULL;
-  free(text);
-  const cJSON *fmt = m ? cJSON_GetObjectItemCaseSensitive(m, "format") : NULL;
-  if (!m || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, FORMAT) != 0 ||
-      !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(m, "arrays"))) {
-    cJSON_Delete(m);
-    jx_report_error(JX_ERR_CORRUPT, "%s: '%s' is corrupt: not a jx checkpoint manifest", op, path);
-    return NULL;
+  jx_safetensors *f = jx_safetensors_open(path, op);
+  if (!f) return NULL;
+  if (c->n == (int)(sizeof c->open / sizeof c->open[0])) { /* full: drop the oldest */
+    jx_safetensors_close(c->open[0].f);
+    memmove(&c->open[0], &c->open[1], sizeof c->open[0] * (size_t)(c->n - 1));
+    c->n--;
   }
-  return m;
+  snprintf(c->open[c->n].name, sizeof c->open[c->n].name, "%s", name);
+  c->open[c->n++].f = f;
+  return f;
 }
 
-static const cJSON *manifest_entry(const cJSON *m, const char *name) {
-  const cJSON *e;
-  cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(m, "arrays")) {
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name");
-    if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0) return e;
-  }
-  return NULL;
+static void file_cache_close(file_cache *c) {
+  for (int i = 0; i < c->n; i++) jx_safetensors_close(c->open[i].f);
+  c->n = 0;
 }
 
-/* Reads array `name` and checks it against the manifest and like_a. */
-static jx_array *load_one(jx_safetensors *f, const cJSON *m, const char *sdir, const char *name,
-                          jx_array *like_a, const char *op) {
-  const cJSON *e = manifest_entry(m, name);
-  if (!e) {
-    jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: the checkpoint '%s' has no array '%s'", op, sdir,
-                    name);
-    return NULL;
+/* Fills buf (the box `want` of array e, row-major) from the blocks that
+ * overlap it. A block read whole is checked against its checksum; a part
+ * of a block cannot be (the checksum is over the whole block). */
+static jx_status read_box(file_cache *c, const ckpt_entry *e, const ckpt_box *want, void *buf) {
+  size_t es = jx_dtype_size(e->dtype);
+  for (int i = 0; i < e->nblocks; i++) {
+    const ckpt_block *b = &e->blocks[i];
+    ckpt_box part;
+    if (!ckpt_box_intersect(&b->box, want, &part)) continue;
+    jx_safetensors *f = file_get(c, b->file, e->name);
+    if (!f) return jx_last_status();
+    int whole = ckpt_box_equal(&part, &b->box), direct = ckpt_box_equal(&part, want);
+    void *tmp = direct ? buf : malloc((size_t)ckpt_box_numel(&part) * es + 1);
+    if (!tmp) return jx_report_error(JX_ERR_OUT_OF_MEMORY, "jx_checkpoint_load: out of memory");
+    int64_t at[JX_MAX_RANK];
+    jx_shape bshape = {b->box.rank, {0}};
+    for (int d = 0; d < part.rank; d++) {
+      at[d] = part.start[d] - b->box.start[d];
+      bshape.dims[d] = b->box.size[d];
+    }
+    uint64_t sum = 0;
+    char op[512];
+    snprintf(op, sizeof op, "jx_checkpoint_load: array '%s'", e->name);
+    jx_status st = jx_safetensors_read_box(f, b->tensor, e->dtype, bshape, at, part.size, tmp,
+                                           whole ? &sum : NULL, op);
+    if (!st && whole && sum != b->checksum) {
+      if (strcmp(b->tensor, e->name) == 0)
+        st = jx_report_error(JX_ERR_CORRUPT,
+                             "jx_checkpoint_load: '%s/%s' is corrupt: array '%s' does not match "
+                             "its checksum",
+                             c->sdir, b->file, e->name);
+      else
+        st = jx_report_error(JX_ERR_CORRUPT,
+                             "jx_checkpoint_load: '%s/%s' is corrupt: array '%s' (block '%s') "
+                             "does not match its checksum",
+                             c->sdir, b->file, e->name, b->tensor);
+    }
+    if (!st && !direct) ckpt_copy_box(tmp, &part, buf, want, &part, es);
+    if (!direct) free(tmp);
+    if (st) return st;
   }
-  uint64_t sum = 0;
-  jx_array *a = jx_safetensors_read(f, name, &sum, op);
-  if (!a) return NULL;
-  const cJSON *want = cJSON_GetObjectItemCaseSensitive(e, "checksum");
-  char hex[17];
-  snprintf(hex, sizeof hex, "%016" PRIx64, sum);
-  if (!cJSON_IsString(want) || strcmp(want->valuestring, hex) != 0) {
-    jx_report_error(JX_ERR_CORRUPT,
-                    "%s: '%s/" DATA_FILE "' is corrupt: array '%s' does not match its checksum", op,
-                    sdir, name);
-    return NULL;
-  }
+  return JX_OK;
+}
+
+static jx_status shape_mismatch(const ckpt_entry *e, jx_array *like_a, const char *sdir) {
+  char got[160] = "", exp[160] = "";
+  jx_shape w = jx_shape_of(like_a);
+  size_t gl = (size_t)snprintf(got, sizeof got, "%s[", jx_dtype_name(e->dtype));
+  size_t el = (size_t)snprintf(exp, sizeof exp, "%s[", jx_dtype_name(jx_dtype_of(like_a)));
+  for (int d = 0; d < e->shape.rank && gl < sizeof got; d++)
+    gl += (size_t)snprintf(got + gl, sizeof got - gl, "%s%lld", d ? "," : "",
+                           (long long)e->shape.dims[d]);
+  for (int d = 0; d < w.rank && el < sizeof exp; d++)
+    el += (size_t)snprintf(exp + el, sizeof exp - el, "%s%lld", d ? "," : "", (long long)w.dims[d]);
+  return jx_report_error(JX_ERR_SHAPE,
+                         "jx_checkpoint_load: array '%s' in '%s' is %s] but the tree to load "
+                         "into has %s]",
+                         e->name, sdir, got, exp);
+}
+
+/* Array `name`, laid out as like_a (NULL: whole, on one device). */
+static jx_array *load_one(file_cache *c, const cJSON *m, const char *mpath, const char *name,
+                          jx_array *like_a) {
+  const char *op = "jx_checkpoint_load";
+  ckpt_entry e;
+  if (ckpt_entry_read(m, name, mpath, op, &e)) return NULL;
+  jx_array *r = NULL;
+  jx_sharding *s = like_a ? jx_sharding_of(like_a) : NULL;
   if (like_a) {
-    jx_shape s = jx_shape_of(a), w = jx_shape_of(like_a);
-    int same = jx_dtype_of(a) == jx_dtype_of(like_a) && s.rank == w.rank;
-    for (int d = 0; same && d < s.rank; d++) same = s.dims[d] == w.dims[d];
+    jx_shape w = jx_shape_of(like_a);
+    int same = e.dtype == jx_dtype_of(like_a) && e.shape.rank == w.rank;
+    for (int d = 0; same && d < w.rank; d++) same = e.shape.dims[d] == w.dims[d];
     if (!same) {
-      char got[160] = "", exp[160] = "";
-      size_t gl = (size_t)snprintf(got, sizeof got, "%s[", jx_dtype_name(jx_dtype_of(a)));
-      size_t el = (size_t)snprintf(exp, sizeof exp, "%s[", jx_dtype_name(jx_dtype_of(like_a)));
-      for (int d = 0; d < s.rank && gl < sizeof got; d++)
-        gl += (size_t)snprintf(got + gl, sizeof got - gl, "%s%lld", d ? "," : "",
-                               (long long)s.dims[d]);
-      for (int d = 0; d < w.rank && el < sizeof exp; d++)
-        el += (size_t)snprintf(exp + el, sizeof exp - el, "%s%lld", d ? "," : "",
-                               (long long)w.dims[d]);
-      jx_report_error(JX_ERR_SHAPE,
-                      "%s: array '%s' in '%s' is %s] but the tree to load into has %s]", op, name,
-                      sdir, got, exp);
+      shape_mismatch(&e, like_a, c->sdir);
+      ckpt_entry_free(&e);
       return NULL;
     }
-    jx_sharding *sh = jx_sharding_of(like_a);
-    if (sh) a = jx_device_put(a, sh); /* restore onto the mesh the caller uses now */
   }
-  return a;
+  /* the part this process needs: the box its devices hold, or all of it */
+  ckpt_box box = ckpt_box_whole(e.shape);
+  if (s) {
+    ckpt_layout l;
+    if (ckpt_layout_of(s, e.shape, &l, op)) {
+      ckpt_entry_free(&e);
+      return NULL;
+    }
+    if (!ckpt_layout_local_box(&l, jx_process_index(), &box)) box = ckpt_box_whole(e.shape);
+    ckpt_layout_free(&l);
+  }
+  size_t bytes = (size_t)ckpt_box_numel(&box) * jx_dtype_size(e.dtype);
+  void *buf = malloc(bytes ? bytes : 1);
+  if (!buf)
+    jx_report_error(JX_ERR_OUT_OF_MEMORY, "%s: out of memory for array '%s'", op, name);
+  else if (!read_box(c, &e, &box, buf)) {
+    jx_shape bs = {box.rank, {0}};
+    for (int d = 0; d < box.rank; d++) bs.dims[d] = box.size[d];
+    r = jx_array_from(e.dtype, bs, buf);
+    /* restore onto the mesh the caller uses now */
+    if (s) r = jx_array_from_process_local(s, e.shape, r);
+    if (jx_is_poisoned(r)) r = NULL;
+  }
+  free(buf);
+  ckpt_entry_free(&e);
+  return r;
 }
 
 jx_tree *jx_checkpoint_load(const char *dir, int64_t step, const jx_tree *like) {
@@ -272,23 +178,33 @@ jx_tree *jx_checkpoint_load(const char *dir, int64_t step, const jx_tree *like) 
     jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: the directory is NULL", op);
     return NULL;
   }
-  char sdir[PATH_CAP], path[FILE_CAP];
-  step_dir(sdir, dir, step);
-  cJSON *m = read_manifest(sdir, op);
-  if (!m) return NULL;
+  char sdir[CKPT_PATH_CAP], mpath[CKPT_FILE_CAP];
+  ckpt_step_dir(sdir, dir, step);
+  snprintf(mpath, sizeof mpath, "%s/" CKPT_MANIFEST, sdir);
+  if (access(mpath, F_OK) != 0) {
+    jx_report_error(JX_ERR_IO, "%s: no checkpoint at '%s': %s", op, sdir, strerror(errno));
+    return NULL;
+  }
+  cJSON *m = ckpt_read_json(mpath);
+  const cJSON *fmt = m ? cJSON_GetObjectItemCaseSensitive(m, "format") : NULL;
+  if (!m || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, CKPT_FORMAT) != 0 ||
+      !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(m, "arrays"))) {
+    cJSON_Delete(m);
+    jx_report_error(JX_ERR_CORRUPT, "%s: '%s' is corrupt: not a jx checkpoint manifest", op, mpath);
+    return NULL;
+  }
   const cJSON *ms = cJSON_GetObjectItemCaseSensitive(m, "step");
   if (!cJSON_IsNumber(ms) || (int64_t)ms->valuedouble != step) {
-    jx_report_error(JX_ERR_CORRUPT, "%s: '%s/" MANIFEST "' is for another step", op, sdir);
+    jx_report_error(JX_ERR_CORRUPT, "%s: '%s' is for another step", op, mpath);
     cJSON_Delete(m);
     return NULL;
   }
-  snprintf(path, sizeof path, "%s/" DATA_FILE, sdir);
-  jx_safetensors *f = jx_safetensors_open(path, op);
-  jx_tree *t = f ? jx_tree_create() : NULL;
+  file_cache c = {.sdir = sdir};
+  jx_tree *t = jx_tree_create();
   jx_scope_begin();
-  if (t && like) {
+  if (like) {
     for (int i = 0; i < jx_tree_size(like) && t; i++) {
-      jx_array *a = load_one(f, m, sdir, jx_tree_name(like, i), jx_tree_at(like, i), op);
+      jx_array *a = load_one(&c, m, mpath, jx_tree_name(like, i), jx_tree_at(like, i));
       if (a)
         jx_tree_set(t, jx_tree_name(like, i), a);
       else {
@@ -296,15 +212,14 @@ jx_tree *jx_checkpoint_load(const char *dir, int64_t step, const jx_tree *like) 
         t = NULL;
       }
     }
-  } else if (t) {
+  } else {
     const cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(m, "arrays")) {
       const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name");
-      jx_array *a = cJSON_IsString(n) ? load_one(f, m, sdir, n->valuestring, NULL, op) : NULL;
+      jx_array *a = cJSON_IsString(n) ? load_one(&c, m, mpath, n->valuestring, NULL) : NULL;
       if (!a) {
         if (!jx_last_status())
-          jx_report_error(JX_ERR_CORRUPT, "%s: '%s/" MANIFEST "' is corrupt: an entry has no name",
-                          op, sdir);
+          jx_report_error(JX_ERR_CORRUPT, "%s: '%s' is corrupt: an entry has no name", op, mpath);
         jx_tree_release(t);
         t = NULL;
         break;
@@ -313,67 +228,7 @@ jx_tree *jx_checkpoint_load(const char *dir, int64_t step, const jx_tree *like) 
     }
   }
   jx_scope_end();
-  jx_safetensors_close(f);
+  file_cache_close(&c);
   cJSON_Delete(m);
   return t;
-}
-
-/* ---- saving in the background ---- */
-struct jx_checkpoint_job {
-  pthread_t thread;
-  char *dir;
-  int64_t step;
-  jx_tree *tree; /* holds references to the arrays */
-  jx_status status;
-  char *message;
-};
-
-static void *save_main(void *arg) {
-  jx_checkpoint_job *j = arg;
-  j->status = jx_checkpoint_save(j->dir, j->step, j->tree);
-  if (j->status) j->message = strdup(jx_last_error());
-  jx_clear_error();
-  jx_shutdown(); /* this thread's scope and caches */
-  return NULL;
-}
-
-jx_checkpoint_job *jx_checkpoint_save_async(const char *dir, int64_t step, const jx_tree *t) {
-  if (!dir || !t) {
-    jx_report_error(JX_ERR_INVALID_ARGUMENT, "jx_checkpoint_save_async: the %s is NULL",
-                    dir ? "tree" : "directory");
-    return NULL;
-  }
-  jx_checkpoint_job *j = calloc(1, sizeof *j);
-  if (!j || !(j->dir = strdup(dir))) {
-    free(j);
-    jx_report_error(JX_ERR_OUT_OF_MEMORY, "jx_checkpoint_save_async: out of memory");
-    return NULL;
-  }
-  j->step = step;
-  jx_array **flat = malloc(sizeof *flat * (size_t)(jx_tree_size(t) + 1));
-  if (flat) {
-    jx_tree_flatten(t, flat);
-    j->tree = jx_tree_unflatten(t, flat);
-  }
-  free(flat);
-  if (!j->tree || pthread_create(&j->thread, NULL, save_main, j) != 0) {
-    jx_tree_release(j->tree);
-    free(j->dir);
-    free(j);
-    jx_report_error(JX_ERR_OUT_OF_MEMORY, "jx_checkpoint_save_async: cannot start the writer");
-    return NULL;
-  }
-  return j;
-}
-
-jx_status jx_checkpoint_wait(jx_checkpoint_job *j) {
-  if (!j) return jx_report_error(JX_ERR_INVALID_ARGUMENT, "jx_checkpoint_wait: the job is NULL");
-  pthread_join(j->thread, NULL);
-  jx_status st = j->status;
-  if (st) jx_report_error(st, "%s", j->message ? j->message : "checkpoint save failed");
-  jx_tree_release(j->tree);
-  free(j->message);
-  free(j->dir);
-  free(j);
-  return st;
 }

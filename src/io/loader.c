@@ -1,11 +1,16 @@
 /* Batch loaders: a producer thread makes batches ahead (rows gathered on
  * the host in the epoch's shuffled order, then laid out on the devices) into
- * a small ring the train loop takes from. */
+ * a small ring the train loop takes from. When the sharding's mesh spans
+ * processes, each process gathers only the part of the batch its devices
+ * hold (every process computes the same order from the seed) and the global
+ * batch is assembled with jx_array_from_process_local: no process builds
+ * the whole batch. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dataset.h"
+#include "process_box.h"
 
 enum { MAX_PREFETCH = 16 };
 
@@ -24,6 +29,10 @@ struct jx_loader {
   unsigned char *host[JX_DATASET_MAX_ARRAYS];
   size_t row_bytes[JX_DATASET_MAX_ARRAYS];
   int32_t *perm; /* the order of perm_epoch */
+  /* split: the mesh spans processes; this process builds the box
+   * [lo, hi) of each batch array (dim 0: rows of the batch) */
+  int split;
+  int64_t lo[JX_DATASET_MAX_ARRAYS][JX_MAX_RANK], hi[JX_DATASET_MAX_ARRAYS][JX_MAX_RANK];
   int64_t perm_epoch;
 
   pthread_t thread;
@@ -54,27 +63,59 @@ static jx_status order_for(jx_loader *l, int64_t epoch) {
   return JX_OK;
 }
 
+/* Array a of batch b: this process's box of it (all of it without split),
+ * rows in the epoch's order; NULL when out of memory. */
+static jx_array *local_part(jx_loader *l, int a, int64_t b) {
+  jx_array *src = l->data->arrays[a];
+  jx_shape g = jx_shape_of(src);
+  g.dims[0] = l->opt.batch;
+  int64_t r0 = l->split ? l->lo[a][0] : 0, r1 = l->split ? l->hi[a][0] : g.dims[0];
+  size_t rb = l->row_bytes[a];
+  unsigned char *buf = malloc(rb * (size_t)(r1 - r0) + 1);
+  if (!buf) {
+    jx_report_error(JX_ERR_OUT_OF_MEMORY, "jx_loader_next: out of memory");
+    return NULL;
+  }
+  const int32_t *order = l->perm + b * l->opt.batch;
+  for (int64_t i = r0; i < r1; i++)
+    memcpy(buf + rb * (size_t)(i - r0), l->host[a] + rb * (size_t)order[i], rb);
+  jx_shape rows = g;
+  rows.dims[0] = r1 - r0;
+  jx_array *x = jx_array_from(jx_dtype_of(src), rows, buf);
+  free(buf);
+  if (!l->split) return x;
+  /* the box along the other dims, when the sharding splits them too */
+  jx_shape start = JX_SHAPE(), stop = rows, step = JX_SHAPE();
+  int whole = 1;
+  start.rank = step.rank = g.rank;
+  for (int d = 0; d < g.rank; d++) {
+    start.dims[d] = d ? l->lo[a][d] : 0;
+    stop.dims[d] = d ? l->hi[a][d] : rows.dims[0];
+    step.dims[d] = 1;
+    whole &= start.dims[d] == 0 && stop.dims[d] == rows.dims[d];
+  }
+  return whole ? x : jx_slice(x, start, stop, step);
+}
+
 static void make_batch(jx_loader *l, int64_t position, slot *s) {
   memset(s, 0, sizeof *s);
   s->position = position;
-  int64_t epoch = position / l->per_epoch, b = position % l->per_epoch, B = l->opt.batch;
+  int64_t epoch = position / l->per_epoch, b = position % l->per_epoch;
   jx_status st = order_for(l, epoch);
   jx_scope_begin();
   for (int a = 0; a < l->data->n && !st; a++) {
-    jx_array *src = l->data->arrays[a];
-    size_t rb = l->row_bytes[a];
-    unsigned char *buf = malloc(rb * (size_t)B + 1);
-    if (!buf) {
-      st = jx_report_error(JX_ERR_OUT_OF_MEMORY, "jx_loader_next: out of memory");
+    jx_array *x = local_part(l, a, b);
+    if (!x) {
+      st = JX_ERR_OUT_OF_MEMORY;
       break;
     }
-    for (int64_t i = 0; i < B; i++)
-      memcpy(buf + rb * (size_t)i, l->host[a] + rb * (size_t)l->perm[b * B + i], rb);
-    jx_shape s_ = jx_shape_of(src);
-    s_.dims[0] = B;
-    jx_array *x = jx_array_from(jx_dtype_of(src), s_, buf);
-    free(buf);
-    if (l->opt.sharding) x = jx_device_put(x, l->opt.sharding);
+    if (l->split) {
+      jx_shape g = jx_shape_of(l->data->arrays[a]);
+      g.dims[0] = l->opt.batch;
+      x = jx_array_from_process_local(l->opt.sharding, g, x);
+    } else if (l->opt.sharding) {
+      x = jx_device_put(x, l->opt.sharding);
+    }
     if (jx_is_poisoned(x))
       st = jx_last_status() ? jx_last_status() : JX_ERR_POISONED;
     else
@@ -147,10 +188,21 @@ jx_loader *jx_loader_create(jx_dataset *d, const jx_loader_options *o) {
       jx_shape local;
       if (jx_sharding_shard_shape(o->sharding, s, &local)) return NULL;
     }
+  int split = o->sharding ? jx_io_sharding_spans_processes(o->sharding) : 0;
+  if (split < 0) return NULL;
   jx_loader *l = calloc(1, sizeof *l);
   if (!l) {
     jx_report_error(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
     return NULL;
+  }
+  l->split = split;
+  for (int a = 0; a < d->n && split; a++) {
+    jx_shape s = jx_shape_of(d->arrays[a]);
+    s.dims[0] = o->batch;
+    if (jx_io_process_box(o->sharding, s, l->lo[a], l->hi[a])) {
+      free(l);
+      return NULL;
+    }
   }
   l->data = d;
   l->opt = *o;
@@ -199,6 +251,12 @@ jx_status jx_loader_next(jx_loader *l, jx_array **out) {
 
 int64_t jx_loader_position(const jx_loader *l) { return l ? l->next_take : 0; }
 int64_t jx_loader_batches_per_epoch(const jx_loader *l) { return l ? l->per_epoch : 0; }
+
+int64_t jx_loader_local_rows(const jx_loader *l, int64_t *first) {
+  if (first) *first = l && l->split ? l->lo[0][0] : 0;
+  if (!l) return 0;
+  return l->split ? l->hi[0][0] - l->lo[0][0] : l->opt.batch;
+}
 
 jx_status jx_loader_seek(jx_loader *l, int64_t position) {
   if (!l || position < 0)

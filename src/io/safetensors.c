@@ -187,53 +187,72 @@ static jx_array *bad(const jx_safetensors *f, const char *name, const char *op, 
   return NULL;
 }
 
-jx_array *jx_safetensors_read(jx_safetensors *f, const char *name, uint64_t *checksum,
-                              const char *op) {
+/* A tensor's entry, checked against the file: dtype, shape, and the byte
+ * offset of its data in the data section. NULL with an error otherwise. */
+static const cJSON *tensor_info(jx_safetensors *f, const char *name, const char *op, int *dtype,
+                                jx_shape *s, uint64_t *begin) {
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(f->header, name);
-  if (!t) return bad(f, name, op, JX_ERR_INVALID_ARGUMENT, "not in the file");
+  if (!t) return bad(f, name, op, JX_ERR_CORRUPT, "not in the file"), NULL;
   const cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
   const cJSON *shape = cJSON_GetObjectItemCaseSensitive(t, "shape");
   const cJSON *off = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
-  int dtype = cJSON_IsString(dt) ? jx_safetensors_dtype_parse(dt->valuestring) : -1;
-  if (dtype < 0) return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: unknown dtype");
+  *dtype = cJSON_IsString(dt) ? jx_safetensors_dtype_parse(dt->valuestring) : -1;
+  if (*dtype < 0) return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: unknown dtype"), NULL;
   if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > JX_MAX_RANK)
-    return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: bad shape");
-  jx_shape s = {cJSON_GetArraySize(shape), {0}};
+    return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: bad shape"), NULL;
+  *s = (jx_shape){cJSON_GetArraySize(shape), {0}};
   uint64_t numel = 1;
-  for (int d = 0; d < s.rank; d++) {
+  for (int d = 0; d < s->rank; d++) {
     const cJSON *v = cJSON_GetArrayItem(shape, d);
     if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9.0e15)
-      return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: bad shape");
-    s.dims[d] = (int64_t)v->valuedouble;
-    numel *= (uint64_t)s.dims[d];
+      return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: bad shape"), NULL;
+    s->dims[d] = (int64_t)v->valuedouble;
+    numel *= (uint64_t)s->dims[d];
     if (numel > ((uint64_t)1 << 50))
-      return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: shape too large");
+      return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: shape too large"), NULL;
   }
   if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 ||
       !cJSON_IsNumber(cJSON_GetArrayItem(off, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(off, 1)))
-    return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: bad data_offsets");
+    return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: bad data_offsets"), NULL;
   double b = cJSON_GetArrayItem(off, 0)->valuedouble, e = cJSON_GetArrayItem(off, 1)->valuedouble;
-  uint64_t bytes = numel * jx_dtype_size((jx_dtype)dtype);
+  uint64_t bytes = numel * jx_dtype_size((jx_dtype)*dtype);
   if (b < 0 || e < b || (uint64_t)(e - b) != bytes)
     return bad(f, name, op, JX_ERR_CORRUPT,
-               "corrupt header: data_offsets do not match the dtype and shape");
+               "corrupt header: data_offsets do not match the dtype and shape"),
+           NULL;
   if ((uint64_t)e > f->data_size) {
     char why[200];
     snprintf(why, sizeof why, "truncated: its data ends at byte %.0f of %llu", e,
              (unsigned long long)f->data_size);
-    return bad(f, name, op, JX_ERR_CORRUPT, why);
+    return bad(f, name, op, JX_ERR_CORRUPT, why), NULL;
   }
-  void *buf = malloc(bytes ? bytes : 1);
-  if (!buf) return bad(f, name, op, JX_ERR_OUT_OF_MEMORY, "out of memory");
+  *begin = (uint64_t)b;
+  return t;
+}
+
+/* Reads n bytes at offset `at` of the data section. */
+static int read_at(jx_safetensors *f, void *buf, size_t n, uint64_t at) {
   size_t done = 0;
-  while (done < bytes) {
-    ssize_t r =
-        pread(f->fd, (char *)buf + done, bytes - done, (off_t)(f->data_start + (uint64_t)b + done));
+  while (done < n) {
+    ssize_t r = pread(f->fd, (char *)buf + done, n - done, (off_t)(f->data_start + at + done));
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
+    if (r <= 0) return 0;
     done += (size_t)r;
   }
-  if (done != bytes) {
+  return 1;
+}
+
+jx_array *jx_safetensors_read(jx_safetensors *f, const char *name, uint64_t *checksum,
+                              const char *op) {
+  int dtype;
+  jx_shape s;
+  uint64_t begin;
+  if (!tensor_info(f, name, op, &dtype, &s, &begin)) return NULL;
+  size_t bytes = jx_dtype_size((jx_dtype)dtype);
+  for (int d = 0; d < s.rank; d++) bytes *= (size_t)s.dims[d];
+  void *buf = malloc(bytes ? bytes : 1);
+  if (!buf) return bad(f, name, op, JX_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!read_at(f, buf, bytes, begin)) {
     free(buf);
     return bad(f, name, op, JX_ERR_IO, "read failed");
   }
@@ -241,4 +260,49 @@ jx_array *jx_safetensors_read(jx_safetensors *f, const char *name, uint64_t *che
   jx_array *a = jx_array_from((jx_dtype)dtype, s, buf);
   free(buf);
   return a;
+}
+
+jx_status jx_safetensors_read_box(jx_safetensors *f, const char *name, jx_dtype dt, jx_shape shape,
+                                  const int64_t *start, const int64_t *size, void *out,
+                                  uint64_t *checksum, const char *op) {
+  int dtype;
+  jx_shape s;
+  uint64_t begin;
+  if (!tensor_info(f, name, op, &dtype, &s, &begin)) return jx_last_status();
+  int same = dtype == (int)dt && s.rank == shape.rank;
+  for (int d = 0; same && d < s.rank; d++) same = s.dims[d] == shape.dims[d];
+  if (!same)
+    return bad(f, name, op, JX_ERR_CORRUPT, "its dtype or shape is not the one the manifest says"),
+           jx_last_status();
+  for (int d = 0; d < s.rank; d++)
+    if (start[d] < 0 || size[d] < 0 || start[d] + size[d] > s.dims[d])
+      return bad(f, name, op, JX_ERR_INVALID_ARGUMENT, "the box to read lies outside it"),
+             jx_last_status();
+  size_t es = jx_dtype_size(dt);
+  int64_t numel = 1;
+  for (int d = 0; d < s.rank; d++) numel *= size[d];
+  if (numel == 0) {
+    if (checksum) *checksum = jx_checksum_bytes(out, 0);
+    return JX_OK;
+  }
+  /* dims k+1.. are read whole, so each index of dims ..k-1 is one contiguous run */
+  int k = s.rank - 1;
+  while (k > 0 && size[k] == s.dims[k]) k--;
+  int64_t inner = 1;
+  for (int d = k + 1; d < s.rank; d++) inner *= s.dims[d];
+  size_t run = (size_t)((k >= 0 ? size[k] : 1) * inner) * es;
+  int64_t idx[JX_MAX_RANK] = {0};
+  char *dst = out;
+  for (;;) {
+    int64_t off = 0;
+    for (int d = 0; d < s.rank; d++) off = off * s.dims[d] + start[d] + (d < k ? idx[d] : 0);
+    if (!read_at(f, dst, run, begin + (uint64_t)off * es))
+      return bad(f, name, op, JX_ERR_IO, "read failed"), jx_last_status();
+    dst += run;
+    int d = k - 1;
+    while (d >= 0 && ++idx[d] == size[d]) idx[d--] = 0;
+    if (d < 0) break;
+  }
+  if (checksum) *checksum = jx_checksum_bytes(out, (size_t)numel * es);
+  return JX_OK;
 }

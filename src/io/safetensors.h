@@ -24,6 +24,15 @@ const char *jx_safetensors_name(const jx_safetensors *f, int i);
 jx_array *jx_safetensors_read(jx_safetensors *f, const char *name, uint64_t *checksum,
                               const char *op);
 
+/* Reads the box [start, start + size) of tensor name into out (row-major,
+ * the box's own shape), with preads of only the rows it needs. The tensor
+ * must have dtype dt and shape `shape`, else an error naming the file and
+ * tensor. *checksum (when not NULL) gets the hash of the bytes read: the
+ * tensor's checksum when the box is all of it. */
+jx_status jx_safetensors_read_box(jx_safetensors *f, const char *name, jx_dtype dt, jx_shape shape,
+                                  const int64_t *start, const int64_t *size, void *out,
+                                  uint64_t *checksum, const char *op);
+
 /* Writes all n bytes to fd (retrying short writes and EINTR); 0 on failure
  * (errno says why). */
 int jx_write_all(int fd, const void *buf, size_t n);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn_util.h"
+#include "mixed_precision.h"
 
 #define GPT_EPS 1e-5
 
@@ -21,13 +21,14 @@ static int check_config(const char *fn, const jx_gpt_config *c) {
     return 0;
   }
   if (c->vocab < 1 || c->n_layers < 0 || c->d_model < 1 || c->n_heads < 1 || c->context < 1 ||
-      c->mlp_ratio < 1 || c->d_model % c->n_heads) {
+      c->mlp_ratio < 1 || c->d_model % c->n_heads || !nn_valid_compute_dtype(c->compute_dtype)) {
     jx_report_error(JX_ERR_INVALID_ARGUMENT,
                     "%s: bad config (vocab %lld, n_layers %lld, d_model %lld, n_heads %lld, "
-                    "context %lld, mlp_ratio %lld): sizes must be positive and n_heads must "
-                    "divide d_model",
+                    "context %lld, mlp_ratio %lld, compute_dtype %s): sizes must be positive, "
+                    "n_heads must divide d_model and compute_dtype be 0 or a float dtype",
                     fn, (long long)c->vocab, (long long)c->n_layers, (long long)c->d_model,
-                    (long long)c->n_heads, (long long)c->context, (long long)c->mlp_ratio);
+                    (long long)c->n_heads, (long long)c->context, (long long)c->mlp_ratio,
+                    c->compute_dtype ? jx_dtype_name(c->compute_dtype) : "0");
     return 0;
   }
   return 1;
@@ -136,6 +137,13 @@ jx_array *jx_gpt_forward(const jx_gpt_config *c, const jx_tree *params, jx_array
   jx_array *wte = nn_param(fn, params, "", "wte", 2, (int64_t[]){c->vocab, d}, 0, &ok);
   jx_array *wpe = nn_param(fn, params, "", "wpe", 2, (int64_t[]){c->context, d}, 0, &ok);
   if (!ok) return nn_fail();
+  /* mixed precision: every layer reads the compute-dtype casts */
+  jx_tree *cast = c->compute_dtype ? jx_tree_cast(params, c->compute_dtype) : NULL;
+  if (cast) {
+    params = cast;
+    wte = jx_tree_get(cast, "wte");
+    wpe = jx_tree_get(cast, "wpe");
+  }
   jx_array *pos = jx_slice(wpe, JX_SHAPE(0, 0), JX_SHAPE(T, d), JX_SHAPE());
   jx_array *h = jx_add(jx_take(wte, tokens, 0), pos);
   for (int64_t i = 0; i < c->n_layers; i++) {
@@ -143,13 +151,18 @@ jx_array *jx_gpt_forward(const jx_gpt_config *c, const jx_tree *params, jx_array
     h = jx_transformer_block(params, name, h, (int)c->n_heads, GPT_EPS);
   }
   h = jx_layer_norm(params, "ln_f", h, GPT_EPS);
-  return jx_dot_general(h, wte, JX_AXES(2), JX_AXES(1), JX_AXES(), JX_AXES());
+  jx_array *logits = jx_dot_general(h, wte, JX_AXES(2), JX_AXES(1), JX_AXES(), JX_AXES());
+  jx_tree_release(cast);
+  return logits;
 }
 
 jx_array *jx_gpt_loss(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens,
                       jx_array *targets) {
   jx_array *logits = jx_gpt_forward(c, params, tokens);
   if (jx_is_poisoned(logits)) return logits;
+  /* the log-sum-exp over the vocabulary and the mean in f32, as mixed
+   * precision recipes do: bf16's 8 bits would round the loss itself */
+  if (nn_is_low_float(jx_dtype_of(logits))) logits = jx_astype(logits, JX_F32);
   return jx_mean(jx_softmax_cross_entropy(logits, targets, 0), JX_AXES(), 0);
 }
 

@@ -1,15 +1,18 @@
 /* jx_train_step: value_and_grad of a loss with respect to a parameter tree,
- * then the optimizer's update, as one function of flattened trees. */
+ * then the optimizer's update, as one function of flattened trees; with a
+ * compute dtype, the loss runs on bf16 casts of the f32 parameters (mixed
+ * precision). */
 #include <stdlib.h>
 #include <string.h>
 
-#include <jx/jx.h>
+#include "mixed_precision.h"
 
 typedef struct {
   jx_fn *value_and_grad; /* (params..., data...) -> (loss, grads...) */
   jx_optimizer *opt;
   int np, ns, ndata;
-  char **names; /* np parameter names, then ns state names */
+  char **names;           /* np parameter names, then ns state names */
+  jx_dtype compute_dtype; /* 0: none */
 } step_ctx;
 
 static void free_step(void *p) {
@@ -38,9 +41,16 @@ static void step_body(void *ctx, jx_array *const *in, jx_array **out) {
     free(vg);
     return;
   }
-  for (int i = 0; i < c->np; i++) args[i] = in[i];
-  for (int i = 0; i < c->ndata; i++) args[c->np + i] = in[c->np + c->ns + i];
+  /* Mixed precision: differentiating through the casts would give the
+   * same f32 gradients as casting the compute-dtype gradients back here
+   * (the transpose of a cast is the cast back), which is what we do. */
+  for (int i = 0; i < c->np; i++) args[i] = nn_cast_float(in[i], c->compute_dtype);
+  for (int i = 0; i < c->ndata; i++)
+    args[c->np + i] = nn_cast_float(in[c->np + c->ns + i], c->compute_dtype);
   if (jx_call(c->value_and_grad, args, vg) == JX_OK) {
+    if (c->compute_dtype && nn_is_low_float(jx_dtype_of(vg[0]))) vg[0] = jx_astype(vg[0], JX_F32);
+    for (int i = 0; c->compute_dtype && i < c->np; i++)
+      vg[1 + i] = nn_cast_float(vg[1 + i], jx_dtype_of(in[i]));
     jx_tree *params = tree_of(c->names, c->np, in);
     jx_tree *state = tree_of(c->names + c->np, c->ns, in + c->np);
     jx_tree *grads = tree_of(c->names, c->np, vg + 1);
@@ -58,7 +68,19 @@ static void step_body(void *ctx, jx_array *const *in, jx_array **out) {
 
 jx_fn *jx_train_step(jx_fn *loss, const jx_tree *params_like, const jx_tree *state_like,
                      jx_optimizer *opt) {
+  return jx_train_step_with(loss, params_like, state_like, opt, NULL);
+}
+
+jx_fn *jx_train_step_with(jx_fn *loss, const jx_tree *params_like, const jx_tree *state_like,
+                          jx_optimizer *opt, const jx_train_step_options *o) {
   int np = jx_tree_size(params_like), ns = jx_tree_size(state_like);
+  jx_dtype compute = o ? o->compute_dtype : 0;
+  if (!nn_valid_compute_dtype(compute)) {
+    jx_report_error(JX_ERR_DTYPE,
+                    "jx_train_step: compute dtype %s is not a float dtype (or 0 for none)",
+                    jx_dtype_name(compute));
+    return NULL;
+  }
   if (!loss || !opt || np < 1 || jx_fn_nin(loss) < np) {
     jx_report_error(JX_ERR_INVALID_ARGUMENT,
                     "jx_train_step: needs a loss taking the %d parameters first, parameter and "
@@ -73,6 +95,7 @@ jx_fn *jx_train_step(jx_fn *loss, const jx_tree *params_like, const jx_tree *sta
     return NULL;
   }
   c->opt = opt;
+  c->compute_dtype = compute;
   c->np = np;
   c->ns = ns;
   c->ndata = jx_fn_nin(loss) - np;

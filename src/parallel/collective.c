@@ -18,6 +18,8 @@
  * device). psum, pmax and pmin keep their operand's shape and need no size. */
 #include "collective.h"
 
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -364,6 +366,130 @@ static jx_status impl(kind k, infer_fn infer, const char *op, const jx_params *p
   if (out[0]->poisoned) return jx_last_status();
   jx_tensor x = {in[0]->buf->data, a.dtype, a.shape}, y = {out[0]->buf->data, o.dtype, o.shape};
   return run(k, p, &x, &y, op);
+}
+
+/* ---- started now, finished later ----
+ * The jit's executor starts a collective where the program has it and
+ * finishes it where its result is first read, so the device computes what
+ * lies between while the data moves (on the rank's helper thread of the
+ * communicator). Only exchanges that read and write the arrays in place go
+ * this way: all-reduces, permutes, and gathers and scatters along the
+ * leading dim; the rest need packing around the exchange and run as usual,
+ * as do groups that span processes (collectives over MPI must be issued in
+ * one order on every process, which the device threads' program order gives). */
+struct jx_collective_pending {
+  jx_comm_request *req;
+  jx_array *in; /* kept alive while the exchange reads it */
+  const char *op;
+  double bytes;
+  char group[128];
+};
+
+static atomic_long async_started;
+
+long jx_collective_async_started(void) { return atomic_load(&async_started); }
+
+static int async_enabled(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *v = getenv("JX_ASYNC_COLLECTIVES");
+    on = !(v && strcmp(v, "0") == 0);
+  }
+  return on;
+}
+
+int jx_collective_start(const jx_prim *prim, const jx_params *p, jx_array *in, jx_array **out,
+                        jx_collective_pending **pending) {
+  *pending = NULL;
+  kind k;
+  infer_fn infer;
+  if (prim == &jx_prim_psum || prim == &jx_prim_pmax || prim == &jx_prim_pmin) {
+    k = prim == &jx_prim_psum ? K_PSUM : prim == &jx_prim_pmax ? K_PMAX : K_PMIN;
+    infer = prim == &jx_prim_psum ? infer_psum : prim == &jx_prim_pmax ? infer_pmax : infer_pmin;
+  } else if (prim == &jx_prim_ppermute) {
+    k = K_PPERMUTE, infer = infer_ppermute;
+  } else if (prim == &jx_prim_all_gather && p->i[0] == 0) {
+    k = K_ALL_GATHER, infer = infer_all_gather;
+  } else if (prim == &jx_prim_psum_scatter && p->i[0] == 0) {
+    k = K_PSUM_SCATTER, infer = infer_psum_scatter;
+  } else {
+    return 0;
+  }
+  if (!async_enabled() || !jx_spmd_current()) return 0;
+  const char *op = jx_collective_public_name(prim->name);
+  if (jx_array_ready(in)) return -1;
+  jx_aval a = {in->dtype, in->weak, in->shape}, o;
+  if (infer(p, 1, &a, 1, &o)) return -1;
+  size_t count = (size_t)jx_shape_numel(a.shape);
+  if (count == 0 || jx_shape_numel(o.shape) == 0) return 0; /* nothing moves */
+  int rank = 0;
+  jx_comm *c = jx_spmd_comm(p->l[0].v, p->l[0].n, op, &rank);
+  if (!c) return -1;
+  if (!jx_comm_runs_ahead(c)) return 0; /* over MPI: in program order, as it stands */
+  int64_t n = jx_comm_size(c);
+  int64_t want = k == K_PPERMUTE ? p->i[1] : k >= K_ALL_GATHER ? p->i[2] : 0;
+  if (want > 0 && want != n) return 0; /* the synchronous path reports it */
+  jx_collective_pending *h = calloc(1, sizeof *h);
+  jx_array *y = h ? jx_array_alloc(o.dtype, o.shape, o.weak) : NULL;
+  if (!h || y->poisoned) {
+    free(h);
+    if (!jx_last_status()) jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    return -1;
+  }
+  void *src = in->buf->data, *dst = y->buf->data;
+  switch (k) {
+  case K_PSUM:
+  case K_PMAX:
+  case K_PMIN: {
+    jx_reduce_op r = k == K_PSUM ? JX_REDUCE_SUM : k == K_PMAX ? JX_REDUCE_MAX : JX_REDUCE_MIN;
+    h->req = jx_comm_start_all_reduce(c, rank, src, dst, count, a.dtype, r);
+    break;
+  }
+  case K_PPERMUTE: {
+    const int64_t *pairs;
+    int npairs, from = -1, to = -1;
+    if (jx_ppermute_pairs(p, n, op, &pairs, &npairs)) {
+      free(h);
+      return -1;
+    }
+    for (int q = 0; q < npairs; q++) {
+      if (pairs[2 * q] == rank) to = (int)pairs[2 * q + 1];
+      if (pairs[2 * q + 1] == rank) from = (int)pairs[2 * q];
+    }
+    h->req = jx_comm_start_permute(c, rank, src, dst, count, a.dtype, to, from);
+    break;
+  }
+  case K_ALL_GATHER: h->req = jx_comm_start_all_gather(c, rank, src, dst, count, a.dtype); break;
+  default: /* K_PSUM_SCATTER */
+    h->req =
+        jx_comm_start_reduce_scatter(c, rank, src, dst, count / (size_t)n, a.dtype, JX_REDUCE_SUM);
+  }
+  if (!h->req) {
+    free(h);
+    return -1; /* the start recorded why */
+  }
+  h->in = jx_keep(in);
+  h->op = op;
+  h->bytes = (double)count * (double)jx_dtype_size(a.dtype);
+  for (int i = 0, len = 0; i < p->l[0].n && len < (int)sizeof h->group; i++)
+    len += snprintf(h->group + len, sizeof h->group - (size_t)len, "%s%s", i ? "," : "",
+                    jx_axis_name((int)p->l[0].v[i]));
+  *out = y;
+  *pending = h;
+  atomic_fetch_add(&async_started, 1);
+  return 1;
+}
+
+jx_status jx_collective_finish(jx_collective_pending *h) {
+  if (!h) return JX_OK;
+  const jx_spmd_ctx *ctx = jx_spmd_current();
+  double t0 = jx_debug_flags & JX_DEBUG_PROFILE ? jx_prof_now() : 0;
+  jx_status st = jx_comm_wait(h->req, ctx ? ctx->timeout_s : 0);
+  if (jx_debug_flags & JX_DEBUG_PROFILE) /* the time the device waited for it */
+    jx_prof_collective(h->op + 3, t0, jx_prof_now(), h->bytes, "started ahead (async)", h->group);
+  jx_release(h->in);
+  free(h);
+  return st;
 }
 
 /* The kernel form, for callers that run kernels directly: the same

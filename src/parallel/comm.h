@@ -87,6 +87,9 @@ jx_comm_request *jx_comm_start_barrier(jx_comm *c, int rank);
 /* Waits for r to finish and frees it; records r's error in this thread. NULL: records
  * an error (the failed start already recorded one in the starting thread). */
 jx_status jx_comm_wait(jx_comm_request *r, double timeout_s);
+/* 1 when c's start_* forms return before the exchange is done (the local
+ * engine's helper threads), 0 when they run it at once (another engine). */
+int jx_comm_runs_ahead(const jx_comm *c);
 
 /* ---- engines other than `local` ----
  * A communicator may hand its collectives to another engine: the entry points above check the
@@ -113,7 +116,8 @@ typedef struct {
 } jx_comm_op;
 typedef struct {
   void *self;
-  /* 0, or an error code and the reason in msg (the caller records it) */
+  /* 0, or an error code and the reason in msg (the caller records it); timeout_s <= 0:
+   * the engine's default deadline */
   jx_status (*run)(void *self, int rank, const jx_comm_op *op, double timeout_s, char *msg,
                    size_t cap);
   void (*destroy)(void *self); /* when the communicator goes */
@@ -125,7 +129,10 @@ jx_comm *jx_comm_engine_create(int n, const char *label, const int *device_ids, 
  * device_process[r]; the ranks of this process meet in shared memory, and
  * one of them (the one with the lowest device id) exchanges the process's
  * share with the other processes over mc (the MPI communicator of the
- * group's processes, ordered by process index). */
+ * group's processes, ordered by process index). A process with one rank in
+ * the group calls MPI at once; reduce_scatter, all_gather, all_to_all and
+ * broadcast use MPI's own operations (reduce_scatter: local reduction, MPI
+ * reduce-scatter among the processes, local scatter). */
 struct jx_mpi_comm;
 jx_comm *jx_comm_hier_create(int n, const char *label, const int *device_ids,
                              const int *device_process, int this_process, struct jx_mpi_comm *mc);

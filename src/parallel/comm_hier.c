@@ -31,6 +31,7 @@ typedef struct {
   int *pidx;          /* per rank: its process's MPI rank */
   int *porder, *ppos; /* ranks by (process, rank); rank -> place there */
   int *pcount;        /* ranks per MPI rank */
+  int me, pfirst;     /* this process's MPI rank; its first place in porder */
   jx_comm *local;
   struct jx_mpi_comm *mc;
   const jx_comm_op **slot; /* per local index: the call of this round */
@@ -93,37 +94,44 @@ static jx_status mpi(hier *h, const jx_mpi_op *o, double timeout_s, char *msg, s
   return st;
 }
 
-/* The reduction of n_elems elements at offset off of every rank's send, into buf
+/* buf[0..len) (dt, or f32 for f16/bf16) = the local ranks' send[off..off+len) reduced */
+static jx_status reduce_local(hier *h, size_t off, size_t len, void *buf, char *msg, size_t cap) {
+  const jx_comm_op *o = h->slot[h->leader];
+  size_t es = jx_dtype_size(o->dt);
+  if (half(o->dt)) {
+    reduce_half_local(h, o->op, off, len, buf);
+    return JX_OK;
+  }
+  if (h->nl == 1) {
+    const char *src = (const char *)h->slot[0]->send + off * es;
+    if (src != buf) memcpy(buf, src, len * es);
+    return JX_OK;
+  }
+  const char **srcs = malloc(sizeof *srcs * (size_t)h->nl);
+  if (!srcs) {
+    snprintf(msg, cap, "out of memory");
+    return JX_ERR_OUT_OF_MEMORY;
+  }
+  for (int l = 0; l < h->nl; l++) srcs[l] = (const char *)h->slot[l]->send + off * es;
+  char *dst = buf;
+  jx_comm_reduce_range(o->dt, o->op, srcs, h->nl, &dst, 1, len, 0);
+  free(srcs);
+  return JX_OK;
+}
+
+/* The reduction of len elements at offset off of every rank's send, into buf
  * (dt, or f32 for f16/bf16): local first, then over MPI. */
 static jx_status reduce_all(hier *h, size_t off, size_t len, void *buf, double t, char *msg,
                             size_t cap) {
   const jx_comm_op *o = h->slot[h->leader];
-  size_t es = jx_dtype_size(o->dt);
   jx_mpi_op m = {.kind = JX_MPI_ALLREDUCE,
-                 .dtype = o->dt,
+                 .dtype = half(o->dt) ? JX_F32 : o->dt,
                  .op = (int)o->op,
                  .count = len,
                  .send = buf,
                  .recv = buf};
-  if (half(o->dt)) {
-    reduce_half_local(h, o->op, off, len, buf);
-    m.dtype = JX_F32;
-  } else {
-    const char **srcs = malloc(sizeof *srcs * (size_t)h->nl);
-    if (!srcs) {
-      snprintf(msg, cap, "out of memory");
-      return JX_ERR_OUT_OF_MEMORY;
-    }
-    for (int l = 0; l < h->nl; l++) srcs[l] = (const char *)h->slot[l]->send + off * es;
-    char *dst = buf;
-    if (h->nl == 1) {
-      if (srcs[0] != dst) memcpy(dst, srcs[0], len * es);
-    } else {
-      jx_comm_reduce_range(o->dt, o->op, srcs, h->nl, &dst, 1, len, 0);
-    }
-    free(srcs);
-  }
-  return mpi(h, &m, t, msg, cap);
+  jx_status st = reduce_local(h, off, len, buf, msg, cap);
+  return st ? st : mpi(h, &m, t, msg, cap);
 }
 
 /* Writes block `from` of the reduced buffer (dt or f32) to dst as dt. */
@@ -169,12 +177,46 @@ static jx_status leader_work(hier *h, double t, char *msg, size_t cap) {
     return JX_OK;
   }
   case JX_COMM_REDUCE_SCATTER: {
-    void *buf = stage(h, (size_t)n * cnt * wes);
-    if (!buf) break;
-    jx_status st = reduce_all(h, 0, (size_t)n * cnt, buf, t, msg, cap);
+    /* local reduction of every block, laid out by process (porder), so that process i's
+     * blocks are contiguous; MPI reduce-scatter in place gives this process its blocks */
+    size_t mine = (size_t)h->pcount[h->me] * cnt;
+    int64_t *rc = malloc(sizeof *rc * (size_t)h->np);
+    char *buf = rc ? stage(h, (size_t)n * cnt * wes) : NULL;
+    int fits = 1;
+    for (int i = 0; i < h->np && rc; i++) {
+      rc[i] = (int64_t)((size_t)h->pcount[i] * cnt);
+      fits &= (size_t)h->pcount[i] * cnt <= 0x7fffffff;
+    }
+    if (!buf) {
+      free(rc);
+      break;
+    }
+    jx_status st = JX_OK;
+    if (!fits) { /* beyond MPI's int counts: the whole reduction, then each rank's block */
+      free(rc);
+      st = reduce_all(h, 0, (size_t)n * cnt, buf, t, msg, cap);
+      if (st) return st;
+      for (int l = 0; l < h->nl; l++)
+        put_result(o->dt, buf, (size_t)h->lrank[l] * cnt, cnt, h->slot[l]->recv);
+      return JX_OK;
+    }
+    for (int k = 0; k < n && !st; k++)
+      st = reduce_local(h, (size_t)h->porder[k] * cnt, cnt, buf + (size_t)k * cnt * wes, msg, cap);
+    jx_mpi_op m = {.kind = JX_MPI_REDUCE_SCATTER,
+                   .dtype = half(o->dt) ? JX_F32 : o->dt,
+                   .op = (int)o->op,
+                   .count = mine,
+                   .send = NULL,
+                   .recv = buf,
+                   .rcounts = rc};
+    if (!st) st = mpi(h, &m, t, msg, cap);
+    free(rc);
     if (st) return st;
-    for (int l = 0; l < h->nl; l++)
-      put_result(o->dt, buf, (size_t)h->lrank[l] * cnt, cnt, h->slot[l]->recv);
+    /* this process's blocks arrive in rank order (porder within the process) */
+    for (int l = 0; l < h->nl; l++) {
+      int q = h->lrank[l];
+      put_result(o->dt, buf, (size_t)(h->ppos[q] - h->pfirst) * cnt, cnt, h->slot[l]->recv);
+    }
     return JX_OK;
   }
   case JX_COMM_ALL_GATHER: {
@@ -301,8 +343,10 @@ static jx_status hier_run(void *self, int rank, const jx_comm_op *op, double t, 
              h->label, rank, h->dev[rank], h->proc[rank]);
     return JX_ERR_INVALID_ARGUMENT;
   }
+  if (t <= 0) t = jx_dist_timeout();
   h->slot[l] = op;
-  jx_status st = jx_comm_barrier(h->local, l, t);
+  /* the only local rank needs no meeting: it does the process's part at once */
+  jx_status st = h->nl == 1 ? JX_OK : jx_comm_barrier(h->local, l, t);
   if (st) {
     snprintf(msg, cap, "%s", jx_last_error());
     return st;
@@ -318,7 +362,7 @@ static jx_status hier_run(void *self, int rank, const jx_comm_op *op, double t, 
                h->label, h->n, h->np, m);
   }
   /* the others wait for the leader, whose MPI part has its own deadline */
-  st = jx_comm_barrier(h->local, l, l == h->leader ? t : 2 * t + 10);
+  if (h->nl > 1) st = jx_comm_barrier(h->local, l, l == h->leader ? t : 2 * t + 10);
   if (st) {
     snprintf(msg, cap, "%s", jx_last_error());
     return st;
@@ -375,9 +419,12 @@ jx_comm *jx_comm_hier_create(int n, const char *label, const int *device_ids,
   for (int i = 0; i < h->np; i++)
     for (int r = 0; r < n; r++)
       if (h->pidx[r] == i) {
+        if (h->proc[r] == me && (!k || h->pidx[h->porder[k - 1]] != i)) h->pfirst = k;
         h->ppos[r] = k;
         h->porder[k++] = r;
       }
+  for (int i = 0; i < h->np; i++)
+    if (h->procs[i] == me) h->me = i;
   int *ldev = malloc(sizeof *ldev * (size_t)(h->nl ? h->nl : 1));
   h->slot = calloc((size_t)(h->nl ? h->nl : 1), sizeof *h->slot);
   if (ldev)

@@ -207,6 +207,8 @@ void jx_comm_release(jx_comm *c) {
   if (c && atomic_fetch_sub(&c->refs, 1) == 1) destroy(c);
 }
 
+int jx_comm_runs_ahead(const jx_comm *c) { return c && !c->engine.run; }
+
 int jx_comm_size(const jx_comm *c) { return c ? c->n : 0; }
 const char *jx_comm_label(const jx_comm *c) { return c ? c->label : ""; }
 
@@ -479,33 +481,42 @@ static jx_status check_call(jx_comm *c, int rank, const desc *d, char *msg) {
     return JX_ERR_INVALID_ARGUMENT;
   }
   char pre[MSG / 4];
-  prefix(c, d->k, pre, sizeof pre);
   jx_status st = JX_ERR_INVALID_ARGUMENT;
   if (rank < 0 || rank >= c->n) {
+    prefix(c, d->k, pre, sizeof pre);
     snprintf(msg, MSG, "%s: rank %d is out of range [0, %d)", pre, rank, c->n);
     goto bad;
   }
-  snprintf(msg, MSG, "%s: rank %d (device %d) ", pre, rank, c->dev[rank]);
-  size_t es = jx_dtype_size(d->dt);
+  size_t es = jx_dtype_valid(d->dt) ? jx_dtype_size(d->dt) : 1;
   size_t blocks =
       (d->k == K_REDUCE_SCATTER || d->k == K_ALL_GATHER || d->k == K_ALL_TO_ALL) ? (size_t)c->n : 1;
-  if (!jx_dtype_valid(d->dt)) {
+  /* which check fails (0: none); the message is written only then, as it costs more
+   * than a small collective */
+  int why = !jx_dtype_valid(d->dt)                                    ? 1
+            : reduces(d->k) && (unsigned)d->op > JX_REDUCE_MIN        ? 2
+            : d->count > SIZE_MAX / 2 / es / blocks                   ? 3
+            : d->k == K_BROADCAST && (d->root < 0 || d->root >= c->n) ? 4
+            : d->k == K_PERMUTE && (d->dst < -1 || d->dst >= c->n || d->src < -1 || d->src >= c->n)
+                ? 5
+            : d->k != K_BARRIER && d->count > 0 &&
+                    (!d->recv || (!d->send && (d->k != K_PERMUTE || d->dst >= 0)))
+                ? 6
+                : 0;
+  if (!why) return JX_OK;
+  prefix(c, d->k, pre, sizeof pre);
+  snprintf(msg, MSG, "%s: rank %d (device %d) ", pre, rank, c->dev[rank]);
+  switch (why) {
+  case 1:
     put(msg, MSG, "passed an invalid dtype %d", (int)d->dt);
     st = JX_ERR_DTYPE;
-  } else if (reduces(d->k) && (unsigned)d->op > JX_REDUCE_MIN) {
-    put(msg, MSG, "passed an invalid reduction op %d", (int)d->op);
-  } else if (d->count > SIZE_MAX / 2 / es / blocks) {
-    put(msg, MSG, "passed count %zu, too large for memory", d->count);
-  } else if (d->k == K_BROADCAST && (d->root < 0 || d->root >= c->n)) {
-    put(msg, MSG, "passed root %d, out of range [0, %d)", d->root, c->n);
-  } else if (d->k == K_PERMUTE &&
-             (d->dst < -1 || d->dst >= c->n || d->src < -1 || d->src >= c->n)) {
+    break;
+  case 2: put(msg, MSG, "passed an invalid reduction op %d", (int)d->op); break;
+  case 3: put(msg, MSG, "passed count %zu, too large for memory", d->count); break;
+  case 4: put(msg, MSG, "passed root %d, out of range [0, %d)", d->root, c->n); break;
+  case 5:
     put(msg, MSG, "passed dst %d, src %d; each must be -1 or in [0, %d)", d->dst, d->src, c->n);
-  } else if (d->k != K_BARRIER && d->count > 0 &&
-             (!d->recv || (!d->send && (d->k != K_PERMUTE || d->dst >= 0)))) {
-    put(msg, MSG, "passed a NULL buffer with count %zu", d->count);
-  } else {
-    return JX_OK;
+    break;
+  default: put(msg, MSG, "passed a NULL buffer with count %zu", d->count); break;
   }
 bad:
   pthread_mutex_lock(&c->mu);
@@ -515,6 +526,14 @@ bad:
 }
 
 /* ---- asynchronous requests ---- */
+
+/* Another engine's collective, on the calling thread (timeout_s <= 0: the engine's default). */
+static jx_status run_engine(jx_comm *c, int rank, const desc *d, double timeout_s, char *msg) {
+  jx_comm_op op = {
+      (jx_comm_kind)d->k, d->dt, d->op, d->count, d->root, d->dst, d->src, d->send, d->recv};
+  msg[0] = 0;
+  return c->engine.run(c->engine.self, rank, &op, timeout_s, msg, MSG); /* <= 0: its default */
+}
 
 static void *rank_worker(void *arg) {
   rank_queue *q = arg;
@@ -606,19 +625,14 @@ jx_status jx_comm_wait(jx_comm_request *r, double timeout_s) {
   return st;
 }
 
-/* Another engine's collective, on the calling thread. */
-static jx_status run_engine(jx_comm *c, int rank, const desc *d, double timeout_s, char *msg) {
-  jx_comm_op op = {
-      (jx_comm_kind)d->k, d->dt, d->op, d->count, d->root, d->dst, d->src, d->send, d->recv};
-  msg[0] = 0;
-  return c->engine.run(c->engine.self, rank, &op,
-                       timeout_s > 0 ? timeout_s : jx_comm_default_timeout(), msg, MSG);
-}
-
+/* Another engine's collective runs at once and start returns it finished:
+ * collectives over MPI must be issued in one order on every process, across
+ * all communicators, which the device threads' program order gives and
+ * per-communicator helper threads would not. */
 static jx_comm_request *start(jx_comm *c, int rank, const desc *d) {
   char msg[MSG];
   jx_status st = check_call(c, rank, d, msg);
-  if (!st && c->engine.run) { /* runs now; wait returns its result */
+  if (!st && c->engine.run) {
     jx_comm_request *r = calloc(1, sizeof *r);
     if (!r) {
       jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_comm_start_%s: out of memory", kind_names[d->k]);

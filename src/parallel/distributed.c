@@ -110,6 +110,8 @@ jx_status jx_distributed_initialize(const jx_distributed_options *opts) {
                           "one (mpirun, srun); run it under one",
                           op, opts->num_processes);
   }
+  /* read once: a collective's default deadline costs no environment lookup */
+  timeout_default = jx_comm_default_timeout();
   if (opts && opts->timeout_s > 0) {
     timeout_default = opts->timeout_s;
     char v[64];
@@ -279,7 +281,9 @@ jx_array *jx_process_allgather(jx_array *a) {
   jx_array *r = jx_array_alloc(a->dtype, a->shape, a->weak);
   if (r->poisoned) return r;
   size_t es = jx_dtype_size(a->dtype), total = (size_t)jx_shape_numel(a->shape) * es;
-  if (!a->shards || jx_shards_addressable(a->shards)) {
+  /* the same choice on every process: a process that holds every block still
+   * sends its part to those that do not */
+  if (!a->shards || jx_shards_addressable_everywhere(a->shards)) {
     if (jx_array_ready(a)) return jx_poison();
     if (total) memcpy(jx_array_data(r), jx_array_data(a), total);
     return r;

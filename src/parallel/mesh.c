@@ -272,6 +272,16 @@ int64_t jx_mesh_axis_size(const jx_mesh *m, const char *name) {
 }
 int jx_mesh_device_count(const jx_mesh *m) { return m ? m->ndev : 0; }
 
+int jx_mesh_device_at(const jx_mesh *m, int position) {
+  if (!m || position < 0 || position >= m->ndev) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "jx_mesh_device_at: position %d is outside a mesh of %d devices", position,
+                 m ? m->ndev : 0);
+    return -1;
+  }
+  return m->device[position];
+}
+
 void jx_mesh_coords(const jx_mesh *m, int p, int64_t *coords) {
   for (int i = m->ndim - 1; i >= 0; i--) {
     coords[i] = p % m->size[i];

@@ -1,18 +1,19 @@
 /* The interface between libjx and its MPI plugin (libjx_mpi.so), which libjx
  * opens with dlopen in jx_distributed_initialize (ARCHITECTURE.md decision
- * 10): the core links no MPI. The plugin runs one thread that makes every MPI
- * call of the process (MPI_THREAD_FUNNELED); the functions below hand it work
- * and wait for the answer. Every wait has a deadline: the MPI thread starts
- * non-blocking operations and polls them until they finish or the deadline
- * passes. This header is C only, shared by both sides; bump JX_MPI_ABI on any
- * change. */
+ * 10): the core links no MPI. With MPI_THREAD_MULTIPLE the calling thread
+ * makes a collective's MPI calls itself; otherwise one thread of the plugin
+ * makes every MPI call of the process (MPI_THREAD_FUNNELED) and the functions
+ * below hand it work and wait for the answer. Every wait has a deadline:
+ * operations start non-blocking and are polled until they finish or the
+ * deadline passes. This header is C only, shared by both sides; bump
+ * JX_MPI_ABI on any change. */
 #ifndef JX_SRC_PARALLEL_MPI_PLUGIN_H
 #define JX_SRC_PARALLEL_MPI_PLUGIN_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define JX_MPI_ABI           1
+#define JX_MPI_ABI           2
 #define JX_MPI_PLUGIN_SYMBOL "jx_mpi_plugin_api"
 #define JX_MPI_MSG           1024
 
@@ -26,7 +27,11 @@ enum {
   JX_MPI_ALLGATHERV, /* send[rcounts[me]] -> recv at rdispls[q] (send NULL: in place) */
   JX_MPI_BCAST,      /* recv[count] of member root -> every member's recv */
   JX_MPI_BARRIER,
-  JX_MPI_ALLTOALLV /* send at sdispls[q] (scounts[q]) -> recv at rdispls[q] (rcounts[q]) */
+  JX_MPI_ALLTOALLV, /* send at sdispls[q] (scounts[q]) -> recv at rdispls[q] (rcounts[q]) */
+  /* send[sum of rcounts] -> recv[rcounts[me]]: member q gets its block (rcounts[q] elements,
+   * in member order) of the elementwise reduction (send NULL: in place, recv holds the input
+   * and gets the result at its start) */
+  JX_MPI_REDUCE_SCATTER
 };
 enum { JX_MPI_SUM, JX_MPI_PROD, JX_MPI_MAX, JX_MPI_MIN }; /* = jx_reduce_op */
 
@@ -35,7 +40,7 @@ typedef struct {
   size_t count;
   const void *send;
   void *recv;
-  const int64_t *scounts, *sdispls, *rcounts, *rdispls; /* bytes */
+  const int64_t *scounts, *sdispls, *rcounts, *rdispls; /* bytes (reduce_scatter: elements) */
 } jx_mpi_op;
 
 typedef struct jx_mpi_comm jx_mpi_comm;

@@ -2,6 +2,7 @@
  * one shard. */
 #include "shards.h"
 
+#include <jx/distributed.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 #include "../trace/dispatch.h"
 #include "constraint.h"
 #include "device.h"
+#include "dist.h"
 
 jx_array *jx_array_from_shards(jx_sharding *s, jx_dtype dt, int weak, jx_shape g,
                                jx_array *const *shard) {
@@ -91,6 +93,47 @@ int jx_shards_addressable(const jx_shards *sh) {
   return ok;
 }
 
+int jx_shards_addressable_everywhere(const jx_shards *sh) {
+  int P = jx_process_count(), n = sh->n;
+  /* has[q * n + r]: process q holds a replica of the block of first replica r */
+  char *has = calloc((size_t)P * (size_t)n, 1);
+  if (!has) return 0;
+  for (int p = 0; p < n; p++) {
+    int q = jx_device_process_index(jx_device_get(sh->sharding->mesh->device[p]));
+    if (q >= 0 && q < P) has[(size_t)q * (size_t)n + (size_t)first_replica(sh->sharding, p)] = 1;
+  }
+  int ok = 1;
+  for (int q = 0; q < P && ok; q++)
+    for (int r = 0; r < n && ok; r++)
+      ok = !jx_sharding_is_first_replica(sh->sharding, r) || has[(size_t)q * (size_t)n + (size_t)r];
+  free(has);
+  return ok;
+}
+
+/* Re-laying an array whose blocks live on several processes: each process
+ * needs blocks that others hold. Every process gathers the whole array
+ * (jx_process_allgather, a collective: by the SPMD rule every process
+ * re-lays the same arrays in the same order), and the gathered value becomes
+ * a's global buffer, so the blocks of the new layout are cut from it here and
+ * later re-layings and reads of a need no more messages. The decision depends
+ * only on the layout (the same on every process), so all processes join. */
+static jx_status gather_across_processes(jx_array *a) {
+  if (!a->shards || !jx_dist_active() || __atomic_load_n(&a->buf, __ATOMIC_ACQUIRE) ||
+      jx_shards_addressable_everywhere(a->shards))
+    return JX_OK;
+  jx_scope_begin();
+  jx_array *all = jx_process_allgather(a);
+  jx_status st = all->poisoned ? jx_last_status() : JX_OK;
+  if (!st) {
+    jx_buffer *b = all->buf, *none = NULL;
+    atomic_fetch_add(&b->refs, 1);
+    if (!__atomic_compare_exchange_n(&a->buf, &none, b, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      atomic_fetch_sub(&b->refs, 1); /* another thread set it: `all` still holds b */
+  }
+  jx_scope_end();
+  return st;
+}
+
 jx_status jx_shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *dst) {
   size_t es = jx_dtype_size(dt);
   int *covered = malloc(sizeof *covered * (size_t)sh->n);
@@ -123,7 +166,7 @@ jx_status jx_shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *d
 jx_array *jx_shard_for(jx_array *a, const jx_sharding *s, int p) {
   if (a->shards && jx_sharding_same_layout(a->shards->sharding, s) && a->shards->shard[p])
     return jx_keep(a->shards->shard[p]);
-  if (jx_array_ready(a)) return jx_poison();
+  if (gather_across_processes(a) || jx_array_ready(a)) return jx_poison();
   int64_t start[JX_MAX_RANK];
   jx_shape local;
   jx_sharding_block(s, a->shape, p, start, &local);
@@ -148,6 +191,9 @@ jx_array *jx_device_put(jx_array *a, jx_sharding *s) {
   if (jx_sharding_check(s, a->shape, op)) return jx_poison();
   if (jx_is_tracer(a)) return jx_sharding_constraint(a, s);
   if (a->shards && a->shards->sharding == s) return jx_keep_in_scope(a);
+  /* here, not per device: a process with no device in s still joins the gather */
+  if (a->shards && !jx_sharding_same_layout(a->shards->sharding, s) && gather_across_processes(a))
+    return jx_poison();
   int n = s->mesh->ndev;
   jx_array **shard = calloc((size_t)n, sizeof *shard);
   if (!shard) {

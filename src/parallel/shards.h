@@ -25,8 +25,13 @@ void jx_copy_block(void *global, void *block, size_t es, jx_shape g, const int64
 /* 1 when this process holds a replica of every block (its global value can
  * be read here). */
 int jx_shards_addressable(const jx_shards *sh);
+/* 1 when every process of the job holds a replica of every block (the same
+ * answer on every process: it depends only on the layout). */
+int jx_shards_addressable_everywhere(const jx_shards *sh);
 /* a's shard at position p of s (a new reference): a's own shard when a is
- * laid out by s already, else a copy of the block out of a's global value. */
+ * laid out by s already, else a copy of the block out of a's global value
+ * (gathered from the other processes first when they hold some of a's
+ * blocks: a collective, see shards.c). */
 jx_array *jx_shard_for(jx_array *a, const jx_sharding *s, int p);
 
 #endif

@@ -8,7 +8,12 @@
  *   - shard_map with psum over processes;
  *   - a sharded jit of a matmul split along its contracting dim (partial
  *     products joined by a psum) and its gradient, against plain jit;
+ *   - psum_scatter and all_to_all over "b,a" of a P x L mesh, whose rank order
+ *     interleaves the processes;
  *   - jx_array_from_process_local and jx_process_allgather, round trip;
+ *   - re-laying an array whose rows live on different processes (jx_device_put
+ *     to columns, replicated, a 2-D layout on another mesh; a sharded jit
+ *     whose in_shardings differ from the argument's layout);
  *   - jx_sync_global_devices;
  *   - data x tensor parallel MLP training (the recipe of
  *     tests/unit/test_parallel_training.c) on a P x L mesh: the losses and
@@ -195,6 +200,127 @@ static void collectives_two_axes(void) {
   jx_fn_release(s);
   jx_fn_release(f);
   jx_mesh_release(m);
+  jx_scope_end();
+}
+
+/* ---- groups whose rank order interleaves the processes ("b,a" on a P x L mesh:
+ * rank b*P + a), so each process's ranks are not contiguous ---- */
+
+enum { K = 2 }; /* elements of each rank's block */
+
+static void uneven_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_psum_scatter(in[0], "b,a", 2, 1);
+  out[1] = jx_all_to_all(in[0], "b,a", 2, 2);
+  out[2] = jx_astype(jx_psum_scatter(jx_astype(in[0], JX_BF16), "b,a", 2, 1), JX_F32);
+}
+
+static void collectives_uneven_order(void) {
+  jx_scope_begin();
+  int N = P * L, W = N * K;
+  float *xf = malloc(sizeof *xf * (size_t)N * W);
+  for (int i = 0; i < N * W; i++) xf[i] = (float)((i * 5) % 9) - 4;
+  jx_array *x = jx_array_from(JX_F32, JX_SHAPE(P, L, W), xf);
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(P, L), (const char *[]){"a", "b"});
+  jx_fn *f = jx_fn_create("uneven", 1, 3, uneven_body, NULL);
+  jx_fn *s = jx_shard_map(f, m, (const char *[]){"a,b"}, (const char *[]){"a,b", "a,b", "a,b"});
+  jx_array *o[3];
+  CHECK(jx_call(s, &x, o) == JX_OK);
+  /* device (a, b) has rank r = b*P + a; its block is xf[(a*L + b)*W ...] */
+  double *sum = calloc((size_t)W, sizeof *sum), *rs = malloc(sizeof *rs * (size_t)N * K),
+         *a2a = malloc(sizeof *a2a * (size_t)N * W);
+  for (int d = 0; d < N; d++)
+    for (int j = 0; j < W; j++) sum[j] += xf[d * W + j];
+  for (int a = 0; a < P; a++)
+    for (int b = 0; b < L; b++) {
+      int r = b * P + a, d = a * L + b;
+      for (int k = 0; k < K; k++) rs[d * K + k] = sum[r * K + k];
+      for (int q = 0; q < N; q++) { /* chunk q of the result: chunk r of rank q's block */
+        int dq = (q % P) * L + q / P;
+        for (int k = 0; k < K; k++) a2a[d * W + q * K + k] = xf[dq * W + r * K + k];
+      }
+    }
+  CHECK(max_diff(jx_process_allgather(o[0]), rs, N * K) == 0);
+  CHECK(max_diff(jx_process_allgather(o[1]), a2a, N * W) == 0);
+  CHECK(max_diff(jx_process_allgather(o[2]), rs, N * K) == 0);
+  free(sum), free(rs), free(a2a), free(xf);
+  jx_fn_release(s);
+  jx_fn_release(f);
+  jx_mesh_release(m);
+  jx_scope_end();
+}
+
+/* ---- re-laying arrays whose blocks live on several processes ---- */
+
+/* every shard of a held here equals its block of want (row-major [R, Cw]); target t:
+ * 0 columns over the N devices, 1 replicated, 2 "b,a" on the P x L mesh (rows over b,
+ * columns over a) */
+static int local_shards_match(jx_array *a, int t, const double *want, int R, int Cw) {
+  int ok = 1, N = P * L, held = 0;
+  for (int i = 0; i < N && ok; i++) {
+    jx_clear_error();
+    jx_array *b = jx_array_shard(a, i);
+    if (jx_is_poisoned(b)) continue; /* another process's device */
+    held++;
+    int64_t r0 = t == 2 ? (i % L) * (R / L) : 0;
+    int64_t c0 = t == 0 ? i * (Cw / N) : t == 2 ? (i / L) * (Cw / P) : 0;
+    int64_t nr = t == 2 ? R / L : R, nc = t == 0 ? Cw / N : t == 2 ? Cw / P : Cw;
+    ok = jx_shape_of(b).rank == 2 && jx_shape_of(b).dims[0] == nr && jx_shape_of(b).dims[1] == nc;
+    double *got = malloc(sizeof *got * (size_t)(nr * nc));
+    ok = ok && jx_read(jx_astype(b, JX_F64), got, sizeof *got * (size_t)(nr * nc)) == JX_OK;
+    for (int64_t r = 0; r < nr && ok; r++)
+      for (int64_t c = 0; c < nc && ok; c++) ok = got[r * nc + c] == want[(r0 + r) * Cw + c0 + c];
+    free(got);
+  }
+  jx_clear_error();
+  return ok && held == L;
+}
+
+static void affine_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_add(jx_mul(in[0], jx_scalar(JX_F32, 2)), jx_scalar(JX_F32, 1));
+}
+
+static void relayout(void) {
+  jx_scope_begin();
+  int N = P * L, R = 2 * N, Cw = 2 * N;
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(N), (const char *[]){"i"});
+  jx_mesh *m2 = jx_mesh_create(JX_SHAPE(P, L), (const char *[]){"a", "b"});
+  jx_sharding *rows = jx_sharding_create(m, "i"), *cols = jx_sharding_create(m, "None,i"),
+              *rep = jx_sharding_create(m, ""), *grid = jx_sharding_create(m2, "b,a");
+  double *want = malloc(sizeof *want * (size_t)R * Cw);
+  for (int r = 0; r < R; r++)
+    for (int c = 0; c < Cw; c++) want[r * Cw + c] = r * 100 + c;
+  /* data-sharded: this process builds only its own rows, so others' are not here */
+  float *mine = malloc(sizeof *mine * (size_t)2 * L * Cw);
+  for (int r = 0; r < 2 * L; r++)
+    for (int c = 0; c < Cw; c++) mine[r * Cw + c] = (float)want[(me * 2 * L + r) * Cw + c];
+  jx_sharding *targets[3] = {cols, rep, grid};
+  for (int t = 0; t < 3; t++) {
+    jx_array *x = jx_array_from_process_local(rows, JX_SHAPE(R, Cw),
+                                              jx_array_from(JX_F32, JX_SHAPE(2 * L, Cw), mine));
+    jx_array *y = jx_device_put(x, targets[t]);
+    CHECK(!jx_is_poisoned(y));
+    CHECK(jx_sharding_of(y) == targets[t]);
+    CHECK(local_shards_match(y, t, want, R, Cw));
+    CHECK(max_diff(jx_process_allgather(y), want, R * Cw) == 0);
+    if (t == 1) CHECK(max_diff(y, want, R * Cw) == 0); /* replicated: readable here */
+  }
+  /* a sharded jit whose in_shardings differ from the argument's layout */
+  jx_fn *f = jx_fn_create("affine", 1, 1, affine_body, NULL);
+  jx_fn *jf = jx_jit(f, &(jx_jit_options){.in_shardings = (jx_sharding *[]){cols},
+                                          .out_shardings = (jx_sharding *[]){rep}});
+  jx_array *x = jx_array_from_process_local(rows, JX_SHAPE(R, Cw),
+                                            jx_array_from(JX_F32, JX_SHAPE(2 * L, Cw), mine)),
+           *y;
+  CHECK(jx_call(jf, &x, &y) == JX_OK);
+  for (int i = 0; i < R * Cw; i++) want[i] = 2 * want[i] + 1;
+  CHECK(max_diff(y, want, R * Cw) == 0);
+  jx_fn_release(jf), jx_fn_release(f);
+  free(want), free(mine);
+  jx_sharding_release(rows), jx_sharding_release(cols), jx_sharding_release(rep);
+  jx_sharding_release(grid);
+  jx_mesh_release(m), jx_mesh_release(m2);
   jx_scope_end();
 }
 
@@ -392,7 +518,9 @@ int main(int argc, char **argv) {
   devices();
   collectives_one_axis();
   collectives_two_axes();
+  collectives_uneven_order();
   sharded_matmul();
+  relayout();
   process_local();
   CHECK(jx_sync_global_devices("before training") == JX_OK);
   training();

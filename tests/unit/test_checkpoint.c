@@ -1,7 +1,10 @@
 /* Checkpoints: exact round trips of every dtype, restoring onto another
  * mesh, reading files the safetensors library wrote, crash safety (a save
  * killed before its rename leaves the previous step loadable), and clear
- * errors for corrupt, truncated and mismatched checkpoints. */
+ * errors for corrupt, truncated and mismatched checkpoints. Checkpoints of
+ * blocks (what processes that each hold part of an array write) are made
+ * here in one process with the split_blocks save option; tests/mpi/
+ * test_mpi_io.c saves and loads them over several processes. */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, setenv */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +19,7 @@
 #include <cmocka.h>
 #include <jx/jx.h>
 
+#include "io/checkpoint_internal.h"
 #include "io/safetensors.h"
 #include "test_util.h"
 
@@ -235,6 +239,192 @@ static void async_save_completes(void **state) {
   jx_tree_release(t);
 }
 
+/* ---- checkpoints of blocks ---- */
+
+typedef struct {
+  jx_mesh *m4, *m22, *m2;
+  jx_sharding *rows, *grid, *rep, *cols2, *grid_t, *rows2;
+} meshes;
+
+static meshes make_meshes(void) {
+  meshes k;
+  k.m4 = jx_mesh_create_on(JX_SHAPE(4), (const char *[]){"data"}, (const int[]){0, 1, 2, 3});
+  k.m22 = jx_mesh_create_on(JX_SHAPE(2, 2), (const char *[]){"data", "model"},
+                            (const int[]){4, 5, 6, 7});
+  k.m2 = jx_mesh_create_on(JX_SHAPE(2), (const char *[]){"model"}, (const int[]){1, 0});
+  k.rows = jx_sharding_create(k.m4, "data");
+  k.grid = jx_sharding_create(k.m22, "data,model");
+  k.rep = jx_sharding_create(k.m4, "");
+  k.cols2 = jx_sharding_create(k.m2, "None,model");
+  k.grid_t = jx_sharding_create(k.m22, "model,data");
+  k.rows2 = jx_sharding_create(k.m2, "model");
+  return k;
+}
+
+static void free_meshes(meshes *k) {
+  jx_sharding *s[] = {k->rows, k->grid, k->rep, k->cols2, k->grid_t, k->rows2};
+  for (int i = 0; i < 6; i++) jx_sharding_release(s[i]);
+  jx_mesh_release(k->m4);
+  jx_mesh_release(k->m22);
+  jx_mesh_release(k->m2);
+}
+
+/* rows: 4 blocks of rows; grid: 2 x 2 blocks; rep: replicated (one block);
+ * plain: on one device (whole, under its own name) */
+static jx_tree *block_tree(const meshes *k) {
+  jx_tree *t = jx_tree_create();
+  jx_tree_set(t, "rows",
+              jx_device_put(jx_reshape(jx_arange(JX_F32, 0, 48, 1), JX_SHAPE(8, 6)), k->rows));
+  jx_tree_set(t, "grid",
+              jx_device_put(jx_reshape(jx_arange(JX_I32, 100, 148, 1), JX_SHAPE(8, 6)), k->grid));
+  jx_tree_set(t, "rep", jx_device_put(jx_astype(jx_arange(JX_F32, 0, 12, 1), JX_BF16), k->rep));
+  jx_tree_set(t, "plain", jx_full(JX_I64, JX_SHAPE(3), 7));
+  return t;
+}
+
+static jx_status save_blocks(const char *dir, int64_t step, const jx_tree *t) {
+  ckpt_save_options o = {.split_blocks = 1};
+  return ckpt_save_with(dir, step, t, &o);
+}
+
+static void blocks_are_written_once_and_restore_anywhere(void **state) {
+  (void)state;
+  const char *dir = fresh_dir("blocks");
+  meshes k = make_meshes();
+  jx_tree *t = block_tree(&k);
+  check_ok(save_blocks(dir, 1, t));
+  char path[600];
+  snprintf(path, sizeof path, "%s/step_00000001/process_0.safetensors", dir);
+  jx_safetensors *f = jx_safetensors_open(path, "test");
+  assert_non_null(f);
+  /* each distinct block once: replicas are skipped */
+  const char *want[] = {"rows@0:2,0:6", "rows@2:4,0:6", "rows@4:6,0:6", "rows@6:8,0:6",
+                        "grid@0:4,0:3", "grid@0:4,3:6", "grid@4:8,0:3", "grid@4:8,3:6",
+                        "rep@0:12",     "plain"};
+  assert_int_equal(jx_safetensors_count(f), 10);
+  for (int i = 0; i < 10; i++) assert_string_equal(jx_safetensors_name(f, i), want[i]);
+  /* a part of a block, read by itself */
+  float part[3];
+  check_ok(jx_safetensors_read_box(f, "rows@2:4,0:6", JX_F32, JX_SHAPE(2, 6),
+                                   (const int64_t[]){1, 2}, (const int64_t[]){1, 3}, part, NULL,
+                                   "test"));
+  for (int i = 0; i < 3; i++) assert_true(part[i] == (float)(3 * 6 + 2 + i));
+  int32_t col[4];
+  check_ok(jx_safetensors_read_box(f, "grid@4:8,3:6", JX_I32, JX_SHAPE(4, 3),
+                                   (const int64_t[]){0, 1}, (const int64_t[]){4, 1}, col, NULL,
+                                   "test"));
+  for (int i = 0; i < 4; i++) assert_int_equal(col[i], 100 + (4 + i) * 6 + 4);
+  jx_safetensors_close(f);
+
+  /* whole arrays, assembled from the blocks */
+  jx_tree *u = jx_checkpoint_load(dir, 1, NULL);
+  assert_non_null(u);
+  for (int i = 0; i < jx_tree_size(t); i++) assert_same(jx_tree_at(u, i), jx_tree_at(t, i));
+  assert_null(jx_sharding_of(jx_tree_get(u, "rows")));
+  /* onto other meshes and layouts */
+  jx_tree *like = jx_tree_create();
+  jx_tree_set(like, "rows", jx_device_put(jx_zeros(JX_F32, JX_SHAPE(8, 6)), k.cols2));
+  jx_tree_set(like, "grid", jx_device_put(jx_zeros(JX_I32, JX_SHAPE(8, 6)), k.grid_t));
+  jx_tree_set(like, "rep", jx_device_put(jx_zeros(JX_BF16, JX_SHAPE(12)), k.rows2));
+  jx_tree_set(like, "plain", jx_device_put(jx_zeros(JX_I64, JX_SHAPE(3)), k.rep));
+  jx_tree *v = jx_checkpoint_load(dir, 1, like);
+  assert_non_null(v);
+  for (int i = 0; i < jx_tree_size(like); i++) {
+    jx_array *a = jx_tree_get(v, jx_tree_name(like, i));
+    assert_ptr_equal(jx_sharding_of(a), jx_sharding_of(jx_tree_at(like, i)));
+    assert_same(a, jx_tree_get(t, jx_tree_name(like, i)));
+  }
+  /* an array held whole by this process is written whole, as the
+   * safetensors library reads it */
+  check_ok(jx_checkpoint_save(dir, 2, t));
+  snprintf(path, sizeof path, "%s/step_00000002/process_0.safetensors", dir);
+  f = jx_safetensors_open(path, "test");
+  assert_int_equal(jx_safetensors_count(f), 4);
+  assert_string_equal(jx_safetensors_name(f, 0), "rows");
+  jx_safetensors_close(f);
+  jx_tree_release(v);
+  jx_tree_release(like);
+  jx_tree_release(u);
+  jx_tree_release(t);
+  free_meshes(&k);
+}
+
+/* Rewrites the manifest of dir's step 1 with edit applied. */
+static void edit_manifest(const char *dir, void (*edit)(cJSON *)) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/step_00000001/manifest.json", dir);
+  cJSON *m = ckpt_read_json(path);
+  assert_non_null(m);
+  edit(m);
+  char *text = cJSON_Print(m);
+  check_ok(ckpt_write_text(path, text));
+  free(text);
+  cJSON_Delete(m);
+}
+
+static cJSON *entry_blocks(cJSON *m, int i) {
+  return cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(m, "arrays"), i), "blocks");
+}
+static void drop_a_block(cJSON *m) { cJSON_DeleteItemFromArray(entry_blocks(m, 1), 2); }
+static void overlap_blocks(cJSON *m) {
+  cJSON *start = cJSON_GetObjectItem(cJSON_GetArrayItem(entry_blocks(m, 0), 1), "start");
+  cJSON_ReplaceItemInArray(start, 0, cJSON_CreateNumber(1));
+}
+static void escape_the_step(cJSON *m) {
+  cJSON *b = cJSON_GetArrayItem(entry_blocks(m, 0), 0);
+  cJSON_ReplaceItemInObject(b, "file", cJSON_CreateString("../process_0.safetensors"));
+}
+
+static void damaged_block_checkpoints_are_named(void **state) {
+  (void)state;
+  const char *dir = fresh_dir("blocks-damaged");
+  meshes k = make_meshes();
+  jx_tree *t = block_tree(&k);
+  char path[600];
+  snprintf(path, sizeof path, "%s/step_00000001/process_0.safetensors", dir);
+
+  check_ok(save_blocks(dir, 1, t));
+  flip_byte(path, 60); /* inside grid's last block (4 x 3 i32), before rep's 24 bytes, plain's 24 */
+  assert_null(jx_checkpoint_load(dir, 1, NULL));
+  assert_error_has("process_0.safetensors' is corrupt: array 'grid' (block 'grid@4:8,3:6') does "
+                   "not match its checksum");
+
+  check_ok(save_blocks(dir, 1, t));
+  struct stat st;
+  stat(path, &st);
+  assert_int_equal(truncate(path, st.st_size - 60), 0);
+  assert_null(jx_checkpoint_load(dir, 1, NULL));
+  assert_error_has("array 'grid': '");
+  check_ok(save_blocks(dir, 1, t));
+  assert_int_equal(truncate(path, st.st_size - 60), 0);
+  assert_null(jx_checkpoint_load(dir, 1, NULL));
+  assert_error_has("tensor 'grid@4:8,3:6': truncated");
+
+  check_ok(save_blocks(dir, 1, t));
+  assert_int_equal(unlink(path), 0);
+  assert_null(jx_checkpoint_load(dir, 1, NULL));
+  assert_error_has("array 'rows': its block file '");
+  assert_null(jx_checkpoint_load(dir, 1, NULL));
+  assert_error_has("process_0.safetensors' is missing");
+
+  check_ok(save_blocks(dir, 1, t));
+  edit_manifest(dir, drop_a_block);
+  assert_null(jx_checkpoint_load(dir, 1, NULL));
+  assert_error_has("manifest.json' is corrupt: array 'grid' is not covered by its blocks");
+
+  check_ok(save_blocks(dir, 1, t));
+  edit_manifest(dir, overlap_blocks);
+  assert_null(jx_checkpoint_load(dir, 1, NULL));
+  assert_error_has("array 'rows' has overlapping blocks");
+
+  check_ok(save_blocks(dir, 1, t));
+  edit_manifest(dir, escape_the_step);
+  assert_null(jx_checkpoint_load(dir, 1, NULL));
+  assert_error_has("array 'rows' has a malformed block entry");
+  jx_tree_release(t);
+  free_meshes(&k);
+}
+
 int main(void) {
   jx_set_cpu_device_count(8);
   snprintf(root, sizeof root, "%s/jx-ckpt-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -246,6 +436,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(crash_mid_save_keeps_the_last_good_step, setup, teardown),
       cmocka_unit_test_setup_teardown(damaged_checkpoints_are_named, setup, teardown),
       cmocka_unit_test_setup_teardown(async_save_completes, setup, teardown),
+      cmocka_unit_test_setup_teardown(blocks_are_written_once_and_restore_anywhere, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(damaged_block_checkpoints_are_named, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   jx_shutdown();

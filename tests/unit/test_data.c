@@ -105,6 +105,9 @@ static void batches_are_laid_out(void **state) {
   assert_ptr_equal(jx_sharding_of(out[0]), rows);
   assert_ptr_equal(jx_sharding_of(out[1]), rows);
   assert_int_equal(jx_shape_of(jx_array_shard(out[0], 3)).dims[0], B / 4);
+  int64_t first = -1; /* one process builds every row (tests/mpi/test_mpi_data.c: several) */
+  assert_int_equal(jx_loader_local_rows(l, &first), B);
+  assert_int_equal(first, 0);
   jx_loader_release(l);
 
   o.batch = 6; /* 6 rows do not split over 4 devices */

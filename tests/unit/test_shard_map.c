@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <jx/jx.h>
 
+#include "parallel/collective.h"
 #include "test_util.h"
 #include "test_close.h"
 
@@ -244,6 +245,67 @@ static void under_jit(void **state) {
   jx_mesh_release(m);
 }
 
+/* ---- collectives run ahead: started where the program has them, finished
+ * where their results are first read, with independent work between ---- */
+static void ahead_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *partial = jx_matmul(in[0], in[1]);                /* [rows, 5], summed over "i" */
+  jx_array *total = jx_psum(partial, "i");                    /* in flight ... */
+  jx_array *peak = jx_pmax(jx_max(in[0], JX_AXES(), 0), "i"); /* a second one in flight */
+  jx_array *local = jx_sum(jx_exp(in[0]), JX_AXES(1), 1);     /* ... while this computes */
+  out[0] = jx_add(jx_mul(total, peak), local);                /* first reads */
+  out[1] = jx_psum(jx_sum(local, JX_AXES(), 0), "i");         /* an output straight from one */
+}
+
+static void ahead_reference(void *ctx, jx_array *const *in, jx_array **out) {
+  int n = *(const int *)ctx; /* the devices of the contraction */
+  jx_array *total = jx_matmul(in[0], in[1]);
+  jx_array *peak = jx_max(in[0], JX_AXES(), 0);
+  /* each device's exp row sums of its columns; the blocks of columns */
+  jx_shape s = jx_shape_of(in[0]);
+  int64_t w = s.dims[1] / n;
+  jx_array *local = NULL, *grand = jx_scalar(JX_F64, 0);
+  for (int d = 0; d < n; d++) {
+    jx_array *blk =
+        jx_slice(in[0], JX_SHAPE(0, d * w), JX_SHAPE(s.dims[0], (d + 1) * w), JX_SHAPE());
+    jx_array *e = jx_sum(jx_exp(blk), JX_AXES(1), 1);
+    grand = jx_add(grand, jx_sum(e, JX_AXES(), 0));
+    local = local ? jx_concatenate(2, (jx_array *[]){local, e}, 1) : e;
+  }
+  /* out[0] per device: total * peak + its own local column, laid side by side */
+  jx_array *cols[8];
+  for (int d = 0; d < n; d++)
+    cols[d] = jx_add(jx_mul(total, peak),
+                     jx_slice(local, JX_SHAPE(0, d), JX_SHAPE(s.dims[0], d + 1), JX_SHAPE()));
+  out[0] = jx_concatenate(n, cols, 1);
+  out[1] = grand;
+}
+
+static void collectives_run_ahead(void **state) {
+  (void)state;
+  for (int n = 2; n <= 4; n *= 2) {
+    jx_mesh *m = mesh1(n);
+    jx_fn *body = jx_fn_create("ahead", 2, 2, ahead_body, NULL);
+    jx_fn *s =
+        jx_shard_map(body, m, (const char *[]){"None,i", "i"}, (const char *[]){"None,i", ""});
+    jx_fn *js = jx_jit(s, NULL), *ref = jx_fn_create("ahead_ref", 2, 2, ahead_reference, &n);
+    jx_array *a = val(JX_SHAPE(3, 8), 0.3), *b = val(JX_SHAPE(8, 5), 0.9);
+    jx_array *got[2], *want[2];
+    long before = jx_collective_async_started();
+    check_ok(jx_call(js, (jx_array *[]){a, b}, got));
+    /* three collectives on each of n devices went ahead */
+    assert_int_equal(jx_collective_async_started() - before, 3 * n);
+    check_ok(jx_call(ref, (jx_array *[]){a, b}, want));
+    assert_close(got[0], want[0], 1e-12);
+    assert_close(got[1], want[1], 1e-12);
+    jx_fn_release(ref);
+    jx_fn_release(js);
+    jx_fn_release(s);
+    jx_fn_release(body);
+    jx_mesh_release(m);
+  }
+}
+
 /* ---- gradients ---- */
 static void sin_times_body(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
@@ -442,6 +504,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(gradients, setup, teardown),
       cmocka_unit_test_setup_teardown(grad_equals_unsharded_grad, setup, teardown),
       cmocka_unit_test_setup_teardown(vmap_of_shard_map, setup, teardown),
+      cmocka_unit_test_setup_teardown(collectives_run_ahead, setup, teardown),
       cmocka_unit_test_setup_teardown(errors, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

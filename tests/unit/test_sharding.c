@@ -61,6 +61,15 @@ static void meshes_are_interned_and_checked(void **state) {
   assert_error_has("not an identifier");
   assert_null(jx_mesh_create_on(JX_SHAPE(2), (const char *[]){"x"}, (const int[]){3, 3}));
   assert_error_has("device 3 appears twice");
+
+  /* the device at each position, row-major over the axes */
+  jx_mesh *c = jx_mesh_create_on(JX_SHAPE(2, 2), DM, (const int[]){5, 1, 7, 2});
+  assert_non_null(c);
+  const int want[4] = {5, 1, 7, 2};
+  for (int p = 0; p < 4; p++) assert_int_equal(jx_mesh_device_at(c, p), want[p]);
+  assert_int_equal(jx_mesh_device_at(c, 4), -1);
+  assert_error_has("position 4 is outside a mesh of 4 devices");
+  jx_mesh_release(c);
 }
 
 static void specs_parse_and_normalize(void **state) {

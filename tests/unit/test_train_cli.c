@@ -1,8 +1,9 @@
 /* The main job, `jx train`, run as a user runs it: the same training on 1
  * device, on 4 devices as data=2 x model=2, and with FSDP gives the same
  * losses; a run stopped at step 4 on 4 devices and resumed on 2 devices
- * continues the uninterrupted trajectory. Losses come from --metrics. */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+ * continues the uninterrupted trajectory. Losses come from --metrics. And
+ * `jx info` lists devices, processes and the MPI plugin. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, gethostname */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -81,12 +83,50 @@ static void resume_on_fewer_devices_continues(void **state) {
   assert_same_losses(whole, resumed, 0, "stopped at 4 on 4 devices, resumed on 2");
 }
 
+/* Runs `env jx info`; its output in out (cap bytes). */
+static void info(const char *env, char *out, size_t cap) {
+  char cmd[1024], path[300];
+  snprintf(path, sizeof path, "%s/info.txt", dir);
+  snprintf(cmd, sizeof cmd, "env %s %s info > %s 2>&1", env, JX_CLI, path);
+  int rc = system(cmd);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = fread(out, 1, cap - 1, f);
+  out[n] = 0;
+  fclose(f);
+  if (rc != 0) fprintf(stderr, "%s", out);
+  assert_int_equal(rc, 0);
+}
+
+static void assert_has(const char *text, const char *want) {
+  if (!strstr(text, want)) fprintf(stderr, "no '%s' in:\n%s", want, text);
+  assert_non_null(strstr(text, want));
+}
+
+/* jx info on one process: devices, this host, the MPI plugin's state
+ * (tests/mpi/run_mpi_train.sh checks it on 2 processes). */
+static void info_lists_devices_processes_and_plugin(void **state) {
+  (void)state;
+  char out[4096], host[256] = "", want[512];
+  gethostname(host, sizeof host - 1);
+  info("JX_NUM_CPU_DEVICES=3", out, sizeof out);
+  assert_has(out, "devices: 3 (cpu) in all, 3 per process");
+  assert_has(out, "processes: 1");
+  snprintf(want, sizeof want, "process 0 on %s: devices 0..2", host);
+  assert_has(out, want);
+  assert_has(out, "multi-process (MPI): ");
+  info("JX_MPI_PLUGIN=/nonexistent/libjx_mpi.so", out, sizeof out);
+  assert_has(out, "multi-process (MPI): no plugin: JX_MPI_PLUGIN=/nonexistent/libjx_mpi.so "
+                  "cannot be opened");
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "%s/jx-train-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(meshes_give_the_same_losses),
       cmocka_unit_test(resume_on_fewer_devices_continues),
+      cmocka_unit_test(info_lists_devices_processes_and_plugin),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[300];
