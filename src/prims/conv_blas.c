@@ -1,13 +1,28 @@
 /* conv_general_dilated as im2col + sgemm, for f32 operands and result with
  * feature_group_count = batch_group_count = 1 (the common convolution).
+ * In canonical order (batch n, feature c, spatial), with k a kernel position
+ * and y an output position,
+ *   out[n, o, y] = sum over c and the taps k of y of lhs[n, c, l(y, k)] * rhs[o, c, k]
+ * (jx_conv_taps gives the taps that read the lhs; the others fall into
+ * padding or between dilated lhs elements and read 0). Three ways to lay the
+ * column matrix out, chosen by the lhs's layout so that its copies are runs:
  *
- * For a chunk of batch elements, each output position y gets a row of the
- * column matrix holding the lhs values its kernel taps read, laid out as
- * [kernel spatial][C] (channels inner: one run per tap in NHWC) (zero where a tap falls into
- * padding or between dilated lhs elements: jx_conv_taps gives the taps that do read). Then
- *   res[O][chunk * out_sp] = R[O][k_sp * C] x Col[chunk * out_sp][k_sp * C]^T
- * is one sgemm, and res is scattered into the out spec's layout. Sums are
- * f32 (BLAS's), as XLA's on CPU. */
+ *  - rows: the lhs's features are contiguous (NHWC, or one feature). Row
+ *    (n, y) of Col holds [k][c]; out[(n, y)][o] = Col x Rk with
+ *    Rk[(k, c)][o] = rhs[o, c, k]; the sgemm writes straight into an NHWC
+ *    out (any other out layout goes through a scatter).
+ *  - kernel gradient: the lhs's batch is contiguous and its features are not
+ *    (the kernel gradient's conv, whose "batch" is the forward channels and
+ *    whose "features" are the forward batch). Row (c, k) of Col holds
+ *    [y][n]; out[(y, n)][o] = Col^T x Rm with Rm[(c, k)][o] = rhs[o, c, k],
+ *    a long sum over the rows that is cut into chunks, summed per group in
+ *    order and then over the groups in order.
+ *  - columns (anything else, NCHW): row (n, y) of Col holds [k][c] gathered
+ *    with the feature stride; res[o][(n, y)] = R x Col^T, scattered.
+ *
+ * Work is cut into chunks of rows whose number depends on the shapes only,
+ * never on the thread count, so neither do the result's bits. Sums are f32
+ * (BLAS's), as XLA's on CPU; OpenBLAS runs single-threaded inside jx's pool. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +40,12 @@ int jx_conv_blas(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
 #else
 #include <cblas.h>
 
-#define COL_BYTES   ((size_t)32 << 20)  /* column matrix per chunk of batch elements */
-#define T_COL_BYTES ((size_t)256 << 20) /* the transposed column matrix, whole */
+enum {
+  COL_BYTES = 1 << 20, /* a chunk's column matrix: about this much, to stay in cache */
+  MIN_CHUNK_ROWS = 64, /* ... but never fewer rows than this (one sgemm call each) */
+  MIN_CHUNKS = 8,      /* chunks wanted, when the rows allow, for the pool to share */
+  MAX_GROUPS = 8       /* kernel gradient: partial sums, added up in order at the end */
+};
 
 /* Element offsets, in t's layout, of every canonical spatial position of the
  * spec's spatial dims (row-major over them). */
@@ -58,135 +77,241 @@ static int own_threads(void) {
   return 1;
 }
 
+/* Rows of `rows` per chunk: about COL_BYTES of row_floats each, at least
+ * MIN_CHUNK_ROWS, and no more than a MIN_CHUNKS-th of the rows when that
+ * leaves MIN_CHUNK_ROWS. */
+static int64_t chunk_rows(int64_t rows, int64_t row_floats) {
+  int64_t c = (int64_t)COL_BYTES / ((int64_t)sizeof(float) * row_floats);
+  int64_t share = (rows + MIN_CHUNKS - 1) / MIN_CHUNKS;
+  if (c > share) c = share;
+  if (c < MIN_CHUNK_ROWS) c = MIN_CHUNK_ROWS;
+  return c < rows ? c : rows;
+}
+
+/* n floats from src to dst: one call of memcpy costs more than a few moves. */
+static inline void copy_floats(float *dst, const float *src, int64_t n) {
+  if (n == 1)
+    *dst = *src;
+  else if (n < 8)
+    for (int64_t i = 0; i < n; i++) dst[i] = src[i];
+  else
+    memcpy(dst, src, sizeof(float) * (size_t)n);
+}
+
 typedef struct {
   const jx_conv_geom *g;
-  const float *L, *R;
+  const float *L, *Rin;
   float *out;
-  const int64_t *loff, *yoff, *taps; /* taps: per output position, count then (kpos, lpos) pairs */
-  const int64_t *tap_at;             /* per output position: its entry in taps */
-  int64_t lsN, lsC, osN, osO, ck, chunk;
+  const int64_t *loff, *roff, *yoff;
+  const int64_t *taps, *tap_at;   /* per output position y: count, then (k, l) pairs */
+  const int64_t *ktaps, *ktap_at; /* per kernel position k: count, then (y, l) pairs */
+  int64_t lsN, lsC, rsO, rsI, osN, osO;
+  int64_t ck, rows, chunk;
+  const float *B; /* the sgemm's right operand: Rk or Rm, or the rhs itself */
+  int64_t ldb;
+  float *out_rows; /* rows layout: out itself (ld ldo) or NULL to scatter */
+  int64_t ldo;
+  float *partial; /* kernel gradient: one [out_sp * N][O] per group */
+  int64_t groups, chunks;
+  float *R; /* columns layout: R[o][k][c] */
   _Atomic int failed;
 } conv_job;
 
-/* Chunk c of batch elements: im2col, one sgemm, scatter into out. */
-static void conv_chunk(conv_job *j, int64_t c) {
+/* ---- rows layout ---- */
+
+static void rows_chunks(void *ctx, int64_t begin, int64_t end) {
+  conv_job *j = ctx;
   const jx_conv_geom *g = j->g;
-  int64_t n0 = c * j->chunk, nb = g->N - n0 < j->chunk ? g->N - n0 : j->chunk;
-  int64_t cols = nb * g->out_sp, ck = j->ck;
-  float *col = malloc(sizeof(float) * (size_t)(cols * ck));
-  float *res = malloc(sizeof(float) * (size_t)(g->O * cols));
-  if (!col || !res) {
-    free(col);
-    free(res);
+  int64_t ck = j->ck, O = g->O;
+  float *col = malloc(sizeof(float) * (size_t)(j->chunk * ck));
+  float *res = j->out_rows ? NULL : malloc(sizeof(float) * (size_t)(j->chunk * O));
+  if (!col || (!j->out_rows && !res)) {
     j->failed = 1;
-    return;
+    goto done;
   }
-  memset(col, 0, sizeof(float) * (size_t)(cols * ck));
-  for (int64_t y = 0; y < g->out_sp; y++) {
-    const int64_t *t = j->taps + j->tap_at[y];
-    int64_t ntap = t[0];
-    for (int64_t n = 0; n < nb; n++) {
-      float *row = col + (n * g->out_sp + y) * ck;
-      const float *ln = j->L + (n0 + n) * j->lsN;
-      for (int64_t k = 0; k < ntap; k++) {
-        const float *l = ln + j->loff[t[2 + 2 * k]];
-        float *dst = row + t[1 + 2 * k] * g->C;
-        if (j->lsC == 1)
-          memcpy(dst, l, sizeof(float) * (size_t)g->C);
-        else
-          for (int64_t ci = 0; ci < g->C; ci++) dst[ci] = l[ci * j->lsC];
+  for (int64_t c = begin; c < end; c++) {
+    int64_t r0 = c * j->chunk, r1 = r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
+    for (int64_t r = r0; r < r1; r++) {
+      int64_t n = r / g->out_sp, y = r % g->out_sp;
+      const int64_t *t = j->taps + j->tap_at[y];
+      float *row = col + (r - r0) * ck;
+      const float *ln = j->L + n * j->lsN;
+      if (t[0] < g->k_sp) memset(row, 0, sizeof(float) * (size_t)ck);
+      for (int64_t k = 0; k < t[0]; k++)
+        copy_floats(row + t[1 + 2 * k] * g->C, ln + j->loff[t[2 + 2 * k]], g->C);
+    }
+    float *dst = j->out_rows ? j->out_rows + r0 * j->ldo : res;
+    int64_t ldc = j->out_rows ? j->ldo : O;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(r1 - r0), (int)O, (int)ck, 1.0f,
+                col, (int)ck, j->B, (int)j->ldb, 0.0f, dst, (int)ldc);
+    if (!j->out_rows)
+      for (int64_t r = r0; r < r1; r++) {
+        float *o = j->out + (r / g->out_sp) * j->osN + j->yoff[r % g->out_sp];
+        const float *s = res + (r - r0) * O;
+        for (int64_t oc = 0; oc < O; oc++) o[oc * j->osO] = s[oc];
       }
-    }
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->O, (int)cols, (int)ck, 1.0f, j->R,
-              (int)ck, col, (int)ck, 0.0f, res, (int)cols);
-  for (int64_t oc = 0; oc < g->O; oc++)
-    for (int64_t n = 0; n < nb; n++) {
-      const float *r = res + oc * cols + n * g->out_sp;
-      float *dst = j->out + (n0 + n) * j->osN + oc * j->osO;
-      for (int64_t y = 0; y < g->out_sp; y++) dst[j->yoff[y]] = r[y];
-    }
+done:
   free(col);
   free(res);
 }
 
-static void conv_chunks(void *ctx, int64_t begin, int64_t end) {
-  for (int64_t c = begin; c < end; c++) conv_chunk(ctx, c);
+/* ---- kernel-gradient layout ---- */
+
+static void kgrad_groups(void *ctx, int64_t begin, int64_t end) {
+  conv_job *j = ctx;
+  const jx_conv_geom *g = j->g;
+  int64_t width = g->out_sp * g->N, O = g->O;
+  float *col = malloc(sizeof(float) * (size_t)(j->chunk * width));
+  float *rm = j->B ? NULL : malloc(sizeof(float) * (size_t)(j->chunk * O));
+  if (!col || (!j->B && !rm)) {
+    j->failed = 1;
+    goto done;
+  }
+  for (int64_t grp = begin; grp < end; grp++) {
+    int64_t c0 = grp * j->chunks / j->groups, c1 = (grp + 1) * j->chunks / j->groups;
+    float *acc = j->partial + grp * width * O;
+    for (int64_t c = c0; c < c1; c++) {
+      int64_t r0 = c * j->chunk, r1 = r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
+      for (int64_t r = r0; r < r1; r++) {
+        int64_t f = r / g->k_sp, k = r % g->k_sp;
+        const int64_t *t = j->ktaps + j->ktap_at[k];
+        float *row = col + (r - r0) * width;
+        const float *lf = j->L + f * j->lsC;
+        if (t[0] < g->out_sp) memset(row, 0, sizeof(float) * (size_t)width);
+        for (int64_t i = 0; i < t[0]; i++)
+          copy_floats(row + t[1 + 2 * i] * g->N, lf + j->loff[t[2 + 2 * i]], g->N);
+        if (rm) {
+          const float *src = j->Rin + f * j->rsI + j->roff[k];
+          for (int64_t o = 0; o < O; o++) rm[(r - r0) * O + o] = src[o * j->rsO];
+        }
+      }
+      const float *b = rm ? rm : j->B + r0 * j->ldb;
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)width, (int)O, (int)(r1 - r0), 1.0f,
+                  col, (int)width, b, rm ? (int)O : (int)j->ldb, c == c0 ? 0.0f : 1.0f, acc,
+                  (int)O);
+    }
+  }
+done:
+  free(col);
+  free(rm);
 }
 
-/* The column matrix transposed, for an lhs whose batch dim is its
- * contiguous one and whose feature dim is not (the kernel gradient's conv,
- * where batch and feature swap roles: there the features are the forward
- * batch, a whole image apart): colT[k_sp * C][out_sp * N], rows ordered as
- * R's columns, columns (y, n) with n inner, so that each tap copies runs of
- * N contiguous values. res[O][out_sp * N] = R x colT, computed in column
- * blocks over the pool (a fixed split: the same bits for any thread count). */
-typedef struct {
-  const conv_job *j;
-  float *colT, *res;
-  int64_t cols, width; /* width: columns per gemm block */
-} conv_t_job;
-
-static void build_t(void *ctx, int64_t y0, int64_t y1) {
-  const conv_t_job *t = ctx;
-  const conv_job *j = t->j;
+static void conv_kgrad(conv_job *j) {
   const jx_conv_geom *g = j->g;
-  for (int64_t y = y0; y < y1; y++) {
-    const int64_t *tp = j->taps + j->tap_at[y];
-    for (int64_t k = 0; k < tp[0]; k++) {
-      const float *l = j->L + j->loff[tp[2 + 2 * k]];
-      float *dst = t->colT + tp[1 + 2 * k] * g->C * t->cols + y * g->N;
-      for (int64_t c = 0; c < g->C; c++) {
-        const float *lc = l + c * j->lsC;
-        float *dc = dst + c * t->cols;
-        for (int64_t n = 0; n < g->N; n++) dc[n] = lc[n];
+  int64_t width = g->out_sp * g->N;
+  j->partial = malloc(sizeof(float) * (size_t)(j->groups * width * g->O));
+  if (!j->partial) {
+    j->failed = 1;
+    return;
+  }
+  jx_parallel_for(j->groups, 1, kgrad_groups, j);
+  if (!j->failed)
+    for (int64_t y = 0; y < g->out_sp; y++)
+      for (int64_t n = 0; n < g->N; n++)
+        for (int64_t o = 0; o < g->O; o++) {
+          int64_t at = (y * g->N + n) * g->O + o, step = width * g->O;
+          float s = j->partial[at];
+          for (int64_t grp = 1; grp < j->groups; grp++) s += j->partial[at + grp * step];
+          j->out[n * j->osN + o * j->osO + j->yoff[y]] = s;
+        }
+  free(j->partial);
+}
+
+/* ---- columns layout ---- */
+
+static void columns_chunks(void *ctx, int64_t begin, int64_t end) {
+  conv_job *j = ctx;
+  const jx_conv_geom *g = j->g;
+  int64_t ck = j->ck, O = g->O;
+  float *col = malloc(sizeof(float) * (size_t)(j->chunk * ck));
+  float *res = malloc(sizeof(float) * (size_t)(j->chunk * O));
+  if (!col || !res) {
+    j->failed = 1;
+    goto done;
+  }
+  for (int64_t c = begin; c < end; c++) {
+    int64_t r0 = c * j->chunk, r1 = r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
+    int64_t cols = r1 - r0;
+    for (int64_t r = r0; r < r1; r++) {
+      int64_t n = r / g->out_sp, y = r % g->out_sp;
+      const int64_t *t = j->taps + j->tap_at[y];
+      float *row = col + (r - r0) * ck;
+      const float *ln = j->L + n * j->lsN;
+      if (t[0] < g->k_sp) memset(row, 0, sizeof(float) * (size_t)ck);
+      for (int64_t k = 0; k < t[0]; k++) {
+        const float *l = ln + j->loff[t[2 + 2 * k]];
+        float *dst = row + t[1 + 2 * k] * g->C;
+        for (int64_t ci = 0; ci < g->C; ci++) dst[ci] = l[ci * j->lsC];
+      }
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)O, (int)cols, (int)ck, 1.0f, j->R,
+                (int)ck, col, (int)ck, 0.0f, res, (int)cols);
+    for (int64_t oc = 0; oc < O; oc++)
+      for (int64_t r = r0; r < r1; r++)
+        j->out[(r / g->out_sp) * j->osN + oc * j->osO + j->yoff[r % g->out_sp]] =
+            res[oc * cols + r - r0];
+  }
+done:
+  free(col);
+  free(res);
+}
+
+/* ---- setup ---- */
+
+/* ld when the rows (a, b), a < na and b < nb, of a matrix at
+ * a * sa + offs[b] are uniformly ld apart (offs[b] = b * ld and, when
+ * na > 1, sa = nb * ld) with ld >= least and ld an int; 0 otherwise. */
+static int64_t uniform_ld(int64_t sa, int64_t na, const int64_t *offs, int64_t nb, int64_t least) {
+  int64_t ld = nb > 1 ? offs[1] : na > 1 ? sa : least;
+  if (ld < least || !fits_int(ld) || (na > 1 && sa != nb * ld)) return 0;
+  for (int64_t b = 0; b < nb; b++)
+    if (offs[b] != b * ld) return 0;
+  return ld;
+}
+
+/* The taps by output position (tap_at/taps) and by kernel position
+ * (ktap_at/ktaps, for the kernel gradient); NULL tables when out of memory. */
+static int build_taps(const jx_conv_geom *g, int by_kernel, int64_t *tap_at, int64_t **taps,
+                      int64_t *ktap_at, int64_t **ktaps) {
+  int64_t *kpos = malloc(sizeof(int64_t) * (size_t)(2 * g->k_sp)), *lpos = kpos + g->k_sp;
+  if (!kpos) return 0;
+  int64_t ntaps = 0;
+  for (int64_t y = 0; y < g->out_sp; y++) {
+    tap_at[y] = ntaps;
+    ntaps += 1 + 2 * jx_conv_taps(g, y, kpos, lpos);
+  }
+  *taps = malloc(sizeof(int64_t) * (size_t)ntaps);
+  if (by_kernel) *ktaps = malloc(sizeof(int64_t) * (size_t)(ntaps - g->out_sp + g->k_sp));
+  int ok = *taps && (!by_kernel || *ktaps);
+  if (ok && by_kernel) { /* counts first: entry k starts after the pairs of k' < k */
+    memset(ktap_at, 0, sizeof(int64_t) * (size_t)g->k_sp);
+    for (int64_t y = 0; y < g->out_sp; y++) {
+      int64_t nt = jx_conv_taps(g, y, kpos, lpos);
+      for (int64_t i = 0; i < nt; i++) ktap_at[kpos[i]]++;
+    }
+    for (int64_t k = 0, at = 0; k < g->k_sp; k++) {
+      int64_t cnt = ktap_at[k];
+      ktap_at[k] = at;
+      (*ktaps)[at] = 0;
+      at += 1 + 2 * cnt;
+    }
+  }
+  for (int64_t y = 0; ok && y < g->out_sp; y++) {
+    int64_t *t = *taps + tap_at[y], nt = jx_conv_taps(g, y, kpos, lpos);
+    t[0] = nt;
+    for (int64_t i = 0; i < nt; i++) {
+      t[1 + 2 * i] = kpos[i], t[2 + 2 * i] = lpos[i];
+      if (by_kernel) {
+        int64_t *kt = *ktaps + ktap_at[kpos[i]];
+        kt[1 + 2 * kt[0]] = y, kt[2 + 2 * kt[0]] = lpos[i];
+        kt[0]++;
       }
     }
   }
-}
-
-static void gemm_t(void *ctx, int64_t b0, int64_t b1) {
-  const conv_t_job *t = ctx;
-  const jx_conv_geom *g = t->j->g;
-  for (int64_t b = b0; b < b1; b++) {
-    int64_t c0 = b * t->width, c1 = c0 + t->width < t->cols ? c0 + t->width : t->cols;
-    if (c0 < c1)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->O, (int)(c1 - c0),
-                  (int)t->j->ck, 1.0f, t->j->R, (int)t->j->ck, t->colT + c0, (int)t->cols, 0.0f,
-                  t->res + c0, (int)t->cols);
-  }
-}
-
-enum { T_BLOCK = 32 };
-
-static int conv_transposed(const conv_job *j) {
-  const jx_conv_geom *g = j->g;
-  int64_t cols = g->N * g->out_sp;
-  conv_t_job t = {j, calloc((size_t)(cols * j->ck), sizeof(float)),
-                  malloc(sizeof(float) * (size_t)(g->O * cols)), cols, cols};
-  int ok = t.colT && t.res;
-  if (ok) {
-    jx_parallel_for(g->out_sp, 1, build_t, &t);
-    int64_t blocks = cols / T_BLOCK < 4 ? cols / T_BLOCK : 4;
-    if (blocks > 1) t.width = (cols / blocks + 15) / 16 * 16;
-    jx_parallel_for(blocks > 1 ? (cols + t.width - 1) / t.width : 1, 1, gemm_t, &t);
-    for (int64_t oc = 0; oc < g->O; oc++)
-      for (int64_t y = 0; y < g->out_sp; y++) {
-        const float *r = t.res + oc * cols + y * g->N;
-        float *dst = j->out + oc * j->osO + j->yoff[y];
-        for (int64_t n = 0; n < g->N; n++) dst[n * j->osN] = r[n];
-      }
-  }
-  free(t.colT);
-  free(t.res);
+  free(kpos);
   return ok;
 }
-
-/* Batch chunks: at most COL_BYTES of columns each, and at least MIN_CHUNKS
- * chunks when the batch allows (so that the pool has pieces to share);
- * the split depends on the shapes only, never on the thread count, so the
- * result's bits do not either. */
-enum { MIN_CHUNKS = 4 };
 
 int jx_conv_blas(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
   if (in[0].dtype != JX_F32 || out->dtype != JX_F32 || p->i[0] != 1 || p->i[1] != 1) return 0;
@@ -200,79 +325,101 @@ int jx_conv_blas(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
     memset(out->data, 0, sizeof(float) * (size_t)total);
     return 1;
   }
-  int64_t row_bytes = (int64_t)sizeof(float) * ck * g.out_sp;
-  int64_t chunk = (int64_t)COL_BYTES / row_bytes;
-  if (chunk < 1) chunk = 1;
-  if (chunk > (g.N + MIN_CHUNKS - 1) / MIN_CHUNKS) chunk = (g.N + MIN_CHUNKS - 1) / MIN_CHUNKS;
-  if (!fits_int(g.O) || !fits_int(ck) || !fits_int(chunk * g.out_sp)) return 0;
-
   int64_t ls[JX_MAX_RANK], rs[JX_MAX_RANK], os[JX_MAX_RANK];
   jx_shape_strides(in[0].shape, ls);
   jx_shape_strides(in[1].shape, rs);
   jx_shape_strides(out->shape, os);
-  int64_t rsO = rs[rspec->v[0]], rsI = rs[rspec->v[1]];
-  /* tables: lhs, rhs and out spatial offsets; every output position's taps */
-  size_t ntab = (size_t)(g.in_sp + 3 * g.k_sp + 2 * g.out_sp);
-  int64_t *tab = malloc(sizeof(int64_t) * ntab);
-  float *R = malloc(sizeof(float) * (size_t)(g.O * ck));
-  int64_t *taps = NULL;
-  int ok = tab && R;
+  conv_job j = {.g = &g,
+                .L = in[0].data,
+                .Rin = in[1].data,
+                .out = out->data,
+                .lsN = ls[lspec->v[0]],
+                .lsC = ls[lspec->v[1]],
+                .rsO = rs[rspec->v[0]],
+                .rsI = rs[rspec->v[1]],
+                .osN = os[ospec->v[0]],
+                .osO = os[ospec->v[1]],
+                .ck = ck};
+  enum { ROWS, KGRAD, COLUMNS } how = j.lsC == 1 || g.C == 1 ? ROWS : j.lsN == 1 ? KGRAD : COLUMNS;
+  /* every sgemm dimension and leading dimension must fit an int */
+  int64_t width = g.out_sp * g.N;
+  if (!fits_int(g.O) || !fits_int(ck) || !fits_int(width)) return 0;
+
+  size_t ntab = (size_t)(g.in_sp + 2 * g.k_sp + 2 * g.out_sp);
+  int64_t *tab = malloc(sizeof(int64_t) * ntab), *taps = NULL, *ktaps = NULL;
+  float *packed = NULL;
+  int ok = tab != NULL;
   if (ok) {
-    int64_t *loff = tab, *roff = loff + g.in_sp, *yoff = roff + g.k_sp, *kpos = yoff + g.out_sp,
-            *lpos = kpos + g.k_sp, *tap_at = lpos + g.k_sp;
+    int64_t *loff = tab, *roff = loff + g.in_sp, *yoff = roff + g.k_sp, *tap_at = yoff + g.out_sp,
+            *ktap_at = tap_at + g.out_sp;
     spatial_offsets(&in[0].shape, lspec, g.nsp, g.in_sp, loff);
     spatial_offsets(&in[1].shape, rspec, g.nsp, g.k_sp, roff);
     spatial_offsets(&out->shape, ospec, g.nsp, g.out_sp, yoff);
-    int64_t ntaps = 0;
-    for (int64_t y = 0; y < g.out_sp; y++) {
-      tap_at[y] = ntaps;
-      ntaps += 1 + 2 * jx_conv_taps(&g, y, kpos, lpos);
+    j.loff = loff, j.roff = roff, j.yoff = yoff, j.tap_at = tap_at, j.ktap_at = ktap_at;
+    ok = build_taps(&g, how == KGRAD, tap_at, &taps, ktap_at, &ktaps);
+    j.taps = taps, j.ktaps = ktaps;
+  }
+  if (ok) own_threads();
+  const float *Rin = in[1].data;
+  int64_t nchunks = 0;
+  if (ok && how == ROWS) {
+    /* Rk[(k, c)][o]: the rhs itself when it is HWIO-like, else packed */
+    int64_t ld = g.C > 1 ? j.rsI : g.k_sp > 1 ? j.roff[1] : g.O;
+    int direct = (j.rsO == 1 || g.O == 1) && ld >= g.O && fits_int(ld);
+    for (int64_t k = 0; direct && k < g.k_sp; k++) direct = j.roff[k] == k * g.C * ld;
+    if (direct) {
+      j.B = Rin, j.ldb = ld;
+    } else {
+      packed = malloc(sizeof(float) * (size_t)(ck * g.O));
+      ok = packed != NULL;
+      for (int64_t k = 0; ok && k < g.k_sp; k++)
+        for (int64_t c = 0; c < g.C; c++)
+          for (int64_t o = 0; o < g.O; o++)
+            packed[(k * g.C + c) * g.O + o] = Rin[o * j.rsO + c * j.rsI + j.roff[k]];
+      j.B = packed, j.ldb = g.O;
     }
-    taps = malloc(sizeof(int64_t) * (size_t)ntaps);
-    ok = taps != NULL;
-    for (int64_t y = 0; ok && y < g.out_sp; y++) {
-      int64_t *t = taps + tap_at[y], nt = jx_conv_taps(&g, y, kpos, lpos);
-      t[0] = nt;
-      for (int64_t k = 0; k < nt; k++) t[1 + 2 * k] = kpos[k], t[2 + 2 * k] = lpos[k];
-    }
-    const float *Rin = in[1].data;
-    if (ok && rsO < rsI) /* R as [O][k_sp][C], read along the rhs's shortest stride */
+    /* rows (n, y) of an NHWC-like out are uniformly ldo apart */
+    j.ldo = j.osO == 1 || g.O == 1 ? uniform_ld(j.osN, g.N, j.yoff, g.out_sp, g.O) : 0;
+    j.out_rows = j.ldo ? out->data : NULL;
+    j.rows = g.N * g.out_sp;
+    j.chunk = chunk_rows(j.rows, ck);
+    nchunks = (j.rows + j.chunk - 1) / j.chunk;
+    if (ok) jx_parallel_for(nchunks, 1, rows_chunks, &j);
+  } else if (ok && how == KGRAD) {
+    /* Rm[(c, k)][o]: the rhs itself when its features are outermost and its
+     * out features contiguous, else packed per chunk */
+    int64_t ld = j.rsO == 1 || g.O == 1 ? uniform_ld(j.rsI, g.C, j.roff, g.k_sp, g.O) : 0;
+    if (ld) j.B = Rin, j.ldb = ld;
+    j.rows = g.C * g.k_sp;
+    j.chunk = chunk_rows(j.rows, width);
+    j.chunks = (j.rows + j.chunk - 1) / j.chunk;
+    j.groups = j.chunks < MAX_GROUPS ? j.chunks : MAX_GROUPS;
+    conv_kgrad(&j);
+  } else if (ok) {
+    /* R[o][(k, c)], read along the rhs's shortest stride */
+    packed = malloc(sizeof(float) * (size_t)(ck * g.O));
+    ok = packed != NULL;
+    if (ok && j.rsO < j.rsI)
       for (int64_t k = 0; k < g.k_sp; k++)
         for (int64_t c = 0; c < g.C; c++)
           for (int64_t o = 0; o < g.O; o++)
-            R[(o * g.k_sp + k) * g.C + c] = Rin[o * rsO + c * rsI + roff[k]];
+            packed[(o * g.k_sp + k) * g.C + c] = Rin[o * j.rsO + c * j.rsI + j.roff[k]];
     else
       for (int64_t o = 0; ok && o < g.O; o++)
         for (int64_t k = 0; k < g.k_sp; k++)
           for (int64_t c = 0; c < g.C; c++)
-            R[(o * g.k_sp + k) * g.C + c] = Rin[o * rsO + c * rsI + roff[k]];
-    conv_job j = {&g,
-                  in[0].data,
-                  R,
-                  out->data,
-                  loff,
-                  yoff,
-                  taps,
-                  tap_at,
-                  ls[lspec->v[0]],
-                  ls[lspec->v[1]],
-                  os[ospec->v[0]],
-                  os[ospec->v[1]],
-                  ck,
-                  chunk,
-                  0};
-    if (ok) own_threads();
-    if (ok && j.lsN == 1 && j.lsC != 1 && g.N > 1 &&
-        (double)ck * (double)(g.N * g.out_sp) * sizeof(float) <= (double)T_COL_BYTES) {
-      ok = conv_transposed(&j);
-    } else if (ok) {
-      jx_parallel_for((g.N + chunk - 1) / chunk, 1, conv_chunks, &j);
-      ok = !j.failed;
-    }
+            packed[(o * g.k_sp + k) * g.C + c] = Rin[o * j.rsO + c * j.rsI + j.roff[k]];
+    j.R = packed;
+    j.rows = g.N * g.out_sp;
+    j.chunk = chunk_rows(j.rows, ck);
+    nchunks = (j.rows + j.chunk - 1) / j.chunk;
+    if (ok) jx_parallel_for(nchunks, 1, columns_chunks, &j);
   }
+  ok = ok && !j.failed;
   free(tab);
-  free(R);
   free(taps);
+  free(ktaps);
+  free(packed);
   return ok;
 }
 #endif

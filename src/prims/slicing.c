@@ -8,6 +8,7 @@
 
 #include "../base/error.h"
 #include "prims.h"
+#include "strided_copy.h"
 #include "structural_rules.h"
 
 /* ---- helpers ---- */
@@ -149,7 +150,6 @@ static void eval_pad(const jx_params *p, int nin, const jx_tensor *in, int nout,
   (void)nin;
   (void)nout;
   size_t es = jx_dtype_size(in[0].dtype);
-  fill(out->data, jx_shape_numel(out->shape), in[1].data, es);
   int64_t istr[JX_MAX_RANK], ostr[JX_MAX_RANK], ds[JX_MAX_RANK], so = 0, do_ = 0;
   jx_shape box = in[0].shape;
   jx_shape_strides(in[0].shape, istr);
@@ -165,6 +165,22 @@ static void eval_pad(const jx_params *p, int nin, const jx_tensor *in, int nout,
     do_ += (lo + first * step) * ostr[d];
     ds[d] = ostr[d] * step;
   }
+  /* A box that is one contiguous block of out (no interior padding, whole
+   * rows of the inner dims; the identity pad of max_pool's gradient) is
+   * moved by the strided copy engine (one memcpy, split over the pool when
+   * large), and only what lies around it is filled. */
+  int64_t run = 1, total = jx_shape_numel(out->shape), n = jx_shape_numel(box);
+  for (int d = box.rank - 1; d >= 0 && run; d--)
+    if (box.dims[d] != 1) run = ds[d] == run ? run * box.dims[d] : 0;
+  if (run && n > 0) {
+    char *o = out->data;
+    fill(o, do_, in[1].data, es);
+    fill(o + (size_t)(do_ + n) * es, total - do_ - n, in[1].data, es);
+    jx_strided_copy(o + (size_t)do_ * es, box, (const char *)in[0].data + (size_t)so * es, istr,
+                    es);
+    return;
+  }
+  fill(out->data, total, in[1].data, es);
   copy_box(out->data, do_, ds, in[0].data, so, istr, box, es);
 }
 

@@ -9,23 +9,20 @@
  * window does not fit. Sums take numbers, max/min every dtype; integers
  * wrap; floats accumulate in f64 (windows are short) and round once; float
  * max/min propagate NaN. Padding must be >= 0 (lax also allows cropping with
- * negative padding; jx does not yet). Transformation rules: window_rules.c. */
+ * negative padding; jx does not yet). Windows wholly inside an f32/f64
+ * operand (pooling) take window_fast.c's path, with the same bits.
+ * Transformation rules: window_rules.c. */
 #include "../base/error.h"
 #include "prims.h"
 #include "reduce_rules.h"
 #include "structural_rules.h"
-
-typedef enum { W_SUM, W_MAX, W_MIN } wop;
-
-typedef struct {
-  int64_t win[JX_MAX_RANK], stride[JX_MAX_RANK], lo[JX_MAX_RANK], hi[JX_MAX_RANK],
-      bdil[JX_MAX_RANK], wdil[JX_MAX_RANK];
-} wparams;
+#include "window_kernels.h"
 
 static const char *const list_names[6] = {"window_dimensions", "window_strides", "padding lo",
                                           "padding hi",        "base_dilation",  "window_dilation"};
 
-static jx_status read_params(const char *name, const jx_params *p, const jx_aval *in, wparams *w) {
+jx_status jx_window_read_params(const char *name, const jx_params *p, const jx_aval *in,
+                                jx_window_params *w) {
   char s[JX_AVAL_STR_CAP];
   int r = in->shape.rank;
   int64_t *dst[6] = {w->win, w->stride, w->lo, w->hi, w->bdil, w->wdil};
@@ -48,14 +45,14 @@ static jx_status read_params(const char *name, const jx_params *p, const jx_aval
 
 static int64_t dilated(int64_t d, int64_t dil) { return d == 0 ? 0 : (d - 1) * dil + 1; }
 
-static jx_status infer_window(wop op, const char *name, const jx_params *p, const jx_aval *in,
-                              jx_aval *out) {
+static jx_status infer_window(jx_window_op op, const char *name, const jx_params *p,
+                              const jx_aval *in, jx_aval *out) {
   char s[JX_AVAL_STR_CAP];
-  if (op == W_SUM && in->dtype == JX_BOOL)
+  if (op == JX_WINDOW_SUM && in->dtype == JX_BOOL)
     return jx_error_set(JX_ERR_DTYPE, "%s: operand %s needs a numeric (non-bool) dtype", name,
                         jx_aval_str(in->dtype, in->shape, s));
-  wparams w;
-  jx_status st = read_params(name, p, in, &w);
+  jx_window_params w;
+  jx_status st = jx_window_read_params(name, p, in, &w);
   if (st) return st;
   *out = *in;
   for (int i = 0; i < in->shape.rank; i++) {
@@ -68,19 +65,20 @@ static jx_status infer_window(wop op, const char *name, const jx_params *p, cons
 
 /* One element into a float window's accumulator: sum, or max/min with NaN
  * winning (as XLA). */
-static inline void fold(double *acc, double v, wop op) {
-  if (op == W_SUM)
+static inline void fold(double *acc, double v, jx_window_op op) {
+  if (op == JX_WINDOW_SUM)
     *acc += v;
   else if (v != v || *acc != *acc)
     *acc = *acc != *acc ? *acc : v;
-  else if (op == W_MAX ? v > *acc : v < *acc)
+  else if (op == JX_WINDOW_MAX ? v > *acc : v < *acc)
     *acc = v;
 }
 
-static void eval_window(wop op, const jx_params *p, const jx_tensor *in, jx_tensor *out) {
+void jx_reduce_window_reference(jx_window_op op, const jx_params *p, const jx_tensor *in,
+                                jx_tensor *out) {
   jx_aval a = {in->dtype, 0, in->shape};
-  wparams w;
-  if (read_params("reduce_window", p, &a, &w)) return; /* checked by the rule already */
+  jx_window_params w;
+  if (jx_window_read_params("reduce_window", p, &a, &w)) return; /* checked by the rule */
   int r = in->shape.rank;
   int64_t nout = jx_shape_numel(out->shape), nwin = 1, istr[JX_MAX_RANK];
   for (int i = 0; i < r; i++) nwin *= w.win[i];
@@ -110,8 +108,8 @@ static void eval_window(wop op, const jx_params *p, const jx_tensor *in, jx_tens
   }
   int64_t oidx[JX_MAX_RANK] = {0};
   for (int64_t o = 0; o < nout; o++) {
-    double facc = op == W_SUM ? 0 : op == W_MAX ? -INFINITY : INFINITY;
-    uint64_t iacc = op == W_SUM ? 0 : op == W_MAX ? imax_id : imin_id;
+    double facc = op == JX_WINDOW_SUM ? 0 : op == JX_WINDOW_MAX ? -INFINITY : INFINITY;
+    uint64_t iacc = op == JX_WINDOW_SUM ? 0 : op == JX_WINDOW_MAX ? imax_id : imin_id;
     int64_t widx[JX_MAX_RANK] = {0}, base = 0;
     int inner = fast;
     for (int i = 0; i < r && inner; i++) {
@@ -140,10 +138,10 @@ static void eval_window(wop op, const jx_params *p, const jx_tensor *in, jx_tens
           fold(&facc, jx_load_f64(in->data, dt, off), op);
         } else {
           uint64_t v = (uint64_t)jx_load_i64(in->data, dt, off);
-          if (op == W_SUM)
+          if (op == JX_WINDOW_SUM)
             iacc += v;
-          else if (op == W_MAX ? (sgn ? (int64_t)v > (int64_t)iacc : v > iacc)
-                               : (sgn ? (int64_t)v < (int64_t)iacc : v < iacc))
+          else if (op == JX_WINDOW_MAX ? (sgn ? (int64_t)v > (int64_t)iacc : v > iacc)
+                                       : (sgn ? (int64_t)v < (int64_t)iacc : v < iacc))
             iacc = v;
         }
       }
@@ -161,6 +159,14 @@ static void eval_window(wop op, const jx_params *p, const jx_tensor *in, jx_tens
       oidx[i] = 0;
     }
   }
+}
+
+/* Pooling windows (inside the operand, f32/f64) take the fast path. */
+static void eval_window(jx_window_op op, const jx_params *p, const jx_tensor *in, jx_tensor *out) {
+  jx_aval a = {in->dtype, 0, in->shape};
+  jx_window_params w;
+  if (jx_window_read_params("reduce_window", p, &a, &w)) return; /* checked by the rule */
+  if (!jx_reduce_window_fast(op, &w, in, out)) jx_reduce_window_reference(op, p, in, out);
 }
 
 #define WINDOW_ROW(NAME, OP, JVP, T)                                                               \
@@ -188,9 +194,9 @@ static void eval_window(wop op, const jx_params *p, const jx_tensor *in, jx_tens
       .transpose = T,                                                                              \
       .batch = jx_batch_reduce_window};
 
-WINDOW_ROW(reduce_window_sum, W_SUM, jx_jvp_linear_first, jx_transpose_reduce_window_sum)
-WINDOW_ROW(reduce_window_max, W_MAX, jx_jvp_reduce_window_chooser, NULL)
-WINDOW_ROW(reduce_window_min, W_MIN, jx_jvp_reduce_window_chooser, NULL)
+WINDOW_ROW(reduce_window_sum, JX_WINDOW_SUM, jx_jvp_linear_first, jx_transpose_reduce_window_sum)
+WINDOW_ROW(reduce_window_max, JX_WINDOW_MAX, jx_jvp_reduce_window_chooser, NULL)
+WINDOW_ROW(reduce_window_min, JX_WINDOW_MIN, jx_jvp_reduce_window_chooser, NULL)
 
 const jx_prim *const jx_prims_window[] = {&jx_prim_reduce_window_sum, &jx_prim_reduce_window_max,
                                           &jx_prim_reduce_window_min, NULL};
