@@ -21,6 +21,7 @@
 
 #include "../base/error.h"
 #include "prims.h"
+#include "strided_copy.h"
 #include "structural_rules.h"
 
 /* ---- helpers ---- */
@@ -174,6 +175,56 @@ static void store_fill(void *base, jx_dtype dt, int64_t i) {
     jx_store_i64(base, dt, i, dt == JX_BOOL ? 1 : -1);
 }
 
+/* The common layout, one window at a time: when the offset dims are the
+ * output's trailing dims (an embedding lookup, a take of rows), the window
+ * of each index is one contiguous block of the output, copied as a box of
+ * the operand by jx_strided_copy instead of element by element. Returns 0
+ * for other layouts. */
+static int gather_windows(const jx_params *p, const jx_tensor *in, jx_tensor *out,
+                          const index_view *v) {
+  const jx_tensor *op = &in[0];
+  const jx_ilist *offs = &p->l[0], *coll = &p->l[1], *sim = &p->l[2], *ss = &p->l[3];
+  int r = op->shape.rank, orank = out->shape.rank, fill = p->i[1] == 1;
+  for (int k = 0; k < offs->n; k++)
+    if (offs->v[k] != orank - offs->n + k) return 0;
+  size_t es = jx_dtype_size(op->dtype);
+  int64_t ostr[JX_MAX_RANK], wst[JX_MAX_RANK], g[JX_MAX_RANK] = {0}, start[JX_MAX_RANK];
+  jx_shape win = {0, {0}};
+  jx_shape_strides(op->shape, ostr);
+  for (int d = 0; d < r; d++)
+    if (!contains(coll, d)) {
+      win.dims[win.rank] = ss->v[d];
+      wst[win.rank++] = ostr[d];
+    }
+  int64_t w = jx_shape_numel(win), nb = jx_shape_numel(v->batch);
+  if (w == 0) return 1;
+  for (int64_t b = 0; b < nb; b++) {
+    for (int d = 0; d < r; d++) start[d] = 0;
+    for (int k = 0; k < sim->n; k++) start[sim->v[k]] = load_index(&in[1], v, g, k);
+    int oob = 0;
+    int64_t j = 0;
+    for (int d = 0; d < r; d++) {
+      int64_t hi = op->shape.dims[d] - ss->v[d], s0 = start[d];
+      if (s0 < 0 || s0 > hi) {
+        oob = 1;
+        s0 = s0 < 0 ? 0 : hi;
+      }
+      j += s0 * ostr[d];
+    }
+    if (fill && oob)
+      for (int64_t i = 0; i < w; i++) store_fill(out->data, out->dtype, b * w + i);
+    else
+      jx_strided_copy((char *)out->data + (size_t)(b * w) * es, win,
+                      (const char *)op->data + (size_t)j * es, wst, es);
+    for (int d = v->batch.rank - 1; d >= 0; d--) /* the next batch position */
+      if (++g[d] < v->batch.dims[d])
+        break;
+      else
+        g[d] = 0;
+  }
+  return 1;
+}
+
 static void eval_gather(const jx_params *p, int nin, const jx_tensor *in, int nout,
                         jx_tensor *out) {
   (void)nin;
@@ -183,6 +234,7 @@ static void eval_gather(const jx_params *p, int nin, const jx_tensor *in, int no
   jx_aval ia = {in[1].dtype, 0, in[1].shape};
   index_view v;
   view_indices("gather", &ia, p->i[0], &v);
+  if (gather_windows(p, in, out, &v)) return;
   int r = op->shape.rank, fill = p->i[1] == 1;
   size_t es = jx_dtype_size(op->dtype);
   int64_t ostr[JX_MAX_RANK], oi[JX_MAX_RANK], g[JX_MAX_RANK], start[JX_MAX_RANK];
@@ -304,6 +356,82 @@ static void combine(scatter_op sop, void *out, int64_t o, const void *up, int64_
   }
 }
 
+/* scatter and scatter_add of f32/f64 one window at a time, when the
+ * update window dims are the updates' trailing dims: each index's window is
+ * a contiguous block of the updates, applied along the operand's box with
+ * one run per innermost row. Windows apply in the updates' order, as in
+ * the element loop, and an f32 add rounds as the double-then-round combine
+ * does (the exact sum of two floats is a double). Returns 0 otherwise. */
+static int scatter_windows(scatter_op sop, const jx_params *p, const jx_tensor *in, jx_tensor *out,
+                           const index_view *v) {
+  const jx_tensor *op = &in[0], *up = &in[2];
+  const jx_ilist *uwd = &p->l[0], *iwd = &p->l[1], *sdod = &p->l[2];
+  jx_dtype dt = op->dtype;
+  if (!(sop == S_REPLACE || (sop == S_ADD && (dt == JX_F32 || dt == JX_F64)))) return 0;
+  int r = op->shape.rank, urank = up->shape.rank, clip = p->i[1] == 1;
+  for (int k = 0; k < uwd->n; k++)
+    if (uwd->v[k] != urank - uwd->n + k) return 0;
+  size_t es = jx_dtype_size(dt);
+  int64_t ostr[JX_MAX_RANK], wst[JX_MAX_RANK], wsize[JX_MAX_RANK], g[JX_MAX_RANK] = {0};
+  int64_t start[JX_MAX_RANK];
+  jx_shape win = {0, {0}};
+  jx_shape_strides(op->shape, ostr);
+  for (int d = 0, k = 0; d < r; d++) {
+    wsize[d] = contains(iwd, d) ? 1 : up->shape.dims[uwd->v[k++]];
+    if (!contains(iwd, d)) {
+      win.dims[win.rank] = wsize[d];
+      wst[win.rank++] = ostr[d];
+    }
+  }
+  int64_t w = jx_shape_numel(win), nb = jx_shape_numel(v->batch);
+  if (w == 0) return 1;
+  int last = win.rank - 1;
+  int64_t run = last >= 0 ? win.dims[last] : 1, rs = last >= 0 ? wst[last] : 0;
+  for (int64_t b = 0; b < nb; b++) {
+    for (int d = 0; d < r; d++) start[d] = 0;
+    for (int k = 0; k < sdod->n; k++) start[sdod->v[k]] = load_index(&in[1], v, g, k);
+    int skip = 0;
+    int64_t j = 0;
+    for (int d = 0; d < r && !skip; d++) {
+      int64_t hi = op->shape.dims[d] - wsize[d], s0 = start[d];
+      if (hi < 0)
+        skip = 1;
+      else if (s0 < 0 || s0 > hi) {
+        if (!clip) skip = 1;
+        s0 = s0 < 0 ? 0 : hi;
+      }
+      j += s0 * ostr[d];
+    }
+    for (int64_t q = 0, idx[JX_MAX_RANK] = {0}; !skip && q < w; q += run) {
+      int64_t o = j; /* the operand offset of window row q / run */
+      for (int d = 0; d < last; d++) o += idx[d] * wst[d];
+      const char *u = (const char *)up->data + (size_t)(b * w + q) * es;
+      if (sop == S_REPLACE && rs == 1)
+        memcpy((char *)out->data + (size_t)o * es, u, (size_t)run * es);
+      else if (sop == S_REPLACE)
+        for (int64_t t = 0; t < run; t++)
+          memcpy((char *)out->data + (size_t)(o + t * rs) * es, u + (size_t)t * es, es);
+      else if (dt == JX_F32)
+        for (int64_t t = 0; t < run; t++)
+          ((float *)out->data)[o + t * rs] += ((const float *)(const void *)u)[t];
+      else
+        for (int64_t t = 0; t < run; t++)
+          ((double *)out->data)[o + t * rs] += ((const double *)(const void *)u)[t];
+      for (int d = last - 1; d >= 0; d--) /* the next row of the window */
+        if (++idx[d] < win.dims[d])
+          break;
+        else
+          idx[d] = 0;
+    }
+    for (int d = v->batch.rank - 1; d >= 0; d--) /* the next batch position */
+      if (++g[d] < v->batch.dims[d])
+        break;
+      else
+        g[d] = 0;
+  }
+  return 1;
+}
+
 static void eval_scatter_op(scatter_op sop, const jx_params *p, const jx_tensor *in,
                             jx_tensor *out) {
   const jx_tensor *op = &in[0], *up = &in[2];
@@ -315,6 +443,7 @@ static void eval_scatter_op(scatter_op sop, const jx_params *p, const jx_tensor 
   size_t es = jx_dtype_size(op->dtype);
   int64_t n = jx_shape_numel(op->shape);
   if (n) memcpy(out->data, op->data, (size_t)n * es);
+  if (scatter_windows(sop, p, in, out, &v)) return;
   int64_t ostr[JX_MAX_RANK], ui[JX_MAX_RANK], g[JX_MAX_RANK], start[JX_MAX_RANK];
   int64_t wsize[JX_MAX_RANK];
   int win_of[JX_MAX_RANK]; /* operand dim -> updates window dim, or -1 when inserted */
