@@ -14,6 +14,7 @@
 #include <cmocka.h>
 #include <jx/jx.h>
 
+#include "parallel/collective.h"
 #include "parallel/partition.h"
 #include "test_util.h"
 
@@ -95,7 +96,10 @@ static void recipe_matches_one_device(const recipe *r) {
   jx_jit_options opts = {.in_shardings = sh, .out_shardings = out_sh};
   jx_fn *sharded = jx_jit(step, &opts);
   assert_non_null(sharded);
+  long ahead = jx_collective_async_started();
   train(sharded, sh, got, got_p);
+  /* the per-device steps start their collectives ahead of their first use */
+  assert_true(jx_collective_async_started() > ahead);
 
   for (int s = 0; s < STEPS; s++) {
     if (fabsf(got[s] - want[s]) > 1e-5f * fmaxf(1.0f, fabsf(want[s])))
