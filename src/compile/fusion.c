@@ -39,7 +39,11 @@ static const jx_prim *const computable[] = {&jx_prim_add,
                                             &jx_prim_stop_gradient,
                                             NULL};
 
-static int fusible_dtype(jx_dtype d) { return d == JX_F32 || d == JX_F64 || d == JX_BOOL; }
+/* bf16 values are computed in float and rounded after every equation, as
+ * the reference kernels do */
+static int fusible_dtype(jx_dtype d) {
+  return d == JX_F32 || d == JX_F64 || d == JX_BF16 || d == JX_BOOL;
+}
 
 int jx_fusion_renderable(const jx_eqn *e, const jx_program *p) {
   if (e->nout != 1 || e->nsub) return 0;
@@ -55,6 +59,10 @@ int jx_fusion_renderable(const jx_eqn *e, const jx_program *p) {
       p->avals[e->in[0]].dtype == JX_BOOL)
     return 0;
   if (e->prim == &jx_prim_select_n && (e->nin != 3 || p->avals[e->in[0]].dtype != JX_BOOL))
+    return 0;
+  /* f64 -> bf16 rounds once from the double (through float would round twice) */
+  if (e->prim == &jx_prim_convert_element_type && p->avals[e->in[0]].dtype == JX_F64 &&
+      p->avals[e->out[0]].dtype == JX_BF16)
     return 0;
   return 1;
 }

@@ -198,9 +198,12 @@ static char *finish(sbuf *b) {
   return b->s;
 }
 
+/* The type a kernel computes a value of dtype d in (bf16 in float) ... */
 static const char *ctype(jx_dtype d) {
-  return d == JX_F32 ? "float" : d == JX_F64 ? "double" : "uint8_t";
+  return d == JX_F32 || d == JX_BF16 ? "float" : d == JX_F64 ? "double" : "uint8_t";
 }
+/* ... and the type it is stored as. */
+static const char *stype(jx_dtype d) { return d == JX_BF16 ? "uint16_t" : ctype(d); }
 
 /* Writes the expression template with %k replaced by operand names. */
 static void put_expr(sbuf *b, const char *tmpl, char names[][24]) {
@@ -223,9 +226,21 @@ static int64_t *contiguous(jx_shape s, int64_t *st) {
   return st;
 }
 
+/* bf16 in kernels: loaded into floats, every result rounded as the
+ * reference kernels round it (jx_f32_to_bf16: to nearest even, NaN to the
+ * canonical quiet NaN with its sign), so that a fused bf16 kernel gives the
+ * bits of the equations run one at a time. After fastmath's jx_fm_bits. */
+static const char bf16_prelude[] =
+    "JX_FN uint16_t jx_f32_bf16(float x) {\n"
+    "  uint32_t u = jx_fm_bits(x);\n"
+    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);\n"
+    "  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}\n"
+    "JX_FN float jx_bf16_f32(uint16_t h) { return jx_fm_float((uint32_t)h << 16); }\n"
+    "JX_FN float jx_round_bf16(float x) { return jx_bf16_f32(jx_f32_bf16(x)); }\n";
+
 char *jx_render_prelude(const jx_dialect *d) {
   sbuf b = {0};
-  put(&b, "%s%s\n%s\n", d->header, shared_prelude, fastmath_src);
+  put(&b, "%s%s\n%s\n%s", d->header, shared_prelude, fastmath_src, bf16_prelude);
   return finish(&b);
 }
 
@@ -297,7 +312,8 @@ static int put_members(sbuf *b, const jx_program *p, const jx_fusion_group *g) {
       }
       snprintf(names[i], sizeof names[i], in_group[v] ? "v%d" : "l%d", in_group[v] ? v : k);
     }
-    put(b, "      const %s v%d = ", ctype(out.dtype), e->out[0]);
+    int rounds = out.dtype == JX_BF16; /* computed in float, rounded as the reference */
+    put(b, "      const %s v%d = %s", ctype(out.dtype), e->out[0], rounds ? "jx_round_bf16(" : "");
     jx_dtype in0 = p->avals[e->in[0]].dtype;
     if (e->prim == &jx_prim_convert_element_type) {
       if (out.dtype == JX_BOOL)
@@ -317,7 +333,7 @@ static int put_members(sbuf *b, const jx_program *p, const jx_fusion_group *g) {
       const jx_dtype t = e->prim == &jx_prim_select_n ? p->avals[e->in[1]].dtype : in0;
       put_expr(b, t == JX_F64 ? x->f64 : x->f32, names);
     }
-    put(b, ";\n");
+    put(b, "%s;\n", rounds ? ")" : "");
     in_group[e->out[0]] = 1;
   }
   free(in_group);
@@ -331,18 +347,23 @@ static int put_body(sbuf *b, const jx_dialect *dl, const jx_program *p, const jx
   for (int k = 0; k < g->nloads; k++) {
     int64_t st = g->loads[k].strides[last];
     const char *t = ctype(p->avals[g->loads[k].var].dtype);
-    if (g->shape.rank == 0 || st == 0)
-      continue; /* read once per row, before the loop */
-    else if (st == 1)
-      put(b, "      const %s l%d = x%d[j];\n", t, k, k);
+    if (g->shape.rank == 0 || st == 0) continue; /* read once per row, before the loop */
+    int half = p->avals[g->loads[k].var].dtype == JX_BF16;
+    if (st == 1)
+      put(b, "      const %s l%d = %sx%d[j]%s;\n", t, k, half ? "jx_bf16_f32(" : "", k,
+          half ? ")" : "");
     else
-      put(b, "      const %s l%d = x%d[j * %s[%d]];\n", t, k, k, dl->strides,
-          k * JX_MAX_RANK + last);
+      put(b, "      const %s l%d = %sx%d[j * %s[%d]]%s;\n", t, k, half ? "jx_bf16_f32(" : "", k,
+          dl->strides, k * JX_MAX_RANK + last, half ? ")" : "");
   }
   if (put_members(b, p, g)) return -1;
   int red = g->reduces ? p->eqns[g->first + g->count - 1].out[0] : -1;
   for (int s = 0; s < g->nstores; s++)
-    if (g->stores[s] != red) put(b, "      y%d[j] = v%d;\n", s, g->stores[s]);
+    if (g->stores[s] != red)
+      put(b,
+          p->avals[g->stores[s]].dtype == JX_BF16 ? "      y%d[j] = jx_f32_bf16(v%d);\n"
+                                                  : "      y%d[j] = v%d;\n",
+          s, g->stores[s]);
   return 0;
 }
 
@@ -417,11 +438,11 @@ char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusio
       put(&b, "    off%d += i * %s[%d];\n", k, dl->strides, k * JX_MAX_RANK + d);
   }
   for (int k = 0; k < g->nloads; k++) {
-    const char *t = ctype(p->avals[g->loads[k].var].dtype);
+    const char *t = stype(p->avals[g->loads[k].var].dtype);
     put(&b, "    const %s *%s x%d = (const %s *)%s[%d] + off%d;\n", t, rs, k, t, dl->buf, k, k);
   }
   for (int s = 0; s < g->nstores; s++) {
-    const char *t = ctype(p->avals[g->stores[s]].dtype);
+    const char *t = stype(p->avals[g->stores[s]].dtype);
     put(&b, "    %s *%s y%d = (%s *)%s[%d] + row%s;\n", t, rs, s, t, dl->buf, g->nloads + s,
         g->stores[s] == red ? "" : " * inner");
   }
@@ -431,8 +452,12 @@ char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusio
    * on local pointers does not help it) and gives up vectorizing. */
   for (int k = 0; k < g->nloads; k++) {
     int64_t st = g->loads[k].strides[g->shape.rank ? last : 0];
-    const char *t = ctype(p->avals[g->loads[k].var].dtype);
-    if (g->shape.rank == 0 || st == 0) put(&b, "    const %s l%d = x%d[0];\n", t, k, k);
+    jx_dtype dt = p->avals[g->loads[k].var].dtype;
+    if (g->shape.rank == 0 || st == 0)
+      put(&b,
+          dt == JX_BF16 ? "    const %s l%d = jx_bf16_f32(x%d[0]);\n"
+                        : "    const %s l%d = x%d[0];\n",
+          ctype(dt), k, k);
   }
   int bad;
   if (g->reduces) {

@@ -5,7 +5,9 @@
  *   helper beyond; every exponent gives the eager bits, f32 and f64;
  * - one computation that reads a broadcast (softmax's divide by the row
  *   sums, a bias add) is a kernel reading the broadcast's operand in place,
- *   not a materialized broadcast followed by the reference kernel. */
+ *   not a materialized broadcast followed by the reference kernel;
+ * - bf16 chains are kernels that compute in float and round after every
+ *   equation as the reference kernels do: the same bits, NaN included. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -131,10 +133,56 @@ static void one_computation_reading_a_broadcast_is_a_kernel(void **state) {
   }
 }
 
+/* bf16 through every kind of member: arithmetic, transcendental, a power,
+ * a comparison and select, converts both ways, a broadcast bias */
+static void bf16_chain(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *x = in[0], *b = in[1];
+  jx_array *h = jx_add(jx_mul(x, jx_scalar(JX_F32, 1.7)), b);
+  jx_array *t = jx_tanh(jx_mul(h, jx_exp(jx_neg(jx_abs(x)))));
+  jx_array *p = jx_integer_pow(jx_sub(t, h), 3);
+  jx_array *wide = jx_astype(jx_div(p, jx_add(jx_abs(h), jx_scalar(JX_F32, 0.5))), JX_F32);
+  jx_array *back = jx_astype(jx_mul(wide, jx_scalar(JX_F32, 3.0)), JX_BF16);
+  out[0] = jx_where(jx_gt(x, b), back, jx_sqrt(jx_abs(p)));
+}
+
+static void bf16_chains_are_kernels_with_the_eager_bits(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("bf16_chain", 2, 1, bf16_chain, NULL);
+  jx_fn *jf = jx_jit(f, NULL);
+  jx_array *x = jx_keep(jx_astype(values(JX_F32, JX_SHAPE(5, 300), 4), JX_BF16));
+  /* a bias with a NaN, an infinity and a huge value that overflows */
+  float bias[300];
+  for (int i = 0; i < 300; i++) bias[i] = (float)(0.01 * i - 1.5);
+  bias[7] = NAN;
+  bias[8] = INFINITY;
+  bias[9] = 3e38f;
+  jx_array *b = jx_keep(jx_astype(jx_array_from(JX_F32, JX_SHAPE(300), bias), JX_BF16));
+  jx_array *want[1], *got[1];
+  assert_int_equal(jx_call(f, (jx_array *[]){x, b}, want), JX_OK);
+  assert_int_equal(jx_call(jf, (jx_array *[]){x, b}, got), JX_OK);
+  uint16_t a[1500], c[1500];
+  assert_int_equal(jx_read(want[0], a, sizeof a), JX_OK);
+  assert_int_equal(jx_read(got[0], c, sizeof c), JX_OK);
+  assert_memory_equal(a, c, sizeof a);
+  jx_aval av[2] = {{JX_BF16, 0, {2, {5, 300}}}, {JX_BF16, 0, {1, {300}}}};
+  jx_program *p = jx_fn_program(jf, av);
+  assert_non_null(p);
+  int fused = 0;
+  assert_true(jx_executable_kernels(p->exec, &fused) >= 1);
+  assert_true(fused >= 15); /* the chain, not one equation at a time */
+  jx_program_release(p);
+  jx_release(x);
+  jx_release(b);
+  jx_fn_release(jf);
+  jx_fn_release(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(integer_pow_in_kernels),
       cmocka_unit_test(one_computation_reading_a_broadcast_is_a_kernel),
+      cmocka_unit_test(bf16_chains_are_kernels_with_the_eager_bits),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   jx_shutdown();
