@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "dot_kernels.h"
+#include "../array/array.h"
 #include "../base/threadpool.h"
 
 #ifndef JX_HAVE_BLAS
@@ -165,6 +166,35 @@ typedef struct {
   void *packed; /* owned copy, or NULL */
 } operand;
 
+/* bf16 <-> f32 without a call per element (the same bits as dtype.c's
+ * jx_bf16_to_f32 and jx_f32_to_bf16), over the pool for large arrays: a
+ * bf16 GEMM widens its operands and rounds its result around an f32 one. */
+typedef struct {
+  const void *src;
+  void *dst;
+} half_job;
+
+static void widen_bf16(void *ctx, int64_t begin, int64_t end) {
+  const half_job *j = ctx;
+  const uint16_t *h = j->src;
+  uint32_t *w = j->dst;
+  for (int64_t i = begin; i < end; i++) w[i] = (uint32_t)h[i] << 16;
+}
+
+static void round_bf16(void *ctx, int64_t begin, int64_t end) {
+  const half_job *j = ctx;
+  const float *f = j->src;
+  uint16_t *h = j->dst;
+  for (int64_t i = begin; i < end; i++) {
+    uint32_t u;
+    memcpy(&u, &f[i], 4);
+    h[i] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u)
+                                           : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  }
+}
+
+enum { HALF_GRAIN = 1 << 16 };
+
 /* Prepares operand t of groups (batch bg, rows rg, cols cg); 0 when out of memory. */
 static int prepare(const jx_tensor *t, int dbl, const group *bg, const group *rg, const group *cg,
                    operand *o) {
@@ -173,6 +203,17 @@ static int prepare(const jx_tensor *t, int dbl, const group *bg, const group *rg
   o->packed = NULL;
   o->boff = malloc(sizeof(int64_t) * (size_t)bg->count);
   if (!o->boff) return 0;
+  if (t->dtype == JX_BF16 && !dbl && !o->v.copy) {
+    /* widened where it lies: BLAS then reads it as the f32 operand would be read */
+    size_t n = (size_t)jx_shape_numel(t->shape);
+    o->packed = malloc(sizeof(float) * (n ? n : 1));
+    if (!o->packed) return 0;
+    half_job j = {t->data, o->packed};
+    jx_parallel_for((int64_t)n, HALF_GRAIN, widen_bf16, &j);
+    o->base = o->packed;
+    offsets(bg, o->boff);
+    return 1;
+  }
   if (t->dtype != want) o->v = view_of(rg->count, cg->count, -1, -1);
   if (!o->v.copy) {
     o->base = t->data;
@@ -297,6 +338,11 @@ static void multiply(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const 
 
 /* Rounds the computed result into out's dtype (f64 -> f32, f32 -> f16, ...). */
 static void store(int dbl, const void *c, int64_t n, jx_tensor *out) {
+  if (!dbl && out->dtype == JX_BF16) {
+    half_job j = {c, out->data};
+    jx_parallel_for(n, HALF_GRAIN, round_bf16, &j);
+    return;
+  }
   for (int64_t i = 0; i < n; i++) {
     if (dbl)
       jx_store_f64(out->data, out->dtype, i, ((const double *)c)[i]);

@@ -37,14 +37,14 @@ static void lookup_and_gradient(jx_dtype dt) {
   assert_memory_equal(g, want, (size_t)IDS * WIDTH * es);
   /* backward: the cotangent of each looked-up row added into its table row,
    * in order (the rounding of repeated f32 adds follows that order) */
-  jx_array *ct = jx_astype(
-      jx_cos(jx_reshape(jx_arange(JX_F64, 0, IDS * WIDTH, 1), JX_SHAPE(IDS, WIDTH))), dt);
+  jx_array *ct =
+      jx_astype(jx_cos(jx_reshape(jx_arange(JX_F64, 0, IDS * WIDTH, 1), JX_SHAPE(IDS, WIDTH))), dt);
   jx_scatter_dims dims = {.update_window_dims = JX_AXES(1),
                           .inserted_window_dims = JX_AXES(0),
                           .scatter_dims_to_operand_dims = JX_AXES(0),
                           .index_vector_dim = 1};
-  jx_array *grad = jx_scatter(jx_zeros(dt, JX_SHAPE(ROWS, WIDTH)), jx_expand_dims(x, 1), ct,
-                              &dims, JX_SCATTER_ADD, JX_SCATTER_DROP);
+  jx_array *grad = jx_scatter(jx_zeros(dt, JX_SHAPE(ROWS, WIDTH)), jx_expand_dims(x, 1), ct, &dims,
+                              JX_SCATTER_ADD, JX_SCATTER_DROP);
   char *c = malloc((size_t)IDS * WIDTH * es), *acc = calloc((size_t)ROWS * WIDTH, es);
   assert_int_equal(jx_read(ct, c, (size_t)IDS * WIDTH * es), JX_OK);
   for (int i = 0; i < IDS; i++)
