@@ -29,16 +29,7 @@
 
 #include <jx/jx.h>
 
-static int P, L, me, failures;
-
-#define CHECK(c)                                                                                   \
-  do {                                                                                             \
-    if (!(c)) {                                                                                    \
-      fprintf(stderr, "process %d: %s:%d: check failed: %s\n", me, __FILE__, __LINE__, #c);        \
-      if (jx_last_status()) fprintf(stderr, "  last error: %s\n", jx_last_error());                \
-      failures++;                                                                                  \
-    }                                                                                              \
-  } while (0)
+#include "mpi_check.h"
 
 /* max |a - want| over the elements (a read as f64) */
 static double max_diff(jx_array *a, const double *want, int64_t n) {
@@ -507,13 +498,7 @@ static int die_test(void) {
 }
 
 int main(int argc, char **argv) {
-  if (jx_distributed_initialize(NULL) != JX_OK) {
-    fprintf(stderr, "jx_distributed_initialize: %s\n", jx_last_error());
-    return 2;
-  }
-  P = jx_process_count();
-  me = jx_process_index();
-  L = jx_local_device_count();
+  if (mpi_check_begin()) return 2;
   if (argc > 1 && strcmp(argv[1], "die") == 0) return die_test();
   devices();
   collectives_one_axis();
@@ -524,13 +509,5 @@ int main(int argc, char **argv) {
   process_local();
   CHECK(jx_sync_global_devices("before training") == JX_OK);
   training();
-  CHECK(jx_sync_global_devices("end") == JX_OK);
-  if (failures)
-    fprintf(stderr, "process %d of %d: %d checks failed\n", me, P, failures);
-  else
-    printf("process %d of %d (%d devices each): all checks passed\n", me, P, L);
-  fflush(stdout);
-  if (jx_distributed_shutdown() != JX_OK) return 1;
-  jx_shutdown();
-  return failures ? 1 : 0;
+  return mpi_check_end();
 }

@@ -15,16 +15,7 @@
 
 #include <jx/jx.h>
 
-static int P, L, me, failures;
-
-#define CHECK(c)                                                                                   \
-  do {                                                                                             \
-    if (!(c)) {                                                                                    \
-      fprintf(stderr, "process %d: %s:%d: check failed: %s\n", me, __FILE__, __LINE__, #c);        \
-      if (jx_last_status()) fprintf(stderr, "  last error: %s\n", jx_last_error());                \
-      failures++;                                                                                  \
-    }                                                                                              \
-  } while (0)
+#include "mpi_check.h"
 
 enum { N = 40, B = 8, W = 4, SEED = 11 };
 
@@ -159,23 +150,9 @@ static void columns_over_processes(void) {
 }
 
 int main(void) {
-  if (jx_distributed_initialize(NULL) != JX_OK) {
-    fprintf(stderr, "jx_distributed_initialize: %s\n", jx_last_error());
-    return 2;
-  }
-  P = jx_process_count();
-  me = jx_process_index();
-  L = jx_local_device_count();
+  if (mpi_check_begin()) return 2;
   CHECK(P > 1 && B % P == 0 && B % L == 0 && W % P == 0);
   rows_over_processes();
   columns_over_processes();
-  CHECK(jx_sync_global_devices("end") == JX_OK);
-  if (failures)
-    fprintf(stderr, "process %d of %d: %d checks failed\n", me, P, failures);
-  else
-    printf("process %d of %d (%d devices each): all checks passed\n", me, P, L);
-  fflush(stdout);
-  if (jx_distributed_shutdown() != JX_OK) return 1;
-  jx_shutdown();
-  return failures ? 1 : 0;
+  return mpi_check_end();
 }

@@ -19,19 +19,9 @@
 
 #include <jx/jx.h>
 
+#include "mpi_check.h"
+
 #include "io/safetensors.h"
-
-static int P, me, failures;
-
-#define CHECK(c)                                                                                   \
-  do {                                                                                             \
-    if (!(c)) {                                                                                    \
-      fprintf(stderr, "process %d: %s:%d: check failed: %s\n", me, __FILE__, __LINE__, #c);        \
-      if (jx_last_status()) fprintf(stderr, "  last error: %s\n", jx_last_error());                \
-      jx_clear_error();                                                                            \
-      failures++;                                                                                  \
-    }                                                                                              \
-  } while (0)
 
 enum { NARRAYS = 6 };
 static const char *const NAMES[NARRAYS] = {"x", "w", "g", "r", "d", "step"};
@@ -207,12 +197,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: test_mpi_io save|load DIR\n");
     return 2;
   }
-  if (jx_distributed_initialize(NULL) != JX_OK) {
-    fprintf(stderr, "jx_distributed_initialize: %s\n", jx_last_error());
-    return 2;
-  }
-  P = jx_process_count();
-  me = jx_process_index();
+  if (mpi_check_begin()) return 2;
   jx_scope_begin();
   if (strcmp(argv[1], "save") == 0) {
     CHECK(P == 2 && jx_local_device_count() == 2);
@@ -222,13 +207,5 @@ int main(int argc, char **argv) {
     restore_in_one_process(argv[2]);
   }
   jx_scope_end();
-  CHECK(jx_sync_global_devices("end") == JX_OK);
-  if (failures)
-    fprintf(stderr, "process %d of %d: %d checks failed\n", me, P, failures);
-  else
-    printf("process %d of %d: all checks passed\n", me, P);
-  fflush(stdout);
-  if (jx_distributed_shutdown() != JX_OK) return 1;
-  jx_shutdown();
-  return failures ? 1 : 0;
+  return mpi_check_end();
 }
