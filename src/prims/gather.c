@@ -104,6 +104,27 @@ static int64_t load_index(const jx_tensor *t, const index_view *v, const int64_t
   return jx_load_i64(t->data, t->dtype, flat);
 }
 
+/* The window at batch position g: its start along every operand dim, read
+ * from the index vector (0 along the dims it does not name) and clamped
+ * into [0, dim - size]. Returns 0 when every start was in range, 1 when one
+ * was clamped, 2 when a window of these sizes fits nowhere. */
+static int window_start(const jx_tensor *op, const jx_tensor *indices, const index_view *v,
+                        const jx_ilist *index_dims, const int64_t *size, const int64_t *g,
+                        int64_t *start) {
+  int r = op->shape.rank, clamped = 0;
+  for (int d = 0; d < r; d++) start[d] = 0;
+  for (int k = 0; k < index_dims->n; k++) start[index_dims->v[k]] = load_index(indices, v, g, k);
+  for (int d = 0; d < r; d++) {
+    int64_t hi = op->shape.dims[d] - size[d];
+    if (hi < 0) return 2;
+    if (start[d] < 0 || start[d] > hi) {
+      clamped = 1;
+      start[d] = start[d] < 0 ? 0 : hi;
+    }
+  }
+  return clamped;
+}
+
 /* ---- gather ---- */
 static jx_status infer_gather(const jx_params *p, int nin, const jx_aval *in, int nout,
                               jx_aval *out) {
@@ -199,18 +220,9 @@ static int gather_windows(const jx_params *p, const jx_tensor *in, jx_tensor *ou
   int64_t w = jx_shape_numel(win), nb = jx_shape_numel(v->batch);
   if (w == 0) return 1;
   for (int64_t b = 0; b < nb; b++) {
-    for (int d = 0; d < r; d++) start[d] = 0;
-    for (int k = 0; k < sim->n; k++) start[sim->v[k]] = load_index(&in[1], v, g, k);
-    int oob = 0;
+    int oob = window_start(op, &in[1], v, sim, ss->v, g, start) != 0;
     int64_t j = 0;
-    for (int d = 0; d < r; d++) {
-      int64_t hi = op->shape.dims[d] - ss->v[d], s0 = start[d];
-      if (s0 < 0 || s0 > hi) {
-        oob = 1;
-        s0 = s0 < 0 ? 0 : hi;
-      }
-      j += s0 * ostr[d];
-    }
+    for (int d = 0; d < r; d++) j += start[d] * ostr[d];
     if (fill && oob)
       for (int64_t i = 0; i < w; i++) store_fill(out->data, out->dtype, b * w + i);
     else
@@ -246,18 +258,9 @@ static void eval_gather(const jx_params *p, int nin, const jx_tensor *in, int no
     unravel(i, out->shape, oi);
     for (int d = 0, b = 0; d < out->shape.rank; d++)
       if (!contains(offs, d)) g[b++] = oi[d];
-    for (int d = 0; d < r; d++) start[d] = 0;
-    for (int k = 0; k < sim->n; k++) start[sim->v[k]] = load_index(&in[1], &v, g, k);
-    int oob = 0;
+    int oob = window_start(op, &in[1], &v, sim, ss->v, g, start) != 0;
     int64_t j = 0;
-    for (int d = 0; d < r; d++) {
-      int64_t hi = op->shape.dims[d] - ss->v[d], s0 = start[d];
-      if (s0 < 0 || s0 > hi) {
-        oob = 1;
-        s0 = s0 < 0 ? 0 : hi;
-      }
-      j += (s0 + (win_of[d] >= 0 ? oi[win_of[d]] : 0)) * ostr[d];
-    }
+    for (int d = 0; d < r; d++) j += (start[d] + (win_of[d] >= 0 ? oi[win_of[d]] : 0)) * ostr[d];
     if (fill && oob)
       store_fill(out->data, out->dtype, i);
     else
@@ -388,20 +391,10 @@ static int scatter_windows(scatter_op sop, const jx_params *p, const jx_tensor *
   int last = win.rank - 1;
   int64_t run = last >= 0 ? win.dims[last] : 1, rs = last >= 0 ? wst[last] : 0;
   for (int64_t b = 0; b < nb; b++) {
-    for (int d = 0; d < r; d++) start[d] = 0;
-    for (int k = 0; k < sdod->n; k++) start[sdod->v[k]] = load_index(&in[1], v, g, k);
-    int skip = 0;
+    int fit = window_start(op, &in[1], v, sdod, wsize, g, start);
+    int skip = fit == 2 || (fit == 1 && !clip); /* fits nowhere, or dropped */
     int64_t j = 0;
-    for (int d = 0; d < r && !skip; d++) {
-      int64_t hi = op->shape.dims[d] - wsize[d], s0 = start[d];
-      if (hi < 0)
-        skip = 1;
-      else if (s0 < 0 || s0 > hi) {
-        if (!clip) skip = 1;
-        s0 = s0 < 0 ? 0 : hi;
-      }
-      j += s0 * ostr[d];
-    }
+    for (int d = 0; d < r; d++) j += start[d] * ostr[d];
     for (int64_t q = 0, idx[JX_MAX_RANK] = {0}; !skip && q < w; q += run) {
       int64_t o = j; /* the operand offset of window row q / run */
       for (int d = 0; d < last; d++) o += idx[d] * wst[d];
@@ -457,20 +450,11 @@ static void eval_scatter_op(scatter_op sop, const jx_params *p, const jx_tensor 
     unravel(u, up->shape, ui);
     for (int d = 0, b = 0; d < up->shape.rank; d++)
       if (!contains(uwd, d)) g[b++] = ui[d];
-    for (int d = 0; d < r; d++) start[d] = 0;
-    for (int k = 0; k < sdod->n; k++) start[sdod->v[k]] = load_index(&in[1], &v, g, k);
-    int skip = 0;
+    /* fits nowhere (an inserted dim of size 0), or out of range and dropped */
+    int fit = window_start(op, &in[1], &v, sdod, wsize, g, start);
+    int skip = fit == 2 || (fit == 1 && !clip);
     int64_t j = 0;
-    for (int d = 0; d < r && !skip; d++) {
-      int64_t hi = op->shape.dims[d] - wsize[d], s0 = start[d];
-      if (hi < 0)
-        skip = 1; /* no position fits (an inserted dim of size 0) */
-      else if (s0 < 0 || s0 > hi) {
-        if (!clip) skip = 1;
-        s0 = s0 < 0 ? 0 : hi;
-      }
-      j += (s0 + (win_of[d] >= 0 ? ui[win_of[d]] : 0)) * ostr[d];
-    }
+    for (int d = 0; d < r; d++) j += (start[d] + (win_of[d] >= 0 ? ui[win_of[d]] : 0)) * ostr[d];
     if (!skip) combine(sop, out->data, j, up->data, u, op->dtype);
   }
 }
