@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../array/array.h"
 #include "../base/error.h"
 #include "../prims/prims.h"
 
@@ -78,6 +79,18 @@ int jx_fusion_row_reduce(const jx_eqn *e, const jx_program *p) {
   if (a.shape.rank < 1 || e->params.l[0].n != 1 || e->params.l[0].v[0] != a.shape.rank - 1)
     return 0;
   return op;
+}
+
+/* A lone computation as a kernel: the reference kernels walk elements one at
+ * a time through dtype switches; a kernel of one vectorized loop is several
+ * times faster once the array is big enough to pay for a kernel call. */
+enum { SINGLE_KERNEL_MIN_ELEMENTS = 4096 };
+
+int jx_fusion_single_worth_a_kernel(const jx_program *p, const jx_eqn *e) {
+  if (e->prim == &jx_prim_broadcast_in_dim || e->prim == &jx_prim_stop_gradient ||
+      jx_fusion_row_reduce(e, p) || !jx_fusion_renderable(e, p))
+    return 0;
+  return jx_shape_numel(p->avals[e->out[0]].shape) >= SINGLE_KERNEL_MIN_ELEMENTS;
 }
 
 int jx_fusion_find_load(const jx_fusion_group *g, int var, const int64_t *strides) {
@@ -225,7 +238,10 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
    * new dims), so a broadcast scalar or bias never becomes a full array */
   for (int n = 0; n < ng; n++) {
     jx_fusion_group *f = &groups[n];
-    if (f->count < 2) continue; /* one equation runs as it is */
+    if (f->count < 2) {
+      if (!jx_fusion_single_worth_a_kernel(p, &p->eqns[f->first])) continue;
+      f->single = 1;
+    }
     memset(in_group, 0, (size_t)p->nvars + 1);
     int ok = 1;
     for (int j = f->first; j < f->first + f->count && ok; j++) {

@@ -30,6 +30,7 @@ typedef struct {
   int reduces; /* 1: the last member is a reduce_sum/max/min over the last dimension of
                 * `shape` (f32/f64), fed by the others: the kernel produces one row,
                 * reduces it as the eager kernel does, and stores one value per row */
+  int single;  /* 1: one equation that is a kernel on its own (jx_fusion_single_worth_a_kernel) */
   int skip;    /* 1: nothing runs: a kernel with nothing to store, or a lone broadcast_in_dim
                 * that every reader reads through (the kernels load its operand) */
 } jx_fusion_group;
@@ -44,8 +45,12 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out);
  * broadcast counts: the kernel reads the broadcast's operand in place
  * instead of materializing it); else its equations run one by one. */
 static inline int jx_fusion_group_candidate(const jx_fusion_group *g) {
-  return g->compute >= 1 && g->count >= 2;
+  return g->compute >= 2 || (g->compute == 1 && (g->count >= 2 || g->single));
 }
+
+/* 1 when e, alone in its group, is still worth a kernel (a large enough
+ * elementwise computation). */
+int jx_fusion_single_worth_a_kernel(const jx_program *p, const jx_eqn *e);
 
 /* 1 when g runs as one compiled kernel: a candidate that writes a result. */
 static inline int jx_fusion_group_is_kernel(const jx_fusion_group *g) {

@@ -251,7 +251,7 @@ typedef struct {
   int64_t M, N, K;
   const operand *L, *R;
   void *C;
-  int64_t pieces, step; /* row blocks per batch, rows per block */
+  int64_t pieces, quanta; /* row blocks per batch; rows in ROW_QUANTUM units */
 } gemm_job;
 
 static void gemm_rows(const gemm_job *j, int64_t b, int64_t m0, int64_t m1) {
@@ -267,38 +267,42 @@ static void gemm_rows(const gemm_job *j, int64_t b, int64_t m0, int64_t m1) {
                 lda, (const float *)R->base + ro, ldb, 0.0f, (float *)j->C + co, n);
 }
 
+/* Row blocks: ROW_QUANTUM-row units shared out evenly, so that the pieces
+ * the threads take are as equal as the quantum allows. */
+enum { ROW_QUANTUM = 16 };
+
 static void gemm_units(void *ctx, int64_t begin, int64_t end) {
   const gemm_job *j = ctx;
   for (int64_t u = begin; u < end; u++) {
-    int64_t b = u / j->pieces, m0 = (u % j->pieces) * j->step;
-    int64_t m1 = m0 + j->step < j->M ? m0 + j->step : j->M;
+    int64_t b = u / j->pieces, p = u % j->pieces;
+    int64_t m0 = p * j->quanta / j->pieces * ROW_QUANTUM;
+    int64_t m1 = (p + 1) * j->quanta / j->pieces * ROW_QUANTUM;
+    if (m1 > j->M) m1 = j->M;
     if (m0 < m1) gemm_rows(j, b, m0, m1);
   }
 }
 
-/* Row blocks start at multiples of 48: OpenBLAS's single-threaded sgemm and
- * dgemm (Haswell/Zen kernels) then compute every element of C with the
- * instructions of the unsplit call, so a split GEMM gives the same bits
- * whatever the number of threads (checked for sizes 100..1024, both layouts;
- * row blocks at other multiples of 16 do not). OpenBLAS's own threading
- * gave bits that depended on its thread count. */
-/* A piece smaller than this is not worth a thread: on the 2-core machine two
- * concurrent 128-row halves of a 256^3 sgemm took longer than one call. */
-enum { ROW_QUANTUM = 48, MIN_PIECE_MACS = 1 << 24 };
+/* How a GEMM is split depends on its shape only: never on the number of
+ * threads, nor on whether the caller is itself one of the pool's jobs (a
+ * device thread), so a result has the same bits everywhere. A row block of
+ * OpenBLAS's sgemm sums in the order of the unsplit call only at multiples
+ * of 48 rows, and 48-row units share a 256-row product 144 / 112 between two
+ * threads; 16-row units balance it, at the price of bits that differ (in
+ * the last place) from one whole call, and identical for every thread
+ * count. A piece smaller than MIN_PIECE_MACS is not worth a thread (on the
+ * 2-core machine two concurrent 128-row halves of a 256^3 sgemm took longer
+ * than one call); at most MAX_PIECES, so that B is not packed too often. */
+enum { MIN_PIECE_MACS = 1 << 24, MAX_PIECES = 4 };
 
-/* Every batch's gemm, its rows split into blocks over the pool. */
+/* Every batch's gemm, a single one's rows split into blocks over the pool. */
 static void gemm_all(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const operand *L,
                      const operand *R, void *C) {
-  gemm_job j = {dbl, M, N, K, L, R, C, 1, M};
-  int threads = own_threads() ? jx_pool_threads() : 1;
-  int64_t want = threads > 1 && !jx_pool_inside() && B < threads ? M * N * K / MIN_PIECE_MACS : 1;
-  if (want > threads) want = threads;
-  if (want > 1) {
-    int64_t quanta = (M + ROW_QUANTUM - 1) / ROW_QUANTUM;
-    int64_t per = (quanta + want - 1) / want; /* quanta per block */
-    j.step = per * ROW_QUANTUM;
-    j.pieces = (M + j.step - 1) / j.step;
-  }
+  int64_t quanta = (M + ROW_QUANTUM - 1) / ROW_QUANTUM;
+  gemm_job j = {dbl, M, N, K, L, R, C, 1, quanta};
+  int64_t want = own_threads() && B == 1 ? M * N * K / MIN_PIECE_MACS : 1;
+  if (want > MAX_PIECES) want = MAX_PIECES;
+  if (want > quanta) want = quanta;
+  if (want > 1) j.pieces = want;
   jx_parallel_for(B * j.pieces, 1, gemm_units, &j);
 }
 

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "array/array.h"
+#include "base/threadpool.h"
 #include "prims/dot_kernels.h"
 #include "prims/prims.h"
 
@@ -249,6 +250,39 @@ static void large_square(void **state) {
   check(JX_F64, -1, (jx_shape){2, {257, 300}}, (jx_shape){2, {310, 257}}, &p);
 }
 
+/* A GEMM is split into row blocks by its shape alone: the pool and a single
+ * thread give the same bits (the MLP's products: rows split in 16-row units,
+ * both operand layouts, and one too small to split). */
+static void split_gemms_same_bits_on_one_thread(void **state) {
+  (void)state;
+  const int64_t shapes[][3] = {{256, 784, 512}, {784, 256, 512}, {512, 256, 512}, {40, 30, 20}};
+  for (int k = 0; k < 4; k++)
+    for (int t = 0; t < 2; t++) {
+      int64_t M = shapes[k][0], K = shapes[k][1], N = shapes[k][2];
+      float *a = malloc(sizeof(float) * (size_t)(M * K)),
+            *b = malloc(sizeof(float) * (size_t)(K * N));
+      float *c1 = malloc(sizeof(float) * (size_t)(M * N)),
+            *c2 = malloc(sizeof(float) * (size_t)(M * N));
+      assert_true(a && b && c1 && c2);
+      for (int64_t i = 0; i < M * K; i++) a[i] = (float)sin(0.37 * (double)i);
+      for (int64_t i = 0; i < K * N; i++) b[i] = (float)cos(0.11 * (double)i);
+      jx_params p = {0}; /* t = 1: the lhs stored transposed, [K, M] */
+      p.l[JX_DOT_LC] = (jx_ilist){1, {t ? 0 : 1}};
+      p.l[JX_DOT_RC] = (jx_ilist){1, {0}};
+      jx_tensor in[2] = {{a, JX_F32, {2, {t ? K : M, t ? M : K}}}, {b, JX_F32, {2, {K, N}}}};
+      jx_tensor o1 = {c1, JX_F32, {2, {M, N}}}, o2 = {c2, JX_F32, {2, {M, N}}};
+      assert_int_equal(jx_dot_blas(&p, in, &o1), 1);
+      jx_pool_run_inline(1);
+      assert_int_equal(jx_dot_blas(&p, in, &o2), 1);
+      jx_pool_run_inline(0);
+      assert_memory_equal(c1, c2, sizeof(float) * (size_t)(M * N));
+      free(a);
+      free(b);
+      free(c1);
+      free(c2);
+    }
+}
+
 /* Integer and bool contractions, and int -> float, stay on the reference. */
 static void integers_stay_on_reference(void **state) {
   (void)state;
@@ -281,9 +315,13 @@ static void matmul_end_to_end(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(layouts_f32),       cmocka_unit_test(layouts_f64),
-      cmocka_unit_test(random_f32_f64),    cmocka_unit_test(half_and_preferred),
-      cmocka_unit_test(large_square),      cmocka_unit_test(integers_stay_on_reference),
+      cmocka_unit_test(layouts_f32),
+      cmocka_unit_test(layouts_f64),
+      cmocka_unit_test(random_f32_f64),
+      cmocka_unit_test(half_and_preferred),
+      cmocka_unit_test(large_square),
+      cmocka_unit_test(integers_stay_on_reference),
+      cmocka_unit_test(split_gemms_same_bits_on_one_thread),
       cmocka_unit_test(matmul_end_to_end),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

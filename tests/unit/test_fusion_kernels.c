@@ -6,6 +6,7 @@
  * - one computation that reads a broadcast (softmax's divide by the row
  *   sums, a bias add) is a kernel reading the broadcast's operand in place,
  *   not a materialized broadcast followed by the reference kernel;
+ * - one large elementwise computation alone is a kernel too;
  * - bf16 chains are kernels that compute in float and round after every
  *   equation as the reference kernels do: the same bits, NaN included. */
 #include <math.h>
@@ -178,10 +179,57 @@ static void bf16_chains_are_kernels_with_the_eager_bits(void **state) {
   jx_fn_release(f);
 }
 
+/* one elementwise op, picked by ctx, on positive inputs (log, sqrt, pow) */
+static void single_op(void *ctx, jx_array *const *in, jx_array **out) {
+  int k = *(const int *)ctx;
+  jx_array *x = in[0], *y = in[1];
+  jx_array *(*unary[])(jx_array *) = {jx_neg, jx_abs,  jx_exp,   jx_log,   jx_tanh,  jx_sin,
+                                      jx_cos, jx_sqrt, jx_rsqrt, jx_expm1, jx_log1p, jx_erf};
+  jx_array *(*binary[])(jx_array *, jx_array *) = {jx_add,     jx_sub,     jx_mul, jx_div,
+                                                   jx_maximum, jx_minimum, jx_pow};
+  enum { NU = sizeof unary / sizeof unary[0], NB = sizeof binary / sizeof binary[0] };
+  out[0] = k < NU ? unary[k](x) : k < NU + NB ? binary[k - NU](x, y) : jx_lt(x, y);
+}
+
+static void one_large_computation_is_a_kernel(void **state) {
+  (void)state;
+  for (int d = 0; d < 2; d++)
+    for (int k = 0; k < 20; k++) {
+      jx_dtype dt = d ? JX_F64 : JX_F32;
+      jx_fn *f = jx_fn_create("single_op", 2, 1, single_op, &k);
+      jx_array *in[2] = {
+          jx_keep(jx_add(jx_abs(values(dt, JX_SHAPE(80, 100), 5)), jx_scalar(JX_F32, 0.1))),
+          jx_keep(jx_abs(values(dt, JX_SHAPE(80, 100), 6)))};
+      /* the comparison's result is bool: compared as bytes below */
+      jx_fn *jf = jx_jit(f, NULL);
+      jx_array *want[1], *got[1];
+      assert_int_equal(jx_call(f, in, want), JX_OK);
+      assert_int_equal(jx_call(jf, in, got), JX_OK);
+      size_t bytes = (size_t)8000 * (jx_dtype_of(want[0]) == JX_BOOL ? 1 : d ? 8 : 4);
+      char *a = malloc(bytes), *b = malloc(bytes);
+      assert_int_equal(jx_read(want[0], a, bytes), JX_OK);
+      assert_int_equal(jx_read(got[0], b, bytes), JX_OK);
+      if (memcmp(a, b, bytes) != 0)
+        fail_msg("op %d (%s): jit differs from eager", k, d ? "f64" : "f32");
+      free(a);
+      free(b);
+      jx_aval av[2] = {{dt, 0, {2, {80, 100}}}, {dt, 0, {2, {80, 100}}}};
+      jx_program *p = jx_fn_program(jf, av);
+      assert_non_null(p);
+      assert_int_equal(jx_executable_kernels(p->exec, NULL), 1);
+      jx_program_release(p);
+      jx_release(in[0]);
+      jx_release(in[1]);
+      jx_fn_release(jf);
+      jx_fn_release(f);
+    }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(integer_pow_in_kernels),
       cmocka_unit_test(one_computation_reading_a_broadcast_is_a_kernel),
+      cmocka_unit_test(one_large_computation_is_a_kernel),
       cmocka_unit_test(bf16_chains_are_kernels_with_the_eager_bits),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
