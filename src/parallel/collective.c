@@ -374,9 +374,10 @@ static jx_status impl(kind k, infer_fn infer, const char *op, const jx_params *p
  * lies between while the data moves (on the rank's helper thread of the
  * communicator). Only exchanges that read and write the arrays in place go
  * this way: all-reduces, permutes, and gathers and scatters along the
- * leading dim; the rest need packing around the exchange and run as usual,
- * as do groups that span processes (collectives over MPI must be issued in
- * one order on every process, which the device threads' program order gives). */
+ * leading dim; the rest need packing around the exchange and run as usual.
+ * Groups that span processes go ahead too: their requests run on one
+ * helper thread per device in the order the device started them, which
+ * keeps the one order MPI needs (comm.h). */
 struct jx_collective_pending {
   jx_comm_request *req;
   jx_array *in; /* kept alive while the exchange reads it */
@@ -425,7 +426,7 @@ int jx_collective_start(const jx_prim *prim, const jx_params *p, jx_array *in, j
   int rank = 0;
   jx_comm *c = jx_spmd_comm(p->l[0].v, p->l[0].n, op, &rank);
   if (!c) return -1;
-  if (!jx_comm_runs_ahead(c)) return 0; /* over MPI: in program order, as it stands */
+  if (!jx_comm_runs_ahead(c)) return 0;
   int64_t n = jx_comm_size(c);
   int64_t want = k == K_PPERMUTE ? p->i[1] : k >= K_ALL_GATHER ? p->i[2] : 0;
   if (want > 0 && want != n) return 0; /* the synchronous path reports it */

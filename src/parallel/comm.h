@@ -87,15 +87,17 @@ jx_comm_request *jx_comm_start_barrier(jx_comm *c, int rank);
 /* Waits for r to finish and frees it; records r's error in this thread. NULL: records
  * an error (the failed start already recorded one in the starting thread). */
 jx_status jx_comm_wait(jx_comm_request *r, double timeout_s);
-/* 1 when c's start_* forms return before the exchange is done (the local
- * engine's helper threads), 0 when they run it at once (another engine). */
+/* 1 when c's start_* forms return before the exchange is done (every
+ * engine's do; kept for engines that may not). */
 int jx_comm_runs_ahead(const jx_comm *c);
 
 /* ---- engines other than `local` ----
  * A communicator may hand its collectives to another engine: the entry points above check the
- * arguments as always, then call engine.run on the calling thread (the start_* forms run it
- * at once and return a finished request). The hierarchical engine (comm_hier.c) serves groups
- * whose devices belong to several processes. */
+ * arguments as always, then call engine.run on the calling thread. The start_* forms queue it
+ * on one helper thread per device, shared by all of the device's communicators of other
+ * engines, so that they run in the order the device started them (MPI needs every process's
+ * collectives in one order); their deadline is the engine's own. The hierarchical engine
+ * (comm_hier.c) serves groups whose devices belong to several processes. */
 typedef enum {
   JX_COMM_ALL_REDUCE,
   JX_COMM_REDUCE_SCATTER,

@@ -72,8 +72,13 @@ typedef struct {
   double timeout_s; /* for the message */
 } deadline;
 
+struct engine_queue;
+struct jx_comm_request;
+static void engine_wait(struct jx_comm_request *r);
+
 struct jx_comm_request {
   jx_comm *c;
+  struct engine_queue *eq; /* another engine's request: the device's queue; NULL: c's */
   int rank;
   desc d;
   deadline dl; /* under c->mu */
@@ -207,7 +212,7 @@ void jx_comm_release(jx_comm *c) {
   if (c && atomic_fetch_sub(&c->refs, 1) == 1) destroy(c);
 }
 
-int jx_comm_runs_ahead(const jx_comm *c) { return c && !c->engine.run; }
+int jx_comm_runs_ahead(const jx_comm *c) { return c != NULL; }
 
 int jx_comm_size(const jx_comm *c) { return c ? c->n : 0; }
 const char *jx_comm_label(const jx_comm *c) { return c ? c->label : ""; }
@@ -604,6 +609,14 @@ jx_status jx_comm_wait(jx_comm_request *r, double timeout_s) {
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_comm_wait: the request is NULL (its start "
                                                  "failed; the starting thread has the error)");
   jx_comm *c = r->c;
+  if (r->eq) {
+    engine_wait(r);
+    jx_status st = r->st;
+    if (st) jx_error_set(st, "%s", r->msg);
+    jx_comm_release(c);
+    free(r);
+    return st;
+  }
   rank_queue *q = &c->q[r->rank];
   pthread_mutex_lock(&c->mu);
   if (!r->done) {
@@ -625,27 +638,121 @@ jx_status jx_comm_wait(jx_comm_request *r, double timeout_s) {
   return st;
 }
 
-/* Another engine's collective runs at once and start returns it finished:
- * collectives over MPI must be issued in one order on every process, across
- * all communicators, which the device threads' program order gives and
- * per-communicator helper threads would not. */
+/* ---- other engines' requests: one queue per device ----
+ * Collectives over MPI must be issued in one order on every process. Each
+ * device starts its collectives in program order, and all of a device's
+ * requests to other engines, whatever their communicator, run in that order
+ * on one helper thread of the device; so the leaders (comm_hier.c) issue
+ * their MPI calls in program order too. Per-communicator threads would not:
+ * two communicators over the same devices share one MPI communicator. */
+typedef struct engine_queue {
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* a request was queued or finished */
+  pthread_t thread;
+  int started;
+  jx_comm_request *head, *tail;
+  int pending; /* queued + running */
+} engine_queue;
+
+enum { MAX_ENGINE_DEVICES = 1 << 16 };
+static engine_queue *engine_queues[MAX_ENGINE_DEVICES];
+static pthread_mutex_t engine_queues_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The queue of global device dev, made on first use; NULL when out of memory. */
+static engine_queue *device_queue(int dev) {
+  if (dev < 0 || dev >= MAX_ENGINE_DEVICES) return NULL;
+  pthread_mutex_lock(&engine_queues_mu);
+  engine_queue *q = engine_queues[dev];
+  if (!q && (q = calloc(1, sizeof *q))) {
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->cv, NULL);
+    engine_queues[dev] = q;
+  }
+  pthread_mutex_unlock(&engine_queues_mu);
+  return q;
+}
+
+static void *engine_worker(void *arg) {
+  engine_queue *q = arg;
+  pthread_mutex_lock(&q->mu);
+  for (;;) {
+    while (!q->head) pthread_cond_wait(&q->cv, &q->mu);
+    jx_comm_request *r = q->head;
+    q->head = r->next;
+    if (!q->head) q->tail = NULL;
+    pthread_mutex_unlock(&q->mu);
+    jx_status st = run_engine(r->c, r->rank, &r->d, 0, r->msg);
+    pthread_mutex_lock(&q->mu);
+    r->st = st;
+    r->done = 1;
+    q->pending--;
+    pthread_cond_broadcast(&q->cv);
+  }
+  return NULL; /* the queues live as long as the process */
+}
+
+static int engine_pending(const jx_comm *c, int rank) {
+  engine_queue *q = device_queue(c->dev[rank]);
+  if (!q) return 0;
+  pthread_mutex_lock(&q->mu);
+  int n = q->pending;
+  pthread_mutex_unlock(&q->mu);
+  return n;
+}
+
+static jx_comm_request *engine_enqueue(jx_comm *c, int rank, const desc *d, char *msg) {
+  engine_queue *q = device_queue(c->dev[rank]);
+  jx_comm_request *r = q ? calloc(1, sizeof *r) : NULL;
+  if (!r) {
+    snprintf(msg, MSG, "jx_comm_start_%s: out of memory", kind_names[d->k]);
+    return NULL;
+  }
+  r->c = jx_comm_retain(c);
+  r->eq = q;
+  r->rank = rank;
+  r->d = *d;
+  pthread_mutex_lock(&q->mu);
+  if (!q->started) {
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&q->thread, &a, engine_worker, q);
+    pthread_attr_destroy(&a);
+    if (rc != 0) {
+      pthread_mutex_unlock(&q->mu);
+      snprintf(msg, MSG, "jx_comm_start_%s: cannot start a thread for device %d", kind_names[d->k],
+               c->dev[rank]);
+      jx_comm_release(c);
+      free(r);
+      return NULL;
+    }
+    q->started = 1;
+  }
+  if (q->tail)
+    q->tail->next = r;
+  else
+    q->head = r;
+  q->tail = r;
+  q->pending++;
+  pthread_cond_broadcast(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+  return r;
+}
+
+/* Waits for another engine's request (its own deadline bounds it). */
+static void engine_wait(jx_comm_request *r) {
+  engine_queue *q = r->eq;
+  pthread_mutex_lock(&q->mu);
+  while (!r->done) pthread_cond_wait(&q->cv, &q->mu);
+  pthread_mutex_unlock(&q->mu);
+}
+
 static jx_comm_request *start(jx_comm *c, int rank, const desc *d) {
   char msg[MSG];
   jx_status st = check_call(c, rank, d, msg);
-  if (!st && c->engine.run) {
-    jx_comm_request *r = calloc(1, sizeof *r);
-    if (!r) {
-      jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_comm_start_%s: out of memory", kind_names[d->k]);
-      return NULL;
-    }
-    r->c = jx_comm_retain(c);
-    r->rank = rank;
-    r->d = *d;
-    r->st = run_engine(c, rank, d, 0, r->msg);
-    r->done = 1;
-    return r;
-  }
-  jx_comm_request *r = st ? NULL : enqueue(c, rank, d, msg);
+  jx_comm_request *r = st              ? NULL
+                       : c->engine.run ? engine_enqueue(c, rank, d, msg)
+                                       : enqueue(c, rank, d, msg);
   if (!r) jx_error_set(st ? st : JX_ERR_OUT_OF_MEMORY, "%s", msg);
   return r;
 }
@@ -656,7 +763,13 @@ static jx_status call(jx_comm *c, int rank, const desc *d, double timeout_s) {
   char msg[MSG];
   jx_status st = check_call(c, rank, d, msg);
   if (!st && c->engine.run) {
-    st = run_engine(c, rank, d, timeout_s, msg);
+    if (engine_pending(c, rank)) { /* behind the device's requests in flight */
+      jx_comm_request *r = engine_enqueue(c, rank, d, msg);
+      if (r) return jx_comm_wait(r, timeout_s);
+      st = JX_ERR_OUT_OF_MEMORY;
+    } else {
+      st = run_engine(c, rank, d, timeout_s, msg);
+    }
   } else if (!st) {
     pthread_mutex_lock(&c->mu);
     int pending = c->q[rank].pending; /* only this rank's thread adds to it */

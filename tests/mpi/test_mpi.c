@@ -30,6 +30,7 @@
 #include <jx/jx.h>
 
 #include "mpi_check.h"
+#include "parallel/collective.h"
 
 /* max |a - want| over the elements (a read as f64) */
 static double max_diff(jx_array *a, const double *want, int64_t n) {
@@ -508,6 +509,9 @@ int main(int argc, char **argv) {
   relayout();
   process_local();
   CHECK(jx_sync_global_devices("before training") == JX_OK);
+  long ahead = jx_collective_async_started();
   training();
+  /* the compiled per-device steps started their collectives over MPI ahead */
+  CHECK(jx_collective_async_started() > ahead);
   return mpi_check_end();
 }
