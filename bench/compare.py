@@ -538,6 +538,11 @@ for _ in range(runs):
     ts.append(time.perf_counter_ns() - t0)
 print(json.dumps({"bench": "gpt_step", "impl": "jax", "median_ns": statistics.median(ts)}))
 print(json.dumps({"bench": "gpt_step_first_call", "impl": "jax", "median_ns": first}))
+# XLA's own account of the step's memory: arguments + outputs + temporaries,
+# less the outputs that alias (donated) arguments
+ma = step.lower(p, s, x, y).compile().memory_analysis()
+peak = ma.argument_size_in_bytes + ma.output_size_in_bytes + ma.temp_size_in_bytes - ma.alias_size_in_bytes
+print(json.dumps({"bench": "gpt_step_peak_bytes", "impl": "jax", "estimated": peak}))
 """
 
 
@@ -563,6 +568,10 @@ def run_gpt(build, runs, compile_too=True):
     if pk:
         print(f"jx peak memory: {pk['measured'] / 2**20:.1f} MiB measured, "
               f"{pk['estimated'] / 2**20:.1f} MiB estimated by jx_fn_cost before running")
+    pj = rows.get("gpt_step_peak_bytes", {}).get("jax")
+    if pj:
+        print(f"JAX peak memory: {pj['estimated'] / 2**20:.1f} MiB (XLA's memory analysis: "
+              f"arguments + outputs + temporaries)")
     return rows
 
 
