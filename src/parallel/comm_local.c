@@ -564,6 +564,17 @@ static void *rank_worker(void *arg) {
   return NULL;
 }
 
+/* Puts r at the end of a queue (under the queue's mutex). */
+static void append(jx_comm_request **head, jx_comm_request **tail, int *pending,
+                   jx_comm_request *r) {
+  if (*tail)
+    (*tail)->next = r;
+  else
+    *head = r;
+  *tail = r;
+  (*pending)++;
+}
+
 /* Queues d on rank's helper thread; NULL with the reason in msg on failure. */
 static jx_comm_request *enqueue(jx_comm *c, int rank, const desc *d, char *msg) {
   jx_comm_request *r = calloc(1, sizeof *r);
@@ -587,12 +598,7 @@ static jx_comm_request *enqueue(jx_comm *c, int rank, const desc *d, char *msg) 
     }
     q->started = 1;
   }
-  if (q->tail)
-    q->tail->next = r;
-  else
-    q->head = r;
-  q->tail = r;
-  q->pending++;
+  append(&q->head, &q->tail, &q->pending, r);
   pthread_cond_broadcast(&q->cv);
   pthread_mutex_unlock(&c->mu);
   return r;
@@ -728,12 +734,7 @@ static jx_comm_request *engine_enqueue(jx_comm *c, int rank, const desc *d, char
     }
     q->started = 1;
   }
-  if (q->tail)
-    q->tail->next = r;
-  else
-    q->head = r;
-  q->tail = r;
-  q->pending++;
+  append(&q->head, &q->tail, &q->pending, r);
   pthread_cond_broadcast(&q->cv);
   pthread_mutex_unlock(&q->mu);
   return r;
