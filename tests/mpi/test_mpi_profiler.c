@@ -6,7 +6,11 @@
  *     "process P (host)"), device tracks 0..3 under their owners;
  *   - 3 psum events on every device with this device's bytes, and the
  *     clocks aligned: the k-th psum of every device overlaps every other
- *     device's k-th (no device can leave an all-reduce before all entered);
+ *     device's k-th (no device can leave an all-reduce before all entered;
+ *     that holds for collectives run where the program has them, so this
+ *     test turns off starting them ahead, JX_ASYNC_COLLECTIVES=0: a
+ *     collective started ahead is traced as the device's wait for it, which
+ *     may begin after the exchange has already finished elsewhere);
  *   - a "function" event (the per-device body) on every device;
  *   - process 1 wrote no file of its own; the summary covers all 4 devices;
  *   - the results are the sums computed here.
@@ -14,6 +18,7 @@
  * written) fails on every process, naming process 0. With argument "die",
  * process 1 ends while profiling: process 0's stop fails within the
  * collective deadline naming process 1, its own events still written. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,6 +240,7 @@ static int die_test(void) {
 }
 
 int main(int argc, char **argv) {
+  setenv("JX_ASYNC_COLLECTIVES", "0", 1); /* before the first collective reads it */
   if (mpi_check_begin()) return 2;
   CHECK(P == 2 && L == 2);
   if (!failures && argc > 1 && strcmp(argv[1], "die") == 0) return die_test();
