@@ -259,6 +259,39 @@ static int64_t prod(const jx_shape *s, int lo, int hi) {
   return v;
 }
 
+/* The group size the program was traced for (0: not recorded; psum, pmax
+ * and pmin keep their operand's shape and carry none). */
+static int64_t traced_group_size(kind k, const jx_params *p) {
+  return k == K_PPERMUTE ? p->i[1] : k >= K_ALL_GATHER ? p->i[2] : 0;
+}
+
+static jx_reduce_op reduce_op_of(kind k) {
+  return k == K_PSUM ? JX_REDUCE_SUM : k == K_PMAX ? JX_REDUCE_MAX : JX_REDUCE_MIN;
+}
+
+/* Where rank sends (dst) and whence it receives (src) in ppermute's pairs
+ * over a group of n; -1 for neither. */
+static jx_status permute_peers(const jx_params *p, int64_t n, int rank, const char *op, int *dst,
+                               int *src) {
+  const int64_t *pairs;
+  int npairs;
+  jx_status st = jx_ppermute_pairs(p, n, op, &pairs, &npairs);
+  *dst = *src = -1;
+  for (int q = 0; q < npairs && !st; q++) {
+    if (pairs[2 * q] == rank) *dst = (int)pairs[2 * q + 1];
+    if (pairs[2 * q + 1] == rank) *src = (int)pairs[2 * q];
+  }
+  return st;
+}
+
+/* "a,b": the collective's axes, for the profiler. */
+static void group_label(const jx_params *p, char *buf, size_t cap) {
+  buf[0] = 0;
+  for (int a = 0, len = 0; a < p->l[0].n && len < (int)cap; a++)
+    len += snprintf(buf + len, cap - (size_t)len, "%s%s", a ? "," : "",
+                    jx_axis_name((int)p->l[0].v[a]));
+}
+
 static jx_status exchange(kind k, const jx_params *p, const jx_tensor *x, jx_tensor *y,
                           const char *op) {
   size_t es = jx_dtype_size(x->dtype);
@@ -268,7 +301,7 @@ static jx_status exchange(kind k, const jx_params *p, const jx_tensor *x, jx_ten
   jx_comm *c = jx_spmd_comm(p->l[0].v, p->l[0].n, op, &rank);
   if (!c) return jx_last_status();
   int64_t n = jx_comm_size(c);
-  int64_t want = k == K_PPERMUTE ? p->i[1] : k >= K_ALL_GATHER ? p->i[2] : 0;
+  int64_t want = traced_group_size(k, p);
   if (want > 0 && want != n)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                         "%s: traced for a group of %lld devices, run on a group of %lld", op,
@@ -279,18 +312,11 @@ static jx_status exchange(kind k, const jx_params *p, const jx_tensor *x, jx_ten
   switch (k) {
   case K_PSUM:
   case K_PMAX:
-  case K_PMIN: {
-    jx_reduce_op r = k == K_PSUM ? JX_REDUCE_SUM : k == K_PMAX ? JX_REDUCE_MAX : JX_REDUCE_MIN;
-    return jx_comm_all_reduce(c, rank, x->data, y->data, count, x->dtype, r, t);
-  }
+  case K_PMIN:
+    return jx_comm_all_reduce(c, rank, x->data, y->data, count, x->dtype, reduce_op_of(k), t);
   case K_PPERMUTE: {
-    const int64_t *pairs;
-    int npairs, src = -1, dst = -1;
-    if ((st = jx_ppermute_pairs(p, n, op, &pairs, &npairs))) return st;
-    for (int q = 0; q < npairs; q++) {
-      if (pairs[2 * q] == rank) dst = (int)pairs[2 * q + 1];
-      if (pairs[2 * q + 1] == rank) src = (int)pairs[2 * q];
-    }
+    int src, dst;
+    if ((st = permute_peers(p, n, rank, op, &dst, &src))) return st;
     return jx_comm_permute(c, rank, x->data, y->data, count, x->dtype, dst, src, t);
   }
   case K_ALL_GATHER: { /* recv [n][A][R] -> y [A][n][R] */
@@ -345,10 +371,8 @@ static jx_status run(kind k, const jx_params *p, const jx_tensor *x, jx_tensor *
   if (!(jx_debug_flags & JX_DEBUG_PROFILE)) return exchange(k, p, x, y, op);
   double t0 = jx_prof_now();
   jx_status st = exchange(k, p, x, y, op);
-  char group[128] = "";
-  for (int a = 0, len = 0; a < p->l[0].n && len < (int)sizeof group; a++)
-    len += snprintf(group + len, sizeof group - (size_t)len, "%s%s", a ? "," : "",
-                    jx_axis_name((int)p->l[0].v[a]));
+  char group[128];
+  group_label(p, group, sizeof group);
   double bytes = (double)jx_shape_numel(x->shape) * (double)jx_dtype_size(x->dtype);
   jx_prof_collective(op + 3, t0, jx_prof_now(), bytes, "local shared memory", group);
   return st;
@@ -428,7 +452,7 @@ int jx_collective_start(const jx_prim *prim, const jx_params *p, jx_array *in, j
   if (!c) return -1;
   if (!jx_comm_runs_ahead(c)) return 0;
   int64_t n = jx_comm_size(c);
-  int64_t want = k == K_PPERMUTE ? p->i[1] : k >= K_ALL_GATHER ? p->i[2] : 0;
+  int64_t want = traced_group_size(k, p);
   if (want > 0 && want != n) return 0; /* the synchronous path reports it */
   jx_collective_pending *h = calloc(1, sizeof *h);
   jx_array *y = h ? jx_array_alloc(o.dtype, o.shape, o.weak) : NULL;
@@ -441,21 +465,14 @@ int jx_collective_start(const jx_prim *prim, const jx_params *p, jx_array *in, j
   switch (k) {
   case K_PSUM:
   case K_PMAX:
-  case K_PMIN: {
-    jx_reduce_op r = k == K_PSUM ? JX_REDUCE_SUM : k == K_PMAX ? JX_REDUCE_MAX : JX_REDUCE_MIN;
-    h->req = jx_comm_start_all_reduce(c, rank, src, dst, count, a.dtype, r);
+  case K_PMIN:
+    h->req = jx_comm_start_all_reduce(c, rank, src, dst, count, a.dtype, reduce_op_of(k));
     break;
-  }
   case K_PPERMUTE: {
-    const int64_t *pairs;
-    int npairs, from = -1, to = -1;
-    if (jx_ppermute_pairs(p, n, op, &pairs, &npairs)) {
+    int to, from;
+    if (permute_peers(p, n, rank, op, &to, &from)) {
       free(h);
       return -1;
-    }
-    for (int q = 0; q < npairs; q++) {
-      if (pairs[2 * q] == rank) to = (int)pairs[2 * q + 1];
-      if (pairs[2 * q + 1] == rank) from = (int)pairs[2 * q];
     }
     h->req = jx_comm_start_permute(c, rank, src, dst, count, a.dtype, to, from);
     break;
@@ -472,9 +489,7 @@ int jx_collective_start(const jx_prim *prim, const jx_params *p, jx_array *in, j
   h->in = jx_keep(in);
   h->op = op;
   h->bytes = (double)count * (double)jx_dtype_size(a.dtype);
-  for (int i = 0, len = 0; i < p->l[0].n && len < (int)sizeof h->group; i++)
-    len += snprintf(h->group + len, sizeof h->group - (size_t)len, "%s%s", i ? "," : "",
-                    jx_axis_name((int)p->l[0].v[i]));
+  group_label(p, h->group, sizeof h->group);
   *out = y;
   *pending = h;
   atomic_fetch_add(&async_started, 1);
