@@ -133,15 +133,8 @@ static inline uint64_t f64_bits(double x) {
   return u;
 }
 
-uint16_t jx_f32_to_bf16(float x) {
-  uint32_t u = f32_bits(x);
-  /* NaN: the canonical quiet NaN with x's sign, as XLA and ml_dtypes */
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);
-  uint32_t lsb = (u >> 16) & 1u;
-  u += 0x7fffu + lsb; /* round to nearest even; overflow carries into inf */
-  return (uint16_t)(u >> 16);
-}
-float jx_bf16_to_f32(uint16_t x) { return bits_f32((uint32_t)x << 16); }
+uint16_t jx_f32_to_bf16(float x) { return jx_f32_to_bf16_inline(x); }
+float jx_bf16_to_f32(uint16_t x) { return jx_bf16_to_f32_inline(x); }
 
 uint16_t jx_f64_to_bf16(double x) {
   uint64_t u = f64_bits(x);

@@ -19,6 +19,24 @@ static inline int jx_is_signed_int(jx_dtype dt) { return jx_dtype_kind(dt) == JX
 static inline int jx_is_unsigned_int(jx_dtype dt) { return jx_dtype_kind(dt) == JX_KIND_UINT; }
 int jx_dtype_bits(jx_dtype dt);
 
+/* bf16 <-> f32, inline for loops that convert whole arrays (a GEMM's
+ * operands): the same bits as jx_f32_to_bf16 / jx_bf16_to_f32, which call
+ * them. To nearest even; NaN becomes the canonical quiet NaN with its sign,
+ * as XLA and ml_dtypes. */
+static inline uint16_t jx_f32_to_bf16_inline(float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);
+  u += 0x7fffu + ((u >> 16) & 1u); /* overflow carries into inf */
+  return (uint16_t)(u >> 16);
+}
+static inline float jx_bf16_to_f32_inline(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float x;
+  memcpy(&x, &u, 4);
+  return x;
+}
+
 /* Promotion with weak types (JAX's lattice, see include/jx/array.h). */
 jx_dtype jx_promote_weak(jx_dtype a, int a_weak, jx_dtype b, int b_weak, int *out_weak);
 /* The float dtype an integer or bool input of a floating op is computed in:

@@ -166,9 +166,9 @@ typedef struct {
   void *packed; /* owned copy, or NULL */
 } operand;
 
-/* bf16 <-> f32 without a call per element (the same bits as dtype.c's
- * jx_bf16_to_f32 and jx_f32_to_bf16), over the pool for large arrays: a
- * bf16 GEMM widens its operands and rounds its result around an f32 one. */
+/* bf16 <-> f32 over the pool for large arrays, inline conversions (no call
+ * per element): a bf16 GEMM widens its operands and rounds its result around
+ * an f32 one. */
 typedef struct {
   const void *src;
   void *dst;
@@ -177,20 +177,15 @@ typedef struct {
 static void widen_bf16(void *ctx, int64_t begin, int64_t end) {
   const half_job *j = ctx;
   const uint16_t *h = j->src;
-  uint32_t *w = j->dst;
-  for (int64_t i = begin; i < end; i++) w[i] = (uint32_t)h[i] << 16;
+  float *w = j->dst;
+  for (int64_t i = begin; i < end; i++) w[i] = jx_bf16_to_f32_inline(h[i]);
 }
 
 static void round_bf16(void *ctx, int64_t begin, int64_t end) {
   const half_job *j = ctx;
   const float *f = j->src;
   uint16_t *h = j->dst;
-  for (int64_t i = begin; i < end; i++) {
-    uint32_t u;
-    memcpy(&u, &f[i], 4);
-    h[i] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u)
-                                           : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-  }
+  for (int64_t i = begin; i < end; i++) h[i] = jx_f32_to_bf16_inline(f[i]);
 }
 
 enum { HALF_GRAIN = 1 << 16 };
