@@ -575,8 +575,9 @@ static void append(jx_comm_request **head, jx_comm_request **tail, int *pending,
   (*pending)++;
 }
 
-/* Queues d on rank's helper thread; NULL with the reason in msg on failure. */
-static jx_comm_request *enqueue(jx_comm *c, int rank, const desc *d, char *msg) {
+/* A request for call d of rank, holding a reference to c; NULL with the
+ * reason in msg when out of memory. */
+static jx_comm_request *new_request(jx_comm *c, int rank, const desc *d, char *msg) {
   jx_comm_request *r = calloc(1, sizeof *r);
   if (!r) {
     snprintf(msg, MSG, "jx_comm_start_%s: out of memory", kind_names[d->k]);
@@ -585,6 +586,13 @@ static jx_comm_request *enqueue(jx_comm *c, int rank, const desc *d, char *msg) 
   r->c = jx_comm_retain(c);
   r->rank = rank;
   r->d = *d;
+  return r;
+}
+
+/* Queues d on rank's helper thread; NULL with the reason in msg on failure. */
+static jx_comm_request *enqueue(jx_comm *c, int rank, const desc *d, char *msg) {
+  jx_comm_request *r = new_request(c, rank, d, msg);
+  if (!r) return NULL;
   rank_queue *q = &c->q[rank];
   pthread_mutex_lock(&c->mu);
   if (!q->started) {
@@ -708,15 +716,13 @@ static int engine_pending(const jx_comm *c, int rank) {
 
 static jx_comm_request *engine_enqueue(jx_comm *c, int rank, const desc *d, char *msg) {
   engine_queue *q = device_queue(c->dev[rank]);
-  jx_comm_request *r = q ? calloc(1, sizeof *r) : NULL;
-  if (!r) {
+  if (!q) {
     snprintf(msg, MSG, "jx_comm_start_%s: out of memory", kind_names[d->k]);
     return NULL;
   }
-  r->c = jx_comm_retain(c);
+  jx_comm_request *r = new_request(c, rank, d, msg);
+  if (!r) return NULL;
   r->eq = q;
-  r->rank = rank;
-  r->d = *d;
   pthread_mutex_lock(&q->mu);
   if (!q->started) {
     pthread_attr_t a;
