@@ -1,5 +1,7 @@
 #include "simplify.h"
 
+#include "recompute.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -349,7 +351,10 @@ static jx_program *dce(const jx_program *p) {
 jx_program *jx_simplify(const jx_program *p) {
   jx_program *f = forward(p);
   if (!f) return NULL;
-  jx_program *d = dce(f);
+  jx_program *r = jx_recompute(f); /* may leave originals dead: before DCE */
   jx_program_release(f);
+  if (!r) return NULL;
+  jx_program *d = dce(r);
+  jx_program_release(r);
   return d;
 }

@@ -13,7 +13,11 @@
  *   logsumexp, softmax and log_softmax take the max from -inf instead.
  * Axes: JX_AXES() means every axis; negative axes count from the end; a
  * repeated axis is an error. keepdims leaves the reduced axes as size 1. */
+#include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
+
+#include <jx/transform.h>
 
 #include "../array/array.h"
 #include "ops_util.h"
@@ -194,15 +198,66 @@ static jx_array *shifted(const char *op, jx_array *a, int axis, jx_ilist *axes) 
     return jx_poison();
   }
   if (jx_ops_axes(op, JX_AXES(axis), a->shape.rank, 0, axes)) return jx_poison();
-  jx_array *m = back(bind_axes(&jx_prim_reduce_max, a, axes), a->shape, axes);
+  /* the max only keeps exp finite: no gradient flows through it, as in jax.nn */
+  jx_array *m =
+      back(bind1(&jx_prim_stop_gradient, bind_axes(&jx_prim_reduce_max, a, axes)), a->shape, axes);
   return jx_ops_convert(bind2(&jx_prim_sub, a, m), inexact(a->dtype), 0);
 }
 
-jx_array *jx_softmax(jx_array *a, int axis) {
+static jx_array *softmax_formula(jx_array *a, int axis) {
   jx_ilist axes;
   jx_array *u = bind1(&jx_prim_exp, shifted("jx_softmax", a, axis, &axes));
   if (u->poisoned) return u;
   return bind2(&jx_prim_div, u, back(bind_axes(&jx_prim_reduce_sum, u, &axes), a->shape, &axes));
+}
+
+/* softmax has jax.nn.softmax's custom JVP, t -> y * (t - sum(y * t)): reverse
+ * mode then keeps only the output y for the backward pass, not exp's result
+ * and the normalizer as well (the attention probabilities of a transformer
+ * are its largest activations). One custom_jvp function per axis, made on
+ * first use and kept for the process. */
+static void softmax_body(void *ctx, jx_array *const *in, jx_array **out) {
+  out[0] = softmax_formula(in[0], (int)(intptr_t)ctx);
+}
+
+static void softmax_jvp_body(void *ctx, jx_array *const *in, jx_array **out) {
+  int axis = (int)(intptr_t)ctx;
+  jx_ilist axes = {1, {axis}};
+  jx_array *y = softmax_formula(in[0], axis), *t = in[1];
+  jx_array *dot =
+      back(bind_axes(&jx_prim_reduce_sum, bind2(&jx_prim_mul, y, t), &axes), y->shape, &axes);
+  out[0] = y;
+  out[1] = bind2(&jx_prim_mul, y, bind2(&jx_prim_sub, t, dot));
+}
+
+static jx_fn *softmax_fn(int axis) {
+  static _Atomic(jx_fn *) made[JX_MAX_RANK];
+  jx_fn *f = atomic_load(&made[axis]);
+  if (f) return f;
+  void *ctx = (void *)(intptr_t)axis;
+  jx_fn *primal = jx_fn_create("softmax", 1, 1, softmax_body, ctx);
+  jx_fn *jvp = jx_fn_create("softmax_jvp", 2, 2, softmax_jvp_body, ctx);
+  jx_fn *c = primal && jvp ? jx_custom_jvp(primal, jvp) : NULL;
+  jx_fn_release(primal); /* c holds its own references */
+  jx_fn_release(jvp);
+  if (c && !atomic_compare_exchange_strong(&made[axis], &f, c)) jx_fn_release(c); /* lost a race */
+  return c ? atomic_load(&made[axis]) : NULL;
+}
+
+jx_array *jx_softmax(jx_array *a, int axis) {
+  if (jx_check_inputs("jx_softmax", 1, &a)) return jx_poison();
+  if (a->dtype == JX_BOOL) {
+    jx_error_set(JX_ERR_DTYPE, "jx_softmax: bool operands are not supported");
+    return jx_poison();
+  }
+  jx_ilist axes;
+  if (jx_ops_axes("jx_softmax", JX_AXES(axis), a->shape.rank, 0, &axes)) return jx_poison();
+  jx_array *x = jx_ops_convert(a, inexact(a->dtype), 0);
+  jx_fn *f = softmax_fn((int)axes.v[0]);
+  if (!f) return jx_poison();
+  jx_array *y = NULL;
+  if (jx_call(f, &x, &y)) return jx_poison();
+  return y;
 }
 
 jx_array *jx_log_softmax(jx_array *a, int axis) {

@@ -39,6 +39,7 @@
 #include <jx/jx.h>
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -141,6 +142,47 @@ static jx_array *labels(void) {
   double l[20] = {0};
   for (int r = 0; r < 4; r++) l[r * 5 + cls[r]] = 1;
   return jx_array_from(JX_F64, JX_SHAPE(4, 5), l);
+}
+
+/* ---- softmax: jax.nn.softmax's custom JVP ---- */
+static void softmax_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = dot_all(W(), jx_softmax(in[0], -1));
+}
+
+static int count_word(const char *text, const char *word) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, word)); p += strlen(word)) n++;
+  return n;
+}
+
+/* The gradient is y * (w - sum(y * w)) per row (y the softmax, computed here
+ * in double); reverse mode keeps only y: one exp and one division, and no
+ * gradient through the row max (no eq mask). */
+static void test_softmax_custom_jvp(void **state) {
+  (void)state;
+  double x[20], w[20], want[20];
+  assert_int_equal(jx_read(X(), x, sizeof x), JX_OK);
+  assert_int_equal(jx_read(W(), w, sizeof w), JX_OK);
+  for (int r = 0; r < 4; r++) {
+    double m = -INFINITY, z = 0, yw = 0, y[5];
+    for (int c = 0; c < 5; c++) m = fmax(m, x[r * 5 + c]);
+    for (int c = 0; c < 5; c++) z += y[c] = exp(x[r * 5 + c] - m);
+    for (int c = 0; c < 5; c++) yw += (y[c] /= z) * w[r * 5 + c];
+    for (int c = 0; c < 5; c++) want[r * 5 + c] = y[c] * (w[r * 5 + c] - yw);
+  }
+  expect_grad(softmax_body, NULL, X(), want);
+  jx_fn *f = jx_fn_create("f", 1, 1, softmax_body, NULL);
+  jx_fn *g = jx_jit(jx_grad(f, JX_AXES(0)), NULL);
+  jx_array *in = X();
+  char *ir = jx_fn_ir(g, &in);
+  assert_non_null(ir);
+  assert_int_equal(count_word(ir, "= exp "), 1);
+  assert_int_equal(count_word(ir, "= eq "), 0);
+  assert_int_equal(count_word(ir, "= div "), 1); /* y itself: the backward pass divides nothing */
+  free(ir);
+  jx_fn_release(g);
+  jx_fn_release(f);
 }
 
 /* ---- cross-entropy through log_softmax ---- */
@@ -384,6 +426,7 @@ static void test_dilated_windows(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_softmax_custom_jvp, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cross_entropy, setup, teardown),
       cmocka_unit_test_setup_teardown(test_per_example_grad, setup, teardown),
       cmocka_unit_test_setup_teardown(test_logsumexp, setup, teardown),
