@@ -1,29 +1,45 @@
-/* jx/distributed.h: one program, many processes (one per host or GPU),
- * launched by mpirun or srun, as JAX's jax.distributed.
+/* jx/distributed.h: one program, many processes (one per host or GPU), as
+ * JAX's jax.distributed: launched by mpirun or srun, or started by hand
+ * with an explicit coordinator.
  *
- * Call jx_distributed_initialize(NULL) first, before any use of devices: it
- * takes this process's index and the process count from the launcher
- * (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/PMI_SIZE, SLURM_PROCID/NTASKS) and
- * then from MPI itself, which jx initializes through its MPI plugin
- * (libjx_mpi.so, opened at run time: JX_MPI_PLUGIN names it, else it is
- * looked for next to libjx, then on the library search path). One process
- * without a launcher needs no MPI.
+ * Call jx_distributed_initialize first, before any use of devices. Three
+ * ways to join:
+ *   - under a launcher, jx_distributed_initialize(NULL): this process's index
+ *     and the process count come from the launcher (OMPI_COMM_WORLD_RANK/SIZE,
+ *     PMI_RANK/PMI_SIZE, SLURM_PROCID/NTASKS) and then from MPI itself, which
+ *     jx initializes through its MPI plugin (libjx_mpi.so, opened at run
+ *     time: JX_MPI_PLUGIN names it, else it is looked for next to libjx, then
+ *     on the library search path);
+ *   - with an explicit coordinator: options with coordinator = "host:port"
+ *     (where process 0 listens), num_processes and process_id (both
+ *     required); jax.distributed.initialize(coordinator_address,
+ *     num_processes, process_id). No MPI: the processes meet at the
+ *     coordinator and their collectives go over TCP (an engine inside
+ *     libjx);
+ *   - jx_distributed_initialize(NULL) without a launcher but with
+ *     JX_COORDINATOR_ADDRESS, JX_NUM_PROCESSES and JX_PROCESS_ID set in the
+ *     environment: the same as the explicit coordinator, so one program runs
+ *     either way.
+ * One process without either needs neither.
  *
  * After it, devices are global: each process has jx_local_device_count()
  * devices (JX_NUM_CPU_DEVICES), process p owns devices p*L .. p*L+L-1, and
  * jx_device_count() counts all of them. Meshes may span processes; every
- * process must create the same meshes in the same order (their MPI
+ * process must create the same meshes in the same order (their
  * communicators are made then). A sharded array holds the shards of this
  * process's devices only: reading its global value works when those shards
  * cover it, else jx_process_allgather gathers it. Per-device programs
  * (shard_map, pmap, sharded jit) run on this process's devices; collectives
- * among devices of several processes go over MPI.
+ * among devices of several processes go over MPI or TCP.
  *
  * Deadlines: the rendezvous and every collective must complete within
  * timeout_s (default JX_COLLECTIVE_TIMEOUT, else 300 s), else they fail with
- * JX_ERR_TIMEOUT naming the processes that did not arrive. After such a
- * failure the process should end: jx_distributed_shutdown then calls
- * MPI_Abort, which ends every process of the job. */
+ * JX_ERR_TIMEOUT naming the processes that did not arrive (over TCP, a
+ * process whose connections close is named at once). After such a failure
+ * the process should end: jx_distributed_shutdown then calls MPI_Abort,
+ * which ends every process of the job; over TCP it ends this process with
+ * status 1, and the others' collectives fail at once as its connections
+ * close. */
 #ifndef JX_DISTRIBUTED_H
 #define JX_DISTRIBUTED_H
 
@@ -35,14 +51,21 @@ extern "C" {
 #endif
 
 typedef struct {
-  const char *coordinator;       /* NULL: take rank/size from the launcher (mpirun, srun) */
-  int num_processes, process_id; /* 0, 0: from the launcher; else checked against it */
-  double timeout_s;              /* rendezvous and collective deadline; <= 0: the default */
+  /* "host:port" where process 0 listens (TCP, no MPI); NULL: the launcher
+   * (mpirun, srun), else the JX_COORDINATOR_ADDRESS environment */
+  const char *coordinator;
+  /* with a coordinator: required; without: 0, 0 = from the launcher or the
+   * environment, else checked against the launcher */
+  int num_processes, process_id;
+  double timeout_s; /* rendezvous and collective deadline; <= 0: the default */
 } jx_distributed_options;
 
 jx_status jx_distributed_initialize(const jx_distributed_options *opts); /* NULL = auto */
 /* Ends MPI (MPI_Finalize, which waits for every process; MPI_Abort after a
- * failed collective). Devices stay as they are; no collective may follow. */
+ * failed collective). Over TCP: a last barrier of every process (within the
+ * deadline), then every connection closes; after a failed collective the
+ * process ends at once with status 1 (its connections close, so the others
+ * fail at once). Devices stay as they are; no collective may follow. */
 jx_status jx_distributed_shutdown(void);
 int jx_process_index(void); /* 0 without initialize */
 int jx_process_count(void); /* 1 without initialize */

@@ -4,7 +4,12 @@
  * The MPI plugin is opened with dlopen (ARCHITECTURE.md decision 10), so
  * libjx links no MPI: JX_MPI_PLUGIN (a path), else libjx_mpi.so next to the
  * library (or executable) that holds this code, else the library search
- * path. A job of one process needs no plugin. */
+ * path. A job of one process needs no plugin.
+ *
+ * With an explicit coordinator (jx_distributed_options.coordinator, or
+ * JX_COORDINATOR_ADDRESS when no launcher started the process) the TCP
+ * engine built into libjx (tcp_engine.h) takes the plugin's place: same
+ * function table, no MPI. */
 #include <jx/distributed.h>
 
 #include <dlfcn.h>
@@ -19,8 +24,10 @@
 #include "device.h"
 #include "dist.h"
 #include "shards.h"
+#include "tcp_engine.h"
 
 static const jx_mpi_api *mpi;
+static int tcp; /* mpi is the TCP engine */
 static int initialized, active, finalized, failed;
 static int proc_index, proc_count = 1;
 static double timeout_default;
@@ -86,19 +93,101 @@ static void *open_plugin(char *why, size_t cap) {
   return h;
 }
 
+/* The explicit coordinator, from the options or (options unset, no launcher)
+ * from JX_COORDINATOR_ADDRESS, JX_NUM_PROCESSES, JX_PROCESS_ID: 1 with the
+ * job's shape, 0 without one, -1 with the error recorded. */
+static int explicit_coordinator(const jx_distributed_options *opts, const char *launcher,
+                                const char **addr, int *rank, int *size) {
+  const char *op = "jx_distributed_initialize";
+  char host[256];
+  int port;
+  if (opts && opts->coordinator) {
+    *addr = opts->coordinator;
+    if (opts->num_processes < 1 || opts->process_id < 0 ||
+        opts->process_id >= opts->num_processes) {
+      jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                   "%s: with a coordinator ('%s') the options must give num_processes >= 1 and "
+                   "process_id in 0 .. num_processes-1, not %d and %d",
+                   op, *addr, opts->num_processes, opts->process_id);
+      return -1;
+    }
+    *rank = opts->process_id;
+    *size = opts->num_processes;
+  } else {
+    const char *env = getenv("JX_COORDINATOR_ADDRESS");
+    if (launcher || (opts && (opts->num_processes || opts->process_id)) || !env || !*env) return 0;
+    *addr = env;
+    if (!env_int("JX_NUM_PROCESSES", size) || *size < 1 || !env_int("JX_PROCESS_ID", rank) ||
+        *rank >= *size) {
+      jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                   "%s: JX_COORDINATOR_ADDRESS=%s needs JX_NUM_PROCESSES (>= 1) and JX_PROCESS_ID "
+                   "(0 .. JX_NUM_PROCESSES-1), given '%s' and '%s'",
+                   op, env, getenv("JX_NUM_PROCESSES") ? getenv("JX_NUM_PROCESSES") : "",
+                   getenv("JX_PROCESS_ID") ? getenv("JX_PROCESS_ID") : "");
+      return -1;
+    }
+  }
+  if (jx_tcp_split_address(*addr, host, sizeof host, &port)) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "%s: the coordinator address '%s' is not host:port (e.g. 10.0.0.1:1234)", op,
+                 *addr);
+    return -1;
+  }
+  return 1;
+}
+
+static void set_timeout(const jx_distributed_options *opts) {
+  /* read once: a collective's default deadline costs no environment lookup */
+  timeout_default = jx_comm_default_timeout();
+  if (opts && opts->timeout_s > 0) {
+    timeout_default = opts->timeout_s;
+    char v[64];
+    snprintf(v, sizeof v, "%g", opts->timeout_s); /* the collectives' default deadline */
+    setenv("JX_COLLECTIVE_TIMEOUT", v, 1);
+  }
+}
+
+/* The engine is up (or not needed): devices become global. */
+static jx_status join(int rank, int size) {
+  jx_status st = jx_devices_set_processes(size, rank);
+  if (st) return st;
+  proc_index = rank;
+  proc_count = size;
+  initialized = 1;
+  active = size > 1;
+  if (active) return jx_dist_split(1, rank, 0x6a78776f726c64ULL, "all processes", &world);
+  return JX_OK;
+}
+
+static jx_status join_over_tcp(const jx_distributed_options *opts, const char *coordinator,
+                               int rank, int size) {
+  set_timeout(opts);
+  if (size > 1) {
+    const jx_mpi_api *api = jx_tcp_engine(coordinator, size, rank);
+    char msg[JX_MPI_MSG] = "";
+    int mrank = 0, msize = 0;
+    if (api->init(jx_dist_timeout(), &mrank, &msize, msg, sizeof msg))
+      return jx_error_set(strstr(msg, "did not arrive") || strstr(msg, "could not reach") ||
+                                  strstr(msg, "did not answer")
+                              ? JX_ERR_TIMEOUT
+                              : JX_ERR_INVALID_ARGUMENT,
+                          "jx_distributed_initialize: process %d of %d: %s", rank, size, msg);
+    mpi = api;
+    tcp = 1;
+  }
+  return join(rank, size);
+}
+
 jx_status jx_distributed_initialize(const jx_distributed_options *opts) {
   const char *op = "jx_distributed_initialize";
   if (initialized)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: already called (process %d of %d)", op,
                         proc_index, proc_count);
-  if (opts && opts->coordinator)
-    return jx_error_set(JX_ERR_UNIMPLEMENTED,
-                        "%s: a coordinator address ('%s') is not supported: jx joins processes "
-                        "through MPI; launch the program with mpirun or srun and pass "
-                        "coordinator = NULL",
-                        op, opts->coordinator);
   int rank = 0, size = 1;
-  const char *launcher = from_launcher(&rank, &size);
+  const char *launcher = from_launcher(&rank, &size), *coordinator = NULL;
+  int via_tcp = explicit_coordinator(opts, launcher, &coordinator, &rank, &size);
+  if (via_tcp < 0) return JX_ERR_INVALID_ARGUMENT;
+  if (via_tcp) return join_over_tcp(opts, coordinator, rank, size);
   if (opts && (opts->num_processes > 0 || opts->process_id > 0)) {
     if (launcher && (opts->num_processes != size || opts->process_id != rank))
       return jx_error_set(JX_ERR_INVALID_ARGUMENT,
@@ -110,14 +199,7 @@ jx_status jx_distributed_initialize(const jx_distributed_options *opts) {
                           "one (mpirun, srun); run it under one",
                           op, opts->num_processes);
   }
-  /* read once: a collective's default deadline costs no environment lookup */
-  timeout_default = jx_comm_default_timeout();
-  if (opts && opts->timeout_s > 0) {
-    timeout_default = opts->timeout_s;
-    char v[64];
-    snprintf(v, sizeof v, "%g", opts->timeout_s); /* the collectives' default deadline */
-    setenv("JX_COLLECTIVE_TIMEOUT", v, 1);
-  }
+  set_timeout(opts);
   if (size > 1) {
     char why[4096];
     void *h = open_plugin(why, sizeof why);
@@ -141,23 +223,21 @@ jx_status jx_distributed_initialize(const jx_distributed_options *opts) {
                           size, mrank, msize);
     mpi = api;
   }
-  jx_status st = jx_devices_set_processes(size, rank);
-  if (st) return st;
-  proc_index = rank;
-  proc_count = size;
-  initialized = 1;
-  active = size > 1;
-  if (active) return jx_dist_split(1, rank, 0x6a78776f726c64ULL, "all processes", &world);
-  return JX_OK;
+  return join(rank, size);
 }
 
 jx_status jx_distributed_shutdown(void) {
   if (!initialized || finalized) return JX_OK;
   finalized = 1;
   if (!mpi) return JX_OK;
-  if (failed) fprintf(stderr, "jx: a collective over processes failed; MPI_Abort ends the job\n");
+  if (failed)
+    fprintf(stderr, tcp ? "jx: a collective over processes failed; this process ends (status 1) "
+                          "and the others see its connections close\n"
+                        : "jx: a collective over processes failed; MPI_Abort ends the job\n");
   if (mpi->finalize(0, 1))
-    return jx_error_set(JX_ERR_INTERNAL, "jx_distributed_shutdown: MPI_Finalize failed");
+    return jx_error_set(JX_ERR_INTERNAL, tcp ? "jx_distributed_shutdown: the processes did not all "
+                                               "meet at the final barrier (see the message above)"
+                                             : "jx_distributed_shutdown: MPI_Finalize failed");
   return JX_OK;
 }
 

@@ -1,0 +1,383 @@
+/* The TCP engine (src/parallel/tcp_engine.h) without the rest of jx: each
+ * case forks the processes of a small job on this machine, each joins the
+ * coordinator through the engine's own table, and reports what it got
+ * through a pipe.
+ *   - the rendezvous refuses a process id out of range, two processes with
+ *     one id, and a process count that differs, with a message naming them,
+ *     on every process that came;
+ *   - a coordinator that some processes never reach names them at the
+ *     deadline; a process that never reaches a coordinator says so;
+ *   - a process that ends, or stalls, before a collective is named by the
+ *     others: at once, or at their deadline;
+ *   - a job of 3 processes (not a power of two): every collective against
+ *     values computed here from the definitions, on the small and the ring
+ *     paths, and the same bits on every process for a float sum whose
+ *     rounding depends on the order;
+ *   - jx_distributed_initialize: options or environment that cannot work
+ *     are refused naming what is wrong; two processes join through the
+ *     options and meet. */
+#define _GNU_SOURCE /* setenv */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jx/jx.h>
+
+#include "parallel/tcp_engine.h"
+
+enum { MAXP = 4, MSG = 2048 };
+
+/* a port nobody listens on now */
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  getsockname(fd, (struct sockaddr *)&a, &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+typedef int (*job_body)(const jx_mpi_api *api, int id, char *out, size_t cap);
+
+/* Forks one process per entry of ids (claiming id ids[i] in a job of
+ * counts[i]), each joining with timeout_s and then running body (NULL: just
+ * the join); out[i] gets what process i reported. Returns the seconds taken. */
+static double run_job(int n, const int *ids, const int *counts, double timeout_s, job_body body,
+                      char out[][MSG]) {
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", free_port());
+  int pipes[MAXP][2];
+  pid_t pid[MAXP];
+  double t0 = jx_tcp_now();
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(pipe(pipes[i]), 0);
+    pid[i] = fork();
+    assert_true(pid[i] >= 0);
+    if (pid[i] == 0) {
+      close(pipes[i][0]);
+      char msg[MSG] = "";
+      const jx_mpi_api *api = jx_tcp_engine(addr, counts[i], ids[i]);
+      int rank = -1, size = -1, joined = !api->init(timeout_s, &rank, &size, msg, sizeof msg);
+      int failed = !joined;
+      if (joined && (rank != ids[i] || size != counts[i]))
+        failed = 1, snprintf(msg, sizeof msg, "joined as %d of %d", rank, size);
+      else if (joined && !body)
+        snprintf(msg, sizeof msg, "joined");
+      else if (joined)
+        failed = body(api, ids[i], msg, sizeof msg);
+      if (joined && !failed && api->finalize(0, 0)) snprintf(msg, sizeof msg, "finalize failed");
+      ssize_t w = write(pipes[i][1], msg, strlen(msg) + 1);
+      /* after a failure the engine ends the process (resetting its connections) */
+      if (joined && failed) api->finalize(0, 1);
+      _exit(w > 0 ? 0 : 1);
+    }
+    close(pipes[i][1]);
+  }
+  for (int i = 0; i < n; i++) {
+    memset(out[i], 0, MSG);
+    size_t got = 0;
+    ssize_t r;
+    while (got < MSG - 1 && (r = read(pipes[i][0], out[i] + got, MSG - 1 - got)) > 0)
+      got += (size_t)r;
+    close(pipes[i][0]);
+    int status = 0;
+    waitpid(pid[i], &status, 0);
+    assert_true(WIFEXITED(status));
+    fprintf(stderr, "  process %d: %s\n", i, out[i]);
+  }
+  return jx_tcp_now() - t0;
+}
+
+static void refuses_an_id_out_of_range(void **state) {
+  (void)state;
+  char out[2][MSG];
+  run_job(2, (int[]){0, 5}, (int[]){2, 2}, 5, NULL, out);
+  for (int i = 0; i < 2; i++) {
+    assert_non_null(strstr(out[i], "says it is process 5"));
+    assert_non_null(strstr(out[i], "0 to 1"));
+  }
+}
+
+static void refuses_two_processes_with_one_id(void **state) {
+  (void)state;
+  char out[3][MSG];
+  run_job(3, (int[]){0, 1, 1}, (int[]){3, 3, 3}, 5, NULL, out);
+  for (int i = 0; i < 3; i++)
+    assert_non_null(strstr(out[i], "two processes say they are process 1"));
+}
+
+static void refuses_a_process_count_that_differs(void **state) {
+  (void)state;
+  char out[2][MSG];
+  run_job(2, (int[]){0, 1}, (int[]){2, 3}, 5, NULL, out);
+  for (int i = 0; i < 2; i++)
+    assert_non_null(strstr(out[i], "process 1 (at 127.0.0.1) was started with 3 processes, but "
+                                   "process 0 with 2"));
+}
+
+static void names_the_processes_that_never_came(void **state) {
+  (void)state;
+  char out[2][MSG];
+  double t = run_job(2, (int[]){0, 2}, (int[]){4, 4}, 1, NULL, out);
+  for (int i = 0; i < 2; i++)
+    assert_non_null(strstr(out[i], "processes 1, 3 did not arrive within 1 s"));
+  assert_true(t < 4);
+}
+
+static void says_when_nobody_serves_the_coordinator(void **state) {
+  (void)state;
+  char out[1][MSG];
+  double t = run_job(1, (int[]){1}, (int[]){2}, 1, NULL, out);
+  assert_non_null(strstr(out[0], "process 1 could not reach the coordinator"));
+  assert_non_null(strstr(out[0], "within 1 s"));
+  assert_true(t >= 1 && t < 4);
+}
+
+/* ---- collectives on a job of 3 ---- */
+
+static int report(char *out, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(out, cap, fmt, ap);
+  va_end(ap);
+  return 1;
+}
+
+#define RUN(c, o)                                                                                  \
+  do {                                                                                             \
+    if (api->run(c, o, 10, out, cap)) return 1;                                                    \
+  } while (0)
+
+static uint64_t fnv(const void *p, size_t n) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ULL;
+  return h;
+}
+
+static int collectives(const jx_mpi_api *api, int me, char *out, size_t cap) {
+  enum { P = 3 };
+  jx_mpi_comm *c = NULL, *odd = NULL;
+  /* reversed order by key: member m is process P-1-m */
+  if (api->split(1, -me, 42, "a test group", 10, &c, out, cap)) return 1;
+  if (api->split(me != 1, me, 43, "processes 0 and 2", 10, &odd, out, cap)) return 1;
+  if (!c || (me == 1) != (odd == NULL)) return report(out, cap, "wrong membership");
+  int rank = P - 1 - me;
+  /* all-reduce, small (gathered) and large (ring), sum of integer values: exact */
+  for (size_t count = 5; count <= 100000; count *= 20000) {
+    float *x = malloc(sizeof *x * count), *y = malloc(sizeof *y * count);
+    for (size_t i = 0; i < count; i++) x[i] = (float)((me * 7 + (int)i * 3) % 11);
+    jx_mpi_op o = {
+        .kind = JX_MPI_ALLREDUCE, .dtype = 11 /* f32 */, .count = count, .send = x, .recv = y};
+    RUN(c, &o);
+    for (size_t i = 0; i < count; i++) {
+      float want = 0;
+      for (int p = 0; p < P; p++) want += (float)((p * 7 + (int)i * 3) % 11);
+      if (y[i] != want) return report(out, cap, "all_reduce[%zu] = %g, want %g", i, y[i], want);
+    }
+    free(x), free(y);
+  }
+  /* i64 max, u8 prod, bool (sum = or), in place */
+  int64_t a[3] = {me, -me, me * me};
+  jx_mpi_op o = {
+      .kind = JX_MPI_ALLREDUCE, .dtype = 4, .op = JX_MPI_MAX, .count = 3, .send = a, .recv = a};
+  RUN(c, &o);
+  if (a[0] != 2 || a[1] != 0 || a[2] != 4) return report(out, cap, "i64 max wrong");
+  uint8_t u[2] = {(uint8_t)(me + 2), me == 1}, v[2];
+  o = (jx_mpi_op){
+      .kind = JX_MPI_ALLREDUCE, .dtype = 5, .op = JX_MPI_PROD, .count = 1, .send = u, .recv = v};
+  RUN(c, &o);
+  o = (jx_mpi_op){.kind = JX_MPI_ALLREDUCE, .dtype = 0, .count = 1, .send = u + 1, .recv = v + 1};
+  RUN(c, &o);
+  if (v[0] != 24 || v[1] != 1) return report(out, cap, "u8 prod %d / bool or %d", v[0], v[1]);
+  /* a float sum whose rounding depends on the order: the same bits everywhere */
+  enum { N = 40000 };
+  double *f = malloc(sizeof *f * N);
+  for (int i = 0; i < N; i++) f[i] = 1.0 / (1 + i + me * 0.37) * (i % 2 ? 1e8 : 1e-8);
+  o = (jx_mpi_op){.kind = JX_MPI_ALLREDUCE, .dtype = 12, .count = N, .send = f, .recv = f};
+  RUN(c, &o);
+  uint64_t h[P] = {0}, hs[P];
+  h[rank] = fnv(f, sizeof *f * N);
+  free(f);
+  o = (jx_mpi_op){
+      .kind = JX_MPI_ALLREDUCE, .dtype = 8, .op = JX_MPI_MAX, .count = P, .send = h, .recv = hs};
+  RUN(c, &o);
+  if (hs[0] != hs[1] || hs[1] != hs[2]) return report(out, cap, "the f64 sums differ in bits");
+  /* reduce-scatter, in place, uneven blocks (member q gets q+1 elements) */
+  int32_t rs[6];
+  for (int i = 0; i < 6; i++) rs[i] = i * 10 + me;
+  int64_t rc[P] = {1, 2, 3};
+  o = (jx_mpi_op){.kind = JX_MPI_REDUCE_SCATTER, .dtype = 3, .recv = rs, .rcounts = rc};
+  RUN(c, &o);
+  int start = rank == 0 ? 0 : rank == 1 ? 1 : 3;
+  for (int k = 0; k <= rank; k++)
+    if (rs[k] != 3 * (start + k) * 10 + 3) return report(out, cap, "reduce_scatter wrong");
+  /* all-gather with uneven counts: member q sends q+1 bytes of value q */
+  char g[6] = {0}, mine[3];
+  memset(mine, 'a' + rank, sizeof mine);
+  int64_t gc[P] = {1, 2, 3}, gd[P] = {0, 1, 3};
+  o = (jx_mpi_op){.kind = JX_MPI_ALLGATHERV, .send = mine, .recv = g, .rcounts = gc, .rdispls = gd};
+  RUN(c, &o);
+  if (memcmp(g, "abbccc", 6)) return report(out, cap, "all_gather got %.6s", g);
+  /* all-to-all: member q sends to member r the byte 10*q + r */
+  char s[P], r[P];
+  int64_t one[P] = {1, 1, 1}, at[P] = {0, 1, 2};
+  for (int q = 0; q < P; q++) s[q] = (char)(10 * rank + q);
+  o = (jx_mpi_op){.kind = JX_MPI_ALLTOALLV,
+                  .send = s,
+                  .recv = r,
+                  .scounts = one,
+                  .sdispls = at,
+                  .rcounts = one,
+                  .rdispls = at};
+  RUN(c, &o);
+  for (int q = 0; q < P; q++)
+    if (r[q] != 10 * q + rank) return report(out, cap, "all_to_all wrong");
+  /* broadcast from member 2 (process 0), on the group of processes 0 and 2 too */
+  char b[300000];
+  memset(b, me == 0 ? 7 : 0, sizeof b);
+  o = (jx_mpi_op){.kind = JX_MPI_BCAST, .root = 2, .count = sizeof b, .recv = b};
+  RUN(c, &o);
+  if (b[0] != 7 || b[sizeof b - 1] != 7) return report(out, cap, "broadcast wrong");
+  o = (jx_mpi_op){.kind = JX_MPI_BARRIER};
+  RUN(c, &o);
+  if (odd) {
+    int32_t w = me, z;
+    o = (jx_mpi_op){.kind = JX_MPI_ALLREDUCE, .dtype = 3, .count = 1, .send = &w, .recv = &z};
+    RUN(odd, &o);
+    if (z != 2) return report(out, cap, "sum over processes 0 and 2: %d", z);
+  }
+  snprintf(out, cap, "ok");
+  return 0;
+}
+
+static void every_collective_on_three_processes(void **state) {
+  (void)state;
+  char out[3][MSG];
+  run_job(3, (int[]){0, 1, 2}, (int[]){3, 3, 3}, 10, collectives, out);
+  for (int i = 0; i < 3; i++) assert_string_equal(out[i], "ok");
+}
+
+/* a process that ends before a collective: the others name it at once */
+static int one_leaves(const jx_mpi_api *api, int me, char *out, size_t cap) {
+  jx_mpi_comm *c = NULL;
+  if (api->split(1, me, 7, "all", 10, &c, out, cap)) return 1;
+  if (me == 1) _exit(0); /* without a word, as a crash */
+  int32_t v = 1;
+  jx_mpi_op o = {.kind = JX_MPI_ALLREDUCE, .dtype = 3, .count = 1, .send = &v, .recv = &v};
+  if (!api->run(c, &o, 10, out, cap)) snprintf(out, cap, "the collective succeeded");
+  return 1;
+}
+
+static void names_a_process_that_ended(void **state) {
+  (void)state;
+  char out[3][MSG];
+  double t = run_job(3, (int[]){0, 1, 2}, (int[]){3, 3, 3}, 10, one_leaves, out);
+  for (int i = 0; i < 3; i += 2)
+    assert_non_null(strstr(out[i], "process 1 did not arrive within 10 s (it ended)"));
+  assert_true(t < 8); /* at once, not at the deadline */
+}
+
+/* a process that is alive but late: the others name it at their deadline */
+static int one_stalls(const jx_mpi_api *api, int me, char *out, size_t cap) {
+  jx_mpi_comm *c = NULL;
+  if (api->split(1, me, 7, "all", 10, &c, out, cap)) return 1;
+  if (me == 1) {
+    sleep(2);
+    return report(out, cap, "slept");
+  }
+  int32_t v = 1;
+  jx_mpi_op o = {.kind = JX_MPI_ALLREDUCE, .dtype = 3, .count = 1, .send = &v, .recv = &v};
+  if (!api->run(c, &o, 1, out, cap)) snprintf(out, cap, "the collective succeeded");
+  return 1;
+}
+
+static void names_a_process_that_stalls_at_the_deadline(void **state) {
+  (void)state;
+  char out[3][MSG];
+  run_job(3, (int[]){0, 1, 2}, (int[]){3, 3, 3}, 10, one_stalls, out);
+  for (int i = 0; i < 3; i += 2) {
+    assert_non_null(strstr(out[i], "all_reduce over TCP among processes 0,1,2 (all): process 1 "
+                                   "did not arrive within 1 s"));
+    assert_null(strstr(out[i], "ended"));
+  }
+}
+
+/* ---- jx_distributed_initialize with a coordinator ---- */
+
+static void expect_refusal(const jx_distributed_options *o, const char *says) {
+  jx_clear_error();
+  assert_int_equal(jx_distributed_initialize(o), JX_ERR_INVALID_ARGUMENT);
+  fprintf(stderr, "  %s\n", jx_last_error());
+  assert_non_null(strstr(jx_last_error(), says));
+  jx_clear_error();
+}
+
+static void refuses_options_that_cannot_work(void **state) {
+  (void)state;
+  expect_refusal(&(jx_distributed_options){"127.0.0.1:1234", 0, 0, 1}, "num_processes >= 1");
+  expect_refusal(&(jx_distributed_options){"127.0.0.1:1234", 2, 2, 1}, "not 2 and 2");
+  expect_refusal(&(jx_distributed_options){"no-port-here", 2, 0, 1}, "is not host:port");
+  setenv("JX_COORDINATOR_ADDRESS", "127.0.0.1:1234", 1);
+  setenv("JX_NUM_PROCESSES", "2", 1);
+  unsetenv("JX_PROCESS_ID");
+  expect_refusal(NULL, "needs JX_NUM_PROCESSES (>= 1) and JX_PROCESS_ID");
+  unsetenv("JX_COORDINATOR_ADDRESS");
+  unsetenv("JX_NUM_PROCESSES");
+  assert_int_equal(jx_process_count(), 1); /* nothing was joined */
+}
+
+static int join_through_options(const char *addr, int id) {
+  jx_distributed_options o = {addr, 2, id, 10};
+  if (jx_distributed_initialize(&o) || jx_process_count() != 2 || jx_process_index() != id ||
+      jx_sync_global_devices("met") || jx_distributed_shutdown()) {
+    fprintf(stderr, "process %d: %s\n", id, jx_last_error());
+    return 1;
+  }
+  return 0;
+}
+
+static void joins_through_the_options(void **state) {
+  (void)state;
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", free_port());
+  pid_t pid[2];
+  for (int id = 0; id < 2; id++)
+    if ((pid[id] = fork()) == 0) _exit(join_through_options(addr, id));
+  for (int id = 0; id < 2; id++) {
+    int status = -1;
+    waitpid(pid[id], &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(refuses_an_id_out_of_range),
+      cmocka_unit_test(refuses_two_processes_with_one_id),
+      cmocka_unit_test(refuses_a_process_count_that_differs),
+      cmocka_unit_test(names_the_processes_that_never_came),
+      cmocka_unit_test(says_when_nobody_serves_the_coordinator),
+      cmocka_unit_test(every_collective_on_three_processes),
+      cmocka_unit_test(names_a_process_that_ended),
+      cmocka_unit_test(names_a_process_that_stalls_at_the_deadline),
+      cmocka_unit_test(joins_through_the_options),
+      cmocka_unit_test(refuses_options_that_cannot_work),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
