@@ -18,6 +18,9 @@ double jx_dist_timeout(void);
  * of the processes passing member, ordered by key (NULL elsewhere). check is
  * what the processes must agree on (a hash of the mesh); errors recorded. */
 jx_status jx_dist_split(int member, int key, uint64_t check, const char *label, jx_mpi_comm **out);
+/* The communicator of every process, ordered by index (made by
+ * jx_distributed_initialize; NULL before it or with one process). */
+jx_mpi_comm *jx_dist_world(void);
 /* Runs op over c; a failure (the reason in msg) marks the job failed, so
  * that shutdown aborts it. */
 jx_status jx_dist_run(jx_mpi_comm *c, const jx_mpi_op *op, double timeout_s, char *msg, size_t cap);

@@ -253,6 +253,8 @@ jx_status jx_dist_split(int member, int key, uint64_t check, const char *label, 
   return JX_OK;
 }
 
+jx_mpi_comm *jx_dist_world(void) { return world; }
+
 jx_status jx_dist_run(jx_mpi_comm *c, const jx_mpi_op *op, double timeout_s, char *msg,
                       size_t cap) {
   if (!jx_dist_active()) {

@@ -1,8 +1,10 @@
 /* Sharded arrays: putting an array onto devices, gathering it back, reading
- * one shard. */
+ * one shard. Re-laying an array whose blocks live on several processes
+ * exchanges only the parts each process lacks (relayout.c). */
 #include "shards.h"
 
 #include <jx/distributed.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +15,7 @@
 #include "constraint.h"
 #include "device.h"
 #include "dist.h"
+#include "relayout.h"
 
 jx_array *jx_array_from_shards(jx_sharding *s, jx_dtype dt, int weak, jx_shape g,
                                jx_array *const *shard) {
@@ -110,28 +113,55 @@ int jx_shards_addressable_everywhere(const jx_shards *sh) {
   return ok;
 }
 
-/* Re-laying an array whose blocks live on several processes: each process
- * needs blocks that others hold. Every process gathers the whole array
- * (jx_process_allgather, a collective: by the SPMD rule every process
- * re-lays the same arrays in the same order), and the gathered value becomes
- * a's global buffer, so the blocks of the new layout are cut from it here and
- * later re-layings and reads of a need no more messages. The decision depends
- * only on the layout (the same on every process), so all processes join. */
-static jx_status gather_across_processes(jx_array *a) {
-  if (!a->shards || !jx_dist_active() || __atomic_load_n(&a->buf, __ATOMIC_ACQUIRE) ||
-      jx_shards_addressable_everywhere(a->shards))
-    return JX_OK;
-  jx_scope_begin();
-  jx_array *all = jx_process_allgather(a);
-  jx_status st = all->poisoned ? jx_last_status() : JX_OK;
-  if (!st) {
-    jx_buffer *b = all->buf, *none = NULL;
-    atomic_fetch_add(&b->refs, 1);
-    if (!__atomic_compare_exchange_n(&a->buf, &none, b, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-      atomic_fetch_sub(&b->refs, 1); /* another thread set it: `all` still holds b */
+/* The shards of a re-laid by s that jx_shard_for hands out one position at
+ * a time: the exchange (a collective) fills every position of this process
+ * at once, and the callers (a sharded jit's arguments) then take them in
+ * turn. Holds a reference to a, so the pointer cannot name another array. */
+static struct {
+  pthread_mutex_t lock;
+  jx_array *a;
+  const jx_sharding *s;
+  jx_array **shard;
+  int n, left;
+} relaid = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void relaid_drop(void) {
+  for (int p = 0; relaid.shard && p < relaid.n; p++) jx_release(relaid.shard[p]);
+  free(relaid.shard);
+  if (relaid.a) jx_release(relaid.a);
+  relaid.a = NULL;
+  relaid.shard = NULL;
+  relaid.s = NULL;
+  relaid.n = relaid.left = 0;
+}
+
+/* a's shard at position p of s when a spans processes (jx_relayout_spans_processes):
+ * from the last exchange for (a, s) while it has positions left, else from a
+ * new exchange. */
+static jx_array *relaid_shard(jx_array *a, const jx_sharding *s, int p) {
+  pthread_mutex_lock(&relaid.lock);
+  if (relaid.a != a || relaid.s != s || !relaid.shard || !relaid.shard[p]) {
+    relaid_drop();
+    int n = s->mesh->ndev;
+    jx_array **shard = calloc((size_t)n, sizeof *shard);
+    jx_status st = shard ? jx_relayout(a, s, shard, "re-laying an argument")
+                         : jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory re-laying");
+    if (st) {
+      free(shard);
+      pthread_mutex_unlock(&relaid.lock);
+      return jx_poison();
+    }
+    relaid.a = jx_keep(a);
+    relaid.s = s;
+    relaid.shard = shard;
+    relaid.n = n;
+    for (int q = 0; q < n; q++) relaid.left += shard[q] != NULL;
   }
-  jx_scope_end();
-  return st;
+  jx_array *b = relaid.shard[p]; /* the reference passes to the caller */
+  relaid.shard[p] = NULL;
+  if (b && --relaid.left == 0) relaid_drop();
+  pthread_mutex_unlock(&relaid.lock);
+  return b ? b : jx_poison();
 }
 
 jx_status jx_shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *dst) {
@@ -166,7 +196,8 @@ jx_status jx_shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *d
 jx_array *jx_shard_for(jx_array *a, const jx_sharding *s, int p) {
   if (a->shards && jx_sharding_same_layout(a->shards->sharding, s) && a->shards->shard[p])
     return jx_keep(a->shards->shard[p]);
-  if (gather_across_processes(a) || jx_array_ready(a)) return jx_poison();
+  if (jx_relayout_spans_processes(a)) return relaid_shard(a, s, p);
+  if (jx_array_ready(a)) return jx_poison();
   int64_t start[JX_MAX_RANK];
   jx_shape local;
   jx_sharding_block(s, a->shape, p, start, &local);
@@ -191,9 +222,6 @@ jx_array *jx_device_put(jx_array *a, jx_sharding *s) {
   if (jx_sharding_check(s, a->shape, op)) return jx_poison();
   if (jx_is_tracer(a)) return jx_sharding_constraint(a, s);
   if (a->shards && a->shards->sharding == s) return jx_keep_in_scope(a);
-  /* here, not per device: a process with no device in s still joins the gather */
-  if (a->shards && !jx_sharding_same_layout(a->shards->sharding, s) && gather_across_processes(a))
-    return jx_poison();
   int n = s->mesh->ndev;
   jx_array **shard = calloc((size_t)n, sizeof *shard);
   if (!shard) {
@@ -203,10 +231,14 @@ jx_array *jx_device_put(jx_array *a, jx_sharding *s) {
   jx_array *r = jx_poison();
   int ok = 1;
   double t0 = jx_debug_flags & JX_DEBUG_PROFILE ? jx_prof_now() : 0, bytes = 0;
+  /* here, not per device: a process with no device in s still joins the exchange */
+  int exchange = a->shards && !jx_sharding_same_layout(a->shards->sharding, s) &&
+                 jx_relayout_spans_processes(a);
+  if (exchange) ok = !jx_relayout(a, s, shard, op);
   for (int p = 0; p < n && ok; p++) {
     if (!jx_device_is_local(s->mesh->device[p])) continue; /* another process's */
-    shard[p] = jx_shard_for(a, s, p);
-    ok = !shard[p]->poisoned;
+    if (!exchange) shard[p] = jx_shard_for(a, s, p);
+    ok = shard[p] && !shard[p]->poisoned;
     if (ok) bytes += (double)jx_shape_numel(shard[p]->shape) * (double)jx_dtype_size(a->dtype);
   }
   if (ok) r = jx_array_from_shards(s, a->dtype, a->weak, a->shape, shard);

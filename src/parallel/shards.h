@@ -29,9 +29,9 @@ int jx_shards_addressable(const jx_shards *sh);
  * answer on every process: it depends only on the layout). */
 int jx_shards_addressable_everywhere(const jx_shards *sh);
 /* a's shard at position p of s (a new reference): a's own shard when a is
- * laid out by s already, else a copy of the block out of a's global value
- * (gathered from the other processes first when they hold some of a's
- * blocks: a collective, see shards.c). */
+ * laid out by s already, else a copy of the block out of a's global value;
+ * when other processes hold some of a's blocks, the parts this process lacks
+ * are exchanged first (a collective, see relayout.h). */
 jx_array *jx_shard_for(jx_array *a, const jx_sharding *s, int p);
 
 #endif

@@ -15,6 +15,11 @@
  *   - re-laying an array whose rows live on different processes (jx_device_put
  *     to columns, replicated, a 2-D layout on another mesh; a sharded jit
  *     whose in_shardings differ from the argument's layout);
+ *   - the targeted exchange of re-laying: the values of every pair of layouts
+ *     of relayout_pairs, and the bytes this process sent, equal to the bytes
+ *     of the elements other processes need from it, counted element by
+ *     element from the layouts (and, for rows -> columns, (P-1)/P of its
+ *     block);
  *   - jx_sync_global_devices;
  *   - data x tensor parallel MLP training (the recipe of
  *     tests/unit/test_parallel_training.c) on a P x L mesh: the losses and
@@ -32,6 +37,8 @@
 
 #include "mpi_check.h"
 #include "parallel/collective.h"
+#include "parallel/relayout.h"
+#include "parallel/sharding.h"
 
 /* max |a - want| over the elements (a read as f64) */
 static double max_diff(jx_array *a, const double *want, int64_t n) {
@@ -306,7 +313,10 @@ static void relayout(void) {
   jx_array *x = jx_array_from_process_local(rows, JX_SHAPE(R, Cw),
                                             jx_array_from(JX_F32, JX_SHAPE(2 * L, Cw), mine)),
            *y;
+  int64_t sent0 = jx_relayout_bytes_sent();
   CHECK(jx_call(jf, &x, &y) == JX_OK);
+  /* rows -> columns: this process's rows but its own columns go to the others */
+  CHECK(jx_relayout_bytes_sent() - sent0 == (int64_t)(P - 1) * (R / P) * (Cw / P) * 4);
   for (int i = 0; i < R * Cw; i++) want[i] = 2 * want[i] + 1;
   CHECK(max_diff(y, want, R * Cw) == 0);
   jx_fn_release(jf), jx_fn_release(f);
@@ -314,6 +324,133 @@ static void relayout(void) {
   jx_sharding_release(rows), jx_sharding_release(cols), jx_sharding_release(rep);
   jx_sharding_release(grid);
   jx_mesh_release(m), jx_mesh_release(m2);
+  jx_scope_end();
+}
+
+/* ---- the targeted exchange of re-laying: values and traffic ---- */
+
+/* The processes holding each element of a [R, Cw] array under s, as bits. */
+static void holders(const jx_sharding *s, int R, int Cw, uint64_t *mask) {
+  const jx_mesh *m = jx_sharding_mesh(s);
+  memset(mask, 0, sizeof *mask * (size_t)R * (size_t)Cw);
+  for (int p = 0; p < jx_mesh_device_count(m); p++) {
+    int q = jx_device_process_index(jx_device_get(jx_mesh_device_at(m, p)));
+    int64_t st[JX_MAX_RANK];
+    jx_shape b;
+    jx_sharding_block(s, JX_SHAPE(R, Cw), p, st, &b);
+    for (int64_t i = 0; i < b.dims[0]; i++)
+      for (int64_t j = 0; j < b.dims[1]; j++) mask[(st[0] + i) * Cw + st[1] + j] |= 1ULL << q;
+  }
+}
+
+/* The bytes this process must send re-laying from s to t: per element, one
+ * copy to each process that needs it under t and holds none under s, sent by
+ * the lowest process holding it. */
+static int64_t expected_sent(const jx_sharding *s, const jx_sharding *t, int R, int Cw,
+                             int64_t es) {
+  uint64_t *hold = malloc(sizeof *hold * (size_t)R * Cw),
+           *need = malloc(sizeof *need * (size_t)R * Cw);
+  holders(s, R, Cw, hold);
+  holders(t, R, Cw, need);
+  int64_t bytes = 0;
+  for (int e = 0; e < R * Cw; e++) {
+    uint64_t lack = need[e] & ~hold[e];
+    int lowest = hold[e] ? __builtin_ctzll(hold[e]) : -1;
+    if (lowest == me) bytes += es * __builtin_popcountll(lack);
+  }
+  free(hold), free(need);
+  return bytes;
+}
+
+/* every shard of y held here equals its block of want under t ([R, Cw]), and
+ * there is one for each of t's devices of this process */
+static int shards_match(jx_array *y, const jx_sharding *t, const double *want, int R, int Cw) {
+  const jx_mesh *m = jx_sharding_mesh(t);
+  int ok = jx_sharding_of(y) == t, held = 0, mine = 0;
+  for (int p = 0; p < jx_mesh_device_count(m) && ok; p++) {
+    mine += jx_device_process_index(jx_device_get(jx_mesh_device_at(m, p))) == me;
+    jx_clear_error();
+    jx_array *b = jx_array_shard(y, p);
+    if (jx_is_poisoned(b)) continue; /* another process's device */
+    held++;
+    int64_t st[JX_MAX_RANK];
+    jx_shape bs;
+    jx_sharding_block(t, JX_SHAPE(R, Cw), p, st, &bs);
+    int64_t n = bs.dims[0] * bs.dims[1];
+    ok = jx_shape_of(b).rank == 2 && jx_shape_of(b).dims[0] == bs.dims[0] &&
+         jx_shape_of(b).dims[1] == bs.dims[1];
+    double *got = malloc(sizeof *got * (size_t)(n ? n : 1));
+    ok = ok && jx_read(jx_astype(b, JX_F64), got, sizeof *got * (size_t)n) == JX_OK;
+    for (int64_t i = 0; i < bs.dims[0] && ok; i++)
+      for (int64_t j = 0; j < bs.dims[1] && ok; j++)
+        ok = got[i * bs.dims[1] + j] == want[(st[0] + i) * Cw + st[1] + j];
+    free(got);
+  }
+  jx_clear_error();
+  return ok && held == mine;
+}
+
+static void relayout_pairs(void) {
+  jx_scope_begin();
+  int N = P * L, R = 2 * N, Cw = 2 * N;
+  int *first = malloc(sizeof *first * (size_t)L);
+  for (int i = 0; i < L; i++) first[i] = i; /* process 0's devices */
+  jx_mesh *m1 = jx_mesh_create(JX_SHAPE(N), (const char *[]){"i"});
+  jx_mesh *m2 = jx_mesh_create(JX_SHAPE(P, L), (const char *[]){"data", "model"});
+  jx_mesh *m0 = jx_mesh_create_on(JX_SHAPE(L), (const char *[]){"j"}, first);
+  /* x and y span processes (y has size 1 with 2 processes: then every process holds all) */
+  jx_mesh *m3 = jx_mesh_create(JX_SHAPE(2, P / 2, L), (const char *[]){"x", "y", "model"});
+  CHECK(m1 && m2 && m0 && m3);
+  struct {
+    jx_mesh *ms;
+    const char *from;
+    jx_mesh *mt;
+    const char *to;
+    jx_dtype dt;
+    int64_t formula; /* bytes this process sends, from the layouts by hand; -1: none given */
+  } pairs[] = {
+      /* rows -> columns: of its rows, all columns but its own go to the P-1 others */
+      {m1, "i", m1, "None,i", JX_I32, (int64_t)(P - 1) * (R / P) * (Cw / P) * 4},
+      /* replicated over model -> rows over model: every process needs every row */
+      {m2, "data", m2, "model", JX_F32, (int64_t)(P - 1) * (R / P) * Cw * 4},
+      /* both dims split, the axes swapped: blocks move between processes */
+      {m2, "data,model", m2, "model,data", JX_F32, -1},
+      /* another mesh, the same rows on the same processes: nothing moves */
+      {m1, "i", m2, "(data,model)", JX_F32, 0},
+      /* onto process 0's devices only: the others hold no device of the new mesh but send */
+      {m1, "i", m0, "j", JX_F32, me == 0 ? 0 : (int64_t)(R / P) * Cw * 4},
+      /* from process 0's devices only: the others hold nothing and receive */
+      {m0, "j", m2, "None,model", JX_F32, me == 0 ? (int64_t)(P - 1) * R * Cw * 4 : 0},
+      /* rows replicated over x (on two processes each): the lower of the two sends */
+      {m3, "y", m3, "None,(x,y,model)", JX_F32, -1},
+  };
+  double *want = malloc(sizeof *want * (size_t)R * Cw);
+  float *wf = malloc(sizeof *wf * (size_t)R * Cw);
+  for (int i = 0; i < R * Cw; i++) wf[i] = (float)(want[i] = (i * 37) % 1001 - 500);
+  for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+    jx_sharding *s = jx_sharding_create(pairs[k].ms, pairs[k].from),
+                *t = jx_sharding_create(pairs[k].mt, pairs[k].to);
+    /* laid out by s from the host value: no exchange, each process cuts its own blocks */
+    jx_array *x =
+        jx_device_put(jx_astype(jx_array_from(JX_F32, JX_SHAPE(R, Cw), wf), pairs[k].dt), s);
+    int64_t sent0 = jx_relayout_bytes_sent();
+    jx_array *y = jx_device_put(x, t);
+    int64_t sent = jx_relayout_bytes_sent() - sent0;
+    CHECK(!jx_is_poisoned(y));
+    CHECK(shards_match(y, t, want, R, Cw));
+    CHECK(max_diff(jx_process_allgather(y), want, R * Cw) == 0);
+    int64_t es = (int64_t)jx_dtype_size(pairs[k].dt);
+    if (sent != expected_sent(s, t, R, Cw, es) ||
+        (pairs[k].formula >= 0 && sent != pairs[k].formula))
+      fprintf(stderr, "process %d: '%s' -> '%s': sent %lld bytes, expected %lld (by hand %lld)\n",
+              me, pairs[k].from, pairs[k].to, (long long)sent,
+              (long long)expected_sent(s, t, R, Cw, es), (long long)pairs[k].formula);
+    CHECK(sent == expected_sent(s, t, R, Cw, es));
+    CHECK(pairs[k].formula < 0 || sent == pairs[k].formula);
+    jx_sharding_release(s), jx_sharding_release(t);
+  }
+  free(want), free(wf), free(first);
+  jx_mesh_release(m1), jx_mesh_release(m2), jx_mesh_release(m0), jx_mesh_release(m3);
   jx_scope_end();
 }
 
@@ -508,6 +645,7 @@ int main(int argc, char **argv) {
   collectives_uneven_order();
   sharded_matmul();
   relayout();
+  relayout_pairs();
   process_local();
   CHECK(jx_sync_global_devices("before training") == JX_OK);
   long ahead = jx_collective_async_started();
