@@ -157,10 +157,12 @@ static jx_program *rebuild(planner *pl) {
   const jx_program *p = pl->p;
   jx_program *q = jx_program_new(p->name);
   int *map = malloc(sizeof *map * (size_t)(p->nvars + 1));
+  int *in_map =
+      malloc(sizeof *in_map * (size_t)(p->nvars + 1)); /* map, with clones for late reads */
   int *cvar = malloc(sizeof *cvar * (size_t)(pl->nclones + 1));
   int *order = malloc(sizeof *order * (size_t)(pl->nclones + 1));
   int *outs = malloc(sizeof *outs * (size_t)(p->nout + 1));
-  jx_status st = (q && map && cvar && order && outs)
+  jx_status st = (q && map && in_map && cvar && order && outs)
                      ? JX_OK
                      : jx_error_set(JX_ERR_OUT_OF_MEMORY, "recompute: out of memory");
   for (int i = 0; i < p->nin && !st; i++)
@@ -184,28 +186,16 @@ static jx_program *rebuild(planner *pl) {
       cvar[order[next]] = out;
     }
     const jx_eqn *e = &p->eqns[k];
-    int small_in[16], small_out[16];
-    int *in = e->nin > 16 ? malloc(sizeof *in * (size_t)e->nin) : small_in;
-    int *out = e->nout > 16 ? malloc(sizeof *out * (size_t)e->nout) : small_out;
-    jx_aval *av = malloc(sizeof *av * (size_t)(e->nout + 1));
-    if (!st && (!in || !out || !av))
-      st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "recompute: out of memory");
-    for (int i = 0; i < e->nin && !st; i++) {
+    for (int i = 0; i < e->nin; i++) { /* late reads take the clone */
       int w = e->in[i];
-      in[i] = pl->redir_t[w] <= k ? cvar[pl->redir_c[w]] : map[w];
+      in_map[w] = pl->redir_t[w] <= k ? cvar[pl->redir_c[w]] : map[w];
     }
-    for (int o = 0; o < e->nout && !st; o++) av[o] = p->avals[e->out[o]];
-    if (!st)
-      st = jx_program_add_eqn(q, e->prim, &e->params, e->nin, in, e->nout, av, out, e->nsub, e->sub,
-                              e->loc);
-    for (int o = 0; o < e->nout && !st; o++) map[e->out[o]] = out[o];
-    if (in != small_in) free(in);
-    if (out != small_out) free(out);
-    free(av);
+    if (!st) st = jx_program_copy_eqn(q, p, e, in_map, map);
   }
   for (int o = 0; o < p->nout && !st; o++) outs[o] = map[p->out[o]];
   if (!st) st = jx_program_set_outputs(q, p->nout, outs);
   free(map);
+  free(in_map);
   free(cvar);
   free(order);
   free(outs);

@@ -1,6 +1,7 @@
 #include "simplify.h"
 
 #include "recompute.h"
+#include "schedule.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -318,21 +319,7 @@ static jx_program *dce(const jx_program *p) {
     int used = jx_eqn_has_effect(e);
     for (int o = 0; o < e->nout; o++) used |= live[e->out[o]];
     if (!used) continue;
-    int small_in[16], small_out[16];
-    jx_aval small_av[16];
-    int *in = e->nin > 16 ? malloc(sizeof *in * (size_t)e->nin) : small_in;
-    int *out = e->nout > 16 ? malloc(sizeof *out * (size_t)e->nout) : small_out;
-    jx_aval *av = e->nout > 16 ? malloc(sizeof *av * (size_t)e->nout) : small_av;
-    if (!in || !out || !av) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "simplify: out of memory");
-    for (int i = 0; i < e->nin && !st; i++) in[i] = map[e->in[i]];
-    for (int o = 0; o < e->nout && !st; o++) av[o] = p->avals[e->out[o]];
-    if (!st)
-      st = jx_program_add_eqn(q, e->prim, &e->params, e->nin, in, e->nout, av, out, e->nsub, e->sub,
-                              e->loc);
-    for (int o = 0; o < e->nout && !st; o++) map[e->out[o]] = out[o];
-    if (in != small_in) free(in);
-    if (out != small_out) free(out);
-    if (av != small_av) free(av);
+    st = jx_program_copy_eqn(q, p, e, map, map);
   }
   int *outs = malloc(sizeof *outs * (size_t)(p->nout + 1));
   if (!outs) st = st ? st : jx_error_set(JX_ERR_OUT_OF_MEMORY, "simplify: out of memory");
@@ -356,5 +343,8 @@ jx_program *jx_simplify(const jx_program *p) {
   if (!r) return NULL;
   jx_program *d = dce(r);
   jx_program_release(r);
-  return d;
+  if (!d) return NULL;
+  jx_program *h = jx_hoist_scalars(d);
+  jx_program_release(d);
+  return h;
 }

@@ -122,6 +122,28 @@ jx_status jx_program_add_eqn(jx_program *p, const jx_prim *prim, const jx_params
   return JX_OK;
 }
 
+jx_status jx_program_copy_eqn(jx_program *q, const jx_program *p, const jx_eqn *e,
+                              const int *in_map, int *map) {
+  int small_in[16], small_out[16];
+  jx_aval small_av[16];
+  int *in = e->nin > 16 ? malloc(sizeof *in * (size_t)e->nin) : small_in;
+  int *out = e->nout > 16 ? malloc(sizeof *out * (size_t)e->nout) : small_out;
+  jx_aval *av = e->nout > 16 ? malloc(sizeof *av * (size_t)e->nout) : small_av;
+  jx_status st = (in && out && av)
+                     ? JX_OK
+                     : jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory copying an equation");
+  for (int i = 0; i < e->nin && !st; i++) in[i] = in_map[e->in[i]];
+  for (int o = 0; o < e->nout && !st; o++) av[o] = p->avals[e->out[o]];
+  if (!st)
+    st = jx_program_add_eqn(q, e->prim, &e->params, e->nin, in, e->nout, av, out, e->nsub, e->sub,
+                            e->loc);
+  for (int o = 0; o < e->nout && !st; o++) map[e->out[o]] = out[o];
+  if (in != small_in) free(in);
+  if (out != small_out) free(out);
+  if (av != small_av) free(av);
+  return st;
+}
+
 jx_status jx_program_set_outputs(jx_program *p, int n, const int *vars) {
   int *o = copy_ints(vars, n);
   if (!o) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory setting outputs");

@@ -64,6 +64,11 @@ jx_status jx_program_add_eqn(jx_program *p, const jx_prim *prim, const jx_params
                              const int *in_vars, int nout, const jx_aval *out_avals, int *out_vars,
                              int nsub, jx_program *const *subs, const char *loc);
 jx_status jx_program_set_outputs(jx_program *p, int n, const int *vars);
+/* Appends a copy of e (an equation of p) to q, its inputs read as
+ * in_map[v] (q's variables; in_map may be map itself), and records its new
+ * outputs in map[e->out[o]]. */
+jx_status jx_program_copy_eqn(jx_program *q, const jx_program *p, const jx_eqn *e,
+                              const int *in_map, int *map);
 
 /* The variable defined as the idx-th constant, and its value. */
 static inline int jx_program_is_const(const jx_program *p, int v, jx_array **value) {
