@@ -77,3 +77,25 @@ jx_status jx_ops_axes(const char *op, jx_axes ax, int rank, int empty_is_all, jx
     if (seen[i]) out->v[out->n++] = i;
   return JX_OK;
 }
+
+jx_fn *jx_ops_custom_jvp_once(_Atomic(jx_fn *) *slot, const char *name, int nin, int nout,
+                              jx_body f, jx_body jvp, void *ctx) {
+  jx_fn *made = atomic_load(slot);
+  if (made) return made;
+  char jvp_name[128];
+  snprintf(jvp_name, sizeof jvp_name, "%s_jvp", name);
+  jx_fn *primal = jx_fn_create(name, nin, nout, f, ctx);
+  jx_fn *rule = jx_fn_create(jvp_name, 2 * nin, 2 * nout, jvp, ctx);
+  jx_fn *c = primal && rule ? jx_custom_jvp(primal, rule) : NULL;
+  jx_fn_release(primal); /* c holds its own references */
+  jx_fn_release(rule);
+  if (!c) return NULL;
+  if (!atomic_compare_exchange_strong(slot, &made, c)) jx_fn_release(c); /* lost a race */
+  return atomic_load(slot);
+}
+
+jx_array *jx_ops_call1(jx_fn *f, jx_array *x) {
+  jx_array *y = NULL;
+  if (!f || jx_call(f, &x, &y)) return jx_poison();
+  return y;
+}

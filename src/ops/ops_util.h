@@ -4,6 +4,8 @@
 #define JX_SRC_OPS_OPS_UTIL_H
 
 #include <jx/ops.h>
+#include <jx/transform.h>
+#include <stdatomic.h>
 
 #include "../base/error.h"
 #include "../trace/dispatch.h"
@@ -22,5 +24,15 @@ jx_array *jx_ops_binary(const char *op, const jx_prim *p, jx_array *a, jx_array 
 /* Turns a user axis list into sorted, distinct, normalized axes; JX_AXES()
  * gives every axis when empty_is_all is set. Records an error naming op. */
 jx_status jx_ops_axes(const char *op, jx_axes ax, int rank, int empty_is_all, jx_ilist *out);
+
+/* The function f with the custom JVP jvp (jx_custom_jvp), made on first use
+ * and kept for the process in *slot (thread-safe): an op with JAX's custom
+ * derivative (softmax, relu) calls it, so reverse mode keeps what the rule
+ * needs rather than what the formula's own derivative would. NULL with an
+ * error recorded when it cannot be made. */
+jx_fn *jx_ops_custom_jvp_once(_Atomic(jx_fn *) *slot, const char *name, int nin, int nout,
+                              jx_body f, jx_body jvp, void *ctx);
+/* y = f(x) through such a function; the poison value on failure. */
+jx_array *jx_ops_call1(jx_fn *f, jx_array *x);
 
 #endif

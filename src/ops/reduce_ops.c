@@ -13,11 +13,8 @@
  *   logsumexp, softmax and log_softmax take the max from -inf instead.
  * Axes: JX_AXES() means every axis; negative axes count from the end; a
  * repeated axis is an error. keepdims leaves the reduced axes as size 1. */
-#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
-
-#include <jx/transform.h>
 
 #include "../array/array.h"
 #include "ops_util.h"
@@ -232,16 +229,8 @@ static void softmax_jvp_body(void *ctx, jx_array *const *in, jx_array **out) {
 
 static jx_fn *softmax_fn(int axis) {
   static _Atomic(jx_fn *) made[JX_MAX_RANK];
-  jx_fn *f = atomic_load(&made[axis]);
-  if (f) return f;
-  void *ctx = (void *)(intptr_t)axis;
-  jx_fn *primal = jx_fn_create("softmax", 1, 1, softmax_body, ctx);
-  jx_fn *jvp = jx_fn_create("softmax_jvp", 2, 2, softmax_jvp_body, ctx);
-  jx_fn *c = primal && jvp ? jx_custom_jvp(primal, jvp) : NULL;
-  jx_fn_release(primal); /* c holds its own references */
-  jx_fn_release(jvp);
-  if (c && !atomic_compare_exchange_strong(&made[axis], &f, c)) jx_fn_release(c); /* lost a race */
-  return c ? atomic_load(&made[axis]) : NULL;
+  return jx_ops_custom_jvp_once(&made[axis], "softmax", 1, 1, softmax_body, softmax_jvp_body,
+                                (void *)(intptr_t)axis);
 }
 
 jx_array *jx_softmax(jx_array *a, int axis) {
@@ -253,11 +242,7 @@ jx_array *jx_softmax(jx_array *a, int axis) {
   jx_ilist axes;
   if (jx_ops_axes("jx_softmax", JX_AXES(axis), a->shape.rank, 0, &axes)) return jx_poison();
   jx_array *x = jx_ops_convert(a, inexact(a->dtype), 0);
-  jx_fn *f = softmax_fn((int)axes.v[0]);
-  if (!f) return jx_poison();
-  jx_array *y = NULL;
-  if (jx_call(f, &x, &y)) return jx_poison();
-  return y;
+  return jx_ops_call1(softmax_fn((int)axes.v[0]), x);
 }
 
 jx_array *jx_log_softmax(jx_array *a, int axis) {

@@ -140,9 +140,28 @@ jx_array *jx_integer_pow(jx_array *a, int n) {
 /* ---- activations (jax.nn) ---- */
 
 /* jnp.maximum(x, 0) with a weak integer zero, so integers stay integers */
+static jx_array *relu_formula(jx_array *a) { return jx_maximum(a, jx_scalar(JX_I64, 0)); }
+
+static void relu_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = relu_formula(in[0]);
+}
+
+/* jax.nn.relu's custom JVP: t where x > 0, else 0 (also at 0, where the
+ * derivative of maximum would give t / 2) */
+static void relu_jvp_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *x = in[0], *t = in[1];
+  out[0] = relu_formula(x);
+  out[1] = jx_where(jx_gt(x, jx_scalar(JX_I64, 0)), t, jx_scalar(JX_I64, 0));
+}
+
 jx_array *jx_relu(jx_array *a) {
   if (jx_check_inputs("jx_relu", 1, &a)) return jx_poison();
-  return jx_maximum(a, jx_scalar(JX_I64, 0));
+  if (!jx_is_float(a->dtype)) return relu_formula(a); /* integers have no tangent */
+  static _Atomic(jx_fn *) made;
+  return jx_ops_call1(jx_ops_custom_jvp_once(&made, "relu", 1, 1, relu_body, relu_jvp_body, NULL),
+                      a);
 }
 
 /* x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))), in jax.nn.gelu's order */

@@ -216,6 +216,33 @@ static void jvp_of_softplus_times_abs(void **state) {
 }
 
 /* ---- vmap of select_n and clamp with per-example scalar operands ---- */
+/* jax.nn.relu's derivative is 0 at 0 (a custom JVP; maximum's own rule
+ * gives 1/2 there), under grad, vmap of grad, jvp and jit of grad; the
+ * second derivative is 0 everywhere. */
+static void relu_total(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = total(jx_mul(jx_relu(in[0]), f64(3)));
+}
+
+static void relu_grad_is_jax_nn_relus(void **state) {
+  (void)state;
+  static const double x[5] = {-1, -0.0, 0, 1e-300, 2}, g[5] = {0, 0, 0, 3, 3}, h[5] = {0};
+  jx_fn *f = jx_fn_create("relu_total", 1, 1, relu_total, NULL);
+  jx_fn *df = jx_grad(f, JX_AXES()), *jdf = jx_jit(df, NULL);
+  jx_fn *s = jx_fn_create("sum_of_grad", 1, 1, sum_of_grad, df);
+  jx_fn *ds = jx_grad(s, JX_AXES());
+  expect_values(call1(df, vec(x, 5)), g, 5, 0);
+  expect_values(call1(jdf, vec(x, 5)), g, 5, 0);
+  expect_values(call1(ds, vec(x, 5)), h, 5, 0);
+  jx_fn *jf = jx_jvp(f); /* tangent ones: 3 * (number of x > 0) */
+  jx_array *out[2];
+  double ones[5] = {1, 1, 1, 1, 1}, want = 6;
+  assert_int_equal(jx_call(jf, (jx_array *[]){vec(x, 5), vec(ones, 5)}, out), JX_OK);
+  expect_values(out[1], &want, 1, 0);
+  jx_fn *fns[] = {jf, ds, s, jdf, df, f};
+  for (int i = 0; i < 6; i++) jx_fn_release(fns[i]);
+}
+
 static void select_scalar_which(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
   jx_array *cases[2] = {in[1], jx_neg(in[1])};
@@ -264,6 +291,7 @@ static void vmap_with_batched_scalar_predicate_and_bound(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(softplus_grad_and_hessian, setup, teardown),
+      cmocka_unit_test_setup_teardown(relu_grad_is_jax_nn_relus, setup, teardown),
       cmocka_unit_test_setup_teardown(gelu_vmap_of_grad_and_grad_grad, setup, teardown),
       cmocka_unit_test_setup_teardown(where_piecewise_vmap_of_grads, setup, teardown),
       cmocka_unit_test_setup_teardown(special_functions_grad_and_hessian, setup, teardown),
