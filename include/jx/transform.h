@@ -39,7 +39,10 @@ const char *jx_fn_name(const jx_fn *f);
 
 /* Calls f (also inside other bodies, where it is inlined into the caller's
  * trace). out[i] belong to the innermost scope. On error every out[i] is
- * poisoned and the status says why. */
+ * poisoned and the status says why. A jitted f may return before its run
+ * ends (async dispatch; JX_ASYNC_DISPATCH=0 turns it off): reading an
+ * output (jx_read, jx_block_until_ready, an op) waits for it, and an error
+ * of the run is reported there. */
 jx_status jx_call(jx_fn *f, jx_array *const *in, jx_array **out);
 
 typedef struct {
@@ -47,6 +50,13 @@ typedef struct {
   jx_sharding *const *out_shardings; /* NULL: chosen by propagation */
   const int *donate;                 /* per input, 1 = may reuse its buffer */
 } jx_jit_options;
+/* Donation (as JAX's donate_argnums): a donated input's buffer may be freed
+ * after its last use in the call or become an output's; the caller's array
+ * is then marked donated, and every later use of it (jx_read, ops, jx_call)
+ * fails with an error naming the function and the input, while jx_release
+ * still frees it. An input whose buffer is shared with another array, that
+ * is sharded, or that is passed at two positions is not donated (one line
+ * under JX_LOG_COMPILES=1). Jit with shardings ignores donation. */
 
 jx_fn *jx_jit(jx_fn *f, const jx_jit_options *opts); /* opts may be NULL */
 

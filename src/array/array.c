@@ -14,16 +14,20 @@ static jx_array poison_value = {.refs = 1, .dtype = JX_F32, .poisoned = 1};
 jx_array *jx_poison(void) { return &poison_value; }
 
 /* ---- buffer cache ----
- * Freed buffers of 4 KiB to 64 MiB are kept per thread, by size class, for
- * the next allocation of that class: loops that allocate the same shapes
- * every iteration then reuse memory that is already mapped and faulted in
- * rather than paying the kernel for fresh pages (a 64 MiB result costs
- * ~16k page faults). Classes are quarter steps between powers of two (at
- * most 25% slack); a class keeps at most CLASS_KEEP buffers and a thread at
- * most CACHE_LIMIT bytes. Smaller buffers are left to malloc, whose own
- * caches serve them well; larger ones are returned at once. A thread's cache
- * is freed when the thread exits and by jx_shutdown. Under AddressSanitizer
- * cached memory is poisoned, so a use after release is still reported. */
+ * Freed buffers of 4 KiB to 64 MiB are kept, by size class, for the next
+ * allocation of that class: loops that allocate the same shapes every
+ * iteration then reuse memory that is already mapped and faulted in rather
+ * than paying the kernel for fresh pages (a 64 MiB result costs ~16k page
+ * faults). Classes are quarter steps between powers of two (at most 25%
+ * slack); a class keeps at most JX_BUFFER_CLASS_KEEP buffers and the cache
+ * at most CACHE_LIMIT bytes. Smaller buffers are left to malloc, whose own
+ * caches serve them well; larger ones are returned at once. The cache is
+ * one for the process, behind a lock taken once per cached allocation or
+ * release: buffers often die on another thread than the one that needs
+ * the next of their size (the caller releases last step's parameters, the
+ * dispatch thread allocates this step's; device threads hand shards on).
+ * jx_shutdown frees it. Under AddressSanitizer cached memory is poisoned,
+ * so a use after release is still reported. */
 #if defined(__SANITIZE_ADDRESS__)
 #define JX_ASAN 1
 #elif defined(__has_feature)
@@ -44,20 +48,18 @@ enum {
   MIN_SHIFT = 12,                           /* cached sizes: (4 KiB, */
   MAX_SHIFT = 26,                           /*                64 MiB] */
   NCLASS = (MAX_SHIFT - MIN_SHIFT) * 4 + 1, /* class 0 unused */
-  CLASS_KEEP = 4,                           /* buffers kept per class */
+  CLASS_KEEP = JX_BUFFER_CLASS_KEEP,
 };
-#define CACHE_LIMIT ((size_t)256 << 20) /* bytes kept per thread */
+#define CACHE_LIMIT ((size_t)512 << 20) /* bytes kept */
 
 typedef struct {
   void *items[NCLASS][CLASS_KEEP];
   int count[NCLASS];
   size_t bytes;
-  int registered; /* the thread-exit destructor knows this cache */
 } buffer_cache;
 
-static _Thread_local buffer_cache cache;
-static pthread_key_t cache_key;
-static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+static buffer_cache cache;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The class of an allocation of n bytes and its capacity; 0 when not cached. */
 static int size_class(size_t n, size_t *cap) {
@@ -74,46 +76,44 @@ static size_t class_cap(int k) {
   return ((size_t)1 << oct) + (size_t)((k - 1) % 4 + 1) * ((size_t)1 << (oct - 2));
 }
 
-static void cache_drain(buffer_cache *c) {
+void jx_buffer_cache_clear(void) {
+  pthread_mutex_lock(&cache_lock);
   for (int k = 1; k < NCLASS; k++) {
-    for (int i = 0; i < c->count[k]; i++) {
-      UNPOISON(c->items[k][i], class_cap(k));
-      free(c->items[k][i]);
+    for (int i = 0; i < cache.count[k]; i++) {
+      UNPOISON(cache.items[k][i], class_cap(k));
+      free(cache.items[k][i]);
     }
-    c->count[k] = 0;
+    cache.count[k] = 0;
   }
-  c->bytes = 0;
+  cache.bytes = 0;
+  pthread_mutex_unlock(&cache_lock);
 }
-
-static int key_ok;
-static void cache_thread_exit(void *c) { cache_drain(c); }
-static void cache_make_key(void) {
-  key_ok = pthread_key_create(&cache_key, cache_thread_exit) == 0;
-}
-
-void jx_buffer_cache_clear(void) { cache_drain(&cache); }
 
 /* A cached block of class k, or NULL. */
 static void *cache_take(int k, size_t cap) {
-  if (cache.count[k] == 0) return NULL;
-  void *p = cache.items[k][--cache.count[k]];
-  cache.bytes -= cap;
-  UNPOISON(p, cap);
+  void *p = NULL;
+  pthread_mutex_lock(&cache_lock);
+  if (cache.count[k] > 0) {
+    p = cache.items[k][--cache.count[k]];
+    cache.bytes -= cap;
+  }
+  pthread_mutex_unlock(&cache_lock);
+  if (p) UNPOISON(p, cap);
   return p;
 }
 
 /* Keeps p (class k, cap bytes) when there is room; 0 when the caller must free it. */
 static int cache_put(int k, size_t cap, void *p) {
-  if (cache.count[k] == CLASS_KEEP || cache.bytes + cap > CACHE_LIMIT) return 0;
-  if (!cache.registered) { /* a non-NULL value makes the destructor run at thread exit */
-    pthread_once(&cache_key_once, cache_make_key);
-    if (!key_ok || pthread_setspecific(cache_key, &cache) != 0) return 0;
-    cache.registered = 1;
+  int kept = 0;
+  pthread_mutex_lock(&cache_lock);
+  if (cache.count[k] < CLASS_KEEP && cache.bytes + cap <= CACHE_LIMIT) {
+    POISON(p, cap);
+    cache.items[k][cache.count[k]++] = p;
+    cache.bytes += cap;
+    kept = 1;
   }
-  POISON(p, cap);
-  cache.items[k][cache.count[k]++] = p;
-  cache.bytes += cap;
-  return 1;
+  pthread_mutex_unlock(&cache_lock);
+  return kept;
 }
 
 /* A buffer and its memory accounting (base/memstats.h); every jx_buffer is
@@ -136,7 +136,7 @@ static jx_buffer *buffer_new(size_t nbytes) {
   b->data = k ? cache_take(k, cap) : NULL;
   if (!b->data) b->data = aligned_alloc(64, cap ? cap : 64);
   if (!b->data) {
-    cache_drain(&cache); /* give the cached memory back and try once more */
+    jx_buffer_cache_clear(); /* give the cached memory back and try once more */
     b->data = aligned_alloc(64, cap ? cap : 64);
   }
   if (!b->data) {
@@ -180,6 +180,10 @@ jx_array *jx_array_alloc(jx_dtype dt, jx_shape s, int weak) {
   a->trace_id = 0;
   a->var = -1;
   a->shards = NULL;
+  a->donated = 0;
+  a->donated_input = -1;
+  a->donated_to = NULL;
+  a->pending = NULL;
   jx_scope_adopt(a);
   return a;
 }
@@ -212,6 +216,10 @@ jx_array *jx_tracer_alloc(uint64_t trace_id, int var, jx_dtype dt, jx_shape s, i
   a->trace_id = trace_id;
   a->var = var;
   a->shards = NULL;
+  a->donated = 0;
+  a->donated_input = -1;
+  a->donated_to = NULL;
+  a->pending = NULL;
   jx_scope_adopt(a);
   return a;
 }
@@ -232,6 +240,10 @@ jx_array *jx_array_alias(jx_array *src, jx_shape s) {
   a->trace_id = 0;
   a->var = -1;
   a->shards = NULL;
+  a->donated = 0;
+  a->donated_input = -1;
+  a->donated_to = NULL;
+  a->pending = NULL;
   atomic_fetch_add_explicit(&src->buf->refs, 1, memory_order_relaxed);
   jx_scope_adopt(a);
   return a;
@@ -247,6 +259,8 @@ void jx_release(jx_array *a) {
   if (atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) == 1) {
     if (a->buf) buffer_release(a->buf);
     if (a->shards) jx_shards_free(a->shards);
+    free(a->donated_to);
+    jx_pending_release(a->pending);
     free(a);
   }
 }
@@ -275,7 +289,53 @@ static jx_status check_readable(const jx_array *a, const char *op) {
                         "jx_scan for control flow that depends on it",
                         op, jx_aval_str(a->dtype, a->shape, sb));
   }
+  if (a->donated) return jx_donated_error(a, op);
   return jx_array_ready((jx_array *)a);
+}
+
+jx_status jx_donated_error(const jx_array *a, const char *op) {
+  return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                      "%s: the array was donated to '%s' (input %d) and can no longer be used", op,
+                      a->donated_to ? a->donated_to : "a jitted function", a->donated_input);
+}
+
+static _Thread_local const void *donation_program;
+
+const void *jx_donation_swap(const void *program) {
+  const void *old = donation_program;
+  donation_program = program;
+  return old;
+}
+
+jx_array *jx_array_take_buffer(jx_array *a, const char *fn, int input) {
+  jx_array *t = malloc(sizeof *t);
+  char *name = strdup(fn ? fn : "a jitted function");
+  if (!t || !name) {
+    free(t);
+    free(name);
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory donating an array to '%s'", fn);
+    return jx_poison();
+  }
+  atomic_init(&t->refs, 1);
+  t->dtype = a->dtype;
+  t->weak = a->weak;
+  t->poisoned = 0;
+  t->shape = a->shape;
+  t->buf = a->buf;
+  t->trace_id = 0;
+  t->var = -1;
+  t->shards = NULL;
+  t->donated = 0;
+  t->donated_input = -1;
+  t->donated_to = NULL;
+  t->pending = NULL;
+  a->buf = NULL; /* t holds the buffer's one reference now */
+  a->donated = 1;
+  a->donated_input = input;
+  free(a->donated_to);
+  a->donated_to = name;
+  jx_scope_adopt(t);
+  return t;
 }
 
 /* The gathered buffer is published once: readers on other threads either see
@@ -283,7 +343,13 @@ static jx_status check_readable(const jx_array *a, const char *op) {
 static pthread_mutex_t gather_lock = PTHREAD_MUTEX_INITIALIZER;
 
 jx_status jx_array_ready(jx_array *a) {
-  if (__atomic_load_n(&a->buf, __ATOMIC_ACQUIRE) || !a->shards || a->poisoned) return JX_OK;
+  if (__atomic_load_n(&a->buf, __ATOMIC_ACQUIRE) || a->poisoned) return JX_OK;
+  if (a->donated) return jx_donated_error(a, "using an array");
+  if (a->pending) { /* a dispatched run's result: its buffer is set when the run ends */
+    jx_status st = jx_pending_wait(a->pending);
+    if (st || __atomic_load_n(&a->buf, __ATOMIC_ACQUIRE)) return st;
+  }
+  if (!a->shards) return JX_OK;
   pthread_mutex_lock(&gather_lock);
   jx_status st = JX_OK;
   if (!a->buf) {

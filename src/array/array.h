@@ -31,12 +31,46 @@ struct jx_array {
    * buffer until something reads the global value: jx_array_ready gathers it
    * once (the array is immutable, so the copy stays valid). */
   struct jx_shards *shards;
+  /* Donated to a jitted function (jx_jit_options.donate), which took its
+   * buffer: buf is NULL and every use fails with an error naming the
+   * function (donated_to, malloc'ed) and the input position. */
+  uint8_t donated;
+  int donated_input;
+  char *donated_to;
+  /* Async dispatch: the queued run that will set buf (NULL once it has, or
+   * for arrays made here); jx_array_ready waits for it. */
+  struct jx_pending *pending;
 };
 
-/* Makes a's global buffer available (gathering a sharded array's shards);
+/* ---- pending values (pending.c): a queued run's completion ---- */
+typedef struct jx_pending jx_pending;
+jx_pending *jx_pending_new(void); /* one reference; NULL when out of memory */
+void jx_pending_retain(jx_pending *c);
+void jx_pending_release(jx_pending *c);
+/* Marks the run finished (st and msg: its error, if any) and wakes the waiters. */
+void jx_pending_finish(jx_pending *c, jx_status st, const char *msg);
+/* Waits for the run; its error, recorded on the calling thread, or JX_OK. */
+jx_status jx_pending_wait(jx_pending *c);
+int jx_pending_done(jx_pending *c);
+/* Called first by jx_shutdown when set (the dispatch thread's stop). */
+extern void (*jx_before_shutdown)(void);
+
+/* Makes a's global buffer available (waiting for a pending array's run,
+ * gathering a sharded array's shards);
  * every reader of a->buf on a concrete array that may be sharded calls this
  * first. Returns the status of the gather (out of memory). */
 jx_status jx_array_ready(jx_array *a);
+/* The error for a use of a donated array by op ("jx_read"); always non-zero. */
+jx_status jx_donated_error(const jx_array *a, const char *op);
+/* Donation (compile/executable.c): a new array, owned by the innermost scope,
+ * that takes over a's buffer; a is marked donated to fn as input `input` and
+ * keeps no storage. a must be concrete, unsharded and its buffer unshared. */
+jx_array *jx_array_take_buffer(jx_array *a, const char *fn, int input);
+/* The program that the calling thread's jx_call is about to run: only its
+ * executable may take donated buffers, not a program that shard_map or pmap
+ * run per device, nor one evaluated inside another. jx_call sets it
+ * (trace/fn.c), the executable reads and clears it. Returns the previous. */
+const void *jx_donation_swap(const void *program);
 /* Defined by the parallel layer (parallel/shards.c). */
 typedef struct jx_shards jx_shards;
 void jx_shards_free(struct jx_shards *s);
@@ -58,9 +92,9 @@ jx_array *jx_keep_in_scope(jx_array *a);
 jx_array *jx_array_alias(jx_array *src, jx_shape s);
 static inline void *jx_array_data(const jx_array *a) { return a->buf->data; } /* after ready */
 jx_array *jx_poison(void); /* the shared poisoned value */
-/* Frees the calling thread's cache of released buffers (array.c); jx_shutdown
- * calls it, and a thread's cache is also freed when the thread exits. */
+/* Frees the cache of released buffers (array.c); jx_shutdown calls it. */
 void jx_buffer_cache_clear(void);
+#define JX_BUFFER_CLASS_KEEP 16 /* released buffers kept per size class */
 
 /* Scope bookkeeping: hand a new reference to the innermost scope. */
 void jx_scope_adopt(jx_array *a);

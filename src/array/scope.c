@@ -82,7 +82,10 @@ int jx_scope_release_now(jx_array *a) {
   return 0;
 }
 
+void (*jx_before_shutdown)(void);
+
 void jx_shutdown(void) {
+  if (jx_before_shutdown) jx_before_shutdown();
   while (depth > 1) jx_scope_end();
   if (depth == 1) drain(&frames[0]);
   for (int i = 0; i < frames_cap; i++) free(frames[i].items);

@@ -26,6 +26,8 @@
 #include "../trace/eval.h"
 #include "../transform/build.h"
 #include "executable.h"
+#include "kernel_batch.h"
+#include "toolchain.h"
 #include "simplify.h"
 
 /* Which of e's nested programs its impl runs on concrete inputs: a bit per
@@ -41,7 +43,11 @@ static unsigned run_subs(const jx_eqn *e) {
   return 0;
 }
 
-jx_status jx_compile_nested(jx_program *p, const char *dump_prefix) {
+/* Replaces every nested program that p's compile will build and that
+ * something else also holds (a traced function's cached program) by a
+ * private copy, all the way down, so that attaching executables never
+ * touches a program another thread may be running. */
+static jx_status privatize(jx_program *p) {
   jx_status st = JX_OK;
   for (int k = 0; k < p->neqns && !st; k++) {
     jx_eqn *e = &p->eqns[k];
@@ -49,21 +55,80 @@ jx_status jx_compile_nested(jx_program *p, const char *dump_prefix) {
     for (int s = 0; s < e->nsub && !st; s++) {
       if (!(which >> s & 1u) || e->sub[s]->exec_run) continue;
       if (atomic_load(&e->sub[s]->refs) > 1) {
-        /* shared (a traced function's cached program): compile a copy of our own */
         jx_program *copy = jx_simplify(e->sub[s]);
-        if (!copy) {
-          st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-          break;
-        }
+        if (!copy) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
         jx_program_release(e->sub[s]);
         e->sub[s] = copy;
       }
+      st = privatize(e->sub[s]);
+    }
+  }
+  return st;
+}
+
+/* Adds the kernels of p (unless it is compiled already) and of the nested
+ * programs its compile builds to t; *programs counts the programs that
+ * have kernels. */
+static jx_status add_kernels(jx_kernel_tu *t, const jx_program *p, int *programs) {
+  if (p->exec_run) return JX_OK;
+  jx_fusion_group *groups = NULL;
+  int ng = jx_fuse(p, &groups);
+  if (ng < 0) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  int n = jx_kernel_tu_add(t, p, groups, ng, NULL);
+  free(groups);
+  if (n < 0) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  if (n > 0) ++*programs;
+  jx_status st = JX_OK;
+  for (int k = 0; k < p->neqns && !st; k++) {
+    const jx_eqn *e = &p->eqns[k];
+    unsigned which = run_subs(e);
+    for (int s = 0; s < e->nsub && !st; s++)
+      if (which >> s & 1u) st = add_kernels(t, e->sub[s], programs);
+  }
+  return st;
+}
+
+/* One compiler run for p and all its nested programs: their kernels in one
+ * translation unit, preloaded, so that each program's build finds its
+ * kernels there instead of compiling a unit of its own. */
+static jx_status compile_batch(const jx_program *p) {
+  jx_kernel_tu t;
+  jx_status st = jx_kernel_tu_init(&t);
+  int programs = 0;
+  if (!st) st = add_kernels(&t, p, &programs);
+  if (!st && programs >= 2) st = jx_kernel_preload(t.text);
+  jx_kernel_tu_free(&t);
+  return st;
+}
+
+/* > 0 while this thread compiles nested programs: only the outermost call
+ * batches, the programs below it are in its batch */
+static _Thread_local int nesting;
+
+jx_status jx_compile_nested(jx_program *p, const char *dump_prefix) {
+  jx_status st = JX_OK;
+  int has_nested = 0;
+  for (int k = 0; k < p->neqns && !has_nested; k++) has_nested = run_subs(&p->eqns[k]) != 0;
+  if (!has_nested) return JX_OK;
+  if (nesting == 0) {
+    st = privatize(p);
+    if (!st) st = compile_batch(p);
+    if (st) return st;
+  }
+  nesting++;
+  for (int k = 0; k < p->neqns && !st; k++) {
+    jx_eqn *e = &p->eqns[k];
+    unsigned which = run_subs(e);
+    for (int s = 0; s < e->nsub && !st; s++) {
+      /* shared programs were replaced by copies of our own (privatize) */
+      if (!(which >> s & 1u) || e->sub[s]->exec_run) continue;
       char prefix[400];
       snprintf(prefix, sizeof prefix, "%.300s.%d%s%d", dump_prefix ? dump_prefix : p->name, k,
                e->prim->name, s);
       st = jx_compile_attach(e->sub[s], prefix);
     }
   }
+  nesting--;
   return st;
 }
 

@@ -12,7 +12,10 @@
  * that something else also holds is first replaced in p by a private copy
  * (simplified), so that attaching an executable never touches a program
  * another thread may be running. Call on the thread that compiles p, before
- * p runs anywhere. dump_prefix names the JX_DUMP files (NULL: p's name). */
+ * p runs anywhere. dump_prefix names the JX_DUMP files (NULL: p's name).
+ * The outermost call compiles the kernels of p and of every nested program
+ * below it in one compiler run (one translation unit, kernel_batch.h); the
+ * builds of those programs then take their kernels from it. */
 jx_status jx_compile_nested(jx_program *p, const char *dump_prefix);
 
 /* 1 when an executable runs equation e with jx_control_run: a scan or a

@@ -13,6 +13,7 @@
 #include "../trace/fn.h"
 #include "fusion.h"
 #include "cost.h"
+#include "executable.h"
 #include "simplify.h"
 
 double jx_aval_bytes(jx_aval a) {
@@ -41,7 +42,9 @@ double jx_eqn_flops(const jx_program *p, const jx_eqn *e) {
   return 0;
 }
 
-static void program_cost(const jx_program *p, jx_cost *c) {
+/* donate (per input, or NULL): inputs the run frees after their last use,
+ * as an executable does with donated buffers (executable.c). */
+static void program_cost(const jx_program *p, const uint8_t *donate, jx_cost *c) {
   jx_fusion_group *groups = NULL;
   int ng = jx_fuse(p, &groups);
   if (ng < 0) return;
@@ -77,6 +80,11 @@ static void program_cost(const jx_program *p, jx_cost *c) {
   double live = 0, peak = 0;
   for (int i = 0; i < p->nin; i++) live += jx_aval_bytes(p->avals[p->in[i]]);
   for (int i = 0; i < p->nconst; i++) live += jx_aval_bytes(p->avals[p->constvar[i]]);
+  for (int i = 0; donate && i < p->nin; i++)
+    if (donate[i]) {
+      temp[p->in[i]] = 1;
+      if (last[p->in[i]] < 0) live -= jx_aval_bytes(p->avals[p->in[i]]); /* freed at once */
+    }
   peak = live;
   for (int k = 0; k < ng; k++) {
     const jx_fusion_group *g = &groups[k];
@@ -115,7 +123,7 @@ static void program_cost(const jx_program *p, jx_cost *c) {
   free(temp);
 }
 
-void jx_program_cost(const jx_program *p, jx_cost *c) { program_cost(p, c); }
+void jx_program_cost(const jx_program *p, jx_cost *c) { program_cost(p, NULL, c); }
 
 jx_status jx_fn_cost(jx_fn *f, jx_array *const *example_in, jx_cost *out) {
   if (!f || !out) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_fn_cost: f or out is NULL");
@@ -135,7 +143,7 @@ jx_status jx_fn_cost(jx_fn *f, jx_array *const *example_in, jx_cost *out) {
   jx_program *s = p->exec ? jx_program_retain(p) : jx_simplify(p); /* as the jit would run it */
   jx_program_release(p);
   if (!s) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-  program_cost(s, out);
+  program_cost(s, jx_program_donation(s), out);
   jx_program_release(s);
   return JX_OK;
 }

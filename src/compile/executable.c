@@ -11,11 +11,15 @@
 #include "../base/memstats.h"
 #include "../debug/hooks.h"
 #include "../parallel/collective.h"
+#include "../parallel/shard_map.h"
 #include "../trace/dispatch.h"
+#include "async_dispatch.h"
 #include "control_compile.h"
 #include "cost.h"
 #include "dump.h"
 #include "fusion.h"
+#include "kernel_batch.h"
+#include "render.h"
 #include "render_c.h"
 #include "toolchain.h"
 
@@ -37,6 +41,14 @@ struct jx_executable {
   char (*step_names)[80];
   double *step_flops, *step_bytes;
   jx_prof_estimate peak_estimate; /* the profiler's, kept from its first profiled run */
+  /* jx_jit_options.donate: per input, 1 = the run may take its buffer */
+  uint8_t *donate;
+  uint8_t *warned; /* per input: the "not usable" line was logged */
+  char *donor;     /* the jitted function's name, for messages */
+  /* 1: never dispatched asynchronously (async_dispatch.c): it has a side
+   * effect (a debug print, which the call's caller expects to see done) or
+   * a shard_map, whose result keeps its layout only on the calling thread */
+  int synchronous;
 };
 
 int jx_executable_kernels(const jx_executable *x, int *fused_eqns) {
@@ -141,46 +153,37 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
     return NULL;
   }
   /* every kernel of the program in one translation unit: one compiler run
-   * (its start-up dominates small kernels) */
-  char *tu = jx_render_c_prelude();
-  size_t len = tu ? strlen(tu) : 0;
-  jx_status st = tu ? JX_OK : (jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY);
-  int nkernels = 0;
-  for (int k = 0; k < ng && !st; k++) {
-    step *s = &x->steps[x->nsteps++];
-    s->group = groups[k];
-    if (!jx_fusion_group_is_kernel(&groups[k])) continue;
-    char name[32];
-    snprintf(name, sizeof name, "jx_kernel_%d", k);
-    char *src = jx_render_c(p, &groups[k], name);
-    char *grown = src ? realloc(tu, len + strlen(src) + 2) : NULL;
-    if (!grown) {
-      free(src);
-      st = jx_last_status() ? jx_last_status()
-                            : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
-      break;
-    }
-    tu = grown;
-    memcpy(tu + len, src, strlen(src) + 1);
-    len += strlen(src);
-    free(src);
-    nkernels++;
+   * (its start-up dominates small kernels); none at all when a batch
+   * compiled with the program's control flow (control_compile.c) holds them */
+  jx_kernel_tu tu;
+  char(*names)[JX_KERNEL_NAME_CAP] = NULL;
+  jx_status st = jx_kernel_tu_init(&tu);
+  if (!st) {
+    names = calloc((size_t)ng + 1, sizeof *names);
+    if (!names) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
   }
+  int nkernels = st ? 0 : jx_kernel_tu_add(&tu, p, groups, ng, names);
+  if (nkernels < 0) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  for (int k = 0; k < ng && !st; k++) x->steps[x->nsteps++].group = groups[k];
   t_codegen = now_s();
+  int batched = 0;
   if (!st && nkernels) {
-    jx_dump_text(dump_prefix ? dump_prefix : p->name, "kernels.c", tu);
-    for (int k = 0; k < x->nsteps && !st; k++) {
-      if (!jx_fusion_group_is_kernel(&x->steps[k].group)) continue;
-      char name[32];
-      snprintf(name, sizeof name, "jx_kernel_%d", k);
-      x->steps[k].fn = (jx_kernel_fn)jx_kernel_load(tu, name);
+    jx_dump_text(dump_prefix ? dump_prefix : p->name, "kernels.c", tu.text);
+    for (int k = 0; k < x->nsteps; k++)
+      if (names[k][0] && (x->steps[k].fn = (jx_kernel_fn)jx_kernel_find(names[k]))) batched++;
+    for (int k = 0; k < x->nsteps && !st && batched < nkernels; k++) {
+      if (!names[k][0] || x->steps[k].fn) continue;
+      x->steps[k].fn = (jx_kernel_fn)jx_kernel_load(tu.text, names[k]);
       if (!x->steps[k].fn) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
     }
   }
   t_cc = now_s();
-  free(tu);
+  jx_kernel_tu_free(&tu);
+  free(names);
   free(groups);
   if (!st) st = plan_lifetimes(x, p);
+  for (int e = 0; e < p->neqns && !st; e++)
+    if (jx_eqn_has_effect(&p->eqns[e]) || p->eqns[e].prim == &jx_prim_shard_map) x->synchronous = 1;
   if (!st) {
     x->step_names = calloc((size_t)x->nsteps + 1, sizeof *x->step_names);
     x->step_flops = calloc((size_t)x->nsteps + 1, sizeof *x->step_flops);
@@ -196,6 +199,7 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
     bt->compile = t_cc - t_codegen;
     bt->kernels = nkernels;
     bt->cache = !nkernels                       ? "no kernels"
+                : batched == nkernels           ? "batch"
                 : ks1.compiles > ks0.compiles   ? "compiled"
                 : ks1.disk_hits > ks0.disk_hits ? "disk cache"
                                                 : "memory cache";
@@ -248,6 +252,9 @@ void jx_executable_free(jx_executable *x) {
   free(x->step_bytes);
   free(x->last_step);
   free(x->temporary);
+  free(x->donate);
+  free(x->warned);
+  free(x->donor);
   free(x->steps);
   free(x);
 }
@@ -276,7 +283,48 @@ static void run_units(void *ctx, int64_t begin, int64_t end) {
 
 enum { MIN_UNIT = 16384 }; /* elements below which a piece is not worth a thread */
 
-static jx_status run_kernel(const jx_program *p, const step *s, jx_array **env) {
+/* Donation: the run's own arrays (made by it or taken from donated inputs),
+ * which it frees after their last use. */
+typedef struct {
+  const jx_executable *x;
+  jx_array **env;
+  uint8_t *owned; /* per variable: a donated input's buffer, taken by this run */
+} run_state;
+
+/* The donated buffer a kernel step k may write store `o` into, in place: a
+ * load of a taken input that dies at this step, read once, element for
+ * element as the store is written (row-major strides of the step's shape,
+ * no reduction, same element size). Each element is then read before it is
+ * overwritten and by no other element, so the store may reuse the memory.
+ * -1 when there is none; claimed marks loads already reused. */
+static int in_place_load(const run_state *r, const jx_program *p, int k, int o,
+                         const uint8_t *claimed) {
+  const jx_fusion_group *g = &r->x->steps[k].group;
+  if (g->reduces || !r->owned) return -1;
+  jx_aval out = p->avals[g->stores[o]];
+  int64_t rowmajor[JX_MAX_RANK];
+  jx_shape_strides(g->shape, rowmajor);
+  for (int l = 0; l < g->nloads; l++) {
+    int v = g->loads[l].var;
+    if (claimed[l] || !r->owned[v] || !r->env[v] || r->x->last_step[v] != k) continue;
+    jx_aval in = p->avals[v];
+    if (jx_dtype_size(in.dtype) != jx_dtype_size(out.dtype) ||
+        jx_shape_numel(in.shape) != jx_shape_numel(g->shape) ||
+        jx_shape_numel(out.shape) != jx_shape_numel(g->shape))
+      continue;
+    int ok = 1;
+    for (int d = 0; d < g->shape.rank && ok; d++)
+      ok = g->shape.dims[d] == 1 || g->loads[l].strides[d] == rowmajor[d];
+    for (int m = 0; m < g->nloads && ok; m++) ok = m == l || g->loads[m].var != v;
+    if (ok) return l;
+  }
+  return -1;
+}
+
+static jx_status run_kernel(const run_state *rs, const jx_program *p, int k) {
+  const step *s = &rs->x->steps[k];
+  jx_array **env = rs->env;
+  uint8_t claimed[JX_FUSION_MAX_LOADS] = {0};
   const jx_fusion_group *g = &s->group;
   char *buf[JX_FUSION_MAX_LOADS + JX_FUSION_MAX_STORES];
   int64_t strides[JX_FUSION_MAX_LOADS * 8];
@@ -291,7 +339,18 @@ static jx_status run_kernel(const jx_program *p, const step *s, jx_array **env) 
   }
   for (int o = 0; o < g->nstores; o++) {
     jx_aval a = p->avals[g->stores[o]];
-    jx_array *r = jx_array_alloc(a.dtype, a.shape, a.weak);
+    int l = in_place_load(rs, p, k, o, claimed);
+    jx_array *r;
+    if (l >= 0) { /* shares the donated buffer, which is freed after this step */
+      claimed[l] = 1;
+      r = jx_array_alias(env[g->loads[l].var], a.shape);
+      if (!r->poisoned) {
+        r->dtype = a.dtype;
+        r->weak = (uint8_t)(a.weak != 0);
+      }
+    } else {
+      r = jx_array_alloc(a.dtype, a.shape, a.weak);
+    }
     if (r->poisoned) return jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
     env[g->stores[o]] = r;
     buf[g->nloads + o] = r->buf->data;
@@ -299,7 +358,27 @@ static jx_status run_kernel(const jx_program *p, const step *s, jx_array **env) 
   int64_t inner = dims[rank - 1], rows = jx_shape_numel(g->shape) / (inner ? inner : 1);
   kernel_job job = {s->fn, buf, dims, strides, rows, inner, inner};
   int threads = jx_pool_threads();
-  if (rows < 2 * threads && inner >= 2 * MIN_UNIT && !g->reduces) {
+  if (g->reduces && g->lead > 0) {
+    /* a column reduction: every unit owns whole output columns (all the
+     * reduced rows of a piece of a kernel row), so the sums do not depend
+     * on how the pool splits the work */
+    job.rows = rows = jx_fusion_kernel_rows(g);
+    int64_t per_column = rows > 0 && inner > 0 ? jx_shape_numel(g->shape) / (rows * inner) : 0;
+    int64_t want = (4 * threads + rows - 1) / rows; /* pieces per kernel row */
+    int64_t chunk = (inner + want - 1) / (want ? want : 1);
+    int64_t least = (MIN_UNIT + per_column - 1) / (per_column ? per_column : 1);
+    if (chunk < least) chunk = least;
+    int64_t block = jx_dialect_c.col_block; /* whole blocks of the kernel's columns */
+    chunk = (chunk + block - 1) / block * block;
+    if (chunk >= inner) {
+      int64_t row_work = per_column * inner;
+      jx_parallel_for(rows, row_work >= MIN_UNIT ? 1 : MIN_UNIT / (row_work ? row_work : 1),
+                      run_units, &job);
+    } else {
+      job.chunk = chunk;
+      jx_parallel_for(rows * ((inner + chunk - 1) / chunk), 1, run_units, &job);
+    }
+  } else if (rows < 2 * threads && inner >= 2 * MIN_UNIT && !g->reduces) {
     /* few long rows: split the rows themselves */
     int64_t pieces = (2 * threads + rows - 1) / rows;
     job.chunk = (inner + pieces - 1) / pieces;
@@ -334,10 +413,12 @@ static jx_status run_eqn(const jx_eqn *e, jx_array **env) {
   return st;
 }
 
-/* Frees v after step k when k is its last reader and the run made it. */
+/* Frees v after step k when k is its last reader and the run made it (or
+ * took it from a donated input). */
 static void release_dead(const jx_executable *x, int v, int k, void *ctx) {
-  jx_array **env = ctx;
-  if (x->temporary[v] && x->last_step[v] == k && env[v]) {
+  const run_state *rs = ctx;
+  jx_array **env = rs->env;
+  if ((x->temporary[v] || (rs->owned && rs->owned[v])) && x->last_step[v] == k && env[v]) {
     jx_scope_release_now(env[v]);
     env[v] = NULL;
   }
@@ -387,6 +468,65 @@ static int start_collective(const jx_program *p, const step *s, jx_array **env, 
   return r;
 }
 
+static int log_compiles(void) {
+  static int enabled = -1;
+  if (enabled < 0) {
+    const char *v = getenv("JX_LOG_COMPILES");
+    enabled = v && *v && strcmp(v, "0") != 0;
+  }
+  return enabled;
+}
+
+/* Why donated input i cannot give its buffer to this run, or NULL. */
+static const char *donation_refused(const jx_program *p, jx_array *const *in, int i, char *why,
+                                    size_t cap) {
+  const jx_array *a = in[i];
+  if (a->shards) return "it is laid out over several devices";
+  if (!a->buf) return "it has no buffer of its own";
+  if (atomic_load_explicit(&a->buf->refs, memory_order_acquire) > 1)
+    return "its buffer is shared with another array (a reshape or view of it, or its source)";
+  for (int j = 0; j < p->nin; j++)
+    if (j != i && in[j] == a) {
+      snprintf(why, cap, "the same array is also passed as input %d (donated buffer passed twice)",
+               j);
+      return why;
+    }
+  for (int c = 0; c < p->nconst; c++)
+    if (p->constval[c] == a) return "the function also holds it as a constant";
+  return NULL;
+}
+
+/* Takes the buffers of the donated inputs that can give them (run_state's
+ * owned), marking the caller's arrays donated; the others run undonated,
+ * with one line under JX_LOG_COMPILES=1, as JAX warns. */
+static jx_status take_donated(const jx_executable *x, const jx_program *p, jx_array *const *in,
+                              run_state *rs) {
+  rs->owned = calloc((size_t)p->nvars + 1, 1);
+  if (!rs->owned) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  for (int i = 0; i < p->nin; i++) {
+    if (!x->donate[i]) continue;
+    char why[128];
+    const char *refused = donation_refused(p, in, i, why, sizeof why);
+    if (refused) {
+      if (log_compiles() && !x->warned[i]) {
+        x->warned[i] = 1;
+        fprintf(stderr, "jx: donated input %d of '%s' was not usable: %s\n", i, x->donor, refused);
+      }
+      continue;
+    }
+    int v = p->in[i];
+    jx_array *t = jx_array_take_buffer(in[i], x->donor, i);
+    if (t->poisoned) return jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+    rs->env[v] = t;
+    rs->owned[v] = 1;
+    if (x->last_step[v] < 0) { /* never read: free it now */
+      jx_scope_release_now(t);
+      rs->env[v] = NULL;
+    }
+  }
+  return JX_OK;
+}
+
 jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_array *const *in,
                             jx_array **out) {
   jx_array **env = calloc((size_t)p->nvars + 1, sizeof *env);
@@ -395,6 +535,14 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   for (int c = 0; c < p->nconst; c++) env[p->constvar[c]] = p->constval[c];
   jx_status st = JX_OK;
   jx_scope_begin(); /* intermediates belong to the run, freed after their last use */
+  run_state rs = {x, env, NULL};
+  for (int i = 0; i < p->nin && !st; i++) /* dispatched runs still to end (async_dispatch.c) */
+    if (in[i]->pending) st = jx_array_ready(in[i]);
+  /* only jx_call's own program donates; what it runs inside does not */
+  if (jx_donation_swap(NULL) == p && x->donate && !st) {
+    jx_dispatch_wait_all(); /* queued runs may still read the buffers it takes */
+    st = take_donated(x, p, in, &rs);
+  }
   jx_debug_exec_enter();
   in_flight flight = {0};
   int started = 0;
@@ -416,7 +564,7 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
     if (st) {
       /* stop here */
     } else if (s->fn) {
-      st = run_kernel(p, s, env);
+      st = run_kernel(&rs, p, k);
     } else if ((started = start_collective(p, s, env, &flight))) {
       if (started < 0) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
     } else {
@@ -428,7 +576,7 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
       jx_prof_compute(x->step_names[k], tp, jx_prof_now(), x->step_flops[k], x->step_bytes[k]);
     if (!st && (watched & (JX_DEBUG_NANS | JX_DEBUG_INFS)))
       st = jx_debug_check_step(p, s->group.first, s->group.count, s->fn != NULL, env);
-    if (!st) step_reads(x, p, k, release_dead, env);
+    if (!st) step_reads(x, p, k, release_dead, &rs);
     if (x->profile) x->profile[k] += now_s() - t0;
   }
   while (flight.n) finish_at(&flight, 0); /* also after a failure: they hold buffers */
@@ -440,14 +588,44 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   jx_scope_end();
   for (int o = 0; o < p->nout && !st; o++) jx_scope_adopt(out[o]);
   free(env);
+  free(rs.owned);
   return st;
 }
 
+jx_status jx_executable_set_donation(jx_executable *x, int nin, const int *donate,
+                                     const char *fn_name) {
+  int any = 0;
+  for (int i = 0; donate && i < nin; i++) any |= donate[i] != 0;
+  if (!any) return JX_OK;
+  x->donate = calloc((size_t)nin, 1);
+  x->warned = calloc((size_t)nin, 1);
+  x->donor = strdup(fn_name ? fn_name : "jit");
+  if (!x->donate || !x->warned || !x->donor) {
+    free(x->donate);
+    free(x->warned);
+    free(x->donor);
+    x->donate = x->warned = NULL;
+    x->donor = NULL;
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  }
+  for (int i = 0; i < nin; i++) x->donate[i] = donate[i] != 0;
+  return JX_OK;
+}
+
+int jx_executable_donates(const jx_executable *x) { return x->donate != NULL; }
+int jx_executable_synchronous(const jx_executable *x) { return x->synchronous; }
+
 static jx_status run_attached(void *exec, const jx_program *p, jx_array *const *in,
                               jx_array **out) {
+  if (jx_dispatch_wanted(exec, p)) return jx_dispatch_submit(exec, p, in, out);
   return jx_executable_run(exec, p, in, out);
 }
 static void free_attached(void *exec) { jx_executable_free(exec); }
+
+const uint8_t *jx_program_donation(const jx_program *p) {
+  if (!p || p->exec_run != run_attached) return NULL;
+  return ((const jx_executable *)p->exec)->donate;
+}
 
 jx_status jx_compile_attach(jx_program *p, const char *dump_prefix) {
   double t0 = now_s();

@@ -14,6 +14,18 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
 jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_array *const *in,
                             jx_array **out);
 void jx_executable_free(jx_executable *x);
+/* Donation (jx_jit_options.donate): per input, 1 = a run may take the
+ * caller's buffer, free it after its last use or write an output into it in
+ * place, and mark the caller's array donated (to fn_name). */
+jx_status jx_executable_set_donation(jx_executable *x, int nin, const int *donate,
+                                     const char *fn_name);
+/* The donation mask of p's attached executable (per input), or NULL when it
+ * donates nothing or p is not compiled by jx_compile_attach. */
+const uint8_t *jx_program_donation(const jx_program *p);
+/* 1 when x takes donated buffers. */
+int jx_executable_donates(const jx_executable *x);
+/* 1 when x must run on the calling thread (async_dispatch.c says why). */
+int jx_executable_synchronous(const jx_executable *x);
 /* Steps that run a compiled kernel, and equations they cover (for tests). */
 int jx_executable_kernels(const jx_executable *x, int *fused_eqns);
 

@@ -81,6 +81,36 @@ int jx_fusion_row_reduce(const jx_eqn *e, const jx_program *p) {
   return op;
 }
 
+int jx_fusion_col_reduce(const jx_eqn *e, const jx_program *p, int *lead) {
+  int op = e->prim == &jx_prim_reduce_sum   ? 1
+           : e->prim == &jx_prim_reduce_max ? 2
+           : e->prim == &jx_prim_reduce_min ? 3
+                                            : 0;
+  if (!op || e->nin != 1 || e->nout != 1 || e->nsub) return 0;
+  jx_aval a = p->avals[e->in[0]];
+  const jx_ilist *axes = &e->params.l[0];
+  if (a.dtype != JX_F32 && a.dtype != JX_F64) return 0;
+  /* the leading axes, at least one kept: reducing every axis is a row
+   * reduction's job (rank 1) or the eager kernel's (one long contiguous sum) */
+  if (axes->n < 1 || axes->n >= a.shape.rank) return 0;
+  int64_t rows = 1;
+  for (int i = 0; i < axes->n; i++) {
+    if (axes->v[i] != i) return 0;
+    rows *= a.shape.dims[i];
+  }
+  if (rows >= (int64_t)1 << JX_FUSION_COL_DEPTH) return 0; /* beyond the kernel's stack */
+  if (lead) *lead = axes->n;
+  return op;
+}
+
+int64_t jx_fusion_kernel_rows(const jx_fusion_group *g) {
+  int rank = g->shape.rank;
+  if (rank < 2) return 1;
+  int64_t rows = 1;
+  for (int d = g->reduces ? g->lead : 0; d < rank - 1; d++) rows *= g->shape.dims[d];
+  return rows;
+}
+
 /* A lone computation as a kernel: the reference kernels walk elements one at
  * a time through dtype switches; a kernel of one vectorized loop is several
  * times faster once the array is big enough to pay for a kernel call. */
@@ -88,7 +118,7 @@ enum { SINGLE_KERNEL_MIN_ELEMENTS = 4096 };
 
 int jx_fusion_single_worth_a_kernel(const jx_program *p, const jx_eqn *e) {
   if (e->prim == &jx_prim_broadcast_in_dim || e->prim == &jx_prim_stop_gradient ||
-      jx_fusion_row_reduce(e, p) || !jx_fusion_renderable(e, p))
+      jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, NULL) || !jx_fusion_renderable(e, p))
     return 0;
   return jx_shape_numel(p->avals[e->out[0]].shape) >= SINGLE_KERNEL_MIN_ELEMENTS;
 }
@@ -184,7 +214,7 @@ static int add_load(jx_fusion_group *g, int var, jx_shape of, const int64_t *dim
 static int joins(const jx_program *p, const jx_fusion_group *g, const uint8_t *in_group,
                  const jx_eqn *e) {
   if (g->reduces) return 0; /* a reduction ends its group */
-  if (g->count && jx_fusion_row_reduce(e, p))
+  if (g->count && (jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, NULL)))
     return in_group[e->in[0]] && jx_shape_equal(p->avals[e->in[0]].shape, g->shape);
   if (!jx_fusion_renderable(e, p)) return 0;
   jx_shape s = p->avals[e->out[0]].shape;
@@ -217,6 +247,7 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
     if (g && joins(p, g, in_group, e) && g->nloads + e->nin <= JX_FUSION_MAX_LOADS) {
       g->count++;
       if (jx_fusion_row_reduce(e, p)) g->reduces = 1;
+      if (jx_fusion_col_reduce(e, p, &g->lead)) g->reduces = 1;
     } else {
       if (g)
         for (int j = g->first; j < g->first + g->count; j++) in_group[p->eqns[j].out[0]] = 0;

@@ -2,7 +2,10 @@
  * (with broadcasts of their inputs and scalar operands) become one loop
  * kernel, so intermediate values stay in registers instead of memory.
  * A reduce_sum/max/min over the last dimension may end a run: its producers
- * are computed row by row and reduced without a trip through memory.
+ * are computed row by row and reduced without a trip through memory. So may
+ * one over the leading dimensions (a column reduction: a bias gradient's sum
+ * over the batch): its producers are computed a block of output columns at
+ * a time and accumulated into those columns, never materialized.
  * Broadcasts are read through: a kernel loads the broadcast's operand with
  * stride 0, and a broadcast that nothing else reads as an array is skipped. */
 #ifndef JX_SRC_COMPILE_FUSION_H
@@ -29,7 +32,11 @@ typedef struct {
   int compute;                      /* members that compute (not broadcasts) */
   int reduces; /* 1: the last member is a reduce_sum/max/min over the last dimension of
                 * `shape` (f32/f64), fed by the others: the kernel produces one row,
-                * reduces it as the eager kernel does, and stores one value per row */
+                * reduces it as the eager kernel does, and stores one value per row;
+                * or, when lead > 0, over the leading dimensions (below) */
+  int lead;    /* > 0: the reduction is over dims [0, lead) of `shape` (a column
+                * reduction): the kernel reduces every column of the kept dims
+                * [lead, rank) as the eager kernel does and stores one value per column */
   int single;  /* 1: one equation that is a kernel on its own (jx_fusion_single_worth_a_kernel) */
   int skip;    /* 1: nothing runs: a kernel with nothing to store, or a lone broadcast_in_dim
                 * that every reader reads through (the kernels load its operand) */
@@ -72,6 +79,20 @@ int jx_fusion_operand_load(const jx_program *p, const jx_fusion_group *g, int v)
 /* 0 none, else 1 sum, 2 max, 3 min: e reduces the last dimension of its
  * f32/f64 operand, as a fused group may end. */
 int jx_fusion_row_reduce(const jx_eqn *e, const jx_program *p);
+
+/* The partial sums a column reduction's kernel keeps per column: one per
+ * level of the pairwise tree and one more; 40 covers 2^40 reduced rows. */
+#define JX_FUSION_COL_DEPTH 40
+
+/* 0 none, else 1 sum, 2 max, 3 min: e reduces the leading dims [0, *lead)
+ * of its f32/f64 operand and keeps at least one (a column reduction), as a
+ * fused group may end. */
+int jx_fusion_col_reduce(const jx_eqn *e, const jx_program *p, int *lead);
+
+/* The kernel's row count of a group: the flattened dims before the last, or
+ * for a column reduction the kept dims before the last (rows and columns of
+ * jx_kernel_fn's signature). */
+int64_t jx_fusion_kernel_rows(const jx_fusion_group *g);
 
 /* 1 when the renderer can compute this primitive inside a kernel. */
 int jx_fusion_renderable(const jx_eqn *e, const jx_program *p);

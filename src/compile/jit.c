@@ -54,6 +54,12 @@ static jx_program *jit_build(jx_fn *f, const jx_aval *in) {
     jx_program_release(s);
     return NULL;
   }
+  /* donation belongs to this jitted function: its executable takes the
+   * donated inputs' buffers when it runs (executable.c) */
+  if (f->data && jx_executable_set_donation(s->exec, f->nin, f->data, f->inner->name)) {
+    jx_program_release(s);
+    return NULL;
+  }
   jx_compile_times t = jx_last_build_times;
   t.trace = t1 - t0;
   t.simplify = t2 - t1;
@@ -63,14 +69,30 @@ static jx_program *jit_build(jx_fn *f, const jx_aval *in) {
   return s;
 }
 
-static const jx_fn_kind jit_kind = {.name = "jit", .build = jit_build};
+static const jx_fn_kind jit_kind = {.name = "jit", .build = jit_build, .free_data = free};
 
 jx_fn *jx_jit(jx_fn *f, const jx_jit_options *opts) {
   if (!f) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_jit: the function is NULL");
     return NULL;
   }
-  if (opts && (opts->in_shardings || opts->out_shardings)) return jx_jit_sharded(f, opts);
-  /* donation is a permission, not a requirement: the interpreter ignores it */
-  return jx_fn_new_transform(&jit_kind, f, f->nin, f->nout, NULL);
+  if (opts && (opts->in_shardings || opts->out_shardings)) {
+    /* donation is a permission, not a requirement: sharded executables run
+     * per device and keep their inputs (the shards are not taken) */
+    if (opts->donate && log_compiles())
+      fprintf(stderr, "jx: donation to '%s' is ignored: it is jitted with shardings\n", f->name);
+    return jx_jit_sharded(f, opts);
+  }
+  int *donate = NULL;
+  for (int i = 0; opts && opts->donate && i < f->nin; i++)
+    if (opts->donate[i]) {
+      donate = calloc((size_t)f->nin, sizeof *donate);
+      if (!donate) {
+        jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
+        return NULL;
+      }
+      memcpy(donate, opts->donate, sizeof *donate * (size_t)f->nin);
+      break;
+    }
+  return jx_fn_new_transform(&jit_kind, f, f->nin, f->nout, donate);
 }

@@ -29,6 +29,14 @@ typedef struct jx_dialect {
   /* opens a block that one of the threads sharing a row runs (a row
    * reduction walks its row alone); NULL: every thread runs it */
   const char *serial_guard;
+  /* A column reduction (a group with lead > 0) works on blocks of col_block
+   * output columns: col_block_loop opens the loop over the blocks of a row,
+   * defining `c0` (the block's first column) and `cw` (its width, at most
+   * col_block); vector_hint (or NULL) precedes the loop over a block's
+   * columns. col_block 0: the dialect cannot render column reductions. */
+  int col_block;
+  const char *col_block_loop;
+  const char *vector_hint;
 } jx_dialect;
 
 extern const jx_dialect jx_dialect_c;    /* render_c.c */

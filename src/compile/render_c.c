@@ -134,7 +134,33 @@ static const char shared_prelude[] =
     "    p->result = v;                                                                 \\\n"
     "  }\n"
     "JX_PW(float)\n"
-    "JX_PW(double)\n";
+    "JX_PW(double)\n"
+    /* The same tree over the rows of a column reduction, as indices only: a
+     * kernel keeps a stack of per-column partial sums, pushes each leaf's,
+     * and after it adds the top two jx_pwi_done times (left + right, as the
+     * recursion adds a node's halves). */
+    "typedef struct {\n  int64_t s[64], n[64];\n  int ph[64], top;\n} jx_pwi;\n"
+    "JX_FN void jx_pwi_init(jx_pwi *p, int64_t n) {\n"
+    "  p->top = 0;\n  p->s[0] = 0;\n  p->n[0] = n;\n  p->ph[0] = 0;\n}\n"
+    "JX_FN int jx_pwi_leaf(jx_pwi *p, int64_t *s, int64_t *n) {\n"
+    "  while (p->top >= 0) {\n"
+    "    int t = p->top;\n"
+    "    if (p->n[t] <= 128) {\n      *s = p->s[t];\n      *n = p->n[t];\n      return 1;\n    }\n"
+    "    p->ph[t] = 1;\n    p->s[t + 1] = p->s[t];\n    p->n[t + 1] = jx_pw_half(p->n[t]);\n"
+    "    p->ph[t + 1] = 0;\n    p->top = t + 1;\n"
+    "  }\n  return 0;\n}\n"
+    "JX_FN int jx_pwi_done(jx_pwi *p) {\n"
+    "  int adds = 0;\n"
+    "  p->top--;\n"
+    "  while (p->top >= 0) {\n"
+    "    int t = p->top;\n"
+    "    if (p->ph[t] == 1) {\n"
+    "      int64_t h = jx_pw_half(p->n[t]);\n"
+    "      p->ph[t] = 2;\n      p->s[t + 1] = p->s[t] + h;\n      p->n[t + 1] = p->n[t] - h;\n"
+    "      p->ph[t + 1] = 0;\n      p->top = t + 1;\n      return adds;\n"
+    "    }\n"
+    "    adds++;\n    p->top--;\n"
+    "  }\n  return adds;\n}\n";
 
 /* The C dialect: a plain function over rows [row_begin, row_end) and the
  * columns [col_begin, col_end) of each, so the executable can split work
@@ -157,6 +183,14 @@ const jx_dialect jx_dialect_c = {
                 "#elif defined(__GNUC__)\n#pragma GCC ivdep\n#endif\n"
                 "    for (int64_t j = col_begin; j < col_end; j++) {",
     .restrict_kw = "restrict",
+    /* 256 columns: 1-2 KB of each row at a time, so walking down the rows
+     * of a block does not touch a new page per row; the stack of partial
+     * sums (JX_FUSION_COL_DEPTH levels) takes 40-80 KB */
+    .col_block = 256,
+    .col_block_loop = "for (int64_t c0 = col_begin; c0 < col_end; c0 += 256) {\n"
+                      "      const int64_t cw = col_end - c0 < 256 ? col_end - c0 : 256;",
+    .vector_hint = "\n#if defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n"
+                   "#elif defined(__GNUC__)\n#pragma GCC ivdep\n#endif\n",
 };
 
 typedef struct {
@@ -415,6 +449,143 @@ static int put_reduction(sbuf *b, const jx_dialect *dl, const jx_program *p,
   return 0;
 }
 
+/* A column reduction's reduced row `ri` (an expression) of the current
+ * block: each load's pointer at that row (the kept dims' offsets kb* were
+ * added per kernel row), the loads that do not move along the columns, and
+ * the full-shape stores' row pointers; then the loop over the block's
+ * columns, which the caller closes. */
+static void put_col_row(sbuf *b, const jx_dialect *dl, const jx_program *p,
+                        const jx_fusion_group *g, const char *ri) {
+  const int last = g->shape.rank - 1;
+  put(b, "      {\n      const int64_t ri_ = %s;\n", ri);
+  if (g->lead > 1) put(b, "      int64_t rr_ = ri_, ir_;\n");
+  for (int k = 0; k < g->nloads; k++) put(b, "      int64_t o%d_ = kb%d_;\n", k, k);
+  for (int d = g->lead - 1; d >= 0; d--) {
+    const char *idx = g->lead > 1 ? "ir_" : "ri_";
+    if (g->lead > 1 && d > 0)
+      put(b, "      ir_ = rr_ %% %s[%d];\n      rr_ /= %s[%d];\n", dl->dims, d, dl->dims, d);
+    else if (g->lead > 1)
+      put(b, "      ir_ = rr_;\n");
+    for (int k = 0; k < g->nloads; k++)
+      if (g->loads[k].strides[d])
+        put(b, "      o%d_ += %s * %s[%d];\n", k, idx, dl->strides, k * JX_MAX_RANK + d);
+  }
+  const int red = p->eqns[g->first + g->count - 1].out[0];
+  for (int k = 0; k < g->nloads; k++) {
+    jx_dtype dt = p->avals[g->loads[k].var].dtype;
+    const char *t = stype(dt);
+    put(b, "      const %s *%s x%d = (const %s *)%s[%d] + o%d_;\n", t, dl->restrict_kw, k, t,
+        dl->buf, k, k);
+    if (g->loads[k].strides[last] == 0)
+      put(b,
+          dt == JX_BF16 ? "      const %s l%d = jx_bf16_f32(x%d[0]);\n"
+                        : "      const %s l%d = x%d[0];\n",
+          ctype(dt), k, k);
+  }
+  for (int s = 0; s < g->nstores; s++) {
+    if (g->stores[s] == red) continue;
+    const char *t = stype(p->avals[g->stores[s]].dtype);
+    put(b, "      %s *%s y%d = (%s *)%s[%d] + ri_ * kept_ + row * inner;\n", t, dl->restrict_kw, s,
+        t, dl->buf, g->nloads + s);
+  }
+  put(b, "%s      for (int64_t jj_ = 0; jj_ < cw; jj_++) {\n      const int64_t j = c0 + jj_;\n",
+      dl->vector_hint ? dl->vector_hint : "");
+}
+
+/* A reduction over the leading dims [0, lead) of the group's shape: each
+ * output column (of the kept dims) gets exactly the eager kernel's value
+ * (src/prims/reduce.c). Sums: its column-wise pairwise tree over the
+ * flattened reduced rows (pairwise_cols: leaves of up to 128 rows in eight
+ * partial sums, then the tail), walked by jx_pwi with a stack of partial
+ * sums per column of the block; max/min: the rows in order, the first NaN
+ * wins. The producers are computed a row of the block at a time, in the
+ * order the tree needs them, and never stored (unless used elsewhere). */
+static int put_col_reduction(sbuf *b, const jx_dialect *dl, const jx_program *p,
+                             const jx_fusion_group *g) {
+  const jx_eqn *r = &p->eqns[g->first + g->count - 1];
+  const char *t = ctype(p->avals[r->out[0]].dtype);
+  const int rank = g->shape.rank, last = rank - 1, cb = dl->col_block;
+  int lead = 0, op = jx_fusion_col_reduce(r, p, &lead), u = r->in[0];
+  if (!op || lead != g->lead || !cb || !dl->col_block_loop) {
+    jx_error_set(JX_ERR_INTERNAL,
+                 "render: the %s dialect cannot render the reduction over %d leading axes",
+                 dl->name, g->lead);
+    return -1;
+  }
+  /* the kept dims' offsets of this kernel row, innermost kept dim first */
+  for (int k = 0; k < g->nloads; k++) put(b, "    int64_t kb%d_ = 0;\n", k);
+  if (last > lead) put(b, "    int64_t rem = row, i;\n");
+  for (int d = last - 1; d >= lead; d--) {
+    if (d > lead)
+      put(b, "    i = rem %% %s[%d];\n    rem /= %s[%d];\n", dl->dims, d, dl->dims, d);
+    else
+      put(b, "    i = rem;\n");
+    for (int k = 0; k < g->nloads; k++)
+      put(b, "    kb%d_ += i * %s[%d];\n", k, dl->strides, k * JX_MAX_RANK + d);
+  }
+  put(b, "    int64_t nred_ = 1, kept_ = 1;\n");
+  for (int d = 0; d < rank; d++)
+    put(b, "    %s *= %s[%d];\n", d < lead ? "nred_" : "kept_", dl->dims, d);
+  int s_red = -1;
+  for (int s = 0; s < g->nstores; s++)
+    if (g->stores[s] == r->out[0]) s_red = s;
+  put(b, "    %s\n", dl->col_block_loop);
+  put(b, "      %s acc_[%d];\n", t, cb);
+  if (op == 1) {
+    put(b, "      %s stk_[%d][%d], r_[8][%d];\n      int sp_ = 0;\n", t, JX_FUSION_COL_DEPTH, cb,
+        cb);
+    put(b, "      jx_pwi w_;\n      jx_pwi_init(&w_, nred_);\n      int64_t s_, n_;\n");
+    put(b, "      while (jx_pwi_leaf(&w_, &s_, &n_)) {\n      %s *leaf_ = stk_[sp_];\n", t);
+    put(b, "      if (n_ < 8) {\n");
+    put(b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++) leaf_[jj_] = 0;\n");
+    put(b, "      for (int64_t q_ = 0; q_ < n_; q_++) {\n");
+    put_col_row(b, dl, p, g, "s_ + q_");
+    if (put_body(b, dl, p, g)) return -1;
+    put(b, "      leaf_[jj_] += v%d;\n      }\n      }\n      }\n      } else {\n", u);
+    put(b, "      for (int k_ = 0; k_ < 8; k_++) {\n");
+    put_col_row(b, dl, p, g, "s_ + k_");
+    if (put_body(b, dl, p, g)) return -1;
+    put(b, "      r_[k_][jj_] = v%d;\n      }\n      }\n      }\n", u);
+    put(b, "      int64_t q_ = 8;\n      for (; q_ < n_ - n_ %% 8; q_ += 8)\n");
+    put(b, "      for (int k_ = 0; k_ < 8; k_++) {\n");
+    put_col_row(b, dl, p, g, "s_ + q_ + k_");
+    if (put_body(b, dl, p, g)) return -1;
+    put(b, "      r_[k_][jj_] += v%d;\n      }\n      }\n      }\n", u);
+    put(b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++)\n"
+           "        leaf_[jj_] = ((r_[0][jj_] + r_[1][jj_]) + (r_[2][jj_] + r_[3][jj_])) +\n"
+           "                     ((r_[4][jj_] + r_[5][jj_]) + (r_[6][jj_] + r_[7][jj_]));\n");
+    put(b, "      for (; q_ < n_; q_++) {\n");
+    put_col_row(b, dl, p, g, "s_ + q_");
+    if (put_body(b, dl, p, g)) return -1;
+    put(b, "      leaf_[jj_] += v%d;\n      }\n      }\n      }\n      }\n", u);
+    put(b, "      sp_++;\n      for (int a_ = jx_pwi_done(&w_); a_ > 0; a_--) {\n"
+           "        sp_--;\n"
+           "        for (int64_t jj_ = 0; jj_ < cw; jj_++)\n"
+           "          stk_[sp_ - 1][jj_] = stk_[sp_ - 1][jj_] + stk_[sp_][jj_];\n"
+           "      }\n      }\n");
+    put(b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++) acc_[jj_] = stk_[0][jj_];\n");
+  } else {
+    put(b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++) acc_[jj_] = %sINFINITY;\n",
+        op == 2 ? "-" : "");
+    put(b, "      for (int64_t q_ = 0; q_ < nred_; q_++) {\n");
+    put_col_row(b, dl, p, g, "q_");
+    if (put_body(b, dl, p, g)) return -1;
+    /* once a column holds a NaN it keeps it; a NaN replaces any number */
+    put(b,
+        "      const %s a_ = acc_[jj_];\n"
+        "      acc_[jj_] = a_ != a_ ? a_ : (v%d != v%d || v%d %s a_) ? v%d : a_;\n"
+        "      }\n      }\n      }\n",
+        t, u, u, u, op == 2 ? ">" : "<", u);
+  }
+  if (s_red >= 0)
+    put(b,
+        "      %s *%s yr_ = (%s *)%s[%d] + row * inner + c0;\n"
+        "      for (int64_t jj_ = 0; jj_ < cw; jj_++) yr_[jj_] = acc_[jj_];\n",
+        t, dl->restrict_kw, t, dl->buf, g->nloads + s_red);
+  put(b, "    }\n");
+  return 0;
+}
+
 char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusion_group *g,
                        const char *name) {
   sbuf b = {0};
@@ -425,6 +596,15 @@ char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusio
   put(&b, dl->signature, name);
   put(&b, "  const int64_t inner = %s[%d];\n", dl->dims, last);
   put(&b, "  %s\n", dl->row_loop);
+  if (g->reduces && g->lead > 0) {
+    if (put_col_reduction(&b, dl, p, g)) {
+      free(b.s);
+      if (!jx_error_pending()) jx_error_set(JX_ERR_OUT_OF_MEMORY, "render: out of memory");
+      return NULL;
+    }
+    put(&b, "  }\n}\n");
+    return finish(&b);
+  }
   for (int k = 0; k < g->nloads; k++) put(&b, "    int64_t off%d = 0;\n", k);
   /* the row's index along each outer dimension, innermost first, unrolled:
    * the rank is fixed per kernel, so dims and strides take constant indices */

@@ -49,6 +49,18 @@ const jx_dialect jx_dialect_cuda = {
     .col_loop = "for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < inner;\n"
                 "         j += (int64_t)gridDim.x * blockDim.x) {",
     .restrict_kw = "__restrict__",
+    /* a row reduction walks its row in one thread (the pairwise tree's order,
+     * for the eager kernel's bits); the other threads of the row's blocks
+     * would redo it and store the same value again */
+    .serial_guard = "if (blockIdx.x == 0 && threadIdx.x == 0) {",
+    /* a column reduction: one output column per thread, the columns spread
+     * like an elementwise kernel's (neighbouring threads read neighbouring
+     * addresses), each walking the reduced rows in the eager kernel's order */
+    .col_block = 1,
+    .col_block_loop =
+        "for (int64_t c0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c0 < inner;\n"
+        "         c0 += (int64_t)gridDim.x * blockDim.x) {\n"
+        "      const int64_t cw = 1;",
 };
 
 char *jx_render_cuda_prelude(void) { return jx_render_prelude(&jx_dialect_cuda); }

@@ -14,7 +14,13 @@
  * threadIdx.x (a grid-stride loop too), so a rank-1 array (one row) fills
  * the whole device and any grid computes every element exactly once. A
  * launch might use blockDim = (256, 1, 1), gridDim.x = min(ceil(inner /
- * 256), ~4 x SMs), gridDim.y = min(rows, 65535). */
+ * 256), ~4 x SMs), gridDim.y = min(rows, 65535). A kernel that ends in a
+ * row reduction (jx_fusion_group.reduces, lead 0) runs each row in thread 0
+ * of block x 0 (the others idle): launch it with gridDim.x = 1, blockDim.x =
+ * 32 and rows over gridDim.y. One that ends in a column reduction (lead >
+ * 0) gives each output column a thread, over the same grid-stride loop as
+ * the columns of an elementwise kernel; its rows are
+ * jx_fusion_kernel_rows(g), the kept dims before the last. */
 #ifndef JX_SRC_COMPILE_RENDER_CUDA_H
 #define JX_SRC_COMPILE_RENDER_CUDA_H
 

@@ -15,6 +15,7 @@
 
 #include "../base/error.h"
 #include "../base/hash.h"
+#include "kernel_cache_dir.h"
 
 extern char **environ;
 
@@ -59,7 +60,7 @@ static const char *compiler_identity(void) {
   return compiler_id;
 }
 
-static int cache_dir(char *out, size_t n) {
+int jx_kernel_cache_dir(char *out, size_t n) {
   const char *d = getenv("JX_CACHE_DIR");
   if (d && *d) {
     snprintf(out, n, "%s", d);
@@ -162,7 +163,7 @@ static int is_building(uint64_t key) {
 /* Opens the cached object of `key`, or compiles `source` into it; without the lock. */
 static void *open_or_build(const char *source, uint64_t key, char *so, size_t so_len) {
   char dir[1024], tmp_so[1300], src[1300], log[1300];
-  if (!cache_dir(dir, sizeof dir)) {
+  if (!jx_kernel_cache_dir(dir, sizeof dir)) {
     jx_error_set(JX_ERR_IO, "jit: cannot create the kernel cache directory '%s'", dir);
     return NULL;
   }
@@ -211,17 +212,17 @@ static void *open_or_build(const char *source, uint64_t key, char *so, size_t so
   return handle;
 }
 
-void *jx_kernel_load(const char *source, const char *symbol) {
+/* The loaded object of `source` (compiled, or from either cache), or NULL
+ * with an error recorded; `symbol` (or NULL) names the kernel for messages. */
+static void *load_object(const char *source) {
   uint64_t key = key_of(source);
   pthread_mutex_lock(&lock);
   void *handle;
   while (!(handle = find_loaded(key)) && is_building(key)) pthread_cond_wait(&built, &lock);
   if (handle) {
     stats.memory_hits++;
-    void *fn = dlsym(handle, symbol);
     pthread_mutex_unlock(&lock);
-    if (!fn) jx_error_set(JX_ERR_INTERNAL, "jit: kernel '%s' is missing from its object", symbol);
-    return fn;
+    return handle;
   }
   building me = {key, in_flight};
   in_flight = &me;
@@ -236,21 +237,58 @@ void *jx_kernel_load(const char *source, const char *symbol) {
       *b = me.next;
       break;
     }
-  void *fn = NULL;
   if (handle) {
     loaded *l = malloc(sizeof *l);
     if (l) {
       *l = (loaded){key, handle, objects};
       objects = l;
-    }
-    fn = dlsym(handle, symbol);
-    if (!fn) jx_error_set(JX_ERR_INTERNAL, "jit: kernel '%s' is missing from '%s'", symbol, so);
-    if (!l) { /* without its list entry the handle would leak: fail instead */
+    } else { /* without its list entry the handle would leak: fail instead */
       dlclose(handle);
-      fn = NULL;
+      handle = NULL;
+      jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory loading '%s'", so);
     }
   }
   pthread_cond_broadcast(&built); /* waiters find it loaded, or try themselves */
+  pthread_mutex_unlock(&lock);
+  return handle;
+}
+
+void *jx_kernel_load(const char *source, const char *symbol) {
+  void *handle = load_object(source);
+  if (!handle) return NULL;
+  void *fn = dlsym(handle, symbol);
+  if (!fn) jx_error_set(JX_ERR_INTERNAL, "jit: kernel '%s' is missing from its object", symbol);
+  return fn;
+}
+
+/* Objects of jx_kernel_preload, searched by jx_kernel_find (under lock). */
+typedef struct batch {
+  void *handle;
+  struct batch *next;
+} batch;
+static batch *batches;
+
+jx_status jx_kernel_preload(const char *source) {
+  void *handle = load_object(source);
+  if (!handle) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  batch *b = malloc(sizeof *b);
+  if (!b) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  pthread_mutex_lock(&lock);
+  int known = 0;
+  for (batch *o = batches; o && !known; o = o->next) known = o->handle == handle;
+  if (!known) {
+    *b = (batch){handle, batches};
+    batches = b;
+  }
+  pthread_mutex_unlock(&lock);
+  if (known) free(b);
+  return JX_OK;
+}
+
+void *jx_kernel_find(const char *symbol) {
+  void *fn = NULL;
+  pthread_mutex_lock(&lock);
+  for (batch *b = batches; b && !fn; b = b->next) fn = dlsym(b->handle, symbol);
   pthread_mutex_unlock(&lock);
   return fn;
 }

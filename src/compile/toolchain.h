@@ -17,6 +17,16 @@
  * is compiling waits for that compile instead of starting its own. */
 void *jx_kernel_load(const char *source, const char *symbol);
 
+/* Batches: one translation unit holding the kernels of several programs (a
+ * jitted function and the nested programs of its control flow), compiled
+ * in one compiler run. jx_kernel_preload loads (compiling if need be) such
+ * a source and keeps it for jx_kernel_find, which returns the address of
+ * `symbol` in any preloaded object, or NULL (no error). Kernel symbols are
+ * named by a hash of their text (kernel_batch.h), so a symbol found in any
+ * batch is the kernel a program asks for. */
+jx_status jx_kernel_preload(const char *source);
+void *jx_kernel_find(const char *symbol);
+
 /* Counters for tests and JX_LOG_COMPILES: compiler runs, disk-cache hits and
  * in-memory hits since the process started, and the most compiler runs that
  * were under way at once. */

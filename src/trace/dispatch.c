@@ -13,6 +13,7 @@ jx_status jx_check_inputs(const char *op, int n, jx_array *const *in) {
   for (int i = 0; i < n; i++) {
     if (!in[i]) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argument %d is NULL", op, i);
     if (in[i]->poisoned) return JX_ERR_POISONED;
+    if (in[i]->donated) return jx_donated_error(in[i], op);
   }
   return JX_OK;
 }

@@ -229,6 +229,7 @@ static jx_status prepare(const char *op, jx_fn *f, jx_array *const *in, jx_array
     if (!in[i])
       return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: input %d of '%s' is NULL", op, i, f->name);
     if (in[i]->poisoned) return JX_ERR_POISONED;
+    if (in[i]->donated) return jx_donated_error(in[i], op);
     avals[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape};
   }
   return JX_OK;
@@ -243,7 +244,9 @@ jx_status jx_call(jx_fn *f, jx_array *const *in, jx_array **out) {
   if (avals != small) free(avals);
   if (st) return st;
   if (!p) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  const void *outer = jx_donation_swap(p); /* this call may donate (jx_jit_options.donate) */
   st = jx_program_eval(p, in, out);
+  jx_donation_swap(outer);
   jx_program_release(p);
   return st;
 }

@@ -1,9 +1,8 @@
-/* The per-thread cache of released buffers (src/array/array.c): a released
+/* The process's cache of released buffers (src/array/array.c): a released
  * buffer of 4 KiB..64 MiB is handed to the next allocation of its size class
- * on the same thread, small and huge ones are not kept, other threads have
- * their own caches (freed when they exit), and jx_shutdown empties the
- * calling thread's. Run under AddressSanitizer with detect_leaks=1, this also
- * checks that nothing cached is leaked. */
+ * on any thread, small and huge ones are not kept, and jx_shutdown empties
+ * it. Run under AddressSanitizer with detect_leaks=1, this also checks that
+ * nothing cached is leaked. */
 /* cmocka needs these first, in this order */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -94,44 +93,41 @@ static void class_bounds(void **state) {
   next_storage((int64_t)65 << 20);
 }
 
+/* The async dispatch thread's pattern: one thread releases what another
+ * allocates next. */
 static void *other_thread(void *arg) {
   void **seen = arg;
-  /* this thread's cache is empty: the main thread's block is not handed out */
-  seen[1] = alloc_release(1000000); /* and is kept in this thread's cache */
-  jx_scope_begin();
-  jx_array *b = jx_keep(jx_zeros(JX_U8, JX_SHAPE(2000000)));
-  jx_scope_end();
-  jx_shutdown(); /* frees the scopes and the cache; b lives on by its reference */
-  jx_release(b); /* cached again: the thread-exit destructor must free it */
+  seen[1] = alloc_release(1000000); /* the main thread's block, released again here */
   return NULL;
 }
 
-static void threads_have_their_own(void **state) {
+static void threads_share_one_cache(void **state) {
   (void)state;
   jx_buffer_cache_clear();
   void *seen[2] = {alloc_release(1000000), NULL};
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, other_thread, seen), 0);
   assert_int_equal(pthread_join(t, NULL), 0);
-  assert_ptr_not_equal(seen[1], seen[0]);
-  assert_ptr_equal(next_storage(1000000), seen[0]); /* the main thread still has its block */
+  assert_ptr_equal(seen[1], seen[0]);
+  assert_ptr_equal(next_storage(1000000), seen[0]); /* and back on this thread */
 }
 
 static void bounded_per_class(void **state) {
   (void)state;
   jx_buffer_cache_clear();
-  enum { N = 12 };
+  enum { N = JX_BUFFER_CLASS_KEEP + 8 };
   void *mine[N];
   jx_scope_begin();
   for (int i = 0; i < N; i++) mine[i] = data_of(jx_zeros(JX_U8, JX_SHAPE(100000)));
-  jx_scope_end(); /* released in order: the first four are kept, the rest freed */
+  jx_scope_end(); /* released in order: the first KEEP are kept, the rest freed */
   jx_scope_begin();
   int reused = 0;
   for (int i = 0; i < N; i++) {
     void *d = data_of(jx_zeros(JX_U8, JX_SHAPE(100000)));
-    if (i < 4) reused += d == mine[3 - i]; /* newest first */
+    if (i < JX_BUFFER_CLASS_KEEP)
+      reused += d == mine[JX_BUFFER_CLASS_KEEP - 1 - i]; /* newest first */
   }
-  assert_int_equal(reused, 4);
+  assert_int_equal(reused, JX_BUFFER_CLASS_KEEP);
   jx_scope_end();
 }
 
@@ -145,7 +141,7 @@ static void shutdown_empties(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(reuses_within_a_class), cmocka_unit_test(repeated_shapes_reuse),
-      cmocka_unit_test(class_bounds),          cmocka_unit_test(threads_have_their_own),
+      cmocka_unit_test(class_bounds),          cmocka_unit_test(threads_share_one_cache),
       cmocka_unit_test(bounded_per_class),     cmocka_unit_test(shutdown_empties),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,180 @@
+/* Async dispatch: one thread runs the queued executables in FIFO order, so a
+ * queued run's pending inputs were made by runs that ended before it. The
+ * queue holds references to the program, the inputs and the output headers;
+ * a run gives each output header its result's buffer, or its error to the
+ * pending value that readers wait on. */
+#include "async_dispatch.h"
+
+#include <jx/distributed.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/error.h"
+#include "../debug/hooks.h"
+
+typedef struct job {
+  const jx_executable *x;
+  jx_program *p;
+  jx_array **in, **out; /* references held by the job */
+  jx_pending *done;
+  struct job *next;
+} job;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER, idle = PTHREAD_COND_INITIALIZER;
+static uint64_t submitted, finished; /* jobs queued and ended, under lock */
+static job *head, *tail;
+static int running, stopping;
+static pthread_t thread;
+static _Thread_local int on_dispatch_thread;
+
+static int enabled(void) {
+  const char *v = getenv("JX_ASYNC_DISPATCH");
+  return !v || strcmp(v, "0") != 0;
+}
+
+int jx_dispatch_wanted(const jx_executable *x, const jx_program *p) {
+  if (on_dispatch_thread || jx_debug_flags || !enabled() || jx_executable_donates(x) ||
+      jx_executable_synchronous(x))
+    return 0;
+  const void *top = jx_donation_swap(NULL); /* the program jx_call runs (array.h) */
+  jx_donation_swap(top);
+  /* with several processes, collectives stay on the thread that calls (MPI
+   * may be initialized for one thread) */
+  return top == p && jx_process_count() == 1;
+}
+
+static void job_free(job *j) {
+  for (int i = 0; i < j->p->nin; i++) jx_release(j->in[i]);
+  for (int o = 0; o < j->p->nout; o++) jx_release(j->out[o]);
+  jx_pending_release(j->done);
+  jx_program_release(j->p);
+  free(j->in);
+  free(j->out);
+  free(j);
+}
+
+/* Runs j on this thread and hands its results (or its error) to the outputs. */
+static void run_job(job *j) {
+  const jx_program *p = j->p;
+  jx_array **res = calloc((size_t)p->nout + 1, sizeof *res);
+  jx_scope_begin();
+  jx_status st = res ? jx_executable_run(j->x, p, j->in, res)
+                     : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  /* an output that is sharded is gathered; the headers share the buffers */
+  for (int o = 0; o < p->nout && !st; o++) st = jx_array_ready(res[o]);
+  for (int o = 0; o < p->nout && !st; o++) {
+    atomic_fetch_add_explicit(&res[o]->buf->refs, 1, memory_order_relaxed);
+    __atomic_store_n(&j->out[o]->buf, res[o]->buf, __ATOMIC_RELEASE);
+  }
+  jx_pending_finish(j->done, st, st ? jx_last_error() : NULL);
+  jx_clear_error();
+  jx_scope_end();
+  free(res);
+}
+
+static void *dispatch_main(void *arg) {
+  (void)arg;
+  on_dispatch_thread = 1;
+  pthread_mutex_lock(&lock);
+  for (;;) {
+    while (!head && !stopping) pthread_cond_wait(&wake, &lock);
+    if (!head) break;
+    job *j = head;
+    head = j->next;
+    if (!head) tail = NULL;
+    pthread_mutex_unlock(&lock);
+    run_job(j);
+    job_free(j);
+    pthread_mutex_lock(&lock);
+    finished++;
+    pthread_cond_broadcast(&idle);
+  }
+  pthread_mutex_unlock(&lock);
+  jx_shutdown(); /* this thread's scopes and buffer cache */
+  return NULL;
+}
+
+void jx_dispatch_wait_all(void) {
+  if (on_dispatch_thread) return;
+  pthread_mutex_lock(&lock);
+  uint64_t target = submitted;
+  while (running && finished < target) pthread_cond_wait(&idle, &lock);
+  pthread_mutex_unlock(&lock);
+}
+
+/* jx_shutdown: finishes the queue and stops the thread (a later call starts it again). */
+static void stop_thread(void) {
+  if (on_dispatch_thread) return;
+  pthread_mutex_lock(&lock);
+  int was = running;
+  stopping = 1;
+  pthread_cond_signal(&wake);
+  pthread_mutex_unlock(&lock);
+  if (was) pthread_join(thread, NULL);
+  pthread_mutex_lock(&lock);
+  running = stopping = 0;
+  pthread_mutex_unlock(&lock);
+}
+
+jx_status jx_dispatch_submit(const jx_executable *x, const jx_program *p, jx_array *const *in,
+                             jx_array **out) {
+  job *j = calloc(1, sizeof *j);
+  if (j) {
+    j->in = calloc((size_t)p->nin + 1, sizeof *j->in);
+    j->out = calloc((size_t)p->nout + 1, sizeof *j->out);
+    j->done = jx_pending_new();
+  }
+  if (!j || !j->in || !j->out || !j->done) {
+    if (j) {
+      free(j->in);
+      free(j->out);
+      jx_pending_release(j->done);
+    }
+    free(j);
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_call: out of memory");
+  }
+  j->x = x;
+  j->p = jx_program_retain((jx_program *)p);
+  for (int i = 0; i < p->nin; i++) j->in[i] = jx_keep(in[i]);
+  for (int o = 0; o < p->nout; o++) {
+    jx_aval a = p->avals[p->out[o]];
+    jx_array *h = jx_array_unbacked(a.dtype, a.shape, a.weak);
+    if (!h->poisoned) {
+      jx_pending_retain(j->done);
+      h->pending = j->done;
+    }
+    j->out[o] = jx_keep(h);
+  }
+  for (int o = 0; o < p->nout; o++)
+    if (j->out[o]->poisoned) {
+      jx_status st = jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+      jx_pending_finish(j->done, st, jx_last_error()); /* no header waits forever */
+      job_free(j);
+      return st;
+    }
+  for (int o = 0; o < p->nout; o++) out[o] = j->out[o]; /* the caller's scope owns them */
+  pthread_mutex_lock(&lock);
+  if (!running) {
+    stopping = 0;
+    running = pthread_create(&thread, NULL, dispatch_main, NULL) == 0;
+    if (running) jx_before_shutdown = stop_thread;
+  }
+  if (running) {
+    j->next = NULL;
+    if (tail)
+      tail->next = j;
+    else
+      head = j;
+    tail = j;
+    submitted++;
+    pthread_cond_signal(&wake);
+  }
+  pthread_mutex_unlock(&lock);
+  if (!running) { /* no thread: run it here */
+    run_job(j);
+    job_free(j);
+  }
+  return JX_OK;
+}
