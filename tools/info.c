@@ -13,16 +13,6 @@
 
 enum { HOST_CAP = 64 };
 
-/* Whether an optional library (loaded at run time) is present. The
- * libraries opened here stay loaded until exit: unloading one that brought
- * in a C++ runtime strands that runtime's allocations, which leak checkers
- * then report. */
-static const char *present(const char *const *names) {
-  for (; *names; names++)
-    if (dlopen(*names, RTLD_LAZY | RTLD_LOCAL)) return *names;
-  return NULL;
-}
-
 /* The MPI plugin, looked for where jx_distributed_initialize looks
  * (JX_MPI_PLUGIN, else next to libjx, else the library search path): 1 and
  * its file in out when it loads, else 0 and why. */
@@ -112,18 +102,12 @@ int jx_cmd_info(int argc, char **argv) {
       hosts[(p + 1) * HOST_CAP - 1] = 0;
       printf("  process %d on %s: devices %d..%d\n", p, hosts + p * HOST_CAP, p * L, p * L + L - 1);
     }
-    const char *cuda[] = {"libcuda.so.1", "libcuda.so", NULL};
-    const char *nvrtc[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", NULL};
-    const char *nccl[] = {"libnccl.so.2", "libnccl.so", NULL};
-    const char *found;
     char mpi[1200];
     int have_mpi = find_mpi_plugin(mpi, sizeof mpi);
     printf("build: BLAS: OpenBLAS; multi-process (MPI): %s %s\n",
            have_mpi ? "plugin loadable," : "no plugin:", mpi);
-    printf("optional libraries (loaded at run time):\n");
-    printf("  CUDA driver: %s\n", (found = present(cuda)) ? found : "not found");
-    printf("  NVRTC:       %s\n", (found = present(nvrtc)) ? found : "not found");
-    printf("  NCCL:        %s\n", (found = present(nccl)) ? found : "not found");
+    /* the driver, NVRTC, cuBLASLt and NCCL, each loaded at run time */
+    printf("%s\n", jx_cuda_status());
     const char *cache = getenv("JX_CACHE_DIR");
     printf("kernel cache: %s\n", cache ? cache : "$XDG_CACHE_HOME/jx or ~/.cache/jx");
     fflush(stdout);

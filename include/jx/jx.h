@@ -21,6 +21,7 @@
 
 #include "array.h"
 #include "base.h"
+#include "cuda.h"
 #include "data.h"
 #include "debug.h"
 #include "distributed.h"

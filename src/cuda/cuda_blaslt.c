@@ -1,0 +1,321 @@
+#include "cuda_blaslt.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/error.h"
+#include "../base/hash.h"
+#include "cuda_loader.h"
+
+static jx_cublaslt_api api;
+static void *lib;
+static char load_error[1024];
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+static void load(void) {
+  static const char *const sonames[] = {"libcublasLt.so", "libcublasLt.so.13", "libcublasLt.so.12",
+                                        "libcublasLt.so.11", NULL};
+  static const jx_cuda_library blaslt = {"cuBLASLt", "JX_CUBLASLT_PATH", sonames, 1,
+                                         "install the CUDA toolkit's cuBLAS"};
+#define SYM(field, name)                                                                           \
+  { (void **)&api.field, name, NULL, 0 }
+  const jx_cuda_symbol syms[] = {
+      SYM(Create, "cublasLtCreate"),
+      SYM(Destroy, "cublasLtDestroy"),
+      SYM(GetVersion, "cublasLtGetVersion"),
+      SYM(GetStatusName, "cublasLtGetStatusName"),
+      SYM(GetStatusString, "cublasLtGetStatusString"),
+      SYM(MatmulDescCreate, "cublasLtMatmulDescCreate"),
+      SYM(MatmulDescDestroy, "cublasLtMatmulDescDestroy"),
+      SYM(MatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute"),
+      SYM(MatrixLayoutCreate, "cublasLtMatrixLayoutCreate"),
+      SYM(MatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy"),
+      SYM(MatrixLayoutSetAttribute, "cublasLtMatrixLayoutSetAttribute"),
+      SYM(MatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate"),
+      SYM(MatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy"),
+      SYM(MatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute"),
+      SYM(MatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic"),
+      SYM(Matmul, "cublasLtMatmul"),
+  };
+#undef SYM
+  lib = jx_cuda_library_open(&blaslt, syms, (int)(sizeof syms / sizeof syms[0]), load_error,
+                             sizeof load_error);
+}
+
+const jx_cublaslt_api *jx_cublaslt(void) {
+  pthread_once(&load_once, load);
+  return lib ? &api : NULL;
+}
+
+const char *jx_cublaslt_load_error(void) {
+  pthread_once(&load_once, load);
+  return load_error;
+}
+
+/* ---- the row-major -> column-major mapping ---- */
+
+jx_status jx_cuda_gemm_plan(const jx_cuda_gemm_desc *d, jx_cuda_colmajor *out) {
+  if (d->dtype != JX_F32 && d->dtype != JX_BF16 && d->dtype != JX_F16)
+    return jx_error_set(JX_ERR_DTYPE, "jx_cuda_gemm: dtype %s is not f32, bf16 or f16",
+                        jx_dtype_name(d->dtype));
+  if (d->m < 1 || d->n < 1 || d->k < 1 || d->batch < 1)
+    return jx_error_set(JX_ERR_SHAPE,
+                        "jx_cuda_gemm: m=%lld, n=%lld, k=%lld, batch=%lld must all be >= 1",
+                        (long long)d->m, (long long)d->n, (long long)d->k, (long long)d->batch);
+  if (d->stride_a < 0 || d->stride_b < 0 || (d->batch > 1 && d->stride_c < d->m * d->n))
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "jx_cuda_gemm: batch strides a=%lld, b=%lld must be >= 0 and c=%lld >= "
+                        "m*n=%lld (the outputs of a batch may not overlap)",
+                        (long long)d->stride_a, (long long)d->stride_b, (long long)d->stride_c,
+                        (long long)(d->m * d->n));
+  if (d->act != JX_CUDA_ACT_NONE && d->act != JX_CUDA_ACT_RELU && d->act != JX_CUDA_ACT_GELU)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_cuda_gemm: unknown activation %d",
+                        (int)d->act);
+  int64_t m = d->m, n = d->n, k = d->k;
+  int batched = d->batch > 1;
+  /* x is the row-major B seen column-major: stored [k, n] it is the n x k
+   * matrix op(B)^T, used as is; stored [n, k] (trans_b) it is the k x n
+   * matrix op(B), so transposed. y likewise for A. Then D (n x m) =
+   * op(x) op(y) = op(B)^T op(A)^T = (op(A) op(B))^T: column-major, the
+   * row-major C. */
+  out->x = d->trans_b ? (jx_cuda_colmajor_operand){JX_CUBLAS_OP_T, k, n, k, 0}
+                      : (jx_cuda_colmajor_operand){JX_CUBLAS_OP_N, n, k, n, 0};
+  out->y = d->trans_a ? (jx_cuda_colmajor_operand){JX_CUBLAS_OP_T, m, k, m, 0}
+                      : (jx_cuda_colmajor_operand){JX_CUBLAS_OP_N, k, m, k, 0};
+  out->d = (jx_cuda_colmajor_operand){JX_CUBLAS_OP_N, n, m, n, 0};
+  if (batched) {
+    out->x.stride = d->stride_b;
+    out->y.stride = d->stride_a;
+    out->d.stride = d->stride_c;
+  }
+  out->rows = n;
+  out->cols = m;
+  out->inner = k;
+  int e = d->act == JX_CUDA_ACT_RELU   ? JX_CUBLASLT_EPILOGUE_RELU
+          : d->act == JX_CUDA_ACT_GELU ? JX_CUBLASLT_EPILOGUE_GELU
+                                       : 0;
+  if (d->has_bias) e |= JX_CUBLASLT_EPILOGUE_BIAS;
+  out->epilogue = e ? e : JX_CUBLASLT_EPILOGUE_DEFAULT;
+  return JX_OK;
+}
+
+uint64_t jx_cuda_gemm_key(const jx_cuda_gemm_desc *d, int device) {
+  const int64_t fields[] = {d->dtype,
+                            d->m,
+                            d->n,
+                            d->k,
+                            d->batch,
+                            d->trans_a,
+                            d->trans_b,
+                            d->batch > 1 ? d->stride_a : 0,
+                            d->batch > 1 ? d->stride_b : 0,
+                            d->batch > 1 ? d->stride_c : 0,
+                            d->has_bias,
+                            d->act,
+                            device};
+  uint64_t h = jx_hash_str(JX_HASH_SEED, "jx-cuda-gemm-1");
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+    h = jx_hash_u64(h, (uint64_t)fields[i]);
+  return h;
+}
+
+/* ---- the handle, its workspace and its algorithm cache ---- */
+
+enum { CACHE_SLOTS = 256 };
+
+typedef struct {
+  uint64_t key; /* 0: empty */
+  cublasLtMatmulAlgo_t algo;
+} cached_algo;
+
+struct jx_cuda_blas {
+  int device;
+  cublasLtHandle_t handle;
+  CUdeviceptr workspace;
+  size_t workspace_bytes;
+  pthread_mutex_t lock;
+  cached_algo cache[CACHE_SLOTS];
+  int64_t heuristic_calls, cache_hits;
+};
+
+static jx_status check(cublasStatus_t s, const char *call, int device) {
+  if (s == 0) return JX_OK;
+  return jx_error_set(JX_ERR_INTERNAL, "cuBLASLt: %s on device %d: %s (%s)", call, device,
+                      api.GetStatusName(s), api.GetStatusString(s));
+}
+
+jx_status jx_cuda_blas_create(int device, CUdeviceptr workspace, size_t workspace_bytes,
+                              jx_cuda_blas **out) {
+  *out = NULL;
+  if (!jx_cublaslt()) return jx_error_set(JX_ERR_UNIMPLEMENTED, "%s", load_error);
+  jx_cuda_blas *b = calloc(1, sizeof *b);
+  if (!b) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "cuBLASLt: out of host memory");
+  jx_status st = check(api.Create(&b->handle), "cublasLtCreate", device);
+  if (st) {
+    free(b);
+    return st;
+  }
+  b->device = device;
+  b->workspace = workspace;
+  b->workspace_bytes = workspace_bytes;
+  pthread_mutex_init(&b->lock, NULL);
+  *out = b;
+  return JX_OK;
+}
+
+void jx_cuda_blas_destroy(jx_cuda_blas *b) {
+  if (!b) return;
+  api.Destroy(b->handle);
+  pthread_mutex_destroy(&b->lock);
+  free(b);
+}
+
+void jx_cuda_blas_counts(const jx_cuda_blas *b, int64_t *heuristic_calls, int64_t *cache_hits) {
+  *heuristic_calls = b->heuristic_calls;
+  *cache_hits = b->cache_hits;
+}
+
+/* The descriptors of one problem, created together and destroyed together. */
+typedef struct {
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t x, y, d;
+} problem;
+
+static void problem_destroy(problem *p) {
+  if (p->op) api.MatmulDescDestroy(p->op);
+  if (p->x) api.MatrixLayoutDestroy(p->x);
+  if (p->y) api.MatrixLayoutDestroy(p->y);
+  if (p->d) api.MatrixLayoutDestroy(p->d);
+}
+
+static jx_status layout(const jx_cuda_colmajor_operand *o, int type, int32_t batch,
+                        cublasLtMatrixLayout_t *l, int device) {
+  jx_status st = check(api.MatrixLayoutCreate(l, type, (uint64_t)o->rows, (uint64_t)o->cols, o->ld),
+                       "cublasLtMatrixLayoutCreate", device);
+  if (!st && batch > 1)
+    st = check(api.MatrixLayoutSetAttribute(*l, JX_CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
+                                            sizeof batch),
+               "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)", device);
+  if (!st && batch > 1)
+    st = check(api.MatrixLayoutSetAttribute(*l, JX_CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                            &o->stride, sizeof o->stride),
+               "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)", device);
+  return st;
+}
+
+static jx_status problem_create(const jx_cuda_gemm_desc *desc, const jx_cuda_colmajor *plan,
+                                CUdeviceptr bias, int device, problem *p) {
+  memset(p, 0, sizeof *p);
+  if (desc->batch > INT32_MAX)
+    return jx_error_set(JX_ERR_SHAPE, "jx_cuda_gemm: batch %lld exceeds cuBLASLt's int32",
+                        (long long)desc->batch);
+  int type = desc->dtype == JX_F32    ? JX_CUDA_R_32F
+             : desc->dtype == JX_BF16 ? JX_CUDA_R_16BF
+                                      : JX_CUDA_R_16F;
+  int32_t batch = (int32_t)desc->batch, ta = plan->x.op, tb = plan->y.op;
+  uint32_t epilogue = (uint32_t)plan->epilogue;
+  jx_status st = check(api.MatmulDescCreate(&p->op, JX_CUBLAS_COMPUTE_32F, JX_CUDA_R_32F),
+                       "cublasLtMatmulDescCreate", device);
+  if (!st)
+    st = check(api.MatmulDescSetAttribute(p->op, JX_CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
+               "cublasLtMatmulDescSetAttribute(TRANSA)", device);
+  if (!st)
+    st = check(api.MatmulDescSetAttribute(p->op, JX_CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
+               "cublasLtMatmulDescSetAttribute(TRANSB)", device);
+  if (!st)
+    st = check(api.MatmulDescSetAttribute(p->op, JX_CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                          sizeof epilogue),
+               "cublasLtMatmulDescSetAttribute(EPILOGUE)", device);
+  if (!st && desc->has_bias) {
+    const void *ptr = (const void *)(uintptr_t)bias;
+    st = check(
+        api.MatmulDescSetAttribute(p->op, JX_CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ptr, sizeof ptr),
+        "cublasLtMatmulDescSetAttribute(BIAS_POINTER)", device);
+  }
+  if (!st) st = layout(&plan->x, type, batch, &p->x, device);
+  if (!st) st = layout(&plan->y, type, batch, &p->y, device);
+  if (!st) st = layout(&plan->d, type, batch, &p->d, device);
+  if (st) problem_destroy(p);
+  return st;
+}
+
+/* The cached algorithm of desc, or the heuristic's first choice (then cached). */
+static jx_status choose(jx_cuda_blas *b, const jx_cuda_gemm_desc *desc, const problem *p,
+                        cublasLtMatmulAlgo_t *algo) {
+  uint64_t key = jx_cuda_gemm_key(desc, b->device);
+  if (!key) key = 1;
+  cached_algo *slot = &b->cache[key % CACHE_SLOTS];
+  pthread_mutex_lock(&b->lock);
+  if (slot->key == key) {
+    *algo = slot->algo;
+    b->cache_hits++;
+    pthread_mutex_unlock(&b->lock);
+    return JX_OK;
+  }
+  pthread_mutex_unlock(&b->lock);
+  cublasLtMatmulPreference_t pref = NULL;
+  uint64_t ws = b->workspace_bytes;
+  jx_status st =
+      check(api.MatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate", b->device);
+  if (!st)
+    st = check(api.MatmulPreferenceSetAttribute(pref, JX_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                &ws, sizeof ws),
+               "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)", b->device);
+  cublasLtMatmulHeuristicResult_t result;
+  int returned = 0;
+  if (!st)
+    st = check(api.MatmulAlgoGetHeuristic(b->handle, p->op, p->x, p->y, p->d, p->d, pref, 1,
+                                          &result, &returned),
+               "cublasLtMatmulAlgoGetHeuristic", b->device);
+  if (pref) api.MatmulPreferenceDestroy(pref);
+  if (st) return st;
+  if (returned < 1)
+    return jx_error_set(JX_ERR_UNIMPLEMENTED,
+                        "jx_cuda_gemm: cuBLASLt has no algorithm for %s [%lld x %lld] @ [%lld x "
+                        "%lld] (batch %lld) on device %d",
+                        jx_dtype_name(desc->dtype), (long long)desc->m, (long long)desc->k,
+                        (long long)desc->k, (long long)desc->n, (long long)desc->batch, b->device);
+  *algo = result.algo;
+  pthread_mutex_lock(&b->lock);
+  b->heuristic_calls++;
+  *slot = (cached_algo){key, result.algo};
+  pthread_mutex_unlock(&b->lock);
+  return JX_OK;
+}
+
+jx_status jx_cuda_gemm_algorithm(jx_cuda_blas *b, const jx_cuda_gemm_desc *desc,
+                                 cublasLtMatmulAlgo_t *algo) {
+  jx_cuda_colmajor plan;
+  problem p;
+  jx_status st = jx_cuda_gemm_plan(desc, &plan);
+  if (!st) st = problem_create(desc, &plan, 0, b->device, &p);
+  if (st) return st;
+  st = choose(b, desc, &p, algo);
+  problem_destroy(&p);
+  return st;
+}
+
+jx_status jx_cuda_gemm(jx_cuda_blas *b, const jx_cuda_gemm_desc *desc, CUdeviceptr a,
+                       CUdeviceptr bm, CUdeviceptr c, CUdeviceptr bias, CUstream stream) {
+  jx_cuda_colmajor plan;
+  problem p;
+  jx_status st = jx_cuda_gemm_plan(desc, &plan);
+  if (!st && desc->has_bias && !bias)
+    st = jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_cuda_gemm: has_bias is set but bias is NULL");
+  if (!st) st = problem_create(desc, &plan, bias, b->device, &p);
+  if (st) return st;
+  cublasLtMatmulAlgo_t algo;
+  st = choose(b, desc, &p, &algo);
+  const float one = 1.0f, zero = 0.0f;
+  /* swapped operands: cuBLASLt's A is the row-major B, its B the row-major A */
+  const void *x = (const void *)(uintptr_t)bm, *y = (const void *)(uintptr_t)a;
+  void *d = (void *)(uintptr_t)c, *ws = (void *)(uintptr_t)b->workspace;
+  if (!st)
+    st = check(api.Matmul(b->handle, p.op, &one, x, p.x, y, p.y, &zero, d, p.d, d, p.d, &algo, ws,
+                          b->workspace_bytes, stream),
+               "cublasLtMatmul", b->device);
+  problem_destroy(&p);
+  return st;
+}

@@ -1,0 +1,109 @@
+/* The fused row softmax's source and launch (kernels_softmax.h). */
+#include "kernels_softmax.h"
+
+#include <string.h>
+
+#include "../base/error.h"
+
+_Static_assert(sizeof(jx_cuda_softmax_args) == 32, "jx_cuda_softmax_args has padding");
+
+const char jx_cuda_softmax_src[] =
+    /* bf16 as bits, converted as the CPU converts (jx_f32_to_bf16: to
+     * nearest even, a NaN to the quiet NaN of its sign) */
+    "static __device__ __forceinline__ float jx_sm_load(const float *p, long long i) {\n"
+    "  return p[i];\n"
+    "}\n"
+    "static __device__ __forceinline__ float jx_sm_load(const unsigned short *p, long long i) {\n"
+    "  return __uint_as_float((unsigned)p[i] << 16);\n"
+    "}\n"
+    "static __device__ __forceinline__ void jx_sm_store(float *p, long long i, float v) {\n"
+    "  p[i] = v;\n"
+    "}\n"
+    "static __device__ __forceinline__ void jx_sm_store(unsigned short *p, long long i, float v) "
+    "{\n"
+    "  unsigned u = __float_as_uint(v);\n"
+    "  if ((u & 0x7fffffffu) > 0x7f800000u)\n"
+    "    p[i] = (unsigned short)(((u >> 16) & 0x8000u) | 0x7fc0u);\n"
+    "  else\n"
+    "    p[i] = (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+    "}\n"
+    "typedef struct {\n"
+    "  const void *x;\n"
+    "  void *y;\n"
+    "  long long rows, cols;\n"
+    "} jx_cuda_softmax_args;\n"
+    /* the block's max or sum of v: shuffles within each warp, then warp 0
+     * over the warps' results (blockDim.x is a multiple of 32); every
+     * thread gets the result; `part` is reused by the next call */
+    "static __device__ __forceinline__ float jx_sm_combine(float a, float b, int is_max) {\n"
+    "  return is_max ? fmaxf(a, b) : a + b;\n"
+    "}\n"
+    "static __device__ float jx_sm_block_reduce(float v, int is_max, float *part) {\n"
+    "  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n"
+    "  const unsigned nwarps = blockDim.x / 32;\n"
+    "  for (int o = 16; o > 0; o >>= 1) v = jx_sm_combine(v, __shfl_xor_sync(0xffffffffu, v, o), "
+    "is_max);\n"
+    "  if (lane == 0) part[warp] = v;\n"
+    "  __syncthreads();\n"
+    "  if (warp == 0) {\n"
+    "    float w = lane < nwarps ? part[lane] : (is_max ? __int_as_float(0xff800000) : 0.0f);\n"
+    "    for (int o = 16; o > 0; o >>= 1)\n"
+    "      w = jx_sm_combine(w, __shfl_xor_sync(0xffffffffu, w, o), is_max);\n"
+    "    if (lane == 0) part[32] = w;\n"
+    "  }\n"
+    "  __syncthreads();\n"
+    "  const float r = part[32];\n"
+    "  __syncthreads();\n"
+    "  return r;\n"
+    "}\n"
+    /* three passes over the row (max; sum of exp(x - max); the outputs):
+     * the row is read three times, from cache after the first for rows of
+     * up to a few hundred KB, and never written in between */
+    "template <class T> static __device__ void jx_sm_rows(const jx_cuda_softmax_args a) {\n"
+    "  __shared__ float part[33];\n"
+    "  const T *x = (const T *)a.x;\n"
+    "  T *y = (T *)a.y;\n"
+    "  for (long long row = blockIdx.x; row < a.rows; row += gridDim.x) {\n"
+    "    const long long base = row * a.cols;\n"
+    "    float m = __int_as_float(0xff800000);\n"
+    "    for (long long j = threadIdx.x; j < a.cols; j += blockDim.x)\n"
+    "      m = fmaxf(m, jx_sm_load(x, base + j));\n"
+    "    m = jx_sm_block_reduce(m, 1, part);\n"
+    /* fmaxf skips NaNs: a row with one gives NaNs anyway, through exp */
+    "    float s = 0.0f;\n"
+    "    for (long long j = threadIdx.x; j < a.cols; j += blockDim.x)\n"
+    "      s += expf(jx_sm_load(x, base + j) - m);\n"
+    "    s = jx_sm_block_reduce(s, 0, part);\n"
+    "    const float inv = 1.0f / s;\n"
+    "    for (long long j = threadIdx.x; j < a.cols; j += blockDim.x)\n"
+    "      jx_sm_store(y, base + j, expf(jx_sm_load(x, base + j) - m) * inv);\n"
+    "  }\n"
+    "}\n"
+    "extern \"C\" __global__ void jx_softmax_f32(const jx_cuda_softmax_args a) {\n"
+    "  jx_sm_rows<float>(a);\n"
+    "}\n"
+    "extern \"C\" __global__ void jx_softmax_bf16(const jx_cuda_softmax_args a) {\n"
+    "  jx_sm_rows<unsigned short>(a);\n"
+    "}\n";
+
+const char *jx_cuda_softmax_kernel(jx_dtype dt) {
+  return dt == JX_F32 ? "jx_softmax_f32" : dt == JX_BF16 ? "jx_softmax_bf16" : NULL;
+}
+
+jx_status jx_cuda_softmax_geometry(int64_t rows, int64_t cols, jx_cuda_launch_dims *out) {
+  if (!out || rows < 0 || cols < 0)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "jx_cuda_softmax_geometry: %s (rows %lld, cols %lld)",
+                        out ? "negative size" : "out is NULL", (long long)rows, (long long)cols);
+  memset(out, 0, sizeof *out);
+  if (rows == 0 || cols == 0) return JX_OK;
+  /* a thread per 4 columns, at least a warp, at most 8 warps */
+  int64_t threads = (cols + 3) / 4;
+  threads = (threads + 31) / 32 * 32;
+  if (threads > 256) threads = 256;
+  out->grid[0] = (unsigned)(rows < 65535 ? rows : 65535);
+  out->grid[1] = out->grid[2] = 1;
+  out->block[0] = (unsigned)threads;
+  out->block[1] = out->block[2] = 1;
+  return JX_OK;
+}

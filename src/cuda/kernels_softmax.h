@@ -1,0 +1,43 @@
+/* A fused row softmax for the CUDA backend: y = softmax(x) over the last
+ * dimension of a contiguous [rows, cols] array, in one kernel (max, sum of
+ * exponentials and the normalized outputs, without a trip through memory
+ * between them). f32 in and out, or bf16 in and out (kept as uint16_t bits);
+ * the arithmetic is f32 either way, and numerically stable (the row's max is
+ * subtracted before exp). One block per row (a grid-stride loop over rows
+ * when there are more than the grid holds); each block reduces with warp
+ * shuffles, then across its warps through shared memory.
+ *
+ * The kernels are CUDA C++ source for NVRTC (src/compile/nvrtc.h), one
+ * translation unit holding both; each takes one argument, a
+ * jx_cuda_softmax_args by value. A row of NaNs or of -inf gives NaNs, as
+ * jax.nn.softmax does. */
+#ifndef JX_SRC_CUDA_KERNELS_SOFTMAX_H
+#define JX_SRC_CUDA_KERNELS_SOFTMAX_H
+
+#include <jx/array.h> /* jx_dtype */
+#include <jx/base.h>
+#include <stdint.h>
+
+#include "kernels_launch.h"
+
+/* The source: kernels "jx_softmax_f32" and "jx_softmax_bf16". */
+extern const char jx_cuda_softmax_src[];
+
+/* The kernel's argument (the source declares the same layout): device
+ * pointers to x and y, each rows x cols elements, rows contiguous. */
+typedef struct {
+  const void *x;
+  void *y;
+  int64_t rows, cols;
+} jx_cuda_softmax_args;
+
+/* The kernel's name for dtype dt (JX_F32 or JX_BF16), else NULL. */
+const char *jx_cuda_softmax_kernel(jx_dtype dt);
+
+/* The launch: blockDim.x a multiple of 32 (at most 256, fewer for short
+ * rows), one block per row up to 65535 blocks. JX_ERR_INVALID_ARGUMENT
+ * (recorded) for negative sizes; rows == 0 or cols == 0 need no launch
+ * (*out's grid is then 0). */
+jx_status jx_cuda_softmax_geometry(int64_t rows, int64_t cols, jx_cuda_launch_dims *out);
+
+#endif

@@ -1,0 +1,493 @@
+/* The hand-written CUDA kernels (src/cuda/kernels_softmax.h,
+ * kernels_attention.h), checked without a GPU: NVRTC compiles them for
+ * sm_80 and sm_90 (skipped, with a message, without libnvrtc), and the CUDA
+ * emulator (tests/cuda_emu) runs them against plain C loops in double on the
+ * same inputs (skipped, with a message, without a C++ compiler): row
+ * softmax and causal/full attention, f32 and bf16, several shapes including
+ * a single row or query, T not a multiple of the tiles, and rows with huge
+ * values and -inf (numerical stability). */
+#define _GNU_SOURCE /* memmem */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <jx/jx.h>
+#include <math.h>
+
+#include "compile/nvrtc.h"
+#include "cuda/kernels_attention.h"
+#include "cuda/kernels_attention_bwd.h"
+#include "cuda/kernels_softmax.h"
+#include "cuda_emu/cuda_emu_runner.h"
+#include "test_util.h"
+
+/* ---- values ---- */
+
+static uint16_t to_bf16(float x) { /* to nearest even, as the kernels and the CPU round */
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);
+  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+static float from_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float x;
+  memcpy(&x, &u, 4);
+  return x;
+}
+
+/* n deterministic values in [-scale, scale]; bf16: rounded, so that the
+ * reference sees exactly what the kernel reads */
+static float *values(int64_t n, int seed, double scale, int bf16) {
+  float *x = malloc((size_t)(n ? n : 1) * sizeof *x);
+  assert_non_null(x);
+  for (int64_t i = 0; i < n; i++) {
+    x[i] = (float)(scale * sin(0.37 * (double)i + seed) * cos(0.011 * (double)i * seed + 1.0));
+    if (bf16) x[i] = from_bf16(to_bf16(x[i]));
+  }
+  return x;
+}
+
+/* host buffer of x in the kernel's dtype */
+static void *device_layout(const float *x, int64_t n, int bf16) {
+  void *h = malloc((size_t)(n ? n : 1) * (bf16 ? 2 : 4));
+  assert_non_null(h);
+  for (int64_t i = 0; i < n; i++) {
+    if (bf16)
+      ((uint16_t *)h)[i] = to_bf16(x[i]);
+    else
+      ((float *)h)[i] = x[i];
+  }
+  return h;
+}
+
+static float element(const void *h, int64_t i, int bf16) {
+  return bf16 ? from_bf16(((const uint16_t *)h)[i]) : ((const float *)h)[i];
+}
+
+/* Elements of got beyond atol + rtol |want|; the largest error seen. */
+static int64_t compare(const char *what, const void *got, int bf16, const double *want, int64_t n,
+                       double rtol, double atol, double *max_err) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double g = element(got, i, bf16), w = want[i], err = fabs(g - w);
+    if (err > *max_err || g != g) *max_err = g != g ? INFINITY : err;
+    if (!(err <= atol + rtol * fabs(w))) {
+      if (bad < 5) fprintf(stderr, "%s[%lld]: %.9g, expected %.9g\n", what, (long long)i, g, w);
+      bad++;
+    }
+  }
+  return bad;
+}
+
+/* ---- the emulator ---- */
+
+static cuda_emu_module *softmax_module, *attention_module, *backward_module;
+static int emulation_checked; /* kernels run in the emulator and compared */
+
+static cuda_emu_module *emulated(cuda_emu_module **m, const char *src, const char *name) {
+  if (!cuda_emu_available()) {
+    printf("skipped: CUDA emulation (%s)\n", cuda_emu_missing());
+    return NULL;
+  }
+  if (!*m) {
+    char log[4096];
+    *m = cuda_emu_compile(src, name, log, sizeof log);
+    if (!*m) fprintf(stderr, "%s\n", log);
+    assert_non_null(*m);
+  }
+  return *m;
+}
+
+static void call_softmax(void *kernel, void *args) {
+  ((void (*)(jx_cuda_softmax_args))kernel)(*(const jx_cuda_softmax_args *)args);
+}
+static void call_attention_bwd(void *kernel, void *args) {
+  ((void (*)(jx_cuda_attention_bwd_args))kernel)(*(const jx_cuda_attention_bwd_args *)args);
+}
+static void call_attention(void *kernel, void *args) {
+  ((void (*)(jx_cuda_attention_args))kernel)(*(const jx_cuda_attention_args *)args);
+}
+
+static void launch(cuda_emu_module *m, const char *name, const jx_cuda_launch_dims *d,
+                   cuda_emu_call call, void *args) {
+  void *kernel = cuda_emu_kernel(m, name);
+  assert_non_null(kernel);
+  cuda_emu_dim3 grid = {d->grid[0], d->grid[1], d->grid[2]};
+  cuda_emu_dim3 block = {d->block[0], d->block[1], d->block[2]};
+  assert_int_equal(cuda_emu_launch(m, kernel, grid, block, call, args), 0);
+}
+
+/* ---- softmax ---- */
+
+static void softmax_reference(const float *x, int64_t rows, int64_t cols, double *y) {
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * cols;
+    double m = -INFINITY, s = 0;
+    for (int64_t j = 0; j < cols; j++) m = xr[j] > m ? xr[j] : m;
+    for (int64_t j = 0; j < cols; j++) s += exp((double)xr[j] - m);
+    for (int64_t j = 0; j < cols; j++) y[r * cols + j] = exp((double)xr[j] - m) / s;
+  }
+}
+
+/* softmax of rows x cols values, with the launch jx_cuda_softmax_geometry
+ * gives (or, grid_rows > 0, that many blocks, fewer than the rows) */
+static void check_softmax(int64_t rows, int64_t cols, int bf16, unsigned grid_rows) {
+  cuda_emu_module *m = emulated(&softmax_module, jx_cuda_softmax_src, "softmax.cu");
+  if (!m) return;
+  int64_t n = rows * cols;
+  float *x = values(n, (int)(rows + cols), 8.0, bf16);
+  /* stability: huge values in row 0 (exp overflows without the max), and
+   * -inf entries (exp gives 0) in the last row */
+  if (cols > 2) {
+    x[0] = 3.0e4f;
+    x[1] = 2.95e4f;
+    x[(rows - 1) * cols + 1] = -INFINITY;
+    if (bf16) /* what the kernel reads: 29952 and 29440 */
+      for (int i = 0; i < 2; i++) x[i] = from_bf16(to_bf16(x[i]));
+  }
+  double *want = malloc((size_t)n * sizeof *want);
+  assert_non_null(want);
+  softmax_reference(x, rows, cols, want);
+  void *hx = device_layout(x, n, bf16), *hy = calloc((size_t)n, bf16 ? 2 : 4);
+  assert_non_null(hy);
+  jx_cuda_softmax_args a = {hx, hy, rows, cols};
+  jx_cuda_launch_dims d;
+  check_ok(jx_cuda_softmax_geometry(rows, cols, &d));
+  assert_true(d.block[0] % 32 == 0 && d.block[0] <= 256);
+  if (grid_rows) d.grid[0] = grid_rows;
+  launch(m, jx_cuda_softmax_kernel(bf16 ? JX_BF16 : JX_F32), &d, call_softmax, &a);
+  double err = 0;
+  int64_t bad =
+      compare("softmax", hy, bf16, want, n, bf16 ? 1.0 / 128 : 2e-6, bf16 ? 1e-6 : 1e-9, &err);
+  printf("softmax %s [%lld, %lld], %u blocks of %u: max error %.3g\n", bf16 ? "bf16" : "f32",
+         (long long)rows, (long long)cols, d.grid[0], d.block[0], err);
+  assert_int_equal(bad, 0);
+  emulation_checked++;
+  free(x);
+  free(want);
+  free(hx);
+  free(hy);
+}
+
+static void softmax_f32_matches_reference(void **state) {
+  (void)state;
+  check_softmax(1, 1, 0, 0);
+  check_softmax(3, 7, 0, 0);
+  check_softmax(5, 33, 0, 0);
+  check_softmax(2, 1000, 0, 0);
+  check_softmax(2, 4099, 0, 0); /* 256 threads, 17 turns of the column loop */
+  check_softmax(7, 50, 0, 3);   /* fewer blocks than rows: the grid-stride loop */
+}
+
+static void softmax_bf16_matches_reference(void **state) {
+  (void)state;
+  check_softmax(1, 1, 1, 0);
+  check_softmax(4, 129, 1, 0);
+  check_softmax(3, 777, 1, 2);
+}
+
+/* ---- attention ---- */
+
+/* o and lse for [b, h, t, d] q, k, v, in double */
+static void attention_reference(const float *q, const float *k, const float *v, int64_t bh,
+                                int64_t t, int64_t d, double scale, int causal, double *o,
+                                double *lse) {
+  double *s = malloc((size_t)t * sizeof *s);
+  assert_non_null(s);
+  for (int64_t g = 0; g < bh; g++)
+    for (int64_t i = 0; i < t; i++) {
+      const float *qi = q + (g * t + i) * d;
+      int64_t nj = causal ? i + 1 : t;
+      double m = -INFINITY, l = 0;
+      for (int64_t j = 0; j < nj; j++) {
+        double dot = 0;
+        for (int64_t c = 0; c < d; c++) dot += (double)qi[c] * k[(g * t + j) * d + c];
+        s[j] = scale * dot;
+        m = s[j] > m ? s[j] : m;
+      }
+      for (int64_t j = 0; j < nj; j++) l += exp(s[j] - m);
+      for (int64_t c = 0; c < d; c++) {
+        double acc = 0;
+        for (int64_t j = 0; j < nj; j++) acc += exp(s[j] - m) * v[(g * t + j) * d + c];
+        o[(g * t + i) * d + c] = acc / l;
+      }
+      lse[g * t + i] = m + log(l);
+    }
+  free(s);
+}
+
+static void check_attention(int64_t b, int64_t h, int64_t t, int64_t d, int causal, int bf16) {
+  cuda_emu_module *m = emulated(&attention_module, jx_cuda_attention_src, "attention.cu");
+  if (!m) return;
+  int64_t n = b * h * t * d, nq = b * h * t;
+  float *q = values(n, 1, 1.5, bf16), *k = values(n, 2, 1.5, bf16), *v = values(n, 3, 1.0, bf16);
+  double *want = malloc((size_t)n * sizeof *want), *want_lse = malloc((size_t)nq * sizeof *want);
+  assert_non_null(want);
+  assert_non_null(want_lse);
+  const double scale = 1.0 / sqrt((double)d);
+  attention_reference(q, k, v, b * h, t, d, scale, causal, want, want_lse);
+  void *hq = device_layout(q, n, bf16), *hk = device_layout(k, n, bf16);
+  void *hv = device_layout(v, n, bf16), *ho = calloc((size_t)n, bf16 ? 2 : 4);
+  float *lse = calloc((size_t)nq, sizeof *lse);
+  assert_non_null(ho);
+  assert_non_null(lse);
+  jx_cuda_attention_args a = {hq, hk, hv, ho, lse, b, h, t, (float)scale, causal};
+  jx_cuda_launch_dims dims;
+  check_ok(jx_cuda_attention_geometry(b, h, t, d, &dims));
+  const char *name = jx_cuda_attention_kernel(bf16 ? JX_BF16 : JX_F32, d);
+  assert_non_null(name);
+  launch(m, name, &dims, call_attention, &a);
+  double err = 0, lse_err = 0;
+  int64_t bad = compare("o", ho, bf16, want, n, bf16 ? 1.0 / 128 : 2e-5, bf16 ? 2e-3 : 2e-6, &err);
+  bad += compare("lse", lse, 0, want_lse, nq, bf16 ? 1e-5 : 1e-5, 1e-5, &lse_err);
+  printf("attention %s %s [%lld, %lld, %lld, %lld]: max error %.3g (o), %.3g (logsumexp)\n",
+         bf16 ? "bf16" : "f32", causal ? "causal" : "full", (long long)b, (long long)h,
+         (long long)t, (long long)d, err, lse_err);
+  assert_int_equal(bad, 0);
+  emulation_checked++;
+  free(q);
+  free(k);
+  free(v);
+  free(want);
+  free(want_lse);
+  free(hq);
+  free(hk);
+  free(hv);
+  free(ho);
+  free(lse);
+}
+
+static void attention_f32_matches_reference(void **state) {
+  (void)state;
+  check_attention(1, 1, 1, 64, 1, 0);   /* T = 1 */
+  check_attention(1, 2, 37, 64, 1, 0);  /* partial query block and key tile */
+  check_attention(2, 1, 16, 128, 1, 0); /* one query block exactly */
+  check_attention(1, 1, 45, 128, 0, 0); /* full attention, two key tiles */
+  check_attention(1, 3, 70, 32, 1, 0);  /* three key tiles */
+}
+
+static void attention_bf16_matches_reference(void **state) {
+  (void)state;
+  check_attention(1, 1, 1, 128, 1, 1);
+  check_attention(2, 2, 33, 64, 1, 1);
+  check_attention(1, 1, 40, 128, 0, 1);
+}
+
+/* ---- attention backward ---- */
+
+/* dq, dk, dv for the cotangent dout of o, in double (FlashAttention's
+ * equations, from the scores up: an oracle independent of the kernels) */
+static void attention_backward_reference(const float *q, const float *k, const float *v,
+                                         const float *dout, int64_t bh, int64_t t, int64_t d,
+                                         double scale, int causal, double *dq, double *dk,
+                                         double *dv) {
+  double *p = malloc((size_t)(t * t) * sizeof *p);
+  assert_non_null(p);
+  memset(dq, 0, (size_t)(bh * t * d) * sizeof *dq);
+  memset(dk, 0, (size_t)(bh * t * d) * sizeof *dk);
+  memset(dv, 0, (size_t)(bh * t * d) * sizeof *dv);
+  for (int64_t g = 0; g < bh; g++) {
+    const int64_t base = g * t * d;
+    for (int64_t i = 0; i < t; i++) { /* the softmax's probabilities, row i */
+      double m = -INFINITY, l = 0;
+      for (int64_t j = 0; j < t; j++) {
+        double dot = 0;
+        for (int64_t c = 0; c < d; c++) dot += (double)q[base + i * d + c] * k[base + j * d + c];
+        p[i * t + j] = causal && j > i ? -INFINITY : scale * dot;
+        m = p[i * t + j] > m ? p[i * t + j] : m;
+      }
+      for (int64_t j = 0; j < t; j++) l += p[i * t + j] = exp(p[i * t + j] - m);
+      for (int64_t j = 0; j < t; j++) p[i * t + j] /= l;
+    }
+    for (int64_t i = 0; i < t; i++) {
+      /* dp_ij = dout_i . v_j; ds = p (dp - sum_j p_ij dp_ij) */
+      double *dp = malloc((size_t)t * sizeof *dp), sum = 0;
+      assert_non_null(dp);
+      for (int64_t j = 0; j < t; j++) {
+        dp[j] = 0;
+        for (int64_t c = 0; c < d; c++)
+          dp[j] += (double)dout[base + i * d + c] * v[base + j * d + c];
+        sum += p[i * t + j] * dp[j];
+      }
+      for (int64_t j = 0; j < t; j++) {
+        const double ds = p[i * t + j] * (dp[j] - sum);
+        for (int64_t c = 0; c < d; c++) {
+          dq[base + i * d + c] += scale * ds * k[base + j * d + c];
+          dk[base + j * d + c] += scale * ds * q[base + i * d + c];
+          dv[base + j * d + c] += p[i * t + j] * dout[base + i * d + c];
+        }
+      }
+      free(dp);
+    }
+  }
+  free(p);
+}
+
+/* The forward kernel (o and lse), then the three backward kernels, against
+ * the reference's dq, dk, dv. */
+static void check_attention_backward(int64_t b, int64_t h, int64_t t, int64_t d, int causal,
+                                     int bf16) {
+  cuda_emu_module *fwd = emulated(&attention_module, jx_cuda_attention_src, "attention.cu");
+  cuda_emu_module *bwd =
+      fwd ? emulated(&backward_module, jx_cuda_attention_bwd_src, "attention_bwd.cu") : NULL;
+  if (!bwd) return;
+  const int64_t n = b * h * t * d, nq = b * h * t, es = bf16 ? 2 : 4;
+  float *q = values(n, 4, 1.5, bf16), *k = values(n, 5, 1.5, bf16), *v = values(n, 6, 1.0, bf16);
+  float *dout = values(n, 7, 1.0, bf16);
+  double *want[3];
+  for (int g = 0; g < 3; g++) {
+    want[g] = malloc((size_t)n * sizeof *want[g]);
+    assert_non_null(want[g]);
+  }
+  const double scale = 1.0 / sqrt((double)d);
+  attention_backward_reference(q, k, v, dout, b * h, t, d, scale, causal, want[0], want[1],
+                               want[2]);
+  void *hq = device_layout(q, n, bf16), *hk = device_layout(k, n, bf16);
+  void *hv = device_layout(v, n, bf16), *hdo = device_layout(dout, n, bf16);
+  void *ho = calloc((size_t)n, (size_t)es), *grads[3];
+  float *lse = calloc((size_t)nq, sizeof *lse), *delta = calloc((size_t)nq, sizeof *delta);
+  assert_non_null(ho);
+  assert_non_null(lse);
+  assert_non_null(delta);
+  for (int g = 0; g < 3; g++) {
+    grads[g] = calloc((size_t)n, (size_t)es);
+    assert_non_null(grads[g]);
+  }
+  jx_cuda_attention_args fa = {hq, hk, hv, ho, lse, b, h, t, (float)scale, causal};
+  jx_cuda_launch_dims dims, bdims[3];
+  check_ok(jx_cuda_attention_geometry(b, h, t, d, &dims));
+  launch(fwd, jx_cuda_attention_kernel(bf16 ? JX_BF16 : JX_F32, d), &dims, call_attention, &fa);
+  jx_cuda_attention_bwd_args ba = {hq,       hk,       hv, ho, hdo, lse,          delta, grads[0],
+                                   grads[1], grads[2], b,  h,  t,   (float)scale, causal};
+  char names[3][48];
+  assert_int_equal(jx_cuda_attention_bwd_kernels(bf16 ? JX_BF16 : JX_F32, d, names), 0);
+  check_ok(jx_cuda_attention_bwd_geometry(b, h, t, d, bdims));
+  for (int s = 0; s < 3; s++) launch(bwd, names[s], &bdims[s], call_attention_bwd, &ba);
+  const char *what[3] = {"dq", "dk", "dv"};
+  double err[3] = {0, 0, 0};
+  int64_t bad = 0;
+  for (int g = 0; g < 3; g++)
+    bad += compare(what[g], grads[g], bf16, want[g], n, bf16 ? 1.0 / 64 : 1e-4, bf16 ? 1e-2 : 1e-5,
+                   &err[g]);
+  printf("attention backward %s %s [%lld, %lld, %lld, %lld]: max error %.3g (dq), %.3g (dk), "
+         "%.3g (dv)\n",
+         bf16 ? "bf16" : "f32", causal ? "causal" : "full", (long long)b, (long long)h,
+         (long long)t, (long long)d, err[0], err[1], err[2]);
+  assert_int_equal(bad, 0);
+  emulation_checked++;
+  free(q);
+  free(k);
+  free(v);
+  free(dout);
+  free(hq);
+  free(hk);
+  free(hv);
+  free(hdo);
+  free(ho);
+  free(lse);
+  free(delta);
+  for (int g = 0; g < 3; g++) {
+    free(want[g]);
+    free(grads[g]);
+  }
+}
+
+static void attention_backward_matches_reference(void **state) {
+  (void)state;
+  check_attention_backward(1, 1, 1, 64, 1, 0);   /* T = 1 */
+  check_attention_backward(1, 2, 37, 64, 1, 0);  /* partial tiles on both sides */
+  check_attention_backward(1, 1, 45, 128, 0, 0); /* full attention */
+  check_attention_backward(2, 1, 20, 32, 1, 0);
+  check_attention_backward(1, 2, 33, 64, 1, 1); /* bf16 */
+}
+
+static void geometry_rejects_bad_shapes(void **state) {
+  (void)state;
+  jx_cuda_launch_dims d;
+  assert_null(jx_cuda_attention_kernel(JX_F32, 96));
+  assert_null(jx_cuda_attention_kernel(JX_F64, 64));
+  assert_null(jx_cuda_softmax_kernel(JX_F64));
+  assert_int_equal(jx_cuda_attention_geometry(1, 1, 8, 96, &d), JX_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(jx_last_error(), "head_dim must be 32, 64 or 128"));
+  jx_clear_error();
+  assert_int_equal(jx_cuda_attention_geometry(1, 70000, 8, 64, &d), JX_ERR_INVALID_ARGUMENT);
+  jx_clear_error();
+  assert_int_equal(jx_cuda_softmax_geometry(-1, 4, &d), JX_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(jx_last_error(), "jx_cuda_softmax_geometry"));
+  jx_clear_error();
+  check_ok(jx_cuda_softmax_geometry(0, 4, &d)); /* nothing to launch */
+  assert_int_equal(d.grid[0], 0);
+  check_ok(jx_cuda_attention_geometry(2, 3, 33, 64, &d));
+  assert_int_equal(d.grid[0], 3);
+  assert_int_equal(d.grid[1], 3);
+  assert_int_equal(d.grid[2], 2);
+  assert_int_equal(d.block[0], 128);
+}
+
+/* ---- NVRTC ---- */
+
+static void nvrtc_compiles_both(void **state) {
+  (void)state;
+  if (!jx_nvrtc_available()) {
+    printf("skipped: NVRTC not found (%s)\n", jx_nvrtc_load_error());
+    return;
+  }
+  const char *archs[] = {"sm_80", "sm_90"};
+  struct {
+    const char *src, *file, *kernels[6];
+  } units[] = {
+      {jx_cuda_attention_bwd_src,
+       "attention_bwd.cu",
+       {"jx_attention_bwd_delta_f32_d64", "jx_attention_bwd_dq_f32_d128",
+        "jx_attention_bwd_dkdv_f32_d128", "jx_attention_bwd_delta_bf16_d32",
+        "jx_attention_bwd_dq_bf16_d64", "jx_attention_bwd_dkdv_bf16_d128"}},
+
+      {jx_cuda_softmax_src, "softmax.cu", {"jx_softmax_f32", "jx_softmax_bf16"}},
+      {jx_cuda_attention_src,
+       "attention.cu",
+       {"jx_attention_fwd_f32_d32", "jx_attention_fwd_f32_d64", "jx_attention_fwd_f32_d128",
+        "jx_attention_fwd_bf16_d32", "jx_attention_fwd_bf16_d64", "jx_attention_fwd_bf16_d128"}}};
+  for (size_t a = 0; a < 2; a++)
+    for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
+      jx_nvrtc_options opt = {.arch = archs[a], .output = JX_NVRTC_CUBIN};
+      char *image = NULL;
+      size_t n = 0;
+      jx_status st = jx_nvrtc_compile(units[u].src, units[u].file, &opt, &image, &n);
+      if (st) fprintf(stderr, "%s\n", jx_last_error());
+      assert_int_equal(st, JX_OK);
+      assert_memory_equal(image, "\177ELF", 4);
+      for (int k = 0; k < 6 && units[u].kernels[k]; k++)
+        assert_non_null(memmem(image, n, units[u].kernels[k], strlen(units[u].kernels[k]) + 1));
+      free(image);
+      printf("NVRTC: %s for %s\n", units[u].file, archs[a]);
+    }
+}
+
+static int teardown_group(void **state) {
+  (void)state;
+  cuda_emu_unload(softmax_module);
+  cuda_emu_unload(attention_module);
+  cuda_emu_unload(backward_module);
+  printf("%d kernel runs emulated and checked\n", emulation_checked);
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(nvrtc_compiles_both, setup, teardown),
+      cmocka_unit_test_setup_teardown(geometry_rejects_bad_shapes, setup, teardown),
+      cmocka_unit_test_setup_teardown(softmax_f32_matches_reference, setup, teardown),
+      cmocka_unit_test_setup_teardown(softmax_bf16_matches_reference, setup, teardown),
+      cmocka_unit_test_setup_teardown(attention_f32_matches_reference, setup, teardown),
+      cmocka_unit_test_setup_teardown(attention_bf16_matches_reference, setup, teardown),
+      cmocka_unit_test_setup_teardown(attention_backward_matches_reference, setup, teardown),
+  };
+  int failed = cmocka_run_group_tests(tests, NULL, teardown_group);
+  jx_shutdown();
+  return failed;
+}
