@@ -284,10 +284,12 @@ static void gemm_units(void *ctx, int64_t begin, int64_t end) {
  * of 48 rows, and 48-row units share a 256-row product 144 / 112 between two
  * threads; 16-row units balance it, at the price of bits that differ (in
  * the last place) from one whole call, and identical for every thread
- * count. A piece smaller than MIN_PIECE_MACS is not worth a thread (on the
- * 2-core machine two concurrent 128-row halves of a 256^3 sgemm took longer
- * than one call); at most MAX_PIECES, so that B is not packed too often. */
-enum { MIN_PIECE_MACS = 1 << 24, MAX_PIECES = 4 };
+ * count. A piece smaller than MIN_PIECE_MACS is not worth a thread's
+ * hand-off; skinny products are (an MLP's 256 x 512 x 10 output layer and
+ * its gradients run at a fifth of OpenBLAS's speed on big ones, and halving
+ * them made the jitted MLP step 4 % faster); at most MAX_PIECES, so that B
+ * is not packed too often. */
+enum { MIN_PIECE_MACS = 1 << 19, MAX_PIECES = 4 };
 
 /* Every batch's gemm, a single one's rows split into blocks over the pool. */
 static void gemm_all(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const operand *L,
