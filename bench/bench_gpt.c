@@ -51,7 +51,12 @@ int main(int argc, char **argv) {
   m.loss = jx_gpt_loss_fn(&m.cfg, params);
   int nin = m.np + m.ns + 2, nout = 1 + m.np + m.ns;
   jx_fn *step_fn = jx_train_step(m.loss, params, state, m.opt);
-  jx_fn *step = jx_jit(step_fn, NULL);
+  /* the step takes the parameters and optimizer state over (donated, as
+   * JAX's donate_argnums below): the new ones are written into the old
+   * buffers, which the loop releases right after each step anyway */
+  int *donate = calloc((size_t)nin, sizeof *donate);
+  for (int i = 0; i < m.np + m.ns; i++) donate[i] = 1;
+  jx_fn *step = jx_jit(step_fn, &(jx_jit_options){.donate = donate});
 
   jx_array *key = jx_random_key(1);
   jx_array *tokens = jx_keep(jx_astype(
@@ -112,6 +117,7 @@ int main(int argc, char **argv) {
   jx_release(tokens);
   free(in);
   free(out);
+  free(donate);
   jx_fn_release(step);
   jx_fn_release(step_fn);
   jx_fn_release(m.loss);
