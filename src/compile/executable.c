@@ -19,6 +19,7 @@
 #include "dump.h"
 #include "fusion.h"
 #include "kernel_batch.h"
+#include "lower.h"
 #include "render.h"
 #include "render_c.h"
 #include "toolchain.h"
@@ -49,6 +50,10 @@ struct jx_executable {
    * effect (a debug print, which the call's caller expects to see done) or
    * a shard_map, whose result keeps its layout only on the calling thread */
   int synchronous;
+  /* jx_compile_attach: the lowered copy of the attached program that the
+   * steps were built from and run (lower.h), or NULL: the program itself */
+  jx_program *lowered;
+  const jx_program *attached; /* the program it is attached to (jx_call runs that one) */
 };
 
 int jx_executable_kernels(const jx_executable *x, int *fused_eqns) {
@@ -245,6 +250,7 @@ static void report_profile(const jx_executable *x) {
 void jx_executable_free(jx_executable *x) {
   if (!x) return;
   report_profile(x);
+  jx_program_release(x->lowered);
   free(x->profile);
   free(x->labels);
   free(x->step_names);
@@ -529,6 +535,8 @@ static jx_status take_donated(const jx_executable *x, const jx_program *p, jx_ar
 
 jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_array *const *in,
                             jx_array **out) {
+  const void *top = jx_donation_swap(NULL); /* only jx_call's own program donates */
+  if (x->lowered && p == x->attached) p = x->lowered; /* the same inputs and outputs */
   jx_array **env = calloc((size_t)p->nvars + 1, sizeof *env);
   if (!env) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
   for (int i = 0; i < p->nin; i++) env[p->in[i]] = in[i];
@@ -539,7 +547,7 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   for (int i = 0; i < p->nin && !st; i++) /* dispatched runs still to end (async_dispatch.c) */
     if (in[i]->pending) st = jx_array_ready(in[i]);
   /* only jx_call's own program donates; what it runs inside does not */
-  if (jx_donation_swap(NULL) == p && x->donate && !st) {
+  if (top && (top == p || top == x->attached) && x->donate && !st) {
     jx_dispatch_wait_all(); /* queued runs may still read the buffers it takes */
     st = take_donated(x, p, in, &rs);
   }
@@ -629,10 +637,15 @@ const uint8_t *jx_program_donation(const jx_program *p) {
 
 jx_status jx_compile_attach(jx_program *p, const char *dump_prefix) {
   double t0 = now_s();
+  jx_program *run = jx_lower_custom_calls(p);
+  if (!run) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   /* the nested programs first: their builds must not overwrite p's build times */
-  jx_status nested = jx_compile_nested(p, dump_prefix);
+  jx_status nested = jx_compile_nested(run, dump_prefix);
+  jx_executable *x = nested ? NULL : jx_executable_build(run, dump_prefix);
+  if (x && run != p) x->lowered = jx_program_retain(run);
+  if (x) x->attached = p;
+  jx_program_release(run);
   if (nested) return nested;
-  jx_executable *x = jx_executable_build(p, dump_prefix);
   if (!x) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   if (jx_debug_flags & JX_DEBUG_PROFILE) { /* the jit, shard_map and pmap all compile here */
     jx_compile_times t = jx_last_build_times;

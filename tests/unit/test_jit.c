@@ -195,6 +195,58 @@ static void corrupt_entry_is_rebuilt(void **state) {
   assert_int_equal(child("rebuild"), 0);
 }
 
+/* ---- custom calls are inlined for execution, kept for tracing ---- */
+static void scaled_softmax_relu(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *s = jx_softmax(jx_mul(in[0], jx_scalar(JX_F32, 2)), -1);
+  out[0] = jx_add(jx_relu(jx_sub(s, jx_scalar(JX_F32, 0.25))), jx_scalar(JX_F32, 1));
+}
+
+static void relu_sum(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_sum(jx_relu(in[0]), JX_AXES(), 0);
+}
+
+/* The jitted program keeps softmax's and relu's custom_jvp calls (grad of
+ * the jitted function uses their rules: relu's derivative at 0 is 0), while
+ * its executable runs them inlined: their equations fuse with the scale and
+ * the additions around them, and the results keep the eager bits. */
+static void custom_calls_inlined_for_execution(void **state) {
+  (void)state;
+  jx_scope_begin();
+  jx_fn *f = jx_fn_create("scaled_softmax_relu", 1, 1, scaled_softmax_relu, NULL);
+  jx_fn *jf = jx_jit(f, NULL);
+  float xs[3 * 5];
+  for (int i = 0; i < 15; i++) xs[i] = (float)((i * 7) % 11) / 4 - 1;
+  jx_array *x = jx_array_from(JX_F32, JX_SHAPE(3, 5), xs), *a, *b;
+  assert_int_equal(jx_call(f, &x, &a), JX_OK);
+  assert_int_equal(jx_call(jf, &x, &b), JX_OK);
+  float ra[15], rb[15];
+  assert_int_equal(jx_read(a, ra, sizeof ra), JX_OK);
+  assert_int_equal(jx_read(b, rb, sizeof rb), JX_OK);
+  assert_memory_equal(ra, rb, sizeof ra);
+  jx_aval av = {JX_F32, 0, JX_SHAPE(3, 5)};
+  jx_program *p = jx_fn_program(jf, &av);
+  assert_non_null(p);
+  char *ir = jx_program_print(p);
+  assert_non_null(strstr(ir, "custom_jvp_call")); /* what traces see */
+  free(ir);
+  int fused = 0;
+  jx_executable_kernels(p->exec, &fused);
+  assert_true(fused >= 6); /* mul, sub, exp, div, relu's max and the adds, in kernels */
+  jx_program_release(p);
+  jx_fn *g = jx_fn_create("relu_sum", 1, 1, relu_sum, NULL);
+  jx_fn *jg = jx_jit(g, NULL), *djg = jx_grad(jg, JX_AXES());
+  float zs[3] = {-1, 0, 2}, want[3] = {0, 0, 1}, got[3];
+  jx_array *z = jx_array_from(JX_F32, JX_SHAPE(3), zs), *dz;
+  assert_int_equal(jx_call(djg, &z, &dz), JX_OK);
+  assert_int_equal(jx_read(dz, got, sizeof got), JX_OK);
+  assert_memory_equal(got, want, sizeof got);
+  jx_fn *fns[] = {djg, jg, g, jf, f};
+  for (int i = 0; i < 5; i++) jx_fn_release(fns[i]);
+  jx_scope_end();
+}
+
 static int child_main(const char *expect) {
   make_inputs();
   float got[1000], want[1000];
@@ -229,6 +281,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(new_process_hits_the_disk_cache),
       cmocka_unit_test(corrupt_entry_is_rebuilt),
       cmocka_unit_test(two_programs_compile_concurrently),
+      cmocka_unit_test(custom_calls_inlined_for_execution),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   jx_release(inputs[0]);

@@ -1,0 +1,17 @@
+/* Lowering before compilation: what only matters to the transformations
+ * goes. A custom_jvp_call or custom_vjp_call equation carries the custom
+ * derivative rules of its function (softmax's, relu's, a user's); a jitted
+ * program keeps them, since grad of a jitted function differentiates the
+ * jitted program itself. Its executable runs a lowered copy instead, with
+ * each such call replaced by its function's equations, so that they fuse
+ * with their neighbours instead of running as a nested program. */
+#ifndef JX_SRC_COMPILE_LOWER_H
+#define JX_SRC_COMPILE_LOWER_H
+
+#include "../ir/program.h"
+
+/* p with its custom calls inlined and simplified again (a new reference; p
+ * itself when it has none), or NULL with an error recorded. */
+jx_program *jx_lower_custom_calls(jx_program *p);
+
+#endif
