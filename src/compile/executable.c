@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 #include "../base/hash.h"
 #include "../base/threadpool.h"
@@ -474,15 +475,6 @@ static int start_collective(const jx_program *p, const step *s, jx_array **env, 
   return r;
 }
 
-static int log_compiles(void) {
-  static int enabled = -1;
-  if (enabled < 0) {
-    const char *v = getenv("JX_LOG_COMPILES");
-    enabled = v && *v && strcmp(v, "0") != 0;
-  }
-  return enabled;
-}
-
 /* Why donated input i cannot give its buffer to this run, or NULL. */
 static const char *donation_refused(const jx_program *p, jx_array *const *in, int i, char *why,
                                     size_t cap) {
@@ -514,7 +506,7 @@ static jx_status take_donated(const jx_executable *x, const jx_program *p, jx_ar
     char why[128];
     const char *refused = donation_refused(p, in, i, why, sizeof why);
     if (refused) {
-      if (log_compiles() && !x->warned[i]) {
+      if (jx_env_flag("JX_LOG_COMPILES") && !x->warned[i]) {
         x->warned[i] = 1;
         fprintf(stderr, "jx: donated input %d of '%s' was not usable: %s\n", i, x->donor, refused);
       }
@@ -535,7 +527,7 @@ static jx_status take_donated(const jx_executable *x, const jx_program *p, jx_ar
 
 jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_array *const *in,
                             jx_array **out) {
-  const void *top = jx_donation_swap(NULL); /* only jx_call's own program donates */
+  const void *top = jx_donation_swap(NULL);           /* only jx_call's own program donates */
   if (x->lowered && p == x->attached) p = x->lowered; /* the same inputs and outputs */
   jx_array **env = calloc((size_t)p->nvars + 1, sizeof *env);
   if (!env) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");

@@ -68,12 +68,18 @@ int jx_fusion_renderable(const jx_eqn *e, const jx_program *p) {
   return 1;
 }
 
-int jx_fusion_row_reduce(const jx_eqn *e, const jx_program *p) {
+/* 0 none, else 1 sum, 2 max, 3 min: e is a plain reduction a kernel may end with. */
+static int reduce_op(const jx_eqn *e) {
   int op = e->prim == &jx_prim_reduce_sum   ? 1
            : e->prim == &jx_prim_reduce_max ? 2
            : e->prim == &jx_prim_reduce_min ? 3
                                             : 0;
-  if (!op || e->nin != 1 || e->nout != 1 || e->nsub) return 0;
+  return e->nin == 1 && e->nout == 1 && !e->nsub ? op : 0;
+}
+
+int jx_fusion_row_reduce(const jx_eqn *e, const jx_program *p) {
+  int op = reduce_op(e);
+  if (!op) return 0;
   jx_aval a = p->avals[e->in[0]];
   if (a.dtype != JX_F32 && a.dtype != JX_F64) return 0;
   if (a.shape.rank < 1 || e->params.l[0].n != 1 || e->params.l[0].v[0] != a.shape.rank - 1)
@@ -82,11 +88,8 @@ int jx_fusion_row_reduce(const jx_eqn *e, const jx_program *p) {
 }
 
 int jx_fusion_col_reduce(const jx_eqn *e, const jx_program *p, int *lead) {
-  int op = e->prim == &jx_prim_reduce_sum   ? 1
-           : e->prim == &jx_prim_reduce_max ? 2
-           : e->prim == &jx_prim_reduce_min ? 3
-                                            : 0;
-  if (!op || e->nin != 1 || e->nout != 1 || e->nsub) return 0;
+  int op = reduce_op(e);
+  if (!op) return 0;
   jx_aval a = p->avals[e->in[0]];
   const jx_ilist *axes = &e->params.l[0];
   if (a.dtype != JX_F32 && a.dtype != JX_F64) return 0;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 #include "../debug/hooks.h"
 #include "../parallel/sharded_jit.h"
@@ -15,19 +16,10 @@
 #include "executable.h"
 #include "simplify.h"
 
-static int log_compiles(void) {
-  static int enabled = -1;
-  if (enabled < 0) {
-    const char *v = getenv("JX_LOG_COMPILES");
-    enabled = v && *v && strcmp(v, "0") != 0;
-  }
-  return enabled;
-}
-
 /* JX_LOG_COMPILES=1: where a compilation's time went (the profiler's event
  * is jx_compile_attach's). */
 static void report_times(const char *name, const jx_compile_times *t) {
-  if (log_compiles())
+  if (jx_env_flag("JX_LOG_COMPILES"))
     fprintf(stderr,
             "jx: compiled '%s' in %.1f ms: trace %.1f ms, simplify %.1f ms, fusion/codegen %.1f "
             "ms, C compile %.1f ms (%d kernels, %s)\n",
@@ -79,7 +71,7 @@ jx_fn *jx_jit(jx_fn *f, const jx_jit_options *opts) {
   if (opts && (opts->in_shardings || opts->out_shardings)) {
     /* donation is a permission, not a requirement: sharded executables run
      * per device and keep their inputs (the shards are not taken) */
-    if (opts->donate && log_compiles())
+    if (opts->donate && jx_env_flag("JX_LOG_COMPILES"))
       fprintf(stderr, "jx: donation to '%s' is ignored: it is jitted with shardings\n", f->name);
     return jx_jit_sharded(f, opts);
   }

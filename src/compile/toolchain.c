@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 #include "../base/hash.h"
 #include "kernel_cache_dir.h"
@@ -132,11 +133,6 @@ static double now_ms(void) {
   return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
-static int log_compiles(void) {
-  const char *v = getenv("JX_LOG_COMPILES");
-  return v && *v && strcmp(v, "0") != 0;
-}
-
 static void *open_object(const char *path) { return dlopen(path, RTLD_NOW | RTLD_LOCAL); }
 
 /* Sources being compiled right now (under lock): others asking for one wait on `built`. */
@@ -195,7 +191,7 @@ static void *open_or_build(const char *source, uint64_t key, char *so, size_t so
     if (!st) stats.compiles++;
     pthread_mutex_unlock(&lock);
   }
-  if (!st && log_compiles())
+  if (!st && jx_env_flag("JX_LOG_COMPILES"))
     fprintf(stderr, "jx: compiled kernel %016llx in %.1f ms\n", (unsigned long long)key,
             now_ms() - t0);
   if (!st && rename(tmp_so, so) != 0)

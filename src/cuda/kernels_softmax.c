@@ -4,29 +4,11 @@
 #include <string.h>
 
 #include "../base/error.h"
+#include "kernels_io.h"
 
 _Static_assert(sizeof(jx_cuda_softmax_args) == 32, "jx_cuda_softmax_args has padding");
 
-const char jx_cuda_softmax_src[] =
-    /* bf16 as bits, converted as the CPU converts (jx_f32_to_bf16: to
-     * nearest even, a NaN to the quiet NaN of its sign) */
-    "static __device__ __forceinline__ float jx_sm_load(const float *p, long long i) {\n"
-    "  return p[i];\n"
-    "}\n"
-    "static __device__ __forceinline__ float jx_sm_load(const unsigned short *p, long long i) {\n"
-    "  return __uint_as_float((unsigned)p[i] << 16);\n"
-    "}\n"
-    "static __device__ __forceinline__ void jx_sm_store(float *p, long long i, float v) {\n"
-    "  p[i] = v;\n"
-    "}\n"
-    "static __device__ __forceinline__ void jx_sm_store(unsigned short *p, long long i, float v) "
-    "{\n"
-    "  unsigned u = __float_as_uint(v);\n"
-    "  if ((u & 0x7fffffffu) > 0x7f800000u)\n"
-    "    p[i] = (unsigned short)(((u >> 16) & 0x8000u) | 0x7fc0u);\n"
-    "  else\n"
-    "    p[i] = (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
-    "}\n"
+const char jx_cuda_softmax_src[] = JX_CUDA_IO_SRC
     "typedef struct {\n"
     "  const void *x;\n"
     "  void *y;\n"
@@ -67,16 +49,16 @@ const char jx_cuda_softmax_src[] =
     "    const long long base = row * a.cols;\n"
     "    float m = __int_as_float(0xff800000);\n"
     "    for (long long j = threadIdx.x; j < a.cols; j += blockDim.x)\n"
-    "      m = fmaxf(m, jx_sm_load(x, base + j));\n"
+    "      m = fmaxf(m, jx_cu_load(x, base + j));\n"
     "    m = jx_sm_block_reduce(m, 1, part);\n"
     /* fmaxf skips NaNs: a row with one gives NaNs anyway, through exp */
     "    float s = 0.0f;\n"
     "    for (long long j = threadIdx.x; j < a.cols; j += blockDim.x)\n"
-    "      s += expf(jx_sm_load(x, base + j) - m);\n"
+    "      s += expf(jx_cu_load(x, base + j) - m);\n"
     "    s = jx_sm_block_reduce(s, 0, part);\n"
     "    const float inv = 1.0f / s;\n"
     "    for (long long j = threadIdx.x; j < a.cols; j += blockDim.x)\n"
-    "      jx_sm_store(y, base + j, expf(jx_sm_load(x, base + j) - m) * inv);\n"
+    "      jx_cu_store(y, base + j, expf(jx_cu_load(x, base + j) - m) * inv);\n"
     "  }\n"
     "}\n"
     "extern \"C\" __global__ void jx_softmax_f32(const jx_cuda_softmax_args a) {\n"

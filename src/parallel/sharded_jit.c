@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 #include "../compile/executable.h"
 #include "../compile/simplify.h"
@@ -198,13 +199,9 @@ jx_fn *jx_jit_sharded(jx_fn *f, const jx_jit_options *opts) {
 }
 
 /* ---- running ---- */
-static int log_enabled(void) {
-  const char *v = getenv("JX_LOG_COMPILES");
-  return v && *v && strcmp(v, "0") != 0;
-}
 
 static void log_partition(const pjit_exec *x, jx_sharding *const *sh) {
-  if (!log_enabled()) return;
+  if (!jx_env_flag("JX_LOG_COMPILES")) return;
   fprintf(stderr, "jx: partitioning '%s' for input shardings (", x->name);
   for (int i = 0; i < x->o.nin; i++) fprintf(stderr, "%s%s", i ? "; " : "", sharding_text(sh[i]));
   fprintf(stderr, ")");

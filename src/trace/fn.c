@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 #include "axis_env.h"
 #include "eval.h"
@@ -96,18 +97,9 @@ static int aval_same(jx_aval a, jx_aval b) {
   return a.dtype == b.dtype && a.weak == b.weak && jx_shape_equal(a.shape, b.shape);
 }
 
-static int log_enabled(void) {
-  static int enabled = -1;
-  if (enabled < 0) {
-    const char *v = getenv("JX_LOG_COMPILES");
-    enabled = v && *v && strcmp(v, "0") != 0;
-  }
-  return enabled;
-}
-
 /* JX_LOG_COMPILES=1: say what is traced and why the cache missed. */
 static void log_trace(jx_fn *f, const jx_aval *in) {
-  if (!log_enabled()) return;
+  if (!jx_env_flag("JX_LOG_COMPILES")) return;
   char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
   fprintf(stderr, "jx: tracing '%s' for (", f->name);
   for (int i = 0; i < f->nin; i++)
@@ -187,7 +179,7 @@ jx_program *jx_fn_program(jx_fn *f, const jx_aval *in) {
     p = trace_body(f, in);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    if (p && log_enabled())
+    if (p && jx_env_flag("JX_LOG_COMPILES"))
       fprintf(stderr, "jx: traced '%s' in %.2f ms: %d equations\n", f->name, s * 1e3, p->neqns);
   }
   if (!p) return NULL;
