@@ -173,7 +173,7 @@ static void test_softmax_custom_jvp(void **state) {
   }
   expect_grad(softmax_body, NULL, X(), want);
   jx_fn *f = jx_fn_create("f", 1, 1, softmax_body, NULL);
-  jx_fn *g = jx_jit(jx_grad(f, JX_AXES(0)), NULL);
+  jx_fn *df = jx_grad(f, JX_AXES(0)), *g = jx_jit(df, NULL);
   jx_array *in = X();
   char *ir = jx_fn_ir(g, &in);
   assert_non_null(ir);
@@ -182,6 +182,7 @@ static void test_softmax_custom_jvp(void **state) {
   assert_int_equal(count_word(ir, "= div "), 1); /* y itself: the backward pass divides nothing */
   free(ir);
   jx_fn_release(g);
+  jx_fn_release(df);
   jx_fn_release(f);
 }
 
