@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The checks of the CUDA backend that need a GPU, in one run of under 8
-# minutes (the steps' limits add up to 470 s): a Release build of what they
-# use, `jx info`, the CUDA tests (ctest -R cuda) and the GEMM benchmark, then
-# a summary. On a machine without a GPU every step still runs and says why
+# The checks of the CUDA backend that need a GPU, in one run of under 9
+# minutes (the steps' limits add up to 530 s): a Release build of what they
+# use, `jx info`, the CUDA tests (ctest -R cuda), the CUDA executor's test
+# against the real driver and NVRTC (test_cuda_exec --real: jitted programs
+# on the GPU equal the CPU jit's) and the GEMM benchmark, then a summary. On a machine without a GPU every step still runs and says why
 # the GPU parts were skipped. Usage: scripts/gpu-check.sh [build-dir]   (default: build-gpu)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,7 +41,10 @@ targets="jx_cli bench_cuda_gemm"
 other_tests=0
 while read -r name; do
   case $name in
-  unit.*) targets="$targets ${name#unit.}" ;;
+  unit.*) # unit.test_x or unit.test_x.variant: the program test_x
+    name=${name#unit.}
+    targets="$targets ${name%%.*}"
+    ;;
   *) other_tests=1 ;;
   esac
 done < <(cd "$build" && ctest -N -R cuda 2>/dev/null | sed -n 's/^ *Test *#[0-9]*: *//p')
@@ -51,6 +55,9 @@ step build 180 cmake --build "$build" -j "$jobs" --target $targets
 
 step "jx info" 20 "$build/jx" info
 step "ctest -R cuda" 150 ctest --test-dir "$build" -R cuda --output-on-failure -j 4
+# the executor on the GPU: fused kernels through NVRTC, GEMMs through cuBLASLt
+step "test_cuda_exec --real" 60 env JX_CACHE_DIR="$build/kernels-gpu-check" \
+  "$build/tests/test_cuda_exec" --real
 bench_out=$build/bench_cuda_gemm.json
 step "bench_cuda_gemm" 60 bash -o pipefail -c "'$build/bench/bench_cuda_gemm' | tee '$bench_out'"
 

@@ -9,6 +9,7 @@
 
 #include "../base/env.h"
 #include "../base/error.h"
+#include "../cuda/cuda_exec.h"
 #include "../debug/hooks.h"
 #include "../parallel/sharded_jit.h"
 #include "../trace/fn.h"
@@ -42,13 +43,14 @@ static jx_program *jit_build(jx_fn *f, const jx_aval *in) {
   double t2 = jx_prof_now();
   jx_dump_program(prefix, "1-simplified", s);
   jx_last_build_times = (jx_compile_times){0};
-  if (jx_compile_attach(s, prefix)) {
+  int on_cuda = 0; /* JX_PLATFORM=cuda: runs on CUDA device 0 (cuda/cuda_exec.h) */
+  if (jx_platform_attach(s, prefix, &on_cuda)) {
     jx_program_release(s);
     return NULL;
   }
   /* donation belongs to this jitted function: its executable takes the
    * donated inputs' buffers when it runs (executable.c) */
-  if (f->data && jx_executable_set_donation(s->exec, f->nin, f->data, f->inner->name)) {
+  if (f->data && !on_cuda && jx_executable_set_donation(s->exec, f->nin, f->data, f->inner->name)) {
     jx_program_release(s);
     return NULL;
   }

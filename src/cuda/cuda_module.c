@@ -201,13 +201,20 @@ jx_status jx_cubin_cache_get(jx_cubin_cache *c, const char *source, const char *
   return JX_OK;
 }
 
+int jx_cuda_module_source_mode(void) {
+  const char *v = getenv("JX_CUDA_MODULE_SOURCE");
+  return v && !strcmp(v, "1");
+}
+
 jx_status jx_cuda_module_load(jx_cuda_device *d, jx_cubin_cache *cache, const char *source,
                               const char *name, const char *const *kernels, int nkernels,
                               jx_cuda_module **out) {
   *out = NULL;
-  const void *image = NULL;
+  const void *image = source; /* JX_CUDA_MODULE_SOURCE=1: the source text itself */
   size_t size = 0;
-  jx_status st = jx_cubin_cache_get(cache, source, name, d->info.arch, &image, &size);
+  jx_status st = jx_cuda_module_source_mode()
+                     ? JX_OK
+                     : jx_cubin_cache_get(cache, source, name, d->info.arch, &image, &size);
   if (!st) st = jx_cuda_device_make_current(d);
   if (st) return st;
   const jx_cuda_driver_api *cu = jx_cuda_driver();

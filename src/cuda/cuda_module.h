@@ -37,6 +37,14 @@ jx_status jx_cubin_cache_get(jx_cubin_cache *c, const char *source, const char *
 /* The disk entry's path for source and arch (for tests and tools). */
 jx_status jx_cubin_cache_path(const char *source, const char *arch, char *out, size_t cap);
 
+/* 1 when JX_CUDA_MODULE_SOURCE=1: a test switch, for tests/cuda_fake's
+ * driver, which runs CUDA source in a CPU emulator and cannot run cubins.
+ * jx_cuda_module_load then hands cuModuleLoadData the NUL-terminated source
+ * itself (as a driver takes PTX text) instead of NVRTC's cubin; nothing
+ * else changes. A real driver refuses such an image, so it is never set
+ * outside tests. */
+int jx_cuda_module_source_mode(void);
+
 /* A module loaded on a device and the functions asked for, in order. */
 typedef struct {
   int device;

@@ -1,0 +1,476 @@
+#include "cuda_exec.h"
+
+#include <jx/cuda.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../array/array.h"
+#include "../base/env.h"
+#include "../base/error.h"
+#include "../compile/dump.h"
+#include "../compile/executable.h"
+#include "../compile/fusion.h"
+#include "../compile/lower.h"
+#include "../compile/render_cuda.h"
+#include "../prims/dot_kernels.h"
+#include "../prims/prims.h"
+#include "../trace/dispatch.h"
+#include "cuda_copy.h"
+#include "cuda_module.h"
+
+typedef struct {
+  jx_fusion_group group;
+  int kernel; /* the module's function index, or -1: the equations run on the host */
+  int gemm;   /* 1: one dot_general run by jx_cuda_gemm as desc says */
+  jx_cuda_gemm_desc desc;
+} cuda_step;
+
+struct jx_cuda_executable {
+  jx_cuda_device *device;
+  jx_program *program;        /* the program the steps index: lowered, or the attached one */
+  jx_program *lowered;        /* a reference to the lowered copy, or NULL when it is p itself
+                               * (p owns the executable: no reference back, no cycle) */
+  const jx_program *attached; /* the program it is attached to (jx_call passes that one) */
+  int nsteps, nkernels, host_eqns, gemms;
+  jx_cuda_blas *blas; /* the device's, or NULL: dot_general runs on the host */
+  cuda_step *steps;
+  int *last_step;     /* per variable: the last step that reads it (-1: none) */
+  uint8_t *temporary; /* per variable: made by a step (not an input or constant) */
+  jx_cuda_module *module;
+};
+
+/* One cache of cubins for the process: executables built again for the same
+ * program find their device code in memory. */
+static jx_cubin_cache *cubins;
+static pthread_once_t cubins_once = PTHREAD_ONCE_INIT;
+static void create_cubins(void) { cubins = jx_cubin_cache_create(); }
+
+static jx_status out_of_memory(void) {
+  return jx_error_set(JX_ERR_OUT_OF_MEMORY, "CUDA executor: out of host memory");
+}
+
+/* Appends text to the growing translation unit *tu. */
+static jx_status append(char **tu, size_t *len, size_t *cap, const char *text) {
+  size_t n = strlen(text);
+  if (*len + n + 1 > *cap) {
+    size_t c = (*len + n + 1) * 2;
+    char *t = realloc(*tu, c);
+    if (!t) return out_of_memory();
+    *tu = t;
+    *cap = c;
+  }
+  memcpy(*tu + *len, text, n + 1);
+  *len += n;
+  return JX_OK;
+}
+
+/* Renders the kernel groups into one translation unit and loads it. */
+static jx_status compile_kernels(jx_cuda_executable *x, const char *dump_prefix) {
+  char *tu = jx_render_cuda_prelude();
+  if (!tu) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  size_t len = strlen(tu), cap = len + 1;
+  char(*names)[32] = calloc((size_t)x->nsteps + 1, sizeof *names);
+  const char **list = calloc((size_t)x->nsteps + 1, sizeof *list);
+  jx_status st = names && list ? JX_OK : out_of_memory();
+  for (int k = 0; k < x->nsteps && !st; k++) {
+    if (x->steps[k].kernel < 0) continue;
+    int f = x->steps[k].kernel;
+    snprintf(names[f], sizeof names[f], "jx_cuda_step%d", k);
+    list[f] = names[f];
+    char *src = jx_render_cuda(x->program, &x->steps[k].group, names[f]);
+    if (!src) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+    if (!st) st = append(&tu, &len, &cap, src);
+    free(src);
+  }
+  if (!st) {
+    jx_dump_text(dump_prefix ? dump_prefix : x->program->name, "kernels.cu", tu);
+    pthread_once(&cubins_once, create_cubins);
+    st = cubins ? jx_cuda_module_load(x->device, cubins, tu, x->program->name, list, x->nkernels,
+                                      &x->module)
+                : out_of_memory();
+  }
+  free(tu);
+  free(names);
+  free(list);
+  return st;
+}
+
+/* The step after which each variable is dead (as the CPU executable plans). */
+static jx_status plan_lifetimes(jx_cuda_executable *x) {
+  const jx_program *p = x->program;
+  x->last_step = malloc(sizeof *x->last_step * (size_t)(p->nvars + 1));
+  x->temporary = calloc((size_t)p->nvars + 1, 1);
+  if (!x->last_step || !x->temporary) return out_of_memory();
+  for (int v = 0; v < p->nvars; v++) x->last_step[v] = -1;
+  for (int k = 0; k < x->nsteps; k++) {
+    const jx_fusion_group *g = &x->steps[k].group;
+    if (g->skip) continue;
+    if (x->steps[k].kernel >= 0) {
+      for (int l = 0; l < g->nloads; l++) x->last_step[g->loads[l].var] = k;
+    } else {
+      for (int e = g->first; e < g->first + g->count; e++)
+        for (int i = 0; i < p->eqns[e].nin; i++) x->last_step[p->eqns[e].in[i]] = k;
+    }
+    for (int e = g->first; e < g->first + g->count; e++)
+      for (int o = 0; o < p->eqns[e].nout; o++) x->temporary[p->eqns[e].out[o]] = 1;
+  }
+  for (int o = 0; o < p->nout; o++) x->last_step[p->out[o]] = x->nsteps;
+  return JX_OK;
+}
+
+int jx_cuda_dot_as_gemm(const jx_program *p, const jx_eqn *e, jx_cuda_gemm_desc *desc) {
+  if (e->prim != &jx_prim_dot_general || e->nin != 2 || e->nout != 1) return 0;
+  const jx_params *q = &e->params;
+  jx_aval l = p->avals[e->in[0]], r = p->avals[e->in[1]], o = p->avals[e->out[0]];
+  jx_dtype dt = l.dtype;
+  if ((dt != JX_F32 && dt != JX_BF16 && dt != JX_F16) || r.dtype != dt || o.dtype != dt) return 0;
+  int nb = q->l[JX_DOT_LB].n;
+  if (q->l[JX_DOT_LC].n != 1 || q->l[JX_DOT_RC].n != 1 || q->l[JX_DOT_RB].n != nb ||
+      l.shape.rank != nb + 2 || r.shape.rank != nb + 2)
+    return 0;
+  int64_t batch = 1;
+  for (int d = 0; d < nb; d++) {
+    if (q->l[JX_DOT_LB].v[d] != d || q->l[JX_DOT_RB].v[d] != d) return 0;
+    batch *= l.shape.dims[d];
+  }
+  int64_t lc = q->l[JX_DOT_LC].v[0], rc = q->l[JX_DOT_RC].v[0];
+  if (lc < nb || rc < nb) return 0; /* a batch dim cannot be contracted too */
+  jx_cuda_gemm_desc g = {.dtype = dt, .batch = batch, .act = JX_CUDA_ACT_NONE};
+  g.trans_a = lc == nb;     /* A stored [k, m] */
+  g.trans_b = rc == nb + 1; /* B stored [n, k] */
+  g.m = l.shape.dims[g.trans_a ? nb + 1 : nb];
+  g.k = l.shape.dims[lc];
+  g.n = r.shape.dims[g.trans_b ? nb : nb + 1];
+  if (r.shape.dims[rc] != g.k || g.m <= 0 || g.n <= 0 || g.k <= 0 || batch <= 0) return 0;
+  if (batch > 1) {
+    g.stride_a = g.m * g.k;
+    g.stride_b = g.k * g.n;
+    g.stride_c = g.m * g.n;
+  }
+  *desc = g;
+  return 1;
+}
+
+/* Each device's cuBLASLt handle, made on first use and kept for the life of
+ * the process, as the device is; its workspace comes from the driver, not
+ * from the caching allocator (whose blocks all return after every run). */
+enum { MAX_GEMM_DEVICES = 64 };
+#define GEMM_WORKSPACE ((size_t)32 << 20)
+static struct {
+  pthread_mutex_t lock;
+  int tried[MAX_GEMM_DEVICES];
+  jx_cuda_blas *blas[MAX_GEMM_DEVICES];
+} gemm_handles = {PTHREAD_MUTEX_INITIALIZER, {0}, {NULL}};
+
+/* d's handle, or NULL where GEMMs run on the host: cuBLASLt is missing, the
+ * modules are source for tests/cuda_fake's driver (JX_CUDA_MODULE_SOURCE:
+ * cuBLASLt needs a real GPU), or the handle or workspace cannot be made
+ * (then it is said once under JX_LOG_COMPILES=1; the error is not kept:
+ * the program still runs). */
+static jx_cuda_blas *device_blas(jx_cuda_device *d) {
+  int k = d->info.ordinal;
+  if (k < 0 || k >= MAX_GEMM_DEVICES || jx_cuda_module_source_mode() || !jx_cublaslt()) return NULL;
+  pthread_mutex_lock(&gemm_handles.lock);
+  if (!gemm_handles.tried[k]) {
+    gemm_handles.tried[k] = 1;
+    const jx_cuda_driver_api *cu = jx_cuda_driver();
+    CUdeviceptr ws = 0;
+    int clean = jx_last_status() == JX_OK;
+    jx_status st = jx_cuda_check(cu->MemAlloc(&ws, GEMM_WORKSPACE), "cuMemAlloc_v2", k);
+    if (!st) st = jx_cuda_blas_create(k, ws, GEMM_WORKSPACE, &gemm_handles.blas[k]);
+    if (st) {
+      if (jx_env_flag("JX_LOG_COMPILES"))
+        fprintf(stderr, "jx: CUDA device %d: dot_general runs on the host: %s\n", k,
+                jx_last_error());
+      if (ws) cu->MemFree(ws);
+      gemm_handles.blas[k] = NULL;
+      if (clean) jx_clear_error();
+    }
+  }
+  jx_cuda_blas *b = gemm_handles.blas[k];
+  pthread_mutex_unlock(&gemm_handles.lock);
+  return b;
+}
+
+jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, jx_program *p,
+                                             const char *dump_prefix) {
+  jx_cuda_executable *x = calloc(1, sizeof *x);
+  if (!x) {
+    out_of_memory();
+    return NULL;
+  }
+  x->device = d;
+  x->attached = p;
+  x->program = x->lowered = jx_lower_custom_calls(p);
+  if (x->lowered == p) {
+    jx_program_release(x->lowered);
+    x->lowered = NULL;
+  }
+  jx_fusion_group *groups = NULL;
+  int ng = x->program ? jx_fuse(x->program, &groups) : -1;
+  jx_status st = ng < 0 ? (jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL) : JX_OK;
+  if (!st && !(x->steps = calloc(ng > 0 ? (size_t)ng : 1, sizeof *x->steps))) st = out_of_memory();
+  for (int k = 0; k < ng && !st; k++) {
+    cuda_step *s = &x->steps[x->nsteps++];
+    s->group = groups[k];
+    s->kernel = jx_fusion_group_is_kernel(&groups[k]) ? x->nkernels++ : -1;
+    if (s->kernel < 0 && !groups[k].skip && groups[k].count == 1 &&
+        jx_cuda_dot_as_gemm(x->program, &x->program->eqns[groups[k].first], &s->desc) &&
+        (x->blas || (x->blas = device_blas(d))))
+      s->gemm = 1;
+    if (s->kernel < 0 && !groups[k].skip && !s->gemm) x->host_eqns += groups[k].count;
+    x->gemms += s->gemm;
+  }
+  free(groups);
+  if (!st) st = plan_lifetimes(x);
+  if (!st && x->nkernels) st = compile_kernels(x, dump_prefix);
+  if (st) {
+    jx_cuda_executable_free(x);
+    return NULL;
+  }
+  return x;
+}
+
+void jx_cuda_executable_free(jx_cuda_executable *x) {
+  if (!x) return;
+  jx_cuda_module_unload(x->module);
+  jx_program_release(x->lowered);
+  free(x->steps);
+  free(x->last_step);
+  free(x->temporary);
+  free(x);
+}
+
+int jx_cuda_executable_kernels(const jx_cuda_executable *x, int *host_eqns, int *gemms) {
+  if (host_eqns) *host_eqns = x->host_eqns;
+  if (gemms) *gemms = x->gemms;
+  return x->nkernels;
+}
+
+jx_cuda_device *jx_cuda_executable_device(const jx_cuda_executable *x) { return x->device; }
+
+/* ---- a run ---- */
+
+/* Where a variable's value is: a host array, a device buffer, or both. */
+typedef struct {
+  jx_array *host; /* the caller's (inputs, constants) or the run's scope's */
+  CUdeviceptr dev;
+} slot;
+
+typedef struct {
+  jx_cuda_executable *x;
+  const jx_program *p;
+  slot *vars;
+} run_state;
+
+static size_t var_bytes(const run_state *r, int v) {
+  jx_aval a = r->p->avals[v];
+  return (size_t)jx_shape_numel(a.shape) * jx_dtype_size(a.dtype);
+}
+
+/* A device buffer for variable v (at least one byte: every variable has an address). */
+static jx_status device_buffer(run_state *r, int v) {
+  size_t bytes = var_bytes(r, v);
+  uint64_t ptr = 0;
+  jx_status st = jx_cuda_allocator_alloc(r->x->device->memory, bytes ? bytes : 1, &ptr);
+  r->vars[v].dev = (CUdeviceptr)ptr;
+  return st;
+}
+
+/* Makes v's value available on the device (copying it up once). */
+static jx_status to_device(run_state *r, int v) {
+  slot *s = &r->vars[v];
+  if (s->dev) return JX_OK;
+  jx_array *h = s->host;
+  if (!h) return jx_error_set(JX_ERR_INTERNAL, "CUDA executor: variable %d has no value", v);
+  jx_status st = jx_array_ready(h);
+  if (!st) st = device_buffer(r, v);
+  size_t bytes = var_bytes(r, v);
+  if (!st && bytes)
+    st = jx_cuda_copy_to_device(r->x->device, s->dev, jx_array_data(h), bytes,
+                                r->x->device->compute);
+  return st;
+}
+
+/* Makes v's value available on the host (copying it down once). */
+static jx_status to_host(run_state *r, int v) {
+  slot *s = &r->vars[v];
+  if (s->host) return JX_OK;
+  if (!s->dev) return jx_error_set(JX_ERR_INTERNAL, "CUDA executor: variable %d has no value", v);
+  jx_aval a = r->p->avals[v];
+  jx_array *h = jx_array_alloc(a.dtype, a.shape, a.weak);
+  if (h->poisoned) return jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+  s->host = h;
+  size_t bytes = var_bytes(r, v);
+  if (!bytes) return JX_OK;
+  return jx_cuda_copy_to_host(r->x->device, jx_array_data(h), s->dev, bytes, r->x->device->compute);
+}
+
+static unsigned clamp_u(int64_t v, int64_t hi) { return (unsigned)(v < 1 ? 1 : v > hi ? hi : v); }
+
+/* Launches step k's kernel on the compute stream (render_cuda.h's geometry). */
+static jx_status run_kernel(run_state *r, int k) {
+  const cuda_step *s = &r->x->steps[k];
+  const jx_fusion_group *g = &s->group;
+  jx_cuda_device *d = r->x->device;
+  jx_cuda_kargs a;
+  memset(&a, 0, sizeof a);
+  jx_status st = JX_OK;
+  for (int l = 0; l < g->nloads && !st; l++) {
+    st = to_device(r, g->loads[l].var);
+    a.buf[l] = (char *)(uintptr_t)r->vars[g->loads[l].var].dev;
+    memcpy(a.strides + JX_MAX_RANK * l, g->loads[l].strides, sizeof g->loads[l].strides);
+  }
+  for (int o = 0; o < g->nstores && !st; o++) {
+    st = device_buffer(r, g->stores[o]);
+    a.buf[g->nloads + o] = (char *)(uintptr_t)r->vars[g->stores[o]].dev;
+  }
+  if (st) return st;
+  int rank = g->shape.rank > 0 ? g->shape.rank : 1;
+  a.dims[0] = 1;
+  for (int i = 0; i < g->shape.rank; i++) a.dims[i] = g->shape.dims[i];
+  int64_t numel = jx_shape_numel(g->shape), inner = a.dims[rank - 1];
+  if (numel == 0 || inner == 0) return JX_OK; /* nothing to compute or store */
+  int64_t rows = g->reduces && g->lead > 0 ? jx_fusion_kernel_rows(g) : numel / inner;
+  int64_t sms = d->info.sm_count > 0 ? d->info.sm_count : 1;
+  unsigned bx, gx;
+  if (g->reduces && g->lead == 0) { /* a row per block, walked by its thread 0 */
+    bx = 32;
+    gx = 1;
+  } else { /* a thread per column, blocks of at most 256 threads */
+    int64_t want = (inner + 31) / 32 * 32;
+    bx = (unsigned)(want < 256 ? want : 256);
+    gx = clamp_u((inner + bx - 1) / bx, 4 * sms);
+  }
+  /* rows over y: about 32 blocks per SM in all, the grid-stride loop does the rest */
+  unsigned gy = clamp_u(rows, 65535);
+  int64_t budget = 32 * sms / gx;
+  if (gy > budget) gy = clamp_u(budget, 65535);
+  int64_t row_begin = 0, row_end = rows;
+  void *params[] = {&a, &row_begin, &row_end};
+  const jx_cuda_driver_api *cu = jx_cuda_driver();
+  return jx_cuda_check(cu->LaunchKernel(r->x->module->functions[s->kernel], gx, gy, 1, bx, 1, 1, 0,
+                                        d->compute, params, NULL),
+                       "cuLaunchKernel", d->info.ordinal);
+}
+
+/* Runs step k's dot_general as one cuBLASLt GEMM on the compute stream. */
+static jx_status run_gemm(run_state *r, int k) {
+  const cuda_step *s = &r->x->steps[k];
+  const jx_eqn *e = &r->p->eqns[s->group.first];
+  jx_status st = to_device(r, e->in[0]);
+  if (!st) st = to_device(r, e->in[1]);
+  if (!st) st = device_buffer(r, e->out[0]);
+  if (st) return st;
+  return jx_cuda_gemm(r->x->blas, &s->desc, r->vars[e->in[0]].dev, r->vars[e->in[1]].dev,
+                      r->vars[e->out[0]].dev, 0, r->x->device->compute);
+}
+
+/* Runs equation e on the host, as the CPU executable's equation steps do. */
+static jx_status run_host_eqn(run_state *r, const jx_eqn *e) {
+  jx_array *ins_s[16], *outs_s[16];
+  jx_array **ins = e->nin > 16 ? malloc(sizeof *ins * (size_t)e->nin) : ins_s;
+  jx_array **outs = e->nout > 16 ? malloc(sizeof *outs * (size_t)e->nout) : outs_s;
+  jx_status st = ins && outs ? JX_OK : out_of_memory();
+  for (int i = 0; i < e->nin && !st; i++) {
+    st = to_host(r, e->in[i]);
+    ins[i] = r->vars[e->in[i]].host;
+  }
+  if (!st) st = jx_bind_sub(e->prim, e->nin, ins, &e->params, e->nsub, e->sub, outs);
+  for (int o = 0; o < e->nout && !st; o++) r->vars[e->out[o]].host = outs[o];
+  if (ins != ins_s) free(ins);
+  if (outs != outs_s) free(outs);
+  return st;
+}
+
+/* Drops v after step k when k is its last reader and the run made it. */
+static void release(run_state *r, int v, int k) {
+  slot *s = &r->vars[v];
+  if (r->x->last_step[v] != k) return;
+  if (s->dev) jx_cuda_allocator_free(r->x->device->memory, (uint64_t)s->dev);
+  s->dev = 0;
+  if (r->x->temporary[v] && s->host) jx_scope_release_now(s->host);
+  if (r->x->temporary[v]) s->host = NULL;
+}
+
+static void release_dead(run_state *r, int k) {
+  const jx_fusion_group *g = &r->x->steps[k].group;
+  if (r->x->steps[k].kernel >= 0) {
+    for (int l = 0; l < g->nloads; l++) release(r, g->loads[l].var, k);
+    return;
+  }
+  for (int e = g->first; e < g->first + g->count; e++)
+    for (int i = 0; i < r->p->eqns[e].nin; i++) release(r, r->p->eqns[e].in[i], k);
+}
+
+jx_status jx_cuda_executable_run(jx_cuda_executable *x, const jx_program *p, jx_array *const *in,
+                                 jx_array **out) {
+  if (p == x->attached) p = x->program; /* the lowered copy: the same inputs and outputs */
+  run_state r = {x, p, calloc((size_t)p->nvars + 1, sizeof(slot))};
+  if (!r.vars) return out_of_memory();
+  for (int i = 0; i < p->nin; i++) r.vars[p->in[i]].host = in[i];
+  for (int c = 0; c < p->nconst; c++) r.vars[p->constvar[c]].host = p->constval[c];
+  jx_status st = jx_cuda_device_make_current(x->device);
+  jx_scope_begin(); /* the host values the run makes, freed after their last use */
+  for (int k = 0; k < x->nsteps && !st; k++) {
+    const cuda_step *s = &x->steps[k];
+    if (s->group.skip) continue; /* read through by the kernels, or dead */
+    if (s->kernel >= 0) {
+      st = run_kernel(&r, k);
+    } else if (s->gemm) {
+      st = run_gemm(&r, k);
+    } else {
+      for (int e = s->group.first; e < s->group.first + s->group.count && !st; e++)
+        st = run_host_eqn(&r, &p->eqns[e]);
+    }
+    if (!st) release_dead(&r, k);
+  }
+  for (int o = 0; o < p->nout && !st; o++) st = to_host(&r, p->out[o]);
+  for (int o = 0; o < p->nout && !st; o++) out[o] = jx_keep(r.vars[p->out[o]].host);
+  /* what is left on the device: outputs, values nothing read, or a failed run's */
+  for (int v = 0; v < p->nvars; v++)
+    if (r.vars[v].dev) jx_cuda_allocator_free(x->device->memory, (uint64_t)r.vars[v].dev);
+  jx_scope_end();
+  for (int o = 0; o < p->nout && !st; o++) jx_scope_adopt(out[o]);
+  free(r.vars);
+  return st;
+}
+
+/* ---- attaching ---- */
+
+static jx_status run_attached(void *exec, const jx_program *p, jx_array *const *in,
+                              jx_array **out) {
+  return jx_cuda_executable_run(exec, p, in, out);
+}
+static void free_attached(void *exec) { jx_cuda_executable_free(exec); }
+
+jx_status jx_cuda_compile_attach(jx_program *p, const char *dump_prefix) {
+  if (jx_cuda_device_count() == 0)
+    return jx_error_set(JX_ERR_UNIMPLEMENTED,
+                        "jit of '%s': JX_PLATFORM=cuda, but CUDA cannot run it: %s (set "
+                        "JX_PLATFORM=cpu to run on the CPU)",
+                        p->name, jx_cuda_status());
+  jx_cuda_device *d = NULL;
+  jx_status st = jx_cuda_device_open(0, &d);
+  if (st) return st;
+  jx_cuda_executable *x = jx_cuda_executable_build(d, p, dump_prefix);
+  if (!x) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  p->exec = x;
+  p->exec_run = run_attached;
+  p->exec_free = free_attached;
+  return JX_OK;
+}
+
+jx_status jx_platform_attach(jx_program *p, const char *dump_prefix, int *on_cuda) {
+  *on_cuda = 0;
+  const char *platform = getenv("JX_PLATFORM");
+  if (!platform || !*platform || !strcmp(platform, "cpu")) return jx_compile_attach(p, dump_prefix);
+  if (strcmp(platform, "cuda") != 0)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "jit of '%s': JX_PLATFORM='%s' is not a platform (cpu or cuda)", p->name,
+                        platform);
+  *on_cuda = 1;
+  return jx_cuda_compile_attach(p, dump_prefix);
+}

@@ -1,0 +1,86 @@
+/* The CUDA executor: a jitted, simplified program run on one CUDA device,
+ * the counterpart of the CPU's executable (src/compile/executable.h).
+ *
+ * Built once per program:
+ *  - the program is lowered (custom calls inlined, lower.h) and fused
+ *    (fusion.h) exactly as for the CPU;
+ *  - every group that is a kernel (jx_fusion_group_is_kernel) is rendered
+ *    in the CUDA dialect (render_cuda.h); all of them form one translation
+ *    unit, compiled once through the cubin cache (cuda_module.h) and loaded;
+ *  - every other equation runs on the host: its operands are copied down,
+ *    its eager implementation runs (as the CPU executable's equation steps
+ *    do: reference kernels, BLAS, control flow, gather, sort, ...), and its
+ *    result is copied up when a kernel reads it. So every program runs; the
+ *    kernels are where it is fast.
+ *
+ * Which equations run where:
+ *  - on the device: the fused elementwise chains, with their broadcasts read
+ *    through, and the row and column reductions (sum/max/min) that end them,
+ *    i.e. everything the CPU executable would run as a compiled kernel;
+ *  - on the device through cuBLASLt (jx_cuda_gemm): a dot_general that is
+ *    one (batched) GEMM (jx_cuda_dot_as_gemm), on a real GPU with cuBLASLt
+ *    installed; its sums are cuBLASLt's, not bit for bit the CPU's BLAS;
+ *  - on the host: everything else, and dot_general where there is no GEMM
+ *    (cuBLASLt missing, the fake driver of the tests, a layout that is not
+ *    one GEMM, integer operands), control flow (scan, while, cond: their
+ *    bodies run eagerly), gather/scatter, sort, random bits, shard_map and
+ *    collectives.
+ *
+ * Memory: inputs and constants are copied to the device the first time a
+ * kernel reads them, at each call (jx arrays stay host-resident for now);
+ * intermediates live in device buffers from the device's caching allocator
+ * and are returned to it after their last reader (every kernel and copy is
+ * queued on the device's compute stream, so a block reused by a later step
+ * is only written after the earlier readers ran); outputs are copied back
+ * into new host arrays. A value is copied each way at most once per run.
+ * Launch geometry as render_cuda.h describes: blocks of up to 256 threads
+ * over the columns, rows over gridDim.y; a row reduction runs one row per
+ * block of 32 threads.
+ *
+ * Not done here: buffer donation (ignored: inputs are copied anyway), the
+ * NaN checker and the step profiler (debug/hooks.h), asynchronous dispatch
+ * (a call returns when its outputs are on the host). */
+#ifndef JX_SRC_CUDA_CUDA_EXEC_H
+#define JX_SRC_CUDA_CUDA_EXEC_H
+
+#include "../ir/program.h"
+#include "cuda_blaslt.h"
+#include "cuda_device.h"
+
+typedef struct jx_cuda_executable jx_cuda_executable;
+
+/* Builds p's executable for device d (lowers, fuses, compiles and loads the
+ * kernels); NULL with an error recorded. dump_prefix names the JX_DUMP file
+ * of the kernels' source ("<prefix>.kernels.cu"). */
+jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, jx_program *p,
+                                             const char *dump_prefix);
+/* Runs x on host inputs; out[k] are new host arrays owned by the caller's
+ * innermost scope, as jx_executable_run's. */
+jx_status jx_cuda_executable_run(jx_cuda_executable *x, const jx_program *p, jx_array *const *in,
+                                 jx_array **out);
+void jx_cuda_executable_free(jx_cuda_executable *x);
+
+/* Steps that launch a kernel; *host_eqns: equations that run on the host;
+ * *gemms: dot_generals run by cuBLASLt (for tests; either may be NULL). */
+int jx_cuda_executable_kernels(const jx_cuda_executable *x, int *host_eqns, int *gemms);
+/* The device x runs on (its allocator's statistics, for tests). */
+jx_cuda_device *jx_cuda_executable_device(const jx_cuda_executable *x);
+
+/* 1 when dot_general e of p is one row-major (batched) GEMM: f32, bf16 or
+ * f16 operands and result of one dtype, one contracting dim on each side,
+ * the batch dims (if any) leading and in order on both sides and m, n, k >
+ * 0; then *desc describes it (operands dense, as executor buffers are). */
+int jx_cuda_dot_as_gemm(const jx_program *p, const jx_eqn *e, jx_cuda_gemm_desc *desc);
+
+/* Compiles p for CUDA device 0 and attaches the executable to p, so that
+ * evaluating p runs it. When CUDA is unusable the error says what is
+ * missing (jx_cuda_status()'s text); there is no silent fall-back to the CPU. */
+jx_status jx_cuda_compile_attach(jx_program *p, const char *dump_prefix);
+
+/* The platform jitted programs without shardings run on: JX_PLATFORM, read
+ * when a function is compiled: unset, "" or "cpu": the CPU executable
+ * (jx_compile_attach); "cuda": jx_cuda_compile_attach, *on_cuda = 1;
+ * anything else is JX_ERR_INVALID_ARGUMENT. */
+jx_status jx_platform_attach(jx_program *p, const char *dump_prefix, int *on_cuda);
+
+#endif

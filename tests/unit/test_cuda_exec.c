@@ -1,0 +1,374 @@
+/* The CUDA executor (src/cuda/cuda_exec.h) end to end: jitted functions run
+ * with JX_PLATFORM=cuda must give the CPU jit's results bit for bit. Without
+ * a GPU (every CI machine) it runs against tests/cuda_fake's driver, whose
+ * kernels are the CUDA sources the executor renders, compiled by the system
+ * C++ compiler and run in tests/cuda_emu's emulator (skips with a message
+ * where there is none). Modes (argv[1]):
+ *   (none)       the fake driver (JX_CUDA_DRIVER_PATH, JX_CUDA_MODULE_SOURCE=1);
+ *   --real       the machine's driver and NVRTC (scripts/gpu-check.sh; skips
+ *                without a GPU);
+ *   --no-driver  no driver at all: JX_PLATFORM=cuda must fail with the
+ *                message that says what is missing, never run on the CPU.
+ * Cases: an elementwise chain, row and column reductions, broadcasts, a
+ * dot_general (host), kernels mixed with host equations (sort, take), an MLP
+ * forward; every device block back in the allocator after each call and
+ * after the executable is freed. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <jx/cuda.h>
+#include <jx/jx.h>
+
+#include "cuda/cuda_device.h"
+#include "cuda/cuda_exec.h"
+#include "cuda_emu/cuda_emu_runner.h"
+#include "ir/program.h"
+#include "test_util.h"
+#include "trace/fn.h"
+
+static int real_driver;
+
+static jx_array *values(jx_shape s, int seed) {
+  int64_t n = jx_shape_numel(s);
+  float *f = malloc(sizeof *f * (size_t)(n ? n : 1));
+  assert_non_null(f);
+  for (int64_t i = 0; i < n; i++)
+    f[i] = (float)(sin(0.37 * (double)i + seed) * (1 + (double)(i % 5)) * 0.5);
+  jx_array *a = jx_array_from(JX_F32, s, f);
+  free(f);
+  return a;
+}
+
+static jx_cuda_alloc_stats device_memory(void) {
+  jx_cuda_device *d = NULL;
+  check_ok(jx_cuda_device_open(0, &d));
+  return jx_cuda_allocator_stats(d->memory);
+}
+
+/* Bit for bit; with a real driver, where cuBLASLt runs the GEMMs (its own
+ * order of the sums), within 1e-5 relative for the cases that multiply. */
+static void expect_same_bits(jx_array *want, jx_array *got, const char *what, int o, int gemms) {
+  assert_true(jx_shape_equal(jx_shape_of(want), jx_shape_of(got)));
+  assert_int_equal(jx_dtype_of(want), jx_dtype_of(got));
+  size_t bytes = (size_t)jx_shape_numel(jx_shape_of(want)) * jx_dtype_size(jx_dtype_of(want));
+  char *a = malloc(bytes + 1), *b = malloc(bytes + 1);
+  assert_non_null(a);
+  assert_non_null(b);
+  check_ok(jx_read(want, a, bytes));
+  check_ok(jx_read(got, b, bytes));
+  if (gemms && jx_dtype_of(want) == JX_F32) {
+    const float *x = (const float *)a, *y = (const float *)b;
+    for (size_t i = 0; i < bytes / 4; i++)
+      if (!(fabsf(x[i] - y[i]) <= 1e-5f * fmaxf(1.0f, fabsf(x[i]))))
+        fail_msg("%s output %d element %zu: CUDA %g, CPU %g", what, o, i, y[i], x[i]);
+  } else if (memcmp(a, b, bytes) != 0) {
+    fail_msg("%s output %d: CUDA differs from the CPU jit", what, o);
+  }
+  free(a);
+  free(b);
+}
+
+/* Runs body jitted on the CPU and on CUDA; checks the outputs' bits, that
+ * the CUDA program has at least min_kernels kernels and min_host host
+ * equations, and that every device block went back to the allocator. */
+static void check_case(const char *what, int nin, int nout, jx_body body, jx_shape *shapes,
+                       int min_kernels, int min_host) {
+  jx_array *in[8], *want[8], *got[8];
+  jx_aval av[8];
+  for (int i = 0; i < nin; i++) {
+    in[i] = values(shapes[i], i + 1);
+    av[i] = (jx_aval){JX_F32, 0, shapes[i]};
+  }
+  jx_fn *f = jx_fn_create(what, nin, nout, body, NULL);
+  setenv("JX_PLATFORM", "cpu", 1);
+  jx_fn *cpu = jx_jit(f, NULL);
+  check_ok(jx_call(cpu, in, want));
+  setenv("JX_PLATFORM", "cuda", 1);
+  jx_fn *gpu = jx_jit(f, NULL);
+  jx_cuda_alloc_stats before = device_memory();
+  check_ok(jx_call(gpu, in, got));
+  check_ok(jx_call(gpu, in, got)); /* again: cached blocks, the same bits */
+  jx_cuda_alloc_stats after = device_memory();
+  setenv("JX_PLATFORM", "cpu", 1);
+  jx_program *p = jx_fn_program(gpu, av);
+  assert_non_null(p);
+  assert_non_null(p->exec);
+  int host = 0, gemms = 0, kernels = jx_cuda_executable_kernels(p->exec, &host, &gemms);
+  fprintf(stderr,
+          "%s: %d kernels, %d GEMMs, %d equations on the host; device blocks %lld taken, %lld "
+          "reused\n",
+          what, kernels, gemms, host, (long long)(after.device_allocs - before.device_allocs),
+          (long long)(after.reuses - before.reuses));
+  for (int o = 0; o < nout; o++) expect_same_bits(want[o], got[o], what, o, gemms);
+  assert_true(kernels >= min_kernels);
+  /* the fake has no cuBLASLt: dot_general runs on the host there */
+  if (!real_driver) assert_int_equal(gemms, 0);
+  assert_true(host + gemms >= min_host);
+  if (kernels) /* the second call reused the first call's blocks */
+    assert_true(after.reuses > before.reuses);
+  assert_int_equal(after.in_use, 0);
+  jx_program_release(p);
+  jx_fn_release(gpu);
+  jx_fn_release(cpu);
+  jx_fn_release(f);
+  assert_int_equal(device_memory().in_use, 0);
+}
+
+/* tanh(x * y + 1) - exp(-x) * 0.5 */
+static void chain_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *t = jx_tanh(jx_add(jx_mul(in[0], in[1]), jx_scalar(JX_F32, 1)));
+  out[0] = jx_sub(t, jx_mul(jx_exp(jx_neg(in[0])), jx_scalar(JX_F32, 0.5)));
+}
+
+static void test_elementwise_chain(void **state) {
+  (void)state;
+  jx_shape s[2] = {{2, {37, 300}}, {2, {37, 300}}};
+  check_case("chain", 2, 1, chain_body, s, 1, 0);
+}
+
+/* sum and max over the last axis of a chain */
+static void row_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *x = jx_add(jx_mul(in[0], in[0]), in[1]);
+  out[0] = jx_sum(x, JX_AXES(1), 0);
+  out[1] = jx_max(jx_sub(in[0], in[1]), JX_AXES(1), 0);
+}
+
+static void test_row_reduction(void **state) {
+  (void)state;
+  jx_shape s[2] = {{2, {19, 1000}}, {2, {19, 1000}}};
+  check_case("row reduction", 2, 2, row_body, s, 2, 0);
+}
+
+/* a bias gradient's sum over the batch, and a max over the two leading axes */
+static void col_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_sum(jx_mul(in[0], jx_add(in[1], jx_scalar(JX_F32, 2))), JX_AXES(0), 0);
+  out[1] = jx_max(jx_exp(jx_reshape(in[0], (jx_shape){3, {3, 11, 37}})), JX_AXES(0, 1), 0);
+}
+
+static void test_column_reduction(void **state) {
+  (void)state;
+  jx_shape s[2] = {{2, {33, 37}}, {2, {33, 37}}};
+  check_case("column reduction", 2, 2, col_body, s, 2, 0);
+}
+
+/* (x + b) * c with b [n] along the rows and c [m, 1] along the columns */
+static void broadcast_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_shape s = jx_shape_of(in[0]);
+  jx_array *b = jx_broadcast_in_dim(in[1], s, JX_AXES(1));
+  jx_array *c = jx_broadcast_in_dim(jx_reshape(in[2], (jx_shape){1, {s.dims[0]}}), s, JX_AXES(0));
+  out[0] = jx_mul(jx_add(in[0], b), jx_tanh(c));
+}
+
+static void test_broadcasts(void **state) {
+  (void)state;
+  jx_shape s[3] = {{2, {45, 70}}, {1, {70}}, {2, {45, 1}}};
+  check_case("broadcasts", 3, 1, broadcast_body, s, 1, 0);
+}
+
+static void dot_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_matmul(in[0], in[1]);
+}
+
+static void test_dot_general(void **state) {
+  (void)state;
+  jx_shape s[2] = {{2, {17, 40}}, {2, {40, 23}}};
+  check_case("dot_general", 2, 1, dot_body, s, 0, 1);
+}
+
+/* kernel -> sort (host) -> kernel -> take (host) -> kernel */
+static void mixed_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *x = jx_exp(jx_mul(in[0], jx_scalar(JX_F32, 0.3)));
+  jx_array *sorted = jx_sort(jx_add(x, in[1]), 1);
+  jx_array *y = jx_tanh(jx_sub(jx_mul(sorted, x), in[1]));
+  int32_t idx[5] = {4, 0, 2, 2, 7};
+  jx_array *ix = jx_array_from(JX_I32, (jx_shape){1, {5}}, idx);
+  jx_array *rows = jx_take(y, ix, 0);
+  out[0] = jx_sum(jx_mul(rows, rows), JX_AXES(1), 0);
+  out[1] = y;
+}
+
+static void test_kernels_mixed_with_host(void **state) {
+  (void)state;
+  jx_shape s[2] = {{2, {9, 50}}, {2, {9, 50}}};
+  check_case("mixed", 2, 2, mixed_body, s, 2, 2);
+}
+
+/* softmax(relu(x @ w1 + b1) @ w2 + b2) */
+static void mlp_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *h = jx_matmul(in[0], in[1]);
+  h = jx_relu(jx_add(h, jx_broadcast_in_dim(in[2], jx_shape_of(h), JX_AXES(1))));
+  jx_array *z = jx_matmul(h, in[3]);
+  z = jx_add(z, jx_broadcast_in_dim(in[4], jx_shape_of(z), JX_AXES(1)));
+  out[0] = jx_softmax(z, 1);
+}
+
+static void test_mlp_forward(void **state) {
+  (void)state;
+  jx_shape s[5] = {{2, {32, 64}}, {2, {64, 48}}, {1, {48}}, {2, {48, 10}}, {1, {10}}};
+  check_case("mlp", 5, 1, mlp_body, s, 2, 2);
+}
+
+/* dot_general(l, r) with these dims, for the GEMM mapping */
+typedef struct {
+  int nb;     /* leading batch dims */
+  int lc, rc; /* the contracting dims */
+} dot_case;
+
+static void dims_body(void *ctx, jx_array *const *in, jx_array **out) {
+  const dot_case *c = ctx;
+  out[0] =
+      c->nb ? jx_dot_general(in[0], in[1], JX_AXES(c->lc), JX_AXES(c->rc), JX_AXES(0), JX_AXES(0))
+            : jx_dot_general(in[0], in[1], JX_AXES(c->lc), JX_AXES(c->rc), JX_AXES(), JX_AXES());
+}
+
+/* Small integers: every sum is exact, in any order. */
+static jx_array *integers(jx_dtype dt, jx_shape s, int seed, float *host) {
+  int64_t n = jx_shape_numel(s);
+  for (int64_t i = 0; i < n; i++) host[i] = (float)((i * 7 + seed * 3) % 11 - 5);
+  if (dt == JX_F32) return jx_array_from(dt, s, host);
+  int32_t *h = malloc(sizeof *h * (size_t)n);
+  assert_non_null(h);
+  for (int64_t i = 0; i < n; i++) h[i] = (int32_t)host[i];
+  jx_array *a = jx_array_from(dt, s, h);
+  free(h);
+  return a;
+}
+
+/* jx_cuda_dot_as_gemm on traced programs: the GEMM it describes, computed
+ * on the CPU from its fields, equals the eager dot_general; layouts that
+ * are not one GEMM are refused. No device needed. */
+static void test_dot_as_gemm(void **state) {
+  (void)state;
+  const struct {
+    dot_case c;
+    jx_shape l, r;
+    jx_dtype dt;
+    int maps;
+  } cases[] = {
+      {{0, 1, 0}, {2, {5, 7}}, {2, {7, 3}}, JX_F32, 1},       /* A B */
+      {{0, 0, 0}, {2, {7, 5}}, {2, {7, 3}}, JX_F32, 1},       /* A^T B */
+      {{0, 1, 1}, {2, {5, 7}}, {2, {3, 7}}, JX_F32, 1},       /* A B^T */
+      {{0, 0, 1}, {2, {7, 5}}, {2, {3, 7}}, JX_F32, 1},       /* A^T B^T */
+      {{1, 2, 1}, {3, {4, 5, 7}}, {3, {4, 7, 3}}, JX_F32, 1}, /* batched */
+      {{1, 1, 2}, {3, {4, 7, 5}}, {3, {4, 3, 7}}, JX_F32, 1}, /* batched, both transposed */
+      {{0, 1, 0}, {2, {5, 7}}, {2, {7, 3}}, JX_I32, 0},       /* integers: the host */
+  };
+  for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+    float lh[512], rh[512];
+    jx_array *in[2] = {integers(cases[t].dt, cases[t].l, 1, lh),
+                       integers(cases[t].dt, cases[t].r, 2, rh)};
+    jx_fn *f = jx_fn_create("dot", 2, 1, dims_body, (void *)&cases[t].c);
+    jx_aval av[2] = {{cases[t].dt, 0, cases[t].l}, {cases[t].dt, 0, cases[t].r}};
+    jx_program *p = jx_fn_program(f, av);
+    assert_non_null(p);
+    int found = -1;
+    for (int e = 0; e < p->neqns; e++)
+      if (!strcmp(p->eqns[e].prim->name, "dot_general")) found = e;
+    assert_true(found >= 0);
+    jx_cuda_gemm_desc g;
+    int maps = jx_cuda_dot_as_gemm(p, &p->eqns[found], &g);
+    assert_int_equal(maps, cases[t].maps);
+    if (maps) {
+      jx_array *want[1];
+      check_ok(jx_call(f, in, want));
+      float c[512], w[512];
+      for (int64_t b = 0; b < g.batch; b++)
+        for (int64_t i = 0; i < g.m; i++)
+          for (int64_t j = 0; j < g.n; j++) {
+            float sum = 0;
+            for (int64_t q = 0; q < g.k; q++) {
+              float x =
+                  g.trans_a ? lh[b * g.stride_a + q * g.m + i] : lh[b * g.stride_a + i * g.k + q];
+              float y =
+                  g.trans_b ? rh[b * g.stride_b + j * g.k + q] : rh[b * g.stride_b + q * g.n + j];
+              sum += x * y;
+            }
+            c[b * g.stride_c + i * g.n + j] = sum;
+          }
+      int64_t n = g.batch * g.m * g.n;
+      assert_int_equal(jx_shape_numel(jx_shape_of(want[0])), n);
+      check_ok(jx_read(want[0], w, sizeof(float) * (size_t)n));
+      assert_memory_equal(c, w, sizeof(float) * (size_t)n);
+    }
+    jx_program_release(p);
+    jx_fn_release(f);
+  }
+}
+
+/* No driver: the call fails and says what is missing. */
+static void test_no_driver(void **state) {
+  (void)state;
+  jx_shape s[2] = {{1, {8}}, {1, {8}}};
+  jx_array *in[2] = {values(s[0], 1), values(s[1], 2)}, *out[1] = {NULL};
+  jx_fn *f = jx_fn_create("nodriver", 2, 1, chain_body, NULL);
+  setenv("JX_PLATFORM", "cuda", 1);
+  jx_fn *gpu = jx_jit(f, NULL);
+  jx_status st = jx_call(gpu, in, out);
+  setenv("JX_PLATFORM", "cpu", 1);
+  assert_int_not_equal(st, JX_OK);
+  const char *msg = jx_last_error();
+  fprintf(stderr, "the error: %s\n", msg);
+  assert_non_null(strstr(msg, "JX_PLATFORM=cuda"));
+  assert_non_null(strstr(msg, "CUDA: driver not found"));
+  assert_non_null(strstr(msg, "JX_CUDA_DRIVER_PATH"));
+  jx_clear_error();
+  /* and a platform that does not exist */
+  setenv("JX_PLATFORM", "tpu", 1);
+  jx_fn *tpu = jx_jit(f, NULL);
+  assert_int_not_equal(jx_call(tpu, in, out), JX_OK);
+  setenv("JX_PLATFORM", "cpu", 1);
+  assert_non_null(strstr(jx_last_error(), "JX_PLATFORM='tpu'"));
+  jx_clear_error();
+  jx_fn_release(tpu);
+  jx_fn_release(gpu);
+  jx_fn_release(f);
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  if (!strcmp(mode, "--no-driver")) {
+    setenv("JX_CUDA_DRIVER_PATH", "/nonexistent/libcuda.so.1", 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_no_driver, setup, teardown)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+  }
+  real_driver = !strcmp(mode, "--real");
+  if (!real_driver) {
+    if (!cuda_emu_available()) {
+      printf("test_cuda_exec: skipped: %s (the fake driver runs kernels through it)\n",
+             cuda_emu_missing());
+      return 0;
+    }
+    setenv("JX_CUDA_DRIVER_PATH", JX_CUDA_FAKE_DRIVER, 1);
+    setenv("JX_CUDA_MODULE_SOURCE", "1", 1);
+  }
+  if (jx_cuda_device_count() == 0) {
+    printf("test_cuda_exec: skipped: %s\n", jx_cuda_status());
+    return real_driver ? 0 : 1; /* the fake must always load */
+  }
+  printf("test_cuda_exec: %s\n", jx_cuda_status());
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_elementwise_chain, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_row_reduction, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_column_reduction, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_broadcasts, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_dot_general, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_kernels_mixed_with_host, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_mlp_forward, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_dot_as_gemm, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
