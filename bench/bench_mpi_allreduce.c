@@ -5,7 +5,8 @@
  *   JX_NUM_CPU_DEVICES=1 mpirun -np 2 build/bench/bench_mpi_allreduce [min_bytes [max_bytes]]
  *
  * (as root: --allow-run-as-root). Prints one line per size: the median time
- * of each and jx's speed relative to MPI (>= 1: jx is as fast). The program
+ * of each and jx's speed relative to MPI (>= 1: jx is as fast); first it checks
+ * that jx's result equals MPI's bit for bit (exact sums). The program
  * initializes MPI itself (MPI_THREAD_MULTIPLE), so its own MPI calls and
  * jx's MPI thread may coexist. */
 #define _POSIX_C_SOURCE 200809L
@@ -59,7 +60,9 @@ int main(int argc, char **argv) {
   for (size_t bytes = lo < 4 ? 4 : lo; bytes <= hi; bytes *= 4) {
     size_t n = bytes / 4;
     float *a = malloc(bytes), *b = malloc(bytes);
-    for (size_t i = 0; i < n; i++) a[i] = b[i] = (float)(i % 7);
+    /* integers (a prime period, and per process): every sum is exact, so jx's result
+     * must equal MPI's bit for bit, wherever each block was reduced */
+    for (size_t i = 0; i < n; i++) a[i] = b[i] = (float)(i % 251 + (size_t)me);
     int iters = (int)(((size_t)512 << 20) / bytes);
     if (iters > 2000) iters = 2000;
     if (iters < 5) iters = 5;
@@ -67,6 +70,10 @@ int main(int argc, char **argv) {
     for (int w = 0; w < 2; w++) { /* warm up both paths */
       jx_comm_all_reduce(c, rank, a, a, n, JX_F32, JX_REDUCE_SUM, 0);
       MPI_Allreduce(MPI_IN_PLACE, b, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      if (w == 0 && memcmp(a, b, n * sizeof *a) != 0) {
+        fprintf(stderr, "process %d: jx's all-reduce of %zu bytes differs from MPI's\n", me, bytes);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
     }
     for (int it = 0; it < iters; it++) { /* alternate, so both see the same machine */
       MPI_Barrier(MPI_COMM_WORLD);

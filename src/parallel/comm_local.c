@@ -680,7 +680,7 @@ static engine_queue *device_queue(int dev) {
   if (!q && (q = calloc(1, sizeof *q))) {
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->cv, NULL);
-    engine_queues[dev] = q;
+    __atomic_store_n(&engine_queues[dev], q, __ATOMIC_RELEASE); /* see engine_pending */
   }
   pthread_mutex_unlock(&engine_queues_mu);
   return q;
@@ -706,7 +706,12 @@ static void *engine_worker(void *arg) {
 }
 
 static int engine_pending(const jx_comm *c, int rank) {
-  engine_queue *q = device_queue(c->dev[rank]);
+  /* every blocking call asks: read the table without its lock (a device without a queue
+   * never had a request; the rank's own starts, which made it, ran on this thread) */
+  int dev = c->dev[rank];
+  engine_queue *q = dev >= 0 && dev < MAX_ENGINE_DEVICES
+                        ? __atomic_load_n(&engine_queues[dev], __ATOMIC_ACQUIRE)
+                        : NULL;
   if (!q) return 0;
   pthread_mutex_lock(&q->mu);
   int n = q->pending;

@@ -203,6 +203,46 @@ static void collectives_two_axes(void) {
   jx_scope_end();
 }
 
+/* psums over processes of odd lengths across the MPI engine's algorithms
+ * (the 16-64 KiB exchanges once reduced into a buffer the partner was still
+ * reading, which gave wrong sums on a busy machine): integer values, so
+ * every order of summation gives the exact sum; repeated to meet the race. */
+static void psum_a_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_psum(in[0], "a");
+}
+
+static void large_psums(void) {
+  static const int lengths[] = {4099, 16411, 262147}; /* ~16 KiB, 64 KiB, 1 MiB of f32 */
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(P, L), (const char *[]){"a", "b"});
+  jx_fn *f = jx_fn_create("psum_a", 1, 1, psum_a_body, NULL);
+  jx_fn *s = jx_shard_map(f, m, (const char *[]){"a,b"}, (const char *[]){"b"});
+  for (int t = 0; t < 3; t++) {
+    int n = lengths[t], N = P * L;
+    jx_scope_begin();
+    float *xf = malloc(sizeof *xf * (size_t)N * n);
+    double *want = calloc((size_t)L * n, sizeof *want);
+    for (int d = 0; d < N; d++)
+      for (int i = 0; i < n; i++) {
+        xf[(size_t)d * n + i] = (float)((i * 7 + d * 3) % 97);
+        want[(size_t)(d % L) * n + i] += xf[(size_t)d * n + i];
+      }
+    jx_array *x = jx_array_from(JX_F32, JX_SHAPE(P, L * n), xf), *o = NULL;
+    for (int r = 0; r < 20; r++) {
+      jx_scope_begin();
+      CHECK(jx_call(s, &x, &o) == JX_OK);
+      CHECK(max_diff(o, want, (int64_t)L * n) == 0);
+      jx_scope_end();
+    }
+    free(xf);
+    free(want);
+    jx_scope_end();
+  }
+  jx_fn_release(s);
+  jx_fn_release(f);
+  jx_mesh_release(m);
+}
+
 /* ---- groups whose rank order interleaves the processes ("b,a" on a P x L mesh:
  * rank b*P + a), so each process's ranks are not contiguous ---- */
 
@@ -642,6 +682,7 @@ int main(int argc, char **argv) {
   devices();
   collectives_one_axis();
   collectives_two_axes();
+  large_psums();
   collectives_uneven_order();
   sharded_matmul();
   relayout();

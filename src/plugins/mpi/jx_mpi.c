@@ -56,9 +56,11 @@ enum { TAG_SPACE = 32768, TAG_ALLREDUCE = 7 };
 /* allreduce chunk: keeps counts in int and bounds one MPI call */
 #define CHUNK_ELEMS ((size_t)1 << 26)
 /* the point-to-point all-reduce: buffers up to this many bytes go by recursive
- * doubling, larger ones by Rabenseifner's algorithm in segments of SEG_BYTES */
+ * doubling, larger ones by Rabenseifner's algorithm in segments of SEG_BYTES (each
+ * large message costs a rendezvous: 512 KiB measured a little faster than 256 KiB
+ * at 1 MiB, and than 128 KiB everywhere) */
 #define SMALL_BYTES ((size_t)64 << 10)
-#define SEG_BYTES   ((size_t)256 << 10)
+#define SEG_BYTES   ((size_t)512 << 10)
 /* a little under Open MPI's shared-memory eager limit (4 KiB with its header) */
 #define EAGER_BYTES ((size_t)4000)
 
@@ -73,6 +75,8 @@ struct jx_mpi_comm {
   char reason[JX_MPI_MSG];
   pthread_mutex_t mu; /* direct calls: one collective at a time */
   char *small;        /* SMALL_BYTES of scratch for the small all-reduces, under mu */
+  char *big;          /* the large all-reduces' scratch (half the largest so far), under mu; */
+  size_t big_cap;     /* kept: an allocation per call cost page faults above glibc's mmap */
 };
 
 typedef enum { T_INIT, T_SPLIT, T_RUN, T_FINALIZE } job_type;
@@ -659,23 +663,31 @@ typedef struct {
   jx_mpi_comm *c;
   unsigned seq;
   int kind, announced;
-  double t0, timeout_s, slow_after;
-  long spins;
+  double t0; /* the clock at its first read, after 16 polls (< 0: not read yet) */
+  double timeout_s, slow_after;
+  double spin_s; /* spin this long before yielding the core (see run_direct) */
 } poller;
 
 /* Waits for reqs[0..n) to finish within the deadline; 0, or 1 with the reason
  * in msg (the requests may still be pending then). Spins on MPI_Test at first
- * (Open MPI progresses only inside its calls), then yields, then sleeps. */
+ * (Open MPI progresses only inside its calls), then yields, then sleeps.
+ * MPI_Test for one request: after progressing it looks again, where
+ * MPI_Testall would report "not yet" and cost another call. */
 static int wait_reqs(poller *pl, int n, MPI_Request *reqs, char *msg, size_t cap) {
   for (long it = 0;; it++) {
-    int flag = 0, rc = MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
+    int flag = 0, rc = n == 1 ? MPI_Test(reqs, &flag, MPI_STATUS_IGNORE)
+                              : MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) {
       mpi_err(rc, kind_name(pl->kind), msg, cap);
       return 1;
     }
     if (flag) return 0;
     if ((it & 15) != 15) continue; /* a clock read costs more than a test */
-    double waited = now_s() - pl->t0;
+    /* the deadline counts from here: a collective that finishes within 16 polls (most
+     * small ones) reads no clock at all; this is microseconds after it started */
+    double t = now_s();
+    if (pl->t0 < 0) pl->t0 = t;
+    double waited = t - pl->t0;
     if (waited > pl->timeout_s) {
       deadline_message(pl->c, pl->seq, pl->kind, pl->timeout_s, msg, cap);
       return 1;
@@ -685,10 +697,10 @@ static int wait_reqs(poller *pl, int n, MPI_Request *reqs, char *msg, size_t cap
       pl->announced = 1;
       drain_arrivals(pl->c);
     }
-    if (waited > 5e-2) {
+    if (waited > 5e-2 + pl->spin_s) {
       struct timespec ts = {0, waited < 1 ? 100000 : 1000000};
       nanosleep(&ts, NULL);
-    } else if (waited > 2e-3) {
+    } else if (waited > pl->spin_s) {
       sched_yield();
     }
   }
@@ -696,9 +708,10 @@ static int wait_reqs(poller *pl, int n, MPI_Request *reqs, char *msg, size_t cap
 
 static int is_pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
-/* elements [lo, hi) of buf exchanged with partner: sends them from buf, receives the
- * partner's into dst (+ the same offsets), in segments of seg elements, calling reduce on
- * each received segment as it arrives (NULL: none) */
+/* elements [send_lo, send_hi) of buf exchanged with partner: sends them from buf, receives
+ * the partner's [recv_lo, recv_hi) into rbuf, whose first element is element rbase, in
+ * segments of seg elements, reducing each received segment into acc (+ the same offsets)
+ * as it arrives (NULL: none) */
 typedef struct {
   poller *pl;
   MPI_Datatype t;
@@ -709,11 +722,14 @@ typedef struct {
 } xchg;
 
 static int exchange(xchg *x, int partner, char *buf, size_t send_lo, size_t send_hi, char *rbuf,
-                    size_t recv_lo, size_t recv_hi, char *acc) {
+                    size_t rbase, size_t recv_lo, size_t recv_hi, char *acc) {
   jx_mpi_comm *c = x->pl->c;
   size_t ns = (send_hi - send_lo + x->seg - 1) / x->seg,
          nr = (recv_hi - recv_lo + x->seg - 1) / x->seg;
-  MPI_Request *r = malloc(sizeof *r * (ns + nr + 1));
+  /* the requests of a few segments live on the stack: no allocation per call (after a
+   * failure nothing reads them again; MPI keeps its own state) */
+  MPI_Request few[16];
+  MPI_Request *r = ns + nr <= 16 ? few : malloc(sizeof *r * (ns + nr));
   if (!r) {
     snprintf(x->msg, x->cap, "all_reduce: out of memory");
     return 1;
@@ -722,25 +738,32 @@ static int exchange(xchg *x, int partner, char *buf, size_t send_lo, size_t send
   size_t k = 0;
   for (size_t i = 0; i < nr && rc == MPI_SUCCESS; i++, k++) {
     size_t lo = recv_lo + i * x->seg, len = recv_hi - lo < x->seg ? recv_hi - lo : x->seg;
-    rc = MPI_Irecv(rbuf + lo * x->es, (int)len, x->t, partner, TAG_ALLREDUCE, c->comm, &r[k]);
+    rc = MPI_Irecv(rbuf + (lo - rbase) * x->es, (int)len, x->t, partner, TAG_ALLREDUCE, c->comm,
+                   &r[k]);
   }
   for (size_t i = 0; i < ns && rc == MPI_SUCCESS; i++, k++) {
     size_t lo = send_lo + i * x->seg, len = send_hi - lo < x->seg ? send_hi - lo : x->seg;
     rc = MPI_Isend(buf + lo * x->es, (int)len, x->t, partner, TAG_ALLREDUCE, c->comm, &r[k]);
   }
+  int st = 0;
   if (rc != MPI_SUCCESS) { /* requests already posted stay pending: the comm breaks */
     mpi_err(rc, "all_reduce", x->msg, x->cap);
-    return 1;
+    st = 1;
   }
-  for (size_t i = 0; i < nr; i++) {
-    if (wait_reqs(x->pl, 1, &r[i], x->msg, x->cap)) return 1;
-    if (acc) { /* acc = received op acc (the ops are commutative: both partners agree) */
+  /* MPI may read a send buffer until the send completes (the receiver copies a large
+   * message straight out of it): where the reduction writes what is being sent
+   * (recursive doubling), the sends finish first */
+  int overlap = acc == buf && send_lo < recv_hi && recv_lo < send_hi;
+  if (!st && overlap) st = wait_reqs(x->pl, (int)ns, r + nr, x->msg, x->cap);
+  for (size_t i = 0; i < nr && !st; i++) {
+    st = wait_reqs(x->pl, 1, &r[i], x->msg, x->cap);
+    if (acc && !st) { /* acc = received op acc (the ops are commutative: both partners agree) */
       size_t lo = recv_lo + i * x->seg, len = recv_hi - lo < x->seg ? recv_hi - lo : x->seg;
-      MPI_Reduce_local(rbuf + lo * x->es, acc + lo * x->es, (int)len, x->t, x->op);
+      MPI_Reduce_local(rbuf + (lo - rbase) * x->es, acc + lo * x->es, (int)len, x->t, x->op);
     }
   }
-  int st = wait_reqs(x->pl, (int)ns, r + nr, x->msg, x->cap);
-  if (!st) free(r); /* else MPI may still use them */
+  if (!st && !overlap) st = wait_reqs(x->pl, (int)ns, r + nr, x->msg, x->cap);
+  if (r != few) free(r);
   return st;
 }
 
@@ -767,34 +790,43 @@ static int allreduce_p2p(poller *pl, const jx_mpi_op *o, char *msg, size_t cap) 
      * for the receiver (rendezvous); in between, eager pieces are faster */
     x.seg = bytes <= 4 * EAGER_BYTES ? EAGER_BYTES / es : count;
     for (int mask = 1; mask < n; mask <<= 1)
-      if (exchange(&x, me ^ mask, buf, 0, count, tmp, 0, count, buf)) return 1;
+      if (exchange(&x, me ^ mask, buf, 0, count, tmp, 0, 0, count, buf)) return 1;
     return 0;
   }
-  /* Rabenseifner: block b is elements [b*count/n, (b+1)*count/n) */
-  char *tmp = malloc(bytes);
-  if (!tmp) {
-    snprintf(msg, cap, "all_reduce: out of memory");
-    return 1;
+  /* Rabenseifner: block b is elements [b*count/n, (b+1)*count/n). Each step receives
+   * into the scratch within the half kept at the first step, which it covers. */
+#define EDGE(b) ((size_t)(b)*count / (size_t)n)
+  int first_lo = me & (n / 2) ? n / 2 : 0;
+  size_t base = EDGE(first_lo), half = EDGE(first_lo + n / 2) - base;
+  if (half * es > c->big_cap) {
+    /* the old scratch is kept if this fails; after a failure MPI may still write into it,
+     * but the comm is never used again */
+    char *big = malloc(half * es);
+    if (!big) {
+      snprintf(msg, cap, "all_reduce: out of memory");
+      return 1;
+    }
+    free(c->big);
+    c->big = big;
+    c->big_cap = half * es;
   }
   x.seg = SEG_BYTES / es;
-#define EDGE(b) ((size_t)(b)*count / (size_t)n)
   int lo = 0, hi = n;
   for (int mask = n / 2; mask >= 1; mask /= 2) { /* reduce-scatter by recursive halving */
     int mid = (lo + hi) / 2, keep_low = (me & mask) == 0;
     int klo = keep_low ? lo : mid, khi = keep_low ? mid : hi;
     int slo = keep_low ? mid : lo, shi = keep_low ? hi : mid;
-    if (exchange(&x, me ^ mask, buf, EDGE(slo), EDGE(shi), tmp, EDGE(klo), EDGE(khi), buf))
+    if (exchange(&x, me ^ mask, buf, EDGE(slo), EDGE(shi), c->big, base, EDGE(klo), EDGE(khi), buf))
       return 1;
     lo = klo, hi = khi;
   }
   for (int mask = 1; mask < n; mask <<= 1) { /* all-gather by recursive doubling */
     int olo = me & ~(mask - 1), plo = (me ^ mask) & ~(mask - 1);
-    if (exchange(&x, me ^ mask, buf, EDGE(olo), EDGE(olo + mask), buf, EDGE(plo), EDGE(plo + mask),
-                 NULL))
+    if (exchange(&x, me ^ mask, buf, EDGE(olo), EDGE(olo + mask), buf, 0, EDGE(plo),
+                 EDGE(plo + mask), NULL))
       return 1;
   }
 #undef EDGE
-  free(tmp);
   return 0;
 }
 
@@ -808,10 +840,16 @@ static int run_direct(jx_mpi_comm *c, const jx_mpi_op *op, double timeout_s, cha
     pthread_mutex_unlock(&c->mu);
     return 1;
   }
-  poller pl = {.c = c, .seq = c->seq++, .kind = op->kind, .t0 = now_s(), .timeout_s = timeout_s};
+  poller pl = {.c = c, .seq = c->seq++, .kind = op->kind, .t0 = -1, .timeout_s = timeout_s};
   pl.slow_after = timeout_s / 5 < 0.5 ? timeout_s / 5 : 0.5;
-  if ((pl.seq & 255) == 0) drain_arrivals(c);
+  /* Spin while the data may still be moving: 2 ms, plus the time to move the buffer at a
+   * pessimistic 1 GB/s. A fixed 2 ms made a 4 MiB all-reduce (~2 ms) yield its core on a
+   * busy machine, and wait a time slice to get it back (3x MPI_Allreduce's time, which
+   * never yields). Past that the peers are late: yield, then sleep. */
   size_t es = 0;
+  mpi_type(op->dtype, &es);
+  pl.spin_s = 2e-3 + 1e-9 * (double)(op->count * (es ? es : 1));
+  if ((pl.seq & 255) == 0) drain_arrivals(c);
   int st;
   if (op->kind == JX_MPI_ALLREDUCE && is_pow2(c->size) &&
       mpi_type(op->dtype, &es) != MPI_DATATYPE_NULL && op->count / c->size < CHUNK_ELEMS) {
