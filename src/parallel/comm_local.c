@@ -25,6 +25,7 @@
 #include "comm.h"
 
 #include "../array/dtype.h"
+#include "../base/str_append.h"
 #include "../base/error.h"
 #include <errno.h>
 #include <math.h>
@@ -261,16 +262,6 @@ static void describe(const desc *d, char *buf, size_t size) {
     snprintf(buf + w, size - (size_t)w, ")");
 }
 
-static void put(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put(char *buf, size_t size, const char *fmt, ...) {
-  size_t len = strlen(buf);
-  if (len + 1 >= size) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf + len, size - len, fmt, ap);
-  va_end(ap);
-}
-
 /* Marks c broken (the first reason is kept) and wakes every waiter. Under mu. */
 static void break_locked(jx_comm *c, jx_status code, const char *reason) {
   if (!c->broken) {
@@ -335,9 +326,9 @@ static void timeout_reason(const jx_comm *c, uint64_t g, const char *pre, double
   snprintf(why, size, "%s: %s ", pre, missing == 1 ? "device" : "devices");
   int listed = 0;
   for (int q = 0; q < c->n && listed < 32; q++)
-    if (c->arrived[q] != g + 1) put(why, size, "%s%d", listed++ ? ", " : "", c->dev[q]);
-  if (listed < missing) put(why, size, ", ... (%d in all)", missing);
-  put(why, size, " did not arrive within %g s", timeout_s);
+    if (c->arrived[q] != g + 1) jx_str_append(why, size, "%s%d", listed++ ? ", " : "", c->dev[q]);
+  if (listed < missing) jx_str_append(why, size, ", ... (%d in all)", missing);
+  jx_str_append(why, size, " did not arrive within %g s", timeout_s);
 }
 
 /* ---- barriers ---- */
@@ -512,16 +503,17 @@ static jx_status check_call(jx_comm *c, int rank, const desc *d, char *msg) {
   snprintf(msg, MSG, "%s: rank %d (device %d) ", pre, rank, c->dev[rank]);
   switch (why) {
   case 1:
-    put(msg, MSG, "passed an invalid dtype %d", (int)d->dt);
+    jx_str_append(msg, MSG, "passed an invalid dtype %d", (int)d->dt);
     st = JX_ERR_DTYPE;
     break;
-  case 2: put(msg, MSG, "passed an invalid reduction op %d", (int)d->op); break;
-  case 3: put(msg, MSG, "passed count %zu, too large for memory", d->count); break;
-  case 4: put(msg, MSG, "passed root %d, out of range [0, %d)", d->root, c->n); break;
+  case 2: jx_str_append(msg, MSG, "passed an invalid reduction op %d", (int)d->op); break;
+  case 3: jx_str_append(msg, MSG, "passed count %zu, too large for memory", d->count); break;
+  case 4: jx_str_append(msg, MSG, "passed root %d, out of range [0, %d)", d->root, c->n); break;
   case 5:
-    put(msg, MSG, "passed dst %d, src %d; each must be -1 or in [0, %d)", d->dst, d->src, c->n);
+    jx_str_append(msg, MSG, "passed dst %d, src %d; each must be -1 or in [0, %d)", d->dst, d->src,
+                  c->n);
     break;
-  default: put(msg, MSG, "passed a NULL buffer with count %zu", d->count); break;
+  default: jx_str_append(msg, MSG, "passed a NULL buffer with count %zu", d->count); break;
   }
 bad:
   pthread_mutex_lock(&c->mu);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "tcp_engine.h"
+#include "../base/str_append.h"
 
 double jx_tcp_now(void) {
   struct timespec t;
@@ -182,16 +183,6 @@ int jx_tcp_recv_all(int fd, void *buf, size_t len, double deadline) {
   }
 }
 
-static void put(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put(char *buf, size_t cap, const char *fmt, ...) {
-  size_t len = strlen(buf);
-  if (len + 1 >= cap) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf + len, cap - len, fmt, ap);
-  va_end(ap);
-}
-
 /* 1 when the connection to member q is closed (or failed): its process
  * ended. failed: the member whose connection step() already found so (the
  * error is reported once), or -1. */
@@ -224,16 +215,16 @@ static void blame(const jx_mpi_comm *c, const tcp_xfer *x, int n, int failed, do
   for (int q = 0; q < c->size && out && state && !count; q++)
     if (state[q] == 2) out[q] = 1, count++, why = 2;
   snprintf(msg, cap, "%s over TCP among processes", what);
-  for (int q = 0; q < c->size; q++) put(msg, cap, "%s%d", q ? "," : " ", c->world[q]);
-  put(msg, cap, " (%s): %s", c->label, count == 1 ? "process" : "processes");
+  for (int q = 0; q < c->size; q++) jx_str_append(msg, cap, "%s%d", q ? "," : " ", c->world[q]);
+  jx_str_append(msg, cap, " (%s): %s", c->label, count == 1 ? "process" : "processes");
   int listed = 0;
   for (int q = 0; q < c->size && out; q++)
-    if (out[q]) put(msg, cap, "%s%d", listed++ ? ", " : " ", c->world[q]);
-  put(msg, cap, " did not arrive within %g s%s", timeout_s,
-      why == 1   ? (count == 1 ? " (it ended)" : " (they ended)")
-      : why == 2 ? (count == 1 ? " (it ended after a failure of its own)"
-                               : " (they ended after failures of their own)")
-                 : "");
+    if (out[q]) jx_str_append(msg, cap, "%s%d", listed++ ? ", " : " ", c->world[q]);
+  jx_str_append(msg, cap, " did not arrive within %g s%s", timeout_s,
+                why == 1   ? (count == 1 ? " (it ended)" : " (they ended)")
+                : why == 2 ? (count == 1 ? " (it ended after a failure of its own)"
+                                         : " (they ended after failures of their own)")
+                           : "");
   free(state);
   free(out);
 }

@@ -48,6 +48,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../base/str_append.h"
 #include "../../parallel/mpi_plugin.h"
 
 /* the jx_dtype numbers (jx/array.h), repeated so the plugin needs no jx header */
@@ -126,16 +127,6 @@ static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void put(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put(char *buf, size_t cap, const char *fmt, ...) {
-  size_t len = strlen(buf);
-  if (len + 1 >= cap) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf + len, cap - len, fmt, ap);
-  va_end(ap);
 }
 
 static void mpi_err(int rc, const char *what, char *msg, size_t cap) {
@@ -450,17 +441,17 @@ static void deadline_message(jx_mpi_comm *c, unsigned seq, int kind, double time
   for (int q = 0; q < c->size; q++)
     missing += q != c->rank && (c->heard[q] == 0 || (int)(c->heard[q] - 1 - seq) < 0);
   snprintf(msg, cap, "%s over MPI among processes", kind_name(kind));
-  for (int q = 0; q < c->size; q++) put(msg, cap, "%s%d", q ? "," : " ", c->world[q]);
+  for (int q = 0; q < c->size; q++) jx_str_append(msg, cap, "%s%d", q ? "," : " ", c->world[q]);
   if (!missing) { /* they all announced but MPI did not finish: name no one */
-    put(msg, cap, ": did not finish within %g s (the processes arrived)", timeout_s);
+    jx_str_append(msg, cap, ": did not finish within %g s (the processes arrived)", timeout_s);
     return;
   }
-  put(msg, cap, ": %s", missing == 1 ? "process" : "processes");
+  jx_str_append(msg, cap, ": %s", missing == 1 ? "process" : "processes");
   int listed = 0;
   for (int q = 0; q < c->size; q++)
     if (q != c->rank && (c->heard[q] == 0 || (int)(c->heard[q] - 1 - seq) < 0))
-      put(msg, cap, "%s%d", listed++ ? ", " : " ", c->world[q]);
-  put(msg, cap, " did not arrive within %g s", timeout_s);
+      jx_str_append(msg, cap, "%s%d", listed++ ? ", " : " ", c->world[q]);
+  jx_str_append(msg, cap, " did not arrive within %g s", timeout_s);
 }
 
 static void timeout_message(active *a) {
