@@ -56,24 +56,8 @@ static void program_cost(const jx_program *p, const uint8_t *donate, jx_cost *c)
     free(temp);
     return;
   }
-  /* what each group reads as arrays, as the executable: a kernel its loads,
-   * other groups their equations' inputs; skipped groups nothing */
-#define FOR_READS(g, v, BODY)                                                                      \
-  do {                                                                                             \
-    if ((g)->skip) break;                                                                          \
-    if (jx_fusion_group_is_kernel(g)) {                                                            \
-      for (int l_ = 0; l_ < (g)->nloads; l_++) {                                                   \
-        int v = (g)->loads[l_].var;                                                                \
-        BODY;                                                                                      \
-      }                                                                                            \
-    } else {                                                                                       \
-      for (int e_ = (g)->first; e_ < (g)->first + (g)->count; e_++)                                \
-        for (int i_ = 0; i_ < p->eqns[e_].nin; i_++) {                                             \
-          int v = p->eqns[e_].in[i_];                                                              \
-          BODY;                                                                                    \
-        }                                                                                          \
-    }                                                                                              \
-  } while (0)
+  /* what each group reads as arrays, as the executable does */
+#define FOR_READS(g, v, BODY) JX_FUSION_FOR_READS(p, g, jx_fusion_group_is_kernel(g), v, BODY)
   for (int v = 0; v < p->nvars; v++) last[v] = -1;
   for (int k = 0; k < ng; k++) FOR_READS(&groups[k], v, last[v] = k);
   for (int o = 0; o < p->nout; o++) last[p->out[o]] = ng;

@@ -73,14 +73,7 @@ int jx_executable_kernels(const jx_executable *x, int *fused_eqns) {
 static void step_reads(const jx_executable *x, const jx_program *p, int k,
                        void (*fn)(const jx_executable *, int, int, void *), void *ctx) {
   const step *s = &x->steps[k];
-  const jx_fusion_group *g = &s->group;
-  if (g->skip) return;
-  if (s->fn) {
-    for (int l = 0; l < g->nloads; l++) fn(x, g->loads[l].var, k, ctx);
-    return;
-  }
-  for (int e = g->first; e < g->first + g->count; e++)
-    for (int i = 0; i < p->eqns[e].nin; i++) fn(x, p->eqns[e].in[i], k, ctx);
+  JX_FUSION_FOR_READS(p, &s->group, s->fn != NULL, v, fn(x, v, k, ctx));
 }
 
 static void note_read(const jx_executable *x, int v, int k, void *ctx) {

@@ -94,6 +94,27 @@ int jx_fusion_col_reduce(const jx_eqn *e, const jx_program *p, int *lead);
  * jx_kernel_fn's signature). */
 int64_t jx_fusion_kernel_rows(const jx_fusion_group *g);
 
+/* Runs BODY with int v set to each variable group g of p reads as an array
+ * when it runs: a kernel (as_kernel) reads its loads, a group run equation
+ * by equation its equations' inputs, a skipped group nothing. Lifetimes
+ * (the CPU and CUDA executables, the cost model) follow these reads. */
+#define JX_FUSION_FOR_READS(p, g, as_kernel, v, BODY)                                              \
+  do {                                                                                             \
+    if ((g)->skip) break;                                                                          \
+    if (as_kernel) {                                                                               \
+      for (int l_ = 0; l_ < (g)->nloads; l_++) {                                                   \
+        int v = (g)->loads[l_].var;                                                                \
+        BODY;                                                                                      \
+      }                                                                                            \
+    } else {                                                                                       \
+      for (int e_ = (g)->first; e_ < (g)->first + (g)->count; e_++)                                \
+        for (int i_ = 0; i_ < (p)->eqns[e_].nin; i_++) {                                           \
+          int v = (p)->eqns[e_].in[i_];                                                            \
+          BODY;                                                                                    \
+        }                                                                                          \
+    }                                                                                              \
+  } while (0)
+
 /* 1 when the renderer can compute this primitive inside a kernel. */
 int jx_fusion_renderable(const jx_eqn *e, const jx_program *p);
 

@@ -107,12 +107,7 @@ static jx_status plan_lifetimes(jx_cuda_executable *x) {
   for (int k = 0; k < x->nsteps; k++) {
     const jx_fusion_group *g = &x->steps[k].group;
     if (g->skip) continue;
-    if (x->steps[k].kernel >= 0) {
-      for (int l = 0; l < g->nloads; l++) x->last_step[g->loads[l].var] = k;
-    } else {
-      for (int e = g->first; e < g->first + g->count; e++)
-        for (int i = 0; i < p->eqns[e].nin; i++) x->last_step[p->eqns[e].in[i]] = k;
-    }
+    JX_FUSION_FOR_READS(p, g, x->steps[k].kernel >= 0, v, x->last_step[v] = k);
     for (int e = g->first; e < g->first + g->count; e++)
       for (int o = 0; o < p->eqns[e].nout; o++) x->temporary[p->eqns[e].out[o]] = 1;
   }
@@ -396,13 +391,8 @@ static void release(run_state *r, int v, int k) {
 }
 
 static void release_dead(run_state *r, int k) {
-  const jx_fusion_group *g = &r->x->steps[k].group;
-  if (r->x->steps[k].kernel >= 0) {
-    for (int l = 0; l < g->nloads; l++) release(r, g->loads[l].var, k);
-    return;
-  }
-  for (int e = g->first; e < g->first + g->count; e++)
-    for (int i = 0; i < r->p->eqns[e].nin; i++) release(r, r->p->eqns[e].in[i], k);
+  const cuda_step *s = &r->x->steps[k];
+  JX_FUSION_FOR_READS(r->p, &s->group, s->kernel >= 0, v, release(r, v, k));
 }
 
 jx_status jx_cuda_executable_run(jx_cuda_executable *x, const jx_program *p, jx_array *const *in,
