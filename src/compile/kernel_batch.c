@@ -11,27 +11,20 @@
 /* the placeholder has the length of a real name, so the hash is written over it */
 static const char placeholder[] = "jx_kernel_0000000000000000";
 
-static int append(jx_kernel_tu *t, const char *s) {
-  size_t n = strlen(s);
-  if (t->len + n + 1 > t->cap) {
-    size_t cap = (t->len + n + 1) * 2;
-    char *grown = realloc(t->text, cap);
-    if (!grown) return 0;
-    t->text = grown;
-    t->cap = cap;
-  }
-  memcpy(t->text + t->len, s, n + 1);
-  t->len += n;
-  return 1;
+/* Appends text to t; JX_OK, or the out-of-memory error recorded. */
+static jx_status append(jx_kernel_tu *t, const char *text) {
+  jx_strbuf_append(&t->src, text, strlen(text));
+  t->text = t->src.text;
+  return jx_strbuf_status(&t->src, "jit");
 }
 
 jx_status jx_kernel_tu_init(jx_kernel_tu *t) {
   memset(t, 0, sizeof *t);
   char *prelude = jx_render_c_prelude();
   if (!prelude) return jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
-  int ok = append(t, prelude);
+  jx_status st = append(t, prelude);
   free(prelude);
-  return ok ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  return st;
 }
 
 static int known(const jx_kernel_tu *t, uint64_t h) {
@@ -67,9 +60,8 @@ int jx_kernel_tu_add(jx_kernel_tu *t, const jx_program *p, const jx_fusion_group
         t->hashes = grown;
         t->hcap = cap;
       }
-      if (!append(t, src)) {
+      if (append(t, src)) {
         free(src);
-        jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
         return -1;
       }
       t->hashes[t->n++] = h;
@@ -80,7 +72,7 @@ int jx_kernel_tu_add(jx_kernel_tu *t, const jx_program *p, const jx_fusion_group
 }
 
 void jx_kernel_tu_free(jx_kernel_tu *t) {
-  free(t->text);
+  jx_strbuf_free(&t->src);
   free(t->hashes);
   memset(t, 0, sizeof *t);
 }

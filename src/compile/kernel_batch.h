@@ -7,13 +7,14 @@
 #ifndef JX_SRC_COMPILE_KERNEL_BATCH_H
 #define JX_SRC_COMPILE_KERNEL_BATCH_H
 
+#include "../base/strbuf.h"
 #include "fusion.h"
 
 #define JX_KERNEL_NAME_CAP 32
 
 typedef struct {
-  char *text; /* the prelude, then every kernel added */
-  size_t len, cap;
+  jx_strbuf src;    /* the prelude, then every kernel added */
+  const char *text; /* src's text, for readers; current after init and add */
   uint64_t *hashes; /* the kernels in text, once each */
   int n, hcap;
 } jx_kernel_tu;

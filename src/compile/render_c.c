@@ -3,11 +3,11 @@
  * so a fused kernel gives the bits the reference gives. */
 #include "render_c.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../base/error.h"
+#include "../base/strbuf.h"
 #include "../prims/prims.h"
 #include "render.h"
 
@@ -193,45 +193,6 @@ const jx_dialect jx_dialect_c = {
                    "#elif defined(__GNUC__)\n#pragma GCC ivdep\n#endif\n",
 };
 
-typedef struct {
-  char *s;
-  size_t len, cap;
-  int oom;
-} sbuf;
-
-static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(sbuf *b, const char *fmt, ...) {
-  if (b->oom) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if (b->s && b->len + (size_t)n < b->cap) {
-      b->len += (size_t)n;
-      return;
-    }
-    size_t cap = (b->cap + (size_t)n + 256) * 2;
-    char *s = realloc(b->s, cap);
-    if (!s) {
-      b->oom = 1;
-      return;
-    }
-    b->s = s;
-    b->cap = cap;
-  }
-}
-
-static char *finish(sbuf *b) {
-  if (b->oom || !b->s) {
-    free(b->s);
-    jx_error_set(JX_ERR_OUT_OF_MEMORY, "render: out of memory");
-    return NULL;
-  }
-  return b->s;
-}
-
 /* The type a kernel computes a value of dtype d in (bf16 in float) ... */
 static const char *ctype(jx_dtype d) {
   return d == JX_F32 || d == JX_BF16 ? "float" : d == JX_F64 ? "double" : "uint8_t";
@@ -240,13 +201,13 @@ static const char *ctype(jx_dtype d) {
 static const char *stype(jx_dtype d) { return d == JX_BF16 ? "uint16_t" : ctype(d); }
 
 /* Writes the expression template with %k replaced by operand names. */
-static void put_expr(sbuf *b, const char *tmpl, char names[][24]) {
+static void put_expr(jx_strbuf *b, const char *tmpl, char names[][24]) {
   for (const char *c = tmpl; *c; c++) {
     if (*c == '%' && c[1] >= '0' && c[1] <= '9') {
-      put(b, "%s", names[c[1] - '0']);
+      jx_strbuf_appendf(b, "%s", names[c[1] - '0']);
       c++;
     } else {
-      put(b, "%c", *c);
+      jx_strbuf_append(b, c, 1);
     }
   }
 }
@@ -273,9 +234,9 @@ static const char bf16_prelude[] =
     "JX_FN float jx_round_bf16(float x) { return jx_bf16_f32(jx_f32_bf16(x)); }\n";
 
 char *jx_render_prelude(const jx_dialect *d) {
-  sbuf b = {0};
-  put(&b, "%s%s\n%s\n%s", d->header, shared_prelude, fastmath_src, bf16_prelude);
-  return finish(&b);
+  jx_strbuf b = JX_STRBUF_INIT;
+  jx_strbuf_appendf(&b, "%s%s\n%s\n%s", d->header, shared_prelude, fastmath_src, bf16_prelude);
+  return jx_strbuf_take(&b, "render");
 }
 
 /* "(a * b)", malloc'ed; NULL when out of memory (a and b may be NULL too). */
@@ -290,7 +251,7 @@ static char *product_text(const char *a, const char *b) {
 /* x^e as the products jx_ipow_T forms (binary powering, the same order of
  * rounding), written out so that the loop around it vectorizes; a large
  * exponent calls jx_ipow_T instead of growing the expression. */
-static void put_ipow(sbuf *b, const char *t, const char *x, int64_t e) {
+static void put_ipow(jx_strbuf *b, const char *t, const char *x, int64_t e) {
   uint64_t m = e < 0 ? (uint64_t)0 - (uint64_t)e : (uint64_t)e;
   char *acc = NULL, *sq = m && m <= 16 ? strdup(x) : NULL;
   for (; sq && m; m >>= 1) {
@@ -307,19 +268,19 @@ static void put_ipow(sbuf *b, const char *t, const char *x, int64_t e) {
     }
   }
   if (e == 0)
-    put(b, "(%s)1", t);
+    jx_strbuf_appendf(b, "(%s)1", t);
   else if (!acc || m) /* too large an exponent (or out of memory) */
-    put(b, "jx_ipow_%s(%s, %lld)", t, x, (long long)e);
+    jx_strbuf_appendf(b, "jx_ipow_%s(%s, %lld)", t, x, (long long)e);
   else if (e < 0)
-    put(b, "((%s)1 / %s)", t, acc);
+    jx_strbuf_appendf(b, "((%s)1 / %s)", t, acc);
   else
-    put(b, "%s", acc);
+    jx_strbuf_appendf(b, "%s", acc);
   free(acc);
   free(sq);
 }
 
 /* The members' values at column j: one `const T vN = ...;` per equation. */
-static int put_members(sbuf *b, const jx_program *p, const jx_fusion_group *g) {
+static int put_members(jx_strbuf *b, const jx_program *p, const jx_fusion_group *g) {
   uint8_t *in_group = calloc((size_t)p->nvars + 1, 1);
   if (!in_group) return -1;
   for (int m = g->first; m < g->first + g->count - (g->reduces ? 1 : 0); m++) {
@@ -331,7 +292,7 @@ static int put_members(sbuf *b, const jx_program *p, const jx_fusion_group *g) {
       contiguous(p->avals[e->in[0]].shape, own);
       for (int k = 0; k < p->avals[e->in[0]].shape.rank; k++) st[e->params.l[1].v[k]] = own[k];
       int k = jx_fusion_find_load(g, e->in[0], st);
-      put(b, "      const %s v%d = l%d;\n", ctype(out.dtype), e->out[0], k);
+      jx_strbuf_appendf(b, "      const %s v%d = l%d;\n", ctype(out.dtype), e->out[0], k);
       in_group[e->out[0]] = 1;
       continue;
     }
@@ -347,13 +308,14 @@ static int put_members(sbuf *b, const jx_program *p, const jx_fusion_group *g) {
       snprintf(names[i], sizeof names[i], in_group[v] ? "v%d" : "l%d", in_group[v] ? v : k);
     }
     int rounds = out.dtype == JX_BF16; /* computed in float, rounded as the reference */
-    put(b, "      const %s v%d = %s", ctype(out.dtype), e->out[0], rounds ? "jx_round_bf16(" : "");
+    jx_strbuf_appendf(b, "      const %s v%d = %s", ctype(out.dtype), e->out[0],
+                      rounds ? "jx_round_bf16(" : "");
     jx_dtype in0 = p->avals[e->in[0]].dtype;
     if (e->prim == &jx_prim_convert_element_type) {
       if (out.dtype == JX_BOOL)
-        put(b, "(uint8_t)(%s != 0)", names[0]);
+        jx_strbuf_appendf(b, "(uint8_t)(%s != 0)", names[0]);
       else
-        put(b, "(%s)%s", ctype(out.dtype), names[0]);
+        jx_strbuf_appendf(b, "(%s)%s", ctype(out.dtype), names[0]);
     } else if (e->prim == &jx_prim_integer_pow) {
       put_ipow(b, ctype(out.dtype), names[0], e->params.i[0]);
     } else {
@@ -367,7 +329,7 @@ static int put_members(sbuf *b, const jx_program *p, const jx_fusion_group *g) {
       const jx_dtype t = e->prim == &jx_prim_select_n ? p->avals[e->in[1]].dtype : in0;
       put_expr(b, t == JX_F64 ? x->f64 : x->f32, names);
     }
-    put(b, "%s;\n", rounds ? ")" : "");
+    jx_strbuf_appendf(b, "%s;\n", rounds ? ")" : "");
     in_group[e->out[0]] = 1;
   }
   free(in_group);
@@ -376,7 +338,8 @@ static int put_members(sbuf *b, const jx_program *p, const jx_fusion_group *g) {
 
 /* One column j of the group: the loads that move along the row, the
  * members' values and the stores of the full-shape results. */
-static int put_body(sbuf *b, const jx_dialect *dl, const jx_program *p, const jx_fusion_group *g) {
+static int put_body(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
+                    const jx_fusion_group *g) {
   const int last = g->shape.rank > 0 ? g->shape.rank - 1 : 0;
   for (int k = 0; k < g->nloads; k++) {
     int64_t st = g->loads[k].strides[last];
@@ -384,20 +347,22 @@ static int put_body(sbuf *b, const jx_dialect *dl, const jx_program *p, const jx
     if (g->shape.rank == 0 || st == 0) continue; /* read once per row, before the loop */
     int half = p->avals[g->loads[k].var].dtype == JX_BF16;
     if (st == 1)
-      put(b, "      const %s l%d = %sx%d[j]%s;\n", t, k, half ? "jx_bf16_f32(" : "", k,
-          half ? ")" : "");
+      jx_strbuf_appendf(b, "      const %s l%d = %sx%d[j]%s;\n", t, k, half ? "jx_bf16_f32(" : "",
+                        k, half ? ")" : "");
     else
-      put(b, "      const %s l%d = %sx%d[j * %s[%d]]%s;\n", t, k, half ? "jx_bf16_f32(" : "", k,
-          dl->strides, k * JX_MAX_RANK + last, half ? ")" : "");
+      jx_strbuf_appendf(b, "      const %s l%d = %sx%d[j * %s[%d]]%s;\n", t, k,
+                        half ? "jx_bf16_f32(" : "", k, dl->strides, k * JX_MAX_RANK + last,
+                        half ? ")" : "");
   }
   if (put_members(b, p, g)) return -1;
   int red = g->reduces ? p->eqns[g->first + g->count - 1].out[0] : -1;
   for (int s = 0; s < g->nstores; s++)
     if (g->stores[s] != red)
-      put(b,
-          p->avals[g->stores[s]].dtype == JX_BF16 ? "      y%d[j] = jx_f32_bf16(v%d);\n"
-                                                  : "      y%d[j] = v%d;\n",
-          s, g->stores[s]);
+      jx_strbuf_appendf(b,
+                        p->avals[g->stores[s]].dtype == JX_BF16
+                            ? "      y%d[j] = jx_f32_bf16(v%d);\n"
+                            : "      y%d[j] = v%d;\n",
+                        s, g->stores[s]);
   return 0;
 }
 
@@ -405,47 +370,55 @@ static int put_body(sbuf *b, const jx_dialect *dl, const jx_program *p, const jx
  * src/prims/reduce.c: leaves of up to 128 columns summed in eight partial
  * sums, walked by jx_pw_*), a sequential scan for max/min where the first
  * NaN wins. Every column also stores the full-shape results, if any. */
-static int put_reduction(sbuf *b, const jx_dialect *dl, const jx_program *p,
+static int put_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
                          const jx_fusion_group *g) {
   const jx_eqn *r = &p->eqns[g->first + g->count - 1];
   const char *t = ctype(p->avals[r->out[0]].dtype);
   int op = jx_fusion_row_reduce(r, p), u = r->in[0];
-  if (dl->serial_guard) put(b, "    %s\n", dl->serial_guard);
-  put(b, "    %s acc;\n", t);
+  if (dl->serial_guard) jx_strbuf_appendf(b, "    %s\n", dl->serial_guard);
+  jx_strbuf_appendf(b, "    %s acc;\n", t);
   if (op == 1) {
-    put(b, "    jx_pw_%s pw;\n    jx_pw_init_%s(&pw, inner);\n    int64_t s_, n_;\n", t, t);
-    put(b, "    while (jx_pw_leaf_%s(&pw, &s_, &n_)) {\n      %s leaf;\n", t, t);
-    put(b, "      if (n_ < 8) {\n        leaf = 0;\n");
-    put(b, "        for (int64_t q_ = 0; q_ < n_; q_++) {\n      const int64_t j = s_ + q_;\n");
+    jx_strbuf_appendf(b, "    jx_pw_%s pw;\n    jx_pw_init_%s(&pw, inner);\n    int64_t s_, n_;\n",
+                      t, t);
+    jx_strbuf_appendf(b, "    while (jx_pw_leaf_%s(&pw, &s_, &n_)) {\n      %s leaf;\n", t, t);
+    jx_strbuf_appendf(b, "      if (n_ < 8) {\n        leaf = 0;\n");
+    jx_strbuf_appendf(
+        b, "        for (int64_t q_ = 0; q_ < n_; q_++) {\n      const int64_t j = s_ + q_;\n");
     if (put_body(b, dl, p, g)) return -1;
-    put(b, "      leaf += v%d;\n        }\n      } else {\n        %s r_[8];\n", u, t);
-    put(b, "        for (int k_ = 0; k_ < 8; k_++) {\n      const int64_t j = s_ + k_;\n");
+    jx_strbuf_appendf(b, "      leaf += v%d;\n        }\n      } else {\n        %s r_[8];\n", u,
+                      t);
+    jx_strbuf_appendf(
+        b, "        for (int k_ = 0; k_ < 8; k_++) {\n      const int64_t j = s_ + k_;\n");
     if (put_body(b, dl, p, g)) return -1;
-    put(b, "      r_[k_] = v%d;\n        }\n        int64_t q_ = 8;\n", u);
-    put(b, "        for (; q_ < n_ - n_ %% 8; q_ += 8)\n");
-    put(b, "          for (int k_ = 0; k_ < 8; k_++) {\n      const int64_t j = s_ + q_ + k_;\n");
+    jx_strbuf_appendf(b, "      r_[k_] = v%d;\n        }\n        int64_t q_ = 8;\n", u);
+    jx_strbuf_appendf(b, "        for (; q_ < n_ - n_ %% 8; q_ += 8)\n");
+    jx_strbuf_appendf(
+        b, "          for (int k_ = 0; k_ < 8; k_++) {\n      const int64_t j = s_ + q_ + k_;\n");
     if (put_body(b, dl, p, g)) return -1;
-    put(b, "      r_[k_] += v%d;\n          }\n", u);
-    put(b, "        leaf = ((r_[0] + r_[1]) + (r_[2] + r_[3])) + ((r_[4] + r_[5]) + (r_[6] + "
+    jx_strbuf_appendf(b, "      r_[k_] += v%d;\n          }\n", u);
+    jx_strbuf_appendf(
+        b, "        leaf = ((r_[0] + r_[1]) + (r_[2] + r_[3])) + ((r_[4] + r_[5]) + (r_[6] + "
            "r_[7]));\n");
-    put(b, "        for (; q_ < n_; q_++) {\n      const int64_t j = s_ + q_;\n");
+    jx_strbuf_appendf(b, "        for (; q_ < n_; q_++) {\n      const int64_t j = s_ + q_;\n");
     if (put_body(b, dl, p, g)) return -1;
-    put(b, "      leaf += v%d;\n        }\n      }\n      jx_pw_done_%s(&pw, leaf);\n    }\n", u,
+    jx_strbuf_appendf(
+        b, "      leaf += v%d;\n        }\n      }\n      jx_pw_done_%s(&pw, leaf);\n    }\n", u,
         t);
-    put(b, "    acc = pw.result;\n");
+    jx_strbuf_appendf(b, "    acc = pw.result;\n");
   } else {
-    put(b, "    acc = %sINFINITY;\n    int nan_ = 0;\n", op == 2 ? "-" : "");
-    put(b, "    for (int64_t j = 0; j < inner; j++) {\n");
+    jx_strbuf_appendf(b, "    acc = %sINFINITY;\n    int nan_ = 0;\n", op == 2 ? "-" : "");
+    jx_strbuf_appendf(b, "    for (int64_t j = 0; j < inner; j++) {\n");
     if (put_body(b, dl, p, g)) return -1;
-    put(b,
+    jx_strbuf_appendf(
+        b,
         "      if (!nan_) {\n        if (v%d != v%d) {\n          acc = v%d;\n"
         "          nan_ = 1;\n        } else if (v%d %s acc) {\n          acc = v%d;\n"
         "        }\n      }\n    }\n",
         u, u, u, u, op == 2 ? ">" : "<", u);
   }
   for (int s = 0; s < g->nstores; s++)
-    if (g->stores[s] == r->out[0]) put(b, "    y%d[0] = acc;\n", s);
-  if (dl->serial_guard) put(b, "    }\n");
+    if (g->stores[s] == r->out[0]) jx_strbuf_appendf(b, "    y%d[0] = acc;\n", s);
+  if (dl->serial_guard) jx_strbuf_appendf(b, "    }\n");
   return 0;
 }
 
@@ -454,41 +427,44 @@ static int put_reduction(sbuf *b, const jx_dialect *dl, const jx_program *p,
  * added per kernel row), the loads that do not move along the columns, and
  * the full-shape stores' row pointers; then the loop over the block's
  * columns, which the caller closes. */
-static void put_col_row(sbuf *b, const jx_dialect *dl, const jx_program *p,
+static void put_col_row(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
                         const jx_fusion_group *g, const char *ri) {
   const int last = g->shape.rank - 1;
-  put(b, "      {\n      const int64_t ri_ = %s;\n", ri);
-  if (g->lead > 1) put(b, "      int64_t rr_ = ri_, ir_;\n");
-  for (int k = 0; k < g->nloads; k++) put(b, "      int64_t o%d_ = kb%d_;\n", k, k);
+  jx_strbuf_appendf(b, "      {\n      const int64_t ri_ = %s;\n", ri);
+  if (g->lead > 1) jx_strbuf_appendf(b, "      int64_t rr_ = ri_, ir_;\n");
+  for (int k = 0; k < g->nloads; k++) jx_strbuf_appendf(b, "      int64_t o%d_ = kb%d_;\n", k, k);
   for (int d = g->lead - 1; d >= 0; d--) {
     const char *idx = g->lead > 1 ? "ir_" : "ri_";
     if (g->lead > 1 && d > 0)
-      put(b, "      ir_ = rr_ %% %s[%d];\n      rr_ /= %s[%d];\n", dl->dims, d, dl->dims, d);
+      jx_strbuf_appendf(b, "      ir_ = rr_ %% %s[%d];\n      rr_ /= %s[%d];\n", dl->dims, d,
+                        dl->dims, d);
     else if (g->lead > 1)
-      put(b, "      ir_ = rr_;\n");
+      jx_strbuf_appendf(b, "      ir_ = rr_;\n");
     for (int k = 0; k < g->nloads; k++)
       if (g->loads[k].strides[d])
-        put(b, "      o%d_ += %s * %s[%d];\n", k, idx, dl->strides, k * JX_MAX_RANK + d);
+        jx_strbuf_appendf(b, "      o%d_ += %s * %s[%d];\n", k, idx, dl->strides,
+                          k * JX_MAX_RANK + d);
   }
   const int red = p->eqns[g->first + g->count - 1].out[0];
   for (int k = 0; k < g->nloads; k++) {
     jx_dtype dt = p->avals[g->loads[k].var].dtype;
     const char *t = stype(dt);
-    put(b, "      const %s *%s x%d = (const %s *)%s[%d] + o%d_;\n", t, dl->restrict_kw, k, t,
-        dl->buf, k, k);
+    jx_strbuf_appendf(b, "      const %s *%s x%d = (const %s *)%s[%d] + o%d_;\n", t,
+                      dl->restrict_kw, k, t, dl->buf, k, k);
     if (g->loads[k].strides[last] == 0)
-      put(b,
-          dt == JX_BF16 ? "      const %s l%d = jx_bf16_f32(x%d[0]);\n"
-                        : "      const %s l%d = x%d[0];\n",
-          ctype(dt), k, k);
+      jx_strbuf_appendf(b,
+                        dt == JX_BF16 ? "      const %s l%d = jx_bf16_f32(x%d[0]);\n"
+                                      : "      const %s l%d = x%d[0];\n",
+                        ctype(dt), k, k);
   }
   for (int s = 0; s < g->nstores; s++) {
     if (g->stores[s] == red) continue;
     const char *t = stype(p->avals[g->stores[s]].dtype);
-    put(b, "      %s *%s y%d = (%s *)%s[%d] + ri_ * kept_ + row * inner;\n", t, dl->restrict_kw, s,
-        t, dl->buf, g->nloads + s);
+    jx_strbuf_appendf(b, "      %s *%s y%d = (%s *)%s[%d] + ri_ * kept_ + row * inner;\n", t,
+                      dl->restrict_kw, s, t, dl->buf, g->nloads + s);
   }
-  put(b, "%s      for (int64_t jj_ = 0; jj_ < cw; jj_++) {\n      const int64_t j = c0 + jj_;\n",
+  jx_strbuf_appendf(
+      b, "%s      for (int64_t jj_ = 0; jj_ < cw; jj_++) {\n      const int64_t j = c0 + jj_;\n",
       dl->vector_hint ? dl->vector_hint : "");
 }
 
@@ -500,7 +476,7 @@ static void put_col_row(sbuf *b, const jx_dialect *dl, const jx_program *p,
  * sums per column of the block; max/min: the rows in order, the first NaN
  * wins. The producers are computed a row of the block at a time, in the
  * order the tree needs them, and never stored (unless used elsewhere). */
-static int put_col_reduction(sbuf *b, const jx_dialect *dl, const jx_program *p,
+static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
                              const jx_fusion_group *g) {
   const jx_eqn *r = &p->eqns[g->first + g->count - 1];
   const char *t = ctype(p->avals[r->out[0]].dtype);
@@ -513,118 +489,126 @@ static int put_col_reduction(sbuf *b, const jx_dialect *dl, const jx_program *p,
     return -1;
   }
   /* the kept dims' offsets of this kernel row, innermost kept dim first */
-  for (int k = 0; k < g->nloads; k++) put(b, "    int64_t kb%d_ = 0;\n", k);
-  if (last > lead) put(b, "    int64_t rem = row, i;\n");
+  for (int k = 0; k < g->nloads; k++) jx_strbuf_appendf(b, "    int64_t kb%d_ = 0;\n", k);
+  if (last > lead) jx_strbuf_appendf(b, "    int64_t rem = row, i;\n");
   for (int d = last - 1; d >= lead; d--) {
     if (d > lead)
-      put(b, "    i = rem %% %s[%d];\n    rem /= %s[%d];\n", dl->dims, d, dl->dims, d);
+      jx_strbuf_appendf(b, "    i = rem %% %s[%d];\n    rem /= %s[%d];\n", dl->dims, d, dl->dims,
+                        d);
     else
-      put(b, "    i = rem;\n");
+      jx_strbuf_appendf(b, "    i = rem;\n");
     for (int k = 0; k < g->nloads; k++)
-      put(b, "    kb%d_ += i * %s[%d];\n", k, dl->strides, k * JX_MAX_RANK + d);
+      jx_strbuf_appendf(b, "    kb%d_ += i * %s[%d];\n", k, dl->strides, k * JX_MAX_RANK + d);
   }
-  put(b, "    int64_t nred_ = 1, kept_ = 1;\n");
+  jx_strbuf_appendf(b, "    int64_t nred_ = 1, kept_ = 1;\n");
   for (int d = 0; d < rank; d++)
-    put(b, "    %s *= %s[%d];\n", d < lead ? "nred_" : "kept_", dl->dims, d);
+    jx_strbuf_appendf(b, "    %s *= %s[%d];\n", d < lead ? "nred_" : "kept_", dl->dims, d);
   int s_red = -1;
   for (int s = 0; s < g->nstores; s++)
     if (g->stores[s] == r->out[0]) s_red = s;
-  put(b, "    %s\n", dl->col_block_loop);
-  put(b, "      %s acc_[%d];\n", t, cb);
+  jx_strbuf_appendf(b, "    %s\n", dl->col_block_loop);
+  jx_strbuf_appendf(b, "      %s acc_[%d];\n", t, cb);
   if (op == 1) {
-    put(b, "      %s stk_[%d][%d], r_[8][%d];\n      int sp_ = 0;\n", t, JX_FUSION_COL_DEPTH, cb,
-        cb);
-    put(b, "      jx_pwi w_;\n      jx_pwi_init(&w_, nred_);\n      int64_t s_, n_;\n");
-    put(b, "      while (jx_pwi_leaf(&w_, &s_, &n_)) {\n      %s *leaf_ = stk_[sp_];\n", t);
-    put(b, "      if (n_ < 8) {\n");
-    put(b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++) leaf_[jj_] = 0;\n");
-    put(b, "      for (int64_t q_ = 0; q_ < n_; q_++) {\n");
+    jx_strbuf_appendf(b, "      %s stk_[%d][%d], r_[8][%d];\n      int sp_ = 0;\n", t,
+                      JX_FUSION_COL_DEPTH, cb, cb);
+    jx_strbuf_appendf(b,
+                      "      jx_pwi w_;\n      jx_pwi_init(&w_, nred_);\n      int64_t s_, n_;\n");
+    jx_strbuf_appendf(
+        b, "      while (jx_pwi_leaf(&w_, &s_, &n_)) {\n      %s *leaf_ = stk_[sp_];\n", t);
+    jx_strbuf_appendf(b, "      if (n_ < 8) {\n");
+    jx_strbuf_appendf(b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++) leaf_[jj_] = 0;\n");
+    jx_strbuf_appendf(b, "      for (int64_t q_ = 0; q_ < n_; q_++) {\n");
     put_col_row(b, dl, p, g, "s_ + q_");
     if (put_body(b, dl, p, g)) return -1;
-    put(b, "      leaf_[jj_] += v%d;\n      }\n      }\n      }\n      } else {\n", u);
-    put(b, "      for (int k_ = 0; k_ < 8; k_++) {\n");
+    jx_strbuf_appendf(b, "      leaf_[jj_] += v%d;\n      }\n      }\n      }\n      } else {\n",
+                      u);
+    jx_strbuf_appendf(b, "      for (int k_ = 0; k_ < 8; k_++) {\n");
     put_col_row(b, dl, p, g, "s_ + k_");
     if (put_body(b, dl, p, g)) return -1;
-    put(b, "      r_[k_][jj_] = v%d;\n      }\n      }\n      }\n", u);
-    put(b, "      int64_t q_ = 8;\n      for (; q_ < n_ - n_ %% 8; q_ += 8)\n");
-    put(b, "      for (int k_ = 0; k_ < 8; k_++) {\n");
+    jx_strbuf_appendf(b, "      r_[k_][jj_] = v%d;\n      }\n      }\n      }\n", u);
+    jx_strbuf_appendf(b, "      int64_t q_ = 8;\n      for (; q_ < n_ - n_ %% 8; q_ += 8)\n");
+    jx_strbuf_appendf(b, "      for (int k_ = 0; k_ < 8; k_++) {\n");
     put_col_row(b, dl, p, g, "s_ + q_ + k_");
     if (put_body(b, dl, p, g)) return -1;
-    put(b, "      r_[k_][jj_] += v%d;\n      }\n      }\n      }\n", u);
-    put(b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++)\n"
+    jx_strbuf_appendf(b, "      r_[k_][jj_] += v%d;\n      }\n      }\n      }\n", u);
+    jx_strbuf_appendf(
+        b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++)\n"
            "        leaf_[jj_] = ((r_[0][jj_] + r_[1][jj_]) + (r_[2][jj_] + r_[3][jj_])) +\n"
            "                     ((r_[4][jj_] + r_[5][jj_]) + (r_[6][jj_] + r_[7][jj_]));\n");
-    put(b, "      for (; q_ < n_; q_++) {\n");
+    jx_strbuf_appendf(b, "      for (; q_ < n_; q_++) {\n");
     put_col_row(b, dl, p, g, "s_ + q_");
     if (put_body(b, dl, p, g)) return -1;
-    put(b, "      leaf_[jj_] += v%d;\n      }\n      }\n      }\n      }\n", u);
-    put(b, "      sp_++;\n      for (int a_ = jx_pwi_done(&w_); a_ > 0; a_--) {\n"
-           "        sp_--;\n"
-           "        for (int64_t jj_ = 0; jj_ < cw; jj_++)\n"
-           "          stk_[sp_ - 1][jj_] = stk_[sp_ - 1][jj_] + stk_[sp_][jj_];\n"
-           "      }\n      }\n");
-    put(b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++) acc_[jj_] = stk_[0][jj_];\n");
+    jx_strbuf_appendf(b, "      leaf_[jj_] += v%d;\n      }\n      }\n      }\n      }\n", u);
+    jx_strbuf_appendf(b, "      sp_++;\n      for (int a_ = jx_pwi_done(&w_); a_ > 0; a_--) {\n"
+                         "        sp_--;\n"
+                         "        for (int64_t jj_ = 0; jj_ < cw; jj_++)\n"
+                         "          stk_[sp_ - 1][jj_] = stk_[sp_ - 1][jj_] + stk_[sp_][jj_];\n"
+                         "      }\n      }\n");
+    jx_strbuf_appendf(b,
+                      "      for (int64_t jj_ = 0; jj_ < cw; jj_++) acc_[jj_] = stk_[0][jj_];\n");
   } else {
-    put(b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++) acc_[jj_] = %sINFINITY;\n",
-        op == 2 ? "-" : "");
-    put(b, "      for (int64_t q_ = 0; q_ < nred_; q_++) {\n");
+    jx_strbuf_appendf(b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++) acc_[jj_] = %sINFINITY;\n",
+                      op == 2 ? "-" : "");
+    jx_strbuf_appendf(b, "      for (int64_t q_ = 0; q_ < nred_; q_++) {\n");
     put_col_row(b, dl, p, g, "q_");
     if (put_body(b, dl, p, g)) return -1;
     /* once a column holds a NaN it keeps it; a NaN replaces any number */
-    put(b,
-        "      const %s a_ = acc_[jj_];\n"
-        "      acc_[jj_] = a_ != a_ ? a_ : (v%d != v%d || v%d %s a_) ? v%d : a_;\n"
-        "      }\n      }\n      }\n",
-        t, u, u, u, op == 2 ? ">" : "<", u);
+    jx_strbuf_appendf(b,
+                      "      const %s a_ = acc_[jj_];\n"
+                      "      acc_[jj_] = a_ != a_ ? a_ : (v%d != v%d || v%d %s a_) ? v%d : a_;\n"
+                      "      }\n      }\n      }\n",
+                      t, u, u, u, op == 2 ? ">" : "<", u);
   }
   if (s_red >= 0)
-    put(b,
-        "      %s *%s yr_ = (%s *)%s[%d] + row * inner + c0;\n"
-        "      for (int64_t jj_ = 0; jj_ < cw; jj_++) yr_[jj_] = acc_[jj_];\n",
-        t, dl->restrict_kw, t, dl->buf, g->nloads + s_red);
-  put(b, "    }\n");
+    jx_strbuf_appendf(b,
+                      "      %s *%s yr_ = (%s *)%s[%d] + row * inner + c0;\n"
+                      "      for (int64_t jj_ = 0; jj_ < cw; jj_++) yr_[jj_] = acc_[jj_];\n",
+                      t, dl->restrict_kw, t, dl->buf, g->nloads + s_red);
+  jx_strbuf_appendf(b, "    }\n");
   return 0;
 }
 
 char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusion_group *g,
                        const char *name) {
-  sbuf b = {0};
+  jx_strbuf b = JX_STRBUF_INIT;
   const int rank = g->shape.rank > 0 ? g->shape.rank : 1;
   const int last = rank - 1;
   const char *rs = dl->restrict_kw;
   const int red = g->reduces ? p->eqns[g->first + g->count - 1].out[0] : -1;
-  put(&b, dl->signature, name);
-  put(&b, "  const int64_t inner = %s[%d];\n", dl->dims, last);
-  put(&b, "  %s\n", dl->row_loop);
+  jx_strbuf_appendf(&b, dl->signature, name);
+  jx_strbuf_appendf(&b, "  const int64_t inner = %s[%d];\n", dl->dims, last);
+  jx_strbuf_appendf(&b, "  %s\n", dl->row_loop);
   if (g->reduces && g->lead > 0) {
     if (put_col_reduction(&b, dl, p, g)) {
-      free(b.s);
+      jx_strbuf_free(&b);
       if (!jx_error_pending()) jx_error_set(JX_ERR_OUT_OF_MEMORY, "render: out of memory");
       return NULL;
     }
-    put(&b, "  }\n}\n");
-    return finish(&b);
+    jx_strbuf_appendf(&b, "  }\n}\n");
+    return jx_strbuf_take(&b, "render");
   }
-  for (int k = 0; k < g->nloads; k++) put(&b, "    int64_t off%d = 0;\n", k);
+  for (int k = 0; k < g->nloads; k++) jx_strbuf_appendf(&b, "    int64_t off%d = 0;\n", k);
   /* the row's index along each outer dimension, innermost first, unrolled:
    * the rank is fixed per kernel, so dims and strides take constant indices */
-  if (rank > 1) put(&b, "    int64_t rem = row, i;\n");
+  if (rank > 1) jx_strbuf_appendf(&b, "    int64_t rem = row, i;\n");
   for (int d = rank - 2; d >= 0; d--) {
     if (d > 0)
-      put(&b, "    i = rem %% %s[%d];\n    rem /= %s[%d];\n", dl->dims, d, dl->dims, d);
+      jx_strbuf_appendf(&b, "    i = rem %% %s[%d];\n    rem /= %s[%d];\n", dl->dims, d, dl->dims,
+                        d);
     else
-      put(&b, "    i = rem;\n"); /* row < the product of the outer dims */
+      jx_strbuf_appendf(&b, "    i = rem;\n"); /* row < the product of the outer dims */
     for (int k = 0; k < g->nloads; k++)
-      put(&b, "    off%d += i * %s[%d];\n", k, dl->strides, k * JX_MAX_RANK + d);
+      jx_strbuf_appendf(&b, "    off%d += i * %s[%d];\n", k, dl->strides, k * JX_MAX_RANK + d);
   }
   for (int k = 0; k < g->nloads; k++) {
     const char *t = stype(p->avals[g->loads[k].var].dtype);
-    put(&b, "    const %s *%s x%d = (const %s *)%s[%d] + off%d;\n", t, rs, k, t, dl->buf, k, k);
+    jx_strbuf_appendf(&b, "    const %s *%s x%d = (const %s *)%s[%d] + off%d;\n", t, rs, k, t,
+                      dl->buf, k, k);
   }
   for (int s = 0; s < g->nstores; s++) {
     const char *t = stype(p->avals[g->stores[s]].dtype);
-    put(&b, "    %s *%s y%d = (%s *)%s[%d] + row%s;\n", t, rs, s, t, dl->buf, g->nloads + s,
-        g->stores[s] == red ? "" : " * inner");
+    jx_strbuf_appendf(&b, "    %s *%s y%d = (%s *)%s[%d] + row%s;\n", t, rs, s, t, dl->buf,
+                      g->nloads + s, g->stores[s] == red ? "" : " * inner");
   }
   /* the innermost stride is 0 or 1 for most loads: constants let the loop
    * vectorize. Loads that do not move along the row are read once per row,
@@ -634,26 +618,26 @@ char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusio
     int64_t st = g->loads[k].strides[g->shape.rank ? last : 0];
     jx_dtype dt = p->avals[g->loads[k].var].dtype;
     if (g->shape.rank == 0 || st == 0)
-      put(&b,
-          dt == JX_BF16 ? "    const %s l%d = jx_bf16_f32(x%d[0]);\n"
-                        : "    const %s l%d = x%d[0];\n",
-          ctype(dt), k, k);
+      jx_strbuf_appendf(&b,
+                        dt == JX_BF16 ? "    const %s l%d = jx_bf16_f32(x%d[0]);\n"
+                                      : "    const %s l%d = x%d[0];\n",
+                        ctype(dt), k, k);
   }
   int bad;
   if (g->reduces) {
     bad = put_reduction(&b, dl, p, g);
   } else {
-    put(&b, "    %s\n", dl->col_loop);
+    jx_strbuf_appendf(&b, "    %s\n", dl->col_loop);
     bad = put_body(&b, dl, p, g);
-    put(&b, "    }\n");
+    jx_strbuf_appendf(&b, "    }\n");
   }
   if (bad) {
-    free(b.s);
+    jx_strbuf_free(&b);
     if (!jx_error_pending()) jx_error_set(JX_ERR_OUT_OF_MEMORY, "render: out of memory");
     return NULL;
   }
-  put(&b, "  }\n}\n");
-  return finish(&b);
+  jx_strbuf_appendf(&b, "  }\n}\n");
+  return jx_strbuf_take(&b, "render");
 }
 
 char *jx_render_c_prelude(void) { return jx_render_prelude(&jx_dialect_c); }

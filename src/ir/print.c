@@ -10,44 +10,21 @@
 #include <string.h>
 
 #include "program.h"
+#include "../base/strbuf.h"
 
+/* The text so far, and the display number of each variable of the program
+ * being printed. */
 typedef struct {
-  char *s;
-  size_t len, cap;
-  int oom;
-  int *names; /* display number of each variable of the program being printed */
-} sbuf;
+  jx_strbuf text;
+  int *names;
+} printer;
 
-static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(sbuf *b, const char *fmt, ...) {
-  if (b->oom) return;
-  if (!b->s) {
-    b->s = malloc(256);
-    if (!b->s) {
-      b->oom = 1;
-      return;
-    }
-    b->cap = 256;
-  }
+static void put(printer *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(printer *b, const char *fmt, ...) {
   va_list ap;
-  for (;;) {
-    va_start(ap, fmt);
-    int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if (b->len + (size_t)n < b->cap) {
-      b->len += (size_t)n;
-      return;
-    }
-    size_t cap = (b->cap + (size_t)n + 1) * 2;
-    char *s = realloc(b->s, cap);
-    if (!s) {
-      b->oom = 1;
-      return;
-    }
-    b->s = s;
-    b->cap = cap;
-  }
+  va_start(ap, fmt);
+  jx_strbuf_vappendf(&b->text, fmt, ap);
+  va_end(ap);
 }
 
 /* a, b, ..., z, ba, bb, ...: JAX's variable names */
@@ -62,7 +39,7 @@ static void var_name(int v, char *out) {
   out[n] = '\0';
 }
 
-static void put_aval(sbuf *b, jx_aval a) {
+static void put_aval(printer *b, jx_aval a) {
   char s[JX_AVAL_STR_CAP];
   put(b, "%s%s", jx_aval_str(a.dtype, a.shape, s), a.weak ? "{weak}" : "");
 }
@@ -72,7 +49,7 @@ static int is_literal(const jx_program *p, int v) {
   return jx_program_is_const(p, v, &c) && c->shape.rank == 0 && c->buf;
 }
 
-static void put_binder(sbuf *b, const jx_program *p, int v) {
+static void put_binder(printer *b, const jx_program *p, int v) {
   char n[16];
   var_name(b->names ? b->names[v] : v, n);
   put(b, "%s:", n);
@@ -80,7 +57,7 @@ static void put_binder(sbuf *b, const jx_program *p, int v) {
 }
 
 /* A use of v: its name, or the literal value of a scalar constant. */
-static void put_use(sbuf *b, const jx_program *p, int v) {
+static void put_use(printer *b, const jx_program *p, int v) {
   jx_array *c;
   if (is_literal(p, v) && jx_program_is_const(p, v, &c)) {
     double x = jx_load_f64(c->buf->data, c->dtype, 0);
@@ -98,7 +75,7 @@ static void put_use(sbuf *b, const jx_program *p, int v) {
   put(b, "%s", n);
 }
 
-static void put_params(sbuf *b, const jx_eqn *e) {
+static void put_params(printer *b, const jx_eqn *e) {
   const char *spec = e->prim->params ? e->prim->params : "";
   int first = 1;
   while (*spec) {
@@ -131,9 +108,9 @@ static void put_params(sbuf *b, const jx_eqn *e) {
   if (!first) put(b, "]");
 }
 
-static void print_program(sbuf *b, const jx_program *p, int indent);
+static void print_program(printer *b, const jx_program *p, int indent);
 
-static void print_eqn(sbuf *b, const jx_program *p, const jx_eqn *e, int indent) {
+static void print_eqn(printer *b, const jx_program *p, const jx_eqn *e, int indent) {
   put(b, "%*s", indent + 4, "");
   for (int o = 0; o < e->nout; o++) {
     if (o) put(b, " ");
@@ -168,7 +145,7 @@ static int *number_vars(const jx_program *p) {
   return names;
 }
 
-static void print_program(sbuf *b, const jx_program *p, int indent) {
+static void print_program(printer *b, const jx_program *p, int indent) {
   int *outer_names = b->names;
   b->names = number_vars(p);
   put(b, "{ lambda ");
@@ -195,12 +172,8 @@ static void print_program(sbuf *b, const jx_program *p, int indent) {
 }
 
 char *jx_program_print(const jx_program *p) {
-  sbuf b = {0};
+  printer b = {0};
   print_program(&b, p, 0);
   put(&b, "\n");
-  if (b.oom) {
-    free(b.s);
-    return NULL;
-  }
-  return b.s;
+  return jx_strbuf_take(&b.text, "program printer");
 }

@@ -117,6 +117,40 @@ typedef struct {
   _Atomic int failed;
 } conv_job;
 
+/* One row of a column matrix, the im2col step of every layout: for each
+ * tap (pos, l) of t (t[0] of them, then the pairs), the `run` elements at
+ * src + loff[l], `stride` apart, go to row + pos * run. A row with fewer
+ * than `positions` taps is zeroed first (the rest fall into padding). */
+static inline void gather_row(float *row, const int64_t *t, int64_t positions, int64_t run,
+                              const float *src, int64_t stride, const int64_t *loff) {
+  if (t[0] < positions) memset(row, 0, sizeof(float) * (size_t)(positions * run));
+  const int64_t *tap = t + 1, *end = t + 1 + 2 * t[0];
+  if (stride == 1) /* the test out of the loop: most runs are a few floats */
+    for (; tap < end; tap += 2) copy_floats(row + tap[0] * run, src + loff[tap[1]], run);
+  else
+    for (; tap < end; tap += 2) {
+      float *dst = row + tap[0] * run;
+      const float *l = src + loff[tap[1]];
+      for (int64_t e = 0; e < run; e++) dst[e] = l[e * stride];
+    }
+}
+
+/* Rows [r0, r1) of the column matrix of the rows and columns layouts into
+ * col: row (n, y) holds [k][c], c `cstride` apart in the lhs. */
+static void im2col_rows(const conv_job *j, int64_t r0, int64_t r1, float *col, int64_t cstride) {
+  const jx_conv_geom *g = j->g;
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t n = r / g->out_sp, y = r % g->out_sp;
+    gather_row(col + (r - r0) * j->ck, j->taps + j->tap_at[y], g->k_sp, g->C, j->L + n * j->lsN,
+               cstride, j->loff);
+  }
+}
+
+/* The end of the chunk of rows that starts at r0. */
+static int64_t chunk_end(const conv_job *j, int64_t r0) {
+  return r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
+}
+
 /* ---- rows layout ---- */
 
 static void rows_chunks(void *ctx, int64_t begin, int64_t end) {
@@ -130,16 +164,8 @@ static void rows_chunks(void *ctx, int64_t begin, int64_t end) {
     goto done;
   }
   for (int64_t c = begin; c < end; c++) {
-    int64_t r0 = c * j->chunk, r1 = r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
-    for (int64_t r = r0; r < r1; r++) {
-      int64_t n = r / g->out_sp, y = r % g->out_sp;
-      const int64_t *t = j->taps + j->tap_at[y];
-      float *row = col + (r - r0) * ck;
-      const float *ln = j->L + n * j->lsN;
-      if (t[0] < g->k_sp) memset(row, 0, sizeof(float) * (size_t)ck);
-      for (int64_t k = 0; k < t[0]; k++)
-        copy_floats(row + t[1 + 2 * k] * g->C, ln + j->loff[t[2 + 2 * k]], g->C);
-    }
+    int64_t r0 = c * j->chunk, r1 = chunk_end(j, r0);
+    im2col_rows(j, r0, r1, col, 1); /* the features are contiguous, or one */
     float *dst = j->out_rows ? j->out_rows + r0 * j->ldo : res;
     int64_t ldc = j->out_rows ? j->ldo : O;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(r1 - r0), (int)O, (int)ck, 1.0f,
@@ -172,15 +198,12 @@ static void kgrad_groups(void *ctx, int64_t begin, int64_t end) {
     int64_t c0 = grp * j->chunks / j->groups, c1 = (grp + 1) * j->chunks / j->groups;
     float *acc = j->partial + grp * width * O;
     for (int64_t c = c0; c < c1; c++) {
-      int64_t r0 = c * j->chunk, r1 = r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
+      int64_t r0 = c * j->chunk, r1 = chunk_end(j, r0);
       for (int64_t r = r0; r < r1; r++) {
         int64_t f = r / g->k_sp, k = r % g->k_sp;
-        const int64_t *t = j->ktaps + j->ktap_at[k];
-        float *row = col + (r - r0) * width;
-        const float *lf = j->L + f * j->lsC;
-        if (t[0] < g->out_sp) memset(row, 0, sizeof(float) * (size_t)width);
-        for (int64_t i = 0; i < t[0]; i++)
-          copy_floats(row + t[1 + 2 * i] * g->N, lf + j->loff[t[2 + 2 * i]], g->N);
+        /* row (f, k) holds [y][n]; the batch is contiguous */
+        gather_row(col + (r - r0) * width, j->ktaps + j->ktap_at[k], g->out_sp, g->N,
+                   j->L + f * j->lsC, 1, j->loff);
         if (rm) {
           const float *src = j->Rin + f * j->rsI + j->roff[k];
           for (int64_t o = 0; o < O; o++) rm[(r - r0) * O + o] = src[o * j->rsO];
@@ -231,20 +254,8 @@ static void columns_chunks(void *ctx, int64_t begin, int64_t end) {
     goto done;
   }
   for (int64_t c = begin; c < end; c++) {
-    int64_t r0 = c * j->chunk, r1 = r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
-    int64_t cols = r1 - r0;
-    for (int64_t r = r0; r < r1; r++) {
-      int64_t n = r / g->out_sp, y = r % g->out_sp;
-      const int64_t *t = j->taps + j->tap_at[y];
-      float *row = col + (r - r0) * ck;
-      const float *ln = j->L + n * j->lsN;
-      if (t[0] < g->k_sp) memset(row, 0, sizeof(float) * (size_t)ck);
-      for (int64_t k = 0; k < t[0]; k++) {
-        const float *l = ln + j->loff[t[2 + 2 * k]];
-        float *dst = row + t[1 + 2 * k] * g->C;
-        for (int64_t ci = 0; ci < g->C; ci++) dst[ci] = l[ci * j->lsC];
-      }
-    }
+    int64_t r0 = c * j->chunk, r1 = chunk_end(j, r0), cols = r1 - r0;
+    im2col_rows(j, r0, r1, col, j->lsC);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)O, (int)cols, (int)ck, 1.0f, j->R,
                 (int)ck, col, (int)ck, 0.0f, res, (int)cols);
     for (int64_t oc = 0; oc < O; oc++)

@@ -25,12 +25,6 @@
 
 static char root[256];
 
-static void assert_error_has(const char *what) {
-  if (!strstr(jx_last_error(), what)) fprintf(stderr, "error was: %s\n", jx_last_error());
-  assert_non_null(strstr(jx_last_error(), what));
-  jx_clear_error();
-}
-
 /* A fresh directory under the test's temporary root. */
 static const char *fresh_dir(const char *name) {
   static char path[512];

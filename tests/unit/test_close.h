@@ -1,17 +1,11 @@
-/* Helpers shared by the parallel tests: deterministic values, closeness of
- * two arrays, and error-message checks. Include after test_util.h. */
+/* Helpers shared by the parallel tests: deterministic values and closeness
+ * of two arrays. Include after test_util.h. */
 #ifndef JX_TESTS_UNIT_TEST_CLOSE_H
 #define JX_TESTS_UNIT_TEST_CLOSE_H
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static inline void assert_error_has(const char *what) {
-  if (!strstr(jx_last_error(), what)) fprintf(stderr, "error was: %s\n", jx_last_error());
-  assert_non_null(strstr(jx_last_error(), what));
-  jx_clear_error();
-}
 
 /* Deterministic f64 values of shape s, different per seed. */
 static inline jx_array *val(jx_shape s, double seed) {

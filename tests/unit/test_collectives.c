@@ -574,12 +574,6 @@ static void check_grads_under_vmap(void **state) {
 
 /* ---- errors ---- */
 
-static void assert_error_has(const char *what) {
-  if (!strstr(jx_last_error(), what)) fprintf(stderr, "error was: %s\n", jx_last_error());
-  assert_non_null(strstr(jx_last_error(), what));
-  jx_clear_error();
-}
-
 static cfg err_cfg;
 static void err_body(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;

@@ -20,16 +20,12 @@
 #include "prims/conv_kernels.h"
 #include "prims/dot_kernels.h"
 #include "prims/prims.h"
+#include "test_util.h"
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
-static uint64_t next(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
+static uint64_t next(void) { return test_rng_next(&rng); }
 static int pick(int n) { return (int)(next() % (uint64_t)n); }
-static float uniform(void) { return (float)((double)(next() >> 11) / 9007199254740992.0 * 2 - 1); }
+static float uniform(void) { return (float)test_rng_uniform(&rng); }
 
 static void shuffle(int n, int64_t *v) {
   for (int i = 0; i < n; i++) v[i] = i;

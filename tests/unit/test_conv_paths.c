@@ -24,14 +24,10 @@
 #include "prims/conv_kernels.h"
 #include "prims/dot_kernels.h"
 #include "prims/prims.h"
+#include "test_util.h"
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
-static float uniform(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
-}
+static float uniform(void) { return (float)test_rng_uniform(&rng); }
 
 static jx_params conv_params(int pad, const int64_t *lspec, const int64_t *rspec,
                              const int64_t *ospec) {

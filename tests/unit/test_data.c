@@ -17,12 +17,6 @@
 
 enum { N = 40, B = 8 };
 
-static void assert_error_has(const char *what) {
-  if (!strstr(jx_last_error(), what)) fprintf(stderr, "error was: %s\n", jx_last_error());
-  assert_non_null(strstr(jx_last_error(), what));
-  jx_clear_error();
-}
-
 /* Examples 0..N-1: x[i] = (i, 10 i), y[i] = i. */
 static jx_dataset *numbered(void) {
   float x[N][2];

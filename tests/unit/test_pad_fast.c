@@ -17,14 +17,10 @@
 
 #include "array/array.h"
 #include "prims/prims.h"
+#include "test_util.h"
 
 static uint64_t rng = 0x6a09e667f3bcc908ull;
-static uint64_t next(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
+static uint64_t next(void) { return test_rng_next(&rng); }
 static int pick(int n) { return (int)(next() % (uint64_t)n); }
 
 static int contiguous_cases;

@@ -21,14 +21,10 @@
 #include "base/threadpool.h"
 #include "prims/prims.h"
 #include "prims/window_kernels.h"
+#include "test_util.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
+static uint64_t next(void) { return test_rng_next(&rng); }
 static int pick(int n) { return (int)(next() % (uint64_t)n); }
 
 static const jx_prim *const prim_of[3] = {&jx_prim_reduce_window_sum, &jx_prim_reduce_window_max,

@@ -16,12 +16,6 @@
 
 static const char *const DM[] = {"data", "model"};
 
-static void assert_error_has(const char *what) {
-  if (!strstr(jx_last_error(), what)) fprintf(stderr, "error was: %s\n", jx_last_error());
-  assert_non_null(strstr(jx_last_error(), what));
-  jx_clear_error();
-}
-
 static void devices_exist(void **state) {
   (void)state;
   assert_int_equal(jx_device_count(), 8);
