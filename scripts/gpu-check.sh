@@ -1,48 +1,88 @@
 #!/usr/bin/env bash
-# The checks of the CUDA backend that need a GPU, in one run of under 9
-# minutes (the steps' limits add up to 530 s): a Release build of what they
-# use, `jx info`, the CUDA tests (ctest -R cuda), the CUDA executor's test
-# against the real driver and NVRTC (test_cuda_exec --real: jitted programs
-# on the GPU equal the CPU jit's) and the GEMM benchmark, then a summary. On a machine without a GPU every step still runs and says why
-# the GPU parts were skipped. Usage: scripts/gpu-check.sh [build-dir]   (default: build-gpu)
+# The checks of the CUDA backend that need a GPU, in one run of at most 8
+# minutes (every step has its own limit, and none may run past the run's
+# deadline): a Release build of what they use, `jx info`, the CUDA
+# executor's test against the real driver and NVRTC (test_cuda_exec --real:
+# jitted programs on the GPU equal the CPU jit's), the CUDA tests (ctest -R
+# cuda), the bf16 GEMM benchmark (jx vs cuBLASLt called directly), the
+# GPT-2 124M train step in jx (bench_cuda_gpt) and in JAX on the same GPU
+# (bench/jax_gpt_gpu.py, where jax with CUDA is installed), then a summary
+# with the targets: GEMM >= 0.85 x cuBLASLt, GPT step MFU >= 45 % of the
+# peak (989 TFLOP/s dense bf16, an H200's; GPU_PEAK_TFLOPS overrides).
+# On a machine without a GPU every step still runs and says why the GPU
+# parts were skipped. Each step's whole output goes to
+# <build-dir>/gpu-check-logs/<step>.log; the terminal gets its last lines
+# (more when it fails). Exit status 0 when every step passed.
+# Usage: scripts/gpu-check.sh [build-dir]   (default: build-gpu)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-gpu}
 jobs=$(nproc 2>/dev/null || echo 4)
+peak=${GPU_PEAK_TFLOPS:-989}
 start=$(date +%s)
+deadline=$((start + 450)) # 8 minutes less the kill grace and the summary
+logs=$build/gpu-check-logs
 declare -a summary
-step() { # step NAME SECONDS COMMAND...: runs with a time limit, records the outcome
+
+step() { # step NAME SECONDS COMMAND...: runs with a time limit into its log, records the outcome
   local name=$1 limit=$2 t0 rc
   shift 2
-  t0=$(date +%s)
+  local log="$logs/${name//[^A-Za-z0-9_.-]/_}.log"
+  local left=$((deadline - $(date +%s)))
   echo "=== $name"
-  timeout --kill-after=10 "$limit" "$@"
+  if ((left < 10)); then
+    echo "no time left (the run's 8 minutes are spent)"
+    summary+=("SKIPPED $name (no time left)")
+    return 1
+  fi
+  ((limit > left)) && limit=$left
+  t0=$(date +%s)
+  timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
   rc=$?
   local took=$(($(date +%s) - t0))
   if ((rc == 0)); then
+    tail -n "${STEP_SHOW:-6}" "$log"
     summary+=("ok      $name (${took}s)")
-  elif ((rc == 124 || rc == 137)); then
-    summary+=("TIMEOUT $name (over ${limit}s)")
   else
-    summary+=("FAILED  $name (exit $rc, ${took}s)")
+    if ((rc == 124 || rc == 137)); then
+      summary+=("TIMEOUT $name (over ${limit}s)")
+    else
+      summary+=("FAILED  $name (exit $rc, ${took}s)")
+    fi
+    echo "--- $name: exit $rc after ${took}s; the last lines of $log:"
+    tail -n 40 "$log"
   fi
   return $rc
 }
 
+# field FILE IMPL KEY: KEY's value in FILE's JSON line of IMPL (numbers and
+# strings, written by the benches as "key":value or "key": value)
+field() {
+  grep -h "\"impl\": *\"$2\"" "$1" 2>/dev/null | head -1 |
+    sed -n "s/.*\"$3\": *\"\{0,1\}\([^\",}]*\).*/\1/p"
+}
+skipped() { # skipped FILE IMPL: the reason a bench gave for skipping, if it did
+  grep -h "\"impl\": *\"$2\"" "$1" 2>/dev/null | grep '"skipped"' | head -1 |
+    sed -n 's/.*"skipped": *"\(.*\)"}.*/\1/p'
+}
+
+mkdir -p "$build"
+rm -rf "$logs"
+mkdir -p "$logs"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total \
   --format=csv,noheader 2>/dev/null
 
-mkdir -p "$build"
-step configure 60 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
-  -DJX_BUILD_EXAMPLES=OFF >"$build/configure.log" 2>&1 || tail -20 "$build/configure.log"
+STEP_SHOW=2 step configure 60 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+  -DJX_BUILD_EXAMPLES=OFF
 
-# the programs the CUDA tests run (ctest -R cuda: unit.test_<target>, ...), jx and the bench
-targets="jx_cli bench_cuda_gemm"
+# the programs the CUDA tests run (ctest -R cuda: unit.test_<target>[.variant],
+# bench.<target>[.variant]), jx and the benches
+targets="jx_cli bench_cuda_gemm bench_cuda_gpt"
 other_tests=0
 while read -r name; do
   case $name in
-  unit.*) # unit.test_x or unit.test_x.variant: the program test_x
-    name=${name#unit.}
+  unit.* | bench.*)
+    name=${name#*.}
     targets="$targets ${name%%.*}"
     ;;
   *) other_tests=1 ;;
@@ -51,21 +91,84 @@ done < <(cd "$build" && ctest -N -R cuda 2>/dev/null | sed -n 's/^ *Test *#[0-9]
 ((other_tests)) && targets=all # tests of other kinds: build everything rather than guess
 echo "building: $targets"
 # shellcheck disable=SC2086 # one word per target
-step build 180 cmake --build "$build" -j "$jobs" --target $targets
+STEP_SHOW=2 step build 200 cmake --build "$build" -j "$jobs" --target $targets
 
-step "jx info" 20 "$build/jx" info
-step "ctest -R cuda" 150 ctest --test-dir "$build" -R cuda --output-on-failure -j 4
+STEP_SHOW=20 step "jx info" 20 "$build/jx" info
 # the executor on the GPU: fused kernels through NVRTC, GEMMs through cuBLASLt
-step "test_cuda_exec --real" 60 env JX_CACHE_DIR="$build/kernels-gpu-check" \
+STEP_SHOW=12 step "test_cuda_exec --real" 60 env JX_CACHE_DIR="$build/kernels-gpu-check" \
   "$build/tests/test_cuda_exec" --real
-bench_out=$build/bench_cuda_gemm.json
-step "bench_cuda_gemm" 60 bash -o pipefail -c "'$build/bench/bench_cuda_gemm' | tee '$bench_out'"
+STEP_SHOW=12 step "ctest -R cuda" 120 ctest --test-dir "$build" -R cuda --output-on-failure \
+  -j "$((jobs > 8 ? 8 : jobs))"
+gemm_log=$logs/bench_cuda_gemm.log
+step "bench_cuda_gemm" 60 "$build/bench/bench_cuda_gemm"
+# the GPT-2 124M step: few steps (the first call traces and compiles); each
+# bench stops timing on its own before its limit, to print what it measured
+gpt_log=$logs/bench_cuda_gpt.log
+step "bench_cuda_gpt" 180 env JX_CACHE_DIR="$build/kernels-gpu-check" \
+  "$build/bench/bench_cuda_gpt" --steps 5 --warmup 1 --peak-tflops "$peak" --max-seconds 140
+jax_log=$logs/jax_gpt_gpu.log
+if command -v python3 >/dev/null; then
+  step "jax_gpt_gpu" 120 python3 "$root/bench/jax_gpt_gpu.py" --steps 10 --warmup 2 \
+    --peak-tflops "$peak" --max-seconds 90
+else
+  echo '{"bench": "cuda_gpt_step", "impl": "jax", "skipped": "no python3"}' >"$jax_log"
+  summary+=("ok      jax_gpt_gpu (skipped: no python3)")
+fi
 
 echo
-echo "=== summary ($(($(date +%s) - start))s)"
+echo "=== summary ($(($(date +%s) - start))s; logs in $logs)"
 printf '  %s\n' "${summary[@]}"
 [[ -x $build/jx ]] && "$build/jx" info 2>/dev/null | grep -E '^CUDA' | sed 's/^/  /'
-[[ -s $bench_out ]] && sed 's/^/  /' "$bench_out"
+
+# the GEMM: bench_cuda_gemm's ratio line, or why it did not run
+ratio=$(sed -n 's/.*"jx_over_cublaslt":\([0-9.]*\).*/\1/p' "$gemm_log" 2>/dev/null | head -1)
+if [[ -n $ratio ]]; then
+  echo "  bf16 GEMM 4096^3: jx $(field "$gemm_log" jx tflop_per_s) TFLOP/s, cuBLASLt" \
+    "$(field "$gemm_log" cublaslt tflop_per_s) TFLOP/s: jx/cuBLASLt $ratio" \
+    "(target >= 0.85: $(awk -v r="$ratio" 'BEGIN { print (r >= 0.85 ? "met" : "NOT met") }'))"
+else
+  echo "  bf16 GEMM: no result ($(grep -m1 -E 'skipped|error|wrong|failed' "$gemm_log" 2>/dev/null ||
+    echo 'see its log'))"
+fi
+
+# the GPT step: tokens/s and MFU of each, their ratio and the targets
+gpt_line() { # gpt_line LOG IMPL NAME
+  local why
+  why=$(skipped "$1" "$2")
+  if [[ -n $why ]]; then
+    echo "  GPT step, $3: skipped: $why"
+  elif [[ -n $(field "$1" "$2" tokens_per_s) ]]; then
+    echo "  GPT step, $3: $(field "$1" "$2" layers) layers, d $(field "$1" "$2" d), context" \
+      "$(field "$1" "$2" ctx), vocab $(field "$1" "$2" vocab), batch $(field "$1" "$2" batch):" \
+      "$(field "$1" "$2" median_ms) ms/step, $(field "$1" "$2" tokens_per_s) tokens/s," \
+      "$(field "$1" "$2" tflop_per_s) TFLOP/s, MFU $(awk -v m="$(field "$1" "$2" mfu)" \
+        'BEGIN { printf "%.1f %%", 100 * m }') of $(field "$1" "$2" peak_tflops) TFLOP/s" \
+      "(first call $(field "$1" "$2" first_call_s) s; loss $(field "$1" "$2" loss_first) ->" \
+      "$(field "$1" "$2" loss_last))"
+    [[ -n $(field "$1" "$2" step_copied_up_mb) ]] &&
+      echo "    a step copied $(field "$1" "$2" step_copied_up_mb) MB to the device and" \
+        "$(field "$1" "$2" step_copied_down_mb) MB back"
+  else # it failed: its error, or the last thing it said
+    why=$(grep -E -i 'error|wrong|not finite|fail' "$1" 2>/dev/null | tail -n 2)
+    echo "  GPT step, $3: no result: ${why:-$(tail -n 1 "$1" 2>/dev/null)}"
+  fi
+}
+gpt_line "$gpt_log" jx jx
+gpt_line "$jax_log" jax JAX
+jx_mfu=$(field "$gpt_log" jx mfu)
+if [[ -n $jx_mfu ]]; then
+  echo "  GPT step MFU target >= 45 %: $(awk -v m="$jx_mfu" \
+    'BEGIN { print (m >= 0.45 ? "met" : "NOT met") }')"
+fi
+jx_tps=$(field "$gpt_log" jx tokens_per_s)
+jax_tps=$(field "$jax_log" jax tokens_per_s)
+if [[ -n $jx_tps && -n $jax_tps && $(field "$gpt_log" jx params) != $(field "$jax_log" jax params) ]]; then
+  echo "  GPT step tokens/s jx/JAX: not compared (the two ran models of different sizes)"
+elif [[ -n $jx_tps && -n $jax_tps ]]; then
+  echo "  GPT step tokens/s jx/JAX: $(awk -v a="$jx_tps" -v b="$jax_tps" \
+    'BEGIN { printf "%.3f (target >= 1: %s)", a / b, (a >= b ? "met" : "NOT met") }')"
+fi
+
 for line in "${summary[@]}"; do
   [[ $line == ok* ]] || exit 1
 done

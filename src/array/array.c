@@ -184,6 +184,7 @@ jx_array *jx_array_alloc(jx_dtype dt, jx_shape s, int weak) {
   a->donated_input = -1;
   a->donated_to = NULL;
   a->pending = NULL;
+  a->dev = NULL;
   jx_scope_adopt(a);
   return a;
 }
@@ -220,6 +221,7 @@ jx_array *jx_tracer_alloc(uint64_t trace_id, int var, jx_dtype dt, jx_shape s, i
   a->donated_input = -1;
   a->donated_to = NULL;
   a->pending = NULL;
+  a->dev = NULL;
   jx_scope_adopt(a);
   return a;
 }
@@ -244,6 +246,7 @@ jx_array *jx_array_alias(jx_array *src, jx_shape s) {
   a->donated_input = -1;
   a->donated_to = NULL;
   a->pending = NULL;
+  a->dev = NULL;
   atomic_fetch_add_explicit(&src->buf->refs, 1, memory_order_relaxed);
   jx_scope_adopt(a);
   return a;
@@ -258,6 +261,7 @@ void jx_release(jx_array *a) {
   if (!a || a->poisoned) return;
   if (atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) == 1) {
     if (a->buf) buffer_release(a->buf);
+    if (a->dev) a->dev->release(a->dev);
     if (a->shards) jx_shards_free(a->shards);
     free(a->donated_to);
     jx_pending_release(a->pending);
@@ -276,7 +280,8 @@ int64_t jx_size(const jx_array *a) { return jx_shape_numel(jx_shape_of(a)); }
 int jx_is_weak(const jx_array *a) { return a && a->weak; }
 int jx_is_poisoned(const jx_array *a) { return !a || a->poisoned; }
 
-static jx_status check_readable(const jx_array *a, const char *op) {
+/* Why a cannot be read by op (NULL, poisoned, a tracer, donated), or JX_OK. */
+static jx_status check_concrete(const jx_array *a, const char *op) {
   if (!a) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: the array is NULL", op);
   if (a->poisoned)
     return jx_error_set(JX_ERR_POISONED, "%s: the array carries an earlier error", op);
@@ -290,7 +295,12 @@ static jx_status check_readable(const jx_array *a, const char *op) {
                         op, jx_aval_str(a->dtype, a->shape, sb));
   }
   if (a->donated) return jx_donated_error(a, op);
-  return jx_array_ready((jx_array *)a);
+  return JX_OK;
+}
+
+static jx_status check_readable(const jx_array *a, const char *op) {
+  jx_status st = check_concrete(a, op);
+  return st ? st : jx_array_ready((jx_array *)a);
 }
 
 jx_status jx_donated_error(const jx_array *a, const char *op) {
@@ -329,13 +339,38 @@ jx_array *jx_array_take_buffer(jx_array *a, const char *fn, int input) {
   t->donated_input = -1;
   t->donated_to = NULL;
   t->pending = NULL;
-  a->buf = NULL; /* t holds the buffer's one reference now */
+  t->dev = NULL;
+  a->buf = NULL;                       /* t holds the buffer's one reference now */
+  if (a->dev) a->dev->release(a->dev); /* t's buffer may be written in place */
+  a->dev = NULL;
   a->donated = 1;
   a->donated_input = input;
   free(a->donated_to);
   a->donated_to = name;
   jx_scope_adopt(t);
   return t;
+}
+
+int jx_array_attach_device_copy(jx_array *a, jx_device_copy *c) {
+  jx_device_copy *none = NULL;
+  return __atomic_compare_exchange_n(&a->dev, &none, c, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+jx_device_copy *jx_array_take_device_copy(jx_array *a, const char *fn, int input) {
+  char *name = strdup(fn ? fn : "a jitted function");
+  if (!name) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory donating an array to '%s'", fn);
+    return NULL;
+  }
+  jx_device_copy *c = a->dev;
+  a->dev = NULL;
+  if (a->buf) buffer_release(a->buf);
+  a->buf = NULL;
+  a->donated = 1;
+  a->donated_input = input;
+  free(a->donated_to);
+  a->donated_to = name;
+  return c;
 }
 
 /* The gathered buffer is published once: readers on other threads either see
@@ -349,7 +384,8 @@ jx_status jx_array_ready(jx_array *a) {
     jx_status st = jx_pending_wait(a->pending);
     if (st || __atomic_load_n(&a->buf, __ATOMIC_ACQUIRE)) return st;
   }
-  if (!a->shards) return JX_OK;
+  jx_device_copy *dev = jx_array_device_copy(a); /* device-resident: copied down once */
+  if (!a->shards && !dev) return JX_OK;
   pthread_mutex_lock(&gather_lock);
   jx_status st = JX_OK;
   if (!a->buf) {
@@ -357,9 +393,11 @@ jx_status jx_array_ready(jx_array *a) {
     jx_buffer *b = buffer_new(nbytes);
     if (!b) {
       char sb[JX_AVAL_STR_CAP];
-      st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory gathering the shards of %s",
+      st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory %s %s",
+                        a->shards ? "gathering the shards of" : "copying to the host",
                         jx_aval_str(a->dtype, a->shape, sb));
-    } else if ((st = jx_shards_gather(a->shards, a->dtype, a->shape, b->data))) {
+    } else if ((st = a->shards ? jx_shards_gather(a->shards, a->dtype, a->shape, b->data)
+                               : dev->download(dev, b->data, nbytes))) {
       buffer_release(b);
     } else {
       __atomic_store_n(&a->buf, b, __ATOMIC_RELEASE);
@@ -396,7 +434,13 @@ double jx_item(const jx_array *a) {
 }
 
 jx_status jx_block_until_ready(const jx_array *a) {
-  return check_readable(a, "jx_block_until_ready");
+  jx_status st = check_concrete(a, "jx_block_until_ready");
+  if (st) return st;
+  /* a device-resident value is waited for where it is, not copied down */
+  jx_device_copy *dev = jx_array_device_copy(a);
+  if (dev && !__atomic_load_n(&a->buf, __ATOMIC_ACQUIRE) && !a->pending && !a->shards)
+    return dev->wait(dev);
+  return jx_array_ready((jx_array *)a);
 }
 
 /* ---- creation ---- */

@@ -40,7 +40,41 @@ struct jx_array {
   /* Async dispatch: the queued run that will set buf (NULL once it has, or
    * for arrays made here); jx_array_ready waits for it. */
   struct jx_pending *pending;
+  /* A copy of the value in an accelerator's memory (cuda/cuda_resident.h),
+   * or NULL (always on the CPU). An executor's output keeps its value there
+   * and has no buf until something reads it (jx_array_ready copies it down
+   * once); a host input an executor uploaded keeps its upload here, so the
+   * next call reads it in place. Valid as long as the array: arrays are
+   * immutable. */
+  struct jx_device_copy *dev;
 };
+
+/* ---- device copies: an array's value in an accelerator's memory ----
+ * The array layer knows them only through these functions; the backend
+ * (cuda/cuda_resident.c) makes them. */
+typedef struct jx_device_copy jx_device_copy;
+struct jx_device_copy {
+  void *device; /* whose memory (the backend's device) */
+  uint64_t ptr; /* the block */
+  /* Copies the value into host dst (bytes), after the work that makes it. */
+  jx_status (*download)(jx_device_copy *c, void *dst, size_t bytes);
+  /* Waits until the work that makes the value has ended (jx_block_until_ready). */
+  jx_status (*wait)(jx_device_copy *c);
+  /* Returns the block to its device's allocator and frees c. */
+  void (*release)(jx_device_copy *c);
+};
+/* a's device copy, or NULL (safe against a concurrent attach). */
+static inline jx_device_copy *jx_array_device_copy(const jx_array *a) {
+  return __atomic_load_n(&a->dev, __ATOMIC_ACQUIRE);
+}
+/* Attaches c to a concrete array that has none: 1, or 0 when a already has
+ * one (another thread's upload won: the caller keeps c). */
+int jx_array_attach_device_copy(jx_array *a, jx_device_copy *c);
+/* Donation to a device executor: detaches a's device copy (returned, the
+ * caller now owns its block), drops a's host buffer and marks a donated to fn
+ * as input `input`, as jx_array_take_buffer does. NULL (with an error) when
+ * out of memory; a is then unchanged. */
+jx_device_copy *jx_array_take_device_copy(jx_array *a, const char *fn, int input);
 
 /* ---- pending values (pending.c): a queued run's completion ---- */
 typedef struct jx_pending jx_pending;
@@ -56,7 +90,7 @@ int jx_pending_done(jx_pending *c);
 extern void (*jx_before_shutdown)(void);
 
 /* Makes a's global buffer available (waiting for a pending array's run,
- * gathering a sharded array's shards);
+ * gathering a sharded array's shards, copying a device-resident array down);
  * every reader of a->buf on a concrete array that may be sharded calls this
  * first. Returns the status of the gather (out of memory). */
 jx_status jx_array_ready(jx_array *a);

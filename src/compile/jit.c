@@ -50,7 +50,8 @@ static jx_program *jit_build(jx_fn *f, const jx_aval *in) {
   }
   /* donation belongs to this jitted function: its executable takes the
    * donated inputs' buffers when it runs (executable.c) */
-  if (f->data && !on_cuda && jx_executable_set_donation(s->exec, f->nin, f->data, f->inner->name)) {
+  if (f->data && (on_cuda ? jx_cuda_set_donation(s, f->nin, f->data, f->inner->name)
+                          : jx_executable_set_donation(s->exec, f->nin, f->data, f->inner->name))) {
     jx_program_release(s);
     return NULL;
   }

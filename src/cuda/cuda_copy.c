@@ -1,6 +1,15 @@
 #include "cuda_copy.h"
 
+#include <stdatomic.h>
 #include <string.h>
+
+static _Atomic uint64_t up_bytes, down_bytes;
+static _Atomic int64_t up_copies, down_copies;
+
+jx_cuda_copy_stats jx_cuda_copy_stats_get(void) {
+  return (jx_cuda_copy_stats){atomic_load(&up_bytes), atomic_load(&down_bytes),
+                              atomic_load(&up_copies), atomic_load(&down_copies)};
+}
 
 /* Allocates the staging buffers and their events on first use; under staging_lock. */
 static jx_status ensure_staging(jx_cuda_device *d) {
@@ -29,6 +38,8 @@ jx_status jx_cuda_copy_to_device(jx_cuda_device *d, CUdeviceptr dst, const void 
   int dev = d->info.ordinal;
   jx_status st = jx_cuda_device_make_current(d);
   if (st) return st;
+  atomic_fetch_add_explicit(&up_bytes, bytes, memory_order_relaxed);
+  atomic_fetch_add_explicit(&up_copies, 1, memory_order_relaxed);
   pthread_mutex_lock(&d->staging_lock);
   st = ensure_staging(d);
   for (size_t off = 0, i = 0; off < bytes && !st; off += d->staging_bytes, i++) {
@@ -52,6 +63,8 @@ jx_status jx_cuda_copy_to_host(jx_cuda_device *d, void *dst, CUdeviceptr src, si
   int dev = d->info.ordinal;
   jx_status st = jx_cuda_device_make_current(d);
   if (st) return st;
+  atomic_fetch_add_explicit(&down_bytes, bytes, memory_order_relaxed);
+  atomic_fetch_add_explicit(&down_copies, 1, memory_order_relaxed);
   pthread_mutex_lock(&d->staging_lock);
   st = ensure_staging(d);
   /* chunk i lands in buffer i % 2 while chunk i - 1 is copied out of the other */

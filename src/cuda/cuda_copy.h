@@ -22,4 +22,13 @@ jx_status jx_cuda_copy_to_device(jx_cuda_device *d, CUdeviceptr dst, const void 
 jx_status jx_cuda_copy_to_host(jx_cuda_device *d, void *dst, CUdeviceptr src, size_t bytes,
                                CUstream stream);
 
+/* What the copies above moved since the process started, over all devices
+ * (statistics, for tests and reports: a training step that keeps its state
+ * on the device copies only its batch up and what is read down). */
+typedef struct {
+  uint64_t to_device_bytes, to_host_bytes;
+  int64_t to_device_copies, to_host_copies; /* calls */
+} jx_cuda_copy_stats;
+jx_cuda_copy_stats jx_cuda_copy_stats_get(void);
+
 #endif

@@ -9,6 +9,7 @@
 #include "../array/array.h"
 #include "../base/env.h"
 #include "../base/error.h"
+#include "../compile/async_dispatch.h"
 #include "../compile/dump.h"
 #include "../compile/executable.h"
 #include "../compile/fusion.h"
@@ -19,6 +20,7 @@
 #include "../trace/dispatch.h"
 #include "cuda_copy.h"
 #include "cuda_module.h"
+#include "cuda_resident.h"
 
 typedef struct {
   jx_fusion_group group;
@@ -39,6 +41,10 @@ struct jx_cuda_executable {
   int *last_step;     /* per variable: the last step that reads it (-1: none) */
   uint8_t *temporary; /* per variable: made by a step (not an input or constant) */
   jx_cuda_module *module;
+  /* jx_jit_options.donate (jx_cuda_set_donation): per input, 1 = the run may
+   * take its device block; NULL when nothing is donated */
+  uint8_t *donate;
+  char *donor; /* the jitted function's name, for the donated arrays' errors */
 };
 
 /* One cache of cubins for the process: executables built again for the same
@@ -189,6 +195,62 @@ static jx_cuda_blas *device_blas(jx_cuda_device *d) {
   return b;
 }
 
+/* A lone elementwise equation the fusion left to run eagerly (too small to
+ * pay for a kernel call on the CPU) is a kernel on the device: on the host
+ * it would copy its operands down and its result up, and wait for both.
+ * Makes g (one equation) such a kernel when it can be one; 1 if it did. */
+static int promote_lone(const jx_program *p, jx_fusion_group *g) {
+  if (g->count != 1 || g->skip || jx_fusion_group_candidate(g)) return 0;
+  const jx_eqn *e = &p->eqns[g->first];
+  if (e->nout != 1 || e->prim == &jx_prim_broadcast_in_dim || jx_fusion_row_reduce(e, p) ||
+      jx_fusion_col_reduce(e, p, NULL) || !jx_fusion_renderable(e, p))
+    return 0;
+  jx_fusion_group k = *g;
+  k.shape = p->avals[e->out[0]].shape;
+  if (jx_shape_numel(k.shape) == 0) return 0;
+  k.nloads = 0;
+  for (int i = 0; i < e->nin; i++) {
+    int var;
+    int64_t st[JX_MAX_RANK];
+    jx_fusion_operand(p, &k, e->in[i], &var, st);
+    if (jx_fusion_find_load(&k, var, st) >= 0) continue;
+    if (k.nloads == JX_FUSION_MAX_LOADS) return 0;
+    k.loads[k.nloads].var = var;
+    memcpy(k.loads[k.nloads++].strides, st, sizeof st);
+  }
+  k.nstores = 1;
+  k.stores[0] = e->out[0];
+  k.compute = 1;
+  k.single = 1;
+  *g = k;
+  return 1;
+}
+
+/* After promote_lone: a lone broadcast_in_dim that nothing reads as an array
+ * any more (every reader is a kernel that reads through it) runs nowhere. */
+static jx_status skip_unread_broadcasts(const jx_program *p, jx_fusion_group *groups, int ng) {
+  uint8_t *need = calloc((size_t)p->nvars + 1, 1);
+  if (!need) return out_of_memory();
+  for (int o = 0; o < p->nout; o++) need[p->out[o]] = 1;
+  for (int n = 0; n < ng; n++) {
+    const jx_fusion_group *g = &groups[n];
+    if (g->skip) continue;
+    if (jx_fusion_group_is_kernel(g))
+      for (int l = 0; l < g->nloads; l++) need[g->loads[l].var] = 1;
+    else
+      for (int e = g->first; e < g->first + g->count; e++)
+        for (int i = 0; i < p->eqns[e].nin; i++) need[p->eqns[e].in[i]] = 1;
+  }
+  for (int n = 0; n < ng; n++) {
+    jx_fusion_group *g = &groups[n];
+    const jx_eqn *e = &p->eqns[g->first];
+    if (!g->skip && g->count == 1 && e->prim == &jx_prim_broadcast_in_dim && !need[e->out[0]])
+      g->skip = 1;
+  }
+  free(need);
+  return JX_OK;
+}
+
 jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, jx_program *p,
                                              const char *dump_prefix) {
   jx_cuda_executable *x = calloc(1, sizeof *x);
@@ -206,6 +268,9 @@ jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, jx_program *p,
   jx_fusion_group *groups = NULL;
   int ng = x->program ? jx_fuse(x->program, &groups) : -1;
   jx_status st = ng < 0 ? (jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL) : JX_OK;
+  int promoted = 0;
+  for (int k = 0; k < ng && !st; k++) promoted |= promote_lone(x->program, &groups[k]);
+  if (promoted && !st) st = skip_unread_broadcasts(x->program, groups, ng);
   if (!st && !(x->steps = calloc(ng > 0 ? (size_t)ng : 1, sizeof *x->steps))) st = out_of_memory();
   for (int k = 0; k < ng && !st; k++) {
     cuda_step *s = &x->steps[x->nsteps++];
@@ -235,6 +300,8 @@ void jx_cuda_executable_free(jx_cuda_executable *x) {
   free(x->steps);
   free(x->last_step);
   free(x->temporary);
+  free(x->donate);
+  free(x->donor);
   free(x);
 }
 
@@ -248,16 +315,19 @@ jx_cuda_device *jx_cuda_executable_device(const jx_cuda_executable *x) { return 
 
 /* ---- a run ---- */
 
-/* Where a variable's value is: a host array, a device buffer, or both. */
+/* Where a variable's value is: an array, a device block, or both. */
 typedef struct {
-  jx_array *host; /* the caller's (inputs, constants) or the run's scope's */
+  jx_array *host; /* the caller's (inputs, constants), a host equation's, or a made output */
   CUdeviceptr dev;
+  uint8_t owned; /* dev is the run's block (returned after the last reader); else
+                  * it is host's device copy, which host owns */
 } slot;
 
 typedef struct {
   jx_cuda_executable *x;
   const jx_program *p;
   slot *vars;
+  uint8_t *donated; /* per variable: a donated input's block, taken by this run (or NULL) */
 } run_state;
 
 static size_t var_bytes(const run_state *r, int v) {
@@ -271,28 +341,38 @@ static jx_status device_buffer(run_state *r, int v) {
   uint64_t ptr = 0;
   jx_status st = jx_cuda_allocator_alloc(r->x->device->memory, bytes ? bytes : 1, &ptr);
   r->vars[v].dev = (CUdeviceptr)ptr;
+  r->vars[v].owned = ptr != 0;
   return st;
 }
 
-/* Makes v's value available on the device (copying it up once). */
+/* Makes v's value available on the device: read in place when its array
+ * has a copy there, else copied up once and the copy kept with the array
+ * (arrays are immutable), so passing it again copies nothing. */
 static jx_status to_device(run_state *r, int v) {
   slot *s = &r->vars[v];
   if (s->dev) return JX_OK;
   jx_array *h = s->host;
   if (!h) return jx_error_set(JX_ERR_INTERNAL, "CUDA executor: variable %d has no value", v);
+  jx_cuda_device *d = r->x->device;
+  if ((s->dev = (CUdeviceptr)jx_cuda_resident_ptr(h, d))) {
+    s->owned = 0;
+    return JX_OK;
+  }
   jx_status st = jx_array_ready(h);
   if (!st) st = device_buffer(r, v);
   size_t bytes = var_bytes(r, v);
-  if (!st && bytes)
-    st = jx_cuda_copy_to_device(r->x->device, s->dev, jx_array_data(h), bytes,
-                                r->x->device->compute);
-  return st;
+  if (!st && bytes) st = jx_cuda_copy_to_device(d, s->dev, jx_array_data(h), bytes, d->compute);
+  if (st) return st;
+  int kept = jx_cuda_resident_attach(h, d, (uint64_t)s->dev, NULL);
+  if (kept < 0) return jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+  if (kept) s->owned = 0; /* else another thread's upload won: ours goes after the run */
+  return JX_OK;
 }
 
 /* Makes v's value available on the host (copying it down once). */
 static jx_status to_host(run_state *r, int v) {
   slot *s = &r->vars[v];
-  if (s->host) return JX_OK;
+  if (s->host) return JX_OK; /* a device-resident input comes down in the eager op */
   if (!s->dev) return jx_error_set(JX_ERR_INTERNAL, "CUDA executor: variable %d has no value", v);
   jx_aval a = r->p->avals[v];
   jx_array *h = jx_array_alloc(a.dtype, a.shape, a.weak);
@@ -305,6 +385,36 @@ static jx_status to_host(run_state *r, int v) {
 
 static unsigned clamp_u(int64_t v, int64_t hi) { return (unsigned)(v < 1 ? 1 : v > hi ? hi : v); }
 
+/* Donation: the load of step k whose block store `o` may take, in place: a
+ * donated input's block that dies at this step, read once, element for
+ * element as the store is written (row-major strides of the step's shape, no
+ * reduction, same element size), as the CPU executable's in_place_load.
+ * Each thread then reads an element before it writes it, and no thread
+ * reads another's. -1 when there is none; claimed marks loads already taken. */
+static int in_place_load(const run_state *r, int k, int o, const uint8_t *claimed) {
+  const jx_fusion_group *g = &r->x->steps[k].group;
+  if (g->reduces || !r->donated) return -1;
+  jx_aval out = r->p->avals[g->stores[o]];
+  int64_t rowmajor[JX_MAX_RANK];
+  jx_shape_strides(g->shape, rowmajor);
+  for (int l = 0; l < g->nloads; l++) {
+    int v = g->loads[l].var;
+    const slot *s = &r->vars[v];
+    if (claimed[l] || !r->donated[v] || !s->owned || !s->dev || r->x->last_step[v] != k) continue;
+    jx_aval in = r->p->avals[v];
+    if (jx_dtype_size(in.dtype) != jx_dtype_size(out.dtype) ||
+        jx_shape_numel(in.shape) != jx_shape_numel(g->shape) ||
+        jx_shape_numel(out.shape) != jx_shape_numel(g->shape))
+      continue;
+    int ok = 1;
+    for (int d = 0; d < g->shape.rank && ok; d++)
+      ok = g->shape.dims[d] == 1 || g->loads[l].strides[d] == rowmajor[d];
+    for (int m = 0; m < g->nloads && ok; m++) ok = m == l || g->loads[m].var != v;
+    if (ok) return l;
+  }
+  return -1;
+}
+
 /* Launches step k's kernel on the compute stream (render_cuda.h's geometry). */
 static jx_status run_kernel(run_state *r, int k) {
   const cuda_step *s = &r->x->steps[k];
@@ -312,6 +422,7 @@ static jx_status run_kernel(run_state *r, int k) {
   jx_cuda_device *d = r->x->device;
   jx_cuda_kargs a;
   memset(&a, 0, sizeof a);
+  uint8_t claimed[JX_FUSION_MAX_LOADS] = {0};
   jx_status st = JX_OK;
   for (int l = 0; l < g->nloads && !st; l++) {
     st = to_device(r, g->loads[l].var);
@@ -319,7 +430,18 @@ static jx_status run_kernel(run_state *r, int k) {
     memcpy(a.strides + JX_MAX_RANK * l, g->loads[l].strides, sizeof g->loads[l].strides);
   }
   for (int o = 0; o < g->nstores && !st; o++) {
-    st = device_buffer(r, g->stores[o]);
+    int l = in_place_load(r, k, o, claimed);
+    if (l >= 0) { /* the donated block becomes the store's */
+      slot *from = &r->vars[g->loads[l].var], *to = &r->vars[g->stores[o]];
+      claimed[l] = 1;
+      to->dev = from->dev;
+      to->owned = 1;
+      from->dev = 0;
+      from->owned = 0;
+      r->donated[g->stores[o]] = 1; /* the run's own block: reusable again where it dies */
+    } else {
+      st = device_buffer(r, g->stores[o]);
+    }
     a.buf[g->nloads + o] = (char *)(uintptr_t)r->vars[g->stores[o]].dev;
   }
   if (st) return st;
@@ -380,12 +502,14 @@ static jx_status run_host_eqn(run_state *r, const jx_eqn *e) {
   return st;
 }
 
-/* Drops v after step k when k is its last reader and the run made it. */
+/* Drops v after step k when k is its last reader: the run's block goes back
+ * to the allocator, the run's host value is freed (with its device copy). */
 static void release(run_state *r, int v, int k) {
   slot *s = &r->vars[v];
   if (r->x->last_step[v] != k) return;
-  if (s->dev) jx_cuda_allocator_free(r->x->device->memory, (uint64_t)s->dev);
+  if (s->dev && s->owned) jx_cuda_allocator_free(r->x->device->memory, (uint64_t)s->dev);
   s->dev = 0;
+  s->owned = 0;
   if (r->x->temporary[v] && s->host) jx_scope_release_now(s->host);
   if (r->x->temporary[v]) s->host = NULL;
 }
@@ -395,15 +519,104 @@ static void release_dead(run_state *r, int k) {
   JX_FUSION_FOR_READS(r->p, &s->group, s->kernel >= 0, v, release(r, v, k));
 }
 
+/* Why donated input i cannot give its block to this run, or NULL. */
+static const char *donation_refused(const jx_program *p, jx_array *const *in, int i, char *why,
+                                    size_t cap) {
+  const jx_array *a = in[i];
+  if (a->shards) return "it is laid out over several devices";
+  for (int j = 0; j < p->nin; j++)
+    if (j != i && in[j] == a) {
+      snprintf(why, cap, "the same array is also passed as input %d (donated buffer passed twice)",
+               j);
+      return why;
+    }
+  for (int c = 0; c < p->nconst; c++)
+    if (p->constval[c] == a) return "the function also holds it as a constant";
+  return NULL;
+}
+
+/* Takes the device blocks of the donated inputs (uploading a host one
+ * first), marking the caller's arrays donated as the CPU executable does;
+ * the others run undonated, with one line under JX_LOG_COMPILES=1. */
+static jx_status take_donated(run_state *r, jx_array *const *in) {
+  jx_cuda_executable *x = r->x;
+  const jx_program *p = r->p;
+  r->donated = calloc((size_t)p->nvars + 1, 1);
+  if (!r->donated) return out_of_memory();
+  for (int i = 0; i < p->nin; i++) {
+    if (!x->donate[i]) continue;
+    char why[128];
+    const char *refused = donation_refused(p, in, i, why, sizeof why);
+    if (refused) {
+      if (jx_env_flag("JX_LOG_COMPILES"))
+        fprintf(stderr, "jx: donated input %d of '%s' was not usable: %s\n", i, x->donor, refused);
+      continue;
+    }
+    int v = p->in[i];
+    slot *s = &r->vars[v];
+    jx_status st = to_device(r, v);
+    if (!st && s->owned) { /* another thread's upload was attached: ours is as good */
+      jx_cuda_allocator_free(x->device->memory, (uint64_t)s->dev);
+      s->dev = 0;
+      st = to_device(r, v);
+    }
+    uint64_t ptr = 0;
+    if (!st) st = jx_cuda_resident_take(in[i], x->device, x->donor, i, &ptr);
+    if (st) return st;
+    s->host = NULL; /* donated: a host equation reads the block, copied down */
+    s->dev = (CUdeviceptr)ptr;
+    s->owned = 1;
+    r->donated[v] = 1;
+    if (x->last_step[v] < 0) release(r, v, -1); /* never read */
+  }
+  return JX_OK;
+}
+
+/* The outputs: an array the run already has (an input, a constant, a host
+ * equation's result) is returned as it is; a value only on the device
+ * becomes a device-resident array that owns its block, ready after the
+ * event recorded behind the run's last kernel. Nothing waits here. */
+static jx_status make_outputs(run_state *r, jx_array **out) {
+  const jx_program *p = r->p;
+  jx_cuda_ready *ready = NULL;
+  jx_status st = JX_OK;
+  for (int o = 0; o < p->nout && !st; o++) {
+    slot *s = &r->vars[p->out[o]];
+    if (s->host) continue;
+    if (!s->dev || !s->owned)
+      return jx_error_set(JX_ERR_INTERNAL, "CUDA executor: output %d has no value", o);
+    if (!ready && !(ready = jx_cuda_ready_record(r->x->device)))
+      return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+    jx_aval a = p->avals[p->out[o]];
+    jx_array *h = jx_array_unbacked(a.dtype, a.shape, a.weak);
+    int kept = h->poisoned ? -1 : jx_cuda_resident_attach(h, r->x->device, (uint64_t)s->dev, ready);
+    if (kept < 0) st = jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+    if (kept > 0) {
+      s->host = h;
+      s->dev = 0; /* h owns the block now */
+      s->owned = 0;
+    }
+  }
+  jx_cuda_ready_release(ready);
+  for (int o = 0; o < p->nout && !st; o++) out[o] = jx_keep(r->vars[p->out[o]].host);
+  return st;
+}
+
 jx_status jx_cuda_executable_run(jx_cuda_executable *x, const jx_program *p, jx_array *const *in,
                                  jx_array **out) {
+  const void *top = jx_donation_swap(NULL); /* only jx_call's own program donates */
+  int donating = x->donate && top && (top == p || top == x->attached);
   if (p == x->attached) p = x->program; /* the lowered copy: the same inputs and outputs */
-  run_state r = {x, p, calloc((size_t)p->nvars + 1, sizeof(slot))};
+  run_state r = {x, p, calloc((size_t)p->nvars + 1, sizeof(slot)), NULL};
   if (!r.vars) return out_of_memory();
   for (int i = 0; i < p->nin; i++) r.vars[p->in[i]].host = in[i];
   for (int c = 0; c < p->nconst; c++) r.vars[p->constvar[c]].host = p->constval[c];
   jx_status st = jx_cuda_device_make_current(x->device);
   jx_scope_begin(); /* the host values the run makes, freed after their last use */
+  if (donating && !st) {
+    jx_dispatch_wait_all(); /* queued CPU runs may still read the arrays it takes */
+    st = take_donated(&r, in);
+  }
   for (int k = 0; k < x->nsteps && !st; k++) {
     const cuda_step *s = &x->steps[k];
     if (s->group.skip) continue; /* read through by the kernels, or dead */
@@ -417,15 +630,36 @@ jx_status jx_cuda_executable_run(jx_cuda_executable *x, const jx_program *p, jx_
     }
     if (!st) release_dead(&r, k);
   }
-  for (int o = 0; o < p->nout && !st; o++) st = to_host(&r, p->out[o]);
-  for (int o = 0; o < p->nout && !st; o++) out[o] = jx_keep(r.vars[p->out[o]].host);
-  /* what is left on the device: outputs, values nothing read, or a failed run's */
+  if (!st) st = make_outputs(&r, out);
+  /* the run's blocks left: values nothing read, or a failed run's */
   for (int v = 0; v < p->nvars; v++)
-    if (r.vars[v].dev) jx_cuda_allocator_free(x->device->memory, (uint64_t)r.vars[v].dev);
+    if (r.vars[v].dev && r.vars[v].owned)
+      jx_cuda_allocator_free(x->device->memory, (uint64_t)r.vars[v].dev);
   jx_scope_end();
   for (int o = 0; o < p->nout && !st; o++) jx_scope_adopt(out[o]);
   free(r.vars);
+  free(r.donated);
   return st;
+}
+
+jx_status jx_cuda_set_donation(jx_program *p, int nin, const int *donate, const char *fn_name) {
+  jx_cuda_executable *x = p->exec;
+  int any = 0;
+  for (int i = 0; donate && i < nin; i++) any |= donate[i] != 0;
+  if (!any || !x) return JX_OK;
+  free(x->donate);
+  free(x->donor);
+  x->donate = calloc((size_t)nin, 1);
+  x->donor = strdup(fn_name ? fn_name : "jit");
+  if (!x->donate || !x->donor) {
+    free(x->donate);
+    free(x->donor);
+    x->donate = NULL;
+    x->donor = NULL;
+    return out_of_memory();
+  }
+  for (int i = 0; i < nin; i++) x->donate[i] = donate[i] != 0;
+  return JX_OK;
 }
 
 /* ---- attaching ---- */

@@ -16,7 +16,9 @@
  * Which equations run where:
  *  - on the device: the fused elementwise chains, with their broadcasts read
  *    through, and the row and column reductions (sum/max/min) that end them,
- *    i.e. everything the CPU executable would run as a compiled kernel;
+ *    i.e. everything the CPU executable would run as a compiled kernel, and
+ *    a lone elementwise equation the CPU would run eagerly (too small for a
+ *    kernel call there; on the host it would cost a copy each way);
  *  - on the device through cuBLASLt (jx_cuda_gemm): a dot_general that is
  *    one (batched) GEMM (jx_cuda_dot_as_gemm), on a real GPU with cuBLASLt
  *    installed; its sums are cuBLASLt's, not bit for bit the CPU's BLAS;
@@ -26,20 +28,29 @@
  *    bodies run eagerly), gather/scatter, sort, random bits, shard_map and
  *    collectives.
  *
- * Memory: inputs and constants are copied to the device the first time a
- * kernel reads them, at each call (jx arrays stay host-resident for now);
- * intermediates live in device buffers from the device's caching allocator
- * and are returned to it after their last reader (every kernel and copy is
- * queued on the device's compute stream, so a block reused by a later step
- * is only written after the earlier readers ran); outputs are copied back
- * into new host arrays. A value is copied each way at most once per run.
- * Launch geometry as render_cuda.h describes: blocks of up to 256 threads
- * over the columns, rows over gridDim.y; a row reduction runs one row per
- * block of 32 threads.
+ * Memory (cuda_resident.h): arrays stay on the device between calls. An
+ * output the device made is returned device-resident: its block (from the
+ * device's caching allocator) belongs to the array, which has no host buffer
+ * until something reads it (jx_array_ready copies it down once) and returns
+ * the block when freed. An input or constant that has a copy on the device
+ * is read in place; a host one is copied up the first time a kernel reads it
+ * and the copy stays with the (immutable) array, so a training loop that
+ * feeds its parameters back copies each one up once in all. Intermediates
+ * live in allocator blocks returned after their last reader (every kernel
+ * and copy is queued on the device's compute stream, so a block reused by a
+ * later step, or by another array, is only written after the earlier
+ * readers ran). Donation (jx_jit_options.donate, jx_cuda_set_donation): a
+ * donated input's block is taken by the run (the array is marked donated,
+ * as on the CPU), and an elementwise kernel that reads it last writes its
+ * output into it, so an update step allocates nothing.
+ * Asynchronous: a run returns once its work is queued (unless a host
+ * equation needs a value on the host); its new outputs are ready after an
+ * event recorded behind the last kernel, which jx_block_until_ready waits
+ * for. Launch geometry as render_cuda.h describes: blocks of up to 256
+ * threads over the columns, rows over gridDim.y; a row reduction runs one
+ * row per block of 32 threads.
  *
- * Not done here: buffer donation (ignored: inputs are copied anyway), the
- * NaN checker and the step profiler (debug/hooks.h), asynchronous dispatch
- * (a call returns when its outputs are on the host). */
+ * Not done here: the NaN checker and the step profiler (debug/hooks.h). */
 #ifndef JX_SRC_CUDA_CUDA_EXEC_H
 #define JX_SRC_CUDA_CUDA_EXEC_H
 
@@ -54,11 +65,17 @@ typedef struct jx_cuda_executable jx_cuda_executable;
  * of the kernels' source ("<prefix>.kernels.cu"). */
 jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, jx_program *p,
                                              const char *dump_prefix);
-/* Runs x on host inputs; out[k] are new host arrays owned by the caller's
- * innermost scope, as jx_executable_run's. */
+/* Runs x on inputs that are on the host or on x's device; out[k] are owned by
+ * the caller's innermost scope, as jx_executable_run's: new device-resident
+ * arrays, or the input, constant or host equation's array the program
+ * returns. */
 jx_status jx_cuda_executable_run(jx_cuda_executable *x, const jx_program *p, jx_array *const *in,
                                  jx_array **out);
 void jx_cuda_executable_free(jx_cuda_executable *x);
+/* jx_jit_options.donate for p's attached CUDA executable (jit.c): per input,
+ * nonzero = the run may take its device block; fn_name names the jitted
+ * function in the donated arrays' errors. */
+jx_status jx_cuda_set_donation(jx_program *p, int nin, const int *donate, const char *fn_name);
 
 /* Steps that launch a kernel; *host_eqns: equations that run on the host;
  * *gemms: dot_generals run by cuBLASLt (for tests; either may be NULL). */
