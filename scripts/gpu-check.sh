@@ -97,6 +97,9 @@ STEP_SHOW=20 step "jx info" 20 "$build/jx" info
 # the executor on the GPU: fused kernels through NVRTC, GEMMs through cuBLASLt
 STEP_SHOW=12 step "test_cuda_exec --real" 60 env JX_CACHE_DIR="$build/kernels-gpu-check" \
   "$build/tests/test_cuda_exec" --real
+# device-resident arrays, donation and asynchronous calls on the real driver
+STEP_SHOW=12 step "test_cuda_resident --real" 60 env JX_CACHE_DIR="$build/kernels-gpu-check" \
+  "$build/tests/test_cuda_resident" --real
 STEP_SHOW=12 step "ctest -R cuda" 120 ctest --test-dir "$build" -R cuda --output-on-failure \
   -j "$((jobs > 8 ? 8 : jobs))"
 gemm_log=$logs/bench_cuda_gemm.log

@@ -9,6 +9,7 @@
 #include "../array/array.h"
 #include "../base/env.h"
 #include "../base/error.h"
+#include "../base/strbuf.h"
 #include "../compile/async_dispatch.h"
 #include "../compile/dump.h"
 #include "../compile/executable.h"
@@ -57,26 +58,13 @@ static jx_status out_of_memory(void) {
   return jx_error_set(JX_ERR_OUT_OF_MEMORY, "CUDA executor: out of host memory");
 }
 
-/* Appends text to the growing translation unit *tu. */
-static jx_status append(char **tu, size_t *len, size_t *cap, const char *text) {
-  size_t n = strlen(text);
-  if (*len + n + 1 > *cap) {
-    size_t c = (*len + n + 1) * 2;
-    char *t = realloc(*tu, c);
-    if (!t) return out_of_memory();
-    *tu = t;
-    *cap = c;
-  }
-  memcpy(*tu + *len, text, n + 1);
-  *len += n;
-  return JX_OK;
-}
-
 /* Renders the kernel groups into one translation unit and loads it. */
 static jx_status compile_kernels(jx_cuda_executable *x, const char *dump_prefix) {
-  char *tu = jx_render_cuda_prelude();
-  if (!tu) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-  size_t len = strlen(tu), cap = len + 1;
+  char *prelude = jx_render_cuda_prelude();
+  if (!prelude) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  jx_strbuf tu = JX_STRBUF_INIT;
+  jx_strbuf_append(&tu, prelude, strlen(prelude));
+  free(prelude);
   char(*names)[32] = calloc((size_t)x->nsteps + 1, sizeof *names);
   const char **list = calloc((size_t)x->nsteps + 1, sizeof *list);
   jx_status st = names && list ? JX_OK : out_of_memory();
@@ -87,17 +75,18 @@ static jx_status compile_kernels(jx_cuda_executable *x, const char *dump_prefix)
     list[f] = names[f];
     char *src = jx_render_cuda(x->program, &x->steps[k].group, names[f]);
     if (!src) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-    if (!st) st = append(&tu, &len, &cap, src);
+    if (!st) jx_strbuf_append(&tu, src, strlen(src));
     free(src);
   }
+  if (!st) st = jx_strbuf_status(&tu, "CUDA executor");
   if (!st) {
-    jx_dump_text(dump_prefix ? dump_prefix : x->program->name, "kernels.cu", tu);
+    jx_dump_text(dump_prefix ? dump_prefix : x->program->name, "kernels.cu", tu.text);
     pthread_once(&cubins_once, create_cubins);
-    st = cubins ? jx_cuda_module_load(x->device, cubins, tu, x->program->name, list, x->nkernels,
-                                      &x->module)
+    st = cubins ? jx_cuda_module_load(x->device, cubins, tu.text, x->program->name, list,
+                                      x->nkernels, &x->module)
                 : out_of_memory();
   }
-  free(tu);
+  jx_strbuf_free(&tu);
   free(names);
   free(list);
   return st;
