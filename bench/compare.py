@@ -520,7 +520,7 @@ def loss(p, x, y):
     logits = ln(h, *p["lnf"]) @ p["wte"].T
     return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
-opt = optax.adamw(3e-4, 0.9, 0.95, 1e-8, 0.1)
+opt = optax.adamw(3e-4, b1=0.9, b2=0.95, eps=1e-8, weight_decay=0.1)
 @functools.partial(jax.jit, donate_argnums=(0, 1))  # jx's bench donates them too
 def step(p, s, x, y):
     l, g = jax.value_and_grad(loss)(p, x, y)

@@ -13,6 +13,7 @@
 #include "../debug/hooks.h"
 #include "../parallel/collective.h"
 #include "../parallel/shard_map.h"
+#include "../prims/dot_kernels.h"
 #include "../trace/dispatch.h"
 #include "async_dispatch.h"
 #include "control_compile.h"
@@ -28,6 +29,7 @@
 typedef struct {
   jx_fusion_group group; /* kernel steps: what to load and store */
   jx_kernel_fn fn;       /* NULL: run equations [first, first + count) one by one */
+  uint8_t with_next;     /* a GEMM run side by side with the next step's (pair_gemms) */
 } step;
 
 struct jx_executable {
@@ -65,6 +67,12 @@ int jx_executable_kernels(const jx_executable *x, int *fused_eqns) {
       e += x->steps[s].group.count;
     }
   if (fused_eqns) *fused_eqns = e;
+  return n;
+}
+
+int jx_executable_side_by_side(const jx_executable *x) {
+  int n = 0;
+  for (int s = 0; s < x->nsteps; s++) n += x->steps[s].with_next;
   return n;
 }
 
@@ -137,6 +145,48 @@ static void describe_step(jx_executable *x, const jx_program *p, int k) {
   x->step_bytes[k] = bytes;
 }
 
+/* The dot_general step k runs, or -1. */
+static int dot_eqn(const jx_executable *x, const jx_program *p, int k) {
+  const step *s = &x->steps[k];
+  if (s->fn || s->group.skip || s->group.count != 1) return -1;
+  return p->eqns[s->group.first].prim == &jx_prim_dot_general ? s->group.first : -1;
+}
+
+/* Two dot_generals in consecutive steps, the second not reading the first,
+ * run side by side: on the MLP step's backward pass, a layer's input and
+ * weight gradients (two GEMMs of 256x512x512) each on one of two threads,
+ * rather than each split over both with a hand-off between them. The blocks
+ * are those each would run alone, so the bits do not change.
+ * JX_GEMM_SIDE_BY_SIDE=0 runs them one after the other. */
+static void pair_gemms(jx_executable *x, const jx_program *p) {
+  const char *off = getenv("JX_GEMM_SIDE_BY_SIDE");
+  if (off && strcmp(off, "0") == 0) return;
+  for (int k = 0; k + 1 < x->nsteps; k++) {
+    int a = dot_eqn(x, p, k), b = dot_eqn(x, p, k + 1);
+    if (a < 0 || b < 0) continue;
+    int reads = 0;
+    for (int i = 0; i < p->eqns[b].nin; i++) reads |= p->eqns[b].in[i] == p->eqns[a].out[0];
+    if (reads) continue;
+    x->steps[k++].with_next = 1;
+  }
+}
+
+/* Runs the GEMMs of steps k and k + 1 side by side; *ran = 0 when they are
+ * not both GEMMs through BLAS (the steps then run one by one). */
+static jx_status run_pair(const jx_program *p, const jx_eqn *a, const jx_eqn *b, jx_array **env,
+                          int *ran) {
+  const jx_params *params[2] = {&a->params, &b->params};
+  jx_array *in[4] = {env[a->in[0]], env[a->in[1]], env[b->in[0]], env[b->in[1]]};
+  jx_aval avals[2] = {p->avals[a->out[0]], p->avals[b->out[0]]};
+  jx_array *out[2];
+  jx_status st = jx_dot_side_by_side(2, params, in, avals, out, ran);
+  if (!st && *ran) {
+    env[a->out[0]] = out[0];
+    env[b->out[0]] = out[1];
+  }
+  return st;
+}
+
 jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix) {
   double t_begin = now_s(), t_codegen = 0, t_cc = 0;
   jx_kernel_stats ks0 = jx_kernel_cache_stats();
@@ -181,6 +231,7 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
   free(names);
   free(groups);
   if (!st) st = plan_lifetimes(x, p);
+  if (!st) pair_gemms(x, p);
   for (int e = 0; e < p->neqns && !st; e++)
     if (jx_eqn_has_effect(&p->eqns[e]) || p->eqns[e].prim == &jx_prim_shard_map) x->synchronous = 1;
   if (!st) {
@@ -538,7 +589,7 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   }
   jx_debug_exec_enter();
   in_flight flight = {0};
-  int started = 0;
+  int started = 0, paired = 0;
   int profiled = jx_debug_flags & JX_DEBUG_PROFILE; /* the run's memory (debug/hooks.h) */
   if (profiled) jx_prof_function_begin(p, &((jx_executable *)x)->peak_estimate);
   for (int k = 0; k < x->nsteps && !st; k++) {
@@ -554,8 +605,11 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
     const char *old_op = jx_memstats_set_op(x->step_names[k]);
     if (flight.n) step_reads(x, p, k, finish_if_read, &flight);
     st = flight.st; /* a collective this step reads failed */
-    if (st) {
-      /* stop here */
+    paired = 0;
+    if (!st && s->with_next && !watched && !x->profile && !flight.n)
+      st = run_pair(p, &p->eqns[s->group.first], &p->eqns[s[1].group.first], env, &paired);
+    if (st || paired) {
+      /* stop here, or this step and the next one ran */
     } else if (s->fn) {
       st = run_kernel(&rs, p, k);
     } else if ((started = start_collective(p, s, env, &flight))) {
@@ -569,6 +623,7 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
       jx_prof_compute(x->step_names[k], tp, jx_prof_now(), x->step_flops[k], x->step_bytes[k]);
     if (!st && (watched & (JX_DEBUG_NANS | JX_DEBUG_INFS)))
       st = jx_debug_check_step(p, s->group.first, s->group.count, s->fn != NULL, env);
+    if (!st && paired) step_reads(x, p, k++, release_dead, &rs);
     if (!st) step_reads(x, p, k, release_dead, &rs);
     if (x->profile) x->profile[k] += now_s() - t0;
   }

@@ -28,6 +28,8 @@ int jx_executable_donates(const jx_executable *x);
 int jx_executable_synchronous(const jx_executable *x);
 /* Steps that run a compiled kernel, and equations they cover (for tests). */
 int jx_executable_kernels(const jx_executable *x, int *fused_eqns);
+/* Pairs of GEMM steps that run side by side (for tests). */
+int jx_executable_side_by_side(const jx_executable *x);
 
 /* Compiles p and attaches the executable to it (jx_program_eval runs it).
  * dump_prefix names the JX_DUMP files (kernel sources). */

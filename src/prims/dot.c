@@ -368,6 +368,42 @@ static void eval_dot(const jx_params *p, int nin, const jx_tensor *in, int nout,
   if (!jx_dot_blas(p, in, out)) jx_dot_reference(p, in, out);
 }
 
+jx_status jx_dot_side_by_side(int n, const jx_params *const *p, jx_array *const *in,
+                              const jx_aval *avals, jx_array **out, int *ran) {
+  enum { MAX_SIDE = 8 };
+  *ran = 0;
+  if (n < 1 || n > MAX_SIDE) return JX_OK;
+  jx_tensor tin[2 * MAX_SIDE], tout[MAX_SIDE];
+  const jx_tensor *ins[MAX_SIDE];
+  jx_tensor *outs[MAX_SIDE];
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < 2; j++) {
+      jx_array *a = in[2 * i + j];
+      if (a->poisoned || a->shards || a->pending || !a->buf) return JX_OK; /* the usual path */
+      tin[2 * i + j] = (jx_tensor){a->buf->data, a->dtype, a->shape};
+    }
+    tout[i] = (jx_tensor){NULL, avals[i].dtype, avals[i].shape};
+    if (!sums_f32_in_blas(tin[2 * i].dtype, avals[i].dtype)) return JX_OK;
+    int64_t work = jx_shape_numel(avals[i].shape);
+    for (int c = 0; c < p[i]->l[LC].n; c++) work *= tin[2 * i].shape.dims[p[i]->l[LC].v[c]];
+    if (work < F32_SUM_MIN_WORK) return JX_OK; /* eval_dot's reference sums */
+    ins[i] = &tin[2 * i];
+    outs[i] = &tout[i];
+  }
+  for (int i = 0; i < n; i++) {
+    out[i] = jx_array_alloc(avals[i].dtype, avals[i].shape, avals[i].weak);
+    if (out[i]->poisoned) {
+      for (int j = 0; j <= i; j++) jx_scope_release_now(out[j]);
+      return jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+    }
+    tout[i].data = out[i]->buf->data;
+  }
+  *ran = jx_dot_blas_side_by_side(n, (const jx_params *const *)p, ins, outs);
+  if (!*ran)
+    for (int i = 0; i < n; i++) jx_scope_release_now(out[i]);
+  return JX_OK;
+}
+
 const jx_prim jx_prim_dot_general = {
     .name = "dot_general",
     .nin = 2,

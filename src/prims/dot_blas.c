@@ -32,6 +32,15 @@ int jx_dot_blas(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
   (void)out;
   return 0;
 }
+
+int jx_dot_blas_side_by_side(int n, const jx_params *const *p, const jx_tensor *const *in,
+                             jx_tensor *const *out) {
+  (void)n;
+  (void)p;
+  (void)in;
+  (void)out;
+  return 0;
+}
 #else
 #include <cblas.h>
 
@@ -277,29 +286,39 @@ static void gemm_units(void *ctx, int64_t begin, int64_t end) {
   }
 }
 
-/* How a GEMM is split depends on its shape only: never on the number of
- * threads, nor on whether the caller is itself one of the pool's jobs (a
- * device thread), so a result has the same bits everywhere. A row block of
- * OpenBLAS's sgemm sums in the order of the unsplit call only at multiples
- * of 48 rows, and 48-row units share a 256-row product 144 / 112 between two
- * threads; 16-row units balance it, at the price of bits that differ (in
- * the last place) from one whole call, and identical for every thread
- * count. A piece smaller than MIN_PIECE_MACS is not worth a thread's
- * hand-off; skinny products are (an MLP's 256 x 512 x 10 output layer and
- * its gradients run at a fifth of OpenBLAS's speed on big ones, and halving
- * them made the jitted MLP step 4 % faster); at most MAX_PIECES, so that B
- * is not packed too often. */
-enum { MIN_PIECE_MACS = 1 << 19, MAX_PIECES = 4 };
+/* A GEMM is split into one row block per thread of the pool (one when the
+ * caller is itself one of the pool's jobs, a device thread), in units of
+ * ROW_QUANTUM rows: each block is one sgemm call, which packs the whole of
+ * B, so more blocks than threads only pack B more often (two blocks per
+ * thread made the MLP step 5 % slower than one). The sums of a row of C
+ * depend on where its block starts (OpenBLAS's kernels walk the rows in
+ * steps of 48 and finish with narrower ones), so results depend on the
+ * number of threads, as XLA's do, and are the same from run to run for a
+ * given JX_NUM_THREADS. A piece smaller than MIN_PIECE_MACS is not worth a
+ * thread's hand-off; skinny products are (an MLP's 256 x 512 x 10 output
+ * layer and its gradients run at a fifth of OpenBLAS's speed on big ones,
+ * and halving them made the jitted MLP step 4 % faster); a block has at
+ * least MIN_PIECE_QUANTA units, since one more B to pack does not pay for
+ * fewer rows than that. */
+enum { MIN_PIECE_MACS = 1 << 19, MIN_PIECE_QUANTA = 4 };
 
-/* Every batch's gemm, a single one's rows split into blocks over the pool. */
-static void gemm_all(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const operand *L,
-                     const operand *R, void *C) {
+/* Every batch's gemm, a single one's rows split into blocks: the job's
+ * units, B * pieces of them, each one sgemm/dgemm call. */
+static gemm_job gemm_plan(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const operand *L,
+                          const operand *R, void *C) {
   int64_t quanta = (M + ROW_QUANTUM - 1) / ROW_QUANTUM;
   gemm_job j = {dbl, M, N, K, L, R, C, 1, quanta};
   int64_t want = own_threads() && B == 1 ? M * N * K / MIN_PIECE_MACS : 1;
-  if (want > MAX_PIECES) want = MAX_PIECES;
-  if (want > quanta) want = quanta;
+  int64_t threads = jx_pool_inside() ? 1 : jx_pool_threads();
+  if (want > threads) want = threads;
+  if (want > quanta / MIN_PIECE_QUANTA) want = quanta / MIN_PIECE_QUANTA;
   if (want > 1) j.pieces = want;
+  return j;
+}
+
+static void gemm_all(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const operand *L,
+                     const operand *R, void *C) {
+  gemm_job j = gemm_plan(dbl, B, M, N, K, L, R, C);
   jx_parallel_for(B * j.pieces, 1, gemm_units, &j);
 }
 
@@ -376,7 +395,28 @@ static void sorted_pairs(const jx_ilist *l, int *perm) {
     }
 }
 
-int jx_dot_blas(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
+/* One dot_general as BLAS products: planned (operands viewed or packed, a
+ * buffer for a result BLAS cannot write in place), multiplied, finished
+ * (rounded into the result's dtype, buffers freed). */
+typedef struct {
+  int dbl, direct, done; /* done: nothing to multiply (an empty result or empty sums) */
+  int64_t B, M, N, K, total;
+  operand L, R;
+  void *tmp;
+  jx_tensor *out;
+} dot_call;
+
+static void dot_free(dot_call *c) {
+  free(c->tmp);
+  free(c->L.boff);
+  free(c->L.packed);
+  free(c->R.boff);
+  free(c->R.packed);
+}
+
+/* 0 when BLAS does not apply (then c holds nothing to free). */
+static int dot_plan(const jx_params *p, const jx_tensor *in, jx_tensor *out, dot_call *c) {
+  *c = (dot_call){0};
   jx_dtype idt = in[0].dtype, odt = out->dtype;
   if (!jx_is_float(idt) || !jx_is_float(odt)) return 0;
   int dbl = idt == JX_F64 || odt == JX_F64;
@@ -415,28 +455,82 @@ int jx_dot_blas(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
   }
 
   if (!fits_int(M) || !fits_int(N) || !fits_int(K)) return 0;
-  int64_t total = B * M * N;
-  if (total == 0) return 1;
-  size_t osize = jx_dtype_size(odt);
-  if (K == 0) { /* empty sums: zeros (all-zero bits in every float dtype) */
-    memset(out->data, 0, osize * (size_t)total);
+  c->dbl = dbl;
+  c->direct = odt == (dbl ? JX_F64 : JX_F32);
+  c->B = B, c->M = M, c->N = N, c->K = K, c->total = B * M * N;
+  c->out = out;
+  if (c->total == 0) {
+    c->done = 1;
     return 1;
   }
-  operand L = {0}, R = {0};
-  void *tmp = NULL;
-  int ok = prepare(&in[0], dbl, &lb, &lm, &lk, &L) && prepare(&in[1], dbl, &rb, &rk, &rn, &R) &&
-           fits_int(L.v.ld) && fits_int(R.v.ld);
-  int direct = odt == (dbl ? JX_F64 : JX_F32);
-  if (ok && !direct) ok = (tmp = malloc((dbl ? 8 : 4) * (size_t)total)) != NULL;
-  if (ok) {
-    multiply(dbl, B, M, N, K, &L, &R, direct ? out->data : tmp);
-    if (!direct) store(dbl, tmp, total, out);
+  if (K == 0) { /* empty sums: zeros (all-zero bits in every float dtype) */
+    memset(out->data, 0, jx_dtype_size(odt) * (size_t)c->total);
+    c->done = 1;
+    return 1;
   }
-  free(tmp);
-  free(L.boff);
-  free(L.packed);
-  free(R.boff);
-  free(R.packed);
+  int ok = prepare(&in[0], dbl, &lb, &lm, &lk, &c->L) &&
+           prepare(&in[1], dbl, &rb, &rk, &rn, &c->R) && fits_int(c->L.v.ld) && fits_int(c->R.v.ld);
+  if (ok && !c->direct) ok = (c->tmp = malloc((dbl ? 8 : 4) * (size_t)c->total)) != NULL;
+  if (!ok) dot_free(c);
   return ok;
+}
+
+static void *dot_result(const dot_call *c) { return c->direct ? c->out->data : c->tmp; }
+
+static void dot_finish(dot_call *c) {
+  if (!c->done && !c->direct) store(c->dbl, c->tmp, c->total, c->out);
+  dot_free(c);
+}
+
+int jx_dot_blas(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
+  dot_call c;
+  if (!dot_plan(p, in, out, &c)) return 0;
+  if (!c.done) multiply(c.dbl, c.B, c.M, c.N, c.K, &c.L, &c.R, dot_result(&c));
+  dot_finish(&c);
+  return 1;
+}
+
+/* The units of several GEMM jobs as one range: unit u of the whole is unit
+ * u - first[i] of job i. */
+typedef struct {
+  int n;
+  gemm_job *job;
+  const int64_t *first; /* n + 1 entries */
+} gemm_jobs;
+
+static void gemm_jobs_units(void *ctx, int64_t begin, int64_t end) {
+  const gemm_jobs *g = ctx;
+  for (int i = 0; i < g->n && begin < end; i++) {
+    int64_t b = begin > g->first[i] ? begin : g->first[i];
+    int64_t e = end < g->first[i + 1] ? end : g->first[i + 1];
+    if (b < e) gemm_units(&g->job[i], b - g->first[i], e - g->first[i]);
+  }
+}
+
+int jx_dot_blas_side_by_side(int n, const jx_params *const *p, const jx_tensor *const *in,
+                             jx_tensor *const *out) {
+  enum { MAX_SIDE = 8 };
+  if (n < 1 || n > MAX_SIDE) return 0;
+  dot_call c[MAX_SIDE];
+  int planned = 0, ok = 1;
+  while (planned < n && ok)
+    if ((ok = dot_plan(p[planned], &in[planned][0], out[planned], &c[planned]))) planned++;
+  for (int i = 0; i < planned && ok; i++) /* GEMMs only: gemv and empty products run alone */
+    ok = !c[i].done && c[i].M > 1 && c[i].N > 1;
+  if (!ok) {
+    for (int i = 0; i < planned; i++) dot_free(&c[i]);
+    return 0;
+  }
+  gemm_job job[MAX_SIDE];
+  int64_t first[MAX_SIDE + 1] = {0};
+  for (int i = 0; i < n; i++) {
+    job[i] =
+        gemm_plan(c[i].dbl, c[i].B, c[i].M, c[i].N, c[i].K, &c[i].L, &c[i].R, dot_result(&c[i]));
+    first[i + 1] = first[i] + c[i].B * job[i].pieces;
+  }
+  gemm_jobs all = {n, job, first};
+  jx_parallel_for(first[n], 1, gemm_jobs_units, &all);
+  for (int i = 0; i < n; i++) dot_finish(&c[i]);
+  return 1;
 }
 #endif

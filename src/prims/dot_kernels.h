@@ -22,4 +22,22 @@ extern const int jx_dot_have_blas;
 void jx_dot_reference(const jx_params *p, const jx_tensor *in, jx_tensor *out);
 int jx_dot_blas(const jx_params *p, const jx_tensor *in, jx_tensor *out);
 
+/* n independent products (in[i]: the two operands of product i) at once:
+ * the row blocks each GEMM would be split into alone (the same blocks, so
+ * the same bits) are shared out over the pool together. Two products that
+ * each need both threads split run side by side instead, one hand-off
+ * rather than two and each thread's packed operand used for longer. Returns
+ * 0 without writing any out when one of them is not a GEMM through BLAS
+ * (a matrix-vector product, an empty one, integers, n > 8): the caller then
+ * runs them one by one. */
+int jx_dot_blas_side_by_side(int n, const jx_params *const *p, const jx_tensor *const *in,
+                             jx_tensor *const *out);
+
+/* dot_general's eager evaluation of n independent products side by side
+ * (dot.c): out[i] are new arrays of avals[i]. *ran = 0, and nothing is
+ * made, when the products are not all GEMMs that eager evaluation would
+ * hand to BLAS; the caller then binds them one by one. */
+jx_status jx_dot_side_by_side(int n, const jx_params *const *p, jx_array *const *in,
+                              const jx_aval *avals, jx_array **out, int *ran);
+
 #endif

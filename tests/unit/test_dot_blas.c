@@ -250,10 +250,11 @@ static void large_square(void **state) {
   check(JX_F64, -1, (jx_shape){2, {257, 300}}, (jx_shape){2, {310, 257}}, &p);
 }
 
-/* A GEMM is split into row blocks by its shape alone: the pool and a single
- * thread give the same bits (the MLP's products: rows split in 16-row units,
- * both operand layouts, and one too small to split). */
-static void split_gemms_same_bits_on_one_thread(void **state) {
+/* A GEMM is split into one row block per thread of the pool, and run whole
+ * on a device thread (the pool inline): both equal the f64 sums to f32
+ * rounding, and the split one gives the same bits at every call (the MLP's
+ * products, both lhs layouts, and one too small to split). */
+static void split_gemms_deterministic_and_close_to_one_call(void **state) {
   (void)state;
   const int64_t shapes[][3] = {{256, 784, 512}, {784, 256, 512}, {512, 256, 512}, {40, 30, 20}};
   for (int k = 0; k < 4; k++)
@@ -262,24 +263,40 @@ static void split_gemms_same_bits_on_one_thread(void **state) {
       float *a = malloc(sizeof(float) * (size_t)(M * K)),
             *b = malloc(sizeof(float) * (size_t)(K * N));
       float *c1 = malloc(sizeof(float) * (size_t)(M * N)),
-            *c2 = malloc(sizeof(float) * (size_t)(M * N));
-      assert_true(a && b && c1 && c2);
+            *c2 = malloc(sizeof(float) * (size_t)(M * N)),
+            *c3 = malloc(sizeof(float) * (size_t)(M * N));
+      assert_true(a && b && c1 && c2 && c3);
       for (int64_t i = 0; i < M * K; i++) a[i] = (float)sin(0.37 * (double)i);
       for (int64_t i = 0; i < K * N; i++) b[i] = (float)cos(0.11 * (double)i);
       jx_params p = {0}; /* t = 1: the lhs stored transposed, [K, M] */
       p.l[JX_DOT_LC] = (jx_ilist){1, {t ? 0 : 1}};
       p.l[JX_DOT_RC] = (jx_ilist){1, {0}};
       jx_tensor in[2] = {{a, JX_F32, {2, {t ? K : M, t ? M : K}}}, {b, JX_F32, {2, {K, N}}}};
-      jx_tensor o1 = {c1, JX_F32, {2, {M, N}}}, o2 = {c2, JX_F32, {2, {M, N}}};
+      jx_tensor o1 = {c1, JX_F32, {2, {M, N}}}, o2 = {c2, JX_F32, {2, {M, N}}},
+                o3 = {c3, JX_F32, {2, {M, N}}};
       assert_int_equal(jx_dot_blas(&p, in, &o1), 1);
+      assert_int_equal(jx_dot_blas(&p, in, &o3), 1);
+      assert_memory_equal(c1, c3, sizeof(float) * (size_t)(M * N));
       jx_pool_run_inline(1);
       assert_int_equal(jx_dot_blas(&p, in, &o2), 1);
       jx_pool_run_inline(0);
-      assert_memory_equal(c1, c2, sizeof(float) * (size_t)(M * N));
+      for (int64_t i = 0; i < M; i += 7)
+        for (int64_t j = 0; j < N; j += 5) {
+          double s = 0, mag = 0;
+          for (int64_t q = 0; q < K; q++) {
+            double x = a[t ? q * M + i : i * K + q], y = b[q * N + j];
+            s += x * y;
+            mag += fabs(x * y);
+          }
+          double tol = 4e-7 * (double)K * (1 + mag / (double)K);
+          assert_true(fabs(c1[i * N + j] - s) <= tol);
+          assert_true(fabs(c2[i * N + j] - s) <= tol);
+        }
       free(a);
       free(b);
       free(c1);
       free(c2);
+      free(c3);
     }
 }
 
@@ -321,7 +338,7 @@ int main(void) {
       cmocka_unit_test(half_and_preferred),
       cmocka_unit_test(large_square),
       cmocka_unit_test(integers_stay_on_reference),
-      cmocka_unit_test(split_gemms_same_bits_on_one_thread),
+      cmocka_unit_test(split_gemms_deterministic_and_close_to_one_call),
       cmocka_unit_test(matmul_end_to_end),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
