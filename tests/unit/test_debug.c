@@ -15,9 +15,8 @@
 #include <cmocka.h>
 #include <jx/jx.h>
 
-#include "../../src/compile/async_dispatch.h"
-
 #include "../../src/base/memstats.h"
+#include "../../src/compile/async_dispatch.h"
 #include "../../src/debug/debug_internal.h"
 #include "test_util.h"
 
