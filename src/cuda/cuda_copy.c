@@ -32,16 +32,24 @@ static jx_status ensure_staging(jx_cuda_device *d) {
   return JX_OK;
 }
 
+/* What both directions do first: the staging lock taken (held on return,
+ * whatever the status), d's context made current, the copy counted and the
+ * staging buffers made. */
+static jx_status begin_copy(jx_cuda_device *d, size_t bytes, _Atomic uint64_t *total_bytes,
+                            _Atomic int64_t *copies) {
+  pthread_mutex_lock(&d->staging_lock);
+  jx_status st = jx_cuda_device_make_current(d);
+  if (st) return st;
+  atomic_fetch_add_explicit(total_bytes, bytes, memory_order_relaxed);
+  atomic_fetch_add_explicit(copies, 1, memory_order_relaxed);
+  return ensure_staging(d);
+}
+
 jx_status jx_cuda_copy_to_device(jx_cuda_device *d, CUdeviceptr dst, const void *src, size_t bytes,
                                  CUstream stream) {
   const jx_cuda_driver_api *cu = jx_cuda_driver();
   int dev = d->info.ordinal;
-  jx_status st = jx_cuda_device_make_current(d);
-  if (st) return st;
-  atomic_fetch_add_explicit(&up_bytes, bytes, memory_order_relaxed);
-  atomic_fetch_add_explicit(&up_copies, 1, memory_order_relaxed);
-  pthread_mutex_lock(&d->staging_lock);
-  st = ensure_staging(d);
+  jx_status st = begin_copy(d, bytes, &up_bytes, &up_copies);
   for (size_t off = 0, i = 0; off < bytes && !st; off += d->staging_bytes, i++) {
     size_t n = bytes - off < d->staging_bytes ? bytes - off : d->staging_bytes;
     int b = (int)(i % 2);
@@ -61,12 +69,7 @@ jx_status jx_cuda_copy_to_host(jx_cuda_device *d, void *dst, CUdeviceptr src, si
                                CUstream stream) {
   const jx_cuda_driver_api *cu = jx_cuda_driver();
   int dev = d->info.ordinal;
-  jx_status st = jx_cuda_device_make_current(d);
-  if (st) return st;
-  atomic_fetch_add_explicit(&down_bytes, bytes, memory_order_relaxed);
-  atomic_fetch_add_explicit(&down_copies, 1, memory_order_relaxed);
-  pthread_mutex_lock(&d->staging_lock);
-  st = ensure_staging(d);
+  jx_status st = begin_copy(d, bytes, &down_bytes, &down_copies);
   /* chunk i lands in buffer i % 2 while chunk i - 1 is copied out of the other */
   size_t chunk = d->staging_bytes, nchunks = chunk ? (bytes + chunk - 1) / chunk : 0;
   for (size_t i = 0; i <= nchunks && !st; i++) {
