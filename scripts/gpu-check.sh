@@ -76,11 +76,17 @@ STEP_SHOW=2 step configure 60 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Re
   -DJX_BUILD_EXAMPLES=OFF
 
 # the programs the CUDA tests run (ctest -R cuda: unit.test_<target>[.variant],
-# bench.<target>[.variant]), jx and the benches
+# bench.<target>[.variant], and the suite on CUDA: cuda.unit.<target>,
+# cuda.conformance.<family>.jit), jx and the benches
 targets="jx_cli bench_cuda_gemm bench_cuda_gpt"
 other_tests=0
 while read -r name; do
   case $name in
+  cuda.conformance.*) targets="$targets jx_conformance jx_cuda_fake" ;;
+  cuda.unit.*)
+    name=${name#cuda.unit.}
+    targets="$targets ${name%%.*} jx_cuda_fake"
+    ;;
   unit.* | bench.*)
     name=${name#*.}
     targets="$targets ${name%%.*}"
@@ -100,8 +106,13 @@ STEP_SHOW=12 step "test_cuda_exec --real" 60 env JX_CACHE_DIR="$build/kernels-gp
 # device-resident arrays, donation and asynchronous calls on the real driver
 STEP_SHOW=12 step "test_cuda_resident --real" 60 env JX_CACHE_DIR="$build/kernels-gpu-check" \
   "$build/tests/test_cuda_resident" --real
-STEP_SHOW=12 step "ctest -R cuda" 120 ctest --test-dir "$build" -R cuda --output-on-failure \
-  -j "$((jobs > 8 ? 8 : jobs))"
+# the suite on CUDA (cuda.* entries) runs on this machine's GPU where jx sees
+# one (JX_TEST_CUDA_DRIVER=real), else on the fake driver as in CI
+suite_driver=fake
+"$build/jx" info 2>/dev/null | grep -Eq '^CUDA [0-9.]+, [1-9][0-9]* device' && suite_driver=real
+echo "the suite's cuda.* entries run on the $suite_driver driver"
+STEP_SHOW=12 step "ctest -R cuda" 150 env JX_TEST_CUDA_DRIVER=$suite_driver \
+  ctest --test-dir "$build" -R cuda --output-on-failure -j "$((jobs > 8 ? 8 : jobs))"
 gemm_log=$logs/bench_cuda_gemm.log
 step "bench_cuda_gemm" 60 "$build/bench/bench_cuda_gemm"
 # the GPT-2 124M step: few steps (the first call traces and compiles); each

@@ -11,6 +11,7 @@
 #include "../base/error.h"
 #include "../base/strbuf.h"
 #include "../compile/async_dispatch.h"
+#include "../compile/control_compile.h"
 #include "../compile/dump.h"
 #include "../compile/executable.h"
 #include "../compile/fusion.h"
@@ -20,6 +21,7 @@
 #include "../prims/prims.h"
 #include "../trace/dispatch.h"
 #include "cuda_copy.h"
+#include "cuda_fuse.h"
 #include "cuda_module.h"
 #include "cuda_resident.h"
 
@@ -46,6 +48,8 @@ struct jx_cuda_executable {
    * take its device block; NULL when nothing is donated */
   uint8_t *donate;
   char *donor; /* the jitted function's name, for the donated arrays' errors */
+  /* fused epilogues, softmax and attention (cuda_fuse.h), or NULL */
+  jx_cuda_fused *fused;
 };
 
 /* One cache of cubins for the process: executables built again for the same
@@ -102,7 +106,8 @@ static jx_status plan_lifetimes(jx_cuda_executable *x) {
   for (int k = 0; k < x->nsteps; k++) {
     const jx_fusion_group *g = &x->steps[k].group;
     if (g->skip) continue;
-    JX_FUSION_FOR_READS(p, g, x->steps[k].kernel >= 0, v, x->last_step[v] = k);
+    int as_kernel = x->steps[k].kernel >= 0 || jx_cuda_fused_at(x->fused, k);
+    JX_FUSION_FOR_READS(p, g, as_kernel, v, x->last_step[v] = k);
     for (int e = g->first; e < g->first + g->count; e++)
       for (int o = 0; o < p->eqns[e].nout; o++) x->temporary[p->eqns[e].out[o]] = 1;
   }
@@ -254,12 +259,18 @@ jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, jx_program *p,
     jx_program_release(x->lowered);
     x->lowered = NULL;
   }
+  /* Control flow runs on the host: its nested programs are compiled for the
+   * CPU as the CPU jit compiles them, so that a loop runs its body as fused
+   * kernels and keeps one carry at a time (jx_control_run), where the eager
+   * impl would hold every iteration's carry until the loop ends. */
+  jx_status nested = x->program ? jx_compile_nested(x->program, dump_prefix) : JX_OK;
   jx_fusion_group *groups = NULL;
-  int ng = x->program ? jx_fuse(x->program, &groups) : -1;
+  int ng = x->program && !nested ? jx_fuse(x->program, &groups) : -1;
   jx_status st = ng < 0 ? (jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL) : JX_OK;
   int promoted = 0;
   for (int k = 0; k < ng && !st; k++) promoted |= promote_lone(x->program, &groups[k]);
   if (promoted && !st) st = skip_unread_broadcasts(x->program, groups, ng);
+  if (!st) st = jx_cuda_fused_plan(d, x->program, groups, ng, device_blas, &x->fused);
   if (!st && !(x->steps = calloc(ng > 0 ? (size_t)ng : 1, sizeof *x->steps))) st = out_of_memory();
   for (int k = 0; k < ng && !st; k++) {
     cuda_step *s = &x->steps[x->nsteps++];
@@ -285,6 +296,7 @@ jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, jx_program *p,
 void jx_cuda_executable_free(jx_cuda_executable *x) {
   if (!x) return;
   jx_cuda_module_unload(x->module);
+  jx_cuda_fused_free(x->fused);
   jx_program_release(x->lowered);
   free(x->steps);
   free(x->last_step);
@@ -301,6 +313,8 @@ int jx_cuda_executable_kernels(const jx_cuda_executable *x, int *host_eqns, int 
 }
 
 jx_cuda_device *jx_cuda_executable_device(const jx_cuda_executable *x) { return x->device; }
+
+const jx_cuda_fused *jx_cuda_executable_fused(const jx_cuda_executable *x) { return x->fused; }
 
 /* ---- a run ---- */
 
@@ -474,6 +488,20 @@ static jx_status run_gemm(run_state *r, int k) {
                       r->vars[e->out[0]].dev, 0, r->x->device->compute);
 }
 
+/* A fused step's buffers (cuda_fuse.h). */
+static jx_status fused_input(void *ctx, int v, CUdeviceptr *ptr) {
+  run_state *r = ctx;
+  jx_status st = to_device(r, v);
+  *ptr = r->vars[v].dev;
+  return st;
+}
+static jx_status fused_output(void *ctx, int v, CUdeviceptr *ptr) {
+  run_state *r = ctx;
+  jx_status st = device_buffer(r, v);
+  *ptr = r->vars[v].dev;
+  return st;
+}
+
 /* Runs equation e on the host, as the CPU executable's equation steps do. */
 static jx_status run_host_eqn(run_state *r, const jx_eqn *e) {
   jx_array *ins_s[16], *outs_s[16];
@@ -484,7 +512,9 @@ static jx_status run_host_eqn(run_state *r, const jx_eqn *e) {
     st = to_host(r, e->in[i]);
     ins[i] = r->vars[e->in[i]].host;
   }
-  if (!st) st = jx_bind_sub(e->prim, e->nin, ins, &e->params, e->nsub, e->sub, outs);
+  if (!st) /* a loop over compiled bodies runs as the CPU executable runs it */
+    st = jx_control_runs(e) ? jx_control_run(e, ins, outs)
+                            : jx_bind_sub(e->prim, e->nin, ins, &e->params, e->nsub, e->sub, outs);
   for (int o = 0; o < e->nout && !st; o++) r->vars[e->out[o]].host = outs[o];
   if (ins != ins_s) free(ins);
   if (outs != outs_s) free(outs);
@@ -505,7 +535,8 @@ static void release(run_state *r, int v, int k) {
 
 static void release_dead(run_state *r, int k) {
   const cuda_step *s = &r->x->steps[k];
-  JX_FUSION_FOR_READS(r->p, &s->group, s->kernel >= 0, v, release(r, v, k));
+  int as_kernel = s->kernel >= 0 || jx_cuda_fused_at(r->x->fused, k);
+  JX_FUSION_FOR_READS(r->p, &s->group, as_kernel, v, release(r, v, k));
 }
 
 /* Why donated input i cannot give its block to this run, or NULL. */
@@ -613,6 +644,8 @@ jx_status jx_cuda_executable_run(jx_cuda_executable *x, const jx_program *p, jx_
       st = run_kernel(&r, k);
     } else if (s->gemm) {
       st = run_gemm(&r, k);
+    } else if (jx_cuda_fused_at(x->fused, k)) {
+      st = jx_cuda_fused_run(x->fused, k, &(jx_cuda_fused_io){&r, fused_input, fused_output});
     } else {
       for (int e = s->group.first; e < s->group.first + s->group.count && !st; e++)
         st = run_host_eqn(&r, &p->eqns[e]);

@@ -206,15 +206,43 @@ int jx_cuda_module_source_mode(void) {
   return v && !strcmp(v, "1");
 }
 
+/* A second test switch, JX_CUDA_MODULE_NVRTC_CHECK=1 (tests/CMakeLists.txt's
+ * cuda.* entries set it with JX_CUDA_MODULE_SOURCE=1): each module's source
+ * is also compiled by NVRTC for the device's architecture where libnvrtc
+ * loads, and an NVRTC error fails the load. */
+static int nvrtc_check_mode(void) {
+  const char *v = getenv("JX_CUDA_MODULE_NVRTC_CHECK");
+  return v && !strcmp(v, "1");
+}
+
+/* Under both test switches: NVRTC compiles the source (through the cache,
+ * whose cubin is not used) before the fake driver gets it, so every module
+ * a test runs in the emulator is also one NVRTC accepts. Without libnvrtc
+ * that check is skipped, said once. */
+static jx_status nvrtc_check(jx_cuda_device *d, jx_cubin_cache *cache, const char *source,
+                             const char *name) {
+  static int said;
+  if (!jx_nvrtc_available()) {
+    if (!said++)
+      fprintf(stderr, "jx: JX_CUDA_MODULE_NVRTC_CHECK: skipped, NVRTC not found (%s)\n",
+              jx_nvrtc_load_error());
+    return JX_OK;
+  }
+  const void *image = NULL;
+  size_t size = 0;
+  return jx_cubin_cache_get(cache, source, name, d->info.arch, &image, &size);
+}
+
 jx_status jx_cuda_module_load(jx_cuda_device *d, jx_cubin_cache *cache, const char *source,
                               const char *name, const char *const *kernels, int nkernels,
                               jx_cuda_module **out) {
   *out = NULL;
   const void *image = source; /* JX_CUDA_MODULE_SOURCE=1: the source text itself */
   size_t size = 0;
-  jx_status st = jx_cuda_module_source_mode()
-                     ? JX_OK
-                     : jx_cubin_cache_get(cache, source, name, d->info.arch, &image, &size);
+  jx_status st = !jx_cuda_module_source_mode()
+                     ? jx_cubin_cache_get(cache, source, name, d->info.arch, &image, &size)
+                 : nvrtc_check_mode() ? nvrtc_check(d, cache, source, name)
+                                      : JX_OK;
   if (!st) st = jx_cuda_device_make_current(d);
   if (st) return st;
   const jx_cuda_driver_api *cu = jx_cuda_driver();

@@ -26,6 +26,7 @@
 #include "compile/render_c.h"
 #include "compile/render_cuda.h"
 #include "trace/fn.h"
+#include "test_util.h"
 
 enum { OP_SUM, OP_MAX, OP_MIN };
 
@@ -125,8 +126,10 @@ static void check_case(jx_dtype dt, jx_shape s, red_case c, int nans) {
   free(g);
   if (col != nred) fail_msg("%s: %d column-reduction kernels, want %d", what, col, nred);
   int fused = 0;
-  assert_true(jx_executable_kernels(p->exec, &fused) >= nred);
-  assert_true(fused >= 5 * nred); /* add, mul, sub, add and the reduction of each chain */
+  if (TEST_CPU_ONLY("the CPU executable's kernel count")) {
+    assert_true(jx_executable_kernels(p->exec, &fused) >= nred);
+    assert_true(fused >= 5 * nred); /* add, mul, sub, add and the reduction of each chain */
+  }
   jx_program_release(p);
   for (int i = 0; i < 3; i++) jx_release(in[i]);
   jx_fn_release(jf);
@@ -200,7 +203,8 @@ static void bias_gradient_is_one_kernel(void **state) {
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
   int fused = 0;
-  assert_int_equal(jx_executable_kernels(p->exec, &fused), 1);
+  if (TEST_CPU_ONLY("the CPU executable's kernel count"))
+    assert_int_equal(jx_executable_kernels(p->exec, &fused), 1);
   /* every equation but the constants' broadcasts is in it */
   jx_fusion_group *g = NULL;
   int ng = jx_fuse(p, &g), stores = -1;

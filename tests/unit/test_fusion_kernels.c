@@ -23,6 +23,7 @@
 #include "compile/fusion.h"
 #include "compile/render_c.h"
 #include "trace/fn.h"
+#include "test_util.h"
 
 static jx_array *values(jx_dtype dt, jx_shape s, int seed) {
   int64_t n = jx_shape_numel(s);
@@ -41,6 +42,11 @@ static jx_array *values(jx_dtype dt, jx_shape s, int seed) {
 }
 
 /* jx(f)(in) and f(in) agree bit for bit; returns the jitted program's kernels */
+/* A kernel count jit_matches_eager gave (-1: not counted under CUDA). */
+static void expect_kernels(int kernels, int want) {
+  if (kernels >= 0) assert_int_equal(kernels, want);
+}
+
 static int jit_matches_eager(jx_fn *f, int nin, jx_array **in, jx_dtype dt) {
   jx_fn *jf = jx_jit(f, NULL);
   jx_array *want[1], *got[1];
@@ -59,7 +65,9 @@ static int jit_matches_eager(jx_fn *f, int nin, jx_array **in, jx_dtype dt) {
   for (int i = 0; i < nin; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i])};
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
-  int kernels = jx_executable_kernels(p->exec, NULL);
+  int kernels = TEST_CPU_ONLY("the CPU executable's kernel count")
+                    ? jx_executable_kernels(p->exec, NULL)
+                    : -1; /* not counted */
   jx_program_release(p);
   jx_fn_release(jf);
   return kernels;
@@ -78,7 +86,7 @@ static void integer_pow_in_kernels(void **state) {
       jx_dtype dt = d ? JX_F64 : JX_F32;
       jx_fn *f = jx_fn_create("scaled_pow", 1, 1, scaled_pow, (void *)&exps[k]);
       jx_array *x = jx_keep(values(dt, JX_SHAPE(3, 70), (int)k));
-      assert_int_equal(jit_matches_eager(f, 1, &x, dt), 1);
+      expect_kernels(jit_matches_eager(f, 1, &x, dt), 1);
       /* written out up to 16; the helper beyond */
       jx_aval av = {dt, 0, {2, {3, 70}}};
       jx_program *p = jx_fn_program(f, &av);
@@ -120,14 +128,14 @@ static void one_computation_reading_a_broadcast_is_a_kernel(void **state) {
     jx_fn *f = jx_fn_create("normalize_rows", 1, 1, normalize_rows, NULL);
     jx_array *x = jx_keep(jx_exp(values(dt, JX_SHAPE(4, 3, 50), 1)));
     /* the row sums (a reduction run as it is) and one kernel for the divide */
-    assert_int_equal(jit_matches_eager(f, 1, &x, dt), 1);
+    expect_kernels(jit_matches_eager(f, 1, &x, dt), 1);
     jx_release(x);
     jx_fn_release(f);
 
     f = jx_fn_create("add_bias", 2, 1, add_bias, NULL);
     jx_array *in[2] = {jx_keep(values(dt, JX_SHAPE(6, 40), 2)),
                        jx_keep(values(dt, JX_SHAPE(40), 3))};
-    assert_int_equal(jit_matches_eager(f, 2, in, dt), 1);
+    expect_kernels(jit_matches_eager(f, 2, in, dt), 1);
     jx_release(in[0]);
     jx_release(in[1]);
     jx_fn_release(f);
@@ -170,8 +178,10 @@ static void bf16_chains_are_kernels_with_the_eager_bits(void **state) {
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
   int fused = 0;
-  assert_true(jx_executable_kernels(p->exec, &fused) >= 1);
-  assert_true(fused >= 15); /* the chain, not one equation at a time */
+  if (TEST_CPU_ONLY("the CPU executable's kernel count")) {
+    assert_true(jx_executable_kernels(p->exec, &fused) >= 1);
+    assert_true(fused >= 15); /* the chain, not one equation at a time */
+  }
   jx_program_release(p);
   jx_release(x);
   jx_release(b);
@@ -216,7 +226,8 @@ static void one_large_computation_is_a_kernel(void **state) {
       jx_aval av[2] = {{dt, 0, {2, {80, 100}}}, {dt, 0, {2, {80, 100}}}};
       jx_program *p = jx_fn_program(jf, av);
       assert_non_null(p);
-      assert_int_equal(jx_executable_kernels(p->exec, NULL), 1);
+      if (TEST_CPU_ONLY("the CPU executable's kernel count"))
+        assert_int_equal(jx_executable_kernels(p->exec, NULL), 1);
       jx_program_release(p);
       jx_release(in[0]);
       jx_release(in[1]);

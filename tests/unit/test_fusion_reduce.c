@@ -20,6 +20,7 @@
 #include "compile/render_c.h"
 #include "compile/render_cuda.h"
 #include "trace/fn.h"
+#include "test_util.h"
 
 enum { OP_SUM, OP_MAX, OP_MIN };
 
@@ -148,11 +149,12 @@ static void bias_relu_epilogue_is_one_kernel(void **state) {
   static float a[64 * 80], b[64 * 80];
   assert_int_equal(jx_read(want[0], a, sizeof a), JX_OK);
   assert_int_equal(jx_read(got[0], b, sizeof b), JX_OK);
-  assert_memory_equal(a, b, sizeof a);
+  assert_f32_close(b, a, 64 * 80, test_gemm_rtol());
   jx_aval av[3] = {{JX_F32, 0, {2, {64, 96}}}, {JX_F32, 0, {2, {96, 80}}}, {JX_F32, 0, {1, {80}}}};
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
-  assert_int_equal(jx_executable_kernels(p->exec, NULL), 1);
+  if (TEST_CPU_ONLY("the CPU executable's kernel count"))
+    assert_int_equal(jx_executable_kernels(p->exec, NULL), 1);
   jx_fusion_group *g = NULL;
   int ng = jx_fuse(p, &g), bias_read = 0, kernels = 0;
   for (int k = 0; k < ng; k++) {

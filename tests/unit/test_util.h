@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static inline int setup(void **state) {
@@ -49,6 +50,57 @@ static inline uint64_t test_rng_next(uint64_t *state) {
 /* Uniform in [-1, 1), 53 random bits. */
 static inline double test_rng_uniform(uint64_t *state) {
   return (double)(test_rng_next(state) >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+/* The backend the jitted programs of this run use: the suite's cuda.* CTest
+ * entries (tests/CMakeLists.txt) run the same programs with JX_PLATFORM=cuda.
+ * 1 when they run on CUDA device 0. */
+static inline int test_on_cuda(void) {
+  const char *p = getenv("JX_PLATFORM");
+  return p && !strcmp(p, "cuda");
+}
+
+/* Guards a test's CPU-specific expectations (the CPU executable's kernel
+ * counts, its disk cache of .so files, ...): 1 on the CPU; under CUDA it
+ * prints what is not checked and why, and gives 0. */
+static inline int test_cpu_only_check(const char *test, const char *why) {
+  if (!test_on_cuda()) return 1;
+  printf("[ cuda     ] %s: not checked under JX_PLATFORM=cuda: %s\n", test, why);
+  return 0;
+}
+#define TEST_CPU_ONLY(why) test_cpu_only_check(__func__, why)
+
+/* Skips the whole test under CUDA (cmocka reports it SKIPPED), printing why. */
+#define TEST_SKIP_ON_CUDA(why)                                                                     \
+  do {                                                                                             \
+    if (test_on_cuda()) {                                                                          \
+      printf("[ cuda     ] %s: skipped under JX_PLATFORM=cuda: %s\n", __func__, why);              \
+      skip();                                                                                      \
+    }                                                                                              \
+  } while (0)
+
+/* The relative tolerance for f32 GEMM results compared with the CPU's: 0
+ * (bit for bit) on the CPU and under the fake CUDA driver (which runs
+ * dot_general on the host), 1e-5 on a real GPU, where cuBLASLt sums in its
+ * own order (scripts/gpu-check.sh's JX_TEST_CUDA_DRIVER=real). */
+static inline double test_gemm_rtol(void) {
+  const char *src = getenv("JX_CUDA_MODULE_SOURCE");
+  return test_on_cuda() && !(src && !strcmp(src, "1")) ? 1e-5 : 0;
+}
+
+/* got equals want bit for bit when rtol is 0, else within rtol relative
+ * (against max(1, |want|)). */
+static inline void assert_f32_close(const float *got, const float *want, size_t n, double rtol) {
+  if (rtol == 0) {
+    assert_memory_equal(got, want, n * sizeof *got);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    double w = want[i], m = w < 0 ? -w : w;
+    double d = got[i] - w;
+    if ((d < 0 ? -d : d) > rtol * (m > 1 ? m : 1))
+      fail_msg("[%zu]: %.9g, want %.9g", i, got[i], want[i]);
+  }
 }
 
 #endif

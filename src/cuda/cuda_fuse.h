@@ -1,0 +1,120 @@
+/* Fused GEMM epilogues, softmax and attention in the CUDA executor
+ * (cuda_exec.h): patterns of the lowered, fused program that run as one
+ * cuBLASLt call or one hand-written kernel instead of several steps.
+ *
+ * Matched (on the lowered program, after fusion; cuda_fuse_match.c):
+ *  - epilogue: a dot_general that is one GEMM (jx_cuda_dot_as_gemm) whose
+ *    only reader is `add(dot, broadcast_in_dim(bias[n], dims=(last)))`,
+ *    optionally followed by an activation read only by itself: ReLU or
+ *    tanh-GELU, recognised by evaluating the elementwise chain that follows
+ *    on probe points (so `max(x, 0)` and jx_gelu's seven equations are found
+ *    however they were written). One jx_cuda_gemm with the bias and
+ *    activation in its epilogue; only where cuBLASLt runs the GEMM (a real
+ *    GPU): elsewhere the match is counted and the steps run as before.
+ *  - softmax: the lowered jx_softmax over the last axis (reduce_max,
+ *    stop_gradient, reshape/broadcast back, sub, exp, reduce_sum,
+ *    reshape/broadcast, div), f32 or bf16: kernels_softmax.h's kernel.
+ *  - attention: jx_causal_self_attention's core, f32: scores =
+ *    dot_general(q, k) over head_dim batched over (batch, head) with q, k, v
+ *    [n, T, H, dh], times a scalar, select_n(ge(iota0, iota1), -big, scores)
+ *    (or no mask), softmax as above, dot_general(p, v) -> [n, H, T, dh]:
+ *    q, k, v transposed to [n, H, T, dh], then kernels_attention.h's
+ *    flash kernel (head_dim 32, 64 or 128).
+ * A match must own every equation of the fusion groups it touches, and its
+ * intermediates must have no reader outside it; else nothing changes.
+ *
+ * The hand-written kernels are launched through thin adapters with the
+ * executor's kernel signature (render_cuda.h), so the same module runs on a
+ * GPU and under the tests' fake driver (tests/cuda_fake), whose emulator
+ * runs them. */
+#ifndef JX_SRC_CUDA_CUDA_FUSE_H
+#define JX_SRC_CUDA_CUDA_FUSE_H
+
+#include <stdint.h>
+
+#include "../compile/fusion.h"
+#include "../ir/program.h"
+#include "cuda_blaslt.h"
+#include "cuda_device.h"
+
+typedef enum {
+  JX_CUDA_FUSED_EPILOGUE = 0,
+  JX_CUDA_FUSED_SOFTMAX = 1,
+  JX_CUDA_FUSED_ATTENTION = 2
+} jx_cuda_fused_kind;
+
+/* One matched pattern. */
+typedef struct {
+  jx_cuda_fused_kind kind;
+  jx_dtype dtype;
+  int out;                           /* the variable it writes */
+  int nreads;                        /* the variables it reads: */
+  int reads[3];                      /* epilogue: lhs, rhs, bias; softmax: x; attention: q, k, v */
+  jx_cuda_gemm_desc gemm;            /* epilogue: with has_bias and act set */
+  int64_t rows, cols;                /* softmax: x as [rows, cols] */
+  int64_t batch, heads, t, head_dim; /* attention */
+  float scale;                       /* attention: applied to q . k */
+  int causal;                        /* attention */
+} jx_cuda_fused_op;
+
+/* What the matchers look up: per variable of p, its readers (program
+ * outputs count as readers) and its defining equation (-1: an input or a
+ * constant). */
+typedef struct {
+  int *readers, *def;
+} jx_cuda_fuse_index;
+jx_status jx_cuda_fuse_index_build(const jx_program *p, jx_cuda_fuse_index *ix);
+void jx_cuda_fuse_index_free(jx_cuda_fuse_index *ix);
+/* The matchers. Each returns 1 and fills *op and member[] (1 for every
+ * equation of p the pattern replaces, absorbed broadcasts and constants
+ * included) when the pattern rooted at equation `root` is there and closed
+ * (no intermediate read outside it); else 0 and member[] is untouched. */
+int jx_cuda_match_epilogue(const jx_program *p, const jx_cuda_fuse_index *ix, int root,
+                           jx_cuda_fused_op *op, uint8_t *member);
+int jx_cuda_match_softmax(const jx_program *p, const jx_cuda_fuse_index *ix, int root,
+                          jx_cuda_fused_op *op, uint8_t *member);
+int jx_cuda_match_attention(const jx_program *p, const jx_cuda_fuse_index *ix, int root,
+                            jx_cuda_fused_op *op, uint8_t *member);
+
+/* What an executable fused (for tests and logs). */
+typedef struct {
+  int epilogues_matched; /* epilogues found, whether or not cuBLASLt runs them */
+  int epilogues;         /* those planned as one jx_cuda_gemm (cuBLASLt present) */
+  int softmaxes, attentions;
+  /* launches so far, over all runs */
+  int64_t epilogue_launches, softmax_launches, attention_launches;
+} jx_cuda_fused_counts;
+
+typedef struct jx_cuda_fused jx_cuda_fused;
+
+/* How a fused step gets its buffers from the run (cuda_exec.c): a read
+ * variable's device copy (uploaded if needed), a written one's new block. */
+typedef struct {
+  void *ctx;
+  jx_status (*input)(void *ctx, int var, CUdeviceptr *ptr);
+  jx_status (*output)(void *ctx, int var, CUdeviceptr *ptr);
+} jx_cuda_fused_io;
+
+/* Finds the patterns in p's groups (as jx_fuse made them) and rewrites the
+ * groups of each one that will run fused: the last becomes the fused step
+ * (no equations, its loads the pattern's reads, its store the output: the
+ * executor's lifetimes read it as a kernel's), the others skipped.
+ * blas(d) is asked only when an epilogue is found; NULL there means the
+ * epilogue is only counted. *out is NULL when nothing matched, or when
+ * JX_CUDA_NO_FUSE=1 (read when a program is compiled: the unfused steps,
+ * for comparisons and for tests that check the executor bit for bit). */
+jx_status jx_cuda_fused_plan(jx_cuda_device *d, const jx_program *p, jx_fusion_group *groups,
+                             int ngroups, jx_cuda_blas *(*blas)(jx_cuda_device *d),
+                             jx_cuda_fused **out);
+/* 1 when step (group) k runs a fused op of f (f may be NULL). */
+int jx_cuda_fused_at(const jx_cuda_fused *f, int k);
+/* Queues step k's fused op on the device's compute stream. */
+jx_status jx_cuda_fused_run(jx_cuda_fused *f, int k, const jx_cuda_fused_io *io);
+jx_cuda_fused_counts jx_cuda_fused_counts_of(const jx_cuda_fused *f); /* zeros for NULL */
+void jx_cuda_fused_free(jx_cuda_fused *f);
+
+/* The executable's plan (defined in cuda_exec.c), or NULL. */
+struct jx_cuda_executable;
+const jx_cuda_fused *jx_cuda_executable_fused(const struct jx_cuda_executable *x);
+
+#endif

@@ -1,0 +1,427 @@
+/* The patterns cuda_fuse.h fuses, found on the lowered program. Each
+ * matcher marks a "core" of equations, then close_pattern absorbs what only
+ * the core reads (the broadcasts of its constants and of the bias, the
+ * iotas of the mask) and refuses the match when an intermediate is read
+ * outside it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/error.h"
+#include "../prims/dot_kernels.h"
+#include "../prims/prims.h"
+#include "cuda_exec.h"
+#include "cuda_fuse.h"
+#include "kernels_attention.h"
+
+jx_status jx_cuda_fuse_index_build(const jx_program *p, jx_cuda_fuse_index *ix) {
+  ix->readers = calloc((size_t)p->nvars + 1, sizeof *ix->readers);
+  ix->def = malloc(sizeof *ix->def * ((size_t)p->nvars + 1));
+  if (!ix->readers || !ix->def) {
+    jx_cuda_fuse_index_free(ix);
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "CUDA executor: out of host memory");
+  }
+  for (int v = 0; v < p->nvars; v++) ix->def[v] = -1;
+  for (int e = 0; e < p->neqns; e++) {
+    for (int i = 0; i < p->eqns[e].nin; i++) ix->readers[p->eqns[e].in[i]]++;
+    for (int o = 0; o < p->eqns[e].nout; o++) ix->def[p->eqns[e].out[o]] = e;
+  }
+  for (int o = 0; o < p->nout; o++) ix->readers[p->out[o]]++;
+  return JX_OK;
+}
+
+void jx_cuda_fuse_index_free(jx_cuda_fuse_index *ix) {
+  free(ix->readers);
+  free(ix->def);
+  ix->readers = ix->def = NULL;
+}
+
+static const jx_eqn *def_of(const jx_program *p, const jx_cuda_fuse_index *ix, int v,
+                            const jx_prim *prim) {
+  int e = ix->def[v];
+  if (e < 0 || p->eqns[e].prim != prim) return NULL;
+  return &p->eqns[e];
+}
+
+static int index_of(const jx_program *p, const jx_eqn *e) { return (int)(e - p->eqns); }
+
+static int list_is(const jx_ilist *l, int n, const int64_t *v) {
+  if (l->n != n) return 0;
+  for (int i = 0; i < n; i++)
+    if (l->v[i] != v[i]) return 0;
+  return 1;
+}
+
+/* v's value when it is a scalar constant broadcast (broadcast_in_dim of a
+ * one-element constant), as every literal of a traced expression is. */
+static int scalar_const(const jx_program *p, const jx_cuda_fuse_index *ix, int v, double *value) {
+  const jx_eqn *b = def_of(p, ix, v, &jx_prim_broadcast_in_dim);
+  if (b) v = b->in[0];
+  jx_array *c = NULL;
+  if (!jx_program_is_const(p, v, &c) || jx_shape_numel(p->avals[v].shape) != 1) return 0;
+  int clean = jx_last_status() == JX_OK;
+  *value = jx_item(c);
+  if (clean && jx_last_status()) jx_clear_error();
+  return !isnan(*value);
+}
+
+/* Marks what only the core reads, then checks that nothing outside reads
+ * an intermediate (every output of the core but y). On success the core is
+ * copied to member[]. */
+static int close_pattern(const jx_program *p, const jx_cuda_fuse_index *ix, uint8_t *core, int y,
+                         const jx_cuda_fused_op *op, uint8_t *member) {
+  int *inside = calloc((size_t)p->nvars + 1, sizeof *inside);
+  if (!inside) return 0;
+  for (int e = 0; e < p->neqns; e++)
+    if (core[e])
+      for (int i = 0; i < p->eqns[e].nin; i++) inside[p->eqns[e].in[i]]++;
+  /* readers come after their writer: one backward pass absorbs chains */
+  for (int e = p->neqns - 1; e >= 0; e--) {
+    const jx_eqn *q = &p->eqns[e];
+    if (core[e] || q->nout < 1 || q->nsub || jx_eqn_has_effect(q)) continue;
+    int only_core = 1;
+    for (int o = 0; o < q->nout && only_core; o++) {
+      int v = q->out[o];
+      only_core = v != y && ix->readers[v] > 0 && inside[v] == ix->readers[v];
+      for (int r = 0; r < op->nreads && only_core; r++) only_core = v != op->reads[r];
+    }
+    if (!only_core) continue;
+    core[e] = 1;
+    for (int i = 0; i < q->nin; i++) inside[q->in[i]]++;
+  }
+  int closed = 1;
+  for (int e = 0; e < p->neqns && closed; e++)
+    for (int o = 0; core[e] && o < p->eqns[e].nout && closed; o++) {
+      int v = p->eqns[e].out[o];
+      closed = v == y || inside[v] == ix->readers[v];
+    }
+  free(inside);
+  if (closed) memcpy(member, core, (size_t)p->neqns);
+  return closed;
+}
+
+/* ---- activations, recognised by evaluation ---- */
+
+enum { PROBES = 33, MAX_CHAIN = 32 };
+
+static double probe(int i) { return -6.0 + 12.0 * i / (PROBES - 1) + 0.013; }
+static double relu_ref(double x) { return x > 0 ? x : 0; }
+static double gelu_ref(double x) {
+  return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+
+/* Evaluates one elementwise equation on the probes; 0 if it is not one. */
+static int eval_eqn(const jx_eqn *e, double *const in[2], double *out) {
+  const jx_prim *f = e->prim;
+  for (int i = 0; i < PROBES; i++) {
+    double a = in[0][i], b = e->nin > 1 ? in[1][i] : 0;
+    if (f == &jx_prim_add)
+      out[i] = a + b;
+    else if (f == &jx_prim_sub)
+      out[i] = a - b;
+    else if (f == &jx_prim_mul)
+      out[i] = a * b;
+    else if (f == &jx_prim_div)
+      out[i] = a / b;
+    else if (f == &jx_prim_max)
+      out[i] = a > b ? a : b;
+    else if (f == &jx_prim_min)
+      out[i] = a < b ? a : b;
+    else if (f == &jx_prim_neg)
+      out[i] = -a;
+    else if (f == &jx_prim_tanh)
+      out[i] = tanh(a);
+    else if (f == &jx_prim_exp)
+      out[i] = exp(a);
+    else if (f == &jx_prim_logistic)
+      out[i] = 1 / (1 + exp(-a));
+    else if (f == &jx_prim_erf)
+      out[i] = erf(a);
+    else if (f == &jx_prim_integer_pow)
+      out[i] = pow(a, (double)e->params.i[0]);
+    else
+      return 0;
+  }
+  return 1;
+}
+
+/* The activation the chain after `a` (the biased GEMM) computes, when one
+ * of its prefixes is ReLU or tanh-GELU and closed; marks it in core. */
+static jx_cuda_act match_activation(const jx_program *p, const jx_cuda_fuse_index *ix, int a,
+                                    int after, uint8_t *core, int *y, const jx_cuda_fused_op *op,
+                                    uint8_t *member) {
+  int chain[MAX_CHAIN], n = 0;
+  static const jx_prim *const ok[] = {&jx_prim_add,      &jx_prim_sub,  &jx_prim_mul,
+                                      &jx_prim_div,      &jx_prim_max,  &jx_prim_min,
+                                      &jx_prim_neg,      &jx_prim_tanh, &jx_prim_exp,
+                                      &jx_prim_logistic, &jx_prim_erf,  &jx_prim_integer_pow};
+  jx_aval av = p->avals[a];
+  /* the elementwise equations reading only a, each other and scalar constants */
+  for (int e = after + 1; e < p->neqns && n < MAX_CHAIN; e++) {
+    const jx_eqn *q = &p->eqns[e];
+    int fits = 0;
+    for (size_t k = 0; k < sizeof ok / sizeof *ok; k++) fits |= q->prim == ok[k];
+    if (!fits || q->nout != 1 || q->nin > 2 || p->avals[q->out[0]].dtype != av.dtype ||
+        !jx_shape_equal(p->avals[q->out[0]].shape, av.shape))
+      continue;
+    int from_chain = 0;
+    for (int i = 0; i < q->nin && fits; i++) {
+      int v = q->in[i], known = v == a;
+      for (int c = 0; c < n && !known; c++) known = p->eqns[chain[c]].out[0] == v;
+      double unused;
+      from_chain |= known;
+      fits = known || scalar_const(p, ix, v, &unused);
+    }
+    if (fits && from_chain) chain[n++] = e;
+  }
+  double(*vals)[PROBES] = malloc(sizeof *vals * (MAX_CHAIN + 1));
+  double *consts = malloc(sizeof *consts * 2 * PROBES);
+  uint8_t *trial = malloc((size_t)p->neqns + 1);
+  jx_cuda_act found = JX_CUDA_ACT_NONE;
+  if (!vals || !consts || !trial) n = 0;
+  for (int i = 0; i < PROBES && n; i++) vals[MAX_CHAIN][i] = probe(i);
+  /* each chain member as the activation's output: its ancestors in the chain */
+  for (int last = 0; last < n && found == JX_CUDA_ACT_NONE; last++) {
+    uint8_t need[MAX_CHAIN] = {0};
+    need[last] = 1;
+    for (int c = last; c >= 0; c--)
+      for (int i = 0; need[c] && i < p->eqns[chain[c]].nin; i++)
+        for (int d = 0; d < c; d++) need[d] |= p->eqns[chain[d]].out[0] == p->eqns[chain[c]].in[i];
+    int evaluated = 1;
+    for (int c = 0; c <= last && evaluated; c++) {
+      if (!need[c]) continue;
+      const jx_eqn *q = &p->eqns[chain[c]];
+      double *in[2] = {consts, consts + PROBES};
+      for (int i = 0; i < q->nin; i++) {
+        int v = q->in[i], src = v == a ? MAX_CHAIN : -1;
+        for (int d = 0; d < c && src < 0; d++)
+          if (need[d] && p->eqns[chain[d]].out[0] == v) src = d;
+        double k = 0;
+        if (src >= 0) {
+          in[i] = vals[src];
+        } else {
+          evaluated = scalar_const(p, ix, v, &k);
+          for (int j = 0; j < PROBES; j++) in[i][j] = k;
+        }
+      }
+      evaluated = evaluated && eval_eqn(q, in, vals[c]);
+    }
+    int relu = evaluated, gelu = evaluated;
+    for (int i = 0; i < PROBES && evaluated; i++) {
+      double x = probe(i), got = vals[last][i];
+      relu &= fabs(got - relu_ref(x)) <= 1e-5 * (1 + fabs(x));
+      gelu &= fabs(got - gelu_ref(x)) <= 1e-5 * (1 + fabs(x));
+    }
+    if (!relu && !gelu) continue;
+    memcpy(trial, core, (size_t)p->neqns);
+    for (int c = 0; c <= last; c++) trial[chain[c]] |= need[c];
+    if (close_pattern(p, ix, trial, p->eqns[chain[last]].out[0], op, member)) {
+      found = relu ? JX_CUDA_ACT_RELU : JX_CUDA_ACT_GELU;
+      *y = p->eqns[chain[last]].out[0];
+    }
+  }
+  free(vals);
+  free(consts);
+  free(trial);
+  return found;
+}
+
+/* ---- epilogue ---- */
+
+int jx_cuda_match_epilogue(const jx_program *p, const jx_cuda_fuse_index *ix, int root,
+                           jx_cuda_fused_op *op, uint8_t *member) {
+  const jx_eqn *dot = &p->eqns[root];
+  jx_cuda_fused_op m = {.kind = JX_CUDA_FUSED_EPILOGUE};
+  if (!jx_cuda_dot_as_gemm(p, dot, &m.gemm) || ix->readers[dot->out[0]] != 1) return 0;
+  int d = dot->out[0], add = -1;
+  for (int e = root + 1; e < p->neqns && add < 0; e++)
+    for (int i = 0; i < p->eqns[e].nin; i++)
+      if (p->eqns[e].in[i] == d) add = e;
+  if (add < 0 || p->eqns[add].prim != &jx_prim_add) return 0;
+  const jx_eqn *sum = &p->eqns[add];
+  int other = sum->in[0] == d ? sum->in[1] : sum->in[0];
+  const jx_eqn *bc = def_of(p, ix, other, &jx_prim_broadcast_in_dim);
+  jx_aval out = p->avals[d];
+  int rank = out.shape.rank;
+  if (!bc) return 0;
+  int bias = bc->in[0];
+  jx_aval b = p->avals[bias];
+  if (b.dtype != out.dtype || b.shape.rank != 1 || b.shape.dims[0] != m.gemm.n ||
+      !list_is(&bc->params.l[1], 1, (int64_t[]){rank - 1}) ||
+      p->avals[sum->out[0]].dtype != out.dtype)
+    return 0;
+  m.dtype = out.dtype;
+  m.nreads = 3;
+  m.reads[0] = dot->in[0];
+  m.reads[1] = dot->in[1];
+  m.reads[2] = bias;
+  m.gemm.has_bias = 1;
+  uint8_t *core = calloc((size_t)p->neqns + 1, 1);
+  if (!core) return 0;
+  core[root] = core[add] = 1;
+  core[index_of(p, bc)] = ix->readers[other] == 1;
+  int y = sum->out[0];
+  m.gemm.act = match_activation(p, ix, y, add, core, &y, &m, member);
+  int ok = m.gemm.act != JX_CUDA_ACT_NONE || close_pattern(p, ix, core, y, &m, member);
+  free(core);
+  if (!ok) return 0;
+  m.out = y;
+  *op = m;
+  return 1;
+}
+
+/* ---- softmax ---- */
+
+/* Follows v, of shape full, back through a row broadcast (reshape adding or
+ * dropping a trailing 1, broadcast_in_dim keeping the leading dims,
+ * stop_gradient) to the reduction over the last axis it broadcasts; marks
+ * the equations on the way and returns the reduction's, or NULL. */
+static const jx_eqn *row_source(const jx_program *p, const jx_cuda_fuse_index *ix, int v,
+                                jx_shape full, const jx_prim *reduce, uint8_t *core) {
+  int r = full.rank;
+  for (int steps = 0; steps < 8; steps++) {
+    int e = ix->def[v];
+    if (e < 0) return NULL;
+    const jx_eqn *q = &p->eqns[e];
+    jx_shape s = p->avals[v].shape;
+    int lead_ok = s.rank == r - 1 ||
+                  (s.rank == r && (s.dims[r - 1] == 1 || s.dims[r - 1] == full.dims[r - 1]));
+    for (int d = 0; d < r - 1 && lead_ok; d++) lead_ok = s.dims[d] == full.dims[d];
+    if (!lead_ok) return NULL;
+    core[e] = 1;
+    if (q->prim == reduce) {
+      return s.rank == r - 1 && list_is(&q->params.l[0], 1, (int64_t[]){r - 1}) ? q : NULL;
+    } else if (q->prim == &jx_prim_broadcast_in_dim) {
+      int k = p->avals[q->in[0]].shape.rank;
+      for (int d = 0; d < k; d++)
+        if (q->params.l[1].n != k || q->params.l[1].v[d] != d) return NULL;
+    } else if (q->prim != &jx_prim_reshape && q->prim != &jx_prim_stop_gradient) {
+      return NULL;
+    }
+    v = q->in[0];
+  }
+  return NULL;
+}
+
+/* Marks the lowered softmax ending at div equation `root`; its input in *x. */
+static int softmax_core(const jx_program *p, const jx_cuda_fuse_index *ix, int root, uint8_t *core,
+                        int *x) {
+  const jx_eqn *div = &p->eqns[root];
+  if (div->prim != &jx_prim_div) return 0;
+  jx_aval av = p->avals[div->out[0]];
+  if ((av.dtype != JX_F32 && av.dtype != JX_BF16) || av.shape.rank < 1) return 0;
+  const jx_eqn *ex = def_of(p, ix, div->in[0], &jx_prim_exp);
+  const jx_eqn *sum = row_source(p, ix, div->in[1], av.shape, &jx_prim_reduce_sum, core);
+  if (!ex || !sum || sum->in[0] != div->in[0]) return 0;
+  const jx_eqn *sub = def_of(p, ix, ex->in[0], &jx_prim_sub);
+  if (!sub) return 0;
+  const jx_eqn *max = row_source(p, ix, sub->in[1], av.shape, &jx_prim_reduce_max, core);
+  if (!max || max->in[0] != sub->in[0] || p->avals[sub->in[0]].dtype != av.dtype) return 0;
+  core[root] = core[index_of(p, ex)] = core[index_of(p, sub)] = 1;
+  *x = sub->in[0];
+  return 1;
+}
+
+int jx_cuda_match_softmax(const jx_program *p, const jx_cuda_fuse_index *ix, int root,
+                          jx_cuda_fused_op *op, uint8_t *member) {
+  uint8_t *core = calloc((size_t)p->neqns + 1, 1);
+  int x = -1, ok = core && softmax_core(p, ix, root, core, &x);
+  jx_cuda_fused_op m = {.kind = JX_CUDA_FUSED_SOFTMAX, .nreads = 1, .reads = {x}};
+  m.out = ok ? p->eqns[root].out[0] : -1;
+  ok = ok && close_pattern(p, ix, core, m.out, &m, member);
+  free(core);
+  if (!ok) return 0;
+  jx_aval av = p->avals[m.out];
+  m.dtype = av.dtype;
+  m.cols = av.shape.dims[av.shape.rank - 1];
+  m.rows = m.cols ? jx_shape_numel(av.shape) / m.cols : 0;
+  *op = m;
+  return 1;
+}
+
+/* ---- attention ---- */
+
+static int is_dot(const jx_eqn *e, int64_t lc, int64_t rc, int64_t lb1, int64_t rb1) {
+  const jx_params *q = &e->params;
+  return e->prim == &jx_prim_dot_general && list_is(&q->l[JX_DOT_LC], 1, (int64_t[]){lc}) &&
+         list_is(&q->l[JX_DOT_RC], 1, (int64_t[]){rc}) &&
+         list_is(&q->l[JX_DOT_LB], 2, (int64_t[]){0, lb1}) &&
+         list_is(&q->l[JX_DOT_RB], 2, (int64_t[]){0, rb1});
+}
+
+/* 1 when pred is broadcast_in_dim(ge(iota dim 0, iota dim 1) [t, t], dims
+ * (2, 3)): query i sees key j <= i. */
+static int causal_mask(const jx_program *p, const jx_cuda_fuse_index *ix, int pred, int64_t t) {
+  const jx_eqn *bc = def_of(p, ix, pred, &jx_prim_broadcast_in_dim);
+  const jx_eqn *ge = bc ? def_of(p, ix, bc->in[0], &jx_prim_ge) : NULL;
+  if (!ge || !list_is(&bc->params.l[1], 2, (int64_t[]){2, 3})) return 0;
+  const jx_eqn *rows = def_of(p, ix, ge->in[0], &jx_prim_iota);
+  const jx_eqn *cols = def_of(p, ix, ge->in[1], &jx_prim_iota);
+  jx_shape s = p->avals[ge->out[0]].shape;
+  if (!rows || !cols || s.rank != 2 || s.dims[0] != t || s.dims[1] != t || rows->params.i[0] != 0 ||
+      cols->params.i[0] != 1)
+    return 0;
+  return 1; /* constants: close_pattern absorbs them unless other layers share them */
+}
+
+int jx_cuda_match_attention(const jx_program *p, const jx_cuda_fuse_index *ix, int root,
+                            jx_cuda_fused_op *op, uint8_t *member) {
+  const jx_eqn *pv = &p->eqns[root];
+  if (!is_dot(pv, 3, 1, 1, 2) || pv->nin != 2) return 0;
+  jx_shape vs = p->avals[pv->in[1]].shape, ps = p->avals[pv->in[0]].shape;
+  if (vs.rank != 4 || ps.rank != 4 || p->avals[pv->out[0]].dtype != JX_F32 ||
+      p->avals[pv->in[1]].dtype != JX_F32)
+    return 0;
+  jx_cuda_fused_op m = {.kind = JX_CUDA_FUSED_ATTENTION, .dtype = JX_F32, .scale = 1};
+  m.batch = vs.dims[0];
+  m.t = vs.dims[1];
+  m.heads = vs.dims[2];
+  m.head_dim = vs.dims[3];
+  if (!jx_cuda_attention_kernel(JX_F32, m.head_dim) || m.batch > 65535 || m.heads > 65535) return 0;
+  uint8_t *core = calloc((size_t)p->neqns + 1, 1);
+  if (!core) return 0;
+  int ok = 0, x = -1, soft = ix->def[pv->in[0]];
+  core[root] = 1;
+  if (soft >= 0 && softmax_core(p, ix, soft, core, &x)) {
+    const jx_eqn *sel = def_of(p, ix, x, &jx_prim_select_n);
+    double neg = 0, scale = 1;
+    int scores = x;
+    if (sel && sel->nin == 3 && scalar_const(p, ix, sel->in[1], &neg) && neg <= -1e30 &&
+        causal_mask(p, ix, sel->in[0], m.t)) {
+      core[index_of(p, sel)] = 1;
+      m.causal = 1;
+      scores = sel->in[2];
+    }
+    const jx_eqn *mul = def_of(p, ix, scores, &jx_prim_mul);
+    if (mul && scalar_const(p, ix, mul->in[1], &scale)) {
+      scores = mul->in[0];
+    } else if (mul && scalar_const(p, ix, mul->in[0], &scale)) {
+      scores = mul->in[1];
+    } else {
+      mul = NULL;
+      scale = 1;
+    }
+    if (mul) core[index_of(p, mul)] = 1;
+    int qk = ix->def[scores];
+    if (qk >= 0 && is_dot(&p->eqns[qk], 3, 3, 2, 2)) {
+      const jx_eqn *d = &p->eqns[qk];
+      core[qk] = 1;
+      m.scale = (float)scale;
+      m.nreads = 3;
+      m.reads[0] = d->in[0];
+      m.reads[1] = d->in[1];
+      m.reads[2] = pv->in[1];
+      m.out = pv->out[0];
+      ok = 1;
+      for (int i = 0; i < 2; i++) {
+        jx_aval a = p->avals[d->in[i]];
+        ok &= a.dtype == JX_F32 && jx_shape_equal(a.shape, vs);
+      }
+      ok = ok && p->avals[scores].dtype == JX_F32 && ps.dims[2] == m.t && ps.dims[3] == m.t;
+    }
+  }
+  ok = ok && close_pattern(p, ix, core, m.out, &m, member);
+  free(core);
+  if (ok) *op = m;
+  return ok;
+}
