@@ -115,30 +115,54 @@ static jx_status plan_lifetimes(jx_cuda_executable *x) {
   return JX_OK;
 }
 
+/* Where the n contracting dims c of an operand of rank `rank` with nb
+ * leading batch dims lie: 1 when they are the first non-batch dims, in
+ * order; 0 when they are the last ones, in order; -1 otherwise (the
+ * operand's free dims then are not one run of rows or columns). */
+static int contracting_first(const jx_ilist *c, int rank, int nb) {
+  int first = 1, last = 1;
+  for (int i = 0; i < c->n; i++) {
+    first &= c->v[i] == nb + i;
+    last &= c->v[i] == rank - c->n + i;
+  }
+  return first ? 1 : last ? 0 : -1;
+}
+
+static int64_t dims_product(const jx_shape *s, int from, int to) {
+  int64_t n = 1;
+  for (int d = from; d < to; d++) n *= s->dims[d];
+  return n;
+}
+
 int jx_cuda_dot_as_gemm(const jx_program *p, const jx_eqn *e, jx_cuda_gemm_desc *desc) {
   if (e->prim != &jx_prim_dot_general || e->nin != 2 || e->nout != 1) return 0;
   const jx_params *q = &e->params;
   jx_aval l = p->avals[e->in[0]], r = p->avals[e->in[1]], o = p->avals[e->out[0]];
   jx_dtype dt = l.dtype;
   if ((dt != JX_F32 && dt != JX_BF16 && dt != JX_F16) || r.dtype != dt || o.dtype != dt) return 0;
-  int nb = q->l[JX_DOT_LB].n;
-  if (q->l[JX_DOT_LC].n != 1 || q->l[JX_DOT_RC].n != 1 || q->l[JX_DOT_RB].n != nb ||
-      l.shape.rank != nb + 2 || r.shape.rank != nb + 2)
-    return 0;
+  int nb = q->l[JX_DOT_LB].n, nc = q->l[JX_DOT_LC].n;
+  if (nc < 1 || q->l[JX_DOT_RC].n != nc || q->l[JX_DOT_RB].n != nb) return 0;
   int64_t batch = 1;
   for (int d = 0; d < nb; d++) {
     if (q->l[JX_DOT_LB].v[d] != d || q->l[JX_DOT_RB].v[d] != d) return 0;
     batch *= l.shape.dims[d];
   }
-  int64_t lc = q->l[JX_DOT_LC].v[0], rc = q->l[JX_DOT_RC].v[0];
-  if (lc < nb || rc < nb) return 0; /* a batch dim cannot be contracted too */
+  /* several free or contracting dims are one GEMM dim when they lie
+   * together, in order: x[n, T, d] @ w[d, e] has m = n * T rows, and
+   * x[n, T, d]^T @ dy[n, T, e] sums over k = n * T */
+  int lfirst = contracting_first(&q->l[JX_DOT_LC], l.shape.rank, nb);
+  int rfirst = contracting_first(&q->l[JX_DOT_RC], r.shape.rank, nb);
+  if (lfirst < 0 || rfirst < 0) return 0;
+  for (int i = 0; i < nc; i++)
+    if (l.shape.dims[q->l[JX_DOT_LC].v[i]] != r.shape.dims[q->l[JX_DOT_RC].v[i]]) return 0;
+  int lfree = l.shape.rank - nb - nc, rfree = r.shape.rank - nb - nc;
   jx_cuda_gemm_desc g = {.dtype = dt, .batch = batch, .act = JX_CUDA_ACT_NONE};
-  g.trans_a = lc == nb;     /* A stored [k, m] */
-  g.trans_b = rc == nb + 1; /* B stored [n, k] */
-  g.m = l.shape.dims[g.trans_a ? nb + 1 : nb];
-  g.k = l.shape.dims[lc];
-  g.n = r.shape.dims[g.trans_b ? nb : nb + 1];
-  if (r.shape.dims[rc] != g.k || g.m <= 0 || g.n <= 0 || g.k <= 0 || batch <= 0) return 0;
+  g.trans_a = lfirst && lfree > 0;  /* A stored [k, m] */
+  g.trans_b = !rfirst && rfree > 0; /* B stored [n, k] */
+  g.m = dims_product(&l.shape, nb + (lfirst ? nc : 0), nb + (lfirst ? nc : 0) + lfree);
+  g.k = dims_product(&l.shape, q->l[JX_DOT_LC].v[0], q->l[JX_DOT_LC].v[0] + nc);
+  g.n = dims_product(&r.shape, nb + (rfirst ? nc : 0), nb + (rfirst ? nc : 0) + rfree);
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0 || batch <= 0) return 0;
   if (batch > 1) {
     g.stride_a = g.m * g.k;
     g.stride_b = g.k * g.n;

@@ -243,13 +243,18 @@ static void test_mlp_forward(void **state) {
 typedef struct {
   int nb;     /* leading batch dims */
   int lc, rc; /* the contracting dims */
+  int two;    /* 1: lc + 1 and rc + 1 are contracted too */
 } dot_case;
 
 static void dims_body(void *ctx, jx_array *const *in, jx_array **out) {
   const dot_case *c = ctx;
-  out[0] =
-      c->nb ? jx_dot_general(in[0], in[1], JX_AXES(c->lc), JX_AXES(c->rc), JX_AXES(0), JX_AXES(0))
-            : jx_dot_general(in[0], in[1], JX_AXES(c->lc), JX_AXES(c->rc), JX_AXES(), JX_AXES());
+  if (c->two) /* contracting (lc, lc + 1) with (rc, rc + 1) */
+    out[0] = jx_dot_general(in[0], in[1], JX_AXES(c->lc, c->lc + 1), JX_AXES(c->rc, c->rc + 1),
+                            JX_AXES(), JX_AXES());
+  else
+    out[0] =
+        c->nb ? jx_dot_general(in[0], in[1], JX_AXES(c->lc), JX_AXES(c->rc), JX_AXES(0), JX_AXES(0))
+              : jx_dot_general(in[0], in[1], JX_AXES(c->lc), JX_AXES(c->rc), JX_AXES(), JX_AXES());
 }
 
 /* Small integers: every sum is exact, in any order. */
@@ -276,13 +281,18 @@ static void test_dot_as_gemm(void **state) {
     jx_dtype dt;
     int maps;
   } cases[] = {
-      {{0, 1, 0}, {2, {5, 7}}, {2, {7, 3}}, JX_F32, 1},       /* A B */
-      {{0, 0, 0}, {2, {7, 5}}, {2, {7, 3}}, JX_F32, 1},       /* A^T B */
-      {{0, 1, 1}, {2, {5, 7}}, {2, {3, 7}}, JX_F32, 1},       /* A B^T */
-      {{0, 0, 1}, {2, {7, 5}}, {2, {3, 7}}, JX_F32, 1},       /* A^T B^T */
-      {{1, 2, 1}, {3, {4, 5, 7}}, {3, {4, 7, 3}}, JX_F32, 1}, /* batched */
-      {{1, 1, 2}, {3, {4, 7, 5}}, {3, {4, 3, 7}}, JX_F32, 1}, /* batched, both transposed */
-      {{0, 1, 0}, {2, {5, 7}}, {2, {7, 3}}, JX_I32, 0},       /* integers: the host */
+      {{0, 1, 0, 0}, {2, {5, 7}}, {2, {7, 3}}, JX_F32, 1},       /* A B */
+      {{0, 0, 0, 0}, {2, {7, 5}}, {2, {7, 3}}, JX_F32, 1},       /* A^T B */
+      {{0, 1, 1, 0}, {2, {5, 7}}, {2, {3, 7}}, JX_F32, 1},       /* A B^T */
+      {{0, 0, 1, 0}, {2, {7, 5}}, {2, {3, 7}}, JX_F32, 1},       /* A^T B^T */
+      {{1, 2, 1, 0}, {3, {4, 5, 7}}, {3, {4, 7, 3}}, JX_F32, 1}, /* batched */
+      {{1, 1, 2, 0}, {3, {4, 7, 5}}, {3, {4, 3, 7}}, JX_F32, 1}, /* batched, both transposed */
+      {{0, 1, 0, 0}, {2, {5, 7}}, {2, {7, 3}}, JX_I32, 0},       /* integers: the host */
+      {{0, 2, 0, 0}, {3, {2, 3, 7}}, {2, {7, 4}}, JX_F32, 1},    /* x[n, T, d] w: m = n T */
+      {{0, 2, 1, 0}, {3, {2, 3, 7}}, {2, {4, 7}}, JX_F32, 1},    /* x w^T */
+      {{0, 0, 0, 1}, {3, {2, 3, 5}}, {3, {2, 3, 4}}, JX_F32, 1}, /* x^T dy: k = n T */
+      {{0, 1, 1, 1}, {3, {5, 2, 3}}, {3, {4, 2, 3}}, JX_F32, 1}, /* k = n T, both last */
+      {{0, 1, 0, 0}, {3, {3, 7, 2}}, {2, {7, 4}}, JX_F32, 0},    /* free dims on both sides of k */
   };
   for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
     float lh[512], rh[512];
