@@ -343,31 +343,17 @@ typedef struct {
 } run_state;
 
 /* The donated buffer a kernel step k may write store `o` into, in place: a
- * load of a taken input that dies at this step, read once, element for
- * element as the store is written (row-major strides of the step's shape,
- * no reduction, same element size). Each element is then read before it is
- * overwritten and by no other element, so the store may reuse the memory.
- * -1 when there is none; claimed marks loads already reused. */
+ * load of a taken input that dies at this step and that the store may
+ * reuse (jx_fusion_store_may_reuse). -1 when there is none; claimed marks
+ * loads already reused. */
 static int in_place_load(const run_state *r, const jx_program *p, int k, int o,
                          const uint8_t *claimed) {
   const jx_fusion_group *g = &r->x->steps[k].group;
-  if (g->reduces || !r->owned) return -1;
-  jx_aval out = p->avals[g->stores[o]];
-  int64_t rowmajor[JX_MAX_RANK];
-  jx_shape_strides(g->shape, rowmajor);
+  if (!r->owned) return -1;
   for (int l = 0; l < g->nloads; l++) {
     int v = g->loads[l].var;
     if (claimed[l] || !r->owned[v] || !r->env[v] || r->x->last_step[v] != k) continue;
-    jx_aval in = p->avals[v];
-    if (jx_dtype_size(in.dtype) != jx_dtype_size(out.dtype) ||
-        jx_shape_numel(in.shape) != jx_shape_numel(g->shape) ||
-        jx_shape_numel(out.shape) != jx_shape_numel(g->shape))
-      continue;
-    int ok = 1;
-    for (int d = 0; d < g->shape.rank && ok; d++)
-      ok = g->shape.dims[d] == 1 || g->loads[l].strides[d] == rowmajor[d];
-    for (int m = 0; m < g->nloads && ok; m++) ok = m == l || g->loads[m].var != v;
-    if (ok) return l;
+    if (jx_fusion_store_may_reuse(p, g, o, l)) return l;
   }
   return -1;
 }

@@ -106,6 +106,23 @@ int jx_fusion_col_reduce(const jx_eqn *e, const jx_program *p, int *lead) {
   return op;
 }
 
+int jx_fusion_store_may_reuse(const jx_program *p, const jx_fusion_group *g, int o, int l) {
+  if (g->reduces) return 0;
+  int v = g->loads[l].var;
+  jx_aval in = p->avals[v], out = p->avals[g->stores[o]];
+  int64_t n = jx_shape_numel(g->shape);
+  if (jx_dtype_size(in.dtype) != jx_dtype_size(out.dtype) || jx_shape_numel(in.shape) != n ||
+      jx_shape_numel(out.shape) != n)
+    return 0;
+  int64_t rowmajor[JX_MAX_RANK];
+  jx_shape_strides(g->shape, rowmajor);
+  for (int d = 0; d < g->shape.rank; d++)
+    if (g->shape.dims[d] != 1 && g->loads[l].strides[d] != rowmajor[d]) return 0;
+  for (int m = 0; m < g->nloads; m++)
+    if (m != l && g->loads[m].var == v) return 0;
+  return 1;
+}
+
 int64_t jx_fusion_kernel_rows(const jx_fusion_group *g) {
   int rank = g->shape.rank;
   if (rank < 2) return 1;

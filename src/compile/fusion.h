@@ -94,6 +94,14 @@ int jx_fusion_col_reduce(const jx_eqn *e, const jx_program *p, int *lead);
  * jx_kernel_fn's signature). */
 int64_t jx_fusion_kernel_rows(const jx_fusion_group *g);
 
+/* 1 when kernel group g's store o may be written into the buffer of its
+ * load l: no reduction, the same element size and count, the load read
+ * with the store's row-major strides (each element is read before it is
+ * overwritten, and by no other element) and no other load of the same
+ * variable. The caller checks that the variable is dead after g and that
+ * its buffer is the run's to write (the CPU and CUDA executables). */
+int jx_fusion_store_may_reuse(const jx_program *p, const jx_fusion_group *g, int o, int l);
+
 /* Runs BODY with int v set to each variable group g of p reads as an array
  * when it runs: a kernel (as_kernel) reads its loads, a group run equation
  * by equation its equations' inputs, a skipped group nothing. Lifetimes

@@ -413,31 +413,18 @@ static jx_status to_host(run_state *r, int v) {
 static unsigned clamp_u(int64_t v, int64_t hi) { return (unsigned)(v < 1 ? 1 : v > hi ? hi : v); }
 
 /* Donation: the load of step k whose block store `o` may take, in place: a
- * donated input's block that dies at this step, read once, element for
- * element as the store is written (row-major strides of the step's shape, no
- * reduction, same element size), as the CPU executable's in_place_load.
- * Each thread then reads an element before it writes it, and no thread
- * reads another's. -1 when there is none; claimed marks loads already taken. */
+ * donated input's block that dies at this step and that the store may reuse
+ * (jx_fusion_store_may_reuse: each thread then reads an element before it
+ * writes it, and no thread reads another's). -1 when there is none; claimed
+ * marks loads already taken. */
 static int in_place_load(const run_state *r, int k, int o, const uint8_t *claimed) {
   const jx_fusion_group *g = &r->x->steps[k].group;
-  if (g->reduces || !r->donated) return -1;
-  jx_aval out = r->p->avals[g->stores[o]];
-  int64_t rowmajor[JX_MAX_RANK];
-  jx_shape_strides(g->shape, rowmajor);
+  if (!r->donated) return -1;
   for (int l = 0; l < g->nloads; l++) {
     int v = g->loads[l].var;
     const slot *s = &r->vars[v];
     if (claimed[l] || !r->donated[v] || !s->owned || !s->dev || r->x->last_step[v] != k) continue;
-    jx_aval in = r->p->avals[v];
-    if (jx_dtype_size(in.dtype) != jx_dtype_size(out.dtype) ||
-        jx_shape_numel(in.shape) != jx_shape_numel(g->shape) ||
-        jx_shape_numel(out.shape) != jx_shape_numel(g->shape))
-      continue;
-    int ok = 1;
-    for (int d = 0; d < g->shape.rank && ok; d++)
-      ok = g->shape.dims[d] == 1 || g->loads[l].strides[d] == rowmajor[d];
-    for (int m = 0; m < g->nloads && ok; m++) ok = m == l || g->loads[m].var != v;
-    if (ok) return l;
+    if (jx_fusion_store_may_reuse(r->p, g, o, l)) return l;
   }
   return -1;
 }
