@@ -505,14 +505,10 @@ static int start_collective(const jx_program *p, const step *s, jx_array **env, 
   return r;
 }
 
-/* Why donated input i cannot give its buffer to this run, or NULL. */
-static const char *donation_refused(const jx_program *p, jx_array *const *in, int i, char *why,
-                                    size_t cap) {
+const char *jx_donation_conflict(const jx_program *p, jx_array *const *in, int i, char *why,
+                                 size_t cap) {
   const jx_array *a = in[i];
   if (a->shards) return "it is laid out over several devices";
-  if (!a->buf) return "it has no buffer of its own";
-  if (atomic_load_explicit(&a->buf->refs, memory_order_acquire) > 1)
-    return "its buffer is shared with another array (a reshape or view of it, or its source)";
   for (int j = 0; j < p->nin; j++)
     if (j != i && in[j] == a) {
       snprintf(why, cap, "the same array is also passed as input %d (donated buffer passed twice)",
@@ -522,6 +518,17 @@ static const char *donation_refused(const jx_program *p, jx_array *const *in, in
   for (int c = 0; c < p->nconst; c++)
     if (p->constval[c] == a) return "the function also holds it as a constant";
   return NULL;
+}
+
+/* Why donated input i cannot give its buffer to this run, or NULL. */
+static const char *donation_refused(const jx_program *p, jx_array *const *in, int i, char *why,
+                                    size_t cap) {
+  const jx_array *a = in[i];
+  if (a->shards) return "it is laid out over several devices";
+  if (!a->buf) return "it has no buffer of its own";
+  if (atomic_load_explicit(&a->buf->refs, memory_order_acquire) > 1)
+    return "its buffer is shared with another array (a reshape or view of it, or its source)";
+  return jx_donation_conflict(p, in, i, why, cap);
 }
 
 /* Takes the buffers of the donated inputs that can give them (run_state's

@@ -28,6 +28,12 @@ int jx_executable_donates(const jx_executable *x);
 int jx_executable_synchronous(const jx_executable *x);
 /* Steps that run a compiled kernel, and equations they cover (for tests). */
 int jx_executable_kernels(const jx_executable *x, int *fused_eqns);
+/* Why input i of a run of p cannot give its storage to the run although
+ * donated, whatever the backend: it is laid out over devices, passed twice
+ * (why: a message written into why[cap]) or held by p as a constant; NULL
+ * when nothing stands in the way. */
+const char *jx_donation_conflict(const jx_program *p, jx_array *const *in, int i, char *why,
+                                 size_t cap);
 /* Pairs of GEMM steps that run side by side (for tests). */
 int jx_executable_side_by_side(const jx_executable *x);
 

@@ -550,22 +550,6 @@ static void release_dead(run_state *r, int k) {
   JX_FUSION_FOR_READS(r->p, &s->group, as_kernel, v, release(r, v, k));
 }
 
-/* Why donated input i cannot give its block to this run, or NULL. */
-static const char *donation_refused(const jx_program *p, jx_array *const *in, int i, char *why,
-                                    size_t cap) {
-  const jx_array *a = in[i];
-  if (a->shards) return "it is laid out over several devices";
-  for (int j = 0; j < p->nin; j++)
-    if (j != i && in[j] == a) {
-      snprintf(why, cap, "the same array is also passed as input %d (donated buffer passed twice)",
-               j);
-      return why;
-    }
-  for (int c = 0; c < p->nconst; c++)
-    if (p->constval[c] == a) return "the function also holds it as a constant";
-  return NULL;
-}
-
 /* Takes the device blocks of the donated inputs (uploading a host one
  * first), marking the caller's arrays donated as the CPU executable does;
  * the others run undonated, with one line under JX_LOG_COMPILES=1. */
@@ -577,7 +561,7 @@ static jx_status take_donated(run_state *r, jx_array *const *in) {
   for (int i = 0; i < p->nin; i++) {
     if (!x->donate[i]) continue;
     char why[128];
-    const char *refused = donation_refused(p, in, i, why, sizeof why);
+    const char *refused = jx_donation_conflict(p, in, i, why, sizeof why);
     if (refused) {
       if (jx_env_flag("JX_LOG_COMPILES"))
         fprintf(stderr, "jx: donated input %d of '%s' was not usable: %s\n", i, x->donor, refused);
