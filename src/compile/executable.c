@@ -371,7 +371,8 @@ static jx_status run_kernel(const run_state *rs, const jx_program *p, int k) {
   for (int k = 0; k < g->nloads; k++) {
     /* a value laid out over devices (a shard_map's result) is read whole */
     if (jx_array_ready(env[g->loads[k].var])) return jx_last_status();
-    buf[k] = env[g->loads[k].var]->buf->data;
+    jx_array *in = env[g->loads[k].var]; /* from where a read-through slice starts */
+    buf[k] = (char *)in->buf->data + g->loads[k].offset * (int64_t)jx_dtype_size(in->dtype);
     memcpy(strides + 8 * k, g->loads[k].strides, sizeof g->loads[k].strides);
   }
   for (int o = 0; o < g->nstores; o++) {

@@ -120,7 +120,7 @@ int jx_fusion_store_may_reuse(const jx_program *p, const jx_fusion_group *g, int
     if (g->shape.dims[d] != 1 && g->loads[l].strides[d] != rowmajor[d]) return 0;
   for (int m = 0; m < g->nloads; m++)
     if (m != l && g->loads[m].var == v) return 0;
-  return 1;
+  return g->loads[l].offset == 0;
 }
 
 int64_t jx_fusion_kernel_rows(const jx_fusion_group *g) {
@@ -137,18 +137,22 @@ int64_t jx_fusion_kernel_rows(const jx_fusion_group *g) {
 enum { SINGLE_KERNEL_MIN_ELEMENTS = 4096 };
 
 int jx_fusion_single_worth_a_kernel(const jx_program *p, const jx_eqn *e) {
-  if (e->prim == &jx_prim_broadcast_in_dim || e->prim == &jx_prim_stop_gradient ||
-      jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, NULL) || !jx_fusion_renderable(e, p))
+  if (jx_fusion_is_view(e, p) || e->prim == &jx_prim_stop_gradient || jx_fusion_row_reduce(e, p) ||
+      jx_fusion_col_reduce(e, p, NULL) || !jx_fusion_renderable(e, p))
     return 0;
   return jx_shape_numel(p->avals[e->out[0]].shape) >= SINGLE_KERNEL_MIN_ELEMENTS;
 }
 
-int jx_fusion_find_load(const jx_fusion_group *g, int var, const int64_t *strides) {
+int jx_fusion_find_view(const jx_fusion_group *g, int var, int64_t offset, const int64_t *strides) {
   for (int k = 0; k < g->nloads; k++)
-    if (g->loads[k].var == var &&
+    if (g->loads[k].var == var && g->loads[k].offset == offset &&
         memcmp(g->loads[k].strides, strides, sizeof g->loads[k].strides) == 0)
       return k;
   return -1;
+}
+
+int jx_fusion_find_load(const jx_fusion_group *g, int var, const int64_t *strides) {
+  return jx_fusion_find_view(g, var, 0, strides);
 }
 
 static void contiguous_strides(jx_shape s, int64_t *st) {
@@ -159,42 +163,123 @@ static void contiguous_strides(jx_shape s, int64_t *st) {
   }
 }
 
-/* The equation that produces v, searched backwards from equation `before`, or NULL. */
-static const jx_eqn *producer(const jx_program *p, int v, int before) {
+/* The equation that produces v, searched backwards from equation `before`,
+ * or -1. */
+static int producer(const jx_program *p, int v, int before) {
   for (int k = before - 1; k >= 0; k--)
     for (int o = 0; o < p->eqns[k].nout; o++)
-      if (p->eqns[k].out[o] == v) return &p->eqns[k];
-  return NULL;
+      if (p->eqns[k].out[o] == v) return k;
+  return -1;
 }
 
-/* A broadcast_in_dim the kernels read through: they load its operand with
- * stride 0 along the new dims instead of a materialized copy. */
-static int read_through(const jx_program *p, const jx_eqn *b) {
-  return b && b->prim == &jx_prim_broadcast_in_dim && jx_fusion_renderable(b, p);
+int jx_fusion_is_view(const jx_eqn *e, const jx_program *p) {
+  if (e->nin != 1 || e->nout != 1 || e->nsub) return 0;
+  if (e->prim != &jx_prim_broadcast_in_dim && e->prim != &jx_prim_slice &&
+      e->prim != &jx_prim_transpose && e->prim != &jx_prim_reshape && e->prim != &jx_prim_squeeze &&
+      e->prim != &jx_prim_expand_dims)
+    return 0;
+  return fusible_dtype(p->avals[e->out[0]].dtype) && fusible_dtype(p->avals[e->in[0]].dtype);
+}
+
+/* Where the elements of a variable are: element i (a multi-index) is
+ * element offset + sum_d i[d] * st[d] of variable var. */
+typedef struct {
+  int var;
+  int64_t offset;
+  int64_t st[JX_MAX_RANK];
+} address;
+
+/* The strides of `to` that read an array of shape `from` laid out with
+ * strides fst in row-major order of `to` (a reshape): 1 when every run of
+ * dims that `to` splits or merges is contiguous in fst (NumPy's no-copy
+ * reshape), else 0. */
+static int reshape_strides(jx_shape from, const int64_t *fst, jx_shape to, int64_t *tst) {
+  int64_t od[JX_MAX_RANK], os[JX_MAX_RANK];
+  int on = 0;
+  if (jx_shape_numel(from) == 0) return 0;
+  for (int d = 0; d < from.rank; d++)
+    if (from.dims[d] != 1) {
+      od[on] = from.dims[d];
+      os[on++] = fst[d];
+    }
+  int oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < to.rank && oi < on) {
+    int64_t np = to.dims[ni], op = od[oi];
+    while (np != op) {
+      if (np < op) {
+        if (nj >= to.rank) return 0;
+        np *= to.dims[nj++];
+      } else {
+        if (oj >= on) return 0;
+        op *= od[oj++];
+      }
+    }
+    for (int k = oi; k < oj - 1; k++)
+      if (os[k] != od[k + 1] * os[k + 1]) return 0; /* the run is not contiguous */
+    tst[nj - 1] = os[oj - 1];
+    for (int k = nj - 1; k > ni; k--) tst[k - 1] = tst[k] * to.dims[k];
+    ni = nj++;
+    oi = oj++;
+  }
+  for (int k = ni; k < to.rank; k++) tst[k] = 0; /* trailing dims of size 1 */
+  return 1;
+}
+
+enum { MAX_VIEW_CHAIN = 16 };
+
+/* The address of v's elements: through the views that made it (produced
+ * before equation `before`), else v itself. */
+static void address_of(const jx_program *p, int v, int before, int depth, address *a) {
+  jx_shape s = p->avals[v].shape;
+  int k = depth < MAX_VIEW_CHAIN ? producer(p, v, before) : -1;
+  const jx_eqn *e = k >= 0 ? &p->eqns[k] : NULL;
+  memset(a, 0, sizeof *a);
+  if (e && jx_fusion_is_view(e, p)) {
+    address u;
+    jx_shape us = p->avals[e->in[0]].shape;
+    address_of(p, e->in[0], k, depth + 1, &u);
+    int ok = 1;
+    a->var = u.var;
+    a->offset = u.offset;
+    if (e->prim == &jx_prim_broadcast_in_dim) {
+      for (int d = 0; d < us.rank; d++) a->st[e->params.l[1].v[d]] = us.dims[d] == 1 ? 0 : u.st[d];
+    } else if (e->prim == &jx_prim_slice) {
+      const jx_ilist *step = &e->params.l[2];
+      for (int d = 0; d < us.rank; d++) {
+        a->offset += e->params.l[0].v[d] * u.st[d];
+        a->st[d] = u.st[d] * (step->n ? step->v[d] : 1);
+      }
+    } else if (e->prim == &jx_prim_transpose) {
+      for (int d = 0; d < s.rank; d++) a->st[d] = u.st[e->params.l[0].v[d]];
+    } else {
+      ok = reshape_strides(us, u.st, s, a->st);
+    }
+    if (ok) {
+      for (int d = 0; d < s.rank; d++)
+        if (s.dims[d] == 1) a->st[d] = 0;
+      return;
+    }
+    memset(a, 0, sizeof *a); /* a reshape the strides cannot say: read what it makes */
+  }
+  a->var = v;
+  contiguous_strides(s, a->st);
 }
 
 void jx_fusion_operand(const jx_program *p, const jx_fusion_group *g, int v, int *var,
-                       int64_t *strides) {
-  jx_shape vs = p->avals[v].shape;
+                       int64_t *offset, int64_t *strides) {
+  address a;
+  address_of(p, v, g->first + g->count, 0, &a);
   memset(strides, 0, sizeof(int64_t) * JX_MAX_RANK);
-  const jx_eqn *b = vs.rank == g->shape.rank && vs.rank > 0 ? producer(p, v, g->first) : NULL;
-  if (read_through(p, b)) {
-    int64_t own[JX_MAX_RANK] = {0};
-    jx_shape src = p->avals[b->in[0]].shape;
-    contiguous_strides(src, own);
-    for (int k = 0; k < src.rank; k++) strides[b->params.l[1].v[k]] = own[k];
-    *var = b->in[0];
-    return;
-  }
-  if (vs.rank == g->shape.rank) contiguous_strides(vs, strides);
-  *var = v;
+  if (p->avals[v].shape.rank == g->shape.rank) memcpy(strides, a.st, sizeof a.st);
+  *var = a.var;
+  *offset = a.offset;
 }
 
 int jx_fusion_operand_load(const jx_program *p, const jx_fusion_group *g, int v) {
   int var;
-  int64_t st[JX_MAX_RANK];
-  jx_fusion_operand(p, g, v, &var, st);
-  int k = jx_fusion_find_load(g, var, st);
+  int64_t off, st[JX_MAX_RANK];
+  jx_fusion_operand(p, g, v, &var, &off, st);
+  int k = jx_fusion_find_view(g, var, off, st);
   if (k < 0) { /* a group built by hand reads v itself */
     if (p->avals[v].shape.rank == g->shape.rank)
       contiguous_strides(p->avals[v].shape, st);
@@ -205,49 +290,58 @@ int jx_fusion_operand_load(const jx_program *p, const jx_fusion_group *g, int v)
   return k;
 }
 
-/* Adds the load of var with these strides; 0 when the group has no room. */
-static int add_load_strides(jx_fusion_group *g, int var, const int64_t *st) {
-  if (jx_fusion_find_load(g, var, st) >= 0) return 1;
+int jx_fusion_add_operand(const jx_program *p, jx_fusion_group *g, int v) {
+  int var;
+  int64_t off, st[JX_MAX_RANK];
+  jx_fusion_operand(p, g, v, &var, &off, st);
+  if (jx_fusion_find_view(g, var, off, st) >= 0) return 1;
   if (g->nloads == JX_FUSION_MAX_LOADS) return 0;
-  g->loads[g->nloads].var = var;
-  memcpy(g->loads[g->nloads].strides, st, sizeof g->loads[g->nloads].strides);
-  g->nloads++;
+  jx_fusion_load *l = &g->loads[g->nloads++];
+  l->var = var;
+  l->offset = off;
+  memcpy(l->strides, st, sizeof l->strides);
   return 1;
 }
 
-/* Adds the load of var (shape `of`) spread to the group's shape through
- * `dims` (output dimension of each operand dimension; NULL: same shape or a
- * scalar). Returns 0 when the group has no room. */
-static int add_load(jx_fusion_group *g, int var, jx_shape of, const int64_t *dims) {
-  int64_t st[JX_MAX_RANK] = {0}, own[JX_MAX_RANK] = {0};
-  contiguous_strides(of, own);
-  if (dims) {
-    for (int k = 0; k < of.rank; k++) st[dims[k]] = own[k];
-  } else if (of.rank == g->shape.rank) {
-    memcpy(st, own, sizeof st);
-  }
-  return add_load_strides(g, var, st);
+/* A view a kernel can read through: its address is another variable's (an
+ * array; or a reshape on the chain that the strides cannot say, which runs
+ * as it is). It may join a group as a member that computes nothing, or be
+ * skipped when only kernels read it. */
+static int read_through(const jx_program *p, int k) {
+  const jx_eqn *e = &p->eqns[k];
+  if (!jx_fusion_is_view(e, p)) return 0;
+  address a;
+  address_of(p, e->out[0], k + 1, 0, &a);
+  return a.var != e->out[0];
 }
 
-/* Whether e can join g: same shape; inputs from the group, scalars, or of
- * the group's shape; a broadcast must read from outside the group. */
-static int joins(const jx_program *p, const jx_fusion_group *g, const uint8_t *in_group,
-                 const jx_eqn *e) {
+/* Whether equation k can join g: same shape; inputs from the group,
+ * scalars, or of the group's shape; a view (a member that computes nothing:
+ * the kernel loads what it reads through) must read from outside the group. */
+static int joins(const jx_program *p, const jx_fusion_group *g, const uint8_t *in_group, int k) {
+  const jx_eqn *e = &p->eqns[k];
   if (g->reduces) return 0; /* a reduction ends its group */
   if (g->count && (jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, NULL)))
     return in_group[e->in[0]] && jx_shape_equal(p->avals[e->in[0]].shape, g->shape);
-  if (!jx_fusion_renderable(e, p)) return 0;
+  int view = jx_fusion_is_view(e, p);
+  if (!view && !jx_fusion_renderable(e, p)) return 0;
   jx_shape s = p->avals[e->out[0]].shape;
   if (g->count && !jx_shape_equal(s, g->shape)) return 0;
   if (jx_shape_numel(s) == 0) return 0;
+  if (view) return !in_group[e->in[0]] && read_through(p, k);
   for (int i = 0; i < e->nin; i++) {
     int v = e->in[i];
     jx_shape vs = p->avals[v].shape;
-    if (e->prim == &jx_prim_broadcast_in_dim) return !in_group[v];
     if (in_group[v]) continue;
     if (vs.rank != 0 && !jx_shape_equal(vs, s)) return 0;
   }
   return 1;
+}
+
+/* A group of one view that kernels may read through: it runs only when
+ * something reads its result as an array. */
+static int lone_view(const jx_program *p, const jx_fusion_group *g) {
+  return g->count == 1 && !jx_fusion_group_candidate(g) && read_through(p, g->first);
 }
 
 int jx_fuse(const jx_program *p, jx_fusion_group **out) {
@@ -264,7 +358,7 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
   jx_fusion_group *g = NULL;
   for (int k = 0; k < p->neqns; k++) {
     const jx_eqn *e = &p->eqns[k];
-    if (g && joins(p, g, in_group, e) && g->nloads + e->nin <= JX_FUSION_MAX_LOADS) {
+    if (g && joins(p, g, in_group, k) && g->nloads + e->nin <= JX_FUSION_MAX_LOADS) {
       g->count++;
       if (jx_fusion_row_reduce(e, p)) g->reduces = 1;
       if (jx_fusion_col_reduce(e, p, &g->lead)) g->reduces = 1;
@@ -274,7 +368,7 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
       g = &groups[ng++];
       memset(g, 0, sizeof *g);
       g->first = k;
-      int fusible = joins(p, g, in_group, e);
+      int fusible = joins(p, g, in_group, k);
       g->count = 1;
       if (!fusible) {
         g = NULL; /* run as it is */
@@ -302,18 +396,13 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
         in_group[e->out[0]] = 1;
         continue;
       }
-      if (!jx_fusion_renderable(e, p)) break;
-      if (e->prim == &jx_prim_broadcast_in_dim) {
-        ok = add_load(f, e->in[0], p->avals[e->in[0]].shape, e->params.l[1].v);
+      if (jx_fusion_is_view(e, p)) {
+        ok = jx_fusion_add_operand(p, f, e->out[0]); /* read through */
       } else {
+        if (!jx_fusion_renderable(e, p)) break;
         f->compute++;
         for (int i = 0; i < e->nin && ok; i++)
-          if (!in_group[e->in[i]]) {
-            int var;
-            int64_t st[JX_MAX_RANK];
-            jx_fusion_operand(p, f, e->in[i], &var, st);
-            ok = add_load_strides(f, var, st);
-          }
+          if (!in_group[e->in[i]]) ok = jx_fusion_add_operand(p, f, e->in[i]);
       }
       in_group[e->out[0]] = 1;
     }
@@ -324,6 +413,14 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
    * A group that cannot store all of them is demoted, which makes its own
    * operands arrays again: repeat until nothing changes. */
   uint8_t *need = in_group;
+  uint8_t *lone = calloc((size_t)ng + 1, 1); /* lone_view per group (a search each) */
+  if (!lone) {
+    free(groups);
+    free(in_group);
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "fusion: out of memory");
+    return -1;
+  }
+  for (int n = 0; n < ng; n++) lone[n] = (uint8_t)lone_view(p, &groups[n]);
   for (int changed = 1; changed;) {
     changed = 0;
     memset(need, 0, (size_t)p->nvars + 1);
@@ -332,11 +429,16 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
       jx_fusion_group *f = &groups[n];
       if (jx_fusion_group_candidate(f)) {
         for (int l = 0; l < f->nloads; l++) need[f->loads[l].var] = 1;
-      } else {
+      } else if (!lone[n]) {
         for (int j = f->first; j < f->first + f->count; j++)
           for (int i = 0; i < p->eqns[j].nin; i++) need[p->eqns[j].in[i]] = 1;
       }
     }
+    /* a lone view runs when its result is read as an array; then it reads
+     * its operand (last to first: a chain of views passes the need on) */
+    for (int n = ng - 1; n >= 0; n--)
+      if (lone[n] && need[p->eqns[groups[n].first].out[0]])
+        need[p->eqns[groups[n].first].in[0]] = 1;
     for (int n = 0; n < ng; n++) {
       jx_fusion_group *f = &groups[n];
       if (!jx_fusion_group_candidate(f)) continue;
@@ -354,16 +456,14 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
       }
     }
   }
-  /* a group that stores nothing is dead; a broadcast nobody reads as an
-   * array is read through by every kernel that uses it */
+  /* a group that stores nothing is dead; a view nobody reads as an array
+   * is read through by every kernel that uses it */
   for (int n = 0; n < ng; n++) {
     jx_fusion_group *f = &groups[n];
     if (jx_fusion_group_candidate(f) && f->nstores == 0) f->skip = 1;
-    if (f->count == 1) {
-      const jx_eqn *e = &p->eqns[f->first];
-      if (read_through(p, e) && !need[e->out[0]]) f->skip = 1;
-    }
+    if (lone[n] && !need[p->eqns[f->first].out[0]]) f->skip = 1;
   }
+  free(lone);
   free(in_group);
   *out = groups;
   return ng;

@@ -6,8 +6,12 @@
  * one over the leading dimensions (a column reduction: a bias gradient's sum
  * over the batch): its producers are computed a block of output columns at
  * a time and accumulated into those columns, never materialized.
- * Broadcasts are read through: a kernel loads the broadcast's operand with
- * stride 0, and a broadcast that nothing else reads as an array is skipped. */
+ * Views are read through: a kernel loads the operand of a broadcast_in_dim
+ * (stride 0 along the new dims), a slice (a base offset and the strides
+ * times the steps), a transpose (permuted strides) or a reshape, squeeze or
+ * expand_dims whose new dims map onto strides (splitting or merging dims),
+ * chains of them included, and a view that nothing else reads as an array
+ * is skipped. */
 #ifndef JX_SRC_COMPILE_FUSION_H
 #define JX_SRC_COMPILE_FUSION_H
 
@@ -17,10 +21,14 @@
 #define JX_FUSION_MAX_STORES 16
 
 /* One value the kernel reads: variable var of the program, indexed with
- * strides (in elements, per output dimension; 0 where it is broadcast). */
+ * strides (in elements, per output dimension; 0 where it is broadcast) from
+ * a base offset (in elements: where a slice starts). The executables add the
+ * offset to the buffer's address when they set up a launch, so the kernel's
+ * source and signature do not depend on it. */
 typedef struct {
   int var;
   int64_t strides[JX_MAX_RANK];
+  int64_t offset;
 } jx_fusion_load;
 
 typedef struct {
@@ -38,8 +46,9 @@ typedef struct {
                 * reduction): the kernel reduces every column of the kept dims
                 * [lead, rank) as the eager kernel does and stores one value per column */
   int single;  /* 1: one equation that is a kernel on its own (jx_fusion_single_worth_a_kernel) */
-  int skip;    /* 1: nothing runs: a kernel with nothing to store, or a lone broadcast_in_dim
-                * that every reader reads through (the kernels load its operand) */
+  int skip;    /* 1: nothing runs: a kernel with nothing to store, or a lone view
+                * (jx_fusion_is_view) that every reader reads through (the kernels load
+                * its operand) */
 } jx_fusion_group;
 
 /* Splits p's equations into groups; a group of one equation, or one that
@@ -64,17 +73,27 @@ static inline int jx_fusion_group_is_kernel(const jx_fusion_group *g) {
   return jx_fusion_group_candidate(g) && g->nstores > 0 && !g->skip;
 }
 
-/* The load index of var with these strides in g, or -1. */
+/* The load index of var with these strides and offset 0 in g, or -1. */
 int jx_fusion_find_load(const jx_fusion_group *g, int var, const int64_t *strides);
+/* The load index of var with these strides and this offset in g, or -1. */
+int jx_fusion_find_view(const jx_fusion_group *g, int var, int64_t offset, const int64_t *strides);
 
-/* Where a kernel of g reads operand v (a variable from outside g): var and
- * strides per output dimension. An operand made by a broadcast_in_dim is
- * read through it: its operand, with stride 0 along the broadcast dims. */
+/* 1 when e is a view the kernels may read through: a broadcast_in_dim,
+ * slice, transpose, reshape, squeeze or expand_dims of a fusible dtype. */
+int jx_fusion_is_view(const jx_eqn *e, const jx_program *p);
+
+/* Where a kernel of g reads operand v (a variable from outside g, or a view
+ * that is a member of g): var, offset and strides per output dimension.
+ * Views are read through, chains of them too (fusion.h's head); a reshape
+ * that does not map onto strides is read as the array it makes. */
 void jx_fusion_operand(const jx_program *p, const jx_fusion_group *g, int v, int *var,
-                       int64_t *strides);
+                       int64_t *offset, int64_t *strides);
 /* The load index of operand v in g (as jx_fusion_operand says, else v
  * itself, for groups built by hand), or -1. */
 int jx_fusion_operand_load(const jx_program *p, const jx_fusion_group *g, int v);
+/* Adds g's load of operand v (as jx_fusion_operand says) unless g has it;
+ * 0 when g has no room. */
+int jx_fusion_add_operand(const jx_program *p, jx_fusion_group *g, int v);
 
 /* 0 none, else 1 sum, 2 max, 3 min: e reduces the last dimension of its
  * f32/f64 operand, as a fused group may end. */

@@ -212,15 +212,6 @@ static void put_expr(jx_strbuf *b, const char *tmpl, char names[][24]) {
   }
 }
 
-static int64_t *contiguous(jx_shape s, int64_t *st) {
-  int64_t acc = 1;
-  for (int d = s.rank - 1; d >= 0; d--) {
-    st[d] = s.dims[d] == 1 ? 0 : acc;
-    acc *= s.dims[d];
-  }
-  return st;
-}
-
 /* bf16 in kernels: loaded into floats, every result rounded as the
  * reference kernels round it (jx_f32_to_bf16: to nearest even, NaN to the
  * canonical quiet NaN with its sign), so that a fused bf16 kernel gives the
@@ -287,11 +278,14 @@ static int put_members(jx_strbuf *b, const jx_program *p, const jx_fusion_group 
     const jx_eqn *e = &p->eqns[m];
     jx_aval out = p->avals[e->out[0]];
     char names[4][24];
-    if (e->prim == &jx_prim_broadcast_in_dim) {
-      int64_t st[JX_MAX_RANK] = {0}, own[JX_MAX_RANK];
-      contiguous(p->avals[e->in[0]].shape, own);
-      for (int k = 0; k < p->avals[e->in[0]].shape.rank; k++) st[e->params.l[1].v[k]] = own[k];
-      int k = jx_fusion_find_load(g, e->in[0], st);
+    if (jx_fusion_is_view(e, p)) { /* read through: the load is the view's element */
+      int k = jx_fusion_operand_load(p, g, e->out[0]);
+      if (k < 0) {
+        free(in_group);
+        jx_error_set(JX_ERR_INTERNAL, "render: view v%d (%s) is not among the loads", e->out[0],
+                     e->prim->name);
+        return -1;
+      }
       jx_strbuf_appendf(b, "      const %s v%d = l%d;\n", ctype(out.dtype), e->out[0], k);
       in_group[e->out[0]] = 1;
       continue;

@@ -220,22 +220,15 @@ static jx_cuda_blas *device_blas(jx_cuda_device *d) {
 static int promote_lone(const jx_program *p, jx_fusion_group *g) {
   if (g->count != 1 || g->skip || jx_fusion_group_candidate(g)) return 0;
   const jx_eqn *e = &p->eqns[g->first];
-  if (e->nout != 1 || e->prim == &jx_prim_broadcast_in_dim || jx_fusion_row_reduce(e, p) ||
+  if (e->nout != 1 || jx_fusion_is_view(e, p) || jx_fusion_row_reduce(e, p) ||
       jx_fusion_col_reduce(e, p, NULL) || !jx_fusion_renderable(e, p))
     return 0;
   jx_fusion_group k = *g;
   k.shape = p->avals[e->out[0]].shape;
   if (jx_shape_numel(k.shape) == 0) return 0;
   k.nloads = 0;
-  for (int i = 0; i < e->nin; i++) {
-    int var;
-    int64_t st[JX_MAX_RANK];
-    jx_fusion_operand(p, &k, e->in[i], &var, st);
-    if (jx_fusion_find_load(&k, var, st) >= 0) continue;
-    if (k.nloads == JX_FUSION_MAX_LOADS) return 0;
-    k.loads[k.nloads].var = var;
-    memcpy(k.loads[k.nloads++].strides, st, sizeof st);
-  }
+  for (int i = 0; i < e->nin; i++)
+    if (!jx_fusion_add_operand(p, &k, e->in[i])) return 0;
   k.nstores = 1;
   k.stores[0] = e->out[0];
   k.compute = 1;
@@ -244,8 +237,9 @@ static int promote_lone(const jx_program *p, jx_fusion_group *g) {
   return 1;
 }
 
-/* After promote_lone: a lone broadcast_in_dim that nothing reads as an array
- * any more (every reader is a kernel that reads through it) runs nowhere. */
+/* After promote_lone: a lone view (a broadcast_in_dim, a slice, ...) that
+ * nothing reads as an array any more (every reader is a kernel that reads
+ * through it) runs nowhere. */
 static jx_status skip_unread_broadcasts(const jx_program *p, jx_fusion_group *groups, int ng) {
   uint8_t *need = calloc((size_t)p->nvars + 1, 1);
   if (!need) return out_of_memory();
@@ -262,8 +256,7 @@ static jx_status skip_unread_broadcasts(const jx_program *p, jx_fusion_group *gr
   for (int n = 0; n < ng; n++) {
     jx_fusion_group *g = &groups[n];
     const jx_eqn *e = &p->eqns[g->first];
-    if (!g->skip && g->count == 1 && e->prim == &jx_prim_broadcast_in_dim && !need[e->out[0]])
-      g->skip = 1;
+    if (!g->skip && g->count == 1 && jx_fusion_is_view(e, p) && !need[e->out[0]]) g->skip = 1;
   }
   free(need);
   return JX_OK;
@@ -440,7 +433,9 @@ static jx_status run_kernel(run_state *r, int k) {
   jx_status st = JX_OK;
   for (int l = 0; l < g->nloads && !st; l++) {
     st = to_device(r, g->loads[l].var);
-    a.buf[l] = (char *)(uintptr_t)r->vars[g->loads[l].var].dev;
+    /* from where a read-through slice starts */
+    a.buf[l] = (char *)(uintptr_t)r->vars[g->loads[l].var].dev +
+               g->loads[l].offset * (int64_t)jx_dtype_size(r->p->avals[g->loads[l].var].dtype);
     memcpy(a.strides + JX_MAX_RANK * l, g->loads[l].strides, sizeof g->loads[l].strides);
   }
   for (int o = 0; o < g->nstores && !st; o++) {
