@@ -25,20 +25,12 @@
 #include "trace/fn.h"
 #include "test_util.h"
 
+static double wave(int64_t i, const void *seed) {
+  return sin(0.37 * (double)i + *(const int *)seed) * (1 + (double)(i % 5) * 0.25);
+}
+
 static jx_array *values(jx_dtype dt, jx_shape s, int seed) {
-  int64_t n = jx_shape_numel(s);
-  double *h = malloc(sizeof *h * (size_t)(n ? n : 1));
-  float *f = malloc(sizeof *f * (size_t)(n ? n : 1));
-  assert_non_null(h);
-  assert_non_null(f);
-  for (int64_t i = 0; i < n; i++) {
-    h[i] = sin(0.37 * (double)i + seed) * (1 + (double)(i % 5) * 0.25);
-    f[i] = (float)h[i];
-  }
-  jx_array *a = jx_array_from(dt, s, dt == JX_F64 ? (void *)h : (void *)f);
-  free(h);
-  free(f);
-  return a;
+  return test_array_of(dt, s, wave, &seed);
 }
 
 /* jx(f)(in) and f(in) agree bit for bit; returns the jitted program's kernels */

@@ -35,21 +35,20 @@ static void reduce_body(void *ctx, jx_array *const *in, jx_array **out) {
   out[1] = xw;
 }
 
+/* Large waves, with NaNs when asked. */
+typedef struct {
+  int seed, nans;
+} wave_kind;
+
+static double wave(int64_t i, const void *ctx) {
+  const wave_kind *w = ctx;
+  if (w->nans && i % 97 == 13) return NAN;
+  return sin(0.37 * (double)i + w->seed) * (1 + (double)(i % 7)) * 1e3;
+}
+
 static jx_array *values(jx_dtype dt, jx_shape s, int seed, int nans) {
-  int64_t n = jx_shape_numel(s);
-  double *h = malloc(sizeof *h * (size_t)(n ? n : 1));
-  float *f = malloc(sizeof *f * (size_t)(n ? n : 1));
-  assert_non_null(h);
-  assert_non_null(f);
-  for (int64_t i = 0; i < n; i++) {
-    h[i] = sin(0.37 * (double)i + seed) * (1 + (double)(i % 7)) * 1e3;
-    if (nans && i % 97 == 13) h[i] = NAN;
-    f[i] = (float)h[i];
-  }
-  jx_array *a = jx_array_from(dt, s, dt == JX_F64 ? (void *)h : (void *)f);
-  free(h);
-  free(f);
-  return a;
+  wave_kind w = {seed, nans};
+  return test_array_of(dt, s, wave, &w);
 }
 
 /* 1 when p has a compiled kernel that ends in a reduction */

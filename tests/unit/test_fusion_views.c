@@ -21,20 +21,12 @@
 #include "trace/fn.h"
 #include "test_util.h"
 
+static double wave(int64_t i, const void *seed) {
+  return sin(0.37 * (double)i + *(const int *)seed) * (1 + (double)(i % 7) * 0.25);
+}
+
 static jx_array *values(jx_dtype dt, jx_shape s, int seed) {
-  int64_t n = jx_shape_numel(s);
-  double *h = malloc(sizeof *h * (size_t)(n ? n : 1));
-  float *f = malloc(sizeof *f * (size_t)(n ? n : 1));
-  assert_non_null(h);
-  assert_non_null(f);
-  for (int64_t i = 0; i < n; i++) {
-    h[i] = sin(0.37 * (double)i + seed) * (1 + (double)(i % 7) * 0.25);
-    f[i] = (float)h[i];
-  }
-  jx_array *a = jx_keep(jx_array_from(dt, s, dt == JX_F64 ? (void *)h : (void *)f));
-  free(h);
-  free(f);
-  return a;
+  return jx_keep(test_array_of(dt, s, wave, &seed));
 }
 
 /* What a jitted program compiled to: its kernels, and the equations that

@@ -103,4 +103,24 @@ static inline void assert_f32_close(const float *got, const float *want, size_t 
   }
 }
 
+/* An f32 or f64 array of shape s (owned by the innermost scope) whose
+ * element i is value(i, ctx), computed in double and rounded once for f32. */
+static inline jx_array *test_array_of(jx_dtype dt, jx_shape s,
+                                      double (*value)(int64_t i, const void *ctx),
+                                      const void *ctx) {
+  int64_t n = jx_shape_numel(s);
+  double *h = malloc(sizeof *h * (size_t)(n ? n : 1));
+  float *f = malloc(sizeof *f * (size_t)(n ? n : 1));
+  assert_non_null(h);
+  assert_non_null(f);
+  for (int64_t i = 0; i < n; i++) {
+    h[i] = value(i, ctx);
+    f[i] = (float)h[i];
+  }
+  jx_array *a = jx_array_from(dt, s, dt == JX_F64 ? (void *)h : (void *)f);
+  free(h);
+  free(f);
+  return a;
+}
+
 #endif
