@@ -120,7 +120,7 @@ int jx_fusion_store_may_reuse(const jx_program *p, const jx_fusion_group *g, int
     if (g->shape.dims[d] != 1 && g->loads[l].strides[d] != rowmajor[d]) return 0;
   for (int m = 0; m < g->nloads; m++)
     if (m != l && g->loads[m].var == v) return 0;
-  return g->loads[l].offset == 0;
+  return g->loads[l].offset == 0 && g->loads[l].nwin == 0;
 }
 
 int64_t jx_fusion_kernel_rows(const jx_fusion_group *g) {
@@ -145,7 +145,7 @@ int jx_fusion_single_worth_a_kernel(const jx_program *p, const jx_eqn *e) {
 
 int jx_fusion_find_view(const jx_fusion_group *g, int var, int64_t offset, const int64_t *strides) {
   for (int k = 0; k < g->nloads; k++)
-    if (g->loads[k].var == var && g->loads[k].offset == offset &&
+    if (g->loads[k].var == var && g->loads[k].offset == offset && g->loads[k].nwin == 0 &&
         memcmp(g->loads[k].strides, strides, sizeof g->loads[k].strides) == 0)
       return k;
   return -1;
@@ -303,6 +303,78 @@ int jx_fusion_add_operand(const jx_program *p, jx_fusion_group *g, int v) {
   return 1;
 }
 
+int jx_fusion_is_window_op(const jx_eqn *e, const jx_program *p) {
+  if (e->nout != 1 || e->nsub) return 0;
+  if (!(e->prim == &jx_prim_pad && e->nin == 2) &&
+      !(e->prim == &jx_prim_concatenate && e->nin >= 2))
+    return 0;
+  jx_aval out = p->avals[e->out[0]];
+  if (!fusible_dtype(out.dtype) || out.shape.rank < 1) return 0;
+  int ndata = e->prim == &jx_prim_pad ? 1 : e->nin;
+  for (int i = 0; i < e->nin; i++) {
+    jx_aval a = p->avals[e->in[i]];
+    if (a.dtype != out.dtype) return 0;
+    /* an empty operand has no element to clamp a read to */
+    if (i < ndata && (a.shape.rank != out.shape.rank || jx_shape_numel(a.shape) == 0)) return 0;
+    int n;
+    jx_fusion_window w[JX_FUSION_MAX_WINDOWS];
+    if (i < ndata && !jx_fusion_windows(p, e, i, &n, w)) return 0;
+  }
+  return 1;
+}
+
+int jx_fusion_windows(const jx_program *p, const jx_eqn *e, int i, int *n, jx_fusion_window *win) {
+  jx_shape in = p->avals[e->in[i]].shape, out = p->avals[e->out[0]].shape;
+  *n = 0;
+  if (e->prim == &jx_prim_concatenate) {
+    int64_t axis = e->params.i[0], lo = 0;
+    for (int k = 0; k < i; k++) lo += p->avals[e->in[k]].shape.dims[axis];
+    win[(*n)++] = (jx_fusion_window){(int)axis, lo, 1, in.dims[axis]};
+    return 1;
+  }
+  for (int d = 0; d < in.rank; d++) {
+    int64_t lo = e->params.l[0].v[d], step = e->params.l[2].v[d] + 1;
+    if (lo == 0 && step == 1 && in.dims[d] == out.dims[d]) continue; /* the identity */
+    if (*n == JX_FUSION_MAX_WINDOWS) return 0;
+    win[(*n)++] = (jx_fusion_window){d, lo, step, in.dims[d]};
+  }
+  return 1;
+}
+
+/* The load of operand i of window op e: the operand's address (through
+ * views) and e's windows. */
+static int window_load_of(const jx_program *p, const jx_fusion_group *g, const jx_eqn *e, int i,
+                          jx_fusion_load *l) {
+  memset(l, 0, sizeof *l);
+  jx_fusion_operand(p, g, e->in[i], &l->var, &l->offset, l->strides);
+  return jx_fusion_windows(p, e, i, &l->nwin, l->win);
+}
+
+static int same_load(const jx_fusion_load *a, const jx_fusion_load *b) {
+  if (a->var != b->var || a->offset != b->offset || a->nwin != b->nwin ||
+      memcmp(a->strides, b->strides, sizeof a->strides))
+    return 0;
+  for (int w = 0; w < a->nwin; w++)
+    if (a->win[w].dim != b->win[w].dim || a->win[w].lo != b->win[w].lo ||
+        a->win[w].step != b->win[w].step || a->win[w].count != b->win[w].count)
+      return 0;
+  return 1;
+}
+
+int jx_fusion_window_load(const jx_program *p, const jx_fusion_group *g, const jx_eqn *e, int i) {
+  jx_fusion_load l;
+  if (!window_load_of(p, g, e, i, &l)) return -1;
+  for (int k = 0; k < g->nloads; k++)
+    if (same_load(&g->loads[k], &l)) return k;
+  return -1;
+}
+
+int jx_fusion_add_window_operand(const jx_program *p, jx_fusion_group *g, const jx_eqn *e, int i) {
+  if (jx_fusion_window_load(p, g, e, i) >= 0) return 1;
+  if (g->nloads == JX_FUSION_MAX_LOADS) return 0;
+  return window_load_of(p, g, e, i, &g->loads[g->nloads++]);
+}
+
 /* A view a kernel can read through: its address is another variable's (an
  * array; or a reshape on the chain that the strides cannot say, which runs
  * as it is). It may join a group as a member that computes nothing, or be
@@ -321,8 +393,18 @@ static int read_through(const jx_program *p, int k) {
 static int joins(const jx_program *p, const jx_fusion_group *g, const uint8_t *in_group, int k) {
   const jx_eqn *e = &p->eqns[k];
   if (g->reduces) return 0; /* a reduction ends its group */
-  if (g->count && (jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, NULL)))
+  if (g->count && (jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, NULL))) {
+    /* the column reduction's row walk does not render windows */
+    if (g->windows && jx_fusion_col_reduce(e, p, NULL)) return 0;
     return in_group[e->in[0]] && jx_shape_equal(p->avals[e->in[0]].shape, g->shape);
+  }
+  if (jx_fusion_is_window_op(e, p)) { /* its operands come from outside, as a view's */
+    jx_shape s = p->avals[e->out[0]].shape;
+    if ((g->count && !jx_shape_equal(s, g->shape)) || jx_shape_numel(s) == 0) return 0;
+    for (int i = 0; i < e->nin; i++)
+      if (in_group[e->in[i]]) return 0;
+    return 1;
+  }
   int view = jx_fusion_is_view(e, p);
   if (!view && !jx_fusion_renderable(e, p)) return 0;
   jx_shape s = p->avals[e->out[0]].shape;
@@ -360,6 +442,7 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
     const jx_eqn *e = &p->eqns[k];
     if (g && joins(p, g, in_group, k) && g->nloads + e->nin <= JX_FUSION_MAX_LOADS) {
       g->count++;
+      if (jx_fusion_is_window_op(e, p)) g->windows = 1;
       if (jx_fusion_row_reduce(e, p)) g->reduces = 1;
       if (jx_fusion_col_reduce(e, p, &g->lead)) g->reduces = 1;
     } else {
@@ -375,6 +458,7 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
         continue;
       }
       g->shape = p->avals[e->out[0]].shape;
+      g->windows = jx_fusion_is_window_op(e, p);
     }
     for (int o = 0; o < e->nout; o++) in_group[e->out[o]] = 1;
   }
@@ -398,6 +482,12 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
       }
       if (jx_fusion_is_view(e, p)) {
         ok = jx_fusion_add_operand(p, f, e->out[0]); /* read through */
+      } else if (jx_fusion_is_window_op(e, p)) {
+        f->compute++; /* a select over its operands' windowed loads */
+        int ndata = e->prim == &jx_prim_pad ? 1 : e->nin;
+        for (int i = 0; i < e->nin && ok; i++)
+          ok = i < ndata ? jx_fusion_add_window_operand(p, f, e, i)
+                         : jx_fusion_add_operand(p, f, e->in[i]);
       } else {
         if (!jx_fusion_renderable(e, p)) break;
         f->compute++;

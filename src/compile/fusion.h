@@ -11,7 +11,8 @@
  * times the steps), a transpose (permuted strides) or a reshape, squeeze or
  * expand_dims whose new dims map onto strides (splitting or merging dims),
  * chains of them included, and a view that nothing else reads as an array
- * is skipped. */
+ * is skipped. A pad or concatenate of operands from outside the run is a
+ * select over loads with windows (jx_fusion_window). */
 #ifndef JX_SRC_COMPILE_FUSION_H
 #define JX_SRC_COMPILE_FUSION_H
 
@@ -20,15 +21,32 @@
 #define JX_FUSION_MAX_LOADS  32
 #define JX_FUSION_MAX_STORES 16
 
+/* A window of a load along one output dim (a pad's or a concatenate's
+ * operand): output index i is operand index t = (i - lo) / step when
+ * i - lo is a multiple of step in [0, step * count); elsewhere the load is
+ * outside its operand and the member selects the padding value (pad) or
+ * another operand (concatenate). The kernel reads a clamped in-bounds
+ * index outside, so it never loads out of bounds. lo, step and count are
+ * constants of the kernel's source. */
+typedef struct {
+  int dim;
+  int64_t lo, step, count;
+} jx_fusion_window;
+
+#define JX_FUSION_MAX_WINDOWS 4
+
 /* One value the kernel reads: variable var of the program, indexed with
  * strides (in elements, per output dimension; 0 where it is broadcast) from
- * a base offset (in elements: where a slice starts). The executables add the
- * offset to the buffer's address when they set up a launch, so the kernel's
- * source and signature do not depend on it. */
+ * a base offset (in elements: where a slice starts), through its windows
+ * (none for a plain load). The executables add the offset to the buffer's
+ * address when they set up a launch, so the kernel's signature does not
+ * depend on it. */
 typedef struct {
   int var;
   int64_t strides[JX_MAX_RANK];
   int64_t offset;
+  int nwin;
+  jx_fusion_window win[JX_FUSION_MAX_WINDOWS];
 } jx_fusion_load;
 
 typedef struct {
@@ -45,6 +63,7 @@ typedef struct {
   int lead;    /* > 0: the reduction is over dims [0, lead) of `shape` (a column
                 * reduction): the kernel reduces every column of the kept dims
                 * [lead, rank) as the eager kernel does and stores one value per column */
+  int windows; /* 1: a pad or concatenate is a member (its loads have windows) */
   int single;  /* 1: one equation that is a kernel on its own (jx_fusion_single_worth_a_kernel) */
   int skip;    /* 1: nothing runs: a kernel with nothing to store, or a lone view
                 * (jx_fusion_is_view) that every reader reads through (the kernels load
@@ -73,9 +92,21 @@ static inline int jx_fusion_group_is_kernel(const jx_fusion_group *g) {
   return jx_fusion_group_candidate(g) && g->nstores > 0 && !g->skip;
 }
 
+/* 1 when e is a pad or concatenate a kernel may compute from windowed
+ * loads of its operands (jx_fusion_windows). */
+int jx_fusion_is_window_op(const jx_eqn *e, const jx_program *p);
+/* The windows of operand i of window op e (a member of g): 0 when they do
+ * not fit JX_FUSION_MAX_WINDOWS, else 1 with *n and win set. */
+int jx_fusion_windows(const jx_program *p, const jx_eqn *e, int i, int *n, jx_fusion_window *win);
+/* Adds g's load of operand i of window op e through its windows unless g
+ * has it; 0 when g has no room. jx_fusion_window_load: its index, or -1. */
+int jx_fusion_add_window_operand(const jx_program *p, jx_fusion_group *g, const jx_eqn *e, int i);
+int jx_fusion_window_load(const jx_program *p, const jx_fusion_group *g, const jx_eqn *e, int i);
+
 /* The load index of var with these strides and offset 0 in g, or -1. */
 int jx_fusion_find_load(const jx_fusion_group *g, int var, const int64_t *strides);
-/* The load index of var with these strides and this offset in g, or -1. */
+/* The load index of var with these strides and this offset (and no
+ * windows) in g, or -1. */
 int jx_fusion_find_view(const jx_fusion_group *g, int var, int64_t offset, const int64_t *strides);
 
 /* 1 when e is a view the kernels may read through: a broadcast_in_dim,

@@ -270,6 +270,66 @@ static void put_ipow(jx_strbuf *b, const char *t, const char *x, int64_t e) {
   free(sq);
 }
 
+/* Load k's window along dim d, or NULL. */
+static const jx_fusion_window *window_on(const jx_fusion_load *l, int d) {
+  for (int w = 0; w < l->nwin; w++)
+    if (l->win[w].dim == d) return &l->win[w];
+  return NULL;
+}
+
+/* For index expression idx along window w of load k: t (the position in
+ * the window), the clamped operand index c (always in [0, count)) and
+ * whether the index is inside (`ok`, ANDed into okvar or declared). */
+static void put_window(jx_strbuf *b, const char *ind, int k, const char *idx,
+                       const jx_fusion_window *w, const char *okdecl) {
+  long long lo = (long long)w->lo, st = (long long)w->step, n = (long long)w->count;
+  jx_strbuf_appendf(b, "%sconst int64_t t%d_ = %s - (%lld);\n", ind, k, idx, lo);
+  jx_strbuf_appendf(b, "%sconst int64_t q%d_ = t%d_ < 0 ? 0 : t%d_ / %lld;\n", ind, k, k, k, st);
+  jx_strbuf_appendf(b, "%sconst int64_t c%d_ = q%d_ < %lld ? q%d_ : %lld;\n", ind, k, k, n, k,
+                    n - 1);
+  jx_strbuf_appendf(b, "%s%s t%d_ >= 0 && q%d_ < %lld", ind, okdecl, k, k, n);
+  if (st != 1) jx_strbuf_appendf(b, " && t%d_ %% %lld == 0", k, st);
+  jx_strbuf_appendf(b, ";\n");
+}
+
+/* Whether load k is inside its operand at column j (a C expression). */
+static void put_inside(jx_strbuf *b, const jx_fusion_group *g, int k) {
+  const jx_fusion_load *l = &g->loads[k];
+  const int last = g->shape.rank - 1;
+  int outer = 0, inner = window_on(l, last) != NULL;
+  for (int w = 0; w < l->nwin; w++) outer |= l->win[w].dim != last;
+  if (outer && inner)
+    jx_strbuf_appendf(b, "(ok%d_ && okc%d_)", k, k);
+  else if (outer || inner)
+    jx_strbuf_appendf(b, outer ? "ok%d_" : "okc%d_", k);
+  else
+    jx_strbuf_appendf(b, "1");
+}
+
+/* A pad or concatenate: a select over its operands' windowed loads. */
+static int put_window_member(jx_strbuf *b, const jx_program *p, const jx_fusion_group *g,
+                             const jx_eqn *e) {
+  const int pad = e->prim == &jx_prim_pad, ndata = pad ? 1 : e->nin;
+  int ks[JX_FUSION_MAX_LOADS];
+  for (int i = 0; i < e->nin && i < JX_FUSION_MAX_LOADS; i++) {
+    ks[i] = i < ndata ? jx_fusion_window_load(p, g, e, i) : jx_fusion_operand_load(p, g, e->in[i]);
+    if (ks[i] < 0) {
+      jx_error_set(JX_ERR_INTERNAL, "render: operand v%d of %s is not among the loads", e->in[i],
+                   e->prim->name);
+      return -1;
+    }
+  }
+  jx_strbuf_appendf(b, "      const %s v%d = ", ctype(p->avals[e->out[0]].dtype), e->out[0]);
+  /* concatenate: the last operand is what no earlier one covers */
+  const int last = pad ? 1 : e->nin - 1;
+  for (int i = 0; i < last; i++) {
+    put_inside(b, g, ks[i]);
+    jx_strbuf_appendf(b, " ? l%d : ", ks[i]);
+  }
+  jx_strbuf_appendf(b, "l%d;\n", ks[last]);
+  return 0;
+}
+
 /* The members' values at column j: one `const T vN = ...;` per equation. */
 static int put_members(jx_strbuf *b, const jx_program *p, const jx_fusion_group *g) {
   uint8_t *in_group = calloc((size_t)p->nvars + 1, 1);
@@ -287,6 +347,14 @@ static int put_members(jx_strbuf *b, const jx_program *p, const jx_fusion_group 
         return -1;
       }
       jx_strbuf_appendf(b, "      const %s v%d = l%d;\n", ctype(out.dtype), e->out[0], k);
+      in_group[e->out[0]] = 1;
+      continue;
+    }
+    if (jx_fusion_is_window_op(e, p)) {
+      if (put_window_member(b, p, g, e)) {
+        free(in_group);
+        return -1;
+      }
       in_group[e->out[0]] = 1;
       continue;
     }
@@ -338,9 +406,19 @@ static int put_body(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
   for (int k = 0; k < g->nloads; k++) {
     int64_t st = g->loads[k].strides[last];
     const char *t = ctype(p->avals[g->loads[k].var].dtype);
+    const jx_fusion_window *w = g->shape.rank ? window_on(&g->loads[k], last) : NULL;
+    if (w) {
+      char okdecl[32];
+      snprintf(okdecl, sizeof okdecl, "const int okc%d_ =", k);
+      put_window(b, "      ", k, "j", w, okdecl);
+    }
     if (g->shape.rank == 0 || st == 0) continue; /* read once per row, before the loop */
     int half = p->avals[g->loads[k].var].dtype == JX_BF16;
-    if (st == 1)
+    if (w) /* a clamped index: never a load out of bounds */
+      jx_strbuf_appendf(b, "      const %s l%d = %sx%d[c%d_ * %s[%d]]%s;\n", t, k,
+                        half ? "jx_bf16_f32(" : "", k, k, dl->strides, k * JX_MAX_RANK + last,
+                        half ? ")" : "");
+    else if (st == 1)
       jx_strbuf_appendf(b, "      const %s l%d = %sx%d[j]%s;\n", t, k, half ? "jx_bf16_f32(" : "",
                         k, half ? ")" : "");
     else
@@ -476,7 +554,9 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
   const char *t = ctype(p->avals[r->out[0]].dtype);
   const int rank = g->shape.rank, last = rank - 1, cb = dl->col_block;
   int lead = 0, op = jx_fusion_col_reduce(r, p, &lead), u = r->in[0];
-  if (!op || lead != g->lead || !cb || !dl->col_block_loop) {
+  int windows = 0; /* jx_fuse keeps pad and concatenate out of column reductions */
+  for (int k = 0; k < g->nloads; k++) windows |= g->loads[k].nwin > 0;
+  if (!op || lead != g->lead || !cb || !dl->col_block_loop || windows) {
     jx_error_set(JX_ERR_INTERNAL,
                  "render: the %s dialect cannot render the reduction over %d leading axes",
                  dl->name, g->lead);
@@ -581,7 +661,14 @@ char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusio
     jx_strbuf_appendf(&b, "  }\n}\n");
     return jx_strbuf_take(&b, "render");
   }
-  for (int k = 0; k < g->nloads; k++) jx_strbuf_appendf(&b, "    int64_t off%d = 0;\n", k);
+  for (int k = 0; k < g->nloads; k++) {
+    jx_strbuf_appendf(&b, "    int64_t off%d = 0;\n", k);
+    for (int w = 0; w < g->loads[k].nwin; w++)
+      if (g->loads[k].win[w].dim != last) {
+        jx_strbuf_appendf(&b, "    int ok%d_ = 1;\n", k);
+        break;
+      }
+  }
   /* the row's index along each outer dimension, innermost first, unrolled:
    * the rank is fixed per kernel, so dims and strides take constant indices */
   if (rank > 1) jx_strbuf_appendf(&b, "    int64_t rem = row, i;\n");
@@ -591,8 +678,19 @@ char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusio
                         d);
     else
       jx_strbuf_appendf(&b, "    i = rem;\n"); /* row < the product of the outer dims */
-    for (int k = 0; k < g->nloads; k++)
-      jx_strbuf_appendf(&b, "    off%d += i * %s[%d];\n", k, dl->strides, k * JX_MAX_RANK + d);
+    for (int k = 0; k < g->nloads; k++) {
+      const jx_fusion_window *w = window_on(&g->loads[k], d);
+      if (!w) {
+        jx_strbuf_appendf(&b, "    off%d += i * %s[%d];\n", k, dl->strides, k * JX_MAX_RANK + d);
+        continue;
+      }
+      char okvar[32];
+      snprintf(okvar, sizeof okvar, "ok%d_ &=", k);
+      jx_strbuf_appendf(&b, "    {\n");
+      put_window(&b, "    ", k, "i", w, okvar);
+      jx_strbuf_appendf(&b, "    off%d += c%d_ * %s[%d];\n    }\n", k, k, dl->strides,
+                        k * JX_MAX_RANK + d);
+    }
   }
   for (int k = 0; k < g->nloads; k++) {
     const char *t = stype(p->avals[g->loads[k].var].dtype);
