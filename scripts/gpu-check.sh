@@ -73,7 +73,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
   --format=csv,noheader 2>/dev/null
 
 STEP_SHOW=2 step configure 60 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
-  -DJX_BUILD_EXAMPLES=OFF
+  -DJX_BUILD_EXAMPLES=OFF -DJX_CUDA_SUITE_FULL=ON
 
 # the programs the CUDA tests run (ctest -R cuda: unit.test_<target>[.variant],
 # bench.<target>[.variant], and the suite on CUDA: cuda.unit.<target>,
@@ -111,7 +111,7 @@ STEP_SHOW=12 step "test_cuda_resident --real" 60 env JX_CACHE_DIR="$build/kernel
 suite_driver=fake
 "$build/jx" info 2>/dev/null | grep -Eq '^CUDA [0-9.]+, [1-9][0-9]* device' && suite_driver=real
 echo "the suite's cuda.* entries run on the $suite_driver driver"
-STEP_SHOW=12 step "ctest -R cuda" 150 env JX_TEST_CUDA_DRIVER=$suite_driver \
+STEP_SHOW=12 step "ctest -R cuda" 200 env JX_TEST_CUDA_DRIVER=$suite_driver \
   ctest --test-dir "$build" -R cuda --output-on-failure -j "$((jobs > 8 ? 8 : jobs))"
 gemm_log=$logs/bench_cuda_gemm.log
 step "bench_cuda_gemm" 60 "$build/bench/bench_cuda_gemm"
