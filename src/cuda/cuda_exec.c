@@ -27,8 +27,9 @@
 
 typedef struct {
   jx_fusion_group group;
-  int kernel; /* the module's function index, or -1: the equations run on the host */
-  int gemm;   /* 1: one dot_general run by jx_cuda_gemm as desc says */
+  int kernel;     /* the module's function index, or -1: the equations run on the host */
+  int gemm;       /* 1: one dot_general run by jx_cuda_gemm as desc says */
+  int collective; /* 1: one collective equation run on device buffers (collectives.run) */
   jx_cuda_gemm_desc desc;
 } cuda_step;
 
@@ -38,8 +39,9 @@ struct jx_cuda_executable {
   jx_program *lowered;        /* a reference to the lowered copy, or NULL when it is p itself
                                * (p owns the executable: no reference back, no cycle) */
   const jx_program *attached; /* the program it is attached to (jx_call passes that one) */
-  int nsteps, nkernels, host_eqns, gemms;
-  jx_cuda_blas *blas; /* the device's, or NULL: dot_general runs on the host */
+  int nsteps, nkernels, host_eqns, gemms, ncollectives;
+  jx_cuda_collective_ops collectives; /* zero: collectives run on the host */
+  jx_cuda_blas *blas;                 /* the device's, or NULL: dot_general runs on the host */
   cuda_step *steps;
   int *last_step;     /* per variable: the last step that reads it (-1: none) */
   uint8_t *temporary; /* per variable: made by a step (not an input or constant) */
@@ -262,16 +264,31 @@ static jx_status skip_unread_broadcasts(const jx_program *p, jx_fusion_group *gr
   return JX_OK;
 }
 
+/* 1 when step k's one equation is a collective that runs on the device. */
+static int collective_step(const jx_cuda_executable *x, const cuda_step *s, int k) {
+  const jx_fusion_group *g = &s->group;
+  return x->collectives.takes && s->kernel < 0 && !s->gemm && !g->skip && g->count == 1 &&
+         !jx_cuda_fused_at(x->fused, k) &&
+         x->collectives.takes(x->collectives.ctx, x->program, &x->program->eqns[g->first]);
+}
+
 jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, jx_program *p,
                                              const char *dump_prefix) {
+  return jx_cuda_executable_build_collective(d, p, dump_prefix, NULL);
+}
+
+jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, jx_program *p,
+                                                        const char *dump_prefix,
+                                                        const jx_cuda_collective_ops *ops) {
   jx_cuda_executable *x = calloc(1, sizeof *x);
   if (!x) {
     out_of_memory();
     return NULL;
   }
   x->device = d;
+  if (ops) x->collectives = *ops;
   x->attached = p;
-  x->program = x->lowered = jx_lower_custom_calls(p);
+  x->program = x->lowered = jx_cuda_fused_lower(p); /* keeps the attention calls */
   if (x->lowered == p) {
     jx_program_release(x->lowered);
     x->lowered = NULL;
@@ -297,7 +314,10 @@ jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, jx_program *p,
         jx_cuda_dot_as_gemm(x->program, &x->program->eqns[groups[k].first], &s->desc) &&
         (x->blas || (x->blas = device_blas(d))))
       s->gemm = 1;
-    if (s->kernel < 0 && !groups[k].skip && !s->gemm) x->host_eqns += groups[k].count;
+    s->collective = collective_step(x, s, k);
+    x->ncollectives += s->collective;
+    if (s->kernel < 0 && !groups[k].skip && !s->gemm && !s->collective)
+      x->host_eqns += groups[k].count;
     x->gemms += s->gemm;
   }
   free(groups);
@@ -330,6 +350,8 @@ int jx_cuda_executable_kernels(const jx_cuda_executable *x, int *host_eqns, int 
 }
 
 jx_cuda_device *jx_cuda_executable_device(const jx_cuda_executable *x) { return x->device; }
+
+int jx_cuda_executable_collectives(const jx_cuda_executable *x) { return x->ncollectives; }
 
 const jx_cuda_fused *jx_cuda_executable_fused(const jx_cuda_executable *x) { return x->fused; }
 
@@ -494,6 +516,28 @@ static jx_status run_gemm(run_state *r, int k) {
                       r->vars[e->out[0]].dev, 0, r->x->device->compute);
 }
 
+/* Runs step k's collective on device buffers (collectives.run): the
+ * operands on the device, the results in new blocks. */
+static jx_status run_collective(run_state *r, int k) {
+  const jx_eqn *e = &r->p->eqns[r->x->steps[k].group.first];
+  CUdeviceptr ins_s[8], outs_s[8];
+  CUdeviceptr *ins = e->nin > 8 ? malloc(sizeof *ins * (size_t)e->nin) : ins_s;
+  CUdeviceptr *outs = e->nout > 8 ? malloc(sizeof *outs * (size_t)e->nout) : outs_s;
+  jx_status st = ins && outs ? JX_OK : out_of_memory();
+  for (int i = 0; i < e->nin && !st; i++) {
+    st = to_device(r, e->in[i]);
+    ins[i] = r->vars[e->in[i]].dev;
+  }
+  for (int o = 0; o < e->nout && !st; o++) {
+    st = device_buffer(r, e->out[o]);
+    outs[o] = r->vars[e->out[o]].dev;
+  }
+  if (!st) st = r->x->collectives.run(r->x->collectives.ctx, r->p, e, ins, outs);
+  if (ins != ins_s) free(ins);
+  if (outs != outs_s) free(outs);
+  return st;
+}
+
 /* A fused step's buffers (cuda_fuse.h). */
 static jx_status fused_input(void *ctx, int v, CUdeviceptr *ptr) {
   run_state *r = ctx;
@@ -634,6 +678,8 @@ jx_status jx_cuda_executable_run(jx_cuda_executable *x, const jx_program *p, jx_
       st = run_kernel(&r, k);
     } else if (s->gemm) {
       st = run_gemm(&r, k);
+    } else if (s->collective) {
+      st = run_collective(&r, k);
     } else if (jx_cuda_fused_at(x->fused, k)) {
       st = jx_cuda_fused_run(x->fused, k, &(jx_cuda_fused_io){&r, fused_input, fused_output});
     } else {

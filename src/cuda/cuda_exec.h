@@ -26,7 +26,8 @@
  *    (cuBLASLt missing, the fake driver of the tests, a layout that is not
  *    one GEMM, integer operands), control flow (scan, while, cond: their
  *    bodies run eagerly), gather/scatter, sort, random bits, shard_map and
- *    collectives.
+ *    collectives (except in a per-device program on a CUDA mesh, where the
+ *    collectives are device steps: jx_cuda_executable_build_collective).
  *
  * Memory (cuda_resident.h): arrays stay on the device between calls. An
  * output the device made is returned device-resident: its block (from the
@@ -65,6 +66,27 @@ typedef struct jx_cuda_executable jx_cuda_executable;
  * of the kernels' source ("<prefix>.kernels.cu"). */
 jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, jx_program *p,
                                              const char *dump_prefix);
+/* Collective equations as device steps (cuda_mesh.h gives them to an
+ * executable that runs one mesh position of a per-device program): where
+ * takes(ctx, p, e) is 1, equation e of p is a step of its own whose operands
+ * are device buffers (in[i] for e->in[i], out[o] for e->out[o], the outputs
+ * allocated, dense) and run() does it on the device (the NCCL engine); the
+ * others run as host equations, as without ops. */
+typedef struct {
+  void *ctx;
+  int (*takes)(void *ctx, const jx_program *p, const jx_eqn *e);
+  jx_status (*run)(void *ctx, const jx_program *p, const jx_eqn *e, const CUdeviceptr *in,
+                   const CUdeviceptr *out);
+} jx_cuda_collective_ops;
+
+/* jx_cuda_executable_build with collective equations run by ops (copied;
+ * ops->ctx must outlive the executable). */
+jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, jx_program *p,
+                                                        const char *dump_prefix,
+                                                        const jx_cuda_collective_ops *ops);
+/* Steps that run a collective equation on the device (for tests). */
+int jx_cuda_executable_collectives(const jx_cuda_executable *x);
+
 /* Runs x on inputs that are on the host or on x's device; out[k] are owned by
  * the caller's innermost scope, as jx_executable_run's: new device-resident
  * arrays, or the input, constant or host equation's array the program

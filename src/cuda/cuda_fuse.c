@@ -14,15 +14,48 @@
 #include "../prims/prims.h"
 #include "cuda_module.h"
 #include "kernels_attention.h"
+#include "kernels_attention_bwd.h"
 #include "kernels_io.h"
 #include "kernels_softmax.h"
 
-/* The adapters' kernels, in the module's function table. */
-enum { FN_SOFTMAX_F32, FN_SOFTMAX_BF16, FN_ATTN_D32, FN_ATTN_D64, FN_ATTN_D128, FN_BTHD, FN_COUNT };
-static const char *const fn_names[FN_COUNT] = {
-    "jx_cuda_step_fused_softmax_f32",    "jx_cuda_step_fused_softmax_bf16",
-    "jx_cuda_step_fused_attention_d32",  "jx_cuda_step_fused_attention_d64",
-    "jx_cuda_step_fused_attention_d128", "jx_cuda_step_fused_bthd_to_bhtd"};
+/* The adapters' kernels, in the module's function table: softmax per
+ * dtype; the attention forward per dtype and head_dim; the [a, b, c, d] ->
+ * [a, c, b, d] transpose per element size (q, k, v into the kernels'
+ * layout, the gradients back); the backward's three kernels per dtype and
+ * head_dim. */
+enum {
+  FN_SOFTMAX = 0,          /* + dtype */
+  FN_ATTN = 2,             /* + 3 dtype + head_dim */
+  FN_SWAP12 = FN_ATTN + 6, /* + dtype */
+  FN_ABWD = FN_SWAP12 + 2, /* + 6 part + 3 dtype + head_dim */
+  FN_COUNT = FN_ABWD + 18
+};
+static const char *const bwd_parts[3] = {"delta", "dq", "dkdv"};
+
+static int dtype_index(jx_dtype dt) { return dt == JX_BF16; }
+static int dim_index(int64_t head_dim) { return head_dim == 32 ? 0 : head_dim == 64 ? 1 : 2; }
+static int fn_attention(jx_dtype dt, int64_t d) {
+  return FN_ATTN + 3 * dtype_index(dt) + dim_index(d);
+}
+static int fn_backward(int part, jx_dtype dt, int64_t d) {
+  return FN_ABWD + 6 * part + 3 * dtype_index(dt) + dim_index(d);
+}
+
+/* Adapter k's name into buf (size 64). */
+static const char *fn_name(int k, char *buf) {
+  static const char *const dts[2] = {"f32", "bf16"};
+  if (k < FN_ATTN)
+    snprintf(buf, 64, "jx_cuda_step_fused_softmax_%s", dts[k - FN_SOFTMAX]);
+  else if (k < FN_SWAP12)
+    snprintf(buf, 64, "jx_cuda_step_fused_attention_%s_d%d", dts[(k - FN_ATTN) / 3],
+             32 << ((k - FN_ATTN) % 3));
+  else if (k < FN_ABWD)
+    snprintf(buf, 64, "jx_cuda_step_fused_swap12_%s", dts[k - FN_SWAP12]);
+  else
+    snprintf(buf, 64, "jx_cuda_step_fused_attention_bwd_%s_%s_d%d", bwd_parts[(k - FN_ABWD) / 6],
+             dts[(k - FN_ABWD) % 6 / 3], 32 << ((k - FN_ABWD) % 3));
+  return buf;
+}
 
 struct jx_cuda_fused {
   jx_cuda_device *device;
@@ -32,7 +65,7 @@ struct jx_cuda_fused {
   int ngroups;
   int *op_at; /* per group: the op it runs, or -1 */
   jx_cuda_fused_counts counts;
-  atomic_llong launches[3]; /* per jx_cuda_fused_kind */
+  atomic_llong launches[4]; /* per jx_cuda_fused_kind */
   jx_cuda_module *module;
   int fn[FN_COUNT]; /* index into module->functions, or -1 */
 };
@@ -52,7 +85,7 @@ static void create_cubins(void) { cubins = jx_cubin_cache_create(); }
  * pointers, dims the sizes; attention's scale and causal flag ride in
  * strides[0] (the float's bits) and strides[1]. */
 static void append_adapters(jx_strbuf *s, const uint8_t *want) {
-  char text[1024];
+  char text[2048], name[64];
   snprintf(text, sizeof text,
            "typedef struct {\n  char *buf[%d];\n  long long dims[%d];\n  long long strides[%d];\n"
            "} jx_cuda_fused_kargs;\n",
@@ -61,80 +94,104 @@ static void append_adapters(jx_strbuf *s, const uint8_t *want) {
   jx_strbuf_append(s, text, strlen(text));
   static const char sig[] = "(const jx_cuda_fused_kargs a, long long row_begin, long long row_end)";
   static const char *const types[2] = {"float", "unsigned short"};
-  for (int k = FN_SOFTMAX_F32; k <= FN_SOFTMAX_BF16; k++) {
+  for (int k = 0; k < FN_COUNT; k++) {
     if (!want[k]) continue;
-    snprintf(text, sizeof text,
-             "extern \"C\" __global__ void %s%s {\n"
-             "  jx_cuda_softmax_args s;\n  s.x = a.buf[0];\n  s.y = a.buf[1];\n"
-             "  s.rows = a.dims[0];\n  s.cols = a.dims[1];\n  jx_sm_rows<%s>(s);\n}\n",
-             fn_names[k], sig, types[k - FN_SOFTMAX_F32]);
+    fn_name(k, name);
+    if (k < FN_ATTN) {
+      snprintf(text, sizeof text,
+               "extern \"C\" __global__ void %s%s {\n"
+               "  jx_cuda_softmax_args s;\n  s.x = a.buf[0];\n  s.y = a.buf[1];\n"
+               "  s.rows = a.dims[0];\n  s.cols = a.dims[1];\n  jx_sm_rows<%s>(s);\n}\n",
+               name, sig, types[k - FN_SOFTMAX]);
+    } else if (k < FN_SWAP12) {
+      snprintf(text, sizeof text,
+               "extern \"C\" __global__ void __launch_bounds__(128) %s%s {\n"
+               "  jx_cuda_attention_args s;\n  s.q = a.buf[0];\n  s.k = a.buf[1];\n"
+               "  s.v = a.buf[2];\n  s.o = a.buf[3];\n  s.lse = (float *)a.buf[4];\n"
+               "  s.batch = a.dims[0];\n  s.heads = a.dims[1];\n  s.t = a.dims[2];\n"
+               "  s.scale = __int_as_float((int)a.strides[0]);\n  s.causal = (int)a.strides[1];\n"
+               "  jx_at_forward<%d, %s>(s);\n}\n",
+               name, sig, 32 << ((k - FN_ATTN) % 3), types[(k - FN_ATTN) / 3]);
+    } else if (k < FN_ABWD) {
+      /* y[a][c][b][d] = x[a][b][c][d] for dims (a, b, c, d): q, k, v as nn
+       * makes them, [n, T, H, dh], to the kernels' [n, H, T, dh], and the
+       * gradients back */
+      snprintf(text, sizeof text,
+               "extern \"C\" __global__ void %s%s {\n"
+               "  const %s *x = (const %s *)a.buf[0];\n  %s *y = (%s *)a.buf[1];\n"
+               "  const long long nb = a.dims[1], nc = a.dims[2], nd = a.dims[3];\n"
+               "  const long long total = a.dims[0] * nb * nc * nd;\n"
+               "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;\n"
+               "       i += (long long)gridDim.x * blockDim.x) {\n"
+               "    const long long d = i %% nd, b = i / nd %% nb, c = i / (nd * nb) %% nc,\n"
+               "                    n = i / (nd * nb * nc);\n"
+               "    y[i] = x[((n * nb + b) * nc + c) * nd + d];\n"
+               "  }\n}\n",
+               name, sig, types[k - FN_SWAP12], types[k - FN_SWAP12], types[k - FN_SWAP12],
+               types[k - FN_SWAP12]);
+    } else {
+      int part = (k - FN_ABWD) / 6;
+      snprintf(text, sizeof text,
+               "extern \"C\" __global__ void __launch_bounds__(128) %s%s {\n"
+               "  jx_cuda_attention_bwd_args s;\n  s.q = a.buf[0];\n  s.k = a.buf[1];\n"
+               "  s.v = a.buf[2];\n  s.o = a.buf[3];\n  s.dout = a.buf[4];\n"
+               "  s.lse = (const float *)a.buf[5];\n  s.delta = (float *)a.buf[6];\n"
+               "  s.dq = a.buf[7];\n  s.dk = a.buf[8];\n  s.dv = a.buf[9];\n"
+               "  s.batch = a.dims[0];\n  s.heads = a.dims[1];\n  s.t = a.dims[2];\n"
+               "  s.scale = __int_as_float((int)a.strides[0]);\n  s.causal = (int)a.strides[1];\n"
+               "  jx_ab_%s<%d, %s>(s);\n}\n",
+               name, sig, bwd_parts[part], 32 << ((k - FN_ABWD) % 3), types[(k - FN_ABWD) % 6 / 3]);
+    }
     jx_strbuf_append(s, text, strlen(text));
   }
-  for (int k = FN_ATTN_D32; k <= FN_ATTN_D128; k++) {
-    if (!want[k]) continue;
-    int d = 32 << (k - FN_ATTN_D32);
-    snprintf(text, sizeof text,
-             "extern \"C\" __global__ void __launch_bounds__(128) %s%s {\n"
-             "  jx_cuda_attention_args s;\n  s.q = a.buf[0];\n  s.k = a.buf[1];\n"
-             "  s.v = a.buf[2];\n  s.o = a.buf[3];\n  s.lse = 0;\n  s.batch = a.dims[0];\n"
-             "  s.heads = a.dims[1];\n  s.t = a.dims[2];\n"
-             "  s.scale = __int_as_float((int)a.strides[0]);\n  s.causal = (int)a.strides[1];\n"
-             "  jx_at_forward<%d, float>(s);\n}\n",
-             fn_names[k], sig, d);
-    jx_strbuf_append(s, text, strlen(text));
-  }
-  /* q, k, v as nn makes them, [n, T, H, dh], to the kernel's [n, H, T, dh] */
-  static const char bthd[] =
-      "extern \"C\" __global__ void jx_cuda_step_fused_bthd_to_bhtd(const jx_cuda_fused_kargs "
-      "a, long long row_begin, long long row_end) {\n"
-      "  const float *x = (const float *)a.buf[0];\n"
-      "  float *y = (float *)a.buf[1];\n"
-      "  const long long t = a.dims[1], h = a.dims[2], d = a.dims[3];\n"
-      "  const long long total = a.dims[0] * t * h * d;\n"
-      "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;\n"
-      "       i += (long long)gridDim.x * blockDim.x) {\n"
-      "    const long long dd = i % d, tt = i / d % t, hh = i / (d * t) % h, b = i / (d * t * "
-      "h);\n"
-      "    y[i] = x[((b * t + tt) * h + hh) * d + dd];\n"
-      "  }\n"
-      "}\n";
-  if (want[FN_BTHD]) jx_strbuf_append(s, bthd, strlen(bthd));
 }
 
-/* One translation unit: the softmax source, the attention source without
- * the loads and stores both define (once is enough) and without its own
- * kernels (the adapters instantiate the head_dims used: NVRTC, and the
- * tests' emulator, then compile one instead of six), and the adapters. */
-static jx_status load_module(jx_cuda_fused *f, const uint8_t *want) {
-  jx_strbuf tu = JX_STRBUF_INIT;
-  int softmax = want[FN_SOFTMAX_F32] || want[FN_SOFTMAX_BF16];
-  if (softmax) jx_strbuf_append(&tu, jx_cuda_softmax_src, strlen(jx_cuda_softmax_src));
-  if (want[FN_ATTN_D32] || want[FN_ATTN_D64] || want[FN_ATTN_D128]) {
-    const char *src = jx_cuda_attention_src, *io = softmax ? strstr(src, JX_CUDA_IO_SRC) : NULL;
-    const char *kernels = strstr(src, "#define JX_AT_KERNEL");
-    size_t len = kernels ? (size_t)(kernels - src) : strlen(src);
-    if (io && io + strlen(JX_CUDA_IO_SRC) <= src + len) {
-      jx_strbuf_append(&tu, src, (size_t)(io - src));
+/* Appends a kernel source up to `cut` (where its own kernels begin: the
+ * adapters instantiate the ones used, so NVRTC, and the tests' emulator,
+ * compile those alone), without the loads and stores every source defines
+ * when they are in the unit already. */
+static void append_source(jx_strbuf *tu, const char *src, const char *cut, int *have_io) {
+  const char *end = cut ? strstr(src, cut) : NULL;
+  size_t len = end ? (size_t)(end - src) : strlen(src);
+  const char *io = strstr(src, JX_CUDA_IO_SRC);
+  if (io && io + strlen(JX_CUDA_IO_SRC) <= src + len) {
+    if (*have_io) {
+      jx_strbuf_append(tu, src, (size_t)(io - src));
       len -= (size_t)(io - src) + strlen(JX_CUDA_IO_SRC);
       src = io + strlen(JX_CUDA_IO_SRC);
     }
-    jx_strbuf_append(&tu, src, len);
+    *have_io = 1;
   }
+  jx_strbuf_append(tu, src, len);
+}
+
+/* One translation unit: the sources the wanted adapters need, then the
+ * adapters. */
+static jx_status load_module(jx_cuda_fused *f, const uint8_t *want) {
+  jx_strbuf tu = JX_STRBUF_INIT;
+  int any[4] = {0, 0, 0, 0}, have_io = 0; /* softmax, attention, transpose, backward */
+  for (int k = 0; k < FN_COUNT; k++)
+    any[k < FN_ATTN ? 0 : k < FN_SWAP12 ? 1 : k < FN_ABWD ? 2 : 3] |= want[k];
+  if (any[0]) append_source(&tu, jx_cuda_softmax_src, NULL, &have_io);
+  if (any[1]) append_source(&tu, jx_cuda_attention_src, "#define JX_AT_KERNEL", &have_io);
+  if (any[3]) append_source(&tu, jx_cuda_attention_bwd_src, "#define JX_AB_KERNELS", &have_io);
   append_adapters(&tu, want);
-  const char *names[FN_COUNT];
+  char(*names)[64] = calloc(FN_COUNT, sizeof *names);
+  const char *list[FN_COUNT];
   int n = 0;
-  for (int k = 0; k < FN_COUNT; k++) {
+  jx_status st = names ? jx_strbuf_status(&tu, "CUDA executor") : out_of_memory();
+  for (int k = 0; k < FN_COUNT && !st; k++) {
     f->fn[k] = want[k] ? n : -1;
-    if (want[k]) names[n++] = fn_names[k];
+    if (want[k]) list[n++] = fn_name(k, names[k]);
   }
-  jx_status st = jx_strbuf_status(&tu, "CUDA executor");
   if (!st) {
     pthread_once(&cubins_once, create_cubins);
-    st = cubins ? jx_cuda_module_load(f->device, cubins, tu.text, "jx_fused_kernels", names, n,
+    st = cubins ? jx_cuda_module_load(f->device, cubins, tu.text, "jx_fused_kernels", list, n,
                                       &f->module)
                 : out_of_memory();
   }
   jx_strbuf_free(&tu);
+  free(names);
   return st;
 }
 
@@ -255,8 +312,8 @@ static void rewrite_groups(const jx_program *p, const jx_cuda_fused_op *op, jx_f
   a->first = first;
   a->nloads = op->nreads;
   for (int r = 0; r < op->nreads; r++) a->loads[r].var = op->reads[r];
-  a->nstores = 1;
-  a->stores[0] = op->out;
+  a->nstores = op->nouts;
+  for (int o = 0; o < op->nouts; o++) a->stores[o] = op->outs[o];
 }
 
 static jx_status add_op(jx_cuda_fused *f, const jx_cuda_fused_op *op, int anchor) {
@@ -292,14 +349,16 @@ jx_status jx_cuda_fused_plan(jx_cuda_device *d, const jx_program *p, jx_fusion_g
   }
   uint8_t want[FN_COUNT] = {0}; /* the adapters the module needs */
   int kernels = 0;
-  /* attention first (it holds a softmax), then softmax, then epilogues */
-  for (int pass = 0; pass < 3 && !st; pass++)
+  /* attention's calls, then attention as equations (it holds a softmax),
+   * then softmax, then epilogues */
+  for (int pass = 0; pass < 4 && !st; pass++)
     for (int e = 0; e < p->neqns && !st; e++) {
       if (taken[e]) continue;
       jx_cuda_fused_op op;
       memset(member, 0, (size_t)p->neqns);
-      int hit = pass == 0   ? jx_cuda_match_attention(p, &ix, e, &op, member)
-                : pass == 1 ? jx_cuda_match_softmax(p, &ix, e, &op, member)
+      int hit = pass == 0   ? jx_cuda_match_attention_call(p, &ix, e, &op, member)
+                : pass == 1 ? jx_cuda_match_attention(p, &ix, e, &op, member)
+                : pass == 2 ? jx_cuda_match_softmax(p, &ix, e, &op, member)
                             : jx_cuda_match_epilogue(p, &ix, e, &op, member);
       int clash = 0;
       for (int q = 0; q < p->neqns && hit; q++) clash |= member[q] && taken[q];
@@ -316,20 +375,22 @@ jx_status jx_cuda_fused_plan(jx_cuda_device *d, const jx_program *p, jx_fusion_g
       f->counts.epilogues += op.kind == JX_CUDA_FUSED_EPILOGUE;
       f->counts.softmaxes += op.kind == JX_CUDA_FUSED_SOFTMAX;
       f->counts.attentions += op.kind == JX_CUDA_FUSED_ATTENTION;
-      if (op.kind == JX_CUDA_FUSED_SOFTMAX)
-        want[op.dtype == JX_BF16 ? FN_SOFTMAX_BF16 : FN_SOFTMAX_F32] = 1;
+      f->counts.attention_backwards += op.kind == JX_CUDA_FUSED_ATTENTION_BWD;
+      if (op.kind == JX_CUDA_FUSED_SOFTMAX) want[FN_SOFTMAX + dtype_index(op.dtype)] = 1;
       if (op.kind == JX_CUDA_FUSED_ATTENTION)
-        want[FN_BTHD] = want[op.head_dim == 32   ? FN_ATTN_D32
-                             : op.head_dim == 64 ? FN_ATTN_D64
-                                                 : FN_ATTN_D128] = 1;
+        want[FN_SWAP12 + dtype_index(op.dtype)] = want[fn_attention(op.dtype, op.head_dim)] = 1;
+      for (int part = 0; part < 3 && op.kind == JX_CUDA_FUSED_ATTENTION_BWD; part++)
+        want[FN_SWAP12 + dtype_index(op.dtype)] = want[fn_backward(part, op.dtype, op.head_dim)] =
+            1;
       kernels |= op.kind != JX_CUDA_FUSED_EPILOGUE;
     }
   if (!st && kernels) st = load_module(f, want);
   if (!st && jx_env_flag("JX_LOG_COMPILES") && f && (f->nops || f->counts.epilogues_matched))
     fprintf(stderr,
-            "jx: CUDA '%s': fused %d GEMM epilogues (%d found), %d softmaxes, %d attentions\n",
+            "jx: CUDA '%s': fused %d GEMM epilogues (%d found), %d softmaxes, %d attentions, "
+            "%d attention backwards\n",
             p->name, f->counts.epilogues, f->counts.epilogues_matched, f->counts.softmaxes,
-            f->counts.attentions);
+            f->counts.attentions, f->counts.attention_backwards);
   jx_cuda_fuse_index_free(&ix);
   free(member);
   free(taken);
@@ -350,9 +411,10 @@ int jx_cuda_fused_at(const jx_cuda_fused *f, int k) {
 }
 
 static jx_status launch(jx_cuda_fused *f, int fn, const jx_cuda_launch_dims *g, jx_cuda_kargs *a) {
+  char name[64];
   if (f->fn[fn] < 0)
     return jx_error_set(JX_ERR_INTERNAL, "CUDA executor: fused kernel %s was not loaded",
-                        fn_names[fn]);
+                        fn_name(fn, name));
   int64_t row_begin = 0, row_end = 0;
   void *params[] = {a, &row_begin, &row_end};
   jx_cuda_device *d = f->device;
@@ -373,68 +435,135 @@ static jx_status run_softmax(jx_cuda_fused *f, const jx_cuda_fused_op *op, CUdev
   a.buf[1] = (char *)(uintptr_t)y;
   a.dims[0] = op->rows;
   a.dims[1] = op->cols;
-  return launch(f, op->dtype == JX_BF16 ? FN_SOFTMAX_BF16 : FN_SOFTMAX_F32, &g, &a);
+  return launch(f, FN_SOFTMAX + dtype_index(op->dtype), &g, &a);
 }
 
-/* q, k, v transposed into blocks of the allocator (returned behind the
- * kernel: every launch is on the compute stream), then the flash kernel. */
+/* Blocks of the allocator for a fused step's intermediates. They go back
+ * right behind the launches that use them: every launch is on the compute
+ * stream, and the allocator hands a block out again only behind it. */
+typedef struct {
+  jx_cuda_fused *f;
+  int n;
+  uint64_t blocks[8];
+} scratch;
+
+static jx_status scratch_alloc(scratch *s, size_t bytes, CUdeviceptr *ptr) {
+  uint64_t b = 0;
+  jx_status st = jx_cuda_allocator_alloc(s->f->device->memory, bytes ? bytes : 1, &b);
+  if (!st) s->blocks[s->n++] = b;
+  *ptr = (CUdeviceptr)b;
+  return st;
+}
+
+static void scratch_free(scratch *s) {
+  for (int i = 0; i < s->n; i++) jx_cuda_allocator_free(s->f->device->memory, s->blocks[i]);
+  s->n = 0;
+}
+
+/* y[a][c][b][d] = x[a][b][c][d] for x of dims (a, b, c, d), op's dtype. */
+static jx_status swap12(jx_cuda_fused *f, const jx_cuda_fused_op *op, CUdeviceptr x, CUdeviceptr y,
+                        int64_t a, int64_t b, int64_t c, int64_t d) {
+  int64_t numel = a * b * c * d, blocks = (numel + 255) / 256,
+          cap = 8 * (int64_t)(f->device->info.sm_count > 0 ? f->device->info.sm_count : 1);
+  if (numel == 0) return JX_OK;
+  jx_cuda_launch_dims g = {{(unsigned)(blocks < cap ? blocks : cap), 1, 1}, {256, 1, 1}, 0};
+  jx_cuda_kargs k;
+  memset(&k, 0, sizeof k);
+  k.buf[0] = (char *)(uintptr_t)x;
+  k.buf[1] = (char *)(uintptr_t)y;
+  k.dims[0] = a;
+  k.dims[1] = b;
+  k.dims[2] = c;
+  k.dims[3] = d;
+  return launch(f, FN_SWAP12 + dtype_index(op->dtype), &g, &k);
+}
+
+/* The sizes, scale and causal flag every attention kernel takes. */
+static void attention_kargs(const jx_cuda_fused_op *op, jx_cuda_kargs *a) {
+  a->dims[0] = op->batch;
+  a->dims[1] = op->heads;
+  a->dims[2] = op->t;
+  float scale = op->scale;
+  int32_t bits;
+  memcpy(&bits, &scale, sizeof bits);
+  a->strides[0] = bits;
+  a->strides[1] = op->causal;
+}
+
+/* q, k, v [n, T, H, dh] transposed into blocks of the allocator, then the
+ * flash kernel: o [n, H, T, dh] and, for the forward call, lse. */
 static jx_status run_attention(jx_cuda_fused *f, const jx_cuda_fused_op *op, const CUdeviceptr *in,
-                               CUdeviceptr o) {
+                               const CUdeviceptr *out) {
   jx_cuda_launch_dims g;
   jx_status st = jx_cuda_attention_geometry(op->batch, op->heads, op->t, op->head_dim, &g);
   if (st || g.grid[0] == 0) return st;
-  int64_t numel = op->batch * op->heads * op->t * op->head_dim;
-  size_t bytes = (size_t)numel * sizeof(float);
-  uint64_t tmp[3] = {0, 0, 0};
+  size_t bytes = (size_t)(op->batch * op->heads * op->t * op->head_dim) * jx_dtype_size(op->dtype);
+  scratch s = {f, 0, {0}};
   jx_cuda_kargs a;
   memset(&a, 0, sizeof a);
-  int64_t blocks = (numel + 255) / 256,
-          cap = 8 * (int64_t)(f->device->info.sm_count > 0 ? f->device->info.sm_count : 1);
-  jx_cuda_launch_dims tg = {{(unsigned)(blocks < cap ? blocks : cap), 1, 1}, {256, 1, 1}, 0};
   for (int i = 0; i < 3 && !st; i++) {
-    st = jx_cuda_allocator_alloc(f->device->memory, bytes, &tmp[i]);
-    if (st) break;
-    a.buf[0] = (char *)(uintptr_t)in[i];
-    a.buf[1] = (char *)(uintptr_t)tmp[i];
-    a.dims[0] = op->batch;
-    a.dims[1] = op->t;
-    a.dims[2] = op->heads;
-    a.dims[3] = op->head_dim;
-    st = launch(f, FN_BTHD, &tg, &a);
+    CUdeviceptr tmp = 0;
+    st = scratch_alloc(&s, bytes, &tmp);
+    if (!st) st = swap12(f, op, in[i], tmp, op->batch, op->t, op->heads, op->head_dim);
+    a.buf[i] = (char *)(uintptr_t)tmp;
   }
   if (!st) {
-    memset(&a, 0, sizeof a);
-    for (int i = 0; i < 3; i++) a.buf[i] = (char *)(uintptr_t)tmp[i];
-    a.buf[3] = (char *)(uintptr_t)o;
-    a.dims[0] = op->batch;
-    a.dims[1] = op->heads;
-    a.dims[2] = op->t;
-    float scale = op->scale;
-    int32_t bits;
-    memcpy(&bits, &scale, sizeof bits);
-    a.strides[0] = bits;
-    a.strides[1] = op->causal;
-    int fn = op->head_dim == 32 ? FN_ATTN_D32 : op->head_dim == 64 ? FN_ATTN_D64 : FN_ATTN_D128;
-    st = launch(f, fn, &g, &a);
+    a.buf[3] = (char *)(uintptr_t)out[0];
+    a.buf[4] = op->nouts > 1 ? (char *)(uintptr_t)out[1] : NULL;
+    attention_kargs(op, &a);
+    st = launch(f, fn_attention(op->dtype, op->head_dim), &g, &a);
   }
-  for (int i = 0; i < 3; i++)
-    if (tmp[i]) jx_cuda_allocator_free(f->device->memory, tmp[i]);
+  scratch_free(&s);
+  return st;
+}
+
+/* The backward call (q, k, v, o, lse, do) -> (dq, dk, dv): q, k, v into
+ * the kernels' layout, delta, dq, dk and dv (kernels_attention_bwd.h) into
+ * blocks of the allocator, the gradients transposed back to [n, T, H, dh]. */
+static jx_status run_attention_backward(jx_cuda_fused *f, const jx_cuda_fused_op *op,
+                                        const CUdeviceptr *in, const CUdeviceptr *out) {
+  jx_cuda_launch_dims g[3];
+  jx_status st = jx_cuda_attention_bwd_geometry(op->batch, op->heads, op->t, op->head_dim, g);
+  if (st || g[0].grid[0] == 0) return st;
+  int64_t rows = op->batch * op->heads * op->t;
+  size_t bytes = (size_t)(rows * op->head_dim) * jx_dtype_size(op->dtype);
+  scratch s = {f, 0, {0}};
+  jx_cuda_kargs a;
+  memset(&a, 0, sizeof a);
+  CUdeviceptr tmp[7] = {0}; /* q, k, v, delta, dq, dk, dv */
+  for (int i = 0; i < 7 && !st; i++)
+    st = scratch_alloc(&s, i == 3 ? (size_t)rows * sizeof(float) : bytes, &tmp[i]);
+  for (int i = 0; i < 3 && !st; i++)
+    st = swap12(f, op, in[i], tmp[i], op->batch, op->t, op->heads, op->head_dim);
+  if (!st) {
+    CUdeviceptr ptrs[10] = {tmp[0], tmp[1], tmp[2], in[3],  in[5],
+                            in[4],  tmp[3], tmp[4], tmp[5], tmp[6]};
+    for (int i = 0; i < 10; i++) a.buf[i] = (char *)(uintptr_t)ptrs[i];
+    attention_kargs(op, &a);
+  }
+  for (int part = 0; part < 3 && !st; part++)
+    st = launch(f, fn_backward(part, op->dtype, op->head_dim), &g[part], &a);
+  for (int i = 0; i < 3 && !st; i++)
+    st = swap12(f, op, tmp[4 + i], out[i], op->batch, op->heads, op->t, op->head_dim);
+  scratch_free(&s);
   return st;
 }
 
 jx_status jx_cuda_fused_run(jx_cuda_fused *f, int k, const jx_cuda_fused_io *io) {
   const jx_cuda_fused_op *op = &f->ops[f->op_at[k]];
-  CUdeviceptr in[3] = {0, 0, 0}, out = 0;
+  CUdeviceptr in[6] = {0}, out[3] = {0};
   jx_status st = JX_OK;
   for (int r = 0; r < op->nreads && !st; r++) st = io->input(io->ctx, op->reads[r], &in[r]);
-  if (!st) st = io->output(io->ctx, op->out, &out);
+  for (int o = 0; o < op->nouts && !st; o++) st = io->output(io->ctx, op->outs[o], &out[o]);
   if (st) return st;
   if (op->kind == JX_CUDA_FUSED_EPILOGUE)
-    st = jx_cuda_gemm(f->blas, &op->gemm, in[0], in[1], out, in[2], f->device->compute);
+    st = jx_cuda_gemm(f->blas, &op->gemm, in[0], in[1], out[0], in[2], f->device->compute);
   else if (op->kind == JX_CUDA_FUSED_SOFTMAX)
-    st = run_softmax(f, op, in[0], out);
-  else
+    st = run_softmax(f, op, in[0], out[0]);
+  else if (op->kind == JX_CUDA_FUSED_ATTENTION)
     st = run_attention(f, op, in, out);
+  else
+    st = run_attention_backward(f, op, in, out);
   if (!st) atomic_fetch_add(&f->launches[op->kind], 1);
   return st;
 }
@@ -447,6 +576,8 @@ jx_cuda_fused_counts jx_cuda_fused_counts_of(const jx_cuda_fused *f) {
   c.epilogue_launches = atomic_load((atomic_llong *)&f->launches[JX_CUDA_FUSED_EPILOGUE]);
   c.softmax_launches = atomic_load((atomic_llong *)&f->launches[JX_CUDA_FUSED_SOFTMAX]);
   c.attention_launches = atomic_load((atomic_llong *)&f->launches[JX_CUDA_FUSED_ATTENTION]);
+  c.attention_backward_launches =
+      atomic_load((atomic_llong *)&f->launches[JX_CUDA_FUSED_ATTENTION_BWD]);
   return c;
 }
 

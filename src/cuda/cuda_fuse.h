@@ -14,7 +14,14 @@
  *  - softmax: the lowered jx_softmax over the last axis (reduce_max,
  *    stop_gradient, reshape/broadcast back, sub, exp, reduce_sum,
  *    reshape/broadcast, div), f32 or bf16: kernels_softmax.h's kernel.
- *  - attention: jx_causal_self_attention's core, f32: scores =
+ *  - attention calls: jx_causal_self_attention's core as src/nn makes it
+ *    (attention_core.h): a forward call (q, k, v) -> (o, lse) and, under
+ *    jx_grad, a backward call (q, k, v, o, lse, do) -> (dq, dk, dv), f32
+ *    or bf16, each kept as one equation by jx_cuda_fused_lower: q, k, v
+ *    transposed, kernels_attention.h's flash kernel (also writing lse), or
+ *    kernels_attention_bwd.h's three kernels and the gradients transposed
+ *    back.
+ *  - attention as equations (a hand-written core), f32: scores =
  *    dot_general(q, k) over head_dim batched over (batch, head) with q, k, v
  *    [n, T, H, dh], times a scalar, select_n(ge(iota0, iota1), -big, scores)
  *    (or no mask), softmax as above, dot_general(p, v) -> [n, H, T, dh]:
@@ -40,16 +47,20 @@
 typedef enum {
   JX_CUDA_FUSED_EPILOGUE = 0,
   JX_CUDA_FUSED_SOFTMAX = 1,
-  JX_CUDA_FUSED_ATTENTION = 2
+  JX_CUDA_FUSED_ATTENTION = 2,
+  JX_CUDA_FUSED_ATTENTION_BWD = 3
 } jx_cuda_fused_kind;
 
 /* One matched pattern. */
 typedef struct {
   jx_cuda_fused_kind kind;
   jx_dtype dtype;
-  int out;                           /* the variable it writes */
-  int nreads;                        /* the variables it reads: */
-  int reads[3];                      /* epilogue: lhs, rhs, bias; softmax: x; attention: q, k, v */
+  int nouts;    /* the variables it writes: */
+  int outs[3];  /* epilogue, softmax: y; attention: o, and lse when it is the forward call's (o
+                 * [n, H, T, dh], lse f32 [n, H, T]); attention backward: dq, dk, dv */
+  int nreads;   /* the variables it reads: */
+  int reads[6]; /* epilogue: lhs, rhs, bias; softmax: x; attention: q, k, v [n, T, H, dh];
+                 * attention backward: q, k, v, o, lse, do */
   jx_cuda_gemm_desc gemm;            /* epilogue: with has_bias and act set */
   int64_t rows, cols;                /* softmax: x as [rows, cols] */
   int64_t batch, heads, t, head_dim; /* attention */
@@ -76,13 +87,32 @@ int jx_cuda_match_softmax(const jx_program *p, const jx_cuda_fuse_index *ix, int
 int jx_cuda_match_attention(const jx_program *p, const jx_cuda_fuse_index *ix, int root,
                             jx_cuda_fused_op *op, uint8_t *member);
 
+/* jx_causal_self_attention's core as the calls src/nn/attention_core.h
+ * makes (custom_jvp calls named JX_ATTENTION_FWD_CALL and
+ * JX_ATTENTION_BWD_CALL): 1 and *op when equation e of p is one the kernels
+ * run (f32 or bf16, head_dim 32, 64 or 128, batch and heads up to 65535).
+ * Under jx_grad the forward call is what the forward pass keeps of the core
+ * (o and the logsumexp as residuals) and the backward call is the whole
+ * backward of the core, so both are found before custom calls are inlined
+ * (jx_cuda_fused_lower), each as one equation. */
+int jx_cuda_attention_call(const jx_program *p, const jx_eqn *e, jx_cuda_fused_op *op);
+int jx_cuda_match_attention_call(const jx_program *p, const jx_cuda_fuse_index *ix, int root,
+                                 jx_cuda_fused_op *op, uint8_t *member);
+
+/* The executor's lowering (lower.h's jx_lower_custom_calls) that keeps the
+ * attention calls jx_cuda_attention_call accepts as equations (their own
+ * programs still inside, for the host should a call not run fused); all
+ * inlined when JX_CUDA_NO_FUSE=1. Returns a new reference (p itself when
+ * nothing is inlined), or NULL with the error recorded. */
+jx_program *jx_cuda_fused_lower(jx_program *p);
+
 /* What an executable fused (for tests and logs). */
 typedef struct {
   int epilogues_matched; /* epilogues found, whether or not cuBLASLt runs them */
   int epilogues;         /* those planned as one jx_cuda_gemm (cuBLASLt present) */
-  int softmaxes, attentions;
-  /* launches so far, over all runs */
-  int64_t epilogue_launches, softmax_launches, attention_launches;
+  int softmaxes, attentions, attention_backwards;
+  /* launches so far, over all runs (a fused step each, whatever kernels it takes) */
+  int64_t epilogue_launches, softmax_launches, attention_launches, attention_backward_launches;
 } jx_cuda_fused_counts;
 
 typedef struct jx_cuda_fused jx_cuda_fused;

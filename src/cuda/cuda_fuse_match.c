@@ -265,7 +265,8 @@ int jx_cuda_match_epilogue(const jx_program *p, const jx_cuda_fuse_index *ix, in
   int ok = m.gemm.act != JX_CUDA_ACT_NONE || close_pattern(p, ix, core, y, &m, member);
   free(core);
   if (!ok) return 0;
-  m.out = y;
+  m.nouts = 1;
+  m.outs[0] = y;
   *op = m;
   return 1;
 }
@@ -327,11 +328,12 @@ int jx_cuda_match_softmax(const jx_program *p, const jx_cuda_fuse_index *ix, int
   uint8_t *core = calloc((size_t)p->neqns + 1, 1);
   int x = -1, ok = core && softmax_core(p, ix, root, core, &x);
   jx_cuda_fused_op m = {.kind = JX_CUDA_FUSED_SOFTMAX, .nreads = 1, .reads = {x}};
-  m.out = ok ? p->eqns[root].out[0] : -1;
-  ok = ok && close_pattern(p, ix, core, m.out, &m, member);
+  m.nouts = 1;
+  m.outs[0] = ok ? p->eqns[root].out[0] : -1;
+  ok = ok && close_pattern(p, ix, core, m.outs[0], &m, member);
   free(core);
   if (!ok) return 0;
-  jx_aval av = p->avals[m.out];
+  jx_aval av = p->avals[m.outs[0]];
   m.dtype = av.dtype;
   m.cols = av.shape.dims[av.shape.rank - 1];
   m.rows = m.cols ? jx_shape_numel(av.shape) / m.cols : 0;
@@ -411,7 +413,8 @@ int jx_cuda_match_attention(const jx_program *p, const jx_cuda_fuse_index *ix, i
       m.reads[0] = d->in[0];
       m.reads[1] = d->in[1];
       m.reads[2] = pv->in[1];
-      m.out = pv->out[0];
+      m.nouts = 1;
+      m.outs[0] = pv->out[0];
       ok = 1;
       for (int i = 0; i < 2; i++) {
         jx_aval a = p->avals[d->in[i]];
@@ -420,7 +423,7 @@ int jx_cuda_match_attention(const jx_program *p, const jx_cuda_fuse_index *ix, i
       ok = ok && p->avals[scores].dtype == JX_F32 && ps.dims[2] == m.t && ps.dims[3] == m.t;
     }
   }
-  ok = ok && close_pattern(p, ix, core, m.out, &m, member);
+  ok = ok && close_pattern(p, ix, core, m.outs[0], &m, member);
   free(core);
   if (ok) *op = m;
   return ok;

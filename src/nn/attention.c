@@ -1,8 +1,8 @@
 /* Causal multi-head self-attention, the MLP block and the pre-norm
  * transformer block built from them (GPT-2's). */
-#include <math.h>
 #include <stdio.h>
 
+#include "attention_core.h"
 #include "nn_util.h"
 
 static jx_status set(jx_tree *t, const char *prefix, const char *name, jx_array *a) {
@@ -49,7 +49,6 @@ jx_array *jx_causal_self_attention(const jx_tree *t, const char *prefix, jx_arra
   }
   for (int i = 0; i < r - 2; i++) n *= xs.dims[i];
   int64_t H = n_heads, dh = d / H;
-  jx_dtype dt = jx_dtype_of(x);
   /* every leading dim folded into one batch dim: [n, T, d] */
   jx_array *x3 = jx_reshape(x, JX_SHAPE(n, T, d));
   int ok = 1;
@@ -60,15 +59,9 @@ jx_array *jx_causal_self_attention(const jx_tree *t, const char *prefix, jx_arra
   q = jx_reshape(q, JX_SHAPE(n, T, H, dh));
   k = jx_reshape(k, JX_SHAPE(n, T, H, dh));
   v = jx_reshape(v, JX_SHAPE(n, T, H, dh));
-  /* scores [n, H, Tq, Tk] = q . k over dh, batched over (n, H) */
-  jx_array *s = jx_dot_general(q, k, JX_AXES(3), JX_AXES(3), JX_AXES(0, 2), JX_AXES(0, 2));
-  s = jx_mul(jx_astype(s, JX_F32), jx_scalar(JX_F32, 1 / sqrt((double)dh)));
-  jx_array *causal = jx_ge(jx_iota(JX_I32, JX_SHAPE(T, T), 0), jx_iota(JX_I32, JX_SHAPE(T, T), 1));
-  /* the lowest f32, as Flax's masks: exp of it minus the row max is 0 */
-  s = jx_where(causal, s, jx_scalar(JX_F32, -3.4028234663852886e38));
-  jx_array *p = jx_astype(jx_softmax(s, 3), dt);
-  /* [n, H, Tq, dh] = p . v over Tk, batched over (n, H); heads merged back */
-  jx_array *o = jx_dot_general(p, v, JX_AXES(3), JX_AXES(1), JX_AXES(0, 1), JX_AXES(0, 2));
+  /* o [n, H, T, dh]: softmax(q k^T / sqrt(dh), causal) v, one function with
+   * its own derivative (attention_core.h: flash kernels on CUDA) */
+  jx_array *o = nn_causal_attention_core(q, k, v);
   o = jx_reshape(jx_transpose(o, JX_AXES(0, 2, 1, 3)), JX_SHAPE(n, T, d));
   o = project(t, prefix, "wo", "bo", o, d, &ok);
   if (!ok) return nn_fail();

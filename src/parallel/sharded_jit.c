@@ -4,9 +4,10 @@
  * program). Its attached executable, run on concrete arguments, looks at the
  * arguments' shardings (or in_shardings), propagates layouts through the
  * program (propagate.c), partitions it into one per-device program
- * (partition.c), compiles that as a single-device jit does, and runs it on
- * every device of the mesh (jx_spmd_run). Per-device programs are cached by
- * the tuple of input shardings; JX_LOG_COMPILES=1 says why one is made. */
+ * (partition.c), compiles that as a single-device jit does (for the CPU
+ * devices, or with JX_PLATFORM=cuda for a GPU per mesh position:
+ * cuda/cuda_mesh.h), and runs it on every device of the mesh (jx_spmd_run). Per-device programs are
+ * cached by the tuple of input shardings; JX_LOG_COMPILES=1 says why one is made. */
 #include "sharded_jit.h"
 
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "../base/error.h"
 #include "../compile/executable.h"
 #include "../compile/simplify.h"
+#include "../cuda/cuda_mesh.h"
 #include "../trace/fn.h"
 #include "partition.h"
 #include "spmd.h"
@@ -263,7 +265,8 @@ static entry *partition_for(pjit_exec *x, const jx_program *p, jx_mesh *m, jx_sh
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s.spmd.%016llx", x->name,
              (unsigned long long)jx_program_hash(e->prog));
-    st = jx_compile_attach(e->prog, prefix);
+    /* JX_PLATFORM=cuda: each mesh position on its own GPU (cuda_mesh.h) */
+    st = jx_mesh_platform_attach(e->prog, m, x->name, prefix);
   }
   free(spec);
   if (st) {
@@ -325,10 +328,10 @@ static pjit_exec *exec_of(const jx_program *p) {
   return p && p->exec_run == pjit_run ? p->exec : NULL;
 }
 
-char *jx_sharded_jit_device_text(jx_fn *f, jx_array *const *in) {
+jx_program *jx_sharded_jit_device_program(jx_fn *f, jx_array *const *in) {
   jx_aval *av = malloc(sizeof *av * (size_t)(f->nin + 1));
   jx_sharding **sh = calloc((size_t)f->nin + 1, sizeof *sh);
-  char *text = NULL;
+  jx_program *prog = NULL;
   if (av && sh) {
     for (int i = 0; i < f->nin; i++) av[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape};
     jx_program *p = jx_fn_program(f, av);
@@ -338,13 +341,20 @@ char *jx_sharded_jit_device_text(jx_fn *f, jx_array *const *in) {
     if (x && !resolve(x, in, sh, &m)) {
       pthread_mutex_lock(&x->lock);
       entry *e = partition_for(x, p, m, sh);
+      if (e) prog = jx_program_retain(e->prog);
       pthread_mutex_unlock(&x->lock);
-      if (e) text = jx_program_print(e->prog);
     }
     jx_program_release(p);
   }
   free(av);
   free(sh);
+  return prog;
+}
+
+char *jx_sharded_jit_device_text(jx_fn *f, jx_array *const *in) {
+  jx_program *p = jx_sharded_jit_device_program(f, in);
+  char *text = p ? jx_program_print(p) : NULL;
+  jx_program_release(p);
   return text;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../array/array.h"
 #include "../base/error.h"
 #include "../trace/axis_env.h"
 #include "../trace/eval.h"
@@ -72,6 +73,12 @@ static void device_job(void *arg, int k) {
   jx_scope_begin();
   jx_array **outs = r->out + (size_t)p * (size_t)r->nout;
   jx_status st = jx_program_eval(r->body, r->in + (size_t)p * (size_t)r->nin, outs);
+  /* A block a GPU made (cuda/cuda_mesh.h) keeps its device copy, which a
+   * later run on that device reads in place; the host copy is made here, on
+   * the device's own thread, because the readers of a sharded array's blocks
+   * (gathering the global value, re-layouts) read their host buffers. */
+  for (int o = 0; o < r->nout && !st; o++)
+    if (outs[o] && jx_array_device_copy(outs[o])) st = jx_array_ready(outs[o]);
   for (int o = 0; o < r->nout; o++) outs[o] = st ? NULL : jx_keep(outs[o]);
   jx_scope_end();
   if (st) {

@@ -56,6 +56,11 @@ void fake_deps_clear(fake_deps *d);
 /* Waits (releasing fake_lock meanwhile) until every item of d is done, then clears d. */
 void fake_deps_wait(fake_deps *d);
 
+/* Waits (taking fake_lock) for the work stream s waits for: what runs on s
+ * next runs after it. */
+struct CUstream_st;
+void fake_stream_drain(struct CUstream_st *s);
+
 /* The context current on the calling thread, or NULL. */
 struct CUctx_st *fake_current_context(void);
 

@@ -1,7 +1,8 @@
 /* The fake NCCL's CUDA driver (see nccl_fake.h for why it has its own):
  * four devices "jx fake GPU <n>", device memory = host memory, streams that
  * wait for the collectives enqueued on them. It runs no kernels
- * (cuModuleLoadData says CUDA_ERROR_NOT_SUPPORTED). */
+ * (cuModuleLoadData says CUDA_ERROR_NOT_SUPPORTED) unless built with
+ * nccl_fake_kernels.c (NCCL_FAKE_KERNELS). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,9 @@ enum {
   NOT_INITIALIZED = 3,
   INVALID_DEVICE = 101,
   INVALID_CONTEXT = 201,
+  INVALID_IMAGE = 200,
+  NOT_FOUND = 500,
+  LAUNCH_FAILED = 719,
   NOT_SUPPORTED = 801
 };
 
@@ -84,7 +88,7 @@ static void deps_free(fake_deps *d) {
 }
 
 /* Work on stream s runs after everything s waits for. */
-static void stream_drain(CUstream s) {
+void fake_stream_drain(CUstream s) {
   pthread_mutex_lock(&fake_lock);
   fake_deps_wait(&s->deps);
   pthread_mutex_unlock(&fake_lock);
@@ -171,25 +175,25 @@ FAKE_EXPORT CUresult cuMemFreeHost(void *p) {
 }
 FAKE_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
   if (!s) return INVALID_VALUE;
-  stream_drain(s);
+  fake_stream_drain(s);
   memcpy((void *)(uintptr_t)dst, src, n);
   return 0;
 }
 FAKE_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
   if (!s) return INVALID_VALUE;
-  stream_drain(s);
+  fake_stream_drain(s);
   memcpy(dst, (const void *)(uintptr_t)src, n);
   return 0;
 }
 FAKE_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
   if (!s) return INVALID_VALUE;
-  stream_drain(s);
+  fake_stream_drain(s);
   memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
   return 0;
 }
 FAKE_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
   if (!s) return INVALID_VALUE;
-  stream_drain(s);
+  fake_stream_drain(s);
   memset((void *)(uintptr_t)dst, v, n);
   return 0;
 }
@@ -214,7 +218,7 @@ FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
 }
 FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s) {
   if (!s) return INVALID_VALUE;
-  stream_drain(s);
+  fake_stream_drain(s);
   return 0;
 }
 FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
@@ -272,7 +276,9 @@ FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
   return 0;
 }
 
-/* ---- kernels: none here ---- */
+/* ---- kernels: none here (nccl_fake_kernels.c runs them in the emulator
+ * when the library is built with NCCL_FAKE_KERNELS) ---- */
+#ifndef NCCL_FAKE_KERNELS
 
 FAKE_EXPORT CUresult cuModuleLoadData(CUmodule *m, const void *image) {
   (void)m;
@@ -296,6 +302,7 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsi
   (void)s, (void)params, (void)extra;
   return NOT_SUPPORTED;
 }
+#endif
 
 FAKE_EXPORT CUresult cuGetErrorName(CUresult r, const char **name) {
   switch (r) {
@@ -307,6 +314,9 @@ FAKE_EXPORT CUresult cuGetErrorName(CUresult r, const char **name) {
   case INVALID_CONTEXT: *name = "CUDA_ERROR_INVALID_CONTEXT"; return 0;
   case JX_CUDA_ERROR_NOT_READY: *name = "CUDA_ERROR_NOT_READY"; return 0;
   case NOT_SUPPORTED: *name = "CUDA_ERROR_NOT_SUPPORTED"; return 0;
+  case INVALID_IMAGE: *name = "CUDA_ERROR_INVALID_IMAGE"; return 0;
+  case NOT_FOUND: *name = "CUDA_ERROR_NOT_FOUND"; return 0;
+  case LAUNCH_FAILED: *name = "CUDA_ERROR_LAUNCH_FAILED"; return 0;
   default: *name = NULL; return INVALID_VALUE;
   }
 }

@@ -252,16 +252,47 @@ static void test_softmax(void **state) {
 typedef struct {
   jx_tree *params;
   int heads;
+  int handwritten; /* 1: the core as equations (the matcher of dot_general, mask and softmax) */
 } attention_case;
+
+/* jx_causal_self_attention with its core written out as equations, as a
+ * user would (nn's own core is one call with its own derivative:
+ * src/nn/attention_core.h) */
+static jx_array *handwritten_attention(const jx_tree *t, jx_array *x, int heads) {
+  jx_shape xs = jx_shape_of(x);
+  int64_t n = xs.dims[0], T = xs.dims[1], d = xs.dims[2], dh = d / heads;
+  static const char *const w[4] = {"attn.wq", "attn.wk", "attn.wv", "attn.wo"}, *const b[4] = {
+                                                                                    "attn.bq",
+                                                                                    "attn.bk",
+                                                                                    "attn.bv",
+                                                                                    "attn.bo"};
+  jx_array *qkv[3];
+  for (int i = 0; i < 3; i++) {
+    jx_array *y =
+        jx_dot_general(x, jx_tree_get(t, w[i]), JX_AXES(2), JX_AXES(0), JX_AXES(), JX_AXES());
+    qkv[i] = jx_reshape(jx_add(y, jx_tree_get(t, b[i])), JX_SHAPE(n, T, heads, dh));
+  }
+  jx_array *s =
+      jx_dot_general(qkv[0], qkv[1], JX_AXES(3), JX_AXES(3), JX_AXES(0, 2), JX_AXES(0, 2));
+  s = jx_mul(s, jx_scalar(JX_F32, 1 / sqrt((double)dh)));
+  jx_array *causal = jx_ge(jx_iota(JX_I32, JX_SHAPE(T, T), 0), jx_iota(JX_I32, JX_SHAPE(T, T), 1));
+  s = jx_where(causal, s, jx_scalar(JX_F32, -3.4028234663852886e38));
+  jx_array *o = jx_dot_general(jx_softmax(s, 3), qkv[2], JX_AXES(3), JX_AXES(1), JX_AXES(0, 1),
+                               JX_AXES(0, 2));
+  o = jx_reshape(jx_transpose(o, JX_AXES(0, 2, 1, 3)), JX_SHAPE(n, T, d));
+  o = jx_dot_general(o, jx_tree_get(t, w[3]), JX_AXES(2), JX_AXES(0), JX_AXES(), JX_AXES());
+  return jx_add(o, jx_tree_get(t, b[3]));
+}
 
 static void attention_body(void *ctx, jx_array *const *in, jx_array **out) {
   const attention_case *c = ctx;
-  out[0] = jx_causal_self_attention(c->params, "attn", in[0], c->heads);
+  out[0] = c->handwritten ? handwritten_attention(c->params, in[0], c->heads)
+                          : jx_causal_self_attention(c->params, "attn", in[0], c->heads);
 }
 
-static void check_attention(int64_t n, int64_t t, int64_t d, int heads) {
+static void check_attention(int64_t n, int64_t t, int64_t d, int heads, int handwritten) {
   jx_scope_begin();
-  attention_case c = {jx_tree_create(), heads};
+  attention_case c = {jx_tree_create(), heads, handwritten};
   assert_non_null(c.params);
   jx_array *key = jx_random_key(7);
   check_ok(jx_attention_init(c.params, "attn", key, d, 0.05, JX_F32));
@@ -270,8 +301,8 @@ static void check_attention(int64_t n, int64_t t, int64_t d, int heads) {
   for (int i = 0; i < 4; i++) jx_tree_set(c.params, b[i], values((jx_shape){1, {d}}, 10 + i, 0.2));
   jx_array *x = values((jx_shape){3, {n, t, d}}, 5, 1);
   char what[96];
-  snprintf(what, sizeof what, "causal attention [%lld, %lld, %lld], %d heads", (long long)n,
-           (long long)t, (long long)d, heads);
+  snprintf(what, sizeof what, "causal attention [%lld, %lld, %lld], %d heads%s", (long long)n,
+           (long long)t, (long long)d, heads, handwritten ? ", written out" : "");
   case_result r = run_case(what, 1, attention_body, &c, &x);
   assert_int_equal(r.counts.attentions, 1);
   assert_int_equal(r.counts.attention_launches, 2);
@@ -284,7 +315,8 @@ static void check_attention(int64_t n, int64_t t, int64_t d, int heads) {
 
 static void test_attention(void **state) {
   (void)state;
-  check_attention(2, 37, 64, 2); /* head_dim 32; 37 queries: a partial last tile */
+  check_attention(2, 37, 64, 2, 0); /* head_dim 32; 37 queries: a partial last tile */
+  check_attention(2, 37, 64, 2, 1); /* the same as equations: matched, not a call */
 }
 
 /* A 2-layer GPT forward: the layers share the causal mask and the scalar

@@ -1,0 +1,171 @@
+/* The attention calls of src/nn/attention_core.h, found as equations
+ * (cuda_fuse.h): the executor's lowering keeps them whole instead of
+ * inlining their programs, so that a training step's backward, which is
+ * one call, runs as the flash-backward kernels without matching what
+ * jx_grad and common-subexpression elimination made of the equations. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/env.h"
+#include "../base/error.h"
+#include "../compile/lower.h"
+#include "../compile/simplify.h"
+#include "../nn/attention_core.h"
+#include "../prims/prims.h"
+#include "../trace/eval.h"
+#include "cuda_fuse.h"
+#include "kernels_attention.h"
+#include "kernels_attention_bwd.h"
+
+/* A custom call whose first nested program is its function on its inputs
+ * (as lower.c inlines them). */
+static int custom_call(const jx_eqn *e) {
+  return (e->prim == &jx_prim_custom_jvp_call || e->prim == &jx_prim_custom_vjp_call) &&
+         e->nsub >= 1 && e->sub[0]->nin == e->nin && e->sub[0]->nout == e->nout;
+}
+
+static int same_type(jx_aval a, jx_aval b) {
+  return a.dtype == b.dtype && jx_shape_equal(a.shape, b.shape);
+}
+
+int jx_cuda_attention_call(const jx_program *p, const jx_eqn *e, jx_cuda_fused_op *op) {
+  if (e->prim != &jx_prim_custom_jvp_call || !custom_call(e) || !e->sub[0]->name) return 0;
+  int fwd = !strcmp(e->sub[0]->name, JX_ATTENTION_FWD_CALL) && e->nin == 3 && e->nout == 2;
+  int bwd = !strcmp(e->sub[0]->name, JX_ATTENTION_BWD_CALL) && e->nin == 6 && e->nout == 3;
+  if (!fwd && !bwd) return 0;
+  jx_aval q = p->avals[e->in[0]];
+  if ((q.dtype != JX_F32 && q.dtype != JX_BF16) || q.shape.rank != 4) return 0;
+  jx_cuda_fused_op m;
+  memset(&m, 0, sizeof m);
+  m.kind = fwd ? JX_CUDA_FUSED_ATTENTION : JX_CUDA_FUSED_ATTENTION_BWD;
+  m.dtype = q.dtype;
+  m.batch = q.shape.dims[0];
+  m.t = q.shape.dims[1];
+  m.heads = q.shape.dims[2];
+  m.head_dim = q.shape.dims[3];
+  m.causal = 1;
+  m.scale = (float)(1 / sqrt((double)m.head_dim)); /* as the core rounds it */
+  if (!jx_cuda_attention_kernel(m.dtype, m.head_dim) || m.batch > 65535 || m.heads > 65535)
+    return 0;
+  /* the types the calls have (attention_core.h): anything else is not ours */
+  jx_aval bhtd = {q.dtype, 0, {4, {m.batch, m.heads, m.t, m.head_dim}}};
+  jx_aval lse = {JX_F32, 0, {3, {m.batch, m.heads, m.t}}};
+  jx_aval want_in[6] = {q, q, q, bhtd, lse, bhtd};
+  jx_aval want_out[3] = {fwd ? bhtd : q, fwd ? lse : q, q};
+  for (int i = 0; i < e->nin; i++)
+    if (!same_type(p->avals[e->in[i]], want_in[i])) return 0;
+  for (int o = 0; o < e->nout; o++)
+    if (!same_type(p->avals[e->out[o]], want_out[o])) return 0;
+  m.nreads = e->nin;
+  for (int i = 0; i < e->nin; i++) m.reads[i] = e->in[i];
+  m.nouts = e->nout;
+  for (int o = 0; o < e->nout; o++) m.outs[o] = e->out[o];
+  *op = m;
+  return 1;
+}
+
+int jx_cuda_match_attention_call(const jx_program *p, const jx_cuda_fuse_index *ix, int root,
+                                 jx_cuda_fused_op *op, uint8_t *member) {
+  (void)ix;
+  if (!jx_cuda_attention_call(p, &p->eqns[root], op)) return 0;
+  member[root] = 1;
+  return 1;
+}
+
+/* ---- the lowering ---- */
+
+/* Appends sub's equations to q as lower.c does, sub's inputs read as args;
+ * results gets q's variables for sub's outputs. The attention calls the
+ * kernels take are copied as they are. */
+static jx_status inline_into(jx_program *q, const jx_program *sub, const int *args, int *results) {
+  int *map = malloc(sizeof *map * (size_t)(sub->nvars + 1));
+  if (!map) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "CUDA executor: out of host memory");
+  jx_status st = JX_OK;
+  for (int i = 0; i < sub->nin; i++) map[sub->in[i]] = args[i];
+  for (int c = 0; c < sub->nconst && !st; c++)
+    if ((map[sub->constvar[c]] = jx_program_add_const(q, sub->constval[c])) < 0)
+      st = JX_ERR_OUT_OF_MEMORY;
+  for (int k = 0; k < sub->neqns && !st; k++) {
+    const jx_eqn *e = &sub->eqns[k];
+    jx_cuda_fused_op op;
+    if (!custom_call(e) || jx_cuda_attention_call(sub, e, &op)) {
+      st = jx_program_copy_eqn(q, sub, e, map, map);
+      continue;
+    }
+    int *in = malloc(sizeof *in * (size_t)(e->nin + 1)),
+        *out = malloc(sizeof *out * (size_t)(e->nout + 1));
+    if (!in || !out) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "CUDA executor: out of host memory");
+    for (int i = 0; i < e->nin && !st; i++) in[i] = map[e->in[i]];
+    if (!st) st = inline_into(q, e->sub[0], in, out);
+    for (int o = 0; o < e->nout && !st; o++) map[e->out[o]] = out[o];
+    free(in);
+    free(out);
+  }
+  for (int o = 0; o < sub->nout && !st; o++) results[o] = map[sub->out[o]];
+  free(map);
+  return st;
+}
+
+/* A kept call's program runs on the host only should the plan not take the
+ * call; it is marked as run by the interpreter (exec_run: a copy of it,
+ * evaluated eagerly), so that compiling the nested programs for the host
+ * (control_compile.h) leaves it alone instead of compiling C for it. */
+static jx_status run_on_host(void *exec, const jx_program *p, jx_array *const *in, jx_array **out) {
+  (void)p;
+  return jx_program_eval(exec, in, out);
+}
+static void free_on_host(void *exec) { jx_program_release(exec); }
+
+static jx_status interpret_kept_calls(jx_program *p) {
+  for (int k = 0; k < p->neqns; k++) {
+    jx_eqn *e = &p->eqns[k];
+    jx_cuda_fused_op op;
+    if (!jx_cuda_attention_call(p, e, &op) || e->sub[0]->exec_run) continue;
+    jx_program *sub = e->sub[0];
+    if (atomic_load(&sub->refs) > 1) { /* shared (the cached trace): a copy of our own */
+      jx_program *own = jx_simplify(sub);
+      if (!own) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+      jx_program_release(sub);
+      e->sub[0] = sub = own;
+    }
+    jx_program *copy = jx_simplify(sub);
+    if (!copy) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+    sub->exec = copy;
+    sub->exec_run = run_on_host;
+    sub->exec_free = free_on_host;
+  }
+  return JX_OK;
+}
+
+jx_program *jx_cuda_fused_lower(jx_program *p) {
+  if (jx_env_flag("JX_CUDA_NO_FUSE")) return jx_lower_custom_calls(p);
+  int any = 0;
+  for (int k = 0; k < p->neqns && !any; k++) {
+    jx_cuda_fused_op op;
+    any = custom_call(&p->eqns[k]) && !jx_cuda_attention_call(p, &p->eqns[k], &op);
+  }
+  if (!any) { /* nothing to inline: p runs as it is */
+    jx_status st = interpret_kept_calls(p);
+    return st ? NULL : jx_program_retain(p);
+  }
+  jx_program *q = jx_program_new(p->name);
+  int *in = malloc(sizeof *in * (size_t)(p->nin + 1)),
+      *out = malloc(sizeof *out * (size_t)(p->nout + 1));
+  jx_status st = (q && in && out)
+                     ? JX_OK
+                     : jx_error_set(JX_ERR_OUT_OF_MEMORY, "CUDA executor: out of host memory");
+  for (int i = 0; i < p->nin && !st; i++) in[i] = jx_program_add_input(q, p->avals[p->in[i]]);
+  if (!st) st = inline_into(q, p, in, out);
+  if (!st) st = jx_program_set_outputs(q, p->nout, out);
+  free(in);
+  free(out);
+  jx_program *s = st ? NULL : jx_simplify(q);
+  jx_program_release(q);
+  if (s && interpret_kept_calls(s)) {
+    jx_program_release(s);
+    s = NULL;
+  }
+  return s;
+}

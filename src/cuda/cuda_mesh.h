@@ -1,0 +1,68 @@
+/* CUDA devices in meshes: a per-device program (the sharded jit's, from
+ * partition.c) run by every device of its mesh on a GPU of its own.
+ *
+ * Devices: jx device p of this process runs on local CUDA device p (jx
+ * devices are numbered process by process, so the p-th device of a process
+ * is its p-th GPU). A mesh with more of this process's devices than there
+ * are GPUs is an error naming the mesh and both counts.
+ *
+ * One executable per (program, mesh position), each built by
+ * jx_cuda_executable_build_collective for its device from the same program:
+ * the kernels' translation unit is the same for all, so NVRTC compiles it
+ * once (the cubin cache) and each device loads the cubin. The program's
+ * attached runner picks the executable of the calling device thread's mesh
+ * position (jx_spmd_current), so jx_spmd_run's threads each drive their GPU.
+ *
+ * Collectives (psum, pmax, pmin, all_gather, psum_scatter, all_to_all,
+ * ppermute) are device steps: they run on the executor's device buffers
+ * through the NCCL engine (nccl_engine.h), over the communicator of the
+ * mesh axes they name, made when the program is attached (that is
+ * collective over the engine's world, so it happens on the calling thread,
+ * before any device thread runs). A dimension that is not the leading one
+ * (all_gather along dim 1, ...) is moved with device-to-device copies around
+ * the collective, which works on contiguous blocks. A collective that does
+ * not finish by the deadline (JX_COLLECTIVE_TIMEOUT) fails with the
+ * engine's error naming the axis and aborts its communicator. Where NCCL
+ * cannot be loaded the collectives run as host equations over the CPU
+ * devices' communicators (said once under JX_LOG_COMPILES=1).
+ *
+ * The NCCL engine is one per process, over CUDA devices 0 .. n-1 (n: this
+ * process's jx devices, at most the GPUs), made on first need and kept until
+ * jx_cuda_mesh_shutdown. */
+#ifndef JX_SRC_CUDA_CUDA_MESH_H
+#define JX_SRC_CUDA_CUDA_MESH_H
+
+#include "../ir/program.h"
+#include "../parallel/mesh.h"
+
+/* Attaches to per-device program p the executables of m's positions that
+ * this process runs (p then runs only inside jx_spmd_run over m).
+ * what_name names the jitted function in errors. */
+jx_status jx_cuda_mesh_attach(jx_program *p, jx_mesh *m, const char *what_name,
+                              const char *dump_prefix);
+
+/* JX_PLATFORM for per-device programs: unset, "" or "cpu":
+ * jx_compile_attach (the CPU devices, unchanged); "cuda": jx_cuda_mesh_attach;
+ * anything else is JX_ERR_INVALID_ARGUMENT. */
+jx_status jx_mesh_platform_attach(jx_program *p, jx_mesh *m, const char *what_name,
+                                  const char *dump_prefix);
+
+/* For tests. */
+typedef struct {
+  long runs;        /* per-device programs run on a CUDA device */
+  long collectives; /* collectives run through the NCCL engine */
+} jx_cuda_mesh_stats;
+void jx_cuda_mesh_stats_get(jx_cuda_mesh_stats *s);
+/* For an attached program: kernels, host equations and collective steps of
+ * position 0's executable (summed nowhere: every position has the same); -1
+ * when p has no CUDA mesh executable. */
+int jx_cuda_mesh_kernels(const jx_program *p, int *host_eqns, int *collectives);
+/* The device at mesh position `position` (of any mesh) skips its
+ * collectives, as a peer that never joins; -1: none (the default). */
+void jx_cuda_mesh_test_skip_collectives(int position);
+/* Destroys the NCCL engine (its communicators); a later mesh makes a new
+ * one. Only once no program attached to a CUDA mesh is left (their
+ * collective steps hold the engine's communicators). */
+void jx_cuda_mesh_shutdown(void);
+
+#endif

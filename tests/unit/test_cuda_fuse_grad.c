@@ -1,0 +1,380 @@
+/* Attention in training on the CUDA executor (src/cuda/cuda_fuse.h, the
+ * attention calls of src/nn/attention_core.h): jx_grad of
+ * jx_causal_self_attention and of a 1-layer GPT loss runs the forward as
+ * the flash kernel (writing the logsumexp) and the backward as the three
+ * flash-backward kernels, f32 and bf16. Under tests/cuda_fake's driver the
+ * emulator runs them; with --real, a GPU.
+ *
+ * Oracles: the CPU jit's values and gradients of the same function (within
+ * a stated tolerance: the kernels sum in their own order, and in f32 where
+ * the bf16 composite rounds the scores and probabilities to bf16); on the
+ * CPU, the gradients of the attention core as equations written out here
+ * (jx_causal_self_attention's before it had a derivative of its own), which
+ * must agree to f32 rounding; the executor's counters (matched, launched). */
+#define _GNU_SOURCE
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <jx/cuda.h>
+#include <jx/jx.h>
+
+#include "compile/async_dispatch.h"
+#include "cuda/cuda_device.h"
+#include "cuda/cuda_exec.h"
+#include "cuda/cuda_fuse.h"
+#include "cuda_emu/cuda_emu_runner.h"
+#include "ir/program.h"
+#include "trace/eval.h"
+#include "test_util.h"
+#include "trace/fn.h"
+
+static jx_array *values(jx_shape s, int seed, double amplitude, jx_dtype dt) {
+  int64_t n = jx_shape_numel(s);
+  float *f = malloc(sizeof *f * (size_t)(n ? n : 1));
+  assert_non_null(f);
+  for (int64_t i = 0; i < n; i++)
+    f[i] = (float)(amplitude * sin(0.37 * (double)i + 1.3 * seed) * (1 + (double)(i % 5)) * 0.25);
+  jx_array *a = jx_array_from(JX_F32, s, f);
+  free(f);
+  return dt == JX_F32 ? a : jx_astype(a, dt);
+}
+
+/* Device bytes handed out, once every queued run has ended (a jitted call
+ * may return before its run does: async dispatch). */
+static size_t in_use(void) {
+  jx_dispatch_wait_all();
+  jx_cuda_device *d = NULL;
+  check_ok(jx_cuda_device_open(0, &d));
+  return jx_cuda_allocator_stats(d->memory).in_use;
+}
+
+/* max |got - want| into *diff and max |want| into *scale. */
+static void compare(jx_array *want, jx_array *got, double *diff, double *scale) {
+  assert_true(jx_shape_equal(jx_shape_of(want), jx_shape_of(got)));
+  int64_t n = jx_shape_numel(jx_shape_of(want));
+  float *a = malloc(sizeof *a * (size_t)(n + 1)), *b = malloc(sizeof *b * (size_t)(n + 1));
+  assert_non_null(a);
+  assert_non_null(b);
+  check_ok(jx_read(jx_astype(want, JX_F32), a, sizeof *a * (size_t)n));
+  check_ok(jx_read(jx_astype(got, JX_F32), b, sizeof *b * (size_t)n));
+  *diff = *scale = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double e = fabs((double)a[i] - b[i]);
+    *diff = isnan(e) ? INFINITY : e > *diff ? e : *diff;
+    *scale = fabs((double)a[i]) > *scale ? fabs((double)a[i]) : *scale;
+  }
+  free(a);
+  free(b);
+}
+
+/* The worst error over n outputs, each max |got - want| relative to its
+ * largest entry, or to a hundredth of the largest of all where that is
+ * more (bk's gradient is 0 in exact arithmetic: a shift of every key
+ * leaves the softmax unchanged, so it is rounding noise on both sides). */
+static double worst_error(int n, jx_array *const *want, jx_array *const *got) {
+  double diff[40], scale[40], top = 0, worst = 0;
+  assert_true(n <= 40);
+  for (int o = 0; o < n; o++) {
+    compare(want[o], got[o], &diff[o], &scale[o]);
+    top = scale[o] > top ? scale[o] : top;
+  }
+  for (int o = 0; o < n; o++) {
+    double s = scale[o] > 1e-2 * top ? scale[o] : 1e-2 * top;
+    double e = s > 0 ? diff[o] / s : diff[o];
+    worst = e > worst || isnan(e) ? e : worst;
+  }
+  return worst;
+}
+
+/* The fused counters of f jitted for CUDA, for inputs like in. */
+static jx_cuda_fused_counts counts_of(jx_fn *gpu, int nin, jx_array *const *in) {
+  jx_aval av[40];
+  assert_true(nin <= 40);
+  for (int i = 0; i < nin; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i])};
+  jx_program *p = jx_fn_program(gpu, av); /* the cached program, attached for CUDA */
+  assert_non_null(p);
+  assert_non_null(p->exec);
+  jx_cuda_fused_counts c = jx_cuda_fused_counts_of(jx_cuda_executable_fused(p->exec));
+  jx_program_release(p);
+  return c;
+}
+
+/* f jitted on the CPU and on CUDA (called `calls` times there: a second
+ * call runs the fused steps again, on blocks the first one returned); the
+ * worst error of the last call's outputs into *worst, the counters
+ * returned. */
+static jx_cuda_fused_counts cpu_vs_cuda(const char *what, jx_fn *f, int nin, jx_array *const *in,
+                                        int nout, int calls, double *worst) {
+  jx_array *want[32], *got[32];
+  assert_true(nout <= 32);
+  setenv("JX_PLATFORM", "cpu", 1);
+  jx_fn *cpu = jx_jit(f, NULL);
+  check_ok(jx_call(cpu, in, want));
+  setenv("JX_PLATFORM", "cuda", 1);
+  jx_fn *gpu = jx_jit(f, NULL);
+  for (int c = 0; c < calls; c++) check_ok(jx_call(gpu, in, got));
+  setenv("JX_PLATFORM", "cpu", 1);
+  *worst = worst_error(nout, want, got);
+  jx_cuda_fused_counts c = counts_of(gpu, nin, in);
+  fprintf(stderr,
+          "%s: attention forward %d (%lld launches), backward %d (%lld launches), softmax %d; "
+          "worst error %.3g (relative to each output's largest entry)\n",
+          what, c.attentions, (long long)c.attention_launches, c.attention_backwards,
+          (long long)c.attention_backward_launches, c.softmaxes, *worst);
+  jx_fn_release(gpu);
+  jx_fn_release(cpu);
+  return c;
+}
+
+/* ---- jx_grad of causal attention ---- */
+
+static const char *const PARAMS[8] = {"attn.wq", "attn.wk", "attn.wv", "attn.wo",
+                                      "attn.bq", "attn.bk", "attn.bv", "attn.bo"};
+typedef struct {
+  int heads;
+  int reference; /* 1: the core as plain equations (the oracle on the CPU) */
+} attention_case;
+
+/* jx_causal_self_attention's core as it was written before it had its own
+ * derivative: q, k, v [n, T, H, dh] -> [n, H, T, dh]. */
+static jx_array *reference_core(jx_array *q, jx_array *k, jx_array *v) {
+  jx_shape qs = jx_shape_of(q);
+  int64_t T = qs.dims[1];
+  jx_array *s = jx_dot_general(q, k, JX_AXES(3), JX_AXES(3), JX_AXES(0, 2), JX_AXES(0, 2));
+  s = jx_mul(jx_astype(s, JX_F32), jx_scalar(JX_F32, 1 / sqrt((double)qs.dims[3])));
+  jx_array *causal = jx_ge(jx_iota(JX_I32, JX_SHAPE(T, T), 0), jx_iota(JX_I32, JX_SHAPE(T, T), 1));
+  s = jx_where(causal, s, jx_scalar(JX_F32, -3.4028234663852886e38));
+  jx_array *p = jx_astype(jx_softmax(s, 3), jx_dtype_of(q));
+  return jx_dot_general(p, v, JX_AXES(3), JX_AXES(1), JX_AXES(0, 1), JX_AXES(0, 2));
+}
+
+/* jx_causal_self_attention with the reference core. */
+static jx_array *reference_attention(jx_array *const *w, jx_array *x, int heads) {
+  jx_shape xs = jx_shape_of(x);
+  int64_t n = xs.dims[0], T = xs.dims[1], d = xs.dims[2], dh = d / heads;
+  jx_array *qkv[3];
+  for (int i = 0; i < 3; i++) {
+    jx_array *y =
+        jx_add(jx_dot_general(x, w[i], JX_AXES(2), JX_AXES(0), JX_AXES(), JX_AXES()), w[4 + i]);
+    qkv[i] = jx_reshape(y, JX_SHAPE(n, T, heads, dh));
+  }
+  jx_array *o = reference_core(qkv[0], qkv[1], qkv[2]);
+  o = jx_reshape(jx_transpose(o, JX_AXES(0, 2, 1, 3)), JX_SHAPE(n, T, d));
+  return jx_add(jx_dot_general(o, w[3], JX_AXES(2), JX_AXES(0), JX_AXES(), JX_AXES()), w[7]);
+}
+
+/* (x, wq, wk, wv, wo, bq, bk, bv, bo, c) -> sum(attention(x) * c) in f32 */
+static void attention_loss(void *ctx, jx_array *const *in, jx_array **out) {
+  const attention_case *c = ctx;
+  jx_array *y;
+  if (c->reference) {
+    y = reference_attention(in + 1, in[0], c->heads);
+  } else {
+    jx_tree *t = jx_tree_create();
+    for (int i = 0; i < 8; i++) jx_tree_set(t, PARAMS[i], in[1 + i]);
+    y = jx_causal_self_attention(t, "attn", in[0], c->heads);
+    jx_tree_release(t);
+  }
+  out[0] = jx_sum(jx_mul(jx_astype(y, JX_F32), in[9]), JX_AXES(), 0);
+}
+
+/* The loss and the gradients of x and the eight parameters. */
+static jx_fn *attention_grad(attention_case *c) {
+  jx_fn *f = jx_fn_create(c->reference ? "attention loss (reference)" : "attention loss", 10, 1,
+                          attention_loss, c);
+  jx_fn *g = jx_value_and_grad_first(f, 9, 0);
+  jx_fn_release(f);
+  return g;
+}
+
+static void attention_inputs(int64_t n, int64_t t, int64_t d, jx_dtype dt, jx_array **in) {
+  in[0] = values((jx_shape){3, {n, t, d}}, 5, 1, dt);
+  for (int i = 0; i < 4; i++) in[1 + i] = values((jx_shape){2, {d, d}}, 20 + i, 0.12, dt);
+  /* biases that are not zero, so that a wrong operand order shows */
+  for (int i = 0; i < 4; i++) in[5 + i] = values((jx_shape){1, {d}}, 10 + i, 0.2, dt);
+  in[9] = values((jx_shape){3, {n, t, d}}, 30, 1, JX_F32); /* the output's cotangent */
+}
+
+/* n sequences of 37 (a partial last tile), d 64 in 2 heads (head_dim 32);
+ * `calls` calls on CUDA (the emulator takes seconds a call). */
+static void check_attention_grad(jx_dtype dt, int64_t n, int calls, double bound) {
+  jx_scope_begin();
+  jx_array *in[10];
+  attention_inputs(n, 37, 64, dt, in);
+  attention_case c = {2, 0}, ref = {2, 1};
+  jx_fn *g = attention_grad(&c);
+  double worst;
+  char what[96];
+  snprintf(what, sizeof what, "grad of causal attention [%lld, 37, 64], 2 heads, %s", (long long)n,
+           dt == JX_F32 ? "f32" : "bf16");
+  jx_cuda_fused_counts k = cpu_vs_cuda(what, g, 10, in, 10, calls, &worst);
+  assert_int_equal(k.attentions, 1);
+  assert_int_equal(k.attention_backwards, 1);
+  assert_int_equal(k.attention_launches, calls);
+  assert_int_equal(k.attention_backward_launches, calls);
+  assert_int_equal(k.softmaxes, 0); /* nothing of the T x T softmax is left */
+  assert_true(worst <= bound);
+  /* on the CPU the core's own derivative is the plain equations' */
+  jx_fn *r = attention_grad(&ref), *jr = jx_jit(r, NULL), *jg = jx_jit(g, NULL);
+  jx_array *want[10], *got[10];
+  check_ok(jx_call(jr, in, want));
+  check_ok(jx_call(jg, in, got));
+  double cpu = worst_error(10, want, got);
+  fprintf(stderr, "  CPU: the core's derivative against the plain equations': %.3g\n", cpu);
+  assert_true(cpu <= (dt == JX_F32 ? 1e-6 : 1e-2));
+  jx_fn_release(jg);
+  jx_fn_release(jr);
+  jx_fn_release(r);
+  jx_fn_release(g);
+  jx_scope_end();
+  assert_int_equal(in_use(), 0);
+}
+
+static void test_attention_grad_f32(void **state) {
+  (void)state;
+  check_attention_grad(JX_F32, 2, 2, 2e-5);
+}
+
+static void test_attention_grad_bf16(void **state) {
+  (void)state;
+  /* the composite rounds scores and probabilities to bf16, the kernels keep f32 */
+  check_attention_grad(JX_BF16, 1, 1, 3e-2);
+}
+
+/* The executor's lowering keeps the two calls of the grad program whole;
+ * should one not run fused, the host runs its program (interpreted, not
+ * compiled for the host): the lowered program evaluated eagerly on the CPU
+ * gives the CPU jit's values. */
+static void test_lowering_keeps_calls(void **state) {
+  (void)state;
+  jx_scope_begin();
+  jx_array *in[10];
+  attention_inputs(1, 19, 64, JX_F32, in);
+  attention_case c = {2, 0};
+  jx_fn *g = attention_grad(&c), *jg = jx_jit(g, NULL);
+  jx_aval av[10];
+  for (int i = 0; i < 10; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i])};
+  jx_program *p = jx_fn_program(g, av);
+  assert_non_null(p);
+  jx_program *l = jx_cuda_fused_lower(p);
+  assert_non_null(l);
+  int calls[2] = {0, 0};
+  for (int e = 0; e < l->neqns; e++) {
+    jx_cuda_fused_op op;
+    if (!jx_cuda_attention_call(l, &l->eqns[e], &op)) continue;
+    calls[op.kind == JX_CUDA_FUSED_ATTENTION_BWD]++;
+    assert_non_null(l->eqns[e].sub[0]->exec_run); /* not compiled for the host */
+    assert_int_equal(op.head_dim, 32);
+    assert_int_equal(op.t, 19);
+  }
+  assert_int_equal(calls[0], 1);
+  assert_int_equal(calls[1], 1);
+  jx_array *want[10], *got[10];
+  check_ok(jx_call(jg, in, want));
+  check_ok(jx_program_eval(l, in, got));
+  double e = worst_error(10, want, got);
+  fprintf(stderr, "lowered grad program on the host: worst error %.3g\n", e);
+  assert_true(e <= 1e-6);
+  /* forward mode through a jx_custom_vjp function is an error, not a crash */
+  attention_case plain = {2, 0};
+  jx_fn *f = jx_fn_create("attention loss", 10, 1, attention_loss, &plain), *jf = jx_jvp(f);
+  jx_array *jin[20], *jout[2];
+  for (int i = 0; i < 10; i++) jin[i] = jin[10 + i] = in[i];
+  assert_int_not_equal(jx_call(jf, jin, jout), JX_OK);
+  assert_error_has("forward mode");
+  jx_fn_release(jf);
+  jx_fn_release(f);
+  setenv("JX_CUDA_NO_FUSE", "1", 1); /* everything inlined */
+  jx_program *all = jx_cuda_fused_lower(p);
+  unsetenv("JX_CUDA_NO_FUSE");
+  assert_non_null(all);
+  for (int k = 0; k < all->neqns; k++) assert_int_equal(all->eqns[k].nsub, 0);
+  jx_program_release(all);
+  jx_program_release(l);
+  jx_program_release(p);
+  jx_fn_release(jg);
+  jx_fn_release(g);
+  jx_scope_end();
+}
+
+/* ---- jx_grad of a 1-layer GPT loss ---- */
+
+static void check_gpt_grad(jx_dtype compute, double bound) {
+  jx_scope_begin();
+  jx_gpt_config cfg = jx_gpt_config_default();
+  cfg.n_layers = 1;
+  cfg.d_model = 64;
+  cfg.n_heads = 2; /* head_dim 32 */
+  cfg.context = 16;
+  cfg.compute_dtype = compute;
+  jx_tree *params = jx_gpt_init(&cfg, jx_random_key(3), JX_F32);
+  assert_non_null(params);
+  int np = jx_tree_size(params);
+  jx_array *in[32];
+  assert_true(np + 2 <= 32);
+  jx_tree_flatten(params, in);
+  int32_t tokens[2 * 13], targets[2 * 13];
+  for (int i = 0; i < 26; i++) {
+    tokens[i] = (i * 37 + 5) % 256;
+    targets[i] = (i * 53 + 11) % 256;
+  }
+  in[np] = jx_array_from(JX_I32, (jx_shape){2, {2, 13}}, tokens);
+  in[np + 1] = jx_array_from(JX_I32, (jx_shape){2, {2, 13}}, targets);
+  jx_fn *loss = jx_gpt_loss_fn(&cfg, params);
+  jx_fn *g = jx_value_and_grad_first(loss, np, 0);
+  double worst;
+  jx_cuda_fused_counts k =
+      cpu_vs_cuda(compute == JX_BF16 ? "grad of a 1-layer GPT loss, bf16 compute"
+                                     : "grad of a 1-layer GPT loss, f32",
+                  g, np + 2, in, 1 + np, 1, &worst);
+  assert_int_equal(k.attentions, 1);
+  assert_int_equal(k.attention_backwards, 1);
+  assert_int_equal(k.attention_launches, 1);
+  assert_int_equal(k.attention_backward_launches, 1);
+  assert_true(worst <= bound);
+  jx_fn_release(g);
+  jx_fn_release(loss);
+  jx_tree_release(params);
+  jx_scope_end();
+  assert_int_equal(in_use(), 0);
+}
+
+static void test_gpt_grad_f32(void **state) {
+  (void)state;
+  check_gpt_grad(0, 2e-5);
+}
+
+static void test_gpt_grad_bf16(void **state) {
+  (void)state;
+  check_gpt_grad(JX_BF16, 3e-2);
+}
+
+int main(int argc, char **argv) {
+  int real_driver = argc > 1 && !strcmp(argv[1], "--real");
+  if (!real_driver) {
+    if (!cuda_emu_available()) {
+      printf("test_cuda_fuse_grad: skipped: %s (the fake driver runs kernels through it)\n",
+             cuda_emu_missing());
+      return 0;
+    }
+    setenv("JX_CUDA_DRIVER_PATH", JX_CUDA_FAKE_DRIVER, 1);
+    setenv("JX_CUDA_MODULE_SOURCE", "1", 1);
+  }
+  if (jx_cuda_device_count() == 0) {
+    printf("test_cuda_fuse_grad: skipped: %s\n", jx_cuda_status());
+    return real_driver ? 0 : 1; /* the fake must always load */
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_attention_grad_f32, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_attention_grad_bf16, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_lowering_keeps_calls, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_gpt_grad_f32, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_gpt_grad_bf16, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
