@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "dot_kernels.h"
+#include "dot_skinny.h"
 #include "../array/array.h"
 #include "../base/threadpool.h"
 
@@ -263,6 +264,10 @@ static void gemm_rows(const gemm_job *j, int64_t b, int64_t m0, int64_t m1) {
   int lda = (int)L->v.ld, ldb = (int)R->v.ld, n = (int)j->N, k = (int)j->K, m = (int)(m1 - m0);
   size_t lo = (size_t)L->boff[b], ro = (size_t)R->boff[b], co = (size_t)((b * j->M + m0) * j->N);
   lo += (size_t)(L->v.trans == CblasNoTrans ? m0 * lda : m0);
+  if (!j->dbl && jx_sgemm_skinny(L->v.trans == CblasTrans, R->v.trans == CblasTrans, m, n, k,
+                                 (const float *)L->base + lo, lda, (const float *)R->base + ro, ldb,
+                                 (float *)j->C + co, n))
+    return;
   if (j->dbl)
     cblas_dgemm(CblasRowMajor, L->v.trans, R->v.trans, m, n, k, 1.0, (const double *)L->base + lo,
                 lda, (const double *)R->base + ro, ldb, 0.0, (double *)j->C + co, n);
