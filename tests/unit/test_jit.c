@@ -90,6 +90,37 @@ static void fused_kernel_matches_eager_bits(void **state) {
   jx_fn_release(f);
 }
 
+/* JX_JIT_KERNELS=0: the jitted chain runs every equation as it is, with no
+ * generated code and no compiler run, and gives the eager bits. */
+static void jit_without_kernels(void **state) {
+  (void)state;
+  setenv("JX_JIT_KERNELS", "0", 1);
+  jx_fn *f = jx_fn_create("chain_no_kernels", 2, 1, chain, NULL);
+  jx_fn *jf = jx_jit(f, NULL);
+  jx_array *want[1], *got[1];
+  jx_kernel_stats s0 = jx_kernel_cache_stats();
+  assert_int_equal(jx_call(f, inputs, want), JX_OK);
+  assert_int_equal(jx_call(jf, inputs, got), JX_OK);
+  float a[1000], b[1000];
+  assert_int_equal(jx_read(want[0], a, sizeof a), JX_OK);
+  assert_int_equal(jx_read(got[0], b, sizeof b), JX_OK);
+  assert_memory_equal(a, b, sizeof a);
+  jx_kernel_stats s1 = jx_kernel_cache_stats();
+  assert_int_equal(s1.compiles, s0.compiles);
+  assert_int_equal(s1.disk_hits, s0.disk_hits);
+  if (TEST_CPU_ONLY("the CPU executable's kernel count")) {
+    jx_aval av[2] = {{JX_F32, 0, {2, {10, 100}}}, {JX_F32, 0, {2, {10, 100}}}};
+    jx_program *p = jx_fn_program(jf, av);
+    assert_non_null(p);
+    int fused = -1;
+    assert_int_equal(jx_executable_kernels(p->exec, &fused), 0);
+    jx_program_release(p);
+  }
+  jx_fn_release(jf);
+  jx_fn_release(f);
+  unsetenv("JX_JIT_KERNELS");
+}
+
 static void matmul_body(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
   out[0] = jx_tanh(jx_matmul(in[0], in[1]));
@@ -338,6 +369,7 @@ int main(int argc, char **argv) {
   make_inputs();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fused_kernel_matches_eager_bits),
+      cmocka_unit_test(jit_without_kernels),
       cmocka_unit_test(independent_gemms_run_side_by_side),
       cmocka_unit_test(cost_before_running),
       cmocka_unit_test(new_process_hits_the_disk_cache),
