@@ -18,7 +18,9 @@ CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DJX_SANITIZE=ON -DJX
   -DJX_BUILD_BENCH=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
 # The cuda.* entries rerun the jit suite on the fake CUDA driver (~200 s of
-# emulated kernels under the sanitizers); the gcc build runs them, and the
-# executor's own tests (unit.test_cuda_*) run here.
+# emulated kernels under the sanitizers), and test_cuda_kernels walks every
+# conformance case's kernels through the emulator (~100 s here); the gcc
+# build runs them, and the renderer's and executor's own tests
+# (unit.test_render_cuda, unit.test_cuda_exec, ...) run here.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" -E '^cuda\.'
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -E '^cuda\.|^unit\.test_cuda_kernels$'

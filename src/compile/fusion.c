@@ -426,7 +426,13 @@ static int lone_view(const jx_program *p, const jx_fusion_group *g) {
   return g->count == 1 && !jx_fusion_group_candidate(g) && read_through(p, g->first);
 }
 
+int jx_fusion_kernels_enabled(void) {
+  const char *v = getenv("JX_JIT_KERNELS");
+  return !(v && strcmp(v, "0") == 0);
+}
+
 int jx_fuse(const jx_program *p, jx_fusion_group **out) {
+  int kernels = jx_fusion_kernels_enabled();
   jx_fusion_group *groups = calloc((size_t)p->neqns + 1, sizeof *groups);
   uint8_t *in_group = calloc((size_t)p->nvars + 1, 1);
   if (!groups || !in_group) {
@@ -451,7 +457,7 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
       g = &groups[ng++];
       memset(g, 0, sizeof *g);
       g->first = k;
-      int fusible = joins(p, g, in_group, k);
+      int fusible = kernels && joins(p, g, in_group, k);
       g->count = 1;
       if (!fusible) {
         g = NULL; /* run as it is */
@@ -468,7 +474,7 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
   for (int n = 0; n < ng; n++) {
     jx_fusion_group *f = &groups[n];
     if (f->count < 2) {
-      if (!jx_fusion_single_worth_a_kernel(p, &p->eqns[f->first])) continue;
+      if (!kernels || !jx_fusion_single_worth_a_kernel(p, &p->eqns[f->first])) continue;
       f->single = 1;
     }
     memset(in_group, 0, (size_t)p->nvars + 1);

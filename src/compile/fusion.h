@@ -72,8 +72,14 @@ typedef struct {
 
 /* Splits p's equations into groups; a group of one equation, or one that
  * cannot be fused, is run as it is. Returns the number of groups written to
- * *out (malloc'ed), or -1 with an error recorded. */
+ * *out (malloc'ed), or -1 with an error recorded. With JX_JIT_KERNELS=0 (read
+ * at each call) every equation is a group of its own that runs as it is: a
+ * jitted program then runs no generated code and needs no C compiler (for a
+ * machine without one, to rule the code generator in or out of a bug, and
+ * for tests of the layers above that do not need kernels). */
 int jx_fuse(const jx_program *p, jx_fusion_group **out);
+/* 0 when JX_JIT_KERNELS=0 asks for no generated code, else 1. */
+int jx_fusion_kernels_enabled(void);
 
 /* 1 when g is worth a kernel and fits one (its loads and stores): two or
  * more equations that compute something (one computation reading a

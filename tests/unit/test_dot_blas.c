@@ -21,6 +21,7 @@
 #include "array/array.h"
 #include "base/threadpool.h"
 #include "prims/dot_kernels.h"
+#include "prims/dot_skinny.h"
 #include "prims/prims.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -300,6 +301,63 @@ static void split_gemms_deterministic_and_close_to_one_call(void **state) {
     }
 }
 
+/* Products with one narrow side (K or N <= 16, the other >= 64: an MLP's
+ * output layer and its gradients) in every layout of both operands, whole
+ * vectors and tails on every side, within the rounding bound of the
+ * reference; where the CPU has AVX2 + FMA they take the narrow loops
+ * (counted), and each row's bits do not depend on where the rows were
+ * split (the caller splits them over threads). */
+static void skinny_products(void **state) {
+  (void)state;
+  const int64_t shapes[][3] = {/* M, K, N */
+                               {256, 512, 10}, {256, 10, 512}, {512, 256, 10}, {37, 64, 2},
+                               {45, 1, 64},    {19, 16, 100},  {70, 77, 16},   {33, 131, 7}};
+  int64_t calls = jx_sgemm_skinny_calls();
+  int layouts = 0;
+  for (size_t z = 0; z < sizeof shapes / sizeof *shapes; z++)
+    for (int lt = 0; lt < 2; lt++)
+      for (int rt = 0; rt < 2; rt++) {
+        int64_t M = shapes[z][0], K = shapes[z][1], N = shapes[z][2];
+        jx_params p = {0};
+        p.l[JX_DOT_LC] = (jx_ilist){1, {lt ? 0 : 1}};
+        p.l[JX_DOT_RC] = (jx_ilist){1, {rt ? 1 : 0}};
+        jx_shape ls = {2, {lt ? K : M, lt ? M : K}}, rs = {2, {rt ? N : K, rt ? K : N}};
+        check(JX_F32, -1, ls, rs, &p);
+        layouts++;
+        /* rows [0, r) and [r, M) in two calls: the same bits as one call */
+        float *a = malloc(sizeof(float) * (size_t)(M * K)),
+              *b = malloc(sizeof(float) * (size_t)(K * N));
+        float *c1 = malloc(sizeof(float) * (size_t)(M * N)),
+              *c2 = malloc(sizeof(float) * (size_t)(M * N));
+        assert_true(a && b && c1 && c2);
+        for (int64_t i = 0; i < M * K; i++) a[i] = (float)sin(0.37 * (double)i);
+        for (int64_t i = 0; i < K * N; i++) b[i] = (float)cos(0.11 * (double)i);
+        int64_t lda = lt ? M : K, ldb = rt ? K : N, r = M / 3 + 1;
+        if (jx_sgemm_skinny(lt, rt, M, N, K, a, lda, b, ldb, c1, N)) {
+          assert_int_equal(jx_sgemm_skinny(lt, rt, r, N, K, a, lda, b, ldb, c2, N), 1);
+          assert_int_equal(jx_sgemm_skinny(lt, rt, M - r, N, K, lt ? a + r : a + r * lda, lda, b,
+                                           ldb, c2 + r * N, N),
+                           1);
+          assert_memory_equal(c1, c2, sizeof(float) * (size_t)(M * N));
+        }
+        free(a);
+        free(b);
+        free(c1);
+        free(c2);
+      }
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    assert_true(jx_sgemm_skinny_calls() - calls >= 3 * layouts);
+#else
+  (void)calls, (void)layouts;
+#endif
+  /* not narrow on one side: left to BLAS */
+  float x[64 * 64] = {0}, y[64 * 64];
+  assert_int_equal(jx_sgemm_skinny(0, 0, 64, 17, 64, x, 64, x, 17, y, 17), 0);
+  assert_int_equal(jx_sgemm_skinny(0, 0, 64, 10, 12, x, 12, x, 10, y, 10), 0);
+}
+
 /* Integer and bool contractions, and int -> float, stay on the reference. */
 static void integers_stay_on_reference(void **state) {
   (void)state;
@@ -339,6 +397,7 @@ int main(void) {
       cmocka_unit_test(large_square),
       cmocka_unit_test(integers_stay_on_reference),
       cmocka_unit_test(split_gemms_deterministic_and_close_to_one_call),
+      cmocka_unit_test(skinny_products),
       cmocka_unit_test(matmul_end_to_end),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
