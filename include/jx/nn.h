@@ -113,6 +113,15 @@ jx_array *jx_rms_norm(const jx_tree *t, const char *prefix, jx_array *x, double 
 jx_status jx_attention_init(jx_tree *t, const char *prefix, jx_array *key, int64_t d,
                             double wo_stddev, jx_dtype dt);
 jx_array *jx_causal_self_attention(const jx_tree *t, const char *prefix, jx_array *x, int n_heads);
+/* Its core (after the projections, before the heads merge) is a
+ * jx_custom_vjp function made of two calls, custom_jvp calls whose function
+ * carries one of these names: forward (q, k, v) -> (o, lse), backward (q, k,
+ * v, o, lse, do) -> (dq, dk, dv). A backend with kernels for them (CUDA:
+ * flash attention) runs each as one step; elsewhere they run their
+ * equations. Forward mode (jx_jvp) through the attention is an error, as
+ * for any jx_custom_vjp function. */
+#define JX_ATTENTION_FWD_CALL "jx.causal_attention_fwd"
+#define JX_ATTENTION_BWD_CALL "jx.causal_attention_bwd"
 
 /* MLP block: dense, gelu (tanh form, as GPT-2 and jax.nn.gelu), dense.
  * "<p>.fc.w" [d, hidden], "<p>.fc.b" [hidden], "<p>.proj.w" [hidden, d],

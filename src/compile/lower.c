@@ -7,16 +7,16 @@
 #include "../prims/prims.h"
 #include "simplify.h"
 
-/* A call whose first nested program is its function, run on its inputs. */
-static int custom_call(const jx_eqn *e) {
+int jx_lower_is_custom_call(const jx_eqn *e) {
   return (e->prim == &jx_prim_custom_jvp_call || e->prim == &jx_prim_custom_vjp_call) &&
          e->nsub >= 1 && e->sub[0]->nin == e->nin && e->sub[0]->nout == e->nout;
 }
 
 /* Appends sub's equations to q, sub's inputs read as args (q's variables);
  * results gets q's variables for sub's outputs. Nested custom calls are
- * inlined too. */
-static jx_status inline_into(jx_program *q, const jx_program *sub, const int *args, int *results) {
+ * inlined too, but those keep (may be NULL) keeps. */
+static jx_status inline_into(jx_program *q, const jx_program *sub, const int *args, int *results,
+                             jx_lower_keep_fn keep) {
   int *map = malloc(sizeof *map * (size_t)(sub->nvars + 1));
   if (!map) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "lowering: out of memory");
   jx_status st = JX_OK;
@@ -26,7 +26,7 @@ static jx_status inline_into(jx_program *q, const jx_program *sub, const int *ar
       st = JX_ERR_OUT_OF_MEMORY;
   for (int k = 0; k < sub->neqns && !st; k++) {
     const jx_eqn *e = &sub->eqns[k];
-    if (!custom_call(e)) {
+    if (!jx_lower_is_custom_call(e) || (keep && keep(sub, e))) {
       st = jx_program_copy_eqn(q, sub, e, map, map);
       continue;
     }
@@ -34,7 +34,7 @@ static jx_status inline_into(jx_program *q, const jx_program *sub, const int *ar
         *out = malloc(sizeof *out * (size_t)(e->nout + 1));
     if (!in || !out) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "lowering: out of memory");
     for (int i = 0; i < e->nin && !st; i++) in[i] = map[e->in[i]];
-    if (!st) st = inline_into(q, e->sub[0], in, out);
+    if (!st) st = inline_into(q, e->sub[0], in, out, keep);
     for (int o = 0; o < e->nout && !st; o++) map[e->out[o]] = out[o];
     free(in);
     free(out);
@@ -44,9 +44,12 @@ static jx_status inline_into(jx_program *q, const jx_program *sub, const int *ar
   return st;
 }
 
-jx_program *jx_lower_custom_calls(jx_program *p) {
+jx_program *jx_lower_custom_calls(jx_program *p) { return jx_lower_custom_calls_keeping(p, NULL); }
+
+jx_program *jx_lower_custom_calls_keeping(jx_program *p, jx_lower_keep_fn keep) {
   int any = 0;
-  for (int k = 0; k < p->neqns && !any; k++) any = custom_call(&p->eqns[k]);
+  for (int k = 0; k < p->neqns && !any; k++)
+    any = jx_lower_is_custom_call(&p->eqns[k]) && !(keep && keep(p, &p->eqns[k]));
   if (!any) return jx_program_retain(p);
   jx_program *q = jx_program_new(p->name);
   int *in = malloc(sizeof *in * (size_t)(p->nin + 1)),
@@ -54,7 +57,7 @@ jx_program *jx_lower_custom_calls(jx_program *p) {
   jx_status st =
       (q && in && out) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "lowering: out of memory");
   for (int i = 0; i < p->nin && !st; i++) in[i] = jx_program_add_input(q, p->avals[p->in[i]]);
-  if (!st) st = inline_into(q, p, in, out); /* p's own inputs and constants, as a sub's */
+  if (!st) st = inline_into(q, p, in, out, keep); /* p's own inputs and constants, as a sub's */
   if (!st) st = jx_program_set_outputs(q, p->nout, out);
   free(in);
   free(out);

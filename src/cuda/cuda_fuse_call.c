@@ -8,30 +8,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jx/nn.h>
+
 #include "../base/env.h"
 #include "../base/error.h"
 #include "../compile/lower.h"
 #include "../compile/simplify.h"
-#include "../nn/attention_core.h"
 #include "../prims/prims.h"
 #include "../trace/eval.h"
 #include "cuda_fuse.h"
 #include "kernels_attention.h"
 #include "kernels_attention_bwd.h"
 
-/* A custom call whose first nested program is its function on its inputs
- * (as lower.c inlines them). */
-static int custom_call(const jx_eqn *e) {
-  return (e->prim == &jx_prim_custom_jvp_call || e->prim == &jx_prim_custom_vjp_call) &&
-         e->nsub >= 1 && e->sub[0]->nin == e->nin && e->sub[0]->nout == e->nout;
-}
-
 static int same_type(jx_aval a, jx_aval b) {
   return a.dtype == b.dtype && jx_shape_equal(a.shape, b.shape);
 }
 
 int jx_cuda_attention_call(const jx_program *p, const jx_eqn *e, jx_cuda_fused_op *op) {
-  if (e->prim != &jx_prim_custom_jvp_call || !custom_call(e) || !e->sub[0]->name) return 0;
+  if (e->prim != &jx_prim_custom_jvp_call || !jx_lower_is_custom_call(e) || !e->sub[0]->name)
+    return 0;
   int fwd = !strcmp(e->sub[0]->name, JX_ATTENTION_FWD_CALL) && e->nin == 3 && e->nout == 2;
   int bwd = !strcmp(e->sub[0]->name, JX_ATTENTION_BWD_CALL) && e->nin == 6 && e->nout == 3;
   if (!fwd && !bwd) return 0;
@@ -76,36 +71,10 @@ int jx_cuda_match_attention_call(const jx_program *p, const jx_cuda_fuse_index *
 
 /* ---- the lowering ---- */
 
-/* Appends sub's equations to q as lower.c does, sub's inputs read as args;
- * results gets q's variables for sub's outputs. The attention calls the
- * kernels take are copied as they are. */
-static jx_status inline_into(jx_program *q, const jx_program *sub, const int *args, int *results) {
-  int *map = malloc(sizeof *map * (size_t)(sub->nvars + 1));
-  if (!map) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "CUDA executor: out of host memory");
-  jx_status st = JX_OK;
-  for (int i = 0; i < sub->nin; i++) map[sub->in[i]] = args[i];
-  for (int c = 0; c < sub->nconst && !st; c++)
-    if ((map[sub->constvar[c]] = jx_program_add_const(q, sub->constval[c])) < 0)
-      st = JX_ERR_OUT_OF_MEMORY;
-  for (int k = 0; k < sub->neqns && !st; k++) {
-    const jx_eqn *e = &sub->eqns[k];
-    jx_cuda_fused_op op;
-    if (!custom_call(e) || jx_cuda_attention_call(sub, e, &op)) {
-      st = jx_program_copy_eqn(q, sub, e, map, map);
-      continue;
-    }
-    int *in = malloc(sizeof *in * (size_t)(e->nin + 1)),
-        *out = malloc(sizeof *out * (size_t)(e->nout + 1));
-    if (!in || !out) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "CUDA executor: out of host memory");
-    for (int i = 0; i < e->nin && !st; i++) in[i] = map[e->in[i]];
-    if (!st) st = inline_into(q, e->sub[0], in, out);
-    for (int o = 0; o < e->nout && !st; o++) map[e->out[o]] = out[o];
-    free(in);
-    free(out);
-  }
-  for (int o = 0; o < sub->nout && !st; o++) results[o] = map[sub->out[o]];
-  free(map);
-  return st;
+/* The lowering keeps the attention calls the kernels take. */
+static int kept(const jx_program *p, const jx_eqn *e) {
+  jx_cuda_fused_op op;
+  return jx_cuda_attention_call(p, e, &op);
 }
 
 /* A kept call's program runs on the host only should the plan not take the
@@ -141,28 +110,8 @@ static jx_status interpret_kept_calls(jx_program *p) {
 
 jx_program *jx_cuda_fused_lower(jx_program *p) {
   if (jx_env_flag("JX_CUDA_NO_FUSE")) return jx_lower_custom_calls(p);
-  int any = 0;
-  for (int k = 0; k < p->neqns && !any; k++) {
-    jx_cuda_fused_op op;
-    any = custom_call(&p->eqns[k]) && !jx_cuda_attention_call(p, &p->eqns[k], &op);
-  }
-  if (!any) { /* nothing to inline: p runs as it is */
-    jx_status st = interpret_kept_calls(p);
-    return st ? NULL : jx_program_retain(p);
-  }
-  jx_program *q = jx_program_new(p->name);
-  int *in = malloc(sizeof *in * (size_t)(p->nin + 1)),
-      *out = malloc(sizeof *out * (size_t)(p->nout + 1));
-  jx_status st = (q && in && out)
-                     ? JX_OK
-                     : jx_error_set(JX_ERR_OUT_OF_MEMORY, "CUDA executor: out of host memory");
-  for (int i = 0; i < p->nin && !st; i++) in[i] = jx_program_add_input(q, p->avals[p->in[i]]);
-  if (!st) st = inline_into(q, p, in, out);
-  if (!st) st = jx_program_set_outputs(q, p->nout, out);
-  free(in);
-  free(out);
-  jx_program *s = st ? NULL : jx_simplify(q);
-  jx_program_release(q);
+  /* p itself when there is nothing to inline: its kept calls are marked then */
+  jx_program *s = jx_lower_custom_calls_keeping(p, kept);
   if (s && interpret_kept_calls(s)) {
     jx_program_release(s);
     s = NULL;

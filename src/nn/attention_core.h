@@ -6,17 +6,15 @@
 
 #include <jx/jx.h>
 
-/* The names of the two calls the core is made of (custom_jvp calls whose
- * function carries the name; the CUDA executor, src/cuda/cuda_fuse.h,
- * recognises them by it and by their types):
+/* The two calls the core is made of (JX_ATTENTION_FWD_CALL and
+ * JX_ATTENTION_BWD_CALL, jx/nn.h; the CUDA executor, src/cuda/cuda_fuse.h,
+ * recognises them by name and by their types):
  *   forward  (q, k, v) -> (o, lse)
  *   backward (q, k, v, o, lse, do) -> (dq, dk, dv)
  * q, k, v, dq, dk, dv [n, T, H, dh], o and do [n, H, T, dh], all of one
  * float dtype; lse f32 [n, H, T], the logsumexp of each query's scaled,
  * masked scores. Causal; the scores are scaled by 1 / sqrt(dh) (rounded to
  * f32). */
-#define JX_ATTENTION_FWD_CALL "jx.causal_attention_fwd"
-#define JX_ATTENTION_BWD_CALL "jx.causal_attention_bwd"
 
 /* softmax(q k^T / sqrt(dh), causal) v for q, k, v [n, T, H, dh]: o [n, H,
  * T, dh], with jx_causal_self_attention's equations (scores in f32 for
