@@ -45,8 +45,17 @@ void jx_cuda_ready_release(jx_cuda_ready *r) {
   free(r);
 }
 
+static _Atomic int64_t downloads;
+
+int64_t jx_cuda_resident_downloads(void) {
+  return atomic_load_explicit(&downloads, memory_order_relaxed);
+}
+
+/* Runs on whichever thread reads the value (the copy makes d's context
+ * current there), ordered after the work queued on d's compute stream. */
 static jx_status download(jx_device_copy *c, void *dst, size_t bytes) {
   jx_cuda_device *d = c->device;
+  atomic_fetch_add_explicit(&downloads, 1, memory_order_relaxed);
   if (!bytes) return JX_OK;
   return jx_cuda_copy_to_host(d, dst, (CUdeviceptr)c->ptr, bytes, d->compute);
 }

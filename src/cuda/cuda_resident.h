@@ -36,4 +36,8 @@ uint64_t jx_cuda_resident_ptr(const jx_array *a, const jx_cuda_device *d);
 jx_status jx_cuda_resident_take(jx_array *a, jx_cuda_device *d, const char *fn, int input,
                                 uint64_t *ptr);
 
+/* For tests: how many times a device-resident value was copied down for a
+ * host reader (jx_array_ready, or a sharded array's gather reading a block). */
+int64_t jx_cuda_resident_downloads(void);
+
 #endif

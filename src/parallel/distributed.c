@@ -386,8 +386,9 @@ jx_array *jx_process_allgather(jx_array *a) {
     jx_sharding_block(s, a->shape, p, start, &b);
     size_t bytes = (size_t)jx_shape_numel(b) * es;
     counts[owner] += (int64_t)bytes;
-    if (owner == me) {
-      memcpy(pack + off, jx_array_data(a->shards->shard[p]), bytes);
+    if (owner == me) { /* a block a GPU made comes down first (cuda/cuda_mesh.h) */
+      st = jx_array_ready(a->shards->shard[p]);
+      if (!st) memcpy(pack + off, jx_array_data(a->shards->shard[p]), bytes);
       off += bytes;
     }
   }

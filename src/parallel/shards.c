@@ -164,6 +164,28 @@ static jx_array *relaid_shard(jx_array *a, const jx_sharding *s, int p) {
   return b ? b : jx_poison();
 }
 
+/* The host bytes of block b: its buffer, or, for a block a GPU made that
+ * nothing on the host has read (cuda/cuda_mesh.h keeps it on its device), a
+ * copy downloaded into *tmp, which the caller frees. Not jx_array_ready:
+ * the array layer gathers under its lock, which readying b would take
+ * again; the gathered global value is kept, so b is copied down once. */
+static jx_status block_host(jx_array *b, const void **data, void **tmp) {
+  *tmp = NULL;
+  jx_buffer *buf = __atomic_load_n(&b->buf, __ATOMIC_ACQUIRE);
+  jx_device_copy *dev = jx_array_device_copy(b);
+  if (buf || !dev) {
+    jx_status st = buf ? JX_OK : jx_array_ready(b); /* (a pending block) */
+    *data = st ? NULL : jx_array_data(b);
+    return st;
+  }
+  size_t bytes = (size_t)jx_shape_numel(b->shape) * jx_dtype_size(b->dtype);
+  *tmp = malloc(bytes ? bytes : 1);
+  if (!*tmp) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory copying a shard to the host");
+  jx_status st = dev->download(dev, *tmp, bytes);
+  *data = *tmp;
+  return st;
+}
+
 jx_status jx_shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *dst) {
   size_t es = jx_dtype_size(dt);
   int *covered = malloc(sizeof *covered * (size_t)sh->n);
@@ -178,15 +200,21 @@ jx_status jx_shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *d
                         jx_aval_str(dt, g, sb), sh->sharding->spec, jx_devices_process_index());
   }
   double t0 = jx_debug_flags & JX_DEBUG_PROFILE ? jx_prof_now() : 0;
-  for (int p = 0; p < sh->n; p++) {
+  jx_status st = JX_OK;
+  for (int p = 0; p < sh->n && !st; p++) {
     if (!jx_sharding_is_first_replica(sh->sharding, p)) continue;
     int q = covered[p] - 1; /* a local position holding the same block */
     int64_t start[JX_MAX_RANK];
     jx_shape local;
     jx_sharding_block(sh->sharding, g, p, start, &local);
-    jx_copy_block(dst, jx_array_data(sh->shard[q]), es, g, start, local, 0);
+    const void *data = NULL;
+    void *tmp = NULL;
+    st = block_host(sh->shard[q], &data, &tmp);
+    if (!st) jx_copy_block(dst, (void *)data, es, g, start, local, 0);
+    free(tmp);
   }
   free(covered);
+  if (st) return st;
   if (jx_debug_flags & JX_DEBUG_PROFILE) /* the global value, copied off the devices */
     jx_prof_collective("transfer to host", t0, jx_prof_now(),
                        (double)jx_shape_numel(g) * (double)es, "memcpy", sh->sharding->spec);

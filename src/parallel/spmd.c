@@ -72,13 +72,10 @@ static void device_job(void *arg, int k) {
   jx_clear_error();
   jx_scope_begin();
   jx_array **outs = r->out + (size_t)p * (size_t)r->nout;
+  /* A block a GPU made (cuda/cuda_mesh.h) stays on its device: a later run
+   * there reads it in place, and the host readers of a sharded array's
+   * blocks (gathering, re-layouts) copy it down when they read it. */
   jx_status st = jx_program_eval(r->body, r->in + (size_t)p * (size_t)r->nin, outs);
-  /* A block a GPU made (cuda/cuda_mesh.h) keeps its device copy, which a
-   * later run on that device reads in place; the host copy is made here, on
-   * the device's own thread, because the readers of a sharded array's blocks
-   * (gathering the global value, re-layouts) read their host buffers. */
-  for (int o = 0; o < r->nout && !st; o++)
-    if (outs[o] && jx_array_device_copy(outs[o])) st = jx_array_ready(outs[o]);
   for (int o = 0; o < r->nout; o++) outs[o] = st ? NULL : jx_keep(outs[o]);
   jx_scope_end();
   if (st) {

@@ -175,18 +175,21 @@ FAKE_EXPORT CUresult cuMemFreeHost(void *p) {
 }
 FAKE_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
   if (!s) return INVALID_VALUE;
+  if (s->ctx != current) return INVALID_CONTEXT; /* a stream of another context */
   fake_stream_drain(s);
   memcpy((void *)(uintptr_t)dst, src, n);
   return 0;
 }
 FAKE_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
   if (!s) return INVALID_VALUE;
+  if (s->ctx != current) return INVALID_CONTEXT; /* a stream of another context */
   fake_stream_drain(s);
   memcpy(dst, (const void *)(uintptr_t)src, n);
   return 0;
 }
 FAKE_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
   if (!s) return INVALID_VALUE;
+  if (s->ctx != current) return INVALID_CONTEXT; /* a stream of another context */
   fake_stream_drain(s);
   memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
   return 0;

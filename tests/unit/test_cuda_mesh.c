@@ -262,6 +262,111 @@ static void train_step(void **state) {
   jx_fn_release(loss);
 }
 
+/* An elementwise model: loss = mean((tanh(x * w + b) - y)^2), w and b of
+ * x's shape, all laid out by 'data'; the step returns the loss and w, b
+ * after one SGD update. Not a matmul, nor a replicated w: under the fake
+ * driver a dot_general is a host equation, and the partitioner broadcasts
+ * a replicated operand and slices it with host equations, which would copy
+ * the parameters down in every call. */
+static void f_eloss(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *d = jx_sub(jx_tanh(jx_add(jx_mul(in[2], in[0]), in[1])), in[3]);
+  out[0] = jx_mean(jx_mul(d, d), JX_AXES(), 0);
+}
+
+static void f_estep(void *ctx, jx_array *const *in, jx_array **out) {
+  jx_fn *vg = ctx;
+  jx_array *o[3];
+  check_ok(jx_call(vg, in, o));
+  out[0] = o[0];
+  for (int k = 0; k < 2; k++) out[1 + k] = jx_sub(in[k], jx_mul(o[1 + k], jx_scalar(JX_F32, 0.5)));
+}
+
+/* The new parameters laid out as the old (the loss replicated), so they
+ * feed back. */
+static const pcase loop_case = {NULL, 4, 3, {"data", "data", "data", "data"}, {"", "data", "data"}};
+
+/* Three train steps on one platform, the parameters fed back and the batch
+ * put on the devices once; out[0..2]: the losses, out[3..4]: the final
+ * parameters. downloads[k]: device values copied down before call k + 1
+ * (k = 3: after the loop). *host_eqns: the per-device program's host
+ * equations (CUDA). */
+static void train_loop(jx_fn *step, const char *platform, jx_array **out, int64_t *downloads,
+                       int *host_eqns) {
+  jx_sharding *ins[4], *outs[3];
+  setenv("JX_PLATFORM", platform, 1);
+  jx_fn *g = sharded(step, &loop_case, ins, outs);
+  jx_array *in[4] = {arr(JX_SHAPE(16, 8), 1), arr(JX_SHAPE(16, 8), 2), arr(JX_SHAPE(16, 8), 5),
+                     arr(JX_SHAPE(16, 8), 6)};
+  for (int i = 2; i < 4; i++) in[i] = jx_device_put(in[i], ins[i]);
+  for (int k = 0; k < 3; k++) {
+    jx_array *o[3];
+    downloads[k] = jx_cuda_resident_downloads();
+    check_ok(jx_call(g, in, o));
+    out[k] = o[0];
+    for (int i = 0; i < 2; i++) in[i] = o[1 + i];
+  }
+  downloads[3] = jx_cuda_resident_downloads();
+  jx_program *p = jx_sharded_jit_device_program(g, in);
+  assert_non_null(p);
+  *host_eqns = -1;
+  jx_cuda_mesh_kernels(p, host_eqns, NULL);
+  if (getenv("JX_TEST_VERBOSE")) {
+    char *text = jx_program_print(p);
+    fprintf(stderr, "%s\n", text);
+    free(text);
+  }
+  jx_program_release(p);
+  unsetenv("JX_PLATFORM");
+  for (int i = 0; i < 2; i++) out[3 + i] = in[i];
+  release_shardings(ins, 4);
+  release_shardings(outs, 3);
+  jx_fn_release(g);
+}
+
+/* A train loop on CUDA: each call's outputs (the parameters, each block on
+ * its own GPU) are the next call's inputs, read there in place:
+ * nothing is copied down until the final read, which equals the same loop
+ * on the CPU devices. */
+static void train_loop_stays_on_devices(void **state) {
+  (void)state;
+  jx_fn *loss = jx_fn_create("eloss", 4, 1, f_eloss, NULL);
+  jx_fn *vg = jx_value_and_grad(loss, JX_AXES(0, 1), 0);
+  jx_fn *step = jx_fn_create("estep", 4, 3, f_estep, vg);
+  jx_array *want[5], *got[5];
+  int64_t cpu_dl[4], dl[4];
+  int host_cpu = 0, host = 0;
+  train_loop(step, "cpu", want, cpu_dl, &host_cpu);
+  train_loop(step, "cuda", got, dl, &host);
+  for (int o = 0; o < 5; o++)
+    for (int q = 0; q < mesh->ndev; q++) {
+      jx_cuda_device *d = NULL;
+      check_ok(jx_cuda_device_open(mesh->device[q], &d));
+      assert_true(jx_cuda_resident_ptr(got[o]->shards->shard[q], d) != 0);
+      assert_null(got[o]->shards->shard[q]->buf); /* never copied down */
+    }
+  int exact = 0;
+  double err = compare(got, want, 5, &exact);
+  int64_t after = jx_cuda_resident_downloads();
+  float l[3];
+  for (int k = 0; k < 3; k++) l[k] = (float)jx_item(got[k]);
+  printf("  train loop: host equations %d; device values copied down per call %lld, %lld, %lld, "
+         "by the final read %lld; losses %.5f %.5f %.5f; max error %.3g%s\n",
+         host, (long long)(dl[1] - dl[0]), (long long)(dl[2] - dl[1]), (long long)(dl[3] - dl[2]),
+         (long long)(after - dl[3]), l[0], l[1], l[2], err, exact ? " (bit for bit)" : "");
+  /* the 3 calls copied nothing down (the program's 1 host equation reads
+   * no parameter) */
+  assert_int_equal(dl[3], dl[0]);
+  /* the final read gathers each output once, one block of each replica
+   * group: 1 of each replicated loss, 2 of each parameter */
+  assert_int_equal(after - dl[3], 3 + 2 * 2);
+  assert_true(l[2] < l[0]); /* it trains */
+  assert_true(err <= 1e-6);
+  jx_fn_release(step);
+  jx_fn_release(vg);
+  jx_fn_release(loss);
+}
+
 static void f_scale(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
   out[0] = jx_mul(in[0], jx_scalar(JX_F32, 2));
@@ -330,6 +435,49 @@ static void inputs_live_on_their_devices(void **state) {
   jx_fn_release(g);
   jx_fn_release(f);
   jx_sharding_release(s);
+}
+
+/* A device-resident sharded output (blocks on 4 GPUs, never read) re-laid:
+ * by jx_device_put onto another sharding, and by a CUDA jit whose
+ * in_shardings differ; read on this thread, not the devices' own. Equal to
+ * the CPU's values, and each block is copied down once. */
+static void relayout_device_resident(void **state) {
+  (void)state;
+  jx_array *x = arr(JX_SHAPE(8, 12), 11);
+  jx_fn *f = jx_fn_create("scale", 1, 1, f_scale, NULL);
+  jx_sharding *s = sh("data,model"), *cols = sh("None,model"), *rows = sh("model");
+  setenv("JX_PLATFORM", "cuda", 1);
+  jx_fn *g = jx_jit(f, &(jx_jit_options){.in_shardings = (jx_sharding *[]){s},
+                                         .out_shardings = (jx_sharding *[]){s}});
+  jx_fn *g_rows = jx_jit(f, &(jx_jit_options){.in_shardings = (jx_sharding *[]){rows}});
+  jx_array *y;
+  check_ok(jx_call(g, &x, &y));
+  for (int q = 0; q < 4; q++) assert_null(y->shards->shard[q]->buf);
+  int64_t d0 = jx_cuda_resident_downloads();
+  jx_array *moved = jx_device_put(y, cols), *twice;
+  check_ok(jx_last_status());
+  int64_t d1 = jx_cuda_resident_downloads();
+  check_ok(jx_call(g_rows, &y, &twice)); /* y re-laid by 'model' on its way in */
+  unsetenv("JX_PLATFORM");
+  float xs[96], got[96], got2[96], got3[96];
+  check_ok(jx_read(x, xs, sizeof xs));
+  check_ok(jx_read(moved, got, sizeof got));
+  check_ok(jx_read(twice, got2, sizeof got2));
+  check_ok(jx_read(y, got3, sizeof got3));
+  for (int i = 0; i < 96; i++) {
+    assert_true(got[i] == 2 * xs[i]);
+    assert_true(got2[i] == 4 * xs[i]);
+    assert_true(got3[i] == 2 * xs[i]);
+  }
+  printf("  re-layouts of a device-resident output: %lld blocks copied down, then %lld\n",
+         (long long)(d1 - d0), (long long)(jx_cuda_resident_downloads() - d1));
+  assert_int_equal(d1 - d0, 4); /* the 4 blocks, once, for the gathered value */
+  jx_fn_release(g_rows);
+  jx_fn_release(g);
+  jx_fn_release(f);
+  jx_sharding_release(s);
+  jx_sharding_release(cols);
+  jx_sharding_release(rows);
 }
 
 /* a mesh of 8 jx devices on 4 GPUs: refused, naming the mesh and the counts */
@@ -429,6 +577,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(megatron_mlp, setup, teardown),
       cmocka_unit_test_setup_teardown(train_step, setup, teardown),
       cmocka_unit_test_setup_teardown(relayouts, setup, teardown),
+      cmocka_unit_test_setup_teardown(train_loop_stays_on_devices, setup, teardown),
+      cmocka_unit_test_setup_teardown(relayout_device_resident, setup, teardown),
       cmocka_unit_test_setup_teardown(inputs_live_on_their_devices, setup, teardown),
       cmocka_unit_test_setup_teardown(mesh_larger_than_the_gpus, setup, teardown),
       cmocka_unit_test_setup_teardown(collective_deadline, setup, teardown),
