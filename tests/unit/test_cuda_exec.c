@@ -31,6 +31,7 @@
 #include "cuda/cuda_exec.h"
 #include "cuda_emu/cuda_emu_runner.h"
 #include "ir/program.h"
+#include "cuda_test_driver.h"
 #include "test_util.h"
 #include "trace/fn.h"
 
@@ -374,19 +375,8 @@ int main(int argc, char **argv) {
     return cmocka_run_group_tests(tests, NULL, NULL);
   }
   real_driver = !strcmp(mode, "--real");
-  if (!real_driver) {
-    if (!cuda_emu_available()) {
-      printf("test_cuda_exec: skipped: %s (the fake driver runs kernels through it)\n",
-             cuda_emu_missing());
-      return 0;
-    }
-    setenv("JX_CUDA_DRIVER_PATH", JX_CUDA_FAKE_DRIVER, 1);
-    setenv("JX_CUDA_MODULE_SOURCE", "1", 1);
-  }
-  if (jx_cuda_device_count() == 0) {
-    printf("test_cuda_exec: skipped: %s\n", jx_cuda_status());
-    return real_driver ? 0 : 1; /* the fake must always load */
-  }
+  int rc = cuda_test_driver("test_cuda_exec", real_driver);
+  if (rc >= 0) return rc;
   printf("test_cuda_exec: %s\n", jx_cuda_status());
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_elementwise_chain, setup, teardown),

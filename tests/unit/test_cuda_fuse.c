@@ -28,6 +28,7 @@
 #include "cuda_emu/cuda_emu_runner.h"
 #include "ir/program.h"
 #include "prims/prims.h"
+#include "cuda_test_driver.h"
 #include "test_util.h"
 #include "trace/fn.h"
 
@@ -354,19 +355,8 @@ static void test_gpt_forward(void **state) {
 
 int main(int argc, char **argv) {
   real_driver = argc > 1 && !strcmp(argv[1], "--real");
-  if (!real_driver) {
-    if (!cuda_emu_available()) {
-      printf("test_cuda_fuse: skipped: %s (the fake driver runs kernels through it)\n",
-             cuda_emu_missing());
-      return 0;
-    }
-    setenv("JX_CUDA_DRIVER_PATH", JX_CUDA_FAKE_DRIVER, 1);
-    setenv("JX_CUDA_MODULE_SOURCE", "1", 1);
-  }
-  if (jx_cuda_device_count() == 0) {
-    printf("test_cuda_fuse: skipped: %s\n", jx_cuda_status());
-    return real_driver ? 0 : 1; /* the fake must always load */
-  }
+  int rc = cuda_test_driver("test_cuda_fuse", real_driver);
+  if (rc >= 0) return rc;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_epilogue_relu, setup, teardown),
       cmocka_unit_test_setup_teardown(test_epilogue_gelu, setup, teardown),

@@ -1,0 +1,33 @@
+/* The driver a test of the CUDA executor runs on: the fake one
+ * (JX_CUDA_FAKE_DRIVER: device memory is host memory, kernels run in
+ * tests/cuda_emu's emulator), or with --real the machine's (GPU checks). */
+#ifndef JX_TESTS_CUDA_TEST_DRIVER_H
+#define JX_TESTS_CUDA_TEST_DRIVER_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda/cuda_device.h"
+#include "cuda_emu/cuda_emu_runner.h"
+
+/* Points jx at the driver. Returns -1 when the test goes on, else its exit
+ * code: 0 when it is skipped (no C++ compiler for the emulator, or no GPU
+ * with --real), 1 when the fake driver did not load (it always must). */
+static inline int cuda_test_driver(const char *test, int real_driver) {
+  if (!real_driver) {
+    if (!cuda_emu_available()) {
+      printf("%s: skipped: %s (the fake driver runs kernels through it)\n", test,
+             cuda_emu_missing());
+      return 0;
+    }
+    setenv("JX_CUDA_DRIVER_PATH", JX_CUDA_FAKE_DRIVER, 1);
+    setenv("JX_CUDA_MODULE_SOURCE", "1", 1);
+  }
+  if (jx_cuda_device_count() == 0) {
+    printf("%s: skipped: %s\n", test, jx_cuda_status());
+    return real_driver ? 0 : 1;
+  }
+  return -1;
+}
+
+#endif
