@@ -1,7 +1,10 @@
 /* One jitted training step of an MLP 784-512-512-10 (ReLU, softmax
  * cross-entropy) on a batch of 256 with AdamW, as PERFORMANCE.md's MLP row:
  * value_and_grad of the loss and the AdamW update of all six parameters in
- * one jitted function. Prints the median step time as a JSON line;
+ * one jitted function. The steps run as a training loop runs them: each
+ * takes the parameters and optimizer state the last one returned, donated
+ * (written in place), as bench_gpt does and as compare.py's JAX twin does
+ * with donate_argnums. Prints the median step time as a JSON line;
  * bench/compare.py times the same step in JAX (+ Optax-equivalent AdamW). */
 #include "bench_util.h"
 #include <jx/jx.h>
@@ -56,6 +59,15 @@ static void step_body(void *ctx, jx_array *const *in, jx_array **out) {
   }
 }
 
+/* The next step's parameters and moments are this one's outputs (the old
+ * ones were donated to it). */
+static void next_state(jx_array **in, jx_array *const *out) {
+  for (int i = 0; i < 3 * NPARAM; i++) {
+    jx_release(in[i]);
+    in[i] = jx_keep(out[1 + i]);
+  }
+}
+
 int main(int argc, char **argv) {
   /* argv[1]: timed steps (compare.py passes its --runs; at least 15 here, the step is short) */
   int runs = argc > 1 ? atoi(argv[1]) : RUNS;
@@ -63,8 +75,10 @@ int main(int argc, char **argv) {
   if (runs > MAX_RUNS) runs = MAX_RUNS;
   jx_fn *loss = jx_fn_create("mlp_loss", 8, 1, loss_body, NULL);
   grad_fn = jx_value_and_grad(loss, JX_AXES(0, 1, 2, 3, 4, 5), 0);
-  jx_fn *step =
-      jx_jit(jx_fn_create("train_step", 3 * NPARAM + 3, 1 + 3 * NPARAM, step_body, NULL), NULL);
+  int donate[3 * NPARAM + 3] = {0}; /* the parameters and both moments */
+  for (int i = 0; i < 3 * NPARAM; i++) donate[i] = 1;
+  jx_fn *step = jx_jit(jx_fn_create("train_step", 3 * NPARAM + 3, 1 + 3 * NPARAM, step_body, NULL),
+                       &(jx_jit_options){.donate = donate});
   jx_shape shapes[NPARAM] = {JX_SHAPE(IN, H), JX_SHAPE(H),      JX_SHAPE(H, H),
                              JX_SHAPE(H),     JX_SHAPE(H, OUT), JX_SHAPE(OUT)};
   jx_array *in[3 * NPARAM + 3];
@@ -87,12 +101,17 @@ int main(int argc, char **argv) {
     return 1;
   }
   double first = (bench_now_s() - t0) * 1e3;
+  next_state(in, out);
   static double t[MAX_RUNS];
   for (int r = 0; r < WARMUP + runs; r++) {
     jx_scope_begin();
     double s = bench_now_s();
-    jx_call(step, in, out);
+    if (jx_call(step, in, out)) {
+      fprintf(stderr, "%s\n", jx_last_error());
+      return 1;
+    }
     jx_block_until_ready(out[0]);
+    next_state(in, out);
     if (r >= WARMUP) t[r - WARMUP] = (bench_now_s() - s) * 1e3;
     if (r == WARMUP + runs - 1)
       printf("{\"bench\":\"mlp_step\",\"impl\":\"jx\",\"loss\":%.6f,", jx_item(out[0]));
