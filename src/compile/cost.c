@@ -14,6 +14,7 @@
 #include "fusion.h"
 #include "cost.h"
 #include "executable.h"
+#include "lower.h"
 #include "simplify.h"
 
 double jx_aval_bytes(jx_aval a) {
@@ -43,17 +44,27 @@ double jx_eqn_flops(const jx_program *p, const jx_eqn *e) {
 }
 
 /* donate (per input, or NULL): inputs the run frees after their last use,
- * as an executable does with donated buffers (executable.c). */
-static void program_cost(const jx_program *p, const uint8_t *donate, jx_cost *c) {
+ * as an executable does with donated buffers (executable.c). The program
+ * costed is the lowered one the executable runs (lower.h): a custom call's
+ * equations, inlined, have their own flops and temporaries (attention's
+ * T x T scores inside its custom_vjp calls). */
+static void program_cost(const jx_program *given, const uint8_t *donate, jx_cost *c) {
+  /* lowering only takes a reference to a program without custom calls */
+  jx_program *p = jx_lower_custom_calls((jx_program *)given);
+  if (!p) return;
   jx_fusion_group *groups = NULL;
   int ng = jx_fuse(p, &groups);
-  if (ng < 0) return;
+  if (ng < 0) {
+    jx_program_release(p);
+    return;
+  }
   int *last = malloc(sizeof *last * (size_t)(p->nvars + 1));
   uint8_t *temp = calloc((size_t)p->nvars + 1, 1);
   if (!last || !temp) {
     free(groups);
     free(last);
     free(temp);
+    jx_program_release(p);
     return;
   }
   /* what each group reads as arrays, as the executable does */
@@ -105,6 +116,7 @@ static void program_cost(const jx_program *p, const uint8_t *donate, jx_cost *c)
   free(groups);
   free(last);
   free(temp);
+  jx_program_release(p);
 }
 
 void jx_program_cost(const jx_program *p, jx_cost *c) { program_cost(p, NULL, c); }

@@ -232,6 +232,21 @@ static void gemm_rows_finished_by_their_kernel(void **state) {
   jx_fn_release(f);
 }
 
+/* sum(tanh(x x^T)): the product is a temporary of the function's own */
+static void gram_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_sum(jx_tanh(jx_matmul(in[0], jx_transpose(in[0], JX_AXES()))), JX_AXES(), 0);
+}
+static void gram_jvp(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *x = in[0], *t = in[1];
+  jx_array *th = jx_tanh(jx_matmul(x, jx_transpose(x, JX_AXES())));
+  jx_array *dy =
+      jx_add(jx_matmul(t, jx_transpose(x, JX_AXES())), jx_matmul(x, jx_transpose(t, JX_AXES())));
+  out[0] = jx_sum(th, JX_AXES(), 0);
+  out[1] = jx_sum(jx_mul(jx_sub(jx_scalar(JX_F32, 1), jx_mul(th, th)), dy), JX_AXES(), 0);
+}
+
 static void cost_before_running(void **state) {
   (void)state;
   jx_fn *f = jx_fn_create("chain", 2, 1, chain, NULL);
@@ -249,6 +264,16 @@ static void cost_before_running(void **state) {
   /* inputs, the product, and tanh's result live at once */
   assert_true(c.peak_bytes_per_device == 4.0 * (8 * 16 + 16 * 4 + 8 * 4 + 8 * 4));
   jx_fn_release(m);
+  /* inside a custom call (one equation of the jitted program), the inlined
+   * equations the executable runs are costed: the product's flops and the
+   * [64, 64] temporary */
+  jx_fn *g = jx_custom_jvp(jx_fn_create("gram", 1, 1, gram_body, NULL),
+                           jx_fn_create("gram_jvp", 2, 2, gram_jvp, NULL));
+  jx_array *x[1] = {jx_zeros(JX_F32, JX_SHAPE(64, 32))};
+  assert_int_equal(jx_fn_cost(g, x, &c), JX_OK);
+  assert_true(c.flops >= 2.0 * 64 * 64 * 32);
+  assert_true(c.peak_bytes_per_device >= 4.0 * (64 * 32 + 64 * 64));
+  jx_fn_release(g);
 }
 
 /* ---- concurrent compiles: two threads load two sources at the same moment ---- */
