@@ -309,19 +309,6 @@ static jx_status mesh_run(void *exec, const jx_program *p, jx_array *const *in, 
   count(&stats.runs);
   return jx_cuda_executable_run(mx->per[c->position], p, in, out);
 }
-
-/* "data=2, model=2 over devices 0,1,2,3" */
-static const char *mesh_text(const jx_mesh *m, char *buf, size_t cap) {
-  size_t len = 0;
-  buf[0] = 0;
-  for (int i = 0; i < m->ndim && len < cap; i++)
-    len += (size_t)snprintf(buf + len, cap - len, "%s%s=%lld", i ? ", " : "", m->name[i],
-                            (long long)m->size[i]);
-  for (int p = 0; p < m->ndev && len < cap; p++)
-    len += (size_t)snprintf(buf + len, cap - len, "%s%d", p ? "," : " over devices ", m->device[p]);
-  return buf;
-}
-
 jx_status jx_cuda_mesh_attach(jx_program *p, jx_mesh *m, const char *what_name,
                               const char *dump_prefix) {
   const char *name = what_name ? what_name : p->name;
@@ -344,7 +331,7 @@ jx_status jx_cuda_mesh_attach(jx_program *p, jx_mesh *m, const char *what_name,
                         "jit of '%s': the mesh (%s) has %d devices of this process, up to jx "
                         "device %d, but there %s %d CUDA device%s (JX_PLATFORM=cuda runs jx "
                         "device p on CUDA device p)",
-                        name, mesh_text(m, text, sizeof text), mine, highest,
+                        name, jx_mesh_text(m, 1, text, sizeof text), mine, highest,
                         ngpu == 1 ? "is" : "are", ngpu, ngpu == 1 ? "" : "s");
   }
   mesh_exec *mx = calloc(1, sizeof *mx);

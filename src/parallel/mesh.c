@@ -3,6 +3,7 @@
 #include "mesh.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -261,6 +262,17 @@ int jx_mesh_ndim(const jx_mesh *m) { return m ? m->ndim : 0; }
 const char *jx_mesh_axis_name(const jx_mesh *m, int i) {
   return m && i >= 0 && i < m->ndim ? m->name[i] : NULL;
 }
+const char *jx_mesh_text(const jx_mesh *m, int with_devices, char *buf, size_t cap) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (int i = 0; i < m->ndim && len < cap; i++)
+    len += (size_t)snprintf(buf + len, cap - len, "%s%s=%lld", i ? ", " : "", m->name[i],
+                            (long long)m->size[i]);
+  for (int p = 0; with_devices && p < m->ndev && len < cap; p++)
+    len += (size_t)snprintf(buf + len, cap - len, "%s%d", p ? "," : " over devices ", m->device[p]);
+  return buf;
+}
+
 int jx_mesh_axis_index(const jx_mesh *m, const char *name) {
   for (int i = 0; m && name && i < m->ndim; i++)
     if (strcmp(m->name[i], name) == 0) return i;

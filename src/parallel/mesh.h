@@ -32,6 +32,9 @@ struct jx_mesh {
 jx_mesh *jx_mesh_from_id(int id);
 /* The index of the axis called name, or -1. */
 int jx_mesh_axis_index(const jx_mesh *m, const char *name);
+/* "data=4, model=2" for messages, and with devices " over devices 0,1,..."
+ * when with_devices; written into buf[cap], which is returned. */
+const char *jx_mesh_text(const jx_mesh *m, int with_devices, char *buf, size_t cap);
 /* Position p's coordinate along each axis. */
 void jx_mesh_coords(const jx_mesh *m, int p, int64_t *coords);
 int jx_mesh_position(const jx_mesh *m, const int64_t *coords);

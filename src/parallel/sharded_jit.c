@@ -76,19 +76,6 @@ static void free_data(void *d) {
   opts_free(d);
   free(d);
 }
-
-/* "data=4, model=2 over devices 0,1,..." for messages. */
-static const char *mesh_text(const jx_mesh *m, char *buf, size_t cap) {
-  size_t len = 0;
-  buf[0] = 0;
-  for (int i = 0; i < m->ndim && len < cap; i++)
-    len += (size_t)snprintf(buf + len, cap - len, "%s%s=%lld", i ? ", " : "", m->name[i],
-                            (long long)m->size[i]);
-  for (int p = 0; p < m->ndev && len < cap; p++)
-    len += (size_t)snprintf(buf + len, cap - len, "%s%d", p ? "," : " over devices ", m->device[p]);
-  return buf;
-}
-
 static const char *sharding_text(const jx_sharding *s) {
   return !s ? "unsharded" : s->spec[0] ? s->spec : "replicated";
 }
@@ -107,8 +94,8 @@ static jx_status same_mesh(const char *what, jx_sharding *const *sh, int n, jx_m
       return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                           "jx_jit: shardings on different meshes: %s[%d] is on the mesh (%s) but "
                           "%s[%d] on the mesh (%s)",
-                          *m_what, *m_at, mesh_text(*m, a, sizeof a), what, i,
-                          mesh_text(sh[i]->mesh, b, sizeof b));
+                          *m_what, *m_at, jx_mesh_text(*m, 1, a, sizeof a), what, i,
+                          jx_mesh_text(sh[i]->mesh, 1, b, sizeof b));
     }
   }
   return JX_OK;
@@ -188,7 +175,7 @@ jx_fn *jx_jit_sharded(jx_fn *f, const jx_jit_options *opts) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT,
                  "jx_jit: in_shardings are on the mesh (%s) but out_shardings on the mesh (%s); "
                  "one jit runs on one mesh",
-                 mesh_text(m, a, sizeof a), mesh_text(mo, b, sizeof b));
+                 jx_mesh_text(m, 1, a, sizeof a), jx_mesh_text(mo, 1, b, sizeof b));
     return NULL;
   }
   pjit_opts *data = malloc(sizeof *data);

@@ -27,14 +27,6 @@ static void normalize(const jx_mesh *m, int ndims, const int *naxes, const int (
   }
 }
 
-static void mesh_text(const jx_mesh *m, char *buf, size_t cap) {
-  size_t len = 0;
-  buf[0] = 0;
-  for (int i = 0; i < m->ndim && len < cap; i++)
-    len += (size_t)snprintf(buf + len, cap - len, "%s%s=%lld", i ? ", " : "", m->name[i],
-                            (long long)m->size[i]);
-}
-
 jx_sharding *jx_sharding_make(jx_mesh *m, int ndims, const int *naxes,
                               const int (*axis)[JX_MAX_RANK], const char *op) {
   if (!m) {
@@ -148,7 +140,7 @@ jx_sharding *jx_sharding_create(jx_mesh *m, const char *spec) {
         if (!group && (strcmp(name, "None") == 0 || strcmp(name, "_") == 0)) break;
         int a = jx_mesh_axis_index(m, name);
         if (a < 0) {
-          mesh_text(m, mt, sizeof mt);
+          jx_mesh_text(m, 0, mt, sizeof mt);
           jx_error_set(JX_ERR_INVALID_ARGUMENT,
                        "%s: the spec '%s' names the axis '%s', which the mesh (%s) does not "
                        "have",
