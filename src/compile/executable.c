@@ -30,8 +30,6 @@ typedef struct {
   jx_fusion_group group; /* kernel steps: what to load and store */
   jx_kernel_fn fn;       /* NULL: run equations [first, first + count) one by one */
   uint8_t with_next;     /* a GEMM run side by side with the next step's (pair_gemms) */
-  uint8_t rows_to_next;  /* a GEMM whose row blocks the next step's kernel finishes
-                          * (gemm_row_followups) */
 } step;
 
 struct jx_executable {
@@ -173,51 +171,6 @@ static void pair_gemms(jx_executable *x, const jx_program *p) {
   }
 }
 
-/* 1 when every load of v by g reads it in place, row-major: row r of the
- * kernel reads row r of v. */
-static int reads_rows_of(const jx_program *p, const jx_fusion_group *g, int v) {
-  int64_t rowmajor[JX_MAX_RANK], acc = 1;
-  for (int d = g->shape.rank - 1; d >= 0; d--) {
-    rowmajor[d] = acc;
-    acc *= g->shape.dims[d];
-  }
-  int reads = 0;
-  for (int l = 0; l < g->nloads; l++) {
-    if (g->loads[l].var != v) continue;
-    if (g->loads[l].offset || g->loads[l].nwin) return 0;
-    for (int d = 0; d < g->shape.rank; d++)
-      if (g->shape.dims[d] != 1 && g->loads[l].strides[d] != rowmajor[d]) return 0;
-    reads = 1;
-  }
-  return reads && jx_shape_equal(p->avals[v].shape, g->shape);
-}
-
-/* A GEMM followed by an elementwise kernel that reads its result row by row
- * (a layer's bias and activation, an optimizer's update of a weight from
- * its gradient) runs as one pool job: each thread runs the kernel on the
- * rows it has just multiplied, while they are in its cache, instead of a
- * second hand-off that reads them back from wherever they went. The GEMM's
- * blocks are those it has alone and each kernel row is computed as before,
- * so the bits do not change. JX_GEMM_ROW_FOLLOWUP=0 runs them apart. */
-static void gemm_row_followups(jx_executable *x, const jx_program *p) {
-  const char *off = getenv("JX_GEMM_ROW_FOLLOWUP");
-  if (off && strcmp(off, "0") == 0) return;
-  for (int k = 0; k + 1 < x->nsteps; k++) {
-    const step *next = &x->steps[k + 1];
-    int e = dot_eqn(x, p, k);
-    if (e < 0 || x->steps[k].with_next || (k > 0 && x->steps[k - 1].with_next)) continue;
-    if (!next->fn || next->group.skip || next->group.reduces || next->group.shape.rank < 2)
-      continue;
-    if (reads_rows_of(p, &next->group, p->eqns[e].out[0])) x->steps[k].rows_to_next = 1;
-  }
-}
-
-int jx_executable_row_followups(const jx_executable *x) {
-  int n = 0;
-  for (int s = 0; s < x->nsteps; s++) n += x->steps[s].rows_to_next;
-  return n;
-}
-
 /* Runs the GEMMs of steps k and k + 1 side by side; *ran = 0 when they are
  * not both GEMMs through BLAS (the steps then run one by one). */
 static jx_status run_pair(const jx_program *p, const jx_eqn *a, const jx_eqn *b, jx_array **env,
@@ -279,7 +232,6 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
   free(groups);
   if (!st) st = plan_lifetimes(x, p);
   if (!st) pair_gemms(x, p);
-  if (!st) gemm_row_followups(x, p);
   for (int e = 0; e < p->neqns && !st; e++)
     if (jx_eqn_has_effect(&p->eqns[e]) || p->eqns[e].prim == &jx_prim_shard_map) x->synchronous = 1;
   if (!st) {
@@ -406,34 +358,22 @@ static int in_place_load(const run_state *r, const jx_program *p, int k, int o,
   return -1;
 }
 
-/* A kernel step ready to launch: its buffers (loads, then new stores) and
- * the job over its rows. */
-typedef struct {
-  char *buf[JX_FUSION_MAX_LOADS + JX_FUSION_MAX_STORES];
-  int64_t strides[JX_FUSION_MAX_LOADS * 8];
-  int64_t dims[JX_MAX_RANK];
-  kernel_job job;
-} kernel_call;
-
-/* Fills kc for kernel step k: its loads' buffers and new (or donated) ones
- * for its stores. A load of one of the nkeep variables keep[] is never
- * written in place (a GEMM running with the kernel still reads it). */
-static jx_status kernel_prepare(const run_state *rs, const jx_program *p, int k, kernel_call *kc,
-                                const int *keep, int nkeep) {
+static jx_status run_kernel(const run_state *rs, const jx_program *p, int k) {
   const step *s = &rs->x->steps[k];
   jx_array **env = rs->env;
   uint8_t claimed[JX_FUSION_MAX_LOADS] = {0};
   const jx_fusion_group *g = &s->group;
+  char *buf[JX_FUSION_MAX_LOADS + JX_FUSION_MAX_STORES];
+  int64_t strides[JX_FUSION_MAX_LOADS * 8];
+  int64_t dims[JX_MAX_RANK] = {1};
   int rank = g->shape.rank > 0 ? g->shape.rank : 1;
-  kc->dims[0] = 1;
-  for (int d = 0; d < g->shape.rank; d++) kc->dims[d] = g->shape.dims[d];
-  for (int l = 0; l < g->nloads; l++) {
+  for (int d = 0; d < g->shape.rank; d++) dims[d] = g->shape.dims[d];
+  for (int k = 0; k < g->nloads; k++) {
     /* a value laid out over devices (a shard_map's result) is read whole */
-    if (jx_array_ready(env[g->loads[l].var])) return jx_last_status();
-    jx_array *in = env[g->loads[l].var]; /* from where a read-through slice starts */
-    kc->buf[l] = (char *)in->buf->data + g->loads[l].offset * (int64_t)jx_dtype_size(in->dtype);
-    memcpy(kc->strides + 8 * l, g->loads[l].strides, sizeof g->loads[l].strides);
-    for (int i = 0; i < nkeep; i++) claimed[l] |= g->loads[l].var == keep[i];
+    if (jx_array_ready(env[g->loads[k].var])) return jx_last_status();
+    jx_array *in = env[g->loads[k].var]; /* from where a read-through slice starts */
+    buf[k] = (char *)in->buf->data + g->loads[k].offset * (int64_t)jx_dtype_size(in->dtype);
+    memcpy(strides + 8 * k, g->loads[k].strides, sizeof g->loads[k].strides);
   }
   for (int o = 0; o < g->nstores; o++) {
     jx_aval a = p->avals[g->stores[o]];
@@ -451,24 +391,16 @@ static jx_status kernel_prepare(const run_state *rs, const jx_program *p, int k,
     }
     if (r->poisoned) return jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
     env[g->stores[o]] = r;
-    kc->buf[g->nloads + o] = r->buf->data;
+    buf[g->nloads + o] = r->buf->data;
   }
-  int64_t inner = kc->dims[rank - 1], rows = jx_shape_numel(g->shape) / (inner ? inner : 1);
-  kc->job = (kernel_job){s->fn, kc->buf, kc->dims, kc->strides, rows, inner, inner};
-  return JX_OK;
-}
-
-/* Splits kernel step k's work over the pool and runs it. */
-static void kernel_launch(const jx_executable *x, int k, kernel_call *kc) {
-  const jx_fusion_group *g = &x->steps[k].group;
-  kernel_job *job = &kc->job;
-  int64_t rows = job->rows, inner = job->inner;
+  int64_t inner = dims[rank - 1], rows = jx_shape_numel(g->shape) / (inner ? inner : 1);
+  kernel_job job = {s->fn, buf, dims, strides, rows, inner, inner};
   int threads = jx_pool_threads();
   if (g->reduces && g->lead > 0) {
     /* a column reduction: every unit owns whole output columns (all the
      * reduced rows of a piece of a kernel row), so the sums do not depend
      * on how the pool splits the work */
-    job->rows = rows = jx_fusion_kernel_rows(g);
+    job.rows = rows = jx_fusion_kernel_rows(g);
     int64_t per_column = rows > 0 && inner > 0 ? jx_shape_numel(g->shape) / (rows * inner) : 0;
     int64_t want = (4 * threads + rows - 1) / rows; /* pieces per kernel row */
     int64_t chunk = (inner + want - 1) / (want ? want : 1);
@@ -479,63 +411,21 @@ static void kernel_launch(const jx_executable *x, int k, kernel_call *kc) {
     if (chunk >= inner) {
       int64_t row_work = per_column * inner;
       jx_parallel_for(rows, row_work >= MIN_UNIT ? 1 : MIN_UNIT / (row_work ? row_work : 1),
-                      run_units, job);
+                      run_units, &job);
     } else {
-      job->chunk = chunk;
-      jx_parallel_for(rows * ((inner + chunk - 1) / chunk), 1, run_units, job);
+      job.chunk = chunk;
+      jx_parallel_for(rows * ((inner + chunk - 1) / chunk), 1, run_units, &job);
     }
   } else if (rows < 2 * threads && inner >= 2 * MIN_UNIT && !g->reduces) {
     /* few long rows: split the rows themselves */
     int64_t pieces = (2 * threads + rows - 1) / rows;
-    job->chunk = (inner + pieces - 1) / pieces;
-    if (job->chunk < MIN_UNIT) job->chunk = MIN_UNIT;
-    int64_t per_row = (inner + job->chunk - 1) / job->chunk;
-    jx_parallel_for(rows * per_row, 1, run_units, job);
+    job.chunk = (inner + pieces - 1) / pieces;
+    if (job.chunk < MIN_UNIT) job.chunk = MIN_UNIT;
+    int64_t per_row = (inner + job.chunk - 1) / job.chunk;
+    jx_parallel_for(rows * per_row, 1, run_units, &job);
   } else {
     int64_t grain = inner >= MIN_UNIT ? 1 : MIN_UNIT / (inner ? inner : 1);
-    jx_parallel_for(rows, grain, run_units, job);
-  }
-}
-
-static jx_status run_kernel(const run_state *rs, const jx_program *p, int k) {
-  kernel_call kc;
-  jx_status st = kernel_prepare(rs, p, k, &kc, NULL, 0);
-  if (!st) kernel_launch(rs->x, k, &kc);
-  return st;
-}
-
-static void kernel_rows(void *ctx, int64_t m0, int64_t m1) {
-  const kernel_job *j = ctx;
-  j->fn(j->buf, j->dims, j->strides, m0, m1, 0, j->inner);
-}
-
-/* Step k's GEMM and step k + 1's kernel on its rows (gemm_row_followups) as
- * one job; *ran = 0 when its operands are not plain host arrays (the steps
- * then run one by one). Where BLAS does not take the product as one job,
- * it is evaluated whole and the kernel launched after it. */
-static jx_status run_gemm_with_rows(const run_state *rs, const jx_program *p, int k, int *ran) {
-  *ran = 0;
-  const jx_eqn *e = &p->eqns[rs->x->steps[k].group.first];
-  jx_array **env = rs->env;
-  jx_array *a = env[e->in[0]], *b = env[e->in[1]];
-  if (a->poisoned || b->poisoned || a->shards || b->shards || a->pending || b->pending || !a->buf ||
-      !b->buf)
-    return JX_OK;
-  jx_aval av = p->avals[e->out[0]];
-  jx_array *c = jx_array_alloc(av.dtype, av.shape, av.weak);
-  if (c->poisoned) return jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
-  env[e->out[0]] = c;
-  *ran = 1;
-  kernel_call kc;
-  jx_status st = kernel_prepare(rs, p, k + 1, &kc, e->in, e->nin);
-  if (st) return st;
-  jx_tensor tin[2] = {{a->buf->data, a->dtype, a->shape}, {b->buf->data, b->dtype, b->shape}};
-  jx_tensor tc = {c->buf->data, c->dtype, c->shape};
-  int fused = 0;
-  jx_dot_eval_rows(&e->params, tin, &tc, kc.job.inner, kernel_rows, &kc.job, &fused);
-  if (!fused) {
-    jx_prim_dot_general.eval(&e->params, 2, tin, 1, &tc);
-    kernel_launch(rs->x, k + 1, &kc);
+    jx_parallel_for(rows, grain, run_units, &job);
   }
   return JX_OK;
 }
@@ -712,8 +602,6 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
     paired = 0;
     if (!st && s->with_next && !watched && !x->profile && !flight.n)
       st = run_pair(p, &p->eqns[s->group.first], &p->eqns[s[1].group.first], env, &paired);
-    if (!st && s->rows_to_next && !watched && !x->profile && !flight.n)
-      st = run_gemm_with_rows(&rs, p, k, &paired);
     if (st || paired) {
       /* stop here, or this step and the next one ran */
     } else if (s->fn) {

@@ -36,8 +36,6 @@ const char *jx_donation_conflict(const jx_program *p, jx_array *const *in, int i
                                  size_t cap);
 /* Pairs of GEMM steps that run side by side (for tests). */
 int jx_executable_side_by_side(const jx_executable *x);
-/* GEMM steps whose row blocks the next kernel finishes in the same job. */
-int jx_executable_row_followups(const jx_executable *x);
 
 /* Compiles p and attaches the executable to it (jx_program_eval runs it).
  * dump_prefix names the JX_DUMP files (kernel sources). */

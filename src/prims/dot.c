@@ -368,16 +368,6 @@ static void eval_dot(const jx_params *p, int nin, const jx_tensor *in, int nout,
   if (!jx_dot_blas(p, in, out)) jx_dot_reference(p, in, out);
 }
 
-void jx_dot_eval_rows(const jx_params *p, const jx_tensor *in, jx_tensor *out, int64_t inner,
-                      jx_dot_rows_fn rows_done, void *ctx, int *ran) {
-  *ran = 0;
-  if (!sums_f32_in_blas(in[0].dtype, out->dtype)) return;
-  int64_t work = jx_shape_numel(out->shape);
-  for (int i = 0; i < p->l[LC].n; i++) work *= in[0].shape.dims[p->l[LC].v[i]];
-  if (work < F32_SUM_MIN_WORK) return; /* eval_dot's reference sums */
-  *ran = jx_dot_blas_rows(p, in, out, inner, rows_done, ctx);
-}
-
 jx_status jx_dot_side_by_side(int n, const jx_params *const *p, jx_array *const *in,
                               const jx_aval *avals, jx_array **out, int *ran) {
   enum { MAX_SIDE = 8 };

@@ -42,12 +42,6 @@ int jx_dot_blas_side_by_side(int n, const jx_params *const *p, const jx_tensor *
   (void)out;
   return 0;
 }
-
-int jx_dot_blas_rows(const jx_params *p, const jx_tensor *in, jx_tensor *out, int64_t inner,
-                     jx_dot_rows_fn rows_done, void *ctx) {
-  (void)p, (void)in, (void)out, (void)inner, (void)rows_done, (void)ctx;
-  return 0;
-}
 #else
 #include <cblas.h>
 
@@ -262,9 +256,7 @@ typedef struct {
   int64_t M, N, K;
   const operand *L, *R;
   void *C;
-  int64_t pieces, quanta;   /* row blocks per batch; rows in ROW_QUANTUM units */
-  jx_dot_rows_fn rows_done; /* jx_dot_blas_rows's follow-up on each finished block, or NULL */
-  void *rows_ctx;
+  int64_t pieces, quanta; /* row blocks per batch; rows in ROW_QUANTUM units */
 } gemm_job;
 
 static void gemm_rows(const gemm_job *j, int64_t b, int64_t m0, int64_t m1) {
@@ -296,7 +288,6 @@ static void gemm_units(void *ctx, int64_t begin, int64_t end) {
     int64_t m1 = (p + 1) * j->quanta / j->pieces * ROW_QUANTUM;
     if (m1 > j->M) m1 = j->M;
     if (m0 < m1) gemm_rows(j, b, m0, m1);
-    if (m0 < m1 && j->rows_done) j->rows_done(j->rows_ctx, m0, m1);
   }
 }
 
@@ -321,7 +312,7 @@ enum { MIN_PIECE_MACS = 1 << 19, MIN_PIECE_QUANTA = 4 };
 static gemm_job gemm_plan(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const operand *L,
                           const operand *R, void *C) {
   int64_t quanta = (M + ROW_QUANTUM - 1) / ROW_QUANTUM;
-  gemm_job j = {dbl, M, N, K, L, R, C, 1, quanta, NULL, NULL};
+  gemm_job j = {dbl, M, N, K, L, R, C, 1, quanta};
   int64_t want = own_threads() && B == 1 ? M * N * K / MIN_PIECE_MACS : 1;
   int64_t threads = jx_pool_inside() ? 1 : jx_pool_threads();
   if (want > threads) want = threads;
@@ -500,27 +491,6 @@ int jx_dot_blas(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
   dot_call c;
   if (!dot_plan(p, in, out, &c)) return 0;
   if (!c.done) multiply(c.dbl, c.B, c.M, c.N, c.K, &c.L, &c.R, dot_result(&c));
-  dot_finish(&c);
-  return 1;
-}
-
-int jx_dot_blas_rows(const jx_params *p, const jx_tensor *in, jx_tensor *out, int64_t inner,
-                     jx_dot_rows_fn rows_done, void *ctx) {
-  dot_call c;
-  if (!dot_plan(p, in, out, &c)) return 0;
-  gemm_job j = {0};
-  int ok = !c.done && c.direct && c.B == 1 && c.M > 1 && c.N > 1 && c.N == inner;
-  if (ok) {
-    j = gemm_plan(c.dbl, c.B, c.M, c.N, c.K, &c.L, &c.R, dot_result(&c));
-    ok = j.pieces > 1 || jx_pool_inside() || jx_pool_threads() == 1;
-  }
-  if (!ok) {
-    dot_free(&c);
-    return 0;
-  }
-  j.rows_done = rows_done;
-  j.rows_ctx = ctx;
-  jx_parallel_for(j.pieces, 1, gemm_units, &j);
   dot_finish(&c);
   return 1;
 }

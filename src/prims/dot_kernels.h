@@ -33,25 +33,6 @@ int jx_dot_blas(const jx_params *p, const jx_tensor *in, jx_tensor *out);
 int jx_dot_blas_side_by_side(int n, const jx_params *const *p, const jx_tensor *const *in,
                              jx_tensor *const *out);
 
-/* One product and the work that reads its rows, as one pool job: C = L x R
- * in the row blocks jx_dot_blas would use (so the same bits), and as soon
- * as a thread has finished rows [m0, m1) of C it calls rows_done(ctx, m0,
- * m1) on them while they are in its cache (the executable's elementwise
- * kernel after a GEMM: a bias and activation, an optimizer's update).
- * Applies to a GEMM through BLAS with no batch dims whose result's last dim
- * is all of its rhs free dims (`inner`: a row of C is a row of the result)
- * and that is split over the pool's threads (else the follow-up would lose
- * the threads it had alone); returns 0 without writing out otherwise. */
-typedef void (*jx_dot_rows_fn)(void *ctx, int64_t m0, int64_t m1);
-int jx_dot_blas_rows(const jx_params *p, const jx_tensor *in, jx_tensor *out, int64_t inner,
-                     jx_dot_rows_fn rows_done, void *ctx);
-
-/* dot_general's evaluation into out followed by rows_done on its rows, as
- * one job where jx_dot_blas_rows applies and eager evaluation would use
- * BLAS (*ran = 1); else *ran = 0 and nothing is written. */
-void jx_dot_eval_rows(const jx_params *p, const jx_tensor *in, jx_tensor *out, int64_t inner,
-                      jx_dot_rows_fn rows_done, void *ctx, int *ran);
-
 /* dot_general's eager evaluation of n independent products side by side
  * (dot.c): out[i] are new arrays of avals[i]. *ran = 0, and nothing is
  * made, when the products are not all GEMMs that eager evaluation would

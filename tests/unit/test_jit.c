@@ -177,61 +177,6 @@ static void independent_gemms_run_side_by_side(void **state) {
   jx_fn_release(f);
 }
 
-/* a layer (bias, ReLU) reading its GEMM's rows in place, and a GEMM whose
- * result is read transposed */
-static void layer_and_transposed(void *ctx, jx_array *const *in, jx_array **out) {
-  (void)ctx;
-  out[0] = jx_relu(jx_add(jx_matmul(in[0], in[1]), in[2]));
-  out[1] = jx_exp(jx_transpose(jx_matmul(in[0], in[3]), JX_AXES()));
-}
-
-/* The layer's kernel runs on each row block of its GEMM in the same job
- * (one follow-up; the transposed reader is not one) and gives the eager
- * bits; JX_GEMM_ROW_FOLLOWUP=0 runs the steps apart, with the same bits. */
-static void gemm_rows_finished_by_their_kernel(void **state) {
-  (void)state;
-  enum { B = 160, I = 192, O = 96 }; /* 2^21+ multiply-adds: split into row blocks */
-  static float x[B * I], w[I * O], bias[O], w2[I * O];
-  for (int i = 0; i < B * I; i++) x[i] = sinf((float)i * 0.05f + 1);
-  for (int i = 0; i < I * O; i++) w[i] = cosf((float)i * 0.11f) * 0.1f;
-  for (int i = 0; i < O; i++) bias[i] = sinf((float)i);
-  for (int i = 0; i < I * O; i++) w2[i] = sinf((float)i * 0.3f) * 0.05f;
-  jx_array *in[4] = {
-      jx_array_from(JX_F32, JX_SHAPE(B, I), x), jx_array_from(JX_F32, JX_SHAPE(I, O), w),
-      jx_array_from(JX_F32, JX_SHAPE(O), bias), jx_array_from(JX_F32, JX_SHAPE(I, O), w2)};
-  jx_aval av[4] = {{JX_F32, 0, {2, {B, I}}},
-                   {JX_F32, 0, {2, {I, O}}},
-                   {JX_F32, 0, {1, {O}}},
-                   {JX_F32, 0, {2, {I, O}}}};
-  jx_fn *f = jx_fn_create("layer_and_transposed", 4, 2, layer_and_transposed, NULL);
-  jx_array *want[2];
-  assert_int_equal(jx_call(f, in, want), JX_OK);
-  static float a[B * O], b[B * O];
-  for (int apart = 0; apart < 2; apart++) {
-    if (apart) setenv("JX_GEMM_ROW_FOLLOWUP", "0", 1);
-    jx_fn *jf = jx_jit(f, NULL);
-    jx_array *got[2];
-    assert_int_equal(jx_call(jf, in, got), JX_OK);
-    for (int o = 0; o < 2; o++) {
-      assert_int_equal(jx_read(want[o], a, sizeof a), JX_OK);
-      assert_int_equal(jx_read(got[o], b, sizeof b), JX_OK);
-      assert_f32_close(b, a, B * O, test_gemm_rtol());
-    }
-    jx_program *p = jx_fn_program(jf, av);
-    assert_non_null(p);
-    if (TEST_CPU_ONLY("the CPU executable's GEMM follow-ups")) {
-      assert_int_equal(jx_executable_row_followups(p->exec), apart ? 0 : 1);
-      assert_int_equal(jx_read(got[0], b, sizeof b), JX_OK); /* the same blocks: the same bits */
-      assert_int_equal(jx_read(want[0], a, sizeof a), JX_OK);
-      assert_memory_equal(a, b, sizeof a);
-    }
-    jx_program_release(p);
-    jx_fn_release(jf);
-  }
-  unsetenv("JX_GEMM_ROW_FOLLOWUP");
-  jx_fn_release(f);
-}
-
 /* sum(tanh(x x^T)): the product is a temporary of the function's own */
 static void gram_body(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
@@ -451,7 +396,6 @@ int main(int argc, char **argv) {
       cmocka_unit_test(fused_kernel_matches_eager_bits),
       cmocka_unit_test(jit_without_kernels),
       cmocka_unit_test(independent_gemms_run_side_by_side),
-      cmocka_unit_test(gemm_rows_finished_by_their_kernel),
       cmocka_unit_test(cost_before_running),
       cmocka_unit_test(new_process_hits_the_disk_cache),
       cmocka_unit_test(corrupt_entry_is_rebuilt),
