@@ -297,6 +297,20 @@ static jx_status run_collective(void *ctx, const jx_program *p, const jx_eqn *e,
 
 /* ---- attaching and running ---- */
 
+/* The highest CUDA ordinal that m's devices of this process run on (-1:
+ * none); *mine: how many of m's devices are this process's. */
+static int highest_ordinal(const jx_mesh *m, int *mine) {
+  int local_devices = jx_devices_init(), highest = -1;
+  *mine = 0;
+  for (int q = 0; q < m->ndev; q++)
+    if (jx_device_is_local(m->device[q])) {
+      ++*mine;
+      int ordinal = m->device[q] % local_devices;
+      if (ordinal > highest) highest = ordinal;
+    }
+  return highest;
+}
+
 static jx_status mesh_run(void *exec, const jx_program *p, jx_array *const *in, jx_array **out) {
   mesh_exec *mx = exec;
   const jx_spmd_ctx *c = jx_spmd_current();
@@ -318,13 +332,7 @@ jx_status jx_cuda_mesh_attach(jx_program *p, jx_mesh *m, const char *what_name,
                         "jit of '%s': JX_PLATFORM=cuda, but CUDA cannot run it: %s (set "
                         "JX_PLATFORM=cpu to run on the CPU)",
                         name, jx_cuda_status());
-  int local_devices = jx_devices_init(), mine = 0, highest = -1;
-  for (int q = 0; q < m->ndev; q++)
-    if (jx_device_is_local(m->device[q])) {
-      mine++;
-      int ordinal = m->device[q] % local_devices;
-      if (ordinal > highest) highest = ordinal;
-    }
+  int local_devices = jx_devices_init(), mine = 0, highest = highest_ordinal(m, &mine);
   if (highest >= ngpu) {
     char text[512];
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
@@ -390,4 +398,30 @@ jx_status jx_mesh_platform_attach(jx_program *p, jx_mesh *m, const char *what_na
                         "jit of '%s': JX_PLATFORM='%s' is not a platform (cpu or cuda)",
                         what_name ? what_name : p->name, platform);
   return jx_cuda_mesh_attach(p, m, what_name, dump_prefix);
+}
+
+jx_status jx_mesh_body_attach(jx_program *p, jx_mesh *m, const char *what_name,
+                              const char *dump_prefix) {
+  const char *platform = getenv("JX_PLATFORM");
+  if (!platform || strcmp(platform, "cuda") != 0) return jx_compile_attach(p, dump_prefix);
+  int clean = jx_last_status() == JX_OK;
+  int ngpu = jx_cuda_device_count(), mine = 0, highest = highest_ordinal(m, &mine);
+  if (ngpu > 0 && highest < ngpu) return jx_cuda_mesh_attach(p, m, what_name, dump_prefix);
+  if (clean) jx_clear_error(); /* probing the driver is no error of the caller's */
+  if (jx_env_flag("JX_LOG_COMPILES")) {
+    char text[512];
+    jx_mesh_text(m, 1, text, sizeof text);
+    if (ngpu == 0)
+      fprintf(stderr,
+              "jx: %s: JX_PLATFORM=cuda, but CUDA cannot run it (%s): runs on the CPU "
+              "devices\n",
+              what_name ? what_name : p->name, jx_cuda_status());
+    else
+      fprintf(stderr,
+              "jx: %s: the mesh (%s) has %d devices of this process, up to jx device %d, but there "
+              "%s %d CUDA device%s: runs on the CPU devices\n",
+              what_name ? what_name : p->name, text, mine, highest, ngpu == 1 ? "is" : "are", ngpu,
+              ngpu == 1 ? "" : "s");
+  }
+  return jx_compile_attach(p, dump_prefix);
 }

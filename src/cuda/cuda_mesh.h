@@ -47,6 +47,14 @@ jx_status jx_cuda_mesh_attach(jx_program *p, jx_mesh *m, const char *what_name,
 jx_status jx_mesh_platform_attach(jx_program *p, jx_mesh *m, const char *what_name,
                                   const char *dump_prefix);
 
+/* For the per-device bodies of shard_map and pmap: with JX_PLATFORM=cuda
+ * and m within this process's CUDA devices (jx device p on CUDA device p),
+ * jx_cuda_mesh_attach; otherwise jx_compile_attach (the CPU devices, as
+ * without CUDA), said under JX_LOG_COMPILES=1 when CUDA was asked for. A
+ * body always runs somewhere, so a bad JX_PLATFORM is left to the jit. */
+jx_status jx_mesh_body_attach(jx_program *p, jx_mesh *m, const char *what_name,
+                              const char *dump_prefix);
+
 /* For tests. */
 typedef struct {
   long runs;        /* per-device programs run on a CUDA device */

@@ -11,6 +11,7 @@
 
 #include "../base/error.h"
 #include "../compile/executable.h"
+#include "../cuda/cuda_mesh.h"
 #include "../trace/axis_env.h"
 #include "../trace/dispatch.h"
 #include "../trace/fn.h"
@@ -170,17 +171,21 @@ static jx_status smap_outputs(const jx_params *p, int nin, const jx_aval *in, in
 /* Bodies run compiled, as under jit (control flow elsewhere is interpreted,
  * but a shard_map body is the whole per-device program, the part worth
  * compiling). Compiled here, on the calling thread, once per body: the
- * device threads then only run it. */
+ * device threads then only run it. With JX_PLATFORM=cuda and a mesh that
+ * fits the GPUs, the body gets the CUDA mesh's executables instead (one per
+ * mesh position, collectives through NCCL: cuda/cuda_mesh.h); a body is
+ * always run on the mesh it was compiled for (its equation names it). */
 static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static jx_status ensure_compiled(jx_program *body) {
+static jx_status ensure_compiled(jx_program *body, jx_mesh *m) {
   pthread_mutex_lock(&compile_lock);
   jx_status st = JX_OK;
   if (!body->exec_run) {
-    char prefix[300];
+    char prefix[300], what[300];
     snprintf(prefix, sizeof prefix, "shard_map.%s.%016llx", body->name,
              (unsigned long long)jx_program_hash(body));
-    st = jx_compile_attach(body, prefix);
+    snprintf(what, sizeof what, "shard_map body '%s'", body->name);
+    st = jx_mesh_body_attach(body, m, what, prefix);
   }
   pthread_mutex_unlock(&compile_lock);
   return st;
@@ -194,7 +199,7 @@ static jx_status impl_smap(const jx_params *p, int nin, jx_array *const *in, int
   if (!s) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "shard_map: out of memory");
   jx_status st = jx_smap_decode(p, 1, nin, &m, s);
   if (!st) st = jx_smap_decode(p, 2, nout, NULL, s + nin);
-  if (!st) st = ensure_compiled(subs[0]);
+  if (!st) st = ensure_compiled(subs[0], m);
   if (!st) st = jx_spmd_run(m, subs[0], nin, in, s, nout, s + nin, out, "jx_shard_map");
   free(s);
   return st;
