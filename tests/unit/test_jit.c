@@ -212,8 +212,11 @@ static void cost_before_running(void **state) {
   /* inside a custom call (one equation of the jitted program), the inlined
    * equations the executable runs are costed: the product's flops and the
    * [64, 64] temporary */
-  jx_fn *g = jx_custom_jvp(jx_fn_create("gram", 1, 1, gram_body, NULL),
-                           jx_fn_create("gram_jvp", 2, 2, gram_jvp, NULL));
+  jx_fn *gram = jx_fn_create("gram", 1, 1, gram_body, NULL),
+        *gram_tangent = jx_fn_create("gram_jvp", 2, 2, gram_jvp, NULL);
+  jx_fn *g = jx_custom_jvp(gram, gram_tangent); /* holds its own references */
+  jx_fn_release(gram);
+  jx_fn_release(gram_tangent);
   jx_array *x[1] = {jx_zeros(JX_F32, JX_SHAPE(64, 32))};
   assert_int_equal(jx_fn_cost(g, x, &c), JX_OK);
   assert_true(c.flops >= 2.0 * 64 * 64 * 32);
