@@ -1,5 +1,6 @@
 /* The fake NCCL's CUDA driver (see nccl_fake.h for why it has its own):
- * four devices "jx fake GPU <n>", device memory = host memory, streams that
+ * four devices "jx fake GPU <n>" (JX_FAKE_CUDA_DEVICES=n: 1 to 8, for the
+ * sharding tests' 8-device meshes), device memory = host memory, streams that
  * wait for the collectives enqueued on them. It runs no kernels
  * (cuModuleLoadData says CUDA_ERROR_NOT_SUPPORTED) unless built with
  * nccl_fake_kernels.c (NCCL_FAKE_KERNELS). */
@@ -11,7 +12,10 @@
 #include "cuda/cuda_driver.h"
 #include "nccl_fake.h"
 
-enum { DEVICES = 4 };
+enum { MAX_DEVICES = 8 };
+
+/* The device count: JX_FAKE_CUDA_DEVICES, read when the driver initializes. */
+static int devices = 4;
 enum {
   INVALID_VALUE = 1,
   NOT_INITIALIZED = 3,
@@ -27,7 +31,7 @@ pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t fake_cond = PTHREAD_COND_INITIALIZER;
 
 static int initialized;
-static struct CUctx_st contexts[DEVICES] = {{0}, {1}, {2}, {3}};
+static struct CUctx_st contexts[MAX_DEVICES] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}};
 static _Thread_local struct CUctx_st *current;
 
 struct CUctx_st *fake_current_context(void) {
@@ -98,6 +102,8 @@ void fake_stream_drain(CUstream s) {
 
 FAKE_EXPORT CUresult cuInit(unsigned flags) {
   if (flags) return INVALID_VALUE;
+  const char *n = getenv("JX_FAKE_CUDA_DEVICES");
+  if (n && atoi(n) >= 1 && atoi(n) <= MAX_DEVICES) devices = atoi(n);
   initialized = 1;
   return 0;
 }
@@ -107,21 +113,21 @@ FAKE_EXPORT CUresult cuDriverGetVersion(int *v) {
 }
 FAKE_EXPORT CUresult cuDeviceGetCount(int *n) {
   if (!initialized) return NOT_INITIALIZED;
-  *n = DEVICES;
+  *n = devices;
   return 0;
 }
 FAKE_EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal) {
-  if (ordinal < 0 || ordinal >= DEVICES) return INVALID_DEVICE;
+  if (ordinal < 0 || ordinal >= devices) return INVALID_DEVICE;
   *d = ordinal;
   return 0;
 }
 FAKE_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
-  if (d < 0 || d >= DEVICES || len < 1) return INVALID_VALUE;
+  if (d < 0 || d >= devices || len < 1) return INVALID_VALUE;
   snprintf(name, (size_t)len, "jx fake GPU %d", d);
   return 0;
 }
 FAKE_EXPORT CUresult cuDeviceGetAttribute(int *v, int attribute, CUdevice d) {
-  if (d < 0 || d >= DEVICES) return INVALID_DEVICE;
+  if (d < 0 || d >= devices) return INVALID_DEVICE;
   switch (attribute) {
   case JX_CU_ATTR_SM_COUNT: *v = 2; return 0;
   case JX_CU_ATTR_CC_MAJOR: *v = 9; return 0;
@@ -130,20 +136,20 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int *v, int attribute, CUdevice d) {
   }
 }
 FAKE_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
-  if (d < 0 || d >= DEVICES) return INVALID_DEVICE;
+  if (d < 0 || d >= devices) return INVALID_DEVICE;
   *bytes = (size_t)1 << 30;
   return 0;
 }
 FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d) {
-  if (d < 0 || d >= DEVICES) return INVALID_DEVICE;
+  if (d < 0 || d >= devices) return INVALID_DEVICE;
   *ctx = &contexts[d];
   return 0;
 }
 FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
-  return d >= 0 && d < DEVICES ? 0 : INVALID_DEVICE;
+  return d >= 0 && d < devices ? 0 : INVALID_DEVICE;
 }
 FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
-  if (ctx && (ctx < contexts || ctx >= contexts + DEVICES)) return INVALID_CONTEXT;
+  if (ctx && (ctx < contexts || ctx >= contexts + devices)) return INVALID_CONTEXT;
   current = ctx;
   return 0;
 }

@@ -2,7 +2,8 @@
 # The suite on CUDA (docs/cuda.md, "The suite on CUDA"): runs one test program
 # with JX_PLATFORM=cuda, so that its jitted programs run on CUDA device 0.
 #   run_on_cuda.sh FAKE_DRIVER PROGRAM [ARGS...]
-# JX_TEST_CUDA_DRIVER picks the driver:
+# JX_TEST_CUDA_DRIVER picks the driver (FAKE_DRIVER is the fake NCCL's
+# eight-device driver for the sharding tests, JX_TEST_CUDA_MESH_DEVICES=8):
 #   fake (default)  FAKE_DRIVER (tests/cuda_fake: kernels run in the CPU
 #                   emulator), modules handed over as source, and each also
 #                   compiled by NVRTC where libnvrtc loads (CI, no GPU);
@@ -14,7 +15,14 @@ shift
 export JX_PLATFORM=cuda
 case ${JX_TEST_CUDA_DRIVER:-fake} in
 real)
-  unset JX_CUDA_DRIVER_PATH JX_CUDA_MODULE_SOURCE JX_CUDA_MODULE_NVRTC_CHECK
+  unset JX_CUDA_DRIVER_PATH JX_CUDA_MODULE_SOURCE JX_CUDA_MODULE_NVRTC_CHECK JX_NCCL_PATH
+  # the sharding tests' meshes want a GPU per device (JX_TEST_CUDA_MESH_DEVICES)
+  want=${JX_TEST_CUDA_MESH_DEVICES:-0}
+  have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  if ((want > have)); then
+    echo "skipped: the test's meshes need $want GPUs, the machine has $have"
+    exit 0
+  fi
   echo "[ cuda     ] JX_PLATFORM=cuda on the machine's CUDA driver"
   ;;
 fake)

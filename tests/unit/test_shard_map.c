@@ -293,8 +293,10 @@ static void collectives_run_ahead(void **state) {
     jx_array *got[2], *want[2];
     long before = jx_collective_async_started();
     check_ok(jx_call(js, (jx_array *[]){a, b}, got));
-    /* three collectives on each of n devices went ahead */
-    assert_int_equal(jx_collective_async_started() - before, 3 * n);
+    /* three collectives on each of n devices went ahead (the CPU executable
+     * starts them early; on CUDA the engine orders them by streams) */
+    if (TEST_CPU_ONLY("collectives started ahead by the CPU executable"))
+      assert_int_equal(jx_collective_async_started() - before, 3 * n);
     check_ok(jx_call(ref, (jx_array *[]){a, b}, want));
     assert_close(got[0], want[0], 1e-12);
     assert_close(got[1], want[1], 1e-12);

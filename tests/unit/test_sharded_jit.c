@@ -274,6 +274,8 @@ static void rules_match_unsharded(void **state) {
    * were nearly all of this test's time. Compiled per-device programs are
    * checked by the other tests here and the conformance suite's sharded
    * mode. */
+  TEST_SKIP_ON_CUDA("352 partitioned programs on eight emulated GPUs take minutes; "
+                    "test_cuda_mesh and the tests below run the sharded jit on CUDA");
   setenv("JX_JIT_KERNELS", "0", 1);
   int runs = 0;
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
