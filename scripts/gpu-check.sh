@@ -76,7 +76,7 @@ STEP_SHOW=2 step configure 60 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Re
   -DJX_BUILD_EXAMPLES=OFF -DJX_CUDA_SUITE_FULL=ON
 
 # the programs the CUDA tests run (ctest -R cuda: unit.test_<target>[.variant],
-# bench.<target>[.variant], and the suite on CUDA: cuda.unit.<target>,
+# bench.<target>[.variant], and the suite on CUDA: cuda.unit.<target>, cuda.mesh.<target>,
 # cuda.conformance.<family>.jit), jx and the benches
 targets="jx_cli bench_cuda_gemm bench_cuda_gpt"
 other_tests=0
@@ -86,6 +86,10 @@ while read -r name; do
   cuda.unit.*)
     name=${name#cuda.unit.}
     targets="$targets ${name%%.*} jx_cuda_fake"
+    ;;
+  cuda.mesh.*)
+    name=${name#cuda.mesh.}
+    targets="$targets ${name%%.*} jx_nccl_fake_emu"
     ;;
   unit.* | bench.*)
     name=${name#*.}
