@@ -76,28 +76,6 @@ static void release_shardings(jx_sharding **s, int n) {
   for (int k = 0; k < n; k++) jx_sharding_release(s[k]);
 }
 
-/* Largest |got - want| / max(1, |want|) over the outputs. */
-static double compare(jx_array *const *got, jx_array *const *want, int n, int *bit_exact) {
-  double worst = 0;
-  *bit_exact = 1;
-  for (int o = 0; o < n; o++) {
-    int64_t numel = jx_size(want[o]);
-    assert_int_equal(jx_size(got[o]), numel);
-    float *g = malloc(sizeof *g * (size_t)(numel + 1)),
-          *w = malloc(sizeof *w * (size_t)(numel + 1));
-    check_ok(jx_read(got[o], g, sizeof *g * (size_t)numel));
-    check_ok(jx_read(want[o], w, sizeof *w * (size_t)numel));
-    *bit_exact &= !memcmp(g, w, sizeof *g * (size_t)numel);
-    for (int64_t i = 0; i < numel; i++) {
-      double m = fabs(w[i]) > 1 ? fabs(w[i]) : 1, d = fabs((double)g[i] - w[i]) / m;
-      if (!(d <= worst)) worst = d; /* NaN too */
-    }
-    free(g);
-    free(w);
-  }
-  return worst;
-}
-
 typedef struct {
   int kernels, host_eqns, collectives;
   long runs, engine_collectives;
@@ -151,7 +129,7 @@ static outcome run_case(const char *name, const pcase *c, jx_array **in, double 
       assert_true(jx_cuda_resident_ptr(b, d) != 0);
     }
   }
-  r.err = compare(got, want, c->nout, &r.bit_exact);
+  r.err = test_max_rel_diff(got, want, c->nout, &r.bit_exact);
   printf("  %-14s kernels %d, host equations %d, collective steps %d; %ld device runs, %ld "
          "engine collectives; max error %.3g%s\n",
          name, r.kernels, r.host_eqns, r.collectives, r.runs, r.engine_collectives, r.err,
@@ -245,7 +223,7 @@ static void train_step(void **state) {
   int host = 0, coll = 0, kernels = jx_cuda_mesh_kernels(p, &host, &coll);
   jx_program_release(p);
   int exact = 0;
-  double err = compare(got, want, 5, &exact);
+  double err = test_max_rel_diff(got, want, 5, &exact);
   printf("  %-14s kernels %d, host equations %d, collective steps %d; %ld device runs, %ld "
          "engine collectives; max error %.3g%s\n",
          "train_step", kernels, host, coll, s1.runs - s0.runs, s1.collectives - s0.collectives, err,
@@ -346,7 +324,7 @@ static void train_loop_stays_on_devices(void **state) {
       assert_null(got[o]->shards->shard[q]->buf); /* never copied down */
     }
   int exact = 0;
-  double err = compare(got, want, 5, &exact);
+  double err = test_max_rel_diff(got, want, 5, &exact);
   int64_t after = jx_cuda_resident_downloads();
   float l[3];
   for (int k = 0; k < 3; k++) l[k] = (float)jx_item(got[k]);

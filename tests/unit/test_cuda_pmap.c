@@ -37,28 +37,6 @@ static double wave(int64_t i, const void *ctx) {
 
 static jx_array *arr(jx_shape s, double k) { return test_array_of(JX_F32, s, wave, &k); }
 
-/* Largest |got - want| / max(1, |want|) over the outputs; *bit_exact: all equal. */
-static double compare(jx_array *const *got, jx_array *const *want, int n, int *bit_exact) {
-  double worst = 0;
-  *bit_exact = 1;
-  for (int o = 0; o < n; o++) {
-    int64_t numel = jx_size(want[o]);
-    assert_int_equal(jx_size(got[o]), numel);
-    float *g = malloc(sizeof *g * (size_t)(numel + 1)),
-          *w = malloc(sizeof *w * (size_t)(numel + 1));
-    check_ok(jx_read(got[o], g, sizeof *g * (size_t)numel));
-    check_ok(jx_read(want[o], w, sizeof *w * (size_t)numel));
-    *bit_exact &= !memcmp(g, w, sizeof *g * (size_t)numel);
-    for (int64_t i = 0; i < numel; i++) {
-      double m = fabs(w[i]) > 1 ? fabs(w[i]) : 1, d = fabs((double)g[i] - w[i]) / m;
-      if (!(d <= worst)) worst = d; /* NaN too */
-    }
-    free(g);
-    free(w);
-  }
-  return worst;
-}
-
 /* ---- the functions ---- */
 
 /* pmap body over 'i': tanh(x) * psum(x * w) (w replicated) */
@@ -129,7 +107,7 @@ static outcome run_both(const char *name, const variant *v, jx_array **in, int n
   unsetenv("JX_PLATFORM");
   r.runs = s1.runs - s0.runs;
   r.collectives = s1.collectives - s0.collectives;
-  double err = compare(got, want, nout, &r.bit_exact);
+  double err = test_max_rel_diff(got, want, nout, &r.bit_exact);
   printf("  %-16s %ld CUDA runs, %ld engine collectives; max error %.3g%s\n", name, r.runs,
          r.collectives, err, r.bit_exact ? " (bit for bit)" : "");
   assert_true(err <= 1e-6);

@@ -103,6 +103,32 @@ static inline void assert_f32_close(const float *got, const float *want, size_t 
   }
 }
 
+/* The largest |got - want| / max(1, |want|) over n pairs of f32 arrays (a
+ * NaN makes it NaN); *bit_exact: 1 when every pair is equal bit for bit. */
+static inline double test_max_rel_diff(jx_array *const *got, jx_array *const *want, int n,
+                                       int *bit_exact) {
+  double worst = 0;
+  *bit_exact = 1;
+  for (int o = 0; o < n; o++) {
+    int64_t numel = jx_size(want[o]);
+    assert_int_equal(jx_size(got[o]), numel);
+    float *g = malloc(sizeof *g * (size_t)(numel + 1)),
+          *w = malloc(sizeof *w * (size_t)(numel + 1));
+    assert_true(g && w);
+    check_ok(jx_read(got[o], g, sizeof *g * (size_t)numel));
+    check_ok(jx_read(want[o], w, sizeof *w * (size_t)numel));
+    *bit_exact &= !memcmp(g, w, sizeof *g * (size_t)numel);
+    for (int64_t i = 0; i < numel; i++) {
+      double m = w[i] < 0 ? -(double)w[i] : w[i], d = (double)g[i] - w[i];
+      d = (d < 0 ? -d : d) / (m > 1 ? m : 1);
+      if (!(d <= worst)) worst = d; /* NaN too */
+    }
+    free(g);
+    free(w);
+  }
+  return worst;
+}
+
 /* An f32 or f64 array of shape s (owned by the innermost scope) whose
  * element i is value(i, ctx), computed in double and rounded once for f32. */
 static inline jx_array *test_array_of(jx_dtype dt, jx_shape s,
