@@ -23,6 +23,7 @@
 #include "compile/render_cuda.h"
 #include "cuda/cuda_driver.h"
 #include "cuda_emu/cuda_emu_runner.h"
+#include "cuda_emu/step_launch.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -256,27 +257,14 @@ EXPORT CUresult cuModuleUnload(CUmodule m) {
   return 0;
 }
 
-typedef struct {
-  jx_cuda_kargs a;
-  int64_t row_begin, row_end;
-} fused_args;
-
-static void call_fused(void *kernel, void *args) {
-  const fused_args *f = args;
-  ((void (*)(jx_cuda_kargs, int64_t, int64_t))kernel)(f->a, f->row_begin, f->row_end);
-}
-
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                unsigned by, unsigned bz, unsigned shared_bytes, CUstream s,
                                void **params, void **extra) {
   (void)s;
   if (!f || !params || extra || shared_bytes) return INVALID_VALUE;
-  fused_args args;
-  memcpy(&args.a, params[0], sizeof args.a);
-  memcpy(&args.row_begin, params[1], sizeof args.row_begin);
-  memcpy(&args.row_end, params[2], sizeof args.row_end);
-  int r = cuda_emu_launch(f->emu, f->kernel, (cuda_emu_dim3){gx, gy, gz},
-                          (cuda_emu_dim3){bx, by, bz}, call_fused, &args);
+  cuda_emu_step_args args = cuda_emu_step_args_from(params);
+  int r = cuda_emu_launch_step(f->emu, f->kernel, (cuda_emu_dim3){gx, gy, gz},
+                               (cuda_emu_dim3){bx, by, bz}, &args);
   return r ? LAUNCH_FAILED : 0;
 }
 

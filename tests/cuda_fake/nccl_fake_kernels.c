@@ -21,6 +21,7 @@
 #include "compile/render_cuda.h"
 #include "cuda/cuda_driver.h"
 #include "cuda_emu/cuda_emu_runner.h"
+#include "cuda_emu/step_launch.h"
 #include "nccl_fake.h"
 
 enum { INVALID_VALUE = 1, INVALID_IMAGE = 200, NOT_FOUND = 500, LAUNCH_FAILED = 719 };
@@ -131,28 +132,15 @@ FAKE_EXPORT CUresult cuModuleUnload(CUmodule m) {
   return 0;
 }
 
-typedef struct {
-  jx_cuda_kargs a;
-  int64_t row_begin, row_end;
-} fused_args;
-
-static void call_fused(void *kernel, void *args) {
-  const fused_args *f = args;
-  ((void (*)(jx_cuda_kargs, int64_t, int64_t))kernel)(f->a, f->row_begin, f->row_end);
-}
-
 FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                     unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes,
                                     CUstream s, void **params, void **extra) {
   if (!f || !s || !params || extra || shared_bytes) return INVALID_VALUE;
-  fused_args args;
-  memcpy(&args.a, params[0], sizeof args.a);
-  memcpy(&args.row_begin, params[1], sizeof args.row_begin);
-  memcpy(&args.row_end, params[2], sizeof args.row_end);
+  cuda_emu_step_args args = cuda_emu_step_args_from(params);
   fake_stream_drain(s);
   pthread_mutex_lock(&launch_lock);
-  int r = cuda_emu_launch(f->emu, f->kernel, (cuda_emu_dim3){gx, gy, gz},
-                          (cuda_emu_dim3){bx, by, bz}, call_fused, &args);
+  int r = cuda_emu_launch_step(f->emu, f->kernel, (cuda_emu_dim3){gx, gy, gz},
+                               (cuda_emu_dim3){bx, by, bz}, &args);
   pthread_mutex_unlock(&launch_lock);
   return r ? LAUNCH_FAILED : 0;
 }

@@ -35,6 +35,7 @@
 #include "compile/render_cuda.h"
 #include "compile/simplify.h"
 #include "cuda_emu/cuda_emu_runner.h"
+#include "cuda_emu/step_launch.h"
 #include "ir/program.h"
 #include "prims/prim.h"
 #include "trace/dispatch.h"
@@ -199,16 +200,6 @@ static void add_case(family *f, const char *dir, const conf_case *c) {
   jx_fn_release(body);
 }
 
-typedef struct {
-  jx_cuda_kargs a;
-  int64_t row_begin, row_end;
-} fused_args;
-
-static void call_fused(void *kernel, void *args) {
-  const fused_args *f = args;
-  ((void (*)(jx_cuda_kargs, int64_t, int64_t))kernel)(f->a, f->row_begin, f->row_end);
-}
-
 /* 1 when the element of dtype dt at a is a NaN (any sign and payload). */
 static int is_nan(jx_dtype dt, const unsigned char *a) {
   uint64_t u = 0;
@@ -256,7 +247,7 @@ static int64_t first_difference(const kernel_case *kc, int s, const void *got, c
  * evaluation's. */
 static int check_kernel(cuda_emu_module *m, const kernel_case *kc) {
   const jx_fusion_group *g = &kc->g;
-  fused_args fa;
+  cuda_emu_step_args fa;
   memset(&fa, 0, sizeof fa);
   for (int l = 0; l < g->nloads; l++) {
     fa.a.buf[l] = kc->in[l];
@@ -289,7 +280,7 @@ static int check_kernel(cuda_emu_module *m, const kernel_case *kc) {
   int same = 1;
   for (int t = 0; t < 2; t++) {
     for (int s = 0; s < g->nstores; s++) memset(got[s], 0xff, kc->store_bytes[s]);
-    assert_int_equal(cuda_emu_launch(m, kernel, grids[t], blocks[t], call_fused, &fa), 0);
+    assert_int_equal(cuda_emu_launch_step(m, kernel, grids[t], blocks[t], &fa), 0);
     for (int s = 0; s < g->nstores; s++)
       if (first_difference(kc, s, got[s], kc->want[s], &nan_bits) >= 0) {
         same = 0;
