@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "compile/async_dispatch.h"
 #include "cuda/cuda_device.h"
 #include "cuda_emu/cuda_emu_runner.h"
+#include "test_util.h"
 
 /* Points jx at the driver. Returns -1 when the test goes on, else its exit
  * code: 0 when it is skipped (no C++ compiler for the emulator, or no GPU
@@ -28,6 +30,15 @@ static inline int cuda_test_driver(const char *test, int real_driver) {
     return real_driver ? 0 : 1;
   }
   return -1;
+}
+
+/* Device 0's bytes handed out by its allocator, once every queued run has
+ * ended (a jitted call may return before its run does: async dispatch). */
+static inline size_t cuda_test_bytes_in_use(void) {
+  jx_dispatch_wait_all();
+  jx_cuda_device *d = NULL;
+  check_ok(jx_cuda_device_open(0, &d));
+  return jx_cuda_allocator_stats(d->memory).in_use;
 }
 
 #endif

@@ -34,23 +34,6 @@
 
 static int real_driver;
 
-static jx_array *values(jx_shape s, int seed, double amplitude) {
-  int64_t n = jx_shape_numel(s);
-  float *f = malloc(sizeof *f * (size_t)(n ? n : 1));
-  assert_non_null(f);
-  for (int64_t i = 0; i < n; i++)
-    f[i] = (float)(amplitude * sin(0.37 * (double)i + 1.3 * seed) * (1 + (double)(i % 5)) * 0.25);
-  jx_array *a = jx_array_from(JX_F32, s, f);
-  free(f);
-  return a;
-}
-
-static size_t in_use(void) {
-  jx_cuda_device *d = NULL;
-  check_ok(jx_cuda_device_open(0, &d));
-  return jx_cuda_allocator_stats(d->memory).in_use;
-}
-
 /* The largest |got - want| / (1 + |want|) over the outputs' elements. */
 static double max_error(jx_array *want, jx_array *got) {
   assert_true(jx_shape_equal(jx_shape_of(want), jx_shape_of(got)));
@@ -178,8 +161,9 @@ static int matched_activation(mlp_case *c, jx_array *const *in) {
  * kernel with other readers' work). */
 static void check_epilogue(mlp_case c, int want_act, int planned, const char *what) {
   jx_scope_begin(); /* the case's arrays */
-  jx_array *in[3] = {values((jx_shape){2, {32, 64}}, 1, 1), values((jx_shape){2, {64, 48}}, 2, 0.3),
-                     values((jx_shape){1, {48}}, 3, 1)};
+  jx_array *in[3] = {test_wave((jx_shape){2, {32, 64}}, 1, 1),
+                     test_wave((jx_shape){2, {64, 48}}, 2, 0.3),
+                     test_wave((jx_shape){1, {48}}, 3, 1)};
   assert_int_equal(matched_activation(&c, in), want_act);
   case_result r = run_case(what, 3, mlp_body, &c, in);
   int found = planned;
@@ -194,7 +178,7 @@ static void check_epilogue(mlp_case c, int want_act, int planned, const char *wh
     assert_true(r.worst < 0);
   }
   jx_scope_end();
-  assert_int_equal(in_use(), 0);
+  assert_int_equal(cuda_test_bytes_in_use(), 0);
 }
 
 static void test_epilogue_relu(void **state) {
@@ -233,7 +217,7 @@ static void softmax_body(void *ctx, jx_array *const *in, jx_array **out) {
 static void test_softmax(void **state) {
   (void)state;
   jx_scope_begin();
-  jx_array *x = values((jx_shape){3, {6, 37, 50}}, 4, 2);
+  jx_array *x = test_wave((jx_shape){3, {6, 37, 50}}, 4, 2);
   int last = 2, first = 0;
   case_result r = run_case("softmax over the last axis", 1, softmax_body, &last, &x);
   assert_int_equal(r.counts.softmaxes, 1);
@@ -245,7 +229,7 @@ static void test_softmax(void **state) {
   assert_int_equal(r.counts.softmax_launches, 0);
   assert_true(r.worst < 0);
   jx_scope_end();
-  assert_int_equal(in_use(), 0);
+  assert_int_equal(cuda_test_bytes_in_use(), 0);
 }
 
 /* ---- causal attention, as jx_causal_self_attention builds it ---- */
@@ -299,8 +283,9 @@ static void check_attention(int64_t n, int64_t t, int64_t d, int heads, int hand
   check_ok(jx_attention_init(c.params, "attn", key, d, 0.05, JX_F32));
   /* biases that are not zero, so that a wrong operand order shows */
   static const char *const b[4] = {"attn.bq", "attn.bk", "attn.bv", "attn.bo"};
-  for (int i = 0; i < 4; i++) jx_tree_set(c.params, b[i], values((jx_shape){1, {d}}, 10 + i, 0.2));
-  jx_array *x = values((jx_shape){3, {n, t, d}}, 5, 1);
+  for (int i = 0; i < 4; i++)
+    jx_tree_set(c.params, b[i], test_wave((jx_shape){1, {d}}, 10 + i, 0.2));
+  jx_array *x = test_wave((jx_shape){3, {n, t, d}}, 5, 1);
   char what[96];
   snprintf(what, sizeof what, "causal attention [%lld, %lld, %lld], %d heads%s", (long long)n,
            (long long)t, (long long)d, heads, handwritten ? ", written out" : "");
@@ -311,7 +296,7 @@ static void check_attention(int64_t n, int64_t t, int64_t d, int heads, int hand
   assert_true(r.worst >= 0 && r.worst <= 2e-5);
   jx_tree_release(c.params);
   jx_scope_end();
-  assert_int_equal(in_use(), 0);
+  assert_int_equal(cuda_test_bytes_in_use(), 0);
 }
 
 static void test_attention(void **state) {
@@ -350,7 +335,7 @@ static void test_gpt_forward(void **state) {
   assert_true(r.worst >= 0 && r.worst <= 2e-5);
   jx_tree_release(c.params);
   jx_scope_end();
-  assert_int_equal(in_use(), 0);
+  assert_int_equal(cuda_test_bytes_in_use(), 0);
 }
 
 int main(int argc, char **argv) {

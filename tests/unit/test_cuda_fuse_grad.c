@@ -34,26 +34,6 @@
 #include "test_util.h"
 #include "trace/fn.h"
 
-static jx_array *values(jx_shape s, int seed, double amplitude, jx_dtype dt) {
-  int64_t n = jx_shape_numel(s);
-  float *f = malloc(sizeof *f * (size_t)(n ? n : 1));
-  assert_non_null(f);
-  for (int64_t i = 0; i < n; i++)
-    f[i] = (float)(amplitude * sin(0.37 * (double)i + 1.3 * seed) * (1 + (double)(i % 5)) * 0.25);
-  jx_array *a = jx_array_from(JX_F32, s, f);
-  free(f);
-  return dt == JX_F32 ? a : jx_astype(a, dt);
-}
-
-/* Device bytes handed out, once every queued run has ended (a jitted call
- * may return before its run does: async dispatch). */
-static size_t in_use(void) {
-  jx_dispatch_wait_all();
-  jx_cuda_device *d = NULL;
-  check_ok(jx_cuda_device_open(0, &d));
-  return jx_cuda_allocator_stats(d->memory).in_use;
-}
-
 /* max |got - want| into *diff and max |want| into *scale. */
 static void compare(jx_array *want, jx_array *got, double *diff, double *scale) {
   assert_true(jx_shape_equal(jx_shape_of(want), jx_shape_of(got)));
@@ -194,11 +174,12 @@ static jx_fn *attention_grad(attention_case *c) {
 }
 
 static void attention_inputs(int64_t n, int64_t t, int64_t d, jx_dtype dt, jx_array **in) {
-  in[0] = values((jx_shape){3, {n, t, d}}, 5, 1, dt);
-  for (int i = 0; i < 4; i++) in[1 + i] = values((jx_shape){2, {d, d}}, 20 + i, 0.12, dt);
+  in[0] = jx_astype(test_wave((jx_shape){3, {n, t, d}}, 5, 1), dt);
+  for (int i = 0; i < 4; i++)
+    in[1 + i] = jx_astype(test_wave((jx_shape){2, {d, d}}, 20 + i, 0.12), dt);
   /* biases that are not zero, so that a wrong operand order shows */
-  for (int i = 0; i < 4; i++) in[5 + i] = values((jx_shape){1, {d}}, 10 + i, 0.2, dt);
-  in[9] = values((jx_shape){3, {n, t, d}}, 30, 1, JX_F32); /* the output's cotangent */
+  for (int i = 0; i < 4; i++) in[5 + i] = jx_astype(test_wave((jx_shape){1, {d}}, 10 + i, 0.2), dt);
+  in[9] = test_wave((jx_shape){3, {n, t, d}}, 30, 1); /* the output's cotangent */
 }
 
 /* n sequences of 37 (a partial last tile), d 64 in 2 heads (head_dim 32);
@@ -233,7 +214,7 @@ static void check_attention_grad(jx_dtype dt, int64_t n, int calls, double bound
   jx_fn_release(r);
   jx_fn_release(g);
   jx_scope_end();
-  assert_int_equal(in_use(), 0);
+  assert_int_equal(cuda_test_bytes_in_use(), 0);
 }
 
 static void test_attention_grad_f32(void **state) {
@@ -342,7 +323,7 @@ static void check_gpt_grad(jx_dtype compute, double bound) {
   jx_fn_release(loss);
   jx_tree_release(params);
   jx_scope_end();
-  assert_int_equal(in_use(), 0);
+  assert_int_equal(cuda_test_bytes_in_use(), 0);
 }
 
 static void test_gpt_grad_f32(void **state) {

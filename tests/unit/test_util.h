@@ -5,6 +5,7 @@
 #ifndef JX_TESTS_UNIT_TEST_UTIL_H
 #define JX_TESTS_UNIT_TEST_UTIL_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +149,17 @@ static inline jx_array *test_array_of(jx_dtype dt, jx_shape s,
   free(h);
   free(f);
   return a;
+}
+
+/* An f32 array of shape s whose element i is a smooth wave of the given
+ * amplitude, varied by seed: amplitude sin(0.37 i + 1.3 seed) (1 + i % 5) / 4. */
+static inline double test_wave_value(int64_t i, const void *ctx) {
+  const double *sa = ctx; /* seed, amplitude */
+  return sa[1] * sin(0.37 * (double)i + 1.3 * sa[0]) * (1 + (double)(i % 5)) * 0.25;
+}
+static inline jx_array *test_wave(jx_shape s, int seed, double amplitude) {
+  double sa[2] = {seed, amplitude};
+  return test_array_of(JX_F32, s, test_wave_value, sa);
 }
 
 #endif
