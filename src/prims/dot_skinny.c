@@ -39,12 +39,17 @@ enum {
   SKINNY_MIN_WIDE = 64 /* the other side's least size */
 };
 
-static int cpu_has_avx2_fma(void) {
+/* 1 when the loops may run: the CPU has AVX2 and FMA and JX_DOT_SKINNY=0 is
+ * not set. Decided at the first product, not on every call (a GEMM's row
+ * blocks each ask). */
+static int skinny_usable(void) {
   static atomic_int known = -1;
   int v = atomic_load(&known);
   if (v < 0) {
     __builtin_cpu_init();
-    v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    const char *off = getenv("JX_DOT_SKINNY");
+    v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        !(off && strcmp(off, "0") == 0);
     atomic_store(&known, v);
   }
   return v;
@@ -274,8 +279,7 @@ int jx_sgemm_skinny(int lt, int rt, int64_t m, int64_t n, int64_t k, const float
   int narrow_k = k <= JX_SKINNY_MAX && n >= SKINNY_MIN_WIDE;
   int narrow_n = n <= JX_SKINNY_MAX && k >= SKINNY_MIN_WIDE;
   if (n < 2 || k < 1 || m < 1 || !(narrow_k || narrow_n)) return 0;
-  const char *off = getenv("JX_DOT_SKINNY");
-  if ((off && strcmp(off, "0") == 0) || !cpu_has_avx2_fma()) return 0;
+  if (!skinny_usable()) return 0;
   if (narrow_k) {
     float *packed = rt ? pack_b(rt, k, n, b, ldb, 1) : NULL;
     if (rt && !packed) return 0;

@@ -24,7 +24,8 @@ enum { JX_SKINNY_MAX = 16 };
  * Returns 1 when it computed them; 0, writing nothing, when the product is
  * not narrow on one side (k <= JX_SKINNY_MAX with n >= 64, or n in [2,
  * JX_SKINNY_MAX] with k >= 64), the CPU lacks AVX2
- * and FMA, JX_DOT_SKINNY=0 is set (for comparisons), or out of memory:
+ * and FMA, JX_DOT_SKINNY=0 is set (for comparisons; read at the first
+ * product), or out of memory:
  * the caller then runs its GEMM. */
 int jx_sgemm_skinny(int lt, int rt, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                     const float *b, int64_t ldb, float *c, int64_t ldc);
