@@ -745,14 +745,18 @@ jx_status jx_cuda_compile_attach(jx_program *p, const char *dump_prefix) {
   return JX_OK;
 }
 
-jx_status jx_platform_attach(jx_program *p, const char *dump_prefix, int *on_cuda) {
-  *on_cuda = 0;
+int jx_platform_choice(const char *fn_name) {
   const char *platform = getenv("JX_PLATFORM");
-  if (!platform || !*platform || !strcmp(platform, "cpu")) return jx_compile_attach(p, dump_prefix);
-  if (strcmp(platform, "cuda") != 0)
-    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                        "jit of '%s': JX_PLATFORM='%s' is not a platform (cpu or cuda)", p->name,
-                        platform);
-  *on_cuda = 1;
-  return jx_cuda_compile_attach(p, dump_prefix);
+  if (!platform || !*platform || !strcmp(platform, "cpu")) return 0;
+  if (!strcmp(platform, "cuda")) return 1;
+  jx_error_set(JX_ERR_INVALID_ARGUMENT,
+               "jit of '%s': JX_PLATFORM='%s' is not a platform (cpu or cuda)", fn_name, platform);
+  return -1;
+}
+
+jx_status jx_platform_attach(jx_program *p, const char *dump_prefix, int *on_cuda) {
+  int choice = jx_platform_choice(p->name);
+  *on_cuda = choice == 1;
+  if (choice < 0) return jx_last_status();
+  return choice ? jx_cuda_compile_attach(p, dump_prefix) : jx_compile_attach(p, dump_prefix);
 }

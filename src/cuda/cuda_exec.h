@@ -121,5 +121,8 @@ jx_status jx_cuda_compile_attach(jx_program *p, const char *dump_prefix);
  * (jx_compile_attach); "cuda": jx_cuda_compile_attach, *on_cuda = 1;
  * anything else is JX_ERR_INVALID_ARGUMENT. */
 jx_status jx_platform_attach(jx_program *p, const char *dump_prefix, int *on_cuda);
+/* JX_PLATFORM read: 0 the CPU (unset, "" or "cpu"), 1 "cuda", -1 anything
+ * else, with JX_ERR_INVALID_ARGUMENT recorded naming fn_name. */
+int jx_platform_choice(const char *fn_name);
 
 #endif

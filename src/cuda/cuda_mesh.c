@@ -391,13 +391,10 @@ int jx_cuda_mesh_kernels(const jx_program *p, int *host_eqns, int *collectives) 
 
 jx_status jx_mesh_platform_attach(jx_program *p, jx_mesh *m, const char *what_name,
                                   const char *dump_prefix) {
-  const char *platform = getenv("JX_PLATFORM");
-  if (!platform || !*platform || !strcmp(platform, "cpu")) return jx_compile_attach(p, dump_prefix);
-  if (strcmp(platform, "cuda") != 0)
-    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                        "jit of '%s': JX_PLATFORM='%s' is not a platform (cpu or cuda)",
-                        what_name ? what_name : p->name, platform);
-  return jx_cuda_mesh_attach(p, m, what_name, dump_prefix);
+  int choice = jx_platform_choice(what_name ? what_name : p->name);
+  if (choice < 0) return jx_last_status();
+  return choice ? jx_cuda_mesh_attach(p, m, what_name, dump_prefix)
+                : jx_compile_attach(p, dump_prefix);
 }
 
 jx_status jx_mesh_body_attach(jx_program *p, jx_mesh *m, const char *what_name,

@@ -121,6 +121,37 @@ static void jit_without_kernels(void **state) {
   unsetenv("JX_JIT_KERNELS");
 }
 
+/* An unknown JX_PLATFORM is an error naming it, for a plain jit and for one
+ * with shardings (whose per-device program picks the platform too). */
+static void unknown_platform_is_an_error(void **state) {
+  (void)state;
+  const char *was = getenv("JX_PLATFORM");
+  char saved[32] = "";
+  if (was) snprintf(saved, sizeof saved, "%s", was);
+  setenv("JX_PLATFORM", "tpu", 1);
+  jx_fn *f = jx_fn_create("chain_on_tpu", 2, 1, chain, NULL);
+  jx_fn *jf = jx_jit(f, NULL);
+  jx_array *out[1];
+  assert_int_not_equal(jx_call(jf, inputs, out), JX_OK);
+  assert_error_has("JX_PLATFORM='tpu' is not a platform (cpu or cuda)");
+  jx_clear_error();
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(1), (const char *[]){"x"});
+  jx_sharding *rows = jx_sharding_create(m, "x");
+  jx_fn *sf = jx_jit(f, &(jx_jit_options){.in_shardings = (jx_sharding *[]){rows, rows}});
+  assert_int_not_equal(jx_call(sf, inputs, out), JX_OK);
+  assert_error_has("JX_PLATFORM='tpu' is not a platform (cpu or cuda)");
+  jx_clear_error();
+  jx_fn_release(sf);
+  jx_sharding_release(rows);
+  jx_mesh_release(m);
+  jx_fn_release(jf);
+  jx_fn_release(f);
+  if (was)
+    setenv("JX_PLATFORM", saved, 1);
+  else
+    unsetenv("JX_PLATFORM");
+}
+
 static void matmul_body(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
   out[0] = jx_tanh(jx_matmul(in[0], in[1]));
@@ -398,6 +429,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fused_kernel_matches_eager_bits),
       cmocka_unit_test(jit_without_kernels),
+      cmocka_unit_test(unknown_platform_is_an_error),
       cmocka_unit_test(independent_gemms_run_side_by_side),
       cmocka_unit_test(cost_before_running),
       cmocka_unit_test(new_process_hits_the_disk_cache),
