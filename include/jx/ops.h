@@ -86,11 +86,13 @@ jx_array *jx_logical_not(jx_array *a);        /* bool */
 jx_array *jx_bitwise_not(jx_array *a);        /* bool and integer dtypes */
 jx_array *jx_population_count(jx_array *a);   /* integers */
 jx_array *jx_integer_pow(jx_array *a, int n); /* a**n by repeated multiplication */
-jx_array *jx_relu(jx_array *a);
-jx_array *jx_gelu(jx_array *a);       /* tanh approximation, as jax.nn.gelu */
-jx_array *jx_gelu_exact(jx_array *a); /* erf form */
+jx_array *jx_relu(jx_array *a);               /* derivative 0 at 0, as jax.nn.relu */
+jx_array *jx_relu6(jx_array *a);              /* min(max(x, 0), 6); derivative 0 at 0 and 6 */
+jx_array *jx_gelu(jx_array *a);               /* tanh approximation, as jax.nn.gelu */
+jx_array *jx_gelu_exact(jx_array *a);         /* erf form */
 jx_array *jx_silu(jx_array *a);
-jx_array *jx_softplus(jx_array *a);
+jx_array *jx_softplus(jx_array *a);    /* logaddexp(x, 0); derivative sigmoid(x) */
+jx_array *jx_log_sigmoid(jx_array *a); /* -softplus(-x) */
 
 /* ---- selection and conversion ---- */
 jx_array *jx_where(jx_array *cond, jx_array *a, jx_array *b);          /* broadcasting */
@@ -282,10 +284,12 @@ jx_array *jx_avg_pool(jx_array *x, jx_shape window, jx_shape strides, const char
 #define jx_population_count(...)       JX_LOCATED(jx_population_count, __VA_ARGS__)
 #define jx_integer_pow(...)            JX_LOCATED(jx_integer_pow, __VA_ARGS__)
 #define jx_relu(...)                   JX_LOCATED(jx_relu, __VA_ARGS__)
+#define jx_relu6(...)                  JX_LOCATED(jx_relu6, __VA_ARGS__)
 #define jx_gelu(...)                   JX_LOCATED(jx_gelu, __VA_ARGS__)
 #define jx_gelu_exact(...)             JX_LOCATED(jx_gelu_exact, __VA_ARGS__)
 #define jx_silu(...)                   JX_LOCATED(jx_silu, __VA_ARGS__)
 #define jx_softplus(...)               JX_LOCATED(jx_softplus, __VA_ARGS__)
+#define jx_log_sigmoid(...)            JX_LOCATED(jx_log_sigmoid, __VA_ARGS__)
 #define jx_where(...)                  JX_LOCATED(jx_where, __VA_ARGS__)
 #define jx_select_n(...)               JX_LOCATED(jx_select_n, __VA_ARGS__)
 #define jx_clip(...)                   JX_LOCATED(jx_clip, __VA_ARGS__)

@@ -6,6 +6,8 @@
  * unsigned inputs unchanged, as jnp does. jx_gelu_exact uses 1 + erf(x/sqrt2)
  * where jax.nn.gelu uses erfc(-x/sqrt2): they differ only in the tiny results
  * for x below about -4, and only in absolute terms. */
+#include <math.h>
+
 #include "../prims/elementwise.h"
 #include "ops_util.h"
 
@@ -188,9 +190,72 @@ jx_array *jx_silu(jx_array *a) {
 }
 
 /* logaddexp(x, 0) = max(x, 0) + log1p(exp(-|x|)): no overflow, NaN propagates */
-jx_array *jx_softplus(jx_array *a) {
-  if (!(a = inexact("jx_softplus", a))) return jx_poison();
+static jx_array *softplus_formula(jx_array *a) {
   jx_array *tail =
       bind1(&jx_prim_log1p, bind1(&jx_prim_exp, bind1(&jx_prim_neg, bind1(&jx_prim_abs, a))));
   return bind2(&jx_prim_add, bind2(&jx_prim_max, a, konst(a, 0)), tail);
+}
+
+static void softplus_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = softplus_formula(in[0]);
+}
+
+/* +inf replaced by 0, as jax's logaddexp derivative does, so that
+ * exp(x - y) at x = y = inf is exp(0), not exp(NaN) */
+static jx_array *finite_or_zero(jx_array *a) {
+  jx_array *is_inf = bind2(&jx_prim_eq, a, konst(a, INFINITY));
+  return jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){is_inf, a, konst(a, 0)}, NULL);
+}
+
+/* jnp.logaddexp's custom JVP with x2 = 0: t * exp(x - y), which is
+ * sigmoid(x) everywhere, 1/2 at 0 (differentiating the formula piecewise
+ * would give the kinks of max and abs instead) */
+static void softplus_jvp_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *x = in[0], *t = in[1];
+  out[0] = softplus_formula(x);
+  jx_array *slope =
+      bind1(&jx_prim_exp, bind2(&jx_prim_sub, finite_or_zero(x), finite_or_zero(out[0])));
+  out[1] = bind2(&jx_prim_mul, t, slope);
+}
+
+jx_array *jx_softplus(jx_array *a) {
+  if (!(a = inexact("jx_softplus", a))) return jx_poison();
+  static _Atomic(jx_fn *) made;
+  return jx_ops_call1(
+      jx_ops_custom_jvp_once(&made, "softplus", 1, 1, softplus_body, softplus_jvp_body, NULL), a);
+}
+
+/* jax.nn.log_sigmoid: -softplus(-x) */
+jx_array *jx_log_sigmoid(jx_array *a) {
+  if (!(a = inexact("jx_log_sigmoid", a))) return jx_poison();
+  return bind1(&jx_prim_neg, jx_softplus(bind1(&jx_prim_neg, a)));
+}
+
+/* min(max(x, 0), 6) with a weak integer 0 and 6, so integers stay integers */
+static jx_array *relu6_formula(jx_array *a) {
+  return jx_minimum(jx_maximum(a, jx_scalar(JX_I64, 0)), jx_scalar(JX_I64, 6));
+}
+
+static void relu6_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = relu6_formula(in[0]);
+}
+
+/* jax.nn.relu6's custom JVP: t where 0 < x < 6, else 0 (also at both corners) */
+static void relu6_jvp_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *x = in[0], *t = in[1];
+  out[0] = relu6_formula(x);
+  jx_array *inside = jx_logical_and(jx_gt(x, jx_scalar(JX_I64, 0)), jx_lt(x, jx_scalar(JX_I64, 6)));
+  out[1] = jx_where(inside, t, jx_scalar(JX_I64, 0));
+}
+
+jx_array *jx_relu6(jx_array *a) {
+  if (jx_check_inputs("jx_relu6", 1, &a)) return jx_poison();
+  if (!jx_is_float(a->dtype)) return relu6_formula(a); /* integers have no tangent */
+  static _Atomic(jx_fn *) made;
+  return jx_ops_call1(
+      jx_ops_custom_jvp_once(&made, "relu6", 1, 1, relu6_body, relu6_jvp_body, NULL), a);
 }
