@@ -36,6 +36,23 @@ jx_tree *jx_tree_unflatten(const jx_tree *like, jx_array *const *arrays);
 /* A tree with t's names holding fn(ctx, name, array); NULL from fn is an error. */
 typedef jx_array *(*jx_tree_map_fn)(void *ctx, const char *name, jx_array *a);
 jx_tree *jx_tree_map(const jx_tree *t, jx_tree_map_fn fn, void *ctx);
+/* Several trees with the same names (in any order) at once, as JAX's
+ * tree_map(f, a, b, ...): a tree with trees[0]'s names and order holding
+ * fn(ctx, name, n, arrays), arrays[k] being trees[k]'s array of that name.
+ * Names missing from a tree are an error naming the tree and the name; NULL
+ * from fn is an error. */
+typedef jx_array *(*jx_tree_map_n_fn)(void *ctx, const char *name, int n, jx_array *const *arrays);
+jx_tree *jx_tree_map_n(int n, const jx_tree *const *trees, jx_tree_map_n_fn fn, void *ctx);
+/* JAX's leaf order: a dotted name is a path of nested dicts ("blocks.0.w" is
+ * tree["blocks"]["0"]["w"]) and JAX sorts dict keys at every level, as
+ * strings ("10" before "2"). The tree's own order (jx_tree_flatten, which
+ * optimizer states and checkpoints follow) stays the order of insertion;
+ * these give JAX's order for exchanging flat lists with JAX code
+ * (jax.tree_util.tree_leaves, tree_unflatten). unflatten_sorted: a tree
+ * with like's names in like's order, name i holding its array from arrays
+ * in JAX's order. */
+void jx_tree_flatten_sorted(const jx_tree *t, jx_array **out);
+jx_tree *jx_tree_unflatten_sorted(const jx_tree *like, jx_array *const *arrays);
 /* Sum of the sizes of all arrays (the parameter count). */
 int64_t jx_tree_numel(const jx_tree *t);
 /* Mixed precision (jmp's cast_to_compute, Flax's dtype vs param_dtype): a
