@@ -65,10 +65,19 @@ jx_fn *jx_grad(jx_fn *f, jx_axes argnums); /* f's first output: a float scalar; 
                                               per argnum: the gradient of that input */
 jx_fn *jx_value_and_grad(jx_fn *f, jx_axes argnums, int has_aux); /* (value, aux outputs if
                                                has_aux, gradients...) */
+/* The same with argnums as a list of any length (jx_axes holds at most
+ * JX_MAX_RANK): argnums[0..n), negative ones counting from the end; n = 0
+ * means argument 0. */
+jx_fn *jx_grad_argnums(jx_fn *f, int n, const int *argnums);
+jx_fn *jx_value_and_grad_argnums(jx_fn *f, int n, const int *argnums, int has_aux);
 /* value_and_grad with respect to the first n inputs, however many (a
  * parameter tree flattened in front of the data: jx_tree_flatten). */
 jx_fn *jx_value_and_grad_first(jx_fn *f, int n, int has_aux);
 jx_fn *jx_jvp(jx_fn *f); /* (primals..., tangents...) -> (outs..., tangent outs...) */
+/* The JVP with tangents for argnums[0..n) only (the others are zero and cost
+ * nothing): (primals..., tangents of argnums[0], ..., argnums[n-1]) ->
+ * (outs..., tangent outs...). */
+jx_fn *jx_jvp_argnums(jx_fn *f, int n, const int *argnums);
 jx_fn *jx_vjp(jx_fn *f); /* (primals..., cotangents...) -> (outs..., input cotangents...);
                             integer inputs get zero cotangents, as JAX's float0 */
 
@@ -93,6 +102,11 @@ jx_fn *jx_checkpoint_with_policy(jx_fn *f, jx_remat_policy policy);
  * jacrev: reverse mode over each output's basis). hessian = jacfwd(jacrev). */
 jx_fn *jx_jacfwd(jx_fn *f, int argnum);
 jx_fn *jx_jacrev(jx_fn *f, int argnum);
+/* With respect to several inputs: nout * n outputs, output o's Jacobians
+ * together, out[o * n + k] with respect to input argnums[k] (JAX's jacfwd
+ * and jacrev with an argnums tuple, flattened). */
+jx_fn *jx_jacfwd_argnums(jx_fn *f, int n, const int *argnums);
+jx_fn *jx_jacrev_argnums(jx_fn *f, int n, const int *argnums);
 jx_fn *jx_hessian(jx_fn *f, int argnum);
 
 /* ---- batching ----

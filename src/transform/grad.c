@@ -172,8 +172,12 @@ static grad_data *make_data(const char *op, jx_fn *f, grad_mode mode, int nargs,
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: the function is NULL", op);
     return NULL;
   }
-  if (nargs < 0) {
-    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: too many argnums", op);
+  if (nargs < 0 || (nargs > 0 && !args)) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 nargs < 0 ? "%s: more argnums than a jx_axes holds (JX_MAX_RANK); "
+                             "jx_grad_argnums and jx_value_and_grad_argnums take any number"
+                           : "%s: argnums is NULL",
+                 op);
     return NULL;
   }
   static const int first = 0;
@@ -189,22 +193,29 @@ static grad_data *make_data(const char *op, jx_fn *f, grad_mode mode, int nargs,
   g->mode = mode;
   g->has_aux = has_aux;
   if (mode == MODE_VJP) return g;
+  uint8_t *seen = calloc((size_t)f->nin + 1, 1);
+  if (!seen) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    free(g);
+    return NULL;
+  }
   for (int k = 0; k < nargs; k++) {
     int a = args[k] < 0 ? args[k] + f->nin : args[k];
-    if (a < 0 || a >= f->nin) {
-      jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argnum %d is out of range for '%s' with %d inputs",
-                   op, args[k], f->name, f->nin);
+    if (a < 0 || a >= f->nin || seen[a]) {
+      if (a < 0 || a >= f->nin)
+        jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                     "%s: argnum %d is out of range for '%s' with %d inputs", op, args[k], f->name,
+                     f->nin);
+      else
+        jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argnum %d appears twice", op, a);
+      free(seen);
       free(g);
       return NULL;
     }
-    for (int j = 0; j < k && nargs <= JX_MAX_RANK; j++) /* ranges have no repeats */
-      if (g->argnums[j] == a) {
-        jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argnum %d appears twice", op, a);
-        free(g);
-        return NULL;
-      }
+    seen[a] = 1;
     g->argnums[k] = a;
   }
+  free(seen);
   g->nargs = nargs;
   return g;
 }
@@ -214,9 +225,15 @@ jx_fn *jx_vjp(jx_fn *f) {
   return g ? jx_fn_new_transform(&vjp_kind, f, f->nin + f->nout, f->nout + f->nin, g) : NULL;
 }
 
-jx_fn *jx_grad(jx_fn *f, jx_axes argnums) {
-  grad_data *g = make_data("jx_grad", f, MODE_GRAD, argnums.n, argnums.v, 0);
+static jx_fn *grad(const char *op, jx_fn *f, int nargs, const int *args) {
+  grad_data *g = make_data(op, f, MODE_GRAD, nargs, args, 0);
   return g ? jx_fn_new_transform(&grad_kind, f, f->nin, g->nargs, g) : NULL;
+}
+
+jx_fn *jx_grad(jx_fn *f, jx_axes argnums) { return grad("jx_grad", f, argnums.n, argnums.v); }
+
+jx_fn *jx_grad_argnums(jx_fn *f, int n, const int *argnums) {
+  return grad("jx_grad_argnums", f, n, argnums);
 }
 
 static jx_fn *value_and_grad(const char *op, jx_fn *f, int nargs, const int *args, int has_aux) {
@@ -236,6 +253,10 @@ static jx_fn *value_and_grad(const char *op, jx_fn *f, int nargs, const int *arg
 
 jx_fn *jx_value_and_grad(jx_fn *f, jx_axes argnums, int has_aux) {
   return value_and_grad("jx_value_and_grad", f, argnums.n, argnums.v, has_aux);
+}
+
+jx_fn *jx_value_and_grad_argnums(jx_fn *f, int n, const int *argnums, int has_aux) {
+  return value_and_grad("jx_value_and_grad_argnums", f, n, argnums, has_aux);
 }
 
 jx_fn *jx_value_and_grad_first(jx_fn *f, int n, int has_aux) {

@@ -1,7 +1,9 @@
 /* Jacobians and the Hessian, as JAX builds them: jacfwd maps the JVP over the
  * standard basis of the input's tangent space, jacrev maps the VJP over the
  * basis of each output's cotangent space; hessian = jacfwd(jacrev). The
- * result for output o has shape out_o.shape + in.shape. */
+ * result for output o and input a has shape out_o.shape + in_a.shape; with
+ * several argnums, output o's Jacobians come together, one per argnum (JAX's
+ * nested tuples, flattened). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,33 +14,28 @@
 #include "build.h"
 
 typedef struct {
-  int argnum;
   int reverse;
+  int nargs;
+  int argnums[]; /* nargs entries, each in [0, nin), no repeats */
 } jac_data;
 
 typedef struct {
   jx_fn *f;        /* the function differentiated */
-  jx_fn *d;        /* its jvp or vjp */
+  jx_fn *d;        /* its jvp at argnum alone, or its vjp */
   int argnum, out; /* the input, and for jacrev the output, in question */
 } basis_ctx;
 
 /* (primals..., t) -> tangent outputs of f for tangent t at argnum */
 static void jvp_column(void *ctx, jx_array *const *in, jx_array **out) {
   basis_ctx *c = ctx;
-  int n = c->f->nin, m = c->f->nout;
-  jx_array **args = calloc(2 * (size_t)n + 1, sizeof *args),
-           **res = calloc(2 * (size_t)m + 1, sizeof *res);
-  if (!args || !res) {
+  int m = c->f->nout;
+  jx_array **res = calloc(2 * (size_t)m + 1, sizeof *res);
+  if (!res) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "jacfwd: out of memory");
   } else {
-    for (int i = 0; i < n; i++) {
-      args[i] = in[i];
-      args[n + i] = i == c->argnum ? in[n] : jx_zeros(jx_dtype_of(in[i]), jx_shape_of(in[i]));
-    }
-    jx_call(c->d, args, res);
+    jx_call(c->d, in, res);
     for (int o = 0; o < m; o++) out[o] = res[m + o];
   }
-  free(args);
   free(res);
 }
 
@@ -90,9 +87,9 @@ static jx_array *to_jacobian(jx_array *stacked, jx_shape lead, jx_shape trail) {
   return jx_reshape(t, s);
 }
 
-static jx_status build_jacobian(void *ctx, jx_array *const *in, jx_array **out) {
-  jac_ctx *c = ctx;
-  int n = c->f->nin, m = c->f->nout, a = c->jd->argnum;
+/* out[o * stride] = the Jacobian of output o with respect to input a */
+static jx_status jacobian_of(jac_ctx *c, jx_array *const *in, int a, int stride, jx_array **out) {
+  int n = c->f->nin, m = c->f->nout;
   jx_aval x = c->in[a];
   int64_t nx = 1;
   for (int i = 0; i < x.shape.rank; i++) nx *= x.shape.dims[i];
@@ -104,7 +101,7 @@ static jx_status build_jacobian(void *ctx, jx_array *const *in, jx_array **out) 
   in_axes.v[n] = 0;
   jx_status st = JX_OK;
   if (!c->jd->reverse) {
-    basis_ctx bc = {c->f, jx_jvp(c->f), a, 0};
+    basis_ctx bc = {c->f, jx_jvp_argnums(c->f, 1, &a), a, 0};
     jx_fn *col = jx_fn_create("jacfwd_column", n + 1, m, jvp_column, &bc);
     jx_fn *cols = jx_vmap(col, in_axes, JX_AXES(0));
     jx_array **res = calloc((size_t)m + 1, sizeof *res);
@@ -112,7 +109,7 @@ static jx_status build_jacobian(void *ctx, jx_array *const *in, jx_array **out) 
     if (!res) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jacfwd: out of memory");
     if (!st) st = jx_call(cols, args, res);
     for (int o = 0; o < m && !st; o++)
-      out[o] = to_jacobian(res[o], c->p->avals[c->p->out[o]].shape, x.shape);
+      out[o * stride] = to_jacobian(res[o], c->p->avals[c->p->out[o]].shape, x.shape);
     free(res);
     jx_fn_release(cols);
     jx_fn_release(col);
@@ -135,7 +132,7 @@ static jx_status build_jacobian(void *ctx, jx_array *const *in, jx_array **out) 
         jx_shape s = {y.shape.rank + x.shape.rank, {0}};
         for (int i = 0; i < y.shape.rank; i++) s.dims[i] = y.shape.dims[i];
         for (int i = 0; i < x.shape.rank; i++) s.dims[y.shape.rank + i] = x.shape.dims[i];
-        out[o] = jx_reshape(res[0], s);
+        out[o * stride] = jx_reshape(res[0], s);
       }
       jx_fn_release(rows);
       jx_fn_release(row);
@@ -146,20 +143,31 @@ static jx_status build_jacobian(void *ctx, jx_array *const *in, jx_array **out) 
   return st ? st : jx_last_status();
 }
 
+static jx_status build_jacobian(void *ctx, jx_array *const *in, jx_array **out) {
+  jac_ctx *c = ctx;
+  jx_status st = JX_OK;
+  for (int k = 0; k < c->jd->nargs && !st; k++)
+    st = jacobian_of(c, in, c->jd->argnums[k], c->jd->nargs, out + k);
+  return st;
+}
+
 static jx_program *jac_build(jx_fn *f, const jx_aval *in) {
   const jac_data *jd = f->data;
   jx_fn *inner = f->inner;
-  if (!jx_is_float(in[jd->argnum].dtype)) {
-    char s[JX_AVAL_STR_CAP];
-    jx_error_set(JX_ERR_DTYPE, "%s: argument %d is %s; Jacobians need a float input",
-                 jd->reverse ? "jacrev" : "jacfwd", jd->argnum,
-                 jx_aval_str(in[jd->argnum].dtype, in[jd->argnum].shape, s));
-    return NULL;
+  for (int k = 0; k < jd->nargs; k++) {
+    int a = jd->argnums[k];
+    if (!jx_is_float(in[a].dtype)) {
+      char s[JX_AVAL_STR_CAP];
+      jx_error_set(JX_ERR_DTYPE, "%s: argument %d is %s; Jacobians need a float input",
+                   jd->reverse ? "jacrev" : "jacfwd", a, jx_aval_str(in[a].dtype, in[a].shape, s));
+      return NULL;
+    }
   }
   jx_program *p = jx_fn_program(inner, in);
   if (!p) return NULL;
   jac_ctx c = {inner, jd, in, p};
-  jx_program *r = jx_program_build(f->name, inner->nin, in, inner->nout, build_jacobian, &c);
+  jx_program *r =
+      jx_program_build(f->name, inner->nin, in, inner->nout * jd->nargs, build_jacobian, &c);
   jx_program_release(p);
   return r;
 }
@@ -168,26 +176,50 @@ static void free_jac(void *d) { free(d); }
 static const jx_fn_kind jacfwd_kind = {.name = "jacfwd", .build = jac_build, .free_data = free_jac};
 static const jx_fn_kind jacrev_kind = {.name = "jacrev", .build = jac_build, .free_data = free_jac};
 
-static jx_fn *make(const char *op, jx_fn *f, int argnum, int reverse) {
+static jx_fn *make(const char *op, jx_fn *f, int nargs, const int *args, int reverse) {
   if (!f) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: the function is NULL", op);
     return NULL;
   }
-  int a = argnum < 0 ? argnum + f->nin : argnum;
-  if (a < 0 || a >= f->nin) {
-    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argnum %d is out of range for '%s' with %d inputs",
-                 op, argnum, f->name, f->nin);
+  if (nargs < 1 || !args) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: %s", op,
+                 nargs < 1 ? "needs at least one argnum" : "argnums is NULL");
     return NULL;
   }
-  jac_data *d = malloc(sizeof *d);
-  if (!d) return NULL;
-  d->argnum = a;
+  jac_data *d = calloc(1, sizeof *d + sizeof *d->argnums * (size_t)nargs);
+  if (!d) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    return NULL;
+  }
   d->reverse = reverse;
-  return jx_fn_new_transform(reverse ? &jacrev_kind : &jacfwd_kind, f, f->nin, f->nout, d);
+  d->nargs = nargs;
+  for (int k = 0; k < nargs; k++) {
+    int a = args[k] < 0 ? args[k] + f->nin : args[k];
+    int repeat = 0;
+    for (int j = 0; j < k; j++) repeat |= d->argnums[j] == a;
+    if (a < 0 || a >= f->nin || repeat) {
+      if (repeat)
+        jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argnum %d appears twice", op, a);
+      else
+        jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                     "%s: argnum %d is out of range for '%s' with %d inputs", op, args[k], f->name,
+                     f->nin);
+      free(d);
+      return NULL;
+    }
+    d->argnums[k] = a;
+  }
+  return jx_fn_new_transform(reverse ? &jacrev_kind : &jacfwd_kind, f, f->nin, f->nout * nargs, d);
 }
 
-jx_fn *jx_jacfwd(jx_fn *f, int argnum) { return make("jx_jacfwd", f, argnum, 0); }
-jx_fn *jx_jacrev(jx_fn *f, int argnum) { return make("jx_jacrev", f, argnum, 1); }
+jx_fn *jx_jacfwd(jx_fn *f, int argnum) { return make("jx_jacfwd", f, 1, &argnum, 0); }
+jx_fn *jx_jacrev(jx_fn *f, int argnum) { return make("jx_jacrev", f, 1, &argnum, 1); }
+jx_fn *jx_jacfwd_argnums(jx_fn *f, int n, const int *argnums) {
+  return make("jx_jacfwd_argnums", f, n, argnums, 0);
+}
+jx_fn *jx_jacrev_argnums(jx_fn *f, int n, const int *argnums) {
+  return make("jx_jacrev_argnums", f, n, argnums, 1);
+}
 
 jx_fn *jx_hessian(jx_fn *f, int argnum) {
   jx_fn *r = jx_jacrev(f, argnum);

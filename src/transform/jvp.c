@@ -4,6 +4,7 @@
 
 #include "../base/error.h"
 #include "../prims/rules.h"
+#include "../trace/eval.h"
 #include "../trace/fn.h"
 #include "../trace/trace.h"
 #include "ad.h"
@@ -100,41 +101,129 @@ jx_program *jx_jvp_program(const jx_program *p, const uint8_t *wrt, const uint8_
   return result;
 }
 
-/* ---- jx_jvp: (primals..., tangents...) -> (outs..., tangent outs...) ---- */
+/* ---- jx_jvp and jx_jvp_argnums ----
+ * jx_jvp: (primals..., tangents...) -> (outs..., tangent outs...);
+ * jx_jvp_argnums: (primals..., tangents of argnums[0..nargs)...) -> the same;
+ * the other inputs' tangents are zero, and their contributions are never
+ * computed. */
+typedef struct {
+  int nargs;     /* -1: every input, in order (jx_jvp) */
+  int argnums[]; /* nargs entries, each in [0, nin), no repeats */
+} jvp_data;
+
+static const char *jvp_op(const jvp_data *d) { return d->nargs < 0 ? "jx_jvp" : "jx_jvp_argnums"; }
+
 static jx_program *jvp_build(jx_fn *f, const jx_aval *in) {
-  int n = f->inner->nin;
-  for (int i = 0; i < n; i++)
-    if (!jx_shape_equal(in[i].shape, in[n + i].shape) ||
-        (jx_is_float(in[i].dtype) && in[i].dtype != in[n + i].dtype)) {
+  const jvp_data *d = f->data;
+  int n = f->inner->nin, nt = d->nargs < 0 ? n : d->nargs;
+  for (int k = 0; k < nt; k++) {
+    int i = d->nargs < 0 ? k : d->argnums[k];
+    if (!jx_shape_equal(in[i].shape, in[n + k].shape) ||
+        (jx_is_float(in[i].dtype) && in[i].dtype != in[n + k].dtype)) {
       char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
-      jx_error_set(JX_ERR_SHAPE, "jx_jvp: tangent %d is %s but its primal is %s", i,
-                   jx_aval_str(in[n + i].dtype, in[n + i].shape, a),
+      jx_error_set(JX_ERR_SHAPE, "%s: tangent %d is %s but its primal (input %d) is %s", jvp_op(d),
+                   k, jx_aval_str(in[n + k].dtype, in[n + k].shape, a), i,
                    jx_aval_str(in[i].dtype, in[i].shape, b));
       return NULL;
     }
+  }
   jx_program *p = jx_fn_program(f->inner, in);
   if (!p) return NULL;
-  uint8_t *wrt = malloc((size_t)n + 1), *sel = malloc((size_t)p->nout + 1);
-  jx_program *j = NULL;
+  uint8_t *wrt = calloc((size_t)n + 1, 1), *sel = malloc((size_t)p->nout + 1);
+  jx_program *j = NULL, *result = NULL;
   if (wrt && sel) {
-    for (int i = 0; i < n; i++) wrt[i] = 1;
+    for (int k = 0; k < nt; k++) wrt[d->nargs < 0 ? k : d->argnums[k]] = 1;
     memset(sel, 1, (size_t)p->nout);
     j = jx_jvp_program(p, wrt, sel);
+  } else {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", jvp_op(d));
   }
-  /* jx_jvp_program made tangent inputs for every input; the caller's tangents
-   * for integer inputs are accepted and ignored, like JAX's float0 */
+  /* Tangents for integer inputs are accepted and ignored, like JAX's float0.
+   * j takes the selected inputs' tangents in input order; jx_jvp_argnums's
+   * caller gives them in argnums order. */
+  if (j && d->nargs < 0) {
+    result = j;
+    j = NULL;
+  }
+  jx_trace *tr = j ? jx_trace_begin(f->name) : NULL;
+  if (tr) {
+    jx_scope_begin();
+    jx_array **x = calloc((size_t)(2 * n) + 1, sizeof *x),
+             **y = calloc(2 * (size_t)p->nout + 1, sizeof *y);
+    jx_status st = x && y ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jvp: out of memory");
+    for (int i = 0; i < n + nt && !st; i++) x[i] = jx_trace_input(tr, in[i]);
+    if (!st) { /* tangents to input order, behind the primals */
+      jx_array **t = x + n, **given = malloc(sizeof *given * (size_t)(nt + 1));
+      if (!given) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jvp: out of memory");
+      for (int k = 0; k < nt && !st; k++) given[k] = t[k];
+      for (int i = 0, m = 0; i < n && !st; i++)
+        for (int k = 0; k < nt; k++)
+          if (d->argnums[k] == i) t[m++] = given[k];
+      free(given);
+    }
+    if (!st) st = jx_program_eval(j, x, y);
+    if (st)
+      jx_trace_abort(tr);
+    else
+      result = jx_trace_end(tr, 2 * p->nout, y);
+    jx_scope_end();
+    free(x);
+    free(y);
+  }
   free(wrt);
   free(sel);
+  jx_program_release(j);
   jx_program_release(p);
-  return j;
+  return result;
 }
 
-static const jx_fn_kind jvp_kind = {.name = "jvp", .build = jvp_build};
+static void free_jvp_data(void *d) { free(d); }
+static const jx_fn_kind jvp_kind = {.name = "jvp", .build = jvp_build, .free_data = free_jvp_data};
 
-jx_fn *jx_jvp(jx_fn *f) {
+static jx_fn *jvp(const char *op, jx_fn *f, int nargs, const int *args) {
   if (!f) {
-    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_jvp: the function is NULL");
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: the function is NULL", op);
     return NULL;
   }
-  return jx_fn_new_transform(&jvp_kind, f, 2 * f->nin, 2 * f->nout, NULL);
+  if (nargs > 0 && !args) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argnums is NULL", op);
+    return NULL;
+  }
+  jvp_data *d = calloc(1, sizeof *d + sizeof *d->argnums * (size_t)(nargs > 0 ? nargs : 1));
+  uint8_t *seen = calloc((size_t)f->nin + 1, 1);
+  if (!d || !seen) {
+    free(d);
+    free(seen);
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    return NULL;
+  }
+  d->nargs = nargs;
+  for (int k = 0; k < nargs; k++) {
+    int a = args[k] < 0 ? args[k] + f->nin : args[k];
+    if (a < 0 || a >= f->nin || seen[a]) {
+      if (a < 0 || a >= f->nin)
+        jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                     "%s: argnum %d is out of range for '%s' with %d inputs", op, args[k], f->name,
+                     f->nin);
+      else
+        jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argnum %d appears twice", op, a);
+      free(d);
+      free(seen);
+      return NULL;
+    }
+    seen[a] = 1;
+    d->argnums[k] = a;
+  }
+  free(seen);
+  return jx_fn_new_transform(&jvp_kind, f, f->nin + (nargs < 0 ? f->nin : nargs), 2 * f->nout, d);
+}
+
+jx_fn *jx_jvp(jx_fn *f) { return jvp("jx_jvp", f, -1, NULL); }
+
+jx_fn *jx_jvp_argnums(jx_fn *f, int n, const int *argnums) {
+  if (n < 0) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_jvp_argnums: n = %d is negative", n);
+    return NULL;
+  }
+  return jvp("jx_jvp_argnums", f, n, argnums);
 }
