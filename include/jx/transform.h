@@ -153,7 +153,9 @@ char *jx_fn_ir(jx_fn *f, jx_array *const *example_in);
 /* Ahead of time, without running f: flops (one per elementwise result,
  * 2*M*N*K per contraction), bytes moved between memory and kernels, and the
  * peak of live buffers with every intermediate freed after its last use, for
- * the program the jit runs for inputs like example_in. */
+ * the program the jit runs for inputs like example_in. A jx_checkpoint
+ * region counts its own work where it runs, and its recomputation in the
+ * backward pass where that runs. */
 typedef struct {
   double flops, bytes_accessed, peak_bytes_per_device;
 } jx_cost;

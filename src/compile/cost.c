@@ -2,7 +2,11 @@
  * jit would run and its fusion plan: flops (XLA's convention: one per
  * elementwise result, 2*M*N*K per contraction), bytes moved between memory
  * and the kernels, and the peak of live buffers when every intermediate is
- * freed after its last use, as the executable does. */
+ * freed after its last use, as the executable does. A checkpointed region
+ * (remat) counts the work of its nested program where it runs: the forward
+ * pass runs it whole, and the backward pass's recomputation is ordinary
+ * equations of the program, so a checkpointed gradient costs its
+ * recomputed forward work on top of the plain one. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +94,19 @@ static void program_cost(const jx_program *given, const uint8_t *donate, jx_cost
       c->flops += jx_eqn_flops(p, q);
       for (int o = 0; o < q->nout; o++) temp[q->out[o]] = 1;
       if (fused) continue;
+      if (q->prim == &jx_prim_remat && q->nsub >= 1) {
+        /* its program's own traffic and temporaries, beside what is live */
+        jx_cost sub = {0};
+        program_cost(q->sub[0], NULL, &sub);
+        c->flops += sub.flops;
+        c->bytes_accessed += sub.bytes_accessed;
+        double inputs = 0;
+        for (int i = 0; i < q->nin; i++) inputs += jx_aval_bytes(p->avals[q->in[i]]);
+        if (live + sub.peak_bytes_per_device - inputs > peak)
+          peak = live + sub.peak_bytes_per_device - inputs;
+        for (int o = 0; o < q->nout; o++) live += jx_aval_bytes(p->avals[q->out[o]]);
+        continue;
+      }
       for (int i = 0; i < q->nin; i++) c->bytes_accessed += jx_aval_bytes(p->avals[q->in[i]]);
       for (int o = 0; o < q->nout; o++) {
         c->bytes_accessed += jx_aval_bytes(p->avals[q->out[o]]);
