@@ -53,6 +53,20 @@ case("relu6", jax.nn.relu6, f32(-1, 0, 3, 6, 7, NAN))
 case("abs", jnp.abs, EDGES)
 case("sign", jnp.sign, EDGES)
 case("sigmoid", jax.nn.sigmoid, EDGES)
+
+
+def derivative(f):
+    """x -> f'(x) elementwise: its gradient is the second derivative."""
+    return jax.grad(lambda v: jnp.sum(f(v)))
+
+
+# second order: a custom derivative's own derivative (softplus'' = sigmoid')
+SMOOTH = f32(-INF, -1, 0, 1, INF)
+case("softplus_d1", derivative(jax.nn.softplus), SMOOTH)
+case("log_sigmoid_d1", derivative(jax.nn.log_sigmoid), SMOOTH)
+case("relu_d1", derivative(jax.nn.relu), f32(-1, 0, 1))
+case("relu6_d1", derivative(jax.nn.relu6), f32(-1, 0, 3, 6, 7))
+case("abs_d1", derivative(jnp.abs), f32(-1, 0, 1))
 case("silu", jax.nn.silu, f32(-1, 0, 1))
 case("gelu", jax.nn.gelu, f32(-1, 0, 1))
 

@@ -3,7 +3,8 @@
  * derivative in half, relu and relu6 give 0 at their corners, softplus and
  * log_sigmoid differentiate to sigmoid, logsumexp of -inf entries, sqrt and
  * pow at 0, NaN from an unselected branch of where, sort and top_k ties,
- * argmax ties and NaN, max pooling ties, products through zeros, the spread
+ * argmax ties and NaN, second derivatives of the custom rules, max pooling
+ * ties, products through zeros, the spread
  * of a constant. Each case runs eagerly and under jit. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -62,6 +63,32 @@ UNARY(k_sort, jx_mul(jx_sort(x, 0), arange_f32(5)))
 UNARY(k_argmax, jx_argmax(x, 1))
 UNARY(k_argmin, jx_argmin(x, 1))
 
+/* x -> f'(x) elementwise, through jx_grad of sum(f(x)): its gradient is
+ * f'' (the custom derivatives' own derivatives) */
+typedef jx_array *(*unary_op)(jx_array *);
+static void sum_of(void *ctx, jx_array *const *in, jx_array **out) {
+  out[0] = jx_sum(((unary_op)ctx)(in[0]), JX_AXES(), 0);
+}
+static jx_array *derivative(unary_op op, jx_array *x) {
+  jx_fn *f = jx_fn_create("sum_of", 1, 1, sum_of, (void *)op);
+  jx_fn *g = jx_grad(f, JX_AXES(0));
+  jx_array *d = NULL;
+  jx_call(g, &x, &d); /* on error d is poisoned */
+  jx_fn_release(g);
+  jx_fn_release(f);
+  return d;
+}
+static jx_array *softplus_op(jx_array *x) { return jx_softplus(x); }
+static jx_array *log_sigmoid_op(jx_array *x) { return jx_log_sigmoid(x); }
+static jx_array *relu_op(jx_array *x) { return jx_relu(x); }
+static jx_array *relu6_op(jx_array *x) { return jx_relu6(x); }
+static jx_array *abs_op(jx_array *x) { return jx_abs(x); }
+UNARY(k_softplus_d1, derivative(softplus_op, x))
+UNARY(k_log_sigmoid_d1, derivative(log_sigmoid_op, x))
+UNARY(k_relu_d1, derivative(relu_op, x))
+UNARY(k_relu6_d1, derivative(relu6_op, x))
+UNARY(k_abs_d1, derivative(abs_op, x))
+
 static void k_maximum(jx_array *const *in, jx_array **out) { out[0] = jx_maximum(in[0], in[1]); }
 static void k_minimum(jx_array *const *in, jx_array **out) { out[0] = jx_minimum(in[0], in[1]); }
 static void k_pow(jx_array *const *in, jx_array **out) { out[0] = jx_pow(in[0], in[1]); }
@@ -81,6 +108,11 @@ static const kink_case cases[] = {
     {"abs", 1, 1, 1, k_abs},
     {"sign", 1, 1, 1, k_sign},
     {"sigmoid", 1, 1, 1, k_sigmoid},
+    {"softplus_d1", 1, 1, 1, k_softplus_d1},
+    {"log_sigmoid_d1", 1, 1, 1, k_log_sigmoid_d1},
+    {"relu_d1", 1, 1, 1, k_relu_d1},
+    {"relu6_d1", 1, 1, 1, k_relu6_d1},
+    {"abs_d1", 1, 1, 1, k_abs_d1},
     {"silu", 1, 1, 1, k_silu},
     {"gelu", 1, 1, 1, k_gelu},
     {"maximum", 2, 1, 1, k_maximum},
