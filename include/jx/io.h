@@ -14,18 +14,18 @@
  * disk (fsync) and renamed into place, so a crash mid-write leaves earlier
  * checkpoints intact and never a half-written step. A step saved again is
  * replaced the same way: a crash at any point leaves one whole copy of it
- * (the old one, renamed back by the next load, or the new); the next save
- * removes what crashed saves left. A step directory that is a symbolic link
- * is refused, and a checkpoint's files are read only as regular files,
- * never through links. Array names and block names of any length are
- * saved whole. In a job of many
- * processes every process calls save (in the same order) and dir must be on
- * a file system they all share; process 0 renames after a barrier. Loading
- * checks every file (truncation, malformed headers, checksums of blocks read
- * whole, blocks covering each array) and names the file and the array on
- * any problem, and lays each array out as `like` says (its arrays'
- * shardings), reading only the parts of blocks this process's devices hold:
- * a checkpoint restores onto another mesh and another process count. */
+ * (the old one, which the next jx_checkpoint_latest or load renames back, or
+ * the new); the next save removes what crashed saves left. A step directory
+ * that is a symbolic link is refused, and a checkpoint's files are read only
+ * as regular files, never through links. Array names and block names of any
+ * length are saved whole. In a job of many processes every process calls
+ * save (in the same order) and dir must be on a file system they all share;
+ * process 0 renames after a barrier. Loading checks every file (truncation,
+ * malformed headers, checksums of blocks read whole, blocks covering each
+ * array) and names the file and the array on any problem, and lays each
+ * array out as `like` says (its arrays' shardings), reading only the parts
+ * of blocks this process's devices hold: a checkpoint restores onto another
+ * mesh and another process count. */
 #ifndef JX_IO_H
 #define JX_IO_H
 
