@@ -209,16 +209,21 @@ static const cJSON *tensor_info(jx_safetensors *f, const char *name, const char 
   if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > JX_MAX_RANK)
     return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: bad shape"), NULL;
   *s = (jx_shape){cJSON_GetArraySize(shape), {0}};
-  uint64_t numel = 1;
+  /* the product of the non-zero dims is bounded, as NumPy bounds it: a
+   * zero dim must not let the others be anything */
+  uint64_t nonzero = 1, numel = 1;
   for (int d = 0; d < s->rank; d++) {
     const cJSON *v = cJSON_GetArrayItem(shape, d);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9.0e15)
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 9.0e15) ||
+        v->valuedouble != (double)(int64_t)v->valuedouble)
       return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: bad shape"), NULL;
     s->dims[d] = (int64_t)v->valuedouble;
-    numel *= (uint64_t)s->dims[d];
-    if (numel > ((uint64_t)1 << 50))
+    if (s->dims[d] == 0) numel = 0;
+    if (s->dims[d] > 0 && (__builtin_mul_overflow(nonzero, (uint64_t)s->dims[d], &nonzero) ||
+                           nonzero > ((uint64_t)1 << 50)))
       return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: shape too large"), NULL;
   }
+  if (numel) numel = nonzero;
   if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 ||
       !cJSON_IsNumber(cJSON_GetArrayItem(off, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(off, 1)))
     return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: bad data_offsets"), NULL;

@@ -3,7 +3,8 @@
  * leaves a loadable step; links are never followed, replaced or removed
  * through; FIFOs and other non-regular files are refused, not waited on;
  * names of any length round-trip; manifests claiming absurd sizes, steps or
- * block counts get clear errors (before any allocation, in O(n log n));
+ * block counts, and safetensors shapes whose size wraps, get clear errors
+ * (before any allocation, in O(n log n));
  * crashed saves' leftovers go at the next save; jx_checkpoint_latest names
  * only steps jx_checkpoint_load finds; load errors carry the caller's
  * file:line. */
@@ -25,6 +26,7 @@
 #include <jx/jx.h>
 
 #include "io/checkpoint_internal.h"
+#include "io/safetensors.h"
 #include "test_util.h"
 
 static char root[256];
@@ -362,6 +364,33 @@ static void hostile_manifests_get_clear_errors(void **state) {
   jx_tree_release(t);
 }
 
+/* A safetensors header whose shape's element count wraps (2^50 x 2^14 is
+ * 2^64: 0 in 64 bits) or hides behind a zero dim is refused, not read as an
+ * empty tensor of an impossible shape. */
+static void safetensors_shapes_that_wrap_are_refused(void **state) {
+  (void)state;
+  const char *shapes[] = {"[1125899906842624, 16384]", "[0, 1125899906842624, 1125899906842624]"};
+  for (int i = 0; i < 2; i++) {
+    char header[200], path[600];
+    int n = snprintf(header, sizeof header,
+                     "{\"t\": {\"dtype\": \"F32\", \"shape\": %s, \"data_offsets\": [0, 0]}}",
+                     shapes[i]);
+    snprintf(path, sizeof path, "%s/wrap.safetensors", root);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    unsigned char len[8] = {(unsigned char)n};
+    fwrite(len, 1, 8, f);
+    fwrite(header, 1, (size_t)n, f);
+    fclose(f);
+    jx_safetensors *st = jx_safetensors_open(path, "test");
+    assert_non_null(st);
+    uint64_t sum;
+    assert_null(jx_safetensors_read(st, "t", &sum, "test"));
+    assert_error_has("tensor 't': corrupt header: shape too large");
+    jx_safetensors_close(st);
+  }
+}
+
 /* Leftovers of crashed saves (a temporary step, an old copy whose step is
  * back in place) go at the next save; a directory another save holds
  * locked stays. */
@@ -446,6 +475,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(fifos_are_refused_at_once, setup, teardown),
       cmocka_unit_test_setup_teardown(long_names_are_saved_whole, setup, teardown),
       cmocka_unit_test_setup_teardown(hostile_manifests_get_clear_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(safetensors_shapes_that_wrap_are_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(crashed_saves_leftovers_are_removed, setup, teardown),
       cmocka_unit_test_setup_teardown(latest_and_load_agree_on_names, setup, teardown),
       cmocka_unit_test_setup_teardown(load_errors_name_the_caller, setup, teardown),
