@@ -35,6 +35,8 @@ int64_t jx_checkpoint_latest(const char *dir) {
     int64_t s = step_of_name(e->d_name);
     struct stat st;
     if (s <= best) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) continue; /* a link is no step */
     snprintf(path, sizeof path, "%s/%s/" CKPT_MANIFEST, dir, e->d_name);
     if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) best = s;
   }
@@ -209,11 +211,10 @@ static jx_array *load_one(file_cache *c, const cJSON *m, const char *mpath, cons
   }
   size_t bytes = (size_t)ckpt_box_numel(&box) * jx_dtype_size(e.dtype);
   void *buf = NULL;
-  if (check_claims(c, &e, &box))
-    ; /* its error says which file */
-  else if (!(buf = malloc(bytes ? bytes : 1)))
-    jx_report_error(JX_ERR_OUT_OF_MEMORY, "%s: out of memory for array '%s'", op, name);
-  else if (!read_box(c, &e, &box, buf)) {
+  jx_status st = check_claims(c, &e, &box); /* its error names the file */
+  if (!st && !(buf = malloc(bytes ? bytes : 1)))
+    st = jx_report_error(JX_ERR_OUT_OF_MEMORY, "%s: out of memory for array '%s'", op, name);
+  if (!st && !read_box(c, &e, &box, buf)) {
     jx_shape bs = {box.rank, {0}};
     for (int d = 0; d < box.rank; d++) bs.dims[d] = box.size[d];
     r = jx_array_from(e.dtype, bs, buf);
@@ -244,6 +245,13 @@ jx_tree *jx_checkpoint_load(const char *dir, int64_t step, const jx_tree *like) 
   ckpt_step_dir(sdir, dir, step);
   snprintf(mpath, sizeof mpath, "%s/" CKPT_MANIFEST, sdir);
   struct stat st;
+  if (lstat(sdir, &st) == 0 && S_ISLNK(st.st_mode)) {
+    jx_report_error(JX_ERR_IO,
+                    "%s: '%s' is a symbolic link; a step directory must be a real directory "
+                    "(jx does not read a checkpoint through links)",
+                    op, sdir);
+    return NULL;
+  }
   if (lstat(mpath, &st) != 0) {
     jx_report_error(JX_ERR_IO, "%s: no checkpoint at '%s': %s", op, sdir, strerror(errno));
     return NULL;

@@ -166,7 +166,8 @@ static void resave_fails_cleanly_at_every_point(void **state) {
 }
 
 /* A step directory that is a link to another checkpoint's step: saving
- * over it is refused and the link's target keeps its files; removing a
+ * over it, loading it and counting it as a step are refused, and the
+ * link's target keeps its files; removing a
  * step removes links in it, never their targets; a link in place of a
  * step's file is refused on load. */
 static void links_are_never_followed(void **state) {
@@ -183,6 +184,9 @@ static void links_are_never_followed(void **state) {
   assert_error_has("step_00000001' is a symbolic link");
   assert_true(loaded_value(b, 1) == 1);
   assert_listing(target, "manifest.json process_0.safetensors");
+  assert_true(loaded_value(a, 1) == -1); /* nor loaded through it */
+  assert_error_has("step_00000001' is a symbolic link");
+  assert_int_equal(jx_checkpoint_latest(a), -1);
 
   ckpt_remove_dir(link); /* a link is left as it is, its target untouched */
   assert_listing(target, "manifest.json process_0.safetensors");
