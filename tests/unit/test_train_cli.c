@@ -124,7 +124,11 @@ static void a_running_job_keeps_metrics_and_its_checkpoint_dir(void **state) {
   for (int i = 0; i < 1200 && lines < 3; i++) { /* up to 60 s */
     nanosleep(&(struct timespec){0, 50000000}, NULL);
     lines = metrics_lines(live, &whole);
-    assert_int_equal(waitpid(job, &status, WNOHANG), 0); /* still running */
+    if (waitpid(job, &status, WNOHANG) != 0) { /* it must still run */
+      snprintf(cmd, sizeof cmd, "cat %s >&2", log);
+      if (system(cmd) != 0) fprintf(stderr, "(no log)\n");
+      fail_msg("jx train ended before it was killed");
+    }
   }
   printf("%d metrics lines on disk while the job runs\n", lines);
   assert_true(lines >= 3);
