@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies, checks formatting, builds with
 # gcc and runs every test, then builds with clang under AddressSanitizer +
-# UndefinedBehaviorSanitizer and runs the suite again. Warnings are errors in
-# both builds. Ends with CTest's summary.
+# UndefinedBehaviorSanitizer and runs the suite again, then fuzzes the
+# loaders for 30 s each in that build (tests/fuzz). Warnings are errors in
+# every build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -24,3 +25,25 @@ cmake --build build-asan -j"$jobs"
 # (unit.test_render_cuda, unit.test_cuda_exec, ...) run here.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -E '^cuda\.|^unit\.test_cuda_kernels$'
+
+# The loaders' libFuzzer harnesses (tests/fuzz), 30 s each from the seed
+# corpus, in the sanitized build (JX_FUZZ adds coverage to the loaders'
+# sources only). New inputs go to build-asan/fuzz/, never the seeds; a
+# crash is saved there too and fails the suite.
+CC=clang cmake -S . -B build-asan -DJX_FUZZ=ON >/dev/null
+cmake --build build-asan -j"$jobs" --target fuzz_npy fuzz_safetensors fuzz_manifest \
+  fuzz_checkpoint_dir
+for name in npy safetensors manifest checkpoint_dir; do
+  mkdir -p "build-asan/fuzz/$name"
+  log="build-asan/fuzz/$name.log"
+  if ! ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    "build-asan/tests/fuzz/fuzz_$name" -max_total_time=30 -rss_limit_mb=4096 \
+    -print_final_stats=1 -artifact_prefix="build-asan/fuzz/$name-" "build-asan/fuzz/$name" \
+    "tests/fuzz/corpus/$name" >"$log" 2>&1; then
+    tail -n 80 "$log"
+    echo "fuzz_$name failed: the input is in build-asan/fuzz/" >&2
+    exit 1
+  fi
+  echo "fuzz_$name: $(grep -E '^stat::(number_of_executed_units|average_exec_per_sec)' "$log" |
+    tr '\n' ' ')$(ls "build-asan/fuzz/$name" | wc -l) inputs in the corpus"
+done

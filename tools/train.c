@@ -6,12 +6,15 @@
  * Under mpirun or srun every process runs the same steps on a mesh of all
  * processes' devices (--devices counts each process's); each loads only its
  * rows of the batch, and process 0 alone prints and writes the metrics. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime, fileno */
+#define _DEFAULT_SOURCE /* clock_gettime, fileno, flock */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,7 +54,8 @@ static void usage(FILE *f) {
              "  --warmup N         warmup steps (default steps/10)\n"
              "  --layers N --width N --heads N --context N   model (default 2, 64, 4, 64)\n"
              "  --data FILE        training text (repeatable; default: the fortunes corpus)\n"
-             "  --ckpt DIR         checkpoint directory; --ckpt-every N (default 100)\n"
+             "  --ckpt DIR         checkpoint directory, one job's at a time (DIR/.lock);\n"
+             "                     --ckpt-every N (default 100)\n"
              "  --resume           continue from the latest checkpoint in --ckpt\n"
              "  --metrics FILE     JSON lines: step, loss, tokens_per_s, mfu\n"
              "  --profile FILE     Chrome/Perfetto trace of the training steps; summary on stderr\n"
@@ -284,6 +288,29 @@ static double step_flops(const model *m, int64_t params, int64_t batch) {
 /* Errors end the process without jx_distributed_shutdown: its MPI_Finalize
  * would wait for the other processes, which may be waiting for this one;
  * the launcher ends the job when a process exits without it. */
+/* One job per checkpoint directory: a lock on DIR/.lock, held until the
+ * process ends (the system drops it then, after a crash too); 0 with a
+ * message when another running job holds it. */
+static int lock_checkpoint_dir(const char *dir) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/.lock", dir);
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    fprintf(stderr, "jx train: cannot create --ckpt %s: %s\n", dir, strerror(errno));
+    return 0;
+  }
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) return 1; /* fd stays open: the lock */
+  if (fd >= 0 && errno == EWOULDBLOCK)
+    fprintf(stderr,
+            "jx train: --ckpt %s is in use by another running job (it holds %s); give each job "
+            "a directory of its own\n",
+            dir, path);
+  else
+    fprintf(stderr, "jx train: cannot lock %s: %s\n", path, strerror(errno));
+  if (fd >= 0) close(fd);
+  return 0;
+}
+
 static int fail(const char *what) {
   if (jx_process_count() > 1)
     fprintf(stderr, "jx train (process %d of %d): %s: %s\n", jx_process_index(), jx_process_count(),
@@ -341,6 +368,7 @@ int jx_cmd_train(int argc, char **argv) {
   if (o.devices > 0 && jx_set_cpu_device_count(o.devices)) return fail("--devices");
   if (jx_cli_join_job("train")) return 1;
   int lead = jx_process_index() == 0; /* prints, writes metrics, samples */
+  if (lead && o.ckpt && !lock_checkpoint_dir(o.ckpt)) return 2;
   int devices = jx_device_count();
   static char corpus[MAX_DATA][512];
   if (!o.ndata && !default_corpus(&o, corpus)) {
@@ -447,6 +475,8 @@ int jx_cmd_train(int argc, char **argv) {
     fprintf(stderr, "jx train: cannot write '%s'\n", o.metrics);
     return 2;
   }
+  if (metrics)
+    setvbuf(metrics, NULL, _IOLBF, 0); /* each line on disk as written: a kill keeps them */
   int tty = lead && isatty(fileno(stderr));
   jx_checkpoint_job *pending = NULL;
   double t_start = now_s(), t_last = t_start, first_loss = NAN, loss = NAN;

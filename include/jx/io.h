@@ -12,14 +12,20 @@
  *
  * Saving is atomic: the step is written to a temporary directory, flushed to
  * disk (fsync) and renamed into place, so a crash mid-write leaves earlier
- * checkpoints intact and never a half-written step. In a job of many
- * processes every process calls save (in the same order) and dir must be on
- * a file system they all share; process 0 renames after a barrier. Loading
- * checks every file (truncation, malformed headers, checksums of blocks read
- * whole, blocks covering each array) and names the file and the array on
- * any problem, and lays each array out as `like` says (its arrays'
- * shardings), reading only the parts of blocks this process's devices hold:
- * a checkpoint restores onto another mesh and another process count. */
+ * checkpoints intact and never a half-written step. A step saved again is
+ * replaced the same way: a crash at any point leaves one whole copy of it
+ * (the old one, which the next jx_checkpoint_latest or load renames back, or
+ * the new); the next save removes what crashed saves left. A step directory
+ * that is a symbolic link is refused, and a checkpoint's files are read only
+ * as regular files, never through links. Array names and block names of any
+ * length are saved whole. In a job of many processes every process calls
+ * save (in the same order) and dir must be on a file system they all share;
+ * process 0 renames after a barrier. Loading checks every file (truncation,
+ * malformed headers, checksums of blocks read whole, blocks covering each
+ * array) and names the file and the array on any problem, and lays each
+ * array out as `like` says (its arrays' shardings), reading only the parts
+ * of blocks this process's devices hold: a checkpoint restores onto another
+ * mesh and another process count. */
 #ifndef JX_IO_H
 #define JX_IO_H
 
@@ -33,7 +39,8 @@ jx_status jx_checkpoint_save(const char *dir, int64_t step, const jx_tree *t); /
 /* like: the names to load, and the dtype, shape and sharding each must have
  * (NULL: every array as saved, on one device). */
 jx_tree *jx_checkpoint_load(const char *dir, int64_t step, const jx_tree *like);
-/* The highest step saved in dir, or -1 when there is none. */
+/* The highest step saved in dir (a step_<8 digits> directory with a
+ * manifest, as jx_checkpoint_load finds it), or -1 when there is none. */
 int64_t jx_checkpoint_latest(const char *dir);
 
 /* Saving in the background: training goes on while the files are written
@@ -48,6 +55,21 @@ jx_status jx_checkpoint_wait(jx_checkpoint_job *job);
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_checkpoint_save(...) JX_LOCATED_STATUS(jx_checkpoint_save, __VA_ARGS__)
 #define jx_checkpoint_wait(...) JX_LOCATED_STATUS(jx_checkpoint_wait, __VA_ARGS__)
+/* the pointer-returning ones, through jx_loc_leave_status_ */
+static inline jx_tree *jx_checkpoint_load_located_(const char *where, jx_tree *t) {
+  jx_loc_leave_status_(where, JX_OK);
+  return t;
+}
+static inline jx_checkpoint_job *jx_checkpoint_save_async_located_(const char *where,
+                                                                   jx_checkpoint_job *j) {
+  jx_loc_leave_status_(where, JX_OK);
+  return j;
+}
+#define jx_checkpoint_load(...)                                                                    \
+  (jx_loc_enter_(), jx_checkpoint_load_located_(JX_HERE, (jx_checkpoint_load)(__VA_ARGS__)))
+#define jx_checkpoint_save_async(...)                                                              \
+  (jx_loc_enter_(),                                                                                \
+   jx_checkpoint_save_async_located_(JX_HERE, (jx_checkpoint_save_async)(__VA_ARGS__)))
 #endif
 
 #ifdef __cplusplus

@@ -7,23 +7,38 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "checkpoint_internal.h"
 #include "safetensors.h"
 
+/* The step of a step directory's name, exactly as ckpt_step_dir spells it
+ * (jx_checkpoint_load finds no other); -1 for any other name. */
+static int64_t step_of_name(const char *name) {
+  if (strncmp(name, "step_", 5) != 0) return -1;
+  const char *p = name + 5, *q = p;
+  while (*q >= '0' && *q <= '9') q++;
+  if (*q || q - p < 8 || q - p > 18 || (q - p > 8 && *p == '0')) return -1;
+  return strtoll(p, NULL, 10);
+}
+
 int64_t jx_checkpoint_latest(const char *dir) {
-  DIR *d = dir ? opendir(dir) : NULL;
+  if (!dir || strlen(dir) > CKPT_DIR_MAX) return -1;
+  ckpt_restore_moved_steps(dir);
+  DIR *d = opendir(dir);
   if (!d) return -1;
   int64_t best = -1;
   struct dirent *e;
   char path[CKPT_FILE_CAP + 256];
   while ((e = readdir(d))) {
-    long long s;
-    char tail;
-    if (sscanf(e->d_name, "step_%lld%c", &s, &tail) != 1 || s < 0) continue;
+    int64_t s = step_of_name(e->d_name);
+    struct stat st;
+    if (s <= best) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) continue; /* a link is no step */
     snprintf(path, sizeof path, "%s/%s/" CKPT_MANIFEST, dir, e->d_name);
-    if (access(path, R_OK) == 0 && s > best) best = s;
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) best = s;
   }
   closedir(d);
   return best;
@@ -126,6 +141,45 @@ static jx_status shape_mismatch(const ckpt_entry *e, jx_array *like_a, const cha
                          e->name, sdir, got, exp);
 }
 
+static int block_file_cmp(const void *a, const void *b) {
+  return strcmp((*(const ckpt_block *const *)a)->file, (*(const ckpt_block *const *)b)->file);
+}
+
+/* Before memory is set aside for the box `want` of e: the blocks it needs
+ * claim no more bytes of each file than the file holds (a manifest is
+ * input; without this one could make the loader allocate any amount). */
+static jx_status check_claims(file_cache *c, const ckpt_entry *e, const ckpt_box *want) {
+  const ckpt_block **used = malloc(sizeof *used * ((size_t)e->nblocks + 1));
+  if (!used) return jx_report_error(JX_ERR_OUT_OF_MEMORY, "jx_checkpoint_load: out of memory");
+  int n = 0;
+  ckpt_box part;
+  for (int i = 0; i < e->nblocks; i++)
+    if (ckpt_box_intersect(&e->blocks[i].box, want, &part)) used[n++] = &e->blocks[i];
+  qsort(used, (size_t)n, sizeof *used, block_file_cmp);
+  jx_status st = JX_OK;
+  uint64_t es = jx_dtype_size(e->dtype);
+  for (int i = 0; i < n && !st;) {
+    uint64_t claimed = 0, size;
+    jx_safetensors *f = file_get(c, used[i]->file, e->name);
+    if (!f) {
+      st = jx_last_status();
+      break;
+    }
+    size = jx_safetensors_data_size(f);
+    int first = i;
+    for (; i < n && strcmp(used[i]->file, used[first]->file) == 0; i++)
+      if (claimed <= size) claimed += (uint64_t)ckpt_box_numel(&used[i]->box) * es;
+    if (claimed > size)
+      st = jx_report_error(JX_ERR_CORRUPT,
+                           "jx_checkpoint_load: '%s/%s' is corrupt or truncated: the manifest "
+                           "says it holds %s%llu bytes of array '%s' but it holds %llu",
+                           c->sdir, used[first]->file, i - first > 1 ? "at least " : "",
+                           (unsigned long long)claimed, e->name, (unsigned long long)size);
+  }
+  free(used);
+  return st;
+}
+
 /* Array `name`, laid out as like_a (NULL: whole, on one device). */
 static jx_array *load_one(file_cache *c, const cJSON *m, const char *mpath, const char *name,
                           jx_array *like_a) {
@@ -156,10 +210,11 @@ static jx_array *load_one(file_cache *c, const cJSON *m, const char *mpath, cons
     ckpt_layout_free(&l);
   }
   size_t bytes = (size_t)ckpt_box_numel(&box) * jx_dtype_size(e.dtype);
-  void *buf = malloc(bytes ? bytes : 1);
-  if (!buf)
-    jx_report_error(JX_ERR_OUT_OF_MEMORY, "%s: out of memory for array '%s'", op, name);
-  else if (!read_box(c, &e, &box, buf)) {
+  void *buf = NULL;
+  jx_status st = check_claims(c, &e, &box); /* its error names the file */
+  if (!st && !(buf = malloc(bytes ? bytes : 1)))
+    st = jx_report_error(JX_ERR_OUT_OF_MEMORY, "%s: out of memory for array '%s'", op, name);
+  if (!st && !read_box(c, &e, &box, buf)) {
     jx_shape bs = {box.rank, {0}};
     for (int d = 0; d < box.rank; d++) bs.dims[d] = box.size[d];
     r = jx_array_from(e.dtype, bs, buf);
@@ -174,27 +229,45 @@ static jx_array *load_one(file_cache *c, const cJSON *m, const char *mpath, cons
 
 jx_tree *jx_checkpoint_load(const char *dir, int64_t step, const jx_tree *like) {
   const char *op = "jx_checkpoint_load";
-  if (!dir) {
-    jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: the directory is NULL", op);
+  if (!dir || step < 0 || strlen(dir) > CKPT_DIR_MAX) {
+    if (!dir)
+      jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: dir is NULL", op);
+    else if (step < 0)
+      jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: step %" PRId64 " is negative", op, step);
+    else
+      jx_report_error(JX_ERR_INVALID_ARGUMENT,
+                      "%s: dir is %zu characters long; at most %d are supported", op, strlen(dir),
+                      CKPT_DIR_MAX);
     return NULL;
   }
+  ckpt_restore_moved_steps(dir);
   char sdir[CKPT_PATH_CAP], mpath[CKPT_FILE_CAP];
   ckpt_step_dir(sdir, dir, step);
   snprintf(mpath, sizeof mpath, "%s/" CKPT_MANIFEST, sdir);
-  if (access(mpath, F_OK) != 0) {
+  struct stat st;
+  if (lstat(sdir, &st) == 0 && S_ISLNK(st.st_mode)) {
+    jx_report_error(JX_ERR_IO,
+                    "%s: '%s' is a symbolic link; a step directory must be a real directory "
+                    "(jx does not read a checkpoint through links)",
+                    op, sdir);
+    return NULL;
+  }
+  if (lstat(mpath, &st) != 0) {
     jx_report_error(JX_ERR_IO, "%s: no checkpoint at '%s': %s", op, sdir, strerror(errno));
     return NULL;
   }
-  cJSON *m = ckpt_read_json(mpath);
-  const cJSON *fmt = m ? cJSON_GetObjectItemCaseSensitive(m, "format") : NULL;
-  if (!m || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, CKPT_FORMAT) != 0 ||
+  cJSON *m = ckpt_read_json(mpath, op);
+  if (!m) return NULL;
+  const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(m, "format");
+  if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, CKPT_FORMAT) != 0 ||
       !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(m, "arrays"))) {
     cJSON_Delete(m);
     jx_report_error(JX_ERR_CORRUPT, "%s: '%s' is corrupt: not a jx checkpoint manifest", op, mpath);
     return NULL;
   }
   const cJSON *ms = cJSON_GetObjectItemCaseSensitive(m, "step");
-  if (!cJSON_IsNumber(ms) || (int64_t)ms->valuedouble != step) {
+  if (!cJSON_IsNumber(ms) || !(ms->valuedouble >= 0 && ms->valuedouble <= 9.0e18) ||
+      (int64_t)ms->valuedouble != step) {
     jx_report_error(JX_ERR_CORRUPT, "%s: '%s' is for another step", op, mpath);
     cJSON_Delete(m);
     return NULL;

@@ -22,6 +22,8 @@ int ckpt_box_equal(const ckpt_box *a, const ckpt_box *b) {
 }
 
 int64_t ckpt_box_numel(const ckpt_box *b) {
+  for (int d = 0; d < b->rank; d++)
+    if (b->size[d] == 0) return 0; /* before any product: the others may be huge */
   int64_t n = 1;
   for (int d = 0; d < b->rank; d++) n *= b->size[d];
   return n;
@@ -40,11 +42,15 @@ int ckpt_box_intersect(const ckpt_box *a, const ckpt_box *b, ckpt_box *out) {
   return 1;
 }
 
-void ckpt_block_name(char *buf, size_t cap, const char *array, const ckpt_box *b) {
+char *ckpt_block_name(const char *array, const ckpt_box *b) {
+  size_t cap = strlen(array) + 2 + (size_t)b->rank * 42; /* two 19-digit bounds, ':' and ',' */
+  char *buf = malloc(cap);
+  if (!buf) return NULL;
   size_t len = (size_t)snprintf(buf, cap, "%s@", array);
-  for (int d = 0; d < b->rank && len < cap; d++)
+  for (int d = 0; d < b->rank; d++)
     len += (size_t)snprintf(buf + len, cap - len, "%s%lld:%lld", d ? "," : "",
                             (long long)b->start[d], (long long)(b->start[d] + b->size[d]));
+  return buf;
 }
 
 void ckpt_copy_box(const void *src, const ckpt_box *src_box, void *dst, const ckpt_box *dst_box,

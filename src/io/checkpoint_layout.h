@@ -30,6 +30,8 @@ void ckpt_layout_free(ckpt_layout *l);
 /* The box covering the whole of g. */
 ckpt_box ckpt_box_whole(jx_shape g);
 int ckpt_box_equal(const ckpt_box *a, const ckpt_box *b);
+/* Its element count (0 when any size is 0, whatever the others are; the
+ * caller knows the product of the others fits). */
 int64_t ckpt_box_numel(const ckpt_box *b);
 /* The overlap of a and b in *out; 0 when they do not overlap. */
 int ckpt_box_intersect(const ckpt_box *a, const ckpt_box *b, ckpt_box *out);
@@ -37,8 +39,9 @@ int ckpt_box_intersect(const ckpt_box *a, const ckpt_box *b, ckpt_box *out);
  * it has none. */
 int ckpt_layout_local_box(const ckpt_layout *l, int process, ckpt_box *out);
 
-/* A block's tensor name: "name@r0:r1,c0:c1" (half-open ranges per dim). */
-void ckpt_block_name(char *buf, size_t cap, const char *array, const ckpt_box *b);
+/* A block's tensor name: "name@r0:r1,c0:c1" (half-open ranges per dim),
+ * of any length; the caller frees it (NULL when out of memory). */
+char *ckpt_block_name(const char *array, const ckpt_box *b);
 
 /* Copies the box `part` (global coordinates) between two row-major buffers
  * holding the boxes src_box and dst_box (element size es). */

@@ -31,7 +31,7 @@ static int read_dims(const cJSON *a, int64_t *out, int *rank) {
   *rank = cJSON_GetArraySize(a);
   for (int d = 0; d < *rank; d++) {
     const cJSON *v = cJSON_GetArrayItem(a, d);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9.0e15 ||
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 9.0e15) ||
         v->valuedouble != (double)(int64_t)v->valuedouble)
       return 0;
     out[d] = (int64_t)v->valuedouble;
@@ -64,25 +64,105 @@ static jx_status corrupt(ckpt_entry *e, const char *op, const char *path, const 
   return jx_report_error(JX_ERR_CORRUPT, "%s: '%s' is corrupt: array '%s' %s", op, path, name, why);
 }
 
-/* Exactly covered: every block inside the array, none overlapping, and
- * their sizes adding up to the array's. */
-static const char *coverage_problem(const ckpt_entry *e) {
-  ckpt_box whole = ckpt_box_whole(e->shape), x;
-  int64_t total = 0;
+typedef struct {
+  int64_t lo, hi;
+} range;
+
+static int range_cmp(const void *a, const void *b) {
+  const range *x = a, *y = b;
+  if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
+  return (x->hi > y->hi) - (x->hi < y->hi);
+}
+
+static int cell_cmp(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The distinct ranges of the non-empty blocks along dim d, sorted, in
+ * out[0..*k); NULL when they tile [0, dim) (no gap, no overlap), else why not. */
+static const char *dim_ranges(const ckpt_entry *e, int d, range *out, int64_t *k) {
+  int64_t m = 0;
   for (int i = 0; i < e->nblocks; i++) {
     const ckpt_box *b = &e->blocks[i].box;
-    if (b->rank != e->shape.rank) return "has a block of another rank than the array";
-    for (int d = 0; d < b->rank; d++)
-      if (b->start[d] + b->size[d] > whole.size[d]) return "has a block outside the array";
-    for (int j = 0; j < i; j++)
-      if (ckpt_box_numel(b) && ckpt_box_intersect(b, &e->blocks[j].box, &x))
-        return "has overlapping blocks";
-    total += ckpt_box_numel(b);
+    if (ckpt_box_numel(b) > 0) out[m++] = (range){b->start[d], b->start[d] + b->size[d]};
   }
-  if (e->nblocks == 0) return "has no blocks";
-  if (total != ckpt_box_numel(&whole))
+  qsort(out, (size_t)m, sizeof *out, range_cmp);
+  *k = 0;
+  for (int64_t i = 0; i < m; i++)
+    if (*k == 0 || range_cmp(&out[*k - 1], &out[i]) != 0) out[(*k)++] = out[i];
+  for (int64_t i = 0; i < *k; i++) {
+    int64_t expect = i ? out[i - 1].hi : 0;
+    if (out[i].lo < expect) return "has overlapping blocks";
+    if (out[i].lo > expect) return "is not covered by its blocks: parts of it were not saved";
+  }
+  if (*k == 0 || out[*k - 1].hi != e->shape.dims[d])
     return "is not covered by its blocks: parts of it were not saved";
   return NULL;
+}
+
+/* Exactly covered, in O(n log n) for n blocks: every block inside the
+ * array, and the non-empty blocks a grid (as a sharding's blocks are): along
+ * each dim their ranges tile the dim, and each cell of the grid those ranges
+ * make is exactly one block. Empty blocks hold nothing to read. */
+static const char *coverage_problem(const ckpt_entry *e) {
+  if (e->nblocks == 0) return "has no blocks";
+  ckpt_box whole = ckpt_box_whole(e->shape);
+  int rank = e->shape.rank;
+  int64_t m = 0;
+  for (int i = 0; i < e->nblocks; i++) {
+    const ckpt_box *b = &e->blocks[i].box;
+    if (b->rank != rank) return "has a block of another rank than the array";
+    for (int d = 0; d < rank; d++)
+      if (b->start[d] > whole.size[d] || b->size[d] > whole.size[d] - b->start[d])
+        return "has a block outside the array";
+    m += ckpt_box_numel(b) > 0;
+  }
+  if (ckpt_box_numel(&whole) == 0) return NULL;
+  if (m == 0) return "is not covered by its blocks: parts of it were not saved";
+  range *r[JX_MAX_RANK] = {0};
+  int64_t k[JX_MAX_RANK], *cell = malloc(sizeof *cell * (size_t)m);
+  const char *why = cell ? NULL : "(out of memory)";
+  for (int d = 0; d < rank && !why; d++) {
+    r[d] = malloc(sizeof *r[d] * (size_t)m);
+    why = r[d] ? dim_ranges(e, d, r[d], &k[d]) : "(out of memory)";
+  }
+  /* as many cells as non-empty blocks, else some overlap or some cell has none */
+  int64_t cells = 1;
+  for (int d = 0; d < rank && !why && cells <= m; d++) cells *= k[d];
+  if (!why && cells != m)
+    why = cells < m ? "has overlapping blocks"
+                    : "is not covered by its blocks: parts of it were not saved";
+  /* the cell of each block, from its range's index along each dim (always
+   * found: the ranges were made from the blocks); then each cell once */
+  for (int i = 0, c = 0; i < e->nblocks && !why; i++) {
+    const ckpt_box *b = &e->blocks[i].box;
+    if (ckpt_box_numel(b) == 0) continue;
+    int64_t at = 0;
+    for (int d = 0; d < rank; d++) {
+      range key = {b->start[d], b->start[d] + b->size[d]};
+      const range *hit = bsearch(&key, r[d], (size_t)k[d], sizeof key, range_cmp);
+      at = at * k[d] + (hit - r[d]);
+    }
+    cell[c++] = at;
+  }
+  if (!why) {
+    qsort(cell, (size_t)m, sizeof *cell, cell_cmp);
+    for (int64_t i = 1; i < m && !why; i++)
+      if (cell[i] == cell[i - 1]) why = "has overlapping blocks";
+  }
+  for (int d = 0; d < rank; d++) free(r[d]);
+  free(cell);
+  return why;
+}
+
+/* The array's bytes fit in an int64 (checked before any product is used:
+ * ckpt_box_numel of its blocks relies on it). */
+static int shape_fits(jx_shape s, jx_dtype dt) {
+  int64_t n = (int64_t)jx_dtype_size(dt);
+  for (int d = 0; d < s.rank; d++)
+    if (s.dims[d] > 0 && __builtin_mul_overflow(n, s.dims[d], &n)) return 0;
+  return 1;
 }
 
 jx_status ckpt_entry_read(const cJSON *m, const char *name, const char *path, const char *op,
@@ -108,6 +188,8 @@ jx_status ckpt_entry_read(const cJSON *m, const char *name, const char *path, co
   out->dtype = (jx_dtype)dtype;
   if (!read_dims(cJSON_GetObjectItemCaseSensitive(e, "shape"), out->shape.dims, &out->shape.rank))
     return corrupt(out, op, path, name, "has a bad shape");
+  if (!shape_fits(out->shape, out->dtype))
+    return corrupt(out, op, path, name, "has a shape too large to exist");
   const cJSON *blocks = cJSON_GetObjectItemCaseSensitive(e, "blocks");
   if (!blocks) { /* version 1: one file holding the whole array under its name */
     ckpt_block *b = out->blocks = calloc(1, sizeof *b);

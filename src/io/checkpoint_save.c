@@ -8,6 +8,10 @@
  *   write   the data file and the block list of this process
  *   finish  barrier; process 0 writes the manifest and renames; barrier;
  *           the others check that the step is in place.
+ * A step saved again is replaced crash-safely (checkpoint_leftovers.c), and
+ * a step path that is a link or not a directory is refused: jx never
+ * replaces, follows or removes through a link. Names of any length are
+ * saved whole.
  * Every process runs every barrier even after a failure, so a failure on
  * one process becomes an error on all of them, never a hang. */
 #include <errno.h>
@@ -42,6 +46,7 @@ struct jx_checkpoint_job {
   int me, nproc;
   char tmp[CKPT_PATH_CAP], final[CKPT_PATH_CAP], old[CKPT_PATH_CAP];
   char save_id[64];
+  int tmp_lock; /* process 0's lock on tmp while it saves; -1: none */
   int nblocks;
   planned_block *blocks;
   jx_status status; /* the first failure of this process's part */
@@ -50,19 +55,16 @@ struct jx_checkpoint_job {
 
 static const char *const OP = "jx_checkpoint_save";
 
-/* For tests of crash safety: JX_CHECKPOINT_TEST_CRASH=1 ends the process
- * after the files are written and before the rename, as a crash would. */
-static void maybe_crash(void) {
-  const char *v = getenv("JX_CHECKPOINT_TEST_CRASH");
-  if (v && *v == '1') _exit(77);
-}
-
 static jx_status check_args(const char *op, const char *dir, int64_t step, const jx_tree *t) {
   if (!dir || !t)
     return jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: the %s is NULL", op,
                            dir ? "tree" : "directory");
   if (step < 0)
     return jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: step %" PRId64 " is negative", op, step);
+  if (strlen(dir) > CKPT_DIR_MAX)
+    return jx_report_error(JX_ERR_INVALID_ARGUMENT,
+                           "%s: dir is %zu characters long; at most %d are supported", op,
+                           strlen(dir), CKPT_DIR_MAX);
   for (int i = 0; i < jx_tree_size(t); i++)
     if (jx_is_poisoned(jx_tree_at(t, i)))
       return jx_report_error(JX_ERR_POISONED, "%s: array '%s' carries an earlier error", op,
@@ -74,6 +76,7 @@ static void job_free(jx_checkpoint_job *j) {
   if (!j) return;
   for (int i = 0; i < j->nblocks; i++) free(j->blocks[i].tensor);
   free(j->blocks);
+  if (j->tmp_lock >= 0) close(j->tmp_lock);
   jx_tree_release(j->tree);
   free(j->message);
   free(j->dir);
@@ -86,6 +89,7 @@ static jx_checkpoint_job *job_new(const char *op, const char *dir, int64_t step,
                                   const ckpt_save_options *opts) {
   static atomic_int counter;
   jx_checkpoint_job *j = calloc(1, sizeof *j);
+  if (j) j->tmp_lock = -1;
   jx_array **flat = malloc(sizeof *flat * (size_t)(jx_tree_size(t) + 1));
   if (j && flat && (j->dir = strdup(dir))) {
     jx_tree_flatten(t, flat);
@@ -151,12 +155,8 @@ static jx_status plan(jx_checkpoint_job *j) {
       b->array = i;
       b->position = whole ? -1 : p;
       b->box = whole ? ckpt_box_whole(jx_shape_of(a)) : l.box[p];
-      char tensor[1024];
-      if (whole)
-        snprintf(tensor, sizeof tensor, "%s", name);
-      else
-        ckpt_block_name(tensor, sizeof tensor, name, &b->box);
-      if (!(b->tensor = strdup(tensor))) {
+      b->tensor = whole ? strdup(name) : ckpt_block_name(name, &b->box);
+      if (!b->tensor) {
         ckpt_layout_free(&l);
         return jx_report_error(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", OP);
       }
@@ -167,14 +167,32 @@ static jx_status plan(jx_checkpoint_job *j) {
   return JX_OK;
 }
 
+/* The step's path may hold an earlier save of it (a directory), nothing
+ * else: never a link, which a re-save would replace and remove through. */
+static jx_status check_step_path(const jx_checkpoint_job *j) {
+  struct stat st;
+  if (lstat(j->final, &st) != 0) return JX_OK;
+  if (S_ISLNK(st.st_mode))
+    return jx_report_error(JX_ERR_IO,
+                           "%s: '%s' is a symbolic link; a step directory must be a real "
+                           "directory (jx does not save, replace or remove through links)",
+                           OP, j->final);
+  if (!S_ISDIR(st.st_mode))
+    return jx_report_error(JX_ERR_IO, "%s: '%s' exists and is not a directory", OP, j->final);
+  return JX_OK;
+}
+
 static void save_begin(jx_checkpoint_job *j) {
   char path[CKPT_FILE_CAP];
   snprintf(path, sizeof path, "%s/" SAVE_ID, j->tmp);
   if (mkdir(j->dir, 0755) != 0 && errno != EEXIST)
     fail(j, jx_report_error(JX_ERR_IO, "%s: cannot create '%s': %s", OP, j->dir, strerror(errno)));
   if (j->me == 0 && !j->status) {
-    ckpt_remove_dir(j->tmp); /* a crashed save's leftovers of the same name */
-    if (mkdir(j->tmp, 0755) != 0)
+    ckpt_clean_leftovers(j->dir); /* crashed saves' */
+    fail(j, check_step_path(j));
+  }
+  if (j->me == 0 && !j->status) {
+    if (mkdir(j->tmp, 0755) != 0 || (j->tmp_lock = ckpt_lock_dir(j->tmp)) < 0)
       fail(j,
            jx_report_error(JX_ERR_IO, "%s: cannot create '%s': %s", OP, j->tmp, strerror(errno)));
     snprintf(j->save_id, sizeof j->save_id, "%d.%lld.%" PRId64, (int)getpid(),
@@ -279,7 +297,7 @@ static jx_status write_manifest(jx_checkpoint_job *j) {
   for (int q = 0; q < j->nproc && !st; q++) {
     ckpt_index_file(file, sizeof file, q);
     snprintf(path, sizeof path, "%s/%s", j->tmp, file);
-    cJSON *index = ckpt_read_json(path);
+    cJSON *index = ckpt_read_json(path, NULL);
     if (!index) {
       st = jx_report_error(JX_ERR_IO,
                            "%s: process %d did not write its part of step %" PRId64
@@ -311,23 +329,36 @@ static jx_status write_manifest(jx_checkpoint_job *j) {
   return st;
 }
 
-/* Process 0: the temporary directory becomes the step. */
+/* Process 0: the temporary directory becomes the step. A step saved again
+ * replaces the old one: it is moved aside first (rename cannot replace a
+ * non-empty directory), locked, so that nothing restores it meanwhile, and
+ * removed once the new one is in place. A crash between the two renames
+ * leaves the old copy, which loading renames back. */
 static jx_status publish(jx_checkpoint_job *j) {
-  if (!ckpt_fsync_path(j->tmp))
+  if (!ckpt_fsync_fd(j->tmp_lock, "fsync:step"))
     return jx_report_error(JX_ERR_IO, "%s: cannot flush '%s': %s", OP, j->tmp, strerror(errno));
-  maybe_crash();
-  /* a step saved again replaces the old one: move it aside first (rename
-   * cannot replace a non-empty directory), then delete it */
-  int had_old = rename(j->final, j->old) == 0;
-  if (rename(j->tmp, j->final) != 0) {
-    jx_status st = jx_report_error(JX_ERR_IO, "%s: cannot rename '%s' to '%s': %s", OP, j->tmp,
-                                   j->final, strerror(errno));
-    if (had_old) rename(j->old, j->final);
-    return st;
+  jx_status st = check_step_path(j); /* again: it may have changed since begin */
+  if (st) return st;
+  int old_lock = ckpt_lock_dir(j->final), had_old = 0;
+  if (old_lock >= 0) {
+    had_old = !ckpt_fault("rename:aside") && rename(j->final, j->old) == 0;
+    if (!had_old)
+      st = jx_report_error(JX_ERR_IO, "%s: cannot move '%s' aside to '%s': %s", OP, j->final,
+                           j->old, strerror(errno));
   }
-  ckpt_fsync_path(j->dir);
-  if (had_old) ckpt_remove_dir(j->old);
-  return JX_OK;
+  if (!st && (ckpt_fault("rename:into-place") || rename(j->tmp, j->final) != 0)) {
+    st = jx_report_error(JX_ERR_IO, "%s: cannot rename '%s' to '%s': %s", OP, j->tmp, j->final,
+                         strerror(errno));
+    if (had_old) rename(j->old, j->final);
+  }
+  if (!st && !ckpt_fsync_path(j->dir, "fsync:dir"))
+    st = jx_report_error(JX_ERR_IO,
+                         "%s: step %" PRId64 " is in place but flushing '%s' failed: %s (it may "
+                         "not survive a power loss)",
+                         OP, j->step, j->dir, strerror(errno));
+  if (had_old && !st && !ckpt_fault("remove:old")) ckpt_remove_dir(j->old);
+  if (old_lock >= 0) close(old_lock);
+  return st;
 }
 
 static void save_finish(jx_checkpoint_job *j) {
@@ -341,7 +372,7 @@ static void save_finish(jx_checkpoint_job *j) {
   if (j->me != 0 && !j->status) { /* did process 0 put this save in place? */
     char path[CKPT_FILE_CAP];
     snprintf(path, sizeof path, "%s/" CKPT_MANIFEST, j->final);
-    cJSON *m = ckpt_read_json(path);
+    cJSON *m = ckpt_read_json(path, NULL);
     const cJSON *id = m ? cJSON_GetObjectItemCaseSensitive(m, SAVE_ID) : NULL;
     if (!cJSON_IsString(id) || strcmp(id->valuestring, j->save_id) != 0)
       fail(j, jx_report_error(JX_ERR_IO,

@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "checkpoint_internal.h"
+
 #define MAX_HEADER ((uint64_t)100 << 20) /* as the safetensors library's limit */
 
 static const char *const DTYPE_NAMES[JX_NUM_DTYPES] = {
@@ -79,7 +81,7 @@ jx_status jx_safetensors_write(const char *path, int n, const char *const *names
   cJSON_Delete(h);
   if (!text) return jx_report_error(JX_ERR_OUT_OF_MEMORY, "writing '%s': out of memory", path);
   size_t len = strlen(text), padded = (len + 7) & ~(size_t)7;
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     free(text);
     return jx_report_error(JX_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
@@ -99,8 +101,13 @@ jx_status jx_safetensors_write(const char *path, int n, const char *const *names
     }
     free(buf);
   }
-  ok = ok && fsync(fd) == 0;
+  const char *slash = strrchr(path, '/');
+  char point[96];
+  snprintf(point, sizeof point, "fsync:%s", slash ? slash + 1 : path);
+  ok = ok && ckpt_fsync_fd(fd, point);
+  int saved = errno;
   ok = (close(fd) == 0) && ok;
+  if (!ok && saved) errno = saved;
   if (!ok) {
     if (jx_last_status()) return jx_last_status();
     return jx_report_error(JX_ERR_IO, "writing '%s' failed: %s", path, strerror(errno));
@@ -129,11 +136,10 @@ jx_safetensors *jx_safetensors_open(const char *path, const char *op) {
     jx_report_error(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
     return NULL;
   }
-  f->fd = open(path, O_RDONLY | O_CLOEXEC);
+  f->fd = ckpt_open_regular(path, op);
   if (f->fd < 0) {
-    char why[300];
-    snprintf(why, sizeof why, "cannot be opened: %s", strerror(errno));
-    return fail_open(f, JX_ERR_IO, op, why);
+    jx_safetensors_close(f);
+    return NULL;
   }
   struct stat st;
   unsigned char lenbytes[8];
@@ -164,6 +170,8 @@ void jx_safetensors_close(jx_safetensors *f) {
   free(f->path);
   free(f);
 }
+
+uint64_t jx_safetensors_data_size(const jx_safetensors *f) { return f->data_size; }
 
 int jx_safetensors_count(const jx_safetensors *f) {
   int n = 0;
@@ -201,22 +209,29 @@ static const cJSON *tensor_info(jx_safetensors *f, const char *name, const char 
   if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > JX_MAX_RANK)
     return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: bad shape"), NULL;
   *s = (jx_shape){cJSON_GetArraySize(shape), {0}};
-  uint64_t numel = 1;
+  /* the product of the non-zero dims is bounded, as NumPy bounds it: a
+   * zero dim must not let the others be anything */
+  uint64_t nonzero = 1, numel = 1;
   for (int d = 0; d < s->rank; d++) {
     const cJSON *v = cJSON_GetArrayItem(shape, d);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9.0e15)
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 9.0e15) ||
+        v->valuedouble != (double)(int64_t)v->valuedouble)
       return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: bad shape"), NULL;
     s->dims[d] = (int64_t)v->valuedouble;
-    numel *= (uint64_t)s->dims[d];
-    if (numel > ((uint64_t)1 << 50))
+    if (s->dims[d] == 0) numel = 0;
+    if (s->dims[d] > 0 && (__builtin_mul_overflow(nonzero, (uint64_t)s->dims[d], &nonzero) ||
+                           nonzero > ((uint64_t)1 << 50)))
       return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: shape too large"), NULL;
   }
+  if (numel) numel = nonzero;
   if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 ||
       !cJSON_IsNumber(cJSON_GetArrayItem(off, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(off, 1)))
     return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: bad data_offsets"), NULL;
   double b = cJSON_GetArrayItem(off, 0)->valuedouble, e = cJSON_GetArrayItem(off, 1)->valuedouble;
   uint64_t bytes = numel * jx_dtype_size((jx_dtype)*dtype);
-  if (b < 0 || e < b || (uint64_t)(e - b) != bytes)
+  if (!(b >= 0 && e >= b && e <= 9.0e15) || b != (double)(uint64_t)b || e != (double)(uint64_t)e)
+    return bad(f, name, op, JX_ERR_CORRUPT, "corrupt header: bad data_offsets"), NULL;
+  if ((uint64_t)e - (uint64_t)b != bytes)
     return bad(f, name, op, JX_ERR_CORRUPT,
                "corrupt header: data_offsets do not match the dtype and shape"),
            NULL;

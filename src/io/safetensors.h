@@ -12,10 +12,13 @@
 jx_status jx_safetensors_write(const char *path, int n, const char *const *names,
                                jx_array *const *arrays, uint64_t *checksums);
 
-/* An open file whose header has been read and checked. */
+/* An open file whose header has been read and checked. Only a regular file
+ * is opened, never through a link (path is a file of jx's own layout). */
 typedef struct jx_safetensors jx_safetensors;
 jx_safetensors *jx_safetensors_open(const char *path, const char *op);
 void jx_safetensors_close(jx_safetensors *f);
+/* The bytes after the header: what its tensors can hold at most. */
+uint64_t jx_safetensors_data_size(const jx_safetensors *f);
 int jx_safetensors_count(const jx_safetensors *f);
 const char *jx_safetensors_name(const jx_safetensors *f, int i);
 /* Reads the tensor called name into a new array (owned by the innermost

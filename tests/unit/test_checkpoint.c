@@ -138,7 +138,7 @@ static void crash_mid_save_keeps_the_last_good_step(void **state) {
   fflush(NULL);
   pid_t pid = fork();
   if (pid == 0) {
-    setenv("JX_CHECKPOINT_TEST_CRASH", "1", 1);
+    setenv("JX_CHECKPOINT_TEST_FAULT", "crash:rename:into-place", 1);
     jx_checkpoint_save(dir, 2, t);
     _exit(0); /* not reached: the save ends the process first */
   }
@@ -347,7 +347,7 @@ static void blocks_are_written_once_and_restore_anywhere(void **state) {
 static void edit_manifest(const char *dir, void (*edit)(cJSON *)) {
   char path[600];
   snprintf(path, sizeof path, "%s/step_00000001/manifest.json", dir);
-  cJSON *m = ckpt_read_json(path);
+  cJSON *m = ckpt_read_json(path, NULL);
   assert_non_null(m);
   edit(m);
   char *text = cJSON_Print(m);

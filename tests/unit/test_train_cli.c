@@ -1,16 +1,21 @@
 /* The main job, `jx train`, run as a user runs it: the same training on 1
  * device, on 4 devices as data=2 x model=2, and with FSDP gives the same
  * losses; a run stopped at step 4 on 4 devices and resumed on 2 devices
- * continues the uninterrupted trajectory. Losses come from --metrics. And
+ * continues the uninterrupted trajectory. Losses come from --metrics. A
+ * running job's metrics are on disk line by line (a kill -9 keeps them) and
+ * its --ckpt directory is its own until it ends, however it ends. And
  * `jx info` lists devices, processes and the MPI plugin. */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp, gethostname */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, gethostname, nanosleep */
 #include <math.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -83,6 +88,87 @@ static void resume_on_fewer_devices_continues(void **state) {
   assert_same_losses(whole, resumed, 0, "stopped at 4 on 4 devices, resumed on 2");
 }
 
+/* The complete lines of path (those ending in a newline) and whether the
+ * file ends with one (an empty file does). */
+static int metrics_lines(const char *path, int *ends_whole) {
+  FILE *f = fopen(path, "r");
+  int n = 0, c, last = '\n';
+  while (f && (c = fgetc(f)) != EOF) {
+    n += c == '\n';
+    last = c;
+  }
+  if (f) fclose(f);
+  *ends_whole = last == '\n';
+  return n;
+}
+
+/* A job killed with SIGKILL mid-run: its metrics file holds every step's
+ * line up to the kill, each whole and in order; while it ran, a second job
+ * on the same --ckpt was refused; once it is dead, the directory is free. */
+static void a_running_job_keeps_metrics_and_its_checkpoint_dir(void **state) {
+  (void)state;
+  char live[300], log[300], cmd[2048];
+  snprintf(live, sizeof live, "%s/live.jsonl", dir);
+  snprintf(log, sizeof log, "%s/live-log.txt", dir);
+  snprintf(cmd, sizeof cmd,
+           "exec %s train --layers 1 --width 32 --heads 2 --context 16 --batch 8 --steps 100000 "
+           "--sample 0 --data %s --metrics %s --ckpt %s/shared --ckpt-every 1000000 > %s 2>&1",
+           JX_CLI, JX_CORPUS, live, dir, log);
+  fflush(NULL);
+  pid_t job = fork();
+  if (job == 0) {
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+  }
+  int whole = 0, lines = 0, status = 0;
+  for (int i = 0; i < 1200 && lines < 3; i++) { /* up to 60 s */
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+    lines = metrics_lines(live, &whole);
+    if (waitpid(job, &status, WNOHANG) != 0) { /* it must still run */
+      snprintf(cmd, sizeof cmd, "cat %s >&2", log);
+      if (system(cmd) != 0) fprintf(stderr, "(no log)\n");
+      fail_msg("jx train ended before it was killed");
+    }
+  }
+  printf("%d metrics lines on disk while the job runs\n", lines);
+  assert_true(lines >= 3);
+
+  snprintf(cmd, sizeof cmd,
+           "%s train --steps 2 --sample 0 --data %s --ckpt %s/shared > %s/second.txt 2>&1", JX_CLI,
+           JX_CORPUS, dir, dir);
+  assert_int_not_equal(system(cmd), 0);
+  char second[300], text[1024] = "";
+  snprintf(second, sizeof second, "%s/second.txt", dir);
+  FILE *f = fopen(second, "r");
+  assert_non_null(f);
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = 0;
+  fclose(f);
+  if (!strstr(text, "is in use by another running job")) fprintf(stderr, "%s", text);
+  assert_non_null(strstr(text, "is in use by another running job"));
+
+  assert_int_equal(kill(job, SIGKILL), 0);
+  assert_int_equal(waitpid(job, &status, 0), job);
+  lines = metrics_lines(live, &whole);
+  assert_true(whole);
+  f = fopen(live, "r");
+  char line[512];
+  for (int step = 1; fgets(line, sizeof line, f); step++) {
+    int got = 0;
+    assert_int_equal(sscanf(line, "{\"step\": %d,", &got), 1);
+    assert_int_equal(got, step);
+  }
+  fclose(f);
+  printf("%d whole lines after kill -9\n", lines);
+
+  double loss[STEPS] = {0};
+  char flags[400], m[300];
+  snprintf(flags, sizeof flags, "--ckpt %s/shared", dir);
+  snprintf(m, sizeof m, "%s/after.jsonl", dir);
+  train(flags, m, loss); /* the dead job's lock is gone */
+  assert_true(loss[STEPS - 1] > 0);
+}
+
 /* Runs `env jx info`; its output in out (cap bytes). */
 static void info(const char *env, char *out, size_t cap) {
   char cmd[1024], path[300];
@@ -127,6 +213,7 @@ int main(void) {
       cmocka_unit_test(meshes_give_the_same_losses),
       cmocka_unit_test(resume_on_fewer_devices_continues),
       cmocka_unit_test(info_lists_devices_processes_and_plugin),
+      cmocka_unit_test(a_running_job_keeps_metrics_and_its_checkpoint_dir),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[300];
