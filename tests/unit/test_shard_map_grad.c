@@ -1,0 +1,190 @@
+/* Gradients through jx_shard_map with JAX's default (check_vma): on the
+ * data-parallel, Megatron (model-parallel MLP) and 2-D recipes, the gradient
+ * taken inside the body and the gradient of the shard_map taken from outside
+ * both equal the unsharded gradient (the oracle); a small Megatron MLP's
+ * gradient inside the body equals JAX's (tests/golden/gen_shard_map_grad.py);
+ * and jx_shard_map_ex's no_check_vma gives JAX's check_vma=False answers. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jx/jx.h>
+
+#include "test_util.h"
+#include "test_close.h"
+
+/* An MLP's loss, laid out by a recipe: h = tanh(x @ w1), y = h @ w2 summed
+ * over the model axis, loss = sum(y * y * c) summed over the data axis. */
+typedef struct {
+  const char *name;
+  jx_shape mesh;
+  const char *const *axes;
+  const char *data, *model; /* the axes the batch and the hidden dim are split over, or NULL */
+  const char *specs[4];     /* x, w1, w2, c */
+  int64_t b, d, h;          /* x: [b, d], w1: [d, h], w2: [h, d], c: [d] */
+} recipe;
+
+static void mlp_loss(void *ctx, jx_array *const *in, jx_array **out) {
+  const recipe *r = ctx; /* NULL: unsharded */
+  jx_array *y = jx_matmul(jx_tanh(jx_matmul(in[0], in[1])), in[2]);
+  if (r && r->model) y = jx_psum(y, r->model);
+  jx_array *loss = jx_sum(jx_mul(jx_mul(y, y), in[3]), JX_AXES(), 0);
+  out[0] = r && r->data ? jx_psum(loss, r->data) : loss;
+}
+
+static const char *const DATA[] = {"data"}, *const MODEL[] = {"model"},
+                         *const DM[] = {"data", "model"};
+
+static const recipe DP = {"dp", {1, {8}}, DATA, "data", NULL, {"data", "", "", ""}, 16, 3, 5};
+static const recipe MEGATRON = {
+    "megatron", {1, {2}}, MODEL, NULL, "model", {"", "None,model", "model", ""}, 4, 3, 6};
+static const recipe TWO_D = {
+    "2d", {2, {4, 2}}, DM, "data", "model", {"data", "None,model", "model", ""}, 8, 3, 6};
+
+static void inputs(const recipe *r, jx_array **in) {
+  in[0] = val(JX_SHAPE(r->b, r->d), 0.1);
+  in[1] = val(JX_SHAPE(r->d, r->h), 0.7);
+  in[2] = val(JX_SHAPE(r->h, r->d), 1.3);
+  in[3] = val(JX_SHAPE(r->d), 2.1);
+}
+
+/* The four gradients of the unsharded loss. */
+static void unsharded_grads(const recipe *r, jx_array *const *in, jx_array **g) {
+  jx_fn *loss = jx_fn_create("mlp_loss", 4, 1, mlp_loss, NULL);
+  jx_fn *grad = jx_grad(loss, JX_AXES(0, 1, 2, 3));
+  check_ok(jx_call(grad, in, g));
+  jx_fn_release(grad);
+  jx_fn_release(loss);
+  (void)r;
+}
+
+/* The gradients taken inside the body: shard_map(grad(loss)), each gradient
+ * laid out as its input. */
+static jx_fn *grad_inside(const recipe *r, jx_mesh *m, const jx_shard_map_options *o) {
+  jx_fn *loss = jx_fn_create("mlp_loss", 4, 1, mlp_loss, (void *)r);
+  jx_fn *grad = jx_grad(loss, JX_AXES(0, 1, 2, 3));
+  jx_fn *s = jx_shard_map_ex(grad, m, r->specs, r->specs, o);
+  jx_fn_release(grad);
+  jx_fn_release(loss);
+  assert_non_null(s);
+  return s;
+}
+
+/* The gradients of the shard_map of the loss (a replicated scalar). */
+static jx_fn *grad_outside(const recipe *r, jx_mesh *m) {
+  jx_fn *loss = jx_fn_create("mlp_loss", 4, 1, mlp_loss, (void *)r);
+  jx_fn *s = jx_shard_map(loss, m, r->specs, (const char *[]){""});
+  jx_fn *grad = jx_grad(s, JX_AXES(0, 1, 2, 3));
+  jx_fn_release(s);
+  jx_fn_release(loss);
+  return grad;
+}
+
+static void assert_grads_close(jx_array *const *got, jx_array *const *want, double tol) {
+  for (int k = 0; k < 4; k++) assert_close(got[k], want[k], tol);
+}
+
+static void check_recipe(const recipe *r) {
+  jx_mesh *m = jx_mesh_create(r->mesh, r->axes);
+  jx_array *in[4], *want[4], *got[4];
+  inputs(r, in);
+  unsharded_grads(r, in, want);
+  jx_fn *inside = grad_inside(r, m, NULL);
+  check_ok(jx_call(inside, in, got));
+  assert_grads_close(got, want, 1e-12);
+  jx_fn *jitted = jx_jit(inside, NULL);
+  check_ok(jx_call(jitted, in, got));
+  assert_grads_close(got, want, 1e-12);
+  jx_fn *outside = grad_outside(r, m);
+  check_ok(jx_call(outside, in, got));
+  assert_grads_close(got, want, 1e-12);
+  jx_fn_release(outside);
+  jx_fn_release(jitted);
+  jx_fn_release(inside);
+  jx_mesh_release(m);
+}
+
+static void data_parallel(void **state) {
+  (void)state;
+  check_recipe(&DP);
+}
+
+static void megatron(void **state) {
+  (void)state;
+  check_recipe(&MEGATRON);
+}
+
+static void two_d(void **state) {
+  (void)state;
+  check_recipe(&TWO_D);
+}
+
+/* check_vma off: psum transposes to psum, so the gradient inside the body of
+ * the model-split weights is the model axis's size (2) times the true one,
+ * as JAX's check_vma=False; the gradient from outside stays right. */
+static void unchecked_megatron_overcounts(void **state) {
+  (void)state;
+  const recipe *r = &MEGATRON;
+  jx_mesh *m = jx_mesh_create(r->mesh, r->axes);
+  jx_array *in[4], *want[4], *got[4];
+  inputs(r, in);
+  unsharded_grads(r, in, want);
+  jx_shard_map_options o = {.no_check_vma = 1};
+  jx_fn *inside = grad_inside(r, m, &o);
+  check_ok(jx_call(inside, in, got));
+  assert_close(got[1], jx_mul(want[1], jx_scalar(JX_F64, 2)), 1e-12);
+  assert_close(got[2], jx_mul(want[2], jx_scalar(JX_F64, 2)), 1e-12);
+  jx_fn_release(inside);
+  jx_mesh_release(m);
+}
+
+static jx_array *golden(const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/shard_map_grad/%s.npy", JX_TEST_DATA, name);
+  jx_array *a = jx_load_npy(path);
+  if (jx_is_poisoned(a)) fprintf(stderr, "%s\n", jx_last_error());
+  assert_false(jx_is_poisoned(a));
+  return a;
+}
+
+/* JAX's gradients inside shard_map on a (data=2, model=2) mesh, with
+ * check_vma on (the default) and off. */
+static void matches_jax(void **state) {
+  (void)state;
+  static const recipe r = {
+      "jax", {2, {2, 2}}, DM, "data", "model", {"data", "None,model", "model", ""}, 4, 3, 6};
+  jx_mesh *m = jx_mesh_create(r.mesh, r.axes);
+  jx_array *in[4] = {golden("x"), golden("w1"), golden("w2"), golden("c")}, *got[4];
+  static const char *const names[] = {"dx", "dw1", "dw2", "dc"};
+  jx_fn *inside = grad_inside(&r, m, NULL);
+  check_ok(jx_call(inside, in, got));
+  for (int k = 0; k < 4; k++) assert_close(got[k], golden(names[k]), 1e-12);
+  jx_shard_map_options o = {.no_check_vma = 1};
+  jx_fn *unchecked = grad_inside(&r, m, &o);
+  check_ok(jx_call(unchecked, in, got));
+  for (int k = 0; k < 4; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "%s_unchecked", names[k]);
+    assert_close(got[k], golden(name), 1e-12);
+  }
+  jx_fn_release(unchecked);
+  jx_fn_release(inside);
+  jx_mesh_release(m);
+}
+
+int main(void) {
+  jx_set_cpu_device_count(8);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(data_parallel, setup, teardown),
+      cmocka_unit_test_setup_teardown(megatron, setup, teardown),
+      cmocka_unit_test_setup_teardown(two_d, setup, teardown),
+      cmocka_unit_test_setup_teardown(unchecked_megatron_overcounts, setup, teardown),
+      cmocka_unit_test_setup_teardown(matches_jax, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
