@@ -143,6 +143,74 @@ static void unchecked_megatron_overcounts(void **state) {
   jx_mesh_release(m);
 }
 
+/* ---- a Megatron layer applied in a loop (jx_fori), and jx_axis_index ---- */
+/* (i, h, w1, w2) -> (h + [psum over model of] tanh(h @ w1) @ w2, w1, w2) */
+static void layer_step(void *ctx, jx_array *const *in, jx_array **out) {
+  jx_array *y = jx_matmul(jx_tanh(jx_matmul(in[1], in[2])), in[3]);
+  out[0] = jx_add(in[1], ctx ? jx_psum(y, "model") : y);
+  out[1] = in[2];
+  out[2] = in[3];
+}
+
+/* (x, w1, w2) -> sum(h * h) after three layers from h = x */
+static void looped_loss(void *ctx, jx_array *const *in, jx_array **out) {
+  jx_fn *step = jx_fn_create("layer_step", 4, 3, layer_step, ctx);
+  jx_array *h[3];
+  jx_fori(0, 3, step, 3, in, h);
+  jx_fn_release(step);
+  out[0] = jx_sum(jx_mul(h[0], h[0]), JX_AXES(), 0);
+}
+
+/* The carry is replicated over model and meets the model-split weights in
+ * every step: its cotangent is summed over model inside the loop's transpose. */
+static void loop_inside_the_body(void **state) {
+  (void)state;
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(2), MODEL);
+  const char *specs[] = {"", "None,model", "model"};
+  jx_array *in[3] = {val(JX_SHAPE(4, 3), 0.1),
+                     jx_mul(val(JX_SHAPE(3, 6), 0.7), jx_scalar(JX_F64, 0.5)),
+                     jx_mul(val(JX_SHAPE(6, 3), 1.3), jx_scalar(JX_F64, 0.5))},
+           *want[3], *got[3];
+  jx_fn *ref = jx_fn_create("looped_loss", 3, 1, looped_loss, NULL);
+  jx_fn *gref = jx_grad(ref, JX_AXES(0, 1, 2));
+  check_ok(jx_call(gref, in, want));
+  jx_fn *loss = jx_fn_create("looped_loss", 3, 1, looped_loss, (void *)1);
+  jx_fn *grad = jx_grad(loss, JX_AXES(0, 1, 2));
+  jx_fn *inside = jx_shard_map(grad, m, specs, specs);
+  check_ok(jx_call(inside, in, got));
+  for (int k = 0; k < 3; k++) assert_close(got[k], want[k], 1e-12);
+  jx_fn_release(inside);
+  jx_fn_release(grad);
+  jx_fn_release(loss);
+  jx_fn_release(gref);
+  jx_fn_release(ref);
+  jx_mesh_release(m);
+}
+
+/* loss = psum over i of sum(x * (axis_index + 1)) with x replicated: x is
+ * used by every device, so its gradient is the sum 1 + 2 + ... + n. */
+static void indexed_loss(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *scale = jx_add(jx_astype(jx_axis_index("i"), JX_F64), jx_scalar(JX_F64, 1));
+  out[0] = jx_psum(jx_sum(jx_mul(in[0], scale), JX_AXES(), 0), "i");
+}
+
+static void axis_index_varies(void **state) {
+  (void)state;
+  static const char *const I[] = {"i"};
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(4), I);
+  jx_fn *loss = jx_fn_create("indexed_loss", 1, 1, indexed_loss, NULL);
+  jx_fn *grad = jx_grad(loss, JX_AXES(0));
+  jx_fn *inside = jx_shard_map(grad, m, (const char *[]){""}, (const char *[]){""});
+  jx_array *x = val(JX_SHAPE(3), 0.4), *g;
+  check_ok(jx_call(inside, &x, &g));
+  assert_close(g, jx_full(JX_F64, JX_SHAPE(3), 10), 1e-15);
+  jx_fn_release(inside);
+  jx_fn_release(grad);
+  jx_fn_release(loss);
+  jx_mesh_release(m);
+}
+
 static jx_array *golden(const char *name) {
   char path[512];
   snprintf(path, sizeof path, "%s/shard_map_grad/%s.npy", JX_TEST_DATA, name);
@@ -184,6 +252,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(megatron, setup, teardown),
       cmocka_unit_test_setup_teardown(two_d, setup, teardown),
       cmocka_unit_test_setup_teardown(unchecked_megatron_overcounts, setup, teardown),
+      cmocka_unit_test_setup_teardown(loop_inside_the_body, setup, teardown),
+      cmocka_unit_test_setup_teardown(axis_index_varies, setup, teardown),
       cmocka_unit_test_setup_teardown(matches_jax, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
