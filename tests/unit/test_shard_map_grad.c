@@ -143,6 +143,34 @@ static void unchecked_megatron_overcounts(void **state) {
   jx_mesh_release(m);
 }
 
+/* vmap of the gradient taken inside the body (pvary's batching rule), over a
+ * batch of c: each slice equals the unsharded gradient at that c. */
+static void vmap_of_grad_inside(void **state) {
+  (void)state;
+  const recipe *r = &TWO_D;
+  jx_mesh *m = jx_mesh_create(r->mesh, r->axes);
+  jx_array *in[4], *got[4], *want[4];
+  inputs(r, in);
+  jx_array *cs = val(JX_SHAPE(2, r->d), 3.3);
+  jx_fn *inside = grad_inside(r, m, NULL);
+  jx_fn *v = jx_vmap(inside, (jx_axes){4, {JX_NONE, JX_NONE, JX_NONE, 0}}, JX_AXES(0));
+  check_ok(jx_call(v, (jx_array *[]){in[0], in[1], in[2], cs}, got));
+  for (int b = 0; b < 2; b++) {
+    in[3] =
+        jx_reshape(jx_slice(cs, JX_SHAPE(b, 0), JX_SHAPE(b + 1, r->d), JX_SHAPE()), JX_SHAPE(r->d));
+    unsharded_grads(r, in, want);
+    for (int k = 0; k < 4; k++) {
+      jx_shape s = jx_shape_of(got[k]), lo = {s.rank, {b}}, hi = s;
+      hi.dims[0] = b + 1;
+      assert_close(jx_reshape(jx_slice(got[k], lo, hi, JX_SHAPE()), jx_shape_of(want[k])), want[k],
+                   1e-12);
+    }
+  }
+  jx_fn_release(v);
+  jx_fn_release(inside);
+  jx_mesh_release(m);
+}
+
 /* ---- a Megatron layer applied in a loop (jx_fori), and jx_axis_index ---- */
 /* (i, h, w1, w2) -> (h + [psum over model of] tanh(h @ w1) @ w2, w1, w2) */
 static void layer_step(void *ctx, jx_array *const *in, jx_array **out) {
@@ -252,6 +280,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(megatron, setup, teardown),
       cmocka_unit_test_setup_teardown(two_d, setup, teardown),
       cmocka_unit_test_setup_teardown(unchecked_megatron_overcounts, setup, teardown),
+      cmocka_unit_test_setup_teardown(vmap_of_grad_inside, setup, teardown),
       cmocka_unit_test_setup_teardown(loop_inside_the_body, setup, teardown),
       cmocka_unit_test_setup_teardown(axis_index_varies, setup, teardown),
       cmocka_unit_test_setup_teardown(matches_jax, setup, teardown),
