@@ -276,7 +276,7 @@ static int64_t replicated_size(const jx_sharding *s, int check_vma, int vma) {
   for (int a = 0; a < n; a++) {
     int counts = !check_vma;
     for (int v = 0; v < nv && !counts; v++) counts = in_vma[v] == ids[a];
-    if (counts) k *= jx_axis_env_size(jx_axis_name((int)ids[a]));
+    if (counts) k *= jx_mesh_axis_size(s->mesh, jx_axis_name((int)ids[a]));
   }
   return k;
 }

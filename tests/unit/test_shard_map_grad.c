@@ -239,6 +239,39 @@ static void axis_index_varies(void **state) {
   jx_mesh_release(m);
 }
 
+/* An output whose type varies over i (all_gather keeps its operand's axes)
+ * but that the out spec claims is replicated: from outside, its cotangent
+ * is divided among the devices' copies, so the gradient is the unsharded
+ * one, 2 x. */
+static void gather_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_all_gather(in[0], "i", 0, 1);
+}
+
+static void sum_of_squares(void *ctx, jx_array *const *in, jx_array **out) {
+  jx_array *y;
+  check_ok(jx_call((jx_fn *)ctx, in, &y));
+  out[0] = jx_sum(jx_mul(y, y), JX_AXES(), 0);
+}
+
+static void unchecked_replicated_output(void **state) {
+  (void)state;
+  static const char *const I[] = {"i"};
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(4), I);
+  jx_fn *gather = jx_fn_create("gather", 1, 1, gather_body, NULL);
+  jx_fn *s = jx_shard_map(gather, m, (const char *[]){"i"}, (const char *[]){""});
+  jx_fn *loss = jx_fn_create("sum_of_squares", 1, 1, sum_of_squares, s);
+  jx_fn *grad = jx_grad(loss, JX_AXES(0));
+  jx_array *x = val(JX_SHAPE(8, 2), 0.6), *g;
+  check_ok(jx_call(grad, &x, &g));
+  assert_close(g, jx_mul(x, jx_scalar(JX_F64, 2)), 1e-14);
+  jx_fn_release(grad);
+  jx_fn_release(loss);
+  jx_fn_release(s);
+  jx_fn_release(gather);
+  jx_mesh_release(m);
+}
+
 static jx_array *golden(const char *name) {
   char path[512];
   snprintf(path, sizeof path, "%s/shard_map_grad/%s.npy", JX_TEST_DATA, name);
@@ -283,6 +316,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(vmap_of_grad_inside, setup, teardown),
       cmocka_unit_test_setup_teardown(loop_inside_the_body, setup, teardown),
       cmocka_unit_test_setup_teardown(axis_index_varies, setup, teardown),
+      cmocka_unit_test_setup_teardown(unchecked_replicated_output, setup, teardown),
       cmocka_unit_test_setup_teardown(matches_jax, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
