@@ -97,9 +97,27 @@ void jx_visualize_sharding(const jx_array *a, FILE *f);
  * f runs once per device on its blocks, with m's axis names bound for the
  * collectives; its outputs are blocks of the global outputs laid out by
  * out_specs. An axis an out spec does not name must be one over which the
- * output is the same on every device. */
+ * output is the same on every device.
+ *
+ * As JAX's default (check_vma=True), each value in f knows the mesh axes it
+ * varies over: an input those its spec names, jx_axis_index its axis, a
+ * result those of its operands; jx_psum over an axis makes a value the same
+ * on every device along it. That is what makes gradients right: jx_grad
+ * taken inside f, or of the whole shard_map from outside, is the gradient of
+ * the global function. (An invariant value used where values vary is summed
+ * over the axis in reverse mode, and psum's cotangent goes back unsummed.) */
 jx_fn *jx_shard_map(jx_fn *f, jx_mesh *m, const char *const *in_specs,
                     const char *const *out_specs);
+typedef struct {
+  /* 1: JAX's check_vma=False: no axes tracked. psum's transpose is then psum
+   * and a gradient taken inside f over a psum is the axis size times the
+   * global one (each device's copy of a replicated value counts as its own,
+   * pmap's rule). Gradients of the shard_map from outside stay right. */
+  int no_check_vma;
+} jx_shard_map_options;
+/* jx_shard_map with options (NULL: the defaults, as jx_shard_map). */
+jx_fn *jx_shard_map_ex(jx_fn *f, jx_mesh *m, const char *const *in_specs,
+                       const char *const *out_specs, const jx_shard_map_options *opts);
 /* shard_map over a one-axis mesh of all devices: in_axes entries are the
  * mapped axis of each input (JX_NONE: replicated), whose size must equal the
  * device count; the body sees inputs without that axis. */

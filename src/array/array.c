@@ -179,6 +179,7 @@ jx_array *jx_array_alloc(jx_dtype dt, jx_shape s, int weak) {
   a->buf = b;
   a->trace_id = 0;
   a->var = -1;
+  a->vma = 0;
   a->shards = NULL;
   a->donated = 0;
   a->donated_input = -1;
@@ -216,6 +217,7 @@ jx_array *jx_tracer_alloc(uint64_t trace_id, int var, jx_dtype dt, jx_shape s, i
   a->buf = NULL;
   a->trace_id = trace_id;
   a->var = var;
+  a->vma = 0; /* the trace sets it (trace/vma.h) */
   a->shards = NULL;
   a->donated = 0;
   a->donated_input = -1;
@@ -241,6 +243,7 @@ jx_array *jx_array_alias(jx_array *src, jx_shape s) {
   a->buf = src->buf;
   a->trace_id = 0;
   a->var = -1;
+  a->vma = 0;
   a->shards = NULL;
   a->donated = 0;
   a->donated_input = -1;
@@ -334,6 +337,7 @@ jx_array *jx_array_take_buffer(jx_array *a, const char *fn, int input) {
   t->buf = a->buf;
   t->trace_id = 0;
   t->var = -1;
+  t->vma = 0;
   t->shards = NULL;
   t->donated = 0;
   t->donated_input = -1;

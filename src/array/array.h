@@ -26,6 +26,10 @@ struct jx_array {
    * an abstract value. trace_id names its trace (0 for concrete arrays). */
   uint64_t trace_id;
   int var;
+  /* A tracer inside a shard_map body: the manual mesh axes its value varies
+   * over (trace/vma.h; 0: invariant over all of them, as every concrete
+   * array is). */
+  int vma;
   /* An array laid out over several devices (parallel/shards.c): its shards,
    * one per device of its sharding's mesh. Such an array has no global
    * buffer until something reads the global value: jx_array_ready gathers it

@@ -148,7 +148,7 @@ jx_status jx_fn_cost(jx_fn *f, jx_array *const *example_in, jx_cost *out) {
       free(av);
       return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_fn_cost: input %d is missing", i);
     }
-    av[i] = (jx_aval){example_in[i]->dtype, example_in[i]->weak, example_in[i]->shape};
+    av[i] = (jx_aval){example_in[i]->dtype, example_in[i]->weak, example_in[i]->shape, 0};
   }
   jx_program *p = jx_fn_program(f, av);
   free(av);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "../base/error.h"
+#include "../parallel/collective.h"
 #include "../prims/prims.h"
 #include "simplify.h"
 
@@ -26,6 +27,10 @@ static jx_status inline_into(jx_program *q, const jx_program *sub, const int *ar
       st = JX_ERR_OUT_OF_MEMORY;
   for (int k = 0; k < sub->neqns && !st; k++) {
     const jx_eqn *e = &sub->eqns[k];
+    if (e->prim == &jx_prim_pvary) { /* a type cast (trace/vma.h): nothing to run */
+      map[e->out[0]] = map[e->in[0]];
+      continue;
+    }
     if (!jx_lower_is_custom_call(e) || (keep && keep(sub, e))) {
       st = jx_program_copy_eqn(q, sub, e, map, map);
       continue;
@@ -49,7 +54,8 @@ jx_program *jx_lower_custom_calls(jx_program *p) { return jx_lower_custom_calls_
 jx_program *jx_lower_custom_calls_keeping(jx_program *p, jx_lower_keep_fn keep) {
   int any = 0;
   for (int k = 0; k < p->neqns && !any; k++)
-    any = jx_lower_is_custom_call(&p->eqns[k]) && !(keep && keep(p, &p->eqns[k]));
+    any = (jx_lower_is_custom_call(&p->eqns[k]) && !(keep && keep(p, &p->eqns[k]))) ||
+          p->eqns[k].prim == &jx_prim_pvary;
   if (!any) return jx_program_retain(p);
   jx_program *q = jx_program_new(p->name);
   int *in = malloc(sizeof *in * (size_t)(p->nin + 1)),

@@ -4,7 +4,9 @@
  * program keeps them, since grad of a jitted function differentiates the
  * jitted program itself. Its executable runs a lowered copy instead, with
  * each such call replaced by its function's equations, so that they fuse
- * with their neighbours instead of running as a nested program. */
+ * with their neighbours instead of running as a nested program. The pvary
+ * casts of a shard_map body (trace/vma.h), which only type its values for
+ * reverse mode, are dropped there too. */
 #ifndef JX_SRC_COMPILE_LOWER_H
 #define JX_SRC_COMPILE_LOWER_H
 

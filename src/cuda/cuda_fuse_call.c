@@ -45,8 +45,8 @@ int jx_cuda_attention_call(const jx_program *p, const jx_eqn *e, jx_cuda_fused_o
   if (!jx_cuda_attention_kernel(m.dtype, m.head_dim) || m.batch > 65535 || m.heads > 65535)
     return 0;
   /* the types the calls have (attention_core.h): anything else is not ours */
-  jx_aval bhtd = {q.dtype, 0, {4, {m.batch, m.heads, m.t, m.head_dim}}};
-  jx_aval lse = {JX_F32, 0, {3, {m.batch, m.heads, m.t}}};
+  jx_aval bhtd = {q.dtype, 0, {4, {m.batch, m.heads, m.t, m.head_dim}}, 0};
+  jx_aval lse = {JX_F32, 0, {3, {m.batch, m.heads, m.t}}, 0};
   jx_aval want_in[6] = {q, q, q, bhtd, lse, bhtd};
   jx_aval want_out[3] = {fwd ? bhtd : q, fwd ? lse : q, q};
   for (int i = 0; i < e->nin; i++)

@@ -176,7 +176,7 @@ static jx_status print_infer(const jx_params *p, int nin, const jx_aval *in, int
   (void)nin;
   (void)in;
   (void)nout;
-  out[0] = (jx_aval){JX_BOOL, 0, {0, {0}}};
+  out[0] = (jx_aval){JX_BOOL, 0, {0, {0}}, 0};
   return JX_OK;
 }
 

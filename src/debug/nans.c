@@ -66,7 +66,7 @@ jx_status jx_debug_check_eager(const jx_prim *p, int nin, jx_array *const *in, i
     jx_aval *av = nin > 8 ? malloc(sizeof *av * (size_t)nin) : small;
     char ins[512] = "?";
     if (av) {
-      for (int i = 0; i < nin; i++) av[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape};
+      for (int i = 0; i < nin; i++) av[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape, 0};
       inputs_str(ins, sizeof ins, nin, av);
     }
     if (av != small) free(av);

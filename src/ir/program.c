@@ -73,7 +73,7 @@ int jx_program_add_input(jx_program *p, jx_aval aval) {
 
 int jx_program_add_const(jx_program *p, jx_array *value) {
   if (jx_array_ready(value)) return -1; /* constants are read by the simplifier */
-  int v = jx_program_add_var(p, (jx_aval){value->dtype, value->weak, value->shape});
+  int v = jx_program_add_var(p, (jx_aval){value->dtype, value->weak, value->shape, 0});
   if (v < 0) return -1;
   int cap = p->cap_const;
   if (!grow((void **)&p->constvar, &cap, p->nconst + 1, sizeof *p->constvar)) return -1;

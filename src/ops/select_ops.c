@@ -10,7 +10,7 @@
 #include "../prims/elementwise.h"
 #include "ops_util.h"
 
-static jx_aval aval_of(const jx_array *a) { return (jx_aval){a->dtype, a->weak, a->shape}; }
+static jx_aval aval_of(const jx_array *a) { return (jx_aval){a->dtype, a->weak, a->shape, 0}; }
 
 static jx_array *as_bool(jx_array *c) {
   if (c->dtype == JX_BOOL) return c;

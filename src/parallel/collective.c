@@ -26,6 +26,7 @@
 #include "../base/error.h"
 #include "../debug/hooks.h"
 #include "../trace/axis_env.h"
+#include "../trace/vma.h"
 #include "collective_rules.h"
 #include "comm.h"
 
@@ -384,7 +385,7 @@ static jx_status impl(kind k, infer_fn infer, const char *op, const jx_params *p
                       jx_array *const *in, jx_array **out) {
   jx_status st = jx_array_ready(in[0]);
   if (st) return st;
-  jx_aval a = {in[0]->dtype, in[0]->weak, in[0]->shape}, o;
+  jx_aval a = {in[0]->dtype, in[0]->weak, in[0]->shape, 0}, o;
   if ((st = infer(p, 1, &a, 1, &o))) return st;
   out[0] = jx_array_alloc(o.dtype, o.shape, o.weak);
   if (out[0]->poisoned) return jx_last_status();
@@ -443,7 +444,7 @@ int jx_collective_start(const jx_prim *prim, const jx_params *p, jx_array *in, j
   if (!async_enabled() || !jx_spmd_current()) return 0;
   const char *op = jx_collective_public_name(prim->name);
   if (jx_array_ready(in)) return -1;
-  jx_aval a = {in->dtype, in->weak, in->shape}, o;
+  jx_aval a = {in->dtype, in->weak, in->shape, 0}, o;
   if (infer(p, 1, &a, 1, &o)) return -1;
   size_t count = (size_t)jx_shape_numel(a.shape);
   if (count == 0 || jx_shape_numel(o.shape) == 0) return 0; /* nothing moves */
@@ -515,7 +516,7 @@ static void eval(kind k, const jx_params *p, const jx_tensor *in, jx_tensor *out
     memset(out->data, 0, (size_t)jx_shape_numel(out->shape) * jx_dtype_size(out->dtype));
 }
 
-#define COLLECTIVE_ROW(NAME, KIND, PARAMS, JVP, TRANSPOSE)                                         \
+#define COLLECTIVE_ROW(NAME, KIND, PARAMS, JVP, TRANSPOSE, VMA)                                    \
   static jx_status impl_##NAME(const jx_params *p, int nin, jx_array *const *in, int nout,         \
                                jx_array **out, int nsub, struct jx_program *const *subs) {         \
     (void)nin;                                                                                     \
@@ -540,16 +541,18 @@ static void eval(kind k, const jx_params *p, const jx_tensor *in, jx_tensor *out
                                   .jvp = JVP,                                                      \
                                   .transpose = TRANSPOSE,                                          \
                                   .batch = jx_batch_collective,                                    \
-                                  .uses_axis = 1};
+                                  .uses_axis = 1,                                                  \
+                                  .vma = VMA};
 
-COLLECTIVE_ROW(psum, K_PSUM, "axes=l0", jx_jvp_collective_linear, jx_transpose_collective)
-COLLECTIVE_ROW(pmax, K_PMAX, "axes=l0", jx_jvp_pmax_pmin, NULL)
-COLLECTIVE_ROW(pmin, K_PMIN, "axes=l0", jx_jvp_pmax_pmin, NULL)
+COLLECTIVE_ROW(psum, K_PSUM, "axes=l0", jx_jvp_collective_linear, jx_transpose_collective,
+               JX_VMA_REDUCE)
+COLLECTIVE_ROW(pmax, K_PMAX, "axes=l0", jx_jvp_pmax_pmin, NULL, JX_VMA_REDUCE)
+COLLECTIVE_ROW(pmin, K_PMIN, "axes=l0", jx_jvp_pmax_pmin, NULL, JX_VMA_REDUCE)
 COLLECTIVE_ROW(all_gather, K_ALL_GATHER, "axes=l0 dim=i0 tiled=i1 axis_size=i2",
-               jx_jvp_collective_linear, jx_transpose_collective)
+               jx_jvp_collective_linear, jx_transpose_collective, JX_VMA_COLLECTIVE)
 COLLECTIVE_ROW(psum_scatter, K_PSUM_SCATTER, "axes=l0 dim=i0 tiled=i1", jx_jvp_collective_linear,
-               jx_transpose_collective)
+               jx_transpose_collective, JX_VMA_COLLECTIVE)
 COLLECTIVE_ROW(all_to_all, K_ALL_TO_ALL, "axes=l0 split=i0 concat=i1 axis_size=i2",
-               jx_jvp_collective_linear, jx_transpose_collective)
+               jx_jvp_collective_linear, jx_transpose_collective, JX_VMA_COLLECTIVE)
 COLLECTIVE_ROW(ppermute, K_PPERMUTE, "axes=l0 perm=i0 axis_size=i1", jx_jvp_collective_linear,
-               jx_transpose_collective)
+               jx_transpose_collective, JX_VMA_COLLECTIVE)

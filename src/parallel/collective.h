@@ -27,6 +27,9 @@
 
 extern const jx_prim jx_prim_psum, jx_prim_pmax, jx_prim_pmin, jx_prim_all_gather,
     jx_prim_psum_scatter, jx_prim_all_to_all, jx_prim_ppermute;
+/* The cast of an invariant value to a varying one (pvary.c, trace/vma.h):
+ * axes = l0. */
+extern const jx_prim jx_prim_pvary;
 
 /* What a device thread running a per-device program knows: its mesh and
  * its position in it (NULL outside jx_spmd_run). */

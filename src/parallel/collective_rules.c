@@ -4,9 +4,10 @@
  * the same collective. pmax/pmin pass the tangent of the chosen element; with
  * ties, the mean of the tied tangents: psum(t * mask) / psum(mask), mask =
  * (x == pmax(x)).
- * Transpose (pmap semantics: each device's copy of a replicated value is its
- * own value): psum -> psum, all_gather <-> psum_scatter, all_to_all -> itself
- * with split and concat swapped, ppermute -> ppermute with the pairs inverted.
+ * Transpose: psum over a shard_map's manual axes -> pvary (trace/vma.h); over
+ * pmap's and vmap's axes (each device's copy of a replicated value is its own
+ * value) psum -> psum; all_gather <-> psum_scatter, all_to_all -> itself with
+ * split and concat swapped, ppermute -> ppermute with the pairs inverted.
  * Batching (jx_vmap_axis): when the vmapped axis is among the collective's
  * axes the collective is computed over the batch dim (as JAX's
  * batched-collective rules); reductions may also name other axes (the batch is
@@ -19,6 +20,7 @@
 #include "../base/error.h"
 #include "../prims/rules.h"
 #include "../trace/axis_env.h"
+#include "../trace/vma.h"
 #include "collective_rules.h"
 
 static jx_array *bind(const jx_prim *prim, jx_array *x, const jx_params *p) {
@@ -52,6 +54,20 @@ jx_status jx_jvp_pmax_pmin(const jx_params *p, int nin, jx_array *const *x, jx_a
   q.l[0] = p->l[0];
   jx_array *mask = jx_astype(jx_eq(x[0], y[0]), t[0]->dtype);
   ty[0] = jx_div(bind(&jx_prim_psum, jx_mul(t[0], mask), &q), bind(&jx_prim_psum, mask, &q));
+  return jx_last_status();
+}
+
+/* psum over manual axes (shard_map's, trace/vma.h) makes its operand, cast to
+ * vary over them, invariant: the cotangent, invariant too, goes back to every
+ * device unchanged (pvary, JAX's psum_invariant transpose). Over the other
+ * axes (pmap's, vmap's) every device's copy is its own value: psum. */
+static jx_status transpose_psum(const jx_params *p, jx_array *ct, jx_array **ct_in) {
+  jx_params manual = JX_PARAMS_INIT, other = JX_PARAMS_INIT;
+  jx_vma_split_manual(p->l[0].n, p->l[0].v, manual.l[0].v, &manual.l[0].n, other.l[0].v,
+                      &other.l[0].n);
+  if (other.l[0].n) ct = bind(&jx_prim_psum, ct, &other);
+  if (manual.l[0].n) ct = bind(&jx_prim_pvary, ct, &manual);
+  ct_in[0] = ct;
   return jx_last_status();
 }
 
@@ -90,6 +106,7 @@ jx_status jx_transpose_collective(const jx_params *p, int nin, jx_array *const *
     free(inv);
     if (!q.i[0]) return jx_last_status();
   }
+  if (prim == &jx_prim_psum) return transpose_psum(p, ct[0], ct_in);
   ct_in[0] = bind(to, ct[0], &q);
   return jx_last_status();
 }
@@ -204,7 +221,7 @@ jx_status jx_batch_collective(const jx_params *p, int nin, jx_array *const *in, 
   if (pos < 0) return batch_other_axes(prim, p, x, b, out, out_bdim);
 
   /* validate the unbatched application first: its errors name the user's call */
-  jx_aval a = {x->dtype, x->weak, x->shape}, o;
+  jx_aval a = {x->dtype, x->weak, x->shape, 0}, o;
   if (b != JX_NOT_MAPPED) {
     a.shape.rank--;
     for (int k = b; k < a.shape.rank; k++) a.shape.dims[k] = x->shape.dims[k + 1];

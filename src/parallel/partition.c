@@ -176,10 +176,10 @@ static jx_status partition_eqn(part_ctx *c, const jx_eqn *e, jx_array **env) {
     jx_params q = e->params;
     if (fam->local_params) {
       for (int i = 0; i < e->nin; i++)
-        av[i] = (jx_aval){ins[i]->dtype, ins[i]->weak, ins[i]->shape};
+        av[i] = (jx_aval){ins[i]->dtype, ins[i]->weak, ins[i]->shape, 0};
       for (int o = 0; o < e->nout; o++) {
         jx_aval g = p->avals[e->out[o]];
-        av[n + o] = (jx_aval){g.dtype, g.weak, jx_pspec_local(c->mesh, &prod[o], g.shape)};
+        av[n + o] = (jx_aval){g.dtype, g.weak, jx_pspec_local(c->mesh, &prod[o], g.shape), 0};
       }
       fam->local_params(&pl, av, av + n, &q);
     }
@@ -231,7 +231,7 @@ jx_program *jx_partition(jx_mesh *m, const jx_program *p, const jx_pspec *spec,
   }
   for (int i = 0; i < p->nin; i++) {
     jx_aval g = p->avals[p->in[i]];
-    av[i] = (jx_aval){g.dtype, g.weak, jx_pspec_local(m, &spec[p->in[i]], g.shape)};
+    av[i] = (jx_aval){g.dtype, g.weak, jx_pspec_local(m, &spec[p->in[i]], g.shape), 0};
   }
   int pushed = 0;
   jx_status st = JX_OK;

@@ -159,7 +159,10 @@ jx_fn *jx_pmap_n(jx_fn *f, const char *axis_name, int nin_axes, const int *in_ax
     char name[300];
     snprintf(name, sizeof name, "pmap_body(%s)", f->name);
     d->body = jx_fn_create(name, f->nin, f->nout, pmap_body, d);
-    if (d->body) d->smap = jx_shard_map(d->body, d->mesh, specs, specs + f->nin);
+    /* pmap's rule: each device's copy of a replicated value is its own (no
+     * varying axes tracked, psum transposes to psum) */
+    jx_shard_map_options o = {.no_check_vma = 1};
+    if (d->body) d->smap = jx_shard_map_ex(d->body, d->mesh, specs, specs + f->nin, &o);
   } else if (d->mesh) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pmap: out of memory");
   }

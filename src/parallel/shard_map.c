@@ -1,8 +1,10 @@
 /* jx_shard_map: f traced once on the per-device blocks of its inputs (with
  * the mesh's axis names bound for the collectives), recorded as one
  * shard_map equation holding that body, and run concretely by the SPMD
- * runtime on every device of the mesh (jax.experimental.shard_map with
- * check_rep=False). The transformation rules are in shard_map_rules.c. */
+ * runtime on every device of the mesh (jax.shard_map). By default the body's
+ * values carry the manual axes they vary over (check_vma=True, trace/vma.h),
+ * which makes gradients through psum right; jx_shard_map_ex can turn that
+ * off. The transformation rules are in shard_map_rules.c. */
 #include "shard_map.h"
 
 #include <pthread.h>
@@ -14,7 +16,10 @@
 #include "../cuda/cuda_mesh.h"
 #include "../trace/axis_env.h"
 #include "../trace/dispatch.h"
+#include "../trace/eval.h"
 #include "../trace/fn.h"
+#include "../trace/trace.h"
+#include "../trace/vma.h"
 #include "../transform/build.h"
 #include "collective.h"
 #include "shards.h"
@@ -53,12 +58,14 @@ static int intern_shardings(int n, jx_sharding *const *sh) {
 }
 
 jx_status jx_smap_bind(jx_mesh *m, int nin, jx_array *const *in, jx_sharding *const *in_sh,
-                       int nout, jx_sharding *const *out_sh, jx_program *body, jx_array **out) {
+                       int nout, jx_sharding *const *out_sh, jx_program *body, int check_vma,
+                       jx_array **out) {
   jx_params p = JX_PARAMS_INIT;
   p.i[0] = m->id;
   p.i[1] = intern_shardings(nin, in_sh);
   p.i[2] = intern_shardings(nout, out_sh);
   p.i[3] = nout;
+  p.f[0] = check_vma ? 1 : 0;
   if (!p.i[1] || !p.i[2]) {
     for (int o = 0; o < nout; o++) out[o] = jx_poison();
     return jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
@@ -66,12 +73,22 @@ jx_status jx_smap_bind(jx_mesh *m, int nin, jx_array *const *in, jx_sharding *co
   return jx_bind_sub(&jx_prim_shard_map, nin, in, &p, 1, &body, out);
 }
 
+int jx_smap_checks_vma(const jx_params *p) { return p->f[0] != 0; }
+
 /* ---- axes, specs ---- */
-int jx_smap_push_axes(const jx_mesh *m) {
+int jx_smap_push_axes(const jx_mesh *m, int check_vma) {
   int n = 0;
   for (int a = 0; a < m->ndim; a++)
-    if (!jx_axis_push(m->name[a], m->size[a])) n++;
+    if (!(check_vma ? jx_axis_push_manual : jx_axis_push)(m->name[a], m->size[a])) n++;
   return n;
+}
+
+int jx_smap_named_vma(const jx_sharding *s) {
+  int64_t ids[JX_MAX_RANK];
+  int n = 0;
+  for (int a = 0; a < s->mesh->ndim; a++)
+    if (jx_sharding_uses_axis(s, a)) ids[n++] = jx_axis_id(s->mesh->name[a]);
+  return jx_vma_add(0, n, ids);
 }
 
 void jx_smap_pop_axes(int n) {
@@ -103,13 +120,6 @@ jx_sharding *jx_smap_per_device(jx_mesh *m) {
   jx_sharding *s = jx_sharding_make(m, 1, naxes, (const int(*)[JX_MAX_RANK])axis, "shard_map");
   jx_sharding_release(s); /* the registry keeps every sharding */
   return s;
-}
-
-int64_t jx_smap_unnamed_size(const jx_sharding *s) {
-  int64_t n = 1;
-  for (int a = 0; a < s->mesh->ndim; a++)
-    if (!jx_sharding_uses_axis(s, a)) n *= s->mesh->size[a];
-  return n;
 }
 
 int jx_smap_unnamed_axes(const jx_sharding *s, int64_t *ids) {
@@ -162,6 +172,7 @@ static jx_status smap_outputs(const jx_params *p, int nin, const jx_aval *in, in
     jx_aval a = b->avals[b->out[o]];
     out[o] = a;
     out[o].shape = jx_sharding_global_shape(s[nin + o], a.shape);
+    out[o].vma = 0; /* the body's axes are bound inside it only */
     st = jx_sharding_check(s[nin + o], out[o].shape, "shard_map: an output");
   }
   free(s);
@@ -206,7 +217,7 @@ static jx_status impl_smap(const jx_params *p, int nin, jx_array *const *in, int
 }
 
 static int bind_mesh_axes(const jx_params *p) {
-  return jx_smap_push_axes(jx_mesh_from_id((int)p->i[0]));
+  return jx_smap_push_axes(jx_mesh_from_id((int)p->i[0]), jx_smap_checks_vma(p));
 }
 
 const jx_prim jx_prim_shard_map = {.name = "shard_map",
@@ -226,6 +237,7 @@ const jx_prim jx_prim_shard_map = {.name = "shard_map",
 typedef struct {
   jx_mesh *mesh;
   int nin, nout;
+  int check_vma;
   jx_sharding **sh; /* nin input shardings, then nout output shardings; references */
 } smap_data;
 
@@ -246,7 +258,38 @@ typedef struct {
 static jx_status bind_body(void *ctx, jx_array *const *in, jx_array **out) {
   bind_ctx *c = ctx;
   return jx_smap_bind(c->d->mesh, c->d->nin, in, c->d->sh, c->d->nout, c->d->sh + c->d->nin,
-                      c->body, out);
+                      c->body, c->d->check_vma, out);
+}
+
+/* The body f traced to, its outputs cast to vary over every manual axis their
+ * out specs name (a block that is the same on every device, laid out over an
+ * axis, is used as a varying value there: its cotangent is summed back). */
+typedef struct {
+  const jx_program *f;
+  jx_sharding *const *out_sh;
+} cast_ctx;
+
+static jx_status body_with_casts(void *ctx, jx_array *const *in, jx_array **out) {
+  cast_ctx *c = ctx;
+  jx_status st = jx_program_eval(c->f, in, out);
+  for (int o = 0; o < c->f->nout && !st; o++) {
+    int64_t ids[JX_MAX_RANK], missing[JX_MAX_RANK];
+    int n = jx_vma_axes(jx_smap_named_vma(c->out_sh[o]), ids);
+    jx_params q = JX_PARAMS_INIT;
+    q.l[0].n = jx_vma_missing(out[o]->vma, n, ids, missing);
+    memcpy(q.l[0].v, missing, sizeof *missing * (size_t)q.l[0].n);
+    if (q.l[0].n && jx_is_tracer(out[o])) out[o] = jx_bind1(&jx_prim_pvary, 1, &out[o], &q);
+  }
+  return st ? st : jx_last_status();
+}
+
+/* Whether some output of f varies over fewer manual axes than its spec names. */
+static int needs_casts(const jx_program *f, jx_sharding *const *out_sh) {
+  for (int o = 0; o < f->nout; o++) {
+    int want = jx_smap_named_vma(out_sh[o]), have = f->avals[f->out[o]].vma;
+    if (jx_vma_union(have, want) != have) return 1;
+  }
+  return 0;
 }
 
 static jx_program *smap_build(jx_fn *f, const jx_aval *in) {
@@ -267,8 +310,15 @@ static jx_program *smap_build(jx_fn *f, const jx_aval *in) {
   }
   jx_program *body = NULL, *p = NULL;
   if (!st) {
-    int pushed = jx_smap_push_axes(d->mesh);
+    int pushed = jx_smap_push_axes(d->mesh, d->check_vma);
+    for (int i = 0; i < d->nin; i++) local[i].vma = jx_smap_named_vma(d->sh[i]);
     if (pushed == d->mesh->ndim) body = jx_fn_program(f->inner, local);
+    if (body && d->check_vma && needs_casts(body, d->sh + d->nin)) {
+      cast_ctx c = {body, d->sh + d->nin};
+      jx_program *cast = jx_program_build(body->name, d->nin, local, d->nout, body_with_casts, &c);
+      jx_program_release(body);
+      body = cast;
+    }
     jx_smap_pop_axes(pushed);
   }
   for (int o = 0; body && o < d->nout && !st; o++) {
@@ -312,6 +362,11 @@ static jx_sharding *parse_spec(jx_mesh *m, const char *spec, const char *what, i
 
 jx_fn *jx_shard_map(jx_fn *f, jx_mesh *m, const char *const *in_specs,
                     const char *const *out_specs) {
+  return jx_shard_map_ex(f, m, in_specs, out_specs, NULL);
+}
+
+jx_fn *jx_shard_map_ex(jx_fn *f, jx_mesh *m, const char *const *in_specs,
+                       const char *const *out_specs, const jx_shard_map_options *opts) {
   if (!f || !m) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_shard_map: the %s is NULL", f ? "mesh" : "function");
     return NULL;
@@ -329,6 +384,7 @@ jx_fn *jx_shard_map(jx_fn *f, jx_mesh *m, const char *const *in_specs,
     return NULL;
   }
   d->mesh = jx_mesh_retain(m);
+  d->check_vma = !(opts && opts->no_check_vma);
   d->nin = f->nin;
   d->nout = f->nout;
   int ok = 1;

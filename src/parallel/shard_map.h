@@ -2,7 +2,9 @@
  * mesh. Operands: the global inputs; subs[0]: the body, mapping each
  * device's blocks to its blocks of the outputs. Params: mesh=i0 (mesh id),
  * in_shardings=i1 and out_shardings=i2 (jx_intern_ints numbers of the
- * sharding ids, one per input / output), nout=i3.
+ * sharding ids, one per input / output), nout=i3, check_vma=f0 (1: the
+ * mesh's axes are manual axes whose varying values the body's types track,
+ * trace/vma.h; 0: untracked, JAX's check_vma=False, as pmap).
  *
  * Shared by the row (shard_map.c), its transformation rules
  * (shard_map_rules.c) and pmap (pmap.c). */
@@ -35,11 +37,20 @@ jx_status jx_smap_decode(const jx_params *p, int slot, int n, jx_mesh **mesh, jx
 /* Applies shard_map: body on m's devices, inputs laid out by in_sh, outputs
  * by out_sh; in may be tracers (recorded) or concrete (run now). */
 jx_status jx_smap_bind(jx_mesh *m, int nin, jx_array *const *in, jx_sharding *const *in_sh,
-                       int nout, jx_sharding *const *out_sh, jx_program *body, jx_array **out);
+                       int nout, jx_sharding *const *out_sh, jx_program *body, int check_vma,
+                       jx_array **out);
 
-/* Binds m's axes (their names and sizes) for tracing a body; returns how
- * many were pushed (pop them with jx_smap_pop_axes). */
-int jx_smap_push_axes(const jx_mesh *m);
+/* Whether the equation with params p tracks varying axes (check_vma). */
+int jx_smap_checks_vma(const jx_params *p);
+
+/* Binds m's axes (their names and sizes) for tracing a body, as manual axes
+ * when check_vma; returns how many were pushed (pop them with
+ * jx_smap_pop_axes). */
+int jx_smap_push_axes(const jx_mesh *m, int check_vma);
+
+/* The set of manual axes (trace/vma.h) s names: what a block laid out by s
+ * varies over; 0 unless m's axes are bound as manual. */
+int jx_smap_named_vma(const jx_sharding *s);
 void jx_smap_pop_axes(int n);
 
 /* s with `by` unsplit dims inserted at dim `at` (vmap's batch dim); the
@@ -51,8 +62,6 @@ jx_sharding *jx_smap_insert_dims(jx_sharding *s, int at, int by, const char *op)
  * another. Borrowed (interned). */
 jx_sharding *jx_smap_per_device(jx_mesh *m);
 
-/* The product of the sizes of m's axes that s does not name. */
-int64_t jx_smap_unnamed_size(const jx_sharding *s);
 /* The ids (jx_axis_id) of m's axes that s does not name; returns the count. */
 int jx_smap_unnamed_axes(const jx_sharding *s, int64_t *ids);
 

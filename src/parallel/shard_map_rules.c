@@ -1,4 +1,4 @@
-/* shard_map's transformation rules, as JAX's (shard_map.py, check_rep=False):
+/* shard_map's transformation rules, as JAX's (shard_map.py):
  *
  * JVP: a shard_map of the body's JVP; tangents are laid out like their
  * primals.
@@ -6,11 +6,18 @@
  * residuals are per-device values, handed over as outputs of the known
  * shard_map whose dim 0 is split over every mesh axis (scalars get a dim of
  * size 1), so each device reads back exactly its own.
- * Transpose: a shard_map of the body's transpose. A cotangent of an output
- * whose out spec leaves some mesh axes unnamed (replicated over them) is
- * divided by their size, and the cotangent of an input whose in spec leaves
- * axes unnamed is psum'ed over them inside the body: with psum transposing
- * to psum, this gives correct gradients for replicated values.
+ * Transpose: a shard_map of the body's transpose. With check_vma (the
+ * default, trace/vma.h) the body's types did the work: an input invariant
+ * over an axis got a cotangent summed over it where the body cast it to
+ * varying, and psum's cotangent comes back unsummed. What is left is the
+ * body's unchecked promises: an output an out spec replicates over an axis
+ * although its type varies there has its cotangent divided by the axis size
+ * (every device's copy counts once in the mean), and an input cotangent that
+ * still varies over an axis its in spec replicates over is psum'ed over it.
+ * Without check_vma (pmap, jx_shard_map_ex's no_check_vma) nothing is
+ * typed: every replicated output's cotangent is divided by the size of the
+ * axes it is replicated over and every replicated input's cotangent psum'ed
+ * over them, which with psum transposing to psum gives the same gradients.
  * Batching: a shard_map of the batched body, the batch dim (moved to 0) an
  * unsplit entry of the specs. */
 #include <stdlib.h>
@@ -21,6 +28,7 @@
 #include "../prims/rules.h"
 #include "../trace/axis_env.h"
 #include "../trace/eval.h"
+#include "../trace/vma.h"
 #include "../transform/ad.h"
 #include "../transform/build.h"
 #include "../transform/partial_eval.h"
@@ -61,12 +69,12 @@ jx_status jx_smap_jvp(const jx_params *p, int nin, jx_array *const *x, jx_array 
   jx_program *jb = NULL;
   if (!st) {
     memset(sel, 1, (size_t)nout);
-    int pushed = jx_smap_push_axes(m);
+    int pushed = jx_smap_push_axes(m, jx_smap_checks_vma(p));
     jb = jx_jvp_program(subs[0], wrt, sel);
     jx_smap_pop_axes(pushed);
     if (!jb) st = last_or_internal();
   }
-  if (!st) st = jx_smap_bind(m, n, args, ish, 2 * nout, osh, jb, res);
+  if (!st) st = jx_smap_bind(m, n, args, ish, 2 * nout, osh, jb, jx_smap_checks_vma(p), res);
   for (int o = 0; o < nout && !st; o++) {
     y[o] = res[o];
     ty[o] = jx_rule_no_tangent(res[o]->dtype) ? NULL : res[nout + o];
@@ -122,7 +130,7 @@ jx_status jx_smap_partial_eval(const jx_eqn *e, const jx_aval *in_avals, const u
   jx_status st = ish && osh ? JX_OK : OOM();
   if (!st) st = jx_smap_decode(&e->params, 1, nin, &m, ish);
   if (!st) st = jx_smap_decode(&e->params, 2, nout, NULL, osh);
-  int pushed = st ? 0 : jx_smap_push_axes(m);
+  int pushed = st ? 0 : jx_smap_push_axes(m, jx_smap_checks_vma(&e->params));
   if (!st) st = jx_partial_eval(e->sub[0], unknown_in, NULL, &sp);
   int nr = st ? 0 : sp.nres, nk_out = 0, nu_out = 0, nk_in = 0, nu_in = 0;
   for (int o = 0; o < nout && !st; o++) {
@@ -233,7 +241,9 @@ jx_status jx_smap_partial_eval(const jx_eqn *e, const jx_aval *in_avals, const u
 typedef struct {
   const jx_program *t; /* (nonlinear inputs..., output cts...) -> linear inputs' cts */
   int nlin;
-  const int64_t *axes; /* per linear input: up to JX_MAX_RANK ids of axes to psum over */
+  int check_vma;
+  const int64_t *axes; /* per linear input: up to JX_MAX_RANK ids of the axes its spec leaves
+                          unnamed (the input is replicated over them) */
   const int *naxes;
 } transpose_ctx;
 
@@ -241,17 +251,34 @@ static jx_status transposed_body(void *ctx, jx_array *const *in, jx_array **out)
   transpose_ctx *c = ctx;
   jx_status st = jx_program_eval(c->t, in, out);
   for (int k = 0; k < c->nlin && !st; k++) {
-    if (!c->naxes[k]) continue;
-    const jx_prim *psum = jx_prim_lookup("psum");
-    if (!psum)
-      return jx_error_set(JX_ERR_UNIMPLEMENTED,
-                          "shard_map: transposing a replicated input needs the psum primitive");
     jx_params q = JX_PARAMS_INIT;
-    q.l[0].n = c->naxes[k];
-    memcpy(q.l[0].v, c->axes + (size_t)k * JX_MAX_RANK, sizeof(int64_t) * (size_t)c->naxes[k]);
-    out[k] = jx_bind1(psum, 1, &out[k], &q);
+    const int64_t *unnamed = c->axes + (size_t)k * JX_MAX_RANK;
+    if (c->check_vma) { /* those of them the cotangent still varies over */
+      int64_t varying[JX_MAX_RANK];
+      int nv = jx_vma_axes(out[k]->vma, varying);
+      for (int a = 0; a < c->naxes[k]; a++)
+        for (int v = 0; v < nv; v++)
+          if (varying[v] == unnamed[a]) q.l[0].v[q.l[0].n++] = unnamed[a];
+    } else {
+      q.l[0].n = c->naxes[k];
+      memcpy(q.l[0].v, unnamed, sizeof *unnamed * (size_t)c->naxes[k]);
+    }
+    if (q.l[0].n) out[k] = jx_bind1(&jx_prim_psum, 1, &out[k], &q);
   }
   return st ? st : jx_last_status();
+}
+
+/* The product of the sizes of the axes s leaves unnamed; with check_vma, only
+ * those of them in the set vma. */
+static int64_t replicated_size(const jx_sharding *s, int check_vma, int vma) {
+  int64_t ids[JX_MAX_RANK], in_vma[JX_MAX_RANK], k = 1;
+  int n = jx_smap_unnamed_axes(s, ids), nv = jx_vma_axes(vma, in_vma);
+  for (int a = 0; a < n; a++) {
+    int counts = !check_vma;
+    for (int v = 0; v < nv && !counts; v++) counts = in_vma[v] == ids[a];
+    if (counts) k *= jx_mesh_axis_size(s->mesh, jx_axis_name((int)ids[a]));
+  }
+  return k;
 }
 
 jx_status jx_smap_transpose(const jx_params *p, int nin, jx_array *const *in,
@@ -274,7 +301,8 @@ jx_status jx_smap_transpose(const jx_params *p, int nin, jx_array *const *in,
   jx_status st = (ish && osh && tish && tosh && args && res && av && axes && naxes) ? JX_OK : OOM();
   if (!st) st = jx_smap_decode(p, 1, nin, &m, ish);
   if (!st) st = jx_smap_decode(p, 2, nout, NULL, osh);
-  int n = 0, nlin = 0;
+  int n = 0, nlin = 0, check_vma = jx_smap_checks_vma(p);
+  int pushed = st ? 0 : jx_smap_push_axes(m, check_vma);
   for (int i = 0; i < nin && !st; i++) {
     if (linear[i]) {
       naxes[nlin] = jx_smap_unnamed_axes(ish[i], axes + (size_t)nlin * JX_MAX_RANK);
@@ -291,7 +319,7 @@ jx_status jx_smap_transpose(const jx_params *p, int nin, jx_array *const *in,
     av[n] = a;
     tish[n] = osh[o];
     jx_array *c = ct[o];
-    int64_t k = jx_smap_unnamed_size(osh[o]);
+    int64_t k = replicated_size(osh[o], check_vma, a.vma);
     if (!c) {
       a.shape = jx_sharding_global_shape(osh[o], a.shape);
       c = jx_rule_zeros(a);
@@ -302,14 +330,13 @@ jx_status jx_smap_transpose(const jx_params *p, int nin, jx_array *const *in,
   }
   jx_program *t = NULL, *tb = NULL;
   if (!st) {
-    int pushed = jx_smap_push_axes(m);
     t = jx_transpose_program_mask(body, linear);
-    transpose_ctx c = {t, nlin, axes, naxes};
+    transpose_ctx c = {t, nlin, check_vma, axes, naxes};
     tb = t ? jx_program_build("shard_map_transpose", n, av, nlin, transposed_body, &c) : NULL;
-    jx_smap_pop_axes(pushed);
     if (!tb) st = last_or_internal();
   }
-  if (!st) st = jx_smap_bind(m, n, args, tish, nlin, tosh, tb, res);
+  jx_smap_pop_axes(pushed);
+  if (!st) st = jx_smap_bind(m, n, args, tish, nlin, tosh, tb, check_vma, res);
   for (int i = 0, k = 0; i < nin && !st; i++) ct_in[i] = linear[i] ? res[k++] : NULL;
   jx_program_release(t);
   jx_program_release(tb);
@@ -353,7 +380,7 @@ jx_status jx_smap_batch(const jx_params *p, int nin, jx_array *const *in, const 
     /* the mesh's axes are bound for the body's collectives, with the axis
      * being batched still the innermost (rules compare against it) */
     int inner = jx_axis_innermost_id();
-    int pushed = jx_smap_push_axes(m);
+    int pushed = jx_smap_push_axes(m, jx_smap_checks_vma(p));
     int repushed = !jx_axis_push(inner ? jx_axis_name(inner) : NULL, size);
     st = jx_batched_outputs(subs[0], b_in, b_out);
     if (!st) bb = jx_batch_program(subs[0], b_in, size, b_out);
@@ -367,7 +394,7 @@ jx_status jx_smap_batch(const jx_params *p, int nin, jx_array *const *in, const 
     osh[o] = made[nmade++] = jx_smap_insert_dims(osh[o], 0, 1, op);
     if (!osh[o]) st = last_or_internal();
   }
-  if (!st) st = jx_smap_bind(m, nin, args, ish, nout, osh, bb, out);
+  if (!st) st = jx_smap_bind(m, nin, args, ish, nout, osh, bb, jx_smap_checks_vma(p), out);
   jx_program_release(bb);
   for (int k = 0; k < nmade; k++) jx_sharding_release(made[k]);
   free(b_in);

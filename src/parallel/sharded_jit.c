@@ -320,7 +320,7 @@ jx_program *jx_sharded_jit_device_program(jx_fn *f, jx_array *const *in) {
   jx_sharding **sh = calloc((size_t)f->nin + 1, sizeof *sh);
   jx_program *prog = NULL;
   if (av && sh) {
-    for (int i = 0; i < f->nin; i++) av[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape};
+    for (int i = 0; i < f->nin; i++) av[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape, 0};
     jx_program *p = jx_fn_program(f, av);
     pjit_exec *x = exec_of(p);
     jx_mesh *m = NULL;

@@ -178,7 +178,7 @@ static jx_status infer_conv(const jx_params *p, int nin, const jx_aval *in, int 
     s.dims[p->l[OUT_SPEC].v[2 + i]] =
         padded < win ? 0 : (padded - win) / entry(&p->l[STRIDES], i, 1) + 1;
   }
-  out[0] = (jx_aval){dt, (uint8_t)(!p->i[2] && in[0].weak && in[1].weak), s};
+  out[0] = (jx_aval){dt, (uint8_t)(!p->i[2] && in[0].weak && in[1].weak), s, 0};
   return JX_OK;
 }
 

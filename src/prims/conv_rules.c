@@ -207,7 +207,7 @@ JX_CONTRACT_TRANSPOSE(jx_transpose_conv_general_dilated) {
 
 /* The unbatched operand shape of x mapped along bd (or x's shape). */
 static jx_aval unbatched(jx_array *x, int bd) {
-  jx_aval a = {x->dtype, x->weak, x->shape};
+  jx_aval a = {x->dtype, x->weak, x->shape, 0};
   if (bd == JX_NOT_MAPPED) return a;
   for (int i = bd; i + 1 < a.shape.rank; i++) a.shape.dims[i] = a.shape.dims[i + 1];
   a.shape.rank--;

@@ -153,7 +153,7 @@ static jx_status infer_dot(const jx_params *p, int nin, const jx_aval *in, int n
     for (int d = 0; d < in[side].shape.rank; d++)
       if (!is_member(&p->l[LC + side], d) && !is_member(&p->l[LB + side], d))
         s.dims[s.rank++] = in[side].shape.dims[d];
-  out[0] = (jx_aval){dt, (uint8_t)(!p->i[0] && in[0].weak && in[1].weak), s};
+  out[0] = (jx_aval){dt, (uint8_t)(!p->i[0] && in[0].weak && in[1].weak), s, 0};
   return JX_OK;
 }
 

@@ -183,7 +183,7 @@ static jx_status infer_gather(const jx_params *p, int nin, const jx_aval *in, in
       o.dims[i] = v.batch.dims[bi++];
     }
   }
-  *out = (jx_aval){op->dtype, op->weak, o};
+  *out = (jx_aval){op->dtype, op->weak, o, 0};
   return JX_OK;
 }
 
@@ -243,7 +243,7 @@ static void eval_gather(const jx_params *p, int nin, const jx_tensor *in, int no
   (void)nout;
   const jx_tensor *op = &in[0];
   const jx_ilist *offs = &p->l[0], *coll = &p->l[1], *sim = &p->l[2], *ss = &p->l[3];
-  jx_aval ia = {in[1].dtype, 0, in[1].shape};
+  jx_aval ia = {in[1].dtype, 0, in[1].shape, 0};
   index_view v;
   view_indices("gather", &ia, p->i[0], &v);
   if (gather_windows(p, in, out, &v)) return;
@@ -327,7 +327,7 @@ static jx_status infer_scatter_named(const char *n, int numeric, const jx_params
         n, jx_aval_str(up->dtype, up->shape, t), jx_aval_str(op->dtype, op->shape, s),
         jx_aval_str(in[1].dtype, in[1].shape, b), d, (long long)up->shape.dims[d], (long long)want);
   }
-  *out = (jx_aval){op->dtype, op->weak, op->shape};
+  *out = (jx_aval){op->dtype, op->weak, op->shape, 0};
   return JX_OK;
 }
 
@@ -429,7 +429,7 @@ static void eval_scatter_op(scatter_op sop, const jx_params *p, const jx_tensor 
                             jx_tensor *out) {
   const jx_tensor *op = &in[0], *up = &in[2];
   const jx_ilist *uwd = &p->l[0], *iwd = &p->l[1], *sdod = &p->l[2];
-  jx_aval ia = {in[1].dtype, 0, in[1].shape};
+  jx_aval ia = {in[1].dtype, 0, in[1].shape, 0};
   index_view v;
   view_indices("scatter", &ia, p->i[0], &v);
   int r = op->shape.rank, clip = p->i[1] == 1;

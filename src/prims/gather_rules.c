@@ -150,7 +150,7 @@ JX_SR_TRANSPOSE(jx_transpose_gather) {
   q.l[2] = p->l[2];
   q.i[0] = p->i[0];
   q.i[1] = p->i[1] == 1 ? 0 : 1; /* fill -> drop, clip -> clip */
-  jx_array *z = jx_rule_zeros((jx_aval){avals[0].dtype, 0, avals[0].shape});
+  jx_array *z = jx_rule_zeros((jx_aval){avals[0].dtype, 0, avals[0].shape, 0});
   ct_in[0] = scat(&jx_prim_scatter_add, z, in[1], ct[0], &q);
   return jx_last_status();
 }
@@ -203,7 +203,7 @@ JX_SR_BATCH(jx_batch_gather) {
   }
   jx_array *op = jx_rule_moveaxis(in[0], bdim[0], 0);
   if (n == 0) { /* no size-1 slice fits a size-0 batch axis: the (empty) result directly */
-    jx_aval a[2] = {{op->dtype, op->weak, op->shape}, {idx->dtype, 0, idx->shape}}, o;
+    jx_aval a[2] = {{op->dtype, op->weak, op->shape, 0}, {idx->dtype, 0, idx->shape, 0}}, o;
     for (int k = 0; k < 2; k++) {
       a[k].shape.rank--;
       for (int d = 0; d < a[k].shape.rank; d++) a[k].shape.dims[d] = a[k].shape.dims[d + 1];
@@ -212,7 +212,7 @@ JX_SR_BATCH(jx_batch_gather) {
     if (st) return st;
     jx_shape sh = {o.shape.rank + 1, {0}};
     for (int d = 0; d < o.shape.rank; d++) sh.dims[d + 1] = o.shape.dims[d];
-    out[0] = jx_rule_zeros((jx_aval){o.dtype, 0, sh});
+    out[0] = jx_rule_zeros((jx_aval){o.dtype, 0, sh, 0});
     return jx_last_status();
   }
   int ivd = 0;

@@ -10,11 +10,15 @@
 
 #include "../array/array.h"
 
-/* The abstract value of an array: what a shape rule sees. */
+/* The abstract value of an array: what a shape rule sees. vma: inside a
+ * shard_map body, the set of manual mesh axes the value varies over
+ * (trace/vma.h; 0: invariant over all, always so outside shard_map). Shape
+ * rules leave it alone; the trace sets it by the row's vma kind. */
 typedef struct {
   jx_dtype dtype;
   uint8_t weak;
   jx_shape shape;
+  int vma;
 } jx_aval;
 
 /* An integer list parameter (axes, dims, strides, paddings). */
@@ -130,6 +134,8 @@ typedef struct jx_prim {
                           rule runs even when no operand is batched */
   uint8_t effect;      /* 1: has a side effect (debug_print): never removed as dead code,
                           merged with an equal equation or folded; runs in program order */
+  uint8_t vma;         /* how the outputs' varying manual axes follow the inputs'
+                          (jx_vma_kind, trace/vma.h); 0: their union */
 } jx_prim;
 
 /* Number of outputs of p applied to nin inputs with params pp. */

@@ -65,7 +65,7 @@ static jx_status infer_threefry(const jx_params *p, int nin, const jx_aval *in, 
                           jx_aval_str(in[0].dtype, in[0].shape, a),
                           jx_aval_str(in[i].dtype, in[i].shape, b), names[i]);
   }
-  for (int o = 0; o < nout; o++) out[o] = (jx_aval){JX_U32, 0, in[0].shape};
+  for (int o = 0; o < nout; o++) out[o] = (jx_aval){JX_U32, 0, in[0].shape, 0};
   return JX_OK;
 }
 
@@ -120,7 +120,7 @@ static jx_status infer_random_bits(const jx_params *p, int nin, const jx_aval *i
   jx_shape s = jx_shape_make(l->n, l->v);
   jx_status st = jx_shape_check(s, "random_bits", "shape");
   if (st) return st;
-  out[0] = (jx_aval){bits_dtype(w), 0, s};
+  out[0] = (jx_aval){bits_dtype(w), 0, s, 0};
   return JX_OK;
 }
 
@@ -165,7 +165,7 @@ static jx_status batch_random_bits(const jx_params *p, int nin, jx_array *const 
     out[0] = jx_stack((int)n, draws, 0);
   } else {
     jx_aval a;
-    jx_aval key = {JX_U32, 0, {1, {2}}};
+    jx_aval key = {JX_U32, 0, {1, {2}}, 0};
     jx_status st = infer_random_bits(p, 1, &key, 1, &a);
     if (st) {
       free(draws);

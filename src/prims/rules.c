@@ -28,7 +28,7 @@ jx_array *jx_rule_zeros(jx_aval a) {
 }
 
 jx_array *jx_rule_zeros_like(jx_array *x) {
-  return jx_rule_zeros((jx_aval){x->dtype, 0, x->shape});
+  return jx_rule_zeros((jx_aval){x->dtype, 0, x->shape, 0});
 }
 
 jx_array *jx_rule_full_like(jx_array *x, double v) {

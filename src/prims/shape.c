@@ -100,7 +100,7 @@ static jx_status infer_broadcast_in_dim(const jx_params *p, int nin, const jx_av
                           list_str(bd, d, sizeof d), i, (long long)in->shape.dims[i], (long long)o,
                           (long long)s.dims[o]);
   }
-  *out = (jx_aval){in->dtype, in->weak, s};
+  *out = (jx_aval){in->dtype, in->weak, s, 0};
   return JX_OK;
 }
 static void eval_broadcast_in_dim(const jx_params *p, int nin, const jx_tensor *in, int nout,
@@ -127,7 +127,7 @@ static jx_status infer_reshape(const jx_params *p, int nin, const jx_aval *in, i
                         jx_aval_str(in->dtype, in->shape, a), (long long)jx_shape_numel(in->shape),
                         jx_aval_str(in->dtype, s, b));
   }
-  *out = (jx_aval){in->dtype, in->weak, s};
+  *out = (jx_aval){in->dtype, in->weak, s, 0};
   return JX_OK;
 }
 /* Row-major order is unchanged by a reshape: a plain copy. */
@@ -158,7 +158,7 @@ static jx_status infer_squeeze(const jx_params *p, int nin, const jx_aval *in, i
                           jx_aval_str(in->dtype, in->shape, a), (long long)in->shape.dims[d]);
     }
   }
-  *out = (jx_aval){in->dtype, in->weak, s};
+  *out = (jx_aval){in->dtype, in->weak, s, 0};
   return JX_OK;
 }
 
@@ -179,7 +179,7 @@ static jx_status infer_expand_dims(const jx_params *p, int nin, const jx_aval *i
   if ((st = distinct_dims("expand_dims", "dimensions", &p->l[0], r, in, seen))) return st;
   jx_shape s = {r, {0}};
   for (int d = 0, k = 0; d < r; d++) s.dims[d] = seen[d] ? 1 : in->shape.dims[k++];
-  *out = (jx_aval){in->dtype, in->weak, s};
+  *out = (jx_aval){in->dtype, in->weak, s, 0};
   return JX_OK;
 }
 
@@ -200,7 +200,7 @@ static jx_status infer_transpose(const jx_params *p, int nin, const jx_aval *in,
     return st;
   jx_shape s = {in->shape.rank, {0}};
   for (int d = 0; d < s.rank; d++) s.dims[d] = in->shape.dims[p->l[0].v[d]];
-  *out = (jx_aval){in->dtype, in->weak, s};
+  *out = (jx_aval){in->dtype, in->weak, s, 0};
   return JX_OK;
 }
 static void eval_transpose(const jx_params *p, int nin, const jx_tensor *in, int nout,
@@ -220,7 +220,7 @@ static jx_status infer_rev(const jx_params *p, int nin, const jx_aval *in, int n
   jx_status st = one_operand("rev", nin);
   if (st || (st = distinct_dims("rev", "dimensions", &p->l[0], in->shape.rank, in, seen)))
     return st;
-  *out = (jx_aval){in->dtype, in->weak, in->shape};
+  *out = (jx_aval){in->dtype, in->weak, in->shape, 0};
   return JX_OK;
 }
 static void eval_rev(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
@@ -262,7 +262,7 @@ static jx_status infer_iota(const jx_params *p, int nin, const jx_aval *in, int 
   if (p->i[0] < 0 || p->i[0] >= s.rank)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "iota: dimension %lld out of range for %s",
                         (long long)p->i[0], jx_aval_str(p->dtype, s, a));
-  *out = (jx_aval){p->dtype, 0, s};
+  *out = (jx_aval){p->dtype, 0, s, 0};
   return JX_OK;
 }
 static void eval_iota(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {

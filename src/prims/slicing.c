@@ -140,7 +140,7 @@ static jx_status infer_pad(const jx_params *p, int nin, const jx_aval *in, int n
                           (long long)it, (long long)sz);
     o.dims[d] = sz;
   }
-  *out = (jx_aval){in[0].dtype, in[0].weak, o};
+  *out = (jx_aval){in[0].dtype, in[0].weak, o, 0};
   return JX_OK;
 }
 /* The output is filled with the padding value, then the operand's elements
@@ -208,7 +208,7 @@ static jx_status infer_concatenate(const jx_params *p, int nin, const jx_aval *i
     if (i > 0) o.dims[ax] += in[i].shape.dims[ax];
     weak = weak && in[i].weak;
   }
-  *out = (jx_aval){in[0].dtype, (uint8_t)weak, o};
+  *out = (jx_aval){in[0].dtype, (uint8_t)weak, o, 0};
   return JX_OK;
 }
 /* Copies each operand's rows of the concatenated dim as contiguous blocks:
@@ -260,7 +260,7 @@ static jx_status infer_slice(const jx_params *p, int nin, const jx_aval *in, int
     }
     o.dims[d] = (hi - lo + sd - 1) / sd;
   }
-  *out = (jx_aval){in->dtype, in->weak, o};
+  *out = (jx_aval){in->dtype, in->weak, o, 0};
   return JX_OK;
 }
 static void eval_slice(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
@@ -294,7 +294,7 @@ static jx_status infer_dynamic_slice(const jx_params *p, int nin, const jx_aval 
     }
     o.dims[d] = p->l[0].v[d];
   }
-  *out = (jx_aval){in[0].dtype, in[0].weak, o};
+  *out = (jx_aval){in[0].dtype, in[0].weak, o, 0};
   return JX_OK;
 }
 static void eval_dynamic_slice(const jx_params *p, int nin, const jx_tensor *in, int nout,
@@ -329,7 +329,7 @@ static jx_status infer_dynamic_update_slice(const jx_params *p, int nin, const j
                         "and fit inside it",
                         jx_aval_str(in[1].dtype, in[1].shape, b),
                         jx_aval_str(in[0].dtype, in[0].shape, s));
-  *out = (jx_aval){in[0].dtype, in[0].weak, in[0].shape};
+  *out = (jx_aval){in[0].dtype, in[0].weak, in[0].shape, 0};
   return JX_OK;
 }
 static void eval_dynamic_update_slice(const jx_params *p, int nin, const jx_tensor *in, int nout,

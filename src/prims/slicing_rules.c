@@ -17,7 +17,7 @@
 #define UNUSED_T   (void)nout, (void)nsub, (void)s
 #define UNUSED_B   (void)nout, (void)nsub, (void)s
 
-static jx_array *scalar_zero(jx_dtype dt) { return jx_rule_zeros((jx_aval){dt, 0, {0, {0}}}); }
+static jx_array *scalar_zero(jx_dtype dt) { return jx_rule_zeros((jx_aval){dt, 0, {0, {0}}, 0}); }
 
 /* Sum of all elements (a scalar). */
 static jx_array *total(jx_array *x) {
@@ -200,7 +200,7 @@ JX_SR_TRANSPOSE(jx_transpose_dynamic_slice) {
   if (!ct[0]) return JX_OK;
   jx_array **a = malloc(sizeof *a * (size_t)(nin + 1));
   if (!a) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "dynamic_slice transpose: out of memory");
-  a[0] = jx_rule_zeros((jx_aval){avals[0].dtype, 0, avals[0].shape});
+  a[0] = jx_rule_zeros((jx_aval){avals[0].dtype, 0, avals[0].shape, 0});
   a[1] = ct[0];
   for (int i = 1; i < nin; i++) a[i + 1] = in[i];
   ct_in[0] = jx_bind1(&jx_prim_dynamic_update_slice, nin + 1, a, NULL);
@@ -304,7 +304,7 @@ JX_SR_TRANSPOSE(jx_transpose_dynamic_update_slice) {
     return jx_error_set(JX_ERR_OUT_OF_MEMORY, "dynamic_update_slice transpose: out of memory");
   if (linear[0]) {
     a[0] = ct[0];
-    a[1] = jx_rule_zeros((jx_aval){avals[1].dtype, 0, avals[1].shape});
+    a[1] = jx_rule_zeros((jx_aval){avals[1].dtype, 0, avals[1].shape, 0});
     for (int i = 2; i < nin; i++) a[i] = in[i];
     ct_in[0] = jx_bind1(&jx_prim_dynamic_update_slice, nin, a, p);
   }

@@ -176,7 +176,7 @@ static jx_status infer_top_k(const jx_params *p, int nin, const jx_aval *in, int
                         jx_aval_str(in->dtype, in->shape, a));
   out[0] = *in;
   out[0].shape.dims[r - 1] = p->i[0];
-  out[1] = (jx_aval){JX_I32, 0, out[0].shape};
+  out[1] = (jx_aval){JX_I32, 0, out[0].shape, 0};
   return JX_OK;
 }
 

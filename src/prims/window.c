@@ -76,7 +76,7 @@ static inline void fold(double *acc, double v, jx_window_op op) {
 
 void jx_reduce_window_reference(jx_window_op op, const jx_params *p, const jx_tensor *in,
                                 jx_tensor *out) {
-  jx_aval a = {in->dtype, 0, in->shape};
+  jx_aval a = {in->dtype, 0, in->shape, 0};
   jx_window_params w;
   if (jx_window_read_params("reduce_window", p, &a, &w)) return; /* checked by the rule */
   int r = in->shape.rank;
@@ -163,7 +163,7 @@ void jx_reduce_window_reference(jx_window_op op, const jx_params *p, const jx_te
 
 /* Pooling windows (inside the operand, f32/f64) take the fast path. */
 static void eval_window(jx_window_op op, const jx_params *p, const jx_tensor *in, jx_tensor *out) {
-  jx_aval a = {in->dtype, 0, in->shape};
+  jx_aval a = {in->dtype, 0, in->shape, 0};
   jx_window_params w;
   if (jx_window_read_params("reduce_window", p, &a, &w)) return; /* checked by the rule */
   if (!jx_reduce_window_fast(op, &w, in, out)) jx_reduce_window_reference(op, p, in, out);

@@ -80,7 +80,7 @@ JX_RR_TRANSPOSE(jx_transpose_reduce_window_sum) {
   jx_shape is = avals[0].shape;
   int r = is.rank;
   if (jx_shape_numel(is) == 0) {
-    ct_in[0] = jx_rule_zeros((jx_aval){ct[0]->dtype, 0, is});
+    ct_in[0] = jx_rule_zeros((jx_aval){ct[0]->dtype, 0, is, 0});
     return jx_last_status();
   }
   wlists w = read_lists(p, r);

@@ -12,6 +12,7 @@ enum { MAX_DEPTH = 32, MAX_NAMES = 1024 };
 
 typedef struct {
   int id;
+  int manual; /* a shard_map's mesh axis whose varying values are tracked (trace/vma.h) */
   int64_t size;
 } bound_axis;
 
@@ -42,13 +43,23 @@ const char *jx_axis_name(int id) {
   return n;
 }
 
-jx_status jx_axis_push(const char *name, int64_t size) {
+static jx_status push(const char *name, int64_t size, int manual) {
   if (depth == MAX_DEPTH)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "more than %d nested named axes", MAX_DEPTH);
   int id = jx_axis_id(name);
   if (name && !id) return JX_ERR_OUT_OF_MEMORY;
-  stack[depth++] = (bound_axis){id, size};
+  stack[depth++] = (bound_axis){id, manual, size};
   return JX_OK;
+}
+
+jx_status jx_axis_push(const char *name, int64_t size) { return push(name, size, 0); }
+
+jx_status jx_axis_push_manual(const char *name, int64_t size) { return push(name, size, 1); }
+
+int jx_axis_is_manual(int id) {
+  for (int i = depth - 1; i >= 0; i--)
+    if (stack[i].id == id) return id && stack[i].manual;
+  return 0;
 }
 
 void jx_axis_pop(void) {

@@ -11,7 +11,12 @@
 
 /* Binds name (NULL: an anonymous axis) of the given size, innermost. */
 jx_status jx_axis_push(const char *name, int64_t size);
+/* The same for a mesh axis of a shard_map that tracks which values vary
+ * over it (check_vma, trace/vma.h). */
+jx_status jx_axis_push_manual(const char *name, int64_t size);
 void jx_axis_pop(void);
+/* 1 when the innermost binding of axis id is a manual (tracked) one. */
+int jx_axis_is_manual(int id);
 /* The size of the innermost axis called name, or -1. */
 int64_t jx_axis_env_size(const char *name);
 /* A small integer standing for name in primitive parameters (0 for NULL). */

@@ -24,7 +24,7 @@ static jx_status run_eager(const jx_prim *p, int nin, jx_array *const *in, const
   for (int i = 0; i < nin; i++) {
     jx_status st = jx_array_ready(in[i]); /* an eager op sees a sharded input's global value */
     if (st) return st;
-    avals[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape};
+    avals[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape, 0};
     tin[i] = (jx_tensor){in[i]->buf->data, in[i]->dtype, in[i]->shape};
   }
   jx_status st = p->infer(pp, nin, avals, nout, oavals);

@@ -94,7 +94,8 @@ const char *jx_fn_name(const jx_fn *f) { return f ? f->name : ""; }
 int64_t jx_fn_trace_count(const jx_fn *f) { return f ? (int64_t)f->traces : 0; }
 
 static int aval_same(jx_aval a, jx_aval b) {
-  return a.dtype == b.dtype && a.weak == b.weak && jx_shape_equal(a.shape, b.shape);
+  return a.dtype == b.dtype && a.weak == b.weak && jx_shape_equal(a.shape, b.shape) &&
+         a.vma == b.vma;
 }
 
 /* JX_LOG_COMPILES=1: say what is traced and why the cache missed. */
@@ -222,7 +223,7 @@ static jx_status prepare(const char *op, jx_fn *f, jx_array *const *in, jx_array
       return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: input %d of '%s' is NULL", op, i, f->name);
     if (in[i]->poisoned) return JX_ERR_POISONED;
     if (in[i]->donated) return jx_donated_error(in[i], op);
-    avals[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape};
+    avals[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape, in[i]->vma};
   }
   return JX_OK;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../base/error.h"
+#include "vma.h"
 
 struct jx_trace {
   uint64_t id;
@@ -47,7 +48,9 @@ jx_trace *jx_trace_begin(const char *name) {
 jx_array *jx_trace_input(jx_trace *t, jx_aval aval) {
   int v = jx_program_add_input(t->prog, aval);
   if (v < 0) return jx_poison();
-  return jx_tracer_alloc(t->id, v, aval.dtype, aval.shape, aval.weak);
+  jx_array *x = jx_tracer_alloc(t->id, v, aval.dtype, aval.shape, aval.weak);
+  if (!x->poisoned) x->vma = aval.vma;
+  return x;
 }
 
 static void pop(jx_trace *t) {
@@ -141,24 +144,31 @@ int jx_trace_active(void) { return innermost != NULL; }
 
 enum { SMALL = 16 };
 
-jx_status jx_trace_record(const jx_prim *p, const jx_params *params, int nin, jx_array *const *in,
-                          int nout, jx_array **out, int nsub, jx_program *const *subs) {
-  jx_trace *t = trace_of(nin, in, p->name);
+jx_status jx_trace_record(const jx_prim *p, const jx_params *params, int nin,
+                          jx_array *const *given, int nout, jx_array **out, int nsub,
+                          jx_program *const *subs) {
+  jx_trace *t = trace_of(nin, given, p->name);
   if (!t) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   jx_aval in_s[SMALL], out_s[SMALL];
   int vin_s[SMALL], vout_s[SMALL];
+  jx_array *cast_s[SMALL];
   int big = nin > SMALL || nout > SMALL;
   jx_aval *ain = big ? malloc(sizeof *ain * (size_t)nin) : in_s;
-  jx_aval *aout = big ? malloc(sizeof *aout * (size_t)nout) : out_s;
+  jx_aval *aout = big ? calloc((size_t)nout + 1, sizeof *aout) : out_s;
   int *vin = big ? malloc(sizeof *vin * (size_t)nin) : vin_s;
   int *vout = big ? malloc(sizeof *vout * (size_t)nout) : vout_s;
+  jx_array **in = big ? malloc(sizeof *in * (size_t)nin) : cast_s;
   jx_status st = JX_OK;
-  if (!ain || !aout || !vin || !vout) {
+  if (!ain || !aout || !vin || !vout || !in) {
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", p->name);
     goto done;
   }
+  if (!big) memset(out_s, 0, sizeof out_s);
+  /* operands varying over fewer manual axes than the row needs are cast first */
+  st = jx_vma_cast_operands(p, params, nin, given, nsub, in);
+  if (st) goto done;
   for (int i = 0; i < nin; i++) {
-    ain[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape};
+    ain[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape, in[i]->vma};
     vin[i] = var_of(t, in[i], p->name, i);
     if (vin[i] < 0) {
       st = jx_last_status() ? jx_last_status() : JX_ERR_TRACE;
@@ -168,16 +178,20 @@ jx_status jx_trace_record(const jx_prim *p, const jx_params *params, int nin, jx
   st = p->infer(params, nin, ain, nout, aout);
   if (!st && p->outputs) st = p->outputs(params, nin, ain, nsub, subs, nout, aout);
   if (st) goto done;
+  jx_vma_outputs(p, params, nin, ain, nsub, nout, aout);
   st = jx_program_add_eqn(t->prog, p, params, nin, vin, nout, aout, vout, nsub, subs, default_loc);
   if (st) goto done;
   for (int o = 0; o < nout; o++)
-    out[o] = jx_tracer_alloc(t->id, vout[o], aout[o].dtype, aout[o].shape, aout[o].weak);
+    if (!(out[o] = jx_tracer_alloc(t->id, vout[o], aout[o].dtype, aout[o].shape, aout[o].weak))
+             ->poisoned)
+      out[o]->vma = aout[o].vma;
 done:
   if (big) {
     free(ain);
     free(aout);
     free(vin);
     free(vout);
+    free(in);
   }
   return st;
 }

@@ -14,6 +14,7 @@
 #include "../prims/rules.h"
 #include "../trace/axis_env.h"
 #include "../trace/trace.h"
+#include "../trace/vma.h"
 
 static jx_status infer_axis_index(const jx_params *p, int nin, const jx_aval *in, int nout,
                                   jx_aval *out) {
@@ -21,7 +22,7 @@ static jx_status infer_axis_index(const jx_params *p, int nin, const jx_aval *in
   (void)nin;
   (void)in;
   (void)nout;
-  out[0] = (jx_aval){JX_I32, 0, {0, {0}}};
+  out[0] = (jx_aval){JX_I32, 0, {0, {0}}, 0};
   return JX_OK;
 }
 
@@ -87,7 +88,8 @@ const jx_prim jx_prim_axis_index = {.name = "axis_index",
                                     .impl = impl_axis_index,
                                     .jvp = jx_jvp_zero,
                                     .batch = batch_axis_index,
-                                    .uses_axis = 1};
+                                    .uses_axis = 1,
+                                    .vma = JX_VMA_AXIS_INDEX};
 
 /* The axes of "a" or "a,b" (a major), each bound; 0 with an error naming op. */
 static int named_axes(const char *op, const char *axis, char (*names)[128], int64_t *sizes) {

@@ -138,7 +138,7 @@ static jx_status jvp_custom_vjp(const jx_params *p, int nin, jx_array *const *x,
   if (!st) st = jx_program_eval(subs[1], x, fo); /* fwd: outputs and residuals */
   for (int r = 0; r < nres && !st; r++) args[r] = fo[nout + r];
   for (int i = 0; i < nin && !st; i++) {
-    jx_aval a = {x[i]->dtype, 0, x[i]->shape};
+    jx_aval a = {x[i]->dtype, 0, x[i]->shape, 0};
     args[nres + i] = t[i] ? t[i] : jx_rule_zeros(a);
   }
   if (!st) {
@@ -185,7 +185,7 @@ static jx_status jvp_custom_jvp(const jx_params *p, int nin, jx_array *const *x,
       (args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "custom_jvp: out of memory");
   for (int i = 0; i < nin && !st; i++) {
     args[i] = x[i];
-    args[nin + i] = t[i] ? t[i] : jx_rule_zeros((jx_aval){x[i]->dtype, 0, x[i]->shape});
+    args[nin + i] = t[i] ? t[i] : jx_rule_zeros((jx_aval){x[i]->dtype, 0, x[i]->shape, 0});
   }
   if (!st) st = jx_program_eval(subs[1], args, res); /* inlined: reverse mode sees its equations */
   for (int o = 0; o < nout && !st; o++) {

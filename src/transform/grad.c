@@ -99,7 +99,8 @@ static jx_program *reverse_program(jx_fn *f, const jx_aval *in, const grad_data 
       for (int o = 0; o < p->nout; o++) outs[nout++] = fo[o];
       /* cotangents of integer inputs are zeros of their dtype (JAX's float0) */
       for (int i = 0, k = 0; i < n; i++)
-        outs[nout++] = wrt[i] ? tout[k++] : jx_rule_zeros((jx_aval){in[i].dtype, 0, in[i].shape});
+        outs[nout++] =
+            wrt[i] ? tout[k++] : jx_rule_zeros((jx_aval){in[i].dtype, 0, in[i].shape, 0});
     } else {
       if (g->mode == MODE_VALUE_AND_GRAD) {
         outs[nout++] = fo[0];

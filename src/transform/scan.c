@@ -511,11 +511,12 @@ jx_status jx_scan(jx_fn *body, int ncarry, jx_array *const *init, int nxs, jx_ar
     return jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
   }
   for (int i = 0; i < ncarry; i++) {
-    av[i] = (jx_aval){init[i]->dtype, init[i]->weak, init[i]->shape};
+    av[i] = (jx_aval){init[i]->dtype, init[i]->weak, init[i]->shape, init[i]->vma};
     args[i] = init[i];
   }
   for (int i = 0; i < nxs; i++) {
-    av[ncarry + i] = jx_aval_unstacked((jx_aval){xs[i]->dtype, xs[i]->weak, xs[i]->shape});
+    av[ncarry + i] =
+        jx_aval_unstacked((jx_aval){xs[i]->dtype, xs[i]->weak, xs[i]->shape, xs[i]->vma});
     args[ncarry + i] = xs[i];
   }
   jx_program *prog = jx_control_trace(op, "body", body, n, av);

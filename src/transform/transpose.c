@@ -115,7 +115,7 @@ jx_program *jx_transpose_program_mask(const jx_program *lin, const uint8_t *line
     if (!linear[i]) continue;
     int v = lin->in[i];
     outs[k++] =
-        ct[v] ? ct[v] : jx_rule_zeros((jx_aval){lin->avals[v].dtype, 0, lin->avals[v].shape});
+        ct[v] ? ct[v] : jx_rule_zeros((jx_aval){lin->avals[v].dtype, 0, lin->avals[v].shape, 0});
   }
   jx_program *result = NULL;
   if (st)

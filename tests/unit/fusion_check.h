@@ -45,7 +45,7 @@ static inline plan jit_matches_eager(jx_fn *f, int nin, jx_array **in, int nout)
     free(b);
   }
   jx_aval av[4];
-  for (int i = 0; i < nin; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i])};
+  for (int i = 0; i < nin; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i]), 0};
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
   plan r = {-1, -1};

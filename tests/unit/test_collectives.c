@@ -172,7 +172,7 @@ static jx_status run_spmd(const mesh_def *m, jx_fn *f, int nin, jx_array *const 
   for (int i = 0; i < nin; i++) {
     jx_shape s = jx_shape_of(x[i]);
     s.dims[0] /= ndev(m);
-    av[i] = (jx_aval){jx_dtype_of(x[i]), 0, s};
+    av[i] = (jx_aval){jx_dtype_of(x[i]), 0, s, 0};
     in_sh[i] = sh;
   }
   for (int o = 0; o < nout; o++) out_sh[o] = sh;
@@ -586,7 +586,7 @@ static void expect_error(cfg c, jx_shape s, const char *msg) {
   jx_fn *f = jx_fn_create("bad", 1, 1, err_body, NULL);
   check_ok(jx_axis_push("data", 4));
   check_ok(jx_axis_push("model", 2));
-  jx_aval a = {JX_F32, 0, s};
+  jx_aval a = {JX_F32, 0, s, 0};
   jx_program *p = jx_fn_program(f, &a);
   jx_axis_pop();
   jx_axis_pop();
@@ -632,7 +632,7 @@ static void errors_name_the_function(void **state) {
   jx_fn *f = jx_fn_create("mix", 1, 1, err_body, NULL);
   err_cfg = (cfg){.op = ALL_GATHER, .axis = "data,i"};
   jx_fn *v = jx_vmap_axis(f, JX_AXES(0), JX_AXES(0), "i");
-  jx_aval a = {JX_F32, 0, JX_SHAPE(2, 3)};
+  jx_aval a = {JX_F32, 0, JX_SHAPE(2, 3), 0};
   assert_null(jx_fn_program(v, &a));
   assert_error_has("jx_all_gather under jx_vmap_axis: naming the vmapped axis 'i' together");
   jx_axis_pop();

@@ -100,7 +100,7 @@ static void scan_and_cond_compile_in_one_run(void **state) {
   for (int o = 0; o < 2; o++) same_bits(want[o], got[o]);
   /* and the run was worth batching: the top program, the scan body and
    * both branches have kernels of their own */
-  jx_aval av[2] = {{JX_F32, 0, {1, {N}}}, {JX_F32, 0, {2, {LEN, N}}}};
+  jx_aval av[2] = {{JX_F32, 0, {1, {N}}, 0}, {JX_F32, 0, {2, {LEN, N}}, 0}};
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
   assert_true(programs_with_kernels(p) >= 4);

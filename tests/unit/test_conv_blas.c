@@ -41,7 +41,7 @@ static int cases_run;
 
 /* Runs one convolution both ways; 0 when the shape rule rejects it. */
 static int check(jx_dtype dt, const jx_params *p, jx_shape ls, jx_shape rs) {
-  jx_aval in[2] = {{dt, 0, ls}, {dt, 0, rs}}, oa;
+  jx_aval in[2] = {{dt, 0, ls, 0}, {dt, 0, rs, 0}}, oa;
   if (jx_prim_conv_general_dilated.infer(p, 2, in, 1, &oa) != JX_OK) {
     jx_clear_error();
     return 0;

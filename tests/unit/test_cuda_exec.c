@@ -91,7 +91,7 @@ static void check_case(const char *what, int nin, int nout, jx_body body, jx_sha
   jx_scope_begin(); /* the case's arrays */
   for (int i = 0; i < nin; i++) {
     in[i] = values(shapes[i], i + 1);
-    av[i] = (jx_aval){JX_F32, 0, shapes[i]};
+    av[i] = (jx_aval){JX_F32, 0, shapes[i], 0};
   }
   jx_fn *f = jx_fn_create(what, nin, nout, body, NULL);
   setenv("JX_PLATFORM", "cpu", 1);
@@ -300,7 +300,7 @@ static void test_dot_as_gemm(void **state) {
     jx_array *in[2] = {integers(cases[t].dt, cases[t].l, 1, lh),
                        integers(cases[t].dt, cases[t].r, 2, rh)};
     jx_fn *f = jx_fn_create("dot", 2, 1, dims_body, (void *)&cases[t].c);
-    jx_aval av[2] = {{cases[t].dt, 0, cases[t].l}, {cases[t].dt, 0, cases[t].r}};
+    jx_aval av[2] = {{cases[t].dt, 0, cases[t].l, 0}, {cases[t].dt, 0, cases[t].r, 0}};
     jx_program *p = jx_fn_program(f, av);
     assert_non_null(p);
     int found = -1;

@@ -65,7 +65,7 @@ static case_result run_case_typed(const char *what, int nin, jx_body body, void 
                                   jx_array *const *in, jx_dtype dt) {
   jx_array *want[2], *got[2];
   jx_aval av[4];
-  for (int i = 0; i < nin; i++) av[i] = (jx_aval){dt, 0, jx_shape_of(in[i])};
+  for (int i = 0; i < nin; i++) av[i] = (jx_aval){dt, 0, jx_shape_of(in[i]), 0};
   jx_fn *f = jx_fn_create(what, nin, 1, body, ctx);
   setenv("JX_PLATFORM", "cpu", 1);
   jx_fn *cpu = jx_jit(f, NULL);
@@ -126,7 +126,7 @@ static void mlp_body(void *ctx, jx_array *const *in, jx_array **out) {
 /* The activation jx_cuda_match_epilogue finds in c's program (-1: no match). */
 static int matched_activation(mlp_case *c, jx_array *const *in) {
   jx_aval av[3];
-  for (int i = 0; i < 3; i++) av[i] = (jx_aval){JX_F32, 0, jx_shape_of(in[i])};
+  for (int i = 0; i < 3; i++) av[i] = (jx_aval){JX_F32, 0, jx_shape_of(in[i]), 0};
   jx_fn *f = jx_fn_create("mlp_match", 3, 1, mlp_body, c);
   jx_fn *j = jx_jit(f, NULL);
   jx_program *p = jx_fn_program(j, av);

@@ -76,7 +76,7 @@ static double worst_error(int n, jx_array *const *want, jx_array *const *got) {
 static jx_cuda_fused_counts counts_of(jx_fn *gpu, int nin, jx_array *const *in) {
   jx_aval av[40];
   assert_true(nin <= 40);
-  for (int i = 0; i < nin; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i])};
+  for (int i = 0; i < nin; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i]), 0};
   jx_program *p = jx_fn_program(gpu, av); /* the cached program, attached for CUDA */
   assert_non_null(p);
   assert_non_null(p->exec);
@@ -240,7 +240,7 @@ static void test_lowering_keeps_calls(void **state) {
   attention_case c = {2, 0};
   jx_fn *g = attention_grad(&c), *jg = jx_jit(g, NULL);
   jx_aval av[10];
-  for (int i = 0; i < 10; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i])};
+  for (int i = 0; i < 10; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i]), 0};
   jx_program *p = jx_fn_program(g, av);
   assert_non_null(p);
   jx_program *l = jx_cuda_fused_lower(p);

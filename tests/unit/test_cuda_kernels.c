@@ -178,7 +178,7 @@ static void add_case(family *f, const char *dir, const conf_case *c) {
     snprintf(path, sizeof path, "%s/%s.in%d.npy", dir, c->id, nin);
     if (!file_exists(path)) break;
     in[nin] = jx_load_npy(path);
-    av[nin] = (jx_aval){jx_dtype_of(in[nin]), 0, jx_shape_of(in[nin])};
+    av[nin] = (jx_aval){jx_dtype_of(in[nin]), 0, jx_shape_of(in[nin]), 0};
   }
   for (; nout < CONF_MAX_IO; nout++) {
     snprintf(path, sizeof path, "%s/%s.out%d.npy", dir, c->id, nout);

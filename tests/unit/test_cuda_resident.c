@@ -216,9 +216,9 @@ static void test_train_loop_resident(void **state) {
   setenv("JX_PLATFORM", "cpu", 1);
   /* all of the step on the device: nothing else to copy */
   jx_aval av[NSTEP_IN];
-  for (int k = 0; k < NSTATE; k++) av[k] = (jx_aval){JX_F32, 0, jx_shape_of(got[k])};
-  av[NSTATE] = (jx_aval){JX_F32, 0, {2, {BATCH, IN}}};
-  av[NSTATE + 1] = (jx_aval){JX_F32, 0, {1, {BATCH}}};
+  for (int k = 0; k < NSTATE; k++) av[k] = (jx_aval){JX_F32, 0, jx_shape_of(got[k]), 0};
+  av[NSTATE] = (jx_aval){JX_F32, 0, {2, {BATCH, IN}}, 0};
+  av[NSTATE + 1] = (jx_aval){JX_F32, 0, {1, {BATCH}}, 0};
   jx_program *p = jx_fn_program(gpu.jitted, av);
   assert_non_null(p);
   int host = -1, kernels = jx_cuda_executable_kernels(p->exec, &host, NULL);

@@ -63,7 +63,7 @@ static int cases_run, cases_blas;
 static void check(jx_dtype dt, int pref, jx_shape ls, jx_shape rs, const jx_params *p0) {
   jx_params p = *p0;
   if (pref >= 0) p.i[0] = 1, p.dtype = (jx_dtype)pref;
-  jx_aval in[2] = {{dt, 0, ls}, {dt, 0, rs}}, oa;
+  jx_aval in[2] = {{dt, 0, ls, 0}, {dt, 0, rs, 0}}, oa;
   jx_status st = jx_prim_dot_general.infer(&p, 2, in, 1, &oa);
   if (st) print_error("infer: %s\n", jx_last_error());
   assert_int_equal(st, JX_OK);

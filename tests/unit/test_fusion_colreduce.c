@@ -114,7 +114,7 @@ static void check_case(jx_dtype dt, jx_shape s, red_case c, int nans) {
     expect_same_bits(want[o], got[o], dt, what);
     expect_same_bits(want[o], serial[o], dt, what);
   }
-  jx_aval av[3] = {{dt, 0, s}, {dt, 0, s}, {dt, 0, bs}};
+  jx_aval av[3] = {{dt, 0, s, 0}, {dt, 0, s, 0}, {dt, 0, bs, 0}};
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
   jx_fusion_group *g = NULL;
@@ -198,7 +198,7 @@ static void bias_gradient_is_one_kernel(void **state) {
   assert_int_equal(jx_call(f, in, want), JX_OK);
   assert_int_equal(jx_call(jf, in, got), JX_OK);
   expect_same_bits(want[0], got[0], JX_F32, "bias gradient");
-  jx_aval av[2] = {{JX_F32, 0, {2, {256, 96}}}, {JX_F32, 0, {2, {256, 96}}}};
+  jx_aval av[2] = {{JX_F32, 0, {2, {256, 96}}, 0}, {JX_F32, 0, {2, {256, 96}}, 0}};
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
   int fused = 0;
@@ -229,7 +229,7 @@ static void cuda_dialect_column_reduction(void **state) {
   red_case c = {2, 1};
   jx_fn *f = jx_fn_create("colreduce_cuda", 3, 7, body, &c);
   jx_aval av[3] = {
-      {JX_F64, 0, {3, {4, 5, 70}}}, {JX_F64, 0, {3, {4, 5, 70}}}, {JX_F64, 0, {1, {70}}}};
+      {JX_F64, 0, {3, {4, 5, 70}}, 0}, {JX_F64, 0, {3, {4, 5, 70}}, 0}, {JX_F64, 0, {1, {70}}, 0}};
   jx_program *p = jx_fn_program(f, av);
   assert_non_null(p);
   jx_dialect cuda = jx_dialect_cuda;

@@ -54,7 +54,7 @@ static int jit_matches_eager(jx_fn *f, int nin, jx_array **in, jx_dtype dt) {
   free(a);
   free(b);
   jx_aval av[4];
-  for (int i = 0; i < nin; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i])};
+  for (int i = 0; i < nin; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i]), 0};
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
   int kernels = TEST_CPU_ONLY("the CPU executable's kernel count")
@@ -80,7 +80,7 @@ static void integer_pow_in_kernels(void **state) {
       jx_array *x = jx_keep(values(dt, JX_SHAPE(3, 70), (int)k));
       expect_kernels(jit_matches_eager(f, 1, &x, dt), 1);
       /* written out up to 16; the helper beyond */
-      jx_aval av = {dt, 0, {2, {3, 70}}};
+      jx_aval av = {dt, 0, {2, {3, 70}}, 0};
       jx_program *p = jx_fn_program(f, &av);
       jx_fusion_group *g = NULL;
       int ng = jx_fuse(p, &g), seen = 0;
@@ -166,7 +166,7 @@ static void bf16_chains_are_kernels_with_the_eager_bits(void **state) {
   assert_int_equal(jx_read(want[0], a, sizeof a), JX_OK);
   assert_int_equal(jx_read(got[0], c, sizeof c), JX_OK);
   assert_memory_equal(a, c, sizeof a);
-  jx_aval av[2] = {{JX_BF16, 0, {2, {5, 300}}}, {JX_BF16, 0, {1, {300}}}};
+  jx_aval av[2] = {{JX_BF16, 0, {2, {5, 300}}, 0}, {JX_BF16, 0, {1, {300}}, 0}};
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
   int fused = 0;
@@ -215,7 +215,7 @@ static void one_large_computation_is_a_kernel(void **state) {
         fail_msg("op %d (%s): jit differs from eager", k, d ? "f64" : "f32");
       free(a);
       free(b);
-      jx_aval av[2] = {{dt, 0, {2, {80, 100}}}, {dt, 0, {2, {80, 100}}}};
+      jx_aval av[2] = {{dt, 0, {2, {80, 100}}, 0}, {dt, 0, {2, {80, 100}}, 0}};
       jx_program *p = jx_fn_program(jf, av);
       assert_non_null(p);
       if (TEST_CPU_ONLY("the CPU executable's kernel count"))

@@ -81,7 +81,7 @@ static void check_case(jx_dtype dt, jx_shape s, int op, int nans) {
     free(a);
     free(b);
   }
-  jx_aval av[2] = {{dt, 0, s}, {dt, 0, s}};
+  jx_aval av[2] = {{dt, 0, s, 0}, {dt, 0, s, 0}};
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
   /* non-empty operands reduce inside the kernel; empty ones run as they are */
@@ -149,7 +149,8 @@ static void bias_relu_epilogue_is_one_kernel(void **state) {
   assert_int_equal(jx_read(want[0], a, sizeof a), JX_OK);
   assert_int_equal(jx_read(got[0], b, sizeof b), JX_OK);
   assert_f32_close(b, a, 64 * 80, test_gemm_rtol());
-  jx_aval av[3] = {{JX_F32, 0, {2, {64, 96}}}, {JX_F32, 0, {2, {96, 80}}}, {JX_F32, 0, {1, {80}}}};
+  jx_aval av[3] = {
+      {JX_F32, 0, {2, {64, 96}}, 0}, {JX_F32, 0, {2, {96, 80}}, 0}, {JX_F32, 0, {1, {80}}, 0}};
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
   if (TEST_CPU_ONLY("the CPU executable's kernel count"))
@@ -183,8 +184,8 @@ static void cuda_dialect_renders_reductions(void **state) {
   for (int dt = 0; dt < 2; dt++)
     for (int op = OP_SUM; op <= OP_MIN; op++) {
       jx_fn *f = jx_fn_create("fused_reduce", 2, 2, reduce_body, &op);
-      jx_aval av[2] = {{dt ? JX_F64 : JX_F32, 0, {2, {3, 300}}},
-                       {dt ? JX_F64 : JX_F32, 0, {2, {3, 300}}}};
+      jx_aval av[2] = {{dt ? JX_F64 : JX_F32, 0, {2, {3, 300}}, 0},
+                       {dt ? JX_F64 : JX_F32, 0, {2, {3, 300}}, 0}};
       jx_program *p = jx_fn_program(f, av);
       assert_non_null(p);
       jx_fusion_group *g = NULL;

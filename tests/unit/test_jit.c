@@ -70,7 +70,7 @@ static void fused_kernel_matches_eager_bits(void **state) {
   jx_read(got[0], b, sizeof b);
   assert_memory_equal(a, b, sizeof a);
   /* the whole chain is one kernel */
-  jx_aval av[2] = {{JX_F32, 0, {2, {10, 100}}}, {JX_F32, 0, {2, {10, 100}}}};
+  jx_aval av[2] = {{JX_F32, 0, {2, {10, 100}}, 0}, {JX_F32, 0, {2, {10, 100}}, 0}};
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
   int fused = 0;
@@ -109,7 +109,7 @@ static void jit_without_kernels(void **state) {
   assert_int_equal(s1.compiles, s0.compiles);
   assert_int_equal(s1.disk_hits, s0.disk_hits);
   if (TEST_CPU_ONLY("the CPU executable's kernel count")) {
-    jx_aval av[2] = {{JX_F32, 0, {2, {10, 100}}}, {JX_F32, 0, {2, {10, 100}}}};
+    jx_aval av[2] = {{JX_F32, 0, {2, {10, 100}}, 0}, {JX_F32, 0, {2, {10, 100}}, 0}};
     jx_program *p = jx_fn_program(jf, av);
     assert_non_null(p);
     int fused = -1;
@@ -190,7 +190,8 @@ static void independent_gemms_run_side_by_side(void **state) {
     assert_f32_close(b, a, (size_t)sizes[o], test_gemm_rtol());
   }
   /* dx and dw are one pair; the product reading dx is not in it */
-  jx_aval av[3] = {{JX_F32, 0, {2, {B, O}}}, {JX_F32, 0, {2, {I, O}}}, {JX_F32, 0, {2, {B, I}}}};
+  jx_aval av[3] = {
+      {JX_F32, 0, {2, {B, O}}, 0}, {JX_F32, 0, {2, {I, O}}, 0}, {JX_F32, 0, {2, {B, I}}, 0}};
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
   if (TEST_CPU_ONLY("the CPU executable's GEMMs run side by side"))
@@ -374,7 +375,7 @@ static void custom_calls_inlined_for_execution(void **state) {
   assert_int_equal(jx_read(a, ra, sizeof ra), JX_OK);
   assert_int_equal(jx_read(b, rb, sizeof rb), JX_OK);
   assert_memory_equal(ra, rb, sizeof ra);
-  jx_aval av = {JX_F32, 0, JX_SHAPE(3, 5)};
+  jx_aval av = {JX_F32, 0, JX_SHAPE(3, 5), 0};
   jx_program *p = jx_fn_program(jf, &av);
   assert_non_null(p);
   char *ir = jx_program_print(p);

@@ -75,7 +75,7 @@ static int nested_compiled(const jx_program *p, int *kernels) {
 /* The compiled program jf runs for these inputs. */
 static jx_program *jit_program(jx_fn *jf, int n, jx_array *const *in) {
   jx_aval av[8];
-  for (int i = 0; i < n; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i])};
+  for (int i = 0; i < n; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i]), 0};
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
   assert_non_null(p->exec);
@@ -198,7 +198,7 @@ static void scan_inside_shard_map(void **state) {
   jx_program_release(p);
   /* the eager shard_map compiled a private copy of the scan body: the body
    * function's cached program, which eager scans evaluate, stays as traced */
-  jx_aval av[2] = {{JX_F32, 0, {1, {N / 2}}}, {JX_F32, 0, {1, {N / 2}}}};
+  jx_aval av[2] = {{JX_F32, 0, {1, {N / 2}}, 0}, {JX_F32, 0, {1, {N / 2}}, 0}};
   jx_program *b = jx_fn_program(body_fn, av);
   assert_non_null(b);
   assert_null(b->exec);

@@ -27,7 +27,7 @@ static int contiguous_cases;
 
 /* Pads a random operand of shape s; 0 when the rule rejects the pad. */
 static int check(jx_dtype dt, jx_shape s, const jx_params *p) {
-  jx_aval in[2] = {{dt, 0, s}, {dt, 0, {0, {0}}}}, oa;
+  jx_aval in[2] = {{dt, 0, s, 0}, {dt, 0, {0, {0}}, 0}}, oa;
   if (jx_prim_pad.infer(p, 2, in, 1, &oa) != JX_OK) {
     jx_clear_error();
     return 0;

@@ -64,7 +64,7 @@ static int same(jx_window_op op, jx_dtype dt, const void *a, const void *b, int6
 /* Runs the window both ways; 0 when the rule rejects it. With `fast`, the
  * fast path must take it, else it must decline. */
 static int check(jx_window_op op, jx_dtype dt, jx_shape s, const jx_params *p, int fast) {
-  jx_aval a = {dt, 0, s}, oa;
+  jx_aval a = {dt, 0, s, 0}, oa;
   if (prim_of[op]->infer(p, 1, &a, 1, &oa) != JX_OK) {
     jx_clear_error();
     return 0;
@@ -197,7 +197,7 @@ static void semantics(void **state) {
   int64_t win[1] = {4}, stride[1] = {4}, one[1] = {1};
   jx_params p = window_params(1, win, stride, one);
   jx_window_params w;
-  jx_aval a = {JX_F32, 0, {1, {8}}};
+  jx_aval a = {JX_F32, 0, {1, {8}}, 0};
   assert_int_equal(jx_window_read_params("test", &p, &a, &w), JX_OK);
   jx_tensor tin = {x, JX_F32, {1, {8}}}, tout = {got, JX_F32, {1, {2}}};
   assert_int_equal(jx_reduce_window_fast(JX_WINDOW_MAX, &w, &tin, &tout), 1);

@@ -539,7 +539,7 @@ static void gpu_matches_cpu(jx_fn *f, jx_program *p, const jx_fusion_group *g,
 
 static void chain_compiles(void **state) {
   (void)state;
-  jx_aval av[2] = {{JX_F32, 0, {2, {10, 100}}}, {JX_F32, 0, {2, {10, 100}}}};
+  jx_aval av[2] = {{JX_F32, 0, {2, {10, 100}}, 0}, {JX_F32, 0, {2, {10, 100}}, 0}};
   jx_array *in[2] = {values(JX_F32, JX_SHAPE(10, 100), 1, 3.0),
                      values(JX_F32, JX_SHAPE(10, 100), 2, 1.0)};
   rendered r = render_program("chain", chain, NULL, 2, 1, av, in, 0.0); /* the CPU's bits */
@@ -551,7 +551,8 @@ static void chain_compiles(void **state) {
 
 static void broadcasts_and_scalars_compile(void **state) {
   (void)state;
-  jx_aval av[3] = {{JX_F32, 0, {3, {4, 3, 16}}}, {JX_F32, 0, {1, {16}}}, {JX_F32, 0, {1, {3}}}};
+  jx_aval av[3] = {
+      {JX_F32, 0, {3, {4, 3, 16}}, 0}, {JX_F32, 0, {1, {16}}, 0}, {JX_F32, 0, {1, {3}}, 0}};
   jx_array *in[3] = {values(JX_F32, JX_SHAPE(4, 3, 16), 1, 4.0),
                      values(JX_F32, JX_SHAPE(16), 2, 1.0), values(JX_F32, JX_SHAPE(3), 3, 2.0)};
   rendered r = render_program("broadcasts", broadcasts, NULL, 3, 2, av, in, 0.0);
@@ -566,7 +567,7 @@ static void broadcasts_and_scalars_compile(void **state) {
 
 static void selects_and_bools_compile(void **state) {
   (void)state;
-  jx_aval av[2] = {{JX_F32, 0, {1, {257}}}, {JX_F32, 0, {1, {257}}}};
+  jx_aval av[2] = {{JX_F32, 0, {1, {257}}, 0}, {JX_F32, 0, {1, {257}}, 0}};
   jx_array *in[2] = {values(JX_F32, JX_SHAPE(257), 1, 3.0), values(JX_F32, JX_SHAPE(257), 2, 3.0)};
   rendered r = render_program("selects", selects, NULL, 2, 2, av, in, 0.0);
   assert_int_equal(r.nkernels, 1);
@@ -577,7 +578,7 @@ static void selects_and_bools_compile(void **state) {
 
 static void f64_and_integer_pow_compile(void **state) {
   (void)state;
-  jx_aval av[2] = {{JX_F64, 0, {2, {7, 9}}}, {JX_F64, 0, {2, {7, 9}}}};
+  jx_aval av[2] = {{JX_F64, 0, {2, {7, 9}}, 0}, {JX_F64, 0, {2, {7, 9}}, 0}};
   jx_array *in[2] = {values(JX_F64, JX_SHAPE(7, 9), 1, 2.0),
                      values(JX_F64, JX_SHAPE(7, 9), 2, 2.0)};
   /* f64 sin, tanh and pow are CUDA's, not glibc's: within a few ulp */
@@ -625,7 +626,8 @@ static const jx_prim *const every_prim[] = {&jx_prim_add,
                                             &jx_prim_integer_pow};
 
 static void every_op_compiles(jx_dtype dt, const char *what) {
-  jx_aval av[3] = {{dt, 0, {2, {5, 33}}}, {dt, 0, {2, {5, 33}}}, {JX_BOOL, 0, {2, {5, 33}}}};
+  jx_aval av[3] = {
+      {dt, 0, {2, {5, 33}}, 0}, {dt, 0, {2, {5, 33}}, 0}, {JX_BOOL, 0, {2, {5, 33}}, 0}};
   jx_fn *f = jx_fn_create(what, 3, 2, every_op, &dt);
   jx_program *p = jx_fn_program(f, av);
   if (!p) fprintf(stderr, "%s\n", jx_last_error());

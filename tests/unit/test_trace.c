@@ -157,7 +157,7 @@ static void jit_gives_the_same_numbers(void **state) {
 /* The verifier catches what a broken transformation rule could produce. */
 static void verifier_rejects_broken_programs(void **state) {
   (void)state;
-  jx_aval f3 = {JX_F32, 0, {1, {3}}}, f4 = {JX_F32, 0, {1, {4}}};
+  jx_aval f3 = {JX_F32, 0, {1, {3}}, 0}, f4 = {JX_F32, 0, {1, {4}}, 0};
   jx_program *p = jx_program_new("bad");
   int a = jx_program_add_input(p, f3), out;
   int in2[2] = {a, a};

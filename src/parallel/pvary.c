@@ -1,0 +1,82 @@
+/* pvary: a value invariant over some manual mesh axes made one that varies
+ * over them (trace/vma.h). The identity on values; what it changes is the
+ * type, and so reverse mode: its transpose sums the cotangent over those
+ * axes (psum), as an invariant value used on every device collects every
+ * device's cotangent. The trace inserts it where an invariant operand meets a
+ * varying one; executables drop it (compile/lower.h). Params: the axes (l0,
+ * axis ids). */
+#include "../base/error.h"
+#include "../prims/rules.h"
+#include "../trace/vma.h"
+#include "collective.h"
+
+static jx_status infer_pvary(const jx_params *p, int nin, const jx_aval *in, int nout,
+                             jx_aval *out) {
+  (void)p;
+  (void)nin;
+  (void)nout;
+  out[0] = in[0];
+  return JX_OK;
+}
+
+static jx_status impl_pvary(const jx_params *p, int nin, jx_array *const *in, int nout,
+                            jx_array **out, int nsub, struct jx_program *const *subs) {
+  (void)p;
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)subs;
+  out[0] = jx_keep_in_scope(in[0]);
+  return JX_OK;
+}
+
+static jx_status jvp_pvary(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
+                           int nout, jx_array **y, jx_array **ty, int nsub,
+                           struct jx_program *const *subs) {
+  (void)nin;
+  (void)nout;
+  (void)nsub;
+  (void)subs;
+  y[0] = jx_bind1(&jx_prim_pvary, 1, &x[0], p);
+  ty[0] = t[0] ? jx_bind1(&jx_prim_pvary, 1, &t[0], p) : NULL;
+  return jx_last_status();
+}
+
+static jx_status transpose_pvary(const jx_params *p, int nin, jx_array *const *in,
+                                 const jx_aval *in_avals, const uint8_t *linear, int nout,
+                                 jx_array *const *ct, jx_array **ct_in, int nsub,
+                                 struct jx_program *const *subs) {
+  (void)nin;
+  (void)in;
+  (void)in_avals;
+  (void)linear;
+  (void)nout;
+  (void)nsub;
+  (void)subs;
+  ct_in[0] = ct[0] ? jx_bind1(&jx_prim_psum, 1, &ct[0], p) : NULL;
+  return jx_last_status();
+}
+
+static jx_status batch_pvary(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
+                             int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
+                             struct jx_program *const *subs) {
+  (void)nin;
+  (void)n;
+  (void)nout;
+  (void)nsub;
+  (void)subs;
+  out[0] = jx_bind1(&jx_prim_pvary, 1, &in[0], p);
+  out_bdim[0] = bdim[0];
+  return jx_last_status();
+}
+
+const jx_prim jx_prim_pvary = {.name = "pvary",
+                               .nin = 1,
+                               .nout = 1,
+                               .params = "axes=l0",
+                               .infer = infer_pvary,
+                               .impl = impl_pvary,
+                               .jvp = jvp_pvary,
+                               .transpose = transpose_pvary,
+                               .batch = batch_pvary,
+                               .vma = JX_VMA_CAST};
