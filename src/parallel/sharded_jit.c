@@ -18,7 +18,9 @@
 #include "../compile/executable.h"
 #include "../compile/simplify.h"
 #include "../cuda/cuda_mesh.h"
+#include "../array/array.h"
 #include "../trace/fn.h"
+#include "collective.h"
 #include "partition.h"
 #include "spmd.h"
 
@@ -39,6 +41,7 @@ typedef struct entry {
 typedef struct {
   pjit_opts o; /* a copy with its own references */
   char *name;
+  int interpret; /* the per-device programs run uncompiled (eager ops on sharded arrays) */
   pthread_mutex_t lock;
   entry *cache;
   int64_t partitions;
@@ -253,7 +256,7 @@ static entry *partition_for(pjit_exec *x, const jx_program *p, jx_mesh *m, jx_sh
     snprintf(prefix, sizeof prefix, "%s.spmd.%016llx", x->name,
              (unsigned long long)jx_program_hash(e->prog));
     /* JX_PLATFORM=cuda: each mesh position on its own GPU (cuda_mesh.h) */
-    st = jx_mesh_platform_attach(e->prog, m, x->name, prefix);
+    if (!x->interpret) st = jx_mesh_platform_attach(e->prog, m, x->name, prefix);
   }
   free(spec);
   if (st) {
@@ -310,9 +313,60 @@ static jx_status pjit_run(void *exec, const jx_program *p, jx_array *const *in, 
   return jx_spmd_run(m, e->prog, x->o.nin, in, e->in_sh, x->o.nout, e->out_sh, out, "jx_jit");
 }
 
+/* ---- computation follows data ---- */
+
+/* Guards the making of a program's follow-data executable (p->follow). */
+static pthread_mutex_t follow_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* p's sharded executable without shardings of its own (made once; NULL with
+ * an error when memory runs out). A program that is not compiled gets
+ * per-device programs that are not compiled either. */
+static pjit_exec *follow_exec(const jx_program *p) {
+  pthread_mutex_lock(&follow_lock);
+  pjit_exec *x = p->follow;
+  if (!x) {
+    x = calloc(1, sizeof *x);
+    if (x && !(x->name = strdup(p->name))) {
+      free(x);
+      x = NULL;
+    }
+    if (x) {
+      x->o = (pjit_opts){p->nin, p->nout, NULL, NULL};
+      x->interpret = !p->exec_run;
+      pthread_mutex_init(&x->lock, NULL);
+      jx_program *owner = (jx_program *)p; /* a cache of the program, as f->cache is of f */
+      owner->follow = x;
+      owner->follow_free = pjit_exec_free;
+    }
+  }
+  pthread_mutex_unlock(&follow_lock);
+  if (!x) jx_error_set(JX_ERR_OUT_OF_MEMORY, "'%s': out of memory", p->name);
+  return x;
+}
+
+int jx_follows_data(const jx_program *p, jx_array *const *in) {
+  /* a jit with shardings places its arguments itself; on a device's thread
+   * the arguments are that device's blocks */
+  if (p->exec_run == pjit_run || jx_spmd_current()) return 0;
+  for (int i = 0; i < p->nin; i++)
+    if (in[i]->shards) return 1;
+  return 0;
+}
+
+jx_status jx_follow_data_run(const jx_program *p, jx_array *const *in, jx_array **out) {
+  for (int o = 0; o < p->nout; o++) out[o] = jx_poison();
+  pjit_exec *x = follow_exec(p);
+  return x ? pjit_run(x, p, in, out) : jx_last_status();
+}
+
 /* ---- for tests ---- */
 static pjit_exec *exec_of(const jx_program *p) {
-  return p && p->exec_run == pjit_run ? p->exec : NULL;
+  if (!p) return NULL;
+  if (p->exec_run == pjit_run) return p->exec;
+  pthread_mutex_lock(&follow_lock);
+  pjit_exec *x = p->follow;
+  pthread_mutex_unlock(&follow_lock);
+  return x;
 }
 
 jx_program *jx_sharded_jit_device_program(jx_fn *f, jx_array *const *in) {
@@ -324,7 +378,9 @@ jx_program *jx_sharded_jit_device_program(jx_fn *f, jx_array *const *in) {
     jx_program *p = jx_fn_program(f, av);
     pjit_exec *x = exec_of(p);
     jx_mesh *m = NULL;
-    if (p && !x) jx_error_set(JX_ERR_INVALID_ARGUMENT, "'%s' is not a jit with shardings", f->name);
+    if (p && !x)
+      jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                   "'%s' is not a jit with shardings, nor called with sharded arguments", f->name);
     if (x && !resolve(x, in, sh, &m)) {
       pthread_mutex_lock(&x->lock);
       entry *e = partition_for(x, p, m, sh);
