@@ -2,6 +2,11 @@
  *   dp_mlp_step_<k>dev: a data-parallel SGD step of the MLP 784-512-512-10,
  *     batch 256 split over k devices, parameters replicated (gradients
  *     all-reduced by the partitioner);
+ *   follow_data_mlp_step_8dev: the same step on 8 devices as a plain
+ *     jx_jit(step, NULL) on the sharded arguments (computation follows
+ *     data), next to the jit with in_shardings: alternating rounds, the
+ *     median of each round's median, and their ratio (1 when the plain jit
+ *     runs the same per-device program);
  *   matmul_1024_rows_8dev: C = A B with A's rows split over 8 devices (no
  *     communication); matmul_1024_contract_8dev: the contracting dim split
  *     (local products, then a psum).
@@ -62,6 +67,55 @@ static double median_call(jx_fn *f, jx_array **in, jx_array **out, int runs, int
   return t[runs / 2];
 }
 
+/* Fresh parameters (replicated) and a batch (rows split) for the step. */
+static void step_inputs(jx_array *key, jx_sharding *all, jx_sharding *rows, jx_array **in) {
+  const int64_t dims[4] = {IN, H, H, OUT};
+  for (int l = 0; l < 3; l++) {
+    jx_array *w = jx_mul(jx_random_normal(jx_random_fold_in(key, (uint32_t)l), JX_F32,
+                                          JX_SHAPE(dims[l], dims[l + 1])),
+                         jx_scalar(JX_F32, 0.05));
+    in[2 * l] = jx_keep(jx_device_put(w, all));
+    in[2 * l + 1] = jx_keep(jx_device_put(jx_zeros(JX_F32, JX_SHAPE(dims[l + 1])), all));
+  }
+  in[6] = jx_keep(jx_device_put(jx_random_normal(key, JX_F32, JX_SHAPE(BATCH, IN)), rows));
+  in[7] = jx_keep(jx_device_put(jx_full(JX_F32, JX_SHAPE(BATCH, OUT), 0.1), rows));
+}
+
+enum { ROUNDS = 9 };
+
+/* follow_data_mlp_step_8dev: the plain jit of the step on sharded arguments
+ * against the jit with the same layouts as in_shardings. */
+static void follow_data_figure(jx_fn *step, jx_array *key, jx_mesh *m, int runs) {
+  jx_sharding *rows = jx_sharding_create(m, "data"), *all = jx_sharding_create(m, "");
+  jx_sharding *in_sh[8];
+  for (int i = 0; i < 8; i++) in_sh[i] = i < NPARAM ? all : rows;
+  jx_fn *given = jx_jit(step, &(jx_jit_options){.in_shardings = in_sh});
+  jx_fn *plain = jx_jit(step, NULL);
+  jx_array *in_given[8], *in_plain[8], *out[1 + NPARAM];
+  step_inputs(key, all, rows, in_given);
+  step_inputs(key, all, rows, in_plain);
+  double t_given[ROUNDS], t_plain[ROUNDS];
+  for (int r = 0; r < ROUNDS; r++) { /* alternating which goes first */
+    if (r % 2 == 0) t_given[r] = median_call(given, in_given, out, runs, 1);
+    t_plain[r] = median_call(plain, in_plain, out, runs, 1);
+    if (r % 2 == 1) t_given[r] = median_call(given, in_given, out, runs, 1);
+  }
+  qsort(t_given, ROUNDS, sizeof *t_given, bench_cmp_double);
+  qsort(t_plain, ROUNDS, sizeof *t_plain, bench_cmp_double);
+  double a = t_plain[ROUNDS / 2], b = t_given[ROUNDS / 2];
+  printf("{\"bench\": \"follow_data_mlp_step_8dev\", \"impl\": \"jx\", \"median_ns\": %.0f, "
+         "\"in_shardings_median_ns\": %.0f, \"ratio\": %.4f, \"rounds\": %d, \"runs\": %d}\n",
+         a, b, a / b, ROUNDS, runs);
+  for (int i = 0; i < 8; i++) {
+    jx_release(in_given[i]);
+    jx_release(in_plain[i]);
+  }
+  jx_fn_release(plain);
+  jx_fn_release(given);
+  jx_sharding_release(rows);
+  jx_sharding_release(all);
+}
+
 int main(int argc, char **argv) {
   int runs = argc > 1 ? atoi(argv[1]) : 7;
   if (runs < 1) runs = 1;
@@ -74,7 +128,6 @@ int main(int argc, char **argv) {
   grad_fn = jx_value_and_grad(loss, JX_AXES(0, 1, 2, 3, 4, 5), 0);
   jx_fn *step = jx_fn_create("dp_step", 8, 1 + NPARAM, step_body, NULL);
   jx_array *key = jx_keep(jx_random_key(0));
-  const int64_t dims[4] = {IN, H, H, OUT};
   for (int k = 1; k <= 8; k *= 2) {
     jx_mesh *m = jx_mesh_create_on(JX_SHAPE(k), data, devs);
     jx_sharding *rows = jx_sharding_create(m, "data"), *all = jx_sharding_create(m, "");
@@ -84,20 +137,13 @@ int main(int argc, char **argv) {
     jx_jit_options o = {.in_shardings = in_sh, .out_shardings = out_sh};
     jx_fn *jstep = jx_jit(step, &o);
     jx_array *in[8], *out[1 + NPARAM];
-    for (int l = 0; l < 3; l++) {
-      jx_array *w = jx_mul(jx_random_normal(jx_random_fold_in(key, (uint32_t)l), JX_F32,
-                                            JX_SHAPE(dims[l], dims[l + 1])),
-                           jx_scalar(JX_F32, 0.05));
-      in[2 * l] = jx_keep(jx_device_put(w, all));
-      in[2 * l + 1] = jx_keep(jx_device_put(jx_zeros(JX_F32, JX_SHAPE(dims[l + 1])), all));
-    }
-    in[6] = jx_keep(jx_device_put(jx_random_normal(key, JX_F32, JX_SHAPE(BATCH, IN)), rows));
-    in[7] = jx_keep(jx_device_put(jx_full(JX_F32, JX_SHAPE(BATCH, OUT), 0.1), rows));
+    step_inputs(key, all, rows, in);
     double t = median_call(jstep, in, out, runs, 1);
     printf(
         "{\"bench\": \"dp_mlp_step_%ddev\", \"impl\": \"jx\", \"median_ns\": %.0f, \"runs\": %d}\n",
         k, t, runs);
     for (int i = 0; i < 8; i++) jx_release(in[i]);
+    if (k == 8) follow_data_figure(step, key, m, runs);
     jx_fn_release(jstep);
     jx_sharding_release(rows);
     jx_sharding_release(all);
