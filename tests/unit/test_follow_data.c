@@ -191,15 +191,35 @@ static jx_status print_sharded(void *ctx) {
   return jx_last_status();
 }
 
+/* A jitted function that holds a sharded array in its ctx: traced, the
+ * array is a constant, one whole value. */
+static void f_add_captured(void *c, jx_array *const *in, jx_array **out) {
+  out[0] = jx_add(in[0], (jx_array *)c);
+}
+static jx_status call_capturing(void *ctx) {
+  jx_array *xs = ctx, *y[1];
+  jx_fn *f = jx_fn_create("add_captured", 1, 1, f_add_captured, xs);
+  jx_fn *jf = jx_jit(f, NULL);
+  jx_status st = jx_call(jf, &xs, y);
+  jx_fn_release(jf);
+  jx_fn_release(f);
+  return st;
+}
+
 static void gathering_is_logged(void **state) {
   (void)state;
   jx_array *xs = jx_device_put(test_wave(JX_SHAPE(16), 1, 1.0), sh_(mesh, "data"));
   setenv("JX_LOG_COMPILES", "1", 1);
   jx_status st;
   const char *log = captured(print_sharded, xs, &st);
-  unsetenv("JX_LOG_COMPILES");
   check_ok(st);
   if (!strstr(log, "'debug_print' gathers argument 0 (sharded data)")) fail_msg("log: %s", log);
+  log = captured(call_capturing, xs, &st);
+  unsetenv("JX_LOG_COMPILES");
+  check_ok(st);
+  if (!strstr(log, "'add_captured' captures a sharded array (data) as a constant (argument 1 of "
+                   "add)"))
+    fail_msg("log: %s", log);
 }
 
 int main(void) {
