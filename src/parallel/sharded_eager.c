@@ -21,19 +21,21 @@
 #include "sharded_jit.h"
 #include "sharding.h"
 
-int jx_eager_follows_data(const jx_prim *p, int nin, jx_array *const *in) {
+int jx_eager_follows_data(const jx_prim *p, int nin, jx_array *const *in, int nsub,
+                          jx_program *const *subs) {
   int sharded = -1;
   for (int i = 0; i < nin && sharded < 0; i++)
     if (in[i]->shards) sharded = i;
   if (sharded < 0 || jx_spmd_current()) return 0;
   if (p->uses_axis || p == &jx_prim_shard_map || p == &jx_prim_sharding_constraint) return 0;
-  if (p->effect) { /* debug_print shows the global value */
-    if (jx_env_flag("JX_LOG_COMPILES"))
-      fprintf(stderr, "jx: '%s' gathers argument %d (sharded %s) onto one device\n", p->name,
-              sharded, jx_sharding_spec(jx_sharding_of(in[sharded])));
-    return 0;
-  }
-  return 1;
+  /* debug_print shows the global value; the partitioner does not place a
+   * nested shard_map's manual region */
+  int whole = p->effect;
+  for (int s = 0; s < nsub && !whole; s++) whole = jx_program_holds_shard_map(subs[s]);
+  if (whole && jx_env_flag("JX_LOG_COMPILES"))
+    fprintf(stderr, "jx: '%s' gathers argument %d (sharded %s) onto one device\n", p->name, sharded,
+            jx_sharding_spec(jx_sharding_of(in[sharded])));
+  return !whole;
 }
 
 typedef struct op_entry {

@@ -10,6 +10,7 @@
  * cached by the tuple of input shardings; JX_LOG_COMPILES=1 says why one is made. */
 #include "sharded_jit.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,7 @@
 #include "../trace/fn.h"
 #include "collective.h"
 #include "partition.h"
+#include "shard_map.h"
 #include "spmd.h"
 
 typedef struct {
@@ -42,6 +44,7 @@ typedef struct {
   pjit_opts o; /* a copy with its own references */
   char *name;
   int interpret; /* the per-device programs run uncompiled (eager ops on sharded arrays) */
+  int manual;    /* follow data: the program holds a shard_map, so it runs on one device */
   pthread_mutex_t lock;
   entry *cache;
   int64_t partitions;
@@ -318,13 +321,24 @@ static jx_status pjit_run(void *exec, const jx_program *p, jx_array *const *in, 
 /* Guards the making of a program's follow-data executable (p->follow). */
 static pthread_mutex_t follow_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* p's sharded executable without shardings of its own (made once; NULL with
- * an error when memory runs out). A program that is not compiled gets
- * per-device programs that are not compiled either. */
-static pjit_exec *follow_exec(const jx_program *p) {
+int jx_program_holds_shard_map(const jx_program *p) {
+  for (int k = 0; k < p->neqns; k++) {
+    const jx_eqn *e = &p->eqns[k];
+    if (e->prim == &jx_prim_shard_map) return 1;
+    for (int s = 0; s < e->nsub; s++)
+      if (jx_program_holds_shard_map(e->sub[s])) return 1;
+  }
+  return 0;
+}
+
+/* p's sharded executable without shardings of its own (made once, *made
+ * set then; NULL with an error when memory runs out). A program that is not
+ * compiled gets per-device programs that are not compiled either. */
+static pjit_exec *follow_exec(const jx_program *p, int *made) {
   pthread_mutex_lock(&follow_lock);
   pjit_exec *x = p->follow;
   if (!x) {
+    *made = 1;
     x = calloc(1, sizeof *x);
     if (x && !(x->name = strdup(p->name))) {
       free(x);
@@ -333,6 +347,7 @@ static pjit_exec *follow_exec(const jx_program *p) {
     if (x) {
       x->o = (pjit_opts){p->nin, p->nout, NULL, NULL};
       x->interpret = !p->exec_run;
+      x->manual = jx_program_holds_shard_map(p);
       pthread_mutex_init(&x->lock, NULL);
       jx_program *owner = (jx_program *)p; /* a cache of the program, as f->cache is of f */
       owner->follow = x;
@@ -348,14 +363,29 @@ int jx_follows_data(const jx_program *p, jx_array *const *in) {
   /* a jit with shardings places its arguments itself; on a device's thread
    * the arguments are that device's blocks */
   if (p->exec_run == pjit_run || jx_spmd_current()) return 0;
-  for (int i = 0; i < p->nin; i++)
-    if (in[i]->shards) return 1;
-  return 0;
+  int sharded = 0;
+  for (int i = 0; i < p->nin && !sharded; i++) sharded = in[i]->shards != NULL;
+  if (!sharded) return 0;
+  int made = 0;
+  pjit_exec *x = follow_exec(p, &made);
+  if (!x) return 1; /* the run reports it */
+  /* the partitioner does not place a shard_map's manual region: such a
+   * program runs on one device, as before, reading its sharded arguments
+   * whole where its kernels read them */
+  if (x->manual && made && jx_env_flag("JX_LOG_COMPILES"))
+    for (int i = 0; i < p->nin; i++)
+      if (in[i]->shards)
+        fprintf(stderr,
+                "jx: '%s' holds a shard_map, so it runs on one device: it gathers argument %d "
+                "(sharded %s) where it reads it whole\n",
+                p->name, i, sharding_text(jx_sharding_of(in[i])));
+  return !x->manual;
 }
 
 jx_status jx_follow_data_run(const jx_program *p, jx_array *const *in, jx_array **out) {
   for (int o = 0; o < p->nout; o++) out[o] = jx_poison();
-  pjit_exec *x = follow_exec(p);
+  int made = 0;
+  pjit_exec *x = follow_exec(p, &made);
   return x ? pjit_run(x, p, in, out) : jx_last_status();
 }
 

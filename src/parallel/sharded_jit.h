@@ -16,10 +16,15 @@ struct jx_program;
  * with its arguments' own layouts (the per-device programs are made once per
  * tuple of input shardings and kept with the program). jx_follows_data says
  * whether p's run with these concrete arguments goes that way: some argument
- * is sharded, p is not a jit with shardings and the caller is not a
- * device's thread. */
+ * is sharded, p is not a jit with shardings, holds no shard_map (whose
+ * manual region the partitioner does not place; JX_LOG_COMPILES=1 names
+ * the arguments such a program gathers) and the caller is not a device's
+ * thread. */
 int jx_follows_data(const struct jx_program *p, jx_array *const *in);
 jx_status jx_follow_data_run(const struct jx_program *p, jx_array *const *in, jx_array **out);
+
+/* 1 when p or a program nested in it has a shard_map (or pmap) equation. */
+int jx_program_holds_shard_map(const struct jx_program *p);
 
 /* For tests: the compiled per-device program f (a jx_jit with shardings,
  * or one called with sharded arguments before) runs for these arguments (a new reference); NULL

@@ -82,7 +82,7 @@ jx_status jx_bind_sub(const jx_prim *p, int nin, jx_array *const *in, const jx_p
     jx_prof_compute_begin();
     t0 = jx_prof_now();
   }
-  if (jx_eager_follows_data(p, nin, in)) { /* runs on its operands' mesh */
+  if (jx_eager_follows_data(p, nin, in, nsub, subs)) { /* runs on its operands' mesh */
     st = jx_sharded_bind(p, nin, in, pp, nsub, subs, nout, out);
     return after_eager(p, nin, in, nout, out, st, watched, t0, old_op);
   }

@@ -206,6 +206,36 @@ static jx_status call_capturing(void *ctx) {
   return st;
 }
 
+/* A function holding a shard_map (whose manual region the partitioner does
+ * not place): it runs on one device, as before. */
+static void f_double(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = jx_mul(in[0], jx_scalar(JX_F32, 2));
+}
+static void f_around_smap(void *c, jx_array *const *in, jx_array **out) {
+  jx_array *y[1];
+  if (jx_call(c, in, y)) return;
+  out[0] = jx_add(y[0], jx_scalar(JX_F32, 1));
+}
+static jx_status call_around_smap(void *ctx) {
+  jx_array *xs = ctx, *y[1];
+  jx_fn *body = jx_fn_create("double", 1, 1, f_double, NULL);
+  jx_fn *smap = jx_shard_map(body, mesh, (const char *[]){"data"}, (const char *[]){"data"});
+  jx_fn *f = jx_fn_create("around_smap", 1, 1, f_around_smap, smap);
+  jx_fn *jf = jx_jit(f, NULL);
+  jx_status st = jx_call(jf, &xs, y);
+  float got[16];
+  if (!st) st = jx_read(y[0], got, sizeof got);
+  for (int i = 0; i < 16 && !st; i++) /* 2 x + 1 */
+    if (got[i] != 2 * (float)test_wave_value(i, (double[]){1, 1.0}) + 1)
+      fail_msg("[%d]: %g", i, got[i]);
+  jx_fn_release(jf);
+  jx_fn_release(f);
+  jx_fn_release(smap);
+  jx_fn_release(body);
+  return st;
+}
+
 static void gathering_is_logged(void **state) {
   (void)state;
   jx_array *xs = jx_device_put(test_wave(JX_SHAPE(16), 1, 1.0), sh_(mesh, "data"));
@@ -215,10 +245,15 @@ static void gathering_is_logged(void **state) {
   check_ok(st);
   if (!strstr(log, "'debug_print' gathers argument 0 (sharded data)")) fail_msg("log: %s", log);
   log = captured(call_capturing, xs, &st);
-  unsetenv("JX_LOG_COMPILES");
   check_ok(st);
   if (!strstr(log, "'add_captured' captures a sharded array (data) as a constant (argument 1 of "
                    "add)"))
+    fail_msg("log: %s", log);
+  log = captured(call_around_smap, xs, &st);
+  unsetenv("JX_LOG_COMPILES");
+  check_ok(st);
+  if (!strstr(log, "holds a shard_map, so it runs on one device: it gathers argument 0 (sharded "
+                   "data)"))
     fail_msg("log: %s", log);
 }
 
