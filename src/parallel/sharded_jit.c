@@ -14,12 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../array/array.h"
 #include "../base/env.h"
 #include "../base/error.h"
 #include "../compile/executable.h"
 #include "../compile/simplify.h"
 #include "../cuda/cuda_mesh.h"
-#include "../array/array.h"
 #include "../trace/fn.h"
 #include "collective.h"
 #include "partition.h"
