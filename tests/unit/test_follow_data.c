@@ -145,6 +145,12 @@ static void mixed_and_mismatched_arguments(void **state) {
   jx_fn_release(f);
 }
 
+/* (i, x) -> x / 2 + 1: a loop body */
+static void f_step(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = jx_add(jx_mul(in[1], jx_scalar(JX_F32, 0.5)), jx_scalar(JX_F32, 1));
+}
+
 /* Eager ops on sharded arrays run sharded; the values equal the same ops on
  * unsharded arrays. */
 static void eager_ops_stay_sharded(void **state) {
@@ -171,6 +177,16 @@ static void eager_ops_stay_sharded(void **state) {
     double d = test_max_rel_diff(&got[k], &want[k], 1, &exact);
     if (d > 1e-6) fail_msg("op %d: %g from the unsharded op", k, d);
   }
+  /* control flow: the loop runs on the mesh (replicated: the partitioner's
+   * fallback for loops) and gives the unsharded loop's values */
+  jx_fn *step = jx_fn_create("step", 2, 1, f_step, NULL);
+  jx_array *loop[2];
+  check_ok(jx_fori(0, 3, step, 1, &xs, &loop[0]));
+  check_ok(jx_fori(0, 3, step, 1, &x, &loop[1]));
+  assert_non_null(jx_sharding_of(loop[0]));
+  int same;
+  assert_true(test_max_rel_diff(&loop[0], &loop[1], 1, &same) == 0);
+  jx_fn_release(step);
   /* an op applied again with the same layouts reuses its per-device program */
   jx_array *again = jx_matmul(xs, ws);
   int exact;
