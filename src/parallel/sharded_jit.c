@@ -43,8 +43,9 @@ typedef struct entry {
 typedef struct {
   pjit_opts o; /* a copy with its own references */
   char *name;
-  int interpret; /* the per-device programs run uncompiled (eager ops on sharded arrays) */
-  int manual;    /* follow data: the program holds a shard_map, so it runs on one device */
+  const char *op; /* for errors: "jx_jit", or the eager op's primitive */
+  int interpret;  /* the per-device programs run uncompiled (eager ops on sharded arrays) */
+  int manual;     /* follow data: the program holds a shard_map, so it runs on one device */
   pthread_mutex_t lock;
   entry *cache;
   int64_t partitions;
@@ -86,9 +87,10 @@ static const char *sharding_text(const jx_sharding *s) {
   return !s ? "unsharded" : s->spec[0] ? s->spec : "replicated";
 }
 
-/* Checks that the given shardings share one mesh; *m receives it. */
-static jx_status same_mesh(const char *what, jx_sharding *const *sh, int n, jx_mesh **m,
-                           const char **m_what, int *m_at) {
+/* Checks that the given shardings share one mesh; *m receives it. Errors
+ * name op. */
+static jx_status same_mesh(const char *op, const char *what, jx_sharding *const *sh, int n,
+                           jx_mesh **m, const char **m_what, int *m_at) {
   char a[512], b[512];
   for (int i = 0; sh && i < n; i++) {
     if (!sh[i]) continue;
@@ -98,9 +100,9 @@ static jx_status same_mesh(const char *what, jx_sharding *const *sh, int n, jx_m
       *m_at = i;
     } else if (sh[i]->mesh != *m) {
       return jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                          "jx_jit: shardings on different meshes: %s[%d] is on the mesh (%s) but "
+                          "%s: shardings on different meshes: %s[%d] is on the mesh (%s) but "
                           "%s[%d] on the mesh (%s)",
-                          *m_what, *m_at, jx_mesh_text(*m, 1, a, sizeof a), what, i,
+                          op, *m_what, *m_at, jx_mesh_text(*m, 1, a, sizeof a), what, i,
                           jx_mesh_text(sh[i]->mesh, 1, b, sizeof b));
     }
   }
@@ -140,6 +142,7 @@ static jx_program *pjit_build(jx_fn *f, const jx_aval *in) {
     jx_program_release(s);
     return NULL;
   }
+  x->op = "jx_jit";
   pthread_mutex_init(&x->lock, NULL);
   s->exec = x;
   s->exec_run = pjit_run;
@@ -173,8 +176,8 @@ jx_fn *jx_jit_sharded(jx_fn *f, const jx_jit_options *opts) {
   jx_mesh *m = NULL, *mo = NULL;
   const char *mw = NULL, *mwo = NULL;
   int at = 0, ato = 0;
-  if (same_mesh("in_shardings", given.in_sh, f->nin, &m, &mw, &at) ||
-      same_mesh("out_shardings", given.out_sh, f->nout, &mo, &mwo, &ato))
+  if (same_mesh("jx_jit", "in_shardings", given.in_sh, f->nin, &m, &mw, &at) ||
+      same_mesh("jx_jit", "out_shardings", given.out_sh, f->nout, &mo, &mwo, &ato))
     return NULL;
   if (m && mo && m != mo) {
     char a[512], b[512];
@@ -289,8 +292,8 @@ static jx_status resolve(const pjit_exec *x, jx_array *const *in, jx_sharding **
   const char *w = NULL;
   int at = 0;
   *m = NULL;
-  jx_status st = same_mesh("input", sh, x->o.nin, m, &w, &at);
-  if (!st) st = same_mesh("out_shardings", x->o.out_sh, x->o.nout, m, &w, &at);
+  jx_status st = same_mesh(x->op, "input", sh, x->o.nin, m, &w, &at);
+  if (!st) st = same_mesh(x->op, "out_shardings", x->o.out_sh, x->o.nout, m, &w, &at);
   if (!st && !*m)
     st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
                       "jx_jit: no sharding names a mesh (no in_shardings, out_shardings or "
@@ -313,7 +316,7 @@ static jx_status pjit_run(void *exec, const jx_program *p, jx_array *const *in, 
   }
   free(sh);
   if (st) return st;
-  return jx_spmd_run(m, e->prog, x->o.nin, in, e->in_sh, x->o.nout, e->out_sh, out, "jx_jit");
+  return jx_spmd_run(m, e->prog, x->o.nin, in, e->in_sh, x->o.nout, e->out_sh, out, x->op);
 }
 
 /* ---- computation follows data ---- */
@@ -347,6 +350,7 @@ static pjit_exec *follow_exec(const jx_program *p, int *made) {
     if (x) {
       x->o = (pjit_opts){p->nin, p->nout, NULL, NULL};
       x->interpret = !p->exec_run;
+      x->op = x->interpret ? x->name : "jx_jit"; /* an eager op's program is named by its prim */
       x->manual = jx_program_holds_shard_map(p);
       pthread_mutex_init(&x->lock, NULL);
       jx_program *owner = (jx_program *)p; /* a cache of the program, as f->cache is of f */

@@ -191,6 +191,10 @@ static void eager_ops_stay_sharded(void **state) {
   jx_array *again = jx_matmul(xs, ws);
   int exact;
   assert_true(test_max_rel_diff(&again, &got[1], 1, &exact) == 0 && exact);
+  /* operands on different meshes: the sharded jit's error */
+  jx_array *other = jx_device_put(test_wave(JX_SHAPE(16, 8), 3, 1.0), sh_(mesh2, "x"));
+  assert_true(jx_is_poisoned(jx_add(xs, other)));
+  assert_error_has("add: shardings on different meshes: input[0] is on the mesh (data=4, model=2");
   /* shape errors read as they do for unsharded operands */
   jx_array *bad = jx_add(xs, jx_zeros(JX_F32, JX_SHAPE(3)));
   assert_true(jx_is_poisoned(bad));
