@@ -86,10 +86,13 @@ static void check_follows(jx_fn *f, const jx_jit_options *plain_opts, const char
   assert_int_equal(jx_sharded_jit_partitions(plain), 1);
   check_ok(jx_call(plain, xs, got));
   assert_int_equal(jx_sharded_jit_partitions(plain), 1);
-  char *t = jx_sharded_jit_device_text(plain, xs);
+  char *t = jx_sharded_jit_device_text(plain, xs), *tg = jx_sharded_jit_device_text(pj, xs);
   assert_non_null(t);
+  assert_non_null(tg);
   assert_non_null(strstr(t, "psum"));
+  assert_string_equal(t, tg); /* the same per-device program: the same speed */
   free(t);
+  free(tg);
   jx_fn_release(pj);
   jx_fn_release(plain);
 }
