@@ -343,14 +343,17 @@ static pjit_exec *follow_exec(const jx_program *p, int *made) {
   if (!x) {
     *made = 1;
     x = calloc(1, sizeof *x);
-    if (x && !(x->name = strdup(p->name))) {
+    /* named as messages name a jitted function, or as the eager op */
+    char name[300];
+    snprintf(name, sizeof name, p->exec_run ? "jit(%s)" : "%s", p->name);
+    if (x && !(x->name = strdup(name))) {
       free(x);
       x = NULL;
     }
     if (x) {
       x->o = (pjit_opts){p->nin, p->nout, NULL, NULL};
       x->interpret = !p->exec_run;
-      x->op = x->interpret ? x->name : "jx_jit"; /* an eager op's program is named by its prim */
+      x->op = x->interpret ? x->name : "jx_jit";
       x->manual = jx_program_holds_shard_map(p);
       pthread_mutex_init(&x->lock, NULL);
       jx_program *owner = (jx_program *)p; /* a cache of the program, as f->cache is of f */
@@ -374,15 +377,15 @@ int jx_follows_data(const jx_program *p, jx_array *const *in) {
   pjit_exec *x = follow_exec(p, &made);
   if (!x) return 1; /* the run reports it */
   /* the partitioner does not place a shard_map's manual region: such a
-   * program runs on one device, as before, reading its sharded arguments
-   * whole where its kernels read them */
+   * program runs on one device, reading its sharded arguments whole where
+   * its kernels read them */
   if (x->manual && made && jx_env_flag("JX_LOG_COMPILES"))
     for (int i = 0; i < p->nin; i++)
       if (in[i]->shards)
         fprintf(stderr,
                 "jx: '%s' holds a shard_map, so it runs on one device: it gathers argument %d "
                 "(sharded %s) where it reads it whole\n",
-                p->name, i, sharding_text(jx_sharding_of(in[i])));
+                x->name, i, sharding_text(jx_sharding_of(in[i])));
   return !x->manual;
 }
 

@@ -79,7 +79,7 @@ static void check_follows(jx_fn *f, const jx_jit_options *plain_opts, const char
   if (d > 1e-5) fail_msg("%s: %g from the unsharded jit", what, d);
   for (int o = 0; o < nout; o++) {
     assert_string_equal(spec_of(got[o]), spec_of(want[o]));
-    assert_null(jx_sharding_of(ref[o])); /* unsharded arguments: one device, as before */
+    assert_null(jx_sharding_of(ref[o])); /* unsharded arguments: one device */
   }
   /* it ran partitioned: one per-device program, with the psum the split
    * contraction of the second matmul calls for */
