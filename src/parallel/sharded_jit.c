@@ -43,9 +43,11 @@ typedef struct entry {
 typedef struct {
   pjit_opts o; /* a copy with its own references */
   char *name;
-  const char *op; /* for errors: "jx_jit", or the eager op's primitive */
-  int interpret;  /* the per-device programs run uncompiled (eager ops on sharded arrays) */
-  int manual;     /* follow data: the program holds a shard_map, so it runs on one device */
+  const char *op;       /* for errors: "jx_jit", or the eager op's primitive */
+  int interpret;        /* the per-device programs run uncompiled (eager ops on sharded arrays) */
+  jx_mesh *manual_mesh; /* follow data: the mesh of the program's shard_maps, NULL for none */
+  int unplaced;         /* follow data: shard_maps the partitioner does not place (nested in control
+                           flow, or over several meshes): the program runs on one device */
   pthread_mutex_t lock;
   entry *cache;
   int64_t partitions;
@@ -334,6 +336,21 @@ int jx_program_holds_shard_map(const jx_program *p) {
   return 0;
 }
 
+/* The mesh of p's shard_map equations (NULL: none); *unplaced: some are
+ * nested in other equations' programs or they are over several meshes. */
+static jx_mesh *manual_mesh(const jx_program *p, int *unplaced) {
+  jx_mesh *m = NULL;
+  for (int k = 0; k < p->neqns; k++) {
+    const jx_eqn *e = &p->eqns[k];
+    for (int s = 0; s < e->nsub; s++) *unplaced |= jx_program_holds_shard_map(e->sub[s]);
+    if (e->prim != &jx_prim_shard_map) continue;
+    jx_mesh *here = jx_mesh_from_id((int)e->params.i[0]);
+    if (m && here != m) *unplaced = 1;
+    m = here;
+  }
+  return m;
+}
+
 /* p's sharded executable without shardings of its own (made once, *made
  * set then; NULL with an error when memory runs out). A program that is not
  * compiled gets per-device programs that are not compiled either. */
@@ -354,7 +371,7 @@ static pjit_exec *follow_exec(const jx_program *p, int *made) {
       x->o = (pjit_opts){p->nin, p->nout, NULL, NULL};
       x->interpret = !p->exec_run;
       x->op = x->interpret ? x->name : "jx_jit";
-      x->manual = jx_program_holds_shard_map(p);
+      x->manual_mesh = manual_mesh(p, &x->unplaced);
       pthread_mutex_init(&x->lock, NULL);
       jx_program *owner = (jx_program *)p; /* a cache of the program, as f->cache is of f */
       owner->follow = x;
@@ -376,17 +393,22 @@ int jx_follows_data(const jx_program *p, jx_array *const *in) {
   int made = 0;
   pjit_exec *x = follow_exec(p, &made);
   if (!x) return 1; /* the run reports it */
-  /* the partitioner does not place a shard_map's manual region: such a
-   * program runs on one device, reading its sharded arguments whole where
-   * its kernels read them */
-  if (x->manual && made && jx_env_flag("JX_LOG_COMPILES"))
+  /* a program whose shard_maps the partitioner cannot place (nested ones,
+   * several meshes, another mesh than the arguments') runs on one device,
+   * reading its sharded arguments whole where its kernels read them */
+  jx_mesh *args_mesh = NULL;
+  for (int i = 0; i < p->nin && !args_mesh; i++)
+    if (in[i]->shards) args_mesh = jx_sharding_of(in[i])->mesh;
+  int whole = x->unplaced || (x->manual_mesh && x->manual_mesh != args_mesh);
+  if (whole && made && jx_env_flag("JX_LOG_COMPILES"))
     for (int i = 0; i < p->nin; i++)
       if (in[i]->shards)
         fprintf(stderr,
-                "jx: '%s' holds a shard_map, so it runs on one device: it gathers argument %d "
-                "(sharded %s) where it reads it whole\n",
-                x->name, i, sharding_text(jx_sharding_of(in[i])));
-  return !x->manual;
+                "jx: '%s' holds a shard_map the sharded jit cannot place%s, so it runs on one "
+                "device: it gathers argument %d (sharded %s) where it reads it whole\n",
+                x->name, x->unplaced ? " (nested, or over several meshes)" : " on this mesh", i,
+                sharding_text(jx_sharding_of(in[i])));
+  return !whole;
 }
 
 jx_status jx_follow_data_run(const jx_program *p, jx_array *const *in, jx_array **out) {

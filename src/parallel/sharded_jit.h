@@ -16,10 +16,11 @@ struct jx_program;
  * with its arguments' own layouts (the per-device programs are made once per
  * tuple of input shardings and kept with the program). jx_follows_data says
  * whether p's run with these concrete arguments goes that way: some argument
- * is sharded, p is not a jit with shardings, holds no shard_map (whose
- * manual region the partitioner does not place; JX_LOG_COMPILES=1 names
- * the arguments such a program gathers) and the caller is not a device's
- * thread. */
+ * is sharded, p is not a jit with shardings, the caller is not a device's
+ * thread, and p's shard_maps (if any) are equations of p itself over the
+ * arguments' mesh (the partitioner inlines their bodies; nested in control
+ * flow or on another mesh it cannot place them, and JX_LOG_COMPILES=1
+ * names the arguments such a program gathers). */
 int jx_follows_data(const struct jx_program *p, jx_array *const *in);
 jx_status jx_follow_data_run(const struct jx_program *p, jx_array *const *in, jx_array **out);
 

@@ -229,8 +229,9 @@ static jx_status call_capturing(void *ctx) {
   return st;
 }
 
-/* A function holding a shard_map (whose manual region the partitioner does
- * not place): it runs on one device, as before. */
+/* A function holding a shard_map: over the arguments' mesh the partitioner
+ * inlines its body; over another mesh it cannot place it, and the function
+ * runs on one device. Either way the values are 2 x + 1. */
 static void f_double(void *c, jx_array *const *in, jx_array **out) {
   (void)c;
   out[0] = jx_mul(in[0], jx_scalar(JX_F32, 2));
@@ -240,16 +241,21 @@ static void f_around_smap(void *c, jx_array *const *in, jx_array **out) {
   if (jx_call(c, in, y)) return;
   out[0] = jx_add(y[0], jx_scalar(JX_F32, 1));
 }
+typedef struct {
+  jx_array *xs, *y;
+  jx_mesh *smap_mesh;
+  const char *spec;
+} smap_call;
 static jx_status call_around_smap(void *ctx) {
-  jx_array *xs = ctx, *y[1];
+  smap_call *c = ctx;
   jx_fn *body = jx_fn_create("double", 1, 1, f_double, NULL);
-  jx_fn *smap = jx_shard_map(body, mesh, (const char *[]){"data"}, (const char *[]){"data"});
+  jx_fn *smap = jx_shard_map(body, c->smap_mesh, &c->spec, &c->spec);
   jx_fn *f = jx_fn_create("around_smap", 1, 1, f_around_smap, smap);
   jx_fn *jf = jx_jit(f, NULL);
-  jx_status st = jx_call(jf, &xs, y);
+  jx_status st = jx_call(jf, &c->xs, &c->y);
   float got[16];
-  if (!st) st = jx_read(y[0], got, sizeof got);
-  for (int i = 0; i < 16 && !st; i++) /* 2 x + 1 */
+  if (!st) st = jx_read(c->y, got, sizeof got);
+  for (int i = 0; i < 16 && !st; i++)
     if (got[i] != 2 * (float)test_wave_value(i, (double[]){1, 1.0}) + 1)
       fail_msg("[%d]: %g", i, got[i]);
   jx_fn_release(jf);
@@ -257,6 +263,26 @@ static jx_status call_around_smap(void *ctx) {
   jx_fn_release(smap);
   jx_fn_release(body);
   return st;
+}
+
+static void shard_maps_inside_follow_data(void **state) {
+  (void)state;
+  jx_array *xs = jx_device_put(test_wave(JX_SHAPE(16), 1, 1.0), sh_(mesh, "data"));
+  setenv("JX_LOG_COMPILES", "1", 1);
+  jx_status st;
+  smap_call same = {xs, NULL, mesh, "data"}, other = {xs, NULL, mesh2, "x"};
+  const char *log = captured(call_around_smap, &same, &st);
+  check_ok(st);
+  if (!strstr(log, "partitioning 'jit(around_smap)' for input shardings (data)"))
+    fail_msg("log: %s", log);
+  assert_string_equal(spec_of(same.y), "data");
+  log = captured(call_around_smap, &other, &st);
+  unsetenv("JX_LOG_COMPILES");
+  check_ok(st);
+  if (!strstr(log, "holds a shard_map the sharded jit cannot place on this mesh, so it runs on "
+                   "one device: it gathers argument 0 (sharded data)"))
+    fail_msg("log: %s", log);
+  assert_null(jx_sharding_of(other.y));
 }
 
 static void gathering_is_logged(void **state) {
@@ -272,12 +298,7 @@ static void gathering_is_logged(void **state) {
   if (!strstr(log, "'add_captured' captures a sharded array (data) as a constant (argument 1 of "
                    "add)"))
     fail_msg("log: %s", log);
-  log = captured(call_around_smap, xs, &st);
   unsetenv("JX_LOG_COMPILES");
-  check_ok(st);
-  if (!strstr(log, "holds a shard_map, so it runs on one device: it gathers argument 0 (sharded "
-                   "data)"))
-    fail_msg("log: %s", log);
 }
 
 int main(void) {
@@ -289,6 +310,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(gradients_follow_argument_shardings, setup, teardown),
       cmocka_unit_test_setup_teardown(mixed_and_mismatched_arguments, setup, teardown),
       cmocka_unit_test_setup_teardown(eager_ops_stay_sharded, setup, teardown),
+      cmocka_unit_test_setup_teardown(shard_maps_inside_follow_data, setup, teardown),
       cmocka_unit_test_setup_teardown(gathering_is_logged, setup, teardown),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
