@@ -16,9 +16,12 @@
  * sizes (jx rejects others, naming the dim, its size and the axes' size).
  *
  * Arrays. An array is a global shape plus one shard per device of its
- * sharding's mesh. jx_read, jx_print and eager ops see the global value
- * (gathered on first use); jitted functions with shardings, shard_map and
- * pmap work on the shards where they are.
+ * sharding's mesh. jx_read and jx_print see the global value (gathered on
+ * first use). Computation follows data, as in JAX: jitted functions (with
+ * or without shardings), eager ops, shard_map and pmap work on the shards
+ * where they are; a jx_jit without shardings called on sharded arguments
+ * runs on their mesh, partitioned by their layouts, and its outputs (like
+ * an eager op's) are sharded arrays laid out as propagation chose.
  *
  * Collectives (jx_psum, ...) are called inside jx_shard_map, jx_pmap or a
  * jx_vmap_axis body with the axis name; each is differentiable and batchable. */

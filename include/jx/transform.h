@@ -56,7 +56,13 @@ typedef struct {
  * fails with an error naming the function and the input, while jx_release
  * still frees it. An input whose buffer is shared with another array, that
  * is sharded, or that is passed at two positions is not donated (one line
- * under JX_LOG_COMPILES=1). Jit with shardings ignores donation. */
+ * under JX_LOG_COMPILES=1). Jit with shardings ignores donation, and so
+ * does a run on sharded arguments.
+ *
+ * Without shardings, a jitted function called on sharded arguments runs on
+ * their mesh, partitioned by their layouts, its outputs sharded as
+ * propagation chose (computation follows data, jx/parallel.h); on unsharded
+ * arguments it runs on one device. */
 
 jx_fn *jx_jit(jx_fn *f, const jx_jit_options *opts); /* opts may be NULL */
 

@@ -13,32 +13,6 @@
 enum { FOLD_MAX_ELEMENTS = 16, DEDUP_MAX_BYTES = 64 };
 
 /* ---- helpers ---- */
-static int params_equal(const jx_params *a, const jx_params *b) {
-  if (a->dtype != b->dtype) return 0;
-  for (int i = 0; i < JX_PARAM_INTS; i++)
-    if (a->i[i] != b->i[i]) return 0;
-  for (int i = 0; i < JX_PARAM_FLOATS; i++)
-    if (memcmp(&a->f[i], &b->f[i], sizeof(double)) != 0) return 0;
-  for (int l = 0; l < JX_PARAM_LISTS; l++) {
-    if (a->l[l].n != b->l[l].n) return 0;
-    for (int i = 0; i < a->l[l].n && i < JX_MAX_RANK; i++)
-      if (a->l[l].v[i] != b->l[l].v[i]) return 0;
-  }
-  return 1;
-}
-
-static uint64_t params_hash(const jx_params *p) {
-  uint64_t h = jx_hash_u64(JX_HASH_SEED, (uint64_t)p->dtype);
-  for (int i = 0; i < JX_PARAM_INTS; i++) h = jx_hash_u64(h, (uint64_t)p->i[i]);
-  for (int i = 0; i < JX_PARAM_FLOATS; i++) h = jx_hash_bytes(h, &p->f[i], sizeof(double));
-  for (int l = 0; l < JX_PARAM_LISTS; l++) {
-    h = jx_hash_u64(h, (uint64_t)p->l[l].n);
-    for (int i = 0; i < p->l[l].n && i < JX_MAX_RANK; i++)
-      h = jx_hash_u64(h, (uint64_t)p->l[l].v[i]);
-  }
-  return h;
-}
-
 /* The value of a constant variable of the new program whose elements are all
  * equal, if it is one. */
 static int scalar_value(const jx_program *q, int v, double *out) {
@@ -135,7 +109,7 @@ static int grow_def(rewriter *r) {
 
 static uint64_t eqn_key(const jx_prim *p, const jx_params *pp, int nin, const int *in, int nsub,
                         jx_program *const *subs) {
-  uint64_t h = jx_hash_u64(params_hash(pp), (uint64_t)(uintptr_t)p);
+  uint64_t h = jx_hash_u64(jx_params_hash(pp), (uint64_t)(uintptr_t)p);
   h = jx_hash_bytes(h, in, sizeof *in * (size_t)nin);
   for (int s = 0; s < nsub; s++) h = jx_hash_u64(h, (uint64_t)(uintptr_t)subs[s]);
   return h;
@@ -150,7 +124,8 @@ static int cse_find(rewriter *r, uint64_t key, const jx_prim *p, const jx_params
     if (s->eqn < 0) return -1;
     if (s->key != key) continue;
     const jx_eqn *e = &r->q->eqns[s->eqn];
-    if (e->prim != p || e->nin != nin || e->nsub != nsub || !params_equal(&e->params, pp)) continue;
+    if (e->prim != p || e->nin != nin || e->nsub != nsub || !jx_params_equal(&e->params, pp))
+      continue;
     if (memcmp(e->in, in, sizeof *in * (size_t)nin) != 0) continue;
     if (nsub && memcmp(e->sub, subs, sizeof *subs * (size_t)nsub) != 0) continue;
     return s->eqn;

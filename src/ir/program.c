@@ -33,6 +33,7 @@ void jx_program_release(jx_program *p) {
   }
   for (int i = 0; i < p->nconst; i++) jx_release(p->constval[i]);
   if (p->exec_free) p->exec_free(p->exec);
+  if (p->follow_free) p->follow_free(p->follow);
   free(p->eqns);
   free(p->constvar);
   free(p->constval);

@@ -47,6 +47,11 @@ struct jx_program {
   jx_status (*exec_run)(void *exec, const struct jx_program *p, jx_array *const *in,
                         jx_array **out);
   void (*exec_free)(void *exec);
+  /* set by the parallel layer when the program is first run on sharded
+   * arguments without shardings of its own (computation follows data,
+   * parallel/sharded_jit.c): its per-device programs, by input layouts */
+  void *follow;
+  void (*follow_free)(void *follow);
 };
 
 jx_program *jx_program_new(const char *name);

@@ -172,6 +172,8 @@ static jx_status partition_eqn(part_ctx *c, const jx_eqn *e, jx_array **env) {
   }
   if (!st && fam->identity) {
     for (int o = 0; o < e->nout; o++) outs[o] = ins[o];
+  } else if (!st && fam->local_apply) {
+    st = fam->local_apply(&pl, ins, outs);
   } else if (!st) {
     jx_params q = e->params;
     if (fam->local_params) {

@@ -106,8 +106,8 @@ jx_status jx_plan_replicate_all(jx_plan *pl) {
 }
 
 static const jx_pfamily *const families[] = {
-    &jx_pfamily_constraint, &jx_pfamily_elementwise, &jx_pfamily_shape, &jx_pfamily_reduce,
-    &jx_pfamily_dot,        &jx_pfamily_slicing,     &jx_pfamily_gather};
+    &jx_pfamily_constraint, &jx_pfamily_elementwise, &jx_pfamily_shape,  &jx_pfamily_reduce,
+    &jx_pfamily_dot,        &jx_pfamily_slicing,     &jx_pfamily_gather, &jx_pfamily_manual};
 
 const jx_pfamily *jx_pfamily_of(const jx_eqn *e, const jx_program *p) {
   for (size_t k = 0; k < sizeof families / sizeof *families; k++)

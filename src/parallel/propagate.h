@@ -70,10 +70,14 @@ typedef struct {
    * NULL: unchanged. in/out: the local avals of operands and results. */
   void (*local_params)(const jx_plan *pl, const jx_aval *in, const jx_aval *out, jx_params *q);
   int identity; /* the local op is the identity (a constraint: only the resharding is left) */
+  /* The local op, when it is not the primitive bound with local_params
+   * (shard_map: its body inlined): in are the operands laid out as req. */
+  jx_status (*local_apply)(const jx_plan *pl, jx_array *const *in, jx_array **out);
 } jx_pfamily;
 
 extern const jx_pfamily jx_pfamily_elementwise, jx_pfamily_shape, jx_pfamily_reduce, jx_pfamily_dot,
-    jx_pfamily_slicing, jx_pfamily_gather, jx_pfamily_constraint, jx_pfamily_replicated;
+    jx_pfamily_slicing, jx_pfamily_gather, jx_pfamily_constraint, jx_pfamily_manual,
+    jx_pfamily_replicated;
 
 /* The family whose rule applies to e (the replicated fallback at least). */
 const jx_pfamily *jx_pfamily_of(const jx_eqn *e, const jx_program *p);

@@ -10,16 +10,20 @@
  * cached by the tuple of input shardings; JX_LOG_COMPILES=1 says why one is made. */
 #include "sharded_jit.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../array/array.h"
 #include "../base/env.h"
 #include "../base/error.h"
 #include "../compile/executable.h"
 #include "../compile/simplify.h"
 #include "../cuda/cuda_mesh.h"
 #include "../trace/fn.h"
+#include "collective.h"
 #include "partition.h"
+#include "shard_map.h"
 #include "spmd.h"
 
 typedef struct {
@@ -39,6 +43,11 @@ typedef struct entry {
 typedef struct {
   pjit_opts o; /* a copy with its own references */
   char *name;
+  const char *op;       /* for errors: "jx_jit", or the eager op's primitive */
+  int interpret;        /* the per-device programs run uncompiled (eager ops on sharded arrays) */
+  jx_mesh *manual_mesh; /* follow data: the mesh of the program's shard_maps, NULL for none */
+  int unplaced;         /* follow data: shard_maps the partitioner does not place (nested in control
+                           flow, or over several meshes): the program runs on one device */
   pthread_mutex_t lock;
   entry *cache;
   int64_t partitions;
@@ -80,9 +89,10 @@ static const char *sharding_text(const jx_sharding *s) {
   return !s ? "unsharded" : s->spec[0] ? s->spec : "replicated";
 }
 
-/* Checks that the given shardings share one mesh; *m receives it. */
-static jx_status same_mesh(const char *what, jx_sharding *const *sh, int n, jx_mesh **m,
-                           const char **m_what, int *m_at) {
+/* Checks that the given shardings share one mesh; *m receives it. Errors
+ * name op. */
+static jx_status same_mesh(const char *op, const char *what, jx_sharding *const *sh, int n,
+                           jx_mesh **m, const char **m_what, int *m_at) {
   char a[512], b[512];
   for (int i = 0; sh && i < n; i++) {
     if (!sh[i]) continue;
@@ -92,9 +102,9 @@ static jx_status same_mesh(const char *what, jx_sharding *const *sh, int n, jx_m
       *m_at = i;
     } else if (sh[i]->mesh != *m) {
       return jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                          "jx_jit: shardings on different meshes: %s[%d] is on the mesh (%s) but "
+                          "%s: shardings on different meshes: %s[%d] is on the mesh (%s) but "
                           "%s[%d] on the mesh (%s)",
-                          *m_what, *m_at, jx_mesh_text(*m, 1, a, sizeof a), what, i,
+                          op, *m_what, *m_at, jx_mesh_text(*m, 1, a, sizeof a), what, i,
                           jx_mesh_text(sh[i]->mesh, 1, b, sizeof b));
     }
   }
@@ -134,6 +144,7 @@ static jx_program *pjit_build(jx_fn *f, const jx_aval *in) {
     jx_program_release(s);
     return NULL;
   }
+  x->op = "jx_jit";
   pthread_mutex_init(&x->lock, NULL);
   s->exec = x;
   s->exec_run = pjit_run;
@@ -167,8 +178,8 @@ jx_fn *jx_jit_sharded(jx_fn *f, const jx_jit_options *opts) {
   jx_mesh *m = NULL, *mo = NULL;
   const char *mw = NULL, *mwo = NULL;
   int at = 0, ato = 0;
-  if (same_mesh("in_shardings", given.in_sh, f->nin, &m, &mw, &at) ||
-      same_mesh("out_shardings", given.out_sh, f->nout, &mo, &mwo, &ato))
+  if (same_mesh("jx_jit", "in_shardings", given.in_sh, f->nin, &m, &mw, &at) ||
+      same_mesh("jx_jit", "out_shardings", given.out_sh, f->nout, &mo, &mwo, &ato))
     return NULL;
   if (m && mo && m != mo) {
     char a[512], b[512];
@@ -253,7 +264,7 @@ static entry *partition_for(pjit_exec *x, const jx_program *p, jx_mesh *m, jx_sh
     snprintf(prefix, sizeof prefix, "%s.spmd.%016llx", x->name,
              (unsigned long long)jx_program_hash(e->prog));
     /* JX_PLATFORM=cuda: each mesh position on its own GPU (cuda_mesh.h) */
-    st = jx_mesh_platform_attach(e->prog, m, x->name, prefix);
+    if (!x->interpret) st = jx_mesh_platform_attach(e->prog, m, x->name, prefix);
   }
   free(spec);
   if (st) {
@@ -283,8 +294,8 @@ static jx_status resolve(const pjit_exec *x, jx_array *const *in, jx_sharding **
   const char *w = NULL;
   int at = 0;
   *m = NULL;
-  jx_status st = same_mesh("input", sh, x->o.nin, m, &w, &at);
-  if (!st) st = same_mesh("out_shardings", x->o.out_sh, x->o.nout, m, &w, &at);
+  jx_status st = same_mesh(x->op, "input", sh, x->o.nin, m, &w, &at);
+  if (!st) st = same_mesh(x->op, "out_shardings", x->o.out_sh, x->o.nout, m, &w, &at);
   if (!st && !*m)
     st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
                       "jx_jit: no sharding names a mesh (no in_shardings, out_shardings or "
@@ -307,12 +318,114 @@ static jx_status pjit_run(void *exec, const jx_program *p, jx_array *const *in, 
   }
   free(sh);
   if (st) return st;
-  return jx_spmd_run(m, e->prog, x->o.nin, in, e->in_sh, x->o.nout, e->out_sh, out, "jx_jit");
+  return jx_spmd_run(m, e->prog, x->o.nin, in, e->in_sh, x->o.nout, e->out_sh, out, x->op);
+}
+
+/* ---- computation follows data ---- */
+
+/* Guards the making of a program's follow-data executable (p->follow). */
+static pthread_mutex_t follow_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int jx_program_holds_shard_map(const jx_program *p) {
+  for (int k = 0; k < p->neqns; k++) {
+    const jx_eqn *e = &p->eqns[k];
+    if (e->prim == &jx_prim_shard_map) return 1;
+    for (int s = 0; s < e->nsub; s++)
+      if (jx_program_holds_shard_map(e->sub[s])) return 1;
+  }
+  return 0;
+}
+
+/* The mesh of p's shard_map equations (NULL: none); *unplaced: some are
+ * nested in other equations' programs or they are over several meshes. */
+static jx_mesh *manual_mesh(const jx_program *p, int *unplaced) {
+  jx_mesh *m = NULL;
+  for (int k = 0; k < p->neqns; k++) {
+    const jx_eqn *e = &p->eqns[k];
+    for (int s = 0; s < e->nsub; s++) *unplaced |= jx_program_holds_shard_map(e->sub[s]);
+    if (e->prim != &jx_prim_shard_map) continue;
+    jx_mesh *here = jx_mesh_from_id((int)e->params.i[0]);
+    if (m && here != m) *unplaced = 1;
+    m = here;
+  }
+  return m;
+}
+
+/* p's sharded executable without shardings of its own (made once, *made
+ * set then; NULL with an error when memory runs out). A program that is not
+ * compiled gets per-device programs that are not compiled either. */
+static pjit_exec *follow_exec(const jx_program *p, int *made) {
+  pthread_mutex_lock(&follow_lock);
+  pjit_exec *x = p->follow;
+  if (!x) {
+    *made = 1;
+    x = calloc(1, sizeof *x);
+    /* named as messages name a jitted function, or as the eager op */
+    char name[300];
+    snprintf(name, sizeof name, p->exec_run ? "jit(%s)" : "%s", p->name);
+    if (x && !(x->name = strdup(name))) {
+      free(x);
+      x = NULL;
+    }
+    if (x) {
+      x->o = (pjit_opts){p->nin, p->nout, NULL, NULL};
+      x->interpret = !p->exec_run;
+      x->op = x->interpret ? x->name : "jx_jit";
+      x->manual_mesh = manual_mesh(p, &x->unplaced);
+      pthread_mutex_init(&x->lock, NULL);
+      jx_program *owner = (jx_program *)p; /* a cache of the program, as f->cache is of f */
+      owner->follow = x;
+      owner->follow_free = pjit_exec_free;
+    }
+  }
+  pthread_mutex_unlock(&follow_lock);
+  if (!x) jx_error_set(JX_ERR_OUT_OF_MEMORY, "'%s': out of memory", p->name);
+  return x;
+}
+
+int jx_follows_data(const jx_program *p, jx_array *const *in) {
+  /* a jit with shardings places its arguments itself; on a device's thread
+   * the arguments are that device's blocks */
+  if (p->exec_run == pjit_run || jx_spmd_current()) return 0;
+  int sharded = 0;
+  for (int i = 0; i < p->nin && !sharded; i++) sharded = in[i]->shards != NULL;
+  if (!sharded) return 0;
+  int made = 0;
+  pjit_exec *x = follow_exec(p, &made);
+  if (!x) return 1; /* the run reports it */
+  /* a program whose shard_maps the partitioner cannot place (nested ones,
+   * several meshes, another mesh than the arguments') runs on one device,
+   * reading its sharded arguments whole where its kernels read them */
+  jx_mesh *args_mesh = NULL;
+  for (int i = 0; i < p->nin && !args_mesh; i++)
+    if (in[i]->shards) args_mesh = jx_sharding_of(in[i])->mesh;
+  int whole = x->unplaced || (x->manual_mesh && x->manual_mesh != args_mesh);
+  if (whole && made && jx_env_flag("JX_LOG_COMPILES"))
+    for (int i = 0; i < p->nin; i++)
+      if (in[i]->shards)
+        fprintf(stderr,
+                "jx: '%s' holds a shard_map the sharded jit cannot place%s, so it runs on one "
+                "device: it gathers argument %d (sharded %s) where it reads it whole\n",
+                x->name, x->unplaced ? " (nested, or over several meshes)" : " on this mesh", i,
+                sharding_text(jx_sharding_of(in[i])));
+  return !whole;
+}
+
+jx_status jx_follow_data_run(const jx_program *p, jx_array *const *in, jx_array **out) {
+  for (int o = 0; o < p->nout; o++) out[o] = jx_poison();
+  int made = 0;
+  pjit_exec *x = follow_exec(p, &made);
+  return x ? pjit_run(x, p, in, out) : jx_last_status();
 }
 
 /* ---- for tests ---- */
 static pjit_exec *exec_of(const jx_program *p) {
-  return p && p->exec_run == pjit_run ? p->exec : NULL;
+  if (!p) return NULL;
+  if (p->exec_run == pjit_run) return p->exec;
+  pthread_mutex_lock(&follow_lock);
+  pjit_exec *x = p->follow;
+  pthread_mutex_unlock(&follow_lock);
+  return x;
 }
 
 jx_program *jx_sharded_jit_device_program(jx_fn *f, jx_array *const *in) {
@@ -324,7 +437,9 @@ jx_program *jx_sharded_jit_device_program(jx_fn *f, jx_array *const *in) {
     jx_program *p = jx_fn_program(f, av);
     pjit_exec *x = exec_of(p);
     jx_mesh *m = NULL;
-    if (p && !x) jx_error_set(JX_ERR_INVALID_ARGUMENT, "'%s' is not a jit with shardings", f->name);
+    if (p && !x)
+      jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                   "'%s' is not a jit with shardings, nor called with sharded arguments", f->name);
     if (x && !resolve(x, in, sh, &m)) {
       pthread_mutex_lock(&x->lock);
       entry *e = partition_for(x, p, m, sh);

@@ -9,9 +9,27 @@
 /* Called by jx_jit when opts names shardings. */
 jx_fn *jx_jit_sharded(jx_fn *f, const jx_jit_options *opts);
 
-/* For tests: the compiled per-device program f (a jx_jit with shardings)
- * runs for these arguments (a new reference); NULL with an error. */
 struct jx_program;
+
+/* Computation follows data: a program compiled for one device (a jx_jit
+ * without shardings), run on sharded arguments, runs as the sharded jit does
+ * with its arguments' own layouts (the per-device programs are made once per
+ * tuple of input shardings and kept with the program). jx_follows_data says
+ * whether p's run with these concrete arguments goes that way: some argument
+ * is sharded, p is not a jit with shardings, the caller is not a device's
+ * thread, and p's shard_maps (if any) are equations of p itself over the
+ * arguments' mesh (the partitioner inlines their bodies; nested in control
+ * flow or on another mesh it cannot place them, and JX_LOG_COMPILES=1
+ * names the arguments such a program gathers). */
+int jx_follows_data(const struct jx_program *p, jx_array *const *in);
+jx_status jx_follow_data_run(const struct jx_program *p, jx_array *const *in, jx_array **out);
+
+/* 1 when p or a program nested in it has a shard_map (or pmap) equation. */
+int jx_program_holds_shard_map(const struct jx_program *p);
+
+/* For tests: the compiled per-device program f (a jx_jit with shardings,
+ * or one called with sharded arguments before) runs for these arguments (a new reference); NULL
+ * with an error. */
 struct jx_program *jx_sharded_jit_device_program(jx_fn *f, jx_array *const *in);
 
 #endif

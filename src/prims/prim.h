@@ -8,7 +8,10 @@
 #ifndef JX_SRC_PRIMS_PRIM_H
 #define JX_SRC_PRIMS_PRIM_H
 
+#include <string.h>
+
 #include "../array/array.h"
+#include "../base/hash.h"
 
 /* The abstract value of an array: what a shape rule sees. vma: inside a
  * shard_map body, the set of manual mesh axes the value varies over
@@ -44,6 +47,33 @@ typedef struct {
 } jx_params;
 #define JX_PARAMS_INIT                                                                             \
   { 0 }
+
+/* Equal parameters, slot by slot (list entries beyond n do not count). */
+static inline int jx_params_equal(const jx_params *a, const jx_params *b) {
+  if (a->dtype != b->dtype) return 0;
+  for (int i = 0; i < JX_PARAM_INTS; i++)
+    if (a->i[i] != b->i[i]) return 0;
+  for (int i = 0; i < JX_PARAM_FLOATS; i++)
+    if (memcmp(&a->f[i], &b->f[i], sizeof(double)) != 0) return 0;
+  for (int l = 0; l < JX_PARAM_LISTS; l++) {
+    if (a->l[l].n != b->l[l].n) return 0;
+    for (int i = 0; i < a->l[l].n && i < JX_MAX_RANK; i++)
+      if (a->l[l].v[i] != b->l[l].v[i]) return 0;
+  }
+  return 1;
+}
+/* A hash on which jx_params_equal parameters agree. */
+static inline uint64_t jx_params_hash(const jx_params *p) {
+  uint64_t h = jx_hash_u64(JX_HASH_SEED, (uint64_t)p->dtype);
+  for (int i = 0; i < JX_PARAM_INTS; i++) h = jx_hash_u64(h, (uint64_t)p->i[i]);
+  for (int i = 0; i < JX_PARAM_FLOATS; i++) h = jx_hash_bytes(h, &p->f[i], sizeof(double));
+  for (int l = 0; l < JX_PARAM_LISTS; l++) {
+    h = jx_hash_u64(h, (uint64_t)p->l[l].n);
+    for (int i = 0; i < p->l[l].n && i < JX_MAX_RANK; i++)
+      h = jx_hash_u64(h, (uint64_t)p->l[l].v[i]);
+  }
+  return h;
+}
 
 /* A concrete operand of a reference kernel: contiguous row-major data. */
 typedef struct {

@@ -5,6 +5,7 @@
 #include "../base/error.h"
 #include "../base/memstats.h"
 #include "../debug/hooks.h"
+#include "../parallel/sharded_eager.h"
 #include "trace.h"
 
 enum { SMALL = 16 };
@@ -22,7 +23,7 @@ static jx_status run_eager(const jx_prim *p, int nin, jx_array *const *in, const
                            int nout, jx_array **out, jx_aval *avals, jx_aval *oavals,
                            jx_tensor *tin, jx_tensor *tout) {
   for (int i = 0; i < nin; i++) {
-    jx_status st = jx_array_ready(in[i]); /* an eager op sees a sharded input's global value */
+    jx_status st = jx_array_ready(in[i]); /* a pending or device-resident input arrives */
     if (st) return st;
     avals[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape, 0};
     tin[i] = (jx_tensor){in[i]->buf->data, in[i]->dtype, in[i]->shape};
@@ -80,6 +81,10 @@ jx_status jx_bind_sub(const jx_prim *p, int nin, jx_array *const *in, const jx_p
   if (watched & JX_DEBUG_PROFILE) {
     jx_prof_compute_begin();
     t0 = jx_prof_now();
+  }
+  if (jx_eager_follows_data(p, nin, in, nsub, subs)) { /* runs on its operands' mesh */
+    st = jx_sharded_bind(p, nin, in, pp, nsub, subs, nout, out);
+    return after_eager(p, nin, in, nout, out, st, watched, t0, old_op);
   }
   if (p->impl) {
     st = p->impl(pp, nin, in, nout, out, nsub, subs);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "../base/error.h"
+#include "../parallel/sharded_jit.h"
 #include "dispatch.h"
 #include "trace.h"
 
@@ -13,8 +14,9 @@ jx_status jx_program_eval(const jx_program *p, jx_array *const *in, jx_array **o
   if (p->exec_run && !jx_trace_active()) { /* compiled, and not being inlined into a trace */
     int concrete = 1;
     for (int i = 0; i < p->nin && concrete; i++) concrete = !jx_is_tracer(in[i]);
-    /* sharded inputs stay as they are: a sharded executable uses their
-     * shards, a single-device one gathers what its kernels read */
+    /* computation follows data: a program compiled for one device runs on
+     * the mesh of its sharded arguments (parallel/sharded_jit.h) */
+    if (concrete && jx_follows_data(p, in)) return jx_follow_data_run(p, in, out);
     if (concrete) return p->exec_run(p->exec, p, in, out);
   }
   jx_array **env = calloc((size_t)p->nvars + 1, sizeof *env);

@@ -1,8 +1,11 @@
 #include "trace.h"
 
+#include <jx/parallel.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 #include "vma.h"
 
@@ -101,6 +104,11 @@ static int var_of(jx_trace *t, jx_array *a, const char *op, int argi) {
   }
   for (int i = 0; i < t->nconst_src; i++)
     if (t->const_src[i] == a) return t->const_var[i];
+  if (a->shards && jx_env_flag("JX_LOG_COMPILES")) /* a constant is one whole value */
+    fprintf(stderr,
+            "jx: '%s' captures a sharded array (%s) as a constant (argument %d of %s): its "
+            "shards are gathered onto one device; pass it as an input to keep it sharded\n",
+            t->prog->name, jx_sharding_spec(jx_sharding_of(a)), argi, op);
   int v = jx_program_add_const(t->prog, a);
   if (v < 0) return -1;
   int cap = t->cap_const_src;

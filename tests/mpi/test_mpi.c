@@ -15,6 +15,9 @@
  *   - re-laying an array whose rows live on different processes (jx_device_put
  *     to columns, replicated, a 2-D layout on another mesh; a sharded jit
  *     whose in_shardings differ from the argument's layout);
+ *   - computation follows data: a plain jx_jit and eager ops on an array
+ *     whose rows live on different processes run where the rows are, their
+ *     results sharded (a column sum: a psum across processes);
  *   - the targeted exchange of re-laying: the values of every pair of layouts
  *     of relayout_pairs, and the bytes this process sent, equal to the bytes
  *     of the elements other processes need from it, counted element by
@@ -367,6 +370,47 @@ static void relayout(void) {
   jx_scope_end();
 }
 
+/* ---- computation follows data across processes ---- */
+static void follow_data(void) {
+  jx_scope_begin();
+  int N = P * L, R = 2 * N, Cw = 4;
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(N), (const char *[]){"i"});
+  jx_sharding *rows = jx_sharding_create(m, "i");
+  double *want = malloc(sizeof *want * (size_t)R * Cw),
+         *affine = malloc(sizeof *affine * (size_t)R * Cw);
+  double colsum[4] = {0};
+  float *mine = malloc(sizeof *mine * (size_t)2 * L * Cw);
+  for (int r = 0; r < R; r++)
+    for (int c = 0; c < Cw; c++) {
+      want[r * Cw + c] = r * 100 + c;
+      affine[r * Cw + c] = 2 * want[r * Cw + c] + 1;
+      colsum[c] += want[r * Cw + c];
+    }
+  for (int r = 0; r < 2 * L; r++)
+    for (int c = 0; c < Cw; c++) mine[r * Cw + c] = (float)want[(me * 2 * L + r) * Cw + c];
+  /* this process builds only its own rows: no process holds the whole array */
+  jx_array *x = jx_array_from_process_local(rows, JX_SHAPE(R, Cw),
+                                            jx_array_from(JX_F32, JX_SHAPE(2 * L, Cw), mine));
+  jx_fn *f = jx_fn_create("affine", 1, 1, affine_body, NULL);
+  jx_fn *jf = jx_jit(f, NULL); /* no shardings: it follows x's */
+  jx_array *y;
+  CHECK(jx_call(jf, &x, &y) == JX_OK);
+  CHECK(jx_sharding_of(y) == rows);
+  CHECK(max_diff(jx_process_allgather(y), affine, R * Cw) == 0);
+  jx_array *z = jx_sub(y, x); /* eager: x + 1, where the rows are */
+  CHECK(jx_sharding_of(z) == rows);
+  for (int i = 0; i < R * Cw; i++) affine[i] = want[i] + 1;
+  CHECK(max_diff(jx_process_allgather(z), affine, R * Cw) == 0);
+  jx_array *s = jx_sum(x, JX_AXES(0), 0); /* the split rows summed: replicated */
+  CHECK(jx_sharding_of(s) && !strcmp(jx_sharding_spec(jx_sharding_of(s)), ""));
+  CHECK(max_diff(s, colsum, Cw) == 0);
+  jx_fn_release(jf), jx_fn_release(f);
+  free(want), free(affine), free(mine);
+  jx_sharding_release(rows);
+  jx_mesh_release(m);
+  jx_scope_end();
+}
+
 /* ---- the targeted exchange of re-laying: values and traffic ---- */
 
 /* The processes holding each element of a [R, Cw] array under s, as bits. */
@@ -686,6 +730,7 @@ int main(int argc, char **argv) {
   collectives_uneven_order();
   sharded_matmul();
   relayout();
+  follow_data();
   relayout_pairs();
   process_local();
   CHECK(jx_sync_global_devices("before training") == JX_OK);

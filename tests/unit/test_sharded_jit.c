@@ -19,6 +19,7 @@
 #include <jx/parallel.h>
 
 #include "parallel/partition.h"
+#include "test_capture.h"
 #include "test_util.h"
 
 enum { NMESH = 5 };
@@ -464,24 +465,6 @@ static void out_shardings_are_respected(void **state) {
   jx_fn_release(pj);
   jx_fn_release(plain);
   jx_fn_release(f);
-}
-
-/* Runs fn with stderr sent to a file; returns what was written (static). */
-static const char *captured(jx_status (*fn)(void *), void *ctx, jx_status *st) {
-  static char buf[4096];
-  fflush(stderr);
-  FILE *tmp = tmpfile();
-  int saved = dup(2);
-  dup2(fileno(tmp), 2);
-  *st = fn(ctx);
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  rewind(tmp);
-  size_t n = fread(buf, 1, sizeof buf - 1, tmp);
-  buf[n] = 0;
-  fclose(tmp);
-  return buf;
 }
 
 typedef struct {
