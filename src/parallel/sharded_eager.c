@@ -116,7 +116,7 @@ jx_status jx_sharded_bind(const jx_prim *p, int nin, jx_array *const *in, const 
   for (int o = 0; o < nout; o++) out[o] = jx_poison();
   jx_aval *av = malloc(sizeof *av * (size_t)(nin + 1));
   if (!av) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", p->name);
-  for (int i = 0; i < nin; i++) av[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape};
+  for (int i = 0; i < nin; i++) av[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape, 0};
   pthread_mutex_lock(&ops_lock);
   jx_program *prog = op_program(p, nin, av, params, nsub, subs, nout);
   pthread_mutex_unlock(&ops_lock);
