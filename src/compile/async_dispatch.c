@@ -21,11 +21,17 @@ typedef struct job {
   struct job *next;
 } job;
 
+/* The dispatch thread's life: started by the first queued call, stopped by
+ * jx_shutdown. While it stops it runs what is queued and nothing is queued
+ * any more (a call then runs on its own thread), so every queued job ends. */
+typedef enum { STOPPED, RUNNING, STOPPING } dispatch_state;
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER, idle = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER, idle = PTHREAD_COND_INITIALIZER,
+                      stopped = PTHREAD_COND_INITIALIZER;
 static uint64_t submitted, finished; /* jobs queued and ended, under lock */
-static job *head, *tail;
-static int running, stopping;
+static job *head, *tail;             /* under lock */
+static dispatch_state state;         /* under lock */
 static pthread_t thread;
 static _Thread_local int on_dispatch_thread;
 
@@ -79,8 +85,8 @@ static void *dispatch_main(void *arg) {
   on_dispatch_thread = 1;
   pthread_mutex_lock(&lock);
   for (;;) {
-    while (!head && !stopping) pthread_cond_wait(&wake, &lock);
-    if (!head) break;
+    while (!head && state == RUNNING) pthread_cond_wait(&wake, &lock);
+    if (!head) break; /* stopping, and nothing can be queued any more */
     job *j = head;
     head = j->next;
     if (!head) tail = NULL;
@@ -92,29 +98,34 @@ static void *dispatch_main(void *arg) {
     pthread_cond_broadcast(&idle);
   }
   pthread_mutex_unlock(&lock);
-  jx_shutdown(); /* this thread's scopes and buffer cache */
+  jx_thread_end(); /* this thread's scopes */
   return NULL;
 }
 
 void jx_dispatch_wait_all(void) {
   if (on_dispatch_thread) return;
   pthread_mutex_lock(&lock);
-  uint64_t target = submitted;
-  while (running && finished < target) pthread_cond_wait(&idle, &lock);
+  uint64_t target = submitted; /* every queued job ends, even while the thread stops */
+  while (finished < target) pthread_cond_wait(&idle, &lock);
   pthread_mutex_unlock(&lock);
 }
 
-/* jx_shutdown: finishes the queue and stops the thread (a later call starts it again). */
+/* jx_shutdown: lets the queue finish and stops the thread (a later call
+ * starts it again). A second caller meanwhile waits for the first's stop. */
 static void stop_thread(void) {
   if (on_dispatch_thread) return;
   pthread_mutex_lock(&lock);
-  int was = running;
-  stopping = 1;
-  pthread_cond_signal(&wake);
-  pthread_mutex_unlock(&lock);
-  if (was) pthread_join(thread, NULL);
-  pthread_mutex_lock(&lock);
-  running = stopping = 0;
+  if (state == RUNNING) {
+    state = STOPPING;
+    pthread_cond_signal(&wake);
+    pthread_t t = thread;
+    pthread_mutex_unlock(&lock);
+    pthread_join(t, NULL);
+    pthread_mutex_lock(&lock);
+    state = STOPPED;
+    pthread_cond_broadcast(&stopped);
+  }
+  while (state == STOPPING) pthread_cond_wait(&stopped, &lock);
   pthread_mutex_unlock(&lock);
 }
 
@@ -156,12 +167,12 @@ jx_status jx_dispatch_submit(const jx_executable *x, const jx_program *p, jx_arr
     }
   for (int o = 0; o < p->nout; o++) out[o] = j->out[o]; /* the caller's scope owns them */
   pthread_mutex_lock(&lock);
-  if (!running) {
-    stopping = 0;
-    running = pthread_create(&thread, NULL, dispatch_main, NULL) == 0;
-    if (running) jx_before_shutdown = stop_thread;
+  if (state == STOPPED && pthread_create(&thread, NULL, dispatch_main, NULL) == 0) {
+    state = RUNNING;
+    __atomic_store_n(&jx_before_shutdown, stop_thread, __ATOMIC_RELEASE);
   }
-  if (running) {
+  int queued = state == RUNNING; /* else stopping (or no thread): run it here */
+  if (queued) {
     j->next = NULL;
     if (tail)
       tail->next = j;
@@ -172,7 +183,7 @@ jx_status jx_dispatch_submit(const jx_executable *x, const jx_program *p, jx_arr
     pthread_cond_signal(&wake);
   }
   pthread_mutex_unlock(&lock);
-  if (!running) { /* no thread: run it here */
+  if (!queued) {
     run_job(j);
     job_free(j);
   }
