@@ -17,8 +17,7 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 # ThreadSanitizer: only the tests whose point is threads (the library and
 # these few targets, ~2 min). OpenBLAS keeps to one thread: its own threads
 # are not instrumented, so TSan would not see them synchronize.
-tsan_tests=(test_threads test_async_dispatch test_buffer_cache test_checkpoint test_data
-  test_recursion)
+tsan_tests=(test_threads test_async_dispatch test_checkpoint test_data test_recursion)
 CC=clang cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJX_TSAN=ON -DJX_WERROR=ON \
   -DJX_BUILD_BENCH=OFF -DJX_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build-tsan -j"$jobs" --target "${tsan_tests[@]}"
