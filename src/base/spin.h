@@ -2,13 +2,12 @@
  * threads. Waking a thread that sleeps on a condition variable goes through
  * the kernel (tens of microseconds on a virtual machine); a thread that
  * polls sees the change in well under one. Polling pays only when the other
- * side acts soon, and costs a core meanwhile, so each hand-off site keeps a
- * running estimate of how long its waits were and spins only when they were
- * short: on a quiet machine a small jitted call's hand-off takes a
- * microsecond or two; under load from other processes the other side waits
- * for a core, the waits grow, and the site sleeps at once, as if it never
- * spun. A spin is also skipped on one CPU and while the thread pool runs a
- * job on as many threads as there are CPUs. */
+ * side acts soon and has a core to act on, and it costs a core meanwhile,
+ * so a hand-off polls for at most JX_SPIN_MAX_NS, and not at all when its
+ * site's recent waits were long (a training step), on one CPU, while the
+ * thread pool runs a job on as many threads as there are CPUs, or while
+ * the machine has more runnable threads than CPUs (load from other
+ * processes: the thread waited for is then queued for a core). */
 #ifndef JX_SRC_BASE_SPIN_H
 #define JX_SRC_BASE_SPIN_H
 
