@@ -15,6 +15,17 @@ CC=gcc cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJX_WERROR=ON >/de
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
+# ThreadSanitizer: only the tests whose point is threads (the library and
+# these few targets, ~2 min). OpenBLAS keeps to one thread: its own threads
+# are not instrumented, so TSan would not see them synchronize.
+tsan_tests=(test_threads test_async_dispatch test_checkpoint test_data test_recursion)
+CC=clang cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJX_TSAN=ON -DJX_WERROR=ON \
+  -DJX_BUILD_BENCH=OFF -DJX_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build build-tsan -j"$jobs" --target "${tsan_tests[@]}"
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OPENBLAS_NUM_THREADS=1 \
+  ctest --test-dir build-tsan --output-on-failure -j"$jobs" \
+  -R "^unit\.($(IFS='|'; echo "${tsan_tests[*]}"))\$"
+
 CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DJX_SANITIZE=ON -DJX_WERROR=ON \
   -DJX_BUILD_BENCH=OFF >/dev/null
 cmake --build build-asan -j"$jobs"

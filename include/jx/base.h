@@ -7,7 +7,8 @@
  * (define JX_NO_LOCATION_MACROS before including jx.h to turn them off).
  *
  * Thread safety: the error state and the scope stack are per thread; every
- * function here may be called from any thread. */
+ * function here may be called from any thread (jx.h states the whole
+ * threading contract). */
 #ifndef JX_BASE_H
 #define JX_BASE_H
 
@@ -104,7 +105,7 @@ void jx_error_abort(jx_status code, const char *message);
  * Every jx_array * returned by an op belongs to the innermost open scope and is
  * released when that scope ends. jx_keep takes a reference the caller owns,
  * dropped by jx_release. With no scope open, results belong to the thread's
- * root scope, freed by jx_shutdown. */
+ * root scope, freed by jx_thread_end (or jx_shutdown). */
 void jx_scope_begin(void);
 void jx_scope_end(void);
 jx_array *jx_keep(jx_array *a);
@@ -112,7 +113,17 @@ void jx_release(jx_array *a);
 /* Hands a reference the caller owns (from jx_keep, or from a function that
  * returns owned references) to the innermost scope; returns a. */
 jx_array *jx_scope_own(jx_array *a);
-void jx_shutdown(void); /* frees the calling thread's root scope and the caches */
+/* Frees the calling thread's scopes, its root scope included; other threads
+ * and the process-wide state are untouched. A thread that used jx calls it
+ * before it exits (jx's own threads do). */
+void jx_thread_end(void);
+/* The end of the program's use of jx, callable from any thread at any time:
+ * every run queued by any thread's jx_call ends first (so the pending
+ * results other threads wait for become ready), the dispatch thread stops
+ * (a later jx_call starts it again), then the calling thread's scopes
+ * (jx_thread_end) and the cache of released buffers are freed. Other
+ * threads' scopes and their calls in progress are not touched. */
+void jx_shutdown(void);
 
 /* ---- source locations (used by the macros; not for direct calls) ---- */
 #define JX__STR2(x) #x

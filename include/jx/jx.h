@@ -15,7 +15,33 @@
  *   }
  *
  * base.h: errors, scopes, shapes;  array.h: dtypes, arrays, .npy;
- * ops.h: operations;  random.h: the PRNG;  transform.h: functions, jit, grad, vmap. */
+ * ops.h: operations;  random.h: the PRNG;  transform.h: functions, jit, grad, vmap.
+ *
+ * Threads. jx may be used from several threads at once:
+ *  - Per thread: the error state (jx_last_error: each thread sees its own
+ *    first error) and the scope stack. An array belongs to a scope of the
+ *    thread that made it; another thread may read it while that scope is
+ *    open, or take its own reference with jx_keep (arrays are immutable and
+ *    their reference counts atomic).
+ *  - Safe from any number of threads at once: every op, jx_call and the
+ *    transformations (a jx_fn may be called from several threads at once),
+ *    jx_read / jx_item / jx_block_until_ready, jx_keep / jx_release, and the
+ *    checkpoint functions on different directories.
+ *  - One thread at a time: an object made by a create call (a jx_loader, a
+ *    jx_checkpoint_job, a jx_tree being changed, an optimizer's state).
+ *  - Process-wide, set before other threads use jx: jx_set_error_handler,
+ *    jx_distributed_init, the profiler (jx_profiler_start / stop), and the
+ *    JX_* environment variables.
+ *  - A jitted jx_call may return before its run ends (async dispatch): one
+ *    dispatch thread per process runs the queued calls of every thread in
+ *    the order they were queued; any thread may read the results.
+ *  - A thread that used jx ends with jx_thread_end (its own scopes only).
+ *    jx_shutdown, from any thread, lets every queued run of every thread
+ *    end before it stops the dispatch thread; a thread's jx_call made
+ *    during or after it still runs (on the calling thread while the stop is
+ *    in progress, then on a new dispatch thread), so no caller waits
+ *    forever. jx's own threads (checkpoint writer, data loader) never call
+ *    jx_shutdown. */
 #ifndef JX_JX_H
 #define JX_JX_H
 

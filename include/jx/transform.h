@@ -38,7 +38,10 @@ int jx_fn_nout(const jx_fn *f);
 const char *jx_fn_name(const jx_fn *f);
 
 /* Calls f (also inside other bodies, where it is inlined into the caller's
- * trace). out[i] belong to the innermost scope. On error every out[i] is
+ * trace). A body may call the function being traced only with inputs of
+ * other shapes (a recursion over shapes, which ends): with the same shapes
+ * it is an error naming the chain of calls, and traces nest at most 256
+ * functions deep. out[i] belong to the innermost scope. On error every out[i] is
  * poisoned and the status says why. A jitted f may return before its run
  * ends (async dispatch; JX_ASYNC_DISPATCH=0 turns it off): reading an
  * output (jx_read, jx_block_until_ready, an op) waits for it, and an error

@@ -90,7 +90,8 @@ void jx_pending_finish(jx_pending *c, jx_status st, const char *msg);
 /* Waits for the run; its error, recorded on the calling thread, or JX_OK. */
 jx_status jx_pending_wait(jx_pending *c);
 int jx_pending_done(jx_pending *c);
-/* Called first by jx_shutdown when set (the dispatch thread's stop). */
+/* Called first by jx_shutdown when set (the dispatch thread's stop); set
+ * and read with __atomic builtins, since any thread may call jx_shutdown. */
 extern void (*jx_before_shutdown)(void);
 
 /* Makes a's global buffer available (waiting for a pending array's run,

@@ -1,6 +1,6 @@
 /* Scopes: a per-thread stack of lists of arrays, each holding one reference
  * that is dropped when the scope ends. Frame 0 is the root scope, freed by
- * jx_shutdown. */
+ * jx_thread_end (or jx_shutdown). */
 #include <stdlib.h>
 
 #include "../base/error.h"
@@ -84,13 +84,18 @@ int jx_scope_release_now(jx_array *a) {
 
 void (*jx_before_shutdown)(void);
 
-void jx_shutdown(void) {
-  if (jx_before_shutdown) jx_before_shutdown();
+void jx_thread_end(void) {
   while (depth > 1) jx_scope_end();
   if (depth == 1) drain(&frames[0]);
   for (int i = 0; i < frames_cap; i++) free(frames[i].items);
   free(frames);
   frames = NULL;
   frames_cap = depth = 0;
+}
+
+void jx_shutdown(void) {
+  void (*before)(void) = __atomic_load_n(&jx_before_shutdown, __ATOMIC_ACQUIRE);
+  if (before) before();
+  jx_thread_end();
   jx_buffer_cache_clear();
 }

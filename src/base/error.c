@@ -19,13 +19,17 @@ typedef struct {
 } error_state;
 
 static _Thread_local error_state tls = {.code = JX_OK, .pending_depth = -1};
+/* Process-wide, read by every thread's calls: set and read atomically. */
 static jx_error_handler handler; /* set once at start-up by the program */
 static void (*location_hook)(const char *where);
 
-void jx_set_location_hook(void (*hook)(const char *where)) { location_hook = hook; }
+void jx_set_location_hook(void (*hook)(const char *where)) {
+  __atomic_store_n(&location_hook, hook, __ATOMIC_RELEASE);
+}
 
 static void complete(void) {
-  if (handler) handler(tls.code, tls.message);
+  jx_error_handler h = __atomic_load_n(&handler, __ATOMIC_ACQUIRE);
+  if (h) h(tls.code, tls.message);
 }
 
 uint64_t jx_error_serial(void) { return tls.serial; }
@@ -98,7 +102,7 @@ void jx_clear_error(void) {
   tls.pending_depth = -1;
 }
 
-void jx_set_error_handler(jx_error_handler fn) { handler = fn; }
+void jx_set_error_handler(jx_error_handler fn) { __atomic_store_n(&handler, fn, __ATOMIC_RELEASE); }
 
 void jx_error_abort(jx_status code, const char *message) {
   fprintf(stderr, "jx error %d: %s\n", code, message);
@@ -109,7 +113,8 @@ void jx_loc_enter_(void) { tls.depth++; }
 
 /* Prepends "where: " to the message recorded inside this located call. */
 static void leave(const char *where) {
-  if (location_hook) location_hook(where);
+  void (*hook)(const char *) = __atomic_load_n(&location_hook, __ATOMIC_ACQUIRE);
+  if (hook) hook(where);
   if (tls.pending_depth == tls.depth) {
     size_t wl = strlen(where), ml = strlen(tls.message);
     if (wl + 2 + ml >= MESSAGE_CAP) ml = MESSAGE_CAP - wl - 3;

@@ -3,8 +3,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "spin.h"
 
 enum { MAX_THREADS = 256 };
 
@@ -17,20 +18,6 @@ enum { MAX_THREADS = 256 };
  * 2-core machine, 0.25 ms beat 0.03 and 0.1 ms on a quiet machine; under
  * load from other processes shorter spins do better). */
 enum { SPIN_NS = 250000, CHECK_EVERY = 64 };
-
-static int64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
 
 typedef struct {
   pthread_mutex_t lock; /* serializes parallel_for calls */
@@ -49,6 +36,7 @@ typedef struct {
   int64_t n, chunk;
   atomic_llong next;  /* next chunk start */
   atomic_int pending; /* workers still on this job */
+  atomic_int busy;    /* threads on the current job, the caller included; 0 between jobs */
 } pool_t;
 
 static pool_t pool = {.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -69,12 +57,12 @@ static void run_chunks(void) {
 /* The next generation after `seen`: spins, then sleeps. */
 static uint64_t next_job(uint64_t seen) {
   uint64_t g;
-  int64_t until = now_ns() + SPIN_NS;
+  int64_t until = jx_now_ns() + SPIN_NS;
   for (int s = 1;; s++) {
     g = atomic_load(&pool.generation);
     if (g != seen || atomic_load(&pool.stopping)) return g;
-    cpu_relax();
-    if (s % CHECK_EVERY == 0 && now_ns() > until) break;
+    jx_cpu_relax();
+    if (s % CHECK_EVERY == 0 && jx_now_ns() > until) break;
   }
   pthread_mutex_lock(&pool.m);
   pool.sleepers++;
@@ -131,6 +119,8 @@ int jx_pool_threads(void) {
 
 int jx_pool_inside(void) { return inside; }
 
+int jx_pool_busy_threads(void) { return atomic_load_explicit(&pool.busy, memory_order_relaxed); }
+
 void jx_pool_run_inline(int on) { inside = on != 0; }
 
 void jx_parallel_for(int64_t n, int64_t grain, jx_range_fn fn, void *ctx) {
@@ -156,6 +146,7 @@ void jx_parallel_for(int64_t n, int64_t grain, jx_range_fn fn, void *ctx) {
   pool.chunk = chunk;
   atomic_store(&pool.next, 0);
   atomic_store(&pool.pending, pool.nthreads);
+  atomic_store_explicit(&pool.busy, pool.nthreads + 1, memory_order_relaxed);
   atomic_fetch_add(&pool.generation, 1); /* publishes the job to spinning workers */
   pthread_mutex_lock(&pool.m);
   if (pool.sleepers) pthread_cond_broadcast(&pool.work);
@@ -163,10 +154,10 @@ void jx_parallel_for(int64_t n, int64_t grain, jx_range_fn fn, void *ctx) {
   inside = 1;
   run_chunks();
   inside = 0;
-  int64_t until = now_ns() + SPIN_NS;
+  int64_t until = jx_now_ns() + SPIN_NS;
   for (int s = 1; atomic_load(&pool.pending) > 0; s++) {
-    cpu_relax();
-    if (s % CHECK_EVERY == 0 && now_ns() > until) break;
+    jx_cpu_relax();
+    if (s % CHECK_EVERY == 0 && jx_now_ns() > until) break;
   }
   if (atomic_load(&pool.pending) > 0) {
     pthread_mutex_lock(&pool.m);
@@ -175,5 +166,6 @@ void jx_parallel_for(int64_t n, int64_t grain, jx_range_fn fn, void *ctx) {
     pool.waiting = 0;
     pthread_mutex_unlock(&pool.m);
   }
+  atomic_store_explicit(&pool.busy, 0, memory_order_relaxed);
   pthread_mutex_unlock(&pool.lock);
 }

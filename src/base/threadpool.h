@@ -21,6 +21,11 @@ int jx_pool_threads(void);
 /* 1 on a pool worker or inside a job (a jx_parallel_for there runs inline). */
 int jx_pool_inside(void);
 
+/* Threads on the job running now, the caller included (0 between jobs):
+ * a thread that would spin waiting leaves the cores to such a job when it
+ * takes them all (spin.h). Does not start the pool. */
+int jx_pool_busy_threads(void);
+
 /* Makes every jx_parallel_for of the calling thread run inline (on) or use
  * the pool again (off): a device thread of a mesh with as many devices as
  * cores keeps its work to itself rather than queueing for the shared pool. */

@@ -2,7 +2,10 @@
  * queued run's pending inputs were made by runs that ended before it. The
  * queue holds references to the program, the inputs and the output headers;
  * a run gives each output header its result's buffer, or its error to the
- * pending value that readers wait on. */
+ * pending value that readers wait on. Both hand-offs spin briefly before
+ * they sleep (base/spin.h): the idle dispatch thread polls the queue, and a
+ * reader polls its pending value (array/pending.c), so a blocked call of a
+ * small function costs no kernel wake-up either way. */
 #include "async_dispatch.h"
 
 #include <jx/distributed.h>
@@ -11,23 +14,60 @@
 #include <string.h>
 
 #include "../base/error.h"
+#include "../base/spin.h"
 #include "../debug/hooks.h"
 
 typedef struct job {
   const jx_executable *x;
   jx_program *p;
   jx_array **in, **out; /* references held by the job */
+  jx_array **res;       /* the run's results (owned by its scope) */
   jx_pending *done;
+  int64_t queued_at; /* jx_now_ns */
   struct job *next;
+  jx_array *refs[]; /* in, out and res: one allocation a call */
 } job;
 
+/* The dispatch thread's life: started by the first queued call, stopped by
+ * jx_shutdown. While it stops it runs what is queued and nothing is queued
+ * any more (a call then runs on its own thread), so every queued job ends. */
+typedef enum { STOPPED, RUNNING, STOPPING } dispatch_state;
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER, idle = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER, idle = PTHREAD_COND_INITIALIZER,
+                      stopped = PTHREAD_COND_INITIALIZER;
 static uint64_t submitted, finished; /* jobs queued and ended, under lock */
+/* Under lock; head and state are also written atomically (set_head,
+ * set_state), since the idle dispatch thread polls them without the lock. */
 static job *head, *tail;
-static int running, stopping;
+static dispatch_state state;
 static pthread_t thread;
 static _Thread_local int on_dispatch_thread;
+/* The idle dispatch thread's hand-off: it polls the queue before it sleeps
+ * while recent calls came soon after it went idle (base/spin.h). */
+static jx_spin_site idle_site;
+
+/* Takes the lock, first trying for a few microseconds: the holder is a
+ * submitter or the dispatch thread with a few instructions to go, and
+ * sleeping on a contended mutex costs the kernel wake-up that the spinning
+ * hand-offs save. */
+static void lock_queue(void) {
+  for (int i = 0; i < 64; i++) {
+    if (pthread_mutex_trylock(&lock) == 0) return;
+    jx_cpu_relax();
+  }
+  pthread_mutex_lock(&lock);
+}
+
+static void set_head(job *j) { __atomic_store_n(&head, j, __ATOMIC_RELEASE); }
+static void set_state(dispatch_state s) { __atomic_store_n(&state, s, __ATOMIC_RELEASE); }
+
+/* The dispatch thread's poll: a job queued, or a stop asked for. */
+static int work_or_stop(const void *arg) {
+  (void)arg;
+  return __atomic_load_n(&head, __ATOMIC_ACQUIRE) ||
+         __atomic_load_n(&state, __ATOMIC_ACQUIRE) != RUNNING;
+}
 
 static int enabled(void) {
   const char *v = getenv("JX_ASYNC_DISPATCH");
@@ -50,18 +90,15 @@ static void job_free(job *j) {
   for (int o = 0; o < j->p->nout; o++) jx_release(j->out[o]);
   jx_pending_release(j->done);
   jx_program_release(j->p);
-  free(j->in);
-  free(j->out);
   free(j);
 }
 
 /* Runs j on this thread and hands its results (or its error) to the outputs. */
 static void run_job(job *j) {
   const jx_program *p = j->p;
-  jx_array **res = calloc((size_t)p->nout + 1, sizeof *res);
+  jx_array **res = j->res;
   jx_scope_begin();
-  jx_status st = res ? jx_executable_run(j->x, p, j->in, res)
-                     : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  jx_status st = jx_executable_run(j->x, p, j->in, res);
   /* an output that is sharded is gathered; the headers share the buffers */
   for (int o = 0; o < p->nout && !st; o++) st = jx_array_ready(res[o]);
   for (int o = 0; o < p->nout && !st; o++) {
@@ -71,67 +108,74 @@ static void run_job(job *j) {
   jx_pending_finish(j->done, st, st ? jx_last_error() : NULL);
   jx_clear_error();
   jx_scope_end();
-  free(res);
 }
 
 static void *dispatch_main(void *arg) {
   (void)arg;
   on_dispatch_thread = 1;
-  pthread_mutex_lock(&lock);
+  lock_queue();
   for (;;) {
-    while (!head && !stopping) pthread_cond_wait(&wake, &lock);
-    if (!head) break;
+    if (!head && state == RUNNING) {
+      int64_t idle_from = jx_now_ns();
+      pthread_mutex_unlock(&lock);
+      jx_spin_until(&idle_site, work_or_stop, NULL);
+      lock_queue();
+      while (!head && state == RUNNING) pthread_cond_wait(&wake, &lock);
+      if (head) jx_spin_note(&idle_site, head->queued_at - idle_from);
+    }
+    if (!head) break; /* stopping, and nothing can be queued any more */
     job *j = head;
-    head = j->next;
+    set_head(j->next);
     if (!head) tail = NULL;
     pthread_mutex_unlock(&lock);
     run_job(j);
     job_free(j);
-    pthread_mutex_lock(&lock);
+    lock_queue();
     finished++;
     pthread_cond_broadcast(&idle);
   }
   pthread_mutex_unlock(&lock);
-  jx_shutdown(); /* this thread's scopes and buffer cache */
+  jx_thread_end(); /* this thread's scopes */
   return NULL;
 }
 
 void jx_dispatch_wait_all(void) {
   if (on_dispatch_thread) return;
   pthread_mutex_lock(&lock);
-  uint64_t target = submitted;
-  while (running && finished < target) pthread_cond_wait(&idle, &lock);
+  uint64_t target = submitted; /* every queued job ends, even while the thread stops */
+  while (finished < target) pthread_cond_wait(&idle, &lock);
   pthread_mutex_unlock(&lock);
 }
 
-/* jx_shutdown: finishes the queue and stops the thread (a later call starts it again). */
+/* jx_shutdown: lets the queue finish and stops the thread (a later call
+ * starts it again). A second caller meanwhile waits for the first's stop. */
 static void stop_thread(void) {
   if (on_dispatch_thread) return;
   pthread_mutex_lock(&lock);
-  int was = running;
-  stopping = 1;
-  pthread_cond_signal(&wake);
-  pthread_mutex_unlock(&lock);
-  if (was) pthread_join(thread, NULL);
-  pthread_mutex_lock(&lock);
-  running = stopping = 0;
+  if (state == RUNNING) {
+    set_state(STOPPING);
+    pthread_cond_signal(&wake);
+    pthread_t t = thread;
+    pthread_mutex_unlock(&lock);
+    pthread_join(t, NULL);
+    pthread_mutex_lock(&lock);
+    set_state(STOPPED);
+    pthread_cond_broadcast(&stopped);
+  }
+  while (state == STOPPING) pthread_cond_wait(&stopped, &lock);
   pthread_mutex_unlock(&lock);
 }
 
 jx_status jx_dispatch_submit(const jx_executable *x, const jx_program *p, jx_array *const *in,
                              jx_array **out) {
-  job *j = calloc(1, sizeof *j);
+  job *j = calloc(1, sizeof *j + sizeof *j->refs * (size_t)(p->nin + 2 * p->nout));
   if (j) {
-    j->in = calloc((size_t)p->nin + 1, sizeof *j->in);
-    j->out = calloc((size_t)p->nout + 1, sizeof *j->out);
+    j->in = j->refs;
+    j->out = j->in + p->nin;
+    j->res = j->out + p->nout;
     j->done = jx_pending_new();
   }
-  if (!j || !j->in || !j->out || !j->done) {
-    if (j) {
-      free(j->in);
-      free(j->out);
-      jx_pending_release(j->done);
-    }
+  if (!j || !j->done) {
     free(j);
     return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_call: out of memory");
   }
@@ -155,24 +199,25 @@ jx_status jx_dispatch_submit(const jx_executable *x, const jx_program *p, jx_arr
       return st;
     }
   for (int o = 0; o < p->nout; o++) out[o] = j->out[o]; /* the caller's scope owns them */
-  pthread_mutex_lock(&lock);
-  if (!running) {
-    stopping = 0;
-    running = pthread_create(&thread, NULL, dispatch_main, NULL) == 0;
-    if (running) jx_before_shutdown = stop_thread;
+  lock_queue();
+  if (state == STOPPED && pthread_create(&thread, NULL, dispatch_main, NULL) == 0) {
+    set_state(RUNNING);
+    __atomic_store_n(&jx_before_shutdown, stop_thread, __ATOMIC_RELEASE);
   }
-  if (running) {
+  int queued = state == RUNNING; /* else stopping (or no thread): run it here */
+  if (queued) {
     j->next = NULL;
+    j->queued_at = jx_now_ns();
     if (tail)
       tail->next = j;
     else
-      head = j;
+      set_head(j);
     tail = j;
     submitted++;
     pthread_cond_signal(&wake);
   }
   pthread_mutex_unlock(&lock);
-  if (!running) { /* no thread: run it here */
+  if (!queued) {
     run_job(j);
     job_free(j);
   }

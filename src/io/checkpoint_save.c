@@ -415,7 +415,7 @@ static void *save_main(void *arg) {
   if (j->nproc == 1) save_finish(j);
   if (j->status && !before) j->message = strdup(jx_last_error());
   jx_clear_error();
-  jx_shutdown(); /* this thread's scope and caches */
+  jx_thread_end(); /* this thread's scopes, not the process's dispatch thread */
   return NULL;
 }
 

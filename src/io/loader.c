@@ -160,7 +160,7 @@ static void *producer(void *arg) {
     pthread_cond_broadcast(&l->changed);
   }
   pthread_mutex_unlock(&l->lock);
-  jx_shutdown(); /* this thread's scope and buffer caches */
+  jx_thread_end(); /* this thread's scopes, not the process's dispatch thread */
   return NULL;
 }
 

@@ -98,8 +98,9 @@ static int aval_same(jx_aval a, jx_aval b) {
          a.vma == b.vma;
 }
 
-/* JX_LOG_COMPILES=1: say what is traced and why the cache missed. */
-static void log_trace(jx_fn *f, const jx_aval *in) {
+/* JX_LOG_COMPILES=1: say what is traced and why the cache missed. Not
+ * inlined: its buffers stay off the stack of nested traces. */
+__attribute__((noinline)) static void log_trace(jx_fn *f, const jx_aval *in) {
   if (!jx_env_flag("JX_LOG_COMPILES")) return;
   char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
   fprintf(stderr, "jx: tracing '%s' for (", f->name);
@@ -154,6 +155,70 @@ static jx_program *trace_body(jx_fn *f, const jx_aval *in) {
   return p;
 }
 
+/* ---- functions being traced on this thread ----
+ * A body that calls the function being traced recurses in C: with the same
+ * input signature it would never end (the inner call misses the cache just
+ * as the outer one did), so that is an error; with inputs that change shape
+ * it may end, but every level costs C stack, so the nesting is bounded. */
+typedef struct open_trace {
+  const jx_fn *f;
+  const jx_aval *in;
+  uint64_t axis_env;
+  struct open_trace *outer;
+} open_trace;
+
+static _Thread_local open_trace *open_traces; /* innermost first */
+static _Thread_local int open_depth;
+
+/* Deep enough for any program written by hand or by a library on jx, and
+ * inside a 1 MiB thread stack: a level (jx_call, the trace, the body) takes
+ * about 0.7 KiB in an optimized build and under 3 KiB under
+ * AddressSanitizer (test_recursion runs the deepest chain on such a stack). */
+enum { TRACE_DEPTH_LIMIT = 256 };
+
+/* "'f' -> 'g' -> 'f'": the open traces from o outwards to the nearest one
+ * of f, written outermost first, then f again (the call that re-enters). */
+static void recursion_chain(const open_trace *o, const jx_fn *f, char *dst, size_t cap) {
+  const open_trace *path[8];
+  int n = 0, more = 0;
+  for (const open_trace *t = o; t; t = t->outer) {
+    if (n < 8)
+      path[n++] = t;
+    else
+      more = 1;
+    if (t->f == f) break;
+  }
+  size_t len = more ? (size_t)snprintf(dst, cap, "'%s' -> ... -> ", f->name) : 0;
+  for (int i = n; i-- > 0 && len < cap;)
+    len += (size_t)snprintf(dst + len, cap - len, "'%s' -> ", path[i]->f->name);
+  if (len < cap) snprintf(dst + len, cap - len, "'%s'", f->name);
+}
+
+/* JX_OK, or the error for tracing f on `in` inside the open traces. Not
+ * inlined: its buffer stays off the stack of nested traces. */
+__attribute__((noinline)) static jx_status check_reentry(const jx_fn *f, const jx_aval *in,
+                                                         uint64_t env) {
+  for (const open_trace *o = open_traces; o; o = o->outer) {
+    int same = o->f == f && o->axis_env == env;
+    for (int i = 0; i < f->nin && same; i++) same = aval_same(o->in[i], in[i]);
+    if (!same) continue;
+    char chain[512];
+    recursion_chain(open_traces, f, chain, sizeof chain);
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "'%s' calls itself while it is being traced, with the same input "
+                        "shapes (%s), so the trace would never end: a traced function cannot "
+                        "recurse on values (use jx_while, jx_fori or jx_scan)",
+                        f->name, chain);
+  }
+  if (open_depth >= TRACE_DEPTH_LIMIT)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "'%s' is called %d functions deep while being traced (called from "
+                        "'%s'; the limit is %d): a recursion that does not end, or nesting "
+                        "that a loop (jx_while, jx_fori, jx_scan) should replace",
+                        f->name, open_depth, open_traces->f->name, TRACE_DEPTH_LIMIT);
+  return JX_OK;
+}
+
 jx_program *jx_fn_program(jx_fn *f, const jx_aval *in) {
   uint64_t env = jx_axis_env_hash();
   pthread_mutex_lock(&f->lock);
@@ -169,6 +234,10 @@ jx_program *jx_fn_program(jx_fn *f, const jx_aval *in) {
   log_trace(f, in);
   pthread_mutex_unlock(&f->lock);
 
+  if (check_reentry(f, in, env)) return NULL;
+  open_trace self = {f, in, env, open_traces};
+  open_traces = &self;
+  open_depth++;
   jx_program *p;
   if (f->kind) {
     jx_error_context_push(f->kind->name, f->inner->name);
@@ -183,6 +252,8 @@ jx_program *jx_fn_program(jx_fn *f, const jx_aval *in) {
     if (p && jx_env_flag("JX_LOG_COMPILES"))
       fprintf(stderr, "jx: traced '%s' in %.2f ms: %d equations\n", f->name, s * 1e3, p->neqns);
   }
+  open_traces = self.outer;
+  open_depth--;
   if (!p) return NULL;
   /* every traced or transformed program is checked once, when it is made: a
    * broken rule fails here, naming the equation, not later as wrong numbers */
@@ -229,8 +300,8 @@ static jx_status prepare(const char *op, jx_fn *f, jx_array *const *in, jx_array
 }
 
 jx_status jx_call(jx_fn *f, jx_array *const *in, jx_array **out) {
-  jx_aval small[16];
-  jx_aval *avals = f && f->nin > 16 ? malloc(sizeof *avals * (size_t)f->nin) : small;
+  jx_aval small[4]; /* small: a body's nested call is a level of C stack */
+  jx_aval *avals = f && f->nin > 4 ? malloc(sizeof *avals * (size_t)f->nin) : small;
   if (!avals) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_call: out of memory");
   jx_status st = prepare("jx_call", f, in, out, avals);
   jx_program *p = st ? NULL : jx_fn_program(f, avals);

@@ -2,10 +2,14 @@
  * (shown without timing: the run waits for an input that the test makes
  * after the call returned), results equal the synchronous ones
  * (JX_ASYNC_DISPATCH=0), and a run's error surfaces at jx_read and
- * jx_block_until_ready, also through a later call that reads its result. */
+ * jx_block_until_ready, also through a later call that reads its result.
+ * The hand-offs' spinning (base/spin.h) stops at once where it would not
+ * pay: after long waits, and while the thread pool holds every CPU.
+ * (bench_dispatch times a blocked call.) */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <setjmp.h>
@@ -15,12 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jx/jx.h>
 
 #include "../../src/array/array.h"
 #include "../../src/base/memstats.h"
+#include "../../src/base/spin.h"
+#include "../../src/base/threadpool.h"
 #include "test_util.h"
 
 enum { N = 64 };
@@ -164,11 +171,71 @@ static void run_errors_surface_when_read(void **state) {
   jx_fn_release(f);
 }
 
+/* ---- spinning ---- */
+static int never_ready(const void *polls) {
+  atomic_fetch_add((atomic_int *)polls, 1);
+  return 0;
+}
+
+static int ready_after_100_polls(const void *polls) {
+  return atomic_fetch_add((atomic_int *)polls, 1) >= 100;
+}
+
+/* A site whose recent waits were long sleeps at once (one look at the
+ * condition, no polling); one whose waits were short polls, unless the
+ * machine has no free core now, and not for long. */
+static void spin_only_after_short_waits(void **state) {
+  (void)state;
+  jx_spin_site site = {0};
+  atomic_int polls = 0;
+  for (int i = 0; i < 8; i++) jx_spin_note(&site, 10 * (int64_t)JX_SPIN_MAX_NS);
+  assert_false(jx_spin_until(&site, never_ready, &polls));
+  assert_int_equal(atomic_load(&polls), 1);
+  for (int i = 0; i < 32; i++) jx_spin_note(&site, 2000);
+  atomic_store(&polls, 0);
+  int64_t t0 = jx_now_ns();
+  if (jx_spin_until(&site, ready_after_100_polls, &polls)) /* else no free core now */
+    assert_int_equal(atomic_load(&polls), 101);
+  assert_false(jx_spin_until(&site, never_ready, &polls));
+  /* bounded by the budget (a preemption of the test may add to it) */
+  assert_true(jx_now_ns() - t0 < 1000000000);
+}
+
+/* While jx_parallel_for runs on as many threads as there are CPUs, the
+ * pool says so, and a hand-off does not spin: every piece looks once and
+ * gives up. */
+static atomic_int pieces_that_spun, pieces_unseen;
+static long cpus;
+
+static void poll_in_piece(void *short_waits, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; i++) {
+    atomic_int polls = 0;
+    jx_spin_until(short_waits, never_ready, &polls);
+    if (atomic_load(&polls) > 1) atomic_fetch_add(&pieces_that_spun, 1);
+    if (jx_pool_busy_threads() < cpus) atomic_fetch_add(&pieces_unseen, 1);
+  }
+}
+
+static void no_spin_while_the_pool_holds_every_cpu(void **state) {
+  (void)state;
+  cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus < 2 || jx_pool_threads() < cpus) skip(); /* the pool leaves a core free */
+  jx_spin_site short_waits = {0};
+  for (int i = 0; i < 8; i++) jx_spin_note(&short_waits, 1000);
+  atomic_store(&pieces_that_spun, 0);
+  jx_parallel_for(4 * jx_pool_threads(), 1, poll_in_piece, &short_waits);
+  assert_int_equal(atomic_load(&pieces_that_spun), 0);
+  assert_int_equal(atomic_load(&pieces_unseen), 0);
+  assert_int_equal(jx_pool_busy_threads(), 0); /* and not after */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(call_returns_before_the_run_ends, setup, teardown),
       cmocka_unit_test_setup_teardown(results_equal_synchronous, setup, teardown),
       cmocka_unit_test_setup_teardown(run_errors_surface_when_read, setup, teardown),
+      cmocka_unit_test(spin_only_after_short_waits),
+      cmocka_unit_test(no_spin_while_the_pool_holds_every_cpu),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   jx_shutdown();
