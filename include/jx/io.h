@@ -48,6 +48,11 @@ jx_status jx_checkpoint_wait(jx_checkpoint_job *job);
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_checkpoint_save(...) JX_LOCATED_STATUS(jx_checkpoint_save, __VA_ARGS__)
 #define jx_checkpoint_wait(...) JX_LOCATED_STATUS(jx_checkpoint_wait, __VA_ARGS__)
+
+#define jx_checkpoint_load(...) JX_LOCATED_PTR(jx_tree *, jx_checkpoint_load, __VA_ARGS__)
+#define jx_checkpoint_save_async(...)                                                              \
+  JX_LOCATED_PTR(jx_checkpoint_job *, jx_checkpoint_save_async, __VA_ARGS__)
+#define jx_checkpoint_latest(...) JX_LOCATED_I64(jx_checkpoint_latest, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

@@ -132,6 +132,15 @@ jx_array *jx_all_to_all(jx_array *x, const char *axis, int split_dim, int concat
 #define jx_psum_scatter(...)             JX_LOCATED(jx_psum_scatter, __VA_ARGS__)
 #define jx_ppermute(...)                 JX_LOCATED(jx_ppermute, __VA_ARGS__)
 #define jx_all_to_all(...)               JX_LOCATED(jx_all_to_all, __VA_ARGS__)
+
+#define jx_mesh_create(...)          JX_LOCATED_PTR(jx_mesh *, jx_mesh_create, __VA_ARGS__)
+#define jx_mesh_create_on(...)       JX_LOCATED_PTR(jx_mesh *, jx_mesh_create_on, __VA_ARGS__)
+#define jx_sharding_create(...)      JX_LOCATED_PTR(jx_sharding *, jx_sharding_create, __VA_ARGS__)
+#define jx_array_shard(...)          JX_LOCATED(jx_array_shard, __VA_ARGS__)
+#define jx_shard_map(...)            JX_LOCATED_PTR(jx_fn *, jx_shard_map, __VA_ARGS__)
+#define jx_pmap(...)                 JX_LOCATED_PTR(jx_fn *, jx_pmap, __VA_ARGS__)
+#define jx_pmap_n(...)               JX_LOCATED_PTR(jx_fn *, jx_pmap_n, __VA_ARGS__)
+#define jx_sharding_shard_shape(...) JX_LOCATED_STATUS(jx_sharding_shard_shape, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

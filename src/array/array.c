@@ -276,7 +276,12 @@ jx_shape jx_shape_of(const jx_array *a) {
   return a->shape;
 }
 int jx_ndim(const jx_array *a) { return jx_shape_of(a).rank; }
-int64_t jx_size(const jx_array *a) { return jx_shape_numel(jx_shape_of(a)); }
+int64_t jx_size(const jx_array *a) {
+  if (!a) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_size: the array is NULL"), -1;
+  if (a->poisoned)
+    return jx_error_set(JX_ERR_POISONED, "jx_size: the array carries an earlier error"), -1;
+  return jx_shape_numel(a->shape);
+}
 int jx_is_weak(const jx_array *a) { return a && a->weak; }
 int jx_is_poisoned(const jx_array *a) { return !a || a->poisoned; }
 

@@ -8,8 +8,19 @@ enum { MESSAGE_CAP = 2048 };
 
 enum { CONTEXT_CAP = 16 };
 
+/* Errors belong to calls. A located public call entered with no other open
+ * (depth 0 -> 1) starts a new call generation, and the first error recorded
+ * during it is that call's (call_code). Inside a call (depth > 0)
+ * jx_last_status and jx_error_pending report only the current call's
+ * error, so an error left recorded by an earlier, finished call never makes
+ * a later valid call fail: every internal "did this fail?" check reads
+ * them. At depth 0 (the caller, after its calls) they report the thread's
+ * first recorded error, kept until jx_clear_error. */
 typedef struct {
   uint64_t serial;
+  uint64_t gen;        /* the current call's generation */
+  jx_status call_code; /* the current call's first error (when call_gen == gen) */
+  uint64_t call_gen;
   int ncontext;
   const char *context_transform[CONTEXT_CAP], *context_fn[CONTEXT_CAP];
   jx_status code;
@@ -60,6 +71,10 @@ static void append_context(void) {
 
 static jx_status record(jx_status code, const char *fmt, va_list ap) {
   tls.serial++;
+  if (tls.call_gen != tls.gen || tls.call_code == JX_OK) {
+    tls.call_code = code;
+    tls.call_gen = tls.gen;
+  }
   if (tls.code != JX_OK) return code;
   tls.code = code;
   vsnprintf(tls.message, MESSAGE_CAP, fmt, ap);
@@ -87,13 +102,21 @@ jx_status jx_report_error(jx_status code, const char *fmt, ...) {
   return st;
 }
 
-int jx_error_pending(void) { return tls.code != JX_OK; }
+/* The error that counts for the code asking: the current call's inside one,
+ * the recorded one outside. */
+static jx_status current_code(void) {
+  if (tls.depth == 0) return tls.code;
+  return tls.call_gen == tls.gen ? tls.call_code : JX_OK;
+}
+
+int jx_error_pending(void) { return current_code() != JX_OK; }
 
 const char *jx_last_error(void) { return tls.message; }
-jx_status jx_last_status(void) { return tls.code; }
+jx_status jx_last_status(void) { return current_code(); }
 
 void jx_clear_error(void) {
   tls.code = JX_OK;
+  tls.call_code = JX_OK;
   tls.message[0] = '\0';
   tls.pending_depth = -1;
 }
@@ -105,7 +128,9 @@ void jx_error_abort(jx_status code, const char *message) {
   abort();
 }
 
-void jx_loc_enter_(void) { tls.depth++; }
+void jx_loc_enter_(void) {
+  if (tls.depth++ == 0) tls.gen++;
+}
 
 /* Prepends "where: " to the message recorded inside this located call. */
 static void leave(const char *where) {
@@ -138,6 +163,15 @@ double jx_loc_leave_double_(const char *where, double result) {
   leave(where);
   return result;
 }
+int64_t jx_loc_leave_i64_(const char *where, int64_t result) {
+  leave(where);
+  return result;
+}
+void *jx_loc_leave_ptr_(const char *where, void *result) {
+  leave(where);
+  return result;
+}
+void jx_loc_leave_void_(const char *where) { leave(where); }
 
 void jx_assert_fail_(const char *file, int line, const char *cond) {
   fprintf(stderr, "jx internal error at %s:%d: assertion '%s' failed\n", file, line, cond);
