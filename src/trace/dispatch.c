@@ -28,6 +28,7 @@ static jx_status run_eager(const jx_prim *p, int nin, jx_array *const *in, const
     tin[i] = (jx_tensor){in[i]->buf->data, in[i]->dtype, in[i]->shape};
   }
   jx_status st = p->infer(pp, nin, avals, nout, oavals);
+  if (!st) st = jx_prim_check_outputs(p, nout, oavals);
   if (st) return st;
   for (int o = 0; o < nout; o++) {
     out[o] = jx_array_alloc(oavals[o].dtype, oavals[o].shape, oavals[o].weak);
