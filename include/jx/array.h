@@ -66,7 +66,7 @@ jx_array *jx_eye(jx_dtype dt, int64_t n);
 jx_dtype jx_dtype_of(const jx_array *a);
 jx_shape jx_shape_of(const jx_array *a); /* a poisoned array has rank 0 */
 int jx_ndim(const jx_array *a);
-int64_t jx_size(const jx_array *a);    /* element count; -1 and an error for NULL or poisoned */
+int64_t jx_size(const jx_array *a);    /* element count; -1 and an error for NULL */
 int jx_is_weak(const jx_array *a);     /* 1 for a weakly typed value */
 int jx_is_poisoned(const jx_array *a); /* 1 if an earlier error produced it */
 jx_status jx_read(const jx_array *a, void *dst, size_t bytes); /* waits; bytes must

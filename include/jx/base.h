@@ -128,6 +128,7 @@ void jx_shutdown(void); /* frees the calling thread's root scope and the caches 
 #define JX__STR(x)  JX__STR2(x)
 #define JX_HERE     __FILE__ ":" JX__STR(__LINE__)
 void jx_loc_enter_(void);
+void jx_loc_enter_at_(const char *where);
 jx_array *jx_loc_leave_(const char *where, jx_array *result);
 jx_status jx_loc_leave_status_(const char *where, jx_status result);
 double jx_loc_leave_double_(const char *where, double result);
@@ -135,16 +136,18 @@ int64_t jx_loc_leave_i64_(const char *where, int64_t result);
 void *jx_loc_leave_ptr_(const char *where, void *result);
 void jx_loc_leave_void_(const char *where);
 #ifndef JX_NO_LOCATION_MACROS
-#define JX_LOCATED(fn, ...) (jx_loc_enter_(), jx_loc_leave_(JX_HERE, (fn)(__VA_ARGS__)))
+#define JX_LOCATED(fn, ...) (jx_loc_enter_at_(JX_HERE), jx_loc_leave_(JX_HERE, (fn)(__VA_ARGS__)))
 #define JX_LOCATED_STATUS(fn, ...)                                                                 \
-  (jx_loc_enter_(), jx_loc_leave_status_(JX_HERE, (fn)(__VA_ARGS__)))
+  (jx_loc_enter_at_(JX_HERE), jx_loc_leave_status_(JX_HERE, (fn)(__VA_ARGS__)))
 #define JX_LOCATED_DOUBLE(fn, ...)                                                                 \
-  (jx_loc_enter_(), jx_loc_leave_double_(JX_HERE, (fn)(__VA_ARGS__)))
-#define JX_LOCATED_I64(fn, ...) (jx_loc_enter_(), jx_loc_leave_i64_(JX_HERE, (fn)(__VA_ARGS__)))
+  (jx_loc_enter_at_(JX_HERE), jx_loc_leave_double_(JX_HERE, (fn)(__VA_ARGS__)))
+#define JX_LOCATED_I64(fn, ...)                                                                    \
+  (jx_loc_enter_at_(JX_HERE), jx_loc_leave_i64_(JX_HERE, (fn)(__VA_ARGS__)))
 /* a function returning a pointer of type T (a jx_fn *, a jx_tree *, ...) */
 #define JX_LOCATED_PTR(T, fn, ...)                                                                 \
-  ((T)(jx_loc_enter_(), jx_loc_leave_ptr_(JX_HERE, (void *)(fn)(__VA_ARGS__))))
-#define JX_LOCATED_VOID(fn, ...) (jx_loc_enter_(), (fn)(__VA_ARGS__), jx_loc_leave_void_(JX_HERE))
+  ((T)(jx_loc_enter_at_(JX_HERE), jx_loc_leave_ptr_(JX_HERE, (void *)(fn)(__VA_ARGS__))))
+#define JX_LOCATED_VOID(fn, ...)                                                                   \
+  (jx_loc_enter_at_(JX_HERE), (fn)(__VA_ARGS__), jx_loc_leave_void_(JX_HERE))
 #endif
 
 #ifdef __cplusplus

@@ -75,8 +75,13 @@ void jx_mesh_print(const jx_mesh *m, FILE *f);
 jx_sharding *jx_sharding_create(jx_mesh *m, const char *spec); /* caller releases */
 jx_sharding *jx_sharding_retain(jx_sharding *s);
 void jx_sharding_release(jx_sharding *s);
-jx_mesh *jx_sharding_mesh(const jx_sharding *s);    /* borrowed */
-const char *jx_sharding_spec(const jx_sharding *s); /* normalized: "data,None" */
+jx_mesh *jx_sharding_mesh(const jx_sharding *s); /* borrowed */
+/* The spec in normalized form: its entries comma separated without spaces,
+ * each a mesh axis name, "None" (also for "_"), or "(a,b)" for several axes
+ * ("data,None", "None,model", "(data,model)"); the empty string for a
+ * replicated sharding, which messages and jx_visualize_sharding print as
+ * JAX does, "PartitionSpec()". Borrowed, valid as long as s. */
+const char *jx_sharding_spec(const jx_sharding *s);
 /* The shape of each shard of an array of global shape g under s. */
 jx_status jx_sharding_shard_shape(const jx_sharding *s, jx_shape g, jx_shape *out);
 

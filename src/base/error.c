@@ -21,6 +21,7 @@ typedef struct {
   uint64_t gen;        /* the current call's generation */
   jx_status call_code; /* the current call's first error (when call_gen == gen) */
   uint64_t call_gen;
+  const char *call_site; /* the caller's file:line of the open outermost located call */
   int ncontext;
   const char *context_transform[CONTEXT_CAP], *context_fn[CONTEXT_CAP];
   jx_status code;
@@ -129,8 +130,22 @@ void jx_error_abort(jx_status code, const char *message) {
 }
 
 void jx_loc_enter_(void) {
-  if (tls.depth++ == 0) tls.gen++;
+  if (tls.depth++ == 0) {
+    tls.gen++;
+    tls.call_site = NULL;
+  }
 }
+
+void jx_loc_enter_at_(const char *where) {
+  if (tls.depth == 0) {
+    jx_loc_enter_();
+    tls.call_site = where;
+  } else {
+    tls.depth++;
+  }
+}
+
+const char *jx_error_call_site(void) { return tls.depth > 0 ? tls.call_site : NULL; }
 
 /* Prepends "where: " to the message recorded inside this located call. */
 static void leave(const char *where) {

@@ -24,6 +24,10 @@ uint64_t jx_error_serial(void);
 void jx_error_context_push(const char *transform, const char *fn_name);
 void jx_error_context_pop(void);
 
+/* The caller's "file:line" of the located public call now running (the
+ * outermost one), or NULL outside any: where the arrays it makes come from. */
+const char *jx_error_call_site(void);
+
 /* Called with the caller's "file:line" each time a located public call
  * returns (the tracer uses it to tag the equations the call recorded). */
 void jx_set_location_hook(void (*hook)(const char *where));
