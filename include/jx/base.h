@@ -90,9 +90,10 @@ static inline jx_axes jx_axes_make(int n, const int *v) {
  * thread keeps its first error (message and status) for jx_last_error and
  * jx_last_status until jx_clear_error, so a program may run many calls and
  * look once at the end. Inside a call (a jx_fn body, a tree map function)
- * jx_last_status reports only that call's error. This needs the location
- * macros below, which mark where each call begins; a program that turns
- * them off calls jx_clear_error once it has handled an error. */
+ * jx_last_status reports, and jx_clear_error clears, only that call's
+ * error. This needs the location macros below, which mark where each call
+ * begins; a program that turns them off calls jx_clear_error once it has
+ * handled an error. */
 const char *jx_last_error(void); /* "" when none; valid until the next error or clear */
 jx_status jx_last_status(void);  /* JX_OK when none */
 void jx_clear_error(void);

@@ -21,6 +21,7 @@ typedef struct {
   uint64_t gen;        /* the current call's generation */
   jx_status call_code; /* the current call's first error (when call_gen == gen) */
   uint64_t call_gen;
+  uint64_t code_gen;     /* the generation in which `code` was recorded */
   const char *call_site; /* the caller's file:line of the open outermost located call */
   int ncontext;
   const char *context_transform[CONTEXT_CAP], *context_fn[CONTEXT_CAP];
@@ -70,14 +71,20 @@ static void append_context(void) {
   snprintf(tls.message + len, MESSAGE_CAP - len, " of '%s')", tls.context_fn[n - 1]);
 }
 
-static jx_status record(jx_status code, const char *fmt, va_list ap) {
-  tls.serial++;
+jx_status jx_error_fail_call(jx_status code) {
   if (tls.call_gen != tls.gen || tls.call_code == JX_OK) {
     tls.call_code = code;
     tls.call_gen = tls.gen;
   }
+  return code;
+}
+
+static jx_status record(jx_status code, const char *fmt, va_list ap) {
+  tls.serial++;
+  jx_error_fail_call(code);
   if (tls.code != JX_OK) return code;
   tls.code = code;
+  tls.code_gen = tls.gen;
   vsnprintf(tls.message, MESSAGE_CAP, fmt, ap);
   append_context();
   if (tls.depth == 0)
@@ -115,9 +122,12 @@ int jx_error_pending(void) { return current_code() != JX_OK; }
 const char *jx_last_error(void) { return tls.message; }
 jx_status jx_last_status(void) { return current_code(); }
 
+/* Inside a call (code of jx that swallows an error it expected) only that
+ * call's error is cleared; an earlier call's stays for the caller. */
 void jx_clear_error(void) {
-  tls.code = JX_OK;
   tls.call_code = JX_OK;
+  if (tls.depth > 0 && tls.code_gen != tls.gen) return;
+  tls.code = JX_OK;
   tls.message[0] = '\0';
   tls.pending_depth = -1;
 }

@@ -14,6 +14,10 @@
  * recorded; returns code either way, so callers can `return jx_error_set(...)`. */
 jx_status jx_error_set(jx_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int jx_error_pending(void); /* 1 while the current call has an error (see above) */
+/* Marks the current call failed with code without recording a message (an
+ * input that carries an earlier error: that error's message stays the one
+ * kept); returns code. */
+jx_status jx_error_fail_call(jx_status code);
 
 /* Counts every jx_error_set call on this thread (recorded or not), so a
  * caller can tell whether anything failed during a stretch of code. */

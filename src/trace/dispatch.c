@@ -13,8 +13,7 @@ enum { SMALL = 16 };
 jx_status jx_check_inputs(const char *op, int n, jx_array *const *in) {
   for (int i = 0; i < n; i++) {
     if (!in[i]) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argument %d is NULL", op, i);
-    if (in[i]->poisoned) /* this call fails too; the message stays the earlier one */
-      return jx_error_set(JX_ERR_POISONED, "%s: argument %d carries an earlier error", op, i);
+    if (in[i]->poisoned) return jx_error_fail_call(JX_ERR_POISONED);
     if (in[i]->released) return jx_released_error(in[i], op, i);
     if (in[i]->donated) return jx_donated_error(in[i], op);
   }

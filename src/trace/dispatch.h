@@ -21,8 +21,8 @@ jx_array *jx_bind1(const jx_prim *p, int nin, jx_array *const *in, const jx_para
 
 /* Checks that none of in[0..n) is NULL, poisoned, released or donated;
  * records an error naming op and the argument and returns non-zero for any
- * (a poisoned one records JX_ERR_POISONED, so the call fails by its own
- * status while the thread's first message stays the earlier one). */
+ * (a poisoned one marks the call failed with JX_ERR_POISONED and records no
+ * message: the earlier error's is the one kept). */
 jx_status jx_check_inputs(const char *op, int n, jx_array *const *in);
 /* in[0..nin), or, when that list shares entries with out[0..nout), a copy
  * of it that *copy owns (the caller frees *copy, NULL otherwise): entry

@@ -221,9 +221,7 @@ static jx_status prepare(const char *op, jx_fn *f, jx_array *const *in, jx_array
   for (int i = 0; i < f->nin; i++) {
     if (!in[i])
       return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: input %d of '%s' is NULL", op, i, f->name);
-    if (in[i]->poisoned) /* this call fails too; the message stays the earlier one */
-      return jx_error_set(JX_ERR_POISONED, "%s: input %d of '%s' carries an earlier error", op, i,
-                          f->name);
+    if (in[i]->poisoned) return jx_error_fail_call(JX_ERR_POISONED);
     if (in[i]->released) return jx_released_error(in[i], op, i);
     if (in[i]->donated) return jx_donated_error(in[i], op);
     avals[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape};

@@ -225,6 +225,10 @@ static void checkpoints(void **state) {
   jx_tree *back = jx_checkpoint_load(dir, 7, NULL);
   assert_non_null(back);
   expect3(jx_tree_get(back, "w"), 1, 2, 3);
+  /* an array that carries the earlier error still fails the save */
+  jx_tree_set(t, "bad", jx_add(vec(1, 2, 3), jx_zeros(JX_F32, JX_SHAPE(2))));
+  assert_int_not_equal(jx_checkpoint_save(dir, 8, t), JX_OK);
+  assert_int_equal(jx_checkpoint_latest(dir), 7);
   assert_stale_error_kept();
   jx_tree_release(back);
   jx_tree_release(t);
@@ -265,6 +269,25 @@ static void a_later_failure_reports_itself(void **state) {
   jx_fn_release(f);
 }
 
+/* A body that clears errors clears only those of the call it runs in. */
+static void clearing_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_clear_error();
+  assert_int_equal(jx_last_status(), JX_OK);
+  out[0] = jx_mul(in[0], jx_scalar(JX_F32, 2));
+}
+
+static void clearing_inside_a_call(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("clearing", 1, 1, clearing_body, NULL);
+  leave_stale_error();
+  jx_array *x = vec(1, 2, 3), *out[1];
+  check_ok(jx_call(f, &x, out));
+  expect3(out[0], 2, 4, 6);
+  assert_stale_error_kept();
+  jx_fn_release(f);
+}
+
 int main(void) {
   jx_set_cpu_device_count(2);
   const struct CMUnitTest tests[] = {
@@ -279,6 +302,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(checkpoints, setup, teardown),
       cmocka_unit_test_setup_teardown(data_loaders, setup, teardown),
       cmocka_unit_test_setup_teardown(a_later_failure_reports_itself, setup, teardown),
+      cmocka_unit_test_setup_teardown(clearing_inside_a_call, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   jx_shutdown();
