@@ -23,9 +23,10 @@ jx_status jx_check_inputs(const char *op, int n, jx_array *const *in) {
 jx_array *const *jx_inputs_apart(const char *op, jx_array *const *in, int nin, jx_array *const *out,
                                  int nout, jx_array ***copy) {
   *copy = NULL;
-  uintptr_t i0 = (uintptr_t)in, i1 = (uintptr_t)(in + (nin > 0 ? nin : 0));
-  uintptr_t o0 = (uintptr_t)out, o1 = (uintptr_t)(out + (nout > 0 ? nout : 0));
-  if (!in || !out || !(i0 < o1 && o0 < i1)) return in;
+  if (!in || !out || nin <= 0 || nout <= 0) return in;
+  uintptr_t i0 = (uintptr_t)in, i1 = (uintptr_t)(in + nin);
+  uintptr_t o0 = (uintptr_t)out, o1 = (uintptr_t)(out + nout);
+  if (!(i0 < o1 && o0 < i1)) return in;
   *copy = malloc(sizeof **copy * (size_t)nin);
   if (!*copy) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);

@@ -194,7 +194,7 @@ static void train_step(void **state) {
   jx_tree *st = jx_optim_init(opt, params);
   jx_fn *loss = jx_fn_create("dot_loss", 2, 1, dot_loss, NULL);
   leave_stale_error();
-  jx_fn *step = jx_jit(jx_train_step(loss, params, st, opt), NULL);
+  jx_fn *plain = jx_train_step(loss, params, st, opt), *step = jx_jit(plain, NULL);
   int ns = jx_tree_size(st);
   jx_array *in[8], *out[8];
   in[0] = jx_tree_get(params, "w");
@@ -205,6 +205,7 @@ static void train_step(void **state) {
   expect3(out[1], 0, 1, 2);
   assert_stale_error_kept();
   jx_fn_release(step);
+  jx_fn_release(plain);
   jx_fn_release(loss);
   jx_tree_release(st);
   jx_optim_release(opt);
