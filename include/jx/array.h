@@ -66,7 +66,7 @@ jx_array *jx_eye(jx_dtype dt, int64_t n);
 jx_dtype jx_dtype_of(const jx_array *a);
 jx_shape jx_shape_of(const jx_array *a); /* a poisoned array has rank 0 */
 int jx_ndim(const jx_array *a);
-int64_t jx_size(const jx_array *a);    /* element count */
+int64_t jx_size(const jx_array *a);    /* element count; -1 and an error for NULL */
 int jx_is_weak(const jx_array *a);     /* 1 for a weakly typed value */
 int jx_is_poisoned(const jx_array *a); /* 1 if an earlier error produced it */
 jx_status jx_read(const jx_array *a, void *dst, size_t bytes); /* waits; bytes must
@@ -93,6 +93,9 @@ jx_array *jx_load_npy(const char *path); /* poisoned with an error naming the fi
 #define jx_item(...)       JX_LOCATED_DOUBLE(jx_item, __VA_ARGS__)
 #define jx_save_npy(...)   JX_LOCATED_STATUS(jx_save_npy, __VA_ARGS__)
 #define jx_load_npy(...)   JX_LOCATED(jx_load_npy, __VA_ARGS__)
+
+#define jx_size(...)              JX_LOCATED_I64(jx_size, __VA_ARGS__)
+#define jx_block_until_ready(...) JX_LOCATED_STATUS(jx_block_until_ready, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

@@ -84,7 +84,17 @@ static inline jx_axes jx_axes_make(int n, const int *v) {
   jx_axes_make((int)(sizeof((int[]){0, __VA_ARGS__}) / sizeof(int)) - 1,                           \
                (const int[]){0, __VA_ARGS__} + 1)
 
-/* ---- errors ---- */
+/* ---- errors ----
+ * A call fails by what happens in it: each function's result (a status, a
+ * poisoned array, NULL) says whether that call failed, and an error left
+ * recorded by an earlier call never makes a later valid call fail. The
+ * thread keeps its first error (message and status) for jx_last_error and
+ * jx_last_status until jx_clear_error, so a program may run many calls and
+ * look once at the end. Inside a call (a jx_fn body, a tree map function)
+ * jx_last_status reports, and jx_clear_error clears, only that call's
+ * error. This needs the location macros below, which mark where each call
+ * begins; a program that turns them off calls jx_clear_error once it has
+ * handled an error. */
 const char *jx_last_error(void); /* "" when none; valid until the next error or clear */
 jx_status jx_last_status(void);  /* JX_OK when none */
 void jx_clear_error(void);
@@ -130,15 +140,26 @@ void jx_shutdown(void);
 #define JX__STR(x)  JX__STR2(x)
 #define JX_HERE     __FILE__ ":" JX__STR(__LINE__)
 void jx_loc_enter_(void);
+void jx_loc_enter_at_(const char *where);
 jx_array *jx_loc_leave_(const char *where, jx_array *result);
 jx_status jx_loc_leave_status_(const char *where, jx_status result);
 double jx_loc_leave_double_(const char *where, double result);
+int64_t jx_loc_leave_i64_(const char *where, int64_t result);
+void *jx_loc_leave_ptr_(const char *where, void *result);
+void jx_loc_leave_void_(const char *where);
 #ifndef JX_NO_LOCATION_MACROS
-#define JX_LOCATED(fn, ...) (jx_loc_enter_(), jx_loc_leave_(JX_HERE, (fn)(__VA_ARGS__)))
+#define JX_LOCATED(fn, ...) (jx_loc_enter_at_(JX_HERE), jx_loc_leave_(JX_HERE, (fn)(__VA_ARGS__)))
 #define JX_LOCATED_STATUS(fn, ...)                                                                 \
-  (jx_loc_enter_(), jx_loc_leave_status_(JX_HERE, (fn)(__VA_ARGS__)))
+  (jx_loc_enter_at_(JX_HERE), jx_loc_leave_status_(JX_HERE, (fn)(__VA_ARGS__)))
 #define JX_LOCATED_DOUBLE(fn, ...)                                                                 \
-  (jx_loc_enter_(), jx_loc_leave_double_(JX_HERE, (fn)(__VA_ARGS__)))
+  (jx_loc_enter_at_(JX_HERE), jx_loc_leave_double_(JX_HERE, (fn)(__VA_ARGS__)))
+#define JX_LOCATED_I64(fn, ...)                                                                    \
+  (jx_loc_enter_at_(JX_HERE), jx_loc_leave_i64_(JX_HERE, (fn)(__VA_ARGS__)))
+/* a function returning a pointer of type T (a jx_fn *, a jx_tree *, ...) */
+#define JX_LOCATED_PTR(T, fn, ...)                                                                 \
+  ((T)(jx_loc_enter_at_(JX_HERE), jx_loc_leave_ptr_(JX_HERE, (void *)(fn)(__VA_ARGS__))))
+#define JX_LOCATED_VOID(fn, ...)                                                                   \
+  (jx_loc_enter_at_(JX_HERE), (fn)(__VA_ARGS__), jx_loc_leave_void_(JX_HERE))
 #endif
 
 #ifdef __cplusplus

@@ -65,6 +65,14 @@ void jx_loader_release(jx_loader *l);
 
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_loader_next(...) JX_LOCATED_STATUS(jx_loader_next, __VA_ARGS__)
+
+#define jx_dataset_from_arrays(...)                                                                \
+  JX_LOCATED_PTR(jx_dataset *, jx_dataset_from_arrays, __VA_ARGS__)
+#define jx_dataset_fashion_mnist(...)                                                              \
+  JX_LOCATED_PTR(jx_dataset *, jx_dataset_fashion_mnist, __VA_ARGS__)
+#define jx_dataset_text(...)  JX_LOCATED_PTR(jx_dataset *, jx_dataset_text, __VA_ARGS__)
+#define jx_loader_create(...) JX_LOCATED_PTR(jx_loader *, jx_loader_create, __VA_ARGS__)
+#define jx_loader_seek(...)   JX_LOCATED_STATUS(jx_loader_seek, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

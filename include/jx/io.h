@@ -55,21 +55,11 @@ jx_status jx_checkpoint_wait(jx_checkpoint_job *job);
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_checkpoint_save(...) JX_LOCATED_STATUS(jx_checkpoint_save, __VA_ARGS__)
 #define jx_checkpoint_wait(...) JX_LOCATED_STATUS(jx_checkpoint_wait, __VA_ARGS__)
-/* the pointer-returning ones, through jx_loc_leave_status_ */
-static inline jx_tree *jx_checkpoint_load_located_(const char *where, jx_tree *t) {
-  jx_loc_leave_status_(where, JX_OK);
-  return t;
-}
-static inline jx_checkpoint_job *jx_checkpoint_save_async_located_(const char *where,
-                                                                   jx_checkpoint_job *j) {
-  jx_loc_leave_status_(where, JX_OK);
-  return j;
-}
-#define jx_checkpoint_load(...)                                                                    \
-  (jx_loc_enter_(), jx_checkpoint_load_located_(JX_HERE, (jx_checkpoint_load)(__VA_ARGS__)))
+
+#define jx_checkpoint_load(...) JX_LOCATED_PTR(jx_tree *, jx_checkpoint_load, __VA_ARGS__)
 #define jx_checkpoint_save_async(...)                                                              \
-  (jx_loc_enter_(),                                                                                \
-   jx_checkpoint_save_async_located_(JX_HERE, (jx_checkpoint_save_async)(__VA_ARGS__)))
+  JX_LOCATED_PTR(jx_checkpoint_job *, jx_checkpoint_save_async, __VA_ARGS__)
+#define jx_checkpoint_latest(...) JX_LOCATED_I64(jx_checkpoint_latest, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

@@ -14,6 +14,28 @@
  *     jx_shutdown();
  *   }
  *
+ * Loops: every result belongs to the innermost open scope (base.h), and
+ * with none open to the thread's root scope, which lives until
+ * jx_shutdown. A loop therefore opens a scope per iteration and keeps what
+ * it carries over with jx_keep:
+ *
+ *   jx_array *w = jx_keep(init);
+ *   for (int step = 0; step < n; step++) {
+ *     jx_scope_begin();
+ *     jx_array *next = jx_sub(w, jx_mul(lr, grad_of(w)));  // temporaries die at the end
+ *     jx_release(w);
+ *     w = jx_keep(next);                                    // the carried value survives
+ *     jx_scope_end();
+ *   }
+ *
+ * Without it memory grows every iteration; jx prints one warning when the
+ * root scope holds 10,000 arrays or 64 MiB.
+ *
+ * Errors: a failed call returns a poisoned array (or a status, or NULL) and
+ * records a message naming the caller's file:line; later calls are judged
+ * by what happens in them, and jx_last_error keeps the first message until
+ * jx_clear_error (base.h).
+ *
  * base.h: errors, scopes, shapes;  array.h: dtypes, arrays, .npy;
  * ops.h: operations;  random.h: the PRNG;  transform.h: functions, jit, grad, vmap.
  *

@@ -255,6 +255,22 @@ jx_status jx_gpt_param_specs(const jx_gpt_config *c, const jx_tree *params, cons
 #define jx_accuracy(...)              JX_LOCATED(jx_accuracy, __VA_ARGS__)
 #define jx_gpt_forward(...)           JX_LOCATED(jx_gpt_forward, __VA_ARGS__)
 #define jx_gpt_loss(...)              JX_LOCATED(jx_gpt_loss, __VA_ARGS__)
+
+#define jx_tree_set(...)               JX_LOCATED_VOID(jx_tree_set, __VA_ARGS__)
+#define jx_tree_flatten(...)           JX_LOCATED_VOID(jx_tree_flatten, __VA_ARGS__)
+#define jx_tree_unflatten(...)         JX_LOCATED_PTR(jx_tree *, jx_tree_unflatten, __VA_ARGS__)
+#define jx_tree_map(...)               JX_LOCATED_PTR(jx_tree *, jx_tree_map, __VA_ARGS__)
+#define jx_tree_cast(...)              JX_LOCATED_PTR(jx_tree *, jx_tree_cast, __VA_ARGS__)
+#define jx_gpt_init(...)               JX_LOCATED_PTR(jx_tree *, jx_gpt_init, __VA_ARGS__)
+#define jx_gpt_loss_fn(...)            JX_LOCATED_PTR(jx_fn *, jx_gpt_loss_fn, __VA_ARGS__)
+#define jx_dense_init(...)             JX_LOCATED_STATUS(jx_dense_init, __VA_ARGS__)
+#define jx_embedding_init(...)         JX_LOCATED_STATUS(jx_embedding_init, __VA_ARGS__)
+#define jx_layer_norm_init(...)        JX_LOCATED_STATUS(jx_layer_norm_init, __VA_ARGS__)
+#define jx_rms_norm_init(...)          JX_LOCATED_STATUS(jx_rms_norm_init, __VA_ARGS__)
+#define jx_attention_init(...)         JX_LOCATED_STATUS(jx_attention_init, __VA_ARGS__)
+#define jx_mlp_init(...)               JX_LOCATED_STATUS(jx_mlp_init, __VA_ARGS__)
+#define jx_transformer_block_init(...) JX_LOCATED_STATUS(jx_transformer_block_init, __VA_ARGS__)
+#define jx_conv2d_init(...)            JX_LOCATED_STATUS(jx_conv2d_init, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

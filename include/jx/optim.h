@@ -84,6 +84,15 @@ jx_fn *jx_train_step_with(jx_fn *loss, const jx_tree *params_like, const jx_tree
 /* sqrt of the sum of squares of every array of t (f32 scalar). */
 jx_array *jx_optim_global_norm(const jx_tree *t);
 
+#ifndef JX_NO_LOCATION_MACROS
+#define jx_optim_init(...)        JX_LOCATED_PTR(jx_tree *, jx_optim_init, __VA_ARGS__)
+#define jx_optim_update(...)      JX_LOCATED_VOID(jx_optim_update, __VA_ARGS__)
+#define jx_train_step(...)        JX_LOCATED_PTR(jx_fn *, jx_train_step, __VA_ARGS__)
+#define jx_train_step_with(...)   JX_LOCATED_PTR(jx_fn *, jx_train_step_with, __VA_ARGS__)
+#define jx_optim_global_norm(...) JX_LOCATED(jx_optim_global_norm, __VA_ARGS__)
+#define jx_schedule_value(...)    JX_LOCATED(jx_schedule_value, __VA_ARGS__)
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -78,8 +78,13 @@ void jx_mesh_print(const jx_mesh *m, FILE *f);
 jx_sharding *jx_sharding_create(jx_mesh *m, const char *spec); /* caller releases */
 jx_sharding *jx_sharding_retain(jx_sharding *s);
 void jx_sharding_release(jx_sharding *s);
-jx_mesh *jx_sharding_mesh(const jx_sharding *s);    /* borrowed */
-const char *jx_sharding_spec(const jx_sharding *s); /* normalized: "data,None" */
+jx_mesh *jx_sharding_mesh(const jx_sharding *s); /* borrowed */
+/* The spec in normalized form: its entries comma separated without spaces,
+ * each a mesh axis name, "None" (also for "_"), or "(a,b)" for several axes
+ * ("data,None", "None,model", "(data,model)"); the empty string for a
+ * replicated sharding, which messages and jx_visualize_sharding print as
+ * JAX does, "PartitionSpec()". Borrowed, valid as long as s. */
+const char *jx_sharding_spec(const jx_sharding *s);
 /* The shape of each shard of an array of global shape g under s. */
 jx_status jx_sharding_shard_shape(const jx_sharding *s, jx_shape g, jx_shape *out);
 
@@ -153,6 +158,15 @@ jx_array *jx_all_to_all(jx_array *x, const char *axis, int split_dim, int concat
 #define jx_psum_scatter(...)             JX_LOCATED(jx_psum_scatter, __VA_ARGS__)
 #define jx_ppermute(...)                 JX_LOCATED(jx_ppermute, __VA_ARGS__)
 #define jx_all_to_all(...)               JX_LOCATED(jx_all_to_all, __VA_ARGS__)
+
+#define jx_mesh_create(...)          JX_LOCATED_PTR(jx_mesh *, jx_mesh_create, __VA_ARGS__)
+#define jx_mesh_create_on(...)       JX_LOCATED_PTR(jx_mesh *, jx_mesh_create_on, __VA_ARGS__)
+#define jx_sharding_create(...)      JX_LOCATED_PTR(jx_sharding *, jx_sharding_create, __VA_ARGS__)
+#define jx_array_shard(...)          JX_LOCATED(jx_array_shard, __VA_ARGS__)
+#define jx_shard_map(...)            JX_LOCATED_PTR(jx_fn *, jx_shard_map, __VA_ARGS__)
+#define jx_pmap(...)                 JX_LOCATED_PTR(jx_fn *, jx_pmap, __VA_ARGS__)
+#define jx_pmap_n(...)               JX_LOCATED_PTR(jx_fn *, jx_pmap_n, __VA_ARGS__)
+#define jx_sharding_shard_shape(...) JX_LOCATED_STATUS(jx_sharding_shard_shape, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

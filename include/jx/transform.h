@@ -181,6 +181,28 @@ int64_t jx_fn_trace_count(const jx_fn *f);
 #define jx_while(...)  JX_LOCATED_STATUS(jx_while, __VA_ARGS__)
 #define jx_scan(...)   JX_LOCATED_STATUS(jx_scan, __VA_ARGS__)
 #define jx_fori(...)   JX_LOCATED_STATUS(jx_fori, __VA_ARGS__)
+
+#define jx_fn_create(...)            JX_LOCATED_PTR(jx_fn *, jx_fn_create, __VA_ARGS__)
+#define jx_fn_create_owning(...)     JX_LOCATED_PTR(jx_fn *, jx_fn_create_owning, __VA_ARGS__)
+#define jx_jit(...)                  JX_LOCATED_PTR(jx_fn *, jx_jit, __VA_ARGS__)
+#define jx_grad(...)                 JX_LOCATED_PTR(jx_fn *, jx_grad, __VA_ARGS__)
+#define jx_value_and_grad(...)       JX_LOCATED_PTR(jx_fn *, jx_value_and_grad, __VA_ARGS__)
+#define jx_value_and_grad_first(...) JX_LOCATED_PTR(jx_fn *, jx_value_and_grad_first, __VA_ARGS__)
+#define jx_jvp(...)                  JX_LOCATED_PTR(jx_fn *, jx_jvp, __VA_ARGS__)
+#define jx_vjp(...)                  JX_LOCATED_PTR(jx_fn *, jx_vjp, __VA_ARGS__)
+#define jx_custom_vjp(...)           JX_LOCATED_PTR(jx_fn *, jx_custom_vjp, __VA_ARGS__)
+#define jx_custom_jvp(...)           JX_LOCATED_PTR(jx_fn *, jx_custom_jvp, __VA_ARGS__)
+#define jx_checkpoint(...)           JX_LOCATED_PTR(jx_fn *, jx_checkpoint, __VA_ARGS__)
+#define jx_checkpoint_with_policy(...)                                                             \
+  JX_LOCATED_PTR(jx_fn *, jx_checkpoint_with_policy, __VA_ARGS__)
+#define jx_jacfwd(...)     JX_LOCATED_PTR(jx_fn *, jx_jacfwd, __VA_ARGS__)
+#define jx_jacrev(...)     JX_LOCATED_PTR(jx_fn *, jx_jacrev, __VA_ARGS__)
+#define jx_hessian(...)    JX_LOCATED_PTR(jx_fn *, jx_hessian, __VA_ARGS__)
+#define jx_vmap(...)       JX_LOCATED_PTR(jx_fn *, jx_vmap, __VA_ARGS__)
+#define jx_vmap_axis(...)  JX_LOCATED_PTR(jx_fn *, jx_vmap_axis, __VA_ARGS__)
+#define jx_fn_ir(...)      JX_LOCATED_PTR(char *, jx_fn_ir, __VA_ARGS__)
+#define jx_axis_index(...) JX_LOCATED(jx_axis_index, __VA_ARGS__)
+#define jx_fn_cost(...)    JX_LOCATED_STATUS(jx_fn_cost, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

@@ -186,6 +186,8 @@ jx_array *jx_array_alloc(jx_dtype dt, jx_shape s, int weak) {
   a->donated_to = NULL;
   a->pending = NULL;
   a->dev = NULL;
+  a->made_at = jx_error_call_site();
+  a->released = 0;
   jx_scope_adopt(a);
   return a;
 }
@@ -196,7 +198,7 @@ jx_array *jx_array_unbacked(jx_dtype dt, jx_shape s, int weak) {
 }
 
 jx_array *jx_keep_in_scope(jx_array *a) {
-  if (!a->poisoned) {
+  if (!a->poisoned && !a->released) {
     jx_keep(a);
     jx_scope_adopt(a);
   }
@@ -224,6 +226,8 @@ jx_array *jx_tracer_alloc(uint64_t trace_id, int var, jx_dtype dt, jx_shape s, i
   a->donated_to = NULL;
   a->pending = NULL;
   a->dev = NULL;
+  a->made_at = jx_error_call_site();
+  a->released = 0;
   jx_scope_adopt(a);
   return a;
 }
@@ -250,25 +254,64 @@ jx_array *jx_array_alias(jx_array *src, jx_shape s) {
   a->donated_to = NULL;
   a->pending = NULL;
   a->dev = NULL;
+  a->made_at = jx_error_call_site();
+  a->released = 0;
   atomic_fetch_add_explicit(&src->buf->refs, 1, memory_order_relaxed);
   jx_scope_adopt(a);
   return a;
 }
 
 jx_array *jx_keep(jx_array *a) {
-  if (a && !a->poisoned) atomic_fetch_add_explicit(&a->refs, 1, memory_order_relaxed);
+  if (a && !a->poisoned && !a->released)
+    atomic_fetch_add_explicit(&a->refs, 1, memory_order_relaxed);
   return a;
 }
 
+/* ---- released headers ----
+ * The header of an array whose last reference is gone is kept, marked
+ * released and without storage, until QUARANTINE later releases have
+ * pushed it out: a use of it in the meantime (an array used after the
+ * scope that owned it ended) is a clear error naming where it was made,
+ * not a read of freed memory. Lock-free: each release swaps its header
+ * into the next slot and frees the one it displaces. */
+enum { QUARANTINE = 4096 };
+static jx_array *_Atomic quarantine[QUARANTINE];
+static atomic_size_t quarantine_next;
+
+static void quarantine_put(jx_array *a) {
+  size_t i = atomic_fetch_add_explicit(&quarantine_next, 1, memory_order_relaxed) % QUARANTINE;
+  free(atomic_exchange_explicit(&quarantine[i], a, memory_order_acq_rel));
+}
+
+void jx_array_quarantine_clear(void) {
+  for (size_t i = 0; i < QUARANTINE; i++)
+    free(atomic_exchange_explicit(&quarantine[i], NULL, memory_order_acq_rel));
+}
+
+jx_status jx_released_error(const jx_array *a, const char *op, int i) {
+  char which[32] = "the array";
+  if (i >= 0) snprintf(which, sizeof which, "argument %d", i);
+  return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                      "%s: %s was released when the scope that owned it ended (it was made at "
+                      "%s); take a reference with jx_keep, or end the scope after its last use",
+                      op, which, a->made_at ? a->made_at : "an unlocated call");
+}
+
 void jx_release(jx_array *a) {
-  if (!a || a->poisoned) return;
+  if (!a || a->poisoned || a->released) return;
   if (atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) == 1) {
     if (a->buf) buffer_release(a->buf);
     if (a->dev) a->dev->release(a->dev);
     if (a->shards) jx_shards_free(a->shards);
     free(a->donated_to);
     jx_pending_release(a->pending);
-    free(a);
+    a->buf = NULL;
+    a->dev = NULL;
+    a->shards = NULL;
+    a->donated_to = NULL;
+    a->pending = NULL;
+    a->released = 1;
+    quarantine_put(a);
   }
 }
 
@@ -279,7 +322,10 @@ jx_shape jx_shape_of(const jx_array *a) {
   return a->shape;
 }
 int jx_ndim(const jx_array *a) { return jx_shape_of(a).rank; }
-int64_t jx_size(const jx_array *a) { return jx_shape_numel(jx_shape_of(a)); }
+int64_t jx_size(const jx_array *a) {
+  if (!a) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_size: the array is NULL"), -1;
+  return jx_shape_numel(jx_shape_of(a)); /* a poisoned array reads as a scalar shape */
+}
 int jx_is_weak(const jx_array *a) { return a && a->weak; }
 int jx_is_poisoned(const jx_array *a) { return !a || a->poisoned; }
 
@@ -288,6 +334,7 @@ static jx_status check_concrete(const jx_array *a, const char *op) {
   if (!a) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: the array is NULL", op);
   if (a->poisoned)
     return jx_error_set(JX_ERR_POISONED, "%s: the array carries an earlier error", op);
+  if (a->released) return jx_released_error(a, op, -1);
   if (jx_is_tracer(a)) {
     char sb[JX_AVAL_STR_CAP];
     return jx_error_set(JX_ERR_TRACE,
@@ -344,6 +391,8 @@ jx_array *jx_array_take_buffer(jx_array *a, const char *fn, int input) {
   t->donated_to = NULL;
   t->pending = NULL;
   t->dev = NULL;
+  t->made_at = a->made_at;
+  t->released = 0;
   a->buf = NULL;                       /* t holds the buffer's one reference now */
   if (a->dev) a->dev->release(a->dev); /* t's buffer may be written in place */
   a->dev = NULL;
@@ -383,6 +432,7 @@ static pthread_mutex_t gather_lock = PTHREAD_MUTEX_INITIALIZER;
 
 jx_status jx_array_ready(jx_array *a) {
   if (__atomic_load_n(&a->buf, __ATOMIC_ACQUIRE) || a->poisoned) return JX_OK;
+  if (a->released) return jx_released_error(a, "using an array", -1);
   if (a->donated) return jx_donated_error(a, "using an array");
   if (a->pending) { /* a dispatched run's result: its buffer is set when the run ends */
     jx_status st = jx_pending_wait(a->pending);

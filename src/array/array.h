@@ -51,6 +51,12 @@ struct jx_array {
    * next call reads it in place. Valid as long as the array: arrays are
    * immutable. */
   struct jx_device_copy *dev;
+  /* The caller's file:line of the public call that made the array (NULL
+   * when unknown), and 1 once its last reference is gone: a released
+   * header is kept a while (array.c's quarantine) so that a use of the
+   * array after its scope ended is an error naming where it was made. */
+  const char *made_at;
+  uint8_t released;
 };
 
 /* ---- device copies: an array's value in an accelerator's memory ----
@@ -99,6 +105,11 @@ extern void (*jx_before_shutdown)(void);
  * every reader of a->buf on a concrete array that may be sharded calls this
  * first. Returns the status of the gather (out of memory). */
 jx_status jx_array_ready(jx_array *a);
+/* The error for a use of an array released when its scope ended, by op
+ * (argument i, or -1 when op has one); always non-zero. */
+jx_status jx_released_error(const jx_array *a, const char *op, int i);
+/* Frees the headers of released arrays kept to name them (jx_shutdown). */
+void jx_array_quarantine_clear(void);
 /* The error for a use of a donated array by op ("jx_read"); always non-zero. */
 jx_status jx_donated_error(const jx_array *a, const char *op);
 /* Donation (compile/executable.c): a new array, owned by the innermost scope,

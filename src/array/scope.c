@@ -1,6 +1,8 @@
 /* Scopes: a per-thread stack of lists of arrays, each holding one reference
  * that is dropped when the scope ends. Frame 0 is the root scope, freed by
  * jx_thread_end (or jx_shutdown). */
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "../base/error.h"
@@ -13,6 +15,26 @@ typedef struct {
 
 static _Thread_local frame *frames;
 static _Thread_local int depth, frames_cap; /* depth = number of frames, root included */
+
+/* Arrays made with no scope open live until jx_shutdown: a loop written
+ * without jx_scope_begin/end grows without bound. Once the root scope of a
+ * thread holds this many arrays or bytes, one warning (per process) names
+ * the pattern to use. */
+enum { ROOT_WARN_ARRAYS = 10000 };
+#define ROOT_WARN_BYTES ((size_t)64 << 20)
+static _Thread_local size_t root_bytes; /* of the root scope's arrays, as adopted */
+static atomic_int root_warned;
+
+static void note_root_growth(const frame *root, const jx_array *a) {
+  if (a->buf) root_bytes += a->buf->nbytes;
+  if (root->len < ROOT_WARN_ARRAYS && root_bytes < ROOT_WARN_BYTES) return;
+  if (atomic_exchange(&root_warned, 1)) return;
+  fprintf(stderr,
+          "jx: warning: %zu arrays (%zu MiB) are held outside any scope and live until "
+          "jx_shutdown; wrap each iteration of a loop in jx_scope_begin() ... jx_scope_end(), "
+          "with jx_keep/jx_release for what must outlive it (see jx/jx.h)\n",
+          root->len, root_bytes >> 20);
+}
 
 static void ensure_root(void) {
   if (depth == 0) {
@@ -41,6 +63,7 @@ void jx_scope_begin(void) {
 static void drain(frame *f) {
   for (size_t i = 0; i < f->len; i++) jx_release(f->items[i]);
   f->len = 0;
+  if (f == frames) root_bytes = 0;
 }
 
 void jx_scope_end(void) {
@@ -53,7 +76,7 @@ void jx_scope_end(void) {
 }
 
 jx_array *jx_scope_own(jx_array *a) {
-  if (a && !a->poisoned) jx_scope_adopt(a);
+  if (a && !a->poisoned && !a->released) jx_scope_adopt(a);
   return a;
 }
 
@@ -68,6 +91,7 @@ void jx_scope_adopt(jx_array *a) {
     f->cap = cap;
   }
   f->items[f->len++] = a;
+  if (depth == 1) note_root_growth(f, a);
 }
 
 int jx_scope_release_now(jx_array *a) {
@@ -98,4 +122,5 @@ void jx_shutdown(void) {
   if (before) before();
   jx_thread_end();
   jx_buffer_cache_clear();
+  jx_array_quarantine_clear();
 }

@@ -8,6 +8,8 @@
 
 #include <jx/jx.h>
 
+#include "nn_util.h"
+
 typedef enum { SGD, ADAM } optim_kind;
 
 struct jx_optimizer {
@@ -210,6 +212,27 @@ static void step(const jx_optimizer *o, jx_array **g, const jx_tree *state, cons
   jx_tree_set(new_state, "count", count1);
 }
 
+/* The gradient of parameter `name` must be an array of its shape: grads
+ * that do not fit are named here rather than by the arithmetic they break. */
+static jx_status check_gradient(const char *name, const jx_array *g, const jx_array *p) {
+  if (jx_is_poisoned(g))
+    return jx_report_error(JX_ERR_POISONED,
+                           "jx_optim_update: grads: the gradient of '%s' carries an earlier error",
+                           name);
+  if (jx_is_poisoned(p))
+    return jx_report_error(JX_ERR_POISONED,
+                           "jx_optim_update: params: '%s' carries an earlier error", name);
+  jx_shape gs = jx_shape_of(g), ps = jx_shape_of(p);
+  int same = gs.rank == ps.rank;
+  for (int d = 0; same && d < gs.rank; d++) same = gs.dims[d] == ps.dims[d];
+  if (same) return JX_OK;
+  char gb[96], pb[96];
+  return jx_report_error(JX_ERR_SHAPE,
+                         "jx_optim_update: grads: the gradient of '%s' is %s but the parameter "
+                         "is %s",
+                         name, nn_aval(g, gb), nn_aval(p, pb));
+}
+
 /* Copies every array of src into dst under the same name. */
 static void tree_update(jx_tree *dst, const jx_tree *src) {
   for (int i = 0; i < jx_tree_size(src); i++)
@@ -235,6 +258,7 @@ void jx_optim_update(jx_optimizer *o, const jx_tree *grads, jx_tree *state, jx_t
                       jx_tree_name(params, i));
       goto done;
     }
+    if (check_gradient(jx_tree_name(params, i), gi, jx_tree_at(params, i))) goto done;
     g[i] = jx_astype(gi, JX_F32);
   }
   if (o->every_k <= 1) {

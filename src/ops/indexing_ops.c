@@ -16,14 +16,6 @@ static jx_status need_int(const char *op, const char *what, jx_array *x) {
                       jx_aval_str(x->dtype, x->shape, s));
 }
 
-/* idx + n where idx < 0, in idx's dtype (unsigned indices are never negative). */
-static jx_array *wrap_negative(jx_array *idx, int64_t n) {
-  if (!jx_is_signed_int(idx->dtype)) return idx;
-  jx_array *neg = jx_lt(idx, jx_scalar(JX_I64, 0));
-  jx_array *up = jx_add(idx, jx_scalar(JX_I64, (double)n));
-  return jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){neg, idx, up}, NULL);
-}
-
 /* JAX's behaviour for an empty axis or empty indices is kept as it is:
  * taking nothing from an empty axis returns `a` itself unchanged. */
 jx_array *jx_take(jx_array *a, jx_array *indices, int axis) {
@@ -61,7 +53,7 @@ jx_array *jx_take(jx_array *a, jx_array *indices, int axis) {
   for (int d = 0; d < r; d++) p.l[3].v[d] = d == ax ? 1 : a->shape.dims[d];
   p.i[0] = k; /* each index a scalar */
   p.i[1] = JX_GATHER_FILL;
-  jx_array *idx = wrap_negative(indices, a->shape.dims[ax]);
+  jx_array *idx = jx_ops_wrap_negative(indices, a->shape.dims[ax]);
   jx_array *res = jx_bind1(&jx_prim_gather, 2, (jx_array *[]){a, idx}, &p);
   return res;
 }
@@ -96,7 +88,8 @@ jx_array *jx_take_along_axis(jx_array *a, jx_array *indices, int axis) {
   jx_shape abig = out;
   abig.dims[ax] = n;
   jx_array *ab = jx_ops_broadcast(a, abig);
-  jx_array *idx = wrap_negative(jx_ops_convert(jx_ops_broadcast(indices, out), JX_I64, 0), n);
+  jx_array *idx =
+      jx_ops_wrap_negative(jx_ops_convert(jx_ops_broadcast(indices, out), JX_I64, 0), n);
   jx_array *parts[JX_MAX_RANK];
   int64_t last = r;
   for (int d = 0; d < r; d++) {

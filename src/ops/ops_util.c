@@ -1,5 +1,14 @@
 #include "ops_util.h"
 
+jx_array *jx_ops_wrap_negative(jx_array *idx, int64_t n) {
+  if (!jx_is_signed_int(idx->dtype)) return idx;
+  /* constants of idx's own dtype: a weak i32 index stays i32 (weak i64
+   * literals would promote it and the cases of the select would differ) */
+  jx_array *neg = jx_lt(idx, jx_full(idx->dtype, (jx_shape){0, {0}}, 0));
+  jx_array *up = jx_add(idx, jx_full(idx->dtype, (jx_shape){0, {0}}, (double)n));
+  return jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){neg, idx, up}, NULL);
+}
+
 jx_array *jx_ops_convert(jx_array *a, jx_dtype dt, int weak) {
   if (!a || a->poisoned) return jx_bind1(&jx_prim_convert_element_type, 1, &a, NULL);
   if (a->dtype == dt && a->weak == (weak != 0)) return a;

@@ -25,6 +25,12 @@ jx_array *jx_ops_binary(const char *op, const jx_prim *p, jx_array *a, jx_array 
  * gives every axis when empty_is_all is set. Records an error naming op. */
 jx_status jx_ops_axes(const char *op, jx_axes ax, int rank, int empty_is_all, jx_ilist *out);
 
+/* idx + n where idx < 0, in idx's dtype (unsigned indices are never
+ * negative): the one wrap of a negative index or start that jnp.take and
+ * lax.dynamic_slice make before clamping. A weak index (a scalar written
+ * as a literal) works the same. */
+jx_array *jx_ops_wrap_negative(jx_array *idx, int64_t n);
+
 /* The function f with the custom JVP jvp (jx_custom_jvp), made on first use
  * and kept for the process in *slot (thread-safe): an op with JAX's custom
  * derivative (softmax, relu) calls it, so reverse mode keeps what the rule

@@ -313,24 +313,15 @@ static jx_status check_starts(const char *op, jx_array *a, int n, jx_array *cons
   return JX_OK;
 }
 
-/* s + n where s < 0, in s's dtype: lax.dynamic_slice wraps a negative start
- * once before the primitive clamps it (the primitive itself, like XLA, only
- * clamps). */
-static jx_array *wrap_negative(jx_array *s, int64_t n) {
-  if (!jx_is_signed_int(s->dtype)) return s;
-  /* constants of s's own dtype: a weak i32 start stays i32 (weak i64
-   * literals would promote it and the cases would differ) */
-  jx_array *neg = jx_lt(s, jx_full(s->dtype, (jx_shape){0, {0}}, 0));
-  jx_array *up = jx_add(s, jx_full(s->dtype, (jx_shape){0, {0}}, (double)n));
-  return jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){neg, s, up}, NULL);
-}
-
-/* Binds p to (lead..., wrapped starts...) with params; lead[0] is the operand. */
+/* Binds p to (lead..., wrapped starts...) with params; lead[0] is the
+ * operand. lax.dynamic_slice wraps a negative start once before the
+ * primitive clamps it (the primitive itself, like XLA, only clamps). */
 static jx_array *bind_with_starts(const jx_prim *p, int nlead, jx_array **lead, int n,
                                   jx_array *const *starts, const jx_params *pp) {
   jx_array *in[2 + JX_MAX_RANK];
   for (int i = 0; i < nlead; i++) in[i] = lead[i];
-  for (int i = 0; i < n; i++) in[nlead + i] = wrap_negative(starts[i], lead[0]->shape.dims[i]);
+  for (int i = 0; i < n; i++)
+    in[nlead + i] = jx_ops_wrap_negative(starts[i], lead[0]->shape.dims[i]);
   return jx_bind1(p, nlead + n, in, pp);
 }
 

@@ -199,6 +199,10 @@ jx_sharding *jx_sharding_from_id(int id) {
 jx_mesh *jx_sharding_mesh(const jx_sharding *s) { return s ? s->mesh : NULL; }
 const char *jx_sharding_spec(const jx_sharding *s) { return s ? s->spec : ""; }
 
+const char *jx_sharding_spec_shown(const jx_sharding *s) {
+  return s && s->spec[0] ? s->spec : "PartitionSpec()";
+}
+
 int64_t jx_sharding_dim_parts(const jx_sharding *s, int d) {
   int64_t n = 1;
   if (d < s->ndims)
@@ -212,9 +216,9 @@ jx_status jx_sharding_check(const jx_sharding *s, jx_shape g, const char *op) {
     int used = 0; /* trailing None entries beyond the rank are harmless */
     for (int d = g.rank; d < s->ndims; d++) used |= s->naxes[d] > 0;
     if (used)
-      return jx_error_set(JX_ERR_SHAPE,
-                          "%s: the spec '%s' has %d entries but the array of shape %s has rank %d",
-                          op, s->spec, s->ndims, jx_aval_str(JX_F32, g, sb) + 3, g.rank);
+      return jx_error_set(
+          JX_ERR_SHAPE, "%s: the spec '%s' has %d entries but the array of shape %s has rank %d",
+          op, jx_sharding_spec_shown(s), s->ndims, jx_aval_str(JX_F32, g, sb) + 3, g.rank);
   }
   for (int d = 0; d < s->ndims && d < g.rank; d++) {
     int64_t parts = jx_sharding_dim_parts(s, d);

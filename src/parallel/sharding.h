@@ -27,6 +27,10 @@ jx_sharding *jx_sharding_from_id(int id); /* borrowed, or NULL */
 
 /* Checks that s fits an array of global shape g: no more entries than g's
  * rank, every split dim divisible. Errors name op. */
+/* The spec as messages and jx_visualize_sharding print it: the normalized
+ * text, or JAX's "PartitionSpec()" for a replicated sharding (whose text
+ * is empty). */
+const char *jx_sharding_spec_shown(const jx_sharding *s);
 jx_status jx_sharding_check(const jx_sharding *s, jx_shape g, const char *op);
 /* How many blocks dim d is cut into. */
 int64_t jx_sharding_dim_parts(const jx_sharding *s, int d);

@@ -49,7 +49,8 @@ void jx_visualize_sharding(const jx_array *a, FILE *f) {
   const jx_sharding *s = a->shards->sharding;
   jx_shape g = a->shape;
   if (g.rank > 2) {
-    fprintf(f, "%s sharded as '%s': only rank 1 and 2 arrays are drawn\n", sb, s->spec);
+    fprintf(f, "%s sharded as '%s': only rank 1 and 2 arrays are drawn\n", sb,
+            jx_sharding_spec_shown(s));
     return;
   }
   int64_t rows = g.rank >= 1 ? jx_sharding_dim_parts(s, 0) : 1;
@@ -63,7 +64,7 @@ void jx_visualize_sharding(const jx_array *a, FILE *f) {
   for (int i = 0; i < s->mesh->ndim; i++)
     len += (size_t)snprintf(mesh + len, sizeof mesh - len, "%s%s=%lld", i ? ", " : "",
                             s->mesh->name[i], (long long)s->mesh->size[i]);
-  fprintf(f, "%s sharded as '%s' over the mesh (%s)\n", sb, s->spec, mesh);
+  fprintf(f, "%s sharded as '%s' over the mesh (%s)\n", sb, jx_sharding_spec_shown(s), mesh);
   int width = 0;
   char cell[CELL_CAP];
   for (int64_t i = 0; i < rows; i++)

@@ -174,6 +174,11 @@ static inline int jx_prim_nout(const jx_prim *p, int nin, const jx_params *pp) {
   return p->nout == JX_NOUT_NIN ? nin : p->nout;
 }
 
+/* The check every shape a rule makes passes (jx_shape_check), run on the
+ * output avals once p's rules have set them: an output whose non-zero dims
+ * multiply past the limit is an error naming p, even when it is empty. */
+jx_status jx_prim_check_outputs(const jx_prim *p, int nout, const jx_aval *out);
+
 /* ---- helpers for rules ---- */
 /* Normalizes axis (negative counts from the end) into [0, rank); records an
  * error naming op and returns -1 when out of range. */

@@ -22,6 +22,12 @@ const jx_prim *jx_prim_lookup(const char *name) {
   return NULL;
 }
 
+jx_status jx_prim_check_outputs(const jx_prim *p, int nout, const jx_aval *out) {
+  jx_status st = JX_OK;
+  for (int o = 0; o < nout && !st; o++) st = jx_shape_check(out[o].shape, p->name, "the result");
+  return st;
+}
+
 int jx_normalize_axis(int axis, int rank, const char *op) {
   int a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank) {

@@ -1,6 +1,7 @@
 #include "dispatch.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "../base/error.h"
 #include "../base/memstats.h"
@@ -13,10 +14,27 @@ enum { SMALL = 16 };
 jx_status jx_check_inputs(const char *op, int n, jx_array *const *in) {
   for (int i = 0; i < n; i++) {
     if (!in[i]) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argument %d is NULL", op, i);
-    if (in[i]->poisoned) return JX_ERR_POISONED;
+    if (in[i]->poisoned) return jx_error_fail_call(JX_ERR_POISONED);
+    if (in[i]->released) return jx_released_error(in[i], op, i);
     if (in[i]->donated) return jx_donated_error(in[i], op);
   }
   return JX_OK;
+}
+
+jx_array *const *jx_inputs_apart(const char *op, jx_array *const *in, int nin, jx_array *const *out,
+                                 int nout, jx_array ***copy) {
+  *copy = NULL;
+  if (!in || !out || nin <= 0 || nout <= 0) return in;
+  uintptr_t i0 = (uintptr_t)in, i1 = (uintptr_t)(in + nin);
+  uintptr_t o0 = (uintptr_t)out, o1 = (uintptr_t)(out + nout);
+  if (!(i0 < o1 && o0 < i1)) return in;
+  *copy = malloc(sizeof **copy * (size_t)nin);
+  if (!*copy) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    return in;
+  }
+  memcpy(*copy, in, sizeof **copy * (size_t)nin);
+  return *copy;
 }
 
 static jx_status run_eager(const jx_prim *p, int nin, jx_array *const *in, const jx_params *pp,
@@ -29,6 +47,7 @@ static jx_status run_eager(const jx_prim *p, int nin, jx_array *const *in, const
     tin[i] = (jx_tensor){in[i]->buf->data, in[i]->dtype, in[i]->shape};
   }
   jx_status st = p->infer(pp, nin, avals, nout, oavals);
+  if (!st) st = jx_prim_check_outputs(p, nout, oavals);
   if (st) return st;
   for (int o = 0; o < nout; o++) {
     out[o] = jx_array_alloc(oavals[o].dtype, oavals[o].shape, oavals[o].weak);

@@ -8,6 +8,7 @@
 #include "../base/env.h"
 #include "../base/error.h"
 #include "axis_env.h"
+#include "dispatch.h"
 #include "eval.h"
 #include "trace.h"
 
@@ -292,7 +293,8 @@ static jx_status prepare(const char *op, jx_fn *f, jx_array *const *in, jx_array
   for (int i = 0; i < f->nin; i++) {
     if (!in[i])
       return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: input %d of '%s' is NULL", op, i, f->name);
-    if (in[i]->poisoned) return JX_ERR_POISONED;
+    if (in[i]->poisoned) return jx_error_fail_call(JX_ERR_POISONED);
+    if (in[i]->released) return jx_released_error(in[i], op, i);
     if (in[i]->donated) return jx_donated_error(in[i], op);
     avals[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape, in[i]->vma};
   }
@@ -303,15 +305,19 @@ jx_status jx_call(jx_fn *f, jx_array *const *in, jx_array **out) {
   jx_aval small[4]; /* small: a body's nested call is a level of C stack */
   jx_aval *avals = f && f->nin > 4 ? malloc(sizeof *avals * (size_t)f->nin) : small;
   if (!avals) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_call: out of memory");
+  jx_array **copy = NULL; /* jx_call(f, &w, &w) */
+  if (f) in = jx_inputs_apart("jx_call", in, f->nin, out, f->nout, &copy);
   jx_status st = prepare("jx_call", f, in, out, avals);
   jx_program *p = st ? NULL : jx_fn_program(f, avals);
   if (avals != small) free(avals);
-  if (st) return st;
-  if (!p) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-  const void *outer = jx_donation_swap(p); /* this call may donate (jx_jit_options.donate) */
-  st = jx_program_eval(p, in, out);
-  jx_donation_swap(outer);
+  if (!st && !p) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  if (!st) {
+    const void *outer = jx_donation_swap(p); /* this call may donate (jx_jit_options.donate) */
+    st = jx_program_eval(p, in, out);
+    jx_donation_swap(outer);
+  }
   jx_program_release(p);
+  free(copy);
   return st;
 }
 

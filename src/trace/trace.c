@@ -185,6 +185,7 @@ jx_status jx_trace_record(const jx_prim *p, const jx_params *params, int nin,
   }
   st = p->infer(params, nin, ain, nout, aout);
   if (!st && p->outputs) st = p->outputs(params, nin, ain, nsub, subs, nout, aout);
+  if (!st) st = jx_prim_check_outputs(p, nout, aout);
   if (st) goto done;
   jx_vma_outputs(p, params, nin, ain, nsub, nout, aout);
   st = jx_program_add_eqn(t->prog, p, params, nin, vin, nout, aout, vout, nsub, subs, default_loc);

@@ -346,8 +346,8 @@ const jx_prim jx_prim_cond = {.name = "cond",
                               .partial_eval = pe_cond};
 
 /* ---- the public functions ---- */
-jx_status jx_switch(jx_array *index, int nbranches, jx_fn *const *branches, int n,
-                    jx_array *const *ops, jx_array **out) {
+static jx_status switch_call(jx_array *index, int nbranches, jx_fn *const *branches, int n,
+                             jx_array *const *ops, jx_array **out) {
   const char *op = "jx_switch";
   if (nbranches < 1 || nbranches > JX_EQN_SUBS)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: %d branches; 1 to %d are supported", op,
@@ -382,6 +382,16 @@ jx_status jx_switch(jx_array *index, int nbranches, jx_fn *const *branches, int 
     free(args);
   }
   for (int k = 0; k < nbranches; k++) jx_program_release(progs[k]);
+  return st;
+}
+
+jx_status jx_switch(jx_array *index, int nbranches, jx_fn *const *branches, int n,
+                    jx_array *const *ops, jx_array **out) {
+  int nout = branches && nbranches > 0 && branches[0] ? branches[0]->nout : 0;
+  jx_array **copy; /* jx_switch(i, k, b, n, x, x) */
+  ops = jx_inputs_apart("jx_switch", ops, n, out, nout, &copy);
+  jx_status st = switch_call(index, nbranches, branches, n, ops, out);
+  free(copy);
   return st;
 }
 

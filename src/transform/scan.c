@@ -475,8 +475,8 @@ const jx_prim jx_prim_scan = {.name = "scan",
                               .partial_eval = pe_scan};
 
 /* ---- the public functions ---- */
-jx_status jx_scan(jx_fn *body, int ncarry, jx_array *const *init, int nxs, jx_array *const *xs,
-                  int64_t length, int reverse, jx_array **out) {
+static jx_status scan_call(jx_fn *body, int ncarry, jx_array *const *init, int nxs,
+                           jx_array *const *xs, int64_t length, int reverse, jx_array **out) {
   const char *op = "jx_scan";
   if (!body || !out) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: body or out is NULL", op);
   for (int o = 0; o < body->nout; o++) out[o] = jx_poison();
@@ -547,6 +547,18 @@ jx_status jx_scan(jx_fn *body, int ncarry, jx_array *const *init, int nxs, jx_ar
   return st;
 }
 
+jx_status jx_scan(jx_fn *body, int ncarry, jx_array *const *init, int nxs, jx_array *const *xs,
+                  int64_t length, int reverse, jx_array **out) {
+  int nout = body ? body->nout : 0;
+  jx_array **init_copy, **xs_copy; /* jx_scan(b, n, x, 0, NULL, len, 0, x) */
+  init = jx_inputs_apart("jx_scan", init, ncarry, out, nout, &init_copy);
+  xs = jx_inputs_apart("jx_scan", xs, nxs, out, nout, &xs_copy);
+  jx_status st = scan_call(body, ncarry, init, nxs, xs, length, reverse, out);
+  free(init_copy);
+  free(xs_copy);
+  return st;
+}
+
 /* fori as a scan whose carry starts with the counter */
 typedef struct {
   jx_fn *body;
@@ -559,8 +571,8 @@ static void fori_body(void *ctx, jx_array *const *in, jx_array **out) {
   out[0] = jx_add(in[0], jx_scalar(JX_I32, 1));
 }
 
-jx_status jx_fori(int64_t lo, int64_t hi, jx_fn *body, int n, jx_array *const *init,
-                  jx_array **out) {
+static jx_status fori_call(int64_t lo, int64_t hi, jx_fn *body, int n, jx_array *const *init,
+                           jx_array **out) {
   const char *op = "jx_fori";
   if (!body || !out) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: body or out is NULL", op);
   for (int i = 0; i < n; i++) out[i] = jx_poison();
@@ -586,5 +598,14 @@ jx_status jx_fori(int64_t lo, int64_t hi, jx_fn *body, int n, jx_array *const *i
   }
   free(args);
   free(res);
+  return st;
+}
+
+jx_status jx_fori(int64_t lo, int64_t hi, jx_fn *body, int n, jx_array *const *init,
+                  jx_array **out) {
+  jx_array **copy; /* jx_fori(lo, hi, b, n, x, x) */
+  init = jx_inputs_apart("jx_fori", init, n, out, n, &copy);
+  jx_status st = fori_call(lo, hi, body, n, init, out);
+  free(copy);
   return st;
 }

@@ -231,7 +231,8 @@ const jx_prim jx_prim_while = {.name = "while",
                                .batch = batch_while,
                                .partial_eval = pe_while};
 
-jx_status jx_while(jx_fn *cond_fn, jx_fn *body_fn, int n, jx_array *const *init, jx_array **out) {
+static jx_status while_call(jx_fn *cond_fn, jx_fn *body_fn, int n, jx_array *const *init,
+                            jx_array **out) {
   const char *op = "jx_while";
   if (!out || (n > 0 && !init))
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: init or out is NULL", op);
@@ -267,5 +268,13 @@ jx_status jx_while(jx_fn *cond_fn, jx_fn *body_fn, int n, jx_array *const *init,
   jx_program_release(subs[0]);
   jx_program_release(subs[1]);
   free(av);
+  return st;
+}
+
+jx_status jx_while(jx_fn *cond_fn, jx_fn *body_fn, int n, jx_array *const *init, jx_array **out) {
+  jx_array **copy; /* jx_while(c, b, n, x, x) */
+  init = jx_inputs_apart("jx_while", init, n, out, n, &copy);
+  jx_status st = while_call(cond_fn, body_fn, n, init, out);
+  free(copy);
   return st;
 }
