@@ -105,7 +105,7 @@ jx_array *jx_bitcast_convert_type(jx_array *a, jx_dtype dt); /* reinterprets bit
 jx_array *jx_stop_gradient(jx_array *a);
 
 /* ---- reductions (keepdims 0/1; JX_AXES() = all axes; negative axes count from the end) ---- */
-jx_array *jx_sum(jx_array *a, jx_axes ax, int keepdims); /* bool/small ints sum in i32+ as NumPy */
+jx_array *jx_sum(jx_array *a, jx_axes ax, int keepdims); /* ints sum in i32 (i64 under x64) */
 jx_array *jx_prod(jx_array *a, jx_axes ax, int keepdims);
 jx_array *jx_max(jx_array *a, jx_axes ax, int keepdims);
 jx_array *jx_min(jx_array *a, jx_axes ax, int keepdims);
@@ -115,7 +115,7 @@ jx_array *jx_mean(jx_array *a, jx_axes ax, int keepdims);
 jx_array *jx_var(jx_array *a, jx_axes ax, int keepdims); /* ddof 0 */
 jx_array *jx_std(jx_array *a, jx_axes ax, int keepdims);
 jx_array *jx_logsumexp(jx_array *a, jx_axes ax, int keepdims);
-jx_array *jx_argmax(jx_array *a, int axis); /* i32; first of ties; NaN wins */
+jx_array *jx_argmax(jx_array *a, int axis); /* i32 (i64 under x64); first of ties; NaN wins */
 jx_array *jx_argmin(jx_array *a, int axis);
 jx_array *jx_softmax(jx_array *a, int axis);
 jx_array *jx_log_softmax(jx_array *a, int axis);
