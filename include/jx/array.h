@@ -17,13 +17,14 @@
  *
  * Modes (docs/dtypes.md, "x32 and x64 modes"). By default jx gives what JAX
  * gives in its default mode (jax_enable_x64=False) wherever JAX could compute
- * the result there: a 64-bit result no explicit 64-bit operand asked for is
- * 32-bit (i32 + u32 is i32, the sum of i32 is i32, two weak scalars give a
- * weak 32-bit one), indices are i32, and jx_random_* draw default-mode JAX's
+ * the result there: a 64-bit result of arrays of up to 32 bits is 32-bit
+ * (i32 + u32 is i32, i32_array * jx_scalar(JX_F64, 0.5) is f32, the sum of
+ * i32 is i32), indices are i32, and jx_random_* draw default-mode JAX's
  * bits. Explicit i64, u64 and f64 arrays still work and stay 64-bit, with x64
- * JAX's rules. JX_ENABLE_X64=1 in the environment, or
- * jx_config_enable_x64(1), switches to x64 JAX's rules everywhere. Programs
- * are traced under the mode of their first call: set the mode before tracing. */
+ * JAX's rules, as do 64-bit weak scalars alone (jx_scalar(JX_F64, 1) *
+ * jx_scalar(JX_F64, 2) is f64). JX_ENABLE_X64=1 in the
+ * environment, or jx_config_enable_x64(1), switches to x64 JAX's rules everywhere. Programs are
+ * traced under the mode of their first call: set the mode before tracing. */
 #ifndef JX_ARRAY_H
 #define JX_ARRAY_H
 

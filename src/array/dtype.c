@@ -138,13 +138,15 @@ static jx_dtype promote_lattice(jx_dtype a, int a_weak, jx_dtype b, int b_weak, 
   return want == JX_KIND_FLOAT ? JX_F64 : JX_I64;
 }
 
-/* x32 mode: a 64-bit result that no explicit (strong) 64-bit operand asked
- * for is what JAX's x32 mode canonicalizes to 32 bits (i32 + u32, two weak
- * scalars, a weak float scalar with an integer array). */
+/* The default mode keeps a 64-bit result only where the operands ask for
+ * it: a strong 64-bit operand, or weak 64-bit scalars alone (jx_scalar was
+ * told the dtype). Anything else is what JAX's default mode canonicalizes
+ * to 32 bits: i32 + u32, an integer array with a weak float scalar. */
 jx_dtype jx_promote_weak(jx_dtype a, int a_weak, jx_dtype b, int b_weak, int *out_weak) {
   jx_dtype r = promote_lattice(a, a_weak, b, b_weak, out_weak);
-  int explicit64 = (!a_weak && jx_dtype_bits(a) == 64) || (!b_weak && jx_dtype_bits(b) == 64);
-  return explicit64 ? r : jx_dtype_canonical(r);
+  int wide_a = jx_dtype_bits(a) == 64, wide_b = jx_dtype_bits(b) == 64;
+  int asked = (!a_weak && wide_a) || (!b_weak && wide_b) || (a_weak && b_weak && wide_a && wide_b);
+  return asked ? r : jx_dtype_canonical(r);
 }
 
 /* JAX's promote_types: the lattice alone, the same in both modes. */

@@ -43,8 +43,8 @@ static inline float jx_bf16_to_f32_inline(uint16_t h) {
 jx_dtype jx_dtype_canonical(jx_dtype dt);
 jx_dtype jx_default_int(void);
 
-/* Promotion with weak types (JAX's lattice, see include/jx/array.h), with a
- * result no explicit 64-bit operand asked for canonicalized. */
+/* Promotion with weak types (JAX's lattice, see include/jx/array.h); in the
+ * default mode a 64-bit result of 32-bit strong operands is canonicalized. */
 jx_dtype jx_promote_weak(jx_dtype a, int a_weak, jx_dtype b, int b_weak, int *out_weak);
 /* The float dtype an integer or bool input of a floating op is computed in:
  * f32 up to 32 bits, f64 for 64-bit integers (as JAX). */

@@ -351,9 +351,9 @@ for dt, s, sdt, name in WEAK:
              **(ftol("f32") if y.dtype == np.float32 else {}))
     fam.case(name, [sarr, a], [np.asarray(j2)], id=f"{name}_weakl_{dt}", weak=[0],
              out_weak=int(j2.weak_type), **(ftol("f32") if y.dtype == np.float32 else {}))
-# two weak scalars: a weak f32 in the default mode (JAX's 2 + 1.5)
-fam.case("add", [np.array(2, np.int64), np.array(1.5)], [np.array(3.5, np.float32)],
-         id="add_weak_both", weak=[0, 1], out_weak=1)
+# two weak scalars keep the dtypes they were given (jx_scalar's dtype is explicit)
+fam.case("add", [np.array(2, np.int64), np.array(1.5)], [np.array(3.5)], id="add_weak_both",
+         weak=[0, 1], out_weak=1)
 
 # ---- selection ----
 for dt in ALL:
