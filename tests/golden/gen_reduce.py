@@ -1,8 +1,8 @@
 """Goldens for reductions, cumulative ops, sorting and windows (family 'reduce').
 
-Expected values come from JAX in 64-bit mode, except the dtypes of integer sums,
-products and bool cumsums, which come from the mode jx runs them in
-(jax_mode_for: JAX's default mode for operands of up to 32 bits). Float sums are compared with an
+Expected values come from JAX in 64-bit mode, except integer sums, products and
+bool cumsums, which come from the mode jx runs them in (jax_mode_for: JAX's
+default mode for operands of up to 32 bits). Float sums are compared with an
 f64 reference (the sum of the exactly widened inputs, rounded once), with a
 tolerance stated per case from the sum of magnitudes; JAX's own f32 result is
 checked against the same tolerance here, so the golden agrees with JAX.

@@ -79,6 +79,29 @@ static void ops_agree_with_the_hash(void **state) {
   assert_int_equal(f[1], k[3]);
 }
 
+/* uniform's scaling primitive: a * b + c rounded once (f32 here: 1 + 2^-23
+ * squared is 1 + 2^-22 + 2^-46, which two roundings lose), and its
+ * derivative in each operand against finite differences. */
+static void fma_fn(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_bind1(&jx_prim_fma, 3, in, NULL);
+}
+static void fma_primitive(void **state) {
+  (void)state;
+  float a = 1 + 0x1p-23f, c = -(1 + 0x1p-22f), got;
+  jx_array *fa = jx_scalar(JX_F32, a), *fc = jx_scalar(JX_F32, c);
+  assert_int_equal(
+      jx_read(jx_bind1(&jx_prim_fma, 3, (jx_array *[]){fa, fa, fc}, NULL), &got, sizeof got),
+      JX_OK);
+  assert_true(got == 0x1p-46f);
+  double x[3][4] = {{0.5, -1.25, 2, 3}, {1.5, 0.75, -2, 0.1}, {-0.3, 4, 1, -1}};
+  jx_array *in[3];
+  for (int i = 0; i < 3; i++) in[i] = jx_array_from(JX_F64, JX_SHAPE(4), x[i]);
+  jx_fn *f = jx_fn_create("fma", 3, 1, fma_fn, NULL);
+  assert_int_equal(jx_check_grads(f, in, 2, 0, 0), JX_OK);
+  jx_fn_release(f);
+}
+
 /* x64 JAX's key holds both words of a 64-bit seed; the default mode's seed
  * is 32-bit, so its high word is 0 (JAX's shift by 32 of an i32). */
 static void key_from_seed(void **state) {
@@ -257,6 +280,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(threefry_known_answers, setup, teardown),
       cmocka_unit_test_setup_teardown(threefry_scalars_and_empty, setup, teardown),
       cmocka_unit_test_setup_teardown(ops_agree_with_the_hash, setup, teardown),
+      cmocka_unit_test_setup_teardown(fma_primitive, setup, teardown),
       cmocka_unit_test_setup_teardown(key_from_seed, setup, teardown),
       cmocka_unit_test_setup_teardown(bernoulli_draws_in_the_mode_float, setup, teardown),
       cmocka_unit_test_setup_teardown(uniform_is_in_range, setup, teardown),
