@@ -85,6 +85,17 @@ static void promotion_matches_jax(void **state) {
   check_promotion_table("promote.txt", 1);
 }
 
+/* Before any jx_config_enable_x64 the mode is JX_ENABLE_X64's (CTest runs
+ * this file again with JX_ENABLE_X64=1). Runs first. */
+static void mode_comes_from_the_environment(void **state) {
+  (void)state;
+  const char *v = getenv("JX_ENABLE_X64");
+  int want = v && *v && strcmp(v, "0") != 0;
+  assert_int_equal(jx_x64_enabled(), want);
+  assert_int_equal(jx_dtype_of(jx_add(jx_ones(JX_I32, JX_SHAPE(2)), jx_ones(JX_U32, JX_SHAPE(2)))),
+                   want ? JX_I64 : JX_I32);
+}
+
 /* The modes through the public ops: what JAX's default mode can compute
  * comes out 32-bit, an explicit 64-bit operand keeps x64 JAX's rule, and
  * jx_config_enable_x64 switches to x64 JAX's results. */
@@ -325,6 +336,7 @@ static void loads_round_trip(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(mode_comes_from_the_environment, setup, teardown),
       cmocka_unit_test_setup_teardown(promotion_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(default_mode_is_jax_default_mode, setup, teardown),
       cmocka_unit_test_setup_teardown(weak_scalar_keeps_its_dtype_when_its_kind_wins, setup,
