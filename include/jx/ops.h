@@ -184,7 +184,7 @@ jx_array *jx_scatter(jx_array *operand, jx_array *indices, jx_array *updates,
 
 /* ---- sorting ---- */
 jx_array *jx_sort(jx_array *a, int axis);    /* stable; NaNs last */
-jx_array *jx_argsort(jx_array *a, int axis); /* stable; i32 */
+jx_array *jx_argsort(jx_array *a, int axis); /* stable; i32 (i64 under x64) */
 jx_status jx_sort_multi(int n, jx_array *const *operands, int axis, int num_keys,
                         jx_array **out); /* lax.sort: lexicographic on the first
                                             num_keys operands, stable */

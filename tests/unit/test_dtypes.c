@@ -114,6 +114,7 @@ static void default_mode_is_jax_default_mode(void **state) {
     assert_int_equal(jx_dtype_of(jx_sum(u, JX_AXES(), 0)), x64 ? JX_U64 : JX_U32);
     assert_int_equal(jx_dtype_of(jx_cumsum(b, 0)), wide_i);
     assert_int_equal(jx_dtype_of(jx_argmax(i, 0)), wide_i);
+    assert_int_equal(jx_dtype_of(jx_argsort(i, 0)), wide_i);
     /* 64-bit weak scalars alone keep the dtype they were given */
     assert_int_equal(jx_dtype_of(jx_add(jx_scalar(JX_I64, 1), jx_scalar(JX_F64, 2))), JX_F64);
     assert_int_equal(jx_dtype_of(jx_add(jx_scalar(JX_F32, 1), jx_scalar(JX_F64, 2))),
