@@ -10,10 +10,21 @@
  * jx_scalar returns a weakly typed scalar: in a binary op it takes the other
  * operand's dtype when that one is of the same or a higher kind
  * (bf16_array * jx_scalar(JX_F32, 2) is bf16) and keeps its own dtype when it
- * wins (i32_array * jx_scalar(JX_F32, 2) is f32). u64 + i64 is f64, as in
- * JAX with 64-bit types enabled; floating functions of integers (jx_div,
- * jx_exp, ...) compute in f32 for bool and integers up to 32 bits and in f64
- * for 64-bit integers, as JAX does. */
+ * wins (i32_array * jx_scalar(JX_F32, 2) is f32). u64 + i64 is f64;
+ * floating functions of integers (jx_div, jx_exp, ...) compute in f32 for
+ * bool and integers up to 32 bits and in f64 for 64-bit integers, as JAX
+ * does.
+ *
+ * Modes (docs/dtypes.md, "x32 and x64 modes"). By default jx gives what JAX
+ * gives in its default mode (jax_enable_x64=False) wherever JAX could compute
+ * the result there: a 64-bit result of arrays of up to 32 bits is 32-bit
+ * (i32 + u32 is i32, i32_array * jx_scalar(JX_F64, 0.5) is f32, the sum of
+ * i32 is i32), indices are i32, and jx_random_* draw default-mode JAX's
+ * bits. Explicit i64, u64 and f64 arrays still work and stay 64-bit, with x64
+ * JAX's rules, as do 64-bit weak scalars alone (jx_scalar(JX_F64, 1) *
+ * jx_scalar(JX_F64, 2) is f64). JX_ENABLE_X64=1 in the
+ * environment, or jx_config_enable_x64(1), switches to x64 JAX's rules everywhere. Programs are
+ * traced under the mode of their first call: set the mode before tracing. */
 #ifndef JX_ARRAY_H
 #define JX_ARRAY_H
 
@@ -42,7 +53,10 @@ typedef enum { /* append-only */
 
 const char *jx_dtype_name(jx_dtype dt);            /* "f32", "bf16", ...; "?" if invalid */
 size_t jx_dtype_size(jx_dtype dt);                 /* bytes per element; 0 if invalid */
-jx_dtype jx_promote_types(jx_dtype a, jx_dtype b); /* both strongly typed */
+jx_dtype jx_promote_types(jx_dtype a, jx_dtype b); /* both strongly typed; JAX's
+                                                      promote_types, the same in both modes */
+void jx_config_enable_x64(int enable);             /* 1: x64 JAX's rules; 0: the default mode */
+int jx_x64_enabled(void); /* the mode: JX_ENABLE_X64 until jx_config_enable_x64 sets it */
 
 /* 16-bit float conversions, round to nearest even; NaN and inf are kept and
  * overflow goes to inf. */

@@ -107,7 +107,7 @@ jx_array *jx_bitcast_convert_type(jx_array *a, jx_dtype dt); /* reinterprets bit
 jx_array *jx_stop_gradient(jx_array *a);
 
 /* ---- reductions (keepdims 0/1; JX_AXES() = all axes; negative axes count from the end) ---- */
-jx_array *jx_sum(jx_array *a, jx_axes ax, int keepdims); /* bool/small ints sum in i32+ as NumPy */
+jx_array *jx_sum(jx_array *a, jx_axes ax, int keepdims); /* ints sum in i32 (i64 under x64) */
 jx_array *jx_prod(jx_array *a, jx_axes ax, int keepdims);
 jx_array *jx_max(jx_array *a, jx_axes ax, int keepdims);
 jx_array *jx_min(jx_array *a, jx_axes ax, int keepdims);
@@ -117,7 +117,7 @@ jx_array *jx_mean(jx_array *a, jx_axes ax, int keepdims);
 jx_array *jx_var(jx_array *a, jx_axes ax, int keepdims); /* ddof 0 */
 jx_array *jx_std(jx_array *a, jx_axes ax, int keepdims);
 jx_array *jx_logsumexp(jx_array *a, jx_axes ax, int keepdims);
-jx_array *jx_argmax(jx_array *a, int axis); /* i32; first of ties; NaN wins */
+jx_array *jx_argmax(jx_array *a, int axis); /* i32 (i64 under x64); first of ties; NaN wins */
 jx_array *jx_argmin(jx_array *a, int axis);
 jx_array *jx_softmax(jx_array *a, int axis);
 jx_array *jx_log_softmax(jx_array *a, int axis);
@@ -186,7 +186,7 @@ jx_array *jx_scatter(jx_array *operand, jx_array *indices, jx_array *updates,
 
 /* ---- sorting ---- */
 jx_array *jx_sort(jx_array *a, int axis);    /* stable; NaNs last */
-jx_array *jx_argsort(jx_array *a, int axis); /* stable; i32 */
+jx_array *jx_argsort(jx_array *a, int axis); /* stable; i32 (i64 under x64) */
 jx_status jx_sort_multi(int n, jx_array *const *operands, int axis, int num_keys,
                         jx_array **out); /* lax.sort: lexicographic on the first
                                             num_keys operands, stable */

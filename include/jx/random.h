@@ -1,8 +1,14 @@
 /* jx/random.h: counter-based random numbers, bit-identical to JAX's default
  * PRNG (threefry2x32 in partitionable mode): the same key gives the same bits
- * and, for floats, the same values as jax.random.
+ * and, for floats, the same values as jax.random on a CPU, in the mode jx
+ * runs in (include/jx/array.h): default-mode JAX's by default, x64 JAX's
+ * under JX_ENABLE_X64=1. Every f16, bf16 and f32 sampler matches bit for bit
+ * (the f32 ones as XLA computes them with fused multiply-adds, which x86-64
+ * CPUs with FMA3 and AArch64 have); f64 normal and truncated_normal differ
+ * from XLA's f64 erf_inv polynomial by a few ulp.
  *
- * A key is a u32[2] array (jax.random.key_data of jax.random.key(seed)).
+ * A key is a u32[2] array (jax.random.key_data of jax.random.key(seed)); the
+ * default mode's seed is 32-bit, so jx_random_key keeps its low word there.
  * Keys are values: reusing one reuses its randomness; split or fold_in to get
  * new ones. */
 #ifndef JX_RANDOM_H
@@ -21,9 +27,11 @@ jx_array *jx_random_bits(jx_array *key, jx_shape s); /* u32 */
 jx_array *jx_random_uniform(jx_array *key, jx_dtype dt, jx_shape s, double lo, double hi);
 jx_array *jx_random_normal(jx_array *key, jx_dtype dt, jx_shape s);
 jx_array *jx_random_truncated_normal(jx_array *key, jx_dtype dt, jx_shape s, double lo, double hi);
-jx_array *jx_random_bernoulli(jx_array *key, double p, jx_shape s);         /* bool */
-jx_array *jx_random_categorical(jx_array *key, jx_array *logits, int axis); /* i32 */
-jx_array *jx_random_permutation(jx_array *key, int64_t n);                  /* i32 */
+/* bernoulli: uniforms of p's dtype, f32 (f64 under x64), below p */
+jx_array *jx_random_bernoulli(jx_array *key, double p, jx_shape s); /* bool */
+/* categorical and permutation: i32 (i64 under x64) */
+jx_array *jx_random_categorical(jx_array *key, jx_array *logits, int axis);
+jx_array *jx_random_permutation(jx_array *key, int64_t n);
 
 /* the hash itself (lax-level): four u32 arrays of one shape -> two */
 jx_status jx_threefry2x32(jx_array *k0, jx_array *k1, jx_array *x0, jx_array *x1, jx_array **out0,

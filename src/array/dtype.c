@@ -2,6 +2,8 @@
 
 #include <stdint.h>
 
+#include "../base/env.h"
+
 static const char *const names[JX_NUM_DTYPES] = {"bool", "i8",  "i16", "i32",  "i64", "u8", "u16",
                                                  "u32",  "u64", "f16", "bf16", "f32", "f64"};
 static const size_t sizes[JX_NUM_DTYPES] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
@@ -84,7 +86,36 @@ static int node_of(jx_dtype dt, int weak) {
   }
 }
 
-jx_dtype jx_promote_weak(jx_dtype a, int a_weak, jx_dtype b, int b_weak, int *out_weak) {
+/* ---- the x32 / x64 mode ----
+ * -1 until the first question, which reads JX_ENABLE_X64 unless
+ * jx_config_enable_x64 has set it first. Racing first readers store the same
+ * value. */
+static _Atomic int x64_mode = -1;
+
+int jx_x64_enabled(void) {
+  int m = x64_mode;
+  if (m < 0) {
+    m = jx_env_flag("JX_ENABLE_X64");
+    x64_mode = m;
+  }
+  return m;
+}
+
+void jx_config_enable_x64(int enable) { x64_mode = enable != 0; }
+
+jx_dtype jx_dtype_canonical(jx_dtype dt) {
+  if (jx_x64_enabled()) return dt;
+  switch (dt) {
+  case JX_I64: return JX_I32;
+  case JX_U64: return JX_U32;
+  case JX_F64: return JX_F32;
+  default: return dt;
+  }
+}
+
+jx_dtype jx_default_int(void) { return jx_x64_enabled() ? JX_I64 : JX_I32; }
+
+static jx_dtype promote_lattice(jx_dtype a, int a_weak, jx_dtype b, int b_weak, int *out_weak) {
   int na = node_of(a, a_weak), nb = node_of(b, b_weak);
   int j = join(na, nb);
   if (j < JX_NUM_DTYPES) {
@@ -107,7 +138,19 @@ jx_dtype jx_promote_weak(jx_dtype a, int a_weak, jx_dtype b, int b_weak, int *ou
   return want == JX_KIND_FLOAT ? JX_F64 : JX_I64;
 }
 
-jx_dtype jx_promote_types(jx_dtype a, jx_dtype b) { return jx_promote_weak(a, 0, b, 0, NULL); }
+/* The default mode keeps a 64-bit result only where the operands ask for
+ * it: a strong 64-bit operand, or weak 64-bit scalars alone (jx_scalar was
+ * told the dtype). Anything else is what JAX's default mode canonicalizes
+ * to 32 bits: i32 + u32, an integer array with a weak float scalar. */
+jx_dtype jx_promote_weak(jx_dtype a, int a_weak, jx_dtype b, int b_weak, int *out_weak) {
+  jx_dtype r = promote_lattice(a, a_weak, b, b_weak, out_weak);
+  int wide_a = jx_dtype_bits(a) == 64, wide_b = jx_dtype_bits(b) == 64;
+  int asked = (!a_weak && wide_a) || (!b_weak && wide_b) || (a_weak && b_weak && wide_a && wide_b);
+  return asked ? r : jx_dtype_canonical(r);
+}
+
+/* JAX's promote_types: the lattice alone, the same in both modes. */
+jx_dtype jx_promote_types(jx_dtype a, jx_dtype b) { return promote_lattice(a, 0, b, 0, NULL); }
 
 /* JAX's rule: integers of up to 32 bits and bool compute in f32, 64-bit
  * integers in f64 (jnp.sin(int32) is f32 even with 64-bit types enabled). */

@@ -37,7 +37,14 @@ static inline float jx_bf16_to_f32_inline(uint16_t h) {
   return x;
 }
 
-/* Promotion with weak types (JAX's lattice, see include/jx/array.h). */
+/* The x32 mode (include/jx/array.h): JAX's dtypes.canonicalize_dtype, which
+ * maps i64, u64 and f64 to their 32-bit kin unless x64 is enabled, and
+ * dtypes.int_ (i32, or i64 under x64) for indices JAX returns. */
+jx_dtype jx_dtype_canonical(jx_dtype dt);
+jx_dtype jx_default_int(void);
+
+/* Promotion with weak types (JAX's lattice, see include/jx/array.h); in the
+ * default mode a 64-bit result of 32-bit strong operands is canonicalized. */
 jx_dtype jx_promote_weak(jx_dtype a, int a_weak, jx_dtype b, int b_weak, int *out_weak);
 /* The float dtype an integer or bool input of a floating op is computed in:
  * f32 up to 32 bits, f64 for 64-bit integers (as JAX). */

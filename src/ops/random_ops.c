@@ -2,23 +2,26 @@
  * (include/jx/random.h). Every sampler is JAX's own recipe from
  * jax/_src/random/core.py and threefry2x32.py (partitionable mode), written
  * with primitives so that it traces like any other op:
- *   key(seed)        = (seed >> 32, seed & 0xffffffff) as u32[2]
+ *   key(seed)        = (seed >> 32, seed & 0xffffffff) as u32[2] under x64;
+ *                      (0, seed & 0xffffffff) in the default mode, where JAX's
+ *                      seed is 32-bit and its shift by 32 gives 0
  *   split(key, n)    = threefry2x32(key[0], key[1], 0, iota(n)), stacked as u32[n,2]
  *   fold_in(key, d)  = threefry2x32(key[0], key[1], 0, d) as u32[2]
  *   uniform          = random bits put into the mantissa of a float in [1, 2),
- *                      minus 1, scaled to [lo, hi)
+ *                      minus 1, scaled to [lo, hi) by one fused multiply-add
+ *                      (f32, f64), as XLA's CPU kernels contract it
  *   normal           = sqrt(2) * erf_inv(uniform in (-1, 1))
  *   truncated_normal = sqrt(2) * erf_inv(uniform in (erf(lo/sqrt2), erf(hi/sqrt2))),
  *                      clipped into the open interval (lo, hi)
- *   bernoulli        = uniform f64 < p
+ *   bernoulli        = uniform < p, in f32 (f64 under x64: p is a Python float)
  *   categorical      = argmax(logits + Gumbel noise) (the Gumbel-max trick)
  *   permutation      = arange(n) sorted by fresh random 32-bit keys, repeated
  *                      for enough rounds that collisions become negligible.
- * Where JAX returns 64-bit indices (categorical, permutation with x64 enabled)
- * jx returns i32, as random.h documents. */
+ * categorical and permutation return JAX's default int: i32, i64 under x64. */
 #include <jx/random.h>
 #include <math.h>
 
+#include "../array/dtype.h"
 #include "ops_util.h"
 
 /* ---- small helpers ---- */
@@ -72,9 +75,10 @@ static jx_array *key_word(jx_array *key, int64_t i, jx_shape s) {
 /* ---- keys ---- */
 
 jx_array *jx_random_key(uint64_t seed) {
-  /* JAX bit-casts a 64-bit seed to (high word, low word); a negative int64
-   * seed is its two's complement, which a uint64 already is. */
-  uint32_t words[2] = {(uint32_t)(seed >> 32), (uint32_t)seed};
+  /* x64 JAX bit-casts a 64-bit seed to (high word, low word); a negative
+   * int64 seed is its two's complement, which a uint64 already is. The
+   * default mode's seed is 32-bit: its high word is 0. */
+  uint32_t words[2] = {jx_x64_enabled() ? (uint32_t)(seed >> 32) : 0, (uint32_t)seed};
   return jx_array_from(JX_U32, JX_SHAPE(2), words);
 }
 
@@ -160,7 +164,9 @@ static jx_dtype uint_of_width(int bits) {
 /* JAX's _uniform with bounds already of dtype dt and shape s: the top nmant
  * random bits become the mantissa of a float in [1, 2); subtracting 1 gives
  * [0, 1), which is scaled to [lo, hi) and kept >= lo against rounding.
- * Formats with fewer than 8 mantissa bits (bf16) draw 8 bits, not 16. */
+ * Formats with fewer than 8 mantissa bits (bf16) draw 8 bits, not 16. XLA's
+ * CPU kernels fuse the f32 and f64 scaling into one multiply-add; f16 and
+ * bf16 round after each operation. */
 static jx_array *uniform_between(jx_array *key, jx_dtype dt, const float_info *fi, jx_shape s,
                                  jx_array *lo, jx_array *hi) {
   int rng_bits = fi->nmant < 8 ? 8 : fi->nbits;
@@ -171,8 +177,11 @@ static jx_array *uniform_between(jx_array *key, jx_dtype dt, const float_info *f
       bind2(&jx_prim_shift_right_logical, bits, jx_full(ut, s, (double)(rng_bits - fi->nmant)));
   jx_array *fbits = bind2(&jx_prim_or, mant, jx_full(ut, s, (double)fi->one_bits));
   jx_array *floats = bind2(&jx_prim_sub, bitcast(fbits, dt), jx_full(dt, s, 1.0));
-  jx_array *scaled =
-      bind2(&jx_prim_add, bind2(&jx_prim_mul, floats, bind2(&jx_prim_sub, hi, lo)), lo);
+  jx_array *range = bind2(&jx_prim_sub, hi, lo), *scaled;
+  if (dt == JX_F32 || dt == JX_F64)
+    scaled = jx_bind1(&jx_prim_fma, 3, (jx_array *[]){floats, range, lo}, NULL);
+  else
+    scaled = bind2(&jx_prim_add, bind2(&jx_prim_mul, floats, range), lo);
   return bind2(&jx_prim_max, lo, scaled);
 }
 
@@ -191,6 +200,49 @@ jx_array *jx_random_normal(jx_array *key, jx_dtype dt, jx_shape s) {
   return bind2(&jx_prim_mul, jx_full(dt, s, M_SQRT2), bind1(&jx_prim_erf_inv, u));
 }
 
+/* erf in f32 as XLA's CPU kernels compute it (a rational function of x^2
+ * with explicit fused multiply-adds, +-1 from |x| >= 3.8325), which is not
+ * always the correctly rounded erf that jx_erf gives. */
+static float xla_erff(float x) {
+  if (fabsf(x) >= 0x1.ea8f96p+1f) return copysignf(1.0f, x);
+  static const float num[5] = {0x1.e05aa2p-13f, 0x1.bebb44p-9f, 0x1.a16dd6p-5f, 0x1.7b4e80p-3f,
+                               0x1.20dd74p+0f};
+  static const float den[7] = {-0x1.fa720cp-24f,
+                               0x1.8b11bep-16f,
+                               0x1.0ada50p-10f,
+                               0x1.cd0fa8p-7f,
+                               0x1.c69842p-4f,
+                               0x1.fd6894p-2f,
+                               1.0f};
+  float x2 = x * x, p = fmaf(x2, num[0], num[1]), q = fmaf(x2, den[0], den[1]);
+  for (int i = 2; i < 5; i++) p = fmaf(x2, p, num[i]);
+  for (int i = 2; i < 7; i++) q = fmaf(x2, q, den[i]);
+  return x * p / q;
+}
+
+/* v rounded to dt, as the host value of a dt scalar */
+static double round_to(jx_dtype dt, double v) {
+  unsigned char buf[8];
+  jx_store_f64(buf, dt, 0, v);
+  return jx_load_f64(buf, dt, 0);
+}
+
+/* erf(bound / sqrt(2)) in dt, as JAX's kernel computes it from the bound:
+ * f32 (f16 and bf16 widened to it, each result rounded back) with XLA's erf,
+ * f64 with libm's. */
+static double erf_of_bound(jx_dtype dt, double bound) {
+  double b = round_to(dt, bound), sqrt2 = round_to(dt, M_SQRT2);
+  if (dt == JX_F64) return erf(b / sqrt2);
+  return round_to(dt, xla_erff((float)round_to(dt, (float)b / (float)sqrt2)));
+}
+
+/* x with its subnormal values made 0: XLA's CPU kernels run with
+ * flush-to-zero, so the bound just above 0 that JAX clips to is 0. */
+static jx_array *flush_subnormal(jx_array *x, jx_dtype dt, jx_shape s, double tiny) {
+  jx_array *small = bind2(&jx_prim_lt, bind1(&jx_prim_abs, x), jx_full(dt, s, tiny));
+  return jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){small, x, jx_zeros(dt, s)}, NULL);
+}
+
 jx_array *jx_random_truncated_normal(jx_array *key, jx_dtype dt, jx_shape s, double lo, double hi) {
   const char *op = "jx_random_truncated_normal";
   float_info fi;
@@ -202,28 +254,30 @@ jx_array *jx_random_truncated_normal(jx_array *key, jx_dtype dt, jx_shape s, dou
   }
   jx_array *sqrt2 = jx_full(dt, s, M_SQRT2);
   jx_array *lower = jx_full(dt, s, lo), *upper = jx_full(dt, s, hi);
-  jx_array *a = bind1(&jx_prim_erf, bind2(&jx_prim_div, lower, sqrt2));
-  jx_array *b = bind1(&jx_prim_erf, bind2(&jx_prim_div, upper, sqrt2));
+  jx_array *a = jx_full(dt, s, erf_of_bound(dt, lo)), *b = jx_full(dt, s, erf_of_bound(dt, hi));
   jx_array *u = uniform_between(key, dt, &fi, s, a, b);
   jx_array *out = bind2(&jx_prim_mul, sqrt2, bind1(&jx_prim_erf_inv, u));
   /* rounding (or drawing exactly a) may land on a bound: clip into the open
    * interval, as jnp.clip(out, nextafter(lo, inf), nextafter(hi, -inf)) */
   jx_array *above = bind2(&jx_prim_nextafter, lower, jx_full(dt, s, INFINITY));
   jx_array *below = bind2(&jx_prim_nextafter, upper, jx_full(dt, s, -INFINITY));
+  above = flush_subnormal(above, dt, s, fi.tiny);
+  below = flush_subnormal(below, dt, s, fi.tiny);
   return bind2(&jx_prim_min, below, bind2(&jx_prim_max, above, out));
 }
 
 jx_array *jx_random_bernoulli(jx_array *key, double p, jx_shape s) {
   const char *op = "jx_random_bernoulli";
   float_info fi;
-  if (check_key(op, key) || check_float(op, JX_F64, s, &fi)) return jx_poison();
+  /* JAX draws uniforms of p's dtype: a Python float is f32, f64 under x64 */
+  jx_dtype dt = jx_dtype_canonical(JX_F64);
+  if (check_key(op, key) || check_float(op, dt, s, &fi)) return jx_poison();
   if (!(p >= 0 && p <= 1)) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: p is %g but must be in [0, 1]", op, p);
     return jx_poison();
   }
-  /* a Python float p is f64 under x64, so JAX draws f64 uniforms */
-  jx_array *u = uniform_between(key, JX_F64, &fi, s, jx_zeros(JX_F64, s), jx_ones(JX_F64, s));
-  return bind2(&jx_prim_lt, u, jx_full(JX_F64, s, p));
+  jx_array *u = uniform_between(key, dt, &fi, s, jx_zeros(dt, s), jx_ones(dt, s));
+  return bind2(&jx_prim_lt, u, jx_full(dt, s, p));
 }
 
 jx_array *jx_random_categorical(jx_array *key, jx_array *logits, int axis) {
@@ -256,7 +310,7 @@ jx_array *jx_random_categorical(jx_array *key, jx_array *logits, int axis) {
       bind1(&jx_prim_neg, bind1(&jx_prim_log, bind1(&jx_prim_neg, bind1(&jx_prim_log, u))));
   jx_params p = JX_PARAMS_INIT; /* first maximum wins, as jnp.argmax */
   p.i[0] = ax;
-  p.dtype = JX_I32;
+  p.dtype = jx_default_int();
   return jx_bind1(&jx_prim_argmax, 1, (jx_array *[]){bind2(&jx_prim_add, g, logits)}, &p);
 }
 
@@ -284,5 +338,5 @@ jx_array *jx_random_permutation(jx_array *key, int64_t n) {
       return jx_poison();
     x = sorted[1];
   }
-  return x;
+  return jx_default_int() == JX_I32 ? x : convert(x, jx_default_int());
 }

@@ -1,10 +1,12 @@
-/* NumPy-level reductions and cumulative ops, as jax.numpy (64-bit mode) and
- * jax.nn, built from the reduce_* / cum* / argmax primitives.
+/* NumPy-level reductions and cumulative ops, as jax.numpy and jax.nn, built
+ * from the reduce_* / cum* / argmax primitives.
  *
- * Dtypes follow JAX, not NumPy, where they differ:
- * - sum, prod, cumsum, cumprod: bool and signed integers narrower than 64
- *   bits sum in i64, unsigned ones in u64 (cumsum/cumprod keep integer
- *   dtypes and only turn bool into i64, as jnp.cumsum); floats keep theirs.
+ * Dtypes follow JAX, not NumPy, where they differ, in the mode jx runs in
+ * (include/jx/array.h):
+ * - sum, prod: bool and signed integers sum in JAX's canonical int (i32; i64
+ *   under x64 or for i64 input), unsigned ones in u32 (u64); cumsum/cumprod
+ *   keep integer dtypes and only turn bool into that int, as jnp.cumsum;
+ *   floats keep theirs. argmax/argmin give that int too.
  * - mean, var, std, logsumexp, softmax, log_softmax of bool and integers of
  *   up to 32 bits give f32 and 64-bit integers give f64
  *   (jax.dtypes.to_inexact_dtype; NumPy gives f64 throughout). f16 and bf16
@@ -54,10 +56,13 @@ static jx_array *filled(jx_dtype dt, double v, jx_shape s) {
   return jx_ops_broadcast(jx_ops_convert(jx_scalar(dt, v), dt, 0), s);
 }
 
+/* The accumulator of an integer sum or product: JAX's canonical int of the
+ * kind (i64/u64, 32-bit in the default mode unless the input is 64-bit). */
 static jx_dtype wide_int(jx_dtype dt) {
-  if (dt == JX_BOOL || jx_is_signed_int(dt)) return JX_I64;
-  if (jx_is_unsigned_int(dt)) return JX_U64;
-  return dt;
+  jx_dtype w = dt;
+  if (dt == JX_BOOL || jx_is_signed_int(dt)) w = JX_I64;
+  if (jx_is_unsigned_int(dt)) w = JX_U64;
+  return jx_dtype_bits(dt) == 64 ? w : jx_dtype_canonical(w);
 }
 
 /* jax.dtypes.to_inexact_dtype */
@@ -266,7 +271,7 @@ static jx_array *arg(const char *op, const jx_prim *p, jx_array *a, int axis) {
     return jx_poison();
   }
   jx_params pp = JX_PARAMS_INIT;
-  pp.dtype = JX_I32;
+  pp.dtype = jx_default_int();
   pp.i[0] = ax;
   return jx_bind1(p, 1, &a, &pp);
 }
@@ -303,7 +308,7 @@ static jx_array *cumulative(const char *fn, const char *op, jx_array *a, int axi
   jx_params pp = JX_PARAMS_INIT;
   pp.i[0] = ax;
   pp.i[1] = reverse != 0;
-  jx_array *x = a->dtype == JX_BOOL ? jx_ops_convert(a, JX_I64, a->weak) : a;
+  jx_array *x = a->dtype == JX_BOOL ? jx_ops_convert(a, jx_default_int(), a->weak) : a;
   return jx_bind1(p, 1, &x, &pp);
 }
 

@@ -26,7 +26,7 @@ jx_array *jx_argsort(jx_array *a, int axis) {
   if (jx_check_inputs("jx_argsort", 1, &a)) return jx_poison();
   int ax = jx_normalize_axis(axis, a->shape.rank, "jx_argsort");
   if (ax < 0) return jx_poison();
-  jx_array *in[2] = {a, jx_iota(JX_I32, a->shape, ax)}, *out[2];
+  jx_array *in[2] = {a, jx_iota(jx_default_int(), a->shape, ax)}, *out[2];
   bind_sort(2, in, ax, 1, out);
   return out[1];
 }

@@ -27,6 +27,10 @@ extern const jx_prim *const jx_prims_binary[];
 extern const jx_prim jx_prim_select_n, jx_prim_clamp;
 extern const jx_prim *const jx_prims_select[];
 
+/* fma.c: fma(a, b, c) = a * b + c rounded once (floats) */
+extern const jx_prim jx_prim_fma;
+extern const jx_prim *const jx_prims_fma[];
+
 /* convert.c: convert_element_type (dtype; i0 = weak result), bitcast_convert_type (dtype) */
 extern const jx_prim jx_prim_convert_element_type, jx_prim_bitcast_convert_type;
 extern const jx_prim *const jx_prims_convert[];

@@ -12,8 +12,9 @@
  *
  * f32 and f64 run typed loops with the op chosen outside the loop (these are
  * the kernels eager mode runs); f16 and bf16 compute in f32 and round once,
- * as XLA does on CPUs. erf_inv and digamma are computed in double for every
- * float dtype, so their f32 results are correctly rounded up to an ulp.
+ * as XLA does on CPUs. f32 erf_inv (f16 and bf16 too) is XLA's own f32
+ * evaluation, bit for bit (see erf_inv_f); f64 erf_inv and digamma are
+ * computed in double, digamma's f32 results rounded once.
  * exp, exp2, expm1, log, log1p, tanh, logistic, sin, cos and erf take their
  * f32 values from fastmath.h, the same code the jit's kernels embed, so
  * eager and jit agree bit for bit (f64 uses libm).
@@ -116,6 +117,67 @@ static double erf_inv_d(double y) {
   return y < 0 ? -x : x;
 }
 
+/* erf^-1 in f32 exactly as XLA's CPU kernels compute it, so that
+ * jax.random.normal's f32 bits come out the same: Giles' single-precision
+ * polynomial (XLA's ErfInv32) in w = -log1p(-x^2), with log1p itself XLA's
+ * f32 one (Cephes' rational function below sqrt(2) - 1, else XLA's logf of
+ * 1 + a), and every multiply-add that LLVM contracts there (XLA's CPU
+ * compiler allows it) written as fmaf. Those contractions are what an x86-64
+ * CPU with FMA3 (or any AArch64) executes; JAX on a CPU without FMA rounds
+ * them twice and gives other bits. */
+static float xla_log1pf(float a) {
+  float z = a * a, zero = a * 0.0f; /* zero: keeps NaN and inf as XLA's a * 0 */
+  float num = zero + 0x1.7bc096p-15f, den = zero + 1.0f;
+  static const float nc[6] = {0x1.fe818ap-2f, 0x1.a509f4p+2f, 0x1.de9738p+4f,
+                              0x1.e798ecp+5f, 0x1.c8e75ap+5f, 0x1.40a202p+4f};
+  static const float dc[6] = {0x1.e2035ap+3f, 0x1.4c30b6p+6f, 0x1.bb865ap+7f,
+                              0x1.351946p+8f, 0x1.b0db14p+7f, 0x1.e0f304p+5f};
+  for (int i = 0; i < 6; i++) {
+    num = fmaf(num, a, nc[i]);
+    den = fmaf(den, a, dc[i]);
+  }
+  if (fabsf(a) < 0x1.a8279ap-2f) return a + fmaf(-0.5f, z, (a * z) * (num / den));
+  /* log(v), v = 1 + a: v = 2^e m with m in [sqrt(1/2), sqrt(2)), then a
+   * polynomial in m - 1 and e ln 2 in two parts */
+  float v = a + 1.0f;
+  if (v != v || v < 0) return NAN;
+  if (v == 0) return -INFINITY;
+  if (v == INFINITY) return v;
+  float vm = v > 0x1p-126f ? v : 0x1p-126f;
+  uint32_t bits;
+  memcpy(&bits, &vm, 4);
+  float e = (float)((int32_t)(bits >> 23) - 127) + 1.0f, m;
+  bits = (bits & 0x807fffffu) | 0x3f000000u;
+  memcpy(&m, &bits, 4);
+  int small_m = m < 0x1.6a09e6p-1f;
+  if (small_m) e -= 1.0f;
+  float x = (m - 1.0f) + (small_m ? m : 0.0f);
+  float x2 = x * x, x3 = x2 * x;
+  float y1 = fmaf(fmaf(x, 0x1.204376p-4f, -0x1.d7a37p-4f), x, 0x1.de4a34p-4f);
+  float y2 = fmaf(fmaf(x, -0x1.fcba9ep-4f, 0x1.23d37ep-3f), x, -0x1.555ca0p-3f);
+  float y3 = fmaf(fmaf(x, 0x1.999d58p-3f, -0x1.fffff8p-3f), x, 0x1.555554p-2f);
+  float y = fmaf(fmaf(y1, x3, y2), x3, y3);
+  float r = fmaf(-0.5f, x2, x) + fmaf(y, x3, e * -0x1.bd0106p-13f);
+  return fmaf(e, 0x1.63p-1f, r);
+}
+
+static float erf_inv_f(float x) {
+  /* XLA's ErfInv32 coefficients, for w < 5 and w >= 5 */
+  static const float lo[9] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
+                              -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
+                              -0.00417768164f,  0.246640727f,    1.50140941f};
+  static const float hi[9] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
+                              -0.00367342844f,  0.00573950773f,  -0.0076224613f,
+                              0.00943887047f,   1.00167406f,     2.83297682f};
+  float l = xla_log1pf(x * -x);
+  int central = l > -5.0f; /* w = -l < 5 */
+  const float *c = central ? lo : hi;
+  float w = central ? -2.5f - l : sqrtf(-l) + -3.0f;
+  float p = fmaf(c[0], w, c[1]);
+  for (int i = 2; i < 9; i++) p = fmaf(w, p, c[i]);
+  return x * (fabsf(x) == 1.0f ? INFINITY : p);
+}
+
 /* psi(x): reflection for negative x, the recurrence up to x >= 10, then the
  * asymptotic series (error below 1e-17 there). */
 static double digamma_d(double x) {
@@ -206,7 +268,7 @@ static float lgamma32(float x) {
   X(U_ACOSH, acoshf(x), acosh(x))                                                                  \
   X(U_ATANH, atanhf(x), atanh(x))                                                                  \
   X(U_ERF, jx_erff(x), erf(x))                                                                     \
-  X(U_ERF_INV, (float)erf_inv_d(x), erf_inv_d(x))                                                  \
+  X(U_ERF_INV, erf_inv_f(x), erf_inv_d(x))                                                         \
   X(U_LGAMMA, lgamma32(x), lgamma64(x))                                                            \
   X(U_DIGAMMA, (float)digamma_d(x), digamma_d(x))                                                  \
   X(U_STOP_GRADIENT, x, x)

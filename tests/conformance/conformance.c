@@ -270,6 +270,8 @@ int main(int argc, char **argv) {
     char dir[1024], path[1200];
     snprintf(dir, sizeof dir, "%s/%s", argv[first], argv[f]);
     snprintf(path, sizeof path, "%s/cases.txt", dir);
+    size_t len = strlen(argv[f]);
+    jx_config_enable_x64(len > 4 && strcmp(argv[f] + len - 4, "_x64") == 0);
     FILE *fp = fopen(path, "r");
     if (!fp) {
       printf("FAIL %s: cannot open %s\n", argv[f], path);

@@ -6,7 +6,9 @@
  * cases.txt, one case a line:  <id> <op> [key=value ...]
  *   values: 3  -1.5  [0,2,-1]  f32  max   (no spaces inside a value)
  *   rtol=/atol= override the dtype's default tolerance for that case.
- * files: <id>.in0.npy, <id>.in1.npy, ... and <id>.out0.npy, ... */
+ * files: <id>.in0.npy, <id>.in1.npy, ... and <id>.out0.npy, ...
+ * A family whose name ends in _x64 holds x64 JAX's results and runs with
+ * jx_config_enable_x64(1); the others run in the default mode. */
 #ifndef JX_TESTS_CONFORMANCE_H
 #define JX_TESTS_CONFORMANCE_H
 

@@ -3,11 +3,13 @@
 Each generator script (gen_<family>.py) makes one directory
 tests/golden/data/<family>/ holding cases.txt and the .npy inputs and expected
 outputs of every case (see tests/conformance/conformance.h for the format).
-Expected values come from JAX (64-bit mode, so every dtype is available) or
-NumPy; the C suite never needs Python.
+Expected values come from JAX or NumPy: JAX's 64-bit mode where a case holds
+a 64-bit dtype, JAX's default mode where a case's dtypes depend on the mode
+(jax_mode_for); the C suite never needs Python.
 
 Run from the repository root:  python3 tests/golden/gen_<family>.py
 """
+import contextlib
 import os
 import shutil
 
@@ -84,6 +86,23 @@ class Family:
                 for i, x in enumerate(outs):
                     np.save(os.path.join(self.dir, f"{cid}.out{i}.npy"), x)
         print(f"{self.name}: {len(self.cases)} cases -> {self.dir}")
+
+
+@contextlib.contextmanager
+def jax_mode_for(*dtypes):
+    """Runs the block in the JAX mode whose results jx's default mode gives for
+    operands of these dtypes (jx names or NumPy dtypes): JAX's default mode
+    (jax_enable_x64=False) unless one of them is explicitly 64-bit, which only
+    x64 JAX can hold."""
+    import jax
+    wide = any(np.dtype(BY_NAME[d] if isinstance(d, str) else d).itemsize == 8
+               for d in dtypes)
+    was = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", wide)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", was)
 
 
 def rng(seed=0):

@@ -3,7 +3,11 @@
 Writes tests/golden/data/dtypes/:
   promote.txt          strong pairs: "S a b result"; weak Python scalars (bool,
                        int, float) against each strong dtype: "W kind b result weak"
-                       -- all from JAX with x64 enabled
+                       -- all from JAX with x64 enabled (jx_promote_types, and
+                       jx's x64 mode)
+  promote_x32.txt      the same from JAX's default mode (jax_enable_x64=False), which
+                       jx's default mode follows; where an operand is 64-bit, which
+                       that mode cannot hold, x64 JAX's result
   bf16_to_f32.npy      u32[65536]: the f32 bits of every bf16 bit pattern (JAX)
   f16_to_f32.npy       u32[65536]: the same for f16 (JAX: NaNs come back quiet)
   f32_to_bf16.in/out   u32 inputs (f32 bits), u16 results (JAX)
@@ -56,14 +60,28 @@ def save(name, arr):
 
 
 # ---- promotion ----
-def promotion_lines():
+def promotion_lines(x64):
+    """x64: the lattice (promote_types), as x64 JAX gives it; otherwise the
+    result dtypes of JAX's default mode (result_type canonicalizes), with the
+    lattice where an operand is 64-bit."""
+    def wide(t):
+        return np.dtype(t).itemsize == 8
+
     lines = []
     for a, ta in DTYPES:
         for b, tb in DTYPES:
-            lines.append(f"S {a} {b} {NAME[np.dtype(jnp.promote_types(ta, tb))]}")
+            if x64 or wide(ta) or wide(tb):
+                r = jnp.promote_types(ta, tb)
+            else:
+                jax.config.update("jax_enable_x64", False)
+                r = jnp.result_type(ta, tb)
+                jax.config.update("jax_enable_x64", True)
+            lines.append(f"S {a} {b} {NAME[np.dtype(r)]}")
     for kind, val in (("bool", True), ("int", 2), ("float", 2.5)):
         for b, tb in DTYPES:
+            jax.config.update("jax_enable_x64", x64 or wide(tb))
             dt, weak = jdt.result_type(val, np.dtype(tb), return_weak_type_flag=True)
+            jax.config.update("jax_enable_x64", True)
             lines.append(f"W {kind} {b} {NAME[np.dtype(dt)]} {int(weak)}")
     return lines
 
@@ -216,10 +234,10 @@ def main():
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
     os.makedirs(OUT)
-    lines = promotion_lines()
-    with open(os.path.join(OUT, "promote.txt"), "w") as fh:
-        fh.write("# written by tests/golden/gen_dtypes.py; do not edit\n")
-        fh.write("\n".join(lines) + "\n")
+    for name, x64 in (("promote.txt", True), ("promote_x32.txt", False)):
+        with open(os.path.join(OUT, name), "w") as fh:
+            fh.write("# written by tests/golden/gen_dtypes.py; do not edit\n")
+            fh.write("\n".join(promotion_lines(x64)) + "\n")
     conversions()
     stores()
     total = sum(os.path.getsize(os.path.join(OUT, p)) for p in os.listdir(OUT))

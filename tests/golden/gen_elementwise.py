@@ -1,6 +1,8 @@
 """Goldens for the elementwise family: unary, binary, selection, conversion.
 
-Expected values come from JAX in 64-bit mode. Transcendental functions are
+Expected values come from JAX in 64-bit mode, except that the dtypes of
+promotions and of exact ops on 32-bit operands come from JAX's default mode
+(jax_mode_for), whose dtypes jx's default mode gives. Transcendental functions are
 computed in float64 (JAX x64, or SciPy for erf_inv/lgamma/digamma) from the
 very input values and rounded once to the target dtype; the f32 kernels may
 differ from that by a few ulp, hence rtol=2e-6 on those cases (f64: 4e-15,
@@ -21,7 +23,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import BY_NAME, Family, bfloat16, rng  # noqa: E402
+from common import BY_NAME, Family, bfloat16, jax_mode_for, rng  # noqa: E402
 
 warnings.filterwarnings("ignore")
 import jax  # noqa: E402
@@ -174,7 +176,8 @@ for name, (fn, dts) in EXACT.items():
     nog = dict(nograd=1) if name == "stop_gradient" else {}
     for dt in dts:
         x = ivals(dt) if dt not in FLOATS else fvals(dt, -5, 5, extra=ROUND_EXTRA)
-        fam.case(name, [x], [np.asarray(fn(jnp.asarray(x)))], id=f"{name}_{dt}", **nog)
+        with jax_mode_for(dt):
+            fam.case(name, [x], [np.asarray(fn(jnp.asarray(x)))], id=f"{name}_{dt}", **nog)
     e, sc = np.zeros((2, 0), F[dts[-1]]), np.array(3).astype(F[dts[-1]])
     fam.case(name, [e], [np.asarray(fn(jnp.asarray(e)))], id=f"{name}_empty", **nog)
     fam.case(name, [sc], [np.asarray(fn(jnp.asarray(sc)))], id=f"{name}_scalar", **nog)
@@ -318,7 +321,8 @@ for da, db in PAIRS:
     b = ivals(db)[:3] if db not in FLOATS else fvals(db)[:3]
     a2, b2 = a.reshape(4, 1), b.reshape(1, 3)
     for name in ["add", "mul", "maximum", "lt", "eq"]:
-        y = np.asarray(BIN[name][0](jnp.asarray(a2), jnp.asarray(b2)))
+        with jax_mode_for(da, db):
+            y = np.asarray(BIN[name][0](jnp.asarray(a2), jnp.asarray(b2)))
         fam.case(name, [a2, b2], [y], id=f"{name}_{da}_{db}")
 for name in ["add", "sub", "div", "pow", "atan2", "maximum", "ge"]:
     a = R.uniform(0.5, 3, (2, 1, 3)).astype(np.float32)
@@ -338,14 +342,16 @@ WEAK = [("f32", 2.5, "f64", "add"), ("bf16", 3.0, "f64", "mul"), ("i8", 3, "i64"
         ("f32", 0.5, "f64", "pow"), ("u32", 5, "i64", "lt")]
 for dt, s, sdt, name in WEAK:
     a = ivals(dt)[:6] if dt not in FLOATS else fvals(dt, -3, 3)[:8]
-    j = BIN[name][0](jnp.asarray(a), s)
+    with jax_mode_for(dt):  # a Python scalar is weak, not an explicit 64-bit operand
+        j = BIN[name][0](jnp.asarray(a), s)
+        j2 = BIN[name][0](s, jnp.asarray(a))
     y, w = np.asarray(j), int(j.weak_type)
     sarr = np.array(s, dtype=F[sdt])
     fam.case(name, [a, sarr], [y], id=f"{name}_weak_{dt}", weak=[1], out_weak=w,
              **(ftol("f32") if y.dtype == np.float32 else {}))
-    j2 = BIN[name][0](s, jnp.asarray(a))
     fam.case(name, [sarr, a], [np.asarray(j2)], id=f"{name}_weakl_{dt}", weak=[0],
              out_weak=int(j2.weak_type), **(ftol("f32") if y.dtype == np.float32 else {}))
+# two weak scalars keep the dtypes they were given (jx_scalar's dtype is explicit)
 fam.case("add", [np.array(2, np.int64), np.array(1.5)], [np.array(3.5)], id="add_weak_both",
          weak=[0, 1], out_weak=1)
 
@@ -401,8 +407,9 @@ fam.case("clamp", [np.array(0.0, np.float32), arr([-0.0, 0.0, -1.0], "f32"), np.
          [np.asarray(lax.clamp(np.float32(0), arr([-0.0, 0.0, -1.0], "f32"), np.float32(-0.0)))],
          id="clamp_signed_zero", nograd=1)  # every point sits on a kink (x, lo, hi tie)
 xi = ivals("i32")
-fam.case("clip", [xi], [np.asarray(jnp.clip(xi, 0.5, 10.5))], id="clip_i32_float_bounds",
-         lo=0.5, hi=10.5)
+with jax_mode_for("i32"):
+    fam.case("clip", [xi], [np.asarray(jnp.clip(xi, 0.5, 10.5))], id="clip_i32_float_bounds",
+             lo=0.5, hi=10.5)
 fam.case("clip", [xi], [np.asarray(jnp.clip(xi, None, 5))], id="clip_i32_no_lo", hi=5)
 fam.case("clip", [xf], [np.asarray(jnp.clip(xf, -1.5, None))], id="clip_f32_no_hi", lo=-1.5)
 fam.case("clip", [xf], [np.asarray(jnp.clip(xf, 2.0, 1.0))], id="clip_lo_gt_hi", lo=2.0, hi=1.0)

@@ -99,7 +99,8 @@ def pool(x, window, strides, padding, kind):
 
 def dropout(key, x, rate):
     keep = 1.0 - rate
-    mask = jax.random.bernoulli(key, keep, x.shape)
+    # p as f32: the f32 uniforms JAX's default mode draws (jx's default mode)
+    mask = jax.random.bernoulli(key, jnp.float32(keep), x.shape)
     return lax.select(mask, x / keep, jnp.zeros_like(x))
 
 

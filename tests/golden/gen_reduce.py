@@ -1,6 +1,8 @@
 """Goldens for reductions, cumulative ops, sorting and windows (family 'reduce').
 
-Expected values come from JAX in 64-bit mode. Float sums are compared with an
+Expected values come from JAX in 64-bit mode, except integer sums, products and
+bool cumsums, which come from the mode jx runs them in (jax_mode_for: JAX's
+default mode for operands of up to 32 bits). Float sums are compared with an
 f64 reference (the sum of the exactly widened inputs, rounded once), with a
 tolerance stated per case from the sum of magnitudes; JAX's own f32 result is
 checked against the same tolerance here, so the golden agrees with JAX.
@@ -15,7 +17,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Family, rng, sample, BY_NAME, bfloat16  # noqa: E402
+from common import Family, rng, sample, BY_NAME, bfloat16, jax_mode_for  # noqa: E402
 
 import jax  # noqa: E402
 
@@ -126,7 +128,9 @@ def gen_sum_prod():
                 lo, hi = (-3, 3) if isfloat(name) else (-3, 3)
                 x = sample(SHAPE, name, R, lo, hi)
                 for op, f in (("sum", jnp.sum), ("prod", jnp.prod)):
-                    want = npa(f(x, axis=axis_arg(axes) if axes != [] else None, keepdims=bool(keep)))
+                    with jax_mode_for(name):  # the accumulator's dtype depends on the mode
+                        want = npa(f(x, axis=axis_arg(axes) if axes != [] else None,
+                                     keepdims=bool(keep)))
                     kv = dict(axes_kv(axes), keepdims=keep)
                     if isfloat(name):
                         ref = f(x.astype(np.float64), axis=axis_arg(axes) if axes != [] else None,
@@ -156,18 +160,20 @@ def gen_sum_prod():
     # empty arrays and scalars give the identity
     for name in ("f32", "i32", "bool", "u8"):
         x = np.zeros((0, 3), dt(name))
-        for op, f in (("sum", jnp.sum), ("prod", jnp.prod)):
-            F.case(op, [x], [npa(f(x, axis=0))], id=f"{op}_empty_{name}", axes=[0])
-            F.case(op, [x], [npa(f(x))], id=f"{op}_empty_all_{name}")
-        s = np.array(5, dt(name)) if name != "bool" else np.array(True)
-        F.case("sum", [s], [npa(jnp.sum(s))], id=f"sum_scalar_{name}")
+        with jax_mode_for(name):
+            for op, f in (("sum", jnp.sum), ("prod", jnp.prod)):
+                F.case(op, [x], [npa(f(x, axis=0))], id=f"{op}_empty_{name}", axes=[0])
+                F.case(op, [x], [npa(f(x))], id=f"{op}_empty_all_{name}")
+            s = np.array(5, dt(name)) if name != "bool" else np.array(True)
+            F.case("sum", [s], [npa(jnp.sum(s))], id=f"sum_scalar_{name}")
     # integer wrap: i64 and u64 sums and products overflow as XLA wraps
     big = np.array([2**62, 2**62, 2**62, 3], np.int64)
     F.case("sum", [big], [npa(jnp.sum(big))], id="sum_wrap_i64")
     ubig = np.array([2**63, 2**63, 7], np.uint64)
     F.case("sum", [ubig], [npa(jnp.sum(ubig))], id="sum_wrap_u64")
-    i32 = np.array([2**31 - 1, 2**31 - 1, 5], np.int32)  # sums in i64: no wrap
-    F.case("sum", [i32], [npa(jnp.sum(i32))], id="sum_i32_to_i64")
+    i32 = np.array([2**31 - 1, 2**31 - 1, 5], np.int32)  # sums in i32 and wraps
+    with jax_mode_for("i32"):
+        F.case("sum", [i32], [npa(jnp.sum(i32))], id="sum_i32_wraps")
     p = np.array([3**20, 3**20, 3**5], np.int64)
     F.case("prod", [p], [npa(jnp.prod(p))], id="prod_wrap_i64")
     x = special(sample((6, 4), "f32", R))
@@ -305,7 +311,8 @@ def gen_cumulative():
                 special(x)
             for op in ("sum", "prod"):
                 f = jnp.cumsum if op == "sum" else jnp.cumprod
-                want = npa(f(x, axis=axis))
+                with jax_mode_for(name):  # bool accumulates in the mode's int
+                    want = npa(f(x, axis=axis))
                 kv = {}
                 if isfloat(name):
                     kv = {"rtol": 4 * EPS[name] + 1e-14, "atol": 4 * EPS[name] * 16}

@@ -316,6 +316,8 @@ static void check_family(const char *name) {
   snprintf(path, sizeof path, "%s/cases.txt", dir);
   FILE *fp = fopen(path, "r");
   assert_non_null(fp);
+  size_t len = strlen(name); /* a *_x64 family holds x64 JAX's results (conformance.h) */
+  jx_config_enable_x64(len > 4 && strcmp(name + len - 4, "_x64") == 0);
   family f;
   memset(&f, 0, sizeof f);
   char *prelude = jx_render_cuda_prelude();
@@ -392,13 +394,14 @@ FAMILY_TEST(shape)
 FAMILY_TEST(indexing)
 FAMILY_TEST(contract)
 FAMILY_TEST(random)
+FAMILY_TEST(random_x64)
 FAMILY_TEST(composites)
 
 /* Every family with goldens is one of the tests above. */
 static void every_family_is_covered(void **state) {
   (void)state;
-  const char *known[] = {"elementwise", "reduce", "shape",     "indexing",
-                         "contract",    "random", "composites"};
+  const char *known[] = {"elementwise", "reduce", "shape",      "indexing",
+                         "contract",    "random", "random_x64", "composites"};
   DIR *d = opendir(JX_TEST_DATA);
   assert_non_null(d);
   struct dirent *e;
@@ -426,6 +429,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(indexing_kernels, setup, teardown),
       cmocka_unit_test_setup_teardown(contract_kernels, setup, teardown),
       cmocka_unit_test_setup_teardown(random_kernels, setup, teardown),
+      cmocka_unit_test_setup_teardown(random_x64_kernels, setup, teardown),
       cmocka_unit_test_setup_teardown(composites_kernels, setup, teardown),
       cmocka_unit_test_setup_teardown(every_family_is_covered, setup, teardown),
   };

@@ -33,24 +33,31 @@ static jx_dtype dtype_named(const char *s) {
 }
 
 /* ---- promotion ---- */
-static void promotion_matches_jax(void **state) {
-  (void)state;
-  FILE *f = fopen(DIR "promote.txt", "r");
+
+/* Every line of one of gen_dtypes.py's promotion tables against
+ * jx_promote_weak in the mode the table is for, and (x64's table, the
+ * lattice) against jx_promote_types, which is the same in both modes. */
+static void check_promotion_table(const char *name, int x64) {
+  char path[512];
+  snprintf(path, sizeof path, DIR "%s", name);
+  FILE *f = fopen(path, "r");
   assert_non_null(f);
+  jx_config_enable_x64(x64);
   char line[128], a[16], b[16], r[16], kind[16];
   int n_strong = 0, n_weak = 0, weak;
   while (fgets(line, sizeof line, f)) {
     if (sscanf(line, "S %15s %15s %15s", a, b, r) == 3) {
       jx_dtype da = dtype_named(a), db = dtype_named(b), dr = dtype_named(r);
-      if (jx_promote_types(da, db) != dr)
+      if (x64 && jx_promote_types(da, db) != dr)
         fail_msg("promote_types(%s, %s) = %s, JAX says %s", a, b,
                  jx_dtype_name(jx_promote_types(da, db)), r);
       int w = -1;
-      assert_int_equal(jx_promote_weak(da, 0, db, 0, &w), dr);
-      assert_int_equal(w, 0);
+      jx_dtype got = jx_promote_weak(da, 0, db, 0, &w);
+      if (got != dr || w != 0)
+        fail_msg("%s: %s with %s gives %s (weak %d), JAX %s", name, a, b, jx_dtype_name(got), w, r);
       n_strong++;
     } else if (sscanf(line, "W %15s %15s %15s %d", kind, b, r, &weak) == 4) {
-      /* a Python scalar is a weak value of JAX's canonical dtype for its kind */
+      /* a Python scalar: a weak value of the widest dtype of its kind */
       jx_dtype dk = strcmp(kind, "bool") == 0  ? JX_BOOL
                     : strcmp(kind, "int") == 0 ? JX_I64
                                                : JX_F64;
@@ -60,15 +67,73 @@ static void promotion_matches_jax(void **state) {
         jx_dtype got =
             order ? jx_promote_weak(db, 0, dk, 1, &w) : jx_promote_weak(dk, 1, db, 0, &w);
         if (got != dr || w != weak)
-          fail_msg("weak %s with %s: jx gives %s (weak %d), JAX %s (weak %d)", kind, b,
+          fail_msg("%s: weak %s with %s: jx gives %s (weak %d), JAX %s (weak %d)", name, kind, b,
                    jx_dtype_name(got), w, r, weak);
       }
       n_weak++;
     }
   }
   fclose(f);
+  jx_config_enable_x64(0);
   assert_int_equal(n_strong, JX_NUM_DTYPES * JX_NUM_DTYPES);
   assert_int_equal(n_weak, 3 * JX_NUM_DTYPES);
+}
+
+static void promotion_matches_jax(void **state) {
+  (void)state;
+  check_promotion_table("promote_x32.txt", 0);
+  check_promotion_table("promote.txt", 1);
+}
+
+/* Before any jx_config_enable_x64 the mode is JX_ENABLE_X64's (CTest runs
+ * this file again with JX_ENABLE_X64=1). Runs first. */
+static void mode_comes_from_the_environment(void **state) {
+  (void)state;
+  const char *v = getenv("JX_ENABLE_X64");
+  int want = v && *v && strcmp(v, "0") != 0;
+  assert_int_equal(jx_x64_enabled(), want);
+  assert_int_equal(jx_dtype_of(jx_add(jx_ones(JX_I32, JX_SHAPE(2)), jx_ones(JX_U32, JX_SHAPE(2)))),
+                   want ? JX_I64 : JX_I32);
+}
+
+/* The modes through the public ops: what JAX's default mode can compute
+ * comes out 32-bit, an explicit 64-bit operand keeps x64 JAX's rule, and
+ * jx_config_enable_x64 switches to x64 JAX's results. */
+static void default_mode_is_jax_default_mode(void **state) {
+  (void)state;
+  jx_array *i = jx_ones(JX_I32, JX_SHAPE(3)), *u = jx_ones(JX_U32, JX_SHAPE(3));
+  jx_array *b = jx_ones(JX_BOOL, JX_SHAPE(3)), *l = jx_ones(JX_I64, JX_SHAPE(3));
+  for (int x64 = 0; x64 < 2; x64++) {
+    jx_config_enable_x64(x64);
+    assert_int_equal(jx_x64_enabled(), x64);
+    jx_dtype wide_i = x64 ? JX_I64 : JX_I32;
+    assert_int_equal(jx_dtype_of(jx_add(i, u)), wide_i);
+    assert_int_equal(jx_dtype_of(jx_sum(i, JX_AXES(), 0)), wide_i);
+    assert_int_equal(jx_dtype_of(jx_sum(b, JX_AXES(), 0)), wide_i);
+    assert_int_equal(jx_dtype_of(jx_prod(jx_ones(JX_I8, JX_SHAPE(2)), JX_AXES(), 0)), wide_i);
+    assert_int_equal(jx_dtype_of(jx_sum(u, JX_AXES(), 0)), x64 ? JX_U64 : JX_U32);
+    assert_int_equal(jx_dtype_of(jx_cumsum(b, 0)), wide_i);
+    assert_int_equal(jx_dtype_of(jx_argmax(i, 0)), wide_i);
+    assert_int_equal(jx_dtype_of(jx_argsort(i, 0)), wide_i);
+    /* 64-bit weak scalars alone keep the dtype they were given */
+    assert_int_equal(jx_dtype_of(jx_add(jx_scalar(JX_I64, 1), jx_scalar(JX_F64, 2))), JX_F64);
+    assert_int_equal(jx_dtype_of(jx_add(jx_scalar(JX_F32, 1), jx_scalar(JX_F64, 2))),
+                     x64 ? JX_F64 : JX_F32);
+    assert_int_equal(jx_dtype_of(jx_mul(i, jx_scalar(JX_F64, 2.5))), x64 ? JX_F64 : JX_F32);
+    /* explicit 64-bit operands stay 64-bit in both modes */
+    assert_int_equal(jx_dtype_of(jx_add(l, i)), JX_I64);
+    assert_int_equal(jx_dtype_of(jx_sum(l, JX_AXES(), 0)), JX_I64);
+    assert_int_equal(jx_dtype_of(jx_mul(jx_ones(JX_F64, JX_SHAPE(2)), jx_scalar(JX_F64, 0.1))),
+                     JX_F64);
+    assert_int_equal(jx_dtype_of(jx_add(jx_ones(JX_U64, JX_SHAPE(3)), l)), JX_F64);
+  }
+  jx_config_enable_x64(0);
+  /* the sum of i32 wraps in i32, as default-mode JAX's does */
+  int32_t big[2] = {2147483647, 1}, got = 0;
+  assert_int_equal(
+      jx_read(jx_sum(jx_array_from(JX_I32, JX_SHAPE(2), big), JX_AXES(), 0), &got, sizeof got),
+      JX_OK);
+  assert_int_equal(got, INT32_MIN);
 }
 
 /* jx's own rule (include/jx/array.h): a weak value keeps its dtype when its
@@ -272,7 +337,9 @@ static void loads_round_trip(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(mode_comes_from_the_environment, setup, teardown),
       cmocka_unit_test_setup_teardown(promotion_matches_jax, setup, teardown),
+      cmocka_unit_test_setup_teardown(default_mode_is_jax_default_mode, setup, teardown),
       cmocka_unit_test_setup_teardown(weak_scalar_keeps_its_dtype_when_its_kind_wins, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(dtype_names_and_sizes, setup, teardown),

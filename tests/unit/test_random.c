@@ -79,15 +79,64 @@ static void ops_agree_with_the_hash(void **state) {
   assert_int_equal(f[1], k[3]);
 }
 
+/* uniform's scaling primitive: a * b + c rounded once (f32 here: 1 + 2^-23
+ * squared is 1 + 2^-22 + 2^-46, which two roundings lose), and its
+ * derivative in each operand against finite differences. */
+static void fma_fn(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_bind1(&jx_prim_fma, 3, in, NULL);
+}
+static void fma_primitive(void **state) {
+  (void)state;
+  float a = 1 + 0x1p-23f, c = -(1 + 0x1p-22f), got;
+  jx_array *fa = jx_scalar(JX_F32, a), *fc = jx_scalar(JX_F32, c);
+  assert_int_equal(
+      jx_read(jx_bind1(&jx_prim_fma, 3, (jx_array *[]){fa, fa, fc}, NULL), &got, sizeof got),
+      JX_OK);
+  assert_true(got == 0x1p-46f);
+  double x[3][4] = {{0.5, -1.25, 2, 3}, {1.5, 0.75, -2, 0.1}, {-0.3, 4, 1, -1}};
+  jx_array *in[3];
+  for (int i = 0; i < 3; i++) in[i] = jx_array_from(JX_F64, JX_SHAPE(4), x[i]);
+  jx_fn *f = jx_fn_create("fma", 3, 1, fma_fn, NULL);
+  assert_int_equal(jx_check_grads(f, in, 2, 0, 0), JX_OK);
+  jx_fn_release(f);
+}
+
+/* x64 JAX's key holds both words of a 64-bit seed; the default mode's seed
+ * is 32-bit, so its high word is 0 (JAX's shift by 32 of an i32). */
 static void key_from_seed(void **state) {
   (void)state;
   uint32_t k[2];
-  assert_int_equal(jx_read(jx_random_key(0x0123456789abcdefull), k, sizeof k), JX_OK);
-  assert_int_equal(k[0], 0x01234567u);
-  assert_int_equal(k[1], 0x89abcdefu);
-  assert_int_equal(jx_read(jx_random_key((uint64_t)-1), k, sizeof k), JX_OK);
-  assert_int_equal(k[0], 0xffffffffu);
-  assert_int_equal(k[1], 0xffffffffu);
+  for (int x64 = 0; x64 < 2; x64++) {
+    jx_config_enable_x64(x64);
+    assert_int_equal(jx_read(jx_random_key(0x0123456789abcdefull), k, sizeof k), JX_OK);
+    assert_int_equal(k[0], x64 ? 0x01234567u : 0);
+    assert_int_equal(k[1], 0x89abcdefu);
+    assert_int_equal(jx_read(jx_random_key((uint64_t)-1), k, sizeof k), JX_OK);
+    assert_int_equal(k[0], x64 ? 0xffffffffu : 0);
+    assert_int_equal(k[1], 0xffffffffu);
+  }
+  jx_config_enable_x64(0);
+}
+
+/* bernoulli draws uniforms of p's dtype, f32 by default and f64 under x64:
+ * the two modes give different masks from one key (JAX's do too), each
+ * equal to uniform(key) < p in that dtype. */
+static void bernoulli_draws_in_the_mode_float(void **state) {
+  (void)state;
+  jx_array *key = jx_random_key(11);
+  uint8_t m[2][4096];
+  for (int x64 = 0; x64 < 2; x64++) {
+    jx_config_enable_x64(x64);
+    jx_dtype dt = x64 ? JX_F64 : JX_F32;
+    jx_array *want = jx_lt(jx_random_uniform(key, dt, JX_SHAPE(4096), 0, 1), jx_scalar(dt, 0.3));
+    uint8_t w[4096];
+    assert_int_equal(jx_read(jx_random_bernoulli(key, 0.3, JX_SHAPE(4096)), m[x64], 4096), JX_OK);
+    assert_int_equal(jx_read(want, w, sizeof w), JX_OK);
+    assert_memory_equal(m[x64], w, sizeof w);
+  }
+  jx_config_enable_x64(0);
+  assert_memory_not_equal(m[0], m[1], 4096);
 }
 
 static void uniform_is_in_range(void **state) {
@@ -231,7 +280,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(threefry_known_answers, setup, teardown),
       cmocka_unit_test_setup_teardown(threefry_scalars_and_empty, setup, teardown),
       cmocka_unit_test_setup_teardown(ops_agree_with_the_hash, setup, teardown),
+      cmocka_unit_test_setup_teardown(fma_primitive, setup, teardown),
       cmocka_unit_test_setup_teardown(key_from_seed, setup, teardown),
+      cmocka_unit_test_setup_teardown(bernoulli_draws_in_the_mode_float, setup, teardown),
       cmocka_unit_test_setup_teardown(uniform_is_in_range, setup, teardown),
       cmocka_unit_test_setup_teardown(bit_widths_agree, setup, teardown),
       cmocka_unit_test_setup_teardown(random_bits_rule_rejects, setup, teardown),
