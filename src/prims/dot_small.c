@@ -1,8 +1,8 @@
 /* Small f32 products (dot_small.h): AVX2 + FMA loops chosen at run time,
- * so the library stays built for any x86-64. A row of C is built 32
- * columns at a time in four vector accumulators (enough chains to hide the
- * FMA latency at these sizes), A's element broadcast and B's row streamed
- * from L1; the last n % 8 columns are scalar FMA chains in the same order. */
+ * so the library stays built for any x86-64. Two rows of C are built 32
+ * columns at a time in eight vector accumulators, A's elements broadcast
+ * and B's row streamed from L1 (a small product's B fits there); the last
+ * n % 8 columns are scalar FMA chains in the same order. */
 #include "dot_small.h"
 
 #include <stdatomic.h>
@@ -28,34 +28,55 @@ static int small_usable(void) {
   return v;
 }
 
-/* Columns [j, j + 8V) of a row of C (c) from the row's K values a. */
+/* Columns [j, j + 8V) of R rows of C (R = 1 or 2, c row-major with row
+ * stride n) from their K values a (row stride k): each B vector loaded
+ * serves both rows, and two rows of four vectors are eight chains, enough
+ * to keep both FMA ports busy. */
 static inline __attribute__((always_inline)) SMALL_TARGET void
-row_block(const int V, int64_t n, int64_t k, const float *a, const float *b, float *c, int64_t j) {
-  __m256 s[4];
+row_block(const int R, const int V, int64_t n, int64_t k, const float *a, const float *b, float *c,
+          int64_t j) {
+  __m256 s[2][4];
+#pragma GCC unroll 2
+  for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-  for (int v = 0; v < V; v++) s[v] = _mm256_setzero_ps();
+    for (int v = 0; v < V; v++) s[r][v] = _mm256_setzero_ps();
   for (int64_t kk = 0; kk < k; kk++) {
-    __m256 x = _mm256_set1_ps(a[kk]);
     const float *br = b + kk * n + j;
+    __m256 y[4];
 #pragma GCC unroll 4
-    for (int v = 0; v < V; v++) s[v] = _mm256_fmadd_ps(x, _mm256_loadu_ps(br + 8 * v), s[v]);
+    for (int v = 0; v < V; v++) y[v] = _mm256_loadu_ps(br + 8 * v);
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++) {
+      __m256 x = _mm256_set1_ps(a[r * k + kk]);
+#pragma GCC unroll 4
+      for (int v = 0; v < V; v++) s[r][v] = _mm256_fmadd_ps(x, y[v], s[r][v]);
+    }
   }
+#pragma GCC unroll 2
+  for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-  for (int v = 0; v < V; v++) _mm256_storeu_ps(c + j + 8 * v, s[v]);
+    for (int v = 0; v < V; v++) _mm256_storeu_ps(c + r * n + j + 8 * v, s[r][v]);
+}
+
+/* R rows of C, all their columns. */
+static inline __attribute__((always_inline)) SMALL_TARGET void
+row_group(const int R, int64_t n, int64_t k, const float *a, const float *b, float *c) {
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) row_block(R, 4, n, k, a, b, c, j);
+  for (; j + 8 <= n; j += 8) row_block(R, 1, n, k, a, b, c, j);
+  for (; j < n; j++)
+    for (int r = 0; r < R; r++) {
+      float s = 0;
+      for (int64_t kk = 0; kk < k; kk++) s = fmaf(a[r * k + kk], b[kk * n + j], s);
+      c[r * n + j] = s;
+    }
 }
 
 SMALL_TARGET static void rows(int64_t m, int64_t n, int64_t k, const float *a, const float *b,
                               float *c) {
-  for (int64_t i = 0; i < m; i++, a += k, c += n) {
-    int64_t j = 0;
-    for (; j + 32 <= n; j += 32) row_block(4, n, k, a, b, c, j);
-    for (; j + 8 <= n; j += 8) row_block(1, n, k, a, b, c, j);
-    for (; j < n; j++) {
-      float s = 0;
-      for (int64_t kk = 0; kk < k; kk++) s = fmaf(a[kk], b[kk * n + j], s);
-      c[j] = s;
-    }
-  }
+  int64_t i = 0;
+  for (; i + 2 <= m; i += 2) row_group(2, n, k, a + i * k, b, c + i * n);
+  if (i < m) row_group(1, n, k, a + i * k, b, c + i * n);
 }
 
 int jx_sgemm_small(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c) {
