@@ -99,9 +99,10 @@ jx_tree *jx_gpt_init(const jx_gpt_config *c, jx_array *key, jx_dtype dt) {
     return NULL;
   }
   jx_tree *t = jx_tree_create();
-  jx_scope_begin(); /* the keys and draws die here; the tree keeps its arrays */
+  jx_scope_begin(); /* the keys die here; the tree keeps its arrays */
   jx_array *keys = jx_random_split(key, n);
   for (int i = 0; i < n && t; i++) {
+    jx_scope_begin(); /* one parameter's key and draw: at most one in flight */
     jx_array *a = p[i].std > 0   ? jx_init_normal(nn_key_at(keys, i), dt, p[i].shape, p[i].std)
                   : p[i].std < 0 ? jx_ones(dt, p[i].shape)
                                  : jx_zeros(dt, p[i].shape);
@@ -110,6 +111,7 @@ jx_tree *jx_gpt_init(const jx_gpt_config *c, jx_array *key, jx_dtype dt) {
       jx_tree_release(t);
       t = NULL;
     }
+    jx_scope_end();
   }
   jx_scope_end();
   free(p);

@@ -1,7 +1,11 @@
 /* Initializers with jax.nn.initializers' distributions, scales and
  * roundings: the variance is rounded to the parameter dtype before its
  * square root is taken, as JAX does (jnp.array(scale / fan, dtype)), so the
- * same key gives the same bits. */
+ * same key gives the same bits. Each draw runs in a scope of its own and
+ * hands only its result to the caller's scope: a sampler makes several
+ * arrays the size of the parameter on the way (bits, uniforms, their
+ * transforms), and a model initialized in one scope would otherwise hold
+ * every parameter's intermediates until that scope ends. */
 #include <math.h>
 #include <string.h>
 
@@ -33,8 +37,15 @@ static int check(const char *fn, jx_array *key, jx_dtype dt, jx_shape s, int min
  * jnp.array(v, dtype). */
 static jx_array *constant(jx_dtype dt, double v) { return jx_full(dt, JX_SHAPE(), v); }
 
-static jx_array *variance_scaling(const char *fn, jx_array *key, jx_dtype dt, jx_shape s,
-                                  double scale, const char *mode, const char *distribution) {
+/* Ends the draw's scope, keeping only its result r (in the caller's scope). */
+static jx_array *only_result(jx_array *r) {
+  jx_keep(r);
+  jx_scope_end();
+  return jx_scope_own(r);
+}
+
+static jx_array *draw_variance_scaling(const char *fn, jx_array *key, jx_dtype dt, jx_shape s,
+                                       double scale, const char *mode, const char *distribution) {
   if (!check(fn, key, dt, s, 2)) return nn_fail();
   double in = (double)s.dims[s.rank - 2], out = (double)s.dims[s.rank - 1], prod = 1;
   for (int i = 0; i < s.rank; i++) prod *= (double)s.dims[i];
@@ -71,6 +82,12 @@ static jx_array *variance_scaling(const char *fn, jx_array *key, jx_dtype dt, jx
   return nn_fail();
 }
 
+static jx_array *variance_scaling(const char *fn, jx_array *key, jx_dtype dt, jx_shape s,
+                                  double scale, const char *mode, const char *distribution) {
+  jx_scope_begin();
+  return only_result(draw_variance_scaling(fn, key, dt, s, scale, mode, distribution));
+}
+
 jx_array *jx_init_variance_scaling(jx_array *key, jx_dtype dt, jx_shape s, double scale,
                                    const char *mode, const char *distribution) {
   return variance_scaling("jx_init_variance_scaling", key, dt, s, scale, mode, distribution);
@@ -97,10 +114,12 @@ jx_array *jx_init_he_normal(jx_array *key, jx_dtype dt, jx_shape s) {
 
 jx_array *jx_init_normal(jx_array *key, jx_dtype dt, jx_shape s, double stddev) {
   if (!check("jx_init_normal", key, dt, s, 0)) return nn_fail();
-  return jx_mul(jx_random_normal(key, dt, s), constant(dt, stddev));
+  jx_scope_begin();
+  return only_result(jx_mul(jx_random_normal(key, dt, s), constant(dt, stddev)));
 }
 
 jx_array *jx_init_truncated_normal(jx_array *key, jx_dtype dt, jx_shape s, double stddev) {
   if (!check("jx_init_truncated_normal", key, dt, s, 0)) return nn_fail();
-  return jx_mul(jx_random_truncated_normal(key, dt, s, -2, 2), constant(dt, stddev));
+  jx_scope_begin();
+  return only_result(jx_mul(jx_random_truncated_normal(key, dt, s, -2, 2), constant(dt, stddev)));
 }

@@ -19,14 +19,17 @@
  *
  * Eager evaluation runs float contractions through BLAS instead (dot_blas.c):
  * f64 sums in f64 and f16/bf16 in f32 as above; f32 results of at least 2^15
- * multiply-adds sum in f32, as XLA does (smaller ones keep the reference's
- * f64 sum, see eval_dot). */
+ * multiply-adds sum in f32, as XLA does. Smaller f32 x f32 -> f32 products
+ * (and wide-rowed ones up to 2^18) sum in f32 too, in dot_small.c's loops;
+ * other small ones with an f32 operand or result keep the reference's f64
+ * sum (see route). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../base/error.h"
 #include "contract_rules.h"
 #include "dot_kernels.h"
+#include "dot_small.h"
 #include "prims.h"
 
 enum { LC, RC, LB, RB }; /* parameter list slots */
@@ -277,24 +280,36 @@ static void store_rows(acc_kind acc, const void *rows, int64_t count, void *out,
     }
 }
 
-void jx_dot_reference(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
+/* The operands' dims as the groups of the canonical [B, M, K] x [B, K, N]. */
+typedef struct {
+  group lb, rb, lk, rk, lm, rn;
+} groups;
+
+static groups groups_of(const jx_params *p, const jx_tensor *in) {
   int64_t ls[JX_MAX_RANK], rs[JX_MAX_RANK];
   jx_shape lsh = in[0].shape, rsh = in[1].shape;
   jx_shape_strides(lsh, ls);
   jx_shape_strides(rsh, rs);
-  group lb = {1, 0, {0}, {0}}, rb = lb, lk = lb, rk = lb, lm = lb, rn = lb;
+  group e = {1, 0, {0}, {0}};
+  groups g = {e, e, e, e, e, e};
   for (int i = 0; i < p->l[LB].n; i++) {
-    group_add(&lb, lsh.dims[p->l[LB].v[i]], ls[p->l[LB].v[i]]);
-    group_add(&rb, rsh.dims[p->l[RB].v[i]], rs[p->l[RB].v[i]]);
+    group_add(&g.lb, lsh.dims[p->l[LB].v[i]], ls[p->l[LB].v[i]]);
+    group_add(&g.rb, rsh.dims[p->l[RB].v[i]], rs[p->l[RB].v[i]]);
   }
   for (int i = 0; i < p->l[LC].n; i++) {
-    group_add(&lk, lsh.dims[p->l[LC].v[i]], ls[p->l[LC].v[i]]);
-    group_add(&rk, rsh.dims[p->l[RC].v[i]], rs[p->l[RC].v[i]]);
+    group_add(&g.lk, lsh.dims[p->l[LC].v[i]], ls[p->l[LC].v[i]]);
+    group_add(&g.rk, rsh.dims[p->l[RC].v[i]], rs[p->l[RC].v[i]]);
   }
   for (int d = 0; d < lsh.rank; d++)
-    if (!is_member(&p->l[LC], d) && !is_member(&p->l[LB], d)) group_add(&lm, lsh.dims[d], ls[d]);
+    if (!is_member(&p->l[LC], d) && !is_member(&p->l[LB], d)) group_add(&g.lm, lsh.dims[d], ls[d]);
   for (int d = 0; d < rsh.rank; d++)
-    if (!is_member(&p->l[RC], d) && !is_member(&p->l[RB], d)) group_add(&rn, rsh.dims[d], rs[d]);
+    if (!is_member(&p->l[RC], d) && !is_member(&p->l[RB], d)) group_add(&g.rn, rsh.dims[d], rs[d]);
+  return g;
+}
+
+void jx_dot_reference(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
+  groups g = groups_of(p, in);
+  group lb = g.lb, rb = g.rb, lk = g.lk, rk = g.rk, lm = g.lm, rn = g.rn;
   int64_t B = lb.count, M = lm.count, K = lk.count, N = rn.count;
   if (B * M * N == 0) return;
 
@@ -342,30 +357,115 @@ done:
 }
 
 /* Multiply-adds below which a contraction that the reference sums in f64
- * but BLAS would sum in f32 stays on the reference: at that size BLAS saves
- * microseconds at most, and the reference's f64 sum is the more accurate
- * (tests/golden/gen_contract.py's f32 goldens are that sum rounded once,
- * within 1e-6; an f32 sum of a few dozen products can miss that). */
+ * but BLAS would sum in f32 stays off BLAS: at that size BLAS saves
+ * microseconds at most. f32 x f32 -> f32 ones run dot_small.c's f32 loops
+ * (summed in f32 as BLAS and XLA sum); f16 and bf16 operands or results
+ * keep the reference's sum. */
 enum { F32_SUM_MIN_WORK = 1 << 15 };
+
+/* f32 products up to SMALL_MAX_WORK multiply-adds whose rows are at least
+ * a vector (8 columns) wide run dot_small.c's loops too: a [8, 64] x
+ * [64, 64] RNN step took 8 us through sgemm, under 1 us there. Narrower
+ * rows are scalar FMA chains there, slower than gemv past F32_SUM_MIN_WORK. */
+enum { SMALL_MAX_WORK = 1 << 18, SMALL_MIN_WIDE_N = 8 };
+
+/* The multiply-adds of the product, and its rhs free size N. */
+static int64_t work_of(const jx_params *p, const jx_tensor *in, jx_shape out, int64_t *n) {
+  int64_t work = jx_shape_numel(out), N = 1;
+  for (int i = 0; i < p->l[LC].n; i++) work *= in[0].shape.dims[p->l[LC].v[i]];
+  for (int d = 0; d < in[1].shape.rank; d++)
+    if (!is_member(&p->l[RC], d) && !is_member(&p->l[RB], d)) N *= in[1].shape.dims[d];
+  *n = N;
+  return work;
+}
+
+/* Where eval_dot sends a float product: 0 BLAS, 1 dot_small.c, 2 the reference. */
+enum { VIA_BLAS, VIA_SMALL, VIA_REFERENCE };
 
 static int sums_f32_in_blas(jx_dtype in, jx_dtype out) {
   return out != JX_F64 && in != JX_F64 && (in == JX_F32 || out == JX_F32);
 }
 
-/* Floats go through BLAS (dot_blas.c) when the build has it; the reference
- * kernel runs everything else. */
+static int route(const jx_params *p, const jx_tensor *in, jx_dtype odt, jx_shape out) {
+  if (!sums_f32_in_blas(in[0].dtype, odt)) return VIA_BLAS;
+  int64_t N, work = work_of(p, in, out, &N);
+  if (in[0].dtype == JX_F32 && odt == JX_F32 &&
+      (work < F32_SUM_MIN_WORK || (work < SMALL_MAX_WORK && N >= SMALL_MIN_WIDE_N)))
+    return VIA_SMALL;
+  return work < F32_SUM_MIN_WORK ? VIA_REFERENCE : VIA_BLAS;
+}
+
+/* 1 when the dims of outer, mid and inner, in that order, are the
+ * row-major layout of a contiguous array (size-1 dims do not count): the
+ * operand already is its canonical buffer. */
+static int is_canonical(const group *outer, const group *mid, const group *inner) {
+  const group *gs[3] = {outer, mid, inner};
+  int64_t want = 1;
+  for (int g = 2; g >= 0; g--)
+    for (int d = gs[g]->n - 1; d >= 0; d--) {
+      if (gs[g]->sizes[d] == 1) continue;
+      if (gs[g]->strides[d] != want) return 0;
+      want *= gs[g]->sizes[d];
+    }
+  return 1;
+}
+
+/* t's f32 elements as [outer][mid][inner]: t's own data when it lies so,
+ * else a copy in *owned (NULL when out of memory). */
+static const float *canonical_f32(const jx_tensor *t, const group *outer, const group *mid,
+                                  const group *inner, float **owned) {
+  *owned = NULL;
+  if (is_canonical(outer, mid, inner)) return t->data;
+  int64_t *tab = malloc(sizeof(int64_t) * (size_t)(outer->count + mid->count + inner->count));
+  float *buf = malloc(sizeof(float) * (size_t)(outer->count * mid->count * inner->count + 1));
+  if (tab && buf) {
+    int64_t *to = tab, *tm = to + outer->count, *ti = tm + mid->count, i = 0;
+    offsets(outer->n, outer->sizes, outer->strides, outer->count, to);
+    offsets(mid->n, mid->sizes, mid->strides, mid->count, tm);
+    offsets(inner->n, inner->sizes, inner->strides, inner->count, ti);
+    const float *src = t->data;
+    for (int64_t a = 0; a < outer->count; a++)
+      for (int64_t b = 0; b < mid->count; b++)
+        for (int64_t c = 0; c < inner->count; c++) buf[i++] = src[to[a] + tm[b] + ti[c]];
+    *owned = buf;
+  } else {
+    free(buf);
+  }
+  free(tab);
+  return *owned;
+}
+
+/* f32 x f32 -> f32 through dot_small.c's loops, summed in f32 as BLAS and
+ * XLA sum; 0, writing nothing, when they cannot run (no AVX2/FMA, out of
+ * memory). */
+static int dot_small_f32(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
+  groups g = groups_of(p, in);
+  int64_t B = g.lb.count, M = g.lm.count, K = g.lk.count, N = g.rn.count;
+  float *lo, *ro;
+  const float *L = canonical_f32(&in[0], &g.lb, &g.lm, &g.lk, &lo);
+  const float *R = L ? canonical_f32(&in[1], &g.rb, &g.rk, &g.rn, &ro) : NULL;
+  int ok = L && R;
+  for (int64_t b = 0; ok && b < B; b++)
+    ok = jx_sgemm_small(M, N, K, L + b * M * K, R + b * K * N, (float *)out->data + b * M * N);
+  if (L) free(lo);
+  if (R) free(ro);
+  return ok;
+}
+
+/* Floats go through BLAS (dot_blas.c) when the build has it, small f32
+ * products through dot_small.c (see route); the reference kernel runs
+ * everything else, and whatever those decline. */
 static void eval_dot(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
   (void)nin;
   (void)nout;
-  if (sums_f32_in_blas(in[0].dtype, out[0].dtype)) {
-    int64_t work = jx_shape_numel(out[0].shape);
-    for (int i = 0; i < p->l[LC].n; i++) work *= in[0].shape.dims[p->l[LC].v[i]];
-    if (work < F32_SUM_MIN_WORK) {
-      jx_dot_reference(p, in, out);
-      return;
-    }
+  switch (route(p, in, out[0].dtype, out[0].shape)) {
+  case VIA_SMALL:
+    if (!dot_small_f32(p, in, out)) jx_dot_reference(p, in, out);
+    return;
+  case VIA_REFERENCE: jx_dot_reference(p, in, out); return;
+  default:
+    if (!jx_dot_blas(p, in, out)) jx_dot_reference(p, in, out);
   }
-  if (!jx_dot_blas(p, in, out)) jx_dot_reference(p, in, out);
 }
 
 jx_status jx_dot_side_by_side(int n, const jx_params *const *p, jx_array *const *in,
@@ -383,10 +483,9 @@ jx_status jx_dot_side_by_side(int n, const jx_params *const *p, jx_array *const 
       tin[2 * i + j] = (jx_tensor){a->buf->data, a->dtype, a->shape};
     }
     tout[i] = (jx_tensor){NULL, avals[i].dtype, avals[i].shape};
-    if (!sums_f32_in_blas(tin[2 * i].dtype, avals[i].dtype)) return JX_OK;
-    int64_t work = jx_shape_numel(avals[i].shape);
-    for (int c = 0; c < p[i]->l[LC].n; c++) work *= tin[2 * i].shape.dims[p[i]->l[LC].v[c]];
-    if (work < F32_SUM_MIN_WORK) return JX_OK; /* eval_dot's reference sums */
+    if (!sums_f32_in_blas(tin[2 * i].dtype, avals[i].dtype) ||
+        route(p[i], &tin[2 * i], avals[i].dtype, avals[i].shape) != VIA_BLAS)
+      return JX_OK; /* f32 GEMMs only, as eval_dot runs them */
     ins[i] = &tin[2 * i];
     outs[i] = &tout[i];
   }

@@ -2,9 +2,13 @@
 
 Integer and bool results come from JAX as they are (exact, wrapping). Float
 results are JAX's op run on the inputs widened to f64 (preferred element
-type f64 where one is given) and rounded once to the result dtype: jx sums
-f32 in f64 and f16/bf16 in f32, so its results sit within rounding of that,
-while JAX's own f32 sums depend on XLA's accumulation order. Each float case
+type f64 where one is given) and rounded once to the result dtype: an f64
+oracle. jx sums f16/bf16 in f32 and f32 x f32 -> f32 in f32 (FMA chains for
+small products, BLAS for large ones, as XLA), so its f32 results sit within
+the summation bound gamma_K sum |a b| of it (tests/unit/test_dot_small.c
+and test_dot_blas.c check that bound itself), which at these cases' sizes
+is inside the f32 tolerance below; JAX's own f32 sums depend on XLA's
+accumulation order. Each float case
 also checks here that JAX's native result agrees with the f64 reference
 within the dtype's accumulation error, so the reference is the same op.
 Tolerances are the conformance defaults (f16 1e-3, bf16 1e-2, f32 1e-6,

@@ -1,0 +1,98 @@
+/* Small f32 products (dot_small.h): AVX2 + FMA loops chosen at run time,
+ * so the library stays built for any x86-64. Two rows of C are built 32
+ * columns at a time in eight vector accumulators, A's elements broadcast
+ * and B's row streamed from L1 (a small product's B fits there); the last
+ * n % 8 columns are scalar FMA chains in the same order. */
+#include "dot_small.h"
+
+#include <stdatomic.h>
+
+static atomic_llong small_calls;
+
+int64_t jx_sgemm_small_calls(void) { return (int64_t)atomic_load(&small_calls); }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#include <math.h>
+
+#define SMALL_TARGET __attribute__((target("avx2,fma")))
+
+static int small_usable(void) {
+  static atomic_int known = -1;
+  int v = atomic_load(&known);
+  if (v < 0) {
+    __builtin_cpu_init();
+    v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    atomic_store(&known, v);
+  }
+  return v;
+}
+
+/* Columns [j, j + 8V) of R rows of C (R = 1 or 2, c row-major with row
+ * stride n) from their K values a (row stride k): each B vector loaded
+ * serves both rows, and two rows of four vectors are eight chains, enough
+ * to keep both FMA ports busy. */
+static inline __attribute__((always_inline)) SMALL_TARGET void
+row_block(const int R, const int V, int64_t n, int64_t k, const float *a, const float *b, float *c,
+          int64_t j) {
+  __m256 s[2][4];
+#pragma GCC unroll 2
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; v++) s[r][v] = _mm256_setzero_ps();
+  for (int64_t kk = 0; kk < k; kk++) {
+    const float *br = b + kk * n + j;
+    __m256 y[4];
+#pragma GCC unroll 4
+    for (int v = 0; v < V; v++) y[v] = _mm256_loadu_ps(br + 8 * v);
+#pragma GCC unroll 2
+    for (int r = 0; r < R; r++) {
+      __m256 x = _mm256_set1_ps(a[r * k + kk]);
+#pragma GCC unroll 4
+      for (int v = 0; v < V; v++) s[r][v] = _mm256_fmadd_ps(x, y[v], s[r][v]);
+    }
+  }
+#pragma GCC unroll 2
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; v++) _mm256_storeu_ps(c + r * n + j + 8 * v, s[r][v]);
+}
+
+/* R rows of C, all their columns. */
+static inline __attribute__((always_inline)) SMALL_TARGET void
+row_group(const int R, int64_t n, int64_t k, const float *a, const float *b, float *c) {
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) row_block(R, 4, n, k, a, b, c, j);
+  for (; j + 8 <= n; j += 8) row_block(R, 1, n, k, a, b, c, j);
+  for (; j < n; j++)
+    for (int r = 0; r < R; r++) {
+      float s = 0;
+      for (int64_t kk = 0; kk < k; kk++) s = fmaf(a[r * k + kk], b[kk * n + j], s);
+      c[r * n + j] = s;
+    }
+}
+
+SMALL_TARGET static void rows(int64_t m, int64_t n, int64_t k, const float *a, const float *b,
+                              float *c) {
+  int64_t i = 0;
+  for (; i + 2 <= m; i += 2) row_group(2, n, k, a + i * k, b, c + i * n);
+  if (i < m) row_group(1, n, k, a + i * k, b, c + i * n);
+}
+
+int jx_sgemm_small(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c) {
+  if (!small_usable()) return 0;
+  rows(m, n, k, a, b, c);
+  atomic_fetch_add(&small_calls, 1);
+  return 1;
+}
+#else
+int jx_sgemm_small(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c) {
+  (void)m;
+  (void)n;
+  (void)k;
+  (void)a;
+  (void)b;
+  (void)c;
+  return 0;
+}
+#endif

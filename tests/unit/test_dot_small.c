@@ -1,0 +1,156 @@
+/* dot_general's small f32 path (src/prims/dot_small.c, routed by dot.c):
+ * f32 x f32 -> f32 products of fewer than 2^15 multiply-adds (and wide-rowed
+ * ones up to 2^18) sum in f32 by FMA chains. Against the f64 oracle (the
+ * reference kernel: f64 sums rounded once to f32) each element must lie
+ * within the bound of a K-term FMA chain, |s - c| <= gamma_K sum_k |a_k b_k|
+ * with gamma_K = K u / (1 - K u), u = 2^-24, plus the oracle's own rounding
+ * u |c|; every layout of the operands (packed or read where they lie) is
+ * covered, and the path is counted to have run. A column's bits do not depend
+ * on whether it fell in a 32-wide block, an 8-wide one or the scalar tail. */
+/* cmocka needs these first, in this order */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <jx/jx.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "array/array.h"
+#include "prims/dot_kernels.h"
+#include "prims/dot_small.h"
+#include "prims/prims.h"
+
+static int has_avx2_fma(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return 0;
+#endif
+}
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static float uniform(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (float)((double)(rng >> 11) / 9007199254740992.0 * 6 - 3); /* [-3, 3) */
+}
+
+/* eval of dot_general (the eager path) on random f32 operands, against the
+ * reference within the FMA chain's bound. */
+static void check(jx_shape ls, jx_shape rs, const jx_params *p) {
+  jx_aval in[2] = {{JX_F32, 0, ls}, {JX_F32, 0, rs}}, oa;
+  assert_int_equal(jx_prim_dot_general.infer(p, 2, in, 1, &oa), JX_OK);
+  int64_t nl = jx_shape_numel(ls), nr = jx_shape_numel(rs), no = jx_shape_numel(oa.shape), K = 1;
+  for (int i = 0; i < p->l[JX_DOT_LC].n; i++) K *= ls.dims[p->l[JX_DOT_LC].v[i]];
+  float *l = malloc(sizeof(float) * (size_t)(nl + 1)),
+        *r = malloc(sizeof(float) * (size_t)(nr + 1));
+  float *al = malloc(sizeof(float) * (size_t)(nl + 1)),
+        *ar = malloc(sizeof(float) * (size_t)(nr + 1));
+  float *got = malloc(sizeof(float) * (size_t)(no + 1)),
+        *want = malloc(sizeof(float) * (size_t)(no + 1));
+  float *mag = malloc(sizeof(float) * (size_t)(no + 1));
+  assert_true(l && r && al && ar && got && want && mag);
+  for (int64_t i = 0; i < nl; i++) al[i] = fabsf(l[i] = uniform());
+  for (int64_t i = 0; i < nr; i++) ar[i] = fabsf(r[i] = uniform());
+  memset(got, 0xA5, sizeof(float) * (size_t)no); /* every element must be written */
+  jx_tensor ti[2] = {{l, JX_F32, ls}, {r, JX_F32, rs}},
+            ta[2] = {{al, JX_F32, ls}, {ar, JX_F32, rs}};
+  jx_tensor tg = {got, JX_F32, oa.shape}, tw = {want, JX_F32, oa.shape},
+            tm = {mag, JX_F32, oa.shape};
+  jx_prim_dot_general.eval(p, 2, ti, 1, &tg);
+  jx_dot_reference(p, ti, &tw);
+  jx_dot_reference(p, ta, &tm);
+  const double u = 0x1p-24, gamma = (double)K * u / (1 - (double)K * u);
+  for (int64_t i = 0; i < no; i++) {
+    /* mag is sum |a b| rounded to f32: (1 + u) covers that rounding */
+    double tol = gamma * mag[i] * (1 + u) + 2 * u * fabs(want[i]);
+    if (!(fabs((double)got[i] - want[i]) <= tol))
+      print_error("K %lld: out[%lld] = %.9g, f64 oracle %.9g, bound %g\n", (long long)K,
+                  (long long)i, got[i], want[i], tol);
+    assert_true(fabs((double)got[i] - want[i]) <= tol);
+  }
+  free(l);
+  free(r);
+  free(al);
+  free(ar);
+  free(got);
+  free(want);
+  free(mag);
+}
+
+/* Every placement of one batch and one contracting dim in two rank-3
+ * operands, and matrix products in all four transpositions, at sizes with
+ * 32-wide blocks, 8-wide ones and scalar tails; then the RNN step's
+ * [8, 32] x [32, 64] and [8, 64] x [64, 64], and a wide [64, 64] x [64, 63]
+ * just under 2^18. */
+static void small_products_within_the_fma_bound(void **state) {
+  (void)state;
+  int64_t calls = jx_sgemm_small_calls(), expected = 0;
+  const int64_t sizes[][4] = {{3, 7, 5, 45}, {2, 33, 4, 1}, {1, 1, 9, 8}, {4, 0, 3, 9}};
+  for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
+    int64_t B = sizes[z][0], K = sizes[z][1], M = sizes[z][2], N = sizes[z][3];
+    for (int lb = 0; lb < 3; lb++)
+      for (int lc = 0; lc < 3; lc++)
+        for (int rb = 0; rb < 3; rb++)
+          for (int rc = 0; rc < 3; rc++) {
+            if (lb == lc || rb == rc) continue;
+            jx_params p = {0};
+            p.l[JX_DOT_LB] = (jx_ilist){1, {lb}};
+            p.l[JX_DOT_LC] = (jx_ilist){1, {lc}};
+            p.l[JX_DOT_RB] = (jx_ilist){1, {rb}};
+            p.l[JX_DOT_RC] = (jx_ilist){1, {rc}};
+            jx_shape ls = {3, {M, M, M}}, rs = {3, {N, N, N}};
+            ls.dims[lb] = B, ls.dims[lc] = K, rs.dims[rb] = B, rs.dims[rc] = K;
+            check(ls, rs, &p);
+            expected += B;
+          }
+  }
+  const int64_t mats[][3] = {{8, 32, 64}, {8, 64, 64}, {64, 64, 63}, {5, 100, 3}};
+  for (size_t z = 0; z < sizeof mats / sizeof *mats; z++)
+    for (int lt = 0; lt < 2; lt++)
+      for (int rt = 0; rt < 2; rt++) {
+        int64_t M = mats[z][0], K = mats[z][1], N = mats[z][2];
+        jx_params p = {0};
+        p.l[JX_DOT_LC] = (jx_ilist){1, {lt ? 0 : 1}};
+        p.l[JX_DOT_RC] = (jx_ilist){1, {rt ? 1 : 0}};
+        check((jx_shape){2, {lt ? K : M, lt ? M : K}}, (jx_shape){2, {rt ? N : K, rt ? K : N}}, &p);
+        expected++;
+      }
+  if (has_avx2_fma()) assert_int_equal(jx_sgemm_small_calls() - calls, expected);
+}
+
+/* Column j of C = A x B computed in a 45-wide product (a 32-wide block, an
+ * 8-wide one, a 5-column scalar tail) equals, bit for bit, the same column
+ * computed alone (n = 1, the scalar tail) and in an 8-wide product. */
+static void column_bits_independent_of_width(void **state) {
+  (void)state;
+  if (!has_avx2_fma()) skip();
+  enum { M = 3, K = 29, N = 45 };
+  float a[M * K], b[K * N], c[M * N], col[K], one[M], b8[K * 8], c8[M * 8];
+  for (int i = 0; i < M * K; i++) a[i] = uniform();
+  for (int i = 0; i < K * N; i++) b[i] = uniform();
+  assert_int_equal(jx_sgemm_small(M, N, K, a, b, c), 1);
+  for (int j = 0; j < N; j++) {
+    for (int k = 0; k < K; k++) col[k] = b[k * N + j];
+    assert_int_equal(jx_sgemm_small(M, 1, K, a, col, one), 1);
+    for (int i = 0; i < M; i++) assert_memory_equal(&c[i * N + j], &one[i], sizeof(float));
+  }
+  for (int j0 = 0; j0 + 8 <= N; j0 += 8) {
+    for (int k = 0; k < K; k++) memcpy(&b8[k * 8], &b[k * N + j0], sizeof(float) * 8);
+    assert_int_equal(jx_sgemm_small(M, 8, K, a, b8, c8), 1);
+    for (int i = 0; i < M; i++) assert_memory_equal(&c[i * N + j0], &c8[i * 8], sizeof(float) * 8);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(small_products_within_the_fma_bound),
+      cmocka_unit_test(column_bits_independent_of_width),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,93 @@
+/* jx_gpt_init's memory and bits (src/nn/gpt.c, src/nn/init.c): the
+ * parameters of a 6-layer model are drawn with at most the parameters and
+ * one draw's intermediates alive at once (a sampler makes about eighteen
+ * arrays of the parameter's size; with every draw's intermediates kept to
+ * the end, the peak was nineteen times the parameters), and each parameter
+ * is bit for bit the documented draw: jx_random_normal of row i of
+ * jx_random_split(key, n) times its stddev (JAX's goldens are checked in
+ * test_gpt). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jx/jx.h>
+
+#include "test_util.h"
+
+static jx_gpt_config six_layers(void) {
+  jx_gpt_config c = jx_gpt_config_default();
+  c.n_layers = 6;
+  c.d_model = 64;
+  c.n_heads = 4;
+  c.context = 64;
+  return c;
+}
+
+static void peak_is_parameters_and_one_draw(void **state) {
+  (void)state;
+  jx_gpt_config c = six_layers();
+  jx_array *key = jx_random_key(0);
+  jx_memory_stats before, after;
+  check_ok(jx_memory_stats(0, &before));
+  jx_memory_reset_peak(0);
+  jx_tree *t = jx_gpt_init(&c, key, JX_F32);
+  assert_non_null(t);
+  check_ok(jx_memory_stats(0, &after));
+  int64_t param_bytes = jx_tree_numel(t) * 4;
+  int64_t peak = after.peak_bytes - before.live_bytes;
+  /* the largest parameters are [256, 64] and [64, 256]: 16 Ki floats each,
+   * about 1/20 of the 313 Ki; eighteen of them in flight make 1.9 x */
+  if (peak > param_bytes * 5 / 2)
+    fail_msg("peak %lld bytes for %lld bytes of parameters", (long long)peak,
+             (long long)param_bytes);
+  jx_tree_release(t);
+}
+
+static void parameters_are_the_documented_draws(void **state) {
+  (void)state;
+  jx_gpt_config c = six_layers();
+  jx_array *key = jx_random_key(7);
+  jx_tree *t = jx_gpt_init(&c, key, JX_F32);
+  assert_non_null(t);
+  int n = jx_tree_size(t), draws = 0;
+  jx_array *keys = jx_random_split(key, n);
+  double resid = 0.02 / sqrt(2.0 * (double)c.n_layers);
+  for (int i = 0; i < n; i++) {
+    const char *name = jx_tree_name(t, i);
+    jx_array *got = jx_tree_at(t, i);
+    jx_shape s = jx_shape_of(got);
+    jx_array *want;
+    if (jx_ndim(got) == 1) { /* norms' scales are ones, biases zeros */
+      want = strstr(name, ".scale") ? jx_ones(JX_F32, s) : jx_zeros(JX_F32, s);
+    } else {
+      jx_array *k =
+          jx_reshape(jx_slice(keys, JX_SHAPE(i, 0), JX_SHAPE(i + 1, 2), JX_SHAPE()), JX_SHAPE(2));
+      double std = strstr(name, "attn.wo") || strstr(name, "mlp.proj.w") ? resid : 0.02;
+      want = jx_mul(jx_random_normal(k, JX_F32, s), jx_full(JX_F32, JX_SHAPE(), std));
+      draws++;
+    }
+    size_t bytes = (size_t)jx_size(got) * 4;
+    float *g = malloc(bytes), *w = malloc(bytes);
+    check_ok(jx_read(got, g, bytes));
+    check_ok(jx_read(want, w, bytes));
+    if (memcmp(g, w, bytes) != 0) fail_msg("%s differs from its draw", name);
+    free(g);
+    free(w);
+  }
+  assert_int_equal(draws, 2 + 6 * 6); /* wte, wpe; wq, wk, wv, wo, fc.w, proj.w per layer */
+  jx_tree_release(t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(peak_is_parameters_and_one_draw, setup, teardown),
+      cmocka_unit_test_setup_teardown(parameters_are_the_documented_draws, setup, teardown),
+  };
+  int r = cmocka_run_group_tests(tests, NULL, NULL);
+  jx_shutdown();
+  return r;
+}
