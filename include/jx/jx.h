@@ -15,7 +15,8 @@
  *   }
  *
  * base.h: errors, scopes, shapes;  array.h: dtypes, arrays, .npy;
- * ops.h: operations;  random.h: the PRNG;  transform.h: functions, jit, grad, vmap. */
+ * ops.h: operations;  linalg.h: linear algebra;  random.h: the PRNG;
+ * transform.h: functions, jit, grad, vmap. */
 #ifndef JX_JX_H
 #define JX_JX_H
 
@@ -26,6 +27,7 @@
 #include "debug.h"
 #include "distributed.h"
 #include "io.h"
+#include "linalg.h"
 #include "nn.h"
 #include "ops.h"
 #include "optim.h"

@@ -1,0 +1,242 @@
+/* Linear algebra (jx/linalg.h) against JAX goldens (tests/golden/gen_linalg.py):
+ * values and VJPs of cholesky and triangular_solve for f32 and f64, every
+ * flag of triangular_solve, batched stacks, eagerly, under jit and under
+ * vmap; derivatives against finite differences (jx_check_grads); a matrix
+ * that is not positive definite; errors naming the shapes. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jx/jx.h>
+
+#include "test_util.h"
+
+static jx_array *golden(const char *c, const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/linalg/%s_%s.npy", JX_TEST_DATA, c, name);
+  jx_array *a = jx_load_npy(path);
+  check_ok(jx_last_status());
+  return a;
+}
+
+/* got matches want elementwise within tol relative to max(1, |want|); NaNs
+ * must be where want has them. */
+static void assert_close(jx_array *got, jx_array *want, double tol, const char *what) {
+  check_ok(jx_last_status());
+  assert_int_equal(jx_dtype_of(got), jx_dtype_of(want));
+  int64_t n = jx_size(want);
+  assert_int_equal(jx_size(got), n);
+  double *g = malloc(sizeof *g * (size_t)(n + 1)), *w = malloc(sizeof *w * (size_t)(n + 1));
+  assert_true(g && w);
+  check_ok(jx_read(jx_astype(got, JX_F64), g, sizeof *g * (size_t)n));
+  check_ok(jx_read(jx_astype(want, JX_F64), w, sizeof *w * (size_t)n));
+  for (int64_t i = 0; i < n; i++) {
+    int ok = isnan(w[i]) ? isnan(g[i]) : fabs(g[i] - w[i]) <= tol * fmax(1, fabs(w[i]));
+    if (!ok) fail_msg("%s [%lld]: %.17g, want %.17g", what, (long long)i, g[i], w[i]);
+  }
+  free(g);
+  free(w);
+}
+
+static double tol_of(jx_array *x) { return jx_dtype_of(x) == JX_F64 ? 1e-10 : 2e-5; }
+
+/* ---- the functions under test ---- */
+
+static void cholesky_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_linalg_cholesky(in[0]);
+}
+
+typedef struct {
+  int left, lower, trans, unit;
+} solve_flags;
+
+static void solve_body(void *ctx, jx_array *const *in, jx_array **out) {
+  const solve_flags *f = ctx;
+  out[0] = jx_linalg_triangular_solve(in[0], in[1], f->left, f->lower, f->trans, f->unit);
+}
+
+/* f itself, or jitted when jit is set (released with the result). */
+static jx_fn *maybe_jit(jx_fn *f, int jit) {
+  if (!jit) return f;
+  jx_fn *j = jx_jit(f, NULL);
+  jx_fn_release(f);
+  return j;
+}
+
+/* ---- cholesky ---- */
+
+static void cholesky_matches_jax(void **state) {
+  (void)state;
+  const char *cases[] = {"chol_f64", "chol_f32", "chol_batch_f64"};
+  for (int jit = 0; jit < 2; jit++)
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+      jx_array *a = golden(cases[c], "a"), *ct = golden(cases[c], "ct");
+      jx_fn *f = jx_fn_create("cholesky", 1, 1, cholesky_body, NULL);
+      jx_fn *vjp = maybe_jit(jx_vjp(f), jit);
+      jx_array *in[2] = {a, ct}, *out[2];
+      check_ok(jx_call(vjp, in, out));
+      assert_close(out[0], golden(cases[c], "out"), tol_of(a), cases[c]);
+      assert_close(out[1], golden(cases[c], "ct_a"), tol_of(a) * 10, cases[c]);
+      jx_fn_release(vjp);
+      jx_fn_release(f);
+    }
+}
+
+static void cholesky_under_vmap(void **state) {
+  (void)state;
+  /* vmap over the stack's axis, of the value and of the VJP */
+  jx_array *a = golden("chol_batch_f64", "a"), *ct = golden("chol_batch_f64", "ct");
+  jx_fn *f = jx_fn_create("cholesky", 1, 1, cholesky_body, NULL);
+  jx_fn *vjp = jx_vjp(f);
+  jx_fn *vf = jx_vmap(vjp, JX_AXES(0, 0), JX_AXES(0, 0));
+  jx_fn *jvf = jx_jit(vf, NULL);
+  jx_array *in[2] = {a, ct}, *out[2];
+  check_ok(jx_call(jvf, in, out));
+  assert_close(out[0], golden("chol_batch_f64", "out"), 1e-10, "vmap value");
+  assert_close(out[1], golden("chol_batch_f64", "ct_a"), 1e-9, "vmap vjp");
+  jx_fn_release(jvf);
+  jx_fn_release(vf);
+  jx_fn_release(vjp);
+  jx_fn_release(f);
+}
+
+static void cholesky_not_positive_definite_gives_nans(void **state) {
+  (void)state;
+  /* the first matrix factors, the second gives NaNs (lower triangle) as JAX */
+  jx_array *got = jx_linalg_cholesky(golden("chol_not_pd", "a"));
+  assert_close(got, golden("chol_not_pd", "out"), 1e-12, "not positive definite");
+  double v[8];
+  check_ok(jx_read(got, v, sizeof v));
+  assert_true(isnan(v[4]) && isnan(v[6]) && isnan(v[7]) && v[5] == 0);
+}
+
+static void cholesky_gradients_match_finite_differences(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("cholesky", 1, 1, cholesky_body, NULL);
+  jx_array *a = golden("chol_f64", "a");
+  check_ok(jx_check_grads(f, &a, 2, 0, 0));
+  jx_fn_release(f);
+}
+
+/* ---- triangular_solve ---- */
+
+static void triangular_solve_matches_jax(void **state) {
+  (void)state;
+  const char *cases[] = {
+      "tri_f64_l0_lo0_t0_u0", "tri_f64_l0_lo0_t1_u0", "tri_f64_l0_lo1_t0_u0",
+      "tri_f64_l0_lo1_t1_u0", "tri_f64_l1_lo0_t0_u0", "tri_f64_l1_lo0_t1_u0",
+      "tri_f64_l1_lo1_t0_u0", "tri_f64_l1_lo1_t1_u0", "tri_f64_l1_lo1_t0_u1",
+      "tri_f64_l0_lo0_t1_u1", "tri_f32_l0_lo0_t0_u0", "tri_f32_l0_lo0_t1_u0",
+      "tri_f32_l0_lo1_t0_u0", "tri_f32_l0_lo1_t1_u0", "tri_f32_l1_lo0_t0_u0",
+      "tri_f32_l1_lo0_t1_u0", "tri_f32_l1_lo1_t0_u0", "tri_f32_l1_lo1_t1_u0",
+      "tri_f32_l1_lo1_t0_u1", "tri_f32_l0_lo0_t1_u1", "tri_batch_f64",
+  };
+  for (int jit = 0; jit < 2; jit++)
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+      solve_flags fl = {1, 1, 1, 0}; /* tri_batch_f64's */
+      if (strncmp(cases[c], "tri_batch", 9))
+        assert_int_equal(
+            sscanf(cases[c] + 8, "l%d_lo%d_t%d_u%d", &fl.left, &fl.lower, &fl.trans, &fl.unit), 4);
+      jx_fn *f = jx_fn_create("triangular_solve", 2, 1, solve_body, &fl);
+      jx_fn *vjp = maybe_jit(jx_vjp(f), jit);
+      jx_array *a = golden(cases[c], "a");
+      jx_array *in[3] = {a, golden(cases[c], "b"), golden(cases[c], "ct")}, *out[3];
+      check_ok(jx_call(vjp, in, out));
+      assert_close(out[0], golden(cases[c], "out"), tol_of(a), cases[c]);
+      assert_close(out[1], golden(cases[c], "ct_a"), tol_of(a) * 10, cases[c]);
+      assert_close(out[2], golden(cases[c], "ct_b"), tol_of(a) * 10, cases[c]);
+      jx_fn_release(vjp);
+      jx_fn_release(f);
+    }
+}
+
+static void triangular_solve_under_vmap(void **state) {
+  (void)state;
+  /* the batched case's stack mapped, b mapped along its last axis (moved) */
+  solve_flags fl = {1, 1, 1, 0};
+  jx_fn *f = jx_fn_create("triangular_solve", 2, 1, solve_body, &fl);
+  jx_fn *vjp = jx_vjp(f);
+  jx_fn *vf = jx_vmap(vjp, JX_AXES(0, 2, 0), JX_AXES(0, 0, 0));
+  jx_array *b = jx_transpose(golden("tri_batch_f64", "b"), JX_AXES(1, 2, 0));
+  jx_array *in[3] = {golden("tri_batch_f64", "a"), b, golden("tri_batch_f64", "ct")}, *out[3];
+  check_ok(jx_call(vf, in, out));
+  assert_close(out[0], golden("tri_batch_f64", "out"), 1e-10, "vmap value");
+  assert_close(out[1], golden("tri_batch_f64", "ct_a"), 1e-9, "vmap ct_a");
+  assert_close(out[2], golden("tri_batch_f64", "ct_b"), 1e-9, "vmap ct_b");
+  /* a unmapped: every b solved with the same matrix */
+  solve_flags upper = {1, 0, 0, 0};
+  jx_fn *g = jx_fn_create("triangular_solve", 2, 1, solve_body, &upper);
+  jx_fn *vs = jx_vmap(g, JX_AXES(JX_NONE, 0), JX_AXES(0));
+  jx_array *a0 = golden("tri_f64_l1_lo0_t0_u0", "a"), *b0 = golden("tri_f64_l1_lo0_t0_u0", "b");
+  jx_array *stacked = jx_stack(2, (jx_array *[]){b0, jx_mul(b0, jx_scalar(JX_F64, 2))}, 0);
+  jx_array *vin[2] = {a0, stacked}, *vout;
+  check_ok(jx_call(vs, vin, &vout));
+  jx_array *want = golden("tri_f64_l1_lo0_t0_u0", "out");
+  assert_close(vout, jx_stack(2, (jx_array *[]){want, jx_mul(want, jx_scalar(JX_F64, 2))}, 0),
+               1e-10, "vmap unmapped a");
+  jx_fn_release(vs);
+  jx_fn_release(g);
+  jx_fn_release(vf);
+  jx_fn_release(vjp);
+  jx_fn_release(f);
+}
+
+static void triangular_solve_gradients_match_finite_differences(void **state) {
+  (void)state;
+  const char *cases[] = {"tri_f64_l1_lo1_t0_u0", "tri_f64_l0_lo0_t1_u0", "tri_f64_l1_lo1_t0_u1"};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    solve_flags fl;
+    assert_int_equal(
+        sscanf(cases[c] + 8, "l%d_lo%d_t%d_u%d", &fl.left, &fl.lower, &fl.trans, &fl.unit), 4);
+    jx_fn *f = jx_fn_create("triangular_solve", 2, 1, solve_body, &fl);
+    /* a's unread triangle does not matter: its finite differences are 0, and
+     * so is the rule's tangent there */
+    jx_array *in[2] = {golden(cases[c], "a"), golden(cases[c], "b")};
+    check_ok(jx_check_grads(f, in, 2, 0, 0));
+    jx_fn_release(f);
+  }
+}
+
+/* ---- errors ---- */
+
+static void errors_name_the_shapes(void **state) {
+  (void)state;
+  jx_array *r = jx_linalg_cholesky(jx_zeros(JX_F32, JX_SHAPE(3, 4)));
+  assert_true(jx_is_poisoned(r));
+  assert_error_has("jx_linalg_cholesky: operand f32[3,4] must be a square matrix");
+  r = jx_linalg_cholesky(jx_zeros(JX_F32, JX_SHAPE(4)));
+  assert_error_has("f32[4] must be a square matrix");
+  r = jx_linalg_cholesky(jx_zeros(JX_I32, JX_SHAPE(2, 2)));
+  assert_error_has("jx_linalg_cholesky: operand i32[2,2] must be f32 or f64");
+  jx_array *a = jx_eye(JX_F32, 3);
+  r = jx_linalg_triangular_solve(a, jx_zeros(JX_F32, JX_SHAPE(2, 4)), 1, 1, 0, 0);
+  assert_true(jx_is_poisoned(r));
+  assert_error_has("b f32[2,4] does not fit a f32[3,3]");
+  r = jx_linalg_triangular_solve(a, jx_zeros(JX_F64, JX_SHAPE(3, 2)), 1, 1, 0, 0);
+  assert_error_has("b f64[3,2] does not fit a f32[3,3]");
+  r = jx_linalg_triangular_solve(jx_zeros(JX_F32, JX_SHAPE(2, 3)), a, 1, 1, 0, 0);
+  assert_error_has("jx_linalg_triangular_solve: a f32[2,3] must be a square matrix");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(cholesky_matches_jax, setup, teardown),
+      cmocka_unit_test_setup_teardown(cholesky_under_vmap, setup, teardown),
+      cmocka_unit_test_setup_teardown(cholesky_not_positive_definite_gives_nans, setup, teardown),
+      cmocka_unit_test_setup_teardown(cholesky_gradients_match_finite_differences, setup, teardown),
+      cmocka_unit_test_setup_teardown(triangular_solve_matches_jax, setup, teardown),
+      cmocka_unit_test_setup_teardown(triangular_solve_under_vmap, setup, teardown),
+      cmocka_unit_test_setup_teardown(triangular_solve_gradients_match_finite_differences, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(errors_name_the_shapes, setup, teardown),
+  };
+  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  jx_shutdown();
+  return failed;
+}
