@@ -30,9 +30,33 @@ jx_array *jx_linalg_cholesky(jx_array *a);
 jx_array *jx_linalg_triangular_solve(jx_array *a, jx_array *b, int left_side, int lower,
                                      int transpose_a, int unit_diagonal);
 
+/* The LU factorization with partial pivoting of a[..., n, n], as
+ * jax.lax.linalg.lu: P a = L U with lu holding L's strict lower triangle (L's
+ * diagonal is ones) and U's upper one, pivots (i32[..., n]) the row swapped
+ * with row i at step i, permutation (i32[..., n]) the rows of a in P a's
+ * order. A singular matrix factors all the same (a zero on U's diagonal). */
+jx_status jx_linalg_lu(jx_array *a, jx_array **lu, jx_array **pivots, jx_array **permutation);
+
+/* x with a x = b (jnp.linalg.solve) through a's LU factors: b is [..., n, k]
+ * or a vector [..., n], with a's batch dims and dtype. */
+jx_array *jx_linalg_solve(jx_array *a, jx_array *b);
+/* The inverse of each matrix of a[..., n, n] (jnp.linalg.inv). */
+jx_array *jx_linalg_inv(jx_array *a);
+/* The determinant of each matrix, [...] (jnp.linalg.det), from its LU
+ * factors. */
+jx_array *jx_linalg_det(jx_array *a);
+/* The sign (+1, -1, or 0 for a singular matrix) and log |det| (-inf when
+ * singular) of each matrix, [...] each (jnp.linalg.slogdet). */
+jx_status jx_linalg_slogdet(jx_array *a, jx_array **sign, jx_array **logabsdet);
+
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_linalg_cholesky(...)         JX_LOCATED(jx_linalg_cholesky, __VA_ARGS__)
 #define jx_linalg_triangular_solve(...) JX_LOCATED(jx_linalg_triangular_solve, __VA_ARGS__)
+#define jx_linalg_lu(...)               JX_LOCATED_STATUS(jx_linalg_lu, __VA_ARGS__)
+#define jx_linalg_solve(...)            JX_LOCATED(jx_linalg_solve, __VA_ARGS__)
+#define jx_linalg_inv(...)              JX_LOCATED(jx_linalg_inv, __VA_ARGS__)
+#define jx_linalg_det(...)              JX_LOCATED(jx_linalg_det, __VA_ARGS__)
+#define jx_linalg_slogdet(...)          JX_LOCATED_STATUS(jx_linalg_slogdet, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

@@ -33,6 +33,19 @@ jx_array *jx_linalg_triangle(jx_array *x, int lower, int k) {
   return jx_where(keep, x, jx_zeros(x->dtype, JX_SHAPE()));
 }
 
+jx_array *jx_linalg_eye_like(jx_array *x) {
+  return jx_eye(x->dtype, x->shape.dims[x->shape.rank - 1]);
+}
+
+jx_array *jx_linalg_permute_rows(jx_array *x, jx_array *perm) {
+  int r = perm->shape.rank;
+  jx_shape s = perm->shape;
+  s.dims[r] = x->shape.dims[x->shape.rank - 2];
+  s.rank++;
+  jx_array *p = jx_eq(jx_expand_dims(perm, -1), jx_iota(JX_I32, s, r));
+  return jx_matmul(jx_astype(p, x->dtype), x);
+}
+
 jx_array *jx_linalg_swap_last(jx_array *x) {
   int r = x->shape.rank, perm[JX_MAX_RANK];
   for (int d = 0; d < r; d++) perm[d] = d;

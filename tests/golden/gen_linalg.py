@@ -66,6 +66,47 @@ def solve_case(case, dt, left, lower, trans, unit, batch=()):
     save(case, a=a, b=b, out=out, ct=ct, ct_a=ct_a, ct_b=ct_b)
 
 
+def general(shape, dt):
+    """Well-conditioned general matrices with their rows shuffled, so that LU pivots."""
+    n = shape[-1]
+    m = R.standard_normal(shape) + 0.5 * n * np.eye(n) * R.choice([-1, 1], shape[:-1] + (1,))
+    return m[..., R.permutation(n), :].astype(dt)
+
+
+def vjp_case(case, f, dt, *inputs):
+    """f's outputs at inputs and the VJPs of every input against random cotangents."""
+    out, vjp = jax.vjp(f, *map(jnp.asarray, inputs))
+    ct = R.standard_normal(np.shape(out)).astype(dt)
+    cts = vjp(jnp.asarray(ct))
+    names = ["a", "b"][: len(inputs)]
+    save(case, out=out, ct=ct, **dict(zip(names, inputs)),
+         **{f"ct_{k}": v for k, v in zip(names, cts)})
+
+
+def lu_cases():
+    for case, shape, dt in (("lu_f64", (4, 4), np.float64), ("lu_f32", (3, 3), np.float32),
+                            ("lu_batch_f64", (2, 3, 3), np.float64)):
+        a = general(shape, dt)
+        lu, piv, perm = lax.linalg.lu(jnp.asarray(a))
+        save(case, pivots=np.asarray(piv, np.int32), permutation=np.asarray(perm, np.int32))
+        vjp_case(case, lambda a: lax.linalg.lu(a)[0], dt, a)
+    for dt, tag in ((np.float64, "f64"), (np.float32, "f32")):
+        a = general((4, 4), dt)
+        vjp_case(f"solve_{tag}", jnp.linalg.solve, dt, a, R.standard_normal((4, 2)).astype(dt))
+        vjp_case(f"solve_vec_{tag}", jnp.linalg.solve, dt, a, R.standard_normal(4).astype(dt))
+        vjp_case(f"inv_{tag}", jnp.linalg.inv, dt, a)
+        vjp_case(f"det_{tag}", jnp.linalg.det, dt, a)
+        vjp_case(f"logdet_{tag}", lambda a: jnp.linalg.slogdet(a)[1], dt, a)
+        save(f"sign_{tag}", out=jnp.linalg.slogdet(a)[0])
+    a = general((2, 3, 3), np.float64)
+    vjp_case("solve_batch_f64", jnp.linalg.solve, np.float64, a,
+             R.standard_normal((2, 3, 2)))
+    vjp_case("det_batch_f64", jnp.linalg.det, np.float64, a)
+    singular = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    sign, logdet = jnp.linalg.slogdet(singular)
+    save("singular", a=singular, det=jnp.linalg.det(singular), sign=sign, logabsdet=logdet)
+
+
 def main():
     shutil.rmtree(DIR, ignore_errors=True)
     os.makedirs(DIR)
@@ -85,6 +126,7 @@ def main():
     # the second matrix is not positive definite: JAX gives NaNs in its lower triangle
     bad = np.array([[[4.0, 2.0], [2.0, 3.0]], [[1.0, 2.0], [2.0, 1.0]]])
     save("chol_not_pd", a=bad, out=jnp.linalg.cholesky(bad))
+    lu_cases()
 
 
 if __name__ == "__main__":

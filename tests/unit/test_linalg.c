@@ -203,6 +203,150 @@ static void triangular_solve_gradients_match_finite_differences(void **state) {
   }
 }
 
+/* ---- LU and what is built on it ---- */
+
+static void lu_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *piv, *perm;
+  jx_linalg_lu(in[0], &out[0], &piv, &perm);
+}
+static void solve_lu_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_linalg_solve(in[0], in[1]);
+}
+static void inv_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_linalg_inv(in[0]);
+}
+static void det_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_linalg_det(in[0]);
+}
+static void logdet_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *sign;
+  jx_linalg_slogdet(in[0], &sign, &out[0]);
+}
+
+typedef struct {
+  const char *golden;
+  jx_body body;
+  int nin;
+} lu_case;
+
+static const lu_case LU_CASES[] = {
+    {"lu_f64", lu_body, 1},
+    {"lu_f32", lu_body, 1},
+    {"lu_batch_f64", lu_body, 1},
+    {"solve_f64", solve_lu_body, 2},
+    {"solve_f32", solve_lu_body, 2},
+    {"solve_vec_f64", solve_lu_body, 2},
+    {"solve_vec_f32", solve_lu_body, 2},
+    {"solve_batch_f64", solve_lu_body, 2},
+    {"inv_f64", inv_body, 1},
+    {"inv_f32", inv_body, 1},
+    {"det_f64", det_body, 1},
+    {"det_f32", det_body, 1},
+    {"det_batch_f64", det_body, 1},
+    {"logdet_f64", logdet_body, 1},
+    {"logdet_f32", logdet_body, 1},
+};
+
+static void lu_family_matches_jax(void **state) {
+  (void)state;
+  static const char *const names[] = {"a", "b"};
+  for (int jit = 0; jit < 2; jit++)
+    for (size_t c = 0; c < sizeof LU_CASES / sizeof *LU_CASES; c++) {
+      const lu_case *k = &LU_CASES[c];
+      jx_fn *f = jx_fn_create(k->golden, k->nin, 1, k->body, NULL);
+      jx_fn *vjp = maybe_jit(jx_vjp(f), jit);
+      jx_array *in[3], *out[3];
+      for (int i = 0; i < k->nin; i++) in[i] = golden(k->golden, names[i]);
+      in[k->nin] = golden(k->golden, "ct");
+      check_ok(jx_call(vjp, in, out));
+      double tol = tol_of(in[0]) * 10;
+      assert_close(out[0], golden(k->golden, "out"), tol, k->golden);
+      char ct[8];
+      for (int i = 0; i < k->nin; i++) {
+        snprintf(ct, sizeof ct, "ct_%s", names[i]);
+        assert_close(out[1 + i], golden(k->golden, ct), tol * 10, k->golden);
+      }
+      jx_fn_release(vjp);
+      jx_fn_release(f);
+    }
+}
+
+static void lu_pivots_and_signs_match_jax(void **state) {
+  (void)state;
+  const char *cases[] = {"lu_f64", "lu_f32", "lu_batch_f64"};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    jx_array *lu, *piv, *perm;
+    check_ok(jx_linalg_lu(golden(cases[c], "a"), &lu, &piv, &perm));
+    assert_close(piv, golden(cases[c], "pivots"), 0, cases[c]);
+    assert_close(perm, golden(cases[c], "permutation"), 0, cases[c]);
+  }
+  /* f32's matrix has an odd permutation: sign -1 */
+  const char *tags[] = {"f64", "f32"};
+  for (int t = 0; t < 2; t++) {
+    char a[32], s[32];
+    snprintf(a, sizeof a, "logdet_%s", tags[t]);
+    snprintf(s, sizeof s, "sign_%s", tags[t]);
+    jx_array *sign, *logdet;
+    check_ok(jx_linalg_slogdet(golden(a, "a"), &sign, &logdet));
+    assert_close(sign, golden(s, "out"), 0, s);
+  }
+  /* a singular matrix: det 0, sign 0, log |det| -inf, as JAX */
+  jx_array *a = golden("singular", "a"), *sign, *logdet;
+  assert_close(jx_linalg_det(a), golden("singular", "det"), 1e-15, "singular det");
+  check_ok(jx_linalg_slogdet(a, &sign, &logdet));
+  assert_close(sign, golden("singular", "sign"), 0, "singular sign");
+  double v;
+  check_ok(jx_read(logdet, &v, sizeof v));
+  assert_true(isinf(v) && v < 0);
+}
+
+static void lu_family_under_vmap(void **state) {
+  (void)state;
+  /* solve and det mapped over the stack; the VJP of solve too */
+  jx_fn *s = jx_fn_create("solve", 2, 1, solve_lu_body, NULL),
+        *d = jx_fn_create("det", 1, 1, det_body, NULL);
+  jx_fn *vjp = jx_vjp(s);
+  jx_fn *vs = jx_jit(jx_vmap(vjp, JX_AXES(0, 0, 0), JX_AXES(0, 0, 0)), NULL);
+  jx_fn *vd = jx_vmap(d, JX_AXES(0), JX_AXES(0));
+  jx_array *in[3] = {golden("solve_batch_f64", "a"), golden("solve_batch_f64", "b"),
+                     golden("solve_batch_f64", "ct")},
+           *out[3];
+  check_ok(jx_call(vs, in, out));
+  assert_close(out[0], golden("solve_batch_f64", "out"), 1e-10, "vmap solve");
+  assert_close(out[1], golden("solve_batch_f64", "ct_a"), 1e-9, "vmap solve ct_a");
+  assert_close(out[2], golden("solve_batch_f64", "ct_b"), 1e-9, "vmap solve ct_b");
+  jx_array *det;
+  check_ok(jx_call(vd, in, &det));
+  assert_close(det, golden("det_batch_f64", "out"), 1e-10, "vmap det");
+  jx_fn_release(vd);
+  jx_fn_release(vs);
+  jx_fn_release(vjp);
+  jx_fn_release(d);
+  jx_fn_release(s);
+}
+
+static void lu_family_gradients_match_finite_differences(void **state) {
+  (void)state;
+  const lu_case cases[] = {{"solve_f64", solve_lu_body, 2},
+                           {"inv_f64", inv_body, 1},
+                           {"det_f64", det_body, 1},
+                           {"logdet_f64", logdet_body, 1}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    jx_fn *f = jx_fn_create(cases[c].golden, cases[c].nin, 1, cases[c].body, NULL);
+    jx_array *in[2] = {golden(cases[c].golden, "a"), NULL};
+    if (cases[c].nin == 2) in[1] = golden(cases[c].golden, "b");
+    jx_status st = jx_check_grads(f, in, 2, 0, 0);
+    if (st) fprintf(stderr, "%s: ", cases[c].golden);
+    check_ok(st);
+    jx_fn_release(f);
+  }
+}
+
 /* ---- errors ---- */
 
 static void errors_name_the_shapes(void **state) {
@@ -222,6 +366,16 @@ static void errors_name_the_shapes(void **state) {
   assert_error_has("b f64[3,2] does not fit a f32[3,3]");
   r = jx_linalg_triangular_solve(jx_zeros(JX_F32, JX_SHAPE(2, 3)), a, 1, 1, 0, 0);
   assert_error_has("jx_linalg_triangular_solve: a f32[2,3] must be a square matrix");
+  r = jx_linalg_solve(a, jx_zeros(JX_F32, JX_SHAPE(4)));
+  assert_true(jx_is_poisoned(r));
+  assert_error_has("jx_linalg_solve: b f32[4] does not fit a f32[3,3]");
+  r = jx_linalg_det(jx_zeros(JX_F64, JX_SHAPE(2, 2, 3)));
+  assert_error_has("jx_linalg_det: operand f64[2,2,3] must be a square matrix");
+  jx_array *sign, *logdet;
+  assert_int_equal(jx_linalg_slogdet(jx_zeros(JX_I32, JX_SHAPE(2, 2)), &sign, &logdet),
+                   JX_ERR_DTYPE);
+  assert_true(jx_is_poisoned(sign) && jx_is_poisoned(logdet));
+  assert_error_has("jx_linalg_slogdet: operand i32[2,2] must be f32 or f64");
 }
 
 int main(void) {
@@ -233,6 +387,11 @@ int main(void) {
       cmocka_unit_test_setup_teardown(triangular_solve_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(triangular_solve_under_vmap, setup, teardown),
       cmocka_unit_test_setup_teardown(triangular_solve_gradients_match_finite_differences, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(lu_family_matches_jax, setup, teardown),
+      cmocka_unit_test_setup_teardown(lu_pivots_and_signs_match_jax, setup, teardown),
+      cmocka_unit_test_setup_teardown(lu_family_under_vmap, setup, teardown),
+      cmocka_unit_test_setup_teardown(lu_family_gradients_match_finite_differences, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(errors_name_the_shapes, setup, teardown),
   };
