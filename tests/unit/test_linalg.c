@@ -1,8 +1,10 @@
 /* Linear algebra (jx/linalg.h) against JAX goldens (tests/golden/gen_linalg.py):
  * values and VJPs of cholesky and triangular_solve for f32 and f64, every
  * flag of triangular_solve, batched stacks, eagerly, under jit and under
- * vmap; derivatives against finite differences (jx_check_grads); a matrix
- * that is not positive definite; errors naming the shapes. */
+ * vmap; lu and solve, inv, det, slogdet built on it; a sharded jit (the
+ * primitives run replicated); derivatives against finite differences
+ * (jx_check_grads); a matrix that is not positive definite, a singular one;
+ * errors naming the shapes. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -347,6 +349,40 @@ static void lu_family_gradients_match_finite_differences(void **state) {
   }
 }
 
+/* ---- sharded jit: the linear algebra primitives run replicated ---- */
+
+static void sharded_jit_equals_jax(void **state) {
+  (void)state;
+  /* the stack split over two devices; the partitioner gathers it whole */
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(2), (const char *[]){"x"});
+  jx_sharding *sh = jx_sharding_create(m, "x");
+  assert_non_null(sh);
+  jx_fn *s = jx_fn_create("solve", 2, 1, solve_lu_body, NULL),
+        *c = jx_fn_create("cholesky", 1, 1, cholesky_body, NULL);
+  jx_fn *vjp = jx_vjp(s), *cvjp = jx_vjp(c);
+  jx_fn *js = jx_jit(vjp, &(jx_jit_options){.in_shardings = (jx_sharding *[]){sh, sh, sh}});
+  jx_fn *jc = jx_jit(cvjp, &(jx_jit_options){.in_shardings = (jx_sharding *[]){sh, sh}});
+  jx_array *in[3] = {golden("solve_batch_f64", "a"), golden("solve_batch_f64", "b"),
+                     golden("solve_batch_f64", "ct")},
+           *out[3];
+  check_ok(jx_call(js, in, out));
+  assert_close(out[0], golden("solve_batch_f64", "out"), 1e-10, "sharded solve");
+  assert_close(out[1], golden("solve_batch_f64", "ct_a"), 1e-9, "sharded solve ct_a");
+  assert_close(out[2], golden("solve_batch_f64", "ct_b"), 1e-9, "sharded solve ct_b");
+  jx_array *cin[2] = {golden("chol_batch_f64", "a"), golden("chol_batch_f64", "ct")};
+  check_ok(jx_call(jc, cin, out));
+  assert_close(out[0], golden("chol_batch_f64", "out"), 1e-10, "sharded cholesky");
+  assert_close(out[1], golden("chol_batch_f64", "ct_a"), 1e-9, "sharded cholesky ct_a");
+  jx_fn_release(jc);
+  jx_fn_release(js);
+  jx_fn_release(cvjp);
+  jx_fn_release(vjp);
+  jx_fn_release(c);
+  jx_fn_release(s);
+  jx_sharding_release(sh);
+  jx_mesh_release(m);
+}
+
 /* ---- errors ---- */
 
 static void errors_name_the_shapes(void **state) {
@@ -379,6 +415,7 @@ static void errors_name_the_shapes(void **state) {
 }
 
 int main(void) {
+  if (jx_set_cpu_device_count(2)) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(cholesky_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(cholesky_under_vmap, setup, teardown),
@@ -393,6 +430,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(lu_family_under_vmap, setup, teardown),
       cmocka_unit_test_setup_teardown(lu_family_gradients_match_finite_differences, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(sharded_jit_equals_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(errors_name_the_shapes, setup, teardown),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
