@@ -313,7 +313,7 @@ static void lu_family_under_vmap(void **state) {
   jx_fn *s = jx_fn_create("solve", 2, 1, solve_lu_body, NULL),
         *d = jx_fn_create("det", 1, 1, det_body, NULL);
   jx_fn *vjp = jx_vjp(s);
-  jx_fn *vs = jx_jit(jx_vmap(vjp, JX_AXES(0, 0, 0), JX_AXES(0, 0, 0)), NULL);
+  jx_fn *vs = maybe_jit(jx_vmap(vjp, JX_AXES(0, 0, 0), JX_AXES(0, 0, 0)), 1);
   jx_fn *vd = jx_vmap(d, JX_AXES(0), JX_AXES(0));
   jx_array *in[3] = {golden("solve_batch_f64", "a"), golden("solve_batch_f64", "b"),
                      golden("solve_batch_f64", "ct")},
