@@ -353,6 +353,7 @@ static void lu_family_gradients_match_finite_differences(void **state) {
 
 static void sharded_jit_equals_jax(void **state) {
   (void)state;
+  TEST_SKIP_ON_CUDA("there are no CUDA meshes");
   /* the stack split over two devices; the partitioner gathers it whole */
   jx_mesh *m = jx_mesh_create(JX_SHAPE(2), (const char *[]){"x"});
   jx_sharding *sh = jx_sharding_create(m, "x");
