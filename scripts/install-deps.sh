@@ -2,11 +2,12 @@
 # Installs what jx needs to build and test on Debian 12 (run as root).
 set -euo pipefail
 # clang and its sanitizer runtime build the second (sanitized) test pass;
-# clang-format checks the formatting. libcjson reads checkpoint manifests,
+# clang-format checks the formatting. liblapacke (on OpenBLAS's LAPACK) runs
+# the linear algebra functions; libcjson reads checkpoint manifests,
 # zlib the gzipped datasets;
 # the datasets are the examples' and the training job's default data; Open MPI builds the
 # MPI plugin (libjx_mpi.so) and runs the tests of many processes (mpirun).
-packages=(build-essential cmake pkg-config libopenblas-dev libcmocka-dev libcjson-dev zlib1g-dev clang
+packages=(build-essential cmake pkg-config libopenblas-dev liblapacke-dev libcmocka-dev libcjson-dev zlib1g-dev clang
           libclang-rt-14-dev clang-format dataset-fashion-mnist fortunes libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do

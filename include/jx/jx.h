@@ -37,7 +37,8 @@
  * jx_clear_error (base.h).
  *
  * base.h: errors, scopes, shapes;  array.h: dtypes, arrays, .npy;
- * ops.h: operations;  random.h: the PRNG;  transform.h: functions, jit, grad, vmap.
+ * ops.h: operations;  linalg.h: linear algebra;  random.h: the PRNG;
+ * transform.h: functions, jit, grad, vmap.
  *
  * Threads. jx may be used from several threads at once:
  *  - Per thread: the error state (jx_last_error: each thread sees its own
@@ -74,6 +75,7 @@
 #include "debug.h"
 #include "distributed.h"
 #include "io.h"
+#include "linalg.h"
 #include "nn.h"
 #include "ops.h"
 #include "optim.h"

@@ -1,0 +1,65 @@
+/* jx/linalg.h: linear algebra on matrices in the last two axes, as
+ * jax.lax.linalg and jax.numpy.linalg, for f32 and f64 (LAPACK underneath).
+ *
+ * Every function works on a stack of matrices: leading axes are batch axes,
+ * the same for every operand. A factorization that fails (cholesky of a
+ * matrix that is not positive definite) gives NaNs in that matrix's result,
+ * as JAX does; it is not an error. Every function is differentiable (JVP and
+ * VJP) and batches under vmap. */
+#ifndef JX_LINALG_H
+#define JX_LINALG_H
+
+#include "array.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The lower Cholesky factor L of a symmetric positive definite a[..., n, n]:
+ * a = L L^T, the strict upper triangle of L zero. As jnp.linalg.cholesky, a
+ * is symmetrized first ((a + a^T) / 2), so only its symmetric part matters
+ * and derivatives stay symmetric. */
+jx_array *jx_linalg_cholesky(jx_array *a);
+
+/* x solving op(a) x = b (left_side) or x op(a) = b (otherwise), where op(a)
+ * is a or its transpose (transpose_a) and a[..., m, m] is lower or upper
+ * triangular (lower); only that triangle of a is read, and its diagonal is
+ * taken to be ones when unit_diagonal is set. b is [..., m, n] (left_side) or
+ * [..., n, m]. As jax.lax.linalg.triangular_solve (whose left_side defaults
+ * to 0). */
+jx_array *jx_linalg_triangular_solve(jx_array *a, jx_array *b, int left_side, int lower,
+                                     int transpose_a, int unit_diagonal);
+
+/* The LU factorization with partial pivoting of a[..., n, n], as
+ * jax.lax.linalg.lu: P a = L U with lu holding L's strict lower triangle (L's
+ * diagonal is ones) and U's upper one, pivots (i32[..., n]) the row swapped
+ * with row i at step i, permutation (i32[..., n]) the rows of a in P a's
+ * order. A singular matrix factors all the same (a zero on U's diagonal). */
+jx_status jx_linalg_lu(jx_array *a, jx_array **lu, jx_array **pivots, jx_array **permutation);
+
+/* x with a x = b (jnp.linalg.solve) through a's LU factors: b is [..., n, k]
+ * or a vector [..., n], with a's batch dims and dtype. */
+jx_array *jx_linalg_solve(jx_array *a, jx_array *b);
+/* The inverse of each matrix of a[..., n, n] (jnp.linalg.inv). */
+jx_array *jx_linalg_inv(jx_array *a);
+/* The determinant of each matrix, [...] (jnp.linalg.det), from its LU
+ * factors. */
+jx_array *jx_linalg_det(jx_array *a);
+/* The sign (+1, -1, or 0 for a singular matrix) and log |det| (-inf when
+ * singular) of each matrix, [...] each (jnp.linalg.slogdet). */
+jx_status jx_linalg_slogdet(jx_array *a, jx_array **sign, jx_array **logabsdet);
+
+#ifndef JX_NO_LOCATION_MACROS
+#define jx_linalg_cholesky(...)         JX_LOCATED(jx_linalg_cholesky, __VA_ARGS__)
+#define jx_linalg_triangular_solve(...) JX_LOCATED(jx_linalg_triangular_solve, __VA_ARGS__)
+#define jx_linalg_lu(...)               JX_LOCATED_STATUS(jx_linalg_lu, __VA_ARGS__)
+#define jx_linalg_solve(...)            JX_LOCATED(jx_linalg_solve, __VA_ARGS__)
+#define jx_linalg_inv(...)              JX_LOCATED(jx_linalg_inv, __VA_ARGS__)
+#define jx_linalg_det(...)              JX_LOCATED(jx_linalg_det, __VA_ARGS__)
+#define jx_linalg_slogdet(...)          JX_LOCATED_STATUS(jx_linalg_slogdet, __VA_ARGS__)
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,99 @@
+/* cholesky: the lower Cholesky factor of each matrix of a stack, through
+ * LAPACK's potrf; a matrix that is not positive definite (potrf's info > 0)
+ * gives NaNs in its lower triangle (zeros above), as JAX does.
+ *
+ * JVP (JAX's _cholesky_jvp_rule, after Murray, arXiv:1602.07527):
+ * dL = L Phi(L^-1 dA L^-T), Phi taking the lower triangle with the diagonal
+ * halved; the two solves are triangular_solve, linear in dA, so reverse mode
+ * transposes them. Batching moves the batch axis to the front. */
+#include <lapacke.h>
+#include <math.h>
+#include <string.h>
+
+#include <jx/ops.h>
+
+#include "../base/error.h"
+#include "../prims/rules.h"
+#include "linalg_prims.h"
+
+static jx_status infer_cholesky(const jx_params *p, int nin, const jx_aval *in, int nout,
+                                jx_aval *out) {
+  (void)p, (void)nin, (void)nout;
+  jx_status st = jx_linalg_check_square("cholesky", "operand", in);
+  if (!st) out[0] = (jx_aval){in->dtype, 0, in->shape, 0};
+  return st;
+}
+
+/* Factors the row-major n x n matrix m in place: L in the lower triangle,
+ * zeros above; NaNs throughout the lower triangle when m is not positive
+ * definite (JAX's lowering masks the factor, then keeps its lower part). */
+static void factor(jx_dtype dt, void *m, int64_t n) {
+  lapack_int info = dt == JX_F64 ? LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, m, n)
+                                 : LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'L', n, m, n);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < n; j++) {
+      if (info == 0 && j <= i) continue;
+      double v = j > i ? 0 : NAN;
+      if (dt == JX_F64)
+        ((double *)m)[i * n + j] = v;
+      else
+        ((float *)m)[i * n + j] = (float)v;
+    }
+}
+
+static void eval_cholesky(const jx_params *p, int nin, const jx_tensor *in, int nout,
+                          jx_tensor *out) {
+  (void)p, (void)nin, (void)nout;
+  int r = in->shape.rank;
+  int64_t n = in->shape.dims[r - 1], count = jx_linalg_batch_count(in->shape);
+  size_t bytes = jx_dtype_size(in->dtype) * (size_t)(n * n);
+  if (bytes == 0) return;
+  for (int64_t b = 0; b < count; b++) {
+    char *m = (char *)out->data + bytes * (size_t)b;
+    memcpy(m, (const char *)in->data + bytes * (size_t)b, bytes);
+    factor(in->dtype, m, n);
+  }
+}
+
+/* Phi(X): the lower triangle of X with its diagonal halved. */
+static jx_array *phi(jx_array *x) {
+  jx_array *strict = jx_linalg_triangle(x, 1, -1), *diag = jx_linalg_triangle(x, 1, 0);
+  diag = jx_sub(diag, strict);
+  return jx_add(strict, jx_mul(diag, jx_scalar(x->dtype, 0.5)));
+}
+
+static jx_status jvp_cholesky(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
+                              int nout, jx_array **y, jx_array **ty, int nsub,
+                              struct jx_program *const *subs) {
+  (void)nin, (void)nout, (void)nsub, (void)subs;
+  jx_array *l = jx_bind1(&jx_prim_cholesky, 1, x, p);
+  y[0] = l;
+  ty[0] = NULL;
+  if (!t[0]) return jx_last_status();
+  jx_params right_t = JX_PARAMS_INIT, left = JX_PARAMS_INIT;
+  right_t.i[1] = right_t.i[2] = 1; /* X L^T = dA: X = dA L^-T */
+  left.i[0] = left.i[1] = 1;       /* L Y = X: Y = L^-1 X */
+  jx_array *tmp = jx_linalg_bind_triangular_solve(l, t[0], &right_t);
+  tmp = jx_linalg_bind_triangular_solve(l, tmp, &left);
+  ty[0] = jx_matmul(l, phi(tmp));
+  return jx_last_status();
+}
+
+static jx_status batch_cholesky(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
+                                int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
+                                struct jx_program *const *subs) {
+  (void)nin, (void)nout, (void)nsub, (void)subs;
+  jx_array *x = jx_rule_batch_to_front(in[0], bdim[0], n);
+  out[0] = jx_bind1(&jx_prim_cholesky, 1, &x, p);
+  out_bdim[0] = 0;
+  return jx_last_status();
+}
+
+const jx_prim jx_prim_cholesky = {.name = "cholesky",
+                                  .nin = 1,
+                                  .nout = 1,
+                                  .params = "",
+                                  .infer = infer_cholesky,
+                                  .eval = eval_cholesky,
+                                  .jvp = jvp_cholesky,
+                                  .batch = batch_cholesky};

@@ -1,0 +1,133 @@
+/* The public linear algebra functions (jx/linalg.h): argument checks named
+ * after the caller's function, then the primitives. */
+#include <jx/linalg.h>
+#include <jx/ops.h>
+
+#include "../base/error.h"
+#include "../trace/dispatch.h"
+#include "linalg_prims.h"
+
+/* Checks a as f32/f64 square matrices for op; 0 when fine. */
+static jx_status check_matrix(const char *op, const char *what, jx_array *a) {
+  jx_aval av = {a->dtype, a->weak, a->shape, 0};
+  return jx_linalg_check_square(op, what, &av);
+}
+
+jx_array *jx_linalg_cholesky(jx_array *a) {
+  const char *op = "jx_linalg_cholesky";
+  if (jx_check_inputs(op, 1, &a) || check_matrix(op, "operand", a)) return jx_poison();
+  /* jnp.linalg.cholesky's symmetrize_input: only the symmetric part counts */
+  jx_array *sym = jx_mul(jx_add(a, jx_linalg_swap_last(a)), jx_scalar(a->dtype, 0.5));
+  jx_params p = JX_PARAMS_INIT;
+  return jx_bind1(&jx_prim_cholesky, 1, &sym, &p);
+}
+
+jx_array *jx_linalg_triangular_solve(jx_array *a, jx_array *b, int left_side, int lower,
+                                     int transpose_a, int unit_diagonal) {
+  const char *op = "jx_linalg_triangular_solve";
+  jx_array *in[2] = {a, b};
+  if (jx_check_inputs(op, 2, in) || check_matrix(op, "a", a)) return jx_poison();
+  /* b's fit to a is the primitive's shape rule */
+  jx_params p = JX_PARAMS_INIT;
+  p.i[0] = left_side != 0;
+  p.i[1] = lower != 0;
+  p.i[2] = transpose_a != 0;
+  p.i[3] = unit_diagonal != 0;
+  return jx_bind1(&jx_prim_triangular_solve, 2, in, &p);
+}
+
+jx_status jx_linalg_lu(jx_array *a, jx_array **lu, jx_array **pivots, jx_array **permutation) {
+  const char *op = "jx_linalg_lu";
+  if (!lu || !pivots || !permutation)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
+  *lu = *pivots = *permutation = jx_poison();
+  jx_status st = jx_check_inputs(op, 1, &a);
+  if (!st) st = check_matrix(op, "operand", a);
+  if (st) return st;
+  jx_params p = JX_PARAMS_INIT;
+  jx_array *out[3];
+  st = jx_bind(&jx_prim_lu, 1, &a, &p, out);
+  *lu = out[0];
+  *pivots = out[1];
+  *permutation = out[2];
+  return st;
+}
+
+/* x with a x = b through a's LU factors; b [..., m, k], of a's batch dims. */
+static jx_array *lu_solve(jx_array *lu, jx_array *permutation, jx_array *b) {
+  jx_params unit_lower = JX_PARAMS_INIT, upper = JX_PARAMS_INIT;
+  unit_lower.i[0] = unit_lower.i[1] = unit_lower.i[3] = 1; /* L y = P b */
+  upper.i[0] = 1;                                          /* U x = y */
+  jx_array *y =
+      jx_linalg_bind_triangular_solve(lu, jx_linalg_permute_rows(b, permutation), &unit_lower);
+  return jx_linalg_bind_triangular_solve(lu, y, &upper);
+}
+
+jx_array *jx_linalg_solve(jx_array *a, jx_array *b) {
+  const char *op = "jx_linalg_solve";
+  jx_array *in[2] = {a, b};
+  if (jx_check_inputs(op, 2, in) || check_matrix(op, "a", a)) return jx_poison();
+  char sa[JX_AVAL_STR_CAP], sb[JX_AVAL_STR_CAP];
+  int r = a->shape.rank, vector = b->shape.rank == r - 1;
+  int ok = b->dtype == a->dtype && (vector || b->shape.rank == r);
+  for (int d = 0; ok && d < r - 2; d++) ok = b->shape.dims[d] == a->shape.dims[d];
+  if (ok) ok = b->shape.dims[r - 2] == a->shape.dims[r - 1];
+  if (!ok) {
+    jx_error_set(JX_ERR_SHAPE,
+                 "%s: b %s does not fit a %s: b must have a's dtype and batch dims, and be "
+                 "[..., m] or [..., m, k] for a [..., m, m]",
+                 op, jx_aval_str(b->dtype, b->shape, sb), jx_aval_str(a->dtype, a->shape, sa));
+    return jx_poison();
+  }
+  jx_array *lu, *pivots, *perm;
+  if (jx_linalg_lu(a, &lu, &pivots, &perm)) return jx_poison();
+  if (!vector) return lu_solve(lu, perm, b);
+  return jx_squeeze(lu_solve(lu, perm, jx_expand_dims(b, r - 1)), JX_AXES(r - 1));
+}
+
+jx_array *jx_linalg_inv(jx_array *a) {
+  const char *op = "jx_linalg_inv";
+  if (jx_check_inputs(op, 1, &a) || check_matrix(op, "operand", a)) return jx_poison();
+  jx_array *lu, *pivots, *perm;
+  if (jx_linalg_lu(a, &lu, &pivots, &perm)) return jx_poison();
+  return lu_solve(lu, perm, jx_broadcast_to(jx_linalg_eye_like(a), a->shape));
+}
+
+/* The sign of the row permutation of pivots (+-1, in dt) and U's diagonal. */
+static void lu_parts(jx_array *lu, jx_array *pivots, jx_array **parity_sign, jx_array **diag) {
+  int r = lu->shape.rank;
+  jx_array *swapped = jx_ne(pivots, jx_iota(JX_I32, pivots->shape, r - 2));
+  jx_array *flip =
+      jx_where(swapped, jx_full(lu->dtype, JX_SHAPE(), -1), jx_full(lu->dtype, JX_SHAPE(), 1));
+  *parity_sign = jx_prod(flip, JX_AXES(r - 2), 0);
+  jx_array *on_diag =
+      jx_eq(jx_iota(JX_I32, JX_SHAPE(lu->shape.dims[r - 1], lu->shape.dims[r - 1]), 0),
+            jx_iota(JX_I32, JX_SHAPE(lu->shape.dims[r - 1], lu->shape.dims[r - 1]), 1));
+  *diag = jx_sum(jx_where(on_diag, lu, jx_zeros(lu->dtype, JX_SHAPE())), JX_AXES(r - 1), 0);
+}
+
+jx_array *jx_linalg_det(jx_array *a) {
+  const char *op = "jx_linalg_det";
+  if (jx_check_inputs(op, 1, &a) || check_matrix(op, "operand", a)) return jx_poison();
+  jx_array *lu, *pivots, *perm, *sign, *diag;
+  if (jx_linalg_lu(a, &lu, &pivots, &perm)) return jx_poison();
+  lu_parts(lu, pivots, &sign, &diag);
+  return jx_mul(sign, jx_prod(diag, JX_AXES(a->shape.rank - 2), 0));
+}
+
+jx_status jx_linalg_slogdet(jx_array *a, jx_array **sign, jx_array **logabsdet) {
+  const char *op = "jx_linalg_slogdet";
+  if (!sign || !logabsdet)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
+  *sign = *logabsdet = jx_poison();
+  jx_status st = jx_check_inputs(op, 1, &a);
+  if (!st) st = check_matrix(op, "operand", a);
+  if (st) return st;
+  jx_array *lu, *pivots, *perm, *parity, *diag;
+  if ((st = jx_linalg_lu(a, &lu, &pivots, &perm))) return st;
+  lu_parts(lu, pivots, &parity, &diag);
+  int ax = a->shape.rank - 2;
+  *sign = jx_mul(parity, jx_prod(jx_sign(diag), JX_AXES(ax), 0));
+  *logabsdet = jx_sum(jx_log(jx_abs(diag)), JX_AXES(ax), 0);
+  return jx_last_status();
+}

@@ -1,0 +1,41 @@
+/* The linear algebra primitives (this folder) and helpers their rules share.
+ *
+ * Each primitive works on the last two axes of its operands; leading axes are
+ * batch axes, equal across operands, and the kernels loop over them.
+ *  - cholesky (cholesky.c): a[..., n, n] -> lower factor L (upper triangle
+ *    zero); a matrix that is not positive definite gives NaNs in its lower
+ *    triangle;
+ *  - triangular_solve (triangular_solve.c): (a, b) -> x, params
+ *    left_side=i0 lower=i1 transpose_a=i2 unit_diagonal=i3, as
+ *    lax.linalg.triangular_solve;
+ *  - lu (lu.c): a[..., n, n] -> (lu, pivots i32[..., n], permutation
+ *    i32[..., n]), as lax.linalg.lu. */
+#ifndef JX_SRC_LINALG_LINALG_PRIMS_H
+#define JX_SRC_LINALG_LINALG_PRIMS_H
+
+#include "../prims/prim.h"
+
+extern const jx_prim jx_prim_cholesky, jx_prim_triangular_solve, jx_prim_lu;
+extern const jx_prim *const jx_prims_linalg[];
+
+/* Checks that av is an f32/f64 stack of square matrices; records an error
+ * naming op and the aval otherwise. */
+jx_status jx_linalg_check_square(const char *op, const char *what, const jx_aval *av);
+/* Number of matrices in a stack of shape s (product of all but the last two dims). */
+int64_t jx_linalg_batch_count(jx_shape s);
+
+/* x with the entries outside a band zeroed: the lower triangle (lower: row +
+ * k >= col) or the upper one (row + k <= col) of the last two axes. */
+jx_array *jx_linalg_triangle(jx_array *x, int lower, int k);
+/* x with its last two axes swapped. */
+jx_array *jx_linalg_swap_last(jx_array *x);
+/* The identity of x's last two axes (square), in x's dtype. */
+jx_array *jx_linalg_eye_like(jx_array *x);
+/* The rows of x (second-to-last axis) in the order of perm (i32[..., m], one
+ * permutation per matrix): row i of the result is row perm[i] of x. A product
+ * with a 0/1 matrix, so linear in x and batched like any matmul. */
+jx_array *jx_linalg_permute_rows(jx_array *x, jx_array *perm);
+/* triangular_solve applied with params p. */
+jx_array *jx_linalg_bind_triangular_solve(jx_array *a, jx_array *b, const jx_params *p);
+
+#endif

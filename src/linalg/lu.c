@@ -1,0 +1,102 @@
+/* lu: the LU factorization with partial pivoting of each square matrix of a
+ * stack, through LAPACK's getrf: outputs (lu, pivots, permutation) as
+ * lax.linalg.lu, where lu holds L's strict lower part (L has a unit
+ * diagonal) and U's upper triangle, pivots[i] (i32, 0-based) is the row
+ * swapped with row i at step i, and permutation (i32) the rows of a in the
+ * order of P a = L U. A singular matrix factors all the same (a zero on U's
+ * diagonal), as in JAX.
+ *
+ * JVP (JAX's _lu_jvp_rule for square matrices): with X = L^-1 P dA U^-1,
+ * dLU = L tril(X, -1) + triu(X) U; the integer outputs have no tangent.
+ * Batching moves the batch axis to the front. */
+#include <lapacke.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jx/ops.h>
+
+#include "../base/error.h"
+#include "../prims/rules.h"
+#include "linalg_prims.h"
+
+static jx_status infer_lu(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
+  (void)p, (void)nin, (void)nout;
+  jx_status st = jx_linalg_check_square("lu", "operand", in);
+  if (st) return st;
+  jx_shape rows = in->shape;
+  rows.rank--; /* [..., m] */
+  out[0] = (jx_aval){in->dtype, 0, in->shape, 0};
+  out[1] = out[2] = (jx_aval){JX_I32, 0, rows, 0};
+  return JX_OK;
+}
+
+static void eval_lu(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
+  (void)p, (void)nin, (void)nout;
+  int r = in->shape.rank;
+  int64_t n = in->shape.dims[r - 1], count = jx_linalg_batch_count(in->shape);
+  size_t bytes = jx_dtype_size(in->dtype) * (size_t)(n * n);
+  if (bytes == 0) return;
+  lapack_int *ipiv = malloc(sizeof *ipiv * (size_t)n);
+  if (!ipiv) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "lu: out of memory for %lld pivots", (long long)n);
+    return;
+  }
+  for (int64_t b = 0; b < count; b++) {
+    char *m = (char *)out[0].data + bytes * (size_t)b;
+    int32_t *piv = (int32_t *)out[1].data + b * n, *perm = (int32_t *)out[2].data + b * n;
+    memcpy(m, (const char *)in->data + bytes * (size_t)b, bytes);
+    /* info > 0 (a zero pivot) still leaves a complete factorization */
+    if (in->dtype == JX_F64)
+      LAPACKE_dgetrf(LAPACK_ROW_MAJOR, n, n, (double *)m, n, ipiv);
+    else
+      LAPACKE_sgetrf(LAPACK_ROW_MAJOR, n, n, (float *)m, n, ipiv);
+    for (int64_t i = 0; i < n; i++) perm[i] = (int32_t)i;
+    for (int64_t i = 0; i < n; i++) {
+      piv[i] = (int32_t)(ipiv[i] - 1);
+      int32_t t = perm[i];
+      perm[i] = perm[piv[i]];
+      perm[piv[i]] = t;
+    }
+  }
+  free(ipiv);
+}
+
+static jx_status jvp_lu(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
+                        int nout, jx_array **y, jx_array **ty, int nsub,
+                        struct jx_program *const *subs) {
+  (void)nin, (void)nout, (void)nsub, (void)subs;
+  jx_status st = jx_bind(&jx_prim_lu, 1, x, p, y);
+  ty[0] = ty[1] = ty[2] = NULL;
+  if (st || !t[0]) return st;
+  jx_array *lu = y[0];
+  jx_params unit_lower = JX_PARAMS_INIT, upper_right = JX_PARAMS_INIT;
+  unit_lower.i[0] = unit_lower.i[1] = unit_lower.i[3] = 1; /* L^-1 (.) */
+  /* upper_right: (.) U^-1, all flags off */
+  jx_array *x1 =
+      jx_linalg_bind_triangular_solve(lu, jx_linalg_permute_rows(t[0], y[2]), &unit_lower);
+  x1 = jx_linalg_bind_triangular_solve(lu, x1, &upper_right);
+  jx_array *l = jx_add(jx_linalg_triangle(lu, 1, -1), jx_linalg_eye_like(lu));
+  jx_array *u = jx_linalg_triangle(lu, 0, 0);
+  ty[0] = jx_add(jx_matmul(l, jx_linalg_triangle(x1, 1, -1)),
+                 jx_matmul(jx_linalg_triangle(x1, 0, 0), u));
+  return jx_last_status();
+}
+
+static jx_status batch_lu(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
+                          int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
+                          struct jx_program *const *subs) {
+  (void)nin, (void)nout, (void)nsub, (void)subs;
+  jx_array *x = jx_rule_batch_to_front(in[0], bdim[0], n);
+  jx_status st = jx_bind(&jx_prim_lu, 1, &x, p, out);
+  out_bdim[0] = out_bdim[1] = out_bdim[2] = 0;
+  return st;
+}
+
+const jx_prim jx_prim_lu = {.name = "lu",
+                            .nin = 1,
+                            .nout = 3,
+                            .params = "",
+                            .infer = infer_lu,
+                            .eval = eval_lu,
+                            .jvp = jvp_lu,
+                            .batch = batch_lu};

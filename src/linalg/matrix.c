@@ -1,0 +1,60 @@
+/* Helpers shared by the linear algebra primitives and their rules. */
+#include <jx/ops.h>
+
+#include "../base/error.h"
+#include "../trace/dispatch.h"
+#include "linalg_prims.h"
+
+jx_status jx_linalg_check_square(const char *op, const char *what, const jx_aval *av) {
+  char s[JX_AVAL_STR_CAP];
+  int r = av->shape.rank;
+  if (av->dtype != JX_F32 && av->dtype != JX_F64)
+    return jx_error_set(JX_ERR_DTYPE, "%s: %s %s must be f32 or f64", op, what,
+                        jx_aval_str(av->dtype, av->shape, s));
+  if (r < 2 || av->shape.dims[r - 1] != av->shape.dims[r - 2])
+    return jx_error_set(JX_ERR_SHAPE,
+                        "%s: %s %s must be a square matrix (or a stack of them) in its last two "
+                        "axes",
+                        op, what, jx_aval_str(av->dtype, av->shape, s));
+  return JX_OK;
+}
+
+int64_t jx_linalg_batch_count(jx_shape s) {
+  int64_t n = 1;
+  for (int d = 0; d < s.rank - 2; d++) n *= s.dims[d];
+  return n;
+}
+
+jx_array *jx_linalg_triangle(jx_array *x, int lower, int k) {
+  int r = x->shape.rank;
+  jx_shape s = JX_SHAPE(x->shape.dims[r - 2], x->shape.dims[r - 1]);
+  jx_array *row = jx_add(jx_iota(JX_I32, s, 0), jx_scalar(JX_I32, k)), *col = jx_iota(JX_I32, s, 1);
+  jx_array *keep = lower ? jx_ge(row, col) : jx_ge(col, row);
+  return jx_where(keep, x, jx_zeros(x->dtype, JX_SHAPE()));
+}
+
+jx_array *jx_linalg_eye_like(jx_array *x) {
+  return jx_eye(x->dtype, x->shape.dims[x->shape.rank - 1]);
+}
+
+jx_array *jx_linalg_permute_rows(jx_array *x, jx_array *perm) {
+  int r = perm->shape.rank;
+  jx_shape s = perm->shape;
+  s.dims[r] = x->shape.dims[x->shape.rank - 2];
+  s.rank++;
+  jx_array *p = jx_eq(jx_expand_dims(perm, -1), jx_iota(JX_I32, s, r));
+  return jx_matmul(jx_astype(p, x->dtype), x);
+}
+
+jx_array *jx_linalg_swap_last(jx_array *x) {
+  int r = x->shape.rank, perm[JX_MAX_RANK];
+  for (int d = 0; d < r; d++) perm[d] = d;
+  perm[r - 2] = r - 1;
+  perm[r - 1] = r - 2;
+  return jx_transpose(x, jx_axes_make(r, perm));
+}
+
+jx_array *jx_linalg_bind_triangular_solve(jx_array *a, jx_array *b, const jx_params *p) {
+  jx_array *in[2] = {a, b};
+  return jx_bind1(&jx_prim_triangular_solve, 2, in, p);
+}

@@ -1,0 +1,133 @@
+"""Goldens for the linear algebra functions (jx/linalg.h), read by
+tests/unit/test_linalg.c.
+
+Each case writes <case>_<name>.npy into tests/golden/data/linalg/: the inputs,
+JAX's outputs, a cotangent ct and JAX's VJPs of the outputs against it
+(ct_a, ct_b). JAX runs in 64-bit mode; f32 cases run JAX in f32.
+
+Run from the repository root:  python3 tests/golden/gen_linalg.py
+"""
+import os
+import shutil
+
+import numpy as np
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "linalg")
+R = np.random.default_rng(19)
+
+
+def save(case, **arrays):
+    for name, v in arrays.items():
+        np.save(os.path.join(DIR, f"{case}_{name}.npy"), np.asarray(v))
+
+
+def spd(shape, dt):
+    """Symmetric positive definite matrices (a stack when shape has batch dims)."""
+    n = shape[-1]
+    m = R.standard_normal(shape)
+    return (m @ np.swapaxes(m, -1, -2) + n * np.eye(n)).astype(dt)
+
+
+def cholesky_case(case, shape, dt):
+    # a general (non-symmetric) input: jnp.linalg.cholesky symmetrizes it
+    a = spd(shape, dt) + 0.1 * R.standard_normal(shape).astype(dt)
+    out, vjp = jax.vjp(jnp.linalg.cholesky, jnp.asarray(a))
+    ct = R.standard_normal(shape).astype(dt)
+    (ct_a,) = vjp(jnp.asarray(ct))
+    save(case, a=a, out=out, ct=ct, ct_a=ct_a)
+
+
+def triangular(m, dt, lower):
+    """A well-conditioned triangular matrix with garbage in the other (unread) triangle."""
+    a = R.standard_normal((m, m)) * 0.3 + np.diag(2 + R.random(m))
+    unread = np.triu(np.ones((m, m)), 1) if lower else np.tril(np.ones((m, m)), -1)
+    return np.where(unread, 9.0, a).astype(dt)
+
+
+def solve_case(case, dt, left, lower, trans, unit, batch=()):
+    m, n = 4, 3
+    a = np.stack([triangular(m, dt, lower) for _ in range(int(np.prod(batch)))]).reshape(
+        batch + (m, m))
+    b = R.standard_normal(batch + ((m, n) if left else (n, m))).astype(dt)
+
+    def f(a, b):
+        return lax.linalg.triangular_solve(a, b, left_side=bool(left), lower=bool(lower),
+                                           transpose_a=bool(trans), unit_diagonal=bool(unit))
+
+    out, vjp = jax.vjp(f, jnp.asarray(a), jnp.asarray(b))
+    ct = R.standard_normal(out.shape).astype(dt)
+    ct_a, ct_b = vjp(jnp.asarray(ct))
+    save(case, a=a, b=b, out=out, ct=ct, ct_a=ct_a, ct_b=ct_b)
+
+
+def general(shape, dt):
+    """Well-conditioned general matrices with their rows shuffled, so that LU pivots."""
+    n = shape[-1]
+    m = R.standard_normal(shape) + 0.5 * n * np.eye(n) * R.choice([-1, 1], shape[:-1] + (1,))
+    return m[..., R.permutation(n), :].astype(dt)
+
+
+def vjp_case(case, f, dt, *inputs):
+    """f's outputs at inputs and the VJPs of every input against random cotangents."""
+    out, vjp = jax.vjp(f, *map(jnp.asarray, inputs))
+    ct = R.standard_normal(np.shape(out)).astype(dt)
+    cts = vjp(jnp.asarray(ct))
+    names = ["a", "b"][: len(inputs)]
+    save(case, out=out, ct=ct, **dict(zip(names, inputs)),
+         **{f"ct_{k}": v for k, v in zip(names, cts)})
+
+
+def lu_cases():
+    for case, shape, dt in (("lu_f64", (4, 4), np.float64), ("lu_f32", (3, 3), np.float32),
+                            ("lu_batch_f64", (2, 3, 3), np.float64)):
+        a = general(shape, dt)
+        lu, piv, perm = lax.linalg.lu(jnp.asarray(a))
+        save(case, pivots=np.asarray(piv, np.int32), permutation=np.asarray(perm, np.int32))
+        vjp_case(case, lambda a: lax.linalg.lu(a)[0], dt, a)
+    for dt, tag in ((np.float64, "f64"), (np.float32, "f32")):
+        a = general((4, 4), dt)
+        vjp_case(f"solve_{tag}", jnp.linalg.solve, dt, a, R.standard_normal((4, 2)).astype(dt))
+        vjp_case(f"solve_vec_{tag}", jnp.linalg.solve, dt, a, R.standard_normal(4).astype(dt))
+        vjp_case(f"inv_{tag}", jnp.linalg.inv, dt, a)
+        vjp_case(f"det_{tag}", jnp.linalg.det, dt, a)
+        vjp_case(f"logdet_{tag}", lambda a: jnp.linalg.slogdet(a)[1], dt, a)
+        save(f"sign_{tag}", out=jnp.linalg.slogdet(a)[0])
+    a = general((2, 3, 3), np.float64)
+    vjp_case("solve_batch_f64", jnp.linalg.solve, np.float64, a,
+             R.standard_normal((2, 3, 2)))
+    vjp_case("det_batch_f64", jnp.linalg.det, np.float64, a)
+    singular = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    sign, logdet = jnp.linalg.slogdet(singular)
+    save("singular", a=singular, det=jnp.linalg.det(singular), sign=sign, logabsdet=logdet)
+
+
+def main():
+    shutil.rmtree(DIR, ignore_errors=True)
+    os.makedirs(DIR)
+    cholesky_case("chol_f64", (4, 4), np.float64)
+    cholesky_case("chol_f32", (3, 3), np.float32)
+    cholesky_case("chol_batch_f64", (2, 3, 3), np.float64)
+    # (left, lower, transpose_a, unit_diagonal): every flag on and off
+    for dt, tag in ((np.float64, "f64"), (np.float32, "f32")):
+        for left in (0, 1):
+            for lower in (0, 1):
+                for trans in (0, 1):
+                    solve_case(f"tri_{tag}_l{left}_lo{lower}_t{trans}_u0", dt, left, lower, trans,
+                               0)
+        solve_case(f"tri_{tag}_l1_lo1_t0_u1", dt, 1, 1, 0, 1)
+        solve_case(f"tri_{tag}_l0_lo0_t1_u1", dt, 0, 0, 1, 1)
+    solve_case("tri_batch_f64", np.float64, 1, 1, 1, 0, batch=(2,))
+    # the second matrix is not positive definite: JAX gives NaNs in its lower triangle
+    bad = np.array([[[4.0, 2.0], [2.0, 3.0]], [[1.0, 2.0], [2.0, 1.0]]])
+    save("chol_not_pd", a=bad, out=jnp.linalg.cholesky(bad))
+    lu_cases()
+
+
+if __name__ == "__main__":
+    main()
