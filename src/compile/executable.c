@@ -70,6 +70,16 @@ int jx_executable_kernels(const jx_executable *x, int *fused_eqns) {
   return n;
 }
 
+int jx_executable_distinct_kernels(const jx_executable *x) {
+  int n = 0;
+  for (int s = 0; s < x->nsteps; s++) {
+    int seen = !x->steps[s].fn;
+    for (int t = 0; t < s && !seen; t++) seen = x->steps[t].fn == x->steps[s].fn;
+    n += !seen;
+  }
+  return n;
+}
+
 int jx_executable_side_by_side(const jx_executable *x) {
   int n = 0;
   for (int s = 0; s < x->nsteps; s++) n += x->steps[s].with_next;
@@ -211,8 +221,9 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
     names = calloc((size_t)ng + 1, sizeof *names);
     if (!names) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
   }
-  int nkernels = st ? 0 : jx_kernel_tu_add(&tu, p, groups, ng, names);
+  int nkernels = st ? 0 : jx_kernel_tu_add(&tu, p, groups, ng, names, NULL);
   if (nkernels < 0) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  const int distinct = tu.n; /* identical groups (a layer's, in every layer) share a kernel */
   for (int k = 0; k < ng && !st; k++) x->steps[x->nsteps++].group = groups[k];
   t_codegen = now_s();
   int batched = 0;
@@ -253,6 +264,11 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
                 : ks1.compiles > ks0.compiles   ? "compiled"
                 : ks1.disk_hits > ks0.disk_hits ? "disk cache"
                                                 : "memory cache";
+    if (nkernels && jx_env_flag("JX_LOG_COMPILES"))
+      fprintf(stderr,
+              "jx: kernels of '%s': %d fused groups, %d distinct kernels; codegen %.1f ms, "
+              "C compile %.1f ms (%s)\n",
+              p->name, nkernels, distinct, bt->codegen * 1e3, bt->compile * 1e3, bt->cache);
   }
   const char *prof = getenv("JX_PROFILE_STEPS");
   if (!st && prof && *prof && strcmp(prof, "0") != 0) {
