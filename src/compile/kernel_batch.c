@@ -24,6 +24,7 @@ jx_status jx_kernel_tu_init_dialect(jx_kernel_tu *t, const jx_dialect *d, const 
   if (!prelude) return jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
   jx_status st = append(t, prelude);
   free(prelude);
+  t->prelude = t->src.len;
   return st;
 }
 
@@ -55,12 +56,14 @@ static int add_kernel(jx_kernel_tu *t, const jx_program *p, const jx_fusion_grou
   if (k < 0 && t->n == t->hcap) {
     int cap = t->hcap ? 2 * t->hcap : 16;
     uint64_t *grown = realloc(t->hashes, sizeof *grown * (size_t)cap);
-    if (!grown) {
+    if (grown) t->hashes = grown;
+    size_t *starts = grown ? realloc(t->starts, sizeof *starts * (size_t)cap) : NULL;
+    if (!starts) {
       free(src);
       jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
       return -1;
     }
-    t->hashes = grown;
+    t->starts = starts;
     t->hcap = cap;
   }
   if (k < 0) {
@@ -71,6 +74,7 @@ static int add_kernel(jx_kernel_tu *t, const jx_program *p, const jx_fusion_grou
   if (k == t->n) {
     char *at = strstr(src, placeholder); /* the signature's name */
     if (at) memcpy(at, name, strlen(placeholder));
+    t->starts[k] = t->src.len;
     if (append(t, src))
       k = -1;
     else
@@ -97,8 +101,19 @@ int jx_kernel_tu_add(jx_kernel_tu *t, const jx_program *p, const jx_fusion_group
   return nkernels;
 }
 
+char *jx_kernel_tu_part(const jx_kernel_tu *t, int part, int nparts) {
+  jx_strbuf b = JX_STRBUF_INIT;
+  jx_strbuf_append(&b, t->text, t->prelude);
+  for (int k = part; k < t->n; k += nparts) {
+    size_t end = k + 1 < t->n ? t->starts[k + 1] : t->src.len;
+    jx_strbuf_append(&b, t->text + t->starts[k], end - t->starts[k]);
+  }
+  return jx_strbuf_take(&b, "jit");
+}
+
 void jx_kernel_tu_free(jx_kernel_tu *t) {
   jx_strbuf_free(&t->src);
   free(t->hashes);
+  free(t->starts);
   memset(t, 0, sizeof *t);
 }

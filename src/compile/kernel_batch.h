@@ -23,6 +23,8 @@ typedef struct {
   jx_strbuf src;      /* the prelude, then every kernel added */
   const char *text;   /* src's text, for readers; current after init and add */
   uint64_t *hashes;   /* the kernels in text, once each, in order */
+  size_t *starts;     /* where each kernel's text starts in text */
+  size_t prelude;     /* the prelude's length */
   int n, hcap;
 } jx_kernel_tu;
 
@@ -42,6 +44,10 @@ int jx_kernel_tu_add(jx_kernel_tu *t, const jx_program *p, const jx_fusion_group
                      char (*names)[JX_KERNEL_NAME_CAP], int *index);
 /* The symbol of t's kernel k (0 <= k < t->n) into name. */
 void jx_kernel_tu_name(const jx_kernel_tu *t, int k, char name[JX_KERNEL_NAME_CAP]);
+/* malloc'ed source of part `part` of nparts of t: the prelude and the
+ * kernels k with k % nparts == part (a unit of its own, for compiling
+ * several at once); NULL with an error recorded. */
+char *jx_kernel_tu_part(const jx_kernel_tu *t, int part, int nparts);
 void jx_kernel_tu_free(jx_kernel_tu *t);
 
 #endif

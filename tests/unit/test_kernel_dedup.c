@@ -9,7 +9,9 @@
  *   power, a broadcast pattern, rank, a pad's window or the reduction get
  *   kernels of their own, and each gives its own eager bits; groups that
  *   differ only in their dims (arguments of a kernel, which is generic in
- *   the shape) share one. */
+ *   the shape) share one.
+ * - A program of many distinct kernels compiles them as one unit per core
+ *   (at most one per 8 kernels), with the eager bits. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,12 +19,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <jx/jx.h>
 
 #include "test_util.h"
 #include "fusion_check.h"
 #include "compile/kernel_batch.h"
+#include "compile/toolchain.h"
 
 enum { ROWS = 8, WIDTH = 32, MAX_LAYERS = 6 };
 
@@ -188,10 +192,58 @@ static void different_kernels_stay_apart(void **state) {
   assert_int_equal(distinct_pair(TANH_F32, TANH_F32), 1);
 }
 
+enum { POWERS = 20 };
+
+/* POWERS groups of distinct kernels: x[:, :33 + k]^(k + 2) + x[:, :33 + k] */
+static void powers(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  for (int k = 0; k < POWERS; k++) {
+    jx_array *x = jx_slice(in[0], JX_SHAPE(0, 0), JX_SHAPE(4, 33 + k), JX_SHAPE());
+    out[k] = jx_add(jx_integer_pow(x, k + 2), x);
+  }
+}
+
+/* A program of many distinct kernels compiles them as one unit per core
+ * (at most one per 8 kernels), at once, with the eager bits. */
+static void many_kernels_compile_in_units(void **state) {
+  (void)state;
+  if (!TEST_CPU_ONLY("the CPU toolchain's units")) return;
+  jx_array *x = values(JX_F32, JX_SHAPE(4, 64), 5);
+  jx_fn *f = jx_fn_create("powers", 1, POWERS, powers, NULL);
+  jx_fn *jf = jx_jit(f, NULL);
+  jx_array *want[POWERS], *got[POWERS];
+  assert_int_equal(jx_call(f, &x, want), JX_OK);
+  jx_kernel_stats before = jx_kernel_cache_stats();
+  if (jx_call(jf, &x, got)) fail_msg("%s", jx_last_error());
+  jx_kernel_stats after = jx_kernel_cache_stats();
+  for (int k = 0; k < POWERS; k++) {
+    float a[4 * 64], b[4 * 64];
+    size_t bytes = sizeof(float) * 4 * (size_t)(33 + k);
+    assert_int_equal(jx_read(want[k], a, bytes), JX_OK);
+    assert_int_equal(jx_read(got[k], b, bytes), JX_OK);
+    assert_memory_equal(a, b, bytes);
+  }
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int64_t units = POWERS / 8 < cores ? POWERS / 8 : cores;
+  if (units < 1) units = 1;
+  /* each unit compiled, or found on disk from an earlier run */
+  assert_int_equal((after.compiles - before.compiles) + (after.disk_hits - before.disk_hits),
+                   units);
+  jx_aval av = {JX_F32, 0, {2, {4, 64}}};
+  jx_program *p = jx_fn_program(jf, &av);
+  assert_non_null(p);
+  assert_int_equal(jx_executable_distinct_kernels(p->exec), POWERS);
+  jx_program_release(p);
+  jx_fn_release(jf);
+  jx_fn_release(f);
+  jx_release(x);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(identical_layers_share_kernels),
       cmocka_unit_test(different_kernels_stay_apart),
+      cmocka_unit_test(many_kernels_compile_in_units),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
