@@ -74,7 +74,7 @@ static jx_status add_kernels(jx_kernel_tu *t, const jx_program *p, int *programs
   jx_fusion_group *groups = NULL;
   int ng = jx_fuse(p, &groups);
   if (ng < 0) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-  int n = jx_kernel_tu_add(t, p, groups, ng, NULL);
+  int n = jx_kernel_tu_add(t, p, groups, ng, NULL, NULL);
   free(groups);
   if (n < 0) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   if (n > 0) ++*programs;

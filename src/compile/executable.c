@@ -1,9 +1,11 @@
 #include "executable.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../base/env.h"
 #include "../base/error.h"
@@ -67,6 +69,16 @@ int jx_executable_kernels(const jx_executable *x, int *fused_eqns) {
       e += x->steps[s].group.count;
     }
   if (fused_eqns) *fused_eqns = e;
+  return n;
+}
+
+int jx_executable_distinct_kernels(const jx_executable *x) {
+  int n = 0;
+  for (int s = 0; s < x->nsteps; s++) {
+    int seen = !x->steps[s].fn;
+    for (int t = 0; t < s && !seen; t++) seen = x->steps[t].fn == x->steps[s].fn;
+    n += !seen;
+  }
   return n;
 }
 
@@ -187,6 +199,58 @@ static jx_status run_pair(const jx_program *p, const jx_eqn *a, const jx_eqn *b,
   return st;
 }
 
+/* A part of a program's kernels compiled on a thread of its own. */
+typedef struct {
+  char *source;
+  jx_status status;
+  char message[512];
+} unit_job;
+
+static void *compile_unit(void *arg) {
+  unit_job *j = arg;
+  j->status = jx_kernel_preload(j->source);
+  if (j->status) snprintf(j->message, sizeof j->message, "%s", jx_last_error());
+  return NULL;
+}
+
+/* Kernels per unit below which one compiler run is cheaper than several
+ * (each run starts the compiler and reads the prelude again). */
+enum { KERNELS_PER_UNIT = 8 };
+
+/* Compiles the kernels of t as several units at once, one per core (at most
+ * one per KERNELS_PER_UNIT kernels), and keeps them for jx_kernel_find: a
+ * translation unit compiles on one core, and -O3 over a model's distinct
+ * kernels takes seconds. *units: how many (1: t is one unit, nothing done). */
+static jx_status compile_units(const jx_kernel_tu *t, int *units) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int n = t->n / KERNELS_PER_UNIT;
+  if (n > cores) n = (int)cores;
+  if (n > 64) n = 64;
+  *units = n > 1 ? n : 1;
+  if (n <= 1) return JX_OK;
+  unit_job jobs[64];
+  pthread_t threads[64];
+  int started[64] = {0};
+  jx_status st = JX_OK;
+  for (int k = 0; k < n; k++) {
+    jobs[k] = (unit_job){.source = jx_kernel_tu_part(t, k, n)};
+    if (!jobs[k].source && !st) st = jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+  }
+  /* the calling thread compiles unit 0, threads the others (or it, in turn,
+   * when a thread cannot start) */
+  for (int k = 1; k < n && !st; k++)
+    started[k] = pthread_create(&threads[k], NULL, compile_unit, &jobs[k]) == 0;
+  for (int k = 0; k < n && !st; k++)
+    if (!started[k]) compile_unit(&jobs[k]);
+  for (int k = 1; k < n; k++)
+    if (started[k]) pthread_join(threads[k], NULL);
+  for (int k = 0; k < n; k++) {
+    if (!st && jobs[k].status) st = jx_error_set(jobs[k].status, "%s", jobs[k].message);
+    free(jobs[k].source);
+  }
+  return st;
+}
+
 jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix) {
   double t_begin = now_s(), t_codegen = 0, t_cc = 0;
   jx_kernel_stats ks0 = jx_kernel_cache_stats();
@@ -211,15 +275,21 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
     names = calloc((size_t)ng + 1, sizeof *names);
     if (!names) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
   }
-  int nkernels = st ? 0 : jx_kernel_tu_add(&tu, p, groups, ng, names);
+  int nkernels = st ? 0 : jx_kernel_tu_add(&tu, p, groups, ng, names, NULL);
   if (nkernels < 0) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  const int distinct = tu.n; /* identical groups (a layer's, in every layer) share a kernel */
   for (int k = 0; k < ng && !st; k++) x->steps[x->nsteps++].group = groups[k];
   t_codegen = now_s();
-  int batched = 0;
+  int batched = 0, units = 1;
   if (!st && nkernels) {
     jx_dump_text(dump_prefix ? dump_prefix : p->name, "kernels.c", tu.text);
     for (int k = 0; k < x->nsteps; k++)
       if (names[k][0] && (x->steps[k].fn = (jx_kernel_fn)jx_kernel_find(names[k]))) batched++;
+    if (batched < nkernels) st = compile_units(&tu, &units);
+    for (int k = 0; k < x->nsteps && !st && units > 1; k++)
+      if (names[k][0] && !x->steps[k].fn &&
+          !(x->steps[k].fn = (jx_kernel_fn)jx_kernel_find(names[k])))
+        st = jx_error_set(JX_ERR_INTERNAL, "jit: kernel %s missing from its units", names[k]);
     for (int k = 0; k < x->nsteps && !st && batched < nkernels; k++) {
       if (!names[k][0] || x->steps[k].fn) continue;
       x->steps[k].fn = (jx_kernel_fn)jx_kernel_load(tu.text, names[k]);
@@ -248,11 +318,17 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
     bt->codegen = t_codegen - t_begin;
     bt->compile = t_cc - t_codegen;
     bt->kernels = nkernels;
-    bt->cache = !nkernels                       ? "no kernels"
-                : batched == nkernels           ? "batch"
-                : ks1.compiles > ks0.compiles   ? "compiled"
-                : ks1.disk_hits > ks0.disk_hits ? "disk cache"
-                                                : "memory cache";
+    bt->cache = !nkernels                           ? "no kernels"
+                : batched == nkernels && units == 1 ? "batch"
+                : ks1.compiles > ks0.compiles       ? "compiled"
+                : ks1.disk_hits > ks0.disk_hits     ? "disk cache"
+                                                    : "memory cache";
+    if (nkernels && jx_env_flag("JX_LOG_COMPILES"))
+      fprintf(stderr,
+              "jx: kernels of '%s': %d fused groups, %d distinct kernels in %d unit%s; codegen "
+              "%.1f ms, C compile %.1f ms (%s)\n",
+              p->name, nkernels, distinct, units, units > 1 ? "s" : "", bt->codegen * 1e3,
+              bt->compile * 1e3, bt->cache);
   }
   const char *prof = getenv("JX_PROFILE_STEPS");
   if (!st && prof && *prof && strcmp(prof, "0") != 0) {

@@ -28,6 +28,9 @@ int jx_executable_donates(const jx_executable *x);
 int jx_executable_synchronous(const jx_executable *x);
 /* Steps that run a compiled kernel, and equations they cover (for tests). */
 int jx_executable_kernels(const jx_executable *x, int *fused_eqns);
+/* The distinct kernels among those steps: identical groups (a layer's in
+ * every layer) run one compiled kernel (kernel_batch.h; for tests). */
+int jx_executable_distinct_kernels(const jx_executable *x);
 /* Why input i of a run of p cannot give its storage to the run although
  * donated, whatever the backend: it is laid out over devices, passed twice
  * (why: a message written into why[cap]) or held by p as a constant; NULL

@@ -306,6 +306,16 @@ static void put_inside(jx_strbuf *b, const jx_fusion_group *g, int k) {
     jx_strbuf_appendf(b, "1");
 }
 
+/* The name a kernel gives member variable v of g: its equation's place in
+ * the group, not its number in the program, so identical groups (a layer's
+ * kernels in every layer) render the same text and share one kernel
+ * (kernel_batch.h keys kernels by their text). */
+static int member(const jx_program *p, const jx_fusion_group *g, int v) {
+  for (int m = g->first + g->count - 1; m >= g->first; m--)
+    if (p->eqns[m].out[0] == v) return m - g->first;
+  return -1;
+}
+
 /* A pad or concatenate: a select over its operands' windowed loads. */
 static int put_window_member(jx_strbuf *b, const jx_program *p, const jx_fusion_group *g,
                              const jx_eqn *e) {
@@ -319,7 +329,8 @@ static int put_window_member(jx_strbuf *b, const jx_program *p, const jx_fusion_
       return -1;
     }
   }
-  jx_strbuf_appendf(b, "      const %s v%d = ", ctype(p->avals[e->out[0]].dtype), e->out[0]);
+  jx_strbuf_appendf(b, "      const %s v%d = ", ctype(p->avals[e->out[0]].dtype),
+                    member(p, g, e->out[0]));
   /* concatenate: the last operand is what no earlier one covers */
   const int last = pad ? 1 : e->nin - 1;
   for (int i = 0; i < last; i++) {
@@ -346,7 +357,7 @@ static int put_members(jx_strbuf *b, const jx_program *p, const jx_fusion_group 
                      e->prim->name);
         return -1;
       }
-      jx_strbuf_appendf(b, "      const %s v%d = l%d;\n", ctype(out.dtype), e->out[0], k);
+      jx_strbuf_appendf(b, "      const %s v%d = l%d;\n", ctype(out.dtype), m - g->first, k);
       in_group[e->out[0]] = 1;
       continue;
     }
@@ -367,10 +378,11 @@ static int put_members(jx_strbuf *b, const jx_program *p, const jx_fusion_group 
                      e->prim->name);
         return -1;
       }
-      snprintf(names[i], sizeof names[i], in_group[v] ? "v%d" : "l%d", in_group[v] ? v : k);
+      snprintf(names[i], sizeof names[i], in_group[v] ? "v%d" : "l%d",
+               in_group[v] ? member(p, g, v) : k);
     }
     int rounds = out.dtype == JX_BF16; /* computed in float, rounded as the reference */
-    jx_strbuf_appendf(b, "      const %s v%d = %s", ctype(out.dtype), e->out[0],
+    jx_strbuf_appendf(b, "      const %s v%d = %s", ctype(out.dtype), m - g->first,
                       rounds ? "jx_round_bf16(" : "");
     jx_dtype in0 = p->avals[e->in[0]].dtype;
     if (e->prim == &jx_prim_convert_element_type) {
@@ -434,7 +446,7 @@ static int put_body(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
                         p->avals[g->stores[s]].dtype == JX_BF16
                             ? "      y%d[j] = jx_f32_bf16(v%d);\n"
                             : "      y%d[j] = v%d;\n",
-                        s, g->stores[s]);
+                        s, member(p, g, g->stores[s]));
   return 0;
 }
 
@@ -446,7 +458,7 @@ static int put_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_program *p
                          const jx_fusion_group *g) {
   const jx_eqn *r = &p->eqns[g->first + g->count - 1];
   const char *t = ctype(p->avals[r->out[0]].dtype);
-  int op = jx_fusion_row_reduce(r, p), u = r->in[0];
+  int op = jx_fusion_row_reduce(r, p), u = member(p, g, r->in[0]);
   if (dl->serial_guard) jx_strbuf_appendf(b, "    %s\n", dl->serial_guard);
   jx_strbuf_appendf(b, "    %s acc;\n", t);
   if (op == 1) {
@@ -553,7 +565,7 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
   const jx_eqn *r = &p->eqns[g->first + g->count - 1];
   const char *t = ctype(p->avals[r->out[0]].dtype);
   const int rank = g->shape.rank, last = rank - 1, cb = dl->col_block;
-  int lead = 0, op = jx_fusion_col_reduce(r, p, &lead), u = r->in[0];
+  int lead = 0, op = jx_fusion_col_reduce(r, p, &lead), u = member(p, g, r->in[0]);
   int windows = 0; /* jx_fuse keeps pad and concatenate out of column reductions */
   for (int k = 0; k < g->nloads; k++) windows |= g->loads[k].nwin > 0;
   if (!op || lead != g->lead || !cb || !dl->col_block_loop || windows) {

@@ -8,6 +8,7 @@
 
 #include "../array/array.h"
 #include "../base/env.h"
+#include "../debug/hooks.h"
 #include "../base/error.h"
 #include "../base/strbuf.h"
 #include "../compile/async_dispatch.h"
@@ -15,6 +16,7 @@
 #include "../compile/dump.h"
 #include "../compile/executable.h"
 #include "../compile/fusion.h"
+#include "../compile/kernel_batch.h"
 #include "../compile/lower.h"
 #include "../compile/render_cuda.h"
 #include "../prims/dot_kernels.h"
@@ -40,6 +42,7 @@ struct jx_cuda_executable {
                                * (p owns the executable: no reference back, no cycle) */
   const jx_program *attached; /* the program it is attached to (jx_call passes that one) */
   int nsteps, nkernels, host_eqns, gemms, ncollectives;
+  int nfunctions; /* the module's kernels: the distinct ones among the nkernels kernel steps */
   jx_cuda_collective_ops collectives; /* zero: collectives run on the host */
   jx_cuda_blas *blas;                 /* the device's, or NULL: dot_general runs on the host */
   cuda_step *steps;
@@ -64,35 +67,41 @@ static jx_status out_of_memory(void) {
   return jx_error_set(JX_ERR_OUT_OF_MEMORY, "CUDA executor: out of host memory");
 }
 
-/* Renders the kernel groups into one translation unit and loads it. */
+/* Renders the kernel groups into one translation unit and loads it: one
+ * kernel per distinct group (kernel_batch.h: identical layers share their
+ * kernels), each step's `kernel` its function in the module. Symbols start
+ * "jx_cuda_step" as the fused ones do (cuda_fuse.c). */
 static jx_status compile_kernels(jx_cuda_executable *x, const char *dump_prefix) {
-  char *prelude = jx_render_cuda_prelude();
-  if (!prelude) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-  jx_strbuf tu = JX_STRBUF_INIT;
-  jx_strbuf_append(&tu, prelude, strlen(prelude));
-  free(prelude);
-  char(*names)[32] = calloc((size_t)x->nsteps + 1, sizeof *names);
-  const char **list = calloc((size_t)x->nsteps + 1, sizeof *list);
-  jx_status st = names && list ? JX_OK : out_of_memory();
-  for (int k = 0; k < x->nsteps && !st; k++) {
-    if (x->steps[k].kernel < 0) continue;
-    int f = x->steps[k].kernel;
-    snprintf(names[f], sizeof names[f], "jx_cuda_step%d", k);
+  double t0 = jx_prof_now();
+  jx_kernel_tu tu;
+  jx_status st = jx_kernel_tu_init_dialect(&tu, &jx_dialect_cuda, "jx_cuda_step_");
+  for (int k = 0; k < x->nsteps && !st; k++)
+    if (x->steps[k].kernel >= 0 &&
+        jx_kernel_tu_add(&tu, x->program, &x->steps[k].group, 1, NULL, &x->steps[k].kernel) < 0)
+      st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  char(*names)[JX_KERNEL_NAME_CAP] = st ? NULL : calloc((size_t)tu.n + 1, sizeof *names);
+  const char **list = st ? NULL : calloc((size_t)tu.n + 1, sizeof *list);
+  if (!st && (!names || !list)) st = out_of_memory();
+  for (int f = 0; f < tu.n && !st; f++) {
+    jx_kernel_tu_name(&tu, f, names[f]);
     list[f] = names[f];
-    char *src = jx_render_cuda(x->program, &x->steps[k].group, names[f]);
-    if (!src) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-    if (!st) jx_strbuf_append(&tu, src, strlen(src));
-    free(src);
   }
-  if (!st) st = jx_strbuf_status(&tu, "CUDA executor");
+  double t1 = jx_prof_now();
   if (!st) {
+    x->nfunctions = tu.n;
     jx_dump_text(dump_prefix ? dump_prefix : x->program->name, "kernels.cu", tu.text);
     pthread_once(&cubins_once, create_cubins);
-    st = cubins ? jx_cuda_module_load(x->device, cubins, tu.text, x->program->name, list,
-                                      x->nkernels, &x->module)
+    st = cubins ? jx_cuda_module_load(x->device, cubins, tu.text, x->program->name, list, tu.n,
+                                      &x->module)
                 : out_of_memory();
   }
-  jx_strbuf_free(&tu);
+  if (!st && jx_env_flag("JX_LOG_COMPILES"))
+    fprintf(stderr,
+            "jx: CUDA kernels of '%s': %d fused groups, %d distinct kernels (%zu bytes of "
+            "source); codegen %.1f ms, module %.1f ms\n",
+            x->program->name, x->nkernels, tu.n, strlen(tu.text), (t1 - t0) * 1e3,
+            (jx_prof_now() - t1) * 1e3);
+  jx_kernel_tu_free(&tu);
   free(names);
   free(list);
   return st;
@@ -342,6 +351,8 @@ void jx_cuda_executable_free(jx_cuda_executable *x) {
   free(x->donor);
   free(x);
 }
+
+int jx_cuda_executable_distinct_kernels(const jx_cuda_executable *x) { return x->nfunctions; }
 
 int jx_cuda_executable_kernels(const jx_cuda_executable *x, int *host_eqns, int *gemms) {
   if (host_eqns) *host_eqns = x->host_eqns;

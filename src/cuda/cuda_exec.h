@@ -102,6 +102,9 @@ jx_status jx_cuda_set_donation(jx_program *p, int nin, const int *donate, const 
 /* Steps that launch a kernel; *host_eqns: equations that run on the host;
  * *gemms: dot_generals run by cuBLASLt (for tests; either may be NULL). */
 int jx_cuda_executable_kernels(const jx_cuda_executable *x, int *host_eqns, int *gemms);
+/* The kernels x's module holds: one per distinct kernel step (identical
+ * groups, such as a layer's in every layer, share one; kernel_batch.h). */
+int jx_cuda_executable_distinct_kernels(const jx_cuda_executable *x);
 /* The device x runs on (its allocator's statistics, for tests). */
 jx_cuda_device *jx_cuda_executable_device(const jx_cuda_executable *x);
 

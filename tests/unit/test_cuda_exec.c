@@ -36,6 +36,8 @@
 #include "trace/fn.h"
 
 static int real_driver;
+/* The distinct kernels in the module of check_case's last CUDA program. */
+static int last_distinct;
 
 static jx_array *values(jx_shape s, int seed) {
   int64_t n = jx_shape_numel(s);
@@ -113,6 +115,7 @@ static void check_case(const char *what, int nin, int nout, jx_body body, jx_sha
   assert_non_null(p);
   assert_non_null(p->exec);
   int host = 0, gemms = 0, kernels = jx_cuda_executable_kernels(p->exec, &host, &gemms);
+  last_distinct = jx_cuda_executable_distinct_kernels(p->exec);
   fprintf(stderr,
           "%s: %d kernels, %d GEMMs, %d equations on the host; device blocks %lld taken, %lld "
           "reused; second call copied %llu B up, %llu B down\n",
@@ -238,6 +241,26 @@ static void test_mlp_forward(void **state) {
   (void)state;
   jx_shape s[5] = {{2, {32, 64}}, {2, {64, 48}}, {1, {48}}, {2, {48, 10}}, {1, {10}}};
   check_case("mlp", 5, 1, mlp_body, s, 2, 2);
+}
+
+/* three layers of h = tanh(h @ w + b), each with weights of its own */
+static void layers_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *h = in[0];
+  for (int l = 0; l < 3; l++) {
+    h = jx_matmul(h, in[1 + 2 * l]);
+    h = jx_tanh(jx_add(h, jx_broadcast_in_dim(in[2 + 2 * l], jx_shape_of(h), JX_AXES(1))));
+  }
+  out[0] = h;
+}
+
+/* identical layers share one kernel of the module (kernel_batch.h) */
+static void test_identical_layers_share_a_kernel(void **state) {
+  (void)state;
+  jx_shape s[7] = {{2, {16, 24}}, {2, {24, 24}}, {1, {24}}, {2, {24, 24}},
+                   {1, {24}},     {2, {24, 24}}, {1, {24}}};
+  check_case("layers", 7, 1, layers_body, s, 3, 0);
+  assert_int_equal(last_distinct, 1);
 }
 
 /* dot_general(l, r) with these dims, for the GEMM mapping */
@@ -386,6 +409,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_dot_general, setup, teardown),
       cmocka_unit_test_setup_teardown(test_kernels_mixed_with_host, setup, teardown),
       cmocka_unit_test_setup_teardown(test_mlp_forward, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_identical_layers_share_a_kernel, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dot_as_gemm, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
