@@ -176,44 +176,6 @@ static int default_corpus(options *o, char names[][512]) {
   return n;
 }
 
-/* "data=4,model=2" -> a mesh; empty -> data over every device. */
-static jx_mesh *make_mesh(const char *spec, int devices) {
-  char names[4][64];
-  const char *ptrs[4];
-  int64_t sizes[4];
-  int n = 0;
-  if (!*spec) {
-    snprintf(names[0], 64, "data");
-    sizes[0] = devices;
-    n = 1;
-  } else {
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", spec);
-    for (char *tok = strtok(buf, ","); tok && n < 4; tok = strtok(NULL, ",")) {
-      char *eq = strchr(tok, '=');
-      if (!eq) {
-        jx_report_error(JX_ERR_INVALID_ARGUMENT, "--mesh wants name=size pairs, got '%s'", tok);
-        return NULL;
-      }
-      *eq = 0;
-      snprintf(names[n], 64, "%s", tok);
-      sizes[n++] = strtoll(eq + 1, NULL, 10);
-    }
-  }
-  for (int i = 0; i < n; i++) ptrs[i] = names[i];
-  int64_t total = 1;
-  for (int i = 0; i < n; i++) total *= sizes[i];
-  /* every process must own part of the mesh: it must cover all devices */
-  if (jx_process_count() > 1 && total != devices) {
-    jx_report_error(JX_ERR_INVALID_ARGUMENT,
-                    "the mesh '%s' has %lld devices but the job has %d (%d processes x %d "
-                    "devices; --devices counts each process's): the mesh must cover all of them",
-                    spec, (long long)total, devices, jx_process_count(), jx_local_device_count());
-    return NULL;
-  }
-  return jx_mesh_create(jx_shape_make(n, sizes), ptrs);
-}
-
 typedef struct {
   jx_gpt_config cfg;
   jx_optimizer *opt;
@@ -222,9 +184,12 @@ typedef struct {
   jx_fn *loss;
 } model;
 
-/* What a checkpoint holds: "params/<name>", "opt/<name>" and the data
- * position (the loader's, or 0 as a shape to load into). */
-static jx_tree *checkpoint_tree(const jx_tree *params, const jx_tree *state, int64_t position) {
+/* What a checkpoint holds: "params/<name>", "opt/<name>", the data
+ * position (the loader's, or 0 as a shape to load into) and the model's
+ * heads "model/n_heads" (the one size its parameters' shapes do not say,
+ * for jx generate). */
+static jx_tree *checkpoint_tree(const jx_tree *params, const jx_tree *state, int64_t position,
+                                int64_t heads) {
   jx_tree *t = jx_tree_create();
   char name[600];
   for (int i = 0; i < jx_tree_size(params); i++) {
@@ -237,19 +202,9 @@ static jx_tree *checkpoint_tree(const jx_tree *params, const jx_tree *state, int
   }
   jx_scope_begin();
   jx_tree_set(t, "data_position", jx_full(JX_I64, JX_SHAPE(), (double)position));
+  jx_tree_set(t, "model/n_heads", jx_full(JX_I64, JX_SHAPE(), (double)heads));
   jx_scope_end();
   return t;
-}
-
-/* (params..., tokens [1, T]) -> logits of the last position [vocab] */
-static void next_logits_body(void *ctx, jx_array *const *in, jx_array **out) {
-  model *m = ctx;
-  jx_tree *p = jx_tree_unflatten(m->params_like, in);
-  jx_array *logits = jx_gpt_forward(&m->cfg, p, in[m->np]);
-  int64_t t = m->cfg.context, v = m->cfg.vocab;
-  out[0] = jx_reshape(jx_slice(logits, JX_SHAPE(0, t - 1, 0), JX_SHAPE(1, t, v), JX_SHAPE()),
-                      JX_SHAPE(v));
-  jx_tree_release(p);
 }
 
 static double now_s(void) {
@@ -293,48 +248,6 @@ static int fail(const char *what) {
   return 1;
 }
 
-static void sample_text(model *m, jx_array *const *params, int64_t nbytes, unsigned seed) {
-  jx_fn *f = jx_fn_create("gpt_next_logits", m->np + 1, 1, next_logits_body, m);
-  jx_fn *jf = jx_jit(f, NULL);
-  int64_t t = m->cfg.context;
-  int32_t *window = malloc(sizeof *window * (size_t)t);
-  const char *prompt = "The ";
-  for (int64_t i = 0; i < t; i++) window[i] = ' ';
-  size_t plen = strlen(prompt);
-  for (size_t i = 0; i < plen; i++) window[t - (int64_t)plen + (int64_t)i] = prompt[i];
-  printf("\nsample: %s", prompt);
-  jx_array *key = jx_keep(jx_random_key(seed + 1));
-  jx_array **in = malloc(sizeof *in * (size_t)(m->np + 1));
-  for (int i = 0; i < m->np; i++) in[i] = params[i];
-  for (int64_t k = 0; k < nbytes; k++) {
-    jx_scope_begin();
-    in[m->np] = jx_array_from(JX_I32, JX_SHAPE(1, t), window);
-    jx_array *logits;
-    if (jx_call(jf, in, &logits)) {
-      jx_scope_end();
-      break;
-    }
-    jx_array *keys = jx_random_split(key, 2);
-    jx_array *next_key =
-        jx_reshape(jx_slice(keys, JX_SHAPE(0, 0), JX_SHAPE(1, 2), JX_SHAPE()), JX_SHAPE(2));
-    jx_array *use =
-        jx_reshape(jx_slice(keys, JX_SHAPE(1, 0), JX_SHAPE(2, 2), JX_SHAPE()), JX_SHAPE(2));
-    int c = (int)jx_item(jx_random_categorical(use, jx_div(logits, jx_scalar(JX_F32, 0.8)), 0));
-    jx_release(key);
-    key = jx_keep(next_key);
-    jx_scope_end();
-    memmove(window, window + 1, sizeof *window * (size_t)(t - 1));
-    window[t - 1] = c;
-    putchar(c >= 32 || c == '\n' || c == '\t' ? c : '?');
-  }
-  printf("\n");
-  jx_release(key);
-  free(in);
-  free(window);
-  jx_fn_release(jf);
-  jx_fn_release(f);
-}
-
 int jx_cmd_train(int argc, char **argv) {
   options o;
   if (!parse(argc, argv, &o)) return 2;
@@ -350,7 +263,7 @@ int jx_cmd_train(int argc, char **argv) {
             DEFAULT_CORPUS);
     return 2;
   }
-  jx_mesh *mesh = make_mesh(o.mesh, devices);
+  jx_mesh *mesh = jx_cli_mesh(o.mesh, devices);
   if (!mesh) return fail("--mesh");
   int has_data = jx_mesh_axis_size(mesh, "data") > 0;
 
@@ -412,7 +325,7 @@ int jx_cmd_train(int argc, char **argv) {
   if (o.resume) {
     int64_t latest = jx_checkpoint_latest(o.ckpt);
     if (latest >= 0) {
-      jx_tree *like = checkpoint_tree(params, state, 0);
+      jx_tree *like = checkpoint_tree(params, state, 0, o.heads);
       jx_tree *got = jx_checkpoint_load(o.ckpt, latest, like);
       if (!got) return fail("--resume");
       for (int i = 0; i < m.np; i++)
@@ -483,7 +396,7 @@ int jx_cmd_train(int argc, char **argv) {
               (long long)(s + 1), loss, tok_s, mfu);
     if (o.ckpt && ((s + 1) % o.ckpt_every == 0 || s + 1 == o.stop_at)) {
       if (pending && jx_checkpoint_wait(pending)) return fail("checkpoint");
-      jx_tree *ck = checkpoint_tree(params, state, jx_loader_position(loader));
+      jx_tree *ck = checkpoint_tree(params, state, jx_loader_position(loader), o.heads);
       pending = jx_checkpoint_save_async(o.ckpt, s + 1, ck); /* training goes on meanwhile */
       jx_tree_release(ck);
       if (!pending) return fail("checkpoint");
@@ -501,10 +414,22 @@ int jx_cmd_train(int argc, char **argv) {
     /* parameters split over processes are gathered (by every process) so
      * that process 0 can run the model on its own */
     for (int i = 0; i < m.np && jx_process_count() > 1; i++) p[i] = jx_process_allgather(p[i]);
-    if (lead) sample_text(&m, p, o.sample, o.seed);
+    int rc = 0;
+    if (lead) {
+      jx_tree *trained = jx_tree_unflatten(params, p);
+      jx_cli_generate_options go = {.prompt = "The ",
+                                    .batch = 1,
+                                    .sampling = {.temperature = 0.8},
+                                    .max_tokens = o.sample,
+                                    .seed = o.seed + 1};
+      printf("\nsample:\n");
+      /* a job of several processes samples on process 0 alone, so on one device */
+      rc = jx_cli_generate("train", &m.cfg, trained, jx_process_count() > 1 ? NULL : mesh, &go);
+      jx_tree_release(trained);
+    }
     jx_scope_end();
     free(p);
-    if (jx_last_status()) return fail("sample");
+    if (rc) return 1;
   }
   free(in);
   free(out);
