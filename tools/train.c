@@ -248,6 +248,58 @@ static int fail(const char *what) {
   return 1;
 }
 
+/* Every 20th window of the corpus is held out (so fortunes of every file),
+ * at most 4 batches of them, for the validation loss; the rest trains.
+ * val[0..2) receive the held-out inputs and targets (kept; NULL when the
+ * corpus is too small to spare a batch). */
+enum { HOLD_OUT_EVERY = 20 };
+static jx_dataset *split_validation(jx_dataset *all, int64_t batch, jx_array **val) {
+  int64_t n = jx_dataset_size(all), nv = n / HOLD_OUT_EVERY, nt = 0, k = 0;
+  if (nv > 4 * batch) nv = 4 * batch;
+  nv = nv / batch * batch;
+  int32_t *ti = malloc(sizeof *ti * (size_t)n), *vi = malloc(sizeof *vi * (size_t)(nv + 1));
+  if (!ti || !vi) {
+    free(ti);
+    free(vi);
+    jx_report_error(JX_ERR_OUT_OF_MEMORY, "out of memory splitting off the validation windows");
+    return NULL;
+  }
+  for (int64_t i = 0; i < n; i++)
+    if (i % HOLD_OUT_EVERY == HOLD_OUT_EVERY - 1 && k < nv)
+      vi[k++] = (int32_t)i;
+    else
+      ti[nt++] = (int32_t)i;
+  jx_scope_begin();
+  jx_array *train_idx = jx_array_from(JX_I32, JX_SHAPE(nt), ti), *parts[2];
+  jx_array *val_idx = jx_array_from(JX_I32, JX_SHAPE(nv), vi);
+  for (int a = 0; a < 2; a++) {
+    parts[a] = jx_take(jx_dataset_array(all, a), train_idx, 0);
+    val[a] = nv ? jx_keep(jx_take(jx_dataset_array(all, a), val_idx, 0)) : NULL;
+  }
+  jx_dataset *train = jx_dataset_from_arrays(2, parts);
+  jx_scope_end();
+  free(ti);
+  free(vi);
+  return train;
+}
+
+/* The mean loss of the held-out windows (NAN when there are none). */
+static double validation_loss(jx_fn *eval, const jx_tree *params, int np, jx_array *const *val) {
+  if (!eval || !val[0]) return NAN;
+  jx_scope_begin();
+  jx_array **in = calloc((size_t)np + 2, sizeof *in), *loss = NULL;
+  double v = NAN;
+  if (in) {
+    jx_tree_flatten(params, in);
+    in[np] = val[0];
+    in[np + 1] = val[1];
+    if (!jx_call(eval, in, &loss)) v = jx_item(loss);
+  }
+  free(in);
+  jx_scope_end();
+  return v;
+}
+
 int jx_cmd_train(int argc, char **argv) {
   options o;
   if (!parse(argc, argv, &o)) return 2;
@@ -274,9 +326,20 @@ int jx_cmd_train(int argc, char **argv) {
                      .context = o.context,
                      .mlp_ratio = 4,
                      .compute_dtype = o.compute_dtype}};
-  jx_dataset *data = jx_dataset_text(o.ndata, o.data, o.context);
+  jx_dataset *corpus_windows = jx_dataset_text(o.ndata, o.data, o.context);
+  if (!corpus_windows) return fail("data");
+  /* one process holds the whole held-out set (a job of several would need
+   * each process's part of it): the validation loss is for one process */
+  jx_array *val[2] = {NULL, NULL};
+  jx_dataset *data =
+      jx_process_count() > 1 ? corpus_windows : split_validation(corpus_windows, o.batch, val);
   if (!data) return fail("data");
   jx_sharding *rows = jx_sharding_create(mesh, has_data ? "data" : "");
+  for (int a = 0; a < 2 && val[a]; a++) {
+    jx_array *placed = jx_keep(jx_device_put(val[a], rows));
+    jx_release(val[a]);
+    val[a] = placed;
+  }
   jx_loader_options lo = {.batch = o.batch, .seed = o.seed, .shuffle = 1, .sharding = rows};
   jx_loader *loader = jx_loader_create(data, &lo);
   if (!loader) return fail("the data loader");
@@ -320,6 +383,16 @@ int jx_cmd_train(int argc, char **argv) {
   jx_jit_options jo = {.in_shardings = in_sh, .out_shardings = out_sh};
   jx_fn *step = jx_jit(step_fn, &jo);
   if (!step) return fail("jit");
+  /* the loss of the held-out windows, laid out as the train step's inputs */
+  jx_sharding **eval_sh = calloc((size_t)m.np + 2, sizeof *eval_sh);
+  for (int i = 0; i < m.np; i++) eval_sh[i] = psh[i];
+  eval_sh[m.np] = eval_sh[m.np + 1] = rows;
+  jx_fn *eval =
+      val[0]
+          ? jx_jit(m.loss, &(jx_jit_options){.in_shardings = eval_sh, .out_shardings = &replicated})
+          : NULL;
+  int64_t val_every = o.steps / 10 > 0 ? o.steps / 10 : 1;
+  double val_loss = NAN;
 
   int64_t first = 0;
   if (o.resume) {
@@ -383,13 +456,19 @@ int jx_cmd_train(int argc, char **argv) {
     double t = now_s(), dt = t - t_last;
     t_last = t;
     if (s == first) first_loss = loss;
+    if ((s + 1) % val_every == 0 || s + 1 == o.stop_at) {
+      val_loss = validation_loss(eval, params, m.np, val);
+      t_last = now_s(); /* the step's rate without the validation */
+    }
     double tok_s = (double)(o.batch * o.context) / dt, mfu = flops / dt / peak;
     double eta = (t - t_start) / (double)(s + 1 - first) * (double)(o.steps - s - 1);
     if (lead && (tty || (s + 1) % 10 == 0 || s + 1 == o.steps)) {
       int done = (int)(30 * (s + 1) / o.steps);
-      fprintf(stderr, "%s[%.*s%*s] step %lld/%lld loss %.4f %.0f tok/s MFU %.1f%% ETA %.0fs%s",
+      fprintf(stderr,
+              "%s[%.*s%*s] step %lld/%lld loss %.4f val %.4f %.0f tok/s MFU %.1f%% ETA %.0fs%s",
               tty ? "\r" : "", done, "==============================", 30 - done, "",
-              (long long)(s + 1), (long long)o.steps, loss, tok_s, 100 * mfu, eta, tty ? "" : "\n");
+              (long long)(s + 1), (long long)o.steps, loss, val_loss, tok_s, 100 * mfu, eta,
+              tty ? "" : "\n");
     }
     if (metrics)
       fprintf(metrics, "{\"step\": %lld, \"loss\": %.6f, \"tokens_per_s\": %.1f, \"mfu\": %.4f}\n",
@@ -406,7 +485,9 @@ int jx_cmd_train(int argc, char **argv) {
   if (o.profile && jx_profiler_stop()) return fail("--profile");
   if (pending && jx_checkpoint_wait(pending)) return fail("checkpoint");
   if (metrics) fclose(metrics);
-  if (lead) printf("loss %.4f -> %.4f in %.1f s\n", first_loss, loss, now_s() - t_start);
+  if (lead)
+    printf("loss %.4f -> %.4f (validation %.4f) in %.1f s\n", first_loss, loss, val_loss,
+           now_s() - t_start);
   if (o.sample > 0) {
     jx_array **p = calloc((size_t)m.np, sizeof *p);
     jx_tree_flatten(params, p);
@@ -440,7 +521,12 @@ int jx_cmd_train(int argc, char **argv) {
   jx_tree_release(params);
   jx_optim_release(m.opt);
   jx_loader_release(loader);
-  jx_dataset_release(data);
+  if (data != corpus_windows) jx_dataset_release(data);
+  jx_dataset_release(corpus_windows);
+  jx_release(val[0]);
+  jx_release(val[1]);
+  jx_fn_release(eval);
+  free(eval_sh);
   for (int i = 0; i < m.np; i++) jx_sharding_release(psh[i]);
   free(psh);
   free(specs);
