@@ -319,7 +319,9 @@ jx_status jx_gpt_generate(const jx_gpt_config *c, const jx_tree *params, int64_t
   /* slots for the prompt and every token but the last, within the context */
   int64_t S = P + o->max_tokens - 1 < c->context ? P + o->max_tokens - 1 : c->context;
   if (S < P) S = P;
-  int64_t refill = S / 2; /* the window prefilled again when the cache is full */
+  /* the window prefilled again when the cache is full: the prompt's width
+   * (so one trace of the prefill serves both) unless that leaves no room */
+  int64_t width = P > S / 2 ? P : S / 2, refill = width < S ? width : S / 2;
   if (S < P + o->max_tokens - 1 && refill < 1)
     return jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: a context of %lld cannot slide its window",
                            fn, (long long)c->context);
@@ -356,12 +358,14 @@ jx_status jx_gpt_generate(const jx_gpt_config *c, const jx_tree *params, int64_t
       jx_tree_set(r.state, "key", jx_device_put(jx_tree_get(r.state, "key"), r.replicated));
   }
   double t0 = now_s(), t_decode = 0;
-  if (!st) st = run_prefill(&r, &g, seq, B, P, next);
+  /* the prompt padded to the refill's width when the window will slide */
+  int64_t first = S < P + o->max_tokens - 1 && refill == width ? width : P;
+  if (!st) st = run_prefill(&r, &g, seq, B, first, next);
   if (!st && stats) {
     stats->prefill_s = now_s() - t0;
     for (int64_t b = 0; b < B; b++) stats->prefill_tokens += lengths[b];
   }
-  int64_t slot = P, steps = 0;
+  int64_t slot = first, steps = 0;
   for (int64_t b = 0; !st && b < B; b++) emit(o, &seq[b], b, next[b]);
   for (;;) {
     int active = 0;
