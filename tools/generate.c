@@ -171,8 +171,8 @@ int jx_cli_generate(const char *command, const jx_gpt_config *c, const jx_tree *
     fprintf(stderr, "jx %s: %s\n", command, jx_last_error());
   else
     fprintf(stderr,
-            "prefill: %lld tokens in %.3f s (%.0f tokens/s); decode: %lld tokens in %.3f "
-            "s (%.0f tokens/s)\n",
+            "prefill: %lld tokens in %.3f s (%.0f tokens/s, tracing and compiling included); "
+            "decode: %lld tokens in %.3f s (%.0f tokens/s)\n",
             (long long)st.prefill_tokens, st.prefill_s,
             st.prefill_s > 0 ? (double)st.prefill_tokens / st.prefill_s : 0.0,
             (long long)st.decode_tokens, st.decode_s,
