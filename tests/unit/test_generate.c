@@ -63,9 +63,9 @@ static void cache_matches_forward(jx_mesh *mesh) {
   int np = jx_tree_size(params), nc = jx_gpt_cache_count(&cfg);
   int64_t S = 0;
   for (int b = 0; b < B; b++) S = P + len[b] - plen[b] > S ? P + len[b] - plen[b] : S;
-  S--; /* the last token of the longest sequence is never fed */
+  S--;                   /* the last token of the longest sequence is never fed */
   int64_t steps = S - P; /* slots P .. S - 1, some beyond the context (positions are not) */
-  S += 2; /* a spare slot: slots past the step are masked */
+  S += 2;                /* a spare slot: slots past the step are masked */
 
   /* the oracle: logits [1, len, V] of each sequence alone */
   int32_t seqs[B][16];
