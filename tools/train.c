@@ -466,10 +466,11 @@ int jx_cmd_train(int argc, char **argv) {
     double eta = (t - t_start) / (double)(s + 1 - first) * (double)(o.steps - s - 1);
     if (lead && (tty || (s + 1) % 10 == 0 || s + 1 == o.steps)) {
       int done = (int)(30 * (s + 1) / o.steps);
-      fprintf(stderr,
-              "%s[%.*s%*s] step %lld/%lld loss %.4f val %.4f %.0f tok/s MFU %.1f%% ETA %.0fs%s",
+      char val_txt[32] = ""; /* once there is one */
+      if (!isnan(val_loss)) snprintf(val_txt, sizeof val_txt, " val %.4f", val_loss);
+      fprintf(stderr, "%s[%.*s%*s] step %lld/%lld loss %.4f%s %.0f tok/s MFU %.1f%% ETA %.0fs%s",
               tty ? "\r" : "", done, "==============================", 30 - done, "",
-              (long long)(s + 1), (long long)o.steps, loss, val_loss, tok_s, 100 * mfu, eta,
+              (long long)(s + 1), (long long)o.steps, loss, val_txt, tok_s, 100 * mfu, eta,
               tty ? "" : "\n");
     }
     if (metrics)
