@@ -270,16 +270,20 @@ jx_array *jx_sample_logits(jx_array *logits, jx_array *key, jx_array *seen, cons
 
 /* ==== generation ====
  * jx_gpt_generate decodes `batch` prompts (prompts[b] of lengths[b] >= 1
- * tokens; prompt + max_tokens must fit the context) with a jitted prefill
- * and a jitted decode step that samples on the device (the cache donated
- * to each step, one trace for all steps). On a mesh (mesh not NULL) the
- * parameters are laid out as jx_gpt_param_specs says (Megatron over
- * "model"), the batch over "data" and the cache over both (batch, heads).
- * on_token(ctx, b, token) is called with each new token as soon as it is
- * known; a sequence ends after max_tokens tokens or once its output ends
- * with one of the stop strings (bytes; the stop string is emitted).
- * Generation ends when every sequence has. stats, if not NULL, receives
- * the token counts and seconds of the prefill and the decode steps. */
+ * tokens, at most the context, each token in [0, vocab)) with a jitted
+ * prefill and a jitted decode step that samples on the device (on one
+ * device the cache is donated to each step; one trace serves every step).
+ * When the slots reach the context, the last half of each sequence is
+ * prefilled again into a fresh cache (a sliding window), so max_tokens is
+ * not bounded by the context. On a mesh (mesh not NULL) the parameters are
+ * laid out as jx_gpt_param_specs says (Megatron over "model"), the batch
+ * over "data" and the cache over both (batch, heads). on_token(ctx, b,
+ * token) is called with each new token as soon as it is known; a sequence
+ * ends after max_tokens tokens or once its output ends with one of the
+ * stop strings (bytes; the stop string is emitted). Generation ends when
+ * every sequence has. stats, if not NULL, receives the token counts and
+ * seconds of the prefill (its first call traces and compiles) and of the
+ * decode steps after the first (which traces and compiles). */
 typedef struct {
   jx_sampling sampling;
   int64_t max_tokens;
