@@ -423,6 +423,32 @@ static void bad_prompts_are_named(void **state) {
   jx_tree_release(params);
 }
 
+static void decoding_errors_name_the_input(void **state) {
+  (void)state;
+  jx_tree *params = make_params();
+  int nc = jx_gpt_cache_count(&cfg);
+  jx_array *cache[4], *next[4];
+  jx_array *pad = jx_zeros(JX_I32, JX_SHAPE(2));
+  jx_array *logits =
+      jx_gpt_prefill(&cfg, params, jx_zeros(JX_I32, JX_SHAPE(2, 17)), pad, 20, cache);
+  assert_true(jx_is_poisoned(logits) && jx_is_poisoned(cache[nc - 1]));
+  assert_error_has("the prompt length must be in [1, context 16]");
+  logits = jx_gpt_prefill(&cfg, params, jx_zeros(JX_I32, JX_SHAPE(2, 4)), pad, 8, cache);
+  check_ok(jx_last_status());
+  cache[1] = jx_zeros(JX_F32, JX_SHAPE(2, 9, 4, 8)); /* one slot more than the keys' */
+  jx_array *slot = jx_scalar(JX_I32, 4);
+  logits = jx_gpt_decode_step(&cfg, params, jx_zeros(JX_I32, JX_SHAPE(2)), pad, slot, cache, next);
+  assert_true(jx_is_poisoned(logits) && jx_is_poisoned(next[0]));
+  assert_error_has("cache[1] is f32[2,9,4,8], expected f32[2, slots, 4, 8]");
+  cache[1] = jx_zeros(JX_F32, JX_SHAPE(2, 8, 4, 8));
+  jx_gpt_decode_step(&cfg, params, jx_zeros(JX_F32, JX_SHAPE(2)), pad, slot, cache, next);
+  assert_error_has("expected integer tokens [batch]");
+  jx_gpt_decode_step(&cfg, params, jx_zeros(JX_I32, JX_SHAPE(2)), pad,
+                     jx_zeros(JX_I32, JX_SHAPE(1)), cache, next);
+  assert_error_has("expected an integer scalar");
+  jx_tree_release(params);
+}
+
 int main(void) {
   jx_set_cpu_device_count(4);
   const struct CMUnitTest tests[] = {
@@ -436,6 +462,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(stop_strings_end_a_sequence, setup, teardown),
       cmocka_unit_test_setup_teardown(bad_prompts_are_named, setup, teardown),
+      cmocka_unit_test_setup_teardown(decoding_errors_name_the_input, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   jx_shutdown();
