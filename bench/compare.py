@@ -8,6 +8,8 @@ as many threads as jx uses (JX_NUM_THREADS, else every CPU).
     python3 bench/compare.py [--build build] [--runs 7] [--only bench_mlp,bench_reduce]
     python3 bench/compare.py --workload gpt     # only the GPT step: jx, JAX, PyTorch
     python3 bench/compare.py --workload mlp     # only the MLP step: jx, JAX, PyTorch
+    python3 bench/compare.py --workload generate [--models ref --batches 1]
+                                                # KV-cache decoding: jx, JAX, PyTorch
 
 Python requirements: bench/requirements.txt.
 
@@ -628,6 +630,166 @@ def run_scan(build, runs):
     return rows
 
 
+# Decoding with a KV cache (bench_generate): the same GPT (pre-norm blocks,
+# tied head, gelu tanh, layer norms eps 1e-5), a 128-token prompt, 256 new
+# tokens, greedy, each new token read on the host as it is made (as jx
+# streams it). Args: runs, models (ref|gpt2s|all), batches (1|16|all),
+# threads. Prints {"bench": "generate_<model>_b<batch>", "impl": ...,
+# "median_ns": decode time per step}.
+GEN_COMMON = r"""
+import json, statistics, sys, time
+runs, which, batches, threads = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+MODELS = {"ref": (4, 256, 8), "gpt2s": (12, 768, 12)}
+P, NEW, V, CTX = 128, 256, 256, 384
+CASES = [(m, b) for m in ("ref", "gpt2s") for b in (1, 16)
+         if which in ("all", m) and batches in ("all", str(b))]
+def report(impl, m, b, per_step):
+    print(json.dumps({"bench": f"generate_{m}_b{b}", "impl": impl,
+                      "median_ns": statistics.median(per_step),
+                      "decode_tokens_per_s": b * 1e9 / statistics.median(per_step)}), flush=True)
+"""
+
+GEN_JAX = GEN_COMMON + r"""
+import numpy as np
+import jax, jax.numpy as jnp
+def init(L, d, key):
+    ks = iter(jax.random.split(key, 2 + 6 * L))
+    n = lambda s: 0.02 * jax.random.normal(next(ks), s, jnp.float32)
+    z, o = (lambda k: jnp.zeros(k, jnp.float32)), (lambda k: jnp.ones(k, jnp.float32))
+    blocks = [dict(ln1s=o(d), ln1b=z(d), wq=n((d, d)), wk=n((d, d)), wv=n((d, d)), wo=n((d, d)),
+                   bq=z(d), bk=z(d), bv=z(d), bo=z(d), ln2s=o(d), ln2b=z(d), fc=n((d, 4 * d)),
+                   fcb=z(4 * d), proj=n((4 * d, d)), projb=z(d)) for _ in range(L)]
+    return dict(wte=n((V, d)), wpe=n((CTX, d)), blocks=blocks, lnfs=o(d), lnfb=z(d))
+def ln(x, s, b):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / jnp.sqrt(v + 1e-5) * s + b
+def forward(p, tok, caches, pos, H):
+    B, T = tok.shape
+    d = p["wte"].shape[1]
+    dh = d // H
+    h = p["wte"][tok] + jax.lax.dynamic_slice_in_dim(p["wpe"], pos, T)[None]
+    new = []
+    for b, (kc, vc) in zip(p["blocks"], caches):
+        x = ln(h, b["ln1s"], b["ln1b"])
+        q = (x @ b["wq"] + b["bq"]).reshape(B, T, H, dh)
+        kc = jax.lax.dynamic_update_slice(kc, (x @ b["wk"] + b["bk"]).reshape(B, T, H, dh), (0, pos, 0, 0))
+        vc = jax.lax.dynamic_update_slice(vc, (x @ b["wv"] + b["bv"]).reshape(B, T, H, dh), (0, pos, 0, 0))
+        s = jnp.einsum("bqhd,bkhd->bhqk", q, kc) / jnp.sqrt(float(dh))
+        mask = jnp.arange(kc.shape[1])[None, :] <= (pos + jnp.arange(T))[:, None]
+        o = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(jnp.where(mask, s, -1e30), -1), vc)
+        h = h + o.reshape(B, T, d) @ b["wo"] + b["bo"]
+        x = ln(h, b["ln2s"], b["ln2b"])
+        h = h + jax.nn.gelu(x @ b["fc"] + b["fcb"]) @ b["proj"] + b["projb"]
+        new.append((kc, vc))
+    h = ln(h[:, -1], p["lnfs"], p["lnfb"])
+    return jnp.argmax(h @ p["wte"].T, -1).astype(jnp.int32), new
+prefill = jax.jit(forward, static_argnames="H")
+step = jax.jit(lambda p, tok, caches, pos, H: forward(p, tok[:, None], caches, pos, H),
+               static_argnames="H", donate_argnums=(2,))
+for m, B in CASES:
+    L, d, H = MODELS[m]
+    p = init(L, d, jax.random.PRNGKey(0))
+    prompt = jnp.asarray([[(i * 37 + 11) % 256 for i in range(P)]] * B, jnp.int32)
+    per_step = []
+    for r in range(runs + 1):  # run 0 compiles
+        caches = [(jnp.zeros((B, CTX, H, d // H)), jnp.zeros((B, CTX, H, d // H))) for _ in range(L)]
+        tok, caches = prefill(p, prompt, caches, 0, H)
+        np.asarray(tok)
+        t0 = time.perf_counter_ns()
+        for i in range(NEW - 1):
+            tok, caches = step(p, tok, caches, P + i, H)
+            np.asarray(tok)  # read as it is made
+        if r:
+            per_step.append((time.perf_counter_ns() - t0) / (NEW - 1))
+    report("jax", m, B, per_step)
+"""
+
+GEN_TORCH = GEN_COMMON + r"""
+import torch
+torch.set_num_threads(threads)
+F = torch.nn.functional
+def init(L, d):
+    g = torch.Generator().manual_seed(0)
+    n = lambda *s: 0.02 * torch.randn(*s, generator=g)
+    blocks = [dict(ln1s=torch.ones(d), ln1b=torch.zeros(d), wq=n(d, d), wk=n(d, d), wv=n(d, d),
+                   wo=n(d, d), bq=torch.zeros(d), bk=torch.zeros(d), bv=torch.zeros(d),
+                   bo=torch.zeros(d), ln2s=torch.ones(d), ln2b=torch.zeros(d), fc=n(d, 4 * d),
+                   fcb=torch.zeros(4 * d), proj=n(4 * d, d), projb=torch.zeros(d)) for _ in range(L)]
+    return dict(wte=n(V, d), wpe=n(CTX, d), blocks=blocks, lnfs=torch.ones(d), lnfb=torch.zeros(d))
+def forward(p, tok, caches, pos, H):
+    B, T = tok.shape
+    d = p["wte"].shape[1]
+    dh = d // H
+    h = p["wte"][tok] + p["wpe"][pos:pos + T]
+    for b, (kc, vc) in zip(p["blocks"], caches):
+        x = F.layer_norm(h, (d,), b["ln1s"], b["ln1b"], 1e-5)
+        q = torch.addmm(b["bq"], x.reshape(-1, d), b["wq"]).view(B, T, H, dh).transpose(1, 2)
+        kc[:, :, pos:pos + T] = torch.addmm(b["bk"], x.reshape(-1, d), b["wk"]).view(B, T, H, dh).transpose(1, 2)
+        vc[:, :, pos:pos + T] = torch.addmm(b["bv"], x.reshape(-1, d), b["wv"]).view(B, T, H, dh).transpose(1, 2)
+        o = F.scaled_dot_product_attention(q, kc[:, :, :pos + T], vc[:, :, :pos + T], is_causal=T > 1)
+        h = h + torch.addmm(b["bo"], o.transpose(1, 2).reshape(-1, d), b["wo"]).view(B, T, d)
+        x = F.layer_norm(h, (d,), b["ln2s"], b["ln2b"], 1e-5)
+        u = F.gelu(torch.addmm(b["fcb"], x.reshape(-1, d), b["fc"]), approximate="tanh")
+        h = h + torch.addmm(b["projb"], u, b["proj"]).view(B, T, d)
+    h = F.layer_norm(h[:, -1], (d,), p["lnfs"], p["lnfb"], 1e-5)
+    return (h @ p["wte"].T).argmax(-1)
+with torch.no_grad():
+    for m, B in CASES:
+        L, d, H = MODELS[m]
+        p = init(L, d)
+        prompt = torch.tensor([[(i * 37 + 11) % 256 for i in range(P)]] * B)
+        per_step = []
+        for r in range(runs + 1):  # run 0 warms up
+            caches = [(torch.zeros(B, H, CTX, d // H), torch.zeros(B, H, CTX, d // H)) for _ in range(L)]
+            tok = forward(p, prompt, caches, 0, H)
+            tok.tolist()
+            t0 = time.perf_counter_ns()
+            for i in range(NEW - 1):
+                tok = forward(p, tok[:, None], caches, P + i, H)
+                tok.tolist()  # read as it is made
+            if r:
+                per_step.append((time.perf_counter_ns() - t0) / (NEW - 1))
+        report("torch", m, B, per_step)
+"""
+
+
+def run_generate(build, runs, which="all", batches="all"):
+    """bench_generate (jx) next to the same KV-cache decoding in JAX (jax.jit
+    decode step, cache donated) and PyTorch (eager, torch.no_grad, cache
+    written in place), on jx's thread count."""
+    rows = {}
+    path = os.path.join(build, "bench", "bench_generate")
+    cmds = [("jx", [path, str(runs), which, batches], {}),
+            ("jax", [sys.executable, "-c", GEN_JAX, str(runs), which, batches, str(jx_threads())],
+             {"JAX_PLATFORMS": "cpu"}),
+            ("torch", [sys.executable, "-c", GEN_TORCH, str(runs), which, batches,
+                       str(jx_threads())], {})]
+    for impl, cmd, env in cmds:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **env))
+        for line in r.stdout.splitlines():
+            d = json.loads(line)
+            rows.setdefault(d["bench"], {})[d["impl"]] = d
+        if r.returncode != 0:
+            err = r.stderr.strip().splitlines()
+            print(f"note: the {impl} side of generate failed: {err[-1] if err else '?'}",
+                  file=sys.stderr)
+    print(f"\n| decode, 128-token prompt, 256 new tokens ({jx_threads()} threads) | jx tokens/s | "
+          "JAX tokens/s | PyTorch tokens/s | jx / faster peer |")
+    print("|---|---|---|---|---|")
+    for m, title in (("ref", "GPT 4x256"), ("gpt2s", "GPT-2 small shape 12x768")):
+        for b in (1, 16):
+            r = rows.get(f"generate_{m}_b{b}")
+            if not r:
+                continue
+            tps = {i: r[i]["decode_tokens_per_s"] for i in ("jx", "jax", "torch") if i in r}
+            best = max([tps[i] for i in ("jax", "torch") if i in tps], default=None)
+            cells = [f"{tps[i]:.0f}" if i in tps else "n/a" for i in ("jx", "jax", "torch")]
+            ratio = f"{tps['jx'] / best:.2f}" if best and "jx" in tps else "n/a"
+            print(f"| {title}, batch {b} | " + " | ".join(cells) + f" | {ratio} |")
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -635,8 +797,11 @@ def main():
     ap.add_argument("--only", default="",
                     help="comma-separated jx programs to run (e.g. bench_mlp,bench_reduce); "
                          "the peers still run everything")
-    ap.add_argument("--workload", choices=("all", "gpt", "mlp"), default="all",
-                    help="gpt / mlp: only that train step, in jx, JAX and PyTorch")
+    ap.add_argument("--workload", choices=("all", "gpt", "mlp", "generate"), default="all",
+                    help="gpt / mlp: only that train step, in jx, JAX and PyTorch; generate: "
+                         "KV-cache decoding in jx, JAX and PyTorch")
+    ap.add_argument("--models", default="all", help="generate: ref, gpt2s or all")
+    ap.add_argument("--batches", default="all", help="generate: 1, 16 or all")
     ap.add_argument("--no-torch-compile", action="store_true",
                     help="PyTorch eager only (torch.compile's first call takes a while)")
     args = ap.parse_args()
@@ -645,6 +810,9 @@ def main():
         return
     if args.workload == "gpt":
         run_gpt(args.build, min(args.runs, 5), not args.no_torch_compile)
+        return
+    if args.workload == "generate":
+        run_generate(args.build, min(args.runs, 3), args.models, args.batches)
         return
     if args.workload == "mlp":
         print_mlp(run_mlp(args.build, args.runs, not args.no_torch_compile))

@@ -2,10 +2,35 @@
 #ifndef JX_TOOLS_CLI_H
 #define JX_TOOLS_CLI_H
 
+#include <jx/jx.h>
+
 int jx_cmd_train(int argc, char **argv);
 int jx_cmd_info(int argc, char **argv);
+int jx_cmd_generate(int argc, char **argv);
 /* Under mpirun or srun (a job of several processes): jx_distributed_initialize,
  * before any use of devices. Returns non-zero after printing why it failed. */
 int jx_cli_join_job(const char *command);
+
+/* "data=4,model=2" -> a mesh; empty: "data" over every device. In a job of
+ * several processes the mesh must cover all their devices. NULL (the
+ * error recorded) on a bad spec. */
+jx_mesh *jx_cli_mesh(const char *spec, int devices);
+
+/* Generates text from the GPT with params (on one device, or on mesh) and
+ * streams it to stdout: the prompt, then sequence 0's bytes as they come
+ * (the other sequences of a batch after it); the prefill and decode rates
+ * on stderr. What jx generate and the end of jx train run. Returns
+ * non-zero after printing why it failed. */
+typedef struct {
+  const char *prompt;
+  int64_t batch;
+  jx_sampling sampling;
+  int64_t max_tokens;
+  uint64_t seed;
+  const char *const *stop;
+  int nstop;
+} jx_cli_generate_options;
+int jx_cli_generate(const char *command, const jx_gpt_config *c, const jx_tree *params,
+                    jx_mesh *mesh, const jx_cli_generate_options *o);
 
 #endif

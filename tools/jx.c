@@ -1,5 +1,6 @@
 /* jx: the command-line front end. `jx train` trains a byte-level GPT on a
- * mesh of devices; `jx info` says what this build and machine offer. */
+ * mesh of devices; `jx generate` continues text with it; `jx info` says what this build and machine
+ * offer. */
 #include <stdio.h>
 #include <string.h>
 
@@ -8,6 +9,7 @@
 static void usage(FILE *f) {
   fprintf(f, "usage: jx <command> [options]\n"
              "  train   train a byte-level GPT on a text corpus (jx train --help)\n"
+             "  generate  continue a prompt with a model jx train saved (jx generate --help)\n"
              "  info    devices, processes and build options\n");
 }
 
@@ -17,6 +19,7 @@ int main(int argc, char **argv) {
     return argc < 2 ? 2 : 0;
   }
   if (!strcmp(argv[1], "train")) return jx_cmd_train(argc - 1, argv + 1);
+  if (!strcmp(argv[1], "generate")) return jx_cmd_generate(argc - 1, argv + 1);
   if (!strcmp(argv[1], "info")) return jx_cmd_info(argc - 1, argv + 1);
   fprintf(stderr, "jx: unknown command '%s'\n", argv[1]);
   usage(stderr);

@@ -47,12 +47,12 @@ static void usage(FILE *f) {
              "  --mesh data=A,model=B   mesh axes over all the job's devices\n"
              "                     (default data=<devices of all processes>)\n"
              "  --fsdp             also shard parameters and optimizer state over 'data'\n"
-             "  --steps N          training steps (default 300)\n"
+             "  --steps N          training steps (default 800)\n"
              "  --stop-at N        stop (and checkpoint) after step N, as a preempted job would\n"
-             "  --batch N          sequences per step (default 16)\n"
+             "  --batch N          sequences per step (default 32)\n"
              "  --lr X             peak learning rate (default 3e-3)\n"
              "  --warmup N         warmup steps (default steps/10)\n"
-             "  --layers N --width N --heads N --context N   model (default 2, 64, 4, 64)\n"
+             "  --layers N --width N --heads N --context N   model (default 4, 128, 4, 64)\n"
              "  --data FILE        training text (repeatable; default: the fortunes corpus)\n"
              "  --ckpt DIR         checkpoint directory, one job's at a time (DIR/.lock);\n"
              "                     --ckpt-every N (default 100)\n"
@@ -66,10 +66,12 @@ static void usage(FILE *f) {
 }
 
 static int parse(int argc, char **argv, options *o) {
-  *o = (options){.steps = 300,
-                 .batch = 16,
-                 .layers = 2,
-                 .width = 64,
+  /* the defaults: a run that ends in about two minutes on two cores and
+   * writes English-like words in fortune-shaped lines (loss about 2) */
+  *o = (options){.steps = 800,
+                 .batch = 32,
+                 .layers = 4,
+                 .width = 128,
                  .heads = 4,
                  .context = 64,
                  .warmup = -1,
@@ -180,44 +182,6 @@ static int default_corpus(options *o, char names[][512]) {
   return n;
 }
 
-/* "data=4,model=2" -> a mesh; empty -> data over every device. */
-static jx_mesh *make_mesh(const char *spec, int devices) {
-  char names[4][64];
-  const char *ptrs[4];
-  int64_t sizes[4];
-  int n = 0;
-  if (!*spec) {
-    snprintf(names[0], 64, "data");
-    sizes[0] = devices;
-    n = 1;
-  } else {
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", spec);
-    for (char *tok = strtok(buf, ","); tok && n < 4; tok = strtok(NULL, ",")) {
-      char *eq = strchr(tok, '=');
-      if (!eq) {
-        jx_report_error(JX_ERR_INVALID_ARGUMENT, "--mesh wants name=size pairs, got '%s'", tok);
-        return NULL;
-      }
-      *eq = 0;
-      snprintf(names[n], 64, "%s", tok);
-      sizes[n++] = strtoll(eq + 1, NULL, 10);
-    }
-  }
-  for (int i = 0; i < n; i++) ptrs[i] = names[i];
-  int64_t total = 1;
-  for (int i = 0; i < n; i++) total *= sizes[i];
-  /* every process must own part of the mesh: it must cover all devices */
-  if (jx_process_count() > 1 && total != devices) {
-    jx_report_error(JX_ERR_INVALID_ARGUMENT,
-                    "the mesh '%s' has %lld devices but the job has %d (%d processes x %d "
-                    "devices; --devices counts each process's): the mesh must cover all of them",
-                    spec, (long long)total, devices, jx_process_count(), jx_local_device_count());
-    return NULL;
-  }
-  return jx_mesh_create(jx_shape_make(n, sizes), ptrs);
-}
-
 typedef struct {
   jx_gpt_config cfg;
   jx_optimizer *opt;
@@ -226,9 +190,12 @@ typedef struct {
   jx_fn *loss;
 } model;
 
-/* What a checkpoint holds: "params/<name>", "opt/<name>" and the data
- * position (the loader's, or 0 as a shape to load into). */
-static jx_tree *checkpoint_tree(const jx_tree *params, const jx_tree *state, int64_t position) {
+/* What a checkpoint holds: "params/<name>", "opt/<name>", the data
+ * position (the loader's, or 0 as a shape to load into) and the model's
+ * heads "model/n_heads" (the one size its parameters' shapes do not say,
+ * for jx generate). */
+static jx_tree *checkpoint_tree(const jx_tree *params, const jx_tree *state, int64_t position,
+                                int64_t heads) {
   jx_tree *t = jx_tree_create();
   char name[600];
   for (int i = 0; i < jx_tree_size(params); i++) {
@@ -241,19 +208,9 @@ static jx_tree *checkpoint_tree(const jx_tree *params, const jx_tree *state, int
   }
   jx_scope_begin();
   jx_tree_set(t, "data_position", jx_full(JX_I64, JX_SHAPE(), (double)position));
+  jx_tree_set(t, "model/n_heads", jx_full(JX_I64, JX_SHAPE(), (double)heads));
   jx_scope_end();
   return t;
-}
-
-/* (params..., tokens [1, T]) -> logits of the last position [vocab] */
-static void next_logits_body(void *ctx, jx_array *const *in, jx_array **out) {
-  model *m = ctx;
-  jx_tree *p = jx_tree_unflatten(m->params_like, in);
-  jx_array *logits = jx_gpt_forward(&m->cfg, p, in[m->np]);
-  int64_t t = m->cfg.context, v = m->cfg.vocab;
-  out[0] = jx_reshape(jx_slice(logits, JX_SHAPE(0, t - 1, 0), JX_SHAPE(1, t, v), JX_SHAPE()),
-                      JX_SHAPE(v));
-  jx_tree_release(p);
 }
 
 static double now_s(void) {
@@ -320,46 +277,56 @@ static int fail(const char *what) {
   return 1;
 }
 
-static void sample_text(model *m, jx_array *const *params, int64_t nbytes, unsigned seed) {
-  jx_fn *f = jx_fn_create("gpt_next_logits", m->np + 1, 1, next_logits_body, m);
-  jx_fn *jf = jx_jit(f, NULL);
-  int64_t t = m->cfg.context;
-  int32_t *window = malloc(sizeof *window * (size_t)t);
-  const char *prompt = "The ";
-  for (int64_t i = 0; i < t; i++) window[i] = ' ';
-  size_t plen = strlen(prompt);
-  for (size_t i = 0; i < plen; i++) window[t - (int64_t)plen + (int64_t)i] = prompt[i];
-  printf("\nsample: %s", prompt);
-  jx_array *key = jx_keep(jx_random_key(seed + 1));
-  jx_array **in = malloc(sizeof *in * (size_t)(m->np + 1));
-  for (int i = 0; i < m->np; i++) in[i] = params[i];
-  for (int64_t k = 0; k < nbytes; k++) {
-    jx_scope_begin();
-    in[m->np] = jx_array_from(JX_I32, JX_SHAPE(1, t), window);
-    jx_array *logits;
-    if (jx_call(jf, in, &logits)) {
-      jx_scope_end();
-      break;
-    }
-    jx_array *keys = jx_random_split(key, 2);
-    jx_array *next_key =
-        jx_reshape(jx_slice(keys, JX_SHAPE(0, 0), JX_SHAPE(1, 2), JX_SHAPE()), JX_SHAPE(2));
-    jx_array *use =
-        jx_reshape(jx_slice(keys, JX_SHAPE(1, 0), JX_SHAPE(2, 2), JX_SHAPE()), JX_SHAPE(2));
-    int c = (int)jx_item(jx_random_categorical(use, jx_div(logits, jx_scalar(JX_F32, 0.8)), 0));
-    jx_release(key);
-    key = jx_keep(next_key);
-    jx_scope_end();
-    memmove(window, window + 1, sizeof *window * (size_t)(t - 1));
-    window[t - 1] = c;
-    putchar(c >= 32 || c == '\n' || c == '\t' ? c : '?');
+/* Every 20th window of the corpus is held out (so fortunes of every file),
+ * at most 4 batches of them, for the validation loss; the rest trains.
+ * val[0..2) receive the held-out inputs and targets (kept; NULL when the
+ * corpus is too small to spare a batch). */
+enum { HOLD_OUT_EVERY = 20 };
+static jx_dataset *split_validation(jx_dataset *all, int64_t batch, jx_array **val) {
+  int64_t n = jx_dataset_size(all), nv = n / HOLD_OUT_EVERY, nt = 0, k = 0;
+  if (nv > 4 * batch) nv = 4 * batch;
+  nv = nv / batch * batch;
+  int32_t *ti = malloc(sizeof *ti * (size_t)n), *vi = malloc(sizeof *vi * (size_t)(nv + 1));
+  if (!ti || !vi) {
+    free(ti);
+    free(vi);
+    jx_report_error(JX_ERR_OUT_OF_MEMORY, "out of memory splitting off the validation windows");
+    return NULL;
   }
-  printf("\n");
-  jx_release(key);
+  for (int64_t i = 0; i < n; i++)
+    if (i % HOLD_OUT_EVERY == HOLD_OUT_EVERY - 1 && k < nv)
+      vi[k++] = (int32_t)i;
+    else
+      ti[nt++] = (int32_t)i;
+  jx_scope_begin();
+  jx_array *train_idx = jx_array_from(JX_I32, JX_SHAPE(nt), ti), *parts[2];
+  jx_array *val_idx = jx_array_from(JX_I32, JX_SHAPE(nv), vi);
+  for (int a = 0; a < 2; a++) {
+    parts[a] = jx_take(jx_dataset_array(all, a), train_idx, 0);
+    val[a] = nv ? jx_keep(jx_take(jx_dataset_array(all, a), val_idx, 0)) : NULL;
+  }
+  jx_dataset *train = jx_dataset_from_arrays(2, parts);
+  jx_scope_end();
+  free(ti);
+  free(vi);
+  return train;
+}
+
+/* The mean loss of the held-out windows (NAN when there are none). */
+static double validation_loss(jx_fn *eval, const jx_tree *params, int np, jx_array *const *val) {
+  if (!eval || !val[0]) return NAN;
+  jx_scope_begin();
+  jx_array **in = calloc((size_t)np + 2, sizeof *in), *loss = NULL;
+  double v = NAN;
+  if (in) {
+    jx_tree_flatten(params, in);
+    in[np] = val[0];
+    in[np + 1] = val[1];
+    if (!jx_call(eval, in, &loss)) v = jx_item(loss);
+  }
   free(in);
-  free(window);
-  jx_fn_release(jf);
-  jx_fn_release(f);
+  jx_scope_end();
+  return v;
 }
 
 int jx_cmd_train(int argc, char **argv) {
@@ -378,7 +345,7 @@ int jx_cmd_train(int argc, char **argv) {
             DEFAULT_CORPUS);
     return 2;
   }
-  jx_mesh *mesh = make_mesh(o.mesh, devices);
+  jx_mesh *mesh = jx_cli_mesh(o.mesh, devices);
   if (!mesh) return fail("--mesh");
   int has_data = jx_mesh_axis_size(mesh, "data") > 0;
 
@@ -389,9 +356,20 @@ int jx_cmd_train(int argc, char **argv) {
                      .context = o.context,
                      .mlp_ratio = 4,
                      .compute_dtype = o.compute_dtype}};
-  jx_dataset *data = jx_dataset_text(o.ndata, o.data, o.context);
+  jx_dataset *corpus_windows = jx_dataset_text(o.ndata, o.data, o.context);
+  if (!corpus_windows) return fail("data");
+  /* one process holds the whole held-out set (a job of several would need
+   * each process's part of it): the validation loss is for one process */
+  jx_array *val[2] = {NULL, NULL};
+  jx_dataset *data =
+      jx_process_count() > 1 ? corpus_windows : split_validation(corpus_windows, o.batch, val);
   if (!data) return fail("data");
   jx_sharding *rows = jx_sharding_create(mesh, has_data ? "data" : "");
+  for (int a = 0; a < 2 && val[a]; a++) {
+    jx_array *placed = jx_keep(jx_device_put(val[a], rows));
+    jx_release(val[a]);
+    val[a] = placed;
+  }
   jx_loader_options lo = {.batch = o.batch, .seed = o.seed, .shuffle = 1, .sharding = rows};
   jx_loader *loader = jx_loader_create(data, &lo);
   if (!loader) return fail("the data loader");
@@ -435,12 +413,22 @@ int jx_cmd_train(int argc, char **argv) {
   jx_jit_options jo = {.in_shardings = in_sh, .out_shardings = out_sh};
   jx_fn *step = jx_jit(step_fn, &jo);
   if (!step) return fail("jit");
+  /* the loss of the held-out windows, laid out as the train step's inputs */
+  jx_sharding **eval_sh = calloc((size_t)m.np + 2, sizeof *eval_sh);
+  for (int i = 0; i < m.np; i++) eval_sh[i] = psh[i];
+  eval_sh[m.np] = eval_sh[m.np + 1] = rows;
+  jx_fn *eval =
+      val[0]
+          ? jx_jit(m.loss, &(jx_jit_options){.in_shardings = eval_sh, .out_shardings = &replicated})
+          : NULL;
+  int64_t val_every = o.steps / 10 > 0 ? o.steps / 10 : 1;
+  double val_loss = NAN;
 
   int64_t first = 0;
   if (o.resume) {
     int64_t latest = jx_checkpoint_latest(o.ckpt);
     if (latest >= 0) {
-      jx_tree *like = checkpoint_tree(params, state, 0);
+      jx_tree *like = checkpoint_tree(params, state, 0, o.heads);
       jx_tree *got = jx_checkpoint_load(o.ckpt, latest, like);
       if (!got) return fail("--resume");
       for (int i = 0; i < m.np; i++)
@@ -500,20 +488,27 @@ int jx_cmd_train(int argc, char **argv) {
     double t = now_s(), dt = t - t_last;
     t_last = t;
     if (s == first) first_loss = loss;
+    if ((s + 1) % val_every == 0 || s + 1 == o.stop_at) {
+      val_loss = validation_loss(eval, params, m.np, val);
+      t_last = now_s(); /* the step's rate without the validation */
+    }
     double tok_s = (double)(o.batch * o.context) / dt, mfu = flops / dt / peak;
     double eta = (t - t_start) / (double)(s + 1 - first) * (double)(o.steps - s - 1);
     if (lead && (tty || (s + 1) % 10 == 0 || s + 1 == o.steps)) {
       int done = (int)(30 * (s + 1) / o.steps);
-      fprintf(stderr, "%s[%.*s%*s] step %lld/%lld loss %.4f %.0f tok/s MFU %.1f%% ETA %.0fs%s",
+      char val_txt[32] = ""; /* once there is one */
+      if (!isnan(val_loss)) snprintf(val_txt, sizeof val_txt, " val %.4f", val_loss);
+      fprintf(stderr, "%s[%.*s%*s] step %lld/%lld loss %.4f%s %.0f tok/s MFU %.1f%% ETA %.0fs%s",
               tty ? "\r" : "", done, "==============================", 30 - done, "",
-              (long long)(s + 1), (long long)o.steps, loss, tok_s, 100 * mfu, eta, tty ? "" : "\n");
+              (long long)(s + 1), (long long)o.steps, loss, val_txt, tok_s, 100 * mfu, eta,
+              tty ? "" : "\n");
     }
     if (metrics)
       fprintf(metrics, "{\"step\": %lld, \"loss\": %.6f, \"tokens_per_s\": %.1f, \"mfu\": %.4f}\n",
               (long long)(s + 1), loss, tok_s, mfu);
     if (o.ckpt && ((s + 1) % o.ckpt_every == 0 || s + 1 == o.stop_at)) {
       if (pending && jx_checkpoint_wait(pending)) return fail("checkpoint");
-      jx_tree *ck = checkpoint_tree(params, state, jx_loader_position(loader));
+      jx_tree *ck = checkpoint_tree(params, state, jx_loader_position(loader), o.heads);
       pending = jx_checkpoint_save_async(o.ckpt, s + 1, ck); /* training goes on meanwhile */
       jx_tree_release(ck);
       if (!pending) return fail("checkpoint");
@@ -523,7 +518,9 @@ int jx_cmd_train(int argc, char **argv) {
   if (o.profile && jx_profiler_stop()) return fail("--profile");
   if (pending && jx_checkpoint_wait(pending)) return fail("checkpoint");
   if (metrics) fclose(metrics);
-  if (lead) printf("loss %.4f -> %.4f in %.1f s\n", first_loss, loss, now_s() - t_start);
+  if (lead)
+    printf("loss %.4f -> %.4f (validation %.4f) in %.1f s\n", first_loss, loss, val_loss,
+           now_s() - t_start);
   if (o.sample > 0) {
     jx_array **p = calloc((size_t)m.np, sizeof *p);
     jx_tree_flatten(params, p);
@@ -531,10 +528,22 @@ int jx_cmd_train(int argc, char **argv) {
     /* parameters split over processes are gathered (by every process) so
      * that process 0 can run the model on its own */
     for (int i = 0; i < m.np && jx_process_count() > 1; i++) p[i] = jx_process_allgather(p[i]);
-    if (lead) sample_text(&m, p, o.sample, o.seed);
+    int rc = 0;
+    if (lead) {
+      jx_tree *trained = jx_tree_unflatten(params, p);
+      jx_cli_generate_options go = {.prompt = "The ",
+                                    .batch = 1,
+                                    .sampling = {.temperature = 0.8},
+                                    .max_tokens = o.sample,
+                                    .seed = o.seed + 1};
+      printf("\nsample:\n");
+      /* a job of several processes samples on process 0 alone, so on one device */
+      rc = jx_cli_generate("train", &m.cfg, trained, jx_process_count() > 1 ? NULL : mesh, &go);
+      jx_tree_release(trained);
+    }
     jx_scope_end();
     free(p);
-    if (jx_last_status()) return fail("sample");
+    if (rc) return 1;
   }
   free(in);
   free(out);
@@ -545,7 +554,12 @@ int jx_cmd_train(int argc, char **argv) {
   jx_tree_release(params);
   jx_optim_release(m.opt);
   jx_loader_release(loader);
-  jx_dataset_release(data);
+  if (data != corpus_windows) jx_dataset_release(data);
+  jx_dataset_release(corpus_windows);
+  jx_release(val[0]);
+  jx_release(val[1]);
+  jx_fn_release(eval);
+  free(eval_sh);
   for (int i = 0; i < m.np; i++) jx_sharding_release(psh[i]);
   free(psh);
   free(specs);

@@ -231,6 +231,94 @@ jx_fn *jx_gpt_loss_fn(const jx_gpt_config *c, const jx_tree *params_like);
 jx_status jx_gpt_param_specs(const jx_gpt_config *c, const jx_tree *params, const jx_mesh *m,
                              int fsdp, char (*specs)[64]);
 
+/* ==== inference: decoding with a key/value cache ====
+ * B sequences decode in lockstep over a cache of S slots: per layer i a key
+ * and a value array [B, S, n_heads, d_model / n_heads] in the compute
+ * dtype, 2 n_layers arrays in the order k0, v0, k1, v1, ... Prompts of
+ * different lengths are left-padded to one length P: sequence b's first
+ * pad[b] slots hold no token and are masked out, and the token in slot s
+ * has position s - pad[b]. So every sequence gets the logits it would get
+ * decoded alone, while all of them write the same slot at each step (one
+ * dynamic_update_slice per layer). A sequence can grow while its slot is
+ * below S and its position below the context.
+ *
+ * jx_gpt_prefill runs the prompts tokens [B, P] (integers; pad i32 [B],
+ * each in [0, P)) in one pass: logits [B, P, vocab] (rows of pad slots are
+ * finite and meaningless) and a fresh cache of cache_len slots (P <=
+ * cache_len) filled in slots [0, P), written to cache[0 .. 2 n_layers).
+ * jx_gpt_decode_step runs one token per sequence, tokens [B], in slot
+ * `slot` (an i32 scalar array, so that one trace serves every step):
+ * logits [B, vocab], and the cache with that slot written into cache_out.
+ * Both work eagerly and inside traced functions; errors are recorded and
+ * give poisoned arrays. */
+int jx_gpt_cache_count(const jx_gpt_config *c); /* 2 n_layers */
+jx_array *jx_gpt_prefill(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens,
+                         jx_array *pad, int64_t cache_len, jx_array **cache);
+jx_array *jx_gpt_decode_step(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens,
+                             jx_array *pad, jx_array *slot, jx_array *const *cache,
+                             jx_array **cache_out);
+/* The same as functions of the parameters flattened in params_like's order
+ * (for jx_jit; jit the decode function with the cache donated, and one
+ * trace serves every step):
+ *   prefill (params..., tokens, pad) -> (logits, cache...)
+ *   decode  (params..., cache..., tokens, pad, slot) -> (logits, cache...) */
+jx_fn *jx_gpt_prefill_fn(const jx_gpt_config *c, const jx_tree *params_like, int64_t cache_len);
+jx_fn *jx_gpt_decode_fn(const jx_gpt_config *c, const jx_tree *params_like);
+
+/* ==== sampling ====
+ * The next token of each row of logits [B, vocab] (any float dtype), i32
+ * [B], on the device and traceable (it belongs inside the jitted step):
+ *   repetition_penalty r > 1: where seen (bool [B, vocab], or NULL) a
+ *     positive logit is divided by r and a negative one multiplied (as
+ *     Hugging Face's RepetitionPenaltyLogitsProcessor);
+ *   temperature 0: greedy, the argmax (first of ties); else logits / T;
+ *   top_k k > 0: only logits >= the k-th largest of the row stay;
+ *   top_p in (0, 1): only the smallest set of most likely tokens whose
+ *     probability reaches top_p stays (nucleus; ties at its edge stay);
+ * then a draw of jx_random_categorical(key, ..., 1). A zeroed struct is
+ * plain sampling at temperature 0, i.e. greedy. */
+typedef struct {
+  double temperature;
+  int64_t top_k;
+  double top_p;              /* 0 or >= 1: off */
+  double repetition_penalty; /* 0 or 1: off */
+} jx_sampling;
+jx_array *jx_sample_logits(jx_array *logits, jx_array *key, jx_array *seen, const jx_sampling *s);
+
+/* ==== generation ====
+ * jx_gpt_generate decodes `batch` prompts (prompts[b] of lengths[b] >= 1
+ * tokens, at most the context, each token in [0, vocab)) with a jitted
+ * prefill and a jitted decode step that samples on the device (on one
+ * device the cache is donated to each step; one trace serves every step).
+ * When the slots reach the context, the last half of each sequence is
+ * prefilled again into a fresh cache (a sliding window), so max_tokens is
+ * not bounded by the context. On a mesh (mesh not NULL) the parameters are
+ * laid out as jx_gpt_param_specs says (Megatron over "model"), the batch
+ * over "data" and the cache over both (batch, heads). on_token(ctx, b,
+ * token) is called with each new token as soon as it is known; a sequence
+ * ends after max_tokens tokens or once its output ends with one of the
+ * stop strings (bytes; the stop string is emitted). Generation ends when
+ * every sequence has. stats, if not NULL, receives the token counts and
+ * seconds of the prefill (its first call traces and compiles) and of the
+ * decode steps after the first (which traces and compiles). */
+typedef struct {
+  jx_sampling sampling;
+  int64_t max_tokens;
+  uint64_t seed;
+  const char *const *stop;
+  int nstop;
+  jx_mesh *mesh;
+  void (*on_token)(void *ctx, int64_t seq, int32_t token);
+  void *ctx;
+} jx_generate_options;
+typedef struct {
+  int64_t prefill_tokens, decode_tokens;
+  double prefill_s, decode_s;
+} jx_generate_stats;
+jx_status jx_gpt_generate(const jx_gpt_config *c, const jx_tree *params, int64_t batch,
+                          const int32_t *const *prompts, const int64_t *lengths,
+                          const jx_generate_options *o, jx_generate_stats *stats);
+
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_init_glorot_uniform(...)   JX_LOCATED(jx_init_glorot_uniform, __VA_ARGS__)
 #define jx_init_glorot_normal(...)    JX_LOCATED(jx_init_glorot_normal, __VA_ARGS__)
@@ -255,6 +343,10 @@ jx_status jx_gpt_param_specs(const jx_gpt_config *c, const jx_tree *params, cons
 #define jx_accuracy(...)              JX_LOCATED(jx_accuracy, __VA_ARGS__)
 #define jx_gpt_forward(...)           JX_LOCATED(jx_gpt_forward, __VA_ARGS__)
 #define jx_gpt_loss(...)              JX_LOCATED(jx_gpt_loss, __VA_ARGS__)
+#define jx_gpt_prefill(...)           JX_LOCATED(jx_gpt_prefill, __VA_ARGS__)
+#define jx_gpt_decode_step(...)       JX_LOCATED(jx_gpt_decode_step, __VA_ARGS__)
+#define jx_sample_logits(...)         JX_LOCATED(jx_sample_logits, __VA_ARGS__)
+#define jx_gpt_generate(...)          JX_LOCATED_STATUS(jx_gpt_generate, __VA_ARGS__)
 
 #define jx_tree_set(...)               JX_LOCATED_VOID(jx_tree_set, __VA_ARGS__)
 #define jx_tree_flatten(...)           JX_LOCATED_VOID(jx_tree_flatten, __VA_ARGS__)

@@ -512,6 +512,38 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* A dynamic_update_slice whose operand is a donated buffer this run took
+ * and that dies at this step writes its update into that buffer instead of
+ * copying the operand (a key/value cache written one slot per decode step).
+ * 1 when it ran (*st its status), 0 when the step runs as usual. */
+static int update_in_place(const run_state *rs, const jx_program *p, int k, jx_status *st) {
+  const step *s = &rs->x->steps[k];
+  jx_array **env = rs->env;
+  if (s->group.count != 1 || !rs->owned) return 0;
+  const jx_eqn *e = &p->eqns[s->group.first];
+  int v = e->in[0];
+  if (e->prim != &jx_prim_dynamic_update_slice || e->nin > JX_MAX_RANK + 2 || !rs->owned[v] ||
+      rs->x->last_step[v] != k || !env[v] || !env[v]->buf)
+    return 0;
+  jx_tensor in[JX_MAX_RANK + 2];
+  for (int i = 0; i < e->nin; i++) {
+    jx_array *a = env[e->in[i]];
+    if ((*st = jx_array_ready(a))) return 1;
+    in[i] = (jx_tensor){a->buf->data, a->dtype, a->shape};
+  }
+  jx_tensor out = in[0]; /* the reference kernel skips the copy onto itself */
+  e->prim->eval(&e->params, e->nin, in, 1, &out);
+  jx_array *r = jx_array_alias(env[v], env[v]->shape);
+  if (r->poisoned) {
+    *st = jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+    return 1;
+  }
+  r->weak = env[v]->weak;
+  env[e->out[0]] = r;
+  *st = JX_OK;
+  return 1;
+}
+
 static jx_status run_eqn(const jx_eqn *e, jx_array **env) {
   jx_array *ins_s[16], *outs_s[16];
   jx_array **ins = e->nin > 16 ? malloc(sizeof *ins * (size_t)e->nin) : ins_s;
@@ -682,6 +714,8 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
       /* stop here, or this step and the next one ran */
     } else if (s->fn) {
       st = run_kernel(&rs, p, k);
+    } else if (update_in_place(&rs, p, k, &st)) {
+      /* the operand's buffer took the update */
     } else if ((started = start_collective(p, s, env, &flight))) {
       if (started < 0) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
     } else {

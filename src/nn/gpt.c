@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt_check.h"
 #include "mixed_precision.h"
 
 #define GPT_EPS 1e-5
@@ -15,7 +16,7 @@ jx_gpt_config jx_gpt_config_default(void) {
       .vocab = 256, .n_layers = 2, .d_model = 32, .n_heads = 4, .context = 16, .mlp_ratio = 4};
 }
 
-static int check_config(const char *fn, const jx_gpt_config *c) {
+int nn_gpt_check_config(const char *fn, const jx_gpt_config *c) {
   if (!c) {
     jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: the config is NULL", fn);
     return 0;
@@ -87,7 +88,7 @@ static int param_list(const jx_gpt_config *c, param_spec **out) {
 }
 
 jx_tree *jx_gpt_init(const jx_gpt_config *c, jx_array *key, jx_dtype dt) {
-  if (!check_config("jx_gpt_init", c)) return NULL;
+  if (!nn_gpt_check_config("jx_gpt_init", c)) return NULL;
   if (jx_is_poisoned(key)) {
     if (!key) jx_report_error(JX_ERR_INVALID_ARGUMENT, "jx_gpt_init: the key is NULL");
     return NULL;
@@ -121,7 +122,7 @@ jx_tree *jx_gpt_init(const jx_gpt_config *c, jx_array *key, jx_dtype dt) {
 jx_array *jx_gpt_forward(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens) {
   const char *fn = "jx_gpt_forward";
   char buf[96], name[64];
-  if (!check_config(fn, c)) return nn_fail();
+  if (!nn_gpt_check_config(fn, c)) return nn_fail();
   if (jx_is_poisoned(tokens)) {
     if (!tokens) jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: the tokens are NULL", fn);
     return nn_fail();
@@ -197,7 +198,7 @@ static void spec_for(const char *name, jx_shape s, int64_t data, int64_t model, 
 jx_status jx_gpt_param_specs(const jx_gpt_config *c, const jx_tree *params, const jx_mesh *m,
                              int fsdp, char (*specs)[64]) {
   const char *fn = "jx_gpt_param_specs";
-  if (!check_config(fn, c)) return JX_ERR_INVALID_ARGUMENT;
+  if (!nn_gpt_check_config(fn, c)) return JX_ERR_INVALID_ARGUMENT;
   if (!params || !m || !specs)
     return jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: NULL argument", fn);
   int64_t data = jx_mesh_axis_size(m, "data"), model = jx_mesh_axis_size(m, "model");

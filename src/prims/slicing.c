@@ -340,7 +340,8 @@ static void eval_dynamic_update_slice(const jx_params *p, int nin, const jx_tens
   jx_shape os = in[0].shape, us = in[1].shape;
   size_t es = jx_dtype_size(in[0].dtype);
   int64_t n = jx_shape_numel(os);
-  if (n) memcpy(out->data, in[0].data, (size_t)n * es);
+  /* out may be the operand itself (a donated operand updated in place) */
+  if (n && out->data != in[0].data) memcpy(out->data, in[0].data, (size_t)n * es);
   int64_t ostr[JX_MAX_RANK], ustr[JX_MAX_RANK], do_ = 0;
   jx_shape_strides(os, ostr);
   jx_shape_strides(us, ustr);

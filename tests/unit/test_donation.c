@@ -87,6 +87,36 @@ static void donated_buffer_is_written_in_place(void **state) {
   jx_fn_release(f);
 }
 
+/* cache (donated), row, slot -> cache with the row written at slot: a
+ * KV cache's update per decode step */
+static void update_row_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *starts[2] = {in[2], jx_scalar(JX_I32, 0)};
+  out[0] = jx_dynamic_update_slice(in[0], jx_reshape(in[1], JX_SHAPE(1, N)), starts);
+}
+
+static void donated_update_slice_writes_in_place(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("update_row", 3, 1, update_row_body, NULL);
+  const int donate[] = {1, 0, 0};
+  jx_fn *jd = jx_jit(f, &(jx_jit_options){.donate = donate}), *jp = jx_jit(f, NULL);
+  for (int32_t slot = 0; slot < 3; slot++) {
+    jx_array *in[3] = {ramp(5 + slot), ramp(1), jx_array_from(JX_I32, JX_SHAPE(), &slot)};
+    in[1] = jx_reshape(jx_slice(in[1], JX_SHAPE(0, 0), JX_SHAPE(1, N), JX_SHAPE()), JX_SHAPE(N));
+    jx_array *want = NULL, *out = NULL;
+    check_ok(jx_call(jp, in, &want));
+    check_ok(jx_block_until_ready(want));
+    void *data = in[0]->buf->data;
+    check_ok(jx_call(jd, in, &out));
+    check_ok(jx_block_until_ready(out));
+    assert_ptr_equal(out->buf->data, data); /* the cache was not copied */
+    assert_same(out, want);
+  }
+  jx_fn_release(jd);
+  jx_fn_release(jp);
+  jx_fn_release(f);
+}
+
 static void donated_array_errors_on_use(void **state) {
   (void)state;
   jx_fn *f = jx_fn_create("affine", 1, 1, affine_body, NULL);
@@ -309,6 +339,7 @@ int main(void) {
   jx_set_cpu_device_count(2);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(donated_buffer_is_written_in_place, setup, teardown),
+      cmocka_unit_test_setup_teardown(donated_update_slice_writes_in_place, setup, teardown),
       cmocka_unit_test_setup_teardown(donated_array_errors_on_use, setup, teardown),
       cmocka_unit_test_setup_teardown(aliasing_falls_back_to_no_donation, setup, teardown),
       cmocka_unit_test_setup_teardown(donated_input_returned_as_output, setup, teardown),
