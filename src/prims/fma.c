@@ -26,7 +26,8 @@ static jx_status infer_fma(const jx_params *p, int nin, const jx_aval *in, int n
       return jx_error_set(
           JX_ERR_SHAPE, "fma: operands must share one dtype and shape, got %s and %s",
           jx_aval_str(in[0].dtype, in[0].shape, a), jx_aval_str(in[i].dtype, in[i].shape, b));
-  out[0] = (jx_aval){in[0].dtype, (uint8_t)(in[0].weak && in[1].weak && in[2].weak), in[0].shape};
+  out[0] =
+      (jx_aval){in[0].dtype, (uint8_t)(in[0].weak && in[1].weak && in[2].weak), in[0].shape, 0};
   return JX_OK;
 }
 

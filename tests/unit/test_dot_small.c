@@ -43,7 +43,7 @@ static float uniform(void) {
 /* eval of dot_general (the eager path) on random f32 operands, against the
  * reference within the FMA chain's bound. */
 static void check(jx_shape ls, jx_shape rs, const jx_params *p) {
-  jx_aval in[2] = {{JX_F32, 0, ls}, {JX_F32, 0, rs}}, oa;
+  jx_aval in[2] = {{JX_F32, 0, ls, 0}, {JX_F32, 0, rs, 0}}, oa;
   assert_int_equal(jx_prim_dot_general.infer(p, 2, in, 1, &oa), JX_OK);
   int64_t nl = jx_shape_numel(ls), nr = jx_shape_numel(rs), no = jx_shape_numel(oa.shape), K = 1;
   for (int i = 0; i < p->l[JX_DOT_LC].n; i++) K *= ls.dims[p->l[JX_DOT_LC].v[i]];

@@ -61,7 +61,7 @@ static void stack_kernels(int n, jx_array **in, int *steps, int *distinct) {
   if (TEST_CPU_ONLY("the CPU executable's kernel counts")) {
     jx_aval av[2 + 2 * MAX_LAYERS];
     for (int i = 0; i < 2 + 2 * n; i++)
-      av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i])};
+      av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i]), 0};
     jx_program *p = jx_fn_program(jf, av);
     assert_non_null(p);
     *steps = jx_executable_kernels(p->exec, NULL);
@@ -148,7 +148,7 @@ static int add_variant(jx_kernel_tu *t, const variant *v) {
   jx_fn *f = jx_fn_create("one_group", nin, 1, one_group, (void *)v);
   plan r = jit_matches_eager(f, nin, in, 1);
   jx_aval av[2];
-  for (int i = 0; i < nin; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i])};
+  for (int i = 0; i < nin; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i]), 0};
   jx_fn *jf = jx_jit(f, NULL);
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
@@ -229,7 +229,7 @@ static void many_kernels_compile_in_units(void **state) {
   /* each unit compiled, or found on disk from an earlier run */
   assert_int_equal((after.compiles - before.compiles) + (after.disk_hits - before.disk_hits),
                    units);
-  jx_aval av = {JX_F32, 0, {2, {4, 64}}};
+  jx_aval av = {JX_F32, 0, {2, {4, 64}}, 0};
   jx_program *p = jx_fn_program(jf, &av);
   assert_non_null(p);
   assert_int_equal(jx_executable_distinct_kernels(p->exec), POWERS);
