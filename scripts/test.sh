@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies, checks formatting, builds with
-# gcc and runs every test, then builds with clang under AddressSanitizer +
+# gcc and runs every test, runs the threaded tests under ThreadSanitizer,
+# then builds with clang under AddressSanitizer +
 # UndefinedBehaviorSanitizer and runs the suite again, then fuzzes the
 # loaders for 30 s each in that build (tests/fuzz). Warnings are errors in
 # every build.
