@@ -23,8 +23,9 @@
  * bits. Explicit i64, u64 and f64 arrays still work and stay 64-bit, with x64
  * JAX's rules, as do 64-bit weak scalars alone (jx_scalar(JX_F64, 1) *
  * jx_scalar(JX_F64, 2) is f64). JX_ENABLE_X64=1 in the
- * environment, or jx_config_enable_x64(1), switches to x64 JAX's rules everywhere. Programs are
- * traced under the mode of their first call: set the mode before tracing. */
+ * environment, or jx_config_enable_x64(1), switches to x64 JAX's rules everywhere. A
+ * program is traced under the mode in force; functions cache their programs
+ * per mode, so one called after a switch is traced again. */
 #ifndef JX_ARRAY_H
 #define JX_ARRAY_H
 

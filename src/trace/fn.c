@@ -109,7 +109,9 @@ __attribute__((noinline)) static void log_trace(jx_fn *f, const jx_aval *in) {
     fprintf(stderr, "%s%s%s", i ? ", " : "", jx_aval_str(in[i].dtype, in[i].shape, a),
             in[i].weak ? "{weak}" : "");
   fprintf(stderr, ")");
-  if (f->cache) {
+  if (f->cache && f->cache->x64 != jx_x64_enabled()) {
+    fprintf(stderr, ": the dtype mode changed to %s", jx_x64_enabled() ? "x64" : "x32");
+  } else if (f->cache) {
     const jx_aval *prev = f->cache->avals;
     for (int i = 0; i < f->nin; i++)
       if (!aval_same(prev[i], in[i])) {
@@ -222,9 +224,12 @@ __attribute__((noinline)) static jx_status check_reentry(const jx_fn *f, const j
 
 jx_program *jx_fn_program(jx_fn *f, const jx_aval *in) {
   uint64_t env = jx_axis_env_hash();
+  /* the mode decides result dtypes while tracing: a program traced in one
+   * mode is never reused in the other */
+  int x64 = jx_x64_enabled();
   pthread_mutex_lock(&f->lock);
   for (fn_cache_entry *e = f->cache; e; e = e->next) {
-    int hit = e->axis_env == env;
+    int hit = e->axis_env == env && e->x64 == x64;
     for (int i = 0; i < f->nin && hit; i++) hit = aval_same(e->avals[i], in[i]);
     if (hit) {
       jx_program *p = jx_program_retain(e->prog);
@@ -274,6 +279,7 @@ jx_program *jx_fn_program(jx_fn *f, const jx_aval *in) {
   memcpy(avals, in, sizeof *avals * (size_t)f->nin);
   e->avals = avals;
   e->axis_env = env;
+  e->x64 = x64;
   e->prog = jx_program_retain(p);
   pthread_mutex_lock(&f->lock);
   e->next = f->cache;

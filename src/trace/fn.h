@@ -19,6 +19,7 @@ typedef struct jx_fn_kind {
 
 typedef struct fn_cache_entry {
   uint64_t axis_env; /* the named axes bound while it was traced */
+  int x64;           /* the dtype mode it was traced in (jx_x64_enabled) */
   jx_aval *avals;
   jx_program *prog;
   struct fn_cache_entry *next;

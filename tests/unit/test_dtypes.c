@@ -136,6 +136,29 @@ static void default_mode_is_jax_default_mode(void **state) {
   assert_int_equal(got, INT32_MIN);
 }
 
+static void sum_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_sum(in[0], JX_AXES(), 0);
+}
+
+/* A jitted function traced in one mode is traced again in the other: its
+ * cached program's result dtypes belong to the mode it was traced in. */
+static void jit_retraces_when_the_mode_changes(void **state) {
+  (void)state;
+  jx_fn *body = jx_fn_create("sum", 1, 1, sum_body, NULL), *f = jx_jit(body, NULL);
+  jx_array *i = jx_ones(JX_I32, JX_SHAPE(3)), *out = NULL;
+  for (int round = 0; round < 2; round++)
+    for (int x64 = 0; x64 < 2; x64++) {
+      jx_config_enable_x64(x64);
+      assert_int_equal(jx_call(f, &i, &out), JX_OK);
+      assert_int_equal(jx_dtype_of(out), x64 ? JX_I64 : JX_I32);
+    }
+  assert_int_equal(jx_fn_trace_count(f), 2); /* one trace per mode, then cached */
+  jx_config_enable_x64(0);
+  jx_fn_release(f);
+  jx_fn_release(body);
+}
+
 /* jx's own rule (include/jx/array.h): a weak value keeps its dtype when its
  * kind wins; JAX-x64 would give the canonical i64/f64 there. */
 static void weak_scalar_keeps_its_dtype_when_its_kind_wins(void **state) {
@@ -340,6 +363,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(mode_comes_from_the_environment, setup, teardown),
       cmocka_unit_test_setup_teardown(promotion_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(default_mode_is_jax_default_mode, setup, teardown),
+      cmocka_unit_test_setup_teardown(jit_retraces_when_the_mode_changes, setup, teardown),
       cmocka_unit_test_setup_teardown(weak_scalar_keeps_its_dtype_when_its_kind_wins, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(dtype_names_and_sizes, setup, teardown),
