@@ -35,6 +35,7 @@ typedef struct {
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t layout;
   cublasLtMatmulAlgo_t algo;
+  size_t algo_workspace; /* what the heuristic's algorithm asked for */
 } setup;
 
 static jx_status call(const setup *s, int impl) {
@@ -45,7 +46,7 @@ static jx_status call(const setup *s, int impl) {
   int r = lt->Matmul(s->handle, s->op, &one, (void *)(uintptr_t)s->b, s->layout,
                      (void *)(uintptr_t)s->a, s->layout, &zero, (void *)(uintptr_t)s->c, s->layout,
                      (void *)(uintptr_t)s->c, s->layout, &s->algo, (void *)(uintptr_t)s->ws,
-                     WORKSPACE, s->stream);
+                     s->algo_workspace, s->stream);
   return r ? jx_report_error(JX_ERR_INTERNAL, "cublasLtMatmul: %s", lt->GetStatusName(r)) : JX_OK;
 }
 
@@ -106,7 +107,7 @@ int main(void) {
       jx_cuda_copy_to_device(d, s.b, hb, bytes, s.stream))
     return failed("copies");
   if (jx_cuda_blas_create(0, s.ws, WORKSPACE, &s.blas)) return failed("cuBLASLt");
-  if (jx_cuda_gemm_algorithm(s.blas, &desc, &s.algo)) return failed("heuristic");
+  if (jx_cuda_gemm_algorithm(s.blas, &desc, &s.algo, &s.algo_workspace)) return failed("heuristic");
   /* the direct call's descriptors, built here as a cuBLASLt user would */
   int32_t no = JX_CUBLAS_OP_N;
   if (lt->Create(&s.handle) || lt->MatmulDescCreate(&s.op, JX_CUBLAS_COMPUTE_32F, JX_CUDA_R_32F) ||

@@ -101,7 +101,35 @@ jx_status jx_cuda_gemm_plan(const jx_cuda_gemm_desc *d, jx_cuda_colmajor *out) {
   return JX_OK;
 }
 
-uint64_t jx_cuda_gemm_key(const jx_cuda_gemm_desc *d, int device) {
+const jx_cuda_gemm_align jx_cuda_gemm_aligned = {16, 16, 16, 16};
+
+/* The largest power of two up to 16 dividing every address the operand
+ * takes: its base and, in a batch, base + i * stride bytes. */
+static jx_status operand_alignment(CUdeviceptr ptr, int64_t stride_bytes, int64_t elem,
+                                   const char *name, uint32_t *out) {
+  uint64_t bits = (uint64_t)ptr | (uint64_t)stride_bytes | 16;
+  uint32_t align = (uint32_t)(bits & -bits);
+  if (align < elem)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "jx_cuda_gemm: %s at 0x%llx (batch stride %lld bytes) is not aligned to "
+                        "its element size of %lld bytes",
+                        name, (unsigned long long)ptr, (long long)stride_bytes, (long long)elem);
+  *out = align;
+  return JX_OK;
+}
+
+jx_status jx_cuda_gemm_alignment(const jx_cuda_gemm_desc *d, CUdeviceptr a, CUdeviceptr b,
+                                 CUdeviceptr c, CUdeviceptr bias, jx_cuda_gemm_align *out) {
+  int64_t elem = (int64_t)jx_dtype_size(d->dtype), batched = d->batch > 1;
+  *out = jx_cuda_gemm_aligned;
+  jx_status st = operand_alignment(a, batched * d->stride_a * elem, elem, "A", &out->a);
+  if (!st) st = operand_alignment(b, batched * d->stride_b * elem, elem, "B", &out->b);
+  if (!st) st = operand_alignment(c, batched * d->stride_c * elem, elem, "C", &out->c);
+  if (!st && d->has_bias) st = operand_alignment(bias, 0, elem, "the bias", &out->bias);
+  return st;
+}
+
+uint64_t jx_cuda_gemm_key(const jx_cuda_gemm_desc *d, const jx_cuda_gemm_align *align, int device) {
   const int64_t fields[] = {d->dtype,
                             d->m,
                             d->n,
@@ -114,8 +142,12 @@ uint64_t jx_cuda_gemm_key(const jx_cuda_gemm_desc *d, int device) {
                             d->batch > 1 ? d->stride_c : 0,
                             d->has_bias,
                             d->act,
+                            align->a,
+                            align->b,
+                            align->c,
+                            align->bias,
                             device};
-  uint64_t h = jx_hash_str(JX_HASH_SEED, "jx-cuda-gemm-1");
+  uint64_t h = jx_hash_str(JX_HASH_SEED, "jx-cuda-gemm-2");
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
     h = jx_hash_u64(h, (uint64_t)fields[i]);
   return h;
@@ -128,6 +160,7 @@ enum { CACHE_SLOTS = 256 };
 typedef struct {
   uint64_t key; /* 0: empty */
   cublasLtMatmulAlgo_t algo;
+  size_t workspace_bytes; /* what the algorithm asked for */
 } cached_algo;
 
 struct jx_cuda_blas {
@@ -211,9 +244,9 @@ static jx_status problem_create(const jx_cuda_gemm_desc *desc, const jx_cuda_col
   if (desc->batch > INT32_MAX)
     return jx_error_set(JX_ERR_SHAPE, "jx_cuda_gemm: batch %lld exceeds cuBLASLt's int32",
                         (long long)desc->batch);
-  int type = desc->dtype == JX_F32    ? JX_CUDA_R_32F
-             : desc->dtype == JX_BF16 ? JX_CUDA_R_16BF
-                                      : JX_CUDA_R_16F;
+  int32_t type = desc->dtype == JX_F32    ? JX_CUDA_R_32F
+                 : desc->dtype == JX_BF16 ? JX_CUDA_R_16BF
+                                          : JX_CUDA_R_16F;
   int32_t batch = (int32_t)desc->batch, ta = plan->x.op, tb = plan->y.op;
   uint32_t epilogue = (uint32_t)plan->epilogue;
   jx_status st = check(api.MatmulDescCreate(&p->op, JX_CUBLAS_COMPUTE_32F, JX_CUDA_R_32F),
@@ -233,6 +266,11 @@ static jx_status problem_create(const jx_cuda_gemm_desc *desc, const jx_cuda_col
     st = check(
         api.MatmulDescSetAttribute(p->op, JX_CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ptr, sizeof ptr),
         "cublasLtMatmulDescSetAttribute(BIAS_POINTER)", device);
+    /* said, not left to cuBLASLt's default (which depends on the types) */
+    if (!st)
+      st = check(api.MatmulDescSetAttribute(p->op, JX_CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type,
+                                            sizeof type),
+                 "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)", device);
   }
   if (!st) st = layout(&plan->x, type, batch, &p->x, device);
   if (!st) st = layout(&plan->y, type, batch, &p->y, device);
@@ -241,15 +279,23 @@ static jx_status problem_create(const jx_cuda_gemm_desc *desc, const jx_cuda_col
   return st;
 }
 
-/* The cached algorithm of desc, or the heuristic's first choice (then cached). */
-static jx_status choose(jx_cuda_blas *b, const jx_cuda_gemm_desc *desc, const problem *p,
-                        cublasLtMatmulAlgo_t *algo) {
-  uint64_t key = jx_cuda_gemm_key(desc, b->device);
+static jx_status set_preference(cublasLtMatmulPreference_t pref, int attr, const void *value,
+                                size_t size, const char *name, int device) {
+  return check(api.MatmulPreferenceSetAttribute(pref, attr, value, size), name, device);
+}
+
+/* The cached algorithm of desc at this alignment and the workspace it needs,
+ * or the heuristic's first choice (then cached). */
+static jx_status choose(jx_cuda_blas *b, const jx_cuda_gemm_desc *desc,
+                        const jx_cuda_gemm_align *align, const problem *p,
+                        cublasLtMatmulAlgo_t *algo, size_t *workspace_bytes) {
+  uint64_t key = jx_cuda_gemm_key(desc, align, b->device);
   if (!key) key = 1;
   cached_algo *slot = &b->cache[key % CACHE_SLOTS];
   pthread_mutex_lock(&b->lock);
   if (slot->key == key) {
     *algo = slot->algo;
+    *workspace_bytes = slot->workspace_bytes;
     b->cache_hits++;
     pthread_mutex_unlock(&b->lock);
     return JX_OK;
@@ -257,18 +303,35 @@ static jx_status choose(jx_cuda_blas *b, const jx_cuda_gemm_desc *desc, const pr
   pthread_mutex_unlock(&b->lock);
   cublasLtMatmulPreference_t pref = NULL;
   uint64_t ws = b->workspace_bytes;
-  jx_status st =
-      check(api.MatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate", b->device);
+  /* cuBLASLt's A is the row-major B and its B the row-major A (swapped) */
+  const uint32_t x_align = align->b, y_align = align->a, d_align = align->c;
+  int dev = b->device;
+  jx_status st = check(api.MatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate", dev);
   if (!st)
-    st = check(api.MatmulPreferenceSetAttribute(pref, JX_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                &ws, sizeof ws),
-               "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)", b->device);
+    st = set_preference(pref, JX_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws,
+                        "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)", dev);
+  if (!st)
+    st = set_preference(pref, JX_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &x_align,
+                        sizeof x_align, "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_A)",
+                        dev);
+  if (!st)
+    st = set_preference(pref, JX_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &y_align,
+                        sizeof y_align, "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_B)",
+                        dev);
+  if (!st)
+    st = set_preference(pref, JX_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &d_align,
+                        sizeof d_align, "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_C)",
+                        dev);
+  if (!st)
+    st = set_preference(pref, JX_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &d_align,
+                        sizeof d_align, "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_D)",
+                        dev);
   cublasLtMatmulHeuristicResult_t result;
   int returned = 0;
   if (!st)
     st = check(api.MatmulAlgoGetHeuristic(b->handle, p->op, p->x, p->y, p->d, p->d, pref, 1,
                                           &result, &returned),
-               "cublasLtMatmulAlgoGetHeuristic", b->device);
+               "cublasLtMatmulAlgoGetHeuristic", dev);
   if (pref) api.MatmulPreferenceDestroy(pref);
   if (st) return st;
   if (returned < 1)
@@ -276,23 +339,29 @@ static jx_status choose(jx_cuda_blas *b, const jx_cuda_gemm_desc *desc, const pr
                         "jx_cuda_gemm: cuBLASLt has no algorithm for %s [%lld x %lld] @ [%lld x "
                         "%lld] (batch %lld) on device %d",
                         jx_dtype_name(desc->dtype), (long long)desc->m, (long long)desc->k,
-                        (long long)desc->k, (long long)desc->n, (long long)desc->batch, b->device);
+                        (long long)desc->k, (long long)desc->n, (long long)desc->batch, dev);
+  if (result.workspaceSize > b->workspace_bytes)
+    return jx_error_set(JX_ERR_INTERNAL,
+                        "jx_cuda_gemm: cuBLASLt's algorithm asks for %zu bytes of workspace on "
+                        "device %d, over the %zu the handle has (MAX_WORKSPACE_BYTES)",
+                        result.workspaceSize, dev, b->workspace_bytes);
   *algo = result.algo;
+  *workspace_bytes = result.workspaceSize;
   pthread_mutex_lock(&b->lock);
   b->heuristic_calls++;
-  *slot = (cached_algo){key, result.algo};
+  *slot = (cached_algo){key, result.algo, result.workspaceSize};
   pthread_mutex_unlock(&b->lock);
   return JX_OK;
 }
 
 jx_status jx_cuda_gemm_algorithm(jx_cuda_blas *b, const jx_cuda_gemm_desc *desc,
-                                 cublasLtMatmulAlgo_t *algo) {
+                                 cublasLtMatmulAlgo_t *algo, size_t *workspace_bytes) {
   jx_cuda_colmajor plan;
   problem p;
   jx_status st = jx_cuda_gemm_plan(desc, &plan);
   if (!st) st = problem_create(desc, &plan, 0, b->device, &p);
   if (st) return st;
-  st = choose(b, desc, &p, algo);
+  st = choose(b, desc, &jx_cuda_gemm_aligned, &p, algo, workspace_bytes);
   problem_destroy(&p);
   return st;
 }
@@ -300,21 +369,24 @@ jx_status jx_cuda_gemm_algorithm(jx_cuda_blas *b, const jx_cuda_gemm_desc *desc,
 jx_status jx_cuda_gemm(jx_cuda_blas *b, const jx_cuda_gemm_desc *desc, CUdeviceptr a,
                        CUdeviceptr bm, CUdeviceptr c, CUdeviceptr bias, CUstream stream) {
   jx_cuda_colmajor plan;
+  jx_cuda_gemm_align align;
   problem p;
   jx_status st = jx_cuda_gemm_plan(desc, &plan);
   if (!st && desc->has_bias && !bias)
     st = jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_cuda_gemm: has_bias is set but bias is NULL");
+  if (!st) st = jx_cuda_gemm_alignment(desc, a, bm, c, bias, &align);
   if (!st) st = problem_create(desc, &plan, bias, b->device, &p);
   if (st) return st;
   cublasLtMatmulAlgo_t algo;
-  st = choose(b, desc, &p, &algo);
+  size_t ws_bytes = 0;
+  st = choose(b, desc, &align, &p, &algo, &ws_bytes);
   const float one = 1.0f, zero = 0.0f;
   /* swapped operands: cuBLASLt's A is the row-major B, its B the row-major A */
   const void *x = (const void *)(uintptr_t)bm, *y = (const void *)(uintptr_t)a;
-  void *d = (void *)(uintptr_t)c, *ws = (void *)(uintptr_t)b->workspace;
+  void *d = (void *)(uintptr_t)c, *ws = ws_bytes ? (void *)(uintptr_t)b->workspace : NULL;
   if (!st)
     st = check(api.Matmul(b->handle, p.op, &one, x, p.x, y, p.y, &zero, d, p.d, d, p.d, &algo, ws,
-                          b->workspace_bytes, stream),
+                          ws_bytes, stream),
                "cublasLtMatmul", b->device);
   problem_destroy(&p);
   return st;

@@ -8,8 +8,11 @@
  * optional bias and ReLU/GELU fused into the kernel's epilogue (cuBLASLt's
  * GELU is the tanh approximation). cuBLASLt is column-major; a row-major
  * matrix is the column-major view of its transpose, so C = A B is computed as
- * C^T = B^T A^T: the operands swap and nothing is copied. The algorithm the
- * heuristic picks is cached per problem. */
+ * C^T = B^T A^T: the operands swap and nothing is copied. As llm.c calls it:
+ * each operand's alignment (up to 16 bytes) is told to the heuristic as a
+ * preference, the bias's data type is set, and a matmul gets the workspace
+ * the heuristic's algorithm asked for (at most the handle's). The algorithm
+ * and its workspace size are cached per problem and alignment. */
 #ifndef JX_SRC_CUDA_CUDA_BLASLT_H
 #define JX_SRC_CUDA_CUDA_BLASLT_H
 
@@ -48,9 +51,14 @@ enum {
   JX_CUBLASLT_MATMUL_DESC_TRANSB = 4,
   JX_CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
   JX_CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8,
+  JX_CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE = 26,
   JX_CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5,
   JX_CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6,
   JX_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,
+  JX_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5,
+  JX_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6,
+  JX_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7,
+  JX_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8,
   JX_CUBLASLT_EPILOGUE_DEFAULT = 1,
   JX_CUBLASLT_EPILOGUE_RELU = 2,
   JX_CUBLASLT_EPILOGUE_BIAS = 4,
@@ -129,15 +137,34 @@ typedef struct {
  * Errors (JX_ERR_INVALID_ARGUMENT) name jx_cuda_gemm and the bad field. */
 jx_status jx_cuda_gemm_plan(const jx_cuda_gemm_desc *desc, jx_cuda_colmajor *out);
 
+/* What cuBLASLt may assume of each row-major operand's address: bytes, a
+ * power of two from the element size up to 16 (the most its kernels use). */
+typedef struct {
+  uint32_t a, b, c, bias; /* bias: 16 when there is none */
+} jx_cuda_gemm_align;
+
+/* Every operand 16-byte aligned (the allocator's blocks are). */
+extern const jx_cuda_gemm_align jx_cuda_gemm_aligned;
+
+/* The alignment of a, b, c and bias (and, for a batch, of every problem's
+ * operands: the strides in bytes count too). An address that is not a
+ * multiple of the element size is an error (JX_ERR_INVALID_ARGUMENT) naming
+ * jx_cuda_gemm and the operand. */
+jx_status jx_cuda_gemm_alignment(const jx_cuda_gemm_desc *desc, CUdeviceptr a, CUdeviceptr b,
+                                 CUdeviceptr c, CUdeviceptr bias, jx_cuda_gemm_align *out);
+
 /* The algorithm cache's key: every field of desc that changes the choice,
- * and the device. */
-uint64_t jx_cuda_gemm_key(const jx_cuda_gemm_desc *desc, int device);
+ * the operands' alignment and the device. */
+uint64_t jx_cuda_gemm_key(const jx_cuda_gemm_desc *desc, const jx_cuda_gemm_align *align,
+                          int device);
 
 /* A cuBLASLt handle with its workspace and algorithm cache, for one device. */
 typedef struct jx_cuda_blas jx_cuda_blas;
 
 /* workspace: device memory of workspace_bytes (32 MiB suits Hopper), owned by
- * the caller. Errors: cuBLASLt missing (JX_ERR_UNIMPLEMENTED), cublasLtCreate. */
+ * the caller: the most the heuristic may ask for (its
+ * MAX_WORKSPACE_BYTES); each matmul is given what its algorithm asked. Errors: cuBLASLt missing
+ * (JX_ERR_UNIMPLEMENTED), cublasLtCreate. */
 jx_status jx_cuda_blas_create(int device, CUdeviceptr workspace, size_t workspace_bytes,
                               jx_cuda_blas **out);
 void jx_cuda_blas_destroy(jx_cuda_blas *b);
@@ -149,9 +176,10 @@ void jx_cuda_blas_counts(const jx_cuda_blas *b, int64_t *heuristic_calls, int64_
 jx_status jx_cuda_gemm(jx_cuda_blas *blas, const jx_cuda_gemm_desc *desc, CUdeviceptr a,
                        CUdeviceptr b, CUdeviceptr c, CUdeviceptr bias, CUstream stream);
 
-/* The heuristic's best algorithm for desc (cached), for benches that call
+/* The heuristic's best algorithm for desc with every operand 16-byte
+ * aligned (cached), and the workspace bytes it needs, for benches that call
  * cublasLtMatmul themselves. */
 jx_status jx_cuda_gemm_algorithm(jx_cuda_blas *blas, const jx_cuda_gemm_desc *desc,
-                                 cublasLtMatmulAlgo_t *algo);
+                                 cublasLtMatmulAlgo_t *algo, size_t *workspace_bytes);
 
 #endif

@@ -432,12 +432,21 @@ static void algorithm_key_separates_problems(void **state) {
   (void)state;
   const jx_cuda_gemm_desc base = {JX_BF16, 64,   32,  16,   2, 0,
                                   1,       1024, 512, 2048, 1, JX_CUDA_ACT_GELU};
-  uint64_t k0 = jx_cuda_gemm_key(&base, 0);
-  assert_true(k0 == jx_cuda_gemm_key(&base, 0));
-  assert_true(k0 != jx_cuda_gemm_key(&base, 1));
-  uint64_t seen[16];
+  uint64_t k0 = jx_cuda_gemm_key(&base, &jx_cuda_gemm_aligned, 0);
+  assert_true(k0 == jx_cuda_gemm_key(&base, &jx_cuda_gemm_aligned, 0));
+  assert_true(k0 != jx_cuda_gemm_key(&base, &jx_cuda_gemm_aligned, 1));
+  uint64_t seen[20];
   int n = 0;
   seen[n++] = k0;
+  /* each operand's alignment separates too */
+  for (int op = 0; op < 4; op++) {
+    jx_cuda_gemm_align al = jx_cuda_gemm_aligned;
+    uint32_t *field = op == 0 ? &al.a : op == 1 ? &al.b : op == 2 ? &al.c : &al.bias;
+    *field = 2;
+    uint64_t k = jx_cuda_gemm_key(&base, &al, 0);
+    for (int i = 0; i < n; i++) assert_true(k != seen[i]);
+    seen[n++] = k;
+  }
   for (int field = 0; field < 12; field++) {
     jx_cuda_gemm_desc d = base;
     switch (field) {
@@ -454,7 +463,7 @@ static void algorithm_key_separates_problems(void **state) {
     case 10: d.has_bias = 0; break;
     case 11: d.act = JX_CUDA_ACT_RELU; break;
     }
-    uint64_t k = jx_cuda_gemm_key(&d, 0);
+    uint64_t k = jx_cuda_gemm_key(&d, &jx_cuda_gemm_aligned, 0);
     for (int i = 0; i < n; i++) assert_true(k != seen[i]);
     seen[n++] = k;
   }
@@ -463,7 +472,8 @@ static void algorithm_key_separates_problems(void **state) {
   one.batch = other.batch = 1;
   other.stride_a = 7;
   other.stride_c = 0;
-  assert_true(jx_cuda_gemm_key(&one, 0) == jx_cuda_gemm_key(&other, 0));
+  assert_true(jx_cuda_gemm_key(&one, &jx_cuda_gemm_aligned, 0) ==
+              jx_cuda_gemm_key(&other, &jx_cuda_gemm_aligned, 0));
 }
 
 /* ---- NCCL's deadline, on a fake clock ---- */

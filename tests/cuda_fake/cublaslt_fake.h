@@ -1,0 +1,27 @@
+/* What tests/cuda_fake/cublaslt_fake.c was told, for the test that loads it
+ * (test_cuda_blaslt finds these with dlsym on the library jx loaded). */
+#ifndef JX_TESTS_CUDA_FAKE_CUBLASLT_FAKE_H
+#define JX_TESTS_CUDA_FAKE_CUBLASLT_FAKE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+  int heuristic_calls, matmul_calls;
+  /* the last heuristic call's preferences (0: not set) */
+  uint64_t max_workspace;
+  uint32_t min_alignment[4]; /* A, B, C, D in cuBLASLt's (column-major) order */
+  /* the last matmul: its descriptor's bias type (-1: not set), the workspace
+   * it was given, and the algorithm */
+  int32_t bias_type;
+  const void *workspace;
+  size_t workspace_bytes;
+  uint64_t algo_id;
+} jx_fake_cublaslt_log;
+
+/* jx_fake_cublaslt_log_get: the log so far. jx_fake_cublaslt_reset: zeroes
+ * it and sets the workspace the heuristic's algorithms ask for. */
+typedef const jx_fake_cublaslt_log *(*jx_fake_cublaslt_log_get_fn)(void);
+typedef void (*jx_fake_cublaslt_reset_fn)(size_t algo_workspace);
+
+#endif
