@@ -358,12 +358,16 @@ int jx_cmd_train(int argc, char **argv) {
                      .compute_dtype = o.compute_dtype}};
   jx_dataset *corpus_windows = jx_dataset_text(o.ndata, o.data, o.context);
   if (!corpus_windows) return fail("data");
-  /* one process holds the whole held-out set (a job of several would need
-   * each process's part of it): the validation loss is for one process */
+  /* every process holds out the same windows, so a job trains on the same
+   * data at any process count; the validation loss needs the whole held-out
+   * set on one process, so only a job of one computes it */
   jx_array *val[2] = {NULL, NULL};
-  jx_dataset *data =
-      jx_process_count() > 1 ? corpus_windows : split_validation(corpus_windows, o.batch, val);
+  jx_dataset *data = split_validation(corpus_windows, o.batch, val);
   if (!data) return fail("data");
+  for (int a = 0; a < 2 && jx_process_count() > 1; a++) {
+    jx_release(val[a]);
+    val[a] = NULL;
+  }
   jx_sharding *rows = jx_sharding_create(mesh, has_data ? "data" : "");
   for (int a = 0; a < 2 && val[a]; a++) {
     jx_array *placed = jx_keep(jx_device_put(val[a], rows));

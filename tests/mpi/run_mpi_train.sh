@@ -55,7 +55,7 @@ cat "$dir/two.log"
 [ $rc -eq 0 ] || fail "mpirun -np 2 jx train exited $rc"
 same_losses "$dir/one.jsonl" "$dir/two.jsonl" || fail "2 processes' losses differ from 1 process's"
 [ "$(grep -c '^loss .* -> ' "$dir/two.log")" -eq 1 ] || fail "not exactly one process printed"
-[ "$(grep -c '^sample: ' "$dir/two.log")" -eq 1 ] || fail "not exactly one sample"
+[ "$(grep -c '^sample:$' "$dir/two.log")" -eq 1 ] || fail "not exactly one sample"
 grep -q "4 device(s) (2 processes x 2)" "$dir/two.log" || fail "the banner does not count processes"
 
 # stopped at step 3 (checkpoint) and resumed: steps 4.. appended to the same metrics
