@@ -48,16 +48,16 @@ static void threefry_block(uint32_t k0, uint32_t k1, uint32_t x0, uint32_t x1, u
   *y1 = x1;
 }
 
-/* The same hash over a run of counters first, first + 1, ..., first + n - 1
- * (n <= THREEFRY_LANES), written lane-wise so that the compiler runs the
- * rounds on vector registers: every round is the same u32 add, rotate and
- * xor on each lane, with the rotation a constant per round. */
+/* The same hash over the THREEFRY_LANES counters first, first + 1, ...,
+ * written lane-wise so that the compiler runs the rounds on vector
+ * registers: every round is the same u32 add, rotate and xor on each lane,
+ * and the fixed lane count lets even -O2's cheapest vectorizer take it. */
 enum { THREEFRY_LANES = 64 };
-static void threefry_lanes(uint32_t k0, uint32_t k1, uint64_t first, int n, uint32_t *restrict y0,
+static void threefry_lanes(uint32_t k0, uint32_t k1, uint64_t first, uint32_t *restrict y0,
                            uint32_t *restrict y1) {
   static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
   const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
-  for (int j = 0; j < n; j++) {
+  for (int j = 0; j < THREEFRY_LANES; j++) {
     uint64_t c = first + (uint64_t)j;
     y0[j] = (uint32_t)(c >> 32) + ks[0];
     y1[j] = (uint32_t)c + ks[1];
@@ -65,13 +65,13 @@ static void threefry_lanes(uint32_t k0, uint32_t k1, uint64_t first, int n, uint
   for (uint32_t g = 0; g < 5; g++) {
     for (int r = 0; r < 4; r++) {
       int d = rot[g % 2][r];
-      for (int j = 0; j < n; j++) {
+      for (int j = 0; j < THREEFRY_LANES; j++) {
         y0[j] += y1[j];
         y1[j] = ((y1[j] << d) | (y1[j] >> (32 - d))) ^ y0[j];
       }
     }
     uint32_t a = ks[(g + 1) % 3], b = ks[(g + 2) % 3] + g + 1;
-    for (int j = 0; j < n; j++) {
+    for (int j = 0; j < THREEFRY_LANES; j++) {
       y0[j] += a;
       y1[j] += b;
     }
@@ -82,7 +82,7 @@ void jx_random_bits_run(const uint32_t key[2], int width, uint64_t first, int64_
   uint32_t b1[THREEFRY_LANES], b2[THREEFRY_LANES];
   for (int64_t s = 0; s < n; s += THREEFRY_LANES) {
     int m = n - s < THREEFRY_LANES ? (int)(n - s) : THREEFRY_LANES;
-    threefry_lanes(key[0], key[1], first + (uint64_t)s, m, b1, b2);
+    threefry_lanes(key[0], key[1], first + (uint64_t)s, b1, b2);
     switch (width) {
     case 8:
       for (int j = 0; j < m; j++) ((uint8_t *)out)[s + j] = (uint8_t)(b1[j] ^ b2[j]);
