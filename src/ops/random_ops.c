@@ -17,11 +17,22 @@
  *   categorical      = argmax(logits + Gumbel noise) (the Gumbel-max trick)
  *   permutation      = arange(n) sorted by fresh random 32-bit keys, repeated
  *                      for enough rounds that collisions become negligible.
- * categorical and permutation return JAX's default int: i32, i64 under x64. */
+ * categorical and permutation return JAX's default int: i32, i64 under x64.
+ *
+ * Drawn eagerly in f32 or f64, uniform, normal and truncated_normal run the
+ * same recipe fused (draw_fused): a block of elements at a time goes from
+ * bits to the result in the output's own buffer, with the same float
+ * operations in the same order, so the bits are the traced recipe's while
+ * none of its dozen-odd arrays of the result's size is made. */
 #include <jx/random.h>
 #include <math.h>
+#include <string.h>
 
 #include "../array/dtype.h"
+#include "../debug/hooks.h"
+#include "../parallel/sharded_eager.h"
+#include "../prims/elementwise.h"
+#include "../trace/trace.h"
 #include "ops_util.h"
 
 /* ---- small helpers ---- */
@@ -185,10 +196,79 @@ static jx_array *uniform_between(jx_array *key, jx_dtype dt, const float_info *f
   return bind2(&jx_prim_max, lo, scaled);
 }
 
+/* ---- the eager fused draw ---- */
+
+/* One draw as the recipe above computes it per element, with the bounds as
+ * values of the dtype: u = max(lo, fma(unit, hi - lo, lo)) from the bits;
+ * for the normals v = sqrt(2) * erf_inv(u), then for the truncated one
+ * v = min(below, max(above, v)). */
+typedef struct {
+  double lo, hi;
+  int normal, clip;
+  double above, below;
+} fused_draw;
+
+enum { DRAW_BLOCK = 512 };
+static const jx_params no_params = JX_PARAMS_INIT;
+
+/* The f32 and f64 loops: WIDTH random bits per element, NMANT of them the
+ * mantissa; erf_inv is the primitive's own kernel, run on each block. */
+#define FUSED_DRAW(NAME, T, UT, DT, WIDTH, NMANT, ONE, FMA)                                        \
+  static void NAME(const uint32_t key[2], const fused_draw *d, int64_t n, T *out) {                \
+    const T lo = (T)d->lo, range = (T)d->hi - (T)d->lo, sqrt2 = (T)M_SQRT2;                        \
+    const T above = (T)d->above, below = (T)d->below;                                              \
+    UT bits[DRAW_BLOCK];                                                                           \
+    T u[DRAW_BLOCK];                                                                               \
+    for (int64_t s = 0; s < n; s += DRAW_BLOCK) {                                                  \
+      int64_t m = n - s < DRAW_BLOCK ? n - s : DRAW_BLOCK;                                         \
+      T *o = out + s, *dst = d->normal ? u : o;                                                    \
+      jx_random_bits_run(key, WIDTH, (uint64_t)s, m, bits);                                        \
+      for (int64_t j = 0; j < m; j++) {                                                            \
+        UT b = (bits[j] >> (WIDTH - NMANT)) | ONE;                                                 \
+        T f;                                                                                       \
+        memcpy(&f, &b, sizeof f);                                                                  \
+        T x = FMA(f - (T)1, range, lo);                                                            \
+        dst[j] = JX_FMAX(lo, x);                                                                   \
+      }                                                                                            \
+      if (!d->normal) continue;                                                                    \
+      jx_tensor tin = {u, DT, JX_SHAPE(m)}, tout = {o, DT, JX_SHAPE(m)};                           \
+      jx_prim_erf_inv.eval(&no_params, 1, &tin, 1, &tout);                                         \
+      for (int64_t j = 0; j < m; j++) {                                                            \
+        T v = sqrt2 * o[j];                                                                        \
+        o[j] = d->clip ? JX_FMIN(below, JX_FMAX(above, v)) : v;                                    \
+      }                                                                                            \
+    }                                                                                              \
+  }
+FUSED_DRAW(fused_draw_f32, float, uint32_t, JX_F32, 32, 23, 0x3F800000u, fmaf)
+FUSED_DRAW(fused_draw_f64, double, uint64_t, JX_F64, 64, 52, 0x3FF0000000000000u, fma)
+#undef FUSED_DRAW
+
+/* The draw d of dtype dt and shape s, fused, when it runs eagerly: no trace
+ * is recording, the key is concrete and on no mesh, the dtype is f32 or f64
+ * and no debugging tool watches each primitive. NULL otherwise: the caller
+ * runs the recipe with primitives. */
+static jx_array *draw_fused(jx_array *key, jx_dtype dt, jx_shape s, const fused_draw *d) {
+  if (jx_trace_active() || jx_is_tracer(key) || jx_debug_flags || (dt != JX_F32 && dt != JX_F64) ||
+      jx_eager_follows_data(&jx_prim_random_bits, 1, &key, 0, NULL))
+    return NULL;
+  if (jx_array_ready(key)) return jx_poison();
+  uint32_t k[2];
+  memcpy(k, jx_array_data(key), sizeof k);
+  jx_array *out = jx_array_alloc(dt, s, 0);
+  if (out->poisoned) return out;
+  if (dt == JX_F32)
+    fused_draw_f32(k, d, jx_shape_numel(s), jx_array_data(out));
+  else
+    fused_draw_f64(k, d, jx_shape_numel(s), jx_array_data(out));
+  return out;
+}
+
 jx_array *jx_random_uniform(jx_array *key, jx_dtype dt, jx_shape s, double lo, double hi) {
   const char *op = "jx_random_uniform";
   float_info fi;
   if (check_key(op, key) || check_float(op, dt, s, &fi)) return jx_poison();
+  jx_array *fused = draw_fused(key, dt, s, &(fused_draw){.lo = lo, .hi = hi});
+  if (fused) return fused;
   return uniform_between(key, dt, &fi, s, jx_full(dt, s, lo), jx_full(dt, s, hi));
 }
 
@@ -196,6 +276,8 @@ jx_array *jx_random_normal(jx_array *key, jx_dtype dt, jx_shape s) {
   const char *op = "jx_random_normal";
   float_info fi;
   if (check_key(op, key) || check_float(op, dt, s, &fi)) return jx_poison();
+  jx_array *fused = draw_fused(key, dt, s, &(fused_draw){.lo = fi.below_one, .hi = 1, .normal = 1});
+  if (fused) return fused;
   jx_array *u = uniform_between(key, dt, &fi, s, jx_full(dt, s, fi.below_one), jx_full(dt, s, 1));
   return bind2(&jx_prim_mul, jx_full(dt, s, M_SQRT2), bind1(&jx_prim_erf_inv, u));
 }
@@ -243,6 +325,13 @@ static jx_array *flush_subnormal(jx_array *x, jx_dtype dt, jx_shape s, double ti
   return jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){small, x, jx_zeros(dt, s)}, NULL);
 }
 
+/* The host value of flush_subnormal(nextafter(bound, toward)) in dt (f32
+ * or f64): the end of the open interval the fused draw clips into. */
+static double open_bound(jx_dtype dt, double bound, double toward, double tiny) {
+  double x = dt == JX_F32 ? nextafterf((float)bound, (float)toward) : nextafter(bound, toward);
+  return fabs(x) < tiny ? 0 : x;
+}
+
 jx_array *jx_random_truncated_normal(jx_array *key, jx_dtype dt, jx_shape s, double lo, double hi) {
   const char *op = "jx_random_truncated_normal";
   float_info fi;
@@ -252,6 +341,14 @@ jx_array *jx_random_truncated_normal(jx_array *key, jx_dtype dt, jx_shape s, dou
                  lo, hi);
     return jx_poison();
   }
+  jx_array *fused = draw_fused(key, dt, s,
+                               &(fused_draw){.lo = erf_of_bound(dt, lo),
+                                             .hi = erf_of_bound(dt, hi),
+                                             .normal = 1,
+                                             .clip = 1,
+                                             .above = open_bound(dt, lo, INFINITY, fi.tiny),
+                                             .below = open_bound(dt, hi, -INFINITY, fi.tiny)});
+  if (fused) return fused;
   jx_array *sqrt2 = jx_full(dt, s, M_SQRT2);
   jx_array *lower = jx_full(dt, s, lo), *upper = jx_full(dt, s, hi);
   jx_array *a = jx_full(dt, s, erf_of_bound(dt, lo)), *b = jx_full(dt, s, erf_of_bound(dt, hi));

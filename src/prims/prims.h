@@ -75,6 +75,10 @@ extern const jx_prim *const jx_prims_window[];
 /* random.c: threefry2x32 (k0, k1, x0, x1 -> y0, y1); random_bits (key u32[2] -> u32[shape]) */
 extern const jx_prim jx_prim_threefry2x32, jx_prim_random_bits;
 extern const jx_prim *const jx_prims_random[];
+/* random_bits' values of width 8, 16, 32 or 64 for the row-major elements
+ * first .. first + n - 1 under key, into out (n values of that width): what
+ * the primitive computes, a run at a time (the eager samplers' fused path). */
+void jx_random_bits_run(const uint32_t key[2], int width, uint64_t first, int64_t n, void *out);
 
 /* transform/cond.c, while.c, scan.c: control flow (their rules apply the
  * transformations to their nested programs, so they live with them) */

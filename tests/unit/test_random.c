@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -100,6 +101,54 @@ static void fma_primitive(void **state) {
   jx_fn *f = jx_fn_create("fma", 3, 1, fma_fn, NULL);
   assert_int_equal(jx_check_grads(f, in, 2, 0, 0), JX_OK);
   jx_fn_release(f);
+}
+
+/* ---- the eager fused draw against the traced recipe ---- */
+
+typedef struct {
+  int kind; /* 0 uniform, 1 normal, 2 truncated normal */
+  jx_dtype dt;
+  jx_shape s;
+} draw_spec;
+
+static jx_array *draw(const draw_spec *d, jx_array *key) {
+  switch (d->kind) {
+  case 0: return jx_random_uniform(key, d->dt, d->s, -0.75, 2.5);
+  case 1: return jx_random_normal(key, d->dt, d->s);
+  default: return jx_random_truncated_normal(key, d->dt, d->s, -1.5, 2);
+  }
+}
+static void draw_fn(void *ctx, jx_array *const *in, jx_array **out) { out[0] = draw(ctx, in[0]); }
+
+/* Eager draws run fused, a block at a time into the result; jitted ones
+ * trace the recipe's primitives. Sizes straddle the blocks (1, odd, one
+ * past a block of 512 and of 64 hash lanes); the bits must agree. */
+static void eager_draws_match_the_traced_recipe(void **state) {
+  (void)state;
+  static const int64_t sizes[] = {1, 63, 65, 513, 1027};
+  jx_config_enable_x64(1);
+  jx_array *key = jx_random_key(0x123456789ull);
+  for (int dti = 0; dti < 2; dti++)
+    for (int kind = 0; kind < 3; kind++)
+      for (int i = 0; i < 6; i++) {
+        draw_spec d = {kind, dti ? JX_F64 : JX_F32, i < 5 ? JX_SHAPE(sizes[i]) : JX_SHAPE(7, 9)};
+        jx_fn *f = jx_fn_create("draw", 1, 1, draw_fn, &d), *jf = jx_jit(f, NULL);
+        jx_array *traced;
+        assert_int_equal(jx_call(jf, &key, &traced), JX_OK);
+        jx_array *eager = draw(&d, key);
+        size_t bytes = (size_t)jx_size(eager) * (dti ? 8 : 4);
+        unsigned char *a = malloc(bytes), *b = malloc(bytes);
+        check_ok(jx_read(eager, a, bytes));
+        check_ok(jx_read(traced, b, bytes));
+        if (memcmp(a, b, bytes) != 0)
+          fail_msg("kind %d, %s, %lld elements: eager and jitted bits differ", kind,
+                   jx_dtype_name(d.dt), (long long)jx_size(eager));
+        free(a);
+        free(b);
+        jx_fn_release(jf);
+        jx_fn_release(f);
+      }
+  jx_config_enable_x64(0);
 }
 
 /* x64 JAX's key holds both words of a 64-bit seed; the default mode's seed
@@ -290,6 +339,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(bad_arguments_are_rejected, setup, teardown),
       cmocka_unit_test_setup_teardown(bad_hash_operands_are_rejected, setup, teardown),
       cmocka_unit_test_setup_teardown(poison_propagates, setup, teardown),
+      cmocka_unit_test_setup_teardown(eager_draws_match_the_traced_recipe, setup, teardown),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   jx_shutdown();
