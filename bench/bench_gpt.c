@@ -1,10 +1,11 @@
 /* The GPT train step of PERFORMANCE.md: 4 layers, d 256, 8 heads, context
  * 128, batch 16, byte vocabulary, AdamW (Optax's), one jitted step with the
  * forward, backward and update. Prints JSON lines: the median step time
- * with tokens/s and MFU (against this machine's GEMM throughput measured
- * through jx in the same run), the first call (trace + compile), and the
- * peak memory measured next to jx_fn_cost's estimate made before running.
- * bench/compare.py runs the same step in JAX + Optax. */
+ * with tokens/s and MFU against this machine's peak f32 FLOP/s
+ * (jx_peak_flops: JX_PEAK_FLOPS or an FMA loop, cached) and, named apart,
+ * against jx's GEMM throughput measured in the same run; the first call
+ * (trace + compile); and the peak memory measured next to jx_fn_cost's estimate made before
+ * running. bench/compare.py runs the same step in JAX + Optax. */
 #include "bench_util.h"
 #include <jx/jx.h>
 #include <stdio.h>
@@ -18,20 +19,6 @@ typedef struct {
   int np, ns;
   jx_fn *loss;
 } model;
-
-static double gemm_flops_per_s(void) {
-  jx_scope_begin();
-  jx_array *a = jx_ones(JX_F32, JX_SHAPE(1024, 1024));
-  double best = 1e30;
-  for (int r = 0; r < 5; r++) {
-    double t0 = bench_now_s();
-    jx_block_until_ready(jx_matmul(a, a));
-    double t = bench_now_s() - t0;
-    if (t < best) best = t;
-  }
-  jx_scope_end();
-  return 2.0 * 1024 * 1024 * 1024 / best;
-}
 
 int main(int argc, char **argv) {
   int runs = argc > 1 ? atoi(argv[1]) : 7;
@@ -99,12 +86,14 @@ int main(int argc, char **argv) {
   double tokens_per_step = (double)BATCH * CONTEXT;
   double flops = 6.0 * (double)nparams * tokens_per_step +
                  12.0 * (double)(m.cfg.n_layers * m.cfg.d_model * CONTEXT) * tokens_per_step;
-  double peak_gemm = gemm_flops_per_s();
+  double peak = jx_peak_flops(), gemm = jx_gemm_flops();
   jx_memory_stats ms = {0};
   jx_memory_stats(0, &ms);
   printf("{\"bench\": \"gpt_step\", \"impl\": \"jx\", \"median_ns\": %.0f, \"runs\": %d, "
-         "\"tokens_per_s\": %.0f, \"mfu_vs_gemm\": %.3f, \"params\": %lld}\n",
-         med * 1e9, runs, tokens_per_step / med, flops / med / peak_gemm, (long long)nparams);
+         "\"tokens_per_s\": %.0f, \"mfu\": %.3f, \"peak_flops\": %.4g, \"mfu_vs_gemm\": %.3f, "
+         "\"params\": %lld}\n",
+         med * 1e9, runs, tokens_per_step / med, flops / med / peak, peak, flops / med / gemm,
+         (long long)nparams);
   printf(
       "{\"bench\": \"gpt_step_first_call\", \"impl\": \"jx\", \"median_ns\": %.0f, \"runs\": 1}\n",
       first * 1e9);

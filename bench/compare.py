@@ -572,7 +572,8 @@ def run_gpt(build, runs, compile_too=True):
         if flat.get("gpt_step", {}).get(i)) + f"; PyTorch on {jx_threads()} threads")
     g = rows.get("gpt_step", {}).get("jx")
     if g:
-        print(f"jx: {g['tokens_per_s']} tokens/s, MFU {100 * g['mfu_vs_gemm']:.1f} % of measured GEMM "
+        print(f"jx: {g['tokens_per_s']} tokens/s, MFU {100 * g['mfu']:.1f} % of peak "
+              f"({g['peak_flops'] / 1e9:.0f} GFLOP/s), {100 * g['mfu_vs_gemm']:.1f} % of measured GEMM "
               f"throughput, {g['params']} parameters")
     pk = rows.get("gpt_step_peak_bytes", {}).get("jx")
     if pk:
