@@ -1,16 +1,19 @@
 /* The GPT train step of PERFORMANCE.md: 4 layers, d 256, 8 heads, context
  * 128, batch 16, byte vocabulary, AdamW (Optax's), one jitted step with the
- * forward, backward and update. Prints JSON lines: the median step time
- * with tokens/s and MFU (against this machine's GEMM throughput measured
- * through jx in the same run), the first call (trace + compile), and the
- * peak memory measured next to jx_fn_cost's estimate made before running.
- * bench/compare.py runs the same step in JAX + Optax. */
+ * forward, backward and update; `bench_gpt RUNS LAYERS D_MODEL CONTEXT
+ * BATCH` runs another size (heads of width 32), as compare.py's --sizes.
+ * Prints JSON lines: the median step time with tokens/s and MFU against
+ * this machine's peak f32 FLOP/s (jx_peak_flops: JX_PEAK_FLOPS or an FMA
+ * loop, cached) and, named apart, against jx's GEMM throughput measured in
+ * the same run; the first call (trace + compile); and the peak memory
+ * measured next to jx_fn_cost's estimate made before running.
+ * bench/compare.py runs the same step in JAX + Optax and PyTorch. */
 #include "bench_util.h"
 #include <jx/jx.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { BATCH = 16, CONTEXT = 128, MAX_RUNS = 1000 };
+enum { MAX_RUNS = 1000 };
 
 typedef struct {
   jx_gpt_config cfg;
@@ -19,29 +22,28 @@ typedef struct {
   jx_fn *loss;
 } model;
 
-static double gemm_flops_per_s(void) {
-  jx_scope_begin();
-  jx_array *a = jx_ones(JX_F32, JX_SHAPE(1024, 1024));
-  double best = 1e30;
-  for (int r = 0; r < 5; r++) {
-    double t0 = bench_now_s();
-    jx_block_until_ready(jx_matmul(a, a));
-    double t = bench_now_s() - t0;
-    if (t < best) best = t;
-  }
-  jx_scope_end();
-  return 2.0 * 1024 * 1024 * 1024 / best;
-}
-
 int main(int argc, char **argv) {
   int runs = argc > 1 ? atoi(argv[1]) : 7;
   if (runs < 1) runs = 1;
   if (runs > MAX_RUNS) runs = MAX_RUNS;
+  int64_t layers = 4, width = 256, context = 128, batch = 16;
+  if (argc == 6) {
+    layers = atoll(argv[2]);
+    width = atoll(argv[3]);
+    context = atoll(argv[4]);
+    batch = atoll(argv[5]);
+  }
+  if ((argc != 1 && argc != 2 && argc != 6) || layers < 1 || width < 32 || width % 32 ||
+      context < 1 || batch < 1) {
+    fprintf(stderr, "usage: bench_gpt [RUNS [LAYERS D_MODEL CONTEXT BATCH]] "
+                    "(D_MODEL a multiple of 32)\n");
+    return 2;
+  }
   model m = {.cfg = {.vocab = 256,
-                     .n_layers = 4,
-                     .d_model = 256,
-                     .n_heads = 8,
-                     .context = CONTEXT,
+                     .n_layers = layers,
+                     .d_model = width,
+                     .n_heads = width / 32,
+                     .context = context,
                      .mlp_ratio = 4}};
   jx_tree *params = jx_gpt_init(&m.cfg, jx_random_key(0), JX_F32);
   m.np = jx_tree_size(params);
@@ -60,9 +62,9 @@ int main(int argc, char **argv) {
 
   jx_array *key = jx_random_key(1);
   jx_array *tokens = jx_keep(jx_astype(
-      jx_floor(jx_random_uniform(key, JX_F32, JX_SHAPE(BATCH, CONTEXT + 1), 0, 255.99)), JX_I32));
-  jx_array *x = jx_keep(jx_slice(tokens, JX_SHAPE(0, 0), JX_SHAPE(BATCH, CONTEXT), JX_SHAPE()));
-  jx_array *y = jx_keep(jx_slice(tokens, JX_SHAPE(0, 1), JX_SHAPE(BATCH, CONTEXT + 1), JX_SHAPE()));
+      jx_floor(jx_random_uniform(key, JX_F32, JX_SHAPE(batch, context + 1), 0, 255.99)), JX_I32));
+  jx_array *x = jx_keep(jx_slice(tokens, JX_SHAPE(0, 0), JX_SHAPE(batch, context), JX_SHAPE()));
+  jx_array *y = jx_keep(jx_slice(tokens, JX_SHAPE(0, 1), JX_SHAPE(batch, context + 1), JX_SHAPE()));
   jx_array **in = calloc((size_t)nin, sizeof *in), **out = calloc((size_t)nout, sizeof *out);
   jx_tree_flatten(params, in);
   jx_tree_flatten(state, in + m.np);
@@ -96,15 +98,17 @@ int main(int argc, char **argv) {
   qsort(t, (size_t)runs, sizeof *t, bench_cmp_double);
   double med = t[runs / 2];
   int64_t nparams = jx_tree_numel(params);
-  double tokens_per_step = (double)BATCH * CONTEXT;
+  double tokens_per_step = (double)batch * context;
   double flops = 6.0 * (double)nparams * tokens_per_step +
-                 12.0 * (double)(m.cfg.n_layers * m.cfg.d_model * CONTEXT) * tokens_per_step;
-  double peak_gemm = gemm_flops_per_s();
+                 12.0 * (double)(m.cfg.n_layers * m.cfg.d_model * context) * tokens_per_step;
+  double peak = jx_peak_flops(), gemm = jx_gemm_flops();
   jx_memory_stats ms = {0};
   jx_memory_stats(0, &ms);
   printf("{\"bench\": \"gpt_step\", \"impl\": \"jx\", \"median_ns\": %.0f, \"runs\": %d, "
-         "\"tokens_per_s\": %.0f, \"mfu_vs_gemm\": %.3f, \"params\": %lld}\n",
-         med * 1e9, runs, tokens_per_step / med, flops / med / peak_gemm, (long long)nparams);
+         "\"tokens_per_s\": %.0f, \"mfu\": %.3f, \"peak_flops\": %.4g, \"mfu_vs_gemm\": %.3f, "
+         "\"params\": %lld}\n",
+         med * 1e9, runs, tokens_per_step / med, flops / med / peak, peak, flops / med / gemm,
+         (long long)nparams);
   printf(
       "{\"bench\": \"gpt_step_first_call\", \"impl\": \"jx\", \"median_ns\": %.0f, \"runs\": 1}\n",
       first * 1e9);

@@ -7,6 +7,11 @@ as many threads as jx uses (JX_NUM_THREADS, else every CPU).
 
     python3 bench/compare.py [--build build] [--runs 7] [--only bench_mlp,bench_reduce]
     python3 bench/compare.py --workload gpt     # only the GPT step: jx, JAX, PyTorch
+    python3 bench/compare.py --workload gpt --sizes small,ref,large [--rounds 5]
+                        # GPT steps of three sizes in alternating jx / PyTorch eager /
+                        # jax.jit rounds: medians and ranges of the ratios
+    python3 bench/compare.py --workload scan     # likewise: bench_scan and jax.lax.scan
+    python3 bench/compare.py --workload dispatch # likewise: bench_dispatch and JAX
     python3 bench/compare.py --workload mlp     # only the MLP step: jx, JAX, PyTorch
     python3 bench/compare.py --workload generate [--models ref --batches 1]
                                                 # KV-cache decoding: jx, JAX, PyTorch
@@ -140,13 +145,14 @@ def mlp_step_jax():
 
 
 # The PyTorch twins of bench_mlp and bench_gpt, run as a subprocess:
-#   python3 -c TORCH_PEER <mlp|gpt> <runs> <threads> <1: also torch.compile>
+#   python3 -c TORCH_PEER <mlp|gpt> <runs> <threads> <1: also torch.compile> [gpt size L,D,T,B]
 TORCH_PEER = r"""
 import json, math, statistics, sys, time
 import torch
 import torch.nn.functional as F
 
 which, runs, threads, compile_too = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+gpt_size = tuple(int(v) for v in sys.argv[5].split(",")) if len(sys.argv) > 5 else (4, 256, 128, 16)
 torch.set_num_threads(threads)
 torch.manual_seed(0)
 
@@ -187,10 +193,11 @@ def mlp():
 # projections with biases, causal softmax attention (PyTorch's fused
 # scaled_dot_product_attention), GELU (tanh) MLP of ratio 4, final LN, head
 # tied to the token embedding), 4 layers, d 256, 8 heads, context 128, batch
-# 16, byte vocabulary; AdamW (3e-4, 0.9, 0.95, 1e-8, 0.1) on every parameter,
+# 16 (or gpt_size, heads of width 32), byte vocabulary; AdamW (3e-4, 0.9, 0.95, 1e-8, 0.1) on every parameter,
 # as optax.adamw's default mask.
 def gpt():
-    V, L, D, H, T, B = 256, 4, 256, 8, 128, 16
+    (L, D, T, B), V = gpt_size, 256
+    H = D // 32
     r = 0.02 / math.sqrt(2 * L)
     n = lambda *s, sd=0.02: leaf(torch.randn(*s) * sd)
     z = lambda *s: leaf(torch.zeros(*s))
@@ -250,12 +257,13 @@ def jx_threads():
     return int(os.environ.get("JX_NUM_THREADS") or os.cpu_count() or 1)
 
 
-def run_torch(which, runs, compile_too):
+def run_torch(which, runs, compile_too, gpt_size=None):
     """{impl: {bench: median_ns}} of the PyTorch twin of bench_<which> (impl
     "torch" for eager, "torch_compile"); {} with a note when PyTorch is missing
-    or fails."""
+    or fails. gpt_size: (layers, d, context, batch) of the GPT, else bench_gpt's."""
+    size = [",".join(map(str, gpt_size))] if gpt_size else []
     r = subprocess.run([sys.executable, "-c", TORCH_PEER, which, str(runs), str(jx_threads()),
-                        "1" if compile_too else "0"], capture_output=True, text=True)
+                        "1" if compile_too else "0"] + size, capture_output=True, text=True)
     out = {}
     for line in r.stdout.splitlines():
         d = json.loads(line)
@@ -442,24 +450,31 @@ for name, sa, sb in (("rows", P("x", None), P()), ("contract", P(None, "x"), P("
 """
 
 
-def side_by_side(build, prog, jax_script, runs, host_devices=0):
+def side_by_side(build, prog, jax_script, runs, host_devices=0, args=()):
     """Runs bench/<prog> and jax_script (a subprocess, so XLA_FLAGS applies before jax
-    starts; host_devices > 0 forces that many CPU devices) with `runs`; returns
-    {bench: {"jx": record, "jax": record}} from their JSON lines. A missing or
-    failing side is reported, never silently skipped."""
+    starts; host_devices > 0 forces that many CPU devices) with `runs` and then
+    args; returns {bench: {"jx": record, "jax": record}} from their JSON lines,
+    either side left out when jax_script or prog is None. A missing or failing
+    side is reported, never silently skipped."""
     rows = {}
-    path = os.path.join(build, "bench", prog)
-    r = subprocess.run([path, str(runs)], capture_output=True, text=True) if os.path.exists(path) else None
-    if r is None or r.returncode != 0:
-        print(f"note: {prog} missing or failed: {r.stderr.strip() if r else path}", file=sys.stderr)
-    else:
-        for line in r.stdout.splitlines():
-            d = json.loads(line)
-            rows.setdefault(d["bench"], {})["jx"] = d
+    args = [str(a) for a in args]
+    if prog is not None:
+        path = os.path.join(build, "bench", prog)
+        r = (subprocess.run([path, str(runs)] + args, capture_output=True, text=True)
+             if os.path.exists(path) else None)
+        if r is None or r.returncode != 0:
+            print(f"note: {prog} missing or failed: {r.stderr.strip() if r else path}",
+                  file=sys.stderr)
+        else:
+            for line in r.stdout.splitlines():
+                d = json.loads(line)
+                rows.setdefault(d["bench"], {})["jx"] = d
+    if jax_script is None:
+        return rows
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     if host_devices:
         env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={host_devices}"
-    j = subprocess.run([sys.executable, "-c", jax_script, str(runs)], capture_output=True,
+    j = subprocess.run([sys.executable, "-c", jax_script, str(runs)] + args, capture_output=True,
                        text=True, env=env)
     if j.returncode != 0:
         print(f"note: the jax peer of {prog} failed: {j.stderr.strip()[-300:]}", file=sys.stderr)
@@ -493,7 +508,9 @@ GPT_JAX = r"""
 import functools, json, statistics, sys, time
 import jax, jax.numpy as jnp, numpy as np, optax
 runs = int(sys.argv[1])
-V, L, D, H, T, B = 256, 4, 256, 8, 128, 16
+# bench_gpt's size, or the one given as argv[2:6] (layers d context batch), heads of width 32
+L, D, T, B = (int(v) for v in sys.argv[2:6]) if len(sys.argv) > 2 else (4, 256, 128, 16)
+V, H = 256, D // 32
 
 def ln(x, s, b):
     m = x.mean(-1, keepdims=True); v = ((x - m) ** 2).mean(-1, keepdims=True)
@@ -572,7 +589,8 @@ def run_gpt(build, runs, compile_too=True):
         if flat.get("gpt_step", {}).get(i)) + f"; PyTorch on {jx_threads()} threads")
     g = rows.get("gpt_step", {}).get("jx")
     if g:
-        print(f"jx: {g['tokens_per_s']} tokens/s, MFU {100 * g['mfu_vs_gemm']:.1f} % of measured GEMM "
+        print(f"jx: {g['tokens_per_s']} tokens/s, MFU {100 * g['mfu']:.1f} % of peak "
+              f"({g['peak_flops'] / 1e9:.0f} GFLOP/s), {100 * g['mfu_vs_gemm']:.1f} % of measured GEMM "
               f"throughput, {g['params']} parameters")
     pk = rows.get("gpt_step_peak_bytes", {}).get("jx")
     if pk:
@@ -628,6 +646,96 @@ def run_scan(build, runs):
                       ("scan_1000_jit", "rnn_scan_1000_jit", "scan_1000_first_call",
                        "scan_1000_eager"))
     return rows
+
+
+DISPATCH_JAX = r"""
+import json, statistics, sys, time
+import jax, jax.numpy as jnp
+runs = int(sys.argv[1])
+a = jnp.arange(8, dtype=jnp.float32); b = a[::-1]
+f = jax.jit(lambda x: x * 2 + 1)  # bench_dispatch's tiny jitted function
+def per_call(fn, inner=2000):
+    fn()
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter_ns()
+        for _ in range(inner):
+            fn()
+        ts.append((time.perf_counter_ns() - t0) / inner)
+    return statistics.median(ts)
+print(json.dumps({"bench": "dispatch_add_f32x8", "impl": "jax",
+                  "median_ns": per_call(lambda: jnp.add(a, b).block_until_ready())}))
+print(json.dumps({"bench": "jit_call_blocked_f32x8", "impl": "jax",
+                  "median_ns": per_call(lambda: f(a).block_until_ready())}))
+"""
+
+# The GPT sizes of --sizes: (layers, d_model, context, batch); heads of width 32.
+GPT_SIZES = {"small": (2, 128, 64, 32), "ref": (4, 256, 128, 16), "large": (8, 512, 256, 8)}
+
+
+def alternate(rounds, sides):
+    """Runs each of sides, [(impl, fn() -> {bench: median_ns})], in turn, `rounds`
+    times over: on a shared machine the load drifts, and only measurements taken
+    seconds apart compare. {bench: {impl: {round: median_ns}}}."""
+    out = {}
+    for r in range(rounds):
+        for impl, fn in sides:
+            for b, v in fn().items():
+                out.setdefault(b, {}).setdefault(impl, {})[r] = v
+    return out
+
+
+def print_rounds(title, per_round, names, peers):
+    """A markdown table: jx's and each peer's median over rounds, and per peer the
+    median and range (min-max) of jx/peer taken within each round."""
+    print(f"\n| {title} | jx | " + " | ".join(t for _, t in peers) + " | "
+          + " | ".join(f"jx/{t} median (range)" for _, t in peers) + " |")
+    print("|---" * (2 + 2 * len(peers)) + "|")
+    for name in names:
+        r = per_round.get(name, {})
+        jx = r.get("jx", {})
+        meds = [statistics.median(v.values()) if v else None
+                for v in [jx] + [r.get(i, {}) for i, _ in peers]]
+        cells = ["n/a" if m is None else f"{m / 1e3:.2f} us" if m < 1e6 else f"{m / 1e6:.1f} ms"
+                 for m in meds]
+        for i, _ in peers:
+            q = [jx[k] / r[i][k] for k in jx if k in r.get(i, {})]
+            cells.append(f"{statistics.median(q):.2f} ({min(q):.2f}-{max(q):.2f}, {len(q)} rounds)"
+                         if q else "n/a")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+def jx_side(build, prog, runs, args=()):
+    """fn() -> {bench: median_ns} running bench/<prog> once."""
+    return lambda: {b: d["jx"]["median_ns"] for b, d in
+                    side_by_side(build, prog, None, runs, args=args).items() if "median_ns" in d["jx"]}
+
+
+def jax_side(script, runs, args=()):
+    """fn() -> {bench: median_ns} running the JAX peer script once."""
+    return lambda: {b: d["jax"]["median_ns"] for b, d in
+                    side_by_side("", None, script, runs, args=args).items() if "median_ns" in d["jax"]}
+
+
+def run_gpt_sizes(build, sizes, rounds, runs):
+    """The GPT step at each of sizes (GPT_SIZES' names) in jx (bench_gpt), PyTorch
+    eager and jax.jit + Optax, in alternating rounds of `runs` steps each."""
+    for name in sizes:
+        L, D, T, B = GPT_SIZES[name]
+        per_round = alternate(rounds, [
+            ("jx", jx_side(build, "bench_gpt", runs, (L, D, T, B))),
+            ("torch", lambda: run_torch("gpt", runs, False, (L, D, T, B)).get("torch", {})),
+            ("jax", jax_side(GPT_JAX, runs, (L, D, T, B)))])
+        print_rounds(f"GPT {name}: {L} layers, d {D}, context {T}, batch {B}", per_round,
+                     ("gpt_step",), [("torch", "torch eager"), ("jax", "jax.jit")])
+    print(f"\nmedians of {runs} steps a round; PyTorch on {jx_threads()} threads")
+
+
+def run_rounds(build, prog, script, names, rounds, runs):
+    """bench/<prog> and its JAX peer script in alternating rounds."""
+    per_round = alternate(rounds, [("jx", jx_side(build, prog, runs)),
+                                   ("jax", jax_side(script, runs))])
+    print_rounds(f"{prog}, {rounds} alternating rounds", per_round, names, [("jax", "jax")])
 
 
 # Decoding with a KV cache (bench_generate): the same GPT (pre-norm blocks,
@@ -797,9 +905,17 @@ def main():
     ap.add_argument("--only", default="",
                     help="comma-separated jx programs to run (e.g. bench_mlp,bench_reduce); "
                          "the peers still run everything")
-    ap.add_argument("--workload", choices=("all", "gpt", "mlp", "generate"), default="all",
+    ap.add_argument("--workload", choices=("all", "gpt", "mlp", "generate", "scan", "dispatch"),
+                    default="all",
                     help="gpt / mlp: only that train step, in jx, JAX and PyTorch; generate: "
-                         "KV-cache decoding in jx, JAX and PyTorch")
+                         "KV-cache decoding in jx, JAX and PyTorch; scan / dispatch: "
+                         "bench_scan / bench_dispatch and JAX in alternating rounds")
+    ap.add_argument("--sizes", default="",
+                    help="gpt: comma-separated sizes of " + ", ".join(
+                        f"{k} {v}" for k, v in GPT_SIZES.items()) + " (layers, d, context, batch) "
+                    "run in alternating rounds with PyTorch eager and jax.jit")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="alternating rounds of --sizes, scan and dispatch (at least 5)")
     ap.add_argument("--models", default="all", help="generate: ref, gpt2s or all")
     ap.add_argument("--batches", default="all", help="generate: 1, 16 or all")
     ap.add_argument("--no-torch-compile", action="store_true",
@@ -807,6 +923,24 @@ def main():
     args = ap.parse_args()
     if args.only == "bench_scan":  # the scan comparison alone
         run_scan(args.build, args.runs)
+        return
+    if args.workload in ("scan", "dispatch") or args.sizes:
+        if args.rounds < 5:
+            ap.error("--rounds: at least 5 (a median and range of fewer says little)")
+    if args.workload == "gpt" and args.sizes:
+        sizes = [z for z in args.sizes.split(",") if z]
+        bad = [z for z in sizes if z not in GPT_SIZES]
+        if bad:
+            ap.error(f"--sizes: unknown {', '.join(bad)} (known: {', '.join(GPT_SIZES)})")
+        run_gpt_sizes(args.build, sizes, args.rounds, min(args.runs, 5))
+        return
+    if args.workload == "scan":
+        run_rounds(args.build, "bench_scan", SCAN_JAX, ("scan_1000_jit", "rnn_scan_1000_jit"),
+                   args.rounds, args.runs)
+        return
+    if args.workload == "dispatch":
+        run_rounds(args.build, "bench_dispatch", DISPATCH_JAX,
+                   ("dispatch_add_f32x8", "jit_call_blocked_f32x8"), args.rounds, args.runs)
         return
     if args.workload == "gpt":
         run_gpt(args.build, min(args.runs, 5), not args.no_torch_compile)

@@ -57,7 +57,7 @@ static void usage(FILE *f) {
              "  --ckpt DIR         checkpoint directory, one job's at a time (DIR/.lock);\n"
              "                     --ckpt-every N (default 100)\n"
              "  --resume           continue from the latest checkpoint in --ckpt\n"
-             "  --metrics FILE     JSON lines: step, loss, tokens_per_s, mfu\n"
+             "  --metrics FILE     JSON lines: step, loss, tokens_per_s, mfu (of peak FLOP/s)\n"
              "  --profile FILE     Chrome/Perfetto trace of the training steps; summary on stderr\n"
              "                     (one file with every process's tracks)\n"
              "  --sample N         bytes of text to generate at the end (default 200)\n"
@@ -217,22 +217,6 @@ static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* f32 GEMM throughput of this machine through jx, for MFU. */
-static double measure_peak_flops(void) {
-  jx_scope_begin();
-  int64_t n = 512;
-  jx_array *a = jx_ones(JX_F32, JX_SHAPE(n, n));
-  double best = 1e30;
-  for (int r = 0; r < 5; r++) {
-    double t0 = now_s();
-    jx_block_until_ready(jx_matmul(a, a));
-    double t = now_s() - t0;
-    if (t < best) best = t;
-  }
-  jx_scope_end();
-  return 2.0 * (double)(n * n * n) / best;
 }
 
 /* Training flops per step: 6 per parameter per token, plus attention. */
@@ -448,8 +432,10 @@ int jx_cmd_train(int argc, char **argv) {
   }
 
   int64_t nparams = jx_tree_numel(params);
-  /* the peak of the job: one process's, times the processes (one per host) */
-  double peak = measure_peak_flops() * jx_process_count(), flops = step_flops(&m, nparams, o.batch);
+  /* MFU against the hardware's peak f32 FLOP/s (jx_peak_flops: JX_PEAK_FLOPS or
+   * measured once per machine); the job's: one process's, times the processes
+   * (one per host) */
+  double peak = jx_peak_flops() * jx_process_count(), flops = step_flops(&m, nparams, o.batch);
   if (lead) {
     printf("jx train: GPT %lld layers, d %lld, %lld heads, context %lld: %.2fM parameters\n",
            (long long)o.layers, (long long)o.width, (long long)o.heads, (long long)o.context,

@@ -78,6 +78,17 @@ jx_status jx_memory_stats_get(int device, jx_memory_stats *out);
 #define jx_memory_stats(device, out) jx_memory_stats_get(device, out)
 void jx_memory_reset_peak(int device); /* peak := live; -1: every device */
 
+/* ---- MFU ----
+ * Peak f32 FLOP/s of this machine with jx's threads, the denominator of
+ * model FLOPs utilization: JX_PEAK_FLOPS when set to a positive number, else
+ * the figure cached in the kernel cache directory for this CPU model and
+ * thread count, else measured by an FMA loop on every thread (~50 ms, once
+ * per machine; the result is cached). */
+double jx_peak_flops(void);
+/* f32 FLOP/s jx's matmul reaches on 1024 x 1024 operands (best of 5 runs,
+ * measured at each call): at most jx_peak_flops(). */
+double jx_gemm_flops(void);
+
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_check_grads(...) JX_LOCATED_STATUS(jx_check_grads, __VA_ARGS__)
 /* located: an equation it records, and an error it reports, carry the caller's file:line */
