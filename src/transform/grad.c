@@ -10,6 +10,7 @@
 #include "../trace/fn.h"
 #include "../trace/trace.h"
 #include "ad.h"
+#include "transform_util.h"
 
 typedef enum { MODE_VJP, MODE_GRAD, MODE_VALUE_AND_GRAD } grad_mode;
 
@@ -194,29 +195,10 @@ static grad_data *make_data(const char *op, jx_fn *f, grad_mode mode, int nargs,
   g->mode = mode;
   g->has_aux = has_aux;
   if (mode == MODE_VJP) return g;
-  uint8_t *seen = calloc((size_t)f->nin + 1, 1);
-  if (!seen) {
-    jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+  if (jx_argnums_normalize(op, f->name, f->nin, nargs, args, g->argnums)) {
     free(g);
     return NULL;
   }
-  for (int k = 0; k < nargs; k++) {
-    int a = args[k] < 0 ? args[k] + f->nin : args[k];
-    if (a < 0 || a >= f->nin || seen[a]) {
-      if (a < 0 || a >= f->nin)
-        jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                     "%s: argnum %d is out of range for '%s' with %d inputs", op, args[k], f->name,
-                     f->nin);
-      else
-        jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argnum %d appears twice", op, a);
-      free(seen);
-      free(g);
-      return NULL;
-    }
-    seen[a] = 1;
-    g->argnums[k] = a;
-  }
-  free(seen);
   g->nargs = nargs;
   return g;
 }

@@ -12,6 +12,7 @@
 #include "../base/error.h"
 #include "../trace/fn.h"
 #include "build.h"
+#include "transform_util.h"
 
 typedef struct {
   int reverse;
@@ -193,21 +194,9 @@ static jx_fn *make(const char *op, jx_fn *f, int nargs, const int *args, int rev
   }
   d->reverse = reverse;
   d->nargs = nargs;
-  for (int k = 0; k < nargs; k++) {
-    int a = args[k] < 0 ? args[k] + f->nin : args[k];
-    int repeat = 0;
-    for (int j = 0; j < k; j++) repeat |= d->argnums[j] == a;
-    if (a < 0 || a >= f->nin || repeat) {
-      if (repeat)
-        jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argnum %d appears twice", op, a);
-      else
-        jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                     "%s: argnum %d is out of range for '%s' with %d inputs", op, args[k], f->name,
-                     f->nin);
-      free(d);
-      return NULL;
-    }
-    d->argnums[k] = a;
+  if (jx_argnums_normalize(op, f->name, f->nin, nargs, args, d->argnums)) {
+    free(d);
+    return NULL;
   }
   return jx_fn_new_transform(reverse ? &jacrev_kind : &jacfwd_kind, f, f->nin, f->nout * nargs, d);
 }

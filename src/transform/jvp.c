@@ -190,31 +190,15 @@ static jx_fn *jvp(const char *op, jx_fn *f, int nargs, const int *args) {
     return NULL;
   }
   jvp_data *d = calloc(1, sizeof *d + sizeof *d->argnums * (size_t)(nargs > 0 ? nargs : 1));
-  uint8_t *seen = calloc((size_t)f->nin + 1, 1);
-  if (!d || !seen) {
-    free(d);
-    free(seen);
+  if (!d) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
     return NULL;
   }
   d->nargs = nargs;
-  for (int k = 0; k < nargs; k++) {
-    int a = args[k] < 0 ? args[k] + f->nin : args[k];
-    if (a < 0 || a >= f->nin || seen[a]) {
-      if (a < 0 || a >= f->nin)
-        jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                     "%s: argnum %d is out of range for '%s' with %d inputs", op, args[k], f->name,
-                     f->nin);
-      else
-        jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argnum %d appears twice", op, a);
-      free(d);
-      free(seen);
-      return NULL;
-    }
-    seen[a] = 1;
-    d->argnums[k] = a;
+  if (jx_argnums_normalize(op, f->name, f->nin, nargs, args, d->argnums)) {
+    free(d);
+    return NULL;
   }
-  free(seen);
   return jx_fn_new_transform(&jvp_kind, f, f->nin + (nargs < 0 ? f->nin : nargs), 2 * f->nout, d);
 }
 

@@ -31,3 +31,19 @@ void jx_eqn_io_close(jx_eqn_io *io) {
     if (all[k] && all[k] != io->small[k]) free(all[k]);
   io->in = io->in2 = io->out = io->out2 = NULL;
 }
+
+jx_status jx_argnums_normalize(const char *op, const char *fname, int nin, int n, const int *args,
+                               int *out) {
+  for (int k = 0; k < n; k++) {
+    int a = args[k] < 0 ? args[k] + nin : args[k];
+    if (a < 0 || a >= nin)
+      return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                          "%s: argnum %d is out of range for '%s' with %d inputs", op, args[k],
+                          fname, nin);
+    for (int j = 0; j < k; j++)
+      if (out[j] == a)
+        return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argnum %d appears twice", op, a);
+    out[k] = a;
+  }
+  return JX_OK;
+}

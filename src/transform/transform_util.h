@@ -14,4 +14,10 @@ typedef struct {
 jx_status jx_eqn_io_open(jx_eqn_io *io, const jx_eqn *e);
 void jx_eqn_io_close(jx_eqn_io *io);
 
+/* Checks the argument selection args[0..n) of f (negative counts from the
+ * end, as in JAX) and writes it normalized to out[0..n); an argnum out of
+ * range or given twice is an error naming op and f. */
+jx_status jx_argnums_normalize(const char *op, const char *fname, int nin, int n, const int *args,
+                               int *out);
+
 #endif
