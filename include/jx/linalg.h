@@ -49,6 +49,16 @@ jx_array *jx_linalg_det(jx_array *a);
  * singular) of each matrix, [...] each (jnp.linalg.slogdet). */
 jx_status jx_linalg_slogdet(jx_array *a, jx_array **sign, jx_array **logabsdet);
 
+/* The eigenvalues w [...,n], ascending, and eigenvectors v [..., n, n] (in
+ * its columns, orthonormal: a = v diag(w) v^T) of each symmetric matrix of
+ * a[..., n, n], as jnp.linalg.eigh: a is symmetrized first ((a + a^T) / 2).
+ * The eigenvectors' signs are LAPACK's (syevd), so compare sign-invariant
+ * quantities. The derivative of v is infinite/NaN where eigenvalues are
+ * equal, as JAX's. */
+jx_status jx_linalg_eigh(jx_array *a, jx_array **w, jx_array **v);
+/* The eigenvalues alone (jnp.linalg.eigvalsh), [..., n] ascending. */
+jx_array *jx_linalg_eigvalsh(jx_array *a);
+
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_linalg_cholesky(...)         JX_LOCATED(jx_linalg_cholesky, __VA_ARGS__)
 #define jx_linalg_triangular_solve(...) JX_LOCATED(jx_linalg_triangular_solve, __VA_ARGS__)
@@ -57,6 +67,8 @@ jx_status jx_linalg_slogdet(jx_array *a, jx_array **sign, jx_array **logabsdet);
 #define jx_linalg_inv(...)              JX_LOCATED(jx_linalg_inv, __VA_ARGS__)
 #define jx_linalg_det(...)              JX_LOCATED(jx_linalg_det, __VA_ARGS__)
 #define jx_linalg_slogdet(...)          JX_LOCATED_STATUS(jx_linalg_slogdet, __VA_ARGS__)
+#define jx_linalg_eigh(...)             JX_LOCATED_STATUS(jx_linalg_eigh, __VA_ARGS__)
+#define jx_linalg_eigvalsh(...)         JX_LOCATED(jx_linalg_eigvalsh, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

@@ -2,4 +2,4 @@
 #include "linalg_prims.h"
 
 const jx_prim *const jx_prims_linalg[] = {&jx_prim_cholesky, &jx_prim_triangular_solve, &jx_prim_lu,
-                                          NULL};
+                                          &jx_prim_eigh, NULL};

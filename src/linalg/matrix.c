@@ -33,6 +33,13 @@ jx_array *jx_linalg_triangle(jx_array *x, int lower, int k) {
   return jx_where(keep, x, jx_zeros(x->dtype, JX_SHAPE()));
 }
 
+jx_array *jx_linalg_diagonal(jx_array *x) {
+  int r = x->shape.rank;
+  jx_shape s = JX_SHAPE(x->shape.dims[r - 1], x->shape.dims[r - 1]);
+  jx_array *on_diag = jx_eq(jx_iota(JX_I32, s, 0), jx_iota(JX_I32, s, 1));
+  return jx_sum(jx_where(on_diag, x, jx_zeros(x->dtype, JX_SHAPE())), JX_AXES(r - 1), 0);
+}
+
 jx_array *jx_linalg_eye_like(jx_array *x) {
   return jx_eye(x->dtype, x->shape.dims[x->shape.rank - 1]);
 }

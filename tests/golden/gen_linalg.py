@@ -107,6 +107,28 @@ def lu_cases():
     save("singular", a=singular, det=jnp.linalg.det(singular), sign=sign, logabsdet=logdet)
 
 
+def eigh_cases():
+    """eigh's eigenvectors have arbitrary signs: the goldens are the eigenvalues
+    and VJPs of sign-invariant functions (the eigenvectors' squares)."""
+    def values_and_squares(a):
+        w, v = jnp.linalg.eigh(a)
+        return w, v * v
+
+    for case, shape, dt in (("eigh_f64", (4, 4), np.float64), ("eigh_f32", (3, 3), np.float32),
+                            ("eigh_batch_f64", (2, 3, 3), np.float64)):
+        a = R.standard_normal(shape).astype(dt)  # not symmetric: eigh symmetrizes it
+        (w, squares), vjp = jax.vjp(values_and_squares, jnp.asarray(a))
+        ct_w = R.standard_normal(w.shape).astype(dt)
+        ct_v = R.standard_normal(squares.shape).astype(dt)
+        (ct_a,) = vjp((jnp.asarray(ct_w), jnp.asarray(ct_v)))
+        save(case, a=a, w=w, squares=squares, ct_w=ct_w, ct_v=ct_v, ct_a=ct_a)
+        vjp_case(case.replace("eigh", "eigvalsh"), jnp.linalg.eigvalsh, dt, a)
+    # equal eigenvalues: the eigenvalues' gradient stays finite (the
+    # eigenvectors' tangent, infinite there, gets no cotangent)
+    degenerate = np.diag([1.0, 1.0, 2.0])
+    vjp_case("eigvalsh_degenerate", jnp.linalg.eigvalsh, np.float64, degenerate)
+
+
 def main():
     shutil.rmtree(DIR, ignore_errors=True)
     os.makedirs(DIR)
@@ -127,6 +149,7 @@ def main():
     bad = np.array([[[4.0, 2.0], [2.0, 3.0]], [[1.0, 2.0], [2.0, 1.0]]])
     save("chol_not_pd", a=bad, out=jnp.linalg.cholesky(bad))
     lu_cases()
+    eigh_cases()
 
 
 if __name__ == "__main__":
