@@ -59,6 +59,12 @@ jx_status jx_linalg_eigh(jx_array *a, jx_array **w, jx_array **v);
 /* The eigenvalues alone (jnp.linalg.eigvalsh), [..., n] ascending. */
 jx_array *jx_linalg_eigvalsh(jx_array *a);
 
+/* The QR factorization a = q r of each matrix of a[..., m, n], as
+ * jnp.linalg.qr: q [..., m, k] has orthonormal columns and r [..., k, n] is
+ * upper triangular, with k = min(m, n) (mode "reduced", full_matrices 0) or
+ * k = m (mode "complete"). The signs are LAPACK's (geqrf), as JAX's on CPU. */
+jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_array **r);
+
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_linalg_cholesky(...)         JX_LOCATED(jx_linalg_cholesky, __VA_ARGS__)
 #define jx_linalg_triangular_solve(...) JX_LOCATED(jx_linalg_triangular_solve, __VA_ARGS__)
@@ -69,6 +75,7 @@ jx_array *jx_linalg_eigvalsh(jx_array *a);
 #define jx_linalg_slogdet(...)          JX_LOCATED_STATUS(jx_linalg_slogdet, __VA_ARGS__)
 #define jx_linalg_eigh(...)             JX_LOCATED_STATUS(jx_linalg_eigh, __VA_ARGS__)
 #define jx_linalg_eigvalsh(...)         JX_LOCATED(jx_linalg_eigvalsh, __VA_ARGS__)
+#define jx_linalg_qr(...)               JX_LOCATED_STATUS(jx_linalg_qr, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

@@ -157,3 +157,20 @@ jx_array *jx_linalg_eigvalsh(jx_array *a) {
   if (jx_bind(&jx_prim_eigh, 1, &sym, &p, out)) return jx_poison();
   return out[0];
 }
+
+jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_array **r) {
+  const char *op = "jx_linalg_qr";
+  if (!q || !r) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
+  *q = *r = jx_poison();
+  jx_status st = jx_check_inputs(op, 1, &a);
+  if (st) return st;
+  jx_aval av = {a->dtype, a->weak, a->shape, 0};
+  if ((st = jx_linalg_check_matrix(op, "operand", &av))) return st;
+  jx_params p = JX_PARAMS_INIT;
+  p.i[0] = full_matrices != 0;
+  jx_array *out[2];
+  st = jx_bind(&jx_prim_qr, 1, &a, &p, out);
+  *q = out[0];
+  *r = out[1];
+  return st;
+}

@@ -129,6 +129,22 @@ def eigh_cases():
     vjp_case("eigvalsh_degenerate", jnp.linalg.eigvalsh, np.float64, degenerate)
 
 
+def qr_cases():
+    """q and r (LAPACK's signs, as JAX's on CPU) and the VJP against both."""
+    for case, shape, mode, dt in (("qr_tall_f64", (4, 3), "reduced", np.float64),
+                                  ("qr_tall_complete_f64", (4, 2), "complete", np.float64),
+                                  ("qr_wide_f64", (3, 5), "reduced", np.float64),
+                                  ("qr_wide_complete_f64", (2, 4), "complete", np.float64),
+                                  ("qr_f32", (3, 3), "reduced", np.float32),
+                                  ("qr_batch_f64", (2, 4, 3), "complete", np.float64)):
+        a = R.standard_normal(shape).astype(dt)
+        (q, r), vjp = jax.vjp(lambda a: tuple(jnp.linalg.qr(a, mode=mode)), jnp.asarray(a))
+        ct_q = R.standard_normal(q.shape).astype(dt)
+        ct_r = R.standard_normal(r.shape).astype(dt)
+        (ct_a,) = vjp((jnp.asarray(ct_q), jnp.asarray(ct_r)))
+        save(case, a=a, q=q, r=r, ct_q=ct_q, ct_r=ct_r, ct_a=ct_a)
+
+
 def main():
     shutil.rmtree(DIR, ignore_errors=True)
     os.makedirs(DIR)
@@ -150,6 +166,7 @@ def main():
     save("chol_not_pd", a=bad, out=jnp.linalg.cholesky(bad))
     lu_cases()
     eigh_cases()
+    qr_cases()
 
 
 if __name__ == "__main__":

@@ -19,14 +19,7 @@
 #include "test_util.h"
 
 #include "test_close.h"
-
-static jx_array *golden(const char *c, const char *name) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/linalg/%s_%s.npy", JX_TEST_DATA, c, name);
-  jx_array *a = jx_load_npy(path);
-  check_ok(jx_last_status());
-  return a;
-}
+#include "test_linalg_golden.h"
 
 static double tol_of(jx_array *x) { return jx_dtype_of(x) == JX_F64 ? 1e-9 : 1e-4; }
 
