@@ -145,6 +145,28 @@ def qr_cases():
         save(case, a=a, q=q, r=r, ct_q=ct_q, ct_r=ct_r, ct_a=ct_a)
 
 
+VECTOR_ORDS = {"2": 2, "1": 1, "inf": np.inf, "neginf": -np.inf, "0": 0, "3": 3, "half": 0.5}
+MATRIX_ORDS = {"fro": "fro", "1": 1, "neg1": -1, "inf": np.inf, "neginf": -np.inf}
+
+
+def norm_cases():
+    """Each order's value and VJP on a stack, and its gradient at zero (JAX's
+    conventions for |x| and ties: NaN for the 2-norm, split ties for max)."""
+    x = R.standard_normal((2, 5))
+    m = R.standard_normal((2, 3, 4))
+    for tag, ord_ in VECTOR_ORDS.items():
+        vjp_case(f"vnorm_{tag}", lambda v: jnp.linalg.vector_norm(v, ord=ord_, axis=-1),
+                 np.float64, x)
+        save(f"vnorm_{tag}_zero", grad=jax.grad(lambda v: jnp.linalg.norm(v, ord=ord_))(
+            jnp.zeros(3)))
+    for tag, ord_ in MATRIX_ORDS.items():
+        vjp_case(f"mnorm_{tag}", lambda v: jnp.linalg.matrix_norm(v, ord=ord_), np.float64, m)
+        save(f"mnorm_{tag}_zero", grad=jax.grad(lambda v: jnp.linalg.norm(v, ord=ord_))(
+            jnp.zeros((2, 2))))
+    vjp_case("vnorm_2_f32", lambda v: jnp.linalg.vector_norm(v, axis=-1), np.float32,
+             x.astype(np.float32))
+
+
 def main():
     shutil.rmtree(DIR, ignore_errors=True)
     os.makedirs(DIR)
@@ -167,6 +189,7 @@ def main():
     lu_cases()
     eigh_cases()
     qr_cases()
+    norm_cases()
 
 
 if __name__ == "__main__":
