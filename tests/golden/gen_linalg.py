@@ -1,5 +1,5 @@
 """Goldens for the linear algebra functions (jx/linalg.h), read by
-tests/unit/test_linalg.c.
+tests/unit/test_linalg*.c.
 
 Each case writes <case>_<name>.npy into tests/golden/data/linalg/: the inputs,
 JAX's outputs, a cotangent ct and JAX's VJPs of the outputs against it
