@@ -49,6 +49,42 @@ jx_array *jx_linalg_det(jx_array *a);
  * singular) of each matrix, [...] each (jnp.linalg.slogdet). */
 jx_status jx_linalg_slogdet(jx_array *a, jx_array **sign, jx_array **logabsdet);
 
+/* The eigenvalues w [...,n], ascending, and eigenvectors v [..., n, n] (in
+ * its columns, orthonormal: a = v diag(w) v^T) of each symmetric matrix of
+ * a[..., n, n], as jnp.linalg.eigh: a is symmetrized first ((a + a^T) / 2).
+ * The eigenvectors' signs are LAPACK's (syevd), so compare sign-invariant
+ * quantities. The derivative of v is infinite/NaN where eigenvalues are
+ * equal, as JAX's. */
+jx_status jx_linalg_eigh(jx_array *a, jx_array **w, jx_array **v);
+/* The eigenvalues alone (jnp.linalg.eigvalsh), [..., n] ascending. */
+jx_array *jx_linalg_eigvalsh(jx_array *a);
+
+/* The QR factorization a = q r of each matrix of a[..., m, n], as
+ * jnp.linalg.qr: q [..., m, k] has orthonormal columns and r [..., k, n] is
+ * upper triangular, with k = min(m, n) (mode "reduced", full_matrices 0) or
+ * k = m (mode "complete"). The signs are LAPACK's (geqrf), as JAX's on CPU. */
+jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_array **r);
+
+/* The ord-norm of each vector in x's last axis, [...] (jnp.linalg.vector_norm
+ * with axis=-1): ord 2 (Euclidean), 1, INFINITY (max |x|), -INFINITY
+ * (min |x|), 0 (the count of nonzeros) or any other p ((sum |x|^p)^(1/p)).
+ * Differentiable as JAX's: the 2-norm's gradient at 0 is NaN. */
+jx_array *jx_linalg_vector_norm(jx_array *x, double ord);
+
+/* The matrix norms jx_linalg_matrix_norm computes, as jnp.linalg.norm's ord
+ * for a matrix ("nuc", 2 and -2 need the SVD and are not here yet). */
+typedef enum {
+  JX_NORM_FRO,     /* "fro": sqrt of the sum of squares */
+  JX_NORM_1,       /* 1: the largest column sum of |x| */
+  JX_NORM_NEG_1,   /* -1: the smallest column sum */
+  JX_NORM_INF,     /* inf: the largest row sum of |x| */
+  JX_NORM_NEG_INF, /* -inf: the smallest row sum */
+} jx_matrix_norm_ord;
+
+/* The ord-norm of each matrix in x's last two axes, [...]
+ * (jnp.linalg.matrix_norm). */
+jx_array *jx_linalg_matrix_norm(jx_array *x, jx_matrix_norm_ord ord);
+
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_linalg_cholesky(...)         JX_LOCATED(jx_linalg_cholesky, __VA_ARGS__)
 #define jx_linalg_triangular_solve(...) JX_LOCATED(jx_linalg_triangular_solve, __VA_ARGS__)
@@ -57,6 +93,11 @@ jx_status jx_linalg_slogdet(jx_array *a, jx_array **sign, jx_array **logabsdet);
 #define jx_linalg_inv(...)              JX_LOCATED(jx_linalg_inv, __VA_ARGS__)
 #define jx_linalg_det(...)              JX_LOCATED(jx_linalg_det, __VA_ARGS__)
 #define jx_linalg_slogdet(...)          JX_LOCATED_STATUS(jx_linalg_slogdet, __VA_ARGS__)
+#define jx_linalg_eigh(...)             JX_LOCATED_STATUS(jx_linalg_eigh, __VA_ARGS__)
+#define jx_linalg_eigvalsh(...)         JX_LOCATED(jx_linalg_eigvalsh, __VA_ARGS__)
+#define jx_linalg_qr(...)               JX_LOCATED_STATUS(jx_linalg_qr, __VA_ARGS__)
+#define jx_linalg_vector_norm(...)      JX_LOCATED(jx_linalg_vector_norm, __VA_ARGS__)
+#define jx_linalg_matrix_norm(...)      JX_LOCATED(jx_linalg_matrix_norm, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

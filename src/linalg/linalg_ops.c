@@ -13,11 +13,16 @@ static jx_status check_matrix(const char *op, const char *what, jx_array *a) {
   return jx_linalg_check_square(op, what, &av);
 }
 
+/* (a + a^T) / 2: jnp.linalg's symmetrize_input, so only the symmetric part
+ * counts and derivatives stay symmetric. */
+static jx_array *symmetrize(jx_array *a) {
+  return jx_mul(jx_add(a, jx_linalg_swap_last(a)), jx_scalar(a->dtype, 0.5));
+}
+
 jx_array *jx_linalg_cholesky(jx_array *a) {
   const char *op = "jx_linalg_cholesky";
   if (jx_check_inputs(op, 1, &a) || check_matrix(op, "operand", a)) return jx_poison();
-  /* jnp.linalg.cholesky's symmetrize_input: only the symmetric part counts */
-  jx_array *sym = jx_mul(jx_add(a, jx_linalg_swap_last(a)), jx_scalar(a->dtype, 0.5));
+  jx_array *sym = symmetrize(a);
   jx_params p = JX_PARAMS_INIT;
   return jx_bind1(&jx_prim_cholesky, 1, &sym, &p);
 }
@@ -100,10 +105,7 @@ static void lu_parts(jx_array *lu, jx_array *pivots, jx_array **parity_sign, jx_
   jx_array *flip =
       jx_where(swapped, jx_full(lu->dtype, JX_SHAPE(), -1), jx_full(lu->dtype, JX_SHAPE(), 1));
   *parity_sign = jx_prod(flip, JX_AXES(r - 2), 0);
-  jx_array *on_diag =
-      jx_eq(jx_iota(JX_I32, JX_SHAPE(lu->shape.dims[r - 1], lu->shape.dims[r - 1]), 0),
-            jx_iota(JX_I32, JX_SHAPE(lu->shape.dims[r - 1], lu->shape.dims[r - 1]), 1));
-  *diag = jx_sum(jx_where(on_diag, lu, jx_zeros(lu->dtype, JX_SHAPE())), JX_AXES(r - 1), 0);
+  *diag = jx_linalg_diagonal(lu);
 }
 
 jx_array *jx_linalg_det(jx_array *a) {
@@ -130,4 +132,45 @@ jx_status jx_linalg_slogdet(jx_array *a, jx_array **sign, jx_array **logabsdet) 
   *sign = jx_mul(parity, jx_prod(jx_sign(diag), JX_AXES(ax), 0));
   *logabsdet = jx_sum(jx_log(jx_abs(diag)), JX_AXES(ax), 0);
   return jx_last_status();
+}
+
+jx_status jx_linalg_eigh(jx_array *a, jx_array **w, jx_array **v) {
+  const char *op = "jx_linalg_eigh";
+  if (!w || !v) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
+  *w = *v = jx_poison();
+  jx_status st = jx_check_inputs(op, 1, &a);
+  if (!st) st = check_matrix(op, "operand", a);
+  if (st) return st;
+  jx_array *sym = symmetrize(a), *out[2];
+  jx_params p = JX_PARAMS_INIT;
+  st = jx_bind(&jx_prim_eigh, 1, &sym, &p, out);
+  *w = out[0];
+  *v = out[1];
+  return st;
+}
+
+jx_array *jx_linalg_eigvalsh(jx_array *a) {
+  const char *op = "jx_linalg_eigvalsh";
+  if (jx_check_inputs(op, 1, &a) || check_matrix(op, "operand", a)) return jx_poison();
+  jx_array *out[2], *sym = symmetrize(a);
+  jx_params p = JX_PARAMS_INIT;
+  if (jx_bind(&jx_prim_eigh, 1, &sym, &p, out)) return jx_poison();
+  return out[0];
+}
+
+jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_array **r) {
+  const char *op = "jx_linalg_qr";
+  if (!q || !r) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
+  *q = *r = jx_poison();
+  jx_status st = jx_check_inputs(op, 1, &a);
+  if (st) return st;
+  jx_aval av = {a->dtype, a->weak, a->shape, 0};
+  if ((st = jx_linalg_check_matrix(op, "operand", &av))) return st;
+  jx_params p = JX_PARAMS_INIT;
+  p.i[0] = full_matrices != 0;
+  jx_array *out[2];
+  st = jx_bind(&jx_prim_qr, 1, &a, &p, out);
+  *q = out[0];
+  *r = out[1];
+  return st;
 }

@@ -9,15 +9,23 @@
  *    left_side=i0 lower=i1 transpose_a=i2 unit_diagonal=i3, as
  *    lax.linalg.triangular_solve;
  *  - lu (lu.c): a[..., n, n] -> (lu, pivots i32[..., n], permutation
- *    i32[..., n]), as lax.linalg.lu. */
+ *    i32[..., n]), as lax.linalg.lu;
+ *  - eigh (eigh.c): a[..., n, n] -> (w [..., n] ascending, v [..., n, n]
+ *    with the eigenvectors in its columns), from a's lower triangle;
+ *  - qr (qr.c): a[..., m, n] -> (q [..., m, k], r [..., k, n]), k = m when
+ *    full_matrices=i0, min(m, n) otherwise. */
 #ifndef JX_SRC_LINALG_LINALG_PRIMS_H
 #define JX_SRC_LINALG_LINALG_PRIMS_H
 
 #include "../prims/prim.h"
 
-extern const jx_prim jx_prim_cholesky, jx_prim_triangular_solve, jx_prim_lu;
+extern const jx_prim jx_prim_cholesky, jx_prim_triangular_solve, jx_prim_lu, jx_prim_eigh,
+    jx_prim_qr;
 extern const jx_prim *const jx_prims_linalg[];
 
+/* Checks that av is an f32/f64 stack of matrices (rank >= 2); records an
+ * error naming op and the aval otherwise. */
+jx_status jx_linalg_check_matrix(const char *op, const char *what, const jx_aval *av);
 /* Checks that av is an f32/f64 stack of square matrices; records an error
  * naming op and the aval otherwise. */
 jx_status jx_linalg_check_square(const char *op, const char *what, const jx_aval *av);
@@ -27,6 +35,10 @@ int64_t jx_linalg_batch_count(jx_shape s);
 /* x with the entries outside a band zeroed: the lower triangle (lower: row +
  * k >= col) or the upper one (row + k <= col) of the last two axes. */
 jx_array *jx_linalg_triangle(jx_array *x, int lower, int k);
+/* The diagonal of x's last two axes (square): [..., n]. */
+jx_array *jx_linalg_diagonal(jx_array *x);
+/* The block x[..., r0:r1, c0:c1] of x's last two axes. */
+jx_array *jx_linalg_block(jx_array *x, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
 /* x with its last two axes swapped. */
 jx_array *jx_linalg_swap_last(jx_array *x);
 /* The identity of x's last two axes (square), in x's dtype. */

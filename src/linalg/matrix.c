@@ -5,12 +5,22 @@
 #include "../trace/dispatch.h"
 #include "linalg_prims.h"
 
-jx_status jx_linalg_check_square(const char *op, const char *what, const jx_aval *av) {
+jx_status jx_linalg_check_matrix(const char *op, const char *what, const jx_aval *av) {
   char s[JX_AVAL_STR_CAP];
-  int r = av->shape.rank;
   if (av->dtype != JX_F32 && av->dtype != JX_F64)
     return jx_error_set(JX_ERR_DTYPE, "%s: %s %s must be f32 or f64", op, what,
                         jx_aval_str(av->dtype, av->shape, s));
+  if (av->shape.rank < 2)
+    return jx_error_set(JX_ERR_SHAPE,
+                        "%s: %s %s must be a matrix (or a stack of them) in its last two axes", op,
+                        what, jx_aval_str(av->dtype, av->shape, s));
+  return JX_OK;
+}
+
+jx_status jx_linalg_check_square(const char *op, const char *what, const jx_aval *av) {
+  char s[JX_AVAL_STR_CAP];
+  int r = av->shape.rank;
+  if (av->dtype != JX_F32 && av->dtype != JX_F64) return jx_linalg_check_matrix(op, what, av);
   if (r < 2 || av->shape.dims[r - 1] != av->shape.dims[r - 2])
     return jx_error_set(JX_ERR_SHAPE,
                         "%s: %s %s must be a square matrix (or a stack of them) in its last two "
@@ -31,6 +41,22 @@ jx_array *jx_linalg_triangle(jx_array *x, int lower, int k) {
   jx_array *row = jx_add(jx_iota(JX_I32, s, 0), jx_scalar(JX_I32, k)), *col = jx_iota(JX_I32, s, 1);
   jx_array *keep = lower ? jx_ge(row, col) : jx_ge(col, row);
   return jx_where(keep, x, jx_zeros(x->dtype, JX_SHAPE()));
+}
+
+jx_array *jx_linalg_diagonal(jx_array *x) {
+  int r = x->shape.rank;
+  jx_shape s = JX_SHAPE(x->shape.dims[r - 1], x->shape.dims[r - 1]);
+  jx_array *on_diag = jx_eq(jx_iota(JX_I32, s, 0), jx_iota(JX_I32, s, 1));
+  return jx_sum(jx_where(on_diag, x, jx_zeros(x->dtype, JX_SHAPE())), JX_AXES(r - 1), 0);
+}
+
+jx_array *jx_linalg_block(jx_array *x, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  jx_shape start = x->shape, stop = x->shape, step = x->shape;
+  int r = x->shape.rank;
+  for (int d = 0; d < r; d++) start.dims[d] = 0, step.dims[d] = 1;
+  start.dims[r - 2] = r0, stop.dims[r - 2] = r1;
+  start.dims[r - 1] = c0, stop.dims[r - 1] = c1;
+  return jx_slice(x, start, stop, step);
 }
 
 jx_array *jx_linalg_eye_like(jx_array *x) {

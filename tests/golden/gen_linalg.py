@@ -1,5 +1,5 @@
 """Goldens for the linear algebra functions (jx/linalg.h), read by
-tests/unit/test_linalg.c.
+tests/unit/test_linalg*.c.
 
 Each case writes <case>_<name>.npy into tests/golden/data/linalg/: the inputs,
 JAX's outputs, a cotangent ct and JAX's VJPs of the outputs against it
@@ -107,6 +107,66 @@ def lu_cases():
     save("singular", a=singular, det=jnp.linalg.det(singular), sign=sign, logabsdet=logdet)
 
 
+def eigh_cases():
+    """eigh's eigenvectors have arbitrary signs: the goldens are the eigenvalues
+    and VJPs of sign-invariant functions (the eigenvectors' squares)."""
+    def values_and_squares(a):
+        w, v = jnp.linalg.eigh(a)
+        return w, v * v
+
+    for case, shape, dt in (("eigh_f64", (4, 4), np.float64), ("eigh_f32", (3, 3), np.float32),
+                            ("eigh_batch_f64", (2, 3, 3), np.float64)):
+        a = R.standard_normal(shape).astype(dt)  # not symmetric: eigh symmetrizes it
+        (w, squares), vjp = jax.vjp(values_and_squares, jnp.asarray(a))
+        ct_w = R.standard_normal(w.shape).astype(dt)
+        ct_v = R.standard_normal(squares.shape).astype(dt)
+        (ct_a,) = vjp((jnp.asarray(ct_w), jnp.asarray(ct_v)))
+        save(case, a=a, w=w, squares=squares, ct_w=ct_w, ct_v=ct_v, ct_a=ct_a)
+        vjp_case(case.replace("eigh", "eigvalsh"), jnp.linalg.eigvalsh, dt, a)
+    # equal eigenvalues: the eigenvalues' gradient stays finite (the
+    # eigenvectors' tangent, infinite there, gets no cotangent)
+    degenerate = np.diag([1.0, 1.0, 2.0])
+    vjp_case("eigvalsh_degenerate", jnp.linalg.eigvalsh, np.float64, degenerate)
+
+
+def qr_cases():
+    """q and r (LAPACK's signs, as JAX's on CPU) and the VJP against both."""
+    for case, shape, mode, dt in (("qr_tall_f64", (4, 3), "reduced", np.float64),
+                                  ("qr_tall_complete_f64", (4, 2), "complete", np.float64),
+                                  ("qr_wide_f64", (3, 5), "reduced", np.float64),
+                                  ("qr_wide_complete_f64", (2, 4), "complete", np.float64),
+                                  ("qr_f32", (3, 3), "reduced", np.float32),
+                                  ("qr_batch_f64", (2, 4, 3), "complete", np.float64)):
+        a = R.standard_normal(shape).astype(dt)
+        (q, r), vjp = jax.vjp(lambda a: tuple(jnp.linalg.qr(a, mode=mode)), jnp.asarray(a))
+        ct_q = R.standard_normal(q.shape).astype(dt)
+        ct_r = R.standard_normal(r.shape).astype(dt)
+        (ct_a,) = vjp((jnp.asarray(ct_q), jnp.asarray(ct_r)))
+        save(case, a=a, q=q, r=r, ct_q=ct_q, ct_r=ct_r, ct_a=ct_a)
+
+
+VECTOR_ORDS = {"2": 2, "1": 1, "inf": np.inf, "neginf": -np.inf, "0": 0, "3": 3, "half": 0.5}
+MATRIX_ORDS = {"fro": "fro", "1": 1, "neg1": -1, "inf": np.inf, "neginf": -np.inf}
+
+
+def norm_cases():
+    """Each order's value and VJP on a stack, and its gradient at zero (JAX's
+    conventions for |x| and ties: NaN for the 2-norm, split ties for max)."""
+    x = R.standard_normal((2, 5))
+    m = R.standard_normal((2, 3, 4))
+    for tag, ord_ in VECTOR_ORDS.items():
+        vjp_case(f"vnorm_{tag}", lambda v: jnp.linalg.vector_norm(v, ord=ord_, axis=-1),
+                 np.float64, x)
+        save(f"vnorm_{tag}_zero", grad=jax.grad(lambda v: jnp.linalg.norm(v, ord=ord_))(
+            jnp.zeros(3)))
+    for tag, ord_ in MATRIX_ORDS.items():
+        vjp_case(f"mnorm_{tag}", lambda v: jnp.linalg.matrix_norm(v, ord=ord_), np.float64, m)
+        save(f"mnorm_{tag}_zero", grad=jax.grad(lambda v: jnp.linalg.norm(v, ord=ord_))(
+            jnp.zeros((2, 2))))
+    vjp_case("vnorm_2_f32", lambda v: jnp.linalg.vector_norm(v, axis=-1), np.float32,
+             x.astype(np.float32))
+
+
 def main():
     shutil.rmtree(DIR, ignore_errors=True)
     os.makedirs(DIR)
@@ -127,6 +187,9 @@ def main():
     bad = np.array([[[4.0, 2.0], [2.0, 3.0]], [[1.0, 2.0], [2.0, 1.0]]])
     save("chol_not_pd", a=bad, out=jnp.linalg.cholesky(bad))
     lu_cases()
+    eigh_cases()
+    qr_cases()
+    norm_cases()
 
 
 if __name__ == "__main__":

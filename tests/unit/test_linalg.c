@@ -18,13 +18,7 @@
 
 #include "test_util.h"
 
-static jx_array *golden(const char *c, const char *name) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/linalg/%s_%s.npy", JX_TEST_DATA, c, name);
-  jx_array *a = jx_load_npy(path);
-  check_ok(jx_last_status());
-  return a;
-}
+#include "test_linalg_golden.h"
 
 /* got matches want elementwise within tol relative to max(1, |want|); NaNs
  * must be where want has them. */

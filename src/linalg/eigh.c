@@ -1,0 +1,98 @@
+/* eigh: the eigenvalues (ascending) and orthonormal eigenvectors of each
+ * symmetric matrix of a stack, through LAPACK's syevd reading the lower
+ * triangle: outputs (w [..., n], v [..., n, n]) with a = v diag(w) v^T, the
+ * eigenvectors in v's columns (their signs are LAPACK's). A matrix syevd
+ * fails to converge on gives NaNs in both outputs.
+ *
+ * JVP (JAX's _eigh_jvp_rule): with X = V^T dA V, dw = diag(X) and
+ * dV = V (F o X), F_ij = 1 / (w_j - w_i) off the diagonal and 0 on it, built
+ * as 1 / (I + w_j - w_i) - I as JAX does: equal eigenvalues give infs in F
+ * (and infs/NaNs in dV), no special case. Batching moves the batch axis to
+ * the front. */
+#include <lapacke.h>
+#include <math.h>
+#include <string.h>
+
+#include <jx/ops.h>
+
+#include "../base/error.h"
+#include "../prims/rules.h"
+#include "linalg_prims.h"
+
+static jx_status infer_eigh(const jx_params *p, int nin, const jx_aval *in, int nout,
+                            jx_aval *out) {
+  (void)p, (void)nin, (void)nout;
+  jx_status st = jx_linalg_check_square("eigh", "operand", in);
+  if (st) return st;
+  jx_shape values = in->shape;
+  values.rank--; /* [..., n] */
+  out[0] = (jx_aval){in->dtype, 0, values, 0};
+  out[1] = (jx_aval){in->dtype, 0, in->shape, 0};
+  return JX_OK;
+}
+
+/* Decomposes the row-major n x n matrix v in place (eigenvectors in its
+ * columns), the eigenvalues into w; NaNs in both when syevd fails. */
+static void decompose(jx_dtype dt, void *v, void *w, int64_t n) {
+  lapack_int info = dt == JX_F64 ? LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'L', n, v, n, w)
+                                 : LAPACKE_ssyevd(LAPACK_ROW_MAJOR, 'V', 'L', n, v, n, w);
+  if (info == 0) return;
+  for (int64_t i = 0; i < n * n; i++) {
+    if (dt == JX_F64) {
+      ((double *)v)[i] = NAN;
+      if (i < n) ((double *)w)[i] = NAN;
+    } else {
+      ((float *)v)[i] = NAN;
+      if (i < n) ((float *)w)[i] = NAN;
+    }
+  }
+}
+
+static void eval_eigh(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
+  (void)p, (void)nin, (void)nout;
+  int r = in->shape.rank;
+  int64_t n = in->shape.dims[r - 1], count = jx_linalg_batch_count(in->shape);
+  size_t esize = jx_dtype_size(in->dtype), bytes = esize * (size_t)(n * n);
+  if (bytes == 0) return;
+  for (int64_t b = 0; b < count; b++) {
+    char *v = (char *)out[1].data + bytes * (size_t)b;
+    memcpy(v, (const char *)in->data + bytes * (size_t)b, bytes);
+    decompose(in->dtype, v, (char *)out[0].data + esize * (size_t)(n * b), n);
+  }
+}
+
+static jx_status jvp_eigh(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
+                          int nout, jx_array **y, jx_array **ty, int nsub,
+                          struct jx_program *const *subs) {
+  (void)nin, (void)nout, (void)nsub, (void)subs;
+  jx_status st = jx_bind(&jx_prim_eigh, 1, x, p, y);
+  ty[0] = ty[1] = NULL;
+  if (st || !t[0]) return st;
+  jx_array *w = y[0], *v = y[1], *eye = jx_linalg_eye_like(v);
+  /* gaps[i, j] = w_j - w_i; the identity keeps the diagonal's reciprocal finite */
+  jx_array *gaps = jx_sub(jx_expand_dims(w, -2), jx_expand_dims(w, -1));
+  jx_array *f = jx_sub(jx_reciprocal(jx_add(eye, gaps)), eye);
+  jx_array *vt_da_v = jx_matmul(jx_matmul(jx_linalg_swap_last(v), t[0]), v);
+  ty[0] = jx_linalg_diagonal(vt_da_v);
+  ty[1] = jx_matmul(v, jx_mul(f, vt_da_v));
+  return jx_last_status();
+}
+
+static jx_status batch_eigh(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
+                            int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
+                            struct jx_program *const *subs) {
+  (void)nin, (void)nout, (void)nsub, (void)subs;
+  jx_array *x = jx_rule_batch_to_front(in[0], bdim[0], n);
+  jx_status st = jx_bind(&jx_prim_eigh, 1, &x, p, out);
+  out_bdim[0] = out_bdim[1] = 0;
+  return st;
+}
+
+const jx_prim jx_prim_eigh = {.name = "eigh",
+                              .nin = 1,
+                              .nout = 2,
+                              .params = "",
+                              .infer = infer_eigh,
+                              .eval = eval_eigh,
+                              .jvp = jvp_eigh,
+                              .batch = batch_eigh};

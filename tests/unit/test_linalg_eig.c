@@ -1,0 +1,175 @@
+/* The symmetric eigendecomposition (jx_linalg_eigh, jx_linalg_eigvalsh)
+ * against JAX goldens (tests/golden/gen_linalg.py). The eigenvectors' signs
+ * are arbitrary, so the goldens are sign-invariant: the eigenvalues, the
+ * eigenvectors' squares and their VJPs; the vectors themselves are checked
+ * by identities (a = V diag(w) V^T, V^T V = I). f32 and f64, stacks, eagerly,
+ * under jit, vmap and a sharded jit; second-order derivatives against finite
+ * differences; equal eigenvalues; errors. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jx/jx.h>
+
+#include "test_util.h"
+
+#include "test_close.h"
+#include "test_linalg_golden.h"
+
+static double tol_of(jx_array *x) { return jx_dtype_of(x) == JX_F64 ? 1e-9 : 1e-4; }
+
+/* (w, v * v): the eigenvalues and the eigenvectors' squares, which do not
+ * depend on the signs LAPACK picks. */
+static void values_and_squares_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *w, *v;
+  jx_linalg_eigh(in[0], &w, &v);
+  out[0] = w;
+  out[1] = jx_mul(v, v);
+}
+
+static void eigvalsh_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_linalg_eigvalsh(in[0]);
+}
+
+static const char *const EIGH_CASES[] = {"eigh_f64", "eigh_f32", "eigh_batch_f64"};
+#define NCASES (sizeof EIGH_CASES / sizeof *EIGH_CASES)
+
+/* vjp(values_and_squares) at case c's golden inputs, checked against JAX. */
+static void check_vjp(jx_fn *vjp, const char *c) {
+  jx_array *a = golden(c, "a");
+  jx_array *in[3] = {a, golden(c, "ct_w"), golden(c, "ct_v")}, *out[3];
+  check_ok(jx_call(vjp, in, out));
+  double tol = tol_of(a);
+  assert_close(out[0], golden(c, "w"), tol);
+  assert_close(out[1], golden(c, "squares"), tol * 10);
+  assert_close(out[2], golden(c, "ct_a"), tol * 100);
+}
+
+static void eigh_matches_jax(void **state) {
+  (void)state;
+  for (int jit = 0; jit < 2; jit++)
+    for (size_t c = 0; c < NCASES; c++) {
+      jx_fn *f = jx_fn_create("eigh", 1, 2, values_and_squares_body, NULL);
+      jx_fn *vjp = jx_vjp(f);
+      jx_fn *run = jit ? jx_jit(vjp, NULL) : vjp;
+      check_vjp(run, EIGH_CASES[c]);
+      if (jit) jx_fn_release(run);
+      jx_fn_release(vjp);
+      jx_fn_release(f);
+    }
+}
+
+static void eigh_vectors_reconstruct_the_matrix(void **state) {
+  (void)state;
+  for (size_t c = 0; c < NCASES; c++) {
+    jx_array *a = golden(EIGH_CASES[c], "a"), *w, *v;
+    check_ok(jx_linalg_eigh(a, &w, &v));
+    int r = jx_shape_of(a).rank;
+    jx_axes swap = r == 2 ? JX_AXES(1, 0) : JX_AXES(0, 2, 1);
+    jx_array *sym = jx_mul(jx_add(a, jx_transpose(a, swap)), jx_scalar(jx_dtype_of(a), 0.5));
+    jx_array *vt = jx_transpose(v, swap);
+    assert_close(jx_matmul(jx_mul(v, jx_expand_dims(w, r - 2)), vt), sym, tol_of(a));
+    jx_array *eye =
+        jx_broadcast_to(jx_eye(jx_dtype_of(a), jx_shape_of(a).dims[r - 1]), jx_shape_of(a));
+    assert_close(jx_matmul(vt, v), eye, tol_of(a));
+  }
+}
+
+static void eigvalsh_matches_jax(void **state) {
+  (void)state;
+  /* eigvalsh_degenerate has a double eigenvalue: the eigenvectors' tangent
+   * is infinite there, yet the eigenvalues' VJP is finite, as in JAX */
+  const char *cases[] = {"eigvalsh_f64", "eigvalsh_f32", "eigvalsh_batch_f64",
+                         "eigvalsh_degenerate"};
+  for (int jit = 0; jit < 2; jit++)
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+      jx_fn *f = jx_fn_create("eigvalsh", 1, 1, eigvalsh_body, NULL);
+      jx_fn *vjp = jx_vjp(f);
+      jx_fn *run = jit ? jx_jit(vjp, NULL) : vjp;
+      jx_array *a = golden(cases[c], "a");
+      jx_array *in[2] = {a, golden(cases[c], "ct")}, *out[2];
+      check_ok(jx_call(run, in, out));
+      assert_close(out[0], golden(cases[c], "out"), tol_of(a));
+      assert_close(out[1], golden(cases[c], "ct_a"), tol_of(a) * 10);
+      if (jit) jx_fn_release(run);
+      jx_fn_release(vjp);
+      jx_fn_release(f);
+    }
+}
+
+static void eigh_under_vmap(void **state) {
+  (void)state;
+  /* the stack mapped through the VJP, jitted */
+  jx_fn *f = jx_fn_create("eigh", 1, 2, values_and_squares_body, NULL);
+  jx_fn *vjp = jx_vjp(f);
+  jx_fn *vf = jx_vmap(vjp, JX_AXES(0, 0, 0), JX_AXES(0, 0, 0));
+  jx_fn *jvf = jx_jit(vf, NULL);
+  check_vjp(jvf, "eigh_batch_f64");
+  jx_fn_release(jvf);
+  jx_fn_release(vf);
+  jx_fn_release(vjp);
+  jx_fn_release(f);
+}
+
+static void eigh_sharded_jit_matches_jax(void **state) {
+  (void)state;
+  TEST_SKIP_ON_CUDA("there are no CUDA meshes");
+  /* the stack split over two devices; eigh runs replicated */
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(2), (const char *[]){"x"});
+  jx_sharding *sh = jx_sharding_create(m, "x");
+  assert_non_null(sh);
+  jx_fn *f = jx_fn_create("eigh", 1, 2, values_and_squares_body, NULL);
+  jx_fn *vjp = jx_vjp(f);
+  jx_fn *j = jx_jit(vjp, &(jx_jit_options){.in_shardings = (jx_sharding *[]){sh, sh, sh}});
+  check_vjp(j, "eigh_batch_f64");
+  jx_fn_release(j);
+  jx_fn_release(vjp);
+  jx_fn_release(f);
+  jx_sharding_release(sh);
+  jx_mesh_release(m);
+}
+
+static void eigh_gradients_match_finite_differences(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("eigh", 1, 2, values_and_squares_body, NULL);
+  jx_array *a = golden("eigh_f64", "a");
+  check_ok(jx_check_grads(f, &a, 2, 0, 0));
+  jx_fn_release(f);
+}
+
+static void eigh_errors_name_the_shapes(void **state) {
+  (void)state;
+  jx_array *w, *v;
+  assert_int_equal(jx_linalg_eigh(jx_zeros(JX_F32, JX_SHAPE(3, 4)), &w, &v), JX_ERR_SHAPE);
+  assert_true(jx_is_poisoned(w) && jx_is_poisoned(v));
+  assert_error_has("jx_linalg_eigh: operand f32[3,4] must be a square matrix");
+  assert_int_equal(jx_linalg_eigh(jx_zeros(JX_F32, JX_SHAPE(2, 2)), &w, NULL),
+                   JX_ERR_INVALID_ARGUMENT);
+  assert_error_has("jx_linalg_eigh: an output pointer is NULL");
+  jx_array *r = jx_linalg_eigvalsh(jx_zeros(JX_I32, JX_SHAPE(2, 2)));
+  assert_true(jx_is_poisoned(r));
+  assert_error_has("jx_linalg_eigvalsh: operand i32[2,2] must be f32 or f64");
+}
+
+int main(void) {
+  if (jx_set_cpu_device_count(2)) return 1;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(eigh_matches_jax, setup, teardown),
+      cmocka_unit_test_setup_teardown(eigh_vectors_reconstruct_the_matrix, setup, teardown),
+      cmocka_unit_test_setup_teardown(eigvalsh_matches_jax, setup, teardown),
+      cmocka_unit_test_setup_teardown(eigh_under_vmap, setup, teardown),
+      cmocka_unit_test_setup_teardown(eigh_sharded_jit_matches_jax, setup, teardown),
+      cmocka_unit_test_setup_teardown(eigh_gradients_match_finite_differences, setup, teardown),
+      cmocka_unit_test_setup_teardown(eigh_errors_name_the_shapes, setup, teardown),
+  };
+  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  jx_shutdown();
+  return failed;
+}
