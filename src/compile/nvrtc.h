@@ -1,9 +1,7 @@
-/* NVRTC, CUDA's runtime compiler, loaded with dlopen (ARCHITECTURE.md
- * decision 10): jx links nothing of CUDA, so one binary runs with or without
- * it and says clearly what is missing. The library is looked up once per
- * process: $JX_NVRTC_PATH when set, then libnvrtc.so, .so.13, .so.12, .so.11
- * on the loader's path, then the same names under $CUDA_HOME/lib64,
- * $CUDA_PATH/lib64 and /usr/local/cuda/lib64. */
+/* NVRTC, CUDA's runtime compiler, loaded with dlopen: jx links nothing of CUDA, so one binary runs
+ * with or without it and says clearly what is missing. The library is looked up once per process:
+ * $JX_NVRTC_PATH when set, then libnvrtc.so, .so.13, .so.12, .so.11 on the loader's path, then the
+ * same names under $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64. */
 #ifndef JX_SRC_COMPILE_NVRTC_H
 #define JX_SRC_COMPILE_NVRTC_H
 

@@ -1,4 +1,4 @@
-/* Collectives over a communicator of n ranks (ARCHITECTURE.md decision 7).
+/* Collectives over a communicator of n ranks.
  *
  * One interface, several engines; this header declares the interface and the
  * `local` engine, whose ranks are threads of this process sharing memory.

@@ -1,5 +1,5 @@
 /* The hierarchical collectives engine: a group whose devices belong to
- * several processes (ARCHITECTURE.md decision 7).
+ * several processes.
  *
  * A round: this process's ranks publish their calls and meet at a barrier
  * of a local communicator (shared memory, with the deadline); then one of

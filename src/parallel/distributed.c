@@ -1,7 +1,7 @@
 /* Many processes (jx/distributed.h): joining the job, the MPI plugin, and
  * the arrays that span processes.
  *
- * The MPI plugin is opened with dlopen (ARCHITECTURE.md decision 10), so
+ * The MPI plugin is opened with dlopen, so
  * libjx links no MPI: JX_MPI_PLUGIN (a path), else libjx_mpi.so next to the
  * library (or executable) that holds this code, else the library search
  * path. A job of one process needs no plugin.

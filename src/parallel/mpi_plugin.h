@@ -1,7 +1,6 @@
 /* The interface between libjx and its MPI plugin (libjx_mpi.so), which libjx
- * opens with dlopen in jx_distributed_initialize (ARCHITECTURE.md decision
- * 10): the core links no MPI. With MPI_THREAD_MULTIPLE the calling thread
- * makes a collective's MPI calls itself; otherwise one thread of the plugin
+ * opens with dlopen in jx_distributed_initialize: the core links no MPI. With MPI_THREAD_MULTIPLE
+ * the calling thread makes a collective's MPI calls itself; otherwise one thread of the plugin
  * makes every MPI call of the process (MPI_THREAD_FUNNELED) and the functions
  * below hand it work and wait for the answer. Every wait has a deadline:
  * operations start non-blocking and are polled until they finish or the

@@ -1,4 +1,4 @@
-/* A primitive is one table row of rules (ARCHITECTURE.md, decision 1).
+/* A primitive is one table row of rules.
  *
  * Rows are `const jx_prim jx_prim_<name>` objects defined in their family's
  * file (unary.c, binary.c, ...), declared in prims.h and listed by
