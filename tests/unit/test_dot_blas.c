@@ -20,6 +20,7 @@
 
 #include "array/array.h"
 #include "base/threadpool.h"
+#include "dot_layouts.h"
 #include "prims/dot_kernels.h"
 #include "prims/dot_skinny.h"
 #include "prims/prims.h"
@@ -167,26 +168,17 @@ static void random_case(jx_dtype dt, int pref, int allow_empty) {
   check(dt, pref, ls, rs, &p);
 }
 
+static void check_layout(jx_shape ls, jx_shape rs, const jx_params *p, void *dtype) {
+  check(*(const jx_dtype *)dtype, -1, ls, rs, p);
+}
+
 /* Every placement of one batch and one contracting dim in two rank-3 operands
  * (and of one contracting dim in two matrices), square and non-square. */
 static void every_layout(jx_dtype dt) {
   const int64_t sizes[][4] = {{4, 6, 5, 7}, {3, 1, 9, 2}, {2, 33, 40, 1}, {1, 70, 65, 66}};
   for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
-    int64_t B = sizes[z][0], K = sizes[z][1], M = sizes[z][2], N = sizes[z][3];
-    for (int lb = 0; lb < 3; lb++)
-      for (int lc = 0; lc < 3; lc++)
-        for (int rb = 0; rb < 3; rb++)
-          for (int rc = 0; rc < 3; rc++) {
-            if (lb == lc || rb == rc) continue;
-            jx_params p = {0};
-            p.l[JX_DOT_LB] = (jx_ilist){1, {lb}};
-            p.l[JX_DOT_LC] = (jx_ilist){1, {lc}};
-            p.l[JX_DOT_RB] = (jx_ilist){1, {rb}};
-            p.l[JX_DOT_RC] = (jx_ilist){1, {rc}};
-            jx_shape ls = {3, {M, M, M}}, rs = {3, {N, N, N}};
-            ls.dims[lb] = B, ls.dims[lc] = K, rs.dims[rb] = B, rs.dims[rc] = K;
-            check(dt, -1, ls, rs, &p);
-          }
+    int64_t K = sizes[z][1], M = sizes[z][2], N = sizes[z][3];
+    test_dot_rank3_layouts(sizes[z][0], K, M, N, check_layout, &dt);
     for (int lc = 0; lc < 2; lc++)
       for (int rc = 0; rc < 2; rc++) {
         jx_params p = {0};

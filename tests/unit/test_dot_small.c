@@ -20,6 +20,7 @@
 
 #include "array/array.h"
 #include "prims/dot_kernels.h"
+#include "dot_layouts.h"
 #include "prims/dot_small.h"
 #include "prims/prims.h"
 
@@ -83,6 +84,12 @@ static void check(jx_shape ls, jx_shape rs, const jx_params *p) {
   free(mag);
 }
 
+/* check, counting the small kernel's calls it makes (one per batch entry) */
+static void check_layout(jx_shape ls, jx_shape rs, const jx_params *p, void *expected) {
+  check(ls, rs, p);
+  *(int64_t *)expected += ls.dims[p->l[JX_DOT_LB].v[0]];
+}
+
 /* Every placement of one batch and one contracting dim in two rank-3
  * operands, and matrix products in all four transpositions, at sizes with
  * 32-wide blocks, 8-wide ones and scalar tails; then the RNN step's
@@ -93,22 +100,8 @@ static void small_products_within_the_fma_bound(void **state) {
   int64_t calls = jx_sgemm_small_calls(), expected = 0;
   const int64_t sizes[][4] = {{3, 7, 5, 45}, {2, 33, 4, 1}, {1, 1, 9, 8}, {4, 0, 3, 9}};
   for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
-    int64_t B = sizes[z][0], K = sizes[z][1], M = sizes[z][2], N = sizes[z][3];
-    for (int lb = 0; lb < 3; lb++)
-      for (int lc = 0; lc < 3; lc++)
-        for (int rb = 0; rb < 3; rb++)
-          for (int rc = 0; rc < 3; rc++) {
-            if (lb == lc || rb == rc) continue;
-            jx_params p = {0};
-            p.l[JX_DOT_LB] = (jx_ilist){1, {lb}};
-            p.l[JX_DOT_LC] = (jx_ilist){1, {lc}};
-            p.l[JX_DOT_RB] = (jx_ilist){1, {rb}};
-            p.l[JX_DOT_RC] = (jx_ilist){1, {rc}};
-            jx_shape ls = {3, {M, M, M}}, rs = {3, {N, N, N}};
-            ls.dims[lb] = B, ls.dims[lc] = K, rs.dims[rb] = B, rs.dims[rc] = K;
-            check(ls, rs, &p);
-            expected += B;
-          }
+    test_dot_rank3_layouts(sizes[z][0], sizes[z][1], sizes[z][2], sizes[z][3], check_layout,
+                           &expected);
   }
   const int64_t mats[][3] = {{8, 32, 64}, {8, 64, 64}, {64, 64, 63}, {5, 100, 3}};
   for (size_t z = 0; z < sizeof mats / sizeof *mats; z++)
