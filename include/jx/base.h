@@ -20,6 +20,14 @@
 extern "C" {
 #endif
 
+/* Marks a function of the public API: libjx.so exports these and nothing
+ * else (the library is built with hidden visibility). */
+#if defined(__GNUC__) || defined(__clang__)
+#define JX_API __attribute__((visibility("default")))
+#else
+#define JX_API
+#endif
+
 #define JX_MAX_RANK 8
 
 typedef int jx_status;
