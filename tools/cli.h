@@ -7,8 +7,8 @@
 int jx_cmd_train(int argc, char **argv);
 int jx_cmd_info(int argc, char **argv);
 int jx_cmd_generate(int argc, char **argv);
-/* Under mpirun or srun (a job of several processes): jx_distributed_initialize,
- * before any use of devices. Returns non-zero after printing why it failed. */
+/* jx_distributed_initialize(NULL) (mpirun, srun, PMIx, jx launch, or a job of
+ * one), before any use of devices. Returns non-zero after printing why it failed. */
 int jx_cli_join_job(const char *command);
 
 /* "data=4,model=2" -> a mesh; empty: "data" over every device. In a job of

@@ -81,6 +81,22 @@ static jx_status gather_hosts(char *hosts) {
   return st;
 }
 
+/* Which GPU the local rank picks (process 0's, as this one prints). */
+static void print_gpu_choice(int me) {
+  int gpus = jx_cuda_device_count(), g = jx_process_gpu(gpus);
+  const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+  if (!gpus && !visible) return;
+  printf("GPU of process %d (local process %d of %d on its host%s%s): ", me,
+         jx_process_local_index(), jx_process_local_count(),
+         visible ? ", CUDA_VISIBLE_DEVICES=" : "", visible ? visible : "");
+  if (g == -2)
+    printf("none: %s\n", jx_last_error());
+  else if (g == -1)
+    printf("all %d visible\n", gpus);
+  else
+    printf("visible GPU %d\n", g);
+}
+
 int jx_cmd_info(int argc, char **argv) {
   (void)argc;
   (void)argv;
@@ -97,7 +113,7 @@ int jx_cmd_info(int argc, char **argv) {
     printf("devices: %d (%s) in all, %d per process\n", jx_device_count(),
            jx_device_kind(jx_device_get(0)), L);
     printf("  set the count per process with JX_NUM_CPU_DEVICES=N or jx train --devices N\n");
-    printf("processes: %d%s\n", P, P == 1 ? " (no launcher, or a job of one)" : "");
+    printf("processes: %d, launcher: %s\n", P, jx_distributed_launcher());
     for (int p = 0; p < P; p++) {
       hosts[(p + 1) * HOST_CAP - 1] = 0;
       printf("  process %d on %s: devices %d..%d\n", p, hosts + p * HOST_CAP, p * L, p * L + L - 1);
@@ -108,6 +124,7 @@ int jx_cmd_info(int argc, char **argv) {
            have_mpi ? "plugin loadable," : "no plugin:", mpi);
     /* the driver, NVRTC, cuBLASLt and NCCL, each loaded at run time */
     printf("%s\n", jx_cuda_status());
+    print_gpu_choice(me);
     const char *cache = getenv("JX_CACHE_DIR");
     printf("kernel cache: %s\n", cache ? cache : "$XDG_CACHE_HOME/jx or ~/.cache/jx");
     fflush(stdout);

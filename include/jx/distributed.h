@@ -2,29 +2,35 @@
  * JAX's jax.distributed: launched by mpirun or srun, or started by hand
  * with an explicit coordinator.
  *
- * Call jx_distributed_initialize first, before any use of devices. Three
- * ways to join:
- *   - under a launcher, jx_distributed_initialize(NULL): this process's index
- *     and the process count come from the launcher (OMPI_COMM_WORLD_RANK/SIZE,
- *     PMI_RANK/PMI_SIZE, SLURM_PROCID/NTASKS) and then from MPI itself, which
- *     jx initializes through its MPI plugin (libjx_mpi.so, opened at run
- *     time: JX_MPI_PLUGIN names it, else it is looked for next to libjx, then
- *     on the library search path);
+ * Call jx_distributed_initialize first, before any use of devices. Ways to
+ * join, in order of precedence (docs/distributed.md, "Launching"):
  *   - with an explicit coordinator: options with coordinator = "host:port"
  *     (where process 0 listens), num_processes and process_id (both
  *     required); jax.distributed.initialize(coordinator_address,
  *     num_processes, process_id). No MPI: the processes meet at the
  *     coordinator and their collectives go over TCP (an engine inside
  *     libjx);
- *   - jx_distributed_initialize(NULL) without a launcher but with
- *     JX_COORDINATOR_ADDRESS, JX_NUM_PROCESSES and JX_PROCESS_ID set in the
- *     environment: the same as the explicit coordinator, so one program runs
- *     either way.
- * One process without either needs neither.
+ *   - jx_distributed_initialize(NULL) with JX_COORDINATOR_ADDRESS,
+ *     JX_NUM_PROCESSES and JX_PROCESS_ID in the environment (jx launch sets
+ *     them): the same as the explicit coordinator, so one program runs
+ *     either way; under a launcher its own rank and size stand in for the
+ *     two numbers when they are unset;
+ *   - under an MPI launcher, jx_distributed_initialize(NULL): mpirun
+ *     (OMPI_COMM_WORLD_RANK/SIZE), PMIx (PMIX_RANK with the launcher's size
+ *     variable) or PMI (PMI_RANK/PMI_SIZE); the processes meet through MPI,
+ *     which jx initializes through its MPI plugin (libjx_mpi.so, opened at
+ *     run time: JX_MPI_PLUGIN names it, else it is looked for next to libjx,
+ *     then on the library search path);
+ *   - under Slurm's srun without MPI (SLURM_PROCID, SLURM_NTASKS and no PMI
+ *     variable), jx_distributed_initialize(NULL): the processes meet at a
+ *     coordinator on the first host of SLURM_STEP_NODELIST (else
+ *     SLURM_JOB_NODELIST), port 61440 + SLURM_JOB_ID mod 4096, as JAX does.
+ * A process that none of these started is a job of one.
  *
  * After it, devices are global: each process has jx_local_device_count()
  * devices (JX_NUM_CPU_DEVICES), process p owns devices p*L .. p*L+L-1, and
- * jx_device_count() counts all of them. Meshes may span processes; every
+ * jx_device_count() counts all of them (initialize fails, naming each
+ * process's count, when the processes' counts differ). Meshes may span processes; every
  * process must create the same meshes in the same order (their
  * communicators are made then). A sharded array holds the shards of this
  * process's devices only: reading its global value works when those shards
@@ -69,6 +75,23 @@ jx_status jx_distributed_initialize(const jx_distributed_options *opts); /* NULL
 jx_status jx_distributed_shutdown(void);
 int jx_process_index(void); /* 0 without initialize */
 int jx_process_count(void); /* 1 without initialize */
+/* This process's place among the job's processes on its host (the
+ * launcher's local rank: SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK,
+ * JX_LOCAL_PROCESS_ID...), and how many there are (1 when the launcher does
+ * not say); 0 and 1 without initialize. */
+JX_API int jx_process_local_index(void);
+JX_API int jx_process_local_count(void);
+/* Who started the job and how its processes meet, for messages: "srun
+ * (coordinator node01:61449)", "mpirun (MPI)"; "none" for one process
+ * without a launcher or before initialize. */
+JX_API const char *jx_distributed_launcher(void);
+/* This process's GPU, given the gpus the driver lists (which
+ * CUDA_VISIBLE_DEVICES already narrows; when it is set its entries are
+ * counted): its local index when several processes of the job share the
+ * host (one GPU each: local process i takes the i-th visible GPU), -1 when
+ * it is the only one (every GPU is its), or -2 with the error recorded when
+ * the host has more processes than visible GPUs. */
+JX_API int jx_process_gpu(int gpus);
 /* The global array of shape global_shape laid out by s, from this process's
  * part of it: local is the box of the global array that this process's
  * devices hold (their blocks, concatenated in place), e.g. rows

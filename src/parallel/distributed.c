@@ -23,6 +23,7 @@
 #include "comm.h"
 #include "device.h"
 #include "dist.h"
+#include "launcher.h"
 #include "shards.h"
 #include "tcp_engine.h"
 
@@ -32,6 +33,7 @@ static int initialized, active, finalized, failed;
 static int proc_index, proc_count = 1;
 static double timeout_default;
 static jx_mpi_comm *world; /* every process, ordered by index */
+static jx_launch launch;   /* who started this process, as initialize found it */
 
 int jx_dist_active(void) { return active && !finalized; }
 double jx_dist_timeout(void) {
@@ -39,28 +41,16 @@ double jx_dist_timeout(void) {
 }
 int jx_process_index(void) { return proc_index; }
 int jx_process_count(void) { return proc_count; }
-
-/* ---- the launcher ---- */
-
-static int env_int(const char *name, int *out) {
-  const char *v = getenv(name);
-  if (!v || !*v) return 0;
-  char *end;
-  long x = strtol(v, &end, 10);
-  if (*end || x < 0 || x > 1 << 24) return 0;
-  *out = (int)x;
-  return 1;
-}
-
-/* rank and size as the launcher set them; the launcher's name, or NULL */
-static const char *from_launcher(int *rank, int *size) {
-  static const char *const vars[][3] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "mpirun"},
-                                        {"PMI_RANK", "PMI_SIZE", "PMI (mpiexec)"},
-                                        {"PMIX_RANK", "PMI_SIZE", "PMIx"},
-                                        {"SLURM_PROCID", "SLURM_NTASKS", "srun"}};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-    if (env_int(vars[i][0], rank) && env_int(vars[i][1], size)) return vars[i][2];
-  return NULL;
+int jx_process_local_index(void) { return launch.local_rank; }
+int jx_process_local_count(void) { return launch.local_count ? launch.local_count : 1; }
+const char *jx_distributed_launcher(void) {
+  static char text[400];
+  if (!initialized || !launch.name) return "none";
+  if (launch.use_mpi || proc_count < 2)
+    snprintf(text, sizeof text, "%s%s", launch.name, proc_count > 1 ? " (MPI)" : "");
+  else
+    snprintf(text, sizeof text, "%s (coordinator %s)", launch.name, launch.coordinator);
+  return text;
 }
 
 static void *open_plugin(char *why, size_t cap) {
@@ -93,49 +83,6 @@ static void *open_plugin(char *why, size_t cap) {
   return h;
 }
 
-/* The explicit coordinator, from the options or (options unset, no launcher)
- * from JX_COORDINATOR_ADDRESS, JX_NUM_PROCESSES, JX_PROCESS_ID: 1 with the
- * job's shape, 0 without one, -1 with the error recorded. */
-static int explicit_coordinator(const jx_distributed_options *opts, const char *launcher,
-                                const char **addr, int *rank, int *size) {
-  const char *op = "jx_distributed_initialize";
-  char host[256];
-  int port;
-  if (opts && opts->coordinator) {
-    *addr = opts->coordinator;
-    if (opts->num_processes < 1 || opts->process_id < 0 ||
-        opts->process_id >= opts->num_processes) {
-      jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                   "%s: with a coordinator ('%s') the options must give num_processes >= 1 and "
-                   "process_id in 0 .. num_processes-1, not %d and %d",
-                   op, *addr, opts->num_processes, opts->process_id);
-      return -1;
-    }
-    *rank = opts->process_id;
-    *size = opts->num_processes;
-  } else {
-    const char *env = getenv("JX_COORDINATOR_ADDRESS");
-    if (launcher || (opts && (opts->num_processes || opts->process_id)) || !env || !*env) return 0;
-    *addr = env;
-    if (!env_int("JX_NUM_PROCESSES", size) || *size < 1 || !env_int("JX_PROCESS_ID", rank) ||
-        *rank >= *size) {
-      jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                   "%s: JX_COORDINATOR_ADDRESS=%s needs JX_NUM_PROCESSES (>= 1) and JX_PROCESS_ID "
-                   "(0 .. JX_NUM_PROCESSES-1), given '%s' and '%s'",
-                   op, env, getenv("JX_NUM_PROCESSES") ? getenv("JX_NUM_PROCESSES") : "",
-                   getenv("JX_PROCESS_ID") ? getenv("JX_PROCESS_ID") : "");
-      return -1;
-    }
-  }
-  if (jx_tcp_split_address(*addr, host, sizeof host, &port)) {
-    jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                 "%s: the coordinator address '%s' is not host:port (e.g. 10.0.0.1:1234)", op,
-                 *addr);
-    return -1;
-  }
-  return 1;
-}
-
 static void set_timeout(const jx_distributed_options *opts) {
   /* read once: a collective's default deadline costs no environment lookup */
   timeout_default = jx_comm_default_timeout();
@@ -147,6 +94,46 @@ static void set_timeout(const jx_distributed_options *opts) {
   }
 }
 
+/* Every process must have as many devices as the others (device p*L+i is
+ * process p's i-th): the counts are gathered and compared. */
+static jx_status agree_on_device_counts(void) {
+  int mine = jx_local_device_count(), P = proc_count;
+  int *count = calloc((size_t)P, sizeof *count);
+  int64_t *bytes = calloc((size_t)P, sizeof *bytes), *at = calloc((size_t)P, sizeof *at);
+  if (!count || !bytes || !at) {
+    free(count), free(bytes), free(at);
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_distributed_initialize: out of memory");
+  }
+  for (int p = 0; p < P; p++) {
+    bytes[p] = sizeof *count;
+    at[p] = p * (int64_t)sizeof *count;
+  }
+  jx_mpi_op op = {
+      .kind = JX_MPI_ALLGATHERV, .send = &mine, .recv = count, .rcounts = bytes, .rdispls = at};
+  char msg[JX_MPI_MSG] = "";
+  jx_status st = jx_dist_run(world, &op, 0, msg, sizeof msg);
+  if (st) {
+    jx_error_set(st, "jx_distributed_initialize: agreeing on the device counts: %s", msg);
+  } else {
+    int same = 1;
+    for (int p = 1; p < P; p++) same &= count[p] == count[0];
+    if (!same) {
+      char list[1024] = "";
+      size_t len = 0;
+      for (int p = 0; p < P && len < sizeof list - 64; p++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%sprocess %d: %d", p ? ", " : "", p,
+                                count[p]);
+      st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "jx_distributed_initialize: the processes have different device counts "
+                        "(%s%s); every process needs the same (JX_NUM_CPU_DEVICES, jx train "
+                        "--devices)",
+                        list, len >= sizeof list - 64 ? ", ..." : "");
+    }
+  }
+  free(count), free(bytes), free(at);
+  return st;
+}
+
 /* The engine is up (or not needed): devices become global. */
 static jx_status join(int rank, int size) {
   jx_status st = jx_devices_set_processes(size, rank);
@@ -155,8 +142,9 @@ static jx_status join(int rank, int size) {
   proc_count = size;
   initialized = 1;
   active = size > 1;
-  if (active) return jx_dist_split(1, rank, 0x6a78776f726c64ULL, "all processes", &world);
-  return JX_OK;
+  if (!active) return JX_OK;
+  if ((st = jx_dist_split(1, rank, 0x6a78776f726c64ULL, "all processes", &world))) return st;
+  return agree_on_device_counts();
 }
 
 static jx_status join_over_tcp(const jx_distributed_options *opts, const char *coordinator,
@@ -183,11 +171,11 @@ jx_status jx_distributed_initialize(const jx_distributed_options *opts) {
   if (initialized)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: already called (process %d of %d)", op,
                         proc_index, proc_count);
-  int rank = 0, size = 1;
-  const char *launcher = from_launcher(&rank, &size), *coordinator = NULL;
-  int via_tcp = explicit_coordinator(opts, launcher, &coordinator, &rank, &size);
-  if (via_tcp < 0) return JX_ERR_INVALID_ARGUMENT;
-  if (via_tcp) return join_over_tcp(opts, coordinator, rank, size);
+  jx_status st = jx_launch_detect(opts, &launch);
+  if (st) return st;
+  int rank = launch.rank, size = launch.size;
+  const char *launcher = launch.name;
+  if (launcher && !launch.use_mpi) return join_over_tcp(opts, launch.coordinator, rank, size);
   if (opts && (opts->num_processes > 0 || opts->process_id > 0)) {
     if (launcher && (opts->num_processes != size || opts->process_id != rank))
       return jx_error_set(JX_ERR_INVALID_ARGUMENT,
@@ -438,4 +426,12 @@ jx_status jx_sync_global_devices(const char *name) {
                         "jx_sync_global_devices('%s'): the processes passed different names",
                         name ? name : "");
   return JX_OK;
+}
+
+int jx_process_gpu(int gpus) {
+  char why[512];
+  int g = jx_gpu_for_local_rank(launch.local_rank, launch.local_count,
+                                getenv("CUDA_VISIBLE_DEVICES"), gpus, why, sizeof why);
+  if (g == -2) jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_process_gpu: %s", why);
+  return g;
 }
