@@ -7,6 +7,7 @@
 int jx_cmd_train(int argc, char **argv);
 int jx_cmd_info(int argc, char **argv);
 int jx_cmd_generate(int argc, char **argv);
+int jx_cmd_launch(int argc, char **argv);
 /* jx_distributed_initialize(NULL) (mpirun, srun, PMIx, jx launch, or a job of
  * one), before any use of devices. Returns non-zero after printing why it failed. */
 int jx_cli_join_job(const char *command);
