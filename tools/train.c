@@ -6,10 +6,12 @@
  * Under mpirun or srun every process runs the same steps on a mesh of all
  * processes' devices (--devices counts each process's); each loads only its
  * rows of the batch, and process 0 alone prints and writes the metrics. */
-#define _DEFAULT_SOURCE /* clock_gettime, fileno, flock */
+#define _DEFAULT_SOURCE     /* clock_gettime, fileno, flock */
+#define _XOPEN_SOURCE   700 /* nftw */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +32,7 @@ typedef struct {
   int devices;
   char mesh[128];
   int fsdp;
-  int64_t steps, stop_at, batch, layers, width, heads, context, warmup, ckpt_every, sample;
+  int64_t steps, stop_at, batch, layers, width, heads, context, warmup, ckpt_every, sample, keep;
   double lr;
   const char *ckpt, *metrics, *profile;
   int resume;
@@ -56,6 +58,8 @@ static void usage(FILE *f) {
              "  --data FILE        training text (repeatable; default: the fortunes corpus)\n"
              "  --ckpt DIR         checkpoint directory, one job's at a time (DIR/.lock);\n"
              "                     --ckpt-every N (default 100)\n"
+             "  --keep N           keep the newest N checkpoints, remove older ones (default 3;\n"
+             "                     0 keeps all); a crashed save's leftovers go at the next save\n"
              "  --resume           continue from the latest checkpoint in --ckpt\n"
              "  --metrics FILE     JSON lines: step, loss, tokens_per_s, mfu (of peak FLOP/s)\n"
              "  --profile FILE     Chrome/Perfetto trace of the training steps; summary on stderr\n"
@@ -76,6 +80,7 @@ static int parse(int argc, char **argv, options *o) {
                  .context = 64,
                  .warmup = -1,
                  .ckpt_every = 100,
+                 .keep = 3,
                  .sample = 200,
                  .lr = 3e-3};
   for (int i = 1; i < argc; i++) {
@@ -97,6 +102,7 @@ static int parse(int argc, char **argv, options *o) {
     INT_OPT("--context", context)
     INT_OPT("--warmup", warmup)
     INT_OPT("--ckpt-every", ckpt_every)
+    INT_OPT("--keep", keep)
     INT_OPT("--sample", sample)
     INT_OPT("--seed", seed)
 #undef INT_OPT
@@ -151,6 +157,10 @@ static int parse(int argc, char **argv, options *o) {
   if (o->stop_at <= 0 || o->stop_at > o->steps) o->stop_at = o->steps;
   if (o->warmup < 0) o->warmup = o->steps / 10;
   if (o->warmup > o->steps) o->warmup = o->steps;
+  if (o->keep < 0) {
+    fprintf(stderr, "jx train: --keep %lld: want 0 (keep all) or more\n", (long long)o->keep);
+    return 0;
+  }
   if (o->resume && !o->ckpt) {
     fprintf(stderr, "jx train: --resume needs --ckpt DIR\n");
     return 0;
@@ -250,6 +260,47 @@ static int lock_checkpoint_dir(const char *dir) {
     fprintf(stderr, "jx train: cannot lock %s: %s\n", path, strerror(errno));
   if (fd >= 0) close(fd);
   return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+static int newest_first(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x < y) - (x > y);
+}
+
+/* --keep: removes the step directories of dir (step_<8 digits>) but the newest
+ * keep, once the newest save is complete. */
+static void prune_checkpoints(const char *dir, int64_t keep) {
+  DIR *d = keep > 0 ? opendir(dir) : NULL;
+  if (!d) return;
+  int64_t *steps = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    char *end;
+    if (strncmp(e->d_name, "step_", 5) || strlen(e->d_name) < 13) continue;
+    long long step = strtoll(e->d_name + 5, &end, 10);
+    if (*end || step < 0) continue;
+    if (n == cap) {
+      int64_t *grown = realloc(steps, sizeof *steps * (cap = cap ? 2 * cap : 16));
+      if (!grown) break;
+      steps = grown;
+    }
+    steps[n++] = step;
+  }
+  closedir(d);
+  qsort(steps, n, sizeof *steps, newest_first);
+  for (size_t i = (size_t)keep; i < n; i++) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/step_%08lld", dir, (long long)steps[i]);
+    if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS))
+      fprintf(stderr, "jx train: --keep: cannot remove %s: %s\n", path, strerror(errno));
+  }
+  free(steps);
 }
 
 static int fail(const char *what) {
@@ -498,6 +549,7 @@ int jx_cmd_train(int argc, char **argv) {
               (long long)(s + 1), loss, tok_s, mfu);
     if (o.ckpt && ((s + 1) % o.ckpt_every == 0 || s + 1 == o.stop_at)) {
       if (pending && jx_checkpoint_wait(pending)) return fail("checkpoint");
+      if (pending && lead) prune_checkpoints(o.ckpt, o.keep);
       jx_tree *ck = checkpoint_tree(params, state, jx_loader_position(loader), o.heads);
       pending = jx_checkpoint_save_async(o.ckpt, s + 1, ck); /* training goes on meanwhile */
       jx_tree_release(ck);
@@ -507,6 +559,7 @@ int jx_cmd_train(int argc, char **argv) {
   if (tty) fprintf(stderr, "\n");
   if (o.profile && jx_profiler_stop()) return fail("--profile");
   if (pending && jx_checkpoint_wait(pending)) return fail("checkpoint");
+  if (pending && lead) prune_checkpoints(o.ckpt, o.keep);
   if (metrics) fclose(metrics);
   if (lead)
     printf("loss %.4f -> %.4f (validation %.4f) in %.1f s\n", first_loss, loss, val_loss,
