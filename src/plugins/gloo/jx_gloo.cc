@@ -10,6 +10,9 @@
  * The processes share one TCP device (one listening socket, one event
  * loop thread). A split first agrees, with an all-gather over the context
  * of all processes made at init, on what is made (check) and who is in it.
+ * A communicator of all processes in their order shares that context (its
+ * collectives carry a tag of their own, the split's serial number, so they
+ * never meet the splits' all-gathers): the full mesh of pairs is made once.
  *
  * Collectives. all_reduce is Gloo's ring (every element is reduced along
  * one chain of members and handed to the others, so every process gets the
@@ -130,6 +133,7 @@ struct jx_mpi_comm {
   std::vector<int> world;        /* per member: its process id */
   std::vector<std::string> peer; /* per member: its side's address, as Gloo's messages print it */
   std::string label, serial;
+  uint32_t tag = 0; /* Gloo's tag of its collectives: communicators that share a context differ */
   uint64_t seq = 0; /* collectives so far: the same count on every member */
   std::mutex mu;    /* one collective at a time */
   bool broken = false;
@@ -254,6 +258,7 @@ void allreduce(const call &k, int dt, int op, void *buf, size_t count) {
   if (k.c->world.size() == 1 || !count) return;
   gloo::AllreduceOptions o(k.c->ctx);
   o.setTimeout(k.timeout);
+  o.setTag(k.c->tag);
   o.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
   o.setReduceFunction(reducer(dt, op));
   switch (elem_size(dt)) {
@@ -287,6 +292,7 @@ void allgatherv(const call &k, const jx_mpi_op *op) {
   std::vector<char> out(direct ? 0 : total);
   gloo::AllgathervOptions o(k.c->ctx);
   o.setTimeout(k.timeout);
+  o.setTag(k.c->tag);
   o.setInput(op->send ? (char *)op->send : mine.data(), counts[me]);
   o.setOutput(direct ? recv : out.data(), counts);
   gloo::allgatherv(o);
@@ -310,6 +316,7 @@ void alltoallv(const call &k, const jx_mpi_op *op) {
   if (!rdirect) rbuf.resize((size_t)rtotal);
   gloo::AlltoallvOptions o(k.c->ctx);
   o.setTimeout(k.timeout);
+  o.setTag(k.c->tag);
   o.setInput(sdirect ? (char *)send : sbuf.data(), sc);
   o.setOutput(rdirect ? recv : rbuf.data(), rc);
   gloo::alltoallv(o);
@@ -346,6 +353,8 @@ void run_op(const call &k, const jx_mpi_op *op) {
     if (n == 1 || !op->count) return;
     gloo::BroadcastOptions o(c->ctx);
     o.setTimeout(k.timeout);
+    o.setTag(k.c->tag);
+    o.setTag(k.c->tag);
     o.setRoot(op->root);
     o.setOutput((char *)op->recv, op->count);
     gloo::broadcast(o);
@@ -355,6 +364,8 @@ void run_op(const call &k, const jx_mpi_op *op) {
     if (n == 1) return;
     gloo::BarrierOptions o(c->ctx);
     o.setTimeout(k.timeout);
+    o.setTag(k.c->tag);
+    o.setTag(k.c->tag);
     gloo::barrier(o);
     return;
   }
@@ -470,6 +481,7 @@ int g_split(int member, int key, uint64_t check, const char *label, double timeo
     std::lock_guard<std::mutex> one(control->mu);
     gloo::AllgathervOptions o(control->ctx);
     o.setTimeout(ms(timeout_s));
+    o.setTag(control->tag);
     o.setInput(mine, 3);
     o.setOutput(all.data(), std::vector<size_t>((size_t)nproc, 3));
     control->seq++;
@@ -485,7 +497,8 @@ int g_split(int member, int key, uint64_t check, const char *label, double timeo
                 what + list(differ) +
                     " disagree with process 0 on what they make (every process must create the "
                     "same meshes that span processes, in the same order)");
-  std::string serial = "s" + std::to_string(++split_serial); /* every process counts every split */
+  unsigned number = ++split_serial; /* every process counts every split */
+  std::string serial = "s" + std::to_string(number);
   std::vector<std::pair<int64_t, int>> order;
   for (int q = 0; q < nproc; q++)
     if (all[3 * (size_t)q + 1]) order.push_back({(int64_t)all[3 * (size_t)q + 2], q});
@@ -496,6 +509,20 @@ int g_split(int member, int key, uint64_t check, const char *label, double timeo
   for (auto &m : order) {
     if (m.second == my_id) me = (int)world.size();
     world.push_back(m.second);
+  }
+  bool everyone = (int)world.size() == nproc;
+  for (int q = 0; q < nproc && everyone; q++) everyone = world[(size_t)q] == q;
+  if (everyone) {
+    auto c = std::make_unique<jx_mpi_comm>();
+    c->ctx = control->ctx;
+    c->world = world;
+    c->peer = control->peer;
+    c->label = label;
+    c->serial = serial;
+    c->tag = number;
+    all_comms.push_back(c.get());
+    *out = c.release();
+    return 0;
   }
   try {
     *out = make_comm(me, world, label, serial, timeout_s);
