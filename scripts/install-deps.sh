@@ -6,9 +6,11 @@ set -euo pipefail
 # the linear algebra functions; libcjson reads checkpoint manifests,
 # zlib the gzipped datasets;
 # the datasets are the examples' and the training job's default data; Open MPI builds the
-# MPI plugin (libjx_mpi.so) and runs the tests of many processes (mpirun).
+# MPI plugin (libjx_mpi.so) and runs the tests of many processes (mpirun); Gloo builds the
+# plugin (libjx_gloo.so) for processes that meet at a coordinator without MPI.
 packages=(build-essential cmake pkg-config libopenblas-dev liblapacke-dev libcmocka-dev libcjson-dev zlib1g-dev clang
-          libclang-rt-14-dev clang-format dataset-fashion-mnist fortunes libopenmpi-dev openmpi-bin)
+          libclang-rt-14-dev clang-format dataset-fashion-mnist fortunes libopenmpi-dev openmpi-bin
+          libgloo-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -7,9 +7,10 @@
  * path. A job of one process needs no plugin.
  *
  * With an explicit coordinator (jx_distributed_options.coordinator, or
- * JX_COORDINATOR_ADDRESS when no launcher started the process) the TCP
- * engine built into libjx (tcp_engine.h) takes the plugin's place: same
- * function table, no MPI. */
+ * JX_COORDINATOR_ADDRESS when no launcher started the process) the
+ * processes meet at the coordinator's key-value store and run their
+ * collectives on the Gloo plugin (coordinator.h): same function table, no
+ * MPI. */
 #include <jx/distributed.h>
 
 #include <dlfcn.h>
@@ -25,10 +26,12 @@
 #include "dist.h"
 #include "launcher.h"
 #include "shards.h"
-#include "tcp_engine.h"
+#include "coordinator.h"
+#include "plugin_open.h"
+#include "tcp_socket.h"
 
 static const jx_mpi_api *mpi;
-static int tcp; /* mpi is the TCP engine */
+static int coordinated; /* mpi is the coordinator's engine (Gloo) */
 static int initialized, active, finalized, failed;
 static int proc_index, proc_count = 1;
 static double timeout_default;
@@ -54,33 +57,9 @@ const char *jx_distributed_launcher(void) {
 }
 
 static void *open_plugin(char *why, size_t cap) {
-  const char *env = getenv("JX_MPI_PLUGIN");
-  if (env && *env) {
-    void *h = dlopen(env, RTLD_NOW | RTLD_GLOBAL);
-    if (!h) snprintf(why, cap, "JX_MPI_PLUGIN=%s cannot be opened: %s", env, dlerror());
-    return h;
-  }
-  char tried[2048] = "";
-  Dl_info info;
-  if (dladdr((void *)&jx_distributed_initialize, &info) && info.dli_fname) {
-    char path[1536];
-    snprintf(path, sizeof path, "%s", info.dli_fname);
-    char *slash = strrchr(path, '/');
-    if (slash) {
-      snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "libjx_mpi.so");
-      void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
-      if (h) return h;
-      snprintf(tried, sizeof tried, "%s (%s); ", path, dlerror());
-    }
-  }
-  void *h = dlopen("libjx_mpi.so", RTLD_NOW | RTLD_GLOBAL);
-  if (!h)
-    snprintf(why, cap,
-             "the MPI plugin libjx_mpi.so was not found (tried: %sthe library search path: %s); "
-             "build jx with MPI (libopenmpi-dev installed, cmake -DJX_WITH_MPI=ON) and keep "
-             "libjx_mpi.so next to libjx, or set JX_MPI_PLUGIN to its path",
-             tried, dlerror());
-  return h;
+  return jx_plugin_open("libjx_mpi.so", "JX_MPI_PLUGIN",
+                        "build jx with MPI (libopenmpi-dev installed, cmake -DJX_WITH_MPI=ON)", why,
+                        cap);
 }
 
 static void set_timeout(const jx_distributed_options *opts) {
@@ -147,11 +126,11 @@ static jx_status join(int rank, int size) {
   return agree_on_device_counts();
 }
 
-static jx_status join_over_tcp(const jx_distributed_options *opts, const char *coordinator,
-                               int rank, int size) {
+static jx_status join_at_coordinator(const jx_distributed_options *opts, const char *coordinator,
+                                     int rank, int size) {
   set_timeout(opts);
   if (size > 1) {
-    const jx_mpi_api *api = jx_tcp_engine(coordinator, size, rank);
+    const jx_mpi_api *api = jx_coordinator_engine(coordinator, size, rank);
     char msg[JX_MPI_MSG] = "";
     int mrank = 0, msize = 0;
     if (api->init(jx_dist_timeout(), &mrank, &msize, msg, sizeof msg))
@@ -161,7 +140,7 @@ static jx_status join_over_tcp(const jx_distributed_options *opts, const char *c
                               : JX_ERR_INVALID_ARGUMENT,
                           "jx_distributed_initialize: process %d of %d: %s", rank, size, msg);
     mpi = api;
-    tcp = 1;
+    coordinated = 1;
   }
   return join(rank, size);
 }
@@ -175,7 +154,7 @@ jx_status jx_distributed_initialize(const jx_distributed_options *opts) {
   if (st) return st;
   int rank = launch.rank, size = launch.size;
   const char *launcher = launch.name;
-  if (launcher && !launch.use_mpi) return join_over_tcp(opts, launch.coordinator, rank, size);
+  if (launcher && !launch.use_mpi) return join_at_coordinator(opts, launch.coordinator, rank, size);
   if (opts && (opts->num_processes > 0 || opts->process_id > 0)) {
     if (launcher && (opts->num_processes != size || opts->process_id != rank))
       return jx_error_set(JX_ERR_INVALID_ARGUMENT,
@@ -219,11 +198,13 @@ jx_status jx_distributed_shutdown(void) {
   finalized = 1;
   if (!mpi) return JX_OK;
   if (failed)
-    fprintf(stderr, tcp ? "jx: a collective over processes failed; this process ends (status 1) "
+    fprintf(stderr, coordinated
+                        ? "jx: a collective over processes failed; this process ends (status 1) "
                           "and the others see its connections close\n"
                         : "jx: a collective over processes failed; MPI_Abort ends the job\n");
   if (mpi->finalize(0, 1))
-    return jx_error_set(JX_ERR_INTERNAL, tcp ? "jx_distributed_shutdown: the processes did not all "
+    return jx_error_set(JX_ERR_INTERNAL, coordinated
+                                             ? "jx_distributed_shutdown: the processes did not all "
                                                "meet at the final barrier (see the message above)"
                                              : "jx_distributed_shutdown: MPI_Finalize failed");
   return JX_OK;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../base/error.h"
-#include "tcp_engine.h"
+#include "tcp_socket.h"
 
 enum { MAX_HOSTS = 1 << 24, MAX_GROUPS = 8 };
 

@@ -1,5 +1,9 @@
-/* The interface between libjx and its MPI plugin (libjx_mpi.so), which libjx
- * opens with dlopen in jx_distributed_initialize: the core links no MPI. With MPI_THREAD_MULTIPLE
+/* The interface between libjx and its collectives plugins, which libjx
+ * opens with dlopen in jx_distributed_initialize: the core links neither
+ * MPI nor Gloo. The MPI plugin (libjx_mpi.so) serves jobs started by an MPI
+ * launcher; the Gloo plugin (libjx_gloo.so) jobs that meet at a coordinator,
+ * through whose key-value store (kv_store.h) its processes find each other.
+ * For the MPI plugin: With MPI_THREAD_MULTIPLE
  * the calling thread makes a collective's MPI calls itself; otherwise one thread of the plugin
  * makes every MPI call of the process (MPI_THREAD_FUNNELED) and the functions
  * below hand it work and wait for the answer. Every wait has a deadline:
@@ -12,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define JX_MPI_ABI           2
+#define JX_MPI_ABI           3
 #define JX_MPI_PLUGIN_SYMBOL "jx_mpi_plugin_api"
 #define JX_MPI_MSG           1024
 
@@ -66,5 +70,24 @@ typedef struct {
 } jx_mpi_api;
 
 typedef const jx_mpi_api *(*jx_mpi_plugin_fn)(void);
+
+/* The job's key-value store (kv_store.h's client) as the Gloo plugin calls
+ * it: 0, or 1 with the reason in msg. get's *value is malloc'd (the caller
+ * frees it). */
+typedef struct {
+  void *self;
+  int (*set)(void *self, const char *key, const void *value, size_t len, char *msg, size_t cap);
+  int (*get)(void *self, const char *key, double timeout_s, void **value, size_t *len, char *msg,
+             size_t cap);
+  int (*wait)(void *self, const char *const *keys, int n, double timeout_s, char *msg, size_t cap);
+} jx_plugin_store;
+
+#define JX_GLOO_PLUGIN_SYMBOL "jx_gloo_plugin_api"
+/* The Gloo plugin's table for process rank of size, whose rendezvous goes
+ * through store (kept until finalize); host: the address its connections
+ * listen on (the interface through which it reached the coordinator). Its
+ * init needs no launcher: the processes already met at the coordinator. */
+typedef const jx_mpi_api *(*jx_gloo_plugin_fn)(const jx_plugin_store *store, int rank, int size,
+                                               const char *host);
 
 #endif

@@ -1,6 +1,6 @@
 /* jx over several processes: run by tests/mpi/run_mpi_test.sh under
- * `mpirun -np P` with JX_NUM_CPU_DEVICES=L, and by run_tcp_test.sh as P
- * plain processes meeting at a coordinator (TCP). Every process checks:
+ * `mpirun -np P` with JX_NUM_CPU_DEVICES=L, and by run_gloo_test.sh as P
+ * plain processes meeting at a coordinator (Gloo). Every process checks:
  *   - the global device numbering;
  *   - every collective on meshes that span processes (one axis of all P*L
  *     devices, and a P x L mesh with groups across and within processes,

@@ -1,7 +1,13 @@
-/* The TCP engine (src/parallel/tcp_engine.h) without the rest of jx: each
- * case forks the processes of a small job on this machine, each joins the
- * coordinator through the engine's own table, and reports what it got
- * through a pipe.
+/* The job's key-value store (src/parallel/kv_store.h) and the engine of
+ * jobs that meet at a coordinator (coordinator.h, the Gloo plugin) without
+ * the rest of jx.
+ *   - the store: set, get (waiting for a later set), wait (naming the keys
+ *     still missing at the deadline), add from several clients; a client
+ *     with another job's token is refused, and two jobs on one server do not
+ *     see each other's keys;
+ * Each case below forks the processes of a small job on this machine, each
+ * joins the coordinator through the engine's own table, and reports what it
+ * got through a pipe.
  *   - the rendezvous refuses a process id out of range, two processes with
  *     one id, and a process count that differs, with a message naming them,
  *     on every process that came;
@@ -10,8 +16,8 @@
  *   - a process that ends, or stalls, before a collective is named by the
  *     others: at once, or at their deadline;
  *   - a job of 3 processes (not a power of two): every collective against
- *     values computed here from the definitions, on the small and the ring
- *     paths, and the same bits on every process for a float sum whose
+ *     values computed here from the definitions, small and large, and the
+ *     same bits on every process for a float sum whose
  *     rounding depends on the order;
  *   - jx_distributed_initialize: options or environment that cannot work
  *     are refused naming what is wrong; two processes join through the
@@ -30,15 +36,117 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <jx/jx.h>
 
-#include "parallel/tcp_engine.h"
+#include "parallel/coordinator.h"
+#include "parallel/kv_store.h"
+#include "parallel/tcp_socket.h"
 
 enum { MAXP = 4, MSG = 2048 };
+
+/* the cases whose processes get as far as collectives need the Gloo plugin */
+#ifdef JX_GLOO_PLUGIN_FILE
+#define NEEDS_GLOO() ((void)0)
+#else
+#define NEEDS_GLOO() skip()
+#endif
+
+/* ---- the store ---- */
+
+static jx_kv *client(const char *addr, const char *token) {
+  char msg[MSG] = "";
+  jx_kv *kv = jx_kv_connect(addr, token, 5, msg, sizeof msg);
+  if (!kv) fprintf(stderr, "  %s\n", msg);
+  assert_non_null(kv);
+  return kv;
+}
+
+static void *set_later(void *arg) {
+  struct timespec pause = {0, 200 * 1000 * 1000};
+  nanosleep(&pause, NULL);
+  char msg[MSG];
+  assert_int_equal(jx_kv_set(arg, "late", "here", 4, msg, sizeof msg), 0);
+  return NULL;
+}
+
+static void store_sets_gets_waits_and_adds(void **state) {
+  (void)state;
+  char msg[MSG] = "", addr[64];
+  int port = 0;
+  jx_kv_server *s = jx_kv_server_start(0, "secret", 2, &port, msg, sizeof msg);
+  assert_non_null(s);
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+  jx_kv *a = client(addr, "secret"), *b = client(addr, "secret");
+  assert_int_equal(jx_kv_set(a, "k", "value", 5, msg, sizeof msg), 0);
+  void *v = NULL;
+  size_t len = 0;
+  assert_int_equal(jx_kv_get(b, "k", 1, &v, &len, msg, sizeof msg), 0);
+  assert_int_equal(len, 5);
+  assert_string_equal(v, "value");
+  free(v);
+  /* a get waits for the key: b sets it while a waits */
+  pthread_t t;
+  double t0 = jx_tcp_now();
+  assert_int_equal(pthread_create(&t, NULL, set_later, b), 0);
+  assert_int_equal(jx_kv_get(a, "late", 5, &v, &len, msg, sizeof msg), 0);
+  pthread_join(t, NULL);
+  assert_string_equal(v, "here");
+  assert_true(jx_tcp_now() - t0 < 3);
+  free(v);
+  /* wait names the keys missing at its deadline */
+  const char *keys[] = {"k", "x", "late", "y"};
+  assert_int_equal(jx_kv_wait(a, keys, 3, 1, msg, sizeof msg), 1);
+  fprintf(stderr, "  %s\n", msg);
+  assert_non_null(strstr(msg, "'x' was not set within 1 s"));
+  assert_int_equal(jx_kv_wait(a, keys, 4, 0.2, msg, sizeof msg), 1);
+  assert_non_null(strstr(msg, "'x', 'y' were not set within 0.2 s"));
+  assert_int_equal(jx_kv_wait(a, (const char *[]){"k", "late"}, 2, 1, msg, sizeof msg), 0);
+  /* counters: every client's adds count, negative ones too */
+  int64_t x = 0;
+  assert_int_equal(jx_kv_add(a, "n", 5, &x, msg, sizeof msg), 0);
+  assert_int_equal(x, 5);
+  assert_int_equal(jx_kv_add(b, "n", -7, &x, msg, sizeof msg), 0);
+  assert_int_equal(x, -2);
+  assert_int_equal(jx_kv_get(a, "n", 1, &v, &len, msg, sizeof msg), 0);
+  assert_string_equal(v, "-2");
+  free(v);
+  jx_kv_close(a);
+  jx_kv_close(b);
+  jx_kv_server_stop(s);
+}
+
+static void store_keeps_jobs_apart(void **state) {
+  (void)state;
+  char msg[MSG] = "", addr[64];
+  int port = 0;
+  jx_kv_server *s = jx_kv_server_start(0, "one", 1, &port, msg, sizeof msg);
+  assert_non_null(s);
+  assert_int_equal(jx_kv_server_add_job(s, "two", 1, msg, sizeof msg), 0);
+  assert_int_equal(jx_kv_server_add_job(s, "two", 3, msg, sizeof msg), 1);
+  assert_non_null(strstr(msg, "already serves a job with this token"));
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+  assert_null(jx_kv_connect(addr, "three", 5, msg, sizeof msg));
+  fprintf(stderr, "  %s\n", msg);
+  assert_non_null(strstr(msg, "serves no job with this process's token"));
+  jx_kv *a = client(addr, "one"), *b = client(addr, "two");
+  assert_int_equal(jx_kv_set(a, "k", "1", 1, msg, sizeof msg), 0);
+  void *v = NULL;
+  size_t len = 0;
+  assert_int_equal(jx_kv_get(b, "k", 0.2, &v, &len, msg, sizeof msg), 1);
+  assert_non_null(strstr(msg, "'k' was not set within 0.2 s"));
+  assert_int_equal(jx_kv_set(b, "k", "2", 1, msg, sizeof msg), 0);
+  assert_int_equal(jx_kv_get(a, "k", 1, &v, &len, msg, sizeof msg), 0);
+  assert_string_equal(v, "1");
+  free(v);
+  jx_kv_close(a);
+  jx_kv_close(b);
+  jx_kv_server_stop(s);
+}
 
 /* a port nobody listens on now */
 static int free_port(void) {
@@ -71,7 +179,7 @@ static double run_job(int n, const int *ids, const int *counts, double timeout_s
     if (pid[i] == 0) {
       close(pipes[i][0]);
       char msg[MSG] = "";
-      const jx_mpi_api *api = jx_tcp_engine(addr, counts[i], ids[i]);
+      const jx_mpi_api *api = jx_coordinator_engine(addr, counts[i], ids[i]);
       int rank = -1, size = -1, joined = !api->init(timeout_s, &rank, &size, msg, sizeof msg);
       int failed = !joined;
       if (joined && (rank != ids[i] || size != counts[i]))
@@ -127,7 +235,7 @@ static void refuses_a_process_count_that_differs(void **state) {
   run_job(2, (int[]){0, 1}, (int[]){2, 3}, 5, NULL, out);
   for (int i = 0; i < 2; i++)
     assert_non_null(strstr(out[i], "process 1 (at 127.0.0.1) was started with 3 processes, but "
-                                   "process 0 with 2"));
+                                   "the job has 2"));
 }
 
 static void names_the_processes_that_never_came(void **state) {
@@ -177,7 +285,7 @@ static int collectives(const jx_mpi_api *api, int me, char *out, size_t cap) {
   if (api->split(me != 1, me, 43, "processes 0 and 2", 10, &odd, out, cap)) return 1;
   if (!c || (me == 1) != (odd == NULL)) return report(out, cap, "wrong membership");
   int rank = P - 1 - me;
-  /* all-reduce, small (gathered) and large (ring), sum of integer values: exact */
+  /* all-reduce, small and large (several of Gloo's segments), sum of integer values: exact */
   for (size_t count = 5; count <= 100000; count *= 20000) {
     float *x = malloc(sizeof *x * count), *y = malloc(sizeof *y * count);
     for (size_t i = 0; i < count; i++) x[i] = (float)((me * 7 + (int)i * 3) % 11);
@@ -267,6 +375,7 @@ static int collectives(const jx_mpi_api *api, int me, char *out, size_t cap) {
 
 static void every_collective_on_three_processes(void **state) {
   (void)state;
+  NEEDS_GLOO();
   char out[3][MSG];
   run_job(3, (int[]){0, 1, 2}, (int[]){3, 3, 3}, 10, collectives, out);
   for (int i = 0; i < 3; i++) assert_string_equal(out[i], "ok");
@@ -285,6 +394,7 @@ static int one_leaves(const jx_mpi_api *api, int me, char *out, size_t cap) {
 
 static void names_a_process_that_ended(void **state) {
   (void)state;
+  NEEDS_GLOO();
   char out[3][MSG];
   double t = run_job(3, (int[]){0, 1, 2}, (int[]){3, 3, 3}, 10, one_leaves, out);
   for (int i = 0; i < 3; i += 2)
@@ -308,10 +418,11 @@ static int one_stalls(const jx_mpi_api *api, int me, char *out, size_t cap) {
 
 static void names_a_process_that_stalls_at_the_deadline(void **state) {
   (void)state;
+  NEEDS_GLOO();
   char out[3][MSG];
   run_job(3, (int[]){0, 1, 2}, (int[]){3, 3, 3}, 10, one_stalls, out);
   for (int i = 0; i < 3; i += 2) {
-    assert_non_null(strstr(out[i], "all_reduce over TCP among processes 0,1,2 (all): process 1 "
+    assert_non_null(strstr(out[i], "all_reduce over Gloo among processes 0,1,2 (all): process 1 "
                                    "did not arrive within 1 s"));
     assert_null(strstr(out[i], "ended"));
   }
@@ -353,6 +464,7 @@ static int join_through_options(const char *addr, int id) {
 
 static void joins_through_the_options(void **state) {
   (void)state;
+  NEEDS_GLOO();
   char addr[64];
   snprintf(addr, sizeof addr, "127.0.0.1:%d", free_port());
   pid_t pid[2];
@@ -367,7 +479,12 @@ static void joins_through_the_options(void **state) {
 }
 
 int main(void) {
+#ifdef JX_GLOO_PLUGIN_FILE
+  setenv("JX_GLOO_PLUGIN", JX_GLOO_PLUGIN_FILE, 1);
+#endif
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(store_sets_gets_waits_and_adds),
+      cmocka_unit_test(store_keeps_jobs_apart),
       cmocka_unit_test(refuses_an_id_out_of_range),
       cmocka_unit_test(refuses_two_processes_with_one_id),
       cmocka_unit_test(refuses_a_process_count_that_differs),

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs an MPI test program without mpirun: NP plain background processes that
-# meet at an explicit coordinator (jx's TCP engine), as a user of
+# meet at an explicit coordinator (the Gloo plugin), as a user of
 # jax.distributed.initialize(coordinator_address, num_processes, process_id)
 # would start them (registered by tests/CMakeLists.txt).
-#   run_tcp_test.sh NP TEST_EXE ok   every check passes on every process
-#   run_tcp_test.sh NP TEST_EXE die  process 1 exits before a collective: process 0 must fail
+#   run_gloo_test.sh NP TEST_EXE ok   every check passes on every process
+#   run_gloo_test.sh NP TEST_EXE die  process 1 exits before a collective: process 0 must fail
 #       with the deadline error naming process 1 within JX_COLLECTIVE_TIMEOUT (3 s) and exit
 #       non-zero
 set -u
@@ -12,7 +12,7 @@ np=$1 exe=$2 mode=$3
 export JX_NUM_CPU_DEVICES=2 JX_NUM_PROCESSES=$np
 # the sanitized build checks leaks here (no MPI library in the process), except the device
 # table that device.c keeps on purpose
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(dirname "$0")/run_tcp_test.lsan.supp"
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(dirname "$0")/run_gloo_test.lsan.supp"
 # a port nobody listens on (a connection to it is refused)
 while :; do
   port=$((20000 + RANDOM % 30000))
@@ -58,7 +58,7 @@ if [ "$mode" = ok ]; then
     echo "FAIL: $passed of $np processes passed"
     exit 1
   fi
-  echo "PASS: $np processes over TCP; ${elapsed} s"
+  echo "PASS: $np processes over Gloo; ${elapsed} s"
   exit 0
 fi
 if ! grep -q "process 0: the collective failed: status .*process 1 did not arrive within 3 s" \

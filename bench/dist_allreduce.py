@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""jx's all-reduce over processes on Gloo against the same on the MPI plugin
+(bench_dist_allreduce: a mesh axis of one device per process, f32 sum), in
+alternating rounds so that both see the same machine; and the time a job of
+8, 16, 32 local processes takes to join at a coordinator.
+
+    python3 bench/dist_allreduce.py [--build build] [--rounds 3] [--procs 2,4] [--join 8,16,32]
+
+Prints, per process count and size, the median time of each engine (over
+the rounds' medians) and the median and range of the per-round ratio
+MPI time / Gloo time (>= 1: Gloo is as fast); then the join times.
+"""
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def parse(out):
+    times = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 2 and f[0].isdigit():
+            times[int(f[0])] = float(f[1])
+        if len(f) == 3 and f[0] == "join":
+            times["join"] = float(f[2])
+    return times
+
+
+def run_gloo(build, np, args, timeout=900):
+    env = dict(os.environ, JX_NUM_CPU_DEVICES="1", JX_NUM_PROCESSES=str(np),
+               JX_COORDINATOR_ADDRESS=f"127.0.0.1:{free_port()}",
+               JX_GLOO_PLUGIN=os.path.join(build, "libjx_gloo.so"))
+    exe = os.path.join(build, "bench", "bench_dist_allreduce")
+    procs = [subprocess.Popen([exe] + args, env=dict(env, JX_PROCESS_ID=str(p)),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for p in range(np)]
+    outs = [p.communicate(timeout=timeout) for p in procs]
+    if any(p.returncode for p in procs):
+        sys.exit("gloo run failed:\n" + "\n".join(o[1] for o in outs))
+    return parse(outs[0][0])
+
+
+def run_mpi(build, np, args, timeout=900):
+    env = dict(os.environ, JX_NUM_CPU_DEVICES="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="self,vader",
+               JX_MPI_PLUGIN=os.path.join(build, "libjx_mpi.so"))
+    exe = os.path.join(build, "bench", "bench_dist_allreduce")
+    r = subprocess.run(["mpirun", "-np", str(np), "--oversubscribe", "--bind-to", "none", exe] + args,
+                       env=env, capture_output=True, text=True, timeout=timeout)
+    if r.returncode:
+        sys.exit("mpi run failed:\n" + r.stderr)
+    return parse(r.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--procs", default="2,4")
+    ap.add_argument("--join", default="8,16,32")
+    ap.add_argument("--min-bytes", default="1024")
+    ap.add_argument("--max-bytes", default=str(64 << 20))
+    a = ap.parse_args()
+    sizes = [a.min_bytes, a.max_bytes]
+    for np in [int(x) for x in a.procs.split(",") if x]:
+        rounds = []
+        for r in range(a.rounds):  # alternate which engine goes first
+            first, second = (run_gloo, run_mpi) if r % 2 == 0 else (run_mpi, run_gloo)
+            x = first(a.build, np, sizes)
+            y = second(a.build, np, sizes)
+            rounds.append((x, y) if r % 2 == 0 else (y, x))
+        print(f"{np} processes, f32 sum, {a.rounds} rounds: medians in us; ratio = MPI / Gloo")
+        print(f"{'bytes':>10} {'Gloo us':>10} {'MPI us':>10} {'ratio':>6} {'range':>12}")
+        for size in sorted(rounds[0][0]):
+            g = [x[size] for x, _ in rounds]
+            m = [y[size] for _, y in rounds]
+            ratio = [mi / gi for gi, mi in zip(g, m)]
+            print(f"{size:>10} {statistics.median(g):>10.1f} {statistics.median(m):>10.1f} "
+                  f"{statistics.median(ratio):>6.2f} {min(ratio):>5.2f}-{max(ratio):<5.2f}")
+        sys.stdout.flush()
+    for np in [int(x) for x in a.join.split(",") if x]:
+        t = [run_gloo(a.build, np, ["join"])["join"] for _ in range(a.rounds)]
+        print(f"join of {np} local processes at a coordinator (Gloo): median {statistics.median(t):.3f} s "
+              f"(range {min(t):.3f}-{max(t):.3f}, {a.rounds} runs)")
+
+
+if __name__ == "__main__":
+    main()

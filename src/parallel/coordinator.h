@@ -1,0 +1,27 @@
+/* Jobs whose processes meet at a coordinator (no MPI launcher): the
+ * coordinator is process 0's key-value store (kv_store.h, served on a
+ * thread of process 0 at the coordinator address), every process joins the
+ * job there, and the collectives run on the Gloo plugin (libjx_gloo.so,
+ * mpi_plugin.h), whose processes find each other through the store. The
+ * engine has the MPI plugin's function table, so that everything above it
+ * (comm_hier.c, meshes, sharded jit) is the same for both.
+ *
+ * The job's token (JX_JOB_TOKEN, empty when unset) is presented to the
+ * store: a process started with another token is refused. */
+#ifndef JX_SRC_PARALLEL_COORDINATOR_H
+#define JX_SRC_PARALLEL_COORDINATOR_H
+
+#include "kv_store.h"
+#include "mpi_plugin.h"
+
+/* The engine for process process_id of num_processes, meeting at
+ * coordinator ("host:port"); NULL when that is not host:port. init() joins
+ * the job and opens the Gloo plugin (JX_GLOO_PLUGIN, else libjx_gloo.so
+ * next to libjx, else the library search path). */
+const jx_mpi_api *jx_coordinator_engine(const char *coordinator, int num_processes, int process_id);
+/* This process's client of the job's store, once init succeeded (NULL
+ * before and after the job): for what the processes agree on besides
+ * collectives. */
+jx_kv *jx_coordinator_store(void);
+
+#endif
