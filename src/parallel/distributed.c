@@ -24,6 +24,7 @@
 #include "comm.h"
 #include "device.h"
 #include "dist.h"
+#include "heartbeat.h"
 #include "launcher.h"
 #include "shards.h"
 #include "coordinator.h"
@@ -141,6 +142,9 @@ static jx_status join_at_coordinator(const jx_distributed_options *opts, const c
                           "jx_distributed_initialize: process %d of %d: %s", rank, size, msg);
     mpi = api;
     coordinated = 1;
+    if (jx_heartbeat_start(coordinator, rank, size, msg, sizeof msg))
+      return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                          "jx_distributed_initialize: process %d of %d: %s", rank, size, msg);
   }
   return join(rank, size);
 }
@@ -197,6 +201,7 @@ jx_status jx_distributed_shutdown(void) {
   if (!initialized || finalized) return JX_OK;
   finalized = 1;
   if (!mpi) return JX_OK;
+  jx_heartbeat_stop(!failed);
   if (failed)
     fprintf(stderr, coordinated
                         ? "jx: a collective over processes failed; this process ends (status 1) "
