@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# `jx train` started by `jx launch` and by a simulated srun (registered by tests/CMakeLists.txt):
+#   run_launch_train.sh JX CORPUS equivalence   1 process x 4 devices (the oracle) = 2 x 2 through
+#       jx launch = 4 x 1 through jx launch = 2 x 2 started with srun's variables (no MPI, no
+#       jx launch): the same losses, bit for bit (as printed)
+#   run_launch_train.sh JX CORPUS restart       jx launch --max-restarts 1: attempt 0 stops at step
+#       3 (checkpoint) and then process 1 is killed; the restart resumes and steps 4..6 give the
+#       oracle's losses
+#   run_launch_train.sh JX CORPUS elastic       4 launchers (--nnodes 3:4); after step 3 node 3's
+#       launcher is killed (its host gone): the job goes on with 3 processes from the checkpoint
+#       (re-sharded) and finishes
+set -u
+jx=$1 corpus=$2 mode=$3
+export JX_COLLECTIVE_TIMEOUT=120 JX_HEARTBEAT_TIMEOUT=10
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(dirname "$0")/../mpi/run_gloo_test.lsan.supp"
+unset JX_NUM_CPU_DEVICES JX_COORDINATOR_ADDRESS JX_NUM_PROCESSES JX_PROCESS_ID
+steps=6
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+model=(--layers 1 --width 32 --heads 2 --context 16 --steps "$steps" --data "$corpus" --sample 0)
+flags=("${model[@]}" --batch 8 --mesh data=2,model=2)
+failed=0
+fail() {
+  echo "FAIL: $*"
+  failed=1
+}
+# a port nobody listens on, from lo .. lo+span-1
+free_port() {
+  while :; do
+    port=$(($1 + RANDOM % $2))
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
+  done
+  echo "$port"
+}
+# losses A B: the last line of every step 1..$steps in B (a restart writes steps again) has A's loss
+same_losses() {
+  awk -v steps="$steps" -F'[:,]' '
+    FNR == 1 { file++ }
+    { loss[file, $2 + 0] = $4 }
+    END {
+      bad = 0
+      for (s = 1; s <= steps; s++) {
+        printf "step %d: %s vs %s\n", s, loss[1, s], loss[2, s]
+        if (loss[1, s] == "" || loss[1, s] != loss[2, s]) { print "  differ"; bad = 1 }
+      }
+      exit bad
+    }' "$1" "$2"
+}
+run() { # run LOG CMD...: the command (at most 240 s), its output kept in LOG and shown
+  timeout 240 "${@:2}" >"$dir/$1" 2>&1
+  local rc=$?
+  sed "s/^/  /" "$dir/$1"
+  return $rc
+}
+
+"$jx" train --devices 4 "${flags[@]}" --metrics "$dir/one.jsonl" >"$dir/one.log" 2>&1 ||
+  { cat "$dir/one.log"; fail "the one-process run failed"; }
+
+if [ "$mode" = equivalence ]; then
+  run two.log "$jx" launch --nproc 2 -- "$jx" train --devices 2 "${flags[@]}" \
+    --metrics "$dir/two.jsonl" || fail "jx launch --nproc 2 exited $?"
+  grep -q "^\[p0\]   4 device(s) (2 processes x 2)" "$dir/two.log" || fail "no banner of 2 x 2"
+  same_losses "$dir/one.jsonl" "$dir/two.jsonl" || fail "2 x 2 through jx launch differs"
+
+  run four.log "$jx" launch --nproc 4 -- "$jx" train --devices 1 "${flags[@]}" \
+    --metrics "$dir/four.jsonl" || fail "jx launch --nproc 4 exited $?"
+  same_losses "$dir/one.jsonl" "$dir/four.jsonl" || fail "4 x 1 through jx launch differs"
+
+  # srun --ntasks 2 without MPI: its variables only; process 0 serves on the node list's first
+  # host at 61440 + SLURM_JOB_ID mod 4096
+  port=$(free_port 61440 4096)
+  for p in 1 0; do
+    SLURM_PROCID=$p SLURM_LOCALID=$p SLURM_NTASKS=2 SLURM_NODEID=0 SLURM_STEP_NODELIST=localhost \
+      SLURM_STEP_TASKS_PER_NODE=2 SLURM_JOB_ID=$((port - 61440 + 4096 * 7)) \
+      timeout 240 "$jx" train --devices 2 "${flags[@]}" --metrics "$dir/slurm.jsonl" \
+      >"$dir/slurm.$p.log" 2>&1 &
+    pid[$p]=$!
+  done
+  for p in 0 1; do
+    wait "${pid[$p]}" || { sed "s/^/  [srun $p] /" "$dir/slurm.$p.log"; fail "srun process $p failed"; }
+  done
+  sed "s/^/  [srun 0] /" "$dir/slurm.0.log"
+  same_losses "$dir/one.jsonl" "$dir/slurm.jsonl" || fail "2 x 2 under srun differs"
+fi
+
+if [ "$mode" = restart ]; then
+  # attempt 0: to step 3 (its checkpoint), then process 1 dies; attempt 1 resumes
+  script='if [ "$JX_RESTART_COUNT" = 0 ]; then
+            "$0" "$@" --stop-at 3 || exit 1
+            [ "$JX_PROCESS_ID" = 1 ] && kill -9 $$
+            exec sleep 100
+          fi
+          exec "$0" "$@"'
+  run restart.log "$jx" launch --nproc 2 --max-restarts 1 --stop-grace 2 -- sh -c "$script" \
+    "$jx" train --devices 2 "${flags[@]}" --ckpt "$dir/ck" --resume --metrics "$dir/restart.jsonl" ||
+    fail "jx launch --max-restarts 1 exited $?"
+  grep -q "process 1 (pid [0-9]*) was killed by signal 9" "$dir/restart.log" &&
+    grep -q "restart 1 of 1" "$dir/restart.log" && grep -q "^\[p0\] resumed from step 3" "$dir/restart.log" ||
+    fail "no restart from step 3"
+  same_losses "$dir/one.jsonl" "$dir/restart.jsonl" || fail "the restarted job's losses differ"
+fi
+
+if [ "$mode" = elastic ]; then
+  # 4 nodes of one process each; after step 3 node 3's launcher is killed (its process with it)
+  port=$(free_port 20000 30000)
+  script='if [ "$JX_RESTART_COUNT" = 0 ]; then
+            "$0" "$@" --stop-at 3 || exit 1
+            [ "$JX_PROCESS_ID" = 3 ] && kill -9 $PPID
+            exec sleep 100
+          fi
+          exec "$0" "$@"'
+  for r in 3 2 1 0; do
+    timeout 240 "$jx" launch --nproc 1 --nnodes 3:4 --node-rank $r --coordinator 127.0.0.1:$port \
+      --max-restarts 1 --join-settle 2 --stop-grace 2 -- sh -c "$script" \
+      "$jx" train --devices 1 "${model[@]}" --batch 12 --ckpt "$dir/ck" --resume \
+      --metrics "$dir/elastic.jsonl" >"$dir/node.$r.log" 2>&1 &
+    pid[$r]=$!
+  done
+  for r in 0 1 2; do
+    wait "${pid[$r]}" || fail "node $r's launcher exited $?"
+    sed "s/^/  [node $r] /" "$dir/node.$r.log"
+  done
+  wait "${pid[3]}" 2>/dev/null
+  grep -q "attempt 1: node 0 of 3, processes 0..0 of 3" "$dir/node.0.log" &&
+    grep -q "^\[p0\] resumed from step 3" "$dir/node.0.log" ||
+    fail "the job did not go on with 3 processes from step 3"
+  [ "$(grep -c '"step"' "$dir/elastic.jsonl")" -ge "$steps" ] &&
+    grep -q "\"step\": $steps," "$dir/elastic.jsonl" || fail "the 3 processes did not finish"
+fi
+
+[ $failed -eq 0 ] && echo "PASS: jx train through jx launch ($mode)"
+exit $failed
