@@ -5,7 +5,8 @@
 #       jx launch): the same losses, bit for bit (as printed)
 #   run_launch_train.sh JX CORPUS restart       jx launch --max-restarts 1: attempt 0 stops at step
 #       3 (checkpoint) and then process 1 is killed; the restart resumes and steps 4..6 give the
-#       oracle's losses
+#       oracle's losses; --keep 1 leaves the last step only, and a crashed save's leftover
+#       directory is gone after the next save
 #   run_launch_train.sh JX CORPUS elastic       4 launchers (--nnodes 3:4); after step 3 node 3's
 #       launcher is killed (its host gone): the job goes on with 3 processes from the checkpoint
 #       (re-sharded) and finishes
@@ -91,9 +92,12 @@ if [ "$mode" = restart ]; then
             exec sleep 100
           fi
           exec "$0" "$@"'
+  mkdir -p "$dir/ck/.step_00000001.tmp.4242" # a save that crashed
   run restart.log "$jx" launch --nproc 2 --max-restarts 1 --stop-grace 2 -- sh -c "$script" \
-    "$jx" train --devices 2 "${flags[@]}" --ckpt "$dir/ck" --resume --metrics "$dir/restart.jsonl" ||
-    fail "jx launch --max-restarts 1 exited $?"
+    "$jx" train --devices 2 "${flags[@]}" --ckpt "$dir/ck" --keep 1 --resume \
+    --metrics "$dir/restart.jsonl" || fail "jx launch --max-restarts 1 exited $?"
+  [ "$(cd "$dir/ck" && echo * .step*)" = "step_00000006 .step*" ] ||
+    fail "--keep 1 left $(ls -A "$dir/ck" | tr '\n' ' ')"
   grep -q "process 1 (pid [0-9]*) was killed by signal 9" "$dir/restart.log" &&
     grep -q "restart 1 of 1" "$dir/restart.log" && grep -q "^\[p0\] resumed from step 3" "$dir/restart.log" ||
     fail "no restart from step 3"
