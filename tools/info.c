@@ -93,8 +93,14 @@ static void print_gpu_choice(int me) {
     printf("none: %s\n", jx_last_error());
   else if (g == -1)
     printf("all %d visible\n", gpus);
-  else
-    printf("visible GPU %d\n", g);
+  else if (!visible)
+    printf("GPU %d\n", g);
+  else { /* the g-th entry of CUDA_VISIBLE_DEVICES */
+    const char *e = visible;
+    for (int i = 0; i < g && e; i++) e = strchr(e, ',') ? strchr(e, ',') + 1 : NULL;
+    printf("visible GPU %d (CUDA_VISIBLE_DEVICES entry %.*s)\n", g, e ? (int)strcspn(e, ",") : 1,
+           e ? e : "?");
+  }
 }
 
 int jx_cmd_info(int argc, char **argv) {

@@ -2,7 +2,8 @@
 # `jx train` started by `jx launch` and by a simulated srun (registered by tests/CMakeLists.txt):
 #   run_launch_train.sh JX CORPUS equivalence   1 process x 4 devices (the oracle) = 2 x 2 through
 #       jx launch = 4 x 1 through jx launch = 2 x 2 started with srun's variables (no MPI, no
-#       jx launch): the same losses, bit for bit (as printed)
+#       jx launch): the same losses, bit for bit (as printed); jx info under jx launch lists
+#       both processes
 #   run_launch_train.sh JX CORPUS restart       jx launch --max-restarts 1: attempt 0 stops at step
 #       3 (checkpoint) and then process 1 is killed; the restart resumes and steps 4..6 give the
 #       oracle's losses; --keep 1 leaves the last step only, and a crashed save's leftover
@@ -82,6 +83,12 @@ if [ "$mode" = equivalence ]; then
   done
   sed "s/^/  [srun 0] /" "$dir/slurm.0.log"
   same_losses "$dir/one.jsonl" "$dir/slurm.jsonl" || fail "2 x 2 under srun differs"
+
+  # jx info joins the job jx launch started and lists both processes
+  JX_NUM_CPU_DEVICES=2 run info.log "$jx" launch --nproc 2 -- "$jx" info || fail "jx info: $?"
+  grep -q "^\[p0\] processes: 2, launcher: JX_COORDINATOR_ADDRESS (coordinator 127.0.0.1:" \
+    "$dir/info.log" && grep -q "^\[p0\]   process 1 on .*: devices 2..3" "$dir/info.log" ||
+    fail "jx info under jx launch does not list the 2 processes"
 fi
 
 if [ "$mode" = restart ]; then
