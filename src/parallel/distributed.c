@@ -6,11 +6,12 @@
  * library (or executable) that holds this code, else the library search
  * path. A job of one process needs no plugin.
  *
- * With an explicit coordinator (jx_distributed_options.coordinator, or
- * JX_COORDINATOR_ADDRESS when no launcher started the process) the
- * processes meet at the coordinator's key-value store and run their
- * collectives on the Gloo plugin (coordinator.h): same function table, no
- * MPI. */
+ * Who started the process, and so how it meets the others, is
+ * launcher.h's to find out. With a coordinator (the options',
+ * JX_COORDINATOR_ADDRESS, or one derived from srun's node list) the
+ * processes meet at the coordinator's key-value store, run their
+ * collectives on the Gloo plugin (coordinator.h: same function table, no
+ * MPI) and beat their hearts through the store (heartbeat.h). */
 #include <jx/distributed.h>
 
 #include <dlfcn.h>
