@@ -225,24 +225,29 @@ static void a_local_rank_picks_a_gpu(void **state) {
   assert_int_equal(jx_gpu_for_local_rank(0, 2, "", 8, why, sizeof why), -2); /* none visible */
   assert_non_null(strstr(why, "but 0 visible GPU(s)"));
   assert_int_equal(jx_gpu_for_local_rank(1, 2, NULL, 0, why, sizeof why), -2);
-  /* through the public function: a job of one whose launcher says local process 1 of 2 */
-  setenv("JX_COORDINATOR_ADDRESS", "127.0.0.1:1", 1);
-  setenv("JX_NUM_PROCESSES", "1", 1);
-  setenv("JX_PROCESS_ID", "0", 1);
-  setenv("JX_LOCAL_PROCESS_ID", "1", 1);
-  setenv("JX_LOCAL_PROCESS_COUNT", "2", 1);
-  assert_int_equal(jx_distributed_initialize(NULL), JX_OK);
-  assert_int_equal(jx_process_local_index(), 1);
-  assert_int_equal(jx_process_local_count(), 2);
-  unsetenv("CUDA_VISIBLE_DEVICES");
-  assert_int_equal(jx_process_gpu(4), 1);
-  setenv("CUDA_VISIBLE_DEVICES", "3", 1);
-  jx_clear_error();
-  assert_int_equal(jx_process_gpu(4), -2);
-  assert_non_null(strstr(jx_last_error(), "jx_process_gpu: this host has 2 processes"));
-  unsetenv("CUDA_VISIBLE_DEVICES");
-  jx_clear_error();
-  assert_int_equal(jx_distributed_shutdown(), JX_OK);
+  /* through the public function: a job of one whose launcher says local process 1 of 2 (in a
+   * child: a joined process keeps its one-process device table on purpose) */
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("JX_COORDINATOR_ADDRESS", "127.0.0.1:1", 1);
+    setenv("JX_NUM_PROCESSES", "1", 1);
+    setenv("JX_PROCESS_ID", "0", 1);
+    setenv("JX_LOCAL_PROCESS_ID", "1", 1);
+    setenv("JX_LOCAL_PROCESS_COUNT", "2", 1);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    int ok = jx_distributed_initialize(NULL) == JX_OK && jx_process_local_index() == 1 &&
+             jx_process_local_count() == 2 && jx_process_gpu(4) == 1;
+    setenv("CUDA_VISIBLE_DEVICES", "3", 1);
+    jx_clear_error();
+    ok = ok && jx_process_gpu(4) == -2 &&
+         strstr(jx_last_error(), "jx_process_gpu: this host has 2 processes") != NULL;
+    if (!ok) fprintf(stderr, "  the public function: %s\n", jx_last_error());
+    _exit(ok && jx_distributed_shutdown() == JX_OK ? 0 : 1);
+  }
+  int status = -1;
+  waitpid(pid, &status, 0);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 /* ---- two processes started as srun would start them ---- */
