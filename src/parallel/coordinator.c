@@ -34,6 +34,19 @@ static int failed; /* a collective or split failed */
 
 jx_kv *jx_coordinator_store(void) { return gloo ? kv : NULL; }
 
+static const char *job_token(void) {
+  const char *token = getenv("JX_JOB_TOKEN");
+  return token ? token : "";
+}
+
+jx_kv *jx_coordinator_connect(double timeout_s, char *msg, size_t cap) {
+  if (!gloo) {
+    snprintf(msg, cap, "this process did not join a job at a coordinator");
+    return NULL;
+  }
+  return jx_kv_connect(coord_addr, job_token(), timeout_s, msg, cap);
+}
+
 /* ---- the store, as the plugin calls it ---- */
 
 static int s_set(void *self, const char *key, const void *value, size_t len, char *msg,
@@ -79,9 +92,8 @@ static const jx_mpi_api *open_gloo(const char *host, char *msg, size_t cap) {
 /* ---- the table ---- */
 
 static int c_init(double timeout_s, int *rank, int *size, char *msg, size_t cap) {
-  const char *token = getenv("JX_JOB_TOKEN");
+  const char *token = job_token();
   char why[1024] = "", host[64];
-  if (!token) token = "";
   if (my_id == 0) {
     int bound;
     server = jx_kv_server_start(coord_port, token, nproc, &bound, why, sizeof why);

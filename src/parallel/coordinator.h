@@ -21,7 +21,12 @@
 const jx_mpi_api *jx_coordinator_engine(const char *coordinator, int num_processes, int process_id);
 /* This process's client of the job's store, once init succeeded (NULL
  * before and after the job): for what the processes agree on besides
- * collectives. */
+ * collectives. Its requests go one at a time (the Gloo plugin's rendezvous
+ * uses it too); a thread that must not wait behind another's get or wait
+ * (a heartbeat) opens a client of its own with jx_coordinator_connect. */
 jx_kv *jx_coordinator_store(void);
+/* A new client of the job's store (the job's address and token), or NULL
+ * with the reason in msg; the caller closes it (jx_kv_close). */
+jx_kv *jx_coordinator_connect(double timeout_s, char *msg, size_t cap);
 
 #endif

@@ -18,7 +18,8 @@
  *   - a job of 3 processes (not a power of two): every collective against
  *     values computed here from the definitions, small and large, and the
  *     same bits on every process for a float sum whose
- *     rounding depends on the order;
+ *     rounding depends on the order; every process sets a key through a
+ *     client of its own (jx_coordinator_connect) and sees the others';
  *   - jx_distributed_initialize: options or environment that cannot work
  *     are refused naming what is wrong; two processes join through the
  *     options and meet. */
@@ -369,6 +370,14 @@ static int collectives(const jx_mpi_api *api, int me, char *out, size_t cap) {
     RUN(odd, &o);
     if (z != 2) return report(out, cap, "sum over processes 0 and 2: %d", z);
   }
+  /* the job's store: keys set through a client of one's own, waited for through the engine's */
+  char key[32];
+  snprintf(key, sizeof key, "hello/%d", me);
+  jx_kv *own = jx_coordinator_connect(5, out, cap);
+  if (!own || jx_kv_set(own, key, "x", 1, out, cap)) return 1;
+  jx_kv_close(own);
+  const char *hellos[P] = {"hello/0", "hello/1", "hello/2"};
+  if (jx_kv_wait(jx_coordinator_store(), hellos, P, 10, out, cap)) return 1;
   snprintf(out, cap, "ok");
   return 0;
 }
