@@ -1,7 +1,9 @@
 /* A job that meets at a coordinator (coordinator.h).
  *
  * init: process 0 serves the store at the coordinator's port (before it
- * connects to it itself, so its own connection queues); every process
+ * connects to it itself, so its own connection queues), unless
+ * JX_COORDINATOR_SERVED says another process serves it (a launcher, a
+ * service of its own: jx_kv_server_start with the job's token); every process
  * connects (retrying until the deadline: process 0 may start last),
  * presents the job's token and joins: the store answers once every process
  * came, or names what is wrong (an id out of range, two processes with one
@@ -20,6 +22,7 @@
 
 #include <dlfcn.h>
 
+#include "../base/env.h"
 #include "coordinator.h"
 #include "plugin_open.h"
 #include "tcp_socket.h"
@@ -94,7 +97,7 @@ static const jx_mpi_api *open_gloo(const char *host, char *msg, size_t cap) {
 static int c_init(double timeout_s, int *rank, int *size, char *msg, size_t cap) {
   const char *token = job_token();
   char why[1024] = "", host[64];
-  if (my_id == 0) {
+  if (my_id == 0 && !jx_env_flag("JX_COORDINATOR_SERVED")) {
     int bound;
     server = jx_kv_server_start(coord_port, token, nproc, &bound, why, sizeof why);
     if (!server) {

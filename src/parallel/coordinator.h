@@ -7,7 +7,10 @@
  * (comm_hier.c, meshes, sharded jit) is the same for both.
  *
  * The job's token (JX_JOB_TOKEN, empty when unset) is presented to the
- * store: a process started with another token is refused. */
+ * store: a process started with another token is refused. With
+ * JX_COORDINATOR_SERVED=1 another process serves the store at the
+ * coordinator address (a launcher, or a service of its own) and process 0
+ * only joins. */
 #ifndef JX_SRC_PARALLEL_COORDINATOR_H
 #define JX_SRC_PARALLEL_COORDINATOR_H
 

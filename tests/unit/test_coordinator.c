@@ -22,7 +22,9 @@
  *     client of its own (jx_coordinator_connect) and sees the others';
  *   - jx_distributed_initialize: options or environment that cannot work
  *     are refused naming what is wrong; two processes join through the
- *     options and meet. */
+ *     options and meet; two join a store served by another process
+ *     (JX_COORDINATOR_SERVED) with their token, and a third with another
+ *     token is turned away. */
 #define _GNU_SOURCE /* setenv */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -487,6 +489,37 @@ static void joins_through_the_options(void **state) {
   }
 }
 
+/* a store served by another process (this one), with a token: the job's
+ * processes only join it; a process with another token is turned away */
+static void joins_a_store_served_elsewhere(void **state) {
+  (void)state;
+  NEEDS_GLOO();
+  char msg[MSG] = "", addr[64];
+  int port = 0;
+  jx_kv_server *s = jx_kv_server_start(0, "job-7", 2, &port, msg, sizeof msg);
+  assert_non_null(s);
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+  pid_t pid[3];
+  for (int i = 0; i < 3; i++)
+    if ((pid[i] = fork()) == 0) {
+      setenv("JX_COORDINATOR_SERVED", "1", 1);
+      setenv("JX_JOB_TOKEN", i < 2 ? "job-7" : "job-8", 1);
+      if (i < 2) _exit(join_through_options(addr, i));
+      jx_distributed_options o = {addr, 2, 1, 5};
+      _exit(jx_distributed_initialize(&o) == JX_ERR_INVALID_ARGUMENT &&
+                    strstr(jx_last_error(), "serves no job with this process's token")
+                ? 0
+                : 1);
+    }
+  for (int i = 0; i < 3; i++) {
+    int status = -1;
+    waitpid(pid[i], &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+  }
+  jx_kv_server_stop(s);
+}
+
 int main(void) {
 #ifdef JX_GLOO_PLUGIN_FILE
   setenv("JX_GLOO_PLUGIN", JX_GLOO_PLUGIN_FILE, 1);
@@ -503,6 +536,7 @@ int main(void) {
       cmocka_unit_test(names_a_process_that_ended),
       cmocka_unit_test(names_a_process_that_stalls_at_the_deadline),
       cmocka_unit_test(joins_through_the_options),
+      cmocka_unit_test(joins_a_store_served_elsewhere),
       cmocka_unit_test(refuses_options_that_cannot_work),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
