@@ -436,7 +436,9 @@ std::string blame(jx_mpi_comm *c, uint64_t seq, const std::string &why, double t
     return list(failed_first) + " did not arrive within " + t +
            (failed_first.size() == 1 ? " s (it ended after a failure of its own)"
                                      : " s (they ended after failures of their own)");
-  return "did not finish within " + std::string(t) + " s: " + why;
+  if (why.find("Timed out") != std::string::npos)
+    return "did not finish within " + std::string(t) + " s: " + why;
+  return "failed: " + why;
 }
 
 std::string members(const jx_mpi_comm *c) {
