@@ -32,6 +32,7 @@ static int coord_port, nproc, my_id;
 static jx_kv_server *server;
 static jx_kv *kv;
 static const jx_mpi_api *gloo;
+static void (*gloo_interrupt)(const char *why);
 static int failed; /* a collective or split failed */
 #define LINGER_S 3
 
@@ -74,12 +75,17 @@ static void leave(void) {
   gloo = NULL;
 }
 
+void jx_coordinator_interrupt(const char *why) {
+  if (gloo && gloo_interrupt) gloo_interrupt(why);
+}
+
 static const jx_mpi_api *open_gloo(const char *host, char *msg, size_t cap) {
   char why[4096];
   void *h = jx_plugin_open("libjx_gloo.so", "JX_GLOO_PLUGIN",
                            "build jx with Gloo (libgloo-dev installed, cmake -DJX_WITH_GLOO=ON)",
                            why, sizeof why);
   jx_gloo_plugin_fn get = h ? (jx_gloo_plugin_fn)dlsym(h, JX_GLOO_PLUGIN_SYMBOL) : NULL;
+  *(void **)&gloo_interrupt = h ? dlsym(h, JX_GLOO_INTERRUPT_SYMBOL) : NULL;
   plugin_store.self = kv;
   const jx_mpi_api *api = get ? get(&plugin_store, my_id, nproc, host) : NULL;
   if (!h)

@@ -28,6 +28,11 @@ const jx_mpi_api *jx_coordinator_engine(const char *coordinator, int num_process
  * uses it too); a thread that must not wait behind another's get or wait
  * (a heartbeat) opens a client of its own with jx_coordinator_connect. */
 jx_kv *jx_coordinator_store(void);
+/* Stops every collective of this process, those in flight included: they
+ * fail at once with why in their message ("process 3 stopped beating"),
+ * and so does every later one. Any thread may call it; nothing happens
+ * outside a job at a coordinator. */
+void jx_coordinator_interrupt(const char *why);
 /* A new client of the job's store (the job's address and token), or NULL
  * with the reason in msg; the caller closes it (jx_kv_close). */
 jx_kv *jx_coordinator_connect(double timeout_s, char *msg, size_t cap);

@@ -14,7 +14,8 @@
  *   - a coordinator that some processes never reach names them at the
  *     deadline; a process that never reaches a coordinator says so;
  *   - a process that ends, or stalls, before a collective is named by the
- *     others: at once, or at their deadline;
+ *     others: at once, or at their deadline; a collective interrupted by
+ *     another thread (jx_coordinator_interrupt) fails at once, saying why;
  *   - a job of 3 processes (not a power of two): every collective against
  *     values computed here from the definitions, small and large, and the
  *     same bits on every process for a float sum whose
@@ -439,6 +440,44 @@ static void names_a_process_that_stalls_at_the_deadline(void **state) {
   }
 }
 
+/* a collective in flight is interrupted by another thread: it fails at once,
+ * long before its deadline, saying why */
+static void *interrupt_soon(void *arg) {
+  (void)arg;
+  struct timespec pause = {0, 500 * 1000 * 1000};
+  nanosleep(&pause, NULL);
+  jx_coordinator_interrupt("process 1 stopped beating");
+  return NULL;
+}
+
+static int one_is_interrupted(const jx_mpi_api *api, int me, char *out, size_t cap) {
+  jx_mpi_comm *c = NULL;
+  if (api->split(1, me, 7, "all", 10, &c, out, cap)) return 1;
+  if (me == 1) {
+    sleep(3);
+    return report(out, cap, "slept");
+  }
+  pthread_t t;
+  pthread_create(&t, NULL, interrupt_soon, NULL);
+  int32_t v = 1;
+  jx_mpi_op o = {.kind = JX_MPI_ALLREDUCE, .dtype = 3, .count = 1, .send = &v, .recv = &v};
+  double t0 = jx_tcp_now();
+  if (!api->run(c, &o, 30, out, cap)) snprintf(out, cap, "the collective succeeded");
+  pthread_join(t, NULL);
+  if (jx_tcp_now() - t0 > 5)
+    report(out, cap, "the interrupted collective took %g s", jx_tcp_now() - t0);
+  return 1;
+}
+
+static void an_interrupted_collective_fails_at_once(void **state) {
+  (void)state;
+  NEEDS_GLOO();
+  char out[2][MSG];
+  run_job(2, (int[]){0, 1}, (int[]){2, 2}, 10, one_is_interrupted, out);
+  assert_non_null(strstr(out[0], "all_reduce over Gloo among processes 0,1 (all): interrupted: "
+                                 "process 1 stopped beating"));
+}
+
 /* ---- jx_distributed_initialize with a coordinator ---- */
 
 static void expect_refusal(const jx_distributed_options *o, const char *says) {
@@ -535,6 +574,7 @@ int main(void) {
       cmocka_unit_test(every_collective_on_three_processes),
       cmocka_unit_test(names_a_process_that_ended),
       cmocka_unit_test(names_a_process_that_stalls_at_the_deadline),
+      cmocka_unit_test(an_interrupted_collective_fails_at_once),
       cmocka_unit_test(joins_through_the_options),
       cmocka_unit_test(joins_a_store_served_elsewhere),
       cmocka_unit_test(refuses_options_that_cannot_work),
