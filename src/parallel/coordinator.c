@@ -1,7 +1,9 @@
 /* A job that meets at a coordinator (coordinator.h).
  *
  * init: process 0 serves the store at the coordinator's port (before it
- * connects to it itself, so its own connection queues); every process
+ * connects to it itself, so its own connection queues), unless
+ * JX_COORDINATOR_SERVED says another process serves it (a launcher, a
+ * service of its own: jx_kv_server_start with the job's token); every process
  * connects (retrying until the deadline: process 0 may start last),
  * presents the job's token and joins: the store answers once every process
  * came, or names what is wrong (an id out of range, two processes with one
@@ -20,6 +22,7 @@
 
 #include <dlfcn.h>
 
+#include "../base/env.h"
 #include "coordinator.h"
 #include "plugin_open.h"
 #include "tcp_socket.h"
@@ -29,10 +32,24 @@ static int coord_port, nproc, my_id;
 static jx_kv_server *server;
 static jx_kv *kv;
 static const jx_mpi_api *gloo;
+static void (*gloo_interrupt)(const char *why);
 static int failed; /* a collective or split failed */
 #define LINGER_S 3
 
 jx_kv *jx_coordinator_store(void) { return gloo ? kv : NULL; }
+
+static const char *job_token(void) {
+  const char *token = getenv("JX_JOB_TOKEN");
+  return token ? token : "";
+}
+
+jx_kv *jx_coordinator_connect(double timeout_s, char *msg, size_t cap) {
+  if (!gloo) {
+    snprintf(msg, cap, "this process did not join a job at a coordinator");
+    return NULL;
+  }
+  return jx_kv_connect(coord_addr, job_token(), timeout_s, msg, cap);
+}
 
 /* ---- the store, as the plugin calls it ---- */
 
@@ -58,12 +75,17 @@ static void leave(void) {
   gloo = NULL;
 }
 
+void jx_coordinator_interrupt(const char *why) {
+  if (gloo && gloo_interrupt) gloo_interrupt(why);
+}
+
 static const jx_mpi_api *open_gloo(const char *host, char *msg, size_t cap) {
   char why[4096];
   void *h = jx_plugin_open("libjx_gloo.so", "JX_GLOO_PLUGIN",
                            "build jx with Gloo (libgloo-dev installed, cmake -DJX_WITH_GLOO=ON)",
                            why, sizeof why);
   jx_gloo_plugin_fn get = h ? (jx_gloo_plugin_fn)dlsym(h, JX_GLOO_PLUGIN_SYMBOL) : NULL;
+  *(void **)&gloo_interrupt = h ? dlsym(h, JX_GLOO_INTERRUPT_SYMBOL) : NULL;
   plugin_store.self = kv;
   const jx_mpi_api *api = get ? get(&plugin_store, my_id, nproc, host) : NULL;
   if (!h)
@@ -79,10 +101,9 @@ static const jx_mpi_api *open_gloo(const char *host, char *msg, size_t cap) {
 /* ---- the table ---- */
 
 static int c_init(double timeout_s, int *rank, int *size, char *msg, size_t cap) {
-  const char *token = getenv("JX_JOB_TOKEN");
+  const char *token = job_token();
   char why[1024] = "", host[64];
-  if (!token) token = "";
-  if (my_id == 0) {
+  if (my_id == 0 && !jx_env_flag("JX_COORDINATOR_SERVED")) {
     int bound;
     server = jx_kv_server_start(coord_port, token, nproc, &bound, why, sizeof why);
     if (!server) {

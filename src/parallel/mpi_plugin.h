@@ -82,7 +82,8 @@ typedef struct {
   int (*wait)(void *self, const char *const *keys, int n, double timeout_s, char *msg, size_t cap);
 } jx_plugin_store;
 
-#define JX_GLOO_PLUGIN_SYMBOL "jx_gloo_plugin_api"
+#define JX_GLOO_PLUGIN_SYMBOL    "jx_gloo_plugin_api"
+#define JX_GLOO_INTERRUPT_SYMBOL "jx_gloo_interrupt" /* void (const char *why) */
 /* The Gloo plugin's table for process rank of size, whose rendezvous goes
  * through store (kept until finalize); host: the address its connections
  * listen on (the interface through which it reached the coordinator). Its

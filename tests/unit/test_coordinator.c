@@ -14,14 +14,18 @@
  *   - a coordinator that some processes never reach names them at the
  *     deadline; a process that never reaches a coordinator says so;
  *   - a process that ends, or stalls, before a collective is named by the
- *     others: at once, or at their deadline;
+ *     others: at once, or at their deadline; a collective interrupted by
+ *     another thread (jx_coordinator_interrupt) fails at once, saying why;
  *   - a job of 3 processes (not a power of two): every collective against
  *     values computed here from the definitions, small and large, and the
  *     same bits on every process for a float sum whose
- *     rounding depends on the order;
+ *     rounding depends on the order; every process sets a key through a
+ *     client of its own (jx_coordinator_connect) and sees the others';
  *   - jx_distributed_initialize: options or environment that cannot work
  *     are refused naming what is wrong; two processes join through the
- *     options and meet. */
+ *     options and meet; two join a store served by another process
+ *     (JX_COORDINATOR_SERVED) with their token, and a third with another
+ *     token is turned away. */
 #define _GNU_SOURCE /* setenv */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -369,6 +373,14 @@ static int collectives(const jx_mpi_api *api, int me, char *out, size_t cap) {
     RUN(odd, &o);
     if (z != 2) return report(out, cap, "sum over processes 0 and 2: %d", z);
   }
+  /* the job's store: keys set through a client of one's own, waited for through the engine's */
+  char key[32];
+  snprintf(key, sizeof key, "hello/%d", me);
+  jx_kv *own = jx_coordinator_connect(5, out, cap);
+  if (!own || jx_kv_set(own, key, "x", 1, out, cap)) return 1;
+  jx_kv_close(own);
+  const char *hellos[P] = {"hello/0", "hello/1", "hello/2"};
+  if (jx_kv_wait(jx_coordinator_store(), hellos, P, 10, out, cap)) return 1;
   snprintf(out, cap, "ok");
   return 0;
 }
@@ -428,6 +440,44 @@ static void names_a_process_that_stalls_at_the_deadline(void **state) {
   }
 }
 
+/* a collective in flight is interrupted by another thread: it fails at once,
+ * long before its deadline, saying why */
+static void *interrupt_soon(void *arg) {
+  (void)arg;
+  struct timespec pause = {0, 500 * 1000 * 1000};
+  nanosleep(&pause, NULL);
+  jx_coordinator_interrupt("process 1 stopped beating");
+  return NULL;
+}
+
+static int one_is_interrupted(const jx_mpi_api *api, int me, char *out, size_t cap) {
+  jx_mpi_comm *c = NULL;
+  if (api->split(1, me, 7, "all", 10, &c, out, cap)) return 1;
+  if (me == 1) {
+    sleep(3);
+    return report(out, cap, "slept");
+  }
+  pthread_t t;
+  pthread_create(&t, NULL, interrupt_soon, NULL);
+  int32_t v = 1;
+  jx_mpi_op o = {.kind = JX_MPI_ALLREDUCE, .dtype = 3, .count = 1, .send = &v, .recv = &v};
+  double t0 = jx_tcp_now();
+  if (!api->run(c, &o, 30, out, cap)) snprintf(out, cap, "the collective succeeded");
+  pthread_join(t, NULL);
+  if (jx_tcp_now() - t0 > 5)
+    report(out, cap, "the interrupted collective took %g s", jx_tcp_now() - t0);
+  return 1;
+}
+
+static void an_interrupted_collective_fails_at_once(void **state) {
+  (void)state;
+  NEEDS_GLOO();
+  char out[2][MSG];
+  run_job(2, (int[]){0, 1}, (int[]){2, 2}, 10, one_is_interrupted, out);
+  assert_non_null(strstr(out[0], "all_reduce over Gloo among processes 0,1 (all): interrupted: "
+                                 "process 1 stopped beating"));
+}
+
 /* ---- jx_distributed_initialize with a coordinator ---- */
 
 static void expect_refusal(const jx_distributed_options *o, const char *says) {
@@ -478,6 +528,37 @@ static void joins_through_the_options(void **state) {
   }
 }
 
+/* a store served by another process (this one), with a token: the job's
+ * processes only join it; a process with another token is turned away */
+static void joins_a_store_served_elsewhere(void **state) {
+  (void)state;
+  NEEDS_GLOO();
+  char msg[MSG] = "", addr[64];
+  int port = 0;
+  jx_kv_server *s = jx_kv_server_start(0, "job-7", 2, &port, msg, sizeof msg);
+  assert_non_null(s);
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+  pid_t pid[3];
+  for (int i = 0; i < 3; i++)
+    if ((pid[i] = fork()) == 0) {
+      setenv("JX_COORDINATOR_SERVED", "1", 1);
+      setenv("JX_JOB_TOKEN", i < 2 ? "job-7" : "job-8", 1);
+      if (i < 2) _exit(join_through_options(addr, i));
+      jx_distributed_options o = {addr, 2, 1, 5};
+      _exit(jx_distributed_initialize(&o) == JX_ERR_INVALID_ARGUMENT &&
+                    strstr(jx_last_error(), "serves no job with this process's token")
+                ? 0
+                : 1);
+    }
+  for (int i = 0; i < 3; i++) {
+    int status = -1;
+    waitpid(pid[i], &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+  }
+  jx_kv_server_stop(s);
+}
+
 int main(void) {
 #ifdef JX_GLOO_PLUGIN_FILE
   setenv("JX_GLOO_PLUGIN", JX_GLOO_PLUGIN_FILE, 1);
@@ -493,7 +574,9 @@ int main(void) {
       cmocka_unit_test(every_collective_on_three_processes),
       cmocka_unit_test(names_a_process_that_ended),
       cmocka_unit_test(names_a_process_that_stalls_at_the_deadline),
+      cmocka_unit_test(an_interrupted_collective_fails_at_once),
       cmocka_unit_test(joins_through_the_options),
+      cmocka_unit_test(joins_a_store_served_elsewhere),
       cmocka_unit_test(refuses_options_that_cannot_work),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -32,7 +32,13 @@
  * ("closed/<id>"). A process that ends after a failure of its own says so
  * in the store first ("gone/<id>"), so that the others name the process
  * that failed first rather than those that followed. A failed communicator
- * is broken: its later collectives fail at once. */
+ * is broken: its later collectives fail at once.
+ *
+ * Interruption. jx_gloo_interrupt (another thread: a heartbeat watcher)
+ * fails every collective at once, those in flight included: it shuts down
+ * the sockets of Gloo's pairs (found by their ends: one is this process's or
+ * a peer's Gloo listener), whose closing Gloo's event loop reports to the
+ * waiting operations; their messages carry the reason given. */
 #include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoallv.h>
@@ -54,6 +60,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <vector>
 
@@ -100,6 +109,51 @@ void store_set(const std::string &key, const std::vector<char> &value) {
     throw failure(msg);
 }
 
+/* The listening addresses of this process's Gloo device and of its peers':
+ * every socket of Gloo's pairs has one of them at one end (for
+ * jx_gloo_interrupt). Under listeners_mu. */
+std::mutex listeners_mu;
+std::vector<sockaddr_storage> listeners;
+
+void note_listener(const sockaddr_storage &a) {
+  std::lock_guard<std::mutex> hold(listeners_mu);
+  for (auto &l : listeners)
+    if (!memcmp(&l, &a, sizeof a)) return;
+  listeners.push_back(a);
+}
+
+bool same_endpoint(const sockaddr_storage &a, const sockaddr_storage &b) {
+  if (a.ss_family != b.ss_family) return false;
+  if (a.ss_family == AF_INET) {
+    auto &x = (const sockaddr_in &)a, &y = (const sockaddr_in &)b;
+    return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
+  }
+  auto &x = (const sockaddr_in6 &)a, &y = (const sockaddr_in6 &)b;
+  return x.sin6_port == y.sin6_port && !memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr);
+}
+
+/* Shuts down every socket of Gloo's pairs: Gloo's event loop sees them close
+ * and fails the operations waiting on them at once. */
+void shut_pairs(void) {
+  std::lock_guard<std::mutex> hold(listeners_mu);
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return;
+  while (struct dirent *e = readdir(d)) {
+    int fd = atoi(e->d_name);
+    if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d)) continue;
+    sockaddr_storage mine{}, theirs{};
+    socklen_t ml = sizeof mine, tl = sizeof theirs;
+    if (getsockname(fd, (sockaddr *)&mine, &ml) || getpeername(fd, (sockaddr *)&theirs, &tl))
+      continue; /* not a connected socket */
+    for (auto &l : listeners)
+      if (same_endpoint(mine, l) || same_endpoint(theirs, l)) {
+        shutdown(fd, SHUT_RDWR);
+        break;
+      }
+  }
+  closedir(d);
+}
+
 /* A context connected through the store under prefix. */
 class context : public gloo::rendezvous::Context {
 public:
@@ -112,13 +166,17 @@ public:
     for (int q = 0; q < size; q++)
       if (q != rank) {
         auto &pair = tc->createPair(q);
+        note_listener(
+            dynamic_cast<const gloo::transport::tcp::Address &>(pair->address()).getSockaddr());
         store_set(prefix + std::to_string(rank) + "/" + std::to_string(q), pair->address().bytes());
       }
     peer.assign((size_t)size, "");
     for (int q = 0; q < size; q++)
       if (q != rank) {
         auto bytes = store_get(prefix + std::to_string(q) + "/" + std::to_string(rank), timeout_s);
-        peer[(size_t)q] = gloo::transport::tcp::Address(bytes).str();
+        gloo::transport::tcp::Address theirs(bytes);
+        peer[(size_t)q] = theirs.str();
+        note_listener(theirs.getSockaddr());
         tc->getPair(q)->connect(bytes);
       }
     device_ = device;
@@ -143,8 +201,15 @@ struct jx_mpi_comm {
 namespace {
 
 std::mutex split_mu;
-jx_mpi_comm *control; /* every process, for splits and the final barrier */
-std::vector<jx_mpi_comm *> all_comms;
+jx_mpi_comm *control;                 /* every process, for splits and the final barrier */
+std::vector<jx_mpi_comm *> all_comms; /* under comms_mu */
+std::mutex comms_mu;
+std::string interruption; /* why jx_gloo_interrupt stopped every collective; under comms_mu */
+
+void remember(jx_mpi_comm *c) {
+  std::lock_guard<std::mutex> hold(comms_mu);
+  all_comms.push_back(c);
+}
 unsigned split_serial;
 
 jx_mpi_comm *make_comm(int rank, std::vector<int> world, const std::string &label,
@@ -163,7 +228,7 @@ jx_mpi_comm *make_comm(int rank, std::vector<int> world, const std::string &labe
   c->world = std::move(world);
   c->label = label;
   c->serial = serial;
-  all_comms.push_back(c.get());
+  remember(c.get());
   return c.release();
 }
 
@@ -436,7 +501,9 @@ std::string blame(jx_mpi_comm *c, uint64_t seq, const std::string &why, double t
     return list(failed_first) + " did not arrive within " + t +
            (failed_first.size() == 1 ? " s (it ended after a failure of its own)"
                                      : " s (they ended after failures of their own)");
-  return "did not finish within " + std::string(t) + " s: " + why;
+  if (why.find("Timed out") != std::string::npos)
+    return "did not finish within " + std::string(t) + " s: " + why;
+  return "failed: " + why;
 }
 
 std::string members(const jx_mpi_comm *c) {
@@ -520,7 +587,7 @@ int g_split(int member, int key, uint64_t check, const char *label, double timeo
     c->label = label;
     c->serial = serial;
     c->tag = number;
-    all_comms.push_back(c.get());
+    remember(c.get());
     *out = c.release();
     return 0;
   }
@@ -545,9 +612,15 @@ int g_run(jx_mpi_comm *c, const jx_mpi_op *op, double timeout_s, char *msg, size
     return fail(msg, cap, std::string(kind_name(op->kind)) + ": " + e.what());
   } catch (const std::exception &e) {
     /* Gloo's pairs are out of step now: nothing more on c */
+    std::string why;
+    {
+      std::lock_guard<std::mutex> hold(comms_mu);
+      why = interruption;
+    }
     c->broken = true;
     c->reason = std::string(kind_name(op->kind)) + " over Gloo among processes " + members(c) +
-                " (" + c->label + "): " + blame(c, seq, e.what(), timeout_s);
+                " (" + c->label +
+                "): " + (why.empty() ? blame(c, seq, e.what(), timeout_s) : "interrupted: " + why);
     return fail(msg, cap, c->reason);
   }
 }
@@ -570,6 +643,7 @@ int g_finalize(int abort_now, int code) {
   int st = g_run(control, &b, default_timeout, msg, sizeof msg);
   if (st) fprintf(stderr, "jx: the final barrier over Gloo failed: %s\n", msg);
   /* meshes keep their pointers, but never use them after shutdown */
+  std::lock_guard<std::mutex> hold(comms_mu);
   for (jx_mpi_comm *c : all_comms) delete c;
   all_comms.clear();
   control = nullptr;
@@ -587,6 +661,15 @@ const char *g_version(void) {
 const jx_mpi_api api = {JX_MPI_ABI, g_init, g_split, g_run, g_finalize, g_version};
 
 } // namespace
+
+/* Stops every collective of the process, those in flight included: they
+ * fail at once saying why (the job cannot go on: a peer stopped beating),
+ * and so does every later one. Any thread may call it. */
+extern "C" __attribute__((visibility("default"))) void jx_gloo_interrupt(const char *why) {
+  std::lock_guard<std::mutex> hold(comms_mu);
+  interruption = why && *why ? why : "interrupted";
+  shut_pairs();
+}
 
 extern "C" __attribute__((visibility("default"))) const jx_mpi_api *
 jx_gloo_plugin_api(const jx_plugin_store *s, int rank, int size, const char *host) {
