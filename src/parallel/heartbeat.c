@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "coordinator.h"
 #include "kv_store.h"
 #include "tcp_socket.h"
 
@@ -26,17 +27,29 @@ double jx_heartbeat_timeout(void) {
 
 static int is_stopping(void) { return __atomic_load_n(&stopping, __ATOMIC_ACQUIRE); }
 
-/* Ends this process: the job lost a process (what says which and why). */
-static void end_process(const char *what) {
+/* The job lost a process (what says which and why): every collective of
+ * this process fails at once with that reason (jx_coordinator_interrupt),
+ * so the program sees the error; the process ends (status 1) a moment later
+ * if the program has not ended it. lost_seen: the others have read "lost"
+ * (process 0 serves the store, so it interrupts itself once they have, or
+ * after two intervals). */
+static void end_process(const char *what, int lost_seen) {
   if (is_stopping()) return; /* leaving anyway */
+  char msg[256];
+  int64_t seen = 0;
+  if (my_id != 0 && lost_seen) jx_kv_add(kv, "lost/seen", 1, &seen, msg, sizeof msg);
+  for (double until = jx_tcp_now() + 2 * interval_s; my_id == 0 && jx_tcp_now() < until;) {
+    if (jx_kv_add(kv, "lost/seen", 0, &seen, msg, sizeof msg) || seen >= nproc - 2) break;
+    usleep(20 * 1000);
+  }
   fprintf(stderr,
-          "jx: process %d of %d: %s; this process ends (status 1), as every process of the job "
-          "does\n",
+          "jx: process %d of %d: %s; its collectives fail and it ends (status 1), as every "
+          "process of the job does\n",
           my_id, nproc, what);
   fflush(stderr);
+  jx_coordinator_interrupt(what);
+  usleep(1000 * 1000); /* the program's own error path, naming the lost process */
   fflush(stdout);
-  /* process 0 serves the store: the others must still read "lost" from it */
-  if (my_id == 0) usleep((useconds_t)(2e6 * interval_s));
   _exit(1);
 }
 
@@ -106,7 +119,7 @@ static void *beat(void *arg) {
                "process 0 was lost: the job's coordinator (process 0's store) did not take a "
                "heartbeat (%s)",
                msg);
-      end_process(what);
+      end_process(what, 0);
     }
     now = jx_tcp_now();
     double checked = now;
@@ -120,7 +133,7 @@ static void *beat(void *arg) {
       if (!jx_kv_get(kv, "lost", next - t < 0.25 ? next - t : 0.25, &lost, &len, msg, sizeof msg)) {
         snprintf(what, sizeof what, "%.*s", (int)len, (char *)lost);
         free(lost);
-        end_process(what);
+        end_process(what, 1);
       }
     }
   }

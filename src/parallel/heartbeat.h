@@ -7,8 +7,10 @@
  * still for the timeout (killed, hung by SIGSTOP, its host gone), or whose
  * connection to the store closed without leaving the job, is lost; process
  * 0 writes "lost" naming it, and every process, waiting on that key between
- * beats, ends at once with status 1 saying which process was lost and why:
- * collectives in flight do not wait for their deadline. A process whose
+ * beats, says which process was lost and why, fails every collective of its
+ * own at once with that reason (jx_coordinator_interrupt: those in flight do
+ * not wait for their deadline), and ends with status 1 a second later if its
+ * program has not ended it on that error. A process whose
  * store does not take a beat (process 0 itself lost: its connection closed,
  * or no answer within the store's 5 s) ends the same way, naming process 0.
  * JAX's coordination service ends its processes so too. */

@@ -5,7 +5,7 @@
 #   run_fault_test.sh WORKER stop     process 2 gets SIGSTOP (a hang: its connections stay open)
 #   run_fault_test.sh WORKER absent   process 3 never starts
 # Oracle: every survivor exits non-zero, naming process 2 (3), within JX_HEARTBEAT_TIMEOUT = 5 s
-# (plus 3 s for a loaded machine) of the fault; the collectives' own deadline is 120 s, so only
+# (plus 3 s for a loaded machine) of the fault, its collective in flight failing with that name; the collectives' own deadline is 120 s, so only
 # the heartbeats (or a closed connection) can explain an exit that quick. A process that never
 # starts is named by the rendezvous, whose deadline (JX_COLLECTIVE_TIMEOUT) is 5 s here.
 set -u
@@ -62,6 +62,9 @@ for ((p = 0; p < np; p++)); do
   worst=$took
   [ "$status" -ne 0 ] && [ "$status" -ne 137 ] || fail "process $p exited $status (want non-zero, no hang)"
   grep -q "process $victim" "$dir/out.$p" || fail "process $p did not name process $victim"
+  # the collective in flight failed at once, naming it (not at its 120 s deadline)
+  [ "$mode" = absent ] || grep -q "^fault_worker (process $p): step .*process $victim" "$dir/out.$p" ||
+    fail "process $p's collective did not fail naming process $victim"
   echo "process $p ended after ${took} s: $(grep -m1 "process $victim" "$dir/out.$p")"
 done
 awk -v w="$worst" -v t=$((timeout + slack)) 'BEGIN { exit !(w <= t) }' ||
