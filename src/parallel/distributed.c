@@ -143,7 +143,7 @@ static jx_status join_at_coordinator(const jx_distributed_options *opts, const c
                           "jx_distributed_initialize: process %d of %d: %s", rank, size, msg);
     mpi = api;
     coordinated = 1;
-    if (jx_heartbeat_start(coordinator, rank, size, msg, sizeof msg))
+    if (jx_heartbeat_start(rank, size, msg, sizeof msg))
       return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                           "jx_distributed_initialize: process %d of %d: %s", rank, size, msg);
   }

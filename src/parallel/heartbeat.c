@@ -141,15 +141,14 @@ static void *beat(void *arg) {
   return NULL;
 }
 
-int jx_heartbeat_start(const char *coordinator, int id, int n, char *msg, size_t cap) {
+int jx_heartbeat_start(int id, int n, char *msg, size_t cap) {
   timeout_s = jx_heartbeat_timeout();
   if (timeout_s <= 0 || n < 2) return 0;
   interval_s = timeout_s / 5 < 0.1 ? 0.1 : timeout_s / 5;
   my_id = id;
   nproc = n;
-  const char *token = getenv("JX_JOB_TOKEN");
   char why[512];
-  kv = jx_kv_connect(coordinator, token ? token : "", timeout_s, why, sizeof why);
+  kv = jx_coordinator_connect(timeout_s, why, sizeof why);
   if (!kv) {
     snprintf(msg, cap, "heartbeats: %s", why);
     return 1;

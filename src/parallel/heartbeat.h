@@ -22,8 +22,9 @@
 /* The timeout: JX_HEARTBEAT_TIMEOUT seconds, 30 when unset, 0 for none. */
 double jx_heartbeat_timeout(void);
 /* Starts beating (and, on process 0, watching) for process id of nproc of
- * the job at coordinator: 0, or 1 with the reason in msg. */
-int jx_heartbeat_start(const char *coordinator, int id, int nproc, char *msg, size_t cap);
+ * the job at the coordinator (joined: coordinator.h), on a store client of
+ * its own: 0, or 1 with the reason in msg. */
+int jx_heartbeat_start(int id, int nproc, char *msg, size_t cap);
 /* Stops the thread; left: this process leaves the job in good order (its
  * store connection closing is then no loss). */
 void jx_heartbeat_stop(int left);
