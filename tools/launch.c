@@ -343,13 +343,16 @@ static int run_attempt(const options *o, link_t *rv, const char *go, char *why, 
   char token[64];
   if (sscanf(go, "GO %d %d %d %d %d %d %63s", &attempt, &nodes, &index, &first, &total, &port,
              token) != 7) {
-    snprintf(why, cap, "the rendezvous sent '%s'", go);
+    snprintf(why, cap, "the rendezvous sent '%.200s'", go);
     return ATTEMPT_ENDED;
   }
   say("attempt %d: node %d of %d, processes %d..%d of %d", attempt, index, nodes, first,
       first + o->nproc - 1, total);
-  child k[MAX_LOCAL];
-  memset(k, 0, sizeof k);
+  child *k = calloc((size_t)o->nproc, sizeof *k); /* 16 KiB of output buffers each */
+  if (!k) {
+    snprintf(why, cap, "out of memory");
+    return ATTEMPT_ENDED;
+  }
   int n = 0, st = ATTEMPT_DONE, failed = 0;
   for (int i = 0; i < o->nproc; i++) {
     char v[NJOB_VARS][320];
@@ -398,6 +401,7 @@ static int run_attempt(const options *o, link_t *rv, const char *go, char *why, 
     for (int i = 0; i < n; i++) running += !k[i].exited;
     if (!running && !failed && st == ATTEMPT_DONE) {
       drain(k, n);
+      free(k);
       jx_rdzv_send(rv->fd, "DONE");
       return ATTEMPT_DONE;
     }
@@ -405,6 +409,7 @@ static int run_attempt(const options *o, link_t *rv, const char *go, char *why, 
       snprintf(why, cap, "the launcher got signal %d", (int)interrupted);
       jx_rdzv_send(rv->fd, "FAIL node %d: %s", o->node_rank, why);
       stop_all(k, n, o->stop_grace_s);
+      free(k);
       return ATTEMPT_ENDED;
     }
     if (p[0].revents) {
@@ -419,6 +424,7 @@ static int run_attempt(const options *o, link_t *rv, const char *go, char *why, 
       }
       if (st != ATTEMPT_DONE) {
         stop_all(k, n, o->stop_grace_s);
+        free(k);
         return st;
       }
     }
