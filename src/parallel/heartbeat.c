@@ -27,27 +27,39 @@ double jx_heartbeat_timeout(void) {
 
 static int is_stopping(void) { return __atomic_load_n(&stopping, __ATOMIC_ACQUIRE); }
 
+/* Process 0 serves the store: once it knows of a loss it waits (two
+ * intervals at most) until the others have read it ("lost/seen") before its
+ * process ends, by end_process or by its program's exit. */
+static int loss_known;
+static void wait_until_seen(void) {
+  char msg[256];
+  int64_t seen = 0;
+  for (double until = jx_tcp_now() + 2 * interval_s; jx_tcp_now() < until;) {
+    if (jx_kv_add(kv, "lost/seen", 0, &seen, msg, sizeof msg) || seen >= nproc - 2) return;
+    usleep(20 * 1000);
+  }
+}
+static void linger_at_exit(void) {
+  if (__atomic_load_n(&loss_known, __ATOMIC_ACQUIRE) && !is_stopping()) wait_until_seen();
+}
+
 /* The job lost a process (what says which and why): every collective of
  * this process fails at once with that reason (jx_coordinator_interrupt),
- * so the program sees the error; the process ends (status 1) a moment later
- * if the program has not ended it. lost_seen: the others have read "lost"
- * (process 0 serves the store, so it interrupts itself once they have, or
- * after two intervals). */
-static void end_process(const char *what, int lost_seen) {
+ * so the program sees the error; the process ends (status 1) a second later
+ * if the program has not ended it. from_store: what was read from "lost". */
+static void end_process(const char *what, int from_store) {
   if (is_stopping()) return; /* leaving anyway */
   char msg[256];
   int64_t seen = 0;
-  if (my_id != 0 && lost_seen) jx_kv_add(kv, "lost/seen", 1, &seen, msg, sizeof msg);
-  for (double until = jx_tcp_now() + 2 * interval_s; my_id == 0 && jx_tcp_now() < until;) {
-    if (jx_kv_add(kv, "lost/seen", 0, &seen, msg, sizeof msg) || seen >= nproc - 2) break;
-    usleep(20 * 1000);
-  }
+  if (my_id != 0 && from_store) jx_kv_add(kv, "lost/seen", 1, &seen, msg, sizeof msg);
+  __atomic_store_n(&loss_known, 1, __ATOMIC_RELEASE);
   fprintf(stderr,
           "jx: process %d of %d: %s; its collectives fail and it ends (status 1), as every "
           "process of the job does\n",
           my_id, nproc, what);
   fflush(stderr);
   jx_coordinator_interrupt(what);
+  if (my_id == 0) wait_until_seen();
   usleep(1000 * 1000); /* the program's own error path, naming the lost process */
   fflush(stdout);
   _exit(1);
@@ -59,10 +71,13 @@ typedef struct {
   double since; /* when the count last moved */
 } watch;
 
+static void end_process(const char *what, int from_store);
+/* ... and acts on it at once (before the others, which read it from the store) */
 static void declare_lost(const char *text, char *msg, size_t cap) {
   int64_t first = 0;
-  if (!jx_kv_add(kv, "lost/claims", 1, &first, msg, cap) && first == 1)
-    jx_kv_set(kv, "lost", text, strlen(text), msg, cap);
+  if (!jx_kv_add(kv, "lost/claims", 1, &first, msg, cap) && first == 1 &&
+      !jx_kv_set(kv, "lost", text, strlen(text), msg, cap))
+    end_process(text, 0);
 }
 
 static void check_processes(watch *w, double now) {
@@ -161,6 +176,8 @@ int jx_heartbeat_start(int id, int n, char *msg, size_t cap) {
     return 1;
   }
   running = 1;
+  static int registered;
+  if (id == 0 && !registered) registered = !atexit(linger_at_exit);
   return 0;
 }
 
