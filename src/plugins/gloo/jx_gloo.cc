@@ -14,13 +14,16 @@
  * collectives carry a tag of their own, the split's serial number, so they
  * never meet the splits' all-gathers): the full mesh of pairs is made once.
  *
- * Collectives. all_reduce is Gloo's ring (every element is reduced along
- * one chain of members and handed to the others, so every process gets the
- * same bits), with jx's reductions (integers wrap, NaN propagates through
- * max and min, bool is or / and); reduce_scatter is that all-reduce, of
- * which each member keeps its block; all_gather, all_to_all, broadcast and
- * barrier are Gloo's allgatherv, alltoallv, broadcast and barrier. Every
- * collective carries its deadline into Gloo.
+ * Collectives. all_reduce up to SMALL_BYTES is Gloo's all-gather of every
+ * member's buffer, then each member reduces them in member order (the same
+ * expression everywhere); larger ones are Gloo's ring (every element is
+ * reduced along one chain of members and handed to the others). Either way
+ * every process gets the same bits. The reductions are jx's (integers
+ * wrap, NaN propagates through max and min, bool is or / and);
+ * reduce_scatter is that all-reduce, of which each member keeps its block;
+ * all_gather, all_to_all, broadcast and barrier are Gloo's allgatherv,
+ * alltoallv, broadcast and barrier. Every collective carries its deadline
+ * into Gloo.
  *
  * Failures. Gloo says that an operation timed out, or that a peer's
  * connection closed. To name the process that did not arrive, each member
@@ -71,6 +74,10 @@ extern "C" {
 }
 
 namespace {
+
+/* all-reduces up to this many bytes are one all-gather and a reduction on
+ * every member (half the steps of a ring: latency decides there) */
+constexpr size_t SMALL_BYTES = 64 << 10;
 
 /* the jx_dtype numbers (jx/array.h), repeated so the plugin needs no jx header */
 enum { D_BOOL, D_I8, D_I16, D_I32, D_I64, D_U8, D_U16, D_U32, D_U64, D_F16, D_BF16, D_F32, D_F64 };
@@ -320,7 +327,21 @@ struct call {
 
 /* in place on buf (count elements of dt) */
 void allreduce(const call &k, int dt, int op, void *buf, size_t count) {
-  if (k.c->world.size() == 1 || !count) return;
+  size_t n = k.c->world.size(), es = elem_size(dt), bytes = count * es;
+  if (n == 1 || !count) return;
+  if (bytes <= SMALL_BYTES) { /* every member's buffer to every member, reduced in member order */
+    std::vector<char> all(n * bytes);
+    gloo::AllgathervOptions o(k.c->ctx);
+    o.setTimeout(k.timeout);
+    o.setTag(k.c->tag);
+    o.setInput((char *)buf, bytes);
+    o.setOutput(all.data(), std::vector<size_t>(n, bytes));
+    gloo::allgatherv(o);
+    auto reduce = reducer(dt, op);
+    for (size_t q = 1; q < n; q++) reduce(all.data(), all.data(), all.data() + q * bytes, count);
+    memcpy(buf, all.data(), bytes);
+    return;
+  }
   gloo::AllreduceOptions o(k.c->ctx);
   o.setTimeout(k.timeout);
   o.setTag(k.c->tag);
