@@ -191,7 +191,7 @@ static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
 static jx_status ensure_compiled(jx_program *body, jx_mesh *m) {
   pthread_mutex_lock(&compile_lock);
   jx_status st = JX_OK;
-  if (!body->exec_run) {
+  if (!jx_program_executable(body)) {
     char prefix[300], what[300];
     snprintf(prefix, sizeof prefix, "shard_map.%s.%016llx", body->name,
              (unsigned long long)jx_program_hash(body));
