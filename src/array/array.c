@@ -11,6 +11,10 @@
 
 static jx_array poison_value = {.refs = 1, .dtype = JX_F32, .poisoned = 1};
 
+/* Every array of a program's life has this header: keep it from growing
+ * unnoticed (a shape of JX_MAX_RANK dims is 72 of its bytes). */
+_Static_assert(sizeof(jx_array) <= 152, "jx_array grew");
+
 jx_array *jx_poison(void) { return &poison_value; }
 
 /* ---- buffer cache ----
@@ -297,12 +301,22 @@ jx_status jx_released_error(const jx_array *a, const char *op, int i) {
                       op, which, a->made_at ? a->made_at : "an unlocated call");
 }
 
+static const jx_shards_ops *_Atomic shards_ops;
+
+void jx_array_register_shards(const jx_shards_ops *ops) {
+  atomic_store_explicit(&shards_ops, ops, memory_order_release);
+}
+
+static const jx_shards_ops *shards(void) {
+  return atomic_load_explicit(&shards_ops, memory_order_acquire);
+}
+
 void jx_release(jx_array *a) {
   if (!a || a->poisoned || a->released) return;
   if (atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) == 1) {
     if (a->buf) buffer_release(a->buf);
     if (a->dev) a->dev->release(a->dev);
-    if (a->shards) jx_shards_free(a->shards);
+    if (a->shards) shards()->release(a->shards);
     free(a->donated_to);
     jx_pending_release(a->pending);
     a->buf = NULL;
@@ -450,7 +464,7 @@ jx_status jx_array_ready(jx_array *a) {
       st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory %s %s",
                         a->shards ? "gathering the shards of" : "copying to the host",
                         jx_aval_str(a->dtype, a->shape, sb));
-    } else if ((st = a->shards ? jx_shards_gather(a->shards, a->dtype, a->shape, b->data)
+    } else if ((st = a->shards ? shards()->gather(a->shards, a->dtype, a->shape, b->data)
                                : dev->download(dev, b->data, nbytes))) {
       buffer_release(b);
     } else {

@@ -15,32 +15,41 @@ typedef struct jx_buffer {
   void *data; /* 64-byte aligned; never NULL, even for empty arrays */
 } jx_buffer;
 
+/* The header every layer reads first (refs, dtype, flags, shape), then the
+ * storage: a host buffer, or the stand-in of a value held elsewhere (a
+ * trace's variable, sharded blocks, a pending run's result, a device copy)
+ * or given away (donated). Ordered so that no padding is left between the
+ * members (the size is checked in array.c). */
 struct jx_array {
   atomic_int refs;
   jx_dtype dtype;
   uint8_t weak;
   uint8_t poisoned;
+  /* Donated to a jitted function (jx_jit_options.donate), which took its
+   * buffer: buf is NULL and every use fails with an error naming the
+   * function (donated_to, malloc'ed) and the input position. */
+  uint8_t donated;
+  /* 1 once its last reference is gone: a released header is kept a while
+   * (array.c's quarantine) so that a use of the array after its scope ended
+   * is an error naming where it was made (made_at). */
+  uint8_t released;
+  int var; /* a tracer's variable (see trace_id) */
   jx_shape shape;
   jx_buffer *buf; /* NULL for the poison value and for tracers */
   /* A tracer stands for a variable of a program being traced: no data, only
    * an abstract value. trace_id names its trace (0 for concrete arrays). */
   uint64_t trace_id;
-  int var;
   /* A tracer inside a shard_map body: the manual mesh axes its value varies
    * over (trace/vma.h; 0: invariant over all of them, as every concrete
    * array is). */
   int vma;
+  int donated_input;
+  char *donated_to;
   /* An array laid out over several devices (parallel/shards.c): its shards,
    * one per device of its sharding's mesh. Such an array has no global
    * buffer until something reads the global value: jx_array_ready gathers it
    * once (the array is immutable, so the copy stays valid). */
   struct jx_shards *shards;
-  /* Donated to a jitted function (jx_jit_options.donate), which took its
-   * buffer: buf is NULL and every use fails with an error naming the
-   * function (donated_to, malloc'ed) and the input position. */
-  uint8_t donated;
-  int donated_input;
-  char *donated_to;
   /* Async dispatch: the queued run that will set buf (NULL once it has, or
    * for arrays made here); jx_array_ready waits for it. */
   struct jx_pending *pending;
@@ -52,11 +61,8 @@ struct jx_array {
    * immutable. */
   struct jx_device_copy *dev;
   /* The caller's file:line of the public call that made the array (NULL
-   * when unknown), and 1 once its last reference is gone: a released
-   * header is kept a while (array.c's quarantine) so that a use of the
-   * array after its scope ended is an error naming where it was made. */
+   * when unknown). */
   const char *made_at;
-  uint8_t released;
 };
 
 /* ---- device copies: an array's value in an accelerator's memory ----
@@ -121,10 +127,17 @@ jx_array *jx_array_take_buffer(jx_array *a, const char *fn, int input);
  * run per device, nor one evaluated inside another. jx_call sets it
  * (trace/fn.c), the executable reads and clears it. Returns the previous. */
 const void *jx_donation_swap(const void *program);
-/* Defined by the parallel layer (parallel/shards.c). */
+/* ---- sharded storage: blocks on several devices ----
+ * The blocks are the parallel layer's (parallel/shards.c); this layer
+ * releases and gathers them through the operations that layer registers
+ * before it makes its first sharded array, without knowing what they are. */
 typedef struct jx_shards jx_shards;
-void jx_shards_free(struct jx_shards *s);
-jx_status jx_shards_gather(const struct jx_shards *s, jx_dtype dt, jx_shape global, void *dst);
+typedef struct jx_shards_ops {
+  void (*release)(jx_shards *s);
+  /* Copies the global value (dtype dt, shape global) into host dst. */
+  jx_status (*gather)(const jx_shards *s, jx_dtype dt, jx_shape global, void *dst);
+} jx_shards_ops;
+void jx_array_register_shards(const jx_shards_ops *ops);
 
 static inline int jx_is_tracer(const jx_array *a) { return a->trace_id != 0; }
 /* A new tracer of variable var in trace trace_id, owned by the innermost scope. */

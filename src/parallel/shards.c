@@ -17,8 +17,14 @@
 #include "dist.h"
 #include "relayout.h"
 
+/* the sharded storage's operations, as the array layer calls them */
+static void shards_release(jx_shards *sh);
+static jx_status shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *dst);
+static const jx_shards_ops ops = {shards_release, shards_gather};
+
 jx_array *jx_array_from_shards(jx_sharding *s, jx_dtype dt, int weak, jx_shape g,
                                jx_array *const *shard) {
+  jx_array_register_shards(&ops); /* before the first sharded array exists */
   int n = s->mesh->ndev;
   jx_shards *sh = malloc(sizeof *sh + sizeof *sh->shard * (size_t)n);
   /* no global buffer: jx_array_ready gathers one on demand */
@@ -35,7 +41,7 @@ jx_array *jx_array_from_shards(jx_sharding *s, jx_dtype dt, int weak, jx_shape g
   return a;
 }
 
-void jx_shards_free(jx_shards *sh) {
+static void shards_release(jx_shards *sh) {
   for (int p = 0; p < sh->n; p++) jx_release(sh->shard[p]);
   jx_sharding_release(sh->sharding);
   free(sh);
@@ -186,7 +192,7 @@ static jx_status block_host(jx_array *b, const void **data, void **tmp) {
   return st;
 }
 
-jx_status jx_shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *dst) {
+static jx_status shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *dst) {
   size_t es = jx_dtype_size(dt);
   int *covered = malloc(sizeof *covered * (size_t)sh->n);
   if (!covered) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory gathering shards");
