@@ -622,7 +622,7 @@ static int start_collective(const jx_program *p, const step *s, jx_array **env, 
 const char *jx_donation_conflict(const jx_program *p, jx_array *const *in, int i, char *why,
                                  size_t cap) {
   const jx_array *a = in[i];
-  if (a->shards) return "it is laid out over several devices";
+  if (jx_array_shards(a)) return "it is laid out over several devices";
   for (int j = 0; j < p->nin; j++)
     if (j != i && in[j] == a) {
       snprintf(why, cap, "the same array is also passed as input %d (donated buffer passed twice)",
@@ -638,7 +638,7 @@ const char *jx_donation_conflict(const jx_program *p, jx_array *const *in, int i
 static const char *donation_refused(const jx_program *p, jx_array *const *in, int i, char *why,
                                     size_t cap) {
   const jx_array *a = in[i];
-  if (a->shards) return "it is laid out over several devices";
+  if (jx_array_shards(a)) return "it is laid out over several devices";
   if (!a->buf) return "it has no buffer of its own";
   if (atomic_load_explicit(&a->buf->refs, memory_order_acquire) > 1)
     return "its buffer is shared with another array (a reshape or view of it, or its source)";
@@ -689,7 +689,7 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   jx_scope_begin(); /* intermediates belong to the run, freed after their last use */
   run_state rs = {x, env, NULL};
   for (int i = 0; i < p->nin && !st; i++) /* dispatched runs still to end (async_dispatch.c) */
-    if (in[i]->pending) st = jx_array_ready(in[i]);
+    if (jx_array_pending(in[i])) st = jx_array_ready(in[i]);
   /* only jx_call's own program donates; what it runs inside does not */
   if (top && (top == p || top == x->attached) && x->donate && !st) {
     jx_dispatch_wait_all(); /* queued runs may still read the buffers it takes */

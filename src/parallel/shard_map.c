@@ -276,7 +276,7 @@ static jx_status body_with_casts(void *ctx, jx_array *const *in, jx_array **out)
     int64_t ids[JX_MAX_RANK], missing[JX_MAX_RANK];
     int n = jx_vma_axes(jx_smap_named_vma(c->out_sh[o]), ids);
     jx_params q = JX_PARAMS_INIT;
-    q.l[0].n = jx_vma_missing(out[o]->vma, n, ids, missing);
+    q.l[0].n = jx_vma_missing(jx_array_vma(out[o]), n, ids, missing);
     memcpy(q.l[0].v, missing, sizeof *missing * (size_t)q.l[0].n);
     if (q.l[0].n && jx_is_tracer(out[o])) out[o] = jx_bind1(&jx_prim_pvary, 1, &out[o], &q);
   }

@@ -386,7 +386,7 @@ int jx_follows_data(const jx_program *p, jx_array *const *in) {
    * the arguments are that device's blocks */
   if (jx_program_exec(p).run == pjit_run || jx_spmd_current()) return 0;
   int sharded = 0;
-  for (int i = 0; i < p->nin && !sharded; i++) sharded = in[i]->shards != NULL;
+  for (int i = 0; i < p->nin && !sharded; i++) sharded = jx_array_shards(in[i]) != NULL;
   if (!sharded) return 0;
   int made = 0;
   pjit_exec *x = follow_exec(p, &made);
@@ -396,11 +396,11 @@ int jx_follows_data(const jx_program *p, jx_array *const *in) {
    * reading its sharded arguments whole where its kernels read them */
   jx_mesh *args_mesh = NULL;
   for (int i = 0; i < p->nin && !args_mesh; i++)
-    if (in[i]->shards) args_mesh = jx_sharding_of(in[i])->mesh;
+    if (jx_array_shards(in[i])) args_mesh = jx_sharding_of(in[i])->mesh;
   int whole = x->unplaced || (x->manual_mesh && x->manual_mesh != args_mesh);
   if (whole && made && jx_env_flag("JX_LOG_COMPILES"))
     for (int i = 0; i < p->nin; i++)
-      if (in[i]->shards)
+      if (jx_array_shards(in[i]))
         fprintf(stderr,
                 "jx: '%s' holds a shard_map the sharded jit cannot place%s, so it runs on one "
                 "device: it gathers argument %d (sharded %s) where it reads it whole\n",
