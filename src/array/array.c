@@ -11,6 +11,10 @@
 
 static jx_array poison_value = {.refs = 1, .dtype = JX_F32, .poisoned = 1};
 
+/* Every array of a program's life has this header: keep it from growing
+ * unnoticed (a shape of JX_MAX_RANK dims is 72 of its bytes). */
+_Static_assert(sizeof(jx_array) <= 128, "jx_array grew");
+
 jx_array *jx_poison(void) { return &poison_value; }
 
 /* ---- buffer cache ----
@@ -159,6 +163,18 @@ static void buffer_release(jx_buffer *b) {
   }
 }
 
+/* A header of one reference with no value yet. */
+static void header_init(jx_array *a, jx_dtype dt, jx_shape s, int weak, jx_storage_kind kind,
+                        const char *made_at) {
+  memset(a, 0, sizeof *a);
+  atomic_init(&a->refs, 1);
+  a->dtype = dt;
+  a->weak = (uint8_t)(weak != 0);
+  a->storage = (uint8_t)kind;
+  a->shape = s;
+  a->made_at = made_at;
+}
+
 jx_array *jx_array_alloc(jx_dtype dt, jx_shape s, int weak) {
   size_t nbytes = (size_t)jx_shape_numel(s) * jx_dtype_size(dt);
   jx_array *a = malloc(sizeof *a);
@@ -171,30 +187,38 @@ jx_array *jx_array_alloc(jx_dtype dt, jx_shape s, int weak) {
                  jx_aval_str(dt, s, sb), nbytes, live);
     return jx_poison();
   }
-  atomic_init(&a->refs, 1);
-  a->dtype = dt;
-  a->weak = (uint8_t)(weak != 0);
-  a->poisoned = 0;
-  a->shape = s;
+  header_init(a, dt, s, weak, JX_STORAGE_HOST, jx_error_call_site());
   a->buf = b;
-  a->trace_id = 0;
-  a->var = -1;
-  a->vma = 0;
-  a->shards = NULL;
-  a->donated = 0;
-  a->donated_input = -1;
-  a->donated_to = NULL;
-  a->pending = NULL;
-  a->dev = NULL;
-  a->made_at = jx_error_call_site();
-  a->released = 0;
+  jx_scope_adopt(a);
+  return a;
+}
+
+/* A new header of the given kind, owned by the innermost scope, or the
+ * poison value (what names what was being made). */
+static jx_array *header_new(jx_dtype dt, jx_shape s, int weak, jx_storage_kind kind,
+                            const char *what) {
+  jx_array *a = malloc(sizeof *a);
+  if (!a) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory allocating %s", what);
+    return jx_poison();
+  }
+  header_init(a, dt, s, weak, kind, jx_error_call_site());
   jx_scope_adopt(a);
   return a;
 }
 
 jx_array *jx_array_unbacked(jx_dtype dt, jx_shape s, int weak) {
-  jx_array *a = jx_tracer_alloc(0, -1, dt, s, weak);
-  return a;
+  return header_new(dt, s, weak, JX_STORAGE_HOST, "an array header");
+}
+
+void jx_array_set_shards(jx_array *a, jx_shards *sh) {
+  a->st.shards = sh;
+  a->storage = JX_STORAGE_SHARDED;
+}
+
+void jx_array_set_pending(jx_array *a, jx_pending *c) {
+  a->st.pending = c;
+  a->storage = JX_STORAGE_PENDING;
 }
 
 jx_array *jx_keep_in_scope(jx_array *a) {
@@ -206,29 +230,12 @@ jx_array *jx_keep_in_scope(jx_array *a) {
 }
 
 jx_array *jx_tracer_alloc(uint64_t trace_id, int var, jx_dtype dt, jx_shape s, int weak) {
-  jx_array *a = malloc(sizeof *a);
-  if (!a) {
-    jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory allocating a tracer");
-    return jx_poison();
+  jx_array *a = header_new(dt, s, weak, JX_STORAGE_TRACER, "a tracer");
+  if (!a->poisoned) {
+    a->st.tracer.id = trace_id;
+    a->st.tracer.var = var;
+    a->st.tracer.vma = 0; /* the trace sets it (trace/vma.h) */
   }
-  atomic_init(&a->refs, 1);
-  a->dtype = dt;
-  a->weak = (uint8_t)(weak != 0);
-  a->poisoned = 0;
-  a->shape = s;
-  a->buf = NULL;
-  a->trace_id = trace_id;
-  a->var = var;
-  a->vma = 0; /* the trace sets it (trace/vma.h) */
-  a->shards = NULL;
-  a->donated = 0;
-  a->donated_input = -1;
-  a->donated_to = NULL;
-  a->pending = NULL;
-  a->dev = NULL;
-  a->made_at = jx_error_call_site();
-  a->released = 0;
-  jx_scope_adopt(a);
   return a;
 }
 
@@ -239,23 +246,8 @@ jx_array *jx_array_alias(jx_array *src, jx_shape s) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory allocating an array header");
     return jx_poison();
   }
-  atomic_init(&a->refs, 1);
-  a->dtype = src->dtype;
-  a->weak = src->weak;
-  a->poisoned = 0;
-  a->shape = s;
+  header_init(a, src->dtype, s, src->weak, JX_STORAGE_HOST, jx_error_call_site());
   a->buf = src->buf;
-  a->trace_id = 0;
-  a->var = -1;
-  a->vma = 0;
-  a->shards = NULL;
-  a->donated = 0;
-  a->donated_input = -1;
-  a->donated_to = NULL;
-  a->pending = NULL;
-  a->dev = NULL;
-  a->made_at = jx_error_call_site();
-  a->released = 0;
   atomic_fetch_add_explicit(&src->buf->refs, 1, memory_order_relaxed);
   jx_scope_adopt(a);
   return a;
@@ -297,19 +289,37 @@ jx_status jx_released_error(const jx_array *a, const char *op, int i) {
                       op, which, a->made_at ? a->made_at : "an unlocated call");
 }
 
+static const jx_shards_ops *_Atomic shards_ops;
+
+void jx_array_register_shards(const jx_shards_ops *ops) {
+  atomic_store_explicit(&shards_ops, ops, memory_order_release);
+}
+
+static const jx_shards_ops *shards(void) {
+  return atomic_load_explicit(&shards_ops, memory_order_acquire);
+}
+
+/* Frees a's storage; a tracer stays one (a use of it still says so). */
+static void storage_release(jx_array *a) {
+  switch ((jx_storage_kind)a->storage) {
+  case JX_STORAGE_SHARDED: shards()->release(a->st.shards); break;
+  case JX_STORAGE_PENDING: jx_pending_release(a->st.pending); break;
+  case JX_STORAGE_DONATED: free(a->st.donated); break;
+  case JX_STORAGE_HOST:
+  case JX_STORAGE_TRACER: return;
+  }
+  a->storage = JX_STORAGE_HOST;
+  memset(&a->st, 0, sizeof a->st);
+}
+
 void jx_release(jx_array *a) {
   if (!a || a->poisoned || a->released) return;
   if (atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) == 1) {
     if (a->buf) buffer_release(a->buf);
     if (a->dev) a->dev->release(a->dev);
-    if (a->shards) jx_shards_free(a->shards);
-    free(a->donated_to);
-    jx_pending_release(a->pending);
     a->buf = NULL;
     a->dev = NULL;
-    a->shards = NULL;
-    a->donated_to = NULL;
-    a->pending = NULL;
+    storage_release(a);
     a->released = 1;
     quarantine_put(a);
   }
@@ -344,7 +354,7 @@ static jx_status check_concrete(const jx_array *a, const char *op) {
                         "jx_scan for control flow that depends on it",
                         op, jx_aval_str(a->dtype, a->shape, sb));
   }
-  if (a->donated) return jx_donated_error(a, op);
+  if (jx_array_donated(a)) return jx_donated_error(a, op);
   return JX_OK;
 }
 
@@ -354,9 +364,24 @@ static jx_status check_readable(const jx_array *a, const char *op) {
 }
 
 jx_status jx_donated_error(const jx_array *a, const char *op) {
+  const jx_donation *d = jx_array_donated(a) ? a->st.donated : NULL;
   return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                       "%s: the array was donated to '%s' (input %d) and can no longer be used", op,
-                      a->donated_to ? a->donated_to : "a jitted function", a->donated_input);
+                      d ? d->fn : "a jitted function", d ? d->input : -1);
+}
+
+/* Marks a donated to fn as input `input` (its storage freed), or returns
+ * the out-of-memory error, a unchanged. */
+static jx_status mark_donated(jx_array *a, const char *fn, int input) {
+  fn = fn ? fn : "a jitted function";
+  jx_donation *d = malloc(sizeof *d + strlen(fn) + 1);
+  if (!d) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory donating an array to '%s'", fn);
+  d->input = input;
+  strcpy(d->fn, fn);
+  storage_release(a);
+  a->st.donated = d;
+  a->storage = JX_STORAGE_DONATED;
+  return JX_OK;
 }
 
 static _Thread_local const void *donation_program;
@@ -369,37 +394,16 @@ const void *jx_donation_swap(const void *program) {
 
 jx_array *jx_array_take_buffer(jx_array *a, const char *fn, int input) {
   jx_array *t = malloc(sizeof *t);
-  char *name = strdup(fn ? fn : "a jitted function");
-  if (!t || !name) {
+  if (!t || mark_donated(a, fn, input)) {
     free(t);
-    free(name);
-    jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory donating an array to '%s'", fn);
+    if (!t) jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory donating an array to '%s'", fn);
     return jx_poison();
   }
-  atomic_init(&t->refs, 1);
-  t->dtype = a->dtype;
-  t->weak = a->weak;
-  t->poisoned = 0;
-  t->shape = a->shape;
-  t->buf = a->buf;
-  t->trace_id = 0;
-  t->var = -1;
-  t->vma = 0;
-  t->shards = NULL;
-  t->donated = 0;
-  t->donated_input = -1;
-  t->donated_to = NULL;
-  t->pending = NULL;
-  t->dev = NULL;
-  t->made_at = a->made_at;
-  t->released = 0;
-  a->buf = NULL;                       /* t holds the buffer's one reference now */
+  header_init(t, a->dtype, a->shape, a->weak, JX_STORAGE_HOST, a->made_at);
+  t->buf = a->buf; /* t holds the buffer's one reference now */
+  a->buf = NULL;
   if (a->dev) a->dev->release(a->dev); /* t's buffer may be written in place */
   a->dev = NULL;
-  a->donated = 1;
-  a->donated_input = input;
-  free(a->donated_to);
-  a->donated_to = name;
   jx_scope_adopt(t);
   return t;
 }
@@ -410,19 +414,11 @@ int jx_array_attach_device_copy(jx_array *a, jx_device_copy *c) {
 }
 
 jx_device_copy *jx_array_take_device_copy(jx_array *a, const char *fn, int input) {
-  char *name = strdup(fn ? fn : "a jitted function");
-  if (!name) {
-    jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory donating an array to '%s'", fn);
-    return NULL;
-  }
+  if (mark_donated(a, fn, input)) return NULL;
   jx_device_copy *c = a->dev;
   a->dev = NULL;
   if (a->buf) buffer_release(a->buf);
   a->buf = NULL;
-  a->donated = 1;
-  a->donated_input = input;
-  free(a->donated_to);
-  a->donated_to = name;
   return c;
 }
 
@@ -433,13 +429,15 @@ static pthread_mutex_t gather_lock = PTHREAD_MUTEX_INITIALIZER;
 jx_status jx_array_ready(jx_array *a) {
   if (__atomic_load_n(&a->buf, __ATOMIC_ACQUIRE) || a->poisoned) return JX_OK;
   if (a->released) return jx_released_error(a, "using an array", -1);
-  if (a->donated) return jx_donated_error(a, "using an array");
-  if (a->pending) { /* a dispatched run's result: its buffer is set when the run ends */
-    jx_status st = jx_pending_wait(a->pending);
+  if (jx_array_donated(a)) return jx_donated_error(a, "using an array");
+  jx_pending *pending = jx_array_pending(a);
+  if (pending) { /* a dispatched run's result: its buffer is set when the run ends */
+    jx_status st = jx_pending_wait(pending);
     if (st || __atomic_load_n(&a->buf, __ATOMIC_ACQUIRE)) return st;
   }
   jx_device_copy *dev = jx_array_device_copy(a); /* device-resident: copied down once */
-  if (!a->shards && !dev) return JX_OK;
+  jx_shards *sh = jx_array_shards(a);
+  if (!sh && !dev) return JX_OK;
   pthread_mutex_lock(&gather_lock);
   jx_status st = JX_OK;
   if (!a->buf) {
@@ -448,10 +446,10 @@ jx_status jx_array_ready(jx_array *a) {
     if (!b) {
       char sb[JX_AVAL_STR_CAP];
       st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory %s %s",
-                        a->shards ? "gathering the shards of" : "copying to the host",
+                        sh ? "gathering the shards of" : "copying to the host",
                         jx_aval_str(a->dtype, a->shape, sb));
-    } else if ((st = a->shards ? jx_shards_gather(a->shards, a->dtype, a->shape, b->data)
-                               : dev->download(dev, b->data, nbytes))) {
+    } else if ((st = sh ? shards()->gather(sh, a->dtype, a->shape, b->data)
+                        : dev->download(dev, b->data, nbytes))) {
       buffer_release(b);
     } else {
       __atomic_store_n(&a->buf, b, __ATOMIC_RELEASE);
@@ -492,7 +490,7 @@ jx_status jx_block_until_ready(const jx_array *a) {
   if (st) return st;
   /* a device-resident value is waited for where it is, not copied down */
   jx_device_copy *dev = jx_array_device_copy(a);
-  if (dev && !__atomic_load_n(&a->buf, __ATOMIC_ACQUIRE) && !a->pending && !a->shards)
+  if (dev && !__atomic_load_n(&a->buf, __ATOMIC_ACQUIRE) && a->storage == JX_STORAGE_HOST)
     return dev->wait(dev);
   return jx_array_ready((jx_array *)a);
 }

@@ -15,48 +15,63 @@ typedef struct jx_buffer {
   void *data; /* 64-byte aligned; never NULL, even for empty arrays */
 } jx_buffer;
 
+/* What holds an array's value besides its host buffer: one storage kind
+ * per array (array.storage), its data in array.st. */
+typedef enum {
+  JX_STORAGE_HOST,    /* buf alone (NULL for the poison value and, briefly, a new header) */
+  JX_STORAGE_TRACER,  /* a variable of a program being traced: no value, an abstract one */
+  JX_STORAGE_SHARDED, /* blocks on several devices (the parallel layer's, jx_shards_ops);
+                       * buf: the global value once something read it */
+  JX_STORAGE_PENDING, /* a queued run's result (async dispatch); buf: set when it ends */
+  JX_STORAGE_DONATED, /* given to a jitted function: no value, every use is an error */
+} jx_storage_kind;
+
+/* Why a donated array has no value: the function it was donated to
+ * (jx_jit_options.donate) and the input position, for the error. */
+typedef struct jx_donation {
+  int input;
+  char fn[]; /* the function's name */
+} jx_donation;
+
+/* A header every layer reads (refs, dtype, flags, shape, where it was made),
+ * the host buffer, and one tagged storage. */
 struct jx_array {
   atomic_int refs;
   jx_dtype dtype;
   uint8_t weak;
   uint8_t poisoned;
-  jx_shape shape;
-  jx_buffer *buf; /* NULL for the poison value and for tracers */
-  /* A tracer stands for a variable of a program being traced: no data, only
-   * an abstract value. trace_id names its trace (0 for concrete arrays). */
-  uint64_t trace_id;
-  int var;
-  /* A tracer inside a shard_map body: the manual mesh axes its value varies
-   * over (trace/vma.h; 0: invariant over all of them, as every concrete
-   * array is). */
-  int vma;
-  /* An array laid out over several devices (parallel/shards.c): its shards,
-   * one per device of its sharding's mesh. Such an array has no global
-   * buffer until something reads the global value: jx_array_ready gathers it
-   * once (the array is immutable, so the copy stays valid). */
-  struct jx_shards *shards;
-  /* Donated to a jitted function (jx_jit_options.donate), which took its
-   * buffer: buf is NULL and every use fails with an error naming the
-   * function (donated_to, malloc'ed) and the input position. */
-  uint8_t donated;
-  int donated_input;
-  char *donated_to;
-  /* Async dispatch: the queued run that will set buf (NULL once it has, or
-   * for arrays made here); jx_array_ready waits for it. */
-  struct jx_pending *pending;
-  /* A copy of the value in an accelerator's memory (cuda/cuda_resident.h),
-   * or NULL (always on the CPU). An executor's output keeps its value there
-   * and has no buf until something reads it (jx_array_ready copies it down
-   * once); a host input an executor uploaded keeps its upload here, so the
-   * next call reads it in place. Valid as long as the array: arrays are
-   * immutable. */
-  struct jx_device_copy *dev;
-  /* The caller's file:line of the public call that made the array (NULL
-   * when unknown), and 1 once its last reference is gone: a released
-   * header is kept a while (array.c's quarantine) so that a use of the
-   * array after its scope ended is an error naming where it was made. */
-  const char *made_at;
+  /* 1 once its last reference is gone: a released header is kept a while
+   * (array.c's quarantine) so that a use of the array after its scope ended
+   * is an error naming where it was made (made_at). */
   uint8_t released;
+  uint8_t storage; /* jx_storage_kind */
+  jx_shape shape;
+  /* The caller's file:line of the public call that made the array (NULL
+   * when unknown). */
+  const char *made_at;
+  /* The value on the host: the array's storage, or a copy of a value held
+   * elsewhere made once something read it (the array is immutable, so the
+   * copy stays valid; set with an atomic store, see jx_array_ready). */
+  jx_buffer *buf;
+  /* A copy of the value in an accelerator's memory (cuda/cuda_resident.h),
+   * or NULL (always on the CPU): an executor's output keeps its value there
+   * and has no buf until something reads it (device-resident; jx_array_ready
+   * copies it down once); a host input an executor uploaded keeps its upload
+   * here, so the next call reads it in place. Valid as long as the array. */
+  struct jx_device_copy *dev;
+  union {
+    /* JX_STORAGE_TRACER: the variable var of trace id, and (inside a
+     * shard_map body) the manual mesh axes its value varies over
+     * (trace/vma.h; 0: invariant over all of them, as every concrete array
+     * is) */
+    struct {
+      uint64_t id;
+      int var, vma;
+    } tracer;
+    struct jx_shards *shards;   /* JX_STORAGE_SHARDED: one shard per device of its mesh */
+    struct jx_pending *pending; /* JX_STORAGE_PENDING: one reference */
+    jx_donation *donated;       /* JX_STORAGE_DONATED: malloc'ed */
+  } st;
 };
 
 /* ---- device copies: an array's value in an accelerator's memory ----
@@ -121,12 +136,35 @@ jx_array *jx_array_take_buffer(jx_array *a, const char *fn, int input);
  * run per device, nor one evaluated inside another. jx_call sets it
  * (trace/fn.c), the executable reads and clears it. Returns the previous. */
 const void *jx_donation_swap(const void *program);
-/* Defined by the parallel layer (parallel/shards.c). */
+/* ---- sharded storage: blocks on several devices ----
+ * The blocks are the parallel layer's (parallel/shards.c); this layer
+ * releases and gathers them through the operations that layer registers
+ * before it makes its first sharded array, without knowing what they are. */
 typedef struct jx_shards jx_shards;
-void jx_shards_free(struct jx_shards *s);
-jx_status jx_shards_gather(const struct jx_shards *s, jx_dtype dt, jx_shape global, void *dst);
+typedef struct jx_shards_ops {
+  void (*release)(jx_shards *s);
+  /* Copies the global value (dtype dt, shape global) into host dst. */
+  jx_status (*gather)(const jx_shards *s, jx_dtype dt, jx_shape global, void *dst);
+} jx_shards_ops;
+void jx_array_register_shards(const jx_shards_ops *ops);
 
-static inline int jx_is_tracer(const jx_array *a) { return a->trace_id != 0; }
+static inline int jx_is_tracer(const jx_array *a) { return a->storage == JX_STORAGE_TRACER; }
+/* The manual mesh axes a varies over (trace/vma.h): 0 for a concrete array. */
+static inline int jx_array_vma(const jx_array *a) { return jx_is_tracer(a) ? a->st.tracer.vma : 0; }
+/* a's shards, or NULL when it is not laid out over several devices. */
+static inline struct jx_shards *jx_array_shards(const jx_array *a) {
+  return a->storage == JX_STORAGE_SHARDED ? a->st.shards : NULL;
+}
+/* The queued run that makes a's value (done or not), or NULL. */
+static inline struct jx_pending *jx_array_pending(const jx_array *a) {
+  return a->storage == JX_STORAGE_PENDING ? a->st.pending : NULL;
+}
+static inline int jx_array_donated(const jx_array *a) { return a->storage == JX_STORAGE_DONATED; }
+/* Gives a header made by jx_array_unbacked its storage: sharded blocks (the
+ * parallel layer's, freed with the array), or the pending result of a
+ * queued run (takes the reference). */
+void jx_array_set_shards(jx_array *a, struct jx_shards *s);
+void jx_array_set_pending(jx_array *a, struct jx_pending *c);
 /* A new tracer of variable var in trace trace_id, owned by the innermost scope. */
 jx_array *jx_tracer_alloc(uint64_t trace_id, int var, jx_dtype dt, jx_shape s, int weak);
 

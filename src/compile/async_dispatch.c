@@ -187,7 +187,7 @@ jx_status jx_dispatch_submit(const jx_executable *x, const jx_program *p, jx_arr
     jx_array *h = jx_array_unbacked(a.dtype, a.shape, a.weak);
     if (!h->poisoned) {
       jx_pending_retain(j->done);
-      h->pending = j->done;
+      jx_array_set_pending(h, j->done);
     }
     j->out[o] = jx_keep(h);
   }

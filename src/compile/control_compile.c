@@ -1,8 +1,9 @@
 /* Compiled control flow. A control-flow equation's impl evaluates its nested
- * programs with jx_program_eval, which runs an attached executable when
- * there is one; so compiling a program compiles its equations' nested
- * programs too (jx_compile_nested, called by jx_compile_attach), and a jitted
- * scan's iterations run as fused kernels rather than one eager op at a time.
+ * programs with jx_program_eval, which runs the running executable's nested
+ * executable for a program when there is one (ir/exec.h); so compiling a
+ * program compiles its equations' nested programs too (jx_compile_nested,
+ * called by jx_compile), and a jitted scan's iterations run as fused kernels
+ * rather than one eager op at a time.
  *
  * scan and while loops inside an executable run here rather than through
  * their impls (scan.c, while.c), which are written for eager use: they slice
@@ -28,7 +29,6 @@
 #include "executable.h"
 #include "kernel_batch.h"
 #include "toolchain.h"
-#include "simplify.h"
 
 /* Which of e's nested programs its impl runs on concrete inputs: a bit per
  * sub (0: none). The wrappers' other programs (a custom rule) only matter
@@ -43,34 +43,11 @@ static unsigned run_subs(const jx_eqn *e) {
   return 0;
 }
 
-/* Replaces every nested program that p's compile will build and that
- * something else also holds (a traced function's cached program) by a
- * private copy, all the way down, so that attaching executables never
- * touches a program another thread may be running. */
-static jx_status privatize(jx_program *p) {
-  jx_status st = JX_OK;
-  for (int k = 0; k < p->neqns && !st; k++) {
-    jx_eqn *e = &p->eqns[k];
-    unsigned which = run_subs(e);
-    for (int s = 0; s < e->nsub && !st; s++) {
-      if (!(which >> s & 1u) || e->sub[s]->exec_run) continue;
-      if (atomic_load(&e->sub[s]->refs) > 1) {
-        jx_program *copy = jx_simplify(e->sub[s]);
-        if (!copy) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-        jx_program_release(e->sub[s]);
-        e->sub[s] = copy;
-      }
-      st = privatize(e->sub[s]);
-    }
-  }
-  return st;
-}
-
 /* Adds the kernels of p (unless it is compiled already) and of the nested
  * programs its compile builds to t; *programs counts the programs that
  * have kernels. */
 static jx_status add_kernels(jx_kernel_tu *t, const jx_program *p, int *programs) {
-  if (p->exec_run) return JX_OK;
+  if (jx_program_executable(p)) return JX_OK;
   jx_fusion_group *groups = NULL;
   int ng = jx_fuse(p, &groups);
   if (ng < 0) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
@@ -105,34 +82,36 @@ static jx_status compile_batch(const jx_program *p) {
  * batches, the programs below it are in its batch */
 static _Thread_local int nesting;
 
-jx_status jx_compile_nested(jx_program *p, const char *dump_prefix) {
+jx_status jx_compile_nested(const jx_program *p, const char *dump_prefix, jx_exec_nested *out) {
   jx_status st = JX_OK;
   int has_nested = 0;
   for (int k = 0; k < p->neqns && !has_nested; k++) has_nested = run_subs(&p->eqns[k]) != 0;
   if (!has_nested) return JX_OK;
-  if (nesting == 0) {
-    st = privatize(p);
-    if (!st) st = compile_batch(p);
-    if (st) return st;
-  }
+  if (nesting == 0 && (st = compile_batch(p))) return st;
   nesting++;
   for (int k = 0; k < p->neqns && !st; k++) {
-    jx_eqn *e = &p->eqns[k];
+    const jx_eqn *e = &p->eqns[k];
     unsigned which = run_subs(e);
     for (int s = 0; s < e->nsub && !st; s++) {
-      /* shared programs were replaced by copies of our own (privatize) */
-      if (!(which >> s & 1u) || e->sub[s]->exec_run) continue;
+      const jx_program *sub = e->sub[s];
+      /* a program with an executable of its own (a jitted function's) runs that one */
+      if (!(which >> s & 1u) || jx_program_executable(sub) || jx_exec_nested_find(out, sub).run)
+        continue;
       char prefix[400];
       snprintf(prefix, sizeof prefix, "%.300s.%d%s%d", dump_prefix ? dump_prefix : p->name, k,
                e->prim->name, s);
-      st = jx_compile_attach(e->sub[s], prefix);
+      jx_exec x;
+      st = jx_compile(sub, prefix, &x, NULL);
+      if (!st) st = jx_exec_nested_add(out, sub, x);
     }
   }
   nesting--;
   return st;
 }
 
-static int compiled(const jx_program *p) { return p->exec_run != NULL; }
+/* 1 when p runs compiled here: a nested program of the running executable,
+ * or one with an executable of its own. */
+static int compiled(const jx_program *p) { return jx_program_exec(p).run != NULL; }
 
 int jx_control_runs(const jx_eqn *e) {
   if (e->prim == &jx_prim_scan) return e->nsub == 1 && compiled(e->sub[0]);

@@ -5,18 +5,19 @@
 #ifndef JX_SRC_COMPILE_CONTROL_COMPILE_H
 #define JX_SRC_COMPILE_CONTROL_COMPILE_H
 
+#include "../ir/exec.h"
 #include "../ir/program.h"
 
-/* Compiles the nested programs p's equations run (recursively, once: a
- * program that already has an executable is left alone). A nested program
- * that something else also holds is first replaced in p by a private copy
- * (simplified), so that attaching an executable never touches a program
- * another thread may be running. Call on the thread that compiles p, before
- * p runs anywhere. dump_prefix names the JX_DUMP files (NULL: p's name).
- * The outermost call compiles the kernels of p and of every nested program
- * below it in one compiler run (one translation unit, kernel_batch.h); the
- * builds of those programs then take their kernels from it. */
-jx_status jx_compile_nested(jx_program *p, const char *dump_prefix);
+/* Compiles the nested programs p's equations run (recursively, once each: a
+ * program that has an executable of its own is left alone) into out, the
+ * table of the executable being built for p: they are its own, so a program
+ * that something else also holds (a traced function's cached program) runs
+ * compiled only under this executable and is not touched. dump_prefix names
+ * the JX_DUMP files (NULL: p's name). The outermost call compiles the
+ * kernels of p and of every nested program below it in one compiler run
+ * (one translation unit, kernel_batch.h); the builds of those programs then
+ * take their kernels from it. */
+jx_status jx_compile_nested(const jx_program *p, const char *dump_prefix, jx_exec_nested *out);
 
 /* 1 when an executable runs equation e with jx_control_run: a scan or a
  * while whose nested programs are compiled. */

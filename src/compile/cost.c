@@ -153,7 +153,7 @@ jx_status jx_fn_cost(jx_fn *f, jx_array *const *example_in, jx_cost *out) {
   jx_program *p = jx_fn_program(f, av);
   free(av);
   if (!p) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-  jx_program *s = p->exec ? jx_program_retain(p) : jx_simplify(p); /* as the jit would run it */
+  jx_program *s = jx_program_executable(p) ? jx_program_retain(p) : jx_simplify(p); /* as run */
   jx_program_release(p);
   if (!s) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   program_cost(s, jx_program_donation(s), out);

@@ -59,6 +59,9 @@ struct jx_executable {
    * steps were built from and run (lower.h), or NULL: the program itself */
   jx_program *lowered;
   const jx_program *attached; /* the program it is attached to (jx_call runs that one) */
+  /* the compiled nested programs of its control flow (control_compile.h),
+   * found by jx_program_eval while it runs */
+  jx_exec_nested nested;
 };
 
 int jx_executable_kernels(const jx_executable *x, int *fused_eqns) {
@@ -251,7 +254,8 @@ static jx_status compile_units(const jx_kernel_tu *t, int *units) {
   return st;
 }
 
-jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix) {
+jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix,
+                                   jx_compile_times *times) {
   double t_begin = now_s(), t_codegen = 0, t_cc = 0;
   jx_kernel_stats ks0 = jx_kernel_cache_stats();
   jx_fusion_group *groups = NULL;
@@ -314,7 +318,7 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix)
   }
   {
     jx_kernel_stats ks1 = jx_kernel_cache_stats();
-    jx_compile_times *bt = &jx_last_build_times;
+    jx_compile_times scratch, *bt = times ? times : &scratch;
     bt->codegen = t_codegen - t_begin;
     bt->compile = t_cc - t_codegen;
     bt->kernels = nkernels;
@@ -371,6 +375,7 @@ static void report_profile(const jx_executable *x) {
 void jx_executable_free(jx_executable *x) {
   if (!x) return;
   report_profile(x);
+  jx_exec_nested_free(&x->nested);
   jx_program_release(x->lowered);
   free(x->profile);
   free(x->labels);
@@ -617,7 +622,7 @@ static int start_collective(const jx_program *p, const step *s, jx_array **env, 
 const char *jx_donation_conflict(const jx_program *p, jx_array *const *in, int i, char *why,
                                  size_t cap) {
   const jx_array *a = in[i];
-  if (a->shards) return "it is laid out over several devices";
+  if (jx_array_shards(a)) return "it is laid out over several devices";
   for (int j = 0; j < p->nin; j++)
     if (j != i && in[j] == a) {
       snprintf(why, cap, "the same array is also passed as input %d (donated buffer passed twice)",
@@ -633,7 +638,7 @@ const char *jx_donation_conflict(const jx_program *p, jx_array *const *in, int i
 static const char *donation_refused(const jx_program *p, jx_array *const *in, int i, char *why,
                                     size_t cap) {
   const jx_array *a = in[i];
-  if (a->shards) return "it is laid out over several devices";
+  if (jx_array_shards(a)) return "it is laid out over several devices";
   if (!a->buf) return "it has no buffer of its own";
   if (atomic_load_explicit(&a->buf->refs, memory_order_acquire) > 1)
     return "its buffer is shared with another array (a reshape or view of it, or its source)";
@@ -677,13 +682,14 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   if (x->lowered && p == x->attached) p = x->lowered; /* the same inputs and outputs */
   jx_array **env = calloc((size_t)p->nvars + 1, sizeof *env);
   if (!env) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  const jx_exec_nested *outer_nested = jx_exec_nested_enter(&x->nested);
   for (int i = 0; i < p->nin; i++) env[p->in[i]] = in[i];
   for (int c = 0; c < p->nconst; c++) env[p->constvar[c]] = p->constval[c];
   jx_status st = JX_OK;
   jx_scope_begin(); /* intermediates belong to the run, freed after their last use */
   run_state rs = {x, env, NULL};
   for (int i = 0; i < p->nin && !st; i++) /* dispatched runs still to end (async_dispatch.c) */
-    if (in[i]->pending) st = jx_array_ready(in[i]);
+    if (jx_array_pending(in[i])) st = jx_array_ready(in[i]);
   /* only jx_call's own program donates; what it runs inside does not */
   if (top && (top == p || top == x->attached) && x->donate && !st) {
     jx_dispatch_wait_all(); /* queued runs may still read the buffers it takes */
@@ -739,6 +745,7 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   for (int o = 0; o < p->nout && !st; o++) out[o] = jx_keep(env[p->out[o]]);
   jx_scope_end();
   for (int o = 0; o < p->nout && !st; o++) jx_scope_adopt(out[o]);
+  jx_exec_nested_leave(outer_nested);
   free(env);
   free(rs.owned);
   return st;
@@ -775,29 +782,46 @@ static jx_status run_attached(void *exec, const jx_program *p, jx_array *const *
 static void free_attached(void *exec) { jx_executable_free(exec); }
 
 const uint8_t *jx_program_donation(const jx_program *p) {
-  if (!p || p->exec_run != run_attached) return NULL;
-  return ((const jx_executable *)p->exec)->donate;
+  jx_exec x = p ? jx_program_exec(p) : (jx_exec){0};
+  return x.run == run_attached ? ((const jx_executable *)x.impl)->donate : NULL;
 }
 
-jx_status jx_compile_attach(jx_program *p, const char *dump_prefix) {
+const jx_exec_nested *jx_executable_nested(const jx_executable *x) { return &x->nested; }
+
+const jx_executable *jx_exec_cpu(jx_exec e) { return e.run == run_attached ? e.impl : NULL; }
+
+jx_status jx_compile(const jx_program *p, const char *dump_prefix, jx_exec *out,
+                     jx_compile_times *times) {
   double t0 = now_s();
+  *out = (jx_exec){0};
+  jx_compile_times t = {0};
   jx_program *run = jx_lower_custom_calls(p);
   if (!run) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-  /* the nested programs first: their builds must not overwrite p's build times */
-  jx_status nested = jx_compile_nested(run, dump_prefix);
-  jx_executable *x = nested ? NULL : jx_executable_build(run, dump_prefix);
+  /* the nested programs first, into a table of this executable's own */
+  jx_exec_nested nested = {0};
+  jx_status st = jx_compile_nested(run, dump_prefix, &nested);
+  jx_executable *x = st ? NULL : jx_executable_build(run, dump_prefix, &t);
   if (x && run != p) x->lowered = jx_program_retain(run);
-  if (x) x->attached = p;
-  jx_program_release(run);
-  if (nested) return nested;
-  if (!x) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-  if (jx_debug_flags & JX_DEBUG_PROFILE) { /* the jit, shard_map and pmap all compile here */
-    jx_compile_times t = jx_last_build_times;
-    t.total = now_s() - t0;
-    jx_prof_compile(p->name, t0, &t);
+  if (x) {
+    x->attached = p;
+    x->nested = nested;
+  } else {
+    jx_exec_nested_free(&nested);
   }
-  p->exec = x;
-  p->exec_run = run_attached;
-  p->exec_free = free_attached;
+  jx_program_release(run);
+  if (st) return st;
+  if (!x) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  t.total = now_s() - t0;
+  if (jx_debug_flags & JX_DEBUG_PROFILE) /* the jit, shard_map and pmap all compile here */
+    jx_prof_compile(p->name, t0, &t);
+  if (times) *times = t;
+  *out = (jx_exec){x, run_attached, free_attached};
   return JX_OK;
+}
+
+jx_status jx_compile_attach(const jx_program *p, const char *dump_prefix, jx_compile_times *times) {
+  jx_exec x;
+  jx_status st = jx_compile(p, dump_prefix, &x, times);
+  if (!st) jx_program_attach(p, x);
+  return st;
 }

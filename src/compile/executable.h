@@ -1,16 +1,20 @@
 /* An executable: a program split into steps, each a fused loop kernel
  * (compiled C) or one equation applied through its row (reference or BLAS
- * kernels, control flow). Built once per signature by jx_jit and attached to
- * the program, whose evaluation then runs it on concrete inputs. */
+ * kernels, control flow). Built once per signature by jx_jit and kept beside
+ * the program (ir/exec.h), whose evaluation then runs it on concrete inputs. */
 #ifndef JX_SRC_COMPILE_EXECUTABLE_H
 #define JX_SRC_COMPILE_EXECUTABLE_H
 
+#include "../debug/hooks.h"
+#include "../ir/exec.h"
 #include "../ir/program.h"
 
 typedef struct jx_executable jx_executable;
 
-/* Fuses p and compiles its kernels; NULL with an error recorded on failure. */
-jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix);
+/* Fuses p and compiles its kernels; NULL with an error recorded on failure.
+ * times (or NULL) gets the build's codegen and C compile phases. */
+jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix,
+                                   jx_compile_times *times);
 jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_array *const *in,
                             jx_array **out);
 void jx_executable_free(jx_executable *x);
@@ -37,11 +41,20 @@ int jx_executable_distinct_kernels(const jx_executable *x);
  * when nothing stands in the way. */
 const char *jx_donation_conflict(const jx_program *p, jx_array *const *in, int i, char *why,
                                  size_t cap);
+/* x's nested executables (control_compile.h; for tests). */
+const jx_exec_nested *jx_executable_nested(const jx_executable *x);
+/* The CPU executable e runs, or NULL when e is another backend's. */
+const jx_executable *jx_exec_cpu(jx_exec e);
 /* Pairs of GEMM steps that run side by side (for tests). */
 int jx_executable_side_by_side(const jx_executable *x);
 
-/* Compiles p and attaches the executable to it (jx_program_eval runs it).
- * dump_prefix names the JX_DUMP files (kernel sources). */
-jx_status jx_compile_attach(jx_program *p, const char *dump_prefix);
+/* Compiles p, its control flow's nested programs with it, into *out, which
+ * the caller owns (jx_program_attach or a jx_exec_nested table). dump_prefix
+ * names the JX_DUMP files (kernel sources); times (or NULL) gets where the
+ * build's time went (the trace and simplify phases are the caller's). */
+jx_status jx_compile(const jx_program *p, const char *dump_prefix, jx_exec *out,
+                     jx_compile_times *times);
+/* jx_compile, the executable then attached to p (jx_program_eval runs it). */
+jx_status jx_compile_attach(const jx_program *p, const char *dump_prefix, jx_compile_times *times);
 
 #endif

@@ -18,7 +18,7 @@
 #include "simplify.h"
 
 /* JX_LOG_COMPILES=1: where a compilation's time went (the profiler's event
- * is jx_compile_attach's). */
+ * is jx_compile's). */
 static void report_times(const char *name, const jx_compile_times *t) {
   if (jx_env_flag("JX_LOG_COMPILES"))
     fprintf(stderr,
@@ -42,20 +42,20 @@ static jx_program *jit_build(jx_fn *f, const jx_aval *in) {
   if (!s) return NULL;
   double t2 = jx_prof_now();
   jx_dump_program(prefix, "1-simplified", s);
-  jx_last_build_times = (jx_compile_times){0};
+  jx_compile_times t = {0};
   int on_cuda = 0; /* JX_PLATFORM=cuda: runs on CUDA device 0 (cuda/cuda_exec.h) */
-  if (jx_platform_attach(s, prefix, &on_cuda)) {
+  if (jx_platform_attach(s, prefix, &on_cuda, &t)) {
     jx_program_release(s);
     return NULL;
   }
   /* donation belongs to this jitted function: its executable takes the
    * donated inputs' buffers when it runs (executable.c) */
   if (f->data && (on_cuda ? jx_cuda_set_donation(s, f->nin, f->data, f->inner->name)
-                          : jx_executable_set_donation(s->exec, f->nin, f->data, f->inner->name))) {
+                          : jx_executable_set_donation(jx_program_executable(s), f->nin, f->data,
+                                                       f->inner->name))) {
     jx_program_release(s);
     return NULL;
   }
-  jx_compile_times t = jx_last_build_times;
   t.trace = t1 - t0;
   t.simplify = t2 - t1;
   t.total = jx_prof_now() - t0;

@@ -49,9 +49,11 @@ static jx_status inline_into(jx_program *q, const jx_program *sub, const int *ar
   return st;
 }
 
-jx_program *jx_lower_custom_calls(jx_program *p) { return jx_lower_custom_calls_keeping(p, NULL); }
+jx_program *jx_lower_custom_calls(const jx_program *p) {
+  return jx_lower_custom_calls_keeping(p, NULL);
+}
 
-jx_program *jx_lower_custom_calls_keeping(jx_program *p, jx_lower_keep_fn keep) {
+jx_program *jx_lower_custom_calls_keeping(const jx_program *p, jx_lower_keep_fn keep) {
   int any = 0;
   for (int k = 0; k < p->neqns && !any; k++)
     any = (jx_lower_is_custom_call(&p->eqns[k]) && !(keep && keep(p, &p->eqns[k]))) ||

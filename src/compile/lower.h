@@ -14,13 +14,13 @@
 
 /* p with its custom calls inlined and simplified again (a new reference; p
  * itself when it has none), or NULL with an error recorded. */
-jx_program *jx_lower_custom_calls(jx_program *p);
+jx_program *jx_lower_custom_calls(const jx_program *p);
 
 /* The same, but a call for which keep(program it is in, call) says 1 stays
  * whole (a backend that runs it as one step: cuda/cuda_fuse.h's attention
  * calls); calls nested in a kept one are not visited. */
 typedef int (*jx_lower_keep_fn)(const jx_program *p, const jx_eqn *e);
-jx_program *jx_lower_custom_calls_keeping(jx_program *p, jx_lower_keep_fn keep);
+jx_program *jx_lower_custom_calls_keeping(const jx_program *p, jx_lower_keep_fn keep);
 
 /* 1 when e is a custom_jvp or custom_vjp call whose first nested program is
  * its function, run on its inputs (what the lowering inlines). */

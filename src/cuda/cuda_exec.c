@@ -55,6 +55,9 @@ struct jx_cuda_executable {
   char *donor; /* the jitted function's name, for the donated arrays' errors */
   /* fused epilogues, softmax and attention (cuda_fuse.h), or NULL */
   jx_cuda_fused *fused;
+  /* the host's executables of its nested programs (control flow compiled
+   * for the CPU, kept attention calls interpreted), found while it runs */
+  jx_exec_nested nested;
 };
 
 /* One cache of cubins for the process: executables built again for the same
@@ -281,12 +284,12 @@ static int collective_step(const jx_cuda_executable *x, const cuda_step *s, int 
          x->collectives.takes(x->collectives.ctx, x->program, &x->program->eqns[g->first]);
 }
 
-jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, jx_program *p,
+jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, const jx_program *p,
                                              const char *dump_prefix) {
   return jx_cuda_executable_build_collective(d, p, dump_prefix, NULL);
 }
 
-jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, jx_program *p,
+jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, const jx_program *p,
                                                         const char *dump_prefix,
                                                         const jx_cuda_collective_ops *ops) {
   jx_cuda_executable *x = calloc(1, sizeof *x);
@@ -297,7 +300,7 @@ jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, jx_pr
   x->device = d;
   if (ops) x->collectives = *ops;
   x->attached = p;
-  x->program = x->lowered = jx_cuda_fused_lower(p); /* keeps the attention calls */
+  x->program = x->lowered = jx_cuda_fused_lower(p, &x->nested); /* keeps the attention calls */
   if (x->lowered == p) {
     jx_program_release(x->lowered);
     x->lowered = NULL;
@@ -306,7 +309,7 @@ jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, jx_pr
    * CPU as the CPU jit compiles them, so that a loop runs its body as fused
    * kernels and keeps one carry at a time (jx_control_run), where the eager
    * impl would hold every iteration's carry until the loop ends. */
-  jx_status nested = x->program ? jx_compile_nested(x->program, dump_prefix) : JX_OK;
+  jx_status nested = x->program ? jx_compile_nested(x->program, dump_prefix, &x->nested) : JX_OK;
   jx_fusion_group *groups = NULL;
   int ng = x->program && !nested ? jx_fuse(x->program, &groups) : -1;
   jx_status st = ng < 0 ? (jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL) : JX_OK;
@@ -339,10 +342,13 @@ jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, jx_pr
   return x;
 }
 
+const jx_exec_nested *jx_cuda_executable_nested(const jx_cuda_executable *x) { return &x->nested; }
+
 void jx_cuda_executable_free(jx_cuda_executable *x) {
   if (!x) return;
   jx_cuda_module_unload(x->module);
   jx_cuda_fused_free(x->fused);
+  jx_exec_nested_free(&x->nested);
   jx_program_release(x->lowered);
   free(x->steps);
   free(x->last_step);
@@ -674,6 +680,7 @@ jx_status jx_cuda_executable_run(jx_cuda_executable *x, const jx_program *p, jx_
   if (p == x->attached) p = x->program; /* the lowered copy: the same inputs and outputs */
   run_state r = {x, p, calloc((size_t)p->nvars + 1, sizeof(slot)), NULL};
   if (!r.vars) return out_of_memory();
+  const jx_exec_nested *outer_nested = jx_exec_nested_enter(&x->nested);
   for (int i = 0; i < p->nin; i++) r.vars[p->in[i]].host = in[i];
   for (int c = 0; c < p->nconst; c++) r.vars[p->constvar[c]].host = p->constval[c];
   jx_status st = jx_cuda_device_make_current(x->device);
@@ -706,13 +713,15 @@ jx_status jx_cuda_executable_run(jx_cuda_executable *x, const jx_program *p, jx_
       jx_cuda_allocator_free(x->device->memory, (uint64_t)r.vars[v].dev);
   jx_scope_end();
   for (int o = 0; o < p->nout && !st; o++) jx_scope_adopt(out[o]);
+  jx_exec_nested_leave(outer_nested);
   free(r.vars);
   free(r.donated);
   return st;
 }
 
-jx_status jx_cuda_set_donation(jx_program *p, int nin, const int *donate, const char *fn_name) {
-  jx_cuda_executable *x = p->exec;
+jx_status jx_cuda_set_donation(const jx_program *p, int nin, const int *donate,
+                               const char *fn_name) {
+  jx_cuda_executable *x = jx_program_executable(p);
   int any = 0;
   for (int i = 0; donate && i < nin; i++) any |= donate[i] != 0;
   if (!any || !x) return JX_OK;
@@ -739,7 +748,7 @@ static jx_status run_attached(void *exec, const jx_program *p, jx_array *const *
 }
 static void free_attached(void *exec) { jx_cuda_executable_free(exec); }
 
-jx_status jx_cuda_compile_attach(jx_program *p, const char *dump_prefix) {
+jx_status jx_cuda_compile_attach(const jx_program *p, const char *dump_prefix) {
   if (jx_cuda_device_count() == 0)
     return jx_error_set(JX_ERR_UNIMPLEMENTED,
                         "jit of '%s': JX_PLATFORM=cuda, but CUDA cannot run it: %s (set "
@@ -750,9 +759,7 @@ jx_status jx_cuda_compile_attach(jx_program *p, const char *dump_prefix) {
   if (st) return st;
   jx_cuda_executable *x = jx_cuda_executable_build(d, p, dump_prefix);
   if (!x) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-  p->exec = x;
-  p->exec_run = run_attached;
-  p->exec_free = free_attached;
+  jx_program_attach(p, (jx_exec){x, run_attached, free_attached});
   return JX_OK;
 }
 
@@ -765,9 +772,10 @@ int jx_platform_choice(const char *fn_name) {
   return -1;
 }
 
-jx_status jx_platform_attach(jx_program *p, const char *dump_prefix, int *on_cuda) {
+jx_status jx_platform_attach(const jx_program *p, const char *dump_prefix, int *on_cuda,
+                             jx_compile_times *times) {
   int choice = jx_platform_choice(p->name);
   *on_cuda = choice == 1;
   if (choice < 0) return jx_last_status();
-  return choice ? jx_cuda_compile_attach(p, dump_prefix) : jx_compile_attach(p, dump_prefix);
+  return choice ? jx_cuda_compile_attach(p, dump_prefix) : jx_compile_attach(p, dump_prefix, times);
 }

@@ -55,6 +55,8 @@
 #ifndef JX_SRC_CUDA_CUDA_EXEC_H
 #define JX_SRC_CUDA_CUDA_EXEC_H
 
+#include "../debug/hooks.h"
+#include "../ir/exec.h"
 #include "../ir/program.h"
 #include "cuda_blaslt.h"
 #include "cuda_device.h"
@@ -64,7 +66,7 @@ typedef struct jx_cuda_executable jx_cuda_executable;
 /* Builds p's executable for device d (lowers, fuses, compiles and loads the
  * kernels); NULL with an error recorded. dump_prefix names the JX_DUMP file
  * of the kernels' source ("<prefix>.kernels.cu"). */
-jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, jx_program *p,
+jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, const jx_program *p,
                                              const char *dump_prefix);
 /* Collective equations as device steps (cuda_mesh.h gives them to an
  * executable that runs one mesh position of a per-device program): where
@@ -81,7 +83,7 @@ typedef struct {
 
 /* jx_cuda_executable_build with collective equations run by ops (copied;
  * ops->ctx must outlive the executable). */
-jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, jx_program *p,
+jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, const jx_program *p,
                                                         const char *dump_prefix,
                                                         const jx_cuda_collective_ops *ops);
 /* Steps that run a collective equation on the device (for tests). */
@@ -97,7 +99,8 @@ void jx_cuda_executable_free(jx_cuda_executable *x);
 /* jx_jit_options.donate for p's attached CUDA executable (jit.c): per input,
  * nonzero = the run may take its device block; fn_name names the jitted
  * function in the donated arrays' errors. */
-jx_status jx_cuda_set_donation(jx_program *p, int nin, const int *donate, const char *fn_name);
+jx_status jx_cuda_set_donation(const jx_program *p, int nin, const int *donate,
+                               const char *fn_name);
 
 /* Steps that launch a kernel; *host_eqns: equations that run on the host;
  * *gemms: dot_generals run by cuBLASLt (for tests; either may be NULL). */
@@ -105,6 +108,8 @@ int jx_cuda_executable_kernels(const jx_cuda_executable *x, int *host_eqns, int 
 /* The kernels x's module holds: one per distinct kernel step (identical
  * groups, such as a layer's in every layer, share one; kernel_batch.h). */
 int jx_cuda_executable_distinct_kernels(const jx_cuda_executable *x);
+/* x's nested executables (control flow compiled for the host; for tests). */
+const jx_exec_nested *jx_cuda_executable_nested(const jx_cuda_executable *x);
 /* The device x runs on (its allocator's statistics, for tests). */
 jx_cuda_device *jx_cuda_executable_device(const jx_cuda_executable *x);
 
@@ -117,13 +122,14 @@ int jx_cuda_dot_as_gemm(const jx_program *p, const jx_eqn *e, jx_cuda_gemm_desc 
 /* Compiles p for CUDA device 0 and attaches the executable to p, so that
  * evaluating p runs it. When CUDA is unusable the error says what is
  * missing (jx_cuda_status()'s text); there is no silent fall-back to the CPU. */
-jx_status jx_cuda_compile_attach(jx_program *p, const char *dump_prefix);
+jx_status jx_cuda_compile_attach(const jx_program *p, const char *dump_prefix);
 
 /* The platform jitted programs without shardings run on: JX_PLATFORM, read
  * when a function is compiled: unset, "" or "cpu": the CPU executable
  * (jx_compile_attach); "cuda": jx_cuda_compile_attach, *on_cuda = 1;
  * anything else is JX_ERR_INVALID_ARGUMENT. */
-jx_status jx_platform_attach(jx_program *p, const char *dump_prefix, int *on_cuda);
+jx_status jx_platform_attach(const jx_program *p, const char *dump_prefix, int *on_cuda,
+                             jx_compile_times *times);
 /* JX_PLATFORM read: 0 the CPU (unset, "" or "cpu"), 1 "cuda", -1 anything
  * else, with JX_ERR_INVALID_ARGUMENT recorded naming fn_name. */
 int jx_platform_choice(const char *fn_name);

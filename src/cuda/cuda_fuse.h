@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "../compile/fusion.h"
+#include "../ir/exec.h"
 #include "../ir/program.h"
 #include "cuda_blaslt.h"
 #include "cuda_device.h"
@@ -103,8 +104,11 @@ int jx_cuda_match_attention_call(const jx_program *p, const jx_cuda_fuse_index *
  * attention calls jx_cuda_attention_call accepts as equations (their own
  * programs still inside, for the host should a call not run fused); all
  * inlined when JX_CUDA_NO_FUSE=1. Returns a new reference (p itself when
- * nothing is inlined), or NULL with the error recorded. */
-jx_program *jx_cuda_fused_lower(jx_program *p);
+ * nothing is inlined), or NULL with the error recorded. The kept calls'
+ * programs get interpreted executables in host_calls (the executable's
+ * nested table), so that compiling the nested programs for the host leaves
+ * them alone. */
+jx_program *jx_cuda_fused_lower(const jx_program *p, jx_exec_nested *host_calls);
 
 /* What an executable fused (for tests and logs). */
 typedef struct {

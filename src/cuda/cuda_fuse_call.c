@@ -78,8 +78,8 @@ static int kept(const jx_program *p, const jx_eqn *e) {
 }
 
 /* A kept call's program runs on the host only should the plan not take the
- * call; it is marked as run by the interpreter (exec_run: a copy of it,
- * evaluated eagerly), so that compiling the nested programs for the host
+ * call; it gets an executable that interprets it (a copy of it, evaluated
+ * eagerly), so that compiling the nested programs for the host
  * (control_compile.h) leaves it alone instead of compiling C for it. */
 static jx_status run_on_host(void *exec, const jx_program *p, jx_array *const *in, jx_array **out) {
   (void)p;
@@ -87,32 +87,27 @@ static jx_status run_on_host(void *exec, const jx_program *p, jx_array *const *i
 }
 static void free_on_host(void *exec) { jx_program_release(exec); }
 
-static jx_status interpret_kept_calls(jx_program *p) {
-  for (int k = 0; k < p->neqns; k++) {
-    jx_eqn *e = &p->eqns[k];
+static jx_status interpret_kept_calls(const jx_program *p, jx_exec_nested *host_calls) {
+  jx_status st = JX_OK;
+  for (int k = 0; k < p->neqns && !st; k++) {
+    const jx_eqn *e = &p->eqns[k];
     jx_cuda_fused_op op;
-    if (!jx_cuda_attention_call(p, e, &op) || e->sub[0]->exec_run) continue;
-    jx_program *sub = e->sub[0];
-    if (atomic_load(&sub->refs) > 1) { /* shared (the cached trace): a copy of our own */
-      jx_program *own = jx_simplify(sub);
-      if (!own) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-      jx_program_release(sub);
-      e->sub[0] = sub = own;
-    }
+    const jx_program *sub = e->nsub ? e->sub[0] : NULL;
+    if (!jx_cuda_attention_call(p, e, &op) || jx_program_executable(sub) ||
+        jx_exec_nested_find(host_calls, sub).run)
+      continue;
     jx_program *copy = jx_simplify(sub);
     if (!copy) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-    sub->exec = copy;
-    sub->exec_run = run_on_host;
-    sub->exec_free = free_on_host;
+    st = jx_exec_nested_add(host_calls, sub, (jx_exec){copy, run_on_host, free_on_host});
   }
-  return JX_OK;
+  return st;
 }
 
-jx_program *jx_cuda_fused_lower(jx_program *p) {
+jx_program *jx_cuda_fused_lower(const jx_program *p, jx_exec_nested *host_calls) {
   if (jx_env_flag("JX_CUDA_NO_FUSE")) return jx_lower_custom_calls(p);
   /* p itself when there is nothing to inline: its kept calls are marked then */
   jx_program *s = jx_lower_custom_calls_keeping(p, kept);
-  if (s && interpret_kept_calls(s)) {
+  if (s && interpret_kept_calls(s, host_calls)) {
     jx_program_release(s);
     s = NULL;
   }

@@ -323,7 +323,7 @@ static jx_status mesh_run(void *exec, const jx_program *p, jx_array *const *in, 
   count(&stats.runs);
   return jx_cuda_executable_run(mx->per[c->position], p, in, out);
 }
-jx_status jx_cuda_mesh_attach(jx_program *p, jx_mesh *m, const char *what_name,
+jx_status jx_cuda_mesh_attach(const jx_program *p, jx_mesh *m, const char *what_name,
                               const char *dump_prefix) {
   const char *name = what_name ? what_name : p->name;
   int ngpu = jx_cuda_device_count();
@@ -372,15 +372,14 @@ jx_status jx_cuda_mesh_attach(jx_program *p, jx_mesh *m, const char *what_name,
     mesh_exec_free(mx);
     return st;
   }
-  p->exec = mx;
-  p->exec_run = mesh_run;
-  p->exec_free = mesh_exec_free;
+  jx_program_attach(p, (jx_exec){mx, mesh_run, mesh_exec_free});
   return JX_OK;
 }
 
 int jx_cuda_mesh_kernels(const jx_program *p, int *host_eqns, int *collectives) {
-  if (!p || p->exec_run != mesh_run) return -1;
-  const mesh_exec *mx = p->exec;
+  jx_exec x = p ? jx_program_exec(p) : (jx_exec){0};
+  if (x.run != mesh_run) return -1;
+  const mesh_exec *mx = x.impl;
   for (int q = 0; q < mx->mesh->ndev; q++)
     if (mx->per[q]) {
       if (collectives) *collectives = jx_cuda_executable_collectives(mx->per[q]);
@@ -389,18 +388,18 @@ int jx_cuda_mesh_kernels(const jx_program *p, int *host_eqns, int *collectives) 
   return -1;
 }
 
-jx_status jx_mesh_platform_attach(jx_program *p, jx_mesh *m, const char *what_name,
+jx_status jx_mesh_platform_attach(const jx_program *p, jx_mesh *m, const char *what_name,
                                   const char *dump_prefix) {
   int choice = jx_platform_choice(what_name ? what_name : p->name);
   if (choice < 0) return jx_last_status();
   return choice ? jx_cuda_mesh_attach(p, m, what_name, dump_prefix)
-                : jx_compile_attach(p, dump_prefix);
+                : jx_compile_attach(p, dump_prefix, NULL);
 }
 
-jx_status jx_mesh_body_attach(jx_program *p, jx_mesh *m, const char *what_name,
+jx_status jx_mesh_body_attach(const jx_program *p, jx_mesh *m, const char *what_name,
                               const char *dump_prefix) {
   const char *platform = getenv("JX_PLATFORM");
-  if (!platform || strcmp(platform, "cuda") != 0) return jx_compile_attach(p, dump_prefix);
+  if (!platform || strcmp(platform, "cuda") != 0) return jx_compile_attach(p, dump_prefix, NULL);
   int clean = jx_last_status() == JX_OK;
   int ngpu = jx_cuda_device_count(), mine = 0, highest = highest_ordinal(m, &mine);
   if (ngpu > 0 && highest < ngpu) return jx_cuda_mesh_attach(p, m, what_name, dump_prefix);
@@ -420,5 +419,5 @@ jx_status jx_mesh_body_attach(jx_program *p, jx_mesh *m, const char *what_name,
               what_name ? what_name : p->name, text, mine, highest, ngpu == 1 ? "is" : "are", ngpu,
               ngpu == 1 ? "" : "s");
   }
-  return jx_compile_attach(p, dump_prefix);
+  return jx_compile_attach(p, dump_prefix, NULL);
 }

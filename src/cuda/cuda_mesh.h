@@ -38,13 +38,13 @@
 /* Attaches to per-device program p the executables of m's positions that
  * this process runs (p then runs only inside jx_spmd_run over m).
  * what_name names the jitted function in errors. */
-jx_status jx_cuda_mesh_attach(jx_program *p, jx_mesh *m, const char *what_name,
+jx_status jx_cuda_mesh_attach(const jx_program *p, jx_mesh *m, const char *what_name,
                               const char *dump_prefix);
 
 /* JX_PLATFORM for per-device programs: unset, "" or "cpu":
  * jx_compile_attach (the CPU devices, unchanged); "cuda": jx_cuda_mesh_attach;
  * anything else is JX_ERR_INVALID_ARGUMENT. */
-jx_status jx_mesh_platform_attach(jx_program *p, jx_mesh *m, const char *what_name,
+jx_status jx_mesh_platform_attach(const jx_program *p, jx_mesh *m, const char *what_name,
                                   const char *dump_prefix);
 
 /* For the per-device bodies of shard_map and pmap: with JX_PLATFORM=cuda
@@ -52,7 +52,7 @@ jx_status jx_mesh_platform_attach(jx_program *p, jx_mesh *m, const char *what_na
  * jx_cuda_mesh_attach; otherwise jx_compile_attach (the CPU devices, as
  * without CUDA), said under JX_LOG_COMPILES=1 when CUDA was asked for. A
  * body always runs somewhere, so a bad JX_PLATFORM is left to the jit. */
-jx_status jx_mesh_body_attach(jx_program *p, jx_mesh *m, const char *what_name,
+jx_status jx_mesh_body_attach(const jx_program *p, jx_mesh *m, const char *what_name,
                               const char *dump_prefix);
 
 /* For tests. */

@@ -60,8 +60,5 @@ typedef struct {
 } jx_prof_estimate;
 void jx_prof_function_begin(const jx_program *p, jx_prof_estimate *estimate);
 void jx_prof_function_end(void);
-/* The build phases of the last executable built on this thread (executable.c
- * fills them, the jit reads them). */
-extern _Thread_local jx_compile_times jx_last_build_times;
 
 #endif

@@ -29,7 +29,6 @@
 #include "profiler_internal.h"
 
 int jx_debug_flags;
-_Thread_local jx_compile_times jx_last_build_times;
 
 static int env_on(const char *name) {
   const char *v = getenv(name);

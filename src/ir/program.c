@@ -6,6 +6,7 @@
 
 #include "../base/error.h"
 #include "../base/hash.h"
+#include "exec.h"
 
 jx_program *jx_program_new(const char *name) {
   jx_program *p = calloc(1, sizeof *p);
@@ -18,13 +19,15 @@ jx_program *jx_program_new(const char *name) {
   return p;
 }
 
-jx_program *jx_program_retain(jx_program *p) {
-  if (p) atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
-  return p;
+jx_program *jx_program_retain(const jx_program *p) {
+  jx_program *q = (jx_program *)p;
+  if (q) atomic_fetch_add_explicit(&q->refs, 1, memory_order_relaxed);
+  return q;
 }
 
 void jx_program_release(jx_program *p) {
   if (!p || atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1) return;
+  jx_program_exec_drop(p); /* its executables may read it as they go */
   for (int i = 0; i < p->neqns; i++) {
     jx_eqn *e = &p->eqns[i];
     free(e->in);
@@ -32,8 +35,6 @@ void jx_program_release(jx_program *p) {
     for (int s = 0; s < e->nsub; s++) jx_program_release(e->sub[s]);
   }
   for (int i = 0; i < p->nconst; i++) jx_release(p->constval[i]);
-  if (p->exec_free) p->exec_free(p->exec);
-  if (p->follow_free) p->follow_free(p->follow);
   free(p->eqns);
   free(p->constvar);
   free(p->constval);

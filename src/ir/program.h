@@ -5,7 +5,8 @@
  * their equation's `sub` slots.
  *
  * Programs are reference counted and immutable once built; building is not
- * thread-safe, reading is. */
+ * thread-safe, reading is. What is compiled for a program is kept beside it
+ * (exec.h), not in it. */
 #ifndef JX_SRC_IR_PROGRAM_H
 #define JX_SRC_IR_PROGRAM_H
 
@@ -41,21 +42,12 @@ struct jx_program {
   jx_eqn *eqns;
   int nout;
   int *out; /* output variables (any kind, repeats allowed) */
-  /* set by the compiler: runs the program on concrete inputs in place of the
-   * interpreter (see compile/executable.h) */
-  void *exec;
-  jx_status (*exec_run)(void *exec, const struct jx_program *p, jx_array *const *in,
-                        jx_array **out);
-  void (*exec_free)(void *exec);
-  /* set by the parallel layer when the program is first run on sharded
-   * arguments without shardings of its own (computation follows data,
-   * parallel/sharded_jit.c): its per-device programs, by input layouts */
-  void *follow;
-  void (*follow_free)(void *follow);
 };
 
 jx_program *jx_program_new(const char *name);
-jx_program *jx_program_retain(jx_program *p);
+/* A new reference (the count is not part of the value: retaining a const
+ * program is fine). */
+jx_program *jx_program_retain(const jx_program *p);
 void jx_program_release(jx_program *p);
 
 /* Building. Each returns the new variable number, or -1 (error recorded) when

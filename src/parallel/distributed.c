@@ -340,12 +340,13 @@ jx_array *jx_process_allgather(jx_array *a) {
   size_t es = jx_dtype_size(a->dtype), total = (size_t)jx_shape_numel(a->shape) * es;
   /* the same choice on every process: a process that holds every block still
    * sends its part to those that do not */
-  if (!a->shards || jx_shards_addressable_everywhere(a->shards)) {
+  const jx_shards *sh = jx_array_shards(a);
+  if (!sh || jx_shards_addressable_everywhere(sh)) {
     if (jx_array_ready(a)) return jx_poison();
     if (total) memcpy(jx_array_data(r), jx_array_data(a), total);
     return r;
   }
-  const jx_sharding *s = a->shards->sharding;
+  const jx_sharding *s = sh->sharding;
   const jx_mesh *m = s->mesh;
   int P = jx_process_count(), me = jx_process_index();
   int64_t *counts = calloc((size_t)P * 2, sizeof *counts), *displs = counts + P;
@@ -362,8 +363,8 @@ jx_array *jx_process_allgather(jx_array *a) {
     size_t bytes = (size_t)jx_shape_numel(b) * es;
     counts[owner] += (int64_t)bytes;
     if (owner == me) { /* a block a GPU made comes down first (cuda/cuda_mesh.h) */
-      st = jx_array_ready(a->shards->shard[p]);
-      if (!st) memcpy(pack + off, jx_array_data(a->shards->shard[p]), bytes);
+      st = jx_array_ready(sh->shard[p]);
+      if (!st) memcpy(pack + off, jx_array_data(sh->shard[p]), bytes);
       off += bytes;
     }
   }

@@ -30,7 +30,8 @@ static int64_t bytes_sent;
 int64_t jx_relayout_bytes_sent(void) { return __atomic_load_n(&bytes_sent, __ATOMIC_RELAXED); }
 
 int jx_relayout_spans_processes(const jx_array *a) {
-  return a->shards && jx_dist_active() && !jx_shards_addressable_everywhere(a->shards);
+  return jx_array_shards(a) && jx_dist_active() &&
+         !jx_shards_addressable_everywhere(jx_array_shards(a));
 }
 
 /* One box of the global array that process q sends to process r (q == r: a
@@ -204,7 +205,7 @@ static void relative(const jx_sharding *s, jx_shape g, int p, const piece *x, in
 /* Packs what this process sends, exchanges, and builds the new blocks of
  * this process's positions into out[] (NULL where another's). */
 static jx_status run_plan(plan *pl, jx_array *a, jx_array **out, const char *op) {
-  const jx_shards *sh = a->shards;
+  const jx_shards *sh = jx_array_shards(a);
   int P = pl->P, me = pl->me;
   size_t es = pl->es;
   int64_t stotal = pl->sdispls[P - 1] + pl->scounts[P - 1];
@@ -306,16 +307,17 @@ static jx_status run_plan(plan *pl, jx_array *a, jx_array **out, const char *op)
 }
 
 jx_status jx_relayout(jx_array *a, const jx_sharding *t, jx_array **shard, const char *op) {
-  plan pl = {.s = a->shards->sharding,
+  const jx_shards *sh = jx_array_shards(a);
+  plan pl = {.s = sh->sharding,
              .t = t,
              .g = a->shape,
              .es = jx_dtype_size(a->dtype),
              .P = jx_process_count(),
              .me = jx_process_index(),
-             .ns = a->shards->n,
+             .ns = sh->n,
              .nt = t->mesh->ndev};
   jx_status st = JX_OK;
-  if (plan_tables(&pl, a->shards) || plan_walk(&pl))
+  if (plan_tables(&pl, sh) || plan_walk(&pl))
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory planning a re-laying", op);
   /* an error while planning skips the exchange: the other processes then fail
    * at its deadline naming this one */

@@ -191,7 +191,7 @@ static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
 static jx_status ensure_compiled(jx_program *body, jx_mesh *m) {
   pthread_mutex_lock(&compile_lock);
   jx_status st = JX_OK;
-  if (!body->exec_run) {
+  if (!jx_program_executable(body)) {
     char prefix[300], what[300];
     snprintf(prefix, sizeof prefix, "shard_map.%s.%016llx", body->name,
              (unsigned long long)jx_program_hash(body));
@@ -276,7 +276,7 @@ static jx_status body_with_casts(void *ctx, jx_array *const *in, jx_array **out)
     int64_t ids[JX_MAX_RANK], missing[JX_MAX_RANK];
     int n = jx_vma_axes(jx_smap_named_vma(c->out_sh[o]), ids);
     jx_params q = JX_PARAMS_INIT;
-    q.l[0].n = jx_vma_missing(out[o]->vma, n, ids, missing);
+    q.l[0].n = jx_vma_missing(jx_array_vma(out[o]), n, ids, missing);
     memcpy(q.l[0].v, missing, sizeof *missing * (size_t)q.l[0].n);
     if (q.l[0].n && jx_is_tracer(out[o])) out[o] = jx_bind1(&jx_prim_pvary, 1, &out[o], &q);
   }

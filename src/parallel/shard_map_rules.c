@@ -255,7 +255,7 @@ static jx_status transposed_body(void *ctx, jx_array *const *in, jx_array **out)
     const int64_t *unnamed = c->axes + (size_t)k * JX_MAX_RANK;
     if (c->check_vma) { /* those of them the cotangent still varies over */
       int64_t varying[JX_MAX_RANK];
-      int nv = jx_vma_axes(out[k]->vma, varying);
+      int nv = jx_vma_axes(jx_array_vma(out[k]), varying);
       for (int a = 0; a < c->naxes[k]; a++)
         for (int v = 0; v < nv; v++)
           if (varying[v] == unnamed[a]) q.l[0].v[q.l[0].n++] = unnamed[a];

@@ -25,7 +25,7 @@ int jx_eager_follows_data(const jx_prim *p, int nin, jx_array *const *in, int ns
                           jx_program *const *subs) {
   int sharded = -1;
   for (int i = 0; i < nin && sharded < 0; i++)
-    if (in[i]->shards) sharded = i;
+    if (jx_array_shards(in[i])) sharded = i;
   if (sharded < 0 || jx_spmd_current()) return 0;
   if (p->uses_axis || p == &jx_prim_shard_map || p == &jx_prim_sharding_constraint) return 0;
   /* debug_print shows the global value; the partitioner does not place a

@@ -146,9 +146,7 @@ static jx_program *pjit_build(jx_fn *f, const jx_aval *in) {
   }
   x->op = "jx_jit";
   pthread_mutex_init(&x->lock, NULL);
-  s->exec = x;
-  s->exec_run = pjit_run;
-  s->exec_free = pjit_exec_free;
+  jx_program_attach(s, (jx_exec){x, pjit_run, pjit_exec_free});
   return s;
 }
 
@@ -323,7 +321,7 @@ static jx_status pjit_run(void *exec, const jx_program *p, jx_array *const *in, 
 
 /* ---- computation follows data ---- */
 
-/* Guards the making of a program's follow-data executable (p->follow). */
+/* Guards the making of a program's follow-data executable (jx_program_follow). */
 static pthread_mutex_t follow_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int jx_program_holds_shard_map(const jx_program *p) {
@@ -356,26 +354,26 @@ static jx_mesh *manual_mesh(const jx_program *p, int *unplaced) {
  * compiled gets per-device programs that are not compiled either. */
 static pjit_exec *follow_exec(const jx_program *p, int *made) {
   pthread_mutex_lock(&follow_lock);
-  pjit_exec *x = p->follow;
+  pjit_exec *x = jx_program_follow(p);
   if (!x) {
     *made = 1;
+    int compiled = jx_program_exec(p).run != NULL;
     x = calloc(1, sizeof *x);
     /* named as messages name a jitted function, or as the eager op */
     char name[300];
-    snprintf(name, sizeof name, p->exec_run ? "jit(%s)" : "%s", p->name);
+    snprintf(name, sizeof name, compiled ? "jit(%s)" : "%s", p->name);
     if (x && !(x->name = strdup(name))) {
       free(x);
       x = NULL;
     }
     if (x) {
       x->o = (pjit_opts){p->nin, p->nout, NULL, NULL};
-      x->interpret = !p->exec_run;
+      x->interpret = !compiled;
       x->op = x->interpret ? x->name : "jx_jit";
       x->manual_mesh = manual_mesh(p, &x->unplaced);
       pthread_mutex_init(&x->lock, NULL);
-      jx_program *owner = (jx_program *)p; /* a cache of the program, as f->cache is of f */
-      owner->follow = x;
-      owner->follow_free = pjit_exec_free;
+      /* kept beside the program, as f->cache is kept with f */
+      x = jx_program_set_follow(p, x, pjit_exec_free);
     }
   }
   pthread_mutex_unlock(&follow_lock);
@@ -386,9 +384,9 @@ static pjit_exec *follow_exec(const jx_program *p, int *made) {
 int jx_follows_data(const jx_program *p, jx_array *const *in) {
   /* a jit with shardings places its arguments itself; on a device's thread
    * the arguments are that device's blocks */
-  if (p->exec_run == pjit_run || jx_spmd_current()) return 0;
+  if (jx_program_exec(p).run == pjit_run || jx_spmd_current()) return 0;
   int sharded = 0;
-  for (int i = 0; i < p->nin && !sharded; i++) sharded = in[i]->shards != NULL;
+  for (int i = 0; i < p->nin && !sharded; i++) sharded = jx_array_shards(in[i]) != NULL;
   if (!sharded) return 0;
   int made = 0;
   pjit_exec *x = follow_exec(p, &made);
@@ -398,11 +396,11 @@ int jx_follows_data(const jx_program *p, jx_array *const *in) {
    * reading its sharded arguments whole where its kernels read them */
   jx_mesh *args_mesh = NULL;
   for (int i = 0; i < p->nin && !args_mesh; i++)
-    if (in[i]->shards) args_mesh = jx_sharding_of(in[i])->mesh;
+    if (jx_array_shards(in[i])) args_mesh = jx_sharding_of(in[i])->mesh;
   int whole = x->unplaced || (x->manual_mesh && x->manual_mesh != args_mesh);
   if (whole && made && jx_env_flag("JX_LOG_COMPILES"))
     for (int i = 0; i < p->nin; i++)
-      if (in[i]->shards)
+      if (jx_array_shards(in[i]))
         fprintf(stderr,
                 "jx: '%s' holds a shard_map the sharded jit cannot place%s, so it runs on one "
                 "device: it gathers argument %d (sharded %s) where it reads it whole\n",
@@ -421,11 +419,8 @@ jx_status jx_follow_data_run(const jx_program *p, jx_array *const *in, jx_array 
 /* ---- for tests ---- */
 static pjit_exec *exec_of(const jx_program *p) {
   if (!p) return NULL;
-  if (p->exec_run == pjit_run) return p->exec;
-  pthread_mutex_lock(&follow_lock);
-  pjit_exec *x = p->follow;
-  pthread_mutex_unlock(&follow_lock);
-  return x;
+  jx_exec own = jx_program_exec(p);
+  return own.run == pjit_run ? own.impl : jx_program_follow(p);
 }
 
 jx_program *jx_sharded_jit_device_program(jx_fn *f, jx_array *const *in) {

@@ -17,8 +17,14 @@
 #include "dist.h"
 #include "relayout.h"
 
+/* the sharded storage's operations, as the array layer calls them */
+static void shards_release(jx_shards *sh);
+static jx_status shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *dst);
+static const jx_shards_ops ops = {shards_release, shards_gather};
+
 jx_array *jx_array_from_shards(jx_sharding *s, jx_dtype dt, int weak, jx_shape g,
                                jx_array *const *shard) {
+  jx_array_register_shards(&ops); /* before the first sharded array exists */
   int n = s->mesh->ndev;
   jx_shards *sh = malloc(sizeof *sh + sizeof *sh->shard * (size_t)n);
   /* no global buffer: jx_array_ready gathers one on demand */
@@ -31,11 +37,11 @@ jx_array *jx_array_from_shards(jx_sharding *s, jx_dtype dt, int weak, jx_shape g
   sh->sharding = jx_sharding_retain(s);
   sh->n = n;
   for (int p = 0; p < n; p++) sh->shard[p] = jx_keep(shard[p]);
-  a->shards = sh;
+  jx_array_set_shards(a, sh);
   return a;
 }
 
-void jx_shards_free(jx_shards *sh) {
+static void shards_release(jx_shards *sh) {
   for (int p = 0; p < sh->n; p++) jx_release(sh->shard[p]);
   jx_sharding_release(sh->sharding);
   free(sh);
@@ -186,7 +192,7 @@ static jx_status block_host(jx_array *b, const void **data, void **tmp) {
   return st;
 }
 
-jx_status jx_shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *dst) {
+static jx_status shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *dst) {
   size_t es = jx_dtype_size(dt);
   int *covered = malloc(sizeof *covered * (size_t)sh->n);
   if (!covered) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory gathering shards");
@@ -222,8 +228,8 @@ jx_status jx_shards_gather(const jx_shards *sh, jx_dtype dt, jx_shape g, void *d
 }
 
 jx_array *jx_shard_for(jx_array *a, const jx_sharding *s, int p) {
-  if (a->shards && jx_sharding_same_layout(a->shards->sharding, s) && a->shards->shard[p])
-    return jx_keep(a->shards->shard[p]);
+  const jx_shards *sh = jx_array_shards(a);
+  if (sh && jx_sharding_same_layout(sh->sharding, s) && sh->shard[p]) return jx_keep(sh->shard[p]);
   if (jx_relayout_spans_processes(a)) return relaid_shard(a, s, p);
   if (jx_array_ready(a)) return jx_poison();
   int64_t start[JX_MAX_RANK];
@@ -249,7 +255,8 @@ jx_array *jx_device_put(jx_array *a, jx_sharding *s) {
   }
   if (jx_sharding_check(s, a->shape, op)) return jx_poison();
   if (jx_is_tracer(a)) return jx_sharding_constraint(a, s);
-  if (a->shards && a->shards->sharding == s) return jx_keep_in_scope(a);
+  const jx_shards *held = jx_array_shards(a);
+  if (held && held->sharding == s) return jx_keep_in_scope(a);
   int n = s->mesh->ndev;
   jx_array **shard = calloc((size_t)n, sizeof *shard);
   if (!shard) {
@@ -260,8 +267,8 @@ jx_array *jx_device_put(jx_array *a, jx_sharding *s) {
   int ok = 1;
   double t0 = jx_debug_flags & JX_DEBUG_PROFILE ? jx_prof_now() : 0, bytes = 0;
   /* here, not per device: a process with no device in s still joins the exchange */
-  int exchange = a->shards && !jx_sharding_same_layout(a->shards->sharding, s) &&
-                 jx_relayout_spans_processes(a);
+  int exchange =
+      held && !jx_sharding_same_layout(held->sharding, s) && jx_relayout_spans_processes(a);
   if (exchange) ok = !jx_relayout(a, s, shard, op);
   for (int p = 0; p < n && ok; p++) {
     if (!jx_device_is_local(s->mesh->device[p])) continue; /* another process's */
@@ -280,7 +287,8 @@ jx_array *jx_device_put(jx_array *a, jx_sharding *s) {
 jx_array *jx_with_sharding_constraint(jx_array *a, jx_sharding *s) { return jx_device_put(a, s); }
 
 jx_sharding *jx_sharding_of(const jx_array *a) {
-  return a && !a->poisoned && a->shards ? a->shards->sharding : NULL;
+  const jx_shards *sh = a && !a->poisoned ? jx_array_shards(a) : NULL;
+  return sh ? sh->sharding : NULL;
 }
 
 jx_array *jx_array_shard(const jx_array *a, int i) {
@@ -289,17 +297,18 @@ jx_array *jx_array_shard(const jx_array *a, int i) {
     jx_error_set(JX_ERR_TRACE, "jx_array_shard: the array is a tracer");
     return jx_poison();
   }
-  int n = a->shards ? a->shards->n : 1;
+  const jx_shards *sh = jx_array_shards(a);
+  int n = sh ? sh->n : 1;
   if (i < 0 || i >= n) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_array_shard: shard %d does not exist (%d shards)", i,
                  n);
     return jx_poison();
   }
-  if (a->shards && !a->shards->shard[i]) {
+  if (sh && !sh->shard[i]) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT,
                  "jx_array_shard: shard %d is on device %d, which belongs to another process", i,
-                 a->shards->sharding->mesh->device[i]);
+                 sh->sharding->mesh->device[i]);
     return jx_poison();
   }
-  return jx_keep_in_scope(a->shards ? a->shards->shard[i] : (jx_array *)a);
+  return jx_keep_in_scope(sh ? sh->shard[i] : (jx_array *)a);
 }

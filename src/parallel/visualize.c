@@ -42,11 +42,11 @@ void jx_visualize_sharding(const jx_array *a, FILE *f) {
   }
   char sb[JX_AVAL_STR_CAP];
   jx_aval_str(a->dtype, a->shape, sb);
-  if (!a->shards) {
+  if (!jx_array_shards(a)) {
     fprintf(f, "%s on one device\n+-------+\n| CPU 0 |\n+-------+\n", sb);
     return;
   }
-  const jx_sharding *s = a->shards->sharding;
+  const jx_sharding *s = jx_array_shards(a)->sharding;
   jx_shape g = a->shape;
   if (g.rank > 2) {
     fprintf(f, "%s sharded as '%s': only rank 1 and 2 arrays are drawn\n", sb,

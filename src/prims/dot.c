@@ -479,7 +479,8 @@ jx_status jx_dot_side_by_side(int n, const jx_params *const *p, jx_array *const 
   for (int i = 0; i < n; i++) {
     for (int j = 0; j < 2; j++) {
       jx_array *a = in[2 * i + j];
-      if (a->poisoned || a->shards || a->pending || !a->buf) return JX_OK; /* the usual path */
+      if (a->poisoned || jx_array_shards(a) || jx_array_pending(a) || !a->buf)
+        return JX_OK; /* the usual path */
       tin[2 * i + j] = (jx_tensor){a->buf->data, a->dtype, a->shape};
     }
     tout[i] = (jx_tensor){NULL, avals[i].dtype, avals[i].shape};

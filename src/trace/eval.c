@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "../base/error.h"
+#include "../ir/exec.h"
 #include "../parallel/sharded_jit.h"
 #include "dispatch.h"
 #include "trace.h"
@@ -11,13 +12,14 @@ enum { SMALL = 16 };
 
 jx_status jx_program_eval(const jx_program *p, jx_array *const *in, jx_array **out) {
   for (int o = 0; o < p->nout; o++) out[o] = jx_poison();
-  if (p->exec_run && !jx_trace_active()) { /* compiled, and not being inlined into a trace */
+  jx_exec x = jx_trace_active() ? (jx_exec){0} : jx_program_exec(p);
+  if (x.run) { /* compiled, and not being inlined into a trace */
     int concrete = 1;
     for (int i = 0; i < p->nin && concrete; i++) concrete = !jx_is_tracer(in[i]);
     /* computation follows data: a program compiled for one device runs on
      * the mesh of its sharded arguments (parallel/sharded_jit.h) */
     if (concrete && jx_follows_data(p, in)) return jx_follow_data_run(p, in, out);
-    if (concrete) return p->exec_run(p->exec, p, in, out);
+    if (concrete) return x.run(x.impl, p, in, out);
   }
   jx_array **env = calloc((size_t)p->nvars + 1, sizeof *env);
   if (!env) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "'%s': out of memory", p->name);

@@ -301,8 +301,8 @@ static jx_status prepare(const char *op, jx_fn *f, jx_array *const *in, jx_array
       return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: input %d of '%s' is NULL", op, i, f->name);
     if (in[i]->poisoned) return jx_error_fail_call(JX_ERR_POISONED);
     if (in[i]->released) return jx_released_error(in[i], op, i);
-    if (in[i]->donated) return jx_donated_error(in[i], op);
-    avals[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape, in[i]->vma};
+    if (jx_array_donated(in[i])) return jx_donated_error(in[i], op);
+    avals[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape, jx_array_vma(in[i])};
   }
   return JX_OK;
 }

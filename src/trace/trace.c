@@ -52,7 +52,7 @@ jx_array *jx_trace_input(jx_trace *t, jx_aval aval) {
   int v = jx_program_add_input(t->prog, aval);
   if (v < 0) return jx_poison();
   jx_array *x = jx_tracer_alloc(t->id, v, aval.dtype, aval.shape, aval.weak);
-  if (!x->poisoned) x->vma = aval.vma;
+  if (!x->poisoned) x->st.tracer.vma = aval.vma;
   return x;
 }
 
@@ -87,8 +87,8 @@ static jx_trace *find(uint64_t id) {
 /* The variable of t standing for a: its own tracer, or a captured constant. */
 static int var_of(jx_trace *t, jx_array *a, const char *op, int argi) {
   if (jx_is_tracer(a)) {
-    if (a->trace_id == t->id) return a->var;
-    jx_trace *owner = find(a->trace_id);
+    if (a->st.tracer.id == t->id) return a->st.tracer.var;
+    jx_trace *owner = find(a->st.tracer.id);
     if (!owner)
       jx_error_set(JX_ERR_TRACE,
                    "%s: argument %d is a tracer that escaped its trace: a traced function "
@@ -104,7 +104,7 @@ static int var_of(jx_trace *t, jx_array *a, const char *op, int argi) {
   }
   for (int i = 0; i < t->nconst_src; i++)
     if (t->const_src[i] == a) return t->const_var[i];
-  if (a->shards && jx_env_flag("JX_LOG_COMPILES")) /* a constant is one whole value */
+  if (jx_array_shards(a) && jx_env_flag("JX_LOG_COMPILES")) /* a constant is one whole value */
     fprintf(stderr,
             "jx: '%s' captures a sharded array (%s) as a constant (argument %d of %s): its "
             "shards are gathered onto one device; pass it as an input to keep it sharded\n",
@@ -135,7 +135,7 @@ static int var_of(jx_trace *t, jx_array *a, const char *op, int argi) {
 static jx_trace *trace_of(int nin, jx_array *const *in, const char *op) {
   for (jx_trace *t = innermost; t; t = t->parent)
     for (int i = 0; i < nin; i++)
-      if (in[i]->trace_id == t->id) return t;
+      if (jx_is_tracer(in[i]) && in[i]->st.tracer.id == t->id) return t;
   for (int i = 0; i < nin; i++)
     if (jx_is_tracer(in[i])) {
       jx_error_set(JX_ERR_TRACE,
@@ -176,7 +176,7 @@ jx_status jx_trace_record(const jx_prim *p, const jx_params *params, int nin,
   st = jx_vma_cast_operands(p, params, nin, given, nsub, in);
   if (st) goto done;
   for (int i = 0; i < nin; i++) {
-    ain[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape, in[i]->vma};
+    ain[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape, jx_array_vma(in[i])};
     vin[i] = var_of(t, in[i], p->name, i);
     if (vin[i] < 0) {
       st = jx_last_status() ? jx_last_status() : JX_ERR_TRACE;
@@ -193,7 +193,7 @@ jx_status jx_trace_record(const jx_prim *p, const jx_params *params, int nin,
   for (int o = 0; o < nout; o++)
     if (!(out[o] = jx_tracer_alloc(t->id, vout[o], aout[o].dtype, aout[o].shape, aout[o].weak))
              ->poisoned)
-      out[o]->vma = aout[o].vma;
+      out[o]->st.tracer.vma = aout[o].vma;
 done:
   if (big) {
     free(ain);

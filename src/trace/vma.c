@@ -129,7 +129,7 @@ static jx_array *pvary_to(jx_array *x, int to) {
     jx_error_set(JX_ERR_INTERNAL, "varying axes: the pvary primitive is not registered");
     return jx_poison();
   }
-  axis_set want = lookup(to), have = lookup(x->vma);
+  axis_set want = lookup(to), have = lookup(jx_array_vma(x));
   jx_params q = JX_PARAMS_INIT;
   for (int k = 0; k < want.n && q.l[0].n < JX_MAX_RANK; k++)
     if (!has(&have, want.id[k])) q.l[0].v[q.l[0].n++] = want.id[k];
@@ -141,14 +141,14 @@ jx_status jx_vma_cast_operands(const jx_prim *p, const jx_params *params, int ni
   int to = 0;
   for (int i = 0; i < nin; i++) {
     cast[i] = in[i];
-    to = jx_vma_union(to, in[i]->vma);
+    to = jx_vma_union(to, jx_array_vma(in[i]));
   }
   if (nsub || p->vma == JX_VMA_CAST || p->vma == JX_VMA_AXIS_INDEX) return JX_OK;
   if (p->vma == JX_VMA_REDUCE || p->vma == JX_VMA_COLLECTIVE)
     to = jx_vma_add(to, params->l[0].n, params->l[0].v);
   /* constants vary over nothing and carry no cotangent: they need no cast */
   for (int i = 0; i < nin; i++)
-    if (jx_is_tracer(in[i]) && in[i]->vma != to) {
+    if (jx_is_tracer(in[i]) && jx_array_vma(in[i]) != to) {
       cast[i] = pvary_to(in[i], to);
       if (cast[i]->poisoned) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
     }

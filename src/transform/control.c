@@ -60,7 +60,7 @@ jx_status jx_control_trace_branches(const char *op, int nbranches, jx_fn *const 
   jx_aval *av = malloc(sizeof *av * (size_t)(n + 1));
   if (!av) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
   for (int i = 0; i < n; i++)
-    av[i] = (jx_aval){ops[i]->dtype, ops[i]->weak, ops[i]->shape, ops[i]->vma};
+    av[i] = (jx_aval){ops[i]->dtype, ops[i]->weak, ops[i]->shape, jx_array_vma(ops[i])};
   jx_status st = JX_OK;
   for (int k = 0; k < nbranches && !st; k++) {
     char role[32];

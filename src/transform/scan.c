@@ -511,12 +511,12 @@ static jx_status scan_call(jx_fn *body, int ncarry, jx_array *const *init, int n
     return jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
   }
   for (int i = 0; i < ncarry; i++) {
-    av[i] = (jx_aval){init[i]->dtype, init[i]->weak, init[i]->shape, init[i]->vma};
+    av[i] = (jx_aval){init[i]->dtype, init[i]->weak, init[i]->shape, jx_array_vma(init[i])};
     args[i] = init[i];
   }
   for (int i = 0; i < nxs; i++) {
     av[ncarry + i] =
-        jx_aval_unstacked((jx_aval){xs[i]->dtype, xs[i]->weak, xs[i]->shape, xs[i]->vma});
+        jx_aval_unstacked((jx_aval){xs[i]->dtype, xs[i]->weak, xs[i]->shape, jx_array_vma(xs[i])});
     args[ncarry + i] = xs[i];
   }
   jx_program *prog = jx_control_trace(op, "body", body, n, av);

@@ -243,7 +243,7 @@ static jx_status while_call(jx_fn *cond_fn, jx_fn *body_fn, int n, jx_array *con
   jx_aval *av = malloc(sizeof *av * (size_t)(n + 1));
   if (!av) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
   for (int i = 0; i < n; i++)
-    av[i] = (jx_aval){init[i]->dtype, init[i]->weak, init[i]->shape, init[i]->vma};
+    av[i] = (jx_aval){init[i]->dtype, init[i]->weak, init[i]->shape, jx_array_vma(init[i])};
   jx_program *subs[2] = {jx_control_trace(op, "cond", cond_fn, n, av),
                          jx_control_trace(op, "body", body_fn, n, av)};
   if (!subs[0] || !subs[1]) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;

@@ -50,7 +50,7 @@ static inline plan jit_matches_eager(jx_fn *f, int nin, jx_array **in, int nout)
   assert_non_null(p);
   plan r = {-1, -1};
   if (TEST_CPU_ONLY("the CPU executable's kernel count")) {
-    r.kernels = jx_executable_kernels(p->exec, NULL);
+    r.kernels = jx_executable_kernels(jx_program_executable(p), NULL);
     jx_fusion_group *g = NULL;
     int ng = jx_fuse(p, &g), kernels = 0;
     assert_true(ng >= 0);

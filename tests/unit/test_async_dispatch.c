@@ -86,13 +86,13 @@ static void call_returns_before_the_run_ends(void **state) {
   input_done = jx_pending_new();
   assert_non_null(input_done);
   jx_pending_retain(input_done);
-  x->pending = input_done;
+  jx_array_set_pending(x, input_done);
   sem_init(&test_done, 0, 0);
   pthread_t dog;
   assert_int_equal(pthread_create(&dog, NULL, watchdog, NULL), 0);
   check_ok(jx_call(jf, &x, &out)); /* queued: its run waits for x */
-  assert_non_null(out->pending);
-  assert_false(jx_pending_done(out->pending)); /* returned before the run ended */
+  assert_non_null(jx_array_pending(out));
+  assert_false(jx_pending_done(jx_array_pending(out))); /* returned before the run ended */
   assert_null(out->buf);
   assert_int_equal(jx_ndim(out), 2); /* the shape is known already */
   /* x is made: its buffer is value's, as a dispatched run hands it over */
@@ -125,8 +125,8 @@ static void results_equal_synchronous(void **state) {
     jx_array *a = ramp(1), *b = ramp(0.5), *out[2];
     for (int r = 0; r < 3; r++) {
       check_ok(jx_call(jf, (jx_array *[]){a, b}, out));
-      if (mode && r == 0) assert_non_null(out[0]->pending);
-      if (!mode) assert_null(out[0]->pending);
+      if (mode && r == 0) assert_non_null(jx_array_pending(out[0]));
+      if (!mode) assert_null(jx_array_pending(out[0]));
       a = out[0];
     }
     read_all(out[0], mode ? got[0] : want[0]);

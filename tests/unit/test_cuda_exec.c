@@ -113,9 +113,10 @@ static void check_case(const char *what, int nin, int nout, jx_body body, jx_sha
   setenv("JX_PLATFORM", "cpu", 1);
   jx_program *p = jx_fn_program(gpu, av);
   assert_non_null(p);
-  assert_non_null(p->exec);
-  int host = 0, gemms = 0, kernels = jx_cuda_executable_kernels(p->exec, &host, &gemms);
-  last_distinct = jx_cuda_executable_distinct_kernels(p->exec);
+  assert_non_null(jx_program_executable(p));
+  int host = 0, gemms = 0,
+      kernels = jx_cuda_executable_kernels(jx_program_executable(p), &host, &gemms);
+  last_distinct = jx_cuda_executable_distinct_kernels(jx_program_executable(p));
   fprintf(stderr,
           "%s: %d kernels, %d GEMMs, %d equations on the host; device blocks %lld taken, %lld "
           "reused; second call copied %llu B up, %llu B down\n",

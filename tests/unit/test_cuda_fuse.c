@@ -81,8 +81,8 @@ static case_result run_case_typed(const char *what, int nin, jx_body body, void 
   setenv("JX_PLATFORM", "cpu", 1);
   jx_program *p = jx_fn_program(gpu, av);
   assert_non_null(p);
-  assert_non_null(p->exec);
-  r.counts = jx_cuda_fused_counts_of(jx_cuda_executable_fused(p->exec));
+  assert_non_null(jx_program_executable(p));
+  r.counts = jx_cuda_fused_counts_of(jx_cuda_executable_fused(jx_program_executable(p)));
   fprintf(stderr,
           "%s: epilogues %d found, %d fused (%lld launches); softmax %d (%lld launches); "
           "attention %d (%lld launches); max error %.3g (-1: the same bits; second call "

@@ -121,11 +121,11 @@ static outcome run_case(const char *name, const pcase *c, jx_array **in, double 
 
   /* the outputs' blocks stay on their devices until read */
   for (int o = 0; o < c->nout; o++) {
-    assert_non_null(got[o]->shards);
+    assert_non_null(jx_array_shards(got[o]));
     for (int q = 0; q < mesh->ndev; q++) {
       jx_cuda_device *d = NULL;
       check_ok(jx_cuda_device_open(mesh->device[q], &d));
-      jx_array *b = got[o]->shards->shard[q];
+      jx_array *b = jx_array_shards(got[o])->shard[q];
       assert_true(jx_cuda_resident_ptr(b, d) != 0);
     }
   }
@@ -320,8 +320,8 @@ static void train_loop_stays_on_devices(void **state) {
     for (int q = 0; q < mesh->ndev; q++) {
       jx_cuda_device *d = NULL;
       check_ok(jx_cuda_device_open(mesh->device[q], &d));
-      assert_true(jx_cuda_resident_ptr(got[o]->shards->shard[q], d) != 0);
-      assert_null(got[o]->shards->shard[q]->buf); /* never copied down */
+      assert_true(jx_cuda_resident_ptr(jx_array_shards(got[o])->shard[q], d) != 0);
+      assert_null(jx_array_shards(got[o])->shard[q]->buf); /* never copied down */
     }
   int exact = 0;
   double err = test_max_rel_diff(got, want, 5, &exact);
@@ -403,8 +403,8 @@ static void inputs_live_on_their_devices(void **state) {
     jx_cuda_device *d = NULL, *other = NULL;
     check_ok(jx_cuda_device_open(q, &d));
     check_ok(jx_cuda_device_open((q + 1) % 4, &other));
-    assert_true(jx_cuda_resident_ptr(x->shards->shard[q], d) != 0);
-    assert_true(jx_cuda_resident_ptr(x->shards->shard[q], other) == 0);
+    assert_true(jx_cuda_resident_ptr(jx_array_shards(x)->shard[q], d) != 0);
+    assert_true(jx_cuda_resident_ptr(jx_array_shards(x)->shard[q], other) == 0);
   }
   float got[96], want[96];
   check_ok(jx_read(out[0], got, sizeof got));
@@ -430,7 +430,7 @@ static void relayout_device_resident(void **state) {
   jx_fn *g_rows = jx_jit(f, &(jx_jit_options){.in_shardings = (jx_sharding *[]){rows}});
   jx_array *y;
   check_ok(jx_call(g, &x, &y));
-  for (int q = 0; q < 4; q++) assert_null(y->shards->shard[q]->buf);
+  for (int q = 0; q < 4; q++) assert_null(jx_array_shards(y)->shard[q]->buf);
   int64_t d0 = jx_cuda_resident_downloads();
   jx_array *moved = jx_device_put(y, cols), *twice;
   check_ok(jx_last_status());
@@ -531,7 +531,7 @@ static void cpu_stays_cpu(void **state) {
   check_ok(jx_call(g, in, out));
   jx_cuda_mesh_stats_get(&s1);
   assert_int_equal(s1.runs, s0.runs);
-  assert_null(out[0]->shards->shard[0]->dev);
+  assert_null(jx_array_shards(out[0])->shard[0]->dev);
   jx_fn_release(g);
   jx_fn_release(f);
   jx_sharding_release(s);

@@ -221,7 +221,7 @@ static void test_train_loop_resident(void **state) {
   av[NSTATE + 1] = (jx_aval){JX_F32, 0, {1, {BATCH}}, 0};
   jx_program *p = jx_fn_program(gpu.jitted, av);
   assert_non_null(p);
-  int host = -1, kernels = jx_cuda_executable_kernels(p->exec, &host, NULL);
+  int host = -1, kernels = jx_cuda_executable_kernels(jx_program_executable(p), &host, NULL);
   jx_program_release(p);
   size_t state_bytes = 0, batch_bytes = (BATCH * IN + BATCH) * sizeof(float);
   for (int k = 0; k < NSTATE; k++) state_bytes += nbytes(got[k]);

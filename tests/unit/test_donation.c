@@ -162,21 +162,21 @@ static void aliasing_falls_back_to_no_donation(void **state) {
   assert_same(got, want);
   check_ok(jx_call(jf, xx, &got));
   assert_same(got, want);
-  assert_false(x->donated);
+  assert_false(jx_array_donated(x));
   /* another array shares x's buffer (a view, as a reshape may be): x cannot be taken */
   jx_array *view = jx_array_alias(x, JX_SHAPE(N * N));
   jx_array *xy[] = {x, y};
   check_ok(jx_call(jp, xy, &want));
   check_ok(jx_call(jf, xy, &got));
   assert_same(got, want);
-  assert_false(x->donated);
+  assert_false(jx_array_donated(x));
   assert_false(jx_is_poisoned(jx_reshape(view, JX_SHAPE(N, N))));
   /* y's buffer is its own: taken, and the result is still right */
   jx_array *yx[] = {y, x};
   check_ok(jx_call(jp, yx, &want));
   check_ok(jx_call(jf, yx, &got));
   assert_same(got, want);
-  assert_true(y->donated);
+  assert_true(jx_array_donated(y));
   jx_fn_release(jb);
   jx_fn_release(jf);
   jx_fn_release(jp);
@@ -201,7 +201,7 @@ static void donated_input_returned_as_output(void **state) {
   want[1] = jx_array_from(JX_F32, JX_SHAPE(N, N), w[1]);
   void *data = x->buf->data;
   check_ok(jx_call(jd, &x, got));
-  assert_true(x->donated);
+  assert_true(jx_array_donated(x));
   assert_ptr_equal(got[0]->buf->data, data); /* donated, a new array takes its buffer */
   assert_same(got[0], want[0]);
   assert_same(got[1], want[1]);
@@ -224,7 +224,7 @@ static void sharded_jit_ignores_donation(void **state) {
   jx_array *x = ramp(1), *want = NULL, *got = NULL;
   check_ok(jx_call(jp, &x, &want));
   check_ok(jx_call(js, &x, &got));
-  assert_false(x->donated);
+  assert_false(jx_array_donated(x));
   assert_same(got, want);
   check_ok(jx_call(jp, &x, &got)); /* x is still usable */
   assert_same(got, want);

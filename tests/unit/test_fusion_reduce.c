@@ -154,7 +154,7 @@ static void bias_relu_epilogue_is_one_kernel(void **state) {
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
   if (TEST_CPU_ONLY("the CPU executable's kernel count"))
-    assert_int_equal(jx_executable_kernels(p->exec, NULL), 1);
+    assert_int_equal(jx_executable_kernels(jx_program_executable(p), NULL), 1);
   jx_fusion_group *g = NULL;
   int ng = jx_fuse(p, &g), bias_read = 0, kernels = 0;
   for (int k = 0; k < ng; k++) {

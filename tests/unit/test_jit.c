@@ -75,7 +75,7 @@ static void fused_kernel_matches_eager_bits(void **state) {
   assert_non_null(p);
   int fused = 0;
   if (TEST_CPU_ONLY("the CPU executable's kernel count")) {
-    assert_int_equal(jx_executable_kernels(p->exec, &fused), 1);
+    assert_int_equal(jx_executable_kernels(jx_program_executable(p), &fused), 1);
     assert_true(fused >= 7);
   }
   jx_program_release(p);
@@ -113,7 +113,7 @@ static void jit_without_kernels(void **state) {
     jx_program *p = jx_fn_program(jf, av);
     assert_non_null(p);
     int fused = -1;
-    assert_int_equal(jx_executable_kernels(p->exec, &fused), 0);
+    assert_int_equal(jx_executable_kernels(jx_program_executable(p), &fused), 0);
     jx_program_release(p);
   }
   jx_fn_release(jf);
@@ -195,7 +195,7 @@ static void independent_gemms_run_side_by_side(void **state) {
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
   if (TEST_CPU_ONLY("the CPU executable's GEMMs run side by side"))
-    assert_int_equal(jx_executable_side_by_side(p->exec), 1);
+    assert_int_equal(jx_executable_side_by_side(jx_program_executable(p)), 1);
   jx_program_release(p);
   /* dw against its definition, summed in f64 */
   assert_int_equal(jx_read(got[1], b, sizeof(float) * I * O), JX_OK);
@@ -383,7 +383,7 @@ static void custom_calls_inlined_for_execution(void **state) {
   free(ir);
   int fused = 0;
   if (TEST_CPU_ONLY("the CPU executable's kernel count")) {
-    jx_executable_kernels(p->exec, &fused);
+    jx_executable_kernels(jx_program_executable(p), &fused);
     assert_true(fused >= 6); /* mul, sub, exp, div, relu's max and the adds, in kernels */
   }
   jx_program_release(p);

@@ -16,6 +16,7 @@
 #include <jx/jx.h>
 
 #include "compile/executable.h"
+#include "cuda/cuda_exec.h"
 #include "ir/program.h"
 #include "parallel/shard_map.h"
 #include "prims/prims.h"
@@ -52,9 +53,20 @@ static void assert_same(jx_array *a, jx_array *b, double tol) {
   free(y);
 }
 
-/* Asserts every nested program an impl runs under p is compiled; returns how
- * many there are and adds their kernels to *kernels. */
-static int nested_compiled(const jx_program *p, int *kernels) {
+/* The nested executables of jitted program p's executable: a CUDA one
+ * under JX_PLATFORM=cuda (its control flow compiled for the host). */
+static const jx_exec_nested *nested_of(const jx_program *p) {
+  const char *platform = getenv("JX_PLATFORM");
+  if (platform && !strcmp(platform, "cuda"))
+    return jx_cuda_executable_nested(jx_program_executable(p));
+  return jx_executable_nested(jx_program_executable(p));
+}
+
+/* Asserts every nested program an impl runs under p is compiled: an
+ * executable of t (the nested executables of p's), or one of its own (a
+ * shard_map body); returns how many there are and adds their kernels to
+ * *kernels. */
+static int nested_compiled(const jx_program *p, const jx_exec_nested *t, int *kernels) {
   int n = 0;
   for (int k = 0; k < p->neqns; k++) {
     const jx_eqn *e = &p->eqns[k];
@@ -62,11 +74,12 @@ static int nested_compiled(const jx_program *p, int *kernels) {
               e->prim == &jx_prim_remat || e->prim == &jx_prim_shard_map;
     for (int s = 0; all && s < e->nsub; s++) {
       const jx_program *q = e->sub[s];
-      if (!q->exec)
-        fprintf(stderr, "%s's program %d '%s' is not compiled\n", e->prim->name, s, q->name);
-      assert_non_null(q->exec);
-      *kernels += jx_executable_kernels(q->exec, NULL);
-      n += 1 + nested_compiled(q, kernels);
+      const jx_executable *qx = jx_exec_cpu(jx_exec_nested_find(t, q));
+      if (!qx) qx = jx_exec_cpu(jx_program_exec(q));
+      if (!qx) fprintf(stderr, "%s's program %d '%s' is not compiled\n", e->prim->name, s, q->name);
+      assert_non_null(qx);
+      *kernels += jx_executable_kernels(qx, NULL);
+      n += 1 + nested_compiled(q, jx_executable_nested(qx), kernels);
     }
   }
   return n;
@@ -78,7 +91,7 @@ static jx_program *jit_program(jx_fn *jf, int n, jx_array *const *in) {
   for (int i = 0; i < n; i++) av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i]), 0};
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
-  assert_non_null(p->exec);
+  assert_non_null(jx_program_executable(p));
   return p;
 }
 
@@ -118,7 +131,7 @@ static void scan_matches_eager(void **state) {
     /* the body runs as fused kernels */
     jx_program *p = jit_program(jf, 2, in);
     int kernels = 0;
-    assert_int_equal(nested_compiled(p, &kernels), 1);
+    assert_int_equal(nested_compiled(p, nested_of(p), &kernels), 1);
     assert_true(kernels >= 1);
     jx_program_release(p);
     jx_fn_release(jf);
@@ -148,7 +161,8 @@ static void scan_under_grad(void **state) {
   assert_same(got[1], want[1], 1e-6);
   jx_program *p = jit_program(jg, 2, in);
   int kernels = 0;
-  assert_true(nested_compiled(p, &kernels) >= 2); /* the forward and the transposed scan */
+  assert_true(nested_compiled(p, nested_of(p), &kernels) >=
+              2); /* the forward and the transposed scan */
   assert_true(kernels >= 2);
   jx_program_release(p);
   jx_fn_release(jg);
@@ -168,7 +182,7 @@ static void scan_under_vmap(void **state) {
   assert_same(got[1], want[1], 0);
   jx_program *p = jit_program(jv, 2, in);
   int kernels = 0;
-  assert_int_equal(nested_compiled(p, &kernels), 1);
+  assert_int_equal(nested_compiled(p, nested_of(p), &kernels), 1);
   assert_true(kernels >= 1);
   jx_program_release(p);
   jx_fn_release(jv);
@@ -193,7 +207,8 @@ static void scan_inside_shard_map(void **state) {
   assert_same(got[1], want[1], 0);
   jx_program *p = jit_program(js, 2, in);
   int kernels = 0;
-  assert_int_equal(nested_compiled(p, &kernels), 2); /* the shard_map body and its scan's body */
+  assert_int_equal(nested_compiled(p, nested_of(p), &kernels),
+                   2); /* the shard_map body and its scan's body */
   assert_true(kernels >= 1);
   jx_program_release(p);
   /* the eager shard_map compiled a private copy of the scan body: the body
@@ -201,7 +216,7 @@ static void scan_inside_shard_map(void **state) {
   jx_aval av[2] = {{JX_F32, 0, {1, {N / 2}}, 0}, {JX_F32, 0, {1, {N / 2}}, 0}};
   jx_program *b = jx_fn_program(body_fn, av);
   assert_non_null(b);
-  assert_null(b->exec);
+  assert_null(jx_program_executable(b));
   jx_program_release(b);
   jx_fn_release(js);
   jx_fn_release(s);
@@ -254,7 +269,7 @@ static void while_and_fori_match_eager(void **state) {
   assert_same(got[1], want[1], 0);
   jx_program *p = jit_program(jf, 2, in);
   int kernels = 0;
-  assert_int_equal(nested_compiled(p, &kernels), 2); /* cond and body */
+  assert_int_equal(nested_compiled(p, nested_of(p), &kernels), 2); /* cond and body */
   assert_true(kernels >= 1);
   jx_program_release(p);
   /* a loop that does not run: the carries as given */
@@ -274,7 +289,7 @@ static void while_and_fori_match_eager(void **state) {
   assert_same(r[0], w[0], 0);
   p = jit_program(jg, 1, x);
   kernels = 0;
-  assert_int_equal(nested_compiled(p, &kernels), 1);
+  assert_int_equal(nested_compiled(p, nested_of(p), &kernels), 1);
   assert_true(kernels >= 1);
   jx_program_release(p);
   jx_fn_release(jg);
@@ -343,7 +358,7 @@ static void cond_matches_eager(void **state) {
     assert_same(got[0], want[0], 0);
     jx_program *p = jit_program(jf, 2, in);
     int kernels = 0;
-    assert_int_equal(nested_compiled(p, &kernels), 2); /* both branches */
+    assert_int_equal(nested_compiled(p, nested_of(p), &kernels), 2); /* both branches */
     assert_true(kernels >= 1);
     jx_program_release(p);
   }

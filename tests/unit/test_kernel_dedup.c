@@ -64,8 +64,8 @@ static void stack_kernels(int n, jx_array **in, int *steps, int *distinct) {
       av[i] = (jx_aval){jx_dtype_of(in[i]), 0, jx_shape_of(in[i]), 0};
     jx_program *p = jx_fn_program(jf, av);
     assert_non_null(p);
-    *steps = jx_executable_kernels(p->exec, NULL);
-    *distinct = jx_executable_distinct_kernels(p->exec);
+    *steps = jx_executable_kernels(jx_program_executable(p), NULL);
+    *distinct = jx_executable_distinct_kernels(jx_program_executable(p));
     jx_program_release(p);
   }
   jx_fn_release(jf);
@@ -232,7 +232,7 @@ static void many_kernels_compile_in_units(void **state) {
   jx_aval av = {JX_F32, 0, {2, {4, 64}}, 0};
   jx_program *p = jx_fn_program(jf, &av);
   assert_non_null(p);
-  assert_int_equal(jx_executable_distinct_kernels(p->exec), POWERS);
+  assert_int_equal(jx_executable_distinct_kernels(jx_program_executable(p)), POWERS);
   jx_program_release(p);
   jx_fn_release(jf);
   jx_fn_release(f);

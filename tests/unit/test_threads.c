@@ -148,11 +148,11 @@ static void hold_run(held_run *h) {
   h->input_done = jx_pending_new();
   assert_non_null(h->input_done);
   jx_pending_retain(h->input_done);
-  h->x->pending = h->input_done;
+  jx_array_set_pending(h->x, h->input_done);
   sem_init(&h->released, 0, 0);
   assert_int_equal(pthread_create(&h->dog, NULL, watchdog, h), 0);
   check_ok(jx_call(h->jf, &h->x, &h->out)); /* queued: its run waits for x */
-  assert_non_null(h->out->pending);
+  assert_non_null(jx_array_pending(h->out));
 }
 
 /* Lets the run go (x takes value's buffer) and checks its result. */
@@ -187,7 +187,7 @@ static void library_threads_leave_the_dispatcher_running(void **state) {
   jx_checkpoint_job *job = jx_checkpoint_save_async(dir, 1, t);
   assert_non_null(job);
   check_ok(jx_checkpoint_wait(job));
-  assert_false(jx_pending_done(h.out->pending)); /* the run still waits, still queued */
+  assert_false(jx_pending_done(jx_array_pending(h.out))); /* the run still waits, still queued */
 
   /* a data loader: its producer thread ends inside release */
   jx_array *examples = jx_arange(JX_F32, 0, 16, 1);
@@ -201,7 +201,7 @@ static void library_threads_leave_the_dispatcher_running(void **state) {
   for (int i = 0; i < 4; i++) assert_true(first[i] == (float)i);
   jx_loader_release(l);
   jx_dataset_release(d);
-  assert_false(jx_pending_done(h.out->pending));
+  assert_false(jx_pending_done(jx_array_pending(h.out)));
 
   release_run(&h);
   jx_tree *back = jx_checkpoint_load(dir, 1, NULL);
