@@ -54,7 +54,7 @@ const jx_backend *jx_backend_find(const char *name) {
   return b;
 }
 
-/* "cpu or cuda", "cpu, cuda or x": the registered names, in order. */
+/* "a or b", "a, b or c": the registered names, in order. */
 static void known_names(char *text, size_t cap) {
   size_t used = 0;
   text[0] = '\0';
