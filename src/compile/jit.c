@@ -1,6 +1,6 @@
-/* jx_jit: the traced program, simplified (simplify.c), fused into loop
- * kernels compiled from generated C (fusion.c, render_c.c, toolchain.c) and
- * run as an executable (executable.c). */
+/* jx_jit: the traced program, simplified (simplify.c), compiled and attached
+ * by the platform's backend (backend.h; on the CPU: fused into loop kernels
+ * compiled from generated C and run as an executable, executable.c). */
 #include <jx/transform.h>
 
 #include <stdio.h>
@@ -9,12 +9,11 @@
 
 #include "../base/env.h"
 #include "../base/error.h"
-#include "../cuda/cuda_exec.h"
 #include "../debug/hooks.h"
 #include "../parallel/sharded_jit.h"
 #include "../trace/fn.h"
+#include "backend.h"
 #include "dump.h"
-#include "executable.h"
 #include "simplify.h"
 
 /* JX_LOG_COMPILES=1: where a compilation's time went (the profiler's event
@@ -43,16 +42,14 @@ static jx_program *jit_build(jx_fn *f, const jx_aval *in) {
   double t2 = jx_prof_now();
   jx_dump_program(prefix, "1-simplified", s);
   jx_compile_times t = {0};
-  int on_cuda = 0; /* JX_PLATFORM=cuda: runs on CUDA device 0 (cuda/cuda_exec.h) */
-  if (jx_platform_attach(s, prefix, &on_cuda, &t)) {
+  const jx_backend *b = jx_backend_select(s->name); /* JX_PLATFORM (backend.h) */
+  if (!b || b->attach(s, prefix, &t)) {
     jx_program_release(s);
     return NULL;
   }
   /* donation belongs to this jitted function: its executable takes the
-   * donated inputs' buffers when it runs (executable.c) */
-  if (f->data && (on_cuda ? jx_cuda_set_donation(s, f->nin, f->data, f->inner->name)
-                          : jx_executable_set_donation(jx_program_executable(s), f->nin, f->data,
-                                                       f->inner->name))) {
+   * donated inputs' buffers when it runs */
+  if (f->data && b->set_donation(s, f->nin, f->data, f->inner->name)) {
     jx_program_release(s);
     return NULL;
   }

@@ -1,6 +1,6 @@
 /* The CUDA C dialect of the kernel renderer (see render.h): the same
  * fused-kernel bodies as the C dialect, as `extern "C" __global__`
- * functions compiled by NVRTC (nvrtc.h), with no header at all: the prelude
+ * functions compiled by NVRTC (cuda/nvrtc.h), with no header at all: the prelude
  * brings its own integer typedefs and the device functions fastmath.h needs.
  *
  * A kernel's signature:

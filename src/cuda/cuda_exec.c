@@ -762,20 +762,3 @@ jx_status jx_cuda_compile_attach(const jx_program *p, const char *dump_prefix) {
   jx_program_attach(p, (jx_exec){x, run_attached, free_attached});
   return JX_OK;
 }
-
-int jx_platform_choice(const char *fn_name) {
-  const char *platform = getenv("JX_PLATFORM");
-  if (!platform || !*platform || !strcmp(platform, "cpu")) return 0;
-  if (!strcmp(platform, "cuda")) return 1;
-  jx_error_set(JX_ERR_INVALID_ARGUMENT,
-               "jit of '%s': JX_PLATFORM='%s' is not a platform (cpu or cuda)", fn_name, platform);
-  return -1;
-}
-
-jx_status jx_platform_attach(const jx_program *p, const char *dump_prefix, int *on_cuda,
-                             jx_compile_times *times) {
-  int choice = jx_platform_choice(p->name);
-  *on_cuda = choice == 1;
-  if (choice < 0) return jx_last_status();
-  return choice ? jx_cuda_compile_attach(p, dump_prefix) : jx_compile_attach(p, dump_prefix, times);
-}

@@ -96,7 +96,7 @@ int jx_cuda_executable_collectives(const jx_cuda_executable *x);
 jx_status jx_cuda_executable_run(jx_cuda_executable *x, const jx_program *p, jx_array *const *in,
                                  jx_array **out);
 void jx_cuda_executable_free(jx_cuda_executable *x);
-/* jx_jit_options.donate for p's attached CUDA executable (jit.c): per input,
+/* jx_jit_options.donate for p's attached CUDA executable: per input,
  * nonzero = the run may take its device block; fn_name names the jitted
  * function in the donated arrays' errors. */
 jx_status jx_cuda_set_donation(const jx_program *p, int nin, const int *donate,
@@ -120,18 +120,9 @@ jx_cuda_device *jx_cuda_executable_device(const jx_cuda_executable *x);
 int jx_cuda_dot_as_gemm(const jx_program *p, const jx_eqn *e, jx_cuda_gemm_desc *desc);
 
 /* Compiles p for CUDA device 0 and attaches the executable to p, so that
- * evaluating p runs it. When CUDA is unusable the error says what is
- * missing (jx_cuda_status()'s text); there is no silent fall-back to the CPU. */
+ * evaluating p runs it (the CUDA backend's attach, cuda_backend.c). When
+ * CUDA is unusable the error says what is missing (jx_cuda_status()'s text);
+ * there is no silent fall-back to the CPU. */
 jx_status jx_cuda_compile_attach(const jx_program *p, const char *dump_prefix);
-
-/* The platform jitted programs without shardings run on: JX_PLATFORM, read
- * when a function is compiled: unset, "" or "cpu": the CPU executable
- * (jx_compile_attach); "cuda": jx_cuda_compile_attach, *on_cuda = 1;
- * anything else is JX_ERR_INVALID_ARGUMENT. */
-jx_status jx_platform_attach(const jx_program *p, const char *dump_prefix, int *on_cuda,
-                             jx_compile_times *times);
-/* JX_PLATFORM read: 0 the CPU (unset, "" or "cpu"), 1 "cuda", -1 anything
- * else, with JX_ERR_INVALID_ARGUMENT recorded naming fn_name. */
-int jx_platform_choice(const char *fn_name);
 
 #endif

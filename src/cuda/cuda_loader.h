@@ -1,6 +1,6 @@
 /* Opening CUDA's libraries with dlopen: jx links nothing of CUDA, so one binary runs with or
  * without it. Each library (driver, cuBLASLt, NCCL) fills a table of function pointers once per
- * process, in the lookup order NVRTC uses (src/compile/nvrtc.h): the file an
+ * process, in the lookup order NVRTC uses (src/cuda/nvrtc.h): the file an
  * environment variable names, else the sonames on the loader's path, else
  * (for toolkit libraries only) the same names under $CUDA_HOME/lib64,
  * $CUDA_PATH/lib64 and /usr/local/cuda/lib64. */

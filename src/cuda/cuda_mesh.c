@@ -10,7 +10,6 @@
 
 #include "../base/env.h"
 #include "../base/error.h"
-#include "../compile/executable.h"
 #include "../parallel/collective.h"
 #include "../parallel/device.h"
 #include "../trace/axis_env.h"
@@ -388,36 +387,20 @@ int jx_cuda_mesh_kernels(const jx_program *p, int *host_eqns, int *collectives) 
   return -1;
 }
 
-jx_status jx_mesh_platform_attach(const jx_program *p, jx_mesh *m, const char *what_name,
-                                  const char *dump_prefix) {
-  int choice = jx_platform_choice(what_name ? what_name : p->name);
-  if (choice < 0) return jx_last_status();
-  return choice ? jx_cuda_mesh_attach(p, m, what_name, dump_prefix)
-                : jx_compile_attach(p, dump_prefix, NULL);
-}
-
-jx_status jx_mesh_body_attach(const jx_program *p, jx_mesh *m, const char *what_name,
-                              const char *dump_prefix) {
-  const char *platform = getenv("JX_PLATFORM");
-  if (!platform || strcmp(platform, "cuda") != 0) return jx_compile_attach(p, dump_prefix, NULL);
+int jx_cuda_mesh_fits(jx_mesh *m, char *why, size_t cap) {
   int clean = jx_last_status() == JX_OK;
   int ngpu = jx_cuda_device_count(), mine = 0, highest = highest_ordinal(m, &mine);
-  if (ngpu > 0 && highest < ngpu) return jx_cuda_mesh_attach(p, m, what_name, dump_prefix);
+  if (ngpu > 0 && highest < ngpu) return 1;
   if (clean) jx_clear_error(); /* probing the driver is no error of the caller's */
-  if (jx_env_flag("JX_LOG_COMPILES")) {
+  if (ngpu == 0) {
+    snprintf(why, cap, "JX_PLATFORM=cuda, but CUDA cannot run it (%s)", jx_cuda_status());
+  } else {
     char text[512];
-    jx_mesh_text(m, 1, text, sizeof text);
-    if (ngpu == 0)
-      fprintf(stderr,
-              "jx: %s: JX_PLATFORM=cuda, but CUDA cannot run it (%s): runs on the CPU "
-              "devices\n",
-              what_name ? what_name : p->name, jx_cuda_status());
-    else
-      fprintf(stderr,
-              "jx: %s: the mesh (%s) has %d devices of this process, up to jx device %d, but there "
-              "%s %d CUDA device%s: runs on the CPU devices\n",
-              what_name ? what_name : p->name, text, mine, highest, ngpu == 1 ? "is" : "are", ngpu,
-              ngpu == 1 ? "" : "s");
+    snprintf(why, cap,
+             "the mesh (%s) has %d devices of this process, up to jx device %d, but there %s %d "
+             "CUDA device%s",
+             jx_mesh_text(m, 1, text, sizeof text), mine, highest, ngpu == 1 ? "is" : "are", ngpu,
+             ngpu == 1 ? "" : "s");
   }
-  return jx_compile_attach(p, dump_prefix, NULL);
+  return 0;
 }

@@ -41,19 +41,11 @@
 jx_status jx_cuda_mesh_attach(const jx_program *p, jx_mesh *m, const char *what_name,
                               const char *dump_prefix);
 
-/* JX_PLATFORM for per-device programs: unset, "" or "cpu":
- * jx_compile_attach (the CPU devices, unchanged); "cuda": jx_cuda_mesh_attach;
- * anything else is JX_ERR_INVALID_ARGUMENT. */
-jx_status jx_mesh_platform_attach(const jx_program *p, jx_mesh *m, const char *what_name,
-                                  const char *dump_prefix);
-
-/* For the per-device bodies of shard_map and pmap: with JX_PLATFORM=cuda
- * and m within this process's CUDA devices (jx device p on CUDA device p),
- * jx_cuda_mesh_attach; otherwise jx_compile_attach (the CPU devices, as
- * without CUDA), said under JX_LOG_COMPILES=1 when CUDA was asked for. A
- * body always runs somewhere, so a bad JX_PLATFORM is left to the jit. */
-jx_status jx_mesh_body_attach(const jx_program *p, jx_mesh *m, const char *what_name,
-                              const char *dump_prefix);
+/* 1 when every device of m this process has runs on a CUDA device of its
+ * own (jx device p on CUDA device p); else 0, with why[cap] saying what is
+ * missing, and no error recorded (the CUDA backend's mesh_fits: shard_map
+ * and pmap bodies run on the CPU devices then). */
+int jx_cuda_mesh_fits(jx_mesh *m, char *why, size_t cap);
 
 /* For tests. */
 typedef struct {

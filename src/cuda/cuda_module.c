@@ -10,7 +10,7 @@
 #include "../base/error.h"
 #include "../base/hash.h"
 #include "../compile/kernel_cache_dir.h"
-#include "../compile/nvrtc.h"
+#include "nvrtc.h"
 
 /* Bump when the entry format or the NVRTC options change. */
 #define JX_CUBIN_CACHE_VERSION "jx-cubin-1"

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../compile/nvrtc.h"
+#include "nvrtc.h"
 #include "cuda_blaslt.h"
 #include "cuda_device.h"
 #include "cuda_nccl.h"

@@ -7,7 +7,7 @@
  * when there are more than the grid holds); each block reduces with warp
  * shuffles, then across its warps through shared memory.
  *
- * The kernels are CUDA C++ source for NVRTC (src/compile/nvrtc.h), one
+ * The kernels are CUDA C++ source for NVRTC (src/cuda/nvrtc.h), one
  * translation unit holding both; each takes one argument, a
  * jx_cuda_softmax_args by value. A row of NaNs or of -inf gives NaNs, as
  * jax.nn.softmax does. */

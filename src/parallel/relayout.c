@@ -215,8 +215,8 @@ static jx_status run_plan(plan *pl, jx_array *a, jx_array **out, const char *op)
   jx_status st = send && recv && cursor
                      ? JX_OK
                      : jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory re-laying", op);
-  /* this process's blocks are read on the host: a block a GPU made is
-   * copied down here, once (cuda/cuda_mesh.h leaves it on its device) */
+  /* this process's blocks are read on the host: a block a device backend
+   * left in its device's memory is copied down here, once */
   for (int p = 0; p < sh->n && !st; p++)
     if (sh->shard[p]) st = jx_array_ready(sh->shard[p]);
   for (int i = 0; i < pl->nmine && !st; i++) { /* pack, in walk order within each receiver */

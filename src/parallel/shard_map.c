@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "../base/error.h"
-#include "../compile/executable.h"
-#include "../cuda/cuda_mesh.h"
+#include "../compile/backend.h"
+#include "../ir/exec.h"
 #include "../trace/axis_env.h"
 #include "../trace/dispatch.h"
 #include "../trace/eval.h"
@@ -182,10 +182,11 @@ static jx_status smap_outputs(const jx_params *p, int nin, const jx_aval *in, in
 /* Bodies run compiled, as under jit (control flow elsewhere is interpreted,
  * but a shard_map body is the whole per-device program, the part worth
  * compiling). Compiled here, on the calling thread, once per body: the
- * device threads then only run it. With JX_PLATFORM=cuda and a mesh that
- * fits the GPUs, the body gets the CUDA mesh's executables instead (one per
- * mesh position, collectives through NCCL: cuda/cuda_mesh.h); a body is
- * always run on the mesh it was compiled for (its equation names it). */
+ * device threads then only run it. The platform's backend compiles it where
+ * the mesh fits the platform's devices (one executable per mesh position,
+ * collectives on the devices), else the CPU's (jx_backend_attach_body); a
+ * body is always run on the mesh it was compiled for (its equation names
+ * it). */
 static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static jx_status ensure_compiled(jx_program *body, jx_mesh *m) {
@@ -196,7 +197,7 @@ static jx_status ensure_compiled(jx_program *body, jx_mesh *m) {
     snprintf(prefix, sizeof prefix, "shard_map.%s.%016llx", body->name,
              (unsigned long long)jx_program_hash(body));
     snprintf(what, sizeof what, "shard_map body '%s'", body->name);
-    st = jx_mesh_body_attach(body, m, what, prefix);
+    st = jx_backend_attach_body(body, m, what, prefix);
   }
   pthread_mutex_unlock(&compile_lock);
   return st;

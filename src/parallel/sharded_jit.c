@@ -4,10 +4,10 @@
  * program). Its attached executable, run on concrete arguments, looks at the
  * arguments' shardings (or in_shardings), propagates layouts through the
  * program (propagate.c), partitions it into one per-device program
- * (partition.c), compiles that as a single-device jit does (for the CPU
- * devices, or with JX_PLATFORM=cuda for a GPU per mesh position:
- * cuda/cuda_mesh.h), and runs it on every device of the mesh (jx_spmd_run). Per-device programs are
- * cached by the tuple of input shardings; JX_LOG_COMPILES=1 says why one is made. */
+ * (partition.c), compiles that for the platform's devices (the backend's
+ * mesh_attach, compile/backend.h), and runs it on every device of the mesh
+ * (jx_spmd_run). Per-device programs are cached by the tuple of input
+ * shardings; JX_LOG_COMPILES=1 says why one is made. */
 #include "sharded_jit.h"
 
 #include <stdio.h>
@@ -17,9 +17,9 @@
 #include "../array/array.h"
 #include "../base/env.h"
 #include "../base/error.h"
-#include "../compile/executable.h"
+#include "../compile/backend.h"
 #include "../compile/simplify.h"
-#include "../cuda/cuda_mesh.h"
+#include "../ir/exec.h"
 #include "../trace/fn.h"
 #include "collective.h"
 #include "partition.h"
@@ -261,8 +261,8 @@ static entry *partition_for(pjit_exec *x, const jx_program *p, jx_mesh *m, jx_sh
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s.spmd.%016llx", x->name,
              (unsigned long long)jx_program_hash(e->prog));
-    /* JX_PLATFORM=cuda: each mesh position on its own GPU (cuda_mesh.h) */
-    if (!x->interpret) st = jx_mesh_platform_attach(e->prog, m, x->name, prefix);
+    /* the platform's executables, one per mesh position (backend.h) */
+    if (!x->interpret) st = jx_backend_attach_mesh(e->prog, m, x->name, prefix);
   }
   free(spec);
   if (st) {

@@ -72,9 +72,10 @@ static void device_job(void *arg, int k) {
   jx_clear_error();
   jx_scope_begin();
   jx_array **outs = r->out + (size_t)p * (size_t)r->nout;
-  /* A block a GPU made (cuda/cuda_mesh.h) stays on its device: a later run
-   * there reads it in place, and the host readers of a sharded array's
-   * blocks (gathering, re-layouts) copy it down when they read it. */
+  /* A block a device backend made stays in its device's memory (its
+   * jx_device_copy, array/array.h): a later run there reads it in place, and
+   * the host readers of a sharded array's blocks (gathering, re-layouts)
+   * copy it down when they read it. */
   jx_status st = jx_program_eval(r->body, r->in + (size_t)p * (size_t)r->nin, outs);
   for (int o = 0; o < r->nout; o++) outs[o] = st ? NULL : jx_keep(outs[o]);
   jx_scope_end();

@@ -18,7 +18,7 @@
 #include <jx/jx.h>
 #include <math.h>
 
-#include "compile/nvrtc.h"
+#include "cuda/nvrtc.h"
 #include "cuda/kernels_attention.h"
 #include "cuda/kernels_attention_bwd.h"
 #include "cuda/kernels_softmax.h"

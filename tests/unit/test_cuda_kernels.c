@@ -31,7 +31,7 @@
 #include <time.h>
 
 #include "compile/fusion.h"
-#include "compile/nvrtc.h"
+#include "cuda/nvrtc.h"
 #include "compile/render_cuda.h"
 #include "compile/simplify.h"
 #include "cuda_emu/cuda_emu_runner.h"

@@ -22,7 +22,7 @@
 #include <cmocka.h>
 #include <jx/jx.h>
 
-#include "compile/nvrtc.h"
+#include "cuda/nvrtc.h"
 #include "cuda/cuda_alloc.h"
 #include "cuda/cuda_blaslt.h"
 #include "cuda/cuda_copy.h"

@@ -21,7 +21,7 @@
 #include "base/threadpool.h"
 #include "compile/executable.h"
 #include "compile/fusion.h"
-#include "compile/nvrtc.h"
+#include "cuda/nvrtc.h"
 #include "compile/render.h"
 #include "compile/render_c.h"
 #include "compile/render_cuda.h"

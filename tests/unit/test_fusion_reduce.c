@@ -16,7 +16,7 @@
 
 #include "compile/executable.h"
 #include "compile/fusion.h"
-#include "compile/nvrtc.h"
+#include "cuda/nvrtc.h"
 #include "compile/render_c.h"
 #include "compile/render_cuda.h"
 #include "trace/fn.h"

@@ -22,7 +22,7 @@
 #include <jx/jx.h>
 
 #include "compile/fusion.h"
-#include "compile/nvrtc.h"
+#include "cuda/nvrtc.h"
 #include "compile/render_c.h"
 #include "compile/render_cuda.h"
 #include "prims/prims.h"

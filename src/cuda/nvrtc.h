@@ -2,8 +2,8 @@
  * with or without it and says clearly what is missing. The library is looked up once per process:
  * $JX_NVRTC_PATH when set, then libnvrtc.so, .so.13, .so.12, .so.11 on the loader's path, then the
  * same names under $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64. */
-#ifndef JX_SRC_COMPILE_NVRTC_H
-#define JX_SRC_COMPILE_NVRTC_H
+#ifndef JX_SRC_CUDA_NVRTC_H
+#define JX_SRC_CUDA_NVRTC_H
 
 #include <jx/base.h>
 #include <stddef.h>
