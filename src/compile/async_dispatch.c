@@ -15,7 +15,7 @@
 
 #include "../base/error.h"
 #include "../base/spin.h"
-#include "../debug/hooks.h"
+#include "../base/hooks.h"
 
 typedef struct job {
   const jx_executable *x;

@@ -12,7 +12,7 @@
 #include "../base/hash.h"
 #include "../base/threadpool.h"
 #include "../base/memstats.h"
-#include "../debug/hooks.h"
+#include "../base/hooks.h"
 #include "../parallel/collective.h"
 #include "../parallel/shard_map.h"
 #include "../prims/dot_kernels.h"
@@ -692,13 +692,13 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   jx_debug_exec_enter();
   in_flight flight = {0};
   int started = 0, paired = 0;
-  int profiled = jx_debug_flags & JX_DEBUG_PROFILE; /* the run's memory (debug/hooks.h) */
+  int profiled = jx_debug_flags & JX_DEBUG_PROFILE; /* the run's memory (base/hooks.h) */
   if (profiled) jx_prof_function_begin(p, &((jx_executable *)x)->peak_estimate);
   for (int k = 0; k < x->nsteps && !st; k++) {
     const step *s = &x->steps[k];
     double t0 = x->profile ? now_s() : 0;
     if (s->group.skip) continue;  /* read through by the kernels, or dead */
-    int watched = jx_debug_flags; /* the debugging tools (debug/hooks.h) */
+    int watched = jx_debug_flags; /* the debugging tools (base/hooks.h) */
     double tp = 0;
     if (watched & JX_DEBUG_PROFILE) {
       jx_prof_compute_begin();

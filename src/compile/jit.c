@@ -10,7 +10,7 @@
 #include "../base/env.h"
 #include "../base/error.h"
 #include "../cuda/cuda_exec.h"
-#include "../debug/hooks.h"
+#include "../base/hooks.h"
 #include "../parallel/sharded_jit.h"
 #include "../trace/fn.h"
 #include "dump.h"

@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "../array/dtype.h"
-#include "../debug/hooks.h"
+#include "../base/hooks.h"
 #include "../parallel/sharded_eager.h"
 #include "../prims/elementwise.h"
 #include "../trace/trace.h"

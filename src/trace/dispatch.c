@@ -5,7 +5,7 @@
 
 #include "../base/error.h"
 #include "../base/memstats.h"
-#include "../debug/hooks.h"
+#include "../base/hooks.h"
 #include "../parallel/sharded_eager.h"
 #include "trace.h"
 
@@ -93,7 +93,7 @@ jx_status jx_bind_sub(const jx_prim *p, int nin, jx_array *const *in, const jx_p
       for (int o = 0; o < nout; o++) out[o] = jx_poison();
     return st;
   }
-  /* the debugging tools (debug/hooks.h): one branch while they are off */
+  /* the debugging tools (base/hooks.h): one branch while they are off */
   int watched = jx_debug_flags;
   double t0 = 0;
   const char *old_op = jx_memstats_set_op(p->name);
