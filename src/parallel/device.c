@@ -35,7 +35,6 @@ typedef struct {
   int done;
 } device_thread;
 static device_thread *threads; /* this process's devices' */
-static _Thread_local int current_device = -1;
 
 static int parse_env_count(void) {
   const char *v = getenv("JX_NUM_CPU_DEVICES");
@@ -148,11 +147,9 @@ jx_device *jx_device_get(int i) {
 const char *jx_device_kind(const jx_device *d) { return d ? "cpu" : "?"; }
 int jx_device_id(const jx_device *d) { return d ? d->id : -1; }
 int jx_device_process_index(const jx_device *d) { return d ? d->process : -1; }
-int jx_current_device(void) { return current_device; }
-
 static void *device_main(void *arg) {
   device_thread *t = arg;
-  current_device = t->id;
+  jx_current_device_set(t->id);
   jx_scope_begin(); /* results a job leaves behind are owned by its caller, not here */
   pthread_mutex_lock(&t->lock);
   for (;;) {
@@ -178,11 +175,11 @@ static void *device_main(void *arg) {
 static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
 
 jx_status jx_devices_run(int n, const int *devs, jx_device_job fn, void *ctx) {
-  if (current_device >= 0)
+  if (jx_current_device() >= 0)
     return jx_error_set(JX_ERR_UNIMPLEMENTED,
                         "a per-device program (shard_map, pmap, sharded jit) cannot start "
                         "another one from inside device %d",
-                        current_device);
+                        jx_current_device());
   int local = jx_devices_init(), first = process_index * local;
   for (int p = 0; p < n; p++)
     if (devs[p] < first || devs[p] >= first + local)
