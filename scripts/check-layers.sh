@@ -29,8 +29,6 @@ compile/jit.c jx_jit_sharded layers
 compile/jit.c jx_platform_attach backend
 compile/lower.c ../parallel/collective.h lowering
 compile/lower.c jx_prim_pvary lowering
-ir/verify.c ../trace/axis_env.h layers
-ir/verify.c jx_axis_pop layers
 ops/ops_util.c jx_custom_jvp layers
 ops/random_ops.c ../parallel/sharded_eager.h layers
 ops/random_ops.c jx_eager_follows_data layers

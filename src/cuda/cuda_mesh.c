@@ -13,7 +13,7 @@
 #include "../compile/executable.h"
 #include "../parallel/collective.h"
 #include "../parallel/device.h"
-#include "../trace/axis_env.h"
+#include "../ir/axis_env.h"
 #include "cuda_exec.h"
 #include "nccl_engine.h"
 

@@ -25,7 +25,7 @@
 
 #include "../base/error.h"
 #include "../base/hooks.h"
-#include "../trace/axis_env.h"
+#include "../ir/axis_env.h"
 #include "../trace/vma.h"
 #include "collective_rules.h"
 #include "comm.h"

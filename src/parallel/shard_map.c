@@ -14,7 +14,7 @@
 #include "../base/error.h"
 #include "../compile/executable.h"
 #include "../cuda/cuda_mesh.h"
-#include "../trace/axis_env.h"
+#include "../ir/axis_env.h"
 #include "../trace/dispatch.h"
 #include "../trace/eval.h"
 #include "../trace/fn.h"

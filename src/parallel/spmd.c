@@ -8,7 +8,7 @@
 
 #include "../array/array.h"
 #include "../base/error.h"
-#include "../trace/axis_env.h"
+#include "../ir/axis_env.h"
 #include "../trace/eval.h"
 #include "collective.h"
 #include "comm.h"

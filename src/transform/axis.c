@@ -12,7 +12,7 @@
 #include "../base/error.h"
 #include "../parallel/collective.h"
 #include "../prims/rules.h"
-#include "../trace/axis_env.h"
+#include "../ir/axis_env.h"
 #include "../trace/trace.h"
 #include "../trace/vma.h"
 

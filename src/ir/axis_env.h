@@ -1,8 +1,10 @@
 /* Named axes bound by the enclosing transformations (jx_vmap with an axis
- * name; shard_map and pmap later). A function traced inside such a scope can
- * ask for the axis size, so the scope is part of the trace cache's key. */
-#ifndef JX_SRC_TRACE_AXIS_ENV_H
-#define JX_SRC_TRACE_AXIS_ENV_H
+ * name, shard_map, pmap), per thread. A function traced inside such a scope
+ * can ask for the axis size, so the scope is part of the trace cache's key;
+ * the verifier binds a nested program's axes (jx_prim.bind_sub_axes) while
+ * it walks into it, so the environment sits with the programs. */
+#ifndef JX_SRC_IR_AXIS_ENV_H
+#define JX_SRC_IR_AXIS_ENV_H
 
 #include <stddef.h>
 #include <stdint.h>
