@@ -85,14 +85,18 @@ for d in src/*/; do
   d=${d#src/}; d=${d%/}
   [[ " $order " == *" $d "* ]] || { echo "src/$d is in no layer: add it to the order" >&2; fail=1; }
 done
-ls "$objs"/*/*.o >/dev/null 2>&1 || { echo "no objects in $objs: build jx_objects first" >&2; exit 1; }
+# the objects of today's sources (a moved source leaves its old object behind)
+sources=$(cd src && ls */*.c | grep -v '^plugins/')
+for f in $sources; do
+  [ -f "$objs/$f.o" ] || { echo "$objs/$f.o is missing: build jx_objects first" >&2; exit 1; }
+done
 
 # Every use as "from-folder file what to-folder", then the ones going up.
 {
   grep -rHo '#include "\.\./[a-z_]*/[^"]*"' src | sed -E 's|^src/([^/]*)/([^:]*):#include "\.\./([^/]*)/([^"]*)"|\1 \1/\2 ../\3/\4 \3|'
   cd "$objs"
-  join -1 1 -2 1 <(nm -A -u */*.o | awk '{sub(/:$/, "", $1); print $NF, $1}' | sort -k1,1) \
-    <(nm -A -g --defined-only */*.o | awk '{split($1, p, "/"); print $NF, p[1]}' | sort -u -k1,1) |
+  join -1 1 -2 1 <(nm -A -u $(printf "%s.o " $sources) | awk '{sub(/:$/, "", $1); print $NF, $1}' | sort -k1,1) \
+    <(nm -A -g --defined-only $(printf "%s.o " $sources) | awk '{split($1, p, "/"); print $NF, p[1]}' | sort -u -k1,1) |
     awk '{split($2, p, "/"); f = $2; sub(/\.o$/, "", f); if (p[1] != $3) print p[1], f, $1, $3}'
 } | awk -v order="$order" -v allow="$allow" '
   BEGIN { n = split(order, l, " < "); for (i = 1; i <= n; i++) rank[l[i]] = i
