@@ -1,8 +1,8 @@
 /* The debugging tools plugged into the layers they watch (base/hooks.h):
  * installed at load, when the environment's checks (JX_DEBUG_NANS,
- * JX_DEBUG_INFS) are read too. The static library's users link this file
- * whether or not they call a tool (CMakeLists.txt, jx.pc: -u
- * jx_debug_tools_table), so the environment's checks hold for them too. */
+ * JX_DEBUG_INFS) are read too. A static link takes this file by the name
+ * of its table whether or not the program calls a tool (CMakeLists.txt:
+ * JX_STARTUP_SYMBOLS), so the environment's checks hold there too. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -6,7 +6,7 @@
 
 #include <jx/ops.h>
 
-#include "../trace/dispatch.h"
+#include "bind.h"
 
 /* Zeros of an aval, built from a scalar literal (cheap to stage). */
 jx_array *jx_rule_zeros(jx_aval a);

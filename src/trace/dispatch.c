@@ -73,10 +73,11 @@ static jx_status after_eager(const jx_prim *p, int nin, jx_array *const *in, int
   return st;
 }
 
-jx_status jx_bind_sub(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params,
-                      int nsub, struct jx_program *const *subs, jx_array **out) {
-  static const jx_params no_params = JX_PARAMS_INIT;
-  const jx_params *pp = params ? params : &no_params;
+/* jx_bind: recorded into the innermost trace when there is one or an input
+ * is a tracer, else run eagerly (on the operands' mesh when they are
+ * sharded). */
+static jx_status dispatch(const jx_prim *p, int nin, jx_array *const *in, const jx_params *pp,
+                          int nsub, struct jx_program *const *subs, jx_array **out) {
   int nout = jx_prim_nout(p, nin, pp);
   for (int o = 0; o < nout; o++) out[o] = jx_poison();
   if (p->nin != JX_VARIADIC && nin != p->nin)
@@ -140,13 +141,4 @@ done:
   return after_eager(p, nin, in, nout, out, st, watched, t0, old_op);
 }
 
-jx_status jx_bind(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params,
-                  jx_array **out) {
-  return jx_bind_sub(p, nin, in, params, 0, NULL, out);
-}
-
-jx_array *jx_bind1(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params) {
-  jx_array *out[1];
-  jx_bind(p, nin, in, params, out);
-  return out[0];
-}
+__attribute__((constructor)) void jx_dispatch_install(void) { jx_bind_install(dispatch); }
