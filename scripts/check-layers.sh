@@ -30,8 +30,6 @@ compile/jit.c jx_platform_attach backend
 compile/lower.c ../parallel/collective.h lowering
 compile/lower.c jx_prim_pvary lowering
 ops/ops_util.c jx_custom_jvp layers
-ops/random_ops.c ../parallel/sharded_eager.h layers
-ops/random_ops.c jx_eager_follows_data layers
 parallel/shard_map.c ../cuda/cuda_mesh.h backend
 parallel/shard_map.c jx_mesh_body_attach backend
 parallel/sharded_jit.c ../cuda/cuda_mesh.h backend
@@ -44,14 +42,6 @@ prims/registry.c jx_prims_control rules
 prims/registry.c jx_prims_linalg rules
 prims/registry.c jx_prims_parallel rules
 prims/sort_rules.c jx_take_along_axis layers
-trace/dispatch.c ../parallel/sharded_eager.h layers
-trace/dispatch.c jx_eager_follows_data layers
-trace/dispatch.c jx_sharded_bind layers
-trace/eval.c ../parallel/sharded_jit.h layers
-trace/eval.c jx_follow_data_run layers
-trace/eval.c jx_follows_data layers
-trace/trace.c jx_sharding_of layers
-trace/trace.c jx_sharding_spec layers
 transform/axis.c ../parallel/collective.h layers
 transform/axis.c jx_mesh_axis_index layers
 transform/axis.c jx_mesh_axis_size layers

@@ -6,7 +6,7 @@
 #include "../base/error.h"
 #include "../base/memstats.h"
 #include "../base/hooks.h"
-#include "../parallel/sharded_eager.h"
+#include "follow_data.h"
 #include "trace.h"
 
 enum { SMALL = 16 };
@@ -102,8 +102,8 @@ static jx_status dispatch(const jx_prim *p, int nin, jx_array *const *in, const 
     jx_prof_compute_begin();
     t0 = jx_prof_now();
   }
-  if (jx_eager_follows_data(p, nin, in, nsub, subs)) { /* runs on its operands' mesh */
-    st = jx_sharded_bind(p, nin, in, pp, nsub, subs, nout, out);
+  if (jx_follow_data->eager_follows(p, nin, in, nsub, subs)) { /* runs on its operands' mesh */
+    st = jx_follow_data->eager_run(p, nin, in, pp, nsub, subs, nout, out);
     return after_eager(p, nin, in, nout, out, st, watched, t0, old_op);
   }
   if (p->impl) {
