@@ -42,11 +42,6 @@ prims/registry.c jx_prims_control rules
 prims/registry.c jx_prims_linalg rules
 prims/registry.c jx_prims_parallel rules
 prims/sort_rules.c jx_take_along_axis layers
-transform/axis.c ../parallel/collective.h layers
-transform/axis.c jx_mesh_axis_index layers
-transform/axis.c jx_mesh_axis_size layers
-transform/axis.c jx_mesh_coords layers
-transform/axis.c jx_spmd_current layers
 "
 
 fail=0
