@@ -16,7 +16,6 @@ order="base < array < prims < ir < trace < ops < linalg < transform < compile < 
 allow="
 array/array.c jx_shards_free ir
 array/array.c jx_shards_gather ir
-compile/async_dispatch.c jx_process_count layers
 compile/executable.c ../parallel/collective.h layers
 compile/executable.c ../parallel/shard_map.h lowering
 compile/executable.c jx_collective_finish layers
