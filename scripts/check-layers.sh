@@ -16,10 +16,7 @@ order="base < array < prims < ir < trace < ops < linalg < transform < compile < 
 allow="
 array/array.c jx_shards_free ir
 array/array.c jx_shards_gather ir
-compile/executable.c ../parallel/collective.h layers
 compile/executable.c ../parallel/shard_map.h lowering
-compile/executable.c jx_collective_finish layers
-compile/executable.c jx_collective_start layers
 compile/executable.c jx_prim_shard_map lowering
 compile/jit.c ../cuda/cuda_exec.h backend
 compile/jit.c ../parallel/sharded_jit.h layers

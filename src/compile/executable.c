@@ -13,7 +13,7 @@
 #include "../base/threadpool.h"
 #include "../base/memstats.h"
 #include "../base/hooks.h"
-#include "../parallel/collective.h"
+#include "async_collective.h"
 #include "../parallel/shard_map.h"
 #include "../prims/dot_kernels.h"
 #include "../trace/dispatch.h"
@@ -581,7 +581,7 @@ typedef struct {
 } in_flight;
 
 static void finish_at(in_flight *f, int i) {
-  jx_status st = jx_collective_finish(f->h[i]);
+  jx_status st = jx_async_collective->finish(f->h[i]);
   if (st && !f->st) f->st = st;
   f->n--;
   f->var[i] = f->var[f->n];
@@ -606,7 +606,7 @@ static int start_collective(const jx_program *p, const step *s, jx_array **env, 
   const jx_eqn *e = &p->eqns[s->group.first];
   if (!e->prim->uses_axis || e->nin != 1 || e->nout != 1 || e->nsub) return 0;
   jx_collective_pending *h = NULL;
-  int r = jx_collective_start(e->prim, &e->params, env[e->in[0]], &env[e->out[0]], &h);
+  int r = jx_async_collective->start(e->prim, &e->params, env[e->in[0]], &env[e->out[0]], &h);
   if (r == 1) {
     f->var[f->n] = e->out[0];
     f->h[f->n++] = h;
