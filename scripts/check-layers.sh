@@ -19,9 +19,7 @@ array/array.c jx_shards_gather ir
 compile/executable.c ../parallel/shard_map.h lowering
 compile/executable.c jx_prim_shard_map lowering
 compile/jit.c ../cuda/cuda_exec.h backend
-compile/jit.c ../parallel/sharded_jit.h layers
 compile/jit.c jx_cuda_set_donation backend
-compile/jit.c jx_jit_sharded layers
 compile/jit.c jx_platform_attach backend
 compile/lower.c ../parallel/collective.h lowering
 compile/lower.c jx_prim_pvary lowering

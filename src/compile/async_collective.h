@@ -1,6 +1,6 @@
 /* Collectives an executable starts on a device and finishes later, so that
  * the steps between overlap them. The parallel layer, which runs
- * collectives, installs these at load (parallel/collective.c); until then
+ * collectives, installs these at load (parallel/install.c); until then
  * every collective step runs synchronously, as its primitive. */
 #ifndef JX_SRC_COMPILE_ASYNC_COLLECTIVE_H
 #define JX_SRC_COMPILE_ASYNC_COLLECTIVE_H

@@ -1,7 +1,7 @@
 /* The debugging tools plugged into the layers they watch (base/hooks.h):
  * installed at load, when the environment's checks (JX_DEBUG_NANS,
- * JX_DEBUG_INFS) are read too. A static link takes this file by the name
- * of its table whether or not the program calls a tool (CMakeLists.txt:
+ * JX_DEBUG_INFS) are read too. A static link takes this file by name
+ * whether or not the program calls a tool (CMakeLists.txt:
  * JX_STARTUP_SYMBOLS), so the environment's checks hold there too. */
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +9,7 @@
 #include "../base/hooks.h"
 #include "debug_internal.h"
 
-const jx_debug_hooks jx_debug_tools_table = {
+static const jx_debug_hooks tools = {
     .check_eager = jx_nans_check_eager,
     .check_step = jx_nans_check_step,
     .compute = jx_profiler_compute,
@@ -25,8 +25,10 @@ static int env_on(const char *name) {
   return v && *v && strcmp(v, "0") != 0;
 }
 
-__attribute__((constructor)) static void install(void) {
-  jx_debug_hooks_install(&jx_debug_tools_table);
+void jx_debug_install(void);
+
+__attribute__((constructor)) void jx_debug_install(void) {
+  jx_debug_hooks_install(&tools);
   jx_debug_flags |=
       (env_on("JX_DEBUG_NANS") ? JX_DEBUG_NANS : 0) | (env_on("JX_DEBUG_INFS") ? JX_DEBUG_INFS : 0);
 }

@@ -556,11 +556,3 @@ COLLECTIVE_ROW(all_to_all, K_ALL_TO_ALL, "axes=l0 split=i0 concat=i1 axis_size=i
                jx_jvp_collective_linear, jx_transpose_collective, JX_VMA_COLLECTIVE)
 COLLECTIVE_ROW(ppermute, K_PPERMUTE, "axes=l0 perm=i0 axis_size=i1", jx_jvp_collective_linear,
                jx_transpose_collective, JX_VMA_COLLECTIVE)
-
-static const jx_async_collectives started_ahead = {jx_collective_start, jx_collective_finish};
-
-/* Executables start collectives ahead from load on (compile/async_collective.h).
- * A static link takes this by name (CMakeLists.txt: JX_STARTUP_SYMBOLS). */
-__attribute__((constructor)) void jx_collectives_install(void) {
-  jx_async_collectives_install(&started_ahead);
-}

@@ -53,7 +53,6 @@ int jx_collective_start(const jx_prim *prim, const jx_params *p, struct jx_array
                         struct jx_array **out, jx_collective_pending **pending);
 jx_status jx_collective_finish(jx_collective_pending *h);
 long jx_collective_async_started(void); /* how many have started, for tests */
-void jx_collectives_install(void);      /* runs at load */
 
 /* Small integer lists interned by value (ppermute's pairs): equal lists get
  * equal numbers, which fit in a primitive parameter. */

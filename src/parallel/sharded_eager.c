@@ -14,7 +14,6 @@
 #include "../base/env.h"
 #include "../base/error.h"
 #include "../trace/dispatch.h"
-#include "../trace/follow_data.h"
 #include "../transform/build.h"
 #include "collective.h"
 #include "constraint.h"
@@ -126,16 +125,4 @@ jx_status jx_sharded_bind(const jx_prim *p, int nin, jx_array *const *in, const 
   jx_status st = jx_follow_data_run(prog, in, out);
   jx_program_release(prog);
   return st;
-}
-
-static const char *spec_of(const jx_array *a) { return jx_sharding_spec(jx_sharding_of(a)); }
-
-static const jx_follow_data_hooks follow_data = {jx_eager_follows_data, jx_sharded_bind,
-                                                 jx_follows_data, jx_follow_data_run, spec_of};
-
-/* Eager ops and programs on sharded arrays run on their mesh from load on
- * (trace/follow_data.h). A static link takes this by name (CMakeLists.txt:
- * JX_STARTUP_SYMBOLS). */
-__attribute__((constructor)) void jx_sharded_eager_install(void) {
-  jx_follow_data_install(&follow_data);
 }

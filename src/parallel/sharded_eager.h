@@ -20,8 +20,4 @@ int jx_eager_follows_data(const jx_prim *p, int nin, jx_array *const *in, int ns
 jx_status jx_sharded_bind(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params,
                           int nsub, struct jx_program *const *subs, int nout, jx_array **out);
 
-/* Installs both, and jx_follows_data's run of programs, behind
- * trace/follow_data.h; runs at load. */
-void jx_sharded_eager_install(void);
-
 #endif

@@ -1,6 +1,6 @@
 /* Computation follows data: an eager op, or a program compiled for one
  * device, applied to sharded arrays runs on their mesh. The parallel layer
- * knows how, and installs these functions at load (parallel/sharded_eager.c);
+ * knows how, and installs these functions at load (parallel/install.c);
  * until then nothing is sharded and nothing follows data. */
 #ifndef JX_SRC_TRACE_FOLLOW_DATA_H
 #define JX_SRC_TRACE_FOLLOW_DATA_H
