@@ -23,7 +23,6 @@ compile/jit.c jx_cuda_set_donation backend
 compile/jit.c jx_platform_attach backend
 compile/lower.c ../parallel/collective.h lowering
 compile/lower.c jx_prim_pvary lowering
-ops/ops_util.c jx_custom_jvp layers
 parallel/shard_map.c ../cuda/cuda_mesh.h backend
 parallel/shard_map.c jx_mesh_body_attach backend
 parallel/sharded_jit.c ../cuda/cuda_mesh.h backend
