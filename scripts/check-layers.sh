@@ -27,9 +27,6 @@ parallel/shard_map.c ../cuda/cuda_mesh.h backend
 parallel/shard_map.c jx_mesh_body_attach backend
 parallel/sharded_jit.c ../cuda/cuda_mesh.h backend
 parallel/sharded_jit.c jx_mesh_platform_attach backend
-prims/random.c jx_reshape layers
-prims/random.c jx_slice layers
-prims/random.c jx_stack layers
 prims/registry.c ../linalg/linalg_prims.h rules
 prims/registry.c jx_prims_control rules
 prims/registry.c jx_prims_linalg rules
