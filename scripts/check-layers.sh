@@ -31,7 +31,6 @@ prims/registry.c ../linalg/linalg_prims.h rules
 prims/registry.c jx_prims_control rules
 prims/registry.c jx_prims_linalg rules
 prims/registry.c jx_prims_parallel rules
-prims/sort_rules.c jx_take_along_axis layers
 "
 
 fail=0
