@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies, checks formatting, builds with
-# gcc and runs every test, runs the threaded tests under ThreadSanitizer,
+# gcc, checks the layers and runs every test, runs the threaded tests under ThreadSanitizer,
 # then builds with clang under AddressSanitizer +
 # UndefinedBehaviorSanitizer and runs the suite again, then fuzzes the
 # loaders for 30 s each in that build (tests/fuzz). Warnings are errors in
@@ -14,6 +14,8 @@ git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
 
 CC=gcc cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJX_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
+# each src/ folder uses only the layers below it (docs/architecture.md)
+bash scripts/check-layers.sh build
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 # ThreadSanitizer: only the tests whose point is threads (the library and

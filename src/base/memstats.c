@@ -3,15 +3,13 @@
  * while tracking is on, under one lock. */
 #include "memstats.h"
 
+#include "current_device.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* parallel/device.c: the device whose thread is calling, or -1. Declared here
- * rather than included: the accounting only needs the number. */
-int jx_current_device(void);
 
 static atomic_int_fast64_t live[JX_MEMSTATS_DEVICES], peak[JX_MEMSTATS_DEVICES],
     nbuf[JX_MEMSTATS_DEVICES], limit[JX_MEMSTATS_DEVICES];

@@ -8,14 +8,14 @@
  * small function costs no kernel wake-up either way. */
 #include "async_dispatch.h"
 
-#include <jx/distributed.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../base/error.h"
+#include "../base/job.h"
 #include "../base/spin.h"
-#include "../debug/hooks.h"
+#include "../base/hooks.h"
 
 typedef struct job {
   const jx_executable *x;
@@ -82,7 +82,7 @@ int jx_dispatch_wanted(const jx_executable *x, const jx_program *p) {
   jx_donation_swap(top);
   /* with several processes, collectives stay on the thread that calls (MPI
    * may be initialized for one thread) */
-  return top == p && jx_process_count() == 1;
+  return top == p && jx_job_process_count() == 1;
 }
 
 static void job_free(job *j) {

@@ -26,7 +26,7 @@
 #include <jx/parallel.h>
 #include <stddef.h>
 
-#include "../debug/hooks.h"
+#include "../base/hooks.h"
 #include "../ir/program.h"
 
 typedef struct jx_backend {

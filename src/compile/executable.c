@@ -12,8 +12,8 @@
 #include "../base/hash.h"
 #include "../base/threadpool.h"
 #include "../base/memstats.h"
-#include "../debug/hooks.h"
-#include "../parallel/collective.h"
+#include "../base/hooks.h"
+#include "async_collective.h"
 #include "../parallel/shard_map.h"
 #include "../prims/dot_kernels.h"
 #include "../trace/dispatch.h"
@@ -586,7 +586,7 @@ typedef struct {
 } in_flight;
 
 static void finish_at(in_flight *f, int i) {
-  jx_status st = jx_collective_finish(f->h[i]);
+  jx_status st = jx_async_collective->finish(f->h[i]);
   if (st && !f->st) f->st = st;
   f->n--;
   f->var[i] = f->var[f->n];
@@ -611,7 +611,7 @@ static int start_collective(const jx_program *p, const step *s, jx_array **env, 
   const jx_eqn *e = &p->eqns[s->group.first];
   if (!e->prim->uses_axis || e->nin != 1 || e->nout != 1 || e->nsub) return 0;
   jx_collective_pending *h = NULL;
-  int r = jx_collective_start(e->prim, &e->params, env[e->in[0]], &env[e->out[0]], &h);
+  int r = jx_async_collective->start(e->prim, &e->params, env[e->in[0]], &env[e->out[0]], &h);
   if (r == 1) {
     f->var[f->n] = e->out[0];
     f->h[f->n++] = h;
@@ -698,13 +698,13 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   jx_debug_exec_enter();
   in_flight flight = {0};
   int started = 0, paired = 0;
-  int profiled = jx_debug_flags & JX_DEBUG_PROFILE; /* the run's memory (debug/hooks.h) */
+  int profiled = jx_debug_flags & JX_DEBUG_PROFILE; /* the run's memory (base/hooks.h) */
   if (profiled) jx_prof_function_begin(p, &((jx_executable *)x)->peak_estimate);
   for (int k = 0; k < x->nsteps && !st; k++) {
     const step *s = &x->steps[k];
     double t0 = x->profile ? now_s() : 0;
     if (s->group.skip) continue;  /* read through by the kernels, or dead */
-    int watched = jx_debug_flags; /* the debugging tools (debug/hooks.h) */
+    int watched = jx_debug_flags; /* the debugging tools (base/hooks.h) */
     double tp = 0;
     if (watched & JX_DEBUG_PROFILE) {
       jx_prof_compute_begin();

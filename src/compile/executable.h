@@ -5,7 +5,7 @@
 #ifndef JX_SRC_COMPILE_EXECUTABLE_H
 #define JX_SRC_COMPILE_EXECUTABLE_H
 
-#include "../debug/hooks.h"
+#include "../base/hooks.h"
 #include "../ir/exec.h"
 #include "../ir/program.h"
 

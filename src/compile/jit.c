@@ -9,11 +9,11 @@
 
 #include "../base/env.h"
 #include "../base/error.h"
-#include "../debug/hooks.h"
-#include "../parallel/sharded_jit.h"
+#include "../base/hooks.h"
 #include "../trace/fn.h"
 #include "backend.h"
 #include "dump.h"
+#include "jit.h"
 #include "simplify.h"
 
 /* JX_LOG_COMPILES=1: where a compilation's time went (the profiler's event
@@ -63,6 +63,10 @@ static jx_program *jit_build(jx_fn *f, const jx_aval *in) {
 
 static const jx_fn_kind jit_kind = {.name = "jit", .build = jit_build, .free_data = free};
 
+static jx_jit_sharded_fn jit_sharded;
+
+void jx_jit_sharded_install(jx_jit_sharded_fn fn) { jit_sharded = fn; }
+
 jx_fn *jx_jit(jx_fn *f, const jx_jit_options *opts) {
   if (!f) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_jit: the function is NULL");
@@ -73,7 +77,12 @@ jx_fn *jx_jit(jx_fn *f, const jx_jit_options *opts) {
      * per device and keep their inputs (the shards are not taken) */
     if (opts->donate && jx_env_flag("JX_LOG_COMPILES"))
       fprintf(stderr, "jx: donation to '%s' is ignored: it is jitted with shardings\n", f->name);
-    return jx_jit_sharded(f, opts);
+    if (!jit_sharded) {
+      jx_error_set(JX_ERR_INTERNAL, "jx_jit: '%s' has shardings, and no sharded jit is installed",
+                   f->name);
+      return NULL;
+    }
+    return jit_sharded(f, opts);
   }
   int *donate = NULL;
   for (int i = 0; opts && opts->donate && i < f->nin; i++)

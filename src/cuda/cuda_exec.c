@@ -8,7 +8,7 @@
 
 #include "../array/array.h"
 #include "../base/env.h"
-#include "../debug/hooks.h"
+#include "../base/hooks.h"
 #include "../base/error.h"
 #include "../base/strbuf.h"
 #include "../compile/async_dispatch.h"

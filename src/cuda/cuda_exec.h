@@ -51,11 +51,11 @@
  * threads over the columns, rows over gridDim.y; a row reduction runs one
  * row per block of 32 threads.
  *
- * Not done here: the NaN checker and the step profiler (debug/hooks.h). */
+ * Not done here: the NaN checker and the step profiler (base/hooks.h). */
 #ifndef JX_SRC_CUDA_CUDA_EXEC_H
 #define JX_SRC_CUDA_CUDA_EXEC_H
 
-#include "../debug/hooks.h"
+#include "../base/hooks.h"
 #include "../ir/exec.h"
 #include "../ir/program.h"
 #include "cuda_blaslt.h"

@@ -12,7 +12,7 @@
 #include "../base/error.h"
 #include "../parallel/collective.h"
 #include "../parallel/device.h"
-#include "../trace/axis_env.h"
+#include "../ir/axis_env.h"
 #include "cuda_exec.h"
 #include "nccl_engine.h"
 

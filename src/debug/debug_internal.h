@@ -2,6 +2,8 @@
 #ifndef JX_SRC_DEBUG_DEBUG_INTERNAL_H
 #define JX_SRC_DEBUG_DEBUG_INTERNAL_H
 
+#include "../base/hooks.h"
+#include "../ir/program.h"
 #include "../prims/prim.h"
 
 /* debug_print.c: the effectful print (see there for its rules). */
@@ -10,6 +12,19 @@ extern const jx_prim jx_prim_debug_print;
 /* nans.c: turns the NaN/Inf checks on or off (tests; the environment sets
  * them at load). */
 void jx_debug_set_checks(int nans, int infs);
+
+/* The hooks' functions (base/hooks.h says what each does), installed by
+ * tools.c. */
+jx_status jx_nans_check_eager(const jx_prim *p, int nin, jx_array *const *in, int nout,
+                              jx_array *const *out);
+jx_status jx_nans_check_step(const jx_program *p, int first, int count, int kernel, jx_array **env);
+void jx_profiler_compute(const char *name, double t0, double t1, double flops, double bytes);
+void jx_profiler_compute_begin(void);
+void jx_profiler_collective(const char *name, double t0, double t1, double bytes,
+                            const char *engine, const char *group);
+void jx_profiler_compile(const char *name, double t0, const jx_compile_times *t);
+void jx_profiler_function_begin(const jx_program *p, jx_prof_estimate *estimate);
+void jx_profiler_function_end(void);
 
 /* profiler.c: the last profile's split for one device track (-1: the host
  * thread), in seconds; non-zero when the track had no events. */

@@ -14,12 +14,7 @@
 #include "../trace/dispatch.h"
 #include "../trace/trace.h"
 #include "debug_internal.h"
-#include "hooks.h"
-
-static _Thread_local int exec_depth;
-
-void jx_debug_exec_enter(void) { exec_depth++; }
-void jx_debug_exec_leave(void) { exec_depth--; }
+#include "../base/hooks.h"
 
 void jx_debug_set_checks(int nans, int infs) {
   int f = jx_debug_flags & ~(JX_DEBUG_NANS | JX_DEBUG_INFS);
@@ -56,9 +51,9 @@ static const char *flag_name(const char *what) {
   return strcmp(what, "NaN") == 0 ? "JX_DEBUG_NANS" : "JX_DEBUG_INFS";
 }
 
-jx_status jx_debug_check_eager(const jx_prim *p, int nin, jx_array *const *in, int nout,
-                               jx_array *const *out) {
-  if (exec_depth) return JX_OK;
+jx_status jx_nans_check_eager(const jx_prim *p, int nin, jx_array *const *in, int nout,
+                              jx_array *const *out) {
+  if (jx_debug_exec_depth) return JX_OK;
   for (int o = 0; o < nout; o++) {
     const char *what = bad_value(out[o]);
     if (!what) continue;
@@ -142,8 +137,8 @@ static jx_status run_one(rerun *r, int k) {
   return st;
 }
 
-jx_status jx_debug_check_step(const jx_program *p, int first, int count, int kernel,
-                              jx_array **env) {
+jx_status jx_nans_check_step(const jx_program *p, int first, int count, int kernel,
+                             jx_array **env) {
   int bad = -1;
   const char *what = NULL;
   for (int k = first; k < first + count && bad < 0; k++)

@@ -15,36 +15,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jx/jx.h>
 
 #include "../base/error.h"
+#include "../base/hooks.h"
 #include "../base/memstats.h"
 #include "../parallel/device.h"
 #include "../parallel/dist.h"
 #include "debug_internal.h"
-#include "hooks.h"
 #include "profiler_internal.h"
-
-int jx_debug_flags;
-
-static int env_on(const char *name) {
-  const char *v = getenv(name);
-  return v && *v && strcmp(v, "0") != 0;
-}
-
-__attribute__((constructor)) static void read_env(void) {
-  jx_debug_flags |=
-      (env_on("JX_DEBUG_NANS") ? JX_DEBUG_NANS : 0) | (env_on("JX_DEBUG_INFS") ? JX_DEBUG_INFS : 0);
-}
-
-double jx_prof_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static jx_prof_event *events;
@@ -97,11 +78,11 @@ static void set_name(jx_prof_event *e, const char *name) {
   snprintf(e->name, sizeof e->name, "%s", name ? name : "?");
 }
 
-void jx_prof_compute_begin(void) {
+void jx_profiler_compute_begin(void) {
   if (compute_depth++ == 0) comm_inside = 0;
 }
 
-void jx_prof_compute(const char *name, double t0, double t1, double flops, double bytes) {
+void jx_profiler_compute(const char *name, double t0, double t1, double flops, double bytes) {
   if (compute_depth <= 0) return;
   if (--compute_depth > 0) return; /* nested in a span of this thread that is recorded */
   jx_prof_event e = {.kind = JX_PROF_COMPUTE,
@@ -117,8 +98,8 @@ void jx_prof_compute(const char *name, double t0, double t1, double flops, doubl
   jx_prof_add(&e);
 }
 
-void jx_prof_collective(const char *name, double t0, double t1, double bytes, const char *engine,
-                        const char *group) {
+void jx_profiler_collective(const char *name, double t0, double t1, double bytes,
+                            const char *engine, const char *group) {
   if (compute_depth > 0) comm_inside += t1 - t0;
   jx_prof_event e = {
       .kind = JX_PROF_COMM, .tid = track(), .ts = t0, .dur = t1 - t0, .bytes = bytes};
@@ -128,7 +109,7 @@ void jx_prof_collective(const char *name, double t0, double t1, double bytes, co
   jx_prof_add(&e);
 }
 
-void jx_prof_compile(const char *name, double t0, const jx_compile_times *t) {
+void jx_profiler_compile(const char *name, double t0, const jx_compile_times *t) {
   jx_prof_event e = {.kind = JX_PROF_COMPILE, .tid = track(), .ts = t0, .dur = t->total};
   snprintf(e.name, sizeof e.name, "compile %s", name);
   snprintf(e.args, sizeof e.args,

@@ -16,7 +16,7 @@
 
 #include "../compile/cost.h"
 #include "../parallel/device.h"
-#include "hooks.h"
+#include "../base/hooks.h"
 #include "profiler_internal.h"
 
 /* The runs being watched on each device's memory: a thread's window is
@@ -67,7 +67,7 @@ static double estimate_of(const jx_program *p, jx_prof_estimate *cache) {
   return b;
 }
 
-void jx_prof_function_begin(const jx_program *p, jx_prof_estimate *estimate) {
+void jx_profiler_function_begin(const jx_program *p, jx_prof_estimate *estimate) {
   if (depth++ > 0) return; /* a nested program (a loop's body) is part of this run */
   int d = jx_current_device();
   run.p = p;
@@ -86,7 +86,7 @@ void jx_prof_function_begin(const jx_program *p, jx_prof_estimate *estimate) {
   run.t0 = jx_prof_now();
 }
 
-void jx_prof_function_end(void) {
+void jx_profiler_function_end(void) {
   if (depth <= 0 || --depth > 0) return;
   double t1 = jx_prof_now();
   for (int k = 0; k < WINDOWS_PER_DEVICE && run.registered; k++) {

@@ -32,7 +32,7 @@
 
 #include "../base/error.h"
 #include "../parallel/dist.h"
-#include "hooks.h"
+#include "../base/hooks.h"
 #include "profiler_internal.h"
 
 enum { ROUNDS = 9 };

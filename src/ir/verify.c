@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "../base/error.h"
-#include "../trace/axis_env.h"
+#include "axis_env.h"
 #include "program.h"
 
 static jx_status check_use(const jx_program *p, const char *defined, int v, const char *what) {

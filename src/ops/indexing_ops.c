@@ -2,6 +2,7 @@
  * jax.nn.one_hot, jax.ops.segment_sum, and the lax-level jx_gather and
  * jx_scatter. Out-of-range handling follows JAX's defaults ("fill" for
  * reads, dropped updates for segment_sum), not NumPy's IndexError. */
+#include "../prims/rules.h"
 #include "ops_util.h"
 
 static void axes_to_list(jx_axes a, jx_ilist *l) {
@@ -90,27 +91,7 @@ jx_array *jx_take_along_axis(jx_array *a, jx_array *indices, int axis) {
   jx_array *ab = jx_ops_broadcast(a, abig);
   jx_array *idx =
       jx_ops_wrap_negative(jx_ops_convert(jx_ops_broadcast(indices, out), JX_I64, 0), n);
-  jx_array *parts[JX_MAX_RANK];
-  int64_t last = r;
-  for (int d = 0; d < r; d++) {
-    jx_array *c = d == ax ? idx : jx_iota(JX_I64, out, d);
-    jx_params e = JX_PARAMS_INIT;
-    e.l[0].n = 1;
-    e.l[0].v[0] = last;
-    parts[d] = jx_bind1(&jx_prim_expand_dims, 1, &c, &e);
-  }
-  jx_params cp = JX_PARAMS_INIT;
-  cp.i[0] = r;
-  jx_array *full = jx_bind1(&jx_prim_concatenate, r, parts, &cp);
-  jx_params p = JX_PARAMS_INIT;
-  p.l[1].n = p.l[2].n = p.l[3].n = r;
-  for (int d = 0; d < r; d++) {
-    p.l[1].v[d] = p.l[2].v[d] = d;
-    p.l[3].v[d] = 1;
-  }
-  p.i[0] = r;
-  p.i[1] = JX_GATHER_FILL;
-  return jx_bind1(&jx_prim_gather, 2, (jx_array *[]){ab, full}, &p);
+  return jx_rule_take_along_axis(ab, idx, ax);
 }
 
 jx_array *jx_one_hot(jx_array *indices, int64_t n, jx_dtype dt) {

@@ -87,15 +87,24 @@ jx_status jx_ops_axes(const char *op, jx_axes ax, int rank, int empty_is_all, jx
   return JX_OK;
 }
 
+static jx_custom_jvp_maker custom_jvp;
+
+void jx_ops_custom_jvp_install(jx_custom_jvp_maker make) { custom_jvp = make; }
+
 jx_fn *jx_ops_custom_jvp_once(_Atomic(jx_fn *) *slot, const char *name, int nin, int nout,
                               jx_body f, jx_body jvp, void *ctx) {
   jx_fn *made = atomic_load(slot);
   if (made) return made;
+  if (!custom_jvp) {
+    jx_error_set(JX_ERR_INTERNAL, "%s: no custom JVP maker is installed (transform/install.c)",
+                 name);
+    return NULL;
+  }
   char jvp_name[128];
   snprintf(jvp_name, sizeof jvp_name, "%s_jvp", name);
   jx_fn *primal = jx_fn_create(name, nin, nout, f, ctx);
   jx_fn *rule = jx_fn_create(jvp_name, 2 * nin, 2 * nout, jvp, ctx);
-  jx_fn *c = primal && rule ? jx_custom_jvp(primal, rule) : NULL;
+  jx_fn *c = primal && rule ? custom_jvp(primal, rule) : NULL;
   jx_fn_release(primal); /* c holds its own references */
   jx_fn_release(rule);
   if (!c) return NULL;

@@ -38,6 +38,10 @@ jx_array *jx_ops_wrap_negative(jx_array *idx, int64_t n);
  * error recorded when it cannot be made. */
 jx_fn *jx_ops_custom_jvp_once(_Atomic(jx_fn *) *slot, const char *name, int nin, int nout,
                               jx_body f, jx_body jvp, void *ctx);
+/* What makes those functions: jx_custom_jvp, the transform layer's, which
+ * installs it at load (transform/install.c). */
+typedef jx_fn *(*jx_custom_jvp_maker)(jx_fn *f, jx_fn *jvp);
+void jx_ops_custom_jvp_install(jx_custom_jvp_maker make);
 /* y = f(x) through such a function; the poison value on failure. */
 jx_array *jx_ops_call1(jx_fn *f, jx_array *x);
 

@@ -29,8 +29,8 @@
 #include <string.h>
 
 #include "../array/dtype.h"
-#include "../debug/hooks.h"
-#include "../parallel/sharded_eager.h"
+#include "../base/hooks.h"
+#include "../trace/follow_data.h"
 #include "../prims/elementwise.h"
 #include "../trace/trace.h"
 #include "ops_util.h"
@@ -249,7 +249,7 @@ FUSED_DRAW(fused_draw_f64, double, uint64_t, JX_F64, 64, 52, 0x3FF0000000000000u
  * runs the recipe with primitives. */
 static jx_array *draw_fused(jx_array *key, jx_dtype dt, jx_shape s, const fused_draw *d) {
   if (jx_trace_active() || jx_is_tracer(key) || jx_debug_flags || (dt != JX_F32 && dt != JX_F64) ||
-      jx_eager_follows_data(&jx_prim_random_bits, 1, &key, 0, NULL))
+      jx_follow_data->eager_follows(&jx_prim_random_bits, 1, &key, 0, NULL))
     return NULL;
   if (jx_array_ready(key)) return jx_poison();
   uint32_t k[2];

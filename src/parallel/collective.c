@@ -24,8 +24,8 @@
 #include <string.h>
 
 #include "../base/error.h"
-#include "../debug/hooks.h"
-#include "../trace/axis_env.h"
+#include "../base/hooks.h"
+#include "../ir/axis_env.h"
 #include "../trace/vma.h"
 #include "collective_rules.h"
 #include "comm.h"
@@ -367,7 +367,7 @@ static jx_status exchange(kind k, const jx_params *p, const jx_tensor *x, jx_ten
   return jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
 }
 
-/* The exchange, timed for the profiler (debug/hooks.h) while one runs. */
+/* The exchange, timed for the profiler (base/hooks.h) while one runs. */
 static jx_status run(kind k, const jx_params *p, const jx_tensor *x, jx_tensor *y, const char *op) {
   if (!(jx_debug_flags & JX_DEBUG_PROFILE)) return exchange(k, p, x, y, op);
   double t0 = jx_prof_now();

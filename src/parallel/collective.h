@@ -22,6 +22,7 @@
 #ifndef JX_SRC_PARALLEL_COLLECTIVE_H
 #define JX_SRC_PARALLEL_COLLECTIVE_H
 
+#include "../compile/async_collective.h"
 #include "../prims/prim.h"
 #include "mesh.h"
 
@@ -45,13 +46,9 @@ const jx_spmd_ctx *jx_spmd_current(void);
  * error naming op when there is no context or an axis is not the mesh's. */
 struct jx_comm *jx_spmd_comm(const int64_t *ids, int n, const char *op, int *rank);
 
-/* A collective started on a device and finished later (collective.c):
- * jx_collective_start returns 1 when it started one (*out allocated, to be
- * read only after jx_collective_finish(*pending)), 0 when this collective
- * runs synchronously instead (nothing done; JX_ASYNC_COLLECTIVES=0 makes
- * every one synchronous), -1 with an error recorded. finish waits for it
- * (with the device's deadline), records a failure, and frees it. */
-typedef struct jx_collective_pending jx_collective_pending;
+/* A collective started on a device and finished later (collective.c),
+ * installed at load as the executable's (compile/async_collective.h says
+ * what each does; JX_ASYNC_COLLECTIVES=0 makes every one synchronous). */
 int jx_collective_start(const jx_prim *prim, const jx_params *p, struct jx_array *in,
                         struct jx_array **out, jx_collective_pending **pending);
 jx_status jx_collective_finish(jx_collective_pending *h);

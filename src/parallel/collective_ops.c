@@ -15,7 +15,8 @@
 
 #include "../base/error.h"
 #include "../prims/rules.h"
-#include "../trace/axis_env.h"
+#include "../ir/axis_env.h"
+#include "../trace/dispatch.h"
 #include "collective_rules.h"
 
 /* Fills p->l[0] with the ids of the axes named in axis; 0 with an error

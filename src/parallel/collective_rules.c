@@ -19,7 +19,7 @@
 
 #include "../base/error.h"
 #include "../prims/rules.h"
-#include "../trace/axis_env.h"
+#include "../ir/axis_env.h"
 #include "../trace/vma.h"
 #include "collective_rules.h"
 

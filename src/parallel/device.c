@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../base/error.h"
+#include "../base/job.h"
 #include "../base/threadpool.h"
 
 enum { MAX_CPU_DEVICES = 1024 };
@@ -19,7 +20,7 @@ static int requested;      /* jx_set_cpu_device_count before first use */
 static jx_device *devices; /* all processes' devices, by global id */
 /* jx_distributed_initialize: process_index owns devices
  * process_index * device_count .. + device_count - 1 */
-static int process_count = 1, process_index;
+static int process_index;
 static int any_started; /* a device thread has started: the layout is fixed */
 
 typedef struct {
@@ -35,7 +36,6 @@ typedef struct {
   int done;
 } device_thread;
 static device_thread *threads; /* this process's devices' */
-static _Thread_local int current_device = -1;
 
 static int parse_env_count(void) {
   const char *v = getenv("JX_NUM_CPU_DEVICES");
@@ -101,7 +101,7 @@ jx_status jx_devices_set_processes(int count, int index) {
   if (!local) return jx_last_status();
   pthread_mutex_lock(&init_lock);
   jx_status st = JX_OK;
-  if (any_started && (count != process_count || index != process_index)) {
+  if (any_started && (count != jx_job_process_count() || index != process_index)) {
     st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
                       "jx_distributed_initialize: devices are already in use; call it before the "
                       "first per-device program (shard_map, pmap, sharded jit)");
@@ -118,7 +118,7 @@ jx_status jx_devices_set_processes(int count, int index) {
       for (int i = 0; i < count * local; i++) all[i] = (jx_device){.id = i, .process = i / local};
       for (int i = 0; i < local; i++) threads[i].id = index * local + i;
       devices = all;
-      process_count = count;
+      jx_job_process_count_set(count);
       process_index = index;
     }
   }
@@ -126,10 +126,10 @@ jx_status jx_devices_set_processes(int count, int index) {
   return st;
 }
 
-int jx_device_count(void) { return jx_devices_init() * process_count; }
+int jx_device_count(void) { return jx_devices_init() * jx_job_process_count(); }
 int jx_local_device_count(void) { return jx_devices_init(); }
 int jx_devices_process_index(void) { return process_index; }
-int jx_devices_process_count(void) { return process_count; }
+int jx_devices_process_count(void) { return jx_job_process_count(); }
 int jx_device_is_local(int id) {
   int local = jx_devices_init();
   return local && id / local == process_index && id >= 0;
@@ -148,11 +148,9 @@ jx_device *jx_device_get(int i) {
 const char *jx_device_kind(const jx_device *d) { return d ? "cpu" : "?"; }
 int jx_device_id(const jx_device *d) { return d ? d->id : -1; }
 int jx_device_process_index(const jx_device *d) { return d ? d->process : -1; }
-int jx_current_device(void) { return current_device; }
-
 static void *device_main(void *arg) {
   device_thread *t = arg;
-  current_device = t->id;
+  jx_current_device_set(t->id);
   jx_scope_begin(); /* results a job leaves behind are owned by its caller, not here */
   pthread_mutex_lock(&t->lock);
   for (;;) {
@@ -178,11 +176,11 @@ static void *device_main(void *arg) {
 static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
 
 jx_status jx_devices_run(int n, const int *devs, jx_device_job fn, void *ctx) {
-  if (current_device >= 0)
+  if (jx_current_device() >= 0)
     return jx_error_set(JX_ERR_UNIMPLEMENTED,
                         "a per-device program (shard_map, pmap, sharded jit) cannot start "
                         "another one from inside device %d",
-                        current_device);
+                        jx_current_device());
   int local = jx_devices_init(), first = process_index * local;
   for (int p = 0; p < n; p++)
     if (devs[p] < first || devs[p] >= first + local)

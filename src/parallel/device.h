@@ -4,6 +4,8 @@
 
 #include <jx/parallel.h>
 
+#include "../base/current_device.h"
+
 struct jx_device {
   int id;      /* global number */
   int process; /* the process that owns it */
@@ -28,8 +30,5 @@ int jx_devices_process_index(void);
 int jx_devices_process_count(void);
 /* 1 when device id belongs to this process. */
 int jx_device_is_local(int id);
-
-/* The device whose thread is calling, or -1 on any other thread. */
-int jx_current_device(void);
 
 #endif

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "../base/error.h"
-#include "../trace/axis_env.h"
+#include "../ir/axis_env.h"
 #include "../trace/dispatch.h"
 #include "../transform/build.h"
 

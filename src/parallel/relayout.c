@@ -20,7 +20,7 @@
 #include <jx/distributed.h>
 
 #include "../base/error.h"
-#include "../debug/hooks.h"
+#include "../base/hooks.h"
 #include "device.h"
 #include "dist.h"
 #include "shards.h"

@@ -13,8 +13,8 @@
 
 #include "../base/error.h"
 #include "../compile/backend.h"
+#include "../ir/axis_env.h"
 #include "../ir/exec.h"
-#include "../trace/axis_env.h"
 #include "../trace/dispatch.h"
 #include "../trace/eval.h"
 #include "../trace/fn.h"

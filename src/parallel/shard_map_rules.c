@@ -26,7 +26,7 @@
 #include "../base/error.h"
 #include "../prims/prims.h"
 #include "../prims/rules.h"
-#include "../trace/axis_env.h"
+#include "../ir/axis_env.h"
 #include "../trace/eval.h"
 #include "../trace/vma.h"
 #include "../transform/ad.h"

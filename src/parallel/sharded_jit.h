@@ -6,7 +6,7 @@
 
 #include <jx/parallel.h>
 
-/* Called by jx_jit when opts names shardings. */
+/* jx_jit when opts names shardings (installed at load: compile/jit.h). */
 jx_fn *jx_jit_sharded(jx_fn *f, const jx_jit_options *opts);
 
 struct jx_program;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../base/error.h"
-#include "../debug/hooks.h"
+#include "../base/hooks.h"
 #include "../prims/prim.h"
 #include "../trace/dispatch.h"
 #include "constraint.h"

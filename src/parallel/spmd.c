@@ -8,7 +8,7 @@
 
 #include "../array/array.h"
 #include "../base/error.h"
-#include "../trace/axis_env.h"
+#include "../ir/axis_env.h"
 #include "../trace/eval.h"
 #include "collective.h"
 #include "comm.h"
@@ -64,11 +64,26 @@ typedef struct {
   int *pos;       /* pos[k]: the mesh position of the k-th device this process runs */
 } run_state;
 
+/* The mesh axes the device at position p sees (ir/axis_env.h: axis sizes
+ * and jx_axis_index inside the body). */
+static void set_device_axes(const jx_mesh *m, int p) {
+  int n = jx_mesh_ndim(m);
+  const char *names[JX_MAX_RANK];
+  int64_t sizes[JX_MAX_RANK], coords[JX_MAX_RANK];
+  for (int i = 0; i < n; i++) {
+    names[i] = jx_mesh_axis_name(m, i);
+    sizes[i] = jx_mesh_axis_size(m, names[i]);
+  }
+  jx_mesh_coords(m, p, coords);
+  jx_device_axes_set(n, names, sizes, coords);
+}
+
 static void device_job(void *arg, int k) {
   run_state *r = arg;
   int p = r->pos[k];
   current = (jx_spmd_ctx){.mesh = r->mesh, .position = p, .timeout_s = 0};
   current_set = 1;
+  set_device_axes(r->mesh, p);
   jx_clear_error();
   jx_scope_begin();
   jx_array **outs = r->out + (size_t)p * (size_t)r->nout;
@@ -85,6 +100,7 @@ static void device_job(void *arg, int k) {
   }
   jx_clear_error();
   current_set = 0;
+  jx_device_axes_clear();
 }
 
 /* Reports the devices' errors on the calling thread: the first failure that

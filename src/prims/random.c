@@ -195,14 +195,22 @@ static jx_status batch_random_bits(const jx_params *p, int nin, jx_array *const 
   jx_array *keys = jx_rule_moveaxis(in[0], bdim[0], 0);
   jx_array **draws = malloc(sizeof *draws * (size_t)(n ? n : 1));
   if (!draws) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "random_bits: out of memory");
-  for (int64_t k = 0; k < n; k++) {
-    jx_array *key = jx_reshape(
-        jx_slice(keys, (jx_shape){2, {k, 0}}, (jx_shape){2, {k + 1, 2}}, (jx_shape){0, {0}}),
-        (jx_shape){1, {2}});
-    draws[k] = jx_bind1(&jx_prim_random_bits, 1, &key, p);
+  for (int64_t k = 0; k < n; k++) { /* key k: row k of keys, drawn from, given a leading axis */
+    jx_params row = JX_PARAMS_INIT, flat = JX_PARAMS_INIT, lead = JX_PARAMS_INIT;
+    row.l[0] = (jx_ilist){2, {k, 0}};
+    row.l[1] = (jx_ilist){2, {k + 1, 2}};
+    row.l[2] = (jx_ilist){2, {1, 1}};
+    flat.l[0] = (jx_ilist){1, {2}};
+    lead.l[0] = (jx_ilist){1, {0}};
+    jx_array *key = jx_bind1(&jx_prim_slice, 1, &keys, &row);
+    key = jx_bind1(&jx_prim_reshape, 1, &key, &flat);
+    jx_array *draw = jx_bind1(&jx_prim_random_bits, 1, &key, p);
+    draws[k] = jx_bind1(&jx_prim_expand_dims, 1, &draw, &lead);
   }
-  if (n > 0) {
-    out[0] = jx_stack((int)n, draws, 0);
+  if (n > 0) { /* stacked along the new leading axis */
+    jx_params along = JX_PARAMS_INIT;
+    along.i[0] = 0;
+    out[0] = jx_bind1(&jx_prim_concatenate, (int)n, draws, &along);
   } else {
     jx_aval a;
     jx_aval key = {JX_U32, 0, {1, {2}}, 0};

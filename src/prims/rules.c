@@ -93,6 +93,40 @@ jx_array *jx_rule_batch_to_front(jx_array *x, int bdim, int64_t n) {
   return jx_bind1(&jx_prim_broadcast_in_dim, 1, &x, &p);
 }
 
+/* The full operand index of every output position (the iota of each other
+ * dim and idx along axis), gathering single elements. */
+jx_array *jx_rule_take_along_axis(jx_array *x, jx_array *idx, int axis) {
+  int r = x->shape.rank;
+  jx_array *parts[JX_MAX_RANK] = {0};
+  for (int d = 0; d < r; d++) {
+    jx_array *c = idx;
+    if (d != axis) {
+      jx_params q = JX_PARAMS_INIT;
+      q.dtype = JX_I64;
+      q.l[0].n = idx->shape.rank;
+      for (int k = 0; k < idx->shape.rank; k++) q.l[0].v[k] = idx->shape.dims[k];
+      q.i[0] = d;
+      c = jx_bind1(&jx_prim_iota, 0, NULL, &q);
+    }
+    jx_params e = JX_PARAMS_INIT;
+    e.l[0].n = 1;
+    e.l[0].v[0] = r;
+    parts[d] = jx_bind1(&jx_prim_expand_dims, 1, &c, &e);
+  }
+  jx_params cp = JX_PARAMS_INIT;
+  cp.i[0] = r;
+  jx_array *full = jx_bind1(&jx_prim_concatenate, r, parts, &cp);
+  jx_params p = JX_PARAMS_INIT;
+  p.l[1].n = p.l[2].n = p.l[3].n = r;
+  for (int d = 0; d < r; d++) {
+    p.l[1].v[d] = p.l[2].v[d] = d;
+    p.l[3].v[d] = 1;
+  }
+  p.i[0] = r;
+  p.i[1] = JX_GATHER_FILL;
+  return jx_bind1(&jx_prim_gather, 2, (jx_array *[]){x, full}, &p);
+}
+
 jx_status jx_batch_elementwise(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
                                int64_t axis_size, int nout, jx_array **out, int *out_bdim, int nsub,
                                struct jx_program *const *subs) {

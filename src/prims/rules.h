@@ -6,7 +6,7 @@
 
 #include <jx/ops.h>
 
-#include "../trace/dispatch.h"
+#include "bind.h"
 
 /* Zeros of an aval, built from a scalar literal (cheap to stage). */
 jx_array *jx_rule_zeros(jx_aval a);
@@ -38,6 +38,11 @@ jx_array *jx_rule_moveaxis(jx_array *x, int from, int to);
 /* x batched along bdim moved to axis 0, or broadcast with a new leading axis
  * of size n when bdim is JX_NOT_MAPPED. */
 jx_array *jx_rule_batch_to_front(jx_array *x, int bdim, int64_t n);
+/* x gathered along axis (normalized) at idx: out[..., i, ...] =
+ * x[..., idx[..., i, ...], ...], idx an i64 array of x's shape but for axis
+ * whose entries are all in [0, x's size along axis). jx_take_along_axis
+ * after its checks, and the sorts' JVPs. */
+jx_array *jx_rule_take_along_axis(jx_array *x, jx_array *idx, int axis);
 /* Generic batching for elementwise primitives: every operand to axis 0. */
 jx_status jx_batch_elementwise(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
                                int64_t axis_size, int nout, jx_array **out, int *out_bdim, int nsub,

@@ -30,6 +30,15 @@ static jx_array *iota(jx_dtype dt, jx_shape shape, int dim) {
   return jx_bind1(&jx_prim_iota, 0, NULL, &q);
 }
 
+/* A permutation the sort made (i32 or i64) as jx_rule_take_along_axis's
+ * i64 indices. */
+static jx_array *to_i64(jx_array *perm) {
+  if (perm->dtype == JX_I64) return perm;
+  jx_params q = JX_PARAMS_INIT;
+  q.dtype = JX_I64;
+  return jx_bind1(&jx_prim_convert_element_type, 1, &perm, &q);
+}
+
 JX_RR_JVP(jx_jvp_sort) {
   UNUSED;
   int dim = (int)p->i[0];
@@ -48,7 +57,7 @@ JX_RR_JVP(jx_jvp_sort) {
     y[i] = outs[i];
     ty[i] = NULL;
     if (!st && t[i] && !jx_rule_no_tangent(x[i]->dtype))
-      ty[i] = jx_take_along_axis(t[i], outs[nin], dim);
+      ty[i] = jx_rule_take_along_axis(t[i], to_i64(outs[nin]), dim);
   }
   free(args);
   return jx_last_status();
@@ -90,7 +99,8 @@ JX_RR_JVP(jx_jvp_top_k) {
   (void)nin;
   jx_status st = jx_bind(&jx_prim_top_k, 1, x, p, y);
   ty[0] = ty[1] = NULL;
-  if (!st && t[0] && !jx_rule_no_tangent(x[0]->dtype)) ty[0] = jx_take_along_axis(t[0], y[1], -1);
+  if (!st && t[0] && !jx_rule_no_tangent(x[0]->dtype))
+    ty[0] = jx_rule_take_along_axis(t[0], to_i64(y[1]), x[0]->shape.rank - 1);
   return jx_last_status();
 }
 

@@ -5,8 +5,8 @@
 
 #include "../base/error.h"
 #include "../base/memstats.h"
-#include "../debug/hooks.h"
-#include "../parallel/sharded_eager.h"
+#include "../base/hooks.h"
+#include "follow_data.h"
 #include "trace.h"
 
 enum { SMALL = 16 };
@@ -73,10 +73,11 @@ static jx_status after_eager(const jx_prim *p, int nin, jx_array *const *in, int
   return st;
 }
 
-jx_status jx_bind_sub(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params,
-                      int nsub, struct jx_program *const *subs, jx_array **out) {
-  static const jx_params no_params = JX_PARAMS_INIT;
-  const jx_params *pp = params ? params : &no_params;
+/* jx_bind: recorded into the innermost trace when there is one or an input
+ * is a tracer, else run eagerly (on the operands' mesh when they are
+ * sharded). */
+static jx_status dispatch(const jx_prim *p, int nin, jx_array *const *in, const jx_params *pp,
+                          int nsub, struct jx_program *const *subs, jx_array **out) {
   int nout = jx_prim_nout(p, nin, pp);
   for (int o = 0; o < nout; o++) out[o] = jx_poison();
   if (p->nin != JX_VARIADIC && nin != p->nin)
@@ -93,7 +94,7 @@ jx_status jx_bind_sub(const jx_prim *p, int nin, jx_array *const *in, const jx_p
       for (int o = 0; o < nout; o++) out[o] = jx_poison();
     return st;
   }
-  /* the debugging tools (debug/hooks.h): one branch while they are off */
+  /* the debugging tools (base/hooks.h): one branch while they are off */
   int watched = jx_debug_flags;
   double t0 = 0;
   const char *old_op = jx_memstats_set_op(p->name);
@@ -101,8 +102,8 @@ jx_status jx_bind_sub(const jx_prim *p, int nin, jx_array *const *in, const jx_p
     jx_prof_compute_begin();
     t0 = jx_prof_now();
   }
-  if (jx_eager_follows_data(p, nin, in, nsub, subs)) { /* runs on its operands' mesh */
-    st = jx_sharded_bind(p, nin, in, pp, nsub, subs, nout, out);
+  if (jx_follow_data->eager_follows(p, nin, in, nsub, subs)) { /* runs on its operands' mesh */
+    st = jx_follow_data->eager_run(p, nin, in, pp, nsub, subs, nout, out);
     return after_eager(p, nin, in, nout, out, st, watched, t0, old_op);
   }
   if (p->impl) {
@@ -140,13 +141,4 @@ done:
   return after_eager(p, nin, in, nout, out, st, watched, t0, old_op);
 }
 
-jx_status jx_bind(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params,
-                  jx_array **out) {
-  return jx_bind_sub(p, nin, in, params, 0, NULL, out);
-}
-
-jx_array *jx_bind1(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params) {
-  jx_array *out[1];
-  jx_bind(p, nin, in, params, out);
-  return out[0];
-}
+__attribute__((constructor)) void jx_dispatch_install(void) { jx_bind_install(dispatch); }

@@ -1,23 +1,14 @@
-/* Applying a primitive: the single entry point every op goes through.
- * When an input is a tracer the application is recorded into its trace;
- * otherwise (all inputs concrete) it runs the shape rule and the reference
- * kernel, or the row's impl for primitives that hold nested programs. */
+/* Applying a primitive (prims/bind.h declares jx_bind; this layer's
+ * dispatcher decides how: into the innermost trace, or eagerly) and the
+ * checks of every op's inputs. */
 #ifndef JX_SRC_TRACE_DISPATCH_H
 #define JX_SRC_TRACE_DISPATCH_H
 
-#include "../prims/prims.h"
+#include "../prims/bind.h"
 
-/* Applies p with params to in[0..nin) and stores jx_prim_nout(p, nin, params) results
- * in out (owned by the innermost scope). On error, or when an input is
- * poisoned, every out[i] is the poison value and the status is returned (the
- * error itself is recorded by whoever found it first). params may be NULL. */
-jx_status jx_bind(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params,
-                  jx_array **out);
-/* The general form: with nsub nested programs (control flow). */
-jx_status jx_bind_sub(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params,
-                      int nsub, struct jx_program *const *subs, jx_array **out);
-/* The single-output form; returns the poison value on error. */
-jx_array *jx_bind1(const jx_prim *p, int nin, jx_array *const *in, const jx_params *params);
+/* Installs the dispatcher behind jx_bind; runs at load. A static link takes
+ * it by name (CMakeLists.txt: JX_STARTUP_SYMBOLS). */
+void jx_dispatch_install(void);
 
 /* Checks that none of in[0..n) is NULL, poisoned, released or donated;
  * records an error naming op and the argument and returns non-zero for any

@@ -4,8 +4,8 @@
 
 #include "../base/error.h"
 #include "../ir/exec.h"
-#include "../parallel/sharded_jit.h"
 #include "dispatch.h"
+#include "follow_data.h"
 #include "trace.h"
 
 enum { SMALL = 16 };
@@ -17,8 +17,9 @@ jx_status jx_program_eval(const jx_program *p, jx_array *const *in, jx_array **o
     int concrete = 1;
     for (int i = 0; i < p->nin && concrete; i++) concrete = !jx_is_tracer(in[i]);
     /* computation follows data: a program compiled for one device runs on
-     * the mesh of its sharded arguments (parallel/sharded_jit.h) */
-    if (concrete && jx_follows_data(p, in)) return jx_follow_data_run(p, in, out);
+     * the mesh of its sharded arguments (follow_data.h) */
+    if (concrete && jx_follow_data->program_follows(p, in))
+      return jx_follow_data->program_run(p, in, out);
     if (concrete) return x.run(x.impl, p, in, out);
   }
   jx_array **env = calloc((size_t)p->nvars + 1, sizeof *env);

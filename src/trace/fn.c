@@ -7,7 +7,7 @@
 
 #include "../base/env.h"
 #include "../base/error.h"
-#include "axis_env.h"
+#include "../ir/axis_env.h"
 #include "dispatch.h"
 #include "eval.h"
 #include "trace.h"

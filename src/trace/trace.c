@@ -7,6 +7,7 @@
 
 #include "../base/env.h"
 #include "../base/error.h"
+#include "follow_data.h"
 #include "vma.h"
 
 struct jx_trace {
@@ -108,7 +109,7 @@ static int var_of(jx_trace *t, jx_array *a, const char *op, int argi) {
     fprintf(stderr,
             "jx: '%s' captures a sharded array (%s) as a constant (argument %d of %s): its "
             "shards are gathered onto one device; pass it as an input to keep it sharded\n",
-            t->prog->name, jx_sharding_spec(jx_sharding_of(a)), argi, op);
+            t->prog->name, jx_follow_data->spec(a), argi, op);
   int v = jx_program_add_const(t->prog, a);
   if (v < 0) return -1;
   int cap = t->cap_const_src;

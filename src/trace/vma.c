@@ -6,7 +6,7 @@
 
 #include "../base/error.h"
 #include "../prims/prims.h"
-#include "axis_env.h"
+#include "../ir/axis_env.h"
 #include "dispatch.h"
 
 enum { MAX_SET = 2 * JX_MAX_RANK };

@@ -10,9 +10,8 @@
 #include <jx/transform.h>
 
 #include "../base/error.h"
-#include "../parallel/collective.h"
 #include "../prims/rules.h"
-#include "../trace/axis_env.h"
+#include "../ir/axis_env.h"
 #include "../trace/trace.h"
 #include "../trace/vma.h"
 
@@ -45,18 +44,15 @@ static jx_status impl_axis_index(const jx_params *p, int nin, jx_array *const *i
   (void)nsub;
   (void)subs;
   const char *name = jx_axis_name((int)p->i[0]);
-  const jx_spmd_ctx *c = jx_spmd_current();
-  int ax = c ? jx_mesh_axis_index(c->mesh, name) : -1;
-  if (ax < 0)
+  int64_t coord = jx_device_axis_coord(name);
+  if (coord < 0)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                         "jx_axis_index: the axis '%s' is not bound here; call it inside a "
                         "function mapped by jx_vmap_axis, jx_shard_map or jx_pmap with that name",
                         name);
-  int64_t coords[JX_MAX_RANK];
-  jx_mesh_coords(c->mesh, c->position, coords);
   out[0] = jx_array_alloc(JX_I32, (jx_shape){0, {0}}, 0);
   if (out[0]->poisoned) return jx_last_status();
-  *(int32_t *)out[0]->buf->data = (int32_t)coords[ax];
+  *(int32_t *)out[0]->buf->data = (int32_t)coord;
   return JX_OK;
 }
 
@@ -109,8 +105,7 @@ static int named_axes(const char *op, const char *axis, char (*names)[128], int6
     memcpy(names[n], s, len);
     names[n][len] = 0;
     sizes[n] = jx_axis_env_size(names[n]);
-    const jx_spmd_ctx *c = jx_spmd_current();
-    if (sizes[n] < 0 && c) sizes[n] = jx_mesh_axis_size(c->mesh, names[n]);
+    if (sizes[n] < 0) sizes[n] = jx_device_axis_size(names[n]);
     if (sizes[n] < 0) {
       jx_error_set(JX_ERR_INVALID_ARGUMENT,
                    "%s: no enclosing transformation binds an axis named '%s'", op, names[n]);

@@ -17,6 +17,7 @@
 #include "../prims/rules.h"
 #include "../trace/eval.h"
 #include "../trace/fn.h"
+#include "../trace/dispatch.h"
 #include "ad.h"
 #include "build.h"
 #include "control.h"

@@ -6,7 +6,7 @@
 
 #include "../base/error.h"
 #include "../prims/rules.h"
-#include "../trace/axis_env.h"
+#include "../ir/axis_env.h"
 #include "../trace/fn.h"
 #include "../trace/trace.h"
 #include "transform_util.h"

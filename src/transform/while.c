@@ -12,6 +12,7 @@
 #include "../base/error.h"
 #include "../prims/rules.h"
 #include "../trace/eval.h"
+#include "../trace/dispatch.h"
 #include "ad.h"
 #include "build.h"
 #include "control.h"

@@ -16,7 +16,7 @@
 #include <jx/jx.h>
 
 #include "parallel/spmd.h"
-#include "trace/axis_env.h"
+#include "ir/axis_env.h"
 #include "trace/fn.h"
 #include "test_util.h"
 

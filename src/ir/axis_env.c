@@ -91,3 +91,37 @@ uint64_t jx_axis_env_hash(void) {
   if (!depth) return 0;
   return jx_hash_bytes(JX_HASH_SEED, stack, sizeof stack[0] * (size_t)depth);
 }
+
+static _Thread_local struct {
+  int n; /* -1: not a device thread of a per-device run */
+  const char *names[JX_MAX_RANK];
+  int64_t sizes[JX_MAX_RANK], coords[JX_MAX_RANK];
+} device = {.n = -1};
+
+void jx_device_axes_set(int n, const char *const *names, const int64_t *sizes,
+                        const int64_t *coords) {
+  device.n = n < JX_MAX_RANK ? n : JX_MAX_RANK;
+  for (int i = 0; i < device.n; i++) {
+    device.names[i] = names[i];
+    device.sizes[i] = sizes[i];
+    device.coords[i] = coords[i];
+  }
+}
+
+void jx_device_axes_clear(void) { device.n = -1; }
+
+static int device_axis(const char *name) {
+  for (int i = 0; name && i < device.n; i++)
+    if (strcmp(device.names[i], name) == 0) return i;
+  return -1;
+}
+
+int64_t jx_device_axis_size(const char *name) {
+  int i = device_axis(name);
+  return i < 0 ? -1 : device.sizes[i];
+}
+
+int64_t jx_device_axis_coord(const char *name) {
+  int i = device_axis(name);
+  return i < 0 ? -1 : device.coords[i];
+}
