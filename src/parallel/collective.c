@@ -532,6 +532,7 @@ static void eval(kind k, const jx_params *p, const jx_tensor *in, jx_tensor *out
     eval(KIND, p, in, out, "jx_" #NAME);                                                           \
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
+                                  .id = JX_PRIM_##NAME,                                            \
                                   .nin = 1,                                                        \
                                   .nout = 1,                                                       \
                                   .params = PARAMS,                                                \
