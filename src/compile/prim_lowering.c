@@ -69,8 +69,10 @@ const jx_prim_lowering jx_prim_lowerings[JX_PRIM_COUNT] = {
 
     [JX_PRIM_scan] = SUBS(JX_LOWER_SUBS_FIRST),
     [JX_PRIM_remat] = SUBS(JX_LOWER_SUBS_FIRST),
-    [JX_PRIM_custom_vjp_call] = SUBS(JX_LOWER_SUBS_FIRST),
-    [JX_PRIM_custom_jvp_call] = SUBS(JX_LOWER_SUBS_FIRST),
+    [JX_PRIM_custom_vjp_call] = {.subs = JX_LOWER_SUBS_FIRST, .exec = JX_LOWER_EXEC_INLINE},
+    [JX_PRIM_custom_jvp_call] = {.subs = JX_LOWER_SUBS_FIRST, .exec = JX_LOWER_EXEC_INLINE},
     [JX_PRIM_while] = SUBS(JX_LOWER_SUBS_PAIR),
     [JX_PRIM_cond] = SUBS(JX_LOWER_SUBS_ALL),
+
+    [JX_PRIM_pvary] = {.exec = JX_LOWER_EXEC_CAST},
 };

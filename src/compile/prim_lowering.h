@@ -1,8 +1,8 @@
 /* How the compiler lowers each primitive: one entry per primitive, indexed
- * by its number (prims/prim_id.h), read by the fusion pass (fusion.c), the
- * kernel renderer of every dialect (render_c.c) and the compiled control
- * flow (control_compile.c). A primitive without an entry runs as it is: its
- * reference kernel or its impl, one equation at a time. */
+ * by its number (prims/prim_id.h), read by the lowering of custom calls
+ * (lower.c), the fusion pass (fusion.c), the kernel renderer of every
+ * dialect (render_c.c) and the compiled control flow (control_compile.c). A primitive without an
+ * entry runs as it is: its reference kernel or its impl, one equation at a time. */
 #ifndef JX_SRC_COMPILE_PRIM_LOWERING_H
 #define JX_SRC_COMPILE_PRIM_LOWERING_H
 
@@ -36,6 +36,13 @@ typedef enum {
   JX_LOWER_SUBS_ALL,   /* every one (cond's branches) */
 } jx_lower_subs;
 
+/* What the executable runs for an equation of the primitive (lower.h). */
+typedef enum {
+  JX_LOWER_EXEC_AS_IS,
+  JX_LOWER_EXEC_INLINE, /* a custom call: its function's equations, inlined */
+  JX_LOWER_EXEC_CAST,   /* a cast that only types its value (pvary): its operand */
+} jx_lower_exec;
+
 typedef struct {
   uint8_t kind;          /* jx_lower_kind */
   const char *f32, *f64; /* JX_LOWER_EXPR: the C expression of operands %0, %1, %2 */
@@ -43,6 +50,7 @@ typedef struct {
   uint8_t on_bool;       /* takes bool operands; for the others bool is not a float op */
   uint8_t reduce;        /* JX_LOWER_REDUCE: jx_lower_reduce */
   uint8_t subs;          /* jx_lower_subs */
+  uint8_t exec;          /* jx_lower_exec */
 } jx_prim_lowering;
 
 extern const jx_prim_lowering jx_prim_lowerings[JX_PRIM_COUNT];
