@@ -442,20 +442,17 @@ int jx_collective_start(const jx_prim *prim, const jx_params *p, jx_array *in, j
   *pending = NULL;
   kind k;
   infer_fn infer;
-  switch (prim->id) {
-  case JX_PRIM_psum: k = K_PSUM, infer = infer_psum; break;
-  case JX_PRIM_pmax: k = K_PMAX, infer = infer_pmax; break;
-  case JX_PRIM_pmin: k = K_PMIN, infer = infer_pmin; break;
-  case JX_PRIM_ppermute: k = K_PPERMUTE, infer = infer_ppermute; break;
-  case JX_PRIM_all_gather:
-    if (p->i[0] != 0) return 0;
+  if (prim == &jx_prim_psum || prim == &jx_prim_pmax || prim == &jx_prim_pmin) {
+    k = prim == &jx_prim_psum ? K_PSUM : prim == &jx_prim_pmax ? K_PMAX : K_PMIN;
+    infer = prim == &jx_prim_psum ? infer_psum : prim == &jx_prim_pmax ? infer_pmax : infer_pmin;
+  } else if (prim == &jx_prim_ppermute) {
+    k = K_PPERMUTE, infer = infer_ppermute;
+  } else if (prim == &jx_prim_all_gather && p->i[0] == 0) {
     k = K_ALL_GATHER, infer = infer_all_gather;
-    break;
-  case JX_PRIM_psum_scatter:
-    if (p->i[0] != 0) return 0;
+  } else if (prim == &jx_prim_psum_scatter && p->i[0] == 0) {
     k = K_PSUM_SCATTER, infer = infer_psum_scatter;
-    break;
-  default: /* all_to_all, or not a collective */ return 0;
+  } else {
+    return 0;
   }
   if (!async_enabled() || !jx_spmd_current()) return 0;
   const char *op = jx_collective_public_name(prim->name);

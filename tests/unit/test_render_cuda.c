@@ -23,9 +23,9 @@
 
 #include "compile/fusion.h"
 #include "compile/nvrtc.h"
-#include "compile/prim_lowering.h"
 #include "compile/render_c.h"
 #include "compile/render_cuda.h"
+#include "compile/prim_lowering.h"
 #include "prims/prims.h"
 #include "trace/fn.h"
 #include "test_util.h"
