@@ -23,24 +23,22 @@
 
 #include "../array/array.h"
 #include "../base/error.h"
-#include "../prims/prims.h"
 #include "../trace/eval.h"
 #include "../transform/build.h"
 #include "executable.h"
 #include "kernel_batch.h"
+#include "prim_lowering.h"
 #include "toolchain.h"
 
-/* Which of e's nested programs its impl runs on concrete inputs: a bit per
- * sub (0: none). The wrappers' other programs (a custom rule) only matter
- * under a transformation, which happened before compilation. */
+/* Which of e's nested programs its impl runs on concrete inputs
+ * (prim_lowering.h): a bit per sub (0: none). */
 static unsigned run_subs(const jx_eqn *e) {
-  const jx_prim *p = e->prim;
-  if (p == &jx_prim_scan || p == &jx_prim_remat || p == &jx_prim_custom_vjp_call ||
-      p == &jx_prim_custom_jvp_call)
-    return e->nsub >= 1 ? 1u : 0u;
-  if (p == &jx_prim_while) return e->nsub == 2 ? 3u : 0u;
-  if (p == &jx_prim_cond) return e->nsub >= 1 ? (1u << e->nsub) - 1 : 0u;
-  return 0;
+  switch (jx_prim_lowering_of(e->prim)->subs) {
+  case JX_LOWER_SUBS_FIRST: return e->nsub >= 1 ? 1u : 0u;
+  case JX_LOWER_SUBS_PAIR: return e->nsub == 2 ? 3u : 0u;
+  case JX_LOWER_SUBS_ALL: return e->nsub >= 1 ? (1u << e->nsub) - 1 : 0u;
+  default: return 0;
+  }
 }
 
 /* Adds the kernels of p (unless it is compiled already) and of the nested
@@ -114,9 +112,11 @@ jx_status jx_compile_nested(const jx_program *p, const char *dump_prefix, jx_exe
 static int compiled(const jx_program *p) { return jx_program_exec(p).run != NULL; }
 
 int jx_control_runs(const jx_eqn *e) {
-  if (e->prim == &jx_prim_scan) return e->nsub == 1 && compiled(e->sub[0]);
-  if (e->prim == &jx_prim_while) return e->nsub == 2 && compiled(e->sub[0]) && compiled(e->sub[1]);
-  return 0;
+  switch (e->prim->id) {
+  case JX_PRIM_scan: return e->nsub == 1 && compiled(e->sub[0]);
+  case JX_PRIM_while: return e->nsub == 2 && compiled(e->sub[0]) && compiled(e->sub[1]);
+  default: return 0;
+  }
 }
 
 static size_t nbytes(const jx_array *a) {
@@ -227,7 +227,7 @@ static jx_status run_while(const jx_eqn *e, jx_array *const *in, jx_array **out)
 
 jx_status jx_control_run(const jx_eqn *e, jx_array *const *in, jx_array **out) {
   for (int o = 0; o < e->nout; o++) out[o] = jx_poison();
-  jx_status st = e->prim == &jx_prim_scan ? run_scan(e, in, out) : run_while(e, in, out);
+  jx_status st = e->prim->id == JX_PRIM_scan ? run_scan(e, in, out) : run_while(e, in, out);
   if (st)
     for (int o = 0; o < e->nout; o++) out[o] = jx_poison();
   return st;

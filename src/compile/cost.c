@@ -29,22 +29,24 @@ double jx_eqn_flops(const jx_program *p, const jx_eqn *e) {
   if (e->nout < 1) return 0;
   jx_aval out = p->avals[e->out[0]];
   double n = (double)jx_shape_numel(out.shape);
-  if (e->prim == &jx_prim_dot_general) {
+  switch (e->prim->id) {
+  case JX_PRIM_dot_general: {
     jx_aval a = p->avals[e->in[0]];
     double k = 1;
     for (int i = 0; i < e->params.l[0].n; i++) k *= (double)a.shape.dims[e->params.l[0].v[i]];
     return 2 * n * k;
   }
-  if (e->prim == &jx_prim_conv_general_dilated) {
+  case JX_PRIM_conv_general_dilated: {
     jx_aval w = p->avals[e->in[1]];
     double per = (double)jx_shape_numel(w.shape) / (double)w.shape.dims[e->params.l[6].v[0]];
     return 2 * n * per;
   }
-  if (e->prim == &jx_prim_reduce_sum || e->prim == &jx_prim_reduce_max ||
-      e->prim == &jx_prim_reduce_min || e->prim == &jx_prim_reduce_prod)
-    return (double)jx_shape_numel(p->avals[e->in[0]].shape);
-  if (e->prim->elementwise) return n;
-  return 0;
+  case JX_PRIM_reduce_sum:
+  case JX_PRIM_reduce_max:
+  case JX_PRIM_reduce_min:
+  case JX_PRIM_reduce_prod: return (double)jx_shape_numel(p->avals[e->in[0]].shape);
+  default: return e->prim->elementwise ? n : 0;
+  }
 }
 
 /* donate (per input, or NULL): inputs the run frees after their last use,

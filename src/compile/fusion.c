@@ -5,40 +5,7 @@
 
 #include "../array/array.h"
 #include "../base/error.h"
-#include "../prims/prims.h"
-
-static const jx_prim *const computable[] = {&jx_prim_add,
-                                            &jx_prim_sub,
-                                            &jx_prim_mul,
-                                            &jx_prim_div,
-                                            &jx_prim_neg,
-                                            &jx_prim_abs,
-                                            &jx_prim_exp,
-                                            &jx_prim_exp2,
-                                            &jx_prim_expm1,
-                                            &jx_prim_log,
-                                            &jx_prim_log1p,
-                                            &jx_prim_erf,
-                                            &jx_prim_sqrt,
-                                            &jx_prim_rsqrt,
-                                            &jx_prim_tanh,
-                                            &jx_prim_logistic,
-                                            &jx_prim_sin,
-                                            &jx_prim_cos,
-                                            &jx_prim_max,
-                                            &jx_prim_min,
-                                            &jx_prim_pow,
-                                            &jx_prim_integer_pow,
-                                            &jx_prim_select_n,
-                                            &jx_prim_eq,
-                                            &jx_prim_ne,
-                                            &jx_prim_lt,
-                                            &jx_prim_le,
-                                            &jx_prim_gt,
-                                            &jx_prim_ge,
-                                            &jx_prim_convert_element_type,
-                                            &jx_prim_stop_gradient,
-                                            NULL};
+#include "prim_lowering.h"
 
 /* bf16 values are computed in float and rounded after every equation, as
  * the reference kernels do */
@@ -47,22 +14,17 @@ static int fusible_dtype(jx_dtype d) {
 }
 
 int jx_fusion_renderable(const jx_eqn *e, const jx_program *p) {
-  if (e->nout != 1 || e->nsub) return 0;
-  int known = e->prim == &jx_prim_broadcast_in_dim;
-  for (int k = 0; computable[k] && !known; k++) known = computable[k] == e->prim;
-  if (!known) return 0;
+  if (e->nout != 1 || e->nsub || !jx_lower_computes(e->prim)) return 0;
+  const jx_prim_lowering *x = jx_prim_lowering_of(e->prim);
   if (!fusible_dtype(p->avals[e->out[0]].dtype)) return 0;
   for (int i = 0; i < e->nin; i++)
     if (!fusible_dtype(p->avals[e->in[i]].dtype)) return 0;
   /* arithmetic on bool is not a float op: leave it to the reference kernels */
-  if (e->prim != &jx_prim_select_n && e->prim != &jx_prim_convert_element_type &&
-      e->prim != &jx_prim_broadcast_in_dim && e->prim != &jx_prim_stop_gradient &&
-      p->avals[e->in[0]].dtype == JX_BOOL)
-    return 0;
-  if (e->prim == &jx_prim_select_n && (e->nin != 3 || p->avals[e->in[0]].dtype != JX_BOOL))
+  if (!x->on_bool && p->avals[e->in[0]].dtype == JX_BOOL) return 0;
+  if (e->prim->id == JX_PRIM_select_n && (e->nin != 3 || p->avals[e->in[0]].dtype != JX_BOOL))
     return 0;
   /* f64 -> bf16 rounds once from the double (through float would round twice) */
-  if (e->prim == &jx_prim_convert_element_type && p->avals[e->in[0]].dtype == JX_F64 &&
+  if (x->kind == JX_LOWER_CONVERT && p->avals[e->in[0]].dtype == JX_F64 &&
       p->avals[e->out[0]].dtype == JX_BF16)
     return 0;
   return 1;
@@ -70,10 +32,8 @@ int jx_fusion_renderable(const jx_eqn *e, const jx_program *p) {
 
 /* 0 none, else 1 sum, 2 max, 3 min: e is a plain reduction a kernel may end with. */
 static int reduce_op(const jx_eqn *e) {
-  int op = e->prim == &jx_prim_reduce_sum   ? 1
-           : e->prim == &jx_prim_reduce_max ? 2
-           : e->prim == &jx_prim_reduce_min ? 3
-                                            : 0;
+  const jx_prim_lowering *x = jx_prim_lowering_of(e->prim);
+  int op = x->kind == JX_LOWER_REDUCE ? x->reduce : 0;
   return e->nin == 1 && e->nout == 1 && !e->nsub ? op : 0;
 }
 
@@ -137,8 +97,8 @@ int64_t jx_fusion_kernel_rows(const jx_fusion_group *g) {
 enum { SINGLE_KERNEL_MIN_ELEMENTS = 4096 };
 
 int jx_fusion_single_worth_a_kernel(const jx_program *p, const jx_eqn *e) {
-  if (jx_fusion_is_view(e, p) || e->prim == &jx_prim_stop_gradient || jx_fusion_row_reduce(e, p) ||
-      jx_fusion_col_reduce(e, p, NULL) || !jx_fusion_renderable(e, p))
+  if (jx_fusion_is_view(e, p) || e->prim->id == JX_PRIM_stop_gradient ||
+      jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, NULL) || !jx_fusion_renderable(e, p))
     return 0;
   return jx_shape_numel(p->avals[e->out[0]].shape) >= SINGLE_KERNEL_MIN_ELEMENTS;
 }
@@ -173,11 +133,7 @@ static int producer(const jx_program *p, int v, int before) {
 }
 
 int jx_fusion_is_view(const jx_eqn *e, const jx_program *p) {
-  if (e->nin != 1 || e->nout != 1 || e->nsub) return 0;
-  if (e->prim != &jx_prim_broadcast_in_dim && e->prim != &jx_prim_slice &&
-      e->prim != &jx_prim_transpose && e->prim != &jx_prim_reshape && e->prim != &jx_prim_squeeze &&
-      e->prim != &jx_prim_expand_dims)
-    return 0;
+  if (e->nin != 1 || e->nout != 1 || e->nsub || !jx_lower_is_view(e->prim)) return 0;
   return fusible_dtype(p->avals[e->out[0]].dtype) && fusible_dtype(p->avals[e->in[0]].dtype);
 }
 
@@ -241,18 +197,22 @@ static void address_of(const jx_program *p, int v, int before, int depth, addres
     int ok = 1;
     a->var = u.var;
     a->offset = u.offset;
-    if (e->prim == &jx_prim_broadcast_in_dim) {
+    switch (e->prim->id) {
+    case JX_PRIM_broadcast_in_dim:
       for (int d = 0; d < us.rank; d++) a->st[e->params.l[1].v[d]] = us.dims[d] == 1 ? 0 : u.st[d];
-    } else if (e->prim == &jx_prim_slice) {
+      break;
+    case JX_PRIM_slice: {
       const jx_ilist *step = &e->params.l[2];
       for (int d = 0; d < us.rank; d++) {
         a->offset += e->params.l[0].v[d] * u.st[d];
         a->st[d] = u.st[d] * (step->n ? step->v[d] : 1);
       }
-    } else if (e->prim == &jx_prim_transpose) {
+      break;
+    }
+    case JX_PRIM_transpose:
       for (int d = 0; d < s.rank; d++) a->st[d] = u.st[e->params.l[0].v[d]];
-    } else {
-      ok = reshape_strides(us, u.st, s, a->st);
+      break;
+    default: /* reshape, squeeze, expand_dims */ ok = reshape_strides(us, u.st, s, a->st);
     }
     if (ok) {
       for (int d = 0; d < s.rank; d++)
@@ -305,12 +265,12 @@ int jx_fusion_add_operand(const jx_program *p, jx_fusion_group *g, int v) {
 
 int jx_fusion_is_window_op(const jx_eqn *e, const jx_program *p) {
   if (e->nout != 1 || e->nsub) return 0;
-  if (!(e->prim == &jx_prim_pad && e->nin == 2) &&
-      !(e->prim == &jx_prim_concatenate && e->nin >= 2))
+  const int pad = e->prim->id == JX_PRIM_pad;
+  if (jx_prim_lowering_of(e->prim)->kind != JX_LOWER_WINDOW || (pad ? e->nin != 2 : e->nin < 2))
     return 0;
   jx_aval out = p->avals[e->out[0]];
   if (!fusible_dtype(out.dtype) || out.shape.rank < 1) return 0;
-  int ndata = e->prim == &jx_prim_pad ? 1 : e->nin;
+  int ndata = pad ? 1 : e->nin;
   for (int i = 0; i < e->nin; i++) {
     jx_aval a = p->avals[e->in[i]];
     if (a.dtype != out.dtype) return 0;
@@ -326,7 +286,7 @@ int jx_fusion_is_window_op(const jx_eqn *e, const jx_program *p) {
 int jx_fusion_windows(const jx_program *p, const jx_eqn *e, int i, int *n, jx_fusion_window *win) {
   jx_shape in = p->avals[e->in[i]].shape, out = p->avals[e->out[0]].shape;
   *n = 0;
-  if (e->prim == &jx_prim_concatenate) {
+  if (e->prim->id == JX_PRIM_concatenate) {
     int64_t axis = e->params.i[0], lo = 0;
     for (int k = 0; k < i; k++) lo += p->avals[e->in[k]].shape.dims[axis];
     win[(*n)++] = (jx_fusion_window){(int)axis, lo, 1, in.dims[axis]};
@@ -490,7 +450,7 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
         ok = jx_fusion_add_operand(p, f, e->out[0]); /* read through */
       } else if (jx_fusion_is_window_op(e, p)) {
         f->compute++; /* a select over its operands' windowed loads */
-        int ndata = e->prim == &jx_prim_pad ? 1 : e->nin;
+        int ndata = e->prim->id == JX_PRIM_pad ? 1 : e->nin;
         for (int i = 0; i < e->nin && ok; i++)
           ok = i < ndata ? jx_fusion_add_window_operand(p, f, e, i)
                          : jx_fusion_add_operand(p, f, e->in[i]);

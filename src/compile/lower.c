@@ -4,13 +4,17 @@
 #include <stdlib.h>
 
 #include "../base/error.h"
-#include "../parallel/collective.h"
-#include "../prims/prims.h"
+#include "prim_lowering.h"
 #include "simplify.h"
 
 int jx_lower_is_custom_call(const jx_eqn *e) {
-  return (e->prim == &jx_prim_custom_jvp_call || e->prim == &jx_prim_custom_vjp_call) &&
-         e->nsub >= 1 && e->sub[0]->nin == e->nin && e->sub[0]->nout == e->nout;
+  return jx_prim_lowering_of(e->prim)->exec == JX_LOWER_EXEC_INLINE && e->nsub >= 1 &&
+         e->sub[0]->nin == e->nin && e->sub[0]->nout == e->nout;
+}
+
+/* A cast that only types its value (pvary, trace/vma.h). */
+static int is_cast(const jx_eqn *e) {
+  return jx_prim_lowering_of(e->prim)->exec == JX_LOWER_EXEC_CAST;
 }
 
 /* Appends sub's equations to q, sub's inputs read as args (q's variables);
@@ -27,7 +31,7 @@ static jx_status inline_into(jx_program *q, const jx_program *sub, const int *ar
       st = JX_ERR_OUT_OF_MEMORY;
   for (int k = 0; k < sub->neqns && !st; k++) {
     const jx_eqn *e = &sub->eqns[k];
-    if (e->prim == &jx_prim_pvary) { /* a type cast (trace/vma.h): nothing to run */
+    if (is_cast(e)) { /* nothing to run */
       map[e->out[0]] = map[e->in[0]];
       continue;
     }
@@ -57,7 +61,7 @@ jx_program *jx_lower_custom_calls_keeping(const jx_program *p, jx_lower_keep_fn 
   int any = 0;
   for (int k = 0; k < p->neqns && !any; k++)
     any = (jx_lower_is_custom_call(&p->eqns[k]) && !(keep && keep(p, &p->eqns[k]))) ||
-          p->eqns[k].prim == &jx_prim_pvary;
+          is_cast(&p->eqns[k]);
   if (!any) return jx_program_retain(p);
   jx_program *q = jx_program_new(p->name);
   int *in = malloc(sizeof *in * (size_t)(p->nin + 1)),

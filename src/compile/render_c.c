@@ -1,6 +1,7 @@
 /* The kernel renderer: what every dialect shares (see render.h), and the C
- * dialect. Expressions mirror the reference kernels in src/prims exactly,
- * so a fused kernel gives the bits the reference gives. */
+ * dialect. Each member is its primitive's lowering (prim_lowering.h), whose
+ * expressions mirror the reference kernels in src/prims exactly, so a fused
+ * kernel gives the bits the reference gives. */
 #include "render_c.h"
 
 #include <stdlib.h>
@@ -8,7 +9,7 @@
 
 #include "../base/error.h"
 #include "../base/strbuf.h"
-#include "../prims/prims.h"
+#include "prim_lowering.h"
 #include "render.h"
 
 /* src/prims/fastmath.h's text, as bytes (CMake writes the .inc at configure
@@ -18,42 +19,6 @@
 static const char fastmath_src[] = {
 #include "jx_fastmath_src.inc"
     0};
-
-typedef struct {
-  const jx_prim *prim;
-  const char *f32, *f64; /* %0, %1, %2: operands */
-} op_expr;
-
-static const op_expr table[] = {{&jx_prim_add, "(%0 + %1)", "(%0 + %1)"},
-                                {&jx_prim_sub, "(%0 - %1)", "(%0 - %1)"},
-                                {&jx_prim_mul, "(%0 * %1)", "(%0 * %1)"},
-                                {&jx_prim_div, "(%0 / %1)", "(%0 / %1)"},
-                                {&jx_prim_neg, "(-%0)", "(-%0)"},
-                                {&jx_prim_abs, "fabsf(%0)", "fabs(%0)"},
-                                {&jx_prim_exp, "jx_expf(%0)", "exp(%0)"},
-                                {&jx_prim_exp2, "jx_exp2f(%0)", "exp2(%0)"},
-                                {&jx_prim_expm1, "jx_expm1f(%0)", "expm1(%0)"},
-                                {&jx_prim_log, "jx_logf(%0)", "log(%0)"},
-                                {&jx_prim_log1p, "jx_log1pf(%0)", "log1p(%0)"},
-                                {&jx_prim_sqrt, "sqrtf(%0)", "sqrt(%0)"},
-                                {&jx_prim_rsqrt, "(1.0f / sqrtf(%0))", "(1.0 / sqrt(%0))"},
-                                {&jx_prim_tanh, "jx_tanhf(%0)", "tanh(%0)"},
-                                {&jx_prim_logistic, "jx_logistic_f(%0)", "jx_logistic_d(%0)"},
-                                {&jx_prim_sin, "jx_sinf(%0)", "sin(%0)"},
-                                {&jx_prim_erf, "jx_erff(%0)", "erf(%0)"},
-                                {&jx_prim_cos, "jx_cosf(%0)", "cos(%0)"},
-                                {&jx_prim_max, "JX_FMAX(%0, %1)", "JX_FMAX(%0, %1)"},
-                                {&jx_prim_min, "JX_FMIN(%0, %1)", "JX_FMIN(%0, %1)"},
-                                {&jx_prim_pow, "powf(%0, %1)", "pow(%0, %1)"},
-                                {&jx_prim_eq, "(%0 == %1)", "(%0 == %1)"},
-                                {&jx_prim_ne, "(%0 != %1)", "(%0 != %1)"},
-                                {&jx_prim_lt, "(%0 < %1)", "(%0 < %1)"},
-                                {&jx_prim_le, "(%0 <= %1)", "(%0 <= %1)"},
-                                {&jx_prim_gt, "(%0 > %1)", "(%0 > %1)"},
-                                {&jx_prim_ge, "(%0 >= %1)", "(%0 >= %1)"},
-                                {&jx_prim_select_n, "(%0 ? %2 : %1)", "(%0 ? %2 : %1)"},
-                                {&jx_prim_stop_gradient, "%0", "%0"},
-                                {NULL, NULL, NULL}};
 
 /* The helpers every dialect's kernels use, after the dialect's header
  * (which defines JX_FN, the qualifier of a helper function). */
@@ -319,7 +284,7 @@ static int member(const jx_program *p, const jx_fusion_group *g, int v) {
 /* A pad or concatenate: a select over its operands' windowed loads. */
 static int put_window_member(jx_strbuf *b, const jx_program *p, const jx_fusion_group *g,
                              const jx_eqn *e) {
-  const int pad = e->prim == &jx_prim_pad, ndata = pad ? 1 : e->nin;
+  const int pad = e->prim->id == JX_PRIM_pad, ndata = pad ? 1 : e->nin;
   int ks[JX_FUSION_MAX_LOADS];
   for (int i = 0; i < e->nin && i < JX_FUSION_MAX_LOADS; i++) {
     ks[i] = i < ndata ? jx_fusion_window_load(p, g, e, i) : jx_fusion_operand_load(p, g, e->in[i]);
@@ -384,23 +349,21 @@ static int put_members(jx_strbuf *b, const jx_program *p, const jx_fusion_group 
     int rounds = out.dtype == JX_BF16; /* computed in float, rounded as the reference */
     jx_strbuf_appendf(b, "      const %s v%d = %s", ctype(out.dtype), m - g->first,
                       rounds ? "jx_round_bf16(" : "");
-    jx_dtype in0 = p->avals[e->in[0]].dtype;
-    if (e->prim == &jx_prim_convert_element_type) {
+    const jx_prim_lowering *x = jx_prim_lowering_of(e->prim);
+    if (x->kind == JX_LOWER_CONVERT) {
       if (out.dtype == JX_BOOL)
         jx_strbuf_appendf(b, "(uint8_t)(%s != 0)", names[0]);
       else
         jx_strbuf_appendf(b, "(%s)%s", ctype(out.dtype), names[0]);
-    } else if (e->prim == &jx_prim_integer_pow) {
+    } else if (x->kind == JX_LOWER_INTEGER_POW) {
       put_ipow(b, ctype(out.dtype), names[0], e->params.i[0]);
     } else {
-      const op_expr *x = table;
-      while (x->prim && x->prim != e->prim) x++;
-      if (!x->prim) {
+      if (x->kind != JX_LOWER_EXPR || !x->f32 || !x->f64) {
         free(in_group);
         jx_error_set(JX_ERR_INTERNAL, "render: no expression for primitive %s", e->prim->name);
         return -1;
       }
-      const jx_dtype t = e->prim == &jx_prim_select_n ? p->avals[e->in[1]].dtype : in0;
+      const jx_dtype t = p->avals[e->in[x->typed_by]].dtype;
       put_expr(b, t == JX_F64 ? x->f64 : x->f32, names);
     }
     jx_strbuf_appendf(b, "%s;\n", rounds ? ")" : "");

@@ -112,35 +112,23 @@ static double gelu_ref(double x) {
 
 /* Evaluates one elementwise equation on the probes; 0 if it is not one. */
 static int eval_eqn(const jx_eqn *e, double *const in[2], double *out) {
-  const jx_prim *f = e->prim;
   for (int i = 0; i < PROBES; i++) {
     double a = in[0][i], b = e->nin > 1 ? in[1][i] : 0;
-    if (f == &jx_prim_add)
-      out[i] = a + b;
-    else if (f == &jx_prim_sub)
-      out[i] = a - b;
-    else if (f == &jx_prim_mul)
-      out[i] = a * b;
-    else if (f == &jx_prim_div)
-      out[i] = a / b;
-    else if (f == &jx_prim_max)
-      out[i] = a > b ? a : b;
-    else if (f == &jx_prim_min)
-      out[i] = a < b ? a : b;
-    else if (f == &jx_prim_neg)
-      out[i] = -a;
-    else if (f == &jx_prim_tanh)
-      out[i] = tanh(a);
-    else if (f == &jx_prim_exp)
-      out[i] = exp(a);
-    else if (f == &jx_prim_logistic)
-      out[i] = 1 / (1 + exp(-a));
-    else if (f == &jx_prim_erf)
-      out[i] = erf(a);
-    else if (f == &jx_prim_integer_pow)
-      out[i] = pow(a, (double)e->params.i[0]);
-    else
-      return 0;
+    switch (e->prim->id) {
+    case JX_PRIM_add: out[i] = a + b; break;
+    case JX_PRIM_sub: out[i] = a - b; break;
+    case JX_PRIM_mul: out[i] = a * b; break;
+    case JX_PRIM_div: out[i] = a / b; break;
+    case JX_PRIM_max: out[i] = a > b ? a : b; break;
+    case JX_PRIM_min: out[i] = a < b ? a : b; break;
+    case JX_PRIM_neg: out[i] = -a; break;
+    case JX_PRIM_tanh: out[i] = tanh(a); break;
+    case JX_PRIM_exp: out[i] = exp(a); break;
+    case JX_PRIM_logistic: out[i] = 1 / (1 + exp(-a)); break;
+    case JX_PRIM_erf: out[i] = erf(a); break;
+    case JX_PRIM_integer_pow: out[i] = pow(a, (double)e->params.i[0]); break;
+    default: return 0;
+    }
   }
   return 1;
 }

@@ -104,12 +104,6 @@ static void mesh_exec_free(void *exec) {
   free(mx);
 }
 
-static int is_collective(const jx_prim *q) {
-  return q == &jx_prim_psum || q == &jx_prim_pmax || q == &jx_prim_pmin ||
-         q == &jx_prim_all_gather || q == &jx_prim_psum_scatter || q == &jx_prim_all_to_all ||
-         q == &jx_prim_ppermute;
-}
-
 /* The dtypes NCCL reduces and moves (nccl_engine.c). */
 static int nccl_dtype(jx_dtype dt) {
   switch (dt) {
@@ -144,7 +138,7 @@ static jx_status make_axes(mesh_exec *mx, const jx_program *p) {
   for (int k = 0; k < p->neqns; k++) {
     const jx_eqn *e = &p->eqns[k];
     const jx_ilist *ids = &e->params.l[0];
-    if (!is_collective(e->prim) || ids->n < 1 || ids->n > JX_MAX_RANK || find_axes(mx, ids))
+    if (!jx_prim_is_collective(e->prim) || ids->n < 1 || ids->n > JX_MAX_RANK || find_axes(mx, ids))
       continue;
     const char *names[JX_MAX_RANK];
     for (int a = 0; a < ids->n; a++) names[a] = jx_axis_name((int)ids->v[a]);
@@ -162,7 +156,7 @@ static jx_status make_axes(mesh_exec *mx, const jx_program *p) {
 
 static int takes(void *ctx, const jx_program *p, const jx_eqn *e) {
   const position_ctx *c = ctx;
-  if (!c->owner->engine || !is_collective(e->prim) || e->nin != 1 || e->nout != 1) return 0;
+  if (!c->owner->engine || !jx_prim_is_collective(e->prim) || e->nin != 1 || e->nout != 1) return 0;
   return nccl_dtype(p->avals[e->in[0]].dtype) && find_axes(c->owner, &e->params.l[0]) != NULL;
 }
 
@@ -349,7 +343,7 @@ jx_status jx_cuda_mesh_attach(const jx_program *p, jx_mesh *m, const char *what_
   jx_status st =
       mx->per && mx->ctx ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "CUDA meshes: out of memory");
   int collectives = 0;
-  for (int k = 0; k < p->neqns; k++) collectives |= is_collective(p->eqns[k].prim);
+  for (int k = 0; k < p->neqns; k++) collectives |= jx_prim_is_collective(p->eqns[k].prim);
   if (!st && collectives) {
     int n = local_devices < ngpu ? local_devices : ngpu;
     pthread_mutex_lock(&lock);

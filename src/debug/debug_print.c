@@ -229,6 +229,7 @@ static jx_status print_batch(const jx_params *p, int nin, jx_array *const *in, c
 }
 
 const jx_prim jx_prim_debug_print = {.name = "debug_print",
+                                     .id = JX_PRIM_debug_print,
                                      .nin = JX_VARIADIC,
                                      .nout = 1,
                                      .params = "fmt=i0 nvalues=i1",

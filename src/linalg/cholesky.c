@@ -90,6 +90,7 @@ static jx_status batch_cholesky(const jx_params *p, int nin, jx_array *const *in
 }
 
 const jx_prim jx_prim_cholesky = {.name = "cholesky",
+                                  .id = JX_PRIM_cholesky,
                                   .nin = 1,
                                   .nout = 1,
                                   .params = "",

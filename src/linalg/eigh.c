@@ -89,6 +89,7 @@ static jx_status batch_eigh(const jx_params *p, int nin, jx_array *const *in, co
 }
 
 const jx_prim jx_prim_eigh = {.name = "eigh",
+                              .id = JX_PRIM_eigh,
                               .nin = 1,
                               .nout = 2,
                               .params = "",

@@ -93,6 +93,7 @@ static jx_status batch_lu(const jx_params *p, int nin, jx_array *const *in, cons
 }
 
 const jx_prim jx_prim_lu = {.name = "lu",
+                            .id = JX_PRIM_lu,
                             .nin = 1,
                             .nout = 3,
                             .params = "",

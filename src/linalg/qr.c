@@ -150,6 +150,7 @@ static jx_status batch_qr(const jx_params *p, int nin, jx_array *const *in, cons
 }
 
 const jx_prim jx_prim_qr = {.name = "qr",
+                            .id = JX_PRIM_qr,
                             .nin = 1,
                             .nout = 2,
                             .params = "full_matrices=i0",

@@ -154,6 +154,7 @@ static jx_status batch_triangular_solve(const jx_params *p, int nin, jx_array *c
 
 const jx_prim jx_prim_triangular_solve = {
     .name = "triangular_solve",
+    .id = JX_PRIM_triangular_solve,
     .nin = 2,
     .nout = 1,
     .params = "left_side=i0 lower=i1 transpose_a=i2 unit_diagonal=i3",

@@ -424,6 +424,19 @@ static int async_enabled(void) {
   return on;
 }
 
+int jx_prim_is_collective(const jx_prim *p) {
+  switch (p->id) {
+  case JX_PRIM_psum:
+  case JX_PRIM_pmax:
+  case JX_PRIM_pmin:
+  case JX_PRIM_all_gather:
+  case JX_PRIM_psum_scatter:
+  case JX_PRIM_all_to_all:
+  case JX_PRIM_ppermute: return 1;
+  default: return 0;
+  }
+}
+
 int jx_collective_start(const jx_prim *prim, const jx_params *p, jx_array *in, jx_array **out,
                         jx_collective_pending **pending) {
   *pending = NULL;
@@ -532,6 +545,7 @@ static void eval(kind k, const jx_params *p, const jx_tensor *in, jx_tensor *out
     eval(KIND, p, in, out, "jx_" #NAME);                                                           \
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
+                                  .id = JX_PRIM_##NAME,                                            \
                                   .nin = 1,                                                        \
                                   .nout = 1,                                                       \
                                   .params = PARAMS,                                                \

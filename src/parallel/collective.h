@@ -28,6 +28,8 @@
 
 extern const jx_prim jx_prim_psum, jx_prim_pmax, jx_prim_pmin, jx_prim_all_gather,
     jx_prim_psum_scatter, jx_prim_all_to_all, jx_prim_ppermute;
+/* 1 when p is one of the collectives above (not pvary, not axis_index). */
+int jx_prim_is_collective(const jx_prim *p);
 /* The cast of an invariant value to a varying one (pvary.c, trace/vma.h):
  * axes = l0. */
 extern const jx_prim jx_prim_pvary;

@@ -94,6 +94,7 @@ static jx_status batch_constraint(const jx_params *p, int nin, jx_array *const *
 }
 
 const jx_prim jx_prim_sharding_constraint = {.name = "sharding_constraint",
+                                             .id = JX_PRIM_sharding_constraint,
                                              .nin = 1,
                                              .nout = 1,
                                              .params = "sharding=i0",

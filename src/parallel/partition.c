@@ -164,7 +164,7 @@ static jx_status partition_eqn(part_ctx *c, const jx_eqn *e, jx_array **env) {
                 .out_known = known,
                 .req = req,
                 .prod = prod};
-  const jx_pfamily *fam = jx_pfamily_of(e, p);
+  const jx_pfamily *fam = jx_pfamily_of(e);
   jx_status st = fam->plan(&pl);
   for (int i = 0; i < e->nin && !st; i++) {
     ins[i] = jx_reshard(c->mesh, env[e->in[i]], &in[i], &req[i]);

@@ -5,13 +5,7 @@
  * result is wanted split along them); free dims keep their operand's split.
  * A mesh axis splits one dim at most: later claims on a used axis are
  * dropped (that dim is gathered). Result dims: batch, lhs free, rhs free. */
-#include "../prims/prims.h"
 #include "propagate.h"
-
-static int match_dot(const jx_eqn *e, const jx_program *p) {
-  (void)p;
-  return e->prim == &jx_prim_dot_general;
-}
 
 /* Candidate sources for one dim, tried in order; the first that is known,
  * split and free of used axes wins. */
@@ -132,4 +126,4 @@ static jx_status plan_dot(jx_plan *pl) {
   return JX_OK;
 }
 
-const jx_pfamily jx_pfamily_dot = {.name = "dot", .match = match_dot, .plan = plan_dot};
+const jx_pfamily jx_pfamily_dot = {.name = "dot", .plan = plan_dot};

@@ -6,14 +6,8 @@
  * operands (select_n's which, clamp's bounds) stay whole. With no sharded
  * operand the wanted result layout is taken: a replicated operand is then
  * sliced locally, which costs no communication. */
-#include "../prims/prims.h"
 #include "constraint.h"
 #include "propagate.h"
-
-static int match_elementwise(const jx_eqn *e, const jx_program *p) {
-  (void)p;
-  return e->prim->elementwise || e->prim == &jx_prim_select_n || e->prim == &jx_prim_clamp;
-}
 
 static jx_status plan_elementwise(jx_plan *pl) {
   const jx_eqn *e = pl->e;
@@ -40,16 +34,10 @@ static jx_status plan_elementwise(jx_plan *pl) {
   return JX_OK;
 }
 
-const jx_pfamily jx_pfamily_elementwise = {
-    .name = "elementwise", .match = match_elementwise, .plan = plan_elementwise};
+const jx_pfamily jx_pfamily_elementwise = {.name = "elementwise", .plan = plan_elementwise};
 
 /* sharding_constraint: the value laid out as it says; locally nothing but
  * the resharding into that layout. */
-static int match_constraint(const jx_eqn *e, const jx_program *p) {
-  (void)p;
-  return e->prim == &jx_prim_sharding_constraint;
-}
-
 static jx_status plan_constraint(jx_plan *pl) {
   int r = pl->p->avals[pl->e->out[0]].shape.rank;
   pl->req[0] = pl->prod[0] = jx_pspec_of(jx_sharding_from_id((int)pl->e->params.i[0]), r);
@@ -57,4 +45,4 @@ static jx_status plan_constraint(jx_plan *pl) {
 }
 
 const jx_pfamily jx_pfamily_constraint = {
-    .name = "constraint", .match = match_constraint, .plan = plan_constraint, .identity = 1};
+    .name = "constraint", .plan = plan_constraint, .identity = 1};

@@ -7,13 +7,6 @@
 #include "../prims/prims.h"
 #include "propagate.h"
 
-static int match_gather(const jx_eqn *e, const jx_program *p) {
-  (void)p;
-  const jx_prim *q = e->prim;
-  return q == &jx_prim_gather || q == &jx_prim_scatter || q == &jx_prim_scatter_add ||
-         q == &jx_prim_scatter_mul || q == &jx_prim_scatter_min || q == &jx_prim_scatter_max;
-}
-
 static int listed(const jx_ilist *l, int d) {
   for (int k = 0; k < l->n; k++)
     if (l->v[k] == d) return 1;
@@ -74,4 +67,4 @@ static void local_gather(const jx_plan *pl, const jx_aval *in, const jx_aval *ou
 }
 
 const jx_pfamily jx_pfamily_gather = {
-    .name = "gather", .match = match_gather, .plan = plan_gather, .local_params = local_gather};
+    .name = "gather", .plan = plan_gather, .local_params = local_gather};

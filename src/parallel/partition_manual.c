@@ -11,11 +11,6 @@
 #include "propagate.h"
 #include "shard_map.h"
 
-static int match_manual(const jx_eqn *e, const jx_program *p) {
-  (void)p;
-  return e->prim == &jx_prim_shard_map;
-}
-
 static jx_status plan_manual(jx_plan *pl) {
   const jx_eqn *e = pl->e;
   int n = e->nin > e->nout ? e->nin : e->nout;
@@ -44,4 +39,4 @@ static jx_status apply_manual(const jx_plan *pl, jx_array *const *in, jx_array *
 }
 
 const jx_pfamily jx_pfamily_manual = {
-    .name = "manual", .match = match_manual, .plan = plan_manual, .local_apply = apply_manual};
+    .name = "manual", .plan = plan_manual, .local_apply = apply_manual};

@@ -2,16 +2,7 @@
  * is split is reduced locally and the partial results are combined across
  * its axes afterwards (psum for sums, pmax/pmin for max/min); products,
  * logical and/or and argmax/argmin gather the reduced dim first. */
-#include "../prims/prims.h"
 #include "propagate.h"
-
-static int match_reduce(const jx_eqn *e, const jx_program *p) {
-  (void)p;
-  const jx_prim *q = e->prim;
-  return q == &jx_prim_reduce_sum || q == &jx_prim_reduce_prod || q == &jx_prim_reduce_max ||
-         q == &jx_prim_reduce_min || q == &jx_prim_reduce_and || q == &jx_prim_reduce_or ||
-         q == &jx_prim_argmax || q == &jx_prim_argmin;
-}
 
 static jx_status plan_reduce(jx_plan *pl) {
   const jx_eqn *e = pl->e;
@@ -19,14 +10,17 @@ static jx_status plan_reduce(jx_plan *pl) {
   int r = pl->p->avals[e->in[0]].shape.rank;
   jx_dtype dt = pl->p->avals[e->in[0]].dtype;
   uint8_t reduced[JX_MAX_RANK] = {0};
-  if (q == &jx_prim_argmax || q == &jx_prim_argmin)
+  if (q->id == JX_PRIM_argmax || q->id == JX_PRIM_argmin)
     reduced[e->params.i[0]] = 1;
   else
     for (int k = 0; k < e->params.l[0].n; k++) reduced[e->params.l[0].v[k]] = 1;
   jx_partial_op op = JX_PARTIAL_NONE;
-  if (q == &jx_prim_reduce_sum) op = JX_PARTIAL_SUM;
-  if (q == &jx_prim_reduce_max && dt != JX_BOOL) op = JX_PARTIAL_MAX;
-  if (q == &jx_prim_reduce_min && dt != JX_BOOL) op = JX_PARTIAL_MIN;
+  switch (q->id) {
+  case JX_PRIM_reduce_sum: op = JX_PARTIAL_SUM; break;
+  case JX_PRIM_reduce_max: op = dt != JX_BOOL ? JX_PARTIAL_MAX : JX_PARTIAL_NONE; break;
+  case JX_PRIM_reduce_min: op = dt != JX_BOOL ? JX_PARTIAL_MIN : JX_PARTIAL_NONE; break;
+  default: /* products, and/or, argmax/argmin: the reduced dims are gathered */ break;
+  }
   jx_pspec req = jx_pspec_replicated(r),
            prod = jx_pspec_replicated(pl->p->avals[e->out[0]].shape.rank);
   uint32_t used = 0;
@@ -51,4 +45,4 @@ static jx_status plan_reduce(jx_plan *pl) {
   return JX_OK;
 }
 
-const jx_pfamily jx_pfamily_reduce = {.name = "reduce", .match = match_reduce, .plan = plan_reduce};
+const jx_pfamily jx_pfamily_reduce = {.name = "reduce", .plan = plan_reduce};

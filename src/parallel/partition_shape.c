@@ -12,13 +12,6 @@
 #include "../prims/prims.h"
 #include "propagate.h"
 
-static int match_shape(const jx_eqn *e, const jx_program *p) {
-  (void)p;
-  return e->prim == &jx_prim_broadcast_in_dim || e->prim == &jx_prim_reshape ||
-         e->prim == &jx_prim_squeeze || e->prim == &jx_prim_expand_dims ||
-         e->prim == &jx_prim_transpose;
-}
-
 static jx_status plan_broadcast(jx_plan *pl) {
   const jx_eqn *e = pl->e;
   jx_shape gi = pl->p->avals[e->in[0]].shape, go = pl->p->avals[e->out[0]].shape;
@@ -106,10 +99,11 @@ static jx_status plan_transpose(jx_plan *pl) {
 }
 
 static jx_status plan_shape(jx_plan *pl) {
-  const jx_prim *p = pl->e->prim;
-  if (p == &jx_prim_broadcast_in_dim) return plan_broadcast(pl);
-  if (p == &jx_prim_transpose) return plan_transpose(pl);
-  return plan_reshape(pl);
+  switch (pl->e->prim->id) {
+  case JX_PRIM_broadcast_in_dim: return plan_broadcast(pl);
+  case JX_PRIM_transpose: return plan_transpose(pl);
+  default: /* reshape, squeeze, expand_dims */ return plan_reshape(pl);
+  }
 }
 
 static void local_shape(const jx_plan *pl, const jx_aval *in, const jx_aval *out, jx_params *q) {
@@ -121,4 +115,4 @@ static void local_shape(const jx_plan *pl, const jx_aval *in, const jx_aval *out
 }
 
 const jx_pfamily jx_pfamily_shape = {
-    .name = "shape", .match = match_shape, .plan = plan_shape, .local_params = local_shape};
+    .name = "shape", .plan = plan_shape, .local_params = local_shape};

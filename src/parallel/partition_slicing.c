@@ -4,37 +4,25 @@
  * keeps its split (the first sharded operand's, as for elementwise ops), and
  * the local op runs on the local block with the untouched dims' sizes
  * made local. */
-#include "../prims/prims.h"
 #include "propagate.h"
 
-static int match_slicing(const jx_eqn *e, const jx_program *p) {
-  (void)p;
-  const jx_prim *q = e->prim;
-  return q == &jx_prim_slice || q == &jx_prim_pad || q == &jx_prim_dynamic_slice ||
-         q == &jx_prim_dynamic_update_slice || q == &jx_prim_concatenate || q == &jx_prim_rev ||
-         q == &jx_prim_cumsum || q == &jx_prim_cumprod || q == &jx_prim_cummax ||
-         q == &jx_prim_cummin || q == &jx_prim_sort || q == &jx_prim_top_k;
-}
-
 static void touched_dims(const jx_eqn *e, const jx_program *p, uint8_t *t) {
-  const jx_prim *q = e->prim;
   const jx_params *pp = &e->params;
   jx_shape g = p->avals[e->in[0]].shape;
   for (int d = 0; d < g.rank; d++) {
-    if (q == &jx_prim_slice)
+    switch (e->prim->id) {
+    case JX_PRIM_slice:
       t[d] = pp->l[0].v[d] != 0 || pp->l[1].v[d] != g.dims[d] || (pp->l[2].n && pp->l[2].v[d] != 1);
-    else if (q == &jx_prim_pad)
-      t[d] = pp->l[0].v[d] || pp->l[1].v[d] || pp->l[2].v[d];
-    else if (q == &jx_prim_dynamic_slice)
-      t[d] = pp->l[0].v[d] != g.dims[d];
-    else if (q == &jx_prim_dynamic_update_slice)
-      t[d] = p->avals[e->in[1]].shape.dims[d] != g.dims[d];
-    else if (q == &jx_prim_rev)
+      break;
+    case JX_PRIM_pad: t[d] = pp->l[0].v[d] || pp->l[1].v[d] || pp->l[2].v[d]; break;
+    case JX_PRIM_dynamic_slice: t[d] = pp->l[0].v[d] != g.dims[d]; break;
+    case JX_PRIM_dynamic_update_slice: t[d] = p->avals[e->in[1]].shape.dims[d] != g.dims[d]; break;
+    case JX_PRIM_rev:
       for (int k = 0; k < pp->l[0].n; k++) t[d] |= pp->l[0].v[k] == d;
-    else if (q == &jx_prim_top_k)
-      t[d] = d == g.rank - 1;
-    else /* concatenate, cumulative, sort: one dim, i0 */
-      t[d] = pp->i[0] == d;
+      break;
+    case JX_PRIM_top_k: t[d] = d == g.rank - 1; break;
+    default: /* concatenate, cumulative, sort: one dim, i0 */ t[d] = pp->i[0] == d;
+    }
   }
 }
 
@@ -66,12 +54,12 @@ static jx_status plan_slicing(jx_plan *pl) {
 
 static void local_slicing(const jx_plan *pl, const jx_aval *in, const jx_aval *out, jx_params *q) {
   (void)out;
-  const jx_prim *p = pl->e->prim;
-  int slot = p == &jx_prim_slice ? 1 : p == &jx_prim_dynamic_slice ? 0 : -1;
+  const jx_prim_id id = pl->e->prim->id;
+  int slot = id == JX_PRIM_slice ? 1 : id == JX_PRIM_dynamic_slice ? 0 : -1;
   if (slot < 0) return; /* limit_indices / slice_sizes of split (untouched) dims: the block's */
   for (int d = 0; d < in[0].shape.rank; d++)
     if (pl->req[0].n[d]) q->l[slot].v[d] = in[0].shape.dims[d];
 }
 
 const jx_pfamily jx_pfamily_slicing = {
-    .name = "slicing", .match = match_slicing, .plan = plan_slicing, .local_params = local_slicing};
+    .name = "slicing", .plan = plan_slicing, .local_params = local_slicing};

@@ -105,25 +105,56 @@ jx_status jx_plan_replicate_all(jx_plan *pl) {
   return JX_OK;
 }
 
-static const jx_pfamily *const families[] = {
-    &jx_pfamily_constraint, &jx_pfamily_elementwise, &jx_pfamily_shape,  &jx_pfamily_reduce,
-    &jx_pfamily_dot,        &jx_pfamily_slicing,     &jx_pfamily_gather, &jx_pfamily_manual};
+/* Each primitive's layout rules. An elementwise row (jx_prim.elementwise)
+ * without an entry is the elementwise family's; anything else without one
+ * is replicated: control flow, convolutions, windows, random bits, ... */
+_Static_assert(JX_PRIM_COUNT == 128, "a new primitive: give it its layout family, or none");
+static const jx_pfamily *const family[JX_PRIM_COUNT] = {
+    [JX_PRIM_sharding_constraint] = &jx_pfamily_constraint,
+    [JX_PRIM_select_n] = &jx_pfamily_elementwise,
+    [JX_PRIM_clamp] = &jx_pfamily_elementwise,
+    [JX_PRIM_broadcast_in_dim] = &jx_pfamily_shape,
+    [JX_PRIM_reshape] = &jx_pfamily_shape,
+    [JX_PRIM_squeeze] = &jx_pfamily_shape,
+    [JX_PRIM_expand_dims] = &jx_pfamily_shape,
+    [JX_PRIM_transpose] = &jx_pfamily_shape,
+    [JX_PRIM_reduce_sum] = &jx_pfamily_reduce,
+    [JX_PRIM_reduce_prod] = &jx_pfamily_reduce,
+    [JX_PRIM_reduce_max] = &jx_pfamily_reduce,
+    [JX_PRIM_reduce_min] = &jx_pfamily_reduce,
+    [JX_PRIM_reduce_and] = &jx_pfamily_reduce,
+    [JX_PRIM_reduce_or] = &jx_pfamily_reduce,
+    [JX_PRIM_argmax] = &jx_pfamily_reduce,
+    [JX_PRIM_argmin] = &jx_pfamily_reduce,
+    [JX_PRIM_dot_general] = &jx_pfamily_dot,
+    [JX_PRIM_slice] = &jx_pfamily_slicing,
+    [JX_PRIM_pad] = &jx_pfamily_slicing,
+    [JX_PRIM_dynamic_slice] = &jx_pfamily_slicing,
+    [JX_PRIM_dynamic_update_slice] = &jx_pfamily_slicing,
+    [JX_PRIM_concatenate] = &jx_pfamily_slicing,
+    [JX_PRIM_rev] = &jx_pfamily_slicing,
+    [JX_PRIM_cumsum] = &jx_pfamily_slicing,
+    [JX_PRIM_cumprod] = &jx_pfamily_slicing,
+    [JX_PRIM_cummax] = &jx_pfamily_slicing,
+    [JX_PRIM_cummin] = &jx_pfamily_slicing,
+    [JX_PRIM_sort] = &jx_pfamily_slicing,
+    [JX_PRIM_top_k] = &jx_pfamily_slicing,
+    [JX_PRIM_gather] = &jx_pfamily_gather,
+    [JX_PRIM_scatter] = &jx_pfamily_gather,
+    [JX_PRIM_scatter_add] = &jx_pfamily_gather,
+    [JX_PRIM_scatter_mul] = &jx_pfamily_gather,
+    [JX_PRIM_scatter_min] = &jx_pfamily_gather,
+    [JX_PRIM_scatter_max] = &jx_pfamily_gather,
+    [JX_PRIM_shard_map] = &jx_pfamily_manual,
+};
 
-const jx_pfamily *jx_pfamily_of(const jx_eqn *e, const jx_program *p) {
-  for (size_t k = 0; k < sizeof families / sizeof *families; k++)
-    if (families[k]->match(e, p)) return families[k];
-  return &jx_pfamily_replicated;
+const jx_pfamily *jx_pfamily_of(const jx_eqn *e) {
+  if (family[e->prim->id]) return family[e->prim->id];
+  return e->prim->elementwise ? &jx_pfamily_elementwise : &jx_pfamily_replicated;
 }
 
-/* The replicated fallback: control flow, convolutions, windows, random
- * bits and everything without a rule of its own. */
-static int match_any(const jx_eqn *e, const jx_program *p) {
-  (void)e;
-  (void)p;
-  return 1;
-}
-const jx_pfamily jx_pfamily_replicated = {
-    .name = "replicated", .match = match_any, .plan = jx_plan_replicate_all};
+/* The fallback: every operand and result whole. */
+const jx_pfamily jx_pfamily_replicated = {.name = "replicated", .plan = jx_plan_replicate_all};
 
 /* ---- the driver ---- */
 enum { UNKNOWN = 0, KNOWN = 1 };
@@ -161,7 +192,7 @@ static jx_status run_plan(prop *s, const jx_eqn *e, jx_plan *pl) {
                   .out_known = s->out_known,
                   .req = s->req,
                   .prod = s->prod};
-  return jx_pfamily_of(e, s->p)->plan(pl);
+  return jx_pfamily_of(e)->plan(pl);
 }
 
 /* One sweep; *changed is set when some variable became known. */

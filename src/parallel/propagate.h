@@ -61,10 +61,10 @@ typedef struct {
   int partial_axes[JX_MAX_RANK]; /* mesh axes the local results are partial over */
 } jx_plan;
 
-/* A family of primitives with one layout rule. */
+/* A family of primitives with one layout rule (propagate.c's table says
+ * which primitives). */
 typedef struct {
   const char *name;
-  int (*match)(const jx_eqn *e, const jx_program *p);
   jx_status (*plan)(jx_plan *pl);
   /* The op's parameters for local blocks (shape-carrying parameters);
    * NULL: unchanged. in/out: the local avals of operands and results. */
@@ -80,7 +80,7 @@ extern const jx_pfamily jx_pfamily_elementwise, jx_pfamily_shape, jx_pfamily_red
     jx_pfamily_replicated;
 
 /* The family whose rule applies to e (the replicated fallback at least). */
-const jx_pfamily *jx_pfamily_of(const jx_eqn *e, const jx_program *p);
+const jx_pfamily *jx_pfamily_of(const jx_eqn *e);
 
 /* Helpers for plans. */
 /* Copies dim sd of a into dim dd of b unless one of its axes is in *used;

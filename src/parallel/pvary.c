@@ -71,6 +71,7 @@ static jx_status batch_pvary(const jx_params *p, int nin, jx_array *const *in, c
 }
 
 const jx_prim jx_prim_pvary = {.name = "pvary",
+                               .id = JX_PRIM_pvary,
                                .nin = 1,
                                .nout = 1,
                                .params = "axes=l0",

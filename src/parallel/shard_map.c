@@ -222,6 +222,7 @@ static int bind_mesh_axes(const jx_params *p) {
 }
 
 const jx_prim jx_prim_shard_map = {.name = "shard_map",
+                                   .id = JX_PRIM_shard_map,
                                    .nin = JX_VARIADIC,
                                    .nout = JX_NOUT_PARAM,
                                    .params = "mesh=i0 in_shardings=i1 out_shardings=i2 nout=i3",

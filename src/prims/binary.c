@@ -273,6 +273,7 @@ static void binary_kernel(binop op, const jx_tensor *in, jx_tensor *out) {
     binary_kernel(OP, in, out);                                                                    \
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
+                                  .id = JX_PRIM_##NAME,                                            \
                                   .nin = 2,                                                        \
                                   .nout = 1,                                                       \
                                   .params = "",                                                    \

@@ -370,6 +370,7 @@ static void eval_conv(const jx_params *p, int nin, const jx_tensor *in, int nout
 
 const jx_prim jx_prim_conv_general_dilated = {
     .name = "conv_general_dilated",
+    .id = JX_PRIM_conv_general_dilated,
     .nin = 2,
     .nout = 1,
     .params = "window_strides=l0 padding_lo=l1 padding_hi=l2 lhs_dilation=l3 rhs_dilation=l4 "

@@ -140,6 +140,7 @@ static jx_status transpose_convert(const jx_params *p, int nin, jx_array *const 
 }
 
 const jx_prim jx_prim_convert_element_type = {.name = "convert_element_type",
+                                              .id = JX_PRIM_convert_element_type,
                                               .nin = 1,
                                               .nout = 1,
                                               .params = "new_dtype=dtype weak_type=i0",
@@ -202,6 +203,7 @@ static void eval_bitcast(const jx_params *p, int nin, const jx_tensor *in, int n
 }
 
 const jx_prim jx_prim_bitcast_convert_type = {.name = "bitcast_convert_type",
+                                              .id = JX_PRIM_bitcast_convert_type,
                                               .nin = 1,
                                               .nout = 1,
                                               .params = "new_dtype=dtype",

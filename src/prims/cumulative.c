@@ -84,6 +84,7 @@ static void eval_cum(cop op, const jx_params *p, const jx_tensor *in, jx_tensor 
     eval_cum(OP, p, in, out);                                                                      \
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
+                                  .id = JX_PRIM_##NAME,                                            \
                                   .nin = 1,                                                        \
                                   .nout = 1,                                                       \
                                   .params = "axis=i0 reverse=i1",                                  \

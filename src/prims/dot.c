@@ -506,6 +506,7 @@ jx_status jx_dot_side_by_side(int n, const jx_params *const *p, jx_array *const 
 
 const jx_prim jx_prim_dot_general = {
     .name = "dot_general",
+    .id = JX_PRIM_dot_general,
     .nin = 2,
     .nout = 1,
     .params = "lhs_contracting=l0 rhs_contracting=l1 lhs_batch=l2 rhs_batch=l3 "

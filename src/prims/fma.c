@@ -67,6 +67,7 @@ static jx_status jvp_fma(const jx_params *p, int nin, jx_array *const *x, jx_arr
 }
 
 const jx_prim jx_prim_fma = {.name = "fma",
+                             .id = JX_PRIM_fma,
                              .nin = 3,
                              .nout = 1,
                              .params = "",

@@ -474,6 +474,7 @@ static void eval_scatter_op(scatter_op sop, const jx_params *p, const jx_tensor 
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {                                                                 \
       .name = #NAME,                                                                               \
+      .id = JX_PRIM_##NAME,                                                                        \
       .nin = 3,                                                                                    \
       .nout = 1,                                                                                   \
       .params = "update_window_dims=l0 inserted_window_dims=l1 "                                   \
@@ -491,6 +492,7 @@ SCATTER_ROW(scatter_min, S_MIN, 0, jx_jvp_scatter_extremum, NULL)
 SCATTER_ROW(scatter_max, S_MAX, 0, jx_jvp_scatter_extremum, NULL)
 
 const jx_prim jx_prim_gather = {.name = "gather",
+                                .id = JX_PRIM_gather,
                                 .nin = 2,
                                 .nout = 1,
                                 .params = "offset_dims=l0 collapsed_slice_dims=l1 "

@@ -12,6 +12,7 @@
 
 #include "../array/array.h"
 #include "../base/hash.h"
+#include "prim_id.h"
 
 /* The abstract value of an array: what a shape rule sees. vma: inside a
  * shard_map body, the set of manual mesh axes the value varies over
@@ -144,6 +145,7 @@ typedef jx_status (*jx_partial_eval_fn)(const struct jx_eqn *e, const jx_aval *i
 
 typedef struct jx_prim {
   const char *name;   /* as in JAX: "add", "dot_general", "reduce_sum" */
+  jx_prim_id id;      /* JX_PRIM_<name>: its entry in each pass's table (prim_id.h) */
   int nin;            /* or JX_VARIADIC */
   int nout;           /* or JX_NOUT_NIN */
   const char *params; /* slot names for printing: "axes=l0 keepdims=i0"; "" if none */

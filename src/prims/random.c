@@ -133,6 +133,7 @@ static void eval_threefry(const jx_params *p, int nin, const jx_tensor *in, int 
 }
 
 const jx_prim jx_prim_threefry2x32 = {.name = "threefry2x32",
+                                      .id = JX_PRIM_threefry2x32,
                                       .nin = 4,
                                       .nout = 2,
                                       .params = "",
@@ -230,6 +231,7 @@ static jx_status batch_random_bits(const jx_params *p, int nin, jx_array *const 
 }
 
 const jx_prim jx_prim_random_bits = {.name = "random_bits",
+                                     .id = JX_PRIM_random_bits,
                                      .nin = 1,
                                      .nout = 1,
                                      .params = "shape=l0 bit_width=i0",

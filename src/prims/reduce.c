@@ -382,6 +382,7 @@ oom:
     eval_reduce(OP, p, in, out);                                                                   \
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
+                                  .id = JX_PRIM_##NAME,                                            \
                                   .nin = 1,                                                        \
                                   .nout = 1,                                                       \
                                   .params = "axes=l0",                                             \
@@ -469,6 +470,7 @@ static void eval_arg(int is_max, const jx_params *p, const jx_tensor *in, jx_ten
     eval_arg(IS_MAX, p, in, out);                                                                  \
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
+                                  .id = JX_PRIM_##NAME,                                            \
                                   .nin = 1,                                                        \
                                   .nout = 1,                                                       \
                                   .params = "axis=i0 index_dtype=dtype",                           \

@@ -179,6 +179,7 @@ static jx_status batch_select_n(const jx_params *p, int nin, jx_array *const *in
 }
 
 const jx_prim jx_prim_select_n = {.name = "select_n",
+                                  .id = JX_PRIM_select_n,
                                   .nin = JX_VARIADIC,
                                   .nout = 1,
                                   .params = "",
@@ -342,6 +343,7 @@ static jx_status batch_clamp(const jx_params *p, int nin, jx_array *const *in, c
 }
 
 const jx_prim jx_prim_clamp = {.name = "clamp",
+                               .id = JX_PRIM_clamp,
                                .nin = 3,
                                .nout = 1,
                                .params = "",

@@ -150,6 +150,7 @@ static void eval_sort(const jx_params *p, int nin, const jx_tensor *in, int nout
 }
 
 const jx_prim jx_prim_sort = {.name = "sort",
+                              .id = JX_PRIM_sort,
                               .nin = JX_VARIADIC,
                               .nout = JX_NOUT_NIN,
                               .params = "dimension=i0 num_keys=i1",
@@ -206,6 +207,7 @@ static void eval_top_k(const jx_params *p, int nin, const jx_tensor *in, int nou
 }
 
 const jx_prim jx_prim_top_k = {.name = "top_k",
+                               .id = JX_PRIM_top_k,
                                .nin = 1,
                                .nout = 2,
                                .params = "k=i0",

@@ -459,6 +459,7 @@ static jx_status infer_unary(const char *name, jx_accept acc, const jx_aval *in,
     unary_kernel(OP, p, in, out);                                                                  \
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
+                                  .id = JX_PRIM_##NAME,                                            \
                                   .nin = 1,                                                        \
                                   .nout = 1,                                                       \
                                   .params = "",                                                    \
@@ -520,6 +521,7 @@ static void eval_round(const jx_params *p, int nin, const jx_tensor *in, int nou
   unary_kernel(p->i[0] ? U_ROUND_EVEN : U_ROUND_AWAY, p, in, out);
 }
 const jx_prim jx_prim_round = {.name = "round",
+                               .id = JX_PRIM_round,
                                .nin = 1,
                                .nout = 1,
                                .params = "rounding_method=i0",
@@ -543,6 +545,7 @@ static void eval_is_finite(const jx_params *p, int nin, const jx_tensor *in, int
   unary_kernel(U_IS_FINITE, p, in, out);
 }
 const jx_prim jx_prim_is_finite = {.name = "is_finite",
+                                   .id = JX_PRIM_is_finite,
                                    .nin = 1,
                                    .nout = 1,
                                    .params = "",
@@ -572,6 +575,7 @@ static void eval_integer_pow(const jx_params *p, int nin, const jx_tensor *in, i
   unary_kernel(U_INTEGER_POW, p, in, out);
 }
 const jx_prim jx_prim_integer_pow = {.name = "integer_pow",
+                                     .id = JX_PRIM_integer_pow,
                                      .nin = 1,
                                      .nout = 1,
                                      .params = "y=i0",
@@ -597,6 +601,7 @@ static void eval_polygamma(const jx_params *p, int nin, const jx_tensor *in, int
   unary_kernel(U_POLYGAMMA, p, in, out);
 }
 const jx_prim jx_prim_polygamma = {.name = "polygamma",
+                                   .id = JX_PRIM_polygamma,
                                    .nin = 1,
                                    .nout = 1,
                                    .params = "m=i0",

@@ -184,6 +184,7 @@ static void eval_window(jx_window_op op, const jx_params *p, const jx_tensor *in
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {                                                                 \
       .name = #NAME,                                                                               \
+      .id = JX_PRIM_##NAME,                                                                        \
       .nin = 1,                                                                                    \
       .nout = 1,                                                                                   \
       .params = "window_dimensions=l0 window_strides=l1 padding_lo=l2 padding_hi=l3 "              \

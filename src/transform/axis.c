@@ -76,6 +76,7 @@ static jx_status batch_axis_index(const jx_params *p, int nin, jx_array *const *
 }
 
 const jx_prim jx_prim_axis_index = {.name = "axis_index",
+                                    .id = JX_PRIM_axis_index,
                                     .nin = 0,
                                     .nout = 1,
                                     .params = "axis=i0",

@@ -335,6 +335,7 @@ static jx_status batch_cond(const jx_params *p, int nin, jx_array *const *in, co
 }
 
 const jx_prim jx_prim_cond = {.name = "cond",
+                              .id = JX_PRIM_cond,
                               .nin = JX_VARIADIC,
                               .nout = JX_NOUT_PARAM,
                               .params = "nout=i3",

@@ -115,6 +115,7 @@ static jx_status batch_lin(const jx_params *p, int nin, jx_array *const *in, con
 }
 
 const jx_prim jx_prim_custom_lin = {.name = "custom_lin",
+                                    .id = JX_PRIM_custom_lin,
                                     .nin = JX_VARIADIC,
                                     .nout = JX_NOUT_PARAM,
                                     .params = "num_res=i0",
@@ -164,6 +165,7 @@ static jx_status batch_custom_vjp(const jx_params *p, int nin, jx_array *const *
 }
 
 const jx_prim jx_prim_custom_vjp_call = {.name = "custom_vjp_call",
+                                         .id = JX_PRIM_custom_vjp_call,
                                          .nin = JX_VARIADIC,
                                          .nout = JX_NOUT_PARAM,
                                          .params = "num_res=i0",
@@ -204,6 +206,7 @@ static jx_status batch_custom_jvp(const jx_params *p, int nin, jx_array *const *
 }
 
 const jx_prim jx_prim_custom_jvp_call = {.name = "custom_jvp_call",
+                                         .id = JX_PRIM_custom_jvp_call,
                                          .nin = JX_VARIADIC,
                                          .nout = JX_NOUT_PARAM,
                                          .params = "",

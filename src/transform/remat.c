@@ -280,6 +280,7 @@ static jx_status batch_remat(const jx_params *p, int nin, jx_array *const *in, c
 }
 
 const jx_prim jx_prim_remat = {.name = "remat",
+                               .id = JX_PRIM_remat,
                                .nin = JX_VARIADIC,
                                .nout = JX_NOUT_PARAM,
                                .params = "policy=i0",

@@ -464,6 +464,7 @@ static jx_status batch_scan(const jx_params *p, int nin, jx_array *const *in, co
 }
 
 const jx_prim jx_prim_scan = {.name = "scan",
+                              .id = JX_PRIM_scan,
                               .nin = JX_VARIADIC,
                               .nout = JX_NOUT_PARAM,
                               .params = "num_carry=i0 length=i1 reverse=i2",

@@ -222,6 +222,7 @@ static jx_status batch_while(const jx_params *p, int nin, jx_array *const *in, c
 }
 
 const jx_prim jx_prim_while = {.name = "while",
+                               .id = JX_PRIM_while,
                                .nin = JX_VARIADIC,
                                .nout = JX_NOUT_NIN,
                                .params = "",

@@ -1,0 +1,78 @@
+/* The lowering of each primitive (prim_lowering.h). Expressions mirror the
+ * reference kernels in src/prims exactly, so a fused kernel gives the bits
+ * the reference gives; jx_ functions and JX_ macros are the kernels'
+ * prelude's (render_c.c). */
+#include "prim_lowering.h"
+
+/* A new primitive: say here what the compiler makes of it (or leave it to
+ * run as it is), then count it. */
+_Static_assert(JX_PRIM_COUNT == 128, "a new primitive: give it its lowering entry");
+
+#define EXPR(F32, F64)                                                                             \
+  { .kind = JX_LOWER_EXPR, .f32 = F32, .f64 = F64 }
+#define SAME(E) EXPR(E, E)
+#define REDUCE(OP)                                                                                 \
+  { .kind = JX_LOWER_REDUCE, .reduce = OP }
+#define SUBS(WHICH)                                                                                \
+  { .subs = WHICH }
+
+const jx_prim_lowering jx_prim_lowerings[JX_PRIM_COUNT] = {
+    [JX_PRIM_add] = SAME("(%0 + %1)"),
+    [JX_PRIM_sub] = SAME("(%0 - %1)"),
+    [JX_PRIM_mul] = SAME("(%0 * %1)"),
+    [JX_PRIM_div] = SAME("(%0 / %1)"),
+    [JX_PRIM_neg] = SAME("(-%0)"),
+    [JX_PRIM_abs] = EXPR("fabsf(%0)", "fabs(%0)"),
+    [JX_PRIM_exp] = EXPR("jx_expf(%0)", "exp(%0)"),
+    [JX_PRIM_exp2] = EXPR("jx_exp2f(%0)", "exp2(%0)"),
+    [JX_PRIM_expm1] = EXPR("jx_expm1f(%0)", "expm1(%0)"),
+    [JX_PRIM_log] = EXPR("jx_logf(%0)", "log(%0)"),
+    [JX_PRIM_log1p] = EXPR("jx_log1pf(%0)", "log1p(%0)"),
+    [JX_PRIM_sqrt] = EXPR("sqrtf(%0)", "sqrt(%0)"),
+    [JX_PRIM_rsqrt] = EXPR("(1.0f / sqrtf(%0))", "(1.0 / sqrt(%0))"),
+    [JX_PRIM_tanh] = EXPR("jx_tanhf(%0)", "tanh(%0)"),
+    [JX_PRIM_logistic] = EXPR("jx_logistic_f(%0)", "jx_logistic_d(%0)"),
+    [JX_PRIM_sin] = EXPR("jx_sinf(%0)", "sin(%0)"),
+    [JX_PRIM_erf] = EXPR("jx_erff(%0)", "erf(%0)"),
+    [JX_PRIM_cos] = EXPR("jx_cosf(%0)", "cos(%0)"),
+    [JX_PRIM_max] = SAME("JX_FMAX(%0, %1)"),
+    [JX_PRIM_min] = SAME("JX_FMIN(%0, %1)"),
+    [JX_PRIM_pow] = EXPR("powf(%0, %1)", "pow(%0, %1)"),
+    [JX_PRIM_eq] = SAME("(%0 == %1)"),
+    [JX_PRIM_ne] = SAME("(%0 != %1)"),
+    [JX_PRIM_lt] = SAME("(%0 < %1)"),
+    [JX_PRIM_le] = SAME("(%0 <= %1)"),
+    [JX_PRIM_gt] = SAME("(%0 > %1)"),
+    [JX_PRIM_ge] = SAME("(%0 >= %1)"),
+    /* select_n(which, case0, case1) on a bool predicate, typed by its cases */
+    [JX_PRIM_select_n] = {.kind = JX_LOWER_EXPR,
+                          .f32 = "(%0 ? %2 : %1)",
+                          .f64 = "(%0 ? %2 : %1)",
+                          .typed_by = 1,
+                          .on_bool = 1},
+    [JX_PRIM_stop_gradient] = {.kind = JX_LOWER_EXPR, .f32 = "%0", .f64 = "%0", .on_bool = 1},
+    [JX_PRIM_integer_pow] = {.kind = JX_LOWER_INTEGER_POW},
+    [JX_PRIM_convert_element_type] = {.kind = JX_LOWER_CONVERT, .on_bool = 1},
+
+    [JX_PRIM_broadcast_in_dim] = {.kind = JX_LOWER_BROADCAST, .on_bool = 1},
+    [JX_PRIM_slice] = {.kind = JX_LOWER_VIEW},
+    [JX_PRIM_transpose] = {.kind = JX_LOWER_VIEW},
+    [JX_PRIM_reshape] = {.kind = JX_LOWER_VIEW},
+    [JX_PRIM_squeeze] = {.kind = JX_LOWER_VIEW},
+    [JX_PRIM_expand_dims] = {.kind = JX_LOWER_VIEW},
+    [JX_PRIM_pad] = {.kind = JX_LOWER_WINDOW},
+    [JX_PRIM_concatenate] = {.kind = JX_LOWER_WINDOW},
+
+    [JX_PRIM_reduce_sum] = REDUCE(JX_LOWER_SUM),
+    [JX_PRIM_reduce_max] = REDUCE(JX_LOWER_MAX),
+    [JX_PRIM_reduce_min] = REDUCE(JX_LOWER_MIN),
+
+    [JX_PRIM_scan] = SUBS(JX_LOWER_SUBS_FIRST),
+    [JX_PRIM_remat] = SUBS(JX_LOWER_SUBS_FIRST),
+    [JX_PRIM_custom_vjp_call] = {.subs = JX_LOWER_SUBS_FIRST, .exec = JX_LOWER_EXEC_INLINE},
+    [JX_PRIM_custom_jvp_call] = {.subs = JX_LOWER_SUBS_FIRST, .exec = JX_LOWER_EXEC_INLINE},
+    [JX_PRIM_while] = SUBS(JX_LOWER_SUBS_PAIR),
+    [JX_PRIM_cond] = SUBS(JX_LOWER_SUBS_ALL),
+
+    [JX_PRIM_pvary] = {.exec = JX_LOWER_EXEC_CAST},
+};

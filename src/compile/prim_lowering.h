@@ -1,0 +1,76 @@
+/* How the compiler lowers each primitive: one entry per primitive, indexed
+ * by its number (prims/prim_id.h), read by the lowering of custom calls
+ * (lower.c), the fusion pass (fusion.c), the kernel renderer of every
+ * dialect (render_c.c) and the compiled control flow (control_compile.c). A primitive without an
+ * entry runs as it is: its reference kernel or its impl, one equation at a time. */
+#ifndef JX_SRC_COMPILE_PRIM_LOWERING_H
+#define JX_SRC_COMPILE_PRIM_LOWERING_H
+
+#include <stdint.h>
+
+#include "../prims/prim.h"
+
+/* What a fused kernel makes of an equation of the primitive. */
+typedef enum {
+  JX_LOWER_RUN,         /* nothing: it runs as it is */
+  JX_LOWER_EXPR,        /* elementwise: its C expression (f32, f64) */
+  JX_LOWER_CONVERT,     /* convert_element_type: a cast */
+  JX_LOWER_INTEGER_POW, /* the products binary powering forms, written out */
+  JX_LOWER_VIEW,        /* a view kernels read through (strides and an offset) */
+  JX_LOWER_BROADCAST,   /* broadcast_in_dim: a view, and renderable as its operand's element */
+  JX_LOWER_WINDOW,      /* pad, concatenate: a select over windowed loads */
+  JX_LOWER_REDUCE,      /* a reduction a kernel may end with (.reduce) */
+} jx_lower_kind;
+
+/* The reductions a kernel ends with; the values are jx_fusion_row_reduce's. */
+typedef enum { JX_LOWER_SUM = 1, JX_LOWER_MAX = 2, JX_LOWER_MIN = 3 } jx_lower_reduce;
+
+/* Control flow: which nested programs its impl runs on concrete inputs,
+ * and so which ones compiling the equation compiles (the wrappers' other
+ * programs, custom rules, only matter under a transformation, which
+ * happened before compilation). */
+typedef enum {
+  JX_LOWER_SUBS_NONE,
+  JX_LOWER_SUBS_FIRST, /* the program it wraps (scan's body, remat's, a custom call's) */
+  JX_LOWER_SUBS_PAIR,  /* both of exactly two (while: the condition and the body) */
+  JX_LOWER_SUBS_ALL,   /* every one (cond's branches) */
+} jx_lower_subs;
+
+/* What the executable runs for an equation of the primitive (lower.h). */
+typedef enum {
+  JX_LOWER_EXEC_AS_IS,
+  JX_LOWER_EXEC_INLINE, /* a custom call: its function's equations, inlined */
+  JX_LOWER_EXEC_CAST,   /* a cast that only types its value (pvary): its operand */
+} jx_lower_exec;
+
+typedef struct {
+  uint8_t kind;          /* jx_lower_kind */
+  const char *f32, *f64; /* JX_LOWER_EXPR: the C expression of operands %0, %1, %2 */
+  uint8_t typed_by;      /* the operand whose dtype picks f32 or f64 (select_n: a case) */
+  uint8_t on_bool;       /* takes bool operands; for the others bool is not a float op */
+  uint8_t reduce;        /* JX_LOWER_REDUCE: jx_lower_reduce */
+  uint8_t subs;          /* jx_lower_subs */
+  uint8_t exec;          /* jx_lower_exec */
+} jx_prim_lowering;
+
+extern const jx_prim_lowering jx_prim_lowerings[JX_PRIM_COUNT];
+
+static inline const jx_prim_lowering *jx_prim_lowering_of(const jx_prim *p) {
+  return &jx_prim_lowerings[p->id];
+}
+
+/* A member of a fused kernel can compute it (its expression, cast or
+ * powers, or a broadcast's element), dtypes aside. */
+static inline int jx_lower_computes(const jx_prim *p) {
+  jx_lower_kind k = (jx_lower_kind)jx_prim_lowering_of(p)->kind;
+  return k == JX_LOWER_EXPR || k == JX_LOWER_CONVERT || k == JX_LOWER_INTEGER_POW ||
+         k == JX_LOWER_BROADCAST;
+}
+
+/* A view kernels read through, dtypes aside. */
+static inline int jx_lower_is_view(const jx_prim *p) {
+  jx_lower_kind k = (jx_lower_kind)jx_prim_lowering_of(p)->kind;
+  return k == JX_LOWER_VIEW || k == JX_LOWER_BROADCAST;
+}
+
+#endif
