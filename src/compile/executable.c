@@ -532,7 +532,7 @@ static int update_in_place(const run_state *rs, const jx_program *p, int k, jx_s
     in[i] = (jx_tensor){a->buf->data, a->dtype, a->shape};
   }
   jx_tensor out = in[0]; /* the reference kernel skips the copy onto itself */
-  e->prim->eval(&e->params, e->nin, in, 1, &out);
+  e->prim->eval(&(jx_rule_ctx){e->prim, &e->params, e->nin, 1, 0, NULL}, in, &out);
   jx_array *r = jx_array_alias(env[v], env[v]->shape);
   if (r->poisoned) {
     *st = jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
