@@ -83,3 +83,5 @@ const jx_prim jx_prim_cholesky = {.name = "cholesky",
                                   .eval = eval_cholesky,
                                   .jvp = jvp_cholesky,
                                   .batch = jx_batch_vectorized};
+
+JX_REGISTER_PRIMS(cholesky, &jx_prim_cholesky)

@@ -83,3 +83,5 @@ const jx_prim jx_prim_eigh = {.name = "eigh",
                               .eval = eval_eigh,
                               .jvp = jvp_eigh,
                               .batch = jx_batch_vectorized};
+
+JX_REGISTER_PRIMS(eigh, &jx_prim_eigh)

@@ -88,3 +88,5 @@ const jx_prim jx_prim_lu = {.name = "lu",
                             .eval = eval_lu,
                             .jvp = jvp_lu,
                             .batch = jx_batch_vectorized};
+
+JX_REGISTER_PRIMS(lu, &jx_prim_lu)

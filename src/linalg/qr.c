@@ -146,3 +146,5 @@ const jx_prim jx_prim_qr = {.name = "qr",
                             .eval = eval_qr,
                             .jvp = jvp_qr,
                             .batch = jx_batch_vectorized};
+
+JX_REGISTER_PRIMS(qr, &jx_prim_qr)

@@ -146,3 +146,5 @@ const jx_prim jx_prim_triangular_solve = {
     .jvp = jvp_triangular_solve,
     .transpose = transpose_triangular_solve,
     .batch = jx_batch_vectorized};
+
+JX_REGISTER_PRIMS(triangular_solve, &jx_prim_triangular_solve)

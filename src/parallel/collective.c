@@ -528,3 +528,6 @@ COLLECTIVE_ROW(all_to_all, K_ALL_TO_ALL, "axes=l0 split=i0 concat=i1 axis_size=i
                jx_jvp_collective_linear, jx_transpose_collective, JX_VMA_COLLECTIVE)
 COLLECTIVE_ROW(ppermute, K_PPERMUTE, "axes=l0 perm=i0 axis_size=i1", jx_jvp_collective_linear,
                jx_transpose_collective, JX_VMA_COLLECTIVE)
+
+JX_REGISTER_PRIMS(collectives, &jx_prim_psum, &jx_prim_pmax, &jx_prim_pmin, &jx_prim_all_gather,
+                  &jx_prim_psum_scatter, &jx_prim_all_to_all, &jx_prim_ppermute)

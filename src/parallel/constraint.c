@@ -80,6 +80,8 @@ const jx_prim jx_prim_sharding_constraint = {.name = "sharding_constraint",
                                              .transpose = transpose_constraint,
                                              .batch = batch_constraint};
 
+JX_REGISTER_PRIMS(constraint, &jx_prim_sharding_constraint)
+
 jx_array *jx_sharding_constraint(jx_array *x, jx_sharding *s) {
   jx_params p = JX_PARAMS_INIT;
   p.i[0] = s->id;

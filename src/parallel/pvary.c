@@ -58,3 +58,5 @@ const jx_prim jx_prim_pvary = {.name = "pvary",
                                .transpose = transpose_pvary,
                                .batch = batch_pvary,
                                .vma = JX_VMA_CAST};
+
+JX_REGISTER_PRIMS(pvary, &jx_prim_pvary)

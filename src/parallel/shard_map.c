@@ -233,6 +233,8 @@ const jx_prim jx_prim_shard_map = {.name = "shard_map",
                                    .partial_eval = jx_smap_partial_eval,
                                    .bind_sub_axes = bind_mesh_axes};
 
+JX_REGISTER_PRIMS(shard_map, &jx_prim_shard_map)
+
 /* ---- the public function ---- */
 typedef struct {
   jx_mesh *mesh;

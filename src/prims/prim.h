@@ -2,9 +2,11 @@
  *
  * Rows are `const jx_prim jx_prim_<name>` objects defined in their family's
  * file (unary.c, binary.c, ...), declared in prims.h and listed by
- * registry.c. The issue that adds a transformation adds its rule as a new
- * field here and fills it in each row; a row that leaves a rule NULL makes the
- * transformation report "not supported for <prim>" instead of crashing. */
+ * registry.c, or, for the rows of the layers above, registered at start-up
+ * (JX_REGISTER_PRIMS). Each transformation's rule is a field here; a row that
+ * leaves a rule NULL makes the transformation report "not supported for
+ * <prim>" instead of crashing. Rules take a jx_rule_ctx and their data;
+ * rules.h builds the common ones. */
 #ifndef JX_SRC_PRIMS_PRIM_H
 #define JX_SRC_PRIMS_PRIM_H
 
@@ -179,6 +181,26 @@ typedef struct jx_prim {
   uint8_t vma;         /* how the outputs' varying manual axes follow the inputs'
                           (jx_vma_kind, trace/vma.h); 0: their union */
 } jx_prim;
+
+/* Rows defined above the prims layer, registered at start-up
+ * (JX_REGISTER_PRIMS); prims.h looks rows up by name. */
+typedef struct jx_prim_family {
+  const jx_prim *const *rows; /* NULL-terminated */
+  struct jx_prim_family *next;
+} jx_prim_family;
+/* Adds f's rows to those jx_prim_lookup and jx_prim_foreach see. Called
+ * before main (from the constructors JX_REGISTER_PRIMS writes), so it takes
+ * no lock. */
+void jx_prim_register_family(jx_prim_family *f);
+/* Registers the rows given (pointers to jx_prim) at start-up, from the file
+ * that defines them: whenever that file is part of the program, its rows can
+ * be found by name and are among "every row". `tag` names the family. */
+#define JX_REGISTER_PRIMS(tag, ...)                                                                \
+  static const jx_prim *const tag##_rows[] = {__VA_ARGS__, NULL};                                  \
+  static jx_prim_family tag##_family = {tag##_rows, NULL};                                         \
+  __attribute__((constructor)) static void tag##_register(void) {                                  \
+    jx_prim_register_family(&tag##_family);                                                        \
+  }
 
 /* Number of outputs of p applied to nin inputs with params pp. */
 static inline int jx_prim_nout(const jx_prim *p, int nin, const jx_params *pp) {

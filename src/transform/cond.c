@@ -331,6 +331,8 @@ const jx_prim jx_prim_cond = {.name = "cond",
                               .batch = batch_cond,
                               .partial_eval = pe_cond};
 
+JX_REGISTER_PRIMS(cond, &jx_prim_cond)
+
 /* ---- the public functions ---- */
 static jx_status switch_call(jx_array *index, int nbranches, jx_fn *const *branches, int n,
                              jx_array *const *ops, jx_array **out) {

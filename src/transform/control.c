@@ -80,13 +80,3 @@ jx_status jx_control_trace_branches(const char *op, int nbranches, jx_fn *const 
   free(av);
   return st;
 }
-
-/* The control-flow family's rows (registry.c lists it with the others). */
-const jx_prim *const jx_prims_control[] = {&jx_prim_cond,
-                                           &jx_prim_while,
-                                           &jx_prim_scan,
-                                           &jx_prim_remat,
-                                           &jx_prim_custom_vjp_call,
-                                           &jx_prim_custom_lin,
-                                           &jx_prim_custom_jvp_call,
-                                           NULL};

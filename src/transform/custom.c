@@ -198,6 +198,8 @@ const jx_prim jx_prim_custom_jvp_call = {.name = "custom_jvp_call",
                                          .jvp = jvp_custom_jvp,
                                          .batch = batch_custom_jvp};
 
+JX_REGISTER_PRIMS(custom, &jx_prim_custom_vjp_call, &jx_prim_custom_lin, &jx_prim_custom_jvp_call)
+
 /* ---- the public functions ---- */
 typedef struct {
   jx_fn *fwd, *bwd; /* for custom_vjp; fwd is the jvp function for custom_jvp */

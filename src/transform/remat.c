@@ -283,6 +283,8 @@ const jx_prim jx_prim_remat = {.name = "remat",
                                .batch = batch_remat,
                                .partial_eval = pe_remat};
 
+JX_REGISTER_PRIMS(remat, &jx_prim_remat)
+
 /* ---- jx_checkpoint ---- */
 typedef struct {
   jx_remat_policy policy;

@@ -468,6 +468,8 @@ const jx_prim jx_prim_scan = {.name = "scan",
                               .batch = batch_scan,
                               .partial_eval = pe_scan};
 
+JX_REGISTER_PRIMS(scan, &jx_prim_scan)
+
 /* ---- the public functions ---- */
 static jx_status scan_call(jx_fn *body, int ncarry, jx_array *const *init, int nxs,
                            jx_array *const *xs, int64_t length, int reverse, jx_array **out) {

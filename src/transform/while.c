@@ -217,6 +217,8 @@ const jx_prim jx_prim_while = {.name = "while",
                                .batch = batch_while,
                                .partial_eval = pe_while};
 
+JX_REGISTER_PRIMS(while, &jx_prim_while)
+
 static jx_status while_call(jx_fn *cond_fn, jx_fn *body_fn, int n, jx_array *const *init,
                             jx_array **out) {
   const char *op = "jx_while";
