@@ -17,8 +17,7 @@
 #include "linalg_prims.h"
 
 static jx_status infer_cholesky(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
-  (void)ctx;
-  jx_status st = jx_linalg_check_square("cholesky", "operand", in);
+  jx_status st = jx_linalg_check_square(ctx->prim->name, "operand", in);
   if (!st) out[0] = (jx_aval){in->dtype, 0, in->shape, 0};
   return st;
 }

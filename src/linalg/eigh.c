@@ -20,8 +20,7 @@
 #include "linalg_prims.h"
 
 static jx_status infer_eigh(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
-  (void)ctx;
-  jx_status st = jx_linalg_check_square("eigh", "operand", in);
+  jx_status st = jx_linalg_check_square(ctx->prim->name, "operand", in);
   if (st) return st;
   jx_shape values = in->shape;
   values.rank--; /* [..., n] */

@@ -20,8 +20,7 @@
 #include "linalg_prims.h"
 
 static jx_status infer_lu(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
-  (void)ctx;
-  jx_status st = jx_linalg_check_square("lu", "operand", in);
+  jx_status st = jx_linalg_check_square(ctx->prim->name, "operand", in);
   if (st) return st;
   jx_shape rows = in->shape;
   rows.rank--; /* [..., m] */

@@ -25,14 +25,6 @@ static jx_status impl_constraint(const jx_rule_ctx *ctx, jx_array *const *in, jx
   return out[0]->poisoned ? jx_last_status() : JX_OK;
 }
 
-static jx_status jvp_constraint(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
-                                jx_array **y, jx_array **ty) {
-  const jx_params *p = ctx->params;
-  y[0] = jx_bind1(&jx_prim_sharding_constraint, 1, x, p);
-  ty[0] = t[0] ? jx_bind1(&jx_prim_sharding_constraint, 1, t, p) : NULL;
-  return jx_last_status();
-}
-
 static jx_status transpose_constraint(const jx_rule_ctx *ctx, jx_array *const *in,
                                       const jx_aval *in_avals, const uint8_t *linear,
                                       jx_array *const *ct, jx_array **ct_in) {
@@ -76,7 +68,7 @@ const jx_prim jx_prim_sharding_constraint = {.name = "sharding_constraint",
                                              .infer = infer_constraint,
                                              .eval = eval_constraint,
                                              .impl = impl_constraint,
-                                             .jvp = jvp_constraint,
+                                             .jvp = jx_jvp_linear_first,
                                              .transpose = transpose_constraint,
                                              .batch = batch_constraint};
 

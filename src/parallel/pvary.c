@@ -22,14 +22,6 @@ static jx_status impl_pvary(const jx_rule_ctx *ctx, jx_array *const *in, jx_arra
   return JX_OK;
 }
 
-static jx_status jvp_pvary(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
-                           jx_array **y, jx_array **ty) {
-  const jx_params *p = ctx->params;
-  y[0] = jx_bind1(&jx_prim_pvary, 1, &x[0], p);
-  ty[0] = t[0] ? jx_bind1(&jx_prim_pvary, 1, &t[0], p) : NULL;
-  return jx_last_status();
-}
-
 static jx_status transpose_pvary(const jx_rule_ctx *ctx, jx_array *const *in,
                                  const jx_aval *in_avals, const uint8_t *linear,
                                  jx_array *const *ct, jx_array **ct_in) {
@@ -54,7 +46,7 @@ const jx_prim jx_prim_pvary = {.name = "pvary",
                                .params = "axes=l0",
                                .infer = infer_pvary,
                                .impl = impl_pvary,
-                               .jvp = jvp_pvary,
+                               .jvp = jx_jvp_linear_first,
                                .transpose = transpose_pvary,
                                .batch = batch_pvary,
                                .vma = JX_VMA_CAST};

@@ -114,8 +114,7 @@ static jx_status jvp_convert(const jx_rule_ctx *ctx, jx_array *const *x, jx_arra
 static jx_status transpose_convert(const jx_rule_ctx *ctx, jx_array *const *in,
                                    const jx_aval *avals, const uint8_t *linear, jx_array *const *ct,
                                    jx_array **ct_in) {
-  (void)ctx;
-  (void)in;
+  (void)ctx, (void)in;
   ct_in[0] = NULL;
   if (!linear[0] || !ct[0] || !jx_is_float(avals[0].dtype)) return JX_OK;
   jx_params q = JX_PARAMS_INIT;

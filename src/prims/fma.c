@@ -51,20 +51,23 @@ static void eval_fma(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out
 }
 
 /* d(a b + c) = da b + a db + dc */
-static jx_status jvp_fma(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
-                         jx_array **y, jx_array **ty) {
-  y[0] = jx_bind1(&jx_prim_fma, ctx->nin, x, ctx->params);
-  ty[0] = jx_rule_add(jx_rule_add(jx_rule_scale(t[0], x[1]), jx_rule_scale(t[1], x[0])), t[2]);
-  return jx_last_status();
+static jx_array *times_b(const jx_rule_ctx *ctx, jx_array *g, jx_array *const *x, jx_array *y) {
+  (void)ctx, (void)y;
+  return jx_rule_scale(g, x[1]);
 }
+static jx_array *times_a(const jx_rule_ctx *ctx, jx_array *g, jx_array *const *x, jx_array *y) {
+  (void)ctx, (void)y;
+  return jx_rule_scale(g, x[0]);
+}
+static JX_DEFJVP(jvp_fma, times_b, times_a, jx_deriv_identity)
 
-const jx_prim jx_prim_fma = {.name = "fma",
-                             .nin = 3,
-                             .nout = 1,
-                             .params = "",
-                             .infer = infer_fma,
-                             .eval = eval_fma,
-                             .jvp = jvp_fma,
-                             .elementwise = 1};
+    const jx_prim jx_prim_fma = {.name = "fma",
+                                 .nin = 3,
+                                 .nout = 1,
+                                 .params = "",
+                                 .infer = infer_fma,
+                                 .eval = eval_fma,
+                                 .jvp = jvp_fma,
+                                 .elementwise = 1};
 
 const jx_prim *const jx_prims_fma[] = {&jx_prim_fma, NULL};

@@ -162,8 +162,7 @@ jx_status jx_clamp_rule(const char *name, const jx_aval *in, jx_aval *out) {
 }
 
 static jx_status infer_clamp(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
-  (void)ctx;
-  return jx_clamp_rule("clamp", in, out);
+  return jx_clamp_rule(ctx->prim->name, in, out);
 }
 
 /* max then min with XLA's float semantics (elementwise.h) */

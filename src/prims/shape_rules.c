@@ -41,8 +41,7 @@ JX_TRANSPOSE_RULE(jx_transpose_broadcast_in_dim) {
 }
 
 JX_TRANSPOSE_RULE(jx_transpose_reshape) {
-  (void)ctx;
-  (void)in, (void)linear;
+  (void)ctx, (void)in, (void)linear;
   ct_in[0] = NULL;
   if (!ct[0]) return JX_OK;
   jx_shape os = avals[0].shape;

@@ -17,15 +17,13 @@
 #include "../trace/vma.h"
 
 static jx_status infer_axis_index(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
-  (void)ctx;
-  (void)in;
+  (void)ctx, (void)in;
   out[0] = (jx_aval){JX_I32, 0, {0, {0}}, 0};
   return JX_OK;
 }
 
 static void eval_axis_index(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
-  (void)ctx;
-  (void)in;
+  (void)ctx, (void)in;
   (void)out;
 }
 
