@@ -25,19 +25,16 @@ static jx_status impl_constraint(const jx_rule_ctx *ctx, jx_array *const *in, jx
   return out[0]->poisoned ? jx_last_status() : JX_OK;
 }
 
-static jx_status transpose_constraint(const jx_rule_ctx *ctx, jx_array *const *in,
-                                      const jx_aval *in_avals, const uint8_t *linear,
-                                      jx_array *const *ct, jx_array **ct_in) {
-  (void)in;
-  (void)in_avals;
-  (void)linear;
-  ct_in[0] = ct[0] ? jx_bind1(&jx_prim_sharding_constraint, 1, ct, ctx->params) : NULL;
-  return jx_last_status();
+/* the cotangent is constrained alike */
+static jx_array *constrain(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval) {
+  (void)aval;
+  return jx_rule_apply1(ctx, &ct);
 }
+static JX_DEFLINEAR_TRANSPOSE(transpose_constraint, constrain)
 
-/* Under vmap the batch axis is not split: the spec gets a "None" entry there. */
-static jx_status batch_constraint(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim,
-                                  int64_t n, jx_array **out, int *out_bdim) {
+    /* Under vmap the batch axis is not split: the spec gets a "None" entry there. */
+    static jx_status batch_constraint(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim,
+                                      int64_t n, jx_array **out, int *out_bdim) {
   const jx_params *p = ctx->params;
   (void)n;
   jx_sharding *s = jx_sharding_from_id((int)p->i[0]);

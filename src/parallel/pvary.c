@@ -22,18 +22,15 @@ static jx_status impl_pvary(const jx_rule_ctx *ctx, jx_array *const *in, jx_arra
   return JX_OK;
 }
 
-static jx_status transpose_pvary(const jx_rule_ctx *ctx, jx_array *const *in,
-                                 const jx_aval *in_avals, const uint8_t *linear,
-                                 jx_array *const *ct, jx_array **ct_in) {
-  (void)in;
-  (void)in_avals;
-  (void)linear;
-  ct_in[0] = ct[0] ? jx_bind1(&jx_prim_psum, 1, &ct[0], ctx->params) : NULL;
-  return jx_last_status();
+/* the transpose of a cast to varying is a sum over those axes */
+static jx_array *sum_over_axes(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval) {
+  (void)aval;
+  return jx_bind1(&jx_prim_psum, 1, &ct, ctx->params);
 }
+static JX_DEFLINEAR_TRANSPOSE(transpose_pvary, sum_over_axes)
 
-static jx_status batch_pvary(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim,
-                             int64_t n, jx_array **out, int *out_bdim) {
+    static jx_status batch_pvary(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim,
+                                 int64_t n, jx_array **out, int *out_bdim) {
   (void)n;
   out[0] = jx_bind1(&jx_prim_pvary, 1, &in[0], ctx->params);
   out_bdim[0] = bdim[0];

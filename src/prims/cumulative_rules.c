@@ -16,16 +16,13 @@
 #include "reduce_rules.h"
 #include "rules.h"
 
-JX_TRANSPOSE_RULE(jx_transpose_cumsum) {
-  const jx_params *p = ctx->params;
-  (void)in, (void)avals, (void)linear;
-  ct_in[0] = NULL;
-  if (!ct[0]) return JX_OK;
-  jx_params q = *p;
-  q.i[1] = !p->i[1];
-  ct_in[0] = jx_bind1(&jx_prim_cumsum, 1, ct, &q);
-  return jx_last_status();
+static jx_array *cumsum_reversed(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval) {
+  (void)aval;
+  jx_params q = *ctx->params;
+  q.i[1] = !q.i[1];
+  return jx_bind1(&jx_prim_cumsum, 1, &ct, &q);
 }
+JX_DEFLINEAR_TRANSPOSE(jx_transpose_cumsum, cumsum_reversed)
 
 JX_BATCH_RULE(jx_batch_cumulative) {
   (void)axis_size;

@@ -71,11 +71,10 @@ static jx_array *pad0_one(jx_array *x, double v) {
   return jx_bind1(&jx_prim_pad, 2, (jx_array *[]){x, val}, &q);
 }
 
-JX_TRANSPOSE_RULE(jx_transpose_reduce_sum) {
-  (void)in, (void)linear;
-  ct_in[0] = ct[0] ? broadcast_back(ct[0], avals[0].shape, &ctx->params->l[0]) : NULL;
-  return jx_last_status();
+static jx_array *unreduce(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval) {
+  return broadcast_back(ct, aval->shape, &ctx->params->l[0]);
 }
+JX_DEFLINEAR_TRANSPOSE(jx_transpose_reduce_sum, unreduce)
 
 /* x with the reduced axes moved to the front and flattened into one of size n. */
 static jx_array *flatten_axes(jx_array *x, const jx_ilist *axes, int64_t *n) {

@@ -89,6 +89,14 @@ JX_JVP_RULE(jx_jvp_linear_first) {
   return jx_last_status();
 }
 
+jx_status jx_transpose_linear(const jx_rule_ctx *ctx, jx_linear_transpose_fn f,
+                              const jx_aval *avals, jx_array *const *ct, jx_array **ct_in) {
+  ct_in[0] = NULL;
+  if (!ct[0]) return JX_OK;
+  ct_in[0] = f(ctx, ct[0], &avals[0]);
+  return jx_last_status();
+}
+
 jx_array *jx_deriv_identity(const jx_rule_ctx *ctx, jx_array *g, jx_array *const *x, jx_array *y) {
   (void)ctx, (void)x, (void)y;
   return g;

@@ -44,6 +44,20 @@ JX_JVP_RULE(jx_jvp_zero);
  * are integer indices or sizes: the primitive applied to the tangent. */
 JX_JVP_RULE(jx_jvp_linear_first);
 
+/* The transpose of a primitive linear in its only operand (JAX's
+ * ad.deflinear2): the operand's cotangent from the output's cotangent ct
+ * (never NULL) and the operand's aval. */
+typedef jx_array *(*jx_linear_transpose_fn)(const jx_rule_ctx *ctx, jx_array *ct,
+                                            const jx_aval *aval);
+jx_status jx_transpose_linear(const jx_rule_ctx *ctx, jx_linear_transpose_fn f,
+                              const jx_aval *avals, jx_array *const *ct, jx_array **ct_in);
+/* Defines the transpose rule `name` of such a primitive from f. */
+#define JX_DEFLINEAR_TRANSPOSE(name, f)                                                            \
+  JX_TRANSPOSE_RULE(name) {                                                                        \
+    (void)in, (void)linear;                                                                        \
+    return jx_transpose_linear(ctx, f, avals, ct, ct_in);                                          \
+  }
+
 /* Elementwise with a derivative per operand: the tangent of the output that
  * operand i contributes, from g = t[i] (never NULL), the primal inputs x and
  * the primal output y; NULL for an operand that has none. */

@@ -19,69 +19,59 @@ static jx_array *bind_list(const jx_prim *prim, jx_array *x, const jx_ilist *l) 
 
 /* Sums the cotangent over the dims broadcast_in_dim created or expanded, then
  * restores the operand's size-1 dims (JAX's _broadcast_in_dim_transpose_rule). */
-JX_TRANSPOSE_RULE(jx_transpose_broadcast_in_dim) {
-  (void)in, (void)linear;
-  ct_in[0] = NULL;
-  if (!ct[0]) return JX_OK;
-  jx_shape os = avals[0].shape;
+static jx_array *unbroadcast(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval) {
+  jx_shape os = aval->shape;
   int keep[JX_MAX_RANK] = {0};
   for (int i = 0; i < os.rank; i++)
     if (os.dims[i] != 1) keep[ctx->params->l[1].v[i]] = 1;
   jx_ilist axes = {0, {0}};
-  for (int d = 0; d < ct[0]->shape.rank; d++)
+  for (int d = 0; d < ct->shape.rank; d++)
     if (!keep[d]) axes.v[axes.n++] = d;
-  jx_array *r = axes.n ? bind_list(&jx_prim_reduce_sum, ct[0], &axes) : ct[0];
+  jx_array *r = axes.n ? bind_list(&jx_prim_reduce_sum, ct, &axes) : ct;
   if (!jx_shape_equal(r->shape, os)) {
     jx_ilist sh = {os.rank, {0}};
     for (int i = 0; i < os.rank; i++) sh.v[i] = os.dims[i];
     r = bind_list(&jx_prim_reshape, r, &sh);
   }
-  ct_in[0] = r;
-  return jx_last_status();
+  return r;
 }
+JX_DEFLINEAR_TRANSPOSE(jx_transpose_broadcast_in_dim, unbroadcast)
 
-JX_TRANSPOSE_RULE(jx_transpose_reshape) {
-  (void)ctx, (void)in, (void)linear;
-  ct_in[0] = NULL;
-  if (!ct[0]) return JX_OK;
-  jx_shape os = avals[0].shape;
-  jx_ilist sh = {os.rank, {0}};
-  for (int i = 0; i < os.rank; i++) sh.v[i] = os.dims[i];
-  ct_in[0] = bind_list(&jx_prim_reshape, ct[0], &sh);
-  return jx_last_status();
+static jx_array *reshape_back(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval) {
+  (void)ctx;
+  jx_ilist sh = {aval->shape.rank, {0}};
+  for (int i = 0; i < sh.n; i++) sh.v[i] = aval->shape.dims[i];
+  return bind_list(&jx_prim_reshape, ct, &sh);
 }
+JX_DEFLINEAR_TRANSPOSE(jx_transpose_reshape, reshape_back)
 
 /* squeeze and expand_dims with the same dims undo each other. */
-JX_TRANSPOSE_RULE(jx_transpose_squeeze) {
-  (void)in, (void)linear;
-  (void)avals;
-  ct_in[0] = ct[0] ? bind_list(&jx_prim_expand_dims, ct[0], &ctx->params->l[0]) : NULL;
-  return jx_last_status();
+static jx_array *unsqueeze(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval) {
+  (void)aval;
+  return bind_list(&jx_prim_expand_dims, ct, &ctx->params->l[0]);
 }
+JX_DEFLINEAR_TRANSPOSE(jx_transpose_squeeze, unsqueeze)
 
-JX_TRANSPOSE_RULE(jx_transpose_expand_dims) {
-  (void)in, (void)linear;
-  (void)avals;
-  ct_in[0] = ct[0] ? bind_list(&jx_prim_squeeze, ct[0], &ctx->params->l[0]) : NULL;
-  return jx_last_status();
+static jx_array *unexpand(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval) {
+  (void)aval;
+  return bind_list(&jx_prim_squeeze, ct, &ctx->params->l[0]);
 }
+JX_DEFLINEAR_TRANSPOSE(jx_transpose_expand_dims, unexpand)
 
-JX_TRANSPOSE_RULE(jx_transpose_transpose) {
-  const jx_params *p = ctx->params;
-  (void)in, (void)linear;
-  (void)avals;
-  jx_ilist inv = {p->l[0].n, {0}};
-  for (int i = 0; i < inv.n; i++) inv.v[p->l[0].v[i]] = i;
-  ct_in[0] = ct[0] ? bind_list(&jx_prim_transpose, ct[0], &inv) : NULL;
-  return jx_last_status();
+static jx_array *untranspose(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval) {
+  (void)aval;
+  const jx_ilist *perm = &ctx->params->l[0];
+  jx_ilist inv = {perm->n, {0}};
+  for (int i = 0; i < inv.n; i++) inv.v[perm->v[i]] = i;
+  return bind_list(&jx_prim_transpose, ct, &inv);
 }
+JX_DEFLINEAR_TRANSPOSE(jx_transpose_transpose, untranspose)
 
-JX_TRANSPOSE_RULE(jx_transpose_rev) {
-  (void)in, (void)linear;
-  (void)avals;
-  ct_in[0] = ct[0] ? bind_list(&jx_prim_rev, ct[0], &ctx->params->l[0]) : NULL;
-  return jx_last_status();
+static jx_array *unrev(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval) {
+  (void)aval;
+  return bind_list(&jx_prim_rev, ct, &ctx->params->l[0]);
 }
+JX_DEFLINEAR_TRANSPOSE(jx_transpose_rev, unrev)
 
 /* ---- batching ---- */
 

@@ -91,8 +91,8 @@ static jx_array *deriv_abs(const jx_rule_ctx *ctx, jx_array *g, jx_array *const 
 JX_DEFJVP(jx_jvp_abs, deriv_abs)
 
 /* neg is linear: jx_jvp_linear_first, and its own transpose */
-JX_TRANSPOSE_RULE(jx_transpose_neg) {
-  (void)ctx, (void)in, (void)avals;
-  ct_in[0] = linear[0] ? jx_rule_neg(ct[0]) : NULL;
-  return jx_last_status();
+static jx_array *negate(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval) {
+  (void)ctx, (void)aval;
+  return jx_rule_neg(ct);
 }
+JX_DEFLINEAR_TRANSPOSE(jx_transpose_neg, negate)
