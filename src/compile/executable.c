@@ -14,7 +14,6 @@
 #include "../base/memstats.h"
 #include "../base/hooks.h"
 #include "async_collective.h"
-#include "../parallel/shard_map.h"
 #include "../prims/dot_kernels.h"
 #include "../trace/dispatch.h"
 #include "async_dispatch.h"
@@ -307,7 +306,8 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix,
   if (!st) st = plan_lifetimes(x, p);
   if (!st) pair_gemms(x, p);
   for (int e = 0; e < p->neqns && !st; e++)
-    if (jx_eqn_has_effect(&p->eqns[e]) || p->eqns[e].prim == &jx_prim_shard_map) x->synchronous = 1;
+    if (jx_eqn_has_effect(&p->eqns[e]) || p->eqns[e].prim->id == JX_PRIM_shard_map)
+      x->synchronous = 1;
   if (!st) {
     x->step_names = calloc((size_t)x->nsteps + 1, sizeof *x->step_names);
     x->step_flops = calloc((size_t)x->nsteps + 1, sizeof *x->step_flops);
@@ -537,7 +537,7 @@ static int update_in_place(const run_state *rs, const jx_program *p, int k, jx_s
     in[i] = (jx_tensor){a->buf->data, a->dtype, a->shape};
   }
   jx_tensor out = in[0]; /* the reference kernel skips the copy onto itself */
-  e->prim->eval(&e->params, e->nin, in, 1, &out);
+  e->prim->eval(&(jx_rule_ctx){e->prim, &e->params, e->nin, 1, 0, NULL}, in, &out);
   jx_array *r = jx_array_alias(env[v], env[v]->shape);
   if (r->poisoned) {
     *st = jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;

@@ -77,7 +77,7 @@ static jx_array *fold(const jx_prim *p, const jx_params *pp, int nin, jx_array *
   jx_array *r = jx_array_alloc(out[0].dtype, out[0].shape, out[0].weak);
   if (r->poisoned) return NULL;
   tout[0] = (jx_tensor){r->buf->data, out[0].dtype, out[0].shape};
-  p->eval(pp, nin, tin, 1, tout);
+  p->eval(&(jx_rule_ctx){p, pp, nin, 1, 0, NULL}, tin, tout);
   return r;
 }
 

@@ -142,12 +142,8 @@ static char *render(const char *prefix, const char *fmt, int n, jx_array *const 
   return s;
 }
 
-static jx_status print_impl(const jx_params *p, int nin, jx_array *const *in, int nout,
-                            jx_array **out, int nsub, struct jx_program *const *subs) {
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
+static jx_status print_impl(const jx_rule_ctx *ctx, jx_array *const *in, jx_array **out) {
+  const jx_params *p = ctx->params;
   int n = (int)p->i[1];
   for (int i = 0; i < n; i++) {
     jx_status st = jx_array_ready(in[i]);
@@ -170,41 +166,31 @@ static jx_status print_impl(const jx_params *p, int nin, jx_array *const *in, in
   return JX_OK;
 }
 
-static jx_status print_infer(const jx_params *p, int nin, const jx_aval *in, int nout,
-                             jx_aval *out) {
-  (void)p;
-  (void)nin;
+static jx_status print_infer(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  (void)ctx;
   (void)in;
-  (void)nout;
   out[0] = (jx_aval){JX_BOOL, 0, {0, {0}}, 0};
   return JX_OK;
 }
 
 /* JAX's debug_callback JVP: print the primals; the token has no tangent. */
-static jx_status print_jvp(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                           int nout, jx_array **y, jx_array **ty, int nsub,
-                           struct jx_program *const *subs) {
+static jx_status print_jvp(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                           jx_array **y, jx_array **ty) {
   (void)t;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
   ty[0] = NULL;
-  return jx_bind(&jx_prim_debug_print, nin, x, p, y);
+  return jx_bind(&jx_prim_debug_print, ctx->nin, x, ctx->params, y);
 }
 
 /* Unrolled over the batch, one print per element, as JAX does. */
-static jx_status print_batch(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                             int64_t axis_size, int nout, jx_array **out, int *out_bdim, int nsub,
-                             struct jx_program *const *subs) {
-  (void)nout;
-  (void)nsub;
-  (void)subs;
-  jx_array **xs = malloc(sizeof *xs * (size_t)(nin + 1));
+static jx_status print_batch(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim,
+                             int64_t axis_size, jx_array **out, int *out_bdim) {
+  const jx_params *p = ctx->params;
+  jx_array **xs = malloc(sizeof *xs * (size_t)(ctx->nin + 1));
   if (!xs) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_debug_print: out of memory");
   jx_status st = JX_OK;
   out[0] = jx_poison();
   for (int64_t b = 0; b < axis_size && !st; b++) {
-    for (int i = 0; i < nin && !st; i++) {
+    for (int i = 0; i < ctx->nin && !st; i++) {
       if (bdim[i] == JX_NOT_MAPPED) {
         xs[i] = in[i];
         continue;
@@ -220,7 +206,7 @@ static jx_status print_batch(const jx_params *p, int nin, jx_array *const *in, c
       xs[i] = jx_squeeze(jx_slice(in[i], lo, hi, one), (jx_axes){1, {ax[0]}});
       if (xs[i]->poisoned) st = jx_last_status() ? jx_last_status() : JX_ERR_POISONED;
     }
-    if (!st) st = jx_bind(&jx_prim_debug_print, nin, xs, p, out);
+    if (!st) st = jx_bind(&jx_prim_debug_print, ctx->nin, xs, p, out);
   }
   free(xs);
   if (!st && axis_size == 0) st = jx_bind(&jx_prim_debug_print, 0, NULL, p, out); /* never */

@@ -44,9 +44,9 @@ static jx_status verify_eqn(const jx_program *p, const jx_eqn *e, char *defined)
   }
   if (st) goto done;
   if (e->prim->infer) {
-    st = e->prim->infer(&e->params, e->nin, in, e->nout, out);
-    if (!st && e->prim->outputs)
-      st = e->prim->outputs(&e->params, e->nin, in, e->nsub, e->sub, e->nout, out);
+    const jx_rule_ctx ctx = {e->prim, &e->params, e->nin, e->nout, e->nsub, e->sub};
+    st = e->prim->infer(&ctx, in, out);
+    if (!st && e->prim->outputs) st = e->prim->outputs(&ctx, in, out);
     if (st) goto done;
     for (int o = 0; o < e->nout; o++)
       if (!aval_equal(out[o], p->avals[e->out[o]])) {

@@ -16,10 +16,8 @@
 #include "../prims/rules.h"
 #include "linalg_prims.h"
 
-static jx_status infer_cholesky(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                jx_aval *out) {
-  (void)p, (void)nin, (void)nout;
-  jx_status st = jx_linalg_check_square("cholesky", "operand", in);
+static jx_status infer_cholesky(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  jx_status st = jx_linalg_check_square(ctx->prim->name, "operand", in);
   if (!st) out[0] = (jx_aval){in->dtype, 0, in->shape, 0};
   return st;
 }
@@ -41,9 +39,8 @@ static void factor(jx_dtype dt, void *m, int64_t n) {
     }
 }
 
-static void eval_cholesky(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                          jx_tensor *out) {
-  (void)p, (void)nin, (void)nout;
+static void eval_cholesky(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  (void)ctx;
   int r = in->shape.rank;
   int64_t n = in->shape.dims[r - 1], count = jx_linalg_batch_count(in->shape);
   size_t bytes = jx_dtype_size(in->dtype) * (size_t)(n * n);
@@ -62,11 +59,9 @@ static jx_array *phi(jx_array *x) {
   return jx_add(strict, jx_mul(diag, jx_scalar(x->dtype, 0.5)));
 }
 
-static jx_status jvp_cholesky(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                              int nout, jx_array **y, jx_array **ty, int nsub,
-                              struct jx_program *const *subs) {
-  (void)nin, (void)nout, (void)nsub, (void)subs;
-  jx_array *l = jx_bind1(&jx_prim_cholesky, 1, x, p);
+static jx_status jvp_cholesky(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                              jx_array **y, jx_array **ty) {
+  jx_array *l = jx_bind1(&jx_prim_cholesky, 1, x, ctx->params);
   y[0] = l;
   ty[0] = NULL;
   if (!t[0]) return jx_last_status();
@@ -79,16 +74,6 @@ static jx_status jvp_cholesky(const jx_params *p, int nin, jx_array *const *x, j
   return jx_last_status();
 }
 
-static jx_status batch_cholesky(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                                int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                                struct jx_program *const *subs) {
-  (void)nin, (void)nout, (void)nsub, (void)subs;
-  jx_array *x = jx_rule_batch_to_front(in[0], bdim[0], n);
-  out[0] = jx_bind1(&jx_prim_cholesky, 1, &x, p);
-  out_bdim[0] = 0;
-  return jx_last_status();
-}
-
 const jx_prim jx_prim_cholesky = {.name = "cholesky",
                                   .id = JX_PRIM_cholesky,
                                   .nin = 1,
@@ -97,4 +82,6 @@ const jx_prim jx_prim_cholesky = {.name = "cholesky",
                                   .infer = infer_cholesky,
                                   .eval = eval_cholesky,
                                   .jvp = jvp_cholesky,
-                                  .batch = batch_cholesky};
+                                  .batch = jx_batch_vectorized};
+
+JX_REGISTER_PRIMS(cholesky, &jx_prim_cholesky)

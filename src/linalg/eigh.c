@@ -19,10 +19,8 @@
 #include "../prims/rules.h"
 #include "linalg_prims.h"
 
-static jx_status infer_eigh(const jx_params *p, int nin, const jx_aval *in, int nout,
-                            jx_aval *out) {
-  (void)p, (void)nin, (void)nout;
-  jx_status st = jx_linalg_check_square("eigh", "operand", in);
+static jx_status infer_eigh(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  jx_status st = jx_linalg_check_square(ctx->prim->name, "operand", in);
   if (st) return st;
   jx_shape values = in->shape;
   values.rank--; /* [..., n] */
@@ -48,8 +46,8 @@ static void decompose(jx_dtype dt, void *v, void *w, int64_t n) {
   }
 }
 
-static void eval_eigh(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)p, (void)nin, (void)nout;
+static void eval_eigh(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  (void)ctx;
   int r = in->shape.rank;
   int64_t n = in->shape.dims[r - 1], count = jx_linalg_batch_count(in->shape);
   size_t esize = jx_dtype_size(in->dtype), bytes = esize * (size_t)(n * n);
@@ -61,11 +59,9 @@ static void eval_eigh(const jx_params *p, int nin, const jx_tensor *in, int nout
   }
 }
 
-static jx_status jvp_eigh(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                          int nout, jx_array **y, jx_array **ty, int nsub,
-                          struct jx_program *const *subs) {
-  (void)nin, (void)nout, (void)nsub, (void)subs;
-  jx_status st = jx_bind(&jx_prim_eigh, 1, x, p, y);
+static jx_status jvp_eigh(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                          jx_array **y, jx_array **ty) {
+  jx_status st = jx_bind(&jx_prim_eigh, 1, x, ctx->params, y);
   ty[0] = ty[1] = NULL;
   if (st || !t[0]) return st;
   jx_array *w = y[0], *v = y[1], *eye = jx_linalg_eye_like(v);
@@ -78,16 +74,6 @@ static jx_status jvp_eigh(const jx_params *p, int nin, jx_array *const *x, jx_ar
   return jx_last_status();
 }
 
-static jx_status batch_eigh(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                            int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                            struct jx_program *const *subs) {
-  (void)nin, (void)nout, (void)nsub, (void)subs;
-  jx_array *x = jx_rule_batch_to_front(in[0], bdim[0], n);
-  jx_status st = jx_bind(&jx_prim_eigh, 1, &x, p, out);
-  out_bdim[0] = out_bdim[1] = 0;
-  return st;
-}
-
 const jx_prim jx_prim_eigh = {.name = "eigh",
                               .id = JX_PRIM_eigh,
                               .nin = 1,
@@ -96,4 +82,6 @@ const jx_prim jx_prim_eigh = {.name = "eigh",
                               .infer = infer_eigh,
                               .eval = eval_eigh,
                               .jvp = jvp_eigh,
-                              .batch = batch_eigh};
+                              .batch = jx_batch_vectorized};
+
+JX_REGISTER_PRIMS(eigh, &jx_prim_eigh)

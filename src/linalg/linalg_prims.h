@@ -21,7 +21,6 @@
 
 extern const jx_prim jx_prim_cholesky, jx_prim_triangular_solve, jx_prim_lu, jx_prim_eigh,
     jx_prim_qr;
-extern const jx_prim *const jx_prims_linalg[];
 
 /* Checks that av is an f32/f64 stack of matrices (rank >= 2); records an
  * error naming op and the aval otherwise. */

@@ -19,9 +19,8 @@
 #include "../prims/rules.h"
 #include "linalg_prims.h"
 
-static jx_status infer_lu(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
-  (void)p, (void)nin, (void)nout;
-  jx_status st = jx_linalg_check_square("lu", "operand", in);
+static jx_status infer_lu(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  jx_status st = jx_linalg_check_square(ctx->prim->name, "operand", in);
   if (st) return st;
   jx_shape rows = in->shape;
   rows.rank--; /* [..., m] */
@@ -30,8 +29,8 @@ static jx_status infer_lu(const jx_params *p, int nin, const jx_aval *in, int no
   return JX_OK;
 }
 
-static void eval_lu(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)p, (void)nin, (void)nout;
+static void eval_lu(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  (void)ctx;
   int r = in->shape.rank;
   int64_t n = in->shape.dims[r - 1], count = jx_linalg_batch_count(in->shape);
   size_t bytes = jx_dtype_size(in->dtype) * (size_t)(n * n);
@@ -61,11 +60,9 @@ static void eval_lu(const jx_params *p, int nin, const jx_tensor *in, int nout, 
   free(ipiv);
 }
 
-static jx_status jvp_lu(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                        int nout, jx_array **y, jx_array **ty, int nsub,
-                        struct jx_program *const *subs) {
-  (void)nin, (void)nout, (void)nsub, (void)subs;
-  jx_status st = jx_bind(&jx_prim_lu, 1, x, p, y);
+static jx_status jvp_lu(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                        jx_array **y, jx_array **ty) {
+  jx_status st = jx_bind(&jx_prim_lu, 1, x, ctx->params, y);
   ty[0] = ty[1] = ty[2] = NULL;
   if (st || !t[0]) return st;
   jx_array *lu = y[0];
@@ -82,16 +79,6 @@ static jx_status jvp_lu(const jx_params *p, int nin, jx_array *const *x, jx_arra
   return jx_last_status();
 }
 
-static jx_status batch_lu(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                          int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                          struct jx_program *const *subs) {
-  (void)nin, (void)nout, (void)nsub, (void)subs;
-  jx_array *x = jx_rule_batch_to_front(in[0], bdim[0], n);
-  jx_status st = jx_bind(&jx_prim_lu, 1, &x, p, out);
-  out_bdim[0] = out_bdim[1] = out_bdim[2] = 0;
-  return st;
-}
-
 const jx_prim jx_prim_lu = {.name = "lu",
                             .id = JX_PRIM_lu,
                             .nin = 1,
@@ -100,4 +87,6 @@ const jx_prim jx_prim_lu = {.name = "lu",
                             .infer = infer_lu,
                             .eval = eval_lu,
                             .jvp = jvp_lu,
-                            .batch = batch_lu};
+                            .batch = jx_batch_vectorized};
+
+JX_REGISTER_PRIMS(lu, &jx_prim_lu)

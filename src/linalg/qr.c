@@ -22,12 +22,12 @@
 #include "../prims/rules.h"
 #include "linalg_prims.h"
 
-static jx_status infer_qr(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
-  (void)nin, (void)nout;
+static jx_status infer_qr(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
   jx_status st = jx_linalg_check_matrix("qr", "operand", in);
   if (st) return st;
   int r = in->shape.rank;
-  int64_t m = in->shape.dims[r - 2], n = in->shape.dims[r - 1], k = p->i[0] || m < n ? m : n;
+  int64_t m = in->shape.dims[r - 2], n = in->shape.dims[r - 1],
+          k = ctx->params->i[0] || m < n ? m : n;
   jx_shape qs = in->shape, rs = in->shape;
   qs.dims[r - 1] = k;
   rs.dims[r - 2] = k;
@@ -53,8 +53,8 @@ static jx_status infer_qr(const jx_params *p, int nin, const jx_aval *in, int no
 DEFINE_FACTOR(double, d)
 DEFINE_FACTOR(float, s)
 
-static void eval_qr(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)p, (void)nin, (void)nout;
+static void eval_qr(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  (void)ctx;
   int rank = in->shape.rank;
   int64_t m = in->shape.dims[rank - 2], n = in->shape.dims[rank - 1];
   int64_t k = out[0].shape.dims[rank - 1], count = jx_linalg_batch_count(in->shape);
@@ -93,10 +93,9 @@ static void thin_jvp(jx_array *q, jx_array *r, jx_array *dx, jx_array **dq, jx_a
   *dr = jx_matmul(jx_sub(x, d_o), r);
 }
 
-static jx_status jvp_qr(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                        int nout, jx_array **y, jx_array **ty, int nsub,
-                        struct jx_program *const *subs) {
-  (void)nin, (void)nout, (void)nsub, (void)subs;
+static jx_status jvp_qr(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                        jx_array **y, jx_array **ty) {
+  const jx_params *p = ctx->params;
   jx_status st = jx_bind(&jx_prim_qr, 1, x, p, y);
   ty[0] = ty[1] = NULL;
   if (st || !t[0]) return st;
@@ -139,16 +138,6 @@ static jx_status jvp_qr(const jx_params *p, int nin, jx_array *const *x, jx_arra
   return jx_last_status();
 }
 
-static jx_status batch_qr(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                          int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                          struct jx_program *const *subs) {
-  (void)nin, (void)nout, (void)nsub, (void)subs;
-  jx_array *x = jx_rule_batch_to_front(in[0], bdim[0], n);
-  jx_status st = jx_bind(&jx_prim_qr, 1, &x, p, out);
-  out_bdim[0] = out_bdim[1] = 0;
-  return st;
-}
-
 const jx_prim jx_prim_qr = {.name = "qr",
                             .id = JX_PRIM_qr,
                             .nin = 1,
@@ -157,4 +146,6 @@ const jx_prim jx_prim_qr = {.name = "qr",
                             .infer = infer_qr,
                             .eval = eval_qr,
                             .jvp = jvp_qr,
-                            .batch = batch_qr};
+                            .batch = jx_batch_vectorized};
+
+JX_REGISTER_PRIMS(qr, &jx_prim_qr)

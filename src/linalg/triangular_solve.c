@@ -20,15 +20,13 @@
 #include "../prims/rules.h"
 #include "linalg_prims.h"
 
-static jx_status infer_triangular_solve(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                        jx_aval *out) {
-  (void)nin, (void)nout;
+static jx_status infer_triangular_solve(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
   const char *op = "triangular_solve";
   char sa[JX_AVAL_STR_CAP], sb[JX_AVAL_STR_CAP];
   jx_status st = jx_linalg_check_square(op, "a", &in[0]);
   if (st) return st;
   jx_shape a = in[0].shape, b = in[1].shape;
-  int r = a.rank, left = p->i[0] != 0;
+  int r = a.rank, left = ctx->params->i[0] != 0;
   int ok = in[1].dtype == in[0].dtype && b.rank == r;
   for (int d = 0; ok && d < r - 2; d++) ok = a.dims[d] == b.dims[d];
   if (ok) ok = b.dims[left ? r - 2 : r - 1] == a.dims[r - 1];
@@ -76,9 +74,8 @@ static void solve_one(const solve_plan *s, jx_dtype dt, const void *a, const voi
   }
 }
 
-static void eval_triangular_solve(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                                  jx_tensor *out) {
-  (void)nin, (void)nout;
+static void eval_triangular_solve(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  const jx_params *p = ctx->params;
   const jx_tensor *a = &in[0], *b = &in[1];
   int r = b->shape.rank, left = p->i[0] != 0;
   int64_t m = a->shape.dims[r - 1], rows = b->shape.dims[r - 2], cols = b->shape.dims[r - 1];
@@ -108,10 +105,9 @@ static void eval_triangular_solve(const jx_params *p, int nin, const jx_tensor *
   free(y);
 }
 
-static jx_status jvp_triangular_solve(const jx_params *p, int nin, jx_array *const *x,
-                                      jx_array *const *t, int nout, jx_array **y, jx_array **ty,
-                                      int nsub, struct jx_program *const *subs) {
-  (void)nin, (void)nout, (void)nsub, (void)subs;
+static jx_status jvp_triangular_solve(const jx_rule_ctx *ctx, jx_array *const *x,
+                                      jx_array *const *t, jx_array **y, jx_array **ty) {
+  const jx_params *p = ctx->params;
   jx_array *ans = jx_linalg_bind_triangular_solve(x[0], x[1], p);
   y[0] = ans;
   ty[0] = NULL;
@@ -126,29 +122,17 @@ static jx_status jvp_triangular_solve(const jx_params *p, int nin, jx_array *con
   return jx_last_status();
 }
 
-static jx_status transpose_triangular_solve(const jx_params *p, int nin, jx_array *const *in,
+static jx_status transpose_triangular_solve(const jx_rule_ctx *ctx, jx_array *const *in,
                                             const jx_aval *in_avals, const uint8_t *linear,
-                                            int nout, jx_array *const *ct, jx_array **ct_in,
-                                            int nsub, struct jx_program *const *subs) {
-  (void)nin, (void)in_avals, (void)nout, (void)nsub, (void)subs;
+                                            jx_array *const *ct, jx_array **ct_in) {
+  (void)in_avals;
   ct_in[0] = ct_in[1] = NULL;
   if (linear[0])
     return jx_error_set(JX_ERR_INTERNAL, "triangular_solve: not linear in its matrix operand a");
   if (!ct[0]) return JX_OK;
-  jx_params q = *p;
+  jx_params q = *ctx->params;
   q.i[2] = !q.i[2];
   ct_in[1] = jx_linalg_bind_triangular_solve(in[0], ct[0], &q);
-  return jx_last_status();
-}
-
-static jx_status batch_triangular_solve(const jx_params *p, int nin, jx_array *const *in,
-                                        const int *bdim, int64_t n, int nout, jx_array **out,
-                                        int *out_bdim, int nsub, struct jx_program *const *subs) {
-  (void)nin, (void)nout, (void)nsub, (void)subs;
-  jx_array *a = jx_rule_batch_to_front(in[0], bdim[0], n),
-           *b = jx_rule_batch_to_front(in[1], bdim[1], n);
-  out[0] = jx_linalg_bind_triangular_solve(a, b, p);
-  out_bdim[0] = 0;
   return jx_last_status();
 }
 
@@ -162,4 +146,6 @@ const jx_prim jx_prim_triangular_solve = {
     .eval = eval_triangular_solve,
     .jvp = jvp_triangular_solve,
     .transpose = transpose_triangular_solve,
-    .batch = batch_triangular_solve};
+    .batch = jx_batch_vectorized};
+
+JX_REGISTER_PRIMS(triangular_solve, &jx_prim_triangular_solve)

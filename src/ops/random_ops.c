@@ -232,7 +232,8 @@ static const jx_params no_params = JX_PARAMS_INIT;
       }                                                                                            \
       if (!d->normal) continue;                                                                    \
       jx_tensor tin = {u, DT, JX_SHAPE(m)}, tout = {o, DT, JX_SHAPE(m)};                           \
-      jx_prim_erf_inv.eval(&no_params, 1, &tin, 1, &tout);                                         \
+      jx_prim_erf_inv.eval(&(jx_rule_ctx){&jx_prim_erf_inv, &no_params, 1, 1, 0, NULL}, &tin,      \
+                           &tout);                                                                 \
       for (int64_t j = 0; j < m; j++) {                                                            \
         T v = sqrt2 * o[j];                                                                        \
         o[j] = d->clip ? JX_FMIN(below, JX_FMAX(above, v)) : v;                                    \

@@ -93,29 +93,18 @@ static jx_status infer_reduce(const char *prim, const jx_params *p, const jx_ava
   return JX_OK;
 }
 
-static jx_status infer_psum(const jx_params *p, int nin, const jx_aval *in, int nout,
-                            jx_aval *out) {
-  (void)nin;
-  (void)nout;
-  return infer_reduce("psum", p, in, out);
+static jx_status infer_psum(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  return infer_reduce("psum", ctx->params, in, out);
 }
-static jx_status infer_pmax(const jx_params *p, int nin, const jx_aval *in, int nout,
-                            jx_aval *out) {
-  (void)nin;
-  (void)nout;
-  return infer_reduce("pmax", p, in, out);
+static jx_status infer_pmax(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  return infer_reduce("pmax", ctx->params, in, out);
 }
-static jx_status infer_pmin(const jx_params *p, int nin, const jx_aval *in, int nout,
-                            jx_aval *out) {
-  (void)nin;
-  (void)nout;
-  return infer_reduce("pmin", p, in, out);
+static jx_status infer_pmin(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  return infer_reduce("pmin", ctx->params, in, out);
 }
 
-static jx_status infer_all_gather(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                  jx_aval *out) {
-  (void)nin;
-  (void)nout;
+static jx_status infer_all_gather(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   const char *op = "jx_all_gather";
   int64_t n, d = p->i[0];
   jx_status st = jx_collective_group_size(p, op, p->i[2], &n);
@@ -135,10 +124,8 @@ static jx_status infer_all_gather(const jx_params *p, int nin, const jx_aval *in
   return JX_OK;
 }
 
-static jx_status infer_psum_scatter(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                    jx_aval *out) {
-  (void)nin;
-  (void)nout;
+static jx_status infer_psum_scatter(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   const char *op = "jx_psum_scatter";
   int64_t n, d = p->i[0];
   jx_status st = jx_collective_group_size(p, op, p->i[2], &n);
@@ -168,10 +155,8 @@ static jx_status infer_psum_scatter(const jx_params *p, int nin, const jx_aval *
   return JX_OK;
 }
 
-static jx_status infer_all_to_all(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                  jx_aval *out) {
-  (void)nin;
-  (void)nout;
+static jx_status infer_all_to_all(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   const char *op = "jx_all_to_all";
   int64_t n, sd = p->i[0], cd = p->i[1];
   jx_status st = jx_collective_group_size(p, op, p->i[2], &n);
@@ -219,10 +204,8 @@ jx_status jx_ppermute_pairs(const jx_params *p, int64_t n, const char *op, const
   return JX_OK;
 }
 
-static jx_status infer_ppermute(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                jx_aval *out) {
-  (void)nin;
-  (void)nout;
+static jx_status infer_ppermute(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   const char *op = "jx_ppermute";
   int64_t n;
   const int64_t *pairs;
@@ -379,14 +362,13 @@ static jx_status run(kind k, const jx_params *p, const jx_tensor *x, jx_tensor *
   return st;
 }
 
-typedef jx_status (*infer_fn)(const jx_params *, int, const jx_aval *, int, jx_aval *);
-
-static jx_status impl(kind k, infer_fn infer, const char *op, const jx_params *p,
-                      jx_array *const *in, jx_array **out) {
+static jx_status impl(kind k, const jx_rule_ctx *ctx, const char *op, jx_array *const *in,
+                      jx_array **out) {
+  const jx_params *p = ctx->params;
   jx_status st = jx_array_ready(in[0]);
   if (st) return st;
   jx_aval a = {in[0]->dtype, in[0]->weak, in[0]->shape, 0}, o;
-  if ((st = infer(p, 1, &a, 1, &o))) return st;
+  if ((st = ctx->prim->infer(ctx, &a, &o))) return st;
   out[0] = jx_array_alloc(o.dtype, o.shape, o.weak);
   if (out[0]->poisoned) return jx_last_status();
   jx_tensor x = {in[0]->buf->data, a.dtype, a.shape}, y = {out[0]->buf->data, o.dtype, o.shape};
@@ -441,16 +423,14 @@ int jx_collective_start(const jx_prim *prim, const jx_params *p, jx_array *in, j
                         jx_collective_pending **pending) {
   *pending = NULL;
   kind k;
-  infer_fn infer;
   if (prim == &jx_prim_psum || prim == &jx_prim_pmax || prim == &jx_prim_pmin) {
     k = prim == &jx_prim_psum ? K_PSUM : prim == &jx_prim_pmax ? K_PMAX : K_PMIN;
-    infer = prim == &jx_prim_psum ? infer_psum : prim == &jx_prim_pmax ? infer_pmax : infer_pmin;
   } else if (prim == &jx_prim_ppermute) {
-    k = K_PPERMUTE, infer = infer_ppermute;
+    k = K_PPERMUTE;
   } else if (prim == &jx_prim_all_gather && p->i[0] == 0) {
-    k = K_ALL_GATHER, infer = infer_all_gather;
+    k = K_ALL_GATHER;
   } else if (prim == &jx_prim_psum_scatter && p->i[0] == 0) {
-    k = K_PSUM_SCATTER, infer = infer_psum_scatter;
+    k = K_PSUM_SCATTER;
   } else {
     return 0;
   }
@@ -458,7 +438,7 @@ int jx_collective_start(const jx_prim *prim, const jx_params *p, jx_array *in, j
   const char *op = jx_collective_public_name(prim->name);
   if (jx_array_ready(in)) return -1;
   jx_aval a = {in->dtype, in->weak, in->shape, 0}, o;
-  if (infer(p, 1, &a, 1, &o)) return -1;
+  if (prim->infer(&(jx_rule_ctx){prim, p, 1, 1, 0, NULL}, &a, &o)) return -1;
   size_t count = (size_t)jx_shape_numel(a.shape);
   if (count == 0 || jx_shape_numel(o.shape) == 0) return 0; /* nothing moves */
   int rank = 0;
@@ -530,19 +510,11 @@ static void eval(kind k, const jx_params *p, const jx_tensor *in, jx_tensor *out
 }
 
 #define COLLECTIVE_ROW(NAME, KIND, PARAMS, JVP, TRANSPOSE, VMA)                                    \
-  static jx_status impl_##NAME(const jx_params *p, int nin, jx_array *const *in, int nout,         \
-                               jx_array **out, int nsub, struct jx_program *const *subs) {         \
-    (void)nin;                                                                                     \
-    (void)nout;                                                                                    \
-    (void)nsub;                                                                                    \
-    (void)subs;                                                                                    \
-    return impl(KIND, infer_##NAME, "jx_" #NAME, p, in, out);                                      \
+  static jx_status impl_##NAME(const jx_rule_ctx *ctx, jx_array *const *in, jx_array **out) {      \
+    return impl(KIND, ctx, "jx_" #NAME, in, out);                                                  \
   }                                                                                                \
-  static void eval_##NAME(const jx_params *p, int nin, const jx_tensor *in, int nout,              \
-                          jx_tensor *out) {                                                        \
-    (void)nin;                                                                                     \
-    (void)nout;                                                                                    \
-    eval(KIND, p, in, out, "jx_" #NAME);                                                           \
+  static void eval_##NAME(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {           \
+    eval(KIND, ctx->params, in, out, "jx_" #NAME);                                                 \
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
                                   .id = JX_PRIM_##NAME,                                            \
@@ -570,3 +542,6 @@ COLLECTIVE_ROW(all_to_all, K_ALL_TO_ALL, "axes=l0 split=i0 concat=i1 axis_size=i
                jx_jvp_collective_linear, jx_transpose_collective, JX_VMA_COLLECTIVE)
 COLLECTIVE_ROW(ppermute, K_PPERMUTE, "axes=l0 perm=i0 axis_size=i1", jx_jvp_collective_linear,
                jx_transpose_collective, JX_VMA_COLLECTIVE)
+
+JX_REGISTER_PRIMS(collectives, &jx_prim_psum, &jx_prim_pmax, &jx_prim_pmin, &jx_prim_all_gather,
+                  &jx_prim_psum_scatter, &jx_prim_all_to_all, &jx_prim_ppermute)

@@ -27,27 +27,19 @@ static jx_array *bind(const jx_prim *prim, jx_array *x, const jx_params *p) {
   return jx_bind1(prim, 1, &x, p);
 }
 
-jx_status jx_jvp_collective_linear(const jx_params *p, int nin, jx_array *const *x,
-                                   jx_array *const *t, int nout, jx_array **y, jx_array **ty,
-                                   int nsub, struct jx_program *const *subs) {
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
-  const jx_prim *prim = jx_rule_current_prim;
+jx_status jx_jvp_collective_linear(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                                   jx_array **y, jx_array **ty) {
+  const jx_params *p = ctx->params;
+  const jx_prim *prim = ctx->prim;
   y[0] = bind(prim, x[0], p);
   ty[0] = t[0] ? bind(prim, t[0], p) : NULL;
   return jx_last_status();
 }
 
-jx_status jx_jvp_pmax_pmin(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                           int nout, jx_array **y, jx_array **ty, int nsub,
-                           struct jx_program *const *subs) {
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
-  y[0] = bind(jx_rule_current_prim, x[0], p);
+jx_status jx_jvp_pmax_pmin(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                           jx_array **y, jx_array **ty) {
+  const jx_params *p = ctx->params;
+  y[0] = bind(ctx->prim, x[0], p);
   ty[0] = NULL;
   if (!t[0]) return jx_last_status();
   jx_params q = JX_PARAMS_INIT;
@@ -71,20 +63,16 @@ static jx_status transpose_psum(const jx_params *p, jx_array *ct, jx_array **ct_
   return jx_last_status();
 }
 
-jx_status jx_transpose_collective(const jx_params *p, int nin, jx_array *const *in,
-                                  const jx_aval *in_avals, const uint8_t *linear, int nout,
-                                  jx_array *const *ct, jx_array **ct_in, int nsub,
-                                  struct jx_program *const *subs) {
-  (void)nin;
+jx_status jx_transpose_collective(const jx_rule_ctx *ctx, jx_array *const *in,
+                                  const jx_aval *in_avals, const uint8_t *linear,
+                                  jx_array *const *ct, jx_array **ct_in) {
+  const jx_params *p = ctx->params;
   (void)in;
   (void)in_avals;
   (void)linear;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
   ct_in[0] = NULL;
   if (!ct[0]) return JX_OK;
-  const jx_prim *prim = jx_rule_current_prim, *to = prim;
+  const jx_prim *prim = ctx->prim, *to = prim;
   jx_params q = *p;
   if (prim == &jx_prim_all_gather) {
     to = &jx_prim_psum_scatter;
@@ -205,14 +193,10 @@ static jx_array *batched_ppermute(const jx_params *p, jx_array *X, int64_t n) {
   return y;
 }
 
-jx_status jx_batch_collective(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                              int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                              struct jx_program *const *subs) {
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
-  const jx_prim *prim = jx_rule_current_prim;
+jx_status jx_batch_collective(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim,
+                              int64_t n, jx_array **out, int *out_bdim) {
+  const jx_params *p = ctx->params;
+  const jx_prim *prim = ctx->prim;
   const char *op = jx_collective_public_name(prim->name);
   jx_array *x = in[0];
   int b = bdim[0], vmapped = jx_axis_innermost_id(), pos = -1;
@@ -226,7 +210,7 @@ jx_status jx_batch_collective(const jx_params *p, int nin, jx_array *const *in, 
     a.shape.rank--;
     for (int k = b; k < a.shape.rank; k++) a.shape.dims[k] = x->shape.dims[k + 1];
   }
-  jx_status st = prim->infer(p, 1, &a, 1, &o);
+  jx_status st = prim->infer(ctx, &a, &o);
   if (st) return st;
   jx_params rest = *p; /* the other axes */
   rest.l[0].n = 0;

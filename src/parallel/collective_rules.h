@@ -15,18 +15,14 @@ jx_status jx_collective_group_size(const jx_params *p, const char *op, int64_t g
 jx_status jx_ppermute_pairs(const jx_params *p, int64_t n, const char *op, const int64_t **pairs,
                             int *npairs);
 
-jx_status jx_jvp_collective_linear(const jx_params *p, int nin, jx_array *const *x,
-                                   jx_array *const *t, int nout, jx_array **y, jx_array **ty,
-                                   int nsub, struct jx_program *const *subs);
-jx_status jx_jvp_pmax_pmin(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                           int nout, jx_array **y, jx_array **ty, int nsub,
-                           struct jx_program *const *subs);
-jx_status jx_transpose_collective(const jx_params *p, int nin, jx_array *const *in,
-                                  const jx_aval *in_avals, const uint8_t *linear, int nout,
-                                  jx_array *const *ct, jx_array **ct_in, int nsub,
-                                  struct jx_program *const *subs);
-jx_status jx_batch_collective(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                              int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                              struct jx_program *const *subs);
+jx_status jx_jvp_collective_linear(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                                   jx_array **y, jx_array **ty);
+jx_status jx_jvp_pmax_pmin(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                           jx_array **y, jx_array **ty);
+jx_status jx_transpose_collective(const jx_rule_ctx *ctx, jx_array *const *in,
+                                  const jx_aval *in_avals, const uint8_t *linear,
+                                  jx_array *const *ct, jx_array **ct_in);
+jx_status jx_batch_collective(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim,
+                              int64_t n, jx_array **out, int *out_bdim);
 
 #endif

@@ -5,11 +5,8 @@
 #include "../base/error.h"
 #include "../prims/rules.h"
 
-static jx_status infer_constraint(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                  jx_aval *out) {
-  (void)nin;
-  (void)nout;
-  jx_sharding *s = jx_sharding_from_id((int)p->i[0]);
+static jx_status infer_constraint(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  jx_sharding *s = jx_sharding_from_id((int)ctx->params->i[0]);
   if (!s) return jx_error_set(JX_ERR_INTERNAL, "sharding_constraint: unknown sharding");
   jx_status st = jx_sharding_check(s, in[0].shape, "jx_with_sharding_constraint");
   if (st) return st;
@@ -17,61 +14,29 @@ static jx_status infer_constraint(const jx_params *p, int nin, const jx_aval *in
   return JX_OK;
 }
 
-static void eval_constraint(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                            jx_tensor *out) {
-  (void)p;
-  (void)nin;
-  (void)nout;
+static void eval_constraint(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  (void)ctx;
   memcpy(out[0].data, in[0].data, (size_t)jx_shape_numel(in[0].shape) * jx_dtype_size(in[0].dtype));
 }
 
 /* Run on concrete values, the constraint is a jx_device_put. */
-static jx_status impl_constraint(const jx_params *p, int nin, jx_array *const *in, int nout,
-                                 jx_array **out, int nsub, struct jx_program *const *subs) {
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
-  out[0] = jx_device_put(in[0], jx_sharding_from_id((int)p->i[0]));
+static jx_status impl_constraint(const jx_rule_ctx *ctx, jx_array *const *in, jx_array **out) {
+  out[0] = jx_device_put(in[0], jx_sharding_from_id((int)ctx->params->i[0]));
   return out[0]->poisoned ? jx_last_status() : JX_OK;
 }
 
-static jx_status jvp_constraint(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                                int nout, jx_array **y, jx_array **ty, int nsub,
-                                struct jx_program *const *subs) {
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
-  y[0] = jx_bind1(&jx_prim_sharding_constraint, 1, x, p);
-  ty[0] = t[0] ? jx_bind1(&jx_prim_sharding_constraint, 1, t, p) : NULL;
-  return jx_last_status();
+/* the cotangent is constrained alike */
+static jx_array *constrain(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval) {
+  (void)aval;
+  return jx_rule_apply1(ctx, &ct);
 }
+static JX_DEFLINEAR_TRANSPOSE(transpose_constraint, constrain)
 
-static jx_status transpose_constraint(const jx_params *p, int nin, jx_array *const *in,
-                                      const jx_aval *in_avals, const uint8_t *linear, int nout,
-                                      jx_array *const *ct, jx_array **ct_in, int nsub,
-                                      struct jx_program *const *subs) {
-  (void)nin;
-  (void)in;
-  (void)in_avals;
-  (void)linear;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
-  ct_in[0] = ct[0] ? jx_bind1(&jx_prim_sharding_constraint, 1, ct, p) : NULL;
-  return jx_last_status();
-}
-
-/* Under vmap the batch axis is not split: the spec gets a "None" entry there. */
-static jx_status batch_constraint(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                                  int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                                  struct jx_program *const *subs) {
-  (void)nin;
+    /* Under vmap the batch axis is not split: the spec gets a "None" entry there. */
+    static jx_status batch_constraint(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim,
+                                      int64_t n, jx_array **out, int *out_bdim) {
+  const jx_params *p = ctx->params;
   (void)n;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
   jx_sharding *s = jx_sharding_from_id((int)p->i[0]);
   int b = bdim[0], nd = 0, naxes[JX_MAX_RANK] = {0}, axis[JX_MAX_RANK][JX_MAX_RANK];
   int rank = in[0]->shape.rank;
@@ -101,9 +66,11 @@ const jx_prim jx_prim_sharding_constraint = {.name = "sharding_constraint",
                                              .infer = infer_constraint,
                                              .eval = eval_constraint,
                                              .impl = impl_constraint,
-                                             .jvp = jvp_constraint,
+                                             .jvp = jx_jvp_linear_first,
                                              .transpose = transpose_constraint,
                                              .batch = batch_constraint};
+
+JX_REGISTER_PRIMS(constraint, &jx_prim_sharding_constraint)
 
 jx_array *jx_sharding_constraint(jx_array *x, jx_sharding *s) {
   jx_params p = JX_PARAMS_INIT;

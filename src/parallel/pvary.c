@@ -10,62 +10,29 @@
 #include "../trace/vma.h"
 #include "collective.h"
 
-static jx_status infer_pvary(const jx_params *p, int nin, const jx_aval *in, int nout,
-                             jx_aval *out) {
-  (void)p;
-  (void)nin;
-  (void)nout;
+static jx_status infer_pvary(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  (void)ctx;
   out[0] = in[0];
   return JX_OK;
 }
 
-static jx_status impl_pvary(const jx_params *p, int nin, jx_array *const *in, int nout,
-                            jx_array **out, int nsub, struct jx_program *const *subs) {
-  (void)p;
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
+static jx_status impl_pvary(const jx_rule_ctx *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
   out[0] = jx_keep_in_scope(in[0]);
   return JX_OK;
 }
 
-static jx_status jvp_pvary(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                           int nout, jx_array **y, jx_array **ty, int nsub,
-                           struct jx_program *const *subs) {
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
-  y[0] = jx_bind1(&jx_prim_pvary, 1, &x[0], p);
-  ty[0] = t[0] ? jx_bind1(&jx_prim_pvary, 1, &t[0], p) : NULL;
-  return jx_last_status();
+/* the transpose of a cast to varying is a sum over those axes */
+static jx_array *sum_over_axes(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval) {
+  (void)aval;
+  return jx_bind1(&jx_prim_psum, 1, &ct, ctx->params);
 }
+static JX_DEFLINEAR_TRANSPOSE(transpose_pvary, sum_over_axes)
 
-static jx_status transpose_pvary(const jx_params *p, int nin, jx_array *const *in,
-                                 const jx_aval *in_avals, const uint8_t *linear, int nout,
-                                 jx_array *const *ct, jx_array **ct_in, int nsub,
-                                 struct jx_program *const *subs) {
-  (void)nin;
-  (void)in;
-  (void)in_avals;
-  (void)linear;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
-  ct_in[0] = ct[0] ? jx_bind1(&jx_prim_psum, 1, &ct[0], p) : NULL;
-  return jx_last_status();
-}
-
-static jx_status batch_pvary(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                             int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                             struct jx_program *const *subs) {
-  (void)nin;
+    static jx_status batch_pvary(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim,
+                                 int64_t n, jx_array **out, int *out_bdim) {
   (void)n;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
-  out[0] = jx_bind1(&jx_prim_pvary, 1, &in[0], p);
+  out[0] = jx_bind1(&jx_prim_pvary, 1, &in[0], ctx->params);
   out_bdim[0] = bdim[0];
   return jx_last_status();
 }
@@ -77,7 +44,9 @@ const jx_prim jx_prim_pvary = {.name = "pvary",
                                .params = "axes=l0",
                                .infer = infer_pvary,
                                .impl = impl_pvary,
-                               .jvp = jvp_pvary,
+                               .jvp = jx_jvp_linear_first,
                                .transpose = transpose_pvary,
                                .batch = batch_pvary,
                                .vma = JX_VMA_CAST};
+
+JX_REGISTER_PRIMS(pvary, &jx_prim_pvary)

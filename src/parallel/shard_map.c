@@ -130,33 +130,32 @@ int jx_smap_unnamed_axes(const jx_sharding *s, int64_t *ids) {
 }
 
 /* ---- the row ---- */
-static jx_status infer_smap(const jx_params *p, int nin, const jx_aval *in, int nout,
-                            jx_aval *out) {
-  (void)nout;
+static jx_status infer_smap(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
   (void)out;
   jx_sharding *sh[JX_MAX_RANK * 8];
-  jx_sharding **s = nin <= (int)(sizeof sh / sizeof *sh) ? sh : malloc(sizeof *s * (size_t)nin);
+  jx_sharding **s =
+      ctx->nin <= (int)(sizeof sh / sizeof *sh) ? sh : malloc(sizeof *s * (size_t)ctx->nin);
   if (!s) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "shard_map: out of memory");
-  jx_status st = jx_smap_decode(p, 1, nin, NULL, s);
-  for (int i = 0; i < nin && !st; i++) st = jx_sharding_check(s[i], in[i].shape, "shard_map");
+  jx_status st = jx_smap_decode(ctx->params, 1, ctx->nin, NULL, s);
+  for (int i = 0; i < ctx->nin && !st; i++) st = jx_sharding_check(s[i], in[i].shape, "shard_map");
   if (s != sh) free(s);
   return st; /* the outputs come from the body (smap_outputs) */
 }
 
 /* The outputs: the body's blocks, each scaled up by its out sharding. The
  * body's inputs must be the inputs' blocks. */
-static jx_status smap_outputs(const jx_params *p, int nin, const jx_aval *in, int nsub,
-                              jx_program *const *subs, int nout, jx_aval *out) {
-  if (nsub != 1) return jx_error_set(JX_ERR_INTERNAL, "shard_map: needs one body");
-  const jx_program *b = subs[0];
-  if (b->nin != nin || b->nout != nout)
+static jx_status smap_outputs(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
+  if (ctx->nsub != 1) return jx_error_set(JX_ERR_INTERNAL, "shard_map: needs one body");
+  const jx_program *b = ctx->subs[0];
+  if (b->nin != ctx->nin || b->nout != ctx->nout)
     return jx_error_set(JX_ERR_INTERNAL, "shard_map: the body takes %d and gives %d, not %d, %d",
-                        b->nin, b->nout, nin, nout);
-  jx_sharding **s = malloc(sizeof *s * (size_t)(nin + nout + 1));
+                        b->nin, b->nout, ctx->nin, ctx->nout);
+  jx_sharding **s = malloc(sizeof *s * (size_t)(ctx->nin + ctx->nout + 1));
   if (!s) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "shard_map: out of memory");
-  jx_status st = jx_smap_decode(p, 1, nin, NULL, s);
-  if (!st) st = jx_smap_decode(p, 2, nout, NULL, s + nin);
-  for (int i = 0; i < nin && !st; i++) {
+  jx_status st = jx_smap_decode(p, 1, ctx->nin, NULL, s);
+  if (!st) st = jx_smap_decode(p, 2, ctx->nout, NULL, s + ctx->nin);
+  for (int i = 0; i < ctx->nin && !st; i++) {
     int64_t start[JX_MAX_RANK];
     jx_shape local;
     jx_sharding_block(s[i], in[i].shape, 0, start, &local);
@@ -168,12 +167,12 @@ static jx_status smap_outputs(const jx_params *p, int nin, const jx_aval *in, in
                         jx_aval_str(want.dtype, want.shape, a2));
     }
   }
-  for (int o = 0; o < nout && !st; o++) {
+  for (int o = 0; o < ctx->nout && !st; o++) {
     jx_aval a = b->avals[b->out[o]];
     out[o] = a;
-    out[o].shape = jx_sharding_global_shape(s[nin + o], a.shape);
+    out[o].shape = jx_sharding_global_shape(s[ctx->nin + o], a.shape);
     out[o].vma = 0; /* the body's axes are bound inside it only */
-    st = jx_sharding_check(s[nin + o], out[o].shape, "shard_map: an output");
+    st = jx_sharding_check(s[ctx->nin + o], out[o].shape, "shard_map: an output");
   }
   free(s);
   return st;
@@ -203,16 +202,17 @@ static jx_status ensure_compiled(jx_program *body, jx_mesh *m) {
   return st;
 }
 
-static jx_status impl_smap(const jx_params *p, int nin, jx_array *const *in, int nout,
-                           jx_array **out, int nsub, jx_program *const *subs) {
-  (void)nsub;
+static jx_status impl_smap(const jx_rule_ctx *ctx, jx_array *const *in, jx_array **out) {
+  const jx_params *p = ctx->params;
   jx_mesh *m = NULL;
-  jx_sharding **s = malloc(sizeof *s * (size_t)(nin + nout + 1));
+  jx_sharding **s = malloc(sizeof *s * (size_t)(ctx->nin + ctx->nout + 1));
   if (!s) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "shard_map: out of memory");
-  jx_status st = jx_smap_decode(p, 1, nin, &m, s);
-  if (!st) st = jx_smap_decode(p, 2, nout, NULL, s + nin);
-  if (!st) st = ensure_compiled(subs[0], m);
-  if (!st) st = jx_spmd_run(m, subs[0], nin, in, s, nout, s + nin, out, "jx_shard_map");
+  jx_status st = jx_smap_decode(p, 1, ctx->nin, &m, s);
+  if (!st) st = jx_smap_decode(p, 2, ctx->nout, NULL, s + ctx->nin);
+  if (!st) st = ensure_compiled(ctx->subs[0], m);
+  if (!st)
+    st =
+        jx_spmd_run(m, ctx->subs[0], ctx->nin, in, s, ctx->nout, s + ctx->nin, out, "jx_shard_map");
   free(s);
   return st;
 }
@@ -234,6 +234,8 @@ const jx_prim jx_prim_shard_map = {.name = "shard_map",
                                    .batch = jx_smap_batch,
                                    .partial_eval = jx_smap_partial_eval,
                                    .bind_sub_axes = bind_mesh_axes};
+
+JX_REGISTER_PRIMS(shard_map, &jx_prim_shard_map)
 
 /* ---- the public function ---- */
 typedef struct {

@@ -17,15 +17,12 @@
 extern const jx_prim jx_prim_shard_map;
 
 /* The row's transformation rules (shard_map_rules.c). */
-jx_status jx_smap_jvp(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
-                      jx_array **y, jx_array **ty, int nsub, jx_program *const *subs);
-jx_status jx_smap_transpose(const jx_params *p, int nin, jx_array *const *in,
-                            const jx_aval *in_avals, const uint8_t *linear, int nout,
-                            jx_array *const *ct, jx_array **ct_in, int nsub,
-                            jx_program *const *subs);
-jx_status jx_smap_batch(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                        int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                        jx_program *const *subs);
+jx_status jx_smap_jvp(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t, jx_array **y,
+                      jx_array **ty);
+jx_status jx_smap_transpose(const jx_rule_ctx *ctx, jx_array *const *in, const jx_aval *in_avals,
+                            const uint8_t *linear, jx_array *const *ct, jx_array **ct_in);
+jx_status jx_smap_batch(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim, int64_t n,
+                        jx_array **out, int *out_bdim);
 jx_status jx_smap_partial_eval(const jx_eqn *e, const jx_aval *in_avals, const uint8_t *unknown_in,
                                uint8_t *unknown_out, struct jx_pe_eqn *known,
                                struct jx_pe_eqn *unknown, int *nres, jx_aval **res_avals);

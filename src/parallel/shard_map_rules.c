@@ -43,41 +43,41 @@ static jx_status last_or_internal(void) {
 }
 
 /* ---- JVP ---- */
-jx_status jx_smap_jvp(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
-                      jx_array **y, jx_array **ty, int nsub, jx_program *const *subs) {
-  (void)nsub;
+jx_status jx_smap_jvp(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t, jx_array **y,
+                      jx_array **ty) {
+  const jx_params *p = ctx->params;
   jx_mesh *m = NULL;
-  uint8_t *wrt = calloc((size_t)nin + 1, 1), *sel = malloc((size_t)nout + 1);
-  jx_sharding **ish = calloc(2 * (size_t)nin + 1, sizeof *ish);
-  jx_sharding **osh = calloc(2 * (size_t)nout + 1, sizeof *osh);
-  jx_array **args = calloc(2 * (size_t)nin + 1, sizeof *args);
-  jx_array **res = calloc(2 * (size_t)nout + 1, sizeof *res);
+  uint8_t *wrt = calloc((size_t)ctx->nin + 1, 1), *sel = malloc((size_t)ctx->nout + 1);
+  jx_sharding **ish = calloc(2 * (size_t)ctx->nin + 1, sizeof *ish);
+  jx_sharding **osh = calloc(2 * (size_t)ctx->nout + 1, sizeof *osh);
+  jx_array **args = calloc(2 * (size_t)ctx->nin + 1, sizeof *args);
+  jx_array **res = calloc(2 * (size_t)ctx->nout + 1, sizeof *res);
   jx_status st = (wrt && sel && ish && osh && args && res) ? JX_OK : OOM();
-  if (!st) st = jx_smap_decode(p, 1, nin, &m, ish);
-  if (!st) st = jx_smap_decode(p, 2, nout, NULL, osh);
-  int n = nin;
-  for (int i = 0; i < nin && !st; i++) {
+  if (!st) st = jx_smap_decode(p, 1, ctx->nin, &m, ish);
+  if (!st) st = jx_smap_decode(p, 2, ctx->nout, NULL, osh);
+  int n = ctx->nin;
+  for (int i = 0; i < ctx->nin && !st; i++) {
     args[i] = x[i];
     wrt[i] = t[i] && !jx_rule_no_tangent(x[i]->dtype);
   }
-  for (int i = 0; i < nin && !st; i++)
+  for (int i = 0; i < ctx->nin && !st; i++)
     if (wrt[i]) {
       ish[n] = ish[i];
       args[n++] = t[i];
     }
-  for (int o = 0; o < nout && !st; o++) osh[nout + o] = osh[o];
+  for (int o = 0; o < ctx->nout && !st; o++) osh[ctx->nout + o] = osh[o];
   jx_program *jb = NULL;
   if (!st) {
-    memset(sel, 1, (size_t)nout);
+    memset(sel, 1, (size_t)ctx->nout);
     int pushed = jx_smap_push_axes(m, jx_smap_checks_vma(p));
-    jb = jx_jvp_program(subs[0], wrt, sel);
+    jb = jx_jvp_program(ctx->subs[0], wrt, sel);
     jx_smap_pop_axes(pushed);
     if (!jb) st = last_or_internal();
   }
-  if (!st) st = jx_smap_bind(m, n, args, ish, 2 * nout, osh, jb, jx_smap_checks_vma(p), res);
-  for (int o = 0; o < nout && !st; o++) {
+  if (!st) st = jx_smap_bind(m, n, args, ish, 2 * ctx->nout, osh, jb, jx_smap_checks_vma(p), res);
+  for (int o = 0; o < ctx->nout && !st; o++) {
     y[o] = res[o];
-    ty[o] = jx_rule_no_tangent(res[o]->dtype) ? NULL : res[nout + o];
+    ty[o] = jx_rule_no_tangent(res[o]->dtype) ? NULL : res[ctx->nout + o];
   }
   jx_program_release(jb);
   free(wrt);
@@ -281,29 +281,27 @@ static int64_t replicated_size(const jx_sharding *s, int check_vma, int vma) {
   return k;
 }
 
-jx_status jx_smap_transpose(const jx_params *p, int nin, jx_array *const *in,
-                            const jx_aval *in_avals, const uint8_t *linear, int nout,
-                            jx_array *const *ct, jx_array **ct_in, int nsub,
-                            jx_program *const *subs) {
+jx_status jx_smap_transpose(const jx_rule_ctx *ctx, jx_array *const *in, const jx_aval *in_avals,
+                            const uint8_t *linear, jx_array *const *ct, jx_array **ct_in) {
+  const jx_params *p = ctx->params;
   (void)in_avals;
-  (void)nsub;
-  const jx_program *body = subs[0];
+  const jx_program *body = ctx->subs[0];
   jx_mesh *m = NULL;
-  jx_sharding **ish = calloc((size_t)nin + 1, sizeof *ish);
-  jx_sharding **osh = calloc((size_t)nout + 1, sizeof *osh);
-  jx_sharding **tish = calloc((size_t)(nin + nout) + 1, sizeof *tish);
-  jx_sharding **tosh = calloc((size_t)nin + 1, sizeof *tosh);
-  jx_array **args = calloc((size_t)(nin + nout) + 1, sizeof *args);
-  jx_array **res = calloc((size_t)nin + 1, sizeof *res);
-  jx_aval *av = malloc(sizeof *av * (size_t)(nin + nout + 1));
-  int64_t *axes = calloc((size_t)(nin + 1) * JX_MAX_RANK, sizeof *axes);
-  int *naxes = calloc((size_t)nin + 1, sizeof *naxes);
+  jx_sharding **ish = calloc((size_t)ctx->nin + 1, sizeof *ish);
+  jx_sharding **osh = calloc((size_t)ctx->nout + 1, sizeof *osh);
+  jx_sharding **tish = calloc((size_t)(ctx->nin + ctx->nout) + 1, sizeof *tish);
+  jx_sharding **tosh = calloc((size_t)ctx->nin + 1, sizeof *tosh);
+  jx_array **args = calloc((size_t)(ctx->nin + ctx->nout) + 1, sizeof *args);
+  jx_array **res = calloc((size_t)ctx->nin + 1, sizeof *res);
+  jx_aval *av = malloc(sizeof *av * (size_t)(ctx->nin + ctx->nout + 1));
+  int64_t *axes = calloc((size_t)(ctx->nin + 1) * JX_MAX_RANK, sizeof *axes);
+  int *naxes = calloc((size_t)ctx->nin + 1, sizeof *naxes);
   jx_status st = (ish && osh && tish && tosh && args && res && av && axes && naxes) ? JX_OK : OOM();
-  if (!st) st = jx_smap_decode(p, 1, nin, &m, ish);
-  if (!st) st = jx_smap_decode(p, 2, nout, NULL, osh);
+  if (!st) st = jx_smap_decode(p, 1, ctx->nin, &m, ish);
+  if (!st) st = jx_smap_decode(p, 2, ctx->nout, NULL, osh);
   int n = 0, nlin = 0, check_vma = jx_smap_checks_vma(p);
   int pushed = st ? 0 : jx_smap_push_axes(m, check_vma);
-  for (int i = 0; i < nin && !st; i++) {
+  for (int i = 0; i < ctx->nin && !st; i++) {
     if (linear[i]) {
       naxes[nlin] = jx_smap_unnamed_axes(ish[i], axes + (size_t)nlin * JX_MAX_RANK);
       tosh[nlin++] = ish[i];
@@ -313,7 +311,7 @@ jx_status jx_smap_transpose(const jx_params *p, int nin, jx_array *const *in,
     tish[n] = ish[i];
     args[n++] = in[i];
   }
-  for (int o = 0; o < nout && !st; o++) {
+  for (int o = 0; o < ctx->nout && !st; o++) {
     jx_aval a = body->avals[body->out[o]];
     a.weak = 0;
     av[n] = a;
@@ -337,7 +335,7 @@ jx_status jx_smap_transpose(const jx_params *p, int nin, jx_array *const *in,
   }
   jx_smap_pop_axes(pushed);
   if (!st) st = jx_smap_bind(m, n, args, tish, nlin, tosh, tb, check_vma, res);
-  for (int i = 0, k = 0; i < nin && !st; i++) ct_in[i] = linear[i] ? res[k++] : NULL;
+  for (int i = 0, k = 0; i < ctx->nin && !st; i++) ct_in[i] = linear[i] ? res[k++] : NULL;
   jx_program_release(t);
   jx_program_release(tb);
   free(ish);
@@ -353,22 +351,21 @@ jx_status jx_smap_transpose(const jx_params *p, int nin, jx_array *const *in,
 }
 
 /* ---- batching ---- */
-jx_status jx_smap_batch(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                        int64_t size, int nout, jx_array **out, int *out_bdim, int nsub,
-                        jx_program *const *subs) {
-  (void)nsub;
+jx_status jx_smap_batch(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim, int64_t size,
+                        jx_array **out, int *out_bdim) {
+  const jx_params *p = ctx->params;
   const char *op = "vmap of jx_shard_map";
   jx_mesh *m = NULL;
-  uint8_t *b_in = calloc((size_t)nin + 1, 1), *b_out = calloc((size_t)nout + 1, 1);
-  jx_sharding **ish = calloc((size_t)nin + 1, sizeof *ish);
-  jx_sharding **osh = calloc((size_t)nout + 1, sizeof *osh);
-  jx_sharding **made = calloc((size_t)(nin + nout) + 1, sizeof *made); /* references */
-  jx_array **args = calloc((size_t)nin + 1, sizeof *args);
+  uint8_t *b_in = calloc((size_t)ctx->nin + 1, 1), *b_out = calloc((size_t)ctx->nout + 1, 1);
+  jx_sharding **ish = calloc((size_t)ctx->nin + 1, sizeof *ish);
+  jx_sharding **osh = calloc((size_t)ctx->nout + 1, sizeof *osh);
+  jx_sharding **made = calloc((size_t)(ctx->nin + ctx->nout) + 1, sizeof *made); /* references */
+  jx_array **args = calloc((size_t)ctx->nin + 1, sizeof *args);
   jx_status st = (b_in && b_out && ish && osh && made && args) ? JX_OK : OOM();
-  if (!st) st = jx_smap_decode(p, 1, nin, &m, ish);
-  if (!st) st = jx_smap_decode(p, 2, nout, NULL, osh);
+  if (!st) st = jx_smap_decode(p, 1, ctx->nin, &m, ish);
+  if (!st) st = jx_smap_decode(p, 2, ctx->nout, NULL, osh);
   int nmade = 0;
-  for (int i = 0; i < nin && !st; i++) {
+  for (int i = 0; i < ctx->nin && !st; i++) {
     b_in[i] = bdim[i] != JX_NOT_MAPPED;
     args[i] = b_in[i] ? jx_rule_moveaxis(in[i], bdim[i], 0) : in[i];
     if (!b_in[i]) continue;
@@ -382,19 +379,20 @@ jx_status jx_smap_batch(const jx_params *p, int nin, jx_array *const *in, const 
     int inner = jx_axis_innermost_id();
     int pushed = jx_smap_push_axes(m, jx_smap_checks_vma(p));
     int repushed = !jx_axis_push(inner ? jx_axis_name(inner) : NULL, size);
-    st = jx_batched_outputs(subs[0], b_in, b_out);
-    if (!st) bb = jx_batch_program(subs[0], b_in, size, b_out);
+    st = jx_batched_outputs(ctx->subs[0], b_in, b_out);
+    if (!st) bb = jx_batch_program(ctx->subs[0], b_in, size, b_out);
     if (repushed) jx_axis_pop();
     jx_smap_pop_axes(pushed);
     if (!st && !bb) st = last_or_internal();
   }
-  for (int o = 0; o < nout && !st; o++) {
+  for (int o = 0; o < ctx->nout && !st; o++) {
     out_bdim[o] = b_out[o] ? 0 : JX_NOT_MAPPED;
     if (!b_out[o]) continue;
     osh[o] = made[nmade++] = jx_smap_insert_dims(osh[o], 0, 1, op);
     if (!osh[o]) st = last_or_internal();
   }
-  if (!st) st = jx_smap_bind(m, nin, args, ish, nout, osh, bb, jx_smap_checks_vma(p), out);
+  if (!st)
+    st = jx_smap_bind(m, ctx->nin, args, ish, ctx->nout, osh, bb, jx_smap_checks_vma(p), out);
   jx_program_release(bb);
   for (int k = 0; k < nmade; k++) jx_sharding_release(made[k]);
   free(b_in);

@@ -259,17 +259,11 @@ static void binary_kernel(binop op, const jx_tensor *in, jx_tensor *out) {
 }
 
 #define BINARY_ROW(NAME, OP, ACCEPT, OUT, JVP, TRANSPOSE)                                          \
-  static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
-                                jx_aval *out) {                                                    \
-    (void)p;                                                                                       \
-    (void)nout;                                                                                    \
-    return jx_infer_same(#NAME, ACCEPT, OUT, nin, in, out);                                        \
+  static jx_status infer_##NAME(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {         \
+    return jx_infer_same(#NAME, ACCEPT, OUT, ctx->nin, in, out);                                   \
   }                                                                                                \
-  static void eval_##NAME(const jx_params *p, int nin, const jx_tensor *in, int nout,              \
-                          jx_tensor *out) {                                                        \
-    (void)p;                                                                                       \
-    (void)nin;                                                                                     \
-    (void)nout;                                                                                    \
+  static void eval_##NAME(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {           \
+    (void)ctx;                                                                                     \
     binary_kernel(OP, in, out);                                                                    \
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
@@ -285,7 +279,7 @@ static void binary_kernel(binop op, const jx_tensor *in, jx_tensor *out) {
 
 BINARY_ROW(add, B_ADD, JX_ACCEPT_NUMERIC, -1, jx_jvp_add, jx_transpose_add)
 BINARY_ROW(sub, B_SUB, JX_ACCEPT_NUMERIC, -1, jx_jvp_sub, jx_transpose_sub)
-BINARY_ROW(mul, B_MUL, JX_ACCEPT_NUMERIC, -1, jx_jvp_mul, jx_transpose_mul)
+BINARY_ROW(mul, B_MUL, JX_ACCEPT_NUMERIC, -1, jx_jvp_bilinear, jx_transpose_mul)
 BINARY_ROW(div, B_DIV, JX_ACCEPT_NUMERIC, -1, jx_jvp_div, jx_transpose_div)
 BINARY_ROW(rem, B_REM, JX_ACCEPT_NUMERIC, -1, jx_jvp_rem, NULL)
 BINARY_ROW(pow, B_POW, JX_ACCEPT_NUMERIC, -1, jx_jvp_pow, NULL)

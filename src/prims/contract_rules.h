@@ -7,24 +7,10 @@
 
 #include "prim.h"
 
-#define JX_CONTRACT_JVP(name)                                                                      \
-  jx_status name(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,    \
-                 jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s)
-#define JX_CONTRACT_TRANSPOSE(name)                                                                \
-  jx_status name(const jx_params *p, int nin, jx_array *const *in, const jx_aval *avals,           \
-                 const uint8_t *linear, int nout, jx_array *const *ct, jx_array **ct_in, int nsub, \
-                 struct jx_program *const *s)
-#define JX_CONTRACT_BATCH(name)                                                                    \
-  jx_status name(const jx_params *p, int nin, jx_array *const *in, const int *bdim,                \
-                 int64_t axis_size, int nout, jx_array **out, int *out_bdim, int nsub,             \
-                 struct jx_program *const *s)
-
-JX_CONTRACT_JVP(jx_jvp_dot_general);
-JX_CONTRACT_TRANSPOSE(jx_transpose_dot_general);
-JX_CONTRACT_BATCH(jx_batch_dot_general);
-JX_CONTRACT_JVP(jx_jvp_conv_general_dilated);
-JX_CONTRACT_TRANSPOSE(jx_transpose_conv_general_dilated);
-JX_CONTRACT_BATCH(jx_batch_conv_general_dilated);
+JX_TRANSPOSE_RULE(jx_transpose_dot_general);
+JX_BATCH_RULE(jx_batch_dot_general);
+JX_TRANSPOSE_RULE(jx_transpose_conv_general_dilated);
+JX_BATCH_RULE(jx_batch_conv_general_dilated);
 
 /* The dtype in which a transpose rule contracts the cotangent g with the
  * other operand: the wider float of the two, as JAX's mixed-dtype

@@ -23,6 +23,7 @@
 #include "contract_rules.h"
 #include "conv_kernels.h"
 #include "prims.h"
+#include "rules.h"
 
 enum {
   STRIDES = JX_CONV_STRIDES,
@@ -93,10 +94,8 @@ static int preferred_ok(jx_dtype in, jx_dtype out) {
   return out != JX_BOOL && jx_dtype_bits(out) >= jx_dtype_bits(in);
 }
 
-static jx_status infer_conv(const jx_params *p, int nin, const jx_aval *in, int nout,
-                            jx_aval *out) {
-  (void)nin;
-  (void)nout;
+static jx_status infer_conv(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   char msg[200];
   if (in[0].dtype != in[1].dtype) return bad(JX_ERR_DTYPE, in, "operands must have one dtype");
   int rank = in[0].shape.rank;
@@ -358,9 +357,8 @@ done:
  * an f32 sum in BLAS can miss those by a few ulps (see dot.c's eval_dot). */
 enum { F32_SUM_MIN_WORK = 1 << 15 };
 
-static void eval_conv(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)nin;
-  (void)nout;
+static void eval_conv(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  const jx_params *p = ctx->params;
   geom g;
   jx_conv_geometry(p, in, &out[0].shape, &g);
   double work = (double)g.on * (double)g.O * (double)g.out_sp * (double)g.I * (double)g.k_sp;
@@ -378,7 +376,7 @@ const jx_prim jx_prim_conv_general_dilated = {
               "batch_group_count=i1 has_preferred_element_type=i2 preferred_element_type=dtype",
     .infer = infer_conv,
     .eval = eval_conv,
-    .jvp = jx_jvp_conv_general_dilated,
+    .jvp = jx_jvp_bilinear,
     .transpose = jx_transpose_conv_general_dilated,
     .batch = jx_batch_conv_general_dilated};
 const jx_prim *const jx_prims_conv[] = {&jx_prim_conv_general_dilated, NULL};

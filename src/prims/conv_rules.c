@@ -30,16 +30,6 @@ static jx_array *conv(jx_array *a, jx_array *b, const jx_params *p) {
   return jx_bind1(&jx_prim_conv_general_dilated, 2, (jx_array *[]){a, b}, p);
 }
 
-JX_CONTRACT_JVP(jx_jvp_conv_general_dilated) {
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)s;
-  y[0] = conv(x[0], x[1], p);
-  ty[0] = jx_rule_add(t[0] ? conv(t[0], x[1], p) : NULL, t[1] ? conv(x[0], t[1], p) : NULL);
-  return jx_last_status();
-}
-
 /* ---- shape helpers ---- */
 
 static jx_array *reshape(jx_array *x, int rank, const int64_t *dims) {
@@ -114,7 +104,10 @@ static jx_params base_params(const jx_params *p) {
   return q;
 }
 
-static jx_array *transpose_lhs(const jx_params *p, jx_array *g, jx_aval lhs, jx_array *rhs) {
+static jx_array *transpose_lhs(const jx_rule_ctx *ctx, jx_array *g, const jx_aval *lhs_aval,
+                               jx_array *rhs) {
+  const jx_params *p = ctx->params;
+  jx_aval lhs = *lhs_aval;
   int nsp = lhs.shape.rank - 2;
   const jx_ilist *ls = &p->l[LHS_SPEC], *rs = &p->l[RHS_SPEC], *os = &p->l[OUT_SPEC];
   int64_t G = p->i[0], BG = p->i[1];
@@ -159,7 +152,10 @@ static jx_array *transpose_lhs(const jx_params *p, jx_array *g, jx_aval lhs, jx_
   return out;
 }
 
-static jx_array *transpose_rhs(const jx_params *p, jx_array *g, jx_array *lhs, jx_aval rhs) {
+static jx_array *transpose_rhs(const jx_rule_ctx *ctx, jx_array *g, const jx_aval *rhs_aval,
+                               jx_array *lhs) {
+  const jx_params *p = ctx->params;
+  jx_aval rhs = *rhs_aval;
   if (jx_shape_numel(g->shape) == 0) return jx_rule_zeros(rhs);
   int nsp = rhs.shape.rank - 2;
   const jx_ilist *ls = &p->l[LHS_SPEC], *rs = &p->l[RHS_SPEC], *os = &p->l[OUT_SPEC];
@@ -188,20 +184,7 @@ static jx_array *transpose_rhs(const jx_params *p, jx_array *g, jx_array *lhs, j
   return jx_contract_convert(out, rhs.dtype);
 }
 
-JX_CONTRACT_TRANSPOSE(jx_transpose_conv_general_dilated) {
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)s;
-  if (linear[0] && linear[1])
-    return jx_error_set(JX_ERR_INTERNAL,
-                        "transpose of conv_general_dilated: both operands are linear");
-  ct_in[0] = ct_in[1] = NULL;
-  if (!ct[0]) return JX_OK;
-  if (linear[0]) ct_in[0] = transpose_lhs(p, ct[0], avals[0], in[1]);
-  if (linear[1]) ct_in[1] = transpose_rhs(p, ct[0], in[0], avals[1]);
-  return jx_last_status();
-}
+JX_DEFBILINEAR_TRANSPOSE(jx_transpose_conv_general_dilated, transpose_lhs, transpose_rhs)
 
 /* ---- batching ---- */
 
@@ -214,11 +197,8 @@ static jx_aval unbatched(jx_array *x, int bd) {
   return a;
 }
 
-JX_CONTRACT_BATCH(jx_batch_conv_general_dilated) {
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)s;
+JX_BATCH_RULE(jx_batch_conv_general_dilated) {
+  const jx_params *p = ctx->params;
   int lbd = bdim[0], rbd = bdim[1];
   jx_array *lhs = in[0], *rhs = in[1];
   const jx_ilist *ls = &p->l[LHS_SPEC], *rs = &p->l[RHS_SPEC], *os = &p->l[OUT_SPEC];
@@ -232,7 +212,7 @@ JX_CONTRACT_BATCH(jx_batch_conv_general_dilated) {
   if (B == 0) {
     /* the reshapes below cannot fold a size-0 axis: zeros of the batched shape */
     jx_aval av[2] = {unbatched(lhs, lbd), unbatched(rhs, rbd)}, o;
-    jx_status st = jx_prim_conv_general_dilated.infer(p, 2, av, 1, &o);
+    jx_status st = jx_prim_conv_general_dilated.infer(ctx, av, &o);
     if (st) return st;
     for (int i = o.shape.rank; i > 0; i--) o.shape.dims[i] = o.shape.dims[i - 1];
     o.shape.dims[0] = 0;

@@ -18,10 +18,8 @@
 
 /* ---- convert_element_type: dtype = target, i0 = 1 for a weakly typed result ---- */
 
-static jx_status infer_convert(const jx_params *p, int nin, const jx_aval *in, int nout,
-                               jx_aval *out) {
-  (void)nin;
-  (void)nout;
+static jx_status infer_convert(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   if (!jx_dtype_valid(p->dtype))
     return jx_error_set(JX_ERR_DTYPE, "convert_element_type: invalid target dtype %d",
                         (int)p->dtype);
@@ -63,11 +61,8 @@ static void copy_same(const jx_tensor *in, jx_tensor *out, int64_t n) {
   if (n) memcpy(out->data, in->data, (size_t)n * jx_dtype_size(in->dtype));
 }
 
-static void eval_convert(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                         jx_tensor *out) {
-  (void)p;
-  (void)nin;
-  (void)nout;
+static void eval_convert(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  (void)ctx;
   jx_dtype s = in[0].dtype, d = out[0].dtype;
   int64_t n = jx_shape_numel(in[0].shape);
   const void *x = in[0].data;
@@ -106,13 +101,9 @@ static void eval_convert(const jx_params *p, int nin, const jx_tensor *in, int n
 
 /* JVP (lax.py): the tangent converted alike; none when the target is not a
  * float (an integer input has no tangent to begin with). */
-static jx_status jvp_convert(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                             int nout, jx_array **y, jx_array **ty, int nsub,
-                             struct jx_program *const *s) {
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)s;
+static jx_status jvp_convert(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                             jx_array **y, jx_array **ty) {
+  const jx_params *p = ctx->params;
   y[0] = jx_bind1(&jx_prim_convert_element_type, 1, x, p);
   ty[0] = (t[0] && jx_is_float(p->dtype)) ? jx_bind1(&jx_prim_convert_element_type, 1, t, p) : NULL;
   return jx_last_status();
@@ -120,16 +111,10 @@ static jx_status jvp_convert(const jx_params *p, int nin, jx_array *const *x, jx
 
 /* Transpose: the cotangent converted back to the operand's dtype and
  * weakness; zero for a non-float operand. */
-static jx_status transpose_convert(const jx_params *p, int nin, jx_array *const *in,
-                                   const jx_aval *avals, const uint8_t *linear, int nout,
-                                   jx_array *const *ct, jx_array **ct_in, int nsub,
-                                   struct jx_program *const *s) {
-  (void)p;
-  (void)nin;
-  (void)in;
-  (void)nout;
-  (void)nsub;
-  (void)s;
+static jx_status transpose_convert(const jx_rule_ctx *ctx, jx_array *const *in,
+                                   const jx_aval *avals, const uint8_t *linear, jx_array *const *ct,
+                                   jx_array **ct_in) {
+  (void)ctx, (void)in;
   ct_in[0] = NULL;
   if (!linear[0] || !ct[0] || !jx_is_float(avals[0].dtype)) return JX_OK;
   jx_params q = JX_PARAMS_INIT;
@@ -186,18 +171,12 @@ jx_status jx_bitcast_rule(const char *name, jx_dtype d, const jx_aval *in, jx_av
   return JX_OK;
 }
 
-static jx_status infer_bitcast(const jx_params *p, int nin, const jx_aval *in, int nout,
-                               jx_aval *out) {
-  (void)nin;
-  (void)nout;
-  return jx_bitcast_rule("bitcast_convert_type", p->dtype, in, out);
+static jx_status infer_bitcast(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  return jx_bitcast_rule("bitcast_convert_type", ctx->params->dtype, in, out);
 }
 
-static void eval_bitcast(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                         jx_tensor *out) {
-  (void)p;
-  (void)nin;
-  (void)nout;
+static void eval_bitcast(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  (void)ctx;
   size_t bytes = (size_t)jx_shape_numel(in[0].shape) * jx_dtype_size(in[0].dtype);
   if (bytes) memcpy(out[0].data, in[0].data, bytes);
 }
@@ -212,7 +191,7 @@ const jx_prim jx_prim_bitcast_convert_type = {.name = "bitcast_convert_type",
                                               .jvp = jx_jvp_zero,
                                               /* acts on the trailing dim only, so the
                                                  batch axis can go to the front */
-                                              .batch = jx_batch_elementwise};
+                                              .batch = jx_batch_vectorized};
 
 const jx_prim *const jx_prims_convert[] = {&jx_prim_convert_element_type,
                                            &jx_prim_bitcast_convert_type, NULL};

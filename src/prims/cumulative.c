@@ -7,6 +7,7 @@
  * here, never less). Transformation rules: cumulative_rules.c. */
 #include "../base/error.h"
 #include "prims.h"
+#include "rules.h"
 #include "reduce_rules.h"
 #include "structural_rules.h"
 
@@ -71,17 +72,11 @@ static void eval_cum(cop op, const jx_params *p, const jx_tensor *in, jx_tensor 
 }
 
 #define CUM_ROW(NAME, OP, JVP, T)                                                                  \
-  static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
-                                jx_aval *out) {                                                    \
-    (void)nin;                                                                                     \
-    (void)nout;                                                                                    \
-    return infer_cum(#NAME, p, in, out);                                                           \
+  static jx_status infer_##NAME(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {         \
+    return infer_cum(#NAME, ctx->params, in, out);                                                 \
   }                                                                                                \
-  static void eval_##NAME(const jx_params *p, int nin, const jx_tensor *in, int nout,              \
-                          jx_tensor *out) {                                                        \
-    (void)nin;                                                                                     \
-    (void)nout;                                                                                    \
-    eval_cum(OP, p, in, out);                                                                      \
+  static void eval_##NAME(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {           \
+    eval_cum(OP, ctx->params, in, out);                                                            \
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
                                   .id = JX_PRIM_##NAME,                                            \

@@ -16,28 +16,22 @@
 #include "reduce_rules.h"
 #include "rules.h"
 
-#define UNUSED (void)nin, (void)nout, (void)nsub, (void)s
-
-JX_RR_TRANSPOSE(jx_transpose_cumsum) {
-  UNUSED;
-  (void)in, (void)avals, (void)linear;
-  ct_in[0] = NULL;
-  if (!ct[0]) return JX_OK;
-  jx_params q = *p;
-  q.i[1] = !p->i[1];
-  ct_in[0] = jx_bind1(&jx_prim_cumsum, 1, ct, &q);
-  return jx_last_status();
+static jx_array *cumsum_reversed(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval) {
+  (void)aval;
+  jx_params q = *ctx->params;
+  q.i[1] = !q.i[1];
+  return jx_bind1(&jx_prim_cumsum, 1, &ct, &q);
 }
+JX_DEFLINEAR_TRANSPOSE(jx_transpose_cumsum, cumsum_reversed)
 
-JX_RR_BATCH(jx_batch_cumulative) {
-  UNUSED;
-  (void)n;
-  jx_params q = *p;
+JX_BATCH_RULE(jx_batch_cumulative) {
+  (void)axis_size;
+  jx_params q = *ctx->params;
   int b = bdim[0];
   jx_array *x = in[0];
-  if (b == JX_NOT_MAPPED) x = jx_rule_batch_to_front(in[0], b, n), b = 0;
+  if (b == JX_NOT_MAPPED) x = jx_rule_batch_to_front(in[0], b, axis_size), b = 0;
   if (b <= q.i[0]) q.i[0]++;
-  out[0] = jx_bind1(jx_rule_current_prim, 1, &x, &q);
+  out[0] = jx_bind1(ctx->prim, 1, &x, &q);
   out_bdim[0] = b;
   return jx_last_status();
 }
@@ -99,51 +93,46 @@ static jx_array *rev(jx_array *x, int axis) {
   return jx_bind1(&jx_prim_rev, 1, &x, &q);
 }
 
-static pair combine(jx_jvp_fn f, pair a, pair b) {
+/* op applied to a and b, and its tangent (op's JVP rule). */
+static pair combine(const jx_prim *op, pair a, pair b) {
+  static const jx_params none = JX_PARAMS_INIT;
   jx_array *xs[2] = {a.x, b.x}, *ts[2] = {a.t, b.t}, *y = NULL, *ty = NULL;
-  f(NULL, 2, xs, ts, 1, &y, &ty, 0, NULL);
+  op->jvp(&(jx_rule_ctx){op, &none, 2, 1, 0, NULL}, xs, ts, &y, &ty);
   if (!y || y->poisoned) return (pair){jx_poison(), jx_poison()};
   return (pair){y, ty ? ty : jx_rule_zeros_like(y)};
 }
 
 /* associative_scan's _scan: the odd elements are the scan of the pairwise
  * combined elements, the even ones combine those with the next element. */
-static pair scan(jx_jvp_fn f, pair e, int axis) {
+static pair scan(const jx_prim *op, pair e, int axis) {
   int64_t n = e.x->shape.dims[axis];
   if (n < 2 || jx_last_status()) return e;
-  pair reduced = combine(f, slice_pair(e, axis, 0, n - 1, 2), slice_pair(e, axis, 1, n, 2));
-  pair odd = scan(f, reduced, axis);
+  pair reduced = combine(op, slice_pair(e, axis, 0, n - 1, 2), slice_pair(e, axis, 1, n, 2));
+  pair odd = scan(op, reduced, axis);
   if (jx_last_status()) return odd;
   int64_t m = odd.x->shape.dims[axis];
   pair rest = slice_pair(e, axis, 2, n, 2);
-  pair even = combine(f, n % 2 == 0 ? slice_pair(odd, axis, 0, m - 1, 1) : odd, rest);
+  pair even = combine(op, n % 2 == 0 ? slice_pair(odd, axis, 0, m - 1, 1) : odd, rest);
   pair first = slice_pair(e, axis, 0, 1, 1);
   even = (pair){concat(first.x, even.x, axis), concat(first.t, even.t, axis)};
   return (pair){interleave(even.x, odd.x, axis), interleave(even.t, odd.t, axis)};
 }
 
-static jx_status jvp_scan(const jx_prim *prim, jx_jvp_fn f, const jx_params *p, jx_array *const *x,
+/* The JVP of the cumulative ctx->prim whose combining primitive is op. */
+static jx_status jvp_scan(const jx_rule_ctx *ctx, const jx_prim *op, jx_array *const *x,
                           jx_array *const *t, jx_array **y, jx_array **ty) {
-  y[0] = jx_bind1(prim, 1, x, p);
+  const jx_params *p = ctx->params;
+  y[0] = jx_bind1(ctx->prim, 1, x, p);
   ty[0] = NULL;
   if (!t[0] || jx_rule_no_tangent(x[0]->dtype) || y[0]->poisoned) return jx_last_status();
   int axis = (int)p->i[0], reverse = p->i[1] != 0;
   pair e = {x[0], t[0]};
   if (reverse) e = (pair){rev(e.x, axis), rev(e.t, axis)};
-  pair r = scan(f, e, axis);
+  pair r = scan(op, e, axis);
   ty[0] = reverse ? rev(r.t, axis) : r.t;
   return jx_last_status();
 }
 
-JX_RR_JVP(jx_jvp_cumprod) {
-  UNUSED;
-  return jvp_scan(&jx_prim_cumprod, jx_jvp_mul, p, x, t, y, ty);
-}
-JX_RR_JVP(jx_jvp_cummax) {
-  UNUSED;
-  return jvp_scan(&jx_prim_cummax, jx_jvp_max, p, x, t, y, ty);
-}
-JX_RR_JVP(jx_jvp_cummin) {
-  UNUSED;
-  return jvp_scan(&jx_prim_cummin, jx_jvp_min, p, x, t, y, ty);
-}
+JX_JVP_RULE(jx_jvp_cumprod) { return jvp_scan(ctx, &jx_prim_mul, x, t, y, ty); }
+JX_JVP_RULE(jx_jvp_cummax) { return jvp_scan(ctx, &jx_prim_max, x, t, y, ty); }
+JX_JVP_RULE(jx_jvp_cummin) { return jvp_scan(ctx, &jx_prim_min, x, t, y, ty); }

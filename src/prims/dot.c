@@ -31,6 +31,7 @@
 #include "dot_kernels.h"
 #include "dot_small.h"
 #include "prims.h"
+#include "rules.h"
 
 enum { LC, RC, LB, RB }; /* parameter list slots */
 
@@ -123,9 +124,8 @@ static int is_member(const jx_ilist *l, int64_t d) {
   return 0;
 }
 
-static jx_status infer_dot(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
-  (void)nin;
-  (void)nout;
+static jx_status infer_dot(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   if (in[0].dtype != in[1].dtype) return bad(JX_ERR_DTYPE, in, "operands must have one dtype");
   jx_status st;
   if ((st = check_dims(p, in, LC, LB)) || (st = check_dims(p, in, RC, RB)) ||
@@ -455,9 +455,8 @@ static int dot_small_f32(const jx_params *p, const jx_tensor *in, jx_tensor *out
 /* Floats go through BLAS (dot_blas.c) when the build has it, small f32
  * products through dot_small.c (see route); the reference kernel runs
  * everything else, and whatever those decline. */
-static void eval_dot(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)nin;
-  (void)nout;
+static void eval_dot(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  const jx_params *p = ctx->params;
   switch (route(p, in, out[0].dtype, out[0].shape)) {
   case VIA_SMALL:
     if (!dot_small_f32(p, in, out)) jx_dot_reference(p, in, out);
@@ -513,7 +512,7 @@ const jx_prim jx_prim_dot_general = {
               "has_preferred_element_type=i0 preferred_element_type=dtype",
     .infer = infer_dot,
     .eval = eval_dot,
-    .jvp = jx_jvp_dot_general,
+    .jvp = jx_jvp_bilinear,
     .transpose = jx_transpose_dot_general,
     .batch = jx_batch_dot_general};
 const jx_prim *const jx_prims_dot[] = {&jx_prim_dot_general, NULL};

@@ -32,17 +32,6 @@ static jx_array *dot(jx_array *a, jx_array *b, const jx_params *p) {
   return jx_bind1(&jx_prim_dot_general, 2, (jx_array *[]){a, b}, p);
 }
 
-JX_CONTRACT_JVP(jx_jvp_dot_general) {
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)s;
-  y[0] = dot(x[0], x[1], p);
-  /* bilinear: d(a . b) = da . b + a . db, with the same dimension numbers */
-  ty[0] = jx_rule_add(t[0] ? dot(t[0], x[1], p) : NULL, t[1] ? dot(x[0], t[1], p) : NULL);
-  return jx_last_status();
-}
-
 static int member(const jx_ilist *l, int64_t d) {
   for (int i = 0; i < l->n; i++)
     if (l->v[i] == d) return 1;
@@ -140,23 +129,17 @@ static jx_array *transpose_operand(jx_array *g, jx_aval xa, jx_array *y, const j
   return jx_contract_convert(r, xa.dtype);
 }
 
-JX_CONTRACT_TRANSPOSE(jx_transpose_dot_general) {
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)s;
-  if (linear[0] && linear[1])
-    return jx_error_set(JX_ERR_INTERNAL, "transpose of dot_general: both operands are linear");
-  ct_in[0] = ct_in[1] = NULL;
-  if (!ct[0]) return JX_OK;
-  if (linear[0])
-    ct_in[0] =
-        transpose_operand(ct[0], avals[0], in[1], &p->l[LC], &p->l[RC], &p->l[LB], &p->l[RB], 0, p);
-  if (linear[1])
-    ct_in[1] =
-        transpose_operand(ct[0], avals[1], in[0], &p->l[RC], &p->l[LC], &p->l[RB], &p->l[LB], 1, p);
-  return jx_last_status();
+static jx_array *transpose_lhs(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval,
+                               jx_array *rhs) {
+  const jx_params *p = ctx->params;
+  return transpose_operand(ct, *aval, rhs, &p->l[LC], &p->l[RC], &p->l[LB], &p->l[RB], 0, p);
 }
+static jx_array *transpose_rhs(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval,
+                               jx_array *lhs) {
+  const jx_params *p = ctx->params;
+  return transpose_operand(ct, *aval, lhs, &p->l[RC], &p->l[LC], &p->l[RB], &p->l[LB], 1, p);
+}
+JX_DEFBILINEAR_TRANSPOSE(jx_transpose_dot_general, transpose_lhs, transpose_rhs)
 
 /* Dims of l at or after the new axis b shift up by one. */
 static void bump(jx_ilist *l, int64_t b) {
@@ -165,12 +148,9 @@ static void bump(jx_ilist *l, int64_t b) {
 
 /* JAX's _dot_general_batch_dim_nums: both operands mapped, the mapped axes
  * become a leading batch dim; one mapped, its axis becomes a free dim. */
-JX_CONTRACT_BATCH(jx_batch_dot_general) {
-  (void)nin;
+JX_BATCH_RULE(jx_batch_dot_general) {
+  const jx_params *p = ctx->params;
   (void)axis_size;
-  (void)nout;
-  (void)nsub;
-  (void)s;
   int lbd = bdim[0], rbd = bdim[1];
   jx_params q = *p;
   if (lbd == JX_NOT_MAPPED && rbd == JX_NOT_MAPPED) {

@@ -13,10 +13,8 @@
 #include "prims.h"
 #include "rules.h"
 
-static jx_status infer_fma(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
-  (void)p;
-  (void)nin;
-  (void)nout;
+static jx_status infer_fma(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  (void)ctx;
   char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
   if (!jx_is_float(in[0].dtype))
     return jx_error_set(JX_ERR_DTYPE, "fma: operands are %s but must be floats",
@@ -31,10 +29,8 @@ static jx_status infer_fma(const jx_params *p, int nin, const jx_aval *in, int n
   return JX_OK;
 }
 
-static void eval_fma(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)p;
-  (void)nin;
-  (void)nout;
+static void eval_fma(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  (void)ctx;
   int64_t n = jx_shape_numel(in[0].shape);
   jx_dtype dt = in[0].dtype;
   if (dt == JX_F64) {
@@ -55,25 +51,24 @@ static void eval_fma(const jx_params *p, int nin, const jx_tensor *in, int nout,
 }
 
 /* d(a b + c) = da b + a db + dc */
-static jx_status jvp_fma(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                         int nout, jx_array **y, jx_array **ty, int nsub,
-                         struct jx_program *const *s) {
-  (void)nout;
-  (void)nsub;
-  (void)s;
-  y[0] = jx_bind1(&jx_prim_fma, nin, x, p);
-  ty[0] = jx_rule_add(jx_rule_add(jx_rule_scale(t[0], x[1]), jx_rule_scale(t[1], x[0])), t[2]);
-  return jx_last_status();
+static jx_array *times_b(const jx_rule_ctx *ctx, jx_array *g, jx_array *const *x, jx_array *y) {
+  (void)ctx, (void)y;
+  return jx_rule_scale(g, x[1]);
 }
+static jx_array *times_a(const jx_rule_ctx *ctx, jx_array *g, jx_array *const *x, jx_array *y) {
+  (void)ctx, (void)y;
+  return jx_rule_scale(g, x[0]);
+}
+static JX_DEFJVP(jvp_fma, times_b, times_a, jx_deriv_identity)
 
-const jx_prim jx_prim_fma = {.name = "fma",
-                             .id = JX_PRIM_fma,
-                             .nin = 3,
-                             .nout = 1,
-                             .params = "",
-                             .infer = infer_fma,
-                             .eval = eval_fma,
-                             .jvp = jvp_fma,
-                             .elementwise = 1};
+    const jx_prim jx_prim_fma = {.name = "fma",
+                                 .id = JX_PRIM_fma,
+                                 .nin = 3,
+                                 .nout = 1,
+                                 .params = "",
+                                 .infer = infer_fma,
+                                 .eval = eval_fma,
+                                 .jvp = jvp_fma,
+                                 .elementwise = 1};
 
 const jx_prim *const jx_prims_fma[] = {&jx_prim_fma, NULL};

@@ -126,10 +126,8 @@ static int window_start(const jx_tensor *op, const jx_tensor *indices, const ind
 }
 
 /* ---- gather ---- */
-static jx_status infer_gather(const jx_params *p, int nin, const jx_aval *in, int nout,
-                              jx_aval *out) {
-  (void)nin;
-  (void)nout;
+static jx_status infer_gather(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   const char *n = "gather";
   const jx_aval *op = &in[0];
   const jx_ilist *offs = &p->l[0], *coll = &p->l[1], *sim = &p->l[2], *ss = &p->l[3];
@@ -237,10 +235,8 @@ static int gather_windows(const jx_params *p, const jx_tensor *in, jx_tensor *ou
   return 1;
 }
 
-static void eval_gather(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                        jx_tensor *out) {
-  (void)nin;
-  (void)nout;
+static void eval_gather(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  const jx_params *p = ctx->params;
   const jx_tensor *op = &in[0];
   const jx_ilist *offs = &p->l[0], *coll = &p->l[1], *sim = &p->l[2], *ss = &p->l[3];
   jx_aval ia = {in[1].dtype, 0, in[1].shape, 0};
@@ -460,17 +456,11 @@ static void eval_scatter_op(scatter_op sop, const jx_params *p, const jx_tensor 
 }
 
 #define SCATTER_ROW(NAME, SOP, NUMERIC, JVP, TRANSPOSE)                                            \
-  static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
-                                jx_aval *out) {                                                    \
-    (void)nin;                                                                                     \
-    (void)nout;                                                                                    \
-    return infer_scatter_named(#NAME, NUMERIC, p, in, out);                                        \
+  static jx_status infer_##NAME(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {         \
+    return infer_scatter_named(#NAME, NUMERIC, ctx->params, in, out);                              \
   }                                                                                                \
-  static void eval_##NAME(const jx_params *p, int nin, const jx_tensor *in, int nout,              \
-                          jx_tensor *out) {                                                        \
-    (void)nin;                                                                                     \
-    (void)nout;                                                                                    \
-    eval_scatter_op(SOP, p, in, out);                                                              \
+  static void eval_##NAME(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {           \
+    eval_scatter_op(SOP, ctx->params, in, out);                                                    \
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {                                                                 \
       .name = #NAME,                                                                               \

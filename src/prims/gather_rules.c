@@ -27,10 +27,6 @@
 #include "rules.h"
 #include "structural_rules.h"
 
-#define UNUSED_JVP (void)nin, (void)nout, (void)nsub, (void)s
-#define UNUSED_T   (void)nin, (void)nout, (void)nsub, (void)s
-#define UNUSED_B   (void)nin, (void)nout, (void)nsub, (void)s
-
 /* ---- shared helpers ---- */
 jx_dtype jx_sr_index_dtype(jx_dtype dt, int64_t n) {
   if (!jx_is_int(dt)) return JX_I64;
@@ -129,8 +125,8 @@ static jx_array *inverse_gather0(const jx_params *p, jx_array *src, jx_array *id
 /* ---- gather ---- */
 
 /* JAX's _gather_jvp_rule: the tangent is gathered with fill value 0. */
-JX_SR_JVP(jx_jvp_gather) {
-  UNUSED_JVP;
+JX_JVP_RULE(jx_jvp_gather) {
+  const jx_params *p = ctx->params;
   y[0] = jx_bind1(&jx_prim_gather, 2, x, p);
   ty[0] = NULL;
   if (t[0])
@@ -139,8 +135,8 @@ JX_SR_JVP(jx_jvp_gather) {
   return jx_last_status();
 }
 
-JX_SR_TRANSPOSE(jx_transpose_gather) {
-  UNUSED_T;
+JX_TRANSPOSE_RULE(jx_transpose_gather) {
+  const jx_params *p = ctx->params;
   (void)linear;
   ct_in[0] = ct_in[1] = NULL;
   if (!ct[0]) return JX_OK;
@@ -176,8 +172,8 @@ static jx_array *prepend_counts(jx_array *idx, int ivd, int64_t n, int *new_ivd)
   return jx_bind1(&jx_prim_concatenate, 2, (jx_array *[]){jx_sr_iota(dt, cs, 0), idx}, &c);
 }
 
-JX_SR_BATCH(jx_batch_gather) {
-  UNUSED_B;
+JX_BATCH_RULE(jx_batch_gather) {
+  const jx_params *p = ctx->params;
   const jx_ilist *offs = &p->l[0], *coll = &p->l[1], *sim = &p->l[2], *ss = &p->l[3];
   jx_params q = *p;
   out_bdim[0] = 0;
@@ -186,7 +182,7 @@ JX_SR_BATCH(jx_batch_gather) {
   if (bdim[1] == JX_NOT_MAPPED) { /* the batch axis becomes a window dim */
     jx_array *op = jx_rule_moveaxis(in[0], bdim[0], 0);
     q.l[3].n = ss->n + 1;
-    q.l[3].v[0] = n;
+    q.l[3].v[0] = axis_size;
     for (int d = 0; d < ss->n; d++) q.l[3].v[d + 1] = ss->v[d];
     q.l[0] = plus_one(offs, 1);
     q.l[1] = plus_one(coll, 0);
@@ -202,13 +198,13 @@ JX_SR_BATCH(jx_batch_gather) {
     return jx_last_status();
   }
   jx_array *op = jx_rule_moveaxis(in[0], bdim[0], 0);
-  if (n == 0) { /* no size-1 slice fits a size-0 batch axis: the (empty) result directly */
+  if (axis_size == 0) { /* no size-1 slice fits a size-0 batch axis: the (empty) result directly */
     jx_aval a[2] = {{op->dtype, op->weak, op->shape, 0}, {idx->dtype, 0, idx->shape, 0}}, o;
     for (int k = 0; k < 2; k++) {
       a[k].shape.rank--;
       for (int d = 0; d < a[k].shape.rank; d++) a[k].shape.dims[d] = a[k].shape.dims[d + 1];
     }
-    jx_status st = jx_prim_gather.infer(p, 2, a, 1, &o);
+    jx_status st = jx_prim_gather.infer(ctx, a, &o);
     if (st) return st;
     jx_shape sh = {o.shape.rank + 1, {0}};
     for (int d = 0; d < o.shape.rank; d++) sh.dims[d + 1] = o.shape.dims[d];
@@ -216,7 +212,7 @@ JX_SR_BATCH(jx_batch_gather) {
     return jx_last_status();
   }
   int ivd = 0;
-  idx = prepend_counts(idx, (int)p->i[0] + 1, n, &ivd);
+  idx = prepend_counts(idx, (int)p->i[0] + 1, axis_size, &ivd);
   q.l[3].n = ss->n + 1;
   q.l[3].v[0] = 1;
   for (int d = 0; d < ss->n; d++) q.l[3].v[d + 1] = ss->v[d];
@@ -229,12 +225,12 @@ JX_SR_BATCH(jx_batch_gather) {
 }
 
 /* ---- scatter batching (all five) ---- */
-JX_SR_BATCH(jx_batch_scatter) {
-  UNUSED_B;
-  const jx_prim *prim = jx_rule_current_prim;
+JX_BATCH_RULE(jx_batch_scatter) {
+  const jx_params *p = ctx->params;
+  const jx_prim *prim = ctx->prim;
   const jx_ilist *uwd = &p->l[0], *iwd = &p->l[1], *sdod = &p->l[2];
-  jx_array *op = jx_rule_batch_to_front(in[0], bdim[0], n);
-  jx_array *up = jx_rule_batch_to_front(in[2], bdim[2], n);
+  jx_array *op = jx_rule_batch_to_front(in[0], bdim[0], axis_size);
+  jx_array *up = jx_rule_batch_to_front(in[2], bdim[2], axis_size);
   jx_params q = *p;
   out_bdim[0] = 0;
   if (bdim[1] == JX_NOT_MAPPED) { /* the batch axis is one more window dim */
@@ -245,7 +241,8 @@ JX_SR_BATCH(jx_batch_scatter) {
     return jx_last_status();
   }
   int ivd = 0;
-  jx_array *idx = prepend_counts(jx_rule_moveaxis(in[1], bdim[1], 0), (int)p->i[0] + 1, n, &ivd);
+  jx_array *idx =
+      prepend_counts(jx_rule_moveaxis(in[1], bdim[1], 0), (int)p->i[0] + 1, axis_size, &ivd);
   q.l[0] = plus_one(uwd, 0);
   q.l[1] = plus_one(iwd, 1);
   q.l[2] = plus_one(sdod, 1);
@@ -255,8 +252,8 @@ JX_SR_BATCH(jx_batch_scatter) {
 }
 
 /* ---- scatter (replace) ---- */
-JX_SR_JVP(jx_jvp_scatter) {
-  UNUSED_JVP;
+JX_JVP_RULE(jx_jvp_scatter) {
+  const jx_params *p = ctx->params;
   y[0] = jx_bind1(&jx_prim_scatter, 3, x, p);
   ty[0] = NULL;
   if (!t[0] && !t[2]) return jx_last_status();
@@ -290,8 +287,8 @@ JX_SR_JVP(jx_jvp_scatter) {
 }
 
 /* ---- scatter_add ---- */
-JX_SR_JVP(jx_jvp_scatter_add) {
-  UNUSED_JVP;
+JX_JVP_RULE(jx_jvp_scatter_add) {
+  const jx_params *p = ctx->params;
   y[0] = jx_bind1(&jx_prim_scatter_add, 3, x, p);
   ty[0] = NULL;
   if (t[0] || t[2])
@@ -300,12 +297,11 @@ JX_SR_JVP(jx_jvp_scatter_add) {
   return jx_last_status();
 }
 
-JX_SR_TRANSPOSE(jx_transpose_scatter_add) {
-  UNUSED_T;
+JX_TRANSPOSE_RULE(jx_transpose_scatter_add) {
   ct_in[0] = ct_in[1] = ct_in[2] = NULL;
   if (!ct[0]) return JX_OK;
   if (linear[0]) ct_in[0] = ct[0];
-  if (linear[2]) ct_in[2] = inverse_gather0(p, ct[0], in[1], avals[2].shape);
+  if (linear[2]) ct_in[2] = inverse_gather0(ctx->params, ct[0], in[1], avals[2].shape);
   return jx_last_status();
 }
 
@@ -330,8 +326,8 @@ static jx_array *exclusive_products(const jx_params *p, jx_array *op, jx_array *
   return sel(is_zero, if_nz, if_z);
 }
 
-JX_SR_JVP(jx_jvp_scatter_mul) {
-  UNUSED_JVP;
+JX_JVP_RULE(jx_jvp_scatter_mul) {
+  const jx_params *p = ctx->params;
   y[0] = jx_bind1(&jx_prim_scatter_mul, 3, x, p);
   jx_array *ta = t[0] ? scat(&jx_prim_scatter_mul, t[0], x[1], x[2], p) : NULL, *tb = NULL;
   if (t[2]) {
@@ -344,20 +340,19 @@ JX_SR_JVP(jx_jvp_scatter_mul) {
 
 /* Only the operand is linear (the JVP never applies scatter_mul to updates'
  * tangents). */
-JX_SR_TRANSPOSE(jx_transpose_scatter_mul) {
-  UNUSED_T;
+JX_TRANSPOSE_RULE(jx_transpose_scatter_mul) {
   (void)avals;
   ct_in[0] = ct_in[1] = ct_in[2] = NULL;
   if (linear[2])
     return jx_error_set(JX_ERR_INTERNAL, "transpose of scatter_mul: the updates are linear");
-  if (linear[0] && ct[0]) ct_in[0] = scat(&jx_prim_scatter_mul, ct[0], in[1], in[2], p);
+  if (linear[0] && ct[0]) ct_in[0] = scat(&jx_prim_scatter_mul, ct[0], in[1], in[2], ctx->params);
   return jx_last_status();
 }
 
 /* ---- scatter_min / scatter_max: JAX's _scatter_extremal_jvp ---- */
-JX_SR_JVP(jx_jvp_scatter_extremum) {
-  UNUSED_JVP;
-  const jx_prim *prim = jx_rule_current_prim;
+JX_JVP_RULE(jx_jvp_scatter_extremum) {
+  const jx_params *p = ctx->params;
+  const jx_prim *prim = ctx->prim;
   y[0] = jx_bind1(prim, 3, x, p);
   ty[0] = NULL;
   if (!t[0] && !t[2]) return jx_last_status();

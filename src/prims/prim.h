@@ -2,9 +2,11 @@
  *
  * Rows are `const jx_prim jx_prim_<name>` objects defined in their family's
  * file (unary.c, binary.c, ...), declared in prims.h and listed by
- * registry.c. The issue that adds a transformation adds its rule as a new
- * field here and fills it in each row; a row that leaves a rule NULL makes the
- * transformation report "not supported for <prim>" instead of crashing. */
+ * registry.c, or, for the rows of the layers above, registered at start-up
+ * (JX_REGISTER_PRIMS). Each transformation's rule is a field here; a row that
+ * leaves a rule NULL makes the transformation report "not supported for
+ * <prim>" instead of crashing. Rules take a jx_rule_ctx and their data;
+ * rules.h builds the common ones. */
 #ifndef JX_SRC_PRIMS_PRIM_H
 #define JX_SRC_PRIMS_PRIM_H
 
@@ -83,52 +85,64 @@ typedef struct {
   jx_shape shape;
 } jx_tensor;
 
+struct jx_program;
+struct jx_prim;
+
+/* What every rule of one application of a primitive is told besides its data:
+ * the row being applied, its parameters, the operand and result counts and
+ * the nested programs (control flow; nsub = 0 elsewhere). Rules shared by
+ * several rows (jx_jvp_zero, the constructors in rules.h) apply ctx->prim. */
+typedef struct jx_rule_ctx {
+  const struct jx_prim *prim;
+  const jx_params *params;
+  int nin, nout;
+  int nsub;
+  struct jx_program *const *subs;
+} jx_rule_ctx;
+
 /* Shape and dtype rule: fills out[0..nout) from the inputs and parameters, or
  * records an error (jx_error_set) naming the primitive and the offending
  * shapes/dtypes and returns its status. */
-typedef jx_status (*jx_infer_fn)(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                 jx_aval *out);
+typedef jx_status (*jx_infer_fn)(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out);
 /* Reference kernel: plain, obviously correct loops. Outputs are allocated to
  * the shapes the rule gave; the kernel writes every element. */
-typedef void (*jx_eval_fn)(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                           jx_tensor *out);
-
-struct jx_program;
+typedef void (*jx_eval_fn)(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out);
 
 /* Concrete execution of a primitive that is more than a kernel (control flow
- * runs its nested programs `subs`): replaces infer + eval when every input is
- * concrete. Results belong to the innermost scope. */
-typedef jx_status (*jx_impl_fn)(const jx_params *p, int nin, jx_array *const *in, int nout,
-                                jx_array **out, int nsub, struct jx_program *const *subs);
+ * runs its nested programs ctx->subs): replaces infer + eval when every input
+ * is concrete. Results belong to the innermost scope. */
+typedef jx_status (*jx_impl_fn)(const jx_rule_ctx *ctx, jx_array *const *in, jx_array **out);
 
 /* Transformation rules. They are written with ordinary ops (jx_mul, jx_bind,
  * ...) on arrays that are tracers while a transformation runs, so the ops
- * they apply are recorded into the transformed program.
+ * they apply are recorded into the transformed program. rules.h builds the
+ * common shapes (linear, bilinear, elementwise) from smaller pieces.
  *
  * JVP: primal inputs x and tangents t (t[i] NULL: a symbolic zero) give the
  * primal outputs y and their tangents ty (NULL: zero). ty must be linear in t. */
-typedef jx_status (*jx_jvp_fn)(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                               int nout, jx_array **y, jx_array **ty, int nsub,
-                               struct jx_program *const *subs);
+#define JX_JVP_RULE(name)                                                                          \
+  jx_status name(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t, jx_array **y,     \
+                 jx_array **ty)
+typedef JX_JVP_RULE((*jx_jvp_fn));
 /* Transpose of a primitive linear in its inputs with linear[i] set: in[i] is
  * the value of each other input and NULL for the linear ones (whose avals are
- * in_avals[i]); ct[o] is the cotangent of output o (NULL: zero). Writes the
+ * avals[i]); ct[o] is the cotangent of output o (NULL: zero). Writes the
  * cotangent of each linear input to ct_in[i] (NULL: zero). */
-typedef jx_status (*jx_transpose_fn)(const jx_params *p, int nin, jx_array *const *in,
-                                     const jx_aval *in_avals, const uint8_t *linear, int nout,
-                                     jx_array *const *ct, jx_array **ct_in, int nsub,
-                                     struct jx_program *const *subs);
+#define JX_TRANSPOSE_RULE(name)                                                                    \
+  jx_status name(const jx_rule_ctx *ctx, jx_array *const *in, const jx_aval *avals,                \
+                 const uint8_t *linear, jx_array *const *ct, jx_array **ct_in)
+typedef JX_TRANSPOSE_RULE((*jx_transpose_fn));
 /* Batching: bdim[i] is the batched axis of in[i] or JX_NOT_MAPPED; all mapped
  * inputs share axis_size. Writes the outputs and their batched axes. */
 #define JX_NOT_MAPPED (-1)
-typedef jx_status (*jx_batch_fn)(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                                 int64_t axis_size, int nout, jx_array **out, int *out_bdim,
-                                 int nsub, struct jx_program *const *subs);
+#define JX_BATCH_RULE(name)                                                                        \
+  jx_status name(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim, int64_t axis_size,  \
+                 jx_array **out, int *out_bdim)
+typedef JX_BATCH_RULE((*jx_batch_fn));
 
 /* Output avals of a primitive whose results are its nested programs'
  * (control flow), completing what the shape rule could not see. */
-typedef jx_status (*jx_outputs_fn)(const jx_params *p, int nin, const jx_aval *in, int nsub,
-                                   struct jx_program *const *subs, int nout, jx_aval *out);
+typedef jx_status (*jx_outputs_fn)(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out);
 
 /* Partial evaluation of an equation holding nested programs (control flow),
  * for reverse mode: see transform/partial_eval.h. */
@@ -169,6 +183,26 @@ typedef struct jx_prim {
   uint8_t vma;         /* how the outputs' varying manual axes follow the inputs'
                           (jx_vma_kind, trace/vma.h); 0: their union */
 } jx_prim;
+
+/* Rows defined above the prims layer, registered at start-up
+ * (JX_REGISTER_PRIMS); prims.h looks rows up by name. */
+typedef struct jx_prim_family {
+  const jx_prim *const *rows; /* NULL-terminated */
+  struct jx_prim_family *next;
+} jx_prim_family;
+/* Adds f's rows to those jx_prim_lookup and jx_prim_foreach see. Called
+ * before main (from the constructors JX_REGISTER_PRIMS writes), so it takes
+ * no lock. */
+void jx_prim_register_family(jx_prim_family *f);
+/* Registers the rows given (pointers to jx_prim) at start-up, from the file
+ * that defines them: whenever that file is part of the program, its rows can
+ * be found by name and are among "every row". `tag` names the family. */
+#define JX_REGISTER_PRIMS(tag, ...)                                                                \
+  static const jx_prim *const tag##_rows[] = {__VA_ARGS__, NULL};                                  \
+  static jx_prim_family tag##_family = {tag##_rows, NULL};                                         \
+  __attribute__((constructor)) static void tag##_register(void) {                                  \
+    jx_prim_register_family(&tag##_family);                                                        \
+  }
 
 /* Number of outputs of p applied to nin inputs with params pp. */
 static inline int jx_prim_nout(const jx_prim *p, int nin, const jx_params *pp) {

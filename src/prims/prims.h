@@ -1,5 +1,8 @@
-/* Every primitive row, by family. The family file defines the rows and its
- * NULL-terminated list jx_prims_<family>; registry.c joins the lists. */
+/* Every primitive row, by family. A family file of this layer defines the
+ * rows and its NULL-terminated list jx_prims_<family>, which registry.c
+ * joins; the layers above register their rows at start-up with
+ * JX_REGISTER_PRIMS (control flow in transform/, the sharding and collective
+ * rows in parallel/, the linear algebra in linalg/). */
 #ifndef JX_SRC_PRIMS_PRIMS_H
 #define JX_SRC_PRIMS_PRIMS_H
 
@@ -84,14 +87,10 @@ void jx_random_bits_run(const uint32_t key[2], int width, uint64_t first, int64_
  * transformations to their nested programs, so they live with them) */
 extern const jx_prim jx_prim_cond, jx_prim_while, jx_prim_scan, jx_prim_remat,
     jx_prim_custom_vjp_call, jx_prim_custom_lin, jx_prim_custom_jvp_call, jx_prim_axis_index;
-extern const jx_prim *const jx_prims_control[];
-
-/* parallel/: sharding constraints, shard_map and the collectives */
-extern const jx_prim *const jx_prims_parallel[];
 
 /* The row named `name`, or NULL. */
 const jx_prim *jx_prim_lookup(const char *name);
-/* Calls fn for every row. */
+/* Calls fn for every row: this layer's families, then the registered ones. */
 void jx_prim_foreach(void (*fn)(const jx_prim *p, void *ctx), void *ctx);
 
 #endif

@@ -102,12 +102,10 @@ void jx_random_bits_run(const uint32_t key[2], int width, uint64_t first, int64_
 
 /* ---- threefry2x32 ---- */
 
-static jx_status infer_threefry(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                jx_aval *out) {
-  (void)p;
+static jx_status infer_threefry(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
   char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
   static const char *const names[4] = {"k0", "k1", "x0", "x1"};
-  for (int i = 0; i < nin; i++) {
+  for (int i = 0; i < ctx->nin; i++) {
     if (in[i].dtype != JX_U32)
       return jx_error_set(JX_ERR_DTYPE, "threefry2x32: operand %s is %s but must be u32", names[i],
                           jx_aval_str(in[i].dtype, in[i].shape, a));
@@ -117,15 +115,12 @@ static jx_status infer_threefry(const jx_params *p, int nin, const jx_aval *in, 
                           jx_aval_str(in[0].dtype, in[0].shape, a),
                           jx_aval_str(in[i].dtype, in[i].shape, b), names[i]);
   }
-  for (int o = 0; o < nout; o++) out[o] = (jx_aval){JX_U32, 0, in[0].shape, 0};
+  for (int o = 0; o < ctx->nout; o++) out[o] = (jx_aval){JX_U32, 0, in[0].shape, 0};
   return JX_OK;
 }
 
-static void eval_threefry(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                          jx_tensor *out) {
-  (void)p;
-  (void)nin;
-  (void)nout;
+static void eval_threefry(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  (void)ctx;
   const uint32_t *k0 = in[0].data, *k1 = in[1].data, *x0 = in[2].data, *x1 = in[3].data;
   uint32_t *y0 = out[0].data, *y1 = out[1].data;
   int64_t n = jx_shape_numel(in[0].shape);
@@ -153,10 +148,8 @@ static jx_dtype bits_dtype(int64_t width) {
   }
 }
 
-static jx_status infer_random_bits(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                   jx_aval *out) {
-  (void)nin;
-  (void)nout;
+static jx_status infer_random_bits(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   char a[JX_AVAL_STR_CAP];
   if (in[0].dtype != JX_U32 || in[0].shape.rank != 1 || in[0].shape.dims[0] != 2)
     return jx_error_set(in[0].dtype != JX_U32 ? JX_ERR_DTYPE : JX_ERR_SHAPE,
@@ -177,22 +170,16 @@ static jx_status infer_random_bits(const jx_params *p, int nin, const jx_aval *i
   return JX_OK;
 }
 
-static void eval_random_bits(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                             jx_tensor *out) {
-  (void)nin;
-  (void)nout;
-  jx_random_bits_run(in[0].data, (int)p->i[0], 0, jx_shape_numel(out[0].shape), out[0].data);
+static void eval_random_bits(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  jx_random_bits_run(in[0].data, (int)ctx->params->i[0], 0, jx_shape_numel(out[0].shape),
+                     out[0].data);
 }
 
 /* Batching over keys: one draw per key, stacked (as JAX's vmap of
  * random_bits, which also runs the hash per key). */
-static jx_status batch_random_bits(const jx_params *p, int nin, jx_array *const *in,
-                                   const int *bdim, int64_t n, int nout, jx_array **out,
-                                   int *out_bdim, int nsub, struct jx_program *const *subs) {
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
+static jx_status batch_random_bits(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim,
+                                   int64_t n, jx_array **out, int *out_bdim) {
+  const jx_params *p = ctx->params;
   jx_array *keys = jx_rule_moveaxis(in[0], bdim[0], 0);
   jx_array **draws = malloc(sizeof *draws * (size_t)(n ? n : 1));
   if (!draws) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "random_bits: out of memory");
@@ -215,7 +202,7 @@ static jx_status batch_random_bits(const jx_params *p, int nin, jx_array *const 
   } else {
     jx_aval a;
     jx_aval key = {JX_U32, 0, {1, {2}}, 0};
-    jx_status st = infer_random_bits(p, 1, &key, 1, &a);
+    jx_status st = infer_random_bits(ctx, &key, &a);
     if (st) {
       free(draws);
       return st;

@@ -369,17 +369,11 @@ oom:
 }
 
 #define REDUCE_ROW(NAME, OP, JVP, T)                                                               \
-  static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
-                                jx_aval *out) {                                                    \
-    (void)nin;                                                                                     \
-    (void)nout;                                                                                    \
-    return infer_reduce(OP, #NAME, p, in, out);                                                    \
+  static jx_status infer_##NAME(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {         \
+    return infer_reduce(OP, #NAME, ctx->params, in, out);                                          \
   }                                                                                                \
-  static void eval_##NAME(const jx_params *p, int nin, const jx_tensor *in, int nout,              \
-                          jx_tensor *out) {                                                        \
-    (void)nin;                                                                                     \
-    (void)nout;                                                                                    \
-    eval_reduce(OP, p, in, out);                                                                   \
+  static void eval_##NAME(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {           \
+    eval_reduce(OP, ctx->params, in, out);                                                         \
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
                                   .id = JX_PRIM_##NAME,                                            \
@@ -457,17 +451,11 @@ static void eval_arg(int is_max, const jx_params *p, const jx_tensor *in, jx_ten
 }
 
 #define ARG_ROW(NAME, IS_MAX)                                                                      \
-  static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
-                                jx_aval *out) {                                                    \
-    (void)nin;                                                                                     \
-    (void)nout;                                                                                    \
-    return infer_arg(#NAME, p, in, out);                                                           \
+  static jx_status infer_##NAME(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {         \
+    return infer_arg(#NAME, ctx->params, in, out);                                                 \
   }                                                                                                \
-  static void eval_##NAME(const jx_params *p, int nin, const jx_tensor *in, int nout,              \
-                          jx_tensor *out) {                                                        \
-    (void)nin;                                                                                     \
-    (void)nout;                                                                                    \
-    eval_arg(IS_MAX, p, in, out);                                                                  \
+  static void eval_##NAME(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {           \
+    eval_arg(IS_MAX, ctx->params, in, out);                                                        \
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
                                   .id = JX_PRIM_##NAME,                                            \

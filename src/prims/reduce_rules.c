@@ -19,8 +19,6 @@
 #include "prims.h"
 #include "rules.h"
 
-#define UNUSED (void)nin, (void)nout, (void)nsub, (void)s
-
 static jx_array *b2(const jx_prim *pr, jx_array *a, jx_array *b) {
   return jx_bind1(pr, 2, (jx_array *[]){a, b}, NULL);
 }
@@ -73,12 +71,10 @@ static jx_array *pad0_one(jx_array *x, double v) {
   return jx_bind1(&jx_prim_pad, 2, (jx_array *[]){x, val}, &q);
 }
 
-JX_RR_TRANSPOSE(jx_transpose_reduce_sum) {
-  UNUSED;
-  (void)in, (void)linear;
-  ct_in[0] = ct[0] ? broadcast_back(ct[0], avals[0].shape, &p->l[0]) : NULL;
-  return jx_last_status();
+static jx_array *unreduce(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval) {
+  return broadcast_back(ct, aval->shape, &ctx->params->l[0]);
 }
+JX_DEFLINEAR_TRANSPOSE(jx_transpose_reduce_sum, unreduce)
 
 /* x with the reduced axes moved to the front and flattened into one of size n. */
 static jx_array *flatten_axes(jx_array *x, const jx_ilist *axes, int64_t *n) {
@@ -102,8 +98,8 @@ static jx_array *flatten_axes(jx_array *x, const jx_ilist *axes, int64_t *n) {
   return bind_list(&jx_prim_reshape, x, &sizes);
 }
 
-JX_RR_JVP(jx_jvp_reduce_prod) {
-  UNUSED;
+JX_JVP_RULE(jx_jvp_reduce_prod) {
+  const jx_params *p = ctx->params;
   y[0] = jx_bind1(&jx_prim_reduce_prod, 1, x, p);
   ty[0] = NULL;
   if (!t[0] || jx_rule_no_tangent(x[0]->dtype) || y[0]->poisoned) return jx_last_status();
@@ -136,9 +132,9 @@ JX_RR_JVP(jx_jvp_reduce_prod) {
   return jx_last_status();
 }
 
-JX_RR_JVP(jx_jvp_reduce_chooser) {
-  UNUSED;
-  const jx_prim *prim = jx_rule_current_prim;
+JX_JVP_RULE(jx_jvp_reduce_chooser) {
+  const jx_params *p = ctx->params;
+  const jx_prim *prim = ctx->prim;
   y[0] = jx_bind1(prim, 1, x, p);
   ty[0] = NULL;
   if (!t[0] || jx_rule_no_tangent(x[0]->dtype) || y[0]->poisoned) return jx_last_status();
@@ -151,11 +147,11 @@ JX_RR_JVP(jx_jvp_reduce_chooser) {
   return jx_last_status();
 }
 
-JX_RR_BATCH(jx_batch_reduce) {
-  UNUSED;
+JX_BATCH_RULE(jx_batch_reduce) {
   int b = bdim[0] == JX_NOT_MAPPED ? 0 : bdim[0];
-  jx_array *x0 = bdim[0] == JX_NOT_MAPPED ? jx_rule_batch_to_front(in[0], bdim[0], n) : in[0];
-  jx_params q = *p;
+  jx_array *x0 =
+      bdim[0] == JX_NOT_MAPPED ? jx_rule_batch_to_front(in[0], bdim[0], axis_size) : in[0];
+  jx_params q = *ctx->params;
   int below = 0;
   for (int i = 0; i < q.l[0].n; i++) {
     if (q.l[0].v[i] >= b)
@@ -163,18 +159,19 @@ JX_RR_BATCH(jx_batch_reduce) {
     else
       below++;
   }
-  out[0] = jx_bind1(jx_rule_current_prim, 1, &x0, &q);
+  out[0] = jx_bind1(ctx->prim, 1, &x0, &q);
   out_bdim[0] = b - below;
   return jx_last_status();
 }
 
-JX_RR_BATCH(jx_batch_arg) {
-  UNUSED;
+JX_BATCH_RULE(jx_batch_arg) {
+  const jx_params *p = ctx->params;
   int b = bdim[0] == JX_NOT_MAPPED ? 0 : bdim[0];
-  jx_array *x0 = bdim[0] == JX_NOT_MAPPED ? jx_rule_batch_to_front(in[0], bdim[0], n) : in[0];
+  jx_array *x0 =
+      bdim[0] == JX_NOT_MAPPED ? jx_rule_batch_to_front(in[0], bdim[0], axis_size) : in[0];
   jx_params q = *p;
   if (b <= q.i[0]) q.i[0]++;
-  out[0] = jx_bind1(jx_rule_current_prim, 1, &x0, &q);
+  out[0] = jx_bind1(ctx->prim, 1, &x0, &q);
   out_bdim[0] = b > p->i[0] ? b - 1 : b;
   return jx_last_status();
 }

@@ -8,40 +8,29 @@
 
 #include "prim.h"
 
-#define JX_RR_JVP(name)                                                                            \
-  jx_status name(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,    \
-                 jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s)
-#define JX_RR_TRANSPOSE(name)                                                                      \
-  jx_status name(const jx_params *p, int nin, jx_array *const *in, const jx_aval *avals,           \
-                 const uint8_t *linear, int nout, jx_array *const *ct, jx_array **ct_in, int nsub, \
-                 struct jx_program *const *s)
-#define JX_RR_BATCH(name)                                                                          \
-  jx_status name(const jx_params *p, int nin, jx_array *const *in, const int *bdim, int64_t n,     \
-                 int nout, jx_array **out, int *out_bdim, int nsub, struct jx_program *const *s)
-
 /* reduce.c: reduce_sum is linear (its JVP is jx_jvp_linear_first) */
-JX_RR_TRANSPOSE(jx_transpose_reduce_sum);
-JX_RR_JVP(jx_jvp_reduce_prod);
-JX_RR_JVP(jx_jvp_reduce_chooser); /* reduce_max, reduce_min */
-JX_RR_BATCH(jx_batch_reduce);     /* every reduce_* row (axes = l0) */
-JX_RR_BATCH(jx_batch_arg);        /* argmax, argmin (axis = i0) */
+JX_TRANSPOSE_RULE(jx_transpose_reduce_sum);
+JX_JVP_RULE(jx_jvp_reduce_prod);
+JX_JVP_RULE(jx_jvp_reduce_chooser); /* reduce_max, reduce_min */
+JX_BATCH_RULE(jx_batch_reduce);     /* every reduce_* row (axes = l0) */
+JX_BATCH_RULE(jx_batch_arg);        /* argmax, argmin (axis = i0) */
 
 /* cumulative.c: cumsum is linear */
-JX_RR_TRANSPOSE(jx_transpose_cumsum);
-JX_RR_JVP(jx_jvp_cumprod);
-JX_RR_JVP(jx_jvp_cummax);
-JX_RR_JVP(jx_jvp_cummin);
-JX_RR_BATCH(jx_batch_cumulative);
+JX_TRANSPOSE_RULE(jx_transpose_cumsum);
+JX_JVP_RULE(jx_jvp_cumprod);
+JX_JVP_RULE(jx_jvp_cummax);
+JX_JVP_RULE(jx_jvp_cummin);
+JX_BATCH_RULE(jx_batch_cumulative);
 
 /* sort.c */
-JX_RR_JVP(jx_jvp_sort);
-JX_RR_BATCH(jx_batch_sort);
-JX_RR_JVP(jx_jvp_top_k);
-JX_RR_BATCH(jx_batch_top_k);
+JX_JVP_RULE(jx_jvp_sort);
+JX_BATCH_RULE(jx_batch_sort);
+JX_JVP_RULE(jx_jvp_top_k);
+JX_BATCH_RULE(jx_batch_top_k);
 
 /* window.c: reduce_window_sum is linear */
-JX_RR_TRANSPOSE(jx_transpose_reduce_window_sum);
-JX_RR_JVP(jx_jvp_reduce_window_chooser); /* reduce_window_max, reduce_window_min */
-JX_RR_BATCH(jx_batch_reduce_window);
+JX_TRANSPOSE_RULE(jx_transpose_reduce_window_sum);
+JX_JVP_RULE(jx_jvp_reduce_window_chooser); /* reduce_window_max, reduce_window_min */
+JX_BATCH_RULE(jx_batch_reduce_window);
 
 #endif

@@ -1,26 +1,45 @@
 #include <string.h>
 
 #include "../base/error.h"
-#include "../linalg/linalg_prims.h"
 #include "prims.h"
 
 static const jx_prim *const *const families[] = {
-    jx_prims_unary,   jx_prims_binary,   jx_prims_select, jx_prims_fma,    jx_prims_convert,
-    jx_prims_shape,   jx_prims_slicing,  jx_prims_gather, jx_prims_reduce, jx_prims_cumulative,
-    jx_prims_sort,    jx_prims_dot,      jx_prims_conv,   jx_prims_window, jx_prims_random,
-    jx_prims_control, jx_prims_parallel, jx_prims_linalg,
+    jx_prims_unary, jx_prims_binary,  jx_prims_select, jx_prims_fma,    jx_prims_convert,
+    jx_prims_shape, jx_prims_slicing, jx_prims_gather, jx_prims_reduce, jx_prims_cumulative,
+    jx_prims_sort,  jx_prims_dot,     jx_prims_conv,   jx_prims_window, jx_prims_random,
 };
+
+/* The families of the layers above, most recently registered first. */
+static jx_prim_family *registered;
+
+void jx_prim_register_family(jx_prim_family *f) {
+  for (jx_prim_family *g = registered; g; g = g->next)
+    if (g == f) return;
+  f->next = registered;
+  registered = f;
+}
 
 void jx_prim_foreach(void (*fn)(const jx_prim *p, void *ctx), void *ctx) {
   for (size_t f = 0; f < sizeof families / sizeof *families; f++)
     for (const jx_prim *const *p = families[f]; *p; p++) fn(*p, ctx);
+  for (jx_prim_family *g = registered; g; g = g->next)
+    for (const jx_prim *const *p = g->rows; *p; p++) fn(*p, ctx);
+}
+
+struct named {
+  const char *name;
+  const jx_prim *found;
+};
+
+static void match(const jx_prim *p, void *ctx) {
+  struct named *n = ctx;
+  if (!n->found && strcmp(p->name, n->name) == 0) n->found = p;
 }
 
 const jx_prim *jx_prim_lookup(const char *name) {
-  for (size_t f = 0; f < sizeof families / sizeof *families; f++)
-    for (const jx_prim *const *p = families[f]; *p; p++)
-      if (strcmp((*p)->name, name) == 0) return *p;
-  return NULL;
+  struct named n = {name, NULL};
+  jx_prim_foreach(match, &n);
+  return n.found;
 }
 
 jx_status jx_prim_check_outputs(const jx_prim *p, int nout, const jx_aval *out) {

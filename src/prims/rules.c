@@ -1,9 +1,9 @@
 #include "rules.h"
 
+#include <stdlib.h>
+
 #include "../base/error.h"
 #include "prims.h"
-
-_Thread_local const jx_prim *jx_rule_current_prim;
 
 jx_array *jx_rule_bind1(const jx_prim *p, int nin, jx_array *const *x, const jx_params *params) {
   return jx_bind1(p, nin, x, params);
@@ -59,12 +59,79 @@ jx_array *jx_rule_scale(jx_array *t, jx_array *c) {
   return jx_bind1(&jx_prim_mul, 2, (jx_array *[]){t, c}, NULL);
 }
 
-jx_status jx_jvp_zero(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
-                      jx_array **y, jx_array **ty, int nsub, struct jx_program *const *subs) {
+jx_status jx_rule_apply(const jx_rule_ctx *ctx, jx_array *const *in, jx_array **out) {
+  return jx_bind_sub(ctx->prim, ctx->nin, in, ctx->params, ctx->nsub, ctx->subs, out);
+}
+
+jx_array *jx_rule_apply1(const jx_rule_ctx *ctx, jx_array *const *in) {
+  return jx_bind1(ctx->prim, ctx->nin, in, ctx->params);
+}
+
+JX_JVP_RULE(jx_jvp_zero) {
   (void)t;
-  jx_status st = jx_bind_sub(jx_rule_current_prim, nin, x, p, nsub, subs, y);
-  for (int o = 0; o < nout; o++) ty[o] = NULL;
+  jx_status st = jx_rule_apply(ctx, x, y);
+  for (int o = 0; o < ctx->nout; o++) ty[o] = NULL;
   return st;
+}
+
+JX_JVP_RULE(jx_jvp_linear_first) {
+  int nin = ctx->nin;
+  y[0] = jx_rule_apply1(ctx, x);
+  ty[0] = NULL;
+  if (t[0]) {
+    jx_array *args[JX_MAX_RANK + 2];
+    if (nin > JX_MAX_RANK + 2)
+      return jx_error_set(JX_ERR_INTERNAL, "%s: too many operands for its JVP", ctx->prim->name);
+    args[0] = t[0];
+    for (int i = 1; i < nin; i++) args[i] = x[i];
+    ty[0] = jx_rule_apply1(ctx, args);
+  }
+  return jx_last_status();
+}
+
+jx_status jx_transpose_linear(const jx_rule_ctx *ctx, jx_linear_transpose_fn f,
+                              const jx_aval *avals, jx_array *const *ct, jx_array **ct_in) {
+  ct_in[0] = NULL;
+  if (!ct[0]) return JX_OK;
+  ct_in[0] = f(ctx, ct[0], &avals[0]);
+  return jx_last_status();
+}
+
+jx_array *jx_deriv_identity(const jx_rule_ctx *ctx, jx_array *g, jx_array *const *x, jx_array *y) {
+  (void)ctx, (void)x, (void)y;
+  return g;
+}
+
+jx_status jx_jvp_elementwise(const jx_rule_ctx *ctx, const jx_deriv_fn *d, jx_array *const *x,
+                             jx_array *const *t, jx_array **y, jx_array **ty) {
+  y[0] = jx_rule_apply1(ctx, x);
+  ty[0] = NULL;
+  if (jx_rule_no_tangent(y[0]->dtype)) return jx_last_status();
+  for (int i = 0; i < ctx->nin; i++)
+    if (t[i] && d[i]) ty[0] = jx_rule_add(ty[0], d[i](ctx, t[i], x, y[0]));
+  return jx_last_status();
+}
+
+JX_JVP_RULE(jx_jvp_bilinear) {
+  y[0] = jx_rule_apply1(ctx, x);
+  jx_array *lhs = t[0] ? jx_rule_apply1(ctx, (jx_array *[]){t[0], x[1]}) : NULL;
+  jx_array *rhs = t[1] ? jx_rule_apply1(ctx, (jx_array *[]){x[0], t[1]}) : NULL;
+  ty[0] = jx_rule_add(lhs, rhs);
+  return jx_last_status();
+}
+
+jx_status jx_transpose_bilinear(const jx_rule_ctx *ctx, jx_bilinear_transpose_fn lhs,
+                                jx_bilinear_transpose_fn rhs, jx_array *const *in,
+                                const jx_aval *avals, const uint8_t *linear, jx_array *const *ct,
+                                jx_array **ct_in) {
+  if (linear[0] && linear[1])
+    return jx_error_set(JX_ERR_INTERNAL, "transpose of %s: both operands are linear",
+                        ctx->prim->name);
+  ct_in[0] = ct_in[1] = NULL;
+  if (!ct[0]) return JX_OK;
+  if (linear[0]) ct_in[0] = lhs(ctx, ct[0], &avals[0], in[1]);
+  if (linear[1]) ct_in[1] = rhs(ctx, ct[0], &avals[1], in[0]);
+  return jx_last_status();
 }
 
 jx_array *jx_rule_moveaxis(jx_array *x, int from, int to) {
@@ -127,16 +194,56 @@ jx_array *jx_rule_take_along_axis(jx_array *x, jx_array *idx, int axis) {
   return jx_bind1(&jx_prim_gather, 2, (jx_array *[]){x, full}, &p);
 }
 
-jx_status jx_batch_elementwise(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                               int64_t axis_size, int nout, jx_array **out, int *out_bdim, int nsub,
-                               struct jx_program *const *subs) {
-  jx_array *small[16];
-  if (nin > 16) return jx_error_set(JX_ERR_UNIMPLEMENTED, "vmap: too many operands");
-  for (int i = 0; i < nin; i++) {
-    /* rank-0 operands of elementwise prims that allow scalars stay as they are */
-    small[i] = jx_rule_batch_to_front(in[i], bdim[i], axis_size);
+/* The batched operands, the primitive applied to them, every output batched
+ * along axis 0. */
+static jx_status apply_batched(const jx_rule_ctx *ctx, jx_array **args, jx_array **out,
+                               int *out_bdim) {
+  jx_status st = jx_rule_apply(ctx, args, out);
+  for (int o = 0; o < ctx->nout; o++) out_bdim[o] = 0;
+  return st;
+}
+
+JX_BATCH_RULE(jx_batch_vectorized) {
+  jx_array *small[16] = {0},
+           **args = ctx->nin > 16 ? malloc(sizeof *args * (size_t)ctx->nin) : small;
+  if (!args) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", ctx->prim->name);
+  for (int i = 0; i < ctx->nin; i++) args[i] = jx_rule_batch_to_front(in[i], bdim[i], axis_size);
+  jx_status st = apply_batched(ctx, args, out, out_bdim);
+  if (args != small) free(args);
+  return st;
+}
+
+/* x, an operand of per-example rank 0 batched along its only axis,
+ * broadcast over the batched full shape `full` (n first). */
+static jx_array *broadcast_leading(jx_array *x, jx_shape full) {
+  jx_params p = JX_PARAMS_INIT;
+  p.l[0].n = full.rank;
+  for (int i = 0; i < full.rank; i++) p.l[0].v[i] = full.dims[i];
+  p.l[1].n = 1;
+  p.l[1].v[0] = 0;
+  return jx_bind1(&jx_prim_broadcast_in_dim, 1, &x, &p);
+}
+
+JX_BATCH_RULE(jx_batch_broadcasting) {
+  int nin = ctx->nin, full = -1, full_rank = 0;
+  jx_array *small[16] = {0}, **args = nin > 16 ? malloc(sizeof *args * (size_t)nin) : small;
+  if (!args) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", ctx->prim->name);
+  for (int i = 0; i < nin; i++) { /* the per-example rank of the full-shaped operands */
+    int r = in[i]->shape.rank - (bdim[i] != JX_NOT_MAPPED);
+    if (full < 0 || r > full_rank) full = i, full_rank = r;
   }
-  jx_status st = jx_bind_sub(jx_rule_current_prim, nin, small, p, nsub, subs, out);
-  for (int o = 0; o < nout; o++) out_bdim[o] = 0;
+  args[full] = jx_rule_batch_to_front(in[full], bdim[full], axis_size);
+  for (int i = 0; i < nin; i++) {
+    if (i == full) continue;
+    int r = in[i]->shape.rank - (bdim[i] != JX_NOT_MAPPED);
+    if (bdim[i] == JX_NOT_MAPPED && r == 0 && full_rank > 0)
+      args[i] = in[i];
+    else if (r == full_rank)
+      args[i] = jx_rule_batch_to_front(in[i], bdim[i], axis_size);
+    else
+      args[i] = broadcast_leading(in[i], args[full]->shape);
+  }
+  jx_status st = apply_batched(ctx, args, out, out_bdim);
+  if (args != small) free(args);
   return st;
 }

@@ -52,11 +52,8 @@ jx_status jx_select_n_rule(const char *name, int nin, const jx_aval *in, jx_aval
   return JX_OK;
 }
 
-static jx_status infer_select_n(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                jx_aval *out) {
-  (void)p;
-  (void)nout;
-  return jx_select_n_rule("select_n", nin, in, out);
+static jx_status infer_select_n(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  return jx_select_n_rule("select_n", ctx->nin, in, out);
 }
 
 #define SELECT_LOOP(T)                                                                             \
@@ -66,12 +63,9 @@ static jx_status infer_select_n(const jx_params *p, int nin, const jx_aval *in, 
     ((T *)out)[i] = ((const T *)cases[k].data)[i];                                                 \
   }
 
-static void eval_select_n(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                          jx_tensor *o) {
-  (void)p;
-  (void)nout;
+static void eval_select_n(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *o) {
   const jx_tensor *w = &in[0], *cases = &in[1];
-  int64_t ncase = nin - 1, n = jx_shape_numel(cases[0].shape);
+  int64_t ncase = ctx->nin - 1, n = jx_shape_numel(cases[0].shape);
   int64_t wstep = w->shape.rank == 0 ? 0 : 1;
   void *out = o[0].data;
   if (w->dtype == JX_BOOL && ncase == 2 && jx_dtype_size(cases[0].dtype) == 4) {
@@ -91,50 +85,43 @@ static void eval_select_n(const jx_params *p, int nin, const jx_tensor *in, int 
 
 /* JVP (lax.py _select_jvp): the same selection among the cases' tangents,
  * zeros standing in for symbolic ones; `which` has no tangent. */
-static jx_status jvp_select_n(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                              int nout, jx_array **y, jx_array **ty, int nsub,
-                              struct jx_program *const *s) {
-  (void)nout;
-  (void)nsub;
-  (void)s;
-  y[0] = jx_bind1(&jx_prim_select_n, nin, x, p);
+static jx_status jvp_select_n(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                              jx_array **y, jx_array **ty) {
+  const jx_params *p = ctx->params;
+  y[0] = jx_bind1(&jx_prim_select_n, ctx->nin, x, p);
   ty[0] = NULL;
   int any = 0;
-  for (int i = 1; i < nin; i++) any |= t[i] != NULL;
+  for (int i = 1; i < ctx->nin; i++) any |= t[i] != NULL;
   if (!any) return jx_last_status();
-  jx_array *small[16], **tc = nin > 16 ? malloc(sizeof *tc * (size_t)nin) : small;
+  jx_array *small[16], **tc = ctx->nin > 16 ? malloc(sizeof *tc * (size_t)ctx->nin) : small;
   if (!tc) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "select_n: out of memory");
   tc[0] = x[0];
-  for (int i = 1; i < nin; i++) tc[i] = t[i] ? t[i] : jx_rule_zeros_like(x[i]);
-  ty[0] = jx_bind1(&jx_prim_select_n, nin, tc, p);
+  for (int i = 1; i < ctx->nin; i++) tc[i] = t[i] ? t[i] : jx_rule_zeros_like(x[i]);
+  ty[0] = jx_bind1(&jx_prim_select_n, ctx->nin, tc, p);
   if (tc != small) free(tc);
   return jx_last_status();
 }
 
 /* Transpose in the cases (lax.py _select_transpose_rule): case i gets the
  * cotangent where `which` picked it and zero elsewhere. */
-static jx_status transpose_select_n(const jx_params *p, int nin, jx_array *const *in,
-                                    const jx_aval *avals, const uint8_t *linear, int nout,
-                                    jx_array *const *ct, jx_array **ct_in, int nsub,
-                                    struct jx_program *const *s) {
-  (void)nout;
-  (void)nsub;
-  (void)s;
+static jx_status transpose_select_n(const jx_rule_ctx *ctx, jx_array *const *in,
+                                    const jx_aval *avals, const uint8_t *linear,
+                                    jx_array *const *ct, jx_array **ct_in) {
   if (linear[0])
     return jx_error_set(JX_ERR_INTERNAL, "transpose of select_n: `which` cannot be linear");
-  for (int i = 0; i < nin; i++) ct_in[i] = NULL;
+  for (int i = 0; i < ctx->nin; i++) ct_in[i] = NULL;
   if (!ct[0]) return JX_OK;
-  jx_array *small[16], **args = nin > 16 ? malloc(sizeof *args * (size_t)nin) : small;
+  jx_array *small[16], **args = ctx->nin > 16 ? malloc(sizeof *args * (size_t)ctx->nin) : small;
   if (!args) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "select_n: out of memory");
   jx_aval za = avals[1];
   za.shape = ct[0]->shape;
   za.dtype = ct[0]->dtype;
   jx_array *zeros = jx_rule_zeros(za);
   args[0] = in[0];
-  for (int i = 1; i < nin; i++) {
+  for (int i = 1; i < ctx->nin; i++) {
     if (!linear[i]) continue;
-    for (int j = 1; j < nin; j++) args[j] = j == i ? ct[0] : zeros;
-    ct_in[i] = jx_bind1(&jx_prim_select_n, nin, args, p);
+    for (int j = 1; j < ctx->nin; j++) args[j] = j == i ? ct[0] : zeros;
+    ct_in[i] = jx_bind1(&jx_prim_select_n, ctx->nin, args, ctx->params);
   }
   if (args != small) free(args);
   return jx_last_status();
@@ -142,42 +129,6 @@ static jx_status transpose_select_n(const jx_params *p, int nin, jx_array *const
 
 /* a (rank 1: the batch axis) broadcast to `full` along its leading axis: a
  * batched per-example scalar meeting per-example arrays. */
-static jx_array *bcast_leading(jx_array *a, jx_shape full) {
-  jx_params p = JX_PARAMS_INIT;
-  p.l[0].n = full.rank;
-  for (int i = 0; i < full.rank; i++) p.l[0].v[i] = full.dims[i];
-  p.l[1].n = 1;
-  p.l[1].v[0] = 0;
-  return jx_bind1(&jx_prim_broadcast_in_dim, 1, &a, &p);
-}
-
-/* Batching (lax.py _select_batch_rule): the cases go to the front (broadcast
- * if unbatched); an unbatched scalar `which` stays a scalar, a batched
- * per-example scalar is broadcast over the cases' shape. */
-static jx_status batch_select_n(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                                int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                                struct jx_program *const *s) {
-  (void)nout;
-  (void)nsub;
-  (void)s;
-  jx_array *small[16], **args = nin > 16 ? malloc(sizeof *args * (size_t)nin) : small;
-  if (!args) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "select_n: out of memory");
-  for (int i = 1; i < nin; i++) args[i] = jx_rule_batch_to_front(in[i], bdim[i], n);
-  jx_array *w = in[0];
-  int wrank = w->shape.rank - (bdim[0] != JX_NOT_MAPPED);
-  int crank = args[1]->shape.rank - 1;
-  if (bdim[0] == JX_NOT_MAPPED && wrank == 0)
-    args[0] = w;
-  else if (wrank == crank)
-    args[0] = jx_rule_batch_to_front(w, bdim[0], n);
-  else /* a batched per-example scalar (rank 1) among per-example arrays */
-    args[0] = bcast_leading(w, args[1]->shape);
-  out[0] = jx_bind1(&jx_prim_select_n, nin, args, p);
-  out_bdim[0] = 0;
-  if (args != small) free(args);
-  return jx_last_status();
-}
-
 const jx_prim jx_prim_select_n = {.name = "select_n",
                                   .id = JX_PRIM_select_n,
                                   .nin = JX_VARIADIC,
@@ -187,7 +138,7 @@ const jx_prim jx_prim_select_n = {.name = "select_n",
                                   .eval = eval_select_n,
                                   .jvp = jvp_select_n,
                                   .transpose = transpose_select_n,
-                                  .batch = batch_select_n};
+                                  .batch = jx_batch_broadcasting};
 
 /* ---- clamp ---- */
 
@@ -211,12 +162,8 @@ jx_status jx_clamp_rule(const char *name, const jx_aval *in, jx_aval *out) {
   return JX_OK;
 }
 
-static jx_status infer_clamp(const jx_params *p, int nin, const jx_aval *in, int nout,
-                             jx_aval *out) {
-  (void)p;
-  (void)nin;
-  (void)nout;
-  return jx_clamp_rule("clamp", in, out);
+static jx_status infer_clamp(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  return jx_clamp_rule(ctx->prim->name, in, out);
 }
 
 /* max then min with XLA's float semantics (elementwise.h) */
@@ -238,10 +185,8 @@ static jx_status infer_clamp(const jx_params *p, int nin, const jx_aval *in, int
 CLAMP_TYPED(float)
 CLAMP_TYPED(double)
 
-static void eval_clamp(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)p;
-  (void)nin;
-  (void)nout;
+static void eval_clamp(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  (void)ctx;
   jx_dtype dt = in[1].dtype;
   int64_t n = jx_shape_numel(in[1].shape);
   int64_t ls = in[0].shape.rank ? 1 : 0, hs = in[2].shape.rank ? 1 : 0;
@@ -296,13 +241,9 @@ static jx_array *masked(jx_array *mask, jx_array *t, jx_array *zeros) {
 
 /* JVP (lax.py): x's tangent passes where lo < x < hi, lo's where lo > x and
  * lo < hi, hi's where hi < x; a scalar bound's tangent is broadcast first. */
-static jx_status jvp_clamp(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                           int nout, jx_array **y, jx_array **ty, int nsub,
-                           struct jx_program *const *s) {
-  (void)nout;
-  (void)nsub;
-  (void)s;
-  y[0] = jx_bind1(&jx_prim_clamp, nin, x, p);
+static jx_status jvp_clamp(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                           jx_array **y, jx_array **ty) {
+  y[0] = jx_bind1(&jx_prim_clamp, ctx->nin, x, ctx->params);
   jx_array *v = x[1], *lo = like_x(x[0], v), *hi = like_x(x[2], v);
   jx_array *z = jx_rule_zeros_like(v), *tx = NULL, *tlo = NULL, *thi = NULL;
   if (t[1])
@@ -315,33 +256,6 @@ static jx_status jvp_clamp(const jx_params *p, int nin, jx_array *const *x, jx_a
   return jx_last_status();
 }
 
-/* Batching (lax.py _clamp_batch_rule): x to the front; a bound keeps its
- * form when unbatched and scalar, goes to the front when it has x's
- * per-example rank, and is broadcast when it is a batched per-example scalar
- * and x is not. */
-static jx_status batch_clamp(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                             int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                             struct jx_program *const *s) {
-  (void)nout;
-  (void)nsub;
-  (void)s;
-  jx_array *args[3];
-  int xrank = in[1]->shape.rank - (bdim[1] != JX_NOT_MAPPED);
-  args[1] = jx_rule_batch_to_front(in[1], bdim[1], n);
-  for (int i = 0; i < 3; i += 2) {
-    int r = in[i]->shape.rank - (bdim[i] != JX_NOT_MAPPED);
-    if (bdim[i] == JX_NOT_MAPPED && r == 0)
-      args[i] = in[i];
-    else if (r == xrank)
-      args[i] = jx_rule_batch_to_front(in[i], bdim[i], n);
-    else
-      args[i] = bcast_leading(in[i], args[1]->shape);
-  }
-  out[0] = jx_bind1(&jx_prim_clamp, nin, args, p);
-  out_bdim[0] = 0;
-  return jx_last_status();
-}
-
 const jx_prim jx_prim_clamp = {.name = "clamp",
                                .id = JX_PRIM_clamp,
                                .nin = 3,
@@ -350,6 +264,6 @@ const jx_prim jx_prim_clamp = {.name = "clamp",
                                .infer = infer_clamp,
                                .eval = eval_clamp,
                                .jvp = jvp_clamp,
-                               .batch = batch_clamp};
+                               .batch = jx_batch_broadcasting};
 
 const jx_prim *const jx_prims_select[] = {&jx_prim_select_n, &jx_prim_clamp, NULL};

@@ -7,6 +7,7 @@
 
 #include "../base/error.h"
 #include "prims.h"
+#include "rules.h"
 #include "strided_copy.h"
 #include "structural_rules.h"
 
@@ -70,11 +71,10 @@ static jx_status one_operand(const char *prim, int nin) {
 }
 
 /* ---- broadcast_in_dim: l0 = output shape, l1 = broadcast_dimensions ---- */
-static jx_status infer_broadcast_in_dim(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                        jx_aval *out) {
-  (void)nout;
+static jx_status infer_broadcast_in_dim(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   const char *n = "broadcast_in_dim";
-  jx_status st = one_operand(n, nin);
+  jx_status st = one_operand(n, ctx->nin);
   if (st) return st;
   jx_shape s;
   if ((st = list_shape(n, &p->l[0], &s)) || (st = check_list(n, "broadcast_dimensions", &p->l[1])))
@@ -103,24 +103,19 @@ static jx_status infer_broadcast_in_dim(const jx_params *p, int nin, const jx_av
   *out = (jx_aval){in->dtype, in->weak, s, 0};
   return JX_OK;
 }
-static void eval_broadcast_in_dim(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                                  jx_tensor *out) {
-  (void)nin;
-  (void)nout;
+static void eval_broadcast_in_dim(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
   int64_t own[JX_MAX_RANK], st[JX_MAX_RANK] = {0};
   jx_shape_strides(in->shape, own);
   for (int d = 0; d < in->shape.rank; d++)
-    if (in->shape.dims[d] != 1) st[p->l[1].v[d]] = own[d];
+    if (in->shape.dims[d] != 1) st[ctx->params->l[1].v[d]] = own[d];
   jx_strided_copy(out->data, out->shape, in->data, st, jx_dtype_size(in->dtype));
 }
 
 /* ---- reshape: l0 = new shape (same element count) ---- */
-static jx_status infer_reshape(const jx_params *p, int nin, const jx_aval *in, int nout,
-                               jx_aval *out) {
-  (void)nout;
-  jx_status st = one_operand("reshape", nin);
+static jx_status infer_reshape(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  jx_status st = one_operand("reshape", ctx->nin);
   jx_shape s;
-  if (st || (st = list_shape("reshape", &p->l[0], &s))) return st;
+  if (st || (st = list_shape("reshape", &ctx->params->l[0], &s))) return st;
   if (jx_shape_numel(s) != jx_shape_numel(in->shape)) {
     char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
     return jx_error_set(JX_ERR_SHAPE, "reshape: cannot reshape %s (%lld elements) to %s",
@@ -131,21 +126,18 @@ static jx_status infer_reshape(const jx_params *p, int nin, const jx_aval *in, i
   return JX_OK;
 }
 /* Row-major order is unchanged by a reshape: a plain copy. */
-static void eval_copy(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)p;
-  (void)nin;
-  (void)nout;
+static void eval_copy(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  (void)ctx;
   size_t bytes = (size_t)jx_shape_numel(in->shape) * jx_dtype_size(in->dtype);
   if (bytes) memcpy(out->data, in->data, bytes);
 }
 
 /* ---- squeeze: l0 = dims to drop, each of size 1 ---- */
-static jx_status infer_squeeze(const jx_params *p, int nin, const jx_aval *in, int nout,
-                               jx_aval *out) {
-  (void)nout;
+static jx_status infer_squeeze(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
   int seen[JX_MAX_RANK];
-  jx_status st = one_operand("squeeze", nin);
-  if (st || (st = distinct_dims("squeeze", "dimensions", &p->l[0], in->shape.rank, in, seen)))
+  jx_status st = one_operand("squeeze", ctx->nin);
+  if (st ||
+      (st = distinct_dims("squeeze", "dimensions", &ctx->params->l[0], in->shape.rank, in, seen)))
     return st;
   jx_shape s = {0, {0}};
   for (int d = 0; d < in->shape.rank; d++) {
@@ -163,11 +155,10 @@ static jx_status infer_squeeze(const jx_params *p, int nin, const jx_aval *in, i
 }
 
 /* ---- expand_dims: l0 = the new size-1 dims, as dims of the output ---- */
-static jx_status infer_expand_dims(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                   jx_aval *out) {
-  (void)nout;
+static jx_status infer_expand_dims(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   int seen[JX_MAX_RANK];
-  jx_status st = one_operand("expand_dims", nin);
+  jx_status st = one_operand("expand_dims", ctx->nin);
   if (st || (st = check_list("expand_dims", "dimensions", &p->l[0]))) return st;
   int r = in->shape.rank + p->l[0].n;
   if (r > JX_MAX_RANK) {
@@ -184,11 +175,10 @@ static jx_status infer_expand_dims(const jx_params *p, int nin, const jx_aval *i
 }
 
 /* ---- transpose: l0 = permutation; output dim i is operand dim perm[i] ---- */
-static jx_status infer_transpose(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                 jx_aval *out) {
-  (void)nout;
+static jx_status infer_transpose(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   int seen[JX_MAX_RANK];
-  jx_status st = one_operand("transpose", nin);
+  jx_status st = one_operand("transpose", ctx->nin);
   if (st) return st;
   if (p->l[0].n != in->shape.rank) {
     char a[JX_AVAL_STR_CAP], b[160];
@@ -203,29 +193,24 @@ static jx_status infer_transpose(const jx_params *p, int nin, const jx_aval *in,
   *out = (jx_aval){in->dtype, in->weak, s, 0};
   return JX_OK;
 }
-static void eval_transpose(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                           jx_tensor *out) {
-  (void)nin;
-  (void)nout;
+static void eval_transpose(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
   int64_t own[JX_MAX_RANK], st[JX_MAX_RANK];
   jx_shape_strides(in->shape, own);
-  for (int d = 0; d < in->shape.rank; d++) st[d] = own[p->l[0].v[d]];
+  for (int d = 0; d < in->shape.rank; d++) st[d] = own[ctx->params->l[0].v[d]];
   jx_strided_copy(out->data, out->shape, in->data, st, jx_dtype_size(in->dtype));
 }
 
 /* ---- rev: l0 = dims to reverse ---- */
-static jx_status infer_rev(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
-  (void)nout;
+static jx_status infer_rev(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
   int seen[JX_MAX_RANK];
-  jx_status st = one_operand("rev", nin);
-  if (st || (st = distinct_dims("rev", "dimensions", &p->l[0], in->shape.rank, in, seen)))
+  jx_status st = one_operand("rev", ctx->nin);
+  if (st || (st = distinct_dims("rev", "dimensions", &ctx->params->l[0], in->shape.rank, in, seen)))
     return st;
   *out = (jx_aval){in->dtype, in->weak, in->shape, 0};
   return JX_OK;
 }
-static void eval_rev(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)nin;
-  (void)nout;
+static void eval_rev(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  const jx_params *p = ctx->params;
   /* a reversed dimension starts at its last element and steps backwards */
   int64_t st[JX_MAX_RANK], first = 0;
   jx_shape_strides(in->shape, st);
@@ -247,12 +232,11 @@ static void unravel(int64_t flat, jx_shape s, int64_t *idx) {
 }
 
 /* ---- iota: no operands; dtype, l0 = shape, i0 = dimension that counts ---- */
-static jx_status infer_iota(const jx_params *p, int nin, const jx_aval *in, int nout,
-                            jx_aval *out) {
+static jx_status infer_iota(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   (void)in;
-  (void)nout;
-  if (nin != 0)
-    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "iota: takes no operands, given %d", nin);
+  if (ctx->nin != 0)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "iota: takes no operands, given %d", ctx->nin);
   jx_shape s;
   jx_status st = list_shape("iota", &p->l[0], &s);
   if (st) return st;
@@ -265,10 +249,9 @@ static jx_status infer_iota(const jx_params *p, int nin, const jx_aval *in, int 
   *out = (jx_aval){p->dtype, 0, s, 0};
   return JX_OK;
 }
-static void eval_iota(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)nin;
+static void eval_iota(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  const jx_params *p = ctx->params;
   (void)in;
-  (void)nout;
   int64_t n = jx_shape_numel(out->shape), idx[JX_MAX_RANK];
   for (int64_t i = 0; i < n; i++) {
     unravel(i, out->shape, idx);

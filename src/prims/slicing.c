@@ -8,6 +8,7 @@
 
 #include "../base/error.h"
 #include "prims.h"
+#include "rules.h"
 #include "strided_copy.h"
 #include "structural_rules.h"
 
@@ -116,9 +117,8 @@ static jx_status check_starts(const char *prim, int first, int nin, const jx_ava
 }
 
 /* ---- pad: operand, padding value (rank 0, same dtype); l0 lo, l1 hi, l2 interior ---- */
-static jx_status infer_pad(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
-  (void)nin;
-  (void)nout;
+static jx_status infer_pad(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   char s[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
   if (in[1].shape.rank != 0 || in[1].dtype != in[0].dtype)
     return jx_error_set(
@@ -146,9 +146,8 @@ static jx_status infer_pad(const jx_params *p, int nin, const jx_aval *in, int n
 /* The output is filled with the padding value, then the operand's elements
  * that land inside it (negative lo/hi crop) are copied as one strided box:
  * along dim d, operand index i goes to lo + i * (interior + 1). */
-static void eval_pad(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)nin;
-  (void)nout;
+static void eval_pad(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  const jx_params *p = ctx->params;
   size_t es = jx_dtype_size(in[0].dtype);
   int64_t istr[JX_MAX_RANK], ostr[JX_MAX_RANK], ds[JX_MAX_RANK], so = 0, do_ = 0;
   jx_shape box = in[0].shape;
@@ -185,18 +184,16 @@ static void eval_pad(const jx_params *p, int nin, const jx_tensor *in, int nout,
 }
 
 /* ---- concatenate: variadic; i0 = dimension ---- */
-static jx_status infer_concatenate(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                   jx_aval *out) {
-  (void)nout;
+static jx_status infer_concatenate(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
   char s[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
   int r = in[0].shape.rank;
-  int64_t ax = p->i[0];
+  int64_t ax = ctx->params->i[0];
   if (ax < 0 || ax >= r)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "concatenate: dimension %lld out of range for %s",
                         (long long)ax, jx_aval_str(in[0].dtype, in[0].shape, s));
   jx_shape o = in[0].shape;
   int weak = 1;
-  for (int i = 0; i < nin; i++) {
+  for (int i = 0; i < ctx->nin; i++) {
     int ok = in[i].dtype == in[0].dtype && in[i].shape.rank == r;
     for (int d = 0; ok && d < r; d++) ok = d == ax || in[i].shape.dims[d] == o.dims[d];
     if (!ok)
@@ -214,10 +211,8 @@ static jx_status infer_concatenate(const jx_params *p, int nin, const jx_aval *i
 /* Copies each operand's rows of the concatenated dim as contiguous blocks:
  * for every index of the outer dims, operand i contributes dims[ax]*inner
  * consecutive elements. */
-static void eval_concatenate(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                             jx_tensor *out) {
-  (void)nout;
-  int ax = (int)p->i[0];
+static void eval_concatenate(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  int ax = (int)ctx->params->i[0];
   size_t es = jx_dtype_size(out->dtype);
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < ax; d++) outer *= out->shape.dims[d];
@@ -226,7 +221,7 @@ static void eval_concatenate(const jx_params *p, int nin, const jx_tensor *in, i
   char *dst = out->data;
   for (int64_t o = 0; o < outer; o++) {
     int64_t off = 0;
-    for (int i = 0; i < nin; i++) {
+    for (int i = 0; i < ctx->nin; i++) {
       int64_t rows = in[i].shape.dims[ax] * inner;
       if (rows)
         memcpy(dst + (size_t)(o * orow + off) * es,
@@ -238,10 +233,8 @@ static void eval_concatenate(const jx_params *p, int nin, const jx_tensor *in, i
 
 /* ---- slice: l0 start, l1 limit, l2 strides (empty = all 1) ---- */
 static int64_t stride_of(const jx_params *p, int d) { return p->l[2].n ? p->l[2].v[d] : 1; }
-static jx_status infer_slice(const jx_params *p, int nin, const jx_aval *in, int nout,
-                             jx_aval *out) {
-  (void)nin;
-  (void)nout;
+static jx_status infer_slice(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   jx_status st;
   if ((st = per_dim("slice", "start_indices", &p->l[0], in)) ||
       (st = per_dim("slice", "limit_indices", &p->l[1], in)) ||
@@ -263,9 +256,8 @@ static jx_status infer_slice(const jx_params *p, int nin, const jx_aval *in, int
   *out = (jx_aval){in->dtype, in->weak, o, 0};
   return JX_OK;
 }
-static void eval_slice(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)nin;
-  (void)nout;
+static void eval_slice(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  const jx_params *p = ctx->params;
   int64_t istr[JX_MAX_RANK], ss[JX_MAX_RANK], ostr[JX_MAX_RANK], so = 0;
   jx_shape_strides(in->shape, istr);
   jx_shape_strides(out->shape, ostr);
@@ -277,11 +269,10 @@ static void eval_slice(const jx_params *p, int nin, const jx_tensor *in, int nou
 }
 
 /* ---- dynamic_slice: operand, one integer scalar start per dim; l0 slice sizes ---- */
-static jx_status infer_dynamic_slice(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                     jx_aval *out) {
-  (void)nout;
+static jx_status infer_dynamic_slice(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   jx_status st;
-  if ((st = check_starts("dynamic_slice", 1, nin, in)) ||
+  if ((st = check_starts("dynamic_slice", 1, ctx->nin, in)) ||
       (st = per_dim("dynamic_slice", "slice_sizes", &p->l[0], in)))
     return st;
   jx_shape o = in[0].shape;
@@ -297,29 +288,24 @@ static jx_status infer_dynamic_slice(const jx_params *p, int nin, const jx_aval 
   *out = (jx_aval){in[0].dtype, in[0].weak, o, 0};
   return JX_OK;
 }
-static void eval_dynamic_slice(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                               jx_tensor *out) {
-  (void)nin;
-  (void)nout;
+static void eval_dynamic_slice(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
   jx_shape is = in[0].shape;
   int64_t istr[JX_MAX_RANK], ostr[JX_MAX_RANK], so = 0;
   jx_shape_strides(is, istr);
   jx_shape_strides(out->shape, ostr);
   for (int d = 0; d < is.rank; d++)
-    so += clamp_start(load_start(&in[1 + d]), is.dims[d], p->l[0].v[d]) * istr[d];
+    so += clamp_start(load_start(&in[1 + d]), is.dims[d], ctx->params->l[0].v[d]) * istr[d];
   copy_box(out->data, 0, ostr, in[0].data, so, istr, out->shape, jx_dtype_size(in[0].dtype));
 }
 
 /* ---- dynamic_update_slice: operand, update, one integer scalar start per dim ---- */
-static jx_status infer_dynamic_update_slice(const jx_params *p, int nin, const jx_aval *in,
-                                            int nout, jx_aval *out) {
-  (void)p;
-  (void)nout;
+static jx_status infer_dynamic_update_slice(const jx_rule_ctx *ctx, const jx_aval *in,
+                                            jx_aval *out) {
   char s[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
-  if (nin < 2)
+  if (ctx->nin < 2)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                         "dynamic_update_slice: needs an operand and an update");
-  jx_status st = check_starts("dynamic_update_slice", 2, nin, in);
+  jx_status st = check_starts("dynamic_update_slice", 2, ctx->nin, in);
   if (st) return st;
   int ok = in[1].dtype == in[0].dtype && in[1].shape.rank == in[0].shape.rank;
   for (int d = 0; ok && d < in[0].shape.rank; d++) ok = in[1].shape.dims[d] <= in[0].shape.dims[d];
@@ -332,11 +318,8 @@ static jx_status infer_dynamic_update_slice(const jx_params *p, int nin, const j
   *out = (jx_aval){in[0].dtype, in[0].weak, in[0].shape, 0};
   return JX_OK;
 }
-static void eval_dynamic_update_slice(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                                      jx_tensor *out) {
-  (void)p;
-  (void)nin;
-  (void)nout;
+static void eval_dynamic_update_slice(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  (void)ctx;
   jx_shape os = in[0].shape, us = in[1].shape;
   size_t es = jx_dtype_size(in[0].dtype);
   int64_t n = jx_shape_numel(os);

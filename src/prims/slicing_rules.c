@@ -13,10 +13,6 @@
 #include "rules.h"
 #include "structural_rules.h"
 
-#define UNUSED_JVP (void)nin, (void)nout, (void)nsub, (void)s
-#define UNUSED_T   (void)nout, (void)nsub, (void)s
-#define UNUSED_B   (void)nout, (void)nsub, (void)s
-
 static jx_array *scalar_zero(jx_dtype dt) { return jx_rule_zeros((jx_aval){dt, 0, {0, {0}}, 0}); }
 
 /* Sum of all elements (a scalar). */
@@ -29,8 +25,8 @@ static jx_array *total(jx_array *x) {
 }
 
 /* ---- pad ---- */
-JX_SR_JVP(jx_jvp_pad) {
-  UNUSED_JVP;
+JX_JVP_RULE(jx_jvp_pad) {
+  const jx_params *p = ctx->params;
   y[0] = jx_bind1(&jx_prim_pad, 2, x, p);
   ty[0] = NULL;
   if (t[0] || t[1]) {
@@ -44,9 +40,9 @@ JX_SR_JVP(jx_jvp_pad) {
 /* JAX's _pad_transpose: un-pad with the negated edges (which also undoes
  * negative padding, with zeros), then take every (interior + 1)-th element;
  * the padding value receives what the operand did not. */
-JX_SR_TRANSPOSE(jx_transpose_pad) {
-  UNUSED_T;
-  (void)nin, (void)in, (void)avals;
+JX_TRANSPOSE_RULE(jx_transpose_pad) {
+  const jx_params *p = ctx->params;
+  (void)in, (void)avals;
   ct_in[0] = ct_in[1] = NULL;
   if (!ct[0]) return JX_OK;
   int r = ct[0]->shape.rank;
@@ -70,10 +66,9 @@ JX_SR_TRANSPOSE(jx_transpose_pad) {
   return jx_last_status();
 }
 
-JX_SR_BATCH(jx_batch_pad) {
-  UNUSED_B;
-  (void)nin;
-  jx_array *op = jx_rule_batch_to_front(in[0], bdim[0], n);
+JX_BATCH_RULE(jx_batch_pad) {
+  const jx_params *p = ctx->params;
+  jx_array *op = jx_rule_batch_to_front(in[0], bdim[0], axis_size);
   jx_params q = *p;
   int r = p->l[0].n;
   if (r + 1 > JX_MAX_RANK)
@@ -104,27 +99,26 @@ JX_SR_BATCH(jx_batch_pad) {
 }
 
 /* ---- concatenate ---- */
-JX_SR_JVP(jx_jvp_concatenate) {
-  (void)nout, (void)nsub, (void)s;
-  y[0] = jx_bind1(&jx_prim_concatenate, nin, x, p);
+JX_JVP_RULE(jx_jvp_concatenate) {
+  const jx_params *p = ctx->params;
+  y[0] = jx_bind1(&jx_prim_concatenate, ctx->nin, x, p);
   ty[0] = NULL;
   int any = 0;
-  for (int i = 0; i < nin; i++) any |= t[i] != NULL;
+  for (int i = 0; i < ctx->nin; i++) any |= t[i] != NULL;
   if (!any) return jx_last_status();
-  jx_array **a = malloc(sizeof *a * (size_t)nin);
+  jx_array **a = malloc(sizeof *a * (size_t)ctx->nin);
   if (!a) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "concatenate JVP: out of memory");
-  for (int i = 0; i < nin; i++) a[i] = t[i] ? t[i] : jx_rule_zeros_like(x[i]);
-  ty[0] = jx_bind1(&jx_prim_concatenate, nin, a, p);
+  for (int i = 0; i < ctx->nin; i++) a[i] = t[i] ? t[i] : jx_rule_zeros_like(x[i]);
+  ty[0] = jx_bind1(&jx_prim_concatenate, ctx->nin, a, p);
   free(a);
   return jx_last_status();
 }
 
-JX_SR_TRANSPOSE(jx_transpose_concatenate) {
-  UNUSED_T;
+JX_TRANSPOSE_RULE(jx_transpose_concatenate) {
   (void)in;
-  int ax = (int)p->i[0];
+  int ax = (int)ctx->params->i[0];
   int64_t off = 0;
-  for (int i = 0; i < nin; i++) {
+  for (int i = 0; i < ctx->nin; i++) {
     jx_shape sh = avals[i].shape;
     ct_in[i] = NULL;
     if (linear[i] && ct[0]) {
@@ -140,14 +134,14 @@ JX_SR_TRANSPOSE(jx_transpose_concatenate) {
   return jx_last_status();
 }
 
-JX_SR_BATCH(jx_batch_concatenate) {
-  UNUSED_B;
-  jx_array **a = malloc(sizeof *a * (size_t)nin);
+JX_BATCH_RULE(jx_batch_concatenate) {
+  const jx_params *p = ctx->params;
+  jx_array **a = malloc(sizeof *a * (size_t)ctx->nin);
   if (!a) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "vmap of concatenate: out of memory");
-  for (int i = 0; i < nin; i++) a[i] = jx_rule_batch_to_front(in[i], bdim[i], n);
+  for (int i = 0; i < ctx->nin; i++) a[i] = jx_rule_batch_to_front(in[i], bdim[i], axis_size);
   jx_params q = *p;
   q.i[0] = p->i[0] + 1;
-  out[0] = jx_bind1(&jx_prim_concatenate, nin, a, &q);
+  out[0] = jx_bind1(&jx_prim_concatenate, ctx->nin, a, &q);
   out_bdim[0] = 0;
   free(a);
   return jx_last_status();
@@ -157,9 +151,9 @@ JX_SR_BATCH(jx_batch_concatenate) {
 
 /* JAX's _slice_transpose_rule: pad the cotangent back with zeros, the strides
  * becoming interior padding. */
-JX_SR_TRANSPOSE(jx_transpose_slice) {
-  UNUSED_T;
-  (void)nin, (void)in, (void)linear;
+JX_TRANSPOSE_RULE(jx_transpose_slice) {
+  const jx_params *p = ctx->params;
+  (void)in, (void)linear;
   ct_in[0] = NULL;
   if (!ct[0]) return JX_OK;
   jx_shape os = avals[0].shape, ts = ct[0]->shape;
@@ -176,16 +170,15 @@ JX_SR_TRANSPOSE(jx_transpose_slice) {
   return jx_last_status();
 }
 
-JX_SR_BATCH(jx_batch_slice) {
-  UNUSED_B;
-  (void)nin;
+JX_BATCH_RULE(jx_batch_slice) {
+  const jx_params *p = ctx->params;
   int b = bdim[0], r = p->l[0].n;
   jx_params q = JX_PARAMS_INIT;
   for (int k = 0; k < 3; k++) {
     if (k == 2 && p->l[k].n == 0) continue; /* empty strides stay "all 1" */
     q.l[k].n = r + 1;
     for (int d = 0, j = 0; d <= r; d++)
-      q.l[k].v[d] = d == b ? (k == 0 ? 0 : k == 1 ? n : 1) : p->l[k].v[j++];
+      q.l[k].v[d] = d == b ? (k == 0 ? 0 : k == 1 ? axis_size : 1) : p->l[k].v[j++];
   }
   out[0] = jx_bind1(&jx_prim_slice, 1, &in[0], &q);
   out_bdim[0] = b;
@@ -193,17 +186,16 @@ JX_SR_BATCH(jx_batch_slice) {
 }
 
 /* ---- dynamic_slice ---- */
-JX_SR_TRANSPOSE(jx_transpose_dynamic_slice) {
-  UNUSED_T;
-  (void)p, (void)linear;
-  for (int i = 0; i < nin; i++) ct_in[i] = NULL;
+JX_TRANSPOSE_RULE(jx_transpose_dynamic_slice) {
+  (void)linear;
+  for (int i = 0; i < ctx->nin; i++) ct_in[i] = NULL;
   if (!ct[0]) return JX_OK;
-  jx_array **a = malloc(sizeof *a * (size_t)(nin + 1));
+  jx_array **a = malloc(sizeof *a * (size_t)(ctx->nin + 1));
   if (!a) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "dynamic_slice transpose: out of memory");
   a[0] = jx_rule_zeros((jx_aval){avals[0].dtype, 0, avals[0].shape, 0});
   a[1] = ct[0];
-  for (int i = 1; i < nin; i++) a[i + 1] = in[i];
-  ct_in[0] = jx_bind1(&jx_prim_dynamic_update_slice, nin + 1, a, NULL);
+  for (int i = 1; i < ctx->nin; i++) a[i + 1] = in[i];
+  ct_in[0] = jx_bind1(&jx_prim_dynamic_update_slice, ctx->nin + 1, a, NULL);
   free(a);
   return jx_last_status();
 }
@@ -242,28 +234,28 @@ static jx_array *zero_start(int first, int nin, jx_array *const *in) {
   return scalar_zero(nin > first ? in[first]->dtype : JX_I32);
 }
 
-JX_SR_BATCH(jx_batch_dynamic_slice) {
-  UNUSED_B;
-  int r = nin - 1;
+JX_BATCH_RULE(jx_batch_dynamic_slice) {
+  const jx_params *p = ctx->params;
+  int r = ctx->nin - 1;
   if (r + 1 > JX_MAX_RANK)
     return jx_error_set(JX_ERR_UNIMPLEMENTED, "vmap of dynamic_slice: rank over %d", JX_MAX_RANK);
-  jx_array *op = jx_rule_batch_to_front(in[0], bdim[0], n);
+  jx_array *op = jx_rule_batch_to_front(in[0], bdim[0], axis_size);
   out_bdim[0] = 0;
-  if (!any_mapped(1, nin, bdim)) {
+  if (!any_mapped(1, ctx->nin, bdim)) {
     jx_array *a[JX_MAX_RANK + 1];
     a[0] = op;
-    a[1] = zero_start(1, nin, in);
-    for (int i = 1; i < nin; i++) a[i + 1] = in[i];
+    a[1] = zero_start(1, ctx->nin, in);
+    for (int i = 1; i < ctx->nin; i++) a[i + 1] = in[i];
     jx_params q = JX_PARAMS_INIT;
     q.l[0].n = r + 1;
-    q.l[0].v[0] = n;
+    q.l[0].v[0] = axis_size;
     for (int d = 0; d < r; d++) q.l[0].v[d + 1] = p->l[0].v[d];
     out[0] = jx_bind1(&jx_prim_dynamic_slice, r + 2, a, &q);
     return jx_last_status();
   }
   /* a gather of one window per batch element; clip mode clamps the starts
    * exactly as dynamic_slice does */
-  jx_array *idx = batched_starts(1, nin, in, bdim, n);
+  jx_array *idx = batched_starts(1, ctx->nin, in, bdim, axis_size);
   jx_params g = JX_PARAMS_INIT;
   g.l[0].n = r;
   for (int d = 0; d < r; d++) g.l[0].v[d] = d + 1;
@@ -279,69 +271,66 @@ JX_SR_BATCH(jx_batch_dynamic_slice) {
 }
 
 /* ---- dynamic_update_slice ---- */
-JX_SR_JVP(jx_jvp_dynamic_update_slice) {
-  (void)nout, (void)nsub, (void)s;
-  y[0] = jx_bind1(&jx_prim_dynamic_update_slice, nin, x, p);
+JX_JVP_RULE(jx_jvp_dynamic_update_slice) {
+  const jx_params *p = ctx->params;
+  y[0] = jx_bind1(&jx_prim_dynamic_update_slice, ctx->nin, x, p);
   ty[0] = NULL;
   if (!t[0] && !t[1]) return jx_last_status();
-  jx_array **a = malloc(sizeof *a * (size_t)nin);
+  jx_array **a = malloc(sizeof *a * (size_t)ctx->nin);
   if (!a) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "dynamic_update_slice JVP: out of memory");
   a[0] = t[0] ? t[0] : jx_rule_zeros_like(x[0]);
   a[1] = t[1] ? t[1] : jx_rule_zeros_like(x[1]);
-  for (int i = 2; i < nin; i++) a[i] = x[i];
-  ty[0] = jx_bind1(&jx_prim_dynamic_update_slice, nin, a, p);
+  for (int i = 2; i < ctx->nin; i++) a[i] = x[i];
+  ty[0] = jx_bind1(&jx_prim_dynamic_update_slice, ctx->nin, a, p);
   free(a);
   return jx_last_status();
 }
 
 /* operand: the cotangent with the updated window zeroed; update: that window. */
-JX_SR_TRANSPOSE(jx_transpose_dynamic_update_slice) {
-  UNUSED_T;
-  for (int i = 0; i < nin; i++) ct_in[i] = NULL;
+JX_TRANSPOSE_RULE(jx_transpose_dynamic_update_slice) {
+  for (int i = 0; i < ctx->nin; i++) ct_in[i] = NULL;
   if (!ct[0]) return JX_OK;
-  jx_array **a = malloc(sizeof *a * (size_t)nin);
+  jx_array **a = malloc(sizeof *a * (size_t)ctx->nin);
   if (!a)
     return jx_error_set(JX_ERR_OUT_OF_MEMORY, "dynamic_update_slice transpose: out of memory");
   if (linear[0]) {
     a[0] = ct[0];
     a[1] = jx_rule_zeros((jx_aval){avals[1].dtype, 0, avals[1].shape, 0});
-    for (int i = 2; i < nin; i++) a[i] = in[i];
-    ct_in[0] = jx_bind1(&jx_prim_dynamic_update_slice, nin, a, p);
+    for (int i = 2; i < ctx->nin; i++) a[i] = in[i];
+    ct_in[0] = jx_bind1(&jx_prim_dynamic_update_slice, ctx->nin, a, ctx->params);
   }
   if (linear[1]) {
     a[0] = ct[0];
-    for (int i = 2; i < nin; i++) a[i - 1] = in[i];
+    for (int i = 2; i < ctx->nin; i++) a[i - 1] = in[i];
     jx_params q = JX_PARAMS_INIT;
     q.l[0].n = avals[1].shape.rank;
     for (int d = 0; d < q.l[0].n; d++) q.l[0].v[d] = avals[1].shape.dims[d];
-    ct_in[1] = jx_bind1(&jx_prim_dynamic_slice, nin - 1, a, &q);
+    ct_in[1] = jx_bind1(&jx_prim_dynamic_slice, ctx->nin - 1, a, &q);
   }
   free(a);
   return jx_last_status();
 }
 
-JX_SR_BATCH(jx_batch_dynamic_update_slice) {
-  UNUSED_B;
-  (void)p;
-  int r = nin - 2;
+JX_BATCH_RULE(jx_batch_dynamic_update_slice) {
+  int r = ctx->nin - 2;
   if (r + 1 > JX_MAX_RANK)
     return jx_error_set(JX_ERR_UNIMPLEMENTED, "vmap of dynamic_update_slice: rank over %d",
                         JX_MAX_RANK);
-  jx_array *op = jx_rule_batch_to_front(in[0], bdim[0], n);
-  jx_array *up = jx_rule_batch_to_front(in[1], bdim[1], n);
+  jx_array *op = jx_rule_batch_to_front(in[0], bdim[0], axis_size);
+  jx_array *up = jx_rule_batch_to_front(in[1], bdim[1], axis_size);
   out_bdim[0] = 0;
-  if (!any_mapped(2, nin, bdim)) {
+  if (!any_mapped(2, ctx->nin, bdim)) {
     jx_array *a[JX_MAX_RANK + 2];
     a[0] = op;
     a[1] = up;
-    a[2] = zero_start(2, nin, in);
-    for (int i = 2; i < nin; i++) a[i + 1] = in[i];
-    out[0] = jx_bind1(&jx_prim_dynamic_update_slice, nin + 1, a, NULL);
+    a[2] = zero_start(2, ctx->nin, in);
+    for (int i = 2; i < ctx->nin; i++) a[i + 1] = in[i];
+    out[0] = jx_bind1(&jx_prim_dynamic_update_slice, ctx->nin + 1, a, NULL);
     return jx_last_status();
   }
   /* a scatter of one window per batch element; clip mode clamps the starts
    * exactly as dynamic_update_slice does */
-  jx_array *idx = batched_starts(2, nin, in, bdim, n);
+  jx_array *idx = batched_starts(2, ctx->nin, in, bdim, axis_size);
   jx_params q = JX_PARAMS_INIT;
   q.l[0].n = r;
   for (int d = 0; d < r; d++) q.l[0].v[d] = d + 1;

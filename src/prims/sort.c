@@ -104,11 +104,10 @@ static void split(jx_shape s, int ax, int64_t *outer, int64_t *n, int64_t *inner
 
 /* ---- sort ---- */
 
-static jx_status infer_sort(const jx_params *p, int nin, const jx_aval *in, int nout,
-                            jx_aval *out) {
-  (void)nout;
+static jx_status infer_sort(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
-  for (int i = 1; i < nin; i++)
+  for (int i = 1; i < ctx->nin; i++)
     if (!jx_shape_equal(in[i].shape, in[0].shape))
       return jx_error_set(JX_ERR_SHAPE, "sort: operands must have one shape, got %s and %s",
                           jx_aval_str(in[0].dtype, in[0].shape, a),
@@ -117,15 +116,15 @@ static jx_status infer_sort(const jx_params *p, int nin, const jx_aval *in, int 
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                         "sort: dimension %lld is out of range for operand %s", (long long)p->i[0],
                         jx_aval_str(in[0].dtype, in[0].shape, a));
-  if (p->i[1] < 1 || p->i[1] > nin)
+  if (p->i[1] < 1 || p->i[1] > ctx->nin)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "sort: num_keys %lld must be in [1, %d]",
-                        (long long)p->i[1], nin);
-  for (int i = 0; i < nin; i++) out[i] = in[i];
+                        (long long)p->i[1], ctx->nin);
+  for (int i = 0; i < ctx->nin; i++) out[i] = in[i];
   return JX_OK;
 }
 
-static void eval_sort(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)nout;
+static void eval_sort(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  const jx_params *p = ctx->params;
   int64_t outer, n, inner;
   split(in[0].shape, (int)p->i[0], &outer, &n, &inner);
   if (outer * n * inner == 0) return;
@@ -139,7 +138,7 @@ static void eval_sort(const jx_params *p, int nin, const jx_tensor *in, int nout
     for (int64_t k = 0; k < inner; k++) {
       c.base = o * n * inner + k;
       merge_sort(&c, perm, perm + n, n);
-      for (int t = 0; t < nin; t++) {
+      for (int t = 0; t < ctx->nin; t++) {
         size_t es = jx_dtype_size(in[t].dtype);
         for (int64_t s = 0; s < n; s++)
           memcpy((char *)out[t].data + es * (size_t)(c.base + s * inner),
@@ -161,10 +160,8 @@ const jx_prim jx_prim_sort = {.name = "sort",
 
 /* ---- top_k ---- */
 
-static jx_status infer_top_k(const jx_params *p, int nin, const jx_aval *in, int nout,
-                             jx_aval *out) {
-  (void)nin;
-  (void)nout;
+static jx_status infer_top_k(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   char a[JX_AVAL_STR_CAP];
   int r = in->shape.rank;
   if (r < 1)
@@ -181,10 +178,8 @@ static jx_status infer_top_k(const jx_params *p, int nin, const jx_aval *in, int
   return JX_OK;
 }
 
-static void eval_top_k(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)nin;
-  (void)nout;
-  int64_t outer, n, inner, k = p->i[0];
+static void eval_top_k(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  int64_t outer, n, inner, k = ctx->params->i[0];
   split(in->shape, in->shape.rank - 1, &outer, &n, &inner);
   if (outer * k == 0) return;
   int64_t *perm = malloc(sizeof *perm * (size_t)n * 2);

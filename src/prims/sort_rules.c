@@ -19,8 +19,6 @@
 #include "reduce_rules.h"
 #include "rules.h"
 
-#define UNUSED (void)nout, (void)nsub, (void)s
-
 static jx_array *iota(jx_dtype dt, jx_shape shape, int dim) {
   jx_params q = JX_PARAMS_INIT;
   q.dtype = dt;
@@ -39,41 +37,40 @@ static jx_array *to_i64(jx_array *perm) {
   return jx_bind1(&jx_prim_convert_element_type, 1, &perm, &q);
 }
 
-JX_RR_JVP(jx_jvp_sort) {
-  UNUSED;
+JX_JVP_RULE(jx_jvp_sort) {
+  const jx_params *p = ctx->params;
   int dim = (int)p->i[0];
-  jx_array **args = malloc(sizeof *args * (size_t)(2 * (nin + 1)));
+  jx_array **args = malloc(sizeof *args * (size_t)(2 * (ctx->nin + 1)));
   if (!args) {
-    for (int i = 0; i < nin; i++) y[i] = jx_poison(), ty[i] = NULL;
+    for (int i = 0; i < ctx->nin; i++) y[i] = jx_poison(), ty[i] = NULL;
     return jx_error_set(JX_ERR_OUT_OF_MEMORY, "sort: out of memory");
   }
-  jx_array **outs = args + nin + 1;
+  jx_array **outs = args + ctx->nin + 1;
   jx_shape shape = x[0]->shape;
   jx_dtype idt = shape.dims[dim] <= INT32_MAX ? JX_I32 : JX_I64;
-  for (int i = 0; i < nin; i++) args[i] = x[i];
-  args[nin] = iota(idt, shape, dim);
-  jx_status st = jx_bind(&jx_prim_sort, nin + 1, args, p, outs);
-  for (int i = 0; i < nin; i++) {
+  for (int i = 0; i < ctx->nin; i++) args[i] = x[i];
+  args[ctx->nin] = iota(idt, shape, dim);
+  jx_status st = jx_bind(&jx_prim_sort, ctx->nin + 1, args, p, outs);
+  for (int i = 0; i < ctx->nin; i++) {
     y[i] = outs[i];
     ty[i] = NULL;
     if (!st && t[i] && !jx_rule_no_tangent(x[i]->dtype))
-      ty[i] = jx_rule_take_along_axis(t[i], to_i64(outs[nin]), dim);
+      ty[i] = jx_rule_take_along_axis(t[i], to_i64(outs[ctx->nin]), dim);
   }
   free(args);
   return jx_last_status();
 }
 
-JX_RR_BATCH(jx_batch_sort) {
-  UNUSED;
-  (void)n;
+JX_BATCH_RULE(jx_batch_sort) {
+  (void)axis_size;
   int nb = JX_NOT_MAPPED, proto = 0;
-  for (int i = 0; i < nin && nb == JX_NOT_MAPPED; i++)
+  for (int i = 0; i < ctx->nin && nb == JX_NOT_MAPPED; i++)
     if (bdim[i] != JX_NOT_MAPPED) nb = bdim[i], proto = i;
   if (nb == JX_NOT_MAPPED) return jx_error_set(JX_ERR_INTERNAL, "sort: no batched operand");
-  jx_array **args = malloc(sizeof *args * (size_t)nin);
+  jx_array **args = malloc(sizeof *args * (size_t)ctx->nin);
   if (!args) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "sort: out of memory");
   jx_shape ps = in[proto]->shape;
-  for (int i = 0; i < nin; i++) {
+  for (int i = 0; i < ctx->nin; i++) {
     if (bdim[i] != JX_NOT_MAPPED) {
       args[i] = jx_rule_moveaxis(in[i], bdim[i], nb);
       continue;
@@ -86,34 +83,30 @@ JX_RR_BATCH(jx_batch_sort) {
     }
     args[i] = jx_bind1(&jx_prim_broadcast_in_dim, 1, &in[i], &q);
   }
-  jx_params q = *p;
+  jx_params q = *ctx->params;
   if (nb <= q.i[0]) q.i[0]++;
-  jx_status st = jx_bind(&jx_prim_sort, nin, args, &q, out);
-  for (int i = 0; i < nin; i++) out_bdim[i] = nb;
+  jx_status st = jx_bind(&jx_prim_sort, ctx->nin, args, &q, out);
+  for (int i = 0; i < ctx->nin; i++) out_bdim[i] = nb;
   free(args);
   return st;
 }
 
-JX_RR_JVP(jx_jvp_top_k) {
-  UNUSED;
-  (void)nin;
-  jx_status st = jx_bind(&jx_prim_top_k, 1, x, p, y);
+JX_JVP_RULE(jx_jvp_top_k) {
+  jx_status st = jx_bind(&jx_prim_top_k, 1, x, ctx->params, y);
   ty[0] = ty[1] = NULL;
   if (!st && t[0] && !jx_rule_no_tangent(x[0]->dtype))
     ty[0] = jx_rule_take_along_axis(t[0], to_i64(y[1]), x[0]->shape.rank - 1);
   return jx_last_status();
 }
 
-JX_RR_BATCH(jx_batch_top_k) {
-  UNUSED;
-  (void)nin;
+JX_BATCH_RULE(jx_batch_top_k) {
   int b = bdim[0];
   jx_array *x = in[0];
   if (b == JX_NOT_MAPPED || b == x->shape.rank - 1) {
-    x = jx_rule_batch_to_front(x, b, n);
+    x = jx_rule_batch_to_front(x, b, axis_size);
     b = 0;
   }
-  jx_status st = jx_bind(&jx_prim_top_k, 1, &x, p, out);
+  jx_status st = jx_bind(&jx_prim_top_k, 1, &x, ctx->params, out);
   out_bdim[0] = out_bdim[1] = b;
   return st;
 }

@@ -6,62 +6,46 @@
 
 #include "prim.h"
 
-#define JX_SR_JVP(name)                                                                            \
-  jx_status name(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,    \
-                 jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s)
-#define JX_SR_TRANSPOSE(name)                                                                      \
-  jx_status name(const jx_params *p, int nin, jx_array *const *in, const jx_aval *avals,           \
-                 const uint8_t *linear, int nout, jx_array *const *ct, jx_array **ct_in, int nsub, \
-                 struct jx_program *const *s)
-#define JX_SR_BATCH(name)                                                                          \
-  jx_status name(const jx_params *p, int nin, jx_array *const *in, const int *bdim, int64_t n,     \
-                 int nout, jx_array **out, int *out_bdim, int nsub, struct jx_program *const *s)
-
-/* JVP of a primitive linear in its first operand whose other operands are
- * integer indices: the primitive applied to the tangent (shared by the shape
- * and slicing rows). */
-JX_SR_JVP(jx_jvp_linear_first);
-
 /* shape.c */
-JX_SR_TRANSPOSE(jx_transpose_broadcast_in_dim);
-JX_SR_TRANSPOSE(jx_transpose_reshape);
-JX_SR_TRANSPOSE(jx_transpose_squeeze);
-JX_SR_TRANSPOSE(jx_transpose_expand_dims);
-JX_SR_TRANSPOSE(jx_transpose_transpose);
-JX_SR_TRANSPOSE(jx_transpose_rev);
-JX_SR_BATCH(jx_batch_broadcast_in_dim);
-JX_SR_BATCH(jx_batch_reshape);
-JX_SR_BATCH(jx_batch_squeeze);
-JX_SR_BATCH(jx_batch_expand_dims);
-JX_SR_BATCH(jx_batch_transpose);
-JX_SR_BATCH(jx_batch_rev);
+JX_TRANSPOSE_RULE(jx_transpose_broadcast_in_dim);
+JX_TRANSPOSE_RULE(jx_transpose_reshape);
+JX_TRANSPOSE_RULE(jx_transpose_squeeze);
+JX_TRANSPOSE_RULE(jx_transpose_expand_dims);
+JX_TRANSPOSE_RULE(jx_transpose_transpose);
+JX_TRANSPOSE_RULE(jx_transpose_rev);
+JX_BATCH_RULE(jx_batch_broadcast_in_dim);
+JX_BATCH_RULE(jx_batch_reshape);
+JX_BATCH_RULE(jx_batch_squeeze);
+JX_BATCH_RULE(jx_batch_expand_dims);
+JX_BATCH_RULE(jx_batch_transpose);
+JX_BATCH_RULE(jx_batch_rev);
 
 /* slicing.c */
-JX_SR_JVP(jx_jvp_pad);
-JX_SR_JVP(jx_jvp_concatenate);
-JX_SR_JVP(jx_jvp_dynamic_update_slice);
-JX_SR_TRANSPOSE(jx_transpose_pad);
-JX_SR_TRANSPOSE(jx_transpose_concatenate);
-JX_SR_TRANSPOSE(jx_transpose_slice);
-JX_SR_TRANSPOSE(jx_transpose_dynamic_slice);
-JX_SR_TRANSPOSE(jx_transpose_dynamic_update_slice);
-JX_SR_BATCH(jx_batch_pad);
-JX_SR_BATCH(jx_batch_concatenate);
-JX_SR_BATCH(jx_batch_slice);
-JX_SR_BATCH(jx_batch_dynamic_slice);
-JX_SR_BATCH(jx_batch_dynamic_update_slice);
+JX_JVP_RULE(jx_jvp_pad);
+JX_JVP_RULE(jx_jvp_concatenate);
+JX_JVP_RULE(jx_jvp_dynamic_update_slice);
+JX_TRANSPOSE_RULE(jx_transpose_pad);
+JX_TRANSPOSE_RULE(jx_transpose_concatenate);
+JX_TRANSPOSE_RULE(jx_transpose_slice);
+JX_TRANSPOSE_RULE(jx_transpose_dynamic_slice);
+JX_TRANSPOSE_RULE(jx_transpose_dynamic_update_slice);
+JX_BATCH_RULE(jx_batch_pad);
+JX_BATCH_RULE(jx_batch_concatenate);
+JX_BATCH_RULE(jx_batch_slice);
+JX_BATCH_RULE(jx_batch_dynamic_slice);
+JX_BATCH_RULE(jx_batch_dynamic_update_slice);
 
 /* gather.c */
-JX_SR_JVP(jx_jvp_gather);
-JX_SR_JVP(jx_jvp_scatter);
-JX_SR_JVP(jx_jvp_scatter_add);
-JX_SR_JVP(jx_jvp_scatter_mul);
-JX_SR_JVP(jx_jvp_scatter_extremum);
-JX_SR_TRANSPOSE(jx_transpose_gather);
-JX_SR_TRANSPOSE(jx_transpose_scatter_add);
-JX_SR_TRANSPOSE(jx_transpose_scatter_mul);
-JX_SR_BATCH(jx_batch_gather);
-JX_SR_BATCH(jx_batch_scatter);
+JX_JVP_RULE(jx_jvp_gather);
+JX_JVP_RULE(jx_jvp_scatter);
+JX_JVP_RULE(jx_jvp_scatter_add);
+JX_JVP_RULE(jx_jvp_scatter_mul);
+JX_JVP_RULE(jx_jvp_scatter_extremum);
+JX_TRANSPOSE_RULE(jx_transpose_gather);
+JX_TRANSPOSE_RULE(jx_transpose_scatter_add);
+JX_TRANSPOSE_RULE(jx_transpose_scatter_mul);
+JX_BATCH_RULE(jx_batch_gather);
+JX_BATCH_RULE(jx_batch_scatter);
 
 /* An integer index dtype that holds dt's values and the counts 0..n-1 of a
  * batch of size n: dt itself when it can, else i64. */

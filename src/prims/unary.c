@@ -439,24 +439,18 @@ static void unary_kernel(unop op, const jx_params *p, const jx_tensor *in, jx_te
 }
 
 /* ---- rules ---- */
-static jx_status infer_unary(const char *name, jx_accept acc, const jx_aval *in, jx_aval *out) {
-  return jx_infer_same(name, acc, -1, 1, in, out);
+static jx_status infer_unary(const jx_rule_ctx *ctx, jx_accept acc, const jx_aval *in,
+                             jx_aval *out) {
+  return jx_infer_same(ctx->prim->name, acc, -1, 1, in, out);
 }
 
 /* Every row batches with the generic elementwise rule. */
 #define UNARY_ROW(NAME, OP, ACCEPT, JVP, TRANSPOSE)                                                \
-  static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
-                                jx_aval *out) {                                                    \
-    (void)p;                                                                                       \
-    (void)nin;                                                                                     \
-    (void)nout;                                                                                    \
-    return infer_unary(#NAME, ACCEPT, in, out);                                                    \
+  static jx_status infer_##NAME(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {         \
+    return infer_unary(ctx, ACCEPT, in, out);                                                      \
   }                                                                                                \
-  static void eval_##NAME(const jx_params *p, int nin, const jx_tensor *in, int nout,              \
-                          jx_tensor *out) {                                                        \
-    (void)nin;                                                                                     \
-    (void)nout;                                                                                    \
-    unary_kernel(OP, p, in, out);                                                                  \
+  static void eval_##NAME(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {           \
+    unary_kernel(OP, ctx->params, in, out);                                                        \
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {.name = #NAME,                                                   \
                                   .id = JX_PRIM_##NAME,                                            \
@@ -469,7 +463,7 @@ static jx_status infer_unary(const char *name, jx_accept acc, const jx_aval *in,
                                   .transpose = TRANSPOSE,                                          \
                                   .elementwise = 1};
 
-UNARY_ROW(neg, U_NEG, JX_ACCEPT_NUMERIC, jx_jvp_neg, jx_transpose_neg)
+UNARY_ROW(neg, U_NEG, JX_ACCEPT_NUMERIC, jx_jvp_linear_first, jx_transpose_neg)
 UNARY_ROW(abs, U_ABS, JX_ACCEPT_NUMERIC, jx_jvp_abs, NULL)
 UNARY_ROW(sign, U_SIGN, JX_ACCEPT_NUMERIC, jx_jvp_zero, NULL)
 UNARY_ROW(floor, U_FLOOR, JX_ACCEPT_FLOAT, jx_jvp_zero, NULL)
@@ -504,20 +498,17 @@ UNARY_ROW(population_count, U_POPCOUNT, JX_ACCEPT_INT, jx_jvp_zero, NULL)
 UNARY_ROW(stop_gradient, U_STOP_GRADIENT, JX_ACCEPT_ANY, jx_jvp_zero, NULL)
 
 /* round: i0 = 0 half away from zero (lax.round's default), 1 half to even */
-static jx_status infer_round(const jx_params *p, int nin, const jx_aval *in, int nout,
-                             jx_aval *out) {
-  (void)nin;
-  (void)nout;
+static jx_status infer_round(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   if (p->i[0] != 0 && p->i[0] != 1)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                         "round: rounding_method must be 0 (away from zero) or 1 (to even), "
                         "got %lld",
                         (long long)p->i[0]);
-  return infer_unary("round", JX_ACCEPT_FLOAT, in, out);
+  return infer_unary(ctx, JX_ACCEPT_FLOAT, in, out);
 }
-static void eval_round(const jx_params *p, int nin, const jx_tensor *in, int nout, jx_tensor *out) {
-  (void)nin;
-  (void)nout;
+static void eval_round(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  const jx_params *p = ctx->params;
   unary_kernel(p->i[0] ? U_ROUND_EVEN : U_ROUND_AWAY, p, in, out);
 }
 const jx_prim jx_prim_round = {.name = "round",
@@ -531,18 +522,11 @@ const jx_prim jx_prim_round = {.name = "round",
                                .elementwise = 1};
 
 /* is_finite: floats -> bool */
-static jx_status infer_is_finite(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                 jx_aval *out) {
-  (void)p;
-  (void)nin;
-  (void)nout;
-  return jx_infer_same("is_finite", JX_ACCEPT_FLOAT, JX_BOOL, 1, in, out);
+static jx_status infer_is_finite(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  return jx_infer_same(ctx->prim->name, JX_ACCEPT_FLOAT, JX_BOOL, 1, in, out);
 }
-static void eval_is_finite(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                           jx_tensor *out) {
-  (void)nin;
-  (void)nout;
-  unary_kernel(U_IS_FINITE, p, in, out);
+static void eval_is_finite(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  unary_kernel(U_IS_FINITE, ctx->params, in, out);
 }
 const jx_prim jx_prim_is_finite = {.name = "is_finite",
                                    .id = JX_PRIM_is_finite,
@@ -555,12 +539,10 @@ const jx_prim jx_prim_is_finite = {.name = "is_finite",
                                    .elementwise = 1};
 
 /* integer_pow: i0 = exponent; a negative one needs a float dtype */
-static jx_status infer_integer_pow(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                   jx_aval *out) {
-  (void)nin;
-  (void)nout;
+static jx_status infer_integer_pow(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   char a[JX_AVAL_STR_CAP];
-  jx_status st = infer_unary("integer_pow", JX_ACCEPT_NUMERIC, in, out);
+  jx_status st = infer_unary(ctx, JX_ACCEPT_NUMERIC, in, out);
   if (st) return st;
   if (p->i[0] < 0 && !jx_is_float(in[0].dtype))
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
@@ -568,11 +550,8 @@ static jx_status infer_integer_pow(const jx_params *p, int nin, const jx_aval *i
                         (long long)p->i[0], jx_aval_str(in[0].dtype, in[0].shape, a));
   return JX_OK;
 }
-static void eval_integer_pow(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                             jx_tensor *out) {
-  (void)nin;
-  (void)nout;
-  unary_kernel(U_INTEGER_POW, p, in, out);
+static void eval_integer_pow(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  unary_kernel(U_INTEGER_POW, ctx->params, in, out);
 }
 const jx_prim jx_prim_integer_pow = {.name = "integer_pow",
                                      .id = JX_PRIM_integer_pow,
@@ -585,20 +564,15 @@ const jx_prim jx_prim_integer_pow = {.name = "integer_pow",
                                      .elementwise = 1};
 
 /* polygamma: i0 = m >= 1 (see unary_rules.h); floats, computed in double */
-static jx_status infer_polygamma(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                 jx_aval *out) {
-  (void)nin;
-  (void)nout;
+static jx_status infer_polygamma(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   if (p->i[0] < 1 || p->i[0] > 100)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                         "polygamma: the order m must be in [1, 100], got %lld", (long long)p->i[0]);
-  return infer_unary("polygamma", JX_ACCEPT_FLOAT, in, out);
+  return infer_unary(ctx, JX_ACCEPT_FLOAT, in, out);
 }
-static void eval_polygamma(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                           jx_tensor *out) {
-  (void)nin;
-  (void)nout;
-  unary_kernel(U_POLYGAMMA, p, in, out);
+static void eval_polygamma(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  unary_kernel(U_POLYGAMMA, ctx->params, in, out);
 }
 const jx_prim jx_prim_polygamma = {.name = "polygamma",
                                    .id = JX_PRIM_polygamma,

@@ -30,36 +30,17 @@ static jx_array *polygamma(int64_t m, jx_array *a) {
 static jx_array *add(jx_array *a, jx_array *b) { return u2(&jx_prim_add, a, b); }
 static jx_array *sub(jx_array *a, jx_array *b) { return u2(&jx_prim_sub, a, b); }
 
-typedef jx_array *(*coef_fn)(jx_array *x, jx_array *y, const jx_params *p);
-
-/* y = prim(x); ty = t * coef (or t / coef when divide is set). */
-static jx_status unary_jvp(const jx_params *p, jx_array *x, jx_array *t, jx_array **y,
-                           jx_array **ty, coef_fn coef, int divide) {
-  y[0] = jx_bind1(jx_rule_current_prim, 1, &x, p);
-  ty[0] = NULL;
-  if (t) {
-    jx_array *c = coef(x, y[0], p);
-    ty[0] = u2(divide ? &jx_prim_div : &jx_prim_mul, t, c);
-  }
-  return jx_last_status();
-}
-
+/* ad.defjvp's shape: ty = t * EXPR (or t / EXPR when DIVIDE is set), EXPR
+ * written with the primal input x, the output y and the parameters p. */
 #define JVP_OF(NAME, DIVIDE, EXPR)                                                                 \
-  static jx_array *coef_##NAME(jx_array *x, jx_array *y, const jx_params *p) {                     \
-    (void)x;                                                                                       \
-    (void)y;                                                                                       \
-    (void)p;                                                                                       \
-    return EXPR;                                                                                   \
+  static jx_array *deriv_##NAME(const jx_rule_ctx *ctx, jx_array *g, jx_array *const *xs,          \
+                                jx_array *y) {                                                     \
+    jx_array *x = xs[0];                                                                           \
+    const jx_params *p = ctx->params;                                                              \
+    (void)x, (void)y, (void)p;                                                                     \
+    return u2(DIVIDE ? &jx_prim_div : &jx_prim_mul, g, EXPR);                                      \
   }                                                                                                \
-  jx_status jx_jvp_##NAME(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,     \
-                          int nout, jx_array **y, jx_array **ty, int nsub,                         \
-                          struct jx_program *const *s) {                                           \
-    (void)nin;                                                                                     \
-    (void)nout;                                                                                    \
-    (void)nsub;                                                                                    \
-    (void)s;                                                                                       \
-    return unary_jvp(p, x[0], t[0], y, ty, coef_##NAME, DIVIDE);                                   \
-  }
+  JX_DEFJVP(jx_jvp_##NAME, deriv_##NAME)
 
 #define SQRT_PI 1.7724538509055160273
 JVP_OF(exp, 0, y)
@@ -91,67 +72,27 @@ JVP_OF(digamma, 0, polygamma(1, x))
 JVP_OF(polygamma, 0, polygamma(p->i[0] + 1, x))
 
 /* integer_pow: 0 for y = 0, t for y = 1, t * (y x^(y-1)) otherwise (lax.py) */
-jx_status jx_jvp_integer_pow(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                             int nout, jx_array **y, jx_array **ty, int nsub,
-                             struct jx_program *const *s) {
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)s;
-  int64_t n = p->i[0];
-  y[0] = jx_bind1(&jx_prim_integer_pow, 1, x, p);
-  ty[0] = NULL;
-  if (!t[0] || n == 0) return jx_last_status();
-  if (n == 1) {
-    ty[0] = t[0];
-    return jx_last_status();
-  }
-  jx_array *c = n == 2 ? mul(K(x[0], 2), x[0]) : mul(K(x[0], (double)n), ipow(x[0], n - 1));
-  ty[0] = mul(t[0], c);
-  return jx_last_status();
+static jx_array *deriv_integer_pow(const jx_rule_ctx *ctx, jx_array *g, jx_array *const *x,
+                                   jx_array *y) {
+  (void)y;
+  int64_t n = ctx->params->i[0];
+  if (n == 0) return NULL;
+  if (n == 1) return g;
+  return mul(g, n == 2 ? mul(K(x[0], 2), x[0]) : mul(K(x[0], (double)n), ipow(x[0], n - 1)));
 }
+JX_DEFJVP(jx_jvp_integer_pow, deriv_integer_pow)
 
 /* abs: select(x >= 0, t, -t), as JAX for reals (so +t at 0) */
-jx_status jx_jvp_abs(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
-                     jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
-  (void)p;
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)s;
-  y[0] = jx_bind1(&jx_prim_abs, 1, x, NULL);
-  ty[0] = NULL;
-  if (t[0]) {
-    jx_array *nonneg = u2(&jx_prim_ge, x[0], jx_rule_zeros_like(x[0]));
-    ty[0] =
-        jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){nonneg, u1(&jx_prim_neg, t[0]), t[0]}, NULL);
-  }
-  return jx_last_status();
+static jx_array *deriv_abs(const jx_rule_ctx *ctx, jx_array *g, jx_array *const *x, jx_array *y) {
+  (void)ctx, (void)y;
+  jx_array *nonneg = u2(&jx_prim_ge, x[0], jx_rule_zeros_like(x[0]));
+  return jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){nonneg, u1(&jx_prim_neg, g), g}, NULL);
 }
+JX_DEFJVP(jx_jvp_abs, deriv_abs)
 
-/* neg is linear: its own JVP and transpose */
-jx_status jx_jvp_neg(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t, int nout,
-                     jx_array **y, jx_array **ty, int nsub, struct jx_program *const *s) {
-  (void)p;
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  (void)s;
-  y[0] = jx_bind1(&jx_prim_neg, 1, x, NULL);
-  ty[0] = jx_rule_neg(t[0]);
-  return jx_last_status();
+/* neg is linear: jx_jvp_linear_first, and its own transpose */
+static jx_array *negate(const jx_rule_ctx *ctx, jx_array *ct, const jx_aval *aval) {
+  (void)ctx, (void)aval;
+  return jx_rule_neg(ct);
 }
-
-jx_status jx_transpose_neg(const jx_params *p, int nin, jx_array *const *in, const jx_aval *avals,
-                           const uint8_t *linear, int nout, jx_array *const *ct, jx_array **ct_in,
-                           int nsub, struct jx_program *const *s) {
-  (void)p;
-  (void)nin;
-  (void)in;
-  (void)avals;
-  (void)nout;
-  (void)nsub;
-  (void)s;
-  ct_in[0] = linear[0] ? jx_rule_neg(ct[0]) : NULL;
-  return jx_last_status();
-}
+JX_DEFLINEAR_TRANSPOSE(jx_transpose_neg, negate)

@@ -14,6 +14,7 @@
  * Transformation rules: window_rules.c. */
 #include "../base/error.h"
 #include "prims.h"
+#include "rules.h"
 #include "reduce_rules.h"
 #include "structural_rules.h"
 #include "window_kernels.h"
@@ -170,17 +171,11 @@ static void eval_window(jx_window_op op, const jx_params *p, const jx_tensor *in
 }
 
 #define WINDOW_ROW(NAME, OP, JVP, T)                                                               \
-  static jx_status infer_##NAME(const jx_params *p, int nin, const jx_aval *in, int nout,          \
-                                jx_aval *out) {                                                    \
-    (void)nin;                                                                                     \
-    (void)nout;                                                                                    \
-    return infer_window(OP, #NAME, p, in, out);                                                    \
+  static jx_status infer_##NAME(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {         \
+    return infer_window(OP, #NAME, ctx->params, in, out);                                          \
   }                                                                                                \
-  static void eval_##NAME(const jx_params *p, int nin, const jx_tensor *in, int nout,              \
-                          jx_tensor *out) {                                                        \
-    (void)nin;                                                                                     \
-    (void)nout;                                                                                    \
-    eval_window(OP, p, in, out);                                                                   \
+  static void eval_##NAME(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {           \
+    eval_window(OP, ctx->params, in, out);                                                         \
   }                                                                                                \
   const jx_prim jx_prim_##NAME = {                                                                 \
       .name = #NAME,                                                                               \

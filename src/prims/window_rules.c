@@ -26,8 +26,6 @@
 #include "reduce_rules.h"
 #include "rules.h"
 
-#define UNUSED (void)nin, (void)nout, (void)nsub, (void)s
-
 /* The six lists of a reduce_window row filled to the operand's rank. */
 typedef struct {
   int64_t v[6][JX_MAX_RANK]; /* window, strides, pad lo, pad hi, base dil., window dil. */
@@ -72,8 +70,7 @@ static jx_array *pad(jx_array *x, jx_array *value, const int64_t *lo, const int6
   return jx_bind1(&jx_prim_pad, 2, (jx_array *[]){x, value}, &q);
 }
 
-JX_RR_TRANSPOSE(jx_transpose_reduce_window_sum) {
-  UNUSED;
+JX_TRANSPOSE_RULE(jx_transpose_reduce_window_sum) {
   (void)in, (void)linear;
   ct_in[0] = NULL;
   if (!ct[0]) return JX_OK;
@@ -83,7 +80,7 @@ JX_RR_TRANSPOSE(jx_transpose_reduce_window_sum) {
     ct_in[0] = jx_rule_zeros((jx_aval){ct[0]->dtype, 0, is, 0});
     return jx_last_status();
   }
-  wlists w = read_lists(p, r);
+  wlists w = read_lists(ctx->params, r);
   int64_t lo[JX_MAX_RANK] = {0}, hi[JX_MAX_RANK] = {0}, interior[JX_MAX_RANK] = {0};
   for (int d = 0; d < r; d++) {
     int64_t lhs = dilate(is.dims[d], w.v[BDIL][d]), rhs = dilate(w.v[WIN][d], w.v[WDIL][d]);
@@ -104,9 +101,9 @@ JX_RR_TRANSPOSE(jx_transpose_reduce_window_sum) {
   return jx_last_status();
 }
 
-JX_RR_JVP(jx_jvp_reduce_window_chooser) {
-  UNUSED;
-  const jx_prim *prim = jx_rule_current_prim;
+JX_JVP_RULE(jx_jvp_reduce_window_chooser) {
+  const jx_params *p = ctx->params;
+  const jx_prim *prim = ctx->prim;
   y[0] = jx_bind1(prim, 1, x, p);
   ty[0] = NULL;
   if (!t[0] || jx_rule_no_tangent(x[0]->dtype) || y[0]->poisoned) return jx_last_status();
@@ -146,18 +143,17 @@ JX_RR_JVP(jx_jvp_reduce_window_chooser) {
   return jx_last_status();
 }
 
-JX_RR_BATCH(jx_batch_reduce_window) {
-  UNUSED;
+JX_BATCH_RULE(jx_batch_reduce_window) {
   int b = bdim[0];
   jx_array *x = in[0];
-  if (b == JX_NOT_MAPPED) x = jx_rule_batch_to_front(x, b, n), b = 0;
+  if (b == JX_NOT_MAPPED) x = jx_rule_batch_to_front(x, b, axis_size), b = 0;
   int r = x->shape.rank; /* with the batch axis */
-  wlists w = read_lists(p, r - 1), v;
+  wlists w = read_lists(ctx->params, r - 1), v;
   for (int k = 0; k < 6; k++)
     for (int d = 0, e = 0; d < r; d++)
       v.v[k][d] = d == b ? ((k == LO || k == HI) ? 0 : 1) : w.v[k][e++];
   jx_params q = write_lists(&v, r);
-  out[0] = jx_bind1(jx_rule_current_prim, 1, &x, &q);
+  out[0] = jx_bind1(ctx->prim, 1, &x, &q);
   out_bdim[0] = b;
   return jx_last_status();
 }

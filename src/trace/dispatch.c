@@ -46,7 +46,8 @@ static jx_status run_eager(const jx_prim *p, int nin, jx_array *const *in, const
     avals[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape, 0};
     tin[i] = (jx_tensor){in[i]->buf->data, in[i]->dtype, in[i]->shape};
   }
-  jx_status st = p->infer(pp, nin, avals, nout, oavals);
+  const jx_rule_ctx ctx = {p, pp, nin, nout, 0, NULL};
+  jx_status st = p->infer(&ctx, avals, oavals);
   if (!st) st = jx_prim_check_outputs(p, nout, oavals);
   if (st) return st;
   for (int o = 0; o < nout; o++) {
@@ -54,7 +55,7 @@ static jx_status run_eager(const jx_prim *p, int nin, jx_array *const *in, const
     if (out[o]->poisoned) return JX_ERR_OUT_OF_MEMORY;
     tout[o] = (jx_tensor){out[o]->buf->data, oavals[o].dtype, oavals[o].shape};
   }
-  p->eval(pp, nin, tin, nout, tout);
+  p->eval(&ctx, tin, tout);
   return JX_OK;
 }
 
@@ -107,7 +108,8 @@ static jx_status dispatch(const jx_prim *p, int nin, jx_array *const *in, const 
     return after_eager(p, nin, in, nout, out, st, watched, t0, old_op);
   }
   if (p->impl) {
-    st = p->impl(pp, nin, in, nout, out, nsub, subs);
+    const jx_rule_ctx ctx = {p, pp, nin, nout, nsub, subs};
+    st = p->impl(&ctx, in, out);
     if (st)
       for (int o = 0; o < nout; o++) out[o] = jx_poison();
     return after_eager(p, nin, in, nout, out, st, watched, t0, old_op);

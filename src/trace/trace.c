@@ -184,8 +184,9 @@ jx_status jx_trace_record(const jx_prim *p, const jx_params *params, int nin,
       goto done;
     }
   }
-  st = p->infer(params, nin, ain, nout, aout);
-  if (!st && p->outputs) st = p->outputs(params, nin, ain, nsub, subs, nout, aout);
+  const jx_rule_ctx ctx = {p, params, nin, nout, nsub, subs};
+  st = p->infer(&ctx, ain, aout);
+  if (!st && p->outputs) st = p->outputs(&ctx, ain, aout);
   if (!st) st = jx_prim_check_outputs(p, nout, aout);
   if (st) goto done;
   jx_vma_outputs(p, params, nin, ain, nsub, nout, aout);

@@ -15,35 +15,22 @@
 #include "../trace/trace.h"
 #include "../trace/vma.h"
 
-static jx_status infer_axis_index(const jx_params *p, int nin, const jx_aval *in, int nout,
-                                  jx_aval *out) {
-  (void)p;
-  (void)nin;
-  (void)in;
-  (void)nout;
+static jx_status infer_axis_index(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  (void)ctx, (void)in;
   out[0] = (jx_aval){JX_I32, 0, {0, {0}}, 0};
   return JX_OK;
 }
 
-static void eval_axis_index(const jx_params *p, int nin, const jx_tensor *in, int nout,
-                            jx_tensor *out) {
-  (void)p;
-  (void)nin;
-  (void)in;
-  (void)nout;
+static void eval_axis_index(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  (void)ctx, (void)in;
   (void)out;
 }
 
 /* Concretely, on a device thread of jx_spmd_run: the device's coordinate
  * along the mesh axis. */
-static jx_status impl_axis_index(const jx_params *p, int nin, jx_array *const *in, int nout,
-                                 jx_array **out, int nsub, struct jx_program *const *subs) {
-  (void)nin;
+static jx_status impl_axis_index(const jx_rule_ctx *ctx, jx_array *const *in, jx_array **out) {
   (void)in;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
-  const char *name = jx_axis_name((int)p->i[0]);
+  const char *name = jx_axis_name((int)ctx->params->i[0]);
   int64_t coord = jx_device_axis_coord(name);
   if (coord < 0)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
@@ -56,15 +43,11 @@ static jx_status impl_axis_index(const jx_params *p, int nin, jx_array *const *i
   return JX_OK;
 }
 
-static jx_status batch_axis_index(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                                  int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                                  struct jx_program *const *subs) {
-  (void)nin;
+static jx_status batch_axis_index(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim,
+                                  int64_t n, jx_array **out, int *out_bdim) {
+  const jx_params *p = ctx->params;
   (void)in;
   (void)bdim;
-  (void)nout;
-  (void)nsub;
-  (void)subs;
   if (p->i[0] != 0 && p->i[0] == jx_axis_innermost_id()) {
     out[0] = jx_iota(JX_I32, (jx_shape){1, {n}}, 0);
     out_bdim[0] = 0;

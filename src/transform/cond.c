@@ -23,13 +23,10 @@
 #include "partial_eval.h"
 #include "vmap.h"
 
-static jx_status infer_cond(const jx_params *p, int nin, const jx_aval *in, int nout,
-                            jx_aval *out) {
-  (void)p;
-  (void)nout;
+static jx_status infer_cond(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
   (void)out;
   char a[JX_AVAL_STR_CAP];
-  if (nin < 1 || in[0].shape.rank != 0 || !jx_is_int(in[0].dtype))
+  if (ctx->nin < 1 || in[0].shape.rank != 0 || !jx_is_int(in[0].dtype))
     return jx_error_set(JX_ERR_SHAPE, "cond: the index must be an integer scalar, got %s",
                         jx_aval_str(in[0].dtype, in[0].shape, a));
   /* the output avals are the first branch's; the API checks the branches agree */
@@ -37,38 +34,30 @@ static jx_status infer_cond(const jx_params *p, int nin, const jx_aval *in, int 
 }
 
 /* The outputs are the branches' (the public functions check they agree). */
-static jx_status cond_outputs(const jx_params *p, int nin, const jx_aval *in, int nsub,
-                              jx_program *const *subs, int nout, jx_aval *out) {
-  (void)p;
-  (void)nin;
+static jx_status cond_outputs(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
   (void)in;
-  if (nsub < 1) return jx_error_set(JX_ERR_INTERNAL, "cond: no branches");
-  const jx_program *b = subs[0];
-  if (b->nout != nout) return jx_error_set(JX_ERR_INTERNAL, "cond: branch output count");
-  for (int o = 0; o < nout; o++) out[o] = b->avals[b->out[o]];
+  if (ctx->nsub < 1) return jx_error_set(JX_ERR_INTERNAL, "cond: no branches");
+  const jx_program *b = ctx->subs[0];
+  if (b->nout != ctx->nout) return jx_error_set(JX_ERR_INTERNAL, "cond: branch output count");
+  for (int o = 0; o < ctx->nout; o++) out[o] = b->avals[b->out[o]];
   return JX_OK;
 }
 
 static int64_t clamp_index(int64_t i, int n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
 
-static jx_status impl_cond(const jx_params *p, int nin, jx_array *const *in, int nout,
-                           jx_array **out, int nsub, jx_program *const *subs) {
-  (void)p;
-  (void)nout;
-  (void)nin;
-  int64_t k = clamp_index((int64_t)jx_item(in[0]), nsub);
-  return jx_program_eval(subs[k], in + 1, out);
+static jx_status impl_cond(const jx_rule_ctx *ctx, jx_array *const *in, jx_array **out) {
+  int64_t k = clamp_index((int64_t)jx_item(in[0]), ctx->nsub);
+  return jx_program_eval(ctx->subs[k], in + 1, out);
 }
 
 /* ---- JVP ---- */
-static jx_status jvp_cond(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                          int nout, jx_array **y, jx_array **ty, int nsub,
-                          jx_program *const *subs) {
-  int nops = nin - 1;
-  uint8_t *wrt = calloc((size_t)nops + 1, 1), *sel = malloc((size_t)nout + 1);
+static jx_status jvp_cond(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                          jx_array **y, jx_array **ty) {
+  int nops = ctx->nin - 1;
+  uint8_t *wrt = calloc((size_t)nops + 1, 1), *sel = malloc((size_t)ctx->nout + 1);
   jx_program *branches[JX_EQN_SUBS] = {0};
-  jx_array **args = calloc(2 * (size_t)nin + 1, sizeof *args);
-  jx_array **res = calloc(2 * (size_t)nout + 1, sizeof *res);
+  jx_array **args = calloc(2 * (size_t)ctx->nin + 1, sizeof *args);
+  jx_array **res = calloc(2 * (size_t)ctx->nout + 1, sizeof *res);
   jx_status st = (wrt && sel && args && res)
                      ? JX_OK
                      : jx_error_set(JX_ERR_OUT_OF_MEMORY, "cond: out of memory");
@@ -78,9 +67,9 @@ static jx_status jvp_cond(const jx_params *p, int nin, jx_array *const *x, jx_ar
       wrt[i] = 1;
       nt++;
     }
-  if (!st) memset(sel, 1, (size_t)nout);
-  for (int k = 0; k < nsub && !st; k++) {
-    branches[k] = jx_jvp_program(subs[k], wrt, sel);
+  if (!st) memset(sel, 1, (size_t)ctx->nout);
+  for (int k = 0; k < ctx->nsub && !st; k++) {
+    branches[k] = jx_jvp_program(ctx->subs[k], wrt, sel);
     if (!branches[k]) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   }
   int n = 0;
@@ -89,15 +78,15 @@ static jx_status jvp_cond(const jx_params *p, int nin, jx_array *const *x, jx_ar
   for (int i = 0; i < nops; i++)
     if (wrt[i]) args[n++] = t[i + 1];
   if (!st) {
-    jx_params q = *p;
-    q.i[3] = 2 * nout;
-    st = jx_bind_sub(&jx_prim_cond, n, args, &q, nsub, branches, res);
+    jx_params q = *ctx->params;
+    q.i[3] = 2 * ctx->nout;
+    st = jx_bind_sub(&jx_prim_cond, n, args, &q, ctx->nsub, branches, res);
   }
-  for (int o = 0; o < nout && !st; o++) {
+  for (int o = 0; o < ctx->nout && !st; o++) {
     y[o] = res[o];
-    ty[o] = jx_rule_no_tangent(res[o]->dtype) ? NULL : res[nout + o];
+    ty[o] = jx_rule_no_tangent(res[o]->dtype) ? NULL : res[ctx->nout + o];
   }
-  for (int k = 0; k < nsub; k++) jx_program_release(branches[k]);
+  for (int k = 0; k < ctx->nsub; k++) jx_program_release(branches[k]);
   free(wrt);
   free(sel);
   free(args);
@@ -237,53 +226,50 @@ static jx_status pe_cond(const jx_eqn *e, const jx_aval *in_avals, const uint8_t
 }
 
 /* ---- transpose ---- */
-static jx_status transpose_cond(const jx_params *p, int nin, jx_array *const *in,
-                                const jx_aval *avals, const uint8_t *linear, int nout,
-                                jx_array *const *ct, jx_array **ct_in, int nsub,
-                                jx_program *const *subs) {
+static jx_status transpose_cond(const jx_rule_ctx *ctx, jx_array *const *in, const jx_aval *avals,
+                                const uint8_t *linear, jx_array *const *ct, jx_array **ct_in) {
   (void)avals;
   if (linear[0]) return jx_error_set(JX_ERR_INTERNAL, "cond: the index cannot be linear");
   jx_program *branches[JX_EQN_SUBS] = {0};
   int nlin = 0;
-  for (int i = 1; i < nin; i++) nlin += linear[i];
-  jx_array **args = calloc((size_t)(nin + nout) + 1, sizeof *args);
+  for (int i = 1; i < ctx->nin; i++) nlin += linear[i];
+  jx_array **args = calloc((size_t)(ctx->nin + ctx->nout) + 1, sizeof *args);
   jx_array **res = calloc((size_t)nlin + 1, sizeof *res);
   jx_status st = (args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "cond: out of memory");
-  for (int k = 0; k < nsub && !st; k++) {
-    branches[k] = jx_transpose_program_mask(subs[k], linear + 1);
+  for (int k = 0; k < ctx->nsub && !st; k++) {
+    branches[k] = jx_transpose_program_mask(ctx->subs[k], linear + 1);
     if (!branches[k]) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   }
   int n = 0;
   args[n++] = in[0];
-  for (int i = 1; i < nin; i++)
+  for (int i = 1; i < ctx->nin; i++)
     if (!linear[i]) args[n++] = in[i];
-  for (int o = 0; o < nout && !st; o++) {
-    const jx_program *b = subs[0];
+  for (int o = 0; o < ctx->nout && !st; o++) {
+    const jx_program *b = ctx->subs[0];
     jx_aval a = b->avals[b->out[o]];
     a.weak = 0;
     args[n++] = ct[o] ? ct[o] : jx_rule_zeros(a);
   }
   if (!st) {
-    jx_params q = *p;
+    jx_params q = *ctx->params;
     q.i[3] = nlin;
-    st = jx_bind_sub(&jx_prim_cond, n, args, &q, nsub, branches, res);
+    st = jx_bind_sub(&jx_prim_cond, n, args, &q, ctx->nsub, branches, res);
   }
-  for (int i = 1, k = 0; i < nin && !st; i++) ct_in[i] = linear[i] ? res[k++] : NULL;
+  for (int i = 1, k = 0; i < ctx->nin && !st; i++) ct_in[i] = linear[i] ? res[k++] : NULL;
   ct_in[0] = NULL;
-  for (int k = 0; k < nsub; k++) jx_program_release(branches[k]);
+  for (int k = 0; k < ctx->nsub; k++) jx_program_release(branches[k]);
   free(args);
   free(res);
   return st;
 }
 
 /* ---- batching ---- */
-static jx_status batch_cond(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                            int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                            jx_program *const *subs) {
-  int nops = nin - 1;
-  uint8_t *b_in = calloc((size_t)nops + 1, 1), *b_out = calloc((size_t)nout + 1, 1);
-  uint8_t *tmp = calloc((size_t)nout + 1, 1);
-  jx_array **ops = calloc((size_t)nin + 1, sizeof *ops);
+static jx_status batch_cond(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim, int64_t n,
+                            jx_array **out, int *out_bdim) {
+  int nops = ctx->nin - 1;
+  uint8_t *b_in = calloc((size_t)nops + 1, 1), *b_out = calloc((size_t)ctx->nout + 1, 1);
+  uint8_t *tmp = calloc((size_t)ctx->nout + 1, 1);
+  jx_array **ops = calloc((size_t)ctx->nin + 1, sizeof *ops);
   jx_program *branches[JX_EQN_SUBS] = {0};
   jx_status st = (b_in && b_out && tmp && ops)
                      ? JX_OK
@@ -293,40 +279,40 @@ static jx_status batch_cond(const jx_params *p, int nin, jx_array *const *in, co
     b_in[i] = bdim[i + 1] != JX_NOT_MAPPED;
     ops[i + 1] = b_in[i] ? jx_rule_moveaxis(in[i + 1], bdim[i + 1], 0) : in[i + 1];
   }
-  for (int k = 0; k < nsub && !st; k++) {
-    st = jx_batched_outputs(subs[k], b_in, tmp);
-    for (int o = 0; o < nout && !st; o++) b_out[o] |= tmp[o] || index_batched;
+  for (int k = 0; k < ctx->nsub && !st; k++) {
+    st = jx_batched_outputs(ctx->subs[k], b_in, tmp);
+    for (int o = 0; o < ctx->nout && !st; o++) b_out[o] |= tmp[o] || index_batched;
   }
-  for (int k = 0; k < nsub && !st; k++) {
-    branches[k] = jx_batch_program(subs[k], b_in, n, b_out);
+  for (int k = 0; k < ctx->nsub && !st; k++) {
+    branches[k] = jx_batch_program(ctx->subs[k], b_in, n, b_out);
     if (!branches[k]) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   }
   if (!st && !index_batched) {
     ops[0] = in[0];
-    st = jx_bind_sub(&jx_prim_cond, nin, ops, p, nsub, branches, out);
-    for (int o = 0; o < nout; o++) out_bdim[o] = b_out[o] ? 0 : JX_NOT_MAPPED;
+    st = jx_bind_sub(&jx_prim_cond, ctx->nin, ops, ctx->params, ctx->nsub, branches, out);
+    for (int o = 0; o < ctx->nout; o++) out_bdim[o] = b_out[o] ? 0 : JX_NOT_MAPPED;
   } else if (!st) {
     /* a batched index: run every branch and pick per lane */
-    jx_array **per = calloc((size_t)(nsub * nout) + 1, sizeof *per);
+    jx_array **per = calloc((size_t)(ctx->nsub * ctx->nout) + 1, sizeof *per);
     if (!per) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "cond: out of memory");
-    for (int k = 0; k < nsub && !st; k++)
-      st = jx_program_eval(branches[k], ops + 1, per + k * nout);
+    for (int k = 0; k < ctx->nsub && !st; k++)
+      st = jx_program_eval(branches[k], ops + 1, per + k * ctx->nout);
     jx_array *idx = jx_rule_moveaxis(in[0], bdim[0], 0);
-    idx = jx_clip(jx_astype(idx, JX_I32), 0, nsub - 1);
-    for (int o = 0; o < nout && !st; o++) {
+    idx = jx_clip(jx_astype(idx, JX_I32), 0, ctx->nsub - 1);
+    for (int o = 0; o < ctx->nout && !st; o++) {
       jx_array *cases[JX_EQN_SUBS + 1];
       cases[0] = jx_broadcast_in_dim(idx, jx_shape_of(per[o]), JX_AXES(0));
-      for (int k = 0; k < nsub; k++) cases[k + 1] = per[k * nout + o];
-      if (nsub == 1)
+      for (int k = 0; k < ctx->nsub; k++) cases[k + 1] = per[k * ctx->nout + o];
+      if (ctx->nsub == 1)
         out[o] = per[o];
       else
-        out[o] = jx_bind1(&jx_prim_select_n, nsub + 1, cases, NULL);
+        out[o] = jx_bind1(&jx_prim_select_n, ctx->nsub + 1, cases, NULL);
       out_bdim[o] = 0;
     }
     free(per);
     if (!st) st = jx_last_status();
   }
-  for (int k = 0; k < nsub; k++) jx_program_release(branches[k]);
+  for (int k = 0; k < ctx->nsub; k++) jx_program_release(branches[k]);
   free(b_in);
   free(b_out);
   free(tmp);
@@ -346,6 +332,8 @@ const jx_prim jx_prim_cond = {.name = "cond",
                               .transpose = transpose_cond,
                               .batch = batch_cond,
                               .partial_eval = pe_cond};
+
+JX_REGISTER_PRIMS(cond, &jx_prim_cond)
 
 /* ---- the public functions ---- */
 static jx_status switch_call(jx_array *index, int nbranches, jx_fn *const *branches, int n,

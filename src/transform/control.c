@@ -7,34 +7,24 @@
 #include "../trace/eval.h"
 #include "../trace/fn.h"
 
-jx_status jx_wrapper_infer(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out) {
-  (void)p;
-  (void)nin;
+jx_status jx_wrapper_infer(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  (void)ctx;
   (void)in;
-  (void)nout;
   (void)out;
   return JX_OK;
 }
 
-jx_status jx_wrapper_outputs(const jx_params *p, int nin, const jx_aval *in, int nsub,
-                             jx_program *const *subs, int nout, jx_aval *out) {
-  (void)p;
-  (void)nin;
+jx_status jx_wrapper_outputs(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
   (void)in;
-  if (nsub < 1 || subs[0]->nout != nout)
+  if (ctx->nsub < 1 || ctx->subs[0]->nout != ctx->nout)
     return jx_error_set(JX_ERR_INTERNAL, "a wrapped program has %d outputs, not %d",
-                        nsub < 1 ? -1 : subs[0]->nout, nout);
-  for (int o = 0; o < nout; o++) out[o] = subs[0]->avals[subs[0]->out[o]];
+                        ctx->nsub < 1 ? -1 : ctx->subs[0]->nout, ctx->nout);
+  for (int o = 0; o < ctx->nout; o++) out[o] = ctx->subs[0]->avals[ctx->subs[0]->out[o]];
   return JX_OK;
 }
 
-jx_status jx_wrapper_impl(const jx_params *p, int nin, jx_array *const *in, int nout,
-                          jx_array **out, int nsub, jx_program *const *subs) {
-  (void)p;
-  (void)nin;
-  (void)nout;
-  (void)nsub;
-  return jx_program_eval(subs[0], in, out);
+jx_status jx_wrapper_impl(const jx_rule_ctx *ctx, jx_array *const *in, jx_array **out) {
+  return jx_program_eval(ctx->subs[0], in, out);
 }
 
 int jx_aval_same_type(jx_aval a, jx_aval b) {
@@ -90,13 +80,3 @@ jx_status jx_control_trace_branches(const char *op, int nbranches, jx_fn *const 
   free(av);
   return st;
 }
-
-/* The control-flow family's rows (registry.c lists it with the others). */
-const jx_prim *const jx_prims_control[] = {&jx_prim_cond,
-                                           &jx_prim_while,
-                                           &jx_prim_scan,
-                                           &jx_prim_remat,
-                                           &jx_prim_custom_vjp_call,
-                                           &jx_prim_custom_lin,
-                                           &jx_prim_custom_jvp_call,
-                                           NULL};

@@ -18,11 +18,9 @@ jx_program *jx_control_trace(const char *op, const char *role, jx_fn *f, int nin
 /* Row pieces shared by primitives that wrap a nested program (remat,
  * custom_vjp_call, custom_jvp_call): no shape rule of their own, the outputs
  * of their first nested program, and eager execution of it. */
-jx_status jx_wrapper_infer(const jx_params *p, int nin, const jx_aval *in, int nout, jx_aval *out);
-jx_status jx_wrapper_outputs(const jx_params *p, int nin, const jx_aval *in, int nsub,
-                             jx_program *const *subs, int nout, jx_aval *out);
-jx_status jx_wrapper_impl(const jx_params *p, int nin, jx_array *const *in, int nout,
-                          jx_array **out, int nsub, jx_program *const *subs);
+jx_status jx_wrapper_infer(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out);
+jx_status jx_wrapper_outputs(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out);
+jx_status jx_wrapper_impl(const jx_rule_ctx *ctx, jx_array *const *in, jx_array **out);
 
 /* 1 when two avals have the same dtype and shape (weakness aside). */
 int jx_aval_same_type(jx_aval a, jx_aval b);

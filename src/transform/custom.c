@@ -50,50 +50,39 @@ static jx_status batch_all(const jx_prim *prim, const jx_params *p, int nin, jx_
 }
 
 /* ---- custom_lin: tangents through bwd ---- */
-static jx_status lin_outputs(const jx_params *p, int nin, const jx_aval *in, int nsub,
-                             jx_program *const *subs, int nout, jx_aval *out) {
-  (void)nin;
+static jx_status lin_outputs(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
   (void)in;
-  (void)nsub;
-  const jx_program *bwd = subs[0];
-  int nres = (int)p->i[0];
-  for (int o = 0; o < nout; o++) out[o] = bwd->avals[bwd->in[nres + o]];
+  const jx_program *bwd = ctx->subs[0];
+  int nres = (int)ctx->params->i[0];
+  for (int o = 0; o < ctx->nout; o++) out[o] = bwd->avals[bwd->in[nres + o]];
   return JX_OK;
 }
 
-static jx_status impl_lin(const jx_params *p, int nin, jx_array *const *in, int nout,
-                          jx_array **out, int nsub, jx_program *const *subs) {
-  (void)p;
-  (void)nin;
+static jx_status impl_lin(const jx_rule_ctx *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
   (void)in;
-  (void)nout;
   (void)out;
-  (void)nsub;
-  (void)subs;
   return jx_error_set(JX_ERR_UNIMPLEMENTED,
                       "a jx_custom_vjp function cannot be differentiated in forward mode (jvp); "
                       "give it a jx_custom_jvp rule instead");
 }
 
-static jx_status transpose_lin(const jx_params *p, int nin, jx_array *const *in,
-                               const jx_aval *avals, const uint8_t *linear, int nout,
-                               jx_array *const *ct, jx_array **ct_in, int nsub,
-                               jx_program *const *subs) {
-  (void)nsub;
-  const jx_program *bwd = subs[0];
-  int nres = (int)p->i[0];
-  jx_array **args = calloc((size_t)(nres + nout) + 1, sizeof *args),
+static jx_status transpose_lin(const jx_rule_ctx *ctx, jx_array *const *in, const jx_aval *avals,
+                               const uint8_t *linear, jx_array *const *ct, jx_array **ct_in) {
+  const jx_program *bwd = ctx->subs[0];
+  int nres = (int)ctx->params->i[0];
+  jx_array **args = calloc((size_t)(nres + ctx->nout) + 1, sizeof *args),
            **res = calloc((size_t)bwd->nout + 1, sizeof *res);
   jx_status st =
       (args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "custom_vjp: out of memory");
   for (int r = 0; r < nres && !st; r++) args[r] = in[r];
-  for (int o = 0; o < nout && !st; o++) {
+  for (int o = 0; o < ctx->nout && !st; o++) {
     jx_aval a = bwd->avals[bwd->in[nres + o]];
     a.weak = 0;
     args[nres + o] = ct[o] ? ct[o] : jx_rule_zeros(a);
   }
   if (!st) st = jx_program_eval(bwd, args, res);
-  for (int i = 0; i < nin && !st; i++) {
+  for (int i = 0; i < ctx->nin && !st; i++) {
     ct_in[i] = i >= nres && linear[i] ? res[i - nres] : NULL;
     if (ct_in[i] &&
         (ct_in[i]->dtype != avals[i].dtype || !jx_shape_equal(ct_in[i]->shape, avals[i].shape))) {
@@ -108,10 +97,10 @@ static jx_status transpose_lin(const jx_params *p, int nin, jx_array *const *in,
   return st;
 }
 
-static jx_status batch_lin(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                           int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                           jx_program *const *subs) {
-  return batch_all(&jx_prim_custom_lin, p, nin, in, bdim, n, nout, out, out_bdim, nsub, subs);
+static jx_status batch_lin(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim, int64_t n,
+                           jx_array **out, int *out_bdim) {
+  return batch_all(&jx_prim_custom_lin, ctx->params, ctx->nin, in, bdim, n, ctx->nout, out,
+                   out_bdim, ctx->nsub, ctx->subs);
 }
 
 const jx_prim jx_prim_custom_lin = {.name = "custom_lin",
@@ -126,29 +115,27 @@ const jx_prim jx_prim_custom_lin = {.name = "custom_lin",
                                     .batch = batch_lin};
 
 /* ---- custom_vjp_call ---- */
-static jx_status jvp_custom_vjp(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                                int nout, jx_array **y, jx_array **ty, int nsub,
-                                jx_program *const *subs) {
-  (void)nsub;
-  int nres = (int)p->i[0];
-  jx_array **fo = calloc((size_t)(nout + nres) + 1, sizeof *fo);
-  jx_array **args = calloc((size_t)(nres + nin) + 1, sizeof *args),
-           **res = calloc((size_t)nout + 1, sizeof *res);
+static jx_status jvp_custom_vjp(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                                jx_array **y, jx_array **ty) {
+  int nres = (int)ctx->params->i[0];
+  jx_array **fo = calloc((size_t)(ctx->nout + nres) + 1, sizeof *fo);
+  jx_array **args = calloc((size_t)(nres + ctx->nin) + 1, sizeof *args),
+           **res = calloc((size_t)ctx->nout + 1, sizeof *res);
   jx_status st =
       (fo && args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "custom_vjp: out of memory");
-  if (!st) st = jx_program_eval(subs[1], x, fo); /* fwd: outputs and residuals */
-  for (int r = 0; r < nres && !st; r++) args[r] = fo[nout + r];
-  for (int i = 0; i < nin && !st; i++) {
+  if (!st) st = jx_program_eval(ctx->subs[1], x, fo); /* fwd: outputs and residuals */
+  for (int r = 0; r < nres && !st; r++) args[r] = fo[ctx->nout + r];
+  for (int i = 0; i < ctx->nin && !st; i++) {
     jx_aval a = {x[i]->dtype, 0, x[i]->shape, 0};
     args[nres + i] = t[i] ? t[i] : jx_rule_zeros(a);
   }
   if (!st) {
     jx_params q = JX_PARAMS_INIT;
     q.i[0] = nres;
-    q.i[3] = nout;
-    st = jx_bind_sub(&jx_prim_custom_lin, nres + nin, args, &q, 1, &subs[2], res);
+    q.i[3] = ctx->nout;
+    st = jx_bind_sub(&jx_prim_custom_lin, nres + ctx->nin, args, &q, 1, &ctx->subs[2], res);
   }
-  for (int o = 0; o < nout && !st; o++) {
+  for (int o = 0; o < ctx->nout && !st; o++) {
     y[o] = fo[o];
     ty[o] = jx_rule_no_tangent(fo[o]->dtype) ? NULL : res[o];
   }
@@ -158,10 +145,10 @@ static jx_status jvp_custom_vjp(const jx_params *p, int nin, jx_array *const *x,
   return st;
 }
 
-static jx_status batch_custom_vjp(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                                  int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                                  jx_program *const *subs) {
-  return batch_all(&jx_prim_custom_vjp_call, p, nin, in, bdim, n, nout, out, out_bdim, nsub, subs);
+static jx_status batch_custom_vjp(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim,
+                                  int64_t n, jx_array **out, int *out_bdim) {
+  return batch_all(&jx_prim_custom_vjp_call, ctx->params, ctx->nin, in, bdim, n, ctx->nout, out,
+                   out_bdim, ctx->nsub, ctx->subs);
 }
 
 const jx_prim jx_prim_custom_vjp_call = {.name = "custom_vjp_call",
@@ -176,33 +163,31 @@ const jx_prim jx_prim_custom_vjp_call = {.name = "custom_vjp_call",
                                          .batch = batch_custom_vjp};
 
 /* ---- custom_jvp_call ---- */
-static jx_status jvp_custom_jvp(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                                int nout, jx_array **y, jx_array **ty, int nsub,
-                                jx_program *const *subs) {
-  (void)p;
-  (void)nsub;
-  jx_array **args = calloc(2 * (size_t)nin + 1, sizeof *args),
-           **res = calloc(2 * (size_t)nout + 1, sizeof *res);
+static jx_status jvp_custom_jvp(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                                jx_array **y, jx_array **ty) {
+  jx_array **args = calloc(2 * (size_t)ctx->nin + 1, sizeof *args),
+           **res = calloc(2 * (size_t)ctx->nout + 1, sizeof *res);
   jx_status st =
       (args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "custom_jvp: out of memory");
-  for (int i = 0; i < nin && !st; i++) {
+  for (int i = 0; i < ctx->nin && !st; i++) {
     args[i] = x[i];
-    args[nin + i] = t[i] ? t[i] : jx_rule_zeros((jx_aval){x[i]->dtype, 0, x[i]->shape, 0});
+    args[ctx->nin + i] = t[i] ? t[i] : jx_rule_zeros((jx_aval){x[i]->dtype, 0, x[i]->shape, 0});
   }
-  if (!st) st = jx_program_eval(subs[1], args, res); /* inlined: reverse mode sees its equations */
-  for (int o = 0; o < nout && !st; o++) {
+  if (!st)
+    st = jx_program_eval(ctx->subs[1], args, res); /* inlined: reverse mode sees its equations */
+  for (int o = 0; o < ctx->nout && !st; o++) {
     y[o] = res[o];
-    ty[o] = jx_rule_no_tangent(res[o]->dtype) ? NULL : res[nout + o];
+    ty[o] = jx_rule_no_tangent(res[o]->dtype) ? NULL : res[ctx->nout + o];
   }
   free(args);
   free(res);
   return st;
 }
 
-static jx_status batch_custom_jvp(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                                  int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                                  jx_program *const *subs) {
-  return batch_all(&jx_prim_custom_jvp_call, p, nin, in, bdim, n, nout, out, out_bdim, nsub, subs);
+static jx_status batch_custom_jvp(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim,
+                                  int64_t n, jx_array **out, int *out_bdim) {
+  return batch_all(&jx_prim_custom_jvp_call, ctx->params, ctx->nin, in, bdim, n, ctx->nout, out,
+                   out_bdim, ctx->nsub, ctx->subs);
 }
 
 const jx_prim jx_prim_custom_jvp_call = {.name = "custom_jvp_call",
@@ -215,6 +200,8 @@ const jx_prim jx_prim_custom_jvp_call = {.name = "custom_jvp_call",
                                          .impl = jx_wrapper_impl,
                                          .jvp = jvp_custom_jvp,
                                          .batch = batch_custom_jvp};
+
+JX_REGISTER_PRIMS(custom, &jx_prim_custom_vjp_call, &jx_prim_custom_lin, &jx_prim_custom_jvp_call)
 
 /* ---- the public functions ---- */
 typedef struct {

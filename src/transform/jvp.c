@@ -39,11 +39,8 @@ jx_status jx_jvp_eval(const jx_program *p, jx_array *const *x, jx_array *const *
       st = jx_error_set(JX_ERR_UNIMPLEMENTED, "%s%s%s is not differentiable (no JVP rule)",
                         e->loc ? e->loc : "", e->loc ? ": " : "", e->prim->name);
     } else {
-      const jx_prim *saved = jx_rule_current_prim;
-      jx_rule_current_prim = e->prim;
-      st = e->prim->jvp(&e->params, e->nin, io.in, io.in2, e->nout, io.out, io.out2, e->nsub,
-                        e->sub);
-      jx_rule_current_prim = saved;
+      const jx_rule_ctx ctx = jx_eqn_rule_ctx(e);
+      st = e->prim->jvp(&ctx, io.in, io.in2, io.out, io.out2);
     }
     jx_trace_set_default_loc(old);
     for (int o = 0; o < e->nout && !st; o++) {

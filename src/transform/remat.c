@@ -18,37 +18,35 @@
 #include "partial_eval.h"
 #include "vmap.h"
 
-static jx_status jvp_remat(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                           int nout, jx_array **y, jx_array **ty, int nsub,
-                           jx_program *const *subs) {
-  (void)nsub;
-  uint8_t *wrt = calloc((size_t)nin + 1, 1), *sel = malloc((size_t)nout + 1);
-  jx_array **args = calloc(2 * (size_t)nin + 1, sizeof *args),
-           **res = calloc(2 * (size_t)nout + 1, sizeof *res);
+static jx_status jvp_remat(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                           jx_array **y, jx_array **ty) {
+  uint8_t *wrt = calloc((size_t)ctx->nin + 1, 1), *sel = malloc((size_t)ctx->nout + 1);
+  jx_array **args = calloc(2 * (size_t)ctx->nin + 1, sizeof *args),
+           **res = calloc(2 * (size_t)ctx->nout + 1, sizeof *res);
   jx_program *j = NULL;
   jx_status st = (wrt && sel && args && res)
                      ? JX_OK
                      : jx_error_set(JX_ERR_OUT_OF_MEMORY, "remat: out of memory");
   int n = 0;
-  for (int i = 0; i < nin && !st; i++) args[n++] = x[i];
-  for (int i = 0; i < nin && !st; i++)
+  for (int i = 0; i < ctx->nin && !st; i++) args[n++] = x[i];
+  for (int i = 0; i < ctx->nin && !st; i++)
     if (t[i]) {
       wrt[i] = 1;
       args[n++] = t[i];
     }
   if (!st) {
-    memset(sel, 1, (size_t)nout);
-    j = jx_jvp_program(subs[0], wrt, sel);
+    memset(sel, 1, (size_t)ctx->nout);
+    j = jx_jvp_program(ctx->subs[0], wrt, sel);
     if (!j) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   }
   if (!st) {
-    jx_params q = *p;
-    q.i[3] = 2 * nout;
+    jx_params q = *ctx->params;
+    q.i[3] = 2 * ctx->nout;
     st = jx_bind_sub(&jx_prim_remat, n, args, &q, 1, &j, res);
   }
-  for (int o = 0; o < nout && !st; o++) {
+  for (int o = 0; o < ctx->nout && !st; o++) {
     y[o] = res[o];
-    ty[o] = jx_rule_no_tangent(res[o]->dtype) ? NULL : res[nout + o];
+    ty[o] = jx_rule_no_tangent(res[o]->dtype) ? NULL : res[ctx->nout + o];
   }
   jx_program_release(j);
   free(wrt);
@@ -224,54 +222,48 @@ static jx_status pe_remat(const jx_eqn *e, const jx_aval *in_avals, const uint8_
   return st;
 }
 
-static jx_status transpose_remat(const jx_params *p, int nin, jx_array *const *in,
-                                 const jx_aval *avals, const uint8_t *linear, int nout,
-                                 jx_array *const *ct, jx_array **ct_in, int nsub,
-                                 jx_program *const *subs) {
-  (void)p;
+static jx_status transpose_remat(const jx_rule_ctx *ctx, jx_array *const *in, const jx_aval *avals,
+                                 const uint8_t *linear, jx_array *const *ct, jx_array **ct_in) {
   (void)avals;
-  (void)nsub;
-  jx_program *t = jx_transpose_program_mask(subs[0], linear);
+  jx_program *t = jx_transpose_program_mask(ctx->subs[0], linear);
   if (!t) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-  jx_array **args = calloc((size_t)(nin + nout) + 1, sizeof *args),
-           **res = calloc((size_t)nin + 1, sizeof *res);
+  jx_array **args = calloc((size_t)(ctx->nin + ctx->nout) + 1, sizeof *args),
+           **res = calloc((size_t)ctx->nin + 1, sizeof *res);
   jx_status st = (args && res) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "remat: out of memory");
   int n = 0;
-  for (int i = 0; i < nin && !st; i++)
+  for (int i = 0; i < ctx->nin && !st; i++)
     if (!linear[i]) args[n++] = in[i];
-  for (int o = 0; o < nout && !st; o++) {
-    jx_aval a = subs[0]->avals[subs[0]->out[o]];
+  for (int o = 0; o < ctx->nout && !st; o++) {
+    jx_aval a = ctx->subs[0]->avals[ctx->subs[0]->out[o]];
     a.weak = 0;
     args[n++] = ct[o] ? ct[o] : jx_rule_zeros(a);
   }
   if (!st) st = jx_program_eval(t, args, res); /* the recomputation happens here, backward */
-  for (int i = 0, k = 0; i < nin && !st; i++) ct_in[i] = linear[i] ? res[k++] : NULL;
+  for (int i = 0, k = 0; i < ctx->nin && !st; i++) ct_in[i] = linear[i] ? res[k++] : NULL;
   jx_program_release(t);
   free(args);
   free(res);
   return st;
 }
 
-static jx_status batch_remat(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                             int64_t n, int nout, jx_array **out, int *out_bdim, int nsub,
-                             jx_program *const *subs) {
-  (void)nsub;
-  uint8_t *b = calloc((size_t)nin + 1, 1), *bo = calloc((size_t)nout + 1, 1);
-  jx_array **args = calloc((size_t)nin + 1, sizeof *args);
+static jx_status batch_remat(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim,
+                             int64_t n, jx_array **out, int *out_bdim) {
+  uint8_t *b = calloc((size_t)ctx->nin + 1, 1), *bo = calloc((size_t)ctx->nout + 1, 1);
+  jx_array **args = calloc((size_t)ctx->nin + 1, sizeof *args);
   jx_program *bp = NULL;
   jx_status st =
       (b && bo && args) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "remat: out of memory");
-  for (int i = 0; i < nin && !st; i++) {
+  for (int i = 0; i < ctx->nin && !st; i++) {
     b[i] = bdim[i] != JX_NOT_MAPPED;
     args[i] = b[i] ? jx_rule_moveaxis(in[i], bdim[i], 0) : in[i];
   }
-  if (!st) st = jx_batched_outputs(subs[0], b, bo);
+  if (!st) st = jx_batched_outputs(ctx->subs[0], b, bo);
   if (!st) {
-    bp = jx_batch_program(subs[0], b, n, bo);
+    bp = jx_batch_program(ctx->subs[0], b, n, bo);
     if (!bp) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   }
-  if (!st) st = jx_bind_sub(&jx_prim_remat, nin, args, p, 1, &bp, out);
-  for (int o = 0; o < nout; o++) out_bdim[o] = bo && bo[o] ? 0 : JX_NOT_MAPPED;
+  if (!st) st = jx_bind_sub(&jx_prim_remat, ctx->nin, args, ctx->params, 1, &bp, out);
+  for (int o = 0; o < ctx->nout; o++) out_bdim[o] = bo && bo[o] ? 0 : JX_NOT_MAPPED;
   jx_program_release(bp);
   free(b);
   free(bo);
@@ -291,6 +283,8 @@ const jx_prim jx_prim_remat = {.name = "remat",
                                .transpose = transpose_remat,
                                .batch = batch_remat,
                                .partial_eval = pe_remat};
+
+JX_REGISTER_PRIMS(remat, &jx_prim_remat)
 
 /* ---- jx_checkpoint ---- */
 typedef struct {

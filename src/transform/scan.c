@@ -27,13 +27,12 @@
 #define LENGTH(p)  ((p)->i[1])
 #define REVERSE(p) ((int)(p)->i[2])
 
-static jx_status infer_scan(const jx_params *p, int nin, const jx_aval *in, int nout,
-                            jx_aval *out) {
-  (void)nout;
+static jx_status infer_scan(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
   (void)out;
-  if (NCARRY(p) < 0 || NCARRY(p) > nin || LENGTH(p) < 0)
+  if (NCARRY(p) < 0 || NCARRY(p) > ctx->nin || LENGTH(p) < 0)
     return jx_error_set(JX_ERR_INTERNAL, "scan: bad parameters");
-  for (int i = NCARRY(p); i < nin; i++)
+  for (int i = NCARRY(p); i < ctx->nin; i++)
     if (in[i].shape.rank < 1 || in[i].shape.dims[0] != LENGTH(p)) {
       char a[JX_AVAL_STR_CAP];
       return jx_error_set(JX_ERR_SHAPE, "scan: xs %d is %s but its leading axis must be %lld",
@@ -43,18 +42,17 @@ static jx_status infer_scan(const jx_params *p, int nin, const jx_aval *in, int 
   return JX_OK;
 }
 
-static jx_status scan_outputs(const jx_params *p, int nin, const jx_aval *in, int nsub,
-                              jx_program *const *subs, int nout, jx_aval *out) {
-  (void)nin;
-  if (nsub != 1) return jx_error_set(JX_ERR_INTERNAL, "scan: needs one body");
-  const jx_program *b = subs[0];
+static jx_status scan_outputs(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  const jx_params *p = ctx->params;
+  if (ctx->nsub != 1) return jx_error_set(JX_ERR_INTERNAL, "scan: needs one body");
+  const jx_program *b = ctx->subs[0];
   int nc = NCARRY(p);
-  if (b->nout != nout) return jx_error_set(JX_ERR_INTERNAL, "scan: body output count");
+  if (b->nout != ctx->nout) return jx_error_set(JX_ERR_INTERNAL, "scan: body output count");
   for (int o = 0; o < nc; o++) {
     out[o] = in[o];
     out[o].weak = in[o].weak && b->avals[b->out[o]].weak;
   }
-  for (int o = nc; o < nout; o++) out[o] = jx_aval_stacked(b->avals[b->out[o]], LENGTH(p));
+  for (int o = nc; o < ctx->nout; o++) out[o] = jx_aval_stacked(b->avals[b->out[o]], LENGTH(p));
   return JX_OK;
 }
 
@@ -67,14 +65,14 @@ static jx_array *index0(jx_array *x, int64_t t) {
   return jx_reshape(jx_slice(x, start, stop, (jx_shape){0, {0}}), sl);
 }
 
-static jx_status impl_scan(const jx_params *p, int nin, jx_array *const *in, int nout,
-                           jx_array **out, int nsub, jx_program *const *subs) {
-  (void)nsub;
-  int nc = NCARRY(p), nx = nin - nc, ny = nout - nc;
+static jx_status impl_scan(const jx_rule_ctx *ctx, jx_array *const *in, jx_array **out) {
+  const jx_params *p = ctx->params;
+  int nc = NCARRY(p), nx = ctx->nin - nc, ny = ctx->nout - nc;
   int64_t len = LENGTH(p);
-  const jx_program *body = subs[0];
-  jx_array **c = calloc((size_t)nc + 1, sizeof *c), **args = calloc((size_t)nin + 1, sizeof *args);
-  jx_array **res = calloc((size_t)nout + 1, sizeof *res);
+  const jx_program *body = ctx->subs[0];
+  jx_array **c = calloc((size_t)nc + 1, sizeof *c),
+           **args = calloc((size_t)ctx->nin + 1, sizeof *args);
+  jx_array **res = calloc((size_t)ctx->nout + 1, sizeof *res);
   jx_array **ys = calloc((size_t)(ny * (len ? len : 1)) + 1, sizeof *ys);
   jx_status st =
       (c && args && res && ys) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
@@ -159,23 +157,22 @@ static jx_status jvp_body(void *ctx, jx_array *const *in, jx_array **out) {
   return st;
 }
 
-static jx_status jvp_scan(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                          int nout, jx_array **y, jx_array **ty, int nsub,
-                          jx_program *const *subs) {
-  (void)nsub;
-  const jx_program *body = subs[0];
-  int nc = NCARRY(p), nx = nin - nc, ny = nout - nc;
-  uint8_t *nz = calloc((size_t)nin + 1, 1), *nz_out = calloc((size_t)nout + 1, 1);
-  jx_aval *av = malloc(sizeof *av * (size_t)(2 * nin + 1));
-  jx_array **args = calloc(2 * (size_t)nin + 1, sizeof *args),
-           **res = calloc(2 * (size_t)nout + 1, sizeof *res);
+static jx_status jvp_scan(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                          jx_array **y, jx_array **ty) {
+  const jx_params *p = ctx->params;
+  const jx_program *body = ctx->subs[0];
+  int nc = NCARRY(p), nx = ctx->nin - nc, ny = ctx->nout - nc;
+  uint8_t *nz = calloc((size_t)ctx->nin + 1, 1), *nz_out = calloc((size_t)ctx->nout + 1, 1);
+  jx_aval *av = malloc(sizeof *av * (size_t)(2 * ctx->nin + 1));
+  jx_array **args = calloc(2 * (size_t)ctx->nin + 1, sizeof *args),
+           **res = calloc(2 * (size_t)ctx->nout + 1, sizeof *res);
   jx_program *jb = NULL;
   jx_status st = (nz && nz_out && av && args && res)
                      ? JX_OK
                      : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
-  uint8_t *has_tangent = calloc((size_t)nin + 1, 1);
+  uint8_t *has_tangent = calloc((size_t)ctx->nin + 1, 1);
   if (!has_tangent && !st) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
-  for (int i = 0; i < nin && !st; i++) {
+  for (int i = 0; i < ctx->nin && !st; i++) {
     has_tangent[i] = !jx_rule_no_tangent(x[i]->dtype);
     nz[i] = t[i] != NULL && has_tangent[i];
   }
@@ -353,23 +350,21 @@ static jx_status run_transposed(void *ctx, jx_array *const *in, jx_array **out) 
   return st;
 }
 
-static jx_status transpose_scan(const jx_params *p, int nin, jx_array *const *in,
-                                const jx_aval *avals, const uint8_t *linear, int nout,
-                                jx_array *const *ct, jx_array **ct_in, int nsub,
-                                jx_program *const *subs) {
-  (void)nsub;
-  const jx_program *body = subs[0];
-  int nc = NCARRY(p), ny = nout - nc;
-  uint8_t *mask = calloc((size_t)nin + 1, 1);
-  jx_aval *av = malloc(sizeof *av * (size_t)(nin + nout + 1));
-  jx_array **args = calloc((size_t)(nin + nout) + 1, sizeof *args),
-           **res = calloc((size_t)nin + 1, sizeof *res);
+static jx_status transpose_scan(const jx_rule_ctx *ctx, jx_array *const *in, const jx_aval *avals,
+                                const uint8_t *linear, jx_array *const *ct, jx_array **ct_in) {
+  const jx_params *p = ctx->params;
+  const jx_program *body = ctx->subs[0];
+  int nc = NCARRY(p), ny = ctx->nout - nc;
+  uint8_t *mask = calloc((size_t)ctx->nin + 1, 1);
+  jx_aval *av = malloc(sizeof *av * (size_t)(ctx->nin + ctx->nout + 1));
+  jx_array **args = calloc((size_t)(ctx->nin + ctx->nout) + 1, sizeof *args),
+           **res = calloc((size_t)ctx->nin + 1, sizeof *res);
   jx_program *t = NULL, *tb = NULL;
   jx_status st = (mask && av && args && res)
                      ? JX_OK
                      : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
   int nnl = 0, nlx = 0;
-  for (int i = 0; i < nin && !st; i++) {
+  for (int i = 0; i < ctx->nin && !st; i++) {
     mask[i] = i < nc ? 1 : linear[i];
     if (i >= nc) linear[i] ? nlx++ : nnl++;
   }
@@ -383,7 +378,7 @@ static jx_status transpose_scan(const jx_params *p, int nin, jx_array *const *in
     a.weak = 0;
     av[k++] = a;
   }
-  for (int i = nc; i < nin && !st; i++)
+  for (int i = nc; i < ctx->nin && !st; i++)
     if (!linear[i]) av[k++] = body->avals[body->in[i]];
   for (int j = 0; j < ny && !st; j++) {
     jx_aval a = body->avals[body->out[nc + j]];
@@ -401,7 +396,7 @@ static jx_status transpose_scan(const jx_params *p, int nin, jx_array *const *in
     a.weak = 0;
     args[k++] = ct[i] ? ct[i] : jx_rule_zeros(a);
   }
-  for (int i = nc; i < nin && !st; i++)
+  for (int i = nc; i < ctx->nin && !st; i++)
     if (!linear[i]) args[k++] = in[i];
   for (int j = 0; j < ny && !st; j++) {
     jx_aval a = jx_aval_stacked(body->avals[body->out[nc + j]], LENGTH(p));
@@ -415,7 +410,7 @@ static jx_status transpose_scan(const jx_params *p, int nin, jx_array *const *in
     st = jx_bind_sub(&jx_prim_scan, k, args, &q, 1, &tb, res);
   }
   for (int i = 0; i < nc && !st; i++) ct_in[i] = linear[i] ? res[i] : NULL;
-  for (int i = nc, j = nc; i < nin && !st; i++) ct_in[i] = linear[i] ? res[j++] : NULL;
+  for (int i = nc, j = nc; i < ctx->nin && !st; i++) ct_in[i] = linear[i] ? res[j++] : NULL;
   jx_program_release(t);
   jx_program_release(tb);
   free(mask);
@@ -426,25 +421,24 @@ static jx_status transpose_scan(const jx_params *p, int nin, jx_array *const *in
 }
 
 /* ---- batching ---- */
-static jx_status batch_scan(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                            int64_t size, int nout, jx_array **out, int *out_bdim, int nsub,
-                            jx_program *const *subs) {
-  (void)nsub;
-  const jx_program *body = subs[0];
+static jx_status batch_scan(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim,
+                            int64_t size, jx_array **out, int *out_bdim) {
+  const jx_params *p = ctx->params;
+  const jx_program *body = ctx->subs[0];
   int nc = NCARRY(p);
-  uint8_t *b = calloc((size_t)nin + 1, 1), *bo = calloc((size_t)nout + 1, 1);
-  jx_array **args = calloc((size_t)nin + 1, sizeof *args);
+  uint8_t *b = calloc((size_t)ctx->nin + 1, 1), *bo = calloc((size_t)ctx->nout + 1, 1);
+  jx_array **args = calloc((size_t)ctx->nin + 1, sizeof *args);
   jx_program *bb = NULL;
   jx_status st =
       (b && bo && args) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "scan: out of memory");
-  for (int i = 0; i < nin && !st; i++) b[i] = bdim[i] != JX_NOT_MAPPED;
+  for (int i = 0; i < ctx->nin && !st; i++) b[i] = bdim[i] != JX_NOT_MAPPED;
   if (!st) st = jx_carry_fixpoint(body, nc, jx_batched_outputs, NULL, b, bo);
   for (int i = 0; i < nc && !st; i++) bo[i] = b[i];
   if (!st) {
     bb = jx_batch_program(body, b, size, bo);
     if (!bb) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   }
-  for (int i = 0; i < nin && !st; i++) {
+  for (int i = 0; i < ctx->nin && !st; i++) {
     if (!b[i])
       args[i] = in[i];
     else if (i < nc)
@@ -454,8 +448,8 @@ static jx_status batch_scan(const jx_params *p, int nin, jx_array *const *in, co
                     ? jx_rule_moveaxis(jx_rule_batch_to_front(in[i], bdim[i], size), 0, 1)
                     : jx_rule_moveaxis(in[i], bdim[i], 1);
   }
-  if (!st) st = jx_bind_sub(&jx_prim_scan, nin, args, p, 1, &bb, out);
-  for (int o = 0; o < nout; o++) out_bdim[o] = bo && bo[o] ? (o < nc ? 0 : 1) : JX_NOT_MAPPED;
+  if (!st) st = jx_bind_sub(&jx_prim_scan, ctx->nin, args, p, 1, &bb, out);
+  for (int o = 0; o < ctx->nout; o++) out_bdim[o] = bo && bo[o] ? (o < nc ? 0 : 1) : JX_NOT_MAPPED;
   jx_program_release(bb);
   free(b);
   free(bo);
@@ -475,6 +469,8 @@ const jx_prim jx_prim_scan = {.name = "scan",
                               .transpose = transpose_scan,
                               .batch = batch_scan,
                               .partial_eval = pe_scan};
+
+JX_REGISTER_PRIMS(scan, &jx_prim_scan)
 
 /* ---- the public functions ---- */
 static jx_status scan_call(jx_fn *body, int ncarry, jx_array *const *init, int nxs,

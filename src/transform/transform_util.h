@@ -12,6 +12,10 @@ typedef struct {
 } jx_eqn_io;
 
 jx_status jx_eqn_io_open(jx_eqn_io *io, const jx_eqn *e);
+/* The context e's rules run under. */
+static inline jx_rule_ctx jx_eqn_rule_ctx(const jx_eqn *e) {
+  return (jx_rule_ctx){e->prim, &e->params, e->nin, e->nout, e->nsub, e->sub};
+}
 void jx_eqn_io_close(jx_eqn_io *io);
 
 /* Checks the argument selection args[0..n) of f (negative counts from the

@@ -35,11 +35,8 @@ static jx_status transpose_eqn(const jx_program *lin, const jx_eqn *e, jx_array 
   for (int o = 0; o < e->nout && !st; o++) io.out[o] = ct[e->out[o]];
   if (!st) {
     const char *old = jx_trace_set_default_loc(e->loc);
-    const jx_prim *saved = jx_rule_current_prim;
-    jx_rule_current_prim = e->prim;
-    st = e->prim->transpose(&e->params, e->nin, io.in, avals, linear, e->nout, io.out, io.in2,
-                            e->nsub, e->sub);
-    jx_rule_current_prim = saved;
+    const jx_rule_ctx ctx = jx_eqn_rule_ctx(e);
+    st = e->prim->transpose(&ctx, io.in, avals, linear, io.out, io.in2);
     jx_trace_set_default_loc(old);
   }
   for (int i = 0; i < e->nin && !st; i++)

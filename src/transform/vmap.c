@@ -39,23 +39,19 @@ jx_status jx_vmap_eval(const jx_program *p, jx_array *const *x, const int *bdim,
       any |= ib[i] != JX_NOT_MAPPED;
     }
     const char *old = jx_trace_set_default_loc(e->loc);
-    const jx_prim *saved = jx_rule_current_prim;
-    jx_rule_current_prim = e->prim;
+    const jx_rule_ctx ctx = jx_eqn_rule_ctx(e);
     if (st) {
     } else if (!any && !e->prim->uses_axis) {
       st = jx_bind_sub(e->prim, e->nin, io.in, &e->params, e->nsub, e->sub, io.out);
       for (int o = 0; o < e->nout; o++) ob[o] = JX_NOT_MAPPED;
     } else if (e->prim->batch) {
-      st = e->prim->batch(&e->params, e->nin, io.in, ib, axis_size, e->nout, io.out, ob, e->nsub,
-                          e->sub);
+      st = e->prim->batch(&ctx, io.in, ib, axis_size, io.out, ob);
     } else if (e->prim->elementwise) {
-      st = jx_batch_elementwise(&e->params, e->nin, io.in, ib, axis_size, e->nout, io.out, ob,
-                                e->nsub, e->sub);
+      st = jx_batch_vectorized(&ctx, io.in, ib, axis_size, io.out, ob);
     } else {
       st = jx_error_set(JX_ERR_UNIMPLEMENTED, "%s%s%s has no batching rule (vmap)",
                         e->loc ? e->loc : "", e->loc ? ": " : "", e->prim->name);
     }
-    jx_rule_current_prim = saved;
     jx_trace_set_default_loc(old);
     for (int o = 0; o < e->nout && !st; o++) {
       env[e->out[o]] = io.out[o];

@@ -18,47 +18,38 @@
 #include "control.h"
 #include "partial_eval.h"
 
-static jx_status infer_while(const jx_params *p, int nin, const jx_aval *in, int nout,
-                             jx_aval *out) {
-  (void)p;
-  for (int o = 0; o < nout && o < nin; o++) out[o] = in[o];
+static jx_status infer_while(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  for (int o = 0; o < ctx->nout && o < ctx->nin; o++) out[o] = in[o];
   return JX_OK;
 }
 
-static jx_status while_outputs(const jx_params *p, int nin, const jx_aval *in, int nsub,
-                               jx_program *const *subs, int nout, jx_aval *out) {
-  (void)p;
-  (void)nout;
-  if (nsub != 2) return jx_error_set(JX_ERR_INTERNAL, "while: needs cond and body programs");
-  const jx_program *body = subs[1];
-  for (int o = 0; o < nin; o++) {
+static jx_status while_outputs(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  if (ctx->nsub != 2) return jx_error_set(JX_ERR_INTERNAL, "while: needs cond and body programs");
+  const jx_program *body = ctx->subs[1];
+  for (int o = 0; o < ctx->nin; o++) {
     out[o] = in[o];
     out[o].weak = body->avals[body->out[o]].weak && in[o].weak;
   }
   return JX_OK;
 }
 
-static jx_status impl_while(const jx_params *p, int nin, jx_array *const *in, int nout,
-                            jx_array **out, int nsub, jx_program *const *subs) {
-  (void)p;
-  (void)nout;
-  (void)nsub;
-  jx_array **c = malloc(sizeof *c * (size_t)(nin + 1)),
-           **next = malloc(sizeof *next * (size_t)(nin + 1));
+static jx_status impl_while(const jx_rule_ctx *ctx, jx_array *const *in, jx_array **out) {
+  jx_array **c = malloc(sizeof *c * (size_t)(ctx->nin + 1)),
+           **next = malloc(sizeof *next * (size_t)(ctx->nin + 1));
   jx_status st = (c && next) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "while: out of memory");
-  for (int i = 0; i < nin && !st; i++) c[i] = in[i];
+  for (int i = 0; i < ctx->nin && !st; i++) c[i] = in[i];
   for (;;) {
     if (st) break;
     jx_array *pred;
     jx_scope_begin();
-    st = jx_program_eval(subs[0], c, &pred);
+    st = jx_program_eval(ctx->subs[0], c, &pred);
     int go = !st && jx_item(pred) != 0;
     jx_scope_end();
     if (st || !go) break;
-    st = jx_program_eval(subs[1], c, next);
-    for (int i = 0; i < nin && !st; i++) c[i] = next[i];
+    st = jx_program_eval(ctx->subs[1], c, next);
+    for (int i = 0; i < ctx->nin && !st; i++) c[i] = next[i];
   }
-  for (int i = 0; i < nin && !st; i++) out[i] = c[i];
+  for (int i = 0; i < ctx->nin && !st; i++) out[i] = c[i];
   free(c);
   free(next);
   return st;
@@ -75,42 +66,39 @@ static jx_status cond_on_primals(void *ctx, jx_array *const *in, jx_array **out)
   return jx_program_eval(c->cond, in, out);
 }
 
-static jx_status jvp_while(const jx_params *p, int nin, jx_array *const *x, jx_array *const *t,
-                           int nout, jx_array **y, jx_array **ty, int nsub,
-                           jx_program *const *subs) {
-  (void)nout;
-  (void)nsub;
-  uint8_t *nz = calloc((size_t)nin + 1, 1), *nz_out = calloc((size_t)nin + 1, 1);
-  jx_aval *av = malloc(sizeof *av * (size_t)(2 * nin + 1));
-  jx_array **args = calloc(2 * (size_t)nin + 1, sizeof *args),
-           **res = calloc(2 * (size_t)nin + 1, sizeof *res);
+static jx_status jvp_while(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
+                           jx_array **y, jx_array **ty) {
+  uint8_t *nz = calloc((size_t)ctx->nin + 1, 1), *nz_out = calloc((size_t)ctx->nin + 1, 1);
+  jx_aval *av = malloc(sizeof *av * (size_t)(2 * ctx->nin + 1));
+  jx_array **args = calloc(2 * (size_t)ctx->nin + 1, sizeof *args),
+           **res = calloc(2 * (size_t)ctx->nin + 1, sizeof *res);
   jx_program *subs2[2] = {NULL, NULL};
   jx_status st = (nz && nz_out && av && args && res)
                      ? JX_OK
                      : jx_error_set(JX_ERR_OUT_OF_MEMORY, "while: out of memory");
-  for (int i = 0; i < nin && !st; i++) nz[i] = t[i] != NULL;
+  for (int i = 0; i < ctx->nin && !st; i++) nz[i] = t[i] != NULL;
   /* a carry's tangent is non-zero if it starts so or the body makes it so */
-  if (!st) st = jx_carry_fixpoint(subs[1], nin, jx_jvp_nonzero_outputs, NULL, nz, nz_out);
+  if (!st) st = jx_carry_fixpoint(ctx->subs[1], ctx->nin, jx_jvp_nonzero_outputs, NULL, nz, nz_out);
   int n = 0;
-  for (int i = 0; i < nin && !st; i++) av[n++] = subs[1]->avals[subs[1]->in[i]];
-  for (int i = 0; i < nin && !st; i++)
+  for (int i = 0; i < ctx->nin && !st; i++) av[n++] = ctx->subs[1]->avals[ctx->subs[1]->in[i]];
+  for (int i = 0; i < ctx->nin && !st; i++)
     if (nz[i]) {
-      jx_aval a = subs[1]->avals[subs[1]->in[i]];
+      jx_aval a = ctx->subs[1]->avals[ctx->subs[1]->in[i]];
       a.weak = 0;
       av[n++] = a;
     }
   if (!st) {
-    subs2[1] = jx_jvp_program(subs[1], nz, nz);
-    cond_only cc = {subs[0], nin};
+    subs2[1] = jx_jvp_program(ctx->subs[1], nz, nz);
+    cond_only cc = {ctx->subs[0], ctx->nin};
     subs2[0] = jx_program_build("while_cond", n, av, 1, cond_on_primals, &cc);
     if (!subs2[0] || !subs2[1]) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   }
   int k = 0;
-  for (int i = 0; i < nin && !st; i++) args[k++] = x[i];
-  for (int i = 0; i < nin && !st; i++)
+  for (int i = 0; i < ctx->nin && !st; i++) args[k++] = x[i];
+  for (int i = 0; i < ctx->nin && !st; i++)
     if (nz[i]) args[k++] = t[i] ? t[i] : jx_rule_zeros_like(x[i]);
-  if (!st) st = jx_bind_sub(&jx_prim_while, k, args, p, 2, subs2, res);
-  for (int i = 0, j = nin; i < nin && !st; i++) {
+  if (!st) st = jx_bind_sub(&jx_prim_while, k, args, ctx->params, 2, subs2, res);
+  for (int i = 0, j = ctx->nin; i < ctx->nin && !st; i++) {
     y[i] = res[i];
     ty[i] = nz[i] ? res[j++] : NULL;
   }
@@ -169,47 +157,45 @@ static jx_status step_live_lanes(void *ctx, jx_array *const *in, jx_array **out)
   return st ? st : jx_last_status();
 }
 
-static jx_status batch_while(const jx_params *p, int nin, jx_array *const *in, const int *bdim,
-                             int64_t size, int nout, jx_array **out, int *out_bdim, int nsub,
-                             jx_program *const *subs) {
-  (void)nout;
-  (void)nsub;
-  uint8_t *b = calloc((size_t)nin + 1, 1), *b_out = calloc((size_t)nin + 1, 1), pred_b = 0, no = 0;
-  jx_array **args = calloc((size_t)nin + 1, sizeof *args);
+static jx_status batch_while(const jx_rule_ctx *ctx, jx_array *const *in, const int *bdim,
+                             int64_t size, jx_array **out, int *out_bdim) {
+  uint8_t *b = calloc((size_t)ctx->nin + 1, 1), *b_out = calloc((size_t)ctx->nin + 1, 1),
+          pred_b = 0, no = 0;
+  jx_array **args = calloc((size_t)ctx->nin + 1, sizeof *args);
   jx_program *subs2[2] = {NULL, NULL}, *cond_b = NULL, *body_b = NULL;
   jx_status st =
       (b && b_out && args) ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "while: out of memory");
-  for (int i = 0; i < nin && !st; i++) b[i] = bdim[i] != JX_NOT_MAPPED;
+  for (int i = 0; i < ctx->nin && !st; i++) b[i] = bdim[i] != JX_NOT_MAPPED;
   for (int changed = 1; changed && !st;) {
     changed = 0;
-    st = jx_batched_outputs(subs[1], b, b_out);
-    for (int i = 0; i < nin && !st; i++)
+    st = jx_batched_outputs(ctx->subs[1], b, b_out);
+    for (int i = 0; i < ctx->nin && !st; i++)
       if (b_out[i] && !b[i]) b[i] = changed = 1;
-    if (!st) st = jx_batched_outputs(subs[0], b, &pred_b);
+    if (!st) st = jx_batched_outputs(ctx->subs[0], b, &pred_b);
     if (!st && pred_b)
-      for (int i = 0; i < nin; i++) b[i] = 1; /* finished lanes are frozen per lane */
+      for (int i = 0; i < ctx->nin; i++) b[i] = 1; /* finished lanes are frozen per lane */
   }
   if (!st) {
-    cond_b = jx_batch_program(subs[0], b, size, pred_b ? &pred_b : &no);
-    body_b = jx_batch_program(subs[1], b, size, b);
+    cond_b = jx_batch_program(ctx->subs[0], b, size, pred_b ? &pred_b : &no);
+    body_b = jx_batch_program(ctx->subs[1], b, size, b);
     if (!cond_b || !body_b) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   }
-  jx_aval *av = malloc(sizeof *av * (size_t)(nin + 1));
+  jx_aval *av = malloc(sizeof *av * (size_t)(ctx->nin + 1));
   if (!av) st = st ? st : jx_error_set(JX_ERR_OUT_OF_MEMORY, "while: out of memory");
-  for (int i = 0; i < nin && !st; i++) av[i] = body_b->avals[body_b->in[i]];
+  for (int i = 0; i < ctx->nin && !st; i++) av[i] = body_b->avals[body_b->in[i]];
   if (!st && pred_b) {
-    batched_loop bl = {cond_b, body_b, nin};
-    subs2[0] = jx_program_build("while_any", nin, av, 1, any_lane, &bl);
-    subs2[1] = jx_program_build("while_step", nin, av, nin, step_live_lanes, &bl);
+    batched_loop bl = {cond_b, body_b, ctx->nin};
+    subs2[0] = jx_program_build("while_any", ctx->nin, av, 1, any_lane, &bl);
+    subs2[1] = jx_program_build("while_step", ctx->nin, av, ctx->nin, step_live_lanes, &bl);
     if (!subs2[0] || !subs2[1]) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   } else if (!st) {
     subs2[0] = jx_program_retain(cond_b);
     subs2[1] = jx_program_retain(body_b);
   }
-  for (int i = 0; i < nin && !st; i++)
+  for (int i = 0; i < ctx->nin && !st; i++)
     args[i] = b[i] ? jx_rule_batch_to_front(in[i], bdim[i], size) : in[i];
-  if (!st) st = jx_bind_sub(&jx_prim_while, nin, args, p, 2, subs2, out);
-  for (int i = 0; i < nin; i++) out_bdim[i] = b && b[i] ? 0 : JX_NOT_MAPPED;
+  if (!st) st = jx_bind_sub(&jx_prim_while, ctx->nin, args, ctx->params, 2, subs2, out);
+  for (int i = 0; i < ctx->nin; i++) out_bdim[i] = b && b[i] ? 0 : JX_NOT_MAPPED;
   jx_program_release(subs2[0]);
   jx_program_release(subs2[1]);
   jx_program_release(cond_b);
@@ -232,6 +218,8 @@ const jx_prim jx_prim_while = {.name = "while",
                                .jvp = jvp_while,
                                .batch = batch_while,
                                .partial_eval = pe_while};
+
+JX_REGISTER_PRIMS(while, &jx_prim_while)
 
 static jx_status while_call(jx_fn *cond_fn, jx_fn *body_fn, int n, jx_array *const *init,
                             jx_array **out) {

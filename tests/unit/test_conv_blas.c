@@ -42,7 +42,8 @@ static int cases_run;
 /* Runs one convolution both ways; 0 when the shape rule rejects it. */
 static int check(jx_dtype dt, const jx_params *p, jx_shape ls, jx_shape rs) {
   jx_aval in[2] = {{dt, 0, ls, 0}, {dt, 0, rs, 0}}, oa;
-  if (jx_prim_conv_general_dilated.infer(p, 2, in, 1, &oa) != JX_OK) {
+  if (jx_prim_conv_general_dilated.infer(
+          &(jx_rule_ctx){&jx_prim_conv_general_dilated, p, 2, 1, 0, NULL}, in, &oa) != JX_OK) {
     jx_clear_error();
     return 0;
   }

@@ -47,7 +47,9 @@ static jx_params conv_params(int pad, const int64_t *lspec, const int64_t *rspec
 static void check(const jx_params *p, jx_shape ls, jx_shape rs) {
   if (!jx_dot_have_blas) skip();
   jx_aval in[2] = {{JX_F32, 0, ls, 0}, {JX_F32, 0, rs, 0}}, oa;
-  assert_int_equal(jx_prim_conv_general_dilated.infer(p, 2, in, 1, &oa), JX_OK);
+  assert_int_equal(jx_prim_conv_general_dilated.infer(
+                       &(jx_rule_ctx){&jx_prim_conv_general_dilated, p, 2, 1, 0, NULL}, in, &oa),
+                   JX_OK);
   int64_t nl = jx_shape_numel(ls), nr = jx_shape_numel(rs), no = jx_shape_numel(oa.shape);
   float *l = malloc(sizeof(float) * (size_t)nl), *r = malloc(sizeof(float) * (size_t)nr);
   float *al = malloc(sizeof(float) * (size_t)nl), *ar = malloc(sizeof(float) * (size_t)nr);

@@ -65,7 +65,8 @@ static void check(jx_dtype dt, int pref, jx_shape ls, jx_shape rs, const jx_para
   jx_params p = *p0;
   if (pref >= 0) p.i[0] = 1, p.dtype = (jx_dtype)pref;
   jx_aval in[2] = {{dt, 0, ls, 0}, {dt, 0, rs, 0}}, oa;
-  jx_status st = jx_prim_dot_general.infer(&p, 2, in, 1, &oa);
+  jx_status st =
+      jx_prim_dot_general.infer(&(jx_rule_ctx){&jx_prim_dot_general, &p, 2, 1, 0, NULL}, in, &oa);
   if (st) print_error("infer: %s\n", jx_last_error());
   assert_int_equal(st, JX_OK);
   int64_t nl = jx_shape_numel(ls), nr = jx_shape_numel(rs), no = jx_shape_numel(oa.shape), K = 1;

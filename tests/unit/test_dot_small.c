@@ -45,7 +45,9 @@ static float uniform(void) {
  * reference within the FMA chain's bound. */
 static void check(jx_shape ls, jx_shape rs, const jx_params *p) {
   jx_aval in[2] = {{JX_F32, 0, ls, 0}, {JX_F32, 0, rs, 0}}, oa;
-  assert_int_equal(jx_prim_dot_general.infer(p, 2, in, 1, &oa), JX_OK);
+  assert_int_equal(
+      jx_prim_dot_general.infer(&(jx_rule_ctx){&jx_prim_dot_general, p, 2, 1, 0, NULL}, in, &oa),
+      JX_OK);
   int64_t nl = jx_shape_numel(ls), nr = jx_shape_numel(rs), no = jx_shape_numel(oa.shape), K = 1;
   for (int i = 0; i < p->l[JX_DOT_LC].n; i++) K *= ls.dims[p->l[JX_DOT_LC].v[i]];
   float *l = malloc(sizeof(float) * (size_t)(nl + 1)),
@@ -63,7 +65,7 @@ static void check(jx_shape ls, jx_shape rs, const jx_params *p) {
             ta[2] = {{al, JX_F32, ls}, {ar, JX_F32, rs}};
   jx_tensor tg = {got, JX_F32, oa.shape}, tw = {want, JX_F32, oa.shape},
             tm = {mag, JX_F32, oa.shape};
-  jx_prim_dot_general.eval(p, 2, ti, 1, &tg);
+  jx_prim_dot_general.eval(&(jx_rule_ctx){&jx_prim_dot_general, p, 2, 1, 0, NULL}, ti, &tg);
   jx_dot_reference(p, ti, &tw);
   jx_dot_reference(p, ta, &tm);
   const double u = 0x1p-24, gamma = (double)K * u / (1 - (double)K * u);

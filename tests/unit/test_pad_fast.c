@@ -28,7 +28,7 @@ static int contiguous_cases;
 /* Pads a random operand of shape s; 0 when the rule rejects the pad. */
 static int check(jx_dtype dt, jx_shape s, const jx_params *p) {
   jx_aval in[2] = {{dt, 0, s, 0}, {dt, 0, {0, {0}}, 0}}, oa;
-  if (jx_prim_pad.infer(p, 2, in, 1, &oa) != JX_OK) {
+  if (jx_prim_pad.infer(&(jx_rule_ctx){&jx_prim_pad, p, 2, 1, 0, NULL}, in, &oa) != JX_OK) {
     jx_clear_error();
     return 0;
   }
@@ -58,7 +58,7 @@ static int check(jx_dtype dt, jx_shape s, const jx_params *p) {
     }
   }
   jx_tensor ti[2] = {{x, dt, s}, {pv, dt, {0, {0}}}}, to = {got, dt, oa.shape};
-  jx_prim_pad.eval(p, 2, ti, 1, &to);
+  jx_prim_pad.eval(&(jx_rule_ctx){&jx_prim_pad, p, 2, 1, 0, NULL}, ti, &to);
   assert_memory_equal(got, want, es * (size_t)no);
   free(x);
   free(got);

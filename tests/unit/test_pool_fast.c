@@ -65,7 +65,7 @@ static int same(jx_window_op op, jx_dtype dt, const void *a, const void *b, int6
  * fast path must take it, else it must decline. */
 static int check(jx_window_op op, jx_dtype dt, jx_shape s, const jx_params *p, int fast) {
   jx_aval a = {dt, 0, s, 0}, oa;
-  if (prim_of[op]->infer(p, 1, &a, 1, &oa) != JX_OK) {
+  if (prim_of[op]->infer(&(jx_rule_ctx){prim_of[op], p, 1, 1, 0, NULL}, &a, &oa) != JX_OK) {
     jx_clear_error();
     return 0;
   }
