@@ -757,7 +757,7 @@ jx_status jx_cuda_compile_attach(jx_program *p, const char *dump_prefix) {
 }
 
 int jx_platform_choice(const char *fn_name) {
-  const char *platform = getenv("JX_PLATFORM");
+  const char *platform = jx_env_string("JX_PLATFORM");
   if (!platform || !*platform || !strcmp(platform, "cpu")) return 0;
   if (!strcmp(platform, "cuda")) return 1;
   jx_error_set(JX_ERR_INVALID_ARGUMENT,

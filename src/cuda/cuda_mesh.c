@@ -399,7 +399,7 @@ jx_status jx_mesh_platform_attach(jx_program *p, jx_mesh *m, const char *what_na
 
 jx_status jx_mesh_body_attach(jx_program *p, jx_mesh *m, const char *what_name,
                               const char *dump_prefix) {
-  const char *platform = getenv("JX_PLATFORM");
+  const char *platform = jx_env_string("JX_PLATFORM");
   if (!platform || strcmp(platform, "cuda") != 0) return jx_compile_attach(p, dump_prefix);
   int clean = jx_last_status() == JX_OK;
   int ngpu = jx_cuda_device_count(), mine = 0, highest = highest_ordinal(m, &mine);

@@ -20,6 +20,7 @@
 
 #include <jx/jx.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 #include "../base/memstats.h"
 #include "../parallel/device.h"
@@ -31,14 +32,9 @@
 int jx_debug_flags;
 _Thread_local jx_compile_times jx_last_build_times;
 
-static int env_on(const char *name) {
-  const char *v = getenv(name);
-  return v && *v && strcmp(v, "0") != 0;
-}
-
 __attribute__((constructor)) static void read_env(void) {
-  jx_debug_flags |=
-      (env_on("JX_DEBUG_NANS") ? JX_DEBUG_NANS : 0) | (env_on("JX_DEBUG_INFS") ? JX_DEBUG_INFS : 0);
+  jx_debug_flags |= (jx_env_flag("JX_DEBUG_NANS") ? JX_DEBUG_NANS : 0) |
+                    (jx_env_flag("JX_DEBUG_INFS") ? JX_DEBUG_INFS : 0);
 }
 
 double jx_prof_now(void) {

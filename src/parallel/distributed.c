@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../array/array.h"
+#include "../base/env.h"
 #include "../base/error.h"
 #include "../trace/dispatch.h"
 #include "comm.h"
@@ -43,7 +44,8 @@ int jx_process_count(void) { return proc_count; }
 /* ---- the launcher ---- */
 
 static int env_int(const char *name, int *out) {
-  const char *v = getenv(name);
+  /* a launcher's variable, or one of jx's own (env.c's table) */
+  const char *v = strncmp(name, "JX_", 3) ? getenv(name) : jx_env_string(name);
   if (!v || !*v) return 0;
   char *end;
   long x = strtol(v, &end, 10);
@@ -64,7 +66,7 @@ static const char *from_launcher(int *rank, int *size) {
 }
 
 static void *open_plugin(char *why, size_t cap) {
-  const char *env = getenv("JX_MPI_PLUGIN");
+  const char *env = jx_env_string("JX_MPI_PLUGIN");
   if (env && *env) {
     void *h = dlopen(env, RTLD_NOW | RTLD_GLOBAL);
     if (!h) snprintf(why, cap, "JX_MPI_PLUGIN=%s cannot be opened: %s", env, dlerror());
@@ -114,7 +116,7 @@ static int explicit_coordinator(const jx_distributed_options *opts, const char *
     *rank = opts->process_id;
     *size = opts->num_processes;
   } else {
-    const char *env = getenv("JX_COORDINATOR_ADDRESS");
+    const char *env = jx_env_string("JX_COORDINATOR_ADDRESS");
     if (launcher || (opts && (opts->num_processes || opts->process_id)) || !env || !*env) return 0;
     *addr = env;
     if (!env_int("JX_NUM_PROCESSES", size) || *size < 1 || !env_int("JX_PROCESS_ID", rank) ||
@@ -122,8 +124,9 @@ static int explicit_coordinator(const jx_distributed_options *opts, const char *
       jx_error_set(JX_ERR_INVALID_ARGUMENT,
                    "%s: JX_COORDINATOR_ADDRESS=%s needs JX_NUM_PROCESSES (>= 1) and JX_PROCESS_ID "
                    "(0 .. JX_NUM_PROCESSES-1), given '%s' and '%s'",
-                   op, env, getenv("JX_NUM_PROCESSES") ? getenv("JX_NUM_PROCESSES") : "",
-                   getenv("JX_PROCESS_ID") ? getenv("JX_PROCESS_ID") : "");
+                   op, env,
+                   jx_env_string("JX_NUM_PROCESSES") ? jx_env_string("JX_NUM_PROCESSES") : "",
+                   jx_env_string("JX_PROCESS_ID") ? jx_env_string("JX_PROCESS_ID") : "");
       return -1;
     }
   }
