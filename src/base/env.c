@@ -100,8 +100,8 @@ const jx_env_var jx_env_vars[] = {
     {"JX_NCCL_PATH", JX_ENV_TEXT, "searched",
      "the NCCL library to open instead of looking for `libnccl.so.2` " DOCS("cuda.md")},
     {"JX_CUDA_NO_FUSE", JX_ENV_FLAG, "0",
-     "CUDA programs compile without the fused kernels (attention, GEMM epilogues); read when "
-     "a program is compiled " DOCS("cuda.md")},
+     "CUDA programs compile without the hand-written fused kernels (softmax, attention, "
+     "GEMM epilogues); read when a program is compiled " DOCS("cuda.md")},
     {"JX_CUDA_MODULE_SOURCE", JX_ENV_FLAG, "0",
      "tests only: hand the CUDA driver each module's source instead of NVRTC's cubin (for "
      "`tests/cuda_fake`'s driver) " DOCS("cuda.md")},

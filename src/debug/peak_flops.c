@@ -157,9 +157,9 @@ static int cache_path(char *out, size_t n, const char *model, int threads) {
 
 double jx_peak_flops(void) {
   double given;
-  int read = jx_env_double("JX_PEAK_FLOPS", &given);
-  if (read > 0 && given > 0) return given;
-  if (read)
+  int got = jx_env_double("JX_PEAK_FLOPS", &given);
+  if (got > 0 && given > 0) return given;
+  if (got)
     fprintf(stderr, "jx: JX_PEAK_FLOPS=%s is not a positive number of FLOP/s; measuring instead\n",
             jx_env_string("JX_PEAK_FLOPS"));
   char model[256], path[4400];

@@ -40,9 +40,9 @@ static _Thread_local int current_device = -1;
 
 static int parse_env_count(void) {
   long long n;
-  int read = jx_env_int("JX_NUM_CPU_DEVICES", &n);
-  if (!read) return 1;
-  if (read < 0 || n < 1 || n > MAX_CPU_DEVICES) {
+  int got = jx_env_int("JX_NUM_CPU_DEVICES", &n);
+  if (!got) return 1;
+  if (got < 0 || n < 1 || n > MAX_CPU_DEVICES) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT,
                  "JX_NUM_CPU_DEVICES='%s' is not a device count in 1..%d; using 1",
                  jx_env_string("JX_NUM_CPU_DEVICES"), MAX_CPU_DEVICES);
