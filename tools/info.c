@@ -10,6 +10,7 @@
 #include <jx/jx.h>
 
 #include "cli.h"
+#include "../src/base/env.h"
 
 enum { HOST_CAP = 64 };
 
@@ -17,7 +18,7 @@ enum { HOST_CAP = 64 };
  * (JX_MPI_PLUGIN, else next to libjx, else the library search path): 1 and
  * its file in out when it loads, else 0 and why. */
 static int find_mpi_plugin(char *out, size_t cap) {
-  const char *env = getenv("JX_MPI_PLUGIN");
+  const char *env = jx_env_string("JX_MPI_PLUGIN");
   char beside[1024] = "";
   Dl_info info;
   if (dladdr((void *)&jx_distributed_initialize, &info) && info.dli_fname) {
@@ -131,7 +132,7 @@ int jx_cmd_info(int argc, char **argv) {
     /* the driver, NVRTC, cuBLASLt and NCCL, each loaded at run time */
     printf("%s\n", jx_cuda_status());
     print_gpu_choice(me);
-    const char *cache = getenv("JX_CACHE_DIR");
+    const char *cache = jx_env_string("JX_CACHE_DIR");
     printf("kernel cache: %s\n", cache ? cache : "$XDG_CACHE_HOME/jx or ~/.cache/jx");
     fflush(stdout);
   }

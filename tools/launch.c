@@ -6,7 +6,7 @@
  *
  * Each process gets JX_COORDINATOR_ADDRESS, JX_NUM_PROCESSES, JX_PROCESS_ID,
  * JX_LOCAL_PROCESS_ID, JX_LOCAL_PROCESS_COUNT, JX_JOB_TOKEN and
- * JX_RESTART_COUNT (what jx_distributed_initialize reads); its output comes
+ * JX_RESTART_COUNT (the first six are what jx_distributed_initialize reads); its output comes
  * out line by line prefixed "[p<id>] " (stdout to stdout, stderr to
  * stderr). When a process fails, every node stops its processes and the job
  * starts again (at most R times); a program that resumes from its latest

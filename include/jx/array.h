@@ -52,49 +52,50 @@ typedef enum { /* append-only */
 } jx_dtype;
 #define JX_NUM_DTYPES 13
 
-const char *jx_dtype_name(jx_dtype dt);            /* "f32", "bf16", ...; "?" if invalid */
-size_t jx_dtype_size(jx_dtype dt);                 /* bytes per element; 0 if invalid */
-jx_dtype jx_promote_types(jx_dtype a, jx_dtype b); /* both strongly typed; JAX's
-                                                      promote_types, the same in both modes */
-void jx_config_enable_x64(int enable);             /* 1: x64 JAX's rules; 0: the default mode */
-int jx_x64_enabled(void); /* the mode: JX_ENABLE_X64 until jx_config_enable_x64 sets it */
+JX_API const char *jx_dtype_name(jx_dtype dt); /* "f32", "bf16", ...; "?" if invalid */
+JX_API size_t jx_dtype_size(jx_dtype dt);      /* bytes per element; 0 if invalid */
+/* both strongly typed; JAX's promote_types, the same in both modes */
+JX_API jx_dtype jx_promote_types(jx_dtype a, jx_dtype b);
+/* 1: x64 JAX's rules; 0: the default mode */
+JX_API void jx_config_enable_x64(int enable);
+JX_API int jx_x64_enabled(void); /* the mode: JX_ENABLE_X64 until jx_config_enable_x64 sets it */
 
 /* 16-bit float conversions, round to nearest even; NaN and inf are kept and
  * overflow goes to inf. */
-uint16_t jx_f32_to_bf16(float x);
-float jx_bf16_to_f32(uint16_t x);
-uint16_t jx_f32_to_f16(float x);
-float jx_f16_to_f32(uint16_t x);
-uint16_t jx_f64_to_f16(double x); /* rounds once, not via f32 */
-uint16_t jx_f64_to_bf16(double x);
+JX_API uint16_t jx_f32_to_bf16(float x);
+JX_API float jx_bf16_to_f32(uint16_t x);
+JX_API uint16_t jx_f32_to_f16(float x);
+JX_API float jx_f16_to_f32(uint16_t x);
+JX_API uint16_t jx_f64_to_f16(double x); /* rounds once, not via f32 */
+JX_API uint16_t jx_f64_to_bf16(double x);
 
 /* ---- creation: results belong to the innermost scope ---- */
-jx_array *jx_array_from(jx_dtype dt, jx_shape s, const void *host_data); /* copies */
-jx_array *jx_scalar(jx_dtype dt, double v); /* weakly typed, see above */
-jx_array *jx_zeros(jx_dtype dt, jx_shape s);
-jx_array *jx_ones(jx_dtype dt, jx_shape s);
-jx_array *jx_full(jx_dtype dt, jx_shape s, double v);
-jx_array *jx_arange(jx_dtype dt, double start, double stop, double step);
-jx_array *jx_eye(jx_dtype dt, int64_t n);
+JX_API jx_array *jx_array_from(jx_dtype dt, jx_shape s, const void *host_data); /* copies */
+JX_API jx_array *jx_scalar(jx_dtype dt, double v); /* weakly typed, see above */
+JX_API jx_array *jx_zeros(jx_dtype dt, jx_shape s);
+JX_API jx_array *jx_ones(jx_dtype dt, jx_shape s);
+JX_API jx_array *jx_full(jx_dtype dt, jx_shape s, double v);
+JX_API jx_array *jx_arange(jx_dtype dt, double start, double stop, double step);
+JX_API jx_array *jx_eye(jx_dtype dt, int64_t n);
 
 /* ---- inspection ---- */
-jx_dtype jx_dtype_of(const jx_array *a);
-jx_shape jx_shape_of(const jx_array *a); /* a poisoned array has rank 0 */
-int jx_ndim(const jx_array *a);
-int64_t jx_size(const jx_array *a);    /* element count; -1 and an error for NULL */
-int jx_is_weak(const jx_array *a);     /* 1 for a weakly typed value */
-int jx_is_poisoned(const jx_array *a); /* 1 if an earlier error produced it */
-jx_status jx_read(const jx_array *a, void *dst, size_t bytes); /* waits; bytes must
-                                                  equal size * dtype size */
-double jx_item(const jx_array *a); /* a one-element array to double; NaN on error */
-jx_status jx_block_until_ready(const jx_array *a);
-void jx_print(const jx_array *a, FILE *f); /* NumPy-like text */
-char *jx_format(const jx_array *a);        /* the same text; caller frees */
+JX_API jx_dtype jx_dtype_of(const jx_array *a);
+JX_API jx_shape jx_shape_of(const jx_array *a); /* a poisoned array has rank 0 */
+JX_API int jx_ndim(const jx_array *a);
+JX_API int64_t jx_size(const jx_array *a);    /* element count; -1 and an error for NULL */
+JX_API int jx_is_weak(const jx_array *a);     /* 1 for a weakly typed value */
+JX_API int jx_is_poisoned(const jx_array *a); /* 1 if an earlier error produced it */
+/* waits; bytes must equal size * dtype size */
+JX_API jx_status jx_read(const jx_array *a, void *dst, size_t bytes);
+JX_API double jx_item(const jx_array *a); /* a one-element array to double; NaN on error */
+JX_API jx_status jx_block_until_ready(const jx_array *a);
+JX_API void jx_print(const jx_array *a, FILE *f); /* NumPy-like text */
+JX_API char *jx_format(const jx_array *a);        /* the same text; caller frees */
 
 /* ---- .npy files (NumPy format 1.0-3.0; C or Fortran order; either byte order) ---- */
-jx_status jx_save_npy(const char *path, const jx_array *a);
-jx_array *jx_load_npy(const char *path); /* poisoned with an error naming the file
-                                            when it is missing, corrupt or truncated */
+JX_API jx_status jx_save_npy(const char *path, const jx_array *a);
+/* poisoned with an error naming the file when it is missing, corrupt or truncated */
+JX_API jx_array *jx_load_npy(const char *path);
 
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_array_from(...) JX_LOCATED(jx_array_from, __VA_ARGS__)

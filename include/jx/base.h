@@ -103,58 +103,58 @@ static inline jx_axes jx_axes_make(int n, const int *v) {
  * error. This needs the location macros below, which mark where each call
  * begins; a program that turns them off calls jx_clear_error once it has
  * handled an error. */
-const char *jx_last_error(void); /* "" when none; valid until the next error or clear */
-jx_status jx_last_status(void);  /* JX_OK when none */
-void jx_clear_error(void);
+JX_API const char *jx_last_error(void); /* "" when none; valid until the next error or clear */
+JX_API jx_status jx_last_status(void);  /* JX_OK when none */
+JX_API void jx_clear_error(void);
 /* Records an error the way jx's own functions do (the first error of the
  * thread wins; the handler is called; a located caller's file:line is
  * prepended): for libraries built on jx — layers, optimizers, loaders. */
-jx_status jx_report_error(jx_status code, const char *fmt, ...)
+JX_API jx_status jx_report_error(jx_status code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Called for every error recorded (after the message is complete). The default
  * handler is NULL: errors are collected and the program goes on.
  * jx_error_abort prints the message to stderr and aborts, which suits examples. */
 typedef void (*jx_error_handler)(jx_status code, const char *message);
-void jx_set_error_handler(jx_error_handler fn);
-void jx_error_abort(jx_status code, const char *message);
+JX_API void jx_set_error_handler(jx_error_handler fn);
+JX_API void jx_error_abort(jx_status code, const char *message);
 
 /* ---- ownership ----
  * Every jx_array * returned by an op belongs to the innermost open scope and is
  * released when that scope ends. jx_keep takes a reference the caller owns,
  * dropped by jx_release. With no scope open, results belong to the thread's
  * root scope, freed by jx_thread_end (or jx_shutdown). */
-void jx_scope_begin(void);
-void jx_scope_end(void);
-jx_array *jx_keep(jx_array *a);
-void jx_release(jx_array *a);
+JX_API void jx_scope_begin(void);
+JX_API void jx_scope_end(void);
+JX_API jx_array *jx_keep(jx_array *a);
+JX_API void jx_release(jx_array *a);
 /* Hands a reference the caller owns (from jx_keep, or from a function that
  * returns owned references) to the innermost scope; returns a. */
-jx_array *jx_scope_own(jx_array *a);
+JX_API jx_array *jx_scope_own(jx_array *a);
 /* Frees the calling thread's scopes, its root scope included; other threads
  * and the process-wide state are untouched. A thread that used jx calls it
  * before it exits (jx's own threads do). */
-void jx_thread_end(void);
+JX_API void jx_thread_end(void);
 /* The end of the program's use of jx, callable from any thread at any time:
  * every run queued by any thread's jx_call ends first (so the pending
  * results other threads wait for become ready), the dispatch thread stops
  * (a later jx_call starts it again), then the calling thread's scopes
  * (jx_thread_end) and the cache of released buffers are freed. Other
  * threads' scopes and their calls in progress are not touched. */
-void jx_shutdown(void);
+JX_API void jx_shutdown(void);
 
 /* ---- source locations (used by the macros; not for direct calls) ---- */
 #define JX__STR2(x) #x
 #define JX__STR(x)  JX__STR2(x)
 #define JX_HERE     __FILE__ ":" JX__STR(__LINE__)
-void jx_loc_enter_(void);
-void jx_loc_enter_at_(const char *where);
-jx_array *jx_loc_leave_(const char *where, jx_array *result);
-jx_status jx_loc_leave_status_(const char *where, jx_status result);
-double jx_loc_leave_double_(const char *where, double result);
-int64_t jx_loc_leave_i64_(const char *where, int64_t result);
-void *jx_loc_leave_ptr_(const char *where, void *result);
-void jx_loc_leave_void_(const char *where);
+JX_API void jx_loc_enter_(void);
+JX_API void jx_loc_enter_at_(const char *where);
+JX_API jx_array *jx_loc_leave_(const char *where, jx_array *result);
+JX_API jx_status jx_loc_leave_status_(const char *where, jx_status result);
+JX_API double jx_loc_leave_double_(const char *where, double result);
+JX_API int64_t jx_loc_leave_i64_(const char *where, int64_t result);
+JX_API void *jx_loc_leave_ptr_(const char *where, void *result);
+JX_API void jx_loc_leave_void_(const char *where);
 #ifndef JX_NO_LOCATION_MACROS
 #define JX_LOCATED(fn, ...) (jx_loc_enter_at_(JX_HERE), jx_loc_leave_(JX_HERE, (fn)(__VA_ARGS__)))
 #define JX_LOCATED_STATUS(fn, ...)                                                                 \

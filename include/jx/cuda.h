@@ -9,6 +9,8 @@
 #ifndef JX_CUDA_H
 #define JX_CUDA_H
 
+#include "base.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -16,12 +18,12 @@ extern "C" {
 /* The number of CUDA devices this process can use: 0 when the driver is
  * missing, cannot initialize or sees no GPU (never an error). Thread-safe;
  * the first call loads and initializes the driver. */
-int jx_cuda_device_count(void);
+JX_API int jx_cuda_device_count(void);
 
 /* One line describing the driver, the devices and the CUDA libraries found
  * (with the reason for each that is missing). The string is static and
  * computed once. Thread-safe. */
-const char *jx_cuda_status(void);
+JX_API const char *jx_cuda_status(void);
 
 #ifdef __cplusplus
 }

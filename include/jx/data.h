@@ -21,19 +21,19 @@ extern "C" {
 typedef struct jx_dataset jx_dataset;
 
 /* Examples from arrays with one leading length n (takes references). */
-jx_dataset *jx_dataset_from_arrays(int narrays, jx_array *const *arrays);
+JX_API jx_dataset *jx_dataset_from_arrays(int narrays, jx_array *const *arrays);
 /* Fashion-MNIST from its IDX files (gzipped or not) in dir (NULL: Debian's
  * dataset-fashion-mnist, /usr/share/datasets/fashion-mnist): images u8[N,28,28],
  * labels i32[N]; train = 1 for the 60000 training examples, 0 for the 10000 tests. */
-jx_dataset *jx_dataset_fashion_mnist(const char *dir, int train);
+JX_API jx_dataset *jx_dataset_fashion_mnist(const char *dir, int train);
 /* A byte corpus cut into windows of context + 1 bytes, each as inputs
  * i32[context] and next-byte targets i32[context]; windows start every
  * context bytes. paths: files concatenated in order. */
-jx_dataset *jx_dataset_text(int npaths, const char *const *paths, int64_t context);
-int64_t jx_dataset_size(const jx_dataset *d);           /* examples */
-int jx_dataset_arrays(const jx_dataset *d);             /* arrays per example */
-jx_array *jx_dataset_array(const jx_dataset *d, int i); /* borrowed: the whole array i */
-void jx_dataset_release(jx_dataset *d);
+JX_API jx_dataset *jx_dataset_text(int npaths, const char *const *paths, int64_t context);
+JX_API int64_t jx_dataset_size(const jx_dataset *d);           /* examples */
+JX_API int jx_dataset_arrays(const jx_dataset *d);             /* arrays per example */
+JX_API jx_array *jx_dataset_array(const jx_dataset *d, int i); /* borrowed: the whole array i */
+JX_API void jx_dataset_release(jx_dataset *d);
 
 typedef struct {
   int64_t batch;         /* examples per batch */
@@ -44,24 +44,24 @@ typedef struct {
 } jx_loader_options;
 
 typedef struct jx_loader jx_loader;
-jx_loader *jx_loader_create(jx_dataset *d, const jx_loader_options *o);
+JX_API jx_loader *jx_loader_create(jx_dataset *d, const jx_loader_options *o);
 /* The next batch: out[i] for each array of the dataset, owned by the
  * innermost scope. Epochs follow each other without end; a last partial
  * batch is dropped (every batch has the same shape, so a jitted step
  * compiles once). */
-jx_status jx_loader_next(jx_loader *l, jx_array **out);
+JX_API jx_status jx_loader_next(jx_loader *l, jx_array **out);
 /* Batches handed out so far (epoch * batches_per_epoch + batch), and a jump
  * to such a position (a resumed run). */
-int64_t jx_loader_position(const jx_loader *l);
-jx_status jx_loader_seek(jx_loader *l, int64_t position);
-int64_t jx_loader_batches_per_epoch(const jx_loader *l);
+JX_API int64_t jx_loader_position(const jx_loader *l);
+JX_API jx_status jx_loader_seek(jx_loader *l, int64_t position);
+JX_API int64_t jx_loader_batches_per_epoch(const jx_loader *l);
 /* The rows of each batch this process builds: first .. first+count-1 (the
  * count is returned). All of them, unless the sharding's mesh spans several
  * processes: then each process builds only the rows its devices hold (as
  * JAX's process-local data) and the batch is assembled from the processes'
  * parts with jx_array_from_process_local. */
-int64_t jx_loader_local_rows(const jx_loader *l, int64_t *first);
-void jx_loader_release(jx_loader *l);
+JX_API int64_t jx_loader_local_rows(const jx_loader *l, int64_t *first);
+JX_API void jx_loader_release(jx_loader *l);
 
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_loader_next(...) JX_LOCATED_STATUS(jx_loader_next, __VA_ARGS__)

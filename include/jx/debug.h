@@ -17,7 +17,7 @@ extern "C" {
  * Only floating inputs and outputs take part. Returns JX_OK, or an error
  * (JX_ERR_INVALID_ARGUMENT) whose message names the mode, order, output and
  * the largest mismatch. atol/rtol <= 0 pick defaults for the dtype. */
-jx_status jx_check_grads(jx_fn *f, jx_array *const *in, int order, double atol, double rtol);
+JX_API jx_status jx_check_grads(jx_fn *f, jx_array *const *in, int order, double atol, double rtol);
 
 /* ---- printing inside transformed code ----
  * Prints fmt with each "{}" replaced by the next of xs[0..n) (NumPy's str of
@@ -27,10 +27,10 @@ jx_status jx_check_grads(jx_fn *f, jx_array *const *in, int order, double atol, 
  * under vmap it prints once per batch element; inside shard_map/pmap each
  * device prints, prefixed with "[device D] ". "{{" and "}}" print braces.
  * Output goes to stdout unless jx_debug_set_output says otherwise. */
-void jx_debug_print(const char *fmt, int n, jx_array *const *xs);
+JX_API void jx_debug_print(const char *fmt, int n, jx_array *const *xs);
 /* Where jx_debug_print writes (NULL: stdout); returns the previous stream.
  * Each print is written whole under a lock and flushed. */
-FILE *jx_debug_set_output(FILE *f);
+JX_API FILE *jx_debug_set_output(FILE *f);
 
 /* ---- profiling ----
  * Records a Chrome trace (the catapult "traceEvents" JSON, which Perfetto and
@@ -44,7 +44,7 @@ FILE *jx_debug_set_output(FILE *f);
  * one branch. In a job of several processes start and stop are collectives
  * (every process calls them): start aligns the clocks and fails on every
  * process when one cannot start; only process 0 opens its path. */
-jx_status jx_profiler_start(const char *trace_json_path);
+JX_API jx_status jx_profiler_start(const char *trace_json_path);
 /* Writes the trace file and prints a summary on stderr: per device the time
  * in compute, communication and idle (which add up to the profiled wall
  * time), the kernels that took longest with their GFLOP/s and GB/s from the
@@ -54,12 +54,12 @@ jx_status jx_profiler_start(const char *trace_json_path);
  * collective deadline: JX_ERR_TIMEOUT naming a process that does not come,
  * after writing its own) and writes the one file and summary; the others
  * write nothing. */
-jx_status jx_profiler_stop(void);
+JX_API jx_status jx_profiler_stop(void);
 /* A span on the calling thread's track, shown nested in the trace. */
-void jx_named_scope_begin(const char *name);
-void jx_named_scope_end(void);
+JX_API void jx_named_scope_begin(const char *name);
+JX_API void jx_named_scope_end(void);
 /* An instant marker "step n" (a training step) on the calling thread's track. */
-void jx_profiler_step(int64_t n);
+JX_API void jx_profiler_step(int64_t n);
 
 /* ---- memory ----
  * Bytes of array buffers alive on a device (arrays made outside device
@@ -72,11 +72,11 @@ typedef struct {
   int64_t peak_bytes;
   int64_t live_buffers;
 } jx_memory_stats;
-jx_status jx_memory_stats_get(int device, jx_memory_stats *out);
+JX_API jx_status jx_memory_stats_get(int device, jx_memory_stats *out);
 /* As jax's Device.memory_stats(): fills out for device; JX_ERR_INVALID_ARGUMENT
  * for a device number out of range. */
 #define jx_memory_stats(device, out) jx_memory_stats_get(device, out)
-void jx_memory_reset_peak(int device); /* peak := live; -1: every device */
+JX_API void jx_memory_reset_peak(int device); /* peak := live; -1: every device */
 
 /* ---- MFU ----
  * Peak f32 FLOP/s of this machine with jx's threads, the denominator of
@@ -84,10 +84,10 @@ void jx_memory_reset_peak(int device); /* peak := live; -1: every device */
  * the figure cached in the kernel cache directory for this CPU model and
  * thread count, else measured by an FMA loop on every thread (~50 ms, once
  * per machine; the result is cached). */
-double jx_peak_flops(void);
+JX_API double jx_peak_flops(void);
 /* f32 FLOP/s jx's matmul reaches on 1024 x 1024 operands (best of 5 runs,
  * measured at each call): at most jx_peak_flops(). */
-double jx_gemm_flops(void);
+JX_API double jx_gemm_flops(void);
 
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_check_grads(...) JX_LOCATED_STATUS(jx_check_grads, __VA_ARGS__)

@@ -66,15 +66,15 @@ typedef struct {
   double timeout_s; /* rendezvous and collective deadline; <= 0: the default */
 } jx_distributed_options;
 
-jx_status jx_distributed_initialize(const jx_distributed_options *opts); /* NULL = auto */
+JX_API jx_status jx_distributed_initialize(const jx_distributed_options *opts); /* NULL = auto */
 /* Ends MPI (MPI_Finalize, which waits for every process; MPI_Abort after a
  * failed collective). Over TCP: a last barrier of every process (within the
  * deadline), then every connection closes; after a failed collective the
  * process ends at once with status 1 (its connections close, so the others
  * fail at once). Devices stay as they are; no collective may follow. */
-jx_status jx_distributed_shutdown(void);
-int jx_process_index(void); /* 0 without initialize */
-int jx_process_count(void); /* 1 without initialize */
+JX_API jx_status jx_distributed_shutdown(void);
+JX_API int jx_process_index(void); /* 0 without initialize */
+JX_API int jx_process_count(void); /* 1 without initialize */
 /* This process's place among the job's processes on its host (the
  * launcher's local rank: SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK,
  * JX_LOCAL_PROCESS_ID...), and how many there are (1 when the launcher does
@@ -96,11 +96,12 @@ JX_API int jx_process_gpu(int gpus);
  * part of it: local is the box of the global array that this process's
  * devices hold (their blocks, concatenated in place), e.g. rows
  * p*N/P .. (p+1)*N/P of a "data"-sharded array. */
-jx_array *jx_array_from_process_local(jx_sharding *s, jx_shape global_shape, jx_array *local);
+JX_API jx_array *jx_array_from_process_local(jx_sharding *s, jx_shape global_shape,
+                                             jx_array *local);
 /* Every process gets the whole array (a plain array on the host). */
-jx_array *jx_process_allgather(jx_array *a);
+JX_API jx_array *jx_process_allgather(jx_array *a);
 /* Waits until every process has called it with the same name. */
-jx_status jx_sync_global_devices(const char *name);
+JX_API jx_status jx_sync_global_devices(const char *name);
 
 #ifdef __cplusplus
 }

@@ -35,13 +35,13 @@
 extern "C" {
 #endif
 
-jx_status jx_checkpoint_save(const char *dir, int64_t step, const jx_tree *t); /* atomic */
+JX_API jx_status jx_checkpoint_save(const char *dir, int64_t step, const jx_tree *t); /* atomic */
 /* like: the names to load, and the dtype, shape and sharding each must have
  * (NULL: every array as saved, on one device). */
-jx_tree *jx_checkpoint_load(const char *dir, int64_t step, const jx_tree *like);
+JX_API jx_tree *jx_checkpoint_load(const char *dir, int64_t step, const jx_tree *like);
 /* The highest step saved in dir (a step_<8 digits> directory with a
  * manifest, as jx_checkpoint_load finds it), or -1 when there is none. */
-int64_t jx_checkpoint_latest(const char *dir);
+JX_API int64_t jx_checkpoint_latest(const char *dir);
 
 /* Saving in the background: training goes on while the files are written
  * (the arrays are immutable, so the job reads them safely). wait returns
@@ -49,8 +49,8 @@ int64_t jx_checkpoint_latest(const char *dir);
  * run on the calling thread (one in save_async, the last ones and the
  * rename in wait), so every process must call wait too. */
 typedef struct jx_checkpoint_job jx_checkpoint_job;
-jx_checkpoint_job *jx_checkpoint_save_async(const char *dir, int64_t step, const jx_tree *t);
-jx_status jx_checkpoint_wait(jx_checkpoint_job *job);
+JX_API jx_checkpoint_job *jx_checkpoint_save_async(const char *dir, int64_t step, const jx_tree *t);
+JX_API jx_status jx_checkpoint_wait(jx_checkpoint_job *job);
 
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_checkpoint_save(...) JX_LOCATED_STATUS(jx_checkpoint_save, __VA_ARGS__)

@@ -19,7 +19,7 @@ extern "C" {
  * a = L L^T, the strict upper triangle of L zero. As jnp.linalg.cholesky, a
  * is symmetrized first ((a + a^T) / 2), so only its symmetric part matters
  * and derivatives stay symmetric. */
-jx_array *jx_linalg_cholesky(jx_array *a);
+JX_API jx_array *jx_linalg_cholesky(jx_array *a);
 
 /* x solving op(a) x = b (left_side) or x op(a) = b (otherwise), where op(a)
  * is a or its transpose (transpose_a) and a[..., m, m] is lower or upper
@@ -27,27 +27,28 @@ jx_array *jx_linalg_cholesky(jx_array *a);
  * taken to be ones when unit_diagonal is set. b is [..., m, n] (left_side) or
  * [..., n, m]. As jax.lax.linalg.triangular_solve (whose left_side defaults
  * to 0). */
-jx_array *jx_linalg_triangular_solve(jx_array *a, jx_array *b, int left_side, int lower,
-                                     int transpose_a, int unit_diagonal);
+JX_API jx_array *jx_linalg_triangular_solve(jx_array *a, jx_array *b, int left_side, int lower,
+                                            int transpose_a, int unit_diagonal);
 
 /* The LU factorization with partial pivoting of a[..., n, n], as
  * jax.lax.linalg.lu: P a = L U with lu holding L's strict lower triangle (L's
  * diagonal is ones) and U's upper one, pivots (i32[..., n]) the row swapped
  * with row i at step i, permutation (i32[..., n]) the rows of a in P a's
  * order. A singular matrix factors all the same (a zero on U's diagonal). */
-jx_status jx_linalg_lu(jx_array *a, jx_array **lu, jx_array **pivots, jx_array **permutation);
+JX_API jx_status jx_linalg_lu(jx_array *a, jx_array **lu, jx_array **pivots,
+                              jx_array **permutation);
 
 /* x with a x = b (jnp.linalg.solve) through a's LU factors: b is [..., n, k]
  * or a vector [..., n], with a's batch dims and dtype. */
-jx_array *jx_linalg_solve(jx_array *a, jx_array *b);
+JX_API jx_array *jx_linalg_solve(jx_array *a, jx_array *b);
 /* The inverse of each matrix of a[..., n, n] (jnp.linalg.inv). */
-jx_array *jx_linalg_inv(jx_array *a);
+JX_API jx_array *jx_linalg_inv(jx_array *a);
 /* The determinant of each matrix, [...] (jnp.linalg.det), from its LU
  * factors. */
-jx_array *jx_linalg_det(jx_array *a);
+JX_API jx_array *jx_linalg_det(jx_array *a);
 /* The sign (+1, -1, or 0 for a singular matrix) and log |det| (-inf when
  * singular) of each matrix, [...] each (jnp.linalg.slogdet). */
-jx_status jx_linalg_slogdet(jx_array *a, jx_array **sign, jx_array **logabsdet);
+JX_API jx_status jx_linalg_slogdet(jx_array *a, jx_array **sign, jx_array **logabsdet);
 
 /* The eigenvalues w [...,n], ascending, and eigenvectors v [..., n, n] (in
  * its columns, orthonormal: a = v diag(w) v^T) of each symmetric matrix of
@@ -55,21 +56,21 @@ jx_status jx_linalg_slogdet(jx_array *a, jx_array **sign, jx_array **logabsdet);
  * The eigenvectors' signs are LAPACK's (syevd), so compare sign-invariant
  * quantities. The derivative of v is infinite/NaN where eigenvalues are
  * equal, as JAX's. */
-jx_status jx_linalg_eigh(jx_array *a, jx_array **w, jx_array **v);
+JX_API jx_status jx_linalg_eigh(jx_array *a, jx_array **w, jx_array **v);
 /* The eigenvalues alone (jnp.linalg.eigvalsh), [..., n] ascending. */
-jx_array *jx_linalg_eigvalsh(jx_array *a);
+JX_API jx_array *jx_linalg_eigvalsh(jx_array *a);
 
 /* The QR factorization a = q r of each matrix of a[..., m, n], as
  * jnp.linalg.qr: q [..., m, k] has orthonormal columns and r [..., k, n] is
  * upper triangular, with k = min(m, n) (mode "reduced", full_matrices 0) or
  * k = m (mode "complete"). The signs are LAPACK's (geqrf), as JAX's on CPU. */
-jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_array **r);
+JX_API jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_array **r);
 
 /* The ord-norm of each vector in x's last axis, [...] (jnp.linalg.vector_norm
  * with axis=-1): ord 2 (Euclidean), 1, INFINITY (max |x|), -INFINITY
  * (min |x|), 0 (the count of nonzeros) or any other p ((sum |x|^p)^(1/p)).
  * Differentiable as JAX's: the 2-norm's gradient at 0 is NaN. */
-jx_array *jx_linalg_vector_norm(jx_array *x, double ord);
+JX_API jx_array *jx_linalg_vector_norm(jx_array *x, double ord);
 
 /* The matrix norms jx_linalg_matrix_norm computes, as jnp.linalg.norm's ord
  * for a matrix ("nuc", 2 and -2 need the SVD and are not here yet). */
@@ -83,7 +84,7 @@ typedef enum {
 
 /* The ord-norm of each matrix in x's last two axes, [...]
  * (jnp.linalg.matrix_norm). */
-jx_array *jx_linalg_matrix_norm(jx_array *x, jx_matrix_norm_ord ord);
+JX_API jx_array *jx_linalg_matrix_norm(jx_array *x, jx_matrix_norm_ord ord);
 
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_linalg_cholesky(...)         JX_LOCATED(jx_linalg_cholesky, __VA_ARGS__)

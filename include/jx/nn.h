@@ -19,30 +19,30 @@ extern "C" {
 
 typedef struct jx_tree jx_tree;
 
-jx_tree *jx_tree_create(void);
+JX_API jx_tree *jx_tree_create(void);
 /* Sets name to a (a new reference), replacing an earlier array of that name
  * in place or appending. Errors (NULL name, poisoned a) are recorded. */
-void jx_tree_set(jx_tree *t, const char *name, jx_array *a);
-jx_array *jx_tree_get(const jx_tree *t, const char *name); /* borrowed; NULL if absent */
-int jx_tree_size(const jx_tree *t);
-const char *jx_tree_name(const jx_tree *t, int i);
-jx_array *jx_tree_at(const jx_tree *t, int i); /* borrowed */
-void jx_tree_release(jx_tree *t);
+JX_API void jx_tree_set(jx_tree *t, const char *name, jx_array *a);
+JX_API jx_array *jx_tree_get(const jx_tree *t, const char *name); /* borrowed; NULL if absent */
+JX_API int jx_tree_size(const jx_tree *t);
+JX_API const char *jx_tree_name(const jx_tree *t, int i);
+JX_API jx_array *jx_tree_at(const jx_tree *t, int i); /* borrowed */
+JX_API void jx_tree_release(jx_tree *t);
 
 /* The arrays in order into out[0..size) (borrowed). */
-void jx_tree_flatten(const jx_tree *t, jx_array **out);
+JX_API void jx_tree_flatten(const jx_tree *t, jx_array **out);
 /* A tree with like's names (and order) holding arrays[i]. */
-jx_tree *jx_tree_unflatten(const jx_tree *like, jx_array *const *arrays);
+JX_API jx_tree *jx_tree_unflatten(const jx_tree *like, jx_array *const *arrays);
 /* A tree with t's names holding fn(ctx, name, array); NULL from fn is an error. */
 typedef jx_array *(*jx_tree_map_fn)(void *ctx, const char *name, jx_array *a);
-jx_tree *jx_tree_map(const jx_tree *t, jx_tree_map_fn fn, void *ctx);
+JX_API jx_tree *jx_tree_map(const jx_tree *t, jx_tree_map_fn fn, void *ctx);
 /* Several trees with the same names (in any order) at once, as JAX's
  * tree_map(f, a, b, ...): a tree with trees[0]'s names and order holding
  * fn(ctx, name, n, arrays), arrays[k] being trees[k]'s array of that name.
  * Names missing from a tree are an error naming the tree and the name; NULL
  * from fn is an error. */
 typedef jx_array *(*jx_tree_map_n_fn)(void *ctx, const char *name, int n, jx_array *const *arrays);
-jx_tree *jx_tree_map_n(int n, const jx_tree *const *trees, jx_tree_map_n_fn fn, void *ctx);
+JX_API jx_tree *jx_tree_map_n(int n, const jx_tree *const *trees, jx_tree_map_n_fn fn, void *ctx);
 /* JAX's leaf order: a dotted name is a path of nested dicts ("blocks.0.w" is
  * tree["blocks"]["0"]["w"]) and JAX sorts dict keys at every level, as
  * strings ("10" before "2"). The tree's own order (jx_tree_flatten, which
@@ -51,10 +51,10 @@ jx_tree *jx_tree_map_n(int n, const jx_tree *const *trees, jx_tree_map_n_fn fn, 
  * (jax.tree_util.tree_leaves, tree_unflatten). unflatten_sorted: a tree
  * with like's names in like's order, name i holding its array from arrays
  * in JAX's order. */
-void jx_tree_flatten_sorted(const jx_tree *t, jx_array **out);
-jx_tree *jx_tree_unflatten_sorted(const jx_tree *like, jx_array *const *arrays);
+JX_API void jx_tree_flatten_sorted(const jx_tree *t, jx_array **out);
+JX_API jx_tree *jx_tree_unflatten_sorted(const jx_tree *like, jx_array *const *arrays);
 /* Sum of the sizes of all arrays (the parameter count). */
-int64_t jx_tree_numel(const jx_tree *t);
+JX_API int64_t jx_tree_numel(const jx_tree *t);
 /* Mixed precision (jmp's cast_to_compute, Flax's dtype vs param_dtype): a
  * tree with t's names whose float arrays are cast to the float dtype dt
  * and whose other arrays (integer counts, keys) are t's own; an array that
@@ -62,7 +62,7 @@ int64_t jx_tree_numel(const jx_tree *t);
  * traced loss, casting the f32 parameters to bf16 makes the computation
  * bf16 while the gradient flows back through the cast and arrives in f32.
  * Casts belong to the innermost scope; the caller releases the tree. */
-jx_tree *jx_tree_cast(const jx_tree *t, jx_dtype dt);
+JX_API jx_tree *jx_tree_cast(const jx_tree *t, jx_dtype dt);
 
 /* ==== initializers: jax.nn.initializers, bit for bit ====
  * Each returns a fresh array of shape s drawn with key; the same key gives
@@ -73,19 +73,19 @@ jx_tree *jx_tree_cast(const jx_tree *t, jx_dtype dt);
  * The *_normal variance-scaling initializers draw from a normal truncated
  * at +-2 (as JAX's); jx_init_normal is an untruncated normal. dt: a float
  * dtype. */
-jx_array *jx_init_glorot_uniform(jx_array *key, jx_dtype dt, jx_shape s);
-jx_array *jx_init_glorot_normal(jx_array *key, jx_dtype dt, jx_shape s);
-jx_array *jx_init_lecun_uniform(jx_array *key, jx_dtype dt, jx_shape s);
-jx_array *jx_init_lecun_normal(jx_array *key, jx_dtype dt, jx_shape s);
-jx_array *jx_init_he_uniform(jx_array *key, jx_dtype dt, jx_shape s);
-jx_array *jx_init_he_normal(jx_array *key, jx_dtype dt, jx_shape s);
+JX_API jx_array *jx_init_glorot_uniform(jx_array *key, jx_dtype dt, jx_shape s);
+JX_API jx_array *jx_init_glorot_normal(jx_array *key, jx_dtype dt, jx_shape s);
+JX_API jx_array *jx_init_lecun_uniform(jx_array *key, jx_dtype dt, jx_shape s);
+JX_API jx_array *jx_init_lecun_normal(jx_array *key, jx_dtype dt, jx_shape s);
+JX_API jx_array *jx_init_he_uniform(jx_array *key, jx_dtype dt, jx_shape s);
+JX_API jx_array *jx_init_he_normal(jx_array *key, jx_dtype dt, jx_shape s);
 /* jax.nn.initializers.variance_scaling: mode "fan_in", "fan_out", "fan_avg"
  * or "fan_geo_avg"; distribution "truncated_normal", "normal" or "uniform". */
-jx_array *jx_init_variance_scaling(jx_array *key, jx_dtype dt, jx_shape s, double scale,
-                                   const char *mode, const char *distribution);
-jx_array *jx_init_normal(jx_array *key, jx_dtype dt, jx_shape s, double stddev);
-jx_array *jx_init_truncated_normal(jx_array *key, jx_dtype dt, jx_shape s,
-                                   double stddev); /* truncated at +-2 stddev */
+JX_API jx_array *jx_init_variance_scaling(jx_array *key, jx_dtype dt, jx_shape s, double scale,
+                                          const char *mode, const char *distribution);
+JX_API jx_array *jx_init_normal(jx_array *key, jx_dtype dt, jx_shape s, double stddev);
+/* truncated at +-2 stddev */
+JX_API jx_array *jx_init_truncated_normal(jx_array *key, jx_dtype dt, jx_shape s, double stddev);
 
 /* ==== layers ====
  * A layer is a pair of plain functions: jx_<layer>_init puts its parameters
@@ -100,25 +100,25 @@ jx_array *jx_init_truncated_normal(jx_array *key, jx_dtype dt, jx_shape s,
 
 /* Dense: y = x @ w + b over x's last dim.  "<p>.w" [in, out] (lecun_normal,
  * Flax's default), "<p>.b" [out] (zeros; a tree without it means no bias). */
-jx_status jx_dense_init(jx_tree *t, const char *prefix, jx_array *key, int64_t in, int64_t out,
-                        jx_dtype dt);
-jx_array *jx_dense(const jx_tree *t, const char *prefix, jx_array *x);
+JX_API jx_status jx_dense_init(jx_tree *t, const char *prefix, jx_array *key, int64_t in,
+                               int64_t out, jx_dtype dt);
+JX_API jx_array *jx_dense(const jx_tree *t, const char *prefix, jx_array *x);
 
 /* Embedding lookup: table rows by integer ids, y = table[ids] (ids of any
  * shape; indices as jx_take: out-of-range ids give NaN rows).
  * "<p>.table" [vocab, dim] (normal, stddev 1/sqrt(dim): Flax's nn.Embed). */
-jx_status jx_embedding_init(jx_tree *t, const char *prefix, jx_array *key, int64_t vocab,
-                            int64_t dim, jx_dtype dt);
-jx_array *jx_embedding(const jx_tree *t, const char *prefix, jx_array *ids);
+JX_API jx_status jx_embedding_init(jx_tree *t, const char *prefix, jx_array *key, int64_t vocab,
+                                   int64_t dim, jx_dtype dt);
+JX_API jx_array *jx_embedding(const jx_tree *t, const char *prefix, jx_array *ids);
 
 /* Layer norm over the last dim: (x - mean) / sqrt(var + eps) * scale + bias.
  * "<p>.scale" [dim] (ones), "<p>.bias" [dim] (zeros). RMS norm:
  * x / sqrt(mean(x^2) + eps) * scale, "<p>.scale" only. Both compute their
  * statistics in f32 for f16/bf16 inputs and return x's dtype. */
-jx_status jx_layer_norm_init(jx_tree *t, const char *prefix, int64_t dim, jx_dtype dt);
-jx_array *jx_layer_norm(const jx_tree *t, const char *prefix, jx_array *x, double eps);
-jx_status jx_rms_norm_init(jx_tree *t, const char *prefix, int64_t dim, jx_dtype dt);
-jx_array *jx_rms_norm(const jx_tree *t, const char *prefix, jx_array *x, double eps);
+JX_API jx_status jx_layer_norm_init(jx_tree *t, const char *prefix, int64_t dim, jx_dtype dt);
+JX_API jx_array *jx_layer_norm(const jx_tree *t, const char *prefix, jx_array *x, double eps);
+JX_API jx_status jx_rms_norm_init(jx_tree *t, const char *prefix, int64_t dim, jx_dtype dt);
+JX_API jx_array *jx_rms_norm(const jx_tree *t, const char *prefix, jx_array *x, double eps);
 
 /* Causal multi-head self-attention on x [..., T, d]: q, k, v = x Wq + bq, ...
  * split into n_heads heads of d / n_heads; softmax(q k^T / sqrt(d_head))
@@ -127,9 +127,10 @@ jx_array *jx_rms_norm(const jx_tree *t, const char *prefix, jx_array *x, double 
  * "<p>.wq" "<p>.wk" "<p>.wv" "<p>.wo" [d, d] (normal, stddev 0.02; wo
  * 0.02 / sqrt(2 * n_layers) where the GPT model says so), "<p>.bq" "<p>.bk"
  * "<p>.bv" "<p>.bo" [d] (zeros). */
-jx_status jx_attention_init(jx_tree *t, const char *prefix, jx_array *key, int64_t d,
-                            double wo_stddev, jx_dtype dt);
-jx_array *jx_causal_self_attention(const jx_tree *t, const char *prefix, jx_array *x, int n_heads);
+JX_API jx_status jx_attention_init(jx_tree *t, const char *prefix, jx_array *key, int64_t d,
+                                   double wo_stddev, jx_dtype dt);
+JX_API jx_array *jx_causal_self_attention(const jx_tree *t, const char *prefix, jx_array *x,
+                                          int n_heads);
 /* Its core (after the projections, before the heads merge) is a
  * jx_custom_vjp function made of two calls, custom_jvp calls whose function
  * carries one of these names: forward (q, k, v) -> (o, lse), backward (q, k,
@@ -143,27 +144,27 @@ jx_array *jx_causal_self_attention(const jx_tree *t, const char *prefix, jx_arra
 /* MLP block: dense, gelu (tanh form, as GPT-2 and jax.nn.gelu), dense.
  * "<p>.fc.w" [d, hidden], "<p>.fc.b" [hidden], "<p>.proj.w" [hidden, d],
  * "<p>.proj.b" [d] (weights normal 0.02, proj.w proj_stddev; biases zeros). */
-jx_status jx_mlp_init(jx_tree *t, const char *prefix, jx_array *key, int64_t d, int64_t hidden,
-                      double proj_stddev, jx_dtype dt);
-jx_array *jx_mlp(const jx_tree *t, const char *prefix, jx_array *x);
+JX_API jx_status jx_mlp_init(jx_tree *t, const char *prefix, jx_array *key, int64_t d,
+                             int64_t hidden, double proj_stddev, jx_dtype dt);
+JX_API jx_array *jx_mlp(const jx_tree *t, const char *prefix, jx_array *x);
 
 /* Pre-norm transformer block (GPT-2):
  *   x = x + attn(ln1(x));  x = x + mlp(ln2(x))
  * "<p>.ln1.*", "<p>.attn.*", "<p>.ln2.*", "<p>.mlp.*" as above. Residual
  * projections (attn.wo, mlp.proj.w) start at resid_stddev. */
-jx_status jx_transformer_block_init(jx_tree *t, const char *prefix, jx_array *key, int64_t d,
-                                    int64_t hidden, double resid_stddev, jx_dtype dt);
-jx_array *jx_transformer_block(const jx_tree *t, const char *prefix, jx_array *x, int n_heads,
-                               double eps);
+JX_API jx_status jx_transformer_block_init(jx_tree *t, const char *prefix, jx_array *key, int64_t d,
+                                           int64_t hidden, double resid_stddev, jx_dtype dt);
+JX_API jx_array *jx_transformer_block(const jx_tree *t, const char *prefix, jx_array *x,
+                                      int n_heads, double eps);
 
 /* 2-D convolution, NHWC input and HWIO kernel, plus bias: "<p>.w" [kh, kw,
  * cin, cout] (lecun_normal), "<p>.b" [cout] (zeros; optional). strides
  * JX_SHAPE() means 1; padding "SAME" or "VALID" (SAME pads as
  * lax.padtype_to_pads: the extra row/column goes to the end). */
-jx_status jx_conv2d_init(jx_tree *t, const char *prefix, jx_array *key, int64_t kh, int64_t kw,
-                         int64_t cin, int64_t cout, jx_dtype dt);
-jx_array *jx_conv2d(const jx_tree *t, const char *prefix, jx_array *x, jx_shape strides,
-                    const char *padding);
+JX_API jx_status jx_conv2d_init(jx_tree *t, const char *prefix, jx_array *key, int64_t kh,
+                                int64_t kw, int64_t cin, int64_t cout, jx_dtype dt);
+JX_API jx_array *jx_conv2d(const jx_tree *t, const char *prefix, jx_array *x, jx_shape strides,
+                           const char *padding);
 /* Pooling: jx_max_pool and jx_avg_pool in ops.h (NHWC; avg counts padding
  * as Flax's default). */
 
@@ -171,16 +172,17 @@ jx_array *jx_conv2d(const jx_tree *t, const char *prefix, jx_array *x, jx_shape 
  * probability 1 - rate (jx_random_bernoulli(key, 1 - rate, shape)) and
  * scaled by 1 / (1 - rate), else zero; rate 1 gives zeros. Not training, or
  * rate 0: x itself. rate must lie in [0, 1]. */
-jx_array *jx_dropout(jx_array *key, jx_array *x, double rate, int training);
+JX_API jx_array *jx_dropout(jx_array *key, jx_array *x, double rate, int training);
 
 /* ==== losses and metrics ==== */
 /* optax.softmax_cross_entropy_with_integer_labels: logits [..., C], labels
  * integer [...]; the per-example loss [...]. label_smoothing a in [0, 1)
  * trains against optax.smooth_labels: (1 - a) one_hot + a / C. */
-jx_array *jx_softmax_cross_entropy(jx_array *logits, jx_array *labels, double label_smoothing);
-jx_array *jx_mse(jx_array *pred, jx_array *target); /* mean of squares, a scalar */
+JX_API jx_array *jx_softmax_cross_entropy(jx_array *logits, jx_array *labels,
+                                          double label_smoothing);
+JX_API jx_array *jx_mse(jx_array *pred, jx_array *target); /* mean of squares, a scalar */
 /* Fraction of rows whose argmax equals the label: f32 scalar. */
-jx_array *jx_accuracy(jx_array *logits, jx_array *labels);
+JX_API jx_array *jx_accuracy(jx_array *logits, jx_array *labels);
 
 /* ==== a GPT (GPT-2 shaped, byte-level) ====
  * Tokens [B, T] (integer, T <= context) -> logits [B, T, vocab]:
@@ -209,16 +211,18 @@ typedef struct {
   jx_dtype compute_dtype;
 } jx_gpt_config;
 
-jx_gpt_config jx_gpt_config_default(void); /* 256 vocab, 2 layers, d 32, 4 heads, context 16 */
-jx_tree *jx_gpt_init(const jx_gpt_config *c, jx_array *key, jx_dtype dt); /* caller releases */
-jx_array *jx_gpt_forward(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens);
+/* 256 vocab, 2 layers, d 32, 4 heads, context 16 */
+JX_API jx_gpt_config jx_gpt_config_default(void);
+/* caller releases */
+JX_API jx_tree *jx_gpt_init(const jx_gpt_config *c, jx_array *key, jx_dtype dt);
+JX_API jx_array *jx_gpt_forward(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens);
 /* Mean next-token cross-entropy of logits(tokens) against targets [B, T]. */
-jx_array *jx_gpt_loss(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens,
-                      jx_array *targets);
+JX_API jx_array *jx_gpt_loss(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens,
+                             jx_array *targets);
 /* jx_gpt_loss as a function (params..., tokens, targets) -> loss, with the
  * parameters flattened in params_like's order (for jx_train_step and
  * jx_jit; the names are copied). */
-jx_fn *jx_gpt_loss_fn(const jx_gpt_config *c, const jx_tree *params_like);
+JX_API jx_fn *jx_gpt_loss_fn(const jx_gpt_config *c, const jx_tree *params_like);
 /* The partition spec of each parameter of params on a mesh with axes
  * "data" and/or "model" (an axis the mesh lacks is not used), for
  * jx_sharding_create: Megatron tensor parallelism over "model" (wq, wk, wv
@@ -228,8 +232,8 @@ jx_fn *jx_gpt_loss_fn(const jx_gpt_config *c, const jx_tree *params_like);
  * wte's columns) split over "data". A dim the axes' size does not divide
  * stays whole; norms and the other biases are replicated (""). specs
  * receives jx_tree_size(params) strings. */
-jx_status jx_gpt_param_specs(const jx_gpt_config *c, const jx_tree *params, const jx_mesh *m,
-                             int fsdp, char (*specs)[64]);
+JX_API jx_status jx_gpt_param_specs(const jx_gpt_config *c, const jx_tree *params, const jx_mesh *m,
+                                    int fsdp, char (*specs)[64]);
 
 /* ==== inference: decoding with a key/value cache ====
  * B sequences decode in lockstep over a cache of S slots: per layer i a key
@@ -251,19 +255,20 @@ jx_status jx_gpt_param_specs(const jx_gpt_config *c, const jx_tree *params, cons
  * logits [B, vocab], and the cache with that slot written into cache_out.
  * Both work eagerly and inside traced functions; errors are recorded and
  * give poisoned arrays. */
-int jx_gpt_cache_count(const jx_gpt_config *c); /* 2 n_layers */
-jx_array *jx_gpt_prefill(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens,
-                         jx_array *pad, int64_t cache_len, jx_array **cache);
-jx_array *jx_gpt_decode_step(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens,
-                             jx_array *pad, jx_array *slot, jx_array *const *cache,
-                             jx_array **cache_out);
+JX_API int jx_gpt_cache_count(const jx_gpt_config *c); /* 2 n_layers */
+JX_API jx_array *jx_gpt_prefill(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens,
+                                jx_array *pad, int64_t cache_len, jx_array **cache);
+JX_API jx_array *jx_gpt_decode_step(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens,
+                                    jx_array *pad, jx_array *slot, jx_array *const *cache,
+                                    jx_array **cache_out);
 /* The same as functions of the parameters flattened in params_like's order
  * (for jx_jit; jit the decode function with the cache donated, and one
  * trace serves every step):
  *   prefill (params..., tokens, pad) -> (logits, cache...)
  *   decode  (params..., cache..., tokens, pad, slot) -> (logits, cache...) */
-jx_fn *jx_gpt_prefill_fn(const jx_gpt_config *c, const jx_tree *params_like, int64_t cache_len);
-jx_fn *jx_gpt_decode_fn(const jx_gpt_config *c, const jx_tree *params_like);
+JX_API jx_fn *jx_gpt_prefill_fn(const jx_gpt_config *c, const jx_tree *params_like,
+                                int64_t cache_len);
+JX_API jx_fn *jx_gpt_decode_fn(const jx_gpt_config *c, const jx_tree *params_like);
 
 /* ==== sampling ====
  * The next token of each row of logits [B, vocab] (any float dtype), i32
@@ -283,7 +288,8 @@ typedef struct {
   double top_p;              /* 0 or >= 1: off */
   double repetition_penalty; /* 0 or 1: off */
 } jx_sampling;
-jx_array *jx_sample_logits(jx_array *logits, jx_array *key, jx_array *seen, const jx_sampling *s);
+JX_API jx_array *jx_sample_logits(jx_array *logits, jx_array *key, jx_array *seen,
+                                  const jx_sampling *s);
 
 /* ==== generation ====
  * jx_gpt_generate decodes `batch` prompts (prompts[b] of lengths[b] >= 1
@@ -315,9 +321,9 @@ typedef struct {
   int64_t prefill_tokens, decode_tokens;
   double prefill_s, decode_s;
 } jx_generate_stats;
-jx_status jx_gpt_generate(const jx_gpt_config *c, const jx_tree *params, int64_t batch,
-                          const int32_t *const *prompts, const int64_t *lengths,
-                          const jx_generate_options *o, jx_generate_stats *stats);
+JX_API jx_status jx_gpt_generate(const jx_gpt_config *c, const jx_tree *params, int64_t batch,
+                                 const int32_t *const *prompts, const int64_t *lengths,
+                                 const jx_generate_options *o, jx_generate_stats *stats);
 
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_init_glorot_uniform(...)   JX_LOCATED(jx_init_glorot_uniform, __VA_ARGS__)

@@ -18,143 +18,149 @@ extern "C" {
 #endif
 
 /* ---- elementwise, binary (broadcasting, promotion) ---- */
-jx_array *jx_add(jx_array *a, jx_array *b);
-jx_array *jx_sub(jx_array *a, jx_array *b);
-jx_array *jx_mul(jx_array *a, jx_array *b);
-jx_array *jx_div(jx_array *a, jx_array *b);          /* true division: integers give floats */
-jx_array *jx_floor_divide(jx_array *a, jx_array *b); /* NumPy //, floats and integers */
-jx_array *jx_rem(jx_array *a, jx_array *b);          /* C fmod semantics: sign of a (lax.rem) */
-jx_array *jx_pow(jx_array *a, jx_array *b);          /* integers: negative exponents give 0
-                                                        (1 and -1 excepted), as lax.pow */
-jx_array *jx_maximum(jx_array *a, jx_array *b);      /* NaN-propagating */
-jx_array *jx_minimum(jx_array *a, jx_array *b);
-jx_array *jx_atan2(jx_array *a, jx_array *b);
-jx_array *jx_nextafter(jx_array *a, jx_array *b);
-jx_array *jx_eq(jx_array *a, jx_array *b); /* comparisons give bool */
-jx_array *jx_ne(jx_array *a, jx_array *b);
-jx_array *jx_lt(jx_array *a, jx_array *b);
-jx_array *jx_le(jx_array *a, jx_array *b);
-jx_array *jx_gt(jx_array *a, jx_array *b);
-jx_array *jx_ge(jx_array *a, jx_array *b);
-jx_array *jx_logical_and(jx_array *a, jx_array *b); /* operands tested != 0; bool result */
-jx_array *jx_logical_or(jx_array *a, jx_array *b);
-jx_array *jx_logical_xor(jx_array *a, jx_array *b);
-jx_array *jx_bitwise_and(jx_array *a, jx_array *b); /* bool and integer dtypes */
-jx_array *jx_bitwise_or(jx_array *a, jx_array *b);
-jx_array *jx_bitwise_xor(jx_array *a, jx_array *b);
-jx_array *jx_shift_left(jx_array *a, jx_array *b); /* integers; shifts >= bit width give 0 */
-jx_array *jx_shift_right_arithmetic(jx_array *a, jx_array *b);
-jx_array *jx_shift_right_logical(jx_array *a, jx_array *b);
+JX_API jx_array *jx_add(jx_array *a, jx_array *b);
+JX_API jx_array *jx_sub(jx_array *a, jx_array *b);
+JX_API jx_array *jx_mul(jx_array *a, jx_array *b);
+/* true division: integers give floats */
+JX_API jx_array *jx_div(jx_array *a, jx_array *b);
+JX_API jx_array *jx_floor_divide(jx_array *a, jx_array *b); /* NumPy //, floats and integers */
+/* C fmod semantics: sign of a (lax.rem) */
+JX_API jx_array *jx_rem(jx_array *a, jx_array *b);
+/* integers: negative exponents give 0 (1 and -1 excepted), as lax.pow */
+JX_API jx_array *jx_pow(jx_array *a, jx_array *b);
+JX_API jx_array *jx_maximum(jx_array *a, jx_array *b); /* NaN-propagating */
+JX_API jx_array *jx_minimum(jx_array *a, jx_array *b);
+JX_API jx_array *jx_atan2(jx_array *a, jx_array *b);
+JX_API jx_array *jx_nextafter(jx_array *a, jx_array *b);
+JX_API jx_array *jx_eq(jx_array *a, jx_array *b); /* comparisons give bool */
+JX_API jx_array *jx_ne(jx_array *a, jx_array *b);
+JX_API jx_array *jx_lt(jx_array *a, jx_array *b);
+JX_API jx_array *jx_le(jx_array *a, jx_array *b);
+JX_API jx_array *jx_gt(jx_array *a, jx_array *b);
+JX_API jx_array *jx_ge(jx_array *a, jx_array *b);
+JX_API jx_array *jx_logical_and(jx_array *a, jx_array *b); /* operands tested != 0; bool result */
+JX_API jx_array *jx_logical_or(jx_array *a, jx_array *b);
+JX_API jx_array *jx_logical_xor(jx_array *a, jx_array *b);
+JX_API jx_array *jx_bitwise_and(jx_array *a, jx_array *b); /* bool and integer dtypes */
+JX_API jx_array *jx_bitwise_or(jx_array *a, jx_array *b);
+JX_API jx_array *jx_bitwise_xor(jx_array *a, jx_array *b);
+JX_API jx_array *jx_shift_left(jx_array *a, jx_array *b); /* integers; shifts >= bit width give 0 */
+JX_API jx_array *jx_shift_right_arithmetic(jx_array *a, jx_array *b);
+JX_API jx_array *jx_shift_right_logical(jx_array *a, jx_array *b);
 
 /* ---- elementwise, unary (floating ops take integers as f32, 64-bit ones as f64) ---- */
-jx_array *jx_neg(jx_array *a);
-jx_array *jx_abs(jx_array *a);
-jx_array *jx_sign(jx_array *a);
-jx_array *jx_floor(jx_array *a);
-jx_array *jx_ceil(jx_array *a);
-jx_array *jx_round(jx_array *a);      /* half to even, as NumPy */
-jx_array *jx_round_away(jx_array *a); /* half away from zero (lax.round default) */
-jx_array *jx_exp(jx_array *a);
-jx_array *jx_exp2(jx_array *a);
-jx_array *jx_expm1(jx_array *a);
-jx_array *jx_log(jx_array *a);
-jx_array *jx_log1p(jx_array *a);
-jx_array *jx_sqrt(jx_array *a);
-jx_array *jx_rsqrt(jx_array *a);
-jx_array *jx_cbrt(jx_array *a);
-jx_array *jx_square(jx_array *a);
-jx_array *jx_reciprocal(jx_array *a);
-jx_array *jx_tanh(jx_array *a);
-jx_array *jx_logistic(jx_array *a); /* sigmoid */
-jx_array *jx_sin(jx_array *a);
-jx_array *jx_cos(jx_array *a);
-jx_array *jx_tan(jx_array *a);
-jx_array *jx_asin(jx_array *a);
-jx_array *jx_acos(jx_array *a);
-jx_array *jx_atan(jx_array *a);
-jx_array *jx_sinh(jx_array *a);
-jx_array *jx_cosh(jx_array *a);
-jx_array *jx_asinh(jx_array *a);
-jx_array *jx_acosh(jx_array *a);
-jx_array *jx_atanh(jx_array *a);
-jx_array *jx_erf(jx_array *a);
-jx_array *jx_erf_inv(jx_array *a);
-jx_array *jx_lgamma(jx_array *a);
-jx_array *jx_digamma(jx_array *a);
-jx_array *jx_isfinite(jx_array *a);           /* bool */
-jx_array *jx_logical_not(jx_array *a);        /* bool */
-jx_array *jx_bitwise_not(jx_array *a);        /* bool and integer dtypes */
-jx_array *jx_population_count(jx_array *a);   /* integers */
-jx_array *jx_integer_pow(jx_array *a, int n); /* a**n by repeated multiplication */
-jx_array *jx_relu(jx_array *a);               /* derivative 0 at 0, as jax.nn.relu */
-jx_array *jx_relu6(jx_array *a);              /* min(max(x, 0), 6); derivative 0 at 0 and 6 */
-jx_array *jx_gelu(jx_array *a);               /* tanh approximation, as jax.nn.gelu */
-jx_array *jx_gelu_exact(jx_array *a);         /* erf form */
-jx_array *jx_silu(jx_array *a);
-jx_array *jx_softplus(jx_array *a);    /* logaddexp(x, 0); derivative sigmoid(x) */
-jx_array *jx_log_sigmoid(jx_array *a); /* -softplus(-x) */
+JX_API jx_array *jx_neg(jx_array *a);
+JX_API jx_array *jx_abs(jx_array *a);
+JX_API jx_array *jx_sign(jx_array *a);
+JX_API jx_array *jx_floor(jx_array *a);
+JX_API jx_array *jx_ceil(jx_array *a);
+JX_API jx_array *jx_round(jx_array *a);      /* half to even, as NumPy */
+JX_API jx_array *jx_round_away(jx_array *a); /* half away from zero (lax.round default) */
+JX_API jx_array *jx_exp(jx_array *a);
+JX_API jx_array *jx_exp2(jx_array *a);
+JX_API jx_array *jx_expm1(jx_array *a);
+JX_API jx_array *jx_log(jx_array *a);
+JX_API jx_array *jx_log1p(jx_array *a);
+JX_API jx_array *jx_sqrt(jx_array *a);
+JX_API jx_array *jx_rsqrt(jx_array *a);
+JX_API jx_array *jx_cbrt(jx_array *a);
+JX_API jx_array *jx_square(jx_array *a);
+JX_API jx_array *jx_reciprocal(jx_array *a);
+JX_API jx_array *jx_tanh(jx_array *a);
+JX_API jx_array *jx_logistic(jx_array *a); /* sigmoid */
+JX_API jx_array *jx_sin(jx_array *a);
+JX_API jx_array *jx_cos(jx_array *a);
+JX_API jx_array *jx_tan(jx_array *a);
+JX_API jx_array *jx_asin(jx_array *a);
+JX_API jx_array *jx_acos(jx_array *a);
+JX_API jx_array *jx_atan(jx_array *a);
+JX_API jx_array *jx_sinh(jx_array *a);
+JX_API jx_array *jx_cosh(jx_array *a);
+JX_API jx_array *jx_asinh(jx_array *a);
+JX_API jx_array *jx_acosh(jx_array *a);
+JX_API jx_array *jx_atanh(jx_array *a);
+JX_API jx_array *jx_erf(jx_array *a);
+JX_API jx_array *jx_erf_inv(jx_array *a);
+JX_API jx_array *jx_lgamma(jx_array *a);
+JX_API jx_array *jx_digamma(jx_array *a);
+JX_API jx_array *jx_isfinite(jx_array *a);           /* bool */
+JX_API jx_array *jx_logical_not(jx_array *a);        /* bool */
+JX_API jx_array *jx_bitwise_not(jx_array *a);        /* bool and integer dtypes */
+JX_API jx_array *jx_population_count(jx_array *a);   /* integers */
+JX_API jx_array *jx_integer_pow(jx_array *a, int n); /* a**n by repeated multiplication */
+JX_API jx_array *jx_relu(jx_array *a);               /* derivative 0 at 0, as jax.nn.relu */
+/* min(max(x, 0), 6); derivative 0 at 0 and 6 */
+JX_API jx_array *jx_relu6(jx_array *a);
+JX_API jx_array *jx_gelu(jx_array *a);       /* tanh approximation, as jax.nn.gelu */
+JX_API jx_array *jx_gelu_exact(jx_array *a); /* erf form */
+JX_API jx_array *jx_silu(jx_array *a);
+JX_API jx_array *jx_softplus(jx_array *a);    /* logaddexp(x, 0); derivative sigmoid(x) */
+JX_API jx_array *jx_log_sigmoid(jx_array *a); /* -softplus(-x) */
 
 /* ---- selection and conversion ---- */
-jx_array *jx_where(jx_array *cond, jx_array *a, jx_array *b);          /* broadcasting */
-jx_array *jx_select_n(jx_array *which, int n, jx_array *const *cases); /* lax.select_n: which
-                                            is bool (n = 2) or i32; same-shaped cases */
-jx_array *jx_clip(jx_array *a, double lo, double hi);
-jx_array *jx_clamp(jx_array *lo, jx_array *a, jx_array *hi); /* lax.clamp */
-jx_array *jx_astype(jx_array *a, jx_dtype dt);               /* float->int truncates and saturates,
-                                                                NaN -> 0; int->int wraps */
-jx_array *jx_bitcast_convert_type(jx_array *a, jx_dtype dt); /* reinterprets bits; a
-                                            narrower dt adds a last dim, a wider one eats it */
-jx_array *jx_stop_gradient(jx_array *a);
+JX_API jx_array *jx_where(jx_array *cond, jx_array *a, jx_array *b); /* broadcasting */
+/* lax.select_n: which is bool (n = 2) or i32; same-shaped cases */
+JX_API jx_array *jx_select_n(jx_array *which, int n, jx_array *const *cases);
+JX_API jx_array *jx_clip(jx_array *a, double lo, double hi);
+JX_API jx_array *jx_clamp(jx_array *lo, jx_array *a, jx_array *hi); /* lax.clamp */
+/* float->int truncates and saturates, NaN -> 0; int->int wraps */
+JX_API jx_array *jx_astype(jx_array *a, jx_dtype dt);
+/* reinterprets bits; a narrower dt adds a last dim, a wider one eats it */
+JX_API jx_array *jx_bitcast_convert_type(jx_array *a, jx_dtype dt);
+JX_API jx_array *jx_stop_gradient(jx_array *a);
 
 /* ---- reductions (keepdims 0/1; JX_AXES() = all axes; negative axes count from the end) ---- */
-jx_array *jx_sum(jx_array *a, jx_axes ax, int keepdims); /* ints sum in i32 (i64 under x64) */
-jx_array *jx_prod(jx_array *a, jx_axes ax, int keepdims);
-jx_array *jx_max(jx_array *a, jx_axes ax, int keepdims);
-jx_array *jx_min(jx_array *a, jx_axes ax, int keepdims);
-jx_array *jx_all(jx_array *a, jx_axes ax, int keepdims); /* bool */
-jx_array *jx_any(jx_array *a, jx_axes ax, int keepdims);
-jx_array *jx_mean(jx_array *a, jx_axes ax, int keepdims);
-jx_array *jx_var(jx_array *a, jx_axes ax, int keepdims); /* ddof 0 */
-jx_array *jx_std(jx_array *a, jx_axes ax, int keepdims);
-jx_array *jx_logsumexp(jx_array *a, jx_axes ax, int keepdims);
-jx_array *jx_argmax(jx_array *a, int axis); /* i32 (i64 under x64); first of ties; NaN wins */
-jx_array *jx_argmin(jx_array *a, int axis);
-jx_array *jx_softmax(jx_array *a, int axis);
-jx_array *jx_log_softmax(jx_array *a, int axis);
-jx_array *jx_cumsum(jx_array *a, int axis);
-jx_array *jx_cumprod(jx_array *a, int axis);
-jx_array *jx_cummax(jx_array *a, int axis);
-jx_array *jx_cummin(jx_array *a, int axis);
-jx_array *jx_cumulative(jx_array *a, const char *op, int axis, int reverse); /* op: "sum",
-                                                             "prod", "max", "min" */
+/* ints sum in i32 (i64 under x64) */
+JX_API jx_array *jx_sum(jx_array *a, jx_axes ax, int keepdims);
+JX_API jx_array *jx_prod(jx_array *a, jx_axes ax, int keepdims);
+JX_API jx_array *jx_max(jx_array *a, jx_axes ax, int keepdims);
+JX_API jx_array *jx_min(jx_array *a, jx_axes ax, int keepdims);
+JX_API jx_array *jx_all(jx_array *a, jx_axes ax, int keepdims); /* bool */
+JX_API jx_array *jx_any(jx_array *a, jx_axes ax, int keepdims);
+JX_API jx_array *jx_mean(jx_array *a, jx_axes ax, int keepdims);
+JX_API jx_array *jx_var(jx_array *a, jx_axes ax, int keepdims); /* ddof 0 */
+JX_API jx_array *jx_std(jx_array *a, jx_axes ax, int keepdims);
+JX_API jx_array *jx_logsumexp(jx_array *a, jx_axes ax, int keepdims);
+/* i32 (i64 under x64); first of ties; NaN wins */
+JX_API jx_array *jx_argmax(jx_array *a, int axis);
+JX_API jx_array *jx_argmin(jx_array *a, int axis);
+JX_API jx_array *jx_softmax(jx_array *a, int axis);
+JX_API jx_array *jx_log_softmax(jx_array *a, int axis);
+JX_API jx_array *jx_cumsum(jx_array *a, int axis);
+JX_API jx_array *jx_cumprod(jx_array *a, int axis);
+JX_API jx_array *jx_cummax(jx_array *a, int axis);
+JX_API jx_array *jx_cummin(jx_array *a, int axis);
+/* op: "sum", "prod", "max", "min" */
+JX_API jx_array *jx_cumulative(jx_array *a, const char *op, int axis, int reverse);
 
 /* ---- shapes ---- */
-jx_array *jx_reshape(jx_array *a, jx_shape s);     /* one -1 allowed */
-jx_array *jx_transpose(jx_array *a, jx_axes perm); /* JX_AXES() reverses */
-jx_array *jx_broadcast_to(jx_array *a, jx_shape s);
-jx_array *jx_broadcast_in_dim(jx_array *a, jx_shape s, jx_axes dims); /* lax form */
-jx_array *jx_expand_dims(jx_array *a, int axis);
-jx_array *jx_squeeze(jx_array *a, jx_axes ax); /* JX_AXES() = all size-1 dims */
-jx_array *jx_flip(jx_array *a, jx_axes ax);    /* lax.rev; JX_AXES() = all */
-jx_array *jx_concatenate(int n, jx_array *const *xs, int axis);
-jx_array *jx_stack(int n, jx_array *const *xs, int axis);
-jx_array *jx_slice(jx_array *a, jx_shape start, jx_shape stop, jx_shape step);    /* step
-                                                     JX_SHAPE() = all 1; positive steps */
-jx_array *jx_dynamic_slice(jx_array *a, jx_array *const *starts, jx_shape sizes); /* starts:
-                                                  integer scalars, clamped into range */
-jx_array *jx_dynamic_update_slice(jx_array *a, jx_array *update, jx_array *const *starts);
-jx_array *jx_pad(jx_array *a, jx_shape lo, jx_shape hi, double value);
-jx_array *jx_pad_general(jx_array *a, jx_array *value, jx_shape lo, jx_shape hi,
-                         jx_shape interior); /* lax.pad: negative lo/hi crop */
-jx_array *jx_iota(jx_dtype dt, jx_shape s, int axis);
+JX_API jx_array *jx_reshape(jx_array *a, jx_shape s);     /* one -1 allowed */
+JX_API jx_array *jx_transpose(jx_array *a, jx_axes perm); /* JX_AXES() reverses */
+JX_API jx_array *jx_broadcast_to(jx_array *a, jx_shape s);
+JX_API jx_array *jx_broadcast_in_dim(jx_array *a, jx_shape s, jx_axes dims); /* lax form */
+JX_API jx_array *jx_expand_dims(jx_array *a, int axis);
+JX_API jx_array *jx_squeeze(jx_array *a, jx_axes ax); /* JX_AXES() = all size-1 dims */
+JX_API jx_array *jx_flip(jx_array *a, jx_axes ax);    /* lax.rev; JX_AXES() = all */
+JX_API jx_array *jx_concatenate(int n, jx_array *const *xs, int axis);
+JX_API jx_array *jx_stack(int n, jx_array *const *xs, int axis);
+/* step JX_SHAPE() = all 1; positive steps */
+JX_API jx_array *jx_slice(jx_array *a, jx_shape start, jx_shape stop, jx_shape step);
+/* starts: integer scalars, clamped into range */
+JX_API jx_array *jx_dynamic_slice(jx_array *a, jx_array *const *starts, jx_shape sizes);
+JX_API jx_array *jx_dynamic_update_slice(jx_array *a, jx_array *update, jx_array *const *starts);
+JX_API jx_array *jx_pad(jx_array *a, jx_shape lo, jx_shape hi, double value);
+/* lax.pad: negative lo/hi crop */
+JX_API jx_array *jx_pad_general(jx_array *a, jx_array *value, jx_shape lo, jx_shape hi,
+                                jx_shape interior);
+JX_API jx_array *jx_iota(jx_dtype dt, jx_shape s, int axis);
 
 /* ---- indexing ---- */
-jx_array *jx_take(jx_array *a, jx_array *indices, int axis); /* negative indices wrap once;
-                                                 out of range gives NaN / INT_MIN / true */
-jx_array *jx_take_along_axis(jx_array *a, jx_array *indices, int axis);
-jx_array *jx_one_hot(jx_array *indices, int64_t n, jx_dtype dt);
-jx_array *jx_segment_sum(jx_array *data, jx_array *segment_ids, int64_t n); /* ids out of
-                                                  [0, n) are dropped */
+/* negative indices wrap once; out of range gives NaN / INT_MIN / true */
+JX_API jx_array *jx_take(jx_array *a, jx_array *indices, int axis);
+JX_API jx_array *jx_take_along_axis(jx_array *a, jx_array *indices, int axis);
+JX_API jx_array *jx_one_hot(jx_array *indices, int64_t n, jx_dtype dt);
+/* ids out of [0, n) are dropped */
+JX_API jx_array *jx_segment_sum(jx_array *data, jx_array *segment_ids, int64_t n);
 
 /* lax.gather / lax.scatter with XLA's dimension numbers */
 typedef enum {
@@ -166,8 +172,8 @@ typedef struct {
   jx_axes offset_dims, collapsed_slice_dims, start_index_map;
   int index_vector_dim;
 } jx_gather_dims;
-jx_array *jx_gather(jx_array *operand, jx_array *indices, const jx_gather_dims *dims,
-                    jx_shape slice_sizes, jx_gather_mode mode);
+JX_API jx_array *jx_gather(jx_array *operand, jx_array *indices, const jx_gather_dims *dims,
+                           jx_shape slice_sizes, jx_gather_mode mode);
 
 typedef enum {
   JX_SCATTER_REPLACE,
@@ -181,40 +187,43 @@ typedef struct {
   jx_axes update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims;
   int index_vector_dim;
 } jx_scatter_dims;
-jx_array *jx_scatter(jx_array *operand, jx_array *indices, jx_array *updates,
-                     const jx_scatter_dims *dims, jx_scatter_op op, jx_scatter_mode mode);
+JX_API jx_array *jx_scatter(jx_array *operand, jx_array *indices, jx_array *updates,
+                            const jx_scatter_dims *dims, jx_scatter_op op, jx_scatter_mode mode);
 
 /* ---- sorting ---- */
-jx_array *jx_sort(jx_array *a, int axis);    /* stable; NaNs last */
-jx_array *jx_argsort(jx_array *a, int axis); /* stable; i32 (i64 under x64) */
-jx_status jx_sort_multi(int n, jx_array *const *operands, int axis, int num_keys,
-                        jx_array **out); /* lax.sort: lexicographic on the first
-                                            num_keys operands, stable */
-jx_status jx_top_k(jx_array *a, int k, jx_array **values, jx_array **indices); /* last axis;
-                                                        ties keep the lower index */
+JX_API jx_array *jx_sort(jx_array *a, int axis);    /* stable; NaNs last */
+JX_API jx_array *jx_argsort(jx_array *a, int axis); /* stable; i32 (i64 under x64) */
+/* lax.sort: lexicographic on the first num_keys operands, stable */
+JX_API jx_status jx_sort_multi(int n, jx_array *const *operands, int axis, int num_keys,
+                               jx_array **out);
+/* last axis; ties keep the lower index */
+JX_API jx_status jx_top_k(jx_array *a, int k, jx_array **values, jx_array **indices);
 
 /* ---- contractions and windows ---- */
-jx_array *jx_matmul(jx_array *a, jx_array *b);                     /* NumPy matmul rules */
-jx_array *jx_einsum(const char *spec, int n, jx_array *const *xs); /* "ij,jk->ik"; implicit
-                                                        output and "..." supported */
-jx_array *jx_dot_general(jx_array *a, jx_array *b, jx_axes lhs_contract, jx_axes rhs_contract,
-                         jx_axes lhs_batch, jx_axes rhs_batch);
+JX_API jx_array *jx_matmul(jx_array *a, jx_array *b); /* NumPy matmul rules */
+/* "ij,jk->ik"; implicit output and "..." supported */
+JX_API jx_array *jx_einsum(const char *spec, int n, jx_array *const *xs);
+JX_API jx_array *jx_dot_general(jx_array *a, jx_array *b, jx_axes lhs_contract,
+                                jx_axes rhs_contract, jx_axes lhs_batch, jx_axes rhs_batch);
 /* result: batch dims, then a's free dims, then b's free dims */
-jx_array *jx_dot_general_typed(jx_array *a, jx_array *b, jx_axes lhs_contract, jx_axes rhs_contract,
-                               jx_axes lhs_batch, jx_axes rhs_batch,
-                               jx_dtype preferred); /* preferred_element_type */
-jx_array *jx_conv(jx_array *x, jx_array *w, jx_shape strides, jx_shape pad_lo, jx_shape pad_hi,
-                  const char *layout); /* "NHWC,HWIO,NHWC" or "NCHW,OIHW,NCHW" */
-jx_array *jx_conv_general_dilated(jx_array *x, jx_array *w, jx_shape strides, jx_shape pad_lo,
-                                  jx_shape pad_hi, jx_shape lhs_dilation, jx_shape rhs_dilation,
-                                  const char *layout, int feature_group_count);
+/* preferred_element_type */
+JX_API jx_array *jx_dot_general_typed(jx_array *a, jx_array *b, jx_axes lhs_contract,
+                                      jx_axes rhs_contract, jx_axes lhs_batch, jx_axes rhs_batch,
+                                      jx_dtype preferred);
+/* "NHWC,HWIO,NHWC" or "NCHW,OIHW,NCHW" */
+JX_API jx_array *jx_conv(jx_array *x, jx_array *w, jx_shape strides, jx_shape pad_lo,
+                         jx_shape pad_hi, const char *layout);
+JX_API jx_array *jx_conv_general_dilated(jx_array *x, jx_array *w, jx_shape strides,
+                                         jx_shape pad_lo, jx_shape pad_hi, jx_shape lhs_dilation,
+                                         jx_shape rhs_dilation, const char *layout,
+                                         int feature_group_count);
 /* JX_SHAPE() for strides or dilations means all 1; layout letters: N batch,
    C feature, H W D ... spatial (any letters), O/I for the kernel */
-jx_array *jx_reduce_window(jx_array *a, const char *op, jx_shape window, jx_shape strides,
-                           jx_shape pad_lo, jx_shape pad_hi); /* op: "sum", "max", "min";
-                           padding takes the op's identity */
-jx_array *jx_max_pool(jx_array *x, jx_shape window, jx_shape strides, const char *padding);
-jx_array *jx_avg_pool(jx_array *x, jx_shape window, jx_shape strides, const char *padding);
+/* op: "sum", "max", "min"; padding takes the op's identity */
+JX_API jx_array *jx_reduce_window(jx_array *a, const char *op, jx_shape window, jx_shape strides,
+                                  jx_shape pad_lo, jx_shape pad_hi);
+JX_API jx_array *jx_max_pool(jx_array *x, jx_shape window, jx_shape strides, const char *padding);
+JX_API jx_array *jx_avg_pool(jx_array *x, jx_shape window, jx_shape strides, const char *padding);
 /* NHWC; padding "VALID" or "SAME" */
 
 #ifndef JX_NO_LOCATION_MACROS

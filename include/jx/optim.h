@@ -24,34 +24,34 @@ typedef struct jx_optimizer jx_optimizer;
 typedef struct jx_schedule jx_schedule;
 
 /* ---- learning-rate schedules: lr as a function of the step count ---- */
-jx_schedule *jx_schedule_constant(double lr);
+JX_API jx_schedule *jx_schedule_constant(double lr);
 /* optax.linear_schedule: init -> end over steps, then end. */
-jx_schedule *jx_schedule_linear(double init, double end, int64_t steps);
+JX_API jx_schedule *jx_schedule_linear(double init, double end, int64_t steps);
 /* optax.warmup_cosine_decay_schedule: linear init -> peak over warmup steps,
  * then cosine peak -> end until decay_steps (counted from 0, warmup included). */
-jx_schedule *jx_schedule_warmup_cosine(double init, double peak, int64_t warmup,
-                                       int64_t decay_steps, double end);
+JX_API jx_schedule *jx_schedule_warmup_cosine(double init, double peak, int64_t warmup,
+                                              int64_t decay_steps, double end);
 /* The rate at step count (an i32 scalar array, traced or concrete), f32. */
-jx_array *jx_schedule_value(const jx_schedule *s, jx_array *count);
-void jx_schedule_release(jx_schedule *s);
+JX_API jx_array *jx_schedule_value(const jx_schedule *s, jx_array *count);
+JX_API void jx_schedule_release(jx_schedule *s);
 
 /* ---- optimizers ---- */
-jx_optimizer *jx_optim_sgd(double lr, double momentum); /* momentum 0: plain SGD */
-jx_optimizer *jx_optim_sgd_nesterov(double lr, double momentum);
-jx_optimizer *jx_optim_adam(double lr, double b1, double b2, double eps);
+JX_API jx_optimizer *jx_optim_sgd(double lr, double momentum); /* momentum 0: plain SGD */
+JX_API jx_optimizer *jx_optim_sgd_nesterov(double lr, double momentum);
+JX_API jx_optimizer *jx_optim_adam(double lr, double b1, double b2, double eps);
 /* optax.adamw: Adam's step plus wd * param, all scaled by -lr. */
-jx_optimizer *jx_optim_adamw(double lr, double b1, double b2, double eps, double wd);
+JX_API jx_optimizer *jx_optim_adamw(double lr, double b1, double b2, double eps, double wd);
 /* Wrappers take over o and return it changed: */
-jx_optimizer *jx_optim_with_schedule(jx_optimizer *o, jx_schedule *s); /* takes s */
-jx_optimizer *jx_optim_chain_clip(jx_optimizer *o, double max_global_norm);
+JX_API jx_optimizer *jx_optim_with_schedule(jx_optimizer *o, jx_schedule *s); /* takes s */
+JX_API jx_optimizer *jx_optim_chain_clip(jx_optimizer *o, double max_global_norm);
 /* optax.MultiSteps: gradients averaged over every_k calls; parameters move
  * on every k-th call only. */
-jx_optimizer *jx_optim_accumulate(jx_optimizer *o, int every_k);
-void jx_optim_release(jx_optimizer *o);
+JX_API jx_optimizer *jx_optim_accumulate(jx_optimizer *o, int every_k);
+JX_API void jx_optim_release(jx_optimizer *o);
 
-jx_tree *jx_optim_init(jx_optimizer *o, const jx_tree *params);
+JX_API jx_tree *jx_optim_init(jx_optimizer *o, const jx_tree *params);
 /* One step: reads grads, replaces the arrays of state and params. */
-void jx_optim_update(jx_optimizer *o, const jx_tree *grads, jx_tree *state, jx_tree *params);
+JX_API void jx_optim_update(jx_optimizer *o, const jx_tree *grads, jx_tree *state, jx_tree *params);
 /* A whole training step as one function, to jit (with shardings) and call
  * every step:
  *   (params..., state..., data...) -> (loss, params'..., state'...)
@@ -60,8 +60,8 @@ void jx_optim_update(jx_optimizer *o, const jx_tree *grads, jx_tree *state, jx_t
  * jx_optim_init); the step differentiates the loss with respect to every
  * parameter and applies opt. The names are copied; opt must outlive the
  * step. */
-jx_fn *jx_train_step(jx_fn *loss, const jx_tree *params_like, const jx_tree *state_like,
-                     jx_optimizer *opt);
+JX_API jx_fn *jx_train_step(jx_fn *loss, const jx_tree *params_like, const jx_tree *state_like,
+                            jx_optimizer *opt);
 
 /* Options of jx_train_step_with; a zeroed struct is jx_train_step. */
 typedef struct {
@@ -78,11 +78,11 @@ typedef struct {
 } jx_train_step_options;
 
 /* jx_train_step with options (NULL: none). */
-jx_fn *jx_train_step_with(jx_fn *loss, const jx_tree *params_like, const jx_tree *state_like,
-                          jx_optimizer *opt, const jx_train_step_options *o);
+JX_API jx_fn *jx_train_step_with(jx_fn *loss, const jx_tree *params_like, const jx_tree *state_like,
+                                 jx_optimizer *opt, const jx_train_step_options *o);
 
 /* sqrt of the sum of squares of every array of t (f32 scalar). */
-jx_array *jx_optim_global_norm(const jx_tree *t);
+JX_API jx_array *jx_optim_global_norm(const jx_tree *t);
 
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_optim_init(...)        JX_LOCATED_PTR(jx_tree *, jx_optim_init, __VA_ARGS__)

@@ -41,64 +41,64 @@ typedef struct jx_mesh jx_mesh;
 /* ---- devices ---- */
 /* Sets the number of CPU devices; only before the first use of devices
  * (an error afterwards, unless n equals the count already in use). */
-jx_status jx_set_cpu_device_count(int n);
-int jx_device_count(void); /* global, all processes */
-int jx_local_device_count(void);
-jx_device *jx_device_get(int i);                /* NULL and an error when out of range */
-const char *jx_device_kind(const jx_device *d); /* "cpu", "cuda" */
-int jx_device_id(const jx_device *d);
-int jx_device_process_index(const jx_device *d);
+JX_API jx_status jx_set_cpu_device_count(int n);
+JX_API int jx_device_count(void); /* global, all processes */
+JX_API int jx_local_device_count(void);
+JX_API jx_device *jx_device_get(int i);                /* NULL and an error when out of range */
+JX_API const char *jx_device_kind(const jx_device *d); /* "cpu", "cuda" */
+JX_API int jx_device_id(const jx_device *d);
+JX_API int jx_device_process_index(const jx_device *d);
 
 /* ---- meshes ---- */
 /* A mesh over devices 0 .. prod(axis_sizes)-1 in row-major order. Names must
  * be distinct, non-empty identifiers; the caller releases the mesh. */
-jx_mesh *jx_mesh_create(jx_shape axis_sizes, const char *const *axis_names);
+JX_API jx_mesh *jx_mesh_create(jx_shape axis_sizes, const char *const *axis_names);
 /* The same over the given devices (global ids, each once). */
-jx_mesh *jx_mesh_create_on(jx_shape axis_sizes, const char *const *axis_names,
-                           const int *device_ids);
-jx_mesh *jx_mesh_retain(jx_mesh *m);
-void jx_mesh_release(jx_mesh *m);
-int jx_mesh_ndim(const jx_mesh *m);
-const char *jx_mesh_axis_name(const jx_mesh *m, int i);
-int64_t jx_mesh_axis_size(const jx_mesh *m, const char *name); /* -1: no such axis */
-int jx_mesh_device_count(const jx_mesh *m);
+JX_API jx_mesh *jx_mesh_create_on(jx_shape axis_sizes, const char *const *axis_names,
+                                  const int *device_ids);
+JX_API jx_mesh *jx_mesh_retain(jx_mesh *m);
+JX_API void jx_mesh_release(jx_mesh *m);
+JX_API int jx_mesh_ndim(const jx_mesh *m);
+JX_API const char *jx_mesh_axis_name(const jx_mesh *m, int i);
+JX_API int64_t jx_mesh_axis_size(const jx_mesh *m, const char *name); /* -1: no such axis */
+JX_API int jx_mesh_device_count(const jx_mesh *m);
 /* The global device id at a position of the mesh (row-major over its axes,
  * 0 .. device_count-1); -1 and an error when out of range. With
  * jx_device_process_index(jx_device_get(id)): the process that holds it. */
-int jx_mesh_device_at(const jx_mesh *m, int position);
+JX_API int jx_mesh_device_at(const jx_mesh *m, int position);
 /* A text view of m: its axes, and the device (and its process) at each
  * position, one row per position of the leading axes:
  *   mesh data=2 x model=2 (4 devices, 1 process)
  *            model=0         model=1
  *   data=0  dev 0 (p0)      dev 1 (p0)
  *   data=1  dev 2 (p0)      dev 3 (p0)                                     */
-void jx_mesh_print(const jx_mesh *m, FILE *f);
+JX_API void jx_mesh_print(const jx_mesh *m, FILE *f);
 
 /* ---- shardings ---- */
-jx_sharding *jx_sharding_create(jx_mesh *m, const char *spec); /* caller releases */
-jx_sharding *jx_sharding_retain(jx_sharding *s);
-void jx_sharding_release(jx_sharding *s);
-jx_mesh *jx_sharding_mesh(const jx_sharding *s); /* borrowed */
+JX_API jx_sharding *jx_sharding_create(jx_mesh *m, const char *spec); /* caller releases */
+JX_API jx_sharding *jx_sharding_retain(jx_sharding *s);
+JX_API void jx_sharding_release(jx_sharding *s);
+JX_API jx_mesh *jx_sharding_mesh(const jx_sharding *s); /* borrowed */
 /* The spec in normalized form: its entries comma separated without spaces,
  * each a mesh axis name, "None" (also for "_"), or "(a,b)" for several axes
  * ("data,None", "None,model", "(data,model)"); the empty string for a
  * replicated sharding, which messages and jx_visualize_sharding print as
  * JAX does, "PartitionSpec()". Borrowed, valid as long as s. */
-const char *jx_sharding_spec(const jx_sharding *s);
+JX_API const char *jx_sharding_spec(const jx_sharding *s);
 /* The shape of each shard of an array of global shape g under s. */
-jx_status jx_sharding_shard_shape(const jx_sharding *s, jx_shape g, jx_shape *out);
+JX_API jx_status jx_sharding_shard_shape(const jx_sharding *s, jx_shape g, jx_shape *out);
 
 /* The array laid out as s says: shards on s's devices (a copy; a is
  * unchanged). A tracer gets a sharding constraint instead. */
-jx_array *jx_device_put(jx_array *a, jx_sharding *s);
-jx_array *jx_with_sharding_constraint(jx_array *a, jx_sharding *s);
+JX_API jx_array *jx_device_put(jx_array *a, jx_sharding *s);
+JX_API jx_array *jx_with_sharding_constraint(jx_array *a, jx_sharding *s);
 /* a's sharding (borrowed), or NULL for an array on one device. */
-jx_sharding *jx_sharding_of(const jx_array *a);
+JX_API jx_sharding *jx_sharding_of(const jx_array *a);
 /* The shard held by the i-th device of a's mesh (device i for an array on
  * one device), as a new array owned by the innermost scope. */
-jx_array *jx_array_shard(const jx_array *a, int i);
+JX_API jx_array *jx_array_shard(const jx_array *a, int i);
 /* A text grid of which devices hold which block, like JAX's. */
-void jx_visualize_sharding(const jx_array *a, FILE *f);
+JX_API void jx_visualize_sharding(const jx_array *a, FILE *f);
 
 /* ---- per-device programs ---- */
 /* f's inputs are split by in_specs (one spec per input, over m's axes) and
@@ -114,8 +114,8 @@ void jx_visualize_sharding(const jx_array *a, FILE *f);
  * taken inside f, or of the whole shard_map from outside, is the gradient of
  * the global function. (An invariant value used where values vary is summed
  * over the axis in reverse mode, and psum's cotangent goes back unsummed.) */
-jx_fn *jx_shard_map(jx_fn *f, jx_mesh *m, const char *const *in_specs,
-                    const char *const *out_specs);
+JX_API jx_fn *jx_shard_map(jx_fn *f, jx_mesh *m, const char *const *in_specs,
+                           const char *const *out_specs);
 typedef struct {
   /* 1: JAX's check_vma=False: no axes tracked. psum's transpose is then psum
    * and a gradient taken inside f over a psum is the axis size times the
@@ -124,27 +124,27 @@ typedef struct {
   int no_check_vma;
 } jx_shard_map_options;
 /* jx_shard_map with options (NULL: the defaults, as jx_shard_map). */
-jx_fn *jx_shard_map_ex(jx_fn *f, jx_mesh *m, const char *const *in_specs,
-                       const char *const *out_specs, const jx_shard_map_options *opts);
+JX_API jx_fn *jx_shard_map_ex(jx_fn *f, jx_mesh *m, const char *const *in_specs,
+                              const char *const *out_specs, const jx_shard_map_options *opts);
 /* shard_map over a one-axis mesh of all devices: in_axes entries are the
  * mapped axis of each input (JX_NONE: replicated), whose size must equal the
  * device count; the body sees inputs without that axis. */
-jx_fn *jx_pmap(jx_fn *f, const char *axis_name, jx_axes in_axes, jx_axes out_axes);
+JX_API jx_fn *jx_pmap(jx_fn *f, const char *axis_name, jx_axes in_axes, jx_axes out_axes);
 /* The same with axis lists of any length (jx_axes holds at most 8): one
  * entry per input and output, or a single entry for all. */
-jx_fn *jx_pmap_n(jx_fn *f, const char *axis_name, int nin_axes, const int *in_axes, int nout_axes,
-                 const int *out_axes);
+JX_API jx_fn *jx_pmap_n(jx_fn *f, const char *axis_name, int nin_axes, const int *in_axes,
+                        int nout_axes, const int *out_axes);
 
 /* ---- collectives: inside shard_map / pmap / vmap with an axis name ----
  * axis may name several mesh axes: "a,b". */
-jx_array *jx_psum(jx_array *x, const char *axis);
-jx_array *jx_pmean(jx_array *x, const char *axis);
-jx_array *jx_pmax(jx_array *x, const char *axis);
-jx_array *jx_pmin(jx_array *x, const char *axis);
-jx_array *jx_all_gather(jx_array *x, const char *axis, int dim, int tiled);
-jx_array *jx_psum_scatter(jx_array *x, const char *axis, int dim, int tiled);
-jx_array *jx_ppermute(jx_array *x, const char *axis, int npairs, const int (*pairs)[2]);
-jx_array *jx_all_to_all(jx_array *x, const char *axis, int split_dim, int concat_dim);
+JX_API jx_array *jx_psum(jx_array *x, const char *axis);
+JX_API jx_array *jx_pmean(jx_array *x, const char *axis);
+JX_API jx_array *jx_pmax(jx_array *x, const char *axis);
+JX_API jx_array *jx_pmin(jx_array *x, const char *axis);
+JX_API jx_array *jx_all_gather(jx_array *x, const char *axis, int dim, int tiled);
+JX_API jx_array *jx_psum_scatter(jx_array *x, const char *axis, int dim, int tiled);
+JX_API jx_array *jx_ppermute(jx_array *x, const char *axis, int npairs, const int (*pairs)[2]);
+JX_API jx_array *jx_all_to_all(jx_array *x, const char *axis, int split_dim, int concat_dim);
 /* jx_axis_index and jx_axis_size are declared in transform.h. */
 
 #ifndef JX_NO_LOCATION_MACROS

@@ -20,22 +20,23 @@
 extern "C" {
 #endif
 
-jx_array *jx_random_key(uint64_t seed);              /* u32[2] */
-jx_array *jx_random_split(jx_array *key, int64_t n); /* u32[n,2] */
-jx_array *jx_random_fold_in(jx_array *key, uint32_t data);
-jx_array *jx_random_bits(jx_array *key, jx_shape s); /* u32 */
-jx_array *jx_random_uniform(jx_array *key, jx_dtype dt, jx_shape s, double lo, double hi);
-jx_array *jx_random_normal(jx_array *key, jx_dtype dt, jx_shape s);
-jx_array *jx_random_truncated_normal(jx_array *key, jx_dtype dt, jx_shape s, double lo, double hi);
+JX_API jx_array *jx_random_key(uint64_t seed);              /* u32[2] */
+JX_API jx_array *jx_random_split(jx_array *key, int64_t n); /* u32[n,2] */
+JX_API jx_array *jx_random_fold_in(jx_array *key, uint32_t data);
+JX_API jx_array *jx_random_bits(jx_array *key, jx_shape s); /* u32 */
+JX_API jx_array *jx_random_uniform(jx_array *key, jx_dtype dt, jx_shape s, double lo, double hi);
+JX_API jx_array *jx_random_normal(jx_array *key, jx_dtype dt, jx_shape s);
+JX_API jx_array *jx_random_truncated_normal(jx_array *key, jx_dtype dt, jx_shape s, double lo,
+                                            double hi);
 /* bernoulli: uniforms of p's dtype, f32 (f64 under x64), below p */
-jx_array *jx_random_bernoulli(jx_array *key, double p, jx_shape s); /* bool */
+JX_API jx_array *jx_random_bernoulli(jx_array *key, double p, jx_shape s); /* bool */
 /* categorical and permutation: i32 (i64 under x64) */
-jx_array *jx_random_categorical(jx_array *key, jx_array *logits, int axis);
-jx_array *jx_random_permutation(jx_array *key, int64_t n);
+JX_API jx_array *jx_random_categorical(jx_array *key, jx_array *logits, int axis);
+JX_API jx_array *jx_random_permutation(jx_array *key, int64_t n);
 
 /* the hash itself (lax-level): four u32 arrays of one shape -> two */
-jx_status jx_threefry2x32(jx_array *k0, jx_array *k1, jx_array *x0, jx_array *x1, jx_array **out0,
-                          jx_array **out1);
+JX_API jx_status jx_threefry2x32(jx_array *k0, jx_array *k1, jx_array *x0, jx_array *x1,
+                                 jx_array **out0, jx_array **out1);
 
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_random_key(...)              JX_LOCATED(jx_random_key, __VA_ARGS__)

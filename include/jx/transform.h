@@ -27,15 +27,15 @@ typedef struct jx_sharding jx_sharding;
 /* in[0..nin) are the inputs; the body must set out[0..nout). */
 typedef void (*jx_body)(void *ctx, jx_array *const *in, jx_array **out);
 
-jx_fn *jx_fn_create(const char *name, int nin, int nout, jx_body body, void *ctx);
+JX_API jx_fn *jx_fn_create(const char *name, int nin, int nout, jx_body body, void *ctx);
 /* The same, and the function owns ctx: free_ctx(ctx) runs when it is
  * released (also when creating it fails). */
-jx_fn *jx_fn_create_owning(const char *name, int nin, int nout, jx_body body, void *ctx,
-                           void (*free_ctx)(void *ctx));
-void jx_fn_release(jx_fn *f);
-int jx_fn_nin(const jx_fn *f);
-int jx_fn_nout(const jx_fn *f);
-const char *jx_fn_name(const jx_fn *f);
+JX_API jx_fn *jx_fn_create_owning(const char *name, int nin, int nout, jx_body body, void *ctx,
+                                  void (*free_ctx)(void *ctx));
+JX_API void jx_fn_release(jx_fn *f);
+JX_API int jx_fn_nin(const jx_fn *f);
+JX_API int jx_fn_nout(const jx_fn *f);
+JX_API const char *jx_fn_name(const jx_fn *f);
 
 /* Calls f (also inside other bodies, where it is inlined into the caller's
  * trace). A body may call the function being traced only with inputs of
@@ -46,7 +46,7 @@ const char *jx_fn_name(const jx_fn *f);
  * ends (async dispatch; JX_ASYNC_DISPATCH=0 turns it off): reading an
  * output (jx_read, jx_block_until_ready, an op) waits for it, and an error
  * of the run is reported there. */
-jx_status jx_call(jx_fn *f, jx_array *const *in, jx_array **out);
+JX_API jx_status jx_call(jx_fn *f, jx_array *const *in, jx_array **out);
 
 typedef struct {
   jx_sharding *const *in_shardings;  /* NULL: inferred / as given */
@@ -67,28 +67,29 @@ typedef struct {
  * propagation chose (computation follows data, jx/parallel.h); on unsharded
  * arguments it runs on one device. */
 
-jx_fn *jx_jit(jx_fn *f, const jx_jit_options *opts); /* opts may be NULL */
+JX_API jx_fn *jx_jit(jx_fn *f, const jx_jit_options *opts); /* opts may be NULL */
 
 /* ---- automatic differentiation (argnums JX_AXES() means argument 0) ---- */
-jx_fn *jx_grad(jx_fn *f, jx_axes argnums); /* f's first output: a float scalar; one output
-                                              per argnum: the gradient of that input */
-jx_fn *jx_value_and_grad(jx_fn *f, jx_axes argnums, int has_aux); /* (value, aux outputs if
-                                               has_aux, gradients...) */
+/* f's first output: a float scalar; one output per argnum: the gradient of that input */
+JX_API jx_fn *jx_grad(jx_fn *f, jx_axes argnums);
+/* (value, aux outputs if has_aux, gradients...) */
+JX_API jx_fn *jx_value_and_grad(jx_fn *f, jx_axes argnums, int has_aux);
 /* The same with argnums as a list of any length (jx_axes holds at most
  * JX_MAX_RANK): argnums[0..n), negative ones counting from the end; n = 0
  * means argument 0. */
-jx_fn *jx_grad_argnums(jx_fn *f, int n, const int *argnums);
-jx_fn *jx_value_and_grad_argnums(jx_fn *f, int n, const int *argnums, int has_aux);
+JX_API jx_fn *jx_grad_argnums(jx_fn *f, int n, const int *argnums);
+JX_API jx_fn *jx_value_and_grad_argnums(jx_fn *f, int n, const int *argnums, int has_aux);
 /* value_and_grad with respect to the first n inputs, however many (a
  * parameter tree flattened in front of the data: jx_tree_flatten). */
-jx_fn *jx_value_and_grad_first(jx_fn *f, int n, int has_aux);
-jx_fn *jx_jvp(jx_fn *f); /* (primals..., tangents...) -> (outs..., tangent outs...) */
+JX_API jx_fn *jx_value_and_grad_first(jx_fn *f, int n, int has_aux);
+JX_API jx_fn *jx_jvp(jx_fn *f); /* (primals..., tangents...) -> (outs..., tangent outs...) */
 /* The JVP with tangents for argnums[0..n) only (the others are zero and cost
  * nothing): (primals..., tangents of argnums[0], ..., argnums[n-1]) ->
  * (outs..., tangent outs...). */
-jx_fn *jx_jvp_argnums(jx_fn *f, int n, const int *argnums);
-jx_fn *jx_vjp(jx_fn *f); /* (primals..., cotangents...) -> (outs..., input cotangents...);
-                            integer inputs get zero cotangents, as JAX's float0 */
+JX_API jx_fn *jx_jvp_argnums(jx_fn *f, int n, const int *argnums);
+/* (primals..., cotangents...) -> (outs..., input cotangents...); integer inputs get zero
+ * cotangents, as JAX's float0 */
+JX_API jx_fn *jx_vjp(jx_fn *f);
 
 /* Custom derivatives. jx_custom_vjp: fwd takes f's inputs and returns (f's
  * outputs..., residuals...); bwd takes (residuals..., output cotangents...)
@@ -96,42 +97,42 @@ jx_fn *jx_vjp(jx_fn *f); /* (primals..., cotangents...) -> (outs..., input cotan
  * an error (as JAX). jx_custom_jvp: jvp takes (primals..., tangents...) and
  * returns (outputs..., tangent outputs...), linear in the tangents; both
  * modes use it. The results hold references to every function given. */
-jx_fn *jx_custom_vjp(jx_fn *f, jx_fn *fwd, jx_fn *bwd);
-jx_fn *jx_custom_jvp(jx_fn *f, jx_fn *jvp);
+JX_API jx_fn *jx_custom_vjp(jx_fn *f, jx_fn *fwd, jx_fn *bwd);
+JX_API jx_fn *jx_custom_jvp(jx_fn *f, jx_fn *jvp);
 
 /* Rematerialization (jax.checkpoint): in reverse mode, values computed inside
  * f are recomputed in the backward pass instead of being stored, except what
  * the policy saves (JX_SAVE_DOTS: dot_general results, the costly ones). */
 typedef enum { JX_SAVE_NOTHING, JX_SAVE_DOTS } jx_remat_policy;
-jx_fn *jx_checkpoint(jx_fn *f);
-jx_fn *jx_checkpoint_with_policy(jx_fn *f, jx_remat_policy policy);
+JX_API jx_fn *jx_checkpoint(jx_fn *f);
+JX_API jx_fn *jx_checkpoint_with_policy(jx_fn *f, jx_remat_policy policy);
 
 /* Jacobians of every output with respect to input argnum: output o's has
  * shape out_o.shape + in.shape (jacfwd: forward mode over the input's basis;
  * jacrev: reverse mode over each output's basis). hessian = jacfwd(jacrev). */
-jx_fn *jx_jacfwd(jx_fn *f, int argnum);
-jx_fn *jx_jacrev(jx_fn *f, int argnum);
+JX_API jx_fn *jx_jacfwd(jx_fn *f, int argnum);
+JX_API jx_fn *jx_jacrev(jx_fn *f, int argnum);
 /* With respect to several inputs: nout * n outputs, output o's Jacobians
  * together, out[o * n + k] with respect to input argnums[k] (JAX's jacfwd
  * and jacrev with an argnums tuple, flattened). */
-jx_fn *jx_jacfwd_argnums(jx_fn *f, int n, const int *argnums);
-jx_fn *jx_jacrev_argnums(jx_fn *f, int n, const int *argnums);
-jx_fn *jx_hessian(jx_fn *f, int argnum);
+JX_API jx_fn *jx_jacfwd_argnums(jx_fn *f, int n, const int *argnums);
+JX_API jx_fn *jx_jacrev_argnums(jx_fn *f, int n, const int *argnums);
+JX_API jx_fn *jx_hessian(jx_fn *f, int argnum);
 
 /* ---- batching ----
  * in_axes/out_axes: one entry per input/output (or a single entry for all;
  * JX_AXES() means 0 for all); an entry is the mapped axis (negative counts
  * from the end) or JX_NONE. All mapped inputs must agree on the batch size. */
-jx_fn *jx_vmap(jx_fn *f, jx_axes in_axes, jx_axes out_axes);
+JX_API jx_fn *jx_vmap(jx_fn *f, jx_axes in_axes, jx_axes out_axes);
 /* The same with a name for the mapped axis, which the body can use with
  * jx_axis_size and jx_axis_index (and, with the parallel API, collectives). */
-jx_fn *jx_vmap_axis(jx_fn *f, jx_axes in_axes, jx_axes out_axes, const char *axis_name);
+JX_API jx_fn *jx_vmap_axis(jx_fn *f, jx_axes in_axes, jx_axes out_axes, const char *axis_name);
 
 /* Inside a function mapped over a named axis: its size (-1 and an error if no
  * enclosing transformation binds it), and this element's position along it
  * (an i32 scalar). */
-int jx_axis_size(const char *axis);
-jx_array *jx_axis_index(const char *axis);
+JX_API int jx_axis_size(const char *axis);
+JX_API jx_array *jx_axis_index(const char *axis);
 
 /* ---- control flow ----
  * Bodies are jx_fn; all of these work eagerly and under jit, grad and vmap.
@@ -145,19 +146,20 @@ jx_array *jx_axis_index(const char *axis);
  *     sliced along their leading axis, which must equal length; reverse runs
  *     from the end (ys keep their positions).
  *   fori: body: (i as an i32 scalar, carry...) -> carry..., for i in [lo, hi). */
-jx_status jx_cond(jx_array *pred, jx_fn *then_fn, jx_fn *else_fn, int n, jx_array *const *ops,
-                  jx_array **out);
-jx_status jx_switch(jx_array *index, int nbranches, jx_fn *const *branches, int n,
-                    jx_array *const *ops, jx_array **out);
-jx_status jx_while(jx_fn *cond_fn, jx_fn *body_fn, int n, jx_array *const *init, jx_array **out);
-jx_status jx_scan(jx_fn *body, int ncarry, jx_array *const *init, int nxs, jx_array *const *xs,
-                  int64_t length, int reverse, jx_array **out);
-jx_status jx_fori(int64_t lo, int64_t hi, jx_fn *body, int n, jx_array *const *init,
-                  jx_array **out);
+JX_API jx_status jx_cond(jx_array *pred, jx_fn *then_fn, jx_fn *else_fn, int n,
+                         jx_array *const *ops, jx_array **out);
+JX_API jx_status jx_switch(jx_array *index, int nbranches, jx_fn *const *branches, int n,
+                           jx_array *const *ops, jx_array **out);
+JX_API jx_status jx_while(jx_fn *cond_fn, jx_fn *body_fn, int n, jx_array *const *init,
+                          jx_array **out);
+JX_API jx_status jx_scan(jx_fn *body, int ncarry, jx_array *const *init, int nxs,
+                         jx_array *const *xs, int64_t length, int reverse, jx_array **out);
+JX_API jx_status jx_fori(int64_t lo, int64_t hi, jx_fn *body, int n, jx_array *const *init,
+                         jx_array **out);
 
 /* The printed program of f for the signature of example_in (optimizations
  * applied as a call would), or NULL with the error recorded. Caller frees. */
-char *jx_fn_ir(jx_fn *f, jx_array *const *example_in);
+JX_API char *jx_fn_ir(jx_fn *f, jx_array *const *example_in);
 
 /* Ahead of time, without running f: flops (one per elementwise result,
  * 2*M*N*K per contraction), bytes moved between memory and kernels, and the
@@ -168,11 +170,11 @@ char *jx_fn_ir(jx_fn *f, jx_array *const *example_in);
 typedef struct {
   double flops, bytes_accessed, peak_bytes_per_device;
 } jx_cost;
-jx_status jx_fn_cost(jx_fn *f, jx_array *const *example_in, jx_cost *out);
+JX_API jx_status jx_fn_cost(jx_fn *f, jx_array *const *example_in, jx_cost *out);
 
 /* How many times f's bodies were traced and its programs transformed, for
  * tests and for JX_LOG_COMPILES. */
-int64_t jx_fn_trace_count(const jx_fn *f);
+JX_API int64_t jx_fn_trace_count(const jx_fn *f);
 
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_call(...)   JX_LOCATED_STATUS(jx_call, __VA_ARGS__)

@@ -4,6 +4,7 @@
 #include "memstats.h"
 
 #include "current_device.h"
+#include "env.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,9 +22,8 @@ static _Thread_local const char *current_op;
 void (*volatile jx_memstats_counter_hook)(int device, int64_t live);
 
 static void read_env(void) {
-  const char *v = getenv("JX_DEBUG_MEMORY");
-  if (v && *v && strcmp(v, "0") != 0) atomic_fetch_add(&tracking, 1);
-  v = getenv("JX_MEMORY_LIMIT_BYTES");
+  if (jx_env_flag("JX_DEBUG_MEMORY")) atomic_fetch_add(&tracking, 1);
+  const char *v = jx_env_string("JX_MEMORY_LIMIT_BYTES");
   if (v && *v) jx_memstats_set_limit(-1, strtoll(v, NULL, 10));
 }
 

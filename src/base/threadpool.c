@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "spin.h"
 
 enum { MAX_THREADS = 256 };
@@ -91,7 +92,7 @@ static void *worker(void *arg) {
 }
 
 static int wanted_threads(void) {
-  const char *v = getenv("JX_NUM_THREADS");
+  const char *v = jx_env_string("JX_NUM_THREADS");
   long n = v ? strtol(v, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
   if (n < 1) n = 1;
   if (n > MAX_THREADS) n = MAX_THREADS;

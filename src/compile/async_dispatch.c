@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 #include "../base/job.h"
 #include "../base/spin.h"
@@ -69,10 +70,7 @@ static int work_or_stop(const void *arg) {
          __atomic_load_n(&state, __ATOMIC_ACQUIRE) != RUNNING;
 }
 
-static int enabled(void) {
-  const char *v = getenv("JX_ASYNC_DISPATCH");
-  return !v || strcmp(v, "0") != 0;
-}
+static int enabled(void) { return jx_env_flag("JX_ASYNC_DISPATCH"); }
 
 int jx_dispatch_wanted(const jx_executable *x, const jx_program *p) {
   if (on_dispatch_thread || jx_debug_flags || !enabled() || jx_executable_donates(x) ||

@@ -69,7 +69,7 @@ static void known_names(char *text, size_t cap) {
 
 /* JX_PLATFORM's name: the default when unset or empty. */
 static const char *platform_name(void) {
-  const char *name = getenv("JX_PLATFORM");
+  const char *name = jx_env_string("JX_PLATFORM");
   return name && *name ? name : DEFAULT_PLATFORM;
 }
 

@@ -6,8 +6,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../base/env.h"
+
 const char *jx_dump_dir(void) {
-  const char *d = getenv("JX_DUMP");
+  const char *d = jx_env_string("JX_DUMP");
   return d && *d ? d : NULL;
 }
 

@@ -173,8 +173,7 @@ static int dot_eqn(const jx_executable *x, const jx_program *p, int k) {
  * are those each would run alone, so the bits do not change.
  * JX_GEMM_SIDE_BY_SIDE=0 runs them one after the other. */
 static void pair_gemms(jx_executable *x, const jx_program *p) {
-  const char *off = getenv("JX_GEMM_SIDE_BY_SIDE");
-  if (off && strcmp(off, "0") == 0) return;
+  if (!jx_env_flag("JX_GEMM_SIDE_BY_SIDE")) return;
   for (int k = 0; k + 1 < x->nsteps; k++) {
     int a = dot_eqn(x, p, k), b = dot_eqn(x, p, k + 1);
     if (a < 0 || b < 0) continue;
@@ -334,8 +333,7 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix,
               p->name, nkernels, distinct, units, units > 1 ? "s" : "", bt->codegen * 1e3,
               bt->compile * 1e3, bt->cache);
   }
-  const char *prof = getenv("JX_PROFILE_STEPS");
-  if (!st && prof && *prof && strcmp(prof, "0") != 0) {
+  if (!st && jx_env_flag("JX_PROFILE_STEPS")) {
     x->profile = calloc((size_t)x->nsteps + 1, sizeof *x->profile);
     x->labels = calloc((size_t)x->nsteps + 1, sizeof *x->labels);
     snprintf(x->name, sizeof x->name, "%s", p->name);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../array/array.h"
+#include "../base/env.h"
 #include "../base/error.h"
 #include "prim_lowering.h"
 
@@ -386,10 +387,7 @@ static int lone_view(const jx_program *p, const jx_fusion_group *g) {
   return g->count == 1 && !jx_fusion_group_candidate(g) && read_through(p, g->first);
 }
 
-int jx_fusion_kernels_enabled(void) {
-  const char *v = getenv("JX_JIT_KERNELS");
-  return !(v && strcmp(v, "0") == 0);
-}
+int jx_fusion_kernels_enabled(void) { return jx_env_flag("JX_JIT_KERNELS"); }
 
 int jx_fuse(const jx_program *p, jx_fusion_group **out) {
   int kernels = jx_fusion_kernels_enabled();

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 #include "../prims/prims.h"
 #include "cost.h"
@@ -207,8 +208,7 @@ static jx_program *rebuild(planner *pl) {
 }
 
 jx_program *jx_recompute(jx_program *p) {
-  const char *off = getenv("JX_RECOMPUTE");
-  if (off && strcmp(off, "0") == 0) return jx_program_retain(p);
+  if (!jx_env_flag("JX_RECOMPUTE")) return jx_program_retain(p);
   int nv = p->nvars + 1, ne = p->neqns;
   planner pl = {.p = p};
   pl.def = malloc(sizeof(int) * (size_t)nv);

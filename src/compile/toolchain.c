@@ -39,7 +39,7 @@ static jx_kernel_stats stats;
 static char compiler_id[256];
 
 static const char *compiler(void) {
-  const char *cc = getenv("CC");
+  const char *cc = jx_env_string("CC");
   return cc && *cc ? cc : "cc";
 }
 
@@ -62,7 +62,7 @@ static const char *compiler_identity(void) {
 }
 
 int jx_kernel_cache_dir(char *out, size_t n) {
-  const char *d = getenv("JX_CACHE_DIR");
+  const char *d = jx_env_string("JX_CACHE_DIR");
   if (d && *d) {
     snprintf(out, n, "%s", d);
   } else if ((d = getenv("XDG_CACHE_HOME")) && *d) {

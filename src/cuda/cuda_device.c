@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 
 enum { MAX_DEVICES = 64 };
@@ -100,7 +101,8 @@ static jx_status open_device(int ordinal, jx_cuda_device **out) {
   const jx_cuda_driver_api *cu = jx_cuda_driver();
   const jx_cuda_device_info *info = &devices.info[ordinal];
   size_t cap = 0;
-  jx_status st = jx_cuda_memory_cap_parse(getenv("JX_CUDA_MEMORY_CAP"), info->total_memory, &cap);
+  jx_status st =
+      jx_cuda_memory_cap_parse(jx_env_string("JX_CUDA_MEMORY_CAP"), info->total_memory, &cap);
   if (st) return st;
   jx_cuda_device *d = calloc(1, sizeof *d);
   if (!d) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "CUDA: out of host memory");

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/env.h"
+
 static void *open_in(const jx_cuda_library *lib, const char *dir, char *first_error, size_t cap) {
   for (const char *const *s = lib->sonames; *s; s++) {
     char path[1024];
@@ -32,7 +34,7 @@ void *jx_cuda_library_open(const jx_cuda_library *lib, const jx_cuda_symbol *sym
                            char *why, size_t cap) {
   char reason[512] = "";
   void *h = NULL;
-  const char *exact = lib->env ? getenv(lib->env) : NULL;
+  const char *exact = lib->env ? jx_env_string(lib->env) : NULL;
   if (exact && *exact) {
     h = dlopen(exact, RTLD_NOW | RTLD_LOCAL);
     if (!h) {

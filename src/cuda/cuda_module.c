@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 #include "../base/hash.h"
 #include "../compile/kernel_cache_dir.h"
@@ -201,19 +202,13 @@ jx_status jx_cubin_cache_get(jx_cubin_cache *c, const char *source, const char *
   return JX_OK;
 }
 
-int jx_cuda_module_source_mode(void) {
-  const char *v = getenv("JX_CUDA_MODULE_SOURCE");
-  return v && !strcmp(v, "1");
-}
+int jx_cuda_module_source_mode(void) { return jx_env_flag("JX_CUDA_MODULE_SOURCE"); }
 
 /* A second test switch, JX_CUDA_MODULE_NVRTC_CHECK=1 (tests/CMakeLists.txt's
  * cuda.* entries set it with JX_CUDA_MODULE_SOURCE=1): each module's source
  * is also compiled by NVRTC for the device's architecture where libnvrtc
  * loads, and an NVRTC error fails the load. */
-static int nvrtc_check_mode(void) {
-  const char *v = getenv("JX_CUDA_MODULE_NVRTC_CHECK");
-  return v && !strcmp(v, "1");
-}
+static int nvrtc_check_mode(void) { return jx_env_flag("JX_CUDA_MODULE_NVRTC_CHECK"); }
 
 /* Under both test switches: NVRTC compiles the source (through the cache,
  * whose cubin is not used) before the fake driver gets it, so every module

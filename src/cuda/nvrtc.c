@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 
 typedef struct nvrtc_prog_ *nvrtc_prog;
@@ -50,7 +51,7 @@ static void *open_in(const char *dir) {
 }
 
 static void *open_library(void) {
-  const char *exact = getenv("JX_NVRTC_PATH");
+  const char *exact = jx_env_string("JX_NVRTC_PATH");
   if (exact && *exact) return dlopen(exact, RTLD_NOW | RTLD_LOCAL);
   void *h = open_in(NULL);
   const char *const dirs[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
@@ -62,7 +63,7 @@ static void *open_library(void) {
 static void load(void) {
   void *h = open_library();
   if (!h) {
-    const char *exact = getenv("JX_NVRTC_PATH");
+    const char *exact = jx_env_string("JX_NVRTC_PATH");
     if (exact && *exact)
       snprintf(nv.load_error, sizeof nv.load_error,
                "NVRTC not found: cannot open JX_NVRTC_PATH=%s (%s)", exact, dlerror());

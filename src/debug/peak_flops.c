@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../base/env.h"
 #include "../base/hash.h"
 #include "../base/spin.h"
 #include "../base/threadpool.h"
@@ -155,14 +156,12 @@ static int cache_path(char *out, size_t n, const char *model, int threads) {
 }
 
 double jx_peak_flops(void) {
-  const char *given = getenv("JX_PEAK_FLOPS");
-  if (given && *given) {
-    char *end;
-    double v = strtod(given, &end);
-    if (*end == '\0' && v > 0) return v;
+  double given;
+  int got = jx_env_double("JX_PEAK_FLOPS", &given);
+  if (got > 0 && given > 0) return given;
+  if (got)
     fprintf(stderr, "jx: JX_PEAK_FLOPS=%s is not a positive number of FLOP/s; measuring instead\n",
-            given);
-  }
+            jx_env_string("JX_PEAK_FLOPS"));
   char model[256], path[4400];
   int threads = jx_pool_threads();
   cpu_model(model, sizeof model);

@@ -19,6 +19,7 @@
 
 #include <jx/jx.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 #include "../base/hooks.h"
 #include "../base/memstats.h"

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/env.h"
 #include "../base/hooks.h"
 #include "debug_internal.h"
 
@@ -20,15 +21,10 @@ static const jx_debug_hooks tools = {
     .function_end = jx_profiler_function_end,
 };
 
-static int env_on(const char *name) {
-  const char *v = getenv(name);
-  return v && *v && strcmp(v, "0") != 0;
-}
-
 void jx_debug_install(void);
 
 __attribute__((constructor)) void jx_debug_install(void) {
   jx_debug_hooks_install(&tools);
-  jx_debug_flags |=
-      (env_on("JX_DEBUG_NANS") ? JX_DEBUG_NANS : 0) | (env_on("JX_DEBUG_INFS") ? JX_DEBUG_INFS : 0);
+  jx_debug_flags |= (jx_env_flag("JX_DEBUG_NANS") ? JX_DEBUG_NANS : 0) |
+                    (jx_env_flag("JX_DEBUG_INFS") ? JX_DEBUG_INFS : 0);
 }

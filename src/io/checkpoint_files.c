@@ -15,6 +15,7 @@
 
 #include "checkpoint_internal.h"
 #include "safetensors.h"
+#include "../base/env.h"
 
 void ckpt_step_dir(char *buf, const char *dir, int64_t step) {
   snprintf(buf, CKPT_PATH_CAP, "%s/step_%08" PRId64, dir, step);
@@ -29,7 +30,7 @@ void ckpt_index_file(char *buf, size_t cap, int process) {
 }
 
 int ckpt_fault(const char *point) {
-  const char *v = getenv("JX_CHECKPOINT_TEST_FAULT");
+  const char *v = jx_env_string("JX_CHECKPOINT_TEST_FAULT");
   if (!v) return 0;
   if (!strncmp(v, "crash:", 6) && !strcmp(v + 6, point)) _exit(77);
   if (!strncmp(v, "fail:", 5) && !strcmp(v + 5, point)) {

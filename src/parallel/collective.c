@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 #include "../base/hooks.h"
 #include "../ir/axis_env.h"
@@ -400,8 +401,7 @@ long jx_collective_async_started(void) { return atomic_load(&async_started); }
 static int async_enabled(void) {
   static int on = -1;
   if (on < 0) {
-    const char *v = getenv("JX_ASYNC_COLLECTIVES");
-    on = !(v && strcmp(v, "0") == 0);
+    on = jx_env_flag("JX_ASYNC_COLLECTIVES");
   }
   return on;
 }

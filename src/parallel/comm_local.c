@@ -25,6 +25,7 @@
 #include "comm.h"
 
 #include "../array/dtype.h"
+#include "../base/env.h"
 #include "../base/str_append.h"
 #include "../base/error.h"
 #include <errno.h>
@@ -219,7 +220,7 @@ int jx_comm_size(const jx_comm *c) { return c ? c->n : 0; }
 const char *jx_comm_label(const jx_comm *c) { return c ? c->label : ""; }
 
 double jx_comm_default_timeout(void) {
-  const char *s = getenv("JX_COLLECTIVE_TIMEOUT");
+  const char *s = jx_env_string("JX_COLLECTIVE_TIMEOUT");
   if (s && *s) {
     char *end;
     double v = strtod(s, &end);

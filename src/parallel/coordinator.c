@@ -39,7 +39,7 @@ static int failed; /* a collective or split failed */
 jx_kv *jx_coordinator_store(void) { return gloo ? kv : NULL; }
 
 static const char *job_token(void) {
-  const char *token = getenv("JX_JOB_TOKEN");
+  const char *token = jx_env_string("JX_JOB_TOKEN");
   return token ? token : "";
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 #include "../base/job.h"
 #include "../base/threadpool.h"
@@ -38,14 +39,13 @@ typedef struct {
 static device_thread *threads; /* this process's devices' */
 
 static int parse_env_count(void) {
-  const char *v = getenv("JX_NUM_CPU_DEVICES");
-  if (!v || !*v) return 1;
-  char *end;
-  long n = strtol(v, &end, 10);
-  if (*end || n < 1 || n > MAX_CPU_DEVICES) {
+  long long n;
+  int got = jx_env_int("JX_NUM_CPU_DEVICES", &n);
+  if (!got) return 1;
+  if (got < 0 || n < 1 || n > MAX_CPU_DEVICES) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                 "JX_NUM_CPU_DEVICES='%s' is not a device count in 1..%d; using 1", v,
-                 MAX_CPU_DEVICES);
+                 "JX_NUM_CPU_DEVICES='%s' is not a device count in 1..%d; using 1",
+                 jx_env_string("JX_NUM_CPU_DEVICES"), MAX_CPU_DEVICES);
     return 1;
   }
   return (int)n;

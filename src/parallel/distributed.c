@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../array/array.h"
+#include "../base/env.h"
 #include "../base/error.h"
 #include "../trace/dispatch.h"
 #include "comm.h"

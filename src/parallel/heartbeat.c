@@ -1,4 +1,5 @@
 /* Heartbeats over the job's store (heartbeat.h). */
+#include "../base/env.h"
 #include "heartbeat.h"
 
 #include <pthread.h>
@@ -19,7 +20,7 @@ static double timeout_s, interval_s;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 double jx_heartbeat_timeout(void) {
-  const char *v = getenv("JX_HEARTBEAT_TIMEOUT");
+  const char *v = jx_env_string("JX_HEARTBEAT_TIMEOUT");
   char *end;
   double t = v && *v ? strtod(v, &end) : 30;
   return v && *v && (*end || t < 0) ? 30 : t;

@@ -1,5 +1,6 @@
 /* Which launcher started this process (launcher.h): its variables, Slurm's
  * node lists, and the GPU a local rank takes. */
+#include "../base/env.h"
 #include "launcher.h"
 
 #include <stdio.h>
@@ -11,8 +12,13 @@
 
 enum { MAX_HOSTS = 1 << 24, MAX_GROUPS = 8 };
 
+/* A launcher's variable, or one of jx's own (src/base/env.c's table). */
+static const char *env_raw(const char *name) {
+  return strncmp(name, "JX_", 3) ? getenv(name) : jx_env_string(name);
+}
+
 static int env_int(const char *name, int *out) {
-  const char *v = getenv(name);
+  const char *v = env_raw(name);
   if (!v || !*v) return 0;
   char *end;
   long x = strtol(v, &end, 10);
@@ -22,7 +28,7 @@ static int env_int(const char *name, int *out) {
 }
 
 static const char *env_text(const char *name) {
-  const char *v = getenv(name);
+  const char *v = env_raw(name);
   return v && *v ? v : NULL;
 }
 
@@ -261,8 +267,8 @@ jx_status jx_launch_detect(const jx_distributed_options *opts, jx_launch *l) {
           JX_ERR_INVALID_ARGUMENT,
           "%s: JX_COORDINATOR_ADDRESS=%s needs JX_NUM_PROCESSES (>= 1) and JX_PROCESS_ID "
           "(0 .. JX_NUM_PROCESSES-1), given '%s' and '%s'",
-          op, env, getenv("JX_NUM_PROCESSES") ? getenv("JX_NUM_PROCESSES") : "",
-          getenv("JX_PROCESS_ID") ? getenv("JX_PROCESS_ID") : "");
+          op, env, env_text("JX_NUM_PROCESSES") ? env_text("JX_NUM_PROCESSES") : "",
+          env_text("JX_PROCESS_ID") ? env_text("JX_PROCESS_ID") : "");
     l->name = "JX_COORDINATOR_ADDRESS";
     l->use_mpi = 0;
     env_int("JX_LOCAL_PROCESS_ID", &l->local_rank);

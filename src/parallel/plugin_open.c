@@ -4,11 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/env.h"
 #include "plugin_open.h"
 
 void *jx_plugin_open(const char *file, const char *env, const char *how_to_get, char *why,
                      size_t cap) {
-  const char *path = getenv(env);
+  const char *path = jx_env_string(env);
   if (path && *path) {
     void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
     if (!h) snprintf(why, cap, "%s=%s cannot be opened: %s", env, path, dlerror());

@@ -298,7 +298,7 @@ static int needs_casts(const jx_program *f, jx_sharding *const *out_sh) {
 
 static jx_program *smap_build(jx_fn *f, const jx_aval *in) {
   smap_data *d = f->data;
-  jx_aval *local = malloc(sizeof *local * (size_t)(d->nin + 1));
+  jx_aval *local = calloc((size_t)d->nin + 1, sizeof *local);
   if (!local) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_shard_map: out of memory");
     return NULL;

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/env.h"
+
 static atomic_llong skinny_calls;
 
 int64_t jx_sgemm_skinny_calls(void) { return (int64_t)atomic_load(&skinny_calls); }
@@ -47,9 +49,8 @@ static int skinny_usable(void) {
   int v = atomic_load(&known);
   if (v < 0) {
     __builtin_cpu_init();
-    const char *off = getenv("JX_DOT_SKINNY");
     v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        !(off && strcmp(off, "0") == 0);
+        jx_env_flag("JX_DOT_SKINNY");
     atomic_store(&known, v);
   }
   return v;

@@ -48,6 +48,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../base/env.h"
 #include "../../base/str_append.h"
 #include "../../parallel/mpi_plugin.h"
 
@@ -220,8 +221,7 @@ static void do_init(job *j) {
   }
   /* JX_MPI_FUNNELED=1 keeps every call on this thread (to compare, or to work
    * around an MPI whose MPI_THREAD_MULTIPLE misbehaves) */
-  const char *funnel = getenv("JX_MPI_FUNNELED");
-  direct = provided >= MPI_THREAD_MULTIPLE && !(funnel && *funnel == '1');
+  direct = provided >= MPI_THREAD_MULTIPLE && !jx_env_flag("JX_MPI_FUNNELED");
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
