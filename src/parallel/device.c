@@ -96,6 +96,10 @@ jx_status jx_set_cpu_device_count(int n) {
   return JX_OK;
 }
 
+/* Device tables replaced by jx_devices_set_processes. */
+static jx_device **retired;
+static int nretired;
+
 jx_status jx_devices_set_processes(int count, int index) {
   int local = jx_devices_init();
   if (!local) return jx_last_status();
@@ -110,8 +114,17 @@ jx_status jx_devices_set_processes(int count, int index) {
                       "jx_distributed_initialize: %d processes x %d devices is too many", count,
                       local);
   } else {
-    /* the old table is kept: jx_device pointers handed out stay valid */
+    /* the old table is kept (jx_device pointers handed out stay valid) and
+     * stays reachable from retired, so that it is no leak */
     jx_device *all = calloc((size_t)count * (size_t)local, sizeof *all);
+    jx_device **more = all ? realloc(retired, (size_t)(nretired + 1) * sizeof *more) : NULL;
+    if (more) {
+      retired = more;
+      retired[nretired++] = devices;
+    } else {
+      free(all);
+      all = NULL;
+    }
     if (!all) {
       st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "out of memory creating %d devices", count * local);
     } else {

@@ -44,18 +44,18 @@ static void assert_contains(const char *s, const char *part) {
 static void missing_library_names_what_was_tried(void **state) {
   (void)state;
   static const char *const sonames[] = {"libjx-no-such-lib.so.7", "libjx-no-such-lib.so", NULL};
-  const jx_cuda_library fake = {"Fake", "JX_TEST_FAKE_PATH", sonames, 0, "install Fake"};
+  const jx_cuda_library fake = {"Fake", "JX_NCCL_PATH", sonames, 0, "install Fake"};
   void *slot = NULL;
   const jx_cuda_symbol syms[] = {{&slot, "fake_call", NULL, 0}};
   char why[1024];
-  unsetenv("JX_TEST_FAKE_PATH");
+  unsetenv("JX_NCCL_PATH");
   assert_null(jx_cuda_library_open(&fake, syms, 1, why, sizeof why));
   assert_contains(why, "Fake not found: tried libjx-no-such-lib.so.7, libjx-no-such-lib.so");
-  assert_contains(why, "install Fake, or set JX_TEST_FAKE_PATH");
-  setenv("JX_TEST_FAKE_PATH", "/nonexistent/libfake.so", 1);
+  assert_contains(why, "install Fake, or set JX_NCCL_PATH");
+  setenv("JX_NCCL_PATH", "/nonexistent/libfake.so", 1);
   assert_null(jx_cuda_library_open(&fake, syms, 1, why, sizeof why));
-  assert_contains(why, "cannot open JX_TEST_FAKE_PATH=/nonexistent/libfake.so");
-  unsetenv("JX_TEST_FAKE_PATH");
+  assert_contains(why, "cannot open JX_NCCL_PATH=/nonexistent/libfake.so");
+  unsetenv("JX_NCCL_PATH");
   assert_int_equal(jx_last_status(), JX_OK); /* probing records nothing */
 }
 
@@ -64,7 +64,7 @@ static void missing_library_names_what_was_tried(void **state) {
 static void symbols_resolve_with_fallbacks(void **state) {
   (void)state;
   static const char *const sonames[] = {"libm.so.6", NULL};
-  const jx_cuda_library m = {"libm", "JX_TEST_LIBM_PATH", sonames, 0, "?"};
+  const jx_cuda_library m = {"libm", "JX_CUBLASLT_PATH", sonames, 0, "?"};
   double (*cosine)(double) = NULL, (*absent)(double) = NULL;
   const jx_cuda_symbol ok[] = {{(void **)&cosine, "jx_cos_v2", "cos", 0},
                                {(void **)&absent, "jx_no_such_symbol", NULL, 1}};
