@@ -2,7 +2,8 @@
  * loss through the pipeline equal those of the stages run one after another
  * on one device (the oracle), for 2 and 4 stages and 1, 2 and 4
  * microbatches of a small residual MLP stage, also under jx_jit and on a
- * mesh with a second axis; bad input gets errors naming the numbers. */
+ * mesh with a second axis with the parameters placed by stage; bad input gets errors naming the
+ * numbers. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -72,13 +73,18 @@ static void stacked_inputs(int nstages, int64_t batch, jx_array **in) {
 
 /* The pipeline on mesh (its stage axis "stage") against the sequence: the
  * output and the four gradients of the loss, with and without jx_jit. */
-static void check_matches_sequence(jx_mesh *mesh, int nstages, int microbatches) {
+static void check_matches_sequence(jx_mesh *mesh, int nstages, int microbatches, int placed) {
   jx_fn *stage = jx_fn_create("mlp_stage", 4, 1, mlp_stage, NULL);
   jx_fn *pipe = jx_pipeline(stage, mesh, "stage", microbatches, JX_PIPELINE_GPIPE);
   assert_non_null(pipe);
   model seq = {stage, NULL, nstages}, par = {stage, pipe, nstages};
   jx_array *in[4];
   stacked_inputs(nstages, BATCH, in);
+  if (placed) { /* the parameters already on their stages' devices */
+    jx_sharding *by_stage = jx_sharding_create(mesh, "stage");
+    for (int k = 0; k < 3; k++) in[k] = jx_device_put(in[k], by_stage);
+    jx_sharding_release(by_stage);
+  }
 
   jx_array *want = NULL, *got = NULL, *jitted = NULL;
   jx_fn *fseq = jx_fn_create("sequence", 4, 1, forward, &seq);
@@ -120,7 +126,7 @@ static void check_matches_sequence(jx_mesh *mesh, int nstages, int microbatches)
 
 static void stages_alone(int nstages) {
   jx_mesh *m = jx_mesh_create(JX_SHAPE(nstages), (const char *const[]){"stage"});
-  for (int mb = 1; mb <= 4; mb *= 2) check_matches_sequence(m, nstages, mb);
+  for (int mb = 1; mb <= 4; mb *= 2) check_matches_sequence(m, nstages, mb, 0);
   jx_mesh_release(m);
 }
 
@@ -134,11 +140,12 @@ static void four_stages(void **state) {
   stages_alone(4);
 }
 
-/* A second mesh axis sees the parameters and the batch replicated. */
+/* A second mesh axis sees the parameters and the batch replicated; the
+ * parameters may already be laid out over the stage axis. */
 static void stages_with_a_data_axis(void **state) {
   (void)state;
   jx_mesh *m = jx_mesh_create(JX_SHAPE(2, 2), (const char *const[]){"data", "stage"});
-  check_matches_sequence(m, 2, 4);
+  check_matches_sequence(m, 2, 4, 1);
   jx_mesh_release(m);
 }
 
