@@ -1,6 +1,6 @@
 /* jx_pipeline with the GPipe schedule: the result and the gradients of a
  * loss through the pipeline equal those of the stages run one after another
- * on one device (the oracle), for 2 and 4 stages and 1, 2 and 4
+ * on one device (the oracle), for 1, 2 and 4 stages and 1, 2 and 4
  * microbatches of a small residual MLP stage, also under jx_jit and on a
  * mesh with a second axis with the parameters placed by stage; bad input gets errors naming the
  * numbers. */
@@ -127,6 +127,14 @@ static void check_matches_sequence(jx_mesh *mesh, int nstages, int microbatches,
 static void stages_alone(int nstages) {
   jx_mesh *m = jx_mesh_create(JX_SHAPE(nstages), (const char *const[]){"stage"});
   for (int mb = 1; mb <= 4; mb *= 2) check_matches_sequence(m, nstages, mb, 0);
+  jx_mesh_release(m);
+}
+
+/* One stage: no neighbours, the microbatches only. */
+static void one_stage(void **state) {
+  (void)state;
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(1), (const char *const[]){"stage"});
+  check_matches_sequence(m, 1, 2, 0);
   jx_mesh_release(m);
 }
 
@@ -264,6 +272,7 @@ static void other_schedules_not_yet(void **state) {
 int main(void) {
   jx_set_cpu_device_count(4);
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(one_stage, setup, teardown),
       cmocka_unit_test_setup_teardown(two_stages, setup, teardown),
       cmocka_unit_test_setup_teardown(four_stages, setup, teardown),
       cmocka_unit_test_setup_teardown(stages_with_a_data_axis, setup, teardown),
