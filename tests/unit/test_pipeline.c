@@ -1,9 +1,9 @@
 /* jx_pipeline with the GPipe schedule: the result and the gradients of a
  * loss through the pipeline equal those of the stages run one after another
- * on one device (the oracle), for 1, 2 and 4 stages and 1, 2 and 4
- * microbatches of a small residual MLP stage, also under jx_jit and on a
- * mesh with a second axis with the parameters placed by stage; bad input gets errors naming the
- * numbers. */
+ * on one device (the oracle), for 2 and 4 stages with 1, 2 and 4
+ * microbatches (and 1 stage with 2) of a small residual MLP stage, eagerly,
+ * under jx_jit, and on a data x stage mesh with the parameters placed by
+ * stage; bad input gets errors naming the numbers. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
