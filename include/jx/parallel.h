@@ -151,7 +151,8 @@ JX_API jx_fn *jx_pmap_n(jx_fn *f, const char *axis_name, int nin_axes, const int
  * mesh without stage_axis. Schedules: GPIPE (every microbatch forward, then
  * every microbatch backward); 1F1B and INTERLEAVED are declared but not yet
  * implemented (JX_ERR_UNIMPLEMENTED naming the schedule). Other mesh axes
- * see the parameters and the batch replicated. */
+ * see the parameters and the batch replicated (jx_pipeline_ex can split the
+ * batch over them). */
 typedef enum {
   JX_PIPELINE_GPIPE,
   JX_PIPELINE_1F1B,
@@ -159,6 +160,17 @@ typedef enum {
 } jx_pipeline_schedule;
 JX_API jx_fn *jx_pipeline(jx_fn *stage, jx_mesh *m, const char *stage_axis, int microbatches,
                           jx_pipeline_schedule schedule);
+typedef struct {
+  /* The batch's (and the result's) partition spec over the mesh's other
+   * axes, as jx_shard_map's ("data": data parallelism, each device of a
+   * stage taking its rows of every microbatch); NULL or "": replicated. It
+   * may not name the stage axis; its dim 0 must be divisible by the number
+   * of its shards times the microbatches. */
+  const char *batch_spec;
+} jx_pipeline_options;
+/* jx_pipeline with options (NULL: the defaults, as jx_pipeline). */
+JX_API jx_fn *jx_pipeline_ex(jx_fn *stage, jx_mesh *m, const char *stage_axis, int microbatches,
+                             jx_pipeline_schedule schedule, const jx_pipeline_options *opts);
 
 /* ---- collectives: inside shard_map / pmap / vmap with an axis name ----
  * axis may name several mesh axes: "a,b". */
@@ -192,6 +204,7 @@ JX_API jx_array *jx_all_to_all(jx_array *x, const char *axis, int split_dim, int
 #define jx_pmap(...)                 JX_LOCATED_PTR(jx_fn *, jx_pmap, __VA_ARGS__)
 #define jx_pmap_n(...)               JX_LOCATED_PTR(jx_fn *, jx_pmap_n, __VA_ARGS__)
 #define jx_pipeline(...)             JX_LOCATED_PTR(jx_fn *, jx_pipeline, __VA_ARGS__)
+#define jx_pipeline_ex(...)          JX_LOCATED_PTR(jx_fn *, jx_pipeline_ex, __VA_ARGS__)
 #define jx_sharding_shard_shape(...) JX_LOCATED_STATUS(jx_sharding_shard_shape, __VA_ARGS__)
 #endif
 

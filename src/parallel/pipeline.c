@@ -1,8 +1,8 @@
 /* jx_pipeline: a stage function run as a pipeline over one mesh axis, built
  * from shard_map and ppermute as pipelines are written by hand in JAX. The
  * function made at jx_pipeline time is
- *   smap = jx_shard_map(body, mesh, {stage_axis for each parameter, "" for
- *                                    the batch}, {""})
+ *   smap = jx_shard_map(body, mesh, {stage_axis for each parameter, the
+ *                                    batch spec for the batch}, {batch spec})
  * where body, on the device at position s of the axis, runs the GPipe
  * schedule unrolled over its M + S - 1 ticks: at tick t stage 0 takes
  * microbatch t, every other stage what its left neighbour gave at tick t-1
@@ -13,7 +13,10 @@
  * schedule's bubbles. Reverse mode transposes this forward loop, which runs
  * the backward microbatches in GPipe's order. The pipeline's own program
  * checks the global shapes against the stage count and the microbatches,
- * then calls smap. */
+ * then calls smap. The batch spec (jx_pipeline_ex) splits the batch over
+ * other mesh axes: each device then pipelines its own rows of every
+ * microbatch, and shard_map's transpose sums the parameters' gradients over
+ * those axes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,13 +28,17 @@
 #include "../prims/rules.h"
 #include "../trace/fn.h"
 #include "../transform/build.h"
+#include "mesh.h"
+#include "sharding.h"
 
 typedef struct {
   jx_fn *stage; /* borrowed: the pipeline's inner function */
   jx_mesh *mesh;
   char *axis;
   int nstages, microbatches;
-  int nparams; /* stage's inputs but the last, the activations */
+  int nparams;          /* stage's inputs but the last, the activations */
+  jx_sharding *batch;   /* the batch's and the result's layout over the other axes */
+  int64_t batch_shards; /* how many blocks the batch's dim 0 is cut into */
   jx_fn *body, *smap;
 } pipeline_data;
 
@@ -40,6 +47,7 @@ static void free_pipeline_data(void *data) {
   if (!d) return;
   jx_fn_release(d->smap);
   jx_fn_release(d->body);
+  jx_sharding_release(d->batch);
   jx_mesh_release(d->mesh);
   free(d->axis);
   free(d);
@@ -121,12 +129,17 @@ static jx_status pipeline_trace(void *ctx, jx_array *const *in, jx_array **out) 
                           "stages of mesh axis '%s'",
                           k, jx_aval_str(in[k]->dtype, in[k]->shape, s), d->nstages, d->axis);
   jx_array *x = in[d->nparams];
-  if (x->shape.rank < 1 || x->shape.dims[0] % d->microbatches)
+  if (x->shape.rank < 1 || x->shape.dims[0] % (d->batch_shards * d->microbatches)) {
+    char shards[JX_SPEC_CAP + 64] = "";
+    if (d->batch_shards > 1)
+      snprintf(shards, sizeof shards, " on each of the %lld shards of the batch spec '%s'",
+               (long long)d->batch_shards, jx_sharding_spec(d->batch));
     return jx_error_set(JX_ERR_SHAPE,
                         "jx_pipeline: the batch is %s; its leading dim %lld is not divisible "
-                        "into %d microbatches",
+                        "into %d microbatches%s",
                         jx_aval_str(x->dtype, x->shape, s),
-                        (long long)(x->shape.rank ? x->shape.dims[0] : 0), d->microbatches);
+                        (long long)(x->shape.rank ? x->shape.dims[0] : 0), d->microbatches, shards);
+  }
   jx_status st = jx_call(d->smap, in, out);
   return st ? st : jx_last_status();
 }
@@ -161,8 +174,42 @@ static void describe_axes(const jx_mesh *m, char *buf, size_t cap) {
   }
 }
 
+/* The sharding of the batch spec on m, checked not to split over the stage
+ * axis; *shards: the number of blocks of the batch's dim 0. */
+static jx_sharding *batch_sharding(jx_mesh *m, const char *spec, const char *stage_axis,
+                                   int64_t *shards) {
+  jx_sharding *b = jx_sharding_create(m, spec);
+  if (!b) {
+    /* restate jx_sharding_create's message as jx_pipeline's */
+    char msg[1024];
+    const char *e = jx_last_error(), *prefix = "jx_sharding_create: ";
+    if (strncmp(e, prefix, strlen(prefix)) == 0) e += strlen(prefix);
+    snprintf(msg, sizeof msg, "%s", e);
+    jx_status code = jx_last_status();
+    jx_clear_error();
+    jx_error_set(code ? code : JX_ERR_INVALID_ARGUMENT, "jx_pipeline: the batch spec '%s': %s",
+                 spec, msg);
+    return NULL;
+  }
+  if (jx_sharding_uses_axis(b, jx_mesh_axis_index(m, stage_axis))) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "jx_pipeline: the batch spec '%s' splits the batch over the stage axis '%s'",
+                 jx_sharding_spec(b), stage_axis);
+    jx_sharding_release(b);
+    return NULL;
+  }
+  *shards = 1;
+  for (int k = 0; b->ndims > 0 && k < b->naxes[0]; k++) *shards *= m->size[b->axis[0][k]];
+  return b;
+}
+
 jx_fn *jx_pipeline(jx_fn *stage, jx_mesh *m, const char *stage_axis, int microbatches,
                    jx_pipeline_schedule schedule) {
+  return jx_pipeline_ex(stage, m, stage_axis, microbatches, schedule, NULL);
+}
+
+jx_fn *jx_pipeline_ex(jx_fn *stage, jx_mesh *m, const char *stage_axis, int microbatches,
+                      jx_pipeline_schedule schedule, const jx_pipeline_options *opts) {
   if (!stage || !m || !stage_axis) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_pipeline: the %s is NULL",
                  !stage ? "stage function"
@@ -201,11 +248,16 @@ jx_fn *jx_pipeline(jx_fn *stage, jx_mesh *m, const char *stage_axis, int microba
                  microbatches);
     return NULL;
   }
+  int64_t batch_shards = 1;
+  jx_sharding *batch = batch_sharding(m, opts && opts->batch_spec ? opts->batch_spec : "",
+                                      stage_axis, &batch_shards);
+  if (!batch) return NULL;
   pipeline_data *d = calloc(1, sizeof *d);
   const char **specs = calloc((size_t)stage->nin + 1, sizeof *specs);
   if (d) d->axis = malloc(strlen(stage_axis) + 1);
   if (!d || !specs || !d->axis) {
     free(specs);
+    jx_sharding_release(batch);
     free_pipeline_data(d);
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
     return NULL;
@@ -216,12 +268,15 @@ jx_fn *jx_pipeline(jx_fn *stage, jx_mesh *m, const char *stage_axis, int microba
   d->nstages = (int)nstages;
   d->microbatches = microbatches;
   d->nparams = stage->nin - 1;
+  d->batch = batch;
+  d->batch_shards = batch_shards;
+  const char *batch_spec = jx_sharding_spec(batch);
   for (int k = 0; k < d->nparams; k++) specs[k] = d->axis;
-  specs[d->nparams] = "";
+  specs[d->nparams] = batch_spec;
   char name[300];
   snprintf(name, sizeof name, "pipeline_body(%s)", stage->name);
   d->body = jx_fn_create(name, stage->nin, 1, pipeline_body, d);
-  if (d->body) d->smap = jx_shard_map(d->body, m, specs, (const char *const[]){""});
+  if (d->body) d->smap = jx_shard_map(d->body, m, specs, (const char *const[]){batch_spec});
   free(specs);
   if (!d->smap) {
     free_pipeline_data(d);

@@ -3,7 +3,8 @@
  * on one device (the oracle), for 2 and 4 stages with 1, 2 and 4
  * microbatches (and 1 stage with 2) of a small residual MLP stage, eagerly,
  * under jx_jit, and on a data x stage mesh with the parameters placed by
- * stage; bad input gets errors naming the numbers. */
+ * stage and the batch replicated or split over data; bad input gets errors
+ * naming the numbers. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -73,9 +74,11 @@ static void stacked_inputs(int nstages, int64_t batch, jx_array **in) {
 
 /* The pipeline on mesh (its stage axis "stage") against the sequence: the
  * output and the four gradients of the loss, with and without jx_jit. */
-static void check_matches_sequence(jx_mesh *mesh, int nstages, int microbatches, int placed) {
+static void check_matches_sequence(jx_mesh *mesh, int nstages, int microbatches, int placed,
+                                   const char *batch_spec) {
   jx_fn *stage = jx_fn_create("mlp_stage", 4, 1, mlp_stage, NULL);
-  jx_fn *pipe = jx_pipeline(stage, mesh, "stage", microbatches, JX_PIPELINE_GPIPE);
+  jx_pipeline_options o = {.batch_spec = batch_spec};
+  jx_fn *pipe = jx_pipeline_ex(stage, mesh, "stage", microbatches, JX_PIPELINE_GPIPE, &o);
   assert_non_null(pipe);
   model seq = {stage, NULL, nstages}, par = {stage, pipe, nstages};
   jx_array *in[4];
@@ -126,7 +129,7 @@ static void check_matches_sequence(jx_mesh *mesh, int nstages, int microbatches,
 
 static void stages_alone(int nstages) {
   jx_mesh *m = jx_mesh_create(JX_SHAPE(nstages), (const char *const[]){"stage"});
-  for (int mb = 1; mb <= 4; mb *= 2) check_matches_sequence(m, nstages, mb, 0);
+  for (int mb = 1; mb <= 4; mb *= 2) check_matches_sequence(m, nstages, mb, 0, NULL);
   jx_mesh_release(m);
 }
 
@@ -134,7 +137,7 @@ static void stages_alone(int nstages) {
 static void one_stage(void **state) {
   (void)state;
   jx_mesh *m = jx_mesh_create(JX_SHAPE(1), (const char *const[]){"stage"});
-  check_matches_sequence(m, 1, 2, 0);
+  check_matches_sequence(m, 1, 2, 0, NULL);
   jx_mesh_release(m);
 }
 
@@ -153,7 +156,18 @@ static void four_stages(void **state) {
 static void stages_with_a_data_axis(void **state) {
   (void)state;
   jx_mesh *m = jx_mesh_create(JX_SHAPE(2, 2), (const char *const[]){"data", "stage"});
-  check_matches_sequence(m, 2, 4, 1);
+  check_matches_sequence(m, 2, 4, 1, NULL);
+  jx_mesh_release(m);
+}
+
+/* Data parallelism inside the pipeline: the batch split over "data", each
+ * device pipelining its rows of every microbatch; the parameters'
+ * gradients are summed over "data". */
+static void batch_split_over_data(void **state) {
+  (void)state;
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(2, 2), (const char *const[]){"data", "stage"});
+  check_matches_sequence(m, 2, 2, 1, "data");
+  check_matches_sequence(m, 2, 4, 0, "data");
   jx_mesh_release(m);
 }
 
@@ -201,6 +215,28 @@ static void batch_not_divisible(void **state) {
   assert_true(jx_is_poisoned(out));
   assert_non_null(strstr(jx_last_error(), "test_pipeline.c"));
   assert_error_has("leading dim 6 is not divisible into 4 microbatches");
+  jx_fn_release(pipe);
+  jx_fn_release(stage);
+  jx_mesh_release(m);
+}
+
+static void batch_not_divisible_over_data(void **state) {
+  (void)state;
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(2, 2), (const char *const[]){"data", "stage"});
+  jx_fn *stage = jx_fn_create("mlp_stage", 4, 1, mlp_stage, NULL);
+  jx_pipeline_options o = {.batch_spec = "data"};
+  jx_fn *pipe = jx_pipeline_ex(stage, m, "stage", 8, JX_PIPELINE_GPIPE, &o);
+  jx_array *in[4], *out = NULL;
+  stacked_inputs(2, BATCH, in);
+  assert_int_equal(jx_call(pipe, in, &out), JX_ERR_SHAPE);
+  assert_error_has("leading dim 8 is not divisible into 8 microbatches on each of the 2 shards "
+                   "of the batch spec 'data'");
+  o.batch_spec = "stage";
+  assert_null(jx_pipeline_ex(stage, m, "stage", 2, JX_PIPELINE_GPIPE, &o));
+  assert_error_has("the batch spec 'stage' splits the batch over the stage axis 'stage'");
+  o.batch_spec = "model";
+  assert_null(jx_pipeline_ex(stage, m, "stage", 2, JX_PIPELINE_GPIPE, &o));
+  assert_error_has("jx_pipeline: the batch spec 'model'");
   jx_fn_release(pipe);
   jx_fn_release(stage);
   jx_mesh_release(m);
@@ -276,8 +312,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(two_stages, setup, teardown),
       cmocka_unit_test_setup_teardown(four_stages, setup, teardown),
       cmocka_unit_test_setup_teardown(stages_with_a_data_axis, setup, teardown),
+      cmocka_unit_test_setup_teardown(batch_split_over_data, setup, teardown),
       cmocka_unit_test_setup_teardown(microbatches_are_separate, setup, teardown),
       cmocka_unit_test_setup_teardown(batch_not_divisible, setup, teardown),
+      cmocka_unit_test_setup_teardown(batch_not_divisible_over_data, setup, teardown),
       cmocka_unit_test_setup_teardown(stage_axis_missing, setup, teardown),
       cmocka_unit_test_setup_teardown(params_not_stacked_by_stage, setup, teardown),
       cmocka_unit_test_setup_teardown(stage_changes_the_activations, setup, teardown),
