@@ -135,6 +135,43 @@ JX_API jx_fn *jx_pmap(jx_fn *f, const char *axis_name, jx_axes in_axes, jx_axes 
 JX_API jx_fn *jx_pmap_n(jx_fn *f, const char *axis_name, int nin_axes, const int *in_axes,
                         int nout_axes, const int *out_axes);
 
+/* ---- pipeline parallelism ----
+ * jx_pipeline runs `stage` as a pipeline over the mesh axis stage_axis, one
+ * stage per position along it. stage takes (params..., activations) and
+ * gives activations of the same shape and dtype; the result takes
+ * (stacked params..., batch) and gives stage_{S-1}(... stage_0(batch)),
+ * where each stacked parameter has a leading axis of size S (the axis's
+ * size), entry s being stage s's own, and is split over stage_axis. The
+ * batch's leading dim is split into `microbatches` equal microbatches that
+ * flow through the stages, moved between neighbours with jx_ppermute; the
+ * result is the same on every device. Built on jx_shard_map, it is
+ * differentiable (reverse mode transposes the forward schedule) and
+ * composes with jx_jit. Errors name the numbers: a batch not divisible into
+ * the microbatches, a parameter whose leading dim is not the stage count, a
+ * mesh without stage_axis. Schedules: GPIPE (every microbatch forward, then
+ * every microbatch backward); 1F1B and INTERLEAVED are declared but not yet
+ * implemented (JX_ERR_UNIMPLEMENTED naming the schedule). Other mesh axes
+ * see the parameters and the batch replicated (jx_pipeline_ex can split the
+ * batch over them). */
+typedef enum {
+  JX_PIPELINE_GPIPE,
+  JX_PIPELINE_1F1B,
+  JX_PIPELINE_INTERLEAVED,
+} jx_pipeline_schedule;
+JX_API jx_fn *jx_pipeline(jx_fn *stage, jx_mesh *m, const char *stage_axis, int microbatches,
+                          jx_pipeline_schedule schedule);
+typedef struct {
+  /* The batch's (and the result's) partition spec over the mesh's other
+   * axes, as jx_shard_map's ("data": data parallelism, each device of a
+   * stage taking its rows of every microbatch); NULL or "": replicated. It
+   * may not name the stage axis; its dim 0 must be divisible by the number
+   * of its shards times the microbatches. */
+  const char *batch_spec;
+} jx_pipeline_options;
+/* jx_pipeline with options (NULL: the defaults, as jx_pipeline). */
+JX_API jx_fn *jx_pipeline_ex(jx_fn *stage, jx_mesh *m, const char *stage_axis, int microbatches,
+                             jx_pipeline_schedule schedule, const jx_pipeline_options *opts);
+
 /* ---- collectives: inside shard_map / pmap / vmap with an axis name ----
  * axis may name several mesh axes: "a,b". */
 JX_API jx_array *jx_psum(jx_array *x, const char *axis);
@@ -166,6 +203,8 @@ JX_API jx_array *jx_all_to_all(jx_array *x, const char *axis, int split_dim, int
 #define jx_shard_map(...)            JX_LOCATED_PTR(jx_fn *, jx_shard_map, __VA_ARGS__)
 #define jx_pmap(...)                 JX_LOCATED_PTR(jx_fn *, jx_pmap, __VA_ARGS__)
 #define jx_pmap_n(...)               JX_LOCATED_PTR(jx_fn *, jx_pmap_n, __VA_ARGS__)
+#define jx_pipeline(...)             JX_LOCATED_PTR(jx_fn *, jx_pipeline, __VA_ARGS__)
+#define jx_pipeline_ex(...)          JX_LOCATED_PTR(jx_fn *, jx_pipeline_ex, __VA_ARGS__)
 #define jx_sharding_shard_shape(...) JX_LOCATED_STATUS(jx_sharding_shard_shape, __VA_ARGS__)
 #endif
 
