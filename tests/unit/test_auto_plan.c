@@ -3,7 +3,8 @@
  * 1 GB/s, 1 GFLOP/s): with a loose limit the plan is faster than running
  * replicated and the sharded jit with its input layouts gives the plain
  * jit's loss; a limit below that plan's memory gives a plan that fits it,
- * no faster, with the same loss; a limit no plan meets is an error naming
+ * no faster, with the same loss; on one device the plan's time is the cost
+ * model's flops at the model's rate; a limit no plan meets is an error naming
  * the least memory a plan needs. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -132,6 +133,22 @@ static void loose_and_tight_limits(void **state) {
   jx_auto_plan_free(&loose);
 }
 
+/* On one device nothing is split and nothing communicated: the plan's time
+ * is the cost model's flops at the model's rate. */
+static void one_device_runs_everything(void **state) {
+  fixture *f = *state;
+  const char *names[] = {"x"};
+  jx_mesh *one = jx_mesh_create((jx_shape){1, {1}}, names);
+  jx_comm_model cm;
+  jx_comm_model_uniform(&cm, one, 1e-5, 1e9, 1e9);
+  jx_auto_plan plan;
+  check_ok(jx_auto_plan_solve(&cm, one, f->p, 1e12, &plan));
+  for (int i = 0; i < NIN; i++) assert_false(jx_pspec_sharded(&plan.in_spec[i]));
+  assert_float_equal(plan.time_s, replicated_time(f), 1e-9 * replicated_time(f));
+  jx_auto_plan_free(&plan);
+  jx_mesh_release(one);
+}
+
 static void a_limit_no_plan_meets(void **state) {
   fixture *f = *state;
   jx_auto_plan plan;
@@ -145,6 +162,7 @@ int main(void) {
   jx_set_cpu_device_count(4);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(loose_and_tight_limits),
+      cmocka_unit_test(one_device_runs_everything),
       cmocka_unit_test(a_limit_no_plan_meets),
   };
   return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
