@@ -7,10 +7,11 @@ set -euo pipefail
 # zlib the gzipped datasets;
 # the datasets are the examples' and the training job's default data; Open MPI builds the
 # MPI plugin (libjx_mpi.so) and runs the tests of many processes (mpirun); Gloo builds the
-# plugin (libjx_gloo.so) for processes that meet at a coordinator without MPI.
+# plugin (libjx_gloo.so) for processes that meet at a coordinator without MPI; GLPK solves the
+# automatic sharding planner's integer linear program.
 packages=(build-essential cmake pkg-config libopenblas-dev liblapacke-dev libcmocka-dev libcjson-dev zlib1g-dev clang
           libclang-rt-14-dev clang-format dataset-fashion-mnist fortunes libopenmpi-dev openmpi-bin
-          libgloo-dev)
+          libgloo-dev libglpk-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

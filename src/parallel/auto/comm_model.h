@@ -1,0 +1,62 @@
+/* The automatic sharding planner's model of communication: an alpha-beta
+ * figure per mesh axis (alpha: the latency of one message, beta: seconds per
+ * byte on one link) and the ring formulas that turn it into the time of each
+ * collective kind. The figures are set by hand (planning for a cluster on
+ * paper) or measured on the mesh by a short calibration of the collectives
+ * engine.
+ *
+ * Ring formulas for a group of n devices, S the bytes each device holds of
+ * the collective's largest buffer (all_reduce: its buffer; all_gather: the
+ * gathered result; reduce_scatter: the input; all_to_all: its buffer;
+ * permute: the block sent):
+ *   all_reduce      2(n-1) alpha + 2 (n-1)/n S beta  (reduce_scatter + all_gather)
+ *   all_gather        (n-1) alpha +   (n-1)/n S beta
+ *   reduce_scatter    (n-1) alpha +   (n-1)/n S beta
+ *   all_to_all        (n-1) alpha +   (n-1)/n S beta  (pairwise exchange)
+ *   permute                 alpha +           S beta
+ * A group of one device costs nothing. A group over several mesh axes is
+ * modelled as one ring over all of them on the slowest of their links. */
+#ifndef JX_SRC_PARALLEL_AUTO_COMM_MODEL_H
+#define JX_SRC_PARALLEL_AUTO_COMM_MODEL_H
+
+#include "../mesh.h"
+
+typedef enum {
+  JX_COLL_ALL_REDUCE,
+  JX_COLL_ALL_GATHER,
+  JX_COLL_REDUCE_SCATTER,
+  JX_COLL_ALL_TO_ALL,
+  JX_COLL_PERMUTE,
+  JX_COLL_KINDS
+} jx_coll_kind;
+
+/* One mesh axis's links. */
+typedef struct {
+  double alpha_s;         /* seconds per message */
+  double beta_s_per_byte; /* seconds per byte */
+} jx_link_model;
+
+typedef struct {
+  int naxes;
+  int64_t size[JX_MAX_RANK];       /* devices along each axis */
+  jx_link_model link[JX_MAX_RANK]; /* each axis's figures */
+  double flops_per_s;              /* one device's compute rate, for the planner's compute time */
+} jx_comm_model;
+
+/* A model of m with the same figures on every axis: alpha seconds per
+ * message, bytes_per_s per link, flops_per_s per device. */
+void jx_comm_model_uniform(jx_comm_model *cm, const jx_mesh *m, double alpha_s, double bytes_per_s,
+                           double flops_per_s);
+
+/* Seconds of a collective of this kind over the group of mesh axes in
+ * axes_mask (bit a: axis a), S = bytes as the header comment says. */
+double jx_comm_model_time(const jx_comm_model *cm, jx_coll_kind kind, uint32_t axes_mask,
+                          double bytes);
+
+/* Measures every axis of m (whose devices must all belong to this process)
+ * with all_reduce rounds of a small and a large message on the collectives
+ * engine, and fits alpha and beta; the compute rate is left as cm had it
+ * (jx_comm_model_uniform's). Takes a few milliseconds on CPU devices. */
+jx_status jx_comm_model_calibrate(jx_comm_model *cm, jx_mesh *m);
+
+#endif

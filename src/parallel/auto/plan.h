@@ -1,0 +1,38 @@
+/* The automatic sharding planner's solver: one strategy per equation and one
+ * layout per program input, the cheapest under a memory limit, found by an
+ * integer linear program as Alpa sets it up (OSDI '22), solved by GLPK.
+ *
+ * Variables: a binary per (equation, strategy) and per (input, candidate
+ * layout), each group summing to one. The objective is the chosen
+ * strategies' compute and collective time plus, for every edge (a variable
+ * read by an equation), the resharding time from the producer's layout to
+ * the reader's (jx_reshard_time); an edge's cost is linearised with one
+ * continuous variable per pair of producer and reader strategies, summing
+ * over the reader's to the producer's choice and over the producer's to
+ * the reader's. Among the fastest plans (the solver's tolerance) the one
+ * holding least memory is taken.
+ * Memory: the blocks of every variable (inputs in their layouts, results
+ * in their strategies') summed per device must fit the limit; this bounds
+ * the peak from above (it does not yet free what is dead). Constants are
+ * replicated values any reader slices locally: they cost nothing. */
+#ifndef JX_SRC_PARALLEL_AUTO_PLAN_H
+#define JX_SRC_PARALLEL_AUTO_PLAN_H
+
+#include "strategies.h"
+
+typedef struct {
+  double time_s;       /* the objective: compute + collectives + resharding */
+  double memory_bytes; /* per device, as the memory constraint counts it */
+  jx_pspec *in_spec;   /* per program input: its layout */
+  int *strategy;       /* per equation: the chosen strategy's index in its
+                          jx_eqn_strategies */
+} jx_auto_plan;
+
+/* The cheapest plan of p over m (cm's figures) whose memory per device is at
+ * most memory_limit bytes; an error naming the limit and the least memory
+ * any plan needs when none fits. Free with jx_auto_plan_free. */
+jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
+                             double memory_limit, jx_auto_plan *out);
+void jx_auto_plan_free(jx_auto_plan *pl);
+
+#endif

@@ -1,0 +1,95 @@
+/* The automatic sharding planner's alpha-beta model: each collective kind's
+ * ring formula against hand-computed figures (one axis, several axes on the
+ * slowest link, a group of one device), and a calibration on 4 CPU devices
+ * (one axis of 4, a 2x2 mesh) giving positive finite figures. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include <jx/jx.h>
+#include <jx/parallel.h>
+
+#include "parallel/auto/comm_model.h"
+
+static jx_mesh *mesh_2d(int64_t a, int64_t b, const char *na, const char *nb) {
+  const char *names[] = {na, nb};
+  return jx_mesh_create((jx_shape){2, {a, b}}, names);
+}
+
+static void ring_formulas_match_hand_figures(void **state) {
+  (void)state;
+  jx_mesh *m = mesh_2d(4, 2, "data", "model");
+  assert_non_null(m);
+  jx_comm_model cm;
+  jx_comm_model_uniform(&cm, m, 1e-5, 1e9, 1e12); /* 10 us, 1 GB/s */
+  const uint32_t data = 1u << 0, model = 1u << 1;
+  /* all_reduce over data (n = 4) of 1 MB: 2*3*1e-5 + 2*(3/4)*1e6*1e-9 */
+  assert_float_equal(jx_comm_model_time(&cm, JX_COLL_ALL_REDUCE, data, 1e6), 1.56e-3, 1e-12);
+  /* all_gather over model (n = 2): 1e-5 + (1/2)*1e6*1e-9 */
+  assert_float_equal(jx_comm_model_time(&cm, JX_COLL_ALL_GATHER, model, 1e6), 5.1e-4, 1e-12);
+  /* reduce_scatter over data: 3e-5 + (3/4)*1e-3 */
+  assert_float_equal(jx_comm_model_time(&cm, JX_COLL_REDUCE_SCATTER, data, 1e6), 7.8e-4, 1e-12);
+  /* permute: one message of the whole block */
+  assert_float_equal(jx_comm_model_time(&cm, JX_COLL_PERMUTE, data, 1e6), 1.01e-3, 1e-12);
+  /* both axes (n = 8) ride the slower link: model at 20 us, 100 MB/s;
+   * all_to_all: 7*2e-5 + (7/8)*1e6*1e-8 */
+  cm.link[1] = (jx_link_model){2e-5, 1e-8};
+  assert_float_equal(jx_comm_model_time(&cm, JX_COLL_ALL_TO_ALL, data | model, 1e6), 8.89e-3,
+                     1e-12);
+  /* no axes, or an axis of one device: no communication */
+  assert_float_equal(jx_comm_model_time(&cm, JX_COLL_ALL_REDUCE, 0, 1e6), 0, 0);
+  jx_mesh *one = mesh_2d(4, 1, "data", "model");
+  jx_comm_model c1;
+  jx_comm_model_uniform(&c1, one, 1e-5, 1e9, 1e12);
+  assert_float_equal(jx_comm_model_time(&c1, JX_COLL_ALL_GATHER, model, 1e6), 0, 0);
+  jx_mesh_release(one);
+  jx_mesh_release(m);
+}
+
+static void check_calibrated(const jx_comm_model *cm, const jx_mesh *m) {
+  assert_int_equal(cm->naxes, jx_mesh_ndim(m));
+  for (int a = 0; a < cm->naxes; a++) {
+    print_message("axis %d: alpha %.3g s, %.3g GB/s\n", a, cm->link[a].alpha_s,
+                  1e-9 / cm->link[a].beta_s_per_byte);
+    assert_true(isfinite(cm->link[a].alpha_s) && cm->link[a].alpha_s > 0);
+    assert_true(isfinite(cm->link[a].beta_s_per_byte) && cm->link[a].beta_s_per_byte > 0);
+    /* a latency under a second and a bandwidth over 1 MB/s: figures of a
+     * measurement, not of a broken fit */
+    assert_true(cm->link[a].alpha_s < 1);
+    assert_true(cm->link[a].beta_s_per_byte < 1e-6);
+  }
+}
+
+static void calibration_gives_positive_finite_figures(void **state) {
+  (void)state;
+  const char *names[] = {"x"};
+  jx_mesh *line = jx_mesh_create((jx_shape){1, {4}}, names);
+  jx_comm_model cm;
+  jx_comm_model_uniform(&cm, line, 1, 1, 1);
+  assert_int_equal(jx_comm_model_calibrate(&cm, line), JX_OK);
+  check_calibrated(&cm, line);
+  assert_float_equal(cm.flops_per_s, 1, 0); /* the compute rate is the caller's */
+  jx_mesh *grid = mesh_2d(2, 2, "data", "model");
+  assert_int_equal(jx_comm_model_calibrate(&cm, grid), JX_OK);
+  check_calibrated(&cm, grid);
+  /* the measured figures price a collective */
+  double t = jx_comm_model_time(&cm, JX_COLL_ALL_REDUCE, 3u, 1 << 20);
+  assert_true(isfinite(t) && t > 0);
+  assert_int_equal(jx_comm_model_calibrate(&cm, NULL), JX_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(jx_last_error(), "jx_comm_model_calibrate"));
+  jx_clear_error();
+  jx_mesh_release(grid);
+  jx_mesh_release(line);
+}
+
+int main(void) {
+  jx_set_cpu_device_count(8);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(ring_formulas_match_hand_figures),
+      cmocka_unit_test(calibration_gives_positive_finite_figures),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

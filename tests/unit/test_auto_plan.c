@@ -1,0 +1,169 @@
+/* The automatic sharding planner's integer linear program on a 2-layer MLP's
+ * loss over a 2x2 mesh ("data", "model"), with hand-set figures (10 us,
+ * 1 GB/s, 1 GFLOP/s): with a loose limit the plan is faster than running
+ * replicated and the sharded jit with its input layouts gives the plain
+ * jit's loss; a limit below that plan's memory gives a plan that fits it,
+ * no faster, with the same loss; on one device the plan's time is the cost
+ * model's flops at the model's rate; a limit no plan meets is an error naming
+ * the least memory a plan needs. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <jx/jx.h>
+#include <jx/parallel.h>
+
+#include "compile/cost.h"
+#include "compile/simplify.h"
+#include "parallel/auto/plan.h"
+#include "test_util.h"
+#include "trace/fn.h"
+
+enum { NIN = 4 };
+static const jx_shape shapes[NIN] = {{2, {16, 32}}, {2, {32, 64}}, {2, {64, 8}}, {2, {16, 8}}};
+
+/* (x, w1, w2, y) -> mean((tanh(x w1) w2 - y)^2) */
+static void mlp_loss(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  jx_array *h = jx_tanh(jx_matmul(in[0], in[1]));
+  out[0] = jx_mean(jx_square(jx_sub(jx_matmul(h, in[2]), in[3])), JX_AXES(), 0);
+}
+
+typedef struct {
+  jx_mesh *mesh;
+  jx_comm_model model;
+  jx_fn *loss;
+  jx_program *p;
+  jx_array *args[NIN];
+  double want; /* the plain jit's loss */
+} fixture;
+
+static int fixture_setup(void **state) {
+  setup(state);
+  setenv("JX_JIT_KERNELS", "0", 1); /* the partitioner is under test, not the C compiler */
+  static fixture f;
+  const char *names[] = {"data", "model"};
+  f.mesh = jx_mesh_create((jx_shape){2, {2, 2}}, names);
+  jx_comm_model_uniform(&f.model, f.mesh, 1e-5, 1e9, 1e9);
+  f.loss = jx_fn_create("mlp_loss", NIN, 1, mlp_loss, NULL);
+  jx_aval in[NIN];
+  uint64_t rng = 21;
+  for (int i = 0; i < NIN; i++) {
+    in[i] = (jx_aval){.dtype = JX_F32, .shape = shapes[i]};
+    int64_t n = jx_shape_numel(shapes[i]);
+    float *v = malloc(sizeof *v * (size_t)n);
+    for (int64_t k = 0; k < n; k++) v[k] = (float)test_rng_uniform(&rng);
+    f.args[i] = jx_array_from(JX_F32, shapes[i], v);
+    free(v);
+  }
+  jx_program *traced = jx_fn_program(f.loss, in);
+  f.p = traced ? jx_simplify(traced) : NULL;
+  jx_program_release(traced);
+  jx_fn *plain = jx_jit(f.loss, NULL);
+  jx_array *out;
+  check_ok(jx_call(plain, f.args, &out));
+  f.want = jx_item(out);
+  jx_fn_release(plain);
+  *state = &f;
+  return f.mesh && f.p ? 0 : -1;
+}
+
+static int fixture_teardown(void **state) {
+  fixture *f = *state;
+  jx_program_release(f->p);
+  jx_fn_release(f->loss);
+  jx_mesh_release(f->mesh);
+  unsetenv("JX_JIT_KERNELS");
+  return teardown(state);
+}
+
+/* The sharded jit's loss with the plan's input layouts. */
+static double planned_loss(fixture *f, const jx_auto_plan *plan) {
+  jx_sharding *sh[NIN];
+  for (int i = 0; i < NIN; i++) {
+    sh[i] = jx_pspec_sharding(f->mesh, &plan->in_spec[i]);
+    assert_non_null(sh[i]);
+  }
+  jx_fn *pj = jx_jit(f->loss, &(jx_jit_options){.in_shardings = sh});
+  jx_array *out;
+  check_ok(jx_call(pj, f->args, &out));
+  double got = jx_item(out);
+  jx_fn_release(pj);
+  for (int i = 0; i < NIN; i++) jx_sharding_release(sh[i]);
+  return got;
+}
+
+static double replicated_time(const fixture *f) {
+  double t = 0;
+  for (int k = 0; k < f->p->neqns; k++) t += jx_eqn_flops(f->p, &f->p->eqns[k]);
+  return t / f->model.flops_per_s;
+}
+
+static void loose_and_tight_limits(void **state) {
+  fixture *f = *state;
+  jx_auto_plan loose, tight;
+  check_ok(jx_auto_plan_solve(&f->model, f->mesh, f->p, 1e12, &loose));
+  char buf[JX_SPEC_CAP];
+  for (int i = 0; i < NIN; i++)
+    print_message("loose: input %d %s\n", i, jx_pspec_str(f->mesh, &loose.in_spec[i], buf));
+  print_message("loose: %.3g s, %.0f bytes (replicated %.3g s)\n", loose.time_s, loose.memory_bytes,
+                replicated_time(f));
+  assert_true(loose.time_s > 0 && loose.time_s < replicated_time(f));
+  /* the work is split, so inputs arrive split (the sharded jit below runs
+   * on split operands, not on a replicated plan) */
+  int split = 0;
+  for (int i = 0; i < NIN; i++) split += jx_pspec_sharded(&loose.in_spec[i]);
+  assert_true(jx_pspec_sharded(&loose.in_spec[0]));
+  assert_true(split >= 2);
+  assert_float_equal(planned_loss(f, &loose), f->want, 1e-5 * fabs(f->want));
+
+  double limit = 0.9 * loose.memory_bytes;
+  check_ok(jx_auto_plan_solve(&f->model, f->mesh, f->p, limit, &tight));
+  print_message("tight: %.3g s, %.0f bytes (limit %.0f)\n", tight.time_s, tight.memory_bytes,
+                limit);
+  assert_true(tight.memory_bytes <= limit);
+  assert_true(tight.time_s >= loose.time_s * (1 - 1e-9)); /* the loose plan was the cheapest */
+  assert_float_equal(planned_loss(f, &tight), f->want, 1e-5 * fabs(f->want));
+  jx_auto_plan_free(&tight);
+  jx_auto_plan_free(&loose);
+}
+
+/* On one device nothing is split and nothing communicated: the plan's time
+ * is the cost model's flops at the model's rate. */
+static void one_device_runs_everything(void **state) {
+  fixture *f = *state;
+  const char *names[] = {"x"};
+  jx_mesh *one = jx_mesh_create((jx_shape){1, {1}}, names);
+  jx_comm_model cm;
+  jx_comm_model_uniform(&cm, one, 1e-5, 1e9, 1e9);
+  jx_auto_plan plan;
+  check_ok(jx_auto_plan_solve(&cm, one, f->p, 1e12, &plan));
+  for (int i = 0; i < NIN; i++) assert_false(jx_pspec_sharded(&plan.in_spec[i]));
+  assert_float_equal(plan.time_s, replicated_time(f), 1e-9 * replicated_time(f));
+  jx_auto_plan_free(&plan);
+  jx_mesh_release(one);
+}
+
+static void a_limit_no_plan_meets(void **state) {
+  fixture *f = *state;
+  jx_auto_plan plan;
+  assert_int_equal(jx_auto_plan_solve(&f->model, f->mesh, f->p, 64, &plan),
+                   JX_ERR_INVALID_ARGUMENT);
+  assert_null(plan.in_spec);
+  assert_error_has("fits 64 bytes per device; the smallest needs");
+}
+
+int main(void) {
+  jx_set_cpu_device_count(4);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(loose_and_tight_limits),
+      cmocka_unit_test(one_device_runs_everything),
+      cmocka_unit_test(a_limit_no_plan_meets),
+  };
+  return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
+}
