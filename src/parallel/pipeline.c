@@ -180,15 +180,9 @@ static jx_sharding *batch_sharding(jx_mesh *m, const char *spec, const char *sta
                                    int64_t *shards) {
   jx_sharding *b = jx_sharding_create(m, spec);
   if (!b) {
-    /* restate jx_sharding_create's message as jx_pipeline's */
-    char msg[1024];
-    const char *e = jx_last_error(), *prefix = "jx_sharding_create: ";
-    if (strncmp(e, prefix, strlen(prefix)) == 0) e += strlen(prefix);
-    snprintf(msg, sizeof msg, "%s", e);
-    jx_status code = jx_last_status();
-    jx_clear_error();
-    jx_error_set(code ? code : JX_ERR_INVALID_ARGUMENT, "jx_pipeline: the batch spec '%s': %s",
-                 spec, msg);
+    char context[400];
+    snprintf(context, sizeof context, "jx_pipeline: the batch spec '%s'", spec);
+    jx_sharding_restate_error(context);
     return NULL;
   }
   if (jx_sharding_uses_axis(b, jx_mesh_axis_index(m, stage_axis))) {

@@ -352,15 +352,10 @@ static jx_sharding *parse_spec(jx_mesh *m, const char *spec, const char *what, i
   }
   jx_sharding *s = jx_sharding_create(m, spec);
   if (s) return s;
-  /* restate jx_sharding_create's message as jx_shard_map's */
-  char msg[1024];
-  const char *e = jx_last_error(), *prefix = "jx_sharding_create: ";
-  if (strncmp(e, prefix, strlen(prefix)) == 0) e += strlen(prefix);
-  snprintf(msg, sizeof msg, "%s", e);
-  jx_status code = jx_last_status();
-  jx_clear_error();
-  jx_error_set(code ? code : JX_ERR_INVALID_ARGUMENT, "jx_shard_map: %s %d ('%s'): %s",
-               what[0] == 'i' ? "input" : "output", k, spec, msg);
+  char context[400];
+  snprintf(context, sizeof context, "jx_shard_map: %s %d ('%s')",
+           what[0] == 'i' ? "input" : "output", k, spec);
+  jx_sharding_restate_error(context);
   return NULL;
 }
 

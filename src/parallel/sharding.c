@@ -293,3 +293,13 @@ jx_status jx_sharding_shard_shape(const jx_sharding *s, jx_shape g, jx_shape *ou
   jx_sharding_block(s, g, 0, start, out);
   return JX_OK;
 }
+
+void jx_sharding_restate_error(const char *context) {
+  char msg[1024];
+  const char *e = jx_last_error(), *prefix = "jx_sharding_create: ";
+  if (strncmp(e, prefix, strlen(prefix)) == 0) e += strlen(prefix);
+  snprintf(msg, sizeof msg, "%s", e);
+  jx_status code = jx_last_status();
+  jx_clear_error();
+  jx_error_set(code ? code : JX_ERR_INVALID_ARGUMENT, "%s: %s", context, msg);
+}

@@ -21,6 +21,10 @@ struct jx_sharding {
  * errors naming op); the caller releases it. */
 jx_sharding *jx_sharding_make(jx_mesh *m, int ndims, const int *naxes,
                               const int (*axis)[JX_MAX_RANK], const char *op);
+/* Records the error jx_sharding_create just recorded again as the
+ * caller's: "<context>: <its message without 'jx_sharding_create: '>",
+ * keeping its code. */
+void jx_sharding_restate_error(const char *context);
 /* The fully replicated sharding over m (borrowed, lives forever). */
 jx_sharding *jx_sharding_replicated(jx_mesh *m);
 jx_sharding *jx_sharding_from_id(int id); /* borrowed, or NULL */
