@@ -93,14 +93,15 @@ static void print_gpu_choice(int me) {
   if (g == -2)
     printf("none: %s\n", jx_last_error());
   else if (g == -1)
-    printf("all %d visible\n", gpus);
+    printf("all %d visible (JX_PLATFORM=cuda runs unsharded programs on CUDA device 0)\n", gpus);
   else if (!visible)
-    printf("GPU %d\n", g);
+    printf("GPU %d (JX_PLATFORM=cuda runs unsharded programs on CUDA device %d)\n", g, g);
   else { /* the g-th entry of CUDA_VISIBLE_DEVICES */
     const char *e = visible;
     for (int i = 0; i < g && e; i++) e = strchr(e, ',') ? strchr(e, ',') + 1 : NULL;
-    printf("visible GPU %d (CUDA_VISIBLE_DEVICES entry %.*s)\n", g, e ? (int)strcspn(e, ",") : 1,
-           e ? e : "?");
+    printf("visible GPU %d (CUDA_VISIBLE_DEVICES entry %.*s; JX_PLATFORM=cuda runs unsharded "
+           "programs on CUDA device %d)\n",
+           g, e ? (int)strcspn(e, ",") : 1, e ? e : "?", g);
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "../base/env.h"
 #include "../base/error.h"
+#include <jx/distributed.h>
 
 enum { MAX_DEVICES = 64 };
 
@@ -149,6 +150,16 @@ jx_status jx_cuda_device_open(int ordinal, jx_cuda_device **out) {
   pthread_mutex_unlock(&open_lock);
   if (st) return st;
   return jx_cuda_device_make_current(*out);
+}
+
+jx_status jx_cuda_process_device(int *ordinal) {
+  *ordinal = 0;
+  int n = jx_cuda_probe();
+  if (n == 0) return jx_error_set(JX_ERR_UNIMPLEMENTED, "%s", jx_cuda_probe_error());
+  int g = jx_process_gpu(n);
+  if (g == -2) return jx_last_status();
+  if (g >= 0) *ordinal = g;
+  return JX_OK;
 }
 
 jx_status jx_cuda_device_make_current(const jx_cuda_device *d) {

@@ -58,6 +58,14 @@ const jx_cuda_device_info *jx_cuda_device_describe(int ordinal);
  * malformed cap, or the failing CUDA call. Thread-safe. */
 jx_status jx_cuda_device_open(int ordinal, jx_cuda_device **out);
 
+/* The CUDA device this process runs its unsharded programs on: the GPU
+ * jx_process_gpu picks (its local index among the job's processes on its
+ * host, one GPU each, counted in the devices CUDA_VISIBLE_DEVICES leaves)
+ * when several processes share the host, else device 0. Errors: no driver
+ * (JX_ERR_UNIMPLEMENTED), more processes on the host than GPUs
+ * (JX_ERR_INVALID_ARGUMENT, naming the counts). */
+jx_status jx_cuda_process_device(int *ordinal);
+
 /* Makes d's context current on the calling thread (CUDA contexts are per thread). */
 jx_status jx_cuda_device_make_current(const jx_cuda_device *d);
 

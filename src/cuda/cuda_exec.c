@@ -755,7 +755,9 @@ jx_status jx_cuda_compile_attach(const jx_program *p, const char *dump_prefix) {
                         "JX_PLATFORM=cpu to run on the CPU)",
                         p->name, jx_cuda_status());
   jx_cuda_device *d = NULL;
-  jx_status st = jx_cuda_device_open(0, &d);
+  int ordinal = 0;
+  jx_status st = jx_cuda_process_device(&ordinal);
+  if (!st) st = jx_cuda_device_open(ordinal, &d);
   if (st) return st;
   jx_cuda_executable *x = jx_cuda_executable_build(d, p, dump_prefix);
   if (!x) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
