@@ -338,6 +338,27 @@ static int collectives(const jx_mpi_api *api, int me, char *out, size_t cap) {
   int start = rank == 0 ? 0 : rank == 1 ? 1 : 3;
   for (int k = 0; k <= rank; k++)
     if (rs[k] != 3 * (start + k) * 10 + 3) return report(out, cap, "reduce_scatter wrong");
+  /* reduce-scatter of f64 sums whose rounding depends on the order, out of place, at several
+   * sizes (member q gets (q+1)*size elements): each block is the sum in member order,
+   * computed here (member m is process P-1-m) */
+  for (size_t size = 1; size <= 40000; size *= 200) {
+    size_t total = 6 * size, first = rank == 0 ? 0 : rank == 1 ? size : 3 * size;
+    double *x = malloc(sizeof *x * total), *y = malloc(sizeof *y * (rank + 1) * size);
+    for (size_t i = 0; i < total; i++) x[i] = 1.0 / (1 + i + me * 0.37) * (i % 2 ? 1e8 : 1e-8);
+    int64_t bc[P] = {(int64_t)size, 2 * (int64_t)size, 3 * (int64_t)size};
+    o = (jx_mpi_op){
+        .kind = JX_MPI_REDUCE_SCATTER, .dtype = 12, .send = x, .recv = y, .rcounts = bc};
+    RUN(c, &o);
+    for (size_t k = 0; k < (size_t)(rank + 1) * size; k++) {
+      size_t i = first + k;
+      double want = 0;
+      for (int m = 0; m < P; m++) want += 1.0 / (1 + i + (P - 1 - m) * 0.37) * (i % 2 ? 1e8 : 1e-8);
+      if (memcmp(&y[k], &want, sizeof want))
+        return report(out, cap, "reduce_scatter of %zu: [%zu] = %.17g, want %.17g", total, i, y[k],
+                      want);
+    }
+    free(x), free(y);
+  }
   /* all-gather with uneven counts: member q sends q+1 bytes of value q */
   char g[6] = {0}, mine[3];
   memset(mine, 'a' + rank, sizeof mine);

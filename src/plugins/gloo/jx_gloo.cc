@@ -19,8 +19,10 @@
  * expression everywhere); larger ones are Gloo's ring (every element is
  * reduced along one chain of members and handed to the others). Either way
  * every process gets the same bits. The reductions are jx's (integers
- * wrap, NaN propagates through max and min, bool is or / and);
- * reduce_scatter is that all-reduce, of which each member keeps its block;
+ * wrap, NaN propagates through max and min, bool is or / and).
+ * reduce_scatter sends each member its block of every member's buffer
+ * (Gloo's all-to-all) and reduces them there in member order, so each
+ * process moves only its share and the bits are the small all-reduce's;
  * all_gather, all_to_all, broadcast and barrier are Gloo's allgatherv,
  * alltoallv, broadcast and barrier. Every collective carries its deadline
  * into Gloo.
@@ -410,29 +412,48 @@ void alltoallv(const call &k, const jx_mpi_op *op) {
     memcpy(recv + op->rdispls[q], rbuf.data() + at, (size_t)rc[q]);
 }
 
+/* Member q's block of every member's buffer goes to member q (Gloo's
+ * all-to-all), which reduces the blocks it got in member order: each process
+ * sends and receives its share only ((members-1)/members of the buffer), and
+ * every element is the same expression as in the small all-reduce. */
+void reduce_scatter(const call &k, const jx_mpi_op *op) {
+  size_t n = k.c->world.size(), me = (size_t)k.c->ctx->rank, es = elem_size(op->dtype);
+  size_t mine = (size_t)op->rcounts[me] * es, total = 0;
+  std::vector<int64_t> sc(n), rc(n, (int64_t)mine);
+  for (size_t q = 0; q < n; q++) total += (size_t)(sc[q] = op->rcounts[q] * (int64_t)es);
+  const char *send = op->send ? (const char *)op->send : (const char *)op->recv;
+  if (!total) return;
+  std::vector<char> blocks(n * mine);
+  if (n == 1) {
+    memcpy(blocks.data(), send, mine);
+  } else {
+    gloo::AlltoallvOptions o(k.c->ctx);
+    o.setTimeout(k.timeout);
+    o.setTag(k.c->tag);
+    o.setInput((char *)send, sc);
+    o.setOutput(blocks.data(), rc);
+    gloo::alltoallv(o);
+  }
+  auto reduce = reducer(op->dtype, op->op);
+  size_t count = (size_t)op->rcounts[me];
+  for (size_t q = 1; q < n && count; q++)
+    reduce(blocks.data(), blocks.data(), blocks.data() + q * mine, count);
+  if (mine) memcpy(op->recv, blocks.data(), mine);
+}
+
 void run_op(const call &k, const jx_mpi_op *op) {
   jx_mpi_comm *c = k.c;
-  size_t es = elem_size(op->dtype), n = c->world.size(), me = (size_t)c->ctx->rank;
+  size_t es = elem_size(op->dtype), n = c->world.size();
   switch (op->kind) {
   case JX_MPI_ALLREDUCE:
     if (!es) throw failure("dtype " + std::to_string(op->dtype) + " cannot be reduced over Gloo");
     if (op->send != op->recv && op->count) memcpy(op->recv, op->send, op->count * es);
     allreduce(k, op->dtype, op->op, op->recv, op->count);
     return;
-  case JX_MPI_REDUCE_SCATTER: {
+  case JX_MPI_REDUCE_SCATTER:
     if (!es) throw failure("dtype " + std::to_string(op->dtype) + " cannot be reduced over Gloo");
-    size_t total = 0, start = 0;
-    for (size_t q = 0; q < n; q++) {
-      if (q == me) start = total;
-      total += (size_t)op->rcounts[q];
-    }
-    std::vector<char> work(op->send ? total * es : 0);
-    char *buf = op->send ? work.data() : (char *)op->recv;
-    if (op->send && total) memcpy(buf, op->send, total * es);
-    allreduce(k, op->dtype, op->op, buf, total);
-    if (op->rcounts[me]) memmove(op->recv, buf + start * es, (size_t)op->rcounts[me] * es);
+    reduce_scatter(k, op);
     return;
-  }
   case JX_MPI_ALLGATHERV: allgatherv(k, op); return;
   case JX_MPI_ALLTOALLV: alltoallv(k, op); return;
   case JX_MPI_BCAST: {
