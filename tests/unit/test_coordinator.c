@@ -359,6 +359,14 @@ static int collectives(const jx_mpi_api *api, int me, char *out, size_t cap) {
     }
     free(x), free(y);
   }
+  /* reduce-scatter where member 0 gets nothing: member q gets q elements */
+  int32_t rz[3] = {me, 10 + me, 20 + me};
+  int64_t zc[P] = {0, 1, 2};
+  o = (jx_mpi_op){.kind = JX_MPI_REDUCE_SCATTER, .dtype = 3, .recv = rz, .rcounts = zc};
+  RUN(c, &o);
+  for (int k = 0; k < rank; k++)
+    if (rz[k] != 3 * (rank == 1 ? 0 : 10 * (k + 1)) + 3)
+      return report(out, cap, "reduce_scatter with an empty block: [%d] = %d", k, rz[k]);
   /* all-gather with uneven counts: member q sends q+1 bytes of value q */
   char g[6] = {0}, mine[3];
   memset(mine, 'a' + rank, sizeof mine);
