@@ -72,13 +72,15 @@ static int fixture_teardown(void **state) {
 }
 
 /* f's outputs jitted plainly and with every input JX_AUTO agree; the auto
- * jit's input layouts are the planner's for f's program, with x split when
+ * jit (outputs JX_AUTO too) gives its inputs the planner's layouts, x split when
  * x_split and at least min_split inputs split. */
 static void check_auto_matches_plain(fixture *fx, jx_fn *f, int nout, int x_split, int min_split,
                                      int64_t limit) {
   jx_fn *plain = jx_jit(f, NULL);
-  jx_fn *autoj = jx_jit(
-      f, &(jx_jit_options){.in_shardings = fx->autos, .mesh = fx->mesh, .memory_limit = limit});
+  jx_fn *autoj = jx_jit(f, &(jx_jit_options){.in_shardings = fx->autos,
+                                             .out_shardings = fx->autos,
+                                             .mesh = fx->mesh,
+                                             .memory_limit = limit});
   assert_non_null(autoj);
   jx_array *want[NIN], *got[NIN];
   check_ok(jx_call(plain, fx->args, want));
