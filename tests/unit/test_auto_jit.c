@@ -3,7 +3,8 @@
  * plain jit's values, and the layouts the jit gives its inputs are the
  * planner's own for the traced program (for the loss those test_auto_plan
  * expects: x split, at least two inputs split); a memory limit no plan meets is the
- * planner's error at the caller's line. */
+ * planner's error at the caller's line; JX_AUTO outside jx_jit's options is
+ * an error. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -158,13 +159,20 @@ static void auto_without_a_mesh(void **state) {
   assert_error_has("JX_AUTO layouts but no other sharding names a mesh");
 }
 
+/* JX_AUTO is for jx_jit's options only: elsewhere a clear error. */
+static void auto_elsewhere_is_an_error(void **state) {
+  fixture *f = *state;
+  jx_array *y = jx_device_put(f->args[0], JX_AUTO);
+  assert_true(jx_is_poisoned(y));
+  assert_error_has("jx_device_put: JX_AUTO is a layout only jx_jit's in_shardings");
+}
+
 int main(void) {
   jx_set_cpu_device_count(4);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(loss_with_auto_inputs),
-      cmocka_unit_test(grad_with_auto_inputs),
-      cmocka_unit_test(a_limit_no_plan_meets),
-      cmocka_unit_test(auto_without_a_mesh),
+      cmocka_unit_test(loss_with_auto_inputs),      cmocka_unit_test(grad_with_auto_inputs),
+      cmocka_unit_test(a_limit_no_plan_meets),      cmocka_unit_test(auto_without_a_mesh),
+      cmocka_unit_test(auto_elsewhere_is_an_error),
   };
   return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
 }
