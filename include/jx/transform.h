@@ -48,11 +48,28 @@ JX_API const char *jx_fn_name(const jx_fn *f);
  * of the run is reported there. */
 JX_API jx_status jx_call(jx_fn *f, jx_array *const *in, jx_array **out);
 
+typedef struct jx_mesh jx_mesh;
+
 typedef struct {
   jx_sharding *const *in_shardings;  /* NULL: inferred / as given */
   jx_sharding *const *out_shardings; /* NULL: chosen by propagation */
   const int *donate;                 /* per input, 1 = may reuse its buffer */
+  jx_mesh *mesh;        /* the mesh JX_AUTO entries plan for when no other entry names one */
+  int64_t memory_limit; /* JX_AUTO: bytes per device the plan may hold; 0: no limit */
 } jx_jit_options;
+
+/* JX_AUTO as an entry of in_shardings or out_shardings asks jx to choose
+ * that layout (automatic sharding, docs/parallel.md). For each input
+ * signature the sharded jit traces the function and the planner picks,
+ * for the mesh of the other entries (else opts->mesh), the cheapest layouts
+ * whose memory per device fits memory_limit; each JX_AUTO input takes the
+ * plan's layout, and a JX_AUTO output takes what propagation gives it from
+ * those. The plan is made once per signature and kept with its per-device
+ * program; JX_LOG_COMPILES=1 prints the layouts chosen. A limit no plan
+ * meets is an error at the call naming the least memory a plan needs.
+ * JX_AUTO is a marker, valid only in those arrays (never released). */
+JX_API jx_sharding *jx_sharding_auto(void);
+#define JX_AUTO (jx_sharding_auto())
 /* Donation (as JAX's donate_argnums): a donated input's buffer may be freed
  * after its last use in the call or become an output's; the caller's array
  * is then marked donated, and every later use of it (jx_read, ops, jx_call)

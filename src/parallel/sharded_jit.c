@@ -7,7 +7,10 @@
  * (partition.c), compiles that for the platform's devices (the backend's
  * mesh_attach, compile/backend.h), and runs it on every device of the mesh
  * (jx_spmd_run). Per-device programs are cached by the tuple of input
- * shardings; JX_LOG_COMPILES=1 says why one is made. */
+ * shardings; JX_LOG_COMPILES=1 says why one is made. JX_AUTO entries are
+ * planned when the function is built for an input signature (auto/plan.h)
+ * and replaced by the plan's layouts in that build's copy of the options, so
+ * the plan lives as long as the program it was made for. */
 #include "sharded_jit.h"
 
 #include <stdio.h>
@@ -21,6 +24,7 @@
 #include "../compile/simplify.h"
 #include "../ir/exec.h"
 #include "../trace/fn.h"
+#include "auto/plan.h"
 #include "collective.h"
 #include "partition.h"
 #include "shard_map.h"
@@ -30,7 +34,30 @@ typedef struct {
   int nin, nout;
   jx_sharding **in_sh;  /* NULL, or nin entries (NULL entries: as given) */
   jx_sharding **out_sh; /* NULL, or nout entries (NULL entries: propagation's choice) */
+  jx_mesh *mesh;        /* JX_AUTO's mesh: the entries', else the options' (a reference) */
+  int64_t memory_limit; /* JX_AUTO's bytes per device, 0: none */
 } pjit_opts;
+
+/* JX_AUTO: a marker no sharding is, never retained or released. */
+static jx_sharding auto_marker;
+
+jx_sharding *jx_sharding_auto(void) { return &auto_marker; }
+
+static int is_auto(const jx_sharding *s) { return s == &auto_marker; }
+
+static int has_auto(const pjit_opts *o) {
+  for (int i = 0; o->in_sh && i < o->nin; i++)
+    if (is_auto(o->in_sh[i])) return 1;
+  for (int i = 0; o->out_sh && i < o->nout; i++)
+    if (is_auto(o->out_sh[i])) return 1;
+  return 0;
+}
+
+static jx_sharding *retain_entry(jx_sharding *s) { return is_auto(s) ? s : jx_sharding_retain(s); }
+
+static void release_entry(jx_sharding *s) {
+  if (!is_auto(s)) jx_sharding_release(s);
+}
 
 typedef struct entry {
   int *key;             /* per input: the sharding id it came with, 0 for none */
@@ -58,24 +85,27 @@ static void pjit_exec_free(void *exec);
 
 /* ---- options ---- */
 static void opts_free(pjit_opts *o) {
-  for (int i = 0; o->in_sh && i < o->nin; i++) jx_sharding_release(o->in_sh[i]);
-  for (int i = 0; o->out_sh && i < o->nout; i++) jx_sharding_release(o->out_sh[i]);
+  for (int i = 0; o->in_sh && i < o->nin; i++) release_entry(o->in_sh[i]);
+  for (int i = 0; o->out_sh && i < o->nout; i++) release_entry(o->out_sh[i]);
   free(o->in_sh);
   free(o->out_sh);
   o->in_sh = o->out_sh = NULL;
+  if (o->mesh) jx_mesh_release(o->mesh);
+  o->mesh = NULL;
 }
 
 static int opts_copy(pjit_opts *dst, const pjit_opts *src) {
-  *dst = (pjit_opts){src->nin, src->nout, NULL, NULL};
+  *dst = (pjit_opts){src->nin, src->nout, NULL, NULL, NULL, src->memory_limit};
+  if (src->mesh) dst->mesh = jx_mesh_retain(src->mesh);
   if (src->in_sh) {
     dst->in_sh = calloc((size_t)src->nin + 1, sizeof *dst->in_sh);
     if (!dst->in_sh) return 0;
-    for (int i = 0; i < src->nin; i++) dst->in_sh[i] = jx_sharding_retain(src->in_sh[i]);
+    for (int i = 0; i < src->nin; i++) dst->in_sh[i] = retain_entry(src->in_sh[i]);
   }
   if (src->out_sh) {
     dst->out_sh = calloc((size_t)src->nout + 1, sizeof *dst->out_sh);
     if (!dst->out_sh) return 0;
-    for (int i = 0; i < src->nout; i++) dst->out_sh[i] = jx_sharding_retain(src->out_sh[i]);
+    for (int i = 0; i < src->nout; i++) dst->out_sh[i] = retain_entry(src->out_sh[i]);
   }
   return 1;
 }
@@ -95,7 +125,7 @@ static jx_status same_mesh(const char *op, const char *what, jx_sharding *const 
                            jx_mesh **m, const char **m_what, int *m_at) {
   char a[512], b[512];
   for (int i = 0; sh && i < n; i++) {
-    if (!sh[i]) continue;
+    if (!sh[i] || is_auto(sh[i])) continue;
     if (!*m) {
       *m = sh[i]->mesh;
       *m_what = what;
@@ -112,6 +142,38 @@ static jx_status same_mesh(const char *op, const char *what, jx_sharding *const 
 }
 
 /* ---- building: the global program with the sharded executable attached ---- */
+
+/* Plans p's layouts for o's JX_AUTO entries and puts them in their place:
+ * an input takes the plan's layout, an output propagation's choice (NULL).
+ * The communication model has fixed figures (10 us per message, 1 GB/s per
+ * link, 1 GFLOP/s per device) until calibration is wired in. */
+static jx_status plan_auto(pjit_opts *o, const jx_program *p, const char *name) {
+  jx_comm_model cm;
+  jx_comm_model_uniform(&cm, o->mesh, 1e-5, 1e9, 1e9);
+  double limit = o->memory_limit > 0 ? (double)o->memory_limit : 1e300;
+  jx_auto_plan plan;
+  jx_status st = jx_auto_plan_solve(&cm, o->mesh, p, limit, &plan);
+  if (st) return st;
+  int log = jx_env_flag("JX_LOG_COMPILES");
+  char mesh[512], spec[JX_SPEC_CAP];
+  if (log)
+    fprintf(stderr, "jx: planned '%s' on the mesh (%s):", name,
+            jx_mesh_text(o->mesh, 1, mesh, sizeof mesh));
+  for (int i = 0; o->in_sh && i < o->nin && !st; i++) {
+    if (!is_auto(o->in_sh[i])) continue;
+    o->in_sh[i] = jx_pspec_sharding(o->mesh, &plan.in_spec[i]);
+    if (!o->in_sh[i]) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+    if (log && !st)
+      fprintf(stderr, " input %d %s;", i, jx_pspec_str(o->mesh, &plan.in_spec[i], spec));
+  }
+  for (int i = 0; o->out_sh && i < o->nout; i++)
+    if (is_auto(o->out_sh[i])) o->out_sh[i] = NULL;
+  if (log)
+    fprintf(stderr, " estimated %.3g s per step, %.0f bytes per device\n", plan.time_s,
+            plan.memory_bytes);
+  jx_auto_plan_free(&plan);
+  return st;
+}
 static jx_program *pjit_build(jx_fn *f, const jx_aval *in) {
   const pjit_opts *o = f->data;
   jx_program *p = jx_fn_program(f->inner, in);
@@ -122,12 +184,12 @@ static jx_program *pjit_build(jx_fn *f, const jx_aval *in) {
   jx_status st = JX_OK;
   char what[64];
   for (int i = 0; o->in_sh && i < o->nin && !st; i++)
-    if (o->in_sh[i]) {
+    if (o->in_sh[i] && !is_auto(o->in_sh[i])) {
       snprintf(what, sizeof what, "jx_jit: in_shardings[%d]", i);
       st = jx_sharding_check(o->in_sh[i], in[i].shape, what);
     }
   for (int i = 0; o->out_sh && i < o->nout && !st; i++)
-    if (o->out_sh[i]) {
+    if (o->out_sh[i] && !is_auto(o->out_sh[i])) {
       snprintf(what, sizeof what, "jx_jit: out_shardings[%d]", i);
       st = jx_sharding_check(o->out_sh[i], s->avals[s->out[i]].shape, what);
     }
@@ -140,7 +202,13 @@ static jx_program *pjit_build(jx_fn *f, const jx_aval *in) {
     }
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
   }
+  if (!st && has_auto(&x->o)) st = plan_auto(&x->o, s, x->name);
   if (st) {
+    if (x) {
+      opts_free(&x->o);
+      free(x->name);
+      free(x);
+    }
     jx_program_release(s);
     return NULL;
   }
@@ -171,8 +239,12 @@ static void pjit_exec_free(void *exec) {
 static const jx_fn_kind pjit_kind = {.name = "jit", .build = pjit_build, .free_data = free_data};
 
 jx_fn *jx_jit_sharded(jx_fn *f, const jx_jit_options *opts) {
-  pjit_opts given = {f->nin, f->nout, (jx_sharding **)opts->in_shardings,
-                     (jx_sharding **)opts->out_shardings};
+  pjit_opts given = {f->nin,
+                     f->nout,
+                     (jx_sharding **)opts->in_shardings,
+                     (jx_sharding **)opts->out_shardings,
+                     NULL,
+                     opts->memory_limit};
   jx_mesh *m = NULL, *mo = NULL;
   const char *mw = NULL, *mwo = NULL;
   int at = 0, ato = 0;
@@ -187,7 +259,21 @@ jx_fn *jx_jit_sharded(jx_fn *f, const jx_jit_options *opts) {
                  jx_mesh_text(m, 1, a, sizeof a), jx_mesh_text(mo, 1, b, sizeof b));
     return NULL;
   }
-  pjit_opts *data = malloc(sizeof *data);
+  given.mesh = m ? m : mo ? mo : opts->mesh;
+  if (has_auto(&given) && !given.mesh) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "jx_jit: '%s' asks for JX_AUTO layouts but no other sharding names a mesh and "
+                 "the options' mesh is NULL",
+                 f->name);
+    return NULL;
+  }
+  if (given.memory_limit < 0) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "jx_jit: memory_limit of '%s' is %lld bytes; it must be positive, or 0 for none",
+                 f->name, (long long)given.memory_limit);
+    return NULL;
+  }
+  pjit_opts *data = calloc(1, sizeof *data);
   if (!data || !opts_copy(data, &given)) {
     free_data(data);
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
@@ -367,7 +453,7 @@ static pjit_exec *follow_exec(const jx_program *p, int *made) {
       x = NULL;
     }
     if (x) {
-      x->o = (pjit_opts){p->nin, p->nout, NULL, NULL};
+      x->o = (pjit_opts){p->nin, p->nout, NULL, NULL, NULL, 0};
       x->interpret = !compiled;
       x->op = x->interpret ? x->name : "jx_jit";
       x->manual_mesh = manual_mesh(p, &x->unplaced);
@@ -446,6 +532,20 @@ jx_program *jx_sharded_jit_device_program(jx_fn *f, jx_array *const *in) {
   free(av);
   free(sh);
   return prog;
+}
+
+jx_sharding *jx_sharded_jit_in_layout(jx_fn *f, const jx_aval *in, int i) {
+  jx_program *p = jx_fn_program(f, in);
+  jx_exec own = p ? jx_program_exec(p) : (jx_exec){0};
+  jx_sharding *s = NULL;
+  if (p && own.run != pjit_run)
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "'%s' is not a jit with shardings", f->name);
+  else if (p) {
+    const pjit_exec *x = own.impl;
+    s = x->o.in_sh && x->o.in_sh[i] ? jx_sharding_retain(x->o.in_sh[i]) : NULL;
+  }
+  jx_program_release(p);
+  return s;
 }
 
 char *jx_sharded_jit_device_text(jx_fn *f, jx_array *const *in) {

@@ -6,6 +6,8 @@
 
 #include <jx/parallel.h>
 
+#include "../prims/prim.h"
+
 /* jx_jit when opts names shardings (installed at load: compile/jit.h). */
 jx_fn *jx_jit_sharded(jx_fn *f, const jx_jit_options *opts);
 
@@ -31,5 +33,10 @@ int jx_program_holds_shard_map(const struct jx_program *p);
  * or one called with sharded arguments before) runs for these arguments (a new reference); NULL
  * with an error. */
 struct jx_program *jx_sharded_jit_device_program(jx_fn *f, jx_array *const *in);
+
+/* For tests: the layout f (a jx_jit with shardings) gives input i for
+ * arguments of these avals, a JX_AUTO entry's as planned (a new reference;
+ * NULL for none, or with an error). */
+jx_sharding *jx_sharded_jit_in_layout(jx_fn *f, const jx_aval *in, int i);
 
 #endif

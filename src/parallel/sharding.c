@@ -212,6 +212,11 @@ int64_t jx_sharding_dim_parts(const jx_sharding *s, int d) {
 
 jx_status jx_sharding_check(const jx_sharding *s, jx_shape g, const char *op) {
   char sb[JX_AVAL_STR_CAP];
+  if (s == jx_sharding_auto())
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "%s: JX_AUTO is a layout only jx_jit's in_shardings and out_shardings "
+                        "choose; here the sharding must be given",
+                        op);
   if (s->ndims > g.rank) {
     int used = 0; /* trailing None entries beyond the rank are harmless */
     for (int d = g.rank; d < s->ndims; d++) used |= s->naxes[d] > 0;

@@ -35,6 +35,8 @@ jx_sharding *jx_sharding_from_id(int id); /* borrowed, or NULL */
  * text, or JAX's "PartitionSpec()" for a replicated sharding (whose text
  * is empty). */
 const char *jx_sharding_spec_shown(const jx_sharding *s);
+/* Checks that s splits only dims of g it divides (and is not JX_AUTO); errors
+ * name op. */
 jx_status jx_sharding_check(const jx_sharding *s, jx_shape g, const char *op);
 /* How many blocks dim d is cut into. */
 int64_t jx_sharding_dim_parts(const jx_sharding *s, int d);

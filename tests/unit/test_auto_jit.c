@@ -1,0 +1,178 @@
+/* JX_AUTO in jx_jit_options: the 2-layer tanh MLP's loss and its gradient,
+ * jitted with every input JX_AUTO on a 2x2 mesh of 4 CPU devices, give the
+ * plain jit's values, and the layouts the jit gives its inputs are the
+ * planner's own for the traced program (for the loss those test_auto_plan
+ * expects: x split, at least two inputs split); a memory limit no plan meets is the
+ * planner's error at the caller's line; JX_AUTO outside jx_jit's options is
+ * an error. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <jx/jx.h>
+#include <jx/parallel.h>
+
+#include "compile/simplify.h"
+#include "parallel/auto/plan.h"
+#include "parallel/sharded_jit.h"
+#include "test_util.h"
+#include "trace/fn.h"
+
+enum { NIN = 4 };
+static const jx_shape shapes[NIN] = {{2, {16, 32}}, {2, {32, 64}}, {2, {64, 8}}, {2, {16, 8}}};
+
+/* (x, w1, w2, y) -> mean((tanh(x w1) w2 - y)^2) */
+static void mlp_loss(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  jx_array *h = jx_tanh(jx_matmul(in[0], in[1]));
+  out[0] = jx_mean(jx_square(jx_sub(jx_matmul(h, in[2]), in[3])), JX_AXES(), 0);
+}
+
+typedef struct {
+  jx_mesh *mesh;
+  jx_fn *loss, *grad;
+  jx_aval av[NIN];
+  jx_array *args[NIN];
+  jx_sharding *autos[NIN];
+} fixture;
+
+static int fixture_setup(void **state) {
+  setup(state);
+  setenv("JX_JIT_KERNELS", "0", 1); /* the planner and partitioner are under test */
+  static fixture f;
+  const char *names[] = {"data", "model"};
+  f.mesh = jx_mesh_create((jx_shape){2, {2, 2}}, names);
+  f.loss = jx_fn_create("mlp_loss", NIN, 1, mlp_loss, NULL);
+  f.grad = jx_grad(f.loss, JX_AXES(0, 1, 2, 3));
+  uint64_t rng = 21;
+  for (int i = 0; i < NIN; i++) {
+    f.av[i] = (jx_aval){.dtype = JX_F32, .shape = shapes[i]};
+    int64_t n = jx_shape_numel(shapes[i]);
+    float *v = malloc(sizeof *v * (size_t)n);
+    for (int64_t k = 0; k < n; k++) v[k] = (float)test_rng_uniform(&rng);
+    f.args[i] = jx_array_from(JX_F32, shapes[i], v);
+    free(v);
+    f.autos[i] = JX_AUTO;
+  }
+  *state = &f;
+  return f.mesh && f.grad ? 0 : -1;
+}
+
+static int fixture_teardown(void **state) {
+  fixture *f = *state;
+  jx_fn_release(f->grad);
+  jx_fn_release(f->loss);
+  jx_mesh_release(f->mesh);
+  unsetenv("JX_JIT_KERNELS");
+  return teardown(state);
+}
+
+/* f's outputs jitted plainly and with every input JX_AUTO agree; the auto
+ * jit (outputs JX_AUTO too) gives its inputs the planner's layouts, x split when
+ * x_split and at least min_split inputs split. */
+static void check_auto_matches_plain(fixture *fx, jx_fn *f, int nout, int x_split, int min_split,
+                                     int64_t limit) {
+  jx_fn *plain = jx_jit(f, NULL);
+  jx_fn *autoj = jx_jit(f, &(jx_jit_options){.in_shardings = fx->autos,
+                                             .out_shardings = fx->autos,
+                                             .mesh = fx->mesh,
+                                             .memory_limit = limit});
+  assert_non_null(autoj);
+  jx_array *want[NIN], *got[NIN];
+  check_ok(jx_call(plain, fx->args, want));
+  check_ok(jx_call(autoj, fx->args, got));
+  for (int o = 0; o < nout; o++) {
+    int64_t n = jx_size(want[o]);
+    size_t bytes = sizeof(float) * (size_t)n;
+    float *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
+    check_ok(jx_read(want[o], a, bytes));
+    check_ok(jx_read(got[o], b, bytes));
+    for (int64_t k = 0; k < n; k++) assert_float_equal(b[k], a[k], 1e-5 + 1e-5 * fabs(a[k]));
+    free(a);
+    free(b);
+  }
+
+  /* the planner on the same program, with the jit's figures */
+  jx_program *traced = jx_fn_program(f, fx->av);
+  jx_program *p = jx_simplify(traced);
+  jx_program_release(traced);
+  jx_comm_model cm;
+  jx_comm_model_uniform(&cm, fx->mesh, 1e-5, 1e9, 1e9);
+  jx_auto_plan plan;
+  check_ok(jx_auto_plan_solve(&cm, fx->mesh, p, limit ? (double)limit : 1e300, &plan));
+  int split = 0;
+  char want_spec[JX_SPEC_CAP];
+  for (int i = 0; i < NIN; i++) {
+    jx_sharding *s = jx_sharded_jit_in_layout(autoj, fx->av, i);
+    assert_non_null(s);
+    jx_sharding *w = jx_pspec_sharding(fx->mesh, &plan.in_spec[i]);
+    print_message("%s input %d: %s\n", jx_fn_name(f), i,
+                  jx_pspec_str(fx->mesh, &plan.in_spec[i], want_spec));
+    assert_string_equal(s->spec, w->spec);
+    split += jx_pspec_sharded(&plan.in_spec[i]);
+    if (i == 0 && x_split) assert_true(jx_pspec_sharded(&plan.in_spec[i]));
+    jx_sharding_release(s);
+    jx_sharding_release(w);
+  }
+  assert_true(split >= min_split);
+  if (limit) assert_true(plan.memory_bytes <= (double)limit);
+  jx_auto_plan_free(&plan);
+  jx_program_release(p);
+  jx_fn_release(autoj);
+  jx_fn_release(plain);
+}
+
+static void loss_with_auto_inputs(void **state) {
+  fixture *f = *state;
+  check_auto_matches_plain(f, f->loss, 1, 1, 2, 0);
+}
+
+static void grad_with_auto_inputs(void **state) {
+  fixture *f = *state;
+  /* without a limit the planner keeps the gradient's inputs replicated at
+   * these figures (48768 bytes per device); under 40000 bytes it keeps them
+   * so and splits the intermediates instead */
+  check_auto_matches_plain(f, f->grad, NIN, 0, 0, 0);
+  check_auto_matches_plain(f, f->grad, NIN, 0, 0, 40000);
+}
+
+static void a_limit_no_plan_meets(void **state) {
+  fixture *f = *state;
+  jx_fn *autoj = jx_jit(
+      f->loss, &(jx_jit_options){.in_shardings = f->autos, .mesh = f->mesh, .memory_limit = 64});
+  assert_non_null(autoj);
+  jx_array *out;
+  assert_int_equal(jx_call(autoj, f->args, &out), JX_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(jx_last_error(), "test_auto_jit.c:")); /* the caller's line */
+  assert_error_has("fits 64 bytes per device; the smallest needs");
+  jx_fn_release(autoj);
+}
+
+static void auto_without_a_mesh(void **state) {
+  fixture *f = *state;
+  assert_null(jx_jit(f->loss, &(jx_jit_options){.in_shardings = f->autos}));
+  assert_error_has("JX_AUTO layouts but no other sharding names a mesh");
+}
+
+/* JX_AUTO is for jx_jit's options only: elsewhere a clear error. */
+static void auto_elsewhere_is_an_error(void **state) {
+  fixture *f = *state;
+  jx_array *y = jx_device_put(f->args[0], JX_AUTO);
+  assert_true(jx_is_poisoned(y));
+  assert_error_has("jx_device_put: JX_AUTO is a layout only jx_jit's in_shardings");
+}
+
+int main(void) {
+  jx_set_cpu_device_count(4);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(loss_with_auto_inputs),      cmocka_unit_test(grad_with_auto_inputs),
+      cmocka_unit_test(a_limit_no_plan_meets),      cmocka_unit_test(auto_without_a_mesh),
+      cmocka_unit_test(auto_elsewhere_is_an_error),
+  };
+  return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
+}
