@@ -100,7 +100,7 @@ static trainer trainer_new(const char *platform, int donate) {
   t.vg = jx_value_and_grad(t.loss, JX_AXES(0, 1, 2), 0);
   t.step = jx_fn_create("train_step", NSTEP_IN, NSTEP_OUT, step_body, t.vg);
   int donated[NSTEP_IN] = {1, 1, 1, 1, 1, 1, 0, 0}; /* the state, not the batch */
-  jx_jit_options o = {NULL, NULL, donated};
+  jx_jit_options o = {.donate = donated};
   setenv("JX_PLATFORM", platform, 1);
   t.jitted = jx_jit(t.step, donate ? &o : NULL);
   return t;
