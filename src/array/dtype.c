@@ -1,5 +1,6 @@
 #include "dtype.h"
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "../base/env.h"
@@ -52,7 +53,7 @@ static const int edges[N_NODES][3] = {
 };
 
 static unsigned upper[N_NODES]; /* bit j set: node j is >= node i */
-static _Atomic int upper_ready;
+static pthread_once_t upper_once = PTHREAD_ONCE_INIT;
 
 static unsigned reach(int n) {
   unsigned m = 1u << n;
@@ -61,13 +62,11 @@ static unsigned reach(int n) {
 }
 
 static void init_upper(void) {
-  if (upper_ready) return;
   for (int i = 0; i < N_NODES; i++) upper[i] = reach(i);
-  upper_ready = 1; /* idempotent: racing threads compute the same table */
 }
 
 static int join(int a, int b) {
-  init_upper();
+  pthread_once(&upper_once, init_upper); /* any thread may promote first */
   unsigned common = upper[a] & upper[b];
   for (int c = 0; c < N_NODES; c++)
     if ((common >> c) & 1u) {
