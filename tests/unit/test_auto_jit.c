@@ -20,18 +20,9 @@
 #include "compile/simplify.h"
 #include "parallel/auto/plan.h"
 #include "parallel/sharded_jit.h"
+#include "auto_mlp.h"
 #include "test_util.h"
 #include "trace/fn.h"
-
-enum { NIN = 4 };
-static const jx_shape shapes[NIN] = {{2, {16, 32}}, {2, {32, 64}}, {2, {64, 8}}, {2, {16, 8}}};
-
-/* (x, w1, w2, y) -> mean((tanh(x w1) w2 - y)^2) */
-static void mlp_loss(void *c, jx_array *const *in, jx_array **out) {
-  (void)c;
-  jx_array *h = jx_tanh(jx_matmul(in[0], in[1]));
-  out[0] = jx_mean(jx_square(jx_sub(jx_matmul(h, in[2]), in[3])), JX_AXES(), 0);
-}
 
 typedef struct {
   jx_mesh *mesh;
