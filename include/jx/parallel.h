@@ -148,11 +148,12 @@ JX_API jx_fn *jx_pmap_n(jx_fn *f, const char *axis_name, int nin_axes, const int
  * differentiable (reverse mode transposes the forward schedule) and
  * composes with jx_jit. Errors name the numbers: a batch not divisible into
  * the microbatches, a parameter whose leading dim is not the stage count, a
- * mesh without stage_axis. Schedules: GPIPE (every microbatch forward, then
- * every microbatch backward); 1F1B and INTERLEAVED are declared but not yet
- * implemented (JX_ERR_UNIMPLEMENTED naming the schedule). Other mesh axes
- * see the parameters and the batch replicated (jx_pipeline_ex can split the
- * batch over them). */
+ * mesh without stage_axis. The schedule is GPIPE (every microbatch forward,
+ * then every microbatch backward); 1F1B and INTERLEAVED run a microbatch's
+ * backward as soon as its forward ends, which needs the loss inside the
+ * pipeline: jx_pipeline_value_and_grad below. Other mesh axes see the
+ * parameters and the batch replicated (jx_pipeline_ex can split the batch
+ * over them). */
 typedef enum {
   JX_PIPELINE_GPIPE,
   JX_PIPELINE_1F1B,
@@ -171,6 +172,56 @@ typedef struct {
 /* jx_pipeline with options (NULL: the defaults, as jx_pipeline). */
 JX_API jx_fn *jx_pipeline_ex(jx_fn *stage, jx_mesh *m, const char *stage_axis, int microbatches,
                              jx_pipeline_schedule schedule, const jx_pipeline_options *opts);
+
+/* Training through a pipeline with the loss inside it, as PyTorch's
+ * pipeline schedules (a stage and a loss function; the schedule gives the
+ * loss and the parameters' gradients). The result takes (stacked params...,
+ * batch, targets) as jx_pipeline's plus the targets, whose leading dim is
+ * the batch's, and gives (loss, the gradient of each stacked parameter...):
+ * loss is the mean over the microbatches of loss_fn(the last stage's output
+ * for the microbatch, its targets), a float scalar (with a mean over rows
+ * in loss_fn, that is the loss of the whole batch), so the result equals
+ * jx_value_and_grad of loss_fn after the stages in sequence.
+ *
+ * It runs the schedule's table (computed on the host) as one program per
+ * device of stage_axis, built on jx_shard_map: at each tick a stage runs
+ * the forward of a microbatch (keeping the residuals its backward needs),
+ * the backward of one (from those residuals and the cotangent its right
+ * neighbour sent), or nothing; the last stage runs forward, loss and
+ * backward of a microbatch at once. Activations move right and cotangents
+ * left with one jx_ppermute each per tick; the gradients accumulate on
+ * each stage. GPIPE holds every microbatch's residuals on a stage; 1F1B
+ * (PyTorch's Schedule1F1B: S - s forwards on stage s, then a backward and a
+ * forward in turn) holds at most S, and needs microbatches >= S, as PyTorch
+ * does. INTERLEAVED is not implemented yet (JX_ERR_UNIMPLEMENTED). The
+ * result is jittable; it is not itself differentiable (it is a gradient). */
+typedef struct {
+  /* As jx_pipeline_options's: the batch and the targets split over other
+   * mesh axes (data parallelism); the loss and the gradients are then
+   * averaged over those axes. */
+  const char *batch_spec;
+  /* 1: each stage keeps only its input between a microbatch's forward and
+   * backward and recomputes the forward in the backward (jx_checkpoint per
+   * stage): less memory, a forward more of compute. */
+  int remat;
+} jx_pipeline_train_options;
+JX_API jx_fn *jx_pipeline_value_and_grad(jx_fn *stage, jx_fn *loss_fn, jx_mesh *m,
+                                         const char *stage_axis, int microbatches,
+                                         jx_pipeline_schedule schedule,
+                                         const jx_pipeline_train_options *opts);
+
+/* A schedule's table for `stages` stages and `microbatches` microbatches,
+ * where a forward and a backward each take one tick: its length, the
+ * fraction of stage-ticks idle (the bubble; (S - 1) / (M + S - 1) for GPipe
+ * and 1F1B), and the most microbatches whose residuals a stage holds at
+ * once. Errors as jx_pipeline_value_and_grad's for numbers it refuses. */
+typedef struct {
+  int ticks;
+  double bubble_fraction;
+  int most_stashed;
+} jx_pipeline_stats;
+JX_API jx_status jx_pipeline_schedule_stats(jx_pipeline_schedule schedule, int stages,
+                                            int microbatches, jx_pipeline_stats *out);
 
 /* ---- collectives: inside shard_map / pmap / vmap with an axis name ----
  * axis may name several mesh axes: "a,b". */
@@ -196,16 +247,19 @@ JX_API jx_array *jx_all_to_all(jx_array *x, const char *axis, int split_dim, int
 #define jx_ppermute(...)                 JX_LOCATED(jx_ppermute, __VA_ARGS__)
 #define jx_all_to_all(...)               JX_LOCATED(jx_all_to_all, __VA_ARGS__)
 
-#define jx_mesh_create(...)          JX_LOCATED_PTR(jx_mesh *, jx_mesh_create, __VA_ARGS__)
-#define jx_mesh_create_on(...)       JX_LOCATED_PTR(jx_mesh *, jx_mesh_create_on, __VA_ARGS__)
-#define jx_sharding_create(...)      JX_LOCATED_PTR(jx_sharding *, jx_sharding_create, __VA_ARGS__)
-#define jx_array_shard(...)          JX_LOCATED(jx_array_shard, __VA_ARGS__)
-#define jx_shard_map(...)            JX_LOCATED_PTR(jx_fn *, jx_shard_map, __VA_ARGS__)
-#define jx_pmap(...)                 JX_LOCATED_PTR(jx_fn *, jx_pmap, __VA_ARGS__)
-#define jx_pmap_n(...)               JX_LOCATED_PTR(jx_fn *, jx_pmap_n, __VA_ARGS__)
-#define jx_pipeline(...)             JX_LOCATED_PTR(jx_fn *, jx_pipeline, __VA_ARGS__)
-#define jx_pipeline_ex(...)          JX_LOCATED_PTR(jx_fn *, jx_pipeline_ex, __VA_ARGS__)
-#define jx_sharding_shard_shape(...) JX_LOCATED_STATUS(jx_sharding_shard_shape, __VA_ARGS__)
+#define jx_mesh_create(...)     JX_LOCATED_PTR(jx_mesh *, jx_mesh_create, __VA_ARGS__)
+#define jx_mesh_create_on(...)  JX_LOCATED_PTR(jx_mesh *, jx_mesh_create_on, __VA_ARGS__)
+#define jx_sharding_create(...) JX_LOCATED_PTR(jx_sharding *, jx_sharding_create, __VA_ARGS__)
+#define jx_array_shard(...)     JX_LOCATED(jx_array_shard, __VA_ARGS__)
+#define jx_shard_map(...)       JX_LOCATED_PTR(jx_fn *, jx_shard_map, __VA_ARGS__)
+#define jx_pmap(...)            JX_LOCATED_PTR(jx_fn *, jx_pmap, __VA_ARGS__)
+#define jx_pmap_n(...)          JX_LOCATED_PTR(jx_fn *, jx_pmap_n, __VA_ARGS__)
+#define jx_pipeline(...)        JX_LOCATED_PTR(jx_fn *, jx_pipeline, __VA_ARGS__)
+#define jx_pipeline_ex(...)     JX_LOCATED_PTR(jx_fn *, jx_pipeline_ex, __VA_ARGS__)
+#define jx_pipeline_value_and_grad(...)                                                            \
+  JX_LOCATED_PTR(jx_fn *, jx_pipeline_value_and_grad, __VA_ARGS__)
+#define jx_pipeline_schedule_stats(...) JX_LOCATED_STATUS(jx_pipeline_schedule_stats, __VA_ARGS__)
+#define jx_sharding_shard_shape(...)    JX_LOCATED_STATUS(jx_sharding_shard_shape, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

@@ -29,6 +29,7 @@
 #include "../trace/fn.h"
 #include "../transform/build.h"
 #include "mesh.h"
+#include "pipeline.h"
 #include "sharding.h"
 
 typedef struct {
@@ -161,8 +162,7 @@ static const char *schedule_name(jx_pipeline_schedule schedule) {
   return NULL;
 }
 
-/* "data=2, model=2": m's axes for messages. */
-static void describe_axes(const jx_mesh *m, char *buf, size_t cap) {
+void jx_pipeline_describe_axes(const jx_mesh *m, char *buf, size_t cap) {
   size_t used = 0;
   buf[0] = 0;
   for (int a = 0; a < jx_mesh_ndim(m) && used < cap; a++) {
@@ -174,10 +174,8 @@ static void describe_axes(const jx_mesh *m, char *buf, size_t cap) {
   }
 }
 
-/* The sharding of the batch spec on m, checked not to split over the stage
- * axis; *shards: the number of blocks of the batch's dim 0. */
-static jx_sharding *batch_sharding(jx_mesh *m, const char *spec, const char *stage_axis,
-                                   int64_t *shards) {
+jx_sharding *jx_pipeline_batch_sharding(jx_mesh *m, const char *spec, const char *stage_axis,
+                                        int64_t *shards) {
   jx_sharding *b = jx_sharding_create(m, spec);
   if (!b) {
     char context[400];
@@ -195,6 +193,17 @@ static jx_sharding *batch_sharding(jx_mesh *m, const char *spec, const char *sta
   *shards = 1;
   for (int k = 0; b->ndims > 0 && k < b->naxes[0]; k++) *shards *= m->size[b->axis[0][k]];
   return b;
+}
+
+int64_t jx_pipeline_stage_count(jx_mesh *m, const char *stage_axis) {
+  int64_t n = jx_mesh_axis_size(m, stage_axis);
+  if (n < 0) {
+    char axes[256];
+    jx_pipeline_describe_axes(m, axes, sizeof axes);
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_pipeline: the mesh (%s) has no stage axis '%s'", axes,
+                 stage_axis);
+  }
+  return n;
 }
 
 jx_fn *jx_pipeline(jx_fn *stage, jx_mesh *m, const char *stage_axis, int microbatches,
@@ -217,8 +226,10 @@ jx_fn *jx_pipeline_ex(jx_fn *stage, jx_mesh *m, const char *stage_axis, int micr
     return NULL;
   }
   if (schedule != JX_PIPELINE_GPIPE) {
-    jx_error_set(JX_ERR_UNIMPLEMENTED,
-                 "jx_pipeline: the schedule %s is not implemented yet (JX_PIPELINE_GPIPE is)",
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "jx_pipeline: the schedule %s interleaves forwards and backwards, so it needs "
+                 "the loss inside the pipeline: use jx_pipeline_value_and_grad (jx_pipeline "
+                 "takes JX_PIPELINE_GPIPE)",
                  sched);
     return NULL;
   }
@@ -229,22 +240,16 @@ jx_fn *jx_pipeline_ex(jx_fn *stage, jx_mesh *m, const char *stage_axis, int micr
                  stage->name, stage->nin, stage->nout);
     return NULL;
   }
-  int64_t nstages = jx_mesh_axis_size(m, stage_axis);
-  if (nstages < 0) {
-    char axes[256];
-    describe_axes(m, axes, sizeof axes);
-    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_pipeline: the mesh (%s) has no stage axis '%s'", axes,
-                 stage_axis);
-    return NULL;
-  }
+  int64_t nstages = jx_pipeline_stage_count(m, stage_axis);
+  if (nstages < 0) return NULL;
   if (microbatches < 1) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_pipeline: %d microbatches; at least 1 is needed",
                  microbatches);
     return NULL;
   }
   int64_t batch_shards = 1;
-  jx_sharding *batch = batch_sharding(m, opts && opts->batch_spec ? opts->batch_spec : "",
-                                      stage_axis, &batch_shards);
+  jx_sharding *batch = jx_pipeline_batch_sharding(
+      m, opts && opts->batch_spec ? opts->batch_spec : "", stage_axis, &batch_shards);
   if (!batch) return NULL;
   pipeline_data *d = calloc(1, sizeof *d);
   const char **specs = calloc((size_t)stage->nin + 1, sizeof *specs);

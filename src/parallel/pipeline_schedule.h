@@ -1,0 +1,46 @@
+/* Pipeline schedule tables, computed on the host: which microbatch each
+ * stage works on at each tick, and which buffer slots hold the values that
+ * wait between ticks. The executor (pipeline_train.c) runs such a table as
+ * one program per device. */
+#ifndef JX_SRC_PARALLEL_PIPELINE_SCHEDULE_H
+#define JX_SRC_PARALLEL_PIPELINE_SCHEDULE_H
+
+#include <jx/parallel.h>
+
+typedef enum {
+  PIPE_IDLE,
+  PIPE_FORWARD,          /* the stage's forward; its residuals go to the stash */
+  PIPE_BACKWARD,         /* the stage's backward from the stashed residuals */
+  PIPE_FORWARD_BACKWARD, /* the last stage: forward, loss and backward at once */
+  PIPE_NKINDS,
+} pipe_kind;
+
+/* What one stage does at one tick. Slots index per-stage buffers; a slot
+ * equal to the buffer's slot count is the spare one writes with nothing to
+ * keep go to. */
+typedef struct {
+  int kind, microbatch;
+  int act_slot;      /* FORWARD, FORWARD_BACKWARD: the inbox slot holding its input */
+  int stash_slot;    /* FORWARD: where its residuals go; BACKWARD: where they are */
+  int cot_slot;      /* BACKWARD: the inbox slot holding its output's cotangent */
+  int recv_act_slot; /* where the activations arriving from the left at this tick go */
+  int recv_cot_slot; /* where the cotangent arriving from the right at this tick goes */
+} pipe_step;
+
+enum { PIPE_STEP_FIELDS = 7 };
+
+typedef struct {
+  int nstages, microbatches, nticks;
+  pipe_step *steps;                      /* steps[t * nstages + s] */
+  int act_slots, cot_slots, stash_slots; /* the most any stage holds at once */
+  int *stashed;                          /* per stage: the most microbatches stashed at once */
+  int busy_ticks;                        /* stage-ticks spent computing (FORWARD_BACKWARD: 2) */
+} pipe_table;
+
+/* The table of schedule for nstages stages and microbatches microbatches
+ * (both >= 1), or an error naming the numbers a schedule cannot take. */
+jx_status pipe_table_build(jx_pipeline_schedule schedule, int nstages, int microbatches,
+                           pipe_table *out);
+void pipe_table_free(pipe_table *t);
+
+#endif
