@@ -204,6 +204,17 @@ typedef struct {
    * backward and recomputes the forward in the backward (jx_checkpoint per
    * stage): less memory, a forward more of compute. */
   int remat;
+  /* Optional: the layer before the first stage (an embedding), taking
+   * (outer params..., the batch's microbatch) and giving the first stage's
+   * activations, run on the first stage only. The outer params are the
+   * inputs of loss_fn before its last two (the head's, say): the loss is
+   * loss_fn(outer params..., the last stage's output, targets), and the
+   * result takes (stacked params..., outer params..., batch, targets) and
+   * gives (loss, gradients of the stacked params..., of the outer params...).
+   * Outer params are whole on every device; their gradient sums what the
+   * first and the last stage give (a head tied to the embedding gets
+   * both). */
+  jx_fn *first;
 } jx_pipeline_train_options;
 JX_API jx_fn *jx_pipeline_value_and_grad(jx_fn *stage, jx_fn *loss_fn, jx_mesh *m,
                                          const char *stage_axis, int microbatches,

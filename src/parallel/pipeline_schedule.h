@@ -12,6 +12,9 @@ typedef enum {
   PIPE_FORWARD,          /* the stage's forward; its residuals go to the stash */
   PIPE_BACKWARD,         /* the stage's backward from the stashed residuals */
   PIPE_FORWARD_BACKWARD, /* the last stage: forward, loss and backward at once */
+  /* the executor's: the first stage's forward and backward with a first function */
+  PIPE_FIRST_FORWARD,
+  PIPE_FIRST_BACKWARD,
   PIPE_NKINDS,
 } pipe_kind;
 

@@ -38,12 +38,12 @@
 #include "sharding.h"
 
 typedef struct {
-  jx_fn *stage, *loss; /* references */
-  jx_fn *last;         /* (params..., x, targets) -> loss_fn(stage(params..., x), targets) */
+  jx_fn *stage, *loss, *first; /* references; first may be NULL */
   jx_mesh *mesh;
   char *axis;
   char *data_axes; /* the batch spec's axes, "a,b", or NULL */
-  int nstages, microbatches, nparams, remat;
+  int nstages, microbatches, remat;
+  int nparams, nouter; /* the stage's parameters (stacked), the loss's (whole) */
   pipe_table table;
   jx_sharding *batch;
   int64_t batch_shards;
@@ -55,7 +55,7 @@ static void free_train_data(void *data) {
   if (!d) return;
   jx_fn_release(d->smap);
   jx_fn_release(d->body);
-  jx_fn_release(d->last);
+  jx_fn_release(d->first);
   jx_fn_release(d->loss);
   jx_fn_release(d->stage);
   jx_sharding_release(d->batch);
@@ -66,16 +66,23 @@ static void free_train_data(void *data) {
   free(d);
 }
 
-/* ---- one trace of the body: the stage's programs and the branches' layout ----
- * The forward and backward run as the linearized programs of the stage
- * (and of the loss after the last stage), traced for the blocks' types, so
- * the body's own values decide which gradients vary over which mesh axes:
- * the explicit psum and pmean below are the only reductions. */
+/* ---- one trace of the body: the programs and the branches' layout ----
+ * Forwards and backwards run as linearized programs traced for the blocks'
+ * types, so the body's own values decide what varies over which mesh axis:
+ * the explicit psum and pmean at the end are the only reductions. Each
+ * program takes (params..., outer..., input, targets):
+ *   mid:   stage(params, input)                         (input: activations)
+ *   first: stage(params, first(outer, input))           (input: the batch's)
+ *   last:  loss(outer, stage(params, h), targets)       h: the input, or
+ *          first(outer, input) when one stage is both first and last. */
 typedef struct {
-  jx_program *fwd; /* inputs -> (outputs, residuals...) */
+  jx_program *fwd; /* inputs -> (output, residuals...) */
   jx_program *bwd; /* (residuals..., output cotangent) -> cotangents of the wrt inputs */
   int nres;
-  uint8_t *wrt; /* per input: differentiated (the float ones) */
+  uint8_t *wrt;  /* per input: differentiated (the float ones) */
+  int *res_from; /* per residual: the parameter (params, then outer) it is, or -1 - its stash index
+                  */
+  int stash0;    /* where its stashed residuals start in the branches' stash list */
 } linearized;
 
 static jx_status linearize(jx_program *p, const jx_aval *in, linearized *out) {
@@ -97,77 +104,100 @@ static void release_linearized(linearized *l) {
   jx_program_release(l->fwd);
   jx_program_release(l->bwd);
   free(l->wrt);
+  free(l->res_from);
 }
 
-/* The cotangents of l's inputs from its residuals and the output's
- * cotangent: in_ct[i] for each input i with wrt set (the others untouched). */
-static jx_status backward(const linearized *l, int nin, jx_array *const *res, jx_array *ct,
-                          jx_array **in_ct) {
-  jx_array **args = calloc((size_t)l->nres + 1, sizeof *args);
-  jx_array **cts = calloc((size_t)l->bwd->nout + 1, sizeof *cts);
-  jx_status st =
-      args && cts ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
-  if (!st) {
-    memcpy(args, res, (size_t)l->nres * sizeof *args);
-    args[l->nres] = ct;
-    st = jx_program_eval(l->bwd, args, cts);
-  }
-  for (int i = 0, w = 0; !st && i < nin; i++)
-    if (l->wrt[i]) in_ct[i] = cts[w++];
-  free(args);
-  free(cts);
-  return st;
-}
-
-/* l->fwd on in: its output, and its residuals into res (nres entries). */
-static jx_status forward(const linearized *l, jx_array *const *in, jx_array **y, jx_array **res) {
-  jx_array **fo = calloc((size_t)l->fwd->nout, sizeof *fo);
-  if (!fo) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
-  jx_status st = jx_program_eval(l->fwd, in, fo);
-  if (!st) {
-    *y = fo[0];
-    memcpy(res, fo + 1, (size_t)l->nres * sizeof *res);
-  }
-  free(fo);
-  return st;
-}
-
-/* A branch takes (params..., x, cotangent, stashed..., targets) and gives
- * (output, input cotangent, to stash..., gradients..., loss). */
+/* The branches take (params..., outer..., x, raw, cotangent, stashed...,
+ * targets): x the activations from the left (on the first stage without a
+ * first function: its microbatch), raw the batch's microbatch. They give
+ * (output, input cotangent, to stash..., gradients..., outer gradients...,
+ * loss). */
 typedef struct {
   const train_data *d;
-  int P, nstash;
-  jx_aval act, *stash_av;
-  const jx_aval *param_av; /* borrowed: the body's */
+  int P, O, nstash;
+  jx_aval act;
+  const jx_aval *av; /* borrowed: params..., outer..., raw, targets */
+  jx_aval *stash_av;
   jx_dtype loss_dtype;
-  linearized stage, last; /* the stage; the loss after the last stage */
-  int *
-      res_from; /* per residual of the stage: the parameter it is (>= 0), or -1 - its stash index */
-  jx_array **res, **in_ct; /* scratch: the stage's residuals, the inputs' cotangents */
+  linearized mid, first, last;
+  jx_array **res, **in_ct; /* scratch */
 } tick_ctx;
 
-static int branch_nout(const tick_ctx *c) { return 3 + c->nstash + c->P; }
+enum { IN_X, IN_RAW, IN_CT, IN_STASH }; /* operand offsets past params and outer */
+
+static int branch_nout(const tick_ctx *c) { return 3 + c->nstash + c->P + c->O; }
+static int grad_at(const tick_ctx *c) { return 2 + c->nstash; }
+
+static jx_array *zeros_of(jx_aval a) { return jx_zeros(a.dtype, a.shape); }
 
 /* Every output of a branch zero; the branch then sets its own. */
 static void zero_outputs(const tick_ctx *c, jx_array **out) {
-  out[0] = jx_zeros(c->act.dtype, c->act.shape);
-  out[1] = jx_zeros(c->act.dtype, c->act.shape);
-  for (int k = 0; k < c->nstash; k++)
-    out[2 + k] = jx_zeros(c->stash_av[k].dtype, c->stash_av[k].shape);
-  for (int j = 0; j < c->P; j++)
-    out[2 + c->nstash + j] = jx_zeros(c->param_av[j].dtype, c->param_av[j].shape);
-  out[2 + c->nstash + c->P] = jx_zeros(c->loss_dtype, JX_SHAPE());
+  out[0] = zeros_of(c->act);
+  out[1] = zeros_of(c->act);
+  for (int k = 0; k < c->nstash; k++) out[2 + k] = zeros_of(c->stash_av[k]);
+  for (int j = 0; j < c->P + c->O; j++) out[grad_at(c) + j] = zeros_of(c->av[j]);
+  out[grad_at(c) + c->P + c->O] = jx_zeros(c->loss_dtype, JX_SHAPE());
 }
 
 static void poison_outputs(const tick_ctx *c, jx_array **out) {
   for (int o = 0; o < branch_nout(c); o++) out[o] = jx_poison();
 }
 
-/* The gradients and the input's cotangent of c->in_ct into the outputs. */
-static void cotangents_out(const tick_ctx *c, jx_array **out) {
-  for (int j = 0; j < c->P; j++)
-    if (c->stage.wrt[j]) out[2 + c->nstash + j] = c->in_ct[j];
-  if (c->stage.wrt[c->P]) out[1] = c->in_ct[c->P];
+/* The program's inputs from a branch's operands, with `input` as its input. */
+static void program_args(const tick_ctx *c, jx_array *const *in, jx_array *input, jx_array **args) {
+  int n = c->P + c->O;
+  memcpy(args, in, (size_t)n * sizeof *args);
+  args[n] = input;
+  args[n + 1] = in[n + IN_STASH + c->nstash];
+}
+
+/* l's forward on args: its output, and its residuals into c->res. */
+static jx_status forward(const tick_ctx *c, const linearized *l, jx_array *const *args,
+                         jx_array **y) {
+  jx_array **fo = calloc((size_t)l->fwd->nout, sizeof *fo);
+  if (!fo) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
+  jx_status st = jx_program_eval(l->fwd, args, fo);
+  if (!st) {
+    *y = fo[0];
+    memcpy(c->res, fo + 1, (size_t)l->nres * sizeof *c->res);
+  }
+  free(fo);
+  return st;
+}
+
+/* l's backward from c->res and the output's cotangent: the gradients (and,
+ * with send_ct, the input's cotangent) into the branch's outputs. */
+static jx_status backward(const tick_ctx *c, const linearized *l, jx_array *ct, int send_ct,
+                          jx_array **out) {
+  int n = c->P + c->O;
+  jx_array **args = calloc((size_t)l->nres + 1, sizeof *args);
+  jx_array **cts = calloc((size_t)l->bwd->nout + 1, sizeof *cts);
+  jx_status st =
+      args && cts ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
+  if (!st) {
+    memcpy(args, c->res, (size_t)l->nres * sizeof *args);
+    args[l->nres] = ct;
+    st = jx_program_eval(l->bwd, args, cts);
+  }
+  for (int i = 0, w = 0; !st && i < n + 2; i++) {
+    if (!l->wrt[i]) continue;
+    if (i < n)
+      out[grad_at(c) + i] = cts[w];
+    else if (i == n && send_ct)
+      out[1] = cts[w];
+    w++;
+  }
+  free(args);
+  free(cts);
+  return st;
+}
+
+/* c->res from a branch's operands: parameters read in place, the rest
+ * from the stash. */
+static void residuals_from(const tick_ctx *c, const linearized *l, jx_array *const *in) {
+  jx_array *const *stashed = in + c->P + c->O + IN_STASH;
+  for (int k = 0; k < l->nres; k++)
+    c->res[k] = l->res_from[k] >= 0 ? in[l->res_from[k]] : stashed[l->stash0 - 1 - l->res_from[k]];
 }
 
 static void idle_branch(void *ctx, jx_array *const *in, jx_array **out) {
@@ -175,62 +205,80 @@ static void idle_branch(void *ctx, jx_array *const *in, jx_array **out) {
   zero_outputs(ctx, out);
 }
 
-static void forward_branch(void *ctx, jx_array *const *in, jx_array **out) {
-  const tick_ctx *c = ctx;
+static void run_forward(const tick_ctx *c, const linearized *l, jx_array *const *in,
+                        jx_array *input, jx_array **out) {
   zero_outputs(c, out);
-  if (forward(&c->stage, in, &out[0], c->res)) return poison_outputs(c, out);
+  if (!l->fwd) return; /* a branch no stage of this pipeline takes */
+  jx_array **a = calloc((size_t)(c->P + c->O + 2), sizeof *a);
+  if (!a) return poison_outputs(c, out);
+  program_args(c, in, input, a);
+  jx_status st = forward(c, l, a, &out[0]);
+  free(a);
+  if (st) return poison_outputs(c, out);
   if (c->d->remat) { /* only the input waits for the backward */
-    out[2] = in[c->P];
+    out[2 + l->stash0] = input;
     return;
   }
-  for (int k = 0; k < c->stage.nres; k++)
-    if (c->res_from[k] < 0) out[2 + (-1 - c->res_from[k])] = c->res[k];
+  for (int k = 0; k < l->nres; k++)
+    if (l->res_from[k] < 0) out[2 + l->stash0 - 1 - l->res_from[k]] = c->res[k];
+}
+
+static void run_backward(const tick_ctx *c, const linearized *l, jx_array *const *in, int send_ct,
+                         jx_array **out) {
+  zero_outputs(c, out);
+  if (!l->fwd) return; /* a branch no stage of this pipeline takes */
+  if (c->d->remat) {   /* the forward again, from the stashed input */
+    jx_array **a = calloc((size_t)(c->P + c->O + 2), sizeof *a), *y = NULL;
+    int bad = !a;
+    if (!bad) {
+      program_args(c, in, in[c->P + c->O + IN_STASH + l->stash0], a);
+      bad = forward(c, l, a, &y) != JX_OK;
+    }
+    free(a);
+    if (bad) return poison_outputs(c, out);
+  } else {
+    residuals_from(c, l, in);
+  }
+  if (backward(c, l, in[c->P + c->O + IN_CT], send_ct, out)) poison_outputs(c, out);
+}
+
+static void forward_branch(void *ctx, jx_array *const *in, jx_array **out) {
+  const tick_ctx *c = ctx;
+  run_forward(c, &c->mid, in, in[c->P + c->O + IN_X], out);
 }
 
 static void backward_branch(void *ctx, jx_array *const *in, jx_array **out) {
   const tick_ctx *c = ctx;
-  int P = c->P;
-  jx_array *const *stashed = in + P + 2;
-  zero_outputs(c, out);
-  if (c->d->remat) { /* the forward again, from the stashed input */
-    jx_array **args = calloc((size_t)P + 1, sizeof *args), *y = NULL;
-    int bad = !args;
-    if (!bad) {
-      memcpy(args, in, (size_t)P * sizeof *args);
-      args[P] = stashed[0];
-      bad = forward(&c->stage, args, &y, c->res) != JX_OK;
-    }
-    free(args);
-    if (bad) return poison_outputs(c, out);
-  } else {
-    for (int k = 0; k < c->stage.nres; k++)
-      c->res[k] = c->res_from[k] >= 0 ? in[c->res_from[k]] : stashed[-1 - c->res_from[k]];
-  }
-  if (backward(&c->stage, P + 1, c->res, in[P + 1], c->in_ct)) return poison_outputs(c, out);
-  cotangents_out(c, out);
+  run_backward(c, &c->mid, in, 1, out);
 }
 
-/* The last stage: loss_fn(stage(params..., x), targets), scaled by 1 / M,
- * and its cotangents, at once. */
+static void first_forward_branch(void *ctx, jx_array *const *in, jx_array **out) {
+  const tick_ctx *c = ctx;
+  run_forward(c, &c->first, in, in[c->P + c->O + IN_RAW], out);
+}
+
+static void first_backward_branch(void *ctx, jx_array *const *in, jx_array **out) {
+  const tick_ctx *c = ctx;
+  run_backward(c, &c->first, in, 0, out);
+}
+
+/* The last stage: the loss after the stage, scaled by 1 / M, and its
+ * cotangents, at once. */
 static void forward_backward_branch(void *ctx, jx_array *const *in, jx_array **out) {
   const tick_ctx *c = ctx;
-  int P = c->P;
+  int n = c->P + c->O, one = c->d->nstages == 1;
   zero_outputs(c, out);
-  jx_array **args = calloc((size_t)P + 2, sizeof *args);
-  jx_array **res = calloc((size_t)c->last.nres + 1, sizeof *res), *loss = NULL;
-  int bad = !args || !res;
+  jx_array **a = calloc((size_t)n + 2, sizeof *a), *loss = NULL;
   double scale = 1.0 / c->d->microbatches;
+  int bad = !a;
   if (!bad) {
-    memcpy(args, in, (size_t)(P + 1) * sizeof *args);
-    args[P + 1] = in[P + 2 + c->nstash];
-    bad = forward(&c->last, args, &loss, res) ||
-          backward(&c->last, P + 1, res, jx_full(c->loss_dtype, JX_SHAPE(), scale), c->in_ct);
+    program_args(c, in, in[n + (one && c->d->first ? IN_RAW : IN_X)], a);
+    bad = forward(c, &c->last, a, &loss) ||
+          backward(c, &c->last, jx_full(c->loss_dtype, JX_SHAPE(), scale), !one, out);
   }
-  free(args);
-  free(res);
+  free(a);
   if (bad) return poison_outputs(c, out);
-  out[2 + c->nstash + P] = jx_mul(loss, jx_scalar(c->loss_dtype, scale));
-  cotangents_out(c, out);
+  out[grad_at(c) + n] = jx_mul(loss, jx_scalar(c->loss_dtype, scale));
 }
 
 static const jx_body branches[PIPE_NKINDS] = {
@@ -238,84 +286,180 @@ static const jx_body branches[PIPE_NKINDS] = {
     [PIPE_FORWARD] = forward_branch,
     [PIPE_BACKWARD] = backward_branch,
     [PIPE_FORWARD_BACKWARD] = forward_backward_branch,
+    [PIPE_FIRST_FORWARD] = first_forward_branch,
+    [PIPE_FIRST_BACKWARD] = first_backward_branch,
 };
 
-/* The stage's program for these inputs, checked to give activations of the
- * type it takes; NULL with the error set otherwise. */
-static jx_program *stage_program(const train_data *d, const jx_aval *av) {
-  jx_program *p = jx_fn_program(d->stage, av);
-  if (!p) return NULL;
-  jx_aval y = p->avals[p->out[0]], x = av[d->nparams];
-  if (y.dtype != x.dtype || !jx_shape_equal(y.shape, x.shape)) {
-    char want[JX_AVAL_STR_CAP], got[JX_AVAL_STR_CAP];
-    jx_error_set(JX_ERR_SHAPE,
-                 "jx_pipeline: the stage '%s' takes activations %s but gives %s; a stage must "
-                 "give activations of the type it takes",
-                 d->stage->name, jx_aval_str(x.dtype, x.shape, want),
-                 jx_aval_str(y.dtype, y.shape, got));
-    jx_program_release(p);
-    return NULL;
-  }
-  return p;
-}
-
-/* Fills c for the inputs av (params..., microbatch activations, microbatch
- * targets): the linearized stage and loss, and what the stash keeps. */
-static jx_status prepare_ticks(const train_data *d, const jx_aval *av, tick_ctx *c) {
-  int P = d->nparams;
-  c->d = d;
-  c->P = P;
-  c->act = av[P];
-  c->param_av = av;
-  jx_program *p = stage_program(d, av);
-  if (!p) return jx_last_status();
-  jx_status st = linearize(p, av, &c->stage);
-  jx_program_release(p);
-  if (st) return st;
-  jx_program *q = jx_fn_program(d->last, av);
-  if (!q) return jx_last_status();
-  jx_aval l = q->avals[q->out[0]];
-  if (l.shape.rank != 0 || !jx_is_float(l.dtype)) {
-    char s[JX_AVAL_STR_CAP];
-    jx_program_release(q);
-    return jx_error_set(JX_ERR_SHAPE,
-                        "jx_pipeline_value_and_grad: the loss '%s' gives %s; it must give a "
-                        "float scalar",
-                        d->loss->name, jx_aval_str(l.dtype, l.shape, s));
-  }
-  c->loss_dtype = l.dtype;
-  st = linearize(q, av, &c->last);
-  jx_program_release(q);
-  if (st) return st;
-  int nres = c->stage.nres;
-  c->res_from = calloc((size_t)nres + 1, sizeof *c->res_from);
-  c->stash_av = calloc((size_t)nres + 1, sizeof *c->stash_av);
-  c->res = calloc((size_t)nres + 1, sizeof *c->res);
-  c->in_ct = calloc((size_t)P + 2, sizeof *c->in_ct);
-  if (!c->res_from || !c->stash_av || !c->res || !c->in_ct)
-    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
-  if (d->remat) {
-    c->nstash = 1;
-    c->stash_av[0] = c->act;
+/* ---- the programs ---- */
+static jx_status run_first(const train_data *d, jx_array *const *in, jx_array **h) {
+  int n = d->nparams + d->nouter;
+  if (!d->first) {
+    *h = in[n];
     return JX_OK;
   }
-  for (int k = 0; k < nres; k++) {
-    int v = c->stage.fwd->out[1 + k], from = -1;
-    for (int j = 0; j < P && from < 0; j++)
-      if (c->stage.fwd->in[j] == v) from = j;
+  jx_array **a = calloc((size_t)d->nouter + 1, sizeof *a);
+  if (!a) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
+  memcpy(a, in + d->nparams, (size_t)d->nouter * sizeof *a);
+  a[d->nouter] = in[n];
+  jx_status st = jx_call(d->first, a, h);
+  free(a);
+  return st;
+}
+
+static jx_status run_stage(const train_data *d, jx_array *const *in, jx_array *x, jx_array **y) {
+  jx_array **a = calloc((size_t)d->nparams + 1, sizeof *a);
+  if (!a) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
+  memcpy(a, in, (size_t)d->nparams * sizeof *a);
+  a[d->nparams] = x;
+  jx_status st = jx_call(d->stage, a, y);
+  if (!st && ((*y)->dtype != x->dtype || !jx_shape_equal((*y)->shape, x->shape))) {
+    char want[JX_AVAL_STR_CAP], got[JX_AVAL_STR_CAP];
+    st = jx_error_set(JX_ERR_SHAPE,
+                      "jx_pipeline: the stage '%s' takes activations %s but gives %s; a stage "
+                      "must give activations of the type it takes",
+                      d->stage->name, jx_aval_str(x->dtype, x->shape, want),
+                      jx_aval_str((*y)->dtype, (*y)->shape, got));
+  }
+  free(a);
+  return st;
+}
+
+static void mid_program(void *ctx, jx_array *const *in, jx_array **out) {
+  const train_data *d = ctx;
+  if (run_stage(d, in, in[d->nparams + d->nouter], out)) out[0] = jx_poison();
+}
+
+static void first_program(void *ctx, jx_array *const *in, jx_array **out) {
+  const train_data *d = ctx;
+  jx_array *h = NULL;
+  if (run_first(d, in, &h) || run_stage(d, in, h, out)) out[0] = jx_poison();
+}
+
+static void last_program(void *ctx, jx_array *const *in, jx_array **out) {
+  const train_data *d = ctx;
+  int n = d->nparams + d->nouter;
+  jx_array *h = in[n], *y = NULL;
+  jx_array **a = calloc((size_t)d->nouter + 2, sizeof *a);
+  jx_status st = a ? JX_OK : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
+  if (!st && d->nstages == 1) st = run_first(d, in, &h);
+  if (!st) st = run_stage(d, in, h, &y);
+  if (!st) {
+    memcpy(a, in + d->nparams, (size_t)d->nouter * sizeof *a);
+    a[d->nouter] = y;
+    a[d->nouter + 1] = in[n + 1];
+    st = jx_call(d->loss, a, out);
+  }
+  if (!st && (out[0]->shape.rank != 0 || !jx_is_float(out[0]->dtype))) {
+    char s[JX_AVAL_STR_CAP];
+    st = jx_error_set(JX_ERR_SHAPE,
+                      "jx_pipeline_value_and_grad: the loss '%s' gives %s; it must give a "
+                      "float scalar",
+                      d->loss->name, jx_aval_str(out[0]->dtype, out[0]->shape, s));
+  }
+  free(a);
+  if (st) out[0] = jx_poison();
+}
+
+/* p (one of the three above) traced for av with the input's aval `input`,
+ * linearized into l. */
+static jx_status linearize_program(const train_data *d, jx_body body, const char *name,
+                                   const jx_aval *av, jx_aval input, linearized *l,
+                                   jx_aval *out_aval) {
+  int n = d->nparams + d->nouter;
+  jx_aval *in = malloc(sizeof *in * (size_t)(n + 2));
+  jx_fn *f = jx_fn_create(name, n + 2, 1, body, (void *)d);
+  jx_program *p = NULL;
+  jx_status st = in && f ? JX_OK : jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+  if (!st) {
+    memcpy(in, av, sizeof *in * (size_t)n);
+    in[n] = input;
+    in[n + 1] = av[n + 1];
+    p = jx_fn_program(f, in);
+    st = p ? JX_OK : jx_last_status();
+  }
+  if (!st) {
+    if (out_aval) *out_aval = p->avals[p->out[0]];
+    st = linearize(p, in, l);
+  }
+  jx_program_release(p);
+  jx_fn_release(f);
+  free(in);
+  return st;
+}
+
+/* Which residuals of l are parameters, and the stash entries of the rest
+ * (appended to c's list; with remat, the input alone). */
+static jx_status stash_layout(tick_ctx *c, linearized *l, jx_aval input) {
+  int n = c->P + c->O;
+  l->stash0 = c->nstash;
+  l->res_from = calloc((size_t)l->nres + 1, sizeof *l->res_from);
+  jx_aval *grown = realloc(c->stash_av, sizeof *grown * (size_t)(c->nstash + l->nres + 1));
+  if (!l->res_from || !grown)
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
+  c->stash_av = grown;
+  if (c->d->remat) {
+    c->stash_av[c->nstash++] = input;
+    return JX_OK;
+  }
+  for (int k = 0; k < l->nres; k++) {
+    int v = l->fwd->out[1 + k], from = -1;
+    for (int j = 0; j < n && from < 0; j++)
+      if (l->fwd->in[j] == v) from = j;
     if (from < 0) {
-      c->stash_av[c->nstash] = c->stage.fwd->avals[v];
-      from = -1 - c->nstash++;
+      c->stash_av[c->nstash] = l->fwd->avals[v];
+      from = -1 - (c->nstash++ - l->stash0);
     }
-    c->res_from[k] = from;
+    l->res_from[k] = from;
   }
   return JX_OK;
 }
 
+/* Fills c for the blocks' types av (params..., outer..., raw microbatch,
+ * targets microbatch). */
+static jx_status prepare_ticks(const train_data *d, const jx_aval *av, tick_ctx *c) {
+  int S = d->nstages, n = d->nparams + d->nouter;
+  c->d = d;
+  c->P = d->nparams;
+  c->O = d->nouter;
+  c->av = av;
+  c->act = av[n];
+  jx_status st = JX_OK;
+  if (d->first) { /* the activations are what the first function gives */
+    jx_program *p = NULL;
+    jx_aval *fin = malloc(sizeof *fin * (size_t)(d->nouter + 1));
+    if (!fin) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
+    memcpy(fin, av + d->nparams, sizeof *fin * (size_t)d->nouter);
+    fin[d->nouter] = av[n];
+    p = jx_fn_program(d->first, fin);
+    free(fin);
+    if (!p) return jx_last_status();
+    c->act = p->avals[p->out[0]];
+    jx_program_release(p);
+  }
+  int uses_mid = S > 2 || (S == 2 && !d->first), uses_first = d->first && S > 1;
+  if (uses_mid) st = linearize_program(d, mid_program, "pipeline_stage", av, c->act, &c->mid, NULL);
+  if (!st && uses_mid) st = stash_layout(c, &c->mid, c->act);
+  if (!st && uses_first)
+    st = linearize_program(d, first_program, "pipeline_first_stage", av, av[n], &c->first, NULL);
+  if (!st && uses_first) st = stash_layout(c, &c->first, av[n]);
+  jx_aval loss;
+  if (!st)
+    st = linearize_program(d, last_program, "pipeline_last_stage", av, S == 1 ? av[n] : c->act,
+                           &c->last, &loss);
+  if (st) return st;
+  c->loss_dtype = loss.dtype;
+  int most = c->mid.nres > c->first.nres ? c->mid.nres : c->first.nres;
+  if (c->last.nres > most) most = c->last.nres;
+  c->res = calloc((size_t)most + 1, sizeof *c->res);
+  c->in_ct = calloc((size_t)n + 2, sizeof *c->in_ct);
+  if (!c->res || !c->in_ct) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
+  return JX_OK;
+}
+
 static void release_ticks(tick_ctx *c) {
-  release_linearized(&c->stage);
+  release_linearized(&c->mid);
+  release_linearized(&c->first);
   release_linearized(&c->last);
-  free(c->res_from);
   free(c->stash_av);
   free(c->res);
   free(c->in_ct);
@@ -347,45 +491,59 @@ static jx_array *slot_write(jx_array *buf, jx_array *slot, jx_array *v) {
 /* A buffer of n slots of aval a. */
 static jx_array *slots(jx_aval a, int n) { return jx_zeros(a.dtype, jx_aval_stacked(a, n).shape); }
 
-/* The per-device body: (parameter blocks [1, ...]..., batch, targets) -> (loss, gradient
- * blocks...). */
+/* The table's kind for stage s at a tick: the first stage's forward and
+ * backward run the first program when there is a first function. */
+static int step_kind(const train_data *d, const pipe_step *p, int s) {
+  if (s == 0 && d->first && d->nstages > 1) {
+    if (p->kind == PIPE_FORWARD) return PIPE_FIRST_FORWARD;
+    if (p->kind == PIPE_BACKWARD) return PIPE_FIRST_BACKWARD;
+  }
+  return p->kind;
+}
+
+/* The per-device body: (parameter blocks [1, ...]..., outer..., batch,
+ * targets) -> (loss, gradient blocks..., outer gradients...). */
 static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
   train_data *d = ctx;
   const pipe_table *tb = &d->table;
-  int S = d->nstages, M = d->microbatches, P = d->nparams, T = tb->nticks;
-  jx_array *x = in[P], *tg = in[P + 1];
+  int S = d->nstages, M = d->microbatches, P = d->nparams, O = d->nouter, n = P + O;
+  int T = tb->nticks;
+  jx_array *x = in[n], *tg = in[n + 1];
   int64_t rows = x->shape.dims[0] / M, trows = tg->shape.dims[0] / M;
   tick_ctx c = {0};
   jx_fn *fns[PIPE_NKINDS] = {0};
-  jx_array **params = calloc((size_t)P + 1, sizeof *params);
-  jx_array **grads = calloc((size_t)P + 1, sizeof *grads);
-  jx_aval *av = calloc((size_t)P + 2, sizeof *av);
+  jx_array **params = calloc((size_t)n + 1, sizeof *params);
+  jx_array **grads = calloc((size_t)n + 1, sizeof *grads);
+  jx_aval *av = calloc((size_t)n + 2, sizeof *av);
   int32_t *rowdata = malloc(sizeof *rowdata * (size_t)S * PIPE_STEP_FIELDS);
-  jx_array **ops = NULL, **res = NULL;
-  jx_status st = params && grads && av && rowdata
+  int(*right)[2] = calloc((size_t)S, sizeof *right), (*left)[2] = calloc((size_t)S, sizeof *left);
+  jx_array **ops = NULL, **res = NULL, **stash = NULL;
+  jx_status st = params && grads && av && rowdata && right && left
                      ? JX_OK
                      : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
-  for (int j = 0; !st && j < P; j++) {
-    params[j] = jx_squeeze(in[j], JX_AXES(0));
+  for (int j = 0; !st && j < n; j++) {
+    params[j] = j < P ? jx_squeeze(in[j], JX_AXES(0)) : in[j];
     av[j] = (jx_aval){.dtype = params[j]->dtype, .shape = params[j]->shape};
   }
   if (!st) {
-    jx_shape mb = x->shape;
+    jx_shape mb = x->shape, tmb = tg->shape;
     mb.dims[0] = rows;
-    av[P] = (jx_aval){.dtype = x->dtype, .shape = mb};
-    jx_shape tmb = tg->shape;
     tmb.dims[0] = trows;
-    av[P + 1] = (jx_aval){.dtype = tg->dtype, .shape = tmb};
+    av[n] = (jx_aval){.dtype = x->dtype, .shape = mb};
+    av[n + 1] = (jx_aval){.dtype = tg->dtype, .shape = tmb};
     st = prepare_ticks(d, av, &c);
   }
-  int nin = c.P + 3 + c.nstash, nout = branch_nout(&c);
+  int nin = n + IN_STASH + c.nstash + 1, nout = branch_nout(&c);
   if (!st) {
     ops = calloc((size_t)nin, sizeof *ops);
     res = calloc((size_t)nout, sizeof *res);
-    if (!ops || !res) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
+    stash = calloc((size_t)c.nstash + 1, sizeof *stash);
+    if (!ops || !res || !stash)
+      st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
   }
-  static const char *names[PIPE_NKINDS] = {"pipeline_idle", "pipeline_forward", "pipeline_backward",
-                                           "pipeline_forward_backward"};
+  static const char *names[PIPE_NKINDS] = {"pipeline_idle",     "pipeline_forward",
+                                           "pipeline_backward", "pipeline_forward_backward",
+                                           "pipeline_first",    "pipeline_first_backward"};
   for (int k = 0; !st && k < PIPE_NKINDS; k++)
     if (!(fns[k] = jx_fn_create(names[k], nin, nout, branches[k], &c))) st = jx_last_status();
   if (st) goto fail;
@@ -394,22 +552,9 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
   jx_array *first = jx_eq(position, jx_scalar(JX_I32, 0));
   jx_array *act_inbox = slots(c.act, tb->act_slots + 1),
            *cot_inbox = slots(c.act, tb->cot_slots + 1);
-  jx_array **stash = calloc((size_t)c.nstash + 1, sizeof *stash);
-  if (!stash) {
-    st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
-    goto fail;
-  }
   for (int k = 0; k < c.nstash; k++) stash[k] = slots(c.stash_av[k], tb->stash_slots + 1);
-  for (int j = 0; j < P; j++) grads[j] = jx_zeros(av[j].dtype, av[j].shape);
+  for (int j = 0; j < n; j++) grads[j] = zeros_of(av[j]);
   jx_array *loss = jx_zeros(c.loss_dtype, JX_SHAPE());
-  int(*right)[2] = calloc((size_t)S, sizeof *right), (*left)[2] = calloc((size_t)S, sizeof *left);
-  if (!right || !left) {
-    free(right);
-    free(left);
-    free(stash);
-    st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
-    goto fail;
-  }
   for (int s = 0; s + 1 < S; s++) {
     right[s][0] = s, right[s][1] = s + 1;
     left[s][0] = s + 1, left[s][1] = s;
@@ -420,8 +565,8 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
     for (int s = 0; s < S; s++) {
       const pipe_step *p = &tb->steps[t * S + s];
       int32_t *r = rowdata + (size_t)s * PIPE_STEP_FIELDS;
-      r[0] = p->kind, r[1] = p->microbatch, r[2] = p->act_slot, r[3] = p->stash_slot;
-      r[4] = p->cot_slot, r[5] = p->recv_act_slot, r[6] = p->recv_cot_slot;
+      r[0] = step_kind(d, p, s), r[1] = p->microbatch, r[2] = p->act_slot;
+      r[3] = p->stash_slot, r[4] = p->cot_slot, r[5] = p->recv_act_slot, r[6] = p->recv_cot_slot;
     }
     jx_array *table = jx_array_from(JX_I32, JX_SHAPE(S, PIPE_STEP_FIELDS), rowdata);
     jx_array *row = slot_read(table, position), *field[PIPE_STEP_FIELDS];
@@ -431,53 +576,60 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
       act_inbox = slot_write(act_inbox, field[5], jx_ppermute(sent_act, d->axis, S - 1, right));
       cot_inbox = slot_write(cot_inbox, field[6], jx_ppermute(sent_cot, d->axis, S - 1, left));
     }
-    memcpy(ops, params, (size_t)P * sizeof *ops);
-    jx_array *batch_mb = rows_at(x, field[1], rows);
-    ops[P] = S > 1 ? jx_where(first, batch_mb, slot_read(act_inbox, field[2])) : batch_mb;
-    ops[P + 1] = slot_read(cot_inbox, field[4]);
-    for (int k = 0; k < c.nstash; k++) ops[P + 2 + k] = slot_read(stash[k], field[3]);
-    ops[P + 2 + c.nstash] = rows_at(tg, field[1], trows);
+    memcpy(ops, params, (size_t)n * sizeof *ops);
+    jx_array *raw = rows_at(x, field[1], rows), *inbox = slot_read(act_inbox, field[2]);
+    ops[n + IN_X] = d->first ? inbox : S > 1 ? jx_where(first, raw, inbox) : raw;
+    ops[n + IN_RAW] = raw;
+    ops[n + IN_CT] = slot_read(cot_inbox, field[4]);
+    for (int k = 0; k < c.nstash; k++) ops[n + IN_STASH + k] = slot_read(stash[k], field[3]);
+    ops[n + IN_STASH + c.nstash] = rows_at(tg, field[1], trows);
     st = jx_switch(field[0], PIPE_NKINDS, fns, nin, ops, res);
     if (st) break;
     if (S > 1) sent_act = res[0], sent_cot = res[1];
     for (int k = 0; k < c.nstash; k++) stash[k] = slot_write(stash[k], field[3], res[2 + k]);
-    for (int j = 0; j < P; j++) grads[j] = jx_add(grads[j], res[2 + c.nstash + j]);
-    loss = jx_add(loss, res[2 + c.nstash + P]);
+    for (int j = 0; j < n; j++) grads[j] = jx_add(grads[j], res[grad_at(&c) + j]);
+    loss = jx_add(loss, res[grad_at(&c) + n]);
   }
-  free(right);
-  free(left);
-  free(stash);
   if (st) goto fail;
+  /* the loss is the last stage's, an outer gradient the first's plus the
+   * last's; over the batch spec's axes, the mean of the shards' */
   loss = jx_psum(loss, d->axis);
   if (d->data_axes) loss = jx_pmean(loss, d->data_axes);
   out[0] = loss;
-  for (int j = 0; j < P; j++)
-    out[1 + j] = jx_expand_dims(d->data_axes ? jx_pmean(grads[j], d->data_axes) : grads[j], 0);
+  for (int j = 0; j < n; j++) {
+    jx_array *g = j < P ? grads[j] : jx_psum(grads[j], d->axis);
+    if (d->data_axes) g = jx_pmean(g, d->data_axes);
+    out[1 + j] = j < P ? jx_expand_dims(g, 0) : g;
+  }
   goto done;
 fail:
-  for (int o = 0; o < 1 + P; o++) out[o] = jx_poison();
+  for (int o = 0; o < 1 + n; o++) out[o] = jx_poison();
 done:
   for (int k = 0; k < PIPE_NKINDS; k++) jx_fn_release(fns[k]);
   release_ticks(&c);
   free(ops);
   free(res);
+  free(stash);
   free(params);
   free(grads);
   free(av);
   free(rowdata);
+  free(right);
+  free(left);
 }
 
 /* The global shapes checked against the stages and the microbatches, then smap. */
 static jx_status train_trace(void *ctx, jx_array *const *in, jx_array **out) {
   train_data *d = ctx;
   char s[JX_AVAL_STR_CAP];
+  int n = d->nparams + d->nouter;
   for (int k = 0; k < d->nparams; k++)
     if (in[k]->shape.rank < 1 || in[k]->shape.dims[0] != d->nstages)
       return jx_error_set(JX_ERR_SHAPE,
                           "jx_pipeline_value_and_grad: parameter %d is %s; its leading dim must "
                           "be the %d stages of mesh axis '%s'",
                           k, jx_aval_str(in[k]->dtype, in[k]->shape, s), d->nstages, d->axis);
-  jx_array *x = in[d->nparams], *tg = in[d->nparams + 1];
+  jx_array *x = in[n], *tg = in[n + 1];
   if (x->shape.rank < 1 || x->shape.dims[0] % (d->batch_shards * d->microbatches)) {
     char shards[JX_SPEC_CAP + 64] = "";
     if (d->batch_shards > 1)
@@ -502,19 +654,12 @@ static jx_status train_trace(void *ctx, jx_array *const *in, jx_array **out) {
 
 static jx_program *train_build(jx_fn *f, const jx_aval *in) {
   train_data *d = f->data;
-  return jx_program_build(f->name, d->nparams + 2, in, d->nparams + 1, train_trace, d);
+  int n = d->nparams + d->nouter;
+  return jx_program_build(f->name, n + 2, in, n + 1, train_trace, d);
 }
 
 static const jx_fn_kind train_kind = {
     .name = "pipeline_value_and_grad", .build = train_build, .free_data = free_train_data};
-
-/* The loss after the stage: (params..., x, targets) -> loss_fn(stage(params..., x), targets). */
-static void last_stage(void *ctx, jx_array *const *in, jx_array **out) {
-  const train_data *d = ctx;
-  jx_array *y = NULL;
-  if (jx_call(d->stage, in, &y) || jx_call(d->loss, (jx_array *[]){y, in[d->nparams + 1]}, out))
-    out[0] = jx_poison();
-}
 
 /* "a,b": the mesh axes the batch spec splits the batch over, or NULL. */
 static char *split_axes(const jx_sharding *b) {
@@ -563,11 +708,22 @@ jx_fn *jx_pipeline_value_and_grad(jx_fn *stage, jx_fn *loss_fn, jx_mesh *m, cons
                  stage->name, stage->nin, stage->nout);
     return NULL;
   }
-  if (loss_fn->nin != 2 || loss_fn->nout != 1) {
+  jx_fn *first = opts ? opts->first : NULL;
+  int nouter = loss_fn->nin - 2;
+  if (nouter < 0 || loss_fn->nout != 1) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT,
                  "jx_pipeline_value_and_grad: the loss '%s' takes %d inputs and gives %d "
-                 "outputs; it must take (the last stage's output, targets) and give the loss",
+                 "outputs; it must take (outer params..., the last stage's output, targets) and "
+                 "give the loss",
                  loss_fn->name, loss_fn->nin, loss_fn->nout);
+    return NULL;
+  }
+  if (first && (first->nin != nouter + 1 || first->nout != 1)) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "jx_pipeline_value_and_grad: the first function '%s' takes %d inputs and gives "
+                 "%d outputs; it must take the loss's %d outer params and the batch and give "
+                 "the first stage's activations",
+                 first->name, first->nin, first->nout, nouter);
     return NULL;
   }
   int64_t nstages = jx_pipeline_stage_count(m, stage_axis);
@@ -591,16 +747,19 @@ jx_fn *jx_pipeline_value_and_grad(jx_fn *stage, jx_fn *loss_fn, jx_mesh *m, cons
   atomic_fetch_add(&stage->refs, 1);
   d->loss = loss_fn;
   atomic_fetch_add(&loss_fn->refs, 1);
+  d->first = first;
+  if (first) atomic_fetch_add(&first->refs, 1);
   d->mesh = jx_mesh_retain(m);
   d->nstages = (int)nstages;
   d->microbatches = microbatches;
   d->nparams = stage->nin - 1;
+  d->nouter = nouter;
   d->remat = opts ? opts->remat : 0;
   d->axis = malloc(strlen(stage_axis) + 1);
   d->data_axes = split_axes(d->batch);
-  int P = d->nparams;
-  const char **in_specs = calloc((size_t)P + 2, sizeof *in_specs);
-  const char **out_specs = calloc((size_t)P + 1, sizeof *out_specs);
+  int P = d->nparams, n = P + nouter;
+  const char **in_specs = calloc((size_t)n + 2, sizeof *in_specs);
+  const char **out_specs = calloc((size_t)n + 1, sizeof *out_specs);
   if (!d->axis || !in_specs || !out_specs || (d->batch_shards > 1 && !d->data_axes)) {
     free(in_specs);
     free(out_specs);
@@ -609,15 +768,13 @@ jx_fn *jx_pipeline_value_and_grad(jx_fn *stage, jx_fn *loss_fn, jx_mesh *m, cons
     return NULL;
   }
   strcpy(d->axis, stage_axis);
-  char name[300];
-  snprintf(name, sizeof name, "pipeline_last(%s)", stage->name);
-  d->last = jx_fn_create(name, P + 2, 1, last_stage, d);
   const char *batch_spec = jx_sharding_spec(d->batch);
-  for (int k = 0; k < P; k++) in_specs[k] = out_specs[1 + k] = d->axis;
-  in_specs[P] = in_specs[P + 1] = batch_spec;
+  for (int k = 0; k < n; k++) in_specs[k] = out_specs[1 + k] = k < P ? d->axis : "";
+  in_specs[n] = in_specs[n + 1] = batch_spec;
   out_specs[0] = "";
+  char name[300];
   snprintf(name, sizeof name, "pipeline_train_body(%s)", stage->name);
-  if (d->last) d->body = jx_fn_create(name, P + 2, P + 1, train_body, d);
+  d->body = jx_fn_create(name, n + 2, n + 1, train_body, d);
   if (d->body) d->smap = jx_shard_map(d->body, m, in_specs, out_specs);
   free(in_specs);
   free(out_specs);
@@ -625,5 +782,5 @@ jx_fn *jx_pipeline_value_and_grad(jx_fn *stage, jx_fn *loss_fn, jx_mesh *m, cons
     free_train_data(d);
     return NULL;
   }
-  return jx_fn_new_transform(&train_kind, stage, P + 2, P + 1, d);
+  return jx_fn_new_transform(&train_kind, stage, n + 2, n + 1, d);
 }

@@ -167,6 +167,80 @@ static void batch_split_over_data(void **state) {
   jx_mesh_release(m);
 }
 
+/* ---- an embedding on the first stage, a head tied to it on the last ---- */
+enum { VOCAB = 10 };
+
+/* (E [VOCAB, D], hb [VOCAB], tokens) -> E[tokens] */
+static void embed(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_take(in[0], in[2], 0);
+}
+
+/* (E, hb, y, labels) -> mean cross-entropy of y @ E^T + hb */
+static void tied_head_loss(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *logits = jx_add(jx_matmul(in[2], jx_transpose(in[0], JX_AXES())), in[1]);
+  out[0] = jx_mean(jx_softmax_cross_entropy(logits, in[3], 0), JX_AXES(), 0);
+}
+
+typedef struct {
+  jx_fn *stage, *embed, *loss;
+  int nstages;
+} language_model;
+
+/* (W1, B1, W2, E, hb, tokens, labels) -> the loss, stage by stage: the oracle */
+static void language_model_loss(void *ctx, jx_array *const *in, jx_array **out) {
+  const language_model *m = ctx;
+  jx_array *x = NULL;
+  check_ok(jx_call(m->embed, (jx_array *[]){in[3], in[4], in[5]}, &x));
+  for (int s = 0; s < m->nstages; s++) {
+    jx_array *args[4] = {stage_slice(in[0], s), stage_slice(in[1], s), stage_slice(in[2], s), x};
+    check_ok(jx_call(m->stage, args, &x));
+  }
+  check_ok(jx_call(m->loss, (jx_array *[]){in[3], in[4], x, in[6]}, out));
+}
+
+static void check_language_model(int nstages, int microbatches, jx_pipeline_schedule schedule,
+                                 int remat) {
+  jx_mesh *mesh = jx_mesh_create(JX_SHAPE(nstages), (const char *const[]){"stage"});
+  language_model m = {jx_fn_create("mlp_stage", 4, 1, mlp_stage, NULL),
+                      jx_fn_create("embed", 3, 1, embed, NULL),
+                      jx_fn_create("tied_head_loss", 4, 1, tied_head_loss, NULL), nstages};
+  jx_pipeline_train_options o = {.first = m.embed, .remat = remat};
+  jx_fn *pipe =
+      jx_pipeline_value_and_grad(m.stage, m.loss, mesh, "stage", microbatches, schedule, &o);
+  assert_non_null(pipe);
+  jx_fn *lseq = jx_fn_create("language_model_loss", 7, 1, language_model_loss, &m);
+  jx_fn *vg = jx_value_and_grad(lseq, JX_AXES(0, 1, 2, 3, 4), 0);
+  jx_array *in[7], *want[6], *got[6];
+  inputs(nstages, BATCH, in);
+  in[3] = jx_astype(jx_mul(val(JX_SHAPE(VOCAB, D), 2.1), jx_scalar(JX_F64, 0.5)), JX_F32);
+  in[4] = jx_astype(jx_mul(val(JX_SHAPE(VOCAB), 0.4), jx_scalar(JX_F64, 0.1)), JX_F32);
+  int32_t tokens[BATCH], labels[BATCH];
+  for (int i = 0; i < BATCH; i++) tokens[i] = (7 * i + 3) % VOCAB, labels[i] = (5 * i + 1) % VOCAB;
+  in[5] = jx_array_from(JX_I32, JX_SHAPE(BATCH), tokens);
+  in[6] = jx_array_from(JX_I32, JX_SHAPE(BATCH), labels);
+  check_ok(jx_call(vg, in, want));
+  check_ok(jx_call(pipe, in, got));
+  for (int k = 0; k < 6; k++) assert_close(got[k], want[k], 1e-5);
+  jx_fn_release(vg);
+  jx_fn_release(lseq);
+  jx_fn_release(pipe);
+  jx_fn_release(m.loss);
+  jx_fn_release(m.embed);
+  jx_fn_release(m.stage);
+  jx_mesh_release(mesh);
+}
+
+/* The embedding's gradient sums the first stage's and the tied head's. */
+static void embedding_and_tied_head(void **state) {
+  (void)state;
+  check_language_model(1, 2, JX_PIPELINE_GPIPE, 0);
+  check_language_model(2, 4, JX_PIPELINE_1F1B, 0);
+  check_language_model(4, 4, JX_PIPELINE_1F1B, 0);
+  check_language_model(4, 2, JX_PIPELINE_GPIPE, 1);
+}
+
 /* The tables: 2 (M + S - 1) ticks, the bubble (S - 1) / (M + S - 1), and the
  * residuals a stage holds: every microbatch's for GPipe, at most S for 1F1B. */
 static void schedule_tables(void **state) {
@@ -250,8 +324,11 @@ static void one_f_one_b_needs_microbatches(void **state) {
   assert_error_has("JX_PIPELINE_INTERLEAVED is not implemented");
   assert_null(jx_pipeline_value_and_grad(stage, loss, m, "stage", 0, JX_PIPELINE_GPIPE, NULL));
   assert_error_has("4 stages and 0 microbatches");
-  assert_null(jx_pipeline_value_and_grad(stage, stage, m, "stage", 4, JX_PIPELINE_GPIPE, NULL));
-  assert_error_has("the loss 'mlp_stage' takes 4 inputs and gives 1 outputs");
+  jx_fn *one_input = jx_fn_create("one_input", 1, 1, mlp_stage, NULL);
+  assert_null(jx_pipeline_value_and_grad(stage, one_input, m, "stage", 4, JX_PIPELINE_GPIPE, NULL));
+  assert_error_has("the loss 'one_input' takes 1 inputs and gives 1 outputs; it must take (outer "
+                   "params..., the last stage's output, targets)");
+  jx_fn_release(one_input);
   assert_null(jx_pipeline_value_and_grad(stage, loss, m, "pipe", 4, JX_PIPELINE_GPIPE, NULL));
   assert_error_has("the mesh (stage=4) has no stage axis 'pipe'");
   jx_pipeline_stats s;
@@ -310,6 +387,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(remat_stages, setup, teardown),
       cmocka_unit_test_setup_teardown(one_stage, setup, teardown),
       cmocka_unit_test_setup_teardown(batch_split_over_data, setup, teardown),
+      cmocka_unit_test_setup_teardown(embedding_and_tied_head, setup, teardown),
       cmocka_unit_test_setup_teardown(schedule_tables, setup, teardown),
       cmocka_unit_test_setup_teardown(one_f_one_b_holds_less, setup, teardown),
       cmocka_unit_test_setup_teardown(one_f_one_b_needs_microbatches, setup, teardown),
