@@ -235,6 +235,19 @@ JX_API jx_fn *jx_gpt_loss_fn(const jx_gpt_config *c, const jx_tree *params_like)
 JX_API jx_status jx_gpt_param_specs(const jx_gpt_config *c, const jx_tree *params, const jx_mesh *m,
                                     int fsdp, char (*specs)[64]);
 
+/* jx_gpt_loss_fn trained through a pipeline over mesh axis stage_axis
+ * (jx_pipeline_value_and_grad): the layers split evenly over its stages,
+ * the embeddings before the first stage and the final norm, the tied head
+ * and the cross-entropy after the last, the batch cut into microbatches
+ * (and split over batch_spec's axes, NULL or "": not split). The function
+ * has jx_gpt_loss_fn's inputs and value; its gradient (jx_train_step,
+ * jx_grad) runs the schedule, GPipe or 1F1B. Errors name the numbers:
+ * layers not divisible into the stages, a mesh without the axis, the
+ * schedule's limits; mixed precision is not implemented over stages. */
+JX_API jx_fn *jx_gpt_pipeline_loss_fn(const jx_gpt_config *c, const jx_tree *params_like,
+                                      jx_mesh *m, const char *stage_axis, int microbatches,
+                                      jx_pipeline_schedule schedule, const char *batch_spec);
+
 /* ==== inference: decoding with a key/value cache ====
  * B sequences decode in lockstep over a cache of S slots: per layer i a key
  * and a value array [B, S, n_heads, d_model / n_heads] in the compute
@@ -361,6 +374,7 @@ JX_API jx_status jx_gpt_generate(const jx_gpt_config *c, const jx_tree *params, 
 #define jx_tree_cast(...)              JX_LOCATED_PTR(jx_tree *, jx_tree_cast, __VA_ARGS__)
 #define jx_gpt_init(...)               JX_LOCATED_PTR(jx_tree *, jx_gpt_init, __VA_ARGS__)
 #define jx_gpt_loss_fn(...)            JX_LOCATED_PTR(jx_fn *, jx_gpt_loss_fn, __VA_ARGS__)
+#define jx_gpt_pipeline_loss_fn(...)   JX_LOCATED_PTR(jx_fn *, jx_gpt_pipeline_loss_fn, __VA_ARGS__)
 #define jx_dense_init(...)             JX_LOCATED_STATUS(jx_dense_init, __VA_ARGS__)
 #define jx_embedding_init(...)         JX_LOCATED_STATUS(jx_embedding_init, __VA_ARGS__)
 #define jx_layer_norm_init(...)        JX_LOCATED_STATUS(jx_layer_norm_init, __VA_ARGS__)
