@@ -32,6 +32,8 @@ typedef struct {
   int devices;
   char mesh[128];
   int fsdp;
+  int stages, microbatches; /* --stages: pipeline parallelism over the mesh axis "stage" */
+  jx_pipeline_schedule schedule;
   int64_t steps, stop_at, batch, layers, width, heads, context, warmup, ckpt_every, sample, keep;
   double lr;
   const char *ckpt, *metrics, *profile;
@@ -49,6 +51,9 @@ static void usage(FILE *f) {
              "  --mesh data=A,model=B   mesh axes over all the job's devices\n"
              "                     (default data=<devices of all processes>)\n"
              "  --fsdp             also shard parameters and optimizer state over 'data'\n"
+             "  --stages N         pipeline the layers over N stages (mesh axis 'stage'; default\n"
+             "                     mesh stage=N,data=<devices/N>); --microbatches M (default 2N),\n"
+             "                     --schedule gpipe|1f1b (default 1f1b)\n"
              "  --steps N          training steps (default 800)\n"
              "  --stop-at N        stop (and checkpoint) after step N, as a preempted job would\n"
              "  --batch N          sequences per step (default 32)\n"
@@ -82,6 +87,7 @@ static int parse(int argc, char **argv, options *o) {
                  .ckpt_every = 100,
                  .keep = 3,
                  .sample = 200,
+                 .schedule = JX_PIPELINE_1F1B,
                  .lr = 3e-3};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -105,6 +111,8 @@ static int parse(int argc, char **argv, options *o) {
     INT_OPT("--keep", keep)
     INT_OPT("--sample", sample)
     INT_OPT("--seed", seed)
+    INT_OPT("--stages", stages)
+    INT_OPT("--microbatches", microbatches)
 #undef INT_OPT
     if (!strcmp(a, "--lr") && v) {
       o->lr = atof(v);
@@ -130,6 +138,9 @@ static int parse(int argc, char **argv, options *o) {
       i++;
     } else if (!strcmp(a, "--dtype") && v && (!strcmp(v, "f32") || !strcmp(v, "bf16"))) {
       o->compute_dtype = !strcmp(v, "bf16") ? JX_BF16 : 0;
+      i++;
+    } else if (!strcmp(a, "--schedule") && v && (!strcmp(v, "gpipe") || !strcmp(v, "1f1b"))) {
+      o->schedule = !strcmp(v, "gpipe") ? JX_PIPELINE_GPIPE : JX_PIPELINE_1F1B;
       i++;
     } else if (!strcmp(a, "--fsdp")) {
       o->fsdp = 1;
@@ -380,8 +391,17 @@ int jx_cmd_train(int argc, char **argv) {
             DEFAULT_CORPUS);
     return 2;
   }
+  if (o.stages > 1 && !*o.mesh)
+    snprintf(o.mesh, sizeof o.mesh, "stage=%d,data=%d", o.stages, devices / o.stages);
   jx_mesh *mesh = jx_cli_mesh(o.mesh, devices);
   if (!mesh) return fail("--mesh");
+  if (o.stages < 1) o.stages = (int)jx_mesh_axis_size(mesh, "stage"); /* --mesh stage=N,... */
+  if (o.stages > 1 && jx_mesh_axis_size(mesh, "stage") != o.stages) {
+    fprintf(stderr, "jx train: --stages %d needs a mesh axis stage=%d (the mesh is %s)\n", o.stages,
+            o.stages, o.mesh);
+    return 2;
+  }
+  if (o.microbatches < 1) o.microbatches = 2 * (o.stages > 1 ? o.stages : 1);
   int has_data = jx_mesh_axis_size(mesh, "data") > 0;
 
   model m = {.cfg = {.vocab = 256,
@@ -447,7 +467,10 @@ int jx_cmd_train(int argc, char **argv) {
   }
   in_sh[m.np + m.ns] = in_sh[m.np + m.ns + 1] = rows;
   out_sh[0] = replicated;
-  m.loss = jx_gpt_loss_fn(&m.cfg, params);
+  m.loss = o.stages > 1 ? jx_gpt_pipeline_loss_fn(&m.cfg, params, mesh, "stage", o.microbatches,
+                                                  o.schedule, has_data ? "data" : NULL)
+                        : jx_gpt_loss_fn(&m.cfg, params);
+  if (!m.loss) return fail("the model's loss");
   jx_fn *step_fn = jx_train_step(m.loss, params, state, m.opt);
   jx_jit_options jo = {.in_shardings = in_sh, .out_shardings = out_sh};
   jx_fn *step = jx_jit(step_fn, &jo);
@@ -497,6 +520,12 @@ int jx_cmd_train(int argc, char **argv) {
     printf(", mesh %s%s, batch %lld, %lld steps, corpus %lld windows (%d files)\n",
            *o.mesh ? o.mesh : "data=all", o.fsdp ? " + fsdp" : "", (long long)o.batch,
            (long long)o.steps, (long long)jx_dataset_size(data), o.ndata);
+    jx_pipeline_stats ps;
+    if (o.stages > 1 && !jx_pipeline_schedule_stats(o.schedule, o.stages, o.microbatches, &ps))
+      printf("  pipeline: %d stages, %d microbatches, %s: %d ticks, the schedule idle %.1f%% "
+             "of stage time\n",
+             o.stages, o.microbatches, o.schedule == JX_PIPELINE_GPIPE ? "GPipe" : "1F1B", ps.ticks,
+             100 * ps.bubble_fraction);
     fflush(stdout);
   }
   FILE *metrics = lead && o.metrics ? fopen(o.metrics, o.resume ? "a" : "w") : NULL;
