@@ -66,6 +66,32 @@ static void free_train_data(void *data) {
   free(d);
 }
 
+/* x[start * rows : (start + 1) * rows] along dim 0, start an i32 scalar. */
+static jx_array *rows_at(jx_array *x, jx_array *index, int64_t rows) {
+  jx_array *starts[JX_MAX_RANK];
+  starts[0] = jx_mul(index, jx_scalar(JX_I32, (double)rows));
+  for (int k = 1; k < x->shape.rank; k++) starts[k] = jx_scalar(JX_I32, 0);
+  jx_shape size = x->shape;
+  size.dims[0] = rows;
+  return jx_dynamic_slice(x, starts, size);
+}
+
+/* buf[slot] (buf: [slots, ...]). */
+static jx_array *slot_read(jx_array *buf, jx_array *slot) {
+  return jx_squeeze(rows_at(buf, slot, 1), JX_AXES(0));
+}
+
+/* buf with buf[slot] = v. */
+static jx_array *slot_write(jx_array *buf, jx_array *slot, jx_array *v) {
+  jx_array *starts[JX_MAX_RANK];
+  starts[0] = slot;
+  for (int k = 1; k < buf->shape.rank; k++) starts[k] = jx_scalar(JX_I32, 0);
+  return jx_dynamic_update_slice(buf, jx_expand_dims(v, 0), starts);
+}
+
+/* A buffer of n slots of aval a. */
+static jx_array *slots(jx_aval a, int n) { return jx_zeros(a.dtype, jx_aval_stacked(a, n).shape); }
+
 /* ---- one trace of the body: the programs and the branches' layout ----
  * Forwards and backwards run as linearized programs traced for the blocks'
  * types, so the body's own values decide what varies over which mesh axis:
@@ -123,20 +149,27 @@ typedef struct {
   jx_array **res, **in_ct; /* scratch */
 } tick_ctx;
 
-enum { IN_X, IN_RAW, IN_CT, IN_STASH }; /* operand offsets past params and outer */
+/* Operands past the params and outer params: x, raw, the cotangent, the
+ * stash slot (i32), then the stash buffers, the gradients so far, the loss
+ * so far and the targets. */
+enum { IN_X, IN_RAW, IN_CT, IN_SLOT, IN_STASH };
 
+static int stash_at(const tick_ctx *c) { return c->P + c->O + IN_STASH; }
+static int acc_at(const tick_ctx *c) { return stash_at(c) + c->nstash; }
+static int loss_at(const tick_ctx *c) { return acc_at(c) + c->P + c->O; }
+static int branch_nin(const tick_ctx *c) { return loss_at(c) + 2; }
 static int branch_nout(const tick_ctx *c) { return 3 + c->nstash + c->P + c->O; }
 static int grad_at(const tick_ctx *c) { return 2 + c->nstash; }
 
 static jx_array *zeros_of(jx_aval a) { return jx_zeros(a.dtype, a.shape); }
 
-/* Every output of a branch zero; the branch then sets its own. */
-static void zero_outputs(const tick_ctx *c, jx_array **out) {
+/* A branch's outputs as it found them: nothing sent, the stash, the
+ * gradients and the loss unchanged; the branch then sets its own. */
+static void pass_outputs(const tick_ctx *c, jx_array *const *in, jx_array **out) {
   out[0] = zeros_of(c->act);
   out[1] = zeros_of(c->act);
-  for (int k = 0; k < c->nstash; k++) out[2 + k] = zeros_of(c->stash_av[k]);
-  for (int j = 0; j < c->P + c->O; j++) out[grad_at(c) + j] = zeros_of(c->av[j]);
-  out[grad_at(c) + c->P + c->O] = jx_zeros(c->loss_dtype, JX_SHAPE());
+  for (int k = 0; k < c->nstash; k++) out[2 + k] = in[stash_at(c) + k];
+  for (int j = 0; j <= c->P + c->O; j++) out[grad_at(c) + j] = in[acc_at(c) + j];
 }
 
 static void poison_outputs(const tick_ctx *c, jx_array **out) {
@@ -148,7 +181,7 @@ static void program_args(const tick_ctx *c, jx_array *const *in, jx_array *input
   int n = c->P + c->O;
   memcpy(args, in, (size_t)n * sizeof *args);
   args[n] = input;
-  args[n + 1] = in[n + IN_STASH + c->nstash];
+  args[n + 1] = in[loss_at(c) + 1];
 }
 
 /* l's forward on args: its output, and its residuals into c->res. */
@@ -165,8 +198,8 @@ static jx_status forward(const tick_ctx *c, const linearized *l, jx_array *const
   return st;
 }
 
-/* l's backward from c->res and the output's cotangent: the gradients (and,
- * with send_ct, the input's cotangent) into the branch's outputs. */
+/* l's backward from c->res and the output's cotangent: the gradients added
+ * to the branch's (and, with send_ct, the input's cotangent) in out. */
 static jx_status backward(const tick_ctx *c, const linearized *l, jx_array *ct, int send_ct,
                           jx_array **out) {
   int n = c->P + c->O;
@@ -182,7 +215,7 @@ static jx_status backward(const tick_ctx *c, const linearized *l, jx_array *ct, 
   for (int i = 0, w = 0; !st && i < n + 2; i++) {
     if (!l->wrt[i]) continue;
     if (i < n)
-      out[grad_at(c) + i] = cts[w];
+      out[grad_at(c) + i] = jx_add(out[grad_at(c) + i], cts[w]);
     else if (i == n && send_ct)
       out[1] = cts[w];
     w++;
@@ -192,22 +225,25 @@ static jx_status backward(const tick_ctx *c, const linearized *l, jx_array *ct, 
   return st;
 }
 
+/* Stash entry k of l at the operands' slot. */
+static jx_array *stashed(const tick_ctx *c, const linearized *l, jx_array *const *in, int k) {
+  return slot_read(in[stash_at(c) + l->stash0 + k], in[c->P + c->O + IN_SLOT]);
+}
+
 /* c->res from a branch's operands: parameters read in place, the rest
  * from the stash. */
 static void residuals_from(const tick_ctx *c, const linearized *l, jx_array *const *in) {
-  jx_array *const *stashed = in + c->P + c->O + IN_STASH;
   for (int k = 0; k < l->nres; k++)
-    c->res[k] = l->res_from[k] >= 0 ? in[l->res_from[k]] : stashed[l->stash0 - 1 - l->res_from[k]];
+    c->res[k] = l->res_from[k] >= 0 ? in[l->res_from[k]] : stashed(c, l, in, -1 - l->res_from[k]);
 }
 
 static void idle_branch(void *ctx, jx_array *const *in, jx_array **out) {
-  (void)in;
-  zero_outputs(ctx, out);
+  pass_outputs(ctx, in, out);
 }
 
 static void run_forward(const tick_ctx *c, const linearized *l, jx_array *const *in,
                         jx_array *input, jx_array **out) {
-  zero_outputs(c, out);
+  pass_outputs(c, in, out);
   if (!l->fwd) return; /* a branch no stage of this pipeline takes */
   jx_array **a = calloc((size_t)(c->P + c->O + 2), sizeof *a);
   if (!a) return poison_outputs(c, out);
@@ -215,23 +251,27 @@ static void run_forward(const tick_ctx *c, const linearized *l, jx_array *const 
   jx_status st = forward(c, l, a, &out[0]);
   free(a);
   if (st) return poison_outputs(c, out);
+  jx_array *slot = in[c->P + c->O + IN_SLOT];
   if (c->d->remat) { /* only the input waits for the backward */
-    out[2 + l->stash0] = input;
+    out[2 + l->stash0] = slot_write(out[2 + l->stash0], slot, input);
     return;
   }
   for (int k = 0; k < l->nres; k++)
-    if (l->res_from[k] < 0) out[2 + l->stash0 - 1 - l->res_from[k]] = c->res[k];
+    if (l->res_from[k] < 0) {
+      int at = 2 + l->stash0 - 1 - l->res_from[k];
+      out[at] = slot_write(out[at], slot, c->res[k]);
+    }
 }
 
 static void run_backward(const tick_ctx *c, const linearized *l, jx_array *const *in, int send_ct,
                          jx_array **out) {
-  zero_outputs(c, out);
+  pass_outputs(c, in, out);
   if (!l->fwd) return; /* a branch no stage of this pipeline takes */
   if (c->d->remat) {   /* the forward again, from the stashed input */
     jx_array **a = calloc((size_t)(c->P + c->O + 2), sizeof *a), *y = NULL;
     int bad = !a;
     if (!bad) {
-      program_args(c, in, in[c->P + c->O + IN_STASH + l->stash0], a);
+      program_args(c, in, stashed(c, l, in, 0), a);
       bad = forward(c, l, a, &y) != JX_OK;
     }
     free(a);
@@ -267,7 +307,7 @@ static void first_backward_branch(void *ctx, jx_array *const *in, jx_array **out
 static void forward_backward_branch(void *ctx, jx_array *const *in, jx_array **out) {
   const tick_ctx *c = ctx;
   int n = c->P + c->O, one = c->d->nstages == 1;
-  zero_outputs(c, out);
+  pass_outputs(c, in, out);
   jx_array **a = calloc((size_t)n + 2, sizeof *a), *loss = NULL;
   double scale = 1.0 / c->d->microbatches;
   int bad = !a;
@@ -278,7 +318,7 @@ static void forward_backward_branch(void *ctx, jx_array *const *in, jx_array **o
   }
   free(a);
   if (bad) return poison_outputs(c, out);
-  out[grad_at(c) + n] = jx_mul(loss, jx_scalar(c->loss_dtype, scale));
+  out[grad_at(c) + n] = jx_add(out[grad_at(c) + n], jx_mul(loss, jx_scalar(c->loss_dtype, scale)));
 }
 
 static const jx_body branches[PIPE_NKINDS] = {
@@ -465,32 +505,6 @@ static void release_ticks(tick_ctx *c) {
   free(c->in_ct);
 }
 
-/* x[start * rows : (start + 1) * rows] along dim 0, start an i32 scalar. */
-static jx_array *rows_at(jx_array *x, jx_array *index, int64_t rows) {
-  jx_array *starts[JX_MAX_RANK];
-  starts[0] = jx_mul(index, jx_scalar(JX_I32, (double)rows));
-  for (int k = 1; k < x->shape.rank; k++) starts[k] = jx_scalar(JX_I32, 0);
-  jx_shape size = x->shape;
-  size.dims[0] = rows;
-  return jx_dynamic_slice(x, starts, size);
-}
-
-/* buf[slot] (buf: [slots, ...]). */
-static jx_array *slot_read(jx_array *buf, jx_array *slot) {
-  return jx_squeeze(rows_at(buf, slot, 1), JX_AXES(0));
-}
-
-/* buf with buf[slot] = v. */
-static jx_array *slot_write(jx_array *buf, jx_array *slot, jx_array *v) {
-  jx_array *starts[JX_MAX_RANK];
-  starts[0] = slot;
-  for (int k = 1; k < buf->shape.rank; k++) starts[k] = jx_scalar(JX_I32, 0);
-  return jx_dynamic_update_slice(buf, jx_expand_dims(v, 0), starts);
-}
-
-/* A buffer of n slots of aval a. */
-static jx_array *slots(jx_aval a, int n) { return jx_zeros(a.dtype, jx_aval_stacked(a, n).shape); }
-
 /* The table's kind for stage s at a tick: the first stage's forward and
  * backward run the first program when there is a first function. */
 static int step_kind(const train_data *d, const pipe_step *p, int s) {
@@ -533,7 +547,7 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
     av[n + 1] = (jx_aval){.dtype = tg->dtype, .shape = tmb};
     st = prepare_ticks(d, av, &c);
   }
-  int nin = n + IN_STASH + c.nstash + 1, nout = branch_nout(&c);
+  int nin = branch_nin(&c), nout = branch_nout(&c);
   if (!st) {
     ops = calloc((size_t)nin, sizeof *ops);
     res = calloc((size_t)nout, sizeof *res);
@@ -581,14 +595,17 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
     ops[n + IN_X] = d->first ? inbox : S > 1 ? jx_where(first, raw, inbox) : raw;
     ops[n + IN_RAW] = raw;
     ops[n + IN_CT] = slot_read(cot_inbox, field[4]);
-    for (int k = 0; k < c.nstash; k++) ops[n + IN_STASH + k] = slot_read(stash[k], field[3]);
-    ops[n + IN_STASH + c.nstash] = rows_at(tg, field[1], trows);
+    ops[n + IN_SLOT] = field[3];
+    memcpy(ops + stash_at(&c), stash, (size_t)c.nstash * sizeof *ops);
+    memcpy(ops + acc_at(&c), grads, (size_t)n * sizeof *ops);
+    ops[loss_at(&c)] = loss;
+    ops[loss_at(&c) + 1] = rows_at(tg, field[1], trows);
     st = jx_switch(field[0], PIPE_NKINDS, fns, nin, ops, res);
     if (st) break;
     if (S > 1) sent_act = res[0], sent_cot = res[1];
-    for (int k = 0; k < c.nstash; k++) stash[k] = slot_write(stash[k], field[3], res[2 + k]);
-    for (int j = 0; j < n; j++) grads[j] = jx_add(grads[j], res[grad_at(&c) + j]);
-    loss = jx_add(loss, res[grad_at(&c) + n]);
+    memcpy(stash, res + 2, (size_t)c.nstash * sizeof *stash);
+    memcpy(grads, res + grad_at(&c), (size_t)n * sizeof *grads);
+    loss = res[grad_at(&c) + n];
   }
   if (st) goto fail;
   /* the loss is the last stage's, an outer gradient the first's plus the
