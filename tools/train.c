@@ -521,7 +521,7 @@ int jx_cmd_train(int argc, char **argv) {
            *o.mesh ? o.mesh : "data=all", o.fsdp ? " + fsdp" : "", (long long)o.batch,
            (long long)o.steps, (long long)jx_dataset_size(data), o.ndata);
     jx_pipeline_stats ps;
-    if (o.stages > 1 && !jx_pipeline_schedule_stats(o.schedule, o.stages, o.microbatches, &ps))
+    if (o.stages > 1 && !jx_pipeline_schedule_stats(o.schedule, o.stages, 1, o.microbatches, &ps))
       printf("  pipeline: %d stages, %d microbatches, %s: %d ticks, the schedule idle %.1f%% "
              "of stage time\n",
              o.stages, o.microbatches, o.schedule == JX_PIPELINE_GPIPE ? "GPipe" : "1F1B", ps.ticks,

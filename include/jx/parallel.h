@@ -193,8 +193,13 @@ JX_API jx_fn *jx_pipeline_ex(jx_fn *stage, jx_mesh *m, const char *stage_axis, i
  * each stage. GPIPE holds every microbatch's residuals on a stage; 1F1B
  * (PyTorch's Schedule1F1B: S - s forwards on stage s, then a backward and a
  * forward in turn) holds at most S, and needs microbatches >= S, as PyTorch
- * does. INTERLEAVED is not implemented yet (JX_ERR_UNIMPLEMENTED). The
- * result is jittable; it is not itself differentiable (it is a gradient). */
+ * does. INTERLEAVED (Megatron's interleaved 1F1B) gives each device V
+ * virtual stages (options.virtual_stages >= 2): global stage g = v S + s is
+ * chunk v on device s, the stacked parameters have S V entries in global
+ * stage order, activations go round the devices V times, and the bubble
+ * shrinks to (S - 1) / (V M + S - 1); it needs microbatches a multiple of
+ * S, as Megatron and PyTorch's ScheduleInterleaved1F1B. The result is
+ * jittable; it is not itself differentiable (it is a gradient). */
 typedef struct {
   /* As jx_pipeline_options's: the batch and the targets split over other
    * mesh axes (data parallelism); the loss and the gradients are then
@@ -215,24 +220,29 @@ typedef struct {
    * first and the last stage give (a head tied to the embedding gets
    * both). */
   jx_fn *first;
+  /* JX_PIPELINE_INTERLEAVED: stages per device (>= 2); others: 0 or 1. */
+  int virtual_stages;
 } jx_pipeline_train_options;
 JX_API jx_fn *jx_pipeline_value_and_grad(jx_fn *stage, jx_fn *loss_fn, jx_mesh *m,
                                          const char *stage_axis, int microbatches,
                                          jx_pipeline_schedule schedule,
                                          const jx_pipeline_train_options *opts);
 
-/* A schedule's table for `stages` stages and `microbatches` microbatches,
- * where a forward and a backward each take one tick: its length, the
- * fraction of stage-ticks idle (the bubble; (S - 1) / (M + S - 1) for GPipe
- * and 1F1B), and the most microbatches whose residuals a stage holds at
- * once. Errors as jx_pipeline_value_and_grad's for numbers it refuses. */
+/* A schedule's table for `stages` devices (of virtual_stages stages each
+ * for INTERLEAVED; 1 for the others) and `microbatches` microbatches, where
+ * a forward and a backward of a stage each take one tick: its length, the
+ * fraction of device-ticks idle (the bubble; (S - 1) / (M + S - 1) for
+ * GPipe and 1F1B), and the most (stage, microbatch) residuals a device
+ * holds at once. Errors as jx_pipeline_value_and_grad's for numbers it
+ * refuses. */
 typedef struct {
   int ticks;
   double bubble_fraction;
   int most_stashed;
 } jx_pipeline_stats;
 JX_API jx_status jx_pipeline_schedule_stats(jx_pipeline_schedule schedule, int stages,
-                                            int microbatches, jx_pipeline_stats *out);
+                                            int virtual_stages, int microbatches,
+                                            jx_pipeline_stats *out);
 
 /* ---- collectives: inside shard_map / pmap / vmap with an axis name ----
  * axis may name several mesh axes: "a,b". */

@@ -23,6 +23,7 @@ typedef enum {
  * keep go to. */
 typedef struct {
   int kind, microbatch;
+  int chunk;         /* the device's virtual stage: global stage chunk S + device */
   int act_slot;      /* FORWARD, FORWARD_BACKWARD: the inbox slot holding its input */
   int stash_slot;    /* FORWARD: where its residuals go; BACKWARD: where they are */
   int cot_slot;      /* BACKWARD: the inbox slot holding its output's cotangent */
@@ -30,20 +31,21 @@ typedef struct {
   int recv_cot_slot; /* where the cotangent arriving from the right at this tick goes */
 } pipe_step;
 
-enum { PIPE_STEP_FIELDS = 7 };
+enum { PIPE_STEP_FIELDS = 8 };
 
 typedef struct {
-  int nstages, microbatches, nticks;
-  pipe_step *steps;                      /* steps[t * nstages + s] */
-  int act_slots, cot_slots, stash_slots; /* the most any stage holds at once */
-  int *stashed;                          /* per stage: the most microbatches stashed at once */
-  int busy_ticks;                        /* stage-ticks spent computing (FORWARD_BACKWARD: 2) */
+  int nstages, virtual_stages, microbatches, nticks;
+  pipe_step *steps;                      /* steps[t * nstages + device] */
+  int act_slots, cot_slots, stash_slots; /* the most any device holds at once */
+  int *stashed;   /* per device: the most (chunk, microbatch) residuals stashed at once */
+  int busy_ticks; /* device-ticks spent computing (FORWARD_BACKWARD: 2) */
 } pipe_table;
 
-/* The table of schedule for nstages stages and microbatches microbatches
- * (both >= 1), or an error naming the numbers a schedule cannot take. */
-jx_status pipe_table_build(jx_pipeline_schedule schedule, int nstages, int microbatches,
-                           pipe_table *out);
+/* The table of schedule for nstages devices of virtual_stages stages each
+ * (interleaved; the others take 1) and microbatches microbatches, or an
+ * error naming the numbers a schedule cannot take. */
+jx_status pipe_table_build(jx_pipeline_schedule schedule, int nstages, int virtual_stages,
+                           int microbatches, pipe_table *out);
 void pipe_table_free(pipe_table *t);
 
 #endif

@@ -43,6 +43,7 @@ typedef struct {
   char *axis;
   char *data_axes; /* the batch spec's axes, "a,b", or NULL */
   int nstages, microbatches, remat;
+  int virtual_stages;  /* per device: its blocks hold V chunks, global stage chunk S + device */
   int nparams, nouter; /* the stage's parameters (stacked), the loss's (whole) */
   pipe_table table;
   jx_sharding *batch;
@@ -150,9 +151,9 @@ typedef struct {
 } tick_ctx;
 
 /* Operands past the params and outer params: x, raw, the cotangent, the
- * stash slot (i32), then the stash buffers, the gradients so far, the loss
+ * stash slot and the chunk (i32), then the stash buffers, the gradients so far, the loss
  * so far and the targets. */
-enum { IN_X, IN_RAW, IN_CT, IN_SLOT, IN_STASH };
+enum { IN_X, IN_RAW, IN_CT, IN_SLOT, IN_CHUNK, IN_STASH };
 
 static int stash_at(const tick_ctx *c) { return c->P + c->O + IN_STASH; }
 static int acc_at(const tick_ctx *c) { return stash_at(c) + c->nstash; }
@@ -176,10 +177,17 @@ static void poison_outputs(const tick_ctx *c, jx_array **out) {
   for (int o = 0; o < branch_nout(c); o++) out[o] = jx_poison();
 }
 
+/* Parameter j (stacked, then outer) from a branch's operands: with virtual
+ * stages, the chunk's entry of the stacked ones' blocks. */
+static jx_array *param_of(const tick_ctx *c, jx_array *const *in, int j) {
+  return j < c->P && c->d->virtual_stages > 1 ? slot_read(in[j], in[c->P + c->O + IN_CHUNK])
+                                              : in[j];
+}
+
 /* The program's inputs from a branch's operands, with `input` as its input. */
 static void program_args(const tick_ctx *c, jx_array *const *in, jx_array *input, jx_array **args) {
   int n = c->P + c->O;
-  memcpy(args, in, (size_t)n * sizeof *args);
+  for (int j = 0; j < n; j++) args[j] = param_of(c, in, j);
   args[n] = input;
   args[n + 1] = in[loss_at(c) + 1];
 }
@@ -201,7 +209,7 @@ static jx_status forward(const tick_ctx *c, const linearized *l, jx_array *const
 /* l's backward from c->res and the output's cotangent: the gradients added
  * to the branch's (and, with send_ct, the input's cotangent) in out. */
 static jx_status backward(const tick_ctx *c, const linearized *l, jx_array *ct, int send_ct,
-                          jx_array **out) {
+                          jx_array *chunk, jx_array **out) {
   int n = c->P + c->O;
   jx_array **args = calloc((size_t)l->nres + 1, sizeof *args);
   jx_array **cts = calloc((size_t)l->bwd->nout + 1, sizeof *cts);
@@ -214,7 +222,10 @@ static jx_status backward(const tick_ctx *c, const linearized *l, jx_array *ct, 
   }
   for (int i = 0, w = 0; !st && i < n + 2; i++) {
     if (!l->wrt[i]) continue;
-    if (i < n)
+    if (i < c->P && c->d->virtual_stages > 1) { /* into the chunk's entry */
+      jx_array *acc = out[grad_at(c) + i];
+      out[grad_at(c) + i] = slot_write(acc, chunk, jx_add(slot_read(acc, chunk), cts[w]));
+    } else if (i < n)
       out[grad_at(c) + i] = jx_add(out[grad_at(c) + i], cts[w]);
     else if (i == n && send_ct)
       out[1] = cts[w];
@@ -234,7 +245,8 @@ static jx_array *stashed(const tick_ctx *c, const linearized *l, jx_array *const
  * from the stash. */
 static void residuals_from(const tick_ctx *c, const linearized *l, jx_array *const *in) {
   for (int k = 0; k < l->nres; k++)
-    c->res[k] = l->res_from[k] >= 0 ? in[l->res_from[k]] : stashed(c, l, in, -1 - l->res_from[k]);
+    c->res[k] = l->res_from[k] >= 0 ? param_of(c, in, l->res_from[k])
+                                    : stashed(c, l, in, -1 - l->res_from[k]);
 }
 
 static void idle_branch(void *ctx, jx_array *const *in, jx_array **out) {
@@ -279,7 +291,8 @@ static void run_backward(const tick_ctx *c, const linearized *l, jx_array *const
   } else {
     residuals_from(c, l, in);
   }
-  if (backward(c, l, in[c->P + c->O + IN_CT], send_ct, out)) poison_outputs(c, out);
+  int n = c->P + c->O;
+  if (backward(c, l, in[n + IN_CT], send_ct, in[n + IN_CHUNK], out)) poison_outputs(c, out);
 }
 
 static void forward_branch(void *ctx, jx_array *const *in, jx_array **out) {
@@ -292,14 +305,16 @@ static void backward_branch(void *ctx, jx_array *const *in, jx_array **out) {
   run_backward(c, &c->mid, in, 1, out);
 }
 
+/* The first stage: its input is the batch's microbatch, through the first
+ * function if there is one. */
 static void first_forward_branch(void *ctx, jx_array *const *in, jx_array **out) {
   const tick_ctx *c = ctx;
-  run_forward(c, &c->first, in, in[c->P + c->O + IN_RAW], out);
+  run_forward(c, c->d->first ? &c->first : &c->mid, in, in[c->P + c->O + IN_RAW], out);
 }
 
 static void first_backward_branch(void *ctx, jx_array *const *in, jx_array **out) {
   const tick_ctx *c = ctx;
-  run_backward(c, &c->first, in, 0, out);
+  run_backward(c, c->d->first ? &c->first : &c->mid, in, 0, out);
 }
 
 /* The last stage: the loss after the stage, scaled by 1 / M, and its
@@ -314,7 +329,8 @@ static void forward_backward_branch(void *ctx, jx_array *const *in, jx_array **o
   if (!bad) {
     program_args(c, in, in[n + (one && c->d->first ? IN_RAW : IN_X)], a);
     bad = forward(c, &c->last, a, &loss) ||
-          backward(c, &c->last, jx_full(c->loss_dtype, JX_SHAPE(), scale), !one, out);
+          backward(c, &c->last, jx_full(c->loss_dtype, JX_SHAPE(), scale), !one, in[n + IN_CHUNK],
+                   out);
   }
   free(a);
   if (bad) return poison_outputs(c, out);
@@ -476,7 +492,8 @@ static jx_status prepare_ticks(const train_data *d, const jx_aval *av, tick_ctx 
     c->act = p->avals[p->out[0]];
     jx_program_release(p);
   }
-  int uses_mid = S > 2 || (S == 2 && !d->first), uses_first = d->first && S > 1;
+  int G = S * d->virtual_stages;
+  int uses_mid = G > 2 || (G == 2 && !d->first), uses_first = d->first && G > 1;
   if (uses_mid) st = linearize_program(d, mid_program, "pipeline_stage", av, c->act, &c->mid, NULL);
   if (!st && uses_mid) st = stash_layout(c, &c->mid, c->act);
   if (!st && uses_first)
@@ -505,10 +522,11 @@ static void release_ticks(tick_ctx *c) {
   free(c->in_ct);
 }
 
-/* The table's kind for stage s at a tick: the first stage's forward and
- * backward run the first program when there is a first function. */
-static int step_kind(const train_data *d, const pipe_step *p, int s) {
-  if (s == 0 && d->first && d->nstages > 1) {
+/* The table's kind for device s at a tick: the first stage's forward and
+ * backward take the batch's microbatch (through the first function if
+ * there is one). */
+static int step_kind(const pipe_step *p, int s) {
+  if (s == 0 && p->chunk == 0) {
     if (p->kind == PIPE_FORWARD) return PIPE_FIRST_FORWARD;
     if (p->kind == PIPE_BACKWARD) return PIPE_FIRST_BACKWARD;
   }
@@ -536,8 +554,10 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
                      ? JX_OK
                      : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
   for (int j = 0; !st && j < n; j++) {
-    params[j] = j < P ? jx_squeeze(in[j], JX_AXES(0)) : in[j];
+    /* with virtual stages a block holds the device's chunks, taken per action */
+    params[j] = j < P && d->virtual_stages == 1 ? jx_squeeze(in[j], JX_AXES(0)) : in[j];
     av[j] = (jx_aval){.dtype = params[j]->dtype, .shape = params[j]->shape};
+    if (j < P && d->virtual_stages > 1) av[j] = jx_aval_unstacked(av[j]);
   }
   if (!st) {
     jx_shape mb = x->shape, tmb = tg->shape;
@@ -563,15 +583,16 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
   if (st) goto fail;
 
   jx_array *position = jx_axis_index(d->axis);
-  jx_array *first = jx_eq(position, jx_scalar(JX_I32, 0));
   jx_array *act_inbox = slots(c.act, tb->act_slots + 1),
            *cot_inbox = slots(c.act, tb->cot_slots + 1);
   for (int k = 0; k < c.nstash; k++) stash[k] = slots(c.stash_av[k], tb->stash_slots + 1);
-  for (int j = 0; j < n; j++) grads[j] = zeros_of(av[j]);
+  for (int j = 0; j < n; j++) grads[j] = jx_zeros(params[j]->dtype, params[j]->shape);
   jx_array *loss = jx_zeros(c.loss_dtype, JX_SHAPE());
-  for (int s = 0; s + 1 < S; s++) {
-    right[s][0] = s, right[s][1] = s + 1;
-    left[s][0] = s + 1, left[s][1] = s;
+  /* with virtual stages the last device hands on to the first: a ring */
+  int npairs = d->virtual_stages > 1 ? S : S - 1;
+  for (int s = 0; s < npairs; s++) {
+    right[s][0] = s, right[s][1] = (s + 1) % S;
+    left[s][0] = (s + 1) % S, left[s][1] = s;
   }
   jx_array *sent_act = NULL, *sent_cot = NULL;
   for (int t = 0; t < T && !st; t++) {
@@ -579,23 +600,24 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
     for (int s = 0; s < S; s++) {
       const pipe_step *p = &tb->steps[t * S + s];
       int32_t *r = rowdata + (size_t)s * PIPE_STEP_FIELDS;
-      r[0] = step_kind(d, p, s), r[1] = p->microbatch, r[2] = p->act_slot;
-      r[3] = p->stash_slot, r[4] = p->cot_slot, r[5] = p->recv_act_slot, r[6] = p->recv_cot_slot;
+      r[0] = step_kind(p, s), r[1] = p->microbatch, r[2] = p->chunk, r[3] = p->act_slot;
+      r[4] = p->stash_slot, r[5] = p->cot_slot, r[6] = p->recv_act_slot, r[7] = p->recv_cot_slot;
     }
     jx_array *table = jx_array_from(JX_I32, JX_SHAPE(S, PIPE_STEP_FIELDS), rowdata);
     jx_array *row = slot_read(table, position), *field[PIPE_STEP_FIELDS];
     for (int f = 0; f < PIPE_STEP_FIELDS; f++)
       field[f] = jx_reshape(jx_slice(row, JX_SHAPE(f), JX_SHAPE(f + 1), JX_SHAPE()), JX_SHAPE());
     if (sent_act) { /* what the neighbours sent at the end of the last tick */
-      act_inbox = slot_write(act_inbox, field[5], jx_ppermute(sent_act, d->axis, S - 1, right));
-      cot_inbox = slot_write(cot_inbox, field[6], jx_ppermute(sent_cot, d->axis, S - 1, left));
+      act_inbox = slot_write(act_inbox, field[6], jx_ppermute(sent_act, d->axis, npairs, right));
+      cot_inbox = slot_write(cot_inbox, field[7], jx_ppermute(sent_cot, d->axis, npairs, left));
     }
     memcpy(ops, params, (size_t)n * sizeof *ops);
-    jx_array *raw = rows_at(x, field[1], rows), *inbox = slot_read(act_inbox, field[2]);
-    ops[n + IN_X] = d->first ? inbox : S > 1 ? jx_where(first, raw, inbox) : raw;
+    jx_array *raw = rows_at(x, field[1], rows);
+    ops[n + IN_X] = S > 1 ? slot_read(act_inbox, field[3]) : d->first ? zeros_of(c.act) : raw;
     ops[n + IN_RAW] = raw;
-    ops[n + IN_CT] = slot_read(cot_inbox, field[4]);
-    ops[n + IN_SLOT] = field[3];
+    ops[n + IN_CT] = slot_read(cot_inbox, field[5]);
+    ops[n + IN_SLOT] = field[4];
+    ops[n + IN_CHUNK] = field[2];
     memcpy(ops + stash_at(&c), stash, (size_t)c.nstash * sizeof *ops);
     memcpy(ops + acc_at(&c), grads, (size_t)n * sizeof *ops);
     ops[loss_at(&c)] = loss;
@@ -616,7 +638,7 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
   for (int j = 0; j < n; j++) {
     jx_array *g = j < P ? grads[j] : jx_psum(grads[j], d->axis);
     if (d->data_axes) g = jx_pmean(g, d->data_axes);
-    out[1 + j] = j < P ? jx_expand_dims(g, 0) : g;
+    out[1 + j] = j < P && d->virtual_stages == 1 ? jx_expand_dims(g, 0) : g;
   }
   goto done;
 fail:
@@ -635,17 +657,35 @@ done:
   free(left);
 }
 
+/* a [A B, ...] as [B A, ...]: entry a B + b moved to b A + a. */
+static jx_array *regroup(jx_array *a, int A, int B) {
+  jx_shape split = a->shape;
+  int r = a->shape.rank;
+  split.rank = r + 1;
+  split.dims[0] = A;
+  split.dims[1] = B;
+  for (int k = 1; k < r; k++) split.dims[k + 1] = a->shape.dims[k];
+  jx_axes perm = {.n = r + 1};
+  perm.v[0] = 1, perm.v[1] = 0;
+  for (int k = 2; k <= r; k++) perm.v[k] = k;
+  return jx_reshape(jx_transpose(jx_reshape(a, split), perm), a->shape);
+}
+
 /* The global shapes checked against the stages and the microbatches, then smap. */
 static jx_status train_trace(void *ctx, jx_array *const *in, jx_array **out) {
   train_data *d = ctx;
   char s[JX_AVAL_STR_CAP];
   int n = d->nparams + d->nouter;
+  int V = d->virtual_stages, G = d->nstages * V;
   for (int k = 0; k < d->nparams; k++)
-    if (in[k]->shape.rank < 1 || in[k]->shape.dims[0] != d->nstages)
+    if (in[k]->shape.rank < 1 || in[k]->shape.dims[0] != G) {
+      char virt[64] = "";
+      if (V > 1) snprintf(virt, sizeof virt, " x %d virtual stages", V);
       return jx_error_set(JX_ERR_SHAPE,
                           "jx_pipeline_value_and_grad: parameter %d is %s; its leading dim must "
-                          "be the %d stages of mesh axis '%s'",
-                          k, jx_aval_str(in[k]->dtype, in[k]->shape, s), d->nstages, d->axis);
+                          "be the %d stages of mesh axis '%s'%s",
+                          k, jx_aval_str(in[k]->dtype, in[k]->shape, s), d->nstages, d->axis, virt);
+    }
   jx_array *x = in[n], *tg = in[n + 1];
   if (x->shape.rank < 1 || x->shape.dims[0] % (d->batch_shards * d->microbatches)) {
     char shards[JX_SPEC_CAP + 64] = "";
@@ -665,7 +705,18 @@ static jx_status train_trace(void *ctx, jx_array *const *in, jx_array **out) {
                         "leading dims must agree",
                         jx_aval_str(tg->dtype, tg->shape, s), jx_aval_str(x->dtype, x->shape, b));
   }
-  jx_status st = jx_call(d->smap, in, out);
+  if (V == 1) {
+    jx_status st = jx_call(d->smap, in, out);
+    return st ? st : jx_last_status();
+  }
+  /* global stage g = chunk S + device: device-major for the blocks, and back */
+  jx_array **args = calloc((size_t)n + 2, sizeof *args);
+  if (!args) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
+  memcpy(args, in, (size_t)(n + 2) * sizeof *args);
+  for (int k = 0; k < d->nparams; k++) args[k] = regroup(in[k], V, d->nstages);
+  jx_status st = jx_call(d->smap, args, out);
+  free(args);
+  for (int k = 0; !st && k < d->nparams; k++) out[1 + k] = regroup(out[1 + k], d->nstages, V);
   return st ? st : jx_last_status();
 }
 
@@ -692,11 +743,11 @@ static char *split_axes(const jx_sharding *b) {
   return s;
 }
 
-jx_status jx_pipeline_schedule_stats(jx_pipeline_schedule schedule, int stages, int microbatches,
-                                     jx_pipeline_stats *out) {
+jx_status jx_pipeline_schedule_stats(jx_pipeline_schedule schedule, int stages, int virtual_stages,
+                                     int microbatches, jx_pipeline_stats *out) {
   if (!out) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_pipeline_schedule_stats: out is NULL");
   pipe_table t;
-  jx_status st = pipe_table_build(schedule, stages, microbatches, &t);
+  jx_status st = pipe_table_build(schedule, stages, virtual_stages, microbatches, &t);
   if (st) return st;
   out->ticks = t.nticks;
   out->bubble_fraction = 1.0 - (double)t.busy_ticks / ((double)t.nticks * stages);
@@ -750,7 +801,15 @@ jx_fn *jx_pipeline_value_and_grad(jx_fn *stage, jx_fn *loss_fn, jx_mesh *m, cons
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
     return NULL;
   }
-  if (pipe_table_build(schedule, (int)nstages, microbatches, &d->table)) {
+  int V = opts && opts->virtual_stages > 0 ? opts->virtual_stages : 1;
+  if (V > 1 && schedule != JX_PIPELINE_INTERLEAVED) {
+    free_train_data(d);
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "jx_pipeline_value_and_grad: %d virtual stages need JX_PIPELINE_INTERLEAVED", V);
+    return NULL;
+  }
+  d->virtual_stages = V;
+  if (pipe_table_build(schedule, (int)nstages, V, microbatches, &d->table)) {
     free_train_data(d);
     return NULL;
   }

@@ -1,7 +1,8 @@
 /* jx_pipeline_value_and_grad: the loss and the gradients of training through
  * a pipeline with the loss inside it equal jx_value_and_grad of the loss
  * after the stages run one after another on one device (the oracle), for
- * GPipe and 1F1B, 2 and 4 stages, 1 to 8 microbatches, with and without
+ * GPipe, 1F1B and interleaved 1F1B, 2 and 4 stages, 1 to 8 microbatches
+ * (2 and 3 virtual stages for interleaved), with and without
  * per-stage recomputation, eagerly and under jx_jit, alone and with a data
  * axis; the schedule tables' figures (ticks, bubble, stashed microbatches)
  * are the textbook ones; 1F1B's measured peak memory on the first stage is
@@ -147,6 +148,26 @@ static void remat_stages(void **state) {
   jx_mesh_release(m);
 }
 
+/* Interleaved 1F1B: 2 virtual stages per device, the parameters stacked
+ * for every global stage (the oracle runs 2 S stages in sequence). */
+static void interleaved(void **state) {
+  (void)state;
+  jx_pipeline_train_options o = {.virtual_stages = 2};
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(2), (const char *const[]){"stage"});
+  for (int mb = 2; mb <= 8; mb *= 2)
+    check_matches_sequence(m, 4, mb, JX_PIPELINE_INTERLEAVED, &o, mb == 4);
+  jx_mesh_release(m);
+  m = jx_mesh_create(JX_SHAPE(4), (const char *const[]){"stage"});
+  check_matches_sequence(m, 8, 4, JX_PIPELINE_INTERLEAVED, &o, 0);
+  o.remat = 1;
+  check_matches_sequence(m, 8, 4, JX_PIPELINE_INTERLEAVED, &o, 0);
+  jx_mesh_release(m);
+  m = jx_mesh_create(JX_SHAPE(2, 2), (const char *const[]){"data", "stage"});
+  o = (jx_pipeline_train_options){.virtual_stages = 3, .batch_spec = "data"};
+  check_matches_sequence(m, 6, 2, JX_PIPELINE_INTERLEAVED, &o, 0);
+  jx_mesh_release(m);
+}
+
 /* One stage: forward, loss and backward of each microbatch in turn. */
 static void one_stage(void **state) {
   (void)state;
@@ -201,12 +222,13 @@ static void language_model_loss(void *ctx, jx_array *const *in, jx_array **out) 
 }
 
 static void check_language_model(int nstages, int microbatches, jx_pipeline_schedule schedule,
-                                 int remat) {
-  jx_mesh *mesh = jx_mesh_create(JX_SHAPE(nstages), (const char *const[]){"stage"});
+                                 int remat, int virtual_stages) {
+  int V = virtual_stages > 1 ? virtual_stages : 1;
+  jx_mesh *mesh = jx_mesh_create(JX_SHAPE(nstages / V), (const char *const[]){"stage"});
   language_model m = {jx_fn_create("mlp_stage", 4, 1, mlp_stage, NULL),
                       jx_fn_create("embed", 3, 1, embed, NULL),
                       jx_fn_create("tied_head_loss", 4, 1, tied_head_loss, NULL), nstages};
-  jx_pipeline_train_options o = {.first = m.embed, .remat = remat};
+  jx_pipeline_train_options o = {.first = m.embed, .remat = remat, .virtual_stages = V};
   jx_fn *pipe =
       jx_pipeline_value_and_grad(m.stage, m.loss, mesh, "stage", microbatches, schedule, &o);
   assert_non_null(pipe);
@@ -235,21 +257,23 @@ static void check_language_model(int nstages, int microbatches, jx_pipeline_sche
 /* The embedding's gradient sums the first stage's and the tied head's. */
 static void embedding_and_tied_head(void **state) {
   (void)state;
-  check_language_model(1, 2, JX_PIPELINE_GPIPE, 0);
-  check_language_model(2, 4, JX_PIPELINE_1F1B, 0);
-  check_language_model(4, 4, JX_PIPELINE_1F1B, 0);
-  check_language_model(4, 2, JX_PIPELINE_GPIPE, 1);
+  check_language_model(1, 2, JX_PIPELINE_GPIPE, 0, 1);
+  check_language_model(2, 4, JX_PIPELINE_1F1B, 0, 1);
+  check_language_model(4, 4, JX_PIPELINE_1F1B, 0, 1);
+  check_language_model(4, 2, JX_PIPELINE_GPIPE, 1, 1);
+  check_language_model(4, 2, JX_PIPELINE_INTERLEAVED, 0, 2); /* 2 devices x 2 */
 }
 
 /* The tables: 2 (M + S - 1) ticks, the bubble (S - 1) / (M + S - 1), and the
- * residuals a stage holds: every microbatch's for GPipe, at most S for 1F1B. */
+ * residuals a stage holds: every microbatch's for GPipe, at most S for 1F1B;
+ * interleaved's as Megatron's. */
 static void schedule_tables(void **state) {
   (void)state;
   for (int S = 1; S <= 4; S *= 2)
     for (int M = S; M <= 8; M *= 2) {
       jx_pipeline_stats g, f;
-      check_ok(jx_pipeline_schedule_stats(JX_PIPELINE_GPIPE, S, M, &g));
-      check_ok(jx_pipeline_schedule_stats(JX_PIPELINE_1F1B, S, M, &f));
+      check_ok(jx_pipeline_schedule_stats(JX_PIPELINE_GPIPE, S, 1, M, &g));
+      check_ok(jx_pipeline_schedule_stats(JX_PIPELINE_1F1B, S, 1, M, &f));
       double bubble = (double)(S - 1) / (M + S - 1);
       assert_int_equal(g.ticks, 2 * (M + S - 1));
       assert_int_equal(f.ticks, 2 * (M + S - 1));
@@ -258,6 +282,18 @@ static void schedule_tables(void **state) {
       assert_int_equal(g.most_stashed, S > 1 ? M : 0);
       assert_int_equal(f.most_stashed, S > 1 ? S : 0);
     }
+  /* interleaved: the bubble shrinks to (S - 1) / (V M + S - 1); device 0
+   * stashes (S - 1) 2 + (V - 1) S + 1 chunks' residuals, as Megatron's */
+  for (int S = 2; S <= 4; S *= 2)
+    for (int V = 2; V <= 4; V *= 2)
+      for (int M = S; M <= 8; M *= 2) {
+        jx_pipeline_stats i;
+        check_ok(jx_pipeline_schedule_stats(JX_PIPELINE_INTERLEAVED, S, V, M, &i));
+        assert_int_equal(i.ticks, 2 * (V * M + S - 1));
+        assert_true(fabs(i.bubble_fraction - (double)(S - 1) / (V * M + S - 1)) < 1e-12);
+        int warm = (S - 1) * 2 + (V - 1) * S + 1;
+        assert_int_equal(i.most_stashed, warm < M * V ? warm : M * V);
+      }
 }
 
 /* The peak of live memory on the first stage's device while it trains on 8
@@ -320,8 +356,16 @@ static void one_f_one_b_needs_microbatches(void **state) {
                    "Schedule1F1B); got 2 microbatches for 4 stages");
   assert_null(
       jx_pipeline_value_and_grad(stage, loss, m, "stage", 4, JX_PIPELINE_INTERLEAVED, NULL));
-  assert_int_equal(jx_last_status(), JX_ERR_UNIMPLEMENTED);
-  assert_error_has("JX_PIPELINE_INTERLEAVED is not implemented");
+  assert_int_equal(jx_last_status(), JX_ERR_INVALID_ARGUMENT);
+  assert_error_has("interleaved 1F1B needs at least 2 stages, at least 2 virtual stages each and "
+                   "microbatches a multiple of the stages (as Megatron's and PyTorch's "
+                   "ScheduleInterleaved1F1B); got 4 microbatches, 4 stages, 1 virtual stages");
+  jx_pipeline_train_options virt = {.virtual_stages = 2};
+  assert_null(
+      jx_pipeline_value_and_grad(stage, loss, m, "stage", 6, JX_PIPELINE_INTERLEAVED, &virt));
+  assert_error_has("got 6 microbatches, 4 stages, 2 virtual stages");
+  assert_null(jx_pipeline_value_and_grad(stage, loss, m, "stage", 4, JX_PIPELINE_1F1B, &virt));
+  assert_error_has("2 virtual stages need JX_PIPELINE_INTERLEAVED");
   assert_null(jx_pipeline_value_and_grad(stage, loss, m, "stage", 0, JX_PIPELINE_GPIPE, NULL));
   assert_error_has("4 stages and 0 microbatches");
   jx_fn *one_input = jx_fn_create("one_input", 1, 1, mlp_stage, NULL);
@@ -332,7 +376,8 @@ static void one_f_one_b_needs_microbatches(void **state) {
   assert_null(jx_pipeline_value_and_grad(stage, loss, m, "pipe", 4, JX_PIPELINE_GPIPE, NULL));
   assert_error_has("the mesh (stage=4) has no stage axis 'pipe'");
   jx_pipeline_stats s;
-  assert_int_equal(jx_pipeline_schedule_stats(JX_PIPELINE_1F1B, 4, 3, &s), JX_ERR_INVALID_ARGUMENT);
+  assert_int_equal(jx_pipeline_schedule_stats(JX_PIPELINE_1F1B, 4, 1, 3, &s),
+                   JX_ERR_INVALID_ARGUMENT);
   assert_error_has("got 3 microbatches for 4 stages");
   jx_fn_release(loss);
   jx_fn_release(stage);
@@ -385,6 +430,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(one_f_one_b_two_stages, setup, teardown),
       cmocka_unit_test_setup_teardown(one_f_one_b_four_stages, setup, teardown),
       cmocka_unit_test_setup_teardown(remat_stages, setup, teardown),
+      cmocka_unit_test_setup_teardown(interleaved, setup, teardown),
       cmocka_unit_test_setup_teardown(one_stage, setup, teardown),
       cmocka_unit_test_setup_teardown(batch_split_over_data, setup, teardown),
       cmocka_unit_test_setup_teardown(embedding_and_tied_head, setup, teardown),
