@@ -32,7 +32,7 @@ typedef struct {
   int devices;
   char mesh[128];
   int fsdp;
-  int stages, microbatches; /* --stages: pipeline parallelism over the mesh axis "stage" */
+  int stages, microbatches, virtual_stages; /* --stages: pipelining over mesh axis "stage" */
   jx_pipeline_schedule schedule;
   int64_t steps, stop_at, batch, layers, width, heads, context, warmup, ckpt_every, sample, keep;
   double lr;
@@ -53,7 +53,8 @@ static void usage(FILE *f) {
              "  --fsdp             also shard parameters and optimizer state over 'data'\n"
              "  --stages N         pipeline the layers over N stages (mesh axis 'stage'; default\n"
              "                     mesh stage=N,data=<devices/N>); --microbatches M (default 2N),\n"
-             "                     --schedule gpipe|1f1b (default 1f1b)\n"
+             "                     --schedule gpipe|1f1b|interleaved (default 1f1b),\n"
+             "                     --virtual-stages V per device for interleaved (default 2)\n"
              "  --steps N          training steps (default 800)\n"
              "  --stop-at N        stop (and checkpoint) after step N, as a preempted job would\n"
              "  --batch N          sequences per step (default 32)\n"
@@ -113,6 +114,7 @@ static int parse(int argc, char **argv, options *o) {
     INT_OPT("--seed", seed)
     INT_OPT("--stages", stages)
     INT_OPT("--microbatches", microbatches)
+    INT_OPT("--virtual-stages", virtual_stages)
 #undef INT_OPT
     if (!strcmp(a, "--lr") && v) {
       o->lr = atof(v);
@@ -139,8 +141,11 @@ static int parse(int argc, char **argv, options *o) {
     } else if (!strcmp(a, "--dtype") && v && (!strcmp(v, "f32") || !strcmp(v, "bf16"))) {
       o->compute_dtype = !strcmp(v, "bf16") ? JX_BF16 : 0;
       i++;
-    } else if (!strcmp(a, "--schedule") && v && (!strcmp(v, "gpipe") || !strcmp(v, "1f1b"))) {
-      o->schedule = !strcmp(v, "gpipe") ? JX_PIPELINE_GPIPE : JX_PIPELINE_1F1B;
+    } else if (!strcmp(a, "--schedule") && v &&
+               (!strcmp(v, "gpipe") || !strcmp(v, "1f1b") || !strcmp(v, "interleaved"))) {
+      o->schedule = !strcmp(v, "gpipe")  ? JX_PIPELINE_GPIPE
+                    : !strcmp(v, "1f1b") ? JX_PIPELINE_1F1B
+                                         : JX_PIPELINE_INTERLEAVED;
       i++;
     } else if (!strcmp(a, "--fsdp")) {
       o->fsdp = 1;
@@ -402,6 +407,9 @@ int jx_cmd_train(int argc, char **argv) {
     return 2;
   }
   if (o.microbatches < 1) o.microbatches = 2 * (o.stages > 1 ? o.stages : 1);
+  int virt = o.schedule != JX_PIPELINE_INTERLEAVED ? 1
+             : o.virtual_stages > 0                ? o.virtual_stages
+                                                   : 2;
   int has_data = jx_mesh_axis_size(mesh, "data") > 0;
 
   model m = {.cfg = {.vocab = 256,
@@ -468,7 +476,7 @@ int jx_cmd_train(int argc, char **argv) {
   in_sh[m.np + m.ns] = in_sh[m.np + m.ns + 1] = rows;
   out_sh[0] = replicated;
   m.loss = o.stages > 1 ? jx_gpt_pipeline_loss_fn(&m.cfg, params, mesh, "stage", o.microbatches,
-                                                  o.schedule, has_data ? "data" : NULL)
+                                                  o.schedule, virt, has_data ? "data" : NULL)
                         : jx_gpt_loss_fn(&m.cfg, params);
   if (!m.loss) return fail("the model's loss");
   jx_fn *step_fn = jx_train_step(m.loss, params, state, m.opt);
@@ -521,11 +529,15 @@ int jx_cmd_train(int argc, char **argv) {
            *o.mesh ? o.mesh : "data=all", o.fsdp ? " + fsdp" : "", (long long)o.batch,
            (long long)o.steps, (long long)jx_dataset_size(data), o.ndata);
     jx_pipeline_stats ps;
-    if (o.stages > 1 && !jx_pipeline_schedule_stats(o.schedule, o.stages, 1, o.microbatches, &ps))
+    if (o.stages > 1 &&
+        !jx_pipeline_schedule_stats(o.schedule, o.stages, virt, o.microbatches, &ps))
       printf("  pipeline: %d stages, %d microbatches, %s: %d ticks, the schedule idle %.1f%% "
              "of stage time\n",
-             o.stages, o.microbatches, o.schedule == JX_PIPELINE_GPIPE ? "GPipe" : "1F1B", ps.ticks,
-             100 * ps.bubble_fraction);
+             o.stages, o.microbatches,
+             o.schedule == JX_PIPELINE_GPIPE  ? "GPipe"
+             : o.schedule == JX_PIPELINE_1F1B ? "1F1B"
+                                              : "interleaved 1F1B",
+             ps.ticks, 100 * ps.bubble_fraction);
     fflush(stdout);
   }
   FILE *metrics = lead && o.metrics ? fopen(o.metrics, o.resume ? "a" : "w") : NULL;

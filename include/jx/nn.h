@@ -241,12 +241,15 @@ JX_API jx_status jx_gpt_param_specs(const jx_gpt_config *c, const jx_tree *param
  * and the cross-entropy after the last, the batch cut into microbatches
  * (and split over batch_spec's axes, NULL or "": not split). The function
  * has jx_gpt_loss_fn's inputs and value; its gradient (jx_train_step,
- * jx_grad) runs the schedule, GPipe or 1F1B. Errors name the numbers:
+ * jx_grad) runs the schedule: GPipe, 1F1B, or interleaved with
+ * virtual_stages per device (the layers split over stages x virtual
+ * stages; others take 1). Errors name the numbers:
  * layers not divisible into the stages, a mesh without the axis, the
  * schedule's limits; mixed precision is not implemented over stages. */
 JX_API jx_fn *jx_gpt_pipeline_loss_fn(const jx_gpt_config *c, const jx_tree *params_like,
                                       jx_mesh *m, const char *stage_axis, int microbatches,
-                                      jx_pipeline_schedule schedule, const char *batch_spec);
+                                      jx_pipeline_schedule schedule, int virtual_stages,
+                                      const char *batch_spec);
 
 /* ==== inference: decoding with a key/value cache ====
  * B sequences decode in lockstep over a cache of S slots: per layer i a key

@@ -19,12 +19,12 @@
 
 typedef struct {
   jx_gpt_config cfg;
-  int np, nstages, per_stage, nq, nouter;
-  char **names;       /* the GPT's parameters, in params_like's order */
-  char **suffix;      /* nq: a layer's parameters after "blocks.<i>." */
-  char **outer_names; /* nouter: the others (embeddings, final norm) */
-  int *source;        /* [(j * nq + q) * nstages + s]: the parameter of layer s * per_stage + j */
-  int *outer_source;  /* [nouter]: the parameter index */
+  int np, nstages, per_stage, nq, nouter; /* nstages: global stages, virtual ones counted */
+  char **names;                           /* the GPT's parameters, in params_like's order */
+  char **suffix;                          /* nq: a layer's parameters after "blocks.<i>." */
+  char **outer_names;                     /* nouter: the others (embeddings, final norm) */
+  int *source;       /* [(j * nq + q) * nstages + s]: the parameter of layer s * per_stage + j */
+  int *outer_source; /* [nouter]: the parameter index */
   jx_fn *stage, *first, *loss, *pipe;
 } gpt_pipe;
 
@@ -194,7 +194,8 @@ static const char *layout(gpt_pipe *g, const jx_tree *params_like, char *msg, si
 
 jx_fn *jx_gpt_pipeline_loss_fn(const jx_gpt_config *c, const jx_tree *params_like, jx_mesh *m,
                                const char *stage_axis, int microbatches,
-                               jx_pipeline_schedule schedule, const char *batch_spec) {
+                               jx_pipeline_schedule schedule, int virtual_stages,
+                               const char *batch_spec) {
   const char *fn = "jx_gpt_pipeline_loss_fn";
   if (!nn_gpt_check_config(fn, c)) return NULL;
   if (!params_like || !m || !stage_axis)
@@ -204,10 +205,13 @@ jx_fn *jx_gpt_pipeline_loss_fn(const jx_gpt_config *c, const jx_tree *params_lik
     jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: the mesh has no stage axis '%s'", fn, stage_axis);
     return NULL;
   }
-  if (c->n_layers % S) {
+  int V = virtual_stages > 1 ? virtual_stages : 1;
+  if (c->n_layers % (S * V)) {
+    char virt[64] = "";
+    if (V > 1) snprintf(virt, sizeof virt, " x %d virtual stages", V);
     jx_report_error(JX_ERR_INVALID_ARGUMENT,
-                    "%s: %lld layers do not split evenly into %lld stages of mesh axis '%s'", fn,
-                    (long long)c->n_layers, (long long)S, stage_axis);
+                    "%s: %lld layers do not split evenly into %lld stages%s of mesh axis '%s'", fn,
+                    (long long)c->n_layers, (long long)S, virt, stage_axis);
     return NULL;
   }
   if (c->compute_dtype) {
@@ -219,8 +223,8 @@ jx_fn *jx_gpt_pipeline_loss_fn(const jx_gpt_config *c, const jx_tree *params_lik
   if (!g) return fail("out of memory", NULL);
   g->cfg = *c;
   g->np = jx_tree_size(params_like);
-  g->nstages = (int)S;
-  g->per_stage = (int)(c->n_layers / S);
+  g->nstages = (int)S * V; /* global stages */
+  g->per_stage = (int)(c->n_layers / g->nstages);
   char msg[400];
   const char *bad = layout(g, params_like, msg, sizeof msg);
   if (bad) return fail(bad, g);
@@ -228,7 +232,7 @@ jx_fn *jx_gpt_pipeline_loss_fn(const jx_gpt_config *c, const jx_tree *params_lik
   g->first = jx_fn_create("gpt_embed", g->nouter + 1, 1, embed_body, g);
   g->loss = jx_fn_create("gpt_head_loss", g->nouter + 2, 1, head_loss_body, g);
   if (!g->stage || !g->first || !g->loss) return fail(NULL, g);
-  jx_pipeline_train_options o = {.batch_spec = batch_spec, .first = g->first};
+  jx_pipeline_train_options o = {.batch_spec = batch_spec, .first = g->first, .virtual_stages = V};
   g->pipe =
       jx_pipeline_value_and_grad(g->stage, g->loss, m, stage_axis, microbatches, schedule, &o);
   if (!g->pipe) return fail(NULL, g);

@@ -1,6 +1,7 @@
 /* The reference GPT through a pipeline (jx_gpt_pipeline_loss_fn): its loss
  * and gradients equal jx_gpt_loss_fn's (the oracle: the unpipelined model
- * on one device) for 2 and 4 stages, GPipe and 1F1B, alone and with the
+ * on one device) for 2 and 4 stages, GPipe, 1F1B and interleaved (2 x 2
+ * virtual stages), alone and with the
  * batch split over a data axis, and three AdamW steps of jx_train_step
  * through it give the unpipelined model's losses. (Not its parameters to
  * 1e-4: where a gradient is rounding noise, as the attention's key biases'
@@ -47,7 +48,8 @@ static void check_gradients(jx_mesh *m, int microbatches, jx_pipeline_schedule s
   jx_tree *params = jx_gpt_init(&c, jx_random_key(3), JX_F32);
   int np = jx_tree_size(params);
   jx_fn *ref = jx_gpt_loss_fn(&c, params);
-  jx_fn *pipe = jx_gpt_pipeline_loss_fn(&c, params, m, "stage", microbatches, schedule, batch_spec);
+  jx_fn *pipe = jx_gpt_pipeline_loss_fn(&c, params, m, "stage", microbatches, schedule,
+                                        schedule == JX_PIPELINE_INTERLEAVED ? 2 : 1, batch_spec);
   assert_non_null(pipe);
   jx_fn *vg_ref = jx_value_and_grad_first(ref, np, 0), *vg = jx_value_and_grad_first(pipe, np, 0);
   jx_array **in = calloc((size_t)np + 2, sizeof *in), **want = calloc((size_t)np + 1, sizeof *want),
@@ -78,6 +80,14 @@ static void two_stages(void **state) {
   jx_mesh_release(m);
 }
 
+/* 2 devices x 2 virtual stages, a layer each */
+static void interleaved(void **state) {
+  (void)state;
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(2), (const char *const[]){"stage"});
+  check_gradients(m, 2, JX_PIPELINE_INTERLEAVED, NULL);
+  jx_mesh_release(m);
+}
+
 static void four_stages(void **state) {
   (void)state;
   jx_mesh *m = jx_mesh_create(JX_SHAPE(4), (const char *const[]){"stage"});
@@ -103,8 +113,9 @@ static void training_steps(void **state) {
     jx_optimizer *opt = jx_optim_adamw(1e-2, 0.9, 0.95, 1e-8, 0.1);
     jx_tree *st = jx_optim_init(opt, params);
     int np = jx_tree_size(params), ns = jx_tree_size(st);
-    jx_fn *loss = run ? jx_gpt_pipeline_loss_fn(&c, params, m, "stage", 4, JX_PIPELINE_1F1B, NULL)
-                      : jx_gpt_loss_fn(&c, params);
+    jx_fn *loss =
+        run ? jx_gpt_pipeline_loss_fn(&c, params, m, "stage", 4, JX_PIPELINE_1F1B, 1, NULL)
+            : jx_gpt_loss_fn(&c, params);
     jx_fn *step = jx_train_step(loss, params, st, opt);
     jx_array **in = calloc((size_t)(np + ns + 2), sizeof *in);
     jx_array **out = calloc((size_t)(1 + np + ns), sizeof *out);
@@ -135,12 +146,12 @@ static void bad_input(void **state) {
   jx_mesh *m = jx_mesh_create(JX_SHAPE(3), (const char *const[]){"stage"});
   jx_gpt_config c = config();
   jx_tree *params = jx_gpt_init(&c, jx_random_key(3), JX_F32);
-  assert_null(jx_gpt_pipeline_loss_fn(&c, params, m, "stage", 4, JX_PIPELINE_1F1B, NULL));
+  assert_null(jx_gpt_pipeline_loss_fn(&c, params, m, "stage", 4, JX_PIPELINE_1F1B, 1, NULL));
   assert_error_has("4 layers do not split evenly into 3 stages of mesh axis 'stage'");
-  assert_null(jx_gpt_pipeline_loss_fn(&c, params, m, "pipe", 4, JX_PIPELINE_1F1B, NULL));
+  assert_null(jx_gpt_pipeline_loss_fn(&c, params, m, "pipe", 4, JX_PIPELINE_1F1B, 1, NULL));
   assert_error_has("the mesh has no stage axis 'pipe'");
   jx_mesh *two = jx_mesh_create(JX_SHAPE(2), (const char *const[]){"stage"});
-  assert_null(jx_gpt_pipeline_loss_fn(&c, params, two, "stage", 1, JX_PIPELINE_1F1B, NULL));
+  assert_null(jx_gpt_pipeline_loss_fn(&c, params, two, "stage", 1, JX_PIPELINE_1F1B, 1, NULL));
   assert_error_has("got 1 microbatches for 2 stages");
   jx_mesh_release(two);
   jx_tree_release(params);
@@ -152,6 +163,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(two_stages, setup, teardown),
       cmocka_unit_test_setup_teardown(four_stages, setup, teardown),
+      cmocka_unit_test_setup_teardown(interleaved, setup, teardown),
       cmocka_unit_test_setup_teardown(stages_and_data, setup, teardown),
       cmocka_unit_test_setup_teardown(training_steps, setup, teardown),
       cmocka_unit_test_setup_teardown(bad_input, setup, teardown),
