@@ -1,24 +1,29 @@
 /* jx_pipeline_value_and_grad: a schedule's table (pipeline_schedule.c) run
  * as one program per device of the stage axis. The function made is
- *   smap = jx_shard_map(body, mesh, {stage_axis for each parameter, the
- *                                    batch spec for the batch and targets},
- *                       {"" for the loss, stage_axis for each gradient})
+ *   smap = jx_shard_map(body, mesh, {stage_axis for each stacked parameter,
+ *                                    "" for each outer one, the batch spec
+ *                                    for the batch and the targets},
+ *                       {"" for the loss, the same for the gradients})
  * where body, on the device at position s, unrolls the table's ticks. Each
  * tick it looks up its row (s, t) in the table (a constant indexed by
- * jx_axis_index), stores what its neighbours sent at the end of the last
+ * jx_axis_index), files what its neighbours sent at the end of the last
  * tick in its inboxes, and runs one jx_switch over the actions: idle,
- * forward (the linearized stage's known part: the output and the residuals,
- * which go to a stash slot), backward (the transposed linear part on the
- * stashed residuals and the cotangent from the right) and, on the last
- * stage, forward-loss-backward (the same for loss_fn after the stage). A
- * device's switch runs only its own branch, so a stage computes only what
+ * forward (the linearized stage's known part: the output, and the
+ * residuals into a stash slot), backward (the transposed linear part on the
+ * stashed residuals and the cotangent from the right; its gradients added
+ * to the ones so far), the first stage's forward and backward (from the
+ * batch's microbatch, through the first function if any) and, on the last
+ * stage, forward-loss-backward. The stash, the gradients and the loss so
+ * far are operands a branch passes through unless it writes them. A
+ * device's switch runs only its own branch, so a device computes only what
  * the schedule gives it. Then it sends its output right and its input's
- * cotangent left (one jx_ppermute each) and adds its parameters' gradients
- * to theirs. The buffers have the table's slot counts plus one spare slot
- * that writes with nothing to keep go to: the stash holds at most the
- * schedule's residuals per stage, all microbatches' for GPipe and the
- * stage count's for 1F1B. A residual that is one of the stage's parameters
- * is read from the parameter instead of being stashed. */
+ * cotangent left, one jx_ppermute each (a ring with virtual stages, where
+ * the last device hands on to the first and each action names its chunk
+ * of the device's parameter blocks). The buffers have the table's slot
+ * counts plus one spare slot that writes with nothing to keep go to: the
+ * stash holds the schedule's residuals per device, all microbatches' for
+ * GPipe and at most the stage count's for 1F1B. A residual that is one of
+ * the parameters is read from the parameter instead of being stashed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
