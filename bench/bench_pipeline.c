@@ -2,20 +2,19 @@
  * of a residual MLP of LAYERS layers x + tanh(x W1 + b1) W2 (width D,
  * hidden 2D, batch BATCH) on one device (jx_value_and_grad of the layers in
  * sequence, jitted) against jx_pipeline_value_and_grad over S = 2 and 4
- * stages (LAYERS / S layers each) with 8 microbatches, GPipe and 1F1B,
- * jitted. The calls alternate, one of each per round, so a busy machine
- * disturbs them alike; each figure is the median over the rounds, with
- * the pipeline's speedup over one device (the ideal is S (1 - bubble),
- * bubble = (S - 1) / (M + S - 1)), the range of the per-round ratios, and
- * the process's CPU time per step against one device's (the work the
- * pipeline adds, which a machine with fewer free cores than stages shows
- * better than wall time). One JSON line per figure. */
+ * stages (LAYERS / S layers each) with 8 microbatches, GPipe, 1F1B and
+ * interleaved 1F1B with 2 virtual stages per device, jitted. The calls alternate, one of each per
+ * round, so a busy machine disturbs them alike; each figure is the median over the rounds, with the
+ * pipeline's speedup over one device (the ideal is S (1 - bubble), bubble = (S - 1) / (V M + S -
+ * 1)), the range of the per-round ratios, and the process's CPU time per step against one device's
+ * (the work the pipeline adds, which a machine with fewer free cores than stages shows better than
+ * wall time). One JSON line per figure. */
 #include "bench_util.h"
 #include <jx/jx.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { LAYERS = 8, D = 256, BATCH = 512, M = 8, ROUNDS = 7, NCONF = 4 };
+enum { LAYERS = 8, D = 256, BATCH = 512, M = 8, ROUNDS = 7, NCONF = 6 };
 
 /* A stage of `layers` layers: (W1 [layers, D, 2D], b1 [layers, 2D], W2 [layers, 2D, D], x). */
 static void layers_body(void *ctx, jx_array *const *in, jx_array **out) {
@@ -69,13 +68,14 @@ static double median(double *v, int n) {
 
 int main(void) {
   jx_set_cpu_device_count(4);
-  static int all = LAYERS, half = LAYERS / 2, quarter = LAYERS / 4;
+  jx_scope_begin(); /* the operands, until the end */
+  static int all = LAYERS, per_stage[NCONF];
   whole = jx_fn_create("layers", 4, 1, layers_body, &all);
   mse = jx_fn_create("mse", 2, 1, mse_body, NULL);
   jx_fn *one = jx_jit(
       jx_value_and_grad(jx_fn_create("loss", 5, 1, loss_body, NULL), JX_AXES(0, 1, 2), 0), NULL);
   struct {
-    int stages;
+    int stages, virtual_stages;
     jx_pipeline_schedule schedule;
     const char *name;
     jx_fn *step;
@@ -83,7 +83,15 @@ int main(void) {
   } conf[NCONF] = {{.stages = 2, .schedule = JX_PIPELINE_GPIPE, .name = "gpipe"},
                    {.stages = 2, .schedule = JX_PIPELINE_1F1B, .name = "1f1b"},
                    {.stages = 4, .schedule = JX_PIPELINE_GPIPE, .name = "gpipe"},
-                   {.stages = 4, .schedule = JX_PIPELINE_1F1B, .name = "1f1b"}};
+                   {.stages = 4, .schedule = JX_PIPELINE_1F1B, .name = "1f1b"},
+                   {.stages = 2,
+                    .virtual_stages = 2,
+                    .schedule = JX_PIPELINE_INTERLEAVED,
+                    .name = "interleaved2"},
+                   {.stages = 4,
+                    .virtual_stages = 2,
+                    .schedule = JX_PIPELINE_INTERLEAVED,
+                    .name = "interleaved2"}};
   jx_array *key = jx_random_key(0);
   jx_array *w1 = jx_random_normal(jx_random_fold_in(key, 1), JX_F32, JX_SHAPE(LAYERS, D, 2 * D));
   jx_array *w2 = jx_random_normal(jx_random_fold_in(key, 2), JX_F32, JX_SHAPE(LAYERS, 2 * D, D));
@@ -94,18 +102,21 @@ int main(void) {
   jx_array *t = jx_random_normal(jx_random_fold_in(key, 4), JX_F32, JX_SHAPE(BATCH, D));
   jx_array *in1[5] = {w1, b1, w2, x, t};
   for (int c = 0; c < NCONF; c++) {
-    int S = conf[c].stages;
+    int S = conf[c].stages, G = S * (conf[c].virtual_stages ? conf[c].virtual_stages : 1);
     jx_mesh *m = jx_mesh_create(JX_SHAPE(S), (const char *const[]){"stage"});
-    jx_fn *stage = jx_fn_create("stage", 4, 1, layers_body, S == 2 ? &half : &quarter);
+    per_stage[c] = LAYERS / G;
+    jx_fn *stage = jx_fn_create("stage", 4, 1, layers_body, &per_stage[c]);
+    jx_pipeline_train_options o = {.virtual_stages = conf[c].virtual_stages};
     conf[c].step =
-        jx_jit(jx_pipeline_value_and_grad(stage, mse, m, "stage", M, conf[c].schedule, NULL), NULL);
-    /* stage s's layers s L/S .. (s + 1) L/S - 1, stacked [S, L/S, ...] and placed by stage */
+        jx_jit(jx_pipeline_value_and_grad(stage, mse, m, "stage", M, conf[c].schedule, &o), NULL);
+    /* stage g's layers g L/G .. (g + 1) L/G - 1, stacked [G, L/G, ...] in global stage order
+     * (placed by stage when that is the devices' order) */
     jx_sharding *by_stage = jx_sharding_create(m, "stage");
     jx_array *p[3] = {w1, b1, w2};
     for (int k = 0; k < 3; k++) {
-      jx_shape s = jx_shape_of(p[k]), r = {s.rank + 1, {S, LAYERS / S}};
+      jx_shape s = jx_shape_of(p[k]), r = {s.rank + 1, {G, LAYERS / G}};
       for (int a = 1; a < s.rank; a++) r.dims[a + 1] = s.dims[a];
-      conf[c].in[k] = jx_keep(jx_device_put(jx_reshape(p[k], r), by_stage));
+      conf[c].in[k] = G == S ? jx_device_put(jx_reshape(p[k], r), by_stage) : jx_reshape(p[k], r);
     }
     conf[c].in[3] = x;
     conf[c].in[4] = t;
@@ -126,7 +137,8 @@ int main(void) {
          one_ms, one_cpu);
   for (int c = 0; c < NCONF; c++) {
     int S = conf[c].stages;
-    double ideal = S * (1.0 - (double)(S - 1) / (M + S - 1));
+    int V = conf[c].virtual_stages ? conf[c].virtual_stages : 1;
+    double ideal = S * (1.0 - (double)(S - 1) / (V * M + S - 1));
     double ms = median(t_pipe[c], ROUNDS) / 1e6, lo, hi;
     qsort(ratio[c], ROUNDS, sizeof(double), bench_cmp_double);
     lo = ratio[c][0];
@@ -137,5 +149,6 @@ int main(void) {
            "\"cpu_ms\": %.2f, \"cpu_vs_1dev\": %.2f}\n",
            LAYERS, D, conf[c].name, S, M, ms, one_ms / ms, lo, hi, ideal, cpu, cpu / one_cpu);
   }
+  jx_scope_end();
   return 0;
 }
