@@ -17,7 +17,8 @@
  * far are operands a branch passes through unless it writes them. A
  * device's switch runs only its own branch, so a device computes only what
  * the schedule gives it. Then it sends its output right and its input's
- * cotangent left, one jx_ppermute each (a ring with virtual stages, where
+ * cotangent left, one jx_ppermute each at the ticks where the table has
+ * some device send that way (a ring with virtual stages, where
  * the last device hands on to the first and each action names its chunk
  * of the device's parameter blocks). The buffers have the table's slot
  * counts plus one spare slot that writes with nothing to keep go to: the
@@ -538,6 +539,20 @@ static int step_kind(const pipe_step *p, int s) {
   return p->kind;
 }
 
+/* Whether some device sends activations (way 0) or a cotangent (way 1) to
+ * a neighbour at the end of tick t. */
+static int table_sends(const train_data *d, int t, int way) {
+  int S = d->nstages, G = S * d->virtual_stages;
+  for (int s = 0; s < S; s++) {
+    const pipe_step *p = &d->table.steps[t * S + s];
+    int g = p->chunk * S + s;
+    if (way == 0 && p->kind == PIPE_FORWARD && g + 1 < G) return 1;
+    if (way == 1 && (p->kind == PIPE_BACKWARD || p->kind == PIPE_FORWARD_BACKWARD) && g > 0)
+      return 1;
+  }
+  return 0;
+}
+
 /* The per-device body: (parameter blocks [1, ...]..., outer..., batch,
  * targets) -> (loss, gradient blocks..., outer gradients...). */
 static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
@@ -612,10 +627,12 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
     jx_array *row = slot_read(table, position), *field[PIPE_STEP_FIELDS];
     for (int f = 0; f < PIPE_STEP_FIELDS; f++)
       field[f] = jx_reshape(jx_slice(row, JX_SHAPE(f), JX_SHAPE(f + 1), JX_SHAPE()), JX_SHAPE());
-    if (sent_act) { /* what the neighbours sent at the end of the last tick */
+    /* what the neighbours sent at the end of the last tick, when the table
+     * says some device sent anything that way */
+    if (sent_act && table_sends(d, t - 1, 0))
       act_inbox = slot_write(act_inbox, field[6], jx_ppermute(sent_act, d->axis, npairs, right));
+    if (sent_cot && table_sends(d, t - 1, 1))
       cot_inbox = slot_write(cot_inbox, field[7], jx_ppermute(sent_cot, d->axis, npairs, left));
-    }
     memcpy(ops, params, (size_t)n * sizeof *ops);
     jx_array *raw = rows_at(x, field[1], rows);
     ops[n + IN_X] = S > 1 ? slot_read(act_inbox, field[3]) : d->first ? zeros_of(c.act) : raw;
