@@ -113,8 +113,7 @@ typedef struct {
   jx_program *bwd; /* (residuals..., output cotangent) -> cotangents of the wrt inputs */
   int nres;
   uint8_t *wrt;  /* per input: differentiated (the float ones) */
-  int *res_from; /* per residual: the parameter (params, then outer) it is, or -1 - its stash index
-                  */
+  int *res_from; /* per residual: the parameter it is (params, then outer), or -1 - stash index */
   int stash0;    /* where its stashed residuals start in the branches' stash list */
 } linearized;
 
@@ -153,7 +152,7 @@ typedef struct {
   jx_aval *stash_av;
   jx_dtype loss_dtype;
   linearized mid, first, last;
-  jx_array **res, **in_ct; /* scratch */
+  jx_array **res; /* scratch: a program's residuals */
 } tick_ctx;
 
 /* Operands past the params and outer params: x, raw, the cotangent, the
@@ -514,8 +513,7 @@ static jx_status prepare_ticks(const train_data *d, const jx_aval *av, tick_ctx 
   int most = c->mid.nres > c->first.nres ? c->mid.nres : c->first.nres;
   if (c->last.nres > most) most = c->last.nres;
   c->res = calloc((size_t)most + 1, sizeof *c->res);
-  c->in_ct = calloc((size_t)n + 2, sizeof *c->in_ct);
-  if (!c->res || !c->in_ct) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
+  if (!c->res) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
   return JX_OK;
 }
 
@@ -525,7 +523,6 @@ static void release_ticks(tick_ctx *c) {
   release_linearized(&c->last);
   free(c->stash_av);
   free(c->res);
-  free(c->in_ct);
 }
 
 /* The table's kind for device s at a tick: the first stage's forward and
