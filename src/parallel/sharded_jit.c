@@ -21,11 +21,13 @@
 #include "../base/env.h"
 #include "../base/error.h"
 #include "../compile/backend.h"
+#include "../compile/lower.h"
 #include "../compile/simplify.h"
 #include "../ir/exec.h"
 #include "../trace/fn.h"
 #include "auto/plan.h"
 #include "collective.h"
+#include "constraint.h"
 #include "partition.h"
 #include "shard_map.h"
 #include "spmd.h"
@@ -78,6 +80,11 @@ typedef struct {
   pthread_mutex_t lock;
   entry *cache;
   int64_t partitions;
+  /* a planned build (JX_AUTO): the program planned and partitioned (the
+   * global one with its custom calls inlined, so relu's layouts are
+   * elementwise), and the plan's layout of each of its variables */
+  jx_program *planned;
+  jx_pspec *plan_spec;
 } pjit_exec;
 
 static jx_status pjit_run(void *exec, const jx_program *p, jx_array *const *in, jx_array **out);
@@ -143,16 +150,50 @@ static jx_status same_mesh(const char *op, const char *what, jx_sharding *const 
 
 /* ---- building: the global program with the sharded executable attached ---- */
 
-/* Plans p's layouts for o's JX_AUTO entries and puts them in their place:
- * an input takes the plan's layout, an output propagation's choice (NULL).
- * The communication model has fixed figures (10 us per message, 1 GB/s per
- * link, 1 GFLOP/s per device) until calibration is wired in. */
-static jx_status plan_auto(pjit_opts *o, const jx_program *p, const char *name) {
+/* A JX_AUTO sharding constraint in p. */
+static int holds_auto_constraint(const jx_program *p) {
+  for (int k = 0; k < p->neqns; k++)
+    if (p->eqns[k].prim == &jx_prim_sharding_constraint && !jx_constraint_sharding(&p->eqns[k]))
+      return 1;
+  return 0;
+}
+
+/* Plans x's program s for its JX_AUTO entries and constraints: every JX_AUTO
+ * entry takes the plan's layout, and the plan's layout of every variable is
+ * kept for the partitioner (x->plan_spec over x->planned). The
+ * communication model has fixed figures (10 us per message, 1 GB/s per link,
+ * 1 GFLOP/s per device) until calibration is wired in. */
+static jx_status plan_auto(pjit_exec *x, const jx_program *s) {
+  pjit_opts *o = &x->o;
+  const char *name = x->name;
+  if (!o->mesh)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "jx_jit: '%s' holds a JX_AUTO sharding constraint but no sharding names a "
+                        "mesh and the options' mesh is NULL",
+                        name);
+  jx_program *p = x->planned = jx_lower_custom_calls(s);
+  if (!p) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   jx_comm_model cm;
   jx_comm_model_uniform(&cm, o->mesh, 1e-5, 1e9, 1e9);
   double limit = o->memory_limit > 0 ? (double)o->memory_limit : 1e300;
+  /* inputs without a JX_AUTO entry keep theirs (none: replicated) */
+  jx_pspec *given = calloc((size_t)p->nin + 1, sizeof *given);
+  const jx_pspec **fixed = calloc((size_t)p->nin + 1, sizeof *fixed);
+  if (!given || !fixed) {
+    free(given);
+    free(fixed);
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
+  }
+  for (int i = 0; i < p->nin; i++) {
+    jx_sharding *e = o->in_sh ? o->in_sh[i] : NULL;
+    if (is_auto(e)) continue;
+    given[i] = jx_pspec_of(e, p->avals[p->in[i]].shape.rank);
+    fixed[i] = &given[i];
+  }
   jx_auto_plan plan;
-  jx_status st = jx_auto_plan_solve(&cm, o->mesh, p, limit, &plan);
+  jx_status st = jx_auto_plan_solve_fixed(&cm, o->mesh, p, fixed, limit, &plan);
+  free(given);
+  free(fixed);
   if (st) return st;
   int log = jx_env_flag("JX_LOG_COMPILES");
   char mesh[512], spec[JX_SPEC_CAP];
@@ -166,8 +207,15 @@ static jx_status plan_auto(pjit_opts *o, const jx_program *p, const char *name) 
     if (log && !st)
       fprintf(stderr, " input %d %s;", i, jx_pspec_str(o->mesh, &plan.in_spec[i], spec));
   }
-  for (int i = 0; o->out_sh && i < o->nout; i++)
-    if (is_auto(o->out_sh[i])) o->out_sh[i] = NULL;
+  for (int i = 0; o->out_sh && i < o->nout && !st; i++) {
+    if (!is_auto(o->out_sh[i])) continue;
+    o->out_sh[i] = jx_pspec_sharding(o->mesh, &plan.spec[p->out[i]]);
+    if (!o->out_sh[i]) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+    if (log && !st)
+      fprintf(stderr, " output %d %s;", i, jx_pspec_str(o->mesh, &plan.spec[p->out[i]], spec));
+  }
+  x->plan_spec = plan.spec;
+  plan.spec = NULL;
   if (log)
     fprintf(stderr, " estimated %.3g s per step, %.0f bytes per device\n", plan.time_s,
             plan.memory_bytes);
@@ -202,10 +250,12 @@ static jx_program *pjit_build(jx_fn *f, const jx_aval *in) {
     }
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
   }
-  if (!st && has_auto(&x->o)) st = plan_auto(&x->o, s, x->name);
+  if (!st && (has_auto(&x->o) || holds_auto_constraint(s))) st = plan_auto(x, s);
   if (st) {
     if (x) {
       opts_free(&x->o);
+      jx_program_release(x->planned);
+      free(x->plan_spec);
       free(x->name);
       free(x);
     }
@@ -231,6 +281,8 @@ static void pjit_exec_free(void *exec) {
     free(e);
   }
   opts_free(&x->o);
+  jx_program_release(x->planned);
+  free(x->plan_spec);
   pthread_mutex_destroy(&x->lock);
   free(x->name);
   free(x);
@@ -304,9 +356,21 @@ static void log_partition(const pjit_exec *x, jx_sharding *const *sh) {
   fprintf(stderr, "\n");
 }
 
+/* Whether the arguments laid out by sh are as x's plan has them. */
+static int as_planned(const pjit_exec *x, jx_sharding *const *sh) {
+  const jx_program *p = x->planned;
+  for (int i = 0; i < p->nin; i++) {
+    jx_pspec a = jx_pspec_of(sh[i], p->avals[p->in[i]].shape.rank);
+    if (!jx_pspec_equal(&a, &x->plan_spec[p->in[i]])) return 0;
+  }
+  return 1;
+}
+
 /* The per-device program for arguments laid out by sh (made on a miss;
- * x->lock held). */
+ * x->lock held): the plan's layouts when x is planned and the arguments
+ * come as planned, else propagation's. */
 static entry *partition_for(pjit_exec *x, const jx_program *p, jx_mesh *m, jx_sharding *const *sh) {
+  if (x->planned) p = x->planned;
   for (entry *e = x->cache; e; e = e->next) {
     int hit = 1;
     for (int i = 0; i < x->o.nin && hit; i++) hit = e->key[i] == (sh[i] ? sh[i]->id : 0);
@@ -323,7 +387,10 @@ static entry *partition_for(pjit_exec *x, const jx_program *p, jx_mesh *m, jx_sh
   jx_status st = JX_OK;
   if (!spec || !e || !e->key || !e->in_sh || !e->out_sh)
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
-  if (!st) st = jx_propagate(m, p, sh, x->o.out_sh, spec);
+  if (!st && x->plan_spec && m == x->o.mesh && as_planned(x, sh))
+    memcpy(spec, x->plan_spec, sizeof *spec * (size_t)p->nvars);
+  else if (!st)
+    st = jx_propagate(m, p, sh, x->o.out_sh, spec);
   jx_pspec *out_spec = spec ? spec + p->nvars : NULL;
   for (int o = 0; o < p->nout && !st; o++) {
     jx_sharding *want = x->o.out_sh ? x->o.out_sh[o] : NULL;

@@ -199,6 +199,12 @@ static int least_memory_at_best_time(glp_prob *lp, int mem_row) {
 
 jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
                              double memory_limit, jx_auto_plan *out) {
+  return jx_auto_plan_solve_fixed(cm, m, p, NULL, memory_limit, out);
+}
+
+jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
+                                   const jx_pspec *const *fixed, double memory_limit,
+                                   jx_auto_plan *out) {
   memset(out, 0, sizeof *out);
   problem pb = {.cm = cm, .m = m, .p = p};
   pb.st = calloc((size_t)p->neqns + 1, sizeof *pb.st);
@@ -208,17 +214,22 @@ jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_progr
   pb.eqn_col = calloc((size_t)p->neqns + 1, sizeof *pb.eqn_col);
   out->in_spec = calloc((size_t)p->nin + 1, sizeof *out->in_spec);
   out->strategy = calloc((size_t)p->neqns + 1, sizeof *out->strategy);
+  out->spec = calloc((size_t)p->nvars + 1, sizeof *out->spec);
   jx_status st = JX_OK;
-  if (!pb.st || !pb.cand || !pb.ncand || !pb.def || !pb.eqn_col || !out->in_spec || !out->strategy)
+  if (!pb.st || !pb.cand || !pb.ncand || !pb.def || !pb.eqn_col || !out->in_spec ||
+      !out->strategy || !out->spec)
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
   for (int e = 0; e < p->neqns && !st; e++)
     st = jx_eqn_strategies_make(cm, m, p, &p->eqns[e], &pb.st[e]);
   for (int i = 0; i < p->nin && !st; i++) {
     jx_shape g = p->avals[p->in[i]].shape;
-    pb.ncand[i] = jx_layout_candidates(m, g, NULL, 0);
+    int given = fixed && fixed[i];
+    pb.ncand[i] = given ? 1 : jx_layout_candidates(m, g, NULL, 0);
     pb.cand[i] = malloc(sizeof *pb.cand[i] * (size_t)pb.ncand[i]);
     if (!pb.cand[i])
       st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+    else if (given)
+      pb.cand[i][0] = *fixed[i];
     else
       jx_layout_candidates(m, g, pb.cand[i], pb.ncand[i]);
   }
@@ -254,6 +265,11 @@ jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_progr
     for (int e = 0; e < p->neqns; e++)
       for (int k = 0; k < pb.st[e].n; k++)
         if (glp_mip_col_val(b.lp, pb.eqn_col[e] + k) > 0.5) out->strategy[e] = k;
+    for (int v = 0; v < p->nvars; v++) out->spec[v] = jx_pspec_replicated(p->avals[v].shape.rank);
+    for (int i = 0; i < p->nin; i++) out->spec[p->in[i]] = out->in_spec[i];
+    for (int e = 0; e < p->neqns; e++)
+      for (int o = 0; o < p->eqns[e].nout; o++)
+        out->spec[p->eqns[e].out[o]] = pb.st[e].s[out->strategy[e]].prod[o];
   }
   if (b.lp) glp_delete_prob(b.lp);
   free(b.ia);
@@ -273,6 +289,8 @@ jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_progr
 void jx_auto_plan_free(jx_auto_plan *pl) {
   free(pl->in_spec);
   free(pl->strategy);
+  free(pl->spec);
   pl->in_spec = NULL;
   pl->strategy = NULL;
+  pl->spec = NULL;
 }

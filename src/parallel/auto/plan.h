@@ -26,6 +26,8 @@ typedef struct {
   jx_pspec *in_spec;   /* per program input: its layout */
   int *strategy;       /* per equation: the chosen strategy's index in its
                           jx_eqn_strategies */
+  jx_pspec *spec;      /* per variable: the layout it is made in (an input's, a
+                          result's strategy's; constants replicated) */
 } jx_auto_plan;
 
 /* The cheapest plan of p over m (cm's figures) whose memory per device is at
@@ -33,6 +35,11 @@ typedef struct {
  * any plan needs when none fits. Free with jx_auto_plan_free. */
 jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
                              double memory_limit, jx_auto_plan *out);
+/* The same with some inputs' layouts given: fixed[i] (when fixed is not
+ * NULL and fixed[i] is not) is input i's only candidate. */
+jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
+                                   const jx_pspec *const *fixed, double memory_limit,
+                                   jx_auto_plan *out);
 void jx_auto_plan_free(jx_auto_plan *pl);
 
 #endif
