@@ -25,6 +25,7 @@
 #include "../compile/simplify.h"
 #include "../ir/exec.h"
 #include "../trace/fn.h"
+#include "auto/machine_model.h"
 #include "auto/plan.h"
 #include "collective.h"
 #include "constraint.h"
@@ -158,11 +159,18 @@ static int holds_auto_constraint(const jx_program *p) {
   return 0;
 }
 
-/* Plans x's program s for its JX_AUTO entries and constraints: every JX_AUTO
- * entry takes the plan's layout, and the plan's layout of every variable is
- * kept for the partitioner (x->plan_spec over x->planned). The
- * communication model has fixed figures (10 us per message, 1 GB/s per link,
- * 1 GFLOP/s per device) until calibration is wired in. */
+/* The figures a plan on a mesh this process cannot measure alone (devices
+ * of several processes) is made with: 10 us per message, 1 GB/s per link,
+ * 1 GFLOP/s per device. */
+#define FALLBACK_ALPHA_S     1e-5
+#define FALLBACK_BYTES_PER_S 1e9
+#define FALLBACK_FLOPS_PER_S 1e9
+
+/* Plans x's program s for its JX_AUTO entries and constraints with the
+ * mesh's measured figures (auto/machine_model.h), under the options' memory
+ * limit or else the device's memory: every JX_AUTO entry takes the plan's
+ * layout, and the plan's layout of every variable is kept for the
+ * partitioner (x->plan_spec over x->planned). */
 static jx_status plan_auto(pjit_exec *x, const jx_program *s) {
   pjit_opts *o = &x->o;
   const char *name = x->name;
@@ -174,8 +182,13 @@ static jx_status plan_auto(pjit_exec *x, const jx_program *s) {
   jx_program *p = x->planned = jx_lower_custom_calls(s);
   if (!p) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   jx_comm_model cm;
-  jx_comm_model_uniform(&cm, o->mesh, 1e-5, 1e9, 1e9);
-  double limit = o->memory_limit > 0 ? (double)o->memory_limit : 1e300;
+  if (jx_comm_model_measured(&cm, o->mesh)) {
+    /* a mesh over several processes: this one cannot time it alone */
+    jx_clear_error();
+    jx_comm_model_uniform(&cm, o->mesh, FALLBACK_ALPHA_S, FALLBACK_BYTES_PER_S,
+                          FALLBACK_FLOPS_PER_S);
+  }
+  double limit = o->memory_limit > 0 ? (double)o->memory_limit : jx_device_memory_default(o->mesh);
   /* inputs without a JX_AUTO entry keep theirs (none: replicated) */
   jx_pspec *given = calloc((size_t)p->nin + 1, sizeof *given);
   const jx_pspec **fixed = calloc((size_t)p->nin + 1, sizeof *fixed);

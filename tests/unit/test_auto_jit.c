@@ -1,8 +1,8 @@
 /* JX_AUTO in jx_jit_options: the 2-layer tanh MLP's loss and its gradient,
  * jitted with every input and output JX_AUTO on a 2x2 mesh of 4 CPU devices,
  * give the plain jit's values, and the layouts the jit gives its inputs and
- * outputs are the planner's own for the traced program (for the loss those
- * test_auto_plan expects: x split, at least two inputs split); the relu MLP
+ * outputs are the planner's own for the traced program at the mesh's
+ * measured figures, under the device's memory or a limit; the relu MLP
  * with a JX_AUTO constraint on its hidden layer gets that layer split (relu,
  * a custom_jvp call, planned through its body) and the plain values, under
  * jit, grad and eagerly; a memory limit no plan meets is the planner's error
@@ -22,6 +22,7 @@
 
 #include "compile/lower.h"
 #include "compile/simplify.h"
+#include "parallel/auto/machine_model.h"
 #include "parallel/auto/plan.h"
 #include "parallel/sharded_jit.h"
 #include "auto_mlp.h"
@@ -94,9 +95,8 @@ static void assert_values_equal(jx_array *got, jx_array *want) {
 
 /* f's outputs jitted plainly and with every input JX_AUTO agree; the auto
  * jit (outputs JX_AUTO too) gives its inputs and outputs the planner's
- * layouts, x split when x_split and at least min_split inputs split. */
-static void check_auto_matches_plain(fixture *fx, jx_fn *f, int nout, int x_split, int min_split,
-                                     int64_t limit) {
+ * layouts. */
+static void check_auto_matches_plain(fixture *fx, jx_fn *f, int nout, int64_t limit) {
   jx_fn *plain = jx_jit(f, NULL);
   jx_fn *autoj = jx_jit(f, &(jx_jit_options){.in_shardings = fx->autos,
                                              .out_shardings = fx->autos,
@@ -111,10 +111,10 @@ static void check_auto_matches_plain(fixture *fx, jx_fn *f, int nout, int x_spli
   /* the planner on the same program, with the jit's figures */
   jx_program *p = planned_program(fx, f);
   jx_comm_model cm;
-  jx_comm_model_uniform(&cm, fx->mesh, 1e-5, 1e9, 1e9);
+  check_ok(jx_comm_model_measured(&cm, fx->mesh));
   jx_auto_plan plan;
-  check_ok(jx_auto_plan_solve(&cm, fx->mesh, p, limit ? (double)limit : 1e300, &plan));
-  int split = 0;
+  check_ok(jx_auto_plan_solve(&cm, fx->mesh, p,
+                              limit ? (double)limit : jx_device_memory_default(fx->mesh), &plan));
   char want_spec[JX_SPEC_CAP];
   for (int i = 0; i < NIN; i++) {
     jx_sharding *s = jx_sharded_jit_in_layout(autoj, fx->av, i);
@@ -123,12 +123,9 @@ static void check_auto_matches_plain(fixture *fx, jx_fn *f, int nout, int x_spli
     print_message("%s input %d: %s\n", jx_fn_name(f), i,
                   jx_pspec_str(fx->mesh, &plan.in_spec[i], want_spec));
     assert_string_equal(s->spec, w->spec);
-    split += jx_pspec_sharded(&plan.in_spec[i]);
-    if (i == 0 && x_split) assert_true(jx_pspec_sharded(&plan.in_spec[i]));
     jx_sharding_release(s);
     jx_sharding_release(w);
   }
-  assert_true(split >= min_split);
   for (int o = 0; o < nout; o++) { /* JX_AUTO outputs come out as planned */
     jx_sharding *w = jx_pspec_sharding(fx->mesh, &plan.spec[p->out[o]]);
     assert_non_null(jx_sharding_of(got[o]));
@@ -145,19 +142,20 @@ static void check_auto_matches_plain(fixture *fx, jx_fn *f, int nout, int x_spli
 
 static void loss_with_auto_inputs(void **state) {
   fixture *f = *state;
-  check_auto_matches_plain(f, f->loss, 1, 1, 2, 0);
+  /* at the mesh's measured figures this small a loss may run replicated
+   * (test_auto_plan checks the split at hand-set figures) */
+  check_auto_matches_plain(f, f->loss, 1, 0);
 }
 
 static void grad_with_auto_inputs(void **state) {
   fixture *f = *state;
-  /* without a limit the planner keeps the gradient's inputs replicated at
-   * these figures (48768 bytes per device): a replicated input is sliced for
+  /* without a limit the planner keeps the gradient's inputs replicated (a
+   * replicated input is sliced for
    * free into whatever layout each of its readers wants (x is read split by
    * rows forward and by columns for w1's gradient), and the gradients come
-   * out split, so no collective runs at all; under 40000 bytes it keeps them
-   * so and splits the intermediates instead */
-  check_auto_matches_plain(f, f->grad, NIN, 0, 0, 0);
-  check_auto_matches_plain(f, f->grad, NIN, 0, 0, 40000);
+   * out split, so no collective runs at all); under a limit it splits more */
+  check_auto_matches_plain(f, f->grad, NIN, 0);
+  check_auto_matches_plain(f, f->grad, NIN, 40000);
 }
 
 /* The relu MLP with a JX_AUTO constraint on its hidden layer: planned
