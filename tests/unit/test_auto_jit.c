@@ -210,7 +210,7 @@ static void a_limit_no_plan_meets(void **state) {
   jx_array *out;
   assert_int_equal(jx_call(autoj, f->args, &out), JX_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(jx_last_error(), "test_auto_jit.c:")); /* the caller's line */
-  assert_error_has("fits 64 bytes per device; the smallest needs");
+  assert_error_has("fits 64 bytes per device; the smallest peak found is");
   jx_fn_release(autoj);
 }
 

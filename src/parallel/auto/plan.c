@@ -56,7 +56,16 @@ typedef struct {
   int *ncand;
   producer *def; /* per variable */
   int *eqn_col;  /* per equation: the first column of its strategies */
-  int mem_row;
+  int mem_row;   /* every variable's bytes summed: the tie-breaker's measure */
+  /* liveness: a variable is held from the equation that makes it (-1: an
+   * input, held by the caller throughout) to its last reader (p->neqns: an
+   * output) */
+  int *made_at, *last_use;
+  double limit;
+  double *coef; /* scratch per column, for a peak row */
+  int *cols;
+  double *scratch;       /* per equation, twice: peak_held's */
+  int *peak_rows, npeak; /* the rows added for the limit */
 } problem;
 
 static const jx_pspec *produced(const problem *pb, const producer *d, int k) {
@@ -67,6 +76,80 @@ static double block_bytes(const problem *pb, int v, const jx_pspec *s) {
   jx_aval a = pb->p->avals[v];
   a.shape = jx_pspec_local(pb->m, s, a.shape);
   return jx_aval_bytes(a);
+}
+
+/* When each variable is made and last read. */
+static void liveness(problem *pb) {
+  const jx_program *p = pb->p;
+  for (int v = 0; v < p->nvars; v++) pb->made_at[v] = pb->last_use[v] = -1;
+  for (int e = 0; e < p->neqns; e++) {
+    for (int o = 0; o < p->eqns[e].nout; o++)
+      pb->made_at[p->eqns[e].out[o]] = pb->last_use[p->eqns[e].out[o]] = e;
+    for (int i = 0; i < p->eqns[e].nin; i++) pb->last_use[p->eqns[e].in[i]] = e;
+  }
+  for (int i = 0; i < p->nin; i++) pb->last_use[p->in[i]] = p->neqns;
+  for (int o = 0; o < p->nout; o++) pb->last_use[p->out[o]] = p->neqns;
+}
+
+static int held_at(const problem *pb, int v, int t) {
+  return pb->def[v].count && pb->made_at[v] <= t && pb->last_use[v] >= t;
+}
+
+/* The most bytes per device held while any equation runs, for the layouts
+ * the solution chose; *at gets that equation. made (p->neqns + 1 entries)
+ * is scratch. */
+static double peak_held(const problem *pb, glp_prob *lp, double *made, int *at) {
+  const jx_program *p = pb->p;
+  double *freed = made + p->neqns + 1, base = 0;
+  memset(made, 0, sizeof *made * 2 * (size_t)(p->neqns + 1));
+  for (int v = 0; v < p->nvars; v++) {
+    const producer *d = &pb->def[v];
+    double b = 0;
+    for (int k = 0; k < d->count && !b; k++)
+      if (glp_mip_col_val(lp, d->first_col + k) > 0.5) b = block_bytes(pb, v, produced(pb, d, k));
+    if (!b) continue;
+    if (pb->made_at[v] < 0)
+      base += b;
+    else {
+      made[pb->made_at[v]] += b;
+      freed[pb->last_use[v]] += b;
+    }
+  }
+  double live = base, peak = base;
+  *at = 0;
+  for (int u = 0; u < p->neqns; u++) {
+    live += made[u];
+    if (live > peak) {
+      peak = live;
+      *at = u;
+    }
+    live -= freed[u];
+  }
+  return peak;
+}
+
+/* A row bounding the bytes held while equation t runs by the limit. */
+static void add_peak_row(problem *pb, glp_prob *lp, int t) {
+  const jx_program *p = pb->p;
+  int n = 0;
+  for (int v = 0; v < p->nvars; v++) {
+    if (!held_at(pb, v, t)) continue;
+    const producer *d = &pb->def[v];
+    for (int k = 0; k < d->count; k++) {
+      int c = d->first_col + k;
+      if (pb->coef[c] == 0) pb->cols[++n] = c;
+      pb->coef[c] += block_bytes(pb, v, produced(pb, d, k));
+    }
+  }
+  double *val = pb->coef + glp_get_num_cols(lp) + 1; /* scratch past the columns */
+  for (int j = 1; j <= n; j++) {
+    val[j] = pb->coef[pb->cols[j]];
+    pb->coef[pb->cols[j]] = 0;
+  }
+  int row = glp_add_rows(lp, 1);
+  glp_set_mat_row(lp, row, n, pb->cols, val);
+  glp_set_row_bnds(lp, row, GLP_UP, 0, pb->limit);
+  pb->peak_rows[pb->npeak++] = row;
 }
 
 /* Columns and rows: the choice groups, the memory row, the edges. */
@@ -179,11 +262,64 @@ static int objective_to_memory(glp_prob *lp, int mem_row, int keep_time) {
   return time_row;
 }
 
-/* The least memory any plan needs: the same program minimising memory. */
-static double least_memory(glp_prob *lp, int mem_row) {
-  if (objective_to_memory(lp, mem_row, 0) < 0) return -1;
-  glp_set_row_bnds(lp, mem_row, GLP_FR, 0, 0);
-  return solve(lp) ? glp_mip_obj_val(lp) : -1;
+/* Solves with the limit bounding the bytes held at every equation: solved
+ * with rows for the equations seen over the limit so far, a row added for
+ * each new one until the plan found fits (each is added once, so this
+ * ends). 0 when no plan fits. */
+static int solve_within_limit(problem *pb, glp_prob *lp) {
+  for (;;) {
+    if (!solve(lp)) return 0;
+    int at;
+    if (peak_held(pb, lp, pb->scratch, &at) <= pb->limit * (1 + 1e-12)) return 1;
+    add_peak_row(pb, lp, at);
+  }
+}
+
+/* The error for a limit no plan meets: the plan holding least in all (the
+ * limit lifted) and its peak, with the largest arrays held there. */
+static jx_status no_plan_fits(problem *pb, glp_prob *lp) {
+  const jx_program *p = pb->p;
+  for (int r = 0; r < pb->npeak; r++) glp_set_row_bnds(lp, pb->peak_rows[r], GLP_FR, 0, 0);
+  if (objective_to_memory(lp, pb->mem_row, 0) < 0 || !solve(lp))
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "jx_auto_plan: no plan of '%s' fits %.0f bytes per device",
+                        p->name ? p->name : "the program", pb->limit);
+  int at;
+  double peak = peak_held(pb, lp, pb->scratch, &at);
+  /* the three largest arrays held while equation `at` runs */
+  int top[3] = {-1, -1, -1};
+  double top_b[3] = {0, 0, 0};
+  for (int v = 0; v < p->nvars; v++) {
+    if (!held_at(pb, v, at)) continue;
+    const producer *d = &pb->def[v];
+    double b = 0;
+    for (int k = 0; k < d->count && !b; k++)
+      if (glp_mip_col_val(lp, d->first_col + k) > 0.5) b = block_bytes(pb, v, produced(pb, d, k));
+    for (int j = 0; j < 3; j++)
+      if (b > top_b[j]) {
+        for (int i = 2; i > j; i--) {
+          top[i] = top[i - 1];
+          top_b[i] = top_b[i - 1];
+        }
+        top[j] = v;
+        top_b[j] = b;
+        break;
+      }
+  }
+  char held_text[768] = "", av[JX_AVAL_STR_CAP];
+  size_t len = 0;
+  for (int j = 0; j < 3 && top[j] >= 0 && len < sizeof held_text; j++) {
+    const producer *d = &pb->def[top[j]];
+    len +=
+        (size_t)snprintf(held_text + len, sizeof held_text - len, "%s%s %s (%.0f bytes)",
+                         j ? ", " : "", d->eqn < 0 ? "input" : p->eqns[d->eqn].prim->name,
+                         jx_aval_str(p->avals[top[j]].dtype, p->avals[top[j]].shape, av), top_b[j]);
+  }
+  return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                      "jx_auto_plan: no plan of '%s' fits %.0f bytes per device; the smallest "
+                      "peak found is %.0f bytes, while equation %d (%s) runs, holding most %s",
+                      p->name ? p->name : "the program", pb->limit, peak, at,
+                      p->neqns ? p->eqns[at].prim->name : "none", held_text);
 }
 
 /* Of the plans as fast as the fastest (within the solver's tolerance), the
@@ -194,7 +330,7 @@ static int least_memory_at_best_time(glp_prob *lp, int mem_row) {
   int time_row = objective_to_memory(lp, mem_row, 1);
   if (time_row <= 0) return -1;
   glp_set_row_bnds(lp, time_row, GLP_UP, 0, best * (1 + 1e-7) + 1e-6);
-  return solve(lp) ? time_row : -1;
+  return time_row;
 }
 
 jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
@@ -215,9 +351,14 @@ jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx
   out->in_spec = calloc((size_t)p->nin + 1, sizeof *out->in_spec);
   out->strategy = calloc((size_t)p->neqns + 1, sizeof *out->strategy);
   out->spec = calloc((size_t)p->nvars + 1, sizeof *out->spec);
+  pb.made_at = calloc((size_t)p->nvars + 1, sizeof *pb.made_at);
+  pb.last_use = calloc((size_t)p->nvars + 1, sizeof *pb.last_use);
+  pb.scratch = calloc(2 * (size_t)(p->neqns + 1), sizeof *pb.scratch);
+  pb.peak_rows = calloc((size_t)p->neqns + 1, sizeof *pb.peak_rows);
+  pb.limit = memory_limit;
   jx_status st = JX_OK;
   if (!pb.st || !pb.cand || !pb.ncand || !pb.def || !pb.eqn_col || !out->in_spec ||
-      !out->strategy || !out->spec)
+      !out->strategy || !out->spec || !pb.made_at || !pb.last_use || !pb.scratch || !pb.peak_rows)
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
   for (int e = 0; e < p->neqns && !st; e++)
     st = jx_eqn_strategies_make(cm, m, p, &p->eqns[e], &pb.st[e]);
@@ -242,21 +383,24 @@ jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx
   }
   if (!st) {
     glp_load_matrix(b.lp, b.nnz, b.ia, b.ja, b.ar);
-    glp_set_row_bnds(b.lp, pb.mem_row, GLP_UP, 0, memory_limit);
-    if (!solve(b.lp)) {
-      double least = least_memory(b.lp, pb.mem_row);
-      st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                        "jx_auto_plan: no plan of '%s' fits %.0f bytes per device; the smallest "
-                        "needs %.0f bytes",
-                        p->name ? p->name : "the program", memory_limit, least);
-    }
+    glp_set_row_bnds(b.lp, pb.mem_row, GLP_FR, 0, 0);
+    int ncols = glp_get_num_cols(b.lp);
+    pb.coef = calloc(2 * (size_t)ncols + 2, sizeof *pb.coef);
+    pb.cols = calloc((size_t)ncols + 1, sizeof *pb.cols);
+    if (!pb.coef || !pb.cols)
+      st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
   }
-  int time_row = -1;
-  if (!st && (time_row = least_memory_at_best_time(b.lp, pb.mem_row)) < 0)
+  if (!st) {
+    liveness(&pb);
+    if (!solve_within_limit(&pb, b.lp)) st = no_plan_fits(&pb, b.lp);
+  }
+  int time_row = -1, at;
+  if (!st && ((time_row = least_memory_at_best_time(b.lp, pb.mem_row)) < 0 ||
+              !solve_within_limit(&pb, b.lp)))
     st = jx_error_set(JX_ERR_INTERNAL, "jx_auto_plan: the solver lost the plan it had found");
   if (!st) {
     out->time_s = glp_mip_row_val(b.lp, time_row) / US;
-    out->memory_bytes = glp_mip_row_val(b.lp, pb.mem_row);
+    out->memory_bytes = peak_held(&pb, b.lp, pb.scratch, &at);
     for (int i = 0; i < p->nin; i++) {
       const producer *d = &pb.def[p->in[i]];
       for (int k = 0; k < d->count; k++)
@@ -282,6 +426,12 @@ jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx
   free(pb.ncand);
   free(pb.def);
   free(pb.eqn_col);
+  free(pb.made_at);
+  free(pb.last_use);
+  free(pb.scratch);
+  free(pb.peak_rows);
+  free(pb.coef);
+  free(pb.cols);
   if (st) jx_auto_plan_free(out);
   return st;
 }

@@ -10,10 +10,15 @@
  * continuous variable per pair of producer and reader strategies, summing
  * over the reader's to the producer's choice and over the producer's to
  * the reader's. Among the fastest plans (the solver's tolerance) the one
- * holding least memory is taken.
- * Memory: the blocks of every variable (inputs in their layouts, results
- * in their strategies') summed per device must fit the limit; this bounds
- * the peak from above (it does not yet free what is dead). Constants are
+ * whose arrays sum to least is taken.
+ * Memory: the bytes per device held while each equation runs (the inputs,
+ * held by the caller throughout, and every result from the equation making
+ * it to its last reader) must fit the limit. A row per equation would make
+ * the program large, so rows are added lazily: the plan found is checked
+ * equation by equation and the equation of its peak, when over the limit,
+ * gets its row before solving again, until the plan fits. The count is
+ * that of unfused equations, an upper bound of what the executable holds
+ * (a fused intermediate is never an array). Constants are
  * replicated values any reader slices locally: they cost nothing. */
 #ifndef JX_SRC_PARALLEL_AUTO_PLAN_H
 #define JX_SRC_PARALLEL_AUTO_PLAN_H
@@ -22,7 +27,7 @@
 
 typedef struct {
   double time_s;       /* the objective: compute + collectives + resharding */
-  double memory_bytes; /* per device, as the memory constraint counts it */
+  double memory_bytes; /* per device: the peak held, as the memory rows count it */
   jx_pspec *in_spec;   /* per program input: its layout */
   int *strategy;       /* per equation: the chosen strategy's index in its
                           jx_eqn_strategies */
@@ -30,9 +35,10 @@ typedef struct {
                           result's strategy's; constants replicated) */
 } jx_auto_plan;
 
-/* The cheapest plan of p over m (cm's figures) whose memory per device is at
- * most memory_limit bytes; an error naming the limit and the least memory
- * any plan needs when none fits. Free with jx_auto_plan_free. */
+/* The cheapest plan of p over m (cm's figures) whose peak memory per device
+ * is at most memory_limit bytes; when none fits, an error naming the limit,
+ * the smallest peak found (the plan whose arrays sum to least) and the
+ * largest arrays held at it. Free with jx_auto_plan_free. */
 jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
                              double memory_limit, jx_auto_plan *out);
 /* The same with some inputs' layouts given: fixed[i] (when fixed is not
