@@ -26,7 +26,7 @@
 #include "../ir/exec.h"
 #include "../trace/fn.h"
 #include "auto/machine_model.h"
-#include "auto/plan.h"
+#include "auto/plan_cache.h"
 #include "collective.h"
 #include "constraint.h"
 #include "partition.h"
@@ -204,7 +204,7 @@ static jx_status plan_auto(pjit_exec *x, const jx_program *s) {
     fixed[i] = &given[i];
   }
   jx_auto_plan plan;
-  jx_status st = jx_auto_plan_solve_fixed(&cm, o->mesh, p, fixed, limit, &plan);
+  jx_status st = jx_auto_plan_cached(&cm, o->mesh, p, fixed, limit, &plan);
   free(given);
   free(fixed);
   if (st) return st;

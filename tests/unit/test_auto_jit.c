@@ -5,7 +5,8 @@
  * measured figures, under the device's memory or a limit; the relu MLP
  * with a JX_AUTO constraint on its hidden layer gets that layer split (relu,
  * a custom_jvp call, planned through its body) and the plain values, under
- * jit, grad and eagerly; a memory limit no plan meets is the planner's error
+ * jit, grad and eagerly; a program planned again under the same limit is
+ * not solved again; a memory limit no plan meets is the planner's error
  * at the caller's line; JX_AUTO outside jx_jit's options and constraints is
  * an error. */
 #define _POSIX_C_SOURCE 200809L
@@ -24,6 +25,7 @@
 #include "compile/simplify.h"
 #include "parallel/auto/machine_model.h"
 #include "parallel/auto/plan.h"
+#include "parallel/auto/plan_cache.h"
 #include "parallel/sharded_jit.h"
 #include "auto_mlp.h"
 #include "test_util.h"
@@ -202,6 +204,25 @@ static void relu_and_an_auto_constraint(void **state) {
   jx_fn_release(plain);
 }
 
+/* A program planned again on the same mesh under the same limit (another
+ * jit of the same function) takes the plan made before; another limit is
+ * planned anew. */
+static void plans_are_cached(void **state) {
+  fixture *f = *state;
+  int64_t before = jx_auto_plan_solves();
+  int64_t limits[] = {1 << 30, 1 << 30, 1 << 29};
+  int64_t want[] = {1, 1, 2};
+  for (int k = 0; k < 3; k++) {
+    jx_fn *j = jx_jit(
+        f->loss,
+        &(jx_jit_options){.in_shardings = f->autos, .mesh = f->mesh, .memory_limit = limits[k]});
+    jx_array *out;
+    check_ok(jx_call(j, f->args, &out));
+    assert_int_equal(jx_auto_plan_solves() - before, want[k]);
+    jx_fn_release(j);
+  }
+}
+
 static void a_limit_no_plan_meets(void **state) {
   fixture *f = *state;
   jx_fn *autoj = jx_jit(
@@ -249,6 +270,7 @@ int main(void) {
       cmocka_unit_test(auto_elsewhere_is_an_error),
       cmocka_unit_test(relu_and_an_auto_constraint),
       cmocka_unit_test(auto_constraint_without_a_mesh),
+      cmocka_unit_test(plans_are_cached),
   };
   return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
 }
