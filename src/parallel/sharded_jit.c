@@ -27,6 +27,7 @@
 #include "../trace/fn.h"
 #include "auto/machine_model.h"
 #include "auto/plan_cache.h"
+#include "auto/report.h"
 #include "collective.h"
 #include "constraint.h"
 #include "partition.h"
@@ -159,15 +160,8 @@ static int holds_auto_constraint(const jx_program *p) {
   return 0;
 }
 
-/* The figures a plan on a mesh this process cannot measure alone (devices
- * of several processes) is made with: 10 us per message, 1 GB/s per link,
- * 1 GFLOP/s per device. */
-#define FALLBACK_ALPHA_S     1e-5
-#define FALLBACK_BYTES_PER_S 1e9
-#define FALLBACK_FLOPS_PER_S 1e9
-
 /* Plans x's program s for its JX_AUTO entries and constraints with the
- * mesh's measured figures (auto/machine_model.h), under the options' memory
+ * mesh's figures (auto/report.h's jx_plan_figures), under the options' memory
  * limit or else the device's memory: every JX_AUTO entry takes the plan's
  * layout, and the plan's layout of every variable is kept for the
  * partitioner (x->plan_spec over x->planned). */
@@ -182,12 +176,7 @@ static jx_status plan_auto(pjit_exec *x, const jx_program *s) {
   jx_program *p = x->planned = jx_lower_custom_calls(s);
   if (!p) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   jx_comm_model cm;
-  if (jx_comm_model_measured(&cm, o->mesh)) {
-    /* a mesh over several processes: this one cannot time it alone */
-    jx_clear_error();
-    jx_comm_model_uniform(&cm, o->mesh, FALLBACK_ALPHA_S, FALLBACK_BYTES_PER_S,
-                          FALLBACK_FLOPS_PER_S);
-  }
+  jx_plan_figures(&cm, o->mesh);
   double limit = o->memory_limit > 0 ? (double)o->memory_limit : jx_device_memory_default(o->mesh);
   /* inputs without a JX_AUTO entry keep theirs (none: replicated) */
   jx_pspec *given = calloc((size_t)p->nin + 1, sizeof *given);
@@ -379,9 +368,26 @@ static int as_planned(const pjit_exec *x, jx_sharding *const *sh) {
   return 1;
 }
 
+/* The layout of every variable of p (spec, p->nvars entries, then p->nout
+ * for the outputs as given back) for arguments laid out by sh: the plan's
+ * when x is planned and the arguments come as planned, else
+ * propagation's. */
+static jx_status layouts_for(const pjit_exec *x, const jx_program *p, jx_mesh *m,
+                             jx_sharding *const *sh, jx_pspec *spec) {
+  jx_status st = JX_OK;
+  if (x->plan_spec && m == x->o.mesh && as_planned(x, sh))
+    memcpy(spec, x->plan_spec, sizeof *spec * (size_t)p->nvars);
+  else
+    st = jx_propagate(m, p, sh, x->o.out_sh, spec);
+  for (int o = 0; o < p->nout && !st; o++) {
+    jx_sharding *want = x->o.out_sh ? x->o.out_sh[o] : NULL;
+    spec[p->nvars + o] = want ? jx_pspec_of(want, p->avals[p->out[o]].shape.rank) : spec[p->out[o]];
+  }
+  return st;
+}
+
 /* The per-device program for arguments laid out by sh (made on a miss;
- * x->lock held): the plan's layouts when x is planned and the arguments
- * come as planned, else propagation's. */
+ * x->lock held). */
 static entry *partition_for(pjit_exec *x, const jx_program *p, jx_mesh *m, jx_sharding *const *sh) {
   if (x->planned) p = x->planned;
   for (entry *e = x->cache; e; e = e->next) {
@@ -400,14 +406,9 @@ static entry *partition_for(pjit_exec *x, const jx_program *p, jx_mesh *m, jx_sh
   jx_status st = JX_OK;
   if (!spec || !e || !e->key || !e->in_sh || !e->out_sh)
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
-  if (!st && x->plan_spec && m == x->o.mesh && as_planned(x, sh))
-    memcpy(spec, x->plan_spec, sizeof *spec * (size_t)p->nvars);
-  else if (!st)
-    st = jx_propagate(m, p, sh, x->o.out_sh, spec);
+  if (!st) st = layouts_for(x, p, m, sh, spec);
   jx_pspec *out_spec = spec ? spec + p->nvars : NULL;
   for (int o = 0; o < p->nout && !st; o++) {
-    jx_sharding *want = x->o.out_sh ? x->o.out_sh[o] : NULL;
-    out_spec[o] = want ? jx_pspec_of(want, p->avals[p->out[o]].shape.rank) : spec[p->out[o]];
     e->out_sh[o] = jx_pspec_sharding(m, &out_spec[o]);
     if (!e->out_sh[o]) st = jx_last_status();
   }
@@ -423,6 +424,12 @@ static entry *partition_for(pjit_exec *x, const jx_program *p, jx_mesh *m, jx_sh
     if (!e->prog) st = jx_last_status();
   }
   jx_program_release(d);
+  if (!st && x->planned && jx_env_flag("JX_LOG_SHARDING")) {
+    jx_comm_model cm;
+    jx_plan_figures(&cm, m);
+    jx_sharded_view v = {(jx_program *)p, spec, e->prog, m, x->plan_spec && as_planned(x, sh)};
+    jx_sharding_report(stderr, x->name, &v, &cm);
+  }
   if (!st) {
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s.spmd.%016llx", x->name,
@@ -626,6 +633,46 @@ jx_sharding *jx_sharded_jit_in_layout(jx_fn *f, const jx_aval *in, int i) {
   }
   jx_program_release(p);
   return s;
+}
+
+jx_status jx_sharded_jit_view(jx_fn *f, const jx_aval *in, jx_sharded_view *out) {
+  memset(out, 0, sizeof *out);
+  jx_program *p = jx_fn_program(f, in);
+  if (!p) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  jx_exec own = jx_program_exec(p);
+  jx_status st = JX_OK;
+  if (own.run != pjit_run)
+    st = jx_error_set(JX_ERR_INVALID_ARGUMENT, "'%s' is not a jit with shardings", jx_fn_name(f));
+  const pjit_exec *x = st ? NULL : own.impl;
+  const jx_program *q = x && x->planned ? x->planned : p;
+  jx_sharding **sh = calloc((size_t)p->nin + 1, sizeof *sh);
+  jx_pspec *spec = malloc(sizeof *spec * (size_t)(q->nvars + q->nout + 1));
+  if (!st && (!sh || !spec)) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
+  for (int i = 0; !st && x->o.in_sh && i < p->nin; i++) sh[i] = x->o.in_sh[i];
+  if (!st) st = layouts_for(x, q, x->o.mesh, sh, spec);
+  jx_program *d = st ? NULL : jx_partition(x->o.mesh, q, spec, spec + q->nvars);
+  if (!st && !d) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  if (!st && !(out->device = jx_simplify(d))) st = jx_last_status();
+  jx_program_release(d);
+  free(sh);
+  if (!st) {
+    out->global = jx_program_retain((jx_program *)q);
+    out->spec = spec;
+    out->mesh = x->o.mesh;
+    out->planned = x->planned != NULL;
+  } else {
+    free(spec);
+    jx_sharded_view_free(out);
+  }
+  jx_program_release(p);
+  return st;
+}
+
+void jx_sharded_view_free(jx_sharded_view *v) {
+  jx_program_release(v->device);
+  jx_program_release(v->global);
+  free(v->spec);
+  memset(v, 0, sizeof *v);
 }
 
 char *jx_sharded_jit_device_text(jx_fn *f, jx_array *const *in) {

@@ -6,7 +6,8 @@
  * with a JX_AUTO constraint on its hidden layer gets that layer split (relu,
  * a custom_jvp call, planned through its body) and the plain values, under
  * jit, grad and eagerly; a program planned again under the same limit is
- * not solved again; a memory limit no plan meets is the planner's error
+ * not solved again; the estimate and report of a jit with shardings match
+ * jx_fn_cost and the figures set for the mesh; a memory limit no plan meets is the planner's error
  * at the caller's line; JX_AUTO outside jx_jit's options and constraints is
  * an error. */
 #define _POSIX_C_SOURCE 200809L
@@ -223,6 +224,62 @@ static void plans_are_cached(void **state) {
   }
 }
 
+/* The estimate of a jit with shardings: replicated, every device runs the
+ * whole program (jx_fn_cost's flops and peak, no collectives); data
+ * parallel over 4, a device computes about a quarter and the gradients
+ * are summed; at figures set for the mesh's shape, each all_reduce costs
+ * 2(n-1) alpha and the compute its flops at the given rate. The report names
+ * the plan, its inputs and the recipe compared. */
+static void estimates_and_the_report(void **state) {
+  fixture *fx = *state;
+  jx_fn *plain = jx_jit(fx->grad, NULL);
+  jx_cost whole;
+  check_ok(jx_fn_cost(plain, fx->args, &whole));
+  const char *names[] = {"d"};
+  jx_mesh *line = jx_mesh_create((jx_shape){1, {4}}, names);
+  double alpha = 1e-4, bw = 1e30, rate = 2e9;
+  check_ok(jx_sharding_plan_figures(line, &alpha, &bw, rate));
+  jx_sharding *rep = jx_sharding_create(line, ""), *rows = jx_sharding_create(line, "d");
+  jx_sharding *repl[NIN] = {rep, rep, rep, rep}, *dp[NIN] = {rows, rep, rep, rows};
+  jx_fn *r = jx_jit(fx->grad, &(jx_jit_options){.in_shardings = repl});
+  jx_fn *d = jx_jit(fx->grad, &(jx_jit_options){.in_shardings = dp});
+  jx_sharding_estimate er, ed;
+  check_ok(jx_sharding_estimate_of(r, fx->args, &er));
+  check_ok(jx_sharding_estimate_of(d, fx->args, &ed));
+  print_message("replicated: %.0f flops, peak %.0f; data parallel: %.0f flops, %d collectives, "
+                "%.3g s\n",
+                er.flops, er.peak_bytes, ed.flops, ed.collectives, ed.comm_s);
+  assert_float_equal(er.flops, whole.flops, 1e-9 * whole.flops);
+  assert_float_equal(er.peak_bytes, whole.peak_bytes_per_device, 0.5);
+  assert_int_equal(er.collectives, 0);
+  assert_float_equal(er.compute_s, er.flops / rate, 1e-12);
+  assert_true(ed.flops < 0.35 * whole.flops && ed.flops > 0.2 * whole.flops);
+  assert_true(ed.collectives >= 2); /* w1's and w2's gradients at least */
+  assert_float_equal(ed.comm_s, ed.collectives * 6 * alpha, 1e-9);
+
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  jx_fn *planned = jx_jit(fx->grad, &(jx_jit_options){.in_shardings = fx->autos, .mesh = line});
+  check_ok(jx_sharding_plan_print(planned, fx->args, d, "data parallel", out));
+  fclose(out);
+  print_message("%s", text);
+  assert_non_null(strstr(text, "plan of 'jit(grad(mlp_loss))' on the mesh (d=4"));
+  assert_non_null(strstr(text, "input 3"));
+  assert_non_null(strstr(text, "estimated"));
+  assert_non_null(strstr(text, "data parallel"));
+  free(text);
+  assert_int_equal(jx_sharding_estimate_of(plain, fx->args, &er), JX_ERR_INVALID_ARGUMENT);
+  assert_error_has("is not a jit with shardings");
+  jx_fn_release(planned);
+  jx_fn_release(d);
+  jx_fn_release(r);
+  jx_sharding_release(rep);
+  jx_sharding_release(rows);
+  jx_mesh_release(line);
+  jx_fn_release(plain);
+}
+
 static void a_limit_no_plan_meets(void **state) {
   fixture *f = *state;
   jx_fn *autoj = jx_jit(
@@ -271,6 +328,7 @@ int main(void) {
       cmocka_unit_test(relu_and_an_auto_constraint),
       cmocka_unit_test(auto_constraint_without_a_mesh),
       cmocka_unit_test(plans_are_cached),
+      cmocka_unit_test(estimates_and_the_report),
   };
   return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
 }

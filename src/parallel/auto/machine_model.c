@@ -82,6 +82,22 @@ static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static kept kept_models[CACHED];
 static int nkept, next_kept; /* a ring of the last CACHED meshes */
 
+/* Puts the figures of the meshes of one key in the process's list: in
+ * place of older ones of that key, else in the ring's next slot. */
+static void keep(uint64_t key, const jx_comm_model *cm) {
+  pthread_mutex_lock(&kept_lock);
+  int at = -1;
+  for (int k = 0; k < nkept && at < 0; k++)
+    if (kept_models[k].key == key) at = k;
+  if (at < 0) {
+    at = next_kept;
+    next_kept = (next_kept + 1) % CACHED;
+    if (nkept < CACHED) nkept++;
+  }
+  kept_models[at] = (kept){key, *cm};
+  pthread_mutex_unlock(&kept_lock);
+}
+
 static int disk_path(char *out, size_t n, uint64_t key) {
   char dir[4096];
   if (!jx_kernel_cache_dir(dir, sizeof dir)) return 0;
@@ -136,13 +152,11 @@ jx_status jx_comm_model_measured(jx_comm_model *cm, jx_mesh *m) {
     atomic_fetch_add(&measurements, 1);
     if (on_disk) disk_write(path, m, cm);
   }
-  pthread_mutex_lock(&kept_lock);
-  kept_models[next_kept] = (kept){key, *cm};
-  next_kept = (next_kept + 1) % CACHED;
-  if (nkept < CACHED) nkept++;
-  pthread_mutex_unlock(&kept_lock);
+  keep(key, cm);
   return JX_OK;
 }
+
+void jx_comm_model_keep(const jx_mesh *m, const jx_comm_model *cm) { keep(mesh_key(m), cm); }
 
 double jx_device_memory_default(const jx_mesh *m) {
   double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);

@@ -14,6 +14,10 @@
  * other processes, which this process cannot time. */
 jx_status jx_comm_model_measured(jx_comm_model *cm, jx_mesh *m);
 
+/* Makes cm the figures of meshes of m's shape for the rest of the process
+ * (jx_sharding_plan_figures: planning a cluster on paper). */
+void jx_comm_model_keep(const jx_mesh *m, const jx_comm_model *cm);
+
 /* One device's f32 FLOP/s while all of m's devices run a 256x256x256
  * matmul at once (best of a few rounds). */
 jx_status jx_compute_rate_calibrate(jx_mesh *m, double *flops_per_s);
