@@ -30,7 +30,7 @@ typedef struct {
   double memory_bytes; /* per device: the peak held, as the memory rows count it */
   jx_pspec *in_spec;   /* per program input: its layout */
   int *strategy;       /* per equation: the chosen strategy's index in its
-                          jx_eqn_strategies */
+                          jx_eqn_strategies, -1 for one that follows */
   jx_pspec *spec;      /* per variable: the layout it is made in (an input's, a
                           result's strategy's; constants replicated) */
 } jx_auto_plan;
