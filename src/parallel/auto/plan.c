@@ -399,6 +399,7 @@ static jx_status choose(problem *pb, model_builder *b, int e_idx) {
   jx_eqn_strategies *s = &pb->st[e_idx];
   jx_status st = jx_eqn_strategies_make(pb->cm, pb->m, p, e, s);
   if (st) return st;
+  if (getenv("JX_PLAN_DEBUG")) fprintf(stderr, "choose %s (%s): %d\n", e->prim->name, jx_pfamily_of(e)->name, s->n);
   int col = glp_add_cols(lp, s->n), r = glp_add_rows(lp, 1);
   glp_set_row_bnds(lp, r, GLP_FX, 1, 1);
   pb->eqn_col[e_idx] = col;
@@ -440,17 +441,24 @@ static jx_status build(problem *pb, model_builder *b) {
     const jx_eqn *q = &p->eqns[e];
     int lead = -1;
     double lead_bytes = -1;
-    for (int i = 0; i < q->nin; i++)
-      if (pb->def[q->in[i]].count && jx_aval_bytes(p->avals[q->in[i]]) > lead_bytes) {
+    for (int i = 0; i < q->nin; i++) { /* the largest; of equals, the freest */
+      const producer *d = &pb->def[q->in[i]];
+      double bytes = jx_aval_bytes(p->avals[q->in[i]]);
+      if (d->count &&
+          (bytes > lead_bytes || (bytes == lead_bytes && d->count > pb->def[q->in[lead]].count))) {
         lead = i;
-        lead_bytes = jx_aval_bytes(p->avals[q->in[i]]);
+        lead_bytes = bytes;
       }
+    }
     if (lead < 0 && follows(q)) { /* made from constants only: a constant too */
       pb->eqn_col[e] = -1;
       continue;
     }
     int followed = 0;
-    if (lead >= 0 && follows(q)) st = follow(pb, b, e, lead, &followed);
+    /* an operand with one layout (a replicated-only op's result) would pin
+     * every follower after it: such an equation chooses */
+    if (lead >= 0 && follows(q) && pb->def[q->in[lead]].count > 1)
+      st = follow(pb, b, e, lead, &followed);
     if (!st && !followed) st = choose(pb, b, e);
   }
   /* the memory row, its entries summed per column */
