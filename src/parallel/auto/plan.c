@@ -399,7 +399,6 @@ static jx_status choose(problem *pb, model_builder *b, int e_idx) {
   jx_eqn_strategies *s = &pb->st[e_idx];
   jx_status st = jx_eqn_strategies_make(pb->cm, pb->m, p, e, s);
   if (st) return st;
-  if (getenv("JX_PLAN_DEBUG")) fprintf(stderr, "choose %s (%s): %d\n", e->prim->name, jx_pfamily_of(e)->name, s->n);
   int col = glp_add_cols(lp, s->n), r = glp_add_rows(lp, 1);
   glp_set_row_bnds(lp, r, GLP_FX, 1, 1);
   pb->eqn_col[e_idx] = col;
@@ -627,16 +626,6 @@ jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx
   }
   if (!st) {
     glp_load_matrix(b.lp, b.nnz, b.ia, b.ja, b.ar);
-    if (getenv("JX_PLAN_DEBUG")) {
-      int sc = 0, ch = 0;
-      for (int e = 0; e < p->neqns; e++) {
-        sc += pb.st[e].n;
-        ch += pb.eqn_col[e] >= 0;
-      }
-      fprintf(stderr,
-              "plan: %d eqns (%d choosing), %d vars, %d cols (%d strategies), %d rows, %d nnz\n",
-              p->neqns, ch, p->nvars, glp_get_num_cols(b.lp), sc, glp_get_num_rows(b.lp), b.nnz);
-    }
     glp_set_row_bnds(b.lp, pb.mem_row, GLP_FR, 0, 0);
     int ncols = glp_get_num_cols(b.lp);
     pb.coef = calloc(2 * (size_t)ncols + 2, sizeof *pb.coef);

@@ -2,15 +2,21 @@
  * layout per program input, the cheapest under a memory limit, found by an
  * integer linear program as Alpa sets it up (OSDI '22), solved by GLPK.
  *
- * Variables: a binary per (equation, strategy) and per (input, candidate
- * layout), each group summing to one. The objective is the chosen
- * strategies' compute and collective time plus, for every edge (a variable
- * read by an equation), the resharding time from the producer's layout to
- * the reader's (jx_reshard_time); an edge's cost is linearised with one
- * continuous variable per pair of producer and reader strategies, summing
- * over the reader's to the producer's choice and over the producer's to
- * the reader's. Among the fastest plans (the solver's tolerance) the one
- * whose arrays sum to least is taken.
+ * Variables: a binary per (choosing equation, strategy) and per (input,
+ * candidate layout), each group summing to one. Contractions, gathers and
+ * the replicated family choose; elementwise, shape, reduction, slicing and
+ * constraint equations follow their largest operand (Alpa's following
+ * operators; of equal operands the one whose group has most columns, and
+ * an operand of one layout does not lead: the equation chooses then): their
+ * layouts are their family plan's under each column of the group they
+ * follow, and their compute and relaying costs go on those columns. The
+ * objective is the chosen columns' compute and collective time plus, for
+ * every edge (a variable read by an equation), the resharding time from the
+ * producer's layout to the reader's (jx_reshard_time), linearised with one
+ * continuous variable per pair of distinct producer and reader layouts,
+ * summing over the reader's to the producer's choice and over the
+ * producer's to the reader's. Among the fastest plans (the solver's
+ * tolerance) the one whose arrays sum to least is taken.
  * Memory: the bytes per device held while each equation runs (the inputs,
  * held by the caller throughout, and every result from the equation making
  * it to its last reader) must fit the limit. A row per equation would make
