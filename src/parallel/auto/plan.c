@@ -467,14 +467,22 @@ static jx_status build(problem *pb, model_builder *b) {
   return st;
 }
 
+/* Branch and cut stops within MIP_GAP of the optimum's bound, or after
+ * SOLVE_MS with the best plan found by then. */
+#define MIP_GAP  0.01
+#define SOLVE_MS 60000
+
 static int solve(glp_prob *lp) {
   glp_iocp parm;
   glp_init_iocp(&parm);
   parm.presolve = GLP_ON;
   parm.msg_lev = GLP_MSG_OFF;
-  if (glp_intopt(lp, &parm) != 0) return 0;
+  parm.mip_gap = MIP_GAP;
+  parm.tm_lim = SOLVE_MS;
+  int rc = glp_intopt(lp, &parm);
   int st = glp_mip_status(lp);
-  return st == GLP_OPT || st == GLP_FEAS;
+  if (st == GLP_OPT || st == GLP_FEAS) return 1;
+  return rc == GLP_ETMLIM ? -1 : 0;
 }
 
 /* Makes the objective the memory row's (the time's coefficients go to a new
@@ -510,10 +518,12 @@ static int objective_to_memory(glp_prob *lp, int mem_row, int keep_time) {
 /* Solves with the limit bounding the bytes held at every equation: solved
  * with rows for the equations seen over the limit so far, a row added for
  * each new one until the plan found fits (each is added once, so this
- * ends). 0 when no plan fits. */
+ * ends). 1 when solved, 0 when no plan fits, -1 when the solver found none
+ * in its time. */
 static int solve_within_limit(problem *pb, glp_prob *lp) {
   for (;;) {
-    if (!solve(lp)) return 0;
+    int solved = solve(lp);
+    if (solved <= 0) return solved;
     int at;
     if (peak_held(pb, lp, pb->scratch, &at) <= pb->limit * (1 + 1e-12)) return 1;
     add_peak_row(pb, lp, at);
@@ -525,7 +535,7 @@ static int solve_within_limit(problem *pb, glp_prob *lp) {
 static jx_status no_plan_fits(problem *pb, glp_prob *lp) {
   const jx_program *p = pb->p;
   for (int r = 0; r < pb->npeak; r++) glp_set_row_bnds(lp, pb->peak_rows[r], GLP_FR, 0, 0);
-  if (objective_to_memory(lp, pb->mem_row, 0) < 0 || !solve(lp))
+  if (objective_to_memory(lp, pb->mem_row, 0) < 0 || solve(lp) <= 0)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                         "jx_auto_plan: no plan of '%s' fits %.0f bytes per device",
                         p->name ? p->name : "the program", pb->limit);
@@ -635,11 +645,19 @@ jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx
   }
   if (!st) {
     liveness(&pb);
-    if (!solve_within_limit(&pb, b.lp)) st = no_plan_fits(&pb, b.lp);
+    int solved = solve_within_limit(&pb, b.lp);
+    if (solved < 0)
+      st = jx_error_set(JX_ERR_TIMEOUT,
+                        "jx_auto_plan: the solver found no plan of '%s' in %d s (%d equations, "
+                        "%d columns)",
+                        p->name ? p->name : "the program", SOLVE_MS / 1000, p->neqns,
+                        glp_get_num_cols(b.lp));
+    else if (!solved)
+      st = no_plan_fits(&pb, b.lp);
   }
   int time_row = -1, at;
   if (!st && ((time_row = least_memory_at_best_time(b.lp, pb.mem_row)) < 0 ||
-              !solve_within_limit(&pb, b.lp)))
+              solve_within_limit(&pb, b.lp) <= 0))
     st = jx_error_set(JX_ERR_INTERNAL, "jx_auto_plan: the solver lost the plan it had found");
   if (!st) {
     out->time_s = glp_mip_row_val(b.lp, time_row) / US;
