@@ -470,7 +470,7 @@ static jx_status build(problem *pb, model_builder *b) {
 /* Branch and cut stops within MIP_GAP of the optimum's bound, or after
  * SOLVE_MS with the best plan found by then. */
 #define MIP_GAP  0.01
-#define SOLVE_MS 60000
+#define SOLVE_MS 600000
 
 static int solve(glp_prob *lp) {
   glp_iocp parm;

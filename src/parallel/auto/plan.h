@@ -17,7 +17,7 @@
  * summing over the reader's to the producer's choice and over the
  * producer's to the reader's. Among the fastest plans (the solver's
  * tolerance) the one whose arrays sum to least is taken. Branch and cut
- * stops within 1 % of the optimum's bound, or after 60 s with the best plan
+ * stops within 1 % of the optimum's bound, or after 600 s with the best plan
  * found (none found by then: an error saying so).
  * Memory: the bytes per device held while each equation runs (the inputs,
  * held by the caller throughout, and every result from the equation making
