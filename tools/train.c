@@ -42,6 +42,8 @@ typedef struct {
   int ndata;
   unsigned seed;
   jx_dtype compute_dtype; /* --dtype bf16: mixed precision; 0: f32 */
+  double memory_limit;    /* --mesh auto: bytes per device, 0: the device's memory */
+  int plan_only;
 } options;
 
 static void usage(FILE *f) {
@@ -49,7 +51,9 @@ static void usage(FILE *f) {
              "  --devices N        CPU devices of each process (default: JX_NUM_CPU_DEVICES\n"
              "                     or 1); under mpirun/srun the job has processes x N\n"
              "  --mesh data=A,model=B   mesh axes over all the job's devices\n"
-             "                     (default data=<devices of all processes>)\n"
+             "                     (default data=<devices of all processes>); auto[:data=A,...]:\n"
+             "                     the step's layouts planned (--memory-limit 200MiB per device,\n"
+             "                     --plan-only prints the plan and exits)\n"
              "  --fsdp             also shard parameters and optimizer state over 'data'\n"
              "  --stages N         pipeline the layers over N stages (mesh axis 'stage'; default\n"
              "                     mesh stage=N,data=<devices/N>); --microbatches M (default 2N),\n"
@@ -149,6 +153,10 @@ static int parse(int argc, char **argv, options *o) {
       i++;
     } else if (!strcmp(a, "--fsdp")) {
       o->fsdp = 1;
+    } else if (!strcmp(a, "--memory-limit") && v && jx_cli_parse_size(v, &o->memory_limit)) {
+      i++;
+    } else if (!strcmp(a, "--plan-only")) {
+      o->plan_only = 1;
     } else if (!strcmp(a, "--resume")) {
       o->resume = 1;
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -398,7 +406,9 @@ int jx_cmd_train(int argc, char **argv) {
   }
   if (o.stages > 1 && !*o.mesh)
     snprintf(o.mesh, sizeof o.mesh, "stage=%d,data=%d", o.stages, devices / o.stages);
-  jx_mesh *mesh = jx_cli_mesh(o.mesh, devices);
+  const char *mesh_spec = o.mesh;
+  int planned = jx_cli_mesh_auto(&mesh_spec);
+  jx_mesh *mesh = jx_cli_mesh(mesh_spec, devices);
   if (!mesh) return fail("--mesh");
   if (o.stages < 1) o.stages = (int)jx_mesh_axis_size(mesh, "stage"); /* --mesh stage=N,... */
   if (o.stages > 1 && jx_mesh_axis_size(mesh, "stage") != o.stages) {
@@ -481,6 +491,11 @@ int jx_cmd_train(int argc, char **argv) {
   if (!m.loss) return fail("the model's loss");
   jx_fn *step_fn = jx_train_step(m.loss, params, state, m.opt);
   jx_jit_options jo = {.in_shardings = in_sh, .out_shardings = out_sh};
+  if (planned) { /* every layout but the loss's planned */
+    jx_cli_auto_layouts(nin, in_sh, nout, out_sh);
+    jo.mesh = mesh;
+    jo.memory_limit = (int64_t)o.memory_limit;
+  }
   jx_fn *step = jx_jit(step_fn, &jo);
   if (!step) return fail("jit");
   /* the loss of the held-out windows, laid out as the train step's inputs */
@@ -553,6 +568,14 @@ int jx_cmd_train(int argc, char **argv) {
   jx_array **in = calloc((size_t)nin, sizeof *in), **out = calloc((size_t)nout, sizeof *out);
   /* over several processes start and stop are collectives: process 0
    * writes one trace of every process */
+  if (o.plan_only) {
+    jx_tree_flatten(params, in);
+    jx_tree_flatten(state, in + m.np);
+    if (jx_loader_next(loader, in + m.np + m.ns) ||
+        jx_sharding_plan_print(step, in, NULL, NULL, stdout))
+      return fail("--plan-only");
+    return 0;
+  }
   if (o.profile && jx_profiler_start(o.profile)) return fail("--profile");
   for (int64_t s = first; s < o.stop_at; s++) {
     jx_scope_begin();

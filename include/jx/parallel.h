@@ -256,7 +256,36 @@ JX_API jx_array *jx_ppermute(jx_array *x, const char *axis, int npairs, const in
 JX_API jx_array *jx_all_to_all(jx_array *x, const char *axis, int split_dim, int concat_dim);
 /* jx_axis_index and jx_axis_size are declared in transform.h. */
 
+/* Automatic sharding (JX_AUTO, jx/transform.h): what a jx_jit with
+ * shardings runs, estimated before running it from its per-device program
+ * for arguments like example_in (their shapes and dtypes; the layouts are
+ * the ones its in_shardings say, JX_AUTO entries as planned, entries left
+ * NULL replicated): compute (its flops, as
+ * jx_fn_cost counts them, at the mesh's measured rate), communication (its
+ * collectives by the mesh's alpha-beta figures) and peak memory per device
+ * (jx_fn_cost's liveness peak). */
+typedef struct {
+  double compute_s, comm_s; /* per call */
+  double flops;             /* per device per call */
+  double peak_bytes;        /* per device */
+  int collectives;          /* collective operations per call */
+} jx_sharding_estimate;
+JX_API jx_status jx_sharding_estimate_of(jx_fn *f, jx_array *const *example_in,
+                                         jx_sharding_estimate *out);
+/* Prints f's layouts (per input and per large activation), the collectives
+ * they cost per call (kind, mesh axes, bytes) and the estimate, to out;
+ * with compare (another jx_jit with shardings of the same function, a hand
+ * recipe such as data parallel), its estimate beside, named compare_name. */
+JX_API jx_status jx_sharding_plan_print(jx_fn *f, jx_array *const *example_in, jx_fn *compare,
+                                        const char *compare_name, FILE *out);
+/* Sets the figures plans on meshes of m's shape use in this process instead
+ * of measured ones (planning for a cluster on paper): per mesh axis alpha_s
+ * seconds per message and bytes_per_s per link, and flops_per_s per device. */
+JX_API jx_status jx_sharding_plan_figures(jx_mesh *m, const double *alpha_s,
+                                          const double *bytes_per_s, double flops_per_s);
+
 #ifndef JX_NO_LOCATION_MACROS
+
 #define jx_device_put(...)               JX_LOCATED(jx_device_put, __VA_ARGS__)
 #define jx_with_sharding_constraint(...) JX_LOCATED(jx_with_sharding_constraint, __VA_ARGS__)
 #define jx_psum(...)                     JX_LOCATED(jx_psum, __VA_ARGS__)
@@ -281,6 +310,9 @@ JX_API jx_array *jx_all_to_all(jx_array *x, const char *axis, int split_dim, int
   JX_LOCATED_PTR(jx_fn *, jx_pipeline_value_and_grad, __VA_ARGS__)
 #define jx_pipeline_schedule_stats(...) JX_LOCATED_STATUS(jx_pipeline_schedule_stats, __VA_ARGS__)
 #define jx_sharding_shard_shape(...)    JX_LOCATED_STATUS(jx_sharding_shard_shape, __VA_ARGS__)
+#define jx_sharding_estimate_of(...)    JX_LOCATED_STATUS(jx_sharding_estimate_of, __VA_ARGS__)
+#define jx_sharding_plan_print(...)     JX_LOCATED_STATUS(jx_sharding_plan_print, __VA_ARGS__)
+#define jx_sharding_plan_figures(...)   JX_LOCATED_STATUS(jx_sharding_plan_figures, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

@@ -55,19 +55,22 @@ typedef struct {
   jx_sharding *const *out_shardings; /* NULL: chosen by propagation */
   const int *donate;                 /* per input, 1 = may reuse its buffer */
   jx_mesh *mesh;        /* the mesh JX_AUTO entries plan for when no other entry names one */
-  int64_t memory_limit; /* JX_AUTO: bytes per device the plan may hold; 0: no limit */
+  int64_t memory_limit; /* JX_AUTO: bytes per device the plan may hold; 0: the device's memory */
 } jx_jit_options;
 
-/* JX_AUTO as an entry of in_shardings or out_shardings asks jx to choose
- * that layout (automatic sharding, docs/parallel.md). For each input
- * signature the sharded jit traces the function and the planner picks,
- * for the mesh of the other entries (else opts->mesh), the cheapest layouts
- * whose memory per device fits memory_limit; each JX_AUTO input takes the
- * plan's layout, and a JX_AUTO output takes what propagation gives it from
- * those. The plan is made once per signature and kept with its per-device
- * program; JX_LOG_COMPILES=1 prints the layouts chosen. A limit no plan
- * meets is an error at the call naming the least memory a plan needs.
- * JX_AUTO is a marker, valid only in those arrays (never released). */
+/* JX_AUTO as an entry of in_shardings or out_shardings, or as the layout of
+ * jx_with_sharding_constraint inside the function, asks jx to choose that
+ * layout (automatic sharding, docs/parallel.md). For each input signature
+ * the sharded jit traces the function and the planner picks, for the mesh
+ * of the other entries (else opts->mesh), the cheapest layouts whose peak
+ * memory per device fits memory_limit, priced with the mesh's measured
+ * figures; each JX_AUTO input, output and constraint takes the plan's
+ * layout, and the per-device program runs the plan's layout of every
+ * value. Plans are kept for the process (by program, mesh and limit);
+ * JX_LOG_COMPILES=1 prints the layouts chosen, JX_LOG_SHARDING=1 the plan's
+ * report (jx_sharding_plan_print in jx/parallel.h). A limit no plan meets
+ * is an error at the call naming the smallest peak found and what holds it.
+ * JX_AUTO is a marker, valid only there (never released). */
 JX_API jx_sharding *jx_sharding_auto(void);
 #define JX_AUTO (jx_sharding_auto())
 /* Donation (as JAX's donate_argnums): a donated input's buffer may be freed

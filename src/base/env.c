@@ -14,6 +14,9 @@ const jx_env_var jx_env_vars[] = {
     /* ---- compiling and caching ---- */
     {"JX_LOG_COMPILES", JX_ENV_FLAG, "0",
      "say when a function is traced again and why, and each kernel compilation"},
+    {"JX_LOG_SHARDING", JX_ENV_FLAG, "0",
+     "print the layouts a JX_AUTO plan chose (per input and large activation), its collectives "
+     "and its estimated time and peak memory, when its per-device program is made"},
     {"JX_DUMP", JX_ENV_TEXT, "no dump",
      "a directory: write every jitted program there after each pass, and its kernels' C source"},
     {"JX_CACHE_DIR", JX_ENV_TEXT, "`$XDG_CACHE_HOME/jx` or `~/.cache/jx`",

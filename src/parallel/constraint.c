@@ -2,16 +2,18 @@
 
 #include <string.h>
 
+#include <jx/transform.h>
+
+#include "../array/array.h"
 #include "../base/error.h"
 #include "../prims/rules.h"
 
 static jx_status infer_constraint(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  out[0] = in[0];
+  if (!ctx->params->i[0]) return JX_OK; /* JX_AUTO */
   jx_sharding *s = jx_sharding_from_id((int)ctx->params->i[0]);
   if (!s) return jx_error_set(JX_ERR_INTERNAL, "sharding_constraint: unknown sharding");
-  jx_status st = jx_sharding_check(s, in[0].shape, "jx_with_sharding_constraint");
-  if (st) return st;
-  out[0] = in[0];
-  return JX_OK;
+  return jx_sharding_check(s, in[0].shape, "jx_with_sharding_constraint");
 }
 
 static void eval_constraint(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
@@ -19,8 +21,13 @@ static void eval_constraint(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tens
   memcpy(out[0].data, in[0].data, (size_t)jx_shape_numel(in[0].shape) * jx_dtype_size(in[0].dtype));
 }
 
-/* Run on concrete values, the constraint is a jx_device_put. */
+/* Run on concrete values, the constraint is a jx_device_put (JX_AUTO, left
+ * unplanned: the value as it is). */
 static jx_status impl_constraint(const jx_rule_ctx *ctx, jx_array *const *in, jx_array **out) {
+  if (!ctx->params->i[0]) {
+    out[0] = jx_keep_in_scope(in[0]);
+    return JX_OK;
+  }
   out[0] = jx_device_put(in[0], jx_sharding_from_id((int)ctx->params->i[0]));
   return out[0]->poisoned ? jx_last_status() : JX_OK;
 }
@@ -37,6 +44,11 @@ static JX_DEFLINEAR_TRANSPOSE(transpose_constraint, constrain)
                                       int64_t n, jx_array **out, int *out_bdim) {
   const jx_params *p = ctx->params;
   (void)n;
+  if (!p->i[0]) { /* JX_AUTO stays JX_AUTO */
+    out[0] = jx_bind1(&jx_prim_sharding_constraint, 1, in, p);
+    out_bdim[0] = bdim[0];
+    return jx_last_status();
+  }
   jx_sharding *s = jx_sharding_from_id((int)p->i[0]);
   int b = bdim[0], nd = 0, naxes[JX_MAX_RANK] = {0}, axis[JX_MAX_RANK][JX_MAX_RANK];
   int rank = in[0]->shape.rank;
@@ -74,6 +86,10 @@ JX_REGISTER_PRIMS(constraint, &jx_prim_sharding_constraint)
 
 jx_array *jx_sharding_constraint(jx_array *x, jx_sharding *s) {
   jx_params p = JX_PARAMS_INIT;
-  p.i[0] = s->id;
+  p.i[0] = s == jx_sharding_auto() ? 0 : s->id;
   return jx_bind1(&jx_prim_sharding_constraint, 1, &x, &p);
+}
+
+jx_sharding *jx_constraint_sharding(const jx_eqn *e) {
+  return e->params.i[0] ? jx_sharding_from_id((int)e->params.i[0]) : NULL;
 }

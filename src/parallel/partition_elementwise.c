@@ -37,10 +37,13 @@ static jx_status plan_elementwise(jx_plan *pl) {
 const jx_pfamily jx_pfamily_elementwise = {.name = "elementwise", .plan = plan_elementwise};
 
 /* sharding_constraint: the value laid out as it says; locally nothing but
- * the resharding into that layout. */
+ * the resharding into that layout. JX_AUTO's passes layouts through as an
+ * elementwise op does (a plan pins its result). */
 static jx_status plan_constraint(jx_plan *pl) {
+  const jx_sharding *s = jx_constraint_sharding(pl->e);
+  if (!s) return plan_elementwise(pl);
   int r = pl->p->avals[pl->e->out[0]].shape.rank;
-  pl->req[0] = pl->prod[0] = jx_pspec_of(jx_sharding_from_id((int)pl->e->params.i[0]), r);
+  pl->req[0] = pl->prod[0] = jx_pspec_of(s, r);
   return JX_OK;
 }
 

@@ -260,11 +260,10 @@ jx_status jx_propagate(jx_mesh *m, const jx_program *p, jx_sharding *const *in,
   /* constants are left unknown: replicated values that any layout can slice
    * locally, so their users decide (a broadcast scalar takes its user's
    * layout instead of being built whole and sliced) */
-  for (int k = 0; k < p->neqns && !st; k++) /* a constraint pins its result */
-    if (p->eqns[k].prim == &jx_prim_sharding_constraint) {
+  for (int k = 0; k < p->neqns && !st; k++) /* a constraint pins its result (JX_AUTO's: no) */
+    if (p->eqns[k].prim == &jx_prim_sharding_constraint && jx_constraint_sharding(&p->eqns[k])) {
       int v = p->eqns[k].out[0];
-      spec[v] =
-          jx_pspec_of(jx_sharding_from_id((int)p->eqns[k].params.i[0]), p->avals[v].shape.rank);
+      spec[v] = jx_pspec_of(jx_constraint_sharding(&p->eqns[k]), p->avals[v].shape.rank);
       s.known[v] = KNOWN;
     }
   /* out_shardings pin the results that equations compute, as constraints

@@ -21,11 +21,15 @@
 #include "../base/env.h"
 #include "../base/error.h"
 #include "../compile/backend.h"
+#include "../compile/lower.h"
 #include "../compile/simplify.h"
 #include "../ir/exec.h"
 #include "../trace/fn.h"
-#include "auto/plan.h"
+#include "auto/machine_model.h"
+#include "auto/plan_cache.h"
+#include "auto/report.h"
 #include "collective.h"
+#include "constraint.h"
 #include "partition.h"
 #include "shard_map.h"
 #include "spmd.h"
@@ -78,6 +82,11 @@ typedef struct {
   pthread_mutex_t lock;
   entry *cache;
   int64_t partitions;
+  /* a planned build (JX_AUTO): the program planned and partitioned (the
+   * global one with its custom calls inlined, so relu's layouts are
+   * elementwise), and the plan's layout of each of its variables */
+  jx_program *planned;
+  jx_pspec *plan_spec;
 } pjit_exec;
 
 static jx_status pjit_run(void *exec, const jx_program *p, jx_array *const *in, jx_array **out);
@@ -143,16 +152,50 @@ static jx_status same_mesh(const char *op, const char *what, jx_sharding *const 
 
 /* ---- building: the global program with the sharded executable attached ---- */
 
-/* Plans p's layouts for o's JX_AUTO entries and puts them in their place:
- * an input takes the plan's layout, an output propagation's choice (NULL).
- * The communication model has fixed figures (10 us per message, 1 GB/s per
- * link, 1 GFLOP/s per device) until calibration is wired in. */
-static jx_status plan_auto(pjit_opts *o, const jx_program *p, const char *name) {
+/* A JX_AUTO sharding constraint in p. */
+static int holds_auto_constraint(const jx_program *p) {
+  for (int k = 0; k < p->neqns; k++)
+    if (p->eqns[k].prim == &jx_prim_sharding_constraint && !jx_constraint_sharding(&p->eqns[k]))
+      return 1;
+  return 0;
+}
+
+/* Plans x's program s for its JX_AUTO entries and constraints with the
+ * mesh's figures (auto/report.h's jx_plan_figures), under the options' memory
+ * limit or else the device's memory: every JX_AUTO entry takes the plan's
+ * layout, and the plan's layout of every variable is kept for the
+ * partitioner (x->plan_spec over x->planned). */
+static jx_status plan_auto(pjit_exec *x, const jx_program *s) {
+  pjit_opts *o = &x->o;
+  const char *name = x->name;
+  if (!o->mesh)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "jx_jit: '%s' holds a JX_AUTO sharding constraint but no sharding names a "
+                        "mesh and the options' mesh is NULL",
+                        name);
+  jx_program *p = x->planned = jx_lower_custom_calls(s);
+  if (!p) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   jx_comm_model cm;
-  jx_comm_model_uniform(&cm, o->mesh, 1e-5, 1e9, 1e9);
-  double limit = o->memory_limit > 0 ? (double)o->memory_limit : 1e300;
+  jx_plan_figures(&cm, o->mesh);
+  double limit = o->memory_limit > 0 ? (double)o->memory_limit : jx_device_memory_default(o->mesh);
+  /* inputs without a JX_AUTO entry keep theirs (none: replicated) */
+  jx_pspec *given = calloc((size_t)p->nin + 1, sizeof *given);
+  const jx_pspec **fixed = calloc((size_t)p->nin + 1, sizeof *fixed);
+  if (!given || !fixed) {
+    free(given);
+    free(fixed);
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
+  }
+  for (int i = 0; i < p->nin; i++) {
+    jx_sharding *e = o->in_sh ? o->in_sh[i] : NULL;
+    if (is_auto(e)) continue;
+    given[i] = jx_pspec_of(e, p->avals[p->in[i]].shape.rank);
+    fixed[i] = &given[i];
+  }
   jx_auto_plan plan;
-  jx_status st = jx_auto_plan_solve(&cm, o->mesh, p, limit, &plan);
+  jx_status st = jx_auto_plan_cached(&cm, o->mesh, p, fixed, limit, &plan);
+  free(given);
+  free(fixed);
   if (st) return st;
   int log = jx_env_flag("JX_LOG_COMPILES");
   char mesh[512], spec[JX_SPEC_CAP];
@@ -166,8 +209,15 @@ static jx_status plan_auto(pjit_opts *o, const jx_program *p, const char *name) 
     if (log && !st)
       fprintf(stderr, " input %d %s;", i, jx_pspec_str(o->mesh, &plan.in_spec[i], spec));
   }
-  for (int i = 0; o->out_sh && i < o->nout; i++)
-    if (is_auto(o->out_sh[i])) o->out_sh[i] = NULL;
+  for (int i = 0; o->out_sh && i < o->nout && !st; i++) {
+    if (!is_auto(o->out_sh[i])) continue;
+    o->out_sh[i] = jx_pspec_sharding(o->mesh, &plan.spec[p->out[i]]);
+    if (!o->out_sh[i]) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+    if (log && !st)
+      fprintf(stderr, " output %d %s;", i, jx_pspec_str(o->mesh, &plan.spec[p->out[i]], spec));
+  }
+  x->plan_spec = plan.spec;
+  plan.spec = NULL;
   if (log)
     fprintf(stderr, " estimated %.3g s per step, %.0f bytes per device\n", plan.time_s,
             plan.memory_bytes);
@@ -202,10 +252,12 @@ static jx_program *pjit_build(jx_fn *f, const jx_aval *in) {
     }
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
   }
-  if (!st && has_auto(&x->o)) st = plan_auto(&x->o, s, x->name);
+  if (!st && (has_auto(&x->o) || holds_auto_constraint(s))) st = plan_auto(x, s);
   if (st) {
     if (x) {
       opts_free(&x->o);
+      jx_program_release(x->planned);
+      free(x->plan_spec);
       free(x->name);
       free(x);
     }
@@ -231,6 +283,8 @@ static void pjit_exec_free(void *exec) {
     free(e);
   }
   opts_free(&x->o);
+  jx_program_release(x->planned);
+  free(x->plan_spec);
   pthread_mutex_destroy(&x->lock);
   free(x->name);
   free(x);
@@ -304,9 +358,38 @@ static void log_partition(const pjit_exec *x, jx_sharding *const *sh) {
   fprintf(stderr, "\n");
 }
 
+/* Whether the arguments laid out by sh are as x's plan has them. */
+static int as_planned(const pjit_exec *x, jx_sharding *const *sh) {
+  const jx_program *p = x->planned;
+  for (int i = 0; i < p->nin; i++) {
+    jx_pspec a = jx_pspec_of(sh[i], p->avals[p->in[i]].shape.rank);
+    if (!jx_pspec_equal(&a, &x->plan_spec[p->in[i]])) return 0;
+  }
+  return 1;
+}
+
+/* The layout of every variable of p (spec, p->nvars entries, then p->nout
+ * for the outputs as given back) for arguments laid out by sh: the plan's
+ * when x is planned and the arguments come as planned, else
+ * propagation's. */
+static jx_status layouts_for(const pjit_exec *x, const jx_program *p, jx_mesh *m,
+                             jx_sharding *const *sh, jx_pspec *spec) {
+  jx_status st = JX_OK;
+  if (x->plan_spec && m == x->o.mesh && as_planned(x, sh))
+    memcpy(spec, x->plan_spec, sizeof *spec * (size_t)p->nvars);
+  else
+    st = jx_propagate(m, p, sh, x->o.out_sh, spec);
+  for (int o = 0; o < p->nout && !st; o++) {
+    jx_sharding *want = x->o.out_sh ? x->o.out_sh[o] : NULL;
+    spec[p->nvars + o] = want ? jx_pspec_of(want, p->avals[p->out[o]].shape.rank) : spec[p->out[o]];
+  }
+  return st;
+}
+
 /* The per-device program for arguments laid out by sh (made on a miss;
  * x->lock held). */
 static entry *partition_for(pjit_exec *x, const jx_program *p, jx_mesh *m, jx_sharding *const *sh) {
+  if (x->planned) p = x->planned;
   for (entry *e = x->cache; e; e = e->next) {
     int hit = 1;
     for (int i = 0; i < x->o.nin && hit; i++) hit = e->key[i] == (sh[i] ? sh[i]->id : 0);
@@ -323,11 +406,9 @@ static entry *partition_for(pjit_exec *x, const jx_program *p, jx_mesh *m, jx_sh
   jx_status st = JX_OK;
   if (!spec || !e || !e->key || !e->in_sh || !e->out_sh)
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
-  if (!st) st = jx_propagate(m, p, sh, x->o.out_sh, spec);
+  if (!st) st = layouts_for(x, p, m, sh, spec);
   jx_pspec *out_spec = spec ? spec + p->nvars : NULL;
   for (int o = 0; o < p->nout && !st; o++) {
-    jx_sharding *want = x->o.out_sh ? x->o.out_sh[o] : NULL;
-    out_spec[o] = want ? jx_pspec_of(want, p->avals[p->out[o]].shape.rank) : spec[p->out[o]];
     e->out_sh[o] = jx_pspec_sharding(m, &out_spec[o]);
     if (!e->out_sh[o]) st = jx_last_status();
   }
@@ -343,6 +424,12 @@ static entry *partition_for(pjit_exec *x, const jx_program *p, jx_mesh *m, jx_sh
     if (!e->prog) st = jx_last_status();
   }
   jx_program_release(d);
+  if (!st && x->planned && jx_env_flag("JX_LOG_SHARDING")) {
+    jx_comm_model cm;
+    jx_plan_figures(&cm, m);
+    jx_sharded_view v = {(jx_program *)p, spec, e->prog, m, x->plan_spec && as_planned(x, sh)};
+    jx_sharding_report(stderr, x->name, &v, &cm);
+  }
   if (!st) {
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s.spmd.%016llx", x->name,
@@ -546,6 +633,46 @@ jx_sharding *jx_sharded_jit_in_layout(jx_fn *f, const jx_aval *in, int i) {
   }
   jx_program_release(p);
   return s;
+}
+
+jx_status jx_sharded_jit_view(jx_fn *f, const jx_aval *in, jx_sharded_view *out) {
+  memset(out, 0, sizeof *out);
+  jx_program *p = jx_fn_program(f, in);
+  if (!p) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  jx_exec own = jx_program_exec(p);
+  jx_status st = JX_OK;
+  if (own.run != pjit_run)
+    st = jx_error_set(JX_ERR_INVALID_ARGUMENT, "'%s' is not a jit with shardings", jx_fn_name(f));
+  const pjit_exec *x = st ? NULL : own.impl;
+  const jx_program *q = x && x->planned ? x->planned : p;
+  jx_sharding **sh = calloc((size_t)p->nin + 1, sizeof *sh);
+  jx_pspec *spec = malloc(sizeof *spec * (size_t)(q->nvars + q->nout + 1));
+  if (!st && (!sh || !spec)) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
+  for (int i = 0; !st && x->o.in_sh && i < p->nin; i++) sh[i] = x->o.in_sh[i];
+  if (!st) st = layouts_for(x, q, x->o.mesh, sh, spec);
+  jx_program *d = st ? NULL : jx_partition(x->o.mesh, q, spec, spec + q->nvars);
+  if (!st && !d) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  if (!st && !(out->device = jx_simplify(d))) st = jx_last_status();
+  jx_program_release(d);
+  free(sh);
+  if (!st) {
+    out->global = jx_program_retain((jx_program *)q);
+    out->spec = spec;
+    out->mesh = x->o.mesh;
+    out->planned = x->planned != NULL;
+  } else {
+    free(spec);
+    jx_sharded_view_free(out);
+  }
+  jx_program_release(p);
+  return st;
+}
+
+void jx_sharded_view_free(jx_sharded_view *v) {
+  jx_program_release(v->device);
+  jx_program_release(v->global);
+  free(v->spec);
+  memset(v, 0, sizeof *v);
 }
 
 char *jx_sharded_jit_device_text(jx_fn *f, jx_array *const *in) {

@@ -7,6 +7,7 @@
 #include <jx/parallel.h>
 
 #include "../prims/prim.h"
+#include "propagate.h"
 
 /* jx_jit when opts names shardings (installed at load: compile/jit.h). */
 jx_fn *jx_jit_sharded(jx_fn *f, const jx_jit_options *opts);
@@ -38,5 +39,20 @@ struct jx_program *jx_sharded_jit_device_program(jx_fn *f, jx_array *const *in);
  * arguments of these avals, a JX_AUTO entry's as planned (a new reference;
  * NULL for none, or with an error). */
 jx_sharding *jx_sharded_jit_in_layout(jx_fn *f, const jx_aval *in, int i);
+
+/* What f (a jx_jit with shardings) runs for arguments of these avals laid
+ * out as its in_shardings say (a JX_AUTO entry's as planned, none:
+ * replicated): the global program partitioned (the planned one when f is
+ * planned), the layout of each of its variables, and the per-device
+ * program, simplified but not compiled. For the plan's report. */
+typedef struct {
+  jx_program *global; /* the program partitioned */
+  jx_pspec *spec;     /* per variable of global */
+  jx_program *device;
+  jx_mesh *mesh; /* borrowed from f */
+  int planned;   /* 1: the layouts are a plan's */
+} jx_sharded_view;
+jx_status jx_sharded_jit_view(jx_fn *f, const jx_aval *in, jx_sharded_view *out);
+void jx_sharded_view_free(jx_sharded_view *v);
 
 #endif

@@ -215,7 +215,8 @@ jx_status jx_sharding_check(const jx_sharding *s, jx_shape g, const char *op) {
   if (s == jx_sharding_auto())
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                         "%s: JX_AUTO is a layout only jx_jit's in_shardings and out_shardings "
-                        "choose; here the sharding must be given",
+                        "and jx_with_sharding_constraint inside a traced function choose; here "
+                        "the sharding must be given",
                         op);
   if (s->ndims > g.rank) {
     int used = 0; /* trailing None entries beyond the rank are harmless */

@@ -253,6 +253,8 @@ jx_array *jx_device_put(jx_array *a, jx_sharding *s) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: the sharding is NULL", op);
     return jx_poison();
   }
+  /* JX_AUTO inside a traced function: the planner's choice */
+  if (jx_is_tracer(a) && s == jx_sharding_auto()) return jx_sharding_constraint(a, s);
   if (jx_sharding_check(s, a->shape, op)) return jx_poison();
   if (jx_is_tracer(a)) return jx_sharding_constraint(a, s);
   const jx_shards *held = jx_array_shards(a);

@@ -1,7 +1,10 @@
 /* The automatic sharding planner's alpha-beta model: each collective kind's
  * ring formula against hand-computed figures (one axis, several axes on the
  * slowest link, a group of one device), and a calibration on 4 CPU devices
- * (one axis of 4, a 2x2 mesh) giving positive finite figures. */
+ * (one axis of 4, a 2x2 mesh) giving positive finite figures; the measured
+ * figures the sharded jit plans with are measured once per mesh shape, kept
+ * for the process and written to the cache directory as they are. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,7 +15,14 @@
 #include <jx/jx.h>
 #include <jx/parallel.h>
 
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "parallel/auto/comm_model.h"
+#include "parallel/auto/machine_model.h"
+#include "test_util.h"
 
 static jx_mesh *mesh_2d(int64_t a, int64_t b, const char *na, const char *nb) {
   const char *names[] = {na, nb};
@@ -85,11 +95,56 @@ static void calibration_gives_positive_finite_figures(void **state) {
   jx_mesh_release(line);
 }
 
+static void measured_figures_are_cached(void **state) {
+  (void)state;
+  char dir[] = "/tmp/jx_comm_model_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  setenv("JX_CACHE_DIR", dir, 1);
+  jx_mesh *grid = mesh_2d(2, 2, "data", "model");
+  jx_comm_model a, b;
+  int64_t before = jx_machine_model_measurements();
+  check_ok(jx_comm_model_measured(&a, grid));
+  assert_int_equal(jx_machine_model_measurements(), before + 1);
+  check_calibrated(&a, grid);
+  print_message("compute: %.3g GFLOP/s per device\n", a.flops_per_s * 1e-9);
+  assert_true(a.flops_per_s > 1e6 && a.flops_per_s < 1e14);
+  /* the same shape again, under other names: kept, not measured */
+  jx_mesh *again = mesh_2d(2, 2, "rows", "cols");
+  check_ok(jx_comm_model_measured(&b, again));
+  assert_int_equal(jx_machine_model_measurements(), before + 1);
+  assert_memory_equal(&a, &b, sizeof a);
+  /* the cache file holds the same figures */
+  DIR *d = opendir(dir);
+  struct dirent *ent;
+  char path[512] = "";
+  while ((ent = readdir(d)))
+    if (!strncmp(ent->d_name, "comm_model_", 11))
+      snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+  closedir(d);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  double flops, alpha, beta;
+  assert_int_equal(fscanf(f, "%lf", &flops), 1);
+  assert_float_equal(flops, a.flops_per_s, 1e-9 * a.flops_per_s);
+  for (int ax = 0; ax < 2; ax++) {
+    assert_int_equal(fscanf(f, "%lf %lf", &alpha, &beta), 2);
+    assert_float_equal(alpha, a.link[ax].alpha_s, 1e-12);
+    assert_float_equal(beta, a.link[ax].beta_s_per_byte, 1e-18);
+  }
+  fclose(f);
+  remove(path);
+  rmdir(dir);
+  unsetenv("JX_CACHE_DIR");
+  jx_mesh_release(again);
+  jx_mesh_release(grid);
+}
+
 int main(void) {
   jx_set_cpu_device_count(8);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(ring_formulas_match_hand_figures),
       cmocka_unit_test(calibration_gives_positive_finite_figures),
+      cmocka_unit_test(measured_figures_are_cached),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,14 @@
 /* JX_AUTO in jx_jit_options: the 2-layer tanh MLP's loss and its gradient,
- * jitted with every input JX_AUTO on a 2x2 mesh of 4 CPU devices, give the
- * plain jit's values, and the layouts the jit gives its inputs are the
- * planner's own for the traced program (for the loss those test_auto_plan
- * expects: x split, at least two inputs split); a memory limit no plan meets is the
- * planner's error at the caller's line; JX_AUTO outside jx_jit's options is
+ * jitted with every input and output JX_AUTO on a 2x2 mesh of 4 CPU devices,
+ * give the plain jit's values, and the layouts the jit gives its inputs and
+ * outputs are the planner's own for the traced program at the mesh's
+ * measured figures, under the device's memory or a limit; the relu MLP
+ * with a JX_AUTO constraint on its hidden layer gets that layer split (relu,
+ * a custom_jvp call, planned through its body) and the plain values, under
+ * jit, grad and eagerly; a program planned again under the same limit is
+ * not solved again; the estimate and report of a jit with shardings match
+ * jx_fn_cost and the figures set for the mesh; a memory limit no plan meets is the planner's error
+ * at the caller's line; JX_AUTO outside jx_jit's options and constraints is
  * an error. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -17,8 +22,11 @@
 #include <jx/jx.h>
 #include <jx/parallel.h>
 
+#include "compile/lower.h"
 #include "compile/simplify.h"
+#include "parallel/auto/machine_model.h"
 #include "parallel/auto/plan.h"
+#include "parallel/auto/plan_cache.h"
 #include "parallel/sharded_jit.h"
 #include "auto_mlp.h"
 #include "test_util.h"
@@ -26,7 +34,7 @@
 
 typedef struct {
   jx_mesh *mesh;
-  jx_fn *loss, *grad;
+  jx_fn *loss, *grad, *relu_loss;
   jx_aval av[NIN];
   jx_array *args[NIN];
   jx_sharding *autos[NIN];
@@ -40,6 +48,7 @@ static int fixture_setup(void **state) {
   f.mesh = jx_mesh_create((jx_shape){2, {2, 2}}, names);
   f.loss = jx_fn_create("mlp_loss", NIN, 1, mlp_loss, NULL);
   f.grad = jx_grad(f.loss, JX_AXES(0, 1, 2, 3));
+  f.relu_loss = jx_fn_create("mlp_relu_loss", NIN, 1, mlp_relu_loss, NULL);
   uint64_t rng = 21;
   for (int i = 0; i < NIN; i++) {
     f.av[i] = (jx_aval){.dtype = JX_F32, .shape = shapes[i]};
@@ -58,16 +67,39 @@ static int fixture_teardown(void **state) {
   fixture *f = *state;
   jx_fn_release(f->grad);
   jx_fn_release(f->loss);
+  jx_fn_release(f->relu_loss);
   jx_mesh_release(f->mesh);
   unsetenv("JX_JIT_KERNELS");
   return teardown(state);
 }
 
+/* The program the auto jit plans: f traced, simplified, its custom calls
+ * inlined. */
+static jx_program *planned_program(fixture *fx, jx_fn *f) {
+  jx_program *traced = jx_fn_program(f, fx->av);
+  jx_program *s = jx_simplify(traced);
+  jx_program *p = jx_lower_custom_calls(s);
+  jx_program_release(traced);
+  jx_program_release(s);
+  assert_non_null(p);
+  return p;
+}
+
+static void assert_values_equal(jx_array *got, jx_array *want) {
+  int64_t n = jx_size(want);
+  size_t bytes = sizeof(float) * (size_t)n;
+  float *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
+  check_ok(jx_read(want, a, bytes));
+  check_ok(jx_read(got, b, bytes));
+  for (int64_t k = 0; k < n; k++) assert_float_equal(b[k], a[k], 1e-5 + 1e-5 * fabs(a[k]));
+  free(a);
+  free(b);
+}
+
 /* f's outputs jitted plainly and with every input JX_AUTO agree; the auto
- * jit (outputs JX_AUTO too) gives its inputs the planner's layouts, x split when
- * x_split and at least min_split inputs split. */
-static void check_auto_matches_plain(fixture *fx, jx_fn *f, int nout, int x_split, int min_split,
-                                     int64_t limit) {
+ * jit (outputs JX_AUTO too) gives its inputs and outputs the planner's
+ * layouts. */
+static void check_auto_matches_plain(fixture *fx, jx_fn *f, int nout, int64_t limit) {
   jx_fn *plain = jx_jit(f, NULL);
   jx_fn *autoj = jx_jit(f, &(jx_jit_options){.in_shardings = fx->autos,
                                              .out_shardings = fx->autos,
@@ -77,26 +109,15 @@ static void check_auto_matches_plain(fixture *fx, jx_fn *f, int nout, int x_spli
   jx_array *want[NIN], *got[NIN];
   check_ok(jx_call(plain, fx->args, want));
   check_ok(jx_call(autoj, fx->args, got));
-  for (int o = 0; o < nout; o++) {
-    int64_t n = jx_size(want[o]);
-    size_t bytes = sizeof(float) * (size_t)n;
-    float *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
-    check_ok(jx_read(want[o], a, bytes));
-    check_ok(jx_read(got[o], b, bytes));
-    for (int64_t k = 0; k < n; k++) assert_float_equal(b[k], a[k], 1e-5 + 1e-5 * fabs(a[k]));
-    free(a);
-    free(b);
-  }
+  for (int o = 0; o < nout; o++) assert_values_equal(got[o], want[o]);
 
   /* the planner on the same program, with the jit's figures */
-  jx_program *traced = jx_fn_program(f, fx->av);
-  jx_program *p = jx_simplify(traced);
-  jx_program_release(traced);
+  jx_program *p = planned_program(fx, f);
   jx_comm_model cm;
-  jx_comm_model_uniform(&cm, fx->mesh, 1e-5, 1e9, 1e9);
+  check_ok(jx_comm_model_measured(&cm, fx->mesh));
   jx_auto_plan plan;
-  check_ok(jx_auto_plan_solve(&cm, fx->mesh, p, limit ? (double)limit : 1e300, &plan));
-  int split = 0;
+  check_ok(jx_auto_plan_solve(&cm, fx->mesh, p,
+                              limit ? (double)limit : jx_device_memory_default(fx->mesh), &plan));
   char want_spec[JX_SPEC_CAP];
   for (int i = 0; i < NIN; i++) {
     jx_sharding *s = jx_sharded_jit_in_layout(autoj, fx->av, i);
@@ -105,12 +126,16 @@ static void check_auto_matches_plain(fixture *fx, jx_fn *f, int nout, int x_spli
     print_message("%s input %d: %s\n", jx_fn_name(f), i,
                   jx_pspec_str(fx->mesh, &plan.in_spec[i], want_spec));
     assert_string_equal(s->spec, w->spec);
-    split += jx_pspec_sharded(&plan.in_spec[i]);
-    if (i == 0 && x_split) assert_true(jx_pspec_sharded(&plan.in_spec[i]));
     jx_sharding_release(s);
     jx_sharding_release(w);
   }
-  assert_true(split >= min_split);
+  for (int o = 0; o < nout; o++) { /* JX_AUTO outputs come out as planned */
+    jx_sharding *w = jx_pspec_sharding(fx->mesh, &plan.spec[p->out[o]]);
+    assert_non_null(jx_sharding_of(got[o]));
+    print_message("%s output %d: %s\n", jx_fn_name(f), o, w->spec);
+    assert_string_equal(jx_sharding_of(got[o])->spec, w->spec);
+    jx_sharding_release(w);
+  }
   if (limit) assert_true(plan.memory_bytes <= (double)limit);
   jx_auto_plan_free(&plan);
   jx_program_release(p);
@@ -120,16 +145,139 @@ static void check_auto_matches_plain(fixture *fx, jx_fn *f, int nout, int x_spli
 
 static void loss_with_auto_inputs(void **state) {
   fixture *f = *state;
-  check_auto_matches_plain(f, f->loss, 1, 1, 2, 0);
+  /* at the mesh's measured figures this small a loss may run replicated
+   * (test_auto_plan checks the split at hand-set figures) */
+  check_auto_matches_plain(f, f->loss, 1, 0);
 }
 
 static void grad_with_auto_inputs(void **state) {
   fixture *f = *state;
-  /* without a limit the planner keeps the gradient's inputs replicated at
-   * these figures (48768 bytes per device); under 40000 bytes it keeps them
-   * so and splits the intermediates instead */
-  check_auto_matches_plain(f, f->grad, NIN, 0, 0, 0);
-  check_auto_matches_plain(f, f->grad, NIN, 0, 0, 40000);
+  /* without a limit the planner keeps the gradient's inputs replicated (a
+   * replicated input is sliced for
+   * free into whatever layout each of its readers wants (x is read split by
+   * rows forward and by columns for w1's gradient), and the gradients come
+   * out split, so no collective runs at all); under a limit it splits more */
+  check_auto_matches_plain(f, f->grad, NIN, 0);
+  check_auto_matches_plain(f, f->grad, NIN, 40000);
+}
+
+/* The relu MLP with a JX_AUTO constraint on its hidden layer: planned
+ * through relu's body, the hidden layer split; the plain values under jit,
+ * grad and eagerly (where the constraint leaves the value as it is). */
+static void relu_and_an_auto_constraint(void **state) {
+  fixture *fx = *state;
+  jx_program *p = planned_program(fx, fx->relu_loss);
+  int hidden = -1;
+  for (int k = 0; k < p->neqns; k++) {
+    assert_string_not_equal(p->eqns[k].prim->name, "custom_jvp_call");
+    if (!strcmp(p->eqns[k].prim->name, "sharding_constraint")) hidden = p->eqns[k].out[0];
+  }
+  assert_true(hidden >= 0);
+  jx_comm_model cm;
+  jx_comm_model_uniform(&cm, fx->mesh, 1e-5, 1e9, 1e9);
+  jx_auto_plan plan;
+  check_ok(jx_auto_plan_solve(&cm, fx->mesh, p, 1e300, &plan));
+  char spec[JX_SPEC_CAP];
+  print_message("relu hidden layer: %s\n", jx_pspec_str(fx->mesh, &plan.spec[hidden], spec));
+  assert_true(jx_pspec_sharded(&plan.spec[hidden]));
+  jx_auto_plan_free(&plan);
+  jx_program_release(p);
+
+  jx_array *want, *got, *eager;
+  jx_fn *plain = jx_jit(fx->relu_loss, NULL);
+  check_ok(jx_call(plain, fx->args, &want));
+  check_ok(jx_call(fx->relu_loss, fx->args, &eager));
+  assert_values_equal(eager, want);
+  /* the constraint alone asks for a plan: no JX_AUTO entry, the mesh given */
+  jx_fn *autoj = jx_jit(fx->relu_loss, &(jx_jit_options){.mesh = fx->mesh});
+  check_ok(jx_call(autoj, fx->args, &got));
+  assert_values_equal(got, want);
+  jx_fn *g = jx_grad(fx->relu_loss, JX_AXES(1));
+  jx_fn *gplain = jx_jit(g, NULL);
+  jx_fn *gauto = jx_jit(g, &(jx_jit_options){.in_shardings = fx->autos, .mesh = fx->mesh});
+  check_ok(jx_call(gplain, fx->args, &want));
+  check_ok(jx_call(gauto, fx->args, &got));
+  assert_values_equal(got, want);
+  jx_fn_release(gauto);
+  jx_fn_release(gplain);
+  jx_fn_release(g);
+  jx_fn_release(autoj);
+  jx_fn_release(plain);
+}
+
+/* A program planned again on the same mesh under the same limit (another
+ * jit of the same function) takes the plan made before; another limit is
+ * planned anew. */
+static void plans_are_cached(void **state) {
+  fixture *f = *state;
+  int64_t before = jx_auto_plan_solves();
+  int64_t limits[] = {1 << 30, 1 << 30, 1 << 29};
+  int64_t want[] = {1, 1, 2};
+  for (int k = 0; k < 3; k++) {
+    jx_fn *j = jx_jit(
+        f->loss,
+        &(jx_jit_options){.in_shardings = f->autos, .mesh = f->mesh, .memory_limit = limits[k]});
+    jx_array *out;
+    check_ok(jx_call(j, f->args, &out));
+    assert_int_equal(jx_auto_plan_solves() - before, want[k]);
+    jx_fn_release(j);
+  }
+}
+
+/* The estimate of a jit with shardings: replicated, every device runs the
+ * whole program (jx_fn_cost's flops and peak, no collectives); data
+ * parallel over 4, a device computes about a quarter and the gradients
+ * are summed; at figures set for the mesh's shape, each all_reduce costs
+ * 2(n-1) alpha and the compute its flops at the given rate. The report names
+ * the plan, its inputs and the recipe compared. */
+static void estimates_and_the_report(void **state) {
+  fixture *fx = *state;
+  jx_fn *plain = jx_jit(fx->grad, NULL);
+  jx_cost whole;
+  check_ok(jx_fn_cost(plain, fx->args, &whole));
+  const char *names[] = {"d"};
+  jx_mesh *line = jx_mesh_create((jx_shape){1, {4}}, names);
+  double alpha = 1e-4, bw = 1e30, rate = 2e9;
+  check_ok(jx_sharding_plan_figures(line, &alpha, &bw, rate));
+  jx_sharding *rep = jx_sharding_create(line, ""), *rows = jx_sharding_create(line, "d");
+  jx_sharding *repl[NIN] = {rep, rep, rep, rep}, *dp[NIN] = {rows, rep, rep, rows};
+  jx_fn *r = jx_jit(fx->grad, &(jx_jit_options){.in_shardings = repl});
+  jx_fn *d = jx_jit(fx->grad, &(jx_jit_options){.in_shardings = dp});
+  jx_sharding_estimate er, ed;
+  check_ok(jx_sharding_estimate_of(r, fx->args, &er));
+  check_ok(jx_sharding_estimate_of(d, fx->args, &ed));
+  print_message("replicated: %.0f flops, peak %.0f; data parallel: %.0f flops, %d collectives, "
+                "%.3g s\n",
+                er.flops, er.peak_bytes, ed.flops, ed.collectives, ed.comm_s);
+  assert_float_equal(er.flops, whole.flops, 1e-9 * whole.flops);
+  assert_float_equal(er.peak_bytes, whole.peak_bytes_per_device, 0.5);
+  assert_int_equal(er.collectives, 0);
+  assert_float_equal(er.compute_s, er.flops / rate, 1e-12);
+  assert_true(ed.flops < 0.35 * whole.flops && ed.flops > 0.2 * whole.flops);
+  assert_true(ed.collectives >= 2); /* w1's and w2's gradients at least */
+  assert_float_equal(ed.comm_s, ed.collectives * 6 * alpha, 1e-9);
+
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  jx_fn *planned = jx_jit(fx->grad, &(jx_jit_options){.in_shardings = fx->autos, .mesh = line});
+  check_ok(jx_sharding_plan_print(planned, fx->args, d, "data parallel", out));
+  fclose(out);
+  print_message("%s", text);
+  assert_non_null(strstr(text, "plan of 'jit(grad(mlp_loss))' on the mesh (d=4"));
+  assert_non_null(strstr(text, "input 3"));
+  assert_non_null(strstr(text, "estimated"));
+  assert_non_null(strstr(text, "data parallel"));
+  free(text);
+  assert_int_equal(jx_sharding_estimate_of(plain, fx->args, &er), JX_ERR_INVALID_ARGUMENT);
+  assert_error_has("is not a jit with shardings");
+  jx_fn_release(planned);
+  jx_fn_release(d);
+  jx_fn_release(r);
+  jx_sharding_release(rep);
+  jx_sharding_release(rows);
+  jx_mesh_release(line);
+  jx_fn_release(plain);
 }
 
 static void a_limit_no_plan_meets(void **state) {
@@ -140,7 +288,7 @@ static void a_limit_no_plan_meets(void **state) {
   jx_array *out;
   assert_int_equal(jx_call(autoj, f->args, &out), JX_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(jx_last_error(), "test_auto_jit.c:")); /* the caller's line */
-  assert_error_has("fits 64 bytes per device; the smallest needs");
+  assert_error_has("fits 64 bytes per device; the smallest peak found is");
   jx_fn_release(autoj);
 }
 
@@ -158,12 +306,29 @@ static void auto_elsewhere_is_an_error(void **state) {
   assert_error_has("jx_device_put: JX_AUTO is a layout only jx_jit's in_shardings");
 }
 
+/* A JX_AUTO constraint needs a mesh to plan on. */
+static void auto_constraint_without_a_mesh(void **state) {
+  fixture *f = *state;
+  jx_sharding *none[NIN] = {0};
+  jx_fn *j = jx_jit(f->relu_loss, &(jx_jit_options){.in_shardings = none});
+  jx_array *out;
+  assert_int_equal(jx_call(j, f->args, &out), JX_ERR_INVALID_ARGUMENT);
+  assert_error_has("holds a JX_AUTO sharding constraint but no sharding names a mesh");
+  jx_fn_release(j);
+}
+
 int main(void) {
   jx_set_cpu_device_count(4);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(loss_with_auto_inputs),      cmocka_unit_test(grad_with_auto_inputs),
-      cmocka_unit_test(a_limit_no_plan_meets),      cmocka_unit_test(auto_without_a_mesh),
+      cmocka_unit_test(loss_with_auto_inputs),
+      cmocka_unit_test(grad_with_auto_inputs),
+      cmocka_unit_test(a_limit_no_plan_meets),
+      cmocka_unit_test(auto_without_a_mesh),
       cmocka_unit_test(auto_elsewhere_is_an_error),
+      cmocka_unit_test(relu_and_an_auto_constraint),
+      cmocka_unit_test(auto_constraint_without_a_mesh),
+      cmocka_unit_test(plans_are_cached),
+      cmocka_unit_test(estimates_and_the_report),
   };
   return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
 }

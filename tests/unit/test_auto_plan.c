@@ -4,8 +4,10 @@
  * replicated and the sharded jit with its input layouts gives the plain
  * jit's loss; a limit below that plan's memory gives a plan that fits it,
  * no faster, with the same loss; on one device the plan's time is the cost
- * model's flops at the model's rate; a limit no plan meets is an error naming
- * the least memory a plan needs. */
+ * model's flops at the model's rate and its memory the most bytes held while
+ * any equation runs (counted here from the definition), below the sum of
+ * every array's; a limit no plan meets is an error naming the least memory
+ * a plan needs and what it holds then. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -136,6 +138,27 @@ static void one_device_runs_everything(void **state) {
   check_ok(jx_auto_plan_solve(&cm, one, f->p, 1e12, &plan));
   for (int i = 0; i < NIN; i++) assert_false(jx_pspec_sharded(&plan.in_spec[i]));
   assert_float_equal(plan.time_s, replicated_time(f), 1e-9 * replicated_time(f));
+  /* held while equation t runs: the inputs, and every result made by t and
+   * read at t or later (or an output) */
+  const jx_program *p = f->p;
+  double peak = 0, all = 0;
+  for (int v = 0; v < p->nvars; v++) all += jx_aval_bytes(p->avals[v]);
+  for (int t = 0; t < p->neqns; t++) {
+    double held = 0;
+    for (int i = 0; i < p->nin; i++) held += jx_aval_bytes(p->avals[p->in[i]]);
+    for (int e = 0; e <= t; e++)
+      for (int o = 0; o < p->eqns[e].nout; o++) {
+        int v = p->eqns[e].out[o], live = e == t;
+        for (int r = t; r < p->neqns && !live; r++)
+          for (int i = 0; i < p->eqns[r].nin; i++) live |= p->eqns[r].in[i] == v;
+        for (int k = 0; k < p->nout; k++) live |= p->out[k] == v;
+        if (live) held += jx_aval_bytes(p->avals[v]);
+      }
+    if (held > peak) peak = held;
+  }
+  print_message("peak %.0f bytes of %.0f in all\n", plan.memory_bytes, all);
+  assert_float_equal(plan.memory_bytes, peak, 0.5);
+  assert_true(plan.memory_bytes < all);
   jx_auto_plan_free(&plan);
   jx_mesh_release(one);
 }
@@ -146,7 +169,10 @@ static void a_limit_no_plan_meets(void **state) {
   assert_int_equal(jx_auto_plan_solve(&f->model, f->mesh, f->p, 64, &plan),
                    JX_ERR_INVALID_ARGUMENT);
   assert_null(plan.in_spec);
-  assert_error_has("fits 64 bytes per device; the smallest needs");
+  print_message("%s\n", jx_last_error());
+  assert_non_null(strstr(jx_last_error(), "bytes, while equation"));
+  assert_non_null(strstr(jx_last_error(), "holding most"));
+  assert_error_has("fits 64 bytes per device; the smallest peak found is");
 }
 
 int main(void) {

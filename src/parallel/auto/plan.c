@@ -3,6 +3,7 @@
 #include "plan.h"
 
 #include <glpk.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,12 +40,14 @@ static jx_status entry(model_builder *b, int row, int col, double v) {
   return JX_OK;
 }
 
-/* Who defines each variable: an equation's strategy group or an input's
- * layout group (first column, count), and which of its outputs it is. */
+/* Which choice group decides each variable's layout (an input's candidates,
+ * an equation's strategies, or the group a following equation follows:
+ * first column, count) and the layout it has under each of the group's
+ * columns. */
 typedef struct {
   int first_col, count; /* 0 count: a constant, free */
-  int eqn;              /* -1: an input */
-  int out;              /* the result's index, or the input's */
+  int eqn;              /* the equation making it, -1: an input */
+  jx_pspec *layout;     /* count entries */
 } producer;
 
 typedef struct {
@@ -54,13 +57,32 @@ typedef struct {
   jx_eqn_strategies *st; /* per equation */
   jx_pspec **cand;       /* per input: its candidate layouts */
   int *ncand;
-  producer *def; /* per variable */
-  int *eqn_col;  /* per equation: the first column of its strategies */
-  int mem_row;
+  producer *def;    /* per variable */
+  int *eqn_col;     /* per equation: the first column of its strategies, -1 when it follows */
+  int mem_row;      /* every variable's bytes summed: the tie-breaker's measure */
+  double *mem_coef; /* per column: its entry in the memory row (summed as built) */
+  int mem_cap;
+  /* liveness: a variable is held from the equation that makes it (-1: an
+   * input, held by the caller throughout) to its last reader (p->neqns: an
+   * output) */
+  int *made_at, *last_use;
+  double limit;
+  double *coef; /* scratch per column, for a peak row */
+  int *cols;
+  double *scratch;       /* per equation, twice: peak_held's */
+  int *peak_rows, npeak; /* the rows added for the limit */
+  /* scratch for an edge: each side's distinct layouts, each column's
+   * class among them, the pair costs; and a follower's per-column layouts */
+  jx_pspec *p_rep, *r_rep, *req, *prod, *in, *out;
+  uint8_t *in_known, *out_known;
+  int *p_cls, *r_cls;
+  double *cost;
+  int scratch_cap, wide_cap;
 } problem;
 
 static const jx_pspec *produced(const problem *pb, const producer *d, int k) {
-  return d->eqn < 0 ? &pb->cand[d->out][k] : &pb->st[d->eqn].s[k].prod[d->out];
+  (void)pb;
+  return &d->layout[k];
 }
 
 static double block_bytes(const problem *pb, int v, const jx_pspec *s) {
@@ -69,84 +91,398 @@ static double block_bytes(const problem *pb, int v, const jx_pspec *s) {
   return jx_aval_bytes(a);
 }
 
+/* When each variable is made and last read. */
+static void liveness(problem *pb) {
+  const jx_program *p = pb->p;
+  for (int v = 0; v < p->nvars; v++) pb->made_at[v] = pb->last_use[v] = -1;
+  for (int e = 0; e < p->neqns; e++) {
+    for (int o = 0; o < p->eqns[e].nout; o++)
+      pb->made_at[p->eqns[e].out[o]] = pb->last_use[p->eqns[e].out[o]] = e;
+    for (int i = 0; i < p->eqns[e].nin; i++) pb->last_use[p->eqns[e].in[i]] = e;
+  }
+  for (int i = 0; i < p->nin; i++) pb->last_use[p->in[i]] = p->neqns;
+  for (int o = 0; o < p->nout; o++) pb->last_use[p->out[o]] = p->neqns;
+}
+
+static int held_at(const problem *pb, int v, int t) {
+  return pb->def[v].count && pb->made_at[v] <= t && pb->last_use[v] >= t;
+}
+
+/* The most bytes per device held while any equation runs, for the layouts
+ * the solution chose; *at gets that equation. made (p->neqns + 1 entries)
+ * is scratch. */
+static double peak_held(const problem *pb, glp_prob *lp, double *made, int *at) {
+  const jx_program *p = pb->p;
+  double *freed = made + p->neqns + 1, base = 0;
+  memset(made, 0, sizeof *made * 2 * (size_t)(p->neqns + 1));
+  for (int v = 0; v < p->nvars; v++) {
+    const producer *d = &pb->def[v];
+    double b = 0;
+    for (int k = 0; k < d->count && !b; k++)
+      if (glp_mip_col_val(lp, d->first_col + k) > 0.5) b = block_bytes(pb, v, produced(pb, d, k));
+    if (!b) continue;
+    if (pb->made_at[v] < 0)
+      base += b;
+    else {
+      made[pb->made_at[v]] += b;
+      freed[pb->last_use[v]] += b;
+    }
+  }
+  double live = base, peak = base;
+  *at = 0;
+  for (int u = 0; u < p->neqns; u++) {
+    live += made[u];
+    if (live > peak) {
+      peak = live;
+      *at = u;
+    }
+    live -= freed[u];
+  }
+  return peak;
+}
+
+/* A row bounding the bytes held while equation t runs by the limit. */
+static void add_peak_row(problem *pb, glp_prob *lp, int t) {
+  const jx_program *p = pb->p;
+  int n = 0;
+  for (int v = 0; v < p->nvars; v++) {
+    if (!held_at(pb, v, t)) continue;
+    const producer *d = &pb->def[v];
+    for (int k = 0; k < d->count; k++) {
+      int c = d->first_col + k;
+      if (pb->coef[c] == 0) pb->cols[++n] = c;
+      pb->coef[c] += block_bytes(pb, v, produced(pb, d, k));
+    }
+  }
+  double *val = pb->coef + glp_get_num_cols(lp) + 1; /* scratch past the columns */
+  for (int j = 1; j <= n; j++) {
+    val[j] = pb->coef[pb->cols[j]];
+    pb->coef[pb->cols[j]] = 0;
+  }
+  int row = glp_add_rows(lp, 1);
+  glp_set_mat_row(lp, row, n, pb->cols, val);
+  glp_set_row_bnds(lp, row, GLP_UP, 0, pb->limit);
+  pb->peak_rows[pb->npeak++] = row;
+}
+
+/* Room for groups of n columns in the edge scratch. */
+static jx_status edge_room(problem *pb, int n) {
+  if (n <= pb->scratch_cap) return JX_OK;
+  int cap = n < 64 ? 64 : 2 * n;
+  jx_pspec *pr = realloc(pb->p_rep, sizeof *pr * (size_t)cap);
+  if (pr) pb->p_rep = pr;
+  jx_pspec *rr = realloc(pb->r_rep, sizeof *rr * (size_t)cap);
+  if (rr) pb->r_rep = rr;
+  int *pc = realloc(pb->p_cls, sizeof *pc * (size_t)cap);
+  if (pc) pb->p_cls = pc;
+  int *rc = realloc(pb->r_cls, sizeof *rc * (size_t)cap);
+  if (rc) pb->r_cls = rc;
+  double *c = realloc(pb->cost, sizeof *c * (size_t)cap * (size_t)cap);
+  if (c) pb->cost = c;
+  if (!pr || !rr || !pc || !rc || !c)
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  pb->scratch_cap = cap;
+  return JX_OK;
+}
+
+/* Adds t microseconds to column c's objective. */
+static void add_cost(glp_prob *lp, int c, double t) {
+  if (t != 0) glp_set_obj_coef(lp, c, glp_get_obj_coef(lp, c) + t);
+}
+
+/* Adds bytes to column c's entry in the memory row. */
+static jx_status add_memory(problem *pb, int c, double bytes) {
+  if (c >= pb->mem_cap) {
+    int cap = 2 * c + 1024;
+    double *m = realloc(pb->mem_coef, sizeof *m * (size_t)cap);
+    if (!m) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+    memset(m + pb->mem_cap, 0, sizeof *m * (size_t)(cap - pb->mem_cap));
+    pb->mem_coef = m;
+    pb->mem_cap = cap;
+  }
+  pb->mem_coef[c] += bytes;
+  return JX_OK;
+}
+
+/* The edge from variable v's producer group to a reader group (first
+ * column rcol, n columns, reading v as req[k] under column k): the
+ * resharding between them is Alpa's linearised product, over the distinct
+ * layouts of each side rather than every column (columns of one layout
+ * cost the same to relay): a continuous e_{P,R} per pair, summing over R to
+ * the producer columns of layout P and over P to the reader columns of
+ * layout R. When one side has one layout the edge costs what the other
+ * side's choice says: that goes on its columns, no pair needed; an edge
+ * that costs nothing whatever the choices is left out. */
+static jx_status add_edge(problem *pb, model_builder *b, int v, int rcol, int n,
+                          const jx_pspec *req) {
+  glp_prob *lp = b->lp;
+  const producer *d = &pb->def[v];
+  if (!d->count) return JX_OK;
+  if (d->first_col == rcol) { /* one group: each column relays on its own */
+    for (int k = 0; k < n; k++)
+      add_cost(lp, rcol + k,
+               jx_reshard_time(pb->cm, pb->m, pb->p->avals[v], &d->layout[k], &req[k]) * US);
+    return JX_OK;
+  }
+  jx_status st = edge_room(pb, d->count > n ? d->count : n);
+  if (st) return st;
+  int np = 0, nr = 0;
+  for (int a = 0; a < d->count; a++) {
+    int c = 0;
+    while (c < np && !jx_pspec_equal(&pb->p_rep[c], &d->layout[a])) c++;
+    if (c == np) pb->p_rep[np++] = d->layout[a];
+    pb->p_cls[a] = c;
+  }
+  for (int k = 0; k < n; k++) {
+    int c = 0;
+    while (c < nr && !jx_pspec_equal(&pb->r_rep[c], &req[k])) c++;
+    if (c == nr) pb->r_rep[nr++] = req[k];
+    pb->r_cls[k] = c;
+  }
+  double any = 0;
+  for (int a = 0; a < np; a++)
+    for (int r = 0; r < nr; r++) {
+      double t = jx_reshard_time(pb->cm, pb->m, pb->p->avals[v], &pb->p_rep[a], &pb->r_rep[r]) * US;
+      pb->cost[a * nr + r] = t;
+      any += t;
+    }
+  if (any == 0) return JX_OK;
+  if (np == 1 || nr == 1) {
+    int first = np == 1 ? rcol : d->first_col, count = np == 1 ? n : d->count;
+    for (int k = 0; k < count; k++)
+      add_cost(lp, first + k, np == 1 ? pb->cost[pb->r_cls[k]] : pb->cost[pb->p_cls[k]]);
+    return JX_OK;
+  }
+  int col = glp_add_cols(lp, np * nr);
+  int by_producer = glp_add_rows(lp, np), by_reader = glp_add_rows(lp, nr);
+  for (int a = 0; a < np; a++) glp_set_row_bnds(lp, by_producer + a, GLP_FX, 0, 0);
+  for (int r = 0; r < nr; r++) glp_set_row_bnds(lp, by_reader + r, GLP_FX, 0, 0);
+  for (int a = 0; a < d->count && !st; a++)
+    st = entry(b, by_producer + pb->p_cls[a], d->first_col + a, -1);
+  for (int k = 0; k < n && !st; k++) st = entry(b, by_reader + pb->r_cls[k], rcol + k, -1);
+  for (int a = 0; a < np && !st; a++)
+    for (int r = 0; r < nr && !st; r++) {
+      int c = col + a * nr + r;
+      glp_set_col_bnds(lp, c, GLP_DB, 0, 1);
+      glp_set_obj_coef(lp, c, pb->cost[a * nr + r]);
+      st = entry(b, by_producer + a, c, 1);
+      if (!st) st = entry(b, by_reader + r, c, 1);
+    }
+  return st;
+}
+
+/* Gives variable v the group (first column, count) and its layouts (n
+ * entries), counting its bytes in the memory row. */
+static jx_status define(problem *pb, int v, int eqn, int first_col, int n, const jx_pspec *layout,
+                        size_t stride) {
+  jx_pspec *l = malloc(sizeof *l * (size_t)(n + 1));
+  if (!l) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  jx_status st = JX_OK;
+  for (int k = 0; k < n && !st; k++) {
+    l[k] = *(const jx_pspec *)((const char *)layout + stride * (size_t)k);
+    st = add_memory(pb, first_col + k, block_bytes(pb, v, &l[k]));
+  }
+  pb->def[v] = (producer){first_col, n, eqn, l};
+  return st;
+}
+
+/* Equations that follow their largest operand instead of choosing:
+ * elementwise, shape, reduction, slicing and constraint equations (Alpa's
+ * following operators). Their layouts are what their family's plan gives
+ * with that operand as its producer lays it out, under each of the
+ * producer's columns; other operands are relaid as the plan reads them. */
+static int follows(const jx_eqn *e) {
+  const jx_pfamily *f = jx_pfamily_of(e);
+  return f == &jx_pfamily_elementwise || f == &jx_pfamily_shape || f == &jx_pfamily_reduce ||
+         f == &jx_pfamily_slicing || f == &jx_pfamily_constraint;
+}
+
+/* Room for an equation of `wide` operands or results, n columns each. */
+static jx_status follow_room(problem *pb, int wide, int n) {
+  size_t need = (size_t)wide * (size_t)n;
+  if ((int)need <= pb->wide_cap) return JX_OK;
+  size_t cap = 2 * need + 16;
+  jx_pspec *r = realloc(pb->req, sizeof *r * cap),
+           *q = r ? realloc(pb->prod, sizeof *q * cap) : NULL;
+  if (r) pb->req = r;
+  if (q) pb->prod = q;
+  jx_pspec *i = realloc(pb->in, sizeof *i * cap), *o = i ? realloc(pb->out, sizeof *o * cap) : NULL;
+  if (i) pb->in = i;
+  if (o) pb->out = o;
+  uint8_t *ik = realloc(pb->in_known, cap), *ok = ik ? realloc(pb->out_known, cap) : NULL;
+  if (ik) pb->in_known = ik;
+  if (ok) pb->out_known = ok;
+  if (!r || !q || !i || !o || !ik || !ok)
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  pb->wide_cap = (int)cap;
+  return JX_OK;
+}
+
+/* Equation e following operand `lead` (a variable with a group): its
+ * layouts per column of lead's group; 0 (and nothing defined) when some
+ * column gives a layout the op cannot take. */
+static jx_status follow(problem *pb, model_builder *b, int e_idx, int lead, int *followed) {
+  const jx_program *p = pb->p;
+  const jx_eqn *e = &p->eqns[e_idx];
+  const producer *g = &pb->def[e->in[lead]];
+  int n = g->count, nin = e->nin, nout = e->nout;
+  *followed = 0;
+  jx_status st = follow_room(pb, nin > nout ? nin : nout, n);
+  if (st) return st;
+  /* req[k*nin + i], prod[k*nout + o] */
+  uint32_t *partial = malloc(sizeof *partial * (size_t)(n + 1));
+  if (!partial) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  for (int k = 0; k < n; k++) {
+    memset(pb->in_known, 0, (size_t)nin);
+    memset(pb->out_known, 0, (size_t)nout);
+    for (int i = 0; i < nin; i++) pb->in[i] = jx_pspec_replicated(p->avals[e->in[i]].shape.rank);
+    for (int o = 0; o < nout; o++) pb->out[o] = jx_pspec_replicated(p->avals[e->out[o]].shape.rank);
+    pb->in[lead] = g->layout[k];
+    pb->in_known[lead] = 1;
+    jx_plan pl = {.mesh = pb->m,
+                  .p = p,
+                  .e = e,
+                  .in = pb->in,
+                  .in_known = pb->in_known,
+                  .out = pb->out,
+                  .out_known = pb->out_known,
+                  .req = pb->req + (size_t)k * nin,
+                  .prod = pb->prod + (size_t)k * nout};
+    if (jx_pfamily_of(e)->plan(&pl)) {
+      jx_clear_error();
+      free(partial);
+      return JX_OK;
+    }
+    for (int i = 0; i < nin; i++)
+      if (!jx_pspec_fits(pb->m, &pl.req[i], p->avals[e->in[i]].shape)) {
+        free(partial);
+        return JX_OK;
+      }
+    for (int o = 0; o < nout; o++)
+      if (!jx_pspec_fits(pb->m, &pl.prod[o], p->avals[e->out[o]].shape)) {
+        free(partial);
+        return JX_OK;
+      }
+    partial[k] = 0;
+    for (int a = 0; a < pl.npartial; a++) partial[k] |= 1u << pl.partial_axes[a];
+  }
+  *followed = 1;
+  pb->eqn_col[e_idx] = -1;
+  for (int k = 0; k < n; k++) {
+    double flops;
+    add_cost(b->lp, g->first_col + k,
+             jx_eqn_local_time(pb->cm, pb->m, p, e, pb->req + (size_t)k * nin,
+                               pb->prod + (size_t)k * nout, partial[k], &flops) *
+                 US);
+  }
+  free(partial);
+  /* operands: relaid from their producers as read (req copied out: the
+   * scratch is reused by define below) */
+  jx_pspec *req = malloc(sizeof *req * (size_t)(n + 1));
+  if (!req) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  for (int i = 0; i < nin && !st; i++) {
+    for (int k = 0; k < n; k++) req[k] = pb->req[(size_t)k * nin + i];
+    st = add_edge(pb, b, e->in[i], g->first_col, n, req);
+  }
+  free(req);
+  for (int o = 0; o < nout && !st; o++)
+    st = define(pb, e->out[o], e_idx, g->first_col, n, pb->prod + o,
+                sizeof *pb->prod * (size_t)nout);
+  return st;
+}
+
+/* Equation e choosing among its strategies: a group of its own. */
+static jx_status choose(problem *pb, model_builder *b, int e_idx) {
+  const jx_program *p = pb->p;
+  const jx_eqn *e = &p->eqns[e_idx];
+  glp_prob *lp = b->lp;
+  jx_eqn_strategies *s = &pb->st[e_idx];
+  jx_status st = jx_eqn_strategies_make(pb->cm, pb->m, p, e, s);
+  if (st) return st;
+  int col = glp_add_cols(lp, s->n), r = glp_add_rows(lp, 1);
+  glp_set_row_bnds(lp, r, GLP_FX, 1, 1);
+  pb->eqn_col[e_idx] = col;
+  for (int k = 0; k < s->n && !st; k++) {
+    glp_set_col_kind(lp, col + k, GLP_BV);
+    st = entry(b, r, col + k, 1);
+    glp_set_obj_coef(lp, col + k, (s->s[k].compute_s + s->s[k].comm_s) * US);
+  }
+  jx_pspec *req = malloc(sizeof *req * (size_t)(s->n + 1));
+  if (!st && !req) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  for (int i = 0; i < e->nin && !st; i++) {
+    for (int k = 0; k < s->n; k++) req[k] = s->s[k].req[i];
+    st = add_edge(pb, b, e->in[i], col, s->n, req);
+  }
+  for (int o = 0; o < e->nout && !st; o++) { /* req's room holds the results' layouts now */
+    for (int k = 0; k < s->n; k++) req[k] = s->s[k].prod[o];
+    st = define(pb, e->out[o], e_idx, col, s->n, req, sizeof *req);
+  }
+  free(req);
+  return st;
+}
+
 /* Columns and rows: the choice groups, the memory row, the edges. */
 static jx_status build(problem *pb, model_builder *b) {
   const jx_program *p = pb->p;
   glp_prob *lp = b->lp;
-  int row = glp_add_rows(lp, 1); /* memory */
-  pb->mem_row = row;
+  pb->mem_row = glp_add_rows(lp, 1);
   jx_status st = JX_OK;
   for (int i = 0; i < p->nin && !st; i++) { /* inputs: a layout each */
     int v = p->in[i], col = glp_add_cols(lp, pb->ncand[i]), r = glp_add_rows(lp, 1);
     glp_set_row_bnds(lp, r, GLP_FX, 1, 1);
-    pb->def[v] = (producer){col, pb->ncand[i], -1, i};
     for (int k = 0; k < pb->ncand[i] && !st; k++) {
       glp_set_col_kind(lp, col + k, GLP_BV);
       st = entry(b, r, col + k, 1);
-      if (!st) st = entry(b, pb->mem_row, col + k, block_bytes(pb, v, &pb->cand[i][k]));
     }
+    if (!st) st = define(pb, v, -1, col, pb->ncand[i], pb->cand[i], sizeof *pb->cand[i]);
   }
-  for (int e = 0; e < p->neqns && !st; e++) { /* equations: a strategy each */
-    const jx_eqn_strategies *s = &pb->st[e];
-    int col = glp_add_cols(lp, s->n), r = glp_add_rows(lp, 1);
-    glp_set_row_bnds(lp, r, GLP_FX, 1, 1);
-    pb->eqn_col[e] = col;
-    for (int o = 0; o < p->eqns[e].nout; o++)
-      pb->def[p->eqns[e].out[o]] = (producer){col, s->n, e, o};
-    for (int k = 0; k < s->n && !st; k++) {
-      glp_set_col_kind(lp, col + k, GLP_BV);
-      st = entry(b, r, col + k, 1);
-      double bytes = 0;
-      for (int o = 0; o < p->eqns[e].nout; o++)
-        bytes += block_bytes(pb, p->eqns[e].out[o], &s->s[k].prod[o]);
-      glp_set_obj_coef(lp, col + k, (s->s[k].compute_s + s->s[k].comm_s) * US);
-      if (!st) st = entry(b, pb->mem_row, col + k, bytes);
-    }
-  }
-  /* edges: a continuous e_{a,k} per pair of producer strategy a and reader
-   * strategy k, summing over k to s_a and over a to s_k (Alpa's
-   * linearisation of s_a s_k, whose relaxation is tight enough that branch
-   * and cut has little left to do) */
   for (int e = 0; e < p->neqns && !st; e++) {
     const jx_eqn *q = &p->eqns[e];
-    const jx_eqn_strategies *s = &pb->st[e];
-    for (int i = 0; i < q->nin && !st; i++) {
+    int lead = -1;
+    double lead_bytes = -1;
+    for (int i = 0; i < q->nin; i++) { /* the largest; of equals, the freest */
       const producer *d = &pb->def[q->in[i]];
-      if (!d->count) continue;
-      int col = glp_add_cols(lp, d->count * s->n);
-      int by_producer = glp_add_rows(lp, d->count), by_reader = glp_add_rows(lp, s->n);
-      for (int a = 0; a < d->count && !st; a++) {
-        glp_set_row_bnds(lp, by_producer + a, GLP_FX, 0, 0);
-        st = entry(b, by_producer + a, d->first_col + a, -1);
+      double bytes = jx_aval_bytes(p->avals[q->in[i]]);
+      if (d->count &&
+          (bytes > lead_bytes || (bytes == lead_bytes && d->count > pb->def[q->in[lead]].count))) {
+        lead = i;
+        lead_bytes = bytes;
       }
-      for (int k = 0; k < s->n && !st; k++) {
-        glp_set_row_bnds(lp, by_reader + k, GLP_FX, 0, 0);
-        st = entry(b, by_reader + k, pb->eqn_col[e] + k, -1);
-      }
-      for (int a = 0; a < d->count && !st; a++)
-        for (int k = 0; k < s->n && !st; k++) {
-          int c = col + a * s->n + k;
-          glp_set_col_bnds(lp, c, GLP_DB, 0, 1);
-          glp_set_obj_coef(lp, c,
-                           jx_reshard_time(pb->cm, pb->m, p->avals[q->in[i]], produced(pb, d, a),
-                                           &s->s[k].req[i]) *
-                               US);
-          st = entry(b, by_producer + a, c, 1);
-          if (!st) st = entry(b, by_reader + k, c, 1);
-        }
     }
+    if (lead < 0 && follows(q)) { /* made from constants only: a constant too */
+      pb->eqn_col[e] = -1;
+      continue;
+    }
+    int followed = 0;
+    /* an operand with one layout (a replicated-only op's result) would pin
+     * every follower after it: such an equation chooses */
+    if (lead >= 0 && follows(q) && pb->def[q->in[lead]].count > 1)
+      st = follow(pb, b, e, lead, &followed);
+    if (!st && !followed) st = choose(pb, b, e);
   }
+  /* the memory row, its entries summed per column */
+  int ncols = glp_get_num_cols(lp);
+  for (int c = 1; c <= ncols && c < pb->mem_cap && !st; c++)
+    if (pb->mem_coef[c] != 0) st = entry(b, pb->mem_row, c, pb->mem_coef[c]);
   return st;
 }
+
+/* Branch and cut stops within MIP_GAP of the optimum's bound, or after
+ * SOLVE_MS with the best plan found by then. */
+#define MIP_GAP  0.01
+#define SOLVE_MS 600000
 
 static int solve(glp_prob *lp) {
   glp_iocp parm;
   glp_init_iocp(&parm);
   parm.presolve = GLP_ON;
   parm.msg_lev = GLP_MSG_OFF;
-  if (glp_intopt(lp, &parm) != 0) return 0;
+  parm.mip_gap = MIP_GAP;
+  parm.tm_lim = SOLVE_MS;
+  int rc = glp_intopt(lp, &parm);
   int st = glp_mip_status(lp);
-  return st == GLP_OPT || st == GLP_FEAS;
+  if (st == GLP_OPT || st == GLP_FEAS) return 1;
+  return rc == GLP_ETMLIM ? -1 : 0;
 }
 
 /* Makes the objective the memory row's (the time's coefficients go to a new
@@ -179,11 +515,66 @@ static int objective_to_memory(glp_prob *lp, int mem_row, int keep_time) {
   return time_row;
 }
 
-/* The least memory any plan needs: the same program minimising memory. */
-static double least_memory(glp_prob *lp, int mem_row) {
-  if (objective_to_memory(lp, mem_row, 0) < 0) return -1;
-  glp_set_row_bnds(lp, mem_row, GLP_FR, 0, 0);
-  return solve(lp) ? glp_mip_obj_val(lp) : -1;
+/* Solves with the limit bounding the bytes held at every equation: solved
+ * with rows for the equations seen over the limit so far, a row added for
+ * each new one until the plan found fits (each is added once, so this
+ * ends). 1 when solved, 0 when no plan fits, -1 when the solver found none
+ * in its time. */
+static int solve_within_limit(problem *pb, glp_prob *lp) {
+  for (;;) {
+    int solved = solve(lp);
+    if (solved <= 0) return solved;
+    int at;
+    if (peak_held(pb, lp, pb->scratch, &at) <= pb->limit * (1 + 1e-12)) return 1;
+    add_peak_row(pb, lp, at);
+  }
+}
+
+/* The error for a limit no plan meets: the plan holding least in all (the
+ * limit lifted) and its peak, with the largest arrays held there. */
+static jx_status no_plan_fits(problem *pb, glp_prob *lp) {
+  const jx_program *p = pb->p;
+  for (int r = 0; r < pb->npeak; r++) glp_set_row_bnds(lp, pb->peak_rows[r], GLP_FR, 0, 0);
+  if (objective_to_memory(lp, pb->mem_row, 0) < 0 || solve(lp) <= 0)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "jx_auto_plan: no plan of '%s' fits %.0f bytes per device",
+                        p->name ? p->name : "the program", pb->limit);
+  int at;
+  double peak = peak_held(pb, lp, pb->scratch, &at);
+  /* the three largest arrays held while equation `at` runs */
+  int top[3] = {-1, -1, -1};
+  double top_b[3] = {0, 0, 0};
+  for (int v = 0; v < p->nvars; v++) {
+    if (!held_at(pb, v, at)) continue;
+    const producer *d = &pb->def[v];
+    double b = 0;
+    for (int k = 0; k < d->count && !b; k++)
+      if (glp_mip_col_val(lp, d->first_col + k) > 0.5) b = block_bytes(pb, v, produced(pb, d, k));
+    for (int j = 0; j < 3; j++)
+      if (b > top_b[j]) {
+        for (int i = 2; i > j; i--) {
+          top[i] = top[i - 1];
+          top_b[i] = top_b[i - 1];
+        }
+        top[j] = v;
+        top_b[j] = b;
+        break;
+      }
+  }
+  char held_text[768] = "", av[JX_AVAL_STR_CAP];
+  size_t len = 0;
+  for (int j = 0; j < 3 && top[j] >= 0 && len < sizeof held_text; j++) {
+    const producer *d = &pb->def[top[j]];
+    len +=
+        (size_t)snprintf(held_text + len, sizeof held_text - len, "%s%s %s (%.0f bytes)",
+                         j ? ", " : "", d->eqn < 0 ? "input" : p->eqns[d->eqn].prim->name,
+                         jx_aval_str(p->avals[top[j]].dtype, p->avals[top[j]].shape, av), top_b[j]);
+  }
+  return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                      "jx_auto_plan: no plan of '%s' fits %.0f bytes per device; the smallest "
+                      "peak found is %.0f bytes, while equation %d (%s) runs, holding most %s",
+                      p->name ? p->name : "the program", pb->limit, peak, at,
+                      p->neqns ? p->eqns[at].prim->name : "none", held_text);
 }
 
 /* Of the plans as fast as the fastest (within the solver's tolerance), the
@@ -194,11 +585,17 @@ static int least_memory_at_best_time(glp_prob *lp, int mem_row) {
   int time_row = objective_to_memory(lp, mem_row, 1);
   if (time_row <= 0) return -1;
   glp_set_row_bnds(lp, time_row, GLP_UP, 0, best * (1 + 1e-7) + 1e-6);
-  return solve(lp) ? time_row : -1;
+  return time_row;
 }
 
 jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
                              double memory_limit, jx_auto_plan *out) {
+  return jx_auto_plan_solve_fixed(cm, m, p, NULL, memory_limit, out);
+}
+
+jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
+                                   const jx_pspec *const *fixed, double memory_limit,
+                                   jx_auto_plan *out) {
   memset(out, 0, sizeof *out);
   problem pb = {.cm = cm, .m = m, .p = p};
   pb.st = calloc((size_t)p->neqns + 1, sizeof *pb.st);
@@ -208,17 +605,25 @@ jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_progr
   pb.eqn_col = calloc((size_t)p->neqns + 1, sizeof *pb.eqn_col);
   out->in_spec = calloc((size_t)p->nin + 1, sizeof *out->in_spec);
   out->strategy = calloc((size_t)p->neqns + 1, sizeof *out->strategy);
+  out->spec = calloc((size_t)p->nvars + 1, sizeof *out->spec);
+  pb.made_at = calloc((size_t)p->nvars + 1, sizeof *pb.made_at);
+  pb.last_use = calloc((size_t)p->nvars + 1, sizeof *pb.last_use);
+  pb.scratch = calloc(2 * (size_t)(p->neqns + 1), sizeof *pb.scratch);
+  pb.peak_rows = calloc((size_t)p->neqns + 1, sizeof *pb.peak_rows);
+  pb.limit = memory_limit;
   jx_status st = JX_OK;
-  if (!pb.st || !pb.cand || !pb.ncand || !pb.def || !pb.eqn_col || !out->in_spec || !out->strategy)
+  if (!pb.st || !pb.cand || !pb.ncand || !pb.def || !pb.eqn_col || !out->in_spec ||
+      !out->strategy || !out->spec || !pb.made_at || !pb.last_use || !pb.scratch || !pb.peak_rows)
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
-  for (int e = 0; e < p->neqns && !st; e++)
-    st = jx_eqn_strategies_make(cm, m, p, &p->eqns[e], &pb.st[e]);
   for (int i = 0; i < p->nin && !st; i++) {
     jx_shape g = p->avals[p->in[i]].shape;
-    pb.ncand[i] = jx_layout_candidates(m, g, NULL, 0);
+    int given = fixed && fixed[i];
+    pb.ncand[i] = given ? 1 : jx_layout_candidates(m, g, NULL, 0);
     pb.cand[i] = malloc(sizeof *pb.cand[i] * (size_t)pb.ncand[i]);
     if (!pb.cand[i])
       st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+    else if (given)
+      pb.cand[i][0] = *fixed[i];
     else
       jx_layout_candidates(m, g, pb.cand[i], pb.ncand[i]);
   }
@@ -231,29 +636,44 @@ jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_progr
   }
   if (!st) {
     glp_load_matrix(b.lp, b.nnz, b.ia, b.ja, b.ar);
-    glp_set_row_bnds(b.lp, pb.mem_row, GLP_UP, 0, memory_limit);
-    if (!solve(b.lp)) {
-      double least = least_memory(b.lp, pb.mem_row);
-      st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                        "jx_auto_plan: no plan of '%s' fits %.0f bytes per device; the smallest "
-                        "needs %.0f bytes",
-                        p->name ? p->name : "the program", memory_limit, least);
-    }
+    glp_set_row_bnds(b.lp, pb.mem_row, GLP_FR, 0, 0);
+    int ncols = glp_get_num_cols(b.lp);
+    pb.coef = calloc(2 * (size_t)ncols + 2, sizeof *pb.coef);
+    pb.cols = calloc((size_t)ncols + 1, sizeof *pb.cols);
+    if (!pb.coef || !pb.cols)
+      st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
   }
-  int time_row = -1;
-  if (!st && (time_row = least_memory_at_best_time(b.lp, pb.mem_row)) < 0)
+  if (!st) {
+    liveness(&pb);
+    int solved = solve_within_limit(&pb, b.lp);
+    if (solved < 0)
+      st = jx_error_set(JX_ERR_TIMEOUT,
+                        "jx_auto_plan: the solver found no plan of '%s' in %d s (%d equations, "
+                        "%d columns)",
+                        p->name ? p->name : "the program", SOLVE_MS / 1000, p->neqns,
+                        glp_get_num_cols(b.lp));
+    else if (!solved)
+      st = no_plan_fits(&pb, b.lp);
+  }
+  int time_row = -1, at;
+  if (!st && ((time_row = least_memory_at_best_time(b.lp, pb.mem_row)) < 0 ||
+              solve_within_limit(&pb, b.lp) <= 0))
     st = jx_error_set(JX_ERR_INTERNAL, "jx_auto_plan: the solver lost the plan it had found");
   if (!st) {
     out->time_s = glp_mip_row_val(b.lp, time_row) / US;
-    out->memory_bytes = glp_mip_row_val(b.lp, pb.mem_row);
-    for (int i = 0; i < p->nin; i++) {
-      const producer *d = &pb.def[p->in[i]];
+    out->memory_bytes = peak_held(&pb, b.lp, pb.scratch, &at);
+    for (int v = 0; v < p->nvars; v++) {
+      const producer *d = &pb.def[v];
+      out->spec[v] = jx_pspec_replicated(p->avals[v].shape.rank);
       for (int k = 0; k < d->count; k++)
-        if (glp_mip_col_val(b.lp, d->first_col + k) > 0.5) out->in_spec[i] = pb.cand[i][k];
+        if (glp_mip_col_val(b.lp, d->first_col + k) > 0.5) out->spec[v] = d->layout[k];
     }
-    for (int e = 0; e < p->neqns; e++)
-      for (int k = 0; k < pb.st[e].n; k++)
+    for (int i = 0; i < p->nin; i++) out->in_spec[i] = out->spec[p->in[i]];
+    for (int e = 0; e < p->neqns; e++) {
+      out->strategy[e] = -1;
+      for (int k = 0; pb.eqn_col[e] >= 0 && k < pb.st[e].n; k++)
         if (glp_mip_col_val(b.lp, pb.eqn_col[e] + k) > 0.5) out->strategy[e] = k;
+    }
   }
   if (b.lp) glp_delete_prob(b.lp);
   free(b.ia);
@@ -264,8 +684,27 @@ jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_progr
   free(pb.st);
   free(pb.cand);
   free(pb.ncand);
+  for (int v = 0; pb.def && v < p->nvars; v++) free(pb.def[v].layout);
   free(pb.def);
   free(pb.eqn_col);
+  free(pb.mem_coef);
+  free(pb.req);
+  free(pb.prod);
+  free(pb.in);
+  free(pb.out);
+  free(pb.in_known);
+  free(pb.out_known);
+  free(pb.made_at);
+  free(pb.last_use);
+  free(pb.scratch);
+  free(pb.peak_rows);
+  free(pb.coef);
+  free(pb.cols);
+  free(pb.p_rep);
+  free(pb.r_rep);
+  free(pb.p_cls);
+  free(pb.r_cls);
+  free(pb.cost);
   if (st) jx_auto_plan_free(out);
   return st;
 }
@@ -273,6 +712,8 @@ jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_progr
 void jx_auto_plan_free(jx_auto_plan *pl) {
   free(pl->in_spec);
   free(pl->strategy);
+  free(pl->spec);
   pl->in_spec = NULL;
   pl->strategy = NULL;
+  pl->spec = NULL;
 }

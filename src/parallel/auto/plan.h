@@ -2,18 +2,31 @@
  * layout per program input, the cheapest under a memory limit, found by an
  * integer linear program as Alpa sets it up (OSDI '22), solved by GLPK.
  *
- * Variables: a binary per (equation, strategy) and per (input, candidate
- * layout), each group summing to one. The objective is the chosen
- * strategies' compute and collective time plus, for every edge (a variable
- * read by an equation), the resharding time from the producer's layout to
- * the reader's (jx_reshard_time); an edge's cost is linearised with one
- * continuous variable per pair of producer and reader strategies, summing
- * over the reader's to the producer's choice and over the producer's to
- * the reader's. Among the fastest plans (the solver's tolerance) the one
- * holding least memory is taken.
- * Memory: the blocks of every variable (inputs in their layouts, results
- * in their strategies') summed per device must fit the limit; this bounds
- * the peak from above (it does not yet free what is dead). Constants are
+ * Variables: a binary per (choosing equation, strategy) and per (input,
+ * candidate layout), each group summing to one. Contractions, gathers and
+ * the replicated family choose; elementwise, shape, reduction, slicing and
+ * constraint equations follow their largest operand (Alpa's following
+ * operators; of equal operands the one whose group has most columns, and
+ * an operand of one layout does not lead: the equation chooses then): their
+ * layouts are their family plan's under each column of the group they
+ * follow, and their compute and relaying costs go on those columns. The
+ * objective is the chosen columns' compute and collective time plus, for
+ * every edge (a variable read by an equation), the resharding time from the
+ * producer's layout to the reader's (jx_reshard_time), linearised with one
+ * continuous variable per pair of distinct producer and reader layouts,
+ * summing over the reader's to the producer's choice and over the
+ * producer's to the reader's. Among the fastest plans (the solver's
+ * tolerance) the one whose arrays sum to least is taken. Branch and cut
+ * stops within 1 % of the optimum's bound, or after 600 s with the best plan
+ * found (none found by then: an error saying so).
+ * Memory: the bytes per device held while each equation runs (the inputs,
+ * held by the caller throughout, and every result from the equation making
+ * it to its last reader) must fit the limit. A row per equation would make
+ * the program large, so rows are added lazily: the plan found is checked
+ * equation by equation and the equation of its peak, when over the limit,
+ * gets its row before solving again, until the plan fits. The count is
+ * that of unfused equations, an upper bound of what the executable holds
+ * (a fused intermediate is never an array). Constants are
  * replicated values any reader slices locally: they cost nothing. */
 #ifndef JX_SRC_PARALLEL_AUTO_PLAN_H
 #define JX_SRC_PARALLEL_AUTO_PLAN_H
@@ -22,17 +35,25 @@
 
 typedef struct {
   double time_s;       /* the objective: compute + collectives + resharding */
-  double memory_bytes; /* per device, as the memory constraint counts it */
+  double memory_bytes; /* per device: the peak held, as the memory rows count it */
   jx_pspec *in_spec;   /* per program input: its layout */
   int *strategy;       /* per equation: the chosen strategy's index in its
-                          jx_eqn_strategies */
+                          jx_eqn_strategies, -1 for one that follows */
+  jx_pspec *spec;      /* per variable: the layout it is made in (an input's, a
+                          result's strategy's; constants replicated) */
 } jx_auto_plan;
 
-/* The cheapest plan of p over m (cm's figures) whose memory per device is at
- * most memory_limit bytes; an error naming the limit and the least memory
- * any plan needs when none fits. Free with jx_auto_plan_free. */
+/* The cheapest plan of p over m (cm's figures) whose peak memory per device
+ * is at most memory_limit bytes; when none fits, an error naming the limit,
+ * the smallest peak found (the plan whose arrays sum to least) and the
+ * largest arrays held at it. Free with jx_auto_plan_free. */
 jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
                              double memory_limit, jx_auto_plan *out);
+/* The same with some inputs' layouts given: fixed[i] (when fixed is not
+ * NULL and fixed[i] is not) is input i's only candidate. */
+jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
+                                   const jx_pspec *const *fixed, double memory_limit,
+                                   jx_auto_plan *out);
 void jx_auto_plan_free(jx_auto_plan *pl);
 
 #endif

@@ -121,19 +121,31 @@ static int same_strategy(const builder *b, const jx_strategy *s, uint32_t partia
  * result it holds (a contraction split over its contracting dim holds
  * 1/n of each operand and computes 1/n of the products, though its
  * partial result is whole). */
-static double work_share(const builder *b) {
+static double work_share(const jx_mesh *m, const jx_program *p, const jx_eqn *e,
+                         const jx_pspec *req, const jx_pspec *prod) {
   double share = 1;
-  for (int k = 0; k < b->e->nin + b->e->nout; k++) {
-    int in = k < b->e->nin;
-    jx_shape g = b->p->avals[in ? b->e->in[k] : b->e->out[k - b->e->nin]].shape;
-    const jx_pspec *s = in ? &b->req[k] : &b->prod[k - b->e->nin];
+  for (int k = 0; k < e->nin + e->nout; k++) {
+    int in = k < e->nin;
+    jx_shape g = p->avals[in ? e->in[k] : e->out[k - e->nin]].shape;
+    const jx_pspec *s = in ? &req[k] : &prod[k - e->nin];
     double whole = (double)jx_shape_numel(g);
     if (whole > 0) {
-      double part = (double)jx_shape_numel(jx_pspec_local(b->m, s, g)) / whole;
+      double part = (double)jx_shape_numel(jx_pspec_local(m, s, g)) / whole;
       if (part < share) share = part;
     }
   }
   return share;
+}
+
+double jx_eqn_local_time(const jx_comm_model *cm, jx_mesh *m, const jx_program *p, const jx_eqn *e,
+                         const jx_pspec *req, const jx_pspec *prod, uint32_t partial,
+                         double *flops) {
+  *flops = jx_eqn_flops(p, e) * work_share(m, p, e, req, prod);
+  double t = *flops / cm->flops_per_s;
+  for (int o = 0; o < e->nout && partial; o++)
+    t += jx_comm_model_time(cm, JX_COLL_ALL_REDUCE, partial,
+                            local_bytes(m, p->avals[e->out[o]], &prod[o]));
+  return t;
 }
 
 /* Asks the family's plan with the layouts marked known; keeps a new,
@@ -178,11 +190,9 @@ static jx_status try_plan(builder *b) {
   memcpy(s->req, b->req, sizeof *s->req * (size_t)e->nin);
   memcpy(s->prod, b->prod, sizeof *s->prod * (size_t)e->nout);
   s->partial_axes = partial;
-  s->flops = jx_eqn_flops(b->p, e) * work_share(b);
+  double total = jx_eqn_local_time(b->cm, b->m, b->p, e, s->req, s->prod, partial, &s->flops);
   s->compute_s = s->flops / b->cm->flops_per_s;
-  for (int o = 0; o < e->nout && partial; o++)
-    s->comm_s += jx_comm_model_time(b->cm, JX_COLL_ALL_REDUCE, partial,
-                                    local_bytes(b->m, b->p->avals[e->out[o]], &s->prod[o]));
+  s->comm_s = total - s->compute_s;
   return JX_OK;
 }
 

@@ -44,6 +44,15 @@ jx_status jx_eqn_strategies_make(const jx_comm_model *cm, jx_mesh *m, const jx_p
                                  const jx_eqn *e, jx_eqn_strategies *out);
 void jx_eqn_strategies_free(jx_eqn_strategies *s);
 
+/* Seconds e takes on one device reading its operands as req and giving its
+ * results as prod, partial over the mesh axes in partial: its share of the
+ * flops (*flops: the smallest share of any operand or result a device
+ * holds, times the equation's) at the model's rate, and the all_reduce of
+ * each partial result. */
+double jx_eqn_local_time(const jx_comm_model *cm, jx_mesh *m, const jx_program *p, const jx_eqn *e,
+                         const jx_pspec *req, const jx_pspec *prod, uint32_t partial,
+                         double *flops);
+
 /* Seconds to lay an array of aval a out as `to` from `from`, by the
  * collectives jx_reshard uses: an all_to_all for a split moving from one
  * dim to another, an all_gather for each split given up; new splits are

@@ -1,0 +1,196 @@
+/* The automatic sharding planner against the hand recipes: for a workload
+ * (a 2-layer tanh MLP's SGD step, or the reference GPT's AdamW training step)
+ * on a mesh of CPU devices, each recipe's layouts (the plan's, data
+ * parallel, Megatron over "model", FSDP over "data") are jitted, their
+ * estimate taken (jx_sharding_estimate_of) and their step timed in
+ * alternating rounds; the loss each gives is checked against the
+ * unsharded step's.
+ *
+ *   bench_auto_plan mlp|gpt DEVICES MESH [ROUNDS]
+ *
+ * prints one line per recipe: median step time, its range, the estimate,
+ * the estimated peak per device, and the loss's difference. */
+#include "bench_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jx/jx.h>
+
+enum { RECIPES = 4, MAX_IN = 256 };
+static const char *recipe_names[RECIPES] = {"auto", "data parallel", "Megatron", "FSDP"};
+
+/* ---- the MLP: (w1, w2, x, y) -> mean((tanh(x w1) w2 - y)^2) ---- */
+static void mlp_loss(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  jx_array *h = jx_tanh(jx_matmul(in[2], in[0]));
+  out[0] = jx_mean(jx_square(jx_sub(jx_matmul(h, in[1]), in[3])), JX_AXES(), 0);
+}
+
+typedef struct {
+  jx_fn *step;
+  int nin, nout;
+  jx_array *in[MAX_IN];
+  const char *in_spec[RECIPES - 1][MAX_IN]; /* the hand recipes' layouts */
+} workload;
+
+static int axis(jx_mesh *m, const char *name) { return jx_mesh_axis_size(m, name) > 0; }
+
+static void make_mlp(workload *w, jx_mesh *m) {
+  const int64_t b = 256, d = 512, h = 1024, o = 64;
+  jx_array *key = jx_random_key(1);
+  jx_tree *params = jx_tree_create();
+  jx_tree_set(params, "w1",
+              jx_mul(jx_scalar(JX_F32, 0.05),
+                     jx_random_normal(jx_random_fold_in(key, 1), JX_F32, JX_SHAPE(d, h))));
+  jx_tree_set(params, "w2",
+              jx_mul(jx_scalar(JX_F32, 0.05),
+                     jx_random_normal(jx_random_fold_in(key, 2), JX_F32, JX_SHAPE(h, o))));
+  jx_optimizer *opt = jx_optim_sgd(0.1, 0);
+  jx_tree *state = jx_optim_init(opt, params);
+  int np = jx_tree_size(params), ns = jx_tree_size(state);
+  w->step = jx_train_step(jx_fn_create("mlp_loss", 4, 1, mlp_loss, NULL), params, state, opt);
+  w->nin = np + ns + 2;
+  w->nout = 1 + np + ns;
+  jx_tree_flatten(params, w->in);
+  jx_tree_flatten(state, w->in + np);
+  for (int i = 0; i < np + ns; i++) jx_keep(w->in[i]);
+  w->in[np + ns] = jx_keep(jx_random_normal(jx_random_fold_in(key, 0), JX_F32, JX_SHAPE(b, d)));
+  w->in[np + ns + 1] = jx_keep(jx_random_normal(jx_random_fold_in(key, 3), JX_F32, JX_SHAPE(b, o)));
+  int model = axis(m, "model");
+  const char *all = model ? "(data,model)" : "data";
+  /* data parallel; Megatron (w1's columns, w2's rows over model); FSDP */
+  const char *specs[3][2] = {
+      {"", ""}, {model ? "None,model" : "", model ? "model" : ""}, {all, all}};
+  for (int r = 0; r < 3; r++) {
+    w->in_spec[r][0] = specs[r][0];
+    w->in_spec[r][1] = specs[r][1];
+    for (int i = 0; i < ns; i++) w->in_spec[r][np + i] = "";
+    w->in_spec[r][np + ns] = w->in_spec[r][np + ns + 1] = r == 1 ? "data" : all;
+  }
+}
+
+/* ---- the GPT's training step ---- */
+static void make_gpt(workload *w, jx_mesh *m, jx_gpt_config *cfg) {
+  jx_tree *params = jx_gpt_init(cfg, jx_random_key(0), JX_F32);
+  jx_optimizer *opt = jx_optim_chain_clip(jx_optim_adamw(3e-3, 0.9, 0.95, 1e-8, 0.1), 1.0);
+  jx_tree *state = jx_optim_init(opt, params);
+  w->step = jx_train_step(jx_gpt_loss_fn(cfg, params), params, state, opt);
+  int np = jx_tree_size(params), ns = jx_tree_size(state);
+  w->nin = np + ns + 2;
+  w->nout = 1 + np + ns;
+  jx_tree_flatten(params, w->in);
+  jx_tree_flatten(state, w->in + np);
+  for (int i = 0; i < np + ns; i++) jx_keep(w->in[i]);
+  for (int t = 0; t < 2; t++) /* tokens and targets */
+    w->in[np + ns + t] =
+        jx_keep(jx_astype(jx_floor(jx_random_uniform(jx_random_key(7 + (uint64_t)t), JX_F32,
+                                                     JX_SHAPE(16, cfg->context), 0, 256)),
+                          JX_I32));
+  static char specs[2][MAX_IN][64];
+  jx_gpt_param_specs(cfg, params, m, 0, specs[0]);
+  jx_gpt_param_specs(cfg, params, m, 1, specs[1]);
+  const char *all = axis(m, "model") ? "(data,model)" : "data";
+  for (int r = 0; r < 3; r++) {
+    for (int i = 0; i < np; i++) w->in_spec[r][i] = r == 0 ? "" : specs[r - 1][i];
+    for (int i = 0; i < ns; i++) { /* moments like their parameters */
+      const char *name = jx_tree_name(state, i), *slash = strchr(name, '/');
+      w->in_spec[r][np + i] = "";
+      for (int k = 0; slash && k < np; k++)
+        if (!strcmp(slash + 1, jx_tree_name(params, k))) w->in_spec[r][np + i] = w->in_spec[r][k];
+    }
+    w->in_spec[r][np + ns] = w->in_spec[r][np + ns + 1] = r == 0 ? all : "data";
+  }
+}
+
+static double loss_of(jx_fn *f, jx_array **in, int nout, double *secs) {
+  jx_array *out[MAX_IN];
+  jx_scope_begin();
+  double t0 = bench_now_s();
+  if (jx_call(f, in, out)) {
+    fprintf(stderr, "bench_auto_plan: %s\n", jx_last_error());
+    exit(1);
+  }
+  for (int o = 0; o < nout; o++) jx_block_until_ready(out[o]);
+  *secs = bench_now_s() - t0;
+  double l = jx_item(out[0]);
+  jx_scope_end();
+  return l;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: bench_auto_plan mlp|gpt DEVICES MESH [ROUNDS]\n");
+    return 2;
+  }
+  int devices = atoi(argv[2]), rounds = argc > 4 ? atoi(argv[4]) : 7;
+  jx_set_cpu_device_count(devices);
+  char names[4][32], spec[128];
+  const char *ptrs[4];
+  int64_t sizes[4];
+  int n = 0;
+  snprintf(spec, sizeof spec, "%s", argv[3]);
+  for (char *tok = strtok(spec, ","); tok && n < 4; tok = strtok(NULL, ",")) {
+    char *eq = strchr(tok, '=');
+    *eq = 0;
+    snprintf(names[n], sizeof names[n], "%s", tok);
+    ptrs[n] = names[n];
+    sizes[n++] = atoll(eq + 1);
+  }
+  jx_mesh *m = jx_mesh_create(jx_shape_make(n, sizes), ptrs);
+  workload w = {0};
+  jx_gpt_config cfg = {
+      .vocab = 256, .n_layers = 2, .d_model = 64, .n_heads = 4, .context = 32, .mlp_ratio = 4};
+  if (!strcmp(argv[1], "mlp"))
+    make_mlp(&w, m);
+  else
+    make_gpt(&w, m, &cfg);
+  jx_fn *fn[RECIPES];
+  jx_sharding *sh[RECIPES][MAX_IN], *out_sh[MAX_IN];
+  jx_sharding *replicated = jx_sharding_create(m, "");
+  for (int o = 0; o < w.nout; o++) out_sh[o] = o ? JX_AUTO : replicated;
+  for (int i = 0; i < w.nin; i++) sh[0][i] = JX_AUTO;
+  double t0 = bench_now_s();
+  fn[0] =
+      jx_jit(w.step, &(jx_jit_options){.in_shardings = sh[0], .out_shardings = out_sh, .mesh = m});
+  jx_sharding_estimate est[RECIPES];
+  if (jx_sharding_estimate_of(fn[0], w.in, &est[0])) {
+    fprintf(stderr, "bench_auto_plan: %s\n", jx_last_error());
+    return 1;
+  }
+  double planning = bench_now_s() - t0;
+  int have[RECIPES] = {1, 1, axis(m, "model"), 1};
+  for (int r = 1; r < RECIPES; r++) {
+    if (!have[r]) continue;
+    for (int i = 0; i < w.nin; i++) sh[r][i] = jx_sharding_create(m, w.in_spec[r - 1][i]);
+    fn[r] = jx_jit(w.step, &(jx_jit_options){.in_shardings = sh[r]});
+    if (jx_sharding_estimate_of(fn[r], w.in, &est[r])) {
+      fprintf(stderr, "bench_auto_plan: %s: %s\n", recipe_names[r], jx_last_error());
+      return 1;
+    }
+  }
+  jx_fn *plain = jx_jit(w.step, NULL);
+  double secs, want = loss_of(plain, w.in, w.nout, &secs), loss[RECIPES];
+  double *t = calloc((size_t)RECIPES * (size_t)rounds, sizeof *t);
+  for (int r = 0; r < RECIPES; r++) /* compiled, warmed */
+    if (have[r]) loss[r] = loss_of(fn[r], w.in, w.nout, &secs), loss_of(fn[r], w.in, w.nout, &secs);
+  for (int k = 0; k < rounds; k++)
+    for (int r = 0; r < RECIPES; r++)
+      if (have[r]) loss_of(fn[r], w.in, w.nout, &t[r * rounds + k]);
+  printf("%s on %d devices, mesh %s (planned in %.2f s)\n", argv[1], devices, argv[3], planning);
+  for (int r = 0; r < RECIPES; r++) {
+    if (!have[r]) continue;
+    double *tr = t + r * rounds;
+    qsort(tr, (size_t)rounds, sizeof *tr, bench_cmp_double);
+    double e = est[r].compute_s + est[r].comm_s;
+    printf("  %-14s measured %8.2f ms (%.2f-%.2f)  estimated %8.2f ms (compute %.2f, comm %.2f, "
+           "%d collectives)  est/measured %.2f  peak %.2f MB  loss diff %.1e\n",
+           recipe_names[r], 1e3 * tr[rounds / 2], 1e3 * tr[0], 1e3 * tr[rounds - 1], 1e3 * e,
+           1e3 * est[r].compute_s, 1e3 * est[r].comm_s, est[r].collectives, e / tr[rounds / 2],
+           est[r].peak_bytes / 1e6, fabs(loss[r] - want) / fabs(want));
+  }
+  free(t);
+  return 0;
+}

@@ -1,0 +1,302 @@
+/* jx plan: plans the reference GPT's training step (AdamW, the batch's
+ * tokens and targets) with every layout JX_AUTO on a mesh under a memory
+ * limit, and prints the plan beside the hand recipes' estimates (data
+ * parallel, Megatron over "model", FSDP). With --link and --flops the
+ * figures are given instead of measured: planning for a cluster on paper.
+ * Also the helpers of `jx train --mesh auto`. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jx/jx.h>
+
+#include "cli.h"
+
+int jx_cli_parse_size(const char *text, double *out) {
+  char *end;
+  double v = strtod(text, &end);
+  static const struct {
+    const char *suffix;
+    double scale;
+  } units[] = {{"", 1},
+               {"B", 1},
+               {"K", 1e3},
+               {"KB", 1e3},
+               {"KiB", 1024.0},
+               {"M", 1e6},
+               {"MB", 1e6},
+               {"MiB", 1048576.0},
+               {"G", 1e9},
+               {"GB", 1e9},
+               {"GiB", 1073741824.0},
+               {"T", 1e12},
+               {"TB", 1e12},
+               {"TiB", 1099511627776.0},
+               {"us", 1e-6},
+               {"ms", 1e-3},
+               {"s", 1},
+               {"B/s", 1},
+               {"KB/s", 1e3},
+               {"MB/s", 1e6},
+               {"GB/s", 1e9},
+               {"TB/s", 1e12}};
+  if (end == text || !(v >= 0)) return 0;
+  for (size_t k = 0; k < sizeof units / sizeof units[0]; k++)
+    if (!strcmp(end, units[k].suffix)) {
+      *out = v * units[k].scale;
+      return 1;
+    }
+  return 0;
+}
+
+int jx_cli_mesh_auto(const char **spec) {
+  if (strncmp(*spec, "auto", 4) || ((*spec)[4] && (*spec)[4] != ':')) return 0;
+  *spec += (*spec)[4] ? 5 : 4;
+  return 1;
+}
+
+void jx_cli_auto_layouts(int nin, jx_sharding **in_sh, int nout, jx_sharding **out_sh) {
+  for (int i = 0; i < nin; i++) in_sh[i] = JX_AUTO;
+  for (int o = 1; o < nout; o++) out_sh[o] = JX_AUTO; /* the loss (0) stays as given */
+}
+
+/* ---- jx plan ---- */
+
+typedef struct {
+  int devices;
+  const char *mesh, *link;
+  double memory_limit, alpha_s, flops_per_s;
+  int64_t batch, layers, width, heads, context;
+} options;
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: jx plan [options]\n"
+             "  --devices N        CPU devices (default: JX_NUM_CPU_DEVICES or 1)\n"
+             "  --mesh data=A,model=B   the mesh (default data=<devices>)\n"
+             "  --memory-limit X   bytes per device the plan may hold (200MiB, 80GiB; default:\n"
+             "                     the device's memory)\n"
+             "  --layers N --width N --heads N --context N --batch N   the GPT (default 4, 128,\n"
+             "                     4, 64, 32)\n"
+             "  --link AXIS=BW,... bandwidth per mesh axis (50GB/s), with --alpha T (latency\n"
+             "                     per message, default 10us) and --flops F (per device,\n"
+             "                     default 100T): figures given instead of measured\n");
+}
+
+static int parse(int argc, char **argv, options *o) {
+  *o = (options){.mesh = "",
+                 .alpha_s = 1e-5,
+                 .flops_per_s = 1e14,
+                 .batch = 32,
+                 .layers = 4,
+                 .width = 128,
+                 .heads = 4,
+                 .context = 64};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int64_t *field = !strcmp(a, "--batch")     ? &o->batch
+                     : !strcmp(a, "--layers")  ? &o->layers
+                     : !strcmp(a, "--width")   ? &o->width
+                     : !strcmp(a, "--heads")   ? &o->heads
+                     : !strcmp(a, "--context") ? &o->context
+                                               : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      exit(0);
+    }
+    if (!v) {
+      fprintf(stderr, "jx plan: unknown or incomplete option '%s'\n", a);
+      usage(stderr);
+      return 0;
+    }
+    i++;
+    if (field)
+      *field = strtoll(v, NULL, 10);
+    else if (!strcmp(a, "--devices"))
+      o->devices = (int)strtol(v, NULL, 10);
+    else if (!strcmp(a, "--mesh"))
+      o->mesh = v;
+    else if (!strcmp(a, "--link"))
+      o->link = v;
+    else if ((!strcmp(a, "--memory-limit") && jx_cli_parse_size(v, &o->memory_limit)) ||
+             (!strcmp(a, "--alpha") && jx_cli_parse_size(v, &o->alpha_s)) ||
+             (!strcmp(a, "--flops") && jx_cli_parse_size(v, &o->flops_per_s)))
+      continue;
+    else {
+      fprintf(stderr, "jx plan: bad option or value '%s %s'\n", a, v);
+      usage(stderr);
+      return 0;
+    }
+  }
+  if (o->batch < 1 || o->layers < 1 || o->heads < 1 || o->context < 2 || o->width % o->heads) {
+    fprintf(stderr, "jx plan: batch, layers and heads must be >= 1, context >= 2, and width a "
+                    "multiple of heads\n");
+    return 0;
+  }
+  return 1;
+}
+
+/* --link data=50GB/s,model=900GB/s: the given figures for m's axes. */
+static int give_figures(const options *o, jx_mesh *m) {
+  int n = jx_mesh_ndim(m);
+  double alpha[8], bw[8];
+  for (int a = 0; a < n; a++) {
+    alpha[a] = o->alpha_s;
+    bw[a] = 0;
+  }
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", o->link);
+  for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    char *eq = strchr(tok, '=');
+    int a = 0;
+    if (eq) *eq = 0;
+    while (a < n && strcmp(jx_mesh_axis_name(m, a), tok)) a++;
+    if (!eq || a == n || !jx_cli_parse_size(eq + 1, &bw[a])) {
+      fprintf(stderr, "jx plan: --link wants AXIS=BANDWIDTH for the mesh's axes, got '%s'\n", tok);
+      return 0;
+    }
+  }
+  for (int a = 0; a < n; a++)
+    if (!(bw[a] > 0)) {
+      fprintf(stderr, "jx plan: --link gives no bandwidth for mesh axis '%s'\n",
+              jx_mesh_axis_name(m, a));
+      return 0;
+    }
+  return !jx_sharding_plan_figures(m, alpha, bw, o->flops_per_s);
+}
+
+typedef enum { DATA_PARALLEL, MEGATRON, FSDP } recipe;
+
+/* A hand recipe's layouts of the step's inputs and outputs: parameters as
+ * jx_gpt_param_specs says (replicated for data parallel), moments like
+ * their parameters, the batch over "data" (over every axis for data
+ * parallel). */
+static jx_fn *recipe_step(recipe r, jx_fn *step_fn, const jx_gpt_config *cfg, jx_tree *params,
+                          jx_tree *state, jx_mesh *m) {
+  int np = jx_tree_size(params), ns = jx_tree_size(state), nin = np + ns + 2;
+  char(*specs)[64] = calloc((size_t)np, sizeof *specs);
+  jx_sharding **sh = calloc((size_t)nin, sizeof *sh), **out = calloc((size_t)nin, sizeof *out);
+  char all[256] = "";
+  for (int a = 0; a < jx_mesh_ndim(m); a++)
+    snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", a ? "," : "(",
+             jx_mesh_axis_name(m, a));
+  strncat(all, ")", sizeof all - strlen(all) - 1);
+  int has_data = jx_mesh_axis_size(m, "data") > 0;
+  jx_fn *step = NULL;
+  if (specs && sh && out &&
+      (r == DATA_PARALLEL || !jx_gpt_param_specs(cfg, params, m, r == FSDP, specs))) {
+    jx_sharding *replicated = jx_sharding_create(m, "");
+    jx_sharding *rows = jx_sharding_create(m, r == DATA_PARALLEL ? all : has_data ? "data" : "");
+    for (int i = 0; i < np; i++)
+      sh[i] = r == DATA_PARALLEL ? replicated : jx_sharding_create(m, specs[i]);
+    for (int i = 0; i < ns; i++) {
+      const char *name = jx_tree_name(state, i), *slash = strchr(name, '/');
+      sh[np + i] = replicated;
+      for (int k = 0; slash && k < np; k++)
+        if (!strcmp(slash + 1, jx_tree_name(params, k))) sh[np + i] = sh[k];
+    }
+    sh[np + ns] = sh[np + ns + 1] = rows;
+    out[0] = replicated;
+    for (int i = 0; i < np + ns; i++) out[1 + i] = sh[i];
+    step = jx_jit(step_fn, &(jx_jit_options){.in_shardings = sh, .out_shardings = out});
+    for (int i = 0; r != DATA_PARALLEL && i < np; i++) jx_sharding_release(sh[i]);
+    jx_sharding_release(replicated);
+    jx_sharding_release(rows);
+  }
+  free(specs);
+  free(sh);
+  free(out);
+  return step;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int jx_cmd_plan(int argc, char **argv) {
+  options o;
+  if (!parse(argc, argv, &o)) return 2;
+  if (o.devices > 0 && jx_set_cpu_device_count(o.devices)) {
+    fprintf(stderr, "jx plan: --devices: %s\n", jx_last_error());
+    return 1;
+  }
+  jx_mesh *m = jx_cli_mesh(o.mesh, jx_device_count());
+  if (!m) {
+    fprintf(stderr, "jx plan: --mesh: %s\n", jx_last_error());
+    return 2;
+  }
+  if (o.link && !give_figures(&o, m)) return 2;
+  jx_gpt_config cfg = {.vocab = 256,
+                       .n_layers = o.layers,
+                       .d_model = o.width,
+                       .n_heads = o.heads,
+                       .context = o.context,
+                       .mlp_ratio = 4};
+  jx_tree *params = jx_gpt_init(&cfg, jx_random_key(0), JX_F32);
+  jx_optimizer *opt = jx_optim_chain_clip(jx_optim_adamw(3e-3, 0.9, 0.95, 1e-8, 0.1), 1.0);
+  jx_tree *state = params ? jx_optim_init(opt, params) : NULL;
+  jx_fn *loss = params ? jx_gpt_loss_fn(&cfg, params) : NULL;
+  jx_fn *step_fn = loss && state ? jx_train_step(loss, params, state, opt) : NULL;
+  if (!step_fn) {
+    fprintf(stderr, "jx plan: the model: %s\n", jx_last_error());
+    return 1;
+  }
+  int np = jx_tree_size(params), ns = jx_tree_size(state), nin = np + ns + 2, nout = 1 + np + ns;
+  jx_array **in = calloc((size_t)nin, sizeof *in);
+  jx_sharding **in_sh = calloc((size_t)nin, sizeof *in_sh),
+              **out_sh = calloc((size_t)nout, sizeof *out_sh);
+  jx_tree_flatten(params, in);
+  jx_tree_flatten(state, in + np);
+  in[np + ns] = in[np + ns + 1] = jx_zeros(JX_I32, JX_SHAPE(o.batch, o.context));
+  jx_cli_auto_layouts(nin, in_sh, nout, out_sh);
+  out_sh[0] = jx_sharding_create(m, "");
+  jx_fn *planned = jx_jit(step_fn, &(jx_jit_options){.in_shardings = in_sh,
+                                                     .out_shardings = out_sh,
+                                                     .mesh = m,
+                                                     .memory_limit = (int64_t)o.memory_limit});
+  printf("GPT %lld layers, d %lld, %lld heads, context %lld, batch %lld: %.2fM parameters\n",
+         (long long)o.layers, (long long)o.width, (long long)o.heads, (long long)o.context,
+         (long long)o.batch, (double)jx_tree_numel(params) / 1e6);
+  double t0 = now_s();
+  jx_sharding_estimate est;
+  int rc = 0;
+  if (!planned || jx_sharding_estimate_of(planned, in, &est)) {
+    fprintf(stderr, "jx plan: %s\n", jx_last_error());
+    rc = 1;
+  }
+  double planning_s = now_s() - t0;
+  jx_fn *dp = rc ? NULL : recipe_step(DATA_PARALLEL, step_fn, &cfg, params, state, m);
+  if (!rc && jx_sharding_plan_print(planned, in, dp, "data parallel", stdout)) {
+    fprintf(stderr, "jx plan: %s\n", jx_last_error());
+    rc = 1;
+  }
+  const char *names[] = {"Megatron (model)", "FSDP (data)"};
+  for (int r = MEGATRON; r <= FSDP && !rc && jx_mesh_axis_size(m, "model") > 0; r++) {
+    jx_fn *h = recipe_step((recipe)r, step_fn, &cfg, params, state, m);
+    jx_sharding_estimate e;
+    if (h && !jx_sharding_estimate_of(h, in, &e))
+      printf("  %-30s %.3g s per call (compute %.3g s, communication %.3g s in %d collectives), "
+             "peak %.0f bytes per device\n",
+             names[r - MEGATRON], e.compute_s + e.comm_s, e.compute_s, e.comm_s, e.collectives,
+             e.peak_bytes);
+    jx_fn_release(h);
+  }
+  if (!rc) printf("planned in %.2f s (tracing, planning and partitioning)\n", planning_s);
+  jx_fn_release(dp);
+  jx_fn_release(planned);
+  jx_fn_release(step_fn);
+  jx_fn_release(loss);
+  jx_sharding_release(out_sh[0]);
+  free(in_sh);
+  free(out_sh);
+  free(in);
+  jx_tree_release(state);
+  jx_tree_release(params);
+  jx_optim_release(opt);
+  jx_mesh_release(m);
+  return rc;
+}
