@@ -23,6 +23,7 @@
 #include <dlfcn.h>
 
 #include "../base/env.h"
+#include "comm_hosts.h"
 #include "coordinator.h"
 #include "plugin_open.h"
 #include "tcp_socket.h"
@@ -76,7 +77,9 @@ static void leave(void) {
 }
 
 void jx_coordinator_interrupt(const char *why) {
-  if (gloo && gloo_interrupt) gloo_interrupt(why);
+  if (!gloo) return;
+  jx_hosts_interrupt(why);
+  if (gloo_interrupt) gloo_interrupt(why);
 }
 
 static const jx_mpi_api *open_gloo(const char *host, char *msg, size_t cap) {
@@ -127,6 +130,7 @@ static int c_init(double timeout_s, int *rank, int *size, char *msg, size_t cap)
     return 1;
   }
   const jx_mpi_api *api = open_gloo(host, msg, cap);
+  if (api) api = jx_hosts_engine(api, kv, my_id, nproc);
   if (!api || api->init(timeout_s, rank, size, msg, cap)) {
     leave();
     return 1;
