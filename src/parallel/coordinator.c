@@ -8,7 +8,8 @@
  * presents the job's token and joins: the store answers once every process
  * came, or names what is wrong (an id out of range, two processes with one
  * id, a process count that differs, the processes that did not arrive).
- * Then the Gloo plugin connects the processes through the store.
+ * Then the Gloo plugin connects the processes through the store, and
+ * comm_hosts.c groups them by host (shared memory within one, Gloo across).
  *
  * finalize: the plugin's (a barrier, or the end of the process after a
  * failure), then the store closes; process 0 stops serving last. After a
