@@ -282,8 +282,10 @@ static int spin(jx_shm_group *g, const arrival *a, int64_t t0) {
   }
 }
 
-/* The process has ended (or is a zombie nobody reaped yet). */
+/* The process has ended (or is a zombie nobody reaped yet); pid 0: a member
+ * that has not mapped the segment yet (the deadline names it). */
 static int ended(int pid) {
+  if (pid <= 0) return 0;
   char path[64], text[512];
   snprintf(path, sizeof path, "/proc/%d/stat", pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
