@@ -136,12 +136,6 @@ static int h_init(double timeout_s, int *rank, int *size, char *msg, size_t cap)
   return 0;
 }
 
-static void list_ids(const int *ids, int n, char *out, size_t cap) {
-  size_t len = (size_t)snprintf(out, cap, "%s", n == 1 ? "process" : "processes");
-  for (int i = 0; i < n && len < cap; i++)
-    len += (size_t)snprintf(out + len, cap - len, "%s%d", i ? ", " : " ", ids[i]);
-}
-
 static void free_comm(hcomm *c) {
   jx_shm_group_close(c->local);
   free(c->world);
@@ -154,6 +148,13 @@ typedef struct {
   int64_t key;
   int id;
 } member_key;
+
+/* "process 3" / "processes 1, 3": the ids of the first n of m */
+static void list_ids(const member_key *m, int n, char *out, size_t cap) {
+  size_t len = (size_t)snprintf(out, cap, "%s", n == 1 ? "process" : "processes");
+  for (int i = 0; i < n && len < cap; i++)
+    len += (size_t)snprintf(out + len, cap - len, "%s%d", i ? ", " : " ", m[i].id);
+}
 
 static int by_key(const void *a, const void *b) {
   const member_key *x = a, *y = b;
@@ -175,12 +176,12 @@ static int h_split(int member, int key, uint64_t check, const char *label, doubl
   int st = !all || !order || !c;
   if (st) snprintf(why, sizeof why, "out of memory");
   if (!st) st = gather_all(mine, all, sizeof mine, timeout_s, why, sizeof why);
-  int ndiffer = 0, *differ = (int *)order; /* order is not yet in use */
+  int ndiffer = 0;
   for (int q = 1; q < nproc && !st; q++)
-    if (all[3 * (size_t)q] != all[0]) differ[ndiffer++] = q;
+    if (all[3 * (size_t)q] != all[0]) order[ndiffer++].id = q;
   if (!st && ndiffer) {
     char who[512];
-    list_ids(differ, ndiffer, who, sizeof who);
+    list_ids(order, ndiffer, who, sizeof who);
     snprintf(why, sizeof why,
              "%s disagree with process 0 on what they make (every process must create the same "
              "meshes that span processes, in the same order)",

@@ -20,13 +20,14 @@
 #include "comm.h"
 
 enum {
-  LINE = 128,                /* a member's flag has two cache lines to itself (adjacent prefetch) */
-  YIELD_NS = 2000000,        /* after the spin, yield the CPU this long before sleeping */
-  NAP_MIN_NS = 20000,        /* then sleep, doubling the nap up to NAP_MAX_NS */
-  NAP_MAX_NS = 1000000,      /* (a wait that long is a step of a training loop, or a fault) */
-  LIVENESS_NS = 20000000,    /* how often a long wait looks whether the missing members live */
-  ONE_STEP_BYTES = 64 << 10, /* all-reduces up to this much: every member reduces everything */
-  SEGMENT_BYTES = 4 << 20    /* the data of a group's segment (with 64 members or fewer) */
+  LINE = 128,             /* a member's flag has two cache lines to itself (adjacent prefetch) */
+  YIELD_NS = 2000000,     /* after the spin, yield the CPU this long before sleeping */
+  NAP_MIN_NS = 20000,     /* then sleep, doubling the nap up to NAP_MAX_NS */
+  NAP_MAX_NS = 1000000,   /* (a wait that long is a step of a training loop, or a fault) */
+  LIVENESS_NS = 20000000, /* how often a long wait looks whether the missing members live */
+  ONE_STEP_BYTES = 128 << 10, /* all-reduces whose members' buffers take up to this much
+                                 together: every member reduces everything */
+  SEGMENT_BYTES = 4 << 20     /* the data of a group's segment (with 64 members or fewer) */
 };
 #define MAGIC 0x6a78736867ULL
 
@@ -34,7 +35,7 @@ typedef struct {
   uint64_t flag;     /* the last step whose data this member has written */
   uint64_t value[2]; /* a number of the member's per step (by parity) */
   int32_t pid;
-  int32_t cpu; /* the CPU the member ran on when it last arrived or waited */
+  int32_t cpu; /* 1 + the CPU the member ran on when it last waited; 0: not yet */
   char pad[LINE - 3 * sizeof(uint64_t) - 2 * sizeof(int32_t)];
 } member_line;
 
@@ -255,7 +256,7 @@ static int all_arrived(const void *arg) {
 static int shares_my_cpu(const arrival *a, int cpu) {
   for (int q = 0; q < a->g->m; q++)
     if (__atomic_load_n(&a->g->line[q].flag, __ATOMIC_RELAXED) < a->step &&
-        __atomic_load_n(&a->g->line[q].cpu, __ATOMIC_RELAXED) == cpu)
+        __atomic_load_n(&a->g->line[q].cpu, __ATOMIC_RELAXED) == cpu + 1)
       return 1;
   return 0;
 }
@@ -273,7 +274,7 @@ static int spin(jx_shm_group *g, const arrival *a, int64_t t0) {
                        ? JX_SPIN_MAX_NS
                        : 0;
   int cpu = sched_getcpu();
-  __atomic_store_n(&g->line[g->me].cpu, cpu, __ATOMIC_RELAXED);
+  __atomic_store_n(&g->line[g->me].cpu, cpu + 1, __ATOMIC_RELAXED);
   if (!budget || shares_my_cpu(a, cpu)) return 0;
   for (int s = 1;; s++) {
     jx_cpu_relax();
@@ -405,7 +406,8 @@ static void slice_of(size_t n, size_t slice, int q, size_t *lo, size_t *hi) {
 }
 
 /* recv = send reduced over the members (count elements of dt), a slot's
- * worth at a time. Up to ONE_STEP_BYTES every member copies its chunk in
+ * worth at a time. Up to ONE_STEP_BYTES (of all members' buffers together,
+ * which each member then reads) every member copies its chunk in
  * and reduces the whole chunk (one step). Above, each member reduces its
  * slice of the chunk (its own operand read from send, the others' from
  * their slots), writes it to recv and to its slot of the next step, and
@@ -414,7 +416,7 @@ static void slice_of(size_t n, size_t slice, int q, size_t *lo, size_t *hi) {
 static int all_reduce(run_ctx *k, int dt, int op, const char *send, char *recv, size_t count) {
   jx_shm_group *g = k->g;
   size_t es = jx_dtype_size((jx_dtype)dt), per_slot = g->slot / es;
-  int one_step = count * es <= ONE_STEP_BYTES;
+  int one_step = count * es * (size_t)g->m <= ONE_STEP_BYTES;
   const char **srcs = g->srcs;
   for (size_t at = 0; at < count; at += per_slot) {
     size_t n = count - at < per_slot ? count - at : per_slot, lo = n, hi = n;
