@@ -79,7 +79,8 @@ const jx_env_var jx_env_vars[] = {
      "`MPI_THREAD_MULTIPLE` " DOCS("distributed.md")},
     {"JX_COORDINATOR_ADDRESS", JX_ENV_TEXT, "none",
      "`host:port`: join processes started without `mpirun` through this coordinator (process 0 "
-     "serves the job's key-value store there); collectives go over Gloo " DOCS("distributed.md")},
+     "serves the job's key-value store there); collectives go through shared memory within a host, "
+     "over Gloo between hosts " DOCS("distributed.md")},
     {"JX_NUM_PROCESSES", JX_ENV_INT, "none",
      "with `JX_COORDINATOR_ADDRESS`: the number of processes in the job"},
     {"JX_PROCESS_ID", JX_ENV_INT, "none",
