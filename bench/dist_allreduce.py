@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""jx's all-reduce over processes on Gloo against the same on the MPI plugin
+"""jx's all-reduce over processes that met at a coordinator (on one host: in
+shared memory; Gloo between hosts) against the same on the MPI plugin
 (bench_dist_allreduce: a mesh axis of one device per process, f32 sum), in
 alternating rounds so that both see the same machine; and the time a job of
 8, 16, 32 local processes takes to join at a coordinator.
@@ -14,7 +15,7 @@ every hand-off waits for the other to be scheduled.
 
 Prints, per process count and size, the median time of each engine (over
 the rounds' medians) and the median and range of the per-round ratio
-MPI time / Gloo time (>= 1: Gloo is as fast); then the join times.
+MPI time / coordinator time (>= 1: as fast); then the join times.
 """
 import argparse
 import os
@@ -93,8 +94,8 @@ def main():
             x = first(a.build, np, sizes, a.bind)
             y = second(a.build, np, sizes, a.bind)
             rounds.append((x, y) if r % 2 == 0 else (y, x))
-        print(f"{np} processes{', bound' if a.bind else ''}, f32 sum, {a.rounds} rounds: medians in us; ratio = MPI / Gloo")
-        print(f"{'bytes':>10} {'Gloo us':>10} {'MPI us':>10} {'ratio':>6} {'range':>12}")
+        print(f"{np} processes{', bound' if a.bind else ''}, f32 sum, {a.rounds} rounds: medians in us; ratio = MPI / coordinator")
+        print(f"{'bytes':>10} {'coord us':>10} {'MPI us':>10} {'ratio':>6} {'range':>12}")
         for size in sorted(rounds[0][0]):
             g = [x[size] for x, _ in rounds]
             m = [y[size] for _, y in rounds]
@@ -104,7 +105,7 @@ def main():
         sys.stdout.flush()
     for np in [int(x) for x in a.join.split(",") if x]:
         t = [run_gloo(a.build, np, ["join"], False)["join"] for _ in range(a.rounds)]
-        print(f"join of {np} local processes at a coordinator (Gloo): median {statistics.median(t):.3f} s "
+        print(f"join of {np} local processes at a coordinator: median {statistics.median(t):.3f} s "
               f"(range {min(t):.3f}-{max(t):.3f}, {a.rounds} runs)")
 
 
