@@ -27,7 +27,8 @@ enum {
   LIVENESS_NS = 20000000, /* how often a long wait looks whether the missing members live */
   ONE_STEP_BYTES = 128 << 10, /* all-reduces whose members' buffers take up to this much
                                  together: every member reduces everything */
-  SEGMENT_BYTES = 4 << 20     /* the data of a group's segment (with 64 members or fewer) */
+  SEGMENT_BYTES = 4 << 20,    /* the data of a group's segment (with 64 members or fewer) */
+  MOVE_NS = 10000000          /* the least time between two moves off a CPU (move_off) */
 };
 #define MAGIC 0x6a78736867ULL
 
@@ -251,14 +252,38 @@ static int all_arrived(const void *arg) {
   return 1;
 }
 
-/* A member that a wait lacks runs on this CPU: polling would only keep it
- * from running. */
-static int shares_my_cpu(const arrival *a, int cpu) {
+/* A member that a wait lacks and that runs on this CPU (polling would only
+ * keep it from running): its index, or -1. */
+static int sharing_my_cpu(const arrival *a, int cpu) {
   for (int q = 0; q < a->g->m; q++)
     if (__atomic_load_n(&a->g->line[q].flag, __ATOMIC_RELAXED) < a->step &&
         __atomic_load_n(&a->g->line[q].cpu, __ATOMIC_RELAXED) == cpu + 1)
-      return 1;
-  return 0;
+      return q;
+  return -1;
+}
+
+/* Two members on one CPU wait for each other's turn at every step (a few
+ * microseconds each, more on a busy machine): the scheduler keeps them
+ * together, as they never both want a CPU at once. When the group has no
+ * more members than the machine has CPUs, the lower of the two moves this
+ * thread off its CPU (its affinity without this CPU, then its affinity as
+ * it was: no lasting binding), at most every MOVE_NS in a process. MPI's
+ * processes, which never stop polling, get the same from the scheduler.
+ * Returns the CPU it runs on now. */
+static int move_off(const jx_shm_group *g, int cpu) {
+  static int64_t moved_at;
+  static int cpus;
+  if (!cpus) __atomic_store_n(&cpus, (int)sysconf(_SC_NPROCESSORS_ONLN), __ATOMIC_RELAXED);
+  int64_t now = jx_now_ns();
+  if (g->m > cpus || now - __atomic_load_n(&moved_at, __ATOMIC_RELAXED) < MOVE_NS) return cpu;
+  __atomic_store_n(&moved_at, now, __ATOMIC_RELAXED);
+  cpu_set_t was, others;
+  if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof was, &was)) return cpu;
+  others = was;
+  CPU_CLR(cpu, &others);
+  if (CPU_COUNT(&others) && !sched_setaffinity(0, sizeof others, &others))
+    sched_setaffinity(0, sizeof was, &was);
+  return sched_getcpu();
 }
 
 /* Polls for the members while that can pay: while the group's recent waits
@@ -274,12 +299,13 @@ static int spin(jx_shm_group *g, const arrival *a, int64_t t0) {
                        ? JX_SPIN_MAX_NS
                        : 0;
   int cpu = sched_getcpu();
+  if (budget && sharing_my_cpu(a, cpu) > g->me) cpu = move_off(g, cpu);
   __atomic_store_n(&g->line[g->me].cpu, cpu + 1, __ATOMIC_RELAXED);
-  if (!budget || shares_my_cpu(a, cpu)) return 0;
+  if (!budget || sharing_my_cpu(a, cpu) >= 0) return 0;
   for (int s = 1;; s++) {
     jx_cpu_relax();
     if (all_arrived(a)) return 1;
-    if (s % 16 == 0 && (jx_now_ns() - t0 > budget || shares_my_cpu(a, cpu))) return 0;
+    if (s % 16 == 0 && (jx_now_ns() - t0 > budget || sharing_my_cpu(a, cpu) >= 0)) return 0;
   }
 }
 
