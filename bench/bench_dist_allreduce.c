@@ -1,6 +1,7 @@
 /* All-reduce over processes through jx (a mesh axis of one device per
  * process, comm_hier.c over whichever engine joined the job: the MPI plugin
- * under mpirun, Gloo when the processes meet at a coordinator), f32 sum,
+ * under mpirun, shared memory and Gloo when the processes meet at a
+ * coordinator), f32 sum,
  * 1 KiB .. 64 MiB; and the time a job takes to join. bench/dist_allreduce.py
  * runs it under both engines in alternating rounds and compares them.
  *

@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
-"""jx's all-reduce over processes on Gloo against the same on the MPI plugin
+"""jx's all-reduce over processes that met at a coordinator (on one host: in
+shared memory; Gloo between hosts) against the same on the MPI plugin
 (bench_dist_allreduce: a mesh axis of one device per process, f32 sum), in
 alternating rounds so that both see the same machine; and the time a job of
 8, 16, 32 local processes takes to join at a coordinator.
 
     python3 bench/dist_allreduce.py [--build build] [--rounds 3] [--procs 2,4] [--join 8,16,32]
+                                    [--bind]
+
+--bind pins process p of either engine to CPU p mod the CPU count (taskset), as
+mpirun binds its processes by default: on a machine busy with other work, two
+unbound processes that hand each other work often share one CPU, and then
+every hand-off waits for the other to be scheduled.
 
 Prints, per process count and size, the median time of each engine (over
 the rounds' medians) and the median and range of the per-round ratio
-MPI time / Gloo time (>= 1: Gloo is as fast); then the join times.
+MPI time / coordinator time (>= 1: as fast); then the join times.
 """
 import argparse
 import os
@@ -35,12 +42,16 @@ def parse(out):
     return times
 
 
-def run_gloo(build, np, args, timeout=900):
+def pinned(cmd, p, bind):
+    return ["taskset", "-c", str(p % os.cpu_count())] + cmd if bind else cmd
+
+
+def run_gloo(build, np, args, bind, timeout=900):
     env = dict(os.environ, JX_NUM_CPU_DEVICES="1", JX_NUM_PROCESSES=str(np),
                JX_COORDINATOR_ADDRESS=f"127.0.0.1:{free_port()}",
                JX_GLOO_PLUGIN=os.path.join(build, "libjx_gloo.so"))
     exe = os.path.join(build, "bench", "bench_dist_allreduce")
-    procs = [subprocess.Popen([exe] + args, env=dict(env, JX_PROCESS_ID=str(p)),
+    procs = [subprocess.Popen(pinned([exe] + args, p, bind), env=dict(env, JX_PROCESS_ID=str(p)),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for p in range(np)]
     outs = [p.communicate(timeout=timeout) for p in procs]
@@ -49,12 +60,16 @@ def run_gloo(build, np, args, timeout=900):
     return parse(outs[0][0])
 
 
-def run_mpi(build, np, args, timeout=900):
+def run_mpi(build, np, args, bind, timeout=900):
     env = dict(os.environ, JX_NUM_CPU_DEVICES="1", OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="self,vader",
                JX_MPI_PLUGIN=os.path.join(build, "libjx_mpi.so"))
     exe = os.path.join(build, "bench", "bench_dist_allreduce")
-    r = subprocess.run(["mpirun", "-np", str(np), "--oversubscribe", "--bind-to", "none", exe] + args,
+    cmd = [exe] + args
+    if bind:  # each rank pins itself by its local rank (mpirun cannot bind more ranks than cores)
+        cmd = ["sh", "-c", f'exec taskset -c $((OMPI_COMM_WORLD_LOCAL_RANK % {os.cpu_count()})) "$@"',
+               "sh"] + cmd
+    r = subprocess.run(["mpirun", "-np", str(np), "--oversubscribe", "--bind-to", "none"] + cmd,
                        env=env, capture_output=True, text=True, timeout=timeout)
     if r.returncode:
         sys.exit("mpi run failed:\n" + r.stderr)
@@ -68,6 +83,7 @@ def main():
     ap.add_argument("--procs", default="2,4")
     ap.add_argument("--join", default="8,16,32")
     ap.add_argument("--min-bytes", default="1024")
+    ap.add_argument("--bind", action="store_true")
     ap.add_argument("--max-bytes", default=str(64 << 20))
     a = ap.parse_args()
     sizes = [a.min_bytes, a.max_bytes]
@@ -75,11 +91,11 @@ def main():
         rounds = []
         for r in range(a.rounds):  # alternate which engine goes first
             first, second = (run_gloo, run_mpi) if r % 2 == 0 else (run_mpi, run_gloo)
-            x = first(a.build, np, sizes)
-            y = second(a.build, np, sizes)
+            x = first(a.build, np, sizes, a.bind)
+            y = second(a.build, np, sizes, a.bind)
             rounds.append((x, y) if r % 2 == 0 else (y, x))
-        print(f"{np} processes, f32 sum, {a.rounds} rounds: medians in us; ratio = MPI / Gloo")
-        print(f"{'bytes':>10} {'Gloo us':>10} {'MPI us':>10} {'ratio':>6} {'range':>12}")
+        print(f"{np} processes{', bound' if a.bind else ''}, f32 sum, {a.rounds} rounds: medians in us; ratio = MPI / coordinator")
+        print(f"{'bytes':>10} {'coord us':>10} {'MPI us':>10} {'ratio':>6} {'range':>12}")
         for size in sorted(rounds[0][0]):
             g = [x[size] for x, _ in rounds]
             m = [y[size] for _, y in rounds]
@@ -88,8 +104,8 @@ def main():
                   f"{statistics.median(ratio):>6.2f} {min(ratio):>5.2f}-{max(ratio):<5.2f}")
         sys.stdout.flush()
     for np in [int(x) for x in a.join.split(",") if x]:
-        t = [run_gloo(a.build, np, ["join"])["join"] for _ in range(a.rounds)]
-        print(f"join of {np} local processes at a coordinator (Gloo): median {statistics.median(t):.3f} s "
+        t = [run_gloo(a.build, np, ["join"], False)["join"] for _ in range(a.rounds)]
+        print(f"join of {np} local processes at a coordinator: median {statistics.median(t):.3f} s "
               f"(range {min(t):.3f}-{max(t):.3f}, {a.rounds} runs)")
 
 

@@ -82,7 +82,8 @@ const jx_env_var jx_env_vars[] = {
      "`MPI_THREAD_MULTIPLE` " DOCS("distributed.md")},
     {"JX_COORDINATOR_ADDRESS", JX_ENV_TEXT, "none",
      "`host:port`: join processes started without `mpirun` through this coordinator (process 0 "
-     "serves the job's key-value store there); collectives go over Gloo " DOCS("distributed.md")},
+     "serves the job's key-value store there); collectives go through shared memory within a host, "
+     "over Gloo between hosts " DOCS("distributed.md")},
     {"JX_NUM_PROCESSES", JX_ENV_INT, "none",
      "with `JX_COORDINATOR_ADDRESS`: the number of processes in the job"},
     {"JX_PROCESS_ID", JX_ENV_INT, "none",
@@ -106,6 +107,10 @@ const jx_env_var jx_env_vars[] = {
      "seconds without a heartbeat after which a process of a job that met at a coordinator is "
      "lost: every process fails its collectives at once with its name and ends (0: no "
      "heartbeats) " DOCS("distributed.md")},
+    {"JX_HOST_ID", JX_ENV_TEXT, "the host's name, `/dev/shm` and PID namespace",
+     "for tests only: the host a process of a job at a coordinator says it is on; processes "
+     "with one id meet in shared memory, hosts over Gloo (one machine can act as several "
+     "hosts) " DOCS("distributed.md")},
 
     /* ---- CUDA ---- */
     {"JX_PLATFORM", JX_ENV_TEXT, "`cpu`",

@@ -3,6 +3,7 @@
 #include "cuda_mesh.h"
 
 #include <jx/cuda.h>
+#include <jx/distributed.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,13 +51,21 @@ static void count(long *counter) {
   pthread_mutex_unlock(&lock);
 }
 
-/* The engine over CUDA devices 0 .. n-1, made once (lock held); NULL when
- * NCCL cannot be used (said once under JX_LOG_COMPILES=1, no error kept). */
-static jx_nccl_engine *the_engine(int n) {
+/* jx_process_gpu's choice (the local rank when several processes share the
+ * host), whose check of the GPU count the mesh's check of its highest
+ * device replaces */
+int jx_cuda_mesh_first_ordinal(void) {
+  return jx_process_local_count() > 1 ? jx_process_local_index() * jx_devices_init() : 0;
+}
+
+/* The engine over this process's CUDA devices first .. first+n-1, made once
+ * (lock held); NULL when NCCL cannot be used (said once under
+ * JX_LOG_COMPILES=1, no error kept). */
+static jx_nccl_engine *the_engine(int first, int n) {
   if (engine || engine_failed) return engine;
   int ordinals[64];
   if (n > 64) n = 64;
-  for (int k = 0; k < n; k++) ordinals[k] = k;
+  for (int k = 0; k < n; k++) ordinals[k] = first + k;
   int clean = jx_last_status() == JX_OK;
   if (jx_nccl_engine_create(ordinals, n, &engine)) {
     engine = NULL;
@@ -75,7 +84,7 @@ typedef struct mesh_exec mesh_exec;
 typedef struct { /* the collective steps' context of one mesh position */
   mesh_exec *owner;
   int position;
-  int local; /* the device's index in the engine (its CUDA ordinal) */
+  int local; /* the device's index in the engine (its place among the process's devices) */
 } position_ctx;
 
 typedef struct {
@@ -293,12 +302,12 @@ static jx_status run_collective(void *ctx, const jx_program *p, const jx_eqn *e,
 /* The highest CUDA ordinal that m's devices of this process run on (-1:
  * none); *mine: how many of m's devices are this process's. */
 static int highest_ordinal(const jx_mesh *m, int *mine) {
-  int local_devices = jx_devices_init(), highest = -1;
+  int local_devices = jx_devices_init(), highest = -1, first = jx_cuda_mesh_first_ordinal();
   *mine = 0;
   for (int q = 0; q < m->ndev; q++)
     if (jx_device_is_local(m->device[q])) {
       ++*mine;
-      int ordinal = m->device[q] % local_devices;
+      int ordinal = first + m->device[q] % local_devices;
       if (ordinal > highest) highest = ordinal;
     }
   return highest;
@@ -326,14 +335,15 @@ jx_status jx_cuda_mesh_attach(const jx_program *p, jx_mesh *m, const char *what_
                         "JX_PLATFORM=cpu to run on the CPU)",
                         name, jx_cuda_status());
   int local_devices = jx_devices_init(), mine = 0, highest = highest_ordinal(m, &mine);
+  int first = jx_cuda_mesh_first_ordinal();
   if (highest >= ngpu) {
     char text[512];
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                        "jit of '%s': the mesh (%s) has %d devices of this process, up to jx "
-                        "device %d, but there %s %d CUDA device%s (JX_PLATFORM=cuda runs jx "
-                        "device p on CUDA device p)",
+                        "jit of '%s': the mesh (%s) has %d devices of this process, up to CUDA "
+                        "device %d, but there %s %d CUDA device%s (JX_PLATFORM=cuda runs this "
+                        "process's device i on CUDA device %d+i)",
                         name, jx_mesh_text(m, 1, text, sizeof text), mine, highest,
-                        ngpu == 1 ? "is" : "are", ngpu, ngpu == 1 ? "" : "s");
+                        ngpu == 1 ? "is" : "are", ngpu, ngpu == 1 ? "" : "s", first);
   }
   mesh_exec *mx = calloc(1, sizeof *mx);
   if (!mx) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "CUDA meshes: out of memory");
@@ -347,16 +357,16 @@ jx_status jx_cuda_mesh_attach(const jx_program *p, jx_mesh *m, const char *what_
   if (!st && collectives) {
     int n = local_devices < ngpu ? local_devices : ngpu;
     pthread_mutex_lock(&lock);
-    mx->engine = the_engine(n);
+    mx->engine = the_engine(first, n);
     pthread_mutex_unlock(&lock);
     if (mx->engine) st = make_axes(mx, p);
   }
   for (int q = 0; q < m->ndev && !st; q++) {
     if (!jx_device_is_local(m->device[q])) continue;
-    int ordinal = m->device[q] % local_devices;
+    int local = m->device[q] % local_devices;
     jx_cuda_device *d = NULL;
-    st = jx_cuda_device_open(ordinal, &d);
-    mx->ctx[q] = (position_ctx){mx, q, ordinal};
+    st = jx_cuda_device_open(first + local, &d);
+    mx->ctx[q] = (position_ctx){mx, q, local};
     jx_cuda_collective_ops ops = {&mx->ctx[q], takes, run_collective};
     if (!st && !(mx->per[q] = jx_cuda_executable_build_collective(d, p, dump_prefix, &ops)))
       st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
@@ -391,8 +401,8 @@ int jx_cuda_mesh_fits(jx_mesh *m, char *why, size_t cap) {
   } else {
     char text[512];
     snprintf(why, cap,
-             "the mesh (%s) has %d devices of this process, up to jx device %d, but there %s %d "
-             "CUDA device%s",
+             "the mesh (%s) has %d devices of this process, up to CUDA device %d, but there %s "
+             "%d CUDA device%s",
              jx_mesh_text(m, 1, text, sizeof text), mine, highest, ngpu == 1 ? "is" : "are", ngpu,
              ngpu == 1 ? "" : "s");
   }

@@ -1,10 +1,13 @@
 /* CUDA devices in meshes: a per-device program (the sharded jit's, from
  * partition.c) run by every device of its mesh on a GPU of its own.
  *
- * Devices: jx device p of this process runs on local CUDA device p (jx
- * devices are numbered process by process, so the p-th device of a process
- * is its p-th GPU). A mesh with more of this process's devices than there
- * are GPUs is an error naming the mesh and both counts.
+ * Devices: this process's i-th jx device runs on CUDA device first + i,
+ * where first is 0 for a process alone on its host and, when several
+ * processes of the job share the host, the GPU its local rank picks
+ * (jx_process_gpu) times the process's device count: local process k's L
+ * devices run on GPUs k*L .. k*L+L-1 (with one device each, GPU k). A mesh
+ * with more of this process's devices than there are GPUs from first on is
+ * an error naming the mesh and both counts.
  *
  * One executable per (program, mesh position), each built by
  * jx_cuda_executable_build_collective for its device from the same program:
@@ -46,6 +49,8 @@ jx_status jx_cuda_mesh_attach(const jx_program *p, jx_mesh *m, const char *what_
  * missing, and no error recorded (the CUDA backend's mesh_fits: shard_map
  * and pmap bodies run on the CPU devices then). */
 int jx_cuda_mesh_fits(jx_mesh *m, char *why, size_t cap);
+/* The CUDA device of this process's first jx device (see "Devices" above). */
+int jx_cuda_mesh_first_ordinal(void);
 
 /* For tests. */
 typedef struct {

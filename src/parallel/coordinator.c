@@ -8,7 +8,8 @@
  * presents the job's token and joins: the store answers once every process
  * came, or names what is wrong (an id out of range, two processes with one
  * id, a process count that differs, the processes that did not arrive).
- * Then the Gloo plugin connects the processes through the store.
+ * Then the Gloo plugin connects the processes through the store, and
+ * comm_hosts.c groups them by host (shared memory within one, Gloo across).
  *
  * finalize: the plugin's (a barrier, or the end of the process after a
  * failure), then the store closes; process 0 stops serving last. After a
@@ -23,6 +24,7 @@
 #include <dlfcn.h>
 
 #include "../base/env.h"
+#include "comm_hosts.h"
 #include "coordinator.h"
 #include "plugin_open.h"
 #include "tcp_socket.h"
@@ -76,7 +78,9 @@ static void leave(void) {
 }
 
 void jx_coordinator_interrupt(const char *why) {
-  if (gloo && gloo_interrupt) gloo_interrupt(why);
+  if (!gloo) return;
+  jx_hosts_interrupt(why);
+  if (gloo_interrupt) gloo_interrupt(why);
 }
 
 static const jx_mpi_api *open_gloo(const char *host, char *msg, size_t cap) {
@@ -127,6 +131,7 @@ static int c_init(double timeout_s, int *rank, int *size, char *msg, size_t cap)
     return 1;
   }
   const jx_mpi_api *api = open_gloo(host, msg, cap);
+  if (api) api = jx_hosts_engine(api, kv, my_id, nproc);
   if (!api || api->init(timeout_s, rank, size, msg, cap)) {
     leave();
     return 1;

@@ -1,8 +1,9 @@
 /* Jobs whose processes meet at a coordinator (no MPI launcher): the
  * coordinator is process 0's key-value store (kv_store.h, served on a
  * thread of process 0 at the coordinator address), every process joins the
- * job there, and the collectives run on the Gloo plugin (libjx_gloo.so,
- * mpi_plugin.h), whose processes find each other through the store. The
+ * job there, and the collectives run in shared memory among the processes
+ * of a host and on the Gloo plugin (libjx_gloo.so, mpi_plugin.h) between
+ * hosts (comm_hosts.h); they find each other through the store. The
  * engine has the MPI plugin's function table, so that everything above it
  * (comm_hier.c, meshes, sharded jit) is the same for both.
  *

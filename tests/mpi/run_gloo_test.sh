@@ -7,8 +7,11 @@
 #   run_gloo_test.sh NP TEST_EXE die  process 1 exits before a collective: process 0 must fail
 #       with the deadline error naming process 1 within JX_COLLECTIVE_TIMEOUT (3 s) and exit
 #       non-zero
+#   run_gloo_test.sh NP TEST_EXE ok HOSTS  as ok, the processes split into HOSTS simulated hosts
+#       (JX_HOST_ID: processes 0..NP/HOSTS-1 on the first, ...): shared memory within each, Gloo
+#       between them
 set -u
-np=$1 exe=$2 mode=$3
+np=$1 exe=$2 mode=$3 hosts=${4:-1}
 export JX_NUM_CPU_DEVICES=2 JX_NUM_PROCESSES=$np
 # the sanitized build checks leaks here (no MPI library in the process), except the device
 # table that device.c keeps on purpose
@@ -32,7 +35,9 @@ start=$(date +%s)
 pids=()
 # process 0 starts last: the others wait for the coordinator
 for ((p = np - 1; p >= 0; p--)); do
-  JX_PROCESS_ID=$p timeout "$limit" "$exe" $([ "$mode" = die ] && echo die) \
+  host_id=()
+  [ "$hosts" -gt 1 ] && host_id=(JX_HOST_ID=host$((p * hosts / np)))
+  env "${host_id[@]}" JX_PROCESS_ID=$p timeout "$limit" "$exe" $([ "$mode" = die ] && echo die) \
     >"$dir/out.$p" 2>&1 &
   pids[$p]=$!
 done
@@ -58,7 +63,7 @@ if [ "$mode" = ok ]; then
     echo "FAIL: $passed of $np processes passed"
     exit 1
   fi
-  echo "PASS: $np processes over Gloo; ${elapsed} s"
+  echo "PASS: $np processes on $hosts host(s); ${elapsed} s"
   exit 0
 fi
 if ! grep -q "process 0: the collective failed: status .*process 1 did not arrive within 3 s" \

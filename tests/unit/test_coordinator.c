@@ -166,6 +166,10 @@ static int free_port(void) {
 
 typedef int (*job_body)(const jx_mpi_api *api, int id, char *out, size_t cap);
 
+/* The host each process of the next run_job says it is on (JX_HOST_ID, a
+ * test hook); NULL: this machine, all on one host (shared memory). */
+static const char *const *job_hosts;
+
 /* Forks one process per entry of ids (claiming id ids[i] in a job of
  * counts[i]), each joining with timeout_s and then running body (NULL: just
  * the join); out[i] gets what process i reported. Returns the seconds taken. */
@@ -182,6 +186,7 @@ static double run_job(int n, const int *ids, const int *counts, double timeout_s
     assert_true(pid[i] >= 0);
     if (pid[i] == 0) {
       close(pipes[i][0]);
+      if (job_hosts) setenv("JX_HOST_ID", job_hosts[i], 1);
       char msg[MSG] = "";
       const jx_mpi_api *api = jx_coordinator_engine(addr, counts[i], ids[i]);
       int rank = -1, size = -1, joined = !api->init(timeout_s, &rank, &size, msg, sizeof msg);
@@ -414,12 +419,19 @@ static int collectives(const jx_mpi_api *api, int me, char *out, size_t cap) {
   return 0;
 }
 
+/* in shared memory (one host), then over Gloo (each process a host of its own) */
+static const char *const three_hosts[] = {"a", "b", "c"};
+
 static void every_collective_on_three_processes(void **state) {
   (void)state;
   NEEDS_GLOO();
-  char out[3][MSG];
-  run_job(3, (int[]){0, 1, 2}, (int[]){3, 3, 3}, 10, collectives, out);
-  for (int i = 0; i < 3; i++) assert_string_equal(out[i], "ok");
+  for (int layout = 0; layout < 2; layout++) {
+    job_hosts = layout ? three_hosts : NULL;
+    char out[3][MSG];
+    run_job(3, (int[]){0, 1, 2}, (int[]){3, 3, 3}, 10, collectives, out);
+    job_hosts = NULL;
+    for (int i = 0; i < 3; i++) assert_string_equal(out[i], "ok");
+  }
 }
 
 /* a process that ends before a collective: the others name it at once */
@@ -460,12 +472,18 @@ static int one_stalls(const jx_mpi_api *api, int me, char *out, size_t cap) {
 static void names_a_process_that_stalls_at_the_deadline(void **state) {
   (void)state;
   NEEDS_GLOO();
-  char out[3][MSG];
-  run_job(3, (int[]){0, 1, 2}, (int[]){3, 3, 3}, 10, one_stalls, out);
-  for (int i = 0; i < 3; i += 2) {
-    assert_non_null(strstr(out[i], "all_reduce over Gloo among processes 0,1,2 (all): process 1 "
-                                   "did not arrive within 1 s"));
-    assert_null(strstr(out[i], "ended"));
+  for (int layout = 0; layout < 2; layout++) {
+    job_hosts = layout ? three_hosts : NULL;
+    char out[3][MSG], want[200];
+    run_job(3, (int[]){0, 1, 2}, (int[]){3, 3, 3}, 10, one_stalls, out);
+    job_hosts = NULL;
+    snprintf(want, sizeof want,
+             "all_reduce %s among processes 0,1,2 (all): process 1 did not arrive within 1 s",
+             layout ? "over Gloo" : "in shared memory");
+    for (int i = 0; i < 3; i += 2) {
+      assert_non_null(strstr(out[i], want));
+      assert_null(strstr(out[i], "ended"));
+    }
   }
 }
 
@@ -501,10 +519,206 @@ static int one_is_interrupted(const jx_mpi_api *api, int me, char *out, size_t c
 static void an_interrupted_collective_fails_at_once(void **state) {
   (void)state;
   NEEDS_GLOO();
-  char out[2][MSG];
-  run_job(2, (int[]){0, 1}, (int[]){2, 2}, 10, one_is_interrupted, out);
-  assert_non_null(strstr(out[0], "all_reduce over Gloo among processes 0,1 (all): interrupted: "
-                                 "process 1 stopped beating"));
+  for (int layout = 0; layout < 2; layout++) {
+    job_hosts = layout ? three_hosts : NULL;
+    char out[2][MSG], want[200];
+    run_job(2, (int[]){0, 1}, (int[]){2, 2}, 10, one_is_interrupted, out);
+    job_hosts = NULL;
+    snprintf(want, sizeof want,
+             "all_reduce %s among processes 0,1 (all): interrupted: process 1 stopped beating",
+             layout ? "over Gloo" : "in shared memory");
+    assert_non_null(strstr(out[0], want));
+  }
+}
+
+/* ---- two hosts of two processes each (JX_HOST_ID): shared memory within a host, Gloo
+ * between the hosts' first members ---- */
+
+static const char *const two_hosts[] = {"a", "a", "b", "b"};
+
+static double term(size_t i, int p) { return 1.0 / (1 + i + p * 0.37) * (i % 2 ? 1e8 : 1e-8); }
+
+/* reduce-scatter, all-gather and all-to-all of uneven blocks larger than the shared memory's
+ * slots (several steps, blocks that straddle them), integer values: exact */
+static int uneven_and_large(const jx_mpi_api *api, jx_mpi_comm *c, int rank, char *out,
+                            size_t cap) {
+  enum { P = 4 };
+  int64_t rc[P], start[P + 1] = {0};
+  for (int q = 0; q < P; q++) start[q + 1] = start[q] + (rc[q] = (q + 1) * 200003);
+  int32_t *x = malloc(sizeof *x * (size_t)start[P]), *y = malloc(sizeof *y * (size_t)rc[rank]);
+  for (int64_t i = 0; i < start[P]; i++) x[i] = (int32_t)(i % 1009) * (rank + 1);
+  jx_mpi_op o = {.kind = JX_MPI_REDUCE_SCATTER, .dtype = 3, .send = x, .recv = y, .rcounts = rc};
+  RUN(c, &o);
+  for (int64_t k = 0; k < rc[rank]; k++)
+    if (y[k] != (int32_t)((start[rank] + k) % 1009) * 10)
+      return report(out, cap, "large reduce_scatter [%lld] = %d", (long long)k, y[k]);
+  free(x), free(y);
+  /* all-gather: member q sends (q+1)*300001 bytes of value 'a'+q+i%7 */
+  int64_t gc[P], gd[P], total = 0;
+  for (int q = 0; q < P; q++) gd[q] = total, total += gc[q] = (q + 1) * 300001;
+  char *mine = malloc((size_t)gc[rank]), *all = malloc((size_t)total);
+  for (int64_t i = 0; i < gc[rank]; i++) mine[i] = (char)('a' + rank + i % 7);
+  o = (jx_mpi_op){
+      .kind = JX_MPI_ALLGATHERV, .send = mine, .recv = all, .rcounts = gc, .rdispls = gd};
+  RUN(c, &o);
+  for (int q = 0; q < P; q++)
+    for (int64_t i = 0; i < gc[q]; i++)
+      if (all[gd[q] + i] != (char)('a' + q + i % 7))
+        return report(out, cap, "large all_gather: member %d's [%lld]", q, (long long)i);
+  free(mine), free(all);
+  /* all-to-all: member q sends member r (q+r+1)*100003 bytes of value 10*q+r+i%5 */
+  int64_t sc[P], sd[P], rcv[P], rd[P], st = 0, rt = 0;
+  for (int q = 0; q < P; q++) {
+    sd[q] = st, st += sc[q] = (rank + q + 1) * 100003;
+    rd[q] = rt, rt += rcv[q] = (q + rank + 1) * 100003;
+  }
+  char *s = malloc((size_t)st), *r = malloc((size_t)rt);
+  for (int q = 0; q < P; q++)
+    for (int64_t i = 0; i < sc[q]; i++) s[sd[q] + i] = (char)(10 * rank + q + i % 5);
+  o = (jx_mpi_op){.kind = JX_MPI_ALLTOALLV,
+                  .send = s,
+                  .recv = r,
+                  .scounts = sc,
+                  .sdispls = sd,
+                  .rcounts = rcv,
+                  .rdispls = rd};
+  RUN(c, &o);
+  for (int q = 0; q < P; q++)
+    for (int64_t i = 0; i < rcv[q]; i++)
+      if (r[rd[q] + i] != (char)(10 * q + rank + i % 5))
+        return report(out, cap, "large all_to_all: from member %d [%lld]", q, (long long)i);
+  free(s), free(r);
+  return 0;
+}
+
+static int across_hosts(const jx_mpi_api *api, int me, char *out, size_t cap) {
+  enum { P = 4 };
+  /* members in the order of processes 0, 2, 1, 3: each host's members are apart */
+  static const int key[P] = {0, 2, 1, 3}, member_of[P] = {0, 2, 1, 3};
+  jx_mpi_comm *c = NULL, *three = NULL, *host_b = NULL;
+  if (api->split(1, key[me], 50, "two hosts", 10, &c, out, cap) ||
+      api->split(me != 0, me, 51, "processes 1 to 3", 10, &three, out, cap) ||
+      api->split(me >= 2, me, 52, "host b", 10, &host_b, out, cap))
+    return 1;
+  int rank = member_of[me];
+  /* all-reduce, small and large (several slots), integer values: exact */
+  for (size_t count = 5; count <= 500000; count *= 100000) {
+    float *x = malloc(sizeof *x * count);
+    for (size_t i = 0; i < count; i++) x[i] = (float)((me * 7 + (int)i * 3) % 11);
+    jx_mpi_op o = {
+        .kind = JX_MPI_ALLREDUCE, .dtype = 11 /* f32 */, .count = count, .send = x, .recv = x};
+    RUN(c, &o);
+    for (size_t i = 0; i < count; i++) {
+      float want = 0;
+      for (int p = 0; p < P; p++) want += (float)((p * 7 + (int)i * 3) % 11);
+      if (x[i] != want) return report(out, cap, "all_reduce[%zu] = %g, want %g", i, x[i], want);
+    }
+    free(x);
+  }
+  /* a float sum whose rounding depends on the order: on one host in member order; on two,
+   * each host's members in member order, then the hosts in the order of their first members */
+  enum { N = 1000 };
+  double f[N];
+  for (size_t i = 0; i < N; i++) f[i] = term(i, me);
+  jx_mpi_op o = {.kind = JX_MPI_ALLREDUCE, .dtype = 12, .count = N, .send = f, .recv = f};
+  RUN(c, &o);
+  for (size_t i = 0; i < N; i++) {
+    double want = job_hosts ? (term(i, 0) + term(i, 1)) + (term(i, 2) + term(i, 3))
+                            : ((term(i, 0) + term(i, 2)) + term(i, 1)) + term(i, 3);
+    if (memcmp(&f[i], &want, sizeof want))
+      return report(out, cap, "f64 sum [%zu] = %.17g, want %.17g", i, f[i], want);
+  }
+  /* reduce-scatter, uneven blocks (member q gets q+1 elements), in place */
+  int32_t rs[10];
+  for (int i = 0; i < 10; i++) rs[i] = i * 10 + me;
+  int64_t rc[P] = {1, 2, 3, 4};
+  o = (jx_mpi_op){.kind = JX_MPI_REDUCE_SCATTER, .dtype = 3, .recv = rs, .rcounts = rc};
+  RUN(c, &o);
+  int start = rank * (rank + 1) / 2;
+  for (int k = 0; k <= rank; k++)
+    if (rs[k] != 4 * (start + k) * 10 + 6) return report(out, cap, "reduce_scatter wrong");
+  /* all-gather with uneven counts: member q sends q+1 bytes of value q */
+  char g[10], mine[4];
+  memset(mine, 'a' + rank, sizeof mine);
+  int64_t gc[P] = {1, 2, 3, 4}, gd[P] = {0, 1, 3, 6};
+  o = (jx_mpi_op){.kind = JX_MPI_ALLGATHERV, .send = mine, .recv = g, .rcounts = gc, .rdispls = gd};
+  RUN(c, &o);
+  if (memcmp(g, "abbcccdddd", 10)) return report(out, cap, "all_gather got %.10s", g);
+  /* all-to-all: member q sends to member r the byte 10*q + r */
+  char s[P], r[P];
+  int64_t one[P] = {1, 1, 1, 1}, at[P] = {0, 1, 2, 3};
+  for (int q = 0; q < P; q++) s[q] = (char)(10 * rank + q);
+  o = (jx_mpi_op){.kind = JX_MPI_ALLTOALLV,
+                  .send = s,
+                  .recv = r,
+                  .scounts = one,
+                  .sdispls = at,
+                  .rcounts = one,
+                  .rdispls = at};
+  RUN(c, &o);
+  for (int q = 0; q < P; q++)
+    if (r[q] != 10 * q + rank) return report(out, cap, "all_to_all wrong");
+  /* broadcast from member 3 (process 3: not the first of its host), larger than a slot */
+  static char b[600000];
+  memset(b, me == 3 ? 9 : 0, sizeof b);
+  o = (jx_mpi_op){.kind = JX_MPI_BCAST, .root = 3, .count = sizeof b, .recv = b};
+  RUN(c, &o);
+  if (b[0] != 9 || b[sizeof b - 1] != 9) return report(out, cap, "broadcast wrong");
+  o = (jx_mpi_op){.kind = JX_MPI_BARRIER};
+  RUN(c, &o);
+  if (uneven_and_large(api, c, rank, out, cap)) return 1;
+  /* groups of a part of the processes: across the hosts, and within host b */
+  int32_t w = me + 1, z = 0;
+  o = (jx_mpi_op){.kind = JX_MPI_ALLREDUCE, .dtype = 3, .count = 1, .send = &w, .recv = &z};
+  if (three) RUN(three, &o);
+  if (three && z != 9) return report(out, cap, "sum over processes 1 to 3: %d", z);
+  if (host_b) RUN(host_b, &o);
+  if (host_b && z != 7) return report(out, cap, "sum over host b: %d", z);
+  snprintf(out, cap, "ok");
+  return 0;
+}
+
+static void collectives_on_four_processes_on_one_host(void **state) {
+  (void)state;
+  NEEDS_GLOO();
+  char out[4][MSG];
+  run_job(4, (int[]){0, 1, 2, 3}, (int[]){4, 4, 4, 4}, 10, across_hosts, out);
+  for (int i = 0; i < 4; i++) assert_string_equal(out[i], "ok");
+}
+
+static void collectives_across_two_hosts(void **state) {
+  (void)state;
+  NEEDS_GLOO();
+  job_hosts = two_hosts;
+  char out[4][MSG];
+  run_job(4, (int[]){0, 1, 2, 3}, (int[]){4, 4, 4, 4}, 10, across_hosts, out);
+  job_hosts = NULL;
+  for (int i = 0; i < 4; i++) assert_string_equal(out[i], "ok");
+}
+
+/* process 3 ends before a hierarchical all-reduce: process 2 (its host) names it at once;
+ * the others fail at once too, through the hosts' first members */
+static int one_leaves_a_host(const jx_mpi_api *api, int me, char *out, size_t cap) {
+  jx_mpi_comm *c = NULL;
+  if (api->split(1, me, 7, "all", 10, &c, out, cap)) return 1;
+  if (me == 3) _exit(0);
+  int32_t v = 1;
+  jx_mpi_op o = {.kind = JX_MPI_ALLREDUCE, .dtype = 3, .count = 1, .send = &v, .recv = &v};
+  if (!api->run(c, &o, 10, out, cap)) snprintf(out, cap, "the collective succeeded");
+  return 1;
+}
+
+static void names_a_process_that_ended_on_another_host(void **state) {
+  (void)state;
+  NEEDS_GLOO();
+  job_hosts = two_hosts;
+  char out[4][MSG];
+  double t = run_job(4, (int[]){0, 1, 2, 3}, (int[]){4, 4, 4, 4}, 10, one_leaves_a_host, out);
+  job_hosts = NULL;
+  assert_non_null(strstr(out[2], "all_reduce in shared memory among processes 2,3 (all): process "
+                                 "3 did not arrive within 10 s (it ended)"));
+  for (int i = 0; i < 2; i++) assert_non_null(strstr(out[i], "process 2"));
+  assert_true(t < 8); /* at once, not at the deadline */
 }
 
 /* ---- jx_distributed_initialize with a coordinator ---- */
@@ -604,6 +818,9 @@ int main(void) {
       cmocka_unit_test(names_a_process_that_ended),
       cmocka_unit_test(names_a_process_that_stalls_at_the_deadline),
       cmocka_unit_test(an_interrupted_collective_fails_at_once),
+      cmocka_unit_test(collectives_on_four_processes_on_one_host),
+      cmocka_unit_test(collectives_across_two_hosts),
+      cmocka_unit_test(names_a_process_that_ended_on_another_host),
       cmocka_unit_test(joins_through_the_options),
       cmocka_unit_test(joins_a_store_served_elsewhere),
       cmocka_unit_test(refuses_options_that_cannot_work),

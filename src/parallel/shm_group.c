@@ -1,0 +1,679 @@
+/* The processes of one host in shared memory (shm_group.h). */
+#include "shm_group.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jx/array.h>
+
+#include "../base/spin.h"
+#include "comm.h"
+
+enum {
+  LINE = 128,             /* a member's flag has two cache lines to itself (adjacent prefetch) */
+  YIELD_NS = 2000000,     /* after the spin, yield the CPU this long before sleeping */
+  NAP_MIN_NS = 20000,     /* then sleep, doubling the nap up to NAP_MAX_NS */
+  NAP_MAX_NS = 1000000,   /* (a wait that long is a step of a training loop, or a fault) */
+  LIVENESS_NS = 20000000, /* how often a long wait looks whether the missing members live */
+  ONE_STEP_BYTES = 128 << 10, /* all-reduces whose members' buffers take up to this much
+                                 together: every member reduces everything */
+  SEGMENT_BYTES = 4 << 20,    /* the data of a group's segment (with 64 members or fewer) */
+  MOVE_NS = 10000000          /* the least time between two moves off a CPU (move_off) */
+};
+#define MAGIC 0x6a78736867ULL
+
+typedef struct {
+  uint64_t flag;     /* the last step whose data this member has written */
+  uint64_t value[2]; /* a number of the member's per step (by parity) */
+  int32_t pid;
+  int32_t cpu; /* 1 + the CPU the member ran on when it last waited; 0: not yet */
+  char pad[LINE - 3 * sizeof(uint64_t) - 2 * sizeof(int32_t)];
+} member_line;
+
+typedef struct {
+  uint64_t magic;
+  int32_t members, mapped; /* mapped: how many members mapped the segment */
+  uint64_t slot;           /* bytes of a slot */
+  int32_t abort_by;        /* 1 + process id of the first member that gave up, or 0 */
+  int32_t found_here;      /* it gave up on a collective of this group (not elsewhere) */
+  char why[512];           /* its reason, written before abort_by */
+} header;
+
+struct jx_shm_group {
+  int me, m;
+  int *procs;
+  char label[160];
+  char *base;   /* the mapping */
+  size_t bytes; /* its length */
+  header *h;
+  member_line *line; /* m of them */
+  char *data;        /* 2 buffers of m slots */
+  size_t slot;
+  const char **srcs; /* m pointers: a reduction's operands */
+  uint64_t step;     /* the steps so far: the same on every member */
+  jx_spin_site site;
+  int broken;
+  char reason[JX_MPI_MSG];
+};
+
+static pthread_mutex_t interrupt_mu = PTHREAD_MUTEX_INITIALIZER;
+static int interrupted; /* read without the lock in waits */
+static char interrupt_why[512];
+
+void jx_shm_interrupt(const char *why) {
+  pthread_mutex_lock(&interrupt_mu);
+  if (!interrupted) snprintf(interrupt_why, sizeof interrupt_why, "%s", why && *why ? why : "?");
+  __atomic_store_n(&interrupted, 1, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&interrupt_mu);
+}
+
+static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+/* A slot: the segment's two buffers of m slots are SEGMENT_BYTES (fewer
+ * steps, each a point where a preempted member holds up the others, with
+ * larger slots; little memory per communicator with smaller ones). */
+static size_t slot_bytes(int m) {
+  size_t s = SEGMENT_BYTES / 2 / (size_t)m;
+  if (s < (32 << 10)) s = 32 << 10;
+  return round_up(s, 4096);
+}
+
+static size_t header_bytes(int m) {
+  return round_up(round_up(sizeof(header), LINE) + (size_t)m * sizeof(member_line), 4096);
+}
+
+static void attach(jx_shm_group *g, char *base, size_t bytes) {
+  g->base = base;
+  g->bytes = bytes;
+  g->h = (header *)base;
+  g->line = (member_line *)(base + round_up(sizeof(header), LINE));
+  g->data = base + header_bytes(g->m);
+}
+
+static jx_shm_group *group_new(int me, int m, const int *procs, const char *label) {
+  jx_shm_group *g = calloc(1, sizeof *g);
+  if (!g || !(g->procs = malloc(sizeof *g->procs * (size_t)m)) ||
+      !(g->srcs = malloc(sizeof *g->srcs * (size_t)m))) {
+    if (g) free(g->procs);
+    free(g);
+    return NULL;
+  }
+  g->me = me;
+  g->m = m;
+  memcpy(g->procs, procs, sizeof *g->procs * (size_t)m);
+  snprintf(g->label, sizeof g->label, "%s", label);
+  g->slot = slot_bytes(m);
+  return g;
+}
+
+void jx_shm_group_close(jx_shm_group *g) {
+  if (!g) return;
+  if (g->base) munmap(g->base, g->bytes);
+  free(g->procs);
+  free(g->srcs);
+  free(g);
+}
+
+static void nap(int64_t ns) {
+  struct timespec t = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+  nanosleep(&t, NULL);
+}
+
+/* The creator: a new segment under a name of its own, published in store. */
+static int create(jx_shm_group *g, jx_kv *store, const char *key, char *name, size_t name_cap,
+                  char *msg, size_t cap) {
+  size_t bytes = header_bytes(g->m) + 2 * (size_t)g->m * g->slot;
+  static unsigned serial;
+  int fd = -1;
+  for (int tries = 0; fd < 0 && tries < 8; tries++) {
+    snprintf(name, name_cap, "/jx.%d.%u.%llx", (int)getpid(),
+             __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED),
+             (unsigned long long)(jx_now_ns() & 0xffffff));
+    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    snprintf(msg, cap, "cannot create a shared memory segment (shm_open %s): %s", name,
+             strerror(errno));
+    return 1;
+  }
+  /* reserve the pages now: a full /dev/shm is an error here, not a SIGBUS later */
+  int err = ftruncate(fd, (off_t)bytes) ? errno : posix_fallocate(fd, 0, (off_t)bytes);
+  char *base = err ? MAP_FAILED : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (!err && base == MAP_FAILED) err = errno;
+  close(fd);
+  if (err) {
+    shm_unlink(name);
+    snprintf(msg, cap, "cannot reserve %zu bytes of shared memory (/dev/shm): %s", bytes,
+             strerror(err));
+    return 1;
+  }
+  attach(g, base, bytes);
+  g->h->members = g->m;
+  g->h->slot = g->slot;
+  __atomic_store_n(&g->h->magic, MAGIC, __ATOMIC_RELEASE);
+  if (jx_kv_set(store, key, name, strlen(name) + 1, msg, cap)) {
+    shm_unlink(name);
+    return 1;
+  }
+  return 0;
+}
+
+/* Another member: the segment the creator published in store. */
+static int join(jx_shm_group *g, jx_kv *store, const char *key, double timeout_s, char *msg,
+                size_t cap) {
+  void *v = NULL;
+  size_t len = 0;
+  if (jx_kv_get(store, key, timeout_s, &v, &len, msg, cap)) return 1;
+  char name[128];
+  snprintf(name, sizeof name, "%.*s", (int)len, (const char *)v);
+  free(v);
+  int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st)) {
+    snprintf(msg, cap,
+             "cannot open the shared memory segment %s of process %d: %s (do the processes that "
+             "say they share a host see one /dev/shm?)",
+             name, g->procs[0], strerror(errno));
+    if (fd >= 0) close(fd);
+    return 1;
+  }
+  char *base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base == MAP_FAILED) {
+    snprintf(msg, cap, "cannot map the shared memory segment %s: %s", name, strerror(errno));
+    return 1;
+  }
+  attach(g, base, (size_t)st.st_size);
+  if (__atomic_load_n(&g->h->magic, __ATOMIC_ACQUIRE) != MAGIC || g->h->members != g->m ||
+      g->h->slot != g->slot) {
+    snprintf(msg, cap, "the shared memory segment %s is not this group's", name);
+    return 1;
+  }
+  return 0;
+}
+
+jx_shm_group *jx_shm_group_open(int me, int m, const int *procs, const char *label, jx_kv *store,
+                                const char *key, double timeout_s, char *msg, size_t cap) {
+  jx_shm_group *g = group_new(me, m, procs, label);
+  if (!g) {
+    snprintf(msg, cap, "out of memory");
+    return NULL;
+  }
+  if (m == 1) return g;
+  char name[128] = "";
+  if (me == 0 ? create(g, store, key, name, sizeof name, msg, cap)
+              : join(g, store, key, timeout_s, msg, cap)) {
+    jx_shm_group_close(g);
+    return NULL;
+  }
+  g->line[me].pid = (int32_t)getpid();
+  __atomic_add_fetch(&g->h->mapped, 1, __ATOMIC_ACQ_REL);
+  if (me != 0) return g;
+  /* the name goes once every member holds the mapping */
+  int64_t end = jx_now_ns() + (int64_t)(timeout_s * 1e9);
+  while (__atomic_load_n(&g->h->mapped, __ATOMIC_ACQUIRE) < m && jx_now_ns() < end &&
+         !__atomic_load_n(&interrupted, __ATOMIC_ACQUIRE))
+    nap(100000);
+  shm_unlink(name);
+  int mapped = __atomic_load_n(&g->h->mapped, __ATOMIC_ACQUIRE);
+  if (mapped < m) {
+    snprintf(msg, cap,
+             "only %d of the %d processes of this host in %s mapped its shared memory "
+             "within %g s",
+             mapped, m, label, timeout_s);
+    jx_shm_group_close(g);
+    return NULL;
+  }
+  return g;
+}
+
+/* ---- waiting for the members ---- */
+
+typedef struct {
+  const jx_shm_group *g;
+  uint64_t step;
+} arrival;
+
+static int all_arrived(const void *arg) {
+  const arrival *a = arg;
+  for (int q = 0; q < a->g->m; q++)
+    if (__atomic_load_n(&a->g->line[q].flag, __ATOMIC_ACQUIRE) < a->step) return 0;
+  return 1;
+}
+
+/* A member that a wait lacks and that runs on this CPU (polling would only
+ * keep it from running): its index, or -1. */
+static int sharing_my_cpu(const arrival *a, int cpu) {
+  for (int q = 0; q < a->g->m; q++)
+    if (__atomic_load_n(&a->g->line[q].flag, __ATOMIC_RELAXED) < a->step &&
+        __atomic_load_n(&a->g->line[q].cpu, __ATOMIC_RELAXED) == cpu + 1)
+      return q;
+  return -1;
+}
+
+/* Two members on one CPU wait for each other's turn at every step (a few
+ * microseconds each, more on a busy machine): the scheduler keeps them
+ * together, as they never both want a CPU at once. When the group has no
+ * more members than the machine has CPUs, the lower of the two moves this
+ * thread off its CPU (its affinity without this CPU, then its affinity as
+ * it was: no lasting binding), at most every MOVE_NS in a process. MPI's
+ * processes, which never stop polling, get the same from the scheduler.
+ * Returns the CPU it runs on now. */
+static int move_off(const jx_shm_group *g, int cpu) {
+  static int64_t moved_at;
+  static int cpus;
+  if (!cpus) __atomic_store_n(&cpus, (int)sysconf(_SC_NPROCESSORS_ONLN), __ATOMIC_RELAXED);
+  int64_t now = jx_now_ns();
+  if (g->m > cpus || now - __atomic_load_n(&moved_at, __ATOMIC_RELAXED) < MOVE_NS) return cpu;
+  __atomic_store_n(&moved_at, now, __ATOMIC_RELAXED);
+  cpu_set_t was, others;
+  if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof was, &was)) return cpu;
+  others = was;
+  CPU_CLR(cpu, &others);
+  if (CPU_COUNT(&others) && !sched_setaffinity(0, sizeof others, &others))
+    sched_setaffinity(0, sizeof was, &was);
+  return sched_getcpu();
+}
+
+/* Polls for the members while that can pay: while the group's recent waits
+ * were short, for at most JX_SPIN_MAX_NS (spin.h), and not while a member
+ * it waits for last ran on this CPU (it would only keep that one from
+ * running). Unlike jx_spin_until it spins on a machine busy with other
+ * work: what matters here is whether the members it waits for run on other
+ * CPUs, and on a busy machine a process that stops polling is the one that
+ * loses its CPU. 1 when they all arrived. */
+static int spin(jx_shm_group *g, const arrival *a, int64_t t0) {
+  if (all_arrived(a)) return 1;
+  int64_t budget = __atomic_load_n(&g->site.typical_ns, __ATOMIC_RELAXED) < JX_SPIN_MAX_NS / 2
+                       ? JX_SPIN_MAX_NS
+                       : 0;
+  int cpu = sched_getcpu();
+  if (budget && sharing_my_cpu(a, cpu) > g->me) cpu = move_off(g, cpu);
+  __atomic_store_n(&g->line[g->me].cpu, cpu + 1, __ATOMIC_RELAXED);
+  if (!budget || sharing_my_cpu(a, cpu) >= 0) return 0;
+  for (int s = 1;; s++) {
+    jx_cpu_relax();
+    if (all_arrived(a)) return 1;
+    if (s % 16 == 0 && (jx_now_ns() - t0 > budget || sharing_my_cpu(a, cpu) >= 0)) return 0;
+  }
+}
+
+/* The process has ended (or is a zombie nobody reaped yet); pid 0: a member
+ * that has not mapped the segment yet (the deadline names it). */
+static int ended(int pid) {
+  if (pid <= 0) return 0;
+  char path[64], text[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT;
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  text[n] = '\0';
+  const char *paren = strrchr(text, ')');
+  return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+static const char *kind_name(int k) {
+  static const char *const n[] = {"all_reduce", "all_gather", "broadcast",
+                                  "barrier",    "all_to_all", "reduce_scatter"};
+  return k >= 0 && k <= JX_MPI_REDUCE_SCATTER ? n[k] : "?";
+}
+
+/* The members whose flag is short of step, as "process 3" / "processes 1, 3". */
+static void missing(const jx_shm_group *g, uint64_t step, int only_ended, char *out, size_t cap) {
+  int n = 0;
+  size_t len = 0;
+  out[0] = '\0';
+  for (int q = 0; q < g->m; q++) {
+    if (__atomic_load_n(&g->line[q].flag, __ATOMIC_ACQUIRE) >= step) continue;
+    if (only_ended && !ended(g->line[q].pid)) continue;
+    len +=
+        (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%s%d", n ? ", " : "", g->procs[q]);
+    n++;
+  }
+  if (n) {
+    char list[256];
+    snprintf(list, sizeof list, "%s", out);
+    snprintf(out, cap, "%s %s", n == 1 ? "process" : "processes", list);
+  }
+}
+
+/* Waits until every member finished writing step: 0, or 1 with the reason
+ * (without the collective's name) in why. */
+static int wait_step(jx_shm_group *g, uint64_t step, double timeout_s, char *why, size_t cap) {
+  arrival a = {g, step};
+  int64_t t0 = jx_now_ns();
+  if (spin(g, &a, t0)) {
+    jx_spin_note(&g->site, jx_now_ns() - t0);
+    return 0;
+  }
+  int64_t deadline = t0 + (int64_t)(timeout_s * 1e9), look = t0 + LIVENESS_NS, sleep_ns = 0;
+  for (;;) {
+    if (all_arrived(&a)) break;
+    int64_t now = jx_now_ns();
+    if (__atomic_load_n(&interrupted, __ATOMIC_ACQUIRE)) {
+      pthread_mutex_lock(&interrupt_mu);
+      snprintf(why, cap, "interrupted: %s", interrupt_why);
+      pthread_mutex_unlock(&interrupt_mu);
+      return 1;
+    }
+    int by = __atomic_load_n(&g->h->abort_by, __ATOMIC_ACQUIRE); /* -1: being written */
+    if (by > 0) {
+      if (g->h->found_here) /* what this member would find: its peer found it first */
+        snprintf(why, cap, "%.*s (found by process %d)", 700, g->h->why, by - 1);
+      else
+        snprintf(why, cap, "process %d gave up: %.*s", by - 1, 700, g->h->why);
+      return 1;
+    }
+    char who[300];
+    if (now >= look) {
+      look = now + LIVENESS_NS;
+      missing(g, step, 1, who, sizeof who);
+      if (*who) {
+        snprintf(why, cap, "%s did not arrive within %g s (%s)", who, timeout_s,
+                 strchr(who, ',') ? "they ended" : "it ended");
+        return 1;
+      }
+    }
+    if (now >= deadline) {
+      missing(g, step, 0, who, sizeof who);
+      snprintf(why, cap, "%s did not arrive within %g s", who, timeout_s);
+      return 1;
+    }
+    if (now - t0 < YIELD_NS) {
+      sched_yield();
+    } else {
+      sleep_ns = sleep_ns ? (sleep_ns * 2 < NAP_MAX_NS ? sleep_ns * 2 : NAP_MAX_NS) : NAP_MIN_NS;
+      nap(sleep_ns);
+    }
+  }
+  jx_spin_note(&g->site, jx_now_ns() - t0);
+  return 0;
+}
+
+/* ---- the steps ---- */
+
+typedef struct {
+  jx_shm_group *g;
+  double timeout_s;
+  char *why;
+  size_t cap;
+} run_ctx;
+
+/* A new step: the buffer this member writes its part of it into. */
+static char *begin(jx_shm_group *g) {
+  g->step++;
+  return g->data + (size_t)(g->step % 2) * (size_t)g->m * g->slot;
+}
+static char *slot_of(jx_shm_group *g, char *buf, int q) { return buf + (size_t)q * g->slot; }
+
+/* This member's part of the step is written; returns once every member's is. */
+static int arrive(run_ctx *k) {
+  __atomic_store_n(&k->g->line[k->g->me].flag, k->g->step, __ATOMIC_RELEASE);
+  return wait_step(k->g, k->g->step, k->timeout_s, k->why, k->cap);
+}
+
+/* [lo, hi): member q's slice of a chunk of n elements cut in slices of `slice` */
+static void slice_of(size_t n, size_t slice, int q, size_t *lo, size_t *hi) {
+  *lo = (size_t)q * slice < n ? (size_t)q * slice : n;
+  *hi = *lo + slice < n ? *lo + slice : n;
+}
+
+/* recv = send reduced over the members (count elements of dt), a slot's
+ * worth at a time: each member copies its chunk into its slot. Up to
+ * ONE_STEP_BYTES (of all members' buffers together, which each member then
+ * reads) every member reduces the whole chunk (one step). Above, each
+ * member reduces its slice of the chunk into its slot of the next step, and
+ * every member copies all slices out: each element is reduced once. (Taking
+ * a member's own operand from its buffer and writing its slice straight to
+ * its result as well measured up to 3x slower.) */
+static int all_reduce(run_ctx *k, int dt, int op, const char *send, char *recv, size_t count) {
+  jx_shm_group *g = k->g;
+  size_t es = jx_dtype_size((jx_dtype)dt), per_slot = g->slot / es;
+  int one_step = count * es * (size_t)g->m <= ONE_STEP_BYTES;
+  const char **srcs = g->srcs;
+  for (size_t at = 0; at < count; at += per_slot) {
+    size_t n = count - at < per_slot ? count - at : per_slot;
+    char *buf = begin(g);
+    jx_comm_copy(slot_of(g, buf, g->me), send + at * es, n * es, 0);
+    if (arrive(k)) return 1;
+    for (int q = 0; q < g->m; q++) srcs[q] = slot_of(g, buf, q);
+    char *dst = recv + at * es;
+    if (one_step) {
+      jx_comm_reduce_range((jx_dtype)dt, (jx_reduce_op)op, srcs, g->m, &dst, 1, n, 0);
+      continue;
+    }
+    size_t slice = round_up((n + (size_t)g->m - 1) / (size_t)g->m, 64 / es), lo, hi;
+    slice_of(n, slice, g->me, &lo, &hi);
+    for (int q = 0; q < g->m; q++) srcs[q] += lo * es;
+    char *next = begin(g);
+    char *mine = slot_of(g, next, g->me);
+    if (hi > lo)
+      jx_comm_reduce_range((jx_dtype)dt, (jx_reduce_op)op, srcs, g->m, &mine, 1, hi - lo, 0);
+    if (arrive(k)) return 1;
+    for (int q = 0; q < g->m; q++) {
+      size_t ql, qh;
+      slice_of(n, slice, q, &ql, &qh);
+      if (qh > ql) jx_comm_copy(dst + ql * es, slot_of(g, next, q), (qh - ql) * es, 0);
+    }
+  }
+  return 0;
+}
+
+/* Member me gets its block (rcounts[me] elements, blocks in member order) of
+ * the reduction of every member's buffer; it reduces just that block, so
+ * the members share the work and each element is reduced in member order. */
+static int reduce_scatter(run_ctx *k, const jx_mpi_op *op) {
+  jx_shm_group *g = k->g;
+  size_t es = jx_dtype_size((jx_dtype)op->dtype), per_slot = g->slot / es, total = 0, first = 0;
+  for (int q = 0; q < g->m; q++) {
+    if (q == g->me) first = total;
+    total += (size_t)op->rcounts[q];
+  }
+  size_t last = first + (size_t)op->rcounts[g->me];
+  const char *send = op->send ? op->send : op->recv;
+  char *recv = op->recv;
+  const char **srcs = g->srcs;
+  for (size_t at = 0; at < total; at += per_slot) {
+    size_t n = total - at < per_slot ? total - at : per_slot;
+    char *buf = begin(g);
+    jx_comm_copy(slot_of(g, buf, g->me), send + at * es, n * es, 0);
+    if (arrive(k)) return 1;
+    size_t lo = first > at ? first : at, hi = last < at + n ? last : at + n;
+    if (hi <= lo) continue;
+    for (int q = 0; q < g->m; q++) srcs[q] = slot_of(g, buf, q) + (lo - at) * es;
+    /* in place, the block lands at the buffer's start: below what is copied in already */
+    char *dst = recv + (lo - first) * es;
+    jx_comm_reduce_range((jx_dtype)op->dtype, (jx_reduce_op)op->op, srcs, g->m, &dst, 1, hi - lo,
+                         0);
+  }
+  return 0;
+}
+
+/* The members' pieces, packed in member order, stream through the whole
+ * buffer of each step; each member copies every piece to its place. */
+static int all_gather(run_ctx *k, const jx_mpi_op *op) {
+  jx_shm_group *g = k->g;
+  size_t B = (size_t)g->m * g->slot, total = 0, at_me = 0;
+  for (int q = 0; q < g->m; q++) {
+    if (q == g->me) at_me = total;
+    total += (size_t)op->rcounts[q];
+  }
+  size_t mine = (size_t)op->rcounts[g->me];
+  const char *src = op->send ? op->send : (const char *)op->recv + op->rdispls[g->me];
+  char *recv = op->recv;
+  for (size_t a = 0; a < total; a += B) {
+    size_t end = total - a < B ? total : a + B;
+    char *buf = begin(g);
+    size_t lo = at_me > a ? at_me : a, hi = at_me + mine < end ? at_me + mine : end;
+    if (hi > lo) jx_comm_copy(buf + (lo - a), src + (lo - at_me), hi - lo, 0);
+    if (arrive(k)) return 1;
+    size_t start = 0;
+    for (int q = 0; q < g->m; start += (size_t)op->rcounts[q++]) {
+      if (q == g->me && !op->send) continue; /* in place: already there */
+      size_t ql = start > a ? start : a;
+      size_t qh = start + (size_t)op->rcounts[q] < end ? start + (size_t)op->rcounts[q] : end;
+      if (qh > ql) jx_comm_copy(recv + op->rdispls[q] + (ql - start), buf + (ql - a), qh - ql, 0);
+    }
+  }
+  return 0;
+}
+
+static int broadcast(run_ctx *k, const jx_mpi_op *op) {
+  jx_shm_group *g = k->g;
+  size_t B = (size_t)g->m * g->slot;
+  char *data = op->recv;
+  for (size_t a = 0; a < op->count; a += B) {
+    size_t n = op->count - a < B ? op->count - a : B;
+    char *buf = begin(g);
+    if (g->me == op->root) jx_comm_copy(buf, data + a, n, 0);
+    if (arrive(k)) return 1;
+    if (g->me != op->root) jx_comm_copy(data + a, buf, n, 0);
+  }
+  return 0;
+}
+
+/* Each ordered pair of members has a mailbox of a slot's m-th part per
+ * step; first the members agree on the steps (the longest piece). */
+static int all_to_all(run_ctx *k, const jx_mpi_op *op) {
+  jx_shm_group *g = k->g;
+  uint64_t longest = 0;
+  for (int q = 0; q < g->m; q++)
+    if ((uint64_t)op->scounts[q] > longest) longest = (uint64_t)op->scounts[q];
+  begin(g);
+  g->line[g->me].value[g->step % 2] = longest;
+  if (arrive(k)) return 1;
+  for (int q = 0; q < g->m; q++)
+    if (g->line[q].value[g->step % 2] > longest) longest = g->line[q].value[g->step % 2];
+  size_t box = g->slot / (size_t)g->m / 64 * 64;
+  for (size_t a = 0; a < longest; a += box) {
+    char *buf = begin(g);
+    for (int q = 0; q < g->m; q++) {
+      size_t n = (size_t)op->scounts[q] > a ? (size_t)op->scounts[q] - a : 0;
+      if (n > box) n = box;
+      if (n)
+        jx_comm_copy(slot_of(g, buf, g->me) + (size_t)q * box,
+                     (const char *)op->send + op->sdispls[q] + a, n, 0);
+    }
+    if (arrive(k)) return 1;
+    for (int q = 0; q < g->m; q++) {
+      size_t n = (size_t)op->rcounts[q] > a ? (size_t)op->rcounts[q] - a : 0;
+      if (n > box) n = box;
+      if (n)
+        jx_comm_copy((char *)op->recv + op->rdispls[q] + a,
+                     slot_of(g, buf, q) + (size_t)g->me * box, n, 0);
+    }
+  }
+  return 0;
+}
+
+/* The group of one member: copies. */
+static void run_alone(const jx_mpi_op *op) {
+  switch (op->kind) {
+  case JX_MPI_ALLREDUCE:
+    if (op->send != op->recv && op->count)
+      memcpy(op->recv, op->send, op->count * jx_dtype_size((jx_dtype)op->dtype));
+    return;
+  case JX_MPI_REDUCE_SCATTER:
+    if (op->send && op->rcounts[0])
+      memcpy(op->recv, op->send, (size_t)op->rcounts[0] * jx_dtype_size((jx_dtype)op->dtype));
+    return;
+  case JX_MPI_ALLGATHERV:
+    if (op->send && op->rcounts[0])
+      memcpy((char *)op->recv + op->rdispls[0], op->send, (size_t)op->rcounts[0]);
+    return;
+  case JX_MPI_ALLTOALLV:
+    if (op->scounts[0])
+      memcpy((char *)op->recv + op->rdispls[0], (const char *)op->send + op->sdispls[0],
+             (size_t)op->scounts[0]);
+    return;
+  default: return;
+  }
+}
+
+static void members_text(const jx_shm_group *g, char *out, size_t cap) {
+  size_t len = 0;
+  out[0] = '\0';
+  for (int q = 0; q < g->m && len < cap; q++)
+    len += (size_t)snprintf(out + len, cap - len, "%s%d", q ? "," : "", g->procs[q]);
+}
+
+/* The group breaks; the first member to give up tells the others why. */
+static void give_up(jx_shm_group *g, const char *why, int found_here) {
+  if (!g->broken) {
+    g->broken = 1;
+    snprintf(g->reason, sizeof g->reason, "%s", why);
+  }
+  if (g->m == 1) return;
+  /* the first to give up says why; the others' waits read it after abort_by */
+  int32_t expected = 0;
+  if (__atomic_load_n(&g->h->abort_by, __ATOMIC_ACQUIRE) == 0) {
+    char text[sizeof g->h->why];
+    snprintf(text, sizeof text, "%s", why);
+    if (__atomic_compare_exchange_n(&g->h->abort_by, &expected, -1, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+      memcpy(g->h->why, text, sizeof text);
+      g->h->found_here = found_here;
+      __atomic_store_n(&g->h->abort_by, g->procs[g->me] + 1, __ATOMIC_RELEASE);
+    }
+  }
+}
+
+int jx_shm_group_run(jx_shm_group *g, const jx_mpi_op *op, double timeout_s, char *msg,
+                     size_t cap) {
+  if (g->broken) {
+    snprintf(msg, cap, "the shared memory communicator is unusable after an earlier failure: %s",
+             g->reason);
+    return 1;
+  }
+  int reduces = op->kind == JX_MPI_ALLREDUCE || op->kind == JX_MPI_REDUCE_SCATTER;
+  if (reduces && (op->dtype == JX_F16 || op->dtype == JX_BF16 || !jx_dtype_size(op->dtype))) {
+    snprintf(msg, cap, "%s: dtype %d cannot be reduced here", kind_name(op->kind), op->dtype);
+    return 1;
+  }
+  if (g->m == 1) {
+    run_alone(op);
+    return 0;
+  }
+  char why[JX_MPI_MSG] = "";
+  run_ctx k = {g, timeout_s, why, sizeof why};
+  int st = 0;
+  switch (op->kind) {
+  case JX_MPI_ALLREDUCE:
+    st = all_reduce(&k, op->dtype, op->op, op->send, op->recv, op->count);
+    break;
+  case JX_MPI_REDUCE_SCATTER: st = reduce_scatter(&k, op); break;
+  case JX_MPI_ALLGATHERV: st = all_gather(&k, op); break;
+  case JX_MPI_BCAST: st = broadcast(&k, op); break;
+  case JX_MPI_ALLTOALLV: st = all_to_all(&k, op); break;
+  case JX_MPI_BARRIER:
+    begin(g);
+    st = arrive(&k);
+    break;
+  default: snprintf(msg, cap, "unknown collective %d", op->kind); return 1;
+  }
+  if (!st) return 0;
+  char who[256];
+  members_text(g, who, sizeof who);
+  snprintf(msg, cap, "%s in shared memory among processes %s (%s): %s", kind_name(op->kind), who,
+           g->label, why);
+  give_up(g, why, 1);
+  snprintf(g->reason, sizeof g->reason, "%s", msg);
+  return 1;
+}
+
+void jx_shm_group_abort(jx_shm_group *g, const char *why) {
+  if (g) give_up(g, why, 0);
+}
