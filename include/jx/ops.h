@@ -313,6 +313,74 @@ JX_API jx_array *jx_glu(jx_array *a, int axis); /* first half * sigmoid(second h
 /* (a - mean) * rsqrt(var + epsilon) over axes (JX_AXES(): the last axis) */
 JX_API jx_array *jx_standardize(jx_array *a, jx_axes ax, double epsilon);
 
+/* ---- statistics ---- */
+/* divided by n - ddof */
+JX_API jx_array *jx_var_ddof(jx_array *a, jx_axes ax, double ddof, int keepdims);
+JX_API jx_array *jx_std_ddof(jx_array *a, jx_axes ax, double ddof, int keepdims);
+/* q: a scalar or 1-D (its axis leads the result); over axes (JX_AXES(): all); method:
+   "linear" (NULL), "lower", "higher", "nearest", "midpoint"; a NaN along the axes gives NaN */
+JX_API jx_array *jx_quantile(jx_array *a, jx_array *q, jx_axes ax, const char *method,
+                             int keepdims);
+JX_API jx_array *jx_percentile(jx_array *a, jx_array *q, jx_axes ax, const char *method,
+                               int keepdims); /* q in [0, 100] */
+JX_API jx_array *jx_median(jx_array *a, jx_axes ax, int keepdims);
+/* counts of a (flattened) in bins equal bins over [lo, hi] (both NaN: a's min and max, widened
+   by 0.5 when equal); the last bin includes hi; weights NULL counts 1; density divides by the
+   total and the width. *hist: bins values; *edges: bins + 1. */
+JX_API jx_status jx_histogram(jx_array *a, int64_t bins, double lo, double hi, jx_array *weights,
+                              int density, jx_array **hist, jx_array **edges);
+/* counts of each value of the 1-D non-negative integer x in [0, length) (negative values count
+   as 0, values >= length are dropped); weights NULL counts 1 */
+JX_API jx_array *jx_bincount(jx_array *x, jx_array *weights, int64_t length);
+/* insertion points of v in the 1-D sorted a: side "left" (NULL) or "right"; NaNs sort last */
+JX_API jx_array *jx_searchsorted(jx_array *a, jx_array *v, const char *side);
+/* the bin of each x in the 1-D monotonic bins (right: intervals closed on the right) */
+JX_API jx_array *jx_digitize(jx_array *x, jx_array *bins, int right);
+/* piecewise-linear interpolation of (xp, fp) at x; left/right (NULL: fp[0], fp[-1]) outside */
+JX_API jx_array *jx_interp(jx_array *x, jx_array *xp, jx_array *fp, const double *left,
+                           const double *right);
+/* 1-D: mode "full" (NULL), "same" or "valid"; convolve flips v, correlate does not */
+JX_API jx_array *jx_convolve(jx_array *a, jx_array *v, const char *mode);
+JX_API jx_array *jx_correlate(jx_array *a, jx_array *v, const char *mode);
+
+/* ---- sets and nonzero, with the static size JAX requires under jit ---- */
+/* the sorted distinct values of a (flattened; NaNs equal), the first size of them, padded with
+   fill (NULL: the smallest value) */
+JX_API jx_array *jx_unique(jx_array *a, int64_t size, jx_array *fill);
+/* out[0..ndim): the indices of a's nonzero elements per axis, in row-major order, the first
+   size of them, padded with fill */
+JX_API jx_status jx_nonzero(jx_array *a, int64_t size, int64_t fill, jx_array **out);
+JX_API jx_array *jx_argwhere(jx_array *a, int64_t size, int64_t fill); /* [size, ndim] */
+/* jnp.where(cond, size=, fill_value=): jx_nonzero */
+JX_API jx_status jx_where_indices(jx_array *cond, int64_t size, int64_t fill, jx_array **out);
+
+/* ---- segment reductions (ids out of [0, n) are dropped; empty segments hold the identity) */
+JX_API jx_array *jx_segment_max(jx_array *data, jx_array *segment_ids, int64_t n);
+JX_API jx_array *jx_segment_min(jx_array *data, jx_array *segment_ids, int64_t n);
+JX_API jx_array *jx_segment_prod(jx_array *data, jx_array *segment_ids, int64_t n);
+
+/* ---- x.at[idx]: the gather/scatter of an index expression ----
+ * idx[0..n) index a's leading n axes as NumPy does: an integer array (every array entry
+ * broadcast together; their dims replace the indexed axes where those are adjacent, else lead
+ * the result) or a static slice start:stop:step (JX_END: NumPy's empty bound). Negative
+ * indices wrap once; reads clamp an out-of-range index (and drop its gradient), updates drop it
+ * (JAX's defaults).
+ * values broadcast to the shape jx_at_get gives and take a's dtype. */
+#define JX_END INT64_MIN
+typedef struct {
+  jx_array *array; /* NULL: the slice */
+  int64_t start, stop, step;
+} jx_index;
+#define JX_IDX(a)                   ((jx_index){(a), 0, 0, 0})
+#define JX_SLICE(start, stop, step) ((jx_index){NULL, (start), (stop), (step)})
+#define JX_ALL                      JX_SLICE(JX_END, JX_END, 1)
+JX_API jx_array *jx_at_get(jx_array *a, int n, const jx_index *idx);
+JX_API jx_array *jx_at_set(jx_array *a, int n, const jx_index *idx, jx_array *values);
+JX_API jx_array *jx_at_add(jx_array *a, int n, const jx_index *idx, jx_array *values);
+JX_API jx_array *jx_at_mul(jx_array *a, int n, const jx_index *idx, jx_array *values);
+JX_API jx_array *jx_at_min(jx_array *a, int n, const jx_index *idx, jx_array *values);
+JX_API jx_array *jx_at_max(jx_array *a, int n, const jx_index *idx, jx_array *values);
+
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_add(...)                    JX_LOCATED(jx_add, __VA_ARGS__)
 #define jx_sub(...)                    JX_LOCATED(jx_sub, __VA_ARGS__)
@@ -489,6 +557,31 @@ JX_API jx_array *jx_standardize(jx_array *a, jx_axes ax, double epsilon);
 #define jx_leaky_relu(...)     JX_LOCATED(jx_leaky_relu, __VA_ARGS__)
 #define jx_selu(...)           JX_LOCATED(jx_selu, __VA_ARGS__)
 #define jx_glu(...)            JX_LOCATED(jx_glu, __VA_ARGS__)
+#define jx_var_ddof(...)       JX_LOCATED(jx_var_ddof, __VA_ARGS__)
+#define jx_std_ddof(...)       JX_LOCATED(jx_std_ddof, __VA_ARGS__)
+#define jx_quantile(...)       JX_LOCATED(jx_quantile, __VA_ARGS__)
+#define jx_percentile(...)     JX_LOCATED(jx_percentile, __VA_ARGS__)
+#define jx_median(...)         JX_LOCATED(jx_median, __VA_ARGS__)
+#define jx_histogram(...)      JX_LOCATED_STATUS(jx_histogram, __VA_ARGS__)
+#define jx_bincount(...)       JX_LOCATED(jx_bincount, __VA_ARGS__)
+#define jx_searchsorted(...)   JX_LOCATED(jx_searchsorted, __VA_ARGS__)
+#define jx_digitize(...)       JX_LOCATED(jx_digitize, __VA_ARGS__)
+#define jx_interp(...)         JX_LOCATED(jx_interp, __VA_ARGS__)
+#define jx_convolve(...)       JX_LOCATED(jx_convolve, __VA_ARGS__)
+#define jx_correlate(...)      JX_LOCATED(jx_correlate, __VA_ARGS__)
+#define jx_unique(...)         JX_LOCATED(jx_unique, __VA_ARGS__)
+#define jx_nonzero(...)        JX_LOCATED_STATUS(jx_nonzero, __VA_ARGS__)
+#define jx_argwhere(...)       JX_LOCATED(jx_argwhere, __VA_ARGS__)
+#define jx_where_indices(...)  JX_LOCATED_STATUS(jx_where_indices, __VA_ARGS__)
+#define jx_segment_max(...)    JX_LOCATED(jx_segment_max, __VA_ARGS__)
+#define jx_segment_min(...)    JX_LOCATED(jx_segment_min, __VA_ARGS__)
+#define jx_segment_prod(...)   JX_LOCATED(jx_segment_prod, __VA_ARGS__)
+#define jx_at_get(...)         JX_LOCATED(jx_at_get, __VA_ARGS__)
+#define jx_at_set(...)         JX_LOCATED(jx_at_set, __VA_ARGS__)
+#define jx_at_add(...)         JX_LOCATED(jx_at_add, __VA_ARGS__)
+#define jx_at_mul(...)         JX_LOCATED(jx_at_mul, __VA_ARGS__)
+#define jx_at_min(...)         JX_LOCATED(jx_at_min, __VA_ARGS__)
+#define jx_at_max(...)         JX_LOCATED(jx_at_max, __VA_ARGS__)
 #define jx_standardize(...)    JX_LOCATED(jx_standardize, __VA_ARGS__)
 #endif
 

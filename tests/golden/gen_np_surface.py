@@ -126,7 +126,7 @@ def shape():
     case("tile_short", lambda a: jnp.tile(a, 2), normal(2, 3))
     case("repeat", lambda a: jnp.repeat(a, 3, axis=1), normal(2, 3))
     case("repeat_flat", lambda a: jnp.repeat(a, 2), normal(2, 2))
-    case("repeat_counts", lambda a: jnp.repeat(a, np.array([2, 0, 3]), axis=0), normal(3, 2))
+    case("repeat_counts", lambda a: jnp.repeat(a, np.array([2, 0, 3], np.int32), axis=0), normal(3, 2))
     case("roll", lambda a: jnp.roll(a, 2, axis=1), normal(3, 5))
     case("roll_neg", lambda a: jnp.roll(a, -7, axis=0), normal(5, 2))
     case("roll_flat", lambda a: jnp.roll(a, 4), normal(3, 3))
@@ -187,8 +187,109 @@ def activations():
          normal(2, 3, 4, dtype=np.float64))
 
 
+def stats():
+    case("var_ddof", lambda a: jnp.var(a, axis=1, ddof=1), normal(3, 4))
+    case("std_ddof", lambda a: jnp.std(a, axis=(0, 2), ddof=2, keepdims=True),
+         normal(2, 3, 4, dtype=np.float64))
+    case("var_int", lambda a: jnp.var(a, ddof=1), ints(-5, 5, 6), grad=False)
+    x = normal(3, 7)
+    case("quantile", lambda a, q: jnp.quantile(a, q, axis=1), x, np.float32(0.3))
+    case("quantile_vec", lambda a, q: jnp.quantile(a, q), x, np.array([0.0, 0.25, 0.9, 1.0],
+                                                                      np.float32))
+    for m in ("lower", "higher", "nearest", "midpoint"):
+        case(f"quantile_{m}", lambda a, q, m=m: jnp.quantile(a, q, axis=0, method=m,
+                                                             keepdims=True), x,
+             np.array([0.1, 0.5, 0.75], np.float32))
+    case("quantile_axes", lambda a, q: jnp.quantile(a, q, axis=(0, 2)),
+         normal(2, 3, 4, dtype=np.float64), np.float64(0.4))
+    case("quantile_nan", lambda a, q: jnp.quantile(a, q, axis=1),
+         np.array([[1.0, np.nan, 2.0], [3.0, 1.0, 2.0]], np.float32), np.float32(0.5))
+    case("percentile", lambda a, q: jnp.percentile(a, q, axis=-1), x,
+         np.array([10.0, 50.0], np.float32))
+    case("median", lambda a: jnp.median(a, axis=1), normal(3, 6))
+    case("median_odd", lambda a: jnp.median(a), normal(5, dtype=np.float64))
+    case("median_vmap", lambda a: jnp.median(a), normal(3, 4), vmap=0)
+    h = normal(20)
+    case("histogram", lambda a: jnp.histogram(a, bins=5), h, grad=False)
+    case("histogram_range", lambda a, w: jnp.histogram(a, bins=4, range=(-1.0, 1.0), weights=w,
+                                                       density=True), h, np.abs(normal(20)))
+    case("histogram_flat", lambda a: jnp.histogram(a, bins=3), np.full(4, 2.0, np.float32),
+         grad=False)
+    case("bincount", lambda x: jnp.bincount(x, length=6), np.array([0, 1, 1, 3, -2, 9, 5], np.int32),
+         grad=False)
+    case("bincount_w", lambda x, w: jnp.bincount(x, w, length=4), np.array([0, 1, 1, 3, 2], np.int32),
+         normal(5))
+    srt = np.array([1.0, 2.0, 2.0, 3.0, np.nan], np.float32)
+    qv = np.array([[2.0, np.nan, 0.0], [4.0, 1.0, 2.5]], np.float32)
+    case("searchsorted_left", lambda a, v: jnp.searchsorted(a, v), srt, qv, grad=False)
+    case("searchsorted_right", lambda a, v: jnp.searchsorted(a, v, side="right"), srt, qv,
+         grad=False)
+    case("digitize", lambda x, b: jnp.digitize(x, b), qv, srt[:4], grad=False)
+    case("digitize_right_desc", lambda x, b: jnp.digitize(x, b, right=True), qv,
+         srt[:4][::-1].copy(), grad=False)
+    xp = np.array([0.0, 1.0, 1.0, 2.5, 4.0], np.float32)
+    fp = normal(5)
+    xq = np.array([-1.0, 0.0, 0.5, 1.0, 2.0, 3.9, 4.0, 5.0], np.float32)
+    case("interp", jnp.interp, xq, xp, fp)
+    case("interp_lr", lambda x, a, b: jnp.interp(x, a, b, left=-9.0, right=9.0), xq, xp, fp)
+    for mode in ("full", "same", "valid"):
+        case(f"convolve_{mode}", lambda a, v, m=mode: jnp.convolve(a, v, mode=m), normal(6),
+             normal(3))
+        case(f"correlate_{mode}", lambda a, v, m=mode: jnp.correlate(a, v, mode=m), normal(3),
+             normal(5))
+    case("convolve_f64", lambda a, v: jnp.convolve(a, v), normal(4, dtype=np.float64),
+         normal(4, dtype=np.float64))
+
+
+def sets():
+    u = np.array([3.0, 1.0, np.nan, 1.0, np.nan, -2.0], np.float32)
+    case("unique", lambda a: jnp.unique(a, size=6, fill_value=-1), u, grad=False)
+    case("unique_default_fill", lambda a: jnp.unique(a, size=7), u[[0, 1, 3, 5]], grad=False)
+    case("unique_short", lambda a: jnp.unique(a, size=2), ints(0, 4, 3, 3), grad=False)
+    nz = np.array([[0, 2, 0], [1, 0, 3]], np.int32)
+    case("nonzero", lambda a: jnp.nonzero(a, size=4, fill_value=-1), nz)
+    case("nonzero_pad", lambda a: jnp.nonzero(a, size=5), nz)
+    case("nonzero_cut", lambda a: jnp.nonzero(a, size=2), nz)
+    case("argwhere", lambda a: jnp.argwhere(a, size=4), nz > 1)
+    case("where_one", lambda a: jnp.where(a, size=3, fill_value=7), np.array([0.0, 1.5, 0.0, -1.0],
+                                                                              np.float32),
+         grad=False)
+    data = normal(6, 2)
+    ids = np.array([0, 2, 2, 1, 0, 7], np.int32)
+    for op in ("max", "min", "prod"):
+        f = getattr(jax.ops, f"segment_{op}")
+        # JAX differentiates scatter_mul only with unique indices
+        case(f"segment_{op}", lambda d, i, f=f: f(d, i, num_segments=4), data, ids,
+             grad=op != "prod")
+    case("segment_max_int", lambda d, i: jax.ops.segment_max(d, i, num_segments=4),
+         ints(-9, 9, 6), ids)
+    case("segment_max_vmap", lambda d, i: jax.ops.segment_max(d, i, num_segments=3), normal(2, 5),
+         np.array([0, 1, 1, 2, 0], np.int32), vmap=(0, None))
+
+
+def at():
+    x = normal(4, 5, 3)
+    i0 = np.array([[0, -1], [2, 7]], np.int32)
+    i1 = np.array([1, 3], np.int32)
+    v = normal(2, 2, 3)
+    case("at_get_arrays", lambda a, i, j: jnp.asarray(a).at[i, j].get(), x, i0, i1)
+    case("at_get_slice", lambda a: jnp.asarray(a).at[1:4:2, ::-2].get(), x)
+    case("at_get_mixed", lambda a, j: jnp.asarray(a).at[::2, j].get(), x, i1)
+    case("at_get_apart", lambda a, i, j: jnp.asarray(a).at[i, 1:3, j].get(), x, i1, i1)
+    case("at_set", lambda a, i, j, v: jnp.asarray(a).at[i, j].set(v), x, i0, i1, v)
+    case("at_add_dup", lambda a, i, v: jnp.asarray(a).at[i].add(v), normal(5, 2), np.array([1, 1, -1, 9], np.int32),
+         normal(4, 2))
+    case("at_mul", lambda a, v: jnp.asarray(a).at[1:, 0].mul(v), normal(3, 2), normal(2))
+    case("at_min", lambda a, i, v: jnp.asarray(a).at[i].min(v), normal(5), np.array([0, 0, 3], np.int32), normal(3))
+    case("at_max", lambda a, i, v: jnp.asarray(a).at[2:0:-1, i].max(v), normal(4, 3), np.array([2], np.int32),
+         np.float32(0.5))
+    case("at_set_slice_scalar", lambda a: jnp.asarray(a).at[1, :].set(7.0), ints(0, 5, 3, 4), grad=False)
+    case("at_set_vmap", lambda a, i, v: jnp.asarray(a).at[i].set(v), normal(2, 5), np.array([1, 3], np.int32),
+         normal(2, 2), vmap=(0, None, 0))
+
+
 if __name__ == "__main__":
-    groups = sys.argv[1:] or ["linear", "construct", "shape", "math", "activations"]
+    groups = sys.argv[1:] or ["linear", "construct", "shape", "math", "activations", "stats", "sets", "at"]
     if not sys.argv[1:] and os.path.isdir(OUT):
         shutil.rmtree(OUT)
     os.makedirs(OUT, exist_ok=True)
