@@ -288,8 +288,27 @@ def at():
          normal(2, 2), vmap=(0, None, 0))
 
 
+def control():
+    case("map", lambda xs, ws: jax.lax.map(lambda xw: jnp.sin(xw[0]) * jnp.sum(xw[0] * xw[1]),
+                                           (xs, ws)), normal(4, 3), normal(4, 3))
+    case("assoc_add", lambda x: jax.lax.associative_scan(jnp.add, x, axis=1), normal(2, 7))
+    case("assoc_add_rev", lambda x: jax.lax.associative_scan(jnp.add, x, reverse=True),
+         normal(6, dtype=np.float64))
+    case("assoc_matmul", lambda m: jax.lax.associative_scan(jnp.matmul, m), normal(5, 2, 2))
+    case("assoc_affine",
+         lambda a, b: jax.lax.associative_scan(lambda x, y: (x[0] * y[0], y[0] * x[1] + y[1]),
+                                               (a, b)),
+         normal(8), normal(8))
+    case("reduce_mul", lambda x: jax.lax.reduce(x, np.float32(1), lambda a, b: a * b, (1,)),
+         normal(3, 5))
+    case("reduce_lse", lambda x: jax.lax.reduce(x, np.float64(-np.inf), jnp.logaddexp, (0, 2)),
+         normal(3, 2, 5, dtype=np.float64), grad=False)
+    case("reduce_vmap", lambda x: jax.lax.reduce(x, np.float32(1), lambda a, b: a * b, (0,)),
+         normal(2, 3, 4), vmap=0)
+
+
 if __name__ == "__main__":
-    groups = sys.argv[1:] or ["linear", "construct", "shape", "math", "activations", "stats", "sets", "at"]
+    groups = sys.argv[1:] or ["linear", "construct", "shape", "math", "activations", "stats", "sets", "at", "control"]
     if not sys.argv[1:] and os.path.isdir(OUT):
         shutil.rmtree(OUT)
     os.makedirs(OUT, exist_ok=True)
