@@ -39,6 +39,10 @@ def ints(lo, hi, *shape, dtype=np.int32):
     return r.integers(lo, hi, size=shape).astype(dtype)
 
 
+def i32(*v):
+    return np.array(v, np.int32)
+
+
 def case(name, fn, *inputs, grad=True, vmap=None):
     inputs = [np.asarray(x) for x in inputs]
     with jax_mode_for(*[x.dtype for x in inputs]):
@@ -126,7 +130,7 @@ def shape():
     case("tile_short", lambda a: jnp.tile(a, 2), normal(2, 3))
     case("repeat", lambda a: jnp.repeat(a, 3, axis=1), normal(2, 3))
     case("repeat_flat", lambda a: jnp.repeat(a, 2), normal(2, 2))
-    case("repeat_counts", lambda a: jnp.repeat(a, np.array([2, 0, 3], np.int32), axis=0), normal(3, 2))
+    case("repeat_counts", lambda a: jnp.repeat(a, i32(2, 0, 3), axis=0), normal(3, 2))
     case("roll", lambda a: jnp.roll(a, 2, axis=1), normal(3, 5))
     case("roll_neg", lambda a: jnp.roll(a, -7, axis=0), normal(5, 2))
     case("roll_flat", lambda a: jnp.roll(a, 4), normal(3, 3))
@@ -215,9 +219,9 @@ def stats():
                                                        density=True), h, np.abs(normal(20)))
     case("histogram_flat", lambda a: jnp.histogram(a, bins=3), np.full(4, 2.0, np.float32),
          grad=False)
-    case("bincount", lambda x: jnp.bincount(x, length=6), np.array([0, 1, 1, 3, -2, 9, 5], np.int32),
+    case("bincount", lambda x: jnp.bincount(x, length=6), i32(0, 1, 1, 3, -2, 9, 5),
          grad=False)
-    case("bincount_w", lambda x, w: jnp.bincount(x, w, length=4), np.array([0, 1, 1, 3, 2], np.int32),
+    case("bincount_w", lambda x, w: jnp.bincount(x, w, length=4), i32(0, 1, 1, 3, 2),
          normal(5))
     srt = np.array([1.0, 2.0, 2.0, 3.0, np.nan], np.float32)
     qv = np.array([[2.0, np.nan, 0.0], [4.0, 1.0, 2.5]], np.float32)
@@ -255,7 +259,7 @@ def sets():
                                                                               np.float32),
          grad=False)
     data = normal(6, 2)
-    ids = np.array([0, 2, 2, 1, 0, 7], np.int32)
+    ids = i32(0, 2, 2, 1, 0, 7)
     for op in ("max", "min", "prod"):
         f = getattr(jax.ops, f"segment_{op}")
         # JAX differentiates scatter_mul only with unique indices
@@ -264,27 +268,28 @@ def sets():
     case("segment_max_int", lambda d, i: jax.ops.segment_max(d, i, num_segments=4),
          ints(-9, 9, 6), ids)
     case("segment_max_vmap", lambda d, i: jax.ops.segment_max(d, i, num_segments=3), normal(2, 5),
-         np.array([0, 1, 1, 2, 0], np.int32), vmap=(0, None))
+         i32(0, 1, 1, 2, 0), vmap=(0, None))
 
 
 def at():
+    A = jnp.asarray
     x = normal(4, 5, 3)
     i0 = np.array([[0, -1], [2, 7]], np.int32)
-    i1 = np.array([1, 3], np.int32)
+    i1 = i32(1, 3)
     v = normal(2, 2, 3)
-    case("at_get_arrays", lambda a, i, j: jnp.asarray(a).at[i, j].get(), x, i0, i1)
-    case("at_get_slice", lambda a: jnp.asarray(a).at[1:4:2, ::-2].get(), x)
-    case("at_get_mixed", lambda a, j: jnp.asarray(a).at[::2, j].get(), x, i1)
-    case("at_get_apart", lambda a, i, j: jnp.asarray(a).at[i, 1:3, j].get(), x, i1, i1)
-    case("at_set", lambda a, i, j, v: jnp.asarray(a).at[i, j].set(v), x, i0, i1, v)
-    case("at_add_dup", lambda a, i, v: jnp.asarray(a).at[i].add(v), normal(5, 2), np.array([1, 1, -1, 9], np.int32),
+    case("at_get_arrays", lambda a, i, j: A(a).at[i, j].get(), x, i0, i1)
+    case("at_get_slice", lambda a: A(a).at[1:4:2, ::-2].get(), x)
+    case("at_get_mixed", lambda a, j: A(a).at[::2, j].get(), x, i1)
+    case("at_get_apart", lambda a, i, j: A(a).at[i, 1:3, j].get(), x, i1, i1)
+    case("at_set", lambda a, i, j, v: A(a).at[i, j].set(v), x, i0, i1, v)
+    case("at_add_dup", lambda a, i, v: A(a).at[i].add(v), normal(5, 2), i32(1, 1, -1, 9),
          normal(4, 2))
-    case("at_mul", lambda a, v: jnp.asarray(a).at[1:, 0].mul(v), normal(3, 2), normal(2))
-    case("at_min", lambda a, i, v: jnp.asarray(a).at[i].min(v), normal(5), np.array([0, 0, 3], np.int32), normal(3))
-    case("at_max", lambda a, i, v: jnp.asarray(a).at[2:0:-1, i].max(v), normal(4, 3), np.array([2], np.int32),
+    case("at_mul", lambda a, v: A(a).at[1:, 0].mul(v), normal(3, 2), normal(2))
+    case("at_min", lambda a, i, v: A(a).at[i].min(v), normal(5), i32(0, 0, 3), normal(3))
+    case("at_max", lambda a, i, v: A(a).at[2:0:-1, i].max(v), normal(4, 3), i32(2),
          np.float32(0.5))
-    case("at_set_slice_scalar", lambda a: jnp.asarray(a).at[1, :].set(7.0), ints(0, 5, 3, 4), grad=False)
-    case("at_set_vmap", lambda a, i, v: jnp.asarray(a).at[i].set(v), normal(2, 5), np.array([1, 3], np.int32),
+    case("at_set_slice_scalar", lambda a: A(a).at[1, :].set(7), ints(0, 5, 3, 4), grad=False)
+    case("at_set_vmap", lambda a, i, v: A(a).at[i].set(v), normal(2, 5), i32(1, 3),
          normal(2, 2), vmap=(0, None, 0))
 
 
@@ -308,7 +313,8 @@ def control():
 
 
 if __name__ == "__main__":
-    groups = sys.argv[1:] or ["linear", "construct", "shape", "math", "activations", "stats", "sets", "at", "control"]
+    groups = sys.argv[1:] or ["linear", "construct", "shape", "math", "activations", "stats",
+                              "sets", "at", "control"]
     if not sys.argv[1:] and os.path.isdir(OUT):
         shutil.rmtree(OUT)
     os.makedirs(OUT, exist_ok=True)
