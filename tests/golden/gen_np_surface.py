@@ -308,6 +308,11 @@ def control():
          normal(3, 5))
     case("reduce_lse", lambda x: jax.lax.reduce(x, np.float64(-np.inf), jnp.logaddexp, (0, 2)),
          normal(3, 2, 5, dtype=np.float64), grad=False)
+    case("assoc_matmul_vmap", lambda m: jax.lax.associative_scan(jnp.matmul, m),
+         normal(2, 4, 2, 2), vmap=0)
+    case("map_vmap", lambda xs, ws: jax.lax.map(lambda xw: jnp.sin(xw[0]) * jnp.sum(xw[0] * xw[1]),
+                                                (xs, ws)), normal(2, 3, 4), normal(3, 4),
+         vmap=(0, None))
     case("reduce_vmap", lambda x: jax.lax.reduce(x, np.float32(1), lambda a, b: a * b, (0,)),
          normal(2, 3, 4), vmap=0)
 

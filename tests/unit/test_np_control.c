@@ -87,6 +87,8 @@ static const np_case cases[] = {
     NP("reduce_mul", 1, 1, f_reduce_mul),
     NP("reduce_lse", 1, 1, f_reduce_lse, .check_grads = 1),
     NP("reduce_vmap", 1, 1, f_reduce_mul0, .vmap = 1),
+    NP("assoc_matmul_vmap", 1, 1, f_assoc_matmul, .vmap = 1),
+    NP("map_vmap", 2, 1, f_map, .vmap = 1, .in_axes = {0, JX_NONE}),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
