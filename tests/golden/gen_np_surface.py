@@ -147,6 +147,9 @@ def shape():
                                        end_values=0.5), normal(3, 2))
     case("pad_ramp_int", lambda a: jnp.pad(a, ((3, 2),), mode="linear_ramp", end_values=-4),
          ints(0, 20, 4), grad=False)
+    case("array_split_many", lambda a: jnp.array_split(a, 5), normal(3))
+    case("tile_zero", lambda a: jnp.tile(a, (0, 2)), normal(2, 3))
+    case("repeat_zero", lambda a: jnp.repeat(a, 0, axis=0), normal(2, 3))
     case("roll_vmap", lambda a: jnp.roll(a, 1, axis=0), normal(2, 4, 3), vmap=0)
 
 
@@ -289,6 +292,8 @@ def at():
     case("at_max", lambda a, i, v: A(a).at[2:0:-1, i].max(v), normal(4, 3), i32(2),
          np.float32(0.5))
     case("at_set_slice_scalar", lambda a: A(a).at[1, :].set(7), ints(0, 5, 3, 4), grad=False)
+    case("at_get_empty", lambda a: A(a).at[2:2].get(), normal(4, 2))
+    case("at_set_empty", lambda a, v: A(a).at[3:1].set(v), normal(4, 2), normal(2))
     case("at_set_vmap", lambda a, i, v: A(a).at[i].set(v), normal(2, 5), i32(1, 3),
          normal(2, 2), vmap=(0, None, 0))
 

@@ -39,6 +39,12 @@ static void f_mul(jx_array *const *in, jx_array **out) {
 static void f_set1(jx_array *const *in, jx_array **out) {
   out[0] = jx_at_set(in[0], 1, (jx_index[]){JX_IDX(in[1])}, in[2]);
 }
+static void f_get_empty(jx_array *const *in, jx_array **out) {
+  out[0] = jx_at_get(in[0], 1, (jx_index[]){JX_SLICE(2, 2, 1)});
+}
+static void f_set_empty(jx_array *const *in, jx_array **out) {
+  out[0] = jx_at_set(in[0], 1, (jx_index[]){JX_SLICE(3, 1, 1)}, in[1]);
+}
 static void f_min(jx_array *const *in, jx_array **out) {
   out[0] = jx_at_min(in[0], 1, (jx_index[]){JX_IDX(in[1])}, in[2]);
 }
@@ -61,6 +67,8 @@ static const np_case cases[] = {
     NP("at_min", 3, 1, f_min),
     NP("at_max", 3, 1, f_max),
     NP("at_set_slice_scalar", 1, 1, f_set_row),
+    NP("at_get_empty", 1, 1, f_get_empty),
+    NP("at_set_empty", 2, 1, f_set_empty),
     NP("at_set_vmap", 3, 1, f_set1, .vmap = 1, .in_axes = {0, JX_NONE, 0}),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))

@@ -25,6 +25,11 @@ static void f_split_at(jx_array *const *in, jx_array **out) {
 static void f_array_split(jx_array *const *in, jx_array **out) {
   check_ok(jx_array_split(in[0], 3, -1, out));
 }
+static void f_array_split_many(jx_array *const *in, jx_array **out) {
+  check_ok(jx_array_split(in[0], 5, 0, out));
+}
+F1(f_tile_zero, jx_tile(a, JX_SHAPE(0, 2)))
+F1(f_repeat_zero, jx_repeat(a, 0, 0))
 F1(f_tile, jx_tile(a, JX_SHAPE(2, 1, 3)))
 F1(f_tile_short, jx_tile(a, JX_SHAPE(2)))
 F1(f_repeat, jx_repeat(a, 3, 1))
@@ -71,6 +76,9 @@ static const np_case cases[] = {
     NP("pad_constant", 1, 1, f_pad_constant),
     NP("pad_ramp", 1, 1, f_pad_ramp),
     NP("pad_ramp_int", 1, 1, f_pad_ramp_int),
+    NP("array_split_many", 1, 5, f_array_split_many),
+    NP("tile_zero", 1, 1, f_tile_zero),
+    NP("repeat_zero", 1, 1, f_repeat_zero),
     NP("roll_vmap", 1, 1, f_roll_vmap, .vmap = 1),
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
