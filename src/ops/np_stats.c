@@ -251,6 +251,30 @@ jx_array *jx_bincount(jx_array *x, jx_array *weights, int64_t length) {
   return jx_segment_sum(w, idx, length);
 }
 
+/* counts of the flattened x in the bins of the 1-D edges e, as jnp.histogram counts them */
+static jx_status histogram_in(const char *op, jx_array *a, jx_array *e, jx_array *weights,
+                              int density, jx_array **hist, jx_array **edges) {
+  char s[JX_AVAL_STR_CAP], sw[JX_AVAL_STR_CAP];
+  jx_status st;
+  if (weights) {
+    if ((st = jx_check_inputs(op, 1, &weights))) return st;
+    if (!jx_shape_equal(weights->shape, a->shape))
+      return jx_error_set(JX_ERR_SHAPE, "%s: weights %s must have the shape of a %s", op,
+                          str(weights, sw), str(a, s));
+  }
+  int64_t bins = e->shape.dims[0] - 1;
+  jx_array *x = jx_reshape(jx_ops_inexact(a), JX_SHAPE(-1));
+  jx_array *w = weights ? jx_reshape(weights, JX_SHAPE(-1)) : jx_ones_like(x);
+  jx_array *idx = jx_searchsorted(e, x, "right");
+  jx_array *last = jx_reshape(jx_ops_slice_axis(e, 0, bins, bins + 1, 1), JX_SHAPE());
+  idx = jx_where(jx_eq(x, last), jx_full(JX_I32, JX_SHAPE(), (double)bins), idx);
+  jx_array *counts = jx_ops_slice_axis(jx_segment_sum(w, idx, bins + 1), 0, 1, bins + 1, 1);
+  if (density) counts = jx_div(jx_div(counts, jx_diff(e, 1, 0)), jx_sum(counts, JX_AXES(), 0));
+  *hist = counts;
+  *edges = e;
+  return jx_check_inputs(op, 2, (jx_array *[]){counts, e});
+}
+
 jx_status jx_histogram(jx_array *a, int64_t bins, double lo, double hi, jx_array *weights,
                        int density, jx_array **hist, jx_array **edges) {
   const char *op = "jx_histogram";
@@ -264,17 +288,10 @@ jx_status jx_histogram(jx_array *a, int64_t bins, double lo, double hi, jx_array
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                         "%s: the range [%g, %g] must be ordered (or both NaN for a's min and max)",
                         op, lo, hi);
-  char s[JX_AVAL_STR_CAP], sw[JX_AVAL_STR_CAP];
-  if (weights) {
-    if ((st = jx_check_inputs(op, 1, &weights))) return st;
-    if (!jx_shape_equal(weights->shape, a->shape))
-      return jx_error_set(JX_ERR_SHAPE, "%s: weights %s must have the shape of a %s", op,
-                          str(weights, sw), str(a, s));
-  }
-  jx_array *x = jx_reshape(jx_ops_inexact(a), JX_SHAPE(-1));
-  jx_dtype dt = x->dtype;
+  jx_dtype dt = jx_to_inexact(a->dtype);
   jx_array *rlo, *rhi;
   if (isnan(lo)) {
+    jx_array *x = jx_ops_convert(a, dt, 0);
     rlo = jx_min(x, JX_AXES(), 0);
     rhi = jx_max(x, JX_AXES(), 0);
   } else {
@@ -284,16 +301,21 @@ jx_status jx_histogram(jx_array *a, int64_t bins, double lo, double hi, jx_array
   jx_array *flat = jx_eq(jx_sub(rhi, rlo), jx_scalar(JX_I64, 0));
   rlo = jx_where(flat, jx_sub(rlo, jx_scalar(JX_F64, 0.5)), rlo);
   rhi = jx_where(flat, jx_add(rhi, jx_scalar(JX_F64, 0.5)), rhi);
-  jx_array *e = jx_linspace(rlo, rhi, bins + 1, 1, 0);
-  jx_array *w = weights ? jx_reshape(weights, JX_SHAPE(-1)) : jx_ones_like(x);
-  jx_array *idx = jx_searchsorted(e, x, "right");
-  jx_array *last = jx_reshape(jx_ops_slice_axis(e, 0, bins, bins + 1, 1), JX_SHAPE());
-  idx = jx_where(jx_eq(x, last), jx_full(JX_I32, JX_SHAPE(), (double)bins), idx);
-  jx_array *counts = jx_ops_slice_axis(jx_segment_sum(w, idx, bins + 1), 0, 1, bins + 1, 1);
-  if (density) counts = jx_div(jx_div(counts, jx_diff(e, 1, 0)), jx_sum(counts, JX_AXES(), 0));
-  *hist = counts;
-  *edges = e;
-  return jx_check_inputs(op, 2, (jx_array *[]){counts, e});
+  return histogram_in(op, a, jx_linspace(rlo, rhi, bins + 1, 1, 0), weights, density, hist, edges);
+}
+
+jx_status jx_histogram_edges(jx_array *a, jx_array *bin_edges, jx_array *weights, int density,
+                             jx_array **hist) {
+  const char *op = "jx_histogram_edges";
+  if (!hist) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: hist is NULL", op);
+  *hist = jx_poison();
+  jx_status st = jx_check_inputs(op, 2, (jx_array *[]){a, bin_edges});
+  if (st || (st = jx_ops_need_rank(op, "bin_edges", bin_edges, 1))) return st;
+  if (bin_edges->shape.dims[0] < 2)
+    return jx_error_set(JX_ERR_SHAPE, "%s: bin_edges needs at least 2 edges, got %lld", op,
+                        (long long)bin_edges->shape.dims[0]);
+  jx_array *e = jx_ops_convert(bin_edges, jx_to_inexact(a->dtype), 0), *edges;
+  return histogram_in(op, a, e, weights, density, hist, &edges);
 }
 
 /* ---- convolve, correlate ---- */

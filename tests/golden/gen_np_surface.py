@@ -222,6 +222,8 @@ def stats():
                                                        density=True), h, np.abs(normal(20)))
     case("histogram_flat", lambda a: jnp.histogram(a, bins=3), np.full(4, 2.0, np.float32),
          grad=False)
+    case("histogram_edges", lambda a, e, w: jnp.histogram(a, bins=e, weights=w)[0], h,
+         np.array([-2.0, -0.5, 0.0, 0.1, 3.0], np.float32), np.abs(normal(20)))
     case("bincount", lambda x: jnp.bincount(x, length=6), i32(0, 1, 1, 3, -2, 9, 5),
          grad=False)
     case("bincount_w", lambda x, w: jnp.bincount(x, w, length=4), i32(0, 1, 1, 3, 2),

@@ -45,6 +45,9 @@ static void f_histogram_range(jx_array *const *in, jx_array **out) {
 static void f_histogram_flat(jx_array *const *in, jx_array **out) {
   check_ok(jx_histogram(in[0], 3, NAN, NAN, NULL, 0, &out[0], &out[1]));
 }
+static void f_histogram_edges(jx_array *const *in, jx_array **out) {
+  check_ok(jx_histogram_edges(in[0], in[1], in[2], 0, &out[0]));
+}
 F1(f_bincount, jx_bincount(a, NULL, 6))
 F2(f_bincount_w, jx_bincount(a, b, 4))
 F2(f_searchsorted_left, jx_searchsorted(a, b, NULL))
@@ -83,6 +86,7 @@ static const np_case cases[] = {
     NP("histogram", 1, 2, f_histogram),
     NP("histogram_range", 2, 2, f_histogram_range),
     NP("histogram_flat", 1, 2, f_histogram_flat),
+    NP("histogram_edges", 3, 1, f_histogram_edges),
     NP("bincount", 1, 1, f_bincount),
     NP("bincount_w", 2, 1, f_bincount_w),
     NP("searchsorted_left", 2, 1, f_searchsorted_left),
@@ -140,6 +144,10 @@ static void test_errors(void **state) {
   assert_int_not_equal(jx_histogram(v, 3, NAN, NAN, m, 0, &h, &e), JX_OK);
   assert_error_has("weights f32[3,4] must have the shape of a f32[4]");
   assert_true(jx_is_poisoned(h));
+  assert_int_not_equal(jx_histogram_edges(v, jx_zeros(JX_F32, JX_SHAPE(1)), NULL, 0, &h), JX_OK);
+  assert_error_has("at least 2 edges, got 1");
+  assert_int_not_equal(jx_histogram_edges(v, m, NULL, 0, &h), JX_OK);
+  assert_error_has("bin_edges must be 1-D");
 }
 
 int main(void) {
