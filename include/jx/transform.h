@@ -188,6 +188,10 @@ JX_API jx_status jx_fori(int64_t lo, int64_t hi, jx_fn *body, int n, jx_array *c
  *     reduced over axes (JX_AXES(): none) by a pairwise tree, JAX's order
  *     for its derivative. */
 JX_API jx_status jx_map(jx_fn *f, int nxs, jx_array *const *xs, jx_array **out);
+/* map with lax.map's batch_size: f vmapped over batches of batch_size slices,
+ * the batches in a scan, the remainder after them (the same outputs as jx_map) */
+JX_API jx_status jx_map_batched(jx_fn *f, int64_t batch_size, int nxs, jx_array *const *xs,
+                                jx_array **out);
 JX_API jx_status jx_associative_scan(jx_fn *fn, int n, jx_array *const *elems, int reverse,
                                      int axis, jx_array **out);
 JX_API jx_status jx_reduce(jx_fn *fn, int n, jx_array *const *operands, jx_array *const *init,
@@ -220,6 +224,7 @@ JX_API int64_t jx_fn_trace_count(const jx_fn *f);
 #define jx_scan(...)             JX_LOCATED_STATUS(jx_scan, __VA_ARGS__)
 #define jx_fori(...)             JX_LOCATED_STATUS(jx_fori, __VA_ARGS__)
 #define jx_map(...)              JX_LOCATED_STATUS(jx_map, __VA_ARGS__)
+#define jx_map_batched(...)      JX_LOCATED_STATUS(jx_map_batched, __VA_ARGS__)
 #define jx_associative_scan(...) JX_LOCATED_STATUS(jx_associative_scan, __VA_ARGS__)
 #define jx_reduce(...)           JX_LOCATED_STATUS(jx_reduce, __VA_ARGS__)
 

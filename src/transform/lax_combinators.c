@@ -43,6 +43,57 @@ jx_status jx_map(jx_fn *f, int nxs, jx_array *const *xs, jx_array **out) {
   return st;
 }
 
+/* lax.map's batch_size: vmap(f) over whole batches in a scan, then over the remainder */
+jx_status jx_map_batched(jx_fn *f, int64_t batch_size, int nxs, jx_array *const *xs,
+                         jx_array **out) {
+  const char *op = "jx_map_batched";
+  if (!f || !out || nxs < 1 || nxs > 64 || !xs)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: needs f, out and 1 to 64 xs (given %d)", op,
+                        nxs);
+  int nout = jx_fn_nout(f);
+  for (int i = 0; i < nout; i++) out[i] = jx_poison();
+  if (batch_size < 1)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: batch_size %lld must be >= 1", op,
+                        (long long)batch_size);
+  jx_status st = jx_check_inputs(op, nxs, xs);
+  if (st) return st;
+  char s0[JX_AVAL_STR_CAP], si[JX_AVAL_STR_CAP];
+  for (int i = 0; i < nxs; i++)
+    if (xs[i]->shape.rank < 1 || xs[i]->shape.rank >= JX_MAX_RANK ||
+        xs[i]->shape.dims[0] != xs[0]->shape.dims[0])
+      return jx_error_set(JX_ERR_SHAPE,
+                          "%s: xs %d %s must have the leading axis of xs 0 %s (rank below %d)", op,
+                          i, jx_aval_str(xs[i]->dtype, xs[i]->shape, si),
+                          jx_aval_str(xs[0]->dtype, xs[0]->shape, s0), JX_MAX_RANK);
+  int64_t n = xs[0]->shape.dims[0], nb = n / batch_size, whole = nb * batch_size;
+  jx_fn *vf = jx_vmap(f, JX_AXES(), JX_AXES());
+  if (!vf) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  jx_array *in[64], *ys[64], *rest[64];
+  if (nb > 0) {
+    for (int i = 0; i < nxs; i++) {
+      jx_shape s = xs[i]->shape, bs = {s.rank + 1, {nb, batch_size}};
+      for (int d = 1; d < s.rank; d++) bs.dims[d + 1] = s.dims[d];
+      in[i] = jx_reshape(jx_ops_slice_axis(xs[i], 0, 0, whole, 1), bs);
+    }
+    st = jx_map(vf, nxs, in, ys);
+    for (int o = 0; o < nout && !st; o++) {
+      jx_shape s = jx_shape_of(ys[o]), flat = {s.rank - 1, {whole}};
+      for (int d = 2; d < s.rank; d++) flat.dims[d - 1] = s.dims[d];
+      ys[o] = jx_reshape(ys[o], flat);
+    }
+  }
+  if (!st && whole < n) {
+    for (int i = 0; i < nxs; i++) in[i] = jx_ops_slice_axis(xs[i], 0, whole, n, 1);
+    st = jx_call(vf, in, rest);
+    for (int o = 0; o < nout && !st; o++)
+      ys[o] = nb > 0 ? jx_concatenate(2, (jx_array *[]){ys[o], rest[o]}, 0) : rest[o];
+  }
+  jx_fn_release(vf);
+  if (st) return st;
+  for (int o = 0; o < nout; o++) out[o] = ys[o];
+  return jx_check_inputs(op, nout, out);
+}
+
 /* ---- associative_scan ---- */
 
 typedef struct {

@@ -303,6 +303,9 @@ def at():
 def control():
     case("map", lambda xs, ws: jax.lax.map(lambda xw: jnp.sin(xw[0]) * jnp.sum(xw[0] * xw[1]),
                                            (xs, ws)), normal(4, 3), normal(4, 3))
+    case("map_batched", lambda xs, ws: jax.lax.map(
+        lambda xw: jnp.sin(xw[0]) * jnp.sum(xw[0] * xw[1]), (xs, ws), batch_size=3),
+        normal(7, 3), normal(7, 3))
     case("assoc_add", lambda x: jax.lax.associative_scan(jnp.add, x, axis=1), normal(2, 7))
     case("assoc_add_rev", lambda x: jax.lax.associative_scan(jnp.add, x, reverse=True),
          normal(6, dtype=np.float64))

@@ -49,6 +49,11 @@ static void f_map(jx_array *const *in, jx_array **out) {
   check_ok(jx_map(f, 2, in, out));
   jx_fn_release(f);
 }
+static void f_map_batched(jx_array *const *in, jx_array **out) {
+  jx_fn *f = fn("map_f", 2, 1, map_f);
+  check_ok(jx_map_batched(f, 3, 2, in, out));
+  jx_fn_release(f);
+}
 static void assoc1(jx_array *const *in, jx_array **out, jx_body body, int reverse, int axis) {
   jx_fn *f = fn("combine", 2, 1, body);
   check_ok(jx_associative_scan(f, 1, in, reverse, axis, out));
@@ -80,6 +85,7 @@ static void f_reduce_lse(jx_array *const *in, jx_array **out) {
 
 static const np_case cases[] = {
     NP("map", 2, 1, f_map),
+    NP("map_batched", 2, 1, f_map_batched),
     NP("assoc_add", 1, 1, f_assoc_add),
     NP("assoc_add_rev", 1, 1, f_assoc_add_rev, .check_grads = 1),
     NP("assoc_matmul", 1, 1, f_assoc_matmul),
@@ -111,6 +117,8 @@ static void test_errors(void **state) {
   assert_error_has("add takes 2 inputs, given 1 xs");
   assert_int_not_equal(jx_map(add, 2, (jx_array *[]){v, m}, out), JX_OK);
   assert_error_has("must have the leading axis of xs 0 f32[4]");
+  assert_int_not_equal(jx_map_batched(add, 0, 2, (jx_array *[]){v, v}, out), JX_OK);
+  assert_error_has("batch_size 0 must be >= 1");
   assert_int_not_equal(jx_associative_scan(add, 2, (jx_array *[]){v, v}, 0, 0, out), JX_OK);
   assert_error_has("add must take 4 inputs");
   assert_int_not_equal(jx_associative_scan(add, 1, &v, 0, 1, out), JX_OK);
