@@ -245,7 +245,7 @@ JX_API jx_array *jx_outer(jx_array *a, jx_array *b); /* both flattened */
 JX_API jx_array *jx_kron(jx_array *a, jx_array *b);
 /* the offset diagonal of the planes (axis1, axis2), as a new last axis */
 JX_API jx_array *jx_diagonal(jx_array *a, int offset, int axis1, int axis2);
-/* jnp.trace (jx_trace names the tracer): the sum of jx_diagonal */
+/* jnp.trace (jx_trace is another name inside jx): the sum of jx_diagonal */
 JX_API jx_array *jx_matrix_trace(jx_array *a, int offset, int axis1, int axis2);
 /* 1-D: a square matrix with v on diagonal k; 2-D: its diagonal k */
 JX_API jx_array *jx_diag(jx_array *v, int k);
@@ -266,7 +266,7 @@ JX_API jx_array *jx_logspace(jx_array *start, jx_array *stop, int64_t num, int e
 JX_API jx_status jx_meshgrid(int n, jx_array *const *xs, const char *indexing, jx_array **out);
 
 /* ---- shapes ---- */
-/* n equal parts along axis (out[0..n)); the axis must divide evenly */
+/* jnp.split(a, n): n equal parts along axis (out[0..n)); the axis must divide evenly */
 JX_API jx_status jx_split_sections(jx_array *a, int n, int axis, jx_array **out);
 /* at the positions idx[0..n) (non-decreasing, in [0, len]): out[0..n] */
 JX_API jx_status jx_split_at(jx_array *a, int n, const int64_t *idx, int axis, jx_array **out);
