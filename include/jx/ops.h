@@ -226,6 +226,164 @@ JX_API jx_array *jx_max_pool(jx_array *x, jx_shape window, jx_shape strides, con
 JX_API jx_array *jx_avg_pool(jx_array *x, jx_shape window, jx_shape strides, const char *padding);
 /* NHWC; padding "VALID" or "SAME" */
 
+/* ==== the jax.numpy / jax.nn surface: composites of the ops above ====
+ * Each is built from the ops and primitives above as jax.numpy builds it, so
+ * grad, vmap, jit and sharding apply unchanged; values, dtypes and
+ * gradients follow JAX (docs/numpy.md lists the surface). An `int axis`
+ * documented as "JX_NONE flattens" takes JX_NONE for NumPy's axis=None. */
+
+/* ---- linear algebra helpers (jnp.dot, vdot, tensordot, outer, kron, trace, diag, tri) ---- */
+/* 0-d: product; 1-D.1-D: inner; N-D.1-D: over a's last axis; N-D.M-D: a's last with b's
+   second-to-last */
+JX_API jx_array *jx_dot(jx_array *a, jx_array *b);
+JX_API jx_array *jx_vdot(jx_array *a, jx_array *b); /* both flattened; equal sizes */
+/* a's last n axes with b's first n */
+JX_API jx_array *jx_tensordot(jx_array *a, jx_array *b, int n);
+/* a_axes[i] contracted with b_axes[i]; result: a's free axes, then b's */
+JX_API jx_array *jx_tensordot_axes(jx_array *a, jx_array *b, jx_axes a_axes, jx_axes b_axes);
+JX_API jx_array *jx_outer(jx_array *a, jx_array *b); /* both flattened */
+JX_API jx_array *jx_kron(jx_array *a, jx_array *b);
+/* the offset diagonal of the planes (axis1, axis2), as a new last axis */
+JX_API jx_array *jx_diagonal(jx_array *a, int offset, int axis1, int axis2);
+/* jnp.trace (jx_trace is another name inside jx): the sum of jx_diagonal */
+JX_API jx_array *jx_matrix_trace(jx_array *a, int offset, int axis1, int axis2);
+/* 1-D: a square matrix with v on diagonal k; 2-D: its diagonal k */
+JX_API jx_array *jx_diag(jx_array *v, int k);
+JX_API jx_array *jx_tril(jx_array *a, int k); /* last two axes; zero above diagonal k */
+JX_API jx_array *jx_triu(jx_array *a, int k); /* zero below diagonal k */
+
+/* ---- construction ---- */
+JX_API jx_array *jx_zeros_like(jx_array *a); /* a's dtype (and weak type) and shape */
+JX_API jx_array *jx_ones_like(jx_array *a);
+JX_API jx_array *jx_full_like(jx_array *a, double v);
+/* num points from start to stop (broadcast together; the points along axis of the result),
+   stop included when endpoint; dtype: the inexact type of start and stop; differentiable in
+   start and stop */
+JX_API jx_array *jx_linspace(jx_array *start, jx_array *stop, int64_t num, int endpoint, int axis);
+JX_API jx_array *jx_logspace(jx_array *start, jx_array *stop, int64_t num, int endpoint,
+                             double base, int axis); /* base ** linspace */
+/* indexing "xy" (the first two outputs' axes swapped) or "ij"; out[0..n) */
+JX_API jx_status jx_meshgrid(int n, jx_array *const *xs, const char *indexing, jx_array **out);
+
+/* ---- shapes ---- */
+/* jnp.split(a, n): n equal parts along axis (out[0..n)); the axis must divide evenly */
+JX_API jx_status jx_split_sections(jx_array *a, int n, int axis, jx_array **out);
+/* at the positions idx[0..n) (non-decreasing, in [0, len]): out[0..n] */
+JX_API jx_status jx_split_at(jx_array *a, int n, const int64_t *idx, int axis, jx_array **out);
+/* n parts, the first len % n of them one longer */
+JX_API jx_status jx_array_split(jx_array *a, int n, int axis, jx_array **out);
+JX_API jx_array *jx_tile(jx_array *a, jx_shape reps);
+/* each element repeats times along axis (JX_NONE flattens first) */
+JX_API jx_array *jx_repeat(jx_array *a, int64_t repeats, int axis);
+/* element i repeats[i] times (n = the axis' length) */
+JX_API jx_array *jx_repeat_counts(jx_array *a, int n, const int64_t *repeats, int axis);
+/* shift elements along axis (JX_NONE: the flattened array, reshaped back); negative shifts
+   roll backwards */
+JX_API jx_array *jx_roll(jx_array *a, int64_t shift, int axis);
+JX_API jx_array *jx_moveaxis(jx_array *a, jx_axes source, jx_axes destination);
+JX_API jx_array *jx_swapaxes(jx_array *a, int axis1, int axis2);
+JX_API jx_array *jx_diff(jx_array *a, int n, int axis); /* n-th difference; bool: != */
+/* jnp.pad modes: "constant" (value), "edge", "reflect", "symmetric", "wrap", "linear_ramp"
+   (ramps to value); reflect and symmetric are NumPy's even reflections */
+JX_API jx_array *jx_pad_mode(jx_array *a, jx_shape lo, jx_shape hi, const char *mode, double value);
+
+/* ---- elementwise ---- */
+JX_API jx_array *jx_isnan(jx_array *a); /* bool */
+JX_API jx_array *jx_isinf(jx_array *a);
+/* NaN -> nan, +inf -> posinf, -inf -> neginf; posinf = +inf / neginf = -inf pick the dtype's
+   largest / lowest finite value (JAX's None) */
+JX_API jx_array *jx_nan_to_num(jx_array *a, double nan, double posinf, double neginf);
+/* |a - b| <= atol + rtol * |b|; infinities equal when equal; NaNs equal when equal_nan */
+JX_API jx_array *jx_isclose(jx_array *a, jx_array *b, double rtol, double atol, int equal_nan);
+JX_API jx_array *jx_allclose(jx_array *a, jx_array *b, double rtol, double atol,
+                             int equal_nan); /* a bool scalar */
+JX_API jx_array *jx_log2(jx_array *a);
+JX_API jx_array *jx_log10(jx_array *a);
+/* log(exp(a) + exp(b)) without overflow; JAX's custom derivative */
+JX_API jx_array *jx_logaddexp(jx_array *a, jx_array *b);
+JX_API jx_array *jx_hypot(jx_array *a, jx_array *b);
+/* jnp.clip with array bounds (NULL: no bound): minimum(maximum(lo, a), hi) */
+JX_API jx_array *jx_clip_arrays(jx_array *a, jx_array *lo, jx_array *hi);
+
+/* ---- jax.nn activations ---- */
+JX_API jx_array *jx_elu(jx_array *a, double alpha);
+JX_API jx_array *jx_leaky_relu(jx_array *a, double negative_slope);
+JX_API jx_array *jx_selu(jx_array *a);
+JX_API jx_array *jx_glu(jx_array *a, int axis); /* first half * sigmoid(second half) */
+/* (a - mean) * rsqrt(var + epsilon) over axes (JX_AXES(): the last axis) */
+JX_API jx_array *jx_standardize(jx_array *a, jx_axes ax, double epsilon);
+
+/* ---- statistics ---- */
+/* divided by n - ddof */
+JX_API jx_array *jx_var_ddof(jx_array *a, jx_axes ax, double ddof, int keepdims);
+JX_API jx_array *jx_std_ddof(jx_array *a, jx_axes ax, double ddof, int keepdims);
+/* q: a scalar or 1-D (its axis leads the result); over axes (JX_AXES(): all); method:
+   "linear" (NULL), "lower", "higher", "nearest", "midpoint"; a NaN along the axes gives NaN */
+JX_API jx_array *jx_quantile(jx_array *a, jx_array *q, jx_axes ax, const char *method,
+                             int keepdims);
+JX_API jx_array *jx_percentile(jx_array *a, jx_array *q, jx_axes ax, const char *method,
+                               int keepdims); /* q in [0, 100] */
+JX_API jx_array *jx_median(jx_array *a, jx_axes ax, int keepdims);
+/* counts of a (flattened) in bins equal bins over [lo, hi] (both NaN: a's min and max, widened
+   by 0.5 when equal); the last bin includes hi; weights NULL counts 1; density divides by the
+   total and the width. *hist: bins values; *edges: bins + 1. */
+JX_API jx_status jx_histogram(jx_array *a, int64_t bins, double lo, double hi, jx_array *weights,
+                              int density, jx_array **hist, jx_array **edges);
+/* the same over the given 1-D bin_edges (jnp.histogram with an array of bins) */
+JX_API jx_status jx_histogram_edges(jx_array *a, jx_array *bin_edges, jx_array *weights,
+                                    int density, jx_array **hist);
+/* counts of each value of the 1-D non-negative integer x in [0, length) (negative values count
+   as 0, values >= length are dropped); weights NULL counts 1 */
+JX_API jx_array *jx_bincount(jx_array *x, jx_array *weights, int64_t length);
+/* insertion points of v in the 1-D sorted a: side "left" (NULL) or "right"; NaNs sort last */
+JX_API jx_array *jx_searchsorted(jx_array *a, jx_array *v, const char *side);
+/* the bin of each x in the 1-D monotonic bins (right: intervals closed on the right) */
+JX_API jx_array *jx_digitize(jx_array *x, jx_array *bins, int right);
+/* piecewise-linear interpolation of (xp, fp) at x; left/right (NULL: fp[0], fp[-1]) outside */
+JX_API jx_array *jx_interp(jx_array *x, jx_array *xp, jx_array *fp, const double *left,
+                           const double *right);
+/* 1-D: mode "full" (NULL), "same" or "valid"; convolve flips v, correlate does not */
+JX_API jx_array *jx_convolve(jx_array *a, jx_array *v, const char *mode);
+JX_API jx_array *jx_correlate(jx_array *a, jx_array *v, const char *mode);
+
+/* ---- sets and nonzero, with the static size JAX requires under jit ---- */
+/* the sorted distinct values of a (flattened; NaNs equal), the first size of them, padded with
+   fill (NULL: the smallest value) */
+JX_API jx_array *jx_unique(jx_array *a, int64_t size, jx_array *fill);
+/* out[0..ndim): the indices of a's nonzero elements per axis, in row-major order, the first
+   size of them, padded with fill */
+JX_API jx_status jx_nonzero(jx_array *a, int64_t size, int64_t fill, jx_array **out);
+JX_API jx_array *jx_argwhere(jx_array *a, int64_t size, int64_t fill); /* [size, ndim] */
+/* jnp.where(cond, size=, fill_value=): jx_nonzero */
+JX_API jx_status jx_where_indices(jx_array *cond, int64_t size, int64_t fill, jx_array **out);
+
+/* ---- segment reductions (ids out of [0, n) are dropped; empty segments hold the identity) */
+JX_API jx_array *jx_segment_max(jx_array *data, jx_array *segment_ids, int64_t n);
+JX_API jx_array *jx_segment_min(jx_array *data, jx_array *segment_ids, int64_t n);
+JX_API jx_array *jx_segment_prod(jx_array *data, jx_array *segment_ids, int64_t n);
+
+/* ---- x.at[idx]: the gather/scatter of an index expression ----
+ * idx[0..n) index a's leading n axes as NumPy does: an integer array (every array entry
+ * broadcast together; their dims replace the indexed axes where those are adjacent, else lead
+ * the result) or a static slice start:stop:step (JX_END: NumPy's empty bound). Negative
+ * indices wrap once; reads clamp an out-of-range index (and drop its gradient), updates drop it
+ * (JAX's defaults).
+ * values broadcast to the shape jx_at_get gives and take a's dtype. */
+#define JX_END INT64_MIN
+typedef struct {
+  jx_array *array; /* NULL: the slice */
+  int64_t start, stop, step;
+} jx_index;
+#define JX_IDX(a)                   ((jx_index){(a), 0, 0, 0})
+#define JX_SLICE(start, stop, step) ((jx_index){NULL, (start), (stop), (step)})
+#define JX_ALL                      JX_SLICE(JX_END, JX_END, 1)
+JX_API jx_array *jx_at_get(jx_array *a, int n, const jx_index *idx);
+JX_API jx_array *jx_at_set(jx_array *a, int n, const jx_index *idx, jx_array *values);
+JX_API jx_array *jx_at_add(jx_array *a, int n, const jx_index *idx, jx_array *values);
+JX_API jx_array *jx_at_mul(jx_array *a, int n, const jx_index *idx, jx_array *values);
+JX_API jx_array *jx_at_min(jx_array *a, int n, const jx_index *idx, jx_array *values);
+JX_API jx_array *jx_at_max(jx_array *a, int n, const jx_index *idx, jx_array *values);
+
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_add(...)                    JX_LOCATED(jx_add, __VA_ARGS__)
 #define jx_sub(...)                    JX_LOCATED(jx_sub, __VA_ARGS__)
@@ -359,6 +517,76 @@ JX_API jx_array *jx_avg_pool(jx_array *x, jx_shape window, jx_shape strides, con
 #define jx_reduce_window(...)          JX_LOCATED(jx_reduce_window, __VA_ARGS__)
 #define jx_max_pool(...)               JX_LOCATED(jx_max_pool, __VA_ARGS__)
 #define jx_avg_pool(...)               JX_LOCATED(jx_avg_pool, __VA_ARGS__)
+/* the jax.numpy / jax.nn surface */
+#define jx_dot(...)             JX_LOCATED(jx_dot, __VA_ARGS__)
+#define jx_vdot(...)            JX_LOCATED(jx_vdot, __VA_ARGS__)
+#define jx_tensordot(...)       JX_LOCATED(jx_tensordot, __VA_ARGS__)
+#define jx_tensordot_axes(...)  JX_LOCATED(jx_tensordot_axes, __VA_ARGS__)
+#define jx_outer(...)           JX_LOCATED(jx_outer, __VA_ARGS__)
+#define jx_kron(...)            JX_LOCATED(jx_kron, __VA_ARGS__)
+#define jx_diagonal(...)        JX_LOCATED(jx_diagonal, __VA_ARGS__)
+#define jx_matrix_trace(...)    JX_LOCATED(jx_matrix_trace, __VA_ARGS__)
+#define jx_diag(...)            JX_LOCATED(jx_diag, __VA_ARGS__)
+#define jx_tril(...)            JX_LOCATED(jx_tril, __VA_ARGS__)
+#define jx_triu(...)            JX_LOCATED(jx_triu, __VA_ARGS__)
+#define jx_zeros_like(...)      JX_LOCATED(jx_zeros_like, __VA_ARGS__)
+#define jx_ones_like(...)       JX_LOCATED(jx_ones_like, __VA_ARGS__)
+#define jx_full_like(...)       JX_LOCATED(jx_full_like, __VA_ARGS__)
+#define jx_linspace(...)        JX_LOCATED(jx_linspace, __VA_ARGS__)
+#define jx_logspace(...)        JX_LOCATED(jx_logspace, __VA_ARGS__)
+#define jx_meshgrid(...)        JX_LOCATED_STATUS(jx_meshgrid, __VA_ARGS__)
+#define jx_split_sections(...)  JX_LOCATED_STATUS(jx_split_sections, __VA_ARGS__)
+#define jx_split_at(...)        JX_LOCATED_STATUS(jx_split_at, __VA_ARGS__)
+#define jx_array_split(...)     JX_LOCATED_STATUS(jx_array_split, __VA_ARGS__)
+#define jx_tile(...)            JX_LOCATED(jx_tile, __VA_ARGS__)
+#define jx_repeat(...)          JX_LOCATED(jx_repeat, __VA_ARGS__)
+#define jx_repeat_counts(...)   JX_LOCATED(jx_repeat_counts, __VA_ARGS__)
+#define jx_roll(...)            JX_LOCATED(jx_roll, __VA_ARGS__)
+#define jx_moveaxis(...)        JX_LOCATED(jx_moveaxis, __VA_ARGS__)
+#define jx_swapaxes(...)        JX_LOCATED(jx_swapaxes, __VA_ARGS__)
+#define jx_diff(...)            JX_LOCATED(jx_diff, __VA_ARGS__)
+#define jx_pad_mode(...)        JX_LOCATED(jx_pad_mode, __VA_ARGS__)
+#define jx_isnan(...)           JX_LOCATED(jx_isnan, __VA_ARGS__)
+#define jx_isinf(...)           JX_LOCATED(jx_isinf, __VA_ARGS__)
+#define jx_nan_to_num(...)      JX_LOCATED(jx_nan_to_num, __VA_ARGS__)
+#define jx_isclose(...)         JX_LOCATED(jx_isclose, __VA_ARGS__)
+#define jx_allclose(...)        JX_LOCATED(jx_allclose, __VA_ARGS__)
+#define jx_log2(...)            JX_LOCATED(jx_log2, __VA_ARGS__)
+#define jx_log10(...)           JX_LOCATED(jx_log10, __VA_ARGS__)
+#define jx_logaddexp(...)       JX_LOCATED(jx_logaddexp, __VA_ARGS__)
+#define jx_hypot(...)           JX_LOCATED(jx_hypot, __VA_ARGS__)
+#define jx_clip_arrays(...)     JX_LOCATED(jx_clip_arrays, __VA_ARGS__)
+#define jx_elu(...)             JX_LOCATED(jx_elu, __VA_ARGS__)
+#define jx_leaky_relu(...)      JX_LOCATED(jx_leaky_relu, __VA_ARGS__)
+#define jx_selu(...)            JX_LOCATED(jx_selu, __VA_ARGS__)
+#define jx_glu(...)             JX_LOCATED(jx_glu, __VA_ARGS__)
+#define jx_var_ddof(...)        JX_LOCATED(jx_var_ddof, __VA_ARGS__)
+#define jx_std_ddof(...)        JX_LOCATED(jx_std_ddof, __VA_ARGS__)
+#define jx_quantile(...)        JX_LOCATED(jx_quantile, __VA_ARGS__)
+#define jx_percentile(...)      JX_LOCATED(jx_percentile, __VA_ARGS__)
+#define jx_median(...)          JX_LOCATED(jx_median, __VA_ARGS__)
+#define jx_histogram(...)       JX_LOCATED_STATUS(jx_histogram, __VA_ARGS__)
+#define jx_histogram_edges(...) JX_LOCATED_STATUS(jx_histogram_edges, __VA_ARGS__)
+#define jx_bincount(...)        JX_LOCATED(jx_bincount, __VA_ARGS__)
+#define jx_searchsorted(...)    JX_LOCATED(jx_searchsorted, __VA_ARGS__)
+#define jx_digitize(...)        JX_LOCATED(jx_digitize, __VA_ARGS__)
+#define jx_interp(...)          JX_LOCATED(jx_interp, __VA_ARGS__)
+#define jx_convolve(...)        JX_LOCATED(jx_convolve, __VA_ARGS__)
+#define jx_correlate(...)       JX_LOCATED(jx_correlate, __VA_ARGS__)
+#define jx_unique(...)          JX_LOCATED(jx_unique, __VA_ARGS__)
+#define jx_nonzero(...)         JX_LOCATED_STATUS(jx_nonzero, __VA_ARGS__)
+#define jx_argwhere(...)        JX_LOCATED(jx_argwhere, __VA_ARGS__)
+#define jx_where_indices(...)   JX_LOCATED_STATUS(jx_where_indices, __VA_ARGS__)
+#define jx_segment_max(...)     JX_LOCATED(jx_segment_max, __VA_ARGS__)
+#define jx_segment_min(...)     JX_LOCATED(jx_segment_min, __VA_ARGS__)
+#define jx_segment_prod(...)    JX_LOCATED(jx_segment_prod, __VA_ARGS__)
+#define jx_at_get(...)          JX_LOCATED(jx_at_get, __VA_ARGS__)
+#define jx_at_set(...)          JX_LOCATED(jx_at_set, __VA_ARGS__)
+#define jx_at_add(...)          JX_LOCATED(jx_at_add, __VA_ARGS__)
+#define jx_at_mul(...)          JX_LOCATED(jx_at_mul, __VA_ARGS__)
+#define jx_at_min(...)          JX_LOCATED(jx_at_min, __VA_ARGS__)
+#define jx_at_max(...)          JX_LOCATED(jx_at_max, __VA_ARGS__)
+#define jx_standardize(...)     JX_LOCATED(jx_standardize, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

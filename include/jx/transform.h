@@ -177,6 +177,29 @@ JX_API jx_status jx_scan(jx_fn *body, int ncarry, jx_array *const *init, int nxs
 JX_API jx_status jx_fori(int64_t lo, int64_t hi, jx_fn *body, int n, jx_array *const *init,
                          jx_array **out);
 
+/* lax.map, lax.associative_scan and lax.reduce with a generic monoid, built on
+ * jx_scan, slices and jx_vmap, so that they differentiate, batch and jit
+ * wherever their functions do.
+ *   map: f applied to each slice of xs[0..nxs) along their leading axis (one
+ *     length), its outputs stacked along a new leading axis in out.
+ *   associative_scan: fn: (a[0..n), b[0..n)) -> c[0..n), associative and
+ *     applied to whole arrays (each element of a with the same element of b,
+ *     as lax.associative_scan needs); out[i] has elems[i]'s shape, element k
+ *     the combination of elements 0..k along axis (k..end when reverse).
+ *   reduce: fn the same shape of monoid on scalars (vmapped over the other
+ *     axes), init[i] its identity (a scalar of operand i's dtype); operands
+ *     reduced over axes (JX_AXES(): none) by a pairwise tree, JAX's order
+ *     for its derivative. */
+JX_API jx_status jx_map(jx_fn *f, int nxs, jx_array *const *xs, jx_array **out);
+/* map with lax.map's batch_size: f vmapped over batches of batch_size slices,
+ * the batches in a scan, the remainder after them (the same outputs as jx_map) */
+JX_API jx_status jx_map_batched(jx_fn *f, int64_t batch_size, int nxs, jx_array *const *xs,
+                                jx_array **out);
+JX_API jx_status jx_associative_scan(jx_fn *fn, int n, jx_array *const *elems, int reverse,
+                                     int axis, jx_array **out);
+JX_API jx_status jx_reduce(jx_fn *fn, int n, jx_array *const *operands, jx_array *const *init,
+                           jx_axes axes, jx_array **out);
+
 /* The printed program of f for the signature of example_in (optimizations
  * applied as a call would), or NULL with the error recorded. Caller frees. */
 JX_API char *jx_fn_ir(jx_fn *f, jx_array *const *example_in);
@@ -197,12 +220,16 @@ JX_API jx_status jx_fn_cost(jx_fn *f, jx_array *const *example_in, jx_cost *out)
 JX_API int64_t jx_fn_trace_count(const jx_fn *f);
 
 #ifndef JX_NO_LOCATION_MACROS
-#define jx_call(...)   JX_LOCATED_STATUS(jx_call, __VA_ARGS__)
-#define jx_cond(...)   JX_LOCATED_STATUS(jx_cond, __VA_ARGS__)
-#define jx_switch(...) JX_LOCATED_STATUS(jx_switch, __VA_ARGS__)
-#define jx_while(...)  JX_LOCATED_STATUS(jx_while, __VA_ARGS__)
-#define jx_scan(...)   JX_LOCATED_STATUS(jx_scan, __VA_ARGS__)
-#define jx_fori(...)   JX_LOCATED_STATUS(jx_fori, __VA_ARGS__)
+#define jx_call(...)             JX_LOCATED_STATUS(jx_call, __VA_ARGS__)
+#define jx_cond(...)             JX_LOCATED_STATUS(jx_cond, __VA_ARGS__)
+#define jx_switch(...)           JX_LOCATED_STATUS(jx_switch, __VA_ARGS__)
+#define jx_while(...)            JX_LOCATED_STATUS(jx_while, __VA_ARGS__)
+#define jx_scan(...)             JX_LOCATED_STATUS(jx_scan, __VA_ARGS__)
+#define jx_fori(...)             JX_LOCATED_STATUS(jx_fori, __VA_ARGS__)
+#define jx_map(...)              JX_LOCATED_STATUS(jx_map, __VA_ARGS__)
+#define jx_map_batched(...)      JX_LOCATED_STATUS(jx_map_batched, __VA_ARGS__)
+#define jx_associative_scan(...) JX_LOCATED_STATUS(jx_associative_scan, __VA_ARGS__)
+#define jx_reduce(...)           JX_LOCATED_STATUS(jx_reduce, __VA_ARGS__)
 
 #define jx_fn_create(...)            JX_LOCATED_PTR(jx_fn *, jx_fn_create, __VA_ARGS__)
 #define jx_fn_create_owning(...)     JX_LOCATED_PTR(jx_fn *, jx_fn_create_owning, __VA_ARGS__)

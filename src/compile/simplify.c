@@ -218,6 +218,7 @@ static jx_status rewrite_eqn(rewriter *r, const jx_program *p, const jx_eqn *e) 
     jx_array *c = all ? fold(e->prim, &e->params, e->nin, vals, av) : NULL;
     if (c) {
       r->map[e->out[0]] = const_var(r, c);
+      if (!grow_def(r)) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "simplify: out of memory");
       goto done;
     }
   }

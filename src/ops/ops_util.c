@@ -117,3 +117,32 @@ jx_array *jx_ops_call1(jx_fn *f, jx_array *x) {
   if (!f || jx_call(f, &x, &y)) return jx_poison();
   return y;
 }
+
+jx_array *jx_ops_const_like(jx_array *a, double v) {
+  return jx_ops_convert(jx_scalar(JX_F64, v), a->dtype, a->weak);
+}
+
+jx_array *jx_ops_slice_axis(jx_array *a, int axis, int64_t start, int64_t stop, int64_t step) {
+  if (!a || a->poisoned) return a;
+  jx_shape lo = a->shape, hi = a->shape, st = a->shape;
+  for (int d = 0; d < a->shape.rank; d++) {
+    lo.dims[d] = 0;
+    st.dims[d] = 1;
+  }
+  lo.dims[axis] = start;
+  hi.dims[axis] = stop;
+  st.dims[axis] = step;
+  return jx_slice(a, lo, hi, st);
+}
+
+jx_status jx_ops_need_rank(const char *op, const char *what, jx_array *a, int rank) {
+  if (a->shape.rank == rank) return JX_OK;
+  char s[JX_AVAL_STR_CAP];
+  return jx_error_set(JX_ERR_SHAPE, "%s: %s must be %d-D, got %s", op, what, rank,
+                      jx_aval_str(a->dtype, a->shape, s));
+}
+
+jx_array *jx_ops_inexact(jx_array *a) {
+  if (!a || a->poisoned) return a;
+  return jx_ops_convert(a, jx_to_inexact(a->dtype), a->weak);
+}

@@ -45,4 +45,15 @@ void jx_ops_custom_jvp_install(jx_custom_jvp_maker make);
 /* y = f(x) through such a function; the poison value on failure. */
 jx_array *jx_ops_call1(jx_fn *f, jx_array *x);
 
+/* ---- for the jax.numpy composites (np_*.c) ---- */
+/* v as a scalar of a's dtype, weak when a is: a constant that never changes
+ * a's type in a binary op. */
+jx_array *jx_ops_const_like(jx_array *a, double v);
+/* a[start:stop:step] along axis (0 <= start <= stop, step > 0), the other axes whole. */
+jx_array *jx_ops_slice_axis(jx_array *a, int axis, int64_t start, int64_t stop, int64_t step);
+/* JX_OK when a has rank `rank`, else an error naming op, what and a's type. */
+jx_status jx_ops_need_rank(const char *op, const char *what, jx_array *a, int rank);
+/* a converted to the float dtype floating functions compute in (weak kept). */
+jx_array *jx_ops_inexact(jx_array *a);
+
 #endif
