@@ -66,6 +66,21 @@ JX_API jx_array *jx_linalg_eigvalsh(jx_array *a);
  * k = m (mode "complete"). The signs are LAPACK's (geqrf), as JAX's on CPU. */
 JX_API jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_array **r);
 
+/* The singular value decomposition a = u diag(s) vh of each matrix of
+ * a[..., m, n], as jnp.linalg.svd: s [..., k] descending, k = min(m, n); u
+ * [..., m, k] and vh [..., k, n] with orthonormal columns and rows, or u
+ * [..., m, m] and vh [..., n, n] with full_matrices. With compute_uv 0 only s
+ * is computed (u and vh may be NULL and are left alone). The signs of u's
+ * columns and vh's rows are LAPACK's (gesdd), as JAX's on CPU; compare
+ * sign-invariant quantities. As JAX, the derivative of u and vh with
+ * full_matrices of a non-square matrix is not implemented (an error), and
+ * that of u and vh is infinite/NaN where singular values are equal. A matrix
+ * holding a NaN gives NaNs, not an error. */
+JX_API jx_status jx_linalg_svd(jx_array *a, int full_matrices, int compute_uv, jx_array **u,
+                               jx_array **s, jx_array **vh);
+/* The singular values alone, [..., min(m, n)] descending (jnp.linalg.svdvals). */
+JX_API jx_array *jx_linalg_svdvals(jx_array *a);
+
 /* The ord-norm of each vector in x's last axis, [...] (jnp.linalg.vector_norm
  * with axis=-1): ord 2 (Euclidean), 1, INFINITY (max |x|), -INFINITY
  * (min |x|), 0 (the count of nonzeros) or any other p ((sum |x|^p)^(1/p)).
@@ -97,6 +112,8 @@ JX_API jx_array *jx_linalg_matrix_norm(jx_array *x, jx_matrix_norm_ord ord);
 #define jx_linalg_eigh(...)             JX_LOCATED_STATUS(jx_linalg_eigh, __VA_ARGS__)
 #define jx_linalg_eigvalsh(...)         JX_LOCATED(jx_linalg_eigvalsh, __VA_ARGS__)
 #define jx_linalg_qr(...)               JX_LOCATED_STATUS(jx_linalg_qr, __VA_ARGS__)
+#define jx_linalg_svd(...)              JX_LOCATED_STATUS(jx_linalg_svd, __VA_ARGS__)
+#define jx_linalg_svdvals(...)          JX_LOCATED(jx_linalg_svdvals, __VA_ARGS__)
 #define jx_linalg_vector_norm(...)      JX_LOCATED(jx_linalg_vector_norm, __VA_ARGS__)
 #define jx_linalg_matrix_norm(...)      JX_LOCATED(jx_linalg_matrix_norm, __VA_ARGS__)
 #endif
