@@ -17,7 +17,9 @@
  *  - svd (svd.c): a[..., m, n] -> (s [..., k] descending, u [..., m, k],
  *    vt [..., k, n]), k = min(m, n); u [..., m, m] and vt [..., n, n] with
  *    full_matrices=i0; u [..., m, 0] and vt [..., 0, n] without compute_uv
- *    (i1 = 0).
+ *    (i1 = 0);
+ *  - pinv (pinv.c): a[..., m, n] -> its pseudo-inverse [..., n, m], the
+ *    singular values at or below rtol=f0 times the largest dropped.
  *
  * Every kernel factors the matrices of a stack in parallel over jx's pool
  * (jx_linalg_for_each_matrix). */
@@ -28,7 +30,7 @@
 #include "../prims/prim.h"
 
 extern const jx_prim jx_prim_cholesky, jx_prim_triangular_solve, jx_prim_lu, jx_prim_eigh,
-    jx_prim_qr, jx_prim_svd;
+    jx_prim_qr, jx_prim_svd, jx_prim_pinv;
 
 /* Checks that av is an f32/f64 stack of matrices (rank >= 2); records an
  * error naming op and the aval otherwise. */

@@ -256,7 +256,7 @@ def expm_cases():
     for dt, tag in ((np.float64, "f64"), (np.float32, "f32")):
         for i, l1 in enumerate(EXPM_NORMS[dt]):
             vjp_case(f"expm_{i}_{tag}", jax.scipy.linalg.expm, dt, scaled(4, l1, dt))
-    stack = np.stack([scaled(3, l1, np.float64) for l1 in (0.01, 1.5, 40.0)])
+    stack = np.stack([scaled(3, l1, np.float64) for l1 in (0.01, 1.5, 40.0, 0.2)])
     vjp_case("expm_batch_f64", jax.scipy.linalg.expm, np.float64, stack)
     huge = scaled(3, 1e7, np.float64)  # more than 16 squarings: NaNs, as JAX
     save("expm_huge", a=huge, out=jax.scipy.linalg.expm(huge))
