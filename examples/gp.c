@@ -58,11 +58,11 @@ jx_array *gp_initial_theta(void) {
 }
 
 jx_array *gp_fit(jx_array *x, jx_array *y, double *nll) {
+  double t0[3];
+  if (jx_read(gp_initial_theta(), t0, sizeof t0)) return NULL;
   jx_fn *loss = gp_loss_fn();
   jx_optimizer *opt = jx_optim_adam(GP_LR, 0.9, 0.999, 1e-8);
   jx_tree *params = jx_tree_create();
-  double t0[3];
-  if (jx_read(gp_initial_theta(), t0, sizeof t0)) return NULL;
   for (int i = 0; i < 3; i++) jx_tree_set(params, NAMES[i], jx_full(JX_F64, JX_SHAPE(), t0[i]));
   jx_tree *state = jx_optim_init(opt, params);
   int ns = jx_tree_size(state);

@@ -262,6 +262,16 @@ def expm_cases():
     save("expm_huge", a=huge, out=jax.scipy.linalg.expm(huge))
 
 
+def nan_cases():
+    """A matrix holding a NaN: LAPACK's (and JAX's) results, NaNs where they fall."""
+    a = np.array([[1.0, np.nan], [2.0, 3.0]])
+    lu, piv, perm = lax.linalg.lu(jnp.asarray(a))
+    q, r = jnp.linalg.qr(a)
+    save("nan", a=a, lu=lu, pivots=np.asarray(piv, np.int32),
+         permutation=np.asarray(perm, np.int32), q=q, r=r, det=jnp.linalg.det(a),
+         solve=jnp.linalg.solve(a, np.ones(2)))
+
+
 def main():
     shutil.rmtree(DIR, ignore_errors=True)
     os.makedirs(DIR)
@@ -289,6 +299,7 @@ def main():
     pinv_lstsq_cases()
     matrix_power_cases()
     expm_cases()
+    nan_cases()
 
 
 if __name__ == "__main__":

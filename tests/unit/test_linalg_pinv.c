@@ -93,7 +93,7 @@ static void pinv_under_vmap_and_sharded_jit(void **state) {
   jx_mesh_release(m);
 }
 
-static void pinv_gradients_match_finite_differences(void **state) {
+static void gradients_match_finite_differences(void **state) {
   (void)state;
   const char *cases[] = {"pinv_tall_f64", "pinv_wide_f64"};
   double rtol = NAN;
@@ -103,6 +103,11 @@ static void pinv_gradients_match_finite_differences(void **state) {
     check_ok(jx_check_grads(f, &a, 2, 0, 0));
     jx_fn_release(f);
   }
+  /* lstsq in both operands, through the SVD */
+  jx_fn *f = jx_fn_create("lstsq", 2, 1, lstsq_body, NULL);
+  jx_array *in[2] = {golden("lstsq_f64", "a"), golden("lstsq_f64", "b")};
+  check_ok(jx_check_grads(f, in, 2, 0, 0));
+  jx_fn_release(f);
 }
 
 static void lstsq_matches_jax(void **state) {
@@ -204,7 +209,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(pinv_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(pinv_under_vmap_and_sharded_jit, setup, teardown),
-      cmocka_unit_test_setup_teardown(pinv_gradients_match_finite_differences, setup, teardown),
+      cmocka_unit_test_setup_teardown(gradients_match_finite_differences, setup, teardown),
       cmocka_unit_test_setup_teardown(lstsq_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(lstsq_of_a_rank_deficient_matrix, setup, teardown),
       cmocka_unit_test_setup_teardown(lstsq_under_vmap, setup, teardown),
