@@ -58,8 +58,9 @@ jx_array *jx_linalg_swap_last(jx_array *x);
 /* The identity of x's last two axes (square), in x's dtype. */
 jx_array *jx_linalg_eye_like(jx_array *x);
 /* The rows of x (second-to-last axis) in the order of perm (i32[..., m], one
- * permutation per matrix): row i of the result is row perm[i] of x. A product
- * with a 0/1 matrix, so linear in x and batched like any matmul. */
+ * permutation per matrix, x's batch dims): row i of the result is row
+ * perm[i] of x. A gather (take_along_axis), whose transpose is a scatter-add,
+ * batched like any gather. */
 jx_array *jx_linalg_permute_rows(jx_array *x, jx_array *perm);
 /* triangular_solve applied with params p. */
 jx_array *jx_linalg_bind_triangular_solve(jx_array *a, jx_array *b, const jx_params *p);

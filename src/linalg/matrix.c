@@ -78,12 +78,8 @@ jx_array *jx_linalg_eye_like(jx_array *x) {
 }
 
 jx_array *jx_linalg_permute_rows(jx_array *x, jx_array *perm) {
-  int r = perm->shape.rank;
-  jx_shape s = perm->shape;
-  s.dims[r] = x->shape.dims[x->shape.rank - 2];
-  s.rank++;
-  jx_array *p = jx_eq(jx_expand_dims(perm, -1), jx_iota(JX_I32, s, r));
-  return jx_matmul(jx_astype(p, x->dtype), x);
+  jx_array *rows = jx_broadcast_to(jx_expand_dims(perm, -1), x->shape);
+  return jx_take_along_axis(x, rows, x->shape.rank - 2);
 }
 
 jx_array *jx_linalg_swap_last(jx_array *x) {
