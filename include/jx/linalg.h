@@ -117,13 +117,16 @@ JX_API jx_array *jx_linalg_expm(jx_array *a);
 JX_API jx_array *jx_linalg_vector_norm(jx_array *x, double ord);
 
 /* The matrix norms jx_linalg_matrix_norm computes, as jnp.linalg.norm's ord
- * for a matrix ("nuc", 2 and -2 need the SVD and are not here yet). */
+ * for a matrix. */
 typedef enum {
   JX_NORM_FRO,     /* "fro": sqrt of the sum of squares */
   JX_NORM_1,       /* 1: the largest column sum of |x| */
   JX_NORM_NEG_1,   /* -1: the smallest column sum */
   JX_NORM_INF,     /* inf: the largest row sum of |x| */
   JX_NORM_NEG_INF, /* -inf: the smallest row sum */
+  JX_NORM_NUC,     /* "nuc": the sum of the singular values */
+  JX_NORM_2,       /* 2: the largest singular value */
+  JX_NORM_NEG_2,   /* -2: the smallest singular value */
 } jx_matrix_norm_ord;
 
 /* The ord-norm of each matrix in x's last two axes, [...]

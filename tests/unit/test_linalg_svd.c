@@ -38,6 +38,11 @@ static void svdvals_body(void *ctx, jx_array *const *in, jx_array **out) {
   out[0] = jx_linalg_svdvals(in[0]);
 }
 
+static void nuc_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_linalg_matrix_norm(in[0], JX_NORM_NUC);
+}
+
 typedef struct {
   const char *golden;
   int full_matrices;
@@ -136,6 +141,23 @@ static void svdvals_matches_jax(void **state) {
     }
 }
 
+static void norms_of_singular_values_match_jax(void **state) {
+  (void)state;
+  /* "nuc", 2 and -2 against the sum, largest and smallest of JAX's values */
+  const char *cases[] = {"svdvals_f64", "svdvals_batch_f64"};
+  for (size_t c = 0; c < 2; c++) {
+    jx_array *a = golden(cases[c], "a"), *s = golden(cases[c], "out");
+    int ax = jx_shape_of(s).rank - 1;
+    assert_close(jx_linalg_matrix_norm(a, JX_NORM_NUC), jx_sum(s, JX_AXES(ax), 0), 1e-12);
+    assert_close(jx_linalg_matrix_norm(a, JX_NORM_2), jx_max(s, JX_AXES(ax), 0), 1e-12);
+    assert_close(jx_linalg_matrix_norm(a, JX_NORM_NEG_2), jx_min(s, JX_AXES(ax), 0), 1e-12);
+  }
+  jx_fn *f = jx_fn_create("nuc", 1, 1, nuc_body, NULL);
+  jx_array *a = golden("svdvals_f64", "a");
+  check_ok(jx_check_grads(f, &a, 2, 0, 0));
+  jx_fn_release(f);
+}
+
 static void svd_under_vmap(void **state) {
   (void)state;
   /* the stacks mapped through the VJP, jitted */
@@ -232,6 +254,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(svd_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(svd_factors_reconstruct_the_matrix, setup, teardown),
       cmocka_unit_test_setup_teardown(svdvals_matches_jax, setup, teardown),
+      cmocka_unit_test_setup_teardown(norms_of_singular_values_match_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(svd_under_vmap, setup, teardown),
       cmocka_unit_test_setup_teardown(svd_sharded_jit_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(svd_gradients_match_finite_differences, setup, teardown),
