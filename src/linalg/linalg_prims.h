@@ -1,7 +1,8 @@
 /* The linear algebra primitives (this folder) and helpers their rules share.
  *
  * Each primitive works on the last two axes of its operands; leading axes are
- * batch axes, equal across operands, and the kernels loop over them.
+ * batch axes, equal across operands, whose matrices the kernels factor in
+ * parallel (below).
  *  - cholesky (cholesky.c): a[..., n, n] -> lower factor L (upper triangle
  *    zero); a matrix that is not positive definite gives NaNs in its lower
  *    triangle;
