@@ -12,6 +12,7 @@ as many threads as jx uses (JX_NUM_THREADS, else every CPU).
                         # jax.jit rounds: medians and ranges of the ratios
     python3 bench/compare.py --workload scan     # likewise: bench_scan and jax.lax.scan
     python3 bench/compare.py --workload dispatch # likewise: bench_dispatch and JAX
+    python3 bench/compare.py --workload linalg   # bench_linalg, jax.jit and NumPy, alternating
     python3 bench/compare.py --workload mlp     # only the MLP step: jx, JAX, PyTorch
     python3 bench/compare.py --workload generate [--models ref --batches 1]
                                                 # KV-cache decoding: jx, JAX, PyTorch
@@ -669,6 +670,63 @@ print(json.dumps({"bench": "jit_call_blocked_f32x8", "impl": "jax",
                   "median_ns": per_call(lambda: f(a).block_until_ready())}))
 """
 
+# bench_linalg's workloads (its header says what each is) on the same shapes.
+# Args: runs, peer ("jax" or "numpy"), OpenBLAS threads ("default" or a count,
+# set before NumPy and JAX load it).
+LINALG_PEER = r"""
+import json, os, statistics, sys, time
+runs, peer, blas = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+if blas != "default":
+    os.environ["OPENBLAS_NUM_THREADS"] = blas
+import numpy as np
+r = np.random.default_rng(0)
+def spd(m):
+    n = m.shape[-1]
+    return m @ np.swapaxes(m, -1, -2) + n * np.eye(n, dtype=np.float32)
+a = spd(r.standard_normal((64, 256, 256), np.float32))
+b = r.standard_normal((64, 256, 1), np.float32)
+sym = spd(r.standard_normal((512, 512), np.float32))
+g = r.standard_normal((512, 512), np.float32)
+if peer == "jax":
+    import jax, jax.numpy as jnp
+    a, b, sym, g = map(jnp.asarray, (a, b, sym, g))
+    lib, ready = jnp.linalg, jax.block_until_ready
+    wrap = jax.jit
+else:
+    lib, ready, wrap = np.linalg, lambda x: x, lambda f: f
+cases = [("cholesky_64x256_f32", wrap(lib.cholesky), (a,)),
+         ("solve_64x256_f32", wrap(lib.solve), (a, b)),
+         ("eigh_512_f32", wrap(lib.eigh), (sym,)),
+         ("svd_512_f32", wrap(lambda x: lib.svd(x, full_matrices=False)), (g,))]
+ts = {n: [] for n, _, _ in cases}
+for n, f, args in cases:
+    ready(f(*args))
+for _ in range(runs):
+    for n, f, args in cases:
+        t0 = time.perf_counter_ns(); ready(f(*args)); ts[n].append(time.perf_counter_ns() - t0)
+for n, _, _ in cases:
+    print(json.dumps({"bench": n, "impl": peer, "median_ns": statistics.median(ts[n])}))
+"""
+
+LINALG_BENCHES = ("cholesky_64x256_f32", "solve_64x256_f32", "eigh_512_f32", "svd_512_f32")
+
+
+def run_linalg(build, rounds, runs):
+    """bench_linalg, jax.jit of the same jnp.linalg calls and NumPy in alternating
+    rounds; the peers as they come (OpenBLAS on every core) and with one OpenBLAS
+    thread, as jx runs LAPACK (its pool splits the stack instead)."""
+    per_round = alternate(rounds, [
+        ("jx", jx_side(build, "bench_linalg", runs)),
+        ("jax", jax_side(LINALG_PEER, runs, ("jax", "default"))),
+        ("jax1", jax_side(LINALG_PEER, runs, ("jax", 1))),
+        ("numpy", jax_side(LINALG_PEER, runs, ("numpy", "default"))),
+        ("numpy1", jax_side(LINALG_PEER, runs, ("numpy", 1)))])
+    print_rounds(f"bench_linalg, {rounds} alternating rounds", per_round, LINALG_BENCHES,
+                 [("jax", "jax.jit"), ("jax1", "jax.jit, 1 BLAS thread"), ("numpy", "numpy"),
+                  ("numpy1", "numpy, 1 BLAS thread")])
+    print(f"\nmedians of {runs} calls a round; jx on {jx_threads()} threads")
+
+
 # The GPT sizes of --sizes: (layers, d_model, context, batch); heads of width 32.
 GPT_SIZES = {"small": (2, 128, 64, 32), "ref": (4, 256, 128, 16), "large": (8, 512, 256, 8)}
 
@@ -905,17 +963,19 @@ def main():
     ap.add_argument("--only", default="",
                     help="comma-separated jx programs to run (e.g. bench_mlp,bench_reduce); "
                          "the peers still run everything")
-    ap.add_argument("--workload", choices=("all", "gpt", "mlp", "generate", "scan", "dispatch"),
+    ap.add_argument("--workload",
+                    choices=("all", "gpt", "mlp", "generate", "scan", "dispatch", "linalg"),
                     default="all",
                     help="gpt / mlp: only that train step, in jx, JAX and PyTorch; generate: "
                          "KV-cache decoding in jx, JAX and PyTorch; scan / dispatch: "
-                         "bench_scan / bench_dispatch and JAX in alternating rounds")
+                         "bench_scan / bench_dispatch and JAX in alternating rounds; linalg: "
+                         "bench_linalg, JAX and NumPy in alternating rounds")
     ap.add_argument("--sizes", default="",
                     help="gpt: comma-separated sizes of " + ", ".join(
                         f"{k} {v}" for k, v in GPT_SIZES.items()) + " (layers, d, context, batch) "
                     "run in alternating rounds with PyTorch eager and jax.jit")
     ap.add_argument("--rounds", type=int, default=5,
-                    help="alternating rounds of --sizes, scan and dispatch (at least 5)")
+                    help="alternating rounds of --sizes, scan, dispatch and linalg (at least 5)")
     ap.add_argument("--models", default="all", help="generate: ref, gpt2s or all")
     ap.add_argument("--batches", default="all", help="generate: 1, 16 or all")
     ap.add_argument("--no-torch-compile", action="store_true",
@@ -924,7 +984,7 @@ def main():
     if args.only == "bench_scan":  # the scan comparison alone
         run_scan(args.build, args.runs)
         return
-    if args.workload in ("scan", "dispatch") or args.sizes:
+    if args.workload in ("scan", "dispatch", "linalg") or args.sizes:
         if args.rounds < 5:
             ap.error("--rounds: at least 5 (a median and range of fewer says little)")
     if args.workload == "gpt" and args.sizes:
@@ -937,6 +997,9 @@ def main():
     if args.workload == "scan":
         run_rounds(args.build, "bench_scan", SCAN_JAX, ("scan_1000_jit", "rnn_scan_1000_jit"),
                    args.rounds, args.runs)
+        return
+    if args.workload == "linalg":
+        run_linalg(args.build, args.rounds, args.runs)
         return
     if args.workload == "dispatch":
         run_rounds(args.build, "bench_dispatch", DISPATCH_JAX,

@@ -66,6 +66,50 @@ JX_API jx_array *jx_linalg_eigvalsh(jx_array *a);
  * k = m (mode "complete"). The signs are LAPACK's (geqrf), as JAX's on CPU. */
 JX_API jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_array **r);
 
+/* The singular value decomposition a = u diag(s) vh of each matrix of
+ * a[..., m, n], as jnp.linalg.svd: s [..., k] descending, k = min(m, n); u
+ * [..., m, k] and vh [..., k, n] with orthonormal columns and rows, or u
+ * [..., m, m] and vh [..., n, n] with full_matrices. With compute_uv 0 only s
+ * is computed (u and vh may be NULL and are left alone). The signs of u's
+ * columns and vh's rows are LAPACK's (gesdd), as JAX's on CPU; compare
+ * sign-invariant quantities. As JAX, the derivative of u and vh with
+ * full_matrices of a non-square matrix is not implemented (an error), and
+ * that of u and vh is infinite/NaN where singular values are equal. A matrix
+ * holding a NaN gives NaNs, not an error. */
+JX_API jx_status jx_linalg_svd(jx_array *a, int full_matrices, int compute_uv, jx_array **u,
+                               jx_array **s, jx_array **vh);
+/* The singular values alone, [..., min(m, n)] descending (jnp.linalg.svdvals). */
+JX_API jx_array *jx_linalg_svdvals(jx_array *a);
+
+/* The Moore-Penrose pseudo-inverse [..., n, m] of each matrix of a[..., m,
+ * n], as jnp.linalg.pinv: from the SVD, singular values at or below rtol
+ * times the largest dropped; rtol NAN is JAX's default, 10 max(m, n) eps of
+ * a's dtype. Its derivative is JAX's custom JVP (finite where the SVD's is
+ * not). */
+JX_API jx_array *jx_linalg_pinv(jx_array *a, double rtol);
+
+/* The least-squares solution x of a x = b, as jnp.linalg.lstsq: a [m, n]
+ * (one matrix, as in JAX; vmap for a stack), b [m] or [m, k] of a's dtype;
+ * x [n] or [n, k], residuals [1] or [k] (|b - a x|^2 per column, in every
+ * case, as JAX: not NumPy's empty ones), rank (i32 scalar: the singular
+ * values above rcond times the largest) and s (a's singular values, [min(m,
+ * n)] descending). rcond NAN is JAX's default, eps max(m, n); a negative
+ * rcond is eps. Differentiable through the SVD, as JAX's. */
+JX_API jx_status jx_linalg_lstsq(jx_array *a, jx_array *b, double rcond, jx_array **x,
+                                 jx_array **residuals, jx_array **rank, jx_array **s);
+
+/* a to the integer power n of each matrix of a[..., m, m], as
+ * jnp.linalg.matrix_power: the identity for n = 0, powers of the inverse for
+ * n < 0, binary powering (the products JAX forms) otherwise. */
+JX_API jx_array *jx_linalg_matrix_power(jx_array *a, int64_t n);
+
+/* The matrix exponential of each matrix of a[..., m, m], as
+ * jax.scipy.linalg.expm: a Pade approximant of degree 3, 5, 7, 9 or 13 (3, 5
+ * or 7 for f32) picked by a's 1-norm, with scaling and squaring (at most 16
+ * squarings; a matrix that needs more gives NaNs, as JAX). Differentiable,
+ * batched and jitted by composition. */
+JX_API jx_array *jx_linalg_expm(jx_array *a);
+
 /* The ord-norm of each vector in x's last axis, [...] (jnp.linalg.vector_norm
  * with axis=-1): ord 2 (Euclidean), 1, INFINITY (max |x|), -INFINITY
  * (min |x|), 0 (the count of nonzeros) or any other p ((sum |x|^p)^(1/p)).
@@ -73,13 +117,16 @@ JX_API jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_a
 JX_API jx_array *jx_linalg_vector_norm(jx_array *x, double ord);
 
 /* The matrix norms jx_linalg_matrix_norm computes, as jnp.linalg.norm's ord
- * for a matrix ("nuc", 2 and -2 need the SVD and are not here yet). */
+ * for a matrix. */
 typedef enum {
   JX_NORM_FRO,     /* "fro": sqrt of the sum of squares */
   JX_NORM_1,       /* 1: the largest column sum of |x| */
   JX_NORM_NEG_1,   /* -1: the smallest column sum */
   JX_NORM_INF,     /* inf: the largest row sum of |x| */
   JX_NORM_NEG_INF, /* -inf: the smallest row sum */
+  JX_NORM_NUC,     /* "nuc": the sum of the singular values */
+  JX_NORM_2,       /* 2: the largest singular value */
+  JX_NORM_NEG_2,   /* -2: the smallest singular value */
 } jx_matrix_norm_ord;
 
 /* The ord-norm of each matrix in x's last two axes, [...]
@@ -97,6 +144,12 @@ JX_API jx_array *jx_linalg_matrix_norm(jx_array *x, jx_matrix_norm_ord ord);
 #define jx_linalg_eigh(...)             JX_LOCATED_STATUS(jx_linalg_eigh, __VA_ARGS__)
 #define jx_linalg_eigvalsh(...)         JX_LOCATED(jx_linalg_eigvalsh, __VA_ARGS__)
 #define jx_linalg_qr(...)               JX_LOCATED_STATUS(jx_linalg_qr, __VA_ARGS__)
+#define jx_linalg_svd(...)              JX_LOCATED_STATUS(jx_linalg_svd, __VA_ARGS__)
+#define jx_linalg_svdvals(...)          JX_LOCATED(jx_linalg_svdvals, __VA_ARGS__)
+#define jx_linalg_pinv(...)             JX_LOCATED(jx_linalg_pinv, __VA_ARGS__)
+#define jx_linalg_lstsq(...)            JX_LOCATED_STATUS(jx_linalg_lstsq, __VA_ARGS__)
+#define jx_linalg_matrix_power(...)     JX_LOCATED(jx_linalg_matrix_power, __VA_ARGS__)
+#define jx_linalg_expm(...)             JX_LOCATED(jx_linalg_expm, __VA_ARGS__)
 #define jx_linalg_vector_norm(...)      JX_LOCATED(jx_linalg_vector_norm, __VA_ARGS__)
 #define jx_linalg_matrix_norm(...)      JX_LOCATED(jx_linalg_matrix_norm, __VA_ARGS__)
 #endif

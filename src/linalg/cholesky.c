@@ -26,8 +26,9 @@ static jx_status infer_cholesky(const jx_rule_ctx *ctx, const jx_aval *in, jx_av
  * zeros above; NaNs throughout the lower triangle when m is not positive
  * definite (JAX's lowering masks the factor, then keeps its lower part). */
 static void factor(jx_dtype dt, void *m, int64_t n) {
-  lapack_int info = dt == JX_F64 ? LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, m, n)
-                                 : LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'L', n, m, n);
+  /* the _work entry point skips LAPACKE's NaN check (a NaN stops potrf too) */
+  lapack_int info = dt == JX_F64 ? LAPACKE_dpotrf_work(LAPACK_ROW_MAJOR, 'L', n, m, n)
+                                 : LAPACKE_spotrf_work(LAPACK_ROW_MAJOR, 'L', n, m, n);
   for (int64_t i = 0; i < n; i++)
     for (int64_t j = 0; j < n; j++) {
       if (info == 0 && j <= i) continue;
@@ -39,17 +40,28 @@ static void factor(jx_dtype dt, void *m, int64_t n) {
     }
 }
 
+typedef struct {
+  const jx_tensor *in;
+  jx_tensor *out;
+  int64_t n;
+} cholesky_job;
+
+static void factor_range(void *ctx, int64_t b0, int64_t b1) {
+  const cholesky_job *j = ctx;
+  size_t bytes = jx_dtype_size(j->in->dtype) * (size_t)(j->n * j->n);
+  for (int64_t b = b0; b < b1; b++) {
+    char *m = (char *)j->out->data + bytes * (size_t)b;
+    memcpy(m, (const char *)j->in->data + bytes * (size_t)b, bytes);
+    factor(j->in->dtype, m, j->n);
+  }
+}
+
 static void eval_cholesky(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
   (void)ctx;
   int r = in->shape.rank;
-  int64_t n = in->shape.dims[r - 1], count = jx_linalg_batch_count(in->shape);
-  size_t bytes = jx_dtype_size(in->dtype) * (size_t)(n * n);
-  if (bytes == 0) return;
-  for (int64_t b = 0; b < count; b++) {
-    char *m = (char *)out->data + bytes * (size_t)b;
-    memcpy(m, (const char *)in->data + bytes * (size_t)b, bytes);
-    factor(in->dtype, m, n);
-  }
+  cholesky_job j = {.in = in, .out = out, .n = in->shape.dims[r - 1]};
+  if (j.n == 0) return;
+  jx_linalg_for_each_matrix(jx_linalg_batch_count(in->shape), factor_range, &j);
 }
 
 /* Phi(X): the lower triangle of X with its diagonal halved. */

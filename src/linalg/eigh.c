@@ -46,17 +46,29 @@ static void decompose(jx_dtype dt, void *v, void *w, int64_t n) {
   }
 }
 
+typedef struct {
+  const jx_tensor *in;
+  jx_tensor *out;
+  int64_t n;
+} eigh_job;
+
+static void decompose_range(void *ctx, int64_t b0, int64_t b1) {
+  const eigh_job *j = ctx;
+  int64_t n = j->n;
+  size_t esize = jx_dtype_size(j->in->dtype), bytes = esize * (size_t)(n * n);
+  for (int64_t b = b0; b < b1; b++) {
+    char *v = (char *)j->out[1].data + bytes * (size_t)b;
+    memcpy(v, (const char *)j->in->data + bytes * (size_t)b, bytes);
+    decompose(j->in->dtype, v, (char *)j->out[0].data + esize * (size_t)(n * b), n);
+  }
+}
+
 static void eval_eigh(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
   (void)ctx;
   int r = in->shape.rank;
-  int64_t n = in->shape.dims[r - 1], count = jx_linalg_batch_count(in->shape);
-  size_t esize = jx_dtype_size(in->dtype), bytes = esize * (size_t)(n * n);
-  if (bytes == 0) return;
-  for (int64_t b = 0; b < count; b++) {
-    char *v = (char *)out[1].data + bytes * (size_t)b;
-    memcpy(v, (const char *)in->data + bytes * (size_t)b, bytes);
-    decompose(in->dtype, v, (char *)out[0].data + esize * (size_t)(n * b), n);
-  }
+  eigh_job j = {.in = in, .out = out, .n = in->shape.dims[r - 1]};
+  if (j.n == 0) return;
+  jx_linalg_for_each_matrix(jx_linalg_batch_count(in->shape), decompose_range, &j);
 }
 
 static jx_status jvp_eigh(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,

@@ -174,3 +174,42 @@ jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_array **
   *r = out[1];
   return st;
 }
+
+/* Checks a as an f32/f64 stack of matrices for op; 0 when fine. */
+static jx_status check_any_matrix(const char *op, jx_array *a) {
+  jx_status st = jx_check_inputs(op, 1, &a);
+  if (st) return st;
+  jx_aval av = {a->dtype, a->weak, a->shape, 0};
+  return jx_linalg_check_matrix(op, "operand", &av);
+}
+
+/* svd with params (full_matrices, compute_uv) into out[3]. */
+static jx_status bind_svd(jx_array *a, int full_matrices, int compute_uv, jx_array **out) {
+  jx_params p = JX_PARAMS_INIT;
+  p.i[0] = full_matrices != 0;
+  p.i[1] = compute_uv != 0;
+  return jx_bind(&jx_prim_svd, 1, &a, &p, out);
+}
+
+jx_status jx_linalg_svd(jx_array *a, int full_matrices, int compute_uv, jx_array **u, jx_array **s,
+                        jx_array **vh) {
+  const char *op = "jx_linalg_svd";
+  if (!s || (compute_uv && (!u || !vh)))
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
+  *s = jx_poison();
+  if (compute_uv) *u = *vh = jx_poison();
+  jx_status st = check_any_matrix(op, a);
+  if (st) return st;
+  jx_array *out[3];
+  if ((st = bind_svd(a, full_matrices, compute_uv, out))) return st;
+  *s = out[0];
+  if (compute_uv) *u = out[1], *vh = out[2];
+  return JX_OK;
+}
+
+jx_array *jx_linalg_svdvals(jx_array *a) {
+  const char *op = "jx_linalg_svdvals";
+  jx_array *out[3];
+  if (check_any_matrix(op, a) || bind_svd(a, 0, 0, out)) return jx_poison();
+  return out[0];
+}

@@ -1,7 +1,8 @@
 /* The linear algebra primitives (this folder) and helpers their rules share.
  *
  * Each primitive works on the last two axes of its operands; leading axes are
- * batch axes, equal across operands, and the kernels loop over them.
+ * batch axes, equal across operands, whose matrices the kernels factor in
+ * parallel (below).
  *  - cholesky (cholesky.c): a[..., n, n] -> lower factor L (upper triangle
  *    zero); a matrix that is not positive definite gives NaNs in its lower
  *    triangle;
@@ -13,14 +14,24 @@
  *  - eigh (eigh.c): a[..., n, n] -> (w [..., n] ascending, v [..., n, n]
  *    with the eigenvectors in its columns), from a's lower triangle;
  *  - qr (qr.c): a[..., m, n] -> (q [..., m, k], r [..., k, n]), k = m when
- *    full_matrices=i0, min(m, n) otherwise. */
+ *    full_matrices=i0, min(m, n) otherwise;
+ *  - svd (svd.c): a[..., m, n] -> (s [..., k] descending, u [..., m, k],
+ *    vt [..., k, n]), k = min(m, n); u [..., m, m] and vt [..., n, n] with
+ *    full_matrices=i0; u [..., m, 0] and vt [..., 0, n] without compute_uv
+ *    (i1 = 0);
+ *  - pinv (pinv.c): a[..., m, n] -> its pseudo-inverse [..., n, m], the
+ *    singular values at or below rtol=f0 times the largest dropped.
+ *
+ * Every kernel factors the matrices of a stack in parallel over jx's pool
+ * (jx_linalg_for_each_matrix). */
 #ifndef JX_SRC_LINALG_LINALG_PRIMS_H
 #define JX_SRC_LINALG_LINALG_PRIMS_H
 
+#include "../base/threadpool.h"
 #include "../prims/prim.h"
 
 extern const jx_prim jx_prim_cholesky, jx_prim_triangular_solve, jx_prim_lu, jx_prim_eigh,
-    jx_prim_qr;
+    jx_prim_qr, jx_prim_svd, jx_prim_pinv;
 
 /* Checks that av is an f32/f64 stack of matrices (rank >= 2); records an
  * error naming op and the aval otherwise. */
@@ -28,6 +39,11 @@ jx_status jx_linalg_check_matrix(const char *op, const char *what, const jx_aval
 /* Checks that av is an f32/f64 stack of square matrices; records an error
  * naming op and the aval otherwise. */
 jx_status jx_linalg_check_square(const char *op, const char *what, const jx_aval *av);
+/* fn(ctx, b0, b1) over the matrices [0, count) of a stack, split among
+ * jx's pool a matrix at a time at least, with OpenBLAS's own threads off so
+ * that LAPACK on the pool's threads does not oversubscribe the cores. fn
+ * allocates its own scratch (it runs on several threads at once). */
+void jx_linalg_for_each_matrix(int64_t count, jx_range_fn fn, void *ctx);
 /* Number of matrices in a stack of shape s (product of all but the last two dims). */
 int64_t jx_linalg_batch_count(jx_shape s);
 
@@ -43,8 +59,9 @@ jx_array *jx_linalg_swap_last(jx_array *x);
 /* The identity of x's last two axes (square), in x's dtype. */
 jx_array *jx_linalg_eye_like(jx_array *x);
 /* The rows of x (second-to-last axis) in the order of perm (i32[..., m], one
- * permutation per matrix): row i of the result is row perm[i] of x. A product
- * with a 0/1 matrix, so linear in x and batched like any matmul. */
+ * permutation per matrix, x's batch dims): row i of the result is row
+ * perm[i] of x. A gather (take_along_axis), whose transpose is a scatter-add,
+ * batched like any gather. */
 jx_array *jx_linalg_permute_rows(jx_array *x, jx_array *perm);
 /* triangular_solve applied with params p. */
 jx_array *jx_linalg_bind_triangular_solve(jx_array *a, jx_array *b, const jx_params *p);

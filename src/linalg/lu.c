@@ -10,6 +10,7 @@
  * dLU = L tril(X, -1) + triu(X) U; the integer outputs have no tangent.
  * Batching moves the batch axis to the front. */
 #include <lapacke.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,35 +30,54 @@ static jx_status infer_lu(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *ou
   return JX_OK;
 }
 
-static void eval_lu(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
-  (void)ctx;
-  int r = in->shape.rank;
-  int64_t n = in->shape.dims[r - 1], count = jx_linalg_batch_count(in->shape);
-  size_t bytes = jx_dtype_size(in->dtype) * (size_t)(n * n);
-  if (bytes == 0) return;
+typedef struct {
+  const jx_tensor *in;
+  jx_tensor *out;
+  int64_t n;
+  atomic_int out_of_memory;
+} lu_job;
+
+static void factor_range(void *ctx, int64_t b0, int64_t b1) {
+  lu_job *j = ctx;
+  int64_t n = j->n;
+  size_t bytes = jx_dtype_size(j->in->dtype) * (size_t)(n * n);
   lapack_int *ipiv = malloc(sizeof *ipiv * (size_t)n);
   if (!ipiv) {
-    jx_error_set(JX_ERR_OUT_OF_MEMORY, "lu: out of memory for %lld pivots", (long long)n);
+    atomic_store(&j->out_of_memory, 1);
     return;
   }
-  for (int64_t b = 0; b < count; b++) {
-    char *m = (char *)out[0].data + bytes * (size_t)b;
-    int32_t *piv = (int32_t *)out[1].data + b * n, *perm = (int32_t *)out[2].data + b * n;
-    memcpy(m, (const char *)in->data + bytes * (size_t)b, bytes);
-    /* info > 0 (a zero pivot) still leaves a complete factorization */
-    if (in->dtype == JX_F64)
-      LAPACKE_dgetrf(LAPACK_ROW_MAJOR, n, n, (double *)m, n, ipiv);
+  for (int64_t b = b0; b < b1; b++) {
+    char *m = (char *)j->out[0].data + bytes * (size_t)b;
+    int32_t *piv = (int32_t *)j->out[1].data + b * n, *perm = (int32_t *)j->out[2].data + b * n;
+    memcpy(m, (const char *)j->in->data + bytes * (size_t)b, bytes);
+    /* info > 0 (a zero pivot) still leaves a complete factorization; the
+     * _work entry point skips LAPACKE's NaN check, so a matrix holding NaNs
+     * factors as LAPACK (and JAX) factor it instead of leaving ipiv unset */
+    if (j->in->dtype == JX_F64)
+      LAPACKE_dgetrf_work(LAPACK_ROW_MAJOR, n, n, (double *)m, n, ipiv);
     else
-      LAPACKE_sgetrf(LAPACK_ROW_MAJOR, n, n, (float *)m, n, ipiv);
+      LAPACKE_sgetrf_work(LAPACK_ROW_MAJOR, n, n, (float *)m, n, ipiv);
     for (int64_t i = 0; i < n; i++) perm[i] = (int32_t)i;
     for (int64_t i = 0; i < n; i++) {
-      piv[i] = (int32_t)(ipiv[i] - 1);
+      /* a pivot out of range (none LAPACK gives, but a BLAS's NaN search
+       * might) swaps nothing rather than writing outside perm */
+      piv[i] = ipiv[i] >= 1 && ipiv[i] <= n ? (int32_t)(ipiv[i] - 1) : (int32_t)i;
       int32_t t = perm[i];
       perm[i] = perm[piv[i]];
       perm[piv[i]] = t;
     }
   }
   free(ipiv);
+}
+
+static void eval_lu(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  (void)ctx;
+  int r = in->shape.rank;
+  lu_job j = {.in = in, .out = out, .n = in->shape.dims[r - 1]};
+  if (j.n == 0) return;
+  jx_linalg_for_each_matrix(jx_linalg_batch_count(in->shape), factor_range, &j);
+  if (atomic_load(&j.out_of_memory))
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "lu: out of memory for %lld pivots", (long long)j.n);
 }
 
 static jx_status jvp_lu(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,

@@ -2,6 +2,7 @@
 #include <jx/ops.h>
 
 #include "../base/error.h"
+#include "../base/threadpool.h"
 #include "../trace/dispatch.h"
 #include "linalg_prims.h"
 
@@ -27,6 +28,19 @@ jx_status jx_linalg_check_square(const char *op, const char *what, const jx_aval
                         "axes",
                         op, what, jx_aval_str(av->dtype, av->shape, s));
   return JX_OK;
+}
+
+/* OpenBLAS's own threads off, as dot_blas.c has them: the pool's threads
+ * each factor whole matrices, and LAPACK's BLAS calls threading inside each
+ * would put several threads on every core. Weak: another LAPACK keeps its
+ * own threading. */
+extern void openblas_set_num_threads(int) __attribute__((weak));
+extern int openblas_get_num_threads(void) __attribute__((weak));
+
+void jx_linalg_for_each_matrix(int64_t count, jx_range_fn fn, void *ctx) {
+  if (openblas_set_num_threads && openblas_get_num_threads && openblas_get_num_threads() != 1)
+    openblas_set_num_threads(1);
+  jx_parallel_for(count, 1, fn, ctx);
 }
 
 int64_t jx_linalg_batch_count(jx_shape s) {
@@ -64,12 +78,8 @@ jx_array *jx_linalg_eye_like(jx_array *x) {
 }
 
 jx_array *jx_linalg_permute_rows(jx_array *x, jx_array *perm) {
-  int r = perm->shape.rank;
-  jx_shape s = perm->shape;
-  s.dims[r] = x->shape.dims[x->shape.rank - 2];
-  s.rank++;
-  jx_array *p = jx_eq(jx_expand_dims(perm, -1), jx_iota(JX_I32, s, r));
-  return jx_matmul(jx_astype(p, x->dtype), x);
+  jx_array *rows = jx_broadcast_to(jx_expand_dims(perm, -1), x->shape);
+  return jx_take_along_axis(x, rows, x->shape.rank - 2);
 }
 
 jx_array *jx_linalg_swap_last(jx_array *x) {

@@ -1,7 +1,8 @@
 /* Vector and matrix norms (jx/linalg.h), as jnp.linalg.vector_norm and
  * jnp.linalg.matrix_norm, composed from elementwise ops and reductions the
  * way JAX writes them, so their derivatives are JAX's, ties and zeros
- * included (the 2-norm's gradient at 0 is NaN, as in JAX). */
+ * included (the 2-norm's gradient at 0 is NaN, as in JAX); the matrix norms
+ * "nuc", 2 and -2 reduce the singular values (svdvals). */
 #include <math.h>
 
 #include <jx/linalg.h>
@@ -65,6 +66,10 @@ jx_array *jx_linalg_matrix_norm(jx_array *x, jx_matrix_norm_ord ord) {
   /* the largest / smallest row sum */
   case JX_NORM_INF: return max_from_zero(jx_sum(jx_abs(x), cols, 0), JX_AXES(r - 2));
   case JX_NORM_NEG_INF: return jx_min(jx_sum(jx_abs(x), cols, 0), JX_AXES(r - 2), 0);
+  /* the singular values', as JAX reduces svd(x, compute_uv=False) */
+  case JX_NORM_NUC: return jx_sum(jx_linalg_svdvals(x), JX_AXES(r - 2), 0);
+  case JX_NORM_2: return jx_max(jx_linalg_svdvals(x), JX_AXES(r - 2), 0);
+  case JX_NORM_NEG_2: return jx_min(jx_linalg_svdvals(x), JX_AXES(r - 2), 0);
   }
   jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: ord %d is not a jx_matrix_norm_ord", op, (int)ord);
   return jx_poison();

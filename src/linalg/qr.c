@@ -12,6 +12,7 @@
  * m - n columns' tangent from the reduced one through a solve with
  * Q[:n, :n] - I, as JAX does. Batching moves the batch axis to the front. */
 #include <lapacke.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,50 +37,76 @@ static jx_status infer_qr(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *ou
   return JX_OK;
 }
 
+/* LAPACK's blocked workspace per column of a matrix (its block size). */
+enum { WORK_PER_COLUMN = 64 };
+
 /* Factors the row-major m x n matrix a into q (m x k) and r (k x n); work
- * holds m * n entries, tau min(m, n). */
+ * holds m * n entries, tau min(m, n), lw lwork. The _work entry points skip
+ * LAPACKE's NaN check, so a matrix holding NaNs factors as LAPACK (and JAX)
+ * factor it instead of returning early with q and r unset. */
 #define DEFINE_FACTOR(T, L)                                                                        \
-  static void factor_##L(const T *a, T *q, T *r, T *work, T *tau, int64_t m, int64_t n,            \
-                         int64_t k) {                                                              \
+  static void factor_##L(const T *a, T *q, T *r, T *work, T *tau, T *lw, lapack_int lwork,         \
+                         int64_t m, int64_t n, int64_t k) {                                        \
     int64_t kk = m < n ? m : n;                                                                    \
     memcpy(work, a, sizeof(T) * (size_t)(m * n));                                                  \
-    if (kk > 0) LAPACKE_##L##geqrf(LAPACK_ROW_MAJOR, m, n, work, n, tau);                          \
+    if (kk > 0) LAPACKE_##L##geqrf_work(LAPACK_ROW_MAJOR, m, n, work, n, tau, lw, lwork);          \
     for (int64_t i = 0; i < k; i++)                                                                \
       for (int64_t j = 0; j < n; j++) r[i * n + j] = i <= j ? work[i * n + j] : 0;                 \
     for (int64_t i = 0; i < m; i++)                                                                \
       for (int64_t j = 0; j < k; j++) q[i * k + j] = j < kk ? work[i * n + j] : i == j;            \
-    if (kk > 0) LAPACKE_##L##orgqr(LAPACK_ROW_MAJOR, m, k, kk, q, k, tau);                         \
+    if (kk > 0) LAPACKE_##L##orgqr_work(LAPACK_ROW_MAJOR, m, k, kk, q, k, tau, lw, lwork);         \
   }
 DEFINE_FACTOR(double, d)
 DEFINE_FACTOR(float, s)
 
-static void eval_qr(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
-  (void)ctx;
-  int rank = in->shape.rank;
-  int64_t m = in->shape.dims[rank - 2], n = in->shape.dims[rank - 1];
-  int64_t k = out[0].shape.dims[rank - 1], count = jx_linalg_batch_count(in->shape);
-  size_t es = jx_dtype_size(in->dtype);
-  if (count == 0 || m * k == 0) return;
+typedef struct {
+  const jx_tensor *in;
+  jx_tensor *out;
+  int64_t m, n, k;
+  atomic_int out_of_memory;
+} qr_job;
+
+static void factor_range(void *ctx, int64_t b0, int64_t b1) {
+  qr_job *j = ctx;
+  int64_t m = j->m, n = j->n, k = j->k;
+  size_t es = jx_dtype_size(j->in->dtype);
+  lapack_int lwork = (lapack_int)((m > n ? m : n) + 1) * WORK_PER_COLUMN;
   void *work = malloc(es * (size_t)(m * n + 1)),
-       *tau = malloc(es * (size_t)(m < n ? m + 1 : n + 1));
-  if (!work || !tau) {
+       *tau = malloc(es * (size_t)(m < n ? m + 1 : n + 1)), *lw = malloc(es * (size_t)lwork);
+  if (!work || !tau || !lw) {
     free(work);
     free(tau);
-    jx_error_set(JX_ERR_OUT_OF_MEMORY, "qr: out of memory for a %lldx%lld matrix", (long long)m,
-                 (long long)n);
+    free(lw);
+    atomic_store(&j->out_of_memory, 1);
     return;
   }
-  for (int64_t b = 0; b < count; b++) {
-    const char *a = (const char *)in->data + es * (size_t)(b * m * n);
-    char *q = (char *)out[0].data + es * (size_t)(b * m * k);
-    char *r = (char *)out[1].data + es * (size_t)(b * k * n);
-    if (in->dtype == JX_F64)
-      factor_d((const double *)a, (double *)q, (double *)r, work, tau, m, n, k);
+  for (int64_t b = b0; b < b1; b++) {
+    const char *a = (const char *)j->in->data + es * (size_t)(b * m * n);
+    char *q = (char *)j->out[0].data + es * (size_t)(b * m * k);
+    char *r = (char *)j->out[1].data + es * (size_t)(b * k * n);
+    if (j->in->dtype == JX_F64)
+      factor_d((const double *)a, (double *)q, (double *)r, work, tau, lw, lwork, m, n, k);
     else
-      factor_s((const float *)a, (float *)q, (float *)r, work, tau, m, n, k);
+      factor_s((const float *)a, (float *)q, (float *)r, work, tau, lw, lwork, m, n, k);
   }
   free(work);
   free(tau);
+  free(lw);
+}
+
+static void eval_qr(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  (void)ctx;
+  int rank = in->shape.rank;
+  qr_job j = {.in = in, .out = out};
+  j.m = in->shape.dims[rank - 2];
+  j.n = in->shape.dims[rank - 1];
+  j.k = out[0].shape.dims[rank - 1];
+  int64_t count = jx_linalg_batch_count(in->shape);
+  if (count == 0 || j.m * j.k == 0) return;
+  jx_linalg_for_each_matrix(count, factor_range, &j);
+  if (atomic_load(&j.out_of_memory))
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "qr: out of memory for a %lldx%lld matrix", (long long)j.m,
+                 (long long)j.n);
 }
 
 /* JAX's _thin_qr_jvp: (dQ, dR) of q [m, n], r [n, n] (m >= n) along dx. */

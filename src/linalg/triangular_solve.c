@@ -1,8 +1,8 @@
 /* triangular_solve: x with op(a) x = b (left_side) or x op(a) = b, op(a) = a
  * or a^T (transpose_a), a lower or upper triangular (lower; only that
- * triangle is read), its diagonal ones when unit_diagonal. The kernel is a
- * plain substitution in f64 per matrix of the stack; a zero on the diagonal
- * gives infs/NaNs as BLAS's trsm does.
+ * triangle is read), its diagonal ones when unit_diagonal. The kernel is
+ * BLAS's trsm per matrix of the stack, the matrices in parallel over the
+ * pool; a zero on the diagonal gives infs/NaNs.
  *
  * Rules, after JAX's lax/linalg.py:
  *  - JVP (_triangular_solve_jvp_rule_a and the linear b rule): with x the
@@ -12,7 +12,8 @@
  *  - transpose (linear in b only): the cotangent solved with op(a)^T;
  *  - batching: both operands' batch axes to the front (an unbatched one
  *    broadcast). */
-#include <stdlib.h>
+#include <cblas.h>
+#include <string.h>
 
 #include <jx/ops.h>
 
@@ -40,69 +41,47 @@ static jx_status infer_triangular_solve(const jx_rule_ctx *ctx, const jx_aval *i
   return JX_OK;
 }
 
-/* One solve. op(a) y = c with c and y the columns of b/x (left) or, for the
- * right side, x op(a) = b read as op(a)^T x^T = b^T: the rows of b/x. */
 typedef struct {
-  int64_t m, ncol;
-  int trans, lower, unit;          /* of the matrix M actually solved with */
-  int64_t col_stride, elem_stride; /* of c/y: column j, element i at j*col_stride + i*elem_stride */
-} solve_plan;
+  const jx_tensor *a, *b;
+  jx_tensor *x;
+  int64_t m, rows, cols;
+  CBLAS_SIDE side;
+  CBLAS_UPLO uplo;
+  CBLAS_TRANSPOSE trans;
+  CBLAS_DIAG diag;
+} solve_job;
 
-static double load(jx_dtype dt, const void *base, int64_t i) {
-  return dt == JX_F64 ? ((const double *)base)[i] : (double)((const float *)base)[i];
-}
-
-static void store(jx_dtype dt, void *base, int64_t i, double v) {
-  if (dt == JX_F64)
-    ((double *)base)[i] = v;
-  else
-    ((float *)base)[i] = (float)v;
-}
-
-static void solve_one(const solve_plan *s, jx_dtype dt, const void *a, const void *b, void *x,
-                      double *y) {
-  int64_t m = s->m;
-  for (int64_t j = 0; j < s->ncol; j++) {
-    for (int64_t step = 0; step < m; step++) {
-      int64_t i = s->lower ? step : m - 1 - step;
-      double v = load(dt, b, j * s->col_stride + i * s->elem_stride);
-      int64_t lo = s->lower ? 0 : i + 1, hi = s->lower ? i : m;
-      for (int64_t k = lo; k < hi; k++) v -= load(dt, a, s->trans ? k * m + i : i * m + k) * y[k];
-      y[i] = s->unit ? v : v / load(dt, a, i * m + i);
-    }
-    for (int64_t i = 0; i < m; i++) store(dt, x, j * s->col_stride + i * s->elem_stride, y[i]);
+static void solve_range(void *ctx, int64_t k0, int64_t k1) {
+  const solve_job *j = ctx;
+  size_t es = jx_dtype_size(j->b->dtype), mm = (size_t)(j->m * j->m);
+  size_t rc = (size_t)(j->rows * j->cols);
+  for (int64_t k = k0; k < k1; k++) {
+    const char *a = (const char *)j->a->data + es * mm * (size_t)k;
+    char *x = (char *)j->x->data + es * rc * (size_t)k;
+    memcpy(x, (const char *)j->b->data + es * rc * (size_t)k, es * rc);
+    if (j->b->dtype == JX_F64)
+      cblas_dtrsm(CblasRowMajor, j->side, j->uplo, j->trans, j->diag, (int)j->rows, (int)j->cols,
+                  1.0, (const double *)a, (int)j->m, (double *)x, (int)j->cols);
+    else
+      cblas_strsm(CblasRowMajor, j->side, j->uplo, j->trans, j->diag, (int)j->rows, (int)j->cols,
+                  1.0f, (const float *)a, (int)j->m, (float *)x, (int)j->cols);
   }
 }
 
 static void eval_triangular_solve(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
   const jx_params *p = ctx->params;
-  const jx_tensor *a = &in[0], *b = &in[1];
-  int r = b->shape.rank, left = p->i[0] != 0;
-  int64_t m = a->shape.dims[r - 1], rows = b->shape.dims[r - 2], cols = b->shape.dims[r - 1];
-  solve_plan s = {.m = m, .unit = p->i[3] != 0};
-  /* right side: solve with op(a)^T, so the transpose flag flips */
-  s.trans = left ? p->i[2] != 0 : p->i[2] == 0;
-  /* the transpose of a lower triangle is an upper one */
-  s.lower = (p->i[1] != 0) != s.trans;
-  if (left) {
-    s.ncol = cols, s.col_stride = 1, s.elem_stride = cols;
-  } else {
-    s.ncol = rows, s.col_stride = cols, s.elem_stride = 1;
-  }
-  int64_t count = jx_linalg_batch_count(b->shape);
-  if (count * m * s.ncol == 0) return;
-  double *y = malloc(sizeof *y * (size_t)m);
-  if (!y) {
-    jx_error_set(JX_ERR_OUT_OF_MEMORY, "triangular_solve: out of memory for %lld values",
-                 (long long)m);
-    return;
-  }
-  size_t es = jx_dtype_size(b->dtype);
-  for (int64_t k = 0; k < count; k++)
-    solve_one(&s, b->dtype, (const char *)a->data + es * (size_t)(k * m * m),
-              (const char *)b->data + es * (size_t)(k * rows * cols),
-              (char *)out->data + es * (size_t)(k * rows * cols), y);
-  free(y);
+  int r = in[1].shape.rank;
+  solve_job j = {.a = &in[0], .b = &in[1], .x = out};
+  j.m = in[0].shape.dims[r - 1];
+  j.rows = in[1].shape.dims[r - 2];
+  j.cols = in[1].shape.dims[r - 1];
+  j.side = p->i[0] ? CblasLeft : CblasRight;
+  j.uplo = p->i[1] ? CblasLower : CblasUpper;
+  j.trans = p->i[2] ? CblasTrans : CblasNoTrans;
+  j.diag = p->i[3] ? CblasUnit : CblasNonUnit;
+  int64_t count = jx_linalg_batch_count(in[1].shape);
+  if (count * j.rows * j.cols == 0) return;
+  jx_linalg_for_each_matrix(count, solve_range, &j);
 }
 
 static jx_status jvp_triangular_solve(const jx_rule_ctx *ctx, jx_array *const *x,

@@ -44,7 +44,7 @@
   X(sharding_constraint) X(shard_map) X(psum) X(pmax) X(pmin) X(all_gather) X(psum_scatter) \
   X(all_to_all) X(ppermute) X(pvary) \
   /* linalg/ */ \
-  X(cholesky) X(triangular_solve) X(lu) X(eigh) X(qr) \
+  X(cholesky) X(triangular_solve) X(lu) X(eigh) X(qr) X(svd) X(pinv) \
   /* debug/ */ \
   X(debug_print)
 // clang-format on

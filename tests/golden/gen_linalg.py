@@ -167,6 +167,111 @@ def norm_cases():
              x.astype(np.float32))
 
 
+def svd_cases():
+    """svd's singular vectors have arbitrary signs (a column of u flips with
+    its row of vh): the goldens are s, the vectors' squares and VJPs of
+    those sign-invariant functions."""
+    def parts(a, full):
+        u, s, vh = jnp.linalg.svd(a, full_matrices=full)
+        return s, u * u, vh * vh
+
+    for case, shape, full, dt in (("svd_tall_f64", (5, 3), False, np.float64),
+                                  ("svd_wide_f64", (3, 5), False, np.float64),
+                                  ("svd_square_full_f64", (4, 4), True, np.float64),
+                                  ("svd_f32", (4, 3), False, np.float32),
+                                  ("svd_batch_f64", (2, 4, 3), False, np.float64),
+                                  ("svd_batch_f32", (3, 3, 4), False, np.float32)):
+        a = R.standard_normal(shape).astype(dt)
+        (s, uu, vv), vjp = jax.vjp(lambda a: parts(a, full), jnp.asarray(a))
+        ct_s = R.standard_normal(s.shape).astype(dt)
+        ct_u = R.standard_normal(uu.shape).astype(dt)
+        ct_v = R.standard_normal(vv.shape).astype(dt)
+        (ct_a,) = vjp((jnp.asarray(ct_s), jnp.asarray(ct_u), jnp.asarray(ct_v)))
+        save(case, a=a, s=s, uu=uu, vv=vv, ct_s=ct_s, ct_u=ct_u, ct_v=ct_v, ct_a=ct_a)
+    # full_matrices of a non-square matrix: values only (JAX has no JVP there)
+    a = R.standard_normal((5, 3))
+    save("svd_tall_full_f64", a=a, s=jnp.linalg.svd(a, compute_uv=False))
+    for case, shape, dt in (("svdvals_f64", (4, 6), np.float64), ("svdvals_f32", (5, 3), np.float32),
+                            ("svdvals_batch_f64", (2, 3, 4), np.float64)):
+        vjp_case(case, lambda a: jnp.linalg.svd(a, compute_uv=False), dt,
+                 R.standard_normal(shape).astype(dt))
+    nan = np.array([[1.0, np.nan, 0.0], [0.0, 1.0, 2.0]])
+    u, s, vh = jnp.linalg.svd(nan, full_matrices=False)
+    save("svd_nan", a=nan, u=u, s=s, vh=vh)
+
+
+def pinv_lstsq_cases():
+    for case, shape, dt in (("pinv_tall_f64", (5, 3), np.float64),
+                            ("pinv_wide_f64", (3, 4), np.float64),
+                            ("pinv_f32", (4, 3), np.float32),
+                            ("pinv_batch_f64", (2, 3, 4), np.float64)):
+        vjp_case(case, jnp.linalg.pinv, dt, R.standard_normal(shape).astype(dt))
+    # rank 2 of 3: the default cutoff drops the third singular value
+    low = R.standard_normal((4, 2)) @ R.standard_normal((2, 3))
+    vjp_case("pinv_rank2_f64", jnp.linalg.pinv, np.float64, low)
+    # an explicit rtol that drops the smallest of a spread of singular values
+    spread = np.diag([3.0, 1.0, 0.2]) @ np.linalg.qr(R.standard_normal((3, 3)))[0]
+    vjp_case("pinv_rtol_f64", lambda a: jnp.linalg.pinv(a, rtol=0.1), np.float64, spread)
+    for case, ashape, bshape, dt in (("lstsq_f64", (6, 3), (6, 2), np.float64),
+                                     ("lstsq_vec_f64", (6, 3), (6,), np.float64),
+                                     ("lstsq_wide_f64", (3, 5), (3, 2), np.float64),
+                                     ("lstsq_f32", (5, 3), (5, 2), np.float32)):
+        a = R.standard_normal(ashape).astype(dt)
+        b = R.standard_normal(bshape).astype(dt)
+        x, resid, rank, s = jnp.linalg.lstsq(a, b)
+        save(case, resid=resid, rank=np.asarray(rank, np.int32), s=s)
+        vjp_case(case, lambda a, b: jnp.linalg.lstsq(a, b)[0], dt, a, b)
+    a = R.standard_normal((5, 2)) @ R.standard_normal((2, 4))  # rank 2
+    b = R.standard_normal((5, 2))
+    x, resid, rank, s = jnp.linalg.lstsq(a, b)
+    save("lstsq_rank2_f64", a=a, b=b, x=x, resid=resid, rank=np.asarray(rank, np.int32), s=s)
+    x, resid, rank, s = jnp.linalg.lstsq(a, b, rcond=0.5)
+    save("lstsq_rcond_f64", x=x, resid=resid, rank=np.asarray(rank, np.int32))
+
+
+MATRIX_POWERS = (0, 1, 2, 3, 5, 6, -1, -3)
+
+
+def matrix_power_cases():
+    a = general((3, 3), np.float64) / 2
+    for k in MATRIX_POWERS:
+        tag = f"m{-k}" if k < 0 else str(k)
+        vjp_case(f"mpow_{tag}_f64", lambda a: jnp.linalg.matrix_power(a, k), np.float64, a)
+    vjp_case("mpow_5_f32", lambda a: jnp.linalg.matrix_power(a, 5), np.float32,
+             (general((3, 3), np.float64) / 2).astype(np.float32))
+    vjp_case("mpow_batch_f64", lambda a: jnp.linalg.matrix_power(a, 4), np.float64,
+             general((2, 3, 3), np.float64) / 2)
+
+
+def scaled(n, l1, dt):
+    """An n x n matrix with 1-norm l1, which picks expm's Pade degree and squarings."""
+    m = R.standard_normal((n, n))
+    return (m * (l1 / np.abs(m).sum(0).max())).astype(dt)
+
+
+EXPM_NORMS = {np.float64: (0.01, 0.2, 0.8, 1.5, 3.0, 40.0), np.float32: (0.3, 1.0, 3.0, 40.0)}
+
+
+def expm_cases():
+    for dt, tag in ((np.float64, "f64"), (np.float32, "f32")):
+        for i, l1 in enumerate(EXPM_NORMS[dt]):
+            vjp_case(f"expm_{i}_{tag}", jax.scipy.linalg.expm, dt, scaled(4, l1, dt))
+    stack = np.stack([scaled(3, l1, np.float64) for l1 in (0.01, 1.5, 40.0, 0.2)])
+    vjp_case("expm_batch_f64", jax.scipy.linalg.expm, np.float64, stack)
+    huge = scaled(3, 1e7, np.float64)  # more than 16 squarings: NaNs, as JAX
+    save("expm_huge", a=huge, out=jax.scipy.linalg.expm(huge))
+
+
+def nan_cases():
+    """A matrix holding a NaN: LAPACK's (and JAX's) results, NaNs where they fall."""
+    a = np.array([[1.0, np.nan], [2.0, 3.0]])
+    lu, piv, perm = lax.linalg.lu(jnp.asarray(a))
+    q, r = jnp.linalg.qr(a)
+    save("nan", a=a, lu=lu, pivots=np.asarray(piv, np.int32),
+         permutation=np.asarray(perm, np.int32), q=q, r=r, det=jnp.linalg.det(a),
+         solve=jnp.linalg.solve(a, np.ones(2)))
+
+
 def main():
     shutil.rmtree(DIR, ignore_errors=True)
     os.makedirs(DIR)
@@ -190,6 +295,11 @@ def main():
     eigh_cases()
     qr_cases()
     norm_cases()
+    svd_cases()
+    pinv_lstsq_cases()
+    matrix_power_cases()
+    expm_cases()
+    nan_cases()
 
 
 if __name__ == "__main__":

@@ -145,8 +145,8 @@ static void norm_errors_name_the_operand(void **state) {
   r = jx_linalg_matrix_norm(jx_zeros(JX_F32, JX_SHAPE(3)), JX_NORM_FRO);
   assert_true(jx_is_poisoned(r));
   assert_error_has("jx_linalg_matrix_norm: operand f32[3] needs at least 2 axes");
-  r = jx_linalg_matrix_norm(jx_zeros(JX_F32, JX_SHAPE(2, 2)), (jx_matrix_norm_ord)7);
-  assert_error_has("jx_linalg_matrix_norm: ord 7 is not a jx_matrix_norm_ord");
+  r = jx_linalg_matrix_norm(jx_zeros(JX_F32, JX_SHAPE(2, 2)), (jx_matrix_norm_ord)99);
+  assert_error_has("jx_linalg_matrix_norm: ord 99 is not a jx_matrix_norm_ord");
 }
 
 int main(void) {
