@@ -47,6 +47,8 @@
   X(all_to_all) X(ppermute) X(pvary) \
   /* linalg/ */ \
   X(cholesky) X(triangular_solve) X(lu) X(eigh) X(qr) \
+  /* fft/ */ \
+  X(fft) \
   /* debug/ */ \
   X(debug_print)
 // clang-format on
