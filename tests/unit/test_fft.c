@@ -3,6 +3,7 @@
  * under jit, the 1-D ones under vmap, gradients through the fft
  * primitive's transposes against jax.grad and jx_check_grads, and the
  * errors of bad arguments. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <complex.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -251,6 +252,34 @@ static void bad_arguments_are_clear_errors(void **state) {
   jx_clear_error();
 }
 
+/* sharded jit: an rfft along the unsharded axis keeps the rows' split, one
+ * along the sharded axis gathers it; both give the unsharded numbers */
+static void sharded_transforms_keep_the_other_axes_split(void **state) {
+  (void)state;
+  const char *names[] = {"x"};
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(2), names);
+  jx_sharding *rows = jx_sharding_create(m, "x");
+  jx_array *in[2] = {jx_device_put(golden(0, "x"), rows), golden(0, "z")}, *out[1];
+  const struct {
+    case_fn f;
+    const char *name, *spec;
+  } cases[] = {{c_rfft, "rfft", "x"}, {c_rfft_axis0_ortho, "rfft_axis0_ortho", NULL}};
+  for (int k = 0; k < 2; k++) {
+    jx_fn *f = jx_fn_create(cases[k].name, 2, 1, body, (void *)cases[k].f);
+    jx_fn *jf = jx_jit(f, NULL);
+    check_ok(jx_call(jf, in, out));
+    assert_close(cases[k].name, out[0], golden(0, cases[k].name), tol(0));
+    if (cases[k].spec) {
+      assert_non_null(jx_sharding_of(out[0]));
+      assert_string_equal(jx_sharding_spec(jx_sharding_of(out[0])), cases[k].spec);
+    }
+    jx_fn_release(jf);
+    jx_fn_release(f);
+  }
+  jx_sharding_release(rows);
+  jx_mesh_release(m);
+}
+
 /* a large transform against a direct sum at a few bins */
 static void long_transform_matches_direct_sum(void **state) {
   (void)state;
@@ -271,6 +300,7 @@ static void long_transform_matches_direct_sum(void **state) {
 }
 
 int main(void) {
+  setenv("JX_NUM_CPU_DEVICES", "2", 1); /* the sharded test's mesh */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(functions_match_jax_x32),
       cmocka_unit_test(functions_match_jax_x64),
@@ -278,6 +308,7 @@ int main(void) {
       cmocka_unit_test(grads_match_jax_x64),
       cmocka_unit_test(bad_arguments_are_clear_errors),
       cmocka_unit_test(long_transform_matches_direct_sum),
+      cmocka_unit_test(sharded_transforms_keep_the_other_axes_split),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
