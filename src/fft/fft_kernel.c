@@ -8,7 +8,9 @@
  * batch) for the process; FFTW's planner is not thread-safe, so planning
  * holds a lock. Each plan does all of a call's batch at once (FFTW's guru
  * interface, howmany). c2r transforms overwrite their input, so IRFFT runs
- * on a copy. */
+ * on a copy. Transforms of at least PARALLEL_MIN elements are planned for
+ * jx_pool_threads() threads, and FFTW runs its parallel loops on jx's pool
+ * (fftw_threads_set_callback), not on threads of its own. */
 #include "fft_kernel.h"
 
 #include <complex.h>
@@ -18,6 +20,9 @@
 #include <string.h>
 
 #include "../base/error.h"
+#include "../base/threadpool.h"
+
+enum { PARALLEL_MIN = 1 << 16 }; /* elements per call from which a plan uses the pool */
 
 typedef struct plan_entry {
   jx_fft_type type;
@@ -29,6 +34,29 @@ typedef struct plan_entry {
 
 static plan_entry *plans;
 static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* FFTW's parallel loop on jx's pool: work(jobdata + i * elsize) for each job */
+typedef struct {
+  void *(*work)(char *);
+  char *jobdata;
+  size_t elsize;
+} fftw_loop;
+static void run_jobs(void *ctx, int64_t begin, int64_t end) {
+  const fftw_loop *l = ctx;
+  for (int64_t i = begin; i < end; i++) l->work(l->jobdata + (size_t)i * l->elsize);
+}
+static void pool_loop(void *(*work)(char *), char *jobdata, size_t elsize, int njobs, void *data) {
+  (void)data;
+  fftw_loop l = {work, jobdata, elsize};
+  jx_parallel_for(njobs, 1, run_jobs, &l);
+}
+static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
+static void init_threads(void) {
+  fftw_init_threads();
+  fftwf_init_threads();
+  fftw_threads_set_callback(pool_loop, NULL);
+  fftwf_threads_set_callback(pool_loop, NULL);
+}
 
 /* The guru dims of k trailing dims with row-major strides, and the batch's. */
 static void guru_dims(jx_fft_type t, int k, const int64_t *n, fftw_iodim *dims, int64_t *in_dist,
@@ -53,6 +81,11 @@ static void *make_plan(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t 
   guru_dims(t, k, n, dims, &in_dist, &out_dist);
   fftw_iodim many = {(int)batch, (int)in_dist, (int)out_dist};
   unsigned flags = FFTW_ESTIMATE | FFTW_UNALIGNED;
+  int64_t elems = batch * (in_dist > out_dist ? in_dist : out_dist);
+  int nthreads = elems >= PARALLEL_MIN ? jx_pool_threads() : 1;
+  pthread_once(&threads_once, init_threads);
+  fftw_plan_with_nthreads(nthreads);
+  fftwf_plan_with_nthreads(nthreads);
   int sign = t == JX_FFT_IFFT ? FFTW_BACKWARD : FFTW_FORWARD;
   /* FFTW_ESTIMATE leaves the arrays alone: these stand-ins are never read */
   static double _Complex dummy_c[2];
