@@ -536,7 +536,7 @@ jx_array *jx_complex_scalar(jx_dtype dt, double re, double im) {
     return jx_poison();
   }
   jx_array *a = filled(dt, (jx_shape){0, {0}}, 0, 1, "jx_complex_scalar");
-  if (!a->poisoned) jx_store_c128(a->buf->data, dt, 0, CMPLX(re, im));
+  if (!a->poisoned) jx_store_c128(a->buf->data, dt, 0, jx_cmplx(re, im));
   return a;
 }
 jx_array *jx_zeros(jx_dtype dt, jx_shape s) { return filled(dt, s, 0, 0, "jx_zeros"); }

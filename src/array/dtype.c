@@ -279,7 +279,7 @@ double _Complex jx_load_c128(const void *base, jx_dtype dt, int64_t i) {
   switch (dt) {
   case JX_C64: return ((const float _Complex *)base)[i];
   case JX_C128: return ((const double _Complex *)base)[i];
-  default: return CMPLX(jx_load_f64(base, dt, i), 0.0);
+  default: return jx_load_f64(base, dt, i); /* imaginary part 0 */
   }
 }
 
@@ -322,8 +322,8 @@ void jx_store_f64(void *base, jx_dtype dt, int64_t i, double v) {
   case JX_BF16: ((uint16_t *)base)[i] = jx_f64_to_bf16(v); break;
   case JX_F32: ((float *)base)[i] = (float)v; break;
   case JX_F64: ((double *)base)[i] = v; break;
-  case JX_C64: ((float _Complex *)base)[i] = CMPLXF((float)v, 0.0f); break;
-  case JX_C128: ((double _Complex *)base)[i] = CMPLX(v, 0.0); break;
+  case JX_C64: ((float *)base)[2 * i] = (float)v, ((float *)base)[2 * i + 1] = 0; break;
+  case JX_C128: ((double *)base)[2 * i] = v, ((double *)base)[2 * i + 1] = 0; break;
   }
 }
 
@@ -364,7 +364,7 @@ void jx_store_i64(void *base, jx_dtype dt, int64_t i, int64_t v) {
   case JX_F32: ((float *)base)[i] = (float)v; break;
   case JX_F16: ((uint16_t *)base)[i] = jx_f32_to_f16((float)v); break;
   case JX_BF16: ((uint16_t *)base)[i] = jx_f32_to_bf16((float)v); break;
-  case JX_C64: ((float _Complex *)base)[i] = CMPLXF((float)v, 0.0f); break;
-  case JX_C128: ((double _Complex *)base)[i] = CMPLX((double)v, 0.0); break;
+  case JX_C64: ((float *)base)[2 * i] = (float)v, ((float *)base)[2 * i + 1] = 0; break;
+  case JX_C128: ((double *)base)[2 * i] = (double)v, ((double *)base)[2 * i + 1] = 0; break;
   }
 }

@@ -70,8 +70,16 @@ jx_dtype jx_to_inexact(jx_dtype dt);
  * real convert) and a real value stores into a complex dtype with imaginary
  * part 0. (No <complex.h> here: its macro I would leak into every file.) */
 double jx_load_f64(const void *base, jx_dtype dt, int64_t i);
-void jx_store_f64(void *base, jx_dtype dt, int64_t i, double v);           /* float->int saturates,
-                                                                           NaN -> 0 */
+void jx_store_f64(void *base, jx_dtype dt, int64_t i, double v); /* float->int saturates,
+                                                                 NaN -> 0 */
+/* re + im i, exactly (C11's CMPLX, which glibc leaves undefined under clang):
+ * a complex value is laid out as an array of its two parts */
+static inline double _Complex jx_cmplx(double re, double im) {
+  double _Complex z;
+  double parts[2] = {re, im};
+  memcpy(&z, parts, sizeof z);
+  return z;
+}
 double _Complex jx_load_c128(const void *base, jx_dtype dt, int64_t i);    /* real: imag 0 */
 void jx_store_c128(void *base, jx_dtype dt, int64_t i, double _Complex v); /* real: the real part */
 int64_t jx_load_i64(const void *base, jx_dtype dt, int64_t i); /* ints wrap, floats truncate */

@@ -214,14 +214,14 @@ static double _Complex complex_reduce(rop op, jx_dtype dt, const void *x, int64_
         const double *e = (const double *)x + 2 * (base + L->offset[r]);
         re[r] = e[0], im[r] = e[1];
       }
-      return CMPLX(pairwise_d(re, n), pairwise_d(im, n));
+      return jx_cmplx(pairwise_d(re, n), pairwise_d(im, n));
     }
     float *re = scratch, *im = re + n;
     for (int64_t r = 0; r < n; r++) {
       const float *e = (const float *)x + 2 * (base + L->offset[r]);
       re[r] = e[0], im[r] = e[1];
     }
-    return CMPLX(pairwise_f(re, n), pairwise_f(im, n));
+    return jx_cmplx(pairwise_f(re, n), pairwise_f(im, n));
   }
   if (dt == JX_C128) {
     double _Complex acc = 1;

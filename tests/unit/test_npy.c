@@ -123,7 +123,7 @@ static void round_trips(void **state) {
         int64_t n = jx_shape_numel(s);
         for (int64_t k = 0; k < n; k++)
           jx_store_c128(jx_array_data(a), dt, k,
-                        CMPLX(value(k, dt), jx_is_complex(dt) ? value_imag(k) : 0));
+                        jx_cmplx(value(k, dt), jx_is_complex(dt) ? value_imag(k) : 0));
         assert_int_equal(jx_save_npy(path, a), JX_OK);
         jx_array *b = jx_load_npy(path);
         if (jx_is_poisoned(b)) fail_msg("%s rank %d: %s", jx_dtype_name(dt), rank, jx_last_error());
