@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 objs=${1:-build}/CMakeFiles/jx_objects.dir/src
 
 # The layers, lowest first; docs/architecture.md draws the same order.
-order="base < array < prims < ir < trace < ops < linalg < transform < compile < parallel < cuda < debug < nn < io < plugins"
+order="base < array < prims < ir < trace < ops < linalg < fft < transform < compile < parallel < cuda < debug < nn < io < plugins"
 
 # Known violations, one line each: "folder/file what reason". None today;
 # the check fails on a line whose violation is gone.

@@ -7,6 +7,7 @@
  *   bool < int (weak) < {u8 < u16 < u32 < u64, i8 < i16 < i32 < i64}
  *   u8 -> i16, u16 -> i32, u32 -> i64, {u64, i64} -> float (weak)
  *   float (weak) < {bf16, f16} < f32 < f64
+ *   float (weak) < complex (weak) < c64 < c128, f32 -> c64, f64 -> c128
  * jx_scalar returns a weakly typed scalar: in a binary op it takes the other
  * operand's dtype when that one is of the same or a higher kind
  * (bf16_array * jx_scalar(JX_F32, 2) is bf16) and keeps its own dtype when it
@@ -48,9 +49,11 @@ typedef enum { /* append-only */
                JX_F16,
                JX_BF16,
                JX_F32,
-               JX_F64
+               JX_F64,
+               JX_C64, /* complex: two f32 (real, imaginary), as C's float _Complex */
+               JX_C128 /* two f64 */
 } jx_dtype;
-#define JX_NUM_DTYPES 13
+#define JX_NUM_DTYPES 15
 
 JX_API const char *jx_dtype_name(jx_dtype dt); /* "f32", "bf16", ...; "?" if invalid */
 JX_API size_t jx_dtype_size(jx_dtype dt);      /* bytes per element; 0 if invalid */
@@ -72,6 +75,9 @@ JX_API uint16_t jx_f64_to_bf16(double x);
 /* ---- creation: results belong to the innermost scope ---- */
 JX_API jx_array *jx_array_from(jx_dtype dt, jx_shape s, const void *host_data); /* copies */
 JX_API jx_array *jx_scalar(jx_dtype dt, double v); /* weakly typed, see above */
+/* A weakly typed complex scalar re + im*i (a Python complex in JAX); dt is
+ * JX_C64 or JX_C128. */
+JX_API jx_array *jx_complex_scalar(jx_dtype dt, double re, double im);
 JX_API jx_array *jx_zeros(jx_dtype dt, jx_shape s);
 JX_API jx_array *jx_ones(jx_dtype dt, jx_shape s);
 JX_API jx_array *jx_full(jx_dtype dt, jx_shape s, double v);
@@ -98,17 +104,18 @@ JX_API jx_status jx_save_npy(const char *path, const jx_array *a);
 JX_API jx_array *jx_load_npy(const char *path);
 
 #ifndef JX_NO_LOCATION_MACROS
-#define jx_array_from(...) JX_LOCATED(jx_array_from, __VA_ARGS__)
-#define jx_scalar(...)     JX_LOCATED(jx_scalar, __VA_ARGS__)
-#define jx_zeros(...)      JX_LOCATED(jx_zeros, __VA_ARGS__)
-#define jx_ones(...)       JX_LOCATED(jx_ones, __VA_ARGS__)
-#define jx_full(...)       JX_LOCATED(jx_full, __VA_ARGS__)
-#define jx_arange(...)     JX_LOCATED(jx_arange, __VA_ARGS__)
-#define jx_eye(...)        JX_LOCATED(jx_eye, __VA_ARGS__)
-#define jx_read(...)       JX_LOCATED_STATUS(jx_read, __VA_ARGS__)
-#define jx_item(...)       JX_LOCATED_DOUBLE(jx_item, __VA_ARGS__)
-#define jx_save_npy(...)   JX_LOCATED_STATUS(jx_save_npy, __VA_ARGS__)
-#define jx_load_npy(...)   JX_LOCATED(jx_load_npy, __VA_ARGS__)
+#define jx_array_from(...)     JX_LOCATED(jx_array_from, __VA_ARGS__)
+#define jx_scalar(...)         JX_LOCATED(jx_scalar, __VA_ARGS__)
+#define jx_complex_scalar(...) JX_LOCATED(jx_complex_scalar, __VA_ARGS__)
+#define jx_zeros(...)          JX_LOCATED(jx_zeros, __VA_ARGS__)
+#define jx_ones(...)           JX_LOCATED(jx_ones, __VA_ARGS__)
+#define jx_full(...)           JX_LOCATED(jx_full, __VA_ARGS__)
+#define jx_arange(...)         JX_LOCATED(jx_arange, __VA_ARGS__)
+#define jx_eye(...)            JX_LOCATED(jx_eye, __VA_ARGS__)
+#define jx_read(...)           JX_LOCATED_STATUS(jx_read, __VA_ARGS__)
+#define jx_item(...)           JX_LOCATED_DOUBLE(jx_item, __VA_ARGS__)
+#define jx_save_npy(...)       JX_LOCATED_STATUS(jx_save_npy, __VA_ARGS__)
+#define jx_load_npy(...)       JX_LOCATED(jx_load_npy, __VA_ARGS__)
 
 #define jx_size(...)              JX_LOCATED_I64(jx_size, __VA_ARGS__)
 #define jx_block_until_ready(...) JX_LOCATED_STATUS(jx_block_until_ready, __VA_ARGS__)

@@ -75,6 +75,7 @@
 #include "debug.h"
 #include "distributed.h"
 #include "io.h"
+#include "fft.h"
 #include "linalg.h"
 #include "nn.h"
 #include "ops.h"

@@ -383,6 +383,18 @@ JX_API jx_array *jx_at_add(jx_array *a, int n, const jx_index *idx, jx_array *va
 JX_API jx_array *jx_at_mul(jx_array *a, int n, const jx_index *idx, jx_array *values);
 JX_API jx_array *jx_at_min(jx_array *a, int n, const jx_index *idx, jx_array *values);
 JX_API jx_array *jx_at_max(jx_array *a, int n, const jx_index *idx, jx_array *values);
+/* ---- complex numbers (docs/dtypes.md, "Complex numbers") ----
+ * jnp.real / jnp.imag: the parts of a complex array in its parts' dtype (a
+ * real array is its own real part and has imaginary part 0); jnp.conj: the
+ * conjugate (a real array is returned as it is); jx_complex(re, im): lax.complex
+ * after promoting both to one float dtype (ints compute in f32, see
+ * jx_to_inexact), c64 from f32 and c128 from f64; jnp.angle: atan2(imag,
+ * real), real-valued. jx_abs of a complex array is its modulus (real). */
+JX_API jx_array *jx_real(jx_array *a);
+JX_API jx_array *jx_imag(jx_array *a);
+JX_API jx_array *jx_conj(jx_array *a);
+JX_API jx_array *jx_complex(jx_array *re, jx_array *im);
+JX_API jx_array *jx_angle(jx_array *a);
 
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_add(...)                    JX_LOCATED(jx_add, __VA_ARGS__)
@@ -587,6 +599,12 @@ JX_API jx_array *jx_at_max(jx_array *a, int n, const jx_index *idx, jx_array *va
 #define jx_at_min(...)          JX_LOCATED(jx_at_min, __VA_ARGS__)
 #define jx_at_max(...)          JX_LOCATED(jx_at_max, __VA_ARGS__)
 #define jx_standardize(...)     JX_LOCATED(jx_standardize, __VA_ARGS__)
+
+#define jx_real(...)    JX_LOCATED(jx_real, __VA_ARGS__)
+#define jx_imag(...)    JX_LOCATED(jx_imag, __VA_ARGS__)
+#define jx_conj(...)    JX_LOCATED(jx_conj, __VA_ARGS__)
+#define jx_complex(...) JX_LOCATED(jx_complex, __VA_ARGS__)
+#define jx_angle(...)   JX_LOCATED(jx_angle, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

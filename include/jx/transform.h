@@ -90,8 +90,16 @@ JX_API jx_sharding *jx_sharding_auto(void);
 JX_API jx_fn *jx_jit(jx_fn *f, const jx_jit_options *opts); /* opts may be NULL */
 
 /* ---- automatic differentiation (argnums JX_AXES() means argument 0) ---- */
-/* f's first output: a float scalar; one output per argnum: the gradient of that input */
+/* f's first output: a float scalar; one output per argnum: the gradient of
+ * that input, which may be float or complex. For complex inputs the
+ * gradient is JAX's: the conjugate of df/dx + i df/dy, i.e. what moves f
+ * most when subtracted (docs/dtypes.md, "Complex numbers"). */
 JX_API jx_fn *jx_grad(jx_fn *f, jx_axes argnums);
+/* JAX's holomorphic=True: f's first output is a complex scalar, the
+ * arguments are complex, and the result is the complex derivative f'(z)
+ * (jx_grad_holomorphic and jx_value_and_grad_holomorphic). */
+JX_API jx_fn *jx_grad_holomorphic(jx_fn *f, jx_axes argnums);
+JX_API jx_fn *jx_value_and_grad_holomorphic(jx_fn *f, jx_axes argnums, int has_aux);
 /* (value, aux outputs if has_aux, gradients...) */
 JX_API jx_fn *jx_value_and_grad(jx_fn *f, jx_axes argnums, int has_aux);
 /* The same with argnums as a list of any length (jx_axes holds at most
@@ -231,10 +239,13 @@ JX_API int64_t jx_fn_trace_count(const jx_fn *f);
 #define jx_associative_scan(...) JX_LOCATED_STATUS(jx_associative_scan, __VA_ARGS__)
 #define jx_reduce(...)           JX_LOCATED_STATUS(jx_reduce, __VA_ARGS__)
 
-#define jx_fn_create(...)            JX_LOCATED_PTR(jx_fn *, jx_fn_create, __VA_ARGS__)
-#define jx_fn_create_owning(...)     JX_LOCATED_PTR(jx_fn *, jx_fn_create_owning, __VA_ARGS__)
-#define jx_jit(...)                  JX_LOCATED_PTR(jx_fn *, jx_jit, __VA_ARGS__)
-#define jx_grad(...)                 JX_LOCATED_PTR(jx_fn *, jx_grad, __VA_ARGS__)
+#define jx_fn_create(...)        JX_LOCATED_PTR(jx_fn *, jx_fn_create, __VA_ARGS__)
+#define jx_fn_create_owning(...) JX_LOCATED_PTR(jx_fn *, jx_fn_create_owning, __VA_ARGS__)
+#define jx_jit(...)              JX_LOCATED_PTR(jx_fn *, jx_jit, __VA_ARGS__)
+#define jx_grad(...)             JX_LOCATED_PTR(jx_fn *, jx_grad, __VA_ARGS__)
+#define jx_grad_holomorphic(...) JX_LOCATED_PTR(jx_fn *, jx_grad_holomorphic, __VA_ARGS__)
+#define jx_value_and_grad_holomorphic(...)                                                         \
+  JX_LOCATED_PTR(jx_fn *, jx_value_and_grad_holomorphic, __VA_ARGS__)
 #define jx_value_and_grad(...)       JX_LOCATED_PTR(jx_fn *, jx_value_and_grad, __VA_ARGS__)
 #define jx_value_and_grad_first(...) JX_LOCATED_PTR(jx_fn *, jx_value_and_grad_first, __VA_ARGS__)
 #define jx_jvp(...)                  JX_LOCATED_PTR(jx_fn *, jx_jvp, __VA_ARGS__)

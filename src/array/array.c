@@ -1,6 +1,7 @@
 /* Arrays: allocation, reference counting, inspection and host reads. */
 #include "array.h"
 
+#include <complex.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -527,6 +528,16 @@ static jx_array *filled(jx_dtype dt, jx_shape s, double v, int weak, const char 
 
 jx_array *jx_scalar(jx_dtype dt, double v) {
   return filled(dt, (jx_shape){0, {0}}, v, 1, "jx_scalar");
+}
+jx_array *jx_complex_scalar(jx_dtype dt, double re, double im) {
+  if (!jx_is_complex(dt)) {
+    jx_error_set(JX_ERR_DTYPE, "jx_complex_scalar: the dtype must be c64 or c128, got %s",
+                 jx_dtype_name(dt));
+    return jx_poison();
+  }
+  jx_array *a = filled(dt, (jx_shape){0, {0}}, 0, 1, "jx_complex_scalar");
+  if (!a->poisoned) jx_store_c128(a->buf->data, dt, 0, jx_cmplx(re, im));
+  return a;
 }
 jx_array *jx_zeros(jx_dtype dt, jx_shape s) { return filled(dt, s, 0, 0, "jx_zeros"); }
 jx_array *jx_ones(jx_dtype dt, jx_shape s) { return filled(dt, s, 1, 0, "jx_ones"); }

@@ -1,13 +1,15 @@
 #include "dtype.h"
 
+#include <complex.h>
 #include <pthread.h>
 #include <stdint.h>
 
 #include "../base/env.h"
 
-static const char *const names[JX_NUM_DTYPES] = {"bool", "i8",  "i16", "i32",  "i64", "u8", "u16",
-                                                 "u32",  "u64", "f16", "bf16", "f32", "f64"};
-static const size_t sizes[JX_NUM_DTYPES] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
+static const char *const names[JX_NUM_DTYPES] = {"bool", "i8",  "i16", "i32", "i64",
+                                                 "u8",   "u16", "u32", "u64", "f16",
+                                                 "bf16", "f32", "f64", "c64", "c128"};
+static const size_t sizes[JX_NUM_DTYPES] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
 
 const char *jx_dtype_name(jx_dtype dt) { return jx_dtype_valid(dt) ? names[dt] : "?"; }
 size_t jx_dtype_size(jx_dtype dt) { return jx_dtype_valid(dt) ? sizes[dt] : 0; }
@@ -24,15 +26,17 @@ jx_kind jx_dtype_kind(jx_dtype dt) {
   case JX_U16:
   case JX_U32:
   case JX_U64: return JX_KIND_UINT;
+  case JX_C64:
+  case JX_C128: return JX_KIND_COMPLEX;
   default: return JX_KIND_FLOAT;
   }
 }
 
 /* ---- promotion: JAX's lattice ----
- * Nodes are the 13 dtypes plus the weak kinds int* and float*. Each dtype's
- * set of lower-or-equal nodes is precomputed as a bit mask; the join of two
- * nodes is the unique least node above both. */
-enum { N_WEAK_INT = JX_NUM_DTYPES, N_WEAK_FLOAT, N_NODES };
+ * Nodes are the 15 dtypes plus the weak kinds int*, float* and complex*.
+ * Each dtype's set of lower-or-equal nodes is precomputed as a bit mask; the
+ * join of two nodes is the unique least node above both. */
+enum { N_WEAK_INT = JX_NUM_DTYPES, N_WEAK_FLOAT, N_WEAK_COMPLEX, N_NODES };
 
 static const int edges[N_NODES][3] = {
     [JX_BOOL] = {N_WEAK_INT, -1, -1},
@@ -45,11 +49,14 @@ static const int edges[N_NODES][3] = {
     [JX_I16] = {JX_I32, -1, -1},
     [JX_I32] = {JX_I64, -1, -1},
     [JX_I64] = {N_WEAK_FLOAT, -1, -1},
-    [N_WEAK_FLOAT] = {JX_BF16, JX_F16, -1},
+    [N_WEAK_FLOAT] = {JX_BF16, JX_F16, N_WEAK_COMPLEX},
     [JX_BF16] = {JX_F32, -1, -1},
     [JX_F16] = {JX_F32, -1, -1},
-    [JX_F32] = {JX_F64, -1, -1},
-    [JX_F64] = {-1, -1, -1},
+    [JX_F32] = {JX_F64, JX_C64, -1},
+    [JX_F64] = {JX_C128, -1, -1},
+    [N_WEAK_COMPLEX] = {JX_C64, -1, -1},
+    [JX_C64] = {JX_C128, -1, -1},
+    [JX_C128] = {-1, -1, -1},
 };
 
 static unsigned upper[N_NODES]; /* bit j set: node j is >= node i */
@@ -73,7 +80,7 @@ static int join(int a, int b) {
       /* the least element: every other common node is above c */
       if ((upper[c] & common) == common) return c;
     }
-  return JX_F64;
+  return JX_C128;
 }
 
 static int node_of(jx_dtype dt, int weak) {
@@ -81,6 +88,7 @@ static int node_of(jx_dtype dt, int weak) {
   switch (jx_dtype_kind(dt)) {
   case JX_KIND_BOOL: return JX_BOOL;
   case JX_KIND_FLOAT: return N_WEAK_FLOAT;
+  case JX_KIND_COMPLEX: return N_WEAK_COMPLEX;
   default: return N_WEAK_INT;
   }
 }
@@ -108,8 +116,14 @@ jx_dtype jx_dtype_canonical(jx_dtype dt) {
   case JX_I64: return JX_I32;
   case JX_U64: return JX_U32;
   case JX_F64: return JX_F32;
+  case JX_C128: return JX_C64;
   default: return dt;
   }
+}
+
+/* The dtypes the default mode narrows: i64, u64, f64 and c128. */
+static int is_x64_dtype(jx_dtype dt) {
+  return dt == JX_I64 || dt == JX_U64 || dt == JX_F64 || dt == JX_C128;
 }
 
 jx_dtype jx_default_int(void) { return jx_x64_enabled() ? JX_I64 : JX_I32; }
@@ -125,10 +139,12 @@ static jx_dtype promote_lattice(jx_dtype a, int a_weak, jx_dtype b, int b_weak, 
   }
   /* a weak kind won: it takes the dtype of the weak operand of that kind */
   if (out_weak) *out_weak = 1;
-  jx_kind want = j == N_WEAK_FLOAT ? JX_KIND_FLOAT : JX_KIND_INT;
+  jx_kind want = j == N_WEAK_COMPLEX ? JX_KIND_COMPLEX
+                 : j == N_WEAK_FLOAT ? JX_KIND_FLOAT
+                                     : JX_KIND_INT;
   if (a_weak && jx_dtype_kind(a) == want && b_weak && jx_dtype_kind(b) == want) {
     int both = join(a, b); /* two weak values: the wider of their dtypes */
-    return both < JX_NUM_DTYPES ? (jx_dtype)both : JX_F64;
+    return both < JX_NUM_DTYPES ? (jx_dtype)both : JX_C128;
   }
   if (a_weak && jx_dtype_kind(a) == want) return a;
   if (b_weak && jx_dtype_kind(b) == want) return b;
@@ -143,7 +159,7 @@ static jx_dtype promote_lattice(jx_dtype a, int a_weak, jx_dtype b, int b_weak, 
  * to 32 bits: i32 + u32, an integer array with a weak float scalar. */
 jx_dtype jx_promote_weak(jx_dtype a, int a_weak, jx_dtype b, int b_weak, int *out_weak) {
   jx_dtype r = promote_lattice(a, a_weak, b, b_weak, out_weak);
-  int wide_a = jx_dtype_bits(a) == 64, wide_b = jx_dtype_bits(b) == 64;
+  int wide_a = is_x64_dtype(a), wide_b = is_x64_dtype(b);
   int asked = (!a_weak && wide_a) || (!b_weak && wide_b) || (a_weak && b_weak && wide_a && wide_b);
   return asked ? r : jx_dtype_canonical(r);
 }
@@ -152,9 +168,10 @@ jx_dtype jx_promote_weak(jx_dtype a, int a_weak, jx_dtype b, int b_weak, int *ou
 jx_dtype jx_promote_types(jx_dtype a, jx_dtype b) { return promote_lattice(a, 0, b, 0, NULL); }
 
 /* JAX's rule: integers of up to 32 bits and bool compute in f32, 64-bit
- * integers in f64 (jnp.sin(int32) is f32 even with 64-bit types enabled). */
+ * integers in f64 (jnp.sin(int32) is f32 even with 64-bit types enabled);
+ * floats and complex stay. */
 jx_dtype jx_to_inexact(jx_dtype dt) {
-  if (jx_is_float(dt)) return dt;
+  if (jx_is_inexact(dt)) return dt;
   return (dt == JX_I64 || dt == JX_U64) ? JX_F64 : JX_F32;
 }
 
@@ -252,8 +269,26 @@ double jx_load_f64(const void *base, jx_dtype dt, int64_t i) {
   case JX_BF16: return jx_bf16_to_f32(((const uint16_t *)base)[i]);
   case JX_F32: return ((const float *)base)[i];
   case JX_F64: return ((const double *)base)[i];
+  case JX_C64: return ((const float *)base)[2 * i];
+  case JX_C128: return ((const double *)base)[2 * i];
   }
   return 0;
+}
+
+double _Complex jx_load_c128(const void *base, jx_dtype dt, int64_t i) {
+  switch (dt) {
+  case JX_C64: return ((const float _Complex *)base)[i];
+  case JX_C128: return ((const double _Complex *)base)[i];
+  default: return jx_load_f64(base, dt, i); /* imaginary part 0 */
+  }
+}
+
+void jx_store_c128(void *base, jx_dtype dt, int64_t i, double _Complex v) {
+  switch (dt) {
+  case JX_C64: ((float _Complex *)base)[i] = (float _Complex)v; break;
+  case JX_C128: ((double _Complex *)base)[i] = v; break;
+  default: jx_store_f64(base, dt, i, creal(v)); break;
+  }
 }
 
 /* float -> integer: truncate toward zero, saturate at the type's range, NaN -> 0
@@ -287,6 +322,8 @@ void jx_store_f64(void *base, jx_dtype dt, int64_t i, double v) {
   case JX_BF16: ((uint16_t *)base)[i] = jx_f64_to_bf16(v); break;
   case JX_F32: ((float *)base)[i] = (float)v; break;
   case JX_F64: ((double *)base)[i] = v; break;
+  case JX_C64: ((float *)base)[2 * i] = (float)v, ((float *)base)[2 * i + 1] = 0; break;
+  case JX_C128: ((double *)base)[2 * i] = v, ((double *)base)[2 * i + 1] = 0; break;
   }
 }
 
@@ -306,7 +343,7 @@ int64_t jx_load_i64(const void *base, jx_dtype dt, int64_t i) {
 }
 
 uint64_t jx_load_u64(const void *base, jx_dtype dt, int64_t i) {
-  if (jx_is_float(dt)) return sat_u64(jx_load_f64(base, dt, i), 64);
+  if (jx_is_inexact(dt)) return sat_u64(jx_load_f64(base, dt, i), 64);
   return (uint64_t)jx_load_i64(base, dt, i);
 }
 
@@ -327,5 +364,7 @@ void jx_store_i64(void *base, jx_dtype dt, int64_t i, int64_t v) {
   case JX_F32: ((float *)base)[i] = (float)v; break;
   case JX_F16: ((uint16_t *)base)[i] = jx_f32_to_f16((float)v); break;
   case JX_BF16: ((uint16_t *)base)[i] = jx_f32_to_bf16((float)v); break;
+  case JX_C64: ((float *)base)[2 * i] = (float)v, ((float *)base)[2 * i + 1] = 0; break;
+  case JX_C128: ((double *)base)[2 * i] = (double)v, ((double *)base)[2 * i + 1] = 0; break;
   }
 }

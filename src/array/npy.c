@@ -1,6 +1,7 @@
 /* .npy files, NumPy format versions 1.0 to 3.0: little- and big-endian data,
  * C and Fortran order. A 2-byte void dtype ('<V2'), which is how NumPy writes
- * ml_dtypes.bfloat16, loads as bf16, and bf16 arrays are saved that way. Every
+ * ml_dtypes.bfloat16, loads as bf16, and bf16 arrays are saved that way;
+ * complex is '<c8' (c64) and '<c16' (c128). Every
  * malformed header, unsupported dtype or short file is an error naming the
  * file; nothing here trusts a byte of the input. */
 #include <errno.h>
@@ -17,7 +18,7 @@ static const struct {
   jx_dtype dt;
 } codes[] = {{"b1", JX_BOOL}, {"i1", JX_I8},  {"i2", JX_I16}, {"i4", JX_I32}, {"i8", JX_I64},
              {"u1", JX_U8},   {"u2", JX_U16}, {"u4", JX_U32}, {"u8", JX_U64}, {"f2", JX_F16},
-             {"V2", JX_BF16}, {"f4", JX_F32}, {"f8", JX_F64}};
+             {"V2", JX_BF16}, {"f4", JX_F32}, {"f8", JX_F64}, {"c8", JX_C64}, {"c16", JX_C128}};
 
 static const char *descr_of(jx_dtype dt) {
   for (size_t i = 0; i < sizeof codes / sizeof *codes; i++)
@@ -254,7 +255,10 @@ jx_array *jx_load_npy(const char *path) {
     free(tmp);
     goto truncated;
   }
-  if (h.big_endian && es > 1) byteswap(data, n, es);
+  if (h.big_endian && es > 1) { /* a complex element is two floats, each swapped */
+    size_t word = jx_is_complex(h.dt) ? es / 2 : es;
+    byteswap(data, n * (es / word), word);
+  }
   if (tmp) {
     from_fortran(tmp, a->buf->data, h.shape, es);
     free(tmp);

@@ -5,6 +5,9 @@
  *   - bf16 prints like the other floats (shortest digits that round-trip in
  *     bf16); ml_dtypes' own str of bf16 arrays is not NumPy-like.
  *   - a poisoned array prints "<poisoned array>", NULL "<null array>".
+ * Complex arrays print as NumPy's ComplexFloatingFormat: the real parts and
+ * the imaginary parts each get a float format of their own (the imaginary
+ * one with an explicit sign), an element is the two side by side with 'j'.
  * The algorithm follows numpy/_core/arrayprint.py (FloatingFormat,
  * _formatArray, _extendLine): every element gets one width, decided from the
  * elements that are shown, then rows wrap at the line width. */
@@ -125,18 +128,25 @@ static int exp_len(int ex) {
 
 /* ---- the per-array element format (NumPy's FloatingFormat / IntegerFormat) ---- */
 typedef struct {
-  jx_dtype dt;
-  int kind;  /* 0 bool, 1 signed, 2 unsigned, 3 float */
-  int width; /* integers and bools */
+  jx_dtype dt; /* of the values formatted: a complex array's part dtype */
+  int kind;    /* 0 bool, 1 signed, 2 unsigned, 3 float */
+  int width;   /* integers and bools */
   int exp_format, pad_left, pad_right, precision, exp_size;
+  int cplx, part; /* a complex array: 0 formats the real parts, 1 the imaginary ones
+                     (with NumPy's sign='+') */
 } elem_fmt;
+
+/* The float value at flat index i that format f formats. */
+static double fmt_value(const elem_fmt *f, const void *data, int64_t i) {
+  return jx_load_f64(data, f->dt, f->cplx ? 2 * i + f->part : i);
+}
 
 typedef struct {
   const jx_array *a;
   const void *data;
   int64_t strides[JX_MAX_RANK];
   int summarize;
-  elem_fmt f;
+  elem_fmt f, fi; /* fi: the imaginary parts' format of a complex array */
   /* statistics gathered over the shown elements */
   int64_t n_finite;
   double max_abs, min_abs; /* over finite non-zero values */
@@ -169,7 +179,7 @@ static void gather_stats(printer *p, int64_t i) {
     uint64_t v = jx_load_u64(p->data, dt, i);
     if (v > p->umax) p->umax = v;
   } else if (p->f.kind == 3) {
-    double v = jx_load_f64(p->data, dt, i);
+    double v = fmt_value(&p->f, p->data, i);
     if (!isfinite(v)) {
       p->any_nonfinite = 1;
       if (isinf(v) && v < 0) p->any_neg_inf = 1;
@@ -187,7 +197,7 @@ static void gather_stats(printer *p, int64_t i) {
 }
 
 static void float_widths(printer *p, int64_t i) {
-  double v = jx_load_f64(p->data, p->f.dt, i);
+  double v = fmt_value(&p->f, p->data, i);
   if (!isfinite(v)) return;
   char ip[400], fp[400];
   int pl;
@@ -198,7 +208,7 @@ static void float_widths(printer *p, int64_t i) {
   } else {
     positional(v, p->f.dt, PRECISION, ip, fp);
   }
-  pl = (int)strlen(ip);
+  pl = (int)strlen(ip) + (p->f.part && !signbit(v)); /* the imaginary part's '+' */
   if (pl > p->f.pad_left) p->f.pad_left = pl;
   if ((int)strlen(fp) > p->f.precision) p->f.precision = (int)strlen(fp);
 }
@@ -208,9 +218,14 @@ static int int_len(int64_t v) {
   return snprintf(t, sizeof t, "%lld", (long long)v);
 }
 
-static void setup_format(printer *p) {
+/* Fills p->f for the values of `part` (0 for real arrays); statistics start afresh. */
+static void setup_format(printer *p, int part) {
   elem_fmt *f = &p->f;
-  f->dt = p->a->dtype;
+  *f = (elem_fmt){
+      .dt = jx_complex_part(p->a->dtype), .cplx = jx_is_complex(p->a->dtype), .part = part};
+  p->n_finite = 0;
+  p->max_abs = p->min_abs = 0;
+  p->any_nonzero = p->any_neg_inf = p->any_nonfinite = p->any_signbit = 0;
   jx_kind k = jx_dtype_kind(f->dt);
   f->kind = k == JX_KIND_BOOL ? 0 : k == JX_KIND_INT ? 1 : k == JX_KIND_UINT ? 2 : 3;
   p->imin = INT64_MAX;
@@ -229,9 +244,9 @@ static void setup_format(printer *p) {
                     (p->max_abs >= 1e8 || p->min_abs < 1e-4 || p->max_abs / p->min_abs > 1000.);
     if (p->n_finite > 0) visit(p, 0, 0, float_widths);
     f->pad_right = f->exp_format ? f->exp_size + 2 + f->precision : f->precision;
-    if (p->any_nonfinite) { /* room for "nan", "inf", "-inf" */
+    if (p->any_nonfinite) { /* room for "nan", "inf", "-inf" ("+nan", "+inf" signed) */
       int offset = f->pad_right + 1;
-      int need = 3 + p->any_neg_inf - offset;
+      int need = 3 + (part ? 1 : p->any_neg_inf) - offset;
       if (need > f->pad_left) f->pad_left = need;
     }
   }
@@ -251,9 +266,13 @@ static void put_elem(sbuf *b, const elem_fmt *f, const void *data, int64_t i) {
     sb_puts(b, t);
     return;
   }
-  double v = jx_load_f64(data, f->dt, i);
+  double v = fmt_value(f, data, i);
+  const char *plus = f->part && !signbit(v) ? "+" : "";
   if (!isfinite(v)) {
-    const char *s = isnan(v) ? "nan" : v < 0 ? "-inf" : "inf";
+    const char *s = isnan(v)  ? (f->part ? "+nan" : "nan")
+                    : v < 0   ? "-inf"
+                    : f->part ? "+inf"
+                              : "inf";
     sb_pad(b, f->pad_left + f->pad_right + 1 - (int)strlen(s));
     sb_puts(b, s);
     return;
@@ -268,7 +287,8 @@ static void put_elem(sbuf *b, const elem_fmt *f, const void *data, int64_t i) {
     *e = '\0';
     char *dot = strchr(t, '.');
     if (dot) *dot = '\0';
-    sb_pad(b, f->pad_left - (int)strlen(t));
+    sb_pad(b, f->pad_left - (int)strlen(plus) - (int)strlen(t));
+    sb_puts(b, plus);
     sb_puts(b, t);
     sb_puts(b, ".");
     if (dot) sb_puts(b, dot + 1);
@@ -276,12 +296,33 @@ static void put_elem(sbuf *b, const elem_fmt *f, const void *data, int64_t i) {
     sb_puts(b, t);
   } else {
     positional(v, f->dt, PRECISION, ip, fp);
-    sb_pad(b, f->pad_left - (int)strlen(ip));
+    sb_pad(b, f->pad_left - (int)strlen(plus) - (int)strlen(ip));
+    sb_puts(b, plus);
     sb_puts(b, ip);
     sb_puts(b, ".");
     sb_puts(b, fp);
     sb_pad(b, f->pad_right - (int)strlen(fp));
   }
+}
+
+/* A complex element: the real part, then the imaginary part with 'j' after
+ * its last character and its padding after that (NumPy's
+ * ComplexFloatingFormat). */
+static void put_complex(sbuf *b, const elem_fmt *re, const elem_fmt *im, const void *data,
+                        int64_t i) {
+  put_elem(b, re, data, i);
+  sbuf t = {0};
+  put_elem(&t, im, data, i);
+  if (t.oom) {
+    b->oom = 1;
+    return;
+  }
+  size_t n = t.len;
+  while (n > 0 && t.s[n - 1] == ' ') n--;
+  sb_putn(b, t.s, n);
+  sb_puts(b, "j");
+  sb_pad(b, (int)(t.len - n));
+  free(t.s);
 }
 
 /* ---- layout: NumPy's _formatArray with separator ' ' and prefix "" ---- */
@@ -307,7 +348,10 @@ static char *recurse(printer *p, int axis, int64_t off, int indent, int width);
 static char *sub_text(printer *p, int axis, int64_t off, int64_t i, int indent, int width) {
   if (axis + 1 == p->a->shape.rank) {
     sbuf e = {0};
-    put_elem(&e, &p->f, p->data, off + i * p->strides[axis]);
+    if (p->f.cplx)
+      put_complex(&e, &p->f, &p->fi, p->data, off + i * p->strides[axis]);
+    else
+      put_elem(&e, &p->f, p->data, off + i * p->strides[axis]);
     return e.oom ? NULL : e.s;
   }
   return recurse(p, axis + 1, off + i * p->strides[axis], indent, width);
@@ -367,9 +411,28 @@ static char *recurse(printer *p, int axis, int64_t off, int indent, int width) {
   return out.s;
 }
 
+/* One part of a complex scalar as NumPy writes it: shortest digits, no
+ * trailing ".0" ("1", "1.5", "1e+20"), a '+' before a non-negative value
+ * when `plus`. */
+static void complex_part_text(double v, jx_dtype dt, int plus, char *t, size_t cap) {
+  char ip[400], fp[400];
+  const char *sg = plus && !signbit(v) ? "+" : "";
+  if (!isfinite(v)) {
+    snprintf(t, cap, "%s%s", isnan(v) ? sg : v < 0 ? "-" : sg, isnan(v) ? "nan" : "inf");
+  } else if (fabs(v) < 1e16 && (v == 0 || fabs(v) >= 1e-4)) {
+    positional(v, dt, -1, ip, fp);
+    snprintf(t, cap, "%s%s%s%s", sg, ip, fp[0] ? "." : "", fp);
+  } else {
+    int ex;
+    scientific(v, dt, -1, ip, fp, &ex);
+    snprintf(t, cap, "%s%s%s%se%c%02d", sg, ip, fp[0] ? "." : "", fp, ex < 0 ? '-' : '+',
+             ex < 0 ? -ex : ex);
+  }
+}
+
 /* A 0-d array prints as str() of a NumPy scalar of its dtype. */
 static char *scalar_text(const jx_array *a) {
-  char t[1024];
+  char t[1700];
   jx_dtype dt = a->dtype;
   const void *d = jx_array_data(a);
   switch (jx_dtype_kind(dt)) {
@@ -394,6 +457,18 @@ static char *scalar_text(const jx_array *a) {
     }
     break;
   }
+  case JX_KIND_COMPLEX: { /* "(1+2j)"; "2j" when the real part is +0 */
+    jx_dtype pd = jx_complex_part(dt);
+    double re = jx_load_f64(d, pd, 0), im = jx_load_f64(d, pd, 1);
+    char rs[840], is[840];
+    complex_part_text(re, pd, 0, rs, sizeof rs);
+    complex_part_text(im, pd, !(re == 0 && !signbit(re)), is, sizeof is);
+    if (re == 0 && !signbit(re))
+      snprintf(t, sizeof t, "%sj", is);
+    else
+      snprintf(t, sizeof t, "(%s%sj)", rs, is);
+    break;
+  }
   }
   return strdup(t);
 }
@@ -407,7 +482,11 @@ char *jx_format(const jx_array *a) {
   printer p = {.a = a, .data = jx_array_data(a)};
   jx_shape_strides(a->shape, p.strides);
   p.summarize = jx_shape_numel(a->shape) > THRESHOLD;
-  setup_format(&p);
+  if (jx_is_complex(a->dtype)) {
+    setup_format(&p, 1);
+    p.fi = p.f;
+  }
+  setup_format(&p, 0);
   return recurse(&p, 0, 0, 1, LINE_WIDTH); /* the hanging indent of str() is " " */
 }
 

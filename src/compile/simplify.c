@@ -17,7 +17,8 @@ enum { FOLD_MAX_ELEMENTS = 16, DEDUP_MAX_BYTES = 64 };
  * equal, if it is one. */
 static int scalar_value(const jx_program *q, int v, double *out) {
   jx_array *c;
-  if (!jx_program_is_const(q, v, &c) || !c->buf) return 0;
+  /* complex constants are never taken for a real value (a splat of 1 + 2j is not 1) */
+  if (!jx_program_is_const(q, v, &c) || !c->buf || jx_is_complex(c->dtype)) return 0;
   int64_t n = jx_shape_numel(c->shape);
   if (n < 1) return 0;
   double x = jx_load_f64(c->buf->data, c->dtype, 0);

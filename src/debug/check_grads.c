@@ -1,7 +1,9 @@
 /* Numerical derivative checks, as jax.test_util.check_grads: forward mode
  * compares each JVP with a central difference along a random direction;
  * reverse mode compares <VJP(u), v> with <u, JVP(v)>; higher orders check the
- * JVP and VJP functions themselves. */
+ * JVP and VJP functions themselves. Complex inputs and outputs follow
+ * jax.test_util: random directions with random real and imaginary parts,
+ * and the VJP checked as Re<conj(vjp(conj(u))), v> = Re<jvp(v), u>. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,9 @@
 #include "../base/error.h"
 #include "../trace/fn.h"
 
+static int is_complex_dt(jx_dtype d) { return d == JX_C64 || d == JX_C128; }
+static jx_dtype part_dt(jx_dtype d) { return d == JX_C64 ? JX_F32 : d == JX_C128 ? JX_F64 : d; }
+
 typedef struct {
   const char *fn;
   int order;
@@ -18,9 +23,9 @@ typedef struct {
   uint32_t seed;
 } check_ctx;
 
-static double eps_for(jx_dtype dt) { return dt == JX_F64 ? 1e-4 : 1e-3; }
+static double eps_for(jx_dtype dt) { return part_dt(dt) == JX_F64 ? 1e-4 : 1e-3; }
 static double default_tol(jx_dtype dt) {
-  switch (dt) {
+  switch (part_dt(dt)) {
   case JX_F64: return 1e-5;
   case JX_F32: return 2e-2;
   default: return 1e-1;
@@ -40,15 +45,30 @@ static double *host(jx_array *a, int64_t *n) {
 
 static jx_array *random_like(jx_array *x, uint32_t seed) {
   jx_array *key = jx_random_fold_in(jx_random_key(1234), seed);
-  return jx_astype(jx_random_normal(key, JX_F64, jx_shape_of(x)), jx_dtype_of(x));
+  jx_array *re = jx_random_normal(key, JX_F64, jx_shape_of(x));
+  if (is_complex_dt(jx_dtype_of(x))) {
+    jx_array *im = jx_random_normal(jx_random_fold_in(key, 1), JX_F64, jx_shape_of(x));
+    return jx_astype(jx_complex(re, im), jx_dtype_of(x));
+  }
+  return jx_astype(re, jx_dtype_of(x));
 }
 
+/* a in the widest dtype of its kind: c128 for complex, else f64 */
+static jx_array *widest(jx_array *a) {
+  return jx_astype(a, is_complex_dt(jx_dtype_of(a)) ? JX_C128 : JX_F64);
+}
+
+/* Re(sum(a * b)), no conjugation */
 static double inner(jx_array *a, jx_array *b) {
-  return jx_item(jx_sum(jx_mul(jx_astype(a, JX_F64), jx_astype(b, JX_F64)), JX_AXES(), 0));
+  return jx_item(jx_real(jx_sum(jx_mul(widest(a), widest(b)), JX_AXES(), 0)));
 }
 
 static jx_status compare(const check_ctx *c, const char *mode, int out, jx_array *got,
                          jx_array *want, double atol, double rtol) {
+  if (is_complex_dt(jx_dtype_of(got)) || is_complex_dt(jx_dtype_of(want))) {
+    jx_status st = compare(c, mode, out, jx_real(got), jx_real(want), atol, rtol);
+    return st ? st : compare(c, mode, out, jx_imag(got), jx_imag(want), atol, rtol);
+  }
   int64_t n, m;
   double *g = host(got, &n), *w = host(want, &m);
   jx_status st = JX_OK;
@@ -73,9 +93,10 @@ static jx_status compare(const check_ctx *c, const char *mode, int out, jx_array
   return st;
 }
 
+/* floats and complex: the inputs and outputs that have derivatives */
 static int is_float(jx_array *a) {
   jx_dtype d = jx_dtype_of(a);
-  return d == JX_F16 || d == JX_BF16 || d == JX_F32 || d == JX_F64;
+  return d == JX_F16 || d == JX_BF16 || d == JX_F32 || d == JX_F64 || is_complex_dt(d);
 }
 
 static jx_status check(jx_fn *f, jx_array *const *in, int order, const check_ctx *parent);
@@ -122,8 +143,7 @@ static jx_status check_at(jx_fn *f, jx_array *const *in, const check_ctx *c) {
   /* forward mode: JVP vs central difference */
   for (int o = 0; o < nout && !st; o++) {
     if (!is_float(jout[o])) continue;
-    jx_array *num = jx_div(jx_sub(jx_astype(yp[o], JX_F64), jx_astype(ym[o], JX_F64)),
-                           jx_scalar(JX_F64, 2 * eps));
+    jx_array *num = jx_div(jx_sub(widest(yp[o]), widest(ym[o])), jx_scalar(JX_F64, 2 * eps));
     double tol = default_tol(jx_dtype_of(jout[o]));
     if (in_tol > tol) tol = in_tol;
     double atol = c->atol > 0 ? c->atol : tol;
@@ -135,9 +155,11 @@ static jx_status check_at(jx_fn *f, jx_array *const *in, const check_ctx *c) {
     double lhs = 0, rhs = 0, scale = 0;
     for (int i = 0; i < nin; i++) vin[i] = in[i];
     for (int o = 0; o < nout; o++) {
-      vin[nin + o] = is_float(jout[o]) ? random_like(jout[o], c->seed + 1000u + (uint32_t)o)
-                                       : jx_zeros(jx_dtype_of(jout[o]), jx_shape_of(jout[o]));
-      if (is_float(jout[o])) rhs += inner(vin[nin + o], jout[nout + o]);
+      /* u; the VJP is given conj(u), and Re<jvp(v), u> = Re sum(conj(jvp(v)) u) */
+      jx_array *u = is_float(jout[o]) ? random_like(jout[o], c->seed + 1000u + (uint32_t)o)
+                                      : jx_zeros(jx_dtype_of(jout[o]), jx_shape_of(jout[o]));
+      vin[nin + o] = jx_conj(u);
+      if (is_float(jout[o])) rhs += inner(jx_conj(jout[nout + o]), u);
     }
     st = jx_call(vf, vin, vout);
     jx_dtype worst_dt = JX_F64;
@@ -145,7 +167,7 @@ static jx_status check_at(jx_fn *f, jx_array *const *in, const check_ctx *c) {
       if (is_float(in[i])) {
         lhs += inner(vout[nout + i], v[i]);
         scale += fabs(inner(jx_abs(vout[nout + i]), jx_abs(v[i])));
-        if (jx_dtype_of(in[i]) != JX_F64) worst_dt = jx_dtype_of(in[i]);
+        if (part_dt(jx_dtype_of(in[i])) != JX_F64) worst_dt = jx_dtype_of(in[i]);
       }
     double atol = c->atol > 0 ? c->atol : default_tol(worst_dt);
     double rtol = c->rtol > 0 ? c->rtol : default_tol(worst_dt);

@@ -15,10 +15,12 @@
 
 #define MAX_HEADER ((uint64_t)100 << 20) /* as the safetensors library's limit */
 
+/* C128 is not in the safetensors spec (its library stops at C64); jx's own
+ * checkpoints write and read it. */
 static const char *const DTYPE_NAMES[JX_NUM_DTYPES] = {
     [JX_BOOL] = "BOOL", [JX_I8] = "I8",   [JX_I16] = "I16", [JX_I32] = "I32", [JX_I64] = "I64",
     [JX_U8] = "U8",     [JX_U16] = "U16", [JX_U32] = "U32", [JX_U64] = "U64", [JX_F16] = "F16",
-    [JX_BF16] = "BF16", [JX_F32] = "F32", [JX_F64] = "F64"};
+    [JX_BF16] = "BF16", [JX_F32] = "F32", [JX_F64] = "F64", [JX_C64] = "C64", [JX_C128] = "C128"};
 
 const char *jx_safetensors_dtype_name(jx_dtype dt) {
   return (int)dt >= 0 && dt < JX_NUM_DTYPES ? DTYPE_NAMES[dt] : "?";

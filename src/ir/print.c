@@ -61,7 +61,10 @@ static void put_use(printer *b, const jx_program *p, int v) {
   jx_array *c;
   if (is_literal(p, v) && jx_program_is_const(p, v, &c)) {
     double x = jx_load_f64(c->buf->data, c->dtype, 0);
-    if (jx_is_float(c->dtype)) {
+    if (jx_is_complex(c->dtype)) { /* (1+2j), as JAX prints a complex literal */
+      double y = jx_load_f64(c->buf->data, jx_complex_part(c->dtype), 1);
+      put(b, "(%.9g%+.9gj)", x, y);
+    } else if (jx_is_float(c->dtype)) {
       char num[32];
       snprintf(num, sizeof num, "%.9g", x);
       put(b, "%s%s", num, strpbrk(num, ".eni") ? "" : ".0"); /* 1.0, not 1, as JAX */

@@ -67,7 +67,7 @@ static jx_dtype wide_int(jx_dtype dt) {
 
 /* jax.dtypes.to_inexact_dtype */
 static jx_dtype inexact(jx_dtype dt) {
-  if (jx_is_float(dt)) return dt;
+  if (jx_is_inexact(dt)) return dt;
   return dt == JX_I64 || dt == JX_U64 ? JX_F64 : JX_F32;
 }
 
@@ -161,7 +161,11 @@ static jx_array *variance(const char *op, jx_array *a, jx_axes ax, int keepdims,
   jx_dtype res = inexact(a->dtype);
   jx_array *x = jx_ops_convert(a, upcast16(res), 0);
   jx_array *c = bind2(&jx_prim_sub, x, back(mean_of(x, a->shape, &axes), a->shape, &axes));
-  jx_array *v = jx_ops_convert(mean_of(bind2(&jx_prim_mul, c, c), a->shape, &axes), res, 0);
+  /* complex: |c|^2 = real(c conj(c)), and a real result (jnp.var) */
+  jx_array *c2 =
+      jx_is_complex(res) ? jx_real(bind2(&jx_prim_mul, c, jx_conj(c))) : bind2(&jx_prim_mul, c, c);
+  if (jx_is_complex(res)) res = jx_complex_part(res);
+  jx_array *v = jx_ops_convert(mean_of(c2, a->shape, &axes), res, 0);
   if (root) v = bind1(&jx_prim_sqrt, v);
   return keep(v, a->shape, &axes, keepdims);
 }

@@ -56,7 +56,7 @@ jx_array *jx_abs(jx_array *a) {
 /* floor, ceil, round: integers and bool are already integral */
 static jx_array *rounding(const char *op, const jx_prim *p, int64_t i0, jx_array *a) {
   if (jx_check_inputs(op, 1, &a)) return jx_poison();
-  if (!jx_is_float(a->dtype)) return identity(a);
+  if (!jx_is_inexact(a->dtype)) return identity(a); /* complex: the row's error */
   return bind_i0(p, a, i0);
 }
 jx_array *jx_floor(jx_array *a) { return rounding("jx_floor", &jx_prim_floor, 0, a); }
@@ -109,6 +109,9 @@ jx_array *jx_reciprocal(jx_array *a) {
 
 jx_array *jx_isfinite(jx_array *a) {
   if (jx_check_inputs("jx_isfinite", 1, &a)) return jx_poison();
+  if (jx_is_complex(a->dtype)) /* both parts finite, as jnp.isfinite */
+    return jx_logical_and(bind1(&jx_prim_is_finite, jx_real(a)),
+                          bind1(&jx_prim_is_finite, jx_imag(a)));
   if (!jx_is_float(a->dtype)) return jx_full(JX_BOOL, a->shape, 1);
   return bind1(&jx_prim_is_finite, a);
 }
@@ -126,7 +129,7 @@ jx_array *jx_population_count(jx_array *a) {
 jx_array *jx_integer_pow(jx_array *a, int n) {
   const char *op = "jx_integer_pow";
   if (!(a = checked(op, JX_ACCEPT_NUMERIC, a))) return jx_poison();
-  if (n < 0 && !jx_is_float(a->dtype)) {
+  if (n < 0 && !jx_is_inexact(a->dtype)) {
     char s[JX_AVAL_STR_CAP];
     jx_error_set(JX_ERR_INVALID_ARGUMENT,
                  "%s: integers cannot be raised to a negative power, "

@@ -106,6 +106,10 @@ static void reduce_into(void *acc, const void *x, size_t n, jx_dtype dt, jx_redu
     break;
   case JX_F32: red_f32(acc, x, n, op); break;
   case JX_F64: red_f64(acc, x, n, op); break;
+  /* complex: a sum is the sums of the parts; psum is the only reduction
+     whose rule admits complex (pmax and pmin are lax.max's, not defined) */
+  case JX_C64: red_f32(acc, x, 2 * n, op); break;
+  case JX_C128: red_f64(acc, x, 2 * n, op); break;
   }
 }
 

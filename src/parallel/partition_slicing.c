@@ -1,6 +1,6 @@
 /* Layout rules: ops that move data along some dims only (slice, pad,
  * dynamic_slice, dynamic_update_slice, concatenate, rev, cumulative scans,
- * sort, top_k). The dims they touch are gathered whole; every other dim
+ * sort, top_k, fft). The dims they touch are gathered whole; every other dim
  * keeps its split (the first sharded operand's, as for elementwise ops), and
  * the local op runs on the local block with the untouched dims' sizes
  * made local. */
@@ -21,6 +21,7 @@ static void touched_dims(const jx_eqn *e, const jx_program *p, uint8_t *t) {
       for (int k = 0; k < pp->l[0].n; k++) t[d] |= pp->l[0].v[k] == d;
       break;
     case JX_PRIM_top_k: t[d] = d == g.rank - 1; break;
+    case JX_PRIM_fft: t[d] = d >= g.rank - pp->l[0].n; break; /* the transformed trailing dims */
     default: /* concatenate, cumulative, sort: one dim, i0 */ t[d] = pp->i[0] == d;
     }
   }

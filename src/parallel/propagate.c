@@ -108,7 +108,7 @@ jx_status jx_plan_replicate_all(jx_plan *pl) {
 /* Each primitive's layout rules. An elementwise row (jx_prim.elementwise)
  * without an entry is the elementwise family's; anything else without one
  * is replicated: control flow, convolutions, windows, random bits, ... */
-_Static_assert(JX_PRIM_COUNT == 130, "a new primitive: give it its layout family, or none");
+_Static_assert(JX_PRIM_COUNT == 135, "a new primitive: give it its layout family, or none");
 static const jx_pfamily *const family[JX_PRIM_COUNT] = {
     [JX_PRIM_sharding_constraint] = &jx_pfamily_constraint,
     [JX_PRIM_select_n] = &jx_pfamily_elementwise,
@@ -139,6 +139,7 @@ static const jx_pfamily *const family[JX_PRIM_COUNT] = {
     [JX_PRIM_cummin] = &jx_pfamily_slicing,
     [JX_PRIM_sort] = &jx_pfamily_slicing,
     [JX_PRIM_top_k] = &jx_pfamily_slicing,
+    [JX_PRIM_fft] = &jx_pfamily_slicing,
     [JX_PRIM_gather] = &jx_pfamily_gather,
     [JX_PRIM_scatter] = &jx_pfamily_gather,
     [JX_PRIM_scatter_add] = &jx_pfamily_gather,

@@ -2,7 +2,10 @@
  * NumPy layer broadcasts and promotes first). Integer semantics are XLA's:
  * arithmetic wraps, x / 0 = -1 (all ones), x % 0 = x, INT_MIN / -1 = INT_MIN,
  * shifts by >= the bit width give 0 (or the sign for arithmetic right).
- * Floats of 16 bits compute in f32 and round once, as XLA does on CPUs. */
+ * Floats of 16 bits compute in f32 and round once, as XLA does on CPUs.
+ * Complex operands (add, sub, mul, div, pow, eq, ne; complex.c lists them)
+ * use C99's complex arithmetic and cpow. */
+#include <complex.h>
 #include <math.h>
 
 #include "../base/error.h"
@@ -83,6 +86,35 @@ static int is_comparison(binop op) { return op >= B_EQ; }
   }
 TYPED_LOOPS(float, fmodf, powf, atan2f, nextafterf)
 TYPED_LOOPS(double, fmod, pow, atan2, nextafter)
+
+/* Complex loops: arithmetic, pow and (in)equality of both parts. */
+#define COMPLEX_LOOP(NAME, T, POW)                                                                 \
+  static void NAME(binop op, int64_t n, const T *restrict x, const T *restrict y,                  \
+                   void *restrict out) {                                                           \
+    T *restrict o = out;                                                                           \
+    uint8_t *restrict c = out;                                                                     \
+    switch (op) {                                                                                  \
+    case B_ADD: VLOOP(n, o[i] = x[i] + y[i]); break;                                               \
+    case B_SUB: VLOOP(n, o[i] = x[i] - y[i]); break;                                               \
+    case B_MUL:                                                                                    \
+      for (int64_t i = 0; i < n; i++) o[i] = x[i] * y[i];                                          \
+      break;                                                                                       \
+    case B_DIV:                                                                                    \
+      for (int64_t i = 0; i < n; i++) o[i] = x[i] / y[i];                                          \
+      break;                                                                                       \
+    case B_POW:                                                                                    \
+      for (int64_t i = 0; i < n; i++) o[i] = POW(x[i], y[i]);                                      \
+      break;                                                                                       \
+    case B_EQ:                                                                                     \
+      for (int64_t i = 0; i < n; i++) c[i] = x[i] == y[i];                                         \
+      break;                                                                                       \
+    default:                                                                                       \
+      for (int64_t i = 0; i < n; i++) c[i] = x[i] != y[i];                                         \
+      break; /* B_NE */                                                                            \
+    }                                                                                              \
+  }
+COMPLEX_LOOP(loop_c64, float _Complex, cpowf)
+COMPLEX_LOOP(loop_c128, double _Complex, cpow)
 
 /* nextafter in a 16-bit format, on the bits: step one unit toward y (neither is NaN). */
 static uint16_t next16(uint16_t xb, uint16_t yb, float x, float y) {
@@ -242,6 +274,8 @@ static void binary_kernel(binop op, const jx_tensor *in, jx_tensor *out) {
   switch (dt) {
   case JX_F32: loop_float(op, n, in[0].data, in[1].data, out[0].data); return;
   case JX_F64: loop_double(op, n, in[0].data, in[1].data, out[0].data); return;
+  case JX_C64: loop_c64(op, n, in[0].data, in[1].data, out[0].data); return;
+  case JX_C128: loop_c128(op, n, in[0].data, in[1].data, out[0].data); return;
   case JX_F16:
   case JX_BF16: loop_half(op, dt == JX_BF16, n, in[0].data, in[1].data, out[0].data); return;
   default: break;

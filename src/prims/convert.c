@@ -5,7 +5,9 @@
  * int -> int wraps; anything -> bool is x != 0 (so NaN -> true); every
  * conversion to a float rounds once to nearest even, including i64/u64 -> f16,
  * bf16 and f32, which are rounded from the exact integer rather than through
- * double.
+ * double. Complex -> real keeps the real part (lax's convert of complex to a
+ * real dtype, which JAX applies without warning); real -> complex has
+ * imaginary part 0; complex -> bool is x != 0 (either part non-zero).
  *
  * bitcast_convert_type reinterprets the bytes (little-endian, as on every host
  * jx runs on): a narrower target appends a last dim of size width ratio, a
@@ -80,43 +82,53 @@ static void eval_convert(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor 
     for (int64_t i = 0; i < n; i++) ((float *)y)[i] = (float)((const double *)x)[i];
     return;
   }
+  if (jx_is_complex(s) && jx_is_complex(d)) {
+    for (int64_t i = 0; i < n; i++) jx_store_c128(y, d, i, jx_load_c128(x, s, i));
+    return;
+  }
+  if (jx_is_complex(s) && d == JX_BOOL) {
+    for (int64_t i = 0; i < n; i++) ((uint8_t *)y)[i] = jx_load_c128(x, s, i) != 0;
+    return;
+  }
   if (d == JX_BOOL) { /* x != 0, NaN included */
     for (int64_t i = 0; i < n; i++)
       ((uint8_t *)y)[i] = jx_is_float(s) ? jx_load_f64(x, s, i) != 0 : jx_load_i64(x, s, i) != 0;
     return;
   }
-  if (jx_is_float(s)) { /* exact in double; the store truncates, saturates or rounds once */
+  if (jx_is_inexact(s)) { /* exact in double; the store truncates, saturates or rounds once */
     for (int64_t i = 0; i < n; i++) jx_store_f64(y, d, i, jx_load_f64(x, s, i));
     return;
   }
   /* bool or integer source */
   int uns = jx_is_unsigned_int(s);
-  if (jx_is_float(d)) {
+  if (jx_is_inexact(d)) {
     for (int64_t i = 0; i < n; i++)
-      jx_store_f64(y, d, i, int_to_float(jx_load_i64(x, s, i), uns, d));
+      jx_store_f64(y, d, i, int_to_float(jx_load_i64(x, s, i), uns, jx_complex_part(d)));
     return;
   }
   for (int64_t i = 0; i < n; i++) jx_store_i64(y, d, i, jx_load_i64(x, s, i));
 }
 
-/* JVP (lax.py): the tangent converted alike; none when the target is not a
- * float (an integer input has no tangent to begin with). */
+/* JVP (lax.py): the tangent converted alike; none when the target is not
+ * inexact (an integer input has no tangent to begin with). */
 static jx_status jvp_convert(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,
                              jx_array **y, jx_array **ty) {
   const jx_params *p = ctx->params;
   y[0] = jx_bind1(&jx_prim_convert_element_type, 1, x, p);
-  ty[0] = (t[0] && jx_is_float(p->dtype)) ? jx_bind1(&jx_prim_convert_element_type, 1, t, p) : NULL;
+  ty[0] =
+      (t[0] && jx_is_inexact(p->dtype)) ? jx_bind1(&jx_prim_convert_element_type, 1, t, p) : NULL;
   return jx_last_status();
 }
 
 /* Transpose: the cotangent converted back to the operand's dtype and
- * weakness; zero for a non-float operand. */
+ * weakness (a complex cotangent of a real operand gives its real part, as
+ * JAX); zero for an operand that is not inexact. */
 static jx_status transpose_convert(const jx_rule_ctx *ctx, jx_array *const *in,
                                    const jx_aval *avals, const uint8_t *linear, jx_array *const *ct,
                                    jx_array **ct_in) {
   (void)ctx, (void)in;
   ct_in[0] = NULL;
-  if (!linear[0] || !ct[0] || !jx_is_float(avals[0].dtype)) return JX_OK;
+  if (!linear[0] || !ct[0] || !jx_is_inexact(avals[0].dtype)) return JX_OK;
   jx_params q = JX_PARAMS_INIT;
   q.dtype = avals[0].dtype;
   q.i[0] = avals[0].weak;

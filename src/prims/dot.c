@@ -23,6 +23,10 @@
  * (and wide-rowed ones up to 2^18) sum in f32 too, in dot_small.c's loops;
  * other small ones with an f32 operand or result keep the reference's f64
  * sum (see route). */
+#include <complex.h>
+#ifdef JX_HAVE_BLAS
+#include <cblas.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,7 +116,9 @@ static jx_status check_pairs(const jx_params *p, const jx_aval *in, int w, const
 
 /* lax's rules for preferred_element_type (see the header comment). */
 static int preferred_ok(jx_dtype in, jx_dtype out) {
-  if (in == out || in == JX_BOOL) return 1;
+  if (in == out) return 1;
+  if (jx_is_complex(in) || jx_is_complex(out)) return 0; /* complex: its own dtype only */
+  if (in == JX_BOOL) return 1;
   if (jx_is_float(in)) return jx_is_float(out);
   if (jx_is_float(out)) return 1;
   return out != JX_BOOL && jx_dtype_bits(out) >= jx_dtype_bits(in);
@@ -452,11 +458,99 @@ static int dot_small_f32(const jx_params *p, const jx_tensor *in, jx_tensor *out
   return ok;
 }
 
+/* ---- complex: c64 x c64 -> c64, c128 x c128 -> c128 ----
+ * Both operands packed into canonical [B, M, K] and [B, K, N] buffers, then
+ * one cgemm/zgemm per batch element through OpenBLAS's cblas (the sums are
+ * BLAS's, as XLA's CPU dot of complex calls Eigen's); without BLAS the same
+ * product in plain loops. */
+#define COMPLEX_DOT(NAME, T, GEMM)                                                                 \
+  static void NAME(const jx_params *p, const jx_tensor *in, jx_tensor *out) {                      \
+    groups g = groups_of(p, in);                                                                   \
+    int64_t B = g.lb.count, M = g.lm.count, K = g.lk.count, N = g.rn.count;                        \
+    T *o = out[0].data;                                                                            \
+    if (B * M * N == 0) return;                                                                    \
+    int64_t *tab = malloc(sizeof(int64_t) * (size_t)(2 * B + M + 2 * K + N + 1));                  \
+    T *L = malloc(sizeof(T) * (size_t)(B * M * K + 1)),                                            \
+      *R = malloc(sizeof(T) * (size_t)(B * K * N + 1));                                            \
+    if (!tab || !L || !R) {                                                                        \
+      jx_error_set(JX_ERR_OUT_OF_MEMORY, "dot_general: out of memory for a complex contraction");  \
+      memset(o, 0, sizeof(T) * (size_t)(B * M * N));                                               \
+      goto done;                                                                                   \
+    }                                                                                              \
+    int64_t *tlb = tab, *trb = tlb + B, *tlm = trb + B, *tlk = tlm + M, *trk = tlk + K,            \
+            *trn = trk + K;                                                                        \
+    offsets(g.lb.n, g.lb.sizes, g.lb.strides, B, tlb);                                             \
+    offsets(g.rb.n, g.rb.sizes, g.rb.strides, B, trb);                                             \
+    offsets(g.lm.n, g.lm.sizes, g.lm.strides, M, tlm);                                             \
+    offsets(g.lk.n, g.lk.sizes, g.lk.strides, K, tlk);                                             \
+    offsets(g.rk.n, g.rk.sizes, g.rk.strides, K, trk);                                             \
+    offsets(g.rn.n, g.rn.sizes, g.rn.strides, N, trn);                                             \
+    const T *x = in[0].data, *y = in[1].data;                                                      \
+    int64_t i = 0;                                                                                 \
+    for (int64_t b = 0; b < B; b++)                                                                \
+      for (int64_t m = 0; m < M; m++)                                                              \
+        for (int64_t k = 0; k < K; k++) L[i++] = x[tlb[b] + tlm[m] + tlk[k]];                      \
+    i = 0;                                                                                         \
+    for (int64_t b = 0; b < B; b++)                                                                \
+      for (int64_t k = 0; k < K; k++)                                                              \
+        for (int64_t n = 0; n < N; n++) R[i++] = y[trb[b] + trk[k] + trn[n]];                      \
+    for (int64_t b = 0; b < B; b++) GEMM(M, N, K, L + b * M * K, R + b * K * N, o + b * M * N);    \
+  done:                                                                                            \
+    free(tab);                                                                                     \
+    free(L);                                                                                       \
+    free(R);                                                                                       \
+  }
+
+#ifdef JX_HAVE_BLAS
+static void gemm_c64(int64_t M, int64_t N, int64_t K, const float _Complex *a,
+                     const float _Complex *b, float _Complex *c) {
+  const float _Complex one = 1, zero = 0;
+  if (K == 0) {
+    memset(c, 0, sizeof *c * (size_t)(M * N));
+    return;
+  }
+  cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)M, (blasint)N, (blasint)K, &one,
+              a, (blasint)K, b, (blasint)N, &zero, c, (blasint)N);
+}
+static void gemm_c128(int64_t M, int64_t N, int64_t K, const double _Complex *a,
+                      const double _Complex *b, double _Complex *c) {
+  const double _Complex one = 1, zero = 0;
+  if (K == 0) {
+    memset(c, 0, sizeof *c * (size_t)(M * N));
+    return;
+  }
+  cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)M, (blasint)N, (blasint)K, &one,
+              a, (blasint)K, b, (blasint)N, &zero, c, (blasint)N);
+}
+#else
+#define LOOP_GEMM(NAME, T)                                                                         \
+  static void NAME(int64_t M, int64_t N, int64_t K, const T *a, const T *b, T *c) {                \
+    for (int64_t m = 0; m < M; m++)                                                                \
+      for (int64_t n = 0; n < N; n++) {                                                            \
+        T s = 0;                                                                                   \
+        for (int64_t k = 0; k < K; k++) s += a[m * K + k] * b[k * N + n];                          \
+        c[m * N + n] = s;                                                                          \
+      }                                                                                            \
+  }
+LOOP_GEMM(gemm_c64, float _Complex)
+LOOP_GEMM(gemm_c128, double _Complex)
+#endif
+COMPLEX_DOT(dot_c64, float _Complex, gemm_c64)
+COMPLEX_DOT(dot_c128, double _Complex, gemm_c128)
+
 /* Floats go through BLAS (dot_blas.c) when the build has it, small f32
  * products through dot_small.c (see route); the reference kernel runs
  * everything else, and whatever those decline. */
 static void eval_dot(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
   const jx_params *p = ctx->params;
+  if (in[0].dtype == JX_C64) {
+    dot_c64(p, in, out);
+    return;
+  }
+  if (in[0].dtype == JX_C128) {
+    dot_c128(p, in, out);
+    return;
+  }
   switch (route(p, in, out[0].dtype, out[0].shape)) {
   case VIA_SMALL:
     if (!dot_small_f32(p, in, out)) jx_dot_reference(p, in, out);

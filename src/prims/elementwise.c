@@ -6,6 +6,7 @@ int jx_accepts(jx_accept acc, jx_dtype dt) {
   switch (acc) {
   case JX_ACCEPT_NUMERIC: return dt != JX_BOOL;
   case JX_ACCEPT_FLOAT: return jx_is_float(dt);
+  case JX_ACCEPT_INEXACT: return jx_is_inexact(dt);
   case JX_ACCEPT_INT: return jx_is_int(dt);
   case JX_ACCEPT_INT_OR_BOOL: return jx_is_int(dt) || dt == JX_BOOL;
   case JX_ACCEPT_ANY: return 1;
@@ -17,6 +18,7 @@ const char *jx_accept_desc(jx_accept acc) {
   switch (acc) {
   case JX_ACCEPT_NUMERIC: return "a numeric (non-bool) dtype";
   case JX_ACCEPT_FLOAT: return "a floating dtype";
+  case JX_ACCEPT_INEXACT: return "a floating or complex dtype";
   case JX_ACCEPT_INT: return "an integer dtype";
   case JX_ACCEPT_INT_OR_BOOL: return "an integer or bool dtype";
   case JX_ACCEPT_ANY: return "any dtype";

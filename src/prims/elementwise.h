@@ -7,10 +7,12 @@
 
 #include "prim.h"
 
-/* Which dtypes an elementwise primitive accepts. */
+/* Which dtypes an elementwise primitive accepts. Complex passes NUMERIC and
+ * ANY; only the rows listed in complex.c are ever bound to complex operands. */
 typedef enum {
-  JX_ACCEPT_NUMERIC,     /* ints and floats, not bool */
+  JX_ACCEPT_NUMERIC,     /* ints, floats and complex, not bool */
   JX_ACCEPT_FLOAT,       /* floats only */
+  JX_ACCEPT_INEXACT,     /* floats and complex */
   JX_ACCEPT_INT,         /* ints only */
   JX_ACCEPT_INT_OR_BOOL, /* ints and bool */
   JX_ACCEPT_ANY          /* everything */

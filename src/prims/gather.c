@@ -186,7 +186,7 @@ static jx_status infer_gather(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval
 }
 
 static void store_fill(void *base, jx_dtype dt, int64_t i) {
-  if (jx_is_float(dt))
+  if (jx_is_inexact(dt))
     jx_store_f64(base, dt, i, NAN);
   else if (jx_is_signed_int(dt))
     jx_store_i64(base, dt, i, (int64_t)(~0ull << (jx_dtype_bits(dt) - 1)));

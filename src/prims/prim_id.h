@@ -24,6 +24,8 @@
   X(add) X(sub) X(mul) X(div) X(rem) X(pow) X(max) X(min) X(atan2) X(and) X(or) X(xor) \
   X(shift_left) X(shift_right_logical) X(shift_right_arithmetic) X(nextafter) X(eq) X(ne) X(lt) \
   X(le) X(gt) X(ge) \
+  /* prims/complex.c */ \
+  X(real) X(imag) X(conj) X(complex) \
   /* prims/select.c, fma.c, convert.c */ \
   X(select_n) X(clamp) X(fma) X(convert_element_type) X(bitcast_convert_type) \
   /* prims/shape.c */ \
@@ -45,6 +47,8 @@
   X(all_to_all) X(ppermute) X(pvary) \
   /* linalg/ */ \
   X(cholesky) X(triangular_solve) X(lu) X(eigh) X(qr) X(svd) X(pinv) \
+  /* fft/ */ \
+  X(fft) \
   /* debug/ */ \
   X(debug_print)
 // clang-format on

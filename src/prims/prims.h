@@ -83,6 +83,14 @@ extern const jx_prim *const jx_prims_random[];
  * the primitive computes, a run at a time (the eager samplers' fused path). */
 void jx_random_bits_run(const uint32_t key[2], int width, uint64_t first, int64_t n, void *out);
 
+/* complex.c: real, imag (complex -> its parts' dtype), conj, complex(re, im) */
+extern const jx_prim jx_prim_real, jx_prim_imag, jx_prim_conj, jx_prim_complex;
+extern const jx_prim *const jx_prims_complex[];
+/* An error naming p unless p takes complex values or none of avals[0..n) is
+ * complex (`what`: "operand", "result"); see complex.c. Run on the operands
+ * and results of every application before its kernel. */
+jx_status jx_prim_check_complex(const jx_prim *p, int n, const jx_aval *avals, const char *what);
+
 /* transform/cond.c, while.c, scan.c: control flow (their rules apply the
  * transformations to their nested programs, so they live with them) */
 extern const jx_prim jx_prim_cond, jx_prim_while, jx_prim_scan, jx_prim_remat,

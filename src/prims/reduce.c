@@ -11,12 +11,15 @@
  * contiguous f32/f64 sums) and round once; f64 sums are pairwise in f64;
  * products multiply sequentially in f32 (f64 for f64) and round once. Float
  * max/min propagate NaN. sum/prod take numbers, max/min every dtype (bool
- * max is or), and/or bool and integers (bitwise).
+ * max is or), and/or bool and integers (bitwise). Complex (sum and prod
+ * only; complex.c): sums are pairwise per part, products in order in the
+ * complex dtype.
  *
  * argmax/argmin: axis = i0, index dtype = dtype (i32 or i64). The first index
  * of ties wins; NaN counts as the extreme and the first NaN wins, as JAX.
  * The reduced dimension must not be empty.
  * Transformation rules: reduce_rules.c. */
+#include <complex.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -198,6 +201,38 @@ static double float_reduce(rop op, jx_dtype dt, const void *x, int64_t base, con
   return acc;
 }
 
+/* Complex sum and product (the only complex reductions, as in lax): a sum
+ * is the pairwise sums of the real and the imaginary parts, each in the
+ * parts' dtype; a product multiplies in order in the complex dtype. */
+static double _Complex complex_reduce(rop op, jx_dtype dt, const void *x, int64_t base,
+                                      const layout *L, void *scratch) {
+  int64_t n = L->nred;
+  if (op == R_SUM) {
+    if (dt == JX_C128) {
+      double *re = scratch, *im = re + n;
+      for (int64_t r = 0; r < n; r++) {
+        const double *e = (const double *)x + 2 * (base + L->offset[r]);
+        re[r] = e[0], im[r] = e[1];
+      }
+      return jx_cmplx(pairwise_d(re, n), pairwise_d(im, n));
+    }
+    float *re = scratch, *im = re + n;
+    for (int64_t r = 0; r < n; r++) {
+      const float *e = (const float *)x + 2 * (base + L->offset[r]);
+      re[r] = e[0], im[r] = e[1];
+    }
+    return jx_cmplx(pairwise_f(re, n), pairwise_f(im, n));
+  }
+  if (dt == JX_C128) {
+    double _Complex acc = 1;
+    for (int64_t r = 0; r < n; r++) acc *= ((const double _Complex *)x)[base + L->offset[r]];
+    return acc;
+  }
+  float _Complex acc = 1;
+  for (int64_t r = 0; r < n; r++) acc *= ((const float _Complex *)x)[base + L->offset[r]];
+  return acc;
+}
+
 /* Integers and bool: 64-bit arithmetic, wrapped to width on store. */
 static uint64_t int_identity(rop op, jx_dtype dt) {
   int bits = jx_dtype_bits(dt), sgn = jx_is_signed_int(dt);
@@ -344,8 +379,8 @@ static void eval_reduce(rop op, const jx_params *p, const jx_tensor *in, jx_tens
   if (fast_reduce(op, p, in, out)) return;
   if (!make_layout(in->shape, &p->l[0], &L)) goto oom;
   void *scratch = NULL;
-  if (jx_is_float(in->dtype) && op == R_SUM) {
-    scratch = malloc(8 * (size_t)(L.nred ? L.nred : 1));
+  if (jx_is_inexact(in->dtype) && op == R_SUM) {
+    scratch = malloc(16 * (size_t)(L.nred ? L.nred : 1));
     if (!scratch) {
       free(L.offset);
       goto oom;
@@ -353,7 +388,10 @@ static void eval_reduce(rop op, const jx_params *p, const jx_tensor *in, jx_tens
   }
   for (int64_t o = 0; o < nout; o++) {
     int64_t base = base_offset(&L, o);
-    if (jx_is_float(in->dtype))
+    if (jx_is_complex(in->dtype))
+      jx_store_c128(out->data, out->dtype, o,
+                    complex_reduce(op, in->dtype, in->data, base, &L, scratch));
+    else if (jx_is_float(in->dtype))
       jx_store_f64(out->data, out->dtype, o,
                    float_reduce(op, in->dtype, in->data, base, &L, scratch));
     else

@@ -4,9 +4,10 @@
 #include "prims.h"
 
 static const jx_prim *const *const families[] = {
-    jx_prims_unary, jx_prims_binary,  jx_prims_select, jx_prims_fma,    jx_prims_convert,
-    jx_prims_shape, jx_prims_slicing, jx_prims_gather, jx_prims_reduce, jx_prims_cumulative,
-    jx_prims_sort,  jx_prims_dot,     jx_prims_conv,   jx_prims_window, jx_prims_random,
+    jx_prims_unary,   jx_prims_binary,     jx_prims_select,  jx_prims_fma,
+    jx_prims_convert, jx_prims_shape,      jx_prims_slicing, jx_prims_gather,
+    jx_prims_reduce,  jx_prims_cumulative, jx_prims_sort,    jx_prims_dot,
+    jx_prims_conv,    jx_prims_window,     jx_prims_random,  jx_prims_complex,
 };
 
 /* The families of the layers above, most recently registered first. */

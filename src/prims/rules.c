@@ -9,7 +9,7 @@ jx_array *jx_rule_bind1(const jx_prim *p, int nin, jx_array *const *x, const jx_
   return jx_bind1(p, nin, x, params);
 }
 
-int jx_rule_no_tangent(jx_dtype dt) { return !jx_is_float(dt); }
+int jx_rule_no_tangent(jx_dtype dt) { return !jx_is_inexact(dt); }
 
 static jx_array *literal(jx_dtype dt, double v) {
   jx_array *s = jx_scalar(dt, v);

@@ -22,7 +22,8 @@ jx_array *jx_rule_scale(jx_array *t, jx_array *c);
 /* Applies prim p to x with params (single output). */
 jx_array *jx_rule_bind1(const jx_prim *p, int nin, jx_array *const *x, const jx_params *params);
 
-/* 1 if a tangent of this dtype is always zero (integers and bool: float0). */
+/* 1 if a tangent of this dtype is always zero (integers and bool: float0);
+ * floats and complex have tangents. */
 int jx_rule_no_tangent(jx_dtype dt);
 
 /* Applies ctx's primitive, with ctx's parameters and nested programs, to in:

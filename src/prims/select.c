@@ -79,7 +79,8 @@ static void eval_select_n(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor
   case 1: SELECT_LOOP(uint8_t) break;
   case 2: SELECT_LOOP(uint16_t) break;
   case 4: SELECT_LOOP(uint32_t) break;
-  default: SELECT_LOOP(uint64_t) break;
+  case 8: SELECT_LOOP(uint64_t) break;
+  default: SELECT_LOOP(double _Complex) break; /* c128: 16 bytes */
   }
 }
 

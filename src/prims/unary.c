@@ -19,10 +19,17 @@
  * f32 values from fastmath.h, the same code the jit's kernels embed, so
  * eager and jit agree bit for bit (f64 uses libm).
  *
+ * Complex operands (c64, c128; the rows complex.c lists: neg, abs, sign,
+ * exp, log, sqrt, rsqrt, tanh, sin, cos, integer_pow, stop_gradient) run
+ * C99's <complex.h> functions, c64 in float _Complex; abs gives the parts'
+ * dtype (hypot of the parts), sign is z / |z| (0 at 0), as XLA.
+ *
  * polygamma (m = i0 >= 1) is an extra row, floats only, for digamma's
  * derivative. Transformation rules are in unary_rules.c; sign, floor, ceil,
  * round, is_finite, not, population_count and stop_gradient have zero
  * derivative (jx_jvp_zero), and every row batches elementwise. */
+#include <complex.h>
+
 #include "../base/error.h"
 #include "elementwise.h"
 #include "fastmath.h"
@@ -418,6 +425,68 @@ static void loop_int(unop op, int64_t e, int64_t n, const jx_tensor *t, void *o)
   }
 }
 
+/* ---- complex ---- */
+#define COMPLEX_LOOP(NAME, T, R, EXP, LOG, SQRT, TANH, SIN, COS, ABS)                              \
+  static void NAME(unop op, int64_t e, int64_t n, const T *restrict in, void *restrict out) {      \
+    T *restrict o = out;                                                                           \
+    switch (op) {                                                                                  \
+    case U_NEG: JX_VLOOP(n, o[i] = -in[i]); break;                                                 \
+    case U_ABS: {                                                                                  \
+      R *restrict r = out;                                                                         \
+      for (int64_t i = 0; i < n; i++) r[i] = ABS(in[i]);                                           \
+      break;                                                                                       \
+    }                                                                                              \
+    case U_SIGN:                                                                                   \
+      for (int64_t i = 0; i < n; i++) {                                                            \
+        R a = ABS(in[i]);                                                                          \
+        o[i] = a == 0 ? (T)0 : in[i] / a;                                                          \
+      }                                                                                            \
+      break;                                                                                       \
+    case U_EXP:                                                                                    \
+      for (int64_t i = 0; i < n; i++) o[i] = EXP(in[i]);                                           \
+      break;                                                                                       \
+    case U_LOG:                                                                                    \
+      for (int64_t i = 0; i < n; i++) o[i] = LOG(in[i]);                                           \
+      break;                                                                                       \
+    case U_SQRT:                                                                                   \
+      for (int64_t i = 0; i < n; i++) o[i] = SQRT(in[i]);                                          \
+      break;                                                                                       \
+    case U_RSQRT:                                                                                  \
+      for (int64_t i = 0; i < n; i++) o[i] = (T)1 / SQRT(in[i]);                                   \
+      break;                                                                                       \
+    case U_TANH:                                                                                   \
+      for (int64_t i = 0; i < n; i++) o[i] = TANH(in[i]);                                          \
+      break;                                                                                       \
+    case U_SIN:                                                                                    \
+      for (int64_t i = 0; i < n; i++) o[i] = SIN(in[i]);                                           \
+      break;                                                                                       \
+    case U_COS:                                                                                    \
+      for (int64_t i = 0; i < n; i++) o[i] = COS(in[i]);                                           \
+      break;                                                                                       \
+    case U_INTEGER_POW: {                                                                          \
+      /* by squaring, in lax.integer_pow's order, as the float loops */                            \
+      int recip = e < 0;                                                                           \
+      uint64_t m0 = recip ? (uint64_t)0 - (uint64_t)e : (uint64_t)e;                               \
+      for (int64_t i = 0; i < n; i++) {                                                            \
+        T x = in[i], acc = 1;                                                                      \
+        int first = 1;                                                                             \
+        for (uint64_t m = m0; m; m >>= 1) {                                                        \
+          if (m & 1) {                                                                             \
+            acc = first ? x : acc * x;                                                             \
+            first = 0;                                                                             \
+          }                                                                                        \
+          if (m >> 1) x = x * x;                                                                   \
+        }                                                                                          \
+        o[i] = recip ? (T)1 / acc : acc;                                                           \
+      }                                                                                            \
+      break;                                                                                       \
+    }                                                                                              \
+    default: JX_VLOOP(n, o[i] = in[i]); break; /* stop_gradient */                                 \
+    }                                                                                              \
+  }
+COMPLEX_LOOP(loop_c64, float _Complex, float, cexpf, clogf, csqrtf, ctanhf, csinf, ccosf, cabsf)
+COMPLEX_LOOP(loop_c128, double _Complex, double, cexp, clog, csqrt, ctanh, csin, ccos, cabs)
+
 static void unary_kernel(unop op, const jx_params *p, const jx_tensor *in, jx_tensor *out) {
   int64_t n = jx_shape_numel(in->shape), e = p->i[0];
   jx_dtype dt = in->dtype;
@@ -432,6 +501,8 @@ static void unary_kernel(unop op, const jx_params *p, const jx_tensor *in, jx_te
   switch (dt) {
   case JX_F32: loop_f32(op, e, n, in->data, out->data); return;
   case JX_F64: loop_f64(op, e, n, in->data, out->data); return;
+  case JX_C64: loop_c64(op, e, n, in->data, out->data); return;
+  case JX_C128: loop_c128(op, e, n, in->data, out->data); return;
   case JX_F16:
   case JX_BF16: loop_half(op, e, dt == JX_BF16, n, in->data, out->data); return;
   default: loop_int(op, e, n, in, out->data); return;
@@ -464,22 +535,21 @@ static jx_status infer_unary(const jx_rule_ctx *ctx, jx_accept acc, const jx_ava
                                   .elementwise = 1};
 
 UNARY_ROW(neg, U_NEG, JX_ACCEPT_NUMERIC, jx_jvp_linear_first, jx_transpose_neg)
-UNARY_ROW(abs, U_ABS, JX_ACCEPT_NUMERIC, jx_jvp_abs, NULL)
 UNARY_ROW(sign, U_SIGN, JX_ACCEPT_NUMERIC, jx_jvp_zero, NULL)
 UNARY_ROW(floor, U_FLOOR, JX_ACCEPT_FLOAT, jx_jvp_zero, NULL)
 UNARY_ROW(ceil, U_CEIL, JX_ACCEPT_FLOAT, jx_jvp_zero, NULL)
-UNARY_ROW(exp, U_EXP, JX_ACCEPT_FLOAT, jx_jvp_exp, NULL)
+UNARY_ROW(exp, U_EXP, JX_ACCEPT_INEXACT, jx_jvp_exp, NULL)
 UNARY_ROW(exp2, U_EXP2, JX_ACCEPT_FLOAT, jx_jvp_exp2, NULL)
 UNARY_ROW(expm1, U_EXPM1, JX_ACCEPT_FLOAT, jx_jvp_expm1, NULL)
-UNARY_ROW(log, U_LOG, JX_ACCEPT_FLOAT, jx_jvp_log, NULL)
+UNARY_ROW(log, U_LOG, JX_ACCEPT_INEXACT, jx_jvp_log, NULL)
 UNARY_ROW(log1p, U_LOG1P, JX_ACCEPT_FLOAT, jx_jvp_log1p, NULL)
-UNARY_ROW(sqrt, U_SQRT, JX_ACCEPT_FLOAT, jx_jvp_sqrt, NULL)
-UNARY_ROW(rsqrt, U_RSQRT, JX_ACCEPT_FLOAT, jx_jvp_rsqrt, NULL)
+UNARY_ROW(sqrt, U_SQRT, JX_ACCEPT_INEXACT, jx_jvp_sqrt, NULL)
+UNARY_ROW(rsqrt, U_RSQRT, JX_ACCEPT_INEXACT, jx_jvp_rsqrt, NULL)
 UNARY_ROW(cbrt, U_CBRT, JX_ACCEPT_FLOAT, jx_jvp_cbrt, NULL)
-UNARY_ROW(tanh, U_TANH, JX_ACCEPT_FLOAT, jx_jvp_tanh, NULL)
+UNARY_ROW(tanh, U_TANH, JX_ACCEPT_INEXACT, jx_jvp_tanh, NULL)
 UNARY_ROW(logistic, U_LOGISTIC, JX_ACCEPT_FLOAT, jx_jvp_logistic, NULL)
-UNARY_ROW(sin, U_SIN, JX_ACCEPT_FLOAT, jx_jvp_sin, NULL)
-UNARY_ROW(cos, U_COS, JX_ACCEPT_FLOAT, jx_jvp_cos, NULL)
+UNARY_ROW(sin, U_SIN, JX_ACCEPT_INEXACT, jx_jvp_sin, NULL)
+UNARY_ROW(cos, U_COS, JX_ACCEPT_INEXACT, jx_jvp_cos, NULL)
 UNARY_ROW(tan, U_TAN, JX_ACCEPT_FLOAT, jx_jvp_tan, NULL)
 UNARY_ROW(asin, U_ASIN, JX_ACCEPT_FLOAT, jx_jvp_asin, NULL)
 UNARY_ROW(acos, U_ACOS, JX_ACCEPT_FLOAT, jx_jvp_acos, NULL)
@@ -496,6 +566,28 @@ UNARY_ROW(digamma, U_DIGAMMA, JX_ACCEPT_FLOAT, jx_jvp_digamma, NULL)
 UNARY_ROW(not, U_NOT, JX_ACCEPT_INT_OR_BOOL, jx_jvp_zero, NULL)
 UNARY_ROW(population_count, U_POPCOUNT, JX_ACCEPT_INT, jx_jvp_zero, NULL)
 UNARY_ROW(stop_gradient, U_STOP_GRADIENT, JX_ACCEPT_ANY, jx_jvp_zero, NULL)
+
+/* abs: numeric; complex gives the parts' dtype (lax.abs) */
+static jx_status infer_abs(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
+  jx_status st = infer_unary(ctx, JX_ACCEPT_NUMERIC, in, out);
+  if (!st && jx_is_complex(in[0].dtype)) {
+    out->dtype = jx_complex_part(in[0].dtype);
+    out->weak = 0;
+  }
+  return st;
+}
+static void eval_abs(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
+  unary_kernel(U_ABS, ctx->params, in, out);
+}
+const jx_prim jx_prim_abs = {.name = "abs",
+                             .id = JX_PRIM_abs,
+                             .nin = 1,
+                             .nout = 1,
+                             .params = "",
+                             .infer = infer_abs,
+                             .eval = eval_abs,
+                             .jvp = jx_jvp_abs,
+                             .elementwise = 1};
 
 /* round: i0 = 0 half away from zero (lax.round's default), 1 half to even */
 static jx_status infer_round(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
@@ -544,7 +636,7 @@ static jx_status infer_integer_pow(const jx_rule_ctx *ctx, const jx_aval *in, jx
   char a[JX_AVAL_STR_CAP];
   jx_status st = infer_unary(ctx, JX_ACCEPT_NUMERIC, in, out);
   if (st) return st;
-  if (p->i[0] < 0 && !jx_is_float(in[0].dtype))
+  if (p->i[0] < 0 && !jx_is_inexact(in[0].dtype))
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                         "integer_pow: integers cannot be raised to the negative power %lld (%s)",
                         (long long)p->i[0], jx_aval_str(in[0].dtype, in[0].shape, a));

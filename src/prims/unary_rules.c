@@ -82,9 +82,21 @@ static jx_array *deriv_integer_pow(const jx_rule_ctx *ctx, jx_array *g, jx_array
 }
 JX_DEFJVP(jx_jvp_integer_pow, deriv_integer_pow)
 
-/* abs: select(x >= 0, t, -t), as JAX for reals (so +t at 0) */
+/* abs: select(x >= 0, t, -t), as JAX for reals (so +t at 0); for complex
+ * x, real(t * conj(x) / |x|) with |x| = 0 replaced by 1 (lax's
+ * _abs_jvp_rule) */
 static jx_array *deriv_abs(const jx_rule_ctx *ctx, jx_array *g, jx_array *const *x, jx_array *y) {
-  (void)ctx, (void)y;
+  (void)ctx;
+  if (jx_is_complex(x[0]->dtype)) {
+    jx_params to = JX_PARAMS_INIT;
+    to.dtype = x[0]->dtype;
+    jx_array *r = jx_bind1(&jx_prim_convert_element_type, 1, &y, &to);
+    jx_array *zero = jx_rule_zeros_like(r);
+    jx_array *safe =
+        jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){u2(&jx_prim_eq, r, zero), r, K(r, 1)}, NULL);
+    jx_array *c = u2(&jx_prim_div, u1(&jx_prim_conj, x[0]), safe);
+    return u1(&jx_prim_real, mul(g, c));
+  }
   jx_array *nonneg = u2(&jx_prim_ge, x[0], jx_rule_zeros_like(x[0]));
   return jx_bind1(&jx_prim_select_n, 3, (jx_array *[]){nonneg, u1(&jx_prim_neg, g), g}, NULL);
 }

@@ -6,6 +6,7 @@
 #include "../base/error.h"
 #include "../base/memstats.h"
 #include "../base/hooks.h"
+#include "../prims/prims.h"
 #include "follow_data.h"
 #include "trace.h"
 
@@ -47,8 +48,10 @@ static jx_status run_eager(const jx_prim *p, int nin, jx_array *const *in, const
     tin[i] = (jx_tensor){in[i]->buf->data, in[i]->dtype, in[i]->shape};
   }
   const jx_rule_ctx ctx = {p, pp, nin, nout, 0, NULL};
-  jx_status st = p->infer(&ctx, avals, oavals);
+  jx_status st = jx_prim_check_complex(p, nin, avals, "operand");
+  if (!st) st = p->infer(&ctx, avals, oavals);
   if (!st) st = jx_prim_check_outputs(p, nout, oavals);
+  if (!st) st = jx_prim_check_complex(p, nout, oavals, "result");
   if (st) return st;
   for (int o = 0; o < nout; o++) {
     out[o] = jx_array_alloc(oavals[o].dtype, oavals[o].shape, oavals[o].weak);

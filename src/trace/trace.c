@@ -7,6 +7,7 @@
 
 #include "../base/env.h"
 #include "../base/error.h"
+#include "../prims/prims.h"
 #include "follow_data.h"
 #include "vma.h"
 
@@ -185,9 +186,11 @@ jx_status jx_trace_record(const jx_prim *p, const jx_params *params, int nin,
     }
   }
   const jx_rule_ctx ctx = {p, params, nin, nout, nsub, subs};
-  st = p->infer(&ctx, ain, aout);
+  st = jx_prim_check_complex(p, nin, ain, "operand");
+  if (!st) st = p->infer(&ctx, ain, aout);
   if (!st && p->outputs) st = p->outputs(&ctx, ain, aout);
   if (!st) st = jx_prim_check_outputs(p, nout, aout);
+  if (!st) st = jx_prim_check_complex(p, nout, aout, "result");
   if (st) goto done;
   jx_vma_outputs(p, params, nin, ain, nsub, nout, aout);
   st = jx_program_add_eqn(t->prog, p, params, nin, vin, nout, aout, vout, nsub, subs, default_loc);

@@ -18,7 +18,8 @@ typedef struct {
   grad_mode mode;
   int nargs;
   int has_aux;
-  int argnums[]; /* nargs entries */
+  int holomorphic; /* JAX's holomorphic=True: complex output and arguments */
+  int argnums[];   /* nargs entries */
 } grad_data;
 
 static void free_grad_data(void *d) { free(d); }
@@ -38,24 +39,36 @@ static jx_program *reverse_program(jx_fn *f, const jx_aval *in, const grad_data 
   if (st) goto done;
 
   if (g->mode == MODE_VJP) {
-    for (int i = 0; i < n; i++) wrt[i] = jx_is_float(in[i].dtype);
+    for (int i = 0; i < n; i++) wrt[i] = jx_is_inexact(in[i].dtype);
     memset(sel, 1, (size_t)p->nout);
   } else {
+    /* JAX's checks: a real scalar output (complex only when holomorphic),
+     * float or complex arguments (complex only when holomorphic) */
     jx_aval y = p->avals[p->out[0]];
-    if (y.shape.rank != 0 || !jx_is_float(y.dtype)) {
+    int y_ok = g->holomorphic ? jx_is_complex(y.dtype) : jx_is_float(y.dtype);
+    if (y.shape.rank != 0 || !y_ok) {
       char s[JX_AVAL_STR_CAP];
-      st = jx_error_set(JX_ERR_SHAPE,
-                        "grad: '%s' must return a float scalar as its first output, got %s",
-                        inner->name, jx_aval_str(y.dtype, y.shape, s));
+      st = jx_error_set(
+          JX_ERR_SHAPE, "grad: '%s' must return a %s scalar as its first output, got %s%s",
+          inner->name, g->holomorphic ? "complex" : "float", jx_aval_str(y.dtype, y.shape, s),
+          !g->holomorphic && jx_is_complex(y.dtype)
+              ? " (for a holomorphic function use jx_grad_holomorphic; for other functions "
+                "with complex outputs, jx_vjp)"
+              : "");
       goto done;
     }
     for (int k = 0; k < g->nargs; k++) {
       int a = g->argnums[k];
-      if (!jx_is_float(in[a].dtype)) {
+      int ok = g->holomorphic ? jx_is_complex(in[a].dtype) : jx_is_inexact(in[a].dtype);
+      if (!ok) {
         char s[JX_AVAL_STR_CAP];
         st = jx_error_set(JX_ERR_DTYPE,
-                          "grad: argument %d of '%s' is %s; gradients need float inputs "
-                          "(convert it with jx_astype, or leave it out of argnums)",
+                          g->holomorphic
+                              ? "grad: argument %d of '%s' is %s; holomorphic gradients need "
+                                "complex inputs"
+                              : "grad: argument %d of '%s' is %s; gradients need float or "
+                                "complex inputs (convert it with jx_astype, or leave it out of "
+                                "argnums)",
                           a, inner->name, jx_aval_str(in[a].dtype, in[a].shape, s));
         goto done;
       }
@@ -143,7 +156,7 @@ static jx_program *vjp_build(jx_fn *f, const jx_aval *in) {
   if (!p) return NULL;
   for (int o = 0; o < p->nout; o++) {
     jx_aval y = p->avals[p->out[o]], c = in[n + o];
-    if (!jx_shape_equal(y.shape, c.shape) || (jx_is_float(y.dtype) && y.dtype != c.dtype)) {
+    if (!jx_shape_equal(y.shape, c.shape) || (jx_is_inexact(y.dtype) && y.dtype != c.dtype)) {
       char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
       jx_error_set(JX_ERR_SHAPE, "jx_vjp: cotangent %d is %s but output %d of '%s' is %s", o,
                    jx_aval_str(c.dtype, c.shape, a), o, f->inner->name,
@@ -169,7 +182,7 @@ static const jx_fn_kind vag_kind = {
 /* nargs entries of args (negative ones count from the end); none means
  * argument 0, as JAX's default argnums. */
 static grad_data *make_data(const char *op, jx_fn *f, grad_mode mode, int nargs, const int *args,
-                            int has_aux) {
+                            int has_aux, int holomorphic) {
   if (!f) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: the function is NULL", op);
     return NULL;
@@ -194,6 +207,7 @@ static grad_data *make_data(const char *op, jx_fn *f, grad_mode mode, int nargs,
   }
   g->mode = mode;
   g->has_aux = has_aux;
+  g->holomorphic = holomorphic;
   if (mode == MODE_VJP) return g;
   if (jx_argnums_normalize(op, f->name, f->nin, nargs, args, g->argnums)) {
     free(g);
@@ -204,23 +218,28 @@ static grad_data *make_data(const char *op, jx_fn *f, grad_mode mode, int nargs,
 }
 
 jx_fn *jx_vjp(jx_fn *f) {
-  grad_data *g = make_data("jx_vjp", f, MODE_VJP, 0, NULL, 0);
+  grad_data *g = make_data("jx_vjp", f, MODE_VJP, 0, NULL, 0, 0);
   return g ? jx_fn_new_transform(&vjp_kind, f, f->nin + f->nout, f->nout + f->nin, g) : NULL;
 }
 
-static jx_fn *grad(const char *op, jx_fn *f, int nargs, const int *args) {
-  grad_data *g = make_data(op, f, MODE_GRAD, nargs, args, 0);
+static jx_fn *grad(const char *op, jx_fn *f, int nargs, const int *args, int holomorphic) {
+  grad_data *g = make_data(op, f, MODE_GRAD, nargs, args, 0, holomorphic);
   return g ? jx_fn_new_transform(&grad_kind, f, f->nin, g->nargs, g) : NULL;
 }
 
-jx_fn *jx_grad(jx_fn *f, jx_axes argnums) { return grad("jx_grad", f, argnums.n, argnums.v); }
+jx_fn *jx_grad(jx_fn *f, jx_axes argnums) { return grad("jx_grad", f, argnums.n, argnums.v, 0); }
 
 jx_fn *jx_grad_argnums(jx_fn *f, int n, const int *argnums) {
-  return grad("jx_grad_argnums", f, n, argnums);
+  return grad("jx_grad_argnums", f, n, argnums, 0);
 }
 
-static jx_fn *value_and_grad(const char *op, jx_fn *f, int nargs, const int *args, int has_aux) {
-  grad_data *g = make_data(op, f, MODE_VALUE_AND_GRAD, nargs, args, has_aux);
+jx_fn *jx_grad_holomorphic(jx_fn *f, jx_axes argnums) {
+  return grad("jx_grad_holomorphic", f, argnums.n, argnums.v, 1);
+}
+
+static jx_fn *value_and_grad(const char *op, jx_fn *f, int nargs, const int *args, int has_aux,
+                             int holomorphic) {
+  grad_data *g = make_data(op, f, MODE_VALUE_AND_GRAD, nargs, args, has_aux, holomorphic);
   if (!g) return NULL;
   if (!has_aux && f->nout > 1) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT,
@@ -235,11 +254,15 @@ static jx_fn *value_and_grad(const char *op, jx_fn *f, int nargs, const int *arg
 }
 
 jx_fn *jx_value_and_grad(jx_fn *f, jx_axes argnums, int has_aux) {
-  return value_and_grad("jx_value_and_grad", f, argnums.n, argnums.v, has_aux);
+  return value_and_grad("jx_value_and_grad", f, argnums.n, argnums.v, has_aux, 0);
+}
+
+jx_fn *jx_value_and_grad_holomorphic(jx_fn *f, jx_axes argnums, int has_aux) {
+  return value_and_grad("jx_value_and_grad_holomorphic", f, argnums.n, argnums.v, has_aux, 1);
 }
 
 jx_fn *jx_value_and_grad_argnums(jx_fn *f, int n, const int *argnums, int has_aux) {
-  return value_and_grad("jx_value_and_grad_argnums", f, n, argnums, has_aux);
+  return value_and_grad("jx_value_and_grad_argnums", f, n, argnums, has_aux, 0);
 }
 
 jx_fn *jx_value_and_grad_first(jx_fn *f, int n, int has_aux) {
@@ -255,7 +278,7 @@ jx_fn *jx_value_and_grad_first(jx_fn *f, int n, int has_aux) {
     return NULL;
   }
   for (int i = 0; i < n; i++) args[i] = i;
-  jx_fn *r = value_and_grad("jx_value_and_grad_first", f, n, args, has_aux);
+  jx_fn *r = value_and_grad("jx_value_and_grad_first", f, n, args, has_aux, 0);
   free(args);
   return r;
 }

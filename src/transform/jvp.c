@@ -116,7 +116,7 @@ static jx_program *jvp_build(jx_fn *f, const jx_aval *in) {
   for (int k = 0; k < nt; k++) {
     int i = d->nargs < 0 ? k : d->argnums[k];
     if (!jx_shape_equal(in[i].shape, in[n + k].shape) ||
-        (jx_is_float(in[i].dtype) && in[i].dtype != in[n + k].dtype)) {
+        (jx_is_inexact(in[i].dtype) && in[i].dtype != in[n + k].dtype)) {
       char a[JX_AVAL_STR_CAP], b[JX_AVAL_STR_CAP];
       jx_error_set(JX_ERR_SHAPE, "%s: tangent %d is %s but its primal (input %d) is %s", jvp_op(d),
                    k, jx_aval_str(in[n + k].dtype, in[n + k].shape, a), i,

@@ -2,7 +2,7 @@
 
 Writes tests/golden/data/dtypes/:
   promote.txt          strong pairs: "S a b result"; weak Python scalars (bool,
-                       int, float) against each strong dtype: "W kind b result weak"
+                       int, float, complex) against each strong dtype: "W kind b result weak"
                        -- all from JAX with x64 enabled (jx_promote_types, and
                        jx's x64 mode)
   promote_x32.txt      the same from JAX's default mode (jax_enable_x64=False), which
@@ -44,7 +44,7 @@ bf16 = ml_dtypes.bfloat16
 DTYPES = [("bool", np.bool_), ("i8", np.int8), ("i16", np.int16), ("i32", np.int32),
           ("i64", np.int64), ("u8", np.uint8), ("u16", np.uint16), ("u32", np.uint32),
           ("u64", np.uint64), ("f16", np.float16), ("bf16", bf16), ("f32", np.float32),
-          ("f64", np.float64)]
+          ("f64", np.float64), ("c64", np.complex64), ("c128", np.complex128)]
 NAME = {np.dtype(t): n for n, t in DTYPES}
 r = np.random.default_rng(1234)
 
@@ -64,8 +64,9 @@ def promotion_lines(x64):
     """x64: the lattice (promote_types), as x64 JAX gives it; otherwise the
     result dtypes of JAX's default mode (result_type canonicalizes), with the
     lattice where an operand is 64-bit."""
-    def wide(t):
-        return np.dtype(t).itemsize == 8
+    def wide(t):  # the dtypes JAX's default mode cannot hold
+        return np.dtype(t) in (np.dtype(np.int64), np.dtype(np.uint64), np.dtype(np.float64),
+                               np.dtype(np.complex128))
 
     lines = []
     for a, ta in DTYPES:
@@ -77,7 +78,7 @@ def promotion_lines(x64):
                 r = jnp.result_type(ta, tb)
                 jax.config.update("jax_enable_x64", True)
             lines.append(f"S {a} {b} {NAME[np.dtype(r)]}")
-    for kind, val in (("bool", True), ("int", 2), ("float", 2.5)):
+    for kind, val in (("bool", True), ("int", 2), ("float", 2.5), ("complex", 2.5 + 1j)):
         for b, tb in DTYPES:
             jax.config.update("jax_enable_x64", x64 or wide(tb))
             dt, weak = jdt.result_type(val, np.dtype(tb), return_weak_type_flag=True)
@@ -213,7 +214,7 @@ def stores():
     for n, t in DTYPES:
         if n == "bf16":
             out = f64_to_bf16_exact(f).view(bf16)
-        elif n in ("bool", "f16", "f32", "f64"):
+        elif n in ("bool", "f16", "f32", "f64", "c64", "c128"):
             out = f.astype(t)  # NumPy: IEEE, where XLA on CPU flushes subnormals to zero
         else:
             out = jax_astype(f, t)

@@ -25,7 +25,7 @@ bf16 = ml_dtypes.bfloat16
 DTYPES = [("bool", np.bool_), ("i8", np.int8), ("i16", np.int16), ("i32", np.int32),
           ("i64", np.int64), ("u8", np.uint8), ("u16", np.uint16), ("u32", np.uint32),
           ("u64", np.uint64), ("f16", np.float16), ("bf16", bf16), ("f32", np.float32),
-          ("f64", np.float64)]
+          ("f64", np.float64), ("c64", np.complex64), ("c128", np.complex128)]
 SHAPE = (2, 3, 4)
 
 
@@ -37,6 +37,8 @@ def value(k, name):
         return k * 3
     if name.startswith("i"):
         return k * 5 - 40
+    if name.startswith("c"):
+        return complex(k * 0.75 - 6.5, k * 0.5 - 3)
     return k * 0.75 - 6.5
 
 
@@ -103,8 +105,8 @@ def corrupt():
                           + data, "DTYPE", "'zz!?'"),
         "descr_not_string": (header("{'descr': 42, 'fortran_order': False, 'shape': (2, 3), }")
                              + data, "CORRUPT", "descr"),
-        "complex64": (header("{'descr': '<c8', 'fortran_order': False, 'shape': (2, 3), }")
-                      + data * 2, "DTYPE", "'<c8' is not supported"),
+        "complex256": (header("{'descr': '<c32', 'fortran_order': False, 'shape': (2, 3), }")
+                       + data * 4, "DTYPE", "'<c32' is not supported"),
         "object": (header("{'descr': '|O', 'fortran_order': False, 'shape': (2, 3), }")
                    + data * 2, "DTYPE", "'|O' is not supported"),
         "structured": (header("{'descr': [('a', '<f4')], 'fortran_order': False, "
@@ -201,6 +203,20 @@ def print_cases():
         "sci_2d": np.array([[1e-7, 2.5e10], [-3.0, 4e-2]]),
         "big_exp": np.array([1e-300, 1e300]),
         "mixed_width_sci": np.array([-1e-5, 123456789.0]),
+        "c64_3": np.array([1 + 2j, -3.5 - 0.25j, 1e-5j], np.complex64),
+        "c64_2x2_nonfinite": np.array([[1 + 2j, np.nan], [np.inf - 1j, 3]], np.complex64),
+        "c128_sci": np.array([1e10 + 1j, 2], np.complex128),
+        "c128_zeros": np.array([0j, complex(-0.0, -0.0)]),
+        "c128_imag_nan": np.array([1 + 1j, complex(2, np.nan), complex(0, -np.inf)]),
+        "c64_scalar": np.array(np.complex64(1 + 2j)),
+        "c64_scalar_imag": np.array(np.complex64(2j)),
+        "c64_scalar_negzero": np.array(np.complex64(complex(-0.0, -1))),
+        "c128_scalar_big": np.array(np.complex128(1e20 + 1.5j)),
+        "c64_scalar_thirds": np.array(np.complex64(1.1 + 2.25j)),
+        "c64_scalar_nonfinite": np.array(np.complex64(complex(np.nan, np.inf))),
+        "c64_scalar_zero": np.array(np.complex64(0)),
+        "c64_scalar_small": np.array(np.complex64(-1e-5 + 3j)),
+        "c128_wrap": (r.standard_normal(12) + 1j * r.standard_normal(12)),
     }
     d = os.path.join(OUT, "print")
     os.makedirs(d)

@@ -176,7 +176,7 @@ static void array_from_copies_and_checks(void **state) {
   assert_int_equal(jx_last_status(), JX_ERR_SHAPE);
   assert_non_null(strstr(jx_last_error(), "negative dimension -3"));
   jx_clear_error();
-  assert_true(jx_is_poisoned(jx_array_from((jx_dtype)13, JX_SHAPE(2), v)));
+  assert_true(jx_is_poisoned(jx_array_from((jx_dtype)JX_NUM_DTYPES, JX_SHAPE(2), v)));
   assert_int_equal(jx_last_status(), JX_ERR_DTYPE);
   jx_clear_error();
   assert_true(jx_is_poisoned(jx_zeros(JX_F64, JX_SHAPE(1 << 30, 1 << 30, 1 << 30))));

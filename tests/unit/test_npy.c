@@ -2,6 +2,7 @@
  * 1.0-3.0, bf16 via ml_dtypes) load with the right values; jx writes the same
  * bytes as NumPy; round trips for every dtype and rank 0..8; every corrupt
  * file gives an error naming the file. Golden data: tests/golden/gen_npy.py. */
+#include <complex.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,6 +31,8 @@ static double value(int64_t k, jx_dtype dt) {
   default: return (double)k * 0.75 - 6.5;
   }
 }
+/* the imaginary part of element k of a complex test array (gen_npy.py's value) */
+static double value_imag(int64_t k) { return (double)k * 0.5 - 3; }
 
 static void numpy_files_load_in_every_layout(void **state) {
   (void)state;
@@ -49,6 +52,9 @@ static void numpy_files_load_in_every_layout(void **state) {
         double got = jx_load_f64(jx_array_data(a), dt, k);
         if (got != value(k, dt))
           fail_msg("%s element %lld: %g, expected %g", path, (long long)k, got, value(k, dt));
+        if (jx_is_complex(dt) && cimag(jx_load_c128(jx_array_data(a), dt, k)) != value_imag(k))
+          fail_msg("%s element %lld: imaginary part %g, expected %g", path, (long long)k,
+                   cimag(jx_load_c128(jx_array_data(a), dt, k)), value_imag(k));
       }
     }
   }
@@ -115,7 +121,9 @@ static void round_trips(void **state) {
         if (empty) s.dims[rank / 2] = 0;
         jx_array *a = jx_array_alloc(dt, s, 0);
         int64_t n = jx_shape_numel(s);
-        for (int64_t k = 0; k < n; k++) jx_store_f64(jx_array_data(a), dt, k, value(k, dt));
+        for (int64_t k = 0; k < n; k++)
+          jx_store_c128(jx_array_data(a), dt, k,
+                        jx_cmplx(value(k, dt), jx_is_complex(dt) ? value_imag(k) : 0));
         assert_int_equal(jx_save_npy(path, a), JX_OK);
         jx_array *b = jx_load_npy(path);
         if (jx_is_poisoned(b)) fail_msg("%s rank %d: %s", jx_dtype_name(dt), rank, jx_last_error());

@@ -1,0 +1,187 @@
+/* FFTW3 (fftw3 and fftw3f) runs the transforms: a maintained Debian
+ * package (libfftw3-dev) with SIMD codelets for every size, rather than a
+ * vendored C copy of PocketFFT (docs/fft.md).
+ *
+ * Plans are made with FFTW_ESTIMATE | FFTW_UNALIGNED (no measuring, any
+ * alignment, so a plan runs on every buffer with FFTW's new-array execute
+ * functions, which are thread-safe) and cached per (type, precision, lengths,
+ * batch) for the process; FFTW's planner is not thread-safe, so planning
+ * holds a lock. Each plan does all of a call's batch at once (FFTW's guru
+ * interface, howmany). c2r transforms overwrite their input, so IRFFT runs
+ * on a copy. Transforms of at least PARALLEL_MIN elements are planned for
+ * jx_pool_threads() threads, and FFTW runs its parallel loops on jx's pool
+ * (fftw_threads_set_callback), not on threads of its own. */
+#include "fft_kernel.h"
+
+#include <complex.h>
+#include <fftw3.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/error.h"
+#include "../base/threadpool.h"
+
+enum { PARALLEL_MIN = 1 << 16 }; /* elements per call from which a plan uses the pool */
+
+typedef struct plan_entry {
+  jx_fft_type type;
+  int dbl, k;
+  int64_t n[3], batch;
+  void *plan; /* fftw_plan or fftwf_plan */
+  struct plan_entry *next;
+} plan_entry;
+
+static plan_entry *plans;
+static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* FFTW's parallel loop on jx's pool: work(jobdata + i * elsize) for each job */
+typedef struct {
+  void *(*work)(char *);
+  char *jobdata;
+  size_t elsize;
+} fftw_loop;
+static void run_jobs(void *ctx, int64_t begin, int64_t end) {
+  const fftw_loop *l = ctx;
+  for (int64_t i = begin; i < end; i++) l->work(l->jobdata + (size_t)i * l->elsize);
+}
+static void pool_loop(void *(*work)(char *), char *jobdata, size_t elsize, int njobs, void *data) {
+  (void)data;
+  fftw_loop l = {work, jobdata, elsize};
+  jx_parallel_for(njobs, 1, run_jobs, &l);
+}
+static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
+static void init_threads(void) {
+  fftw_init_threads();
+  fftwf_init_threads();
+  fftw_threads_set_callback(pool_loop, NULL);
+  fftwf_threads_set_callback(pool_loop, NULL);
+}
+
+/* The guru dims of k trailing dims with row-major strides, and the batch's. */
+static void guru_dims(jx_fft_type t, int k, const int64_t *n, fftw_iodim *dims, int64_t *in_dist,
+                      int64_t *out_dist) {
+  int64_t is = 1, os = 1;
+  for (int d = k - 1; d >= 0; d--) {
+    int64_t in_len = n[d], out_len = n[d];
+    if (d == k - 1 && t == JX_FFT_RFFT) out_len = n[d] / 2 + 1;
+    if (d == k - 1 && t == JX_FFT_IRFFT) in_len = n[d] / 2 + 1;
+    dims[d] = (fftw_iodim){(int)n[d], (int)is, (int)os};
+    is *= in_len;
+    os *= out_len;
+  }
+  *in_dist = is;
+  *out_dist = os;
+}
+
+/* A plan for the transform; NULL when FFTW cannot make one. */
+static void *make_plan(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch) {
+  fftw_iodim dims[3];
+  int64_t in_dist, out_dist;
+  guru_dims(t, k, n, dims, &in_dist, &out_dist);
+  fftw_iodim many = {(int)batch, (int)in_dist, (int)out_dist};
+  unsigned flags = FFTW_ESTIMATE | FFTW_UNALIGNED;
+  int64_t elems = batch * (in_dist > out_dist ? in_dist : out_dist);
+  int nthreads = elems >= PARALLEL_MIN ? jx_pool_threads() : 1;
+  pthread_once(&threads_once, init_threads);
+  fftw_plan_with_nthreads(nthreads);
+  fftwf_plan_with_nthreads(nthreads);
+  int sign = t == JX_FFT_IFFT ? FFTW_BACKWARD : FFTW_FORWARD;
+  /* FFTW_ESTIMATE leaves the arrays alone: these stand-ins are never read */
+  static double _Complex dummy_c[2];
+  static double dummy_r[4];
+  if (dbl) {
+    switch (t) {
+    case JX_FFT_RFFT:
+      return fftw_plan_guru_dft_r2c(k, dims, 1, &many, dummy_r, (fftw_complex *)dummy_c, flags);
+    case JX_FFT_IRFFT:
+      return fftw_plan_guru_dft_c2r(k, dims, 1, &many, (fftw_complex *)dummy_c, dummy_r, flags);
+    default:
+      return fftw_plan_guru_dft(k, dims, 1, &many, (fftw_complex *)dummy_c,
+                                (fftw_complex *)dummy_c + 1, sign, flags);
+    }
+  }
+  fftwf_iodim fdims[3], fmany = {many.n, many.is, many.os};
+  for (int d = 0; d < k; d++) fdims[d] = (fftwf_iodim){dims[d].n, dims[d].is, dims[d].os};
+  float *fr = (float *)dummy_r;
+  fftwf_complex *fc = (fftwf_complex *)dummy_c;
+  switch (t) {
+  case JX_FFT_RFFT: return fftwf_plan_guru_dft_r2c(k, fdims, 1, &fmany, fr, fc, flags);
+  case JX_FFT_IRFFT: return fftwf_plan_guru_dft_c2r(k, fdims, 1, &fmany, fc, fr, flags);
+  default: return fftwf_plan_guru_dft(k, fdims, 1, &fmany, fc, fc + 1, sign, flags);
+  }
+}
+
+static void *plan_for(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch) {
+  pthread_mutex_lock(&plans_lock);
+  plan_entry *e = plans;
+  for (; e; e = e->next)
+    if (e->type == t && e->dbl == dbl && e->k == k && e->batch == batch &&
+        memcmp(e->n, n, sizeof *n * (size_t)k) == 0)
+      break;
+  if (!e && (e = calloc(1, sizeof *e))) {
+    e->plan = make_plan(t, dbl, k, n, batch);
+    if (!e->plan) {
+      free(e);
+      e = NULL;
+    } else {
+      e->type = t, e->dbl = dbl, e->k = k, e->batch = batch;
+      memcpy(e->n, n, sizeof *n * (size_t)k);
+      e->next = plans;
+      plans = e;
+    }
+  }
+  pthread_mutex_unlock(&plans_lock);
+  return e ? e->plan : NULL;
+}
+
+int jx_fft_run(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch, const void *in,
+               void *out) {
+  int64_t total = 1, in_elems = batch;
+  for (int d = 0; d < k; d++) {
+    total *= n[d];
+    in_elems *= (d == k - 1 && t == JX_FFT_IRFFT) ? n[d] / 2 + 1 : n[d];
+  }
+  if (batch == 0) return 1;
+  void *plan = plan_for(t, dbl, k, n, batch);
+  if (!plan) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: FFTW could not plan the transform");
+    return 0;
+  }
+  void *src = (void *)in, *copy = NULL;
+  if (t == JX_FFT_IRFFT) { /* c2r destroys its input */
+    size_t bytes = (size_t)in_elems * (dbl ? sizeof(double _Complex) : sizeof(float _Complex));
+    if (!(copy = malloc(bytes ? bytes : 1))) {
+      jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: out of memory for the inverse real transform");
+      return 0;
+    }
+    memcpy(copy, in, bytes);
+    src = copy;
+  }
+  int64_t out_elems = batch * (t == JX_FFT_RFFT ? total / n[k - 1] * (n[k - 1] / 2 + 1) : total);
+  if (dbl) {
+    switch (t) {
+    case JX_FFT_RFFT: fftw_execute_dft_r2c(plan, src, out); break;
+    case JX_FFT_IRFFT: fftw_execute_dft_c2r(plan, src, out); break;
+    default: fftw_execute_dft(plan, src, out);
+    }
+  } else {
+    switch (t) {
+    case JX_FFT_RFFT: fftwf_execute_dft_r2c(plan, src, out); break;
+    case JX_FFT_IRFFT: fftwf_execute_dft_c2r(plan, src, out); break;
+    default: fftwf_execute_dft(plan, src, out);
+    }
+  }
+  free(copy);
+  if (t == JX_FFT_IFFT || t == JX_FFT_IRFFT) { /* lax.fft's inverses are normalized */
+    int64_t m = t == JX_FFT_IFFT ? 2 * out_elems : out_elems; /* floats to scale */
+    if (dbl) {
+      double s = 1.0 / (double)total, *o = out;
+      for (int64_t i = 0; i < m; i++) o[i] *= s;
+    } else {
+      float s = (float)(1.0 / (double)total), *o = out;
+      for (int64_t i = 0; i < m; i++) o[i] *= s;
+    }
+  }
+  return 1;
+}

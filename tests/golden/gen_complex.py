@@ -1,0 +1,112 @@
+"""Golden data for complex numbers (tests/unit/test_complex.c).
+
+Writes tests/golden/data/complex/, for each mode (x32: JAX's default mode,
+complex64; x64: jax_enable_x64, complex128):
+  <mode>.z.npy, <mode>.w.npy      complex inputs [2, 3]
+  <mode>.x.npy                     a real input [2, 3] (f32 / f64)
+  <mode>.a.npy, <mode>.b.npy       complex matrices [3, 4] and [4, 2]
+  <mode>.<op>.npy                  JAX's result of each op named in OPS below
+  <mode>.grad_<f>.npy              jax.grad of the real functions in GRADS
+  <mode>.hgrad_<f>.npy             jax.grad(..., holomorphic=True) of HGRADS
+
+Run from the repository root:  python3 tests/golden/gen_complex.py
+"""
+import os
+import shutil
+
+import jax
+import numpy as np
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "complex")
+
+
+def ops(jnp):
+    return {
+        "exp": lambda z, w, x: jnp.exp(z),
+        "log": lambda z, w, x: jnp.log(z),
+        "sqrt": lambda z, w, x: jnp.sqrt(z),
+        "rsqrt": lambda z, w, x: jax.lax.rsqrt(z),
+        "tanh": lambda z, w, x: jnp.tanh(z),
+        "sin": lambda z, w, x: jnp.sin(z),
+        "cos": lambda z, w, x: jnp.cos(z),
+        "abs": lambda z, w, x: jnp.abs(z),
+        "sign": lambda z, w, x: jnp.sign(z),
+        "square": lambda z, w, x: jnp.square(z),
+        "reciprocal": lambda z, w, x: jnp.reciprocal(z),
+        "cube": lambda z, w, x: jax.lax.integer_pow(z, 3),
+        "neg": lambda z, w, x: -z,
+        "conj": lambda z, w, x: jnp.conj(z),
+        "real": lambda z, w, x: jnp.real(z),
+        "imag": lambda z, w, x: jnp.imag(z),
+        "angle": lambda z, w, x: jnp.angle(z),
+        "add": lambda z, w, x: z + w,
+        "sub": lambda z, w, x: z - w,
+        "mul": lambda z, w, x: z * w,
+        "div": lambda z, w, x: z / w,
+        "pow": lambda z, w, x: z ** w,
+        "mul_real": lambda z, w, x: z * x,
+        "add_scalar": lambda z, w, x: x + (2 - 1j),
+        "complex": lambda z, w, x: jax.lax.complex(x, 2 * x),
+        "eq": lambda z, w, x: z == jnp.where(x > 0, z, w),
+        "sum0": lambda z, w, x: jnp.sum(z, axis=0),
+        "prod1": lambda z, w, x: jnp.prod(z, axis=1),
+        "mean": lambda z, w, x: jnp.mean(z),
+        "where": lambda z, w, x: jnp.where(x > 0, z, w),
+        "astype_real": lambda z, w, x: z.real.astype(x.dtype),
+    }
+
+
+def grads(jnp):
+    return {
+        "abs2": lambda z, w: jnp.sum(jnp.abs(z) ** 2),
+        "re_sq": lambda z, w: jnp.sum(jnp.real(z * z)),
+        "abs_expw": lambda z, w: jnp.sum(jnp.abs(jnp.exp(z) * w)),
+        "im_logdiv": lambda z, w: jnp.sum(jnp.imag(jnp.log(z) / w)),
+        "angle": lambda z, w: jnp.sum(jnp.angle(z) * jnp.real(w)),
+        "mixed": lambda z, w: jnp.sum(jnp.real(jnp.sqrt(z) * jnp.conj(w)) + jnp.tanh(z).imag),
+    }
+
+
+def hgrads(jnp):
+    return {
+        "sinz": lambda z, w: jnp.sum(jnp.sin(z) * z),
+        "poly": lambda z, w: jnp.sum(z ** 3 * w + jnp.exp(z)),
+    }
+
+
+def run(mode):
+    jax.config.update("jax_enable_x64", mode == "x64")
+    import jax.numpy as jnp
+    cdt, rdt = (np.complex128, np.float64) if mode == "x64" else (np.complex64, np.float32)
+    r = np.random.default_rng(11)
+
+    def crand(*s):
+        return (r.standard_normal(s) + 1j * r.standard_normal(s)).astype(cdt)
+
+    z, w = crand(2, 3), crand(2, 3)
+    x = r.standard_normal((2, 3)).astype(rdt)
+    a, b = crand(3, 4), crand(4, 2)
+    save = lambda n, v: np.save(os.path.join(OUT, f"{mode}.{n}.npy"), np.asarray(v))
+    for n, v in (("z", z), ("w", w), ("x", x), ("a", a), ("b", b)):
+        save(n, v)
+    for n, f in ops(jnp).items():
+        save(n, f(jnp.asarray(z), jnp.asarray(w), jnp.asarray(x)))
+    save("matmul", jnp.asarray(a) @ jnp.asarray(b))
+    save("grad_matmul", jax.grad(lambda a, b: jnp.sum(jnp.abs(a @ b) ** 2))(a, b))
+    for n, f in grads(jnp).items():
+        save("grad_" + n, jax.grad(f)(z, w))
+    for n, f in hgrads(jnp).items():
+        save("hgrad_" + n, jax.grad(f, holomorphic=True)(z, w))
+
+
+def main():
+    if os.path.isdir(OUT):
+        shutil.rmtree(OUT)
+    os.makedirs(OUT)
+    for mode in ("x32", "x64"):
+        run(mode)
+    print(f"complex: {len(os.listdir(OUT))} files -> {OUT}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,319 @@
+/* jx/fft.h against jax.numpy.fft (tests/golden/gen_fft.py), in JAX's
+ * default mode (f32/c64) and x64 (f64/c128): every function eagerly and
+ * under jit, the 1-D ones under vmap, gradients through the fft
+ * primitive's transposes against jax.grad and jx_check_grads, and the
+ * errors of bad arguments. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <complex.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h> /* after the headers it needs */
+#include <jx/jx.h>
+
+#include "array/array.h"
+#include "test_util.h"
+
+#define DIR JX_TEST_DATA "/fft/"
+
+static const char *mode_name(int x64) { return x64 ? "x64" : "x32"; }
+
+static jx_array *golden(int x64, const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, DIR "%s.%s.npy", mode_name(x64), name);
+  jx_array *a = jx_load_npy(path);
+  if (jx_is_poisoned(a)) fail_msg("cannot load %s: %s", path, jx_last_error());
+  return a;
+}
+
+/* dtype and shape equal, elements within rtol * max(max |want|, 1) */
+static void assert_close(const char *what, jx_array *got, jx_array *want, double rtol) {
+  if (jx_is_poisoned(got)) fail_msg("%s: poisoned: %s", what, jx_last_error());
+  if (jx_dtype_of(got) != jx_dtype_of(want))
+    fail_msg("%s: dtype %s, JAX %s", what, jx_dtype_name(jx_dtype_of(got)),
+             jx_dtype_name(jx_dtype_of(want)));
+  if (!jx_shape_equal(jx_shape_of(got), jx_shape_of(want))) fail_msg("%s: shape differs", what);
+  check_ok(jx_block_until_ready(got));
+  jx_dtype dt = jx_dtype_of(got);
+  double scale = 1;
+  for (int64_t i = 0; i < jx_size(want); i++) {
+    double m = cabs(jx_load_c128(jx_array_data(want), dt, i));
+    if (m > scale) scale = m;
+  }
+  for (int64_t i = 0; i < jx_size(got); i++) {
+    double _Complex g = jx_load_c128(jx_array_data(got), dt, i);
+    double _Complex w = jx_load_c128(jx_array_data(want), dt, i);
+    if (!(cabs(g - w) <= rtol * scale))
+      fail_msg("%s[%lld]: %.9g%+.9gj, JAX %.9g%+.9gj", what, (long long)i, creal(g), cimag(g),
+               creal(w), cimag(w));
+  }
+}
+
+static double tol(int x64) { return x64 ? 1e-12 : 3e-6; }
+
+typedef jx_array *(*case_fn)(jx_array *x, jx_array *z);
+#define CASE(NAME, EXPR)                                                                           \
+  static jx_array *c_##NAME(jx_array *x, jx_array *z) {                                            \
+    (void)x, (void)z;                                                                              \
+    return EXPR;                                                                                   \
+  }
+CASE(fft, jx_fft_fft(z, -1, -1, NULL))
+CASE(fft_n8_axis0, jx_fft_fft(z, 8, 0, NULL))
+CASE(fft_n4_real, jx_fft_fft(x, 4, -1, NULL))
+CASE(ifft, jx_fft_ifft(z, -1, -1, NULL))
+CASE(ifft_ortho, jx_fft_ifft(z, -1, -1, "ortho"))
+CASE(fft_forward, jx_fft_fft(z, -1, -1, "forward"))
+CASE(rfft, jx_fft_rfft(x, -1, -1, NULL))
+CASE(rfft_n5, jx_fft_rfft(x, 5, -1, NULL))
+CASE(rfft_axis0_ortho, jx_fft_rfft(x, -1, 0, "ortho"))
+CASE(irfft, jx_fft_irfft(z, -1, -1, NULL))
+CASE(irfft_n7, jx_fft_irfft(z, 7, -1, NULL))
+CASE(irfft_axis0_forward, jx_fft_irfft(z, -1, 0, "forward"))
+CASE(fft2, jx_fft_fft2(z, JX_SHAPE(), JX_AXES(), NULL))
+CASE(ifft2_s, jx_fft_ifft2(z, JX_SHAPE(3, 8), JX_AXES(), NULL))
+CASE(rfft2, jx_fft_rfft2(x, JX_SHAPE(), JX_AXES(), NULL))
+CASE(irfft2, jx_fft_irfft2(z, JX_SHAPE(), JX_AXES(), NULL))
+CASE(fftn_axes10, jx_fft_fftn(z, JX_SHAPE(), JX_AXES(1, 0), NULL))
+CASE(rfftn_ortho, jx_fft_rfftn(x, JX_SHAPE(), JX_AXES(), "ortho"))
+CASE(irfftn_s, jx_fft_irfftn(z, JX_SHAPE(4, 9), JX_AXES(), NULL))
+CASE(fftshift, jx_fft_fftshift(x, JX_AXES()))
+CASE(ifftshift_axis1, jx_fft_ifftshift(z, JX_AXES(1)))
+CASE(fftfreq7, jx_fft_fftfreq(7, 0.5, jx_dtype_of(x)))
+CASE(fftfreq8, jx_fft_fftfreq(8, 1.0, jx_dtype_of(x)))
+CASE(rfftfreq7, jx_fft_rfftfreq(7, 2.0, jx_dtype_of(x)))
+
+static const struct {
+  const char *name;
+  case_fn f;
+  int rows; /* acts on each row alike: checked under vmap over axis 0 */
+} CASES[] = {
+    {"fft", c_fft, 1},
+    {"fft_n8_axis0", c_fft_n8_axis0, 0},
+    {"fft_n4_real", c_fft_n4_real, 1},
+    {"ifft", c_ifft, 1},
+    {"ifft_ortho", c_ifft_ortho, 1},
+    {"fft_forward", c_fft_forward, 1},
+    {"rfft", c_rfft, 1},
+    {"rfft_n5", c_rfft_n5, 1},
+    {"rfft_axis0_ortho", c_rfft_axis0_ortho, 0},
+    {"irfft", c_irfft, 1},
+    {"irfft_n7", c_irfft_n7, 1},
+    {"irfft_axis0_forward", c_irfft_axis0_forward, 0},
+    {"fft2", c_fft2, 0},
+    {"ifft2_s", c_ifft2_s, 0},
+    {"rfft2", c_rfft2, 0},
+    {"irfft2", c_irfft2, 0},
+    {"fftn_axes10", c_fftn_axes10, 0},
+    {"rfftn_ortho", c_rfftn_ortho, 0},
+    {"irfftn_s", c_irfftn_s, 0},
+    {"fftshift", c_fftshift, 0},
+    {"ifftshift_axis1", c_ifftshift_axis1, 0},
+    {"fftfreq7", c_fftfreq7, 0},
+    {"fftfreq8", c_fftfreq8, 0},
+    {"rfftfreq7", c_rfftfreq7, 0},
+};
+
+static void body(void *ctx, jx_array *const *in, jx_array **out) {
+  out[0] = ((case_fn)ctx)(in[0], in[1]);
+}
+
+static void functions_match_jax(int x64) {
+  jx_config_enable_x64(x64);
+  jx_array *in[2] = {golden(x64, "x"), golden(x64, "z")};
+  for (size_t k = 0; k < sizeof CASES / sizeof *CASES; k++) {
+    jx_scope_begin();
+    jx_array *want = golden(x64, CASES[k].name), *out[1];
+    char what[96];
+    snprintf(what, sizeof what, "%s %s", mode_name(x64), CASES[k].name);
+    assert_close(what, CASES[k].f(in[0], in[1]), want, tol(x64));
+    jx_fn *f = jx_fn_create(CASES[k].name, 2, 1, body, (void *)CASES[k].f);
+    jx_fn *jf = jx_jit(f, NULL);
+    check_ok(jx_call(jf, in, out));
+    snprintf(what, sizeof what, "%s %s jit", mode_name(x64), CASES[k].name);
+    assert_close(what, out[0], want, tol(x64));
+    if (CASES[k].rows) {
+      jx_fn *vf = jx_vmap(f, JX_AXES(0), JX_AXES(0));
+      check_ok(jx_call(vf, in, out));
+      snprintf(what, sizeof what, "%s %s vmap", mode_name(x64), CASES[k].name);
+      assert_close(what, out[0], want, tol(x64));
+      jx_fn_release(vf);
+    }
+    jx_fn_release(jf);
+    jx_fn_release(f);
+    jx_scope_end();
+  }
+  jx_config_enable_x64(0);
+}
+static void functions_match_jax_x32(void **s) {
+  (void)s;
+  functions_match_jax(0);
+}
+static void functions_match_jax_x64(void **s) {
+  (void)s;
+  functions_match_jax(1);
+}
+
+/* ---- gradients ---- */
+static jx_array *sum_all(jx_array *a) { return jx_sum(a, JX_AXES(), 0); }
+static jx_array *ramp(jx_array *like, int64_t n) {
+  return jx_astype(jx_arange(JX_F64, 0, (double)n, 1), jx_dtype_of(like));
+}
+static void g_rfft_x(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  jx_array *p = jx_integer_pow(jx_abs(jx_fft_rfft(in[0], -1, -1, NULL)), 2);
+  out[0] = sum_all(jx_mul(p, jx_reshape(ramp(p, 4), JX_SHAPE(4, 1))));
+}
+static void g_irfft_z(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  jx_array *y = jx_fft_irfft(in[1], -1, -1, NULL);
+  out[0] = sum_all(jx_mul(y, ramp(y, 10)));
+}
+static void g_fft_z(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  jx_array *re = jx_real(jx_fft_fft(in[1], -1, -1, NULL));
+  jx_array *im = jx_imag(jx_fft_ifft(in[1], -1, 0, NULL));
+  out[0] = sum_all(jx_add(jx_mul(re, ramp(re, 6)), jx_integer_pow(im, 2)));
+}
+static void g_rfft2_irfft2(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  jx_array *y = jx_mul(jx_fft_rfft2(in[0], JX_SHAPE(), JX_AXES(), NULL), jx_scalar(JX_F32, 1.5));
+  out[0] = sum_all(jx_sin(jx_fft_irfft2(y, JX_SHAPE(), JX_AXES(), NULL)));
+}
+static void g_rfft_n5(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = sum_all(jx_imag(jx_fft_rfft(in[0], 5, -1, "ortho")));
+}
+
+static const struct {
+  const char *name;
+  jx_body f;
+  int arg;
+} GRADS[] = {{"grad_rfft_x", g_rfft_x, 0},
+             {"grad_irfft_z", g_irfft_z, 1},
+             {"grad_fft_z", g_fft_z, 1},
+             {"grad_rfft2_irfft2", g_rfft2_irfft2, 0},
+             {"grad_rfft_n5", g_rfft_n5, 0}};
+
+static void grads_match_jax(int x64) {
+  jx_config_enable_x64(x64);
+  jx_array *in[2] = {golden(x64, "x"), golden(x64, "z")}, *out[1];
+  for (size_t k = 0; k < sizeof GRADS / sizeof *GRADS; k++) {
+    jx_scope_begin();
+    jx_fn *f = jx_fn_create(GRADS[k].name, 2, 1, GRADS[k].f, NULL);
+    jx_fn *g = jx_grad(f, JX_AXES(GRADS[k].arg));
+    jx_fn *jg = jx_jit(g, NULL);
+    char what[96];
+    snprintf(what, sizeof what, "%s %s", mode_name(x64), GRADS[k].name);
+    check_ok(jx_call(g, in, out));
+    assert_close(what, out[0], golden(x64, GRADS[k].name), x64 ? 1e-11 : 2e-5);
+    check_ok(jx_call(jg, in, out));
+    assert_close(what, out[0], golden(x64, GRADS[k].name), x64 ? 1e-11 : 2e-5);
+    if (x64) check_ok(jx_check_grads(f, in, 2, 0, 0));
+    jx_fn_release(jg);
+    jx_fn_release(g);
+    jx_fn_release(f);
+    jx_scope_end();
+  }
+  jx_config_enable_x64(0);
+}
+static void grads_match_jax_x32(void **s) {
+  (void)s;
+  grads_match_jax(0);
+}
+static void grads_match_jax_x64(void **s) {
+  (void)s;
+  grads_match_jax(1);
+}
+
+/* ---- bad input ---- */
+static void bad_arguments_are_clear_errors(void **state) {
+  (void)state;
+  jx_array *x = jx_ones(JX_F32, JX_SHAPE(4, 6)), *z = jx_ones(JX_C64, JX_SHAPE(4, 6));
+  assert_true(jx_is_poisoned(jx_fft_rfft(z, -1, -1, NULL)));
+  assert_error_has("jx_fft_rfft: the input is c64[4,6]; the real transforms take real input");
+  assert_true(jx_is_poisoned(jx_fft_fft(x, -1, 2, NULL)));
+  assert_error_has("axis 2 is out of range for rank 2");
+  assert_true(jx_is_poisoned(jx_fft_fft(x, -1, -1, "orthonormal")));
+  assert_error_has("invalid norm \"orthonormal\"");
+  assert_true(jx_is_poisoned(jx_fft_fft2(x, JX_SHAPE(3), JX_AXES(0, 1), NULL)));
+  assert_error_has("s has 1 entries but axes 2");
+  assert_true(jx_is_poisoned(
+      jx_fft_fftn(jx_ones(JX_C64, JX_SHAPE(2, 2, 2, 2)), JX_SHAPE(), JX_AXES(), NULL)));
+  assert_error_has("at most 3");
+  assert_true(jx_is_poisoned(jx_fft_fftn(z, JX_SHAPE(), JX_AXES(1, 1), NULL)));
+  assert_error_has("axis 1 appears twice");
+  assert_true(jx_is_poisoned(jx_fft_irfft(z, 0, -1, NULL)));
+  assert_error_has("invalid length 0");
+  assert_true(jx_is_poisoned(jx_fft_fftfreq(0, 1, JX_F32)));
+  assert_error_has("needs n >= 1");
+  jx_clear_error();
+}
+
+/* sharded jit: an rfft along the unsharded axis keeps the rows' split, one
+ * along the sharded axis gathers it; both give the unsharded numbers */
+static void sharded_transforms_keep_the_other_axes_split(void **state) {
+  (void)state;
+  const char *names[] = {"x"};
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(2), names);
+  jx_sharding *rows = jx_sharding_create(m, "x");
+  jx_array *in[2] = {jx_device_put(golden(0, "x"), rows), golden(0, "z")}, *out[1];
+  const struct {
+    case_fn f;
+    const char *name, *spec;
+  } cases[] = {{c_rfft, "rfft", "x"}, {c_rfft_axis0_ortho, "rfft_axis0_ortho", NULL}};
+  for (int k = 0; k < 2; k++) {
+    jx_fn *f = jx_fn_create(cases[k].name, 2, 1, body, (void *)cases[k].f);
+    jx_fn *jf = jx_jit(f, NULL);
+    check_ok(jx_call(jf, in, out));
+    assert_close(cases[k].name, out[0], golden(0, cases[k].name), tol(0));
+    if (cases[k].spec) {
+      assert_non_null(jx_sharding_of(out[0]));
+      assert_string_equal(jx_sharding_spec(jx_sharding_of(out[0])), cases[k].spec);
+    }
+    jx_fn_release(jf);
+    jx_fn_release(f);
+  }
+  jx_sharding_release(rows);
+  jx_mesh_release(m);
+}
+
+/* a transform large enough to run on the pool, against a direct sum at a
+ * few bins, and back */
+static void long_transform_matches_direct_sum(void **state) {
+  (void)state;
+  enum { N = 1 << 17 };
+  double *v = malloc(sizeof *v * 2 * N);
+  for (int i = 0; i < 2 * N; i++) v[i] = sin(0.37 * i) + 0.001 * i;
+  jx_array *z = jx_array_from(JX_C128, JX_SHAPE(N), v);
+  jx_array *y = jx_fft_fft(z, -1, -1, NULL);
+  check_ok(jx_block_until_ready(y));
+  const double _Complex *x = (const double _Complex *)v;
+  for (int k = 0; k < N; k += N / 3 + 1) {
+    double _Complex s = 0;
+    for (int j = 0; j < N; j++)
+      s += x[j] * cexp(-2 * 3.14159265358979323846 * I * (double)j * k / N);
+    assert_true(cabs(jx_load_c128(jx_array_data(y), JX_C128, k) - s) < 1e-9 * N);
+  }
+  jx_array *back = jx_fft_ifft(y, -1, -1, NULL);
+  check_ok(jx_block_until_ready(back));
+  for (int j = 0; j < N; j += 977)
+    assert_true(cabs(jx_load_c128(jx_array_data(back), JX_C128, j) - x[j]) < 1e-12 * N);
+  free(v);
+}
+
+int main(void) {
+  setenv("JX_NUM_CPU_DEVICES", "2", 1); /* the sharded test's mesh */
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(functions_match_jax_x32),
+      cmocka_unit_test(functions_match_jax_x64),
+      cmocka_unit_test(grads_match_jax_x32),
+      cmocka_unit_test(grads_match_jax_x64),
+      cmocka_unit_test(bad_arguments_are_clear_errors),
+      cmocka_unit_test(long_transform_matches_direct_sum),
+      cmocka_unit_test(sharded_transforms_keep_the_other_axes_split),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
