@@ -71,6 +71,17 @@ static void dscores_row_c(const float *p, float *dp, int64_t np, float delta, fl
   for (int64_t j = 0; j < np; j++) dp[j] = p[j] * (dp[j] - delta) * scale;
 }
 
+/* dst[d * np + j] = src[j * ld + d] for the nk rows of src (dh wide), 0 for
+ * the padding columns j in [nk, np): a key tile's k^T or v^T. */
+static void pack_transposed_c(const float *src, int64_t ld, int64_t nk, int64_t dh, float *dst,
+                              int64_t np) {
+  for (int64_t d = 0; d < dh; d++) {
+    float *row = dst + d * np;
+    for (int64_t j = 0; j < nk; j++) row[j] = src[j * ld + d];
+    for (int64_t j = nk; j < np; j++) row[j] = 0;
+  }
+}
+
 /* ---- AVX2 + FMA loops ---- */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -203,6 +214,41 @@ FA_INLINE __m256 kept_lanes(int64_t j, int64_t lim) {
   return _mm256_cmp_ps(idx, _mm256_set1_ps((float)lim), _CMP_LT_OQ);
 }
 
+/* pack_transposed_c's panel, 8 x 8 blocks transposed in registers (the
+ * scalar copy's strided reads cost as much as the scores' product). */
+FA_TARGET static void pack_transposed_avx2(const float *src, int64_t ld, int64_t nk, int64_t dh,
+                                           float *dst, int64_t np) {
+  const int64_t nk8 = nk / LANES * LANES, dh8 = dh / LANES * LANES;
+  for (int64_t j = 0; j < nk8; j += LANES)
+    for (int64_t d = 0; d < dh8; d += LANES) {
+      __m256 r[8], t[8], u[8];
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + (j + i) * ld + d);
+#pragma GCC unroll 4
+      for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+      }
+#pragma GCC unroll 2
+      for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+      }
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; i++) {
+        _mm256_storeu_ps(dst + (d + i) * np + j, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+        _mm256_storeu_ps(dst + (d + i + 4) * np + j, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+      }
+    }
+  for (int64_t d = 0; d < dh; d++) { /* the rest: columns past nk8, rows past dh8 */
+    float *row = dst + d * np;
+    for (int64_t j = d < dh8 ? nk8 : 0; j < nk; j++) row[j] = src[j * ld + d];
+    for (int64_t j = nk; j < np; j++) row[j] = 0;
+  }
+}
+
 /* online_row_c's step, np a multiple of LANES. */
 FA_TARGET static float online_row_avx2(float *s, int64_t np, int64_t lim, float scale, float *m,
                                        float *l) {
@@ -246,10 +292,11 @@ FA_TARGET static void dscores_row_avx2(const float *p, float *dp, int64_t np, fl
 }
 #else
 static int avx2_usable(void) { return 0; }
-#define gemm_avx2        gemm_c
-#define online_row_avx2  online_row_c
-#define probs_row_avx2   probs_row_c
-#define dscores_row_avx2 dscores_row_c
+#define gemm_avx2            gemm_c
+#define online_row_avx2      online_row_c
+#define probs_row_avx2       probs_row_c
+#define dscores_row_avx2     dscores_row_c
+#define pack_transposed_avx2 pack_transposed_c
 #endif
 
 /* ---- the tiles ---- */
@@ -264,15 +311,10 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 /* Columns padded to whole vectors. */
 static int64_t padded(int64_t n) { return (n + LANES - 1) / LANES * LANES; }
 
-/* dst[d * np + j] = src[j * ld + d] for the nk rows of src (dh wide), 0 for
- * the padding columns j in [nk, np). */
-static void pack_transposed(const float *src, int64_t ld, int64_t nk, int64_t dh, float *dst,
-                            int64_t np) {
-  for (int64_t d = 0; d < dh; d++) {
-    float *row = dst + d * np;
-    for (int64_t j = 0; j < nk; j++) row[j] = src[j * ld + d];
-    for (int64_t j = nk; j < np; j++) row[j] = 0;
-  }
+/* k^T or v^T for a key tile (pack_transposed, below). */
+static void pack(int avx, const float *src, int64_t ld, int64_t nk, int64_t dh, float *dst,
+                 int64_t np) {
+  (avx ? pack_transposed_avx2 : pack_transposed_c)(src, ld, nk, dh, dst, np);
 }
 
 typedef struct {
@@ -289,22 +331,30 @@ static int64_t head_offset(const jx_flash_shape *s, int64_t b, int64_t h) {
 }
 
 /* Forward units [begin, end): unit u is query tile u % tiles of (batch,
- * head) u / tiles. */
+ * head) u / tiles. A range holds consecutive query tiles of a head: the
+ * head's k^T panels are packed as the tiles first need them, once per
+ * range rather than once per query tile. */
 static void forward_units(void *ctx, int64_t begin, int64_t end) {
   job *jb = ctx;
   const jx_flash_shape *s = &jb->s;
   const int64_t dh = s->dh, ld = s->heads * dh, t = s->t, tiles = (t + TILE - 1) / TILE;
-  float *scratch = malloc(sizeof *scratch * (size_t)(TILE * TILE + 2 * TILE * dh + 2 * TILE));
+  float *scratch =
+      malloc(sizeof *scratch * (size_t)(TILE * TILE + (tiles + 1) * TILE * dh + 2 * TILE));
   if (!scratch) {
     atomic_store(&jb->failed, 1);
     return;
   }
-  float *sc = scratch, *kt = sc + TILE * TILE, *acc = kt + TILE * dh, *mx = acc + TILE * dh,
-        *sum = mx + TILE;
+  float *sc = scratch, *acc = sc + TILE * TILE, *mx = acc + TILE * dh, *sum = mx + TILE,
+        *panels = sum + TILE;           /* key tile j's k^T at panels + j * TILE * dh */
+  int64_t packed_head = -1, packed = 0; /* the head whose first `packed` panels are there */
   for (int64_t u = begin; u < end; u++) {
     const int64_t qt = u % tiles, bh = u / tiles, b = bh / s->heads, h = bh % s->heads;
     const int64_t i0 = qt * TILE, mq = min64(TILE, t - i0), off = head_offset(s, b, h);
     const float *qb = jb->q + off + i0 * ld, *kb = jb->k + off, *vb = jb->v + off;
+    if (bh != packed_head) {
+      packed_head = bh;
+      packed = 0;
+    }
     for (int64_t i = 0; i < mq; i++) {
       mx[i] = -INFINITY;
       sum[i] = 0;
@@ -312,7 +362,11 @@ static void forward_units(void *ctx, int64_t begin, int64_t end) {
     memset(acc, 0, sizeof *acc * (size_t)(mq * dh));
     for (int64_t ktile = 0; ktile <= qt; ktile++) { /* the tiles above the diagonal are skipped */
       const int64_t j0 = ktile * TILE, nk = min64(TILE, t - j0), np = padded(nk);
-      pack_transposed(kb + j0 * ld, ld, nk, dh, kt, np);
+      float *kt = panels + ktile * TILE * dh;
+      if (ktile >= packed) {
+        pack(jb->avx, kb + j0 * ld, ld, nk, dh, kt, np);
+        packed = ktile + 1;
+      }
       gemm(jb->avx, mq, np, dh, qb, ld, 1, kt, np, sc, np, 0);
       for (int64_t i = 0; i < mq; i++) {
         const int64_t lim = min64(nk, i0 + i - j0 + 1); /* keys j0 + j <= i0 + i */
@@ -359,8 +413,8 @@ static void backward_units(void *ctx, int64_t begin, int64_t end) {
     }
     for (int64_t ktile = 0; ktile < tiles; ktile++) {
       const int64_t j0 = ktile * TILE, nk = min64(TILE, t - j0), np = padded(nk);
-      pack_transposed(kb + j0 * ld, ld, nk, dh, kt, np);
-      pack_transposed(vb + j0 * ld, ld, nk, dh, vt, np);
+      pack(jb->avx, kb + j0 * ld, ld, nk, dh, kt, np);
+      pack(jb->avx, vb + j0 * ld, ld, nk, dh, vt, np);
       memset(dk, 0, sizeof *dk * (size_t)(nk * dh));
       memset(dv, 0, sizeof *dv * (size_t)(nk * dh));
       for (int64_t qt = ktile; qt < tiles; qt++) {
