@@ -6,9 +6,9 @@
  * each such call whole instead of inlining its program (the plain
  * composite, which materializes the T x T scores), and the step that holds
  * it calls the kernel. The calls are found by name and by their types, as
- * the CUDA executor finds them (cuda/cuda_fuse.h); f32 only (other dtypes
- * run their programs). JX_FLASH_ATTENTION=0, read when a program is
- * compiled, keeps the composite. */
+ * the CUDA executor finds them (cuda/cuda_fuse.h); f32, and bf16 through
+ * f32 copies (other dtypes run their programs). JX_FLASH_ATTENTION=0, read
+ * when a program is compiled, keeps the composite. */
 #ifndef JX_SRC_COMPILE_ATTENTION_CALL_H
 #define JX_SRC_COMPILE_ATTENTION_CALL_H
 
