@@ -301,6 +301,13 @@ static int avx2_usable(void) { return 0; }
 
 /* ---- the tiles ---- */
 
+static atomic_int portable; /* jx_flash_attention_set_portable */
+
+void jx_flash_attention_set_portable(int on) { atomic_store(&portable, on != 0); }
+
+/* 1: the AVX2 loops run. */
+static int use_avx2(void) { return !atomic_load(&portable) && avx2_usable(); }
+
 static void gemm(int avx, int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs,
                  const float *b, int64_t ldb, float *c, int64_t ldc, int add) {
   (avx ? gemm_avx2 : gemm_c)(m, n, k, a, ars, acs, b, ldb, c, ldc, add);
@@ -453,7 +460,7 @@ static jx_status finish(job *jb, const char *what) {
 
 jx_status jx_flash_attention_fwd(const jx_flash_shape *s, const float *q, const float *k,
                                  const float *v, float *o, float *lse) {
-  job jb = {.s = *s, .avx = avx2_usable(), .q = q, .k = k, .v = v, .out = o, .out_lse = lse};
+  job jb = {.s = *s, .avx = use_avx2(), .q = q, .k = k, .v = v, .out = o, .out_lse = lse};
   atomic_init(&jb.failed, 0);
   atomic_fetch_add(&runs[0], 1);
   const int64_t tiles = (s->t + TILE - 1) / TILE, units = s->n * s->heads * tiles;
@@ -465,7 +472,7 @@ jx_status jx_flash_attention_bwd(const jx_flash_shape *s, const float *q, const 
                                  const float *v, const float *o, const float *lse,
                                  const float *dout, float *dq, float *dk, float *dv) {
   job jb = {.s = *s,
-            .avx = avx2_usable(),
+            .avx = use_avx2(),
             .q = q,
             .k = k,
             .v = v,

@@ -39,6 +39,10 @@ jx_status jx_flash_attention_bwd(const jx_flash_shape *s, const float *q, const 
                                  const float *v, const float *o, const float *lse,
                                  const float *dout, float *dq, float *dk, float *dv);
 
+/* 1: the plain C loops run even where the CPU has AVX2 and FMA (for tests
+ * of the loops other CPUs run); 0: chosen by the CPU again. */
+void jx_flash_attention_set_portable(int on);
+
 /* Calls of jx_flash_attention_fwd (backward = 0) or _bwd (1) so far (for
  * tests). */
 int64_t jx_flash_attention_runs(int backward);
