@@ -324,6 +324,19 @@ static void pack(int avx, const float *src, int64_t ld, int64_t nk, int64_t dh, 
   (avx ? pack_transposed_avx2 : pack_transposed_c)(src, ld, nk, dh, dst, np);
 }
 
+/* A diagonal tile (query tile = key tile) is worked on in strips of
+ * STRIP query rows, each with only the keys its rows keep (row i keeps
+ * keys 0..i): the products skip the tile's upper triangle but for the
+ * strips' own diagonal blocks. Other tiles are one strip of all rows. */
+enum { STRIP = 16 };
+
+static int64_t strip_rows(int diagonal, int64_t mq) { return diagonal ? STRIP : mq; }
+
+/* The keys [0, keys) that a strip whose last row is end - 1 reads. */
+static int64_t strip_keys(int diagonal, int64_t nk, int64_t end) {
+  return diagonal ? min64(nk, end) : nk;
+}
+
 typedef struct {
   jx_flash_shape s;
   int avx;
@@ -374,15 +387,20 @@ static void forward_units(void *ctx, int64_t begin, int64_t end) {
         pack(jb->avx, kb + j0 * ld, ld, nk, dh, kt, np);
         packed = ktile + 1;
       }
-      gemm(jb->avx, mq, np, dh, qb, ld, 1, kt, np, sc, np, 0);
-      for (int64_t i = 0; i < mq; i++) {
-        const int64_t lim = min64(nk, i0 + i - j0 + 1); /* keys j0 + j <= i0 + i */
-        const float alpha = (jb->avx ? online_row_avx2 : online_row_c)(sc + i * np, np, lim,
-                                                                       s->scale, &mx[i], &sum[i]);
-        if (alpha != 1)
-          for (int64_t d = 0; d < dh; d++) acc[i * dh + d] *= alpha;
+      for (int64_t r0 = 0; r0 < mq; r0 += strip_rows(ktile == qt, mq)) {
+        const int64_t rows = min64(strip_rows(ktile == qt, mq), mq - r0);
+        const int64_t keys = strip_keys(ktile == qt, nk, r0 + rows), cols = padded(keys);
+        float *sr = sc + r0 * np;
+        gemm(jb->avx, rows, cols, dh, qb + r0 * ld, ld, 1, kt, np, sr, np, 0);
+        for (int64_t i = r0; i < r0 + rows; i++) {
+          const int64_t lim = min64(nk, i0 + i - j0 + 1); /* keys j0 + j <= i0 + i */
+          const float alpha = (jb->avx ? online_row_avx2 : online_row_c)(sc + i * np, cols, lim,
+                                                                         s->scale, &mx[i], &sum[i]);
+          if (alpha != 1)
+            for (int64_t d = 0; d < dh; d++) acc[i * dh + d] *= alpha;
+        }
+        gemm(jb->avx, rows, dh, keys, sr, np, 1, vb + j0 * ld, ld, acc + r0 * dh, dh, 1);
       }
-      gemm(jb->avx, mq, dh, nk, sc, np, 1, vb + j0 * ld, ld, acc, dh, 1);
     }
     float *ob = jb->out + (bh * t + i0) * dh, *lb = jb->out_lse + bh * t + i0;
     for (int64_t i = 0; i < mq; i++) {
@@ -427,18 +445,24 @@ static void backward_units(void *ctx, int64_t begin, int64_t end) {
       for (int64_t qt = ktile; qt < tiles; qt++) {
         const int64_t i0 = qt * TILE, mq = min64(TILE, t - i0);
         const float *qi = qb + i0 * ld, *doi = dob + i0 * dh;
-        gemm(jb->avx, mq, np, dh, qi, ld, 1, kt, np, p, np, 0); /* raw scores */
-        for (int64_t i = 0; i < mq; i++)
-          (jb->avx ? probs_row_avx2 : probs_row_c)(p + i * np, np, min64(nk, i0 + i - j0 + 1),
-                                                   s->scale, lse[i0 + i]);
-        gemm(jb->avx, nk, dh, mq, p, 1, np, doi, dh, dv, dh, 1);  /* dv += p^T do */
-        gemm(jb->avx, mq, np, dh, doi, dh, 1, vt, np, dp, np, 0); /* dp = do v^T */
-        for (int64_t i = 0; i < mq; i++)
-          (jb->avx ? dscores_row_avx2 : dscores_row_c)(p + i * np, dp + i * np, np, delta[i0 + i],
-                                                       s->scale);
-        gemm(jb->avx, mq, dh, nk, dp, np, 1, kb + j0 * ld, ld, dqb + i0 * ld, ld,
-             1);                                                 /* dq += ds k */
-        gemm(jb->avx, nk, dh, mq, dp, 1, np, qi, ld, dk, dh, 1); /* dk += ds^T q */
+        for (int64_t r0 = 0; r0 < mq; r0 += strip_rows(qt == ktile, mq)) {
+          const int64_t rows = min64(strip_rows(qt == ktile, mq), mq - r0);
+          const int64_t keys = strip_keys(qt == ktile, nk, r0 + rows), cols = padded(keys);
+          const float *qr = qi + r0 * ld, *dor = doi + r0 * dh;
+          float *pr = p + r0 * np, *dpr = dp + r0 * np;
+          gemm(jb->avx, rows, cols, dh, qr, ld, 1, kt, np, pr, np, 0); /* raw scores */
+          for (int64_t i = r0; i < r0 + rows; i++)
+            (jb->avx ? probs_row_avx2 : probs_row_c)(p + i * np, cols, min64(nk, i0 + i - j0 + 1),
+                                                     s->scale, lse[i0 + i]);
+          gemm(jb->avx, keys, dh, rows, pr, 1, np, dor, dh, dv, dh, 1);  /* dv += p^T do */
+          gemm(jb->avx, rows, cols, dh, dor, dh, 1, vt, np, dpr, np, 0); /* dp = do v^T */
+          for (int64_t i = r0; i < r0 + rows; i++)
+            (jb->avx ? dscores_row_avx2 : dscores_row_c)(p + i * np, dp + i * np, cols,
+                                                         delta[i0 + i], s->scale);
+          gemm(jb->avx, rows, dh, keys, dpr, np, 1, kb + j0 * ld, ld, dqb + (i0 + r0) * ld, ld,
+               1);                                                      /* dq += ds k */
+          gemm(jb->avx, keys, dh, rows, dpr, 1, np, qr, ld, dk, dh, 1); /* dk += ds^T q */
+        }
       }
       for (int64_t j = 0; j < nk; j++) {
         memcpy(dkb + (j0 + j) * ld, dk + j * dh, sizeof *dk * (size_t)dh);
