@@ -31,6 +31,10 @@ const jx_env_var jx_env_vars[] = {
     {"JX_GEMM_SIDE_BY_SIDE", JX_ENV_FLAG, "1",
      "`0`: two independent GEMMs of a jitted program run one after the other instead of as one "
      "job over the pool " DOCS("compiler.md")},
+    {"JX_FLASH_ATTENTION", JX_ENV_FLAG, "1",
+     "`0`: jitted programs on the CPU run the attention core as its plain equations (the T x T "
+     "scores stored) instead of the fused flash kernels; read when a program is compiled " DOCS(
+         "performance.md")},
     {"JX_DOT_SKINNY", JX_ENV_FLAG, "1",
      "`0`: f32 products narrow on one side (at most 16) run on OpenBLAS instead of jx's "
      "AVX2/FMA loops; read at the first product " DOCS("performance.md")},

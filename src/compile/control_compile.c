@@ -25,6 +25,7 @@
 #include "../base/error.h"
 #include "../trace/eval.h"
 #include "../transform/build.h"
+#include "attention_call.h"
 #include "executable.h"
 #include "kernel_batch.h"
 #include "prim_lowering.h"
@@ -56,7 +57,7 @@ static jx_status add_kernels(jx_kernel_tu *t, const jx_program *p, int *programs
   jx_status st = JX_OK;
   for (int k = 0; k < p->neqns && !st; k++) {
     const jx_eqn *e = &p->eqns[k];
-    unsigned which = run_subs(e);
+    unsigned which = jx_cpu_attention_call(p, e) ? 0u : run_subs(e);
     for (int s = 0; s < e->nsub && !st; s++)
       if (which >> s & 1u) st = add_kernels(t, e->sub[s], programs);
   }
@@ -89,7 +90,8 @@ jx_status jx_compile_nested(const jx_program *p, const char *dump_prefix, jx_exe
   nesting++;
   for (int k = 0; k < p->neqns && !st; k++) {
     const jx_eqn *e = &p->eqns[k];
-    unsigned which = run_subs(e);
+    /* an attention call the executable runs as its kernel never runs its program */
+    unsigned which = jx_cpu_attention_call(p, e) ? 0u : run_subs(e);
     for (int s = 0; s < e->nsub && !st; s++) {
       const jx_program *sub = e->sub[s];
       /* a program with an executable of its own (a jitted function's) runs that one */

@@ -17,6 +17,7 @@
 #include "../prims/dot_kernels.h"
 #include "../trace/dispatch.h"
 #include "async_dispatch.h"
+#include "attention_call.h"
 #include "control_compile.h"
 #include "cost.h"
 #include "dump.h"
@@ -31,6 +32,7 @@ typedef struct {
   jx_fusion_group group; /* kernel steps: what to load and store */
   jx_kernel_fn fn;       /* NULL: run equations [first, first + count) one by one */
   uint8_t with_next;     /* a GEMM run side by side with the next step's (pair_gemms) */
+  uint8_t attention;     /* an attention call run as the fused kernel (attention_call.h: 1, 2) */
 } step;
 
 struct jx_executable {
@@ -280,7 +282,12 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix,
   int nkernels = st ? 0 : jx_kernel_tu_add(&tu, p, groups, ng, names, NULL);
   if (nkernels < 0) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   const int distinct = tu.n; /* identical groups (a layer's, in every layer) share a kernel */
-  for (int k = 0; k < ng && !st; k++) x->steps[x->nsteps++].group = groups[k];
+  for (int k = 0; k < ng && !st; k++) {
+    step *sk = &x->steps[x->nsteps++];
+    sk->group = groups[k];
+    if (sk->group.count == 1 && !sk->group.skip)
+      sk->attention = (uint8_t)jx_cpu_attention_call(p, &p->eqns[sk->group.first]);
+  }
   t_codegen = now_s();
   int batched = 0, units = 1;
   if (!st && nkernels) {
@@ -342,8 +349,11 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix,
       const jx_eqn *e = &p->eqns[s->group.first];
       jx_aval a = p->avals[e->out[0]];
       char sh[256];
-      snprintf(x->labels[k], sizeof x->labels[k], "%s%s x%d %s", s->fn ? "kernel " : "",
-               e->prim->name, s->group.count, jx_aval_str(a.dtype, a.shape, sh));
+      const char *what = s->attention == 1   ? "flash attention"
+                         : s->attention == 2 ? "flash attention backward"
+                                             : e->prim->name;
+      snprintf(x->labels[k], sizeof x->labels[k], "%s%s x%d %s", s->fn ? "kernel " : "", what,
+               s->group.count, jx_aval_str(a.dtype, a.shape, sh));
     }
     if (!x->labels) {
       free(x->profile);
@@ -718,6 +728,8 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
       /* stop here, or this step and the next one ran */
     } else if (s->fn) {
       st = run_kernel(&rs, p, k);
+    } else if (s->attention) {
+      st = jx_cpu_attention_run(&p->eqns[s->group.first], s->attention, env);
     } else if (update_in_place(&rs, p, k, &st)) {
       /* the operand's buffer took the update */
     } else if ((started = start_collective(p, s, env, &flight))) {
@@ -793,7 +805,7 @@ jx_status jx_compile(const jx_program *p, const char *dump_prefix, jx_exec *out,
   double t0 = now_s();
   *out = (jx_exec){0};
   jx_compile_times t = {0};
-  jx_program *run = jx_lower_custom_calls(p);
+  jx_program *run = jx_lower_custom_calls_keeping(p, jx_cpu_attention_kept);
   if (!run) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   /* the nested programs first, into a table of this executable's own */
   jx_exec_nested nested = {0};
