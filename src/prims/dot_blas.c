@@ -351,7 +351,7 @@ static void gemm_all(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const 
 }
 
 /* Matrix x vector products, c[b] = l[b] R[b] (M = 1) or L[b] r[b] (N = 1),
- * each over a block [i0, i1) of its N (or M) outputs. */
+ * outputs [i0, i1) of its N (or M). */
 static void gemv_block(const gemm_job *j, int64_t b, int64_t i0, int64_t i1) {
   const operand *L = j->L, *R = j->R;
   int n = (int)(i1 - i0), k = (int)j->K, lda = (int)L->v.ld, ldb = (int)R->v.ld;
@@ -383,35 +383,25 @@ static void gemv_block(const gemm_job *j, int64_t b, int64_t i0, int64_t i1) {
 
 static void gemv_units(void *ctx, int64_t begin, int64_t end) {
   const gemm_job *j = ctx;
-  int64_t size = j->M == 1 ? j->N : j->M;
-  for (int64_t u = begin; u < end; u++) {
-    int64_t b = u / j->pieces, p = u % j->pieces;
-    int64_t i0 = p * j->quanta / j->pieces * COL_QUANTUM;
-    int64_t i1 = (p + 1) * j->quanta / j->pieces * COL_QUANTUM;
-    if (i1 > size) i1 = size;
-    if (i0 < i1) gemv_block(j, b, i0, i1);
-  }
+  for (int64_t b = begin; b < end; b++) gemv_block(j, b, 0, j->M == 1 ? j->N : j->M);
 }
 
-/* A gemv streams its matrix once: the pool's threads each stream a block of
- * its rows (a block of outputs, each summed as it would be alone) once the
- * matrix is at least MIN_GEMV_PIECE multiply-adds per thread (a decode
- * step's weight matrices at batch 1: the cores together draw more memory
- * bandwidth than one); a batch of small ones (attention over a key/value
- * cache, one per sequence and head) is shared out whole. */
+/* A batch of small gemvs (attention over a key/value cache, one per
+ * sequence and head) is shared out whole over the pool once it has at least
+ * MIN_GEMV_PIECE multiply-adds a thread. A single gemv stays on one thread:
+ * split into blocks of outputs, each thread reads part of every row of a
+ * row-major matrix, and a decode step at batch 1 ran 13 % slower so. */
 enum { MIN_GEMV_PIECE = 1 << 17 };
 
 static void gemv_all(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const operand *L,
                      const operand *R, void *C) {
-  int64_t size = M == 1 ? N : M, quanta = (size + COL_QUANTUM - 1) / COL_QUANTUM;
-  gemm_job j = {dbl, M, N, K, L, R, C, 1, quanta, 1};
+  int64_t size = M == 1 ? N : M;
+  gemm_job j = {dbl, M, N, K, L, R, C, 1, 1, 0};
   int64_t threads = jx_pool_inside() || !own_threads() ? 1 : jx_pool_threads();
   int64_t want = B * size * K / MIN_GEMV_PIECE;
   if (want > threads) want = threads;
-  if (B == 1 && want > quanta) want = quanta;
-  if (B == 1 && want > 1) j.pieces = want;
-  if (want > 1)
-    jx_parallel_for(B * j.pieces, B == 1 ? 1 : (B + want - 1) / want, gemv_units, &j);
+  if (B > 1 && want > 1)
+    jx_parallel_for(B, (B + want - 1) / want, gemv_units, &j);
   else
     gemv_units(&j, 0, B);
 }

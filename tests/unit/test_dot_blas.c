@@ -295,10 +295,9 @@ static void split_gemms_deterministic_and_close_to_one_call(void **state) {
 }
 
 /* A decode step's products: a few rows times a weight matrix (split by
- * columns over the pool), a single row or column (gemv, split into blocks
- * of outputs), and attention over a [B, S, H, dh] key/value cache (a batch
- * of strided gemvs shared out whole), in both layouts of the matrix: within
- * the reference's rounding bound, and the same bits at every call. */
+ * columns over the pool), a single row or column (gemv), and attention over a [B, S, H, dh]
+ * key/value cache (a batch of strided gemvs shared out whole), in both layouts of the matrix:
+ * within the reference's rounding bound, and the same bits at every call. */
 static void decode_shaped_products(void **state) {
   (void)state;
   jx_params mm = {0}, mt = {0}, scores = {0}, values = {0};
