@@ -920,40 +920,48 @@ with torch.no_grad():
 """
 
 
-def run_generate(build, runs, which="all", batches="all"):
+def run_generate(build, runs, rounds, which="all", batches="all"):
     """bench_generate (jx) next to the same KV-cache decoding in JAX (jax.jit
     decode step, cache donated) and PyTorch (eager, torch.no_grad, cache
-    written in place), on jx's thread count."""
-    rows = {}
+    written in place), on jx's thread count, in alternating rounds: per case
+    each side's median tokens/s over the rounds, and the median and range of
+    jx / the faster peer taken within each round."""
     path = os.path.join(build, "bench", "bench_generate")
     cmds = [("jx", [path, str(runs), which, batches], {}),
             ("jax", [sys.executable, "-c", GEN_JAX, str(runs), which, batches, str(jx_threads())],
              {"JAX_PLATFORMS": "cpu"}),
             ("torch", [sys.executable, "-c", GEN_TORCH, str(runs), which, batches,
                        str(jx_threads())], {})]
-    for impl, cmd, env in cmds:
-        r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **env))
-        for line in r.stdout.splitlines():
-            d = json.loads(line)
-            rows.setdefault(d["bench"], {})[d["impl"]] = d
-        if r.returncode != 0:
-            err = r.stderr.strip().splitlines()
-            print(f"note: the {impl} side of generate failed: {err[-1] if err else '?'}",
-                  file=sys.stderr)
-    print(f"\n| decode, 128-token prompt, 256 new tokens ({jx_threads()} threads) | jx tokens/s | "
-          "JAX tokens/s | PyTorch tokens/s | jx / faster peer |")
+    tps = {}  # bench -> impl -> [tokens/s per round]
+    for r in range(rounds):
+        for impl, cmd, env in cmds:
+            p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **env))
+            for line in p.stdout.splitlines():
+                d = json.loads(line)
+                tps.setdefault(d["bench"], {}).setdefault(d["impl"], {})[r] = \
+                    d["decode_tokens_per_s"]
+            if p.returncode != 0:
+                err = p.stderr.strip().splitlines()
+                print(f"note: the {impl} side of generate failed: {err[-1] if err else '?'}",
+                      file=sys.stderr)
+    print(f"\n| decode, 128-token prompt, 256 new tokens ({jx_threads()} threads, {rounds} "
+          "rounds) | jx tokens/s | JAX tokens/s | PyTorch tokens/s | jx / faster peer median "
+          "(range) |")
     print("|---|---|---|---|---|")
     for m, title in (("ref", "GPT 4x256"), ("gpt2s", "GPT-2 small shape 12x768")):
         for b in (1, 16):
-            r = rows.get(f"generate_{m}_b{b}")
-            if not r:
+            t = tps.get(f"generate_{m}_b{b}")
+            if not t:
                 continue
-            tps = {i: r[i]["decode_tokens_per_s"] for i in ("jx", "jax", "torch") if i in r}
-            best = max([tps[i] for i in ("jax", "torch") if i in tps], default=None)
-            cells = [f"{tps[i]:.0f}" if i in tps else "n/a" for i in ("jx", "jax", "torch")]
-            ratio = f"{tps['jx'] / best:.2f}" if best and "jx" in tps else "n/a"
-            print(f"| {title}, batch {b} | " + " | ".join(cells) + f" | {ratio} |")
-    return rows
+            med = {i: statistics.median(t[i].values()) for i in ("jx", "jax", "torch") if i in t}
+            cells = [f"{med[i]:.0f}" if i in med else "n/a" for i in ("jx", "jax", "torch")]
+            ratios = [t["jx"][r] / max(t[i][r] for i in ("jax", "torch") if i in t and r in t[i])
+                      for r in t.get("jx", {})
+                      if any(i in t and r in t[i] for i in ("jax", "torch"))]
+            ratio = (f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
+                     if ratios else "n/a")
+            print(f"| {title}, batch {b} | " + " | ".join(cells) + f" | {ratio} |", flush=True)
+    return tps
 
 
 def main():
@@ -975,7 +983,8 @@ def main():
                         f"{k} {v}" for k, v in GPT_SIZES.items()) + " (layers, d, context, batch) "
                     "run in alternating rounds with PyTorch eager and jax.jit")
     ap.add_argument("--rounds", type=int, default=5,
-                    help="alternating rounds of --sizes, scan, dispatch and linalg (at least 5)")
+                    help="alternating rounds of --sizes, scan, dispatch and linalg (at least 5) and of "
+                         "generate (each round one decoding per side)")
     ap.add_argument("--models", default="all", help="generate: ref, gpt2s or all")
     ap.add_argument("--batches", default="all", help="generate: 1, 16 or all")
     ap.add_argument("--no-torch-compile", action="store_true",
@@ -1009,7 +1018,7 @@ def main():
         run_gpt(args.build, min(args.runs, 5), not args.no_torch_compile)
         return
     if args.workload == "generate":
-        run_generate(args.build, min(args.runs, 3), args.models, args.batches)
+        run_generate(args.build, 1, args.rounds, args.models, args.batches)
         return
     if args.workload == "mlp":
         print_mlp(run_mlp(args.build, args.runs, not args.no_torch_compile))

@@ -17,14 +17,11 @@ int64_t jx_now_ns(void) {
 
 enum { ROOM_CHECK_NS = 10000000 }; /* how often the machine's load is read */
 
-/* 1 when no more threads are runnable on the machine than it has CPUs (the
- * kernel's count, the first number of /proc/loadavg's fourth field, read
- * at most every 10 ms; 1 where it cannot be read). Under load from other
- * processes a spinning thread only burns its share of a core while the
- * thread it waits for queues for one, and it loses the priority that the
- * scheduler gives threads that sleep: blocked calls then took several
- * times longer with spinning than without. */
-static int machine_has_room(int cpus) {
+/* Under load from other processes a spinning thread only burns its share
+ * of a core while the thread it waits for queues for one, and it loses the
+ * priority that the scheduler gives threads that sleep: blocked calls then
+ * took several times longer with spinning than without. */
+int jx_machine_has_room(int cpus) {
   static int64_t checked_at;
   static int room = 1;
   int64_t now = jx_now_ns();
@@ -55,7 +52,7 @@ static int spin_is_free(void) {
     n = c > 0 ? (int)c : 1;
     __atomic_store_n(&cpus, n, __ATOMIC_RELAXED);
   }
-  return n > 1 && jx_pool_busy_threads() < n && machine_has_room(n);
+  return n > 1 && jx_pool_busy_threads() < n && jx_machine_has_room(n);
 }
 
 /* The whole spin while the typical wait is under half of it (most waits

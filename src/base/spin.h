@@ -29,6 +29,11 @@ int64_t jx_now_ns(void); /* CLOCK_MONOTONIC */
  * little CPU. */
 enum { JX_SPIN_MAX_NS = 50000 };
 
+/* 1 when no more threads are runnable on the machine than `cpus` (the
+ * kernel's count, the first number of /proc/loadavg's fourth field, read
+ * at most every 10 ms; 1 where it cannot be read). */
+int jx_machine_has_room(int cpus);
+
 /* A hand-off site's recent waits (zero-initialized; updated by any thread). */
 typedef struct {
   int64_t typical_ns; /* moving average of the waits, each capped at 2 * JX_SPIN_MAX_NS */

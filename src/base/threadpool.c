@@ -141,6 +141,15 @@ void jx_parallel_for(int64_t n, int64_t grain, jx_range_fn fn, void *ctx) {
     fn(ctx, 0, n);
     return;
   }
+  if (!jx_machine_has_room(pool.nthreads + 1)) {
+    /* the other threads would queue for a core: the caller runs the same
+     * chunks, in order, so the results are those of the split */
+    pthread_mutex_unlock(&pool.lock);
+    inside = 1;
+    for (int64_t b = 0; b < n; b += chunk) fn(ctx, b, b + chunk < n ? b + chunk : n);
+    inside = 0;
+    return;
+  }
   pool.fn = fn;
   pool.ctx = ctx;
   pool.n = n;

@@ -11,7 +11,10 @@
 /* fn(ctx, begin, end) for disjoint pieces covering [0, n); returns when all
  * are done. Pieces are at least `grain` long; small ranges run inline. Safe
  * to call from several threads (calls are serialized) and from inside fn
- * (nested calls run inline). */
+ * (nested calls run inline). While the machine has more runnable threads
+ * than the pool has (load from other processes), the caller runs the same
+ * pieces itself, in order: a worker would queue for a core, and the caller
+ * with it. */
 typedef void (*jx_range_fn)(void *ctx, int64_t begin, int64_t end);
 void jx_parallel_for(int64_t n, int64_t grain, jx_range_fn fn, void *ctx);
 

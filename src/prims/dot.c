@@ -395,8 +395,11 @@ static int sums_f32_in_blas(jx_dtype in, jx_dtype out) {
 static int route(const jx_params *p, const jx_tensor *in, jx_dtype odt, jx_shape out) {
   if (!sums_f32_in_blas(in[0].dtype, odt)) return VIA_BLAS;
   int64_t N, work = work_of(p, in, out, &N);
+  /* a single row is a gemv, which streams the rhs where it lies; the loops
+   * would first copy a transposed one (a decode step's tied output head) */
+  int one_row = jx_shape_numel(out) == N;
   if (in[0].dtype == JX_F32 && odt == JX_F32 &&
-      (work < F32_SUM_MIN_WORK || (work < SMALL_MAX_WORK && N >= SMALL_MIN_WIDE_N)))
+      (work < F32_SUM_MIN_WORK || (work < SMALL_MAX_WORK && N >= SMALL_MIN_WIDE_N && !one_row)))
     return VIA_SMALL;
   return work < F32_SUM_MIN_WORK ? VIA_REFERENCE : VIA_BLAS;
 }

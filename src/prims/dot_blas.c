@@ -250,44 +250,55 @@ static int own_threads(void) {
   return 1;
 }
 
-/* One gemm, C = L x R for C rows [m0, m1). */
+/* One gemm, C = L x R over blocks of C's rows or columns. */
 typedef struct {
   int dbl;
   int64_t M, N, K;
   const operand *L, *R;
   void *C;
-  int64_t pieces, quanta; /* row blocks per batch; rows in ROW_QUANTUM units */
+  int64_t pieces, quanta; /* blocks per batch; rows (or columns) in quantum units */
+  int cols;               /* 1: the blocks split C's columns, 0: its rows */
 } gemm_job;
 
-static void gemm_rows(const gemm_job *j, int64_t b, int64_t m0, int64_t m1) {
+/* C[b] rows [m0, m1), columns [n0, n1). */
+static void gemm_block(const gemm_job *j, int64_t b, int64_t m0, int64_t m1, int64_t n0,
+                       int64_t n1) {
   const operand *L = j->L, *R = j->R;
-  int lda = (int)L->v.ld, ldb = (int)R->v.ld, n = (int)j->N, k = (int)j->K, m = (int)(m1 - m0);
-  size_t lo = (size_t)L->boff[b], ro = (size_t)R->boff[b], co = (size_t)((b * j->M + m0) * j->N);
+  int lda = (int)L->v.ld, ldb = (int)R->v.ld, ldc = (int)j->N, k = (int)j->K;
+  int m = (int)(m1 - m0), n = (int)(n1 - n0);
+  size_t lo = (size_t)L->boff[b], ro = (size_t)R->boff[b];
+  size_t co = (size_t)((b * j->M + m0) * j->N + n0);
   lo += (size_t)(L->v.trans == CblasNoTrans ? m0 * lda : m0);
+  ro += (size_t)(R->v.trans == CblasNoTrans ? n0 : n0 * ldb);
   if (!j->dbl && jx_sgemm_skinny(L->v.trans == CblasTrans, R->v.trans == CblasTrans, m, n, k,
                                  (const float *)L->base + lo, lda, (const float *)R->base + ro, ldb,
-                                 (float *)j->C + co, n))
+                                 (float *)j->C + co, ldc))
     return;
   if (j->dbl)
     cblas_dgemm(CblasRowMajor, L->v.trans, R->v.trans, m, n, k, 1.0, (const double *)L->base + lo,
-                lda, (const double *)R->base + ro, ldb, 0.0, (double *)j->C + co, n);
+                lda, (const double *)R->base + ro, ldb, 0.0, (double *)j->C + co, ldc);
   else
     cblas_sgemm(CblasRowMajor, L->v.trans, R->v.trans, m, n, k, 1.0f, (const float *)L->base + lo,
-                lda, (const float *)R->base + ro, ldb, 0.0f, (float *)j->C + co, n);
+                lda, (const float *)R->base + ro, ldb, 0.0f, (float *)j->C + co, ldc);
 }
 
 /* Row blocks: ROW_QUANTUM-row units shared out evenly, so that the pieces
- * the threads take are as equal as the quantum allows. */
-enum { ROW_QUANTUM = 16 };
+ * the threads take are as equal as the quantum allows; column blocks the
+ * same in COL_QUANTUM-column units. */
+enum { ROW_QUANTUM = 16, COL_QUANTUM = 64 };
 
 static void gemm_units(void *ctx, int64_t begin, int64_t end) {
   const gemm_job *j = ctx;
   for (int64_t u = begin; u < end; u++) {
     int64_t b = u / j->pieces, p = u % j->pieces;
-    int64_t m0 = p * j->quanta / j->pieces * ROW_QUANTUM;
-    int64_t m1 = (p + 1) * j->quanta / j->pieces * ROW_QUANTUM;
-    if (m1 > j->M) m1 = j->M;
-    if (m0 < m1) gemm_rows(j, b, m0, m1);
+    int64_t q = j->cols ? COL_QUANTUM : ROW_QUANTUM, size = j->cols ? j->N : j->M;
+    int64_t i0 = p * j->quanta / j->pieces * q, i1 = (p + 1) * j->quanta / j->pieces * q;
+    if (i1 > size) i1 = size;
+    if (i0 >= i1) continue;
+    if (j->cols)
+      gemm_block(j, b, 0, j->M, i0, i1);
+    else
+      gemm_block(j, b, i0, i1, 0, j->N);
   }
 }
 
@@ -304,20 +315,32 @@ static void gemm_units(void *ctx, int64_t begin, int64_t end) {
  * layer and its gradients run at a fifth of OpenBLAS's speed on big ones,
  * and halving them made the jitted MLP step 4 % faster); a block has at
  * least MIN_PIECE_QUANTA units, since one more B to pack does not pay for
- * fewer rows than that. */
-enum { MIN_PIECE_MACS = 1 << 19, MIN_PIECE_QUANTA = 4 };
+ * fewer rows than that. A product with too few rows for two blocks (a
+ * decode step's 16 sequences times a weight matrix) is split by columns
+ * instead: each block then packs only its own columns of B, and a column's
+ * sums do not depend on the block it falls in. */
+enum { MIN_PIECE_MACS = 1 << 19, MIN_PIECE_QUANTA = 4, MIN_COL_QUANTA = 2 };
 
-/* Every batch's gemm, a single one's rows split into blocks: the job's
- * units, B * pieces of them, each one sgemm/dgemm call. */
+/* Every batch's gemm, a single one's rows or columns split into blocks: the
+ * job's units, B * pieces of them, each one sgemm/dgemm call. */
 static gemm_job gemm_plan(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const operand *L,
                           const operand *R, void *C) {
   int64_t quanta = (M + ROW_QUANTUM - 1) / ROW_QUANTUM;
-  gemm_job j = {dbl, M, N, K, L, R, C, 1, quanta};
+  gemm_job j = {dbl, M, N, K, L, R, C, 1, quanta, 0};
   int64_t want = own_threads() && B == 1 ? M * N * K / MIN_PIECE_MACS : 1;
   int64_t threads = jx_pool_inside() ? 1 : jx_pool_threads();
   if (want > threads) want = threads;
-  if (want > quanta / MIN_PIECE_QUANTA) want = quanta / MIN_PIECE_QUANTA;
-  if (want > 1) j.pieces = want;
+  if (want > 1 && quanta / MIN_PIECE_QUANTA < 2) {
+    j.cols = 1;
+    j.quanta = (N + COL_QUANTUM - 1) / COL_QUANTUM;
+    if (want > j.quanta / MIN_COL_QUANTA) want = j.quanta / MIN_COL_QUANTA;
+  } else if (want > quanta / MIN_PIECE_QUANTA) {
+    want = quanta / MIN_PIECE_QUANTA;
+  }
+  if (want > 1)
+    j.pieces = want;
+  else
+    j.quanta = quanta, j.cols = 0;
   return j;
 }
 
@@ -327,38 +350,69 @@ static void gemm_all(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const 
   jx_parallel_for(B * j.pieces, 1, gemm_units, &j);
 }
 
+/* Matrix x vector products, c[b] = l[b] R[b] (M = 1) or L[b] r[b] (N = 1),
+ * outputs [i0, i1) of its N (or M). */
+static void gemv_block(const gemm_job *j, int64_t b, int64_t i0, int64_t i1) {
+  const operand *L = j->L, *R = j->R;
+  int n = (int)(i1 - i0), k = (int)j->K, lda = (int)L->v.ld, ldb = (int)R->v.ld;
+  size_t lo = (size_t)L->boff[b], ro = (size_t)R->boff[b], co = (size_t)(b * j->M * j->N + i0);
+  if (j->M == 1) { /* c[N] = R^T l: R stored K x N (NoTrans) or N x K (Trans) */
+    int rt = R->v.trans == CblasNoTrans, incl = L->v.trans == CblasNoTrans ? 1 : lda;
+    ro += (size_t)(rt ? i0 : i0 * ldb);
+    if (j->dbl)
+      cblas_dgemv(CblasRowMajor, rt ? CblasTrans : CblasNoTrans, rt ? k : n, rt ? n : k, 1.0,
+                  (const double *)R->base + ro, ldb, (const double *)L->base + lo, incl, 0.0,
+                  (double *)j->C + co, 1);
+    else
+      cblas_sgemv(CblasRowMajor, rt ? CblasTrans : CblasNoTrans, rt ? k : n, rt ? n : k, 1.0f,
+                  (const float *)R->base + ro, ldb, (const float *)L->base + lo, incl, 0.0f,
+                  (float *)j->C + co, 1);
+  } else { /* c[M] = L r: L stored M x K (NoTrans) or K x M (Trans) */
+    int lt = L->v.trans == CblasNoTrans, incr = R->v.trans == CblasNoTrans ? ldb : 1;
+    lo += (size_t)(lt ? i0 * lda : i0);
+    if (j->dbl)
+      cblas_dgemv(CblasRowMajor, lt ? CblasNoTrans : CblasTrans, lt ? n : k, lt ? k : n, 1.0,
+                  (const double *)L->base + lo, lda, (const double *)R->base + ro, incr, 0.0,
+                  (double *)j->C + co, 1);
+    else
+      cblas_sgemv(CblasRowMajor, lt ? CblasNoTrans : CblasTrans, lt ? n : k, lt ? k : n, 1.0f,
+                  (const float *)L->base + lo, lda, (const float *)R->base + ro, incr, 0.0f,
+                  (float *)j->C + co, 1);
+  }
+}
+
+static void gemv_units(void *ctx, int64_t begin, int64_t end) {
+  const gemm_job *j = ctx;
+  for (int64_t b = begin; b < end; b++) gemv_block(j, b, 0, j->M == 1 ? j->N : j->M);
+}
+
+/* A batch of small gemvs (attention over a key/value cache, one per
+ * sequence and head) is shared out whole over the pool once it has at least
+ * MIN_GEMV_PIECE multiply-adds a thread. A single gemv stays on one thread:
+ * split into blocks of outputs, each thread reads part of every row of a
+ * row-major matrix, and a decode step at batch 1 ran 13 % slower so. */
+enum { MIN_GEMV_PIECE = 1 << 17 };
+
+static void gemv_all(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const operand *L,
+                     const operand *R, void *C) {
+  int64_t size = M == 1 ? N : M;
+  gemm_job j = {dbl, M, N, K, L, R, C, 1, 1, 0};
+  int64_t threads = jx_pool_inside() || !own_threads() ? 1 : jx_pool_threads();
+  int64_t want = B * size * K / MIN_GEMV_PIECE;
+  if (want > threads) want = threads;
+  if (B > 1 && want > 1)
+    jx_parallel_for(B, (B + want - 1) / want, gemv_units, &j);
+  else
+    gemv_units(&j, 0, B);
+}
+
 /* C[b] = L[b] x R[b] for every batch: gemv for a single row or column, else gemm. */
 static void multiply(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const operand *L,
                      const operand *R, void *C) {
-  int m = (int)M, n = (int)N, k = (int)K, lda = (int)L->v.ld, ldb = (int)R->v.ld;
-  if (M != 1 && N != 1) {
+  if (M != 1 && N != 1)
     gemm_all(dbl, B, M, N, K, L, R, C);
-    return;
-  }
-  for (int64_t b = 0; b < B; b++) {
-    size_t lo = (size_t)L->boff[b], ro = (size_t)R->boff[b], co = (size_t)(b * M * N);
-    if (M == 1) { /* c[N] = R^T l: R stored K x N (NoTrans) or N x K (Trans) */
-      int rt = R->v.trans == CblasNoTrans, incl = L->v.trans == CblasNoTrans ? 1 : lda;
-      if (dbl)
-        cblas_dgemv(CblasRowMajor, rt ? CblasTrans : CblasNoTrans, rt ? k : n, rt ? n : k, 1.0,
-                    (const double *)R->base + ro, ldb, (const double *)L->base + lo, incl, 0.0,
-                    (double *)C + co, 1);
-      else
-        cblas_sgemv(CblasRowMajor, rt ? CblasTrans : CblasNoTrans, rt ? k : n, rt ? n : k, 1.0f,
-                    (const float *)R->base + ro, ldb, (const float *)L->base + lo, incl, 0.0f,
-                    (float *)C + co, 1);
-    } else { /* c[M] = L r: L stored M x K (NoTrans) or K x M (Trans) */
-      int lt = L->v.trans == CblasNoTrans, incr = R->v.trans == CblasNoTrans ? ldb : 1;
-      if (dbl)
-        cblas_dgemv(CblasRowMajor, lt ? CblasNoTrans : CblasTrans, lt ? m : k, lt ? k : m, 1.0,
-                    (const double *)L->base + lo, lda, (const double *)R->base + ro, incr, 0.0,
-                    (double *)C + co, 1);
-      else
-        cblas_sgemv(CblasRowMajor, lt ? CblasNoTrans : CblasTrans, lt ? m : k, lt ? k : m, 1.0f,
-                    (const float *)L->base + lo, lda, (const float *)R->base + ro, incr, 0.0f,
-                    (float *)C + co, 1);
-    }
-  }
+  else
+    gemv_all(dbl, B, M, N, K, L, R, C);
 }
 
 /* Rounds the computed result into out's dtype (f64 -> f32, f32 -> f16, ...). */

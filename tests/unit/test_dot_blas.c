@@ -294,6 +294,55 @@ static void split_gemms_deterministic_and_close_to_one_call(void **state) {
     }
 }
 
+/* A decode step's products: a few rows times a weight matrix (split by
+ * columns over the pool), a single row or column (gemv), and attention over a [B, S, H, dh]
+ * key/value cache (a batch of strided gemvs shared out whole), in both layouts of the matrix:
+ * within the reference's rounding bound, and the same bits at every call. */
+static void decode_shaped_products(void **state) {
+  (void)state;
+  jx_params mm = {0}, mt = {0}, scores = {0}, values = {0};
+  mm.l[JX_DOT_LC] = (jx_ilist){1, {1}}; /* [M, K] x [K, N] */
+  mm.l[JX_DOT_RC] = (jx_ilist){1, {0}};
+  mt.l[JX_DOT_LC] = (jx_ilist){1, {1}}; /* [M, K] x [N, K] */
+  mt.l[JX_DOT_RC] = (jx_ilist){1, {1}};
+  check(JX_F32, -1, (jx_shape){2, {16, 300}}, (jx_shape){2, {300, 700}}, &mm);
+  check(JX_F32, -1, (jx_shape){2, {16, 300}}, (jx_shape){2, {700, 300}}, &mt);
+  check(JX_F32, -1, (jx_shape){2, {1, 777}}, (jx_shape){2, {777, 1000}}, &mm);
+  check(JX_F32, -1, (jx_shape){2, {1, 777}}, (jx_shape){2, {1000, 777}}, &mt);
+  check(JX_F32, -1, (jx_shape){2, {1000, 777}}, (jx_shape){2, {777, 1}}, &mm);
+  check(JX_F64, -1, (jx_shape){2, {1, 777}}, (jx_shape){2, {777, 1000}}, &mm);
+  /* q [B, 1, H, dh] . k [B, S, H, dh] -> [B, H, 1, S]; p [B, H, 1, S] . v -> [B, H, 1, dh] */
+  scores.l[JX_DOT_LC] = (jx_ilist){1, {3}};
+  scores.l[JX_DOT_RC] = (jx_ilist){1, {3}};
+  scores.l[JX_DOT_LB] = (jx_ilist){2, {0, 2}};
+  scores.l[JX_DOT_RB] = (jx_ilist){2, {0, 2}};
+  values.l[JX_DOT_LC] = (jx_ilist){1, {3}};
+  values.l[JX_DOT_RC] = (jx_ilist){1, {1}};
+  values.l[JX_DOT_LB] = (jx_ilist){2, {0, 1}};
+  values.l[JX_DOT_RB] = (jx_ilist){2, {0, 2}};
+  check(JX_F32, -1, (jx_shape){4, {16, 1, 4, 64}}, (jx_shape){4, {16, 300, 4, 64}}, &scores);
+  check(JX_F32, -1, (jx_shape){4, {16, 4, 1, 300}}, (jx_shape){4, {16, 300, 4, 64}}, &values);
+  /* the same bits at every call */
+  const int64_t M = 16, K = 300, N = 700;
+  float *a = malloc(sizeof(float) * (size_t)(M * K)), *b = malloc(sizeof(float) * (size_t)(K * N));
+  float *c1 = malloc(sizeof(float) * (size_t)(M * N)),
+        *c2 = malloc(sizeof(float) * (size_t)(M * N));
+  assert_true(a && b && c1 && c2);
+  for (int64_t i = 0; i < M * K; i++) a[i] = (float)sin(0.37 * (double)i);
+  for (int64_t i = 0; i < K * N; i++) b[i] = (float)cos(0.11 * (double)i);
+  for (int rows = 1; rows <= M; rows += M - 1) {
+    jx_tensor in[2] = {{a, JX_F32, {2, {rows, K}}}, {b, JX_F32, {2, {K, N}}}};
+    jx_tensor o1 = {c1, JX_F32, {2, {rows, N}}}, o2 = {c2, JX_F32, {2, {rows, N}}};
+    assert_int_equal(jx_dot_blas(&mm, in, &o1), jx_dot_have_blas);
+    assert_int_equal(jx_dot_blas(&mm, in, &o2), jx_dot_have_blas);
+    assert_memory_equal(c1, c2, sizeof(float) * (size_t)(rows * N));
+  }
+  free(a);
+  free(b);
+  free(c1);
+  free(c2);
+}
+
 /* Products with one narrow side (K or N <= 16, the other >= 64: an MLP's
  * output layer and its gradients) in every layout of both operands, whole
  * vectors and tails on every side, within the rounding bound of the
@@ -391,6 +440,7 @@ int main(void) {
       cmocka_unit_test(integers_stay_on_reference),
       cmocka_unit_test(split_gemms_deterministic_and_close_to_one_call),
       cmocka_unit_test(skinny_products),
+      cmocka_unit_test(decode_shaped_products),
       cmocka_unit_test(matmul_end_to_end),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
