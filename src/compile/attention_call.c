@@ -25,7 +25,10 @@ int jx_cpu_attention_call(const jx_program *p, const jx_eqn *e) {
   int bwd = !strcmp(e->sub[0]->name, JX_ATTENTION_BWD_CALL) && e->nin == 6 && e->nout == 3;
   if ((!fwd && !bwd) || !jx_env_flag("JX_FLASH_ATTENTION")) return 0;
   jx_aval q = p->avals[e->in[0]];
-  if ((q.dtype != JX_F32 && q.dtype != JX_BF16) || q.shape.rank != 4) return 0;
+  /* f32 only: bf16 and f16 run the composite, whose scores and probabilities
+   * are rounded to the dtype as JAX rounds them (mixed-precision training
+   * matches Optax's trajectory) */
+  if (q.dtype != JX_F32 || q.shape.rank != 4) return 0;
   const int64_t *d = q.shape.dims; /* [n, T, H, dh] */
   /* the types the calls have (attention_core.h): anything else is not ours */
   jx_aval bhtd = {q.dtype, 0, {4, {d[0], d[2], d[1], d[3]}}, 0};
@@ -43,44 +46,14 @@ int jx_cpu_attention_kept(const jx_program *p, const jx_eqn *e) {
   return jx_cpu_attention_call(p, e) != 0;
 }
 
-/* An f32 array of a's shape: a itself when f32, else a's values converted
- * (bf16; owned by the innermost scope). */
-static jx_array *as_f32(jx_array *a) {
-  if (a->dtype == JX_F32) return a;
-  jx_array *r = jx_array_alloc(JX_F32, a->shape, 0);
-  if (r->poisoned) return r;
-  const uint16_t *src = jx_array_data(a);
-  float *dst = jx_array_data(r);
-  for (int64_t i = 0, n = jx_shape_numel(a->shape); i < n; i++)
-    dst[i] = jx_bf16_to_f32_inline(src[i]);
-  return r;
-}
-
-/* a's values as dtype dt (f32: a itself; bf16: rounded to nearest even). */
-static jx_array *from_f32(jx_array *a, jx_dtype dt) {
-  if (dt == JX_F32) return a;
-  jx_array *r = jx_array_alloc(dt, a->shape, 0);
-  if (r->poisoned) return r;
-  const float *src = jx_array_data(a);
-  uint16_t *dst = jx_array_data(r);
-  for (int64_t i = 0, n = jx_shape_numel(a->shape); i < n; i++)
-    dst[i] = jx_f32_to_bf16_inline(src[i]);
-  return r;
-}
-
 static jx_status failed(void) { return jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY; }
 
-/* bf16 calls run the f32 kernels on converted copies (the tensors are n T
- * d, small beside the T x T work) and round the results once, where the
- * composite rounds the scores and probabilities to bf16 too. */
 jx_status jx_cpu_attention_run(const jx_eqn *e, int which, jx_array **env) {
   jx_array *in[6], *out[3];
-  const jx_dtype dt = env[e->in[0]]->dtype;
   for (int i = 0; i < e->nin; i++) {
     jx_status st = jx_array_ready(env[e->in[i]]);
     if (st) return st;
-    in[i] = as_f32(env[e->in[i]]);
-    if (in[i]->poisoned) return failed();
+    in[i] = env[e->in[i]];
   }
   const int64_t *d = in[0]->shape.dims;
   jx_flash_shape s = {d[0], d[1], d[2], d[3], (float)(1 / sqrt((double)d[3]))};
@@ -97,10 +70,6 @@ jx_status jx_cpu_attention_run(const jx_eqn *e, int which, jx_array **env) {
                  : jx_flash_attention_bwd(&s, q, k, v, jx_array_data(in[3]), jx_array_data(in[4]),
                                           jx_array_data(in[5]), jx_array_data(out[0]),
                                           jx_array_data(out[1]), jx_array_data(out[2]));
-  for (int o = 0; o < e->nout && !st; o++) { /* the logsumexp stays f32 */
-    jx_array *r = which == 1 && o == 1 ? out[o] : from_f32(out[o], dt);
-    if (r->poisoned) return failed();
-    env[e->out[o]] = r;
-  }
+  for (int o = 0; o < e->nout && !st; o++) env[e->out[o]] = out[o];
   return st;
 }
