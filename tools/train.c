@@ -574,7 +574,7 @@ int jx_cmd_train(int argc, char **argv) {
     if (jx_loader_next(loader, in + m.np + m.ns) ||
         jx_sharding_plan_print(step, in, NULL, NULL, stdout))
       return fail("--plan-only");
-    return 0;
+    goto release; /* no training */
   }
   if (o.profile && jx_profiler_start(o.profile)) return fail("--profile");
   for (int64_t s = first; s < o.stop_at; s++) {
@@ -652,6 +652,7 @@ int jx_cmd_train(int argc, char **argv) {
     free(p);
     if (rc) return 1;
   }
+release:
   free(in);
   free(out);
   jx_fn_release(step);
