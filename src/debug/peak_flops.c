@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../base/cpu_features.h"
 #include "../base/env.h"
 #include "../base/hash.h"
 #include "../base/spin.h"
@@ -43,11 +44,6 @@ typedef struct {
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-
-static int has_avx2_fma(void) {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
 
 /* FLOPs done: CHAINS x 8 lanes x 2 per iteration. The chains are named
  * variables, not an array, so that they stay in registers at any -O. */
@@ -97,7 +93,7 @@ static float fma_loop_portable(void) {
 static void fma_pieces(void *ctx, int64_t begin, int64_t end) {
   fma_job *job = ctx;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  int avx2 = has_avx2_fma();
+  int avx2 = jx_cpu_has_avx2_fma();
 #endif
   for (int64_t p = begin; p < end; p++) {
     int64_t t0 = jx_now_ns();

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/cpu_features.h"
 #include "../base/env.h"
 
 static atomic_llong skinny_calls;
@@ -48,9 +49,7 @@ static int skinny_usable(void) {
   static atomic_int known = -1;
   int v = atomic_load(&known);
   if (v < 0) {
-    __builtin_cpu_init();
-    v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        jx_env_flag("JX_DOT_SKINNY");
+    v = jx_cpu_has_avx2_fma() && jx_env_flag("JX_DOT_SKINNY");
     atomic_store(&known, v);
   }
   return v;

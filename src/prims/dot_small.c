@@ -7,6 +7,8 @@
 
 #include <stdatomic.h>
 
+#include "../base/cpu_features.h"
+
 static atomic_llong small_calls;
 
 int64_t jx_sgemm_small_calls(void) { return (int64_t)atomic_load(&small_calls); }
@@ -16,17 +18,6 @@ int64_t jx_sgemm_small_calls(void) { return (int64_t)atomic_load(&small_calls); 
 #include <math.h>
 
 #define SMALL_TARGET __attribute__((target("avx2,fma")))
-
-static int small_usable(void) {
-  static atomic_int known = -1;
-  int v = atomic_load(&known);
-  if (v < 0) {
-    __builtin_cpu_init();
-    v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    atomic_store(&known, v);
-  }
-  return v;
-}
 
 /* Columns [j, j + 8V) of R rows of C (R = 1 or 2, c row-major with row
  * stride n) from their K values a (row stride k): each B vector loaded
@@ -80,7 +71,7 @@ SMALL_TARGET static void rows(int64_t m, int64_t n, int64_t k, const float *a, c
 }
 
 int jx_sgemm_small(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c) {
-  if (!small_usable()) return 0;
+  if (!jx_cpu_has_avx2_fma()) return 0;
   rows(m, n, k, a, b, c);
   atomic_fetch_add(&small_calls, 1);
   return 1;

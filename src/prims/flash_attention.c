@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/cpu_features.h"
 #include "../base/error.h"
 #include "../base/threadpool.h"
 
@@ -89,18 +90,6 @@ static void pack_transposed_c(const float *src, int64_t ld, int64_t nk, int64_t 
 
 #define FA_TARGET __attribute__((target("avx2,fma")))
 #define FA_INLINE static inline __attribute__((always_inline)) FA_TARGET
-
-/* 1 when the CPU has AVX2 and FMA; decided at the first call. */
-static int avx2_usable(void) {
-  static atomic_int known = -1;
-  int v = atomic_load(&known);
-  if (v < 0) {
-    __builtin_cpu_init();
-    v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    atomic_store(&known, v);
-  }
-  return v;
-}
 
 /* R rows (R <= 4) of C (+)= A B, 16 columns (eight accumulators) at a time,
  * then 8, then the rest one by one. */
@@ -291,7 +280,6 @@ FA_TARGET static void dscores_row_avx2(const float *p, float *dp, int64_t np, fl
   }
 }
 #else
-static int avx2_usable(void) { return 0; }
 #define gemm_avx2            gemm_c
 #define online_row_avx2      online_row_c
 #define probs_row_avx2       probs_row_c
@@ -306,7 +294,7 @@ static atomic_int portable; /* jx_flash_attention_set_portable */
 void jx_flash_attention_set_portable(int on) { atomic_store(&portable, on != 0); }
 
 /* 1: the AVX2 loops run. */
-static int use_avx2(void) { return !atomic_load(&portable) && avx2_usable(); }
+static int use_avx2(void) { return !atomic_load(&portable) && jx_cpu_has_avx2_fma(); }
 
 static void gemm(int avx, int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs,
                  const float *b, int64_t ldb, float *c, int64_t ldc, int add) {

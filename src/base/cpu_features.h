@@ -1,0 +1,10 @@
+/* What the CPU can run, asked once per process. */
+#ifndef JX_BASE_CPU_FEATURES_H
+#define JX_BASE_CPU_FEATURES_H
+
+/* 1 when the CPU runs AVX2 and FMA instructions (the hand-vectorized loops
+ * of products, attention and the peak-FLOP/s measurement need both); 0 on
+ * other CPUs and other architectures. */
+int jx_cpu_has_avx2_fma(void);
+
+#endif
