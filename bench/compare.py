@@ -13,6 +13,7 @@ as many threads as jx uses (JX_NUM_THREADS, else every CPU).
     python3 bench/compare.py --workload scan     # likewise: bench_scan and jax.lax.scan
     python3 bench/compare.py --workload dispatch # likewise: bench_dispatch and JAX
     python3 bench/compare.py --workload linalg   # bench_linalg, jax.jit and NumPy, alternating
+    python3 bench/compare.py --workload fft      # bench_fft, jax.jit and NumPy, alternating
     python3 bench/compare.py --workload mlp     # only the MLP step: jx, JAX, PyTorch
     python3 bench/compare.py --workload generate [--models ref --batches 1]
                                                 # KV-cache decoding: jx, JAX, PyTorch
@@ -727,6 +728,46 @@ def run_linalg(build, rounds, runs):
     print(f"\nmedians of {runs} calls a round; jx on {jx_threads()} threads")
 
 
+# bench_fft's workloads (its header says what each is) on the same shapes.
+# Args: runs, peer ("jax" or "numpy").
+FFT_PEER = r"""
+import json, statistics, sys, time
+runs, peer = int(sys.argv[1]), sys.argv[2]
+import numpy as np
+r = np.random.default_rng(0)
+z = (r.standard_normal(1 << 20, np.float32) + 1j * r.standard_normal(1 << 20, np.float32)).astype(np.complex64)
+img = r.standard_normal((1024, 1024), np.float32)
+if peer == "jax":
+    import jax, jax.numpy as jnp
+    z, img = jnp.asarray(z), jnp.asarray(img)
+    lib, ready, wrap = jnp.fft, jax.block_until_ready, jax.jit
+else:  # NumPy's pocketfft keeps complex64 in single precision (NumPy 2)
+    lib, ready, wrap = np.fft, lambda x: x, lambda f: f
+cases = [("fft_2p20_c64", wrap(lib.fft), z), ("rfft2_1024_f32", wrap(lib.rfft2), img)]
+ts = {n: [] for n, _, _ in cases}
+for n, f, x in cases:
+    ready(f(x))
+for _ in range(runs):
+    for n, f, x in cases:
+        t0 = time.perf_counter_ns(); ready(f(x)); ts[n].append(time.perf_counter_ns() - t0)
+for n, _, _ in cases:
+    print(json.dumps({"bench": n, "impl": peer, "median_ns": statistics.median(ts[n])}))
+"""
+
+FFT_BENCHES = ("fft_2p20_c64", "rfft2_1024_f32")
+
+
+def run_fft(build, rounds, runs):
+    """bench_fft, jax.jit of the same jnp.fft calls and NumPy in alternating rounds."""
+    per_round = alternate(rounds, [
+        ("jx", jx_side(build, "bench_fft", runs)),
+        ("jax", jax_side(FFT_PEER, runs, ("jax",))),
+        ("numpy", jax_side(FFT_PEER, runs, ("numpy",)))])
+    print_rounds(f"bench_fft, {rounds} alternating rounds", per_round, FFT_BENCHES,
+                 [("jax", "jax.jit"), ("numpy", "numpy")])
+    print(f"\nmedians of {runs} calls a round; jx on {jx_threads()} threads")
+
+
 # The GPT sizes of --sizes: (layers, d_model, context, batch); heads of width 32.
 GPT_SIZES = {"small": (2, 128, 64, 32), "ref": (4, 256, 128, 16), "large": (8, 512, 256, 8)}
 
@@ -972,18 +1013,19 @@ def main():
                     help="comma-separated jx programs to run (e.g. bench_mlp,bench_reduce); "
                          "the peers still run everything")
     ap.add_argument("--workload",
-                    choices=("all", "gpt", "mlp", "generate", "scan", "dispatch", "linalg"),
+                    choices=("all", "gpt", "mlp", "generate", "scan", "dispatch", "linalg",
+                             "fft"),
                     default="all",
                     help="gpt / mlp: only that train step, in jx, JAX and PyTorch; generate: "
                          "KV-cache decoding in jx, JAX and PyTorch; scan / dispatch: "
-                         "bench_scan / bench_dispatch and JAX in alternating rounds; linalg: "
-                         "bench_linalg, JAX and NumPy in alternating rounds")
+                         "bench_scan / bench_dispatch and JAX in alternating rounds; linalg / fft: "
+                         "bench_linalg / bench_fft, JAX and NumPy in alternating rounds")
     ap.add_argument("--sizes", default="",
                     help="gpt: comma-separated sizes of " + ", ".join(
                         f"{k} {v}" for k, v in GPT_SIZES.items()) + " (layers, d, context, batch) "
                     "run in alternating rounds with PyTorch eager and jax.jit")
     ap.add_argument("--rounds", type=int, default=5,
-                    help="alternating rounds of --sizes, scan, dispatch and linalg (at least 5) and of "
+                    help="alternating rounds of --sizes, scan, dispatch, linalg and fft (at least 5) and of "
                          "generate (each round one decoding per side)")
     ap.add_argument("--models", default="all", help="generate: ref, gpt2s or all")
     ap.add_argument("--batches", default="all", help="generate: 1, 16 or all")
@@ -993,7 +1035,7 @@ def main():
     if args.only == "bench_scan":  # the scan comparison alone
         run_scan(args.build, args.runs)
         return
-    if args.workload in ("scan", "dispatch", "linalg") or args.sizes:
+    if args.workload in ("scan", "dispatch", "linalg", "fft") or args.sizes:
         if args.rounds < 5:
             ap.error("--rounds: at least 5 (a median and range of fewer says little)")
     if args.workload == "gpt" and args.sizes:
@@ -1009,6 +1051,9 @@ def main():
         return
     if args.workload == "linalg":
         run_linalg(args.build, args.rounds, args.runs)
+        return
+    if args.workload == "fft":
+        run_fft(args.build, args.rounds, args.runs)
         return
     if args.workload == "dispatch":
         run_rounds(args.build, "bench_dispatch", DISPATCH_JAX,

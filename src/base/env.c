@@ -50,6 +50,10 @@ const jx_env_var jx_env_vars[] = {
      "`jax_enable_x64=False`; explicit 64-bit arrays work in both) " DOCS(
          "dtypes.md") "; `jx_config_enable_x64` sets it from code"},
     {"JX_NUM_THREADS", JX_ENV_INT, "all cores", "threads for kernels"},
+    {"JX_FFT_MEASURE", JX_ENV_FLAG, "1",
+     "`0`: large FFTs are planned by FFTW's estimate instead of by measuring: no planning "
+     "time and the same algorithm (so the same bits) in every process, slower "
+     "transforms " DOCS("fft.md")},
     {"JX_PEAK_FLOPS", JX_ENV_NUMBER, "measured",
      "the machine's peak f32 FLOP/s that MFU is against (`jx train`, `bench_gpt`, "
      "`jx_peak_flops`); unset, it is measured once by an FMA loop on jx's threads and cached in "

@@ -2,14 +2,20 @@
  * package (libfftw3-dev) with SIMD codelets for every size, rather than a
  * vendored C copy of PocketFFT (docs/fft.md).
  *
- * Plans are made with FFTW_ESTIMATE | FFTW_UNALIGNED (no measuring, any
- * alignment, so a plan runs on every buffer with FFTW's new-array execute
- * functions, which are thread-safe) and cached per (type, precision, lengths,
- * batch) for the process; FFTW's planner is not thread-safe, so planning
- * holds a lock. Each plan does all of a call's batch at once (FFTW's guru
+ * Plans of at least PARALLEL_MIN elements are made with FFTW_MEASURE (FFTW
+ * times candidate algorithms and keeps the fastest) on scratch arrays, so
+ * that measuring never touches the caller's data, within PLAN_SECONDS;
+ * smaller ones, and all with JX_FFT_MEASURE=0, with FFTW_ESTIMATE. A plan is cached per (type,
+ * precision, lengths, batch, alignment) for the process. Arrays on FFTW's SIMD alignment (jx's
+ * buffers are 64-byte aligned) get a plan for aligned arrays; any other
+ * get one made with FFTW_UNALIGNED, which runs on any address but without
+ * the aligned SIMD codelets. Plans run through FFTW's new-array execute
+ * functions, which are thread-safe; FFTW's planner is not, so planning holds
+ * a lock. Each plan does all of a call's batch at once (FFTW's guru
  * interface, howmany). c2r transforms overwrite their input, so IRFFT runs
- * on a copy. Transforms of at least PARALLEL_MIN elements are planned for
- * jx_pool_threads() threads, and FFTW runs its parallel loops on jx's pool
+ * on an aligned copy. Transforms of at least PARALLEL_MIN elements are
+ * planned for up to jx_pool_threads() threads (FFTW's measuring decides how
+ * many pay), and FFTW runs its parallel loops on jx's pool
  * (fftw_threads_set_callback), not on threads of its own. */
 #include "fft_kernel.h"
 
@@ -19,14 +25,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 #include "../base/threadpool.h"
 
-enum { PARALLEL_MIN = 1 << 16 }; /* elements per call from which a plan uses the pool */
+/* Elements per call from which a plan uses the pool and is measured: below
+ * it FFTW's estimate is within microseconds of the measured plan, and
+ * measuring would cost more than thousands of calls save. */
+enum { PARALLEL_MIN = 1 << 16 };
+/* The most one plan may spend measuring; FFTW keeps the best it timed so far.
+ * A 2^20-point transform measures for about this long. */
+#define PLAN_SECONDS 2.0
 
 typedef struct plan_entry {
   jx_fft_type type;
-  int dbl, k;
+  int dbl, k, aligned;
   int64_t n[3], batch;
   void *plan; /* fftw_plan or fftwf_plan */
   struct plan_entry *next;
@@ -50,12 +63,16 @@ static void pool_loop(void *(*work)(char *), char *jobdata, size_t elsize, int n
   fftw_loop l = {work, jobdata, elsize};
   jx_parallel_for(njobs, 1, run_jobs, &l);
 }
-static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
-static void init_threads(void) {
+static unsigned plan_flags; /* FFTW_MEASURE, or FFTW_ESTIMATE with JX_FFT_MEASURE=0 */
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static void init_fftw(void) {
   fftw_init_threads();
   fftwf_init_threads();
   fftw_threads_set_callback(pool_loop, NULL);
   fftwf_threads_set_callback(pool_loop, NULL);
+  fftw_set_timelimit(PLAN_SECONDS);
+  fftwf_set_timelimit(PLAN_SECONDS);
+  plan_flags = jx_env_flag("JX_FFT_MEASURE") ? FFTW_MEASURE : FFTW_ESTIMATE;
 }
 
 /* The guru dims of k trailing dims with row-major strides, and the batch's. */
@@ -74,58 +91,71 @@ static void guru_dims(jx_fft_type t, int k, const int64_t *n, fftw_iodim *dims, 
   *out_dist = os;
 }
 
-/* A plan for the transform; NULL when FFTW cannot make one. */
-static void *make_plan(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch) {
-  fftw_iodim dims[3];
-  int64_t in_dist, out_dist;
-  guru_dims(t, k, n, dims, &in_dist, &out_dist);
-  fftw_iodim many = {(int)batch, (int)in_dist, (int)out_dist};
-  unsigned flags = FFTW_ESTIMATE | FFTW_UNALIGNED;
-  int64_t elems = batch * (in_dist > out_dist ? in_dist : out_dist);
-  int nthreads = elems >= PARALLEL_MIN ? jx_pool_threads() : 1;
-  pthread_once(&threads_once, init_threads);
-  fftw_plan_with_nthreads(nthreads);
-  fftwf_plan_with_nthreads(nthreads);
+/* Bytes of one real and one complex element of the precision. */
+static size_t real_size(int dbl) { return dbl ? sizeof(double) : sizeof(float); }
+static size_t in_size(jx_fft_type t, int dbl) {
+  return t == JX_FFT_RFFT ? real_size(dbl) : 2 * real_size(dbl);
+}
+static size_t out_size(jx_fft_type t, int dbl) {
+  return t == JX_FFT_IRFFT ? real_size(dbl) : 2 * real_size(dbl);
+}
+
+static void *plan_on(jx_fft_type t, int dbl, int k, const fftw_iodim *dims, fftw_iodim many,
+                     void *in, void *out, unsigned flags) {
   int sign = t == JX_FFT_IFFT ? FFTW_BACKWARD : FFTW_FORWARD;
-  /* FFTW_ESTIMATE leaves the arrays alone: these stand-ins are never read */
-  static double _Complex dummy_c[2];
-  static double dummy_r[4];
   if (dbl) {
     switch (t) {
-    case JX_FFT_RFFT:
-      return fftw_plan_guru_dft_r2c(k, dims, 1, &many, dummy_r, (fftw_complex *)dummy_c, flags);
-    case JX_FFT_IRFFT:
-      return fftw_plan_guru_dft_c2r(k, dims, 1, &many, (fftw_complex *)dummy_c, dummy_r, flags);
-    default:
-      return fftw_plan_guru_dft(k, dims, 1, &many, (fftw_complex *)dummy_c,
-                                (fftw_complex *)dummy_c + 1, sign, flags);
+    case JX_FFT_RFFT: return fftw_plan_guru_dft_r2c(k, dims, 1, &many, in, out, flags);
+    case JX_FFT_IRFFT: return fftw_plan_guru_dft_c2r(k, dims, 1, &many, in, out, flags);
+    default: return fftw_plan_guru_dft(k, dims, 1, &many, in, out, sign, flags);
     }
   }
   fftwf_iodim fdims[3], fmany = {many.n, many.is, many.os};
   for (int d = 0; d < k; d++) fdims[d] = (fftwf_iodim){dims[d].n, dims[d].is, dims[d].os};
-  float *fr = (float *)dummy_r;
-  fftwf_complex *fc = (fftwf_complex *)dummy_c;
   switch (t) {
-  case JX_FFT_RFFT: return fftwf_plan_guru_dft_r2c(k, fdims, 1, &fmany, fr, fc, flags);
-  case JX_FFT_IRFFT: return fftwf_plan_guru_dft_c2r(k, fdims, 1, &fmany, fc, fr, flags);
-  default: return fftwf_plan_guru_dft(k, fdims, 1, &fmany, fc, fc + 1, sign, flags);
+  case JX_FFT_RFFT: return fftwf_plan_guru_dft_r2c(k, fdims, 1, &fmany, in, out, flags);
+  case JX_FFT_IRFFT: return fftwf_plan_guru_dft_c2r(k, fdims, 1, &fmany, in, out, flags);
+  default: return fftwf_plan_guru_dft(k, fdims, 1, &fmany, in, out, sign, flags);
   }
 }
 
-static void *plan_for(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch) {
+/* A plan for the transform, for arrays of FFTW's alignment (aligned) or of
+ * any, made on scratch arrays (measuring writes them; the + 1 keeps a
+ * zero-sized transform's allocation real); NULL when FFTW cannot make one. */
+static void *make_plan(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch,
+                       int aligned) {
+  fftw_iodim dims[3];
+  int64_t in_dist, out_dist;
+  guru_dims(t, k, n, dims, &in_dist, &out_dist);
+  fftw_iodim many = {(int)batch, (int)in_dist, (int)out_dist};
+  int64_t elems = batch * (in_dist > out_dist ? in_dist : out_dist);
+  int big = elems >= PARALLEL_MIN, nthreads = big ? jx_pool_threads() : 1;
+  fftw_plan_with_nthreads(nthreads);
+  fftwf_plan_with_nthreads(nthreads);
+  unsigned flags = (big ? plan_flags : FFTW_ESTIMATE) | (aligned ? 0 : FFTW_UNALIGNED);
+  void *in = fftw_malloc((size_t)(batch * in_dist) * in_size(t, dbl) + 1);
+  void *out = fftw_malloc((size_t)(batch * out_dist) * out_size(t, dbl) + 1);
+  void *plan = in && out ? plan_on(t, dbl, k, dims, many, in, out, flags) : NULL;
+  fftw_free(in);
+  fftw_free(out);
+  return plan;
+}
+
+static void *plan_for(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch, int aligned) {
+  pthread_once(&init_once, init_fftw);
   pthread_mutex_lock(&plans_lock);
   plan_entry *e = plans;
   for (; e; e = e->next)
-    if (e->type == t && e->dbl == dbl && e->k == k && e->batch == batch &&
+    if (e->type == t && e->dbl == dbl && e->k == k && e->batch == batch && e->aligned == aligned &&
         memcmp(e->n, n, sizeof *n * (size_t)k) == 0)
       break;
   if (!e && (e = calloc(1, sizeof *e))) {
-    e->plan = make_plan(t, dbl, k, n, batch);
+    e->plan = make_plan(t, dbl, k, n, batch, aligned);
     if (!e->plan) {
       free(e);
       e = NULL;
     } else {
-      e->type = t, e->dbl = dbl, e->k = k, e->batch = batch;
+      e->type = t, e->dbl = dbl, e->k = k, e->batch = batch, e->aligned = aligned;
       memcpy(e->n, n, sizeof *n * (size_t)k);
       e->next = plans;
       plans = e;
@@ -143,20 +173,23 @@ int jx_fft_run(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch, c
     in_elems *= (d == k - 1 && t == JX_FFT_IRFFT) ? n[d] / 2 + 1 : n[d];
   }
   if (batch == 0) return 1;
-  void *plan = plan_for(t, dbl, k, n, batch);
-  if (!plan) {
-    jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: FFTW could not plan the transform");
-    return 0;
-  }
   void *src = (void *)in, *copy = NULL;
   if (t == JX_FFT_IRFFT) { /* c2r destroys its input */
-    size_t bytes = (size_t)in_elems * (dbl ? sizeof(double _Complex) : sizeof(float _Complex));
-    if (!(copy = malloc(bytes ? bytes : 1))) {
+    size_t bytes = (size_t)in_elems * in_size(t, dbl);
+    if (!(copy = fftw_malloc(bytes ? bytes : 1))) {
       jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: out of memory for the inverse real transform");
       return 0;
     }
     memcpy(copy, in, bytes);
     src = copy;
+  }
+  int aligned = dbl ? fftw_alignment_of(src) == 0 && fftw_alignment_of(out) == 0
+                    : fftwf_alignment_of(src) == 0 && fftwf_alignment_of(out) == 0;
+  void *plan = plan_for(t, dbl, k, n, batch, aligned);
+  if (!plan) {
+    fftw_free(copy);
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: FFTW could not plan the transform");
+    return 0;
   }
   int64_t out_elems = batch * (t == JX_FFT_RFFT ? total / n[k - 1] * (n[k - 1] / 2 + 1) : total);
   if (dbl) {
@@ -172,7 +205,7 @@ int jx_fft_run(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch, c
     default: fftwf_execute_dft(plan, src, out);
     }
   }
-  free(copy);
+  fftw_free(copy);
   if (t == JX_FFT_IFFT || t == JX_FFT_IRFFT) { /* lax.fft's inverses are normalized */
     int64_t m = t == JX_FFT_IFFT ? 2 * out_elems : out_elems; /* floats to scale */
     if (dbl) {

@@ -15,6 +15,7 @@
 #include <jx/jx.h>
 
 #include "array/array.h"
+#include "fft/fft_kernel.h"
 #include "test_util.h"
 
 #define DIR JX_TEST_DATA "/fft/"
@@ -304,6 +305,32 @@ static void long_transform_matches_direct_sum(void **state) {
   free(v);
 }
 
+/* the kernel on arrays off FFTW's SIMD alignment: a plan of its own (one
+ * made for aligned arrays would read them wrongly), the same numbers as a
+ * direct sum, after the aligned plan of the same transform is cached */
+static void unaligned_arrays_get_their_own_plan(void **state) {
+  (void)state;
+  enum { N = 256, BATCH = 4 };
+  float _Complex *buf = aligned_alloc(64, sizeof *buf * (N * BATCH + 1) * 2);
+  float _Complex *in = buf, *out = buf + N * BATCH + 1; /* out is 8 bytes off */
+  for (int i = 0; i < N * BATCH; i++) in[i] = (float)sin(0.3 * i) + I * (float)cos(0.7 * i);
+  const int64_t n[1] = {N};
+  for (int shift = 0; shift < 2; shift++) { /* in aligned, then 8 bytes off */
+    float _Complex *x = in + shift;
+    if (shift) memmove(x, in, sizeof *in * N * BATCH);
+    assert_true(jx_fft_run(JX_FFT_FFT, 0, 1, n, BATCH, x, shift ? out : out - 1));
+    const float _Complex *y = shift ? out : out - 1;
+    for (int b = 0; b < BATCH; b++)
+      for (int k = 0; k < N; k += 37) {
+        double _Complex want = 0;
+        for (int j = 0; j < N; j++)
+          want += x[b * N + j] * cexp(-2 * 3.14159265358979323846 * I * (double)j * k / N);
+        assert_true(cabs(y[b * N + k] - want) < 1e-4 * N);
+      }
+  }
+  free(buf);
+}
+
 int main(void) {
   setenv("JX_NUM_CPU_DEVICES", "2", 1); /* the sharded test's mesh */
   const struct CMUnitTest tests[] = {
@@ -313,6 +340,7 @@ int main(void) {
       cmocka_unit_test(grads_match_jax_x64),
       cmocka_unit_test(bad_arguments_are_clear_errors),
       cmocka_unit_test(long_transform_matches_direct_sum),
+      cmocka_unit_test(unaligned_arrays_get_their_own_plan),
       cmocka_unit_test(sharded_transforms_keep_the_other_axes_split),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
