@@ -281,6 +281,52 @@ static void sharded_transforms_keep_the_other_axes_split(void **state) {
   jx_mesh_release(m);
 }
 
+/* rank 3, transforms over the trailing dims while another dim is split: the
+ * split stays where it was (no gather of the batch), and the numbers are
+ * the unsharded jit's */
+static void rfft2_last_two(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = jx_fft_rfft2(in[0], JX_SHAPE(), JX_AXES(), NULL);
+}
+static void fft_last(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = jx_fft_fft(in[0], -1, -1, NULL);
+}
+static void irfft_last(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = jx_fft_irfft(in[0], 8, -1, "ortho");
+}
+static void sharded_batches_match_unsharded(void **state) {
+  (void)state;
+  const char *names[] = {"x"};
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(2), names);
+  jx_array *x = jx_random_normal(jx_random_key(7), JX_F32, JX_SHAPE(4, 6, 8));
+  jx_array *z = jx_fft_rfft(x, -1, -1, NULL); /* c64[4, 6, 5] */
+  const struct {
+    jx_body f;
+    const char *name, *spec;
+    jx_array *in;
+  } cases[] = {{rfft2_last_two, "rfft2 over dims 1, 2", "x", x},
+               {fft_last, "fft over dim 2", "None,x", x},
+               {irfft_last, "irfft over dim 2", "x", z}};
+  for (int k = 0; k < 3; k++) {
+    jx_scope_begin();
+    jx_sharding *sh = jx_sharding_create(m, cases[k].spec);
+    jx_fn *f = jx_fn_create(cases[k].name, 1, 1, cases[k].f, NULL), *jf = jx_jit(f, NULL);
+    jx_array *in = jx_device_put(cases[k].in, sh), *got, *want;
+    check_ok(jx_call(jf, &cases[k].in, &want));
+    check_ok(jx_call(jf, &in, &got));
+    assert_close(cases[k].name, got, want, 1e-6);
+    assert_non_null(jx_sharding_of(got));
+    assert_string_equal(jx_sharding_spec(jx_sharding_of(got)), cases[k].spec);
+    jx_fn_release(jf);
+    jx_fn_release(f);
+    jx_sharding_release(sh);
+    jx_scope_end();
+  }
+  jx_mesh_release(m);
+}
+
 /* a transform large enough to run on the pool, against a direct sum at a
  * few bins, and back */
 static void long_transform_matches_direct_sum(void **state) {
@@ -342,6 +388,7 @@ int main(void) {
       cmocka_unit_test(long_transform_matches_direct_sum),
       cmocka_unit_test(unaligned_arrays_get_their_own_plan),
       cmocka_unit_test(sharded_transforms_keep_the_other_axes_split),
+      cmocka_unit_test(sharded_batches_match_unsharded),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
