@@ -20,7 +20,7 @@ const jx_env_var jx_env_vars[] = {
     {"JX_DUMP", JX_ENV_TEXT, "no dump",
      "a directory: write every jitted program there after each pass, and its kernels' C source"},
     {"JX_CACHE_DIR", JX_ENV_TEXT, "`$XDG_CACHE_HOME/jx` or `~/.cache/jx`",
-     "where compiled kernels are cached"},
+     "where compiled kernels and FFTW's wisdom (its measured FFT plans) are cached"},
     {"CC", JX_ENV_TEXT, "`cc`", "the C compiler for generated kernels"},
     {"JX_JIT_KERNELS", JX_ENV_FLAG, "1",
      "`0`: jitted programs run every equation as it is: no generated code, no C compiler " DOCS(

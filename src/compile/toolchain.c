@@ -16,7 +16,7 @@
 #include "../base/env.h"
 #include "../base/error.h"
 #include "../base/hash.h"
-#include "kernel_cache_dir.h"
+#include "../base/cache_dir.h"
 
 extern char **environ;
 
@@ -59,28 +59,6 @@ static void ask_identity(void) {
 static const char *compiler_identity(void) {
   pthread_once(&identity_once, ask_identity);
   return compiler_id;
-}
-
-int jx_kernel_cache_dir(char *out, size_t n) {
-  const char *d = jx_env_string("JX_CACHE_DIR");
-  if (d && *d) {
-    snprintf(out, n, "%s", d);
-  } else if ((d = getenv("XDG_CACHE_HOME")) && *d) {
-    snprintf(out, n, "%s/jx", d);
-  } else if ((d = getenv("HOME")) && *d) {
-    snprintf(out, n, "%s/.cache/jx", d);
-  } else {
-    snprintf(out, n, "/tmp/jx-cache-%d", (int)getuid());
-  }
-  /* make every missing level */
-  for (char *p = out + 1; *p; p++)
-    if (*p == '/') {
-      *p = '\0';
-      mkdir(out, 0755);
-      *p = '/';
-    }
-  if (mkdir(out, 0755) != 0 && errno != EEXIST) return 0;
-  return 1;
 }
 
 static uint64_t key_of(const char *source) {

@@ -10,7 +10,7 @@
 #include "../base/env.h"
 #include "../base/error.h"
 #include "../base/hash.h"
-#include "../compile/kernel_cache_dir.h"
+#include "../base/cache_dir.h"
 #include "nvrtc.h"
 
 /* Bump when the entry format or the NVRTC options change. */

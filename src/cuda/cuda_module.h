@@ -1,6 +1,6 @@
 /* Device code: a CUDA C++ translation unit compiled by NVRTC for a device's
  * architecture, its cubin cached on disk in the kernel cache directory
- * (src/compile/kernel_cache_dir.h) next to the CPU kernels, then loaded with
+ * (src/base/cache_dir.h) next to the CPU kernels, then loaded with
  * cuModuleLoadData. The cache key hashes a cache version, NVRTC's version,
  * the architecture and the source; entries are written atomically (temp file
  * + rename), so processes may share the directory, and each carries its

@@ -24,7 +24,7 @@
 #include "../base/hash.h"
 #include "../base/spin.h"
 #include "../base/threadpool.h"
-#include "../compile/kernel_cache_dir.h"
+#include "../base/cache_dir.h"
 
 enum {
   CHAINS = 12,         /* independent FMA chains per piece (fma_loop_avx2's c0..c11) */

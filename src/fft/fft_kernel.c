@@ -5,7 +5,9 @@
  * Plans of at least PARALLEL_MIN elements are made with FFTW_MEASURE (FFTW
  * times candidate algorithms and keeps the fastest) on scratch arrays, so
  * that measuring never touches the caller's data, within PLAN_SECONDS;
- * smaller ones, and all with JX_FFT_MEASURE=0, with FFTW_ESTIMATE. A plan is cached per (type,
+ * smaller ones, and all with JX_FFT_MEASURE=0, with FFTW_ESTIMATE. What
+ * measuring finds (FFTW's wisdom) is kept in the cache directory, so a
+ * later process makes the same plans without measuring. A plan is cached per (type,
  * precision, lengths, batch, alignment) for the process. Arrays on FFTW's SIMD alignment (jx's
  * buffers are 64-byte aligned) get a plan for aligned arrays; any other
  * get one made with FFTW_UNALIGNED, which runs on any address but without
@@ -22,9 +24,12 @@
 #include <complex.h>
 #include <fftw3.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "../base/cache_dir.h"
 #include "../base/env.h"
 #include "../base/error.h"
 #include "../base/threadpool.h"
@@ -63,6 +68,27 @@ static void pool_loop(void *(*work)(char *), char *jobdata, size_t elsize, int n
   fftw_loop l = {work, jobdata, elsize};
   jx_parallel_for(njobs, 1, run_jobs, &l);
 }
+/* FFTW's wisdom (what its measuring found) for one precision: a file in
+ * the cache directory, read before the first plan and written again after
+ * each measured plan, so that another process plans what was measured
+ * before without measuring it again. 0 when there is no cache directory. */
+static int wisdom_path(int dbl, char *out, size_t n) {
+  char dir[1024];
+  if (!jx_kernel_cache_dir(dir, sizeof dir)) return 0;
+  return snprintf(out, n, "%s/fftw3-wisdom.%s", dir, dbl ? "f64" : "f32") < (int)n;
+}
+
+/* Writes the precision's wisdom through a temporary file and a rename, so
+ * that a process reading it never sees half of it. A failure only costs a
+ * later process the measuring. */
+static void save_wisdom(int dbl) {
+  char path[1100], tmp[1200];
+  if (!wisdom_path(dbl, path, sizeof path)) return;
+  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+  int ok = dbl ? fftw_export_wisdom_to_filename(tmp) : fftwf_export_wisdom_to_filename(tmp);
+  if (!ok || rename(tmp, path) != 0) remove(tmp);
+}
+
 static unsigned plan_flags; /* FFTW_MEASURE, or FFTW_ESTIMATE with JX_FFT_MEASURE=0 */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static void init_fftw(void) {
@@ -73,6 +99,11 @@ static void init_fftw(void) {
   fftw_set_timelimit(PLAN_SECONDS);
   fftwf_set_timelimit(PLAN_SECONDS);
   plan_flags = jx_env_flag("JX_FFT_MEASURE") ? FFTW_MEASURE : FFTW_ESTIMATE;
+  char path[1100];
+  if (plan_flags == FFTW_MEASURE && wisdom_path(1, path, sizeof path))
+    fftw_import_wisdom_from_filename(path); /* none yet, or unreadable: measure */
+  if (plan_flags == FFTW_MEASURE && wisdom_path(0, path, sizeof path))
+    fftwf_import_wisdom_from_filename(path);
 }
 
 /* The guru dims of k trailing dims with row-major strides, and the batch's. */
@@ -138,6 +169,7 @@ static void *make_plan(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t 
   void *plan = in && out ? plan_on(t, dbl, k, dims, many, in, out, flags) : NULL;
   fftw_free(in);
   fftw_free(out);
+  if (plan && big && plan_flags == FFTW_MEASURE) save_wisdom(dbl);
   return plan;
 }
 

@@ -15,7 +15,7 @@
 #include "../../base/hash.h"
 #include "../../base/threadpool.h"
 #include "../../base/spin.h"
-#include "../../compile/kernel_cache_dir.h"
+#include "../../base/cache_dir.h"
 #include "../device.h"
 #include "../propagate.h"
 
