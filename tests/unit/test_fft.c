@@ -372,7 +372,7 @@ static void long_transform_matches_direct_sum(void **state) {
 static void unaligned_arrays_get_their_own_plan(void **state) {
   (void)state;
   enum { N = 256, BATCH = 4 };
-  float _Complex *buf = aligned_alloc(64, sizeof *buf * (N * BATCH + 1) * 2);
+  float _Complex *buf = aligned_alloc(64, sizeof *buf * (N * BATCH + 8) * 2); /* 64 | size */
   float _Complex *in = buf, *out = buf + N * BATCH + 1; /* out is 8 bytes off */
   for (int i = 0; i < N * BATCH; i++) in[i] = (float)sin(0.3 * i) + I * (float)cos(0.7 * i);
   const int64_t n[1] = {N};
