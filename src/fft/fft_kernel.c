@@ -7,18 +7,21 @@
  * that measuring never touches the caller's data, within PLAN_SECONDS;
  * smaller ones, and all with JX_FFT_MEASURE=0, with FFTW_ESTIMATE. What
  * measuring finds (FFTW's wisdom) is kept in the cache directory, so a
- * later process makes the same plans without measuring. A plan is cached per (type,
- * precision, lengths, batch, alignment) for the process. Arrays on FFTW's SIMD alignment (jx's
- * buffers are 64-byte aligned) get a plan for aligned arrays; any other
- * get one made with FFTW_UNALIGNED, which runs on any address but without
- * the aligned SIMD codelets. Plans run through FFTW's new-array execute
- * functions, which are thread-safe; FFTW's planner is not, so planning holds
- * a lock. Each plan does all of a call's batch at once (FFTW's guru
- * interface, howmany). c2r transforms overwrite their input, so IRFFT runs
- * on an aligned copy. Transforms of at least PARALLEL_MIN elements are
- * planned for up to jx_pool_threads() threads (FFTW's measuring decides how
- * many pay), and FFTW runs its parallel loops on jx's pool
- * (fftw_threads_set_callback), not on threads of its own. */
+ * later process makes the same plans without measuring. A plan is cached
+ * per (type, precision, lengths, batch, alignment) for the process.
+ *
+ * Arrays on FFTW's SIMD alignment (jx's buffers are 64-byte aligned) get a
+ * plan for aligned arrays; any other get one made with FFTW_UNALIGNED,
+ * which runs on any address but without the aligned SIMD codelets. Plans
+ * run through FFTW's new-array execute functions, which are thread-safe;
+ * FFTW's planner is not, so planning holds a lock. Each plan does all of a
+ * call's batch at once (FFTW's guru interface, howmany). c2r transforms
+ * overwrite their input, so IRFFT runs on an aligned copy.
+ *
+ * Transforms of at least PARALLEL_MIN elements are planned for up to
+ * jx_pool_threads() threads (FFTW's measuring decides how many pay), and
+ * FFTW runs its parallel loops on jx's pool (fftw_threads_set_callback), not
+ * on threads of its own. */
 #include "fft_kernel.h"
 
 #include <complex.h>
@@ -68,6 +71,7 @@ static void pool_loop(void *(*work)(char *), char *jobdata, size_t elsize, int n
   fftw_loop l = {work, jobdata, elsize};
   jx_parallel_for(njobs, 1, run_jobs, &l);
 }
+
 /* FFTW's wisdom (what its measuring found) for one precision: a file in
  * the cache directory, read before the first plan and written again after
  * each measured plan, so that another process plans what was measured
