@@ -26,9 +26,17 @@ typedef struct jx_dialect {
   const char *row_loop; /* opens the loop over `row` in [row_begin, row_end) */
   const char *col_loop; /* opens the loop over `j` in [0, inner) */
   const char *restrict_kw;
-  /* opens a block that one of the threads sharing a row runs (a row
-   * reduction walks its row alone); NULL: every thread runs it */
-  const char *serial_guard;
+  /* A row reduction shared by the threads of a block: row_block opens the
+   * code that the row's block runs (the other blocks of the row idle), and
+   * the threads of that block split the row's leaves (sums) or strips
+   * (max/min), thread 0 combining them in the eager kernel's order. NULL
+   * row_block: one thread walks each row (the C dialect, whose rows are
+   * split over the pool instead). */
+  const char *row_block;
+  const char *shared_kw; /* a block-shared array's qualifier: "__shared__" */
+  const char *thread_id; /* the thread's index in its block: "threadIdx.x" */
+  const char *threads;   /* the threads of a block: "blockDim.x" */
+  const char *barrier;   /* every thread of the block waits: "__syncthreads();" */
   /* A column reduction (a group with lead > 0) works on blocks of col_block
    * output columns: col_block_loop opens the loop over the blocks of a row,
    * defining `c0` (the block's first column) and `cw` (its width, at most

@@ -413,59 +413,164 @@ static int put_body(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
   return 0;
 }
 
+/* The name of the value reduction r (the group's last member) reduces: a
+ * member's "v<m>", or a load's "l<k>" when r is alone in its group (a lone
+ * reduction the CUDA executor runs as a kernel). */
+static int reduced_value(const jx_program *p, const jx_fusion_group *g, const jx_eqn *r, char *name,
+                         size_t cap) {
+  int m = member(p, g, r->in[0]);
+  if (m >= 0) {
+    snprintf(name, cap, "v%d", m);
+    return 0;
+  }
+  int k = jx_fusion_operand_load(p, g, r->in[0]);
+  if (k < 0) {
+    jx_error_set(JX_ERR_INTERNAL, "render: the operand v%d of %s is neither a member nor a load",
+                 r->in[0], r->prim->name);
+    return -1;
+  }
+  snprintf(name, cap, "l%d", k);
+  return 0;
+}
+
+/* One leaf of NumPy's pairwise tree (src/prims/reduce.c): the sum of the
+ * columns [s_, s_ + n_), n_ <= 128, into `leaf` (declared by the caller):
+ * under 8 columns in order, else eight partial sums combined as NumPy
+ * combines them, then the columns past the last multiple of 8. */
+static int put_leaf_sum(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
+                        const jx_fusion_group *g, const char *t, const char *u) {
+  jx_strbuf_appendf(b, "      if (n_ < 8) {\n        leaf = 0;\n");
+  jx_strbuf_appendf(
+      b, "        for (int64_t q_ = 0; q_ < n_; q_++) {\n      const int64_t j = s_ + q_;\n");
+  if (put_body(b, dl, p, g)) return -1;
+  jx_strbuf_appendf(b, "      leaf += %s;\n        }\n      } else {\n        %s r_[8];\n", u, t);
+  jx_strbuf_appendf(b,
+                    "        for (int k_ = 0; k_ < 8; k_++) {\n      const int64_t j = s_ + k_;\n");
+  if (put_body(b, dl, p, g)) return -1;
+  jx_strbuf_appendf(b, "      r_[k_] = %s;\n        }\n        int64_t q_ = 8;\n", u);
+  jx_strbuf_appendf(b, "        for (; q_ < n_ - n_ %% 8; q_ += 8)\n");
+  jx_strbuf_appendf(
+      b, "          for (int k_ = 0; k_ < 8; k_++) {\n      const int64_t j = s_ + q_ + k_;\n");
+  if (put_body(b, dl, p, g)) return -1;
+  jx_strbuf_appendf(b, "      r_[k_] += %s;\n          }\n", u);
+  jx_strbuf_appendf(
+      b, "        leaf = ((r_[0] + r_[1]) + (r_[2] + r_[3])) + ((r_[4] + r_[5]) + (r_[6] + "
+         "r_[7]));\n");
+  jx_strbuf_appendf(b, "        for (; q_ < n_; q_++) {\n      const int64_t j = s_ + q_;\n");
+  if (put_body(b, dl, p, g)) return -1;
+  jx_strbuf_appendf(b, "      leaf += %s;\n        }\n      }\n", u);
+  return 0;
+}
+
+/* A max (op 2) or min (op 3) over the columns [from, to) into acc_ (which
+ * starts at -inf / +inf) and nan_: the first NaN wins, and among equal
+ * values the first stays (so -0 and +0 keep their order's sign). */
+static int put_extremum(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
+                        const jx_fusion_group *g, const char *t, int op, const char *u,
+                        const char *from, const char *to) {
+  jx_strbuf_appendf(b, "    %s acc_ = %sINFINITY;\n    int nan_ = 0;\n", t, op == 2 ? "-" : "");
+  jx_strbuf_appendf(b, "    for (int64_t j = %s; j < %s; j++) {\n", from, to);
+  if (put_body(b, dl, p, g)) return -1;
+  jx_strbuf_appendf(b,
+                    "      if (!nan_) {\n        if (%s != %s) {\n          acc_ = %s;\n"
+                    "          nan_ = 1;\n        } else if (%s %s acc_) {\n          acc_ = %s;\n"
+                    "        }\n      }\n    }\n",
+                    u, u, u, u, op == 2 ? ">" : "<", u);
+  return 0;
+}
+
+/* The threads of a block share the row (dialects with row_block). Sums:
+ * thread 0 walks the tree's leaves by index (jx_pwi) a chunk of 256 at a
+ * time, the threads sum the chunk's leaves, and thread 0 adds them on its
+ * stack as the recursion would, so the bits are the one-thread walk's.
+ * Max/min: each thread scans one strip of columns, and thread 0 combines
+ * the strips in order. */
+static int put_block_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
+                               const jx_fusion_group *g, const char *t, int op, const char *u) {
+  const char *sh = dl->shared_kw, *tid = dl->thread_id, *nt = dl->threads, *bar = dl->barrier;
+  if (op == 1) {
+    jx_strbuf_appendf(b,
+                      "    %s int64_t ls_[256], ln_[256];\n    %s int la_[256], nl_;\n"
+                      "    %s %s lv_[256], stk_[64];\n    %s jx_pwi pw_;\n    int sp_ = 0;\n",
+                      sh, sh, sh, t, sh);
+    jx_strbuf_appendf(b, "    if (%s == 0) jx_pwi_init(&pw_, inner);\n    for (;;) {\n", tid);
+    jx_strbuf_appendf(b,
+                      "      if (%s == 0) {\n        int c_ = 0;\n        int64_t s_, n_;\n"
+                      "        while (c_ < 256 && jx_pwi_leaf(&pw_, &s_, &n_)) {\n"
+                      "          ls_[c_] = s_;\n          ln_[c_] = n_;\n"
+                      "          la_[c_++] = jx_pwi_done(&pw_);\n        }\n        nl_ = c_;\n"
+                      "      }\n      %s\n      const int nl = nl_;\n      if (nl == 0) break;\n",
+                      tid, bar);
+    jx_strbuf_appendf(b,
+                      "      for (int c_ = %s; c_ < nl; c_ += %s) {\n"
+                      "      const int64_t s_ = ls_[c_], n_ = ln_[c_];\n      %s leaf;\n",
+                      tid, nt, t);
+    if (put_leaf_sum(b, dl, p, g, t, u)) return -1;
+    jx_strbuf_appendf(b, "      lv_[c_] = leaf;\n      }\n      %s\n", bar);
+    /* a node's value is left + right: the stack's top two, in that order */
+    jx_strbuf_appendf(b,
+                      "      if (%s == 0)\n        for (int c_ = 0; c_ < nl; c_++) {\n"
+                      "          stk_[sp_++] = lv_[c_];\n"
+                      "          for (int a_ = la_[c_]; a_ > 0; a_--) {\n            sp_--;\n"
+                      "            stk_[sp_ - 1] = stk_[sp_ - 1] + stk_[sp_];\n          }\n"
+                      "        }\n      %s\n    }\n    const %s acc = stk_[0];\n",
+                      tid, bar, t);
+    return 0;
+  }
+  /* strips of ceil(inner / threads) columns; at most 1024 threads a block */
+  jx_strbuf_appendf(b,
+                    "    %s %s pv_[1024];\n    %s int pn_[1024];\n"
+                    "    const int64_t w_ = (inner + %s - 1) / %s;\n"
+                    "    const int64_t a0_ = (int64_t)%s * w_;\n"
+                    "    const int64_t a1_ = a0_ + w_ < inner ? a0_ + w_ : inner;\n",
+                    sh, t, sh, nt, nt, tid);
+  if (put_extremum(b, dl, p, g, t, op, u, "a0_", "a1_")) return -1;
+  jx_strbuf_appendf(b,
+                    "    pv_[%s] = acc_;\n    pn_[%s] = nan_;\n    %s\n"
+                    "    %s acc = pv_[0];\n    if (%s == 0)\n"
+                    "      for (int k_ = 1; k_ < (int)%s && !pn_[0]; k_++)\n"
+                    "        if (pn_[k_] || pv_[k_] %s acc) {\n          acc = pv_[k_];\n"
+                    "          if (pn_[k_]) break;\n        }\n",
+                    tid, tid, bar, t, tid, nt, op == 2 ? ">" : "<");
+  return 0;
+}
+
 /* The row's reduction: NumPy's pairwise tree for sums (the eager kernel's,
- * src/prims/reduce.c: leaves of up to 128 columns summed in eight partial
- * sums, walked by jx_pw_*), a sequential scan for max/min where the first
- * NaN wins. Every column also stores the full-shape results, if any. */
+ * src/prims/reduce.c, walked by jx_pw_*), a sequential scan for max/min
+ * where the first NaN wins; or the same shared by a block's threads
+ * (put_block_reduction). Every column also stores the full-shape results,
+ * if any. */
 static int put_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
                          const jx_fusion_group *g) {
   const jx_eqn *r = &p->eqns[g->first + g->count - 1];
   const char *t = ctype(p->avals[r->out[0]].dtype);
-  int op = jx_fusion_row_reduce(r, p), u = member(p, g, r->in[0]);
-  if (dl->serial_guard) jx_strbuf_appendf(b, "    %s\n", dl->serial_guard);
-  jx_strbuf_appendf(b, "    %s acc;\n", t);
+  int op = jx_fusion_row_reduce(r, p);
+  char u[24];
+  if (reduced_value(p, g, r, u, sizeof u)) return -1;
+  if (dl->row_block) {
+    jx_strbuf_appendf(b, "    %s\n", dl->row_block);
+    if (put_block_reduction(b, dl, p, g, t, op, u)) return -1;
+    for (int s = 0; s < g->nstores; s++)
+      if (g->stores[s] == r->out[0])
+        jx_strbuf_appendf(b, "    if (%s == 0) y%d[0] = acc;\n", dl->thread_id, s);
+    /* the next row's thread 0 must not refill the shared arrays before
+     * every thread has read them */
+    jx_strbuf_appendf(b, "    %s\n    }\n", dl->barrier);
+    return 0;
+  }
   if (op == 1) {
     jx_strbuf_appendf(b, "    jx_pw_%s pw;\n    jx_pw_init_%s(&pw, inner);\n    int64_t s_, n_;\n",
                       t, t);
     jx_strbuf_appendf(b, "    while (jx_pw_leaf_%s(&pw, &s_, &n_)) {\n      %s leaf;\n", t, t);
-    jx_strbuf_appendf(b, "      if (n_ < 8) {\n        leaf = 0;\n");
-    jx_strbuf_appendf(
-        b, "        for (int64_t q_ = 0; q_ < n_; q_++) {\n      const int64_t j = s_ + q_;\n");
-    if (put_body(b, dl, p, g)) return -1;
-    jx_strbuf_appendf(b, "      leaf += v%d;\n        }\n      } else {\n        %s r_[8];\n", u,
-                      t);
-    jx_strbuf_appendf(
-        b, "        for (int k_ = 0; k_ < 8; k_++) {\n      const int64_t j = s_ + k_;\n");
-    if (put_body(b, dl, p, g)) return -1;
-    jx_strbuf_appendf(b, "      r_[k_] = v%d;\n        }\n        int64_t q_ = 8;\n", u);
-    jx_strbuf_appendf(b, "        for (; q_ < n_ - n_ %% 8; q_ += 8)\n");
-    jx_strbuf_appendf(
-        b, "          for (int k_ = 0; k_ < 8; k_++) {\n      const int64_t j = s_ + q_ + k_;\n");
-    if (put_body(b, dl, p, g)) return -1;
-    jx_strbuf_appendf(b, "      r_[k_] += v%d;\n          }\n", u);
-    jx_strbuf_appendf(
-        b, "        leaf = ((r_[0] + r_[1]) + (r_[2] + r_[3])) + ((r_[4] + r_[5]) + (r_[6] + "
-           "r_[7]));\n");
-    jx_strbuf_appendf(b, "        for (; q_ < n_; q_++) {\n      const int64_t j = s_ + q_;\n");
-    if (put_body(b, dl, p, g)) return -1;
-    jx_strbuf_appendf(
-        b, "      leaf += v%d;\n        }\n      }\n      jx_pw_done_%s(&pw, leaf);\n    }\n", u,
-        t);
-    jx_strbuf_appendf(b, "    acc = pw.result;\n");
+    if (put_leaf_sum(b, dl, p, g, t, u)) return -1;
+    jx_strbuf_appendf(b, "      jx_pw_done_%s(&pw, leaf);\n    }\n    const %s acc = pw.result;\n",
+                      t, t);
   } else {
-    jx_strbuf_appendf(b, "    acc = %sINFINITY;\n    int nan_ = 0;\n", op == 2 ? "-" : "");
-    jx_strbuf_appendf(b, "    for (int64_t j = 0; j < inner; j++) {\n");
-    if (put_body(b, dl, p, g)) return -1;
-    jx_strbuf_appendf(
-        b,
-        "      if (!nan_) {\n        if (v%d != v%d) {\n          acc = v%d;\n"
-        "          nan_ = 1;\n        } else if (v%d %s acc) {\n          acc = v%d;\n"
-        "        }\n      }\n    }\n",
-        u, u, u, u, op == 2 ? ">" : "<", u);
+    if (put_extremum(b, dl, p, g, t, op, u, "0", "inner")) return -1;
+    jx_strbuf_appendf(b, "    const %s acc = acc_;\n", t);
   }
   for (int s = 0; s < g->nstores; s++)
     if (g->stores[s] == r->out[0]) jx_strbuf_appendf(b, "    y%d[0] = acc;\n", s);
-  if (dl->serial_guard) jx_strbuf_appendf(b, "    }\n");
   return 0;
 }
 
@@ -528,7 +633,9 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
   const jx_eqn *r = &p->eqns[g->first + g->count - 1];
   const char *t = ctype(p->avals[r->out[0]].dtype);
   const int rank = g->shape.rank, last = rank - 1, cb = dl->col_block;
-  int lead = 0, op = jx_fusion_col_reduce(r, p, &lead), u = member(p, g, r->in[0]);
+  int lead = 0, op = jx_fusion_col_reduce(r, p, &lead);
+  char u[24];
+  if (reduced_value(p, g, r, u, sizeof u)) return -1;
   int windows = 0; /* jx_fuse keeps pad and concatenate out of column reductions */
   for (int k = 0; k < g->nloads; k++) windows |= g->loads[k].nwin > 0;
   if (!op || lead != g->lead || !cb || !dl->col_block_loop || windows) {
@@ -569,17 +676,16 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
     jx_strbuf_appendf(b, "      for (int64_t q_ = 0; q_ < n_; q_++) {\n");
     put_col_row(b, dl, p, g, "s_ + q_");
     if (put_body(b, dl, p, g)) return -1;
-    jx_strbuf_appendf(b, "      leaf_[jj_] += v%d;\n      }\n      }\n      }\n      } else {\n",
-                      u);
+    jx_strbuf_appendf(b, "      leaf_[jj_] += %s;\n      }\n      }\n      }\n      } else {\n", u);
     jx_strbuf_appendf(b, "      for (int k_ = 0; k_ < 8; k_++) {\n");
     put_col_row(b, dl, p, g, "s_ + k_");
     if (put_body(b, dl, p, g)) return -1;
-    jx_strbuf_appendf(b, "      r_[k_][jj_] = v%d;\n      }\n      }\n      }\n", u);
+    jx_strbuf_appendf(b, "      r_[k_][jj_] = %s;\n      }\n      }\n      }\n", u);
     jx_strbuf_appendf(b, "      int64_t q_ = 8;\n      for (; q_ < n_ - n_ %% 8; q_ += 8)\n");
     jx_strbuf_appendf(b, "      for (int k_ = 0; k_ < 8; k_++) {\n");
     put_col_row(b, dl, p, g, "s_ + q_ + k_");
     if (put_body(b, dl, p, g)) return -1;
-    jx_strbuf_appendf(b, "      r_[k_][jj_] += v%d;\n      }\n      }\n      }\n", u);
+    jx_strbuf_appendf(b, "      r_[k_][jj_] += %s;\n      }\n      }\n      }\n", u);
     jx_strbuf_appendf(
         b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++)\n"
            "        leaf_[jj_] = ((r_[0][jj_] + r_[1][jj_]) + (r_[2][jj_] + r_[3][jj_])) +\n"
@@ -587,7 +693,7 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
     jx_strbuf_appendf(b, "      for (; q_ < n_; q_++) {\n");
     put_col_row(b, dl, p, g, "s_ + q_");
     if (put_body(b, dl, p, g)) return -1;
-    jx_strbuf_appendf(b, "      leaf_[jj_] += v%d;\n      }\n      }\n      }\n      }\n", u);
+    jx_strbuf_appendf(b, "      leaf_[jj_] += %s;\n      }\n      }\n      }\n      }\n", u);
     jx_strbuf_appendf(b, "      sp_++;\n      for (int a_ = jx_pwi_done(&w_); a_ > 0; a_--) {\n"
                          "        sp_--;\n"
                          "        for (int64_t jj_ = 0; jj_ < cw; jj_++)\n"
@@ -604,7 +710,7 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
     /* once a column holds a NaN it keeps it; a NaN replaces any number */
     jx_strbuf_appendf(b,
                       "      const %s a_ = acc_[jj_];\n"
-                      "      acc_[jj_] = a_ != a_ ? a_ : (v%d != v%d || v%d %s a_) ? v%d : a_;\n"
+                      "      acc_[jj_] = a_ != a_ ? a_ : (%s != %s || %s %s a_) ? %s : a_;\n"
                       "      }\n      }\n      }\n",
                       t, u, u, u, op == 2 ? ">" : "<", u);
   }

@@ -49,10 +49,13 @@ const jx_dialect jx_dialect_cuda = {
     .col_loop = "for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < inner;\n"
                 "         j += (int64_t)gridDim.x * blockDim.x) {",
     .restrict_kw = "__restrict__",
-    /* a row reduction walks its row in one thread (the pairwise tree's order,
-     * for the eager kernel's bits); the other threads of the row's blocks
-     * would redo it and store the same value again */
-    .serial_guard = "if (blockIdx.x == 0 && threadIdx.x == 0) {",
+    /* a row reduction: the threads of block x 0 share each row (the
+     * executor launches row reductions with one block along x) */
+    .row_block = "if (blockIdx.x == 0) {",
+    .shared_kw = "__shared__",
+    .thread_id = "threadIdx.x",
+    .threads = "blockDim.x",
+    .barrier = "__syncthreads();",
     /* a column reduction: one output column per thread, the columns spread
      * like an elementwise kernel's (neighbouring threads read neighbouring
      * addresses), each walking the reduced rows in the eager kernel's order */

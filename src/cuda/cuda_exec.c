@@ -227,18 +227,22 @@ static jx_cuda_blas *device_blas(jx_cuda_device *d) {
   return b;
 }
 
-/* A lone elementwise equation the fusion left to run eagerly (too small to
- * pay for a kernel call on the CPU) is a kernel on the device: on the host
- * it would copy its operands down and its result up, and wait for both.
- * Makes g (one equation) such a kernel when it can be one; 1 if it did. */
+/* A lone elementwise equation or reduction the fusion left to run eagerly
+ * (too small to pay for a kernel call on the CPU) is a kernel on the device:
+ * on the host it would copy its operands down and its result up, and wait
+ * for both. A lone reduction's kernel loads its operand and reduces it as a
+ * fused group's last member does. Makes g (one equation) such a kernel when
+ * it can be one; 1 if it did. */
 static int promote_lone(const jx_program *p, jx_fusion_group *g) {
   if (g->count != 1 || g->skip || jx_fusion_group_candidate(g)) return 0;
   const jx_eqn *e = &p->eqns[g->first];
-  if (e->nout != 1 || jx_fusion_is_view(e, p) || jx_fusion_row_reduce(e, p) ||
-      jx_fusion_col_reduce(e, p, NULL) || !jx_fusion_renderable(e, p))
+  int lead = 0, reduces = jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, &lead);
+  if (e->nout != 1 || jx_fusion_is_view(e, p) || (!reduces && !jx_fusion_renderable(e, p)))
     return 0;
   jx_fusion_group k = *g;
-  k.shape = p->avals[e->out[0]].shape;
+  k.shape = p->avals[reduces ? e->in[0] : e->out[0]].shape;
+  k.reduces = reduces;
+  k.lead = reduces ? lead : 0;
   if (jx_shape_numel(k.shape) == 0) return 0;
   k.nloads = 0;
   for (int i = 0; i < e->nin; i++)
@@ -501,8 +505,8 @@ static jx_status run_kernel(run_state *r, int k) {
   int64_t rows = g->reduces && g->lead > 0 ? jx_fusion_kernel_rows(g) : numel / inner;
   int64_t sms = d->info.sm_count > 0 ? d->info.sm_count : 1;
   unsigned bx, gx;
-  if (g->reduces && g->lead == 0) { /* a row per block, walked by its thread 0 */
-    bx = 32;
+  if (g->reduces && g->lead == 0) { /* a row per block, shared by its threads */
+    bx = 256;
     gx = 1;
   } else { /* a thread per column, blocks of at most 256 threads */
     int64_t want = (inner + 31) / 32 * 32;

@@ -36,8 +36,9 @@
 #include "trace/fn.h"
 
 static int real_driver;
-/* The distinct kernels in the module of check_case's last CUDA program. */
-static int last_distinct;
+/* The distinct kernels and the host equations of check_case's last CUDA
+ * program. */
+static int last_distinct, last_host;
 
 static jx_array *values(jx_shape s, int seed) {
   int64_t n = jx_shape_numel(s);
@@ -117,6 +118,7 @@ static void check_case(const char *what, int nin, int nout, jx_body body, jx_sha
   int host = 0, gemms = 0,
       kernels = jx_cuda_executable_kernels(jx_program_executable(p), &host, &gemms);
   last_distinct = jx_cuda_executable_distinct_kernels(jx_program_executable(p));
+  last_host = host;
   fprintf(stderr,
           "%s: %d kernels, %d GEMMs, %d equations on the host; device blocks %lld taken, %lld "
           "reused; second call copied %llu B up, %llu B down\n",
@@ -168,6 +170,38 @@ static void test_row_reduction(void **state) {
   (void)state;
   jx_shape s[2] = {{2, {19, 1000}}, {2, {19, 1000}}};
   check_case("row reduction", 2, 2, row_body, s, 2, 0);
+}
+
+/* rows of 40,000: over 256 leaves of the pairwise tree, so a block's
+ * threads share each row in two chunks; its strips of max/min meet in order */
+static void long_row_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_sum(jx_mul(in[0], in[0]), JX_AXES(1), 0);
+  out[1] = jx_max(jx_mul(in[0], jx_scalar(JX_F32, 3)), JX_AXES(1), 0);
+  out[2] = jx_min(jx_abs(in[0]), JX_AXES(1), 0);
+}
+
+static void test_long_row_reduction(void **state) {
+  (void)state;
+  jx_shape s[1] = {{2, {3, 40000}}};
+  check_case("long row reduction", 1, 3, long_row_body, s, 1, 0);
+}
+
+/* reductions of an input, with nothing to fuse them with: kernels too, so
+ * nothing comes down to the host */
+static void lone_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_sum(in[0], JX_AXES(1), 0);
+  out[1] = jx_max(in[0], JX_AXES(0), 0);
+  out[2] = jx_min(in[0], JX_AXES(1), 0);
+  out[3] = jx_sum(in[0], JX_AXES(0), 0);
+}
+
+static void test_lone_reductions(void **state) {
+  (void)state;
+  jx_shape s[1] = {{2, {29, 301}}};
+  check_case("lone reductions", 1, 4, lone_body, s, 4, 0);
+  assert_int_equal(last_host, 0);
 }
 
 /* a bias gradient's sum over the batch, and a max over the two leading axes */
@@ -405,6 +439,8 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_elementwise_chain, setup, teardown),
       cmocka_unit_test_setup_teardown(test_row_reduction, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_long_row_reduction, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_lone_reductions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_column_reduction, setup, teardown),
       cmocka_unit_test_setup_teardown(test_broadcasts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dot_general, setup, teardown),

@@ -197,7 +197,7 @@ static void cuda_dialect_renders_reductions(void **state) {
         char *src = jx_render_cuda(p, &g[k], name), *c = jx_render_c(p, &g[k], name);
         assert_non_null(src);
         assert_non_null(c);
-        assert_non_null(strstr(src, op == OP_SUM ? "jx_pw_leaf_" : "nan_"));
+        assert_non_null(strstr(src, op == OP_SUM ? "jx_pwi_leaf" : "nan_"));
         tu = realloc(tu, strlen(tu) + strlen(src) + 1);
         strcat(tu, src);
         free(src);
