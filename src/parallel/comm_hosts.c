@@ -287,6 +287,76 @@ static int reduce_across(hcomm *c, const jx_mpi_op *op, const void *send, void *
          local_share(c, recv, count * jx_dtype_size((jx_dtype)op->dtype), timeout_s, msg, cap);
 }
 
+/* An all-gather in three steps, so each byte crosses between hosts once per
+ * host rather than once per member: the members of each host gather their
+ * blocks into their host's block (member order within it), the hosts' first
+ * members gather the host blocks over Gloo (hosts in the order of their
+ * first members), each shares the whole with its host, and every member
+ * copies the blocks into place at rdispls. */
+static int gather_across(hcomm *c, const jx_mpi_op *op, double timeout_s, char *msg, size_t cap) {
+  const int n = c->n;
+  /* per member: its host's place (0, 1, ... by first member) and its offset in the whole */
+  int64_t *at = malloc(sizeof *at * (size_t)n * 4);
+  int *slot = malloc(sizeof *slot * (size_t)n);
+  if (!at || !slot) {
+    free(at);
+    free(slot);
+    return snprintf(msg, cap, "all_gather: out of memory"), 1;
+  }
+  int64_t *host_count = at + n, *host_at = at + 2 * n, *local_count = at + 3 * n;
+  int nh = 0, nl = 0, mine = 0;
+  for (int q = 0; q < n; q++) {
+    int h = 0;
+    while (h < nh && c->host[slot[h]] != c->host[q]) h++;
+    if (h == nh) {
+      slot[nh] = q; /* the host's first member */
+      host_count[nh++] = 0;
+    }
+    host_count[h] += op->rcounts[q];
+    if (c->host[q] == c->host[c->me]) mine = h;
+  }
+  int64_t total = 0;
+  for (int h = 0; h < nh; h++) host_at[h] = total, total += host_count[h];
+  int64_t *fill = calloc((size_t)n, sizeof *fill); /* per host: bytes placed so far */
+  char *whole = malloc(total ? (size_t)total : 1);
+  int64_t *local_at = malloc(sizeof *local_at * (size_t)n);
+  int st = !fill || !whole || !local_at;
+  if (st) snprintf(msg, cap, "all_gather: out of memory");
+  for (int q = 0; q < n && !st; q++) {
+    int h = 0;
+    while (c->host[slot[h]] != c->host[q]) h++;
+    at[q] = host_at[h] + fill[h];
+    if (h == mine) {
+      local_at[nl] = fill[h];
+      local_count[nl++] = op->rcounts[q];
+    }
+    fill[h] += op->rcounts[q];
+  }
+  if (!st) {
+    const char *send = op->send ? op->send : (const char *)op->recv + op->rdispls[c->me];
+    jx_mpi_op g = {.kind = JX_MPI_ALLGATHERV,
+                   .send = send,
+                   .recv = whole + host_at[mine],
+                   .rcounts = local_count,
+                   .rdispls = local_at};
+    st = local_run(c, g, timeout_s, msg, cap);
+  }
+  if (!st) {
+    jx_mpi_op g = {
+        .kind = JX_MPI_ALLGATHERV, .recv = whole, .rcounts = host_count, .rdispls = host_at};
+    st = hosts_run(c, g, timeout_s, msg, cap) ||
+         local_share(c, whole, (size_t)total, timeout_s, msg, cap);
+  }
+  for (int q = 0; q < n && !st; q++)
+    memcpy((char *)op->recv + op->rdispls[q], whole + at[q], (size_t)op->rcounts[q]);
+  free(whole);
+  free(fill);
+  free(local_at);
+  free(at);
+  free(slot);
+  return st;
+}
+
 static int hierarchical(hcomm *c, const jx_mpi_op *op, double timeout_s, char *msg, size_t cap) {
   switch (op->kind) {
   case JX_MPI_ALLREDUCE:
@@ -326,6 +396,7 @@ static int hierarchical(hcomm *c, const jx_mpi_op *op, double timeout_s, char *m
     b.root = 0;
     return !home && local_run(c, b, timeout_s, msg, cap);
   }
+  case JX_MPI_ALLGATHERV: return gather_across(c, op, timeout_s, msg, cap);
   case JX_MPI_BARRIER:
     return local_run(c, *op, timeout_s, msg, cap) || hosts_run(c, *op, timeout_s, msg, cap) ||
            local_run(c, *op, timeout_s, msg, cap);
