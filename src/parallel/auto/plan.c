@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "../../base/error.h"
+#include "../../base/hash.h"
 #include "../../compile/cost.h"
+#include "ties.h"
 
 /* Times go to the solver in microseconds, so its tolerances see figures
  * near one rather than near 1e-6. */
@@ -57,11 +59,25 @@ typedef struct {
   jx_pspec *layout;     /* count entries */
 } producer;
 
+/* An edge's pair columns, which another edge between the same two groups,
+ * with the same classes of layouts on each side, shares: tied layers'
+ * edges add their costs to the same columns. */
+typedef struct {
+  int pcol, pn, rcol, rn; /* the two groups: first column, count */
+  int np, nr, col;        /* the classes and the first pair column */
+  int *cls;               /* pn producer classes then rn reader classes */
+  uint64_t key;
+  int next; /* in the bucket's chain, -1: the last */
+} shared_edge;
+
+#define EDGE_BUCKETS 4096
+
 typedef struct {
   const jx_comm_model *cm;
   jx_mesh *m;
   const jx_program *p;
   jx_eqn_strategies *st; /* per equation */
+  int *eqn_rep, *in_rep; /* ties.h: the equation or input whose columns each shares */
   jx_pspec **cand;       /* per input: its candidate layouts */
   int *ncand;
   producer *def;    /* per variable */
@@ -85,6 +101,8 @@ typedef struct {
   int *p_cls, *r_cls;
   double *cost;
   int scratch_cap, wide_cap;
+  shared_edge *edges; /* the edges with pair columns, found by their groups */
+  int nedges, edges_cap, *edge_bucket;
 } problem;
 
 static const jx_pspec *produced(const problem *pb, const producer *d, int k) {
@@ -211,6 +229,27 @@ static jx_status add_memory(problem *pb, int c, double bytes) {
   return JX_OK;
 }
 
+/* Files an edge's pair columns for the edges after it between the same
+ * groups (the classes are pb's p_cls and r_cls). */
+static jx_status remember_edge(problem *pb, uint64_t key, int pcol, int pn, int rcol, int rn,
+                               int np, int nr, int col) {
+  if (pb->nedges == pb->edges_cap) {
+    int cap = pb->edges_cap ? 2 * pb->edges_cap : 256;
+    shared_edge *grown = realloc(pb->edges, sizeof *grown * (size_t)cap);
+    if (!grown) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+    pb->edges = grown;
+    pb->edges_cap = cap;
+  }
+  int *cls = malloc(sizeof *cls * (size_t)(pn + rn));
+  if (!cls) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  memcpy(cls, pb->p_cls, sizeof *cls * (size_t)pn);
+  memcpy(cls + pn, pb->r_cls, sizeof *cls * (size_t)rn);
+  pb->edges[pb->nedges] =
+      (shared_edge){pcol, pn, rcol, rn, np, nr, col, cls, key, pb->edge_bucket[key % EDGE_BUCKETS]};
+  pb->edge_bucket[key % EDGE_BUCKETS] = pb->nedges++;
+  return JX_OK;
+}
+
 /* The edge from variable v's producer group to a reader group (first
  * column rcol, n columns, reading v as req[k] under column k): the
  * resharding between them is Alpa's linearised product, over the distinct
@@ -260,7 +299,22 @@ static jx_status add_edge(problem *pb, model_builder *b, int v, int rcol, int n,
       add_cost(lp, first + k, np == 1 ? pb->cost[pb->r_cls[k]] : pb->cost[pb->p_cls[k]]);
     return JX_OK;
   }
+  uint64_t key = jx_hash_u64(jx_hash_u64(JX_HASH_SEED, (uint64_t)d->first_col), (uint64_t)rcol);
+  key = jx_hash_bytes(key, pb->p_cls, sizeof *pb->p_cls * (size_t)d->count);
+  key = jx_hash_bytes(key, pb->r_cls, sizeof *pb->r_cls * (size_t)n);
+  for (int k = pb->edge_bucket[key % EDGE_BUCKETS]; k >= 0; k = pb->edges[k].next) {
+    const shared_edge *x = &pb->edges[k];
+    if (x->key == key && x->pcol == d->first_col && x->pn == d->count && x->rcol == rcol &&
+        x->rn == n && !memcmp(x->cls, pb->p_cls, sizeof *x->cls * (size_t)x->pn) &&
+        !memcmp(x->cls + x->pn, pb->r_cls, sizeof *x->cls * (size_t)n)) {
+      for (int a = 0; a < np; a++)
+        for (int r = 0; r < nr; r++) add_cost(lp, x->col + a * nr + r, pb->cost[a * nr + r]);
+      return JX_OK;
+    }
+  }
   int col = glp_add_cols(lp, np * nr);
+  st = remember_edge(pb, key, d->first_col, d->count, rcol, n, np, nr, col);
+  if (st) return st;
   int by_producer = glp_add_rows(lp, np), by_reader = glp_add_rows(lp, nr);
   for (int a = 0; a < np; a++) glp_set_row_bnds(lp, by_producer + a, GLP_FX, 0, 0);
   for (int r = 0; r < nr; r++) glp_set_row_bnds(lp, by_reader + r, GLP_FX, 0, 0);
@@ -406,14 +460,20 @@ static jx_status choose(problem *pb, model_builder *b, int e_idx) {
   jx_eqn_strategies *s = &pb->st[e_idx];
   jx_status st = jx_eqn_strategies_make(pb->cm, pb->m, p, e, s);
   if (st) return st;
-  int col = glp_add_cols(lp, s->n), r = glp_add_rows(lp, 1);
-  glp_set_row_bnds(lp, r, GLP_FX, 1, 1);
-  pb->eqn_col[e_idx] = col;
-  for (int k = 0; k < s->n && !st; k++) {
-    glp_set_col_kind(lp, col + k, GLP_BV);
-    st = entry(b, r, col + k, 1);
-    glp_set_obj_coef(lp, col + k, (s->s[k].compute_s + s->s[k].comm_s) * US);
+  int rep = pb->eqn_rep[e_idx], col;
+  if (rep != e_idx && pb->eqn_col[rep] >= 0 && pb->st[rep].n == s->n)
+    col = pb->eqn_col[rep]; /* tied: the same strategies, the same columns */
+  else {
+    col = glp_add_cols(lp, s->n);
+    int r = glp_add_rows(lp, 1);
+    glp_set_row_bnds(lp, r, GLP_FX, 1, 1);
+    for (int k = 0; k < s->n && !st; k++) {
+      glp_set_col_kind(lp, col + k, GLP_BV);
+      st = entry(b, r, col + k, 1);
+    }
   }
+  pb->eqn_col[e_idx] = col;
+  for (int k = 0; k < s->n; k++) add_cost(lp, col + k, (s->s[k].compute_s + s->s[k].comm_s) * US);
   jx_pspec *req = malloc(sizeof *req * (size_t)(s->n + 1));
   if (!st && !req) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
   for (int i = 0; i < e->nin && !st; i++) {
@@ -434,12 +494,18 @@ static jx_status build(problem *pb, model_builder *b) {
   glp_prob *lp = b->lp;
   pb->mem_row = glp_add_rows(lp, 1);
   jx_status st = JX_OK;
-  for (int i = 0; i < p->nin && !st; i++) { /* inputs: a layout each */
-    int v = p->in[i], col = glp_add_cols(lp, pb->ncand[i]), r = glp_add_rows(lp, 1);
-    glp_set_row_bnds(lp, r, GLP_FX, 1, 1);
-    for (int k = 0; k < pb->ncand[i] && !st; k++) {
-      glp_set_col_kind(lp, col + k, GLP_BV);
-      st = entry(b, r, col + k, 1);
+  for (int i = 0; i < p->nin && !st; i++) { /* inputs: a layout each, tied ones together */
+    int v = p->in[i], rep = pb->in_rep[i], col;
+    if (rep != i)
+      col = pb->def[p->in[rep]].first_col;
+    else {
+      col = glp_add_cols(lp, pb->ncand[i]);
+      int r = glp_add_rows(lp, 1);
+      glp_set_row_bnds(lp, r, GLP_FX, 1, 1);
+      for (int k = 0; k < pb->ncand[i] && !st; k++) {
+        glp_set_col_kind(lp, col + k, GLP_BV);
+        st = entry(b, r, col + k, 1);
+      }
     }
     if (!st) st = define(pb, v, -1, col, pb->ncand[i], pb->cand[i], sizeof *pb->cand[i]);
   }
@@ -591,9 +657,24 @@ jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_progr
   return jx_auto_plan_solve_fixed(cm, m, p, NULL, memory_limit, out);
 }
 
+static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
+                            const jx_pspec *const *fixed, double memory_limit, int ties,
+                            jx_auto_plan *out);
+
 jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
                                    const jx_pspec *const *fixed, double memory_limit,
                                    jx_auto_plan *out) {
+  return solve_plan(cm, m, p, fixed, memory_limit, 1, out);
+}
+
+jx_status jx_auto_plan_solve_untied(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
+                                    double memory_limit, jx_auto_plan *out) {
+  return solve_plan(cm, m, p, NULL, memory_limit, 0, out);
+}
+
+static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
+                            const jx_pspec *const *fixed, double memory_limit, int ties,
+                            jx_auto_plan *out) {
   memset(out, 0, sizeof *out);
   problem pb = {.cm = cm, .m = m, .p = p};
   pb.st = calloc((size_t)p->neqns + 1, sizeof *pb.st);
@@ -608,10 +689,23 @@ jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx
   pb.last_use = calloc((size_t)p->nvars + 1, sizeof *pb.last_use);
   pb.scratch = calloc(2 * (size_t)(p->neqns + 1), sizeof *pb.scratch);
   pb.peak_rows = calloc((size_t)p->neqns + 1, sizeof *pb.peak_rows);
+  pb.eqn_rep = calloc((size_t)p->neqns + 1, sizeof *pb.eqn_rep);
+  pb.in_rep = calloc((size_t)p->nin + 1, sizeof *pb.in_rep);
+  pb.edge_bucket = malloc(sizeof *pb.edge_bucket * EDGE_BUCKETS);
   pb.limit = memory_limit;
   jx_status st = JX_OK;
-  if (!pb.st || !pb.cand || !pb.ncand || !pb.def || !pb.eqn_col || !out->in_spec ||
-      !out->strategy || !out->spec || !pb.made_at || !pb.last_use || !pb.scratch || !pb.peak_rows)
+  if (!pb.eqn_rep || !pb.in_rep || !pb.edge_bucket)
+    st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  for (int k = 0; !st && k < EDGE_BUCKETS; k++) pb.edge_bucket[k] = -1;
+  if (!st && ties)
+    st = jx_auto_ties(p, fixed, pb.eqn_rep, pb.in_rep);
+  else if (!st) { /* each its own */
+    for (int e = 0; e < p->neqns; e++) pb.eqn_rep[e] = e;
+    for (int i = 0; i < p->nin; i++) pb.in_rep[i] = i;
+  }
+  if (!st &&
+      (!pb.st || !pb.cand || !pb.ncand || !pb.def || !pb.eqn_col || !out->in_spec ||
+       !out->strategy || !out->spec || !pb.made_at || !pb.last_use || !pb.scratch || !pb.peak_rows))
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
   for (int i = 0; i < p->nin && !st; i++) {
     jx_shape g = p->avals[p->in[i]].shape;
@@ -701,6 +795,11 @@ jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx
   free(pb.p_cls);
   free(pb.r_cls);
   free(pb.cost);
+  for (int k = 0; k < pb.nedges; k++) free(pb.edges[k].cls);
+  free(pb.edges);
+  free(pb.edge_bucket);
+  free(pb.eqn_rep);
+  free(pb.in_rep);
   if (st) jx_auto_plan_free(out);
   return st;
 }
