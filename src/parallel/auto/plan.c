@@ -15,13 +15,23 @@
 /* Times go to the solver in microseconds, so its tolerances see figures
  * near one rather than near 1e-6. */
 #define US 1e6
-/* The tie-breaker: every array's bytes, summed, join the objective at
- * 0.1 us per MB, so that of plans equally fast the one holding least wins
- * (an input its readers slice locally anyway then arrives split) in the
- * same solve. A byte moved between devices costs 1e-4 us or more at any
- * link this planner meets, 1000 times this weight, so the term never
- * buys memory with time worth more than about 0.1 % of the step. */
-#define MEMORY_US_PER_BYTE 1e-7
+/* The tie-breaker: every array's bytes, summed, join the objective at a
+ * thousandth of the time a byte takes over the fastest link of the mesh,
+ * so that of plans equally fast the one holding least wins (an input its
+ * readers slice locally anyway then arrives split) in the same solve,
+ * and memory is never bought with more time than a thousandth of sending
+ * it. */
+#define MEMORY_PER_LINK_BYTE 1e-3
+
+/* Microseconds per byte held: the tie-breaker's weight for cm on m. */
+static double memory_weight(const jx_comm_model *cm, const jx_mesh *m) {
+  double fastest = 0;
+  for (int a = 0; a < m->ndim; a++) {
+    double beta = cm->link[a].beta_s_per_byte;
+    if (m->size[a] > 1 && beta > 0 && (!fastest || beta < fastest)) fastest = beta;
+  }
+  return MEMORY_PER_LINK_BYTE * fastest * US;
+}
 
 typedef struct {
   glp_prob *lp;
@@ -538,7 +548,7 @@ static jx_status build(problem *pb, model_builder *b) {
   for (int c = 1; c <= ncols && c < pb->mem_cap && !st; c++)
     if (pb->mem_coef[c] != 0) {
       st = entry(b, pb->mem_row, c, pb->mem_coef[c]);
-      add_cost(lp, c, MEMORY_US_PER_BYTE * pb->mem_coef[c]);
+      add_cost(lp, c, memory_weight(pb->cm, pb->m) * pb->mem_coef[c]);
     }
   return st;
 }
@@ -750,7 +760,7 @@ static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_progra
   int at;
   if (!st) {
     out->time_s =
-        (glp_mip_obj_val(b.lp) - MEMORY_US_PER_BYTE * glp_mip_row_val(b.lp, pb.mem_row)) / US;
+        (glp_mip_obj_val(b.lp) - memory_weight(cm, m) * glp_mip_row_val(b.lp, pb.mem_row)) / US;
     out->memory_bytes = peak_held(&pb, b.lp, pb.scratch, &at);
     for (int v = 0; v < p->nvars; v++) {
       const producer *d = &pb.def[v];

@@ -18,9 +18,9 @@
  * producer's to the reader's; an edge between two groups already joined
  * with the same classes of layouts adds to that edge's variables. Equations
  * and inputs that repeat (ties.h: a model's layers) share one group. Every
- * array's bytes join the objective at a weight small enough never to buy
- * memory with more than about 0.1 % of the time: of equally fast plans the
- * one holding least wins. The relaxation is solved by the dual simplex;
+ * array's bytes join the objective at a thousandth of a byte's time over
+ * the mesh's fastest link: of equally fast plans the one holding least
+ * wins. The relaxation is solved by the dual simplex;
  * branch and cut stops within 1 % of the optimum's bound, or after 600 s
  * with the best plan found (none found by then: an error saying so).
  * Memory: the bytes per device held while each equation runs (the inputs,
