@@ -569,14 +569,19 @@ static int solve(glp_prob *lp) {
   sp.msg_lev = GLP_MSG_OFF;
   sp.meth = GLP_DUALP;
   sp.tm_lim = SOLVE_MS;
-  int relaxed = !glp_simplex(lp, &sp) && glp_get_status(lp) == GLP_OPT;
+  double start = glp_time();
+  int rc = glp_simplex(lp, &sp);
+  if (rc == GLP_ETMLIM) return -1;
+  int relaxed = !rc && glp_get_status(lp) == GLP_OPT;
+  int spent_ms = (int)(1000 * glp_difftime(glp_time(), start));
+  if (spent_ms >= SOLVE_MS) return -1;
   glp_iocp parm;
   glp_init_iocp(&parm);
   parm.presolve = relaxed ? GLP_OFF : GLP_ON; /* GLPK's own path decides otherwise */
   parm.msg_lev = GLP_MSG_OFF;
   parm.mip_gap = MIP_GAP;
-  parm.tm_lim = SOLVE_MS;
-  int rc = glp_intopt(lp, &parm);
+  parm.tm_lim = SOLVE_MS - spent_ms; /* the two share the limit */
+  rc = glp_intopt(lp, &parm);
   int st = glp_mip_status(lp);
   if (st == GLP_OPT || st == GLP_FEAS) return 1;
   return rc == GLP_ETMLIM ? -1 : 0;
