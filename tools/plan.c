@@ -69,7 +69,7 @@ typedef struct {
   int devices;
   const char *mesh, *link;
   double memory_limit, alpha_s, flops_per_s;
-  int64_t batch, layers, width, heads, context;
+  int64_t batch, layers, width, heads, context, vocab;
 } options;
 
 static void usage(FILE *f) {
@@ -78,8 +78,8 @@ static void usage(FILE *f) {
              "  --mesh data=A,model=B   the mesh (default data=<devices>)\n"
              "  --memory-limit X   bytes per device the plan may hold (200MiB, 80GiB; default:\n"
              "                     the device's memory)\n"
-             "  --layers N --width N --heads N --context N --batch N   the GPT (default 4, 128,\n"
-             "                     4, 64, 32)\n"
+             "  --layers N --width N --heads N --context N --batch N --vocab N   the GPT\n"
+             "                     (default 4, 128, 4, 64, 32, 256)\n"
              "  --link AXIS=BW,... bandwidth per mesh axis (50GB/s), with --alpha T (latency\n"
              "                     per message, default 10us) and --flops F (per device,\n"
              "                     default 100T): figures given instead of measured\n");
@@ -93,7 +93,8 @@ static int parse(int argc, char **argv, options *o) {
                  .layers = 4,
                  .width = 128,
                  .heads = 4,
-                 .context = 64};
+                 .context = 64,
+                 .vocab = 256};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int64_t *field = !strcmp(a, "--batch")     ? &o->batch
@@ -101,6 +102,7 @@ static int parse(int argc, char **argv, options *o) {
                      : !strcmp(a, "--width")   ? &o->width
                      : !strcmp(a, "--heads")   ? &o->heads
                      : !strcmp(a, "--context") ? &o->context
+                     : !strcmp(a, "--vocab")   ? &o->vocab
                                                : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
@@ -130,9 +132,11 @@ static int parse(int argc, char **argv, options *o) {
       return 0;
     }
   }
-  if (o->batch < 1 || o->layers < 1 || o->heads < 1 || o->context < 2 || o->width % o->heads) {
-    fprintf(stderr, "jx plan: batch, layers and heads must be >= 1, context >= 2, and width a "
-                    "multiple of heads\n");
+  if (o->batch < 1 || o->layers < 1 || o->heads < 1 || o->context < 2 || o->vocab < 2 ||
+      o->width % o->heads) {
+    fprintf(stderr,
+            "jx plan: batch, layers and heads must be >= 1, context and vocab >= 2, and width "
+            "a multiple of heads\n");
     return 0;
   }
   return 1;
@@ -211,9 +215,9 @@ static jx_fn *recipe_step(recipe r, jx_fn *step_fn, const jx_gpt_config *cfg, jx
   return step;
 }
 
-static double now_s(void) {
+static double clock_s(clockid_t clock) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(clock, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
@@ -230,7 +234,7 @@ int jx_cmd_plan(int argc, char **argv) {
     return 2;
   }
   if (o.link && !give_figures(&o, m)) return 2;
-  jx_gpt_config cfg = {.vocab = 256,
+  jx_gpt_config cfg = {.vocab = o.vocab,
                        .n_layers = o.layers,
                        .d_model = o.width,
                        .n_heads = o.heads,
@@ -258,17 +262,19 @@ int jx_cmd_plan(int argc, char **argv) {
                                                      .out_shardings = out_sh,
                                                      .mesh = m,
                                                      .memory_limit = (int64_t)o.memory_limit});
-  printf("GPT %lld layers, d %lld, %lld heads, context %lld, batch %lld: %.2fM parameters\n",
+  printf("GPT %lld layers, d %lld, %lld heads, context %lld, vocab %lld, batch %lld: %.2fM "
+         "parameters\n",
          (long long)o.layers, (long long)o.width, (long long)o.heads, (long long)o.context,
-         (long long)o.batch, (double)jx_tree_numel(params) / 1e6);
-  double t0 = now_s();
+         (long long)o.vocab, (long long)o.batch, (double)jx_tree_numel(params) / 1e6);
+  double t0 = clock_s(CLOCK_MONOTONIC), cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
   jx_sharding_estimate est;
   int rc = 0;
   if (!planned || jx_sharding_estimate_of(planned, in, &est)) {
     fprintf(stderr, "jx plan: %s\n", jx_last_error());
     rc = 1;
   }
-  double planning_s = now_s() - t0;
+  double planning_s = clock_s(CLOCK_MONOTONIC) - t0,
+         planning_cpu_s = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
   jx_fn *dp = rc ? NULL : recipe_step(DATA_PARALLEL, step_fn, &cfg, params, state, m);
   if (!rc && jx_sharding_plan_print(planned, in, dp, "data parallel", stdout)) {
     fprintf(stderr, "jx plan: %s\n", jx_last_error());
@@ -285,7 +291,9 @@ int jx_cmd_plan(int argc, char **argv) {
              e.peak_bytes);
     jx_fn_release(h);
   }
-  if (!rc) printf("planned in %.2f s (tracing, planning and partitioning)\n", planning_s);
+  if (!rc)
+    printf("planned in %.2f s, %.2f s of CPU (tracing, planning and partitioning)\n", planning_s,
+           planning_cpu_s);
   jx_fn_release(dp);
   jx_fn_release(planned);
   jx_fn_release(step_fn);

@@ -8,11 +8,30 @@
 #include <string.h>
 
 #include "../../base/error.h"
+#include "../../base/hash.h"
 #include "../../compile/cost.h"
+#include "ties.h"
 
 /* Times go to the solver in microseconds, so its tolerances see figures
  * near one rather than near 1e-6. */
 #define US 1e6
+/* The tie-breaker: every array's bytes, summed, join the objective at a
+ * thousandth of the time a byte takes over the fastest link of the mesh,
+ * so that of plans equally fast the one holding least wins (an input its
+ * readers slice locally anyway then arrives split) in the same solve,
+ * and memory is never bought with more time than a thousandth of sending
+ * it. */
+#define MEMORY_PER_LINK_BYTE 1e-3
+
+/* Microseconds per byte held: the tie-breaker's weight for cm on m. */
+static double memory_weight(const jx_comm_model *cm, const jx_mesh *m) {
+  double fastest = 0;
+  for (int a = 0; a < m->ndim; a++) {
+    double beta = cm->link[a].beta_s_per_byte;
+    if (m->size[a] > 1 && beta > 0 && (!fastest || beta < fastest)) fastest = beta;
+  }
+  return MEMORY_PER_LINK_BYTE * fastest * US;
+}
 
 typedef struct {
   glp_prob *lp;
@@ -50,11 +69,25 @@ typedef struct {
   jx_pspec *layout;     /* count entries */
 } producer;
 
+/* An edge's pair columns, which another edge between the same two groups,
+ * with the same classes of layouts on each side, shares: tied layers'
+ * edges add their costs to the same columns. */
+typedef struct {
+  int pcol, pn, rcol, rn; /* the two groups: first column, count */
+  int np, nr, col;        /* the classes and the first pair column */
+  int *cls;               /* pn producer classes then rn reader classes */
+  uint64_t key;
+  int next; /* in the bucket's chain, -1: the last */
+} shared_edge;
+
+#define EDGE_BUCKETS 4096
+
 typedef struct {
   const jx_comm_model *cm;
   jx_mesh *m;
   const jx_program *p;
   jx_eqn_strategies *st; /* per equation */
+  int *eqn_rep, *in_rep; /* ties.h: the equation or input whose columns each shares */
   jx_pspec **cand;       /* per input: its candidate layouts */
   int *ncand;
   producer *def;    /* per variable */
@@ -78,6 +111,8 @@ typedef struct {
   int *p_cls, *r_cls;
   double *cost;
   int scratch_cap, wide_cap;
+  shared_edge *edges; /* the edges with pair columns, found by their groups */
+  int nedges, edges_cap, *edge_bucket;
 } problem;
 
 static const jx_pspec *produced(const problem *pb, const producer *d, int k) {
@@ -204,6 +239,27 @@ static jx_status add_memory(problem *pb, int c, double bytes) {
   return JX_OK;
 }
 
+/* Files an edge's pair columns for the edges after it between the same
+ * groups (the classes are pb's p_cls and r_cls). */
+static jx_status remember_edge(problem *pb, uint64_t key, int pcol, int pn, int rcol, int rn,
+                               int np, int nr, int col) {
+  if (pb->nedges == pb->edges_cap) {
+    int cap = pb->edges_cap ? 2 * pb->edges_cap : 256;
+    shared_edge *grown = realloc(pb->edges, sizeof *grown * (size_t)cap);
+    if (!grown) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+    pb->edges = grown;
+    pb->edges_cap = cap;
+  }
+  int *cls = malloc(sizeof *cls * (size_t)(pn + rn));
+  if (!cls) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  memcpy(cls, pb->p_cls, sizeof *cls * (size_t)pn);
+  memcpy(cls + pn, pb->r_cls, sizeof *cls * (size_t)rn);
+  pb->edges[pb->nedges] =
+      (shared_edge){pcol, pn, rcol, rn, np, nr, col, cls, key, pb->edge_bucket[key % EDGE_BUCKETS]};
+  pb->edge_bucket[key % EDGE_BUCKETS] = pb->nedges++;
+  return JX_OK;
+}
+
 /* The edge from variable v's producer group to a reader group (first
  * column rcol, n columns, reading v as req[k] under column k): the
  * resharding between them is Alpa's linearised product, over the distinct
@@ -253,7 +309,22 @@ static jx_status add_edge(problem *pb, model_builder *b, int v, int rcol, int n,
       add_cost(lp, first + k, np == 1 ? pb->cost[pb->r_cls[k]] : pb->cost[pb->p_cls[k]]);
     return JX_OK;
   }
+  uint64_t key = jx_hash_u64(jx_hash_u64(JX_HASH_SEED, (uint64_t)d->first_col), (uint64_t)rcol);
+  key = jx_hash_bytes(key, pb->p_cls, sizeof *pb->p_cls * (size_t)d->count);
+  key = jx_hash_bytes(key, pb->r_cls, sizeof *pb->r_cls * (size_t)n);
+  for (int k = pb->edge_bucket[key % EDGE_BUCKETS]; k >= 0; k = pb->edges[k].next) {
+    const shared_edge *x = &pb->edges[k];
+    if (x->key == key && x->pcol == d->first_col && x->pn == d->count && x->rcol == rcol &&
+        x->rn == n && !memcmp(x->cls, pb->p_cls, sizeof *x->cls * (size_t)x->pn) &&
+        !memcmp(x->cls + x->pn, pb->r_cls, sizeof *x->cls * (size_t)n)) {
+      for (int a = 0; a < np; a++)
+        for (int r = 0; r < nr; r++) add_cost(lp, x->col + a * nr + r, pb->cost[a * nr + r]);
+      return JX_OK;
+    }
+  }
   int col = glp_add_cols(lp, np * nr);
+  st = remember_edge(pb, key, d->first_col, d->count, rcol, n, np, nr, col);
+  if (st) return st;
   int by_producer = glp_add_rows(lp, np), by_reader = glp_add_rows(lp, nr);
   for (int a = 0; a < np; a++) glp_set_row_bnds(lp, by_producer + a, GLP_FX, 0, 0);
   for (int r = 0; r < nr; r++) glp_set_row_bnds(lp, by_reader + r, GLP_FX, 0, 0);
@@ -399,14 +470,20 @@ static jx_status choose(problem *pb, model_builder *b, int e_idx) {
   jx_eqn_strategies *s = &pb->st[e_idx];
   jx_status st = jx_eqn_strategies_make(pb->cm, pb->m, p, e, s);
   if (st) return st;
-  int col = glp_add_cols(lp, s->n), r = glp_add_rows(lp, 1);
-  glp_set_row_bnds(lp, r, GLP_FX, 1, 1);
-  pb->eqn_col[e_idx] = col;
-  for (int k = 0; k < s->n && !st; k++) {
-    glp_set_col_kind(lp, col + k, GLP_BV);
-    st = entry(b, r, col + k, 1);
-    glp_set_obj_coef(lp, col + k, (s->s[k].compute_s + s->s[k].comm_s) * US);
+  int rep = pb->eqn_rep[e_idx], col;
+  if (rep != e_idx && pb->eqn_col[rep] >= 0 && pb->st[rep].n == s->n)
+    col = pb->eqn_col[rep]; /* tied: the same strategies, the same columns */
+  else {
+    col = glp_add_cols(lp, s->n);
+    int r = glp_add_rows(lp, 1);
+    glp_set_row_bnds(lp, r, GLP_FX, 1, 1);
+    for (int k = 0; k < s->n && !st; k++) {
+      glp_set_col_kind(lp, col + k, GLP_BV);
+      st = entry(b, r, col + k, 1);
+    }
   }
+  pb->eqn_col[e_idx] = col;
+  for (int k = 0; k < s->n; k++) add_cost(lp, col + k, (s->s[k].compute_s + s->s[k].comm_s) * US);
   jx_pspec *req = malloc(sizeof *req * (size_t)(s->n + 1));
   if (!st && !req) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
   for (int i = 0; i < e->nin && !st; i++) {
@@ -427,12 +504,18 @@ static jx_status build(problem *pb, model_builder *b) {
   glp_prob *lp = b->lp;
   pb->mem_row = glp_add_rows(lp, 1);
   jx_status st = JX_OK;
-  for (int i = 0; i < p->nin && !st; i++) { /* inputs: a layout each */
-    int v = p->in[i], col = glp_add_cols(lp, pb->ncand[i]), r = glp_add_rows(lp, 1);
-    glp_set_row_bnds(lp, r, GLP_FX, 1, 1);
-    for (int k = 0; k < pb->ncand[i] && !st; k++) {
-      glp_set_col_kind(lp, col + k, GLP_BV);
-      st = entry(b, r, col + k, 1);
+  for (int i = 0; i < p->nin && !st; i++) { /* inputs: a layout each, tied ones together */
+    int v = p->in[i], rep = pb->in_rep[i], col;
+    if (rep != i)
+      col = pb->def[p->in[rep]].first_col;
+    else {
+      col = glp_add_cols(lp, pb->ncand[i]);
+      int r = glp_add_rows(lp, 1);
+      glp_set_row_bnds(lp, r, GLP_FX, 1, 1);
+      for (int k = 0; k < pb->ncand[i] && !st; k++) {
+        glp_set_col_kind(lp, col + k, GLP_BV);
+        st = entry(b, r, col + k, 1);
+      }
     }
     if (!st) st = define(pb, v, -1, col, pb->ncand[i], pb->cand[i], sizeof *pb->cand[i]);
   }
@@ -463,32 +546,50 @@ static jx_status build(problem *pb, model_builder *b) {
   /* the memory row, its entries summed per column */
   int ncols = glp_get_num_cols(lp);
   for (int c = 1; c <= ncols && c < pb->mem_cap && !st; c++)
-    if (pb->mem_coef[c] != 0) st = entry(b, pb->mem_row, c, pb->mem_coef[c]);
+    if (pb->mem_coef[c] != 0) {
+      st = entry(b, pb->mem_row, c, pb->mem_coef[c]);
+      add_cost(lp, c, memory_weight(pb->cm, pb->m) * pb->mem_coef[c]);
+    }
   return st;
 }
 
 /* Branch and cut stops within MIP_GAP of the optimum's bound, or after
- * SOLVE_MS with the best plan found by then. */
+ * SOLVE_MS with the best plan found by then. The relaxation is solved by
+ * the dual simplex first, from the basis of the last solve: the primal
+ * simplex GLPK's branch and cut starts with stalls on this program's
+ * degenerate vertices (the GPT's step: 9 s against 0.5 s), and a solve
+ * after a memory row is added starts from a basis still dual feasible.
+ * The relaxation is most often integral, so branching rarely follows. */
 #define MIP_GAP  0.01
 #define SOLVE_MS 600000
 
 static int solve(glp_prob *lp) {
+  glp_smcp sp;
+  glp_init_smcp(&sp);
+  sp.msg_lev = GLP_MSG_OFF;
+  sp.meth = GLP_DUALP;
+  sp.tm_lim = SOLVE_MS;
+  double start = glp_time();
+  int rc = glp_simplex(lp, &sp);
+  if (rc == GLP_ETMLIM) return -1;
+  int relaxed = !rc && glp_get_status(lp) == GLP_OPT;
+  int spent_ms = (int)(1000 * glp_difftime(glp_time(), start));
+  if (spent_ms >= SOLVE_MS) return -1;
   glp_iocp parm;
   glp_init_iocp(&parm);
-  parm.presolve = GLP_ON;
+  parm.presolve = relaxed ? GLP_OFF : GLP_ON; /* GLPK's own path decides otherwise */
   parm.msg_lev = GLP_MSG_OFF;
   parm.mip_gap = MIP_GAP;
-  parm.tm_lim = SOLVE_MS;
-  int rc = glp_intopt(lp, &parm);
+  parm.tm_lim = SOLVE_MS - spent_ms; /* the two share the limit */
+  rc = glp_intopt(lp, &parm);
   int st = glp_mip_status(lp);
   if (st == GLP_OPT || st == GLP_FEAS) return 1;
   return rc == GLP_ETMLIM ? -1 : 0;
 }
 
-/* Makes the objective the memory row's (the time's coefficients go to a new
- * row, returned, when keep_time). */
-static int objective_to_memory(glp_prob *lp, int mem_row, int keep_time) {
-  int ncols = glp_get_num_cols(lp), time_row = 0;
+/* Makes the objective the memory row's. */
+static int objective_to_memory(glp_prob *lp, int mem_row) {
+  int ncols = glp_get_num_cols(lp);
   int *ind = malloc(sizeof *ind * (size_t)(ncols + 1));
   double *val = malloc(sizeof *val * (size_t)(ncols + 1));
   if (!ind || !val) {
@@ -496,23 +597,12 @@ static int objective_to_memory(glp_prob *lp, int mem_row, int keep_time) {
     free(val);
     return -1;
   }
-  if (keep_time) {
-    int len = 0;
-    for (int c = 1; c <= ncols; c++)
-      if (glp_get_obj_coef(lp, c) != 0) {
-        len++;
-        ind[len] = c;
-        val[len] = glp_get_obj_coef(lp, c);
-      }
-    time_row = glp_add_rows(lp, 1);
-    glp_set_mat_row(lp, time_row, len, ind, val);
-  }
   int len = glp_get_mat_row(lp, mem_row, ind, val);
   for (int c = 1; c <= ncols; c++) glp_set_obj_coef(lp, c, 0);
   for (int k = 1; k <= len; k++) glp_set_obj_coef(lp, ind[k], val[k]);
   free(ind);
   free(val);
-  return time_row;
+  return 0;
 }
 
 /* Solves with the limit bounding the bytes held at every equation: solved
@@ -535,7 +625,7 @@ static int solve_within_limit(problem *pb, glp_prob *lp) {
 static jx_status no_plan_fits(problem *pb, glp_prob *lp) {
   const jx_program *p = pb->p;
   for (int r = 0; r < pb->npeak; r++) glp_set_row_bnds(lp, pb->peak_rows[r], GLP_FR, 0, 0);
-  if (objective_to_memory(lp, pb->mem_row, 0) < 0 || solve(lp) <= 0)
+  if (objective_to_memory(lp, pb->mem_row) < 0 || solve(lp) <= 0)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                         "jx_auto_plan: no plan of '%s' fits %.0f bytes per device",
                         p->name ? p->name : "the program", pb->limit);
@@ -577,25 +667,29 @@ static jx_status no_plan_fits(problem *pb, glp_prob *lp) {
                       p->neqns ? p->eqns[at].prim->name : "none", held_text);
 }
 
-/* Of the plans as fast as the fastest (within the solver's tolerance), the
- * one holding least: an input its readers slice locally anyway then
- * arrives split. Returns the time row, or -1. */
-static int least_memory_at_best_time(glp_prob *lp, int mem_row) {
-  double best = glp_mip_obj_val(lp);
-  int time_row = objective_to_memory(lp, mem_row, 1);
-  if (time_row <= 0) return -1;
-  glp_set_row_bnds(lp, time_row, GLP_UP, 0, best * (1 + 1e-7) + 1e-6);
-  return time_row;
-}
-
 jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
                              double memory_limit, jx_auto_plan *out) {
   return jx_auto_plan_solve_fixed(cm, m, p, NULL, memory_limit, out);
 }
 
+static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
+                            const jx_pspec *const *fixed, double memory_limit, int ties,
+                            jx_auto_plan *out);
+
 jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
                                    const jx_pspec *const *fixed, double memory_limit,
                                    jx_auto_plan *out) {
+  return solve_plan(cm, m, p, fixed, memory_limit, 1, out);
+}
+
+jx_status jx_auto_plan_solve_untied(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
+                                    double memory_limit, jx_auto_plan *out) {
+  return solve_plan(cm, m, p, NULL, memory_limit, 0, out);
+}
+
+static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
+                            const jx_pspec *const *fixed, double memory_limit, int ties,
+                            jx_auto_plan *out) {
   memset(out, 0, sizeof *out);
   problem pb = {.cm = cm, .m = m, .p = p};
   pb.st = calloc((size_t)p->neqns + 1, sizeof *pb.st);
@@ -610,10 +704,23 @@ jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx
   pb.last_use = calloc((size_t)p->nvars + 1, sizeof *pb.last_use);
   pb.scratch = calloc(2 * (size_t)(p->neqns + 1), sizeof *pb.scratch);
   pb.peak_rows = calloc((size_t)p->neqns + 1, sizeof *pb.peak_rows);
+  pb.eqn_rep = calloc((size_t)p->neqns + 1, sizeof *pb.eqn_rep);
+  pb.in_rep = calloc((size_t)p->nin + 1, sizeof *pb.in_rep);
+  pb.edge_bucket = malloc(sizeof *pb.edge_bucket * EDGE_BUCKETS);
   pb.limit = memory_limit;
   jx_status st = JX_OK;
-  if (!pb.st || !pb.cand || !pb.ncand || !pb.def || !pb.eqn_col || !out->in_spec ||
-      !out->strategy || !out->spec || !pb.made_at || !pb.last_use || !pb.scratch || !pb.peak_rows)
+  if (!pb.eqn_rep || !pb.in_rep || !pb.edge_bucket)
+    st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  for (int k = 0; !st && k < EDGE_BUCKETS; k++) pb.edge_bucket[k] = -1;
+  if (!st && ties)
+    st = jx_auto_ties(p, fixed, pb.eqn_rep, pb.in_rep);
+  else if (!st) { /* each its own */
+    for (int e = 0; e < p->neqns; e++) pb.eqn_rep[e] = e;
+    for (int i = 0; i < p->nin; i++) pb.in_rep[i] = i;
+  }
+  if (!st &&
+      (!pb.st || !pb.cand || !pb.ncand || !pb.def || !pb.eqn_col || !out->in_spec ||
+       !out->strategy || !out->spec || !pb.made_at || !pb.last_use || !pb.scratch || !pb.peak_rows))
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
   for (int i = 0; i < p->nin && !st; i++) {
     jx_shape g = p->avals[p->in[i]].shape;
@@ -655,12 +762,10 @@ jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx
     else if (!solved)
       st = no_plan_fits(&pb, b.lp);
   }
-  int time_row = -1, at;
-  if (!st && ((time_row = least_memory_at_best_time(b.lp, pb.mem_row)) < 0 ||
-              solve_within_limit(&pb, b.lp) <= 0))
-    st = jx_error_set(JX_ERR_INTERNAL, "jx_auto_plan: the solver lost the plan it had found");
+  int at;
   if (!st) {
-    out->time_s = glp_mip_row_val(b.lp, time_row) / US;
+    out->time_s =
+        (glp_mip_obj_val(b.lp) - memory_weight(cm, m) * glp_mip_row_val(b.lp, pb.mem_row)) / US;
     out->memory_bytes = peak_held(&pb, b.lp, pb.scratch, &at);
     for (int v = 0; v < p->nvars; v++) {
       const producer *d = &pb.def[v];
@@ -705,6 +810,11 @@ jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx
   free(pb.p_cls);
   free(pb.r_cls);
   free(pb.cost);
+  for (int k = 0; k < pb.nedges; k++) free(pb.edges[k].cls);
+  free(pb.edges);
+  free(pb.edge_bucket);
+  free(pb.eqn_rep);
+  free(pb.in_rep);
   if (st) jx_auto_plan_free(out);
   return st;
 }

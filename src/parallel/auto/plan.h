@@ -15,10 +15,14 @@
  * producer's layout to the reader's (jx_reshard_time), linearised with one
  * continuous variable per pair of distinct producer and reader layouts,
  * summing over the reader's to the producer's choice and over the
- * producer's to the reader's. Among the fastest plans (the solver's
- * tolerance) the one whose arrays sum to least is taken. Branch and cut
- * stops within 1 % of the optimum's bound, or after 600 s with the best plan
- * found (none found by then: an error saying so).
+ * producer's to the reader's; an edge between two groups already joined
+ * with the same classes of layouts adds to that edge's variables. Equations
+ * and inputs that repeat (ties.h: a model's layers) share one group. Every
+ * array's bytes join the objective at a thousandth of a byte's time over
+ * the mesh's fastest link: of equally fast plans the one holding least
+ * wins. The relaxation is solved by the dual simplex;
+ * branch and cut stops within 1 % of the optimum's bound, or after 600 s
+ * with the best plan found (none found by then: an error saying so).
  * Memory: the bytes per device held while each equation runs (the inputs,
  * held by the caller throughout, and every result from the equation making
  * it to its last reader) must fit the limit. A row per equation would make
@@ -54,6 +58,11 @@ jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_progr
 jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
                                    const jx_pspec *const *fixed, double memory_limit,
                                    jx_auto_plan *out);
+/* The same with no ties (ties.h): every equation and input chooses alone,
+ * the exact optimum of the unreduced program, for measuring what the ties
+ * cost (nothing, on the GPT and the MLPs measured) and save. */
+jx_status jx_auto_plan_solve_untied(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
+                                    double memory_limit, jx_auto_plan *out);
 void jx_auto_plan_free(jx_auto_plan *pl);
 
 #endif
