@@ -60,6 +60,38 @@ JX_API jx_status jx_linalg_eigh(jx_array *a, jx_array **w, jx_array **v);
 /* The eigenvalues alone (jnp.linalg.eigvalsh), [..., n] ascending. */
 JX_API jx_array *jx_linalg_eigvalsh(jx_array *a);
 
+/* The eigenvalues w [..., n] and right eigenvectors v [..., n, n] (in its
+ * columns: a v_j = w_j v_j) of each general square matrix of a[..., n, n],
+ * as jnp.linalg.eig. The results are complex: c64 for f32 and c64 input,
+ * c128 for f64 and c128. The eigenvalues come in LAPACK's order (geev's,
+ * not sorted) and each eigenvector has unit 2-norm and its largest component
+ * real, as JAX's on CPU. Only w is differentiable, as in JAX: differentiating
+ * v is an error (jx_linalg_eig_ex opts in). A matrix holding a NaN gives
+ * NaNs. */
+JX_API jx_status jx_linalg_eig(jx_array *a, jx_array **w, jx_array **v);
+/* The eigenvalues alone (jnp.linalg.eigvals), complex [..., n], differentiable. */
+JX_API jx_array *jx_linalg_eigvals(jx_array *a);
+
+/* jx_linalg_eig_ex's options, as jax.lax.linalg.eig's arguments. Zeroed,
+ * only the eigenvalues are computed; NULL is JAX's default (both sets of
+ * eigenvectors, no eigenvector derivatives). */
+typedef struct {
+  int compute_left_eigenvectors;  /* vl: u_j^H a = w_j u_j^H, u_j in vl's columns */
+  int compute_right_eigenvectors; /* vr: a v_j = w_j v_j */
+  /* Differentiate the eigenvectors under geev's normalization (unit norm,
+   * largest component real). Valid only where every eigenvalue is distinct
+   * and no eigenvector has two components tied for the largest magnitude,
+   * which jx cannot check; without it their derivative is an error. */
+  int enable_eigvec_derivs;
+} jx_eig_options;
+
+/* The eigendecomposition of each general square matrix of a[..., n, n], as
+ * jax.lax.linalg.eig: w [..., n] and, as opts asks, vl and vr [..., n, n],
+ * all complex (see jx_linalg_eig). Outputs not asked for are left alone (and
+ * may be NULL). */
+JX_API jx_status jx_linalg_eig_ex(jx_array *a, const jx_eig_options *opts, jx_array **w,
+                                  jx_array **vl, jx_array **vr);
+
 /* The QR factorization a = q r of each matrix of a[..., m, n], as
  * jnp.linalg.qr: q [..., m, k] has orthonormal columns and r [..., k, n] is
  * upper triangular, with k = min(m, n) (mode "reduced", full_matrices 0) or
@@ -143,6 +175,9 @@ JX_API jx_array *jx_linalg_matrix_norm(jx_array *x, jx_matrix_norm_ord ord);
 #define jx_linalg_slogdet(...)          JX_LOCATED_STATUS(jx_linalg_slogdet, __VA_ARGS__)
 #define jx_linalg_eigh(...)             JX_LOCATED_STATUS(jx_linalg_eigh, __VA_ARGS__)
 #define jx_linalg_eigvalsh(...)         JX_LOCATED(jx_linalg_eigvalsh, __VA_ARGS__)
+#define jx_linalg_eig(...)              JX_LOCATED_STATUS(jx_linalg_eig, __VA_ARGS__)
+#define jx_linalg_eigvals(...)          JX_LOCATED(jx_linalg_eigvals, __VA_ARGS__)
+#define jx_linalg_eig_ex(...)           JX_LOCATED_STATUS(jx_linalg_eig_ex, __VA_ARGS__)
 #define jx_linalg_qr(...)               JX_LOCATED_STATUS(jx_linalg_qr, __VA_ARGS__)
 #define jx_linalg_svd(...)              JX_LOCATED_STATUS(jx_linalg_svd, __VA_ARGS__)
 #define jx_linalg_svdvals(...)          JX_LOCATED(jx_linalg_svdvals, __VA_ARGS__)

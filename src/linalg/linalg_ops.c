@@ -158,6 +158,47 @@ jx_array *jx_linalg_eigvalsh(jx_array *a) {
   return out[0];
 }
 
+/* eig for op: w, and vl, vr where asked (NULL where not). */
+static jx_status eig(const char *op, jx_array *a, int left, int right, int derivs, jx_array **w,
+                     jx_array **vl, jx_array **vr) {
+  if (!w || (left && !vl) || (right && !vr))
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
+  *w = jx_poison();
+  if (left) *vl = jx_poison();
+  if (right) *vr = jx_poison();
+  jx_status st = jx_check_inputs(op, 1, &a);
+  if (st) return st;
+  jx_aval av = {a->dtype, a->weak, a->shape, 0};
+  if ((st = jx_linalg_check_eig_operand(op, &av))) return st;
+  jx_params p = JX_PARAMS_INIT;
+  p.i[0] = left;
+  p.i[1] = right;
+  p.i[3] = derivs;
+  jx_array *out[5];
+  if ((st = jx_bind(&jx_prim_eig, 1, &a, &p, out))) return st;
+  *w = out[0];
+  if (left) *vl = out[1];
+  if (right) *vr = out[2];
+  return JX_OK;
+}
+
+jx_status jx_linalg_eig_ex(jx_array *a, const jx_eig_options *opts, jx_array **w, jx_array **vl,
+                           jx_array **vr) {
+  static const jx_eig_options jax_default = {1, 1, 0};
+  if (!opts) opts = &jax_default;
+  return eig("jx_linalg_eig_ex", a, opts->compute_left_eigenvectors != 0,
+             opts->compute_right_eigenvectors != 0, opts->enable_eigvec_derivs != 0, w, vl, vr);
+}
+
+jx_status jx_linalg_eig(jx_array *a, jx_array **w, jx_array **v) {
+  return eig("jx_linalg_eig", a, 0, 1, 0, w, NULL, v);
+}
+
+jx_array *jx_linalg_eigvals(jx_array *a) {
+  jx_array *w;
+  return eig("jx_linalg_eigvals", a, 0, 0, 0, &w, NULL, NULL) ? jx_poison() : w;
+}
+
 jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_array **r) {
   const char *op = "jx_linalg_qr";
   if (!q || !r) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
