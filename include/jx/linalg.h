@@ -110,6 +110,13 @@ JX_API jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_a
  * holding a NaN gives NaNs, not an error. */
 JX_API jx_status jx_linalg_svd(jx_array *a, int full_matrices, int compute_uv, jx_array **u,
                                jx_array **s, jx_array **vh);
+/* jx_linalg_svd with jnp.linalg.svd's hermitian: a symmetric (square; its
+ * symmetric part is what counts) is decomposed by eigh, s = |w| descending,
+ * u the eigenvectors in that order and vh = (u diag(sign(w)))^T, composed as
+ * JAX composes it (full_matrices makes no difference); differentiable
+ * through eigh. hermitian 0 is jx_linalg_svd. */
+JX_API jx_status jx_linalg_svd_ex(jx_array *a, int full_matrices, int compute_uv, int hermitian,
+                                  jx_array **u, jx_array **s, jx_array **vh);
 /* The singular values alone, [..., min(m, n)] descending (jnp.linalg.svdvals). */
 JX_API jx_array *jx_linalg_svdvals(jx_array *a);
 
@@ -119,6 +126,11 @@ JX_API jx_array *jx_linalg_svdvals(jx_array *a);
  * a's dtype. Its derivative is JAX's custom JVP (finite where the SVD's is
  * not). */
 JX_API jx_array *jx_linalg_pinv(jx_array *a, double rtol);
+/* jx_linalg_pinv with jnp.linalg.pinv's hermitian: a symmetric (square; its
+ * symmetric part counts) is decomposed by syevd instead of gesdd, the
+ * singular values being |w|. The JVP is the same custom one, taken on the
+ * symmetric parts of a and its tangent, as JAX's. */
+JX_API jx_array *jx_linalg_pinv_ex(jx_array *a, double rtol, int hermitian);
 
 /* The least-squares solution x of a x = b, as jnp.linalg.lstsq: a [m, n]
  * (one matrix, as in JAX; vmap for a stack), b [m] or [m, k] of a's dtype;
@@ -141,6 +153,11 @@ JX_API jx_array *jx_linalg_matrix_power(jx_array *a, int64_t n);
  * squarings; a matrix that needs more gives NaNs, as JAX). Differentiable,
  * batched and jitted by composition. */
 JX_API jx_array *jx_linalg_expm(jx_array *a);
+/* jx_linalg_expm with jax.scipy.linalg.expm's options: upper_triangular
+ * (a is upper triangular: the approximant's q^-1 p is one triangular solve
+ * reading q's upper triangle, not an LU solve) and max_squarings (JAX's
+ * default is 16; more squarings needed give NaNs). */
+JX_API jx_array *jx_linalg_expm_ex(jx_array *a, int upper_triangular, int max_squarings);
 
 /* The ord-norm of each vector in x's last axis, [...] (jnp.linalg.vector_norm
  * with axis=-1): ord 2 (Euclidean), 1, INFINITY (max |x|), -INFINITY
@@ -180,11 +197,14 @@ JX_API jx_array *jx_linalg_matrix_norm(jx_array *x, jx_matrix_norm_ord ord);
 #define jx_linalg_eig_ex(...)           JX_LOCATED_STATUS(jx_linalg_eig_ex, __VA_ARGS__)
 #define jx_linalg_qr(...)               JX_LOCATED_STATUS(jx_linalg_qr, __VA_ARGS__)
 #define jx_linalg_svd(...)              JX_LOCATED_STATUS(jx_linalg_svd, __VA_ARGS__)
+#define jx_linalg_svd_ex(...)           JX_LOCATED_STATUS(jx_linalg_svd_ex, __VA_ARGS__)
 #define jx_linalg_svdvals(...)          JX_LOCATED(jx_linalg_svdvals, __VA_ARGS__)
 #define jx_linalg_pinv(...)             JX_LOCATED(jx_linalg_pinv, __VA_ARGS__)
+#define jx_linalg_pinv_ex(...)          JX_LOCATED(jx_linalg_pinv_ex, __VA_ARGS__)
 #define jx_linalg_lstsq(...)            JX_LOCATED_STATUS(jx_linalg_lstsq, __VA_ARGS__)
 #define jx_linalg_matrix_power(...)     JX_LOCATED(jx_linalg_matrix_power, __VA_ARGS__)
 #define jx_linalg_expm(...)             JX_LOCATED(jx_linalg_expm, __VA_ARGS__)
+#define jx_linalg_expm_ex(...)          JX_LOCATED(jx_linalg_expm_ex, __VA_ARGS__)
 #define jx_linalg_vector_norm(...)      JX_LOCATED(jx_linalg_vector_norm, __VA_ARGS__)
 #define jx_linalg_matrix_norm(...)      JX_LOCATED(jx_linalg_matrix_norm, __VA_ARGS__)
 #endif

@@ -232,20 +232,56 @@ static jx_status bind_svd(jx_array *a, int full_matrices, int compute_uv, jx_arr
   return jx_bind(&jx_prim_svd, 1, &a, &p, out);
 }
 
-jx_status jx_linalg_svd(jx_array *a, int full_matrices, int compute_uv, jx_array **u, jx_array **s,
-                        jx_array **vh) {
-  const char *op = "jx_linalg_svd";
+/* jnp.linalg.svd(a, hermitian=True) of the square matrices of a: from eigh
+ * (which symmetrizes a), s = |w| descending, u = v's columns in that order
+ * and vh = (u sign(w))^T, composed as JAX composes it. */
+static jx_status hermitian_svd(jx_array *a, int compute_uv, jx_array **u, jx_array **s,
+                               jx_array **vh) {
+  jx_array *out[2], *sym = symmetrize(a);
+  jx_params p = JX_PARAMS_INIT;
+  jx_status st = jx_bind(&jx_prim_eigh, 1, &sym, &p, out);
+  if (st) return st;
+  jx_array *w = out[0], *v = out[1], *abs_w = jx_abs(w);
+  int last = w->shape.rank - 1;
+  if (!compute_uv) {
+    *s = jx_flip(jx_sort(abs_w, last), JX_AXES(last));
+    return jx_last_status();
+  }
+  jx_array *order = jx_flip(jx_argsort(abs_w, last), JX_AXES(last));
+  *s = jx_take_along_axis(abs_w, order, last);
+  jx_array *sign = jx_take_along_axis(jx_sign(w), order, last);
+  jx_array *columns = jx_broadcast_to(jx_expand_dims(order, last), v->shape);
+  *u = jx_take_along_axis(v, columns, last + 1);
+  *vh = jx_linalg_swap_last(jx_mul(*u, jx_expand_dims(sign, last)));
+  return jx_last_status();
+}
+
+/* svd for op, as jnp.linalg.svd */
+static jx_status svd(const char *op, jx_array *a, int full_matrices, int compute_uv, int hermitian,
+                     jx_array **u, jx_array **s, jx_array **vh) {
   if (!s || (compute_uv && (!u || !vh)))
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
   *s = jx_poison();
   if (compute_uv) *u = *vh = jx_poison();
   jx_status st = check_any_matrix(op, a);
+  if (!st && hermitian) st = check_matrix(op, "operand", a); /* square */
   if (st) return st;
+  if (hermitian) return hermitian_svd(a, compute_uv, u, s, vh);
   jx_array *out[3];
   if ((st = bind_svd(a, full_matrices, compute_uv, out))) return st;
   *s = out[0];
   if (compute_uv) *u = out[1], *vh = out[2];
   return JX_OK;
+}
+
+jx_status jx_linalg_svd(jx_array *a, int full_matrices, int compute_uv, jx_array **u, jx_array **s,
+                        jx_array **vh) {
+  return svd("jx_linalg_svd", a, full_matrices, compute_uv, 0, u, s, vh);
+}
+
+jx_status jx_linalg_svd_ex(jx_array *a, int full_matrices, int compute_uv, int hermitian,
+                           jx_array **u, jx_array **s, jx_array **vh) {
+  return svd("jx_linalg_svd_ex", a, full_matrices, compute_uv, hermitian, u, s, vh);
 }
 
 jx_array *jx_linalg_svdvals(jx_array *a) {
