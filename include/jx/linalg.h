@@ -20,6 +20,10 @@ extern "C" {
  * is symmetrized first ((a + a^T) / 2), so only its symmetric part matters
  * and derivatives stay symmetric. */
 JX_API jx_array *jx_linalg_cholesky(jx_array *a);
+/* jx_linalg_cholesky with jnp.linalg.cholesky's options: upper gives U =
+ * L^T (a = U^T U); without symmetrize_input only a's lower triangle is read
+ * (and, as in JAX, the derivative takes the tangent as it is). */
+JX_API jx_array *jx_linalg_cholesky_ex(jx_array *a, int upper, int symmetrize_input);
 
 /* x solving op(a) x = b (left_side) or x op(a) = b (otherwise), where op(a)
  * is a or its transpose (transpose_a) and a[..., m, m] is lower or upper
@@ -117,6 +121,12 @@ JX_API jx_status jx_linalg_svd(jx_array *a, int full_matrices, int compute_uv, j
  * through eigh. hermitian 0 is jx_linalg_svd. */
 JX_API jx_status jx_linalg_svd_ex(jx_array *a, int full_matrices, int compute_uv, int hermitian,
                                   jx_array **u, jx_array **s, jx_array **vh);
+/* The rank of each matrix of a[..., m, n], i32 [...] (i64 under x64), as
+ * jnp.linalg.matrix_rank: the count of singular values (|eigenvalues| with
+ * hermitian) above the largest times max(m, n) eps (rtol NAN), or above
+ * rtol itself, as JAX compares a given rtol (not scaled). A vector or a
+ * scalar has rank 1 unless it is all zeros (an i32 scalar). */
+JX_API jx_array *jx_linalg_matrix_rank(jx_array *a, double rtol, int hermitian);
 /* The singular values alone, [..., min(m, n)] descending (jnp.linalg.svdvals). */
 JX_API jx_array *jx_linalg_svdvals(jx_array *a);
 
@@ -184,6 +194,7 @@ JX_API jx_array *jx_linalg_matrix_norm(jx_array *x, jx_matrix_norm_ord ord);
 
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_linalg_cholesky(...)         JX_LOCATED(jx_linalg_cholesky, __VA_ARGS__)
+#define jx_linalg_cholesky_ex(...)      JX_LOCATED(jx_linalg_cholesky_ex, __VA_ARGS__)
 #define jx_linalg_triangular_solve(...) JX_LOCATED(jx_linalg_triangular_solve, __VA_ARGS__)
 #define jx_linalg_lu(...)               JX_LOCATED_STATUS(jx_linalg_lu, __VA_ARGS__)
 #define jx_linalg_solve(...)            JX_LOCATED(jx_linalg_solve, __VA_ARGS__)
@@ -198,6 +209,7 @@ JX_API jx_array *jx_linalg_matrix_norm(jx_array *x, jx_matrix_norm_ord ord);
 #define jx_linalg_qr(...)               JX_LOCATED_STATUS(jx_linalg_qr, __VA_ARGS__)
 #define jx_linalg_svd(...)              JX_LOCATED_STATUS(jx_linalg_svd, __VA_ARGS__)
 #define jx_linalg_svd_ex(...)           JX_LOCATED_STATUS(jx_linalg_svd_ex, __VA_ARGS__)
+#define jx_linalg_matrix_rank(...)      JX_LOCATED(jx_linalg_matrix_rank, __VA_ARGS__)
 #define jx_linalg_svdvals(...)          JX_LOCATED(jx_linalg_svdvals, __VA_ARGS__)
 #define jx_linalg_pinv(...)             JX_LOCATED(jx_linalg_pinv, __VA_ARGS__)
 #define jx_linalg_pinv_ex(...)          JX_LOCATED(jx_linalg_pinv_ex, __VA_ARGS__)

@@ -1,5 +1,8 @@
 /* The public linear algebra functions (jx/linalg.h): argument checks named
  * after the caller's function, then the primitives. */
+#include <float.h>
+#include <math.h>
+
 #include <jx/linalg.h>
 #include <jx/ops.h>
 
@@ -13,18 +16,27 @@ static jx_status check_matrix(const char *op, const char *what, jx_array *a) {
   return jx_linalg_check_square(op, what, &av);
 }
 
+/* The machine epsilon of a float dtype (jnp.finfo(dt).eps). */
+static double eps_of(jx_dtype dt) { return dt == JX_F64 ? DBL_EPSILON : FLT_EPSILON; }
+
 /* (a + a^T) / 2: jnp.linalg's symmetrize_input, so only the symmetric part
  * counts and derivatives stay symmetric. */
 static jx_array *symmetrize(jx_array *a) {
   return jx_mul(jx_add(a, jx_linalg_swap_last(a)), jx_scalar(a->dtype, 0.5));
 }
 
-jx_array *jx_linalg_cholesky(jx_array *a) {
-  const char *op = "jx_linalg_cholesky";
+static jx_array *cholesky(const char *op, jx_array *a, int upper, int symmetrize_input) {
   if (jx_check_inputs(op, 1, &a) || check_matrix(op, "operand", a)) return jx_poison();
-  jx_array *sym = symmetrize(a);
+  jx_array *in = symmetrize_input ? symmetrize(a) : a;
   jx_params p = JX_PARAMS_INIT;
-  return jx_bind1(&jx_prim_cholesky, 1, &sym, &p);
+  jx_array *l = jx_bind1(&jx_prim_cholesky, 1, &in, &p);
+  return upper ? jx_linalg_swap_last(l) : l;
+}
+
+jx_array *jx_linalg_cholesky(jx_array *a) { return cholesky("jx_linalg_cholesky", a, 0, 1); }
+
+jx_array *jx_linalg_cholesky_ex(jx_array *a, int upper, int symmetrize_input) {
+  return cholesky("jx_linalg_cholesky_ex", a, upper, symmetrize_input);
 }
 
 jx_array *jx_linalg_triangular_solve(jx_array *a, jx_array *b, int left_side, int lower,
@@ -282,6 +294,24 @@ jx_status jx_linalg_svd(jx_array *a, int full_matrices, int compute_uv, jx_array
 jx_status jx_linalg_svd_ex(jx_array *a, int full_matrices, int compute_uv, int hermitian,
                            jx_array **u, jx_array **s, jx_array **vh) {
   return svd("jx_linalg_svd_ex", a, full_matrices, compute_uv, hermitian, u, s, vh);
+}
+
+jx_array *jx_linalg_matrix_rank(jx_array *a, double rtol, int hermitian) {
+  const char *op = "jx_linalg_matrix_rank";
+  if (jx_check_inputs(op, 1, &a)) return jx_poison();
+  if (a->shape.rank < 2) /* a vector or scalar: 1 unless all zero */
+    return jx_astype(jx_any(jx_ne(a, jx_zeros(a->dtype, JX_SHAPE())), JX_AXES(), 0), JX_I32);
+  jx_array *s;
+  if (svd(op, a, 0, 0, hermitian, NULL, &s, NULL)) return jx_poison();
+  int last = s->shape.rank - 1;
+  int64_t m = a->shape.dims[last], n = a->shape.dims[last + 1];
+  jx_array *cutoff;
+  if (isnan(rtol)) /* JAX's default: the largest value times max(m, n) eps */
+    cutoff = jx_mul(jx_max(s, JX_AXES(last), 1),
+                    jx_scalar(s->dtype, (double)(m > n ? m : n) * eps_of(s->dtype)));
+  else /* as JAX, a given rtol is compared with the values as it is */
+    cutoff = jx_scalar(s->dtype, rtol);
+  return jx_sum(jx_gt(s, cutoff), JX_AXES(last), 0);
 }
 
 jx_array *jx_linalg_svdvals(jx_array *a) {

@@ -1,6 +1,8 @@
 """Goldens for the options of jnp.linalg and jax.scipy.linalg functions
 (jx_linalg_svd_ex's and jx_linalg_pinv_ex's hermitian, jx_linalg_expm_ex's
-upper_triangular and max_squarings), read by tests/unit/test_linalg_options.c.
+upper_triangular and max_squarings, jx_linalg_cholesky_ex's upper and
+symmetrize_input) and for jx_linalg_matrix_rank, read by
+tests/unit/test_linalg_options.c.
 
 Each case writes <case>_<name>.npy into tests/golden/data/linalg_options/:
 the input a, JAX's outputs, random cotangents ct_* and JAX's VJP ct_a. f64
@@ -99,11 +101,46 @@ def expm_cases():
         save("expm_max2_f64", a=a, out0=jax.scipy.linalg.expm(a, max_squarings=2))
 
 
+def cholesky_cases():
+    for dt, tag in ((np.float64, "f64"), (np.float32, "f32")):
+        with x64(dt):
+            m = R.standard_normal((4, 4))
+            spd = (m @ m.T + 4 * np.eye(4)).astype(dt)
+            skew = spd + np.triu(R.standard_normal((4, 4)), 1).astype(dt)  # upper part unread
+            vjp_case(f"chol_upper_{tag}", lambda a: (jnp.linalg.cholesky(a, upper=True),), skew)
+            vjp_case(f"chol_nosym_{tag}",
+                     lambda a: (jnp.linalg.cholesky(a, symmetrize_input=False),), skew)
+
+
+def matrix_rank_cases():
+    with x64(np.float64):
+        b = R.standard_normal((5, 2))
+        low = b @ R.standard_normal((2, 4))  # rank 2
+        spread = np.diag([3.0, 1.0, 1e-3]) @ np.linalg.qr(R.standard_normal((3, 3)))[0]
+        sym = R.standard_normal((3, 2))
+        sym = sym @ np.diag([2.0, -1.0]) @ sym.T  # symmetric, rank 2
+        cases = {"rank_full": (R.standard_normal((3, 4)), None, False),
+                 "rank_low": (low, None, False),
+                 "rank_rtol": (spread, 0.01, False),  # drops 1e-3 (a given rtol is absolute)
+                 "rank_herm": (sym, None, True),
+                 "rank_batch": (np.stack([low[:4], R.standard_normal((4, 4))]), None, False),
+                 "rank_zero": (np.zeros((2, 3)), None, False),
+                 "rank_vector": (np.array([0.0, 2.0, 0.0]), None, False),
+                 "rank_zero_vector": (np.zeros(3), None, False)}
+        for case, (a, rtol, herm) in cases.items():
+            save(case, a=a, out0=jnp.linalg.matrix_rank(a, rtol=rtol, hermitian=herm))
+        f32 = low.astype(np.float32)
+    with x64(np.float32):
+        save("rank_low_f32", a=f32, out0=jnp.linalg.matrix_rank(f32))
+
+
 def main():
     shutil.rmtree(DIR, ignore_errors=True)
     os.makedirs(DIR)
     hermitian_cases()
     expm_cases()
+    cholesky_cases()
+    matrix_rank_cases()
 
 
 if __name__ == "__main__":

@@ -3,8 +3,11 @@
  * (jx_linalg_svd_ex, jx_linalg_pinv_ex; a non-symmetric input counts by its
  * symmetric part, rank-deficient, an explicit rtol, stacks) and expm's
  * upper_triangular and max_squarings (jx_linalg_expm_ex; every Pade degree
- * of both dtypes), values and VJPs in f32 and f64, eagerly, under jit, vmap
- * and a sharded jit; svd's factors by u diag(s) vh = (a + a^T) / 2; errors. */
+ * of both dtypes) and cholesky's upper and symmetrize_input
+ * (jx_linalg_cholesky_ex), values and VJPs in f32 and f64, eagerly, under
+ * jit, vmap and a sharded jit; svd's factors by u diag(s) vh = (a + a^T) / 2;
+ * jx_linalg_matrix_rank (default and given rtol, hermitian, stacks, zero
+ * matrices, vectors); errors. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,6 +62,16 @@ static void expm_max_body(void *ctx, jx_array *const *in, jx_array **out) {
   out[0] = jx_linalg_expm_ex(in[0], 0, *(const int *)ctx);
 }
 
+static void chol_upper_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_linalg_cholesky_ex(in[0], 1, 1);
+}
+
+static void chol_nosym_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_linalg_cholesky_ex(in[0], 0, 0);
+}
+
 typedef struct {
   const char *golden;
   jx_body body;
@@ -91,6 +104,10 @@ static const option_case CASES[] = {
     {"expm_upper_2_f32", expm_upper_body, 1, NULL},
     {"expm_upper_batch_f64", expm_upper_body, 1, NULL},
     {"expm_max3_f64", expm_max_body, 1, &MAX3},
+    {"chol_upper_f64", chol_upper_body, 1, NULL},
+    {"chol_upper_f32", chol_upper_body, 1, NULL},
+    {"chol_nosym_f64", chol_nosym_body, 1, NULL},
+    {"chol_nosym_f32", chol_nosym_body, 1, NULL},
 };
 #define NCASES (sizeof CASES / sizeof *CASES)
 
@@ -179,6 +196,25 @@ static void too_few_squarings_give_nans(void **state) {
   assert_true(isnan(v[0]) && isnan(v[8]));
 }
 
+static void matrix_rank_matches_jax(void **state) {
+  (void)state;
+  const struct {
+    const char *golden;
+    double rtol;
+    int hermitian;
+  } cases[] = {{"rank_full", NAN, 0},   {"rank_low", NAN, 0},         {"rank_rtol", 0.01, 0},
+               {"rank_herm", NAN, 1},   {"rank_batch", NAN, 0},       {"rank_zero", NAN, 0},
+               {"rank_vector", NAN, 0}, {"rank_zero_vector", NAN, 0}, {"rank_low_f32", NAN, 0}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    jx_array *r =
+        jx_linalg_matrix_rank(golden(cases[c].golden, "a"), cases[c].rtol, cases[c].hermitian);
+    jx_array *want = golden(cases[c].golden, "out0");
+    assert_true(jx_dtype_of(r) == JX_I32 || jx_dtype_of(r) == JX_I64);
+    if (jx_shape_of(want).rank == 0) assert_int_equal(jx_shape_of(r).rank, 0);
+    assert_close(r, want, 0);
+  }
+}
+
 static void errors_name_the_shapes(void **state) {
   (void)state;
   jx_array *u, *s, *vh;
@@ -191,6 +227,10 @@ static void errors_name_the_shapes(void **state) {
   assert_error_has("jx_linalg_expm_ex: max_squarings -1 is negative");
   assert_true(jx_is_poisoned(jx_linalg_expm_ex(jx_zeros(JX_F32, JX_SHAPE(2, 3)), 1, 16)));
   assert_error_has("jx_linalg_expm_ex: operand f32[2,3] must be a square matrix");
+  assert_true(jx_is_poisoned(jx_linalg_cholesky_ex(jx_zeros(JX_F64, JX_SHAPE(2, 3)), 1, 1)));
+  assert_error_has("jx_linalg_cholesky_ex: operand f64[2,3] must be a square matrix");
+  assert_true(jx_is_poisoned(jx_linalg_matrix_rank(jx_zeros(JX_F64, JX_SHAPE(2, 3)), NAN, 1)));
+  assert_error_has("jx_linalg_matrix_rank: operand f64[2,3] must be a square matrix");
 }
 
 int main(void) {
@@ -201,6 +241,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(options_under_vmap_and_sharded_jit, setup, teardown),
       cmocka_unit_test_setup_teardown(too_few_squarings_give_nans, setup, teardown),
+      cmocka_unit_test_setup_teardown(matrix_rank_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(errors_name_the_shapes, setup, teardown),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
