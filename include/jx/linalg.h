@@ -20,6 +20,10 @@ extern "C" {
  * is symmetrized first ((a + a^T) / 2), so only its symmetric part matters
  * and derivatives stay symmetric. */
 JX_API jx_array *jx_linalg_cholesky(jx_array *a);
+/* jx_linalg_cholesky with jnp.linalg.cholesky's options: upper gives U =
+ * L^T (a = U^T U); without symmetrize_input only a's lower triangle is read
+ * (and, as in JAX, the derivative takes the tangent as it is). */
+JX_API jx_array *jx_linalg_cholesky_ex(jx_array *a, int upper, int symmetrize_input);
 
 /* x solving op(a) x = b (left_side) or x op(a) = b (otherwise), where op(a)
  * is a or its transpose (transpose_a) and a[..., m, m] is lower or upper
@@ -60,6 +64,38 @@ JX_API jx_status jx_linalg_eigh(jx_array *a, jx_array **w, jx_array **v);
 /* The eigenvalues alone (jnp.linalg.eigvalsh), [..., n] ascending. */
 JX_API jx_array *jx_linalg_eigvalsh(jx_array *a);
 
+/* The eigenvalues w [..., n] and right eigenvectors v [..., n, n] (in its
+ * columns: a v_j = w_j v_j) of each general square matrix of a[..., n, n],
+ * as jnp.linalg.eig. The results are complex: c64 for f32 and c64 input,
+ * c128 for f64 and c128. The eigenvalues come in LAPACK's order (geev's,
+ * not sorted) and each eigenvector has unit 2-norm and its largest component
+ * real, as JAX's on CPU. Only w is differentiable, as in JAX: differentiating
+ * v is an error (jx_linalg_eig_ex opts in). A matrix holding a NaN gives
+ * NaNs. */
+JX_API jx_status jx_linalg_eig(jx_array *a, jx_array **w, jx_array **v);
+/* The eigenvalues alone (jnp.linalg.eigvals), complex [..., n], differentiable. */
+JX_API jx_array *jx_linalg_eigvals(jx_array *a);
+
+/* jx_linalg_eig_ex's options, as jax.lax.linalg.eig's arguments. Zeroed,
+ * only the eigenvalues are computed; NULL is JAX's default (both sets of
+ * eigenvectors, no eigenvector derivatives). */
+typedef struct {
+  int compute_left_eigenvectors;  /* vl: u_j^H a = w_j u_j^H, u_j in vl's columns */
+  int compute_right_eigenvectors; /* vr: a v_j = w_j v_j */
+  /* Differentiate the eigenvectors under geev's normalization (unit norm,
+   * largest component real). Valid only where every eigenvalue is distinct
+   * and no eigenvector has two components tied for the largest magnitude,
+   * which jx cannot check; without it their derivative is an error. */
+  int enable_eigvec_derivs;
+} jx_eig_options;
+
+/* The eigendecomposition of each general square matrix of a[..., n, n], as
+ * jax.lax.linalg.eig: w [..., n] and, as opts asks, vl and vr [..., n, n],
+ * all complex (see jx_linalg_eig). Outputs not asked for are left alone (and
+ * may be NULL). */
+JX_API jx_status jx_linalg_eig_ex(jx_array *a, const jx_eig_options *opts, jx_array **w,
+                                  jx_array **vl, jx_array **vr);
+
 /* The QR factorization a = q r of each matrix of a[..., m, n], as
  * jnp.linalg.qr: q [..., m, k] has orthonormal columns and r [..., k, n] is
  * upper triangular, with k = min(m, n) (mode "reduced", full_matrices 0) or
@@ -78,6 +114,19 @@ JX_API jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_a
  * holding a NaN gives NaNs, not an error. */
 JX_API jx_status jx_linalg_svd(jx_array *a, int full_matrices, int compute_uv, jx_array **u,
                                jx_array **s, jx_array **vh);
+/* jx_linalg_svd with jnp.linalg.svd's hermitian: a symmetric (square; its
+ * symmetric part is what counts) is decomposed by eigh, s = |w| descending,
+ * u the eigenvectors in that order and vh = (u diag(sign(w)))^T, composed as
+ * JAX composes it (full_matrices makes no difference); differentiable
+ * through eigh. hermitian 0 is jx_linalg_svd. */
+JX_API jx_status jx_linalg_svd_ex(jx_array *a, int full_matrices, int compute_uv, int hermitian,
+                                  jx_array **u, jx_array **s, jx_array **vh);
+/* The rank of each matrix of a[..., m, n], i32 [...] (i64 under x64), as
+ * jnp.linalg.matrix_rank: the count of singular values (|eigenvalues| with
+ * hermitian) above the largest times max(m, n) eps (rtol NAN), or above
+ * rtol itself, as JAX compares a given rtol (not scaled). A vector or a
+ * scalar has rank 1 unless it is all zeros (an i32 scalar). */
+JX_API jx_array *jx_linalg_matrix_rank(jx_array *a, double rtol, int hermitian);
 /* The singular values alone, [..., min(m, n)] descending (jnp.linalg.svdvals). */
 JX_API jx_array *jx_linalg_svdvals(jx_array *a);
 
@@ -87,6 +136,11 @@ JX_API jx_array *jx_linalg_svdvals(jx_array *a);
  * a's dtype. Its derivative is JAX's custom JVP (finite where the SVD's is
  * not). */
 JX_API jx_array *jx_linalg_pinv(jx_array *a, double rtol);
+/* jx_linalg_pinv with jnp.linalg.pinv's hermitian: a symmetric (square; its
+ * symmetric part counts) is decomposed by syevd instead of gesdd, the
+ * singular values being |w|. The JVP is the same custom one, taken on the
+ * symmetric parts of a and its tangent, as JAX's. */
+JX_API jx_array *jx_linalg_pinv_ex(jx_array *a, double rtol, int hermitian);
 
 /* The least-squares solution x of a x = b, as jnp.linalg.lstsq: a [m, n]
  * (one matrix, as in JAX; vmap for a stack), b [m] or [m, k] of a's dtype;
@@ -109,6 +163,11 @@ JX_API jx_array *jx_linalg_matrix_power(jx_array *a, int64_t n);
  * squarings; a matrix that needs more gives NaNs, as JAX). Differentiable,
  * batched and jitted by composition. */
 JX_API jx_array *jx_linalg_expm(jx_array *a);
+/* jx_linalg_expm with jax.scipy.linalg.expm's options: upper_triangular
+ * (a is upper triangular: the approximant's q^-1 p is one triangular solve
+ * reading q's upper triangle, not an LU solve) and max_squarings (JAX's
+ * default is 16; more squarings needed give NaNs). */
+JX_API jx_array *jx_linalg_expm_ex(jx_array *a, int upper_triangular, int max_squarings);
 
 /* The ord-norm of each vector in x's last axis, [...] (jnp.linalg.vector_norm
  * with axis=-1): ord 2 (Euclidean), 1, INFINITY (max |x|), -INFINITY
@@ -135,6 +194,7 @@ JX_API jx_array *jx_linalg_matrix_norm(jx_array *x, jx_matrix_norm_ord ord);
 
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_linalg_cholesky(...)         JX_LOCATED(jx_linalg_cholesky, __VA_ARGS__)
+#define jx_linalg_cholesky_ex(...)      JX_LOCATED(jx_linalg_cholesky_ex, __VA_ARGS__)
 #define jx_linalg_triangular_solve(...) JX_LOCATED(jx_linalg_triangular_solve, __VA_ARGS__)
 #define jx_linalg_lu(...)               JX_LOCATED_STATUS(jx_linalg_lu, __VA_ARGS__)
 #define jx_linalg_solve(...)            JX_LOCATED(jx_linalg_solve, __VA_ARGS__)
@@ -143,13 +203,20 @@ JX_API jx_array *jx_linalg_matrix_norm(jx_array *x, jx_matrix_norm_ord ord);
 #define jx_linalg_slogdet(...)          JX_LOCATED_STATUS(jx_linalg_slogdet, __VA_ARGS__)
 #define jx_linalg_eigh(...)             JX_LOCATED_STATUS(jx_linalg_eigh, __VA_ARGS__)
 #define jx_linalg_eigvalsh(...)         JX_LOCATED(jx_linalg_eigvalsh, __VA_ARGS__)
+#define jx_linalg_eig(...)              JX_LOCATED_STATUS(jx_linalg_eig, __VA_ARGS__)
+#define jx_linalg_eigvals(...)          JX_LOCATED(jx_linalg_eigvals, __VA_ARGS__)
+#define jx_linalg_eig_ex(...)           JX_LOCATED_STATUS(jx_linalg_eig_ex, __VA_ARGS__)
 #define jx_linalg_qr(...)               JX_LOCATED_STATUS(jx_linalg_qr, __VA_ARGS__)
 #define jx_linalg_svd(...)              JX_LOCATED_STATUS(jx_linalg_svd, __VA_ARGS__)
+#define jx_linalg_svd_ex(...)           JX_LOCATED_STATUS(jx_linalg_svd_ex, __VA_ARGS__)
+#define jx_linalg_matrix_rank(...)      JX_LOCATED(jx_linalg_matrix_rank, __VA_ARGS__)
 #define jx_linalg_svdvals(...)          JX_LOCATED(jx_linalg_svdvals, __VA_ARGS__)
 #define jx_linalg_pinv(...)             JX_LOCATED(jx_linalg_pinv, __VA_ARGS__)
+#define jx_linalg_pinv_ex(...)          JX_LOCATED(jx_linalg_pinv_ex, __VA_ARGS__)
 #define jx_linalg_lstsq(...)            JX_LOCATED_STATUS(jx_linalg_lstsq, __VA_ARGS__)
 #define jx_linalg_matrix_power(...)     JX_LOCATED(jx_linalg_matrix_power, __VA_ARGS__)
 #define jx_linalg_expm(...)             JX_LOCATED(jx_linalg_expm, __VA_ARGS__)
+#define jx_linalg_expm_ex(...)          JX_LOCATED(jx_linalg_expm_ex, __VA_ARGS__)
 #define jx_linalg_vector_norm(...)      JX_LOCATED(jx_linalg_vector_norm, __VA_ARGS__)
 #define jx_linalg_matrix_norm(...)      JX_LOCATED(jx_linalg_matrix_norm, __VA_ARGS__)
 #endif

@@ -2,7 +2,7 @@
  * symmetric matrix of a stack, through LAPACK's syevd reading the lower
  * triangle: outputs (w [..., n], v [..., n, n]) with a = v diag(w) v^T, the
  * eigenvectors in v's columns (their signs are LAPACK's). A matrix syevd
- * fails to converge on gives NaNs in both outputs.
+ * fails to converge on, or one holding a NaN, gives NaNs in both outputs.
  *
  * JVP (JAX's _eigh_jvp_rule): with X = V^T dA V, dw = diag(X) and
  * dV = V (F o X), F_ij = 1 / (w_j - w_i) off the diagonal and 0 on it, built
@@ -11,6 +11,8 @@
  * the front. */
 #include <lapacke.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jx/ops.h>
@@ -29,38 +31,62 @@ static jx_status infer_eigh(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *
   return JX_OK;
 }
 
-/* Decomposes the row-major n x n matrix v in place (eigenvectors in its
- * columns), the eigenvalues into w; NaNs in both when syevd fails. */
-static void decompose(jx_dtype dt, void *v, void *w, int64_t n) {
-  lapack_int info = dt == JX_F64 ? LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'L', n, v, n, w)
-                                 : LAPACKE_ssyevd(LAPACK_ROW_MAJOR, 'V', 'L', n, v, n, w);
-  if (info == 0) return;
-  for (int64_t i = 0; i < n * n; i++) {
-    if (dt == JX_F64) {
-      ((double *)v)[i] = NAN;
-      if (i < n) ((double *)w)[i] = NAN;
-    } else {
-      ((float *)v)[i] = NAN;
-      if (i < n) ((float *)w)[i] = NAN;
-    }
-  }
-}
-
+/* syevd as JAX's CPU kernel calls it: on a column-major copy, with the
+ * workspace (1 + 6n + 2n^2 reals, 3 + 5n ints, LAPACK's sizes for vectors)
+ * allocated once per range rather than per matrix. The operand is symmetric
+ * (symmetrized by jx_linalg_eigh, or a tangent rule's symmetric matrix), so
+ * its row-major data is its column-major data too: syevd runs on a plain
+ * copy, the lower triangle in its column-major view being the one LAPACKE's
+ * row-major 'L' would give it, and only the eigenvectors, which come back in
+ * columns of a column-major matrix, are transposed into v. A matrix holding
+ * a NaN or an infinity is not handed to LAPACK: it gives NaNs. */
 typedef struct {
   const jx_tensor *in;
   jx_tensor *out;
   int64_t n;
+  atomic_int out_of_memory;
 } eigh_job;
 
-static void decompose_range(void *ctx, int64_t b0, int64_t b1) {
-  const eigh_job *j = ctx;
-  int64_t n = j->n;
-  size_t esize = jx_dtype_size(j->in->dtype), bytes = esize * (size_t)(n * n);
-  for (int64_t b = b0; b < b1; b++) {
-    char *v = (char *)j->out[1].data + bytes * (size_t)b;
-    memcpy(v, (const char *)j->in->data + bytes * (size_t)b, bytes);
-    decompose(j->in->dtype, v, (char *)j->out[0].data + esize * (size_t)(n * b), n);
+#define DEFINE_DECOMPOSE(T, L)                                                                     \
+  static void decompose_##L(int64_t n, const T *a, T *w, T *v, T *m, T *work, lapack_int *iwork) { \
+    memcpy(m, a, sizeof(T) * (size_t)(n * n));                                                     \
+    int finite = 1;                                                                                \
+    for (int64_t i = 0; i < n * n && finite; i++) finite = isfinite(m[i]);                         \
+    lapack_int info = !finite                                                                      \
+                          ? 1                                                                      \
+                          : LAPACKE_##L##syevd_work(LAPACK_COL_MAJOR, 'V', 'L', n, m, n, w, work,  \
+                                                    1 + 6 * n + 2 * n * n, iwork, 3 + 5 * n);      \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      for (int64_t j = 0; j < n; j++) v[i * n + j] = info ? NAN : m[j * n + i];                    \
+    if (info)                                                                                      \
+      for (int64_t i = 0; i < n; i++) w[i] = NAN;                                                  \
   }
+DEFINE_DECOMPOSE(double, d)
+DEFINE_DECOMPOSE(float, s)
+
+static void decompose_range(void *ctx, int64_t b0, int64_t b1) {
+  eigh_job *j = ctx;
+  int64_t n = j->n;
+  size_t es = jx_dtype_size(j->in->dtype), nn = (size_t)(n * n);
+  char *m =
+      malloc(es * (nn + 1 + 6 * (size_t)n + 2 * nn) + sizeof(lapack_int) * (size_t)(3 + 5 * n));
+  if (!m) {
+    atomic_store(&j->out_of_memory, 1);
+    return;
+  }
+  char *work = m + es * nn, *iwork = work + es * (1 + 6 * (size_t)n + 2 * nn);
+  for (int64_t b = b0; b < b1; b++) {
+    const char *a = (const char *)j->in->data + es * nn * (size_t)b;
+    char *w = (char *)j->out[0].data + es * (size_t)(n * b);
+    char *v = (char *)j->out[1].data + es * nn * (size_t)b;
+    if (j->in->dtype == JX_F64)
+      decompose_d(n, (const double *)a, (double *)w, (double *)v, (double *)m, (double *)work,
+                  (lapack_int *)iwork);
+    else
+      decompose_s(n, (const float *)a, (float *)w, (float *)v, (float *)m, (float *)work,
+                  (lapack_int *)iwork);
+  }
+  free(m);
 }
 
 static void eval_eigh(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
@@ -69,6 +95,9 @@ static void eval_eigh(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *ou
   eigh_job j = {.in = in, .out = out, .n = in->shape.dims[r - 1]};
   if (j.n == 0) return;
   jx_linalg_for_each_matrix(jx_linalg_batch_count(in->shape), decompose_range, &j);
+  if (atomic_load(&j.out_of_memory))
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "eigh: out of memory for a %lldx%lld matrix", (long long)j.n,
+                 (long long)j.n);
 }
 
 static jx_status jvp_eigh(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *const *t,

@@ -1,5 +1,8 @@
 /* The public linear algebra functions (jx/linalg.h): argument checks named
  * after the caller's function, then the primitives. */
+#include <float.h>
+#include <math.h>
+
 #include <jx/linalg.h>
 #include <jx/ops.h>
 
@@ -13,18 +16,27 @@ static jx_status check_matrix(const char *op, const char *what, jx_array *a) {
   return jx_linalg_check_square(op, what, &av);
 }
 
+/* The machine epsilon of a float dtype (jnp.finfo(dt).eps). */
+static double eps_of(jx_dtype dt) { return dt == JX_F64 ? DBL_EPSILON : FLT_EPSILON; }
+
 /* (a + a^T) / 2: jnp.linalg's symmetrize_input, so only the symmetric part
  * counts and derivatives stay symmetric. */
 static jx_array *symmetrize(jx_array *a) {
   return jx_mul(jx_add(a, jx_linalg_swap_last(a)), jx_scalar(a->dtype, 0.5));
 }
 
-jx_array *jx_linalg_cholesky(jx_array *a) {
-  const char *op = "jx_linalg_cholesky";
+static jx_array *cholesky(const char *op, jx_array *a, int upper, int symmetrize_input) {
   if (jx_check_inputs(op, 1, &a) || check_matrix(op, "operand", a)) return jx_poison();
-  jx_array *sym = symmetrize(a);
+  jx_array *in = symmetrize_input ? symmetrize(a) : a;
   jx_params p = JX_PARAMS_INIT;
-  return jx_bind1(&jx_prim_cholesky, 1, &sym, &p);
+  jx_array *l = jx_bind1(&jx_prim_cholesky, 1, &in, &p);
+  return upper ? jx_linalg_swap_last(l) : l;
+}
+
+jx_array *jx_linalg_cholesky(jx_array *a) { return cholesky("jx_linalg_cholesky", a, 0, 1); }
+
+jx_array *jx_linalg_cholesky_ex(jx_array *a, int upper, int symmetrize_input) {
+  return cholesky("jx_linalg_cholesky_ex", a, upper, symmetrize_input);
 }
 
 jx_array *jx_linalg_triangular_solve(jx_array *a, jx_array *b, int left_side, int lower,
@@ -158,6 +170,47 @@ jx_array *jx_linalg_eigvalsh(jx_array *a) {
   return out[0];
 }
 
+/* eig for op: w, and vl, vr where asked (NULL where not). */
+static jx_status eig(const char *op, jx_array *a, int left, int right, int derivs, jx_array **w,
+                     jx_array **vl, jx_array **vr) {
+  if (!w || (left && !vl) || (right && !vr))
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
+  *w = jx_poison();
+  if (left) *vl = jx_poison();
+  if (right) *vr = jx_poison();
+  jx_status st = jx_check_inputs(op, 1, &a);
+  if (st) return st;
+  jx_aval av = {a->dtype, a->weak, a->shape, 0};
+  if ((st = jx_linalg_check_eig_operand(op, &av))) return st;
+  jx_params p = JX_PARAMS_INIT;
+  p.i[0] = left;
+  p.i[1] = right;
+  p.i[3] = derivs;
+  jx_array *out[5];
+  if ((st = jx_bind(&jx_prim_eig, 1, &a, &p, out))) return st;
+  *w = out[0];
+  if (left) *vl = out[1];
+  if (right) *vr = out[2];
+  return JX_OK;
+}
+
+jx_status jx_linalg_eig_ex(jx_array *a, const jx_eig_options *opts, jx_array **w, jx_array **vl,
+                           jx_array **vr) {
+  static const jx_eig_options jax_default = {1, 1, 0};
+  if (!opts) opts = &jax_default;
+  return eig("jx_linalg_eig_ex", a, opts->compute_left_eigenvectors != 0,
+             opts->compute_right_eigenvectors != 0, opts->enable_eigvec_derivs != 0, w, vl, vr);
+}
+
+jx_status jx_linalg_eig(jx_array *a, jx_array **w, jx_array **v) {
+  return eig("jx_linalg_eig", a, 0, 1, 0, w, NULL, v);
+}
+
+jx_array *jx_linalg_eigvals(jx_array *a) {
+  jx_array *w;
+  return eig("jx_linalg_eigvals", a, 0, 0, 0, &w, NULL, NULL) ? jx_poison() : w;
+}
+
 jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_array **r) {
   const char *op = "jx_linalg_qr";
   if (!q || !r) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
@@ -191,20 +244,74 @@ static jx_status bind_svd(jx_array *a, int full_matrices, int compute_uv, jx_arr
   return jx_bind(&jx_prim_svd, 1, &a, &p, out);
 }
 
-jx_status jx_linalg_svd(jx_array *a, int full_matrices, int compute_uv, jx_array **u, jx_array **s,
-                        jx_array **vh) {
-  const char *op = "jx_linalg_svd";
+/* jnp.linalg.svd(a, hermitian=True) of the square matrices of a: from eigh
+ * (which symmetrizes a), s = |w| descending, u = v's columns in that order
+ * and vh = (u sign(w))^T, composed as JAX composes it. */
+static jx_status hermitian_svd(jx_array *a, int compute_uv, jx_array **u, jx_array **s,
+                               jx_array **vh) {
+  jx_array *out[2], *sym = symmetrize(a);
+  jx_params p = JX_PARAMS_INIT;
+  jx_status st = jx_bind(&jx_prim_eigh, 1, &sym, &p, out);
+  if (st) return st;
+  jx_array *w = out[0], *v = out[1], *abs_w = jx_abs(w);
+  int last = w->shape.rank - 1;
+  if (!compute_uv) {
+    *s = jx_flip(jx_sort(abs_w, last), JX_AXES(last));
+    return jx_last_status();
+  }
+  jx_array *order = jx_flip(jx_argsort(abs_w, last), JX_AXES(last));
+  *s = jx_take_along_axis(abs_w, order, last);
+  jx_array *sign = jx_take_along_axis(jx_sign(w), order, last);
+  jx_array *columns = jx_broadcast_to(jx_expand_dims(order, last), v->shape);
+  *u = jx_take_along_axis(v, columns, last + 1);
+  *vh = jx_linalg_swap_last(jx_mul(*u, jx_expand_dims(sign, last)));
+  return jx_last_status();
+}
+
+/* svd for op, as jnp.linalg.svd */
+static jx_status svd(const char *op, jx_array *a, int full_matrices, int compute_uv, int hermitian,
+                     jx_array **u, jx_array **s, jx_array **vh) {
   if (!s || (compute_uv && (!u || !vh)))
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
   *s = jx_poison();
   if (compute_uv) *u = *vh = jx_poison();
   jx_status st = check_any_matrix(op, a);
+  if (!st && hermitian) st = check_matrix(op, "operand", a); /* square */
   if (st) return st;
+  if (hermitian) return hermitian_svd(a, compute_uv, u, s, vh);
   jx_array *out[3];
   if ((st = bind_svd(a, full_matrices, compute_uv, out))) return st;
   *s = out[0];
   if (compute_uv) *u = out[1], *vh = out[2];
   return JX_OK;
+}
+
+jx_status jx_linalg_svd(jx_array *a, int full_matrices, int compute_uv, jx_array **u, jx_array **s,
+                        jx_array **vh) {
+  return svd("jx_linalg_svd", a, full_matrices, compute_uv, 0, u, s, vh);
+}
+
+jx_status jx_linalg_svd_ex(jx_array *a, int full_matrices, int compute_uv, int hermitian,
+                           jx_array **u, jx_array **s, jx_array **vh) {
+  return svd("jx_linalg_svd_ex", a, full_matrices, compute_uv, hermitian, u, s, vh);
+}
+
+jx_array *jx_linalg_matrix_rank(jx_array *a, double rtol, int hermitian) {
+  const char *op = "jx_linalg_matrix_rank";
+  if (jx_check_inputs(op, 1, &a)) return jx_poison();
+  if (a->shape.rank < 2) /* a vector or scalar: 1 unless all zero */
+    return jx_astype(jx_any(jx_ne(a, jx_zeros(a->dtype, JX_SHAPE())), JX_AXES(), 0), JX_I32);
+  jx_array *s;
+  if (svd(op, a, 0, 0, hermitian, NULL, &s, NULL)) return jx_poison();
+  int last = s->shape.rank - 1;
+  int64_t m = a->shape.dims[last], n = a->shape.dims[last + 1];
+  jx_array *cutoff;
+  if (isnan(rtol)) /* JAX's default: the largest value times max(m, n) eps */
+    cutoff = jx_mul(jx_max(s, JX_AXES(last), 1),
+                    jx_scalar(s->dtype, (double)(m > n ? m : n) * eps_of(s->dtype)));
+  else /* as JAX, a given rtol is compared with the values as it is */
+    cutoff = jx_scalar(s->dtype, rtol);
+  return jx_sum(jx_gt(s, cutoff), JX_AXES(last), 0);
 }
 
 jx_array *jx_linalg_svdvals(jx_array *a) {

@@ -20,7 +20,11 @@
  *    full_matrices=i0; u [..., m, 0] and vt [..., 0, n] without compute_uv
  *    (i1 = 0);
  *  - pinv (pinv.c): a[..., m, n] -> its pseudo-inverse [..., n, m], the
- *    singular values at or below rtol=f0 times the largest dropped.
+ *    singular values at or below rtol=f0 times the largest dropped;
+ *  - eig (eig.c): a[..., n, n] (f32, f64, c64 or c128) -> complex (w
+ *    [..., n], vl, vr, vl^-1, vr^-1), the eigenvectors in the columns of
+ *    [..., n, n] with compute_left=i0, compute_right=i1, inverses=i2 (empty
+ *    [..., n, 0] otherwise); eigvec_derivs=i3 opts in to their derivatives.
  *
  * Every kernel factors the matrices of a stack in parallel over jx's pool
  * (jx_linalg_for_each_matrix). */
@@ -31,7 +35,7 @@
 #include "../prims/prim.h"
 
 extern const jx_prim jx_prim_cholesky, jx_prim_triangular_solve, jx_prim_lu, jx_prim_eigh,
-    jx_prim_qr, jx_prim_svd, jx_prim_pinv;
+    jx_prim_qr, jx_prim_svd, jx_prim_pinv, jx_prim_eig;
 
 /* Checks that av is an f32/f64 stack of matrices (rank >= 2); records an
  * error naming op and the aval otherwise. */
@@ -39,6 +43,9 @@ jx_status jx_linalg_check_matrix(const char *op, const char *what, const jx_aval
 /* Checks that av is an f32/f64 stack of square matrices; records an error
  * naming op and the aval otherwise. */
 jx_status jx_linalg_check_square(const char *op, const char *what, const jx_aval *av);
+/* Checks that av is an f32/f64/c64/c128 stack of square matrices (eig's
+ * operand); records an error naming op and the aval otherwise. */
+jx_status jx_linalg_check_eig_operand(const char *op, const jx_aval *av);
 /* fn(ctx, b0, b1) over the matrices [0, count) of a stack, split among
  * jx's pool a matrix at a time at least, with OpenBLAS's own threads off so
  * that LAPACK on the pool's threads does not oversubscribe the cores. fn

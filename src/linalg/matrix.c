@@ -3,6 +3,7 @@
 
 #include "../base/error.h"
 #include "../base/threadpool.h"
+#include "../prims/blas_threads.h"
 #include "../trace/dispatch.h"
 #include "linalg_prims.h"
 
@@ -30,16 +31,8 @@ jx_status jx_linalg_check_square(const char *op, const char *what, const jx_aval
   return JX_OK;
 }
 
-/* OpenBLAS's own threads off, as dot_blas.c has them: the pool's threads
- * each factor whole matrices, and LAPACK's BLAS calls threading inside each
- * would put several threads on every core. Weak: another LAPACK keeps its
- * own threading. */
-extern void openblas_set_num_threads(int) __attribute__((weak));
-extern int openblas_get_num_threads(void) __attribute__((weak));
-
 void jx_linalg_for_each_matrix(int64_t count, jx_range_fn fn, void *ctx) {
-  if (openblas_set_num_threads && openblas_get_num_threads && openblas_get_num_threads() != 1)
-    openblas_set_num_threads(1);
+  jx_blas_own_threads(); /* the pool's threads each factor whole matrices */
   jx_parallel_for(count, 1, fn, ctx);
 }
 

@@ -42,7 +42,7 @@ jx_array *jx_linalg_matrix_power(jx_array *a, int64_t n) {
  * composition computes every candidate and selects, as JAX does under vmap,
  * so it jits, batches and differentiates like any other. */
 
-enum { MAX_SQUARINGS = 16, MAX_TERMS = 14 };
+enum { MAX_TERMS = 14 };
 
 typedef struct {
   int degree;
@@ -119,8 +119,12 @@ static void pade_parts(const pade *pd, jx_array *a, jx_array *eye, jx_array **u,
 /* x [...] as [..., 1, 1], to scale or select whole matrices. */
 static jx_array *per_matrix(jx_array *x) { return jx_expand_dims(jx_expand_dims(x, -1), -1); }
 
-jx_array *jx_linalg_expm(jx_array *a) {
-  if (check_square("jx_linalg_expm", a)) return jx_poison();
+static jx_array *expm(const char *op, jx_array *a, int upper_triangular, int max_squarings) {
+  if (check_square(op, a)) return jx_poison();
+  if (max_squarings < 0) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: max_squarings %d is negative", op, max_squarings);
+    return jx_poison();
+  }
   jx_dtype dt = a->dtype;
   int f64 = dt == JX_F64;
   const double *conds = f64 ? F64_CONDS : F32_CONDS;
@@ -144,10 +148,20 @@ jx_array *jx_linalg_expm(jx_array *a) {
     vs[i] = jx_broadcast_to(vs[i], a->shape);
   }
   jx_array *u = jx_select_n(idx, nconds + 1, us), *v = jx_select_n(idx, nconds + 1, vs);
-  /* r = q^-1 p with p = v + u, q = v - u; then squared n_squarings times */
-  jx_array *r = jx_linalg_solve(jx_sub(v, u), jx_add(v, u));
-  for (int i = 0; i < MAX_SQUARINGS; i++)
+  /* r = q^-1 p with p = v + u, q = v - u (upper triangular for an upper
+   * triangular a: one triangular solve, as JAX's solve_triangular); then
+   * squared n_squarings times */
+  jx_array *q = jx_sub(v, u), *p = jx_add(v, u);
+  jx_array *r =
+      upper_triangular ? jx_linalg_triangular_solve(q, p, 1, 0, 0, 0) : jx_linalg_solve(q, p);
+  for (int i = 0; i < max_squarings; i++)
     r = jx_where(jx_lt(jx_scalar(dt, i), sq), jx_matmul(r, r), r);
-  /* more squarings than MAX_SQUARINGS: NaNs, as JAX */
-  return jx_where(jx_gt(sq, jx_scalar(dt, MAX_SQUARINGS)), jx_scalar(dt, NAN), r);
+  /* more squarings than max_squarings: NaNs, as JAX */
+  return jx_where(jx_gt(sq, jx_scalar(dt, max_squarings)), jx_scalar(dt, NAN), r);
+}
+
+jx_array *jx_linalg_expm(jx_array *a) { return expm("jx_linalg_expm", a, 0, 16); }
+
+jx_array *jx_linalg_expm_ex(jx_array *a, int upper_triangular, int max_squarings) {
+  return expm("jx_linalg_expm_ex", a, upper_triangular, max_squarings);
 }

@@ -9,7 +9,13 @@
  *   dp = -p da p + S - S a p + T - p a T,
  * linear in da, so reverse mode transposes it. A matrix holding a NaN or
  * infinity, or one gesdd fails on, gives NaNs. Batching moves the batch axis
- * to the front. */
+ * to the front.
+ *
+ * With hermitian=i0 (jnp.linalg.pinv(hermitian=True)) a is symmetric
+ * (square): its symmetric part (a + a^T) / 2 is decomposed by syevd instead,
+ * the singular values being |w| and the pseudo-inverse v diag(1/w) v^T over
+ * the eigenvalues with |w| above rtol max |w|; the JVP symmetrizes a and da
+ * first, as JAX's. */
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
@@ -39,6 +45,7 @@ typedef struct {
   jx_tensor *out;
   int64_t m, n, k;
   double rtol;
+  int hermitian;
   atomic_int out_of_memory;
 } pinv_job;
 
@@ -66,6 +73,33 @@ typedef struct {
 DEFINE_PINV(double, d, cblas_dgemm)
 DEFINE_PINV(float, s, cblas_sgemm)
 
+/* The pseudo-inverse of the symmetric part of the row-major n x n matrix a
+ * (destroyed) into p; scratch holds w (n) and v (n n). */
+#define DEFINE_PINV_SYMMETRIC(T, L, GEMM)                                                          \
+  static void pinv_symmetric_##L(const pinv_job *j, T *a, T *p, T *scratch) {                      \
+    int64_t n = j->n;                                                                              \
+    T *w = scratch, *v = w + n;                                                                    \
+    int finite = 1;                                                                                \
+    for (int64_t i = 0; i < n * n && finite; i++) finite = isfinite(a[i]);                         \
+    for (int64_t r = 0; r < n; r++)                                                                \
+      for (int64_t c = 0; c < n; c++) v[r * n + c] = (a[r * n + c] + a[c * n + r]) / 2;            \
+    if (!finite || LAPACKE_##L##syevd(LAPACK_ROW_MAJOR, 'V', 'L', n, v, n, w) != 0) {              \
+      for (int64_t i = 0; i < n * n; i++) p[i] = NAN;                                              \
+      return;                                                                                      \
+    }                                                                                              \
+    T largest = 0;                                                                                 \
+    for (int64_t i = 0; i < n; i++) largest = fabs(w[i]) > largest ? (T)fabs(w[i]) : largest;      \
+    T cutoff = (T)j->rtol * largest;                                                               \
+    /* a = v diag(w) v^T: a's columns scaled into a, then p = (v diag(1/w)) v^T */                 \
+    for (int64_t r = 0; r < n; r++)                                                                \
+      for (int64_t c = 0; c < n; c++)                                                              \
+        a[r * n + c] = fabs(w[c]) > cutoff ? v[r * n + c] / w[c] : 0;                              \
+    GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, (int)n, 1, a, (int)n, v, (int)n, \
+         0, p, (int)n);                                                                            \
+  }
+DEFINE_PINV_SYMMETRIC(double, d, cblas_dgemm)
+DEFINE_PINV_SYMMETRIC(float, s, cblas_sgemm)
+
 static void pinv_range(void *ctx, int64_t b0, int64_t b1) {
   pinv_job *j = ctx;
   int64_t mn = j->m * j->n;
@@ -79,7 +113,12 @@ static void pinv_range(void *ctx, int64_t b0, int64_t b1) {
   for (int64_t b = b0; b < b1; b++) {
     memcpy(work, (const char *)j->in->data + es * (size_t)(b * mn), es * (size_t)mn);
     char *p = (char *)j->out->data + es * (size_t)(b * mn);
-    if (j->in->dtype == JX_F64)
+    int f64 = j->in->dtype == JX_F64;
+    if (j->hermitian && f64)
+      pinv_symmetric_d(j, (double *)work, (double *)p, (double *)scratch);
+    else if (j->hermitian)
+      pinv_symmetric_s(j, (float *)work, (float *)p, (float *)scratch);
+    else if (f64)
       pinv_d(j, (double *)work, (double *)p, (double *)scratch);
     else
       pinv_s(j, (float *)work, (float *)p, (float *)scratch);
@@ -89,7 +128,7 @@ static void pinv_range(void *ctx, int64_t b0, int64_t b1) {
 
 static void eval_pinv(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
   int r = in->shape.rank;
-  pinv_job j = {.in = in, .out = out, .rtol = ctx->params->f[0]};
+  pinv_job j = {.in = in, .out = out, .rtol = ctx->params->f[0], .hermitian = ctx->params->i[0]};
   j.m = in->shape.dims[r - 2];
   j.n = in->shape.dims[r - 1];
   j.k = j.m < j.n ? j.m : j.n;
@@ -106,6 +145,11 @@ static jx_status jvp_pinv(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *
   ty[0] = NULL;
   if (st || !t[0]) return st;
   jx_array *a = x[0], *da = t[0], *p = y[0];
+  if (ctx->params->i[0]) { /* the kernel decomposed (a + a^T) / 2: so does the JVP */
+    jx_array *half = jx_scalar(a->dtype, 0.5);
+    a = jx_mul(jx_add(a, jx_linalg_swap_last(a)), half);
+    da = jx_mul(jx_add(da, jx_linalg_swap_last(da)), half);
+  }
   jx_array *pt = jx_linalg_swap_last(p), *dat = jx_linalg_swap_last(da);
   int r = a->shape.rank;
   jx_array *s, *tt, *dp;
@@ -128,7 +172,7 @@ const jx_prim jx_prim_pinv = {.name = "pinv",
                               .id = JX_PRIM_pinv,
                               .nin = 1,
                               .nout = 1,
-                              .params = "rtol=f0",
+                              .params = "rtol=f0 hermitian=i0",
                               .infer = infer_pinv,
                               .eval = eval_pinv,
                               .jvp = jvp_pinv,

@@ -43,6 +43,10 @@ static jx_status infer_svd(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *o
   return JX_OK;
 }
 
+/* gesdd as JAX's CPU kernel calls it: on a column-major copy of each
+ * matrix, with the workspace LAPACK asks for (one query) allocated once per
+ * range rather than per matrix; u and vt come back column-major and are
+ * transposed into the row-major outputs. */
 typedef struct {
   const jx_tensor *in;
   jx_tensor *out;
@@ -51,43 +55,76 @@ typedef struct {
   atomic_int out_of_memory;
 } svd_job;
 
-/* Decomposes the row-major m x n matrix a (destroyed) into s, u, vt with
- * gesdd; NaNs in all three when a is not finite or gesdd fails. */
+/* Decomposes the row-major m x n matrix a into s, u, vt with gesdd through
+ * the column-major scratch at (m n), ut (m ucols), vtt (vrows n); NaNs in
+ * all three when a is not finite or gesdd fails. lwork < 0 asks for the
+ * workspace size instead, into work[0]. */
 #define DEFINE_DECOMPOSE(T, L)                                                                     \
-  static void decompose_##L(const svd_job *j, T *a, T *s, T *u, T *vt) {                           \
-    int64_t m = j->m, n = j->n, mn = m * n;                                                        \
+  static lapack_int decompose_##L(const svd_job *j, const T *a, T *s, T *u, T *vt, T *at, T *ut,   \
+                                  T *vtt, T *work, lapack_int lwork, lapack_int *iwork) {          \
+    int64_t m = j->m, n = j->n, ldu = m > 0 ? m : 1, ldvt = j->vrows > 0 ? j->vrows : 1;           \
+    if (lwork < 0)                                                                                 \
+      return LAPACKE_##L##gesdd_work(LAPACK_COL_MAJOR, j->jobz, m, n, at, ldu, s, ut, ldu, vtt,    \
+                                     ldvt, work, -1, iwork);                                       \
     int finite = 1;                                                                                \
-    for (int64_t i = 0; i < mn && finite; i++) finite = isfinite(a[i]);                            \
-    lapack_int info = finite ? LAPACKE_##L##gesdd(LAPACK_ROW_MAJOR, j->jobz, m, n, a, n, s, u,     \
-                                                  j->ucols > 0 ? j->ucols : 1, vt, n > 0 ? n : 1)  \
+    for (int64_t r = 0; r < m; r++)                                                                \
+      for (int64_t c = 0; c < n; c++) {                                                            \
+        T x = a[r * n + c];                                                                        \
+        at[c * m + r] = x;                                                                         \
+        if (!isfinite(x)) finite = 0;                                                              \
+      }                                                                                            \
+    lapack_int info = finite ? LAPACKE_##L##gesdd_work(LAPACK_COL_MAJOR, j->jobz, m, n, at, ldu,   \
+                                                       s, ut, ldu, vtt, ldvt, work, lwork, iwork)  \
                              : 1;                                                                  \
-    if (info == 0) return;                                                                         \
-    for (int64_t i = 0; i < j->k; i++) s[i] = NAN;                                                 \
-    for (int64_t i = 0; i < m * j->ucols; i++) u[i] = NAN;                                         \
-    for (int64_t i = 0; i < j->vrows * n; i++) vt[i] = NAN;                                        \
+    for (int64_t r = 0; r < m; r++)                                                                \
+      for (int64_t c = 0; c < j->ucols; c++) u[r * j->ucols + c] = info ? NAN : ut[c * m + r];     \
+    for (int64_t r = 0; r < j->vrows; r++)                                                         \
+      for (int64_t c = 0; c < n; c++) vt[r * n + c] = info ? NAN : vtt[c * j->vrows + r];          \
+    if (info)                                                                                      \
+      for (int64_t i = 0; i < j->k; i++) s[i] = NAN;                                               \
+    return info;                                                                                   \
   }
 DEFINE_DECOMPOSE(double, d)
 DEFINE_DECOMPOSE(float, s)
 
 static void decompose_range(void *ctx, int64_t b0, int64_t b1) {
   svd_job *j = ctx;
-  size_t es = jx_dtype_size(j->in->dtype), bytes = es * (size_t)(j->m * j->n);
-  char *work = malloc(bytes);
-  if (!work) {
+  int f64 = j->in->dtype == JX_F64;
+  size_t es = jx_dtype_size(j->in->dtype);
+  int64_t m = j->m, n = j->n;
+  size_t scratch = (size_t)(m * n + m * j->ucols + j->vrows * n);
+  lapack_int *iwork = malloc(sizeof(lapack_int) * (size_t)(8 * j->k));
+  double query = 0; /* the workspace size gesdd asks for */
+  if (iwork) {
+    float fq = 0;
+    if (f64)
+      decompose_d(j, NULL, NULL, NULL, NULL, NULL, NULL, NULL, &query, -1, iwork);
+    else
+      decompose_s(j, NULL, NULL, NULL, NULL, NULL, NULL, NULL, &fq, -1, iwork), query = fq;
+  }
+  lapack_int lwork = (lapack_int)query + 1;
+  char *at = iwork ? malloc(es * (scratch + (size_t)lwork)) : NULL;
+  if (!at) {
+    free(iwork);
     atomic_store(&j->out_of_memory, 1);
     return;
   }
+  char *ut = at + es * (size_t)(m * n), *vtt = ut + es * (size_t)(m * j->ucols);
+  char *work = at + es * scratch;
   for (int64_t b = b0; b < b1; b++) {
-    memcpy(work, (const char *)j->in->data + bytes * (size_t)b, bytes);
+    const char *a = (const char *)j->in->data + es * (size_t)(b * m * n);
     char *s = (char *)j->out[0].data + es * (size_t)(b * j->k);
-    char *u = (char *)j->out[1].data + es * (size_t)(b * j->m * j->ucols);
-    char *vt = (char *)j->out[2].data + es * (size_t)(b * j->vrows * j->n);
-    if (j->in->dtype == JX_F64)
-      decompose_d(j, (double *)work, (double *)s, (double *)u, (double *)vt);
+    char *u = (char *)j->out[1].data + es * (size_t)(b * m * j->ucols);
+    char *vt = (char *)j->out[2].data + es * (size_t)(b * j->vrows * n);
+    if (f64)
+      decompose_d(j, (const double *)a, (double *)s, (double *)u, (double *)vt, (double *)at,
+                  (double *)ut, (double *)vtt, (double *)work, lwork, iwork);
     else
-      decompose_s(j, (float *)work, (float *)s, (float *)u, (float *)vt);
+      decompose_s(j, (const float *)a, (float *)s, (float *)u, (float *)vt, (float *)at,
+                  (float *)ut, (float *)vtt, (float *)work, lwork, iwork);
   }
-  free(work);
+  free(at);
+  free(iwork);
 }
 
 static void set_one(jx_dtype dt, void *data, int64_t i) {

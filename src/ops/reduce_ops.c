@@ -57,11 +57,14 @@ static jx_array *filled(jx_dtype dt, double v, jx_shape s) {
 }
 
 /* The accumulator of an integer sum or product: JAX's canonical int of the
- * kind (i64/u64, 32-bit in the default mode unless the input is 64-bit). */
+ * kind (i64/u64, 32-bit in the default mode unless the input is 64-bit).
+ * Floats and complex keep their dtype (c128 stays c128 in the default mode,
+ * as f64 does). */
 static jx_dtype wide_int(jx_dtype dt) {
   jx_dtype w = dt;
   if (dt == JX_BOOL || jx_is_signed_int(dt)) w = JX_I64;
   if (jx_is_unsigned_int(dt)) w = JX_U64;
+  if (w == dt) return dt;
   return jx_dtype_bits(dt) == 64 ? w : jx_dtype_canonical(w);
 }
 

@@ -108,7 +108,7 @@ jx_status jx_plan_replicate_all(jx_plan *pl) {
 /* Each primitive's layout rules. An elementwise row (jx_prim.elementwise)
  * without an entry is the elementwise family's; anything else without one
  * is replicated: control flow, convolutions, windows, random bits, ... */
-_Static_assert(JX_PRIM_COUNT == 135, "a new primitive: give it its layout family, or none");
+_Static_assert(JX_PRIM_COUNT == 136, "a new primitive: give it its layout family, or none");
 static const jx_pfamily *const family[JX_PRIM_COUNT] = {
     [JX_PRIM_sharding_constraint] = &jx_pfamily_constraint,
     [JX_PRIM_select_n] = &jx_pfamily_elementwise,

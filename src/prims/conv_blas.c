@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas_threads.h"
 #include "conv_kernels.h"
 #include "../base/threadpool.h"
 
@@ -66,16 +67,6 @@ static void spatial_offsets(const jx_shape *s, const jx_ilist *spec, int nsp, in
 }
 
 static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
-
-/* OpenBLAS's own threads off (as dot_blas.c does): the pool splits the work. */
-extern void openblas_set_num_threads(int) __attribute__((weak));
-extern int openblas_get_num_threads(void) __attribute__((weak));
-
-static int own_threads(void) {
-  if (!openblas_set_num_threads || !openblas_get_num_threads) return 0;
-  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
-  return 1;
-}
 
 /* Rows of `rows` per chunk: about COL_BYTES of row_floats each, at least
  * MIN_CHUNK_ROWS, and no more than a MIN_CHUNKS-th of the rows when that
@@ -370,7 +361,7 @@ int jx_conv_blas(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
     ok = build_taps(&g, how == KGRAD, tap_at, &taps, ktap_at, &ktaps);
     j.taps = taps, j.ktaps = ktaps;
   }
-  if (ok) own_threads();
+  if (ok) jx_blas_own_threads();
   const float *Rin = in[1].data;
   int64_t nchunks = 0;
   if (ok && how == ROWS) {

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas_threads.h"
 #include "dot_kernels.h"
 #include "dot_skinny.h"
 #include "../array/array.h"
@@ -235,21 +236,6 @@ static int prepare(const jx_tensor *t, int dbl, const group *bg, const group *rg
 
 static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
-/* OpenBLAS's own threads are switched off: jx's pool splits each GEMM
- * itself (gemm_pieces), so one set of threads serves GEMMs and the fused
- * kernels between them. With both, OpenBLAS's workers spun (sched_yield) for
- * ~0.1 s after every GEMM, competing with the pool's kernels for the cores:
- * a fifth of a jitted MLP step went to those hand-offs. Weak: a BLAS without
- * these functions keeps its own threading and gets no split. */
-extern void openblas_set_num_threads(int) __attribute__((weak));
-extern int openblas_get_num_threads(void) __attribute__((weak));
-
-static int own_threads(void) {
-  if (!openblas_set_num_threads || !openblas_get_num_threads) return 0;
-  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
-  return 1;
-}
-
 /* One gemm, C = L x R over blocks of C's rows or columns. */
 typedef struct {
   int dbl;
@@ -327,7 +313,7 @@ static gemm_job gemm_plan(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, c
                           const operand *R, void *C) {
   int64_t quanta = (M + ROW_QUANTUM - 1) / ROW_QUANTUM;
   gemm_job j = {dbl, M, N, K, L, R, C, 1, quanta, 0};
-  int64_t want = own_threads() && B == 1 ? M * N * K / MIN_PIECE_MACS : 1;
+  int64_t want = jx_blas_own_threads() && B == 1 ? M * N * K / MIN_PIECE_MACS : 1;
   int64_t threads = jx_pool_inside() ? 1 : jx_pool_threads();
   if (want > threads) want = threads;
   if (want > 1 && quanta / MIN_PIECE_QUANTA < 2) {
@@ -397,7 +383,7 @@ static void gemv_all(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const 
                      const operand *R, void *C) {
   int64_t size = M == 1 ? N : M;
   gemm_job j = {dbl, M, N, K, L, R, C, 1, 1, 0};
-  int64_t threads = jx_pool_inside() || !own_threads() ? 1 : jx_pool_threads();
+  int64_t threads = jx_pool_inside() || !jx_blas_own_threads() ? 1 : jx_pool_threads();
   int64_t want = B * size * K / MIN_GEMV_PIECE;
   if (want > threads) want = threads;
   if (B > 1 && want > 1)

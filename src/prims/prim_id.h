@@ -46,7 +46,7 @@
   X(sharding_constraint) X(shard_map) X(psum) X(pmax) X(pmin) X(all_gather) X(psum_scatter) \
   X(all_to_all) X(ppermute) X(pvary) \
   /* linalg/ */ \
-  X(cholesky) X(triangular_solve) X(lu) X(eigh) X(qr) X(svd) X(pinv) \
+  X(cholesky) X(triangular_solve) X(lu) X(eigh) X(qr) X(svd) X(pinv) X(eig) \
   /* fft/ */ \
   X(fft) \
   /* debug/ */ \
