@@ -53,7 +53,19 @@ def ops(jnp):
         "mean": lambda z, w, x: jnp.mean(z),
         "where": lambda z, w, x: jnp.where(x > 0, z, w),
         "astype_real": lambda z, w, x: z.real.astype(x.dtype),
+        # one fused kernel under jx's jit (tests/unit/test_fusion_complex.c)
+        "chain": lambda z, w, x: chain(jnp, z, w, x),
+        "chain_rows": lambda z, w, x: jnp.sum(chain(jnp, z, w, x), axis=1),
+        "chain_cols": lambda z, w, x: jnp.sum(chain(jnp, z, w, x), axis=0),
     }
+
+
+def chain(jnp, z, w, x):
+    u = jnp.exp(z) * w - jnp.sqrt(z) / (w + jnp.conj(z))
+    v = jnp.sin(u) * jnp.cos(z) + jnp.tanh(w) + jnp.log(z) * z ** w
+    s = jnp.where(x > 0, u, v) * jnp.sign(z)
+    s = s + jax.lax.complex(x, jnp.real(z)) * jax.lax.rsqrt(w) - jnp.imag(w)
+    return s + jnp.abs(z) + jax.lax.integer_pow(z, 3) - jax.lax.integer_pow(w, -21)
 
 
 def grads(jnp):
