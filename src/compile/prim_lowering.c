@@ -68,7 +68,7 @@ const jx_prim_lowering jx_prim_lowerings[JX_PRIM_COUNT] = {
     [JX_PRIM_real] = ONLY_C("crealf(%0)", "creal(%0)"),
     [JX_PRIM_imag] = ONLY_C("cimagf(%0)", "cimag(%0)"),
     [JX_PRIM_conj] = ONLY_C("conjf(%0)", "conj(%0)"),
-    [JX_PRIM_complex] = EXPR("CMPLXF(%0, %1)", "CMPLX(%0, %1)"),
+    [JX_PRIM_complex] = EXPR("jx_cmplxf(%0, %1)", "jx_cmplx(%0, %1)"),
     [JX_PRIM_integer_pow] = {.kind = JX_LOWER_INTEGER_POW},
     [JX_PRIM_convert_element_type] = {.kind = JX_LOWER_CONVERT, .on_bool = 1},
 

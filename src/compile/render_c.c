@@ -141,6 +141,11 @@ const jx_dialect jx_dialect_c = {
      * <complex.h> functions, so a fused complex kernel gives their bits */
     .complex_prelude = "typedef float _Complex jx_c64;\n"
                        "typedef double _Complex jx_c128;\n"
+                       /* re + i im exactly (glibc's CMPLXF is C11 under gcc only) */
+                       "JX_FN jx_c64 jx_cmplxf(float re, float im) {\n"
+                       "  union { float p[2]; jx_c64 z; } u = {{re, im}};\n  return u.z;\n}\n"
+                       "JX_FN jx_c128 jx_cmplx(double re, double im) {\n"
+                       "  union { double p[2]; jx_c128 z; } u = {{re, im}};\n  return u.z;\n}\n"
                        "JX_IPOW(jx_c64)\n"
                        "JX_IPOW(jx_c128)\n"
                        "JX_PW(jx_c64)\n"

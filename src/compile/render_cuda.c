@@ -84,8 +84,8 @@ static const char cuda_complex_prelude[] =
     "  JX_CM explicit operator float() const { return (float)re; }\n"
     "  JX_CM explicit operator double() const { return re; }\n"
     "};\n"
-    "JX_FN jx_c64 CMPLXF(float r, float i) { return jx_c64(r, i); }\n"
-    "JX_FN jx_c128 CMPLX(double r, double i) { return jx_c128(r, i); }\n" JX_CUDA_COMPLEX_FUNCS(
+    "JX_FN jx_c64 jx_cmplxf(float r, float i) { return jx_c64(r, i); }\n"
+    "JX_FN jx_c128 jx_cmplx(double r, double i) { return jx_c128(r, i); }\n" JX_CUDA_COMPLEX_FUNCS(
         jx_c64, float, f, 9) JX_CUDA_COMPLEX_FUNCS(jx_c128, double, , 22) "JX_IPOW(jx_c64)\n"
                                                                           "JX_IPOW(jx_c128)\n"
                                                                           "JX_PW(jx_c64)\n"

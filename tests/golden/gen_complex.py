@@ -53,6 +53,17 @@ def ops(jnp):
         "mean": lambda z, w, x: jnp.mean(z),
         "where": lambda z, w, x: jnp.where(x > 0, z, w),
         "astype_real": lambda z, w, x: z.real.astype(x.dtype),
+        "expm1": lambda z, w, x: jnp.expm1(z),
+        "log1p": lambda z, w, x: jnp.log1p(z),
+        "tan": lambda z, w, x: jnp.tan(z),
+        "asin": lambda z, w, x: jnp.arcsin(z),
+        "acos": lambda z, w, x: jnp.arccos(z),
+        "atan": lambda z, w, x: jnp.arctan(z),
+        "sinh": lambda z, w, x: jnp.sinh(z),
+        "cosh": lambda z, w, x: jnp.cosh(z),
+        "asinh": lambda z, w, x: jnp.arcsinh(z),
+        "acosh": lambda z, w, x: jnp.arccosh(z),
+        "atanh": lambda z, w, x: jnp.arctanh(z),
         # one fused kernel under jx's jit (tests/unit/test_fusion_complex.c)
         "chain": lambda z, w, x: chain(jnp, z, w, x),
         "chain_rows": lambda z, w, x: jnp.sum(chain(jnp, z, w, x), axis=1),
@@ -76,6 +87,10 @@ def grads(jnp):
         "im_logdiv": lambda z, w: jnp.sum(jnp.imag(jnp.log(z) / w)),
         "angle": lambda z, w: jnp.sum(jnp.angle(z) * jnp.real(w)),
         "mixed": lambda z, w: jnp.sum(jnp.real(jnp.sqrt(z) * jnp.conj(w)) + jnp.tanh(z).imag),
+        "trig": lambda z, w: jnp.sum(jnp.abs(jnp.tan(z) + jnp.arcsin(w)) + jnp.real(jnp.arccos(z) * jnp.arctan(w))),
+        # acosh's JVP, 1/sqrt(x^2 - 1), is its derivative where Re x >= 0 only
+        "hyp": lambda z, w: jnp.sum(jnp.imag(jnp.sinh(z) * jnp.cosh(w) + jnp.arcsinh(z)) + jnp.abs(jnp.arccosh(w + 3) - jnp.arctanh(z))),
+        "logexp1p": lambda z, w: jnp.sum(jnp.abs(jnp.expm1(z)) + jnp.real(jnp.log1p(w) * z)),
     }
 
 
@@ -83,6 +98,7 @@ def hgrads(jnp):
     return {
         "sinz": lambda z, w: jnp.sum(jnp.sin(z) * z),
         "poly": lambda z, w: jnp.sum(z ** 3 * w + jnp.exp(z)),
+        "inv": lambda z, w: jnp.sum(jnp.arctan(z) * jnp.sinh(w) + jnp.log1p(z) * jnp.expm1(w) + jnp.arcsinh(z) + jnp.arccos(z) + jnp.arctanh(z) * jnp.tan(z)),
     }
 
 
