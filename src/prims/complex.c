@@ -75,10 +75,12 @@ static const uint8_t takes_complex[JX_PRIM_COUNT] = {
     [JX_PRIM_dynamic_update_slice] = 1,
     [JX_PRIM_gather] = 1,
     [JX_PRIM_scatter] = 1,
+    [JX_PRIM_scatter_add] = 1,
     /* reductions and contractions with complex kernels */
     [JX_PRIM_reduce_sum] = 1,
     [JX_PRIM_reduce_prod] = 1,
     [JX_PRIM_dot_general] = 1,
+    [JX_PRIM_conv_general_dilated] = 1,
     [JX_PRIM_fft] = 1,
     /* control flow and custom rules run nested programs of the rows above */
     [JX_PRIM_cond] = 1,

@@ -64,11 +64,23 @@ def ops(jnp):
         "asinh": lambda z, w, x: jnp.arcsinh(z),
         "acosh": lambda z, w, x: jnp.arccosh(z),
         "atanh": lambda z, w, x: jnp.arctanh(z),
+        "gather": lambda z, w, x: z[:, IDX],
+        "scatter_add": lambda z, w, x: z.at[:, IDX].add(w),
+        "conv": lambda z, w, x: conv(z, w),
         # one fused kernel under jx's jit (tests/unit/test_fusion_complex.c)
         "chain": lambda z, w, x: chain(jnp, z, w, x),
         "chain_rows": lambda z, w, x: jnp.sum(chain(jnp, z, w, x), axis=1),
         "chain_cols": lambda z, w, x: jnp.sum(chain(jnp, z, w, x), axis=0),
     }
+
+
+IDX = np.array([2, 0, 2])  # a repeated index: scatter_add sums both updates
+
+
+def conv(z, w):
+    """[1, 2, 3] (NCH) by [1, 2, 2] (OIH): padded by 1, the kernel dilated by 2"""
+    return jax.lax.conv_general_dilated(z[None], w[:, :2][None], window_strides=(1,),
+                                        padding=[(1, 1)], rhs_dilation=(2,))
 
 
 def chain(jnp, z, w, x):
@@ -90,6 +102,9 @@ def grads(jnp):
         "trig": lambda z, w: jnp.sum(jnp.abs(jnp.tan(z) + jnp.arcsin(w)) + jnp.real(jnp.arccos(z) * jnp.arctan(w))),
         # acosh's JVP, 1/sqrt(x^2 - 1), is its derivative where Re x >= 0 only
         "hyp": lambda z, w: jnp.sum(jnp.imag(jnp.sinh(z) * jnp.cosh(w) + jnp.arcsinh(z)) + jnp.abs(jnp.arccosh(w + 3) - jnp.arctanh(z))),
+        "scatter": lambda z, w: jnp.sum(jnp.abs(z.at[:, IDX].add(w * z)) ** 2 + jnp.real(z[:, IDX] * w)),
+        "conv_lhs": lambda z, w: jnp.sum(jnp.abs(conv(z, w)) ** 2),
+        "conv_rhs": lambda z, w: jnp.sum(jnp.imag(conv(w, z)) + jnp.real(conv(w, z * z))),
         "logexp1p": lambda z, w: jnp.sum(jnp.abs(jnp.expm1(z)) + jnp.real(jnp.log1p(w) * z)),
     }
 

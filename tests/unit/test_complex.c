@@ -106,6 +106,23 @@ static jx_array *o_acosh(jx_array *z, jx_array *w, jx_array *x) {
 static jx_array *o_atanh(jx_array *z, jx_array *w, jx_array *x) {
   return (void)w, (void)x, jx_atanh(z);
 }
+/* gen_complex.py's IDX (a repeated index) and conv */
+static jx_array *idx_array(void) {
+  return jx_array_from(JX_I32, JX_SHAPE(3), (int32_t[]){2, 0, 2});
+}
+static jx_array *conv(jx_array *z, jx_array *w) {
+  jx_array *k = jx_at_get(w, 2, (jx_index[]){JX_ALL, JX_SLICE(0, 2, 1)});
+  return jx_conv_general_dilated(jx_reshape(z, JX_SHAPE(1, 2, 3)), jx_reshape(k, JX_SHAPE(1, 2, 2)),
+                                 JX_SHAPE(1), JX_SHAPE(1), JX_SHAPE(1), JX_SHAPE(), JX_SHAPE(2),
+                                 "NCH,OIH,NCH", 1);
+}
+static jx_array *o_gather(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)w, (void)x, jx_at_get(z, 2, (jx_index[]){JX_ALL, JX_IDX(idx_array())});
+}
+static jx_array *o_scatter_add(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)x, jx_at_add(z, 2, (jx_index[]){JX_ALL, JX_IDX(idx_array())}, w);
+}
+static jx_array *o_conv(jx_array *z, jx_array *w, jx_array *x) { return (void)x, conv(z, w); }
 static jx_array *o_abs(jx_array *z, jx_array *w, jx_array *x) {
   return (void)w, (void)x, jx_abs(z);
 }
@@ -209,6 +226,9 @@ static const struct {
     {"complex", o_complex, 1},
     {"where", o_where, 1},
     {"eq", o_eq, 1},
+    {"gather", o_gather, 0},
+    {"scatter_add", o_scatter_add, 0},
+    {"conv", o_conv, 0},
     {"sum0", o_sum0, 0},
     {"prod1", o_prod1, 0},
     {"mean", o_mean, 0},
@@ -308,6 +328,21 @@ static void g_logexp1p(void *c, jx_array *const *in, jx_array **out) {
   (void)c;
   out[0] = sum_all(jx_add(jx_abs(jx_expm1(in[0])), jx_real(jx_mul(jx_log1p(in[1]), in[0]))));
 }
+static void g_scatter(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  jx_array *z = in[0], *w = in[1];
+  jx_array *s = jx_at_add(z, 2, (jx_index[]){JX_ALL, JX_IDX(idx_array())}, jx_mul(w, z));
+  out[0] = sum_all(jx_add(abs2(s), jx_real(jx_mul(o_gather(z, w, NULL), w))));
+}
+static void g_conv_lhs(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = sum_all(abs2(conv(in[0], in[1])));
+}
+static void g_conv_rhs(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  jx_array *z = in[0], *w = in[1];
+  out[0] = sum_all(jx_add(jx_imag(conv(w, z)), jx_real(conv(w, jx_mul(z, z)))));
+}
 static void h_inv(void *c, jx_array *const *in, jx_array **out) {
   (void)c;
   jx_array *z = in[0], *w = in[1];
@@ -339,7 +374,9 @@ static const struct {
              {"grad_angle", g_angle, 0},       {"grad_mixed", g_mixed, 0},
              {"grad_trig", g_trig, 0},         {"grad_hyp", g_hyp, 0},
              {"grad_logexp1p", g_logexp1p, 0}, {"hgrad_inv", h_inv, 1},
-             {"hgrad_sinz", h_sinz, 1},        {"hgrad_poly", h_poly, 1}};
+             {"grad_scatter", g_scatter, 0},   {"grad_conv_lhs", g_conv_lhs, 0},
+             {"grad_conv_rhs", g_conv_rhs, 0}, {"hgrad_sinz", h_sinz, 1},
+             {"hgrad_poly", h_poly, 1}};
 
 static void grads_match_jax(int x64) {
   jx_config_enable_x64(x64);
