@@ -145,9 +145,12 @@ static void chain_matches_c128(void **state) {
 /* complex(a, b) of two real waves: an eager complex array */
 static jx_array *complex_values(jx_dtype dt, jx_shape s, int seed) {
   jx_dtype part = dt == JX_C128 ? JX_F64 : JX_F32;
+  jx_array *re = values(part, s, seed), *im = values(part, s, seed + 1); /* kept */
   jx_scope_begin();
-  jx_array *z = jx_keep(jx_complex(values(part, s, seed), values(part, s, seed + 1)));
+  jx_array *z = jx_keep(jx_complex(re, im));
   jx_scope_end();
+  jx_release(re);
+  jx_release(im);
   return z;
 }
 
