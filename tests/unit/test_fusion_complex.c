@@ -7,7 +7,8 @@
  * the default mode and c128 in x64); ended by a sum over the rows or over
  * the leading axis, it is still one kernel with the eager pairwise sums'
  * bits. A large lone complex op is a kernel; c128 -> bf16 (one rounding
- * from the double) stays on the reference kernel. Under JX_PLATFORM=cuda
+ * from the double) stays on the reference kernel. Transposes, pad and
+ * concatenate of complex arrays fuse as they do for f32. Under JX_PLATFORM=cuda
  * (cuda.unit.test_fusion_complex: the CUDA dialect in the emulator) the
  * kernels match the eager results within cuda_rtol and JAX alike. */
 #include <complex.h>
@@ -220,12 +221,44 @@ static void lone_ops_and_converts(void **state) {
   jx_config_enable_x64(0);
 }
 
+/* views and windows of complex arrays (transposes read in place, pad and
+ * concatenate as selects over windowed loads) fuse as f32 ones do */
+static void f_views(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *t = jx_transpose(in[0], JX_AXES());
+  jx_array *u = jx_mul(jx_exp(t), jx_transpose(in[1], JX_AXES()));
+  out[0] = jx_add(jx_concatenate(2, (jx_array *[]){t, jx_sin(t)}, 1),
+                  jx_pad(jx_neg(t), JX_SHAPE(0, 1), JX_SHAPE(0, 63), 0.0));
+  out[0] = jx_concatenate(2, (jx_array *[]){out[0], u}, 1);
+}
+
+static void views_and_windows(void **state) {
+  (void)state;
+  jx_config_enable_x64(1);
+  jx_fn *f = jx_fn_create("views", 2, 1, f_views, NULL);
+  jx_array *x[2] = {values(JX_F32, JX_SHAPE(64, 80), 11), values(JX_F32, JX_SHAPE(64, 80), 13)};
+  plan real = jit_matches(f, 2, x);
+  const jx_dtype dts[] = {JX_C64, JX_C128};
+  for (int d = 0; d < 2; d++) {
+    jx_array *in[2] = {complex_values(dts[d], JX_SHAPE(64, 80), 11),
+                       complex_values(dts[d], JX_SHAPE(64, 80), 13)};
+    plan r = jit_matches(f, 2, in);
+    assert_int_equal(r.kernels, real.kernels);
+    assert_int_equal(r.eager, real.eager);
+    jx_release(in[0]);
+    jx_release(in[1]);
+  }
+  jx_fn_release(f);
+  jx_release(x[0]);
+  jx_release(x[1]);
+  jx_config_enable_x64(0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(chain_matches_c64),
-      cmocka_unit_test(chain_matches_c128),
-      cmocka_unit_test(sums_of_big_chains),
-      cmocka_unit_test(lone_ops_and_converts),
+      cmocka_unit_test(chain_matches_c64),  cmocka_unit_test(chain_matches_c128),
+      cmocka_unit_test(sums_of_big_chains), cmocka_unit_test(lone_ops_and_converts),
+      cmocka_unit_test(views_and_windows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
