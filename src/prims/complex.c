@@ -35,6 +35,7 @@ static const uint8_t takes_complex[JX_PRIM_COUNT] = {
     [JX_PRIM_tanh] = 1,
     [JX_PRIM_sin] = 1,
     [JX_PRIM_cos] = 1,
+    [JX_PRIM_exp2] = 1,
     [JX_PRIM_expm1] = 1,
     [JX_PRIM_log1p] = 1,
     [JX_PRIM_tan] = 1,

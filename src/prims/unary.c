@@ -20,7 +20,7 @@
  * eager and jit agree bit for bit (f64 uses libm).
  *
  * Complex operands (c64, c128; the rows complex.c lists: neg, abs, sign,
- * exp, expm1, log, log1p, sqrt, rsqrt, tanh, sin, cos, tan, the inverse
+ * exp, exp2, expm1, log, log1p, sqrt, rsqrt, tanh, sin, cos, tan, the inverse
  * trigonometric and the hyperbolic functions, integer_pow, stop_gradient)
  * run C99's <complex.h> functions, c64 in float _Complex; abs gives the
  * parts' dtype (hypot of the parts), sign is z / |z| (0 at 0), as XLA.
@@ -428,7 +428,8 @@ static void loop_int(unop op, int64_t e, int64_t n, const jx_tensor *t, void *o)
 
 /* ---- complex ----
  * C99's <complex.h> function of each row (F: "f" for c64, empty for c128);
- * expm1 and log1p, which C99 lacks, as XLA forms them: expm1(a + ib) =
+ * exp2, expm1 and log1p, which C99 lacks, as XLA forms them: exp2(z) =
+ * exp(z ln 2); expm1(a + ib) =
  * expm1(a) cos(b) - 2 sin^2(b/2) + i e^a sin(b), without the cancellation of
  * e^a cos(b) - 1 near 0; log1p(z) = log|1 + z| + i arg(1 + z), the modulus
  * through log1p(a (a + 2) + b^2) when that is small. */
@@ -437,6 +438,7 @@ static void loop_int(unop op, int64_t e, int64_t n, const jx_tensor *t, void *o)
     R a = creal##F(z), b = cimag##F(z), h = sin##F(b / 2);                                         \
     return jx_cmplx##F(expm1##F(a) * cos##F(b) - 2 * h * h, exp##F(a) * sin##F(b));                \
   }                                                                                                \
+  static T cexp2##F(T z) { return cexp##F(z * (R)0.69314718055994530942); }                        \
   static T clog1p##F(T z) {                                                                        \
     R a = creal##F(z), b = cimag##F(z), s = a * (a + 2) + b * b;                                   \
     R re = fabs##F(s) < (R)0.5 ? log1p##F(s) / 2 : log##F(hypot##F(a + 1, b));                     \
@@ -486,6 +488,7 @@ COMPLEX_HELPERS(double _Complex, double, )
     default: {                                                                                     \
       T(*f)                                                                                        \
       (T) = op == U_EXP     ? cexp##F                                                              \
+            : op == U_EXP2  ? cexp2##F                                                             \
             : op == U_EXPM1 ? cexpm1##F                                                            \
             : op == U_LOG   ? clog##F                                                              \
             : op == U_LOG1P ? clog1p##F                                                            \
@@ -561,7 +564,7 @@ UNARY_ROW(sign, U_SIGN, JX_ACCEPT_NUMERIC, jx_jvp_zero, NULL)
 UNARY_ROW(floor, U_FLOOR, JX_ACCEPT_FLOAT, jx_jvp_zero, NULL)
 UNARY_ROW(ceil, U_CEIL, JX_ACCEPT_FLOAT, jx_jvp_zero, NULL)
 UNARY_ROW(exp, U_EXP, JX_ACCEPT_INEXACT, jx_jvp_exp, NULL)
-UNARY_ROW(exp2, U_EXP2, JX_ACCEPT_FLOAT, jx_jvp_exp2, NULL)
+UNARY_ROW(exp2, U_EXP2, JX_ACCEPT_INEXACT, jx_jvp_exp2, NULL)
 UNARY_ROW(expm1, U_EXPM1, JX_ACCEPT_INEXACT, jx_jvp_expm1, NULL)
 UNARY_ROW(log, U_LOG, JX_ACCEPT_INEXACT, jx_jvp_log, NULL)
 UNARY_ROW(log1p, U_LOG1P, JX_ACCEPT_INEXACT, jx_jvp_log1p, NULL)

@@ -53,6 +53,7 @@ def ops(jnp):
         "mean": lambda z, w, x: jnp.mean(z),
         "where": lambda z, w, x: jnp.where(x > 0, z, w),
         "astype_real": lambda z, w, x: z.real.astype(x.dtype),
+        "exp2": lambda z, w, x: jnp.exp2(z),
         "expm1": lambda z, w, x: jnp.expm1(z),
         "log1p": lambda z, w, x: jnp.log1p(z),
         "tan": lambda z, w, x: jnp.tan(z),
@@ -105,7 +106,7 @@ def grads(jnp):
         "scatter": lambda z, w: jnp.sum(jnp.abs(z.at[:, IDX].add(w * z)) ** 2 + jnp.real(z[:, IDX] * w)),
         "conv_lhs": lambda z, w: jnp.sum(jnp.abs(conv(z, w)) ** 2),
         "conv_rhs": lambda z, w: jnp.sum(jnp.imag(conv(w, z)) + jnp.real(conv(w, z * z))),
-        "logexp1p": lambda z, w: jnp.sum(jnp.abs(jnp.expm1(z)) + jnp.real(jnp.log1p(w) * z)),
+        "logexp1p": lambda z, w: jnp.sum(jnp.abs(jnp.exp2(w) * jnp.expm1(z)) + jnp.real(jnp.log1p(w) * z)),
     }
 
 

@@ -73,6 +73,9 @@ static jx_array *o_sin(jx_array *z, jx_array *w, jx_array *x) {
 static jx_array *o_cos(jx_array *z, jx_array *w, jx_array *x) {
   return (void)w, (void)x, jx_cos(z);
 }
+static jx_array *o_exp2(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)w, (void)x, jx_exp2(z);
+}
 static jx_array *o_expm1(jx_array *z, jx_array *w, jx_array *x) {
   return (void)w, (void)x, jx_expm1(z);
 }
@@ -195,6 +198,7 @@ static const struct {
     {"tanh", o_tanh, 1},
     {"sin", o_sin, 1},
     {"cos", o_cos, 1},
+    {"exp2", o_exp2, 1},
     {"expm1", o_expm1, 1},
     {"log1p", o_log1p, 1},
     {"tan", o_tan, 1},
@@ -326,7 +330,8 @@ static void g_hyp(void *c, jx_array *const *in, jx_array **out) {
 }
 static void g_logexp1p(void *c, jx_array *const *in, jx_array **out) {
   (void)c;
-  out[0] = sum_all(jx_add(jx_abs(jx_expm1(in[0])), jx_real(jx_mul(jx_log1p(in[1]), in[0]))));
+  out[0] = sum_all(jx_add(jx_abs(jx_mul(jx_exp2(in[1]), jx_expm1(in[0]))),
+                          jx_real(jx_mul(jx_log1p(in[1]), in[0]))));
 }
 static void g_scatter(void *c, jx_array *const *in, jx_array **out) {
   (void)c;
