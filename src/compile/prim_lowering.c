@@ -65,6 +65,9 @@ const jx_prim_lowering jx_prim_lowerings[JX_PRIM_COUNT] = {
      * call them; sign is z / |z| and 0 at 0 */
     [JX_PRIM_sign] = ONLY_C("(cabsf(%0) == 0 ? (jx_c64)0 : %0 / cabsf(%0))",
                             "(cabs(%0) == 0 ? (jx_c128)0 : %0 / cabs(%0))"),
+    [JX_PRIM_tan] = ONLY_C("ctanf(%0)", "ctan(%0)"),
+    [JX_PRIM_sinh] = ONLY_C("csinhf(%0)", "csinh(%0)"),
+    [JX_PRIM_cosh] = ONLY_C("ccoshf(%0)", "ccosh(%0)"),
     [JX_PRIM_real] = ONLY_C("crealf(%0)", "creal(%0)"),
     [JX_PRIM_imag] = ONLY_C("cimagf(%0)", "cimag(%0)"),
     [JX_PRIM_conj] = ONLY_C("conjf(%0)", "conj(%0)"),

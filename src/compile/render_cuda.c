@@ -62,7 +62,15 @@ _Static_assert(sizeof(jx_cuda_kargs) <= 4096, "kernel arguments over CUDA's 4 KB
   "(1 + s * s);\n"                                                                                 \
   "  " #R " d = 1 + b * s * s;\n"                                                                  \
   "  return " #C "(b * r * s / d, t / d);\n}\n"                                                    \
-  "JX_FN " #C " cpow" #F "(" #C " z, " #C " w) { return cexp" #F "(w * clog" #F "(z)); }\n"
+  "JX_FN " #C " cpow" #F "(" #C " z, " #C " w) { return cexp" #F "(w * clog" #F "(z)); }\n"        \
+  "JX_FN " #C " csinh" #F "(" #C " z) {\n"                                                         \
+  "  return " #C "(sinh" #F "(z.re) * cos" #F "(z.im), cosh" #F "(z.re) * sin" #F "(z.im));\n}\n"  \
+  "JX_FN " #C " ccosh" #F "(" #C " z) {\n"                                                         \
+  "  return " #C "(cosh" #F "(z.re) * cos" #F "(z.im), sinh" #F "(z.re) * sin" #F                  \
+  "(z.im));\n}\n" /* tan z = -i tanh(i z) */                                                       \
+  "JX_FN " #C " ctan" #F "(" #C " z) {\n"                                                          \
+  "  " #C " t = ctanh" #F "(" #C "(-z.im, z.re));\n"                                               \
+  "  return " #C "(t.im, -t.re);\n}\n"
 
 static const char cuda_complex_prelude[] =
     "#define JX_CM __device__ __forceinline__\n"

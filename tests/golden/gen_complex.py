@@ -72,6 +72,7 @@ def ops(jnp):
         "chain": lambda z, w, x: chain(jnp, z, w, x),
         "chain_rows": lambda z, w, x: jnp.sum(chain(jnp, z, w, x), axis=1),
         "chain_cols": lambda z, w, x: jnp.sum(chain(jnp, z, w, x), axis=0),
+        "trig_chain": lambda z, w, x: jnp.tan(z) * jnp.sinh(w) + jnp.cosh(z - w),
     }
 
 

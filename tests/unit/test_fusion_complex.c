@@ -1,9 +1,9 @@
 /* Complex values in fused kernels (the C renderer's jx_c64 / jx_c128: C99's
  * float/double _Complex and <complex.h>). A jitted chain of the complex
- * elementwise ops (exp, log, sqrt, rsqrt, sin, cos, tanh, pow, sign, abs,
- * conj, real, imag, complex, select, integer_pow written out and through
- * the helper, converts between real and complex) is one kernel, gives the
- * eager kernels' bits, and matches JAX (tests/golden/gen_complex.py, c64 in
+ * elementwise ops (exp, log, sqrt, rsqrt, sin, cos, tan, sinh, cosh, tanh,
+ * pow, sign, abs, conj, real, imag, complex, select, integer_pow written out
+ * and through the helper, converts between real and complex) is one kernel,
+ * gives the eager kernels' bits, and matches JAX (tests/golden/gen_complex.py, c64 in
  * the default mode and c128 in x64); ended by a sum over the rows or over
  * the leading axis, it is still one kernel with the eager pairwise sums'
  * bits. A large lone complex op is a kernel; c128 -> bf16 (one rounding
@@ -107,10 +107,18 @@ static void f_chain_cols(void *ctx, jx_array *const *in, jx_array **out) {
   out[0] = jx_sum(chain(in[0], in[1], in[2]), JX_AXES(0), 0);
 }
 
+static void f_trig_chain(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_add(jx_mul(jx_tan(in[0]), jx_sinh(in[1])), jx_cosh(jx_sub(in[0], in[1])));
+}
+
 static const struct {
   const char *name;
   jx_body f;
-} CHAINS[] = {{"chain", f_chain}, {"chain_rows", f_chain_rows}, {"chain_cols", f_chain_cols}};
+} CHAINS[] = {{"chain", f_chain},
+              {"chain_rows", f_chain_rows},
+              {"chain_cols", f_chain_cols},
+              {"trig_chain", f_trig_chain}};
 
 static void chain_matches(int x64) {
   jx_config_enable_x64(x64);
