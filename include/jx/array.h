@@ -93,7 +93,12 @@ JX_API int jx_is_weak(const jx_array *a);     /* 1 for a weakly typed value */
 JX_API int jx_is_poisoned(const jx_array *a); /* 1 if an earlier error produced it */
 /* waits; bytes must equal size * dtype size */
 JX_API jx_status jx_read(const jx_array *a, void *dst, size_t bytes);
-JX_API double jx_item(const jx_array *a); /* a one-element array to double; NaN on error */
+/* a one-element real array to double; NaN and an error on error, and for a
+ * complex array (which jx_item_complex reads) */
+JX_API double jx_item(const jx_array *a);
+/* a one-element array's real and imaginary parts (im 0 for a real dtype);
+ * both NaN on error */
+JX_API jx_status jx_item_complex(const jx_array *a, double *re, double *im);
 JX_API jx_status jx_block_until_ready(const jx_array *a);
 JX_API void jx_print(const jx_array *a, FILE *f); /* NumPy-like text */
 JX_API char *jx_format(const jx_array *a);        /* the same text; caller frees */
@@ -114,6 +119,7 @@ JX_API jx_array *jx_load_npy(const char *path);
 #define jx_eye(...)            JX_LOCATED(jx_eye, __VA_ARGS__)
 #define jx_read(...)           JX_LOCATED_STATUS(jx_read, __VA_ARGS__)
 #define jx_item(...)           JX_LOCATED_DOUBLE(jx_item, __VA_ARGS__)
+#define jx_item_complex(...)   JX_LOCATED_STATUS(jx_item_complex, __VA_ARGS__)
 #define jx_save_npy(...)       JX_LOCATED_STATUS(jx_save_npy, __VA_ARGS__)
 #define jx_load_npy(...)       JX_LOCATED(jx_load_npy, __VA_ARGS__)
 

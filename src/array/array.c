@@ -483,7 +483,31 @@ double jx_item(const jx_array *a) {
                  jx_aval_str(a->dtype, a->shape, sb), (long long)jx_shape_numel(a->shape));
     return NAN;
   }
+  if (jx_is_complex(a->dtype)) { /* never the real part alone: JAX's float() raises too */
+    char sb[JX_AVAL_STR_CAP];
+    jx_error_set(JX_ERR_DTYPE,
+                 "jx_item: %s is complex; read both parts with jx_item_complex, or one with "
+                 "jx_real / jx_imag",
+                 jx_aval_str(a->dtype, a->shape, sb));
+    return NAN;
+  }
   return jx_load_f64(a->buf->data, a->dtype, 0);
+}
+
+jx_status jx_item_complex(const jx_array *a, double *re, double *im) {
+  if (!re || !im) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_item_complex: re or im is NULL");
+  *re = *im = NAN;
+  jx_status st = check_readable(a, "jx_item_complex");
+  if (st) return st;
+  if (jx_shape_numel(a->shape) != 1) {
+    char sb[JX_AVAL_STR_CAP];
+    return jx_error_set(JX_ERR_SHAPE, "jx_item_complex: %s has %lld elements, not one",
+                        jx_aval_str(a->dtype, a->shape, sb), (long long)jx_shape_numel(a->shape));
+  }
+  double _Complex z = jx_load_c128(a->buf->data, a->dtype, 0); /* a real dtype: im 0 */
+  *re = creal(z);
+  *im = cimag(z);
+  return JX_OK;
 }
 
 jx_status jx_block_until_ready(const jx_array *a) {

@@ -80,6 +80,12 @@ static inline double _Complex jx_cmplx(double re, double im) {
   memcpy(&z, parts, sizeof z);
   return z;
 }
+static inline float _Complex jx_cmplxf(float re, float im) {
+  float _Complex z;
+  float parts[2] = {re, im};
+  memcpy(&z, parts, sizeof z);
+  return z;
+}
 double _Complex jx_load_c128(const void *base, jx_dtype dt, int64_t i);    /* real: imag 0 */
 void jx_store_c128(void *base, jx_dtype dt, int64_t i, double _Complex v); /* real: the real part */
 int64_t jx_load_i64(const void *base, jx_dtype dt, int64_t i); /* ints wrap, floats truncate */

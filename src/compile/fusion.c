@@ -9,9 +9,15 @@
 #include "prim_lowering.h"
 
 /* bf16 values are computed in float and rounded after every equation, as
- * the reference kernels do */
+ * the reference kernels do; complex values in C99's complex types */
 static int fusible_dtype(jx_dtype d) {
-  return d == JX_F32 || d == JX_F64 || d == JX_BF16 || d == JX_BOOL;
+  return d == JX_F32 || d == JX_F64 || d == JX_BF16 || d == JX_BOOL || d == JX_C64 || d == JX_C128;
+}
+
+/* A reduction's operand a kernel may sum (complex: pairwise per part, which
+ * is the same tree over complex values) or take the max or min of. */
+static int reducible(jx_dtype d, int op) {
+  return d == JX_F32 || d == JX_F64 || ((d == JX_C64 || d == JX_C128) && op == JX_LOWER_SUM);
 }
 
 int jx_fusion_renderable(const jx_eqn *e, const jx_program *p) {
@@ -20,12 +26,16 @@ int jx_fusion_renderable(const jx_eqn *e, const jx_program *p) {
   if (!fusible_dtype(p->avals[e->out[0]].dtype)) return 0;
   for (int i = 0; i < e->nin; i++)
     if (!fusible_dtype(p->avals[e->in[i]].dtype)) return 0;
+  /* an expression for the operands' dtype (some rows have complex ones only) */
+  if (x->kind == JX_LOWER_EXPR && !jx_lower_expr(x, p->avals[e->in[x->typed_by]].dtype)) return 0;
   /* arithmetic on bool is not a float op: leave it to the reference kernels */
   if (!x->on_bool && p->avals[e->in[0]].dtype == JX_BOOL) return 0;
   if (e->prim->id == JX_PRIM_select_n && (e->nin != 3 || p->avals[e->in[0]].dtype != JX_BOOL))
     return 0;
-  /* f64 -> bf16 rounds once from the double (through float would round twice) */
-  if (x->kind == JX_LOWER_CONVERT && p->avals[e->in[0]].dtype == JX_F64 &&
+  /* f64 (c128's real part) -> bf16 rounds once from the double (through
+   * float would round twice) */
+  jx_dtype from = p->avals[e->in[0]].dtype;
+  if (x->kind == JX_LOWER_CONVERT && (from == JX_F64 || from == JX_C128) &&
       p->avals[e->out[0]].dtype == JX_BF16)
     return 0;
   return 1;
@@ -42,7 +52,7 @@ int jx_fusion_row_reduce(const jx_eqn *e, const jx_program *p) {
   int op = reduce_op(e);
   if (!op) return 0;
   jx_aval a = p->avals[e->in[0]];
-  if (a.dtype != JX_F32 && a.dtype != JX_F64) return 0;
+  if (!reducible(a.dtype, op)) return 0;
   if (a.shape.rank < 1 || e->params.l[0].n != 1 || e->params.l[0].v[0] != a.shape.rank - 1)
     return 0;
   return op;
@@ -53,7 +63,7 @@ int jx_fusion_col_reduce(const jx_eqn *e, const jx_program *p, int *lead) {
   if (!op) return 0;
   jx_aval a = p->avals[e->in[0]];
   const jx_ilist *axes = &e->params.l[0];
-  if (a.dtype != JX_F32 && a.dtype != JX_F64) return 0;
+  if (!reducible(a.dtype, op)) return 0;
   /* the leading axes, at least one kept: reducing every axis is a row
    * reduction's job (rank 1) or the eager kernel's (one long contiguous sum) */
   if (axes->n < 1 || axes->n >= a.shape.rank) return 0;

@@ -11,35 +11,42 @@ _Static_assert(JX_PRIM_COUNT == 136, "a new primitive: give it its lowering entr
 #define EXPR(F32, F64)                                                                             \
   { .kind = JX_LOWER_EXPR, .f32 = F32, .f64 = F64 }
 #define SAME(E) EXPR(E, E)
+/* with the C99 complex expressions of c64 and c128 operands */
+#define EXPR_C(F32, F64, C64, C128)                                                                \
+  { .kind = JX_LOWER_EXPR, .f32 = F32, .f64 = F64, .c64 = C64, .c128 = C128 }
+#define SAME_C(E) EXPR_C(E, E, E, E)
+/* complex operands only */
+#define ONLY_C(C64, C128) EXPR_C(NULL, NULL, C64, C128)
 #define REDUCE(OP)                                                                                 \
   { .kind = JX_LOWER_REDUCE, .reduce = OP }
 #define SUBS(WHICH)                                                                                \
   { .subs = WHICH }
 
 const jx_prim_lowering jx_prim_lowerings[JX_PRIM_COUNT] = {
-    [JX_PRIM_add] = SAME("(%0 + %1)"),
-    [JX_PRIM_sub] = SAME("(%0 - %1)"),
-    [JX_PRIM_mul] = SAME("(%0 * %1)"),
-    [JX_PRIM_div] = SAME("(%0 / %1)"),
-    [JX_PRIM_neg] = SAME("(-%0)"),
-    [JX_PRIM_abs] = EXPR("fabsf(%0)", "fabs(%0)"),
-    [JX_PRIM_exp] = EXPR("jx_expf(%0)", "exp(%0)"),
+    [JX_PRIM_add] = SAME_C("(%0 + %1)"),
+    [JX_PRIM_sub] = SAME_C("(%0 - %1)"),
+    [JX_PRIM_mul] = SAME_C("(%0 * %1)"),
+    [JX_PRIM_div] = SAME_C("(%0 / %1)"),
+    [JX_PRIM_neg] = SAME_C("(-%0)"),
+    [JX_PRIM_abs] = EXPR_C("fabsf(%0)", "fabs(%0)", "cabsf(%0)", "cabs(%0)"),
+    [JX_PRIM_exp] = EXPR_C("jx_expf(%0)", "exp(%0)", "cexpf(%0)", "cexp(%0)"),
     [JX_PRIM_exp2] = EXPR("jx_exp2f(%0)", "exp2(%0)"),
     [JX_PRIM_expm1] = EXPR("jx_expm1f(%0)", "expm1(%0)"),
-    [JX_PRIM_log] = EXPR("jx_logf(%0)", "log(%0)"),
+    [JX_PRIM_log] = EXPR_C("jx_logf(%0)", "log(%0)", "clogf(%0)", "clog(%0)"),
     [JX_PRIM_log1p] = EXPR("jx_log1pf(%0)", "log1p(%0)"),
-    [JX_PRIM_sqrt] = EXPR("sqrtf(%0)", "sqrt(%0)"),
-    [JX_PRIM_rsqrt] = EXPR("(1.0f / sqrtf(%0))", "(1.0 / sqrt(%0))"),
-    [JX_PRIM_tanh] = EXPR("jx_tanhf(%0)", "tanh(%0)"),
+    [JX_PRIM_sqrt] = EXPR_C("sqrtf(%0)", "sqrt(%0)", "csqrtf(%0)", "csqrt(%0)"),
+    [JX_PRIM_rsqrt] = EXPR_C("(1.0f / sqrtf(%0))", "(1.0 / sqrt(%0))", "((jx_c64)1 / csqrtf(%0))",
+                             "((jx_c128)1 / csqrt(%0))"),
+    [JX_PRIM_tanh] = EXPR_C("jx_tanhf(%0)", "tanh(%0)", "ctanhf(%0)", "ctanh(%0)"),
     [JX_PRIM_logistic] = EXPR("jx_logistic_f(%0)", "jx_logistic_d(%0)"),
-    [JX_PRIM_sin] = EXPR("jx_sinf(%0)", "sin(%0)"),
+    [JX_PRIM_sin] = EXPR_C("jx_sinf(%0)", "sin(%0)", "csinf(%0)", "csin(%0)"),
     [JX_PRIM_erf] = EXPR("jx_erff(%0)", "erf(%0)"),
-    [JX_PRIM_cos] = EXPR("jx_cosf(%0)", "cos(%0)"),
+    [JX_PRIM_cos] = EXPR_C("jx_cosf(%0)", "cos(%0)", "ccosf(%0)", "ccos(%0)"),
     [JX_PRIM_max] = SAME("JX_FMAX(%0, %1)"),
     [JX_PRIM_min] = SAME("JX_FMIN(%0, %1)"),
-    [JX_PRIM_pow] = EXPR("powf(%0, %1)", "pow(%0, %1)"),
-    [JX_PRIM_eq] = SAME("(%0 == %1)"),
-    [JX_PRIM_ne] = SAME("(%0 != %1)"),
+    [JX_PRIM_pow] = EXPR_C("powf(%0, %1)", "pow(%0, %1)", "cpowf(%0, %1)", "cpow(%0, %1)"),
+    [JX_PRIM_eq] = SAME_C("(%0 == %1)"),
+    [JX_PRIM_ne] = SAME_C("(%0 != %1)"),
     [JX_PRIM_lt] = SAME("(%0 < %1)"),
     [JX_PRIM_le] = SAME("(%0 <= %1)"),
     [JX_PRIM_gt] = SAME("(%0 > %1)"),
@@ -48,9 +55,23 @@ const jx_prim_lowering jx_prim_lowerings[JX_PRIM_COUNT] = {
     [JX_PRIM_select_n] = {.kind = JX_LOWER_EXPR,
                           .f32 = "(%0 ? %2 : %1)",
                           .f64 = "(%0 ? %2 : %1)",
+                          .c64 = "(%0 ? %2 : %1)",
+                          .c128 = "(%0 ? %2 : %1)",
                           .typed_by = 1,
                           .on_bool = 1},
-    [JX_PRIM_stop_gradient] = {.kind = JX_LOWER_EXPR, .f32 = "%0", .f64 = "%0", .on_bool = 1},
+    [JX_PRIM_stop_gradient] =
+        {.kind = JX_LOWER_EXPR, .f32 = "%0", .f64 = "%0", .c64 = "%0", .c128 = "%0", .on_bool = 1},
+    /* complex (unary.c, complex.c): C99's functions, as the reference kernels
+     * call them; sign is z / |z| and 0 at 0 */
+    [JX_PRIM_sign] = ONLY_C("(cabsf(%0) == 0 ? (jx_c64)0 : %0 / cabsf(%0))",
+                            "(cabs(%0) == 0 ? (jx_c128)0 : %0 / cabs(%0))"),
+    [JX_PRIM_tan] = ONLY_C("ctanf(%0)", "ctan(%0)"),
+    [JX_PRIM_sinh] = ONLY_C("csinhf(%0)", "csinh(%0)"),
+    [JX_PRIM_cosh] = ONLY_C("ccoshf(%0)", "ccosh(%0)"),
+    [JX_PRIM_real] = ONLY_C("crealf(%0)", "creal(%0)"),
+    [JX_PRIM_imag] = ONLY_C("cimagf(%0)", "cimag(%0)"),
+    [JX_PRIM_conj] = ONLY_C("conjf(%0)", "conj(%0)"),
+    [JX_PRIM_complex] = EXPR("jx_cmplxf(%0, %1)", "jx_cmplx(%0, %1)"),
     [JX_PRIM_integer_pow] = {.kind = JX_LOWER_INTEGER_POW},
     [JX_PRIM_convert_element_type] = {.kind = JX_LOWER_CONVERT, .on_bool = 1},
 

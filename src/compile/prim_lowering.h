@@ -13,7 +13,7 @@
 /* What a fused kernel makes of an equation of the primitive. */
 typedef enum {
   JX_LOWER_RUN,         /* nothing: it runs as it is */
-  JX_LOWER_EXPR,        /* elementwise: its C expression (f32, f64) */
+  JX_LOWER_EXPR,        /* elementwise: its C expression (f32, f64, c64, c128) */
   JX_LOWER_CONVERT,     /* convert_element_type: a cast */
   JX_LOWER_INTEGER_POW, /* the products binary powering forms, written out */
   JX_LOWER_VIEW,        /* a view kernels read through (strides and an offset) */
@@ -44,19 +44,35 @@ typedef enum {
 } jx_lower_exec;
 
 typedef struct {
-  uint8_t kind;          /* jx_lower_kind */
-  const char *f32, *f64; /* JX_LOWER_EXPR: the C expression of operands %0, %1, %2 */
-  uint8_t typed_by;      /* the operand whose dtype picks f32 or f64 (select_n: a case) */
-  uint8_t on_bool;       /* takes bool operands; for the others bool is not a float op */
-  uint8_t reduce;        /* JX_LOWER_REDUCE: jx_lower_reduce */
-  uint8_t subs;          /* jx_lower_subs */
-  uint8_t exec;          /* jx_lower_exec */
+  uint8_t kind; /* jx_lower_kind */
+  /* JX_LOWER_EXPR: the C expression of operands %0, %1, %2 per dtype of the
+   * operand typed_by (f32 also for bf16); c64/c128 are C99 complex
+   * expressions (float/double _Complex). NULL: not rendered for that dtype. */
+  const char *f32, *f64, *c64, *c128;
+  uint8_t typed_by; /* the operand whose dtype picks the expression (select_n: a case) */
+  uint8_t on_bool;  /* takes bool operands; for the others bool is not a float op */
+  uint8_t reduce;   /* JX_LOWER_REDUCE: jx_lower_reduce */
+  uint8_t subs;     /* jx_lower_subs */
+  uint8_t exec;     /* jx_lower_exec */
 } jx_prim_lowering;
 
 extern const jx_prim_lowering jx_prim_lowerings[JX_PRIM_COUNT];
 
 static inline const jx_prim_lowering *jx_prim_lowering_of(const jx_prim *p) {
   return &jx_prim_lowerings[p->id];
+}
+
+/* x's expression for operands of dtype t (x->typed_by's), or NULL. */
+static inline const char *jx_lower_expr(const jx_prim_lowering *x, jx_dtype t) {
+  switch (t) {
+  case JX_F32:
+  case JX_BF16:
+  case JX_BOOL: return x->f32;
+  case JX_F64: return x->f64;
+  case JX_C64: return x->c64;
+  case JX_C128: return x->c128;
+  default: return NULL;
+  }
 }
 
 /* A member of a fused kernel can compute it (its expression, cast or

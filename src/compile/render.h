@@ -26,6 +26,15 @@ typedef struct jx_dialect {
   const char *row_loop; /* opens the loop over `row` in [row_begin, row_end) */
   const char *col_loop; /* opens the loop over `j` in [0, inner) */
   const char *restrict_kw;
+  /* after the shared helpers: the types jx_c64 and jx_c128 that complex
+   * values are computed in, with what the expressions of c64/c128 operands
+   * call (prim_lowering.c: cexpf, cabs, CMPLXF, ...) and jx_ipow_T and
+   * jx_pw_T for both; NULL: the dialect renders no complex value */
+  const char *complex_prelude;
+  /* around a kernel that computes complex values (or NULL): the C dialect
+   * turns GCC's SLP vectorizer off there, which folds the double -> float
+   * -> double round trip of complex parts into a copy (GCC 12) */
+  const char *complex_kernel_open, *complex_kernel_close;
   /* A row reduction shared by the threads of a block: row_block opens the
    * code that the row's block runs (the other blocks of the row idle), and
    * the threads of that block split the row's leaves (sums) or strips

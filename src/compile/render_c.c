@@ -133,9 +133,26 @@ static const char shared_prelude[] =
  * inner loop vectorizes. */
 const jx_dialect jx_dialect_c = {
     .name = "C",
-    .header = "#include <math.h>\n"
+    .header = "#include <complex.h>\n"
+              "#include <math.h>\n"
               "#include <stdint.h>\n"
               "#define JX_FN static inline\n",
+    /* C99's complex types: the reference kernels' own arithmetic and
+     * <complex.h> functions, so a fused complex kernel gives their bits */
+    .complex_prelude = "typedef float _Complex jx_c64;\n"
+                       "typedef double _Complex jx_c128;\n"
+                       /* re + i im exactly (glibc's CMPLXF is C11 under gcc only) */
+                       "JX_FN jx_c64 jx_cmplxf(float re, float im) {\n"
+                       "  union { float p[2]; jx_c64 z; } u = {{re, im}};\n  return u.z;\n}\n"
+                       "JX_FN jx_c128 jx_cmplx(double re, double im) {\n"
+                       "  union { double p[2]; jx_c128 z; } u = {{re, im}};\n  return u.z;\n}\n"
+                       "JX_IPOW(jx_c64)\n"
+                       "JX_IPOW(jx_c128)\n"
+                       "JX_PW(jx_c64)\n"
+                       "JX_PW(jx_c128)\n",
+    .complex_kernel_open = "#pragma GCC push_options\n"
+                           "#pragma GCC optimize(\"no-tree-slp-vectorize\")\n",
+    .complex_kernel_close = "#pragma GCC pop_options\n",
     .signature = "void %s(char **buf, const int64_t *dims, const int64_t *strides, int64_t "
                  "row_begin,\n        int64_t row_end, int64_t col_begin, int64_t col_end) {\n",
     .buf = "buf",
@@ -158,9 +175,17 @@ const jx_dialect jx_dialect_c = {
                    "#elif defined(__GNUC__)\n#pragma GCC ivdep\n#endif\n",
 };
 
-/* The type a kernel computes a value of dtype d in (bf16 in float) ... */
+/* The type a kernel computes a value of dtype d in (bf16 in float; complex
+ * in the dialect's jx_c64 / jx_c128) ... */
 static const char *ctype(jx_dtype d) {
-  return d == JX_F32 || d == JX_BF16 ? "float" : d == JX_F64 ? "double" : "uint8_t";
+  switch (d) {
+  case JX_F32:
+  case JX_BF16: return "float";
+  case JX_F64: return "double";
+  case JX_C64: return "jx_c64";
+  case JX_C128: return "jx_c128";
+  default: return "uint8_t";
+  }
 }
 /* ... and the type it is stored as. */
 static const char *stype(jx_dtype d) { return d == JX_BF16 ? "uint16_t" : ctype(d); }
@@ -191,7 +216,8 @@ static const char bf16_prelude[] =
 
 char *jx_render_prelude(const jx_dialect *d) {
   jx_strbuf b = JX_STRBUF_INIT;
-  jx_strbuf_appendf(&b, "%s%s\n%s\n%s", d->header, shared_prelude, fastmath_src, bf16_prelude);
+  jx_strbuf_appendf(&b, "%s%s\n%s\n%s%s", d->header, shared_prelude, fastmath_src, bf16_prelude,
+                    d->complex_prelude ? d->complex_prelude : "");
   return jx_strbuf_take(&b, "render");
 }
 
@@ -358,13 +384,15 @@ static int put_members(jx_strbuf *b, const jx_program *p, const jx_fusion_group 
     } else if (x->kind == JX_LOWER_INTEGER_POW) {
       put_ipow(b, ctype(out.dtype), names[0], e->params.i[0]);
     } else {
-      if (x->kind != JX_LOWER_EXPR || !x->f32 || !x->f64) {
+      const jx_dtype t = p->avals[e->in[x->typed_by]].dtype;
+      const char *expr = x->kind == JX_LOWER_EXPR ? jx_lower_expr(x, t) : NULL;
+      if (!expr) {
         free(in_group);
-        jx_error_set(JX_ERR_INTERNAL, "render: no expression for primitive %s", e->prim->name);
+        jx_error_set(JX_ERR_INTERNAL, "render: no expression for primitive %s on %s", e->prim->name,
+                     jx_dtype_name(t));
         return -1;
       }
-      const jx_dtype t = p->avals[e->in[x->typed_by]].dtype;
-      put_expr(b, t == JX_F64 ? x->f64 : x->f32, names);
+      put_expr(b, expr, names);
     }
     jx_strbuf_appendf(b, "%s;\n", rounds ? ")" : "");
     in_group[e->out[0]] = 1;
@@ -723,9 +751,29 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
   return 0;
 }
 
+/* Whether a member of g reads or makes a complex value. */
+static int computes_complex(const jx_program *p, const jx_fusion_group *g) {
+  for (int m = g->first; m < g->first + g->count; m++) {
+    const jx_eqn *e = &p->eqns[m];
+    for (int i = 0; i < e->nin; i++)
+      if (jx_is_complex(p->avals[e->in[i]].dtype)) return 1;
+    if (jx_is_complex(p->avals[e->out[0]].dtype)) return 1;
+  }
+  return 0;
+}
+
 char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusion_group *g,
                        const char *name) {
   jx_strbuf b = JX_STRBUF_INIT;
+  const char *close = NULL;
+  if (computes_complex(p, g)) {
+    if (!dl->complex_prelude) {
+      jx_error_set(JX_ERR_INTERNAL, "render: the %s dialect renders no complex value", dl->name);
+      return NULL;
+    }
+    if (dl->complex_kernel_open) jx_strbuf_appendf(&b, "%s", dl->complex_kernel_open);
+    close = dl->complex_kernel_close;
+  }
   const int rank = g->shape.rank > 0 ? g->shape.rank : 1;
   const int last = rank - 1;
   const char *rs = dl->restrict_kw;
@@ -739,7 +787,7 @@ char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusio
       if (!jx_error_pending()) jx_error_set(JX_ERR_OUT_OF_MEMORY, "render: out of memory");
       return NULL;
     }
-    jx_strbuf_appendf(&b, "  }\n}\n");
+    jx_strbuf_appendf(&b, "  }\n}\n%s", close ? close : "");
     return jx_strbuf_take(&b, "render");
   }
   for (int k = 0; k < g->nloads; k++) {
@@ -809,7 +857,7 @@ char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusio
     if (!jx_error_pending()) jx_error_set(JX_ERR_OUT_OF_MEMORY, "render: out of memory");
     return NULL;
   }
-  jx_strbuf_appendf(&b, "  }\n}\n");
+  jx_strbuf_appendf(&b, "  }\n}\n%s", close ? close : "");
   return jx_strbuf_take(&b, "render");
 }
 

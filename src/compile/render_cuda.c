@@ -13,6 +13,92 @@ _Static_assert(sizeof(jx_cuda_kargs) <= 4096, "kernel arguments over CUDA's 4 KB
 #define JX_STR_(x) #x
 #define JX_STR(x)  JX_STR_(x)
 
+/* Complex values in CUDA C++, which has no _Complex: two structs of parts
+ * with the operators and the <complex.h> names the expressions call
+ * (prim_lowering.c). The arithmetic is the textbook one (a product without
+ * C99's recovery of infinities from NaN parts, a quotient by Smith's
+ * method) and the functions are formulas over CUDA's real ones, so a GPU's
+ * complex results agree with the C kernels' to rounding, not bit for bit. */
+#define JX_CUDA_COMPLEX_FUNCS(C, R, F, BIG)                                                        \
+  "JX_FN " #C " operator+(" #C " a, " #C " b) { return " #C "(a.re + b.re, a.im + b.im); }\n"      \
+  "JX_FN " #C " operator-(" #C " a, " #C " b) { return " #C "(a.re - b.re, a.im - b.im); }\n"      \
+  "JX_FN " #C " operator-(" #C " a) { return " #C "(-a.re, -a.im); }\n"                            \
+  "JX_FN " #C " &operator+=(" #C " &a, " #C " b) { a = a + b; return a; }\n"                       \
+  "JX_FN " #C " operator*(" #C " a, " #C " b) {\n"                                                 \
+  "  return " #C "(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);\n}\n"                    \
+  "JX_FN " #C " operator/(" #C " a, " #R " b) { return " #C "(a.re / b, a.im / b); }\n"            \
+  "JX_FN " #C " operator/(" #C " a, " #C " b) {\n"                                                 \
+  "  if (fabs" #F "(b.re) >= fabs" #F "(b.im)) {\n"                                                \
+  "    " #R " r = b.im / b.re, d = b.re + b.im * r;\n"                                             \
+  "    return " #C "((a.re + a.im * r) / d, (a.im - a.re * r) / d);\n  }\n"                        \
+  "  " #R " r = b.re / b.im, d = b.im + b.re * r;\n"                                               \
+  "  return " #C "((a.re * r + a.im) / d, (a.im * r - a.re) / d);\n}\n"                            \
+  "JX_FN bool operator==(" #C " a, " #C " b) { return a.re == b.re && a.im == b.im; }\n"           \
+  "JX_FN bool operator!=(" #C " a, " #C " b) { return !(a == b); }\n"                              \
+  "JX_FN " #R " creal" #F "(" #C " z) { return z.re; }\n"                                          \
+  "JX_FN " #R " cimag" #F "(" #C " z) { return z.im; }\n"                                          \
+  "JX_FN " #C " conj" #F "(" #C " z) { return " #C "(z.re, -z.im); }\n"                            \
+  "JX_FN " #R " cabs" #F "(" #C " z) { return hypot" #F "(z.re, z.im); }\n"                        \
+  "JX_FN " #C " cexp" #F "(" #C " z) {\n"                                                          \
+  "  " #R " e = exp" #F "(z.re);\n"                                                                \
+  "  return " #C "(e * cos" #F "(z.im), e * sin" #F "(z.im));\n}\n"                                \
+  "JX_FN " #C " clog" #F "(" #C " z) {\n"                                                          \
+  "  return " #C "(log" #F "(hypot" #F "(z.re, z.im)), atan2" #F "(z.im, z.re));\n}\n"             \
+  "JX_FN " #C " csqrt" #F "(" #C " z) {\n"                                                         \
+  "  if (z.re == 0 && z.im == 0) return " #C "(0, z.im);\n"                                        \
+  "  " #R " t = sqrt" #F "((fabs" #F "(z.re) + hypot" #F "(z.re, z.im)) / 2);\n"                   \
+  "  if (z.re >= 0) return " #C "(t, z.im / (2 * t));\n"                                           \
+  "  return " #C "(fabs" #F "(z.im) / (2 * t), copysign" #F "(t, z.im));\n}\n"                     \
+  "JX_FN " #C " csin" #F "(" #C " z) {\n"                                                          \
+  "  return " #C "(sin" #F "(z.re) * cosh" #F "(z.im), cos" #F "(z.re) * sinh" #F "(z.im));\n}\n"  \
+  "JX_FN " #C " ccos" #F "(" #C " z) {\n"                                                          \
+  "  return " #C "(cos" #F "(z.re) * cosh" #F "(z.im), -(sin" #F "(z.re) * sinh" #F                \
+  "(z.im)));\n}\n" /* Kahan's tanh, which cannot overflow; beyond BIG tanh(x) is +-1 */            \
+  "JX_FN " #C " ctanh" #F "(" #C " z) {\n"                                                         \
+  "  if (fabs" #F "(z.re) > " #BIG ")\n"                                                           \
+  "    return " #C "(copysign" #F "((" #R ")1, z.re), 4 * sin" #F "(z.im) * cos" #F                \
+  "(z.im) * exp" #F "(-2 * fabs" #F "(z.re)));\n"                                                  \
+  "  " #R " t = tan" #F "(z.im), b = 1 + t * t, s = sinh" #F "(z.re), r = sqrt" #F                 \
+  "(1 + s * s);\n"                                                                                 \
+  "  " #R " d = 1 + b * s * s;\n"                                                                  \
+  "  return " #C "(b * r * s / d, t / d);\n}\n"                                                    \
+  "JX_FN " #C " cpow" #F "(" #C " z, " #C " w) { return cexp" #F "(w * clog" #F "(z)); }\n"        \
+  "JX_FN " #C " csinh" #F "(" #C " z) {\n"                                                         \
+  "  return " #C "(sinh" #F "(z.re) * cos" #F "(z.im), cosh" #F "(z.re) * sin" #F "(z.im));\n}\n"  \
+  "JX_FN " #C " ccosh" #F "(" #C " z) {\n"                                                         \
+  "  return " #C "(cosh" #F "(z.re) * cos" #F "(z.im), sinh" #F "(z.re) * sin" #F                  \
+  "(z.im));\n}\n" /* tan z = -i tanh(i z) */                                                       \
+  "JX_FN " #C " ctan" #F "(" #C " z) {\n"                                                          \
+  "  " #C " t = ctanh" #F "(" #C "(-z.im, z.re));\n"                                               \
+  "  return " #C "(t.im, -t.re);\n}\n"
+
+static const char cuda_complex_prelude[] =
+    "#define JX_CM __device__ __forceinline__\n"
+    "struct jx_c64 {\n"
+    "  float re, im;\n"
+    "  JX_CM jx_c64() : re(0), im(0) {}\n"
+    "  JX_CM jx_c64(double r) : re((float)r), im(0) {}\n"
+    "  JX_CM jx_c64(float r, float i) : re(r), im(i) {}\n"
+    "  JX_CM explicit operator float() const { return re; }\n"
+    "  JX_CM explicit operator double() const { return re; }\n"
+    "};\n"
+    "struct jx_c128 {\n"
+    "  double re, im;\n"
+    "  JX_CM jx_c128() : re(0), im(0) {}\n"
+    "  JX_CM jx_c128(double r) : re(r), im(0) {}\n"
+    "  JX_CM jx_c128(double r, double i) : re(r), im(i) {}\n"
+    "  JX_CM jx_c128(jx_c64 z) : re(z.re), im(z.im) {}\n"
+    "  JX_CM explicit operator jx_c64() const { return jx_c64((float)re, (float)im); }\n"
+    "  JX_CM explicit operator float() const { return (float)re; }\n"
+    "  JX_CM explicit operator double() const { return re; }\n"
+    "};\n"
+    "JX_FN jx_c64 jx_cmplxf(float r, float i) { return jx_c64(r, i); }\n"
+    "JX_FN jx_c128 jx_cmplx(double r, double i) { return jx_c128(r, i); }\n" JX_CUDA_COMPLEX_FUNCS(
+        jx_c64, float, f, 9) JX_CUDA_COMPLEX_FUNCS(jx_c128, double, , 22) "JX_IPOW(jx_c64)\n"
+                                                                          "JX_IPOW(jx_c128)\n"
+                                                                          "JX_PW(jx_c64)\n"
+                                                                          "JX_PW(jx_c128)\n";
+
 const jx_dialect jx_dialect_cuda = {
     .name = "CUDA",
     /* NVRTC has no <stdint.h> or <math.h>: its math functions are built in,
@@ -59,6 +145,7 @@ const jx_dialect jx_dialect_cuda = {
     /* a column reduction: one output column per thread, the columns spread
      * like an elementwise kernel's (neighbouring threads read neighbouring
      * addresses), each walking the reduced rows in the eager kernel's order */
+    .complex_prelude = cuda_complex_prelude,
     .col_block = 1,
     .col_block_loop =
         "for (int64_t c0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c0 < inner;\n"

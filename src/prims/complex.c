@@ -35,6 +35,18 @@ static const uint8_t takes_complex[JX_PRIM_COUNT] = {
     [JX_PRIM_tanh] = 1,
     [JX_PRIM_sin] = 1,
     [JX_PRIM_cos] = 1,
+    [JX_PRIM_exp2] = 1,
+    [JX_PRIM_expm1] = 1,
+    [JX_PRIM_log1p] = 1,
+    [JX_PRIM_tan] = 1,
+    [JX_PRIM_asin] = 1,
+    [JX_PRIM_acos] = 1,
+    [JX_PRIM_atan] = 1,
+    [JX_PRIM_sinh] = 1,
+    [JX_PRIM_cosh] = 1,
+    [JX_PRIM_asinh] = 1,
+    [JX_PRIM_acosh] = 1,
+    [JX_PRIM_atanh] = 1,
     [JX_PRIM_integer_pow] = 1,
     [JX_PRIM_stop_gradient] = 1,
     [JX_PRIM_add] = 1,
@@ -64,10 +76,12 @@ static const uint8_t takes_complex[JX_PRIM_COUNT] = {
     [JX_PRIM_dynamic_update_slice] = 1,
     [JX_PRIM_gather] = 1,
     [JX_PRIM_scatter] = 1,
+    [JX_PRIM_scatter_add] = 1,
     /* reductions and contractions with complex kernels */
     [JX_PRIM_reduce_sum] = 1,
     [JX_PRIM_reduce_prod] = 1,
     [JX_PRIM_dot_general] = 1,
+    [JX_PRIM_conv_general_dilated] = 1,
     [JX_PRIM_fft] = 1,
     [JX_PRIM_eig] = 1,
     /* control flow and custom rules run nested programs of the rows above */
@@ -115,37 +129,30 @@ static jx_status infer_part(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *
   return JX_OK;
 }
 
+/* real, imag or conj of n elements of parts T (float for c64, double for c128) */
+#define PART_LOOP(T)                                                                               \
+  do {                                                                                             \
+    const T *x = in->data;                                                                         \
+    T *o = out->data;                                                                              \
+    switch (op) {                                                                                  \
+    case C_REAL:                                                                                   \
+      for (int64_t i = 0; i < n; i++) o[i] = x[2 * i];                                             \
+      break;                                                                                       \
+    case C_IMAG:                                                                                   \
+      for (int64_t i = 0; i < n; i++) o[i] = x[2 * i + 1];                                         \
+      break;                                                                                       \
+    case C_CONJ:                                                                                   \
+      for (int64_t i = 0; i < n; i++) o[2 * i] = x[2 * i], o[2 * i + 1] = -x[2 * i + 1];           \
+      break;                                                                                       \
+    }                                                                                              \
+  } while (0)
+
 static void part_kernel(cpart op, const jx_tensor *in, jx_tensor *out) {
   int64_t n = jx_shape_numel(in->shape);
-  if (in->dtype == JX_C64) {
-    const float *x = in->data;
-    float *o = out->data;
-    switch (op) {
-    case C_REAL:
-      for (int64_t i = 0; i < n; i++) o[i] = x[2 * i];
-      break;
-    case C_IMAG:
-      for (int64_t i = 0; i < n; i++) o[i] = x[2 * i + 1];
-      break;
-    case C_CONJ:
-      for (int64_t i = 0; i < n; i++) o[2 * i] = x[2 * i], o[2 * i + 1] = -x[2 * i + 1];
-      break;
-    }
-  } else {
-    const double *x = in->data;
-    double *o = out->data;
-    switch (op) {
-    case C_REAL:
-      for (int64_t i = 0; i < n; i++) o[i] = x[2 * i];
-      break;
-    case C_IMAG:
-      for (int64_t i = 0; i < n; i++) o[i] = x[2 * i + 1];
-      break;
-    case C_CONJ:
-      for (int64_t i = 0; i < n; i++) o[2 * i] = x[2 * i], o[2 * i + 1] = -x[2 * i + 1];
-      break;
-    }
-  }
+  if (in->dtype == JX_C64)
+    PART_LOOP(float);
+  else
+    PART_LOOP(double);
 }
 
 static jx_array *bind_complex(jx_array *re, jx_array *im) {

@@ -88,6 +88,8 @@ static int64_t dilate(int64_t d, int64_t dil) { return d == 0 ? 0 : 1 + dil * (d
 
 /* lax's rules for preferred_element_type, as dot_general (dot.c). */
 static int preferred_ok(jx_dtype in, jx_dtype out) {
+  if (jx_is_complex(in) || jx_is_complex(out)) /* complex to complex, not narrower */
+    return jx_is_complex(in) && jx_is_complex(out) && jx_dtype_bits(out) >= jx_dtype_bits(in);
   if (in == out || in == JX_BOOL) return 1;
   if (jx_is_float(in)) return jx_is_float(out);
   if (jx_is_float(out)) return 1;
@@ -183,9 +185,11 @@ static jx_status infer_conv(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *
 
 /* ---- reference kernel ---- */
 
-typedef enum { ACC_F32, ACC_F64, ACC_INT, ACC_BOOL } acc_kind;
+/* complex sums in c128, as real ones in f64 */
+typedef enum { ACC_F32, ACC_F64, ACC_INT, ACC_BOOL, ACC_C128 } acc_kind;
 
 static acc_kind accumulator(jx_dtype in, jx_dtype out) {
+  if (jx_is_complex(out)) return ACC_C128;
   if (out == JX_BOOL) return ACC_BOOL;
   if (!jx_is_float(out)) return ACC_INT;
   if (out == JX_F32 || out == JX_F64 || in == JX_F32 || in == JX_F64) return ACC_F64;
@@ -207,6 +211,7 @@ static void pack(const jx_tensor *t, const jx_ilist *spec, acc_kind acc, void *b
     switch (acc) {
     case ACC_F32: ((float *)buf)[i] = (float)jx_load_f64(t->data, t->dtype, off); break;
     case ACC_F64: ((double *)buf)[i] = jx_load_f64(t->data, t->dtype, off); break;
+    case ACC_C128: ((double _Complex *)buf)[i] = jx_load_c128(t->data, t->dtype, off); break;
     default: ((uint64_t *)buf)[i] = (uint64_t)jx_load_i64(t->data, t->dtype, off); break;
     }
     for (int d = rank - 1; d >= 0; d--) {
@@ -264,6 +269,7 @@ int64_t jx_conv_taps(const geom *g, int64_t y, int64_t *kpos, int64_t *lpos) {
 CONV_LOOP(conv_f32, float)
 CONV_LOOP(conv_f64, double)
 CONV_LOOP(conv_u64, uint64_t)
+CONV_LOOP(conv_c128, double _Complex)
 
 void jx_conv_geometry(const jx_params *p, const jx_tensor *in, const jx_shape *os, geom *out) {
   geom g = {.nsp = in[0].shape.rank - 2, .G = p->i[0], .BG = p->i[1]};
@@ -297,7 +303,7 @@ void jx_conv_reference(const jx_params *p, const jx_tensor *in, jx_tensor *out) 
   if (total == 0) return;
 
   acc_kind acc = accumulator(in[0].dtype, out[0].dtype);
-  size_t es = acc == ACC_F32 ? sizeof(float) : 8;
+  size_t es = acc == ACC_F32 ? sizeof(float) : acc == ACC_C128 ? 16 : 8;
   void *L = malloc(es * (size_t)(jx_shape_numel(*ls) + 1));
   void *R = malloc(es * (size_t)(jx_shape_numel(*rs) + 1));
   void *res = malloc(es * (size_t)total);
@@ -314,6 +320,7 @@ void jx_conv_reference(const jx_params *p, const jx_tensor *in, jx_tensor *out) 
     switch (acc) {
     case ACC_F32: conv_f32(&g, ntap, tap, tap + g.k_sp, L, R, y, res); break;
     case ACC_F64: conv_f64(&g, ntap, tap, tap + g.k_sp, L, R, y, res); break;
+    case ACC_C128: conv_c128(&g, ntap, tap, tap + g.k_sp, L, R, y, res); break;
     default: conv_u64(&g, ntap, tap, tap + g.k_sp, L, R, y, res); break;
     }
   }
@@ -335,6 +342,7 @@ void jx_conv_reference(const jx_params *p, const jx_tensor *in, jx_tensor *out) 
       break;
     }
     case ACC_F64: jx_store_f64(out[0].data, dt, off, ((double *)res)[i]); break;
+    case ACC_C128: jx_store_c128(out[0].data, dt, off, ((double _Complex *)res)[i]); break;
     case ACC_INT: jx_store_i64(out[0].data, dt, off, (int64_t)((uint64_t *)res)[i]); break;
     case ACC_BOOL: ((uint8_t *)out[0].data)[off] = ((uint64_t *)res)[i] != 0; break;
     }

@@ -332,6 +332,8 @@ static void combine(scatter_op sop, void *out, int64_t o, const void *up, int64_
   if (sop == S_REPLACE) {
     size_t es = jx_dtype_size(dt);
     memcpy((char *)out + (size_t)o * es, (const char *)up + (size_t)u * es, es);
+  } else if (jx_is_complex(dt)) { /* add only (complex.c): each part as a float's */
+    jx_store_c128(out, dt, o, jx_load_c128(out, dt, o) + jx_load_c128(up, dt, u));
   } else if (jx_is_float(dt)) { /* double, rounded once per combine */
     double a = jx_load_f64(out, dt, o), b = jx_load_f64(up, dt, u), c;
     switch (sop) {

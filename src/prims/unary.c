@@ -20,9 +20,10 @@
  * eager and jit agree bit for bit (f64 uses libm).
  *
  * Complex operands (c64, c128; the rows complex.c lists: neg, abs, sign,
- * exp, log, sqrt, rsqrt, tanh, sin, cos, integer_pow, stop_gradient) run
- * C99's <complex.h> functions, c64 in float _Complex; abs gives the parts'
- * dtype (hypot of the parts), sign is z / |z| (0 at 0), as XLA.
+ * exp, exp2, expm1, log, log1p, sqrt, rsqrt, tanh, sin, cos, tan, the inverse
+ * trigonometric and the hyperbolic functions, integer_pow, stop_gradient)
+ * run C99's <complex.h> functions, c64 in float _Complex; abs gives the
+ * parts' dtype (hypot of the parts), sign is z / |z| (0 at 0), as XLA.
  *
  * polygamma (m = i0 >= 1) is an extra row, floats only, for digamma's
  * derivative. Transformation rules are in unary_rules.c; sign, floor, ceil,
@@ -425,43 +426,45 @@ static void loop_int(unop op, int64_t e, int64_t n, const jx_tensor *t, void *o)
   }
 }
 
-/* ---- complex ---- */
-#define COMPLEX_LOOP(NAME, T, R, EXP, LOG, SQRT, TANH, SIN, COS, ABS)                              \
+/* ---- complex ----
+ * C99's <complex.h> function of each row (F: "f" for c64, empty for c128);
+ * exp2, expm1 and log1p, which C99 lacks, as XLA forms them: exp2(z) =
+ * exp(z ln 2); expm1(a + ib) =
+ * expm1(a) cos(b) - 2 sin^2(b/2) + i e^a sin(b), without the cancellation of
+ * e^a cos(b) - 1 near 0; log1p(z) = log|1 + z| + i arg(1 + z), the modulus
+ * through log1p(a (a + 2) + b^2) when that is small. */
+#define COMPLEX_HELPERS(T, R, F)                                                                   \
+  static T cexpm1##F(T z) {                                                                        \
+    R a = creal##F(z), b = cimag##F(z), h = sin##F(b / 2);                                         \
+    return jx_cmplx##F(expm1##F(a) * cos##F(b) - 2 * h * h, exp##F(a) * sin##F(b));                \
+  }                                                                                                \
+  static T cexp2##F(T z) { return cexp##F(z * (R)0.69314718055994530942); }                        \
+  static T clog1p##F(T z) {                                                                        \
+    R a = creal##F(z), b = cimag##F(z), s = a * (a + 2) + b * b;                                   \
+    R re = fabs##F(s) < (R)0.5 ? log1p##F(s) / 2 : log##F(hypot##F(a + 1, b));                     \
+    return jx_cmplx##F(re, atan2##F(b, a + 1));                                                    \
+  }
+COMPLEX_HELPERS(float _Complex, float, f)
+COMPLEX_HELPERS(double _Complex, double, )
+
+#define COMPLEX_LOOP(NAME, T, R, F)                                                                \
   static void NAME(unop op, int64_t e, int64_t n, const T *restrict in, void *restrict out) {      \
     T *restrict o = out;                                                                           \
     switch (op) {                                                                                  \
     case U_NEG: JX_VLOOP(n, o[i] = -in[i]); break;                                                 \
     case U_ABS: {                                                                                  \
       R *restrict r = out;                                                                         \
-      for (int64_t i = 0; i < n; i++) r[i] = ABS(in[i]);                                           \
+      for (int64_t i = 0; i < n; i++) r[i] = cabs##F(in[i]);                                       \
       break;                                                                                       \
     }                                                                                              \
     case U_SIGN:                                                                                   \
       for (int64_t i = 0; i < n; i++) {                                                            \
-        R a = ABS(in[i]);                                                                          \
+        R a = cabs##F(in[i]);                                                                      \
         o[i] = a == 0 ? (T)0 : in[i] / a;                                                          \
       }                                                                                            \
       break;                                                                                       \
-    case U_EXP:                                                                                    \
-      for (int64_t i = 0; i < n; i++) o[i] = EXP(in[i]);                                           \
-      break;                                                                                       \
-    case U_LOG:                                                                                    \
-      for (int64_t i = 0; i < n; i++) o[i] = LOG(in[i]);                                           \
-      break;                                                                                       \
-    case U_SQRT:                                                                                   \
-      for (int64_t i = 0; i < n; i++) o[i] = SQRT(in[i]);                                          \
-      break;                                                                                       \
     case U_RSQRT:                                                                                  \
-      for (int64_t i = 0; i < n; i++) o[i] = (T)1 / SQRT(in[i]);                                   \
-      break;                                                                                       \
-    case U_TANH:                                                                                   \
-      for (int64_t i = 0; i < n; i++) o[i] = TANH(in[i]);                                          \
-      break;                                                                                       \
-    case U_SIN:                                                                                    \
-      for (int64_t i = 0; i < n; i++) o[i] = SIN(in[i]);                                           \
-      break;                                                                                       \
-    case U_COS:                                                                                    \
-      for (int64_t i = 0; i < n; i++) o[i] = COS(in[i]);                                           \
+      for (int64_t i = 0; i < n; i++) o[i] = (T)1 / csqrt##F(in[i]);                               \
       break;                                                                                       \
     case U_INTEGER_POW: {                                                                          \
       /* by squaring, in lax.integer_pow's order, as the float loops */                            \
@@ -481,11 +484,33 @@ static void loop_int(unop op, int64_t e, int64_t n, const jx_tensor *t, void *o)
       }                                                                                            \
       break;                                                                                       \
     }                                                                                              \
-    default: JX_VLOOP(n, o[i] = in[i]); break; /* stop_gradient */                                 \
+    case U_STOP_GRADIENT: JX_VLOOP(n, o[i] = in[i]); break;                                        \
+    default: {                                                                                     \
+      T(*f)                                                                                        \
+      (T) = op == U_EXP     ? cexp##F                                                              \
+            : op == U_EXP2  ? cexp2##F                                                             \
+            : op == U_EXPM1 ? cexpm1##F                                                            \
+            : op == U_LOG   ? clog##F                                                              \
+            : op == U_LOG1P ? clog1p##F                                                            \
+            : op == U_SQRT  ? csqrt##F                                                             \
+            : op == U_TANH  ? ctanh##F                                                             \
+            : op == U_SIN   ? csin##F                                                              \
+            : op == U_COS   ? ccos##F                                                              \
+            : op == U_TAN   ? ctan##F                                                              \
+            : op == U_ASIN  ? casin##F                                                             \
+            : op == U_ACOS  ? cacos##F                                                             \
+            : op == U_ATAN  ? catan##F                                                             \
+            : op == U_SINH  ? csinh##F                                                             \
+            : op == U_COSH  ? ccosh##F                                                             \
+            : op == U_ASINH ? casinh##F                                                            \
+            : op == U_ACOSH ? cacosh##F                                                            \
+                            : catanh##F; /* complex.c lists no other row */                        \
+      for (int64_t i = 0; i < n; i++) o[i] = f(in[i]);                                             \
+    }                                                                                              \
     }                                                                                              \
   }
-COMPLEX_LOOP(loop_c64, float _Complex, float, cexpf, clogf, csqrtf, ctanhf, csinf, ccosf, cabsf)
-COMPLEX_LOOP(loop_c128, double _Complex, double, cexp, clog, csqrt, ctanh, csin, ccos, cabs)
+COMPLEX_LOOP(loop_c64, float _Complex, float, f)
+COMPLEX_LOOP(loop_c128, double _Complex, double, )
 
 static void unary_kernel(unop op, const jx_params *p, const jx_tensor *in, jx_tensor *out) {
   int64_t n = jx_shape_numel(in->shape), e = p->i[0];
@@ -539,10 +564,10 @@ UNARY_ROW(sign, U_SIGN, JX_ACCEPT_NUMERIC, jx_jvp_zero, NULL)
 UNARY_ROW(floor, U_FLOOR, JX_ACCEPT_FLOAT, jx_jvp_zero, NULL)
 UNARY_ROW(ceil, U_CEIL, JX_ACCEPT_FLOAT, jx_jvp_zero, NULL)
 UNARY_ROW(exp, U_EXP, JX_ACCEPT_INEXACT, jx_jvp_exp, NULL)
-UNARY_ROW(exp2, U_EXP2, JX_ACCEPT_FLOAT, jx_jvp_exp2, NULL)
-UNARY_ROW(expm1, U_EXPM1, JX_ACCEPT_FLOAT, jx_jvp_expm1, NULL)
+UNARY_ROW(exp2, U_EXP2, JX_ACCEPT_INEXACT, jx_jvp_exp2, NULL)
+UNARY_ROW(expm1, U_EXPM1, JX_ACCEPT_INEXACT, jx_jvp_expm1, NULL)
 UNARY_ROW(log, U_LOG, JX_ACCEPT_INEXACT, jx_jvp_log, NULL)
-UNARY_ROW(log1p, U_LOG1P, JX_ACCEPT_FLOAT, jx_jvp_log1p, NULL)
+UNARY_ROW(log1p, U_LOG1P, JX_ACCEPT_INEXACT, jx_jvp_log1p, NULL)
 UNARY_ROW(sqrt, U_SQRT, JX_ACCEPT_INEXACT, jx_jvp_sqrt, NULL)
 UNARY_ROW(rsqrt, U_RSQRT, JX_ACCEPT_INEXACT, jx_jvp_rsqrt, NULL)
 UNARY_ROW(cbrt, U_CBRT, JX_ACCEPT_FLOAT, jx_jvp_cbrt, NULL)
@@ -550,15 +575,15 @@ UNARY_ROW(tanh, U_TANH, JX_ACCEPT_INEXACT, jx_jvp_tanh, NULL)
 UNARY_ROW(logistic, U_LOGISTIC, JX_ACCEPT_FLOAT, jx_jvp_logistic, NULL)
 UNARY_ROW(sin, U_SIN, JX_ACCEPT_INEXACT, jx_jvp_sin, NULL)
 UNARY_ROW(cos, U_COS, JX_ACCEPT_INEXACT, jx_jvp_cos, NULL)
-UNARY_ROW(tan, U_TAN, JX_ACCEPT_FLOAT, jx_jvp_tan, NULL)
-UNARY_ROW(asin, U_ASIN, JX_ACCEPT_FLOAT, jx_jvp_asin, NULL)
-UNARY_ROW(acos, U_ACOS, JX_ACCEPT_FLOAT, jx_jvp_acos, NULL)
-UNARY_ROW(atan, U_ATAN, JX_ACCEPT_FLOAT, jx_jvp_atan, NULL)
-UNARY_ROW(sinh, U_SINH, JX_ACCEPT_FLOAT, jx_jvp_sinh, NULL)
-UNARY_ROW(cosh, U_COSH, JX_ACCEPT_FLOAT, jx_jvp_cosh, NULL)
-UNARY_ROW(asinh, U_ASINH, JX_ACCEPT_FLOAT, jx_jvp_asinh, NULL)
-UNARY_ROW(acosh, U_ACOSH, JX_ACCEPT_FLOAT, jx_jvp_acosh, NULL)
-UNARY_ROW(atanh, U_ATANH, JX_ACCEPT_FLOAT, jx_jvp_atanh, NULL)
+UNARY_ROW(tan, U_TAN, JX_ACCEPT_INEXACT, jx_jvp_tan, NULL)
+UNARY_ROW(asin, U_ASIN, JX_ACCEPT_INEXACT, jx_jvp_asin, NULL)
+UNARY_ROW(acos, U_ACOS, JX_ACCEPT_INEXACT, jx_jvp_acos, NULL)
+UNARY_ROW(atan, U_ATAN, JX_ACCEPT_INEXACT, jx_jvp_atan, NULL)
+UNARY_ROW(sinh, U_SINH, JX_ACCEPT_INEXACT, jx_jvp_sinh, NULL)
+UNARY_ROW(cosh, U_COSH, JX_ACCEPT_INEXACT, jx_jvp_cosh, NULL)
+UNARY_ROW(asinh, U_ASINH, JX_ACCEPT_INEXACT, jx_jvp_asinh, NULL)
+UNARY_ROW(acosh, U_ACOSH, JX_ACCEPT_INEXACT, jx_jvp_acosh, NULL)
+UNARY_ROW(atanh, U_ATANH, JX_ACCEPT_INEXACT, jx_jvp_atanh, NULL)
 UNARY_ROW(erf, U_ERF, JX_ACCEPT_FLOAT, jx_jvp_erf, NULL)
 UNARY_ROW(erf_inv, U_ERF_INV, JX_ACCEPT_FLOAT, jx_jvp_erf_inv, NULL)
 UNARY_ROW(lgamma, U_LGAMMA, JX_ACCEPT_FLOAT, jx_jvp_lgamma, NULL)

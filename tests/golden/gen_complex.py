@@ -53,7 +53,44 @@ def ops(jnp):
         "mean": lambda z, w, x: jnp.mean(z),
         "where": lambda z, w, x: jnp.where(x > 0, z, w),
         "astype_real": lambda z, w, x: z.real.astype(x.dtype),
+        "exp2": lambda z, w, x: jnp.exp2(z),
+        "expm1": lambda z, w, x: jnp.expm1(z),
+        "log1p": lambda z, w, x: jnp.log1p(z),
+        "tan": lambda z, w, x: jnp.tan(z),
+        "asin": lambda z, w, x: jnp.arcsin(z),
+        "acos": lambda z, w, x: jnp.arccos(z),
+        "atan": lambda z, w, x: jnp.arctan(z),
+        "sinh": lambda z, w, x: jnp.sinh(z),
+        "cosh": lambda z, w, x: jnp.cosh(z),
+        "asinh": lambda z, w, x: jnp.arcsinh(z),
+        "acosh": lambda z, w, x: jnp.arccosh(z),
+        "atanh": lambda z, w, x: jnp.arctanh(z),
+        "gather": lambda z, w, x: z[:, IDX],
+        "scatter_add": lambda z, w, x: z.at[:, IDX].add(w),
+        "conv": lambda z, w, x: conv(z, w),
+        # one fused kernel under jx's jit (tests/unit/test_fusion_complex.c)
+        "chain": lambda z, w, x: chain(jnp, z, w, x),
+        "chain_rows": lambda z, w, x: jnp.sum(chain(jnp, z, w, x), axis=1),
+        "chain_cols": lambda z, w, x: jnp.sum(chain(jnp, z, w, x), axis=0),
+        "trig_chain": lambda z, w, x: jnp.tan(z) * jnp.sinh(w) + jnp.cosh(z - w),
     }
+
+
+IDX = np.array([2, 0, 2])  # a repeated index: scatter_add sums both updates
+
+
+def conv(z, w):
+    """[1, 2, 3] (NCH) by [1, 2, 2] (OIH): padded by 1, the kernel dilated by 2"""
+    return jax.lax.conv_general_dilated(z[None], w[:, :2][None], window_strides=(1,),
+                                        padding=[(1, 1)], rhs_dilation=(2,))
+
+
+def chain(jnp, z, w, x):
+    u = jnp.exp(z) * w - jnp.sqrt(z) / (w + jnp.conj(z))
+    v = jnp.sin(u) * jnp.cos(z) + jnp.tanh(w) + jnp.log(z) * z ** w
+    s = jnp.where(x > 0, u, v) * jnp.sign(z)
+    s = s + jax.lax.complex(x, jnp.real(z)) * jax.lax.rsqrt(w) - jnp.imag(w)
+    return s + jnp.abs(z) + jax.lax.integer_pow(z, 3) - jax.lax.integer_pow(w, -21)
 
 
 def grads(jnp):
@@ -64,6 +101,13 @@ def grads(jnp):
         "im_logdiv": lambda z, w: jnp.sum(jnp.imag(jnp.log(z) / w)),
         "angle": lambda z, w: jnp.sum(jnp.angle(z) * jnp.real(w)),
         "mixed": lambda z, w: jnp.sum(jnp.real(jnp.sqrt(z) * jnp.conj(w)) + jnp.tanh(z).imag),
+        "trig": lambda z, w: jnp.sum(jnp.abs(jnp.tan(z) + jnp.arcsin(w)) + jnp.real(jnp.arccos(z) * jnp.arctan(w))),
+        # acosh's JVP, 1/sqrt(x^2 - 1), is its derivative where Re x >= 0 only
+        "hyp": lambda z, w: jnp.sum(jnp.imag(jnp.sinh(z) * jnp.cosh(w) + jnp.arcsinh(z)) + jnp.abs(jnp.arccosh(w + 3) - jnp.arctanh(z))),
+        "scatter": lambda z, w: jnp.sum(jnp.abs(z.at[:, IDX].add(w * z)) ** 2 + jnp.real(z[:, IDX] * w)),
+        "conv_lhs": lambda z, w: jnp.sum(jnp.abs(conv(z, w)) ** 2),
+        "conv_rhs": lambda z, w: jnp.sum(jnp.imag(conv(w, z)) + jnp.real(conv(w, z * z))),
+        "logexp1p": lambda z, w: jnp.sum(jnp.abs(jnp.exp2(w) * jnp.expm1(z)) + jnp.real(jnp.log1p(w) * z)),
     }
 
 
@@ -71,6 +115,7 @@ def hgrads(jnp):
     return {
         "sinz": lambda z, w: jnp.sum(jnp.sin(z) * z),
         "poly": lambda z, w: jnp.sum(z ** 3 * w + jnp.exp(z)),
+        "inv": lambda z, w: jnp.sum(jnp.arctan(z) * jnp.sinh(w) + jnp.log1p(z) * jnp.expm1(w) + jnp.arcsinh(z) + jnp.arccos(z) + jnp.arctanh(z) * jnp.tan(z)),
     }
 
 

@@ -214,6 +214,27 @@ static void read_and_item_errors(void **state) {
   assert_int_equal(jx_block_until_ready(a), JX_OK);
   assert_int_equal(jx_block_until_ready(jx_poison()), JX_ERR_POISONED);
   jx_clear_error();
+  /* a complex scalar: never its real part alone; jx_item_complex gives both */
+  jx_array *z = jx_complex_scalar(JX_C64, 1.5, -2);
+  line = __LINE__ + 1;
+  assert_true(isnan(jx_item(z)));
+  assert_int_equal(jx_last_status(), JX_ERR_DTYPE);
+  assert_non_null(strstr(jx_last_error(), "jx_item: c64[] is complex; read both parts with "
+                                          "jx_item_complex, or one with jx_real / jx_imag"));
+  snprintf(where, sizeof where, "test_arrays.c:%d: jx_item", line);
+  assert_non_null(strstr(jx_last_error(), where));
+  jx_clear_error();
+  double re = 0, im = 0;
+  assert_int_equal(jx_item_complex(z, &re, &im), JX_OK);
+  assert_true(re == 1.5 && im == -2);
+  assert_int_equal(jx_item_complex(jx_scalar(JX_F64, 3.25), &re, &im), JX_OK);
+  assert_true(re == 3.25 && im == 0);
+  assert_int_equal(jx_item_complex(jx_ones(JX_C128, JX_SHAPE(2)), &re, &im), JX_ERR_SHAPE);
+  assert_true(isnan(re) && isnan(im));
+  assert_non_null(strstr(jx_last_error(), "jx_item_complex: c128[2] has 2 elements, not one"));
+  jx_clear_error();
+  assert_int_equal(jx_item_complex(z, NULL, &im), JX_ERR_INVALID_ARGUMENT);
+  jx_clear_error();
   /* inspection of NULL and poison does not crash */
   assert_int_equal(jx_ndim(NULL), 0);
   assert_int_equal(jx_size(jx_poison()), 1);

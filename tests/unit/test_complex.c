@@ -73,6 +73,59 @@ static jx_array *o_sin(jx_array *z, jx_array *w, jx_array *x) {
 static jx_array *o_cos(jx_array *z, jx_array *w, jx_array *x) {
   return (void)w, (void)x, jx_cos(z);
 }
+static jx_array *o_exp2(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)w, (void)x, jx_exp2(z);
+}
+static jx_array *o_expm1(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)w, (void)x, jx_expm1(z);
+}
+static jx_array *o_log1p(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)w, (void)x, jx_log1p(z);
+}
+static jx_array *o_tan(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)w, (void)x, jx_tan(z);
+}
+static jx_array *o_asin(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)w, (void)x, jx_asin(z);
+}
+static jx_array *o_acos(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)w, (void)x, jx_acos(z);
+}
+static jx_array *o_atan(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)w, (void)x, jx_atan(z);
+}
+static jx_array *o_sinh(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)w, (void)x, jx_sinh(z);
+}
+static jx_array *o_cosh(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)w, (void)x, jx_cosh(z);
+}
+static jx_array *o_asinh(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)w, (void)x, jx_asinh(z);
+}
+static jx_array *o_acosh(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)w, (void)x, jx_acosh(z);
+}
+static jx_array *o_atanh(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)w, (void)x, jx_atanh(z);
+}
+/* gen_complex.py's IDX (a repeated index) and conv */
+static jx_array *idx_array(void) {
+  return jx_array_from(JX_I32, JX_SHAPE(3), (int32_t[]){2, 0, 2});
+}
+static jx_array *conv(jx_array *z, jx_array *w) {
+  jx_array *k = jx_at_get(w, 2, (jx_index[]){JX_ALL, JX_SLICE(0, 2, 1)});
+  return jx_conv_general_dilated(jx_reshape(z, JX_SHAPE(1, 2, 3)), jx_reshape(k, JX_SHAPE(1, 2, 2)),
+                                 JX_SHAPE(1), JX_SHAPE(1), JX_SHAPE(1), JX_SHAPE(), JX_SHAPE(2),
+                                 "NCH,OIH,NCH", 1);
+}
+static jx_array *o_gather(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)w, (void)x, jx_at_get(z, 2, (jx_index[]){JX_ALL, JX_IDX(idx_array())});
+}
+static jx_array *o_scatter_add(jx_array *z, jx_array *w, jx_array *x) {
+  return (void)x, jx_at_add(z, 2, (jx_index[]){JX_ALL, JX_IDX(idx_array())}, w);
+}
+static jx_array *o_conv(jx_array *z, jx_array *w, jx_array *x) { return (void)x, conv(z, w); }
 static jx_array *o_abs(jx_array *z, jx_array *w, jx_array *x) {
   return (void)w, (void)x, jx_abs(z);
 }
@@ -145,6 +198,18 @@ static const struct {
     {"tanh", o_tanh, 1},
     {"sin", o_sin, 1},
     {"cos", o_cos, 1},
+    {"exp2", o_exp2, 1},
+    {"expm1", o_expm1, 1},
+    {"log1p", o_log1p, 1},
+    {"tan", o_tan, 1},
+    {"asin", o_asin, 1},
+    {"acos", o_acos, 1},
+    {"atan", o_atan, 1},
+    {"sinh", o_sinh, 1},
+    {"cosh", o_cosh, 1},
+    {"asinh", o_asinh, 1},
+    {"acosh", o_acosh, 1},
+    {"atanh", o_atanh, 1},
     {"abs", o_abs, 1},
     {"sign", o_sign, 1},
     {"square", o_square, 1},
@@ -165,6 +230,9 @@ static const struct {
     {"complex", o_complex, 1},
     {"where", o_where, 1},
     {"eq", o_eq, 1},
+    {"gather", o_gather, 0},
+    {"scatter_add", o_scatter_add, 0},
+    {"conv", o_conv, 0},
     {"sum0", o_sum0, 0},
     {"prod1", o_prod1, 0},
     {"mean", o_mean, 0},
@@ -246,6 +314,49 @@ static void g_mixed(void *c, jx_array *const *in, jx_array **out) {
   out[0] =
       sum_all(jx_add(jx_real(jx_mul(jx_sqrt(in[0]), jx_conj(in[1]))), jx_imag(jx_tanh(in[0]))));
 }
+static void g_trig(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  jx_array *z = in[0], *w = in[1];
+  out[0] = sum_all(
+      jx_add(jx_abs(jx_add(jx_tan(z), jx_asin(w))), jx_real(jx_mul(jx_acos(z), jx_atan(w)))));
+}
+/* acosh(w + 3): JAX's JVP of acosh, 1/sqrt(x^2 - 1), is its derivative
+ * only where Re x >= 0, which jx_check_grads would tell */
+static void g_hyp(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  jx_array *z = in[0], *w = in[1];
+  out[0] = sum_all(jx_add(jx_imag(jx_add(jx_mul(jx_sinh(z), jx_cosh(w)), jx_asinh(z))),
+                          jx_abs(jx_sub(jx_acosh(jx_add(w, jx_scalar(JX_F32, 3))), jx_atanh(z)))));
+}
+static void g_logexp1p(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = sum_all(jx_add(jx_abs(jx_mul(jx_exp2(in[1]), jx_expm1(in[0]))),
+                          jx_real(jx_mul(jx_log1p(in[1]), in[0]))));
+}
+static void g_scatter(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  jx_array *z = in[0], *w = in[1];
+  jx_array *s = jx_at_add(z, 2, (jx_index[]){JX_ALL, JX_IDX(idx_array())}, jx_mul(w, z));
+  out[0] = sum_all(jx_add(abs2(s), jx_real(jx_mul(o_gather(z, w, NULL), w))));
+}
+static void g_conv_lhs(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = sum_all(abs2(conv(in[0], in[1])));
+}
+static void g_conv_rhs(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  jx_array *z = in[0], *w = in[1];
+  out[0] = sum_all(jx_add(jx_imag(conv(w, z)), jx_real(conv(w, jx_mul(z, z)))));
+}
+static void h_inv(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  jx_array *z = in[0], *w = in[1];
+  jx_array *terms[] = {jx_mul(jx_atan(z), jx_sinh(w)), jx_mul(jx_log1p(z), jx_expm1(w)),
+                       jx_asinh(z), jx_acos(z), jx_mul(jx_atanh(z), jx_tan(z))};
+  jx_array *acc = terms[0];
+  for (int k = 1; k < 5; k++) acc = jx_add(acc, terms[k]);
+  out[0] = sum_all(acc);
+}
 static void h_sinz(void *c, jx_array *const *in, jx_array **out) {
   (void)c;
   out[0] = sum_all(jx_mul(jx_sin(in[0]), in[0]));
@@ -266,7 +377,11 @@ static const struct {
 } GRADS[] = {{"grad_abs2", g_abs2, 0},         {"grad_re_sq", g_re_sq, 0},
              {"grad_abs_expw", g_abs_expw, 0}, {"grad_im_logdiv", g_im_logdiv, 0},
              {"grad_angle", g_angle, 0},       {"grad_mixed", g_mixed, 0},
-             {"hgrad_sinz", h_sinz, 1},        {"hgrad_poly", h_poly, 1}};
+             {"grad_trig", g_trig, 0},         {"grad_hyp", g_hyp, 0},
+             {"grad_logexp1p", g_logexp1p, 0}, {"hgrad_inv", h_inv, 1},
+             {"grad_scatter", g_scatter, 0},   {"grad_conv_lhs", g_conv_lhs, 0},
+             {"grad_conv_rhs", g_conv_rhs, 0}, {"hgrad_sinz", h_sinz, 1},
+             {"hgrad_poly", h_poly, 1}};
 
 static void grads_match_jax(int x64) {
   jx_config_enable_x64(x64);

@@ -1,7 +1,8 @@
 /* The CUDA dialect of the kernel renderer, compiled by NVRTC (no GPU needed):
  * the fused groups of several programs (the jit test's chain, broadcasts and
  * scalars, select_n and comparisons, f64, integer_pow, every primitive the
- * renderer knows, in f32 and f64) render to CUDA C that NVRTC compiles for
+ * renderer knows, in f32 and f64, and in c64 and c128 with complex values
+ * as the dialect's structs of parts) render to CUDA C that NVRTC compiles for
  * sm_90 and sm_80 (cubin) and compute_90 (PTX), each image naming every
  * kernel. A broken source fails with the compiler's first error; a missing
  * library fails with "NVRTC not found". Where libnvrtc cannot be loaded the
@@ -617,6 +618,9 @@ static void every_op_compiles(jx_dtype dt, const char *what) {
   for (int id = 0; id < JX_PRIM_COUNT; id++) {
     jx_lower_kind k = (jx_lower_kind)jx_prim_lowerings[id].kind;
     if (k != JX_LOWER_EXPR && k != JX_LOWER_CONVERT && k != JX_LOWER_INTEGER_POW) continue;
+    /* rows of complex operands only, and complex(re, im), are every_op_complex's */
+    if (k == JX_LOWER_EXPR && (!jx_lower_expr(&jx_prim_lowerings[id], dt) || id == JX_PRIM_complex))
+      continue;
     int seen = 0;
     for (int j = 0; j < r.nprims; j++) seen |= r.prims[j]->id == (jx_prim_id)id;
     if (!seen) fprintf(stderr, "%s: no %s in the program\n", what, prim_names[id]);
@@ -640,6 +644,94 @@ static void every_op_f32_compiles(void **state) {
 static void every_op_f64_compiles(void **state) {
   (void)state;
   every_op_compiles(JX_F64, "every_op_f64.cu");
+}
+
+/* every expression of complex operands (prim_lowering.c's c64/c128 rows),
+ * converts between complex and real, integer_pow written out and through
+ * the helper, select, and a row sum of it all; ctx points at the dtype */
+static void every_op_complex(void *ctx, jx_array *const *in, jx_array **out) {
+  jx_dtype dt = *(const jx_dtype *)ctx, part = dt == JX_C64 ? JX_F32 : JX_F64;
+  jx_array *z = jx_complex(in[0], in[1]), *w = jx_complex(in[1], in[0]), *c = in[2];
+  jx_array *terms[] = {jx_sub(z, w),
+                       jx_mul(z, w),
+                       jx_div(z, w),
+                       jx_neg(z),
+                       jx_exp(z),
+                       jx_log(z),
+                       jx_sqrt(z),
+                       jx_rsqrt(w),
+                       jx_tanh(z),
+                       jx_sin(z),
+                       jx_cos(w),
+                       jx_tan(z),
+                       jx_sinh(w),
+                       jx_cosh(z),
+                       jx_pow(z, w),
+                       jx_sign(z),
+                       jx_conj(w),
+                       jx_stop_gradient(w),
+                       jx_integer_pow(z, 3),
+                       jx_integer_pow(w, -21),
+                       jx_select_n(c, 2, (jx_array *[]){z, w}),
+                       jx_astype(jx_astype(z, dt == JX_C64 ? JX_C128 : JX_C64), dt),
+                       jx_astype(jx_add(jx_abs(z), jx_real(w)), dt),
+                       jx_astype(jx_imag(z), dt),
+                       jx_astype(jx_astype(z, part), dt),
+                       jx_astype(jx_astype(jx_eq(z, w), part), dt),
+                       jx_astype(jx_astype(jx_ne(z, w), JX_BOOL), dt)};
+  jx_array *acc = jx_add(z, w);
+  for (size_t k = 0; k < sizeof terms / sizeof terms[0]; k++) acc = jx_add(acc, terms[k]);
+  out[0] = jx_sum(acc, JX_AXES(1), 0);
+}
+
+static void every_op_complex_compiles(jx_dtype dt, const char *what) {
+  jx_dtype part = dt == JX_C64 ? JX_F32 : JX_F64;
+  jx_aval av[3] = {
+      {part, 0, {2, {5, 33}}, 0}, {part, 0, {2, {5, 33}}, 0}, {JX_BOOL, 0, {2, {5, 33}}, 0}};
+  jx_config_enable_x64(dt == JX_C128);
+  jx_fn *f = jx_fn_create(what, 3, 1, every_op_complex, &dt);
+  jx_fn *jf = jx_jit(f, NULL);
+  jx_program *p = jx_fn_program(jf, av); /* simplified, as the jit fuses it */
+  if (!p) fprintf(stderr, "%s\n", jx_last_error());
+  assert_non_null(p);
+  jx_fusion_group *groups = NULL;
+  int ng = jx_fuse(p, &groups), kernels = 0, k0 = -1;
+  assert_true(ng >= 1);
+  for (int k = 0; k < ng; k++)
+    if (jx_fusion_group_is_kernel(&groups[k])) kernels++, k0 = k;
+  assert_int_equal(kernels, 1); /* everything, ending in the row sum */
+  assert_true(groups[k0].reduces);
+  rendered r = {0};
+  char *prelude = jx_render_cuda_prelude();
+  assert_non_null(prelude);
+  append(&r, prelude);
+  free(prelude);
+  render_group(&r, p, &groups[k0]);
+  for (int id = 0; id < JX_PRIM_COUNT; id++) {
+    if (!jx_lower_expr(&jx_prim_lowerings[id], dt) && id != JX_PRIM_complex) continue;
+    int seen = 0;
+    for (int j = 0; j < r.nprims; j++) seen |= r.prims[j]->id == (jx_prim_id)id;
+    if (!seen) fprintf(stderr, "%s: no %s in the program\n", what, prim_names[id]);
+    assert_true(seen);
+  }
+  assert_non_null(strstr(r.tu, dt == JX_C64 ? "const jx_c64 v" : "const jx_c128 v"));
+  compile_everywhere(&r, what);
+  free_rendered(&r);
+  free(groups);
+  jx_program_release(p);
+  jx_fn_release(jf);
+  jx_fn_release(f);
+  jx_config_enable_x64(0);
+}
+
+static void every_op_c64_compiles(void **state) {
+  (void)state;
+  every_op_complex_compiles(JX_C64, "every_op_c64.cu");
+}
+
+static void every_op_c128_compiles(void **state) {
+  (void)state;
+  every_op_complex_compiles(JX_C128, "every_op_c128.cu");
 }
 
 /* the prelude alone: fastmath.h as __device__ functions, no headers */
@@ -754,6 +846,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(f64_and_integer_pow_compile, setup, teardown),
       cmocka_unit_test_setup_teardown(every_op_f32_compiles, setup, teardown),
       cmocka_unit_test_setup_teardown(every_op_f64_compiles, setup, teardown),
+      cmocka_unit_test_setup_teardown(every_op_c64_compiles, setup, teardown),
+      cmocka_unit_test_setup_teardown(every_op_c128_compiles, setup, teardown),
       cmocka_unit_test_setup_teardown(broken_source_names_the_error, setup, teardown),
       cmocka_unit_test_setup_teardown(missing_library_is_reported, setup, teardown),
   };
