@@ -321,19 +321,29 @@ static jx_array *pad_wrap(jx_array *a, int ax, int64_t lo, int64_t hi) {
   return r;
 }
 
-/* NumPy's even reflection, repeated while the padding is wider than the axis: "reflect"
- * leaves the edge out of each mirror image, "symmetric" repeats it */
-static jx_array *pad_mirror(jx_array *a, int ax, int64_t lo, int64_t hi, int symmetric) {
+/* NumPy's reflection, repeated while the padding is wider than the axis: "reflect" leaves the
+ * edge out of each mirror image, "symmetric" repeats it; the odd reflection mirrors through the
+ * edge value too (2 * edge - x), each image through the outermost value so far */
+static jx_array *pad_mirror(jx_array *a, int ax, int64_t lo, int64_t hi, int symmetric, int odd) {
   int64_t n = a->shape.dims[ax];
   int offset = !symmetric && n > 1;
   for (int before = 1; before >= 0; before--) {
-    int64_t left = before ? lo : hi;
+    int64_t left = before ? lo : hi, len = a->shape.dims[ax];
+    jx_array *edge =
+        before ? jx_ops_slice_axis(a, ax, 0, 1, 1) : jx_ops_slice_axis(a, ax, len - 1, len, 1);
     while (left > 0) {
-      int64_t len = a->shape.dims[ax], cur = left < n - offset ? left : n - offset;
+      int64_t cur = left < n - offset ? left : n - offset;
+      len = a->shape.dims[ax];
       left -= cur;
       jx_array *x = before ? jx_ops_slice_axis(a, ax, offset, offset + cur, 1)
                            : jx_ops_slice_axis(a, ax, len - cur - offset, len - offset, 1);
       x = jx_flip(x, JX_AXES(ax));
+      if (odd) {
+        x = jx_sub(jx_add(edge, edge), x);
+        if (n > 1)
+          edge = before ? jx_ops_slice_axis(x, ax, 0, 1, 1)
+                        : jx_ops_slice_axis(x, ax, cur - 1, cur, 1);
+      }
       a = jx_concatenate(2, before ? (jx_array *[]){x, a} : (jx_array *[]){a, x}, ax);
     }
   }
@@ -356,21 +366,18 @@ static jx_array *pad_ramp(jx_array *a, int ax, int64_t lo, int64_t hi, double va
   return cat3(before, a, jx_flip(after, JX_AXES(ax)), ax);
 }
 
-jx_array *jx_pad_mode(jx_array *a, jx_shape lo, jx_shape hi, const char *mode, double value) {
-  const char *op = "jx_pad_mode";
-  if (jx_check_inputs(op, 1, &a)) return jx_poison();
-  static const char *const modes[] = {"constant",  "edge", "reflect",
-                                      "symmetric", "wrap", "linear_ramp"};
-  int m = -1;
+static const char *const pad_modes[] = {"constant",  "edge", "reflect",
+                                        "symmetric", "wrap", "linear_ramp"};
+
+static int pad_mode_index(const char *mode) {
   for (int i = 0; mode && i < 6; i++)
-    if (!strcmp(mode, modes[i])) m = i;
-  if (m < 0) {
-    jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                 "%s: mode \"%s\" is not one of constant, edge, reflect, symmetric, wrap, "
-                 "linear_ramp",
-                 op, mode ? mode : "(null)");
-    return jx_poison();
-  }
+    if (!strcmp(mode, pad_modes[i])) return i;
+  return -1;
+}
+
+/* mode m of pad_modes; odd: reflect and symmetric mirror through the edge */
+static jx_array *pad_mode(const char *op, jx_array *a, jx_shape lo, jx_shape hi, int m,
+                          double value, int odd) {
   char s[JX_AVAL_STR_CAP];
   int r = a->shape.rank;
   if (lo.rank != r || hi.rank != r) {
@@ -392,16 +399,49 @@ jx_array *jx_pad_mode(jx_array *a, jx_shape lo, jx_shape hi, const char *mode, d
     if (l == 0 && h == 0) continue;
     if (x->shape.dims[d] == 0) {
       jx_error_set(JX_ERR_SHAPE, "%s: cannot pad the empty axis %d of %s in mode \"%s\"", op, d,
-                   str(a, s), mode);
+                   str(a, s), pad_modes[m]);
       return jx_poison();
     }
     switch (m) {
     case 1: x = pad_edge(x, d, l, h); break;
-    case 2: x = pad_mirror(x, d, l, h, 0); break;
-    case 3: x = pad_mirror(x, d, l, h, 1); break;
+    case 2: x = pad_mirror(x, d, l, h, 0, odd); break;
+    case 3: x = pad_mirror(x, d, l, h, 1, odd); break;
     case 4: x = pad_wrap(x, d, l, h); break;
     default: x = pad_ramp(x, d, l, h, value); break;
     }
   }
   return x;
+}
+
+jx_array *jx_pad_mode(jx_array *a, jx_shape lo, jx_shape hi, const char *mode, double value) {
+  const char *op = "jx_pad_mode";
+  if (jx_check_inputs(op, 1, &a)) return jx_poison();
+  int m = pad_mode_index(mode);
+  if (m < 0) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "%s: mode \"%s\" is not one of constant, edge, reflect, symmetric, wrap, "
+                 "linear_ramp",
+                 op, mode ? mode : "(null)");
+    return jx_poison();
+  }
+  return pad_mode(op, a, lo, hi, m, value, 0);
+}
+
+jx_array *jx_pad_reflect(jx_array *a, jx_shape lo, jx_shape hi, const char *mode,
+                         const char *reflect_type) {
+  const char *op = "jx_pad_reflect";
+  if (jx_check_inputs(op, 1, &a)) return jx_poison();
+  int m = pad_mode_index(mode);
+  if (m != 2 && m != 3) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: mode \"%s\" is not \"reflect\" or \"symmetric\"", op,
+                 mode ? mode : "(null)");
+    return jx_poison();
+  }
+  int odd = reflect_type && !strcmp(reflect_type, "odd");
+  if (reflect_type && !odd && strcmp(reflect_type, "even")) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: reflect_type \"%s\" is not \"even\" or \"odd\"", op,
+                 reflect_type);
+    return jx_poison();
+  }
+  return pad_mode(op, a, lo, hi, m, 0, odd);
 }

@@ -327,9 +327,73 @@ def control():
          normal(2, 3, 4), vmap=0)
 
 
+def options():
+    """The options of jnp.pad, quantile/percentile, interp, searchsorted and unique beyond
+    their defaults (its own random stream, so the cases above keep their inputs)."""
+    global r
+    r = rng(194)
+    for mode in ("reflect", "symmetric"):
+        case(f"pad_{mode}_odd", lambda a, m=mode: jnp.pad(a, ((5, 2), (1, 3)), mode=m,
+                                                         reflect_type="odd"), normal(3, 4))
+        case(f"pad_{mode}_odd_int", lambda a, m=mode: jnp.pad(a, ((4, 6),), mode=m,
+                                                             reflect_type="odd"),
+             ints(-9, 9, 3), grad=False)
+    case("pad_reflect_odd_1", lambda a: jnp.pad(a, ((2, 3), (0, 0)), mode="reflect",
+                                                reflect_type="odd"), normal(1, 2))
+    case("pad_symmetric_odd_f64", lambda a: jnp.pad(a, ((3, 4),), mode="symmetric",
+                                                    reflect_type="odd"),
+         normal(2, dtype=np.float64))
+
+    icdf = "inverted_cdf"
+    case("quantile_icdf", lambda a, q: jnp.quantile(a, q, axis=1, method=icdf), normal(3, 7),
+         np.array([0.0, 0.2, 0.5, 0.99, 1.0], np.float32))
+    case("quantile_icdf_keep", lambda a, q: jnp.quantile(a, q, axis=0, method=icdf,
+                                                         keepdims=True),
+         np.array([[1.0, np.nan, 2.0], [3.0, 1.0, 2.0], [0.5, 4.0, 2.0]], np.float32),
+         np.float32(0.5))
+    w_red = np.abs(normal(2, 4, dtype=np.float64))
+    w_red[1, 2] = 0.0
+    case("quantile_weighted", lambda a, q, w: jnp.quantile(a, q, axis=(0, 2), method=icdf,
+                                                           weights=w),
+         normal(2, 3, 4, dtype=np.float64), np.array([0.1, 0.5, 0.9], np.float64), w_red)
+    w_full = np.abs(normal(3, 5))
+    w_full[2, 1] = -1.0  # a negative weight makes its row NaN
+    case("quantile_weighted_full", lambda a, q, w: jnp.quantile(a, q, axis=1, method=icdf,
+                                                                weights=w, keepdims=True),
+         normal(3, 5), np.float32(0.3), w_full)
+    case("percentile_weighted", lambda a, q, w: jnp.percentile(a, q, method=icdf, weights=w),
+         normal(6), np.array([25.0, 75.0], np.float32), np.abs(normal(6)))
+
+    xp = np.array([0.0, 1.0, 1.0, 2.5, 4.0], np.float32)
+    xq = np.array([-1.0, 0.0, 0.5, 1.0, 2.0, 3.9, 4.0, 5.0], np.float32)
+    case("interp_arrays", lambda x, a, b, lv: jnp.interp(x, a, b, left=lv, right="extrapolate"),
+         xq, xp, normal(5), normal(8))
+    case("interp_extrapolate", lambda x, a, b: jnp.interp(x, a, b, left="extrapolate"),
+         xq, xp, normal(5))
+    xpp = np.array([350.0, 10.0, 95.0, 180.0, -90.0], np.float32)
+    xqp = np.array([-170.0, 0.0, 5.0, 100.0, 355.0, 400.0, 725.0], np.float32)
+    case("interp_period", lambda x, a, b, p: jnp.interp(x, a, b, period=p), xqp, xpp, normal(5),
+         np.float32(-360.0))
+    case("interp_period_f64", lambda x, a, b, p: jnp.interp(x, a, b, period=p),
+         xqp.astype(np.float64), np.array([0.1, 2.0, 1.0, 4.5], np.float64),
+         normal(4, dtype=np.float64), np.float64(5.0))
+    qv = np.array([[2.0, np.nan, 0.0], [4.0, 1.0, 2.5]], np.float32)
+    case("searchsorted_sorter", lambda a, v, s: jnp.searchsorted(a, v, side="right", sorter=s),
+         np.array([3.0, 1.0, 2.0, 2.0, 0.5], np.float32), qv, i32(4, 1, 2, 3, 0), grad=False)
+
+    def unique_all(size, fill=None):
+        return lambda a: jnp.unique(a, return_index=True, return_inverse=True,
+                                    return_counts=True, size=size, fill_value=fill)
+    u = np.array([[3.0, 1.0, np.nan], [1.0, np.nan, -2.0]], np.float32)
+    case("unique_all", unique_all(6, -1), u)
+    case("unique_all_short", unique_all(2), ints(0, 4, 3, 3), grad=False)
+    case("unique_all_default_fill", unique_all(7), np.array([2.0, 1.0, 2.0, 2.0], np.float64))
+    case("unique_all_empty", unique_all(3, 0), np.zeros((2, 0), np.float32), grad=False)
+
+
 if __name__ == "__main__":
     groups = sys.argv[1:] or ["linear", "construct", "shape", "math", "activations", "stats",
-                              "sets", "at", "control"]
+                              "sets", "at", "control", "options"]
     if not sys.argv[1:] and os.path.isdir(OUT):
         shutil.rmtree(OUT)
     os.makedirs(OUT, exist_ok=True)

@@ -1,0 +1,129 @@
+/* The options of the jax.numpy surface beyond its defaults against JAX
+ * (tests/golden/gen_np_surface.py, "options"): jnp.pad's odd reflections,
+ * quantile/percentile's inverted_cdf and weights, interp's array bounds,
+ * extrapolation and period, searchsorted's sorter, and unique's first
+ * occurrences, inverse and counts with a static size; values and gradients,
+ * eagerly and under jit; and the errors of bad option values. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+#include <jx/jx.h>
+
+#include "unit/test_util.h"
+#include "unit/np_golden.h"
+
+NP_FN1(f_pad_reflect_odd, jx_pad_reflect(a, JX_SHAPE(5, 1), JX_SHAPE(2, 3), "reflect", "odd"))
+NP_FN1(f_pad_symmetric_odd, jx_pad_reflect(a, JX_SHAPE(5, 1), JX_SHAPE(2, 3), "symmetric", "odd"))
+NP_FN1(f_pad_reflect_odd_int, jx_pad_reflect(a, JX_SHAPE(4), JX_SHAPE(6), "reflect", "odd"))
+NP_FN1(f_pad_symmetric_odd_int, jx_pad_reflect(a, JX_SHAPE(4), JX_SHAPE(6), "symmetric", "odd"))
+NP_FN1(f_pad_reflect_odd_1, jx_pad_reflect(a, JX_SHAPE(2, 0), JX_SHAPE(3, 0), "reflect", "odd"))
+NP_FN1(f_pad_symmetric_odd_f64, jx_pad_reflect(a, JX_SHAPE(3), JX_SHAPE(4), "symmetric", "odd"))
+NP_FN2(f_quantile_icdf, jx_quantile(a, b, JX_AXES(1), "inverted_cdf", 0))
+NP_FN2(f_quantile_icdf_keep, jx_quantile(a, b, JX_AXES(0), "inverted_cdf", 1))
+static void f_quantile_weighted(jx_array *const *in, jx_array **out) {
+  out[0] = jx_quantile_weighted(in[0], in[1], JX_AXES(0, 2), in[2], "inverted_cdf", 0);
+}
+static void f_quantile_weighted_full(jx_array *const *in, jx_array **out) {
+  out[0] = jx_quantile_weighted(in[0], in[1], JX_AXES(1), in[2], "inverted_cdf", 1);
+}
+static void f_percentile_weighted(jx_array *const *in, jx_array **out) {
+  out[0] = jx_percentile_weighted(in[0], in[1], JX_AXES(), in[2], "inverted_cdf", 0);
+}
+static void f_interp_arrays(jx_array *const *in, jx_array **out) {
+  jx_interp_options o = {.left = in[3], .extrapolate_right = 1};
+  out[0] = jx_interp_with(in[0], in[1], in[2], &o);
+}
+static void f_interp_extrapolate(jx_array *const *in, jx_array **out) {
+  out[0] = jx_interp_with(in[0], in[1], in[2], &(jx_interp_options){.extrapolate_left = 1});
+}
+static void f_interp_period(jx_array *const *in, jx_array **out) {
+  out[0] = jx_interp_with(in[0], in[1], in[2], &(jx_interp_options){.period = in[3]});
+}
+static void f_searchsorted_sorter(jx_array *const *in, jx_array **out) {
+  out[0] = jx_searchsorted_sorter(in[0], in[1], "right", in[2]);
+}
+static void f_unique_all(jx_array *const *in, jx_array **out) {
+  check_ok(jx_unique_all(in[0], 6, jx_scalar(JX_F32, -1), &out[0], &out[1], &out[2], &out[3]));
+}
+static void f_unique_all_short(jx_array *const *in, jx_array **out) {
+  check_ok(jx_unique_all(in[0], 2, NULL, &out[0], &out[1], &out[2], &out[3]));
+}
+static void f_unique_all_default_fill(jx_array *const *in, jx_array **out) {
+  check_ok(jx_unique_all(in[0], 7, NULL, &out[0], &out[1], &out[2], &out[3]));
+}
+static void f_unique_all_empty(jx_array *const *in, jx_array **out) {
+  check_ok(jx_unique_all(in[0], 3, jx_scalar(JX_F32, 0), &out[0], &out[1], &out[2], &out[3]));
+}
+
+static const np_case cases[] = {
+    NP("pad_reflect_odd", 1, 1, f_pad_reflect_odd, .check_grads = 1),
+    NP("pad_symmetric_odd", 1, 1, f_pad_symmetric_odd),
+    NP("pad_reflect_odd_int", 1, 1, f_pad_reflect_odd_int),
+    NP("pad_symmetric_odd_int", 1, 1, f_pad_symmetric_odd_int),
+    NP("pad_reflect_odd_1", 1, 1, f_pad_reflect_odd_1),
+    NP("pad_symmetric_odd_f64", 1, 1, f_pad_symmetric_odd_f64, .check_grads = 1, .x64 = 1),
+    NP("quantile_icdf", 2, 1, f_quantile_icdf),
+    NP("quantile_icdf_keep", 2, 1, f_quantile_icdf_keep),
+    NP("quantile_weighted", 3, 1, f_quantile_weighted, .x64 = 1),
+    NP("quantile_weighted_full", 3, 1, f_quantile_weighted_full),
+    NP("percentile_weighted", 3, 1, f_percentile_weighted),
+    NP("interp_arrays", 4, 1, f_interp_arrays),
+    NP("interp_extrapolate", 3, 1, f_interp_extrapolate),
+    NP("interp_period", 4, 1, f_interp_period),
+    NP("interp_period_f64", 4, 1, f_interp_period, .check_grads = 1, .x64 = 1),
+    NP("searchsorted_sorter", 3, 1, f_searchsorted_sorter),
+    NP("unique_all", 1, 4, f_unique_all),
+    NP("unique_all_short", 1, 4, f_unique_all_short),
+    NP("unique_all_default_fill", 1, 4, f_unique_all_default_fill, .x64 = 1),
+    NP("unique_all_empty", 1, 4, f_unique_all_empty),
+};
+NP_GOLDEN_TESTS(cases)
+
+/* a status-returning call must fail with an error naming `what` and this file's line */
+#define EXPECT_STATUS_ERROR(expr, what)                                                            \
+  do {                                                                                             \
+    jx_clear_error();                                                                              \
+    assert_int_not_equal((expr), JX_OK);                                                           \
+    assert_non_null(strstr(jx_last_error(), __FILE__));                                            \
+    assert_error_has(what);                                                                        \
+  } while (0)
+
+static void test_errors(void **state) {
+  (void)state;
+  jx_array *m = jx_zeros(JX_F32, JX_SHAPE(3, 4)), *v = jx_zeros(JX_F32, JX_SHAPE(4));
+  jx_array *q = jx_scalar(JX_F32, 0.5);
+  NP_EXPECT_ERROR(jx_pad_reflect(v, JX_SHAPE(1), JX_SHAPE(1), "reflect", "oddly"),
+                  "reflect_type \"oddly\" is not \"even\" or \"odd\"");
+  NP_EXPECT_ERROR(jx_pad_reflect(v, JX_SHAPE(1), JX_SHAPE(1), "wrap", "odd"),
+                  "mode \"wrap\" is not \"reflect\" or \"symmetric\"");
+  NP_EXPECT_ERROR(jx_pad_reflect(v, JX_SHAPE(-1), JX_SHAPE(1), "reflect", "odd"),
+                  "negative padding");
+  NP_EXPECT_ERROR(jx_quantile_weighted(m, q, JX_AXES(1), v, "linear", 0),
+                  "method \"linear\" takes no weights; only \"inverted_cdf\" does");
+  NP_EXPECT_ERROR(jx_quantile_weighted(m, q, JX_AXES(1), v, NULL, 0), "takes no weights");
+  NP_EXPECT_ERROR(jx_quantile_weighted(m, q, JX_AXES(0), v, "inverted_cdf", 0),
+                  "weights f32[4] must have the shape of a f32[3,4] or of its reduced axes");
+  NP_EXPECT_ERROR(jx_percentile_weighted(m, q, JX_AXES(), m, "inverse_cdf", 0),
+                  "jx_percentile_weighted: method \"inverse_cdf\"");
+  NP_EXPECT_ERROR(jx_interp_with(v, v, v, &(jx_interp_options){.period = v}),
+                  "period must be a scalar, got f32[4]");
+  NP_EXPECT_ERROR(jx_interp_with(v, v, m, NULL), "xp f32[4] and fp f32[3,4]");
+  NP_EXPECT_ERROR(jx_searchsorted_sorter(v, v, "left", v), "sorter f32[4] must be integer");
+  NP_EXPECT_ERROR(jx_searchsorted_sorter(v, v, "up", jx_zeros(JX_I32, JX_SHAPE(4))), "side \"up\"");
+  jx_array *u = NULL, *idx = NULL;
+  EXPECT_STATUS_ERROR(jx_unique_all(v, -1, NULL, &u, &idx, NULL, NULL), "size -1");
+  assert_true(jx_is_poisoned(u) && jx_is_poisoned(idx));
+  EXPECT_STATUS_ERROR(jx_unique_all(v, 2, v, &u, NULL, NULL, NULL), "fill must be a scalar");
+  EXPECT_STATUS_ERROR(jx_unique_all(v, 2, NULL, NULL, NULL, NULL, NULL), "values is NULL");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_golden_eager, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_golden_jit, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
