@@ -283,9 +283,18 @@ JX_API jx_array *jx_roll(jx_array *a, int64_t shift, int axis);
 JX_API jx_array *jx_moveaxis(jx_array *a, jx_axes source, jx_axes destination);
 JX_API jx_array *jx_swapaxes(jx_array *a, int axis1, int axis2);
 JX_API jx_array *jx_diff(jx_array *a, int n, int axis); /* n-th difference; bool: != */
+/* jnp.diff(a, n, axis, prepend=, append=): each (NULL: none) concatenated along axis first, a
+   scalar as one slice of a's shape */
+JX_API jx_array *jx_diff_with(jx_array *a, int n, int axis, jx_array *prepend, jx_array *append);
 /* jnp.pad modes: "constant" (value), "edge", "reflect", "symmetric", "wrap", "linear_ramp"
-   (ramps to value); reflect and symmetric are NumPy's even reflections */
+   (ramps to value), "empty" (zeros, as JAX fills it); reflect and symmetric are NumPy's even
+   reflections */
 JX_API jx_array *jx_pad_mode(jx_array *a, jx_shape lo, jx_shape hi, const char *mode, double value);
+/* jnp.pad's statistic modes "maximum", "minimum", "mean", "median": each axis in turn is padded
+   with the statistic of its first stat_lo[d] elements before and of its last stat_hi[d] after
+   (JX_SHAPE() for both: the whole axis; lengths >= 1, at most the axis), rounded for integers */
+JX_API jx_array *jx_pad_stat(jx_array *a, jx_shape lo, jx_shape hi, const char *mode,
+                             jx_shape stat_lo, jx_shape stat_hi);
 /* mode "reflect" or "symmetric" with jnp.pad's reflect_type: "even" (NULL, jx_pad_mode's) or
    "odd" (each mirror image goes through the edge value: 2 * edge - image) */
 JX_API jx_array *jx_pad_reflect(jx_array *a, jx_shape lo, jx_shape hi, const char *mode,
@@ -589,7 +598,9 @@ JX_API jx_array *jx_angle(jx_array *a);
 #define jx_moveaxis(...)            JX_LOCATED(jx_moveaxis, __VA_ARGS__)
 #define jx_swapaxes(...)            JX_LOCATED(jx_swapaxes, __VA_ARGS__)
 #define jx_diff(...)                JX_LOCATED(jx_diff, __VA_ARGS__)
+#define jx_diff_with(...)           JX_LOCATED(jx_diff_with, __VA_ARGS__)
 #define jx_pad_mode(...)            JX_LOCATED(jx_pad_mode, __VA_ARGS__)
+#define jx_pad_stat(...)            JX_LOCATED(jx_pad_stat, __VA_ARGS__)
 #define jx_pad_reflect(...)         JX_LOCATED(jx_pad_reflect, __VA_ARGS__)
 #define jx_isnan(...)               JX_LOCATED(jx_isnan, __VA_ARGS__)
 #define jx_isinf(...)               JX_LOCATED(jx_isinf, __VA_ARGS__)

@@ -343,6 +343,20 @@ def options():
     case("pad_symmetric_odd_f64", lambda a: jnp.pad(a, ((3, 4),), mode="symmetric",
                                                     reflect_type="odd"),
          normal(2, dtype=np.float64))
+    for mode in ("maximum", "minimum", "mean", "median"):
+        case(f"pad_{mode}", lambda a, m=mode: jnp.pad(a, ((2, 1), (0, 3)), mode=m), normal(3, 4))
+        case(f"pad_{mode}_len", lambda a, m=mode: jnp.pad(a, ((1, 2), (2, 2)), mode=m,
+                                                         stat_length=((2, 9), (1, 3))),
+             normal(4, 5, dtype=np.float64))
+    case("pad_mean_int", lambda a: jnp.pad(a, ((2, 3),), mode="mean", stat_length=((2, 3),)),
+         i32(1, 2, 7, 4, 4), grad=False)
+    case("pad_median_int", lambda a: jnp.pad(a, ((1, 1), (2, 0)), mode="median"),
+         ints(-9, 9, 2, 4), grad=False)
+    case("pad_empty", lambda a: jnp.pad(a, ((1, 2), (0, 1)), mode="empty"), normal(2, 2))
+    case("diff_prepend", lambda a: jnp.diff(a, axis=0, prepend=1.5), normal(3, 2))
+    case("diff_append", lambda a, e: jnp.diff(a, 2, append=e), normal(2, 3), normal(2, 2))
+    case("diff_both_int", lambda a, e: jnp.diff(a, prepend=e, append=e), ints(0, 9, 4), normal(1),
+         grad=False)
 
     icdf = "inverted_cdf"
     case("quantile_icdf", lambda a, q: jnp.quantile(a, q, axis=1, method=icdf), normal(3, 7),

@@ -1,5 +1,6 @@
 /* The options of the jax.numpy surface beyond its defaults against JAX
  * (tests/golden/gen_np_surface.py, "options"): jnp.pad's odd reflections,
+ * statistic modes and "empty", diff's prepend and append,
  * quantile/percentile's inverted_cdf and weights, interp's array bounds,
  * extrapolation and period, searchsorted's sorter, and unique's first
  * occurrences, inverse and counts with a static size; values and gradients,
@@ -20,6 +21,22 @@ NP_FN1(f_pad_reflect_odd_int, jx_pad_reflect(a, JX_SHAPE(4), JX_SHAPE(6), "refle
 NP_FN1(f_pad_symmetric_odd_int, jx_pad_reflect(a, JX_SHAPE(4), JX_SHAPE(6), "symmetric", "odd"))
 NP_FN1(f_pad_reflect_odd_1, jx_pad_reflect(a, JX_SHAPE(2, 0), JX_SHAPE(3, 0), "reflect", "odd"))
 NP_FN1(f_pad_symmetric_odd_f64, jx_pad_reflect(a, JX_SHAPE(3), JX_SHAPE(4), "symmetric", "odd"))
+#define PAD_STAT(NAME, MODE)                                                                       \
+  NP_FN1(f_pad_##NAME,                                                                             \
+         jx_pad_stat(a, JX_SHAPE(2, 0), JX_SHAPE(1, 3), MODE, JX_SHAPE(), JX_SHAPE()))             \
+  NP_FN1(f_pad_##NAME##_len,                                                                       \
+         jx_pad_stat(a, JX_SHAPE(1, 2), JX_SHAPE(2, 2), MODE, JX_SHAPE(2, 1), JX_SHAPE(9, 3)))
+PAD_STAT(maximum, "maximum")
+PAD_STAT(minimum, "minimum")
+PAD_STAT(mean, "mean")
+PAD_STAT(median, "median")
+NP_FN1(f_pad_mean_int, jx_pad_stat(a, JX_SHAPE(2), JX_SHAPE(3), "mean", JX_SHAPE(2), JX_SHAPE(3)))
+NP_FN1(f_pad_median_int,
+       jx_pad_stat(a, JX_SHAPE(1, 2), JX_SHAPE(1, 0), "median", JX_SHAPE(), JX_SHAPE()))
+NP_FN1(f_pad_empty, jx_pad_mode(a, JX_SHAPE(1, 0), JX_SHAPE(2, 1), "empty", 0))
+NP_FN1(f_diff_prepend, jx_diff_with(a, 1, 0, jx_scalar(JX_F64, 1.5), NULL))
+NP_FN2(f_diff_append, jx_diff_with(a, 2, -1, NULL, b))
+NP_FN2(f_diff_both_int, jx_diff_with(a, 1, -1, b, b))
 NP_FN2(f_quantile_icdf, jx_quantile(a, b, JX_AXES(1), "inverted_cdf", 0))
 NP_FN2(f_quantile_icdf_keep, jx_quantile(a, b, JX_AXES(0), "inverted_cdf", 1))
 static void f_quantile_weighted(jx_array *const *in, jx_array **out) {
@@ -64,6 +81,20 @@ static const np_case cases[] = {
     NP("pad_symmetric_odd_int", 1, 1, f_pad_symmetric_odd_int),
     NP("pad_reflect_odd_1", 1, 1, f_pad_reflect_odd_1),
     NP("pad_symmetric_odd_f64", 1, 1, f_pad_symmetric_odd_f64, .check_grads = 1, .x64 = 1),
+    NP("pad_maximum", 1, 1, f_pad_maximum),
+    NP("pad_maximum_len", 1, 1, f_pad_maximum_len, .x64 = 1),
+    NP("pad_minimum", 1, 1, f_pad_minimum),
+    NP("pad_minimum_len", 1, 1, f_pad_minimum_len, .x64 = 1),
+    NP("pad_mean", 1, 1, f_pad_mean, .check_grads = 1),
+    NP("pad_mean_len", 1, 1, f_pad_mean_len, .x64 = 1),
+    NP("pad_median", 1, 1, f_pad_median),
+    NP("pad_median_len", 1, 1, f_pad_median_len, .x64 = 1),
+    NP("pad_mean_int", 1, 1, f_pad_mean_int),
+    NP("pad_median_int", 1, 1, f_pad_median_int),
+    NP("pad_empty", 1, 1, f_pad_empty),
+    NP("diff_prepend", 1, 1, f_diff_prepend),
+    NP("diff_append", 2, 1, f_diff_append, .check_grads = 1),
+    NP("diff_both_int", 2, 1, f_diff_both_int),
     NP("quantile_icdf", 2, 1, f_quantile_icdf),
     NP("quantile_icdf_keep", 2, 1, f_quantile_icdf_keep),
     NP("quantile_weighted", 3, 1, f_quantile_weighted, .x64 = 1),
@@ -100,6 +131,18 @@ static void test_errors(void **state) {
                   "mode \"wrap\" is not \"reflect\" or \"symmetric\"");
   NP_EXPECT_ERROR(jx_pad_reflect(v, JX_SHAPE(-1), JX_SHAPE(1), "reflect", "odd"),
                   "negative padding");
+  NP_EXPECT_ERROR(jx_pad_stat(v, JX_SHAPE(1), JX_SHAPE(1), "mode", JX_SHAPE(), JX_SHAPE()),
+                  "mode \"mode\" is not one of maximum, minimum, mean, median");
+  NP_EXPECT_ERROR(jx_pad_stat(v, JX_SHAPE(1), JX_SHAPE(1), "mean", JX_SHAPE(0), JX_SHAPE(2)),
+                  "stat lengths (0, 2) on axis 0 must be >= 1");
+  NP_EXPECT_ERROR(jx_pad_stat(m, JX_SHAPE(1, 1), JX_SHAPE(1, 1), "mean", JX_SHAPE(1), JX_SHAPE(1)),
+                  "needs 2 stat lengths before and after, got 1 and 1");
+  NP_EXPECT_ERROR(jx_pad_stat(m, JX_SHAPE(1), JX_SHAPE(1), "median", JX_SHAPE(), JX_SHAPE()),
+                  "needs 2 widths before and after");
+  NP_EXPECT_ERROR(jx_pad_mode(v, JX_SHAPE(1), JX_SHAPE(1), "maximum", 0), "jx_pad_stat");
+  NP_EXPECT_ERROR(jx_diff_with(m, 1, 0, NULL, v),
+                  "jx_diff_with: append f32[4] must be a scalar or match a f32[3,4] but on axis 0");
+  NP_EXPECT_ERROR(jx_diff_with(m, -1, 0, v, NULL), "order -1 must be >= 0");
   NP_EXPECT_ERROR(jx_quantile_weighted(m, q, JX_AXES(1), v, "linear", 0),
                   "method \"linear\" takes no weights; only \"inverted_cdf\" does");
   NP_EXPECT_ERROR(jx_quantile_weighted(m, q, JX_AXES(1), v, NULL, 0), "takes no weights");
