@@ -403,6 +403,13 @@ def options():
     case("unique_all_short", unique_all(2), ints(0, 4, 3, 3), grad=False)
     case("unique_all_default_fill", unique_all(7), np.array([2.0, 1.0, 2.0, 2.0], np.float64))
     case("unique_all_empty", unique_all(3, 0), np.zeros((2, 0), np.float32), grad=False)
+    case("pad_odd_vmap", lambda a: jnp.pad(a, ((2, 3),), mode="symmetric", reflect_type="odd"),
+         normal(2, 3), vmap=0)
+    case("quantile_weighted_vmap", lambda a, q, w: jnp.quantile(a, q, method=icdf, weights=w),
+         normal(3, 5), np.array([0.25, 0.5], np.float32), np.abs(normal(3, 5)), vmap=(0, None, 0))
+    case("interp_period_vmap", lambda x, a, b, p: jnp.interp(x, a, b, period=p), normal(2, 4),
+         xpp, normal(5), np.float32(360.0), vmap=(0, None, None, None))
+    case("unique_all_vmap", unique_all(4, -1), ints(0, 5, 3, 5).astype(np.float32), vmap=0)
 
 
 if __name__ == "__main__":

@@ -73,6 +73,13 @@ static void f_unique_all_default_fill(jx_array *const *in, jx_array **out) {
 static void f_unique_all_empty(jx_array *const *in, jx_array **out) {
   check_ok(jx_unique_all(in[0], 3, jx_scalar(JX_F32, 0), &out[0], &out[1], &out[2], &out[3]));
 }
+NP_FN1(f_pad_odd_vmap, jx_pad_reflect(a, JX_SHAPE(2), JX_SHAPE(3), "symmetric", "odd"))
+static void f_quantile_weighted_vmap(jx_array *const *in, jx_array **out) {
+  out[0] = jx_quantile_weighted(in[0], in[1], JX_AXES(), in[2], "inverted_cdf", 0);
+}
+static void f_unique_all_vmap(jx_array *const *in, jx_array **out) {
+  check_ok(jx_unique_all(in[0], 4, jx_scalar(JX_F32, -1), &out[0], &out[1], &out[2], &out[3]));
+}
 
 static const np_case cases[] = {
     NP("pad_reflect_odd", 1, 1, f_pad_reflect_odd, .check_grads = 1),
@@ -109,6 +116,12 @@ static const np_case cases[] = {
     NP("unique_all_short", 1, 4, f_unique_all_short),
     NP("unique_all_default_fill", 1, 4, f_unique_all_default_fill, .x64 = 1),
     NP("unique_all_empty", 1, 4, f_unique_all_empty),
+    NP("pad_odd_vmap", 1, 1, f_pad_odd_vmap, .vmap = 1),
+    NP("quantile_weighted_vmap", 3, 1, f_quantile_weighted_vmap, .vmap = 1,
+       .in_axes = {0, JX_NONE, 0}),
+    NP("interp_period_vmap", 4, 1, f_interp_period, .vmap = 1,
+       .in_axes = {0, JX_NONE, JX_NONE, JX_NONE}),
+    NP("unique_all_vmap", 1, 4, f_unique_all_vmap, .vmap = 1),
 };
 NP_GOLDEN_TESTS(cases)
 
