@@ -327,9 +327,13 @@ JX_API jx_array *jx_glu(jx_array *a, int axis); /* first half * sigmoid(second h
 JX_API jx_array *jx_standardize(jx_array *a, jx_axes ax, double epsilon);
 
 /* ---- statistics ---- */
-/* divided by n - ddof */
+/* divided by n - ddof (NaN when that is not positive, as in JAX) */
 JX_API jx_array *jx_var_ddof(jx_array *a, jx_axes ax, double ddof, int keepdims);
 JX_API jx_array *jx_std_ddof(jx_array *a, jx_axes ax, double ddof, int keepdims);
+/* over the elements where the bool `where` (broadcast to a's shape; NULL: all) holds, divided
+   by their count - ddof (jnp.var(..., where=)); NaN where that count - ddof <= 0, as in JAX */
+JX_API jx_array *jx_var_where(jx_array *a, jx_axes ax, double ddof, int keepdims, jx_array *where);
+JX_API jx_array *jx_std_where(jx_array *a, jx_axes ax, double ddof, int keepdims, jx_array *where);
 /* q: a scalar or 1-D (its axis leads the result); over axes (JX_AXES(): all); method:
    "linear" (NULL), "lower", "higher", "nearest", "midpoint", "inverted_cdf" (the first sorted
    value whose cumulative count reaches q * n); a NaN along the axes gives NaN */
@@ -618,6 +622,8 @@ JX_API jx_array *jx_angle(jx_array *a);
 #define jx_glu(...)                 JX_LOCATED(jx_glu, __VA_ARGS__)
 #define jx_var_ddof(...)            JX_LOCATED(jx_var_ddof, __VA_ARGS__)
 #define jx_std_ddof(...)            JX_LOCATED(jx_std_ddof, __VA_ARGS__)
+#define jx_var_where(...)           JX_LOCATED(jx_var_where, __VA_ARGS__)
+#define jx_std_where(...)           JX_LOCATED(jx_std_where, __VA_ARGS__)
 #define jx_quantile(...)            JX_LOCATED(jx_quantile, __VA_ARGS__)
 #define jx_percentile(...)          JX_LOCATED(jx_percentile, __VA_ARGS__)
 #define jx_quantile_weighted(...)   JX_LOCATED(jx_quantile_weighted, __VA_ARGS__)

@@ -14,27 +14,57 @@ static jx_dtype upcast16(jx_dtype dt) { return dt == JX_F16 || dt == JX_BF16 ? J
 
 /* ---- var, std ---- */
 
+/* over the elements where `where` (NULL: all) holds: the mean of the squared deviations from
+ * their mean, divided by their count - ddof; NaN where that is not positive, as JAX gives */
 static jx_array *variance(const char *op, jx_array *a, jx_axes ax, double ddof, int keepdims,
-                          int root) {
-  if (jx_check_inputs(op, 1, &a)) return jx_poison();
+                          int root, jx_array *where) {
+  if (jx_check_inputs(op, 1, &a) || (where && jx_check_inputs(op, 1, &where))) return jx_poison();
   jx_ilist axes;
   if (jx_ops_axes(op, ax, a->shape.rank, 1, &axes)) return jx_poison();
   jx_dtype res = jx_to_inexact(a->dtype), ct = upcast16(res);
-  jx_array *x = jx_ops_convert(a, ct, 0);
-  jx_array *c = jx_sub(x, jx_mean(x, ax, 1));
-  double n = 1;
-  for (int i = 0; i < axes.n; i++) n *= (double)a->shape.dims[axes.v[i]];
-  jx_array *norm = jx_sub(jx_full(ct, JX_SHAPE(), n), jx_full(ct, JX_SHAPE(), ddof));
-  jx_array *v = jx_div(jx_sum(jx_square(c), ax, keepdims), norm);
+  jx_array *x = jx_ops_convert(a, ct, 0), *sq, *norm;
+  jx_array *ddof_a = jx_full(ct, JX_SHAPE(), ddof);
+  if (where) {
+    char sw[JX_AVAL_STR_CAP], sa[JX_AVAL_STR_CAP];
+    jx_shape b;
+    if (where->dtype != JX_BOOL) {
+      jx_error_set(JX_ERR_DTYPE, "%s: where %s must be a bool array", op, str(where, sw));
+      return jx_poison();
+    }
+    if (jx_ops_broadcast_shapes(op, where->shape, a->shape, &b) || !jx_shape_equal(b, a->shape)) {
+      jx_clear_error();
+      jx_error_set(JX_ERR_SHAPE, "%s: where %s must broadcast to a %s", op, str(where, sw),
+                   str(a, sa));
+      return jx_poison();
+    }
+    jx_array *m = jx_broadcast_to(where, a->shape), *zero = jx_zeros_like(x);
+    jx_array *count = jx_sum(jx_astype(m, ct), ax, 1);
+    jx_array *c = jx_sub(x, jx_div(jx_sum(jx_where(m, x, zero), ax, 1), count));
+    sq = jx_where(m, jx_square(c), zero);
+    norm = jx_sub(jx_sum(jx_astype(m, ct), ax, keepdims), ddof_a);
+  } else {
+    double n = 1;
+    for (int i = 0; i < axes.n; i++) n *= (double)a->shape.dims[axes.v[i]];
+    sq = jx_square(jx_sub(x, jx_mean(x, ax, 1)));
+    norm = jx_sub(jx_full(ct, JX_SHAPE(), n), ddof_a);
+  }
+  jx_array *v = jx_div(jx_sum(sq, ax, keepdims), norm);
+  v = jx_where(jx_gt(norm, jx_zeros_like(norm)), v, jx_full(ct, JX_SHAPE(), NAN));
   if (root) v = jx_sqrt(v);
   return jx_ops_convert(v, res, 0);
 }
 
 jx_array *jx_var_ddof(jx_array *a, jx_axes ax, double ddof, int keepdims) {
-  return variance("jx_var_ddof", a, ax, ddof, keepdims, 0);
+  return variance("jx_var_ddof", a, ax, ddof, keepdims, 0, NULL);
 }
 jx_array *jx_std_ddof(jx_array *a, jx_axes ax, double ddof, int keepdims) {
-  return variance("jx_std_ddof", a, ax, ddof, keepdims, 1);
+  return variance("jx_std_ddof", a, ax, ddof, keepdims, 1, NULL);
+}
+jx_array *jx_var_where(jx_array *a, jx_axes ax, double ddof, int keepdims, jx_array *where) {
+  return variance("jx_var_where", a, ax, ddof, keepdims, 0, where);
+}
+jx_array *jx_std_where(jx_array *a, jx_axes ax, double ddof, int keepdims, jx_array *where) {
+  return variance("jx_std_where", a, ax, ddof, keepdims, 1, where);
 }
 
 /* ---- quantile ---- */

@@ -403,6 +403,13 @@ def options():
     case("unique_all_short", unique_all(2), ints(0, 4, 3, 3), grad=False)
     case("unique_all_default_fill", unique_all(7), np.array([2.0, 1.0, 2.0, 2.0], np.float64))
     case("unique_all_empty", unique_all(3, 0), np.zeros((2, 0), np.float32), grad=False)
+    mask = np.array([[True, False, True, True], [False, False, False, False],
+                     [True, True, False, True]])
+    case("var_where", lambda a, m: jnp.var(a, axis=1, where=m), normal(3, 4), mask)
+    case("std_where", lambda a, m: jnp.std(a, axis=(0, 2), ddof=1, keepdims=True, where=m),
+         normal(2, 3, 4, dtype=np.float64), r.random((1, 3, 4)) < 0.6)
+    case("var_where_all", lambda a, m: jnp.var(a, ddof=2, where=m), normal(3, 4), mask[0])
+    case("var_ddof_too_big", lambda a: jnp.var(a, axis=0, ddof=3), normal(3, 2))
     case("pad_odd_vmap", lambda a: jnp.pad(a, ((2, 3),), mode="symmetric", reflect_type="odd"),
          normal(2, 3), vmap=0)
     case("quantile_weighted_vmap", lambda a, q, w: jnp.quantile(a, q, method=icdf, weights=w),

@@ -1,6 +1,6 @@
 /* The options of the jax.numpy surface beyond its defaults against JAX
  * (tests/golden/gen_np_surface.py, "options"): jnp.pad's odd reflections,
- * statistic modes and "empty", diff's prepend and append,
+ * statistic modes and "empty", diff's prepend and append, var/std's where,
  * quantile/percentile's inverted_cdf and weights, interp's array bounds,
  * extrapolation and period, searchsorted's sorter, and unique's first
  * occurrences, inverse and counts with a static size; values and gradients,
@@ -73,6 +73,10 @@ static void f_unique_all_default_fill(jx_array *const *in, jx_array **out) {
 static void f_unique_all_empty(jx_array *const *in, jx_array **out) {
   check_ok(jx_unique_all(in[0], 3, jx_scalar(JX_F32, 0), &out[0], &out[1], &out[2], &out[3]));
 }
+NP_FN2(f_var_where, jx_var_where(a, JX_AXES(1), 0, 0, b))
+NP_FN2(f_std_where, jx_std_where(a, JX_AXES(0, 2), 1, 1, b))
+NP_FN2(f_var_where_all, jx_var_where(a, JX_AXES(), 2, 0, b))
+NP_FN1(f_var_ddof_too_big, jx_var_ddof(a, JX_AXES(0), 3, 0))
 NP_FN1(f_pad_odd_vmap, jx_pad_reflect(a, JX_SHAPE(2), JX_SHAPE(3), "symmetric", "odd"))
 static void f_quantile_weighted_vmap(jx_array *const *in, jx_array **out) {
   out[0] = jx_quantile_weighted(in[0], in[1], JX_AXES(), in[2], "inverted_cdf", 0);
@@ -116,6 +120,10 @@ static const np_case cases[] = {
     NP("unique_all_short", 1, 4, f_unique_all_short),
     NP("unique_all_default_fill", 1, 4, f_unique_all_default_fill, .x64 = 1),
     NP("unique_all_empty", 1, 4, f_unique_all_empty),
+    NP("var_where", 2, 1, f_var_where),
+    NP("std_where", 2, 1, f_std_where, .x64 = 1),
+    NP("var_where_all", 2, 1, f_var_where_all),
+    NP("var_ddof_too_big", 1, 1, f_var_ddof_too_big),
     NP("pad_odd_vmap", 1, 1, f_pad_odd_vmap, .vmap = 1),
     NP("quantile_weighted_vmap", 3, 1, f_quantile_weighted_vmap, .vmap = 1,
        .in_axes = {0, JX_NONE, 0}),
@@ -156,6 +164,9 @@ static void test_errors(void **state) {
   NP_EXPECT_ERROR(jx_diff_with(m, 1, 0, NULL, v),
                   "jx_diff_with: append f32[4] must be a scalar or match a f32[3,4] but on axis 0");
   NP_EXPECT_ERROR(jx_diff_with(m, -1, 0, v, NULL), "order -1 must be >= 0");
+  NP_EXPECT_ERROR(jx_var_where(m, JX_AXES(), 0, 0, v), "where f32[4] must be a bool array");
+  NP_EXPECT_ERROR(jx_std_where(m, JX_AXES(), 0, 0, jx_zeros(JX_BOOL, JX_SHAPE(3))),
+                  "where bool[3] must broadcast to a f32[3,4]");
   NP_EXPECT_ERROR(jx_quantile_weighted(m, q, JX_AXES(1), v, "linear", 0),
                   "method \"linear\" takes no weights; only \"inverted_cdf\" does");
   NP_EXPECT_ERROR(jx_quantile_weighted(m, q, JX_AXES(1), v, NULL, 0), "takes no weights");
