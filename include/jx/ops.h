@@ -264,6 +264,9 @@ JX_API jx_array *jx_logspace(jx_array *start, jx_array *stop, int64_t num, int e
                              double base, int axis); /* base ** linspace */
 /* indexing "xy" (the first two outputs' axes swapped) or "ij"; out[0..n) */
 JX_API jx_status jx_meshgrid(int n, jx_array *const *xs, const char *indexing, jx_array **out);
+/* jnp.meshgrid(..., sparse=True): out[i] has xs[i]'s length on its grid axis and 1 elsewhere */
+JX_API jx_status jx_meshgrid_sparse(int n, jx_array *const *xs, const char *indexing,
+                                    jx_array **out);
 
 /* ---- shapes ---- */
 /* jnp.split(a, n): n equal parts along axis (out[0..n)); the axis must divide evenly */
@@ -280,6 +283,8 @@ JX_API jx_array *jx_repeat_counts(jx_array *a, int n, const int64_t *repeats, in
 /* shift elements along axis (JX_NONE: the flattened array, reshaped back); negative shifts
    roll backwards */
 JX_API jx_array *jx_roll(jx_array *a, int64_t shift, int axis);
+/* jnp.roll(a, shifts, axes) with sequences: shifts[i] along axes[i], in turn (i < n) */
+JX_API jx_array *jx_roll_axes(jx_array *a, int n, const int64_t *shifts, const int *axes);
 JX_API jx_array *jx_moveaxis(jx_array *a, jx_axes source, jx_axes destination);
 JX_API jx_array *jx_swapaxes(jx_array *a, int axis1, int axis2);
 JX_API jx_array *jx_diff(jx_array *a, int n, int axis); /* n-th difference; bool: != */
@@ -592,6 +597,7 @@ JX_API jx_array *jx_angle(jx_array *a);
 #define jx_linspace(...)            JX_LOCATED(jx_linspace, __VA_ARGS__)
 #define jx_logspace(...)            JX_LOCATED(jx_logspace, __VA_ARGS__)
 #define jx_meshgrid(...)            JX_LOCATED_STATUS(jx_meshgrid, __VA_ARGS__)
+#define jx_meshgrid_sparse(...)     JX_LOCATED_STATUS(jx_meshgrid_sparse, __VA_ARGS__)
 #define jx_split_sections(...)      JX_LOCATED_STATUS(jx_split_sections, __VA_ARGS__)
 #define jx_split_at(...)            JX_LOCATED_STATUS(jx_split_at, __VA_ARGS__)
 #define jx_array_split(...)         JX_LOCATED_STATUS(jx_array_split, __VA_ARGS__)
@@ -599,6 +605,7 @@ JX_API jx_array *jx_angle(jx_array *a);
 #define jx_repeat(...)              JX_LOCATED(jx_repeat, __VA_ARGS__)
 #define jx_repeat_counts(...)       JX_LOCATED(jx_repeat_counts, __VA_ARGS__)
 #define jx_roll(...)                JX_LOCATED(jx_roll, __VA_ARGS__)
+#define jx_roll_axes(...)           JX_LOCATED(jx_roll_axes, __VA_ARGS__)
 #define jx_moveaxis(...)            JX_LOCATED(jx_moveaxis, __VA_ARGS__)
 #define jx_swapaxes(...)            JX_LOCATED(jx_swapaxes, __VA_ARGS__)
 #define jx_diff(...)                JX_LOCATED(jx_diff, __VA_ARGS__)

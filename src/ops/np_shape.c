@@ -213,6 +213,27 @@ jx_array *jx_roll(jx_array *a, int64_t shift, int axis) {
   return axis == JX_NONE ? jx_reshape(x, a->shape) : x;
 }
 
+jx_array *jx_roll_axes(jx_array *a, int n, const int64_t *shifts, const int *axes) {
+  const char *op = "jx_roll_axes";
+  if (jx_check_inputs(op, 1, &a)) return jx_poison();
+  if (n < 0 || (n > 0 && (!shifts || !axes))) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: %d shifts and axes (or a NULL list)", op, n);
+    return jx_poison();
+  }
+  jx_array *x = a;
+  for (int i = 0; i < n && !x->poisoned; i++) { /* an axis named twice rolls by the sum */
+    if (axes[i] == JX_NONE) {
+      jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                   "%s: axes[%d] is JX_NONE; jx_roll rolls the flattened array", op, i);
+      return jx_poison();
+    }
+    int ax = jx_normalize_axis(axes[i], a->shape.rank, op);
+    if (ax < 0) return jx_poison();
+    x = jx_roll(x, shifts[i], ax);
+  }
+  return x;
+}
+
 jx_array *jx_moveaxis(jx_array *a, jx_axes source, jx_axes destination) {
   const char *op = "jx_moveaxis";
   if (jx_check_inputs(op, 1, &a)) return jx_poison();

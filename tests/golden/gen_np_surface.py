@@ -410,6 +410,11 @@ def options():
          normal(2, 3, 4, dtype=np.float64), r.random((1, 3, 4)) < 0.6)
     case("var_where_all", lambda a, m: jnp.var(a, ddof=2, where=m), normal(3, 4), mask[0])
     case("var_ddof_too_big", lambda a: jnp.var(a, axis=0, ddof=3), normal(3, 2))
+    case("roll_axes", lambda a: jnp.roll(a, (2, -1, 7), axis=(1, 0, 1)), normal(3, 4))
+    case("meshgrid_sparse_xy", lambda x, y, z: jnp.meshgrid(x, y, z, sparse=True), normal(2),
+         normal(3), normal(4))
+    case("meshgrid_sparse_ij", lambda x, y: jnp.meshgrid(x, y, sparse=True, indexing="ij"),
+         normal(2), normal(3))
     case("pad_odd_vmap", lambda a: jnp.pad(a, ((2, 3),), mode="symmetric", reflect_type="odd"),
          normal(2, 3), vmap=0)
     case("quantile_weighted_vmap", lambda a, q, w: jnp.quantile(a, q, method=icdf, weights=w),

@@ -1,6 +1,7 @@
 /* The options of the jax.numpy surface beyond its defaults against JAX
  * (tests/golden/gen_np_surface.py, "options"): jnp.pad's odd reflections,
  * statistic modes and "empty", diff's prepend and append, var/std's where,
+ * roll over several axes, sparse meshgrids,
  * quantile/percentile's inverted_cdf and weights, interp's array bounds,
  * extrapolation and period, searchsorted's sorter, and unique's first
  * occurrences, inverse and counts with a static size; values and gradients,
@@ -77,6 +78,13 @@ NP_FN2(f_var_where, jx_var_where(a, JX_AXES(1), 0, 0, b))
 NP_FN2(f_std_where, jx_std_where(a, JX_AXES(0, 2), 1, 1, b))
 NP_FN2(f_var_where_all, jx_var_where(a, JX_AXES(), 2, 0, b))
 NP_FN1(f_var_ddof_too_big, jx_var_ddof(a, JX_AXES(0), 3, 0))
+NP_FN1(f_roll_axes, jx_roll_axes(a, 3, (int64_t[]){2, -1, 7}, (int[]){1, 0, 1}))
+static void f_meshgrid_sparse_xy(jx_array *const *in, jx_array **out) {
+  check_ok(jx_meshgrid_sparse(3, in, NULL, out));
+}
+static void f_meshgrid_sparse_ij(jx_array *const *in, jx_array **out) {
+  check_ok(jx_meshgrid_sparse(2, in, "ij", out));
+}
 NP_FN1(f_pad_odd_vmap, jx_pad_reflect(a, JX_SHAPE(2), JX_SHAPE(3), "symmetric", "odd"))
 static void f_quantile_weighted_vmap(jx_array *const *in, jx_array **out) {
   out[0] = jx_quantile_weighted(in[0], in[1], JX_AXES(), in[2], "inverted_cdf", 0);
@@ -124,6 +132,9 @@ static const np_case cases[] = {
     NP("std_where", 2, 1, f_std_where, .x64 = 1),
     NP("var_where_all", 2, 1, f_var_where_all),
     NP("var_ddof_too_big", 1, 1, f_var_ddof_too_big),
+    NP("roll_axes", 1, 1, f_roll_axes),
+    NP("meshgrid_sparse_xy", 3, 3, f_meshgrid_sparse_xy),
+    NP("meshgrid_sparse_ij", 2, 2, f_meshgrid_sparse_ij),
     NP("pad_odd_vmap", 1, 1, f_pad_odd_vmap, .vmap = 1),
     NP("quantile_weighted_vmap", 3, 1, f_quantile_weighted_vmap, .vmap = 1,
        .in_axes = {0, JX_NONE, 0}),
@@ -167,6 +178,12 @@ static void test_errors(void **state) {
   NP_EXPECT_ERROR(jx_var_where(m, JX_AXES(), 0, 0, v), "where f32[4] must be a bool array");
   NP_EXPECT_ERROR(jx_std_where(m, JX_AXES(), 0, 0, jx_zeros(JX_BOOL, JX_SHAPE(3))),
                   "where bool[3] must broadcast to a f32[3,4]");
+  NP_EXPECT_ERROR(jx_roll_axes(m, 1, (int64_t[]){1}, (int[]){2}), "jx_roll_axes: axis 2");
+  NP_EXPECT_ERROR(jx_roll_axes(m, 1, (int64_t[]){1}, (int[]){JX_NONE}), "axes[0] is JX_NONE");
+  jx_array *grid[2];
+  EXPECT_STATUS_ERROR(jx_meshgrid_sparse(2, (jx_array *[]){v, m}, "ij", grid),
+                      "jx_meshgrid_sparse: every argument must be 1-D");
+  EXPECT_STATUS_ERROR(jx_meshgrid_sparse(2, (jx_array *[]){v, v}, "yx", grid), "indexing \"yx\"");
   NP_EXPECT_ERROR(jx_quantile_weighted(m, q, JX_AXES(1), v, "linear", 0),
                   "method \"linear\" takes no weights; only \"inverted_cdf\" does");
   NP_EXPECT_ERROR(jx_quantile_weighted(m, q, JX_AXES(1), v, NULL, 0), "takes no weights");
