@@ -330,6 +330,11 @@ JX_API jx_array *jx_selu(jx_array *a);
 JX_API jx_array *jx_glu(jx_array *a, int axis); /* first half * sigmoid(second half) */
 /* (a - mean) * rsqrt(var + epsilon) over axes (JX_AXES(): the last axis) */
 JX_API jx_array *jx_standardize(jx_array *a, jx_axes ax, double epsilon);
+/* with jax.nn.standardize's options: mean and variance (NULL: a's over ax, where the bool `where`
+   holds, NULL: everywhere); algorithm "fast" (NULL: mean(a^2) - mean(a)^2, clipped at 0) or
+   "stable" (mean((a - mean)^2)) */
+JX_API jx_array *jx_standardize_with(jx_array *a, jx_axes ax, double epsilon, jx_array *mean,
+                                     jx_array *variance, jx_array *where, const char *algorithm);
 
 /* ---- statistics ---- */
 /* divided by n - ddof (NaN when that is not positive, as in JAX) */
@@ -661,6 +666,7 @@ JX_API jx_array *jx_angle(jx_array *a);
 #define jx_at_min(...)              JX_LOCATED(jx_at_min, __VA_ARGS__)
 #define jx_at_max(...)              JX_LOCATED(jx_at_max, __VA_ARGS__)
 #define jx_standardize(...)         JX_LOCATED(jx_standardize, __VA_ARGS__)
+#define jx_standardize_with(...)    JX_LOCATED(jx_standardize_with, __VA_ARGS__)
 
 #define jx_real(...)    JX_LOCATED(jx_real, __VA_ARGS__)
 #define jx_imag(...)    JX_LOCATED(jx_imag, __VA_ARGS__)

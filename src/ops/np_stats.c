@@ -25,22 +25,10 @@ static jx_array *variance(const char *op, jx_array *a, jx_axes ax, double ddof, 
   jx_array *x = jx_ops_convert(a, ct, 0), *sq, *norm;
   jx_array *ddof_a = jx_full(ct, JX_SHAPE(), ddof);
   if (where) {
-    char sw[JX_AVAL_STR_CAP], sa[JX_AVAL_STR_CAP];
-    jx_shape b;
-    if (where->dtype != JX_BOOL) {
-      jx_error_set(JX_ERR_DTYPE, "%s: where %s must be a bool array", op, str(where, sw));
-      return jx_poison();
-    }
-    if (jx_ops_broadcast_shapes(op, where->shape, a->shape, &b) || !jx_shape_equal(b, a->shape)) {
-      jx_clear_error();
-      jx_error_set(JX_ERR_SHAPE, "%s: where %s must broadcast to a %s", op, str(where, sw),
-                   str(a, sa));
-      return jx_poison();
-    }
-    jx_array *m = jx_broadcast_to(where, a->shape), *zero = jx_zeros_like(x);
-    jx_array *count = jx_sum(jx_astype(m, ct), ax, 1);
-    jx_array *c = jx_sub(x, jx_div(jx_sum(jx_where(m, x, zero), ax, 1), count));
-    sq = jx_where(m, jx_square(c), zero);
+    jx_array *m = jx_ops_where_mask(op, where, a);
+    if (!m) return jx_poison();
+    jx_array *c = jx_sub(x, jx_ops_mean_where(x, ax, m, 1));
+    sq = jx_where(m, jx_square(c), jx_zeros_like(x));
     norm = jx_sub(jx_sum(jx_astype(m, ct), ax, keepdims), ddof_a);
   } else {
     double n = 1;

@@ -415,6 +415,14 @@ def options():
          normal(3), normal(4))
     case("meshgrid_sparse_ij", lambda x, y: jnp.meshgrid(x, y, sparse=True, indexing="ij"),
          normal(2), normal(3))
+    case("standardize_where", lambda a, m: jax.nn.standardize(a, where=m), normal(3, 4),
+         np.array([[True, False, True, True], [True, True, False, True],
+                   [False, True, True, False]]))
+    case("standardize_given", lambda a, mu, v: jax.nn.standardize(a, axis=0, mean=mu, variance=v,
+                                                                   epsilon=1e-3),
+         normal(3, 4), normal(4), np.abs(normal(4)))
+    case("standardize_stable", lambda a: jax.nn.standardize(a, axis=(0, 2), algorithm="stable"),
+         normal(2, 3, 4, dtype=np.float64) + 100.0)
     case("pad_odd_vmap", lambda a: jnp.pad(a, ((2, 3),), mode="symmetric", reflect_type="odd"),
          normal(2, 3), vmap=0)
     case("quantile_weighted_vmap", lambda a, q, w: jnp.quantile(a, q, method=icdf, weights=w),

@@ -1,7 +1,7 @@
 /* The options of the jax.numpy surface beyond its defaults against JAX
  * (tests/golden/gen_np_surface.py, "options"): jnp.pad's odd reflections,
  * statistic modes and "empty", diff's prepend and append, var/std's where,
- * roll over several axes, sparse meshgrids,
+ * roll over several axes, sparse meshgrids, jax.nn.standardize's options,
  * quantile/percentile's inverted_cdf and weights, interp's array bounds,
  * extrapolation and period, searchsorted's sorter, and unique's first
  * occurrences, inverse and counts with a static size; values and gradients,
@@ -85,6 +85,12 @@ static void f_meshgrid_sparse_xy(jx_array *const *in, jx_array **out) {
 static void f_meshgrid_sparse_ij(jx_array *const *in, jx_array **out) {
   check_ok(jx_meshgrid_sparse(2, in, "ij", out));
 }
+NP_FN2(f_standardize_where, jx_standardize_with(a, JX_AXES(), 1e-5, NULL, NULL, b, NULL))
+static void f_standardize_given(jx_array *const *in, jx_array **out) {
+  out[0] = jx_standardize_with(in[0], JX_AXES(0), 1e-3, in[1], in[2], NULL, "fast");
+}
+NP_FN1(f_standardize_stable,
+       jx_standardize_with(a, JX_AXES(0, 2), 1e-5, NULL, NULL, NULL, "stable"))
 NP_FN1(f_pad_odd_vmap, jx_pad_reflect(a, JX_SHAPE(2), JX_SHAPE(3), "symmetric", "odd"))
 static void f_quantile_weighted_vmap(jx_array *const *in, jx_array **out) {
   out[0] = jx_quantile_weighted(in[0], in[1], JX_AXES(), in[2], "inverted_cdf", 0);
@@ -135,6 +141,9 @@ static const np_case cases[] = {
     NP("roll_axes", 1, 1, f_roll_axes),
     NP("meshgrid_sparse_xy", 3, 3, f_meshgrid_sparse_xy),
     NP("meshgrid_sparse_ij", 2, 2, f_meshgrid_sparse_ij),
+    NP("standardize_where", 2, 1, f_standardize_where),
+    NP("standardize_given", 3, 1, f_standardize_given),
+    NP("standardize_stable", 1, 1, f_standardize_stable, .x64 = 1, .check_grads = 1),
     NP("pad_odd_vmap", 1, 1, f_pad_odd_vmap, .vmap = 1),
     NP("quantile_weighted_vmap", 3, 1, f_quantile_weighted_vmap, .vmap = 1,
        .in_axes = {0, JX_NONE, 0}),
@@ -184,6 +193,10 @@ static void test_errors(void **state) {
   EXPECT_STATUS_ERROR(jx_meshgrid_sparse(2, (jx_array *[]){v, m}, "ij", grid),
                       "jx_meshgrid_sparse: every argument must be 1-D");
   EXPECT_STATUS_ERROR(jx_meshgrid_sparse(2, (jx_array *[]){v, v}, "yx", grid), "indexing \"yx\"");
+  NP_EXPECT_ERROR(jx_standardize_with(m, JX_AXES(), 1e-5, NULL, NULL, NULL, "exact"),
+                  "algorithm \"exact\" is not \"fast\" or \"stable\"");
+  NP_EXPECT_ERROR(jx_standardize_with(m, JX_AXES(), 1e-5, NULL, NULL, m, NULL),
+                  "jx_standardize_with: where f32[3,4] must be a bool array");
   NP_EXPECT_ERROR(jx_quantile_weighted(m, q, JX_AXES(1), v, "linear", 0),
                   "method \"linear\" takes no weights; only \"inverted_cdf\" does");
   NP_EXPECT_ERROR(jx_quantile_weighted(m, q, JX_AXES(1), v, NULL, 0), "takes no weights");
