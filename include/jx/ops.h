@@ -264,6 +264,9 @@ JX_API jx_array *jx_logspace(jx_array *start, jx_array *stop, int64_t num, int e
                              double base, int axis); /* base ** linspace */
 /* indexing "xy" (the first two outputs' axes swapped) or "ij"; out[0..n) */
 JX_API jx_status jx_meshgrid(int n, jx_array *const *xs, const char *indexing, jx_array **out);
+/* jnp.meshgrid(..., sparse=True): out[i] has xs[i]'s length on its grid axis and 1 elsewhere */
+JX_API jx_status jx_meshgrid_sparse(int n, jx_array *const *xs, const char *indexing,
+                                    jx_array **out);
 
 /* ---- shapes ---- */
 /* jnp.split(a, n): n equal parts along axis (out[0..n)); the axis must divide evenly */
@@ -280,12 +283,27 @@ JX_API jx_array *jx_repeat_counts(jx_array *a, int n, const int64_t *repeats, in
 /* shift elements along axis (JX_NONE: the flattened array, reshaped back); negative shifts
    roll backwards */
 JX_API jx_array *jx_roll(jx_array *a, int64_t shift, int axis);
+/* jnp.roll(a, shifts, axes) with sequences: shifts[i] along axes[i], in turn (i < n) */
+JX_API jx_array *jx_roll_axes(jx_array *a, int n, const int64_t *shifts, const int *axes);
 JX_API jx_array *jx_moveaxis(jx_array *a, jx_axes source, jx_axes destination);
 JX_API jx_array *jx_swapaxes(jx_array *a, int axis1, int axis2);
 JX_API jx_array *jx_diff(jx_array *a, int n, int axis); /* n-th difference; bool: != */
+/* jnp.diff(a, n, axis, prepend=, append=): each (NULL: none) concatenated along axis first, a
+   scalar as one slice of a's shape */
+JX_API jx_array *jx_diff_with(jx_array *a, int n, int axis, jx_array *prepend, jx_array *append);
 /* jnp.pad modes: "constant" (value), "edge", "reflect", "symmetric", "wrap", "linear_ramp"
-   (ramps to value); reflect and symmetric are NumPy's even reflections */
+   (ramps to value), "empty" (zeros, as JAX fills it); reflect and symmetric are NumPy's even
+   reflections */
 JX_API jx_array *jx_pad_mode(jx_array *a, jx_shape lo, jx_shape hi, const char *mode, double value);
+/* jnp.pad's statistic modes "maximum", "minimum", "mean", "median": each axis in turn is padded
+   with the statistic of its first stat_lo[d] elements before and of its last stat_hi[d] after
+   (JX_SHAPE() for both: the whole axis; lengths >= 1, at most the axis), rounded for integers */
+JX_API jx_array *jx_pad_stat(jx_array *a, jx_shape lo, jx_shape hi, const char *mode,
+                             jx_shape stat_lo, jx_shape stat_hi);
+/* mode "reflect" or "symmetric" with jnp.pad's reflect_type: "even" (NULL, jx_pad_mode's) or
+   "odd" (each mirror image goes through the edge value: 2 * edge - image) */
+JX_API jx_array *jx_pad_reflect(jx_array *a, jx_shape lo, jx_shape hi, const char *mode,
+                                const char *reflect_type);
 
 /* ---- elementwise ---- */
 JX_API jx_array *jx_isnan(jx_array *a); /* bool */
@@ -312,17 +330,33 @@ JX_API jx_array *jx_selu(jx_array *a);
 JX_API jx_array *jx_glu(jx_array *a, int axis); /* first half * sigmoid(second half) */
 /* (a - mean) * rsqrt(var + epsilon) over axes (JX_AXES(): the last axis) */
 JX_API jx_array *jx_standardize(jx_array *a, jx_axes ax, double epsilon);
+/* with jax.nn.standardize's options: mean and variance (NULL: a's over ax, where the bool `where`
+   holds, NULL: everywhere); algorithm "fast" (NULL: mean(a^2) - mean(a)^2, clipped at 0) or
+   "stable" (mean((a - mean)^2)) */
+JX_API jx_array *jx_standardize_with(jx_array *a, jx_axes ax, double epsilon, jx_array *mean,
+                                     jx_array *variance, jx_array *where, const char *algorithm);
 
 /* ---- statistics ---- */
-/* divided by n - ddof */
+/* divided by n - ddof (NaN when that is not positive, as in JAX) */
 JX_API jx_array *jx_var_ddof(jx_array *a, jx_axes ax, double ddof, int keepdims);
 JX_API jx_array *jx_std_ddof(jx_array *a, jx_axes ax, double ddof, int keepdims);
+/* over the elements where the bool `where` (broadcast to a's shape; NULL: all) holds, divided
+   by their count - ddof (jnp.var(..., where=)); NaN where that count - ddof <= 0, as in JAX */
+JX_API jx_array *jx_var_where(jx_array *a, jx_axes ax, double ddof, int keepdims, jx_array *where);
+JX_API jx_array *jx_std_where(jx_array *a, jx_axes ax, double ddof, int keepdims, jx_array *where);
 /* q: a scalar or 1-D (its axis leads the result); over axes (JX_AXES(): all); method:
-   "linear" (NULL), "lower", "higher", "nearest", "midpoint"; a NaN along the axes gives NaN */
+   "linear" (NULL), "lower", "higher", "nearest", "midpoint", "inverted_cdf" (the first sorted
+   value whose cumulative count reaches q * n); a NaN along the axes gives NaN */
 JX_API jx_array *jx_quantile(jx_array *a, jx_array *q, jx_axes ax, const char *method,
                              int keepdims);
 JX_API jx_array *jx_percentile(jx_array *a, jx_array *q, jx_axes ax, const char *method,
                                int keepdims); /* q in [0, 100] */
+/* jnp.quantile(..., weights=): only method "inverted_cdf" takes weights (of a's shape or of the
+   reduced axes' shape); a negative or NaN weight along the axes gives NaN */
+JX_API jx_array *jx_quantile_weighted(jx_array *a, jx_array *q, jx_axes ax, jx_array *weights,
+                                      const char *method, int keepdims);
+JX_API jx_array *jx_percentile_weighted(jx_array *a, jx_array *q, jx_axes ax, jx_array *weights,
+                                        const char *method, int keepdims);
 JX_API jx_array *jx_median(jx_array *a, jx_axes ax, int keepdims);
 /* counts of a (flattened) in bins equal bins over [lo, hi] (both NaN: a's min and max, widened
    by 0.5 when equal); the last bin includes hi; weights NULL counts 1; density divides by the
@@ -337,11 +371,25 @@ JX_API jx_status jx_histogram_edges(jx_array *a, jx_array *bin_edges, jx_array *
 JX_API jx_array *jx_bincount(jx_array *x, jx_array *weights, int64_t length);
 /* insertion points of v in the 1-D sorted a: side "left" (NULL) or "right"; NaNs sort last */
 JX_API jx_array *jx_searchsorted(jx_array *a, jx_array *v, const char *side);
+/* the same in a taken in the order of sorter (indices that sort the 1-D a, as argsort gives) */
+JX_API jx_array *jx_searchsorted_sorter(jx_array *a, jx_array *v, const char *side,
+                                        jx_array *sorter);
 /* the bin of each x in the 1-D monotonic bins (right: intervals closed on the right) */
 JX_API jx_array *jx_digitize(jx_array *x, jx_array *bins, int right);
 /* piecewise-linear interpolation of (xp, fp) at x; left/right (NULL: fp[0], fp[-1]) outside */
 JX_API jx_array *jx_interp(jx_array *x, jx_array *xp, jx_array *fp, const double *left,
                            const double *right);
+/* jnp.interp's options: left / right (NULL: fp[0] / fp[-1]) are arrays broadcasting with x,
+   differentiable; extrapolate_left / _right extend the first / last segment's line instead (JAX's
+   "extrapolate"); period (NULL: none), a scalar, wraps x and xp onto [0, |period|) and
+   interpolates around the circle (left and right then play no part) */
+typedef struct {
+  jx_array *left, *right;
+  int extrapolate_left, extrapolate_right;
+  jx_array *period;
+} jx_interp_options;
+JX_API jx_array *jx_interp_with(jx_array *x, jx_array *xp, jx_array *fp,
+                                const jx_interp_options *o); /* o NULL: jx_interp's defaults */
 /* 1-D: mode "full" (NULL), "same" or "valid"; convolve flips v, correlate does not */
 JX_API jx_array *jx_convolve(jx_array *a, jx_array *v, const char *mode);
 JX_API jx_array *jx_correlate(jx_array *a, jx_array *v, const char *mode);
@@ -350,6 +398,13 @@ JX_API jx_array *jx_correlate(jx_array *a, jx_array *v, const char *mode);
 /* the sorted distinct values of a (flattened; NaNs equal), the first size of them, padded with
    fill (NULL: the smallest value) */
 JX_API jx_array *jx_unique(jx_array *a, int64_t size, jx_array *fill);
+/* jnp.unique(a, return_index=, return_inverse=, return_counts=, size=, fill_value=): *values as
+   jx_unique gives them; each other output is computed when its pointer is non-NULL: *index, the
+   flat position in a of each value's first occurrence (padding: the smallest value's); *inverse,
+   of a's shape, each element's position among the values; *counts, each value's occurrences
+   (padding: 0) */
+JX_API jx_status jx_unique_all(jx_array *a, int64_t size, jx_array *fill, jx_array **values,
+                               jx_array **index, jx_array **inverse, jx_array **counts);
 /* out[0..ndim): the indices of a's nonzero elements per axis, in row-major order, the first
    size of them, padded with fill */
 JX_API jx_status jx_nonzero(jx_array *a, int64_t size, int64_t fill, jx_array **out);
@@ -530,75 +585,88 @@ JX_API jx_array *jx_angle(jx_array *a);
 #define jx_max_pool(...)               JX_LOCATED(jx_max_pool, __VA_ARGS__)
 #define jx_avg_pool(...)               JX_LOCATED(jx_avg_pool, __VA_ARGS__)
 /* the jax.numpy / jax.nn surface */
-#define jx_dot(...)             JX_LOCATED(jx_dot, __VA_ARGS__)
-#define jx_vdot(...)            JX_LOCATED(jx_vdot, __VA_ARGS__)
-#define jx_tensordot(...)       JX_LOCATED(jx_tensordot, __VA_ARGS__)
-#define jx_tensordot_axes(...)  JX_LOCATED(jx_tensordot_axes, __VA_ARGS__)
-#define jx_outer(...)           JX_LOCATED(jx_outer, __VA_ARGS__)
-#define jx_kron(...)            JX_LOCATED(jx_kron, __VA_ARGS__)
-#define jx_diagonal(...)        JX_LOCATED(jx_diagonal, __VA_ARGS__)
-#define jx_matrix_trace(...)    JX_LOCATED(jx_matrix_trace, __VA_ARGS__)
-#define jx_diag(...)            JX_LOCATED(jx_diag, __VA_ARGS__)
-#define jx_tril(...)            JX_LOCATED(jx_tril, __VA_ARGS__)
-#define jx_triu(...)            JX_LOCATED(jx_triu, __VA_ARGS__)
-#define jx_zeros_like(...)      JX_LOCATED(jx_zeros_like, __VA_ARGS__)
-#define jx_ones_like(...)       JX_LOCATED(jx_ones_like, __VA_ARGS__)
-#define jx_full_like(...)       JX_LOCATED(jx_full_like, __VA_ARGS__)
-#define jx_linspace(...)        JX_LOCATED(jx_linspace, __VA_ARGS__)
-#define jx_logspace(...)        JX_LOCATED(jx_logspace, __VA_ARGS__)
-#define jx_meshgrid(...)        JX_LOCATED_STATUS(jx_meshgrid, __VA_ARGS__)
-#define jx_split_sections(...)  JX_LOCATED_STATUS(jx_split_sections, __VA_ARGS__)
-#define jx_split_at(...)        JX_LOCATED_STATUS(jx_split_at, __VA_ARGS__)
-#define jx_array_split(...)     JX_LOCATED_STATUS(jx_array_split, __VA_ARGS__)
-#define jx_tile(...)            JX_LOCATED(jx_tile, __VA_ARGS__)
-#define jx_repeat(...)          JX_LOCATED(jx_repeat, __VA_ARGS__)
-#define jx_repeat_counts(...)   JX_LOCATED(jx_repeat_counts, __VA_ARGS__)
-#define jx_roll(...)            JX_LOCATED(jx_roll, __VA_ARGS__)
-#define jx_moveaxis(...)        JX_LOCATED(jx_moveaxis, __VA_ARGS__)
-#define jx_swapaxes(...)        JX_LOCATED(jx_swapaxes, __VA_ARGS__)
-#define jx_diff(...)            JX_LOCATED(jx_diff, __VA_ARGS__)
-#define jx_pad_mode(...)        JX_LOCATED(jx_pad_mode, __VA_ARGS__)
-#define jx_isnan(...)           JX_LOCATED(jx_isnan, __VA_ARGS__)
-#define jx_isinf(...)           JX_LOCATED(jx_isinf, __VA_ARGS__)
-#define jx_nan_to_num(...)      JX_LOCATED(jx_nan_to_num, __VA_ARGS__)
-#define jx_isclose(...)         JX_LOCATED(jx_isclose, __VA_ARGS__)
-#define jx_allclose(...)        JX_LOCATED(jx_allclose, __VA_ARGS__)
-#define jx_log2(...)            JX_LOCATED(jx_log2, __VA_ARGS__)
-#define jx_log10(...)           JX_LOCATED(jx_log10, __VA_ARGS__)
-#define jx_logaddexp(...)       JX_LOCATED(jx_logaddexp, __VA_ARGS__)
-#define jx_hypot(...)           JX_LOCATED(jx_hypot, __VA_ARGS__)
-#define jx_clip_arrays(...)     JX_LOCATED(jx_clip_arrays, __VA_ARGS__)
-#define jx_elu(...)             JX_LOCATED(jx_elu, __VA_ARGS__)
-#define jx_leaky_relu(...)      JX_LOCATED(jx_leaky_relu, __VA_ARGS__)
-#define jx_selu(...)            JX_LOCATED(jx_selu, __VA_ARGS__)
-#define jx_glu(...)             JX_LOCATED(jx_glu, __VA_ARGS__)
-#define jx_var_ddof(...)        JX_LOCATED(jx_var_ddof, __VA_ARGS__)
-#define jx_std_ddof(...)        JX_LOCATED(jx_std_ddof, __VA_ARGS__)
-#define jx_quantile(...)        JX_LOCATED(jx_quantile, __VA_ARGS__)
-#define jx_percentile(...)      JX_LOCATED(jx_percentile, __VA_ARGS__)
-#define jx_median(...)          JX_LOCATED(jx_median, __VA_ARGS__)
-#define jx_histogram(...)       JX_LOCATED_STATUS(jx_histogram, __VA_ARGS__)
-#define jx_histogram_edges(...) JX_LOCATED_STATUS(jx_histogram_edges, __VA_ARGS__)
-#define jx_bincount(...)        JX_LOCATED(jx_bincount, __VA_ARGS__)
-#define jx_searchsorted(...)    JX_LOCATED(jx_searchsorted, __VA_ARGS__)
-#define jx_digitize(...)        JX_LOCATED(jx_digitize, __VA_ARGS__)
-#define jx_interp(...)          JX_LOCATED(jx_interp, __VA_ARGS__)
-#define jx_convolve(...)        JX_LOCATED(jx_convolve, __VA_ARGS__)
-#define jx_correlate(...)       JX_LOCATED(jx_correlate, __VA_ARGS__)
-#define jx_unique(...)          JX_LOCATED(jx_unique, __VA_ARGS__)
-#define jx_nonzero(...)         JX_LOCATED_STATUS(jx_nonzero, __VA_ARGS__)
-#define jx_argwhere(...)        JX_LOCATED(jx_argwhere, __VA_ARGS__)
-#define jx_where_indices(...)   JX_LOCATED_STATUS(jx_where_indices, __VA_ARGS__)
-#define jx_segment_max(...)     JX_LOCATED(jx_segment_max, __VA_ARGS__)
-#define jx_segment_min(...)     JX_LOCATED(jx_segment_min, __VA_ARGS__)
-#define jx_segment_prod(...)    JX_LOCATED(jx_segment_prod, __VA_ARGS__)
-#define jx_at_get(...)          JX_LOCATED(jx_at_get, __VA_ARGS__)
-#define jx_at_set(...)          JX_LOCATED(jx_at_set, __VA_ARGS__)
-#define jx_at_add(...)          JX_LOCATED(jx_at_add, __VA_ARGS__)
-#define jx_at_mul(...)          JX_LOCATED(jx_at_mul, __VA_ARGS__)
-#define jx_at_min(...)          JX_LOCATED(jx_at_min, __VA_ARGS__)
-#define jx_at_max(...)          JX_LOCATED(jx_at_max, __VA_ARGS__)
-#define jx_standardize(...)     JX_LOCATED(jx_standardize, __VA_ARGS__)
+#define jx_dot(...)                 JX_LOCATED(jx_dot, __VA_ARGS__)
+#define jx_vdot(...)                JX_LOCATED(jx_vdot, __VA_ARGS__)
+#define jx_tensordot(...)           JX_LOCATED(jx_tensordot, __VA_ARGS__)
+#define jx_tensordot_axes(...)      JX_LOCATED(jx_tensordot_axes, __VA_ARGS__)
+#define jx_outer(...)               JX_LOCATED(jx_outer, __VA_ARGS__)
+#define jx_kron(...)                JX_LOCATED(jx_kron, __VA_ARGS__)
+#define jx_diagonal(...)            JX_LOCATED(jx_diagonal, __VA_ARGS__)
+#define jx_matrix_trace(...)        JX_LOCATED(jx_matrix_trace, __VA_ARGS__)
+#define jx_diag(...)                JX_LOCATED(jx_diag, __VA_ARGS__)
+#define jx_tril(...)                JX_LOCATED(jx_tril, __VA_ARGS__)
+#define jx_triu(...)                JX_LOCATED(jx_triu, __VA_ARGS__)
+#define jx_zeros_like(...)          JX_LOCATED(jx_zeros_like, __VA_ARGS__)
+#define jx_ones_like(...)           JX_LOCATED(jx_ones_like, __VA_ARGS__)
+#define jx_full_like(...)           JX_LOCATED(jx_full_like, __VA_ARGS__)
+#define jx_linspace(...)            JX_LOCATED(jx_linspace, __VA_ARGS__)
+#define jx_logspace(...)            JX_LOCATED(jx_logspace, __VA_ARGS__)
+#define jx_meshgrid(...)            JX_LOCATED_STATUS(jx_meshgrid, __VA_ARGS__)
+#define jx_meshgrid_sparse(...)     JX_LOCATED_STATUS(jx_meshgrid_sparse, __VA_ARGS__)
+#define jx_split_sections(...)      JX_LOCATED_STATUS(jx_split_sections, __VA_ARGS__)
+#define jx_split_at(...)            JX_LOCATED_STATUS(jx_split_at, __VA_ARGS__)
+#define jx_array_split(...)         JX_LOCATED_STATUS(jx_array_split, __VA_ARGS__)
+#define jx_tile(...)                JX_LOCATED(jx_tile, __VA_ARGS__)
+#define jx_repeat(...)              JX_LOCATED(jx_repeat, __VA_ARGS__)
+#define jx_repeat_counts(...)       JX_LOCATED(jx_repeat_counts, __VA_ARGS__)
+#define jx_roll(...)                JX_LOCATED(jx_roll, __VA_ARGS__)
+#define jx_roll_axes(...)           JX_LOCATED(jx_roll_axes, __VA_ARGS__)
+#define jx_moveaxis(...)            JX_LOCATED(jx_moveaxis, __VA_ARGS__)
+#define jx_swapaxes(...)            JX_LOCATED(jx_swapaxes, __VA_ARGS__)
+#define jx_diff(...)                JX_LOCATED(jx_diff, __VA_ARGS__)
+#define jx_diff_with(...)           JX_LOCATED(jx_diff_with, __VA_ARGS__)
+#define jx_pad_mode(...)            JX_LOCATED(jx_pad_mode, __VA_ARGS__)
+#define jx_pad_stat(...)            JX_LOCATED(jx_pad_stat, __VA_ARGS__)
+#define jx_pad_reflect(...)         JX_LOCATED(jx_pad_reflect, __VA_ARGS__)
+#define jx_isnan(...)               JX_LOCATED(jx_isnan, __VA_ARGS__)
+#define jx_isinf(...)               JX_LOCATED(jx_isinf, __VA_ARGS__)
+#define jx_nan_to_num(...)          JX_LOCATED(jx_nan_to_num, __VA_ARGS__)
+#define jx_isclose(...)             JX_LOCATED(jx_isclose, __VA_ARGS__)
+#define jx_allclose(...)            JX_LOCATED(jx_allclose, __VA_ARGS__)
+#define jx_log2(...)                JX_LOCATED(jx_log2, __VA_ARGS__)
+#define jx_log10(...)               JX_LOCATED(jx_log10, __VA_ARGS__)
+#define jx_logaddexp(...)           JX_LOCATED(jx_logaddexp, __VA_ARGS__)
+#define jx_hypot(...)               JX_LOCATED(jx_hypot, __VA_ARGS__)
+#define jx_clip_arrays(...)         JX_LOCATED(jx_clip_arrays, __VA_ARGS__)
+#define jx_elu(...)                 JX_LOCATED(jx_elu, __VA_ARGS__)
+#define jx_leaky_relu(...)          JX_LOCATED(jx_leaky_relu, __VA_ARGS__)
+#define jx_selu(...)                JX_LOCATED(jx_selu, __VA_ARGS__)
+#define jx_glu(...)                 JX_LOCATED(jx_glu, __VA_ARGS__)
+#define jx_var_ddof(...)            JX_LOCATED(jx_var_ddof, __VA_ARGS__)
+#define jx_std_ddof(...)            JX_LOCATED(jx_std_ddof, __VA_ARGS__)
+#define jx_var_where(...)           JX_LOCATED(jx_var_where, __VA_ARGS__)
+#define jx_std_where(...)           JX_LOCATED(jx_std_where, __VA_ARGS__)
+#define jx_quantile(...)            JX_LOCATED(jx_quantile, __VA_ARGS__)
+#define jx_percentile(...)          JX_LOCATED(jx_percentile, __VA_ARGS__)
+#define jx_quantile_weighted(...)   JX_LOCATED(jx_quantile_weighted, __VA_ARGS__)
+#define jx_percentile_weighted(...) JX_LOCATED(jx_percentile_weighted, __VA_ARGS__)
+#define jx_median(...)              JX_LOCATED(jx_median, __VA_ARGS__)
+#define jx_histogram(...)           JX_LOCATED_STATUS(jx_histogram, __VA_ARGS__)
+#define jx_histogram_edges(...)     JX_LOCATED_STATUS(jx_histogram_edges, __VA_ARGS__)
+#define jx_bincount(...)            JX_LOCATED(jx_bincount, __VA_ARGS__)
+#define jx_searchsorted(...)        JX_LOCATED(jx_searchsorted, __VA_ARGS__)
+#define jx_searchsorted_sorter(...) JX_LOCATED(jx_searchsorted_sorter, __VA_ARGS__)
+#define jx_digitize(...)            JX_LOCATED(jx_digitize, __VA_ARGS__)
+#define jx_interp(...)              JX_LOCATED(jx_interp, __VA_ARGS__)
+#define jx_interp_with(...)         JX_LOCATED(jx_interp_with, __VA_ARGS__)
+#define jx_convolve(...)            JX_LOCATED(jx_convolve, __VA_ARGS__)
+#define jx_correlate(...)           JX_LOCATED(jx_correlate, __VA_ARGS__)
+#define jx_unique(...)              JX_LOCATED(jx_unique, __VA_ARGS__)
+#define jx_unique_all(...)          JX_LOCATED_STATUS(jx_unique_all, __VA_ARGS__)
+#define jx_nonzero(...)             JX_LOCATED_STATUS(jx_nonzero, __VA_ARGS__)
+#define jx_argwhere(...)            JX_LOCATED(jx_argwhere, __VA_ARGS__)
+#define jx_where_indices(...)       JX_LOCATED_STATUS(jx_where_indices, __VA_ARGS__)
+#define jx_segment_max(...)         JX_LOCATED(jx_segment_max, __VA_ARGS__)
+#define jx_segment_min(...)         JX_LOCATED(jx_segment_min, __VA_ARGS__)
+#define jx_segment_prod(...)        JX_LOCATED(jx_segment_prod, __VA_ARGS__)
+#define jx_at_get(...)              JX_LOCATED(jx_at_get, __VA_ARGS__)
+#define jx_at_set(...)              JX_LOCATED(jx_at_set, __VA_ARGS__)
+#define jx_at_add(...)              JX_LOCATED(jx_at_add, __VA_ARGS__)
+#define jx_at_mul(...)              JX_LOCATED(jx_at_mul, __VA_ARGS__)
+#define jx_at_min(...)              JX_LOCATED(jx_at_min, __VA_ARGS__)
+#define jx_at_max(...)              JX_LOCATED(jx_at_max, __VA_ARGS__)
+#define jx_standardize(...)         JX_LOCATED(jx_standardize, __VA_ARGS__)
+#define jx_standardize_with(...)    JX_LOCATED(jx_standardize_with, __VA_ARGS__)
 
 #define jx_real(...)    JX_LOCATED(jx_real, __VA_ARGS__)
 #define jx_imag(...)    JX_LOCATED(jx_imag, __VA_ARGS__)

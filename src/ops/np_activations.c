@@ -1,6 +1,6 @@
 /* jax.nn's activations beyond those of unary_ops.c: elu, leaky_relu, selu,
- * glu, standardize, written as jax.nn writes them (jnp.where selects, so
- * that the derivative at a kink is the one JAX gives). */
+ * glu, standardize (with its mean, variance, where and algorithm), written as jax.nn writes them
+ * (jnp.where selects, so that the derivative at a kink is the one JAX gives). */
 #include "ops_util.h"
 
 jx_array *jx_elu(jx_array *a, double alpha) {
@@ -38,11 +38,43 @@ jx_array *jx_glu(jx_array *a, int axis) {
 }
 
 /* jax.nn.standardize's default ("fast") variance: mean(x^2) - mean(x)^2, clipped at 0 */
-jx_array *jx_standardize(jx_array *a, jx_axes ax, double epsilon) {
-  if (jx_check_inputs("jx_standardize", 1, &a)) return jx_poison();
+/* the mean over ax, kept, of the elements where the mask m holds (NULL: all) */
+static jx_array *mean_over(jx_array *x, jx_axes ax, jx_array *m) {
+  return m ? jx_ops_mean_where(x, ax, m, 1) : jx_mean(x, ax, 1);
+}
+
+/* jax.nn.standardize: the given mean and variance, or those of a over ax (where the mask holds)
+ * by the "fast" algorithm, mean(a^2) - mean(a)^2 clipped at 0, or the "stable" two-pass one */
+static jx_array *standardize(const char *op, jx_array *a, jx_axes ax, double epsilon,
+                             jx_array *mean, jx_array *variance, jx_array *where, int stable) {
+  jx_array *opt[3] = {mean, variance, where};
+  if (jx_check_inputs(op, 1, &a)) return jx_poison();
+  for (int i = 0; i < 3; i++)
+    if (opt[i] && jx_check_inputs(op, 1, &opt[i])) return jx_poison();
   if (ax.n == 0) ax = JX_AXES(-1);
-  jx_array *mean = jx_mean(a, ax, 1);
-  jx_array *var = jx_sub(jx_mean(jx_square(a), ax, 1), jx_square(mean));
-  var = jx_clip(var, 0, INFINITY);
-  return jx_mul(jx_sub(a, mean), jx_rsqrt(jx_add(var, jx_scalar(JX_F64, epsilon))));
+  jx_array *m = where ? jx_ops_where_mask(op, where, a) : NULL;
+  if (where && !m) return jx_poison();
+  jx_array *x = jx_ops_inexact(a);
+  if (!mean) mean = mean_over(x, ax, m);
+  if (!variance)
+    variance = stable
+                   ? mean_over(jx_square(jx_sub(x, mean)), ax, m)
+                   : jx_clip(jx_sub(mean_over(jx_square(x), ax, m), jx_square(mean)), 0, INFINITY);
+  return jx_mul(jx_sub(a, mean), jx_rsqrt(jx_add(variance, jx_scalar(JX_F64, epsilon))));
+}
+
+jx_array *jx_standardize(jx_array *a, jx_axes ax, double epsilon) {
+  return standardize("jx_standardize", a, ax, epsilon, NULL, NULL, NULL, 0);
+}
+
+jx_array *jx_standardize_with(jx_array *a, jx_axes ax, double epsilon, jx_array *mean,
+                              jx_array *variance, jx_array *where, const char *algorithm) {
+  const char *op = "jx_standardize_with";
+  int stable = algorithm && !strcmp(algorithm, "stable");
+  if (algorithm && !stable && strcmp(algorithm, "fast")) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: algorithm \"%s\" is not \"fast\" or \"stable\"", op,
+                 algorithm);
+    return jx_poison();
+  }
+  return standardize(op, a, ax, epsilon, mean, variance, where, stable);
 }

@@ -58,8 +58,10 @@ jx_array *jx_logspace(jx_array *start, jx_array *stop, int64_t num, int endpoint
   return jx_pow(jx_scalar(JX_F64, base), lin);
 }
 
-jx_status jx_meshgrid(int n, jx_array *const *xs, const char *indexing, jx_array **out) {
-  const char *op = "jx_meshgrid";
+/* sparse: each output keeps its own axis and has length 1 on the others (jnp.meshgrid's
+ * sparse=True), else all are broadcast to the full grid */
+static jx_status meshgrid(const char *op, int n, jx_array *const *xs, const char *indexing,
+                          int sparse, jx_array **out) {
   if (!out) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: out is NULL", op);
   for (int i = 0; i < n; i++) out[i] = jx_poison();
   if (n < 0 || n > JX_MAX_RANK || (n > 0 && !xs))
@@ -89,7 +91,17 @@ jx_status jx_meshgrid(int n, jx_array *const *xs, const char *indexing, jx_array
   }
   for (int i = 0; i < n; i++) {
     int at = swap && i < 2 ? 1 - i : i;
-    out[i] = jx_broadcast_in_dim(xs[i], s, JX_AXES(at));
+    jx_shape si = s;
+    for (int d = 0; sparse && d < n; d++) si.dims[d] = d == at ? s.dims[at] : 1;
+    out[i] = jx_broadcast_in_dim(xs[i], si, JX_AXES(at));
   }
   return jx_check_inputs(op, n, out);
+}
+
+jx_status jx_meshgrid(int n, jx_array *const *xs, const char *indexing, jx_array **out) {
+  return meshgrid("jx_meshgrid", n, xs, indexing, 0, out);
+}
+
+jx_status jx_meshgrid_sparse(int n, jx_array *const *xs, const char *indexing, jx_array **out) {
+  return meshgrid("jx_meshgrid_sparse", n, xs, indexing, 1, out);
 }

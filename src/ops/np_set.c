@@ -2,7 +2,8 @@
  * size JAX needs under jit, and jax.ops.segment_max / segment_min /
  * segment_prod. As in jax.numpy, nonzero counts with cumsums and a
  * bincount (no data-dependent shape anywhere), unique sorts and keeps the
- * first of each run of equal values (NaNs equal), and the segment
+ * first of each run of equal values (NaNs equal), with the first
+ * occurrences, inverse and counts jnp.unique returns on request, and the segment
  * reductions scatter into an array of the reduction's identity. */
 #include <float.h>
 #include <stdint.h>
@@ -75,20 +76,33 @@ jx_array *jx_argwhere(jx_array *a, int64_t size, int64_t fill) {
   return a->shape.rank == 0 ? jx_ops_slice_axis(r, 1, 0, 0, 1) : r;
 }
 
-jx_array *jx_unique(jx_array *a, int64_t size, jx_array *fill) {
-  const char *op = "jx_unique";
-  if (jx_check_inputs(op, 1, &a) || check_size(op, size)) return jx_poison();
+/* jnp.unique over the flattened a: the values and, each when wanted (non-NULL), the flat
+ * position of each value's first occurrence, each element's position among the values and each
+ * value's count. The values gather from a through a stable argsort, so their gradient reaches
+ * the first occurrence, as JAX's does. */
+static jx_status unique(const char *op, jx_array *a, int64_t size, jx_array *fill,
+                        jx_array **values, jx_array **index, jx_array **inverse,
+                        jx_array **counts) {
+  jx_status st;
+  if ((st = jx_check_inputs(op, 1, &a)) || (st = check_size(op, size))) return st;
   char s[JX_AVAL_STR_CAP];
-  if (fill && (jx_check_inputs(op, 1, &fill) || fill->shape.rank != 0)) {
-    if (!jx_is_poisoned(fill))
-      jx_error_set(JX_ERR_SHAPE, "%s: fill must be a scalar, got %s", op, str(fill, s));
-    return jx_poison();
+  if (fill) {
+    if ((st = jx_check_inputs(op, 1, &fill))) return st;
+    if (fill->shape.rank != 0)
+      return jx_error_set(JX_ERR_SHAPE, "%s: fill must be a scalar, got %s", op, str(fill, s));
   }
-  jx_array *aux = jx_sort(jx_reshape(a, JX_SHAPE(-1)), 0);
-  int64_t n = aux->shape.dims[0];
-  if (n == 0)
-    return fill ? jx_broadcast_to(jx_astype(fill, a->dtype), JX_SHAPE(size))
-                : jx_zeros(a->dtype, JX_SHAPE(size));
+  jx_array *flat = jx_reshape(a, JX_SHAPE(-1));
+  int64_t n = flat->shape.dims[0];
+  if (n == 0) {
+    jx_array *none = jx_zeros(jx_default_int(), JX_SHAPE(0));
+    *values = fill ? jx_broadcast_to(jx_astype(fill, a->dtype), JX_SHAPE(size))
+                   : jx_zeros(a->dtype, JX_SHAPE(size));
+    if (index) *index = none;
+    if (inverse) *inverse = jx_zeros(jx_default_int(), a->shape);
+    if (counts) *counts = none;
+    return JX_OK;
+  }
+  jx_array *perm = jx_argsort(flat, 0), *aux = jx_take(flat, perm, 0);
   jx_array *hi = jx_ops_slice_axis(aux, 0, 1, n, 1), *lo = jx_ops_slice_axis(aux, 0, 0, n - 1, 1);
   jx_array *differs = jx_ne(hi, lo);
   if (jx_is_float(a->dtype)) /* NaNs are equal */
@@ -98,7 +112,37 @@ jx_array *jx_unique(jx_array *a, int64_t size, jx_array *fill) {
   jx_array *pad = jx_ge(jx_iota(jx_default_int(), JX_SHAPE(size), 0), count);
   ind = jx_where(pad, jx_zeros_like(ind), ind); /* JAX's default fill: the smallest value */
   jx_array *r = jx_take(aux, ind, 0);
-  return fill ? jx_where(pad, jx_ops_convert(fill, a->dtype, 0), r) : r;
+  *values = fill ? jx_where(pad, jx_ops_convert(fill, a->dtype, 0), r) : r;
+  if (index) *index = jx_take(perm, ind, 0);
+  if (inverse) {
+    jx_array *rank = jx_sub(jx_cumsum(jx_astype(mask, jx_default_int()), 0),
+                            jx_full(jx_default_int(), JX_SHAPE(), 1));
+    *inverse = jx_reshape(jx_take(rank, jx_argsort(perm, 0), 0), a->shape);
+  }
+  if (counts) { /* the distances between the starts of the runs (past the last one: n) */
+    jx_array *unused;
+    *counts = jx_diff(flat_positions(mask, size + 1, &unused), 1, 0);
+  }
+  return jx_check_inputs(op, 1, values);
+}
+
+jx_array *jx_unique(jx_array *a, int64_t size, jx_array *fill) {
+  jx_array *values = NULL;
+  return unique("jx_unique", a, size, fill, &values, NULL, NULL, NULL) ? jx_poison() : values;
+}
+
+jx_status jx_unique_all(jx_array *a, int64_t size, jx_array *fill, jx_array **values,
+                        jx_array **index, jx_array **inverse, jx_array **counts) {
+  const char *op = "jx_unique_all";
+  if (!values) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: values is NULL", op);
+  jx_array **outs[4] = {values, index, inverse, counts};
+  for (int i = 0; i < 4; i++)
+    if (outs[i]) *outs[i] = jx_poison();
+  jx_status st = unique(op, a, size, fill, values, index, inverse, counts);
+  if (st)
+    for (int i = 0; i < 4; i++)
+      if (outs[i]) *outs[i] = jx_poison();
+  return st;
 }
 
 /* ---- segment reductions ---- */

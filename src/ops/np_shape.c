@@ -213,6 +213,27 @@ jx_array *jx_roll(jx_array *a, int64_t shift, int axis) {
   return axis == JX_NONE ? jx_reshape(x, a->shape) : x;
 }
 
+jx_array *jx_roll_axes(jx_array *a, int n, const int64_t *shifts, const int *axes) {
+  const char *op = "jx_roll_axes";
+  if (jx_check_inputs(op, 1, &a)) return jx_poison();
+  if (n < 0 || (n > 0 && (!shifts || !axes))) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: %d shifts and axes (or a NULL list)", op, n);
+    return jx_poison();
+  }
+  jx_array *x = a;
+  for (int i = 0; i < n && !x->poisoned; i++) { /* an axis named twice rolls by the sum */
+    if (axes[i] == JX_NONE) {
+      jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                   "%s: axes[%d] is JX_NONE; jx_roll rolls the flattened array", op, i);
+      return jx_poison();
+    }
+    int ax = jx_normalize_axis(axes[i], a->shape.rank, op);
+    if (ax < 0) return jx_poison();
+    x = jx_roll(x, shifts[i], ax);
+  }
+  return x;
+}
+
 jx_array *jx_moveaxis(jx_array *a, jx_axes source, jx_axes destination) {
   const char *op = "jx_moveaxis";
   if (jx_check_inputs(op, 1, &a)) return jx_poison();
@@ -262,9 +283,21 @@ jx_array *jx_swapaxes(jx_array *a, int axis1, int axis2) {
   return jx_transpose(a, perm);
 }
 
-jx_array *jx_diff(jx_array *a, int n, int axis) {
-  const char *op = "jx_diff";
-  if (jx_check_inputs(op, 1, &a)) return jx_poison();
+/* jnp.diff's prepend/append e along axis ax of x: a scalar becomes one slice of x's shape */
+static jx_array *diff_edge(jx_array *e, jx_array *x, int ax, jx_dtype dt, int weak) {
+  if (e->shape.rank == 0) {
+    jx_shape s = x->shape;
+    s.dims[ax] = 1;
+    e = jx_broadcast_to(e, s);
+  }
+  return jx_ops_convert(e, dt, weak);
+}
+
+static jx_array *diff(const char *op, jx_array *a, int n, int axis, jx_array *prepend,
+                      jx_array *append) {
+  if (jx_check_inputs(op, 1, &a) || (prepend && jx_check_inputs(op, 1, &prepend)) ||
+      (append && jx_check_inputs(op, 1, &append)))
+    return jx_poison();
   char s[JX_AVAL_STR_CAP];
   if (n < 0) {
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: order %d must be >= 0", op, n);
@@ -277,13 +310,43 @@ jx_array *jx_diff(jx_array *a, int n, int axis) {
   int ax = jx_normalize_axis(axis, a->shape.rank, op);
   if (ax < 0) return jx_poison();
   jx_array *x = a;
+  if (prepend || append) { /* concatenated first, in their common dtype */
+    int weak = a->weak;
+    jx_dtype dt = a->dtype;
+    jx_array *edges[2] = {prepend, append}, *parts[3];
+    static const char *const names[2] = {"prepend", "append"};
+    for (int i = 0; i < 2; i++) {
+      if (!edges[i]) continue;
+      jx_shape es = edges[i]->shape, want = a->shape;
+      want.dims[ax] = es.rank ? es.dims[ax] : 1;
+      if (es.rank && !jx_shape_equal(es, want)) {
+        char se[JX_AVAL_STR_CAP];
+        jx_error_set(JX_ERR_SHAPE, "%s: %s %s must be a scalar or match a %s but on axis %d", op,
+                     names[i], str(edges[i], se), str(a, s), ax);
+        return jx_poison();
+      }
+      dt = jx_promote_weak(dt, weak, edges[i]->dtype, edges[i]->weak, &weak);
+    }
+    int k = 0;
+    if (prepend) parts[k++] = diff_edge(prepend, a, ax, dt, weak);
+    parts[k++] = jx_ops_convert(a, dt, weak);
+    if (append) parts[k++] = diff_edge(append, a, ax, dt, weak);
+    x = jx_concatenate(k, parts, ax);
+  }
+  int is_bool = x->dtype == JX_BOOL;
   for (int k = 0; k < n; k++) {
     int64_t len = x->shape.dims[ax];
     jx_array *hi = jx_ops_slice_axis(x, ax, len < 1 ? len : 1, len, 1);
     jx_array *lo = jx_ops_slice_axis(x, ax, 0, len < 1 ? 0 : len - 1, 1);
-    x = a->dtype == JX_BOOL ? jx_ne(hi, lo) : jx_sub(hi, lo);
+    x = is_bool ? jx_ne(hi, lo) : jx_sub(hi, lo);
   }
   return x;
+}
+
+jx_array *jx_diff(jx_array *a, int n, int axis) { return diff("jx_diff", a, n, axis, NULL, NULL); }
+
+jx_array *jx_diff_with(jx_array *a, int n, int axis, jx_array *prepend, jx_array *append) {
+  return diff("jx_diff_with", a, n, axis, prepend, append);
 }
 
 /* ---- jnp.pad modes ---- */
@@ -321,19 +384,29 @@ static jx_array *pad_wrap(jx_array *a, int ax, int64_t lo, int64_t hi) {
   return r;
 }
 
-/* NumPy's even reflection, repeated while the padding is wider than the axis: "reflect"
- * leaves the edge out of each mirror image, "symmetric" repeats it */
-static jx_array *pad_mirror(jx_array *a, int ax, int64_t lo, int64_t hi, int symmetric) {
+/* NumPy's reflection, repeated while the padding is wider than the axis: "reflect" leaves the
+ * edge out of each mirror image, "symmetric" repeats it; the odd reflection mirrors through the
+ * edge value too (2 * edge - x), each image through the outermost value so far */
+static jx_array *pad_mirror(jx_array *a, int ax, int64_t lo, int64_t hi, int symmetric, int odd) {
   int64_t n = a->shape.dims[ax];
   int offset = !symmetric && n > 1;
   for (int before = 1; before >= 0; before--) {
-    int64_t left = before ? lo : hi;
+    int64_t left = before ? lo : hi, len = a->shape.dims[ax];
+    jx_array *edge =
+        before ? jx_ops_slice_axis(a, ax, 0, 1, 1) : jx_ops_slice_axis(a, ax, len - 1, len, 1);
     while (left > 0) {
-      int64_t len = a->shape.dims[ax], cur = left < n - offset ? left : n - offset;
+      int64_t cur = left < n - offset ? left : n - offset;
+      len = a->shape.dims[ax];
       left -= cur;
       jx_array *x = before ? jx_ops_slice_axis(a, ax, offset, offset + cur, 1)
                            : jx_ops_slice_axis(a, ax, len - cur - offset, len - offset, 1);
       x = jx_flip(x, JX_AXES(ax));
+      if (odd) {
+        x = jx_sub(jx_add(edge, edge), x);
+        if (n > 1)
+          edge = before ? jx_ops_slice_axis(x, ax, 0, 1, 1)
+                        : jx_ops_slice_axis(x, ax, cur - 1, cur, 1);
+      }
       a = jx_concatenate(2, before ? (jx_array *[]){x, a} : (jx_array *[]){a, x}, ax);
     }
   }
@@ -356,52 +429,154 @@ static jx_array *pad_ramp(jx_array *a, int ax, int64_t lo, int64_t hi, double va
   return cat3(before, a, jx_flip(after, JX_AXES(ax)), ax);
 }
 
-jx_array *jx_pad_mode(jx_array *a, jx_shape lo, jx_shape hi, const char *mode, double value) {
-  const char *op = "jx_pad_mode";
-  if (jx_check_inputs(op, 1, &a)) return jx_poison();
-  static const char *const modes[] = {"constant",  "edge", "reflect",
-                                      "symmetric", "wrap", "linear_ramp"};
-  int m = -1;
-  for (int i = 0; mode && i < 6; i++)
-    if (!strcmp(mode, modes[i])) m = i;
-  if (m < 0) {
-    jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                 "%s: mode \"%s\" is not one of constant, edge, reflect, symmetric, wrap, "
-                 "linear_ramp",
-                 op, mode ? mode : "(null)");
-    return jx_poison();
+/* the statistic of jnp.pad's mode over the slice x of ax (kept), rounded back for integers */
+static jx_array *pad_stat_of(jx_array *x, int ax, int stat) {
+  jx_array *r;
+  switch (stat) {
+  case 0: r = jx_max(x, JX_AXES(ax), 1); break;
+  case 1: r = jx_min(x, JX_AXES(ax), 1); break;
+  case 2: r = jx_mean(x, JX_AXES(ax), 1); break;
+  default: r = jx_median(x, JX_AXES(ax), 1); break;
   }
+  if (jx_is_int(x->dtype)) r = jx_round(r);
+  return jx_ops_convert(r, x->dtype, x->weak);
+}
+
+/* jnp.pad's statistic modes along ax: the statistic of the first stat_lo (0: all) elements
+ * repeated before, of the last stat_hi after */
+static jx_array *pad_stat(jx_array *a, int ax, int64_t lo, int64_t hi, int stat, int64_t stat_lo,
+                          int64_t stat_hi) {
+  int64_t n = a->shape.dims[ax];
+  int64_t sl = stat_lo && stat_lo < n ? stat_lo : n, sh = stat_hi && stat_hi < n ? stat_hi : n;
+  jx_array *before = pad_stat_of(jx_ops_slice_axis(a, ax, 0, sl, 1), ax, stat);
+  jx_array *after = pad_stat_of(jx_ops_slice_axis(a, ax, n - sh, n, 1), ax, stat);
+  return cat3(widen(before, ax, lo), a, widen(after, ax, hi), ax);
+}
+
+static const char *const pad_modes[] = {"constant", "edge",        "reflect", "symmetric",
+                                        "wrap",     "linear_ramp", "empty"};
+static const char *const pad_stat_modes[] = {"maximum", "minimum", "mean", "median"};
+
+static int pad_mode_index(const char *mode) {
+  for (int i = 0; mode && i < 7; i++)
+    if (!strcmp(mode, pad_modes[i])) return i;
+  return -1;
+}
+
+/* mode m of pad_modes; odd: reflect and symmetric mirror through the edge */
+/* one non-negative width before and after per axis of a */
+static jx_status check_pad_widths(const char *op, jx_array *a, jx_shape lo, jx_shape hi) {
   char s[JX_AVAL_STR_CAP];
   int r = a->shape.rank;
-  if (lo.rank != r || hi.rank != r) {
-    jx_error_set(JX_ERR_SHAPE, "%s: %s needs %d widths before and after, got %d and %d", op,
-                 str(a, s), r, lo.rank, hi.rank);
-    return jx_poison();
-  }
-  for (int d = 0; d < r; d++) {
-    if (lo.dims[d] < 0 || hi.dims[d] < 0) {
-      jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: negative padding (%lld, %lld) on axis %d", op,
-                   (long long)lo.dims[d], (long long)hi.dims[d], d);
-      return jx_poison();
-    }
-  }
-  if (m == 0) return jx_pad(a, lo, hi, value);
+  if (lo.rank != r || hi.rank != r)
+    return jx_error_set(JX_ERR_SHAPE, "%s: %s needs %d widths before and after, got %d and %d", op,
+                        str(a, s), r, lo.rank, hi.rank);
+  for (int d = 0; d < r; d++)
+    if (lo.dims[d] < 0 || hi.dims[d] < 0)
+      return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: negative padding (%lld, %lld) on axis %d",
+                          op, (long long)lo.dims[d], (long long)hi.dims[d], d);
+  return JX_OK;
+}
+
+static jx_array *pad_mode(const char *op, jx_array *a, jx_shape lo, jx_shape hi, int m,
+                          double value, int odd) {
+  char s[JX_AVAL_STR_CAP];
+  int r = a->shape.rank;
+  if (check_pad_widths(op, a, lo, hi)) return jx_poison();
+  if (m == 0 || m == 6) return jx_pad(a, lo, hi, m == 0 ? value : 0); /* JAX's empty: zeros */
   jx_array *x = a;
   for (int d = 0; d < r && !x->poisoned; d++) {
     int64_t l = lo.dims[d], h = hi.dims[d];
     if (l == 0 && h == 0) continue;
     if (x->shape.dims[d] == 0) {
       jx_error_set(JX_ERR_SHAPE, "%s: cannot pad the empty axis %d of %s in mode \"%s\"", op, d,
-                   str(a, s), mode);
+                   str(a, s), pad_modes[m]);
       return jx_poison();
     }
     switch (m) {
     case 1: x = pad_edge(x, d, l, h); break;
-    case 2: x = pad_mirror(x, d, l, h, 0); break;
-    case 3: x = pad_mirror(x, d, l, h, 1); break;
+    case 2: x = pad_mirror(x, d, l, h, 0, odd); break;
+    case 3: x = pad_mirror(x, d, l, h, 1, odd); break;
     case 4: x = pad_wrap(x, d, l, h); break;
     default: x = pad_ramp(x, d, l, h, value); break;
     }
+  }
+  return x;
+}
+
+jx_array *jx_pad_mode(jx_array *a, jx_shape lo, jx_shape hi, const char *mode, double value) {
+  const char *op = "jx_pad_mode";
+  if (jx_check_inputs(op, 1, &a)) return jx_poison();
+  int m = pad_mode_index(mode);
+  if (m < 0) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "%s: mode \"%s\" is not one of constant, edge, reflect, symmetric, wrap, "
+                 "linear_ramp, empty (maximum, minimum, mean and median: jx_pad_stat)",
+                 op, mode ? mode : "(null)");
+    return jx_poison();
+  }
+  return pad_mode(op, a, lo, hi, m, value, 0);
+}
+
+jx_array *jx_pad_reflect(jx_array *a, jx_shape lo, jx_shape hi, const char *mode,
+                         const char *reflect_type) {
+  const char *op = "jx_pad_reflect";
+  if (jx_check_inputs(op, 1, &a)) return jx_poison();
+  int m = pad_mode_index(mode);
+  if (m != 2 && m != 3) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: mode \"%s\" is not \"reflect\" or \"symmetric\"", op,
+                 mode ? mode : "(null)");
+    return jx_poison();
+  }
+  int odd = reflect_type && !strcmp(reflect_type, "odd");
+  if (reflect_type && !odd && strcmp(reflect_type, "even")) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: reflect_type \"%s\" is not \"even\" or \"odd\"", op,
+                 reflect_type);
+    return jx_poison();
+  }
+  return pad_mode(op, a, lo, hi, m, 0, odd);
+}
+
+jx_array *jx_pad_stat(jx_array *a, jx_shape lo, jx_shape hi, const char *mode, jx_shape stat_lo,
+                      jx_shape stat_hi) {
+  const char *op = "jx_pad_stat";
+  if (jx_check_inputs(op, 1, &a)) return jx_poison();
+  int stat = -1;
+  for (int i = 0; mode && i < 4; i++)
+    if (!strcmp(mode, pad_stat_modes[i])) stat = i;
+  if (stat < 0) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                 "%s: mode \"%s\" is not one of maximum, minimum, mean, median", op,
+                 mode ? mode : "(null)");
+    return jx_poison();
+  }
+  char s[JX_AVAL_STR_CAP];
+  int r = a->shape.rank;
+  int whole = stat_lo.rank == 0 && stat_hi.rank == 0;
+  if (!whole && (stat_lo.rank != r || stat_hi.rank != r)) {
+    jx_error_set(JX_ERR_SHAPE, "%s: %s needs %d stat lengths before and after, got %d and %d", op,
+                 str(a, s), r, stat_lo.rank, stat_hi.rank);
+    return jx_poison();
+  }
+  for (int d = 0; !whole && d < r; d++) {
+    if (stat_lo.dims[d] < 1 || stat_hi.dims[d] < 1) {
+      jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                   "%s: stat lengths (%lld, %lld) on axis %d must be >= 1 (0 yields no value)", op,
+                   (long long)stat_lo.dims[d], (long long)stat_hi.dims[d], d);
+      return jx_poison();
+    }
+  }
+  if (check_pad_widths(op, a, lo, hi)) return jx_poison();
+  jx_array *x = a;
+  for (int d = 0; d < r && !x->poisoned; d++) {
+    if (x->shape.dims[d] == 0 && (lo.dims[d] || hi.dims[d])) {
+      jx_error_set(JX_ERR_SHAPE, "%s: cannot pad the empty axis %d of %s in mode \"%s\"", op, d,
+                   str(a, s), mode);
+      return jx_poison();
+    }
+    if (lo.dims[d] || hi.dims[d])
+      x = pad_stat(x, d, lo.dims[d], hi.dims[d], stat, whole ? 0 : stat_lo.dims[d],
+                   whole ? 0 : stat_hi.dims[d]);
   }
   return x;
 }

@@ -146,3 +146,25 @@ jx_array *jx_ops_inexact(jx_array *a) {
   if (!a || a->poisoned) return a;
   return jx_ops_convert(a, jx_to_inexact(a->dtype), a->weak);
 }
+
+jx_array *jx_ops_where_mask(const char *op, jx_array *where, jx_array *a) {
+  char sw[JX_AVAL_STR_CAP], sa[JX_AVAL_STR_CAP];
+  if (where->dtype != JX_BOOL) {
+    jx_error_set(JX_ERR_DTYPE, "%s: where %s must be a bool array", op,
+                 jx_aval_str(where->dtype, where->shape, sw));
+    return NULL;
+  }
+  jx_shape b;
+  if (jx_ops_broadcast_shapes(op, where->shape, a->shape, &b) || !jx_shape_equal(b, a->shape)) {
+    jx_clear_error();
+    jx_error_set(JX_ERR_SHAPE, "%s: where %s must broadcast to a %s", op,
+                 jx_aval_str(where->dtype, where->shape, sw), jx_aval_str(a->dtype, a->shape, sa));
+    return NULL;
+  }
+  return jx_broadcast_to(where, a->shape);
+}
+
+jx_array *jx_ops_mean_where(jx_array *x, jx_axes ax, jx_array *mask, int keepdims) {
+  jx_array *count = jx_sum(jx_astype(mask, x->dtype), ax, keepdims);
+  return jx_div(jx_sum(jx_where(mask, x, jx_zeros_like(x)), ax, keepdims), count);
+}

@@ -55,5 +55,10 @@ jx_array *jx_ops_slice_axis(jx_array *a, int axis, int64_t start, int64_t stop, 
 jx_status jx_ops_need_rank(const char *op, const char *what, jx_array *a, int rank);
 /* a converted to the float dtype floating functions compute in (weak kept). */
 jx_array *jx_ops_inexact(jx_array *a);
+/* jnp's where= of a reduction over a: the bool `where` broadcast to a's shape, or NULL with an
+ * error naming op when it is not bool or does not broadcast. */
+jx_array *jx_ops_where_mask(const char *op, jx_array *where, jx_array *a);
+/* the mean over ax of the float x's elements where the mask (x's shape) holds */
+jx_array *jx_ops_mean_where(jx_array *x, jx_axes ax, jx_array *mask, int keepdims);
 
 #endif

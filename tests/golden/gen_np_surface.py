@@ -327,9 +327,114 @@ def control():
          normal(2, 3, 4), vmap=0)
 
 
+def options():
+    """The options of jnp.pad, quantile/percentile, interp, searchsorted and unique beyond
+    their defaults (its own random stream, so the cases above keep their inputs)."""
+    global r
+    r = rng(194)
+    for mode in ("reflect", "symmetric"):
+        case(f"pad_{mode}_odd", lambda a, m=mode: jnp.pad(a, ((5, 2), (1, 3)), mode=m,
+                                                         reflect_type="odd"), normal(3, 4))
+        case(f"pad_{mode}_odd_int", lambda a, m=mode: jnp.pad(a, ((4, 6),), mode=m,
+                                                             reflect_type="odd"),
+             ints(-9, 9, 3), grad=False)
+    case("pad_reflect_odd_1", lambda a: jnp.pad(a, ((2, 3), (0, 0)), mode="reflect",
+                                                reflect_type="odd"), normal(1, 2))
+    case("pad_symmetric_odd_f64", lambda a: jnp.pad(a, ((3, 4),), mode="symmetric",
+                                                    reflect_type="odd"),
+         normal(2, dtype=np.float64))
+    for mode in ("maximum", "minimum", "mean", "median"):
+        case(f"pad_{mode}", lambda a, m=mode: jnp.pad(a, ((2, 1), (0, 3)), mode=m), normal(3, 4))
+        case(f"pad_{mode}_len", lambda a, m=mode: jnp.pad(a, ((1, 2), (2, 2)), mode=m,
+                                                         stat_length=((2, 9), (1, 3))),
+             normal(4, 5, dtype=np.float64))
+    case("pad_mean_int", lambda a: jnp.pad(a, ((2, 3),), mode="mean", stat_length=((2, 3),)),
+         i32(1, 2, 7, 4, 4), grad=False)
+    case("pad_median_int", lambda a: jnp.pad(a, ((1, 1), (2, 0)), mode="median"),
+         ints(-9, 9, 2, 4), grad=False)
+    case("pad_empty", lambda a: jnp.pad(a, ((1, 2), (0, 1)), mode="empty"), normal(2, 2))
+    case("diff_prepend", lambda a: jnp.diff(a, axis=0, prepend=1.5), normal(3, 2))
+    case("diff_append", lambda a, e: jnp.diff(a, 2, append=e), normal(2, 3), normal(2, 2))
+    case("diff_both_int", lambda a, e: jnp.diff(a, prepend=e, append=e), ints(0, 9, 4), normal(1),
+         grad=False)
+
+    icdf = "inverted_cdf"
+    case("quantile_icdf", lambda a, q: jnp.quantile(a, q, axis=1, method=icdf), normal(3, 7),
+         np.array([0.0, 0.2, 0.5, 0.99, 1.0], np.float32))
+    case("quantile_icdf_keep", lambda a, q: jnp.quantile(a, q, axis=0, method=icdf,
+                                                         keepdims=True),
+         np.array([[1.0, np.nan, 2.0], [3.0, 1.0, 2.0], [0.5, 4.0, 2.0]], np.float32),
+         np.float32(0.5))
+    w_red = np.abs(normal(2, 4, dtype=np.float64))
+    w_red[1, 2] = 0.0
+    case("quantile_weighted", lambda a, q, w: jnp.quantile(a, q, axis=(0, 2), method=icdf,
+                                                           weights=w),
+         normal(2, 3, 4, dtype=np.float64), np.array([0.1, 0.5, 0.9], np.float64), w_red)
+    w_full = np.abs(normal(3, 5))
+    w_full[2, 1] = -1.0  # a negative weight makes its row NaN
+    case("quantile_weighted_full", lambda a, q, w: jnp.quantile(a, q, axis=1, method=icdf,
+                                                                weights=w, keepdims=True),
+         normal(3, 5), np.float32(0.3), w_full)
+    case("percentile_weighted", lambda a, q, w: jnp.percentile(a, q, method=icdf, weights=w),
+         normal(6), np.array([25.0, 75.0], np.float32), np.abs(normal(6)))
+
+    xp = np.array([0.0, 1.0, 1.0, 2.5, 4.0], np.float32)
+    xq = np.array([-1.0, 0.0, 0.5, 1.0, 2.0, 3.9, 4.0, 5.0], np.float32)
+    case("interp_arrays", lambda x, a, b, lv: jnp.interp(x, a, b, left=lv, right="extrapolate"),
+         xq, xp, normal(5), normal(8))
+    case("interp_extrapolate", lambda x, a, b: jnp.interp(x, a, b, left="extrapolate"),
+         xq, xp, normal(5))
+    xpp = np.array([350.0, 10.0, 95.0, 180.0, -90.0], np.float32)
+    xqp = np.array([-170.0, 0.0, 5.0, 100.0, 355.0, 400.0, 725.0], np.float32)
+    case("interp_period", lambda x, a, b, p: jnp.interp(x, a, b, period=p), xqp, xpp, normal(5),
+         np.float32(-360.0))
+    case("interp_period_f64", lambda x, a, b, p: jnp.interp(x, a, b, period=p),
+         xqp.astype(np.float64), np.array([0.1, 2.0, 1.0, 4.5], np.float64),
+         normal(4, dtype=np.float64), np.float64(5.0))
+    qv = np.array([[2.0, np.nan, 0.0], [4.0, 1.0, 2.5]], np.float32)
+    case("searchsorted_sorter", lambda a, v, s: jnp.searchsorted(a, v, side="right", sorter=s),
+         np.array([3.0, 1.0, 2.0, 2.0, 0.5], np.float32), qv, i32(4, 1, 2, 3, 0), grad=False)
+
+    def unique_all(size, fill=None):
+        return lambda a: jnp.unique(a, return_index=True, return_inverse=True,
+                                    return_counts=True, size=size, fill_value=fill)
+    u = np.array([[3.0, 1.0, np.nan], [1.0, np.nan, -2.0]], np.float32)
+    case("unique_all", unique_all(6, -1), u)
+    case("unique_all_short", unique_all(2), ints(0, 4, 3, 3), grad=False)
+    case("unique_all_default_fill", unique_all(7), np.array([2.0, 1.0, 2.0, 2.0], np.float64))
+    case("unique_all_empty", unique_all(3, 0), np.zeros((2, 0), np.float32), grad=False)
+    mask = np.array([[True, False, True, True], [False, False, False, False],
+                     [True, True, False, True]])
+    case("var_where", lambda a, m: jnp.var(a, axis=1, where=m), normal(3, 4), mask)
+    case("std_where", lambda a, m: jnp.std(a, axis=(0, 2), ddof=1, keepdims=True, where=m),
+         normal(2, 3, 4, dtype=np.float64), r.random((1, 3, 4)) < 0.6)
+    case("var_where_all", lambda a, m: jnp.var(a, ddof=2, where=m), normal(3, 4), mask[0])
+    case("var_ddof_too_big", lambda a: jnp.var(a, axis=0, ddof=3), normal(3, 2))
+    case("roll_axes", lambda a: jnp.roll(a, (2, -1, 7), axis=(1, 0, 1)), normal(3, 4))
+    case("meshgrid_sparse_xy", lambda x, y, z: jnp.meshgrid(x, y, z, sparse=True), normal(2),
+         normal(3), normal(4))
+    case("meshgrid_sparse_ij", lambda x, y: jnp.meshgrid(x, y, sparse=True, indexing="ij"),
+         normal(2), normal(3))
+    case("standardize_where", lambda a, m: jax.nn.standardize(a, where=m), normal(3, 4),
+         np.array([[True, False, True, True], [True, True, False, True],
+                   [False, True, True, False]]))
+    case("standardize_given", lambda a, mu, v: jax.nn.standardize(a, axis=0, mean=mu, variance=v,
+                                                                   epsilon=1e-3),
+         normal(3, 4), normal(4), np.abs(normal(4)))
+    case("standardize_stable", lambda a: jax.nn.standardize(a, axis=(0, 2), algorithm="stable"),
+         normal(2, 3, 4, dtype=np.float64) + 100.0)
+    case("pad_odd_vmap", lambda a: jnp.pad(a, ((2, 3),), mode="symmetric", reflect_type="odd"),
+         normal(2, 3), vmap=0)
+    case("quantile_weighted_vmap", lambda a, q, w: jnp.quantile(a, q, method=icdf, weights=w),
+         normal(3, 5), np.array([0.25, 0.5], np.float32), np.abs(normal(3, 5)), vmap=(0, None, 0))
+    case("interp_period_vmap", lambda x, a, b, p: jnp.interp(x, a, b, period=p), normal(2, 4),
+         xpp, normal(5), np.float32(360.0), vmap=(0, None, None, None))
+    case("unique_all_vmap", unique_all(4, -1), ints(0, 5, 3, 5).astype(np.float32), vmap=0)
+
+
 if __name__ == "__main__":
     groups = sys.argv[1:] or ["linear", "construct", "shape", "math", "activations", "stats",
-                              "sets", "at", "control"]
+                              "sets", "at", "control", "options"]
     if not sys.argv[1:] and os.path.isdir(OUT):
         shutil.rmtree(OUT)
     os.makedirs(OUT, exist_ok=True)

@@ -21,9 +21,11 @@ typedef struct {
   int vmap;            /* the golden is jax.vmap(fn, in_axes) */
   int in_axes[NP_MAX]; /* with vmap: each input's mapped axis, or JX_NONE */
   int check_grads;     /* also jx_check_grads (order 1) */
+  int x64;             /* run in x64 mode, as JAX ran it (its inputs are 64-bit) */
 } np_case;
 
-/* a case: NP("name", nin, nout, fn) or with .vmap = 1, .in_axes = {...}, .check_grads = 1 */
+/* a case: NP("name", nin, nout, fn) or with .vmap = 1, .in_axes = {...}, .check_grads = 1,
+   .x64 = 1 */
 #define NP(NAME, NIN, NOUT, FN, ...)                                                               \
   { .name = (NAME), .nin = (NIN), .nout = (NOUT), .fn = (FN), __VA_ARGS__ }
 
@@ -105,7 +107,8 @@ static void np_loss_body(void *ctx, jx_array *const *in, jx_array **out) {
 static int np_run_case(const np_case *c, int jit) {
   const char *mode = jit ? "jit" : "eager";
   jx_array *in[NP_MAX], *out[NP_MAX], *grads[NP_MAX];
-  int wrong = 0;
+  int wrong = 0, x64 = jx_x64_enabled();
+  if (c->x64) jx_config_enable_x64(1);
   for (int i = 0; i < c->nin; i++) in[i] = np_load(c->name, "in", i);
   jx_fn *base = jx_fn_create(c->name, c->nin, c->nout, np_body, (void *)c);
   jx_fn *f = base;
@@ -152,6 +155,7 @@ static int np_run_case(const np_case *c, int jit) {
   if (jit) jx_fn_release(run);
   if (f != base) jx_fn_release(f);
   jx_fn_release(base);
+  jx_config_enable_x64(x64);
   return wrong;
 }
 
@@ -164,6 +168,29 @@ static int np_run_all(const np_case *cases, int n, int jit) {
   }
   return wrong;
 }
+
+/* test_golden_eager and test_golden_jit: every case of the array CASES, eagerly and under jit */
+#define NP_GOLDEN_TESTS(CASES)                                                                     \
+  static void test_golden_eager(void **state) {                                                    \
+    (void)state;                                                                                   \
+    assert_int_equal(np_run_all(CASES, (int)(sizeof CASES / sizeof CASES[0]), 0), 0);              \
+  }                                                                                                \
+  static void test_golden_jit(void **state) {                                                      \
+    (void)state;                                                                                   \
+    assert_int_equal(np_run_all(CASES, (int)(sizeof CASES / sizeof CASES[0]), 1), 0);              \
+  }
+
+/* a case's function of one input (a) or two (a, b) with one output, the expression EXPR */
+#define NP_FN1(NAME, EXPR)                                                                         \
+  static void NAME(jx_array *const *in, jx_array **out) {                                          \
+    jx_array *a = in[0];                                                                           \
+    out[0] = (EXPR);                                                                               \
+  }
+#define NP_FN2(NAME, EXPR)                                                                         \
+  static void NAME(jx_array *const *in, jx_array **out) {                                          \
+    jx_array *a = in[0], *b = in[1];                                                               \
+    out[0] = (EXPR);                                                                               \
+  }
 
 /* One error case: expr must return a poisoned array and record an error
  * mentioning `what` and this file (the caller's file:line). */

@@ -17,40 +17,15 @@
 #include "array/array.h"
 #include "fft/fft_kernel.h"
 #include "test_util.h"
+#include "test_golden_close.h"
 
 #define DIR JX_TEST_DATA "/fft/"
 
-static const char *mode_name(int x64) { return x64 ? "x64" : "x32"; }
+static jx_array *golden(int x64, const char *name) { return golden_at(DIR, x64, name); }
 
-static jx_array *golden(int x64, const char *name) {
-  char path[512];
-  snprintf(path, sizeof path, DIR "%s.%s.npy", mode_name(x64), name);
-  jx_array *a = jx_load_npy(path);
-  if (jx_is_poisoned(a)) fail_msg("cannot load %s: %s", path, jx_last_error());
-  return a;
-}
-
-/* dtype and shape equal, elements within rtol * max(max |want|, 1) */
+/* dtype and shape equal, elements within rtol of the largest |want| (at least 1) */
 static void assert_close(const char *what, jx_array *got, jx_array *want, double rtol) {
-  if (jx_is_poisoned(got)) fail_msg("%s: poisoned: %s", what, jx_last_error());
-  if (jx_dtype_of(got) != jx_dtype_of(want))
-    fail_msg("%s: dtype %s, JAX %s", what, jx_dtype_name(jx_dtype_of(got)),
-             jx_dtype_name(jx_dtype_of(want)));
-  if (!jx_shape_equal(jx_shape_of(got), jx_shape_of(want))) fail_msg("%s: shape differs", what);
-  check_ok(jx_block_until_ready(got));
-  jx_dtype dt = jx_dtype_of(got);
-  double scale = 1;
-  for (int64_t i = 0; i < jx_size(want); i++) {
-    double m = cabs(jx_load_c128(jx_array_data(want), dt, i));
-    if (m > scale) scale = m;
-  }
-  for (int64_t i = 0; i < jx_size(got); i++) {
-    double _Complex g = jx_load_c128(jx_array_data(got), dt, i);
-    double _Complex w = jx_load_c128(jx_array_data(want), dt, i);
-    if (!(cabs(g - w) <= rtol * scale))
-      fail_msg("%s[%lld]: %.9g%+.9gj, JAX %.9g%+.9gj", what, (long long)i, creal(g), cimag(g),
-               creal(w), cimag(w));
-  }
+  assert_close_golden(what, got, want, rtol, CLOSE_TO_MAX);
 }
 
 static double tol(int x64) { return x64 ? 1e-12 : 3e-6; }

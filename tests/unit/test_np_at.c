@@ -71,17 +71,7 @@ static const np_case cases[] = {
     NP("at_set_empty", 2, 1, f_set_empty),
     NP("at_set_vmap", 3, 1, f_set1, .vmap = 1, .in_axes = {0, JX_NONE, 0}),
 };
-#define NCASES ((int)(sizeof cases / sizeof cases[0]))
-
-static void test_golden_eager(void **state) {
-  (void)state;
-  assert_int_equal(np_run_all(cases, NCASES, 0), 0);
-}
-
-static void test_golden_jit(void **state) {
-  (void)state;
-  assert_int_equal(np_run_all(cases, NCASES, 1), 0);
-}
+NP_GOLDEN_TESTS(cases)
 
 static void test_errors(void **state) {
   (void)state;

@@ -96,17 +96,7 @@ static const np_case cases[] = {
     NP("assoc_matmul_vmap", 1, 1, f_assoc_matmul, .vmap = 1),
     NP("map_vmap", 2, 1, f_map, .vmap = 1, .in_axes = {0, JX_NONE}),
 };
-#define NCASES ((int)(sizeof cases / sizeof cases[0]))
-
-static void test_golden_eager(void **state) {
-  (void)state;
-  assert_int_equal(np_run_all(cases, NCASES, 0), 0);
-}
-
-static void test_golden_jit(void **state) {
-  (void)state;
-  assert_int_equal(np_run_all(cases, NCASES, 1), 0);
-}
+NP_GOLDEN_TESTS(cases)
 
 static void test_errors(void **state) {
   (void)state;

@@ -12,42 +12,32 @@
 #include "unit/test_util.h"
 #include "unit/np_golden.h"
 
-#define F1(NAME, EXPR)                                                                             \
-  static void NAME(jx_array *const *in, jx_array **out) {                                          \
-    jx_array *a = in[0];                                                                           \
-    out[0] = (EXPR);                                                                               \
-  }
-#define F2(NAME, EXPR)                                                                             \
-  static void NAME(jx_array *const *in, jx_array **out) {                                          \
-    jx_array *a = in[0], *b = in[1];                                                               \
-    out[0] = (EXPR);                                                                               \
-  }
-F2(f_dot, jx_dot(a, b))
-F2(f_vdot, jx_vdot(a, b))
-F2(f_tensordot_2, jx_tensordot(a, b, 2))
-F2(f_tensordot_axes, jx_tensordot_axes(a, b, JX_AXES(0, 2), JX_AXES(1, 0)))
-F2(f_outer, jx_outer(a, b))
-F2(f_kron, jx_kron(a, b))
-F1(f_diagonal, jx_diagonal(a, 1, 0, 2))
-F1(f_diagonal_neg, jx_diagonal(a, -1, 0, 1))
-F1(f_diagonal_empty, jx_diagonal(a, 5, 0, 1))
-F1(f_diagonal_last, jx_diagonal(a, 1, 0, 1))
-F1(f_trace, jx_matrix_trace(a, 0, 1, 2))
-F1(f_trace_int, jx_matrix_trace(a, -1, 0, 1))
-F1(f_diag_v, jx_diag(a, 1))
-F1(f_diag_v_neg, jx_diag(a, -2))
-F1(f_tril, jx_tril(a, 0))
-F1(f_triu, jx_triu(a, 1))
-F1(f_tril_neg, jx_tril(a, -1))
-F1(f_zeros_like, jx_zeros_like(a))
-F1(f_ones_like, jx_ones_like(a))
-F1(f_full_like, jx_full_like(a, 2.5))
-F2(f_linspace, jx_linspace(a, b, 5, 1, 0))
-F2(f_linspace_open, jx_linspace(a, b, 4, 0, 0))
-F2(f_linspace_axis, jx_linspace(a, b, 3, 1, 1))
-F2(f_linspace_one, jx_linspace(a, b, 1, 1, 0))
-F2(f_linspace_int, jx_linspace(a, b, 4, 1, 0))
-F2(f_logspace, jx_logspace(a, b, 4, 1, 2.0, 0))
+NP_FN2(f_dot, jx_dot(a, b))
+NP_FN2(f_vdot, jx_vdot(a, b))
+NP_FN2(f_tensordot_2, jx_tensordot(a, b, 2))
+NP_FN2(f_tensordot_axes, jx_tensordot_axes(a, b, JX_AXES(0, 2), JX_AXES(1, 0)))
+NP_FN2(f_outer, jx_outer(a, b))
+NP_FN2(f_kron, jx_kron(a, b))
+NP_FN1(f_diagonal, jx_diagonal(a, 1, 0, 2))
+NP_FN1(f_diagonal_neg, jx_diagonal(a, -1, 0, 1))
+NP_FN1(f_diagonal_empty, jx_diagonal(a, 5, 0, 1))
+NP_FN1(f_diagonal_last, jx_diagonal(a, 1, 0, 1))
+NP_FN1(f_trace, jx_matrix_trace(a, 0, 1, 2))
+NP_FN1(f_trace_int, jx_matrix_trace(a, -1, 0, 1))
+NP_FN1(f_diag_v, jx_diag(a, 1))
+NP_FN1(f_diag_v_neg, jx_diag(a, -2))
+NP_FN1(f_tril, jx_tril(a, 0))
+NP_FN1(f_triu, jx_triu(a, 1))
+NP_FN1(f_tril_neg, jx_tril(a, -1))
+NP_FN1(f_zeros_like, jx_zeros_like(a))
+NP_FN1(f_ones_like, jx_ones_like(a))
+NP_FN1(f_full_like, jx_full_like(a, 2.5))
+NP_FN2(f_linspace, jx_linspace(a, b, 5, 1, 0))
+NP_FN2(f_linspace_open, jx_linspace(a, b, 4, 0, 0))
+NP_FN2(f_linspace_axis, jx_linspace(a, b, 3, 1, 1))
+NP_FN2(f_linspace_one, jx_linspace(a, b, 1, 1, 0))
+NP_FN2(f_linspace_int, jx_linspace(a, b, 4, 1, 0))
+NP_FN2(f_logspace, jx_logspace(a, b, 4, 1, 2.0, 0))
 
 static void f_meshgrid_xy(jx_array *const *in, jx_array **out) {
   check_ok(jx_meshgrid(3, in, "xy", out));
@@ -95,17 +85,7 @@ static const np_case cases[] = {
     NP("meshgrid_xy", 3, 3, f_meshgrid_xy),
     NP("meshgrid_ij", 2, 2, f_meshgrid_ij),
 };
-#define NCASES ((int)(sizeof cases / sizeof cases[0]))
-
-static void test_golden_eager(void **state) {
-  (void)state;
-  assert_int_equal(np_run_all(cases, NCASES, 0), 0);
-}
-
-static void test_golden_jit(void **state) {
-  (void)state;
-  assert_int_equal(np_run_all(cases, NCASES, 1), 0);
-}
+NP_GOLDEN_TESTS(cases)
 
 static void test_errors(void **state) {
   (void)state;

@@ -13,37 +13,27 @@
 #include "unit/test_util.h"
 #include "unit/np_golden.h"
 
-#define F1(NAME, EXPR)                                                                             \
-  static void NAME(jx_array *const *in, jx_array **out) {                                          \
-    jx_array *a = in[0];                                                                           \
-    out[0] = (EXPR);                                                                               \
-  }
-#define F2(NAME, EXPR)                                                                             \
-  static void NAME(jx_array *const *in, jx_array **out) {                                          \
-    jx_array *a = in[0], *b = in[1];                                                               \
-    out[0] = (EXPR);                                                                               \
-  }
-F1(f_isnan, jx_isnan(a))
-F1(f_isinf, jx_isinf(a))
-F1(f_nan_to_num, jx_nan_to_num(a, 0, INFINITY, -INFINITY))
-F1(f_nan_to_num_f64, jx_nan_to_num(a, -1, INFINITY, -7))
-F2(f_isclose, jx_isclose(a, b, 1e-5, 1e-8, 0))
-F2(f_isclose_nan, jx_isclose(a, b, 0.2, 0, 1))
-F2(f_allclose, jx_allclose(a, b, 1e-5, 1e-8, 0))
-F1(f_log2, jx_log2(a))
-F1(f_log10, jx_log10(a))
-F2(f_logaddexp, jx_logaddexp(a, b))
-F2(f_hypot, jx_hypot(a, b))
+NP_FN1(f_isnan, jx_isnan(a))
+NP_FN1(f_isinf, jx_isinf(a))
+NP_FN1(f_nan_to_num, jx_nan_to_num(a, 0, INFINITY, -INFINITY))
+NP_FN1(f_nan_to_num_f64, jx_nan_to_num(a, -1, INFINITY, -7))
+NP_FN2(f_isclose, jx_isclose(a, b, 1e-5, 1e-8, 0))
+NP_FN2(f_isclose_nan, jx_isclose(a, b, 0.2, 0, 1))
+NP_FN2(f_allclose, jx_allclose(a, b, 1e-5, 1e-8, 0))
+NP_FN1(f_log2, jx_log2(a))
+NP_FN1(f_log10, jx_log10(a))
+NP_FN2(f_logaddexp, jx_logaddexp(a, b))
+NP_FN2(f_hypot, jx_hypot(a, b))
 static void f_clip_arrays(jx_array *const *in, jx_array **out) {
   out[0] = jx_clip_arrays(in[0], in[1], in[2]);
 }
-F2(f_clip_lo_only, jx_clip_arrays(a, b, NULL))
-F1(f_elu, jx_elu(a, 0.7))
-F1(f_leaky_relu, jx_leaky_relu(a, 0.1))
-F1(f_selu, jx_selu(a))
-F1(f_glu, jx_glu(a, 0))
-F1(f_standardize, jx_standardize(a, JX_AXES(), 1e-5))
-F1(f_standardize_axes, jx_standardize(a, JX_AXES(0, 2), 1e-3))
+NP_FN2(f_clip_lo_only, jx_clip_arrays(a, b, NULL))
+NP_FN1(f_elu, jx_elu(a, 0.7))
+NP_FN1(f_leaky_relu, jx_leaky_relu(a, 0.1))
+NP_FN1(f_selu, jx_selu(a))
+NP_FN1(f_glu, jx_glu(a, 0))
+NP_FN1(f_standardize, jx_standardize(a, JX_AXES(), 1e-5))
+NP_FN1(f_standardize_axes, jx_standardize(a, JX_AXES(0, 2), 1e-3))
 
 static const np_case cases[] = {
     NP("isnan", 1, 1, f_isnan),
@@ -69,17 +59,7 @@ static const np_case cases[] = {
     NP("standardize", 1, 1, f_standardize),
     NP("standardize_axes", 1, 1, f_standardize_axes, .check_grads = 1),
 };
-#define NCASES ((int)(sizeof cases / sizeof cases[0]))
-
-static void test_golden_eager(void **state) {
-  (void)state;
-  assert_int_equal(np_run_all(cases, NCASES, 0), 0);
-}
-
-static void test_golden_jit(void **state) {
-  (void)state;
-  assert_int_equal(np_run_all(cases, NCASES, 1), 0);
-}
+NP_GOLDEN_TESTS(cases)
 
 static void test_errors(void **state) {
   (void)state;

@@ -63,17 +63,7 @@ static const np_case cases[] = {
     NP("segment_max_int", 2, 1, f_segment_max),
     NP("segment_max_vmap", 2, 1, f_segment_max3, .vmap = 1, .in_axes = {0, JX_NONE}),
 };
-#define NCASES ((int)(sizeof cases / sizeof cases[0]))
-
-static void test_golden_eager(void **state) {
-  (void)state;
-  assert_int_equal(np_run_all(cases, NCASES, 0), 0);
-}
-
-static void test_golden_jit(void **state) {
-  (void)state;
-  assert_int_equal(np_run_all(cases, NCASES, 1), 0);
-}
+NP_GOLDEN_TESTS(cases)
 
 /* the static size is what makes these work under jit: the traced shapes never depend on data */
 static void test_jit_shapes(void **state) {

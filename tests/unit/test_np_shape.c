@@ -11,11 +11,6 @@
 #include "unit/test_util.h"
 #include "unit/np_golden.h"
 
-#define F1(NAME, EXPR)                                                                             \
-  static void NAME(jx_array *const *in, jx_array **out) {                                          \
-    jx_array *a = in[0];                                                                           \
-    out[0] = (EXPR);                                                                               \
-  }
 static void f_split(jx_array *const *in, jx_array **out) {
   check_ok(jx_split_sections(in[0], 3, 1, out));
 }
@@ -28,29 +23,29 @@ static void f_array_split(jx_array *const *in, jx_array **out) {
 static void f_array_split_many(jx_array *const *in, jx_array **out) {
   check_ok(jx_array_split(in[0], 5, 0, out));
 }
-F1(f_tile_zero, jx_tile(a, JX_SHAPE(0, 2)))
-F1(f_repeat_zero, jx_repeat(a, 0, 0))
-F1(f_tile, jx_tile(a, JX_SHAPE(2, 1, 3)))
-F1(f_tile_short, jx_tile(a, JX_SHAPE(2)))
-F1(f_repeat, jx_repeat(a, 3, 1))
-F1(f_repeat_flat, jx_repeat(a, 2, JX_NONE))
-F1(f_repeat_counts, jx_repeat_counts(a, 3, (const int64_t[]){2, 0, 3}, 0))
-F1(f_roll, jx_roll(a, 2, 1))
-F1(f_roll_neg, jx_roll(a, -7, 0))
-F1(f_roll_flat, jx_roll(a, 4, JX_NONE))
-F1(f_roll_vmap, jx_roll(a, 1, 0))
-F1(f_moveaxis, jx_moveaxis(a, JX_AXES(0, 1), JX_AXES(2, 0)))
-F1(f_swapaxes, jx_swapaxes(a, 0, -1))
-F1(f_diff, jx_diff(a, 2, 0))
-F1(f_diff_bool, jx_diff(a, 1, -1))
-F1(f_pad_edge, jx_pad_mode(a, JX_SHAPE(5, 1), JX_SHAPE(2, 3), "edge", 0))
-F1(f_pad_reflect, jx_pad_mode(a, JX_SHAPE(5, 1), JX_SHAPE(2, 3), "reflect", 0))
-F1(f_pad_symmetric, jx_pad_mode(a, JX_SHAPE(5, 1), JX_SHAPE(2, 3), "symmetric", 0))
-F1(f_pad_wrap, jx_pad_mode(a, JX_SHAPE(5, 1), JX_SHAPE(2, 3), "wrap", 0))
-F1(f_pad_reflect_1, jx_pad_mode(a, JX_SHAPE(2), JX_SHAPE(3), "reflect", 0))
-F1(f_pad_constant, jx_pad_mode(a, JX_SHAPE(1, 0), JX_SHAPE(2, 1), "constant", 1.5))
-F1(f_pad_ramp, jx_pad_mode(a, JX_SHAPE(2, 1), JX_SHAPE(3, 0), "linear_ramp", 0.5))
-F1(f_pad_ramp_int, jx_pad_mode(a, JX_SHAPE(3), JX_SHAPE(2), "linear_ramp", -4))
+NP_FN1(f_tile_zero, jx_tile(a, JX_SHAPE(0, 2)))
+NP_FN1(f_repeat_zero, jx_repeat(a, 0, 0))
+NP_FN1(f_tile, jx_tile(a, JX_SHAPE(2, 1, 3)))
+NP_FN1(f_tile_short, jx_tile(a, JX_SHAPE(2)))
+NP_FN1(f_repeat, jx_repeat(a, 3, 1))
+NP_FN1(f_repeat_flat, jx_repeat(a, 2, JX_NONE))
+NP_FN1(f_repeat_counts, jx_repeat_counts(a, 3, (const int64_t[]){2, 0, 3}, 0))
+NP_FN1(f_roll, jx_roll(a, 2, 1))
+NP_FN1(f_roll_neg, jx_roll(a, -7, 0))
+NP_FN1(f_roll_flat, jx_roll(a, 4, JX_NONE))
+NP_FN1(f_roll_vmap, jx_roll(a, 1, 0))
+NP_FN1(f_moveaxis, jx_moveaxis(a, JX_AXES(0, 1), JX_AXES(2, 0)))
+NP_FN1(f_swapaxes, jx_swapaxes(a, 0, -1))
+NP_FN1(f_diff, jx_diff(a, 2, 0))
+NP_FN1(f_diff_bool, jx_diff(a, 1, -1))
+NP_FN1(f_pad_edge, jx_pad_mode(a, JX_SHAPE(5, 1), JX_SHAPE(2, 3), "edge", 0))
+NP_FN1(f_pad_reflect, jx_pad_mode(a, JX_SHAPE(5, 1), JX_SHAPE(2, 3), "reflect", 0))
+NP_FN1(f_pad_symmetric, jx_pad_mode(a, JX_SHAPE(5, 1), JX_SHAPE(2, 3), "symmetric", 0))
+NP_FN1(f_pad_wrap, jx_pad_mode(a, JX_SHAPE(5, 1), JX_SHAPE(2, 3), "wrap", 0))
+NP_FN1(f_pad_reflect_1, jx_pad_mode(a, JX_SHAPE(2), JX_SHAPE(3), "reflect", 0))
+NP_FN1(f_pad_constant, jx_pad_mode(a, JX_SHAPE(1, 0), JX_SHAPE(2, 1), "constant", 1.5))
+NP_FN1(f_pad_ramp, jx_pad_mode(a, JX_SHAPE(2, 1), JX_SHAPE(3, 0), "linear_ramp", 0.5))
+NP_FN1(f_pad_ramp_int, jx_pad_mode(a, JX_SHAPE(3), JX_SHAPE(2), "linear_ramp", -4))
 
 static const np_case cases[] = {
     NP("split", 1, 3, f_split),
@@ -81,17 +76,7 @@ static const np_case cases[] = {
     NP("repeat_zero", 1, 1, f_repeat_zero),
     NP("roll_vmap", 1, 1, f_roll_vmap, .vmap = 1),
 };
-#define NCASES ((int)(sizeof cases / sizeof cases[0]))
-
-static void test_golden_eager(void **state) {
-  (void)state;
-  assert_int_equal(np_run_all(cases, NCASES, 0), 0);
-}
-
-static void test_golden_jit(void **state) {
-  (void)state;
-  assert_int_equal(np_run_all(cases, NCASES, 1), 0);
-}
+NP_GOLDEN_TESTS(cases)
 
 static void test_errors(void **state) {
   (void)state;

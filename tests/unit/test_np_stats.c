@@ -13,29 +13,19 @@
 #include "unit/test_util.h"
 #include "unit/np_golden.h"
 
-#define F1(NAME, EXPR)                                                                             \
-  static void NAME(jx_array *const *in, jx_array **out) {                                          \
-    jx_array *a = in[0];                                                                           \
-    out[0] = (EXPR);                                                                               \
-  }
-#define F2(NAME, EXPR)                                                                             \
-  static void NAME(jx_array *const *in, jx_array **out) {                                          \
-    jx_array *a = in[0], *b = in[1];                                                               \
-    out[0] = (EXPR);                                                                               \
-  }
-F1(f_var_ddof, jx_var_ddof(a, JX_AXES(1), 1, 0))
-F1(f_std_ddof, jx_std_ddof(a, JX_AXES(0, 2), 2, 1))
-F1(f_var_int, jx_var_ddof(a, JX_AXES(), 1, 0))
-F2(f_quantile, jx_quantile(a, b, JX_AXES(1), NULL, 0))
-F2(f_quantile_vec, jx_quantile(a, b, JX_AXES(), "linear", 0))
-F2(f_quantile_lower, jx_quantile(a, b, JX_AXES(0), "lower", 1))
-F2(f_quantile_higher, jx_quantile(a, b, JX_AXES(0), "higher", 1))
-F2(f_quantile_nearest, jx_quantile(a, b, JX_AXES(0), "nearest", 1))
-F2(f_quantile_midpoint, jx_quantile(a, b, JX_AXES(0), "midpoint", 1))
-F2(f_quantile_axes, jx_quantile(a, b, JX_AXES(0, 2), NULL, 0))
-F2(f_percentile, jx_percentile(a, b, JX_AXES(-1), NULL, 0))
-F1(f_median, jx_median(a, JX_AXES(1), 0))
-F1(f_median_all, jx_median(a, JX_AXES(), 0))
+NP_FN1(f_var_ddof, jx_var_ddof(a, JX_AXES(1), 1, 0))
+NP_FN1(f_std_ddof, jx_std_ddof(a, JX_AXES(0, 2), 2, 1))
+NP_FN1(f_var_int, jx_var_ddof(a, JX_AXES(), 1, 0))
+NP_FN2(f_quantile, jx_quantile(a, b, JX_AXES(1), NULL, 0))
+NP_FN2(f_quantile_vec, jx_quantile(a, b, JX_AXES(), "linear", 0))
+NP_FN2(f_quantile_lower, jx_quantile(a, b, JX_AXES(0), "lower", 1))
+NP_FN2(f_quantile_higher, jx_quantile(a, b, JX_AXES(0), "higher", 1))
+NP_FN2(f_quantile_nearest, jx_quantile(a, b, JX_AXES(0), "nearest", 1))
+NP_FN2(f_quantile_midpoint, jx_quantile(a, b, JX_AXES(0), "midpoint", 1))
+NP_FN2(f_quantile_axes, jx_quantile(a, b, JX_AXES(0, 2), NULL, 0))
+NP_FN2(f_percentile, jx_percentile(a, b, JX_AXES(-1), NULL, 0))
+NP_FN1(f_median, jx_median(a, JX_AXES(1), 0))
+NP_FN1(f_median_all, jx_median(a, JX_AXES(), 0))
 static void f_histogram(jx_array *const *in, jx_array **out) {
   check_ok(jx_histogram(in[0], 5, NAN, NAN, NULL, 0, &out[0], &out[1]));
 }
@@ -48,24 +38,24 @@ static void f_histogram_flat(jx_array *const *in, jx_array **out) {
 static void f_histogram_edges(jx_array *const *in, jx_array **out) {
   check_ok(jx_histogram_edges(in[0], in[1], in[2], 0, &out[0]));
 }
-F1(f_bincount, jx_bincount(a, NULL, 6))
-F2(f_bincount_w, jx_bincount(a, b, 4))
-F2(f_searchsorted_left, jx_searchsorted(a, b, NULL))
-F2(f_searchsorted_right, jx_searchsorted(a, b, "right"))
-F2(f_digitize, jx_digitize(a, b, 0))
-F2(f_digitize_right, jx_digitize(a, b, 1))
+NP_FN1(f_bincount, jx_bincount(a, NULL, 6))
+NP_FN2(f_bincount_w, jx_bincount(a, b, 4))
+NP_FN2(f_searchsorted_left, jx_searchsorted(a, b, NULL))
+NP_FN2(f_searchsorted_right, jx_searchsorted(a, b, "right"))
+NP_FN2(f_digitize, jx_digitize(a, b, 0))
+NP_FN2(f_digitize_right, jx_digitize(a, b, 1))
 static void f_interp(jx_array *const *in, jx_array **out) {
   out[0] = jx_interp(in[0], in[1], in[2], NULL, NULL);
 }
 static void f_interp_lr(jx_array *const *in, jx_array **out) {
   out[0] = jx_interp(in[0], in[1], in[2], &(double){-9}, &(double){9});
 }
-F2(f_convolve_full, jx_convolve(a, b, NULL))
-F2(f_convolve_same, jx_convolve(a, b, "same"))
-F2(f_convolve_valid, jx_convolve(a, b, "valid"))
-F2(f_correlate_full, jx_correlate(a, b, "full"))
-F2(f_correlate_same, jx_correlate(a, b, "same"))
-F2(f_correlate_valid, jx_correlate(a, b, "valid"))
+NP_FN2(f_convolve_full, jx_convolve(a, b, NULL))
+NP_FN2(f_convolve_same, jx_convolve(a, b, "same"))
+NP_FN2(f_convolve_valid, jx_convolve(a, b, "valid"))
+NP_FN2(f_correlate_full, jx_correlate(a, b, "full"))
+NP_FN2(f_correlate_same, jx_correlate(a, b, "same"))
+NP_FN2(f_correlate_valid, jx_correlate(a, b, "valid"))
 
 static const np_case cases[] = {
     NP("var_ddof", 1, 1, f_var_ddof),
@@ -103,17 +93,7 @@ static const np_case cases[] = {
     NP("correlate_valid", 2, 1, f_correlate_valid),
     NP("convolve_f64", 2, 1, f_convolve_full, .check_grads = 1),
 };
-#define NCASES ((int)(sizeof cases / sizeof cases[0]))
-
-static void test_golden_eager(void **state) {
-  (void)state;
-  assert_int_equal(np_run_all(cases, NCASES, 0), 0);
-}
-
-static void test_golden_jit(void **state) {
-  (void)state;
-  assert_int_equal(np_run_all(cases, NCASES, 1), 0);
-}
+NP_GOLDEN_TESTS(cases)
 
 static void test_errors(void **state) {
   (void)state;
