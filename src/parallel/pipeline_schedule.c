@@ -15,6 +15,7 @@
 #include "pipeline_schedule.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -265,4 +266,30 @@ done:
   free(iv);
   if (st) pipe_table_free(out);
   return st;
+}
+
+/* The schedules tagged so far: a few per process (one per pipeline shape),
+ * kept for the process's life so that a profile can name them at its end. */
+enum { PIPE_PROFILE_TAGS = 256 };
+static pipe_profile profiles[PIPE_PROFILE_TAGS];
+static int nprofiles;
+static pthread_mutex_t profiles_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int pipe_profile_tag(jx_pipeline_schedule schedule, const pipe_table *t) {
+  pipe_profile p = {schedule,        t->nstages, t->virtual_stages,
+                    t->microbatches, t->nticks,  t->busy_ticks};
+  pthread_mutex_lock(&profiles_lock);
+  int k = 0;
+  while (k < nprofiles && memcmp(&profiles[k], &p, sizeof p)) k++;
+  if (k == nprofiles && nprofiles < PIPE_PROFILE_TAGS) profiles[nprofiles++] = p;
+  pthread_mutex_unlock(&profiles_lock);
+  return k < nprofiles ? k + 1 : 0;
+}
+
+int pipe_profile_of(int tag, pipe_profile *out) {
+  pthread_mutex_lock(&profiles_lock);
+  int found = tag >= 1 && tag <= nprofiles;
+  if (found) *out = profiles[tag - 1];
+  pthread_mutex_unlock(&profiles_lock);
+  return !found;
 }

@@ -48,4 +48,18 @@ jx_status pipe_table_build(jx_pipeline_schedule schedule, int nstages, int virtu
                            int microbatches, pipe_table *out);
 void pipe_table_free(pipe_table *t);
 
+/* What a profile needs of a pipeline's schedule to set the bubble it
+ * measures beside the schedule's (debug/profiler_pipeline.c). The pipeline's
+ * switches carry the tag that pipe_profile_tag gives for its table. */
+typedef struct {
+  jx_pipeline_schedule schedule;
+  int nstages, virtual_stages, microbatches, nticks, busy_ticks;
+} pipe_profile;
+/* The tag of t's schedule (the same for the same schedule and numbers), >=
+ * 1, or 0 when the process has run out of tags (its profile then shows the
+ * actions without the schedule's figures). */
+int pipe_profile_tag(jx_pipeline_schedule schedule, const pipe_table *t);
+/* The schedule of a tag; non-zero when it names none. */
+int pipe_profile_of(int tag, pipe_profile *out);
+
 #endif

@@ -38,6 +38,7 @@
 #include "../trace/fn.h"
 #include "../transform/ad.h"
 #include "../transform/build.h"
+#include "../transform/control.h"
 #include "mesh.h"
 #include "pipeline.h"
 #include "pipeline_schedule.h"
@@ -52,6 +53,7 @@ typedef struct {
   int virtual_stages;  /* per device: its blocks hold V chunks, global stage chunk S + device */
   int nparams, nouter; /* the stage's parameters (stacked), the loss's (whole) */
   pipe_table table;
+  int profile_tag; /* its switches' tag (pipe_profile_tag) */
   jx_sharding *batch;
   int64_t batch_shards;
   jx_fn *body, *smap;
@@ -156,9 +158,10 @@ typedef struct {
 } tick_ctx;
 
 /* Operands past the params and outer params: x, raw, the cotangent, the
- * stash slot and the chunk (i32), then the stash buffers, the gradients so far, the loss
- * so far and the targets. */
-enum { IN_X, IN_RAW, IN_CT, IN_SLOT, IN_CHUNK, IN_STASH };
+ * stash slot and the chunk (i32), the action's label (i32: its microbatch,
+ * -1 when idle; only a profile reads it), then the stash buffers, the
+ * gradients so far, the loss so far and the targets. */
+enum { IN_X, IN_RAW, IN_CT, IN_SLOT, IN_CHUNK, IN_LABEL, IN_STASH };
 
 static int stash_at(const tick_ctx *c) { return c->P + c->O + IN_STASH; }
 static int acc_at(const tick_ctx *c) { return stash_at(c) + c->nstash; }
@@ -550,6 +553,10 @@ static int table_sends(const train_data *d, int t, int way) {
   return 0;
 }
 
+/* A row of the table as the body reads it: the step's fields, then the
+ * label a profile shows. */
+enum { ROW_FIELDS = PIPE_STEP_FIELDS + 1 };
+
 /* The per-device body: (parameter blocks [1, ...]..., outer..., batch,
  * targets) -> (loss, gradient blocks..., outer gradients...). */
 static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
@@ -564,7 +571,7 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
   jx_array **params = calloc((size_t)n + 1, sizeof *params);
   jx_array **grads = calloc((size_t)n + 1, sizeof *grads);
   jx_aval *av = calloc((size_t)n + 2, sizeof *av);
-  int32_t *rowdata = malloc(sizeof *rowdata * (size_t)S * PIPE_STEP_FIELDS);
+  int32_t *rowdata = malloc(sizeof *rowdata * (size_t)S * ROW_FIELDS);
   int(*right)[2] = calloc((size_t)S, sizeof *right), (*left)[2] = calloc((size_t)S, sizeof *left);
   jx_array **ops = NULL, **res = NULL, **stash = NULL;
   jx_status st = params && grads && av && rowdata && right && left
@@ -592,9 +599,9 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
     if (!ops || !res || !stash)
       st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
   }
-  static const char *names[PIPE_NKINDS] = {"pipeline_idle",     "pipeline_forward",
-                                           "pipeline_backward", "pipeline_forward_backward",
-                                           "pipeline_first",    "pipeline_first_backward"};
+  /* a profile's names of the actions, followed by the microbatch */
+  static const char *names[PIPE_NKINDS] = {"idle",    "forward", "backward", "forward+backward",
+                                           "forward", "backward"};
   for (int k = 0; !st && k < PIPE_NKINDS; k++)
     if (!(fns[k] = jx_fn_create(names[k], nin, nout, branches[k], &c))) st = jx_last_status();
   if (st) goto fail;
@@ -616,13 +623,14 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
     /* this tick's row of the table for this device */
     for (int s = 0; s < S; s++) {
       const pipe_step *p = &tb->steps[t * S + s];
-      int32_t *r = rowdata + (size_t)s * PIPE_STEP_FIELDS;
+      int32_t *r = rowdata + (size_t)s * ROW_FIELDS;
       r[0] = step_kind(p, s), r[1] = p->microbatch, r[2] = p->chunk, r[3] = p->act_slot;
       r[4] = p->stash_slot, r[5] = p->cot_slot, r[6] = p->recv_act_slot, r[7] = p->recv_cot_slot;
+      r[8] = p->kind == PIPE_IDLE ? -1 : p->microbatch;
     }
-    jx_array *table = jx_array_from(JX_I32, JX_SHAPE(S, PIPE_STEP_FIELDS), rowdata);
-    jx_array *row = slot_read(table, position), *field[PIPE_STEP_FIELDS];
-    for (int f = 0; f < PIPE_STEP_FIELDS; f++)
+    jx_array *table = jx_array_from(JX_I32, JX_SHAPE(S, ROW_FIELDS), rowdata);
+    jx_array *row = slot_read(table, position), *field[ROW_FIELDS];
+    for (int f = 0; f < ROW_FIELDS; f++)
       field[f] = jx_reshape(jx_slice(row, JX_SHAPE(f), JX_SHAPE(f + 1), JX_SHAPE()), JX_SHAPE());
     /* what the neighbours sent at the end of the last tick, when the table
      * says some device sent anything that way */
@@ -637,11 +645,12 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
     ops[n + IN_CT] = slot_read(cot_inbox, field[5]);
     ops[n + IN_SLOT] = field[4];
     ops[n + IN_CHUNK] = field[2];
+    ops[n + IN_LABEL] = field[8];
     memcpy(ops + stash_at(&c), stash, (size_t)c.nstash * sizeof *ops);
     memcpy(ops + acc_at(&c), grads, (size_t)n * sizeof *ops);
     ops[loss_at(&c)] = loss;
     ops[loss_at(&c) + 1] = rows_at(tg, field[1], trows);
-    st = jx_switch(field[0], PIPE_NKINDS, fns, nin, ops, res);
+    st = jx_switch_labeled(field[0], n + IN_LABEL, d->profile_tag, PIPE_NKINDS, fns, nin, ops, res);
     if (st) break;
     if (S > 1) sent_act = res[0], sent_cot = res[1];
     memcpy(stash, res + 2, (size_t)c.nstash * sizeof *stash);
@@ -832,6 +841,7 @@ jx_fn *jx_pipeline_value_and_grad(jx_fn *stage, jx_fn *loss_fn, jx_mesh *m, cons
     free_train_data(d);
     return NULL;
   }
+  d->profile_tag = pipe_profile_tag(schedule, &d->table);
   d->batch = jx_pipeline_batch_sharding(m, opts && opts->batch_spec ? opts->batch_spec : "",
                                         stage_axis, &d->batch_shards);
   if (!d->batch) {
