@@ -34,8 +34,10 @@
 
 #include "../array/dtype.h"
 #include "../base/error.h"
+#include "../ir/axis_env.h"
 #include "../trace/eval.h"
 #include "../trace/fn.h"
+#include "../trace/vma.h"
 #include "../transform/ad.h"
 #include "../transform/build.h"
 #include "../transform/control.h"
@@ -56,6 +58,10 @@ typedef struct {
   int profile_tag; /* its switches' tag (pipe_profile_tag) */
   jx_sharding *batch;
   int64_t batch_shards;
+  /* per stacked parameter: its spec over the other axes (NULL: whole), and
+   * its shard_map spec, the stage axis first */
+  jx_sharding **param_sh;
+  char **param_spec;
   jx_fn *body, *smap;
 } train_data;
 
@@ -70,6 +76,10 @@ static void free_train_data(void *data) {
   jx_sharding_release(d->batch);
   jx_mesh_release(d->mesh);
   pipe_table_free(&d->table);
+  for (int k = 0; k < d->nparams && d->param_sh; k++) jx_sharding_release(d->param_sh[k]);
+  for (int k = 0; k < d->nparams && d->param_spec; k++) free(d->param_spec[k]);
+  free(d->param_sh);
+  free(d->param_spec);
   free(d->data_axes);
   free(d->axis);
   free(d);
@@ -553,6 +563,59 @@ static int table_sends(const train_data *d, int t, int way) {
   return 0;
 }
 
+/* Calls f(d, j, dim, axis, arg) for each dim of stacked parameter j that
+ * its spec splits over an axis of the batch spec (stored sharded, FSDP);
+ * dim counts in the body's block (after the stage dim with virtual stages). */
+static jx_array *each_fsdp_dim(const train_data *d, int j, jx_array *x,
+                               jx_array *(*f)(jx_array *, const char *, int)) {
+  const jx_sharding *b = d->param_sh ? d->param_sh[j] : NULL;
+  for (int dim = 0; b && dim < b->ndims; dim++)
+    for (int k = 0; k < b->naxes[dim]; k++)
+      if (jx_sharding_uses_axis(d->batch, b->axis[dim][k]))
+        x = f(x, jx_mesh_axis_name(d->mesh, b->axis[dim][k]), dim + (d->virtual_stages > 1));
+  return x;
+}
+
+static jx_array *gather_dim(jx_array *x, const char *axis, int dim) {
+  return jx_all_gather(x, axis, dim, 1);
+}
+
+/* The gradient's mean over the axis, split back as the parameter. */
+static jx_array *scatter_dim(jx_array *g, const char *axis, int dim) {
+  return jx_div(jx_psum_scatter(g, axis, dim, 1), jx_scalar(g->dtype, jx_axis_size(axis)));
+}
+
+/* Stacked parameter j whole over the batch spec's axes. */
+static jx_array *fsdp_gather(const train_data *d, int j, jx_array *x) {
+  return each_fsdp_dim(d, j, x, gather_dim);
+}
+
+/* Stacked parameter j's gradient averaged over the batch spec's axes:
+ * reduce-scattered over those it is stored split over, pmean over the others. */
+static jx_array *over_data(const train_data *d, int j, jx_array *g) {
+  g = each_fsdp_dim(d, j, g, scatter_dim);
+  const jx_sharding *b = d->param_sh ? d->param_sh[j] : NULL, *batch = d->batch;
+  for (int a = 0; batch->ndims > 0 && a < batch->naxes[0]; a++)
+    if (!b || !jx_sharding_uses_axis(b, batch->axis[0][a]))
+      g = jx_pmean(g, jx_mesh_axis_name(d->mesh, batch->axis[0][a]));
+  return g;
+}
+
+/* The manual axes the stage's programs take x to vary over: the stage axis
+ * and the batch spec's whatever x's own type says (the pipeline sums the
+ * gradients over those itself, so no cast of the programs may add a psum
+ * over them to a transpose), the others as x's type says (a parameter
+ * split over model varies over it, the activations do not: the stage's own
+ * psum over model and its transpose are then Megatron's). */
+static int program_vma(const train_data *d, const jx_array *x) {
+  int64_t ids[JX_MAX_RANK + 1];
+  int n = 0;
+  ids[n++] = jx_axis_id(d->axis);
+  for (int a = 0; d->batch->ndims > 0 && a < d->batch->naxes[0] && n <= JX_MAX_RANK; a++)
+    ids[n++] = jx_axis_id(jx_mesh_axis_name(d->mesh, d->batch->axis[0][a]));
+  return jx_vma_add(jx_array_vma(x), n, ids);
+}
+
 /* A row of the table as the body reads it: the step's fields, then the
  * label a profile shows. */
 enum { ROW_FIELDS = PIPE_STEP_FIELDS + 1 };
@@ -580,15 +643,17 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
   for (int j = 0; !st && j < n; j++) {
     /* with virtual stages a block holds the device's chunks, taken per action */
     params[j] = j < P && d->virtual_stages == 1 ? jx_squeeze(in[j], JX_AXES(0)) : in[j];
-    av[j] = (jx_aval){.dtype = params[j]->dtype, .shape = params[j]->shape};
+    if (j < P) params[j] = fsdp_gather(d, j, params[j]);
+    av[j] = (jx_aval){
+        .dtype = params[j]->dtype, .shape = params[j]->shape, .vma = program_vma(d, params[j])};
     if (j < P && d->virtual_stages > 1) av[j] = jx_aval_unstacked(av[j]);
   }
   if (!st) {
     jx_shape mb = x->shape, tmb = tg->shape;
     mb.dims[0] = rows;
     tmb.dims[0] = trows;
-    av[n] = (jx_aval){.dtype = x->dtype, .shape = mb};
-    av[n + 1] = (jx_aval){.dtype = tg->dtype, .shape = tmb};
+    av[n] = (jx_aval){.dtype = x->dtype, .shape = mb, .vma = program_vma(d, x)};
+    av[n + 1] = (jx_aval){.dtype = tg->dtype, .shape = tmb, .vma = program_vma(d, tg)};
     st = prepare_ticks(d, av, &c);
   }
   int nin = branch_nin(&c), nout = branch_nout(&c);
@@ -664,8 +729,8 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
   if (d->data_axes) loss = jx_pmean(loss, d->data_axes);
   out[0] = loss;
   for (int j = 0; j < n; j++) {
-    jx_array *g = j < P ? grads[j] : jx_psum(grads[j], d->axis);
-    if (d->data_axes) g = jx_pmean(g, d->data_axes);
+    jx_array *g = j < P ? over_data(d, j, grads[j]) : jx_psum(grads[j], d->axis);
+    if (j >= P && d->data_axes) g = jx_pmean(g, d->data_axes);
     out[1 + j] = j < P && d->virtual_stages == 1 ? jx_expand_dims(g, 0) : g;
   }
   goto done;
@@ -771,6 +836,38 @@ static char *split_axes(const jx_sharding *b) {
   return s;
 }
 
+/* The stacked parameters' specs over the other axes (opts->param_specs),
+ * checked, and their shard_map specs: "stage,<spec>". */
+static jx_status param_specs(train_data *d, const char *const *specs) {
+  d->param_sh = calloc((size_t)d->nparams + 1, sizeof *d->param_sh);
+  d->param_spec = calloc((size_t)d->nparams + 1, sizeof *d->param_spec);
+  if (!d->param_sh || !d->param_spec)
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
+  for (int k = 0; k < d->nparams; k++) {
+    const char *spec = specs[k] ? specs[k] : "";
+    jx_sharding *b = jx_sharding_create(d->mesh, spec);
+    if (!b) {
+      char context[400];
+      snprintf(context, sizeof context, "jx_pipeline_value_and_grad: parameter %d's spec '%s'", k,
+               spec);
+      jx_sharding_restate_error(context);
+      return jx_last_status();
+    }
+    d->param_sh[k] = b;
+    if (jx_sharding_uses_axis(b, jx_mesh_axis_index(d->mesh, d->axis)))
+      return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                          "jx_pipeline_value_and_grad: parameter %d's spec '%s' names the stage "
+                          "axis '%s'; the stage dim is the pipeline's own",
+                          k, jx_sharding_spec(b), d->axis);
+    size_t cap = strlen(d->axis) + strlen(jx_sharding_spec(b)) + 2;
+    if (!(d->param_spec[k] = malloc(cap)))
+      return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
+    snprintf(d->param_spec[k], cap, "%s%s%s", d->axis, b->ndims ? "," : "",
+             b->ndims ? jx_sharding_spec(b) : "");
+  }
+  return JX_OK;
+}
+
 jx_status jx_pipeline_schedule_stats(jx_pipeline_schedule schedule, int stages, int virtual_stages,
                                      int microbatches, jx_pipeline_stats *out) {
   if (!out) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_pipeline_schedule_stats: out is NULL");
@@ -873,8 +970,15 @@ jx_fn *jx_pipeline_value_and_grad(jx_fn *stage, jx_fn *loss_fn, jx_mesh *m, cons
     return NULL;
   }
   strcpy(d->axis, stage_axis);
+  if (opts && opts->param_specs && param_specs(d, opts->param_specs)) {
+    free(in_specs);
+    free(out_specs);
+    free_train_data(d);
+    return NULL;
+  }
   const char *batch_spec = jx_sharding_spec(d->batch);
-  for (int k = 0; k < n; k++) in_specs[k] = out_specs[1 + k] = k < P ? d->axis : "";
+  for (int k = 0; k < n; k++)
+    in_specs[k] = out_specs[1 + k] = k >= P ? "" : d->param_spec ? d->param_spec[k] : d->axis;
   in_specs[n] = in_specs[n + 1] = batch_spec;
   out_specs[0] = "";
   char name[300];
