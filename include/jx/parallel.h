@@ -232,6 +232,12 @@ typedef struct {
    * a row-parallel product). The gradients come back split as the
    * parameters. */
   const char *const *param_specs;
+  /* 1: overlap communication with compute. A value sent at the end of
+   * tick t is first used at t + 2, so the ppermutes of what tick t sent
+   * run while tick t + 1 computes; the fill and drain take a tick more per
+   * hop, 1F1B runs more forwards ahead (jx_pipeline_schedule_stats gives
+   * the tables without overlap). */
+  int overlap;
 } jx_pipeline_train_options;
 JX_API jx_fn *jx_pipeline_value_and_grad(jx_fn *stage, jx_fn *loss_fn, jx_mesh *m,
                                          const char *stage_axis, int microbatches,

@@ -51,7 +51,7 @@ typedef struct {
   jx_mesh *mesh;
   char *axis;
   char *data_axes; /* the batch spec's axes, "a,b", or NULL */
-  int nstages, microbatches, remat;
+  int nstages, microbatches, remat, overlap;
   int virtual_stages;  /* per device: its blocks hold V chunks, global stage chunk S + device */
   int nparams, nouter; /* the stage's parameters (stacked), the loss's (whole) */
   pipe_table table;
@@ -699,10 +699,14 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
       field[f] = jx_reshape(jx_slice(row, JX_SHAPE(f), JX_SHAPE(f + 1), JX_SHAPE()), JX_SHAPE());
     /* what the neighbours sent at the end of the last tick, when the table
      * says some device sent anything that way */
-    if (sent_act && table_sends(d, t - 1, 0))
-      act_inbox = slot_write(act_inbox, field[6], jx_ppermute(sent_act, d->axis, npairs, right));
-    if (sent_cot && table_sends(d, t - 1, 1))
-      cot_inbox = slot_write(cot_inbox, field[7], jx_ppermute(sent_cot, d->axis, npairs, left));
+    jx_array *arrived_act =
+        sent_act && table_sends(d, t - 1, 0) ? jx_ppermute(sent_act, d->axis, npairs, right) : NULL;
+    jx_array *arrived_cot =
+        sent_cot && table_sends(d, t - 1, 1) ? jx_ppermute(sent_cot, d->axis, npairs, left) : NULL;
+    /* with overlap no action of this tick reads them: they are filed after
+     * the switch, which runs while they are in flight */
+    if (arrived_act && !d->overlap) act_inbox = slot_write(act_inbox, field[6], arrived_act);
+    if (arrived_cot && !d->overlap) cot_inbox = slot_write(cot_inbox, field[7], arrived_cot);
     memcpy(ops, params, (size_t)n * sizeof *ops);
     jx_array *raw = rows_at(x, field[1], rows);
     ops[n + IN_X] = S > 1 ? slot_read(act_inbox, field[3]) : d->first ? zeros_of(c.act) : raw;
@@ -717,6 +721,8 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
     ops[loss_at(&c) + 1] = rows_at(tg, field[1], trows);
     st = jx_switch_labeled(field[0], n + IN_LABEL, d->profile_tag, PIPE_NKINDS, fns, nin, ops, res);
     if (st) break;
+    if (arrived_act && d->overlap) act_inbox = slot_write(act_inbox, field[6], arrived_act);
+    if (arrived_cot && d->overlap) cot_inbox = slot_write(cot_inbox, field[7], arrived_cot);
     if (S > 1) sent_act = res[0], sent_cot = res[1];
     memcpy(stash, res + 2, (size_t)c.nstash * sizeof *stash);
     memcpy(grads, res + grad_at(&c), (size_t)n * sizeof *grads);
@@ -934,7 +940,8 @@ jx_fn *jx_pipeline_value_and_grad(jx_fn *stage, jx_fn *loss_fn, jx_mesh *m, cons
     return NULL;
   }
   d->virtual_stages = V;
-  if (pipe_table_build(schedule, (int)nstages, V, microbatches, &d->table)) {
+  d->overlap = opts ? opts->overlap : 0;
+  if (pipe_table_build_overlapped(schedule, (int)nstages, V, microbatches, d->overlap, &d->table)) {
     free_train_data(d);
     return NULL;
   }
