@@ -563,9 +563,9 @@ static int table_sends(const train_data *d, int t, int way) {
   return 0;
 }
 
-/* Calls f(d, j, dim, axis, arg) for each dim of stacked parameter j that
- * its spec splits over an axis of the batch spec (stored sharded, FSDP);
- * dim counts in the body's block (after the stage dim with virtual stages). */
+/* x after f(x, axis, dim) for each dim of stacked parameter j that its
+ * spec splits over an axis of the batch spec (stored sharded, FSDP); dim
+ * counts in the body's block (after the stage dim with virtual stages). */
 static jx_array *each_fsdp_dim(const train_data *d, int j, jx_array *x,
                                jx_array *(*f)(jx_array *, const char *, int)) {
   const jx_sharding *b = d->param_sh ? d->param_sh[j] : NULL;
@@ -601,12 +601,12 @@ static jx_array *over_data(const train_data *d, int j, jx_array *g) {
   return g;
 }
 
-/* The manual axes the stage's programs take x to vary over: the stage axis
- * and the batch spec's whatever x's own type says (the pipeline sums the
- * gradients over those itself, so no cast of the programs may add a psum
- * over them to a transpose), the others as x's type says (a parameter
- * split over model varies over it, the activations do not: the stage's own
- * psum over model and its transpose are then Megatron's). */
+/* The manual axes the stage's programs take x to vary over: always the
+ * stage axis and the batch spec's (the pipeline reduces the gradients over
+ * those itself, so no cast in the programs may put a psum over them into a
+ * transpose), and the others as x's own type says (a parameter split over
+ * model varies over it, the activations do not, so the stage's own psum
+ * over model and its transpose are Megatron's). */
 static int program_vma(const train_data *d, const jx_array *x) {
   int64_t ids[JX_MAX_RANK + 1];
   int n = 0;
@@ -860,6 +860,15 @@ static jx_status param_specs(train_data *d, const char *const *specs) {
       return jx_last_status();
     }
     d->param_sh[k] = b;
+    for (int dim = 0; dim < b->ndims; dim++)
+      for (int a = 0; b->naxes[dim] > 1 && a < b->naxes[dim]; a++)
+        if (jx_sharding_uses_axis(d->batch, b->axis[dim][a]))
+          return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                              "jx_pipeline_value_and_grad: parameter %d's spec '%s' splits dim "
+                              "%d over the batch axis '%s' and another; a dim stored split over "
+                              "a batch axis (FSDP) takes that axis alone",
+                              k, jx_sharding_spec(b), dim,
+                              jx_mesh_axis_name(d->mesh, b->axis[dim][a]));
     if (jx_sharding_uses_axis(b, jx_mesh_axis_index(d->mesh, d->axis)))
       return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                           "jx_pipeline_value_and_grad: parameter %d's spec '%s' names the stage "

@@ -7,7 +7,8 @@
  * plain stages run one after another on one device (f32, 1e-5): tensor
  * parallelism with GPipe and 1F1B, FSDP with 1F1B and interleaved 1F1B,
  * eagerly and under jx_jit. A spec that names the
- * stage axis is an error naming the parameter and the axis. */
+ * stage axis, an unknown axis, or splits a dim over data and another axis is
+ * an error naming the parameter. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -149,7 +150,11 @@ static void spec_naming_the_stage_axis(void **state) {
   jx_clear_error();
   assert_null(jx_pipeline_value_and_grad(tp, loss, mesh, "stage", M, JX_PIPELINE_1F1B, &o));
   assert_non_null(strstr(jx_last_error(), "parameter 1's spec 'stage' names the stage axis"));
-  specs[1] = "modle";
+  specs[0] = "(data,model)", specs[1] = "model"; /* FSDP and model on one dim */
+  jx_clear_error();
+  assert_null(jx_pipeline_value_and_grad(tp, loss, mesh, "stage", M, JX_PIPELINE_1F1B, &o));
+  assert_non_null(strstr(jx_last_error(), "splits dim 0 over the batch axis 'data' and another"));
+  specs[0] = "None,model", specs[1] = "modle";
   jx_clear_error();
   assert_null(jx_pipeline_value_and_grad(tp, loss, mesh, "stage", M, JX_PIPELINE_1F1B, &o));
   assert_non_null(strstr(jx_last_error(), "parameter 1's spec 'modle'"));
