@@ -222,6 +222,22 @@ typedef struct {
   jx_fn *first;
   /* JX_PIPELINE_INTERLEAVED: stages per device (>= 2); others: 0 or 1. */
   int virtual_stages;
+  /* Optional, one per stacked parameter: how the stage's own parameter
+   * (without the stage dim) is split over the mesh's other axes, a
+   * partition spec ("None,model"; NULL or "" whole). A dim split over an
+   * axis of batch_spec is stored sharded (FSDP): the pipeline gathers it
+   * before the ticks and reduce-scatters its gradient. A dim split over
+   * another axis (tensor parallelism, Megatron's) reaches the stage as its
+   * shard: the stage runs its own collectives over that axis (a psum after
+   * a row-parallel product). The gradients come back split as the
+   * parameters. */
+  const char *const *param_specs;
+  /* 1: overlap communication with compute. A value sent at the end of
+   * tick t is first used at t + 2, so the ppermutes of what tick t sent
+   * run while tick t + 1 computes; the fill and drain take a tick more per
+   * hop, 1F1B runs more forwards ahead (jx_pipeline_schedule_stats gives
+   * the tables without overlap). */
+  int overlap;
 } jx_pipeline_train_options;
 JX_API jx_fn *jx_pipeline_value_and_grad(jx_fn *stage, jx_fn *loss_fn, jx_mesh *m,
                                          const char *stage_axis, int microbatches,

@@ -38,10 +38,13 @@ static void function_begin_off(const struct jx_program *p, jx_prof_estimate *est
   (void)p, (void)estimate;
 }
 static void function_end_off(void) {}
+static void branch_off(const char *name, int branch, int64_t label, int tag, double t0, double t1) {
+  (void)name, (void)branch, (void)label, (void)tag, (void)t0, (void)t1;
+}
 
-static const jx_debug_hooks off = {check_eager_off,    check_step_off,  compute_off,
-                                   compute_begin_off,  collective_off,  compile_off,
-                                   function_begin_off, function_end_off};
+static const jx_debug_hooks off = {check_eager_off,    check_step_off,   compute_off,
+                                   compute_begin_off,  collective_off,   compile_off,
+                                   function_begin_off, function_end_off, branch_off};
 
 const jx_debug_hooks *jx_debug_tools = &off;
 

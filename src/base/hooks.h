@@ -74,6 +74,11 @@ typedef struct {
    * thread's device. */
   void (*function_begin)(const struct jx_program *p, jx_prof_estimate *estimate);
   void (*function_end)(void);
+  /* A branch of a labeled switch ran (transform/cond.c): the branch's
+   * program name and index, the value of its label operand and the
+   * switch's tag (what the labeling code registered, e.g. a pipeline's
+   * schedule: parallel/pipeline_schedule.h). */
+  void (*branch)(const char *name, int branch, int64_t label, int tag, double t0, double t1);
 } jx_debug_hooks;
 
 /* The tools' functions; never NULL (no-ops until debug/ installs its own). */
@@ -104,5 +109,9 @@ static inline void jx_prof_function_begin(const struct jx_program *p, jx_prof_es
   jx_debug_tools->function_begin(p, estimate);
 }
 static inline void jx_prof_function_end(void) { jx_debug_tools->function_end(); }
+static inline void jx_prof_branch(const char *name, int branch, int64_t label, int tag, double t0,
+                                  double t1) {
+  jx_debug_tools->branch(name, branch, label, tag, t0, t1);
+}
 
 #endif

@@ -110,6 +110,24 @@ void jx_profiler_collective(const char *name, double t0, double t1, double bytes
   jx_prof_add(&e);
 }
 
+void jx_profiler_branch(const char *name, int branch, int64_t label, int tag, double t0,
+                        double t1) {
+  jx_prof_event e = {.kind = JX_PROF_BRANCH,
+                     .tid = track(),
+                     .ts = t0,
+                     .dur = t1 - t0,
+                     .label = label,
+                     .branch = branch,
+                     .tag = tag};
+  if (label >= 0)
+    snprintf(e.name, sizeof e.name, "%s %lld", name ? name : "?", (long long)label);
+  else
+    set_name(&e, name);
+  snprintf(e.args, sizeof e.args, "\"branch\": %d, \"label\": %lld, \"tag\": %d", branch,
+           (long long)label, tag);
+  jx_prof_add(&e);
+}
+
 void jx_profiler_compile(const char *name, double t0, const jx_compile_times *t) {
   jx_prof_event e = {.kind = JX_PROF_COMPILE, .tid = track(), .ts = t0, .dur = t->total};
   snprintf(e.name, sizeof e.name, "compile %s", name);

@@ -20,6 +20,7 @@ enum {
   JX_PROF_STEP,
   JX_PROF_COUNTER,
   JX_PROF_FUNCTION, /* one run of a jitted function (an executable) */
+  JX_PROF_BRANCH,   /* one run of a labeled switch's branch (a pipeline's action) */
 };
 enum { JX_PROF_HOST_TID = 1000 }; /* the track of threads outside devices */
 
@@ -33,6 +34,8 @@ typedef struct {
       self; /* seconds since the common origin; self: compute less the collectives inside */
   double flops, bytes;
   double estimated_peak, measured_peak; /* JX_PROF_FUNCTION: bytes */
+  int64_t label;                        /* JX_PROF_BRANCH: its label's value (-1: none) */
+  int branch, tag;                      /* JX_PROF_BRANCH: the branch's index, the switch's tag */
   char name[96];
   char args[224]; /* the members of the event's "args" object, JSON */
 } jx_prof_event;
@@ -84,5 +87,9 @@ jx_status jx_prof_gather(const jx_prof_process *mine, const jx_prof_event *event
 /* profiler_output.c */
 jx_status jx_prof_write_trace(const jx_prof_trace *t);
 void jx_prof_summarize(const jx_prof_trace *t); /* on stderr; keeps the numbers for the tests */
+
+/* profiler_pipeline.c: the summary's pipeline lines, from the branch events
+ * of the pipelines' switches: the measured bubble beside the schedule's. */
+void jx_prof_summarize_pipelines(const jx_prof_trace *t);
 
 #endif

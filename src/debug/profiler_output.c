@@ -26,8 +26,8 @@ static void json_str(FILE *f, const char *s) {
 }
 
 static const char *cat_name(int kind) {
-  static const char *const names[] = {"compute", "collective", "compile", "scope",
-                                      "step",    "memory",     "function"};
+  static const char *const names[] = {"compute", "collective", "compile",  "scope",
+                                      "step",    "memory",     "function", "branch"};
   return names[kind];
 }
 
@@ -337,6 +337,7 @@ void jx_prof_summarize(const jx_prof_trace *t) {
             s->idle * 1e3, 100 * s->idle / wall);
   }
   top_steps(t);
+  jx_prof_summarize_pipelines(t);
   function_memory(t);
   peak_memory(t);
 }

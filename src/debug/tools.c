@@ -19,6 +19,7 @@ static const jx_debug_hooks tools = {
     .compile = jx_profiler_compile,
     .function_begin = jx_profiler_function_begin,
     .function_end = jx_profiler_function_end,
+    .branch = jx_profiler_branch,
 };
 
 void jx_debug_install(void);

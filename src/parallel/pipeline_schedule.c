@@ -15,6 +15,7 @@
 #include "pipeline_schedule.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +28,8 @@ typedef struct {
 /* Device d's actions in order into list (at most 2 M V entries); returns
  * the count. Global stage g = chunk S + d; the last one's forward is its
  * FORWARD_BACKWARD and it has no BACKWARD of its own. */
-static int device_actions(jx_pipeline_schedule schedule, int S, int V, int M, int d, action *list) {
+static int device_actions(jx_pipeline_schedule schedule, int S, int V, int M, int d, int lag,
+                          action *list) {
   int n = 0, G = S * V;
   if (schedule != JX_PIPELINE_INTERLEAVED) { /* one chunk: device d is stage d */
     if (d == S - 1) {
@@ -39,7 +41,9 @@ static int device_actions(jx_pipeline_schedule schedule, int S, int V, int M, in
       for (int i = 0; i < M; i++) list[n++] = (action){PIPE_BACKWARD, i, 0};
       return n;
     }
-    int warmup = M < S - d ? M : S - d, f = 0, b = 0;
+    /* with a lag a microbatch's round trip to the last stage and back takes
+     * longer: more forwards go ahead to keep the steady state busy */
+    int ahead = (S - d) * (1 + lag) - lag, warmup = M < ahead ? M : ahead, f = 0, b = 0;
     while (f < warmup) list[n++] = (action){PIPE_FORWARD, f++, 0};
     while (b < M) {
       list[n++] = (action){PIPE_BACKWARD, b++, 0};
@@ -131,7 +135,13 @@ static void place(pipe_table *out, interval *iv, int n, int d, int *slots, int *
 }
 
 jx_status pipe_table_build(jx_pipeline_schedule schedule, int S, int V, int M, pipe_table *out) {
+  return pipe_table_build_overlapped(schedule, S, V, M, 0, out);
+}
+
+jx_status pipe_table_build_overlapped(jx_pipeline_schedule schedule, int S, int V, int M,
+                                      int overlap, pipe_table *out) {
   memset(out, 0, sizeof *out);
+  int lag = overlap ? 1 : 0; /* ticks between a value's arrival and its first use */
   if (S < 1 || M < 1 || V < 1)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                         "jx_pipeline: %d stages and %d microbatches; at least 1 of each is needed",
@@ -150,7 +160,7 @@ jx_status pipe_table_build(jx_pipeline_schedule schedule, int S, int V, int M, p
                         M, S, V);
   if (schedule != JX_PIPELINE_INTERLEAVED) V = 1;
   int G = S * V;
-  int cap = 4 * (M * V + G) + 4; /* ticks; a schedule takes about 2 (M V + S - 1) */
+  int cap = 4 * (M * V + G) * (1 + lag) + 4; /* ticks; a schedule takes about 2 (M V + S - 1) */
   size_t GM = (size_t)G * (size_t)M, L = 2 * (size_t)M * (size_t)V;
   action *lists = calloc((size_t)S * L, sizeof *lists);
   int *len = calloc((size_t)S, sizeof *len), *next = calloc((size_t)S, sizeof *next);
@@ -178,7 +188,7 @@ jx_status pipe_table_build(jx_pipeline_schedule schedule, int S, int V, int M, p
   out->microbatches = M;
   int remaining = 0;
   for (int d = 0; d < S; d++) {
-    len[d] = device_actions(schedule, S, V, M, d, lists + (size_t)d * L);
+    len[d] = device_actions(schedule, S, V, M, d, lag, lists + (size_t)d * L);
     remaining += len[d];
   }
   for (size_t k = 0; k < GM; k++) {
@@ -209,9 +219,12 @@ jx_status pipe_table_build(jx_pipeline_schedule schedule, int S, int V, int M, p
       remaining--;
       if (a.kind != PIPE_BACKWARD) fwd_tick[k] = t;
       if (a.kind != PIPE_FORWARD) bwd_tick[k] = t;
-      if (a.kind == PIPE_FORWARD && g + 1 < G) act_ready[k + M] = act_arrive[k + M] = t + 1;
+      if (a.kind == PIPE_FORWARD && g + 1 < G) {
+        act_arrive[k + M] = t + 1;
+        act_ready[k + M] = t + 1 + lag;
+      }
       if (a.kind != PIPE_FORWARD && g > 0) {
-        cot_ready[k - M] = busy_until[d];
+        cot_ready[k - M] = busy_until[d] + lag;
         cot_arrive[k - M] = t + 1;
       }
     }
@@ -265,4 +278,30 @@ done:
   free(iv);
   if (st) pipe_table_free(out);
   return st;
+}
+
+/* The schedules tagged so far: a few per process (one per pipeline shape),
+ * kept for the process's life so that a profile can name them at its end. */
+enum { PIPE_PROFILE_TAGS = 256 };
+static pipe_profile profiles[PIPE_PROFILE_TAGS];
+static int nprofiles;
+static pthread_mutex_t profiles_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int pipe_profile_tag(jx_pipeline_schedule schedule, const pipe_table *t) {
+  pipe_profile p = {schedule,        t->nstages, t->virtual_stages,
+                    t->microbatches, t->nticks,  t->busy_ticks};
+  pthread_mutex_lock(&profiles_lock);
+  int k = 0;
+  while (k < nprofiles && memcmp(&profiles[k], &p, sizeof p)) k++;
+  if (k == nprofiles && nprofiles < PIPE_PROFILE_TAGS) profiles[nprofiles++] = p;
+  pthread_mutex_unlock(&profiles_lock);
+  return k < nprofiles ? k + 1 : 0;
+}
+
+int pipe_profile_of(int tag, pipe_profile *out) {
+  pthread_mutex_lock(&profiles_lock);
+  int found = tag >= 1 && tag <= nprofiles;
+  if (found) *out = profiles[tag - 1];
+  pthread_mutex_unlock(&profiles_lock);
+  return !found;
 }

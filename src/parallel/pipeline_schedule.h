@@ -46,6 +46,28 @@ typedef struct {
  * error naming the numbers a schedule cannot take. */
 jx_status pipe_table_build(jx_pipeline_schedule schedule, int nstages, int virtual_stages,
                            int microbatches, pipe_table *out);
+/* The same with overlap: a value that arrives at tick t is first used at
+ * t + 1, so the executor can run tick t's action while it is in flight (the
+ * ppermute of what tick t - 1 sent overlaps tick t's compute), for a tick
+ * more per hop of the pipeline's fill and drain; 1F1B then runs
+ * 2 (S - s) - 1 forwards ahead on stage s. */
+jx_status pipe_table_build_overlapped(jx_pipeline_schedule schedule, int nstages,
+                                      int virtual_stages, int microbatches, int overlap,
+                                      pipe_table *out);
 void pipe_table_free(pipe_table *t);
+
+/* What a profile needs of a pipeline's schedule to set the bubble it
+ * measures beside the schedule's (debug/profiler_pipeline.c). The pipeline's
+ * switches carry the tag that pipe_profile_tag gives for its table. */
+typedef struct {
+  jx_pipeline_schedule schedule;
+  int nstages, virtual_stages, microbatches, nticks, busy_ticks;
+} pipe_profile;
+/* The tag of t's schedule (the same for the same schedule and numbers), >=
+ * 1, or 0 when the process has run out of tags (its profile then shows the
+ * actions without the schedule's figures). */
+int pipe_profile_tag(jx_pipeline_schedule schedule, const pipe_table *t);
+/* The schedule of a tag; non-zero when it names none. */
+int pipe_profile_of(int tag, pipe_profile *out);
 
 #endif

@@ -34,10 +34,13 @@
 
 #include "../array/dtype.h"
 #include "../base/error.h"
+#include "../ir/axis_env.h"
 #include "../trace/eval.h"
 #include "../trace/fn.h"
+#include "../trace/vma.h"
 #include "../transform/ad.h"
 #include "../transform/build.h"
+#include "../transform/control.h"
 #include "mesh.h"
 #include "pipeline.h"
 #include "pipeline_schedule.h"
@@ -48,12 +51,17 @@ typedef struct {
   jx_mesh *mesh;
   char *axis;
   char *data_axes; /* the batch spec's axes, "a,b", or NULL */
-  int nstages, microbatches, remat;
+  int nstages, microbatches, remat, overlap;
   int virtual_stages;  /* per device: its blocks hold V chunks, global stage chunk S + device */
   int nparams, nouter; /* the stage's parameters (stacked), the loss's (whole) */
   pipe_table table;
+  int profile_tag; /* its switches' tag (pipe_profile_tag) */
   jx_sharding *batch;
   int64_t batch_shards;
+  /* per stacked parameter: its spec over the other axes (NULL: whole), and
+   * its shard_map spec, the stage axis first */
+  jx_sharding **param_sh;
+  char **param_spec;
   jx_fn *body, *smap;
 } train_data;
 
@@ -68,6 +76,10 @@ static void free_train_data(void *data) {
   jx_sharding_release(d->batch);
   jx_mesh_release(d->mesh);
   pipe_table_free(&d->table);
+  for (int k = 0; k < d->nparams && d->param_sh; k++) jx_sharding_release(d->param_sh[k]);
+  for (int k = 0; k < d->nparams && d->param_spec; k++) free(d->param_spec[k]);
+  free(d->param_sh);
+  free(d->param_spec);
   free(d->data_axes);
   free(d->axis);
   free(d);
@@ -156,9 +168,10 @@ typedef struct {
 } tick_ctx;
 
 /* Operands past the params and outer params: x, raw, the cotangent, the
- * stash slot and the chunk (i32), then the stash buffers, the gradients so far, the loss
- * so far and the targets. */
-enum { IN_X, IN_RAW, IN_CT, IN_SLOT, IN_CHUNK, IN_STASH };
+ * stash slot and the chunk (i32), the action's label (i32: its microbatch,
+ * -1 when idle; only a profile reads it), then the stash buffers, the
+ * gradients so far, the loss so far and the targets. */
+enum { IN_X, IN_RAW, IN_CT, IN_SLOT, IN_CHUNK, IN_LABEL, IN_STASH };
 
 static int stash_at(const tick_ctx *c) { return c->P + c->O + IN_STASH; }
 static int acc_at(const tick_ctx *c) { return stash_at(c) + c->nstash; }
@@ -550,6 +563,63 @@ static int table_sends(const train_data *d, int t, int way) {
   return 0;
 }
 
+/* x after f(x, axis, dim) for each dim of stacked parameter j that its
+ * spec splits over an axis of the batch spec (stored sharded, FSDP); dim
+ * counts in the body's block (after the stage dim with virtual stages). */
+static jx_array *each_fsdp_dim(const train_data *d, int j, jx_array *x,
+                               jx_array *(*f)(jx_array *, const char *, int)) {
+  const jx_sharding *b = d->param_sh ? d->param_sh[j] : NULL;
+  for (int dim = 0; b && dim < b->ndims; dim++)
+    for (int k = 0; k < b->naxes[dim]; k++)
+      if (jx_sharding_uses_axis(d->batch, b->axis[dim][k]))
+        x = f(x, jx_mesh_axis_name(d->mesh, b->axis[dim][k]), dim + (d->virtual_stages > 1));
+  return x;
+}
+
+static jx_array *gather_dim(jx_array *x, const char *axis, int dim) {
+  return jx_all_gather(x, axis, dim, 1);
+}
+
+/* The gradient's mean over the axis, split back as the parameter. */
+static jx_array *scatter_dim(jx_array *g, const char *axis, int dim) {
+  return jx_div(jx_psum_scatter(g, axis, dim, 1), jx_scalar(g->dtype, jx_axis_size(axis)));
+}
+
+/* Stacked parameter j whole over the batch spec's axes. */
+static jx_array *fsdp_gather(const train_data *d, int j, jx_array *x) {
+  return each_fsdp_dim(d, j, x, gather_dim);
+}
+
+/* Stacked parameter j's gradient averaged over the batch spec's axes:
+ * reduce-scattered over those it is stored split over, pmean over the others. */
+static jx_array *over_data(const train_data *d, int j, jx_array *g) {
+  g = each_fsdp_dim(d, j, g, scatter_dim);
+  const jx_sharding *b = d->param_sh ? d->param_sh[j] : NULL, *batch = d->batch;
+  for (int a = 0; batch->ndims > 0 && a < batch->naxes[0]; a++)
+    if (!b || !jx_sharding_uses_axis(b, batch->axis[0][a]))
+      g = jx_pmean(g, jx_mesh_axis_name(d->mesh, batch->axis[0][a]));
+  return g;
+}
+
+/* The manual axes the stage's programs take x to vary over: always the
+ * stage axis and the batch spec's (the pipeline reduces the gradients over
+ * those itself, so no cast in the programs may put a psum over them into a
+ * transpose), and the others as x's own type says (a parameter split over
+ * model varies over it, the activations do not, so the stage's own psum
+ * over model and its transpose are Megatron's). */
+static int program_vma(const train_data *d, const jx_array *x) {
+  int64_t ids[JX_MAX_RANK + 1];
+  int n = 0;
+  ids[n++] = jx_axis_id(d->axis);
+  for (int a = 0; d->batch->ndims > 0 && a < d->batch->naxes[0] && n <= JX_MAX_RANK; a++)
+    ids[n++] = jx_axis_id(jx_mesh_axis_name(d->mesh, d->batch->axis[0][a]));
+  return jx_vma_add(jx_array_vma(x), n, ids);
+}
+
+/* A row of the table as the body reads it: the step's fields, then the
+ * label a profile shows. */
+enum { ROW_FIELDS = PIPE_STEP_FIELDS + 1 };
+
 /* The per-device body: (parameter blocks [1, ...]..., outer..., batch,
  * targets) -> (loss, gradient blocks..., outer gradients...). */
 static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
@@ -564,7 +634,7 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
   jx_array **params = calloc((size_t)n + 1, sizeof *params);
   jx_array **grads = calloc((size_t)n + 1, sizeof *grads);
   jx_aval *av = calloc((size_t)n + 2, sizeof *av);
-  int32_t *rowdata = malloc(sizeof *rowdata * (size_t)S * PIPE_STEP_FIELDS);
+  int32_t *rowdata = malloc(sizeof *rowdata * (size_t)S * ROW_FIELDS);
   int(*right)[2] = calloc((size_t)S, sizeof *right), (*left)[2] = calloc((size_t)S, sizeof *left);
   jx_array **ops = NULL, **res = NULL, **stash = NULL;
   jx_status st = params && grads && av && rowdata && right && left
@@ -573,15 +643,17 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
   for (int j = 0; !st && j < n; j++) {
     /* with virtual stages a block holds the device's chunks, taken per action */
     params[j] = j < P && d->virtual_stages == 1 ? jx_squeeze(in[j], JX_AXES(0)) : in[j];
-    av[j] = (jx_aval){.dtype = params[j]->dtype, .shape = params[j]->shape};
+    if (j < P) params[j] = fsdp_gather(d, j, params[j]);
+    av[j] = (jx_aval){
+        .dtype = params[j]->dtype, .shape = params[j]->shape, .vma = program_vma(d, params[j])};
     if (j < P && d->virtual_stages > 1) av[j] = jx_aval_unstacked(av[j]);
   }
   if (!st) {
     jx_shape mb = x->shape, tmb = tg->shape;
     mb.dims[0] = rows;
     tmb.dims[0] = trows;
-    av[n] = (jx_aval){.dtype = x->dtype, .shape = mb};
-    av[n + 1] = (jx_aval){.dtype = tg->dtype, .shape = tmb};
+    av[n] = (jx_aval){.dtype = x->dtype, .shape = mb, .vma = program_vma(d, x)};
+    av[n + 1] = (jx_aval){.dtype = tg->dtype, .shape = tmb, .vma = program_vma(d, tg)};
     st = prepare_ticks(d, av, &c);
   }
   int nin = branch_nin(&c), nout = branch_nout(&c);
@@ -592,9 +664,9 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
     if (!ops || !res || !stash)
       st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
   }
-  static const char *names[PIPE_NKINDS] = {"pipeline_idle",     "pipeline_forward",
-                                           "pipeline_backward", "pipeline_forward_backward",
-                                           "pipeline_first",    "pipeline_first_backward"};
+  /* a profile's names of the actions, followed by the microbatch */
+  static const char *names[PIPE_NKINDS] = {"idle",    "forward", "backward", "forward+backward",
+                                           "forward", "backward"};
   for (int k = 0; !st && k < PIPE_NKINDS; k++)
     if (!(fns[k] = jx_fn_create(names[k], nin, nout, branches[k], &c))) st = jx_last_status();
   if (st) goto fail;
@@ -616,20 +688,25 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
     /* this tick's row of the table for this device */
     for (int s = 0; s < S; s++) {
       const pipe_step *p = &tb->steps[t * S + s];
-      int32_t *r = rowdata + (size_t)s * PIPE_STEP_FIELDS;
+      int32_t *r = rowdata + (size_t)s * ROW_FIELDS;
       r[0] = step_kind(p, s), r[1] = p->microbatch, r[2] = p->chunk, r[3] = p->act_slot;
       r[4] = p->stash_slot, r[5] = p->cot_slot, r[6] = p->recv_act_slot, r[7] = p->recv_cot_slot;
+      r[8] = p->kind == PIPE_IDLE ? -1 : p->microbatch;
     }
-    jx_array *table = jx_array_from(JX_I32, JX_SHAPE(S, PIPE_STEP_FIELDS), rowdata);
-    jx_array *row = slot_read(table, position), *field[PIPE_STEP_FIELDS];
-    for (int f = 0; f < PIPE_STEP_FIELDS; f++)
+    jx_array *table = jx_array_from(JX_I32, JX_SHAPE(S, ROW_FIELDS), rowdata);
+    jx_array *row = slot_read(table, position), *field[ROW_FIELDS];
+    for (int f = 0; f < ROW_FIELDS; f++)
       field[f] = jx_reshape(jx_slice(row, JX_SHAPE(f), JX_SHAPE(f + 1), JX_SHAPE()), JX_SHAPE());
     /* what the neighbours sent at the end of the last tick, when the table
      * says some device sent anything that way */
-    if (sent_act && table_sends(d, t - 1, 0))
-      act_inbox = slot_write(act_inbox, field[6], jx_ppermute(sent_act, d->axis, npairs, right));
-    if (sent_cot && table_sends(d, t - 1, 1))
-      cot_inbox = slot_write(cot_inbox, field[7], jx_ppermute(sent_cot, d->axis, npairs, left));
+    jx_array *arrived_act =
+        sent_act && table_sends(d, t - 1, 0) ? jx_ppermute(sent_act, d->axis, npairs, right) : NULL;
+    jx_array *arrived_cot =
+        sent_cot && table_sends(d, t - 1, 1) ? jx_ppermute(sent_cot, d->axis, npairs, left) : NULL;
+    /* with overlap no action of this tick reads them: they are filed after
+     * the switch, which runs while they are in flight */
+    if (arrived_act && !d->overlap) act_inbox = slot_write(act_inbox, field[6], arrived_act);
+    if (arrived_cot && !d->overlap) cot_inbox = slot_write(cot_inbox, field[7], arrived_cot);
     memcpy(ops, params, (size_t)n * sizeof *ops);
     jx_array *raw = rows_at(x, field[1], rows);
     ops[n + IN_X] = S > 1 ? slot_read(act_inbox, field[3]) : d->first ? zeros_of(c.act) : raw;
@@ -637,12 +714,15 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
     ops[n + IN_CT] = slot_read(cot_inbox, field[5]);
     ops[n + IN_SLOT] = field[4];
     ops[n + IN_CHUNK] = field[2];
+    ops[n + IN_LABEL] = field[8];
     memcpy(ops + stash_at(&c), stash, (size_t)c.nstash * sizeof *ops);
     memcpy(ops + acc_at(&c), grads, (size_t)n * sizeof *ops);
     ops[loss_at(&c)] = loss;
     ops[loss_at(&c) + 1] = rows_at(tg, field[1], trows);
-    st = jx_switch(field[0], PIPE_NKINDS, fns, nin, ops, res);
+    st = jx_switch_labeled(field[0], n + IN_LABEL, d->profile_tag, PIPE_NKINDS, fns, nin, ops, res);
     if (st) break;
+    if (arrived_act && d->overlap) act_inbox = slot_write(act_inbox, field[6], arrived_act);
+    if (arrived_cot && d->overlap) cot_inbox = slot_write(cot_inbox, field[7], arrived_cot);
     if (S > 1) sent_act = res[0], sent_cot = res[1];
     memcpy(stash, res + 2, (size_t)c.nstash * sizeof *stash);
     memcpy(grads, res + grad_at(&c), (size_t)n * sizeof *grads);
@@ -655,8 +735,8 @@ static void train_body(void *ctx, jx_array *const *in, jx_array **out) {
   if (d->data_axes) loss = jx_pmean(loss, d->data_axes);
   out[0] = loss;
   for (int j = 0; j < n; j++) {
-    jx_array *g = j < P ? grads[j] : jx_psum(grads[j], d->axis);
-    if (d->data_axes) g = jx_pmean(g, d->data_axes);
+    jx_array *g = j < P ? over_data(d, j, grads[j]) : jx_psum(grads[j], d->axis);
+    if (j >= P && d->data_axes) g = jx_pmean(g, d->data_axes);
     out[1 + j] = j < P && d->virtual_stages == 1 ? jx_expand_dims(g, 0) : g;
   }
   goto done;
@@ -762,6 +842,47 @@ static char *split_axes(const jx_sharding *b) {
   return s;
 }
 
+/* The stacked parameters' specs over the other axes (opts->param_specs),
+ * checked, and their shard_map specs: "stage,<spec>". */
+static jx_status param_specs(train_data *d, const char *const *specs) {
+  d->param_sh = calloc((size_t)d->nparams + 1, sizeof *d->param_sh);
+  d->param_spec = calloc((size_t)d->nparams + 1, sizeof *d->param_spec);
+  if (!d->param_sh || !d->param_spec)
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
+  for (int k = 0; k < d->nparams; k++) {
+    const char *spec = specs[k] ? specs[k] : "";
+    jx_sharding *b = jx_sharding_create(d->mesh, spec);
+    if (!b) {
+      char context[400];
+      snprintf(context, sizeof context, "jx_pipeline_value_and_grad: parameter %d's spec '%s'", k,
+               spec);
+      jx_sharding_restate_error(context);
+      return jx_last_status();
+    }
+    d->param_sh[k] = b;
+    for (int dim = 0; dim < b->ndims; dim++)
+      for (int a = 0; b->naxes[dim] > 1 && a < b->naxes[dim]; a++)
+        if (jx_sharding_uses_axis(d->batch, b->axis[dim][a]))
+          return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                              "jx_pipeline_value_and_grad: parameter %d's spec '%s' splits dim "
+                              "%d over the batch axis '%s' and another; a dim stored split over "
+                              "a batch axis (FSDP) takes that axis alone",
+                              k, jx_sharding_spec(b), dim,
+                              jx_mesh_axis_name(d->mesh, b->axis[dim][a]));
+    if (jx_sharding_uses_axis(b, jx_mesh_axis_index(d->mesh, d->axis)))
+      return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                          "jx_pipeline_value_and_grad: parameter %d's spec '%s' names the stage "
+                          "axis '%s'; the stage dim is the pipeline's own",
+                          k, jx_sharding_spec(b), d->axis);
+    size_t cap = strlen(d->axis) + strlen(jx_sharding_spec(b)) + 2;
+    if (!(d->param_spec[k] = malloc(cap)))
+      return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_pipeline: out of memory");
+    snprintf(d->param_spec[k], cap, "%s%s%s", d->axis, b->ndims ? "," : "",
+             b->ndims ? jx_sharding_spec(b) : "");
+  }
+  return JX_OK;
+}
+
 jx_status jx_pipeline_schedule_stats(jx_pipeline_schedule schedule, int stages, int virtual_stages,
                                      int microbatches, jx_pipeline_stats *out) {
   if (!out) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_pipeline_schedule_stats: out is NULL");
@@ -828,10 +949,12 @@ jx_fn *jx_pipeline_value_and_grad(jx_fn *stage, jx_fn *loss_fn, jx_mesh *m, cons
     return NULL;
   }
   d->virtual_stages = V;
-  if (pipe_table_build(schedule, (int)nstages, V, microbatches, &d->table)) {
+  d->overlap = opts ? opts->overlap : 0;
+  if (pipe_table_build_overlapped(schedule, (int)nstages, V, microbatches, d->overlap, &d->table)) {
     free_train_data(d);
     return NULL;
   }
+  d->profile_tag = pipe_profile_tag(schedule, &d->table);
   d->batch = jx_pipeline_batch_sharding(m, opts && opts->batch_spec ? opts->batch_spec : "",
                                         stage_axis, &d->batch_shards);
   if (!d->batch) {
@@ -863,8 +986,15 @@ jx_fn *jx_pipeline_value_and_grad(jx_fn *stage, jx_fn *loss_fn, jx_mesh *m, cons
     return NULL;
   }
   strcpy(d->axis, stage_axis);
+  if (opts && opts->param_specs && param_specs(d, opts->param_specs)) {
+    free(in_specs);
+    free(out_specs);
+    free_train_data(d);
+    return NULL;
+  }
   const char *batch_spec = jx_sharding_spec(d->batch);
-  for (int k = 0; k < n; k++) in_specs[k] = out_specs[1 + k] = k < P ? d->axis : "";
+  for (int k = 0; k < n; k++)
+    in_specs[k] = out_specs[1 + k] = k >= P ? "" : d->param_spec ? d->param_spec[k] : d->axis;
   in_specs[n] = in_specs[n + 1] = batch_spec;
   out_specs[0] = "";
   char name[300];

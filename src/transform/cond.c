@@ -13,6 +13,7 @@
 #include <jx/transform.h>
 
 #include "../base/error.h"
+#include "../base/hooks.h"
 #include "../prims/rules.h"
 #include "../trace/eval.h"
 #include "../trace/fn.h"
@@ -47,7 +48,17 @@ static int64_t clamp_index(int64_t i, int n) { return i < 0 ? 0 : i >= n ? n - 1
 
 static jx_status impl_cond(const jx_rule_ctx *ctx, jx_array *const *in, jx_array **out) {
   int64_t k = clamp_index((int64_t)jx_item(in[0]), ctx->nsub);
-  return jx_program_eval(ctx->subs[k], in + 1, out);
+  const jx_ilist *label = &ctx->params->l[0];
+  if (label->n != 2 || !(jx_debug_flags & JX_DEBUG_PROFILE))
+    return jx_program_eval(ctx->subs[k], in + 1, out);
+  /* a labeled switch, profiled: which branch ran, for how long, on what */
+  int at = (int)label->v[0];
+  const jx_array *l = at > 0 && at < ctx->nin ? in[at] : NULL;
+  int64_t value = l && l->shape.rank == 0 && jx_is_int(l->dtype) ? (int64_t)jx_item(l) : -1;
+  double t0 = jx_prof_now();
+  jx_status st = jx_program_eval(ctx->subs[k], in + 1, out);
+  jx_prof_branch(ctx->subs[k]->name, (int)k, value, (int)label->v[1], t0, jx_prof_now());
+  return st;
 }
 
 /* ---- JVP ---- */
@@ -189,6 +200,7 @@ static jx_status pe_cond(const jx_eqn *e, const jx_aval *in_avals, const uint8_t
   cond_pe_ctx c = {splits, nsub, 0, nr, res_off, rav, nkin, nk_out};
   known->prim = unknown->prim = &jx_prim_cond;
   known->params = unknown->params = e->params;
+  known->params.l[0].n = unknown->params.l[0].n = 0; /* the operands move: no label */
   known->params.i[3] = nk_out + nr;
   unknown->params.i[3] = nu_out;
   for (int k = 0; k < nsub && !st; k++) {
@@ -324,7 +336,7 @@ const jx_prim jx_prim_cond = {.name = "cond",
                               .id = JX_PRIM_cond,
                               .nin = JX_VARIADIC,
                               .nout = JX_NOUT_PARAM,
-                              .params = "nout=i3",
+                              .params = "nout=i3 label=l0",
                               .infer = infer_cond,
                               .outputs = cond_outputs,
                               .impl = impl_cond,
@@ -337,7 +349,7 @@ JX_REGISTER_PRIMS(cond, &jx_prim_cond)
 
 /* ---- the public functions ---- */
 static jx_status switch_call(jx_array *index, int nbranches, jx_fn *const *branches, int n,
-                             jx_array *const *ops, jx_array **out) {
+                             jx_array *const *ops, int label_op, int tag, jx_array **out) {
   const char *op = "jx_switch";
   if (nbranches < 1 || nbranches > JX_EQN_SUBS)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: %d branches; 1 to %d are supported", op,
@@ -367,6 +379,10 @@ static jx_status switch_call(jx_array *index, int nbranches, jx_fn *const *branc
       for (int i = 0; i < n; i++) args[i + 1] = ops[i];
       jx_params p = JX_PARAMS_INIT;
       p.i[3] = nout;
+      if (label_op >= 0 && label_op < n) {
+        p.l[0].n = 2;
+        p.l[0].v[0] = 1 + label_op, p.l[0].v[1] = tag;
+      }
       st = jx_bind_sub(&jx_prim_cond, n + 1, args, &p, nbranches, progs, out);
     }
     free(args);
@@ -380,7 +396,17 @@ jx_status jx_switch(jx_array *index, int nbranches, jx_fn *const *branches, int 
   int nout = branches && nbranches > 0 && branches[0] ? branches[0]->nout : 0;
   jx_array **copy; /* jx_switch(i, k, b, n, x, x) */
   ops = jx_inputs_apart("jx_switch", ops, n, out, nout, &copy);
-  jx_status st = switch_call(index, nbranches, branches, n, ops, out);
+  jx_status st = switch_call(index, nbranches, branches, n, ops, -1, 0, out);
+  free(copy);
+  return st;
+}
+
+jx_status jx_switch_labeled(jx_array *index, int label_op, int tag, int nbranches,
+                            jx_fn *const *branches, int n, jx_array *const *ops, jx_array **out) {
+  int nout = branches && nbranches > 0 && branches[0] ? branches[0]->nout : 0;
+  jx_array **copy;
+  ops = jx_inputs_apart("jx_switch", ops, n, out, nout, &copy);
+  jx_status st = switch_call(index, nbranches, branches, n, ops, label_op, tag, out);
   free(copy);
   return st;
 }

@@ -11,6 +11,12 @@
 jx_status jx_control_trace_branches(const char *op, int nbranches, jx_fn *const *branches, int n,
                                     jx_array *const *ops, jx_program **out);
 
+/* jx_switch whose runs a profiler records (base/hooks.h's branch hook):
+ * which branch ran, labeled with the integer scalar ops[label_op] and
+ * tagged with tag. */
+jx_status jx_switch_labeled(jx_array *index, int label_op, int tag, int nbranches,
+                            jx_fn *const *branches, int n, jx_array *const *ops, jx_array **out);
+
 /* The program of f for inputs of these avals, checked to take nin inputs. */
 jx_program *jx_control_trace(const char *op, const char *role, jx_fn *f, int nin,
                              const jx_aval *avals);

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 #include <jx/jx.h>
 
+#include "parallel/pipeline_schedule.h"
 #include "test_util.h"
 #include "test_close.h"
 
@@ -165,6 +166,58 @@ static void interleaved(void **state) {
   m = jx_mesh_create(JX_SHAPE(2, 2), (const char *const[]){"data", "stage"});
   o = (jx_pipeline_train_options){.virtual_stages = 3, .batch_spec = "data"};
   check_matches_sequence(m, 6, 2, JX_PIPELINE_INTERLEAVED, &o, 0);
+  jx_mesh_release(m);
+}
+
+/* Overlap: the tables never read at a tick what arrives at it (so the
+ * executor files arrivals after the tick's action, their ppermutes in
+ * flight meanwhile), for a tick more per hop (GPipe's and 1F1B's bubble
+ * 2 (S - 1) / (M + 2 (S - 1))); the results are the same. */
+static void overlapped(void **state) {
+  (void)state;
+  static const struct {
+    jx_pipeline_schedule schedule;
+    int S, V, M;
+  } cases[] = {{JX_PIPELINE_GPIPE, 4, 1, 8},
+               {JX_PIPELINE_1F1B, 4, 1, 8},
+               {JX_PIPELINE_INTERLEAVED, 2, 2, 4}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    int S = cases[c].S;
+    pipe_table plain, t;
+    check_ok(pipe_table_build(cases[c].schedule, S, cases[c].V, cases[c].M, &plain));
+    check_ok(pipe_table_build_overlapped(cases[c].schedule, S, cases[c].V, cases[c].M, 1, &t));
+    assert_int_equal(t.busy_ticks, plain.busy_ticks);
+    assert_true(t.nticks > plain.nticks);
+    if (cases[c].V == 1) { /* a hop takes two ticks: the bubble is 2 (S - 1) / (M + 2 (S - 1)) */
+      double hops = 2.0 * (S - 1), bubble = 1.0 - (double)t.busy_ticks / ((double)t.nticks * S);
+      assert_true(fabs(bubble - hops / (cases[c].M + hops)) < 1e-12);
+    }
+    int same_tick_reads = 0, plain_same_tick_reads = 0;
+    for (int k = 0; k < t.nticks * S; k++) {
+      const pipe_step *p = &t.steps[k];
+      same_tick_reads += (p->kind == PIPE_FORWARD || p->kind == PIPE_FORWARD_BACKWARD) &&
+                         p->act_slot == p->recv_act_slot && p->act_slot < t.act_slots;
+      same_tick_reads +=
+          p->kind == PIPE_BACKWARD && p->cot_slot == p->recv_cot_slot && p->cot_slot < t.cot_slots;
+    }
+    for (int k = 0; k < plain.nticks * S; k++) {
+      const pipe_step *p = &plain.steps[k];
+      plain_same_tick_reads += (p->kind == PIPE_FORWARD || p->kind == PIPE_FORWARD_BACKWARD) &&
+                               p->act_slot == p->recv_act_slot && p->act_slot < plain.act_slots;
+    }
+    assert_int_equal(same_tick_reads, 0);
+    assert_true(plain_same_tick_reads > 0); /* without overlap they do */
+    pipe_table_free(&plain);
+    pipe_table_free(&t);
+  }
+  jx_mesh *m = jx_mesh_create(JX_SHAPE(4), (const char *const[]){"stage"});
+  jx_pipeline_train_options o = {.overlap = 1};
+  check_matches_sequence(m, 4, 8, JX_PIPELINE_GPIPE, &o, 0);
+  check_matches_sequence(m, 4, 4, JX_PIPELINE_1F1B, &o, 1);
+  jx_mesh_release(m);
+  m = jx_mesh_create(JX_SHAPE(2), (const char *const[]){"stage"});
+  o.virtual_stages = 2;
+  check_matches_sequence(m, 4, 4, JX_PIPELINE_INTERLEAVED, &o, 0);
   jx_mesh_release(m);
 }
 
@@ -431,6 +484,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(one_f_one_b_four_stages, setup, teardown),
       cmocka_unit_test_setup_teardown(remat_stages, setup, teardown),
       cmocka_unit_test_setup_teardown(interleaved, setup, teardown),
+      cmocka_unit_test_setup_teardown(overlapped, setup, teardown),
       cmocka_unit_test_setup_teardown(one_stage, setup, teardown),
       cmocka_unit_test_setup_teardown(batch_split_over_data, setup, teardown),
       cmocka_unit_test_setup_teardown(embedding_and_tied_head, setup, teardown),
