@@ -517,10 +517,14 @@ static int put_block_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_prog
                                const jx_fusion_group *g, const char *t, int op, const char *u) {
   const char *sh = dl->shared_kw, *tid = dl->thread_id, *nt = dl->threads, *bar = dl->barrier;
   if (op == 1) {
+    /* the sums' shared arrays as raw storage: a shared array may not have
+     * a constructor, and the CUDA dialect's complex types do */
     jx_strbuf_appendf(b,
                       "    %s int64_t ls_[256], ln_[256];\n    %s int la_[256], nl_;\n"
-                      "    %s %s lv_[256], stk_[64];\n    %s jx_pwi pw_;\n    int sp_ = 0;\n",
-                      sh, sh, sh, t, sh);
+                      "    %s double sums_[(320 * sizeof(%s) + 7) / 8];\n"
+                      "    %s *const lv_ = (%s *)sums_, *const stk_ = lv_ + 256;\n"
+                      "    %s jx_pwi pw_;\n    int sp_ = 0;\n",
+                      sh, sh, sh, t, t, t, sh);
     jx_strbuf_appendf(b, "    if (%s == 0) jx_pwi_init(&pw_, inner);\n    for (;;) {\n", tid);
     jx_strbuf_appendf(b,
                       "      if (%s == 0) {\n        int c_ = 0;\n        int64_t s_, n_;\n"
