@@ -140,6 +140,12 @@ JX_API jx_array *jx_causal_self_attention(const jx_tree *t, const char *prefix, 
  * for any jx_custom_vjp function. */
 #define JX_ATTENTION_FWD_CALL "jx.causal_attention_fwd"
 #define JX_ATTENTION_BWD_CALL "jx.causal_attention_bwd"
+/* The KV-cache decode step's attention (jx_gpt_decode_step): a custom_jvp
+ * call with this name, (q [n, H, dh], k, v [n, S, H, dh], lo, hi i32 [n])
+ * -> o [n, H, dh], attends sequence b's query to its cache slots lo[b] <= j
+ * < hi[b]. The CPU executor runs it as a kernel that reads only those
+ * slots; elsewhere it runs its equations (a masked softmax over every slot). */
+#define JX_DECODE_ATTENTION_CALL "jx.decode_attention"
 
 /* MLP block: dense, gelu (tanh form, as GPT-2 and jax.nn.gelu), dense.
  * "<p>.fc.w" [d, hidden], "<p>.fc.b" [hidden], "<p>.proj.w" [hidden, d],

@@ -35,6 +35,10 @@ const jx_env_var jx_env_vars[] = {
      "`0`: jitted programs on the CPU run the attention core as its plain equations (the T x T "
      "scores stored) instead of the fused flash kernels; read when a program is compiled " DOCS(
          "performance.md")},
+    {"JX_DECODE_ATTENTION", JX_ENV_FLAG, "1",
+     "`0`: jitted KV-cache decode steps on the CPU run their attention as its plain equations "
+     "(a masked softmax over every cache slot) instead of the kernel that reads only the filled "
+     "slots; read when a program is compiled " DOCS("inference.md")},
     {"JX_DOT_SKINNY", JX_ENV_FLAG, "1",
      "`0`: f32 products narrow on one side (at most 16) run on OpenBLAS instead of jx's "
      "AVX2/FMA loops; read at the first product " DOCS("performance.md")},

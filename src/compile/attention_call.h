@@ -8,14 +8,20 @@
  * it calls the kernel. The calls are found by name and by their types, as
  * the CUDA executor finds them (cuda/cuda_fuse.h); f32, and bf16 through
  * f32 copies (other dtypes run their programs). JX_FLASH_ATTENTION=0, read
- * when a program is compiled, keeps the composite. */
+ * when a program is compiled, keeps the composite.
+ *
+ * The decode step's attention call (JX_DECODE_ATTENTION_CALL, (q, k, v,
+ * lo, hi) -> o) runs the same way as prims/decode_attention.h's kernel,
+ * which reads only the slots lo <= j < hi of the cache; f32 only, and
+ * JX_DECODE_ATTENTION=0 keeps its composite. */
 #ifndef JX_SRC_COMPILE_ATTENTION_CALL_H
 #define JX_SRC_COMPILE_ATTENTION_CALL_H
 
 #include "../ir/program.h"
 
 /* 1 when equation e of p is a forward attention call the kernel runs, 2 a
- * backward one, 0 anything else (JX_FLASH_ATTENTION=0 included). */
+ * backward one, 3 a decode attention call, 0 anything else
+ * (JX_FLASH_ATTENTION=0 or JX_DECODE_ATTENTION=0 included). */
 int jx_cpu_attention_call(const jx_program *p, const jx_eqn *e);
 
 /* The lowering's keep predicate (lower.h): jx_cpu_attention_call != 0. */

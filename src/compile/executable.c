@@ -32,7 +32,7 @@ typedef struct {
   jx_fusion_group group; /* kernel steps: what to load and store */
   jx_kernel_fn fn;       /* NULL: run equations [first, first + count) one by one */
   uint8_t with_next;     /* a GEMM run side by side with the next step's (pair_gemms) */
-  uint8_t attention;     /* an attention call run as the fused kernel (attention_call.h: 1, 2) */
+  uint8_t attention;     /* an attention call run as a fused kernel (attention_call.h: 1-3) */
 } step;
 
 struct jx_executable {
@@ -351,6 +351,7 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix,
       char sh[256];
       const char *what = s->attention == 1   ? "flash attention"
                          : s->attention == 2 ? "flash attention backward"
+                         : s->attention == 3 ? "decode attention"
                                              : e->prim->name;
       snprintf(x->labels[k], sizeof x->labels[k], "%s%s x%d %s", s->fn ? "kernel " : "", what,
                s->group.count, jx_aval_str(a.dtype, a.shape, sh));

@@ -59,12 +59,33 @@ static void fwd_call_body(void *ctx, jx_array *const *in, jx_array **out) {
   out[0] = plain_core(in[0], in[1], in[2], &out[1]);
 }
 
+/* JX_DECODE_ATTENTION_CALL's function: (q [n, H, dh], k, v [n, S, H, dh],
+ * lo, hi [n]) -> o [n, H, dh], the masked softmax over the slots lo <= j <
+ * hi with the core's equations (f32 scores, the lowest f32 where masked). */
+static void decode_call_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *q = in[0], *k = in[1], *v = in[2];
+  jx_shape ks = jx_shape_of(k);
+  int64_t n = ks.dims[0], S = ks.dims[1], dh = ks.dims[3];
+  /* scores [n, H, S] = q . k over dh, batched over (n, H) */
+  jx_array *s = jx_dot_general(q, k, JX_AXES(2), JX_AXES(3), JX_AXES(0, 1), JX_AXES(0, 2));
+  s = jx_mul(jx_astype(s, JX_F32), jx_scalar(JX_F32, 1 / sqrt((double)dh)));
+  jx_array *j = jx_iota(JX_I32, JX_SHAPE(1, 1, S), 2);
+  jx_array *keep = jx_logical_and(jx_ge(j, jx_reshape(in[3], JX_SHAPE(n, 1, 1))),
+                                  jx_lt(j, jx_reshape(in[4], JX_SHAPE(n, 1, 1))));
+  s = jx_where(keep, s, jx_scalar(JX_F32, -3.4028234663852886e38));
+  jx_array *p = jx_astype(jx_softmax(s, 2), jx_dtype_of(q));
+  /* [n, H, dh] = p . v over S, batched over (n, H) */
+  out[0] = jx_dot_general(p, v, JX_AXES(2), JX_AXES(1), JX_AXES(0, 1), JX_AXES(0, 2));
+}
+
 static struct {
   pthread_once_t once;
   jx_fn *plain_vjp; /* (q, k, v, do) -> (o, dq, dk, dv) */
   jx_fn *fwd_call, *bwd_call;
   jx_fn *core;
-} fns = {PTHREAD_ONCE_INIT, NULL, NULL, NULL, NULL};
+  jx_fn *decode_call;
+} fns = {PTHREAD_ONCE_INIT, NULL, NULL, NULL, NULL, NULL};
 
 /* JX_ATTENTION_BWD_CALL's function: (q, k, v, o, lse, do) -> (dq, dk, dv) */
 static void bwd_call_body(void *ctx, jx_array *const *in, jx_array **out) {
@@ -115,6 +136,7 @@ static void create_fns(void) {
   fns.plain_vjp = plain ? jx_vjp(plain) : NULL;
   fns.fwd_call = named_call(JX_ATTENTION_FWD_CALL, 3, 2, fwd_call_body);
   fns.bwd_call = named_call(JX_ATTENTION_BWD_CALL, 6, 3, bwd_call_body);
+  fns.decode_call = named_call(JX_DECODE_ATTENTION_CALL, 5, 1, decode_call_body);
   jx_fn *f = jx_fn_create("jx.causal_attention", 3, 1, core_body, NULL);
   jx_fn *fwd = jx_fn_create("jx.causal_attention_vjp_fwd", 3, 6, core_fwd_body, NULL);
   jx_fn *bwd = jx_fn_create("jx.causal_attention_vjp_bwd", 6, 3, core_bwd_body, NULL);
@@ -134,5 +156,17 @@ jx_array *nn_causal_attention_core(jx_array *q, jx_array *k, jx_array *v) {
   }
   jx_array *in[3] = {q, k, v}, *o = NULL;
   if (jx_call(fns.core, in, &o)) return nn_fail();
+  return o;
+}
+
+jx_array *nn_decode_attention_core(jx_array *q, jx_array *k, jx_array *v, jx_array *lo,
+                                   jx_array *hi) {
+  pthread_once(&fns.once, create_fns);
+  if (!fns.decode_call) {
+    jx_report_error(JX_ERR_OUT_OF_MEMORY, "jx_gpt_decode_step: out of memory making the attention");
+    return nn_fail();
+  }
+  jx_array *in[5] = {q, k, v, jx_astype(lo, JX_I32), jx_astype(hi, JX_I32)}, *o = NULL;
+  if (jx_call(fns.decode_call, in, &o)) return nn_fail();
   return o;
 }

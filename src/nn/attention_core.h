@@ -23,4 +23,17 @@
  * as for any jx_custom_vjp function. */
 jx_array *nn_causal_attention_core(jx_array *q, jx_array *k, jx_array *v);
 
+/* The decode step's attention: one query per sequence over a key/value
+ * cache, the slots lo[b] <= j < hi[b] of sequence b only. q [n, H, dh], k
+ * and v [n, S, H, dh] of one float dtype, lo and hi integer [n]: o [n, H,
+ * dh], softmax(q k^T / sqrt(dh), masked) v with the core's equations. It is
+ * a custom_jvp call named JX_DECODE_ATTENTION_CALL (jx/nn.h) whose JVP is
+ * its equations' own: the CPU executor runs it as the kernel of
+ * prims/decode_attention.h, which reads only the kept slots; elsewhere
+ * (eagerly, on other backends, in bf16 and f16) the equations run, which
+ * read every slot. A range that keeps nothing weighs every slot equally in
+ * both. */
+jx_array *nn_decode_attention_core(jx_array *q, jx_array *k, jx_array *v, jx_array *lo,
+                                   jx_array *hi);
+
 #endif

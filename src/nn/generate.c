@@ -27,15 +27,22 @@ typedef struct {
  * the last position. */
 static void sample_tail(const gen_ctx *g, jx_array *logits, jx_array *key, jx_array *seen,
                         jx_array **out_next, jx_array **out_key, jx_array **out_seen) {
-  jx_array *keys = jx_random_split(key, 2);
-  *out_key = jx_reshape(jx_slice(keys, JX_SHAPE(0, 0), JX_SHAPE(1, 2), JX_SHAPE()), JX_SHAPE(2));
+  /* greedy draws nothing: the key goes on as it is */
+  jx_array *keys = g->sampling.temperature == 0 ? NULL : jx_random_split(key, 2);
+  *out_key =
+      keys ? jx_reshape(jx_slice(keys, JX_SHAPE(0, 0), JX_SHAPE(1, 2), JX_SHAPE()), JX_SHAPE(2))
+           : key;
   jx_array *use =
-      jx_reshape(jx_slice(keys, JX_SHAPE(1, 0), JX_SHAPE(2, 2), JX_SHAPE()), JX_SHAPE(2));
+      keys ? jx_reshape(jx_slice(keys, JX_SHAPE(1, 0), JX_SHAPE(2, 2), JX_SHAPE()), JX_SHAPE(2))
+           : key;
   jx_array *next = jx_astype(jx_sample_logits(logits, use, seen, &g->sampling), JX_I32);
   int64_t B = jx_shape_of(seen).dims[0], V = g->cfg.vocab;
+  double r = g->sampling.repetition_penalty;
   *out_next = next;
-  *out_seen = jx_logical_or(
-      seen, jx_eq(jx_iota(JX_I32, JX_SHAPE(1, V), 1), jx_reshape(next, JX_SHAPE(B, 1))));
+  /* the seen tokens matter to a repetition penalty only */
+  *out_seen = r > 0 && r != 1 ? jx_logical_or(seen, jx_eq(jx_iota(JX_I32, JX_SHAPE(1, V), 1),
+                                                          jx_reshape(next, JX_SHAPE(B, 1))))
+                              : seen;
 }
 
 /* (params..., tokens [B, P], pad, key, seen) -> (next, cache..., key', seen') */

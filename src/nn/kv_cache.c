@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention_core.h"
 #include "gpt_check.h"
 #include "mixed_precision.h"
 
@@ -83,11 +84,10 @@ static jx_array *block_qkv(const block_ctx *b, jx_array *h, jx_array **k, jx_arr
   return jx_reshape(q, heads);
 }
 
-/* h + wo(attention) and then the MLP half of the block. */
-static jx_array *finish_block(const block_ctx *b, jx_array *h, jx_array *q, jx_array *k,
-                              jx_array *v, jx_array *mask, int *ok) {
+/* h + wo(o) for the attention's output o [B, T, d], and then the MLP half
+ * of the block. */
+static jx_array *finish_block(const block_ctx *b, jx_array *h, jx_array *o, int *ok) {
   char name[256];
-  jx_array *o = masked_attention(q, k, v, mask);
   snprintf(name, sizeof name, "%s.attn", b->prefix);
   o = project(b->params, name, "wo", "bo", o, b->c->d_model, ok);
   if (!*ok) return NULL;
@@ -179,7 +179,7 @@ jx_array *jx_gpt_prefill(const jx_gpt_config *c, const jx_tree *params, jx_array
     jx_array *k, *v;
     jx_array *q = block_qkv(&b, h, &k, &v, &ok);
     if (!ok) break;
-    h = finish_block(&b, h, q, k, v, mask, &ok);
+    h = finish_block(&b, h, masked_attention(q, k, v, mask), &ok);
     /* the cache: the prompt's keys and values in slots [0, P), zeros after */
     cache[2 * i] = jx_pad(k, JX_SHAPE(0, 0, 0, 0), JX_SHAPE(0, cache_len - P, 0, 0), 0);
     cache[2 * i + 1] = jx_pad(v, JX_SHAPE(0, 0, 0, 0), JX_SHAPE(0, cache_len - P, 0, 0), 0);
@@ -235,9 +235,8 @@ jx_array *jx_gpt_decode_step(const jx_gpt_config *c, const jx_tree *params, jx_a
   jx_array *tok = jx_reshape(tokens, JX_SHAPE(B, 1));
   jx_array *h = jx_add(jx_take(jx_tree_get(params, "wte"), tok, 0),
                        jx_take(jx_tree_get(params, "wpe"), pos, 0)); /* [B, 1, d] */
-  /* the query sees slots pad[b] <= j <= slot: [B, 1, S] */
-  jx_array *j = jx_iota(JX_I32, JX_SHAPE(1, 1, S), 2);
-  jx_array *mask = jx_logical_and(jx_le(j, slot), jx_ge(j, jx_reshape(pad_i, JX_SHAPE(B, 1, 1))));
+  /* the query sees slots pad[b] <= j <= slot */
+  jx_array *end = jx_broadcast_to(jx_add(slot, jx_scalar(JX_I32, 1)), JX_SHAPE(B));
   jx_array *zero = jx_scalar(JX_I32, 0);
   jx_array *starts[4] = {zero, slot, zero, zero};
   int ok = 1;
@@ -249,7 +248,9 @@ jx_array *jx_gpt_decode_step(const jx_gpt_config *c, const jx_tree *params, jx_a
     if (!ok) break;
     cache_out[2 * i] = jx_dynamic_update_slice(cache[2 * i], k, starts);
     cache_out[2 * i + 1] = jx_dynamic_update_slice(cache[2 * i + 1], v, starts);
-    h = finish_block(&b, h, q, cache_out[2 * i], cache_out[2 * i + 1], mask, &ok);
+    jx_array *o = nn_decode_attention_core(jx_reshape(q, JX_SHAPE(B, H, d / H)), cache_out[2 * i],
+                                           cache_out[2 * i + 1], pad_i, end);
+    h = finish_block(&b, h, jx_reshape(o, JX_SHAPE(B, 1, d)), &ok);
   }
   jx_array *logits =
       ok ? jx_reshape(head(params, h), JX_SHAPE(B, c->vocab)) : fail(cache_out, nc, 1);

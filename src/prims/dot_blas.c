@@ -20,9 +20,11 @@
 #include <string.h>
 
 #include "blas_threads.h"
+#include "dot_gemv.h"
 #include "dot_kernels.h"
 #include "dot_skinny.h"
 #include "../array/array.h"
+#include "../base/cpu_features.h"
 #include "../base/threadpool.h"
 
 #ifndef JX_HAVE_BLAS
@@ -345,6 +347,10 @@ static void gemv_block(const gemm_job *j, int64_t b, int64_t i0, int64_t i1) {
   if (j->M == 1) { /* c[N] = R^T l: R stored K x N (NoTrans) or N x K (Trans) */
     int rt = R->v.trans == CblasNoTrans, incl = L->v.trans == CblasNoTrans ? 1 : lda;
     ro += (size_t)(rt ? i0 : i0 * ldb);
+    if (!j->dbl && rt &&
+        jx_sgemv_rows(0, n, k, (const float *)L->base + lo, incl, (const float *)R->base + ro, ldb,
+                      (float *)j->C + co))
+      return;
     if (j->dbl)
       cblas_dgemv(CblasRowMajor, rt ? CblasTrans : CblasNoTrans, rt ? k : n, rt ? n : k, 1.0,
                   (const double *)R->base + ro, ldb, (const double *)L->base + lo, incl, 0.0,
@@ -372,18 +378,40 @@ static void gemv_units(void *ctx, int64_t begin, int64_t end) {
   for (int64_t b = begin; b < end; b++) gemv_block(j, b, 0, j->M == 1 ? j->N : j->M);
 }
 
+/* Columns [i * quanta, (i + 1) * quanta) of one f32 x W gemv per unit i
+ * (jx_sgemv_rows: each output's bits are the same however they are split). */
+static void gemv_cols(void *ctx, int64_t begin, int64_t end) {
+  const gemm_job *j = ctx;
+  for (int64_t i = begin; i < end; i++) {
+    int64_t i0 = i * j->quanta, i1 = i0 + j->quanta < j->N ? i0 + j->quanta : j->N;
+    if (i0 < i1) gemv_block(j, 0, i0, i1);
+  }
+}
+
 /* A batch of small gemvs (attention over a key/value cache, one per
  * sequence and head) is shared out whole over the pool once it has at least
- * MIN_GEMV_PIECE multiply-adds a thread. A single gemv stays on one thread:
- * split into blocks of outputs, each thread reads part of every row of a
- * row-major matrix, and a decode step at batch 1 ran 13 % slower so. */
-enum { MIN_GEMV_PIECE = 1 << 17 };
+ * MIN_GEMV_PIECE multiply-adds a thread. A single f32 x W gemv with W
+ * row-major (a decode step's projection at batch 1) is split by blocks of
+ * GEMV_COL_QUANTUM columns, each thread streaming its part of every row
+ * through jx_sgemv_rows; other single gemvs stay on one thread (BLAS's
+ * gemv, whose bits could depend on the split). */
+enum { MIN_GEMV_PIECE = 1 << 17, MIN_GEMV_SPLIT = 1 << 17, GEMV_COL_QUANTUM = 64 };
 
 static void gemv_all(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const operand *L,
                      const operand *R, void *C) {
   int64_t size = M == 1 ? N : M;
   gemm_job j = {dbl, M, N, K, L, R, C, 1, 1, 0};
   int64_t threads = jx_pool_inside() || !jx_blas_own_threads() ? 1 : jx_pool_threads();
+  if (B == 1 && M == 1 && !dbl && R->v.trans == CblasNoTrans && jx_cpu_has_avx2_fma()) {
+    int64_t want = N * K / MIN_GEMV_SPLIT, blocks = (N + GEMV_COL_QUANTUM - 1) / GEMV_COL_QUANTUM;
+    if (want > threads) want = threads;
+    if (want > blocks) want = blocks;
+    if (want > 1) {
+      j.quanta = (blocks + want - 1) / want * GEMV_COL_QUANTUM;
+      jx_parallel_for((N + j.quanta - 1) / j.quanta, 1, gemv_cols, &j);
+      return;
+    }
+  }
   int64_t want = B * size * K / MIN_GEMV_PIECE;
   if (want > threads) want = threads;
   if (B > 1 && want > 1)
