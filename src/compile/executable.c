@@ -16,6 +16,7 @@
 #include "async_collective.h"
 #include "../prims/dot_kernels.h"
 #include "../trace/dispatch.h"
+#include "../trace/trace.h"
 #include "async_dispatch.h"
 #include "attention_call.h"
 #include "control_compile.h"
@@ -557,7 +558,45 @@ static int update_in_place(const run_state *rs, const jx_program *p, int k, jx_s
   return 1;
 }
 
-static jx_status run_eqn(const jx_eqn *e, jx_array **env) {
+enum { DIRECT_MAX = 8 }; /* operands and results of an equation run_direct takes */
+
+/* Runs e's kernel straight on env's arrays, its results allocated from the
+ * program's avals (which its rule inferred when the program was traced):
+ * what jx_bind would do for concrete host arrays, without inferring,
+ * checking and dispatching again at every run (a scan runs its body's
+ * small products thousands of times). 1 when it ran (*st its status), 0
+ * when e needs jx_bind: an impl of its own, nested programs, operands laid
+ * out over devices, or too many of them. */
+static int run_direct(const jx_program *p, const jx_eqn *e, jx_array **env, jx_status *st) {
+  const jx_prim *pr = e->prim;
+  if (pr->impl || !pr->eval || e->nsub || e->nin > DIRECT_MAX || e->nout > DIRECT_MAX ||
+      jx_trace_active())
+    return 0;
+  jx_tensor tin[DIRECT_MAX], tout[DIRECT_MAX];
+  for (int i = 0; i < e->nin; i++) {
+    jx_array *a = env[e->in[i]];
+    if (!a || a->poisoned || jx_is_tracer(a) || jx_array_shards(a)) return 0;
+    if ((*st = jx_array_ready(a))) return 1; /* a pending input arrives */
+    tin[i] = (jx_tensor){a->buf->data, a->dtype, a->shape};
+  }
+  for (int o = 0; o < e->nout; o++) {
+    jx_aval a = p->avals[e->out[o]];
+    jx_array *r = jx_array_alloc(a.dtype, a.shape, a.weak);
+    if (r->poisoned) {
+      *st = jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+      return 1;
+    }
+    env[e->out[o]] = r;
+    tout[o] = (jx_tensor){r->buf->data, a.dtype, a.shape};
+  }
+  pr->eval(&(jx_rule_ctx){pr, &e->params, e->nin, e->nout, 0, NULL}, tin, tout);
+  *st = JX_OK;
+  return 1;
+}
+
+static jx_status run_eqn(const jx_program *p, const jx_eqn *e, jx_array **env) {
+  jx_status direct;
+  if (!jx_control_runs(e) && run_direct(p, e, env, &direct)) return direct;
   jx_array *ins_s[16], *outs_s[16];
   jx_array **ins = e->nin > 16 ? malloc(sizeof *ins * (size_t)e->nin) : ins_s;
   jx_array **outs = e->nout > 16 ? malloc(sizeof *outs * (size_t)e->nout) : outs_s;
@@ -736,7 +775,7 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
       if (started < 0) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
     } else {
       for (int e = s->group.first; e < s->group.first + s->group.count && !st; e++)
-        st = run_eqn(&p->eqns[e], env);
+        st = run_eqn(p, &p->eqns[e], env);
     }
     jx_memstats_set_op(old_op);
     if (watched & JX_DEBUG_PROFILE)
