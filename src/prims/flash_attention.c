@@ -244,7 +244,13 @@ FA_TARGET static float online_row_avx2(float *s, int64_t np, int64_t lim, float 
                                        float *l) {
   const __m256 vs = _mm256_set1_ps(scale), neg = _mm256_set1_ps(-INFINITY);
   __m256 vmax = neg;
-  for (int64_t j = 0; j < np; j += LANES) {
+  int64_t j = 0;
+  for (; j + LANES <= lim; j += LANES) { /* whole vectors of kept keys: no mask */
+    __m256 x = _mm256_mul_ps(_mm256_loadu_ps(s + j), vs);
+    _mm256_storeu_ps(s + j, x);
+    vmax = _mm256_max_ps(vmax, x);
+  }
+  for (; j < np; j += LANES) { /* a diagonal tile's, or the padding */
     __m256 x = _mm256_blendv_ps(neg, _mm256_mul_ps(_mm256_loadu_ps(s + j), vs), kept_lanes(j, lim));
     _mm256_storeu_ps(s + j, x);
     vmax = _mm256_max_ps(vmax, x);
@@ -265,7 +271,10 @@ FA_TARGET static float online_row_avx2(float *s, int64_t np, int64_t lim, float 
 /* probs_row_c's, np a multiple of LANES. */
 FA_TARGET static void probs_row_avx2(float *s, int64_t np, int64_t lim, float scale, float lse) {
   const __m256 vs = _mm256_set1_ps(scale), vl = _mm256_set1_ps(lse);
-  for (int64_t j = 0; j < np; j += LANES) {
+  int64_t j = 0;
+  for (; j + LANES <= lim; j += LANES) /* whole vectors of kept keys: no mask */
+    _mm256_storeu_ps(s + j, exp256(_mm256_fmsub_ps(_mm256_loadu_ps(s + j), vs, vl)));
+  for (; j < np; j += LANES) {
     const __m256 p = exp256(_mm256_fmsub_ps(_mm256_loadu_ps(s + j), vs, vl));
     _mm256_storeu_ps(s + j, _mm256_and_ps(p, kept_lanes(j, lim)));
   }
