@@ -19,14 +19,17 @@ _Static_assert(sizeof(jx_array) <= 128, "jx_array grew");
 jx_array *jx_poison(void) { return &poison_value; }
 
 /* ---- buffer cache ----
- * Freed buffers of 4 KiB to 64 MiB are kept, by size class, for the next
+ * Freed buffers of 256 B to 64 MiB are kept, by size class, for the next
  * allocation of that class: loops that allocate the same shapes every
  * iteration then reuse memory that is already mapped and faulted in rather
  * than paying the kernel for fresh pages (a 64 MiB result costs ~16k page
- * faults). Classes are quarter steps between powers of two (at most 25%
- * slack); a class keeps at most JX_BUFFER_CLASS_KEEP buffers and the cache
- * at most CACHE_LIMIT bytes. Smaller buffers are left to malloc, whose own
- * caches serve them well; larger ones are returned at once. The cache is
+ * faults), and small buffers skip glibc's aligned allocation, which from
+ * about 1 KiB up takes its large-request path and consolidates its fast
+ * bins on every call (a scan's per-step f32[8,64] results). Classes are
+ * quarter steps between powers of two (at most 25% slack); a class keeps
+ * at most JX_BUFFER_CLASS_KEEP buffers and the cache at most CACHE_LIMIT
+ * bytes. Smaller buffers are left to malloc, whose own caches serve them
+ * well; larger ones are returned at once. The cache is
  * one for the process, behind a lock taken once per cached allocation or
  * release: buffers often die on another thread than the one that needs
  * the next of their size (the caller releases last step's parameters, the
@@ -50,7 +53,7 @@ jx_array *jx_poison(void) { return &poison_value; }
 #endif
 
 enum {
-  MIN_SHIFT = 12,                           /* cached sizes: (4 KiB, */
+  MIN_SHIFT = 8,                            /* cached sizes: (256 B, */
   MAX_SHIFT = 26,                           /*                64 MiB] */
   NCLASS = (MAX_SHIFT - MIN_SHIFT) * 4 + 1, /* class 0 unused */
   CLASS_KEEP = JX_BUFFER_CLASS_KEEP,

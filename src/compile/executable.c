@@ -15,7 +15,9 @@
 #include "../base/hooks.h"
 #include "async_collective.h"
 #include "../prims/dot_kernels.h"
+#include "../prims/pairwise_split.h"
 #include "../trace/dispatch.h"
+#include "../trace/trace.h"
 #include "async_dispatch.h"
 #include "attention_call.h"
 #include "control_compile.h"
@@ -448,6 +450,103 @@ static int in_place_load(const run_state *r, const jx_program *p, int k, int o,
   return -1;
 }
 
+/* A column reduction's work: units of whole output columns (all the
+ * reduced rows of a piece of a kernel row, in blocks of the dialect's
+ * col_block columns) and, for a sum with too few of those for the pool,
+ * subtrees of the reduced rows' pairwise tree: each sums its rows into a
+ * partial row, and the partial rows are added in the tree's order
+ * (prims/pairwise_split.h). The sums do not depend on the split. */
+typedef struct {
+  jx_kernel_fn fn;
+  char **buf;
+  int nbuf, red;                 /* buffers; the reduction's store among them */
+  const int64_t *dims, *strides; /* dims: JX_MAX_RANK of them, then the reduced rows */
+  int64_t inner, chunk, per_row, rows;
+  char *partial; /* the pieces' partial rows (NULL: one piece, the output) */
+  size_t piece_bytes;
+  int64_t start[1 << JX_PAIRWISE_MAX_DEPTH], count[1 << JX_PAIRWISE_MAX_DEPTH];
+} col_job;
+
+static void run_col_units(void *ctx, int64_t begin, int64_t end) {
+  const col_job *j = ctx;
+  char *buf[JX_FUSION_MAX_LOADS + JX_FUSION_MAX_STORES];
+  int64_t dims[JX_MAX_RANK + 2];
+  memcpy(buf, j->buf, sizeof *buf * (size_t)j->nbuf);
+  memcpy(dims, j->dims, sizeof dims);
+  int64_t per_piece = j->rows * j->per_row;
+  for (int64_t u = begin; u < end; u++) {
+    int64_t k = u / per_piece, row = u % per_piece / j->per_row;
+    int64_t c0 = u % j->per_row * j->chunk,
+            c1 = c0 + j->chunk < j->inner ? c0 + j->chunk : j->inner;
+    if (j->partial) buf[j->red] = j->partial + (size_t)k * j->piece_bytes;
+    dims[JX_MAX_RANK] = j->start[k];
+    dims[JX_MAX_RANK + 1] = j->start[k] + j->count[k];
+    j->fn(buf, dims, j->strides, row, row + 1, c0, c1);
+  }
+}
+
+static jx_status run_col_reduction(const jx_program *p, const jx_fusion_group *g, jx_kernel_fn fn,
+                                   char **buf, const int64_t *dims, const int64_t *strides,
+                                   int threads) {
+  const jx_eqn *r = &p->eqns[g->first + g->count - 1];
+  int rank = g->shape.rank, lead = 0, op = jx_fusion_col_reduce(r, p, &lead);
+  col_job *j = malloc(sizeof *j);
+  if (!j) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  j->fn = fn;
+  j->buf = buf;
+  j->nbuf = g->nloads + g->nstores;
+  j->red = -1;
+  for (int o = 0; o < g->nstores; o++)
+    if (g->stores[o] == r->out[0]) j->red = g->nloads + o;
+  j->dims = dims;
+  j->strides = strides;
+  j->inner = dims[rank - 1];
+  j->rows = jx_fusion_kernel_rows(g);
+  int64_t nred = 1;
+  for (int d = 0; d < lead; d++) nred *= dims[d];
+  if (j->rows <= 0 || j->inner <= 0) { /* no output */
+    free(j);
+    return JX_OK;
+  }
+  /* columns: pieces of every kernel row, whole blocks of at least MIN_UNIT work */
+  int64_t want = (4 * threads + j->rows - 1) / j->rows;
+  int64_t chunk = (j->inner + want - 1) / (want ? want : 1);
+  int64_t least = (MIN_UNIT + nred - 1) / (nred ? nred : 1);
+  if (chunk < least) chunk = least;
+  int64_t block = jx_dialect_c.col_block;
+  j->chunk = (chunk + block - 1) / block * block;
+  if (j->chunk > j->inner) j->chunk = j->inner > 0 ? j->inner : 1;
+  j->per_row = (j->inner + j->chunk - 1) / j->chunk;
+  /* rows: subtrees of the reduced rows, for a sum whose columns are too few units */
+  int64_t units = j->rows * j->per_row, width = j->chunk < j->inner ? j->chunk : j->inner;
+  jx_dtype dt = p->avals[r->out[0]].dtype;
+  int depth = 0;
+  if (op == 1 && jx_dialect_c.red_range && j->red >= 0 && units < 2 * threads &&
+      (dt == JX_F32 || dt == JX_F64) && width > 0)
+    depth = jx_pairwise_depth(nred, (2 * threads + units - 1) / units, MIN_UNIT / width);
+  int pieces = jx_pairwise_pieces(nred, depth, j->start, j->count);
+  int64_t out_n = j->rows * j->inner;
+  j->piece_bytes = (size_t)out_n * jx_dtype_size(dt);
+  j->partial = pieces > 1 ? malloc(j->piece_bytes * (size_t)pieces) : NULL;
+  if (pieces > 1 && !j->partial) {
+    free(j);
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  }
+  int64_t unit_work = nred / pieces * width;
+  jx_parallel_for(pieces * units, unit_work >= MIN_UNIT || unit_work < 1 ? 1 : MIN_UNIT / unit_work,
+                  run_col_units, j);
+  if (pieces > 1) {
+    if (dt == JX_F32)
+      jx_pairwise_combine_f32(nred, depth, (float *)j->partial, out_n);
+    else
+      jx_pairwise_combine_f64(nred, depth, (double *)j->partial, out_n);
+    memcpy(buf[j->red], j->partial, j->piece_bytes);
+  }
+  free(j->partial);
+  free(j);
+  return JX_OK;
+}
+
 static jx_status run_kernel(const run_state *rs, const jx_program *p, int k) {
   const step *s = &rs->x->steps[k];
   jx_array **env = rs->env;
@@ -455,7 +554,7 @@ static jx_status run_kernel(const run_state *rs, const jx_program *p, int k) {
   const jx_fusion_group *g = &s->group;
   char *buf[JX_FUSION_MAX_LOADS + JX_FUSION_MAX_STORES];
   int64_t strides[JX_FUSION_MAX_LOADS * 8];
-  int64_t dims[JX_MAX_RANK] = {1};
+  int64_t dims[JX_MAX_RANK + 2] = {1}; /* + a column reduction's reduced rows (render.h) */
   int rank = g->shape.rank > 0 ? g->shape.rank : 1;
   for (int d = 0; d < g->shape.rank; d++) dims[d] = g->shape.dims[d];
   for (int k = 0; k < g->nloads; k++) {
@@ -487,25 +586,7 @@ static jx_status run_kernel(const run_state *rs, const jx_program *p, int k) {
   kernel_job job = {s->fn, buf, dims, strides, rows, inner, inner};
   int threads = jx_pool_threads();
   if (g->reduces && g->lead > 0) {
-    /* a column reduction: every unit owns whole output columns (all the
-     * reduced rows of a piece of a kernel row), so the sums do not depend
-     * on how the pool splits the work */
-    job.rows = rows = jx_fusion_kernel_rows(g);
-    int64_t per_column = rows > 0 && inner > 0 ? jx_shape_numel(g->shape) / (rows * inner) : 0;
-    int64_t want = (4 * threads + rows - 1) / rows; /* pieces per kernel row */
-    int64_t chunk = (inner + want - 1) / (want ? want : 1);
-    int64_t least = (MIN_UNIT + per_column - 1) / (per_column ? per_column : 1);
-    if (chunk < least) chunk = least;
-    int64_t block = jx_dialect_c.col_block; /* whole blocks of the kernel's columns */
-    chunk = (chunk + block - 1) / block * block;
-    if (chunk >= inner) {
-      int64_t row_work = per_column * inner;
-      jx_parallel_for(rows, row_work >= MIN_UNIT ? 1 : MIN_UNIT / (row_work ? row_work : 1),
-                      run_units, &job);
-    } else {
-      job.chunk = chunk;
-      jx_parallel_for(rows * ((inner + chunk - 1) / chunk), 1, run_units, &job);
-    }
+    return run_col_reduction(p, g, s->fn, buf, dims, strides, threads);
   } else if (rows < 2 * threads && inner >= 2 * MIN_UNIT && !g->reduces) {
     /* few long rows: split the rows themselves */
     int64_t pieces = (2 * threads + rows - 1) / rows;
@@ -558,7 +639,45 @@ static int update_in_place(const run_state *rs, const jx_program *p, int k, jx_s
   return 1;
 }
 
-static jx_status run_eqn(const jx_eqn *e, jx_array **env) {
+enum { DIRECT_MAX = 8 }; /* operands and results of an equation run_direct takes */
+
+/* Runs e's kernel straight on env's arrays, its results allocated from the
+ * program's avals (which its rule inferred when the program was traced):
+ * what jx_bind would do for concrete host arrays, without inferring,
+ * checking and dispatching again at every run (a scan runs its body's
+ * small products thousands of times). 1 when it ran (*st its status), 0
+ * when e needs jx_bind: an impl of its own, nested programs, operands laid
+ * out over devices, or too many of them. */
+static int run_direct(const jx_program *p, const jx_eqn *e, jx_array **env, jx_status *st) {
+  const jx_prim *pr = e->prim;
+  if (pr->impl || !pr->eval || e->nsub || e->nin > DIRECT_MAX || e->nout > DIRECT_MAX ||
+      jx_trace_active())
+    return 0;
+  jx_tensor tin[DIRECT_MAX], tout[DIRECT_MAX];
+  for (int i = 0; i < e->nin; i++) {
+    jx_array *a = env[e->in[i]];
+    if (!a || a->poisoned || jx_is_tracer(a) || jx_array_shards(a)) return 0;
+    if ((*st = jx_array_ready(a))) return 1; /* a pending input arrives */
+    tin[i] = (jx_tensor){a->buf->data, a->dtype, a->shape};
+  }
+  for (int o = 0; o < e->nout; o++) {
+    jx_aval a = p->avals[e->out[o]];
+    jx_array *r = jx_array_alloc(a.dtype, a.shape, a.weak);
+    if (r->poisoned) {
+      *st = jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+      return 1;
+    }
+    env[e->out[o]] = r;
+    tout[o] = (jx_tensor){r->buf->data, a.dtype, a.shape};
+  }
+  pr->eval(&(jx_rule_ctx){pr, &e->params, e->nin, e->nout, 0, NULL}, tin, tout);
+  *st = JX_OK;
+  return 1;
+}
+
+static jx_status run_eqn(const jx_program *p, const jx_eqn *e, jx_array **env) {
+  jx_status direct;
+  if (!jx_control_runs(e) && run_direct(p, e, env, &direct)) return direct;
   jx_array *ins_s[16], *outs_s[16];
   jx_array **ins = e->nin > 16 ? malloc(sizeof *ins * (size_t)e->nin) : ins_s;
   jx_array **outs = e->nout > 16 ? malloc(sizeof *outs * (size_t)e->nout) : outs_s;
@@ -737,7 +856,7 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
       if (started < 0) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
     } else {
       for (int e = s->group.first; e < s->group.first + s->group.count && !st; e++)
-        st = run_eqn(&p->eqns[e], env);
+        st = run_eqn(p, &p->eqns[e], env);
     }
     jx_memstats_set_op(old_op);
     if (watched & JX_DEBUG_PROFILE)

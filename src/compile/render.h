@@ -54,6 +54,10 @@ typedef struct jx_dialect {
   int col_block;
   const char *col_block_loop;
   const char *vector_hint;
+  /* 1: a column-reduction sum walks only the reduced rows [dims[JX_MAX_RANK],
+   * dims[JX_MAX_RANK + 1]), a subtree of their pairwise tree whose partial
+   * sums the caller adds up (prims/pairwise_split.h); 0: all of them */
+  int red_range;
 } jx_dialect;
 
 extern const jx_dialect jx_dialect_c;    /* render_c.c */

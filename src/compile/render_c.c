@@ -165,14 +165,18 @@ const jx_dialect jx_dialect_c = {
                 "#elif defined(__GNUC__)\n#pragma GCC ivdep\n#endif\n"
                 "    for (int64_t j = col_begin; j < col_end; j++) {",
     .restrict_kw = "restrict",
-    /* 256 columns: 1-2 KB of each row at a time, so walking down the rows
-     * of a block does not touch a new page per row; the stack of partial
-     * sums (JX_FUSION_COL_DEPTH levels) takes 40-80 KB */
-    .col_block = 256,
-    .col_block_loop = "for (int64_t c0 = col_begin; c0 < col_end; c0 += 256) {\n"
-                      "      const int64_t cw = col_end - c0 < 256 ? col_end - c0 : 256;",
+    /* 1024 columns: 4-8 KiB of each row at a time, whole pages that the
+     * prefetchers follow down the rows (256-column pieces of long rows ran
+     * at a fraction of the memory bandwidth: each row's piece started cold
+     * and the prefetchers fetched the rest of its page for nothing); the
+     * stack of partial sums (JX_FUSION_COL_DEPTH levels) takes 160-320 KiB,
+     * of which a call touches one level per level of its tree */
+    .col_block = 1024,
+    .col_block_loop = "for (int64_t c0 = col_begin; c0 < col_end; c0 += 1024) {\n"
+                      "      const int64_t cw = col_end - c0 < 1024 ? col_end - c0 : 1024;",
     .vector_hint = "\n#if defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n"
                    "#elif defined(__GNUC__)\n#pragma GCC ivdep\n#endif\n",
+    .red_range = 1,
 };
 
 /* The type a kernel computes a value of dtype d in (bf16 in float; complex
@@ -691,6 +695,11 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
   jx_strbuf_appendf(b, "    int64_t nred_ = 1, kept_ = 1;\n");
   for (int d = 0; d < rank; d++)
     jx_strbuf_appendf(b, "    %s *= %s[%d];\n", d < lead ? "nred_" : "kept_", dl->dims, d);
+  if (dl->red_range && op == 1)
+    jx_strbuf_appendf(b, "    const int64_t rb_ = %s[%d], re_ = %s[%d];\n", dl->dims, JX_MAX_RANK,
+                      dl->dims, JX_MAX_RANK + 1);
+  else
+    jx_strbuf_appendf(b, "    const int64_t rb_ = 0, re_ = nred_;\n");
   int s_red = -1;
   for (int s = 0; s < g->nstores; s++)
     if (g->stores[s] == r->out[0]) s_red = s;
@@ -699,23 +708,23 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
   if (op == 1) {
     jx_strbuf_appendf(b, "      %s stk_[%d][%d], r_[8][%d];\n      int sp_ = 0;\n", t,
                       JX_FUSION_COL_DEPTH, cb, cb);
-    jx_strbuf_appendf(b,
-                      "      jx_pwi w_;\n      jx_pwi_init(&w_, nred_);\n      int64_t s_, n_;\n");
+    jx_strbuf_appendf(
+        b, "      jx_pwi w_;\n      jx_pwi_init(&w_, re_ - rb_);\n      int64_t s_, n_;\n");
     jx_strbuf_appendf(
         b, "      while (jx_pwi_leaf(&w_, &s_, &n_)) {\n      %s *leaf_ = stk_[sp_];\n", t);
     jx_strbuf_appendf(b, "      if (n_ < 8) {\n");
     jx_strbuf_appendf(b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++) leaf_[jj_] = 0;\n");
     jx_strbuf_appendf(b, "      for (int64_t q_ = 0; q_ < n_; q_++) {\n");
-    put_col_row(b, dl, p, g, "s_ + q_");
+    put_col_row(b, dl, p, g, "rb_ + s_ + q_");
     if (put_body(b, dl, p, g)) return -1;
     jx_strbuf_appendf(b, "      leaf_[jj_] += %s;\n      }\n      }\n      }\n      } else {\n", u);
     jx_strbuf_appendf(b, "      for (int k_ = 0; k_ < 8; k_++) {\n");
-    put_col_row(b, dl, p, g, "s_ + k_");
+    put_col_row(b, dl, p, g, "rb_ + s_ + k_");
     if (put_body(b, dl, p, g)) return -1;
     jx_strbuf_appendf(b, "      r_[k_][jj_] = %s;\n      }\n      }\n      }\n", u);
     jx_strbuf_appendf(b, "      int64_t q_ = 8;\n      for (; q_ < n_ - n_ %% 8; q_ += 8)\n");
     jx_strbuf_appendf(b, "      for (int k_ = 0; k_ < 8; k_++) {\n");
-    put_col_row(b, dl, p, g, "s_ + q_ + k_");
+    put_col_row(b, dl, p, g, "rb_ + s_ + q_ + k_");
     if (put_body(b, dl, p, g)) return -1;
     jx_strbuf_appendf(b, "      r_[k_][jj_] += %s;\n      }\n      }\n      }\n", u);
     jx_strbuf_appendf(
@@ -723,7 +732,7 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
            "        leaf_[jj_] = ((r_[0][jj_] + r_[1][jj_]) + (r_[2][jj_] + r_[3][jj_])) +\n"
            "                     ((r_[4][jj_] + r_[5][jj_]) + (r_[6][jj_] + r_[7][jj_]));\n");
     jx_strbuf_appendf(b, "      for (; q_ < n_; q_++) {\n");
-    put_col_row(b, dl, p, g, "s_ + q_");
+    put_col_row(b, dl, p, g, "rb_ + s_ + q_");
     if (put_body(b, dl, p, g)) return -1;
     jx_strbuf_appendf(b, "      leaf_[jj_] += %s;\n      }\n      }\n      }\n      }\n", u);
     jx_strbuf_appendf(b, "      sp_++;\n      for (int a_ = jx_pwi_done(&w_); a_ > 0; a_--) {\n"
@@ -736,7 +745,7 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
   } else {
     jx_strbuf_appendf(b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++) acc_[jj_] = %sINFINITY;\n",
                       op == 2 ? "-" : "");
-    jx_strbuf_appendf(b, "      for (int64_t q_ = 0; q_ < nred_; q_++) {\n");
+    jx_strbuf_appendf(b, "      for (int64_t q_ = rb_; q_ < re_; q_++) {\n");
     put_col_row(b, dl, p, g, "q_");
     if (put_body(b, dl, p, g)) return -1;
     /* once a column holds a NaN it keeps it; a NaN replaces any number */

@@ -21,7 +21,7 @@
 extern char **environ;
 
 /* Bump when generated code or its calling convention changes. */
-#define JX_KERNEL_CACHE_VERSION "jx-kernels-4"
+#define JX_KERNEL_CACHE_VERSION "jx-kernels-5"
 static const char *const cflags[] = {
     "-O3",   "-march=native", "-fno-math-errno", "-fno-trapping-math",
     "-fPIC", "-shared",       "-std=c11",        "-w",

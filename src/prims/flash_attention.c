@@ -16,6 +16,7 @@
 
 #include "../base/cpu_features.h"
 #include "../base/error.h"
+#include "../base/spin.h"
 #include "../base/threadpool.h"
 
 enum {
@@ -208,7 +209,13 @@ FA_TARGET static float online_row_avx2(float *s, int64_t np, int64_t lim, float 
                                        float *l) {
   const __m256 vs = _mm256_set1_ps(scale), neg = _mm256_set1_ps(-INFINITY);
   __m256 vmax = neg;
-  for (int64_t j = 0; j < np; j += LANES) {
+  int64_t j = 0;
+  for (; j + LANES <= lim; j += LANES) { /* whole vectors of kept keys: no mask */
+    __m256 x = _mm256_mul_ps(_mm256_loadu_ps(s + j), vs);
+    _mm256_storeu_ps(s + j, x);
+    vmax = _mm256_max_ps(vmax, x);
+  }
+  for (; j < np; j += LANES) { /* a diagonal tile's, or the padding */
     __m256 x = _mm256_blendv_ps(neg, _mm256_mul_ps(_mm256_loadu_ps(s + j), vs), kept_lanes(j, lim));
     _mm256_storeu_ps(s + j, x);
     vmax = _mm256_max_ps(vmax, x);
@@ -229,7 +236,10 @@ FA_TARGET static float online_row_avx2(float *s, int64_t np, int64_t lim, float 
 /* probs_row_c's, np a multiple of LANES. */
 FA_TARGET static void probs_row_avx2(float *s, int64_t np, int64_t lim, float scale, float lse) {
   const __m256 vs = _mm256_set1_ps(scale), vl = _mm256_set1_ps(lse);
-  for (int64_t j = 0; j < np; j += LANES) {
+  int64_t j = 0;
+  for (; j + LANES <= lim; j += LANES) /* whole vectors of kept keys: no mask */
+    _mm256_storeu_ps(s + j, exp256(_mm256_fmsub_ps(_mm256_loadu_ps(s + j), vs, vl)));
+  for (; j < np; j += LANES) {
     const __m256 p = exp256(_mm256_fmsub_ps(_mm256_loadu_ps(s + j), vs, vl));
     _mm256_storeu_ps(s + j, _mm256_and_ps(p, kept_lanes(j, lim)));
   }
@@ -365,10 +375,52 @@ static void forward_units(void *ctx, int64_t begin, int64_t end) {
   free(scratch);
 }
 
-/* Backward units [begin, end): unit u is (batch, head) u, key tiles in
- * order, each with the query tiles on and below the diagonal. */
+/* One strip of the backward's tile (query tile at i0, key tile at j0 with
+ * its k^T and v^T packed in kt and vt): the probabilities into pr and the
+ * scores' gradient dS into dpr, rows [r0, r0 + rows) of the tile, np apart. */
+static void strip_scores(const job *jb, int64_t i0, int64_t j0, int64_t nk, int64_t np, int64_t r0,
+                         int64_t rows, int64_t cols, const float *qr, const float *dor,
+                         const float *kt, const float *vt, const float *lse, const float *delta,
+                         float *pr, float *dpr) {
+  const jx_flash_shape *s = &jb->s;
+  const int64_t dh = s->dh;
+  gemm(jb->avx, rows, cols, dh, qr, s->heads * dh, 1, kt, np, pr, np, 0); /* raw scores */
+  for (int64_t i = 0; i < rows; i++)
+    (jb->avx ? probs_row_avx2 : probs_row_c)(pr + i * np, cols, min64(nk, i0 + r0 + i - j0 + 1),
+                                             s->scale, lse[i0 + r0 + i]);
+  gemm(jb->avx, rows, cols, dh, dor, dh, 1, vt, np, dpr, np, 0); /* dp = do v^T */
+  for (int64_t i = 0; i < rows; i++)
+    (jb->avx ? dscores_row_avx2 : dscores_row_c)(pr + i * np, dpr + i * np, cols,
+                                                 delta[i0 + r0 + i], s->scale);
+}
+
+/* delta_i = do_i . o_i for rows [i0, i1) of (batch, head) bh: the softmax
+ * backward's row term */
+static void row_terms(const job *jb, int64_t bh, int64_t i0, int64_t i1, float *delta) {
+  const int64_t dh = jb->s.dh, t = jb->s.t;
+  const float *ob = jb->o + bh * t * dh, *dob = jb->dout + bh * t * dh;
+  for (int64_t i = i0; i < i1; i++) {
+    float acc = 0;
+    for (int64_t d = 0; d < dh; d++) acc += dob[i * dh + d] * ob[i * dh + d];
+    delta[i] = acc;
+  }
+}
+
+/* Units of the backward: (batch, head) with every key tile (dq, dk, dv in
+ * one pass), or, split for a pool with more threads than heads, a key tile
+ * (its dk and dv; `keys`) or a query tile (its dq rows; `queries`). A tile
+ * pair's products run in the same order in every mode and a query row's dq
+ * sums over the key tiles in order, so the modes give the same bits. */
+enum { ALL_TILES, KEYS, QUERIES };
+
+typedef struct {
+  job *jb;
+  int mode;
+} bwd_job;
+
 static void backward_units(void *ctx, int64_t begin, int64_t end) {
-  job *jb = ctx;
+  const bwd_job *bj = ctx;
+  job *jb = bj->jb;
   const jx_flash_shape *s = &jb->s;
   const int64_t dh = s->dh, ld = s->heads * dh, t = s->t, tiles = (t + TILE - 1) / TILE;
   float *scratch = malloc(sizeof *scratch * (size_t)(2 * TILE * TILE + 4 * TILE * dh + t));
@@ -378,24 +430,32 @@ static void backward_units(void *ctx, int64_t begin, int64_t end) {
   }
   float *p = scratch, *dp = p + TILE * TILE, *kt = dp + TILE * TILE, *vt = kt + TILE * dh,
         *dk = vt + TILE * dh, *dv = dk + TILE * dh, *delta = dv + TILE * dh;
-  for (int64_t bh = begin; bh < end; bh++) {
-    const int64_t b = bh / s->heads, h = bh % s->heads, off = head_offset(s, b, h);
+  const int64_t per_head = bj->mode == ALL_TILES ? 1 : tiles;
+  for (int64_t u = begin; u < end; u++) {
+    const int64_t bh = u / per_head, b = bh / s->heads, h = bh % s->heads;
+    const int64_t off = head_offset(s, b, h), lo = bj->mode == ALL_TILES ? 0 : u % per_head;
     const float *qb = jb->q + off, *kb = jb->k + off, *vb = jb->v + off;
-    const float *ob = jb->o + bh * t * dh, *dob = jb->dout + bh * t * dh, *lse = jb->lse + bh * t;
+    const float *dob = jb->dout + bh * t * dh, *lse = jb->lse + bh * t;
     float *dqb = jb->dq + off, *dkb = jb->dk + off, *dvb = jb->dv + off;
-    for (int64_t i = 0; i < t; i++) { /* delta_i = do_i . o_i, the softmax backward's row term */
-      float acc = 0;
-      for (int64_t d = 0; d < dh; d++) acc += dob[i * dh + d] * ob[i * dh + d];
-      delta[i] = acc;
-      memset(dqb + i * ld, 0, sizeof *dqb * (size_t)dh);
-    }
-    for (int64_t ktile = 0; ktile < tiles; ktile++) {
+    /* the key tiles this unit walks, and for each the query tiles */
+    int64_t k_first = 0, k_last = tiles - 1;
+    if (bj->mode == KEYS) k_first = k_last = lo;
+    if (bj->mode == QUERIES) k_last = lo;
+    const int64_t rows_from = bj->mode == QUERIES ? lo * TILE : k_first * TILE;
+    const int64_t rows_to = bj->mode == QUERIES ? min64(t, (lo + 1) * TILE) : t;
+    row_terms(jb, bh, rows_from, rows_to, delta);
+    if (bj->mode != KEYS)
+      for (int64_t i = rows_from; i < rows_to; i++)
+        memset(dqb + i * ld, 0, sizeof *dqb * (size_t)dh);
+    for (int64_t ktile = k_first; ktile <= k_last; ktile++) {
       const int64_t j0 = ktile * TILE, nk = min64(TILE, t - j0), np = padded(nk);
       pack(jb->avx, kb + j0 * ld, ld, nk, dh, kt, np);
       pack(jb->avx, vb + j0 * ld, ld, nk, dh, vt, np);
       memset(dk, 0, sizeof *dk * (size_t)(nk * dh));
       memset(dv, 0, sizeof *dv * (size_t)(nk * dh));
-      for (int64_t qt = ktile; qt < tiles; qt++) {
+      const int64_t q_first = bj->mode == QUERIES ? lo : ktile;
+      const int64_t q_last = bj->mode == QUERIES ? lo : tiles - 1;
+      for (int64_t qt = q_first; qt <= q_last; qt++) {
         const int64_t i0 = qt * TILE, mq = min64(TILE, t - i0);
         const float *qi = qb + i0 * ld, *doi = dob + i0 * dh;
         for (int64_t r0 = 0; r0 < mq; r0 += strip_rows(qt == ktile, mq)) {
@@ -403,21 +463,17 @@ static void backward_units(void *ctx, int64_t begin, int64_t end) {
           const int64_t keys = strip_keys(qt == ktile, nk, r0 + rows), cols = padded(keys);
           const float *qr = qi + r0 * ld, *dor = doi + r0 * dh;
           float *pr = p + r0 * np, *dpr = dp + r0 * np;
-          gemm(jb->avx, rows, cols, dh, qr, ld, 1, kt, np, pr, np, 0); /* raw scores */
-          for (int64_t i = r0; i < r0 + rows; i++)
-            (jb->avx ? probs_row_avx2 : probs_row_c)(p + i * np, cols, min64(nk, i0 + i - j0 + 1),
-                                                     s->scale, lse[i0 + i]);
-          gemm(jb->avx, keys, dh, rows, pr, 1, np, dor, dh, dv, dh, 1);  /* dv += p^T do */
-          gemm(jb->avx, rows, cols, dh, dor, dh, 1, vt, np, dpr, np, 0); /* dp = do v^T */
-          for (int64_t i = r0; i < r0 + rows; i++)
-            (jb->avx ? dscores_row_avx2 : dscores_row_c)(p + i * np, dp + i * np, cols,
-                                                         delta[i0 + i], s->scale);
-          gemm(jb->avx, rows, dh, keys, dpr, np, 1, kb + j0 * ld, ld, dqb + (i0 + r0) * ld, ld,
-               1);                                                      /* dq += ds k */
-          gemm(jb->avx, keys, dh, rows, dpr, 1, np, qr, ld, dk, dh, 1); /* dk += ds^T q */
+          strip_scores(jb, i0, j0, nk, np, r0, rows, cols, qr, dor, kt, vt, lse, delta, pr, dpr);
+          if (bj->mode != QUERIES) {
+            gemm(jb->avx, keys, dh, rows, pr, 1, np, dor, dh, dv, dh, 1); /* dv += p^T do */
+            gemm(jb->avx, keys, dh, rows, dpr, 1, np, qr, ld, dk, dh, 1); /* dk += ds^T q */
+          }
+          if (bj->mode != KEYS)
+            gemm(jb->avx, rows, dh, keys, dpr, np, 1, kb + j0 * ld, ld, dqb + (i0 + r0) * ld, ld,
+                 1); /* dq += ds k */
         }
       }
-      for (int64_t j = 0; j < nk; j++) {
+      for (int64_t j = 0; bj->mode != QUERIES && j < nk; j++) {
         memcpy(dkb + (j0 + j) * ld, dk + j * dh, sizeof *dk * (size_t)dh);
         memcpy(dvb + (j0 + j) * ld, dv + j * dh, sizeof *dv * (size_t)dh);
       }
@@ -427,6 +483,11 @@ static void backward_units(void *ctx, int64_t begin, int64_t end) {
 }
 
 static atomic_llong runs[2];
+static atomic_int split_backward = -1; /* jx_flash_attention_set_split */
+
+void jx_flash_attention_set_split(int mode) {
+  atomic_store(&split_backward, mode < 0 ? -1 : mode != 0);
+}
 
 int64_t jx_flash_attention_runs(int backward) { return (int64_t)atomic_load(&runs[backward != 0]); }
 
@@ -461,7 +522,20 @@ jx_status jx_flash_attention_bwd(const jx_flash_shape *s, const float *q, const 
             .dv = dv};
   atomic_init(&jb.failed, 0);
   atomic_fetch_add(&runs[1], 1);
-  const int64_t units = s->n * s->heads;
-  if (units > 0 && s->t > 0) jx_parallel_for(units, 1, backward_units, &jb);
+  const int64_t heads = s->n * s->heads, tiles = (s->t + TILE - 1) / TILE;
+  if (heads <= 0 || s->t <= 0) return finish(&jb, "attention backward");
+  const int threads = jx_pool_threads(), forced = atomic_load(&split_backward);
+  if (tiles < 2 || forced == 0 ||
+      (forced < 0 && (heads >= threads || !jx_machine_has_room(threads)))) {
+    bwd_job bj = {&jb, ALL_TILES};
+    jx_parallel_for(heads, 1, backward_units, &bj);
+  } else {
+    /* fewer heads than threads, and cores free to run them: the key tiles'
+     * dk and dv, then the query tiles' dq, each tile pair's scores computed
+     * once per pass (about 1.4 times the work, on every thread) */
+    bwd_job keys = {&jb, KEYS}, queries = {&jb, QUERIES};
+    jx_parallel_for(heads * tiles, 1, backward_units, &keys);
+    jx_parallel_for(heads * tiles, 1, backward_units, &queries);
+  }
   return finish(&jb, "attention backward");
 }

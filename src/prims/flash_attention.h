@@ -14,7 +14,10 @@
  * The tile products run as AVX2 + FMA loops where the CPU has them (chosen
  * at the first call, as dot_skinny.h's), otherwise as plain C loops. Work
  * is split over jx's thread pool: the forward by (batch, head, query tile),
- * the backward by (batch, head), whose dq rows one unit owns whole. */
+ * the backward by (batch, head), whose dq rows one unit owns whole, or,
+ * with fewer heads than threads (and free cores), in two passes by (batch, head, key
+ * tile) for dk and dv and by (batch, head, query tile) for dq, which
+ * compute each tile's scores twice and give the same bits. */
 #ifndef JX_SRC_PRIMS_FLASH_ATTENTION_H
 #define JX_SRC_PRIMS_FLASH_ATTENTION_H
 
@@ -42,6 +45,10 @@ jx_status jx_flash_attention_bwd(const jx_flash_shape *s, const float *q, const 
 /* 1: the plain C loops run even where the CPU has AVX2 and FMA (for tests
  * of the loops other CPUs run); 0: chosen by the CPU again. */
 void jx_flash_attention_set_portable(int on);
+
+/* For tests: 1 runs every backward of at least two tiles in the two
+ * passes, 0 in one, -1 (the default) chooses by heads and free cores. */
+void jx_flash_attention_set_split(int mode);
 
 /* Calls of jx_flash_attention_fwd (backward = 0) or _bwd (1) so far (for
  * tests). */

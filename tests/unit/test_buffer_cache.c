@@ -1,5 +1,5 @@
 /* The process's cache of released buffers (src/array/array.c): a released
- * buffer of 4 KiB..64 MiB is handed to the next allocation of its size class
+ * buffer of 256 B..64 MiB is handed to the next allocation of its size class
  * on any thread, small and huge ones are not kept, and jx_shutdown empties
  * it. Run under AddressSanitizer with detect_leaks=1, this also checks that
  * nothing cached is leaked. */
@@ -80,12 +80,15 @@ static void repeated_shapes_reuse(void **state) {
   }
 }
 
-/* The smallest and the largest cached classes: (4 KiB, 5 KiB] and (56 MiB, 64 MiB]. */
+/* The smallest and the largest cached classes: (256 B, 320 B] and (56 MiB, 64 MiB];
+ * a scan step's f32[8,64] (2 KiB) is cached. */
 static void class_bounds(void **state) {
   (void)state;
   jx_buffer_cache_clear();
-  void *p = alloc_release(4097);
-  assert_ptr_equal(next_storage(5120), p);
+  void *p = alloc_release(257);
+  assert_ptr_equal(next_storage(320), p);
+  void *s = alloc_release(2048);
+  assert_ptr_equal(next_storage(2000), s);
   void *q = alloc_release((int64_t)64 << 20);
   assert_ptr_equal(next_storage(((int64_t)64 << 20) - 1000), q);
   /* above 64 MiB nothing is kept; two in a row still work */

@@ -193,6 +193,32 @@ static void test_half_precision_runs_composite(void **state) {
   check_half_runs_composite(JX_F16);
 }
 
+/* The backward in two passes (key tiles, then query tiles; what it runs
+ * with fewer heads than threads and free cores) gives the one pass's bits:
+ * one head alone, split, against the same head as batch entry 0 of several
+ * in one pass, on ragged tiles. */
+static void test_split_backward_keeps_bits(void **state) {
+  (void)state;
+  const int64_t t = 150, dh = 24, many = 3, one = t * dh;
+  float *buf = malloc(sizeof *buf * (size_t)(12 * many * one));
+  assert_non_null(buf);
+  float *q = buf, *k = q + many * one, *v = k + many * one, *o = v + many * one;
+  float *dout = o + many * one, *lse = dout + many * one, *g = lse + many * one;
+  for (int64_t i = 0; i < 5 * many * one; i++) buf[i] = (float)sin(0.37 * (double)i) * 0.8f;
+  for (int heads = 0; heads < 2; heads++) {
+    jx_flash_shape s = {heads ? many : 1, t, 1, dh, 1.0f / sqrtf((float)dh)};
+    float *dq = g + heads * 3 * many * one, *dk = dq + many * one, *dv = dk + many * one;
+    jx_flash_attention_set_split(heads ? 0 : 1);
+    assert_int_equal(jx_flash_attention_fwd(&s, q, k, v, o, lse), JX_OK);
+    assert_int_equal(jx_flash_attention_bwd(&s, q, k, v, o, lse, dout, dq, dk, dv), JX_OK);
+  }
+  jx_flash_attention_set_split(-1);
+  /* batch entry 0 of the many against the one head alone */
+  for (int w = 0; w < 3; w++)
+    assert_memory_equal(g + w * many * one, g + (3 + w) * many * one, sizeof(float) * one);
+  free(buf);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_one_position, setup, teardown),
@@ -201,6 +227,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_odd_head_width, setup, teardown),
       cmocka_unit_test_setup_teardown(test_portable_loops, setup, teardown),
       cmocka_unit_test_setup_teardown(test_half_precision_runs_composite, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_split_backward_keeps_bits, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

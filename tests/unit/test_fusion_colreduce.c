@@ -220,6 +220,98 @@ static void bias_gradient_is_one_kernel(void **state) {
   jx_fn_release(f);
 }
 
+/* NumPy's pairwise sum of n terms t(i) (src/prims/reduce.c), in T: the
+ * order every column sum must keep, however the work is split. */
+#define TREE_SUM(T, NAME)                                                                          \
+  static T NAME(const T *t, int64_t n, int64_t stride) {                                           \
+    if (n < 8) {                                                                                   \
+      T s = 0;                                                                                     \
+      for (int64_t i = 0; i < n; i++) s += t[i * stride];                                          \
+      return s;                                                                                    \
+    }                                                                                              \
+    if (n <= 128) {                                                                                \
+      T r[8];                                                                                      \
+      for (int k = 0; k < 8; k++) r[k] = t[k * stride];                                            \
+      int64_t i = 8;                                                                               \
+      for (; i < n - n % 8; i += 8)                                                                \
+        for (int k = 0; k < 8; k++) r[k] += t[(i + k) * stride];                                   \
+      T s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));                     \
+      for (; i < n; i++) s += t[i * stride];                                                       \
+      return s;                                                                                    \
+    }                                                                                              \
+    int64_t h = n / 2 - n / 2 % 8;                                                                 \
+    return NAME(t, h, stride) + NAME(t + h * stride, n - h, stride);                               \
+  }
+TREE_SUM(float, tree_sum_f)
+TREE_SUM(double, tree_sum_d)
+
+static void product_sum(void *ctx, jx_array *const *in, jx_array **out) {
+  const int *lead = ctx;
+  out[0] = jx_sum(jx_mul(in[0], in[1]), *lead == 1 ? JX_AXES(0) : JX_AXES(0, 1), 0);
+}
+
+/* Tall column sums, which the pool shares by subtrees of the rows' pairwise
+ * tree (and the eager kernel by subtrees and blocks of columns): the fused
+ * sum of x * w and the eager sum of x give, bit for bit, each column's
+ * pairwise tree computed here in one piece, f32 and f64, with ragged leaves
+ * and one or two reduced axes. */
+static void split_sums_keep_the_tree(void **state) {
+  (void)state;
+  const jx_shape shapes[] = {JX_SHAPE(20000, 13), JX_SHAPE(4099, 37), JX_SHAPE(3, 7001, 5),
+                             JX_SHAPE(70000, 2)};
+  for (int d = 0; d < 2; d++) {
+    jx_dtype dt = d ? JX_F64 : JX_F32;
+    size_t es = d ? 8 : 4;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+      jx_shape s = shapes[k];
+      int lead = s.rank - 1;
+      int64_t m = s.dims[s.rank - 1], n = jx_shape_numel(s) / m;
+      jx_scope_begin();
+      jx_array *x = values(dt, s, 5, 0), *w = values(dt, s, 6, 0);
+      jx_fn *f = jx_fn_create("product_sum", 2, 1, product_sum, &lead), *jf = jx_jit(f, NULL);
+      jx_array *in[2] = {x, w}, *got[1];
+      assert_int_equal(jx_call(jf, in, got), JX_OK);
+      jx_array *eager = jx_sum(x, lead == 1 ? JX_AXES(0) : JX_AXES(0, 1), 0);
+      char *xs = malloc(es * (size_t)(n * m)), *ws = malloc(es * (size_t)(n * m));
+      char *a = malloc(es * (size_t)m), *b = malloc(es * (size_t)m), *want = malloc(es * (size_t)m);
+      char *wantx = malloc(es * (size_t)m);
+      assert_true(xs && ws && a && b && want && wantx);
+      assert_int_equal(jx_read(x, xs, es * (size_t)(n * m)), JX_OK);
+      assert_int_equal(jx_read(w, ws, es * (size_t)(n * m)), JX_OK);
+      assert_int_equal(jx_read(got[0], a, es * (size_t)m), JX_OK);
+      assert_int_equal(jx_read(eager, b, es * (size_t)m), JX_OK);
+      for (int64_t j = 0; j < m; j++) {
+        if (d) {
+          double *p = (double *)ws;
+          for (int64_t i = 0; i < n; i++) p[i * m + j] *= ((double *)xs)[i * m + j];
+          ((double *)want)[j] = tree_sum_d(p + j, n, m);
+          ((double *)wantx)[j] = tree_sum_d((double *)xs + j, n, m);
+        } else {
+          float *p = (float *)ws;
+          for (int64_t i = 0; i < n; i++) p[i * m + j] *= ((float *)xs)[i * m + j];
+          ((float *)want)[j] = tree_sum_f(p + j, n, m);
+          ((float *)wantx)[j] = tree_sum_f((float *)xs + j, n, m);
+        }
+      }
+      if (memcmp(a, want, es * (size_t)m))
+        fail_msg("%s [%lld x %lld]: the fused sum left the tree's bits", d ? "f64" : "f32",
+                 (long long)n, (long long)m);
+      if (memcmp(b, wantx, es * (size_t)m))
+        fail_msg("%s [%lld x %lld]: the eager sum left the tree's bits", d ? "f64" : "f32",
+                 (long long)n, (long long)m);
+      free(xs);
+      free(ws);
+      free(a);
+      free(b);
+      free(want);
+      free(wantx);
+      jx_fn_release(jf);
+      jx_fn_release(f);
+      jx_scope_end();
+    }
+  }
+}
+
 /* The CUDA dialect: without the column-block entries it refuses the group
  * with a clear error; with them (one column per thread, a grid-stride loop
  * over the columns, as render_cuda.c would declare them) it renders the
@@ -278,9 +370,8 @@ static void cuda_dialect_column_reduction(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(sums_and_extrema_match_eager),
-      cmocka_unit_test(nan_propagates_as_eager),
-      cmocka_unit_test(bias_gradient_is_one_kernel),
+      cmocka_unit_test(sums_and_extrema_match_eager),  cmocka_unit_test(nan_propagates_as_eager),
+      cmocka_unit_test(bias_gradient_is_one_kernel),   cmocka_unit_test(split_sums_keep_the_tree),
       cmocka_unit_test(cuda_dialect_column_reduction),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
