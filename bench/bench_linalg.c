@@ -9,6 +9,7 @@
  *  - svd_512_f32: jnp.linalg.svd (reduced) of one 512 x 512 matrix.
  * Prints JSON lines {"bench", "impl": "jx", "median_ns", "runs"}. */
 #include "bench_util.h"
+#include "bench_jit_rounds.h"
 #include <jx/jx.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,25 +46,6 @@ static jx_array *spd(jx_array *m) {
                 jx_mul(jx_eye(JX_F32, n), jx_scalar(JX_F32, (double)n)));
 }
 
-typedef struct {
-  const char *name;
-  jx_fn *f;
-  int nin, nout;
-  jx_array *in[2];
-} workload;
-
-/* ns for one call of w (results blocked on) */
-static double time_call(const workload *w) {
-  jx_array *out[3];
-  jx_scope_begin();
-  double t0 = bench_now_ns();
-  jx_call(w->f, w->in, out);
-  for (int o = 0; o < w->nout; o++) jx_block_until_ready(out[o]);
-  double t = bench_now_ns() - t0;
-  jx_scope_end();
-  return t;
-}
-
 int main(int argc, char **argv) {
   int runs = argc > 1 ? atoi(argv[1]) : RUNS;
   if (runs < 1 || runs > 1000) runs = RUNS;
@@ -73,37 +55,17 @@ int main(int argc, char **argv) {
   jx_array *sym = jx_keep(spd(jx_random_normal(jx_random_key(2), JX_F32, JX_SHAPE(BIG, BIG))));
   jx_array *g = jx_keep(jx_random_normal(jx_random_key(3), JX_F32, JX_SHAPE(BIG, BIG)));
   jx_scope_end();
-  workload w[WORKLOADS] = {
+  bench_jit_workload w[WORKLOADS] = {
       {"cholesky_64x256_f32", jx_fn_create("cholesky", 1, 1, cholesky_body, NULL), 1, 1, {a}},
       {"solve_64x256_f32", jx_fn_create("solve", 2, 1, solve_body, NULL), 2, 1, {a, b}},
       {"eigh_512_f32", jx_fn_create("eigh", 1, 2, eigh_body, NULL), 1, 2, {sym}},
       {"svd_512_f32", jx_fn_create("svd", 1, 3, svd_body, NULL), 1, 3, {g}},
   };
-  double *t = malloc(sizeof *t * (size_t)(runs * WORKLOADS));
-  jx_fn *jf[WORKLOADS]; /* the plain functions; w[i].f is jitted */
-  for (int i = 0; i < WORKLOADS; i++) {
-    jf[i] = w[i].f;
-    w[i].f = jx_jit(jf[i], NULL);
-    (void)time_call(&w[i]); /* trace, compile, warm up */
-  }
-  for (int r = 0; t && r < runs; r++) /* the workloads alternate */
-    for (int i = 0; i < WORKLOADS; i++) t[i * runs + r] = time_call(&w[i]);
-  if (!t || jx_last_status() != JX_OK) {
-    fprintf(stderr, "bench_linalg: %s\n", t ? jx_last_error() : "out of memory");
-    return 1;
-  }
-  for (int i = 0; i < WORKLOADS; i++) {
-    qsort(t + i * runs, (size_t)runs, sizeof *t, bench_cmp_double);
-    printf("{\"bench\":\"%s\",\"impl\":\"jx\",\"median_ns\":%.0f,\"runs\":%d}\n", w[i].name,
-           t[i * runs + runs / 2], runs);
-    jx_fn_release(jf[i]);
-    jx_fn_release(w[i].f);
-  }
-  free(t);
+  int bad = bench_jit_rounds("bench_linalg", w, WORKLOADS, runs);
   jx_release(a);
   jx_release(b);
   jx_release(sym);
   jx_release(g);
   jx_shutdown();
-  return 0;
+  return bad;
 }
