@@ -15,6 +15,8 @@
 #include <jx/jx.h>
 
 #include "mpi_check.h"
+#define PIPELINE_ORACLE_CHECK(expr) CHECK((expr) == JX_OK)
+#include "../unit/pipeline_oracle.h"
 
 enum { BATCH = 16, D = 4, H = 6, M = 4 };
 
@@ -29,30 +31,6 @@ static void mse_loss(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
   jx_array *e = jx_sub(in[0], in[1]);
   out[0] = jx_mean(jx_mul(e, e), JX_AXES(), 0);
-}
-
-static jx_array *stage_slice(jx_array *stacked, int s) {
-  jx_shape start = jx_shape_of(stacked), stop = start;
-  for (int d = 0; d < start.rank; d++) start.dims[d] = 0;
-  start.dims[0] = s;
-  stop.dims[0] = s + 1;
-  return jx_squeeze(jx_slice(stacked, start, stop, JX_SHAPE()), JX_AXES(0));
-}
-
-typedef struct {
-  jx_fn *stage, *loss;
-  int nstages;
-} sequence;
-
-/* the oracle: (W1, B1, W2, x, t) -> loss(stage_{G-1}(... stage_0(x)), t) */
-static void sequence_loss(void *ctx, jx_array *const *in, jx_array **out) {
-  const sequence *q = ctx;
-  jx_array *x = in[3];
-  for (int s = 0; s < q->nstages; s++) {
-    jx_array *args[4] = {stage_slice(in[0], s), stage_slice(in[1], s), stage_slice(in[2], s), x};
-    CHECK(jx_call(q->stage, args, &x) == JX_OK);
-  }
-  CHECK(jx_call(q->loss, (jx_array *[]){x, in[4]}, out) == JX_OK);
 }
 
 static jx_array *values(jx_shape s, uint32_t seed, double scale) {

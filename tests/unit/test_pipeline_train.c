@@ -22,6 +22,8 @@
 #include "parallel/pipeline_schedule.h"
 #include "test_util.h"
 #include "test_close.h"
+#define PIPELINE_ORACLE_CHECK(expr) check_ok(expr)
+#include "pipeline_oracle.h"
 
 enum { BATCH = 16, D = 4, H = 6 };
 
@@ -38,31 +40,6 @@ static void mse_loss(void *ctx, jx_array *const *in, jx_array **out) {
   jx_array *e = jx_sub(in[0], in[1]);
   jx_array *c = jx_astype(val(JX_SHAPE(D), 2.3), JX_F32);
   out[0] = jx_mean(jx_mul(jx_mul(e, e), c), JX_AXES(), 0);
-}
-
-/* Stage s's own parameter: entry s of the stacked one. */
-static jx_array *stage_slice(jx_array *stacked, int s) {
-  jx_shape start = jx_shape_of(stacked), stop = start;
-  for (int d = 0; d < start.rank; d++) start.dims[d] = 0;
-  start.dims[0] = s;
-  stop.dims[0] = s + 1;
-  return jx_squeeze(jx_slice(stacked, start, stop, JX_SHAPE()), JX_AXES(0));
-}
-
-typedef struct {
-  jx_fn *stage, *loss;
-  int nstages;
-} sequence;
-
-/* (W1, B1, W2, x, t) -> loss(stage_{S-1}(... stage_0(x)), t): the oracle. */
-static void sequence_loss(void *ctx, jx_array *const *in, jx_array **out) {
-  const sequence *m = ctx;
-  jx_array *x = in[3];
-  for (int s = 0; s < m->nstages; s++) {
-    jx_array *args[4] = {stage_slice(in[0], s), stage_slice(in[1], s), stage_slice(in[2], s), x};
-    check_ok(jx_call(m->stage, args, &x));
-  }
-  check_ok(jx_call(m->loss, (jx_array *[]){x, in[4]}, out));
 }
 
 static void inputs(int nstages, int64_t batch, jx_array **in) {
