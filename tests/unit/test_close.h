@@ -1,5 +1,5 @@
-/* Helpers shared by the parallel tests: deterministic values and closeness
- * of two arrays. Include after test_util.h. */
+/* Helpers shared by the parallel and kernel tests: deterministic values and
+ * closeness of two arrays. Include after test_util.h. */
 #ifndef JX_TESTS_UNIT_TEST_CLOSE_H
 #define JX_TESTS_UNIT_TEST_CLOSE_H
 
@@ -35,6 +35,28 @@ static inline void assert_close(jx_array *a, jx_array *b, double tol) {
   }
   free(x);
   free(y);
+}
+
+/* max |got - want| / max |want| over the elements, in f32 (a NaN anywhere in
+ * the difference gives infinity); the plain max difference when want is all
+ * zeros. */
+static inline double relative_error(jx_array *want, jx_array *got) {
+  assert_true(jx_shape_equal(jx_shape_of(want), jx_shape_of(got)));
+  int64_t n = jx_shape_numel(jx_shape_of(want));
+  float *a = malloc(sizeof *a * (size_t)(n + 1)), *b = malloc(sizeof *b * (size_t)(n + 1));
+  assert_non_null(a);
+  assert_non_null(b);
+  check_ok(jx_read(jx_astype(want, JX_F32), a, sizeof *a * (size_t)n));
+  check_ok(jx_read(jx_astype(got, JX_F32), b, sizeof *b * (size_t)n));
+  double diff = 0, scale = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double e = fabs((double)a[i] - b[i]);
+    diff = isnan(e) ? INFINITY : e > diff ? e : diff;
+    scale = fabs((double)a[i]) > scale ? fabs((double)a[i]) : scale;
+  }
+  free(a);
+  free(b);
+  return scale > 0 ? diff / scale : diff;
 }
 
 #endif

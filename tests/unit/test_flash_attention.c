@@ -27,6 +27,7 @@
 #include "nn/attention_core.h"
 #include "prims/flash_attention.h"
 #include "test_util.h"
+#include "test_close.h"
 
 /* (q, k, v) -> o */
 static void core(void *ctx, jx_array *const *in, jx_array **out) {
@@ -50,26 +51,6 @@ static jx_array *random_array(jx_shape s, uint64_t seed) {
   jx_array *a = jx_array_from(JX_F32, s, data);
   free(data);
   return a;
-}
-
-/* max |got - want| / max |want|. */
-static double relative_error(jx_array *want, jx_array *got) {
-  assert_true(jx_shape_equal(jx_shape_of(want), jx_shape_of(got)));
-  int64_t n = jx_shape_numel(jx_shape_of(want));
-  float *a = malloc(sizeof *a * (size_t)(n + 1)), *b = malloc(sizeof *b * (size_t)(n + 1));
-  assert_non_null(a);
-  assert_non_null(b);
-  check_ok(jx_read(jx_astype(want, JX_F32), a, sizeof *a * (size_t)n));
-  check_ok(jx_read(jx_astype(got, JX_F32), b, sizeof *b * (size_t)n));
-  double diff = 0, scale = 0;
-  for (int64_t i = 0; i < n; i++) {
-    double e = fabs((double)a[i] - b[i]);
-    diff = isnan(e) ? INFINITY : e > diff ? e : diff;
-    scale = fabs((double)a[i]) > scale ? fabs((double)a[i]) : scale;
-  }
-  free(a);
-  free(b);
-  return scale > 0 ? diff / scale : diff;
 }
 
 /* Runs f (nout outputs) three ways: eagerly, jitted with the kernels,
