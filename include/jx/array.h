@@ -79,6 +79,12 @@ JX_API jx_array *jx_scalar(jx_dtype dt, double v); /* weakly typed, see above */
  * JX_C64 or JX_C128. */
 JX_API jx_array *jx_complex_scalar(jx_dtype dt, double re, double im);
 JX_API jx_array *jx_zeros(jx_dtype dt, jx_shape s);
+/* A shape and dtype with no value, as jax.ShapeDtypeStruct: an example input
+ * for what needs only shapes (jx_eval_shape, jx_fn_cost,
+ * jx_sharding_estimate_of, jx_sharding_plan_print), so that a model larger
+ * than this machine's memory can be costed and planned. Any use that needs a
+ * value (an op, jx_call, jx_read) fails, naming where it was made. */
+JX_API jx_array *jx_shape_dtype_struct(jx_dtype dt, jx_shape s);
 JX_API jx_array *jx_ones(jx_dtype dt, jx_shape s);
 JX_API jx_array *jx_full(jx_dtype dt, jx_shape s, double v);
 JX_API jx_array *jx_arange(jx_dtype dt, double start, double stop, double step);
@@ -109,19 +115,20 @@ JX_API jx_status jx_save_npy(const char *path, const jx_array *a);
 JX_API jx_array *jx_load_npy(const char *path);
 
 #ifndef JX_NO_LOCATION_MACROS
-#define jx_array_from(...)     JX_LOCATED(jx_array_from, __VA_ARGS__)
-#define jx_scalar(...)         JX_LOCATED(jx_scalar, __VA_ARGS__)
-#define jx_complex_scalar(...) JX_LOCATED(jx_complex_scalar, __VA_ARGS__)
-#define jx_zeros(...)          JX_LOCATED(jx_zeros, __VA_ARGS__)
-#define jx_ones(...)           JX_LOCATED(jx_ones, __VA_ARGS__)
-#define jx_full(...)           JX_LOCATED(jx_full, __VA_ARGS__)
-#define jx_arange(...)         JX_LOCATED(jx_arange, __VA_ARGS__)
-#define jx_eye(...)            JX_LOCATED(jx_eye, __VA_ARGS__)
-#define jx_read(...)           JX_LOCATED_STATUS(jx_read, __VA_ARGS__)
-#define jx_item(...)           JX_LOCATED_DOUBLE(jx_item, __VA_ARGS__)
-#define jx_item_complex(...)   JX_LOCATED_STATUS(jx_item_complex, __VA_ARGS__)
-#define jx_save_npy(...)       JX_LOCATED_STATUS(jx_save_npy, __VA_ARGS__)
-#define jx_load_npy(...)       JX_LOCATED(jx_load_npy, __VA_ARGS__)
+#define jx_array_from(...)         JX_LOCATED(jx_array_from, __VA_ARGS__)
+#define jx_scalar(...)             JX_LOCATED(jx_scalar, __VA_ARGS__)
+#define jx_complex_scalar(...)     JX_LOCATED(jx_complex_scalar, __VA_ARGS__)
+#define jx_zeros(...)              JX_LOCATED(jx_zeros, __VA_ARGS__)
+#define jx_shape_dtype_struct(...) JX_LOCATED(jx_shape_dtype_struct, __VA_ARGS__)
+#define jx_ones(...)               JX_LOCATED(jx_ones, __VA_ARGS__)
+#define jx_full(...)               JX_LOCATED(jx_full, __VA_ARGS__)
+#define jx_arange(...)             JX_LOCATED(jx_arange, __VA_ARGS__)
+#define jx_eye(...)                JX_LOCATED(jx_eye, __VA_ARGS__)
+#define jx_read(...)               JX_LOCATED_STATUS(jx_read, __VA_ARGS__)
+#define jx_item(...)               JX_LOCATED_DOUBLE(jx_item, __VA_ARGS__)
+#define jx_item_complex(...)       JX_LOCATED_STATUS(jx_item_complex, __VA_ARGS__)
+#define jx_save_npy(...)           JX_LOCATED_STATUS(jx_save_npy, __VA_ARGS__)
+#define jx_load_npy(...)           JX_LOCATED(jx_load_npy, __VA_ARGS__)
 
 #define jx_size(...)              JX_LOCATED_I64(jx_size, __VA_ARGS__)
 #define jx_block_until_ready(...) JX_LOCATED_STATUS(jx_block_until_ready, __VA_ARGS__)

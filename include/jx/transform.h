@@ -223,6 +223,12 @@ typedef struct {
 } jx_cost;
 JX_API jx_status jx_fn_cost(jx_fn *f, jx_array *const *example_in, jx_cost *out);
 
+/* jax.eval_shape: traces f for inputs like example_in (arrays, or shapes and
+ * dtypes from jx_shape_dtype_struct) without running it, and gives its
+ * outputs' shapes and dtypes as jx_shape_dtype_struct arrays in out
+ * (f's nout of them). */
+JX_API jx_status jx_eval_shape(jx_fn *f, jx_array *const *example_in, jx_array **out);
+
 /* How many times f's bodies were traced and its programs transformed, for
  * tests and for JX_LOG_COMPILES. */
 JX_API int64_t jx_fn_trace_count(const jx_fn *f);
@@ -263,6 +269,7 @@ JX_API int64_t jx_fn_trace_count(const jx_fn *f);
 #define jx_fn_ir(...)      JX_LOCATED_PTR(char *, jx_fn_ir, __VA_ARGS__)
 #define jx_axis_index(...) JX_LOCATED(jx_axis_index, __VA_ARGS__)
 #define jx_fn_cost(...)    JX_LOCATED_STATUS(jx_fn_cost, __VA_ARGS__)
+#define jx_eval_shape(...) JX_LOCATED_STATUS(jx_eval_shape, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

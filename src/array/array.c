@@ -211,6 +211,10 @@ static jx_array *header_new(jx_dtype dt, jx_shape s, int weak, jx_storage_kind k
   return a;
 }
 
+jx_array *jx_array_abstract(jx_dtype dt, jx_shape s, int weak) {
+  return header_new(dt, s, weak, JX_STORAGE_ABSTRACT, "a shape and dtype");
+}
+
 jx_array *jx_array_unbacked(jx_dtype dt, jx_shape s, int weak) {
   return header_new(dt, s, weak, JX_STORAGE_HOST, "an array header");
 }
@@ -311,6 +315,7 @@ static void storage_release(jx_array *a) {
   case JX_STORAGE_DONATED: free(a->st.donated); break;
   case JX_STORAGE_HOST:
   case JX_STORAGE_TRACER: return;
+  case JX_STORAGE_ABSTRACT: break;
   }
   a->storage = JX_STORAGE_HOST;
   memset(&a->st, 0, sizeof a->st);
@@ -358,7 +363,7 @@ static jx_status check_concrete(const jx_array *a, const char *op) {
                         "jx_scan for control flow that depends on it",
                         op, jx_aval_str(a->dtype, a->shape, sb));
   }
-  if (jx_array_donated(a)) return jx_donated_error(a, op);
+  if (jx_array_valueless(a)) return jx_valueless_error(a, op);
   return JX_OK;
 }
 
@@ -367,7 +372,16 @@ static jx_status check_readable(const jx_array *a, const char *op) {
   return st ? st : jx_array_ready((jx_array *)a);
 }
 
-jx_status jx_donated_error(const jx_array *a, const char *op) {
+jx_status jx_valueless_error(const jx_array *a, const char *op) {
+  if (a->storage == JX_STORAGE_ABSTRACT) {
+    char sb[JX_AVAL_STR_CAP];
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "%s: the array %s made at %s is a shape and dtype only "
+                        "(jx_shape_dtype_struct): it has no value; it serves as an example input "
+                        "(jx_eval_shape, jx_fn_cost, jx_sharding_estimate_of)",
+                        op, jx_aval_str(a->dtype, a->shape, sb),
+                        a->made_at ? a->made_at : "an unknown place");
+  }
   const jx_donation *d = jx_array_donated(a) ? a->st.donated : NULL;
   return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                       "%s: the array was donated to '%s' (input %d) and can no longer be used", op,
@@ -433,7 +447,7 @@ static pthread_mutex_t gather_lock = PTHREAD_MUTEX_INITIALIZER;
 jx_status jx_array_ready(jx_array *a) {
   if (__atomic_load_n(&a->buf, __ATOMIC_ACQUIRE) || a->poisoned) return JX_OK;
   if (a->released) return jx_released_error(a, "using an array", -1);
-  if (jx_array_donated(a)) return jx_donated_error(a, "using an array");
+  if (jx_array_valueless(a)) return jx_valueless_error(a, "using an array");
   jx_pending *pending = jx_array_pending(a);
   if (pending) { /* a dispatched run's result: its buffer is set when the run ends */
     jx_status st = jx_pending_wait(pending);
@@ -566,6 +580,11 @@ jx_array *jx_complex_scalar(jx_dtype dt, double re, double im) {
   if (!a->poisoned) jx_store_c128(a->buf->data, dt, 0, jx_cmplx(re, im));
   return a;
 }
+jx_array *jx_shape_dtype_struct(jx_dtype dt, jx_shape s) {
+  if (check_new(dt, s, "jx_shape_dtype_struct")) return jx_poison();
+  return jx_array_abstract(dt, s, 0);
+}
+
 jx_array *jx_zeros(jx_dtype dt, jx_shape s) { return filled(dt, s, 0, 0, "jx_zeros"); }
 jx_array *jx_ones(jx_dtype dt, jx_shape s) { return filled(dt, s, 1, 0, "jx_ones"); }
 jx_array *jx_full(jx_dtype dt, jx_shape s, double v) { return filled(dt, s, v, 0, "jx_full"); }

@@ -18,12 +18,14 @@ typedef struct jx_buffer {
 /* What holds an array's value besides its host buffer: one storage kind
  * per array (array.storage), its data in array.st. */
 typedef enum {
-  JX_STORAGE_HOST,    /* buf alone (NULL for the poison value and, briefly, a new header) */
-  JX_STORAGE_TRACER,  /* a variable of a program being traced: no value, an abstract one */
-  JX_STORAGE_SHARDED, /* blocks on several devices (the parallel layer's, jx_shards_ops);
-                       * buf: the global value once something read it */
-  JX_STORAGE_PENDING, /* a queued run's result (async dispatch); buf: set when it ends */
-  JX_STORAGE_DONATED, /* given to a jitted function: no value, every use is an error */
+  JX_STORAGE_HOST,     /* buf alone (NULL for the poison value and, briefly, a new header) */
+  JX_STORAGE_TRACER,   /* a variable of a program being traced: no value, an abstract one */
+  JX_STORAGE_SHARDED,  /* blocks on several devices (the parallel layer's, jx_shards_ops);
+                        * buf: the global value once something read it */
+  JX_STORAGE_PENDING,  /* a queued run's result (async dispatch); buf: set when it ends */
+  JX_STORAGE_DONATED,  /* given to a jitted function: no value, every use is an error */
+  JX_STORAGE_ABSTRACT, /* a shape and dtype only (jx_shape_dtype_struct): no value, an
+                        * example input where only avals count; every other use is an error */
 } jx_storage_kind;
 
 /* Why a donated array has no value: the function it was donated to
@@ -125,8 +127,9 @@ jx_status jx_array_ready(jx_array *a);
 jx_status jx_released_error(const jx_array *a, const char *op, int i);
 /* Frees the headers of released arrays kept to name them (jx_shutdown). */
 void jx_array_quarantine_clear(void);
-/* The error for a use of a donated array by op ("jx_read"); always non-zero. */
-jx_status jx_donated_error(const jx_array *a, const char *op);
+/* The error for a use of a valueless array (donated, or a shape and dtype
+ * only) by op ("jx_read"); always non-zero. */
+jx_status jx_valueless_error(const jx_array *a, const char *op);
 /* Donation (compile/executable.c): a new array, owned by the innermost scope,
  * that takes over a's buffer; a is marked donated to fn as input `input` and
  * keeps no storage. a must be concrete, unsharded and its buffer unshared. */
@@ -160,6 +163,13 @@ static inline struct jx_pending *jx_array_pending(const jx_array *a) {
   return a->storage == JX_STORAGE_PENDING ? a->st.pending : NULL;
 }
 static inline int jx_array_donated(const jx_array *a) { return a->storage == JX_STORAGE_DONATED; }
+/* A shape and dtype only (JX_STORAGE_ABSTRACT), owned by the innermost
+ * scope: jx_shape_dtype_struct's, and jx_eval_shape's outputs (weak kept). */
+jx_array *jx_array_abstract(jx_dtype dt, jx_shape s, int weak);
+/* 1 when a has no value to read: donated, or a shape and dtype only. */
+static inline int jx_array_valueless(const jx_array *a) {
+  return a->storage == JX_STORAGE_DONATED || a->storage == JX_STORAGE_ABSTRACT;
+}
 /* Gives a header made by jx_array_unbacked its storage: sharded blocks (the
  * parallel layer's, freed with the array), or the pending result of a
  * queued run (takes the reference). */

@@ -17,7 +17,7 @@ jx_status jx_check_inputs(const char *op, int n, jx_array *const *in) {
     if (!in[i]) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: argument %d is NULL", op, i);
     if (in[i]->poisoned) return jx_error_fail_call(JX_ERR_POISONED);
     if (in[i]->released) return jx_released_error(in[i], op, i);
-    if (jx_array_donated(in[i])) return jx_donated_error(in[i], op);
+    if (jx_array_valueless(in[i])) return jx_valueless_error(in[i], op);
   }
   return JX_OK;
 }

@@ -301,7 +301,7 @@ static jx_status prepare(const char *op, jx_fn *f, jx_array *const *in, jx_array
       return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: input %d of '%s' is NULL", op, i, f->name);
     if (in[i]->poisoned) return jx_error_fail_call(JX_ERR_POISONED);
     if (in[i]->released) return jx_released_error(in[i], op, i);
-    if (jx_array_donated(in[i])) return jx_donated_error(in[i], op);
+    if (jx_array_valueless(in[i])) return jx_valueless_error(in[i], op);
     avals[i] = (jx_aval){in[i]->dtype, in[i]->weak, in[i]->shape, jx_array_vma(in[i])};
   }
   return JX_OK;
@@ -356,4 +356,28 @@ jx_fn *jx_fn_fori_wrapper(jx_fn *body, jx_body wrapper_body) {
   jx_fn *w = body->fori_wrapper;
   pthread_mutex_unlock(&body->lock);
   return w;
+}
+
+jx_status jx_eval_shape(jx_fn *f, jx_array *const *example_in, jx_array **out) {
+  if (!f || !out) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_eval_shape: f or out is NULL");
+  for (int o = 0; o < f->nout; o++) out[o] = jx_poison();
+  jx_aval *av = malloc(sizeof *av * (size_t)(f->nin + 1));
+  if (!av) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_eval_shape: out of memory");
+  for (int i = 0; i < f->nin; i++) {
+    if (!example_in || !example_in[i] || example_in[i]->poisoned) {
+      free(av);
+      return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_eval_shape: input %d of '%s' is missing", i,
+                          f->name);
+    }
+    av[i] = (jx_aval){example_in[i]->dtype, example_in[i]->weak, example_in[i]->shape, 0};
+  }
+  jx_program *p = jx_fn_program(f, av);
+  free(av);
+  if (!p) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  for (int o = 0; o < f->nout; o++) {
+    jx_aval a = p->avals[p->out[o]];
+    out[o] = jx_array_abstract(a.dtype, a.shape, a.weak);
+  }
+  jx_program_release(p);
+  return JX_OK;
 }
