@@ -295,25 +295,27 @@ static int reduce_across(hcomm *c, const jx_mpi_op *op, const void *send, void *
  * copies the blocks into place at rdispls. */
 static int gather_across(hcomm *c, const jx_mpi_op *op, double timeout_s, char *msg, size_t cap) {
   const int n = c->n;
-  /* per member: its host's place (0, 1, ... by first member) and its offset in the whole */
+  /* per member: its offset in the whole; per host (0, 1, ... in the order of
+   * their first members): its members' bytes and its offset in the whole */
   int64_t *at = malloc(sizeof *at * (size_t)n * 4);
-  int *slot = malloc(sizeof *slot * (size_t)n);
-  if (!at || !slot) {
+  int *first = malloc(sizeof *first * (size_t)n * 2), *host_of_member = first + n;
+  if (!at || !first) {
     free(at);
-    free(slot);
+    free(first);
     return snprintf(msg, cap, "all_gather: out of memory"), 1;
   }
   int64_t *host_count = at + n, *host_at = at + 2 * n, *local_count = at + 3 * n;
   int nh = 0, nl = 0, mine = 0;
   for (int q = 0; q < n; q++) {
     int h = 0;
-    while (h < nh && c->host[slot[h]] != c->host[q]) h++;
+    while (h < nh && c->host[first[h]] != c->host[q]) h++;
     if (h == nh) {
-      slot[nh] = q; /* the host's first member */
+      first[nh] = q;
       host_count[nh++] = 0;
     }
+    host_of_member[q] = h;
     host_count[h] += op->rcounts[q];
-    if (c->host[q] == c->host[c->me]) mine = h;
+    if (q == c->me) mine = h;
   }
   int64_t total = 0;
   for (int h = 0; h < nh; h++) host_at[h] = total, total += host_count[h];
@@ -323,8 +325,7 @@ static int gather_across(hcomm *c, const jx_mpi_op *op, double timeout_s, char *
   int st = !fill || !whole || !local_at;
   if (st) snprintf(msg, cap, "all_gather: out of memory");
   for (int q = 0; q < n && !st; q++) {
-    int h = 0;
-    while (c->host[slot[h]] != c->host[q]) h++;
+    int h = host_of_member[q];
     at[q] = host_at[h] + fill[h];
     if (h == mine) {
       local_at[nl] = fill[h];
@@ -353,7 +354,7 @@ static int gather_across(hcomm *c, const jx_mpi_op *op, double timeout_s, char *
   free(fill);
   free(local_at);
   free(at);
-  free(slot);
+  free(first);
   return st;
 }
 
