@@ -2,11 +2,10 @@
  * memory) and under jit (one fused kernel), next to a triad-like copy
  * bandwidth measured in the same run. Prints JSON lines. */
 #include "bench_util.h"
+#include "bench_triad.h"
 #include <jx/jx.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 enum { N = 16 * 1024 * 1024, RUNS = 7 };
 
@@ -18,32 +17,6 @@ static void chain(void *ctx, jx_array *const *in, jx_array **out) {
   jx_array *c = jx_tanh(b);
   jx_array *d = jx_sub(c, jx_sqrt(jx_abs(in[0])));
   out[0] = jx_maximum(d, in[1]);
-}
-
-/* y = x + s * w over [begin, end): one thread's share of the triad */
-typedef struct {
-  const float *x, *w;
-  float *y;
-  int64_t begin, end;
-} triad_part;
-
-static void *triad(void *arg) {
-  triad_part *t = arg;
-  for (int64_t i = t->begin; i < t->end; i++) t->y[i] = t->x[i] + 0.5f * t->w[i];
-  return NULL;
-}
-
-/* The triad on every core (as many threads as the kernels use). */
-static double triad_ms(const float *x, const float *w, float *y, int threads) {
-  pthread_t th[64];
-  triad_part parts[64];
-  double t0 = bench_now_s();
-  for (int k = 0; k < threads; k++) {
-    parts[k] = (triad_part){x, w, y, (int64_t)N * k / threads, (int64_t)N * (k + 1) / threads};
-    pthread_create(&th[k], NULL, triad, &parts[k]);
-  }
-  for (int k = 0; k < threads; k++) pthread_join(th[k], NULL);
-  return (bench_now_s() - t0) * 1e3;
 }
 
 static double median_ms(jx_fn *f, jx_array **in) {
@@ -77,12 +50,9 @@ int main(void) {
   double eager = median_ms(f, in), jit = median_ms(jf, in);
   /* triad: y = x + s * w on as many threads as the kernels use, the
    * bandwidth the fused kernel competes with (both read two arrays and write one) */
-  const char *nt = getenv("JX_NUM_THREADS");
-  int threads = nt ? atoi(nt) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (threads < 1) threads = 1;
-  if (threads > 64) threads = 64;
+  int threads = bench_triad_threads();
   double tt[RUNS];
-  for (int r = 0; r < RUNS; r++) tt[r] = triad_ms(x, w, y, threads);
+  for (int r = 0; r < RUNS; r++) tt[r] = bench_triad_ns(x, w, y, N, threads) * 1e-6;
   qsort(tt, RUNS, sizeof *tt, bench_cmp_double);
   double bytes = 3.0 * sizeof(float) * N; /* two reads and a write, for both */
   printf("{\"bench\":\"fused_chain_f32_16M_eager\",\"impl\":\"jx\",\"median_ns\":%.0f,"

@@ -1,4 +1,4 @@
-/* The GPT train step of PERFORMANCE.md: 4 layers, d 256, 8 heads, context
+/* The GPT train step of docs/performance.md: 4 layers, d 256, 8 heads, context
  * 128, batch 16, byte vocabulary, AdamW (Optax's), one jitted step with the
  * forward, backward and update; `bench_gpt RUNS LAYERS D_MODEL CONTEXT
  * BATCH` runs another size (heads of width 32), as compare.py's --sizes.

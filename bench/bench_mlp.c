@@ -1,5 +1,5 @@
 /* One jitted training step of an MLP 784-512-512-10 (ReLU, softmax
- * cross-entropy) on a batch of 256 with AdamW, as PERFORMANCE.md's MLP row:
+ * cross-entropy) on a batch of 256 with AdamW, as docs/performance.md's MLP row:
  * value_and_grad of the loss and the AdamW update of all six parameters in
  * one jitted function. The steps run as a training loop runs them: each
  * takes the parameters and optimizer state the last one returned, donated
@@ -7,6 +7,7 @@
  * with donate_argnums. Prints the median step time as a JSON line;
  * bench/compare.py times the same step in JAX (+ Optax-equivalent AdamW). */
 #include "bench_util.h"
+#include "bench_mlp_model.h"
 #include <jx/jx.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,16 +22,6 @@ enum {
   RUNS = 15,
   MAX_RUNS = 1000
 };
-
-/* loss(w1, b1, w2, b2, w3, b3, x, y) */
-static void loss_body(void *ctx, jx_array *const *in, jx_array **out) {
-  (void)ctx;
-  jx_array *h = jx_relu(jx_add(jx_matmul(in[6], in[0]), in[1]));
-  h = jx_relu(jx_add(jx_matmul(h, in[2]), in[3]));
-  jx_array *logits = jx_add(jx_matmul(h, in[4]), in[5]);
-  jx_array *ce = jx_sum(jx_mul(in[7], jx_log_softmax(logits, 1)), JX_AXES(1), 0);
-  out[0] = jx_neg(jx_mean(ce, JX_AXES(), 0));
-}
 
 static jx_fn *grad_fn;
 /* step(params..., m..., v..., x, y, t) -> (loss, params'..., m'..., v'...) with AdamW
@@ -73,7 +64,7 @@ int main(int argc, char **argv) {
   int runs = argc > 1 ? atoi(argv[1]) : RUNS;
   if (runs < RUNS) runs = RUNS;
   if (runs > MAX_RUNS) runs = MAX_RUNS;
-  jx_fn *loss = jx_fn_create("mlp_loss", 8, 1, loss_body, NULL);
+  jx_fn *loss = jx_fn_create("mlp_loss", 8, 1, bench_mlp_loss_body, NULL);
   grad_fn = jx_value_and_grad(loss, JX_AXES(0, 1, 2, 3, 4, 5), 0);
   int donate[3 * NPARAM + 3] = {0}; /* the parameters and both moments */
   for (int i = 0; i < 3 * NPARAM; i++) donate[i] = 1;

@@ -13,47 +13,12 @@
  * each row after the triad also prints its fraction of it. Prints JSON
  * lines. */
 #include "bench_util.h"
+#include "bench_triad.h"
 #include <jx/jx.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 enum { N = 4096, ROWS = 8192, COLS = 1024, TRIAD_N = 16 * 1024 * 1024, RUNS = 7 };
-
-/* y = x + s * w over [begin, end): one thread's share of the triad */
-typedef struct {
-  const float *x, *w;
-  float *y;
-  int64_t begin, end;
-} triad_part;
-
-/* in chunks of 16, so that gcc vectorizes it at -O2 (its cheap cost model
- * takes only loops of known trip count): the memory's bandwidth, not a
- * scalar loop's */
-static void *triad(void *arg) {
-  triad_part *t = arg;
-  const float *restrict x = t->x, *restrict w = t->w;
-  float *restrict y = t->y;
-  int64_t i = t->begin;
-  for (; i + 16 <= t->end; i += 16)
-    for (int k = 0; k < 16; k++) y[i + k] = x[i + k] + 0.5f * w[i + k];
-  for (; i < t->end; i++) y[i] = x[i] + 0.5f * w[i];
-  return NULL;
-}
-
-static double triad_ns(const float *x, const float *w, float *y, int threads) {
-  pthread_t th[64];
-  triad_part parts[64];
-  double t0 = bench_now_ns();
-  for (int k = 0; k < threads; k++) {
-    parts[k] =
-        (triad_part){x, w, y, (int64_t)TRIAD_N * k / threads, (int64_t)TRIAD_N * (k + 1) / threads};
-    pthread_create(&th[k], NULL, triad, &parts[k]);
-  }
-  for (int k = 0; k < threads; k++) pthread_join(th[k], NULL);
-  return bench_now_ns() - t0;
-}
 
 static void colsum(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
@@ -101,10 +66,7 @@ static void report(const char *name, const char *impl, double *t, int runs, doub
 int main(int argc, char **argv) {
   int runs = argc > 1 ? atoi(argv[1]) : RUNS;
   if (runs < 1 || runs > 100) runs = RUNS;
-  const char *nt = getenv("JX_NUM_THREADS");
-  int threads = nt ? atoi(nt) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (threads < 1) threads = 1;
-  if (threads > 64) threads = 64;
+  int threads = bench_triad_threads();
   jx_scope_begin(); /* the samplers' intermediates */
   jx_array *x = jx_keep(jx_random_uniform(jx_random_key(0), JX_F32, JX_SHAPE(N, N), -1, 1));
   jx_array *g[3] = {
@@ -132,12 +94,12 @@ int main(int argc, char **argv) {
   (void)eager_rowsum(x); /* first calls: compile, fault pages in */
   (void)time_call(jcs, &x);
   (void)time_call(jgrad, g);
-  (void)triad_ns(tx, tw, ty, threads);
+  (void)bench_triad_ns(tx, tw, ty, TRIAD_N, threads);
   for (int r = 0; r < runs; r++) { /* the four alternate */
     t[0][r] = eager_rowsum(x);
     t[1][r] = time_call(jcs, &x);
     t[2][r] = time_call(jgrad, g);
-    t[3][r] = triad_ns(tx, tw, ty, threads);
+    t[3][r] = bench_triad_ns(tx, tw, ty, TRIAD_N, threads);
   }
   if (jx_last_status() != JX_OK) {
     fprintf(stderr, "bench_reduce: %s\n", jx_last_error());

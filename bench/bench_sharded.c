@@ -15,20 +15,12 @@
  * One JSON line per figure; bench/compare.py runs the same in JAX with 8
  * forced host devices. */
 #include "bench_util.h"
+#include "bench_mlp_model.h"
 #include <jx/jx.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 enum { BATCH = 256, IN = 784, H = 512, OUT = 10, NPARAM = 6, MAX_RUNS = 1000 };
-
-static void loss_body(void *ctx, jx_array *const *in, jx_array **out) {
-  (void)ctx;
-  jx_array *h = jx_relu(jx_add(jx_matmul(in[6], in[0]), in[1]));
-  h = jx_relu(jx_add(jx_matmul(h, in[2]), in[3]));
-  jx_array *logits = jx_add(jx_matmul(h, in[4]), in[5]);
-  jx_array *ce = jx_sum(jx_mul(in[7], jx_log_softmax(logits, 1)), JX_AXES(1), 0);
-  out[0] = jx_neg(jx_mean(ce, JX_AXES(), 0));
-}
 
 static jx_fn *grad_fn;
 /* step(params..., x, y) -> (loss, params'...), SGD with lr 0.01 */
@@ -146,7 +138,7 @@ int main(int argc, char **argv) {
   const int devs[8] = {0, 1, 2, 3, 4, 5, 6, 7};
   const char *data[1] = {"data"}, *x[1] = {"x"};
 
-  jx_fn *loss = jx_fn_create("mlp_loss", 8, 1, loss_body, NULL);
+  jx_fn *loss = jx_fn_create("mlp_loss", 8, 1, bench_mlp_loss_body, NULL);
   grad_fn = jx_value_and_grad(loss, JX_AXES(0, 1, 2, 3, 4, 5), 0);
   jx_fn *step = jx_fn_create("dp_step", 8, 1 + NPARAM, step_body, NULL);
   jx_array *key = jx_keep(jx_random_key(0));
