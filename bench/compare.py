@@ -743,7 +743,9 @@ if peer == "jax":
     lib, ready, wrap = jnp.fft, jax.block_until_ready, jax.jit
 else:  # NumPy's pocketfft keeps complex64 in single precision (NumPy 2)
     lib, ready, wrap = np.fft, lambda x: x, lambda f: f
-cases = [("fft_2p20_c64", wrap(lib.fft), z), ("rfft2_1024_f32", wrap(lib.rfft2), img)]
+spectrum = lib.rfft2(img)  # c64 [1024, 513]
+cases = [("fft_2p20_c64", wrap(lib.fft), z), ("rfft2_1024_f32", wrap(lib.rfft2), img),
+         ("irfft2_1024_f32", wrap(lambda x: lib.irfft2(x, s=(1024, 1024))), spectrum)]
 ts = {n: [] for n, _, _ in cases}
 for n, f, x in cases:
     ready(f(x))
@@ -754,7 +756,7 @@ for n, _, _ in cases:
     print(json.dumps({"bench": n, "impl": peer, "median_ns": statistics.median(ts[n])}))
 """
 
-FFT_BENCHES = ("fft_2p20_c64", "rfft2_1024_f32")
+FFT_BENCHES = ("fft_2p20_c64", "rfft2_1024_f32", "irfft2_1024_f32")
 
 
 def run_fft(build, rounds, runs):

@@ -30,10 +30,10 @@ const jx_prim_lowering jx_prim_lowerings[JX_PRIM_COUNT] = {
     [JX_PRIM_neg] = SAME_C("(-%0)"),
     [JX_PRIM_abs] = EXPR_C("fabsf(%0)", "fabs(%0)", "cabsf(%0)", "cabs(%0)"),
     [JX_PRIM_exp] = EXPR_C("jx_expf(%0)", "exp(%0)", "cexpf(%0)", "cexp(%0)"),
-    [JX_PRIM_exp2] = EXPR("jx_exp2f(%0)", "exp2(%0)"),
-    [JX_PRIM_expm1] = EXPR("jx_expm1f(%0)", "expm1(%0)"),
+    [JX_PRIM_exp2] = EXPR_C("jx_exp2f(%0)", "exp2(%0)", "jx_cexp2f(%0)", "jx_cexp2(%0)"),
+    [JX_PRIM_expm1] = EXPR_C("jx_expm1f(%0)", "expm1(%0)", "jx_cexpm1f(%0)", "jx_cexpm1(%0)"),
     [JX_PRIM_log] = EXPR_C("jx_logf(%0)", "log(%0)", "clogf(%0)", "clog(%0)"),
-    [JX_PRIM_log1p] = EXPR("jx_log1pf(%0)", "log1p(%0)"),
+    [JX_PRIM_log1p] = EXPR_C("jx_log1pf(%0)", "log1p(%0)", "jx_clog1pf(%0)", "jx_clog1p(%0)"),
     [JX_PRIM_sqrt] = EXPR_C("sqrtf(%0)", "sqrt(%0)", "csqrtf(%0)", "csqrt(%0)"),
     [JX_PRIM_rsqrt] = EXPR_C("(1.0f / sqrtf(%0))", "(1.0 / sqrt(%0))", "((jx_c64)1 / csqrtf(%0))",
                              "((jx_c128)1 / csqrt(%0))"),
@@ -62,12 +62,19 @@ const jx_prim_lowering jx_prim_lowerings[JX_PRIM_COUNT] = {
     [JX_PRIM_stop_gradient] =
         {.kind = JX_LOWER_EXPR, .f32 = "%0", .f64 = "%0", .c64 = "%0", .c128 = "%0", .on_bool = 1},
     /* complex (unary.c, complex.c): C99's functions, as the reference kernels
-     * call them; sign is z / |z| and 0 at 0 */
+     * call them (exp2, expm1 and log1p: complex_special.h's, as unary.c);
+     * sign is z / |z| and 0 at 0 */
     [JX_PRIM_sign] = ONLY_C("(cabsf(%0) == 0 ? (jx_c64)0 : %0 / cabsf(%0))",
                             "(cabs(%0) == 0 ? (jx_c128)0 : %0 / cabs(%0))"),
     [JX_PRIM_tan] = ONLY_C("ctanf(%0)", "ctan(%0)"),
     [JX_PRIM_sinh] = ONLY_C("csinhf(%0)", "csinh(%0)"),
     [JX_PRIM_cosh] = ONLY_C("ccoshf(%0)", "ccosh(%0)"),
+    [JX_PRIM_asin] = ONLY_C("casinf(%0)", "casin(%0)"),
+    [JX_PRIM_acos] = ONLY_C("cacosf(%0)", "cacos(%0)"),
+    [JX_PRIM_atan] = ONLY_C("catanf(%0)", "catan(%0)"),
+    [JX_PRIM_asinh] = ONLY_C("casinhf(%0)", "casinh(%0)"),
+    [JX_PRIM_acosh] = ONLY_C("cacoshf(%0)", "cacosh(%0)"),
+    [JX_PRIM_atanh] = ONLY_C("catanhf(%0)", "catanh(%0)"),
     [JX_PRIM_real] = ONLY_C("crealf(%0)", "creal(%0)"),
     [JX_PRIM_imag] = ONLY_C("cimagf(%0)", "cimag(%0)"),
     [JX_PRIM_conj] = ONLY_C("conjf(%0)", "conj(%0)"),

@@ -9,6 +9,7 @@
 
 #include "../base/error.h"
 #include "../base/strbuf.h"
+#include "../prims/complex_special.h"
 #include "prim_lowering.h"
 #include "render.h"
 
@@ -149,7 +150,8 @@ const jx_dialect jx_dialect_c = {
                        "JX_IPOW(jx_c64)\n"
                        "JX_IPOW(jx_c128)\n"
                        "JX_PW(jx_c64)\n"
-                       "JX_PW(jx_c128)\n",
+                       "JX_PW(jx_c128)\n" JX_COMPLEX_SPECIAL_TEXT(jx_c64, float, f)
+                           JX_COMPLEX_SPECIAL_TEXT(jx_c128, double, ),
     .complex_kernel_open = "#pragma GCC push_options\n"
                            "#pragma GCC optimize(\"no-tree-slp-vectorize\")\n",
     .complex_kernel_close = "#pragma GCC pop_options\n",

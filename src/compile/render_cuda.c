@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "../prims/complex_special.h"
+
 /* The layout the prelude declares must be the host's. */
 _Static_assert(sizeof(jx_cuda_kargs) == 8 * (JX_FUSION_MAX_LOADS + JX_FUSION_MAX_STORES) +
                                             8 * JX_MAX_RANK + 8 * JX_FUSION_MAX_LOADS * JX_MAX_RANK,
@@ -72,6 +74,36 @@ _Static_assert(sizeof(jx_cuda_kargs) <= 4096, "kernel arguments over CUDA's 4 KB
   "  " #C " t = ctanh" #F "(" #C "(-z.im, z.re));\n"                                               \
   "  return " #C "(t.im, -t.re);\n}\n"
 
+/* The inverse functions by Kahan's formulas ("Branch cuts for complex
+ * elementary functions", 1987), which keep the principal branches and C99's
+ * signed zeros on the cuts without forming z^2: with s = sqrt(1 - z) and
+ * t = sqrt(1 + z), asin z = atan2(Re z, Re(s t)) + i asinh(Im(conj(s) t)),
+ * acos z = 2 atan2(Re s, Re t) + i asinh(Im(conj(t) s)); with
+ * s = sqrt(z - 1), t = sqrt(z + 1), acosh z = asinh(Re(conj(s) t))
+ * + 2i atan2(Im s, Re t); atanh z = (log1p(z) - log1p(-z)) / 2; asinh and
+ * atan through asinh z = -i asin(i z), atan z = -i atanh(i z). After
+ * complex_special.h's jx_clog1p. */
+#define JX_CUDA_COMPLEX_INVERSE(C, R, F)                                                           \
+  "JX_FN " #C " casin" #F "(" #C " z) {\n"                                                         \
+  "  " #C " s = csqrt" #F "(" #C "(1 - z.re, -z.im)), t = csqrt" #F "(" #C "(1 + z.re, z.im));\n"  \
+  "  return " #C "(atan2" #F "(z.re, s.re * t.re - s.im * t.im), asinh" #F                         \
+  "(s.re * t.im - s.im * t.re));\n}\n"                                                             \
+  "JX_FN " #C " cacos" #F "(" #C " z) {\n"                                                         \
+  "  " #C " s = csqrt" #F "(" #C "(1 - z.re, -z.im)), t = csqrt" #F "(" #C "(1 + z.re, z.im));\n"  \
+  "  return " #C "(2 * atan2" #F "(s.re, t.re), asinh" #F "(t.re * s.im - t.im * s.re));\n}\n"     \
+  "JX_FN " #C " cacosh" #F "(" #C " z) {\n"                                                        \
+  "  " #C " s = csqrt" #F "(" #C "(z.re - 1, z.im)), t = csqrt" #F "(" #C "(z.re + 1, z.im));\n"   \
+  "  return " #C "(asinh" #F "(s.re * t.re + s.im * t.im), 2 * atan2" #F "(s.im, t.re));\n}\n"     \
+  "JX_FN " #C " catanh" #F "(" #C " z) {\n"                                                        \
+  "  " #C " p = jx_clog1p" #F "(z), m = jx_clog1p" #F "(-z);\n"                                    \
+  "  return " #C "((p.re - m.re) / 2, (p.im - m.im) / 2);\n}\n"                                    \
+  "JX_FN " #C " casinh" #F "(" #C " z) {\n"                                                        \
+  "  " #C " w = casin" #F "(" #C "(-z.im, z.re));\n"                                               \
+  "  return " #C "(w.im, -w.re);\n}\n"                                                             \
+  "JX_FN " #C " catan" #F "(" #C " z) {\n"                                                         \
+  "  " #C " w = catanh" #F "(" #C "(-z.im, z.re));\n"                                              \
+  "  return " #C "(w.im, -w.re);\n}\n"
+
 static const char cuda_complex_prelude[] =
     "#define JX_CM __device__ __forceinline__\n"
     "struct jx_c64 {\n"
@@ -94,10 +126,15 @@ static const char cuda_complex_prelude[] =
     "};\n"
     "JX_FN jx_c64 jx_cmplxf(float r, float i) { return jx_c64(r, i); }\n"
     "JX_FN jx_c128 jx_cmplx(double r, double i) { return jx_c128(r, i); }\n" JX_CUDA_COMPLEX_FUNCS(
-        jx_c64, float, f, 9) JX_CUDA_COMPLEX_FUNCS(jx_c128, double, , 22) "JX_IPOW(jx_c64)\n"
-                                                                          "JX_IPOW(jx_c128)\n"
-                                                                          "JX_PW(jx_c64)\n"
-                                                                          "JX_PW(jx_c128)\n";
+        jx_c64, float, f, 9)
+        JX_CUDA_COMPLEX_FUNCS(jx_c128, double, ,
+                              22) "JX_IPOW(jx_c64)\n"
+                                  "JX_IPOW(jx_c128)\n"
+                                  "JX_PW(jx_c64)\n"
+                                  "JX_PW(jx_c128)\n" JX_COMPLEX_SPECIAL_TEXT(jx_c64, float, f)
+                                      JX_COMPLEX_SPECIAL_TEXT(jx_c128, double, )
+                                          JX_CUDA_COMPLEX_INVERSE(jx_c64, float, f)
+                                              JX_CUDA_COMPLEX_INVERSE(jx_c128, double, );
 
 const jx_dialect jx_dialect_cuda = {
     .name = "CUDA",

@@ -16,7 +16,8 @@
  * run through FFTW's new-array execute functions, which are thread-safe;
  * FFTW's planner is not, so planning holds a lock. Each plan does all of a
  * call's batch at once (FFTW's guru interface, howmany). c2r transforms
- * overwrite their input, so IRFFT runs on an aligned copy.
+ * overwrite their input, so IRFFT runs on an aligned copy, which carries
+ * the inverse's 1 / size (IFFT's is a pass over its output).
  *
  * Transforms of at least PARALLEL_MIN elements are planned for up to
  * jx_pool_threads() threads (FFTW's measuring decides how many pay), and
@@ -201,6 +202,31 @@ static void *plan_for(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t b
   return e ? e->plan : NULL;
 }
 
+/* dst[i] = src[i] * s for m floats of the precision, over jx's pool: the
+ * inverses' normalization, one pass over memory split between the cores. */
+typedef struct {
+  int dbl;
+  const void *src;
+  void *dst;
+  double s;
+} scale_job;
+static void scale_range(void *ctx, int64_t begin, int64_t end) {
+  const scale_job *j = ctx;
+  if (j->dbl) {
+    const double *x = j->src;
+    double *y = j->dst;
+    for (int64_t i = begin; i < end; i++) y[i] = x[i] * j->s;
+  } else {
+    const float *x = j->src;
+    float *y = j->dst, s = (float)j->s;
+    for (int64_t i = begin; i < end; i++) y[i] = x[i] * s;
+  }
+}
+static void scale(int dbl, const void *src, void *dst, int64_t m, double s) {
+  scale_job j = {dbl, src, dst, s};
+  jx_parallel_for(m, PARALLEL_MIN, scale_range, &j);
+}
+
 int jx_fft_run(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch, const void *in,
                void *out) {
   int64_t total = 1, in_elems = batch;
@@ -209,14 +235,20 @@ int jx_fft_run(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch, c
     in_elems *= (d == k - 1 && t == JX_FFT_IRFFT) ? n[d] / 2 + 1 : n[d];
   }
   if (batch == 0) return 1;
+  /* lax.fft's inverses are normalized by 1 / total: IRFFT's input is
+   * copied anyway (c2r destroys its input), so the copy scales it, and the
+   * transform of the scaled spectrum is the scaled image (the DFT is
+   * linear) without a pass over the output; IFFT scales its output */
+  double inv = (float)(1.0 / (double)total);
+  if (dbl) inv = 1.0 / (double)total;
   void *src = (void *)in, *copy = NULL;
-  if (t == JX_FFT_IRFFT) { /* c2r destroys its input */
+  if (t == JX_FFT_IRFFT) {
     size_t bytes = (size_t)in_elems * in_size(t, dbl);
     if (!(copy = fftw_malloc(bytes ? bytes : 1))) {
       jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: out of memory for the inverse real transform");
       return 0;
     }
-    memcpy(copy, in, bytes);
+    scale(dbl, in, copy, 2 * in_elems, inv);
     src = copy;
   }
   int aligned = dbl ? fftw_alignment_of(src) == 0 && fftw_alignment_of(out) == 0
@@ -227,7 +259,6 @@ int jx_fft_run(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch, c
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: FFTW could not plan the transform");
     return 0;
   }
-  int64_t out_elems = batch * (t == JX_FFT_RFFT ? total / n[k - 1] * (n[k - 1] / 2 + 1) : total);
   if (dbl) {
     switch (t) {
     case JX_FFT_RFFT: fftw_execute_dft_r2c(plan, src, out); break;
@@ -242,15 +273,6 @@ int jx_fft_run(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch, c
     }
   }
   fftw_free(copy);
-  if (t == JX_FFT_IFFT || t == JX_FFT_IRFFT) { /* lax.fft's inverses are normalized */
-    int64_t m = t == JX_FFT_IFFT ? 2 * out_elems : out_elems; /* floats to scale */
-    if (dbl) {
-      double s = 1.0 / (double)total, *o = out;
-      for (int64_t i = 0; i < m; i++) o[i] *= s;
-    } else {
-      float s = (float)(1.0 / (double)total), *o = out;
-      for (int64_t i = 0; i < m; i++) o[i] *= s;
-    }
-  }
+  if (t == JX_FFT_IFFT) scale(dbl, out, out, 2 * batch * total, inv);
   return 1;
 }

@@ -32,6 +32,7 @@
 #include <complex.h>
 
 #include "../base/error.h"
+#include "complex_special.h"
 #include "elementwise.h"
 #include "fastmath.h"
 #include "prims.h"
@@ -428,24 +429,10 @@ static void loop_int(unop op, int64_t e, int64_t n, const jx_tensor *t, void *o)
 
 /* ---- complex ----
  * C99's <complex.h> function of each row (F: "f" for c64, empty for c128);
- * exp2, expm1 and log1p, which C99 lacks, as XLA forms them: exp2(z) =
- * exp(z ln 2); expm1(a + ib) =
- * expm1(a) cos(b) - 2 sin^2(b/2) + i e^a sin(b), without the cancellation of
- * e^a cos(b) - 1 near 0; log1p(z) = log|1 + z| + i arg(1 + z), the modulus
- * through log1p(a (a + 2) + b^2) when that is small. */
-#define COMPLEX_HELPERS(T, R, F)                                                                   \
-  static T cexpm1##F(T z) {                                                                        \
-    R a = creal##F(z), b = cimag##F(z), h = sin##F(b / 2);                                         \
-    return jx_cmplx##F(expm1##F(a) * cos##F(b) - 2 * h * h, exp##F(a) * sin##F(b));                \
-  }                                                                                                \
-  static T cexp2##F(T z) { return cexp##F(z * (R)0.69314718055994530942); }                        \
-  static T clog1p##F(T z) {                                                                        \
-    R a = creal##F(z), b = cimag##F(z), s = a * (a + 2) + b * b;                                   \
-    R re = fabs##F(s) < (R)0.5 ? log1p##F(s) / 2 : log##F(hypot##F(a + 1, b));                     \
-    return jx_cmplx##F(re, atan2##F(b, a + 1));                                                    \
-  }
-COMPLEX_HELPERS(float _Complex, float, f)
-COMPLEX_HELPERS(double _Complex, double, )
+ * exp2, expm1 and log1p, which C99 lacks, as XLA forms them
+ * (complex_special.h, the text fused kernels compile too). */
+JX_COMPLEX_SPECIAL(static, float _Complex, float, f)
+JX_COMPLEX_SPECIAL(static, double _Complex, double, )
 
 #define COMPLEX_LOOP(NAME, T, R, F)                                                                \
   static void NAME(unop op, int64_t e, int64_t n, const T *restrict in, void *restrict out) {      \
@@ -488,10 +475,10 @@ COMPLEX_HELPERS(double _Complex, double, )
     default: {                                                                                     \
       T(*f)                                                                                        \
       (T) = op == U_EXP     ? cexp##F                                                              \
-            : op == U_EXP2  ? cexp2##F                                                             \
-            : op == U_EXPM1 ? cexpm1##F                                                            \
+            : op == U_EXP2  ? jx_cexp2##F                                                          \
+            : op == U_EXPM1 ? jx_cexpm1##F                                                         \
             : op == U_LOG   ? clog##F                                                              \
-            : op == U_LOG1P ? clog1p##F                                                            \
+            : op == U_LOG1P ? jx_clog1p##F                                                         \
             : op == U_SQRT  ? csqrt##F                                                             \
             : op == U_TANH  ? ctanh##F                                                             \
             : op == U_SIN   ? csin##F                                                              \
