@@ -37,8 +37,11 @@ cmake --build build-asan -j"$jobs"
 # conformance case's kernels through the emulator (~100 s here); the gcc
 # build runs them, and the renderer's and executor's own tests
 # (unit.test_render_cuda, unit.test_cuda_exec, ...) run here.
+# Kernels compile at -O1 here (the same bits as -O3, which the gcc pass runs):
+# most of this pass's time is the jit's compiles, and the sanitizers check
+# the library, not the generated code's speed.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" -E '^cuda\.|^unit\.test_cuda_kernels$'
+  JX_KERNEL_OPT=1 ctest --test-dir build-asan --output-on-failure -j"$jobs" -E '^cuda\.|^unit\.test_cuda_kernels$'
 
 # The loaders' libFuzzer harnesses (tests/fuzz), 30 s each from the seed
 # corpus, in the sanitized build (JX_FUZZ adds coverage to the loaders'

@@ -22,6 +22,9 @@ const jx_env_var jx_env_vars[] = {
     {"JX_CACHE_DIR", JX_ENV_TEXT, "`$XDG_CACHE_HOME/jx` or `~/.cache/jx`",
      "where compiled kernels and FFTW's wisdom (its measured FFT plans) are cached"},
     {"CC", JX_ENV_TEXT, "`cc`", "the C compiler for generated kernels"},
+    {"JX_KERNEL_OPT", JX_ENV_INT, "3",
+     "the optimization level (0-3) of generated kernels: the same bits at every level, lower "
+     "levels compile faster and run slower " DOCS("compiler.md")},
     {"JX_JIT_KERNELS", JX_ENV_FLAG, "1",
      "`0`: jitted programs run every equation as it is: no generated code, no C compiler " DOCS(
          "compiler.md")},

@@ -22,10 +22,26 @@ extern char **environ;
 
 /* Bump when generated code or its calling convention changes. */
 #define JX_KERNEL_CACHE_VERSION "jx-kernels-5"
-static const char *const cflags[] = {
-    "-O3",   "-march=native", "-fno-math-errno", "-fno-trapping-math",
-    "-fPIC", "-shared",       "-std=c11",        "-w",
-    NULL};
+static const char *const cflags[] = {"-march=native",
+                                     "-fno-math-errno",
+                                     "-fno-trapping-math",
+                                     "-fPIC",
+                                     "-shared",
+                                     "-std=c11",
+                                     "-w",
+                                     NULL};
+
+/* The optimization flag: -O3 unless JX_KERNEL_OPT names another level
+ * (NULL for a value that is not a level). The flags keep ISO C's floating
+ * point (no contraction, no reassociation), so every level computes the
+ * same bits; a lower one only compiles faster (the sanitized test pass
+ * uses 1). */
+static const char *opt_flag(void) {
+  static const char *const levels[] = {"-O0", "-O1", "-O2", "-O3"};
+  long long level = 3;
+  int given = jx_env_int("JX_KERNEL_OPT", &level);
+  return given < 0 || level < 0 || level > 3 ? NULL : levels[level];
+}
 
 typedef struct loaded {
   uint64_t key;
@@ -64,6 +80,7 @@ static const char *compiler_identity(void) {
 static uint64_t key_of(const char *source) {
   uint64_t h = jx_hash_str(JX_HASH_SEED, JX_KERNEL_CACHE_VERSION);
   h = jx_hash_str(h, compiler_identity());
+  h = jx_hash_str(h, opt_flag());
   for (int i = 0; cflags[i]; i++) h = jx_hash_str(h, cflags[i]);
   return jx_hash_str(h, source);
 }
@@ -73,6 +90,7 @@ static jx_status compile(const char *src_path, const char *so_path, const char *
   const char *argv[32];
   int n = 0;
   argv[n++] = compiler();
+  argv[n++] = opt_flag();
   for (int i = 0; cflags[i]; i++) argv[n++] = cflags[i];
   argv[n++] = "-o";
   argv[n++] = so_path;
@@ -189,6 +207,11 @@ static void *open_or_build(const char *source, uint64_t key, char *so, size_t so
 /* The loaded object of `source` (compiled, or from either cache), or NULL
  * with an error recorded; `symbol` (or NULL) names the kernel for messages. */
 static void *load_object(const char *source) {
+  if (!opt_flag()) {
+    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jit: JX_KERNEL_OPT is '%s': want 0, 1, 2 or 3",
+                 jx_env_string("JX_KERNEL_OPT"));
+    return NULL;
+  }
   uint64_t key = key_of(source);
   pthread_mutex_lock(&lock);
   void *handle;
