@@ -19,11 +19,9 @@ static jx_status check_matrix(const char *op, const char *what, jx_array *a) {
 /* The machine epsilon of a float dtype (jnp.finfo(dt).eps). */
 static double eps_of(jx_dtype dt) { return dt == JX_F64 ? DBL_EPSILON : FLT_EPSILON; }
 
-/* (a + a^T) / 2: jnp.linalg's symmetrize_input, so only the symmetric part
- * counts and derivatives stay symmetric. */
-static jx_array *symmetrize(jx_array *a) {
-  return jx_mul(jx_add(a, jx_linalg_swap_last(a)), jx_scalar(a->dtype, 0.5));
-}
+/* (a + a^H) / 2: jnp.linalg's symmetrize_input, so only the Hermitian part
+ * counts and derivatives stay Hermitian. */
+static jx_array *symmetrize(jx_array *a) { return jx_linalg_hermitian_part(a); }
 
 static jx_array *cholesky(const char *op, jx_array *a, int upper, int symmetrize_input) {
   if (jx_check_inputs(op, 1, &a) || check_matrix(op, "operand", a)) return jx_poison();

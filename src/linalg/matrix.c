@@ -31,6 +31,28 @@ jx_status jx_linalg_check_square(const char *op, const char *what, const jx_aval
   return JX_OK;
 }
 
+jx_status jx_linalg_check_inexact_matrix(const char *op, const char *what, const jx_aval *av) {
+  char s[JX_AVAL_STR_CAP];
+  if (!jx_is_complex(av->dtype)) return jx_linalg_check_matrix(op, what, av);
+  if (av->shape.rank < 2)
+    return jx_error_set(JX_ERR_SHAPE,
+                        "%s: %s %s must be a matrix (or a stack of them) in its last two axes", op,
+                        what, jx_aval_str(av->dtype, av->shape, s));
+  return JX_OK;
+}
+
+jx_status jx_linalg_check_inexact_square(const char *op, const char *what, const jx_aval *av) {
+  char s[JX_AVAL_STR_CAP];
+  jx_status st = jx_linalg_check_inexact_matrix(op, what, av);
+  int r = av->shape.rank;
+  if (!st && av->shape.dims[r - 1] != av->shape.dims[r - 2])
+    return jx_error_set(JX_ERR_SHAPE,
+                        "%s: %s %s must be a square matrix (or a stack of them) in its last two "
+                        "axes",
+                        op, what, jx_aval_str(av->dtype, av->shape, s));
+  return st;
+}
+
 void jx_linalg_for_each_matrix(int64_t count, jx_range_fn fn, void *ctx) {
   jx_blas_own_threads(); /* the pool's threads each factor whole matrices */
   jx_parallel_for(count, 1, fn, ctx);
@@ -81,6 +103,16 @@ jx_array *jx_linalg_swap_last(jx_array *x) {
   perm[r - 2] = r - 1;
   perm[r - 1] = r - 2;
   return jx_transpose(x, jx_axes_make(r, perm));
+}
+
+jx_array *jx_linalg_adjoint(jx_array *x) {
+  /* jx_conj of a real array would stop its gradient: a real x is only transposed */
+  jx_array *t = jx_linalg_swap_last(x);
+  return jx_is_complex(x->dtype) ? jx_conj(t) : t;
+}
+
+jx_array *jx_linalg_hermitian_part(jx_array *x) {
+  return jx_mul(jx_add(x, jx_linalg_adjoint(x)), jx_scalar(jx_complex_part(x->dtype), 0.5));
 }
 
 jx_array *jx_linalg_bind_triangular_solve(jx_array *a, jx_array *b, const jx_params *p) {
