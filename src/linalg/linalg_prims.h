@@ -3,11 +3,12 @@
  * Each primitive works on the last two axes of its operands; leading axes are
  * batch axes, equal across operands, whose matrices the kernels factor in
  * parallel (below).
- *  - cholesky (cholesky.c): a[..., n, n] -> lower factor L (upper triangle
+ *  - cholesky (cholesky.c): a[..., n, n] (f32, f64, c64, c128) -> lower factor L (upper triangle
  *    zero); a matrix that is not positive definite gives NaNs in its lower
  *    triangle;
  *  - triangular_solve (triangular_solve.c): (a, b) -> x, params
- *    left_side=i0 lower=i1 transpose_a=i2 unit_diagonal=i3, as
+ *    left_side=i0 lower=i1 transpose_a=i2 unit_diagonal=i3 conjugate_a=f0
+ *    (a flag in a float slot: the int slots are taken), as
  *    lax.linalg.triangular_solve;
  *  - lu (lu.c): a[..., n, n] -> (lu, pivots i32[..., n], permutation
  *    i32[..., n]), as lax.linalg.lu;

@@ -33,7 +33,9 @@ jx_status jx_linalg_check_square(const char *op, const char *what, const jx_aval
 
 jx_status jx_linalg_check_inexact_matrix(const char *op, const char *what, const jx_aval *av) {
   char s[JX_AVAL_STR_CAP];
-  if (!jx_is_complex(av->dtype)) return jx_linalg_check_matrix(op, what, av);
+  if (av->dtype != JX_F32 && av->dtype != JX_F64 && !jx_is_complex(av->dtype))
+    return jx_error_set(JX_ERR_DTYPE, "%s: %s %s must be f32, f64, c64 or c128", op, what,
+                        jx_aval_str(av->dtype, av->shape, s));
   if (av->shape.rank < 2)
     return jx_error_set(JX_ERR_SHAPE,
                         "%s: %s %s must be a matrix (or a stack of them) in its last two axes", op,
@@ -43,14 +45,15 @@ jx_status jx_linalg_check_inexact_matrix(const char *op, const char *what, const
 
 jx_status jx_linalg_check_inexact_square(const char *op, const char *what, const jx_aval *av) {
   char s[JX_AVAL_STR_CAP];
-  jx_status st = jx_linalg_check_inexact_matrix(op, what, av);
   int r = av->shape.rank;
-  if (!st && av->shape.dims[r - 1] != av->shape.dims[r - 2])
+  if (av->dtype != JX_F32 && av->dtype != JX_F64 && !jx_is_complex(av->dtype))
+    return jx_linalg_check_inexact_matrix(op, what, av);
+  if (r < 2 || av->shape.dims[r - 1] != av->shape.dims[r - 2])
     return jx_error_set(JX_ERR_SHAPE,
                         "%s: %s %s must be a square matrix (or a stack of them) in its last two "
                         "axes",
                         op, what, jx_aval_str(av->dtype, av->shape, s));
-  return st;
+  return JX_OK;
 }
 
 void jx_linalg_for_each_matrix(int64_t count, jx_range_fn fn, void *ctx) {
