@@ -7,53 +7,38 @@
 #include "../trace/dispatch.h"
 #include "linalg_prims.h"
 
-jx_status jx_linalg_check_matrix(const char *op, const char *what, const jx_aval *av) {
+/* The checks below: av's dtype among f32, f64 (and c64, c128 when
+ * complex_ok), then a stack of matrices (square ones when square). */
+static jx_status check(const char *op, const char *what, const jx_aval *av, int complex_ok,
+                       int square) {
   char s[JX_AVAL_STR_CAP];
-  if (av->dtype != JX_F32 && av->dtype != JX_F64)
-    return jx_error_set(JX_ERR_DTYPE, "%s: %s %s must be f32 or f64", op, what,
-                        jx_aval_str(av->dtype, av->shape, s));
-  if (av->shape.rank < 2)
+  int r = av->shape.rank;
+  int ok = av->dtype == JX_F32 || av->dtype == JX_F64 || (complex_ok && jx_is_complex(av->dtype));
+  if (!ok)
+    return jx_error_set(JX_ERR_DTYPE, "%s: %s %s must be %s", op, what,
+                        jx_aval_str(av->dtype, av->shape, s),
+                        complex_ok ? "f32, f64, c64 or c128" : "f32 or f64");
+  if (r < 2 || (square && av->shape.dims[r - 1] != av->shape.dims[r - 2]))
     return jx_error_set(JX_ERR_SHAPE,
-                        "%s: %s %s must be a matrix (or a stack of them) in its last two axes", op,
-                        what, jx_aval_str(av->dtype, av->shape, s));
+                        "%s: %s %s must be a %smatrix (or a stack of them) in its last two axes",
+                        op, what, jx_aval_str(av->dtype, av->shape, s), square ? "square " : "");
   return JX_OK;
+}
+
+jx_status jx_linalg_check_matrix(const char *op, const char *what, const jx_aval *av) {
+  return check(op, what, av, 0, 0);
 }
 
 jx_status jx_linalg_check_square(const char *op, const char *what, const jx_aval *av) {
-  char s[JX_AVAL_STR_CAP];
-  int r = av->shape.rank;
-  if (av->dtype != JX_F32 && av->dtype != JX_F64) return jx_linalg_check_matrix(op, what, av);
-  if (r < 2 || av->shape.dims[r - 1] != av->shape.dims[r - 2])
-    return jx_error_set(JX_ERR_SHAPE,
-                        "%s: %s %s must be a square matrix (or a stack of them) in its last two "
-                        "axes",
-                        op, what, jx_aval_str(av->dtype, av->shape, s));
-  return JX_OK;
+  return check(op, what, av, 0, 1);
 }
 
 jx_status jx_linalg_check_inexact_matrix(const char *op, const char *what, const jx_aval *av) {
-  char s[JX_AVAL_STR_CAP];
-  if (av->dtype != JX_F32 && av->dtype != JX_F64 && !jx_is_complex(av->dtype))
-    return jx_error_set(JX_ERR_DTYPE, "%s: %s %s must be f32, f64, c64 or c128", op, what,
-                        jx_aval_str(av->dtype, av->shape, s));
-  if (av->shape.rank < 2)
-    return jx_error_set(JX_ERR_SHAPE,
-                        "%s: %s %s must be a matrix (or a stack of them) in its last two axes", op,
-                        what, jx_aval_str(av->dtype, av->shape, s));
-  return JX_OK;
+  return check(op, what, av, 1, 0);
 }
 
 jx_status jx_linalg_check_inexact_square(const char *op, const char *what, const jx_aval *av) {
-  char s[JX_AVAL_STR_CAP];
-  int r = av->shape.rank;
-  if (av->dtype != JX_F32 && av->dtype != JX_F64 && !jx_is_complex(av->dtype))
-    return jx_linalg_check_inexact_matrix(op, what, av);
-  if (r < 2 || av->shape.dims[r - 1] != av->shape.dims[r - 2])
-    return jx_error_set(JX_ERR_SHAPE,
-                        "%s: %s %s must be a square matrix (or a stack of them) in its last two "
-                        "axes",
-                        op, what, jx_aval_str(av->dtype, av->shape, s));
-  return JX_OK;
+  return check(op, what, av, 1, 1);
 }
 
 void jx_linalg_for_each_matrix(int64_t count, jx_range_fn fn, void *ctx) {
