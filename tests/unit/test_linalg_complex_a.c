@@ -153,7 +153,7 @@ static void check_vjp(jx_fn *vjp, size_t k, const char *dt) {
   for (int i = 0; i < nin; i++) {
     char name[8];
     snprintf(name, sizeof name, "vjp%d", i);
-    if (strncmp(c, "vector_norm_0", 13)) assert_close_c(out[1 + i], golden(c, dt, name), tol);
+    assert_close_c(out[1 + i], golden(c, dt, name), tol);
   }
 }
 
