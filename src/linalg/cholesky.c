@@ -6,7 +6,6 @@
  * dL = L Phi(L^-1 dA L^-H), Phi taking the lower triangle with the diagonal
  * halved; the two solves are triangular_solve, linear in dA, so reverse mode
  * transposes them. Batching moves the batch axis to the front. */
-#include <complex.h>
 #include <lapacke.h>
 #include <math.h>
 #include <string.h>
@@ -39,11 +38,12 @@ static void factor(jx_dtype dt, void *m, int64_t n) {
     for (int64_t j = 0; j < n; j++) {
       if (info == 0 && j <= i) continue;
       double v = j > i ? 0 : NAN; /* complex: both parts, as JAX's mask */
+      int64_t k = i * n + j;
       switch (jx_linalg_type_of(dt)) {
-      case JX_LINALG_S: ((float *)m)[i * n + j] = (float)v; break;
-      case JX_LINALG_D: ((double *)m)[i * n + j] = v; break;
-      case JX_LINALG_C: ((float complex *)m)[i * n + j] = CMPLXF((float)v, (float)v); break;
-      case JX_LINALG_Z: ((double complex *)m)[i * n + j] = CMPLX(v, v); break;
+      case JX_LINALG_S: ((float *)m)[k] = (float)v; break;
+      case JX_LINALG_D: ((double *)m)[k] = v; break;
+      case JX_LINALG_C: ((float *)m)[2 * k] = ((float *)m)[2 * k + 1] = (float)v; break;
+      case JX_LINALG_Z: ((double *)m)[2 * k] = ((double *)m)[2 * k + 1] = v; break;
       }
     }
 }
