@@ -1,5 +1,7 @@
 /* jx/linalg.h: linear algebra on matrices in the last two axes, as
- * jax.lax.linalg and jax.numpy.linalg, for f32 and f64 (LAPACK underneath).
+ * jax.lax.linalg and jax.numpy.linalg, for f32 and f64 (LAPACK underneath);
+ * cholesky, triangular_solve, lu, solve, inv, det, slogdet, matrix_power,
+ * expm, the norms and eig also for c64 and c128.
  *
  * Every function works on a stack of matrices: leading axes are batch axes,
  * the same for every operand. A factorization that fails (cholesky of a
@@ -15,13 +17,13 @@
 extern "C" {
 #endif
 
-/* The lower Cholesky factor L of a symmetric positive definite a[..., n, n]:
- * a = L L^T, the strict upper triangle of L zero. As jnp.linalg.cholesky, a
- * is symmetrized first ((a + a^T) / 2), so only its symmetric part matters
- * and derivatives stay symmetric. */
+/* The lower Cholesky factor L of a symmetric (complex: Hermitian) positive
+ * definite a[..., n, n]: a = L L^H, the strict upper triangle of L zero. As
+ * jnp.linalg.cholesky, a is symmetrized first ((a + a^H) / 2), so only its
+ * Hermitian part matters and derivatives stay Hermitian. */
 JX_API jx_array *jx_linalg_cholesky(jx_array *a);
 /* jx_linalg_cholesky with jnp.linalg.cholesky's options: upper gives U =
- * L^T (a = U^T U); without symmetrize_input only a's lower triangle is read
+ * L^H (a = U^H U); without symmetrize_input only a's lower triangle is read
  * (and, as in JAX, the derivative takes the tangent as it is). */
 JX_API jx_array *jx_linalg_cholesky_ex(jx_array *a, int upper, int symmetrize_input);
 
@@ -33,6 +35,10 @@ JX_API jx_array *jx_linalg_cholesky_ex(jx_array *a, int upper, int symmetrize_in
  * to 0). */
 JX_API jx_array *jx_linalg_triangular_solve(jx_array *a, jx_array *b, int left_side, int lower,
                                             int transpose_a, int unit_diagonal);
+/* jx_linalg_triangular_solve with lax.linalg.triangular_solve's conjugate_a:
+ * op(a) conjugated, so a^H with transpose_a (no effect on a real a). */
+JX_API jx_array *jx_linalg_triangular_solve_ex(jx_array *a, jx_array *b, int left_side, int lower,
+                                               int transpose_a, int conjugate_a, int unit_diagonal);
 
 /* The LU factorization with partial pivoting of a[..., n, n], as
  * jax.lax.linalg.lu: P a = L U with lu holding L's strict lower triangle (L's
@@ -193,32 +199,33 @@ typedef enum {
 JX_API jx_array *jx_linalg_matrix_norm(jx_array *x, jx_matrix_norm_ord ord);
 
 #ifndef JX_NO_LOCATION_MACROS
-#define jx_linalg_cholesky(...)         JX_LOCATED(jx_linalg_cholesky, __VA_ARGS__)
-#define jx_linalg_cholesky_ex(...)      JX_LOCATED(jx_linalg_cholesky_ex, __VA_ARGS__)
-#define jx_linalg_triangular_solve(...) JX_LOCATED(jx_linalg_triangular_solve, __VA_ARGS__)
-#define jx_linalg_lu(...)               JX_LOCATED_STATUS(jx_linalg_lu, __VA_ARGS__)
-#define jx_linalg_solve(...)            JX_LOCATED(jx_linalg_solve, __VA_ARGS__)
-#define jx_linalg_inv(...)              JX_LOCATED(jx_linalg_inv, __VA_ARGS__)
-#define jx_linalg_det(...)              JX_LOCATED(jx_linalg_det, __VA_ARGS__)
-#define jx_linalg_slogdet(...)          JX_LOCATED_STATUS(jx_linalg_slogdet, __VA_ARGS__)
-#define jx_linalg_eigh(...)             JX_LOCATED_STATUS(jx_linalg_eigh, __VA_ARGS__)
-#define jx_linalg_eigvalsh(...)         JX_LOCATED(jx_linalg_eigvalsh, __VA_ARGS__)
-#define jx_linalg_eig(...)              JX_LOCATED_STATUS(jx_linalg_eig, __VA_ARGS__)
-#define jx_linalg_eigvals(...)          JX_LOCATED(jx_linalg_eigvals, __VA_ARGS__)
-#define jx_linalg_eig_ex(...)           JX_LOCATED_STATUS(jx_linalg_eig_ex, __VA_ARGS__)
-#define jx_linalg_qr(...)               JX_LOCATED_STATUS(jx_linalg_qr, __VA_ARGS__)
-#define jx_linalg_svd(...)              JX_LOCATED_STATUS(jx_linalg_svd, __VA_ARGS__)
-#define jx_linalg_svd_ex(...)           JX_LOCATED_STATUS(jx_linalg_svd_ex, __VA_ARGS__)
-#define jx_linalg_matrix_rank(...)      JX_LOCATED(jx_linalg_matrix_rank, __VA_ARGS__)
-#define jx_linalg_svdvals(...)          JX_LOCATED(jx_linalg_svdvals, __VA_ARGS__)
-#define jx_linalg_pinv(...)             JX_LOCATED(jx_linalg_pinv, __VA_ARGS__)
-#define jx_linalg_pinv_ex(...)          JX_LOCATED(jx_linalg_pinv_ex, __VA_ARGS__)
-#define jx_linalg_lstsq(...)            JX_LOCATED_STATUS(jx_linalg_lstsq, __VA_ARGS__)
-#define jx_linalg_matrix_power(...)     JX_LOCATED(jx_linalg_matrix_power, __VA_ARGS__)
-#define jx_linalg_expm(...)             JX_LOCATED(jx_linalg_expm, __VA_ARGS__)
-#define jx_linalg_expm_ex(...)          JX_LOCATED(jx_linalg_expm_ex, __VA_ARGS__)
-#define jx_linalg_vector_norm(...)      JX_LOCATED(jx_linalg_vector_norm, __VA_ARGS__)
-#define jx_linalg_matrix_norm(...)      JX_LOCATED(jx_linalg_matrix_norm, __VA_ARGS__)
+#define jx_linalg_cholesky(...)            JX_LOCATED(jx_linalg_cholesky, __VA_ARGS__)
+#define jx_linalg_cholesky_ex(...)         JX_LOCATED(jx_linalg_cholesky_ex, __VA_ARGS__)
+#define jx_linalg_triangular_solve(...)    JX_LOCATED(jx_linalg_triangular_solve, __VA_ARGS__)
+#define jx_linalg_triangular_solve_ex(...) JX_LOCATED(jx_linalg_triangular_solve_ex, __VA_ARGS__)
+#define jx_linalg_lu(...)                  JX_LOCATED_STATUS(jx_linalg_lu, __VA_ARGS__)
+#define jx_linalg_solve(...)               JX_LOCATED(jx_linalg_solve, __VA_ARGS__)
+#define jx_linalg_inv(...)                 JX_LOCATED(jx_linalg_inv, __VA_ARGS__)
+#define jx_linalg_det(...)                 JX_LOCATED(jx_linalg_det, __VA_ARGS__)
+#define jx_linalg_slogdet(...)             JX_LOCATED_STATUS(jx_linalg_slogdet, __VA_ARGS__)
+#define jx_linalg_eigh(...)                JX_LOCATED_STATUS(jx_linalg_eigh, __VA_ARGS__)
+#define jx_linalg_eigvalsh(...)            JX_LOCATED(jx_linalg_eigvalsh, __VA_ARGS__)
+#define jx_linalg_eig(...)                 JX_LOCATED_STATUS(jx_linalg_eig, __VA_ARGS__)
+#define jx_linalg_eigvals(...)             JX_LOCATED(jx_linalg_eigvals, __VA_ARGS__)
+#define jx_linalg_eig_ex(...)              JX_LOCATED_STATUS(jx_linalg_eig_ex, __VA_ARGS__)
+#define jx_linalg_qr(...)                  JX_LOCATED_STATUS(jx_linalg_qr, __VA_ARGS__)
+#define jx_linalg_svd(...)                 JX_LOCATED_STATUS(jx_linalg_svd, __VA_ARGS__)
+#define jx_linalg_svd_ex(...)              JX_LOCATED_STATUS(jx_linalg_svd_ex, __VA_ARGS__)
+#define jx_linalg_matrix_rank(...)         JX_LOCATED(jx_linalg_matrix_rank, __VA_ARGS__)
+#define jx_linalg_svdvals(...)             JX_LOCATED(jx_linalg_svdvals, __VA_ARGS__)
+#define jx_linalg_pinv(...)                JX_LOCATED(jx_linalg_pinv, __VA_ARGS__)
+#define jx_linalg_pinv_ex(...)             JX_LOCATED(jx_linalg_pinv_ex, __VA_ARGS__)
+#define jx_linalg_lstsq(...)               JX_LOCATED_STATUS(jx_linalg_lstsq, __VA_ARGS__)
+#define jx_linalg_matrix_power(...)        JX_LOCATED(jx_linalg_matrix_power, __VA_ARGS__)
+#define jx_linalg_expm(...)                JX_LOCATED(jx_linalg_expm, __VA_ARGS__)
+#define jx_linalg_expm_ex(...)             JX_LOCATED(jx_linalg_expm_ex, __VA_ARGS__)
+#define jx_linalg_vector_norm(...)         JX_LOCATED(jx_linalg_vector_norm, __VA_ARGS__)
+#define jx_linalg_matrix_norm(...)         JX_LOCATED(jx_linalg_matrix_norm, __VA_ARGS__)
 #endif
 
 #ifdef __cplusplus

@@ -1,9 +1,9 @@
 /* cholesky: the lower Cholesky factor of each matrix of a stack, through
- * LAPACK's potrf; a matrix that is not positive definite (potrf's info > 0)
- * gives NaNs in its lower triangle (zeros above), as JAX does.
+ * LAPACK's potrf (f32, f64, and Hermitian c64, c128); a matrix that is not positive definite
+ * (potrf's info > 0) gives NaNs in its lower triangle (zeros above), as JAX does.
  *
  * JVP (JAX's _cholesky_jvp_rule, after Murray, arXiv:1602.07527):
- * dL = L Phi(L^-1 dA L^-T), Phi taking the lower triangle with the diagonal
+ * dL = L Phi(L^-1 dA L^-H), Phi taking the lower triangle with the diagonal
  * halved; the two solves are triangular_solve, linear in dA, so reverse mode
  * transposes them. Batching moves the batch axis to the front. */
 #include <lapacke.h>
@@ -17,7 +17,7 @@
 #include "linalg_prims.h"
 
 static jx_status infer_cholesky(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
-  jx_status st = jx_linalg_check_square(ctx->prim->name, "operand", in);
+  jx_status st = jx_linalg_check_inexact_square(ctx->prim->name, "operand", in);
   if (!st) out[0] = (jx_aval){in->dtype, 0, in->shape, 0};
   return st;
 }
@@ -27,16 +27,24 @@ static jx_status infer_cholesky(const jx_rule_ctx *ctx, const jx_aval *in, jx_av
  * definite (JAX's lowering masks the factor, then keeps its lower part). */
 static void factor(jx_dtype dt, void *m, int64_t n) {
   /* the _work entry point skips LAPACKE's NaN check (a NaN stops potrf too) */
-  lapack_int info = dt == JX_F64 ? LAPACKE_dpotrf_work(LAPACK_ROW_MAJOR, 'L', n, m, n)
-                                 : LAPACKE_spotrf_work(LAPACK_ROW_MAJOR, 'L', n, m, n);
+  lapack_int info = 0;
+  switch (jx_linalg_type_of(dt)) {
+  case JX_LINALG_S: info = LAPACKE_spotrf_work(LAPACK_ROW_MAJOR, 'L', n, m, n); break;
+  case JX_LINALG_D: info = LAPACKE_dpotrf_work(LAPACK_ROW_MAJOR, 'L', n, m, n); break;
+  case JX_LINALG_C: info = LAPACKE_cpotrf_work(LAPACK_ROW_MAJOR, 'L', n, m, n); break;
+  case JX_LINALG_Z: info = LAPACKE_zpotrf_work(LAPACK_ROW_MAJOR, 'L', n, m, n); break;
+  }
   for (int64_t i = 0; i < n; i++)
     for (int64_t j = 0; j < n; j++) {
       if (info == 0 && j <= i) continue;
-      double v = j > i ? 0 : NAN;
-      if (dt == JX_F64)
-        ((double *)m)[i * n + j] = v;
-      else
-        ((float *)m)[i * n + j] = (float)v;
+      double v = j > i ? 0 : NAN; /* complex: both parts, as JAX's mask */
+      int64_t k = i * n + j;
+      switch (jx_linalg_type_of(dt)) {
+      case JX_LINALG_S: ((float *)m)[k] = (float)v; break;
+      case JX_LINALG_D: ((double *)m)[k] = v; break;
+      case JX_LINALG_C: ((float *)m)[2 * k] = ((float *)m)[2 * k + 1] = (float)v; break;
+      case JX_LINALG_Z: ((double *)m)[2 * k] = ((double *)m)[2 * k + 1] = v; break;
+      }
     }
 }
 
@@ -78,8 +86,9 @@ static jx_status jvp_cholesky(const jx_rule_ctx *ctx, jx_array *const *x, jx_arr
   ty[0] = NULL;
   if (!t[0]) return jx_last_status();
   jx_params right_t = JX_PARAMS_INIT, left = JX_PARAMS_INIT;
-  right_t.i[1] = right_t.i[2] = 1; /* X L^T = dA: X = dA L^-T */
-  left.i[0] = left.i[1] = 1;       /* L Y = X: Y = L^-1 X */
+  right_t.i[1] = right_t.i[2] = 1; /* X L^H = dA: X = dA L^-H */
+  right_t.f[0] = 1;
+  left.i[0] = left.i[1] = 1; /* L Y = X: Y = L^-1 X */
   jx_array *tmp = jx_linalg_bind_triangular_solve(l, t[0], &right_t);
   tmp = jx_linalg_bind_triangular_solve(l, tmp, &left);
   ty[0] = jx_matmul(l, phi(tmp));

@@ -16,21 +16,25 @@ static jx_status check_matrix(const char *op, const char *what, jx_array *a) {
   return jx_linalg_check_square(op, what, &av);
 }
 
+/* Checks a as f32/f64/c64/c128 square matrices for op; 0 when fine. */
+static jx_status check_inexact(const char *op, const char *what, jx_array *a) {
+  jx_aval av = {a->dtype, a->weak, a->shape, 0};
+  return jx_linalg_check_inexact_square(op, what, &av);
+}
+
 /* The machine epsilon of a float dtype (jnp.finfo(dt).eps). */
 static double eps_of(jx_dtype dt) { return dt == JX_F64 ? DBL_EPSILON : FLT_EPSILON; }
 
-/* (a + a^T) / 2: jnp.linalg's symmetrize_input, so only the symmetric part
- * counts and derivatives stay symmetric. */
-static jx_array *symmetrize(jx_array *a) {
-  return jx_mul(jx_add(a, jx_linalg_swap_last(a)), jx_scalar(a->dtype, 0.5));
-}
+/* (a + a^H) / 2: jnp.linalg's symmetrize_input, so only the Hermitian part
+ * counts and derivatives stay Hermitian. */
+static jx_array *symmetrize(jx_array *a) { return jx_linalg_hermitian_part(a); }
 
 static jx_array *cholesky(const char *op, jx_array *a, int upper, int symmetrize_input) {
-  if (jx_check_inputs(op, 1, &a) || check_matrix(op, "operand", a)) return jx_poison();
+  if (jx_check_inputs(op, 1, &a) || check_inexact(op, "operand", a)) return jx_poison();
   jx_array *in = symmetrize_input ? symmetrize(a) : a;
   jx_params p = JX_PARAMS_INIT;
   jx_array *l = jx_bind1(&jx_prim_cholesky, 1, &in, &p);
-  return upper ? jx_linalg_swap_last(l) : l;
+  return upper ? jx_linalg_adjoint(l) : l;
 }
 
 jx_array *jx_linalg_cholesky(jx_array *a) { return cholesky("jx_linalg_cholesky", a, 0, 1); }
@@ -39,18 +43,30 @@ jx_array *jx_linalg_cholesky_ex(jx_array *a, int upper, int symmetrize_input) {
   return cholesky("jx_linalg_cholesky_ex", a, upper, symmetrize_input);
 }
 
-jx_array *jx_linalg_triangular_solve(jx_array *a, jx_array *b, int left_side, int lower,
-                                     int transpose_a, int unit_diagonal) {
-  const char *op = "jx_linalg_triangular_solve";
+static jx_array *triangular_solve(const char *op, jx_array *a, jx_array *b, int left_side,
+                                  int lower, int transpose_a, int conjugate_a, int unit_diagonal) {
   jx_array *in[2] = {a, b};
-  if (jx_check_inputs(op, 2, in) || check_matrix(op, "a", a)) return jx_poison();
+  if (jx_check_inputs(op, 2, in) || check_inexact(op, "a", a)) return jx_poison();
   /* b's fit to a is the primitive's shape rule */
   jx_params p = JX_PARAMS_INIT;
   p.i[0] = left_side != 0;
   p.i[1] = lower != 0;
   p.i[2] = transpose_a != 0;
   p.i[3] = unit_diagonal != 0;
+  p.f[0] = conjugate_a != 0;
   return jx_bind1(&jx_prim_triangular_solve, 2, in, &p);
+}
+
+jx_array *jx_linalg_triangular_solve(jx_array *a, jx_array *b, int left_side, int lower,
+                                     int transpose_a, int unit_diagonal) {
+  return triangular_solve("jx_linalg_triangular_solve", a, b, left_side, lower, transpose_a, 0,
+                          unit_diagonal);
+}
+
+jx_array *jx_linalg_triangular_solve_ex(jx_array *a, jx_array *b, int left_side, int lower,
+                                        int transpose_a, int conjugate_a, int unit_diagonal) {
+  return triangular_solve("jx_linalg_triangular_solve_ex", a, b, left_side, lower, transpose_a,
+                          conjugate_a, unit_diagonal);
 }
 
 jx_status jx_linalg_lu(jx_array *a, jx_array **lu, jx_array **pivots, jx_array **permutation) {
@@ -59,7 +75,7 @@ jx_status jx_linalg_lu(jx_array *a, jx_array **lu, jx_array **pivots, jx_array *
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
   *lu = *pivots = *permutation = jx_poison();
   jx_status st = jx_check_inputs(op, 1, &a);
-  if (!st) st = check_matrix(op, "operand", a);
+  if (!st) st = check_inexact(op, "operand", a);
   if (st) return st;
   jx_params p = JX_PARAMS_INIT;
   jx_array *out[3];
@@ -83,7 +99,7 @@ static jx_array *lu_solve(jx_array *lu, jx_array *permutation, jx_array *b) {
 jx_array *jx_linalg_solve(jx_array *a, jx_array *b) {
   const char *op = "jx_linalg_solve";
   jx_array *in[2] = {a, b};
-  if (jx_check_inputs(op, 2, in) || check_matrix(op, "a", a)) return jx_poison();
+  if (jx_check_inputs(op, 2, in) || check_inexact(op, "a", a)) return jx_poison();
   char sa[JX_AVAL_STR_CAP], sb[JX_AVAL_STR_CAP];
   int r = a->shape.rank, vector = b->shape.rank == r - 1;
   int ok = b->dtype == a->dtype && (vector || b->shape.rank == r);
@@ -104,7 +120,7 @@ jx_array *jx_linalg_solve(jx_array *a, jx_array *b) {
 
 jx_array *jx_linalg_inv(jx_array *a) {
   const char *op = "jx_linalg_inv";
-  if (jx_check_inputs(op, 1, &a) || check_matrix(op, "operand", a)) return jx_poison();
+  if (jx_check_inputs(op, 1, &a) || check_inexact(op, "operand", a)) return jx_poison();
   jx_array *lu, *pivots, *perm;
   if (jx_linalg_lu(a, &lu, &pivots, &perm)) return jx_poison();
   return lu_solve(lu, perm, jx_broadcast_to(jx_linalg_eye_like(a), a->shape));
@@ -122,7 +138,7 @@ static void lu_parts(jx_array *lu, jx_array *pivots, jx_array **parity_sign, jx_
 
 jx_array *jx_linalg_det(jx_array *a) {
   const char *op = "jx_linalg_det";
-  if (jx_check_inputs(op, 1, &a) || check_matrix(op, "operand", a)) return jx_poison();
+  if (jx_check_inputs(op, 1, &a) || check_inexact(op, "operand", a)) return jx_poison();
   jx_array *lu, *pivots, *perm, *sign, *diag;
   if (jx_linalg_lu(a, &lu, &pivots, &perm)) return jx_poison();
   lu_parts(lu, pivots, &sign, &diag);
@@ -135,14 +151,24 @@ jx_status jx_linalg_slogdet(jx_array *a, jx_array **sign, jx_array **logabsdet) 
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
   *sign = *logabsdet = jx_poison();
   jx_status st = jx_check_inputs(op, 1, &a);
-  if (!st) st = check_matrix(op, "operand", a);
+  if (!st) st = check_inexact(op, "operand", a);
   if (st) return st;
   jx_array *lu, *pivots, *perm, *parity, *diag;
   if ((st = jx_linalg_lu(a, &lu, &pivots, &perm))) return st;
   lu_parts(lu, pivots, &parity, &diag);
   int ax = a->shape.rank - 2;
-  *sign = jx_mul(parity, jx_prod(jx_sign(diag), JX_AXES(ax), 0));
-  *logabsdet = jx_sum(jx_log(jx_abs(diag)), JX_AXES(ax), 0);
+  jx_array *abs_diag = jx_abs(diag);
+  *logabsdet = jx_sum(jx_log(abs_diag), JX_AXES(ax), 0);
+  if (!jx_is_complex(a->dtype)) {
+    *sign = jx_mul(parity, jx_prod(jx_sign(diag), JX_AXES(ax), 0));
+    return jx_last_status();
+  }
+  /* complex: the product of diag / |diag| (JAX's composition, so the sign
+   * has JAX's derivative), 0 where a pivot is 0 */
+  jx_array *zero = jx_zeros(a->dtype, JX_SHAPE());
+  jx_array *singular = jx_any(jx_eq(diag, zero), JX_AXES(ax), 0);
+  jx_array *unit = jx_prod(jx_div(diag, jx_astype(abs_diag, a->dtype)), JX_AXES(ax), 0);
+  *sign = jx_where(singular, zero, jx_mul(parity, unit));
   return jx_last_status();
 }
 

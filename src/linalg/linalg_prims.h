@@ -3,11 +3,12 @@
  * Each primitive works on the last two axes of its operands; leading axes are
  * batch axes, equal across operands, whose matrices the kernels factor in
  * parallel (below).
- *  - cholesky (cholesky.c): a[..., n, n] -> lower factor L (upper triangle
+ *  - cholesky (cholesky.c): a[..., n, n] (f32, f64, c64, c128) -> lower factor L (upper triangle
  *    zero); a matrix that is not positive definite gives NaNs in its lower
  *    triangle;
  *  - triangular_solve (triangular_solve.c): (a, b) -> x, params
- *    left_side=i0 lower=i1 transpose_a=i2 unit_diagonal=i3, as
+ *    left_side=i0 lower=i1 transpose_a=i2 unit_diagonal=i3 conjugate_a=f0
+ *    (a flag in a float slot: the int slots are taken), as
  *    lax.linalg.triangular_solve;
  *  - lu (lu.c): a[..., n, n] -> (lu, pivots i32[..., n], permutation
  *    i32[..., n]), as lax.linalg.lu;
@@ -31,6 +32,7 @@
 #ifndef JX_SRC_LINALG_LINALG_PRIMS_H
 #define JX_SRC_LINALG_LINALG_PRIMS_H
 
+#include "../array/dtype.h"
 #include "../base/threadpool.h"
 #include "../prims/prim.h"
 
@@ -46,6 +48,22 @@ jx_status jx_linalg_check_square(const char *op, const char *what, const jx_aval
 /* Checks that av is an f32/f64/c64/c128 stack of square matrices (eig's
  * operand); records an error naming op and the aval otherwise. */
 jx_status jx_linalg_check_eig_operand(const char *op, const jx_aval *av);
+/* As jx_linalg_check_matrix and jx_linalg_check_square, for the primitives
+ * that also take complex matrices: av must be f32, f64, c64 or c128 (JAX's
+ * inexact dtypes). */
+jx_status jx_linalg_check_inexact_matrix(const char *op, const char *what, const jx_aval *av);
+jx_status jx_linalg_check_inexact_square(const char *op, const char *what, const jx_aval *av);
+
+/* The LAPACK/BLAS routine family of a dtype, the letter its routines start
+ * with (s, d, c, z), for a kernel's switch. */
+typedef enum { JX_LINALG_S, JX_LINALG_D, JX_LINALG_C, JX_LINALG_Z } jx_linalg_type;
+static inline jx_linalg_type jx_linalg_type_of(jx_dtype dt) {
+  return dt == JX_F64    ? JX_LINALG_D
+         : dt == JX_C64  ? JX_LINALG_C
+         : dt == JX_C128 ? JX_LINALG_Z
+                         : JX_LINALG_S;
+}
+
 /* fn(ctx, b0, b1) over the matrices [0, count) of a stack, split among
  * jx's pool a matrix at a time at least, with OpenBLAS's own threads off so
  * that LAPACK on the pool's threads does not oversubscribe the cores. fn
@@ -63,6 +81,12 @@ jx_array *jx_linalg_diagonal(jx_array *x);
 jx_array *jx_linalg_block(jx_array *x, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
 /* x with its last two axes swapped. */
 jx_array *jx_linalg_swap_last(jx_array *x);
+/* The adjoint (conjugate transpose) of x's last two axes, JAX's _H: the
+ * transpose for a real x. */
+jx_array *jx_linalg_adjoint(jx_array *x);
+/* (x + x^H) / 2: JAX's symmetrize, the Hermitian (real: symmetric) part of
+ * x's square matrices. */
+jx_array *jx_linalg_hermitian_part(jx_array *x);
 /* The identity of x's last two axes (square), in x's dtype. */
 jx_array *jx_linalg_eye_like(jx_array *x);
 /* The rows of x (second-to-last axis) in the order of perm (i32[..., m], one

@@ -1,5 +1,5 @@
 /* lu: the LU factorization with partial pivoting of each square matrix of a
- * stack, through LAPACK's getrf: outputs (lu, pivots, permutation) as
+ * stack, through LAPACK's getrf (s, d, c, z): outputs (lu, pivots, permutation) as
  * lax.linalg.lu, where lu holds L's strict lower part (L has a unit
  * diagonal) and U's upper triangle, pivots[i] (i32, 0-based) is the row
  * swapped with row i at step i, and permutation (i32) the rows of a in the
@@ -21,7 +21,7 @@
 #include "linalg_prims.h"
 
 static jx_status infer_lu(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
-  jx_status st = jx_linalg_check_square(ctx->prim->name, "operand", in);
+  jx_status st = jx_linalg_check_inexact_square(ctx->prim->name, "operand", in);
   if (st) return st;
   jx_shape rows = in->shape;
   rows.rank--; /* [..., m] */
@@ -53,10 +53,12 @@ static void factor_range(void *ctx, int64_t b0, int64_t b1) {
     /* info > 0 (a zero pivot) still leaves a complete factorization; the
      * _work entry point skips LAPACKE's NaN check, so a matrix holding NaNs
      * factors as LAPACK (and JAX) factor it instead of leaving ipiv unset */
-    if (j->in->dtype == JX_F64)
-      LAPACKE_dgetrf_work(LAPACK_ROW_MAJOR, n, n, (double *)m, n, ipiv);
-    else
-      LAPACKE_sgetrf_work(LAPACK_ROW_MAJOR, n, n, (float *)m, n, ipiv);
+    switch (jx_linalg_type_of(j->in->dtype)) {
+    case JX_LINALG_S: LAPACKE_sgetrf_work(LAPACK_ROW_MAJOR, n, n, (float *)m, n, ipiv); break;
+    case JX_LINALG_D: LAPACKE_dgetrf_work(LAPACK_ROW_MAJOR, n, n, (double *)m, n, ipiv); break;
+    case JX_LINALG_C: LAPACKE_cgetrf_work(LAPACK_ROW_MAJOR, n, n, (void *)m, n, ipiv); break;
+    case JX_LINALG_Z: LAPACKE_zgetrf_work(LAPACK_ROW_MAJOR, n, n, (void *)m, n, ipiv); break;
+    }
     for (int64_t i = 0; i < n; i++) perm[i] = (int32_t)i;
     for (int64_t i = 0; i < n; i++) {
       /* a pivot out of range (none LAPACK gives, but a BLAS's NaN search

@@ -7,28 +7,38 @@
 #include "../trace/dispatch.h"
 #include "linalg_prims.h"
 
-jx_status jx_linalg_check_matrix(const char *op, const char *what, const jx_aval *av) {
+/* The checks below: av's dtype among f32, f64 (and c64, c128 when
+ * complex_ok), then a stack of matrices (square ones when square). */
+static jx_status check(const char *op, const char *what, const jx_aval *av, int complex_ok,
+                       int square) {
   char s[JX_AVAL_STR_CAP];
-  if (av->dtype != JX_F32 && av->dtype != JX_F64)
-    return jx_error_set(JX_ERR_DTYPE, "%s: %s %s must be f32 or f64", op, what,
-                        jx_aval_str(av->dtype, av->shape, s));
-  if (av->shape.rank < 2)
+  int r = av->shape.rank;
+  int ok = av->dtype == JX_F32 || av->dtype == JX_F64 || (complex_ok && jx_is_complex(av->dtype));
+  if (!ok)
+    return jx_error_set(JX_ERR_DTYPE, "%s: %s %s must be %s", op, what,
+                        jx_aval_str(av->dtype, av->shape, s),
+                        complex_ok ? "f32, f64, c64 or c128" : "f32 or f64");
+  if (r < 2 || (square && av->shape.dims[r - 1] != av->shape.dims[r - 2]))
     return jx_error_set(JX_ERR_SHAPE,
-                        "%s: %s %s must be a matrix (or a stack of them) in its last two axes", op,
-                        what, jx_aval_str(av->dtype, av->shape, s));
+                        "%s: %s %s must be a %smatrix (or a stack of them) in its last two axes",
+                        op, what, jx_aval_str(av->dtype, av->shape, s), square ? "square " : "");
   return JX_OK;
 }
 
+jx_status jx_linalg_check_matrix(const char *op, const char *what, const jx_aval *av) {
+  return check(op, what, av, 0, 0);
+}
+
 jx_status jx_linalg_check_square(const char *op, const char *what, const jx_aval *av) {
-  char s[JX_AVAL_STR_CAP];
-  int r = av->shape.rank;
-  if (av->dtype != JX_F32 && av->dtype != JX_F64) return jx_linalg_check_matrix(op, what, av);
-  if (r < 2 || av->shape.dims[r - 1] != av->shape.dims[r - 2])
-    return jx_error_set(JX_ERR_SHAPE,
-                        "%s: %s %s must be a square matrix (or a stack of them) in its last two "
-                        "axes",
-                        op, what, jx_aval_str(av->dtype, av->shape, s));
-  return JX_OK;
+  return check(op, what, av, 0, 1);
+}
+
+jx_status jx_linalg_check_inexact_matrix(const char *op, const char *what, const jx_aval *av) {
+  return check(op, what, av, 1, 0);
+}
+
+jx_status jx_linalg_check_inexact_square(const char *op, const char *what, const jx_aval *av) {
+  return check(op, what, av, 1, 1);
 }
 
 void jx_linalg_for_each_matrix(int64_t count, jx_range_fn fn, void *ctx) {
@@ -81,6 +91,16 @@ jx_array *jx_linalg_swap_last(jx_array *x) {
   perm[r - 2] = r - 1;
   perm[r - 1] = r - 2;
   return jx_transpose(x, jx_axes_make(r, perm));
+}
+
+jx_array *jx_linalg_adjoint(jx_array *x) {
+  /* jx_conj of a real array would stop its gradient: a real x is only transposed */
+  jx_array *t = jx_linalg_swap_last(x);
+  return jx_is_complex(x->dtype) ? jx_conj(t) : t;
+}
+
+jx_array *jx_linalg_hermitian_part(jx_array *x) {
+  return jx_mul(jx_add(x, jx_linalg_adjoint(x)), jx_scalar(jx_complex_part(x->dtype), 0.5));
 }
 
 jx_array *jx_linalg_bind_triangular_solve(jx_array *a, jx_array *b, const jx_params *p) {

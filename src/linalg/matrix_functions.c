@@ -10,12 +10,12 @@
 #include "../trace/dispatch.h"
 #include "linalg_prims.h"
 
-/* Checks a as f32/f64 square matrices for op; 0 when fine. */
+/* Checks a as f32/f64/c64/c128 square matrices for op; 0 when fine. */
 static jx_status check_square(const char *op, jx_array *a) {
   jx_status st = jx_check_inputs(op, 1, &a);
   if (st) return st;
   jx_aval av = {a->dtype, a->weak, a->shape, 0};
-  return jx_linalg_check_square(op, "operand", &av);
+  return jx_linalg_check_inexact_square(op, "operand", &av);
 }
 
 jx_array *jx_linalg_matrix_power(jx_array *a, int64_t n) {
@@ -70,7 +70,9 @@ static const double F32_CONDS[] = {4.258730016922831e-001, 1.880152677804762e+00
 #define F64_MAXNORM 5.371920351148152
 #define F32_MAXNORM 3.925724783138660
 
-static jx_array *scaled(jx_array *x, double c) { return jx_mul(x, jx_scalar(x->dtype, c)); }
+static jx_array *scaled(jx_array *x, double c) {
+  return jx_mul(x, jx_scalar(jx_complex_part(x->dtype), c));
+}
 
 /* c_a x + c_b y + c_c z (+ c_i I): the sums of the approximants. */
 static jx_array *combo(jx_array *eye, double ci, jx_array *x, double cx, jx_array *y, double cy,
@@ -125,7 +127,9 @@ static jx_array *expm(const char *op, jx_array *a, int upper_triangular, int max
     jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: max_squarings %d is negative", op, max_squarings);
     return jx_poison();
   }
-  jx_dtype dt = a->dtype;
+  /* the norm, the squarings and the thresholds are real (a complex a's
+   * parts' dtype), as JAX's for c64 and c128 */
+  jx_dtype dt = jx_complex_part(a->dtype);
   int f64 = dt == JX_F64;
   const double *conds = f64 ? F64_CONDS : F32_CONDS;
   int nconds = f64 ? 4 : 2;

@@ -2,22 +2,24 @@
  * jnp.linalg.matrix_norm, composed from elementwise ops and reductions the
  * way JAX writes them, so their derivatives are JAX's, ties and zeros
  * included (the 2-norm's gradient at 0 is NaN, as in JAX); the matrix norms
- * "nuc", 2 and -2 reduce the singular values (svdvals). */
+ * "nuc", 2 and -2 reduce the singular values (svdvals). A complex operand
+ * (c64, c128) has a real norm (f32, f64), through |x| and real(x conj(x)). */
 #include <math.h>
 
 #include <jx/linalg.h>
 #include <jx/ops.h>
 
+#include "../array/dtype.h"
 #include "../base/error.h"
 #include "../trace/dispatch.h"
 
-/* Checks x as a floating array of rank >= min_rank for op; 0 when fine. */
+/* Checks x as a floating or complex array of rank >= min_rank for op; 0 when fine. */
 static jx_status check_norm_operand(const char *op, jx_array *x, int min_rank) {
   jx_status st = jx_check_inputs(op, 1, &x);
   if (st) return st;
   char s[JX_AVAL_STR_CAP];
-  if (x->dtype != JX_F32 && x->dtype != JX_F64)
-    return jx_error_set(JX_ERR_DTYPE, "%s: operand %s must be f32 or f64", op,
+  if (x->dtype != JX_F32 && x->dtype != JX_F64 && !jx_is_complex(x->dtype))
+    return jx_error_set(JX_ERR_DTYPE, "%s: operand %s must be f32, f64, c64 or c128", op,
                         jx_aval_str(x->dtype, x->shape, s));
   if (x->shape.rank < min_rank)
     return jx_error_set(JX_ERR_SHAPE, "%s: operand %s needs at least %d axes", op,
@@ -25,9 +27,12 @@ static jx_status check_norm_operand(const char *op, jx_array *x, int min_rank) {
   return JX_OK;
 }
 
-/* sqrt(sum(x * x)) over ax: the 2-norm and the Frobenius norm. */
+/* sqrt(sum(real(x conj(x)))) over ax: the 2-norm and the Frobenius norm
+ * (sqrt(sum(x x)) for a real x: jx_real and jx_conj of a real array stop
+ * its gradient). */
 static jx_array *root_sum_squares(jx_array *x, jx_axes ax) {
-  return jx_sqrt(jx_sum(jx_mul(x, x), ax, 0));
+  jx_array *sq = jx_is_complex(x->dtype) ? jx_real(jx_mul(x, jx_conj(x))) : jx_mul(x, x);
+  return jx_sqrt(jx_sum(sq, ax, 0));
 }
 
 /* JAX's amax(x, axis, initial=0): the max with 0 after the reduction also
@@ -47,9 +52,10 @@ jx_array *jx_linalg_vector_norm(jx_array *x, double ord) {
   if (ord == 2) return root_sum_squares(x, last);
   if (ord == INFINITY) return max_from_zero(jx_abs(x), last);
   if (ord == -INFINITY) return jx_min(jx_abs(x), last, 0);
-  if (ord == 0) return jx_sum(jx_astype(jx_ne(x, jx_scalar(x->dtype, 0)), x->dtype), last, 0);
+  jx_dtype real = jx_complex_part(x->dtype);
+  if (ord == 0) return jx_sum(jx_astype(jx_ne(x, jx_scalar(real, 0)), real), last, 0);
   if (ord == 1) return jx_sum(jx_abs(x), last, 0);
-  jx_array *p = jx_scalar(x->dtype, ord);
+  jx_array *p = jx_scalar(real, ord);
   return jx_pow(jx_sum(jx_pow(jx_abs(x), p), last, 0), jx_reciprocal(p));
 }
 

@@ -1,18 +1,21 @@
 /* triangular_solve: x with op(a) x = b (left_side) or x op(a) = b, op(a) = a
- * or a^T (transpose_a), a lower or upper triangular (lower; only that
- * triangle is read), its diagonal ones when unit_diagonal. The kernel is
- * BLAS's trsm per matrix of the stack, the matrices in parallel over the
- * pool; a zero on the diagonal gives infs/NaNs.
+ * or a^T (transpose_a), conjugated with conjugate_a (a^H with both), a lower or upper triangular
+ * (lower; only that triangle is read), its diagonal ones when unit_diagonal. The kernel is BLAS's
+ * trsm (s, d, c, z) per matrix of the stack, the matrices in parallel over the pool; a zero on the
+ * diagonal gives infs/NaNs.
  *
  * Rules, after JAX's lax/linalg.py:
  *  - JVP (_triangular_solve_jvp_rule_a and the linear b rule): with x the
  *    result, dx = op(a)^-1 (db - op(da) x) (left) or (db - x op(da)) op(a)^-1
- *    (right), da cut to a's triangle (strict when unit_diagonal): one more
- *    solve, linear in (da, db) through its b operand;
- *  - transpose (linear in b only): the cotangent solved with op(a)^T;
+ *    (right), da cut to a's triangle (strict when unit_diagonal), op
+ *    conjugating it with conjugate_a: one more solve, linear in (da, db)
+ *    through its b operand;
+ *  - transpose (linear in b only): the cotangent solved with transpose_a
+ *    flipped and conjugate_a kept (the linear transpose, as JAX's);
  *  - batching: both operands' batch axes to the front (an unbatched one
  *    broadcast). */
 #include <cblas.h>
+#include <complex.h>
 #include <string.h>
 
 #include <jx/ops.h>
@@ -24,7 +27,7 @@
 static jx_status infer_triangular_solve(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
   const char *op = "triangular_solve";
   char sa[JX_AVAL_STR_CAP], sb[JX_AVAL_STR_CAP];
-  jx_status st = jx_linalg_check_square(op, "a", &in[0]);
+  jx_status st = jx_linalg_check_inexact_square(op, "a", &in[0]);
   if (st) return st;
   jx_shape a = in[0].shape, b = in[1].shape;
   int r = a.rank, left = ctx->params->i[0] != 0;
@@ -49,7 +52,16 @@ typedef struct {
   CBLAS_UPLO uplo;
   CBLAS_TRANSPOSE trans;
   CBLAS_DIAG diag;
+  int conj_no_trans; /* conj(a) x = b: solved as a conj(x) = conj(b) */
 } solve_job;
+
+/* Conjugates the n complex numbers at x in place. */
+static void conj_in_place(jx_dtype dt, void *x, size_t n) {
+  if (dt == JX_C64)
+    for (size_t i = 0; i < n; i++) ((float complex *)x)[i] = conjf(((float complex *)x)[i]);
+  else if (dt == JX_C128)
+    for (size_t i = 0; i < n; i++) ((double complex *)x)[i] = conj(((double complex *)x)[i]);
+}
 
 static void solve_range(void *ctx, int64_t k0, int64_t k1) {
   const solve_job *j = ctx;
@@ -59,12 +71,31 @@ static void solve_range(void *ctx, int64_t k0, int64_t k1) {
     const char *a = (const char *)j->a->data + es * mm * (size_t)k;
     char *x = (char *)j->x->data + es * rc * (size_t)k;
     memcpy(x, (const char *)j->b->data + es * rc * (size_t)k, es * rc);
-    if (j->b->dtype == JX_F64)
-      cblas_dtrsm(CblasRowMajor, j->side, j->uplo, j->trans, j->diag, (int)j->rows, (int)j->cols,
-                  1.0, (const double *)a, (int)j->m, (double *)x, (int)j->cols);
-    else
-      cblas_strsm(CblasRowMajor, j->side, j->uplo, j->trans, j->diag, (int)j->rows, (int)j->cols,
-                  1.0f, (const float *)a, (int)j->m, (float *)x, (int)j->cols);
+    int rows = (int)j->rows, cols = (int)j->cols, m = (int)j->m;
+    if (j->conj_no_trans) conj_in_place(j->b->dtype, x, rc);
+    switch (jx_linalg_type_of(j->b->dtype)) {
+    case JX_LINALG_S:
+      cblas_strsm(CblasRowMajor, j->side, j->uplo, j->trans, j->diag, rows, cols, 1.0f,
+                  (const float *)a, m, (float *)x, cols);
+      break;
+    case JX_LINALG_D:
+      cblas_dtrsm(CblasRowMajor, j->side, j->uplo, j->trans, j->diag, rows, cols, 1.0,
+                  (const double *)a, m, (double *)x, cols);
+      break;
+    case JX_LINALG_C: {
+      const float complex one = 1;
+      cblas_ctrsm(CblasRowMajor, j->side, j->uplo, j->trans, j->diag, rows, cols, &one, a, m, x,
+                  cols);
+      break;
+    }
+    case JX_LINALG_Z: {
+      const double complex one = 1;
+      cblas_ztrsm(CblasRowMajor, j->side, j->uplo, j->trans, j->diag, rows, cols, &one, a, m, x,
+                  cols);
+      break;
+    }
+    }
+    if (j->conj_no_trans) conj_in_place(j->b->dtype, x, rc);
   }
 }
 
@@ -77,7 +108,9 @@ static void eval_triangular_solve(const jx_rule_ctx *ctx, const jx_tensor *in, j
   j.cols = in[1].shape.dims[r - 1];
   j.side = p->i[0] ? CblasLeft : CblasRight;
   j.uplo = p->i[1] ? CblasLower : CblasUpper;
-  j.trans = p->i[2] ? CblasTrans : CblasNoTrans;
+  int conjugate = (p->f[0] != 0) && jx_is_complex(in[0].dtype);
+  j.trans = p->i[2] ? (conjugate ? CblasConjTrans : CblasTrans) : CblasNoTrans;
+  j.conj_no_trans = conjugate && !p->i[2];
   j.diag = p->i[3] ? CblasUnit : CblasNonUnit;
   int64_t count = jx_linalg_batch_count(in[1].shape);
   if (count * j.rows * j.cols == 0) return;
@@ -95,6 +128,7 @@ static jx_status jvp_triangular_solve(const jx_rule_ctx *ctx, jx_array *const *x
     int lower = p->i[1] != 0, unit = p->i[3] != 0;
     jx_array *da = jx_linalg_triangle(t[0], lower, lower ? -unit : unit);
     if (p->i[2]) da = jx_linalg_swap_last(da);
+    if (p->f[0] != 0 && jx_is_complex(da->dtype)) da = jx_conj(da);
     rhs = jx_rule_sub(rhs, p->i[0] ? jx_matmul(da, ans) : jx_matmul(ans, da));
   }
   if (rhs) ty[0] = jx_linalg_bind_triangular_solve(x[0], rhs, p);
@@ -120,7 +154,7 @@ const jx_prim jx_prim_triangular_solve = {
     .id = JX_PRIM_triangular_solve,
     .nin = 2,
     .nout = 1,
-    .params = "left_side=i0 lower=i1 transpose_a=i2 unit_diagonal=i3",
+    .params = "left_side=i0 lower=i1 transpose_a=i2 unit_diagonal=i3 conjugate_a=f0",
     .infer = infer_triangular_solve,
     .eval = eval_triangular_solve,
     .jvp = jvp_triangular_solve,
