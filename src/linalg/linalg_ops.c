@@ -146,14 +146,20 @@ jx_status jx_linalg_slogdet(jx_array *a, jx_array **sign, jx_array **logabsdet) 
   return jx_last_status();
 }
 
+/* Checks a as f32/f64/c64/c128 square matrices for op (eigh's operand). */
+static jx_status check_inexact_square(const char *op, jx_array *a) {
+  jx_aval av = {a->dtype, a->weak, a->shape, 0};
+  return jx_linalg_check_inexact_matrix(op, "operand", &av, 1);
+}
+
 jx_status jx_linalg_eigh(jx_array *a, jx_array **w, jx_array **v) {
   const char *op = "jx_linalg_eigh";
   if (!w || !v) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
   *w = *v = jx_poison();
   jx_status st = jx_check_inputs(op, 1, &a);
-  if (!st) st = check_matrix(op, "operand", a);
+  if (!st) st = check_inexact_square(op, a);
   if (st) return st;
-  jx_array *sym = symmetrize(a), *out[2];
+  jx_array *sym = jx_linalg_hermitian_part(a), *out[2];
   jx_params p = JX_PARAMS_INIT;
   st = jx_bind(&jx_prim_eigh, 1, &sym, &p, out);
   *w = out[0];
@@ -163,8 +169,8 @@ jx_status jx_linalg_eigh(jx_array *a, jx_array **w, jx_array **v) {
 
 jx_array *jx_linalg_eigvalsh(jx_array *a) {
   const char *op = "jx_linalg_eigvalsh";
-  if (jx_check_inputs(op, 1, &a) || check_matrix(op, "operand", a)) return jx_poison();
-  jx_array *out[2], *sym = symmetrize(a);
+  if (jx_check_inputs(op, 1, &a) || check_inexact_square(op, a)) return jx_poison();
+  jx_array *out[2], *sym = jx_linalg_hermitian_part(a);
   jx_params p = JX_PARAMS_INIT;
   if (jx_bind(&jx_prim_eigh, 1, &sym, &p, out)) return jx_poison();
   return out[0];
@@ -218,7 +224,7 @@ jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_array **
   jx_status st = jx_check_inputs(op, 1, &a);
   if (st) return st;
   jx_aval av = {a->dtype, a->weak, a->shape, 0};
-  if ((st = jx_linalg_check_matrix(op, "operand", &av))) return st;
+  if ((st = jx_linalg_check_inexact_matrix(op, "operand", &av, 0))) return st;
   jx_params p = JX_PARAMS_INIT;
   p.i[0] = full_matrices != 0;
   jx_array *out[2];

@@ -73,4 +73,15 @@ jx_array *jx_linalg_permute_rows(jx_array *x, jx_array *perm);
 /* triangular_solve applied with params p. */
 jx_array *jx_linalg_bind_triangular_solve(jx_array *a, jx_array *b, const jx_params *p);
 
+/* complex_helpers.c: what the decompositions that take complex matrices
+ * (qr, eigh) share. */
+/* Checks that av is an f32/f64/c64/c128 stack of matrices (square ones when
+ * square); records an error naming op and the aval otherwise. */
+jx_status jx_linalg_check_inexact_matrix(const char *op, const char *what, const jx_aval *av,
+                                         int square);
+/* x's conjugate transpose over its last two axes (the transpose when real). */
+jx_array *jx_linalg_adjoint_of(jx_array *x);
+/* (a + a^H) / 2: jnp.linalg's symmetrize_input for eigh, real or complex. */
+jx_array *jx_linalg_hermitian_part(jx_array *a);
+
 #endif

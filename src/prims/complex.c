@@ -84,6 +84,8 @@ static const uint8_t takes_complex[JX_PRIM_COUNT] = {
     [JX_PRIM_conv_general_dilated] = 1,
     [JX_PRIM_fft] = 1,
     [JX_PRIM_eig] = 1,
+    [JX_PRIM_eigh] = 1,
+    [JX_PRIM_qr] = 1,
     /* control flow and custom rules run nested programs of the rows above */
     [JX_PRIM_cond] = 1,
     [JX_PRIM_while] = 1,

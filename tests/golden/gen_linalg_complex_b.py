@@ -1,0 +1,86 @@
+"""Goldens for the complex (c64, c128) QR and Hermitian eigendecomposition
+(jx_linalg_qr, jx_linalg_eigh, jx_linalg_eigvalsh), read by
+tests/unit/test_linalg_complex_b.c.
+
+Each case writes <case>_<name>.npy into tests/golden/data/linalg_complex_b/.
+Eigenvectors are defined up to a phase per column, so eigh's goldens are
+phase-invariant: the eigenvalues w, the squared moduli |v|^2 of the vectors,
+and JAX's VJP ct_a of (w, |v|^2) against real cotangents (ct_w, ct_v). QR's
+q and r are LAPACK's (geqrf/ungqr) in both and are compared as they are. c64
+cases run JAX in its default mode, c128 ones with jax_enable_x64.
+
+Run from the repository root:  python3 tests/golden/gen_linalg_complex_b.py
+"""
+import os
+import shutil
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "linalg_complex_b")
+R = np.random.default_rng(1919)
+
+
+def save(case, **arrays):
+    for name, v in arrays.items():
+        np.save(os.path.join(DIR, f"{case}_{name}.npy"), np.asarray(v))
+
+
+def matrix(shape, dt):
+    return (R.standard_normal(shape) + 1j * R.standard_normal(shape)).astype(dt)
+
+
+def real_of(dt):
+    return np.float64 if dt == np.complex128 else np.float32
+
+
+def values_and_moduli(a):
+    w, v = jnp.linalg.eigh(a)
+    return w, jnp.abs(v) ** 2
+
+
+def eigh_case(case, shape, dt):
+    a = matrix(shape, dt)
+    (w, mod), vjp = jax.vjp(values_and_moduli, jnp.asarray(a))
+    ct_w = R.standard_normal(w.shape).astype(real_of(dt))
+    ct_v = R.standard_normal(mod.shape).astype(real_of(dt))
+    (ct_a,) = vjp((jnp.asarray(ct_w), jnp.asarray(ct_v)))
+    # grad of a real function of a complex input, as jax.grad gives it
+    (g,) = [jax.grad(lambda a: jnp.sum(jnp.linalg.eigvalsh(a) * jnp.asarray(ct_w)))(jnp.asarray(a))]
+    save(case, a=a, w=w, moduli=mod, ct_w=ct_w, ct_v=ct_v, ct_a=ct_a, grad_eigvalsh=g)
+
+
+def qr_case(case, shape, dt, mode):
+    a = matrix(shape, dt)
+    q, r = jnp.linalg.qr(jnp.asarray(a), mode=mode)
+    save(case, a=a, q=q, r=r)
+
+
+EIGH = (("eigh_c128", (4, 4), np.complex128), ("eigh_c64", (3, 3), np.complex64),
+        ("eigh_batch_c128", (2, 3, 3), np.complex128))
+QR = (("qr_tall_c128", (4, 3), np.complex128, "reduced"),
+      ("qr_complete_c128", (4, 3), np.complex128, "complete"),
+      ("qr_wide_c64", (2, 3), np.complex64, "reduced"),
+      ("qr_batch_c128", (2, 3, 2), np.complex128, "reduced"))
+
+
+def main():
+    shutil.rmtree(DIR, ignore_errors=True)
+    os.makedirs(DIR)
+    for case, shape, dt in EIGH:
+        with jax.enable_x64(dt == np.complex128):
+            eigh_case(case, shape, dt)
+    for case, shape, dt, mode in QR:
+        with jax.enable_x64(dt == np.complex128):
+            qr_case(case, shape, dt, mode)
+    with jax.enable_x64(True):
+        # a Hermitian matrix holding a NaN: NaNs in both outputs, as JAX
+        nan = np.array([[1.0, np.nan + 1j], [np.nan - 1j, 3.0]], np.complex128)
+        w, v = jnp.linalg.eigh(nan)
+        save("eigh_nan", a=nan, w=w, v=v)
+
+
+if __name__ == "__main__":
+    main()
