@@ -234,12 +234,12 @@ jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_array **
   return st;
 }
 
-/* Checks a as an f32/f64 stack of matrices for op; 0 when fine. */
+/* Checks a as an f32/f64/c64/c128 stack of matrices for op; 0 when fine. */
 static jx_status check_any_matrix(const char *op, jx_array *a) {
   jx_status st = jx_check_inputs(op, 1, &a);
   if (st) return st;
   jx_aval av = {a->dtype, a->weak, a->shape, 0};
-  return jx_linalg_check_matrix(op, "operand", &av);
+  return jx_linalg_check_inexact_matrix(op, "operand", &av, 0);
 }
 
 /* svd with params (full_matrices, compute_uv) into out[3]. */
@@ -251,11 +251,11 @@ static jx_status bind_svd(jx_array *a, int full_matrices, int compute_uv, jx_arr
 }
 
 /* jnp.linalg.svd(a, hermitian=True) of the square matrices of a: from eigh
- * (which symmetrizes a), s = |w| descending, u = v's columns in that order
- * and vh = (u sign(w))^T, composed as JAX composes it. */
+ * (of a's Hermitian part), s = |w| descending, u = v's columns in that order
+ * and vh = (u sign(w))^H, composed as JAX composes it. */
 static jx_status hermitian_svd(jx_array *a, int compute_uv, jx_array **u, jx_array **s,
                                jx_array **vh) {
-  jx_array *out[2], *sym = symmetrize(a);
+  jx_array *out[2], *sym = jx_linalg_hermitian_part(a);
   jx_params p = JX_PARAMS_INIT;
   jx_status st = jx_bind(&jx_prim_eigh, 1, &sym, &p, out);
   if (st) return st;
@@ -270,7 +270,7 @@ static jx_status hermitian_svd(jx_array *a, int compute_uv, jx_array **u, jx_arr
   jx_array *sign = jx_take_along_axis(jx_sign(w), order, last);
   jx_array *columns = jx_broadcast_to(jx_expand_dims(order, last), v->shape);
   *u = jx_take_along_axis(v, columns, last + 1);
-  *vh = jx_linalg_swap_last(jx_mul(*u, jx_expand_dims(sign, last)));
+  *vh = jx_linalg_adjoint_of(jx_mul(*u, jx_astype(jx_expand_dims(sign, last), v->dtype)));
   return jx_last_status();
 }
 
@@ -282,7 +282,7 @@ static jx_status svd(const char *op, jx_array *a, int full_matrices, int compute
   *s = jx_poison();
   if (compute_uv) *u = *vh = jx_poison();
   jx_status st = check_any_matrix(op, a);
-  if (!st && hermitian) st = check_matrix(op, "operand", a); /* square */
+  if (!st && hermitian) st = check_inexact_square(op, a);
   if (st) return st;
   if (hermitian) return hermitian_svd(a, compute_uv, u, s, vh);
   jx_array *out[3];

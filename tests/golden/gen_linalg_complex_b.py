@@ -1,11 +1,13 @@
-"""Goldens for the complex (c64, c128) QR and Hermitian eigendecomposition
-(jx_linalg_qr, jx_linalg_eigh, jx_linalg_eigvalsh), read by
+"""Goldens for the complex (c64, c128) QR, Hermitian eigendecomposition, SVD
+and least squares (jx_linalg_qr, jx_linalg_eigh, jx_linalg_eigvalsh,
+jx_linalg_svd, jx_linalg_svdvals, jx_linalg_lstsq), read by
 tests/unit/test_linalg_complex_b.c.
 
 Each case writes <case>_<name>.npy into tests/golden/data/linalg_complex_b/.
 Eigenvectors are defined up to a phase per column, so eigh's goldens are
 phase-invariant: the eigenvalues w, the squared moduli |v|^2 of the vectors,
-and JAX's VJP ct_a of (w, |v|^2) against real cotangents (ct_w, ct_v). QR's
+and JAX's VJP ct_a of (w, |v|^2) against real cotangents (ct_w, ct_v); the
+SVD's likewise of (s, |u|^2, |vh|^2), whose phases cancel. QR's
 q and r are LAPACK's (geqrf/ungqr) in both and are compared as they are. c64
 cases run JAX in its default mode, c128 ones with jax_enable_x64.
 
@@ -52,6 +54,38 @@ def eigh_case(case, shape, dt):
     save(case, a=a, w=w, moduli=mod, ct_w=ct_w, ct_v=ct_v, ct_a=ct_a, grad_eigvalsh=g)
 
 
+def svd_moduli(a):
+    u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+    return s, jnp.abs(u) ** 2, jnp.abs(vh) ** 2
+
+
+def svd_case(case, shape, dt):
+    a = matrix(shape, dt)
+    (s, mu, mvh), vjp = jax.vjp(svd_moduli, jnp.asarray(a))
+    rdt = real_of(dt)
+    ct_s = R.standard_normal(s.shape).astype(rdt)
+    ct_u = R.standard_normal(mu.shape).astype(rdt)
+    ct_vh = R.standard_normal(mvh.shape).astype(rdt)
+    (ct_a,) = vjp((jnp.asarray(ct_s), jnp.asarray(ct_u), jnp.asarray(ct_vh)))
+    g = jax.grad(lambda a: jnp.sum(jnp.linalg.svd(a, compute_uv=False) * jnp.asarray(ct_s)))(
+        jnp.asarray(a))
+    save(case, a=a, s=s, moduli_u=mu, moduli_vh=mvh, ct_s=ct_s, ct_u=ct_u, ct_vh=ct_vh, ct_a=ct_a,
+         grad_svdvals=g)
+
+
+def lstsq_case(case, m, n, k, dt):
+    a, b = matrix((m, n), dt), matrix((m, k), dt)
+    x, resid, rank, s = jnp.linalg.lstsq(jnp.asarray(a), jnp.asarray(b))
+    ct_x = matrix(x.shape, dt)
+    # grad of a real loss: re<ct_x, x> + sum(resid)
+    def loss(a, b):
+        x, resid, _, _ = jnp.linalg.lstsq(a, b)
+        return jnp.sum(jnp.real(jnp.conj(jnp.asarray(ct_x)) * x)) + jnp.sum(resid)
+
+    ga, gb = jax.grad(loss, argnums=(0, 1))(jnp.asarray(a), jnp.asarray(b))
+    save(case, a=a, b=b, x=x, resid=resid, rank=rank, s=s, ct_x=ct_x, grad_a=ga, grad_b=gb)
+
+
 def qr_case(case, shape, dt, mode):
     a = matrix(shape, dt)
     q, r = jnp.linalg.qr(jnp.asarray(a), mode=mode)
@@ -65,6 +99,10 @@ QR = (("qr_tall_c128", (4, 3), np.complex128, "reduced"),
       ("qr_wide_c64", (2, 3), np.complex64, "reduced"),
       ("qr_batch_c128", (2, 3, 2), np.complex128, "reduced"))
 
+SVD = (("svd_tall_c128", (4, 3), np.complex128), ("svd_wide_c64", (2, 3), np.complex64),
+       ("svd_batch_c128", (2, 3, 3), np.complex128))
+LSTSQ = (("lstsq_c128", (4, 3, 2), np.complex128), ("lstsq_c64", (3, 3, 1), np.complex64))
+
 
 def main():
     shutil.rmtree(DIR, ignore_errors=True)
@@ -75,6 +113,12 @@ def main():
     for case, shape, dt, mode in QR:
         with jax.enable_x64(dt == np.complex128):
             qr_case(case, shape, dt, mode)
+    for case, shape, dt in SVD:
+        with jax.enable_x64(dt == np.complex128):
+            svd_case(case, shape, dt)
+    for case, (m, n, k), dt in LSTSQ:
+        with jax.enable_x64(dt == np.complex128):
+            lstsq_case(case, m, n, k, dt)
     with jax.enable_x64(True):
         # a Hermitian matrix holding a NaN: NaNs in both outputs, as JAX
         nan = np.array([[1.0, np.nan + 1j], [np.nan - 1j, 3.0]], np.complex128)

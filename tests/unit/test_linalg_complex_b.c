@@ -1,11 +1,13 @@
 /* The complex (c64, c128) Hermitian eigendecomposition (jx_linalg_eigh,
- * jx_linalg_eigvalsh) and QR (jx_linalg_qr) against JAX goldens
- * (tests/golden/gen_linalg_complex_b.py). Eigenvectors carry an arbitrary
- * phase per column, so eigh is checked through phase-invariant quantities:
- * the eigenvalues, the vectors' squared moduli and the VJP of both, eagerly,
- * under jit, vmap and a sharded jit, plus a = V diag(w) V^H and V^H V = I;
- * eigvalsh's gradient as jax.grad gives it; finite differences; a NaN input;
- * q and r as LAPACK's ungqr gives them to JAX; errors. */
+ * jx_linalg_eigvalsh), QR (jx_linalg_qr), SVD (jx_linalg_svd, svdvals) and
+ * least squares (jx_linalg_lstsq) against JAX goldens
+ * (tests/golden/gen_linalg_complex_b.py). Eigenvectors and singular vectors
+ * carry an arbitrary phase per column, so they are checked through
+ * phase-invariant quantities: the values, the vectors' squared moduli and the
+ * VJP of both, eagerly, under jit, vmap and a sharded jit, plus
+ * a = V diag(w) V^H and V^H V = I; eigvalsh's, svdvals' and lstsq's
+ * gradients as jax.grad gives them; finite differences; a NaN input; q and r
+ * as LAPACK's ungqr gives them to JAX; errors. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -192,6 +194,101 @@ static void qr_complex_matches_jax(void **state) {
     }
 }
 
+/* (s, |u|^2, |vh|^2) of the reduced SVD: the phases cancel in each. */
+static void svd_moduli_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *u, *s, *vh;
+  jx_linalg_svd(in[0], 0, 1, &u, &s, &vh);
+  jx_array *mu = jx_abs(u), *mvh = jx_abs(vh);
+  out[0] = s;
+  out[1] = jx_mul(mu, mu);
+  out[2] = jx_mul(mvh, mvh);
+}
+
+static void svdvals_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_linalg_svdvals(in[0]);
+}
+
+static const char *const SVD_CASES[] = {"svd_tall_c128", "svd_wide_c64", "svd_batch_c128"};
+
+static void check_svd_vjp(jx_fn *vjp, const char *c) {
+  jx_array *a = golden(c, "a");
+  jx_array *in[4] = {a, golden(c, "ct_s"), golden(c, "ct_u"), golden(c, "ct_vh")}, *out[4];
+  check_ok(jx_call(vjp, in, out));
+  double tol = tol_of(a);
+  assert_close(out[0], golden(c, "s"), tol);
+  assert_close(out[1], golden(c, "moduli_u"), tol * 10);
+  assert_close(out[2], golden(c, "moduli_vh"), tol * 10);
+  assert_close_c(out[3], golden(c, "ct_a"), tol * 100);
+}
+
+static void svd_complex_matches_jax(void **state) {
+  (void)state;
+  for (int jit = 0; jit < 2; jit++)
+    for (size_t c = 0; c < sizeof SVD_CASES / sizeof *SVD_CASES; c++) {
+      jx_fn *f = jx_fn_create("svd", 1, 3, svd_moduli_body, NULL);
+      jx_fn *vjp = jx_vjp(f);
+      jx_fn *run = jit ? jx_jit(vjp, NULL) : vjp;
+      check_svd_vjp(run, SVD_CASES[c]);
+      /* svdvals' VJP against ct_s is jax.grad of sum(svdvals(a) ct_s) */
+      jx_fn *g = jx_fn_create("svdvals", 1, 1, svdvals_body, NULL), *gv = jx_vjp(g);
+      jx_array *in[2] = {golden(SVD_CASES[c], "a"), golden(SVD_CASES[c], "ct_s")}, *out[2];
+      check_ok(jx_call(gv, in, out));
+      assert_close_c(out[1], golden(SVD_CASES[c], "grad_svdvals"), tol_of(in[0]) * 10);
+      jx_fn_release(gv);
+      jx_fn_release(g);
+      if (jit) jx_fn_release(run);
+      jx_fn_release(vjp);
+      jx_fn_release(f);
+    }
+}
+
+static void svd_complex_under_vmap_and_reconstructs(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("svd", 1, 3, svd_moduli_body, NULL);
+  jx_fn *vjp = jx_vjp(f);
+  jx_fn *vf = jx_vmap(vjp, JX_AXES(0, 0, 0, 0), JX_AXES(0, 0, 0, 0));
+  check_svd_vjp(vf, "svd_batch_c128");
+  jx_fn_release(vf);
+  jx_fn_release(vjp);
+  jx_fn_release(f);
+  jx_array *a = golden("svd_tall_c128", "a"), *u, *s, *vh;
+  check_ok(jx_linalg_svd(a, 0, 1, &u, &s, &vh));
+  assert_int_equal(jx_dtype_of(s), JX_F64);
+  assert_close_c(jx_matmul(jx_mul(u, jx_astype(jx_expand_dims(s, 0), JX_C128)), vh), a, 1e-9);
+}
+
+static void lstsq_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *rank, *s;
+  jx_linalg_lstsq(in[0], in[1], NAN, &out[0], &out[1], &rank, &s);
+}
+
+/* lstsq's x and residuals, and the VJP of (x, residuals) against
+ * (conj(ct_x), 1), which is jax.grad of re<ct_x, x> + sum(residuals): JAX's
+ * VJP is linear in the cotangent, and re(conj(ct_x) x) pulls back
+ * conj(ct_x). */
+static void lstsq_complex_matches_jax(void **state) {
+  (void)state;
+  const char *cases[] = {"lstsq_c128", "lstsq_c64"};
+  for (size_t c = 0; c < 2; c++) {
+    jx_fn *f = jx_fn_create("lstsq", 2, 2, lstsq_body, NULL), *vjp = jx_vjp(f);
+    jx_array *a = golden(cases[c], "a"), *resid = golden(cases[c], "resid");
+    jx_array *in[4] = {a, golden(cases[c], "b"), jx_conj(golden(cases[c], "ct_x")),
+                       jx_ones(jx_dtype_of(resid), jx_shape_of(resid))},
+             *out[4];
+    check_ok(jx_call(vjp, in, out));
+    double tol = tol_of(a);
+    assert_close_c(out[0], golden(cases[c], "x"), tol * 10);
+    assert_close(out[1], resid, tol * 10);
+    assert_close_c(out[2], golden(cases[c], "grad_a"), tol * 100);
+    assert_close_c(out[3], golden(cases[c], "grad_b"), tol * 100);
+    jx_fn_release(vjp);
+    jx_fn_release(f);
+  }
+}
+
 static void complex_errors_name_the_shapes(void **state) {
   (void)state;
   jx_array *w, *v;
@@ -217,6 +314,9 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(eigh_complex_nan_gives_nans, setup, teardown),
       cmocka_unit_test_setup_teardown(qr_complex_matches_jax, setup, teardown),
+      cmocka_unit_test_setup_teardown(svd_complex_matches_jax, setup, teardown),
+      cmocka_unit_test_setup_teardown(svd_complex_under_vmap_and_reconstructs, setup, teardown),
+      cmocka_unit_test_setup_teardown(lstsq_complex_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(complex_errors_name_the_shapes, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
