@@ -19,14 +19,12 @@ static double eps_of(jx_dtype dt) { return dt == JX_F64 ? DBL_EPSILON : FLT_EPSI
 static jx_array *pinv(const char *op, jx_array *a, double rtol, int hermitian) {
   if (jx_check_inputs(op, 1, &a)) return jx_poison();
   jx_aval av = {a->dtype, a->weak, a->shape, 0};
-  if (hermitian ? jx_linalg_check_square(op, "operand", &av)
-                : jx_linalg_check_matrix(op, "operand", &av))
-    return jx_poison();
+  if (jx_linalg_check_inexact_matrix(op, "operand", &av, hermitian)) return jx_poison();
   int r = a->shape.rank;
   int64_t m = a->shape.dims[r - 2], n = a->shape.dims[r - 1];
   jx_params p = JX_PARAMS_INIT;
   /* JAX's default: 10 max(m, n) eps */
-  p.f[0] = isnan(rtol) ? 10.0 * (double)(m > n ? m : n) * eps_of(a->dtype) : rtol;
+  p.f[0] = isnan(rtol) ? 10.0 * (double)(m > n ? m : n) * eps_of(jx_complex_part(a->dtype)) : rtol;
   p.i[0] = hermitian != 0;
   return jx_bind1(&jx_prim_pinv, 1, &a, &p);
 }

@@ -1,6 +1,6 @@
-"""Goldens for the complex (c64, c128) QR, Hermitian eigendecomposition, SVD
-and least squares (jx_linalg_qr, jx_linalg_eigh, jx_linalg_eigvalsh,
-jx_linalg_svd, jx_linalg_svdvals, jx_linalg_lstsq), read by
+"""Goldens for the complex (c64, c128) QR, Hermitian eigendecomposition, SVD,
+pseudo-inverse and least squares (jx_linalg_qr, jx_linalg_eigh, jx_linalg_eigvalsh,
+jx_linalg_svd, jx_linalg_svdvals, jx_linalg_pinv_ex, jx_linalg_lstsq), read by
 tests/unit/test_linalg_complex_b.c.
 
 Each case writes <case>_<name>.npy into tests/golden/data/linalg_complex_b/.
@@ -86,6 +86,14 @@ def lstsq_case(case, m, n, k, dt):
     save(case, a=a, b=b, x=x, resid=resid, rank=rank, s=s, ct_x=ct_x, grad_a=ga, grad_b=gb)
 
 
+def pinv_case(case, shape, dt, hermitian):
+    a = matrix(shape, dt)
+    p, vjp = jax.vjp(lambda a: jnp.linalg.pinv(a, hermitian=hermitian), jnp.asarray(a))
+    ct = matrix(p.shape, dt)
+    (ct_a,) = vjp(jnp.asarray(ct))
+    save(case, a=a, p=p, ct=ct, ct_a=ct_a)
+
+
 def qr_case(case, shape, dt, mode):
     a = matrix(shape, dt)
     q, r = jnp.linalg.qr(jnp.asarray(a), mode=mode)
@@ -103,6 +111,9 @@ SVD = (("svd_tall_c128", (4, 3), np.complex128), ("svd_wide_c64", (2, 3), np.com
        ("svd_batch_c128", (2, 3, 3), np.complex128))
 LSTSQ = (("lstsq_c128", (4, 3, 2), np.complex128), ("lstsq_c64", (3, 3, 1), np.complex64))
 
+PINV = (("pinv_c128", (4, 3), np.complex128, False), ("pinv_wide_c64", (2, 3), np.complex64, False),
+        ("pinv_hermitian_c128", (3, 3), np.complex128, True))
+
 
 def main():
     shutil.rmtree(DIR, ignore_errors=True)
@@ -119,6 +130,9 @@ def main():
     for case, (m, n, k), dt in LSTSQ:
         with jax.enable_x64(dt == np.complex128):
             lstsq_case(case, m, n, k, dt)
+    for case, shape, dt, hermitian in PINV:
+        with jax.enable_x64(dt == np.complex128):
+            pinv_case(case, shape, dt, hermitian)
     with jax.enable_x64(True):
         # a Hermitian matrix holding a NaN: NaNs in both outputs, as JAX
         nan = np.array([[1.0, np.nan + 1j], [np.nan - 1j, 3.0]], np.complex128)

@@ -289,6 +289,31 @@ static void lstsq_complex_matches_jax(void **state) {
   }
 }
 
+static void pinv_body(void *ctx, jx_array *const *in, jx_array **out) {
+  out[0] = jx_linalg_pinv_ex(in[0], NAN, *(const int *)ctx);
+}
+
+/* pinv and its VJP against a complex cotangent, plain and Hermitian, jitted. */
+static void pinv_complex_matches_jax(void **state) {
+  (void)state;
+  static const struct {
+    const char *golden;
+    int hermitian;
+  } cases[] = {{"pinv_c128", 0}, {"pinv_wide_c64", 0}, {"pinv_hermitian_c128", 1}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    jx_fn *f = jx_fn_create("pinv", 1, 1, pinv_body, (void *)&cases[c].hermitian);
+    jx_fn *vjp = jx_vjp(f), *run = jx_jit(vjp, NULL);
+    jx_array *a = golden(cases[c].golden, "a");
+    jx_array *in[2] = {a, golden(cases[c].golden, "ct")}, *out[2];
+    check_ok(jx_call(run, in, out));
+    assert_close_c(out[0], golden(cases[c].golden, "p"), tol_of(a) * 10);
+    assert_close_c(out[1], golden(cases[c].golden, "ct_a"), tol_of(a) * 100);
+    jx_fn_release(run);
+    jx_fn_release(vjp);
+    jx_fn_release(f);
+  }
+}
+
 static void complex_errors_name_the_shapes(void **state) {
   (void)state;
   jx_array *w, *v;
@@ -316,6 +341,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(qr_complex_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(svd_complex_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(svd_complex_under_vmap_and_reconstructs, setup, teardown),
+      cmocka_unit_test_setup_teardown(pinv_complex_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(lstsq_complex_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(complex_errors_name_the_shapes, setup, teardown),
   };
