@@ -25,7 +25,7 @@
 #include "linalg_prims.h"
 
 static jx_status infer_eigh(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
-  jx_status st = jx_linalg_check_inexact_matrix(ctx->prim->name, "operand", in, 1);
+  jx_status st = jx_linalg_check_inexact_square(ctx->prim->name, "operand", in);
   if (st) return st;
   jx_shape values = in->shape;
   values.rank--; /* [..., n] */
@@ -146,7 +146,7 @@ static jx_status jvp_eigh(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *
   /* gaps[i, j] = w_j - w_i; the identity keeps the diagonal's reciprocal finite */
   jx_array *gaps = jx_sub(jx_expand_dims(w, -2), jx_expand_dims(w, -1));
   jx_array *f = jx_sub(jx_reciprocal(jx_add(eye, gaps)), eye);
-  jx_array *vh_da_v = jx_matmul(jx_matmul(jx_linalg_adjoint_of(v), t[0]), v);
+  jx_array *vh_da_v = jx_matmul(jx_matmul(jx_linalg_adjoint(v), t[0]), v);
   jx_array *dw = jx_linalg_diagonal(vh_da_v);
   ty[0] = jx_is_complex(dw->dtype) ? jx_real(dw) : dw;
   ty[1] = jx_matmul(v, jx_mul(f, vh_da_v));

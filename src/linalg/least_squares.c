@@ -19,7 +19,9 @@ static double eps_of(jx_dtype dt) { return dt == JX_F64 ? DBL_EPSILON : FLT_EPSI
 static jx_array *pinv(const char *op, jx_array *a, double rtol, int hermitian) {
   if (jx_check_inputs(op, 1, &a)) return jx_poison();
   jx_aval av = {a->dtype, a->weak, a->shape, 0};
-  if (jx_linalg_check_inexact_matrix(op, "operand", &av, hermitian)) return jx_poison();
+  if (hermitian ? jx_linalg_check_inexact_square(op, "operand", &av)
+                : jx_linalg_check_inexact_matrix(op, "operand", &av))
+    return jx_poison();
   int r = a->shape.rank;
   int64_t m = a->shape.dims[r - 2], n = a->shape.dims[r - 1];
   jx_params p = JX_PARAMS_INIT;
@@ -41,7 +43,7 @@ static jx_status check_lstsq(const char *op, jx_array *a, jx_array *b) {
   jx_status st = jx_check_inputs(op, 2, in);
   if (st) return st;
   jx_aval av = {a->dtype, a->weak, a->shape, 0};
-  if ((st = jx_linalg_check_inexact_matrix(op, "a", &av, 0))) return st;
+  if ((st = jx_linalg_check_inexact_matrix(op, "a", &av))) return st;
   char sa[JX_AVAL_STR_CAP], sb[JX_AVAL_STR_CAP];
   if (a->shape.rank != 2)
     return jx_error_set(JX_ERR_SHAPE,
@@ -87,8 +89,8 @@ jx_status jx_linalg_lstsq(jx_array *a, jx_array *b, double rcond, jx_array **x,
     *rank = jx_sum(jx_astype(mask, JX_I32), JX_AXES(0), 0);
     jx_array *safe = jx_where(mask, *s, jx_scalar(rdt, 1));
     jx_array *s_inv = jx_expand_dims(jx_where(mask, jx_reciprocal(safe), zero), 1);
-    jx_array *uhb = jx_matmul(jx_linalg_adjoint_of(u), b2);
-    sol = jx_matmul(jx_linalg_adjoint_of(vt), jx_mul(jx_astype(s_inv, dt), uhb));
+    jx_array *uhb = jx_matmul(jx_linalg_adjoint(u), b2);
+    sol = jx_matmul(jx_linalg_adjoint(vt), jx_mul(jx_astype(s_inv, dt), uhb));
   }
   /* JAX's residuals in every case (not NumPy's empty ones): |b - a x|^2 per column, real */
   jx_array *diff = jx_sub(b2, jx_matmul(a, sol));

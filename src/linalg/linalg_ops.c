@@ -16,14 +16,18 @@ static jx_status check_matrix(const char *op, const char *what, jx_array *a) {
   return jx_linalg_check_square(op, what, &av);
 }
 
+/* Checks a as f32/f64/c64/c128 square matrices for op; 0 when fine. */
+static jx_status check_inexact(const char *op, const char *what, jx_array *a) {
+  jx_aval av = {a->dtype, a->weak, a->shape, 0};
+  return jx_linalg_check_inexact_square(op, what, &av);
+}
+
 /* The machine epsilon of a float dtype (jnp.finfo(dt).eps). */
 static double eps_of(jx_dtype dt) { return dt == JX_F64 ? DBL_EPSILON : FLT_EPSILON; }
 
-/* (a + a^T) / 2: jnp.linalg's symmetrize_input, so only the symmetric part
- * counts and derivatives stay symmetric. */
-static jx_array *symmetrize(jx_array *a) {
-  return jx_mul(jx_add(a, jx_linalg_swap_last(a)), jx_scalar(a->dtype, 0.5));
-}
+/* (a + a^H) / 2: jnp.linalg's symmetrize_input, so only the Hermitian part
+ * counts and derivatives stay Hermitian. */
+static jx_array *symmetrize(jx_array *a) { return jx_linalg_hermitian_part(a); }
 
 static jx_array *cholesky(const char *op, jx_array *a, int upper, int symmetrize_input) {
   if (jx_check_inputs(op, 1, &a) || check_matrix(op, "operand", a)) return jx_poison();
@@ -146,20 +150,14 @@ jx_status jx_linalg_slogdet(jx_array *a, jx_array **sign, jx_array **logabsdet) 
   return jx_last_status();
 }
 
-/* Checks a as f32/f64/c64/c128 square matrices for op (eigh's operand). */
-static jx_status check_inexact_square(const char *op, jx_array *a) {
-  jx_aval av = {a->dtype, a->weak, a->shape, 0};
-  return jx_linalg_check_inexact_matrix(op, "operand", &av, 1);
-}
-
 jx_status jx_linalg_eigh(jx_array *a, jx_array **w, jx_array **v) {
   const char *op = "jx_linalg_eigh";
   if (!w || !v) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
   *w = *v = jx_poison();
   jx_status st = jx_check_inputs(op, 1, &a);
-  if (!st) st = check_inexact_square(op, a);
+  if (!st) st = check_inexact(op, "operand", a);
   if (st) return st;
-  jx_array *sym = jx_linalg_hermitian_part(a), *out[2];
+  jx_array *sym = symmetrize(a), *out[2];
   jx_params p = JX_PARAMS_INIT;
   st = jx_bind(&jx_prim_eigh, 1, &sym, &p, out);
   *w = out[0];
@@ -169,8 +167,8 @@ jx_status jx_linalg_eigh(jx_array *a, jx_array **w, jx_array **v) {
 
 jx_array *jx_linalg_eigvalsh(jx_array *a) {
   const char *op = "jx_linalg_eigvalsh";
-  if (jx_check_inputs(op, 1, &a) || check_inexact_square(op, a)) return jx_poison();
-  jx_array *out[2], *sym = jx_linalg_hermitian_part(a);
+  if (jx_check_inputs(op, 1, &a) || check_inexact(op, "operand", a)) return jx_poison();
+  jx_array *out[2], *sym = symmetrize(a);
   jx_params p = JX_PARAMS_INIT;
   if (jx_bind(&jx_prim_eigh, 1, &sym, &p, out)) return jx_poison();
   return out[0];
@@ -224,7 +222,7 @@ jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_array **
   jx_status st = jx_check_inputs(op, 1, &a);
   if (st) return st;
   jx_aval av = {a->dtype, a->weak, a->shape, 0};
-  if ((st = jx_linalg_check_inexact_matrix(op, "operand", &av, 0))) return st;
+  if ((st = jx_linalg_check_inexact_matrix(op, "operand", &av))) return st;
   jx_params p = JX_PARAMS_INIT;
   p.i[0] = full_matrices != 0;
   jx_array *out[2];
@@ -239,7 +237,7 @@ static jx_status check_any_matrix(const char *op, jx_array *a) {
   jx_status st = jx_check_inputs(op, 1, &a);
   if (st) return st;
   jx_aval av = {a->dtype, a->weak, a->shape, 0};
-  return jx_linalg_check_inexact_matrix(op, "operand", &av, 0);
+  return jx_linalg_check_inexact_matrix(op, "operand", &av);
 }
 
 /* svd with params (full_matrices, compute_uv) into out[3]. */
@@ -255,7 +253,7 @@ static jx_status bind_svd(jx_array *a, int full_matrices, int compute_uv, jx_arr
  * and vh = (u sign(w))^H, composed as JAX composes it. */
 static jx_status hermitian_svd(jx_array *a, int compute_uv, jx_array **u, jx_array **s,
                                jx_array **vh) {
-  jx_array *out[2], *sym = jx_linalg_hermitian_part(a);
+  jx_array *out[2], *sym = symmetrize(a);
   jx_params p = JX_PARAMS_INIT;
   jx_status st = jx_bind(&jx_prim_eigh, 1, &sym, &p, out);
   if (st) return st;
@@ -270,7 +268,7 @@ static jx_status hermitian_svd(jx_array *a, int compute_uv, jx_array **u, jx_arr
   jx_array *sign = jx_take_along_axis(jx_sign(w), order, last);
   jx_array *columns = jx_broadcast_to(jx_expand_dims(order, last), v->shape);
   *u = jx_take_along_axis(v, columns, last + 1);
-  *vh = jx_linalg_adjoint_of(jx_mul(*u, jx_astype(jx_expand_dims(sign, last), v->dtype)));
+  *vh = jx_linalg_adjoint(jx_mul(*u, jx_astype(jx_expand_dims(sign, last), v->dtype)));
   return jx_last_status();
 }
 
@@ -282,7 +280,7 @@ static jx_status svd(const char *op, jx_array *a, int full_matrices, int compute
   *s = jx_poison();
   if (compute_uv) *u = *vh = jx_poison();
   jx_status st = check_any_matrix(op, a);
-  if (!st && hermitian) st = check_inexact_square(op, a);
+  if (!st && hermitian) st = check_inexact(op, "operand", a);
   if (st) return st;
   if (hermitian) return hermitian_svd(a, compute_uv, u, s, vh);
   jx_array *out[3];

@@ -74,14 +74,16 @@ jx_array *jx_linalg_permute_rows(jx_array *x, jx_array *perm);
 jx_array *jx_linalg_bind_triangular_solve(jx_array *a, jx_array *b, const jx_params *p);
 
 /* complex_helpers.c: what the decompositions that take complex matrices
- * (qr, eigh) share. */
-/* Checks that av is an f32/f64/c64/c128 stack of matrices (square ones when
- * square); records an error naming op and the aval otherwise. */
-jx_status jx_linalg_check_inexact_matrix(const char *op, const char *what, const jx_aval *av,
-                                         int square);
-/* x's conjugate transpose over its last two axes (the transpose when real). */
-jx_array *jx_linalg_adjoint_of(jx_array *x);
-/* (a + a^H) / 2: jnp.linalg's symmetrize_input for eigh, real or complex. */
-jx_array *jx_linalg_hermitian_part(jx_array *a);
+ * share. As jx_linalg_check_matrix and jx_linalg_check_square, for the
+ * primitives that also take complex matrices: av must be f32, f64, c64 or
+ * c128 (JAX's inexact dtypes). */
+jx_status jx_linalg_check_inexact_matrix(const char *op, const char *what, const jx_aval *av);
+jx_status jx_linalg_check_inexact_square(const char *op, const char *what, const jx_aval *av);
+/* The adjoint (conjugate transpose) of x's last two axes, JAX's _H: the
+ * transpose for a real x. */
+jx_array *jx_linalg_adjoint(jx_array *x);
+/* (x + x^H) / 2: JAX's symmetrize, the Hermitian (real: symmetric) part of
+ * x's square matrices. */
+jx_array *jx_linalg_hermitian_part(jx_array *x);
 
 #endif

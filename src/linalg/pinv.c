@@ -28,7 +28,7 @@
 #include "linalg_prims.h"
 
 static jx_status infer_pinv(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
-  jx_status st = jx_linalg_check_inexact_matrix(ctx->prim->name, "operand", in, 0);
+  jx_status st = jx_linalg_check_inexact_matrix(ctx->prim->name, "operand", in);
   if (st) return st;
   int r = in->shape.rank;
   jx_shape s = in->shape;
@@ -177,7 +177,7 @@ static jx_status jvp_pinv(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *
     a = jx_linalg_hermitian_part(a);
     da = jx_linalg_hermitian_part(da);
   }
-  jx_array *pt = jx_linalg_adjoint_of(p), *dat = jx_linalg_adjoint_of(da);
+  jx_array *pt = jx_linalg_adjoint(p), *dat = jx_linalg_adjoint(da);
   int r = a->shape.rank;
   jx_array *s, *tt, *dp;
   if (a->shape.dims[r - 2] >= a->shape.dims[r - 1]) {

@@ -28,7 +28,7 @@
 #include "linalg_prims.h"
 
 static jx_status infer_qr(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
-  jx_status st = jx_linalg_check_inexact_matrix("qr", "operand", in, 0);
+  jx_status st = jx_linalg_check_inexact_matrix("qr", "operand", in);
   if (st) return st;
   int r = in->shape.rank;
   int64_t m = in->shape.dims[r - 2], n = in->shape.dims[r - 1],
@@ -125,9 +125,9 @@ static void eval_qr(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out)
 static void thin_jvp(jx_array *q, jx_array *r, jx_array *dx, jx_array **dq, jx_array **dr) {
   jx_params right = JX_PARAMS_INIT; /* dx R^-1: right side, upper */
   jx_array *dx_rinv = jx_linalg_bind_triangular_solve(r, dx, &right);
-  jx_array *x = jx_matmul(jx_linalg_adjoint_of(q), dx_rinv);
+  jx_array *x = jx_matmul(jx_linalg_adjoint(q), dx_rinv);
   jx_array *lower = jx_linalg_triangle(x, 1, -1);
-  jx_array *d_o = jx_sub(lower, jx_linalg_adjoint_of(lower)); /* skew-Hermitian */
+  jx_array *d_o = jx_sub(lower, jx_linalg_adjoint(lower)); /* skew-Hermitian */
   if (jx_is_complex(x->dtype)) /* JAX's correction: X's imaginary diagonal */
     d_o = jx_add(d_o, jx_mul(jx_linalg_eye_like(x), jx_sub(x, jx_astype(jx_real(x), x->dtype))));
   *dq = jx_add(jx_matmul(q, jx_sub(d_o, x)), dx_rinv);
@@ -146,8 +146,8 @@ static jx_status jvp_qr(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *co
   if (m < n) { /* wide: a = q [r1 r2], r1 square */
     jx_array *dq, *dr1;
     thin_jvp(q, jx_linalg_block(r, 0, m, 0, m), jx_linalg_block(da, 0, m, 0, m), &dq, &dr1);
-    jx_array *dr2 = jx_add(jx_matmul(jx_linalg_adjoint_of(dq), jx_linalg_block(a, 0, m, m, n)),
-                           jx_matmul(jx_linalg_adjoint_of(q), jx_linalg_block(da, 0, m, m, n)));
+    jx_array *dr2 = jx_add(jx_matmul(jx_linalg_adjoint(dq), jx_linalg_block(a, 0, m, m, n)),
+                           jx_matmul(jx_linalg_adjoint(q), jx_linalg_block(da, 0, m, m, n)));
     ty[0] = dq;
     ty[1] = jx_concatenate(2, (jx_array *[]){dr1, dr2}, rank - 1);
     return jx_last_status();
@@ -166,12 +166,12 @@ static jx_status jvp_qr(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *co
   jx_array *q_mp = jx_linalg_block(q, 0, m, n, m);
   jx_array *dq_nn = jx_linalg_block(dq_mn, 0, n, 0, n), *dq_pn = jx_linalg_block(dq_mn, n, m, 0, n);
   /* z_pn^H = (Q_nn - I)^-H Q_pn^H */
-  jx_array *z_pn_h = jx_linalg_solve(jx_linalg_adjoint_of(jx_sub(q_nn, jx_linalg_eye_like(q_nn))),
-                                     jx_linalg_adjoint_of(q_pn));
-  jx_array *z_pn = jx_linalg_adjoint_of(z_pn_h);
+  jx_array *z_pn_h = jx_linalg_solve(jx_linalg_adjoint(jx_sub(q_nn, jx_linalg_eye_like(q_nn))),
+                                     jx_linalg_adjoint(q_pn));
+  jx_array *z_pn = jx_linalg_adjoint(z_pn_h);
   jx_array *dq_mp = jx_sub(jx_matmul(dq_mn, z_pn_h),
                            jx_matmul(jx_add(q_mn, jx_matmul(q_mp, z_pn)),
-                                     jx_linalg_adjoint_of(jx_sub(dq_pn, jx_matmul(z_pn, dq_nn)))));
+                                     jx_linalg_adjoint(jx_sub(dq_pn, jx_matmul(z_pn, dq_nn)))));
   ty[0] = jx_concatenate(2, (jx_array *[]){dq_mn, dq_mp}, rank - 1);
   jx_shape zs = r->shape;
   zs.dims[rank - 2] = m - n;

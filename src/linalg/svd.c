@@ -34,7 +34,7 @@
 #include "linalg_prims.h"
 
 static jx_status infer_svd(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
-  jx_status st = jx_linalg_check_inexact_matrix(ctx->prim->name, "operand", in, 0);
+  jx_status st = jx_linalg_check_inexact_matrix(ctx->prim->name, "operand", in);
   if (st) return st;
   const jx_params *p = ctx->params;
   int r = in->shape.rank;
@@ -244,7 +244,7 @@ static jx_status jvp_svd(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *c
   if (!t[0]) return jx_last_status();
   jx_array *da = t[0], *s = uv[0], *u = uv[1], *vt = uv[2];
   int cplx = jx_is_complex(a->dtype);
-  jx_array *ut = jx_linalg_adjoint_of(u), *v = jx_linalg_adjoint_of(vt);
+  jx_array *ut = jx_linalg_adjoint(u), *v = jx_linalg_adjoint(vt);
   jx_array *s_row = jx_expand_dims(s, -2), *s_col = jx_linalg_swap_last(s_row); /* [..., 1, k] */
   jx_array *sa_row = jx_astype(s_row, a->dtype), *sa_col = jx_astype(s_col, a->dtype);
   jx_array *ds_mat = jx_matmul(jx_matmul(ut, da), v), *ds = jx_linalg_diagonal(ds_mat);
@@ -255,26 +255,26 @@ static jx_status jvp_svd(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *c
            *eye = jx_linalg_eye_like(diffs);
   jx_array *f = jx_astype(jx_sub(jx_reciprocal(jx_add(diffs, eye)), eye), a->dtype);
   jx_array *dss = jx_mul(sa_row, ds_mat), *sds = jx_mul(sa_col, ds_mat);
-  jx_array *du_inner = jx_mul(f, jx_add(dss, jx_linalg_adjoint_of(dss)));
+  jx_array *du_inner = jx_mul(f, jx_add(dss, jx_linalg_adjoint(dss)));
   if (cplx) { /* JAX's dUdV_diag, (dS - dS^H) / 2 / s on the diagonal: zero for real matrices */
     jx_array *zero = jx_astype(jx_eq(s_row, jx_zeros(s->dtype, JX_SHAPE())), s->dtype);
     jx_array *s_inv = jx_sub(jx_reciprocal(jx_add(s_row, zero)), zero);
     jx_array *half_skew =
-        jx_mul(jx_sub(ds_mat, jx_linalg_adjoint_of(ds_mat)), jx_complex_scalar(a->dtype, 0.5, 0));
+        jx_mul(jx_sub(ds_mat, jx_linalg_adjoint(ds_mat)), jx_complex_scalar(a->dtype, 0.5, 0));
     du_inner = jx_add(du_inner, jx_mul(half_skew, jx_astype(jx_mul(eye, s_inv), a->dtype)));
   }
   jx_array *du = jx_matmul(u, du_inner);
-  jx_array *dv = jx_matmul(v, jx_mul(f, jx_add(sds, jx_linalg_adjoint_of(sds))));
+  jx_array *dv = jx_matmul(v, jx_mul(f, jx_add(sds, jx_linalg_adjoint(sds))));
   if (m > n) {
     jx_array *dav = jx_matmul(da, v);
     du = jx_add(du, jx_div(jx_sub(dav, jx_matmul(u, jx_matmul(ut, dav))), sa_row));
   }
   if (n > m) {
-    jx_array *dahu = jx_matmul(jx_linalg_adjoint_of(da), u);
+    jx_array *dahu = jx_matmul(jx_linalg_adjoint(da), u);
     dv = jx_add(dv, jx_div(jx_sub(dahu, jx_matmul(v, jx_matmul(vt, dahu))), sa_row));
   }
   ty[1] = du;
-  ty[2] = jx_linalg_adjoint_of(dv);
+  ty[2] = jx_linalg_adjoint(dv);
   return jx_last_status();
 }
 
