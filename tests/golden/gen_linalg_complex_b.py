@@ -100,6 +100,15 @@ def qr_case(case, shape, dt, mode):
     save(case, a=a, q=q, r=r)
 
 
+def qr_vjp_case(case, shape, dt, mode):
+    """JAX's VJP of qr against complex cotangents (q and r are LAPACK's in both)."""
+    a = matrix(shape, dt)
+    (q, r), vjp = jax.vjp(lambda a: tuple(jnp.linalg.qr(a, mode=mode)), jnp.asarray(a))
+    ct_q, ct_r = matrix(q.shape, dt), matrix(r.shape, dt)
+    (ct_a,) = vjp((jnp.asarray(ct_q), jnp.asarray(ct_r)))
+    save(case, a=a, q=q, r=r, ct_q=ct_q, ct_r=ct_r, ct_a=ct_a)
+
+
 EIGH = (("eigh_c128", (4, 4), np.complex128), ("eigh_c64", (3, 3), np.complex64),
         ("eigh_batch_c128", (2, 3, 3), np.complex128))
 QR = (("qr_tall_c128", (4, 3), np.complex128, "reduced"),
@@ -113,6 +122,9 @@ LSTSQ = (("lstsq_c128", (4, 3, 2), np.complex128), ("lstsq_c64", (3, 3, 1), np.c
 
 PINV = (("pinv_c128", (4, 3), np.complex128, False), ("pinv_wide_c64", (2, 3), np.complex64, False),
         ("pinv_hermitian_c128", (3, 3), np.complex128, True))
+QR_VJP = (("qr_vjp_tall_c128", (4, 3), np.complex128, "reduced"),
+          ("qr_vjp_complete_c128", (4, 3), np.complex128, "complete"),
+          ("qr_vjp_wide_c64", (2, 3), np.complex64, "reduced"))
 
 
 def main():
@@ -133,6 +145,9 @@ def main():
     for case, shape, dt, hermitian in PINV:
         with jax.enable_x64(dt == np.complex128):
             pinv_case(case, shape, dt, hermitian)
+    for case, shape, dt, mode in QR_VJP:
+        with jax.enable_x64(dt == np.complex128):
+            qr_vjp_case(case, shape, dt, mode)
     with jax.enable_x64(True):
         # a Hermitian matrix holding a NaN: NaNs in both outputs, as JAX
         nan = np.array([[1.0, np.nan + 1j], [np.nan - 1j, 3.0]], np.complex128)
