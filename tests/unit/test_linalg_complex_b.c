@@ -259,6 +259,22 @@ static void svd_complex_under_vmap_and_reconstructs(void **state) {
   assert_close_c(jx_matmul(jx_mul(u, jx_astype(jx_expand_dims(s, 0), JX_C128)), vh), a, 1e-9);
 }
 
+static void pinv_body(void *ctx, jx_array *const *in, jx_array **out) {
+  out[0] = jx_linalg_pinv_ex(in[0], NAN, *(const int *)ctx);
+}
+
+static void svd_and_pinv_gradients_match_finite_differences(void **state) {
+  (void)state;
+  jx_array *a = golden("svd_tall_c128", "a");
+  jx_fn *f = jx_fn_create("svd", 1, 3, svd_moduli_body, NULL);
+  check_ok(jx_check_grads(f, &a, 1, 0, 0));
+  jx_fn_release(f);
+  static const int plain = 0;
+  jx_fn *p = jx_fn_create("pinv", 1, 1, pinv_body, (void *)&plain);
+  check_ok(jx_check_grads(p, &a, 1, 0, 0));
+  jx_fn_release(p);
+}
+
 static void lstsq_body(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
   jx_array *rank, *s;
@@ -287,10 +303,6 @@ static void lstsq_complex_matches_jax(void **state) {
     jx_fn_release(vjp);
     jx_fn_release(f);
   }
-}
-
-static void pinv_body(void *ctx, jx_array *const *in, jx_array **out) {
-  out[0] = jx_linalg_pinv_ex(in[0], NAN, *(const int *)ctx);
 }
 
 /* pinv and its VJP against a complex cotangent, plain and Hermitian, jitted. */
@@ -373,6 +385,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(svd_complex_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(svd_complex_under_vmap_and_reconstructs, setup, teardown),
       cmocka_unit_test_setup_teardown(pinv_complex_matches_jax, setup, teardown),
+      cmocka_unit_test_setup_teardown(svd_and_pinv_gradients_match_finite_differences, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(lstsq_complex_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(complex_errors_name_the_shapes, setup, teardown),
   };
