@@ -257,6 +257,13 @@ static void svd_complex_under_vmap_and_reconstructs(void **state) {
   check_ok(jx_linalg_svd(a, 0, 1, &u, &s, &vh));
   assert_int_equal(jx_dtype_of(s), JX_F64);
   assert_close_c(jx_matmul(jx_mul(u, jx_astype(jx_expand_dims(s, 0), JX_C128)), vh), a, 1e-9);
+  /* hermitian: u diag(s) vh rebuilds the Hermitian part, s = |w| descending */
+  jx_array *h = golden("eigh_c128", "a");
+  check_ok(jx_linalg_svd_ex(h, 0, 1, 1, &u, &s, &vh));
+  jx_array *herm = jx_mul(jx_add(h, jx_conj(jx_transpose(h, JX_AXES(1, 0)))),
+                          jx_complex_scalar(JX_C128, 0.5, 0));
+  assert_close_c(jx_matmul(jx_mul(u, jx_astype(jx_expand_dims(s, 0), JX_C128)), vh), herm, 1e-9);
+  assert_close(s, jx_flip(jx_sort(jx_abs(golden("eigh_c128", "w")), 0), JX_AXES(0)), 1e-9);
 }
 
 static void pinv_body(void *ctx, jx_array *const *in, jx_array **out) {
