@@ -10,12 +10,6 @@
 #include "../trace/dispatch.h"
 #include "linalg_prims.h"
 
-/* Checks a as f32/f64 square matrices for op; 0 when fine. */
-static jx_status check_matrix(const char *op, const char *what, jx_array *a) {
-  jx_aval av = {a->dtype, a->weak, a->shape, 0};
-  return jx_linalg_check_square(op, what, &av);
-}
-
 /* Checks a as f32/f64/c64/c128 square matrices for op; 0 when fine. */
 static jx_status check_inexact(const char *op, const char *what, jx_array *a) {
   jx_aval av = {a->dtype, a->weak, a->shape, 0};
@@ -177,7 +171,7 @@ jx_status jx_linalg_eigh(jx_array *a, jx_array **w, jx_array **v) {
   if (!w || !v) return jx_error_set(JX_ERR_INVALID_ARGUMENT, "%s: an output pointer is NULL", op);
   *w = *v = jx_poison();
   jx_status st = jx_check_inputs(op, 1, &a);
-  if (!st) st = check_matrix(op, "operand", a);
+  if (!st) st = check_inexact(op, "operand", a);
   if (st) return st;
   jx_array *sym = symmetrize(a), *out[2];
   jx_params p = JX_PARAMS_INIT;
@@ -189,7 +183,7 @@ jx_status jx_linalg_eigh(jx_array *a, jx_array **w, jx_array **v) {
 
 jx_array *jx_linalg_eigvalsh(jx_array *a) {
   const char *op = "jx_linalg_eigvalsh";
-  if (jx_check_inputs(op, 1, &a) || check_matrix(op, "operand", a)) return jx_poison();
+  if (jx_check_inputs(op, 1, &a) || check_inexact(op, "operand", a)) return jx_poison();
   jx_array *out[2], *sym = symmetrize(a);
   jx_params p = JX_PARAMS_INIT;
   if (jx_bind(&jx_prim_eigh, 1, &sym, &p, out)) return jx_poison();
@@ -244,7 +238,7 @@ jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_array **
   jx_status st = jx_check_inputs(op, 1, &a);
   if (st) return st;
   jx_aval av = {a->dtype, a->weak, a->shape, 0};
-  if ((st = jx_linalg_check_matrix(op, "operand", &av))) return st;
+  if ((st = jx_linalg_check_inexact_matrix(op, "operand", &av))) return st;
   jx_params p = JX_PARAMS_INIT;
   p.i[0] = full_matrices != 0;
   jx_array *out[2];
@@ -254,12 +248,12 @@ jx_status jx_linalg_qr(jx_array *a, int full_matrices, jx_array **q, jx_array **
   return st;
 }
 
-/* Checks a as an f32/f64 stack of matrices for op; 0 when fine. */
+/* Checks a as an f32/f64/c64/c128 stack of matrices for op; 0 when fine. */
 static jx_status check_any_matrix(const char *op, jx_array *a) {
   jx_status st = jx_check_inputs(op, 1, &a);
   if (st) return st;
   jx_aval av = {a->dtype, a->weak, a->shape, 0};
-  return jx_linalg_check_matrix(op, "operand", &av);
+  return jx_linalg_check_inexact_matrix(op, "operand", &av);
 }
 
 /* svd with params (full_matrices, compute_uv) into out[3]. */
@@ -271,8 +265,8 @@ static jx_status bind_svd(jx_array *a, int full_matrices, int compute_uv, jx_arr
 }
 
 /* jnp.linalg.svd(a, hermitian=True) of the square matrices of a: from eigh
- * (which symmetrizes a), s = |w| descending, u = v's columns in that order
- * and vh = (u sign(w))^T, composed as JAX composes it. */
+ * (of a's Hermitian part), s = |w| descending, u = v's columns in that order
+ * and vh = (u sign(w))^H, composed as JAX composes it. */
 static jx_status hermitian_svd(jx_array *a, int compute_uv, jx_array **u, jx_array **s,
                                jx_array **vh) {
   jx_array *out[2], *sym = symmetrize(a);
@@ -290,7 +284,7 @@ static jx_status hermitian_svd(jx_array *a, int compute_uv, jx_array **u, jx_arr
   jx_array *sign = jx_take_along_axis(jx_sign(w), order, last);
   jx_array *columns = jx_broadcast_to(jx_expand_dims(order, last), v->shape);
   *u = jx_take_along_axis(v, columns, last + 1);
-  *vh = jx_linalg_swap_last(jx_mul(*u, jx_expand_dims(sign, last)));
+  *vh = jx_linalg_adjoint(jx_mul(*u, jx_astype(jx_expand_dims(sign, last), v->dtype)));
   return jx_last_status();
 }
 
@@ -302,7 +296,7 @@ static jx_status svd(const char *op, jx_array *a, int full_matrices, int compute
   *s = jx_poison();
   if (compute_uv) *u = *vh = jx_poison();
   jx_status st = check_any_matrix(op, a);
-  if (!st && hermitian) st = check_matrix(op, "operand", a); /* square */
+  if (!st && hermitian) st = check_inexact(op, "operand", a);
   if (st) return st;
   if (hermitian) return hermitian_svd(a, compute_uv, u, s, vh);
   jx_array *out[3];

@@ -1,22 +1,20 @@
 /* pinv: the Moore-Penrose pseudo-inverse of each matrix of a stack, as
  * jnp.linalg.pinv: from the reduced SVD a = u diag(s) vt (LAPACK's gesdd),
- * vt^T diag(1/s) u^T with the singular values at or below rtol * s[0]
- * (param rtol=f0) dropped. A primitive so that its JVP can be JAX's custom
- * one (jnp.linalg._pinv_jvp, after Golub and Pereyra), which stays finite
- * where the SVD's would not (equal or dropped singular values):
- *   m >= n: S = p p^T da^T, T = da^T p^T p,
- *   m < n:  the same products associated the other way,
- *   dp = -p da p + S - S a p + T - p a T,
- * linear in da, so reverse mode transposes it. A matrix holding a NaN or
- * infinity, or one gesdd fails on, gives NaNs. Batching moves the batch axis
- * to the front.
+ * vt^H diag(1/s) u^H with the singular values at or below rtol * s[0]
+ * (param rtol=f0) dropped; f32, f64, c64 and c128 (cgesdd/zgesdd). A primitive so that its JVP can
+ * be JAX's custom one (jnp.linalg._pinv_jvp, after Golub and Pereyra), which stays finite where the
+ * SVD's would not (equal or dropped singular values): m >= n: S = p p^H da^H, T = da^H p^H p, m <
+ * n:  the same products associated the other way, dp = -p da p + S - S a p + T - p a T, linear in
+ * da, so reverse mode transposes it. A matrix holding a NaN or infinity, or one gesdd fails on,
+ * gives NaNs. Batching moves the batch axis to the front.
  *
- * With hermitian=i0 (jnp.linalg.pinv(hermitian=True)) a is symmetric
- * (square): its symmetric part (a + a^T) / 2 is decomposed by syevd instead,
- * the singular values being |w| and the pseudo-inverse v diag(1/w) v^T over
- * the eigenvalues with |w| above rtol max |w|; the JVP symmetrizes a and da
- * first, as JAX's. */
+ * With hermitian=i0 (jnp.linalg.pinv(hermitian=True)) a is Hermitian
+ * (square): its Hermitian part (a + a^H) / 2 is decomposed by syevd or heevd
+ * instead, the singular values being |w| and the pseudo-inverse
+ * v diag(1/w) v^H over the eigenvalues with |w| above rtol max |w|; the JVP
+ * takes the Hermitian part of a and da first, as JAX's. */
 #include <cblas.h>
+#include <complex.h>
 #include <lapacke.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -30,7 +28,7 @@
 #include "linalg_prims.h"
 
 static jx_status infer_pinv(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
-  jx_status st = jx_linalg_check_matrix(ctx->prim->name, "operand", in);
+  jx_status st = jx_linalg_check_inexact_matrix(ctx->prim->name, "operand", in);
   if (st) return st;
   int r = in->shape.rank;
   jx_shape s = in->shape;
@@ -49,56 +47,82 @@ typedef struct {
   atomic_int out_of_memory;
 } pinv_job;
 
+/* p = op(x) op(y) with alpha 1, beta 0, in one signature for the four dtypes
+ * (complex gemm takes its scalars by pointer). */
+#define DEFINE_GEMM(T, L, ONE, ZERO)                                                               \
+  static void gemm_##L(enum CBLAS_TRANSPOSE tx, enum CBLAS_TRANSPOSE ty, int64_t m, int64_t n,     \
+                       int64_t k, const T *x, int64_t ldx, const T *y, int64_t ldy, T *p,          \
+                       int64_t ldp) {                                                              \
+    cblas_##L##gemm(CblasRowMajor, tx, ty, (int)m, (int)n, (int)k, ONE, x, (int)ldx, y, (int)ldy,  \
+                    ZERO, p, (int)ldp);                                                            \
+  }
+static const double complex Z_ONE = 1, Z_ZERO = 0;
+static const float complex C_ONE = 1, C_ZERO = 0;
+DEFINE_GEMM(double, d, 1, 0)
+DEFINE_GEMM(float, s, 1, 0)
+DEFINE_GEMM(double complex, z, &Z_ONE, &Z_ZERO)
+DEFINE_GEMM(float complex, c, &C_ONE, &C_ZERO)
+
+#define FINITE_REAL(x) isfinite(x)
+#define FINITE_Z(x)    (isfinite(creal(x)) && isfinite(cimag(x)))
+#define FINITE_C(x)    (isfinite(crealf(x)) && isfinite(cimagf(x)))
+#define SAME(x)        (x)
+
 /* The pseudo-inverse of the row-major m x n matrix a (destroyed) into the
- * n x m matrix p; scratch holds s (k), u (m k) and vt (k n). */
-#define DEFINE_PINV(T, L, GEMM)                                                                    \
+ * n x m matrix p; scratch holds s (k reals), u (m k) and vt (k n). TRANS is
+ * the (conjugate) transpose of T, FINITE whether an entry is finite. */
+#define DEFINE_PINV(T, R, L, TRANS, FINITE)                                                        \
   static void pinv_##L(const pinv_job *j, T *a, T *p, T *scratch) {                                \
     int64_t m = j->m, n = j->n, k = j->k;                                                          \
-    T *s = scratch, *u = s + k, *vt = u + m * k;                                                   \
+    R *s = (R *)scratch;                                                                           \
+    T *u = scratch + k, *vt = u + m * k;                                                           \
     int finite = 1;                                                                                \
-    for (int64_t i = 0; i < m * n && finite; i++) finite = isfinite(a[i]);                         \
+    for (int64_t i = 0; i < m * n && finite; i++) finite = FINITE(a[i]);                           \
     if (!finite || LAPACKE_##L##gesdd(LAPACK_ROW_MAJOR, 'S', m, n, a, n, s, u, k, vt, n) != 0) {   \
       for (int64_t i = 0; i < m * n; i++) p[i] = NAN;                                              \
       return;                                                                                      \
     }                                                                                              \
-    T cutoff = (T)j->rtol * s[0];                                                                  \
+    R cutoff = (R)j->rtol * s[0];                                                                  \
     for (int64_t i = 0; i < k; i++) {                                                              \
-      T inv = s[i] > cutoff ? 1 / s[i] : 0;                                                        \
+      R inv = s[i] > cutoff ? 1 / s[i] : 0;                                                        \
       for (int64_t c = 0; c < n; c++) vt[i * n + c] *= inv;                                        \
     }                                                                                              \
-    /* p = (diag(1/s) vt)^T u^T */                                                                 \
-    GEMM(CblasRowMajor, CblasTrans, CblasTrans, (int)n, (int)m, (int)k, 1, vt, (int)n, u, (int)k,  \
-         0, p, (int)m);                                                                            \
+    /* p = (diag(1/s) vt)^H u^H */                                                                 \
+    gemm_##L(TRANS, TRANS, n, m, k, vt, n, u, k, p, m);                                            \
   }
-DEFINE_PINV(double, d, cblas_dgemm)
-DEFINE_PINV(float, s, cblas_sgemm)
+DEFINE_PINV(double, double, d, CblasTrans, FINITE_REAL)
+DEFINE_PINV(float, float, s, CblasTrans, FINITE_REAL)
+DEFINE_PINV(double complex, double, z, CblasConjTrans, FINITE_Z)
+DEFINE_PINV(float complex, float, c, CblasConjTrans, FINITE_C)
 
-/* The pseudo-inverse of the symmetric part of the row-major n x n matrix a
- * (destroyed) into p; scratch holds w (n) and v (n n). */
-#define DEFINE_PINV_SYMMETRIC(T, L, GEMM)                                                          \
-  static void pinv_symmetric_##L(const pinv_job *j, T *a, T *p, T *scratch) {                      \
+/* The pseudo-inverse of the Hermitian part of the row-major n x n matrix a
+ * (destroyed) into p, through EVD (syevd or heevd); scratch holds w (n
+ * reals) and v (n n). */
+#define DEFINE_PINV_HERMITIAN(T, R, L, TRANS, FINITE, CONJ, ABS, EVD)                              \
+  static void pinv_hermitian_##L(const pinv_job *j, T *a, T *p, T *scratch) {                      \
     int64_t n = j->n;                                                                              \
-    T *w = scratch, *v = w + n;                                                                    \
+    R *w = (R *)scratch;                                                                           \
+    T *v = scratch + n;                                                                            \
     int finite = 1;                                                                                \
-    for (int64_t i = 0; i < n * n && finite; i++) finite = isfinite(a[i]);                         \
+    for (int64_t i = 0; i < n * n && finite; i++) finite = FINITE(a[i]);                           \
     for (int64_t r = 0; r < n; r++)                                                                \
-      for (int64_t c = 0; c < n; c++) v[r * n + c] = (a[r * n + c] + a[c * n + r]) / 2;            \
-    if (!finite || LAPACKE_##L##syevd(LAPACK_ROW_MAJOR, 'V', 'L', n, v, n, w) != 0) {              \
+      for (int64_t c = 0; c < n; c++) v[r * n + c] = (a[r * n + c] + CONJ(a[c * n + r])) / 2;      \
+    if (!finite || LAPACKE_##L##EVD(LAPACK_ROW_MAJOR, 'V', 'L', n, v, n, w) != 0) {                \
       for (int64_t i = 0; i < n * n; i++) p[i] = NAN;                                              \
       return;                                                                                      \
     }                                                                                              \
-    T largest = 0;                                                                                 \
-    for (int64_t i = 0; i < n; i++) largest = fabs(w[i]) > largest ? (T)fabs(w[i]) : largest;      \
-    T cutoff = (T)j->rtol * largest;                                                               \
-    /* a = v diag(w) v^T: a's columns scaled into a, then p = (v diag(1/w)) v^T */                 \
+    R largest = 0;                                                                                 \
+    for (int64_t i = 0; i < n; i++) largest = ABS(w[i]) > largest ? ABS(w[i]) : largest;           \
+    R cutoff = (R)j->rtol * largest;                                                               \
+    /* a = v diag(w) v^H: v's columns scaled into a, then p = (v diag(1/w)) v^H */                 \
     for (int64_t r = 0; r < n; r++)                                                                \
-      for (int64_t c = 0; c < n; c++)                                                              \
-        a[r * n + c] = fabs(w[c]) > cutoff ? v[r * n + c] / w[c] : 0;                              \
-    GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, (int)n, 1, a, (int)n, v, (int)n, \
-         0, p, (int)n);                                                                            \
+      for (int64_t c = 0; c < n; c++) a[r * n + c] = ABS(w[c]) > cutoff ? v[r * n + c] / w[c] : 0; \
+    gemm_##L(CblasNoTrans, TRANS, n, n, n, a, n, v, n, p, n);                                      \
   }
-DEFINE_PINV_SYMMETRIC(double, d, cblas_dgemm)
-DEFINE_PINV_SYMMETRIC(float, s, cblas_sgemm)
+DEFINE_PINV_HERMITIAN(double, double, d, CblasTrans, FINITE_REAL, SAME, fabs, syevd)
+DEFINE_PINV_HERMITIAN(float, float, s, CblasTrans, FINITE_REAL, SAME, fabsf, syevd)
+DEFINE_PINV_HERMITIAN(double complex, double, z, CblasConjTrans, FINITE_Z, conj, fabs, heevd)
+DEFINE_PINV_HERMITIAN(float complex, float, c, CblasConjTrans, FINITE_C, conjf, fabsf, heevd)
 
 static void pinv_range(void *ctx, int64_t b0, int64_t b1) {
   pinv_job *j = ctx;
@@ -113,15 +137,19 @@ static void pinv_range(void *ctx, int64_t b0, int64_t b1) {
   for (int64_t b = b0; b < b1; b++) {
     memcpy(work, (const char *)j->in->data + es * (size_t)(b * mn), es * (size_t)mn);
     char *p = (char *)j->out->data + es * (size_t)(b * mn);
-    int f64 = j->in->dtype == JX_F64;
-    if (j->hermitian && f64)
-      pinv_symmetric_d(j, (double *)work, (double *)p, (double *)scratch);
-    else if (j->hermitian)
-      pinv_symmetric_s(j, (float *)work, (float *)p, (float *)scratch);
-    else if (f64)
-      pinv_d(j, (double *)work, (double *)p, (double *)scratch);
-    else
-      pinv_s(j, (float *)work, (float *)p, (float *)scratch);
+#define PINV_CASE(L, T)                                                                            \
+  if (j->hermitian)                                                                                \
+    pinv_hermitian_##L(j, (T *)work, (T *)p, (T *)scratch);                                        \
+  else                                                                                             \
+    pinv_##L(j, (T *)work, (T *)p, (T *)scratch);                                                  \
+  break;
+    switch (j->in->dtype) {
+    case JX_F64: PINV_CASE(d, double)
+    case JX_F32: PINV_CASE(s, float)
+    case JX_C128: PINV_CASE(z, double complex)
+    default: PINV_CASE(c, float complex)
+    }
+#undef PINV_CASE
   }
   free(work);
 }
@@ -145,12 +173,11 @@ static jx_status jvp_pinv(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *
   ty[0] = NULL;
   if (st || !t[0]) return st;
   jx_array *a = x[0], *da = t[0], *p = y[0];
-  if (ctx->params->i[0]) { /* the kernel decomposed (a + a^T) / 2: so does the JVP */
-    jx_array *half = jx_scalar(a->dtype, 0.5);
-    a = jx_mul(jx_add(a, jx_linalg_swap_last(a)), half);
-    da = jx_mul(jx_add(da, jx_linalg_swap_last(da)), half);
+  if (ctx->params->i[0]) { /* the kernel decomposed (a + a^H) / 2: so does the JVP */
+    a = jx_linalg_hermitian_part(a);
+    da = jx_linalg_hermitian_part(da);
   }
-  jx_array *pt = jx_linalg_swap_last(p), *dat = jx_linalg_swap_last(da);
+  jx_array *pt = jx_linalg_adjoint(p), *dat = jx_linalg_adjoint(da);
   int r = a->shape.rank;
   jx_array *s, *tt, *dp;
   if (a->shape.dims[r - 2] >= a->shape.dims[r - 1]) {

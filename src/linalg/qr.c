@@ -1,16 +1,19 @@
 /* qr: the QR factorization of each matrix of a stack, through LAPACK's
- * geqrf (Householder reflectors) and orgqr (Q from them), as
- * lax.linalg.qr: a[..., m, n] = q r with q [..., m, k] orthonormal columns
+ * geqrf (Householder reflectors) and orgqr, or ungqr for c64 and c128 (Q
+ * from them), as lax.linalg.qr: a[..., m, n] = q r with q [..., m, k]
+ * orthonormal (unitary) columns
  * and r [..., k, n] upper triangular, k = m when full_matrices (param i0),
  * min(m, n) otherwise. An empty matrix gives the identity's columns and a
  * zero r, as JAX.
  *
- * JVP (JAX's qr_jvp_rule): for m >= n, with X = Q^T dA R^-1 and
- * dO = tril(X, -1) - tril(X, -1)^T, dQ = Q (dO - X) + dA R^-1 and
- * dR = (X - dO) R; a wide matrix (m < n) applies that to its first m columns
- * and gets dR's rest as dQ^T A2 + Q^T dA2; a tall complete Q gets its last
+ * JVP (JAX's qr_jvp_rule): for m >= n, with X = Q^H dA R^-1 and
+ * dO = tril(X, -1) - tril(X, -1)^H + i im(diag(X)) (the imaginary diagonal
+ * is zero for real matrices), dQ = Q (dO - X) + dA R^-1 and dR = (X - dO) R;
+ * a wide matrix (m < n) applies that to its first m columns and gets dR's
+ * rest as dQ^H A2 + Q^H dA2; a tall complete Q gets its last
  * m - n columns' tangent from the reduced one through a solve with
  * Q[:n, :n] - I, as JAX does. Batching moves the batch axis to the front. */
+#include <complex.h>
 #include <lapacke.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -19,12 +22,13 @@
 #include <jx/linalg.h>
 #include <jx/ops.h>
 
+#include "../array/dtype.h"
 #include "../base/error.h"
 #include "../prims/rules.h"
 #include "linalg_prims.h"
 
 static jx_status infer_qr(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
-  jx_status st = jx_linalg_check_matrix("qr", "operand", in);
+  jx_status st = jx_linalg_check_inexact_matrix("qr", "operand", in);
   if (st) return st;
   int r = in->shape.rank;
   int64_t m = in->shape.dims[r - 2], n = in->shape.dims[r - 1],
@@ -44,7 +48,7 @@ enum { WORK_PER_COLUMN = 64 };
  * holds m * n entries, tau min(m, n), lw lwork. The _work entry points skip
  * LAPACKE's NaN check, so a matrix holding NaNs factors as LAPACK (and JAX)
  * factor it instead of returning early with q and r unset. */
-#define DEFINE_FACTOR(T, L)                                                                        \
+#define DEFINE_FACTOR(T, L, Q)                                                                     \
   static void factor_##L(const T *a, T *q, T *r, T *work, T *tau, T *lw, lapack_int lwork,         \
                          int64_t m, int64_t n, int64_t k) {                                        \
     int64_t kk = m < n ? m : n;                                                                    \
@@ -54,10 +58,12 @@ enum { WORK_PER_COLUMN = 64 };
       for (int64_t j = 0; j < n; j++) r[i * n + j] = i <= j ? work[i * n + j] : 0;                 \
     for (int64_t i = 0; i < m; i++)                                                                \
       for (int64_t j = 0; j < k; j++) q[i * k + j] = j < kk ? work[i * n + j] : i == j;            \
-    if (kk > 0) LAPACKE_##L##orgqr_work(LAPACK_ROW_MAJOR, m, k, kk, q, k, tau, lw, lwork);         \
+    if (kk > 0) LAPACKE_##L##Q##gqr_work(LAPACK_ROW_MAJOR, m, k, kk, q, k, tau, lw, lwork);        \
   }
-DEFINE_FACTOR(double, d)
-DEFINE_FACTOR(float, s)
+DEFINE_FACTOR(double, d, or)
+DEFINE_FACTOR(float, s, or)
+DEFINE_FACTOR(double complex, z, un)
+DEFINE_FACTOR(float complex, c, un)
 
 typedef struct {
   const jx_tensor *in;
@@ -84,7 +90,13 @@ static void factor_range(void *ctx, int64_t b0, int64_t b1) {
     const char *a = (const char *)j->in->data + es * (size_t)(b * m * n);
     char *q = (char *)j->out[0].data + es * (size_t)(b * m * k);
     char *r = (char *)j->out[1].data + es * (size_t)(b * k * n);
-    if (j->in->dtype == JX_F64)
+    if (j->in->dtype == JX_C128)
+      factor_z((const double complex *)a, (double complex *)q, (double complex *)r, work, tau, lw,
+               lwork, m, n, k);
+    else if (j->in->dtype == JX_C64)
+      factor_c((const float complex *)a, (float complex *)q, (float complex *)r, work, tau, lw,
+               lwork, m, n, k);
+    else if (j->in->dtype == JX_F64)
       factor_d((const double *)a, (double *)q, (double *)r, work, tau, lw, lwork, m, n, k);
     else
       factor_s((const float *)a, (float *)q, (float *)r, work, tau, lw, lwork, m, n, k);
@@ -113,9 +125,11 @@ static void eval_qr(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out)
 static void thin_jvp(jx_array *q, jx_array *r, jx_array *dx, jx_array **dq, jx_array **dr) {
   jx_params right = JX_PARAMS_INIT; /* dx R^-1: right side, upper */
   jx_array *dx_rinv = jx_linalg_bind_triangular_solve(r, dx, &right);
-  jx_array *x = jx_matmul(jx_linalg_swap_last(q), dx_rinv);
+  jx_array *x = jx_matmul(jx_linalg_adjoint(q), dx_rinv);
   jx_array *lower = jx_linalg_triangle(x, 1, -1);
-  jx_array *d_o = jx_sub(lower, jx_linalg_swap_last(lower)); /* skew-symmetric */
+  jx_array *d_o = jx_sub(lower, jx_linalg_adjoint(lower)); /* skew-Hermitian */
+  if (jx_is_complex(x->dtype)) /* JAX's correction: X's imaginary diagonal */
+    d_o = jx_add(d_o, jx_mul(jx_linalg_eye_like(x), jx_sub(x, jx_astype(jx_real(x), x->dtype))));
   *dq = jx_add(jx_matmul(q, jx_sub(d_o, x)), dx_rinv);
   *dr = jx_matmul(jx_sub(x, d_o), r);
 }
@@ -132,8 +146,8 @@ static jx_status jvp_qr(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *co
   if (m < n) { /* wide: a = q [r1 r2], r1 square */
     jx_array *dq, *dr1;
     thin_jvp(q, jx_linalg_block(r, 0, m, 0, m), jx_linalg_block(da, 0, m, 0, m), &dq, &dr1);
-    jx_array *dr2 = jx_add(jx_matmul(jx_linalg_swap_last(dq), jx_linalg_block(a, 0, m, m, n)),
-                           jx_matmul(jx_linalg_swap_last(q), jx_linalg_block(da, 0, m, m, n)));
+    jx_array *dr2 = jx_add(jx_matmul(jx_linalg_adjoint(dq), jx_linalg_block(a, 0, m, m, n)),
+                           jx_matmul(jx_linalg_adjoint(q), jx_linalg_block(da, 0, m, m, n)));
     ty[0] = dq;
     ty[1] = jx_concatenate(2, (jx_array *[]){dr1, dr2}, rank - 1);
     return jx_last_status();
@@ -151,13 +165,13 @@ static jx_status jvp_qr(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *co
   jx_array *q_nn = jx_linalg_block(q_mn, 0, n, 0, n), *q_pn = jx_linalg_block(q_mn, n, m, 0, n);
   jx_array *q_mp = jx_linalg_block(q, 0, m, n, m);
   jx_array *dq_nn = jx_linalg_block(dq_mn, 0, n, 0, n), *dq_pn = jx_linalg_block(dq_mn, n, m, 0, n);
-  /* z_pn^T = (Q_nn - I)^-T Q_pn^T */
-  jx_array *z_pn_t = jx_linalg_solve(jx_linalg_swap_last(jx_sub(q_nn, jx_linalg_eye_like(q_nn))),
-                                     jx_linalg_swap_last(q_pn));
-  jx_array *z_pn = jx_linalg_swap_last(z_pn_t);
-  jx_array *dq_mp = jx_sub(jx_matmul(dq_mn, z_pn_t),
+  /* z_pn^H = (Q_nn - I)^-H Q_pn^H */
+  jx_array *z_pn_h = jx_linalg_solve(jx_linalg_adjoint(jx_sub(q_nn, jx_linalg_eye_like(q_nn))),
+                                     jx_linalg_adjoint(q_pn));
+  jx_array *z_pn = jx_linalg_adjoint(z_pn_h);
+  jx_array *dq_mp = jx_sub(jx_matmul(dq_mn, z_pn_h),
                            jx_matmul(jx_add(q_mn, jx_matmul(q_mp, z_pn)),
-                                     jx_linalg_swap_last(jx_sub(dq_pn, jx_matmul(z_pn, dq_nn)))));
+                                     jx_linalg_adjoint(jx_sub(dq_pn, jx_matmul(z_pn, dq_nn)))));
   ty[0] = jx_concatenate(2, (jx_array *[]){dq_mn, dq_mp}, rank - 1);
   jx_shape zs = r->shape;
   zs.dims[rank - 2] = m - n;

@@ -7,13 +7,19 @@
  * holding a NaN or an infinity, or one gesdd fails to converge on, gives
  * NaNs in every output, as JAX's lowering does when LAPACK reports failure.
  *
- * JVP (JAX's _svd_jvp_rule): from the reduced factors, with dS = u^T dA v,
- * ds = diag(dS) and F_ij = 1 / (s_j^2 - s_i^2) off the diagonal (0 on it,
- * built as 1 / (d + I) - I with no special case for equal values, as JAX),
- * du = u (F o (dS S + S dS^T)) and dv = v (F o (S dS + dS^T S)), plus the
- * parts outside u's (m > n) or v's (n > m) span, (I - u u^T) dA v / s. As in
+ * c64 and c128 matrices go through cgesdd/zgesdd: s is real (f32, f64), u
+ * and vt complex.
+ *
+ * JVP (JAX's _svd_jvp_rule): from the reduced factors, with dS = u^H dA v,
+ * ds = re(diag(dS)) and F_ij = 1 / (s_j^2 - s_i^2) off the diagonal (0 on
+ * it, built as 1 / (d + I) - I with no special case for equal values, as
+ * JAX), du = u (F o (dS S + S dS^H) + D) and dv = v (F o (S dS + dS^H S)),
+ * D the imaginary diagonal (dS - dS^H) / 2s that only complex matrices have,
+ * plus the parts outside u's (m > n) or v's (n > m) span,
+ * (I - u u^H) dA v / s. As in
  * JAX, full_matrices with u or vt not square has no JVP. Batching moves the
  * batch axis to the front. */
+#include <complex.h>
 #include <lapacke.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -22,12 +28,13 @@
 
 #include <jx/ops.h>
 
+#include "../array/dtype.h"
 #include "../base/error.h"
 #include "../prims/rules.h"
 #include "linalg_prims.h"
 
 static jx_status infer_svd(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *out) {
-  jx_status st = jx_linalg_check_matrix(ctx->prim->name, "operand", in);
+  jx_status st = jx_linalg_check_inexact_matrix(ctx->prim->name, "operand", in);
   if (st) return st;
   const jx_params *p = ctx->params;
   int r = in->shape.rank;
@@ -37,7 +44,7 @@ static jx_status infer_svd(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *o
   s.dims[r - 2] = k;
   u.dims[r - 1] = !p->i[1] ? 0 : p->i[0] ? m : k;
   vt.dims[r - 2] = !p->i[1] ? 0 : p->i[0] ? n : k;
-  out[0] = (jx_aval){in->dtype, 0, s, 0};
+  out[0] = (jx_aval){jx_complex_part(in->dtype), 0, s, 0};
   out[1] = (jx_aval){in->dtype, 0, u, 0};
   out[2] = (jx_aval){in->dtype, 0, vt, 0};
   return JX_OK;
@@ -55,26 +62,49 @@ typedef struct {
   atomic_int out_of_memory;
 } svd_job;
 
+/* gesdd with one signature for the four dtypes: a complex one also takes
+ * rwork, real scratch of rwork_size entries. */
+#define DEFINE_GESDD(T, R, L, ...)                                                                 \
+  static lapack_int gesdd_##L(char jobz, int64_t m, int64_t n, T *a, int64_t lda, R *s, T *u,      \
+                              int64_t ldu, T *vt, int64_t ldvt, T *work, lapack_int lwork,         \
+                              R *rwork, lapack_int *iwork) {                                       \
+    (void)rwork;                                                                                   \
+    return LAPACKE_##L##gesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt,      \
+                                   work, lwork, __VA_ARGS__ iwork);                                \
+  }
+DEFINE_GESDD(double, double, d, )
+DEFINE_GESDD(float, float, s, )
+DEFINE_GESDD(double complex, double, z, rwork, )
+DEFINE_GESDD(float complex, float, c, rwork, )
+
+/* The real scratch complex gesdd asks for (LAPACK's documented lrwork). */
+static size_t rwork_size(const svd_job *j) {
+  size_t mn = (size_t)j->k, mx = (size_t)(j->m > j->n ? j->m : j->n);
+  if (j->jobz == 'N') return 7 * mn + 1;
+  size_t a = 5 * mn * mn + 5 * mn, b = 2 * mx * mn + 2 * mn * mn + mn;
+  return (a > b ? a : b) + 1;
+}
+
 /* Decomposes the row-major m x n matrix a into s, u, vt with gesdd through
  * the column-major scratch at (m n), ut (m ucols), vtt (vrows n); NaNs in
  * all three when a is not finite or gesdd fails. lwork < 0 asks for the
  * workspace size instead, into work[0]. */
-#define DEFINE_DECOMPOSE(T, L)                                                                     \
-  static lapack_int decompose_##L(const svd_job *j, const T *a, T *s, T *u, T *vt, T *at, T *ut,   \
-                                  T *vtt, T *work, lapack_int lwork, lapack_int *iwork) {          \
+#define DEFINE_DECOMPOSE(T, R, L, FINITE)                                                          \
+  static lapack_int decompose_##L(const svd_job *j, const T *a, R *s, T *u, T *vt, T *at, T *ut,   \
+                                  T *vtt, T *work, lapack_int lwork, R *rwork,                     \
+                                  lapack_int *iwork) {                                             \
     int64_t m = j->m, n = j->n, ldu = m > 0 ? m : 1, ldvt = j->vrows > 0 ? j->vrows : 1;           \
     if (lwork < 0)                                                                                 \
-      return LAPACKE_##L##gesdd_work(LAPACK_COL_MAJOR, j->jobz, m, n, at, ldu, s, ut, ldu, vtt,    \
-                                     ldvt, work, -1, iwork);                                       \
+      return gesdd_##L(j->jobz, m, n, at, ldu, s, ut, ldu, vtt, ldvt, work, -1, rwork, iwork);     \
     int finite = 1;                                                                                \
     for (int64_t r = 0; r < m; r++)                                                                \
       for (int64_t c = 0; c < n; c++) {                                                            \
         T x = a[r * n + c];                                                                        \
         at[c * m + r] = x;                                                                         \
-        if (!isfinite(x)) finite = 0;                                                              \
+        if (!(FINITE(x))) finite = 0;                                                              \
       }                                                                                            \
-    lapack_int info = finite ? LAPACKE_##L##gesdd_work(LAPACK_COL_MAJOR, j->jobz, m, n, at, ldu,   \
-                                                       s, ut, ldu, vtt, ldvt, work, lwork, iwork)  \
+    lapack_int info = finite ? gesdd_##L(j->jobz, m, n, at, ldu, s, ut, ldu, vtt, ldvt, work,      \
+                                         lwork, rwork, iwork)                                      \
                              : 1;                                                                  \
     for (int64_t r = 0; r < m; r++)                                                                \
       for (int64_t c = 0; c < j->ucols; c++) u[r * j->ucols + c] = info ? NAN : ut[c * m + r];     \
@@ -84,28 +114,51 @@ typedef struct {
       for (int64_t i = 0; i < j->k; i++) s[i] = NAN;                                               \
     return info;                                                                                   \
   }
-DEFINE_DECOMPOSE(double, d)
-DEFINE_DECOMPOSE(float, s)
+#define FINITE_REAL(x) isfinite(x)
+#define FINITE_Z(x)    (isfinite(creal(x)) && isfinite(cimag(x)))
+#define FINITE_C(x)    (isfinite(crealf(x)) && isfinite(cimagf(x)))
+DEFINE_DECOMPOSE(double, double, d, FINITE_REAL)
+DEFINE_DECOMPOSE(float, float, s, FINITE_REAL)
+DEFINE_DECOMPOSE(double complex, double, z, FINITE_Z)
+DEFINE_DECOMPOSE(float complex, float, c, FINITE_C)
+
+/* decompose_<dtype> on untyped pointers (work's size query when a is NULL). */
+static lapack_int decompose(const svd_job *j, const void *a, void *s, void *u, void *vt, void *at,
+                            void *ut, void *vtt, void *work, lapack_int lwork, void *rwork,
+                            lapack_int *iwork) {
+  switch (j->in->dtype) {
+  case JX_F64: return decompose_d(j, a, s, u, vt, at, ut, vtt, work, lwork, rwork, iwork);
+  case JX_F32: return decompose_s(j, a, s, u, vt, at, ut, vtt, work, lwork, rwork, iwork);
+  case JX_C128: return decompose_z(j, a, s, u, vt, at, ut, vtt, work, lwork, rwork, iwork);
+  default: return decompose_c(j, a, s, u, vt, at, ut, vtt, work, lwork, rwork, iwork);
+  }
+}
+
+/* The workspace size in work[0] after a query, of dtype dt. */
+static double queried_size(jx_dtype dt, const void *work) {
+  switch (dt) {
+  case JX_F64: return *(const double *)work;
+  case JX_F32: return *(const float *)work;
+  case JX_C128: return creal(*(const double complex *)work);
+  default: return crealf(*(const float complex *)work);
+  }
+}
 
 static void decompose_range(void *ctx, int64_t b0, int64_t b1) {
   svd_job *j = ctx;
-  int f64 = j->in->dtype == JX_F64;
-  size_t es = jx_dtype_size(j->in->dtype);
+  size_t es = jx_dtype_size(j->in->dtype), rs = jx_dtype_size(j->out[0].dtype);
   int64_t m = j->m, n = j->n;
   size_t scratch = (size_t)(m * n + m * j->ucols + j->vrows * n);
+  size_t lrwork = jx_is_complex(j->in->dtype) ? rwork_size(j) : 1;
   lapack_int *iwork = malloc(sizeof(lapack_int) * (size_t)(8 * j->k));
-  double query = 0; /* the workspace size gesdd asks for */
-  if (iwork) {
-    float fq = 0;
-    if (f64)
-      decompose_d(j, NULL, NULL, NULL, NULL, NULL, NULL, NULL, &query, -1, iwork);
-    else
-      decompose_s(j, NULL, NULL, NULL, NULL, NULL, NULL, NULL, &fq, -1, iwork), query = fq;
-  }
-  lapack_int lwork = (lapack_int)query + 1;
-  char *at = iwork ? malloc(es * (scratch + (size_t)lwork)) : NULL;
+  double query_work[4] = {0}; /* room for one entry of any dtype */
+  char *rwork = iwork ? malloc(rs * lrwork) : NULL;
+  if (rwork) decompose(j, NULL, NULL, NULL, NULL, NULL, NULL, NULL, query_work, -1, rwork, iwork);
+  lapack_int lwork = (lapack_int)queried_size(j->in->dtype, query_work) + 1;
+  char *at = rwork ? malloc(es * (scratch + (size_t)lwork)) : NULL;
   if (!at) {
     free(iwork);
+    free(rwork);
     atomic_store(&j->out_of_memory, 1);
     return;
   }
@@ -113,25 +166,23 @@ static void decompose_range(void *ctx, int64_t b0, int64_t b1) {
   char *work = at + es * scratch;
   for (int64_t b = b0; b < b1; b++) {
     const char *a = (const char *)j->in->data + es * (size_t)(b * m * n);
-    char *s = (char *)j->out[0].data + es * (size_t)(b * j->k);
+    char *s = (char *)j->out[0].data + rs * (size_t)(b * j->k);
     char *u = (char *)j->out[1].data + es * (size_t)(b * m * j->ucols);
     char *vt = (char *)j->out[2].data + es * (size_t)(b * j->vrows * n);
-    if (f64)
-      decompose_d(j, (const double *)a, (double *)s, (double *)u, (double *)vt, (double *)at,
-                  (double *)ut, (double *)vtt, (double *)work, lwork, iwork);
-    else
-      decompose_s(j, (const float *)a, (float *)s, (float *)u, (float *)vt, (float *)at,
-                  (float *)ut, (float *)vtt, (float *)work, lwork, iwork);
+    decompose(j, a, s, u, vt, at, ut, vtt, work, lwork, rwork, iwork);
   }
   free(at);
+  free(rwork);
   free(iwork);
 }
 
 static void set_one(jx_dtype dt, void *data, int64_t i) {
-  if (dt == JX_F64)
-    ((double *)data)[i] = 1;
-  else
-    ((float *)data)[i] = 1;
+  switch (dt) {
+  case JX_F64: ((double *)data)[i] = 1; break;
+  case JX_F32: ((float *)data)[i] = 1; break;
+  case JX_C128: ((double complex *)data)[i] = 1; break;
+  default: ((float complex *)data)[i] = 1; break;
+  }
 }
 
 static void eval_svd(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out) {
@@ -192,29 +243,38 @@ static jx_status jvp_svd(const jx_rule_ctx *ctx, jx_array *const *x, jx_array *c
   y[2] = p->i[1] ? uv[2] : empty_factor(a, 1);
   if (!t[0]) return jx_last_status();
   jx_array *da = t[0], *s = uv[0], *u = uv[1], *vt = uv[2];
-  jx_array *ut = jx_linalg_swap_last(u), *v = jx_linalg_swap_last(vt);
+  int cplx = jx_is_complex(a->dtype);
+  jx_array *ut = jx_linalg_adjoint(u), *v = jx_linalg_adjoint(vt);
   jx_array *s_row = jx_expand_dims(s, -2), *s_col = jx_linalg_swap_last(s_row); /* [..., 1, k] */
-  jx_array *ds_mat = jx_matmul(jx_matmul(ut, da), v);
-  ty[0] = jx_linalg_diagonal(ds_mat);
+  jx_array *sa_row = jx_astype(s_row, a->dtype), *sa_col = jx_astype(s_col, a->dtype);
+  jx_array *ds_mat = jx_matmul(jx_matmul(ut, da), v), *ds = jx_linalg_diagonal(ds_mat);
+  ty[0] = cplx ? jx_real(ds) : ds;
   if (!p->i[1]) return jx_last_status();
   /* F_ij = 1 / (s_j^2 - s_i^2), the identity keeping the diagonal's reciprocal finite */
-  jx_array *eye = jx_linalg_eye_like(ds_mat);
-  jx_array *diffs = jx_mul(jx_add(s_row, s_col), jx_sub(s_row, s_col));
-  jx_array *f = jx_sub(jx_reciprocal(jx_add(diffs, eye)), eye);
-  jx_array *dss = jx_mul(s_row, ds_mat), *sds = jx_mul(s_col, ds_mat);
-  /* JAX's dUdV_diag term, (dS - dS^T) / 2 on the diagonal, is zero for real matrices */
-  jx_array *du = jx_matmul(u, jx_mul(f, jx_add(dss, jx_linalg_swap_last(dss))));
-  jx_array *dv = jx_matmul(v, jx_mul(f, jx_add(sds, jx_linalg_swap_last(sds))));
+  jx_array *diffs = jx_mul(jx_add(s_row, s_col), jx_sub(s_row, s_col)),
+           *eye = jx_linalg_eye_like(diffs);
+  jx_array *f = jx_astype(jx_sub(jx_reciprocal(jx_add(diffs, eye)), eye), a->dtype);
+  jx_array *dss = jx_mul(sa_row, ds_mat), *sds = jx_mul(sa_col, ds_mat);
+  jx_array *du_inner = jx_mul(f, jx_add(dss, jx_linalg_adjoint(dss)));
+  if (cplx) { /* JAX's dUdV_diag, (dS - dS^H) / 2 / s on the diagonal: zero for real matrices */
+    jx_array *zero = jx_astype(jx_eq(s_row, jx_zeros(s->dtype, JX_SHAPE())), s->dtype);
+    jx_array *s_inv = jx_sub(jx_reciprocal(jx_add(s_row, zero)), zero);
+    jx_array *half_skew =
+        jx_mul(jx_sub(ds_mat, jx_linalg_adjoint(ds_mat)), jx_complex_scalar(a->dtype, 0.5, 0));
+    du_inner = jx_add(du_inner, jx_mul(half_skew, jx_astype(jx_mul(eye, s_inv), a->dtype)));
+  }
+  jx_array *du = jx_matmul(u, du_inner);
+  jx_array *dv = jx_matmul(v, jx_mul(f, jx_add(sds, jx_linalg_adjoint(sds))));
   if (m > n) {
     jx_array *dav = jx_matmul(da, v);
-    du = jx_add(du, jx_div(jx_sub(dav, jx_matmul(u, jx_matmul(ut, dav))), s_row));
+    du = jx_add(du, jx_div(jx_sub(dav, jx_matmul(u, jx_matmul(ut, dav))), sa_row));
   }
   if (n > m) {
-    jx_array *datu = jx_matmul(jx_linalg_swap_last(da), u);
-    dv = jx_add(dv, jx_div(jx_sub(datu, jx_matmul(v, jx_matmul(vt, datu))), s_row));
+    jx_array *dahu = jx_matmul(jx_linalg_adjoint(da), u);
+    dv = jx_add(dv, jx_div(jx_sub(dahu, jx_matmul(v, jx_matmul(vt, dahu))), sa_row));
   }
   ty[1] = du;
-  ty[2] = jx_linalg_swap_last(dv);
+  ty[2] = jx_linalg_adjoint(dv);
   return jx_last_status();
 }
 

@@ -87,6 +87,10 @@ static const uint8_t takes_complex[JX_PRIM_COUNT] = {
     [JX_PRIM_cholesky] = 1,
     [JX_PRIM_triangular_solve] = 1,
     [JX_PRIM_lu] = 1,
+    [JX_PRIM_eigh] = 1,
+    [JX_PRIM_qr] = 1,
+    [JX_PRIM_svd] = 1,
+    [JX_PRIM_pinv] = 1,
     /* control flow and custom rules run nested programs of the rows above */
     [JX_PRIM_cond] = 1,
     [JX_PRIM_while] = 1,
