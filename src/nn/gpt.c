@@ -119,6 +119,31 @@ jx_tree *jx_gpt_init(const jx_gpt_config *c, jx_array *key, jx_dtype dt) {
   return t;
 }
 
+/* jax.eval_shape(init): the same names, shapes and order, with no value and
+ * nothing drawn, so a model larger than this machine can be planned. */
+jx_tree *jx_gpt_init_shapes(const jx_gpt_config *c, jx_dtype dt) {
+  if (!nn_gpt_check_config("jx_gpt_init_shapes", c)) return NULL;
+  param_spec *p;
+  int n = param_list(c, &p);
+  if (n < 0) {
+    jx_report_error(JX_ERR_OUT_OF_MEMORY, "jx_gpt_init_shapes: out of memory");
+    return NULL;
+  }
+  jx_tree *t = jx_tree_create();
+  jx_scope_begin(); /* the tree keeps its shapes */
+  for (int i = 0; i < n && t; i++) {
+    jx_array *a = jx_shape_dtype_struct(dt, p[i].shape);
+    jx_tree_set(t, p[i].name, a);
+    if (jx_is_poisoned(a)) {
+      jx_tree_release(t);
+      t = NULL;
+    }
+  }
+  jx_scope_end();
+  free(p);
+  return t;
+}
+
 jx_array *jx_gpt_forward(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens) {
   const char *fn = "jx_gpt_forward";
   char buf[96], name[64];
