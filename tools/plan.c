@@ -198,10 +198,10 @@ static double shard_bytes(const jx_sharding *s, const jx_array *a) {
 /* A hand recipe's layouts of the step's inputs and outputs: parameters as
  * jx_gpt_param_specs says (replicated for data parallel), moments like
  * their parameters, the batch over "data" (over every axis for data
- * parallel). *state_bytes receives the bytes per device of the parameters
+ * parallel, when they divide it). *state_bytes receives the bytes per device of the parameters
  * and the optimizer state under those layouts. */
 static jx_fn *recipe_step(recipe r, jx_fn *step_fn, const jx_gpt_config *cfg, jx_tree *params,
-                          jx_tree *state, jx_mesh *m, double *state_bytes) {
+                          jx_tree *state, jx_mesh *m, int64_t batch, double *state_bytes) {
   int np = jx_tree_size(params), ns = jx_tree_size(state), nin = np + ns + 2;
   char(*specs)[64] = calloc((size_t)np, sizeof *specs);
   jx_sharding **sh = calloc((size_t)nin, sizeof *sh), **out = calloc((size_t)nin, sizeof *out);
@@ -210,12 +210,17 @@ static jx_fn *recipe_step(recipe r, jx_fn *step_fn, const jx_gpt_config *cfg, jx
     snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", a ? "," : "(",
              jx_mesh_axis_name(m, a));
   strncat(all, ")", sizeof all - strlen(all) - 1);
-  int has_data = jx_mesh_axis_size(m, "data") > 0;
+  /* the batch over the axes that divide it: every axis, else "data", else none */
+  int64_t data = jx_mesh_axis_size(m, "data"), every = 1;
+  for (int a = 0; a < jx_mesh_ndim(m); a++) every *= jx_mesh_axis_size(m, jx_mesh_axis_name(m, a));
+  int has_data = data > 0 && batch % data == 0;
   jx_fn *step = NULL;
   if (specs && sh && out &&
       (r == DATA_PARALLEL || !jx_gpt_param_specs(cfg, params, m, r == FSDP, specs))) {
     jx_sharding *replicated = jx_sharding_create(m, "");
-    jx_sharding *rows = jx_sharding_create(m, r == DATA_PARALLEL ? all : has_data ? "data" : "");
+    jx_sharding *rows = jx_sharding_create(m, r == DATA_PARALLEL && batch % every == 0 ? all
+                                              : has_data                               ? "data"
+                                                                                       : "");
     for (int i = 0; i < np; i++)
       sh[i] = r == DATA_PARALLEL ? replicated : jx_sharding_create(m, specs[i]);
     for (int i = 0; i < ns; i++) {
@@ -303,7 +308,8 @@ int jx_cmd_plan(int argc, char **argv) {
   double planning_s = clock_s(CLOCK_MONOTONIC) - t0,
          planning_cpu_s = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
   double held = NAN;
-  jx_fn *dp = rc ? NULL : recipe_step(DATA_PARALLEL, step_fn, &cfg, params, state, m, &held);
+  jx_fn *dp =
+      rc ? NULL : recipe_step(DATA_PARALLEL, step_fn, &cfg, params, state, m, o.batch, &held);
   if (!rc && jx_sharding_plan_print(planned, in, dp, "data parallel", stdout)) {
     fprintf(stderr, "jx plan: %s\n", jx_last_error());
     rc = 1;
@@ -312,7 +318,7 @@ int jx_cmd_plan(int argc, char **argv) {
     printf("  %-30s parameters and optimizer state %.0f bytes per device\n", "data parallel", held);
   const char *names[] = {"Megatron (model)", "FSDP (data)"};
   for (int r = MEGATRON; r <= FSDP && !rc && jx_mesh_axis_size(m, "model") > 0; r++) {
-    jx_fn *h = recipe_step((recipe)r, step_fn, &cfg, params, state, m, &held);
+    jx_fn *h = recipe_step((recipe)r, step_fn, &cfg, params, state, m, o.batch, &held);
     jx_sharding_estimate e;
     if (h && !jx_sharding_estimate_of(h, in, &e))
       printf("  %-30s %.3g s per call (compute %.3g s, communication %.3g s in %d collectives), "
