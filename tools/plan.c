@@ -3,6 +3,10 @@
  * limit, and prints the plan beside the hand recipes' estimates (data
  * parallel, Megatron over "model", FSDP). With --link and --flops the
  * figures are given instead of measured: planning for a cluster on paper.
+ * The parameters, optimizer state and batch are shapes alone
+ * (jx_gpt_init_shapes, jx_optim_init_shapes, jx_shape_dtype_struct): nothing
+ * of the model's size is allocated, so a model far larger than this
+ * machine's memory plans in seconds.
  * Also the helpers of `jx train --mesh auto`. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -78,9 +82,11 @@ static void usage(FILE *f) {
              "  --mesh data=A,model=B   the mesh (default data=<devices>)\n"
              "  --memory-limit X   bytes per device the plan may hold (200MiB, 80GiB; default:\n"
              "                     the device's memory)\n"
+             "  --model gpt        the model (the reference GPT, the only one)\n"
              "  --layers N --width N --heads N --context N --batch N --vocab N   the GPT\n"
              "                     (default 4, 128, 4, 64, 32, 256)\n"
-             "  --link AXIS=BW,... bandwidth per mesh axis (50GB/s), with --alpha T (latency\n"
+             "  --link AXIS=BW,... bandwidth per mesh axis (50GB/s; intra: the last axis,\n"
+             "                     inter: the others), with --alpha T (latency\n"
              "                     per message, default 10us) and --flops F (per device,\n"
              "                     default 100T): figures given instead of measured\n");
 }
@@ -122,6 +128,8 @@ static int parse(int argc, char **argv, options *o) {
       o->mesh = v;
     else if (!strcmp(a, "--link"))
       o->link = v;
+    else if (!strcmp(a, "--model") && !strcmp(v, "gpt"))
+      continue; /* the one model jx plan knows */
     else if ((!strcmp(a, "--memory-limit") && jx_cli_parse_size(v, &o->memory_limit)) ||
              (!strcmp(a, "--alpha") && jx_cli_parse_size(v, &o->alpha_s)) ||
              (!strcmp(a, "--flops") && jx_cli_parse_size(v, &o->flops_per_s)))
@@ -142,7 +150,9 @@ static int parse(int argc, char **argv, options *o) {
   return 1;
 }
 
-/* --link data=50GB/s,model=900GB/s: the given figures for m's axes. */
+/* --link data=50GB/s,model=900GB/s: the given figures for m's axes; "intra"
+ * names the last (innermost) axis, the links within a node, and "inter"
+ * every other axis, the links between nodes. */
 static int give_figures(const options *o, jx_mesh *m) {
   int n = jx_mesh_ndim(m);
   double alpha[8], bw[8];
@@ -156,11 +166,14 @@ static int give_figures(const options *o, jx_mesh *m) {
     char *eq = strchr(tok, '=');
     int a = 0;
     if (eq) *eq = 0;
-    while (a < n && strcmp(jx_mesh_axis_name(m, a), tok)) a++;
-    if (!eq || a == n || !jx_cli_parse_size(eq + 1, &bw[a])) {
+    int intra = !strcmp(tok, "intra"), inter = !strcmp(tok, "inter");
+    a = intra ? n - 1 : inter ? 0 : a;
+    while (!intra && !inter && a < n && strcmp(jx_mesh_axis_name(m, a), tok)) a++;
+    if (!eq || a == n || (inter && n < 2) || !jx_cli_parse_size(eq + 1, &bw[a])) {
       fprintf(stderr, "jx plan: --link wants AXIS=BANDWIDTH for the mesh's axes, got '%s'\n", tok);
       return 0;
     }
+    for (int b = 1; inter && b < n - 1; b++) bw[b] = bw[0];
   }
   for (int a = 0; a < n; a++)
     if (!(bw[a] > 0)) {
@@ -173,12 +186,22 @@ static int give_figures(const options *o, jx_mesh *m) {
 
 typedef enum { DATA_PARALLEL, MEGATRON, FSDP } recipe;
 
+/* The bytes per device of a's shard under s. */
+static double shard_bytes(const jx_sharding *s, const jx_array *a) {
+  jx_shape shard;
+  if (jx_sharding_shard_shape(s, jx_shape_of(a), &shard)) return NAN;
+  double n = 1;
+  for (int d = 0; d < shard.rank; d++) n *= (double)shard.dims[d];
+  return n * (double)jx_dtype_size(jx_dtype_of(a));
+}
+
 /* A hand recipe's layouts of the step's inputs and outputs: parameters as
  * jx_gpt_param_specs says (replicated for data parallel), moments like
  * their parameters, the batch over "data" (over every axis for data
- * parallel). */
+ * parallel, when they divide it). *state_bytes receives the bytes per device of the parameters
+ * and the optimizer state under those layouts. */
 static jx_fn *recipe_step(recipe r, jx_fn *step_fn, const jx_gpt_config *cfg, jx_tree *params,
-                          jx_tree *state, jx_mesh *m) {
+                          jx_tree *state, jx_mesh *m, int64_t batch, double *state_bytes) {
   int np = jx_tree_size(params), ns = jx_tree_size(state), nin = np + ns + 2;
   char(*specs)[64] = calloc((size_t)np, sizeof *specs);
   jx_sharding **sh = calloc((size_t)nin, sizeof *sh), **out = calloc((size_t)nin, sizeof *out);
@@ -187,12 +210,17 @@ static jx_fn *recipe_step(recipe r, jx_fn *step_fn, const jx_gpt_config *cfg, jx
     snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", a ? "," : "(",
              jx_mesh_axis_name(m, a));
   strncat(all, ")", sizeof all - strlen(all) - 1);
-  int has_data = jx_mesh_axis_size(m, "data") > 0;
+  /* the batch over the axes that divide it: every axis, else "data", else none */
+  int64_t data = jx_mesh_axis_size(m, "data"), every = 1;
+  for (int a = 0; a < jx_mesh_ndim(m); a++) every *= jx_mesh_axis_size(m, jx_mesh_axis_name(m, a));
+  int has_data = data > 0 && batch % data == 0;
   jx_fn *step = NULL;
   if (specs && sh && out &&
       (r == DATA_PARALLEL || !jx_gpt_param_specs(cfg, params, m, r == FSDP, specs))) {
     jx_sharding *replicated = jx_sharding_create(m, "");
-    jx_sharding *rows = jx_sharding_create(m, r == DATA_PARALLEL ? all : has_data ? "data" : "");
+    jx_sharding *rows = jx_sharding_create(m, r == DATA_PARALLEL && batch % every == 0 ? all
+                                              : has_data                               ? "data"
+                                                                                       : "");
     for (int i = 0; i < np; i++)
       sh[i] = r == DATA_PARALLEL ? replicated : jx_sharding_create(m, specs[i]);
     for (int i = 0; i < ns; i++) {
@@ -201,6 +229,10 @@ static jx_fn *recipe_step(recipe r, jx_fn *step_fn, const jx_gpt_config *cfg, jx
       for (int k = 0; slash && k < np; k++)
         if (!strcmp(slash + 1, jx_tree_name(params, k))) sh[np + i] = sh[k];
     }
+    *state_bytes = 0;
+    for (int i = 0; i < np + ns; i++)
+      *state_bytes +=
+          shard_bytes(sh[i], i < np ? jx_tree_at(params, i) : jx_tree_at(state, i - np));
     sh[np + ns] = sh[np + ns + 1] = rows;
     out[0] = replicated;
     for (int i = 0; i < np + ns; i++) out[1 + i] = sh[i];
@@ -240,9 +272,9 @@ int jx_cmd_plan(int argc, char **argv) {
                        .n_heads = o.heads,
                        .context = o.context,
                        .mlp_ratio = 4};
-  jx_tree *params = jx_gpt_init(&cfg, jx_random_key(0), JX_F32);
+  jx_tree *params = jx_gpt_init_shapes(&cfg, JX_F32);
   jx_optimizer *opt = jx_optim_chain_clip(jx_optim_adamw(3e-3, 0.9, 0.95, 1e-8, 0.1), 1.0);
-  jx_tree *state = params ? jx_optim_init(opt, params) : NULL;
+  jx_tree *state = params ? jx_optim_init_shapes(opt, params) : NULL;
   jx_fn *loss = params ? jx_gpt_loss_fn(&cfg, params) : NULL;
   jx_fn *step_fn = loss && state ? jx_train_step(loss, params, state, opt) : NULL;
   if (!step_fn) {
@@ -255,7 +287,7 @@ int jx_cmd_plan(int argc, char **argv) {
               **out_sh = calloc((size_t)nout, sizeof *out_sh);
   jx_tree_flatten(params, in);
   jx_tree_flatten(state, in + np);
-  in[np + ns] = in[np + ns + 1] = jx_zeros(JX_I32, JX_SHAPE(o.batch, o.context));
+  in[np + ns] = in[np + ns + 1] = jx_shape_dtype_struct(JX_I32, JX_SHAPE(o.batch, o.context));
   jx_cli_auto_layouts(nin, in_sh, nout, out_sh);
   out_sh[0] = jx_sharding_create(m, "");
   jx_fn *planned = jx_jit(step_fn, &(jx_jit_options){.in_shardings = in_sh,
@@ -275,20 +307,24 @@ int jx_cmd_plan(int argc, char **argv) {
   }
   double planning_s = clock_s(CLOCK_MONOTONIC) - t0,
          planning_cpu_s = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
-  jx_fn *dp = rc ? NULL : recipe_step(DATA_PARALLEL, step_fn, &cfg, params, state, m);
+  double held = NAN;
+  jx_fn *dp =
+      rc ? NULL : recipe_step(DATA_PARALLEL, step_fn, &cfg, params, state, m, o.batch, &held);
   if (!rc && jx_sharding_plan_print(planned, in, dp, "data parallel", stdout)) {
     fprintf(stderr, "jx plan: %s\n", jx_last_error());
     rc = 1;
   }
+  if (!rc)
+    printf("  %-30s parameters and optimizer state %.0f bytes per device\n", "data parallel", held);
   const char *names[] = {"Megatron (model)", "FSDP (data)"};
   for (int r = MEGATRON; r <= FSDP && !rc && jx_mesh_axis_size(m, "model") > 0; r++) {
-    jx_fn *h = recipe_step((recipe)r, step_fn, &cfg, params, state, m);
+    jx_fn *h = recipe_step((recipe)r, step_fn, &cfg, params, state, m, o.batch, &held);
     jx_sharding_estimate e;
     if (h && !jx_sharding_estimate_of(h, in, &e))
       printf("  %-30s %.3g s per call (compute %.3g s, communication %.3g s in %d collectives), "
-             "peak %.0f bytes per device\n",
+             "peak %.0f bytes per device, parameters and optimizer state %.0f\n",
              names[r - MEGATRON], e.compute_s + e.comm_s, e.compute_s, e.comm_s, e.collectives,
-             e.peak_bytes);
+             e.peak_bytes, held);
     jx_fn_release(h);
   }
   if (!rc)

@@ -221,6 +221,10 @@ typedef struct {
 JX_API jx_gpt_config jx_gpt_config_default(void);
 /* caller releases */
 JX_API jx_tree *jx_gpt_init(const jx_gpt_config *c, jx_array *key, jx_dtype dt);
+/* jax.eval_shape of jx_gpt_init: the same tree of names and shapes, each a
+ * jx_shape_dtype_struct (no value, nothing allocated), for jx_gpt_loss_fn,
+ * jx_train_step and the sharding estimates of a model too large to hold. */
+JX_API jx_tree *jx_gpt_init_shapes(const jx_gpt_config *c, jx_dtype dt);
 JX_API jx_array *jx_gpt_forward(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens);
 /* Mean next-token cross-entropy of logits(tokens) against targets [B, T]. */
 JX_API jx_array *jx_gpt_loss(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens,
@@ -382,6 +386,7 @@ JX_API jx_status jx_gpt_generate(const jx_gpt_config *c, const jx_tree *params, 
 #define jx_tree_map(...)               JX_LOCATED_PTR(jx_tree *, jx_tree_map, __VA_ARGS__)
 #define jx_tree_cast(...)              JX_LOCATED_PTR(jx_tree *, jx_tree_cast, __VA_ARGS__)
 #define jx_gpt_init(...)               JX_LOCATED_PTR(jx_tree *, jx_gpt_init, __VA_ARGS__)
+#define jx_gpt_init_shapes(...)        JX_LOCATED_PTR(jx_tree *, jx_gpt_init_shapes, __VA_ARGS__)
 #define jx_gpt_loss_fn(...)            JX_LOCATED_PTR(jx_fn *, jx_gpt_loss_fn, __VA_ARGS__)
 #define jx_gpt_pipeline_loss_fn(...)   JX_LOCATED_PTR(jx_fn *, jx_gpt_pipeline_loss_fn, __VA_ARGS__)
 #define jx_dense_init(...)             JX_LOCATED_STATUS(jx_dense_init, __VA_ARGS__)

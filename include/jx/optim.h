@@ -50,6 +50,10 @@ JX_API jx_optimizer *jx_optim_accumulate(jx_optimizer *o, int every_k);
 JX_API void jx_optim_release(jx_optimizer *o);
 
 JX_API jx_tree *jx_optim_init(jx_optimizer *o, const jx_tree *params);
+/* jax.eval_shape of jx_optim_init: the same tree of names, shapes and
+ * dtypes as jx_shape_dtype_struct arrays, nothing allocated (params_like may
+ * be jx_gpt_init_shapes'), for planning a step too large to hold. */
+JX_API jx_tree *jx_optim_init_shapes(jx_optimizer *o, const jx_tree *params_like);
 /* One step: reads grads, replaces the arrays of state and params. */
 JX_API void jx_optim_update(jx_optimizer *o, const jx_tree *grads, jx_tree *state, jx_tree *params);
 /* A whole training step as one function, to jit (with shardings) and call
@@ -86,6 +90,7 @@ JX_API jx_array *jx_optim_global_norm(const jx_tree *t);
 
 #ifndef JX_NO_LOCATION_MACROS
 #define jx_optim_init(...)        JX_LOCATED_PTR(jx_tree *, jx_optim_init, __VA_ARGS__)
+#define jx_optim_init_shapes(...) JX_LOCATED_PTR(jx_tree *, jx_optim_init_shapes, __VA_ARGS__)
 #define jx_optim_update(...)      JX_LOCATED_VOID(jx_optim_update, __VA_ARGS__)
 #define jx_train_step(...)        JX_LOCATED_PTR(jx_fn *, jx_train_step, __VA_ARGS__)
 #define jx_train_step_with(...)   JX_LOCATED_PTR(jx_fn *, jx_train_step_with, __VA_ARGS__)

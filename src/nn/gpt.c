@@ -87,24 +87,24 @@ static int param_list(const jx_gpt_config *c, param_spec **out) {
   return k;
 }
 
-jx_tree *jx_gpt_init(const jx_gpt_config *c, jx_array *key, jx_dtype dt) {
-  if (!nn_gpt_check_config("jx_gpt_init", c)) return NULL;
-  if (jx_is_poisoned(key)) {
-    if (!key) jx_report_error(JX_ERR_INVALID_ARGUMENT, "jx_gpt_init: the key is NULL");
-    return NULL;
-  }
+/* The parameter tree: each drawn with row i of split(key), or with key NULL
+ * each a jx_shape_dtype_struct (jax.eval_shape(init): the same names, shapes
+ * and order, nothing drawn or allocated). */
+static jx_tree *make_params(const char *fn, const jx_gpt_config *c, jx_array *key, jx_dtype dt) {
+  if (!nn_gpt_check_config(fn, c)) return NULL;
   param_spec *p;
   int n = param_list(c, &p);
   if (n < 0) {
-    jx_report_error(JX_ERR_OUT_OF_MEMORY, "jx_gpt_init: out of memory");
+    jx_report_error(JX_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     return NULL;
   }
   jx_tree *t = jx_tree_create();
   jx_scope_begin(); /* the keys die here; the tree keeps its arrays */
-  jx_array *keys = jx_random_split(key, n);
+  jx_array *keys = key ? jx_random_split(key, n) : NULL;
   for (int i = 0; i < n && t; i++) {
     jx_scope_begin(); /* one parameter's key and draw: at most one in flight */
-    jx_array *a = p[i].std > 0   ? jx_init_normal(nn_key_at(keys, i), dt, p[i].shape, p[i].std)
+    jx_array *a = !key           ? jx_shape_dtype_struct(dt, p[i].shape)
+                  : p[i].std > 0 ? jx_init_normal(nn_key_at(keys, i), dt, p[i].shape, p[i].std)
                   : p[i].std < 0 ? jx_ones(dt, p[i].shape)
                                  : jx_zeros(dt, p[i].shape);
     jx_tree_set(t, p[i].name, a);
@@ -117,6 +117,19 @@ jx_tree *jx_gpt_init(const jx_gpt_config *c, jx_array *key, jx_dtype dt) {
   jx_scope_end();
   free(p);
   return t;
+}
+
+jx_tree *jx_gpt_init(const jx_gpt_config *c, jx_array *key, jx_dtype dt) {
+  if (!nn_gpt_check_config("jx_gpt_init", c)) return NULL;
+  if (jx_is_poisoned(key)) {
+    if (!key) jx_report_error(JX_ERR_INVALID_ARGUMENT, "jx_gpt_init: the key is NULL");
+    return NULL;
+  }
+  return make_params("jx_gpt_init", c, key, dt);
+}
+
+jx_tree *jx_gpt_init_shapes(const jx_gpt_config *c, jx_dtype dt) {
+  return make_params("jx_gpt_init_shapes", c, NULL, dt);
 }
 
 jx_array *jx_gpt_forward(const jx_gpt_config *c, const jx_tree *params, jx_array *tokens) {

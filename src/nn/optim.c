@@ -108,32 +108,50 @@ static int moments(const jx_optimizer *o, const char *const **names) {
   return o->momentum != 0 ? 1 : 0;
 }
 
-jx_tree *jx_optim_init(jx_optimizer *o, const jx_tree *params) {
+/* A state array: an f32 moment like a parameter, or (like NULL) an i32
+ * counter; zeros, or with shapes_only its shape and dtype alone
+ * (jx_shape_dtype_struct), nothing allocated. */
+static jx_array *state_array(jx_array *like, int shapes_only) {
+  if (!like)
+    return shapes_only ? jx_shape_dtype_struct(JX_I32, JX_SHAPE()) : jx_zeros(JX_I32, JX_SHAPE());
+  return shapes_only ? jx_shape_dtype_struct(JX_F32, jx_shape_of(like)) : zeros_like(like);
+}
+
+static jx_tree *init_state(const char *fn, jx_optimizer *o, const jx_tree *params,
+                           int shapes_only) {
   if (!o || !params) {
-    jx_report_error(JX_ERR_INVALID_ARGUMENT, "jx_optim_init: the %s is NULL",
+    jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: the %s is NULL", fn,
                     o ? "parameter tree" : "optimizer");
     return NULL;
   }
   jx_tree *st = jx_tree_create();
   jx_scope_begin();
-  jx_tree_set(st, "count", jx_zeros(JX_I32, JX_SHAPE()));
+  jx_tree_set(st, "count", state_array(NULL, shapes_only));
   const char *const *names;
   int nm = moments(o, &names);
   char buf[512];
   for (int m = 0; m < nm; m++)
     for (int i = 0; i < jx_tree_size(params); i++) {
       state_name(buf, sizeof buf, names[m], jx_tree_name(params, i));
-      jx_tree_set(st, buf, zeros_like(jx_tree_at(params, i)));
+      jx_tree_set(st, buf, state_array(jx_tree_at(params, i), shapes_only));
     }
   if (o->every_k > 1) {
-    jx_tree_set(st, "mini_step", jx_zeros(JX_I32, JX_SHAPE()));
+    jx_tree_set(st, "mini_step", state_array(NULL, shapes_only));
     for (int i = 0; i < jx_tree_size(params); i++) {
       state_name(buf, sizeof buf, "acc", jx_tree_name(params, i));
-      jx_tree_set(st, buf, zeros_like(jx_tree_at(params, i)));
+      jx_tree_set(st, buf, state_array(jx_tree_at(params, i), shapes_only));
     }
   }
   jx_scope_end();
   return st;
+}
+
+jx_tree *jx_optim_init(jx_optimizer *o, const jx_tree *params) {
+  return init_state("jx_optim_init", o, params, 0);
+}
+
+jx_tree *jx_optim_init_shapes(jx_optimizer *o, const jx_tree *params_like) {
+  return init_state("jx_optim_init_shapes", o, params_like, 1);
 }
 
 static jx_array *f32(double v) { return jx_full(JX_F32, JX_SHAPE(), v); }

@@ -6,7 +6,10 @@
  * and with every draw's intermediates kept to the end the peak was
  * nineteen times the parameters), and each parameter is bit for bit the
  * documented draw: jx_random_normal of row i of jx_random_split(key, n)
- * times its stddev (JAX's goldens are checked in test_gpt). */
+ * times its stddev (JAX's goldens are checked in test_gpt). The shape-only
+ * twins, jx_gpt_init_shapes and jx_optim_init_shapes, give jx_gpt_init's
+ * and jx_optim_init's names, shapes and dtypes and allocate nothing; a bad
+ * config is an error naming the call. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -84,10 +87,55 @@ static void parameters_are_the_documented_draws(void **state) {
   jx_tree_release(t);
 }
 
+static void shapes_are_the_inits_without_memory(void **state) {
+  (void)state;
+  jx_gpt_config c = six_layers();
+  jx_optimizer *opt = jx_optim_adamw(1e-3, 0.9, 0.95, 1e-8, 0.1);
+  jx_tree *real = jx_gpt_init(&c, jx_random_key(0), JX_F32);
+  jx_tree *real_state = jx_optim_init(opt, real);
+  jx_memory_stats before, after;
+  check_ok(jx_memory_stats(0, &before));
+  jx_memory_reset_peak(0);
+  jx_tree *shapes = jx_gpt_init_shapes(&c, JX_F32);
+  jx_tree *state_shapes = jx_optim_init_shapes(opt, shapes);
+  check_ok(jx_memory_stats(0, &after));
+  assert_true(after.peak_bytes <= before.live_bytes);
+  const jx_tree *pairs[2][2] = {{real, shapes}, {real_state, state_shapes}};
+  for (int k = 0; k < 2; k++) {
+    assert_int_equal(jx_tree_size(pairs[k][0]), jx_tree_size(pairs[k][1]));
+    for (int i = 0; i < jx_tree_size(pairs[k][0]); i++) {
+      jx_array *a = jx_tree_at(pairs[k][0], i), *b = jx_tree_at(pairs[k][1], i);
+      assert_string_equal(jx_tree_name(pairs[k][0], i), jx_tree_name(pairs[k][1], i));
+      assert_int_equal(jx_dtype_of(a), jx_dtype_of(b));
+      jx_shape sa = jx_shape_of(a), sb = jx_shape_of(b);
+      assert_int_equal(sa.rank, sb.rank);
+      for (int d = 0; d < sa.rank; d++) assert_int_equal(sa.dims[d], sb.dims[d]);
+    }
+  }
+  /* a struct has no value to read */
+  float v;
+  assert_int_not_equal(jx_read(jx_tree_at(shapes, jx_tree_size(shapes) - 1), &v, sizeof v), JX_OK);
+  assert_non_null(strstr(jx_last_error(), "jx_shape_dtype_struct"));
+  jx_clear_error();
+  c.n_heads = 5; /* does not divide d 64 */
+  assert_null(jx_gpt_init_shapes(&c, JX_F32));
+  assert_non_null(strstr(jx_last_error(), "jx_gpt_init_shapes: bad config"));
+  jx_clear_error();
+  assert_null(jx_optim_init_shapes(opt, NULL));
+  assert_non_null(strstr(jx_last_error(), "jx_optim_init_shapes: the parameter tree is NULL"));
+  jx_clear_error();
+  jx_tree_release(state_shapes);
+  jx_tree_release(shapes);
+  jx_tree_release(real_state);
+  jx_tree_release(real);
+  jx_optim_release(opt);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(peak_is_parameters_and_one_draw, setup, teardown),
       cmocka_unit_test_setup_teardown(parameters_are_the_documented_draws, setup, teardown),
+      cmocka_unit_test_setup_teardown(shapes_are_the_inits_without_memory, setup, teardown),
   };
   int r = cmocka_run_group_tests(tests, NULL, NULL);
   jx_shutdown();

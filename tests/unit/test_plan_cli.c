@@ -3,7 +3,10 @@
  * Megatron and FSDP; `jx train --mesh auto:data=2,model=2` trains with the
  * planned layouts and gives the losses of training on one device;
  * --plan-only prints the plan and trains nothing; a memory limit no plan
- * meets is the planner's error. */
+ * meets is the planner's error. `jx plan` holds shapes alone: a GPT whose
+ * parameters alone outgrow the address space the command is given plans,
+ * and its recipes' parameter and optimizer bytes per device are the hand
+ * count's. */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, popen */
 #include <math.h>
 #include <setjmp.h>
@@ -23,10 +26,11 @@ static char dir[256];
 
 #define MODEL "--layers 1 --width 32 --heads 2 --context 16 --batch 8"
 
-/* The command's output (stdout and stderr) and exit status. */
-static char *run(const char *args, int *rc) {
+/* The command's output (stdout and stderr) and exit status, run after the
+ * shell commands of prefix ("" or "ulimit ...; "). */
+static char *run_after(const char *prefix, const char *args, int *rc) {
   char cmd[2048];
-  snprintf(cmd, sizeof cmd, "%s %s 2>&1", JX_CLI, args);
+  snprintf(cmd, sizeof cmd, "%s%s %s 2>&1", prefix, JX_CLI, args);
   FILE *p = popen(cmd, "r");
   assert_non_null(p);
   size_t cap = 1 << 16, len = 0;
@@ -40,6 +44,8 @@ static char *run(const char *args, int *rc) {
   *rc = pclose(p);
   return text;
 }
+
+static char *run(const char *args, int *rc) { return run_after("", args, rc); }
 
 static void train(const char *extra, const char *name, double *loss) {
   char args[1024], metrics[512];
@@ -78,10 +84,70 @@ static void plan_prints_the_plan_and_the_recipes(void **state) {
   assert_non_null(strstr(out, "Megatron (model)"));
   assert_non_null(strstr(out, "FSDP (data)"));
   assert_non_null(strstr(out, "planned in"));
+  /* intra names the last axis and inter the others: the same figures */
+  int rc2;
+  char *named = run("plan --devices 4 --mesh data=2,model=2 --link intra=900GB/s,inter=50GB/s "
+                    "--flops 1T " MODEL,
+                    &rc2);
+  assert_int_equal(rc2, 0);
+  *strstr(out, "planned in") = *strstr(named, "planned in") = '\0';
+  assert_string_equal(out, named);
+  free(named);
   free(out);
   out = run("plan --devices 4 --mesh data=2,model=2 --link data=50GB/s " MODEL, &rc);
   assert_int_not_equal(rc, 0);
   assert_non_null(strstr(out, "--link gives no bandwidth for mesh axis 'model'"));
+  free(out);
+}
+
+/* The sanitizers reserve terabytes of shadow address space, so the address
+ * space limit applies to plain builds only. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+
+/* The number after `after` on the line holding `line`, or -1. */
+static double figure(const char *out, const char *line, const char *after) {
+  const char *at = strstr(out, line);
+  if (!at) return -1;
+  at = strstr(at, after);
+  return at ? strtod(at + strlen(after), NULL) : -1;
+}
+
+static void plan_holds_shapes_alone(void **state) {
+  (void)state;
+  /* d 6144: 0.45e9 parameters, 1.8 GB of f32 and 5.4 GB with Adam's moments,
+   * against 1.5 GB of address space */
+  enum { LAYERS = 1, WIDTH = 6144, VOCAB = 256, CONTEXT = 16, DATA_WAYS = 2, MODEL_WAYS = 4 };
+  char args[512];
+  snprintf(args, sizeof args,
+           "plan --devices 8 --mesh data=%d,model=%d --layers %d --width %d --heads 8 "
+           "--vocab %d --context %d --batch 8 --memory-limit 80GiB "
+           "--link data=50GB/s,model=900GB/s",
+           DATA_WAYS, MODEL_WAYS, LAYERS, WIDTH, VOCAB, CONTEXT);
+  int rc;
+#ifdef SANITIZED
+  char *out = run(args, &rc);
+#else
+  char *out = run_after("ulimit -v 1500000; ", args, &rc);
+#endif
+  printf("%s", out);
+  assert_int_equal(rc, 0);
+  const double d = WIDTH, v = VOCAB, t = CONTEXT, l = LAYERS, m = MODEL_WAYS;
+  const double params = v * d + t * d + l * (12 * d * d + 13 * d) + 2 * d;
+  /* Megatron over "model": wte's rows, the six matrices and the q, k, v and
+   * fc biases split four ways; wpe, the norms and the other biases whole */
+  const double megatron = v * d / m + t * d + l * (12 * d * d / m + 7 * d / m + 6 * d) + 2 * d;
+  /* f32 parameters and two f32 moments each, and Adam's i32 count */
+  assert_true(figure(out, "data parallel                  parameters", "optimizer state ") ==
+              12 * params + 4);
+  assert_true(figure(out, "Megatron (model)", "parameters and optimizer state ") ==
+              12 * megatron + 4);
+  assert_non_null(strstr(out, "planned in"));
   free(out);
 }
 
@@ -115,6 +181,7 @@ int main(void) {
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(plan_prints_the_plan_and_the_recipes),
+      cmocka_unit_test(plan_holds_shapes_alone),
       cmocka_unit_test(train_with_planned_layouts),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
