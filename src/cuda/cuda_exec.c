@@ -508,6 +508,9 @@ static jx_status run_kernel(run_state *r, int k) {
   if (g->reduces && g->lead == 0) { /* a row per block, shared by its threads */
     bx = 256;
     gx = 1;
+  } else if (g->reduces) { /* tiles of 32 columns by 8 row groups */
+    bx = 256;
+    gx = clamp_u((inner + 31) / 32, 4 * sms);
   } else { /* a thread per column, blocks of at most 256 threads */
     int64_t want = (inner + 31) / 32 * 32;
     bx = (unsigned)(want < 256 ? want : 256);

@@ -9,7 +9,8 @@
  *                without a GPU);
  *   --no-driver  no driver at all: JX_PLATFORM=cuda must fail with the
  *                message that says what is missing, never run on the CPU.
- * Cases: an elementwise chain, row and column reductions, broadcasts, a
+ * Cases: an elementwise chain, row and column reductions (long ones: the
+ * threads of a block share a row or a tile of columns), broadcasts, a
  * dot_general (host), kernels mixed with host equations (sort, take), an MLP
  * forward; a second call copies nothing up or down where no host equation
  * runs; every device block back in the allocator once the arrays and the
@@ -215,6 +216,29 @@ static void test_column_reduction(void **state) {
   (void)state;
   jx_shape s[2] = {{2, {33, 37}}, {2, {33, 37}}};
   check_case("column reduction", 2, 2, col_body, s, 2, 0);
+}
+
+/* 3000 reduced rows: 24 leaves of the pairwise tree, so a tile's 8 row
+ * groups sum leaves in three rounds and row group 0 adds them as the tree
+ * does; 45 columns: a full tile and a part one. Max/min scan 8 strips that
+ * meet in order; a sum over two leading axes; a full-shape store (exp(x))
+ * made in the same kernel as its column sum. */
+static void long_col_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *e = jx_exp(jx_mul(in[0], jx_scalar(JX_F32, 0.5f)));
+  out[0] = jx_sum(jx_mul(in[0], in[0]), JX_AXES(0), 0);
+  out[1] = jx_max(jx_mul(in[0], jx_scalar(JX_F32, 3)), JX_AXES(0), 0);
+  out[2] = jx_min(jx_abs(in[0]), JX_AXES(0), 0);
+  out[3] = jx_sum(jx_reshape(jx_tanh(in[0]), (jx_shape){3, {40, 75, 45}}), JX_AXES(0, 1), 0);
+  out[4] = e;
+  out[5] = jx_sum(e, JX_AXES(0), 0);
+}
+
+static void test_long_column_reduction(void **state) {
+  (void)state;
+  jx_shape s[1] = {{2, {3000, 45}}};
+  check_case("long column reduction", 1, 6, long_col_body, s, 4, 0);
+  assert_int_equal(last_host, 0);
 }
 
 /* (x + b) * c with b [n] along the rows and c [m, 1] along the columns */
@@ -442,6 +466,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_long_row_reduction, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lone_reductions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_column_reduction, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_long_column_reduction, setup, teardown),
       cmocka_unit_test_setup_teardown(test_broadcasts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dot_general, setup, teardown),
       cmocka_unit_test_setup_teardown(test_kernels_mixed_with_host, setup, teardown),
