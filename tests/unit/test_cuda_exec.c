@@ -11,7 +11,8 @@
  *                message that says what is missing, never run on the CPU.
  * Cases: an elementwise chain, row and column reductions (long ones: the
  * threads of a block share a row or a tile of columns), broadcasts, a
- * dot_general (host), kernels mixed with host equations (sort, take), an MLP
+ * dot_general (host), kernels mixed with host equations (sort), gathers
+ * (take, lax.gather in both modes, dynamic_slice) as device kernels, an MLP
  * forward; a second call copies nothing up or down where no host equation
  * runs; every device block back in the allocator once the arrays and the
  * executable are freed. */
@@ -39,7 +40,7 @@
 static int real_driver;
 /* The distinct kernels and the host equations of check_case's last CUDA
  * program. */
-static int last_distinct, last_host;
+static int last_distinct, last_host, last_gathers;
 
 static jx_array *values(jx_shape s, int seed) {
   int64_t n = jx_shape_numel(s);
@@ -120,6 +121,7 @@ static void check_case(const char *what, int nin, int nout, jx_body body, jx_sha
       kernels = jx_cuda_executable_kernels(jx_program_executable(p), &host, &gemms);
   last_distinct = jx_cuda_executable_distinct_kernels(jx_program_executable(p));
   last_host = host;
+  last_gathers = jx_cuda_executable_gathers(jx_program_executable(p));
   fprintf(stderr,
           "%s: %d kernels, %d GEMMs, %d equations on the host; device blocks %lld taken, %lld "
           "reused; second call copied %llu B up, %llu B down\n",
@@ -267,7 +269,7 @@ static void test_dot_general(void **state) {
   check_case("dot_general", 2, 1, dot_body, s, 0, 1);
 }
 
-/* kernel -> sort (host) -> kernel -> take (host) -> kernel */
+/* kernel -> sort (host) -> kernel -> take (the gather kernel) -> kernel */
 static void mixed_body(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
   jx_array *x = jx_exp(jx_mul(in[0], jx_scalar(JX_F32, 0.3)));
@@ -283,7 +285,44 @@ static void mixed_body(void *ctx, jx_array *const *in, jx_array **out) {
 static void test_kernels_mixed_with_host(void **state) {
   (void)state;
   jx_shape s[2] = {{2, {9, 50}}, {2, {9, 50}}};
-  check_case("mixed", 2, 2, mixed_body, s, 2, 2);
+  check_case("mixed", 2, 2, mixed_body, s, 2, 1);
+  assert_int_equal(last_gathers, 1);
+}
+
+/* Gathers on the device, as JAX's modes say. jx_take (FILL_OR_DROP): an
+ * embedding lookup with rows in range, negative ones (wrapped) and ones
+ * past the end (NaN), on a table computed by a kernel and on an input; an
+ * i64 index. lax.gather in clip mode: windows of 4 x 5 whose starts (row,
+ * column) go out of range on either side are clamped into the operand;
+ * the same in fill mode. A dynamic_slice and a dynamic_update_slice whose
+ * starts are clamped. */
+static void gather_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  int32_t rows[2 * 6] = {4, 0, 49, -1, -50, 50, 7, 7, 3, 100, -51, 12};
+  jx_array *ix = jx_array_from(JX_I32, (jx_shape){2, {2, 6}}, rows);
+  out[0] = jx_take(jx_tanh(in[0]), ix, 0);
+  int64_t cols[3] = {32, -33, 1};
+  out[1] = jx_take(in[0], jx_array_from(JX_I64, (jx_shape){1, {3}}, cols), 1);
+  int32_t starts[4 * 2] = {0, 0, 48, 30, -3, 2, 10, -7};
+  jx_array *st = jx_array_from(JX_I32, (jx_shape){2, {4, 2}}, starts);
+  jx_gather_dims dn = {JX_AXES(1, 2), JX_AXES(), JX_AXES(0, 1), 1};
+  out[2] = jx_gather(in[0], st, &dn, JX_SHAPE(4, 5), JX_GATHER_CLIP);
+  out[3] = jx_gather(in[0], st, &dn, JX_SHAPE(4, 5), JX_GATHER_FILL);
+  out[4] = jx_dynamic_slice(
+      jx_exp(in[0]), (jx_array *[]){jx_scalar(JX_I32, 47), jx_scalar(JX_I32, 3)}, JX_SHAPE(5, 6));
+  jx_array *upd = jx_slice(jx_sin(in[0]), JX_SHAPE(0, 0), JX_SHAPE(3, 7), JX_SHAPE());
+  out[5] = jx_dynamic_update_slice(in[0], upd,
+                                   (jx_array *[]){jx_scalar(JX_I32, -2), jx_scalar(JX_I32, 30)});
+}
+
+static void test_gather(void **state) {
+  (void)state;
+  jx_shape s[1] = {{2, {50, 33}}};
+  check_case("gather", 1, 6, gather_body, s, 2, 0);
+  /* the 6 gathers and slices on the device; the host runs only the wrapping of jx_take's
+   * negative indices (integer lt, add, select_n: no kernel renders integer
+   * arithmetic yet) */
+  assert_int_equal(last_gathers, 7); /* and the slice of sin(x) */
 }
 
 /* softmax(relu(x @ w1 + b1) @ w2 + b2) */
@@ -470,6 +509,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_broadcasts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dot_general, setup, teardown),
       cmocka_unit_test_setup_teardown(test_kernels_mixed_with_host, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_gather, setup, teardown),
       cmocka_unit_test_setup_teardown(test_mlp_forward, setup, teardown),
       cmocka_unit_test_setup_teardown(test_identical_layers_share_a_kernel, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dot_as_gemm, setup, teardown),
