@@ -551,35 +551,52 @@ static jx_status run_kernel(run_state *r, int k) {
                        "cuLaunchKernel", d->info.ordinal);
 }
 
-/* Runs step k's gather, dynamic_slice, dynamic_update_slice, slice or
- * reshape with the gather kernel on the compute stream: a thread per output element, blocks
- * of 256, at most 32 per SM. */
+/* One launch of the gather kernel described by a (ka's buffers already
+ * set): a thread per element of a->n, blocks of 256, at most 32 per SM. */
+static jx_status launch_gather(run_state *r, jx_cuda_kargs *ka, const jx_cuda_gather_args *a) {
+  jx_cuda_device *d = r->x->device;
+  memcpy(ka->strides, a, sizeof *a);
+  int64_t sms = d->info.sm_count > 0 ? d->info.sm_count : 1;
+  unsigned gx = clamp_u((a->n + 255) / 256, 32 * sms);
+  int64_t row_begin = 0, row_end = 1;
+  void *params[] = {ka, &row_begin, &row_end};
+  const jx_cuda_driver_api *cu = jx_cuda_driver();
+  return jx_cuda_check(cu->LaunchKernel(r->x->module->functions[r->x->gather_fn], gx, 1, 1, 256, 1,
+                                        1, 0, d->compute, params, NULL),
+                       "cuLaunchKernel", d->info.ordinal);
+}
+
+/* Runs step k's gather, dynamic_slice, dynamic_update_slice, slice,
+ * reshape or scatter-add with the gather kernel on the compute stream. */
 static jx_status run_gather(run_state *r, int k) {
   const jx_eqn *e = &r->p->eqns[r->x->steps[k].group.first];
-  jx_cuda_device *d = r->x->device;
   jx_cuda_gather_args a;
   if (jx_cuda_gather_plan(r->p, e, &a))
     return jx_error_set(JX_ERR_INTERNAL, "CUDA executor: step %d is not a gather", k);
   jx_status st = JX_OK;
   for (int i = 0; i < e->nin && !st; i++) st = to_device(r, e->in[i]);
   if (!st) st = device_buffer(r, e->out[0]);
-  if (st || a.n == 0) return st;
+  if (st || jx_shape_numel(r->p->avals[e->out[0]].shape) == 0) return st;
   jx_cuda_kargs ka;
   memset(&ka, 0, sizeof ka);
   a.operand = (const void *)(uintptr_t)r->vars[e->in[0]].dev;
-  if (a.kind == 0 || a.kind == 2) a.indices = (const void *)(uintptr_t)r->vars[e->in[1]].dev;
+  if (a.kind == 0 || a.kind == 2 || a.kind == 5)
+    a.indices = (const void *)(uintptr_t)r->vars[e->in[1]].dev;
   a.out = (void *)(uintptr_t)r->vars[e->out[0]].dev;
   for (int i = a.kind == 1 || a.kind == 2 ? a.kind : e->nin; i < e->nin; i++) /* the starts */
     ka.buf[i - a.kind] = (char *)(uintptr_t)r->vars[e->in[i]].dev;
-  memcpy(ka.strides, &a, sizeof a);
-  int64_t sms = d->info.sm_count > 0 ? d->info.sm_count : 1;
-  unsigned gx = clamp_u((a.n + 255) / 256, 32 * sms);
-  int64_t row_begin = 0, row_end = 1;
-  void *params[] = {&ka, &row_begin, &row_end};
-  const jx_cuda_driver_api *cu = jx_cuda_driver();
-  return jx_cuda_check(cu->LaunchKernel(r->x->module->functions[r->x->gather_fn], gx, 1, 1, 256, 1,
-                                        1, 0, d->compute, params, NULL),
-                       "cuLaunchKernel", d->info.ordinal);
+  if (a.kind == 5) { /* scatter-add: the operand copied, then the updates added */
+    a.operand = (const void *)(uintptr_t)r->vars[e->in[2]].dev;
+    jx_cuda_gather_args c;
+    memset(&c, 0, sizeof c);
+    c.kind = 4;
+    c.n = jx_shape_numel(r->p->avals[e->in[0]].shape);
+    c.elem_bytes = 4;
+    c.operand = (const void *)(uintptr_t)r->vars[e->in[0]].dev;
+    c.out = a.out;
+    st = launch_gather(r, &ka, &c);
+  }
+  return st || a.n == 0 ? st : launch_gather(r, &ka, &a);
 }
 
 /* Runs step k's dot_general as one cuBLASLt GEMM on the compute stream. */

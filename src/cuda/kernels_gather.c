@@ -47,6 +47,57 @@ const char jx_cuda_gather_src[] =
     "  default: *(unsigned long long *)to = *(const unsigned long long *)from; break;\n"
     "  }\n"
     "}\n"
+    /* scatter-add of f32 (kind 5): thread w owns element w of the update
+     * window (out_dims are the updates' dims, is_offset their window dims)
+     * and adds the windows' element w in the updates' row-major order, as
+     * the host does; each start dim is an inserted (size 1) window dim, so
+     * no two threads write one element. A window that does not fit is
+     * dropped, or clamped in clip mode (fill). Each add is in double,
+     * rounded once, as the host combines. */
+    "static __device__ void jx_scatter_add_window(const jx_cuda_gather_args &a, long long w) {\n"
+    "  long long wi[8], g[8], start[8], nb = 1, rem = w;\n"
+    "  for (int d = a.out_rank - 1; d >= 0; d--)\n"
+    "    if (a.is_offset[d]) {\n"
+    "      wi[d] = rem % a.out_dims[d];\n"
+    "      rem /= a.out_dims[d];\n"
+    "    } else {\n"
+    "      nb *= a.out_dims[d];\n"
+    "    }\n"
+    "  for (long long b = 0; b < nb; b++) {\n"
+    "    rem = b;\n"
+    "    int nbd = 0;\n"
+    "    for (int d = 0; d < a.out_rank; d++) nbd += !a.is_offset[d];\n"
+    "    for (int d = a.out_rank - 1, k = nbd - 1; d >= 0; d--)\n"
+    "      if (!a.is_offset[d]) {\n"
+    "        g[k--] = rem % a.out_dims[d];\n"
+    "        rem /= a.out_dims[d];\n"
+    "      }\n"
+    "    for (int d = 0; d < a.op_rank; d++) start[d] = 0;\n"
+    "    for (int k = 0; k < a.nstart; k++) {\n"
+    "      long long flat = 0;\n"
+    "      for (int d = 0, c = 0; d < a.idx_rank; d++)\n"
+    "        flat = flat * a.idx_dims[d] + (d == a.index_vector_dim ? k : g[c++]);\n"
+    "      start[a.start_map[k]] =\n"
+    "          jx_gather_int(a.indices + flat * a.index_bytes, a.index_bytes, a.index_unsigned);\n"
+    "    }\n"
+    "    int skip = 0;\n"
+    "    long long j = 0, u = 0;\n"
+    "    for (int d = 0; d < a.op_rank; d++) {\n"
+    "      const long long hi = a.op_dims[d] - a.slice_sizes[d];\n"
+    "      if (hi < 0) skip = 1;\n"
+    "      if (start[d] < 0 || start[d] > hi) {\n"
+    "        if (!a.fill) skip = 1;\n"
+    "        start[d] = start[d] < 0 || hi < 0 ? 0 : hi;\n"
+    "      }\n"
+    "      j += (start[d] + (a.win_of[d] >= 0 ? wi[a.win_of[d]] : 0)) * a.op_strides[d];\n"
+    "    }\n"
+    "    if (skip) continue;\n"
+    "    for (int d = 0, c = 0; d < a.out_rank; d++)\n"
+    "      u = u * a.out_dims[d] + (a.is_offset[d] ? wi[d] : g[c++]);\n"
+    "    float *o = (float *)a.out + j;\n"
+    "    *o = (float)((double)*o + (double)((const float *)a.operand)[u]);\n"
+    "  }\n"
+    "}\n"
     /* the executor's step signature (render_cuda.h): the description in the
      * bytes of ka.strides; a dynamic slice's scalar starts at ka.buf[d] */
     "extern \"C\" __global__ void jx_cuda_step_gather(const jx_cuda_kargs ka, int64_t row_begin,\n"
@@ -58,6 +109,10 @@ const char jx_cuda_gather_src[] =
     "    for (int d = a.out_rank - 1; d >= 0; d--) {\n"
     "      oi[d] = a.out_dims[d] ? rem % a.out_dims[d] : 0;\n"
     "      rem = a.out_dims[d] ? rem / a.out_dims[d] : 0;\n"
+    "    }\n"
+    "    if (a.kind == 5) {\n"
+    "      jx_scatter_add_window(a, i);\n"
+    "      continue;\n"
     "    }\n"
     "    if (a.kind >= 3) { /* a slice: starts and steps fixed; a reshape: the same order */\n"
     "      long long j = a.kind == 4 ? i : 0;\n"
@@ -186,7 +241,48 @@ static int plan_static(const jx_program *p, const jx_eqn *e, int kind, jx_cuda_g
   return 0;
 }
 
+/* scatter_add of f32 (kind 5) whose start dims are all inserted window dims:
+ * out_dims the updates' shape, is_offset their window dims, win_of operand
+ * dim -> updates dim (-1 inserted), slice_sizes the windows' sizes, fill
+ * the clip mode; n the threads: a window's elements. */
+static int plan_scatter_add(const jx_program *p, const jx_eqn *e, jx_cuda_gather_args *a) {
+  if (e->nin != 3 || e->nout != 1) return -1;
+  const jx_aval *op = &p->avals[e->in[0]], *idx = &p->avals[e->in[1]], *up = &p->avals[e->in[2]];
+  const jx_params *pr = &e->params;
+  const jx_ilist *uwd = &pr->l[0], *ins = &pr->l[1], *sdo = &pr->l[2];
+  if (op->dtype != JX_F32 || up->dtype != JX_F32 || !jx_is_int(idx->dtype)) return -1;
+  for (int k = 0; k < sdo->n; k++)
+    if (!contains(ins, sdo->v[k])) return -1; /* windows could overlap: two threads, one element */
+  memset(a, 0, sizeof *a);
+  a->kind = 5;
+  a->out_rank = up->shape.rank;
+  a->op_rank = op->shape.rank;
+  a->idx_rank = idx->shape.rank;
+  a->nstart = sdo->n;
+  a->index_vector_dim = (int32_t)pr->i[0];
+  a->index_bytes = (int32_t)jx_dtype_size(idx->dtype);
+  a->index_unsigned = jx_is_unsigned_int(idx->dtype);
+  a->elem_bytes = 4;
+  a->fill = pr->i[1] == 1;
+  a->n = 1;
+  for (int d = 0; d < up->shape.rank; d++) {
+    a->out_dims[d] = up->shape.dims[d];
+    a->is_offset[d] = contains(uwd, d);
+    if (a->is_offset[d]) a->n *= up->shape.dims[d];
+  }
+  jx_shape_strides(op->shape, a->op_strides);
+  for (int d = 0, k = 0; d < op->shape.rank; d++) {
+    a->op_dims[d] = op->shape.dims[d];
+    a->win_of[d] = contains(ins, d) ? -1 : (int32_t)uwd->v[k++];
+    a->slice_sizes[d] = a->win_of[d] < 0 ? 1 : up->shape.dims[a->win_of[d]];
+  }
+  for (int d = 0; d < idx->shape.rank; d++) a->idx_dims[d] = idx->shape.dims[d];
+  for (int k = 0; k < sdo->n; k++) a->start_map[k] = (int32_t)sdo->v[k];
+  return 0;
+}
+
 int jx_cuda_gather_plan(const jx_program *p, const jx_eqn *e, jx_cuda_gather_args *a) {
+  if (e->prim->id == JX_PRIM_scatter_add) return plan_scatter_add(p, e, a);
   if (e->prim->id == JX_PRIM_slice) return plan_static(p, e, 3, a);
   if (e->prim->id == JX_PRIM_reshape || e->prim->id == JX_PRIM_squeeze ||
       e->prim->id == JX_PRIM_expand_dims)

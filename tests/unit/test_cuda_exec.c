@@ -325,6 +325,28 @@ static void test_gather(void **state) {
   assert_int_equal(last_gathers, 7); /* and the slice of sin(x) */
 }
 
+/* An embedding's gradient: scatter-add of rows of updates into a table at
+ * token ids with repeats (the same row 3 and 4 times: each element's adds
+ * in the updates' order, one thread per column, so the host's bits), ids
+ * past the end dropped; lax.scatter_add in clip mode clamps them. */
+static void scatter_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  int32_t ids[10] = {3, 7, 3, 0, 9, 3, 7, 12, 7, 7};
+  jx_array *ix = jx_array_from(JX_I32, (jx_shape){2, {10, 1}}, ids);
+  jx_array *up = jx_tanh(in[1]);
+  jx_scatter_dims dn = {JX_AXES(1), JX_AXES(0), JX_AXES(0), 1};
+  out[0] = jx_scatter(in[0], ix, up, &dn, JX_SCATTER_ADD, JX_SCATTER_DROP);
+  out[1] = jx_scatter(jx_exp(in[0]), ix, up, &dn, JX_SCATTER_ADD, JX_SCATTER_CLIP);
+}
+
+static void test_scatter_add(void **state) {
+  (void)state;
+  jx_shape s[2] = {{2, {10, 37}}, {2, {10, 37}}};
+  check_case("scatter-add", 2, 2, scatter_body, s, 2, 0);
+  assert_int_equal(last_gathers, 2);
+  assert_int_equal(last_host, 0);
+}
+
 /* softmax(relu(x @ w1 + b1) @ w2 + b2) */
 static void mlp_body(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
@@ -510,6 +532,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_dot_general, setup, teardown),
       cmocka_unit_test_setup_teardown(test_kernels_mixed_with_host, setup, teardown),
       cmocka_unit_test_setup_teardown(test_gather, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_scatter_add, setup, teardown),
       cmocka_unit_test_setup_teardown(test_mlp_forward, setup, teardown),
       cmocka_unit_test_setup_teardown(test_identical_layers_share_a_kernel, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dot_as_gemm, setup, teardown),
