@@ -11,7 +11,11 @@
  * into [0, dim - size] as lax clamps them; dynamic_update_slice copies
  * the update inside the window and the operand elsewhere. A slice or a
  * reshape that the executor would otherwise run on the host (no kernel
- * reads through it) is the same copy with fixed positions. */
+ * reads through it) is the same copy with fixed positions. An f32
+ * scatter_add whose indexed dims are inserted window dims (an embedding's
+ * gradient) is a copy of the operand, then a thread per update-window
+ * element adding that element of every window in the updates' order (the
+ * host's order and rounding). */
 #ifndef JX_SRC_CUDA_KERNELS_GATHER_H
 #define JX_SRC_CUDA_KERNELS_GATHER_H
 
@@ -36,7 +40,8 @@ typedef struct {
   int32_t start_map[JX_MAX_RANK];   /* index vector component k -> operand dim */
   int32_t out_rank, op_rank, idx_rank, nstart;
   int32_t index_vector_dim, index_bytes, index_unsigned, elem_bytes;
-  int32_t fill, kind; /* 0 gather, 1 dynamic_slice, 2 dynamic_update_slice, 3 slice, 4 reshape */
+  int32_t fill, kind; /* 0 gather, 1 dynamic_slice, 2 dynamic_update_slice, 3 slice,
+                       * 4 reshape, 5 scatter_add (fill: its clip mode) */
   uint64_t fill_bits; /* the fill element's bits (elem_bytes of them) */
 } jx_cuda_gather_args;
 
