@@ -58,6 +58,14 @@ typedef struct jx_dialect {
    * dims[JX_MAX_RANK + 1]), a subtree of their pairwise tree whose partial
    * sums the caller adds up (prims/pairwise_split.h); 0: all of them */
   int red_range;
+  /* A column reduction tiled over a block's threads (NULL: col_block_loop's
+   * one thread per column): col_tile_loop opens the loop over the tiles of
+   * a row, defining grp_ (the tile's row groups, at most 32), ty_ (the
+   * thread's row group; grp_ or more: the thread only meets the barriers),
+   * tx_ (its column in the tile, below 32), c0 (that column) and cw (1 when
+   * c0 is a column, else 0). Sums split the reduced rows' pairwise tree by
+   * leaves, max/min by strips; every column keeps the eager kernel's bits. */
+  const char *col_tile_loop;
 } jx_dialect;
 
 extern const jx_dialect jx_dialect_c;    /* render_c.c */

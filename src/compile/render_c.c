@@ -658,6 +658,129 @@ static void put_col_row(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
       dl->vector_hint ? dl->vector_hint : "");
 }
 
+/* A column-reduction sum's leaf: the rows [rb_ + s_, rb_ + s_ + n_) of the
+ * block's columns summed into leaf_[jj_] as the eager kernel sums a leaf
+ * (src/prims/reduce.c's pairwise_cols: under 8 rows in order, else eight
+ * partial sums of every 8th row, added as a tree, then the tail). */
+static int put_col_leaf(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
+                        const jx_fusion_group *g, const char *u) {
+  jx_strbuf_appendf(b, "      if (n_ < 8) {\n");
+  jx_strbuf_appendf(b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++) leaf_[jj_] = 0;\n");
+  jx_strbuf_appendf(b, "      for (int64_t q_ = 0; q_ < n_; q_++) {\n");
+  put_col_row(b, dl, p, g, "rb_ + s_ + q_");
+  if (put_body(b, dl, p, g)) return -1;
+  jx_strbuf_appendf(b, "      leaf_[jj_] += %s;\n      }\n      }\n      }\n      } else {\n", u);
+  jx_strbuf_appendf(b, "      for (int k_ = 0; k_ < 8; k_++) {\n");
+  put_col_row(b, dl, p, g, "rb_ + s_ + k_");
+  if (put_body(b, dl, p, g)) return -1;
+  jx_strbuf_appendf(b, "      r_[k_][jj_] = %s;\n      }\n      }\n      }\n", u);
+  jx_strbuf_appendf(b, "      int64_t q_ = 8;\n      for (; q_ < n_ - n_ %% 8; q_ += 8)\n");
+  jx_strbuf_appendf(b, "      for (int k_ = 0; k_ < 8; k_++) {\n");
+  put_col_row(b, dl, p, g, "rb_ + s_ + q_ + k_");
+  if (put_body(b, dl, p, g)) return -1;
+  jx_strbuf_appendf(b, "      r_[k_][jj_] += %s;\n      }\n      }\n      }\n", u);
+  jx_strbuf_appendf(
+      b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++)\n"
+         "        leaf_[jj_] = ((r_[0][jj_] + r_[1][jj_]) + (r_[2][jj_] + r_[3][jj_])) +\n"
+         "                     ((r_[4][jj_] + r_[5][jj_]) + (r_[6][jj_] + r_[7][jj_]));\n");
+  jx_strbuf_appendf(b, "      for (; q_ < n_; q_++) {\n");
+  put_col_row(b, dl, p, g, "rb_ + s_ + q_");
+  if (put_body(b, dl, p, g)) return -1;
+  jx_strbuf_appendf(b, "      leaf_[jj_] += %s;\n      }\n      }\n      }\n      }\n", u);
+  return 0;
+}
+
+/* A column max/min over the rows [from, to) into acc_[jj_], in order: once
+ * a column holds a NaN it keeps it; a NaN replaces any number. */
+static int put_col_extremum(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
+                            const jx_fusion_group *g, const char *t, int op, const char *u,
+                            const char *from, const char *to) {
+  jx_strbuf_appendf(b, "      for (int64_t q_ = %s; q_ < %s; q_++) {\n", from, to);
+  put_col_row(b, dl, p, g, "q_");
+  if (put_body(b, dl, p, g)) return -1;
+  jx_strbuf_appendf(b,
+                    "      const %s a_ = acc_[jj_];\n"
+                    "      acc_[jj_] = a_ != a_ ? a_ : (%s != %s || %s %s a_) ? %s : a_;\n"
+                    "      }\n      }\n      }\n",
+                    t, u, u, u, op == 2 ? ">" : "<", u);
+  return 0;
+}
+
+/* A column reduction tiled over a block's threads (dialects with col_tile_loop):
+ * col_tile_loop gives each thread a column c0 of the tile (cw 1, or 0 past
+ * the last column) and a row group ty_ of grp_. Sums: thread 0 walks the
+ * pairwise tree's leaves by index (jx_pwi), grp_ at a time; row group k sums
+ * leaf k of every column of the tile into shared memory, and the threads of
+ * row group 0 add the leaves on their column's stack as the recursion
+ * would, so each column's bits are the one-thread walk's. Max/min: row
+ * group k scans strip k of the rows, and row group 0 combines the strips in
+ * order (the first NaN, else the first extreme value, as the scan keeps). */
+static int put_col_tiled(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
+                         const jx_fusion_group *g, const char *t, int op, const char *u,
+                         int s_red) {
+  const char *sh = dl->shared_kw, *tid = dl->thread_id, *bar = dl->barrier;
+  /* raw storage: a shared array may not have a constructor (complex types) */
+  jx_strbuf_appendf(b,
+                    "    %s double tv_raw_[(32 * 32 * sizeof(%s) + 7) / 8];\n"
+                    "    %s *const tv_ = (%s *)tv_raw_;\n",
+                    sh, t, t, t);
+  jx_strbuf_appendf(b, "    %s\n", dl->col_tile_loop);
+  jx_strbuf_appendf(b, "      %s acc_[1];\n", t);
+  if (op == 1) {
+    jx_strbuf_appendf(b,
+                      "      %s int64_t ts_[32], tn_[32];\n      %s int ta_[32], tl_;\n"
+                      "      %s jx_pwi tw_;\n",
+                      sh, sh, sh);
+    jx_strbuf_appendf(b, "      %s stk_[%d][1], r_[8][1];\n      int sp_ = 0;\n", t,
+                      JX_FUSION_COL_DEPTH);
+    jx_strbuf_appendf(b, "      if (%s == 0) jx_pwi_init(&tw_, re_ - rb_);\n      for (;;) {\n",
+                      tid);
+    jx_strbuf_appendf(b,
+                      "      if (%s == 0) {\n        int c_ = 0;\n        int64_t s_, n_;\n"
+                      "        while (c_ < grp_ && jx_pwi_leaf(&tw_, &s_, &n_)) {\n"
+                      "          ts_[c_] = s_;\n          tn_[c_] = n_;\n"
+                      "          ta_[c_++] = jx_pwi_done(&tw_);\n        }\n        tl_ = c_;\n"
+                      "      }\n      %s\n      const int nl_ = tl_;\n      if (nl_ == 0) break;\n",
+                      tid, bar);
+    jx_strbuf_appendf(b,
+                      "      if (ty_ < nl_) {\n      const int64_t s_ = ts_[ty_], n_ = tn_[ty_];\n"
+                      "      %s *const leaf_ = stk_[sp_];\n",
+                      t);
+    if (put_col_leaf(b, dl, p, g, u)) return -1;
+    jx_strbuf_appendf(b, "      if (cw) tv_[ty_ * 32 + tx_] = leaf_[0];\n      }\n      %s\n", bar);
+    /* a node's value is left + right: the stack's top two, in that order */
+    jx_strbuf_appendf(b,
+                      "      if (ty_ == 0 && cw)\n        for (int c_ = 0; c_ < nl_; c_++) {\n"
+                      "          stk_[sp_++][0] = tv_[c_ * 32 + tx_];\n"
+                      "          for (int a_ = ta_[c_]; a_ > 0; a_--) {\n            sp_--;\n"
+                      "            stk_[sp_ - 1][0] = stk_[sp_ - 1][0] + stk_[sp_][0];\n"
+                      "          }\n        }\n      %s\n      }\n      acc_[0] = stk_[0][0];\n",
+                      bar);
+  } else {
+    jx_strbuf_appendf(b,
+                      "      acc_[0] = %sINFINITY;\n"
+                      "      const int64_t w_ = (re_ - rb_ + grp_ - 1) / grp_;\n"
+                      "      const int64_t q0_ = rb_ + (ty_ < grp_ ? ty_ : grp_) * w_;\n"
+                      "      const int64_t q1_ = q0_ + w_ < re_ ? q0_ + w_ : re_;\n",
+                      op == 2 ? "-" : "");
+    if (put_col_extremum(b, dl, p, g, t, op, u, "q0_", "q1_")) return -1;
+    jx_strbuf_appendf(b,
+                      "      if (cw) tv_[ty_ * 32 + tx_] = acc_[0];\n      %s\n"
+                      "      if (ty_ == 0 && cw)\n        for (int k_ = 1; k_ < grp_; k_++) {\n"
+                      "          const %s a_ = acc_[0], v_ = tv_[k_ * 32 + tx_];\n"
+                      "          acc_[0] = a_ != a_ ? a_ : (v_ != v_ || v_ %s a_) ? v_ : a_;\n"
+                      "        }\n",
+                      bar, t, op == 2 ? ">" : "<");
+  }
+  if (s_red >= 0)
+    jx_strbuf_appendf(b, "      if (ty_ == 0 && cw) ((%s *)%s[%d])[row * inner + c0] = acc_[0];\n",
+                      t, dl->buf, g->nloads + s_red);
+  /* the next tile's thread 0 must not refill the shared arrays before every
+   * thread has read them */
+  jx_strbuf_appendf(b, "      %s\n    }\n", bar);
+  return 0;
+}
+
 /* A reduction over the leading dims [0, lead) of the group's shape: each
  * output column (of the kept dims) gets exactly the eager kernel's value
  * (src/prims/reduce.c). Sums: its column-wise pairwise tree over the
@@ -676,7 +799,7 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
   if (reduced_value(p, g, r, u, sizeof u)) return -1;
   int windows = 0; /* jx_fuse keeps pad and concatenate out of column reductions */
   for (int k = 0; k < g->nloads; k++) windows |= g->loads[k].nwin > 0;
-  if (!op || lead != g->lead || !cb || !dl->col_block_loop || windows) {
+  if (!op || lead != g->lead || (!dl->col_tile_loop && (!cb || !dl->col_block_loop)) || windows) {
     jx_error_set(JX_ERR_INTERNAL,
                  "render: the %s dialect cannot render the reduction over %d leading axes",
                  dl->name, g->lead);
@@ -705,6 +828,7 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
   int s_red = -1;
   for (int s = 0; s < g->nstores; s++)
     if (g->stores[s] == r->out[0]) s_red = s;
+  if (dl->col_tile_loop) return put_col_tiled(b, dl, p, g, t, op, u, s_red);
   jx_strbuf_appendf(b, "    %s\n", dl->col_block_loop);
   jx_strbuf_appendf(b, "      %s acc_[%d];\n", t, cb);
   if (op == 1) {
@@ -714,29 +838,7 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
         b, "      jx_pwi w_;\n      jx_pwi_init(&w_, re_ - rb_);\n      int64_t s_, n_;\n");
     jx_strbuf_appendf(
         b, "      while (jx_pwi_leaf(&w_, &s_, &n_)) {\n      %s *leaf_ = stk_[sp_];\n", t);
-    jx_strbuf_appendf(b, "      if (n_ < 8) {\n");
-    jx_strbuf_appendf(b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++) leaf_[jj_] = 0;\n");
-    jx_strbuf_appendf(b, "      for (int64_t q_ = 0; q_ < n_; q_++) {\n");
-    put_col_row(b, dl, p, g, "rb_ + s_ + q_");
-    if (put_body(b, dl, p, g)) return -1;
-    jx_strbuf_appendf(b, "      leaf_[jj_] += %s;\n      }\n      }\n      }\n      } else {\n", u);
-    jx_strbuf_appendf(b, "      for (int k_ = 0; k_ < 8; k_++) {\n");
-    put_col_row(b, dl, p, g, "rb_ + s_ + k_");
-    if (put_body(b, dl, p, g)) return -1;
-    jx_strbuf_appendf(b, "      r_[k_][jj_] = %s;\n      }\n      }\n      }\n", u);
-    jx_strbuf_appendf(b, "      int64_t q_ = 8;\n      for (; q_ < n_ - n_ %% 8; q_ += 8)\n");
-    jx_strbuf_appendf(b, "      for (int k_ = 0; k_ < 8; k_++) {\n");
-    put_col_row(b, dl, p, g, "rb_ + s_ + q_ + k_");
-    if (put_body(b, dl, p, g)) return -1;
-    jx_strbuf_appendf(b, "      r_[k_][jj_] += %s;\n      }\n      }\n      }\n", u);
-    jx_strbuf_appendf(
-        b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++)\n"
-           "        leaf_[jj_] = ((r_[0][jj_] + r_[1][jj_]) + (r_[2][jj_] + r_[3][jj_])) +\n"
-           "                     ((r_[4][jj_] + r_[5][jj_]) + (r_[6][jj_] + r_[7][jj_]));\n");
-    jx_strbuf_appendf(b, "      for (; q_ < n_; q_++) {\n");
-    put_col_row(b, dl, p, g, "rb_ + s_ + q_");
-    if (put_body(b, dl, p, g)) return -1;
-    jx_strbuf_appendf(b, "      leaf_[jj_] += %s;\n      }\n      }\n      }\n      }\n", u);
+    if (put_col_leaf(b, dl, p, g, u)) return -1;
     jx_strbuf_appendf(b, "      sp_++;\n      for (int a_ = jx_pwi_done(&w_); a_ > 0; a_--) {\n"
                          "        sp_--;\n"
                          "        for (int64_t jj_ = 0; jj_ < cw; jj_++)\n"
@@ -747,15 +849,7 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
   } else {
     jx_strbuf_appendf(b, "      for (int64_t jj_ = 0; jj_ < cw; jj_++) acc_[jj_] = %sINFINITY;\n",
                       op == 2 ? "-" : "");
-    jx_strbuf_appendf(b, "      for (int64_t q_ = rb_; q_ < re_; q_++) {\n");
-    put_col_row(b, dl, p, g, "q_");
-    if (put_body(b, dl, p, g)) return -1;
-    /* once a column holds a NaN it keeps it; a NaN replaces any number */
-    jx_strbuf_appendf(b,
-                      "      const %s a_ = acc_[jj_];\n"
-                      "      acc_[jj_] = a_ != a_ ? a_ : (%s != %s || %s %s a_) ? %s : a_;\n"
-                      "      }\n      }\n      }\n",
-                      t, u, u, u, op == 2 ? ">" : "<", u);
+    if (put_col_extremum(b, dl, p, g, t, op, u, "rb_", "re_")) return -1;
   }
   if (s_red >= 0)
     jx_strbuf_appendf(b,

@@ -179,15 +179,17 @@ const jx_dialect jx_dialect_cuda = {
     .thread_id = "threadIdx.x",
     .threads = "blockDim.x",
     .barrier = "__syncthreads();",
-    /* a column reduction: one output column per thread, the columns spread
-     * like an elementwise kernel's (neighbouring threads read neighbouring
-     * addresses), each walking the reduced rows in the eager kernel's order */
     .complex_prelude = cuda_complex_prelude,
-    .col_block = 1,
-    .col_block_loop =
-        "for (int64_t c0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c0 < inner;\n"
-        "         c0 += (int64_t)gridDim.x * blockDim.x) {\n"
-        "      const int64_t cw = 1;",
+    /* a column reduction: tiles of 32 columns (neighbouring threads read
+     * neighbouring addresses) by blockDim.x / 32 row groups (fewer threads:
+     * one row group of blockDim.x columns) */
+    .col_tile_loop =
+        "const int cols_ = blockDim.x < 32 ? (int)blockDim.x : 32;\n"
+        "    const int grp_ = (int)blockDim.x / cols_;\n"
+        "    const int tx_ = (int)threadIdx.x % cols_, ty_ = (int)threadIdx.x / cols_;\n"
+        "    for (int64_t t0_ = (int64_t)blockIdx.x * cols_; t0_ < inner;\n"
+        "         t0_ += (int64_t)gridDim.x * cols_) {\n"
+        "      const int64_t c0 = t0_ + tx_, cw = c0 < inner && ty_ < grp_ ? 1 : 0;",
 };
 
 char *jx_render_cuda_prelude(void) { return jx_render_prelude(&jx_dialect_cuda); }

@@ -15,11 +15,14 @@
  * the whole device and any grid computes every element exactly once. A
  * launch might use blockDim = (256, 1, 1), gridDim.x = min(ceil(inner /
  * 256), ~4 x SMs), gridDim.y = min(rows, 65535). A kernel that ends in a
- * row reduction (jx_fusion_group.reduces, lead 0) runs each row in thread 0
- * of block x 0 (the others idle): launch it with gridDim.x = 1, blockDim.x =
- * 32 and rows over gridDim.y. One that ends in a column reduction (lead >
- * 0) gives each output column a thread, over the same grid-stride loop as
- * the columns of an elementwise kernel; its rows are
+ * row reduction (jx_fusion_group.reduces, lead 0) shares each row among the
+ * threads of block x 0 (the others idle): launch it with gridDim.x = 1,
+ * blockDim.x = 256 and rows over gridDim.y. One that ends in a column
+ * reduction (lead > 0) works on tiles of 32 output columns, each shared by
+ * blockDim.x / 32 row groups (partial results in shared memory, combined in
+ * the eager kernel's order), the tiles over blockIdx.x (a grid-stride
+ * loop): launch it with blockDim.x = 256 and gridDim.x up to ceil(inner /
+ * 32); its rows are
  * jx_fusion_kernel_rows(g), the kept dims before the last. */
 #ifndef JX_SRC_COMPILE_RENDER_CUDA_H
 #define JX_SRC_COMPILE_RENDER_CUDA_H

@@ -26,12 +26,14 @@
 #include "cuda_fuse.h"
 #include "cuda_module.h"
 #include "cuda_resident.h"
+#include "kernels_gather.h"
 
 typedef struct {
   jx_fusion_group group;
   int kernel;     /* the module's function index, or -1: the equations run on the host */
   int gemm;       /* 1: one dot_general run by jx_cuda_gemm as desc says */
   int collective; /* 1: one collective equation run on device buffers (collectives.run) */
+  int gather;     /* 1: one gather, dynamic or static slice or reshape run by the gather kernel */
   jx_cuda_gemm_desc desc;
 } cuda_step;
 
@@ -41,7 +43,8 @@ struct jx_cuda_executable {
   jx_program *lowered;        /* a reference to the lowered copy, or NULL when it is p itself
                                * (p owns the executable: no reference back, no cycle) */
   const jx_program *attached; /* the program it is attached to (jx_call passes that one) */
-  int nsteps, nkernels, host_eqns, gemms, ncollectives;
+  int nsteps, nkernels, host_eqns, gemms, ncollectives, ngathers;
+  int gather_fn;  /* the gather kernel's index in the module's functions */
   int nfunctions; /* the module's kernels: the distinct ones among the nkernels kernel steps */
   jx_cuda_collective_ops collectives; /* zero: collectives run on the host */
   jx_cuda_blas *blas;                 /* the device's, or NULL: dot_general runs on the host */
@@ -83,20 +86,32 @@ static jx_status compile_kernels(jx_cuda_executable *x, const char *dump_prefix)
         jx_kernel_tu_add(&tu, x->program, &x->steps[k].group, 1, NULL, &x->steps[k].kernel) < 0)
       st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   char(*names)[JX_KERNEL_NAME_CAP] = st ? NULL : calloc((size_t)tu.n + 1, sizeof *names);
-  const char **list = st ? NULL : calloc((size_t)tu.n + 1, sizeof *list);
-  if (!st && (!names || !list)) st = out_of_memory();
+  const char **list = st ? NULL : calloc((size_t)tu.n + 2, sizeof *list);
+  /* the fused groups' kernels, then the gather kernel where a step needs it */
+  size_t ntext = st ? 0 : strlen(tu.text);
+  char *text = st ? NULL : malloc(ntext + (x->ngathers ? strlen(jx_cuda_gather_src) : 0) + 1);
+  if (!st && (!names || !list || !text)) st = out_of_memory();
   for (int f = 0; f < tu.n && !st; f++) {
     jx_kernel_tu_name(&tu, f, names[f]);
     list[f] = names[f];
   }
+  int nfn = st ? 0 : tu.n;
+  if (!st) {
+    memcpy(text, tu.text, ntext + 1);
+    if (x->ngathers) {
+      memcpy(text + ntext, jx_cuda_gather_src, strlen(jx_cuda_gather_src) + 1);
+      x->gather_fn = nfn;
+      list[nfn++] = JX_CUDA_GATHER_KERNEL;
+    }
+  }
   double t1 = jx_prof_now();
   if (!st) {
-    x->nfunctions = tu.n;
-    jx_dump_text(dump_prefix ? dump_prefix : x->program->name, "kernels.cu", tu.text);
+    x->nfunctions = nfn;
+    jx_dump_text(dump_prefix ? dump_prefix : x->program->name, "kernels.cu", text);
     pthread_once(&cubins_once, create_cubins);
-    st = cubins ? jx_cuda_module_load(x->device, cubins, tu.text, x->program->name, list, tu.n,
-                                      &x->module)
-                : out_of_memory();
+    st = cubins
+             ? jx_cuda_module_load(x->device, cubins, text, x->program->name, list, nfn, &x->module)
+             : out_of_memory();
   }
   if (!st && jx_env_flag("JX_LOG_COMPILES"))
     fprintf(stderr,
@@ -105,6 +120,7 @@ static jx_status compile_kernels(jx_cuda_executable *x, const char *dump_prefix)
             x->program->name, x->nkernels, tu.n, strlen(tu.text), (t1 - t0) * 1e3,
             (jx_prof_now() - t1) * 1e3);
   jx_kernel_tu_free(&tu);
+  free(text);
   free(names);
   free(list);
   return st;
@@ -332,13 +348,18 @@ jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, const
       s->gemm = 1;
     s->collective = collective_step(x, s, k);
     x->ncollectives += s->collective;
-    if (s->kernel < 0 && !groups[k].skip && !s->gemm && !s->collective)
+    jx_cuda_gather_args ga;
+    s->gather = s->kernel < 0 && !groups[k].skip && !s->gemm && !s->collective &&
+                groups[k].count == 1 && !jx_cuda_fused_at(x->fused, k) &&
+                jx_cuda_gather_plan(x->program, &x->program->eqns[groups[k].first], &ga) == 0;
+    x->ngathers += s->gather;
+    if (s->kernel < 0 && !groups[k].skip && !s->gemm && !s->collective && !s->gather)
       x->host_eqns += groups[k].count;
     x->gemms += s->gemm;
   }
   free(groups);
   if (!st) st = plan_lifetimes(x);
-  if (!st && x->nkernels) st = compile_kernels(x, dump_prefix);
+  if (!st && (x->nkernels || x->ngathers)) st = compile_kernels(x, dump_prefix);
   if (st) {
     jx_cuda_executable_free(x);
     return NULL;
@@ -369,6 +390,8 @@ int jx_cuda_executable_kernels(const jx_cuda_executable *x, int *host_eqns, int 
   if (gemms) *gemms = x->gemms;
   return x->nkernels;
 }
+
+int jx_cuda_executable_gathers(const jx_cuda_executable *x) { return x->ngathers; }
 
 jx_cuda_device *jx_cuda_executable_device(const jx_cuda_executable *x) { return x->device; }
 
@@ -508,6 +531,9 @@ static jx_status run_kernel(run_state *r, int k) {
   if (g->reduces && g->lead == 0) { /* a row per block, shared by its threads */
     bx = 256;
     gx = 1;
+  } else if (g->reduces) { /* tiles of 32 columns by 8 row groups */
+    bx = 256;
+    gx = clamp_u((inner + 31) / 32, 4 * sms);
   } else { /* a thread per column, blocks of at most 256 threads */
     int64_t want = (inner + 31) / 32 * 32;
     bx = (unsigned)(want < 256 ? want : 256);
@@ -523,6 +549,54 @@ static jx_status run_kernel(run_state *r, int k) {
   return jx_cuda_check(cu->LaunchKernel(r->x->module->functions[s->kernel], gx, gy, 1, bx, 1, 1, 0,
                                         d->compute, params, NULL),
                        "cuLaunchKernel", d->info.ordinal);
+}
+
+/* One launch of the gather kernel described by a (ka's buffers already
+ * set): a thread per element of a->n, blocks of 256, at most 32 per SM. */
+static jx_status launch_gather(run_state *r, jx_cuda_kargs *ka, const jx_cuda_gather_args *a) {
+  jx_cuda_device *d = r->x->device;
+  memcpy(ka->strides, a, sizeof *a);
+  int64_t sms = d->info.sm_count > 0 ? d->info.sm_count : 1;
+  unsigned gx = clamp_u((a->n + 255) / 256, 32 * sms);
+  int64_t row_begin = 0, row_end = 1;
+  void *params[] = {ka, &row_begin, &row_end};
+  const jx_cuda_driver_api *cu = jx_cuda_driver();
+  return jx_cuda_check(cu->LaunchKernel(r->x->module->functions[r->x->gather_fn], gx, 1, 1, 256, 1,
+                                        1, 0, d->compute, params, NULL),
+                       "cuLaunchKernel", d->info.ordinal);
+}
+
+/* Runs step k's gather, dynamic_slice, dynamic_update_slice, slice,
+ * reshape or scatter-add with the gather kernel on the compute stream. */
+static jx_status run_gather(run_state *r, int k) {
+  const jx_eqn *e = &r->p->eqns[r->x->steps[k].group.first];
+  jx_cuda_gather_args a;
+  if (jx_cuda_gather_plan(r->p, e, &a))
+    return jx_error_set(JX_ERR_INTERNAL, "CUDA executor: step %d is not a gather", k);
+  jx_status st = JX_OK;
+  for (int i = 0; i < e->nin && !st; i++) st = to_device(r, e->in[i]);
+  if (!st) st = device_buffer(r, e->out[0]);
+  if (st || jx_shape_numel(r->p->avals[e->out[0]].shape) == 0) return st;
+  jx_cuda_kargs ka;
+  memset(&ka, 0, sizeof ka);
+  a.operand = (const void *)(uintptr_t)r->vars[e->in[0]].dev;
+  if (a.kind == 0 || a.kind == 2 || a.kind == 5)
+    a.indices = (const void *)(uintptr_t)r->vars[e->in[1]].dev;
+  a.out = (void *)(uintptr_t)r->vars[e->out[0]].dev;
+  for (int i = a.kind == 1 || a.kind == 2 ? a.kind : e->nin; i < e->nin; i++) /* the starts */
+    ka.buf[i - a.kind] = (char *)(uintptr_t)r->vars[e->in[i]].dev;
+  if (a.kind == 5) { /* scatter-add: the operand copied, then the updates added */
+    a.operand = (const void *)(uintptr_t)r->vars[e->in[2]].dev;
+    jx_cuda_gather_args c;
+    memset(&c, 0, sizeof c);
+    c.kind = 4;
+    c.n = jx_shape_numel(r->p->avals[e->in[0]].shape);
+    c.elem_bytes = 4;
+    c.operand = (const void *)(uintptr_t)r->vars[e->in[0]].dev;
+    c.out = a.out;
+    st = launch_gather(r, &ka, &c);
+  }
+  return st || a.n == 0 ? st : launch_gather(r, &ka, &a);
 }
 
 /* Runs step k's dot_general as one cuBLASLt GEMM on the compute stream. */
@@ -702,6 +776,8 @@ jx_status jx_cuda_executable_run(jx_cuda_executable *x, const jx_program *p, jx_
       st = run_gemm(&r, k);
     } else if (s->collective) {
       st = run_collective(&r, k);
+    } else if (s->gather) {
+      st = run_gather(&r, k);
     } else if (jx_cuda_fused_at(x->fused, k)) {
       st = jx_cuda_fused_run(x->fused, k, &(jx_cuda_fused_io){&r, fused_input, fused_output});
     } else {

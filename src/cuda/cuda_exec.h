@@ -105,6 +105,10 @@ jx_status jx_cuda_set_donation(const jx_program *p, int nin, const int *donate,
 /* Steps that launch a kernel; *host_eqns: equations that run on the host;
  * *gemms: dot_generals run by cuBLASLt (for tests; either may be NULL). */
 int jx_cuda_executable_kernels(const jx_cuda_executable *x, int *host_eqns, int *gemms);
+/* The steps that run the gather kernel (gather, dynamic_slice,
+ * dynamic_update_slice, and a slice or reshape no kernel reads through:
+ * kernels_gather.h). */
+int jx_cuda_executable_gathers(const jx_cuda_executable *x);
 /* The kernels x's module holds: one per distinct kernel step (identical
  * groups, such as a layer's in every layer, share one; kernel_batch.h). */
 int jx_cuda_executable_distinct_kernels(const jx_cuda_executable *x);

@@ -9,8 +9,10 @@
  *                without a GPU);
  *   --no-driver  no driver at all: JX_PLATFORM=cuda must fail with the
  *                message that says what is missing, never run on the CPU.
- * Cases: an elementwise chain, row and column reductions, broadcasts, a
- * dot_general (host), kernels mixed with host equations (sort, take), an MLP
+ * Cases: an elementwise chain, row and column reductions (long ones: the
+ * threads of a block share a row or a tile of columns), broadcasts, a
+ * dot_general (host), kernels mixed with host equations (sort), gathers
+ * (take, lax.gather in both modes, dynamic_slice) as device kernels, an MLP
  * forward; a second call copies nothing up or down where no host equation
  * runs; every device block back in the allocator once the arrays and the
  * executable are freed. */
@@ -38,7 +40,7 @@
 static int real_driver;
 /* The distinct kernels and the host equations of check_case's last CUDA
  * program. */
-static int last_distinct, last_host;
+static int last_distinct, last_host, last_gathers;
 
 static jx_array *values(jx_shape s, int seed) {
   int64_t n = jx_shape_numel(s);
@@ -119,6 +121,7 @@ static void check_case(const char *what, int nin, int nout, jx_body body, jx_sha
       kernels = jx_cuda_executable_kernels(jx_program_executable(p), &host, &gemms);
   last_distinct = jx_cuda_executable_distinct_kernels(jx_program_executable(p));
   last_host = host;
+  last_gathers = jx_cuda_executable_gathers(jx_program_executable(p));
   fprintf(stderr,
           "%s: %d kernels, %d GEMMs, %d equations on the host; device blocks %lld taken, %lld "
           "reused; second call copied %llu B up, %llu B down\n",
@@ -217,6 +220,29 @@ static void test_column_reduction(void **state) {
   check_case("column reduction", 2, 2, col_body, s, 2, 0);
 }
 
+/* 3000 reduced rows: 24 leaves of the pairwise tree, so a tile's 8 row
+ * groups sum leaves in three rounds and row group 0 adds them as the tree
+ * does; 45 columns: a full tile and a part one. Max/min scan 8 strips that
+ * meet in order; a sum over two leading axes; a full-shape store (exp(x))
+ * made in the same kernel as its column sum. */
+static void long_col_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *e = jx_exp(jx_mul(in[0], jx_scalar(JX_F32, 0.5f)));
+  out[0] = jx_sum(jx_mul(in[0], in[0]), JX_AXES(0), 0);
+  out[1] = jx_max(jx_mul(in[0], jx_scalar(JX_F32, 3)), JX_AXES(0), 0);
+  out[2] = jx_min(jx_abs(in[0]), JX_AXES(0), 0);
+  out[3] = jx_sum(jx_reshape(jx_tanh(in[0]), (jx_shape){3, {40, 75, 45}}), JX_AXES(0, 1), 0);
+  out[4] = e;
+  out[5] = jx_sum(e, JX_AXES(0), 0);
+}
+
+static void test_long_column_reduction(void **state) {
+  (void)state;
+  jx_shape s[1] = {{2, {3000, 45}}};
+  check_case("long column reduction", 1, 6, long_col_body, s, 4, 0);
+  assert_int_equal(last_host, 0);
+}
+
 /* (x + b) * c with b [n] along the rows and c [m, 1] along the columns */
 static void broadcast_body(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
@@ -243,7 +269,7 @@ static void test_dot_general(void **state) {
   check_case("dot_general", 2, 1, dot_body, s, 0, 1);
 }
 
-/* kernel -> sort (host) -> kernel -> take (host) -> kernel */
+/* kernel -> sort (host) -> kernel -> take (the gather kernel) -> kernel */
 static void mixed_body(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
   jx_array *x = jx_exp(jx_mul(in[0], jx_scalar(JX_F32, 0.3)));
@@ -259,7 +285,66 @@ static void mixed_body(void *ctx, jx_array *const *in, jx_array **out) {
 static void test_kernels_mixed_with_host(void **state) {
   (void)state;
   jx_shape s[2] = {{2, {9, 50}}, {2, {9, 50}}};
-  check_case("mixed", 2, 2, mixed_body, s, 2, 2);
+  check_case("mixed", 2, 2, mixed_body, s, 2, 1);
+  assert_int_equal(last_gathers, 1);
+}
+
+/* Gathers on the device, as JAX's modes say. jx_take (FILL_OR_DROP): an
+ * embedding lookup with rows in range, negative ones (wrapped) and ones
+ * past the end (NaN), on a table computed by a kernel and on an input; an
+ * i64 index. lax.gather in clip mode: windows of 4 x 5 whose starts (row,
+ * column) go out of range on either side are clamped into the operand;
+ * the same in fill mode. A dynamic_slice and a dynamic_update_slice whose
+ * starts are clamped. */
+static void gather_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  int32_t rows[2 * 6] = {4, 0, 49, -1, -50, 50, 7, 7, 3, 100, -51, 12};
+  jx_array *ix = jx_array_from(JX_I32, (jx_shape){2, {2, 6}}, rows);
+  out[0] = jx_take(jx_tanh(in[0]), ix, 0);
+  int64_t cols[3] = {32, -33, 1};
+  out[1] = jx_take(in[0], jx_array_from(JX_I64, (jx_shape){1, {3}}, cols), 1);
+  int32_t starts[4 * 2] = {0, 0, 48, 30, -3, 2, 10, -7};
+  jx_array *st = jx_array_from(JX_I32, (jx_shape){2, {4, 2}}, starts);
+  jx_gather_dims dn = {JX_AXES(1, 2), JX_AXES(), JX_AXES(0, 1), 1};
+  out[2] = jx_gather(in[0], st, &dn, JX_SHAPE(4, 5), JX_GATHER_CLIP);
+  out[3] = jx_gather(in[0], st, &dn, JX_SHAPE(4, 5), JX_GATHER_FILL);
+  out[4] = jx_dynamic_slice(
+      jx_exp(in[0]), (jx_array *[]){jx_scalar(JX_I32, 47), jx_scalar(JX_I32, 3)}, JX_SHAPE(5, 6));
+  jx_array *upd = jx_slice(jx_sin(in[0]), JX_SHAPE(0, 0), JX_SHAPE(3, 7), JX_SHAPE());
+  out[5] = jx_dynamic_update_slice(in[0], upd,
+                                   (jx_array *[]){jx_scalar(JX_I32, -2), jx_scalar(JX_I32, 30)});
+}
+
+static void test_gather(void **state) {
+  (void)state;
+  jx_shape s[1] = {{2, {50, 33}}};
+  check_case("gather", 1, 6, gather_body, s, 2, 0);
+  /* the 6 gathers and slices on the device; the host runs only the wrapping of jx_take's
+   * negative indices (integer lt, add, select_n: no kernel renders integer
+   * arithmetic yet) */
+  assert_int_equal(last_gathers, 7); /* and the slice of sin(x) */
+}
+
+/* An embedding's gradient: scatter-add of rows of updates into a table at
+ * token ids with repeats (the same row 3 and 4 times: each element's adds
+ * in the updates' order, one thread per column, so the host's bits), ids
+ * past the end dropped; lax.scatter_add in clip mode clamps them. */
+static void scatter_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  int32_t ids[10] = {3, 7, 3, 0, 9, 3, 7, 12, 7, 7};
+  jx_array *ix = jx_array_from(JX_I32, (jx_shape){2, {10, 1}}, ids);
+  jx_array *up = jx_tanh(in[1]);
+  jx_scatter_dims dn = {JX_AXES(1), JX_AXES(0), JX_AXES(0), 1};
+  out[0] = jx_scatter(in[0], ix, up, &dn, JX_SCATTER_ADD, JX_SCATTER_DROP);
+  out[1] = jx_scatter(jx_exp(in[0]), ix, up, &dn, JX_SCATTER_ADD, JX_SCATTER_CLIP);
+}
+
+static void test_scatter_add(void **state) {
+  (void)state;
+  jx_shape s[2] = {{2, {10, 37}}, {2, {10, 37}}};
+  check_case("scatter-add", 2, 2, scatter_body, s, 2, 0);
+  assert_int_equal(last_gathers, 2);
+  assert_int_equal(last_host, 0);
 }
 
 /* softmax(relu(x @ w1 + b1) @ w2 + b2) */
@@ -442,9 +527,12 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_long_row_reduction, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lone_reductions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_column_reduction, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_long_column_reduction, setup, teardown),
       cmocka_unit_test_setup_teardown(test_broadcasts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dot_general, setup, teardown),
       cmocka_unit_test_setup_teardown(test_kernels_mixed_with_host, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_gather, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_scatter_add, setup, teardown),
       cmocka_unit_test_setup_teardown(test_mlp_forward, setup, teardown),
       cmocka_unit_test_setup_teardown(test_identical_layers_share_a_kernel, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dot_as_gemm, setup, teardown),

@@ -264,21 +264,24 @@ static int check_kernel(cuda_emu_module *m, const kernel_case *kc) {
    * the rows; and one block of 3 threads, so that the grid-stride loops
    * take several turns even on the conformance suite's small shapes */
   int64_t gx = (kc->inner + 31) / 32, gy = kc->rows;
-  const cuda_emu_dim3 grids[2] = {{(unsigned)(gx < 1   ? 1
+  const cuda_emu_dim3 grids[3] = {{(unsigned)(gx < 1   ? 1
                                               : gx > 2 ? 2
                                                        : gx),
                                    (unsigned)(gy < 1   ? 1
                                               : gy > 3 ? 3
                                                        : gy),
                                    1},
+                                  {1, 1, 1},
                                   {1, 1, 1}};
-  const cuda_emu_dim3 blocks[2] = {{32, 1, 1}, {3, 1, 1}};
+  /* and a column reduction also as the executor launches it: tiles of 32
+   * columns by 8 row groups (256 threads) */
+  const cuda_emu_dim3 blocks[3] = {{32, 1, 1}, {3, 1, 1}, {256, 1, 1}};
   fa.row_begin = 0;
   fa.row_end = kc->rows;
   void *kernel = cuda_emu_kernel(m, kc->name);
   assert_non_null(kernel);
   int same = 1;
-  for (int t = 0; t < 2; t++) {
+  for (int t = 0; t < (g->reduces && g->lead ? 3 : 2); t++) {
     for (int s = 0; s < g->nstores; s++) memset(got[s], 0xff, kc->store_bytes[s]);
     assert_int_equal(cuda_emu_launch_step(m, kernel, grids[t], blocks[t], &fa), 0);
     for (int s = 0; s < g->nstores; s++)
