@@ -50,4 +50,11 @@ const char *jx_cuda_attention_kernel(jx_dtype dt, int64_t head_dim);
 jx_status jx_cuda_attention_geometry(int64_t batch, int64_t heads, int64_t t, int64_t head_dim,
                                      jx_cuda_launch_dims *out);
 
+/* The launch the forward kernels share (this one's and
+ * kernels_attention_tc.h's): ceil(t / rows) blocks of 128 threads for each
+ * (batch, head); the errors above, `who` naming the caller and head_dims
+ * saying which head_dim the kernel takes when head_dim_ok is 0. */
+jx_status jx_cuda_attention_grid(const char *who, int head_dim_ok, const char *head_dims,
+                                 int64_t rows, int64_t batch, int64_t heads, int64_t t,
+                                 int64_t head_dim, jx_cuda_launch_dims *out);
 #endif

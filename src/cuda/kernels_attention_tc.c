@@ -2,9 +2,6 @@
  * (kernels_attention_tc.h). */
 #include "kernels_attention_tc.h"
 
-#include <string.h>
-
-#include "../base/error.h"
 #include "kernels_io.h"
 
 const char jx_cuda_attention_tc_src[] = JX_CUDA_IO_SRC
@@ -12,6 +9,8 @@ const char jx_cuda_attention_tc_src[] = JX_CUDA_IO_SRC
     "#define JX_TC_BC 32 /* key rows a tile: 4 score tiles of 8 */\n"
     "#define JX_TC_PAD 8 /* a padded shared row: the 8 row groups of a fragment hit different "
     "banks */\n"
+    "#ifndef JX_CUDA_ATTENTION_ARGS /* one translation unit with kernels_attention.c's */\n"
+    "#define JX_CUDA_ATTENTION_ARGS\n"
     "typedef struct {\n"
     "  const void *q, *k, *v;\n"
     "  void *o;\n"
@@ -20,6 +19,7 @@ const char jx_cuda_attention_tc_src[] = JX_CUDA_IO_SRC
     "  float scale;\n"
     "  int causal;\n"
     "} jx_cuda_attention_args;\n"
+    "#endif\n"
     "#ifdef CUDA_EMU_MMA\n"
     "#define jx_tc_mma cuda_emu_mma_m16n8k16_bf16\n"
     "#else\n"
@@ -172,23 +172,7 @@ const char *jx_cuda_attention_tc_kernel(jx_dtype dt, int64_t head_dim) {
 
 jx_status jx_cuda_attention_tc_geometry(int64_t batch, int64_t heads, int64_t t, int64_t head_dim,
                                         jx_cuda_launch_dims *out) {
-  const char *why = !out                                              ? "out is NULL"
-                    : batch < 0 || heads < 0 || t < 0                 ? "negative size"
-                    : !jx_cuda_attention_tc_kernel(JX_BF16, head_dim) ? "head_dim must be 64 or 128"
-                    : batch > 65535 || heads > 65535 ? "batch and heads are limited to 65535"
-                    : (t + 63) / 64 > 0x7fffffff     ? "t is too long for one grid"
-                                                     : NULL;
-  if (why)
-    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                        "jx_cuda_attention_tc_geometry: %s (batch %lld, heads %lld, t %lld, "
-                        "head_dim %lld)",
-                        why, (long long)batch, (long long)heads, (long long)t, (long long)head_dim);
-  memset(out, 0, sizeof *out);
-  if (batch == 0 || heads == 0 || t == 0) return JX_OK;
-  out->grid[0] = (unsigned)((t + 63) / 64);
-  out->grid[1] = (unsigned)heads;
-  out->grid[2] = (unsigned)batch;
-  out->block[0] = 128;
-  out->block[1] = out->block[2] = 1;
-  return JX_OK;
+  return jx_cuda_attention_grid("jx_cuda_attention_tc_geometry",
+                                jx_cuda_attention_tc_kernel(JX_BF16, head_dim) != NULL,
+                                "head_dim must be 64 or 128", 64, batch, heads, t, head_dim, out);
 }
