@@ -12,16 +12,8 @@ _Static_assert(sizeof(jx_cuda_attention_args) == 72, "jx_cuda_attention_args has
 const char jx_cuda_attention_src[] =
     "#define JX_AT_BR 16 /* query rows a block */\n"
     "#define JX_AT_BC 32 /* key rows a tile: a lane each */\n"
-    "#define JX_AT_ROWS 4 /* query rows a warp (4 warps) */\n" JX_CUDA_IO_SRC "typedef struct {\n"
-    "  const void *q, *k, *v;\n"
-    "  void *o;\n"
-    "  float *lse;\n"
-    "  long long batch, heads, t;\n"
-    "  float scale;\n"
-    "  int causal;\n"
-    "} jx_cuda_attention_args;\n"
-    "#define JX_CUDA_ATTENTION_ARGS /* kernels_attention_tc.c's source declares it too */\n"
-    "template <int D, class T>\n"
+    "#define JX_AT_ROWS 4 /* query rows a warp (4 warps) */\n" JX_CUDA_IO_SRC
+        JX_CUDA_ATTENTION_ARGS_SRC "template <int D, class T>\n"
     "static __device__ void jx_at_forward(const jx_cuda_attention_args a) {\n"
     "  __shared__ float qs[JX_AT_BR][D];\n"
     /* a padded row: lanes reading ks[lane][d] hit 32 different banks */

@@ -39,6 +39,22 @@ typedef struct {
   int causal;  /* 1: query i sees keys j <= i */
 } jx_cuda_attention_args;
 
+/* The same layout in the kernels' sources (this one's and
+ * kernels_attention_tc.h's), declared once in a translation unit that holds
+ * both. */
+#define JX_CUDA_ATTENTION_ARGS_SRC                                                                 \
+  "#ifndef JX_CUDA_ATTENTION_ARGS\n"                                                               \
+  "#define JX_CUDA_ATTENTION_ARGS\n"                                                               \
+  "typedef struct {\n"                                                                             \
+  "  const void *q, *k, *v;\n"                                                                     \
+  "  void *o;\n"                                                                                   \
+  "  float *lse;\n"                                                                                \
+  "  long long batch, heads, t;\n"                                                                 \
+  "  float scale;\n"                                                                               \
+  "  int causal;\n"                                                                                \
+  "} jx_cuda_attention_args;\n"                                                                    \
+  "#endif\n"
+
 /* The kernel's name for dtype dt (JX_F32, JX_BF16) and head_dim (32, 64,
  * 128), else NULL. */
 const char *jx_cuda_attention_kernel(jx_dtype dt, int64_t head_dim);
