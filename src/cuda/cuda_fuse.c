@@ -14,6 +14,7 @@
 #include "../prims/prims.h"
 #include "cuda_module.h"
 #include "kernels_attention.h"
+#include "kernels_attention_tc.h"
 #include "kernels_attention_bwd.h"
 #include "kernels_io.h"
 #include "kernels_softmax.h"
@@ -80,12 +81,29 @@ static jx_cubin_cache *cubins;
 static pthread_once_t cubins_once = PTHREAD_ONCE_INIT;
 static void create_cubins(void) { cubins = jx_cubin_cache_create(); }
 
+/* 1 when the attention forward for dt and head_dim d runs on tensor cores
+ * (kernels_attention_tc.h: bf16, head_dim 64 or 128, sm_80 and later). */
+static int on_tensor_cores(const jx_cuda_fused *f, jx_dtype dt, int64_t d) {
+  return f->device->info.cc_major >= 8 && jx_cuda_attention_tc_kernel(dt, d) != NULL;
+}
+
+/* The forward kernel's call in adapter k (an attention forward). */
+static const char *attention_body(const jx_cuda_fused *f, int k, char *buf) {
+  const jx_dtype dt = (k - FN_ATTN) / 3 ? JX_BF16 : JX_F32;
+  const int d = 32 << ((k - FN_ATTN) % 3);
+  if (on_tensor_cores(f, dt, d))
+    snprintf(buf, 64, "jx_tc_forward<%d>(s)", d);
+  else
+    snprintf(buf, 64, "jx_at_forward<%d, %s>(s)", d, dt == JX_BF16 ? "unsigned short" : "float");
+  return buf;
+}
+
 /* The adapters take render_cuda.h's jx_cuda_kargs (declared again here:
  * the kernels' sources are their own translation unit): buf holds the
  * pointers, dims the sizes; attention's scale and causal flag ride in
  * strides[0] (the float's bits) and strides[1]. */
-static void append_adapters(jx_strbuf *s, const uint8_t *want) {
-  char text[2048], name[64];
+static void append_adapters(const jx_cuda_fused *f, jx_strbuf *s, const uint8_t *want) {
+  char text[2048], name[64], body[64];
   snprintf(text, sizeof text,
            "typedef struct {\n  char *buf[%d];\n  long long dims[%d];\n  long long strides[%d];\n"
            "} jx_cuda_fused_kargs;\n",
@@ -110,8 +128,8 @@ static void append_adapters(jx_strbuf *s, const uint8_t *want) {
                "  s.v = a.buf[2];\n  s.o = a.buf[3];\n  s.lse = (float *)a.buf[4];\n"
                "  s.batch = a.dims[0];\n  s.heads = a.dims[1];\n  s.t = a.dims[2];\n"
                "  s.scale = __int_as_float((int)a.strides[0]);\n  s.causal = (int)a.strides[1];\n"
-               "  jx_at_forward<%d, %s>(s);\n}\n",
-               name, sig, 32 << ((k - FN_ATTN) % 3), types[(k - FN_ATTN) / 3]);
+               "  %s;\n}\n",
+               name, sig, attention_body(f, k, body));
     } else if (k < FN_ABWD) {
       /* y[a][c][b][d] = x[a][b][c][d] for dims (a, b, c, d): q, k, v as nn
        * makes them, [n, T, H, dh], to the kernels' [n, H, T, dh], and the
@@ -174,8 +192,12 @@ static jx_status load_module(jx_cuda_fused *f, const uint8_t *want) {
     any[k < FN_ATTN ? 0 : k < FN_SWAP12 ? 1 : k < FN_ABWD ? 2 : 3] |= want[k];
   if (any[0]) append_source(&tu, jx_cuda_softmax_src, NULL, &have_io);
   if (any[1]) append_source(&tu, jx_cuda_attention_src, "#define JX_AT_KERNEL", &have_io);
+  /* bf16 with head_dim 64 or 128: the forward on tensor cores */
+  if ((want[fn_attention(JX_BF16, 64)] && on_tensor_cores(f, JX_BF16, 64)) ||
+      (want[fn_attention(JX_BF16, 128)] && on_tensor_cores(f, JX_BF16, 128)))
+    append_source(&tu, jx_cuda_attention_tc_src, "#define JX_TC_KERNEL", &have_io);
   if (any[3]) append_source(&tu, jx_cuda_attention_bwd_src, "#define JX_AB_KERNELS", &have_io);
-  append_adapters(&tu, want);
+  append_adapters(f, &tu, want);
   char(*names)[64] = calloc(FN_COUNT, sizeof *names);
   const char *list[FN_COUNT];
   int n = 0;
@@ -495,7 +517,9 @@ static void attention_kargs(const jx_cuda_fused_op *op, jx_cuda_kargs *a) {
 static jx_status run_attention(jx_cuda_fused *f, const jx_cuda_fused_op *op, const CUdeviceptr *in,
                                const CUdeviceptr *out) {
   jx_cuda_launch_dims g;
-  jx_status st = jx_cuda_attention_geometry(op->batch, op->heads, op->t, op->head_dim, &g);
+  jx_status st = on_tensor_cores(f, op->dtype, op->head_dim)
+                     ? jx_cuda_attention_tc_geometry(op->batch, op->heads, op->t, op->head_dim, &g)
+                     : jx_cuda_attention_geometry(op->batch, op->heads, op->t, op->head_dim, &g);
   if (st || g.grid[0] == 0) return st;
   size_t bytes = (size_t)(op->batch * op->heads * op->t * op->head_dim) * jx_dtype_size(op->dtype);
   scratch s = {f, 0, {0}};

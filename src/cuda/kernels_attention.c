@@ -12,15 +12,8 @@ _Static_assert(sizeof(jx_cuda_attention_args) == 72, "jx_cuda_attention_args has
 const char jx_cuda_attention_src[] =
     "#define JX_AT_BR 16 /* query rows a block */\n"
     "#define JX_AT_BC 32 /* key rows a tile: a lane each */\n"
-    "#define JX_AT_ROWS 4 /* query rows a warp (4 warps) */\n" JX_CUDA_IO_SRC "typedef struct {\n"
-    "  const void *q, *k, *v;\n"
-    "  void *o;\n"
-    "  float *lse;\n"
-    "  long long batch, heads, t;\n"
-    "  float scale;\n"
-    "  int causal;\n"
-    "} jx_cuda_attention_args;\n"
-    "template <int D, class T>\n"
+    "#define JX_AT_ROWS 4 /* query rows a warp (4 warps) */\n" JX_CUDA_IO_SRC
+        JX_CUDA_ATTENTION_ARGS_SRC "template <int D, class T>\n"
     "static __device__ void jx_at_forward(const jx_cuda_attention_args a) {\n"
     "  __shared__ float qs[JX_AT_BR][D];\n"
     /* a padded row: lanes reading ks[lane][d] hit 32 different banks */
@@ -115,25 +108,32 @@ const char *jx_cuda_attention_kernel(jx_dtype dt, int64_t head_dim) {
   return dt == JX_F32 ? f32[k] : dt == JX_BF16 ? bf16[k] : NULL;
 }
 
-jx_status jx_cuda_attention_geometry(int64_t batch, int64_t heads, int64_t t, int64_t head_dim,
-                                     jx_cuda_launch_dims *out) {
-  const char *why = !out                                          ? "out is NULL"
-                    : batch < 0 || heads < 0 || t < 0             ? "negative size"
-                    : !jx_cuda_attention_kernel(JX_F32, head_dim) ? "head_dim must be 32, 64 or 128"
-                    : batch > 65535 || heads > 65535 ? "batch and heads are limited to 65535"
-                    : (t + 15) / 16 > 0x7fffffff     ? "t is too long for one grid"
-                                                     : NULL;
+jx_status jx_cuda_attention_grid(const char *who, int head_dim_ok, const char *head_dims,
+                                 int64_t rows, int64_t batch, int64_t heads, int64_t t,
+                                 int64_t head_dim, jx_cuda_launch_dims *out) {
+  const char *why = !out                                 ? "out is NULL"
+                    : batch < 0 || heads < 0 || t < 0    ? "negative size"
+                    : !head_dim_ok                       ? head_dims
+                    : batch > 65535 || heads > 65535     ? "batch and heads are limited to 65535"
+                    : (t + rows - 1) / rows > 0x7fffffff ? "t is too long for one grid"
+                                                         : NULL;
   if (why)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT,
-                        "jx_cuda_attention_geometry: %s (batch %lld, heads %lld, t %lld, "
-                        "head_dim %lld)",
-                        why, (long long)batch, (long long)heads, (long long)t, (long long)head_dim);
+                        "%s: %s (batch %lld, heads %lld, t %lld, head_dim %lld)", who, why,
+                        (long long)batch, (long long)heads, (long long)t, (long long)head_dim);
   memset(out, 0, sizeof *out);
   if (batch == 0 || heads == 0 || t == 0) return JX_OK;
-  out->grid[0] = (unsigned)((t + 15) / 16);
+  out->grid[0] = (unsigned)((t + rows - 1) / rows);
   out->grid[1] = (unsigned)heads;
   out->grid[2] = (unsigned)batch;
   out->block[0] = 128;
   out->block[1] = out->block[2] = 1;
   return JX_OK;
+}
+
+jx_status jx_cuda_attention_geometry(int64_t batch, int64_t heads, int64_t t, int64_t head_dim,
+                                     jx_cuda_launch_dims *out) {
+  return jx_cuda_attention_grid(
+      "jx_cuda_attention_geometry", jx_cuda_attention_kernel(JX_F32, head_dim) != NULL,
+      "head_dim must be 32, 64 or 128", 16, batch, heads, t, head_dim, out);
 }

@@ -39,6 +39,22 @@ typedef struct {
   int causal;  /* 1: query i sees keys j <= i */
 } jx_cuda_attention_args;
 
+/* The same layout in the kernels' sources (this one's and
+ * kernels_attention_tc.h's), declared once in a translation unit that holds
+ * both. */
+#define JX_CUDA_ATTENTION_ARGS_SRC                                                                 \
+  "#ifndef JX_CUDA_ATTENTION_ARGS\n"                                                               \
+  "#define JX_CUDA_ATTENTION_ARGS\n"                                                               \
+  "typedef struct {\n"                                                                             \
+  "  const void *q, *k, *v;\n"                                                                     \
+  "  void *o;\n"                                                                                   \
+  "  float *lse;\n"                                                                                \
+  "  long long batch, heads, t;\n"                                                                 \
+  "  float scale;\n"                                                                               \
+  "  int causal;\n"                                                                                \
+  "} jx_cuda_attention_args;\n"                                                                    \
+  "#endif\n"
+
 /* The kernel's name for dtype dt (JX_F32, JX_BF16) and head_dim (32, 64,
  * 128), else NULL. */
 const char *jx_cuda_attention_kernel(jx_dtype dt, int64_t head_dim);
@@ -50,4 +66,11 @@ const char *jx_cuda_attention_kernel(jx_dtype dt, int64_t head_dim);
 jx_status jx_cuda_attention_geometry(int64_t batch, int64_t heads, int64_t t, int64_t head_dim,
                                      jx_cuda_launch_dims *out);
 
+/* The launch the forward kernels share (this one's and
+ * kernels_attention_tc.h's): ceil(t / rows) blocks of 128 threads for each
+ * (batch, head); the errors above, `who` naming the caller and head_dims
+ * saying which head_dim the kernel takes when head_dim_ok is 0. */
+jx_status jx_cuda_attention_grid(const char *who, int head_dim_ok, const char *head_dims,
+                                 int64_t rows, int64_t batch, int64_t heads, int64_t t,
+                                 int64_t head_dim, jx_cuda_launch_dims *out);
 #endif

@@ -32,6 +32,8 @@
  *    give the same bits on both when nothing contracts a multiply-add:
  *    NVRTC is called with --fmad=false and this code is compiled with
  *    -ffp-contract=off;
+ *  - tensor cores beyond cuda_emu_mma.h's mma.sync m16n8k16 (bf16 in, f32
+ *    out), whose fragment layouts it follows;
  *  - bf16 hardware types (__nv_bfloat16): the kernels here keep bf16 as
  *    uint16_t bits and convert with integer arithmetic, as on the CPU. */
 #ifndef JX_TESTS_CUDA_EMU_H
@@ -178,5 +180,8 @@ static inline unsigned __float_as_uint(float f) { return (unsigned)__float_as_in
 
 /* NVRTC's fast division, as the full-precision one (__expf is glibc's) */
 static inline float __fdividef(float a, float b) { return a / b; }
+
+/* the tensor-core instruction (mma.sync) over the warp */
+#include "cuda_emu_mma.h"
 
 #endif

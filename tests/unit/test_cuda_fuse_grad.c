@@ -183,18 +183,20 @@ static void attention_inputs(int64_t n, int64_t t, int64_t d, jx_dtype dt, jx_ar
   in[9] = test_wave((jx_shape){3, {n, t, d}}, 30, 1); /* the output's cotangent */
 }
 
-/* n sequences of 37 (a partial last tile), d 64 in 2 heads (head_dim 32);
- * `calls` calls on CUDA (the emulator takes seconds a call). */
-static void check_attention_grad(jx_dtype dt, int64_t n, int calls, double bound) {
+/* n sequences of 37 (a partial last tile), d 64 in `heads` heads (2: head_dim
+ * 32; 1: head_dim 64, whose bf16 forward runs on tensor cores,
+ * kernels_attention_tc.h); `calls` calls on CUDA (the emulator takes seconds
+ * a call). */
+static void check_attention_grad(jx_dtype dt, int heads, int64_t n, int calls, double bound) {
   jx_scope_begin();
   jx_array *in[10];
   attention_inputs(n, 37, 64, dt, in);
-  attention_case c = {2, 0}, ref = {2, 1};
+  attention_case c = {heads, 0}, ref = {heads, 1};
   jx_fn *g = attention_grad(&c);
   double worst;
   char what[96];
-  snprintf(what, sizeof what, "grad of causal attention [%lld, 37, 64], 2 heads, %s", (long long)n,
-           dt == JX_F32 ? "f32" : "bf16");
+  snprintf(what, sizeof what, "grad of causal attention [%lld, 37, 64], %d heads, %s", (long long)n,
+           heads, dt == JX_F32 ? "f32" : "bf16");
   jx_cuda_fused_counts k = cpu_vs_cuda(what, g, 10, in, 10, calls, &worst);
   assert_int_equal(k.attentions, 1);
   assert_int_equal(k.attention_backwards, 1);
@@ -224,13 +226,19 @@ static void check_attention_grad(jx_dtype dt, int64_t n, int calls, double bound
 
 static void test_attention_grad_f32(void **state) {
   (void)state;
-  check_attention_grad(JX_F32, 2, 2, 2e-5);
+  check_attention_grad(JX_F32, 2, 2, 2, 2e-5);
 }
 
 static void test_attention_grad_bf16(void **state) {
   (void)state;
   /* the composite rounds scores and probabilities to bf16, the kernels keep f32 */
-  check_attention_grad(JX_BF16, 1, 1, 3e-2);
+  check_attention_grad(JX_BF16, 2, 1, 1, 3e-2);
+}
+
+static void test_attention_grad_bf16_tensor_cores(void **state) {
+  (void)state;
+  /* the forward's probabilities in bf16 as the composite's; f32 accumulators */
+  check_attention_grad(JX_BF16, 1, 1, 1, 3e-2);
 }
 
 /* The executor's lowering keeps the two calls of the grad program whole;
@@ -353,6 +361,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_attention_grad_f32, setup, teardown),
       cmocka_unit_test_setup_teardown(test_attention_grad_bf16, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_attention_grad_bf16_tensor_cores, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lowering_keeps_calls, setup, teardown),
       cmocka_unit_test_setup_teardown(test_gpt_grad_f32, setup, teardown),
       cmocka_unit_test_setup_teardown(test_gpt_grad_bf16, setup, teardown),

@@ -5,7 +5,10 @@
  * same inputs (skipped, with a message, without a C++ compiler): row
  * softmax and causal/full attention, f32 and bf16, several shapes including
  * a single row or query, T not a multiple of the tiles, and rows with huge
- * values and -inf (numerical stability). */
+ * values and -inf (numerical stability). The tensor-core attention
+ * (kernels_attention_tc.h) runs in the emulator's mma.sync with the PTX
+ * fragment layouts and is checked against the f32-arithmetic bf16 kernel
+ * and the reference within the bound its bf16 probabilities allow. */
 #define _GNU_SOURCE /* memmem */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +23,7 @@
 
 #include "cuda/nvrtc.h"
 #include "cuda/kernels_attention.h"
+#include "cuda/kernels_attention_tc.h"
 #include "cuda/kernels_attention_bwd.h"
 #include "cuda/kernels_softmax.h"
 #include "cuda_emu/cuda_emu_runner.h"
@@ -86,7 +90,7 @@ static int64_t compare(const char *what, const void *got, int bf16, const double
 
 /* ---- the emulator ---- */
 
-static cuda_emu_module *softmax_module, *attention_module, *backward_module;
+static cuda_emu_module *softmax_module, *attention_module, *backward_module, *tc_module;
 static int emulation_checked; /* kernels run in the emulator and compared */
 
 static cuda_emu_module *emulated(cuda_emu_module **m, const char *src, const char *name) {
@@ -278,6 +282,99 @@ static void attention_bf16_matches_reference(void **state) {
   check_attention(1, 1, 40, 128, 0, 1);
 }
 
+/* ---- attention on tensor cores ---- */
+
+/* The tensor-core kernel on bf16 q, k, v against kernels_attention.h's
+ * f32-arithmetic kernel on the same inputs and the reference in double.
+ * The bound: the probabilities are rounded to bf16 (unit roundoff 2^-8)
+ * before they multiply v, so o moves by at most 2^-8 sum_j p_j |v_j| / l
+ * <= 2^-8 max |v| over the reduction of T keys; both outputs are rounded
+ * to bf16 (2^-9 |o| each); the f32 sums' order adds (T + head_dim) 2^-24
+ * relative, far below. The logsumexp sees the same f32 scores: only the
+ * order of head_dim products differs. */
+static void check_attention_tc(int64_t b, int64_t h, int64_t t, int64_t d, int causal) {
+  cuda_emu_module *tc = emulated(&tc_module, jx_cuda_attention_tc_src, "attention_tc.cu");
+  cuda_emu_module *f32 = emulated(&attention_module, jx_cuda_attention_src, "attention.cu");
+  if (!tc || !f32) return;
+  int64_t n = b * h * t * d, nq = b * h * t;
+  float *q = values(n, 4, 1.5, 1), *k = values(n, 5, 1.5, 1), *v = values(n, 6, 1.0, 1);
+  double *want = malloc((size_t)n * sizeof *want), *want_lse = malloc((size_t)nq * sizeof *want);
+  double *f32_o = malloc((size_t)n * sizeof *f32_o), *f32_lse = malloc((size_t)nq * sizeof *f32_o);
+  assert_true(want && want_lse && f32_o && f32_lse);
+  const double scale = 1.0 / sqrt((double)d);
+  attention_reference(q, k, v, b * h, t, d, scale, causal, want, want_lse);
+  void *hq = device_layout(q, n, 1), *hk = device_layout(k, n, 1), *hv = device_layout(v, n, 1);
+  void *ho = calloc((size_t)n, 2), *ho_tc = calloc((size_t)n, 2);
+  float *lse = calloc((size_t)nq, sizeof *lse), *lse_tc = calloc((size_t)nq, sizeof *lse);
+  assert_true(ho && ho_tc && lse && lse_tc);
+  jx_cuda_attention_args a = {hq, hk, hv, ho, lse, b, h, t, (float)scale, causal};
+  jx_cuda_launch_dims dims;
+  check_ok(jx_cuda_attention_geometry(b, h, t, d, &dims));
+  launch(f32, jx_cuda_attention_kernel(JX_BF16, d), &dims, call_attention, &a);
+  a.o = ho_tc;
+  a.lse = lse_tc;
+  check_ok(jx_cuda_attention_tc_geometry(b, h, t, d, &dims));
+  assert_int_equal(dims.grid[0], (t + 63) / 64);
+  const char *name = jx_cuda_attention_tc_kernel(JX_BF16, d);
+  assert_non_null(name);
+  launch(tc, name, &dims, call_attention, &a);
+  double vmax = 0;
+  for (int64_t i = 0; i < n; i++) vmax = fmax(vmax, fabs(v[i]));
+  for (int64_t i = 0; i < n; i++) f32_o[i] = element(ho, i, 1);
+  for (int64_t i = 0; i < nq; i++) f32_lse[i] = lse[i];
+  const double u = 1.0 / 256, slack = (double)(t + d) * 0x1p-24;
+  double err = 0, err_f32 = 0, lse_err = 0;
+  int64_t bad = compare("o (vs f32 kernel)", ho_tc, 1, f32_o, n, u + slack, u * vmax, &err_f32);
+  /* the f32 kernel's own bf16 distance to the reference is its test's */
+  bad += compare("o (vs reference)", ho_tc, 1, want, n, 1.0 / 128 + u, 2e-3 + u * vmax, &err);
+  bad += compare("lse (vs f32 kernel)", lse_tc, 0, f32_lse, nq, 1e-6, 1e-5, &lse_err);
+  printf("attention tensor cores %s [%lld, %lld, %lld, %lld]: max difference %.3g from the f32 "
+         "kernel (bound %.3g + %.3g |o|), %.3g from the reference, %.3g (logsumexp)\n",
+         causal ? "causal" : "full", (long long)b, (long long)h, (long long)t, (long long)d,
+         err_f32, u * vmax, u + slack, err, lse_err);
+  assert_int_equal(bad, 0);
+  emulation_checked++;
+  free(q);
+  free(k);
+  free(v);
+  free(want);
+  free(want_lse);
+  free(f32_o);
+  free(f32_lse);
+  free(hq);
+  free(hk);
+  free(hv);
+  free(ho);
+  free(ho_tc);
+  free(lse);
+  free(lse_tc);
+}
+
+static void attention_tc_matches_f32_kernel(void **state) {
+  (void)state;
+  check_attention_tc(1, 1, 1, 64, 1);   /* T = 1: one key, 63 padded query rows */
+  check_attention_tc(1, 2, 37, 64, 1);  /* partial key tile, causal tiles skipped by warps */
+  check_attention_tc(1, 1, 45, 64, 0);  /* full attention */
+  check_attention_tc(1, 1, 70, 128, 1); /* two query blocks, three key tiles */
+  check_attention_tc(2, 1, 33, 128, 0);
+}
+
+static void attention_tc_geometry_rejects_bad_shapes(void **state) {
+  (void)state;
+  jx_cuda_launch_dims d;
+  assert_null(jx_cuda_attention_tc_kernel(JX_F32, 64)); /* f32 keeps kernels_attention.h's */
+  assert_null(jx_cuda_attention_tc_kernel(JX_BF16, 32));
+  assert_int_equal(jx_cuda_attention_tc_geometry(1, 1, 8, 32, &d), JX_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(jx_last_error(), "head_dim must be 64 or 128"));
+  assert_int_equal(jx_cuda_attention_tc_geometry(1, 70000, 8, 64, &d), JX_ERR_INVALID_ARGUMENT);
+  assert_int_equal(jx_cuda_attention_tc_geometry(-1, 1, 8, 64, &d), JX_ERR_INVALID_ARGUMENT);
+  check_ok(jx_cuda_attention_tc_geometry(2, 3, 0, 128, &d));
+  assert_int_equal(d.grid[0], 0);
+  check_ok(jx_cuda_attention_tc_geometry(2, 3, 129, 128, &d));
+  assert_int_equal(d.grid[0], 3);
+  assert_int_equal(d.block[0], 128);
+}
+
 /* ---- attention backward ---- */
 
 /* dq, dk, dv for the cotangent dout of o, in double (FlashAttention's
@@ -451,7 +548,10 @@ static void nvrtc_compiles_both(void **state) {
       {jx_cuda_attention_src,
        "attention.cu",
        {"jx_attention_fwd_f32_d32", "jx_attention_fwd_f32_d64", "jx_attention_fwd_f32_d128",
-        "jx_attention_fwd_bf16_d32", "jx_attention_fwd_bf16_d64", "jx_attention_fwd_bf16_d128"}}};
+        "jx_attention_fwd_bf16_d32", "jx_attention_fwd_bf16_d64", "jx_attention_fwd_bf16_d128"}},
+      {jx_cuda_attention_tc_src,
+       "attention_tc.cu",
+       {"jx_attention_tc_fwd_bf16_d64", "jx_attention_tc_fwd_bf16_d128"}}};
   for (size_t a = 0; a < 2; a++)
     for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
       jx_nvrtc_options opt = {.arch = archs[a], .output = JX_NVRTC_CUBIN};
@@ -473,6 +573,7 @@ static int teardown_group(void **state) {
   cuda_emu_unload(softmax_module);
   cuda_emu_unload(attention_module);
   cuda_emu_unload(backward_module);
+  cuda_emu_unload(tc_module);
   printf("%d kernel runs emulated and checked\n", emulation_checked);
   return 0;
 }
@@ -485,6 +586,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(softmax_bf16_matches_reference, setup, teardown),
       cmocka_unit_test_setup_teardown(attention_f32_matches_reference, setup, teardown),
       cmocka_unit_test_setup_teardown(attention_bf16_matches_reference, setup, teardown),
+      cmocka_unit_test_setup_teardown(attention_tc_geometry_rejects_bad_shapes, setup, teardown),
+      cmocka_unit_test_setup_teardown(attention_tc_matches_f32_kernel, setup, teardown),
       cmocka_unit_test_setup_teardown(attention_backward_matches_reference, setup, teardown),
   };
   int failed = cmocka_run_group_tests(tests, NULL, teardown_group);
