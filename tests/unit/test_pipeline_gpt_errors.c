@@ -38,34 +38,40 @@ static jx_gpt_config config(int layers) {
   return c;
 }
 
+/* The GPT of `layers` layers over a 2-device mesh whose axis is named
+ * mesh_axis, pipelined over axis "stage" with `microbatches`. */
+static jx_fn *pipelined(const char *mesh_axis, int layers, int microbatches, jx_mesh **m,
+                        jx_tree **params) {
+  *m = jx_mesh_create(JX_SHAPE(2), (const char *const[]){mesh_axis});
+  jx_gpt_config c = config(layers);
+  *params = jx_gpt_init(&c, jx_random_key(3), JX_F32);
+  return jx_gpt_pipeline_loss_fn(&c, *params, *m, "stage", microbatches, JX_PIPELINE_GPIPE, 1,
+                                 NULL);
+}
+
 static void layers_not_divisible(void **state) {
   (void)state;
-  jx_mesh *m = jx_mesh_create(JX_SHAPE(2), (const char *const[]){"stage"});
-  jx_gpt_config c = config(3);
-  jx_tree *params = jx_gpt_init(&c, jx_random_key(3), JX_F32);
-  jx_fn *pipe = jx_gpt_pipeline_loss_fn(&c, params, m, "stage", 2, JX_PIPELINE_GPIPE, 1, NULL);
-  assert_null(pipe);
+  jx_mesh *m;
+  jx_tree *params;
+  assert_null(pipelined("stage", 3, 2, &m, &params));
   ERROR_HAS("3 layers", "2 stages", "test_pipeline_gpt_errors.c:");
   jx_mesh_release(m);
 }
 
 static void stage_axis_missing(void **state) {
   (void)state;
-  jx_mesh *m = jx_mesh_create(JX_SHAPE(2), (const char *const[]){"data"});
-  jx_gpt_config c = config(2);
-  jx_tree *params = jx_gpt_init(&c, jx_random_key(3), JX_F32);
-  jx_fn *pipe = jx_gpt_pipeline_loss_fn(&c, params, m, "stage", 2, JX_PIPELINE_GPIPE, 1, NULL);
-  assert_null(pipe);
+  jx_mesh *m;
+  jx_tree *params;
+  assert_null(pipelined("data", 2, 2, &m, &params));
   ERROR_HAS("no stage axis 'stage' (its axes: data=2)", "test_pipeline_gpt_errors.c:");
   jx_mesh_release(m);
 }
 
 static void batch_not_divisible(void **state) {
   (void)state;
-  jx_mesh *m = jx_mesh_create(JX_SHAPE(2), (const char *const[]){"stage"});
-  jx_gpt_config c = config(2);
-  jx_tree *params = jx_gpt_init(&c, jx_random_key(3), JX_F32);
-  jx_fn *pipe = jx_gpt_pipeline_loss_fn(&c, params, m, "stage", 4, JX_PIPELINE_GPIPE, 1, NULL);
+  jx_mesh *m;
+  jx_tree *params;
+  jx_fn *pipe = pipelined("stage", 2, 4, &m, &params);
   assert_non_null(pipe);
   int np = jx_tree_size(params);
   jx_array **in = calloc((size_t)np + 2, sizeof *in), *out = NULL;
