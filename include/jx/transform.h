@@ -217,7 +217,9 @@ JX_API char *jx_fn_ir(jx_fn *f, jx_array *const *example_in);
  * peak of live buffers with every intermediate freed after its last use, for
  * the program the jit runs for inputs like example_in. A jx_checkpoint
  * region counts its own work where it runs, and its recomputation in the
- * backward pass where that runs. */
+ * backward pass where that runs. The peak sees into a jx_cond/jx_switch
+ * (its hungriest branch) and a jx_shard_map (the body each device runs, so
+ * a pipeline's per-stage peak); their work is not in flops and bytes. */
 typedef struct {
   double flops, bytes_accessed, peak_bytes_per_device;
 } jx_cost;

@@ -49,6 +49,23 @@ double jx_eqn_flops(const jx_program *p, const jx_eqn *e) {
   }
 }
 
+static void program_cost(const jx_program *given, const uint8_t *donate, jx_cost *c);
+
+/* The most any of q's nested programs holds at once beyond its inputs. */
+static double sub_temporaries(const jx_eqn *q) {
+  double most = 0;
+  for (int b = 0; b < q->nsub; b++) {
+    const jx_program *sp = q->sub[b];
+    jx_cost sub = {0};
+    program_cost(sp, NULL, &sub);
+    double inputs = 0;
+    for (int i = 0; i < sp->nin; i++) inputs += jx_aval_bytes(sp->avals[sp->in[i]]);
+    for (int i = 0; i < sp->nconst; i++) inputs += jx_aval_bytes(sp->avals[sp->constvar[i]]);
+    if (sub.peak_bytes_per_device - inputs > most) most = sub.peak_bytes_per_device - inputs;
+  }
+  return most;
+}
+
 /* donate (per input, or NULL): inputs the run frees after their last use,
  * as an executable does with donated buffers (executable.c). The program
  * costed is the lowered one the executable runs (lower.h): a custom call's
@@ -108,6 +125,13 @@ static void program_cost(const jx_program *given, const uint8_t *donate, jx_cost
           peak = live + sub.peak_bytes_per_device - inputs;
         for (int o = 0; o < q->nout; o++) live += jx_aval_bytes(p->avals[q->out[o]]);
         continue;
+      }
+      if (q->nsub >= 1 && (q->prim->id == JX_PRIM_cond || q->prim->id == JX_PRIM_shard_map)) {
+        /* the temporaries of the branch that needs most (of the body: a
+         * shard_map's body is the program each device runs), beside what
+         * is live; its work is not added to the totals */
+        double extra = sub_temporaries(q);
+        if (live + extra > peak) peak = live + extra;
       }
       for (int i = 0; i < q->nin; i++) c->bytes_accessed += jx_aval_bytes(p->avals[q->in[i]]);
       for (int o = 0; o < q->nout; o++) {

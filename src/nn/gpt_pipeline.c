@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../parallel/pipeline.h"
 #include "gpt_check.h"
 
 #define GPT_EPS 1e-5
@@ -202,7 +203,10 @@ jx_fn *jx_gpt_pipeline_loss_fn(const jx_gpt_config *c, const jx_tree *params_lik
     return fail("needs a parameter tree, a mesh and an axis", NULL);
   int64_t S = jx_mesh_axis_size(m, stage_axis);
   if (S < 1) {
-    jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: the mesh has no stage axis '%s'", fn, stage_axis);
+    char axes[256];
+    jx_pipeline_describe_axes(m, axes, sizeof axes);
+    jx_report_error(JX_ERR_INVALID_ARGUMENT, "%s: the mesh has no stage axis '%s' (its axes: %s)",
+                    fn, stage_axis, axes);
     return NULL;
   }
   int V = virtual_stages > 1 ? virtual_stages : 1;
