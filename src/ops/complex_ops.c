@@ -7,9 +7,19 @@
 
 static jx_array *bind1(const jx_prim *p, jx_array *a) { return jx_bind1(p, 1, &a, NULL); }
 
+/* a real array handed back as a fresh array whose derivative is the identity,
+ * as jnp.real and jnp.conj return a real array (a conversion to its own
+ * dtype: the jit drops it) */
+static jx_array *same_real(jx_array *a) {
+  jx_params p = JX_PARAMS_INIT;
+  p.dtype = a->dtype;
+  p.i[0] = a->weak;
+  return jx_bind1(&jx_prim_convert_element_type, 1, &a, &p);
+}
+
 jx_array *jx_real(jx_array *a) {
   if (jx_check_inputs("jx_real", 1, &a)) return jx_poison();
-  return bind1(jx_is_complex(a->dtype) ? &jx_prim_real : &jx_prim_stop_gradient, a);
+  return jx_is_complex(a->dtype) ? bind1(&jx_prim_real, a) : same_real(a);
 }
 
 jx_array *jx_imag(jx_array *a) {
@@ -21,7 +31,7 @@ jx_array *jx_imag(jx_array *a) {
 
 jx_array *jx_conj(jx_array *a) {
   if (jx_check_inputs("jx_conj", 1, &a)) return jx_poison();
-  return bind1(jx_is_complex(a->dtype) ? &jx_prim_conj : &jx_prim_stop_gradient, a);
+  return jx_is_complex(a->dtype) ? bind1(&jx_prim_conj, a) : same_real(a);
 }
 
 jx_array *jx_complex(jx_array *re, jx_array *im) {

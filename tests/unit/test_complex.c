@@ -441,6 +441,32 @@ static void promotion_and_conversion(void **state) {
   free(s);
 }
 
+/* jnp.real and jnp.conj hand a real array back as it is: the gradient flows
+ * through them (d/dx sum(real(x) * conj(x)) = 2x), eagerly and jitted. */
+static void real_of_real(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = jx_sum(jx_mul(jx_real(in[0]), jx_conj(in[0])), JX_AXES(), 0);
+}
+
+static void real_and_conj_of_real_keep_gradients(void **state) {
+  (void)state;
+  float x[3] = {1.5f, -2, 0.25f};
+  jx_array *a = jx_array_from(JX_F32, JX_SHAPE(3), x);
+  jx_fn *f = jx_fn_create("real_of_real", 1, 1, real_of_real, NULL);
+  jx_fn *g = jx_grad(f, JX_AXES(0)), *jg = jx_jit(g, NULL);
+  jx_fn *fns[2] = {g, jg};
+  for (int k = 0; k < 2; k++) {
+    jx_array *out[1];
+    check_ok(jx_call(fns[k], &a, out));
+    float d[3];
+    check_ok(jx_read(out[0], d, sizeof d));
+    for (int i = 0; i < 3; i++) assert_true(d[i] == 2 * x[i]);
+  }
+  jx_fn_release(jg);
+  jx_fn_release(g);
+  jx_fn_release(f);
+}
+
 static void refused_ops_name_op_and_dtype(void **state) {
   (void)state;
   jx_array *z = jx_ones(JX_C64, JX_SHAPE(3));
@@ -481,9 +507,13 @@ static void refused_ops_name_op_and_dtype(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(ops_match_jax_c64),        cmocka_unit_test(ops_match_jax_c128),
-      cmocka_unit_test(grads_match_jax_c64),      cmocka_unit_test(grads_match_jax_c128),
-      cmocka_unit_test(promotion_and_conversion), cmocka_unit_test(refused_ops_name_op_and_dtype),
+      cmocka_unit_test(ops_match_jax_c64),
+      cmocka_unit_test(ops_match_jax_c128),
+      cmocka_unit_test(grads_match_jax_c64),
+      cmocka_unit_test(grads_match_jax_c128),
+      cmocka_unit_test(promotion_and_conversion),
+      cmocka_unit_test(refused_ops_name_op_and_dtype),
+      cmocka_unit_test(real_and_conj_of_real_keep_gradients),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
