@@ -22,7 +22,7 @@
  * Transforms of at least PARALLEL_MIN elements are planned for up to
  * jx_pool_threads() threads (FFTW's measuring decides how many pay), and
  * FFTW runs its parallel loops on jx's pool (fftw_threads_set_callback), not
- * on threads of its own. A 2-D real transform of at least TWO_PASS_MIN
+ * on threads of its own. A 2-D f32 real transform of at least TWO_PASS_MIN
  * elements an image runs instead as blocks of rows and then blocks of
  * columns, each block a one-thread plan, split over the pool
  * (rfft2_two_pass). */
@@ -48,13 +48,14 @@ enum { PARALLEL_MIN = 1 << 16 };
 /* The most one plan may spend measuring; FFTW keeps the best it timed so far.
  * A 2^20-point transform measures for about this long. */
 #define PLAN_SECONDS 2.0
-/* Elements per image from which a 2-D real transform runs in two passes
- * (rfft2_two_pass) rather than as one FFTW 2-D plan. On one thread the two
- * take about the same CPU time (medians of 31-41 alternating calls in one
- * process: 0.94-1.06x the 2-D plan's at 1024^2, as FFTW's measuring picks,
- * 1.00x at 2048^2 and 512^2, 1.3x at 256^2), and the two passes split over
- * the pool's threads by blocks fixed by the shape, so every core runs them
- * with the same bits. */
+/* Elements per image from which a 2-D f32 real transform runs in two
+ * passes (rfft2_two_pass) rather than as one FFTW 2-D plan. On one thread
+ * the two take about the same CPU time (medians of 31-41 alternating calls
+ * in one process: 0.94-1.06x the 2-D plan's at 1024^2, as FFTW's measuring
+ * picks, 1.00x at 2048^2 and 512^2, 1.3x at 256^2), and the two passes split
+ * over the pool's threads by blocks fixed by the shape, so every core runs
+ * them with the same bits. In f64 they took 1.08-1.10x at 1024^2, so f64
+ * keeps the 2-D plan. */
 enum { TWO_PASS_MIN = 1 << 20 };
 
 /* How a cached plan lays out its arrays: the caller's whole transform
@@ -362,7 +363,7 @@ int jx_fft_run(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch, c
   }
   int aligned = dbl ? fftw_alignment_of(src) == 0 && fftw_alignment_of(out) == 0
                     : fftwf_alignment_of(src) == 0 && fftwf_alignment_of(out) == 0;
-  if (t == JX_FFT_RFFT && k == 2 && total >= TWO_PASS_MIN)
+  if (t == JX_FFT_RFFT && !dbl && k == 2 && total >= TWO_PASS_MIN)
     return rfft2_two_pass(dbl, n, batch, in, out, aligned);
   void *plan = plan_for(t, LAYOUT_WHOLE, dbl, k, n, batch, aligned);
   if (!plan) {
