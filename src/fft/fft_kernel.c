@@ -22,7 +22,10 @@
  * Transforms of at least PARALLEL_MIN elements are planned for up to
  * jx_pool_threads() threads (FFTW's measuring decides how many pay), and
  * FFTW runs its parallel loops on jx's pool (fftw_threads_set_callback), not
- * on threads of its own. */
+ * on threads of its own. A 2-D f32 real transform of at least TWO_PASS_MIN
+ * elements an image runs instead as blocks of rows and then blocks of
+ * columns, each block a one-thread plan, split over the pool
+ * (rfft2_two_pass). */
 #include "fft_kernel.h"
 
 #include <complex.h>
@@ -45,9 +48,25 @@ enum { PARALLEL_MIN = 1 << 16 };
 /* The most one plan may spend measuring; FFTW keeps the best it timed so far.
  * A 2^20-point transform measures for about this long. */
 #define PLAN_SECONDS 2.0
+/* Elements per image from which a 2-D f32 real transform runs in two
+ * passes (rfft2_two_pass) rather than as one FFTW 2-D plan. On one thread
+ * the two take about the same CPU time (medians of 31-41 alternating calls
+ * in one process: 0.94-1.06x the 2-D plan's at 1024^2, as FFTW's measuring
+ * picks, 1.00x at 2048^2 and 512^2, 1.3x at 256^2), and the two passes split
+ * over the pool's threads by blocks fixed by the shape, so every core runs
+ * them with the same bits. In f64 they took 1.08-1.10x at 1024^2, so f64
+ * keeps the 2-D plan. */
+enum { TWO_PASS_MIN = 1 << 20 };
+
+/* How a cached plan lays out its arrays: the caller's whole transform
+ * (row-major, batched), or a piece of the two-pass 2-D real transform:
+ * a block of ROW_BLOCK rows' r2c, or the c2c of a block of columns
+ * interleaved in a scratch (column j of the block at stride `batch`). */
+typedef enum { LAYOUT_WHOLE, LAYOUT_ROWS, LAYOUT_COLUMNS } plan_layout;
 
 typedef struct plan_entry {
   jx_fft_type type;
+  plan_layout layout;
   int dbl, k, aligned;
   int64_t n[3], batch;
   void *plan; /* fftw_plan or fftwf_plan */
@@ -155,44 +174,55 @@ static void *plan_on(jx_fft_type t, int dbl, int k, const fftw_iodim *dims, fftw
   }
 }
 
-/* A plan for the transform, for arrays of FFTW's alignment (aligned) or of
- * any, made on scratch arrays (measuring writes them; the + 1 keeps a
- * zero-sized transform's allocation real); NULL when FFTW cannot make one. */
-static void *make_plan(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch,
-                       int aligned) {
+/* A plan for the transform laid out as `layout`, for arrays of FFTW's
+ * alignment (aligned) or of any, made on scratch arrays (measuring writes
+ * them; the + 1 keeps a zero-sized transform's allocation real); NULL when
+ * FFTW cannot make one. The pieces of the two-pass transform run one to a
+ * thread of jx's pool, so they are planned for one thread. */
+static void *make_plan(jx_fft_type t, plan_layout layout, int dbl, int k, const int64_t *n,
+                       int64_t batch, int aligned) {
   fftw_iodim dims[3];
   int64_t in_dist, out_dist;
   guru_dims(t, k, n, dims, &in_dist, &out_dist);
   fftw_iodim many = {(int)batch, (int)in_dist, (int)out_dist};
+  if (layout == LAYOUT_COLUMNS) { /* in place, column j at j, j + batch, ... */
+    dims[0] = (fftw_iodim){(int)n[0], (int)batch, (int)batch};
+    many = (fftw_iodim){(int)batch, 1, 1};
+  }
   int64_t elems = batch * (in_dist > out_dist ? in_dist : out_dist);
-  int big = elems >= PARALLEL_MIN, nthreads = big ? jx_pool_threads() : 1;
+  int big = elems >= PARALLEL_MIN || layout != LAYOUT_WHOLE;
+  int nthreads = layout == LAYOUT_WHOLE && big ? jx_pool_threads() : 1;
   fftw_plan_with_nthreads(nthreads);
   fftwf_plan_with_nthreads(nthreads);
   unsigned flags = (big ? plan_flags : FFTW_ESTIMATE) | (aligned ? 0 : FFTW_UNALIGNED);
   void *in = fftw_malloc((size_t)(batch * in_dist) * in_size(t, dbl) + 1);
-  void *out = fftw_malloc((size_t)(batch * out_dist) * out_size(t, dbl) + 1);
+  void *out = layout == LAYOUT_COLUMNS
+                  ? in
+                  : fftw_malloc((size_t)(batch * out_dist) * out_size(t, dbl) + 1);
   void *plan = in && out ? plan_on(t, dbl, k, dims, many, in, out, flags) : NULL;
   fftw_free(in);
-  fftw_free(out);
+  if (out != in) fftw_free(out);
   if (plan && big && plan_flags == FFTW_MEASURE) save_wisdom(dbl);
   return plan;
 }
 
-static void *plan_for(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch, int aligned) {
+static void *plan_for(jx_fft_type t, plan_layout layout, int dbl, int k, const int64_t *n,
+                      int64_t batch, int aligned) {
   pthread_once(&init_once, init_fftw);
   pthread_mutex_lock(&plans_lock);
   plan_entry *e = plans;
   for (; e; e = e->next)
-    if (e->type == t && e->dbl == dbl && e->k == k && e->batch == batch && e->aligned == aligned &&
-        memcmp(e->n, n, sizeof *n * (size_t)k) == 0)
+    if (e->type == t && e->layout == layout && e->dbl == dbl && e->k == k && e->batch == batch &&
+        e->aligned == aligned && memcmp(e->n, n, sizeof *n * (size_t)k) == 0)
       break;
   if (!e && (e = calloc(1, sizeof *e))) {
-    e->plan = make_plan(t, dbl, k, n, batch, aligned);
+    e->plan = make_plan(t, layout, dbl, k, n, batch, aligned);
     if (!e->plan) {
       free(e);
       e = NULL;
     } else {
-      e->type = t, e->dbl = dbl, e->k = k, e->batch = batch, e->aligned = aligned;
+      e->type = t, e->layout = layout, e->dbl = dbl, e->k = k, e->batch = batch;
+      e->aligned = aligned;
       memcpy(e->n, n, sizeof *n * (size_t)k);
       e->next = plans;
       plans = e;
@@ -200,6 +230,86 @@ static void *plan_for(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t b
   }
   pthread_mutex_unlock(&plans_lock);
   return e ? e->plan : NULL;
+}
+
+/* The 2-D real transform in two passes over jx's pool: the r2c of each row,
+ * in blocks of ROW_BLOCK rows, then the c2c of each column of the half
+ * spectrum, in blocks of COL_BLOCK columns copied into a scratch where the
+ * block's columns interleave (each row of the block one contiguous run), so
+ * that FFTW's SIMD codelets run across the block's columns. The blocks are
+ * fixed by the shape, never by the thread count, and each block's plan is
+ * the same whichever thread runs it: the bits do not depend on the threads.
+ * An even ROW_BLOCK keeps each row block on the caller's alignment (a
+ * c64 row of 513 numbers is only 8-byte aligned). */
+enum { ROW_BLOCK = 16, COL_BLOCK = 32 };
+
+typedef struct {
+  int dbl, aligned;
+  int64_t n0, n1, half, batch; /* half = n1 / 2 + 1 */
+  const char *in;
+  char *out;
+  void *row_plan[2], *col_plan[2]; /* a whole block's, the last block's */
+  int failed;
+} rfft2_job;
+
+static void rfft2_rows(void *ctx, int64_t begin, int64_t end) {
+  rfft2_job *j = ctx;
+  size_t rs = real_size(j->dbl);
+  for (int64_t b = begin; b < end; b++) {
+    int64_t r0 = b * ROW_BLOCK, rows = j->batch * j->n0 - r0;
+    if (rows > ROW_BLOCK) rows = ROW_BLOCK;
+    void *plan = j->row_plan[rows < ROW_BLOCK];
+    const void *src = j->in + (size_t)(r0 * j->n1) * rs;
+    void *dst = j->out + (size_t)(r0 * j->half) * 2 * rs;
+    if (j->dbl)
+      fftw_execute_dft_r2c(plan, (double *)src, dst);
+    else
+      fftwf_execute_dft_r2c(plan, (float *)src, dst);
+  }
+}
+
+static void rfft2_columns(void *ctx, int64_t begin, int64_t end) {
+  rfft2_job *j = ctx;
+  size_t cs = 2 * real_size(j->dbl), row = (size_t)j->half * cs;
+  int64_t blocks = (j->half + COL_BLOCK - 1) / COL_BLOCK;
+  char *buf = fftw_malloc((size_t)(j->n0 * COL_BLOCK) * cs);
+  if (!buf) {
+    j->failed = 1;
+    return;
+  }
+  for (int64_t b = begin; b < end; b++) {
+    int64_t c0 = b % blocks * COL_BLOCK, cols = j->half - c0;
+    if (cols > COL_BLOCK) cols = COL_BLOCK;
+    char *image = j->out + (size_t)(b / blocks * j->n0) * row + (size_t)c0 * cs;
+    void *plan = j->col_plan[cols < COL_BLOCK];
+    size_t run = (size_t)cols * cs;
+    for (int64_t r = 0; r < j->n0; r++) memcpy(buf + (size_t)r * run, image + (size_t)r * row, run);
+    if (j->dbl)
+      fftw_execute_dft(plan, (fftw_complex *)buf, (fftw_complex *)buf);
+    else
+      fftwf_execute_dft(plan, (fftwf_complex *)buf, (fftwf_complex *)buf);
+    for (int64_t r = 0; r < j->n0; r++) memcpy(image + (size_t)r * row, buf + (size_t)r * run, run);
+  }
+  fftw_free(buf);
+}
+
+static int rfft2_two_pass(int dbl, const int64_t *n, int64_t batch, const void *in, void *out,
+                          int aligned) {
+  rfft2_job j = {dbl, aligned, n[0], n[1], n[1] / 2 + 1, batch, in, out, {0}, {0}, 0};
+  /* planned here, on the calling thread, before the blocks run */
+  int64_t rows = batch * n[0], last_rows = rows % ROW_BLOCK, last_cols = j.half % COL_BLOCK;
+  j.row_plan[0] = plan_for(JX_FFT_RFFT, LAYOUT_ROWS, dbl, 1, &n[1], ROW_BLOCK, aligned);
+  j.row_plan[1] = last_rows ? plan_for(JX_FFT_RFFT, LAYOUT_ROWS, dbl, 1, &n[1], last_rows, aligned)
+                            : j.row_plan[0];
+  j.col_plan[0] = plan_for(JX_FFT_FFT, LAYOUT_COLUMNS, dbl, 1, &n[0], COL_BLOCK, 1);
+  j.col_plan[1] =
+      last_cols ? plan_for(JX_FFT_FFT, LAYOUT_COLUMNS, dbl, 1, &n[0], last_cols, 1) : j.col_plan[0];
+  j.failed = !j.row_plan[0] || !j.row_plan[1] || !j.col_plan[0] || !j.col_plan[1];
+  if (!j.failed) jx_parallel_for((batch * n[0] + ROW_BLOCK - 1) / ROW_BLOCK, 1, rfft2_rows, &j);
+  if (!j.failed)
+    jx_parallel_for(batch * ((j.half + COL_BLOCK - 1) / COL_BLOCK), 1, rfft2_columns, &j);
+  if (j.failed) jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: FFTW could not plan the transform");
+  return !j.failed;
 }
 
 /* dst[i] = src[i] * s for m floats of the precision, over jx's pool: the
@@ -253,7 +363,9 @@ int jx_fft_run(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch, c
   }
   int aligned = dbl ? fftw_alignment_of(src) == 0 && fftw_alignment_of(out) == 0
                     : fftwf_alignment_of(src) == 0 && fftwf_alignment_of(out) == 0;
-  void *plan = plan_for(t, dbl, k, n, batch, aligned);
+  if (t == JX_FFT_RFFT && !dbl && k == 2 && total >= TWO_PASS_MIN)
+    return rfft2_two_pass(dbl, n, batch, in, out, aligned);
+  void *plan = plan_for(t, LAYOUT_WHOLE, dbl, k, n, batch, aligned);
   if (!plan) {
     fftw_free(copy);
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: FFTW could not plan the transform");

@@ -15,6 +15,7 @@
 #include <jx/jx.h>
 
 #include "array/array.h"
+#include "base/threadpool.h"
 #include "fft/fft_kernel.h"
 #include "test_util.h"
 #include "test_golden_close.h"
@@ -367,6 +368,51 @@ static void unaligned_arrays_get_their_own_plan(void **state) {
   free(buf);
 }
 
+/* a 2-D real transform large enough to run in two passes over the pool
+ * (fft_kernel.c: blocks of rows, then blocks of columns, with a shorter
+ * last block of each, and a row block across the two images), against
+ * direct sums at bins in the first, a middle and the last column block, and
+ * the same bits on one thread as on the pool */
+static void *alloc_aligned(size_t bytes) { /* aligned_alloc wants a multiple of 64 */
+  return aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+static void rfft2_two_pass_matches_direct_sum_on_any_threads(void **state) {
+  (void)state;
+  enum { B = 2, N0 = 1026, N1 = 1040, H = N1 / 2 + 1 }; /* 2052 rows, 521 columns */
+  float *x = alloc_aligned(sizeof *x * B * N0 * N1);
+  float _Complex *y = alloc_aligned(sizeof *y * B * N0 * H),
+                 *y1 = alloc_aligned(sizeof *y1 * B * N0 * H);
+  uint32_t seed = 1; /* values in [-1, 1): every bin's magnitude about sqrt(N0 * N1) / 2 */
+  for (int i = 0; i < B * N0 * N1; i++)
+    x[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / (1 << 23) - 1;
+  const int64_t n[2] = {N0, N1};
+  assert_true(jx_fft_run(JX_FFT_RFFT, 0, 2, n, B, x, y));
+  jx_pool_run_inline(1); /* one thread: the same bits */
+  assert_true(jx_fft_run(JX_FFT_RFFT, 0, 2, n, B, x, y1));
+  jx_pool_run_inline(0);
+  assert_memory_equal(y, y1, sizeof *y * B * N0 * H);
+  const double tau = 2 * 3.14159265358979323846;
+  double _Complex *w = malloc(sizeof *w * N1);
+  const int bins[][2] = {{0, 0}, {1, 1}, {N0 - 1, 300}, {517, H - 1}, {N0 / 2, H - 3}};
+  for (int b = 0; b < B; b++)
+    for (size_t k = 0; k < sizeof bins / sizeof *bins; k++) {
+      int k0 = bins[k][0], k1 = bins[k][1];
+      for (int c = 0; c < N1; c++) w[c] = cexp(-tau * I * (double)((int64_t)c * k1 % N1) / N1);
+      double _Complex want = 0;
+      for (int r = 0; r < N0; r++) { /* the row's DFT at k1, then the column's at k0 */
+        const float *row = x + ((size_t)b * N0 + r) * N1;
+        double _Complex at = 0;
+        for (int c = 0; c < N1; c++) at += row[c] * w[c];
+        want += at * cexp(-tau * I * (double)((int64_t)r * k0 % N0) / N0);
+      }
+      assert_true(cabs(y[((size_t)b * N0 + k0) * H + k1] - want) < 1e-6 * N0 * N1);
+    }
+  free(w);
+  free(x);
+  free(y);
+  free(y1);
+}
+
 int main(void) {
   setenv("JX_NUM_CPU_DEVICES", "2", 1); /* the sharded test's mesh */
   const struct CMUnitTest tests[] = {
@@ -377,6 +423,7 @@ int main(void) {
       cmocka_unit_test(bad_arguments_are_clear_errors),
       cmocka_unit_test(long_transform_matches_direct_sum),
       cmocka_unit_test(unaligned_arrays_get_their_own_plan),
+      cmocka_unit_test(rfft2_two_pass_matches_direct_sum_on_any_threads),
       cmocka_unit_test(sharded_transforms_keep_the_other_axes_split),
       cmocka_unit_test(sharded_batches_match_unsharded),
   };
