@@ -119,3 +119,14 @@ def sample(shape, dtype, r, lo=-3.0, hi=3.0):
         return r.integers(max(info.min, -100), min(info.max, 100), size=shape,
                           endpoint=True).astype(dt)
     return r.uniform(lo, hi, size=shape).astype(dt)
+
+
+def write_modes(out, run, label):
+    """Replaces the directory `out` with what run(mode) writes there for JAX's
+    default mode ("x32") and x64 mode ("x64"), and says how many files."""
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    for mode in ("x32", "x64"):
+        run(mode)
+    print(f"{label}: {len(os.listdir(out))} files -> {out}")

@@ -12,10 +12,11 @@ complex64; x64: jax_enable_x64, complex128):
 Run from the repository root:  python3 tests/golden/gen_complex.py
 """
 import os
-import shutil
 
 import jax
 import numpy as np
+
+from common import write_modes
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "complex")
 
@@ -145,12 +146,7 @@ def run(mode):
 
 
 def main():
-    if os.path.isdir(OUT):
-        shutil.rmtree(OUT)
-    os.makedirs(OUT)
-    for mode in ("x32", "x64"):
-        run(mode)
-    print(f"complex: {len(os.listdir(OUT))} files -> {OUT}")
+    write_modes(OUT, run, "complex")
 
 
 if __name__ == "__main__":

@@ -12,10 +12,11 @@ default mode, complex64; x64: jax_enable_x64, complex128):
 Run from the repository root:  python3 tests/golden/gen_complex_special.py
 """
 import os
-import shutil
 
 import jax
 import numpy as np
+
+from common import write_modes
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "complex_special")
 
@@ -50,12 +51,7 @@ def run(mode):
 
 
 def main():
-    if os.path.isdir(OUT):
-        shutil.rmtree(OUT)
-    os.makedirs(OUT)
-    for mode in ("x32", "x64"):
-        run(mode)
-    print(f"complex_special: {len(os.listdir(OUT))} files -> {OUT}")
+    write_modes(OUT, run, "complex_special")
 
 
 if __name__ == "__main__":

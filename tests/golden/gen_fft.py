@@ -9,10 +9,11 @@ Writes tests/golden/data/fft/, for each mode (x32: JAX's default mode; x64):
 Run from the repository root:  python3 tests/golden/gen_fft.py
 """
 import os
-import shutil
 
 import jax
 import numpy as np
+
+from common import write_modes
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "fft")
 
@@ -76,12 +77,7 @@ def run(mode):
 
 
 def main():
-    if os.path.isdir(OUT):
-        shutil.rmtree(OUT)
-    os.makedirs(OUT)
-    for mode in ("x32", "x64"):
-        run(mode)
-    print(f"fft: {len(os.listdir(OUT))} files -> {OUT}")
+    write_modes(OUT, run, "fft")
 
 
 if __name__ == "__main__":
