@@ -33,4 +33,18 @@ static inline void sequence_loss(void *ctx, jx_array *const *in, jx_array **out)
   PIPELINE_ORACLE_CHECK(jx_call(q->loss, (jx_array *[]){x, in[4]}, out));
 }
 
+/* Device 0's peak bytes above those live before, over a second call of
+ * pipe on in (the first traces and warms it up); out[1] is waited for. */
+static inline double pipeline_second_call_peak(jx_fn *pipe, jx_array **in, jx_array **out) {
+  PIPELINE_ORACLE_CHECK(jx_call(pipe, in, out));
+  PIPELINE_ORACLE_CHECK(jx_block_until_ready(out[1]));
+  jx_memory_stats before, after;
+  PIPELINE_ORACLE_CHECK(jx_memory_stats(0, &before));
+  jx_memory_reset_peak(0);
+  PIPELINE_ORACLE_CHECK(jx_call(pipe, in, out));
+  PIPELINE_ORACLE_CHECK(jx_block_until_ready(out[1]));
+  PIPELINE_ORACLE_CHECK(jx_memory_stats(0, &after));
+  return (double)(after.peak_bytes - before.live_bytes);
+}
+
 #endif

@@ -346,20 +346,13 @@ static int64_t first_stage_peak(jx_pipeline_schedule schedule) {
   jx_array *w = jx_device_put(jx_astype(val(JX_SHAPE(2, D, WIDE), 0.1), JX_F32), by_stage);
   jx_array *x = jx_astype(val(JX_SHAPE(8 * ROWS, D), 0.3), JX_F32);
   jx_array *t = jx_astype(val(JX_SHAPE(8 * ROWS, D), 1.3), JX_F32), *out[2];
-  check_ok(jx_call(pipe, (jx_array *[]){w, x, t}, out)); /* traced and warmed up */
-  check_ok(jx_block_until_ready(out[1]));
-  jx_memory_stats before, after;
-  check_ok(jx_memory_stats(0, &before));
-  jx_memory_reset_peak(0);
-  check_ok(jx_call(pipe, (jx_array *[]){w, x, t}, out));
-  check_ok(jx_block_until_ready(out[1]));
-  check_ok(jx_memory_stats(0, &after));
+  double peak = pipeline_second_call_peak(pipe, (jx_array *[]){w, x, t}, out);
   jx_sharding_release(by_stage);
   jx_fn_release(pipe);
   jx_fn_release(loss);
   jx_fn_release(stage);
   jx_mesh_release(m);
-  return after.peak_bytes - before.live_bytes;
+  return (int64_t)peak;
 }
 
 static void one_f_one_b_holds_less(void **state) {
