@@ -253,7 +253,10 @@ JX_API jx_status jx_gpt_param_specs(const jx_gpt_config *c, const jx_tree *param
  * has jx_gpt_loss_fn's inputs and value; its gradient (jx_train_step,
  * jx_grad) runs the schedule: GPipe, 1F1B, or interleaved with
  * virtual_stages per device (the layers split over stages x virtual
- * stages; others take 1). Errors name the numbers:
+ * stages; others take 1). A mesh axis "model" (not the stage axis nor in
+ * batch_spec) whose size divides the heads runs Megatron's tensor
+ * parallelism inside the stages: the stacked block parameters are split
+ * as jx_gpt_param_specs says, after the stage dim. Errors name the numbers:
  * layers not divisible into the stages, a mesh without the axis, the
  * schedule's limits; mixed precision is not implemented over stages. */
 JX_API jx_fn *jx_gpt_pipeline_loss_fn(const jx_gpt_config *c, const jx_tree *params_like,

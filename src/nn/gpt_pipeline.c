@@ -3,7 +3,10 @@
  * stacked by stage; the token and position embeddings run before the first
  * stage and the final norm, the head (tied to the token embedding) and the
  * cross-entropy after the last, as jx_pipeline_value_and_grad's first
- * function and loss with the outer parameters wte, wpe and ln_f. The
+ * function and loss with the outer parameters wte, wpe and ln_f. On a
+ * mesh with a "model" axis the stages run Megatron's tensor parallelism
+ * over it: each device holds its shards of the stacked block parameters
+ * (jx_gpt_param_specs's specs) and runs its own heads and MLP columns. The
  * function made is jx_gpt_loss_fn's with a custom VJP: its value is the
  * GPT's loss, and its reverse mode runs the pipeline's schedule, which
  * gives the loss and the gradients at once (kept as residuals; the
@@ -14,6 +17,7 @@
 #include <string.h>
 
 #include "../parallel/pipeline.h"
+#include "attention.h"
 #include "gpt_check.h"
 
 #define GPT_EPS 1e-5
@@ -27,6 +31,8 @@ typedef struct {
   int *source;       /* [(j * nq + q) * nstages + s]: the parameter of layer s * per_stage + j */
   int *outer_source; /* [nouter]: the parameter index */
   jx_fn *stage, *first, *loss, *pipe;
+  const char *tp_axis; /* "model" when the stages run Megatron over it, else NULL */
+  char (*specs)[64];   /* np: jx_gpt_param_specs's, when tp_axis */
 } gpt_pipe;
 
 static void free_gpt_pipe(void *p) {
@@ -44,10 +50,12 @@ static void free_gpt_pipe(void *p) {
   free(g->outer_names);
   free(g->source);
   free(g->outer_source);
+  free(g->specs);
   free(g);
 }
 
-/* A stage: (its layers' parameters..., h) -> h after its blocks. */
+/* A stage: (its layers' parameters..., h) -> h after its blocks (on this
+ * device's shards over tp_axis, when set). */
 static void stage_body(void *ctx, jx_array *const *in, jx_array **out) {
   const gpt_pipe *g = ctx;
   jx_tree *t = jx_tree_create();
@@ -60,7 +68,7 @@ static void stage_body(void *ctx, jx_array *const *in, jx_array **out) {
   jx_array *h = in[g->per_stage * g->nq];
   for (int j = 0; j < g->per_stage; j++) {
     snprintf(name, sizeof name, "blocks.%d", j);
-    h = jx_transformer_block(t, name, h, (int)g->cfg.n_heads, GPT_EPS);
+    h = nn_transformer_block_over(t, name, h, (int)g->cfg.n_heads, GPT_EPS, g->tp_axis);
   }
   jx_tree_release(t);
   out[0] = h;
@@ -193,6 +201,26 @@ static const char *layout(gpt_pipe *g, const jx_tree *params_like, char *msg, si
   return NULL;
 }
 
+/* 1 if the stages run Megatron's tensor parallelism over the mesh's
+ * "model" axis: it is not the stage axis nor in the batch spec, and its
+ * size divides the heads (so each device holds whole heads); g->specs are
+ * then jx_gpt_param_specs's. Else 0 (the model axis, if any, replicates
+ * the stages' work); -1 on an error (recorded). */
+static int tensor_parallel(gpt_pipe *g, const jx_tree *params_like, jx_mesh *m,
+                           const char *stage_axis, const char *batch_spec) {
+  int64_t model = jx_mesh_axis_size(m, "model");
+  if (model < 2 || !strcmp(stage_axis, "model") || (batch_spec && strstr(batch_spec, "model")) ||
+      g->cfg.n_heads % model)
+    return 0;
+  if (!(g->specs = calloc((size_t)g->np, sizeof *g->specs))) {
+    jx_report_error(JX_ERR_OUT_OF_MEMORY, "jx_gpt_pipeline_loss_fn: out of memory");
+    return -1;
+  }
+  if (jx_gpt_param_specs(&g->cfg, params_like, m, 0, g->specs)) return -1;
+  g->tp_axis = "model";
+  return 1;
+}
+
 jx_fn *jx_gpt_pipeline_loss_fn(const jx_gpt_config *c, const jx_tree *params_like, jx_mesh *m,
                                const char *stage_axis, int microbatches,
                                jx_pipeline_schedule schedule, int virtual_stages,
@@ -237,8 +265,18 @@ jx_fn *jx_gpt_pipeline_loss_fn(const jx_gpt_config *c, const jx_tree *params_lik
   g->loss = jx_fn_create("gpt_head_loss", g->nouter + 2, 1, head_loss_body, g);
   if (!g->stage || !g->first || !g->loss) return fail(NULL, g);
   jx_pipeline_train_options o = {.batch_spec = batch_spec, .first = g->first, .virtual_stages = V};
+  const char **stage_specs = NULL;
+  int tp = tensor_parallel(g, params_like, m, stage_axis, batch_spec);
+  if (tp < 0) return fail(NULL, g);
+  if (tp) {
+    int nst = g->per_stage * g->nq;
+    if (!(stage_specs = calloc((size_t)nst, sizeof *stage_specs))) return fail("out of memory", g);
+    for (int k = 0; k < nst; k++) stage_specs[k] = g->specs[g->source[k * g->nstages]];
+    o.param_specs = stage_specs;
+  }
   g->pipe =
       jx_pipeline_value_and_grad(g->stage, g->loss, m, stage_axis, microbatches, schedule, &o);
+  free(stage_specs);
   if (!g->pipe) return fail(NULL, g);
   int *np = malloc(sizeof *np);
   if (!np) return fail("out of memory", g);

@@ -19,6 +19,7 @@
 
 #include "test_util.h"
 #include "test_close.h"
+#include "gpt_pipeline_oracle.h"
 
 enum { BATCH = 8, T = 8 };
 
@@ -31,44 +32,24 @@ static jx_gpt_config config(void) {
   return c;
 }
 
-/* tokens and next-token targets from a fixed sequence of bytes */
-static void batch(jx_array **tokens, jx_array **targets) {
-  int32_t tok[BATCH * T], tgt[BATCH * T];
-  for (int i = 0; i < BATCH * T; i++) {
-    tok[i] = (37 * i + 11) % 256;
-    tgt[i] = (37 * (i + 1) + 11) % 256;
-  }
-  *tokens = jx_array_from(JX_I32, JX_SHAPE(BATCH, T), tok);
-  *targets = jx_array_from(JX_I32, JX_SHAPE(BATCH, T), tgt);
-}
-
 static void check_gradients(jx_mesh *m, int microbatches, jx_pipeline_schedule schedule,
                             const char *batch_spec) {
   jx_gpt_config c = config();
   jx_tree *params = jx_gpt_init(&c, jx_random_key(3), JX_F32);
   int np = jx_tree_size(params);
-  jx_fn *ref = jx_gpt_loss_fn(&c, params);
   jx_fn *pipe = jx_gpt_pipeline_loss_fn(&c, params, m, "stage", microbatches, schedule,
                                         schedule == JX_PIPELINE_INTERLEAVED ? 2 : 1, batch_spec);
   assert_non_null(pipe);
-  jx_fn *vg_ref = jx_value_and_grad_first(ref, np, 0), *vg = jx_value_and_grad_first(pipe, np, 0);
   jx_array **in = calloc((size_t)np + 2, sizeof *in), **want = calloc((size_t)np + 1, sizeof *want),
            **got = calloc((size_t)np + 1, sizeof *got);
-  jx_tree_flatten(params, in);
-  batch(&in[np], &in[np + 1]);
-  check_ok(jx_call(vg_ref, in, want));
-  check_ok(jx_call(vg, in, got));
-  for (int k = 0; k < np + 1; k++) assert_close(got[k], want[k], 1e-5);
+  gpt_pipeline_check(&c, params, pipe, BATCH, T, in, want, got);
   jx_array *primal = NULL;
   check_ok(jx_call(pipe, in, &primal));
   assert_close(primal, want[0], 1e-6);
   free(in);
   free(want);
   free(got);
-  jx_fn_release(vg);
-  jx_fn_release(vg_ref);
   jx_fn_release(pipe);
-  jx_fn_release(ref);
   jx_tree_release(params);
 }
 
@@ -122,7 +103,7 @@ static void training_steps(void **state) {
     for (int s = 0; s < 3; s++) {
       jx_tree_flatten(params, in);
       jx_tree_flatten(st, in + np);
-      batch(&in[np + ns], &in[np + ns + 1]);
+      gpt_pipeline_batch(BATCH, T, &in[np + ns], &in[np + ns + 1]);
       check_ok(jx_call(step, in, out));
       losses[run][s] = jx_item(out[0]);
       for (int i = 0; i < np; i++) jx_tree_set(params, jx_tree_name(params, i), out[1 + i]);
