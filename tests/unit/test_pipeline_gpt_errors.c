@@ -55,6 +55,7 @@ static void layers_not_divisible(void **state) {
   jx_tree *params;
   assert_null(pipelined("stage", 3, 2, &m, &params));
   ERROR_HAS("3 layers", "2 stages", "test_pipeline_gpt_errors.c:");
+  jx_tree_release(params);
   jx_mesh_release(m);
 }
 
@@ -64,6 +65,7 @@ static void stage_axis_missing(void **state) {
   jx_tree *params;
   assert_null(pipelined("data", 2, 2, &m, &params));
   ERROR_HAS("no stage axis 'stage' (its axes: data=2)", "test_pipeline_gpt_errors.c:");
+  jx_tree_release(params);
   jx_mesh_release(m);
 }
 
@@ -84,6 +86,7 @@ static void batch_not_divisible(void **state) {
             "test_pipeline_gpt_errors.c:");
   free(in);
   jx_fn_release(pipe);
+  jx_tree_release(params);
   jx_mesh_release(m);
 }
 
