@@ -39,9 +39,11 @@ cmake --build build-asan -j"$jobs"
 # (unit.test_render_cuda, unit.test_cuda_exec, ...) run here.
 # Kernels compile at -O1 here (the same bits as -O3, which the gcc pass runs):
 # most of this pass's time is the jit's compiles, and the sanitizers check
-# the library, not the generated code's speed.
+# the library, not the generated code's speed. The CUDA emulator's compiled
+# modules are the gcc pass's where the sources are the same (its cache is
+# keyed by source; the emulated kernels are not built with the sanitizers).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  JX_KERNEL_OPT=1 ctest --test-dir build-asan --output-on-failure -j"$jobs" -E '^cuda\.|^unit\.test_cuda_kernels$'
+  JX_KERNEL_OPT=1 CUDA_EMU_CACHE_DIR="$PWD/build/tests/cuda_emu_cache" ctest --test-dir build-asan --output-on-failure -j"$jobs" -E '^cuda\.|^unit\.test_cuda_kernels$'
 
 # The loaders' libFuzzer harnesses (tests/fuzz), 30 s each from the seed
 # corpus, in the sanitized build (JX_FUZZ adds coverage to the loaders'

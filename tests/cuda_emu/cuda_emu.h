@@ -3,7 +3,7 @@
  * GPU. The runner (cuda_emu_runner.h) compiles a kernel source with the
  * system C++ compiler, with this header included first, into a shared
  * object, and launches a grid: blocks one after another, the threads of a
- * block as real threads meeting at barriers.
+ * block as coroutines of one OS thread that switch at barriers.
  *
  * What it models:
  *  - threadIdx, blockIdx, blockDim, gridDim (thread-local, set per block);
@@ -18,12 +18,15 @@
  *    (glibc's expf, powf, sin, ...).
  *
  * What it does not model, so what a passing emulation does not show:
- *  - CUDA's memory model and its caches: the threads share memory as CPU
- *    threads do (a missing __syncthreads may go unnoticed);
+ *  - CUDA's memory model and its caches: a thread runs until it meets a
+ *    barrier, then the next, so a missing __syncthreads may go unnoticed,
+ *    and a thread that spins waiting for another's write without a barrier
+ *    never ends;
  *  - warp-synchronous execution and divergence: a lane runs ahead of its
  *    warp until it meets a barrier; a shuffle or __syncthreads that only
- *    some threads reach deadlocks here (CUDA calls it undefined too); the
- *    shuffles' member mask is ignored (every lane of the warp must call);
+ *    some threads reach fails the launch, naming the block (CUDA calls it
+ *    undefined); the shuffles' member mask is ignored (every lane of the
+ *    warp must call);
  *  - timing, occupancy, register and shared-memory limits (the kernels'
  *    static __shared__ sizes are checked by NVRTC, not here);
  *  - CUDA's own math library: expf, powf, sin, ... and the double

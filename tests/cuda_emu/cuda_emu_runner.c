@@ -3,10 +3,15 @@
 #include "cuda_emu_runner.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #ifndef JX_CUDA_EMU_HEADER
@@ -70,6 +75,144 @@ static void read_log(const char *path, char *log, size_t cap) {
   fclose(f);
 }
 
+/* ---- the compiled-module cache ----
+ *
+ * Compiling a module with the C++ compiler takes about a second, and a test
+ * loads the same source many times (each jitted program loads the gather
+ * module; the suite's programs share many kernels). Compiled objects are
+ * kept in a directory, keyed by a hash of the source, the emulator's
+ * headers and the compiler, with the source beside each so a hit is checked
+ * byte for byte. Each load still dlopens its own copy of the object, so
+ * every module keeps its own globals, as on a GPU. The directory is
+ * $CUDA_EMU_CACHE_DIR, else the build's (JX_CUDA_EMU_CACHE_DIR, from
+ * tests/CMakeLists.txt); CUDA_EMU_CACHE_DIR=off compiles every time.
+ * Processes share it: entries appear by rename, whole or not at all. */
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static char *read_all(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap + 1);
+  size_t got;
+  while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+    n += got;
+    if (n == cap) {
+      char *grown = realloc(buf, 2 * cap + 1);
+      if (!grown) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = grown;
+      cap *= 2;
+    }
+  }
+  fclose(f);
+  if (buf) buf[n] = '\0';
+  if (len) *len = n;
+  return buf;
+}
+
+/* The hash of what a compile depends on besides the source: the compiler
+ * and the emulator's headers (cuda_emu.h includes cuda_emu_mma.h). */
+static uint64_t toolchain;
+static pthread_once_t toolchain_once = PTHREAD_ONCE_INIT;
+
+static void hash_toolchain(void) {
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s", JX_CUDA_EMU_HEADER);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = '\0';
+  uint64_t h = fnv1a(0xcbf29ce484222325ull, compiler, strlen(compiler));
+  static const char *const headers[] = {"cuda_emu.h", "cuda_emu_mma.h"};
+  for (size_t k = 0; k < sizeof headers / sizeof headers[0]; k++) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", slash ? dir : ".", headers[k]);
+    size_t n = 0;
+    char *text = read_all(path, &n);
+    h = fnv1a(h, headers[k], strlen(headers[k]));
+    if (text) h = fnv1a(h, text, n);
+    free(text);
+  }
+  toolchain = h;
+}
+
+static const char *cache_dir(void) {
+  const char *dir = getenv("CUDA_EMU_CACHE_DIR");
+#ifdef JX_CUDA_EMU_CACHE_DIR
+  if (!dir || !*dir) dir = JX_CUDA_EMU_CACHE_DIR;
+#endif
+  if (!dir || !*dir || !strcmp(dir, "off")) return NULL;
+  if (mkdir(dir, 0755) && errno != EEXIST) return NULL;
+  return dir;
+}
+
+/* Copies file `from` to `to`: 0 on success. */
+static int copy_file(const char *from, const char *to) {
+  size_t n = 0;
+  char *bytes = read_all(from, &n);
+  if (!bytes) return -1;
+  FILE *f = fopen(to, "wb");
+  int ok = f && fwrite(bytes, 1, n, f) == n;
+  if (f && fclose(f)) ok = 0;
+  free(bytes);
+  return ok ? 0 : -1;
+}
+
+/* Publishes `from` as `to` in the cache: written under a private name, then
+ * renamed, so a reader never sees half a file. */
+static void publish(const char *from, const char *to) {
+  char tmp[800];
+  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", to, (long)getpid());
+  if (copy_file(from, tmp) || rename(tmp, to)) unlink(tmp);
+}
+
+/* 1 when the cache holds src's object (its source beside it equals src):
+ * then `so` receives a private copy of it. */
+static int cache_fetch(const char *dir, uint64_t key, const char *src, const char *so) {
+  char path[800];
+  snprintf(path, sizeof path, "%s/%016llx.cu", dir, (unsigned long long)key);
+  size_t n = 0;
+  char *cached = read_all(path, &n);
+  int same = cached && n == strlen(src) && !memcmp(cached, src, n);
+  free(cached);
+  if (!same) return 0;
+  snprintf(path, sizeof path, "%s/%016llx.so", dir, (unsigned long long)key);
+  return copy_file(path, so) == 0;
+}
+
+static void cache_store(const char *dir, uint64_t key, const char *src_path, const char *so) {
+  char path[800];
+  /* the object first: a reader checks the source, so an entry is whole once its source is there */
+  snprintf(path, sizeof path, "%s/%016llx.so", dir, (unsigned long long)key);
+  publish(so, path);
+  snprintf(path, sizeof path, "%s/%016llx.cu", dir, (unsigned long long)key);
+  publish(src_path, path);
+}
+
+/* Compiles path into so with the emulator's header: 0, or the compiler's
+ * messages in log. */
+static int compile_object(const char *path, const char *so, const char *err, const char *name,
+                          char *log, size_t logcap) {
+  char cmd[3000];
+  /* -ffp-contract=off: no fused multiply-add, as NVRTC with --fmad=false */
+  snprintf(cmd, sizeof cmd,
+           "'%s' -x c++ -std=c++17 -O1 -fPIC -shared -ffp-contract=off -w -include '%s' "
+           "'%s' -o '%s' -lpthread 2> '%s'",
+           compiler, JX_CUDA_EMU_HEADER, path, so, err);
+  if (system(cmd) == 0) return 0;
+  char text[4096];
+  read_log(err, text, sizeof text);
+  snprintf(log, logcap, "%s: the C++ compiler failed: %s", name, text);
+  return -1;
+}
+
 cuda_emu_module *cuda_emu_compile(const char *src, const char *name, char *log, size_t logcap) {
   if (logcap) log[0] = '\0';
   if (!cuda_emu_available()) {
@@ -77,7 +220,7 @@ cuda_emu_module *cuda_emu_compile(const char *src, const char *name, char *log, 
     return NULL;
   }
   const char *tmp = getenv("TMPDIR");
-  char dir[512], path[600], so[600], err[600], cmd[3000];
+  char dir[512], path[600], so[600], err[600];
   snprintf(dir, sizeof dir, "%s/cuda_emu.XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(dir)) {
     snprintf(log, logcap, "%s: cannot make a temporary directory under %s", name, dir);
@@ -86,31 +229,27 @@ cuda_emu_module *cuda_emu_compile(const char *src, const char *name, char *log, 
   snprintf(path, sizeof path, "%s/kernel.cu", dir);
   snprintf(so, sizeof so, "%s/kernel.so", dir);
   snprintf(err, sizeof err, "%s/log.txt", dir);
+  pthread_once(&toolchain_once, hash_toolchain);
+  uint64_t key = fnv1a(toolchain, src, strlen(src));
+  const char *cache = cache_dir();
   cuda_emu_module *m = NULL;
-  if (write_file(path, src)) {
+  int built = cache && cache_fetch(cache, key, src, so);
+  if (!built && write_file(path, src)) {
     snprintf(log, logcap, "%s: cannot write %s", name, path);
-  } else {
-    /* -ffp-contract=off: no fused multiply-add, as NVRTC with --fmad=false */
-    snprintf(cmd, sizeof cmd,
-             "'%s' -x c++ -std=c++17 -O1 -fPIC -shared -ffp-contract=off -w -include '%s' "
-             "'%s' -o '%s' -lpthread 2> '%s'",
-             compiler, JX_CUDA_EMU_HEADER, path, so, err);
-    int rc = system(cmd);
-    if (rc != 0) {
-      char text[4096];
-      read_log(err, text, sizeof text);
-      snprintf(log, logcap, "%s: the C++ compiler failed: %s", name, text);
-    } else {
-      m = calloc(1, sizeof *m);
-      if (m) m->so = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-      if (m && m->so) *(void **)&m->bind = dlsym(m->so, "cuda_emu_bind");
-      if (!m || !m->so || !m->bind) {
-        snprintf(log, logcap, "%s: cannot load the compiled kernels: %s", name,
-                 m && !m->so ? dlerror() : "no cuda_emu_bind");
-        if (m && m->so) dlclose(m->so);
-        free(m);
-        m = NULL;
-      }
+  } else if (!built && compile_object(path, so, err, name, log, logcap) == 0) {
+    built = 1;
+    if (cache) cache_store(cache, key, path, so);
+  }
+  if (built) {
+    m = calloc(1, sizeof *m);
+    if (m) m->so = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    if (m && m->so) *(void **)&m->bind = dlsym(m->so, "cuda_emu_bind");
+    if (!m || !m->so || !m->bind) {
+      snprintf(log, logcap, "%s: cannot load the compiled kernels: %s", name,
+               m && !m->so ? dlerror() : "no cuda_emu_bind");
+      if (m && m->so) dlclose(m->so);
+      free(m);
+      m = NULL;
     }
   }
   unlink(path);
@@ -128,119 +267,151 @@ void cuda_emu_unload(cuda_emu_module *m) {
   free(m);
 }
 
-/* ---- a launch ---- */
+/* ---- a launch ----
+ *
+ * The threads of a block run as coroutines on the calling thread, each on a
+ * stack of its own, switching only at barriers: a thread runs until it
+ * meets __syncthreads or a warp barrier (a shuffle, __syncwarp) or ends,
+ * then the next runs. A barrier opens when every thread of the block (or of
+ * the warp) waits at it. That orders the threads as real threads meeting at
+ * barriers could be ordered, without an OS thread per CUDA thread (on a
+ * shared machine, a barrier of 256 OS threads waits for 256 wake-ups). A
+ * block whose threads all wait but whose barriers cannot open (some at a
+ * warp barrier, some at the block's, or a barrier some threads never reach)
+ * is the deadlock CUDA leaves undefined: the launch fails saying so. */
 
-typedef struct {
-  pthread_barrier_t block_barrier;
-  pthread_barrier_t warp_barrier[32];
-  int nwarps;
-  unsigned long long *scratch;
-} block_sync;
+enum { RUNNING, AT_BLOCK, AT_WARP, DONE };
 
-static void sync_block(void *ctx) { pthread_barrier_wait(&((block_sync *)ctx)->block_barrier); }
-static void sync_warp(void *ctx, unsigned warp) {
-  pthread_barrier_wait(&((block_sync *)ctx)->warp_barrier[warp]);
-}
+typedef struct fiber {
+  ucontext_t context;
+  cuda_emu_thread self;
+  int state;
+} fiber;
 
 typedef struct {
   const cuda_emu_module *m;
   void *kernel;
   cuda_emu_call call;
   void *args;
-  cuda_emu_dim3 grid, block;
-  block_sync *sync;
-  /* the threads start once all exist (or leave, when one could not start) */
-  pthread_mutex_t gate;
-  pthread_cond_t opened;
-  int state; /* 0 waiting, 1 go, -1 cancelled */
+  ucontext_t scheduler;
+  fiber *fibers;
+  fiber *current;
 } launch;
 
-typedef struct {
-  launch *l;
-  cuda_emu_dim3 tid;
-} worker;
+/* A fiber's stack: the kernels' locals are small arrays at most. */
+enum { STACK_BYTES = 256 << 10, GUARD_BYTES = 4096 };
 
-static void *run_thread(void *arg) {
-  const worker *w = arg;
-  launch *l = w->l;
-  pthread_mutex_lock(&l->gate);
-  while (l->state == 0) pthread_cond_wait(&l->opened, &l->gate);
-  int go = l->state == 1;
-  pthread_mutex_unlock(&l->gate);
-  if (!go) return NULL;
-  cuda_emu_thread t = {w->tid,     {0, 0, 0}, l->block,         l->grid,
-                       sync_block, sync_warp, l->sync->scratch, l->sync};
-  for (unsigned z = 0; z < l->grid.z; z++)
-    for (unsigned y = 0; y < l->grid.y; y++)
-      for (unsigned x = 0; x < l->grid.x; x++) {
-        t.block = (cuda_emu_dim3){x, y, z};
-        l->m->bind(&t);
-        l->call(l->kernel, l->args);
-        /* the block's __shared__ storage is the next block's: wait for all */
-        pthread_barrier_wait(&l->sync->block_barrier);
-      }
-  return NULL;
+static void yield(launch *l, int state) {
+  fiber *f = l->current;
+  f->state = state;
+  swapcontext(&f->context, &l->scheduler);
+}
+
+static void sync_block(void *ctx) { yield(ctx, AT_BLOCK); }
+static void sync_warp(void *ctx, unsigned warp) {
+  (void)warp; /* the fiber's own warp: its thread index says which */
+  yield(ctx, AT_WARP);
+}
+
+/* makecontext passes int arguments: the launch's address in two halves */
+static void fiber_main(unsigned hi, unsigned lo) {
+  launch *l = (launch *)(((uintptr_t)hi << 32) | lo);
+  l->call(l->kernel, l->args);
+  l->current->state = DONE;
+  /* uc_link returns to the scheduler */
+}
+
+/* Opens what can open among n fibers in warps of 32: 1 if some barrier
+ * opened, 0 if none can (every fiber done, or a deadlock). */
+static int open_barriers(fiber *fibers, unsigned long long n, int *deadlock) {
+  unsigned long long waiting_block = 0, done = 0;
+  int opened = 0;
+  for (unsigned long long w = 0; w < n; w += 32) {
+    unsigned long long end = w + 32 < n ? w + 32 : n, at_warp = 0;
+    for (unsigned long long i = w; i < end; i++) {
+      at_warp += fibers[i].state == AT_WARP;
+      waiting_block += fibers[i].state == AT_BLOCK;
+      done += fibers[i].state == DONE;
+    }
+    if (at_warp == end - w) {
+      for (unsigned long long i = w; i < end; i++) fibers[i].state = RUNNING;
+      opened = 1;
+    }
+  }
+  if (opened) return 1;
+  if (waiting_block == n) {
+    for (unsigned long long i = 0; i < n; i++) fibers[i].state = RUNNING;
+    return 1;
+  }
+  *deadlock = done != n;
+  return 0;
+}
+
+/* Runs one block: 0, or -1 on a deadlock. */
+static int run_block(launch *l, unsigned long long n, char *stacks, cuda_emu_dim3 block,
+                     cuda_emu_dim3 block_dim, cuda_emu_dim3 grid, unsigned long long *scratch) {
+  uintptr_t self = (uintptr_t)l;
+  for (unsigned long long i = 0; i < n; i++) {
+    fiber *f = &l->fibers[i];
+    f->self =
+        (cuda_emu_thread){{(unsigned)(i % block_dim.x), (unsigned)(i / block_dim.x % block_dim.y),
+                           (unsigned)(i / block_dim.x / block_dim.y)},
+                          block,
+                          block_dim,
+                          grid,
+                          sync_block,
+                          sync_warp,
+                          scratch,
+                          l};
+    f->state = RUNNING;
+    getcontext(&f->context);
+    f->context.uc_stack.ss_sp = stacks + i * (STACK_BYTES + GUARD_BYTES) + GUARD_BYTES;
+    f->context.uc_stack.ss_size = STACK_BYTES;
+    f->context.uc_link = &l->scheduler;
+    makecontext(&f->context, (void (*)(void))fiber_main, 2, (unsigned)(self >> 32),
+                (unsigned)(self & 0xffffffffu));
+  }
+  for (;;) {
+    for (unsigned long long i = 0; i < n; i++) {
+      fiber *f = &l->fibers[i];
+      if (f->state != RUNNING) continue;
+      l->current = f;
+      l->m->bind(&f->self); /* the kernel's thread-locals are this fiber's */
+      swapcontext(&l->scheduler, &f->context);
+    }
+    int deadlock = 0;
+    if (!open_barriers(l->fibers, n, &deadlock)) {
+      if (deadlock)
+        fprintf(stderr,
+                "cuda_emu: block (%u,%u,%u) deadlocks: its threads wait at barriers "
+                "that cannot open (some at __syncthreads, some at a warp barrier, or "
+                "some never reach it)\n",
+                block.x, block.y, block.z);
+      return deadlock ? -1 : 0;
+    }
+  }
 }
 
 int cuda_emu_launch(cuda_emu_module *m, void *kernel, cuda_emu_dim3 grid, cuda_emu_dim3 block,
                     cuda_emu_call call, void *args) {
   unsigned long long n = (unsigned long long)block.x * block.y * block.z;
   if (!m || !kernel || n == 0 || n > 1024 || !grid.x || !grid.y || !grid.z) return -1;
-  block_sync sync;
-  memset(&sync, 0, sizeof sync);
-  sync.nwarps = (int)((n + 31) / 32);
-  sync.scratch = calloc((size_t)sync.nwarps * 32, sizeof *sync.scratch);
-  worker *workers = calloc(n, sizeof *workers);
-  pthread_t *threads = calloc(n, sizeof *threads);
-  if (!sync.scratch || !workers || !threads) {
-    free(sync.scratch);
-    free(workers);
-    free(threads);
-    return -1;
-  }
-  pthread_barrier_init(&sync.block_barrier, NULL, (unsigned)n);
-  for (int w = 0; w < sync.nwarps; w++) {
-    unsigned lanes = (unsigned)(n - 32ull * (unsigned)w < 32 ? n - 32ull * (unsigned)w : 32);
-    pthread_barrier_init(&sync.warp_barrier[w], NULL, lanes);
-  }
-  launch l = {m,
-              kernel,
-              call,
-              args,
-              grid,
-              block,
-              &sync,
-              PTHREAD_MUTEX_INITIALIZER,
-              PTHREAD_COND_INITIALIZER,
-              0};
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 1 << 20);
-  unsigned long long started = 0;
-  int bad = 0;
-  for (unsigned long long i = 0; i < n; i++) {
-    workers[i].l = &l;
-    workers[i].tid = (cuda_emu_dim3){(unsigned)(i % block.x), (unsigned)(i / block.x % block.y),
-                                     (unsigned)(i / block.x / block.y)};
-    if (pthread_create(&threads[i], &attr, run_thread, &workers[i])) {
-      bad = 1;
-      break;
-    }
-    started++;
-  }
-  pthread_attr_destroy(&attr);
-  if (bad) fprintf(stderr, "cuda_emu: could not start %llu threads\n", n);
-  pthread_mutex_lock(&l.gate);
-  l.state = bad ? -1 : 1;
-  pthread_cond_broadcast(&l.opened);
-  pthread_mutex_unlock(&l.gate);
-  for (unsigned long long i = 0; i < started; i++) pthread_join(threads[i], NULL);
-  pthread_barrier_destroy(&sync.block_barrier);
-  for (int w = 0; w < sync.nwarps; w++) pthread_barrier_destroy(&sync.warp_barrier[w]);
-  pthread_mutex_destroy(&l.gate);
-  pthread_cond_destroy(&l.opened);
-  free(sync.scratch);
-  free(workers);
-  free(threads);
-  return bad ? -1 : 0;
+  size_t span = (size_t)n * (STACK_BYTES + GUARD_BYTES);
+  char *stacks = mmap(NULL, span, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  launch l = {m, kernel, call, args, {0}, calloc(n, sizeof(fiber)), NULL};
+  unsigned long long *scratch = calloc((size_t)(n + 31) / 32 * 32, sizeof *scratch);
+  int rc = stacks == MAP_FAILED || !l.fibers || !scratch ? -1 : 0;
+  /* a guard page under each stack: an overflow faults instead of writing a neighbour's */
+  for (unsigned long long i = 0; i < n && !rc; i++)
+    rc = mprotect(stacks + i * (STACK_BYTES + GUARD_BYTES), GUARD_BYTES, PROT_NONE);
+  if (rc) fprintf(stderr, "cuda_emu: cannot make the stacks of %llu threads\n", n);
+  for (unsigned z = 0; z < grid.z && !rc; z++)
+    for (unsigned y = 0; y < grid.y && !rc; y++)
+      for (unsigned x = 0; x < grid.x && !rc; x++)
+        rc = run_block(&l, n, stacks, (cuda_emu_dim3){x, y, z}, block, grid, scratch);
+  if (stacks != MAP_FAILED) munmap(stacks, span);
+  free(l.fibers);
+  free(scratch);
+  return rc;
 }

@@ -2,7 +2,8 @@
  * what it does not): compiles a CUDA C++ source with the system C++
  * compiler into a shared object, with cuda_emu.h included first, and runs a
  * kernel of it over a grid, the blocks one after another, the threads of a
- * block as real threads.
+ * block as coroutines that switch at barriers. Compiled modules are cached
+ * by source (cuda_emu_runner.c says where).
  *
  * A kernel is called through a small function of the test's, which knows
  * its signature:
@@ -44,7 +45,8 @@ cuda_emu_module *cuda_emu_compile(const char *src, const char *name, char *log, 
 /* The address of the extern "C" kernel `name`, or NULL. */
 void *cuda_emu_kernel(cuda_emu_module *m, const char *name);
 /* Runs kernel over grid x block (at most 1024 threads a block): 0, or -1
- * when the geometry is invalid or threads cannot be started. */
+ * when the geometry is invalid, the threads' stacks cannot be made, or a
+ * block deadlocks at its barriers. */
 int cuda_emu_launch(cuda_emu_module *m, void *kernel, cuda_emu_dim3 grid, cuda_emu_dim3 block,
                     cuda_emu_call call, void *args);
 void cuda_emu_unload(cuda_emu_module *m);
