@@ -81,8 +81,9 @@ static jx_cubin_cache *cubins;
 static pthread_once_t cubins_once = PTHREAD_ONCE_INIT;
 static void create_cubins(void) { cubins = jx_cubin_cache_create(); }
 
-/* 1 when the attention forward for dt and head_dim d runs on tensor cores
- * (kernels_attention_tc.h: bf16, head_dim 64 or 128, sm_80 and later). */
+/* 1 when the attention forward and backward for dt and head_dim d run on
+ * tensor cores (kernels_attention_tc.h: bf16, head_dim 64 or 128, sm_80 and
+ * later). */
 static int on_tensor_cores(const jx_cuda_fused *f, jx_dtype dt, int64_t d) {
   return f->device->info.cc_major >= 8 && jx_cuda_attention_tc_kernel(dt, d) != NULL;
 }
@@ -92,7 +93,7 @@ static const char *attention_body(const jx_cuda_fused *f, int k, char *buf) {
   const jx_dtype dt = (k - FN_ATTN) / 3 ? JX_BF16 : JX_F32;
   const int d = 32 << ((k - FN_ATTN) % 3);
   if (on_tensor_cores(f, dt, d))
-    snprintf(buf, 64, "jx_tc_forward<%d>(s)", d);
+    snprintf(buf, 64, "jx_tc_forward<%d, 0>(s)", d);
   else
     snprintf(buf, 64, "jx_at_forward<%d, %s>(s)", d, dt == JX_BF16 ? "unsigned short" : "float");
   return buf;
@@ -148,7 +149,13 @@ static void append_adapters(const jx_cuda_fused *f, jx_strbuf *s, const uint8_t 
                name, sig, types[k - FN_SWAP12], types[k - FN_SWAP12], types[k - FN_SWAP12],
                types[k - FN_SWAP12]);
     } else {
-      int part = (k - FN_ABWD) / 6;
+      const int part = (k - FN_ABWD) / 6, d = 32 << ((k - FN_ABWD) % 3);
+      const jx_dtype dt = (k - FN_ABWD) % 6 / 3 ? JX_BF16 : JX_F32;
+      if (on_tensor_cores(f, dt, d))
+        snprintf(body, sizeof body, "jx_tc_%s<%d, 0>(s)", bwd_parts[part], d);
+      else
+        snprintf(body, sizeof body, "jx_ab_%s<%d, %s>(s)", bwd_parts[part], d,
+                 types[dt == JX_BF16]);
       snprintf(text, sizeof text,
                "extern \"C\" __global__ void __launch_bounds__(128) %s%s {\n"
                "  jx_cuda_attention_bwd_args s;\n  s.q = a.buf[0];\n  s.k = a.buf[1];\n"
@@ -157,8 +164,8 @@ static void append_adapters(const jx_cuda_fused *f, jx_strbuf *s, const uint8_t 
                "  s.dq = a.buf[7];\n  s.dk = a.buf[8];\n  s.dv = a.buf[9];\n"
                "  s.batch = a.dims[0];\n  s.heads = a.dims[1];\n  s.t = a.dims[2];\n"
                "  s.scale = __int_as_float((int)a.strides[0]);\n  s.causal = (int)a.strides[1];\n"
-               "  jx_ab_%s<%d, %s>(s);\n}\n",
-               name, sig, bwd_parts[part], 32 << ((k - FN_ABWD) % 3), types[(k - FN_ABWD) % 6 / 3]);
+               "  %s;\n}\n",
+               name, sig, body);
     }
     jx_strbuf_append(s, text, strlen(text));
   }
@@ -192,10 +199,14 @@ static jx_status load_module(jx_cuda_fused *f, const uint8_t *want) {
     any[k < FN_ATTN ? 0 : k < FN_SWAP12 ? 1 : k < FN_ABWD ? 2 : 3] |= want[k];
   if (any[0]) append_source(&tu, jx_cuda_softmax_src, NULL, &have_io);
   if (any[1]) append_source(&tu, jx_cuda_attention_src, "#define JX_AT_KERNEL", &have_io);
-  /* bf16 with head_dim 64 or 128: the forward on tensor cores */
-  if ((want[fn_attention(JX_BF16, 64)] && on_tensor_cores(f, JX_BF16, 64)) ||
-      (want[fn_attention(JX_BF16, 128)] && on_tensor_cores(f, JX_BF16, 128)))
-    append_source(&tu, jx_cuda_attention_tc_src, "#define JX_TC_KERNEL", &have_io);
+  /* bf16 with head_dim 64 or 128: the forward and backward on tensor cores */
+  int tc = 0;
+  for (int d = 64; d <= 128; d *= 2)
+    if (on_tensor_cores(f, JX_BF16, d)) {
+      tc |= want[fn_attention(JX_BF16, d)];
+      for (int part = 0; part < 3; part++) tc |= want[fn_backward(part, JX_BF16, d)];
+    }
+  if (tc) append_source(&tu, jx_cuda_attention_tc_src, "#define JX_TC_KERNELS", &have_io);
   if (any[3]) append_source(&tu, jx_cuda_attention_bwd_src, "#define JX_AB_KERNELS", &have_io);
   append_adapters(f, &tu, want);
   char(*names)[64] = calloc(FN_COUNT, sizeof *names);
@@ -547,7 +558,10 @@ static jx_status run_attention(jx_cuda_fused *f, const jx_cuda_fused_op *op, con
 static jx_status run_attention_backward(jx_cuda_fused *f, const jx_cuda_fused_op *op,
                                         const CUdeviceptr *in, const CUdeviceptr *out) {
   jx_cuda_launch_dims g[3];
-  jx_status st = jx_cuda_attention_bwd_geometry(op->batch, op->heads, op->t, op->head_dim, g);
+  jx_status st =
+      on_tensor_cores(f, op->dtype, op->head_dim)
+          ? jx_cuda_attention_tc_bwd_geometry(op->batch, op->heads, op->t, op->head_dim, g)
+          : jx_cuda_attention_bwd_geometry(op->batch, op->heads, op->t, op->head_dim, g);
   if (st || g[0].grid[0] == 0) return st;
   int64_t rows = op->batch * op->heads * op->t;
   size_t bytes = (size_t)(rows * op->head_dim) * jx_dtype_size(op->dtype);

@@ -184,7 +184,7 @@ static void attention_inputs(int64_t n, int64_t t, int64_t d, jx_dtype dt, jx_ar
 }
 
 /* n sequences of 37 (a partial last tile), d 64 in `heads` heads (2: head_dim
- * 32; 1: head_dim 64, whose bf16 forward runs on tensor cores,
+ * 32; 1: head_dim 64, whose bf16 forward and backward run on tensor cores,
  * kernels_attention_tc.h); `calls` calls on CUDA (the emulator takes seconds
  * a call). */
 static void check_attention_grad(jx_dtype dt, int heads, int64_t n, int calls, double bound) {
@@ -237,7 +237,7 @@ static void test_attention_grad_bf16(void **state) {
 
 static void test_attention_grad_bf16_tensor_cores(void **state) {
   (void)state;
-  /* the forward's probabilities in bf16 as the composite's; f32 accumulators */
+  /* the probabilities (and the backward's ds) in bf16 as the composite's; f32 accumulators */
   check_attention_grad(JX_BF16, 1, 1, 1, 3e-2);
 }
 
