@@ -20,41 +20,43 @@
 #include "kernels_softmax.h"
 
 /* The adapters' kernels, in the module's function table: softmax per
- * dtype; the attention forward per dtype and head_dim; the [a, b, c, d] ->
- * [a, c, b, d] transpose per element size (q, k, v into the kernels'
- * layout, the gradients back); the backward's three kernels per dtype and
- * head_dim. */
+ * dtype (f32, bf16); the attention forward per dtype (f32, bf16, f16) and
+ * head_dim; the [a, b, c, d] -> [a, c, b, d] transpose per element size (4
+ * or 2 bytes: q, k, v into the kernels' layout, the gradients back); the
+ * backward's three kernels per dtype and head_dim. */
 enum {
-  FN_SOFTMAX = 0,          /* + dtype */
+  FN_SOFTMAX = 0,          /* + (dtype is bf16) */
   FN_ATTN = 2,             /* + 3 dtype + head_dim */
-  FN_SWAP12 = FN_ATTN + 6, /* + dtype */
-  FN_ABWD = FN_SWAP12 + 2, /* + 6 part + 3 dtype + head_dim */
-  FN_COUNT = FN_ABWD + 18
+  FN_SWAP12 = FN_ATTN + 9, /* + (element size is 2) */
+  FN_ABWD = FN_SWAP12 + 2, /* + 9 part + 3 dtype + head_dim */
+  FN_COUNT = FN_ABWD + 27
 };
 static const char *const bwd_parts[3] = {"delta", "dq", "dkdv"};
+static const jx_dtype fn_dtypes[3] = {JX_F32, JX_BF16, JX_F16};
+static const char *const dtype_names[3] = {"f32", "bf16", "f16"};
 
-static int dtype_index(jx_dtype dt) { return dt == JX_BF16; }
+static int dtype_index(jx_dtype dt) { return dt == JX_BF16 ? 1 : dt == JX_F16 ? 2 : 0; }
 static int dim_index(int64_t head_dim) { return head_dim == 32 ? 0 : head_dim == 64 ? 1 : 2; }
 static int fn_attention(jx_dtype dt, int64_t d) {
   return FN_ATTN + 3 * dtype_index(dt) + dim_index(d);
 }
 static int fn_backward(int part, jx_dtype dt, int64_t d) {
-  return FN_ABWD + 6 * part + 3 * dtype_index(dt) + dim_index(d);
+  return FN_ABWD + 9 * part + 3 * dtype_index(dt) + dim_index(d);
 }
+static int fn_swap12(jx_dtype dt) { return FN_SWAP12 + (dt != JX_F32); }
 
 /* Adapter k's name into buf (size 64). */
 static const char *fn_name(int k, char *buf) {
-  static const char *const dts[2] = {"f32", "bf16"};
   if (k < FN_ATTN)
-    snprintf(buf, 64, "jx_cuda_step_fused_softmax_%s", dts[k - FN_SOFTMAX]);
+    snprintf(buf, 64, "jx_cuda_step_fused_softmax_%s", dtype_names[k - FN_SOFTMAX]);
   else if (k < FN_SWAP12)
-    snprintf(buf, 64, "jx_cuda_step_fused_attention_%s_d%d", dts[(k - FN_ATTN) / 3],
+    snprintf(buf, 64, "jx_cuda_step_fused_attention_%s_d%d", dtype_names[(k - FN_ATTN) / 3],
              32 << ((k - FN_ATTN) % 3));
   else if (k < FN_ABWD)
-    snprintf(buf, 64, "jx_cuda_step_fused_swap12_%s", dts[k - FN_SWAP12]);
+    snprintf(buf, 64, "jx_cuda_step_fused_swap12_b%d", k - FN_SWAP12 ? 2 : 4);
   else
-    snprintf(buf, 64, "jx_cuda_step_fused_attention_bwd_%s_%s_d%d", bwd_parts[(k - FN_ABWD) / 6],
-             dts[(k - FN_ABWD) % 6 / 3], 32 << ((k - FN_ABWD) % 3));
+    snprintf(buf, 64, "jx_cuda_step_fused_attention_bwd_%s_%s_d%d", bwd_parts[(k - FN_ABWD) / 9],
+             dtype_names[(k - FN_ABWD) % 9 / 3], 32 << ((k - FN_ABWD) % 3));
   return buf;
 }
 
@@ -81,18 +83,19 @@ static jx_cubin_cache *cubins;
 static pthread_once_t cubins_once = PTHREAD_ONCE_INIT;
 static void create_cubins(void) { cubins = jx_cubin_cache_create(); }
 
-/* 1 when the attention forward for dt and head_dim d runs on tensor cores
- * (kernels_attention_tc.h: bf16, head_dim 64 or 128, sm_80 and later). */
+/* 1 when the attention forward and backward for dt and head_dim d run on
+ * tensor cores (kernels_attention_tc.h: bf16 or f16, head_dim 64 or 128,
+ * sm_80 and later; f16 runs nowhere else). */
 static int on_tensor_cores(const jx_cuda_fused *f, jx_dtype dt, int64_t d) {
   return f->device->info.cc_major >= 8 && jx_cuda_attention_tc_kernel(dt, d) != NULL;
 }
 
 /* The forward kernel's call in adapter k (an attention forward). */
 static const char *attention_body(const jx_cuda_fused *f, int k, char *buf) {
-  const jx_dtype dt = (k - FN_ATTN) / 3 ? JX_BF16 : JX_F32;
+  const jx_dtype dt = fn_dtypes[(k - FN_ATTN) / 3];
   const int d = 32 << ((k - FN_ATTN) % 3);
   if (on_tensor_cores(f, dt, d))
-    snprintf(buf, 64, "jx_tc_forward<%d>(s)", d);
+    snprintf(buf, 64, "jx_tc_forward<%d, %d>(s)", d, dt == JX_F16);
   else
     snprintf(buf, 64, "jx_at_forward<%d, %s>(s)", d, dt == JX_BF16 ? "unsigned short" : "float");
   return buf;
@@ -120,7 +123,7 @@ static void append_adapters(const jx_cuda_fused *f, jx_strbuf *s, const uint8_t 
                "extern \"C\" __global__ void %s%s {\n"
                "  jx_cuda_softmax_args s;\n  s.x = a.buf[0];\n  s.y = a.buf[1];\n"
                "  s.rows = a.dims[0];\n  s.cols = a.dims[1];\n  jx_sm_rows<%s>(s);\n}\n",
-               name, sig, types[k - FN_SOFTMAX]);
+               name, sig, types[k - FN_SOFTMAX]); /* f32, bf16 */
     } else if (k < FN_SWAP12) {
       snprintf(text, sizeof text,
                "extern \"C\" __global__ void __launch_bounds__(128) %s%s {\n"
@@ -148,7 +151,13 @@ static void append_adapters(const jx_cuda_fused *f, jx_strbuf *s, const uint8_t 
                name, sig, types[k - FN_SWAP12], types[k - FN_SWAP12], types[k - FN_SWAP12],
                types[k - FN_SWAP12]);
     } else {
-      int part = (k - FN_ABWD) / 6;
+      const int part = (k - FN_ABWD) / 9, d = 32 << ((k - FN_ABWD) % 3);
+      const jx_dtype dt = fn_dtypes[(k - FN_ABWD) % 9 / 3];
+      if (on_tensor_cores(f, dt, d))
+        snprintf(body, sizeof body, "jx_tc_%s<%d, %d>(s)", bwd_parts[part], d, dt == JX_F16);
+      else
+        snprintf(body, sizeof body, "jx_ab_%s<%d, %s>(s)", bwd_parts[part], d,
+                 types[dt == JX_BF16]);
       snprintf(text, sizeof text,
                "extern \"C\" __global__ void __launch_bounds__(128) %s%s {\n"
                "  jx_cuda_attention_bwd_args s;\n  s.q = a.buf[0];\n  s.k = a.buf[1];\n"
@@ -157,8 +166,8 @@ static void append_adapters(const jx_cuda_fused *f, jx_strbuf *s, const uint8_t 
                "  s.dq = a.buf[7];\n  s.dk = a.buf[8];\n  s.dv = a.buf[9];\n"
                "  s.batch = a.dims[0];\n  s.heads = a.dims[1];\n  s.t = a.dims[2];\n"
                "  s.scale = __int_as_float((int)a.strides[0]);\n  s.causal = (int)a.strides[1];\n"
-               "  jx_ab_%s<%d, %s>(s);\n}\n",
-               name, sig, bwd_parts[part], 32 << ((k - FN_ABWD) % 3), types[(k - FN_ABWD) % 6 / 3]);
+               "  %s;\n}\n",
+               name, sig, body);
     }
     jx_strbuf_append(s, text, strlen(text));
   }
@@ -192,10 +201,15 @@ static jx_status load_module(jx_cuda_fused *f, const uint8_t *want) {
     any[k < FN_ATTN ? 0 : k < FN_SWAP12 ? 1 : k < FN_ABWD ? 2 : 3] |= want[k];
   if (any[0]) append_source(&tu, jx_cuda_softmax_src, NULL, &have_io);
   if (any[1]) append_source(&tu, jx_cuda_attention_src, "#define JX_AT_KERNEL", &have_io);
-  /* bf16 with head_dim 64 or 128: the forward on tensor cores */
-  if ((want[fn_attention(JX_BF16, 64)] && on_tensor_cores(f, JX_BF16, 64)) ||
-      (want[fn_attention(JX_BF16, 128)] && on_tensor_cores(f, JX_BF16, 128)))
-    append_source(&tu, jx_cuda_attention_tc_src, "#define JX_TC_KERNEL", &have_io);
+  /* bf16 and f16 with head_dim 64 or 128: the forward and backward on tensor cores */
+  int tc = 0;
+  for (int i = 1; i < 3; i++)
+    for (int d = 64; d <= 128; d *= 2)
+      if (on_tensor_cores(f, fn_dtypes[i], d)) {
+        tc |= want[fn_attention(fn_dtypes[i], d)];
+        for (int part = 0; part < 3; part++) tc |= want[fn_backward(part, fn_dtypes[i], d)];
+      }
+  if (tc) append_source(&tu, jx_cuda_attention_tc_src, "#define JX_TC_KERNELS", &have_io);
   if (any[3]) append_source(&tu, jx_cuda_attention_bwd_src, "#define JX_AB_KERNELS", &have_io);
   append_adapters(f, &tu, want);
   char(*names)[64] = calloc(FN_COUNT, sizeof *names);
@@ -382,6 +396,12 @@ jx_status jx_cuda_fused_plan(jx_cuda_device *d, const jx_program *p, jx_fusion_g
                 : pass == 1 ? jx_cuda_match_attention(p, &ix, e, &op, member)
                 : pass == 2 ? jx_cuda_match_softmax(p, &ix, e, &op, member)
                             : jx_cuda_match_epilogue(p, &ix, e, &op, member);
+      /* f16 attention has only the tensor-core kernels: elsewhere its calls
+       * run their programs */
+      if (hit && op.dtype == JX_F16 &&
+          (op.kind == JX_CUDA_FUSED_ATTENTION || op.kind == JX_CUDA_FUSED_ATTENTION_BWD) &&
+          !on_tensor_cores(f, op.dtype, op.head_dim))
+        hit = 0;
       int clash = 0;
       for (int q = 0; q < p->neqns && hit; q++) clash |= member[q] && taken[q];
       if (hit && !clash) own_groups(p, &ix, groups, ngroups, group_of, member, taken, owned);
@@ -398,12 +418,11 @@ jx_status jx_cuda_fused_plan(jx_cuda_device *d, const jx_program *p, jx_fusion_g
       f->counts.softmaxes += op.kind == JX_CUDA_FUSED_SOFTMAX;
       f->counts.attentions += op.kind == JX_CUDA_FUSED_ATTENTION;
       f->counts.attention_backwards += op.kind == JX_CUDA_FUSED_ATTENTION_BWD;
-      if (op.kind == JX_CUDA_FUSED_SOFTMAX) want[FN_SOFTMAX + dtype_index(op.dtype)] = 1;
+      if (op.kind == JX_CUDA_FUSED_SOFTMAX) want[FN_SOFTMAX + (op.dtype == JX_BF16)] = 1;
       if (op.kind == JX_CUDA_FUSED_ATTENTION)
-        want[FN_SWAP12 + dtype_index(op.dtype)] = want[fn_attention(op.dtype, op.head_dim)] = 1;
+        want[fn_swap12(op.dtype)] = want[fn_attention(op.dtype, op.head_dim)] = 1;
       for (int part = 0; part < 3 && op.kind == JX_CUDA_FUSED_ATTENTION_BWD; part++)
-        want[FN_SWAP12 + dtype_index(op.dtype)] = want[fn_backward(part, op.dtype, op.head_dim)] =
-            1;
+        want[fn_swap12(op.dtype)] = want[fn_backward(part, op.dtype, op.head_dim)] = 1;
       kernels |= op.kind != JX_CUDA_FUSED_EPILOGUE;
     }
   if (!st && kernels) st = load_module(f, want);
@@ -457,7 +476,7 @@ static jx_status run_softmax(jx_cuda_fused *f, const jx_cuda_fused_op *op, CUdev
   a.buf[1] = (char *)(uintptr_t)y;
   a.dims[0] = op->rows;
   a.dims[1] = op->cols;
-  return launch(f, FN_SOFTMAX + dtype_index(op->dtype), &g, &a);
+  return launch(f, FN_SOFTMAX + (op->dtype == JX_BF16), &g, &a);
 }
 
 /* Blocks of the allocator for a fused step's intermediates. They go back
@@ -497,7 +516,7 @@ static jx_status swap12(jx_cuda_fused *f, const jx_cuda_fused_op *op, CUdevicept
   k.dims[1] = b;
   k.dims[2] = c;
   k.dims[3] = d;
-  return launch(f, FN_SWAP12 + dtype_index(op->dtype), &g, &k);
+  return launch(f, fn_swap12(op->dtype), &g, &k);
 }
 
 /* The sizes, scale and causal flag every attention kernel takes. */
@@ -547,7 +566,10 @@ static jx_status run_attention(jx_cuda_fused *f, const jx_cuda_fused_op *op, con
 static jx_status run_attention_backward(jx_cuda_fused *f, const jx_cuda_fused_op *op,
                                         const CUdeviceptr *in, const CUdeviceptr *out) {
   jx_cuda_launch_dims g[3];
-  jx_status st = jx_cuda_attention_bwd_geometry(op->batch, op->heads, op->t, op->head_dim, g);
+  jx_status st =
+      on_tensor_cores(f, op->dtype, op->head_dim)
+          ? jx_cuda_attention_tc_bwd_geometry(op->batch, op->heads, op->t, op->head_dim, g)
+          : jx_cuda_attention_bwd_geometry(op->batch, op->heads, op->t, op->head_dim, g);
   if (st || g[0].grid[0] == 0) return st;
   int64_t rows = op->batch * op->heads * op->t;
   size_t bytes = (size_t)(rows * op->head_dim) * jx_dtype_size(op->dtype);

@@ -91,7 +91,8 @@ int jx_cuda_match_attention(const jx_program *p, const jx_cuda_fuse_index *ix, i
 /* jx_causal_self_attention's core as the calls src/nn/attention_core.h
  * makes (custom_jvp calls named JX_ATTENTION_FWD_CALL and
  * JX_ATTENTION_BWD_CALL): 1 and *op when equation e of p is one the kernels
- * run (f32 or bf16, head_dim 32, 64 or 128, batch and heads up to 65535).
+ * run (f32 or bf16 with head_dim 32, 64 or 128, f16 with head_dim 64 or
+ * 128, batch and heads up to 65535; the plan takes f16 on tensor cores only).
  * Under jx_grad the forward call is what the forward pass keeps of the core
  * (o and the logsumexp as residuals) and the backward call is the whole
  * backward of the core, so both are found before custom calls are inlined

@@ -19,6 +19,7 @@
 #include "cuda_fuse.h"
 #include "kernels_attention.h"
 #include "kernels_attention_bwd.h"
+#include "kernels_attention_tc.h"
 
 static int same_type(jx_aval a, jx_aval b) {
   return a.dtype == b.dtype && jx_shape_equal(a.shape, b.shape);
@@ -31,7 +32,7 @@ int jx_cuda_attention_call(const jx_program *p, const jx_eqn *e, jx_cuda_fused_o
   int bwd = !strcmp(e->sub[0]->name, JX_ATTENTION_BWD_CALL) && e->nin == 6 && e->nout == 3;
   if (!fwd && !bwd) return 0;
   jx_aval q = p->avals[e->in[0]];
-  if ((q.dtype != JX_F32 && q.dtype != JX_BF16) || q.shape.rank != 4) return 0;
+  if ((q.dtype != JX_F32 && q.dtype != JX_BF16 && q.dtype != JX_F16) || q.shape.rank != 4) return 0;
   jx_cuda_fused_op m;
   memset(&m, 0, sizeof m);
   m.kind = fwd ? JX_CUDA_FUSED_ATTENTION : JX_CUDA_FUSED_ATTENTION_BWD;
@@ -42,7 +43,10 @@ int jx_cuda_attention_call(const jx_program *p, const jx_eqn *e, jx_cuda_fused_o
   m.head_dim = q.shape.dims[3];
   m.causal = 1;
   m.scale = (float)(1 / sqrt((double)m.head_dim)); /* as the core rounds it */
-  if (!jx_cuda_attention_kernel(m.dtype, m.head_dim) || m.batch > 65535 || m.heads > 65535)
+  /* f16: the tensor-core kernels alone (the plan checks the device) */
+  if (!(m.dtype == JX_F16 ? jx_cuda_attention_tc_kernel(m.dtype, m.head_dim)
+                          : jx_cuda_attention_kernel(m.dtype, m.head_dim)) ||
+      m.batch > 65535 || m.heads > 65535)
     return 0;
   /* the types the calls have (attention_core.h): anything else is not ours */
   jx_aval bhtd = {q.dtype, 0, {4, {m.batch, m.heads, m.t, m.head_dim}}, 0};

@@ -17,16 +17,7 @@ const char jx_cuda_attention_bwd_src[] =
     "static __device__ __forceinline__ float jx_ab_warp_sum(float v) {\n"
     "  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);\n"
     "  return v;\n"
-    "}\n"
-    "typedef struct {\n"
-    "  const void *q, *k, *v, *o, *dout;\n"
-    "  const float *lse;\n"
-    "  float *delta;\n"
-    "  void *dq, *dk, *dv;\n"
-    "  long long batch, heads, t;\n"
-    "  float scale;\n"
-    "  int causal;\n"
-    "} jx_cuda_attention_bwd_args;\n"
+    "}\n" JX_CUDA_ATTENTION_BWD_ARGS_SRC
     /* delta_i = do_i . o_i: a warp per row, 4 rows a warp */
     "template <int D, class T>\n"
     "static __device__ void jx_ab_delta(const jx_cuda_attention_bwd_args a) {\n"

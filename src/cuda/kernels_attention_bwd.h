@@ -35,6 +35,23 @@ typedef struct {
   int causal;
 } jx_cuda_attention_bwd_args;
 
+/* The same layout in the kernels' sources (this one's and
+ * kernels_attention_tc.h's), declared once in a translation unit that holds
+ * both. */
+#define JX_CUDA_ATTENTION_BWD_ARGS_SRC                                                             \
+  "#ifndef JX_CUDA_ATTENTION_BWD_ARGS\n"                                                           \
+  "#define JX_CUDA_ATTENTION_BWD_ARGS\n"                                                           \
+  "typedef struct {\n"                                                                             \
+  "  const void *q, *k, *v, *o, *dout;\n"                                                          \
+  "  const float *lse;\n"                                                                          \
+  "  float *delta;\n"                                                                              \
+  "  void *dq, *dk, *dv;\n"                                                                        \
+  "  long long batch, heads, t;\n"                                                                 \
+  "  float scale;\n"                                                                               \
+  "  int causal;\n"                                                                                \
+  "} jx_cuda_attention_bwd_args;\n"                                                                \
+  "#endif\n"
+
 /* The three kernels' names in launch order for dt (JX_F32, JX_BF16) and
  * head_dim (32, 64, 128); 0, or -1 when there are none. */
 int jx_cuda_attention_bwd_kernels(jx_dtype dt, int64_t head_dim, char names[3][48]);

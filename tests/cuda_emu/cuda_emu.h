@@ -35,8 +35,8 @@
  *    give the same bits on both when nothing contracts a multiply-add:
  *    NVRTC is called with --fmad=false and this code is compiled with
  *    -ffp-contract=off;
- *  - tensor cores beyond cuda_emu_mma.h's mma.sync m16n8k16 (bf16 in, f32
- *    out), whose fragment layouts it follows;
+ *  - tensor cores beyond cuda_emu_mma.h's mma.sync m16n8k16 (bf16 or f16
+ *    in, f32 out), whose fragment layouts it follows;
  *  - bf16 hardware types (__nv_bfloat16): the kernels here keep bf16 as
  *    uint16_t bits and convert with integer arithmetic, as on the CPU. */
 #ifndef JX_TESTS_CUDA_EMU_H

@@ -184,7 +184,7 @@ static void attention_inputs(int64_t n, int64_t t, int64_t d, jx_dtype dt, jx_ar
 }
 
 /* n sequences of 37 (a partial last tile), d 64 in `heads` heads (2: head_dim
- * 32; 1: head_dim 64, whose bf16 forward runs on tensor cores,
+ * 32; 1: head_dim 64, whose bf16 forward and backward run on tensor cores,
  * kernels_attention_tc.h); `calls` calls on CUDA (the emulator takes seconds
  * a call). */
 static void check_attention_grad(jx_dtype dt, int heads, int64_t n, int calls, double bound) {
@@ -196,7 +196,7 @@ static void check_attention_grad(jx_dtype dt, int heads, int64_t n, int calls, d
   double worst;
   char what[96];
   snprintf(what, sizeof what, "grad of causal attention [%lld, 37, 64], %d heads, %s", (long long)n,
-           heads, dt == JX_F32 ? "f32" : "bf16");
+           heads, jx_dtype_name(dt));
   jx_cuda_fused_counts k = cpu_vs_cuda(what, g, 10, in, 10, calls, &worst);
   assert_int_equal(k.attentions, 1);
   assert_int_equal(k.attention_backwards, 1);
@@ -237,8 +237,14 @@ static void test_attention_grad_bf16(void **state) {
 
 static void test_attention_grad_bf16_tensor_cores(void **state) {
   (void)state;
-  /* the forward's probabilities in bf16 as the composite's; f32 accumulators */
+  /* the probabilities (and the backward's ds) in bf16 as the composite's; f32 accumulators */
   check_attention_grad(JX_BF16, 1, 1, 1, 3e-2);
+}
+
+static void test_attention_grad_f16_tensor_cores(void **state) {
+  (void)state;
+  /* f16 has the tensor-core kernels alone: 3 more significant bits than bf16 */
+  check_attention_grad(JX_F16, 1, 1, 1, 3e-2 / 8);
 }
 
 /* The executor's lowering keeps the two calls of the grad program whole;
@@ -362,6 +368,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_attention_grad_f32, setup, teardown),
       cmocka_unit_test_setup_teardown(test_attention_grad_bf16, setup, teardown),
       cmocka_unit_test_setup_teardown(test_attention_grad_bf16_tensor_cores, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_attention_grad_f16_tensor_cores, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lowering_keeps_calls, setup, teardown),
       cmocka_unit_test_setup_teardown(test_gpt_grad_f32, setup, teardown),
       cmocka_unit_test_setup_teardown(test_gpt_grad_bf16, setup, teardown),

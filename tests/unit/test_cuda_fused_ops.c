@@ -43,49 +43,62 @@ static float from_bf16(uint16_t h) {
   memcpy(&x, &u, 4);
   return x;
 }
+/* the element formats the kernels read and write */
+enum { F32, BF16, F16 };
+static const char *const format_name[] = {"f32", "bf16", "f16"};
+static float rounded(float x, int fmt) {
+  return fmt == BF16 ? from_bf16(to_bf16(x)) : fmt == F16 ? jx_f16_to_f32(jx_f32_to_f16(x)) : x;
+}
 
-/* n deterministic values in [-scale, scale]; bf16: rounded, so that the
+/* n deterministic values in [-scale, scale], rounded to fmt, so that the
  * reference sees exactly what the kernel reads */
-static float *values(int64_t n, int seed, double scale, int bf16) {
+static float *values(int64_t n, int seed, double scale, int fmt) {
   float *x = malloc((size_t)(n ? n : 1) * sizeof *x);
   assert_non_null(x);
-  for (int64_t i = 0; i < n; i++) {
-    x[i] = (float)(scale * sin(0.37 * (double)i + seed) * cos(0.011 * (double)i * seed + 1.0));
-    if (bf16) x[i] = from_bf16(to_bf16(x[i]));
-  }
+  for (int64_t i = 0; i < n; i++)
+    x[i] = rounded(
+        (float)(scale * sin(0.37 * (double)i + seed) * cos(0.011 * (double)i * seed + 1.0)), fmt);
   return x;
 }
 
-/* host buffer of x in the kernel's dtype */
-static void *device_layout(const float *x, int64_t n, int bf16) {
-  void *h = malloc((size_t)(n ? n : 1) * (bf16 ? 2 : 4));
+/* host buffer of x in format fmt */
+static void *device_layout(const float *x, int64_t n, int fmt) {
+  void *h = malloc((size_t)(n ? n : 1) * (fmt == F32 ? 4 : 2));
   assert_non_null(h);
   for (int64_t i = 0; i < n; i++) {
-    if (bf16)
-      ((uint16_t *)h)[i] = to_bf16(x[i]);
-    else
+    if (fmt == F32)
       ((float *)h)[i] = x[i];
+    else
+      ((uint16_t *)h)[i] = fmt == BF16 ? to_bf16(x[i]) : jx_f32_to_f16(x[i]);
   }
   return h;
 }
 
-static float element(const void *h, int64_t i, int bf16) {
-  return bf16 ? from_bf16(((const uint16_t *)h)[i]) : ((const float *)h)[i];
+static float element(const void *h, int64_t i, int fmt) {
+  return fmt == BF16  ? from_bf16(((const uint16_t *)h)[i])
+         : fmt == F16 ? jx_f16_to_f32(((const uint16_t *)h)[i])
+                      : ((const float *)h)[i];
 }
 
-/* Elements of got beyond atol + rtol |want|; the largest error seen. */
-static int64_t compare(const char *what, const void *got, int bf16, const double *want, int64_t n,
-                       double rtol, double atol, double *max_err) {
+/* Elements of got beyond atol + rtol |want| (+ bound[i] when bound is not
+ * NULL); the largest error seen. */
+static int64_t compare_within(const char *what, const void *got, int fmt, const double *want,
+                              int64_t n, double rtol, double atol, const double *bound,
+                              double *max_err) {
   int64_t bad = 0;
   for (int64_t i = 0; i < n; i++) {
-    double g = element(got, i, bf16), w = want[i], err = fabs(g - w);
+    double g = element(got, i, fmt), w = want[i], err = fabs(g - w);
     if (err > *max_err || g != g) *max_err = g != g ? INFINITY : err;
-    if (!(err <= atol + rtol * fabs(w))) {
+    if (!(err <= atol + rtol * fabs(w) + (bound ? bound[i] : 0))) {
       if (bad < 5) fprintf(stderr, "%s[%lld]: %.9g, expected %.9g\n", what, (long long)i, g, w);
       bad++;
     }
   }
   return bad;
+}
+static int64_t compare(const char *what, const void *got, int fmt, const double *want, int64_t n,
+                       double rtol, double atol, double *max_err) {
+  return compare_within(what, got, fmt, want, n, rtol, atol, NULL, max_err);
 }
 
 /* ---- the emulator ---- */
@@ -284,79 +297,80 @@ static void attention_bf16_matches_reference(void **state) {
 
 /* ---- attention on tensor cores ---- */
 
-/* The tensor-core kernel on bf16 q, k, v against kernels_attention.h's
- * f32-arithmetic kernel on the same inputs and the reference in double.
- * The bound: the probabilities are rounded to bf16 (unit roundoff 2^-8)
- * before they multiply v, so o moves by at most 2^-8 sum_j p_j |v_j| / l
- * <= 2^-8 max |v| over the reduction of T keys; both outputs are rounded
- * to bf16 (2^-9 |o| each); the f32 sums' order adds (T + head_dim) 2^-24
- * relative, far below. The logsumexp sees the same f32 scores: only the
- * order of head_dim products differs. */
-static void check_attention_tc(int64_t b, int64_t h, int64_t t, int64_t d, int causal) {
+/* The unit roundoff of the 16-bit formats: 8 and 11 significant bits. */
+static double unit_roundoff(int fmt) { return fmt == BF16 ? 0x1p-8 : 0x1p-11; }
+
+/* The tensor-core kernel on bf16 or f16 q, k, v against an f32-arithmetic
+ * kernel of kernels_attention.h on the same values (bf16: its bf16 kernel;
+ * f16: its f32 kernel on the values widened, exactly) and the reference in
+ * double. The bound: the probabilities are rounded to 16 bits (unit
+ * roundoff u) before they multiply v, so o moves by at most
+ * u sum_j p_j |v_j| / l <= u max |v| over the reduction of T keys; the
+ * outputs are rounded to 16 bits (u |o| each); the f32 sums' order adds
+ * (T + head_dim) 2^-24 relative, far below. The logsumexp sees the same f32
+ * scores: only the order of head_dim products differs. */
+static void check_attention_tc(int64_t b, int64_t h, int64_t t, int64_t d, int causal, int fmt) {
   cuda_emu_module *tc = emulated(&tc_module, jx_cuda_attention_tc_src, "attention_tc.cu");
   cuda_emu_module *f32 = emulated(&attention_module, jx_cuda_attention_src, "attention.cu");
   if (!tc || !f32) return;
+  const int ref_fmt = fmt == BF16 ? BF16 : F32; /* what the f32-arithmetic kernel reads */
+  const jx_dtype dt = fmt == BF16 ? JX_BF16 : JX_F16;
   int64_t n = b * h * t * d, nq = b * h * t;
-  float *q = values(n, 4, 1.5, 1), *k = values(n, 5, 1.5, 1), *v = values(n, 6, 1.0, 1);
+  float *q = values(n, 4, 1.5, fmt), *k = values(n, 5, 1.5, fmt), *v = values(n, 6, 1.0, fmt);
   double *want = malloc((size_t)n * sizeof *want), *want_lse = malloc((size_t)nq * sizeof *want);
   double *f32_o = malloc((size_t)n * sizeof *f32_o), *f32_lse = malloc((size_t)nq * sizeof *f32_o);
   assert_true(want && want_lse && f32_o && f32_lse);
   const double scale = 1.0 / sqrt((double)d);
   attention_reference(q, k, v, b * h, t, d, scale, causal, want, want_lse);
-  void *hq = device_layout(q, n, 1), *hk = device_layout(k, n, 1), *hv = device_layout(v, n, 1);
-  void *ho = calloc((size_t)n, 2), *ho_tc = calloc((size_t)n, 2);
+  void *hq = device_layout(q, n, ref_fmt), *hk = device_layout(k, n, ref_fmt);
+  void *hv = device_layout(v, n, ref_fmt), *ho = calloc((size_t)n, 4);
+  void *tq = device_layout(q, n, fmt), *tk = device_layout(k, n, fmt);
+  void *tv = device_layout(v, n, fmt), *ho_tc = calloc((size_t)n, 2);
   float *lse = calloc((size_t)nq, sizeof *lse), *lse_tc = calloc((size_t)nq, sizeof *lse);
   assert_true(ho && ho_tc && lse && lse_tc);
   jx_cuda_attention_args a = {hq, hk, hv, ho, lse, b, h, t, (float)scale, causal};
   jx_cuda_launch_dims dims;
   check_ok(jx_cuda_attention_geometry(b, h, t, d, &dims));
-  launch(f32, jx_cuda_attention_kernel(JX_BF16, d), &dims, call_attention, &a);
-  a.o = ho_tc;
-  a.lse = lse_tc;
+  launch(f32, jx_cuda_attention_kernel(fmt == BF16 ? JX_BF16 : JX_F32, d), &dims, call_attention,
+         &a);
+  jx_cuda_attention_args at = {tq, tk, tv, ho_tc, lse_tc, b, h, t, (float)scale, causal};
   check_ok(jx_cuda_attention_tc_geometry(b, h, t, d, &dims));
   assert_int_equal(dims.grid[0], (t + 63) / 64);
-  const char *name = jx_cuda_attention_tc_kernel(JX_BF16, d);
+  const char *name = jx_cuda_attention_tc_kernel(dt, d);
   assert_non_null(name);
-  launch(tc, name, &dims, call_attention, &a);
+  launch(tc, name, &dims, call_attention, &at);
   double vmax = 0;
   for (int64_t i = 0; i < n; i++) vmax = fmax(vmax, fabs(v[i]));
-  for (int64_t i = 0; i < n; i++) f32_o[i] = element(ho, i, 1);
+  for (int64_t i = 0; i < n; i++) f32_o[i] = element(ho, i, ref_fmt);
   for (int64_t i = 0; i < nq; i++) f32_lse[i] = lse[i];
-  const double u = 1.0 / 256, slack = (double)(t + d) * 0x1p-24;
+  const double u = unit_roundoff(fmt), slack = (double)(t + d) * 0x1p-24;
   double err = 0, err_f32 = 0, lse_err = 0;
-  int64_t bad = compare("o (vs f32 kernel)", ho_tc, 1, f32_o, n, u + slack, u * vmax, &err_f32);
-  /* the f32 kernel's own bf16 distance to the reference is its test's */
-  bad += compare("o (vs reference)", ho_tc, 1, want, n, 1.0 / 128 + u, 2e-3 + u * vmax, &err);
-  bad += compare("lse (vs f32 kernel)", lse_tc, 0, f32_lse, nq, 1e-6, 1e-5, &lse_err);
-  printf("attention tensor cores %s [%lld, %lld, %lld, %lld]: max difference %.3g from the f32 "
+  int64_t bad =
+      compare("o (vs f32 kernel)", ho_tc, fmt, f32_o, n, 2 * u + slack, u * vmax, &err_f32);
+  /* bf16: the f32 kernel's own distance to the reference is its test's */
+  bad += compare("o (vs reference)", ho_tc, fmt, want, n, fmt == BF16 ? 1.0 / 128 + u : u + slack,
+                 (fmt == BF16 ? 2e-3 : 1e-6) + u * vmax, &err);
+  bad += compare("lse (vs f32 kernel)", lse_tc, F32, f32_lse, nq, 1e-6, 1e-5, &lse_err);
+  printf("attention tensor cores %s %s [%lld, %lld, %lld, %lld]: max difference %.3g from the f32 "
          "kernel (bound %.3g + %.3g |o|), %.3g from the reference, %.3g (logsumexp)\n",
-         causal ? "causal" : "full", (long long)b, (long long)h, (long long)t, (long long)d,
-         err_f32, u * vmax, u + slack, err, lse_err);
+         format_name[fmt], causal ? "causal" : "full", (long long)b, (long long)h, (long long)t,
+         (long long)d, err_f32, u * vmax, 2 * u + slack, err, lse_err);
   assert_int_equal(bad, 0);
   emulation_checked++;
-  free(q);
-  free(k);
-  free(v);
-  free(want);
-  free(want_lse);
-  free(f32_o);
-  free(f32_lse);
-  free(hq);
-  free(hk);
-  free(hv);
-  free(ho);
-  free(ho_tc);
-  free(lse);
-  free(lse_tc);
+  void *bufs[] = {q,  k,  v,  want, want_lse, f32_o, f32_lse, hq,    hk,
+                  hv, ho, tq, tk,   tv,       ho_tc, lse,     lse_tc};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
 }
 
 static void attention_tc_matches_f32_kernel(void **state) {
   (void)state;
-  check_attention_tc(1, 1, 1, 64, 1);   /* T = 1: one key, 63 padded query rows */
-  check_attention_tc(1, 2, 37, 64, 1);  /* partial key tile, causal tiles skipped by warps */
-  check_attention_tc(1, 1, 45, 64, 0);  /* full attention */
-  check_attention_tc(1, 1, 70, 128, 1); /* two query blocks, three key tiles */
-  check_attention_tc(2, 1, 33, 128, 0);
+  check_attention_tc(1, 1, 1, 64, 1, BF16);   /* T = 1: one key, 63 padded query rows */
+  check_attention_tc(1, 2, 37, 64, 1, BF16);  /* partial key tile, causal tiles skipped by warps */
+  check_attention_tc(1, 1, 45, 64, 0, BF16);  /* full attention */
+  check_attention_tc(1, 1, 70, 128, 1, BF16); /* two query blocks, three key tiles */
+  check_attention_tc(2, 1, 33, 128, 0, BF16);
+  check_attention_tc(1, 1, 37, 64, 1, F16);
+  check_attention_tc(1, 1, 33, 128, 0, F16);
 }
 
 static void attention_tc_geometry_rejects_bad_shapes(void **state) {
@@ -378,16 +392,31 @@ static void attention_tc_geometry_rejects_bad_shapes(void **state) {
 /* ---- attention backward ---- */
 
 /* dq, dk, dv for the cotangent dout of o, in double (FlashAttention's
- * equations, from the scores up: an oracle independent of the kernels) */
+ * equations, from the scores up: an oracle independent of the kernels).
+ * With bound (three arrays like dq, dk, dv), also how far kernels that
+ * round p and ds to a 16-bit format of unit roundoff u before the second
+ * products, and read an o rounded to it, may land from these values
+ * (outputs not yet rounded), summed over the products term by term:
+ *   ds_ij moves by u |ds_ij| (its rounding) + p_ij e_i, where e_i =
+ *     u sum |do_i| |o_i| + (head_dim + 2) 2^-24 (sum |do_i| |v_j| +
+ *     sum |do_i| |o_i|) covers the rounded o in delta_i = do_i . o_i and
+ *     the f32 dot products of dp_ij - delta_i, which may cancel;
+ *   p_ij moves by u p_ij (its rounding) + 1e-6 p_ij (the f32 exp of the
+ *     f32 score less the f32 logsumexp);
+ *   a sum of T f32 terms adds T 2^-24 times the sum of their magnitudes. */
 static void attention_backward_reference(const float *q, const float *k, const float *v,
                                          const float *dout, int64_t bh, int64_t t, int64_t d,
                                          double scale, int causal, double *dq, double *dk,
-                                         double *dv) {
-  double *p = malloc((size_t)(t * t) * sizeof *p);
-  assert_non_null(p);
-  memset(dq, 0, (size_t)(bh * t * d) * sizeof *dq);
-  memset(dk, 0, (size_t)(bh * t * d) * sizeof *dk);
-  memset(dv, 0, (size_t)(bh * t * d) * sizeof *dv);
+                                         double *dv, double u, double *bound[3]) {
+  double *p = malloc((size_t)(t * t) * sizeof *p), *dp = malloc((size_t)t * sizeof *dp);
+  double *dpabs = malloc((size_t)t * sizeof *dpabs);
+  assert_true(p && dp && dpabs);
+  double *outs[3] = {dq, dk, dv};
+  for (int g = 0; g < 3; g++) {
+    memset(outs[g], 0, (size_t)(bh * t * d) * sizeof(double));
+    if (bound) memset(bound[g], 0, (size_t)(bh * t * d) * sizeof(double));
+  }
+  const double sum_err = (double)t * 0x1p-24;
   for (int64_t g = 0; g < bh; g++) {
     const int64_t base = g * t * d;
     for (int64_t i = 0; i < t; i++) { /* the softmax's probabilities, row i */
@@ -403,26 +432,42 @@ static void attention_backward_reference(const float *q, const float *k, const f
     }
     for (int64_t i = 0; i < t; i++) {
       /* dp_ij = dout_i . v_j; ds = p (dp - sum_j p_ij dp_ij) */
-      double *dp = malloc((size_t)t * sizeof *dp), sum = 0;
-      assert_non_null(dp);
+      const float *doi = dout + base + i * d;
+      double sum = 0, do_o = 0;
       for (int64_t j = 0; j < t; j++) {
-        dp[j] = 0;
-        for (int64_t c = 0; c < d; c++)
-          dp[j] += (double)dout[base + i * d + c] * v[base + j * d + c];
+        dp[j] = dpabs[j] = 0;
+        for (int64_t c = 0; c < d; c++) {
+          dp[j] += (double)doi[c] * v[base + j * d + c];
+          dpabs[j] += fabs((double)doi[c] * v[base + j * d + c]);
+        }
         sum += p[i * t + j] * dp[j];
       }
+      for (int64_t c = 0; c < d; c++) { /* sum |do_i| |o_i| */
+        double o = 0;
+        for (int64_t j = 0; j < t; j++) o += p[i * t + j] * v[base + j * d + c];
+        do_o += fabs(doi[c] * o);
+      }
       for (int64_t j = 0; j < t; j++) {
-        const double ds = p[i * t + j] * (dp[j] - sum);
+        const double pij = p[i * t + j], ds = pij * (dp[j] - sum);
+        const double ds_err = u * fabs(ds) + 1e-6 * fabs(ds) +
+                              pij * (u * do_o + (double)(d + 2) * 0x1p-24 * (dpabs[j] + do_o));
         for (int64_t c = 0; c < d; c++) {
-          dq[base + i * d + c] += scale * ds * k[base + j * d + c];
-          dk[base + j * d + c] += scale * ds * q[base + i * d + c];
-          dv[base + j * d + c] += p[i * t + j] * dout[base + i * d + c];
+          const double kc = k[base + j * d + c], qc = q[base + i * d + c];
+          dq[base + i * d + c] += scale * ds * kc;
+          dk[base + j * d + c] += scale * ds * qc;
+          dv[base + j * d + c] += pij * doi[c];
+          if (bound) {
+            bound[0][base + i * d + c] += scale * (ds_err + sum_err * fabs(ds)) * fabs(kc);
+            bound[1][base + j * d + c] += scale * (ds_err + sum_err * fabs(ds)) * fabs(qc);
+            bound[2][base + j * d + c] += (u + 1e-6 + sum_err) * pij * fabs(doi[c]);
+          }
         }
       }
-      free(dp);
     }
   }
   free(p);
+  free(dp);
+  free(dpabs);
 }
 
 /* The forward kernel (o and lse), then the three backward kernels, against
@@ -442,8 +487,8 @@ static void check_attention_backward(int64_t b, int64_t h, int64_t t, int64_t d,
     assert_non_null(want[g]);
   }
   const double scale = 1.0 / sqrt((double)d);
-  attention_backward_reference(q, k, v, dout, b * h, t, d, scale, causal, want[0], want[1],
-                               want[2]);
+  attention_backward_reference(q, k, v, dout, b * h, t, d, scale, causal, want[0], want[1], want[2],
+                               0, NULL);
   void *hq = device_layout(q, n, bf16), *hk = device_layout(k, n, bf16);
   void *hv = device_layout(v, n, bf16), *hdo = device_layout(dout, n, bf16);
   void *ho = calloc((size_t)n, (size_t)es), *grads[3];
@@ -503,6 +548,105 @@ static void attention_backward_matches_reference(void **state) {
   check_attention_backward(1, 2, 33, 64, 1, 1); /* bf16 */
 }
 
+/* The tensor-core backward (after the tensor-core forward's o and lse)
+ * against the reference within the bound attention_backward_reference
+ * derives for the format (plus u |dx| for rounding the output), and against
+ * the f32-arithmetic backward of kernels_attention_bwd.h on the same q, k,
+ * v, o, lse and do (bf16: its bf16 kernels; f16: its f32 kernels on the
+ * values widened) within the same bound plus 2 u |dx| (both outputs
+ * rounded in bf16). */
+static void check_attention_tc_backward(int64_t b, int64_t h, int64_t t, int64_t d, int causal,
+                                        int fmt) {
+  cuda_emu_module *tc = emulated(&tc_module, jx_cuda_attention_tc_src, "attention_tc.cu");
+  cuda_emu_module *bwd =
+      tc ? emulated(&backward_module, jx_cuda_attention_bwd_src, "attention_bwd.cu") : NULL;
+  if (!bwd) return;
+  const int ref_fmt = fmt == BF16 ? BF16 : F32;
+  const jx_dtype dt = fmt == BF16 ? JX_BF16 : JX_F16;
+  const int64_t n = b * h * t * d, nq = b * h * t;
+  float *x[4] = {values(n, 4, 1.5, fmt), values(n, 5, 1.5, fmt), values(n, 6, 1.0, fmt),
+                 values(n, 7, 1.0, fmt)}; /* q, k, v, do */
+  double *want[3], *bound[3], *f32_grad[3];
+  for (int g = 0; g < 3; g++) {
+    want[g] = malloc((size_t)n * sizeof *want[g]);
+    bound[g] = malloc((size_t)n * sizeof *bound[g]);
+    f32_grad[g] = malloc((size_t)n * sizeof *f32_grad[g]);
+    assert_true(want[g] && bound[g] && f32_grad[g]);
+  }
+  const double scale = 1.0 / sqrt((double)d), u = unit_roundoff(fmt);
+  attention_backward_reference(x[0], x[1], x[2], x[3], b * h, t, d, scale, causal, want[0], want[1],
+                               want[2], u, bound);
+  void *th[4], *fh[5], *tgrad[3], *fgrad[3], *ho = calloc((size_t)n, 2);
+  float *lse = calloc((size_t)nq, sizeof *lse), *delta = calloc((size_t)nq, sizeof *delta);
+  assert_true(ho && lse && delta);
+  for (int i = 0; i < 4; i++) th[i] = device_layout(x[i], n, fmt);
+  for (int g = 0; g < 3; g++) {
+    tgrad[g] = calloc((size_t)n, 2);
+    fgrad[g] = calloc((size_t)n, 4);
+    assert_true(tgrad[g] && fgrad[g]);
+  }
+  jx_cuda_attention_args fa = {th[0], th[1], th[2], ho, lse, b, h, t, (float)scale, causal};
+  jx_cuda_launch_dims dims, bdims[3];
+  check_ok(jx_cuda_attention_tc_geometry(b, h, t, d, &dims));
+  launch(tc, jx_cuda_attention_tc_kernel(dt, d), &dims, call_attention, &fa);
+  char names[3][48];
+  assert_int_equal(jx_cuda_attention_tc_bwd_kernels(dt, d, names), 0);
+  check_ok(jx_cuda_attention_tc_bwd_geometry(b, h, t, d, bdims));
+  assert_int_equal(bdims[1].grid[0], (t + 63) / 64);
+  jx_cuda_attention_bwd_args ba = {th[0], th[1], th[2],    ho,           th[3],
+                                   lse,   delta, tgrad[0], tgrad[1],     tgrad[2],
+                                   b,     h,     t,        (float)scale, causal};
+  for (int k = 0; k < 3; k++) launch(tc, names[k], &bdims[k], call_attention_bwd, &ba);
+  /* the f32-arithmetic kernels on the same values, o included */
+  float *o = malloc((size_t)n * sizeof *o);
+  assert_non_null(o);
+  for (int64_t i = 0; i < n; i++) o[i] = element(ho, i, fmt);
+  for (int i = 0; i < 4; i++) fh[i] = device_layout(x[i], n, ref_fmt);
+  fh[4] = device_layout(o, n, ref_fmt);
+  jx_cuda_attention_bwd_args fb = {fh[0], fh[1], fh[2],    fh[4],        fh[3],
+                                   lse,   delta, fgrad[0], fgrad[1],     fgrad[2],
+                                   b,     h,     t,        (float)scale, causal};
+  assert_int_equal(jx_cuda_attention_bwd_kernels(fmt == BF16 ? JX_BF16 : JX_F32, d, names), 0);
+  check_ok(jx_cuda_attention_bwd_geometry(b, h, t, d, bdims));
+  for (int k = 0; k < 3; k++) launch(bwd, names[k], &bdims[k], call_attention_bwd, &fb);
+  const char *what[3] = {"dq", "dk", "dv"};
+  double err[3] = {0, 0, 0}, err_f32[3] = {0, 0, 0}, used = 0;
+  int64_t bad = 0;
+  for (int g = 0; g < 3; g++) {
+    for (int64_t i = 0; i < n; i++) f32_grad[g][i] = element(fgrad[g], i, ref_fmt);
+    bad += compare_within(what[g], tgrad[g], fmt, want[g], n, u, 1e-7, bound[g], &err[g]);
+    bad +=
+        compare_within(what[g], tgrad[g], fmt, f32_grad[g], n, 2 * u, 1e-7, bound[g], &err_f32[g]);
+    for (int64_t i = 0; i < n; i++) { /* how much of the bound the reference difference used */
+      const double e = fabs(element(tgrad[g], i, fmt) - want[g][i]);
+      used = fmax(used, e / (1e-7 + u * fabs(want[g][i]) + bound[g][i]));
+    }
+  }
+  printf("attention backward tensor cores %s %s [%lld, %lld, %lld, %lld]: max error %.3g (dq), "
+         "%.3g (dk), %.3g (dv), %.2f of the bound; from the f32 kernels %.3g, %.3g, %.3g\n",
+         format_name[fmt], causal ? "causal" : "full", (long long)b, (long long)h, (long long)t,
+         (long long)d, err[0], err[1], err[2], used, err_f32[0], err_f32[1], err_f32[2]);
+  assert_int_equal(bad, 0);
+  emulation_checked++;
+  for (int i = 0; i < 4; i++) free(x[i]), free(th[i]);
+  for (int i = 0; i < 5; i++) free(fh[i]);
+  for (int g = 0; g < 3; g++)
+    free(want[g]), free(bound[g]), free(f32_grad[g]), free(tgrad[g]), free(fgrad[g]);
+  free(o);
+  free(ho);
+  free(lse);
+  free(delta);
+}
+
+static void attention_tc_backward_matches_f32_kernels(void **state) {
+  (void)state;
+  check_attention_tc_backward(1, 1, 1, 64, 1, BF16);   /* T = 1 */
+  check_attention_tc_backward(1, 1, 70, 64, 1, BF16);  /* two blocks each way, causal skips */
+  check_attention_tc_backward(1, 1, 33, 128, 0, BF16); /* full attention, partial tiles */
+  check_attention_tc_backward(1, 1, 37, 64, 0, F16);
+  check_attention_tc_backward(1, 1, 20, 128, 1, F16);
+}
+
 static void geometry_rejects_bad_shapes(void **state) {
   (void)state;
   jx_cuda_launch_dims d;
@@ -528,8 +672,27 @@ static void geometry_rejects_bad_shapes(void **state) {
 
 /* ---- NVRTC ---- */
 
+/* The tensor-core source with the kernels of dt and head_dim 128 alone
+ * (malloc'ed). NVRTC takes about half a second a kernel there: sm_80
+ * compiles the bf16 ones, sm_90 the f16 ones, so that each arch sees each
+ * template and the mma of one type, and head_dim 128's the larger
+ * registers and shared memory; head_dim 64 instantiates the same templates
+ * smaller (the emulator runs both). */
+static char *tensor_core_unit(jx_dtype dt) {
+  const char *src = jx_cuda_attention_tc_src, *cut = strstr(src, "JX_TC_KERNELS(bf16_d64");
+  assert_non_null(cut);
+  const char *line =
+      dt == JX_BF16 ? "JX_TC_KERNELS(bf16_d128, 128, 0)\n" : "JX_TC_KERNELS(f16_d128, 128, 1)\n";
+  char *unit = malloc((size_t)(cut - src) + strlen(line) + 1);
+  assert_non_null(unit);
+  memcpy(unit, src, (size_t)(cut - src));
+  strcpy(unit + (cut - src), line);
+  return unit;
+}
+
 static void nvrtc_compiles_both(void **state) {
   (void)state;
+  char tc_names[3][48];
   if (!jx_nvrtc_available()) {
     printf("skipped: NVRTC not found (%s)\n", jx_nvrtc_load_error());
     return;
@@ -549,14 +712,19 @@ static void nvrtc_compiles_both(void **state) {
        "attention.cu",
        {"jx_attention_fwd_f32_d32", "jx_attention_fwd_f32_d64", "jx_attention_fwd_f32_d128",
         "jx_attention_fwd_bf16_d32", "jx_attention_fwd_bf16_d64", "jx_attention_fwd_bf16_d128"}},
-      {jx_cuda_attention_tc_src,
-       "attention_tc.cu",
-       {"jx_attention_tc_fwd_bf16_d64", "jx_attention_tc_fwd_bf16_d128"}}};
+      {NULL, "attention_tc.cu", {NULL}}}; /* tensor_core_unit's, below */
   for (size_t a = 0; a < 2; a++)
     for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
       jx_nvrtc_options opt = {.arch = archs[a], .output = JX_NVRTC_CUBIN};
-      char *image = NULL;
+      char *image = NULL, *tc = NULL;
       size_t n = 0;
+      if (!units[u].src) { /* the tensor-core kernels of one 16-bit type */
+        const jx_dtype dt = a ? JX_F16 : JX_BF16;
+        units[u].src = tc = tensor_core_unit(dt);
+        units[u].kernels[0] = jx_cuda_attention_tc_kernel(dt, 128);
+        assert_int_equal(jx_cuda_attention_tc_bwd_kernels(dt, 128, tc_names), 0);
+        for (int k = 0; k < 3; k++) units[u].kernels[1 + k] = tc_names[k];
+      }
       jx_status st = jx_nvrtc_compile(units[u].src, units[u].file, &opt, &image, &n);
       if (st) fprintf(stderr, "%s\n", jx_last_error());
       assert_int_equal(st, JX_OK);
@@ -564,6 +732,10 @@ static void nvrtc_compiles_both(void **state) {
       for (int k = 0; k < 6 && units[u].kernels[k]; k++)
         assert_non_null(memmem(image, n, units[u].kernels[k], strlen(units[u].kernels[k]) + 1));
       free(image);
+      if (tc) {
+        free(tc);
+        units[u].src = NULL;
+      }
       printf("NVRTC: %s for %s\n", units[u].file, archs[a]);
     }
 }
@@ -589,6 +761,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(attention_tc_geometry_rejects_bad_shapes, setup, teardown),
       cmocka_unit_test_setup_teardown(attention_tc_matches_f32_kernel, setup, teardown),
       cmocka_unit_test_setup_teardown(attention_backward_matches_reference, setup, teardown),
+      cmocka_unit_test_setup_teardown(attention_tc_backward_matches_f32_kernels, setup, teardown),
   };
   int failed = cmocka_run_group_tests(tests, NULL, teardown_group);
   jx_shutdown();
