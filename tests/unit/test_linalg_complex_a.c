@@ -16,7 +16,9 @@
 #include <cmocka.h>
 #include <jx/jx.h>
 
+#include "ir/program.h"
 #include "test_util.h"
+#include "trace/fn.h"
 
 #include "test_close.h"
 #include "test_linalg_golden.h"
@@ -180,6 +182,26 @@ static void values_and_vjps_match_jax(void **state) {
   }
 }
 
+/* triangular_solve's conjugate_a is an int parameter (slot i4): the
+ * traced program prints it, and programs that differ only in it differ */
+static void conjugate_a_is_a_parameter(void **state) {
+  (void)state;
+  const char *cases[2] = {"tri_right_upper_conj", "tri_left_upper_t_unit"}; /* 1, then 0 */
+  for (int c = 0; c < 2; c++) {
+    jx_array *a = golden_dt(cases[c], "c64", "in0"), *b = golden_dt(cases[c], "c64", "in1");
+    jx_aval av[2] = {{JX_C64, 0, jx_shape_of(a), 0}, {JX_C64, 0, jx_shape_of(b), 0}};
+    jx_fn *f = jx_fn_create(cases[c], 2, 1, body, (void *)cases[c]), *jf = jx_jit(f, NULL);
+    jx_program *prog = jx_fn_program(jf, av);
+    assert_non_null(prog);
+    char *ir = jx_program_print(prog);
+    assert_non_null(strstr(ir, c ? "conjugate_a=0" : "conjugate_a=1"));
+    free(ir);
+    jx_program_release(prog);
+    jx_fn_release(jf);
+    jx_fn_release(f);
+  }
+}
+
 /* The VJP of case k vmapped over the batch axis and jitted, then jitted
  * with the batch split over two devices: the stacked goldens. */
 static void batched_and_sharded(void **state) {
@@ -251,6 +273,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(values_and_vjps_match_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(batched_and_sharded, setup, teardown),
+      cmocka_unit_test_setup_teardown(conjugate_a_is_a_parameter, setup, teardown),
       cmocka_unit_test_setup_teardown(gradients_check, setup, teardown),
       cmocka_unit_test_setup_teardown(nans_and_zeros_as_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(errors_name_the_operands, setup, teardown),
