@@ -24,8 +24,8 @@
  * FFTW runs its parallel loops on jx's pool (fftw_threads_set_callback), not
  * on threads of its own. A 2-D f32 real transform of at least TWO_PASS_MIN
  * elements an image runs instead as blocks of rows and then blocks of
- * columns, each block a one-thread plan, split over the pool
- * (rfft2_two_pass). */
+ * columns, each block a one-thread plan run in place on the output, split
+ * over the pool (rfft2_two_pass). */
 #include "fft_kernel.h"
 
 #include <complex.h>
@@ -60,15 +60,16 @@ enum { TWO_PASS_MIN = 1 << 20 };
 
 /* How a cached plan lays out its arrays: the caller's whole transform
  * (row-major, batched), or a piece of the two-pass 2-D real transform:
- * a block of ROW_BLOCK rows' r2c, or the c2c of a block of columns
- * interleaved in a scratch (column j of the block at stride `batch`). */
+ * a block of ROW_BLOCK rows' r2c, or the in-place c2c of a block of
+ * `batch` adjacent columns of an image whose rows are `stride` complex
+ * numbers long. */
 typedef enum { LAYOUT_WHOLE, LAYOUT_ROWS, LAYOUT_COLUMNS } plan_layout;
 
 typedef struct plan_entry {
   jx_fft_type type;
   plan_layout layout;
   int dbl, k, aligned;
-  int64_t n[3], batch;
+  int64_t n[3], batch, stride;
   void *plan; /* fftw_plan or fftwf_plan */
   struct plan_entry *next;
 } plan_entry;
@@ -174,31 +175,33 @@ static void *plan_on(jx_fft_type t, int dbl, int k, const fftw_iodim *dims, fftw
   }
 }
 
-/* A plan for the transform laid out as `layout`, for arrays of FFTW's
- * alignment (aligned) or of any, made on scratch arrays (measuring writes
- * them; the + 1 keeps a zero-sized transform's allocation real); NULL when
- * FFTW cannot make one. The pieces of the two-pass transform run one to a
- * thread of jx's pool, so they are planned for one thread. */
+/* A plan for the transform laid out as `layout` (stride: LAYOUT_COLUMNS's
+ * row length), for arrays of FFTW's alignment (aligned) or of any, made on
+ * scratch arrays (measuring writes them; the + 1 keeps a zero-sized
+ * transform's allocation real); NULL when FFTW cannot make one. The pieces
+ * of the two-pass transform run one to a thread of jx's pool, so they are
+ * planned for one thread. */
 static void *make_plan(jx_fft_type t, plan_layout layout, int dbl, int k, const int64_t *n,
-                       int64_t batch, int aligned) {
+                       int64_t batch, int64_t stride, int aligned) {
   fftw_iodim dims[3];
   int64_t in_dist, out_dist;
   guru_dims(t, k, n, dims, &in_dist, &out_dist);
   fftw_iodim many = {(int)batch, (int)in_dist, (int)out_dist};
-  if (layout == LAYOUT_COLUMNS) { /* in place, column j at j, j + batch, ... */
-    dims[0] = (fftw_iodim){(int)n[0], (int)batch, (int)batch};
+  size_t in_bytes = (size_t)(batch * in_dist) * in_size(t, dbl);
+  size_t out_bytes = (size_t)(batch * out_dist) * out_size(t, dbl);
+  if (layout == LAYOUT_COLUMNS) { /* in place, column j at j, j + stride, ... of n[0] rows */
+    dims[0] = (fftw_iodim){(int)n[0], (int)stride, (int)stride};
     many = (fftw_iodim){(int)batch, 1, 1};
+    in_bytes = (size_t)(n[0] * stride) * in_size(t, dbl);
   }
-  int64_t elems = batch * (in_dist > out_dist ? in_dist : out_dist);
-  int big = elems >= PARALLEL_MIN || layout != LAYOUT_WHOLE;
+  int big =
+      batch * (in_dist > out_dist ? in_dist : out_dist) >= PARALLEL_MIN || layout != LAYOUT_WHOLE;
   int nthreads = layout == LAYOUT_WHOLE && big ? jx_pool_threads() : 1;
   fftw_plan_with_nthreads(nthreads);
   fftwf_plan_with_nthreads(nthreads);
   unsigned flags = (big ? plan_flags : FFTW_ESTIMATE) | (aligned ? 0 : FFTW_UNALIGNED);
-  void *in = fftw_malloc((size_t)(batch * in_dist) * in_size(t, dbl) + 1);
-  void *out = layout == LAYOUT_COLUMNS
-                  ? in
-                  : fftw_malloc((size_t)(batch * out_dist) * out_size(t, dbl) + 1);
+  void *in = fftw_malloc(in_bytes + 1);
+  void *out = layout == LAYOUT_COLUMNS ? in : fftw_malloc(out_bytes + 1);
   void *plan = in && out ? plan_on(t, dbl, k, dims, many, in, out, flags) : NULL;
   fftw_free(in);
   if (out != in) fftw_free(out);
@@ -207,22 +210,22 @@ static void *make_plan(jx_fft_type t, plan_layout layout, int dbl, int k, const 
 }
 
 static void *plan_for(jx_fft_type t, plan_layout layout, int dbl, int k, const int64_t *n,
-                      int64_t batch, int aligned) {
+                      int64_t batch, int64_t stride, int aligned) {
   pthread_once(&init_once, init_fftw);
   pthread_mutex_lock(&plans_lock);
   plan_entry *e = plans;
   for (; e; e = e->next)
     if (e->type == t && e->layout == layout && e->dbl == dbl && e->k == k && e->batch == batch &&
-        e->aligned == aligned && memcmp(e->n, n, sizeof *n * (size_t)k) == 0)
+        e->stride == stride && e->aligned == aligned && memcmp(e->n, n, sizeof *n * (size_t)k) == 0)
       break;
   if (!e && (e = calloc(1, sizeof *e))) {
-    e->plan = make_plan(t, layout, dbl, k, n, batch, aligned);
+    e->plan = make_plan(t, layout, dbl, k, n, batch, stride, aligned);
     if (!e->plan) {
       free(e);
       e = NULL;
     } else {
       e->type = t, e->layout = layout, e->dbl = dbl, e->k = k, e->batch = batch;
-      e->aligned = aligned;
+      e->stride = stride, e->aligned = aligned;
       memcpy(e->n, n, sizeof *n * (size_t)k);
       e->next = plans;
       plans = e;
@@ -232,33 +235,45 @@ static void *plan_for(jx_fft_type t, plan_layout layout, int dbl, int k, const i
   return e ? e->plan : NULL;
 }
 
-/* The 2-D real transform in two passes over jx's pool: the r2c of each row,
- * in blocks of ROW_BLOCK rows, then the c2c of each column of the half
- * spectrum, in blocks of COL_BLOCK columns copied into a scratch where the
- * block's columns interleave (each row of the block one contiguous run), so
- * that FFTW's SIMD codelets run across the block's columns. The blocks are
+/* The 2-D real transform in two passes over jx's pool, both on the output
+ * itself (no scratch, no copies): the r2c of each row, in blocks of
+ * ROW_BLOCK rows, straight into the output's rows, then the in-place c2c
+ * of each column of the half spectrum, in blocks of COL_BLOCK adjacent
+ * columns (FFTW's codelets run across the block's columns, each row of the
+ * block one contiguous run of the output's row). The last block of each
+ * pass takes the rows or columns left over besides its own, so a pass has
+ * as many equal blocks as fit: the half spectrum's 513 columns of a
+ * 1024-wide image are 16 blocks, 8 to each of two threads. The blocks are
  * fixed by the shape, never by the thread count, and each block's plan is
- * the same whichever thread runs it: the bits do not depend on the threads.
- * An even ROW_BLOCK keeps each row block on the caller's alignment (a
- * c64 row of 513 numbers is only 8-byte aligned). */
+ * the same whichever thread runs it: the bits do not depend on the
+ * threads. Even block sizes keep the blocks of an image on the image's
+ * alignment (a c64 row of 513 numbers is only 8-byte aligned); when the
+ * caller's arrays or an odd-sized image put any block off FFTW's alignment,
+ * every block runs a plan made for unaligned arrays (new-array execute
+ * needs the alignment the plan was made for). */
 enum { ROW_BLOCK = 16, COL_BLOCK = 32 };
+_Static_assert(ROW_BLOCK % 2 == 0 && COL_BLOCK % 2 == 0, "blocks keep the alignment");
 
 typedef struct {
-  int dbl, aligned;
-  int64_t n0, n1, half, batch; /* half = n1 / 2 + 1 */
+  int dbl;
+  int64_t n0, n1, half, batch;    /* half = n1 / 2 + 1 */
+  int64_t row_blocks, col_blocks; /* of all images' rows; of one image's columns */
   const char *in;
   char *out;
-  void *row_plan[2], *col_plan[2]; /* a whole block's, the last block's */
-  int failed;
+  void *row_plan[2], *col_plan[2]; /* a block's, the last block's */
 } rfft2_job;
+
+/* Blocks of `block` out of m items: m / block, the last taking the rest;
+ * one block of m when m < block. */
+static int64_t block_count(int64_t m, int64_t block) { return m < block ? 1 : m / block; }
+static int64_t last_block(int64_t m, int64_t block) { return m < block ? m : block + m % block; }
 
 static void rfft2_rows(void *ctx, int64_t begin, int64_t end) {
   rfft2_job *j = ctx;
   size_t rs = real_size(j->dbl);
   for (int64_t b = begin; b < end; b++) {
-    int64_t r0 = b * ROW_BLOCK, rows = j->batch * j->n0 - r0;
-    if (rows > ROW_BLOCK) rows = ROW_BLOCK;
-    void *plan = j->row_plan[rows < ROW_BLOCK];
+    int64_t r0 = b * ROW_BLOCK;
+    void *plan = j->row_plan[b == j->row_blocks - 1];
     const void *src = j->in + (size_t)(r0 * j->n1) * rs;
     void *dst = j->out + (size_t)(r0 * j->half) * 2 * rs;
     if (j->dbl)
@@ -270,46 +285,54 @@ static void rfft2_rows(void *ctx, int64_t begin, int64_t end) {
 
 static void rfft2_columns(void *ctx, int64_t begin, int64_t end) {
   rfft2_job *j = ctx;
-  size_t cs = 2 * real_size(j->dbl), row = (size_t)j->half * cs;
-  int64_t blocks = (j->half + COL_BLOCK - 1) / COL_BLOCK;
-  char *buf = fftw_malloc((size_t)(j->n0 * COL_BLOCK) * cs);
-  if (!buf) {
-    j->failed = 1;
-    return;
-  }
+  size_t cs = 2 * real_size(j->dbl);
   for (int64_t b = begin; b < end; b++) {
-    int64_t c0 = b % blocks * COL_BLOCK, cols = j->half - c0;
-    if (cols > COL_BLOCK) cols = COL_BLOCK;
-    char *image = j->out + (size_t)(b / blocks * j->n0) * row + (size_t)c0 * cs;
-    void *plan = j->col_plan[cols < COL_BLOCK];
-    size_t run = (size_t)cols * cs;
-    for (int64_t r = 0; r < j->n0; r++) memcpy(buf + (size_t)r * run, image + (size_t)r * row, run);
+    int64_t image = b / j->col_blocks, block = b % j->col_blocks;
+    void *plan = j->col_plan[block == j->col_blocks - 1];
+    char *at = j->out + (size_t)((image * j->n0) * j->half + block * COL_BLOCK) * cs;
     if (j->dbl)
-      fftw_execute_dft(plan, (fftw_complex *)buf, (fftw_complex *)buf);
+      fftw_execute_dft(plan, (fftw_complex *)at, (fftw_complex *)at);
     else
-      fftwf_execute_dft(plan, (fftwf_complex *)buf, (fftwf_complex *)buf);
-    for (int64_t r = 0; r < j->n0; r++) memcpy(image + (size_t)r * row, buf + (size_t)r * run, run);
+      fftwf_execute_dft(plan, (fftwf_complex *)at, (fftwf_complex *)at);
   }
-  fftw_free(buf);
 }
 
-static int rfft2_two_pass(int dbl, const int64_t *n, int64_t batch, const void *in, void *out,
-                          int aligned) {
-  rfft2_job j = {dbl, aligned, n[0], n[1], n[1] / 2 + 1, batch, in, out, {0}, {0}, 0};
+/* 1 when p is on FFTW's SIMD alignment, so that a plan made for aligned
+ * arrays may run on it (new-array execute requires the planned alignment). */
+static int aligned_at(int dbl, const char *p) {
+  return dbl ? fftw_alignment_of((double *)p) == 0 : fftwf_alignment_of((float *)p) == 0;
+}
+/* 1 when base + i * step is aligned for every i: the first two tell. */
+static int steps_aligned(int dbl, const char *base, size_t step) {
+  return aligned_at(dbl, base) && aligned_at(dbl, base + step);
+}
+
+static int rfft2_two_pass(int dbl, const int64_t *n, int64_t batch, const void *in, void *out) {
+  int64_t half = n[1] / 2 + 1, rows = batch * n[0];
+  size_t rs = real_size(dbl), cs = 2 * rs;
+  /* every block of both passes starts on the alignment, or all plans are unaligned ones */
+  int aligned = steps_aligned(dbl, in, (size_t)(ROW_BLOCK * n[1]) * rs) &&
+                steps_aligned(dbl, out, (size_t)(ROW_BLOCK * half) * cs) &&
+                steps_aligned(dbl, out, (size_t)COL_BLOCK * cs) &&
+                steps_aligned(dbl, out, (size_t)(n[0] * half) * cs);
+  rfft2_job j = {
+      dbl, n[0], n[1], half, batch, block_count(rows, ROW_BLOCK), block_count(half, COL_BLOCK),
+      in,  out,  {0},  {0}};
   /* planned here, on the calling thread, before the blocks run */
-  int64_t rows = batch * n[0], last_rows = rows % ROW_BLOCK, last_cols = j.half % COL_BLOCK;
-  j.row_plan[0] = plan_for(JX_FFT_RFFT, LAYOUT_ROWS, dbl, 1, &n[1], ROW_BLOCK, aligned);
-  j.row_plan[1] = last_rows ? plan_for(JX_FFT_RFFT, LAYOUT_ROWS, dbl, 1, &n[1], last_rows, aligned)
-                            : j.row_plan[0];
-  j.col_plan[0] = plan_for(JX_FFT_FFT, LAYOUT_COLUMNS, dbl, 1, &n[0], COL_BLOCK, 1);
-  j.col_plan[1] =
-      last_cols ? plan_for(JX_FFT_FFT, LAYOUT_COLUMNS, dbl, 1, &n[0], last_cols, 1) : j.col_plan[0];
-  j.failed = !j.row_plan[0] || !j.row_plan[1] || !j.col_plan[0] || !j.col_plan[1];
-  if (!j.failed) jx_parallel_for((batch * n[0] + ROW_BLOCK - 1) / ROW_BLOCK, 1, rfft2_rows, &j);
-  if (!j.failed)
-    jx_parallel_for(batch * ((j.half + COL_BLOCK - 1) / COL_BLOCK), 1, rfft2_columns, &j);
-  if (j.failed) jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: FFTW could not plan the transform");
-  return !j.failed;
+  int64_t last_rows = last_block(rows, ROW_BLOCK), last_cols = last_block(half, COL_BLOCK);
+  int64_t first_rows = j.row_blocks > 1 ? ROW_BLOCK : last_rows;
+  int64_t first_cols = j.col_blocks > 1 ? COL_BLOCK : last_cols;
+  j.row_plan[0] = plan_for(JX_FFT_RFFT, LAYOUT_ROWS, dbl, 1, &n[1], first_rows, 0, aligned);
+  j.row_plan[1] = plan_for(JX_FFT_RFFT, LAYOUT_ROWS, dbl, 1, &n[1], last_rows, 0, aligned);
+  j.col_plan[0] = plan_for(JX_FFT_FFT, LAYOUT_COLUMNS, dbl, 1, &n[0], first_cols, half, aligned);
+  j.col_plan[1] = plan_for(JX_FFT_FFT, LAYOUT_COLUMNS, dbl, 1, &n[0], last_cols, half, aligned);
+  if (!j.row_plan[0] || !j.row_plan[1] || !j.col_plan[0] || !j.col_plan[1]) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: FFTW could not plan the transform");
+    return 0;
+  }
+  jx_parallel_for(j.row_blocks, 1, rfft2_rows, &j);
+  jx_parallel_for(batch * j.col_blocks, 1, rfft2_columns, &j);
+  return 1;
 }
 
 /* dst[i] = src[i] * s for m floats of the precision, over jx's pool: the
@@ -361,11 +384,10 @@ int jx_fft_run(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch, c
     scale(dbl, in, copy, 2 * in_elems, inv);
     src = copy;
   }
-  int aligned = dbl ? fftw_alignment_of(src) == 0 && fftw_alignment_of(out) == 0
-                    : fftwf_alignment_of(src) == 0 && fftwf_alignment_of(out) == 0;
   if (t == JX_FFT_RFFT && !dbl && k == 2 && total >= TWO_PASS_MIN)
-    return rfft2_two_pass(dbl, n, batch, in, out, aligned);
-  void *plan = plan_for(t, LAYOUT_WHOLE, dbl, k, n, batch, aligned);
+    return rfft2_two_pass(dbl, n, batch, in, out);
+  int aligned = aligned_at(dbl, src) && aligned_at(dbl, out);
+  void *plan = plan_for(t, LAYOUT_WHOLE, dbl, k, n, batch, 0, aligned);
   if (!plan) {
     fftw_free(copy);
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: FFTW could not plan the transform");

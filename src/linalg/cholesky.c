@@ -86,9 +86,8 @@ static jx_status jvp_cholesky(const jx_rule_ctx *ctx, jx_array *const *x, jx_arr
   ty[0] = NULL;
   if (!t[0]) return jx_last_status();
   jx_params right_t = JX_PARAMS_INIT, left = JX_PARAMS_INIT;
-  right_t.i[1] = right_t.i[2] = 1; /* X L^H = dA: X = dA L^-H */
-  right_t.f[0] = 1;
-  left.i[0] = left.i[1] = 1; /* L Y = X: Y = L^-1 X */
+  right_t.i[1] = right_t.i[2] = right_t.i[4] = 1; /* X L^H = dA: X = dA L^-H */
+  left.i[0] = left.i[1] = 1;                      /* L Y = X: Y = L^-1 X */
   jx_array *tmp = jx_linalg_bind_triangular_solve(l, t[0], &right_t);
   tmp = jx_linalg_bind_triangular_solve(l, tmp, &left);
   ty[0] = jx_matmul(l, phi(tmp));

@@ -47,7 +47,7 @@ static jx_array *triangular_solve(const char *op, jx_array *a, jx_array *b, int 
   p.i[1] = lower != 0;
   p.i[2] = transpose_a != 0;
   p.i[3] = unit_diagonal != 0;
-  p.f[0] = conjugate_a != 0;
+  p.i[4] = conjugate_a != 0;
   return jx_bind1(&jx_prim_triangular_solve, 2, in, &p);
 }
 

@@ -7,9 +7,8 @@
  *    zero); a matrix that is not positive definite gives NaNs in its lower
  *    triangle;
  *  - triangular_solve (triangular_solve.c): (a, b) -> x, params
- *    left_side=i0 lower=i1 transpose_a=i2 unit_diagonal=i3 conjugate_a=f0
- *    (a flag in a float slot: the int slots are taken), as
- *    lax.linalg.triangular_solve;
+ *    left_side=i0 lower=i1 transpose_a=i2 unit_diagonal=i3 conjugate_a=i4,
+ *    as lax.linalg.triangular_solve;
  *  - lu (lu.c): a[..., n, n] -> (lu, pivots i32[..., n], permutation
  *    i32[..., n]), as lax.linalg.lu;
  *  - eigh (eigh.c): a[..., n, n] -> (w [..., n] ascending, v [..., n, n]

@@ -108,7 +108,7 @@ static void eval_triangular_solve(const jx_rule_ctx *ctx, const jx_tensor *in, j
   j.cols = in[1].shape.dims[r - 1];
   j.side = p->i[0] ? CblasLeft : CblasRight;
   j.uplo = p->i[1] ? CblasLower : CblasUpper;
-  int conjugate = (p->f[0] != 0) && jx_is_complex(in[0].dtype);
+  int conjugate = p->i[4] && jx_is_complex(in[0].dtype);
   j.trans = p->i[2] ? (conjugate ? CblasConjTrans : CblasTrans) : CblasNoTrans;
   j.conj_no_trans = conjugate && !p->i[2];
   j.diag = p->i[3] ? CblasUnit : CblasNonUnit;
@@ -128,7 +128,7 @@ static jx_status jvp_triangular_solve(const jx_rule_ctx *ctx, jx_array *const *x
     int lower = p->i[1] != 0, unit = p->i[3] != 0;
     jx_array *da = jx_linalg_triangle(t[0], lower, lower ? -unit : unit);
     if (p->i[2]) da = jx_linalg_swap_last(da);
-    if (p->f[0] != 0 && jx_is_complex(da->dtype)) da = jx_conj(da);
+    if (p->i[4] && jx_is_complex(da->dtype)) da = jx_conj(da);
     rhs = jx_rule_sub(rhs, p->i[0] ? jx_matmul(da, ans) : jx_matmul(ans, da));
   }
   if (rhs) ty[0] = jx_linalg_bind_triangular_solve(x[0], rhs, p);
@@ -154,7 +154,7 @@ const jx_prim jx_prim_triangular_solve = {
     .id = JX_PRIM_triangular_solve,
     .nin = 2,
     .nout = 1,
-    .params = "left_side=i0 lower=i1 transpose_a=i2 unit_diagonal=i3 conjugate_a=f0",
+    .params = "left_side=i0 lower=i1 transpose_a=i2 unit_diagonal=i3 conjugate_a=i4",
     .infer = infer_triangular_solve,
     .eval = eval_triangular_solve,
     .jvp = jvp_triangular_solve,

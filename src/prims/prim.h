@@ -36,10 +36,10 @@ typedef struct {
 /* Parameters of one application of a primitive. One plain struct for all
  * primitives keeps hashing, comparison and printing generic: each row's
  * `params` string names the slots it uses, e.g. "axes=l0 keepdims=i0
- * new_dtype=dtype" (slots i0-i3, f0-f1, l0-l7, dtype).
+ * new_dtype=dtype" (slots i0-i4, f0-f1, l0-l7, dtype).
  * Unused slots must be zero (start from JX_PARAMS_INIT) so that equal
  * parameters compare equal bytewise. */
-#define JX_PARAM_INTS   4
+#define JX_PARAM_INTS   5
 #define JX_PARAM_FLOATS 2
 #define JX_PARAM_LISTS  8
 typedef struct {

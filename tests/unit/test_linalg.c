@@ -84,21 +84,23 @@ static void cholesky_matches_jax(void **state) {
     }
 }
 
-static void cholesky_under_vmap(void **state) {
+/* the cholesky VJP's value and cotangent against the stacked goldens */
+static void check_cholesky_batch(jx_fn *vjp, const char *how) {
+  jx_array *in[2] = {golden("chol_batch_f64", "a"), golden("chol_batch_f64", "ct")}, *out[2];
+  check_ok(jx_call(vjp, in, out));
+  assert_close(out[0], golden("chol_batch_f64", "out"), 1e-10, how);
+  assert_close(out[1], golden("chol_batch_f64", "ct_a"), 1e-9, how);
+}
+
+static void cholesky_under_vmap_and_sharded_jit(void **state) {
   (void)state;
-  /* vmap over the stack's axis, of the value and of the VJP */
-  jx_array *a = golden("chol_batch_f64", "a"), *ct = golden("chol_batch_f64", "ct");
+  /* the stack mapped through the VJP, jitted; then split over two devices,
+   * where cholesky runs replicated (the partitioner gathers it whole) */
   jx_fn *f = jx_fn_create("cholesky", 1, 1, cholesky_body, NULL);
-  jx_fn *vjp = jx_vjp(f);
-  jx_fn *vf = jx_vmap(vjp, JX_AXES(0, 0), JX_AXES(0, 0));
-  jx_fn *jvf = jx_jit(vf, NULL);
-  jx_array *in[2] = {a, ct}, *out[2];
-  check_ok(jx_call(jvf, in, out));
-  assert_close(out[0], golden("chol_batch_f64", "out"), 1e-10, "vmap value");
-  assert_close(out[1], golden("chol_batch_f64", "ct_a"), 1e-9, "vmap vjp");
-  jx_fn_release(jvf);
-  jx_fn_release(vf);
-  jx_fn_release(vjp);
+  batched_vjps b = batched_vjps_of(f);
+  check_cholesky_batch(b.mapped, "vmap cholesky");
+  if (b.sharded) check_cholesky_batch(b.sharded, "sharded cholesky");
+  batched_vjps_release(&b);
   jx_fn_release(f);
 }
 
@@ -318,27 +320,32 @@ static void nan_matrix_gives_jax_nans(void **state) {
                "nan solve");
 }
 
-static void lu_family_under_vmap(void **state) {
-  (void)state;
-  /* solve and det mapped over the stack; the VJP of solve too */
-  jx_fn *s = jx_fn_create("solve", 2, 1, solve_lu_body, NULL),
-        *d = jx_fn_create("det", 1, 1, det_body, NULL);
-  jx_fn *vjp = jx_vjp(s);
-  jx_fn *vs = maybe_jit(jx_vmap(vjp, JX_AXES(0, 0, 0), JX_AXES(0, 0, 0)), 1);
-  jx_fn *vd = jx_vmap(d, JX_AXES(0), JX_AXES(0));
+/* the solve VJP's value and cotangents against the stacked goldens */
+static void check_solve_batch(jx_fn *vjp, const char *how) {
   jx_array *in[3] = {golden("solve_batch_f64", "a"), golden("solve_batch_f64", "b"),
                      golden("solve_batch_f64", "ct")},
            *out[3];
-  check_ok(jx_call(vs, in, out));
-  assert_close(out[0], golden("solve_batch_f64", "out"), 1e-10, "vmap solve");
-  assert_close(out[1], golden("solve_batch_f64", "ct_a"), 1e-9, "vmap solve ct_a");
-  assert_close(out[2], golden("solve_batch_f64", "ct_b"), 1e-9, "vmap solve ct_b");
-  jx_array *det;
-  check_ok(jx_call(vd, in, &det));
+  check_ok(jx_call(vjp, in, out));
+  assert_close(out[0], golden("solve_batch_f64", "out"), 1e-10, how);
+  assert_close(out[1], golden("solve_batch_f64", "ct_a"), 1e-9, how);
+  assert_close(out[2], golden("solve_batch_f64", "ct_b"), 1e-9, how);
+}
+
+static void lu_family_under_vmap_and_sharded_jit(void **state) {
+  (void)state;
+  /* solve's VJP mapped over the stack and jitted, then split over two
+   * devices (solve runs replicated); det mapped over the stack */
+  jx_fn *s = jx_fn_create("solve", 2, 1, solve_lu_body, NULL),
+        *d = jx_fn_create("det", 1, 1, det_body, NULL);
+  batched_vjps b = batched_vjps_of(s);
+  check_solve_batch(b.mapped, "vmap solve");
+  if (b.sharded) check_solve_batch(b.sharded, "sharded solve");
+  batched_vjps_release(&b);
+  jx_fn *vd = jx_vmap(d, JX_AXES(0), JX_AXES(0));
+  jx_array *a = golden("solve_batch_f64", "a"), *det;
+  check_ok(jx_call(vd, &a, &det));
   assert_close(det, golden("det_batch_f64", "out"), 1e-10, "vmap det");
   jx_fn_release(vd);
-  jx_fn_release(vs);
-  jx_fn_release(vjp);
   jx_fn_release(d);
   jx_fn_release(s);
 }
@@ -358,41 +365,6 @@ static void lu_family_gradients_match_finite_differences(void **state) {
     check_ok(st);
     jx_fn_release(f);
   }
-}
-
-/* ---- sharded jit: the linear algebra primitives run replicated ---- */
-
-static void sharded_jit_equals_jax(void **state) {
-  (void)state;
-  TEST_SKIP_ON_CUDA("there are no CUDA meshes");
-  /* the stack split over two devices; the partitioner gathers it whole */
-  jx_mesh *m = jx_mesh_create(JX_SHAPE(2), (const char *[]){"x"});
-  jx_sharding *sh = jx_sharding_create(m, "x");
-  assert_non_null(sh);
-  jx_fn *s = jx_fn_create("solve", 2, 1, solve_lu_body, NULL),
-        *c = jx_fn_create("cholesky", 1, 1, cholesky_body, NULL);
-  jx_fn *vjp = jx_vjp(s), *cvjp = jx_vjp(c);
-  jx_fn *js = jx_jit(vjp, &(jx_jit_options){.in_shardings = (jx_sharding *[]){sh, sh, sh}});
-  jx_fn *jc = jx_jit(cvjp, &(jx_jit_options){.in_shardings = (jx_sharding *[]){sh, sh}});
-  jx_array *in[3] = {golden("solve_batch_f64", "a"), golden("solve_batch_f64", "b"),
-                     golden("solve_batch_f64", "ct")},
-           *out[3];
-  check_ok(jx_call(js, in, out));
-  assert_close(out[0], golden("solve_batch_f64", "out"), 1e-10, "sharded solve");
-  assert_close(out[1], golden("solve_batch_f64", "ct_a"), 1e-9, "sharded solve ct_a");
-  assert_close(out[2], golden("solve_batch_f64", "ct_b"), 1e-9, "sharded solve ct_b");
-  jx_array *cin[2] = {golden("chol_batch_f64", "a"), golden("chol_batch_f64", "ct")};
-  check_ok(jx_call(jc, cin, out));
-  assert_close(out[0], golden("chol_batch_f64", "out"), 1e-10, "sharded cholesky");
-  assert_close(out[1], golden("chol_batch_f64", "ct_a"), 1e-9, "sharded cholesky ct_a");
-  jx_fn_release(jc);
-  jx_fn_release(js);
-  jx_fn_release(cvjp);
-  jx_fn_release(vjp);
-  jx_fn_release(c);
-  jx_fn_release(s);
-  jx_sharding_release(sh);
-  jx_mesh_release(m);
 }
 
 /* ---- errors ---- */
@@ -430,7 +402,7 @@ int main(void) {
   if (jx_set_cpu_device_count(2)) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(cholesky_matches_jax, setup, teardown),
-      cmocka_unit_test_setup_teardown(cholesky_under_vmap, setup, teardown),
+      cmocka_unit_test_setup_teardown(cholesky_under_vmap_and_sharded_jit, setup, teardown),
       cmocka_unit_test_setup_teardown(cholesky_not_positive_definite_gives_nans, setup, teardown),
       cmocka_unit_test_setup_teardown(cholesky_gradients_match_finite_differences, setup, teardown),
       cmocka_unit_test_setup_teardown(triangular_solve_matches_jax, setup, teardown),
@@ -440,10 +412,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(lu_family_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(lu_pivots_and_signs_match_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(nan_matrix_gives_jax_nans, setup, teardown),
-      cmocka_unit_test_setup_teardown(lu_family_under_vmap, setup, teardown),
+      cmocka_unit_test_setup_teardown(lu_family_under_vmap_and_sharded_jit, setup, teardown),
       cmocka_unit_test_setup_teardown(lu_family_gradients_match_finite_differences, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(sharded_jit_equals_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(errors_name_the_shapes, setup, teardown),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);

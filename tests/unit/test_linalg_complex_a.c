@@ -16,17 +16,18 @@
 #include <cmocka.h>
 #include <jx/jx.h>
 
+#include "ir/program.h"
 #include "test_util.h"
+#include "trace/fn.h"
 
 #include "test_close.h"
+#include "test_linalg_golden.h"
 
-static jx_array *golden(const char *c, const char *dt, const char *name) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/linalg_complex_a/%s%s%s_%s.npy", JX_TEST_DATA, c, *dt ? "_" : "",
-           dt, name);
-  jx_array *a = jx_load_npy(path);
-  check_ok(jx_last_status());
-  return a;
+/* The array `name` of case c in dtype dt ("" for a case of one dtype). */
+static jx_array *golden_dt(const char *c, const char *dt, const char *name) {
+  char cased[256];
+  snprintf(cased, sizeof cased, "%s%s%s", c, *dt ? "_" : "", dt);
+  return golden_in("linalg_complex_a", cased, name);
 }
 
 /* Both parts of a and b close (assert_close reads real parts only). */
@@ -144,16 +145,16 @@ static void check_vjp(jx_fn *vjp, size_t k, const char *dt) {
   for (int i = 0; i < nin; i++) {
     char name[8];
     snprintf(name, sizeof name, "in%d", i);
-    in[i] = golden(c, dt, name);
+    in[i] = golden_dt(c, dt, name);
   }
-  in[nin] = golden(c, dt, "ct");
+  in[nin] = golden_dt(c, dt, "ct");
   check_ok(jx_call(vjp, in, out));
   double tol = tol_of(dt);
-  assert_close_c(out[0], golden(c, dt, "out"), tol);
+  assert_close_c(out[0], golden_dt(c, dt, "out"), tol);
   for (int i = 0; i < nin; i++) {
     char name[8];
     snprintf(name, sizeof name, "vjp%d", i);
-    assert_close_c(out[1 + i], golden(c, dt, name), tol);
+    assert_close_c(out[1 + i], golden_dt(c, dt, name), tol);
   }
 }
 
@@ -175,9 +176,29 @@ static void values_and_vjps_match_jax(void **state) {
   /* lu's pivots and permutation */
   for (int d = 0; d < 2; d++) {
     jx_array *lu, *piv, *perm;
-    check_ok(jx_linalg_lu(golden("lu", DTYPES[d], "in0"), &lu, &piv, &perm));
-    assert_close(piv, golden("lu", DTYPES[d], "pivots"), 0);
-    assert_close(perm, golden("lu", DTYPES[d], "permutation"), 0);
+    check_ok(jx_linalg_lu(golden_dt("lu", DTYPES[d], "in0"), &lu, &piv, &perm));
+    assert_close(piv, golden_dt("lu", DTYPES[d], "pivots"), 0);
+    assert_close(perm, golden_dt("lu", DTYPES[d], "permutation"), 0);
+  }
+}
+
+/* triangular_solve's conjugate_a is an int parameter (slot i4): the
+ * traced program prints it, and programs that differ only in it differ */
+static void conjugate_a_is_a_parameter(void **state) {
+  (void)state;
+  const char *cases[2] = {"tri_right_upper_conj", "tri_left_upper_t_unit"}; /* 1, then 0 */
+  for (int c = 0; c < 2; c++) {
+    jx_array *a = golden_dt(cases[c], "c64", "in0"), *b = golden_dt(cases[c], "c64", "in1");
+    jx_aval av[2] = {{JX_C64, 0, jx_shape_of(a), 0}, {JX_C64, 0, jx_shape_of(b), 0}};
+    jx_fn *f = jx_fn_create(cases[c], 2, 1, body, (void *)cases[c]), *jf = jx_jit(f, NULL);
+    jx_program *prog = jx_fn_program(jf, av);
+    assert_non_null(prog);
+    char *ir = jx_program_print(prog);
+    assert_non_null(strstr(ir, c ? "conjugate_a=0" : "conjugate_a=1"));
+    free(ir);
+    jx_program_release(prog);
+    jx_fn_release(jf);
+    jx_fn_release(f);
   }
 }
 
@@ -188,25 +209,11 @@ static void batched_and_sharded(void **state) {
   const size_t cases[] = {0, 6}; /* cholesky (with its conjugate transposed solves), solve */
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     size_t k = cases[i];
-    int nin = CASES[k].nin;
-    jx_fn *f = jx_fn_create(CASES[k].name, nin, 1, body, (void *)CASES[k].name);
-    jx_fn *vjp = jx_vjp(f);
-    jx_fn *vf = jx_vmap(vjp, nin == 1 ? JX_AXES(0, 0) : JX_AXES(0, 0, 0),
-                        nin == 1 ? JX_AXES(0, 0) : JX_AXES(0, 0, 0));
-    jx_fn *jvf = jx_jit(vf, NULL);
-    check_vjp(jvf, k, "c128");
-    jx_fn_release(jvf);
-    jx_fn_release(vf);
-    if (!test_on_cuda()) { /* there are no CUDA meshes */
-      jx_mesh *m = jx_mesh_create(JX_SHAPE(2), (const char *[]){"x"});
-      jx_sharding *sh = jx_sharding_create(m, "x");
-      jx_fn *j = jx_jit(vjp, &(jx_jit_options){.in_shardings = (jx_sharding *[]){sh, sh, sh}});
-      check_vjp(j, k, "c128");
-      jx_fn_release(j);
-      jx_sharding_release(sh);
-      jx_mesh_release(m);
-    }
-    jx_fn_release(vjp);
+    jx_fn *f = jx_fn_create(CASES[k].name, CASES[k].nin, 1, body, (void *)CASES[k].name);
+    batched_vjps b = batched_vjps_of(f);
+    check_vjp(b.mapped, k, "c128");
+    if (b.sharded) check_vjp(b.sharded, k, "c128");
+    batched_vjps_release(&b);
     jx_fn_release(f);
   }
 }
@@ -221,7 +228,7 @@ static void body_logabsdet_of_parts(void *ctx, jx_array *const *in, jx_array **o
 
 static void gradients_check(void **state) {
   (void)state;
-  jx_array *a = golden("inv", "c128", "in0");
+  jx_array *a = golden_dt("inv", "c128", "in0");
   jx_array *in[2] = {jx_real(a), jx_imag(a)};
   jx_fn *f = jx_fn_create("complex_chain", 2, 1, body_logabsdet_of_parts, NULL);
   check_ok(jx_check_grads(f, in, 1, 0, 0));
@@ -230,15 +237,15 @@ static void gradients_check(void **state) {
 
 static void nans_and_zeros_as_jax(void **state) {
   (void)state;
-  jx_array *l = jx_linalg_cholesky(golden("not_pd", "c128", "a"));
+  jx_array *l = jx_linalg_cholesky(golden_dt("not_pd", "c128", "a"));
   double want[8], got[8];
-  check_ok(jx_read(golden("not_pd", "c128", "out"), want, sizeof want));
+  check_ok(jx_read(golden_dt("not_pd", "c128", "out"), want, sizeof want));
   check_ok(jx_read(l, got, sizeof got));
   for (int i = 0; i < 8; i++) assert_true(isnan(want[i]) ? isnan(got[i]) : got[i] == want[i]);
-  jx_array *s = golden("singular", "c128", "a"), *sign, *logabsdet;
-  assert_close_c(jx_linalg_det(s), golden("singular", "c128", "det"), 1e-12);
+  jx_array *s = golden_dt("singular", "c128", "a"), *sign, *logabsdet;
+  assert_close_c(jx_linalg_det(s), golden_dt("singular", "c128", "det"), 1e-12);
   check_ok(jx_linalg_slogdet(s, &sign, &logabsdet));
-  assert_close_c(sign, golden("singular", "c128", "sign"), 0);
+  assert_close_c(sign, golden_dt("singular", "c128", "sign"), 0);
   double v;
   check_ok(jx_read(logabsdet, &v, sizeof v));
   assert_true(isinf(v) && v < 0);
@@ -266,6 +273,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(values_and_vjps_match_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(batched_and_sharded, setup, teardown),
+      cmocka_unit_test_setup_teardown(conjugate_a_is_a_parameter, setup, teardown),
       cmocka_unit_test_setup_teardown(gradients_check, setup, teardown),
       cmocka_unit_test_setup_teardown(nans_and_zeros_as_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(errors_name_the_operands, setup, teardown),

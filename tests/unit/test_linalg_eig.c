@@ -104,36 +104,16 @@ static void eigvalsh_matches_jax(void **state) {
     }
 }
 
-static void eigh_under_vmap(void **state) {
+static void eigh_under_vmap_and_sharded_jit(void **state) {
   (void)state;
-  /* the stack mapped through the VJP, jitted */
+  /* the stack mapped through the VJP, jitted; then split over two devices,
+   * where eigh runs replicated */
   jx_fn *f = jx_fn_create("eigh", 1, 2, values_and_squares_body, NULL);
-  jx_fn *vjp = jx_vjp(f);
-  jx_fn *vf = jx_vmap(vjp, JX_AXES(0, 0, 0), JX_AXES(0, 0, 0));
-  jx_fn *jvf = jx_jit(vf, NULL);
-  check_vjp(jvf, "eigh_batch_f64");
-  jx_fn_release(jvf);
-  jx_fn_release(vf);
-  jx_fn_release(vjp);
+  batched_vjps b = batched_vjps_of(f);
+  check_vjp(b.mapped, "eigh_batch_f64");
+  if (b.sharded) check_vjp(b.sharded, "eigh_batch_f64");
+  batched_vjps_release(&b);
   jx_fn_release(f);
-}
-
-static void eigh_sharded_jit_matches_jax(void **state) {
-  (void)state;
-  TEST_SKIP_ON_CUDA("there are no CUDA meshes");
-  /* the stack split over two devices; eigh runs replicated */
-  jx_mesh *m = jx_mesh_create(JX_SHAPE(2), (const char *[]){"x"});
-  jx_sharding *sh = jx_sharding_create(m, "x");
-  assert_non_null(sh);
-  jx_fn *f = jx_fn_create("eigh", 1, 2, values_and_squares_body, NULL);
-  jx_fn *vjp = jx_vjp(f);
-  jx_fn *j = jx_jit(vjp, &(jx_jit_options){.in_shardings = (jx_sharding *[]){sh, sh, sh}});
-  check_vjp(j, "eigh_batch_f64");
-  jx_fn_release(j);
-  jx_fn_release(vjp);
-  jx_fn_release(f);
-  jx_sharding_release(sh);
-  jx_mesh_release(m);
 }
 
 static void eigh_gradients_match_finite_differences(void **state) {
@@ -164,8 +144,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(eigh_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(eigh_vectors_reconstruct_the_matrix, setup, teardown),
       cmocka_unit_test_setup_teardown(eigvalsh_matches_jax, setup, teardown),
-      cmocka_unit_test_setup_teardown(eigh_under_vmap, setup, teardown),
-      cmocka_unit_test_setup_teardown(eigh_sharded_jit_matches_jax, setup, teardown),
+      cmocka_unit_test_setup_teardown(eigh_under_vmap_and_sharded_jit, setup, teardown),
       cmocka_unit_test_setup_teardown(eigh_gradients_match_finite_differences, setup, teardown),
       cmocka_unit_test_setup_teardown(eigh_errors_name_the_shapes, setup, teardown),
   };

@@ -20,14 +20,8 @@
 #include "test_util.h"
 
 #include "test_close.h"
-
-static jx_array *golden(const char *c, const char *name) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/linalg_eig/%s_%s.npy", JX_TEST_DATA, c, name);
-  jx_array *a = jx_load_npy(path);
-  check_ok(jx_last_status());
-  return a;
-}
+#define LINALG_GOLDEN_DIR "linalg_eig"
+#include "test_linalg_golden.h"
 
 static int is_double(jx_array *x) {
   jx_dtype d = jx_dtype_of(x);
@@ -141,26 +135,15 @@ static void vjps_match_jax(void **state) {
 
 static void eig_under_vmap_and_sharded_jit(void **state) {
   (void)state;
-  /* vmap of the VJP over the stack's axis, jitted: as the stacked goldens */
+  /* vmap of the VJP over the stack's axis, jitted: as the stacked goldens;
+   * then the stack split over two devices, where eig runs replicated */
   jx_fn *f = jx_fn_create("eig", 1, 2, eig_body, (void *)&RIGHT_DERIVS);
-  jx_fn *vjp = jx_vjp(f);
-  jx_fn *vf = jx_vmap(vjp, JX_AXES(0, 0, 0), JX_AXES(0, 0, 0));
-  jx_fn *jvf = jx_jit(vf, NULL);
-  check_vjp(jvf, "eig_batch_f64", &RIGHT_DERIVS, "ct_a_right");
-  check_vjp(jvf, "eig_batch_f32", &RIGHT_DERIVS, "ct_a_right");
-  jx_fn_release(jvf);
-  jx_fn_release(vf);
-  TEST_SKIP_ON_CUDA("there are no CUDA meshes");
-  /* the stack split over two devices; eig runs replicated */
-  jx_mesh *m = jx_mesh_create(JX_SHAPE(2), (const char *[]){"x"});
-  jx_sharding *sh = jx_sharding_create(m, "x");
-  jx_fn *j = jx_jit(vjp, &(jx_jit_options){.in_shardings = (jx_sharding *[]){sh, sh, sh}});
-  check_vjp(j, "eig_batch_f64", &RIGHT_DERIVS, "ct_a_right");
-  jx_fn_release(j);
-  jx_fn_release(vjp);
+  batched_vjps b = batched_vjps_of(f);
+  check_vjp(b.mapped, "eig_batch_f64", &RIGHT_DERIVS, "ct_a_right");
+  check_vjp(b.mapped, "eig_batch_f32", &RIGHT_DERIVS, "ct_a_right");
+  if (b.sharded) check_vjp(b.sharded, "eig_batch_f64", &RIGHT_DERIVS, "ct_a_right");
+  batched_vjps_release(&b);
   jx_fn_release(f);
-  jx_sharding_release(sh);
-  jx_mesh_release(m);
 }
 
 static void nan_input_gives_nans(void **state) {

@@ -78,37 +78,17 @@ static void qr_factors_reconstruct_the_matrix(void **state) {
   }
 }
 
-static void qr_under_vmap(void **state) {
+static void qr_under_vmap_and_sharded_jit(void **state) {
   (void)state;
+  /* the stack mapped through the VJP, jitted; then split over two devices,
+   * where qr runs replicated */
   int full = 1;
   jx_fn *f = jx_fn_create("qr", 1, 2, qr_body, &full);
-  jx_fn *vjp = jx_vjp(f);
-  jx_fn *vf = jx_vmap(vjp, JX_AXES(0, 0, 0), JX_AXES(0, 0, 0));
-  jx_fn *jvf = jx_jit(vf, NULL);
-  check_vjp(jvf, "qr_batch_f64");
-  jx_fn_release(jvf);
-  jx_fn_release(vf);
-  jx_fn_release(vjp);
+  batched_vjps b = batched_vjps_of(f);
+  check_vjp(b.mapped, "qr_batch_f64");
+  if (b.sharded) check_vjp(b.sharded, "qr_batch_f64");
+  batched_vjps_release(&b);
   jx_fn_release(f);
-}
-
-static void qr_sharded_jit_matches_jax(void **state) {
-  (void)state;
-  TEST_SKIP_ON_CUDA("there are no CUDA meshes");
-  /* the stack split over two devices; qr runs replicated */
-  jx_mesh *m = jx_mesh_create(JX_SHAPE(2), (const char *[]){"x"});
-  jx_sharding *sh = jx_sharding_create(m, "x");
-  assert_non_null(sh);
-  int full = 1;
-  jx_fn *f = jx_fn_create("qr", 1, 2, qr_body, &full);
-  jx_fn *vjp = jx_vjp(f);
-  jx_fn *j = jx_jit(vjp, &(jx_jit_options){.in_shardings = (jx_sharding *[]){sh, sh, sh}});
-  check_vjp(j, "qr_batch_f64");
-  jx_fn_release(j);
-  jx_fn_release(vjp);
-  jx_fn_release(f);
-  jx_sharding_release(sh);
-  jx_mesh_release(m);
 }
 
 static void qr_gradients_match_finite_differences(void **state) {
@@ -142,8 +122,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(qr_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(qr_factors_reconstruct_the_matrix, setup, teardown),
-      cmocka_unit_test_setup_teardown(qr_under_vmap, setup, teardown),
-      cmocka_unit_test_setup_teardown(qr_sharded_jit_matches_jax, setup, teardown),
+      cmocka_unit_test_setup_teardown(qr_under_vmap_and_sharded_jit, setup, teardown),
       cmocka_unit_test_setup_teardown(qr_gradients_match_finite_differences, setup, teardown),
       cmocka_unit_test_setup_teardown(qr_errors_name_the_shapes, setup, teardown),
   };
