@@ -741,30 +741,35 @@ static int reduce_read(run_ctx *k, int dt, int op, const char *send, size_t lo, 
   return 0;
 }
 
-/* all_reduce: member q reduces slice q (the copy path's slices of a chunk,
- * here of the whole buffer) into its recv; then every member reads the
- * other slices from their owners' recv into its own. Each element is
- * reduced once, in member order, as in the copy path: the same bits. In
- * place is fine: a member writes only its slice, which no peer reads
- * before the next step. */
+/* all_reduce, a step's worth of the buffer (the copy path's chunk) at a
+ * time: member q reduces slice q of the chunk into its recv; after the step
+ * every member reads the other slices from their owners' recv into its own.
+ * Each element is reduced once, in member order, as in the copy path: the
+ * same bits. In place is fine: a member writes only its slices, which no
+ * peer reads before the step after. Steps of a chunk keep the members in
+ * step (short waits that poll) where steps of the whole buffer would make
+ * the first to finish sleep. */
 static int all_reduce_direct(run_ctx *k, int dt, int op, const char *send, char *recv,
                              size_t count) {
   jx_shm_group *g = k->g;
-  size_t es = jx_dtype_size((jx_dtype)dt), lo, hi;
-  size_t slice = round_up((count + (size_t)g->m - 1) / (size_t)g->m, 64 / es);
+  size_t es = jx_dtype_size((jx_dtype)dt), per_step = (size_t)g->m * g->slot / es;
   publish(g, send, recv);
   if (arrive(k)) return 1;
-  slice_of(count, slice, g->me, &lo, &hi);
-  if (reduce_read(k, dt, op, send, lo, hi, recv + lo * es)) return 1;
-  begin(g);
-  if (arrive(k)) return 1;
-  for (int q = 0; q < g->m; q++) {
-    size_t ql, qh;
-    slice_of(count, slice, q, &ql, &qh);
-    if (q != g->me && qh > ql &&
-        read_peer(g, q, g->line[q].recv_at + ql * es, recv + ql * es, (qh - ql) * es, k->why,
-                  k->cap))
-      return 1;
+  for (size_t at = 0; at < count; at += per_step) {
+    size_t n = count - at < per_step ? count - at : per_step, lo, hi;
+    size_t slice = round_up((n + (size_t)g->m - 1) / (size_t)g->m, 64 / es);
+    slice_of(n, slice, g->me, &lo, &hi);
+    if (reduce_read(k, dt, op, send, at + lo, at + hi, recv + (at + lo) * es)) return 1;
+    begin(g);
+    if (arrive(k)) return 1;
+    for (int q = 0; q < g->m; q++) {
+      size_t ql, qh;
+      slice_of(n, slice, q, &ql, &qh);
+      if (q != g->me && qh > ql &&
+          read_peer(g, q, g->line[q].recv_at + (at + ql) * es, recv + (at + ql) * es,
+                    (qh - ql) * es, k->why, k->cap))
+        return 1;
+    }
   }
   begin(g);
   return arrive(k); /* every member has read this one's recv */
