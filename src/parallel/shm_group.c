@@ -28,13 +28,13 @@ enum {
   NAP_MIN_NS = 20000,     /* then sleep, doubling the nap up to NAP_MAX_NS */
   NAP_MAX_NS = 1000000,   /* (a wait that long is a step of a training loop, or a fault) */
   LIVENESS_NS = 20000000, /* how often a long wait looks whether the missing members live */
-  ONE_STEP_BYTES = 128 << 10,  /* all-reduces whose members' buffers take up to this much
-                                  together: every member reduces everything */
-  SEGMENT_BYTES = 4 << 20,     /* the data of a group's segment (with 64 members or fewer) */
-  MOVE_NS = 10000000,          /* the least time between two moves off a CPU (move_off) */
-  SINGLE_COPY_BYTES = 1 << 20, /* collectives of this much data or more read the members'
-                                  buffers directly (process_vm_readv), when permitted */
-  READ_CHUNK_BYTES = 64 << 10  /* a reduction reads its peers' operands this much at a time */
+  ONE_STEP_BYTES = 128 << 10,   /* all-reduces whose members' buffers take up to this much
+                                   together: every member reduces everything */
+  SEGMENT_BYTES = 4 << 20,      /* the data of a group's segment (with 64 members or fewer) */
+  MOVE_NS = 10000000,           /* the least time between two moves off a CPU (move_off) */
+  SINGLE_COPY_BYTES = 16 << 20, /* JX_SHM_SINGLE_COPY's default: collectives of this much
+                                   data or more read the members' buffers directly */
+  READ_CHUNK_BYTES = 64 << 10   /* a reduction reads its peers' operands this much at a time */
 };
 #define MAGIC 0x6a78736867ULL
 
@@ -71,8 +71,9 @@ struct jx_shm_group {
   const char **srcs; /* m pointers: a reduction's operands */
   uint64_t step;     /* the steps so far: the same on every member */
   jx_spin_site site;
-  int direct;    /* single copy: -1 not decided yet, 0 no (copies through the segment), 1 yes */
-  char *scratch; /* single copy: a chunk of each peer's operands */
+  int64_t direct; /* single copy from this many bytes on; 0: never (copies through the
+                     segment); -1: the members have not agreed yet */
+  char *scratch;  /* single copy: a chunk of each peer's operands */
   int broken;
   char reason[JX_MPI_MSG];
 };
@@ -148,17 +149,29 @@ static void nap(int64_t ns) {
 static const volatile uint64_t probe_word = MAGIC;
 
 static pthread_once_t allow_once = PTHREAD_ONCE_INIT;
-static char local_why[256]; /* why this process reads no peer's memory; "" when it may */
+static char local_why[256];   /* why this process reads no peer's memory; "" when it may */
+static int64_t local_from;    /* JX_SHM_SINGLE_COPY: single copy from this many bytes on */
+static int local_refusal;     /* the kernel refused (a reason to tell), not the setting */
+static char bad_setting[160]; /* JX_SHM_SINGLE_COPY that is not a size: the error */
 
 /* Under Yama's ptrace scope 1 (the default of several distributions) a
  * process reads only its descendants' memory unless the target allows it:
  * every member allows the processes of its user, as Open MPI's shared
  * memory transport does for its single copy. Scopes 2 and 3 allow nothing. */
 static void allow_reading_once(void) {
-  if (!jx_env_flag("JX_SHM_SINGLE_COPY")) {
+  long long from = SINGLE_COPY_BYTES;
+  if (jx_env_int("JX_SHM_SINGLE_COPY", &from) < 0 || from < 0) {
+    snprintf(bad_setting, sizeof bad_setting,
+             "JX_SHM_SINGLE_COPY='%.80s' is not a size in bytes (0: never single copy)",
+             jx_env_string("JX_SHM_SINGLE_COPY"));
+    return;
+  }
+  local_from = (int64_t)from;
+  if (!from) {
     snprintf(local_why, sizeof local_why, "JX_SHM_SINGLE_COPY=0");
     return;
   }
+  local_refusal = 1;
   int scope = 0;
   FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
   if (f) {
@@ -172,6 +185,8 @@ static void allow_reading_once(void) {
              scope);
   else if (scope == 1 && prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0))
     snprintf(local_why, sizeof local_why, "prctl(PR_SET_PTRACER): %s", strerror(errno));
+  else
+    local_refusal = 0;
 }
 static void allow_reading(void) { pthread_once(&allow_once, allow_reading_once); }
 
@@ -257,6 +272,12 @@ jx_shm_group *jx_shm_group_open(int me, int m, const int *procs, const char *lab
     return NULL;
   }
   if (m == 1) return g;
+  allow_reading();
+  if (*bad_setting) {
+    snprintf(msg, cap, "%s", bad_setting);
+    jx_shm_group_close(g);
+    return NULL;
+  }
   char name[128] = "";
   if (me == 0 ? create(g, store, key, name, sizeof name, msg, cap)
               : join(g, store, key, timeout_s, msg, cap)) {
@@ -265,7 +286,6 @@ jx_shm_group *jx_shm_group_open(int me, int m, const int *procs, const char *lab
   }
   g->line[me].pid = (int32_t)getpid();
   g->line[me].probe_at = (uint64_t)(uintptr_t)&probe_word;
-  allow_reading();
   __atomic_add_fetch(&g->h->mapped, 1, __ATOMIC_ACQ_REL);
   if (me != 0) return g;
   /* the name goes once every member holds the mapping */
@@ -634,16 +654,20 @@ static int all_to_all(run_ctx *k, const jx_mpi_op *op) {
 
 /* ---- single copy: the members read each other's buffers ----
  *
- * Above SINGLE_COPY_BYTES the members publish the addresses of their
- * buffers in a step, read what they need straight from their peers'
+ * From JX_SHM_SINGLE_COPY bytes on the members publish the addresses of
+ * their buffers in a step, read what they need straight from their peers'
  * processes (process_vm_readv) and meet again before any returns, so no
  * buffer changes while a peer reads it: each byte is copied once, where
- * the segment has it copied in and out. */
+ * the segment has it copied in and out. Below 16 MiB the segment measured
+ * faster: its slots stay in the cache, and the kernel's copy is slower than
+ * jx_comm_copy on some CPUs. */
 
 static int logged_copying; /* this process said once why it copies through the segment */
 
-/* The members agree, once per group, whether they read each other's
- * memory: each reads every peer's probe word; single copy when all could. */
+/* The members agree, once per group (at its first collective that has a
+ * single copy path), whether and from what size they read each other's
+ * memory: each reads every peer's probe word; single copy when all could,
+ * from the largest of their JX_SHM_SINGLE_COPY sizes. */
 static int agree_direct(run_ctx *k) {
   jx_shm_group *g = k->g;
   begin(g);
@@ -664,16 +688,20 @@ static int agree_direct(run_ctx *k) {
       snprintf(why, sizeof why, "the memory of process %d read back wrong", g->procs[q]);
   }
   begin(g);
-  g->line[g->me].value[g->step % 2] = !*why;
+  g->line[g->me].value[g->step % 2] = *why ? 0 : (uint64_t)local_from;
   if (arrive(k)) return 1;
-  int refused = -1;
-  for (int q = 0; q < g->m && refused < 0; q++)
-    if (!g->line[q].value[g->step % 2]) refused = q;
-  g->direct = refused < 0;
-  if (refused >= 0 && strcmp(local_why, "JX_SHM_SINGLE_COPY=0") &&
+  g->direct = 0;
+  for (int q = 0; q < g->m; q++) {
+    int64_t from = (int64_t)g->line[q].value[g->step % 2];
+    if (!from) {
+      g->direct = 0;
+      break;
+    }
+    if (from > g->direct) g->direct = from;
+  }
+  /* the setting is no news; a refusal is, once, by the member refused */
+  if (*why && (local_refusal || !*local_why) &&
       !__atomic_exchange_n(&logged_copying, 1, __ATOMIC_RELAXED)) {
-    if (!*why)
-      snprintf(why, sizeof why, "process %d cannot read its peers' memory", g->procs[refused]);
     fprintf(stderr,
             "jx: process %d: large collectives in shared memory copy through the segment (no "
             "single copy): %s\n",
@@ -913,9 +941,9 @@ int jx_shm_group_run(jx_shm_group *g, const jx_mpi_op *op, double timeout_s, cha
   }
   char why[JX_MPI_MSG] = "";
   run_ctx k = {g, timeout_s, why, sizeof why};
-  int large = direct_bytes(op, g->m) >= SINGLE_COPY_BYTES;
-  int st = large && g->direct < 0 ? agree_direct(&k) : 0;
-  int direct = large && g->direct == 1;
+  size_t bytes = direct_bytes(op, g->m);
+  int st = bytes && g->direct < 0 ? agree_direct(&k) : 0;
+  int direct = g->direct > 0 && bytes >= (size_t)g->direct;
   switch (st ? -1 : op->kind) {
   case -1: break; /* the members could not agree */
   case JX_MPI_ALLREDUCE:

@@ -23,10 +23,11 @@
  *     same bits on every process for a float sum whose
  *     rounding depends on the order; every process sets a key through a
  *     client of its own (jx_coordinator_connect) and sees the others';
- *   - 4 processes on one host, with large buffers read from the peers'
- *     processes (single copy) and copied through the segment
- *     (JX_SHM_SINGLE_COPY=0): every collective against the definitions, and
- *     the bits of a large f64 sum in member order on both paths;
+ *   - 4 processes on one host, with buffers of 64 KiB or more read from the
+ *     peers' processes (single copy) and with all copied through the
+ *     segment (JX_SHM_SINGLE_COPY=0): every collective against the
+ *     definitions, and the bits of a large f64 sum in member order on both
+ *     paths; a JX_SHM_SINGLE_COPY that is no size is refused, naming it;
  *   - jx_distributed_initialize: options or environment that cannot work
  *     are refused naming what is wrong; two processes join through the
  *     options and meet; two join a store served by another process
@@ -540,6 +541,17 @@ static void an_interrupted_collective_fails_at_once(void **state) {
   }
 }
 
+static void refuses_a_single_copy_size_that_is_no_size(void **state) {
+  (void)state;
+  NEEDS_GLOO();
+  setenv("JX_SHM_SINGLE_COPY", "16M", 1);
+  char out[2][MSG];
+  run_job(2, (int[]){0, 1}, (int[]){2, 2}, 10, NULL, out);
+  unsetenv("JX_SHM_SINGLE_COPY");
+  for (int i = 0; i < 2; i++)
+    assert_non_null(strstr(out[i], "JX_SHM_SINGLE_COPY='16M' is not a size in bytes"));
+}
+
 /* process 1 is killed (SIGKILL, from a thread of its own) while the three
  * run all-reduces of 16 MiB, whose members read each other's buffers: the
  * others name it at once, whether they were reading its buffer or waiting */
@@ -734,9 +746,10 @@ static int across_hosts(const jx_mpi_api *api, int me, char *out, size_t cap) {
 static void collectives_on_four_processes_on_one_host(void **state) {
   (void)state;
   NEEDS_GLOO();
-  /* large buffers read from the peers' processes, then copied through the segment */
+  /* buffers of 64 KiB or more read from the peers' processes, then all copied through the
+   * segment */
   for (int copy = 0; copy < 2; copy++) {
-    if (copy) setenv("JX_SHM_SINGLE_COPY", "0", 1);
+    setenv("JX_SHM_SINGLE_COPY", copy ? "0" : "65536", 1);
     char out[4][MSG];
     run_job(4, (int[]){0, 1, 2, 3}, (int[]){4, 4, 4, 4}, 10, across_hosts, out);
     unsetenv("JX_SHM_SINGLE_COPY");
@@ -877,6 +890,7 @@ int main(void) {
       cmocka_unit_test(names_a_process_that_stalls_at_the_deadline),
       cmocka_unit_test(an_interrupted_collective_fails_at_once),
       cmocka_unit_test(names_a_process_killed_while_read),
+      cmocka_unit_test(refuses_a_single_copy_size_that_is_no_size),
       cmocka_unit_test(collectives_on_four_processes_on_one_host),
       cmocka_unit_test(collectives_across_two_hosts),
       cmocka_unit_test(names_a_process_that_ended_on_another_host),
