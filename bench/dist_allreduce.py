@@ -50,10 +50,12 @@ def pinned(cmd, p, bind):
     return ["taskset", "-c", str(p % os.cpu_count())] + cmd if bind else cmd
 
 
-def run_gloo(build, np, args, bind, timeout=900, single_copy="1"):
-    env = dict(os.environ, JX_SHM_SINGLE_COPY=single_copy, JX_NUM_CPU_DEVICES="1", JX_NUM_PROCESSES=str(np),
+def run_gloo(build, np, args, bind, timeout=900, single_copy=None):
+    env = dict(os.environ, JX_NUM_CPU_DEVICES="1", JX_NUM_PROCESSES=str(np),
                JX_COORDINATOR_ADDRESS=f"127.0.0.1:{free_port()}",
                JX_GLOO_PLUGIN=os.path.join(build, "libjx_gloo.so"))
+    if single_copy is not None:
+        env["JX_SHM_SINGLE_COPY"] = single_copy
     exe = os.path.join(build, "bench", "bench_dist_allreduce")
     procs = [subprocess.Popen(pinned([exe] + args, p, bind), env=dict(env, JX_PROCESS_ID=str(p)),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
