@@ -6,12 +6,16 @@ alternating rounds so that both see the same machine; and the time a job of
 8, 16, 32 local processes takes to join at a coordinator.
 
     python3 bench/dist_allreduce.py [--build build] [--rounds 3] [--procs 2,4] [--join 8,16,32]
-                                    [--bind]
+                                    [--bind] [--copy]
 
 --bind pins process p of either engine to CPU p mod the CPU count (taskset), as
 mpirun binds its processes by default: on a machine busy with other work, two
 unbound processes that hand each other work often share one CPU, and then
 every hand-off waits for the other to be scheduled.
+
+--copy adds a third contender to each round: the coordinator's job with
+JX_SHM_SINGLE_COPY=0 (large buffers copied through the shared memory segment
+instead of read from the peers' processes), for its own ratio to MPI.
 
 Prints, per process count and size, the median time of each engine (over
 the rounds' medians) and the median and range of the per-round ratio
@@ -46,10 +50,12 @@ def pinned(cmd, p, bind):
     return ["taskset", "-c", str(p % os.cpu_count())] + cmd if bind else cmd
 
 
-def run_gloo(build, np, args, bind, timeout=900):
+def run_gloo(build, np, args, bind, timeout=900, single_copy=None):
     env = dict(os.environ, JX_NUM_CPU_DEVICES="1", JX_NUM_PROCESSES=str(np),
                JX_COORDINATOR_ADDRESS=f"127.0.0.1:{free_port()}",
                JX_GLOO_PLUGIN=os.path.join(build, "libjx_gloo.so"))
+    if single_copy is not None:
+        env["JX_SHM_SINGLE_COPY"] = single_copy
     exe = os.path.join(build, "bench", "bench_dist_allreduce")
     procs = [subprocess.Popen(pinned([exe] + args, p, bind), env=dict(env, JX_PROCESS_ID=str(p)),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -85,23 +91,34 @@ def main():
     ap.add_argument("--min-bytes", default="1024")
     ap.add_argument("--bind", action="store_true")
     ap.add_argument("--max-bytes", default=str(64 << 20))
+    ap.add_argument("--copy", action="store_true")
     a = ap.parse_args()
     sizes = [a.min_bytes, a.max_bytes]
+    engines = [run_gloo, run_mpi]
+    if a.copy:
+        engines.append(lambda *args: run_gloo(*args, single_copy="0"))
     for np in [int(x) for x in a.procs.split(",") if x]:
         rounds = []
-        for r in range(a.rounds):  # alternate which engine goes first
-            first, second = (run_gloo, run_mpi) if r % 2 == 0 else (run_mpi, run_gloo)
-            x = first(a.build, np, sizes, a.bind)
-            y = second(a.build, np, sizes, a.bind)
-            rounds.append((x, y) if r % 2 == 0 else (y, x))
-        print(f"{np} processes{', bound' if a.bind else ''}, f32 sum, {a.rounds} rounds: medians in us; ratio = MPI / coordinator")
-        print(f"{'bytes':>10} {'coord us':>10} {'MPI us':>10} {'ratio':>6} {'range':>12}")
+        for r in range(a.rounds):  # rotate which engine goes first
+            order = [(r + i) % len(engines) for i in range(len(engines))]
+            got = {e: engines[e](a.build, np, sizes, a.bind) for e in order}
+            rounds.append([got[e] for e in range(len(engines))])
+        print(f"{np} processes{', bound' if a.bind else ''}, f32 sum, {a.rounds} rounds: medians "
+              f"in us; ratio = MPI / coordinator{'; copy: JX_SHM_SINGLE_COPY=0' if a.copy else ''}")
+        print(f"{'bytes':>10} {'coord us':>10} {'MPI us':>10} {'ratio':>6} {'range':>12}" +
+              (f" {'copy us':>10} {'ratio':>6} {'range':>12}" if a.copy else ""))
         for size in sorted(rounds[0][0]):
-            g = [x[size] for x, _ in rounds]
-            m = [y[size] for _, y in rounds]
-            ratio = [mi / gi for gi, mi in zip(g, m)]
-            print(f"{size:>10} {statistics.median(g):>10.1f} {statistics.median(m):>10.1f} "
-                  f"{statistics.median(ratio):>6.2f} {min(ratio):>5.2f}-{max(ratio):<5.2f}")
+            m = [x[1][size] for x in rounds]
+            line = f"{size:>10}"
+            for e in [0] + ([2] if a.copy else []):
+                g = [x[e][size] for x in rounds]
+                ratio = [mi / gi for gi, mi in zip(g, m)]
+                line += f" {statistics.median(g):>10.1f}"
+                if e == 0:
+                    line += f" {statistics.median(m):>10.1f}"
+                line += f" {statistics.median(ratio):>6.2f} {min(ratio):>5.2f}-{max(ratio):<5.2f}"
+            print(line)
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
         sys.stdout.flush()
     for np in [int(x) for x in a.join.split(",") if x]:
         t = [run_gloo(a.build, np, ["join"], False)["join"] for _ in range(a.rounds)]

@@ -126,6 +126,10 @@ const jx_env_var jx_env_vars[] = {
      "for tests only: the host a process of a job at a coordinator says it is on; processes "
      "with one id meet in shared memory, hosts over Gloo (one machine can act as several "
      "hosts) " DOCS("distributed.md")},
+    {"JX_SHM_SINGLE_COPY", JX_ENV_INT, "16777216 (16 MiB)",
+     "the size in bytes from which collectives among the processes of a host read each other's "
+     "buffers directly (`process_vm_readv`, one copy) instead of copying them through the shared "
+     "memory segment; 0: never " DOCS("distributed.md")},
 
     /* ---- CUDA ---- */
     {"JX_PLATFORM", JX_ENV_TEXT, "`cpu`",

@@ -10,12 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <jx/array.h>
 
+#include "../base/env.h"
 #include "../base/spin.h"
 #include "comm.h"
 
@@ -25,19 +28,25 @@ enum {
   NAP_MIN_NS = 20000,     /* then sleep, doubling the nap up to NAP_MAX_NS */
   NAP_MAX_NS = 1000000,   /* (a wait that long is a step of a training loop, or a fault) */
   LIVENESS_NS = 20000000, /* how often a long wait looks whether the missing members live */
-  ONE_STEP_BYTES = 128 << 10, /* all-reduces whose members' buffers take up to this much
-                                 together: every member reduces everything */
-  SEGMENT_BYTES = 4 << 20,    /* the data of a group's segment (with 64 members or fewer) */
-  MOVE_NS = 10000000          /* the least time between two moves off a CPU (move_off) */
+  ONE_STEP_BYTES = 128 << 10,   /* all-reduces whose members' buffers take up to this much
+                                   together: every member reduces everything */
+  SEGMENT_BYTES = 4 << 20,      /* the data of a group's segment (with 64 members or fewer) */
+  MOVE_NS = 10000000,           /* the least time between two moves off a CPU (move_off) */
+  SINGLE_COPY_BYTES = 16 << 20, /* JX_SHM_SINGLE_COPY's default: collectives of this much
+                                   data or more read the members' buffers directly */
+  READ_CHUNK_BYTES = 64 << 10   /* a reduction reads its peers' operands this much at a time */
 };
 #define MAGIC 0x6a78736867ULL
 
 typedef struct {
   uint64_t flag;     /* the last step whose data this member has written */
   uint64_t value[2]; /* a number of the member's per step (by parity) */
+  uint64_t send_at;  /* single copy: the addresses of the collective's buffers in this */
+  uint64_t recv_at;  /* member's process (written before the step that publishes them) */
+  uint64_t probe_at; /* the address of a word that holds MAGIC in this member's process */
   int32_t pid;
   int32_t cpu; /* 1 + the CPU the member ran on when it last waited; 0: not yet */
-  char pad[LINE - 3 * sizeof(uint64_t) - 2 * sizeof(int32_t)];
+  char pad[LINE - 6 * sizeof(uint64_t) - 2 * sizeof(int32_t)];
 } member_line;
 
 typedef struct {
@@ -62,6 +71,9 @@ struct jx_shm_group {
   const char **srcs; /* m pointers: a reduction's operands */
   uint64_t step;     /* the steps so far: the same on every member */
   jx_spin_site site;
+  int64_t direct; /* single copy from this many bytes on; 0: never (copies through the
+                     segment); -1: the members have not agreed yet */
+  char *scratch;  /* single copy: a chunk of each peer's operands */
   int broken;
   char reason[JX_MPI_MSG];
 };
@@ -113,6 +125,7 @@ static jx_shm_group *group_new(int me, int m, const int *procs, const char *labe
   memcpy(g->procs, procs, sizeof *g->procs * (size_t)m);
   snprintf(g->label, sizeof g->label, "%s", label);
   g->slot = slot_bytes(m);
+  g->direct = -1;
   return g;
 }
 
@@ -121,6 +134,7 @@ void jx_shm_group_close(jx_shm_group *g) {
   if (g->base) munmap(g->base, g->bytes);
   free(g->procs);
   free(g->srcs);
+  free(g->scratch);
   free(g);
 }
 
@@ -128,6 +142,53 @@ static void nap(int64_t ns) {
   struct timespec t = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
   nanosleep(&t, NULL);
 }
+
+/* ---- single copy: permission to read the members' processes ---- */
+
+/* The word a member reads in each peer to learn whether it may (agree_direct). */
+static const volatile uint64_t probe_word = MAGIC;
+
+static pthread_once_t allow_once = PTHREAD_ONCE_INIT;
+static char local_why[256];   /* why this process reads no peer's memory; "" when it may */
+static int64_t local_from;    /* JX_SHM_SINGLE_COPY: single copy from this many bytes on */
+static int local_refusal;     /* the kernel refused (a reason to tell), not the setting */
+static char bad_setting[160]; /* JX_SHM_SINGLE_COPY that is not a size: the error */
+
+/* Under Yama's ptrace scope 1 (the default of several distributions) a
+ * process reads only its descendants' memory unless the target allows it:
+ * every member allows the processes of its user, as Open MPI's shared
+ * memory transport does for its single copy. Scopes 2 and 3 allow nothing. */
+static void allow_reading_once(void) {
+  long long from = SINGLE_COPY_BYTES;
+  if (jx_env_int("JX_SHM_SINGLE_COPY", &from) < 0 || from < 0) {
+    snprintf(bad_setting, sizeof bad_setting,
+             "JX_SHM_SINGLE_COPY='%.80s' is not a size in bytes (0: never single copy)",
+             jx_env_string("JX_SHM_SINGLE_COPY"));
+    return;
+  }
+  local_from = (int64_t)from;
+  if (!from) {
+    snprintf(local_why, sizeof local_why, "JX_SHM_SINGLE_COPY=0");
+    return;
+  }
+  local_refusal = 1;
+  int scope = 0;
+  FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+  if (f) {
+    if (fscanf(f, "%d", &scope) != 1) scope = 0;
+    fclose(f);
+  }
+  if (scope >= 2)
+    snprintf(local_why, sizeof local_why,
+             "the kernel's ptrace scope is %d (kernel.yama.ptrace_scope): no process may read "
+             "another's memory",
+             scope);
+  else if (scope == 1 && prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0))
+    snprintf(local_why, sizeof local_why, "prctl(PR_SET_PTRACER): %s", strerror(errno));
+  else
+    local_refusal = 0;
+}
+static void allow_reading(void) { pthread_once(&allow_once, allow_reading_once); }
 
 /* The creator: a new segment under a name of its own, published in store. */
 static int create(jx_shm_group *g, jx_kv *store, const char *key, char *name, size_t name_cap,
@@ -211,6 +272,12 @@ jx_shm_group *jx_shm_group_open(int me, int m, const int *procs, const char *lab
     return NULL;
   }
   if (m == 1) return g;
+  allow_reading();
+  if (*bad_setting) {
+    snprintf(msg, cap, "%s", bad_setting);
+    jx_shm_group_close(g);
+    return NULL;
+  }
   char name[128] = "";
   if (me == 0 ? create(g, store, key, name, sizeof name, msg, cap)
               : join(g, store, key, timeout_s, msg, cap)) {
@@ -218,6 +285,7 @@ jx_shm_group *jx_shm_group_open(int me, int m, const int *procs, const char *lab
     return NULL;
   }
   g->line[me].pid = (int32_t)getpid();
+  g->line[me].probe_at = (uint64_t)(uintptr_t)&probe_word;
   __atomic_add_fetch(&g->h->mapped, 1, __ATOMIC_ACQ_REL);
   if (me != 0) return g;
   /* the name goes once every member holds the mapping */
@@ -350,6 +418,18 @@ static void missing(const jx_shm_group *g, uint64_t step, int only_ended, char *
   }
 }
 
+/* A member gave up (a failed collective, or jx_shm_group_abort): 1 with its
+ * reason in why. */
+static int gave_up(const jx_shm_group *g, char *why, size_t cap) {
+  int by = __atomic_load_n(&g->h->abort_by, __ATOMIC_ACQUIRE); /* -1: being written */
+  if (by <= 0) return 0;
+  if (g->h->found_here) /* what this member would find: its peer found it first */
+    snprintf(why, cap, "%.*s (found by process %d)", 700, g->h->why, by - 1);
+  else
+    snprintf(why, cap, "process %d gave up: %.*s", by - 1, 700, g->h->why);
+  return 1;
+}
+
 /* Waits until every member finished writing step: 0, or 1 with the reason
  * (without the collective's name) in why. */
 static int wait_step(jx_shm_group *g, uint64_t step, double timeout_s, char *why, size_t cap) {
@@ -369,14 +449,7 @@ static int wait_step(jx_shm_group *g, uint64_t step, double timeout_s, char *why
       pthread_mutex_unlock(&interrupt_mu);
       return 1;
     }
-    int by = __atomic_load_n(&g->h->abort_by, __ATOMIC_ACQUIRE); /* -1: being written */
-    if (by > 0) {
-      if (g->h->found_here) /* what this member would find: its peer found it first */
-        snprintf(why, cap, "%.*s (found by process %d)", 700, g->h->why, by - 1);
-      else
-        snprintf(why, cap, "process %d gave up: %.*s", by - 1, 700, g->h->why);
-      return 1;
-    }
+    if (gave_up(g, why, cap)) return 1;
     char who[300];
     if (now >= look) {
       look = now + LIVENESS_NS;
@@ -579,6 +652,225 @@ static int all_to_all(run_ctx *k, const jx_mpi_op *op) {
   return 0;
 }
 
+/* ---- single copy: the members read each other's buffers ----
+ *
+ * From JX_SHM_SINGLE_COPY bytes on the members publish the addresses of
+ * their buffers in a step, read what they need straight from their peers'
+ * processes (process_vm_readv) and meet again before any returns, so no
+ * buffer changes while a peer reads it: each byte is copied once, where
+ * the segment has it copied in and out. Below 16 MiB the segment measured
+ * faster: its slots stay in the cache, and the kernel's copy is slower than
+ * jx_comm_copy on some CPUs. */
+
+static int logged_copying; /* this process said once why it copies through the segment */
+
+/* The members agree, once per group (at its first collective that has a
+ * single copy path), whether and from what size they read each other's
+ * memory: each reads every peer's probe word; single copy when all could,
+ * from the largest of their JX_SHM_SINGLE_COPY sizes. */
+static int agree_direct(run_ctx *k) {
+  jx_shm_group *g = k->g;
+  begin(g);
+  if (arrive(k)) return 1; /* every member has mapped the segment and said where its probe is */
+  char why[400];
+  snprintf(why, sizeof why, "%s", local_why);
+  for (int q = 0; q < g->m && !*why; q++) {
+    uint64_t word = 0;
+    struct iovec to = {&word, sizeof word},
+                 from = {(void *)(uintptr_t)g->line[q].probe_at, sizeof word};
+    if (q == g->me) continue;
+    errno = 0;
+    if (process_vm_readv(g->line[q].pid, &to, 1, &from, 1, 0) != (ssize_t)sizeof word)
+      snprintf(why, sizeof why, "reading the memory of process %d (process_vm_readv): %s%s",
+               g->procs[q], strerror(errno),
+               errno == EPERM ? " (a container without CAP_SYS_PTRACE, or a seccomp filter)" : "");
+    else if (word != MAGIC)
+      snprintf(why, sizeof why, "the memory of process %d read back wrong", g->procs[q]);
+  }
+  begin(g);
+  g->line[g->me].value[g->step % 2] = *why ? 0 : (uint64_t)local_from;
+  if (arrive(k)) return 1;
+  g->direct = 0;
+  for (int q = 0; q < g->m; q++) {
+    int64_t from = (int64_t)g->line[q].value[g->step % 2];
+    if (!from) {
+      g->direct = 0;
+      break;
+    }
+    if (from > g->direct) g->direct = from;
+  }
+  /* the setting is no news; a refusal is, once, by the member refused */
+  if (*why && (local_refusal || !*local_why) &&
+      !__atomic_exchange_n(&logged_copying, 1, __ATOMIC_RELAXED)) {
+    fprintf(stderr,
+            "jx: process %d: large collectives in shared memory copy through the segment (no "
+            "single copy): %s\n",
+            g->procs[g->me], why);
+  }
+  return 0;
+}
+
+/* n bytes at address `from` of member q's process into to. */
+static int read_peer(jx_shm_group *g, int q, uint64_t from, char *to, size_t n, char *why,
+                     size_t cap) {
+  while (n) {
+    struct iovec mine = {to, n}, theirs = {(void *)(uintptr_t)from, n};
+    ssize_t got = process_vm_readv(g->line[q].pid, &mine, 1, &theirs, 1, 0);
+    if (got > 0) {
+      to += got, from += (uint64_t)got, n -= (size_t)got;
+      continue;
+    }
+    int e = got < 0 ? errno : EIO;
+    if (e == EINTR) continue;
+    if (gave_up(g, why, cap)) return 1; /* its buffers may be gone: its reason says why */
+    if (e == ESRCH || ended(g->line[q].pid))
+      snprintf(why, cap, "process %d ended (while this process read its buffer)", g->procs[q]);
+    else
+      snprintf(why, cap, "cannot read the buffer of process %d (process_vm_readv): %s", g->procs[q],
+               strerror(e));
+    return 1;
+  }
+  return 0;
+}
+
+static void publish(jx_shm_group *g, const void *send, const void *recv) {
+  begin(g);
+  g->line[g->me].send_at = (uint64_t)(uintptr_t)send;
+  g->line[g->me].recv_at = (uint64_t)(uintptr_t)recv;
+}
+
+/* recv[lo, hi) (count elements of dt) = the members' send[lo, hi) reduced in
+ * member order; this member's operand is its own send, its peers' are read a
+ * chunk at a time (kept in the cache for the reduction). out: where the
+ * result goes (recv + lo, or elsewhere). */
+static int reduce_read(run_ctx *k, int dt, int op, const char *send, size_t lo, size_t hi,
+                       char *out) {
+  jx_shm_group *g = k->g;
+  size_t es = jx_dtype_size((jx_dtype)dt), per = READ_CHUNK_BYTES / es;
+  if (!g->scratch && !(g->scratch = malloc((size_t)g->m * READ_CHUNK_BYTES))) {
+    snprintf(k->why, k->cap, "out of memory");
+    return 1;
+  }
+  const char **srcs = g->srcs;
+  for (size_t at = lo; at < hi; at += per) {
+    size_t n = hi - at < per ? hi - at : per;
+    for (int q = 0; q < g->m; q++) {
+      char *mine = g->scratch + (size_t)q * READ_CHUNK_BYTES;
+      if (q == g->me)
+        srcs[q] = send + at * es;
+      else if (read_peer(g, q, g->line[q].send_at + at * es, mine, n * es, k->why, k->cap))
+        return 1;
+      else
+        srcs[q] = mine;
+    }
+    char *dst = out + (at - lo) * es;
+    jx_comm_reduce_range((jx_dtype)dt, (jx_reduce_op)op, srcs, g->m, &dst, 1, n, 0);
+  }
+  return 0;
+}
+
+/* all_reduce, a step's worth of the buffer (the copy path's chunk) at a
+ * time: member q reduces slice q of the chunk into its recv; after the step
+ * every member reads the other slices from their owners' recv into its own.
+ * Each element is reduced once, in member order, as in the copy path: the
+ * same bits. In place is fine: a member writes only its slices, which no
+ * peer reads before the step after. Steps of a chunk keep the members in
+ * step (short waits that poll) where steps of the whole buffer would make
+ * the first to finish sleep. */
+static int all_reduce_direct(run_ctx *k, int dt, int op, const char *send, char *recv,
+                             size_t count) {
+  jx_shm_group *g = k->g;
+  size_t es = jx_dtype_size((jx_dtype)dt), per_step = (size_t)g->m * g->slot / es;
+  publish(g, send, recv);
+  if (arrive(k)) return 1;
+  for (size_t at = 0; at < count; at += per_step) {
+    size_t n = count - at < per_step ? count - at : per_step, lo, hi;
+    size_t slice = round_up((n + (size_t)g->m - 1) / (size_t)g->m, 64 / es);
+    slice_of(n, slice, g->me, &lo, &hi);
+    if (reduce_read(k, dt, op, send, at + lo, at + hi, recv + (at + lo) * es)) return 1;
+    begin(g);
+    if (arrive(k)) return 1;
+    for (int q = 0; q < g->m; q++) {
+      size_t ql, qh;
+      slice_of(n, slice, q, &ql, &qh);
+      if (q != g->me && qh > ql &&
+          read_peer(g, q, g->line[q].recv_at + (at + ql) * es, recv + (at + ql) * es,
+                    (qh - ql) * es, k->why, k->cap))
+        return 1;
+    }
+  }
+  begin(g);
+  return arrive(k); /* every member has read this one's recv */
+}
+
+/* reduce_scatter: each member reduces its block from every member's send.
+ * In place the block is reduced where it lies in the buffer (no peer reads
+ * it) and moves to the buffer's start once no peer reads the buffer. */
+static int reduce_scatter_direct(run_ctx *k, const jx_mpi_op *op) {
+  jx_shm_group *g = k->g;
+  size_t es = jx_dtype_size((jx_dtype)op->dtype), total = 0, first = 0;
+  for (int q = 0; q < g->m; q++) {
+    if (q == g->me) first = total;
+    total += (size_t)op->rcounts[q];
+  }
+  size_t last = first + (size_t)op->rcounts[g->me];
+  const char *send = op->send ? op->send : op->recv;
+  char *out = op->send ? (char *)op->recv : (char *)op->recv + first * es;
+  publish(g, send, op->recv);
+  if (arrive(k) || reduce_read(k, op->dtype, op->op, send, first, last, out)) return 1;
+  begin(g);
+  if (arrive(k)) return 1;
+  if (out != op->recv) memmove(op->recv, out, (last - first) * es);
+  return 0;
+}
+
+/* all_gather: each member reads every peer's piece into its place (and
+ * copies its own, unless in place). */
+static int all_gather_direct(run_ctx *k, const jx_mpi_op *op) {
+  jx_shm_group *g = k->g;
+  char *recv = op->recv;
+  publish(g, op->send ? op->send : recv + op->rdispls[g->me], recv);
+  if (op->send && op->rcounts[g->me])
+    jx_comm_copy(recv + op->rdispls[g->me], op->send, (size_t)op->rcounts[g->me], 0);
+  if (arrive(k)) return 1;
+  for (int q = 0; q < g->m; q++)
+    if (q != g->me && op->rcounts[q] &&
+        read_peer(g, q, g->line[q].send_at, recv + op->rdispls[q], (size_t)op->rcounts[q], k->why,
+                  k->cap))
+      return 1;
+  begin(g);
+  return arrive(k);
+}
+
+/* broadcast: every member reads the root's buffer. */
+static int broadcast_direct(run_ctx *k, const jx_mpi_op *op) {
+  jx_shm_group *g = k->g;
+  publish(g, op->recv, op->recv);
+  if (arrive(k)) return 1;
+  if (g->me != op->root &&
+      read_peer(g, op->root, g->line[op->root].recv_at, op->recv, op->count, k->why, k->cap))
+    return 1;
+  begin(g);
+  return arrive(k);
+}
+
+/* The bytes a collective would read from peers' buffers by single copy
+ * (0: it has no single copy path); the same on every member. */
+static size_t direct_bytes(const jx_mpi_op *op, int m) {
+  size_t es = jx_dtype_size((jx_dtype)op->dtype), total = 0;
+  switch (op->kind) {
+  case JX_MPI_ALLREDUCE: return op->count * es;
+  case JX_MPI_REDUCE_SCATTER:
+    for (int q = 0; q < m; q++) total += (size_t)op->rcounts[q];
+    return total * es;
+  case JX_MPI_ALLGATHERV:
+    for (int q = 0; q < m; q++) total += (size_t)op->rcounts[q];
+    return total;
+  case JX_MPI_BCAST: return op->count;
+  default: return 0;
+  }
+}
+
 /* The group of one member: copies. */
 static void run_alone(const jx_mpi_op *op) {
   switch (op->kind) {
@@ -649,14 +941,20 @@ int jx_shm_group_run(jx_shm_group *g, const jx_mpi_op *op, double timeout_s, cha
   }
   char why[JX_MPI_MSG] = "";
   run_ctx k = {g, timeout_s, why, sizeof why};
-  int st = 0;
-  switch (op->kind) {
+  size_t bytes = direct_bytes(op, g->m);
+  int st = bytes && g->direct < 0 ? agree_direct(&k) : 0;
+  int direct = g->direct > 0 && bytes >= (size_t)g->direct;
+  switch (st ? -1 : op->kind) {
+  case -1: break; /* the members could not agree */
   case JX_MPI_ALLREDUCE:
-    st = all_reduce(&k, op->dtype, op->op, op->send, op->recv, op->count);
+    st = direct ? all_reduce_direct(&k, op->dtype, op->op, op->send, op->recv, op->count)
+                : all_reduce(&k, op->dtype, op->op, op->send, op->recv, op->count);
     break;
-  case JX_MPI_REDUCE_SCATTER: st = reduce_scatter(&k, op); break;
-  case JX_MPI_ALLGATHERV: st = all_gather(&k, op); break;
-  case JX_MPI_BCAST: st = broadcast(&k, op); break;
+  case JX_MPI_REDUCE_SCATTER:
+    st = direct ? reduce_scatter_direct(&k, op) : reduce_scatter(&k, op);
+    break;
+  case JX_MPI_ALLGATHERV: st = direct ? all_gather_direct(&k, op) : all_gather(&k, op); break;
+  case JX_MPI_BCAST: st = direct ? broadcast_direct(&k, op) : broadcast(&k, op); break;
   case JX_MPI_ALLTOALLV: st = all_to_all(&k, op); break;
   case JX_MPI_BARRIER:
     begin(g);

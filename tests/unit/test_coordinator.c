@@ -15,12 +15,19 @@
  *     deadline; a process that never reaches a coordinator says so;
  *   - a process that ends, or stalls, before a collective is named by the
  *     others: at once, or at their deadline; a collective interrupted by
- *     another thread (jx_coordinator_interrupt) fails at once, saying why;
+ *     another thread (jx_coordinator_interrupt) fails at once, saying why; a
+ *     process killed while its peers read its buffers (single copy) is named
+ *     by them at once;
  *   - a job of 3 processes (not a power of two): every collective against
  *     values computed here from the definitions, small and large, and the
  *     same bits on every process for a float sum whose
  *     rounding depends on the order; every process sets a key through a
  *     client of its own (jx_coordinator_connect) and sees the others';
+ *   - 4 processes on one host, with buffers of 64 KiB or more read from the
+ *     peers' processes (single copy) and with all copied through the
+ *     segment (JX_SHM_SINGLE_COPY=0): every collective against the
+ *     definitions, and the bits of a large f64 sum in member order on both
+ *     paths; a JX_SHM_SINGLE_COPY that is no size is refused, naming it;
  *   - jx_distributed_initialize: options or environment that cannot work
  *     are refused naming what is wrong; two processes join through the
  *     options and meet; two join a store served by another process
@@ -41,6 +48,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -169,6 +177,8 @@ typedef int (*job_body)(const jx_mpi_api *api, int id, char *out, size_t cap);
 /* The host each process of the next run_job says it is on (JX_HOST_ID, a
  * test hook); NULL: this machine, all on one host (shared memory). */
 static const char *const *job_hosts;
+/* The process of the next run_job that may end killed by a signal (-1: none). */
+static int job_killed = -1;
 
 /* Forks one process per entry of ids (claiming id ids[i] in a job of
  * counts[i]), each joining with timeout_s and then running body (NULL: just
@@ -214,7 +224,7 @@ static double run_job(int n, const int *ids, const int *counts, double timeout_s
     close(pipes[i][0]);
     int status = 0;
     waitpid(pid[i], &status, 0);
-    assert_true(WIFEXITED(status));
+    assert_true(WIFEXITED(status) || (i == job_killed && WIFSIGNALED(status)));
     fprintf(stderr, "  process %d: %s\n", i, out[i]);
   }
   return jx_tcp_now() - t0;
@@ -531,6 +541,58 @@ static void an_interrupted_collective_fails_at_once(void **state) {
   }
 }
 
+static void refuses_a_single_copy_size_that_is_no_size(void **state) {
+  (void)state;
+  NEEDS_GLOO();
+  setenv("JX_SHM_SINGLE_COPY", "16M", 1);
+  char out[2][MSG];
+  run_job(2, (int[]){0, 1}, (int[]){2, 2}, 10, NULL, out);
+  unsetenv("JX_SHM_SINGLE_COPY");
+  for (int i = 0; i < 2; i++)
+    assert_non_null(strstr(out[i], "JX_SHM_SINGLE_COPY='16M' is not a size in bytes"));
+}
+
+/* process 1 is killed (SIGKILL, from a thread of its own) while the three
+ * run all-reduces of 16 MiB, whose members read each other's buffers: the
+ * others name it at once, whether they were reading its buffer or waiting */
+static void *kill_soon(void *arg) {
+  (void)arg;
+  struct timespec pause = {0, 100 * 1000 * 1000};
+  nanosleep(&pause, NULL);
+  raise(SIGKILL);
+  return NULL;
+}
+
+static int one_is_killed(const jx_mpi_api *api, int me, char *out, size_t cap) {
+  enum { N = 4 << 20 };
+  jx_mpi_comm *c = NULL;
+  if (api->split(1, me, 7, "all", 10, &c, out, cap)) return 1;
+  float *x = malloc(sizeof *x * N);
+  for (size_t i = 0; i < N; i++) x[i] = (float)(i % 7);
+  pthread_t t;
+  jx_mpi_op o = {.kind = JX_MPI_ALLREDUCE, .dtype = 11, .count = N, .send = x, .recv = x};
+  for (int it = 0; it < 1000; it++) {
+    if (api->run(c, &o, 10, out, cap)) return 1;
+    if (it == 0 && me == 1) pthread_create(&t, NULL, kill_soon, NULL); /* all are in the loop */
+  }
+  return report(out, cap, "1000 all-reduces succeeded");
+}
+
+static void names_a_process_killed_while_read(void **state) {
+  (void)state;
+  NEEDS_GLOO();
+  char out[3][MSG];
+  job_killed = 1;
+  double t = run_job(3, (int[]){0, 1, 2}, (int[]){3, 3, 3}, 10, one_is_killed, out);
+  job_killed = -1;
+  for (int i = 0; i < 3; i += 2) {
+    assert_non_null(strstr(out[i], "all_reduce in shared memory among processes 0,1,2 (all): "));
+    assert_non_null(strstr(out[i], "process 1 "));
+    assert_non_null(strstr(out[i], "ended"));
+  }
+  assert_true(t < 8); /* at once, not at the deadline */
+}
+
 /* ---- two hosts of two processes each (JX_HOST_ID): shared memory within a host, Gloo
  * between the hosts' first members ---- */
 
@@ -616,17 +678,21 @@ static int across_hosts(const jx_mpi_api *api, int me, char *out, size_t cap) {
     free(x);
   }
   /* a float sum whose rounding depends on the order: on one host in member order; on two,
-   * each host's members in member order, then the hosts in the order of their first members */
-  enum { N = 1000 };
-  double f[N];
-  for (size_t i = 0; i < N; i++) f[i] = term(i, me);
-  jx_mpi_op o = {.kind = JX_MPI_ALLREDUCE, .dtype = 12, .count = N, .send = f, .recv = f};
-  RUN(c, &o);
-  for (size_t i = 0; i < N; i++) {
-    double want = job_hosts ? (term(i, 0) + term(i, 1)) + (term(i, 2) + term(i, 3))
-                            : ((term(i, 0) + term(i, 2)) + term(i, 1)) + term(i, 3);
-    if (memcmp(&f[i], &want, sizeof want))
-      return report(out, cap, "f64 sum [%zu] = %.17g, want %.17g", i, f[i], want);
+   * each host's members in member order, then the hosts in the order of their first members;
+   * small, and large (read from the peers' processes unless JX_SHM_SINGLE_COPY=0) */
+  jx_mpi_op o;
+  for (size_t n = 1000; n <= 160000; n *= 160) {
+    double *f = malloc(sizeof *f * n);
+    for (size_t i = 0; i < n; i++) f[i] = term(i, me);
+    o = (jx_mpi_op){.kind = JX_MPI_ALLREDUCE, .dtype = 12, .count = n, .send = f, .recv = f};
+    RUN(c, &o);
+    for (size_t i = 0; i < n; i++) {
+      double want = job_hosts ? (term(i, 0) + term(i, 1)) + (term(i, 2) + term(i, 3))
+                              : ((term(i, 0) + term(i, 2)) + term(i, 1)) + term(i, 3);
+      if (memcmp(&f[i], &want, sizeof want))
+        return report(out, cap, "f64 sum of %zu [%zu] = %.17g, want %.17g", n, i, f[i], want);
+    }
+    free(f);
   }
   /* reduce-scatter, uneven blocks (member q gets q+1 elements), in place */
   int32_t rs[10];
@@ -681,9 +747,15 @@ static int across_hosts(const jx_mpi_api *api, int me, char *out, size_t cap) {
 static void collectives_on_four_processes_on_one_host(void **state) {
   (void)state;
   NEEDS_GLOO();
-  char out[4][MSG];
-  run_job(4, (int[]){0, 1, 2, 3}, (int[]){4, 4, 4, 4}, 10, across_hosts, out);
-  for (int i = 0; i < 4; i++) assert_string_equal(out[i], "ok");
+  /* buffers of 64 KiB or more read from the peers' processes, then all copied through the
+   * segment */
+  for (int copy = 0; copy < 2; copy++) {
+    setenv("JX_SHM_SINGLE_COPY", copy ? "0" : "65536", 1);
+    char out[4][MSG];
+    run_job(4, (int[]){0, 1, 2, 3}, (int[]){4, 4, 4, 4}, 10, across_hosts, out);
+    unsetenv("JX_SHM_SINGLE_COPY");
+    for (int i = 0; i < 4; i++) assert_string_equal(out[i], "ok");
+  }
 }
 
 static void collectives_across_two_hosts(void **state) {
@@ -818,6 +890,8 @@ int main(void) {
       cmocka_unit_test(names_a_process_that_ended),
       cmocka_unit_test(names_a_process_that_stalls_at_the_deadline),
       cmocka_unit_test(an_interrupted_collective_fails_at_once),
+      cmocka_unit_test(names_a_process_killed_while_read),
+      cmocka_unit_test(refuses_a_single_copy_size_that_is_no_size),
       cmocka_unit_test(collectives_on_four_processes_on_one_host),
       cmocka_unit_test(collectives_across_two_hosts),
       cmocka_unit_test(names_a_process_that_ended_on_another_host),
