@@ -16,6 +16,9 @@ CC=gcc cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJX_WERROR=ON >/de
 cmake --build build -j"$jobs"
 # each src/ folder uses only the layers below it (docs/architecture.md)
 bash scripts/check-layers.sh build
+# NVRTC's images of the library's CUDA sources, compiled once for both
+# passes (tests/unit/nvrtc_test_cache.h): the same sources, the same NVRTC
+export NVRTC_TEST_CACHE_DIR="$PWD/build/tests/nvrtc_cache"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 # ThreadSanitizer: only the tests whose point is threads (the library and

@@ -22,6 +22,7 @@
 #include <math.h>
 
 #include "cuda/nvrtc.h"
+#include "nvrtc_test_cache.h"
 #include "cuda/kernels_attention.h"
 #include "cuda/kernels_attention_tc.h"
 #include "cuda/kernels_attention_bwd.h"
@@ -725,7 +726,7 @@ static void nvrtc_compiles_both(void **state) {
         assert_int_equal(jx_cuda_attention_tc_bwd_kernels(dt, 128, tc_names), 0);
         for (int k = 0; k < 3; k++) units[u].kernels[1 + k] = tc_names[k];
       }
-      jx_status st = jx_nvrtc_compile(units[u].src, units[u].file, &opt, &image, &n);
+      jx_status st = nvrtc_test_compile(units[u].src, units[u].file, &opt, &image, &n);
       if (st) fprintf(stderr, "%s\n", jx_last_error());
       assert_int_equal(st, JX_OK);
       assert_memory_equal(image, "\177ELF", 4);
