@@ -29,6 +29,7 @@ for jx).
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -1046,6 +1047,8 @@ def main():
                          "shared machine the other processes then take none of the cores")
     args = ap.parse_args()
     if args.realtime:
+        if not shutil.which("chrt") or os.geteuid() != 0:
+            ap.error("--realtime: needs chrt (util-linux) and root, to run under SCHED_FIFO")
         PREFIX[:] = ["chrt", "-f", "50"]
     if args.only == "bench_scan":  # the scan comparison alone
         run_scan(args.build, args.runs)
