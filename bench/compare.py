@@ -29,6 +29,7 @@ for jx).
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -264,8 +265,9 @@ def run_torch(which, runs, compile_too, gpt_size=None):
     "torch" for eager, "torch_compile"); {} with a note when PyTorch is missing
     or fails. gpt_size: (layers, d, context, batch) of the GPT, else bench_gpt's."""
     size = [",".join(map(str, gpt_size))] if gpt_size else []
-    r = subprocess.run([sys.executable, "-c", TORCH_PEER, which, str(runs), str(jx_threads()),
-                        "1" if compile_too else "0"] + size, capture_output=True, text=True)
+    r = subprocess.run(PREFIX + [sys.executable, "-c", TORCH_PEER, which, str(runs),
+                                 str(jx_threads()), "1" if compile_too else "0"] + size,
+                       capture_output=True, text=True)
     out = {}
     for line in r.stdout.splitlines():
         d = json.loads(line)
@@ -452,6 +454,13 @@ for name, sa, sb in (("rows", P("x", None), P()), ("contract", P(None, "x"), P("
 """
 
 
+# --realtime: every timed process runs under SCHED_FIFO (chrt -f, root only), so
+# that the other processes of a shared machine take none of its cores (they
+# keep a 5 % share, the kernel's realtime throttling); memory bandwidth and
+# caches stay shared.
+PREFIX = []
+
+
 def side_by_side(build, prog, jax_script, runs, host_devices=0, args=()):
     """Runs bench/<prog> and jax_script (a subprocess, so XLA_FLAGS applies before jax
     starts; host_devices > 0 forces that many CPU devices) with `runs` and then
@@ -462,7 +471,7 @@ def side_by_side(build, prog, jax_script, runs, host_devices=0, args=()):
     args = [str(a) for a in args]
     if prog is not None:
         path = os.path.join(build, "bench", prog)
-        r = (subprocess.run([path, str(runs)] + args, capture_output=True, text=True)
+        r = (subprocess.run(PREFIX + [path, str(runs)] + args, capture_output=True, text=True)
              if os.path.exists(path) else None)
         if r is None or r.returncode != 0:
             print(f"note: {prog} missing or failed: {r.stderr.strip() if r else path}",
@@ -476,8 +485,8 @@ def side_by_side(build, prog, jax_script, runs, host_devices=0, args=()):
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     if host_devices:
         env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={host_devices}"
-    j = subprocess.run([sys.executable, "-c", jax_script, str(runs)] + args, capture_output=True,
-                       text=True, env=env)
+    j = subprocess.run(PREFIX + [sys.executable, "-c", jax_script, str(runs)] + args,
+                       capture_output=True, text=True, env=env)
     if j.returncode != 0:
         print(f"note: the jax peer of {prog} failed: {j.stderr.strip()[-300:]}", file=sys.stderr)
     else:
@@ -1033,7 +1042,14 @@ def main():
     ap.add_argument("--batches", default="all", help="generate: 1, 16 or all")
     ap.add_argument("--no-torch-compile", action="store_true",
                     help="PyTorch eager only (torch.compile's first call takes a while)")
+    ap.add_argument("--realtime", action="store_true",
+                    help="run every timed process under SCHED_FIFO (chrt -f 50; root): on a "
+                         "shared machine the other processes then take none of the cores")
     args = ap.parse_args()
+    if args.realtime:
+        if not shutil.which("chrt") or os.geteuid() != 0:
+            ap.error("--realtime: needs chrt (util-linux) and root, to run under SCHED_FIFO")
+        PREFIX[:] = ["chrt", "-f", "50"]
     if args.only == "bench_scan":  # the scan comparison alone
         run_scan(args.build, args.runs)
         return

@@ -434,6 +434,12 @@ typedef struct {
   uint8_t *owned; /* per variable: a donated input's buffer, taken by this run */
 } run_state;
 
+/* 1 when no other array shares a's buffer (a reshape's result shares its
+ * operand's): only then may a step write over it. */
+static int sole_holder(const jx_array *a) {
+  return a->buf && atomic_load_explicit(&a->buf->refs, memory_order_acquire) == 1;
+}
+
 /* The donated buffer a kernel step k may write store `o` into, in place: a
  * load of a taken input that dies at this step and that the store may
  * reuse (jx_fusion_store_may_reuse). -1 when there is none; claimed marks
@@ -444,7 +450,9 @@ static int in_place_load(const run_state *r, const jx_program *p, int k, int o,
   if (!r->owned) return -1;
   for (int l = 0; l < g->nloads; l++) {
     int v = g->loads[l].var;
-    if (claimed[l] || !r->owned[v] || !r->env[v] || r->x->last_step[v] != k) continue;
+    if (claimed[l] || !r->owned[v] || !r->env[v] || r->x->last_step[v] != k ||
+        !sole_holder(r->env[v]))
+      continue;
     if (jx_fusion_store_may_reuse(p, g, o, l)) return l;
   }
   return -1;
@@ -618,7 +626,7 @@ static int update_in_place(const run_state *rs, const jx_program *p, int k, jx_s
   const jx_eqn *e = &p->eqns[s->group.first];
   int v = e->in[0];
   if (e->prim != &jx_prim_dynamic_update_slice || e->nin > JX_MAX_RANK + 2 || !rs->owned[v] ||
-      rs->x->last_step[v] != k || !env[v] || !env[v]->buf)
+      rs->x->last_step[v] != k || !env[v] || !sole_holder(env[v]))
     return 0;
   jx_tensor in[JX_MAX_RANK + 2];
   for (int i = 0; i < e->nin; i++) {
@@ -675,8 +683,32 @@ static int run_direct(const jx_program *p, const jx_eqn *e, jx_array **env, jx_s
   return 1;
 }
 
+/* A reshape is the same bytes in the same order (arrays are dense and
+ * row-major): its result shares the operand's buffer rather than a copy of
+ * it (the attention heads' q, k, v and their gradients, several MiB a
+ * layer of the GPT step). 1 when it ran (*st its status), 0 when e is not
+ * a reshape of a value on the host. */
+static int reshape_shares(const jx_program *p, const jx_eqn *e, jx_array **env, jx_status *st) {
+  if (e->prim != &jx_prim_reshape || e->nin != 1 || e->nout != 1 || jx_trace_active()) return 0;
+  jx_array *a = env[e->in[0]];
+  if (!a || a->poisoned || jx_is_tracer(a) || jx_array_shards(a)) return 0;
+  if ((*st = jx_array_ready(a))) return 1; /* a pending input arrives */
+  jx_aval o = p->avals[e->out[0]];
+  if (a->storage != JX_STORAGE_HOST || a->dtype != o.dtype) return 0;
+  jx_array *r = jx_array_alias(a, o.shape);
+  if (r->poisoned) {
+    *st = jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+    return 1;
+  }
+  r->weak = (uint8_t)(o.weak != 0);
+  env[e->out[0]] = r;
+  *st = JX_OK;
+  return 1;
+}
+
 static jx_status run_eqn(const jx_program *p, const jx_eqn *e, jx_array **env) {
   jx_status direct;
+  if (reshape_shares(p, e, env, &direct)) return direct;
   if (!jx_control_runs(e) && run_direct(p, e, env, &direct)) return direct;
   jx_array *ins_s[16], *outs_s[16];
   jx_array **ins = e->nin > 16 ? malloc(sizeof *ins * (size_t)e->nin) : ins_s;

@@ -186,13 +186,17 @@ jx_array *jx_logsumexp(jx_array *a, jx_axes ax, int keepdims) {
   jx_ilist axes;
   if (prepare("jx_logsumexp", a, ax, &axes)) return jx_poison();
   jx_array *x = jx_ops_convert(a, inexact(a->dtype), 0);
-  /* shift by the max where it is finite (all -inf, inf or NaN: by 0) */
+  /* shift by the max where it is finite (all -inf, inf or NaN: by 0); the
+   * shift cancels in exact arithmetic, so no gradient flows through it, as
+   * in jax.nn.logsumexp (reverse mode then skips the max's derivative: a
+   * compare, a count of the ties and a scatter over the whole operand) */
   jx_array *amax = bind_axes(&jx_prim_reduce_max, x, &axes);
   if (amax->poisoned) return amax;
   amax = jx_bind1(
       &jx_prim_select_n, 3,
       (jx_array *[]){bind1(&jx_prim_is_finite, amax), filled(x->dtype, 0, amax->shape), amax},
       NULL);
+  amax = bind1(&jx_prim_stop_gradient, amax);
   jx_array *e = bind1(&jx_prim_exp, bind2(&jx_prim_sub, x, back(amax, a->shape, &axes)));
   jx_array *s = bind1(&jx_prim_abs, bind_axes(&jx_prim_reduce_sum, e, &axes));
   return keep(bind2(&jx_prim_add, bind1(&jx_prim_log, s), amax), a->shape, &axes, keepdims);

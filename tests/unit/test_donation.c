@@ -117,6 +117,36 @@ static void donated_update_slice_writes_in_place(void **state) {
   jx_fn_release(f);
 }
 
+/* x (donated) -> exp(x), reshape(x) . m: the reshape's result shares x's
+ * buffer, so the exp kernel, x's last reader, must not write over it in
+ * place while the product still reads the reshape. */
+static void reshape_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *flat = jx_reshape(in[0], JX_SHAPE(N / 2, 2 * N));
+  out[0] = jx_exp(in[0]);
+  out[1] = jx_matmul(flat, in[1]);
+}
+
+static void donated_buffer_shared_by_a_reshape_is_not_overwritten(void **state) {
+  (void)state;
+  jx_fn *f = jx_fn_create("reshape_exp", 2, 2, reshape_body, NULL);
+  const int donate[] = {1, 0};
+  jx_fn *jd = jx_jit(f, &(jx_jit_options){.donate = donate}), *jp = jx_jit(f, NULL);
+  float mv[2 * N * 4];
+  for (int i = 0; i < 2 * N * 4; i++) mv[i] = (float)cos(0.3 * i);
+  jx_array *m = jx_keep(jx_array_from(JX_F32, JX_SHAPE(2 * N, 4), mv));
+  jx_array *in[2] = {ramp(2), m}, *want[2], *out[2];
+  check_ok(jx_call(jp, in, want));
+  check_ok(jx_block_until_ready(want[1]));
+  check_ok(jx_call(jd, in, out));
+  assert_same(out[0], want[0]);
+  assert_same(out[1], want[1]);
+  jx_release(m);
+  jx_fn_release(jd);
+  jx_fn_release(jp);
+  jx_fn_release(f);
+}
+
 static void donated_array_errors_on_use(void **state) {
   (void)state;
   jx_fn *f = jx_fn_create("affine", 1, 1, affine_body, NULL);
@@ -340,6 +370,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(donated_buffer_is_written_in_place, setup, teardown),
       cmocka_unit_test_setup_teardown(donated_update_slice_writes_in_place, setup, teardown),
+      cmocka_unit_test_setup_teardown(donated_buffer_shared_by_a_reshape_is_not_overwritten, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(donated_array_errors_on_use, setup, teardown),
       cmocka_unit_test_setup_teardown(aliasing_falls_back_to_no_donation, setup, teardown),
       cmocka_unit_test_setup_teardown(donated_input_returned_as_output, setup, teardown),

@@ -464,6 +464,54 @@ static void dropout_modes(void **state) {
 
 /* ---- errors ---- */
 
+/* Cross-entropy's label handling against its definition, logsumexp(row) -
+ * row[label], evaluated in f64: a negative label counts from the end, an
+ * out-of-range one gives NaN (take_along_axis's fill mode), and the
+ * gradient of the summed loss is softmax(row) - onehot(label), none from
+ * the NaN row. */
+static void xent_body(void *arg, jx_array *const *in, jx_array **out) {
+  jx_array *loss = jx_softmax_cross_entropy(in[0], (jx_array *)arg, 0);
+  out[0] = jx_sum(jx_where(jx_isnan(loss), jx_zeros(JX_F32, JX_SHAPE()), loss), JX_AXES(), 0);
+}
+
+static void xent_labels_wrap_and_fill(void **state) {
+  (void)state;
+  enum { R = 4, C = 5 };
+  float x[R][C];
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < C; j++) x[i][j] = (float)sin(1.7 * i + 0.9 * j) * 3;
+  const int32_t lab[R] = {-1, 2, 7, -5}, cls[R] = {4, 2, -1, 0}; /* -1: out of range */
+  jx_array *logits = jx_keep(jx_array_from(JX_F32, JX_SHAPE(R, C), x));
+  jx_array *labels = jx_keep(jx_array_from(JX_I32, JX_SHAPE(R), lab));
+  float got[R], grad[R][C];
+  check_ok(jx_read(jx_softmax_cross_entropy(logits, labels, 0), got, sizeof got));
+  jx_fn *f = jx_fn_create("xent", 1, 1, xent_body, labels);
+  jx_fn *g = jx_grad(f, JX_AXES());
+  jx_array *out[1];
+  check_ok(jx_call(g, (jx_array *[]){logits}, out));
+  check_ok(jx_read(out[0], grad, sizeof grad));
+  for (int i = 0; i < R; i++) {
+    double m = -INFINITY, s = 0;
+    for (int j = 0; j < C; j++) m = fmax(m, x[i][j]);
+    for (int j = 0; j < C; j++) s += exp(x[i][j] - m);
+    if (cls[i] < 0) {
+      assert_true(isnan(got[i]));
+    } else {
+      double want = log(s) + m - x[i][cls[i]];
+      assert_true(fabs(got[i] - want) <= 4e-7 * (1 + fabs(want)));
+    }
+    for (int j = 0; j < C; j++) {
+      double want = exp(x[i][j] - m) / s - (j == cls[i]);
+      if (cls[i] < 0) want = 0; /* the row's loss is masked out of the sum */
+      assert_true(fabs(grad[i][j] - want) <= 4e-7);
+    }
+  }
+  jx_fn_release(g);
+  jx_fn_release(f);
+  jx_release(logits);
+  jx_release(labels);
+}
+
 static void expect_error(jx_array *r, const char *a, const char *b) {
   assert_true(jx_is_poisoned(r));
   if (!strstr(jx_last_error(), a) || (b && !strstr(jx_last_error(), b)))
@@ -536,6 +584,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(initializer_statistics, setup, teardown),
       cmocka_unit_test_setup_teardown(init_functions_make_named_parameters, setup, teardown),
       cmocka_unit_test_setup_teardown(dropout_modes, setup, teardown),
+      cmocka_unit_test_setup_teardown(xent_labels_wrap_and_fill, setup, teardown),
       cmocka_unit_test_setup_teardown(errors_name_layer_and_parameter, setup, teardown),
   };
   int r = cmocka_run_group_tests(tests, NULL, NULL);
