@@ -253,7 +253,7 @@ static int promote_lone(const jx_program *p, jx_fusion_group *g) {
   if (g->count != 1 || g->skip || jx_fusion_group_candidate(g)) return 0;
   const jx_eqn *e = &p->eqns[g->first];
   int lead = 0, reduces = jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, &lead);
-  if (e->nout != 1 || jx_fusion_is_view(e, p) || (!reduces && !jx_fusion_renderable(e, p)))
+  if (e->nout != 1 || jx_fusion_is_view(e, p) || (!reduces && !jx_fusion_renderable_on(e, p, 1)))
     return 0;
   jx_fusion_group k = *g;
   k.shape = p->avals[reduces ? e->in[0] : e->out[0]].shape;
@@ -304,6 +304,27 @@ static int collective_step(const jx_cuda_executable *x, const cuda_step *s, int 
          x->collectives.takes(x->collectives.ctx, x->program, &x->program->eqns[g->first]);
 }
 
+/* Under JX_LOG_COMPILES=1: the equations that run on the host, each
+ * primitive with its dtype and count (what still copies between host and
+ * device in a call). */
+static void log_host_eqns(const jx_cuda_executable *x) {
+  jx_strbuf b = JX_STRBUF_INIT;
+  for (int k = 0; k < x->nsteps; k++) {
+    const cuda_step *s = &x->steps[k];
+    if (s->kernel >= 0 || s->group.skip || s->gemm || s->collective || s->gather ||
+        jx_cuda_fused_at(x->fused, k))
+      continue;
+    for (int e = s->group.first; e < s->group.first + s->group.count; e++) {
+      const jx_eqn *q = &x->program->eqns[e];
+      jx_dtype t = q->nout ? x->program->avals[q->out[0]].dtype : JX_F32;
+      jx_strbuf_appendf(&b, " %s:%s", q->prim->name, jx_dtype_name(t));
+    }
+  }
+  fprintf(stderr, "jx: CUDA '%s': %d host equations:%s\n", x->program->name, x->host_eqns,
+          b.text ? b.text : "");
+  jx_strbuf_free(&b);
+}
+
 jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, const jx_program *p,
                                              const char *dump_prefix) {
   return jx_cuda_executable_build_collective(d, p, dump_prefix, NULL);
@@ -331,7 +352,7 @@ jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, const
    * impl would hold every iteration's carry until the loop ends. */
   jx_status nested = x->program ? jx_compile_nested(x->program, dump_prefix, &x->nested) : JX_OK;
   jx_fusion_group *groups = NULL;
-  int ng = x->program && !nested ? jx_fuse(x->program, &groups) : -1;
+  int ng = x->program && !nested ? jx_fuse_device(x->program, &groups) : -1;
   jx_status st = ng < 0 ? (jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL) : JX_OK;
   int promoted = 0;
   for (int k = 0; k < ng && !st; k++) promoted |= promote_lone(x->program, &groups[k]);
@@ -358,6 +379,7 @@ jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, const
     x->gemms += s->gemm;
   }
   free(groups);
+  if (!st && x->host_eqns && jx_env_flag("JX_LOG_COMPILES")) log_host_eqns(x);
   if (!st) st = plan_lifetimes(x);
   if (!st && (x->nkernels || x->ngathers)) st = compile_kernels(x, dump_prefix);
   if (st) {
