@@ -32,7 +32,9 @@ int jx_fusion_renderable_on(const jx_eqn *e, const jx_program *p, int ints) {
   if (e->nout != 1 || e->nsub || !jx_lower_computes(e->prim)) return 0;
   const jx_prim_lowering *x = jx_prim_lowering_of(e->prim);
   jx_dtype to = p->avals[e->out[0]].dtype;
-  if (!fusible_dtype(to, ints)) return 0;
+  if (!fusible_dtype(to, ints) || (x->device && !ints)) return 0;
+  if (x->kind == JX_LOWER_IOTA) return e->nin == 0 && p->avals[e->out[0]].shape.rank > 0;
+  if (e->nin < 1) return 0;
   for (int i = 0; i < e->nin; i++)
     if (!fusible_dtype(p->avals[e->in[i]].dtype, ints)) return 0;
   /* an expression for the operands' dtype (some rows have complex ones only) */
@@ -72,6 +74,16 @@ int jx_fusion_row_reduce(const jx_eqn *e, const jx_program *p) {
   if (!reducible(a.dtype, op)) return 0;
   if (a.shape.rank < 1 || e->params.l[0].n != 1 || e->params.l[0].v[0] != a.shape.rank - 1)
     return 0;
+  return op;
+}
+
+int jx_fusion_full_reduce(const jx_eqn *e, const jx_program *p) {
+  int op = reduce_op(e);
+  jx_aval a = p->avals[e->in[0]];
+  if (!op || !reducible(a.dtype, op) || a.shape.rank < 2 || e->params.l[0].n != a.shape.rank)
+    return 0;
+  for (int i = 0; i < a.shape.rank; i++)
+    if (e->params.l[0].v[i] != i) return 0;
   return op;
 }
 
@@ -281,11 +293,15 @@ int jx_fusion_operand_load(const jx_program *p, const jx_fusion_group *g, int v)
   int64_t off, st[JX_MAX_RANK];
   jx_fusion_operand(p, g, v, &var, &off, st);
   int k = jx_fusion_find_view(g, var, off, st);
-  if (k < 0) { /* a group built by hand reads v itself */
-    if (p->avals[v].shape.rank == g->shape.rank)
-      contiguous_strides(p->avals[v].shape, st);
-    else
+  if (k < 0) { /* a group built by hand reads v itself (flat: a full reduction's) */
+    jx_shape vs = p->avals[v].shape;
+    if (vs.rank == g->shape.rank) {
+      contiguous_strides(vs, st);
+    } else {
       memset(st, 0, sizeof st);
+      if (g->shape.rank == 1 && g->shape.dims[0] > 1 && jx_shape_numel(vs) == g->shape.dims[0])
+        st[0] = 1;
+    }
     k = jx_fusion_find_load(g, v, st);
   }
   return k;
@@ -402,6 +418,9 @@ static int joins(const jx_program *p, const jx_fusion_group *g, const uint8_t *i
   if (g->count && (jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, NULL))) {
     /* the column reduction's row walk does not render windows */
     if (g->windows && jx_fusion_col_reduce(e, p, NULL)) return 0;
+    /* nor do reductions render an iota (the element's index) */
+    for (int m = g->first; m < g->first + g->count; m++)
+      if (jx_prim_lowering_of(p->eqns[m].prim)->kind == JX_LOWER_IOTA) return 0;
     return in_group[e->in[0]] && jx_shape_equal(p->avals[e->in[0]].shape, g->shape);
   }
   if (window_op_on(e, p, ints)) { /* its operands come from outside, as a view's */
@@ -483,7 +502,10 @@ static int fuse(const jx_program *p, int ints, jx_fusion_group **out) {
   for (int n = 0; n < ng; n++) {
     jx_fusion_group *f = &groups[n];
     if (f->count < 2) {
-      if (!kernels || !single_worth(p, &p->eqns[f->first], ints)) continue;
+      const jx_eqn *e = &p->eqns[f->first];
+      /* on the device a lone pad or concatenate is a kernel too (on the
+       * host it would copy its operands down and its result up) */
+      if (!kernels || !(single_worth(p, e, ints) || (ints && window_op_on(e, p, ints)))) continue;
       f->single = 1;
     }
     memset(in_group, 0, (size_t)p->nvars + 1);

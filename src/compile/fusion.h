@@ -141,6 +141,12 @@ int jx_fusion_add_operand(const jx_program *p, jx_fusion_group *g, int v);
  * f32/f64 operand, as a fused group may end. */
 int jx_fusion_row_reduce(const jx_eqn *e, const jx_program *p);
 
+/* 0 none, else 1 sum, 2 max, 3 min: e reduces every axis of its f32/f64
+ * operand of rank 2 or more, which is the row reduction of its flattened
+ * elements (the eager kernel's contiguous sum): a lone one is a kernel of
+ * the CUDA executor, whose group has the flat shape and reads it flat. */
+int jx_fusion_full_reduce(const jx_eqn *e, const jx_program *p);
+
 /* The partial sums a column reduction's kernel keeps per column: one per
  * level of the pairwise tree and one more; 40 covers 2^40 reduced rows. */
 #define JX_FUSION_COL_DEPTH 40

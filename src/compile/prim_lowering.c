@@ -108,6 +108,12 @@ const jx_prim_lowering jx_prim_lowerings[JX_PRIM_COUNT] = {
     [JX_PRIM_convert_element_type] = {.kind = JX_LOWER_CONVERT, .on_bool = 1},
 
     [JX_PRIM_broadcast_in_dim] = {.kind = JX_LOWER_BROADCAST, .on_bool = 1},
+    [JX_PRIM_iota] = {.kind = JX_LOWER_IOTA, .device = 1},
+    /* x - x is 0 exactly when x is finite (inf - inf and NaN give NaN) */
+    [JX_PRIM_is_finite] = {.kind = JX_LOWER_EXPR,
+                           .f32 = "((%0) - (%0) == 0)",
+                           .f64 = "((%0) - (%0) == 0)",
+                           .device = 1},
     [JX_PRIM_slice] = {.kind = JX_LOWER_VIEW},
     [JX_PRIM_transpose] = {.kind = JX_LOWER_VIEW},
     [JX_PRIM_reshape] = {.kind = JX_LOWER_VIEW},

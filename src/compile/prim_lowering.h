@@ -20,6 +20,7 @@ typedef enum {
   JX_LOWER_BROADCAST,   /* broadcast_in_dim: a view, and renderable as its operand's element */
   JX_LOWER_WINDOW,      /* pad, concatenate: a select over windowed loads */
   JX_LOWER_REDUCE,      /* a reduction a kernel may end with (.reduce) */
+  JX_LOWER_IOTA,        /* iota: the element's index along a dim (dialects that render integers) */
 } jx_lower_kind;
 
 /* The reductions a kernel ends with; the values are jx_fusion_row_reduce's. */
@@ -56,6 +57,8 @@ typedef struct {
   const char *ints;
   uint8_t typed_by; /* the operand whose dtype picks the expression (select_n: a case) */
   uint8_t on_bool;  /* takes bool operands; for the others bool is not a float op */
+  uint8_t device;   /* rendered only where integers are (jx_fuse_device): the C kernels
+                     * leave it to its reference kernel */
   uint8_t reduce;   /* JX_LOWER_REDUCE: jx_lower_reduce */
   uint8_t subs;     /* jx_lower_subs */
   uint8_t exec;     /* jx_lower_exec */
@@ -93,7 +96,7 @@ static inline const char *jx_lower_expr(const jx_prim_lowering *x, jx_dtype t) {
 static inline int jx_lower_computes(const jx_prim *p) {
   jx_lower_kind k = (jx_lower_kind)jx_prim_lowering_of(p)->kind;
   return k == JX_LOWER_EXPR || k == JX_LOWER_CONVERT || k == JX_LOWER_INTEGER_POW ||
-         k == JX_LOWER_BROADCAST;
+         k == JX_LOWER_BROADCAST || k == JX_LOWER_IOTA;
 }
 
 /* A view kernels read through, dtypes aside. */

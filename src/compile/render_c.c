@@ -347,6 +347,18 @@ static int put_window_member(jx_strbuf *b, const jx_program *p, const jx_fusion_
   return 0;
 }
 
+/* iota's element at (row, j) of a kernel of this shape (never a reduction's):
+ * its index along dim, j for the last, else from the row's flat index. */
+static void put_iota(jx_strbuf *b, const char *type, jx_shape s, int dim) {
+  if (dim == s.rank - 1) {
+    jx_strbuf_appendf(b, "(%s)j", type);
+    return;
+  }
+  int64_t below = 1;
+  for (int d = dim + 1; d < s.rank - 1; d++) below *= s.dims[d];
+  jx_strbuf_appendf(b, "(%s)(row / %lld %% %lld)", type, (long long)below, (long long)s.dims[dim]);
+}
+
 /* The members' values at column j: one `const T vN = ...;` per equation. */
 static int put_members(jx_strbuf *b, const jx_program *p, const jx_fusion_group *g) {
   uint8_t *in_group = calloc((size_t)p->nvars + 1, 1);
@@ -402,6 +414,8 @@ static int put_members(jx_strbuf *b, const jx_program *p, const jx_fusion_group 
         jx_strbuf_appendf(b, "(%s)%s", ctype(out.dtype), names[0]);
     } else if (x->kind == JX_LOWER_INTEGER_POW) {
       put_ipow(b, ctype(out.dtype), names[0], e->params.i[0]);
+    } else if (x->kind == JX_LOWER_IOTA) {
+      put_iota(b, ctype(out.dtype), g->shape, (int)e->params.i[0]);
     } else {
       const jx_dtype t = p->avals[e->in[x->typed_by]].dtype;
       const char *expr = x->kind == JX_LOWER_EXPR ? jx_lower_expr(x, t) : NULL;
@@ -596,6 +610,7 @@ static int put_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_program *p
   const jx_eqn *r = &p->eqns[g->first + g->count - 1];
   const char *t = ctype(p->avals[r->out[0]].dtype);
   int op = jx_fusion_row_reduce(r, p);
+  if (!op) op = jx_fusion_full_reduce(r, p); /* a lone one, over its flat elements */
   char u[24];
   if (reduced_value(p, g, r, u, sizeof u)) return -1;
   if (dl->row_block) {

@@ -115,7 +115,7 @@ _Static_assert(sizeof(jx_cuda_kargs) <= 4096, "kernel arguments over CUDA's 4 KB
  * unsigned type of T's width; s, the signed one. */
 #define JX_CUDA_INT_T(T, U, W, S)                                                                  \
   "template <> struct jx_int_t<" #T "> { typedef " #U " u; typedef " #W " w; typedef " #S " s; "   \
-                                                                                          "};\n"
+  "};\n"
 #define JX_CUDA_INTEGERS                                                                           \
   "template <class T> struct jx_int_t;\n" JX_CUDA_INT_T(                                           \
       int8_t, unsigned, uint8_t, int8_t) JX_CUDA_INT_T(uint8_t, unsigned, uint8_t, int8_t)         \

@@ -5,6 +5,7 @@
  *    converts, selects on masks) are kernels, with the reference kernels'
  *    semantics: the bits of the CPU jit, edge cases included (x / 0,
  *    INT_MIN / -1, shifts past the width, float -> int saturation and NaN);
+ *    so is a bf16 scatter-add (an embedding's gradient in bf16);
  *  - a small GPT's train step copies nothing between host and device
  *    after its first call, and its loss is the CPU jit's within a bound
  *    derived below.
@@ -65,7 +66,7 @@ static void expect_same_bits(jx_array *want, jx_array *got, int o) {
 
 /* ---- integer equations as kernels ---- */
 
-enum { NI = 24, INT_OUTS = 16 };
+enum { NI = 24, INT_OUTS = 17 };
 
 /* in: i32 a, i32 b, u32 c, i64 d, i64 e, u8 f, f32 x, f32 table[8, 3] */
 static void int_body(void *ctx, jx_array *const *in, jx_array **out) {
@@ -89,6 +90,16 @@ static void int_body(void *ctx, jx_array *const *in, jx_array **out) {
   /* jx_take's wrapping of negative indices (lt, add, select_n on the
    * indices) feeds the gather kernel */
   out[15] = jx_take(in[7], jx_rem(a, jx_scalar(JX_I32, 8)), 0);
+  /* and a bf16 embedding gradient: rows added at ids with repeats (one
+   * rounding per add, in the updates' order), an id past the end dropped */
+  int32_t ids[10] = {3, 7, 3, 0, 9, 3, 7, 1, 7, 7};
+  jx_array *ix = jx_array_from(JX_I32, (jx_shape){2, {10, 1}}, ids);
+  jx_array *rows =
+      jx_array_from(JX_I32, (jx_shape){1, {10}}, (int32_t[]){1, 5, 2, 2, 7, 0, 6, 3, 4, 5});
+  jx_array *up = jx_astype(jx_mul(jx_take(in[7], rows, 0), jx_scalar(JX_F32, 0.731)), JX_BF16);
+  jx_scatter_dims dn = {JX_AXES(1), JX_AXES(0), JX_AXES(0), 1};
+  out[16] = jx_scatter(jx_astype(jx_mul(in[7], jx_scalar(JX_F32, 1.37)), JX_BF16), ix, up, &dn,
+                       JX_SCATTER_ADD, JX_SCATTER_DROP);
 }
 
 static void test_integer_kernels(void **state) {
@@ -144,11 +155,136 @@ static void test_integer_kernels(void **state) {
   assert_int_equal(cuda_test_bytes_in_use(), 0);
 }
 
+/* ---- a GPT train step that stays on the device ---- */
+
+enum { CALLS = 2 };
+
+/* The step's losses over CALLS calls of jit(train_step) on the current
+ * platform, each call taking the previous one's parameters and state
+ * (donated); up[c] and down[c]: the bytes call c copied between host and
+ * device (the call and waiting for its outputs; the loss is read after). */
+static void run_steps(jx_fn *step_fn, int np, int ns, jx_array *const *init, jx_array *x,
+                      jx_array *y, double *loss, uint64_t *up, uint64_t *down) {
+  int nin = np + ns + 2, nout = 1 + np + ns;
+  int donate[80] = {0};
+  jx_array *in[80], *out[80];
+  assert_true(nin <= 80);
+  for (int i = 0; i < np + ns; i++) {
+    donate[i] = 1;
+    in[i] = jx_keep(jx_add(init[i], jx_scalar(JX_F32, 0))); /* a copy: donation takes it */
+  }
+  in[np + ns] = x;
+  in[np + ns + 1] = y;
+  jx_fn *step = jx_jit(step_fn, &(jx_jit_options){.donate = donate});
+  for (int c = 0; c < CALLS; c++) {
+    jx_scope_begin();
+    jx_cuda_copy_stats s0 = jx_cuda_copy_stats_get();
+    check_ok(jx_call(step, in, out));
+    for (int o = 0; o < nout; o++) check_ok(jx_block_until_ready(out[o]));
+    jx_cuda_copy_stats s1 = jx_cuda_copy_stats_get();
+    up[c] = s1.to_device_bytes - s0.to_device_bytes;
+    down[c] = s1.to_host_bytes - s0.to_host_bytes;
+    loss[c] = jx_item(out[0]);
+    for (int i = 0; i < np + ns; i++) {
+      jx_release(in[i]);
+      in[i] = jx_keep(out[1 + i]);
+    }
+    jx_scope_end();
+  }
+  for (int i = 0; i < np + ns; i++) jx_release(in[i]);
+  jx_fn_release(step);
+}
+
+static void test_gpt_step_stays_on_the_device(void **state) {
+  (void)state;
+  jx_scope_begin();
+  jx_gpt_config cfg = jx_gpt_config_default();
+  cfg.vocab = 64;
+  cfg.n_layers = 1;
+  cfg.d_model = 32;
+  cfg.n_heads = 1; /* head_dim 32: the flash attention kernels */
+  cfg.context = 16;
+  jx_tree *params = jx_gpt_init(&cfg, jx_random_key(5), JX_F32);
+  assert_non_null(params);
+  jx_optimizer *opt = jx_optim_adamw(3e-4, 0.9, 0.95, 1e-8, 0.1);
+  jx_tree *ostate = jx_optim_init(opt, params);
+  int np = jx_tree_size(params), ns = jx_tree_size(ostate);
+  jx_array *init[80];
+  assert_true(np + ns <= 80);
+  jx_tree_flatten(params, init);
+  jx_tree_flatten(ostate, init + np);
+  int32_t tokens[2 * 16], targets[2 * 16];
+  for (int i = 0; i < 32; i++) {
+    tokens[i] = (i * 37 + 5) % 64;
+    targets[i] = (i * 53 + 11) % 64;
+  }
+  jx_array *x = jx_array_from(JX_I32, (jx_shape){2, {2, 16}}, tokens);
+  jx_array *y = jx_array_from(JX_I32, (jx_shape){2, {2, 16}}, targets);
+  jx_fn *loss_fn = jx_gpt_loss_fn(&cfg, params);
+  jx_fn *step_fn = jx_train_step(loss_fn, params, ostate, opt);
+  double want[CALLS], got[CALLS];
+  uint64_t up[CALLS], down[CALLS];
+  /* the CPU's steps without generated code (the reference kernels, whose
+   * bits the C kernels keep): no C compile in the test */
+  setenv("JX_PLATFORM", "cpu", 1);
+  setenv("JX_JIT_KERNELS", "0", 1);
+  run_steps(step_fn, np, ns, init, x, y, want, up, down);
+  setenv("JX_JIT_KERNELS", "1", 1);
+  setenv("JX_PLATFORM", "cuda", 1);
+  run_steps(step_fn, np, ns, init, x, y, got, up, down);
+  setenv("JX_PLATFORM", "cpu", 1);
+  jx_array *in[80];
+  for (int i = 0; i < np + ns; i++) in[i] = init[i];
+  in[np + ns] = x;
+  in[np + ns + 1] = y;
+  setenv("JX_PLATFORM", "cuda", 1);
+  jx_fn *probe = jx_jit(step_fn, NULL); /* the same program's executable, for its counts */
+  int host = -1, gemms = 0, kernels = executable_counts(probe, np + ns + 2, in, &host, &gemms);
+  setenv("JX_PLATFORM", "cpu", 1);
+  fprintf(stderr, "GPT step: %d kernels, %d GEMMs, %d equations on the host\n", kernels, gemms,
+          host);
+  assert_int_equal(host, 0);
+  assert_true(gemms >= 8); /* q, k, v, the projection, the MLP's two and the head, and more */
+  /* The oracle's bound: the device's sums (GEMMs, reductions) may add in
+   * another order than the CPU's; each value on the loss's path is a sum
+   * of at most K = 128 terms (d 32, the MLP's 4 d, the vocabulary of 64),
+   * which moves it by at most K u relative (u = 2^-24) of the sum of its
+   * terms' magnitudes, and the loss is at most 8 such sums deep (two
+   * layer norms, attention, the MLP, the head, the softmax, the mean):
+   * 8 K u |loss| (about 6e-5 |loss|). The fake cuBLASLt happens to add in
+   * the CPU's order, so the losses here agree exactly. */
+  const double bound = 8 * 128 * ldexp(1, -24);
+  for (int c = 0; c < CALLS; c++)
+    fprintf(stderr,
+            "GPT step %d: loss %.7f on CUDA, %.7f on the CPU (difference %.3g); copied %llu B up, "
+            "%llu B down\n",
+            c, got[c], want[c], fabs(got[c] - want[c]), (unsigned long long)up[c],
+            (unsigned long long)down[c]);
+  for (int c = 0; c < CALLS; c++) assert_true(fabs(got[c] - want[c]) <= bound * fabs(want[c]));
+  assert_true(up[0] > 0);           /* the first call uploads the parameters, state and batch */
+  for (int c = 1; c < CALLS; c++) { /* then nothing moves either way */
+    assert_int_equal(up[c], 0);
+    assert_int_equal(down[c], 0);
+  }
+  assert_true(want[CALLS - 1] < want[0]); /* it trained */
+  jx_fn_release(probe);
+  jx_fn_release(step_fn);
+  jx_fn_release(loss_fn);
+  jx_tree_release(ostate);
+  jx_optim_release(opt);
+  jx_tree_release(params);
+  jx_scope_end();
+  assert_int_equal(cuda_test_bytes_in_use(), 0);
+}
+
 int main(void) {
   int rc = cuda_test_driver("test_cuda_step", 0);
   if (rc >= 0) return rc;
+  /* the fake cuBLASLt: the executor's GEMMs compute on the fake device */
+  setenv("JX_CUBLASLT_PATH", JX_CUBLASLT_FAKE, 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_integer_kernels, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_gpt_step_stays_on_the_device, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
