@@ -4,14 +4,18 @@
 #include <string.h>
 
 #include "../array/array.h"
+#include "../array/dtype.h"
 #include "../base/env.h"
 #include "../base/error.h"
 #include "prim_lowering.h"
 
 /* bf16 values are computed in float and rounded after every equation, as
- * the reference kernels do; complex values in C99's complex types */
-static int fusible_dtype(jx_dtype d) {
-  return d == JX_F32 || d == JX_F64 || d == JX_BF16 || d == JX_BOOL || d == JX_C64 || d == JX_C128;
+ * the reference kernels do; complex values in C99's complex types; the
+ * integers where the dialect renders them (ints: jx_fuse_device) */
+static int fusible_dtype(jx_dtype d, int ints) {
+  if (d == JX_F32 || d == JX_F64 || d == JX_BF16 || d == JX_BOOL || d == JX_C64 || d == JX_C128)
+    return 1;
+  return ints && jx_is_int(d);
 }
 
 /* A reduction's operand a kernel may sum (complex: pairwise per part, which
@@ -21,13 +25,23 @@ static int reducible(jx_dtype d, int op) {
 }
 
 int jx_fusion_renderable(const jx_eqn *e, const jx_program *p) {
+  return jx_fusion_renderable_on(e, p, 0);
+}
+
+int jx_fusion_renderable_on(const jx_eqn *e, const jx_program *p, int ints) {
   if (e->nout != 1 || e->nsub || !jx_lower_computes(e->prim)) return 0;
   const jx_prim_lowering *x = jx_prim_lowering_of(e->prim);
-  if (!fusible_dtype(p->avals[e->out[0]].dtype)) return 0;
+  jx_dtype to = p->avals[e->out[0]].dtype;
+  if (!fusible_dtype(to, ints) || (x->device && !ints)) return 0;
+  if (x->kind == JX_LOWER_IOTA) return e->nin == 0 && p->avals[e->out[0]].shape.rank > 0;
+  if (e->nin < 1) return 0;
   for (int i = 0; i < e->nin; i++)
-    if (!fusible_dtype(p->avals[e->in[i]].dtype)) return 0;
+    if (!fusible_dtype(p->avals[e->in[i]].dtype, ints)) return 0;
   /* an expression for the operands' dtype (some rows have complex ones only) */
-  if (x->kind == JX_LOWER_EXPR && !jx_lower_expr(x, p->avals[e->in[x->typed_by]].dtype)) return 0;
+  const char *expr =
+      x->kind == JX_LOWER_EXPR ? jx_lower_expr(x, p->avals[e->in[x->typed_by]].dtype) : NULL;
+  if (x->kind == JX_LOWER_EXPR && (!expr || (!ints && expr == x->ints && expr != x->f32)))
+    return 0; /* no expression, or an integer one (bool's and, or, xor) for a C kernel */
   /* arithmetic on bool is not a float op: leave it to the reference kernels */
   if (!x->on_bool && p->avals[e->in[0]].dtype == JX_BOOL) return 0;
   if (e->prim->id == JX_PRIM_select_n && (e->nin != 3 || p->avals[e->in[0]].dtype != JX_BOOL))
@@ -35,9 +49,14 @@ int jx_fusion_renderable(const jx_eqn *e, const jx_program *p) {
   /* f64 (c128's real part) -> bf16 rounds once from the double (through
    * float would round twice) */
   jx_dtype from = p->avals[e->in[0]].dtype;
-  if (x->kind == JX_LOWER_CONVERT && (from == JX_F64 || from == JX_C128) &&
-      p->avals[e->out[0]].dtype == JX_BF16)
-    return 0;
+  if (x->kind == JX_LOWER_CONVERT && (from == JX_F64 || from == JX_C128) && to == JX_BF16) return 0;
+  /* integers: an integer -> bf16 rounds once from the integer (through float
+   * would round twice); complex ones and integer powers are not rendered */
+  if (jx_is_int(from) || jx_is_int(to)) {
+    if (x->kind == JX_LOWER_CONVERT && jx_is_int(from) && to == JX_BF16) return 0;
+    if (x->kind == JX_LOWER_CONVERT && (jx_is_complex(from) || jx_is_complex(to))) return 0;
+    if (x->kind == JX_LOWER_INTEGER_POW) return 0;
+  }
   return 1;
 }
 
@@ -55,6 +74,16 @@ int jx_fusion_row_reduce(const jx_eqn *e, const jx_program *p) {
   if (!reducible(a.dtype, op)) return 0;
   if (a.shape.rank < 1 || e->params.l[0].n != 1 || e->params.l[0].v[0] != a.shape.rank - 1)
     return 0;
+  return op;
+}
+
+int jx_fusion_full_reduce(const jx_eqn *e, const jx_program *p) {
+  int op = reduce_op(e);
+  jx_aval a = p->avals[e->in[0]];
+  if (!op || !reducible(a.dtype, op) || a.shape.rank < 2 || e->params.l[0].n != a.shape.rank)
+    return 0;
+  for (int i = 0; i < a.shape.rank; i++)
+    if (e->params.l[0].v[i] != i) return 0;
   return op;
 }
 
@@ -107,11 +136,18 @@ int64_t jx_fusion_kernel_rows(const jx_fusion_group *g) {
  * times faster once the array is big enough to pay for a kernel call. */
 enum { SINGLE_KERNEL_MIN_ELEMENTS = 4096 };
 
-int jx_fusion_single_worth_a_kernel(const jx_program *p, const jx_eqn *e) {
-  if (jx_fusion_is_view(e, p) || e->prim->id == JX_PRIM_stop_gradient ||
-      jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, NULL) || !jx_fusion_renderable(e, p))
+static int is_view_on(const jx_eqn *e, const jx_program *p, int ints);
+
+static int single_worth(const jx_program *p, const jx_eqn *e, int ints) {
+  if (is_view_on(e, p, ints) || e->prim->id == JX_PRIM_stop_gradient ||
+      jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, NULL) ||
+      !jx_fusion_renderable_on(e, p, ints))
     return 0;
   return jx_shape_numel(p->avals[e->out[0]].shape) >= SINGLE_KERNEL_MIN_ELEMENTS;
+}
+
+int jx_fusion_single_worth_a_kernel(const jx_program *p, const jx_eqn *e) {
+  return single_worth(p, e, 0);
 }
 
 int jx_fusion_find_view(const jx_fusion_group *g, int var, int64_t offset, const int64_t *strides) {
@@ -143,10 +179,16 @@ static int producer(const jx_program *p, int v, int before) {
   return -1;
 }
 
-int jx_fusion_is_view(const jx_eqn *e, const jx_program *p) {
+/* Views of integers are views only where integers fuse (ints); a chain of
+ * views keeps its dtype, so reading one through (jx_fusion_is_view, with
+ * integers) never reaches an integer view from a kernel of floats. */
+static int is_view_on(const jx_eqn *e, const jx_program *p, int ints) {
   if (e->nin != 1 || e->nout != 1 || e->nsub || !jx_lower_is_view(e->prim)) return 0;
-  return fusible_dtype(p->avals[e->out[0]].dtype) && fusible_dtype(p->avals[e->in[0]].dtype);
+  return fusible_dtype(p->avals[e->out[0]].dtype, ints) &&
+         fusible_dtype(p->avals[e->in[0]].dtype, ints);
 }
+
+int jx_fusion_is_view(const jx_eqn *e, const jx_program *p) { return is_view_on(e, p, 1); }
 
 /* Where the elements of a variable are: element i (a multi-index) is
  * element offset + sum_d i[d] * st[d] of variable var. */
@@ -251,11 +293,15 @@ int jx_fusion_operand_load(const jx_program *p, const jx_fusion_group *g, int v)
   int64_t off, st[JX_MAX_RANK];
   jx_fusion_operand(p, g, v, &var, &off, st);
   int k = jx_fusion_find_view(g, var, off, st);
-  if (k < 0) { /* a group built by hand reads v itself */
-    if (p->avals[v].shape.rank == g->shape.rank)
-      contiguous_strides(p->avals[v].shape, st);
-    else
+  if (k < 0) { /* a group built by hand reads v itself (flat: a full reduction's) */
+    jx_shape vs = p->avals[v].shape;
+    if (vs.rank == g->shape.rank) {
+      contiguous_strides(vs, st);
+    } else {
       memset(st, 0, sizeof st);
+      if (g->shape.rank == 1 && g->shape.dims[0] > 1 && jx_shape_numel(vs) == g->shape.dims[0])
+        st[0] = 1;
+    }
     k = jx_fusion_find_load(g, v, st);
   }
   return k;
@@ -274,13 +320,17 @@ int jx_fusion_add_operand(const jx_program *p, jx_fusion_group *g, int v) {
   return 1;
 }
 
-int jx_fusion_is_window_op(const jx_eqn *e, const jx_program *p) {
+static int window_op_on(const jx_eqn *e, const jx_program *p, int ints);
+
+int jx_fusion_is_window_op(const jx_eqn *e, const jx_program *p) { return window_op_on(e, p, 1); }
+
+static int window_op_on(const jx_eqn *e, const jx_program *p, int ints) {
   if (e->nout != 1 || e->nsub) return 0;
   const int pad = e->prim->id == JX_PRIM_pad;
   if (jx_prim_lowering_of(e->prim)->kind != JX_LOWER_WINDOW || (pad ? e->nin != 2 : e->nin < 2))
     return 0;
   jx_aval out = p->avals[e->out[0]];
-  if (!fusible_dtype(out.dtype) || out.shape.rank < 1) return 0;
+  if (!fusible_dtype(out.dtype, ints) || out.shape.rank < 1) return 0;
   int ndata = pad ? 1 : e->nin;
   for (int i = 0; i < e->nin; i++) {
     jx_aval a = p->avals[e->in[i]];
@@ -350,9 +400,9 @@ int jx_fusion_add_window_operand(const jx_program *p, jx_fusion_group *g, const 
  * array; or a reshape on the chain that the strides cannot say, which runs
  * as it is). It may join a group as a member that computes nothing, or be
  * skipped when only kernels read it. */
-static int read_through(const jx_program *p, int k) {
+static int read_through(const jx_program *p, int k, int ints) {
   const jx_eqn *e = &p->eqns[k];
-  if (!jx_fusion_is_view(e, p)) return 0;
+  if (!is_view_on(e, p, ints)) return 0;
   address a;
   address_of(p, e->out[0], k + 1, 0, &a);
   return a.var != e->out[0];
@@ -361,27 +411,31 @@ static int read_through(const jx_program *p, int k) {
 /* Whether equation k can join g: same shape; inputs from the group,
  * scalars, or of the group's shape; a view (a member that computes nothing:
  * the kernel loads what it reads through) must read from outside the group. */
-static int joins(const jx_program *p, const jx_fusion_group *g, const uint8_t *in_group, int k) {
+static int joins(const jx_program *p, const jx_fusion_group *g, const uint8_t *in_group, int k,
+                 int ints) {
   const jx_eqn *e = &p->eqns[k];
   if (g->reduces) return 0; /* a reduction ends its group */
   if (g->count && (jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, NULL))) {
     /* the column reduction's row walk does not render windows */
     if (g->windows && jx_fusion_col_reduce(e, p, NULL)) return 0;
+    /* nor do reductions render an iota (the element's index) */
+    for (int m = g->first; m < g->first + g->count; m++)
+      if (jx_prim_lowering_of(p->eqns[m].prim)->kind == JX_LOWER_IOTA) return 0;
     return in_group[e->in[0]] && jx_shape_equal(p->avals[e->in[0]].shape, g->shape);
   }
-  if (jx_fusion_is_window_op(e, p)) { /* its operands come from outside, as a view's */
+  if (window_op_on(e, p, ints)) { /* its operands come from outside, as a view's */
     jx_shape s = p->avals[e->out[0]].shape;
     if ((g->count && !jx_shape_equal(s, g->shape)) || jx_shape_numel(s) == 0) return 0;
     for (int i = 0; i < e->nin; i++)
       if (in_group[e->in[i]]) return 0;
     return 1;
   }
-  int view = jx_fusion_is_view(e, p);
-  if (!view && !jx_fusion_renderable(e, p)) return 0;
+  int view = is_view_on(e, p, ints);
+  if (!view && !jx_fusion_renderable_on(e, p, ints)) return 0;
   jx_shape s = p->avals[e->out[0]].shape;
   if (g->count && !jx_shape_equal(s, g->shape)) return 0;
   if (jx_shape_numel(s) == 0) return 0;
-  if (view) return !in_group[e->in[0]] && read_through(p, k);
+  if (view) return !in_group[e->in[0]] && read_through(p, k, ints);
   for (int i = 0; i < e->nin; i++) {
     int v = e->in[i];
     jx_shape vs = p->avals[v].shape;
@@ -393,13 +447,19 @@ static int joins(const jx_program *p, const jx_fusion_group *g, const uint8_t *i
 
 /* A group of one view that kernels may read through: it runs only when
  * something reads its result as an array. */
-static int lone_view(const jx_program *p, const jx_fusion_group *g) {
-  return g->count == 1 && !jx_fusion_group_candidate(g) && read_through(p, g->first);
+static int lone_view(const jx_program *p, const jx_fusion_group *g, int ints) {
+  return g->count == 1 && !jx_fusion_group_candidate(g) && read_through(p, g->first, ints);
 }
 
 int jx_fusion_kernels_enabled(void) { return jx_env_flag("JX_JIT_KERNELS"); }
 
-int jx_fuse(const jx_program *p, jx_fusion_group **out) {
+static int fuse(const jx_program *p, int ints, jx_fusion_group **out);
+
+int jx_fuse(const jx_program *p, jx_fusion_group **out) { return fuse(p, 0, out); }
+
+int jx_fuse_device(const jx_program *p, jx_fusion_group **out) { return fuse(p, 1, out); }
+
+static int fuse(const jx_program *p, int ints, jx_fusion_group **out) {
   int kernels = jx_fusion_kernels_enabled();
   jx_fusion_group *groups = calloc((size_t)p->neqns + 1, sizeof *groups);
   uint8_t *in_group = calloc((size_t)p->nvars + 1, 1);
@@ -414,7 +474,7 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
   jx_fusion_group *g = NULL;
   for (int k = 0; k < p->neqns; k++) {
     const jx_eqn *e = &p->eqns[k];
-    if (g && joins(p, g, in_group, k) && g->nloads + e->nin <= JX_FUSION_MAX_LOADS) {
+    if (g && joins(p, g, in_group, k, ints) && g->nloads + e->nin <= JX_FUSION_MAX_LOADS) {
       g->count++;
       if (jx_fusion_is_window_op(e, p)) g->windows = 1;
       if (jx_fusion_row_reduce(e, p)) g->reduces = 1;
@@ -425,7 +485,7 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
       g = &groups[ng++];
       memset(g, 0, sizeof *g);
       g->first = k;
-      int fusible = kernels && joins(p, g, in_group, k);
+      int fusible = kernels && joins(p, g, in_group, k, ints);
       g->count = 1;
       if (!fusible) {
         g = NULL; /* run as it is */
@@ -442,7 +502,10 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
   for (int n = 0; n < ng; n++) {
     jx_fusion_group *f = &groups[n];
     if (f->count < 2) {
-      if (!kernels || !jx_fusion_single_worth_a_kernel(p, &p->eqns[f->first])) continue;
+      const jx_eqn *e = &p->eqns[f->first];
+      /* on the device a lone pad or concatenate is a kernel too (on the
+       * host it would copy its operands down and its result up) */
+      if (!kernels || !(single_worth(p, e, ints) || (ints && window_op_on(e, p, ints)))) continue;
       f->single = 1;
     }
     memset(in_group, 0, (size_t)p->nvars + 1);
@@ -463,7 +526,7 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
           ok = i < ndata ? jx_fusion_add_window_operand(p, f, e, i)
                          : jx_fusion_add_operand(p, f, e->in[i]);
       } else {
-        if (!jx_fusion_renderable(e, p)) break;
+        if (!jx_fusion_renderable_on(e, p, ints)) break;
         f->compute++;
         for (int i = 0; i < e->nin && ok; i++)
           if (!in_group[e->in[i]]) ok = jx_fusion_add_operand(p, f, e->in[i]);
@@ -484,7 +547,7 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "fusion: out of memory");
     return -1;
   }
-  for (int n = 0; n < ng; n++) lone[n] = (uint8_t)lone_view(p, &groups[n]);
+  for (int n = 0; n < ng; n++) lone[n] = (uint8_t)lone_view(p, &groups[n], ints);
   for (int changed = 1; changed;) {
     changed = 0;
     memset(need, 0, (size_t)p->nvars + 1);

@@ -78,6 +78,10 @@ typedef struct {
  * machine without one, to rule the code generator in or out of a bug, and
  * for tests of the layers above that do not need kernels). */
 int jx_fuse(const jx_program *p, jx_fusion_group **out);
+/* jx_fuse for a dialect that renders integers (the CUDA one): equations of
+ * integer dtypes (arithmetic with the reference kernels' semantics,
+ * comparisons, selects, converts, views) fuse as the others do. */
+int jx_fuse_device(const jx_program *p, jx_fusion_group **out);
 /* 0 when JX_JIT_KERNELS=0 asks for no generated code, else 1. */
 int jx_fusion_kernels_enabled(void);
 
@@ -116,7 +120,8 @@ int jx_fusion_find_load(const jx_fusion_group *g, int var, const int64_t *stride
 int jx_fusion_find_view(const jx_fusion_group *g, int var, int64_t offset, const int64_t *strides);
 
 /* 1 when e is a view the kernels may read through: a broadcast_in_dim,
- * slice, transpose, reshape, squeeze or expand_dims of a fusible dtype. */
+ * slice, transpose, reshape, squeeze or expand_dims of a fusible dtype
+ * (integers included: only jx_fuse_device's groups have integer members). */
 int jx_fusion_is_view(const jx_eqn *e, const jx_program *p);
 
 /* Where a kernel of g reads operand v (a variable from outside g, or a view
@@ -135,6 +140,12 @@ int jx_fusion_add_operand(const jx_program *p, jx_fusion_group *g, int v);
 /* 0 none, else 1 sum, 2 max, 3 min: e reduces the last dimension of its
  * f32/f64 operand, as a fused group may end. */
 int jx_fusion_row_reduce(const jx_eqn *e, const jx_program *p);
+
+/* 0 none, else 1 sum, 2 max, 3 min: e reduces every axis of its f32/f64
+ * operand of rank 2 or more, which is the row reduction of its flattened
+ * elements (the eager kernel's contiguous sum): a lone one is a kernel of
+ * the CUDA executor, whose group has the flat shape and reads it flat. */
+int jx_fusion_full_reduce(const jx_eqn *e, const jx_program *p);
 
 /* The partial sums a column reduction's kernel keeps per column: one per
  * level of the pairwise tree and one more; 40 covers 2^40 reduced rows. */
@@ -179,7 +190,10 @@ int jx_fusion_store_may_reuse(const jx_program *p, const jx_fusion_group *g, int
     }                                                                                              \
   } while (0)
 
-/* 1 when the renderer can compute this primitive inside a kernel. */
+/* 1 when the renderer can compute this primitive inside a kernel (of the
+ * C dialect: no integers). jx_fusion_renderable_on: ints = 1 for a dialect
+ * that renders integers (jx_fuse_device). */
 int jx_fusion_renderable(const jx_eqn *e, const jx_program *p);
+int jx_fusion_renderable_on(const jx_eqn *e, const jx_program *p, int ints);
 
 #endif

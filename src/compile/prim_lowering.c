@@ -17,17 +17,24 @@ _Static_assert(JX_PRIM_COUNT == 136, "a new primitive: give it its lowering entr
 #define SAME_C(E) EXPR_C(E, E, E, E)
 /* complex operands only */
 #define ONLY_C(C64, C128) EXPR_C(NULL, NULL, C64, C128)
+/* with the integer expression (prim_lowering.h's ints) */
+#define WITH_INT(E, I)                                                                             \
+  { .kind = JX_LOWER_EXPR, .f32 = E, .f64 = E, .c64 = E, .c128 = E, .ints = I }
+#define FLOAT_INT(E, I)                                                                            \
+  { .kind = JX_LOWER_EXPR, .f32 = E, .f64 = E, .ints = I }
+#define INT_ONLY(I)                                                                                \
+  { .kind = JX_LOWER_EXPR, .ints = I }
 #define REDUCE(OP)                                                                                 \
   { .kind = JX_LOWER_REDUCE, .reduce = OP }
 #define SUBS(WHICH)                                                                                \
   { .subs = WHICH }
 
 const jx_prim_lowering jx_prim_lowerings[JX_PRIM_COUNT] = {
-    [JX_PRIM_add] = SAME_C("(%0 + %1)"),
-    [JX_PRIM_sub] = SAME_C("(%0 - %1)"),
-    [JX_PRIM_mul] = SAME_C("(%0 * %1)"),
-    [JX_PRIM_div] = SAME_C("(%0 / %1)"),
-    [JX_PRIM_neg] = SAME_C("(-%0)"),
+    [JX_PRIM_add] = WITH_INT("(%0 + %1)", "jx_iadd(%0, %1)"),
+    [JX_PRIM_sub] = WITH_INT("(%0 - %1)", "jx_isub(%0, %1)"),
+    [JX_PRIM_mul] = WITH_INT("(%0 * %1)", "jx_imul(%0, %1)"),
+    [JX_PRIM_div] = WITH_INT("(%0 / %1)", "jx_idiv(%0, %1)"),
+    [JX_PRIM_neg] = WITH_INT("(-%0)", "jx_ineg(%0)"),
     [JX_PRIM_abs] = EXPR_C("fabsf(%0)", "fabs(%0)", "cabsf(%0)", "cabs(%0)"),
     [JX_PRIM_exp] = EXPR_C("jx_expf(%0)", "exp(%0)", "cexpf(%0)", "cexp(%0)"),
     [JX_PRIM_exp2] = EXPR_C("jx_exp2f(%0)", "exp2(%0)", "jx_cexp2f(%0)", "jx_cexp2(%0)"),
@@ -42,30 +49,48 @@ const jx_prim_lowering jx_prim_lowerings[JX_PRIM_COUNT] = {
     [JX_PRIM_sin] = EXPR_C("jx_sinf(%0)", "sin(%0)", "csinf(%0)", "csin(%0)"),
     [JX_PRIM_erf] = EXPR("jx_erff(%0)", "erf(%0)"),
     [JX_PRIM_cos] = EXPR_C("jx_cosf(%0)", "cos(%0)", "ccosf(%0)", "ccos(%0)"),
-    [JX_PRIM_max] = SAME("JX_FMAX(%0, %1)"),
-    [JX_PRIM_min] = SAME("JX_FMIN(%0, %1)"),
+    [JX_PRIM_max] = FLOAT_INT("JX_FMAX(%0, %1)", "(%0 > %1 ? %0 : %1)"),
+    [JX_PRIM_min] = FLOAT_INT("JX_FMIN(%0, %1)", "(%0 < %1 ? %0 : %1)"),
     [JX_PRIM_pow] = EXPR_C("powf(%0, %1)", "pow(%0, %1)", "cpowf(%0, %1)", "cpow(%0, %1)"),
-    [JX_PRIM_eq] = SAME_C("(%0 == %1)"),
-    [JX_PRIM_ne] = SAME_C("(%0 != %1)"),
-    [JX_PRIM_lt] = SAME("(%0 < %1)"),
-    [JX_PRIM_le] = SAME("(%0 <= %1)"),
-    [JX_PRIM_gt] = SAME("(%0 > %1)"),
-    [JX_PRIM_ge] = SAME("(%0 >= %1)"),
+    [JX_PRIM_eq] = WITH_INT("(%0 == %1)", "(%0 == %1)"),
+    [JX_PRIM_ne] = WITH_INT("(%0 != %1)", "(%0 != %1)"),
+    [JX_PRIM_lt] = FLOAT_INT("(%0 < %1)", "(%0 < %1)"),
+    [JX_PRIM_le] = FLOAT_INT("(%0 <= %1)", "(%0 <= %1)"),
+    [JX_PRIM_gt] = FLOAT_INT("(%0 > %1)", "(%0 > %1)"),
+    [JX_PRIM_ge] = FLOAT_INT("(%0 >= %1)", "(%0 >= %1)"),
     /* select_n(which, case0, case1) on a bool predicate, typed by its cases */
     [JX_PRIM_select_n] = {.kind = JX_LOWER_EXPR,
                           .f32 = "(%0 ? %2 : %1)",
                           .f64 = "(%0 ? %2 : %1)",
                           .c64 = "(%0 ? %2 : %1)",
                           .c128 = "(%0 ? %2 : %1)",
+                          .ints = "(%0 ? %2 : %1)",
                           .typed_by = 1,
                           .on_bool = 1},
-    [JX_PRIM_stop_gradient] =
-        {.kind = JX_LOWER_EXPR, .f32 = "%0", .f64 = "%0", .c64 = "%0", .c128 = "%0", .on_bool = 1},
+    [JX_PRIM_stop_gradient] = {.kind = JX_LOWER_EXPR,
+                               .f32 = "%0",
+                               .f64 = "%0",
+                               .c64 = "%0",
+                               .c128 = "%0",
+                               .ints = "%0",
+                               .on_bool = 1},
+    /* integers only (and, or, xor also on bool's 0 and 1; not is ~ on integers
+     * only); sign: -1, 0, 1 (0 or 1 unsigned) */
+    [JX_PRIM_rem] = INT_ONLY("jx_irem(%0, %1)"),
+    [JX_PRIM_and] = {.kind = JX_LOWER_EXPR, .ints = "(%0 & %1)", .on_bool = 1},
+    [JX_PRIM_or] = {.kind = JX_LOWER_EXPR, .ints = "(%0 | %1)", .on_bool = 1},
+    [JX_PRIM_xor] = {.kind = JX_LOWER_EXPR, .ints = "(%0 ^ %1)", .on_bool = 1},
+    [JX_PRIM_not] = INT_ONLY("(~%0)"),
+    [JX_PRIM_shift_left] = INT_ONLY("jx_ishl(%0, %1)"),
+    [JX_PRIM_shift_right_logical] = INT_ONLY("jx_ishr(%0, %1)"),
+    [JX_PRIM_shift_right_arithmetic] = INT_ONLY("jx_isar(%0, %1)"),
     /* complex (unary.c, complex.c): C99's functions, as the reference kernels
      * call them (exp2, expm1 and log1p: complex_special.h's, as unary.c);
      * sign is z / |z| and 0 at 0 */
-    [JX_PRIM_sign] = ONLY_C("(cabsf(%0) == 0 ? (jx_c64)0 : %0 / cabsf(%0))",
-                            "(cabs(%0) == 0 ? (jx_c128)0 : %0 / cabs(%0))"),
+    [JX_PRIM_sign] = {.kind = JX_LOWER_EXPR,
+                      .c64 = "(cabsf(%0) == 0 ? (jx_c64)0 : %0 / cabsf(%0))",
+                      .c128 = "(cabs(%0) == 0 ? (jx_c128)0 : %0 / cabs(%0))",
+                      .ints = "jx_isign(%0)"},
     [JX_PRIM_tan] = ONLY_C("ctanf(%0)", "ctan(%0)"),
     [JX_PRIM_sinh] = ONLY_C("csinhf(%0)", "csinh(%0)"),
     [JX_PRIM_cosh] = ONLY_C("ccoshf(%0)", "ccosh(%0)"),
@@ -83,6 +108,12 @@ const jx_prim_lowering jx_prim_lowerings[JX_PRIM_COUNT] = {
     [JX_PRIM_convert_element_type] = {.kind = JX_LOWER_CONVERT, .on_bool = 1},
 
     [JX_PRIM_broadcast_in_dim] = {.kind = JX_LOWER_BROADCAST, .on_bool = 1},
+    [JX_PRIM_iota] = {.kind = JX_LOWER_IOTA, .device = 1},
+    /* x - x is 0 exactly when x is finite (inf - inf and NaN give NaN) */
+    [JX_PRIM_is_finite] = {.kind = JX_LOWER_EXPR,
+                           .f32 = "((%0) - (%0) == 0)",
+                           .f64 = "((%0) - (%0) == 0)",
+                           .device = 1},
     [JX_PRIM_slice] = {.kind = JX_LOWER_VIEW},
     [JX_PRIM_transpose] = {.kind = JX_LOWER_VIEW},
     [JX_PRIM_reshape] = {.kind = JX_LOWER_VIEW},

@@ -20,6 +20,7 @@ typedef enum {
   JX_LOWER_BROADCAST,   /* broadcast_in_dim: a view, and renderable as its operand's element */
   JX_LOWER_WINDOW,      /* pad, concatenate: a select over windowed loads */
   JX_LOWER_REDUCE,      /* a reduction a kernel may end with (.reduce) */
+  JX_LOWER_IOTA,        /* iota: the element's index along a dim (dialects that render integers) */
 } jx_lower_kind;
 
 /* The reductions a kernel ends with; the values are jx_fusion_row_reduce's. */
@@ -49,8 +50,15 @@ typedef struct {
    * operand typed_by (f32 also for bf16); c64/c128 are C99 complex
    * expressions (float/double _Complex). NULL: not rendered for that dtype. */
   const char *f32, *f64, *c64, *c128;
+  /* integer operands (and the integer cases of select_n): a C++ expression
+   * over the device dialect's integer helpers (render_cuda.c), with the
+   * reference kernels' semantics (binary.c: wrapping, x / 0 = -1, ...);
+   * only dialects that render integers use it (jx_fuse_device) */
+  const char *ints;
   uint8_t typed_by; /* the operand whose dtype picks the expression (select_n: a case) */
   uint8_t on_bool;  /* takes bool operands; for the others bool is not a float op */
+  uint8_t device;   /* rendered only where integers are (jx_fuse_device): the C kernels
+                     * leave it to its reference kernel */
   uint8_t reduce;   /* JX_LOWER_REDUCE: jx_lower_reduce */
   uint8_t subs;     /* jx_lower_subs */
   uint8_t exec;     /* jx_lower_exec */
@@ -66,11 +74,19 @@ static inline const jx_prim_lowering *jx_prim_lowering_of(const jx_prim *p) {
 static inline const char *jx_lower_expr(const jx_prim_lowering *x, jx_dtype t) {
   switch (t) {
   case JX_F32:
-  case JX_BF16:
-  case JX_BOOL: return x->f32;
+  case JX_BF16: return x->f32;
+  case JX_BOOL: return x->f32 ? x->f32 : x->ints; /* and, or, xor: the integer ones */
   case JX_F64: return x->f64;
   case JX_C64: return x->c64;
   case JX_C128: return x->c128;
+  case JX_I8:
+  case JX_I16:
+  case JX_I32:
+  case JX_I64:
+  case JX_U8:
+  case JX_U16:
+  case JX_U32:
+  case JX_U64: return x->ints;
   default: return NULL;
   }
 }
@@ -80,7 +96,7 @@ static inline const char *jx_lower_expr(const jx_prim_lowering *x, jx_dtype t) {
 static inline int jx_lower_computes(const jx_prim *p) {
   jx_lower_kind k = (jx_lower_kind)jx_prim_lowering_of(p)->kind;
   return k == JX_LOWER_EXPR || k == JX_LOWER_CONVERT || k == JX_LOWER_INTEGER_POW ||
-         k == JX_LOWER_BROADCAST;
+         k == JX_LOWER_BROADCAST || k == JX_LOWER_IOTA;
 }
 
 /* A view kernels read through, dtypes aside. */

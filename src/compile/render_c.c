@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../array/dtype.h"
 #include "../base/error.h"
 #include "../base/strbuf.h"
 #include "../prims/complex_special.h"
@@ -182,7 +183,8 @@ const jx_dialect jx_dialect_c = {
 };
 
 /* The type a kernel computes a value of dtype d in (bf16 in float; complex
- * in the dialect's jx_c64 / jx_c128) ... */
+ * in the dialect's jx_c64 / jx_c128; integers, which only the CUDA dialect
+ * renders, in their own) ... */
 static const char *ctype(jx_dtype d) {
   switch (d) {
   case JX_F32:
@@ -190,6 +192,13 @@ static const char *ctype(jx_dtype d) {
   case JX_F64: return "double";
   case JX_C64: return "jx_c64";
   case JX_C128: return "jx_c128";
+  case JX_I8: return "int8_t";
+  case JX_I16: return "int16_t";
+  case JX_I32: return "int32_t";
+  case JX_I64: return "int64_t";
+  case JX_U16: return "uint16_t";
+  case JX_U32: return "uint32_t";
+  case JX_U64: return "uint64_t";
   default: return "uint8_t";
   }
 }
@@ -338,6 +347,18 @@ static int put_window_member(jx_strbuf *b, const jx_program *p, const jx_fusion_
   return 0;
 }
 
+/* iota's element at (row, j) of a kernel of this shape (never a reduction's):
+ * its index along dim, j for the last, else from the row's flat index. */
+static void put_iota(jx_strbuf *b, const char *type, jx_shape s, int dim) {
+  if (dim == s.rank - 1) {
+    jx_strbuf_appendf(b, "(%s)j", type);
+    return;
+  }
+  int64_t below = 1;
+  for (int d = dim + 1; d < s.rank - 1; d++) below *= s.dims[d];
+  jx_strbuf_appendf(b, "(%s)(row / %lld %% %lld)", type, (long long)below, (long long)s.dims[dim]);
+}
+
 /* The members' values at column j: one `const T vN = ...;` per equation. */
 static int put_members(jx_strbuf *b, const jx_program *p, const jx_fusion_group *g) {
   uint8_t *in_group = calloc((size_t)p->nvars + 1, 1);
@@ -383,12 +404,18 @@ static int put_members(jx_strbuf *b, const jx_program *p, const jx_fusion_group 
                       rounds ? "jx_round_bf16(" : "");
     const jx_prim_lowering *x = jx_prim_lowering_of(e->prim);
     if (x->kind == JX_LOWER_CONVERT) {
+      jx_dtype from = p->avals[e->in[0]].dtype;
       if (out.dtype == JX_BOOL)
         jx_strbuf_appendf(b, "(uint8_t)(%s != 0)", names[0]);
+      else if (jx_is_int(out.dtype) && (from == JX_F32 || from == JX_BF16 || from == JX_F64))
+        /* truncates, saturates, NaN -> 0 (the dialect's integer helpers) */
+        jx_strbuf_appendf(b, "jx_f2i<%s>(%s)", ctype(out.dtype), names[0]);
       else
         jx_strbuf_appendf(b, "(%s)%s", ctype(out.dtype), names[0]);
     } else if (x->kind == JX_LOWER_INTEGER_POW) {
       put_ipow(b, ctype(out.dtype), names[0], e->params.i[0]);
+    } else if (x->kind == JX_LOWER_IOTA) {
+      put_iota(b, ctype(out.dtype), g->shape, (int)e->params.i[0]);
     } else {
       const jx_dtype t = p->avals[e->in[x->typed_by]].dtype;
       const char *expr = x->kind == JX_LOWER_EXPR ? jx_lower_expr(x, t) : NULL;
@@ -583,6 +610,7 @@ static int put_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_program *p
   const jx_eqn *r = &p->eqns[g->first + g->count - 1];
   const char *t = ctype(p->avals[r->out[0]].dtype);
   int op = jx_fusion_row_reduce(r, p);
+  if (!op) op = jx_fusion_full_reduce(r, p); /* a lone one, over its flat elements */
   char u[24];
   if (reduced_value(p, g, r, u, sizeof u)) return -1;
   if (dl->row_block) {

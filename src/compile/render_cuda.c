@@ -104,6 +104,68 @@ _Static_assert(sizeof(jx_cuda_kargs) <= 4096, "kernel arguments over CUDA's 4 KB
   "  " #C " w = catanh" #F "(" #C "(-z.im, z.re));\n"                                              \
   "  return " #C "(w.im, -w.re);\n}\n"
 
+/* Integer arithmetic with the reference kernels' semantics (binary.c,
+ * convert.c), which C++'s operators leave undefined or differ from:
+ * +, -, * and negation wrap (computed in an unsigned type at least as wide:
+ * a narrow product would overflow int), x / 0 = -1 (all ones), x % 0 = x,
+ * INT_MIN / -1 = INT_MIN, shifts by the width or more give 0 (the sign for
+ * an arithmetic right shift, which treats unsigned bits as signed), and a
+ * float converts truncated toward zero, saturated at the type's range, NaN
+ * to 0. jx_int_t<T>: u, the unsigned type T's arithmetic wraps in; w, the
+ * unsigned type of T's width; s, the signed one. */
+#define JX_CUDA_INT_T(T, U, W, S)                                                                  \
+  "template <> struct jx_int_t<" #T "> { typedef " #U " u; typedef " #W " w; typedef " #S " s; "   \
+  "};\n"
+#define JX_CUDA_INTEGERS                                                                           \
+  "template <class T> struct jx_int_t;\n" JX_CUDA_INT_T(                                           \
+      int8_t, unsigned, uint8_t, int8_t) JX_CUDA_INT_T(uint8_t, unsigned, uint8_t, int8_t)         \
+      JX_CUDA_INT_T(int16_t, unsigned, uint16_t, int16_t) JX_CUDA_INT_T(                           \
+          uint16_t, unsigned, uint16_t,                                                            \
+          int16_t) JX_CUDA_INT_T(int32_t, unsigned, uint32_t,                                      \
+                                 int32_t) JX_CUDA_INT_T(uint32_t, unsigned, uint32_t, int32_t)     \
+          JX_CUDA_INT_T(int64_t, uint64_t, uint64_t, int64_t) JX_CUDA_INT_T(                       \
+              uint64_t, uint64_t, uint64_t,                                                        \
+              int64_t) "#define JX_IU typename jx_int_t<T>::u\n"                                   \
+                       "#define JX_IW typename jx_int_t<T>::w\n"                                   \
+                       "#define JX_IS typename jx_int_t<T>::s\n"                                   \
+                       "#define JX_IBITS ((unsigned)(8 * sizeof(T)))\n"                            \
+                       "template <class T> JX_FN T jx_iadd(T a, T b) { return (T)((JX_IU)a + "     \
+                       "(JX_IU)b); }\n"                                                            \
+                       "template <class T> JX_FN T jx_isub(T a, T b) { return (T)((JX_IU)a - "     \
+                       "(JX_IU)b); }\n"                                                            \
+                       "template <class T> JX_FN T jx_imul(T a, T b) { return (T)((JX_IU)a * "     \
+                       "(JX_IU)b); }\n"                                                            \
+                       "template <class T> JX_FN T jx_ineg(T a) { return (T)((JX_IU)0 - "          \
+                       "(JX_IU)a); }\n"                                                            \
+                       "template <class T> JX_FN T jx_isign(T a) { return (T)((a > 0) - ((T)-1 < " \
+                       "(T)0 && a < 0)); }\n"                                                      \
+                       "template <class T> JX_FN T jx_idiv(T a, T b) {\n"                          \
+                       "  if (b == 0) return (T)(JX_IW)~(JX_IW)0;\n"                               \
+                       "  if ((T)-1 < (T)0 && b == (T)-1) return jx_ineg(a);\n"                    \
+                       "  return (T)(a / b);\n}\n"                                                 \
+                       "template <class T> JX_FN T jx_irem(T a, T b) {\n"                          \
+                       "  if (b == 0) return a;\n"                                                 \
+                       "  if ((T)-1 < (T)0 && b == (T)-1) return 0;\n"                             \
+                       "  return (T)(a % b);\n}\n"                                                 \
+                       "template <class T> JX_FN T jx_ishl(T a, T b) {\n"                          \
+                       "  return (JX_IW)b >= JX_IBITS ? (T)0 : (T)((JX_IU)(JX_IW)a << "            \
+                       "(JX_IW)b);\n}\n"                                                           \
+                       "template <class T> JX_FN T jx_ishr(T a, T b) {\n"                          \
+                       "  return (JX_IW)b >= JX_IBITS ? (T)0 : (T)((JX_IW)a >> (JX_IW)b);\n}\n"    \
+                       "template <class T> JX_FN T jx_isar(T a, T b) {\n"                          \
+                       "  if ((JX_IW)b >= JX_IBITS) return (T)((JX_IS)a < 0 ? (JX_IS)-1 : "        \
+                       "(JX_IS)0);\n"                                                              \
+                       "  return (T)(JX_IS)((JX_IS)a >> (JX_IW)b);\n}\n"                           \
+                       "template <class T> JX_FN T jx_f2i(double x) {\n"                           \
+                       "  const int sgn = (T)-1 < (T)0;\n"                                         \
+                       "  const double top = (double)((JX_IW)1 << (JX_IBITS - 1));\n"              \
+                       "  if (x != x) return 0;\n"                                                 \
+                       "  if (x <= (sgn ? -top : 0.0)) return sgn ? (T)((JX_IW)1 << (JX_IBITS - "  \
+                       "1)) : (T)0;\n"                                                             \
+                       "  if (x >= (sgn ? top : 2.0 * top))\n"                                     \
+                       "    return sgn ? (T)(((JX_IW)1 << (JX_IBITS - 1)) - 1) : (T)~(JX_IW)0;\n"  \
+                       "  return (T)x;\n}\n"
+
 static const char cuda_complex_prelude[] =
     "#define JX_CM __device__ __forceinline__\n"
     "struct jx_c64 {\n"
@@ -154,8 +216,7 @@ const jx_dialect jx_dialect_cuda = {
         "#define NAN __int_as_float(0x7fc00000)\n"
         "#define JX_FN static __device__ __forceinline__\n"
         "#define JX_FM_FN JX_FN\n"
-        "#define JX_FM_TABLE static __device__ const\n"
-        "typedef struct {\n"
+        "#define JX_FM_TABLE static __device__ const\n" JX_CUDA_INTEGERS "typedef struct {\n"
         "  char *buf[" JX_STR(JX_FUSION_MAX_LOADS) " + " JX_STR(
             JX_FUSION_MAX_STORES) "];\n"
                                   "  int64_t dims[" JX_STR(

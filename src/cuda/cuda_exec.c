@@ -215,12 +215,16 @@ static struct {
 
 /* d's handle, or NULL where GEMMs run on the host: cuBLASLt is missing, the
  * modules are source for tests/cuda_fake's driver (JX_CUDA_MODULE_SOURCE:
- * cuBLASLt needs a real GPU), or the handle or workspace cannot be made
- * (then it is said once under JX_LOG_COMPILES=1; the error is not kept:
- * the program still runs). */
+ * cuBLASLt needs a real GPU) and no cuBLASLt is named by JX_CUBLASLT_PATH
+ * (tests/cuda_fake's, which computes on the fake driver's memory), or the
+ * handle or workspace cannot be made (then it is said once under
+ * JX_LOG_COMPILES=1; the error is not kept: the program still runs). */
 static jx_cuda_blas *device_blas(jx_cuda_device *d) {
   int k = d->info.ordinal;
-  if (k < 0 || k >= MAX_GEMM_DEVICES || jx_cuda_module_source_mode() || !jx_cublaslt()) return NULL;
+  const char *named = jx_env_string("JX_CUBLASLT_PATH");
+  if (k < 0 || k >= MAX_GEMM_DEVICES || (jx_cuda_module_source_mode() && !(named && *named)) ||
+      !jx_cublaslt())
+    return NULL;
   pthread_mutex_lock(&gemm_handles.lock);
   if (!gemm_handles.tried[k]) {
     gemm_handles.tried[k] = 1;
@@ -253,16 +257,85 @@ static int promote_lone(const jx_program *p, jx_fusion_group *g) {
   if (g->count != 1 || g->skip || jx_fusion_group_candidate(g)) return 0;
   const jx_eqn *e = &p->eqns[g->first];
   int lead = 0, reduces = jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, &lead);
-  if (e->nout != 1 || jx_fusion_is_view(e, p) || (!reduces && !jx_fusion_renderable(e, p)))
+  int full = !reduces && jx_fusion_full_reduce(e, p);
+  if (e->nout != 1 || jx_fusion_is_view(e, p) ||
+      (!reduces && !full && !jx_fusion_renderable_on(e, p, 1)))
     return 0;
   jx_fusion_group k = *g;
   k.shape = p->avals[reduces ? e->in[0] : e->out[0]].shape;
-  k.reduces = reduces;
+  k.reduces = reduces || full;
   k.lead = reduces ? lead : 0;
+  if (full) /* a row reduction of the flat elements */
+    k.shape = (jx_shape){1, {jx_shape_numel(p->avals[e->in[0]].shape)}};
   if (jx_shape_numel(k.shape) == 0) return 0;
   k.nloads = 0;
-  for (int i = 0; i < e->nin; i++)
+  if (full) {
+    memset(&k.loads[0], 0, sizeof k.loads[0]);
+    k.loads[0].var = e->in[0];
+    k.loads[0].strides[0] = k.shape.dims[0] > 1;
+    k.nloads = 1;
+  }
+  for (int i = 0; i < e->nin && !full; i++)
     if (!jx_fusion_add_operand(p, &k, e->in[i])) return 0;
+  k.nstores = 1;
+  k.stores[0] = e->out[0];
+  k.compute = 1;
+  k.single = 1;
+  *g = k;
+  return 1;
+}
+
+/* The groups with every equation that runs as it is (views read as arrays,
+ * a group demoted for its stores) as groups of one, so that promote_lone,
+ * promote_view and the gather kernel take each; the others as they are.
+ * Returns the new count, or -1 (out of memory); *groups is replaced. */
+static int split_unfused(const jx_program *p, jx_fusion_group **groups, int ng) {
+  int n = 0;
+  for (int k = 0; k < ng; k++) {
+    const jx_fusion_group *g = &(*groups)[k];
+    n += !g->skip && !jx_fusion_group_candidate(g) ? g->count : 1;
+  }
+  if (n == ng) return ng;
+  jx_fusion_group *out = calloc((size_t)n, sizeof *out);
+  if (!out) return -1;
+  int m = 0;
+  for (int k = 0; k < ng; k++) {
+    const jx_fusion_group *g = &(*groups)[k];
+    if (g->skip || jx_fusion_group_candidate(g)) {
+      out[m++] = *g;
+      continue;
+    }
+    for (int e = g->first; e < g->first + g->count; e++) {
+      jx_fusion_group *o = &out[m++];
+      o->first = e;
+      o->count = 1;
+      if (p->eqns[e].nout) o->shape = p->avals[p->eqns[e].out[0]].shape;
+    }
+  }
+  free(*groups);
+  *groups = out;
+  return n;
+}
+
+/* After skip_unread_broadcasts: a lone view that is read as an array (by
+ * a GEMM, the gather kernel or a host equation) and that the gather kernel
+ * does not copy (a broadcast_in_dim, a transpose, a reshape of one) is a
+ * kernel that reads it through and stores it, rather than a copy down and
+ * up. 1 if g became one. */
+static int promote_view(const jx_program *p, jx_fusion_group *g) {
+  if (g->count != 1 || g->skip || jx_fusion_group_candidate(g)) return 0;
+  const jx_eqn *e = &p->eqns[g->first];
+  jx_cuda_gather_args ga;
+  if (!jx_fusion_is_view(e, p) || jx_cuda_gather_plan(p, e, &ga) == 0) return 0;
+  jx_fusion_group k = *g;
+  k.shape = p->avals[e->out[0]].shape;
+  if (jx_shape_numel(k.shape) == 0) return 0;
+  int var;
+  int64_t off, st[JX_MAX_RANK];
+  jx_fusion_operand(p, &k, e->out[0], &var, &off, st);
+  if (var == e->out[0]) return 0; /* a reshape the strides cannot say */
+  k.nloads = 0;
+  if (!jx_fusion_add_operand(p, &k, e->out[0])) return 0;
   k.nstores = 1;
   k.stores[0] = e->out[0];
   k.compute = 1;
@@ -304,6 +377,27 @@ static int collective_step(const jx_cuda_executable *x, const cuda_step *s, int 
          x->collectives.takes(x->collectives.ctx, x->program, &x->program->eqns[g->first]);
 }
 
+/* Under JX_LOG_COMPILES=1: the equations that run on the host, each
+ * primitive with its dtype and count (what still copies between host and
+ * device in a call). */
+static void log_host_eqns(const jx_cuda_executable *x) {
+  jx_strbuf b = JX_STRBUF_INIT;
+  for (int k = 0; k < x->nsteps; k++) {
+    const cuda_step *s = &x->steps[k];
+    if (s->kernel >= 0 || s->group.skip || s->gemm || s->collective || s->gather ||
+        jx_cuda_fused_at(x->fused, k))
+      continue;
+    for (int e = s->group.first; e < s->group.first + s->group.count; e++) {
+      const jx_eqn *q = &x->program->eqns[e];
+      jx_dtype t = q->nout ? x->program->avals[q->out[0]].dtype : JX_F32;
+      jx_strbuf_appendf(&b, " %s:%s", q->prim->name, jx_dtype_name(t));
+    }
+  }
+  fprintf(stderr, "jx: CUDA '%s': %d host equations:%s\n", x->program->name, x->host_eqns,
+          b.text ? b.text : "");
+  jx_strbuf_free(&b);
+}
+
 jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, const jx_program *p,
                                              const char *dump_prefix) {
   return jx_cuda_executable_build_collective(d, p, dump_prefix, NULL);
@@ -331,11 +425,12 @@ jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, const
    * impl would hold every iteration's carry until the loop ends. */
   jx_status nested = x->program ? jx_compile_nested(x->program, dump_prefix, &x->nested) : JX_OK;
   jx_fusion_group *groups = NULL;
-  int ng = x->program && !nested ? jx_fuse(x->program, &groups) : -1;
+  int ng = x->program && !nested ? jx_fuse_device(x->program, &groups) : -1;
   jx_status st = ng < 0 ? (jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL) : JX_OK;
-  int promoted = 0;
-  for (int k = 0; k < ng && !st; k++) promoted |= promote_lone(x->program, &groups[k]);
-  if (promoted && !st) st = skip_unread_broadcasts(x->program, groups, ng);
+  if (!st && (ng = split_unfused(x->program, &groups, ng)) < 0) st = out_of_memory();
+  for (int k = 0; k < ng && !st; k++) promote_lone(x->program, &groups[k]);
+  if (!st) st = skip_unread_broadcasts(x->program, groups, ng);
+  for (int k = 0; k < ng && !st; k++) promote_view(x->program, &groups[k]);
   if (!st) st = jx_cuda_fused_plan(d, x->program, groups, ng, device_blas, &x->fused);
   if (!st && !(x->steps = calloc(ng > 0 ? (size_t)ng : 1, sizeof *x->steps))) st = out_of_memory();
   for (int k = 0; k < ng && !st; k++) {
@@ -358,6 +453,7 @@ jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, const
     x->gemms += s->gemm;
   }
   free(groups);
+  if (!st && x->host_eqns && jx_env_flag("JX_LOG_COMPILES")) log_host_eqns(x);
   if (!st) st = plan_lifetimes(x);
   if (!st && (x->nkernels || x->ngathers)) st = compile_kernels(x, dump_prefix);
   if (st) {
@@ -591,7 +687,7 @@ static jx_status run_gather(run_state *r, int k) {
     memset(&c, 0, sizeof c);
     c.kind = 4;
     c.n = jx_shape_numel(r->p->avals[e->in[0]].shape);
-    c.elem_bytes = 4;
+    c.elem_bytes = a.elem_bytes;
     c.operand = (const void *)(uintptr_t)r->vars[e->in[0]].dev;
     c.out = a.out;
     st = launch_gather(r, &ka, &c);

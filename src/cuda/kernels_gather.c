@@ -94,6 +94,17 @@ const char jx_cuda_gather_src[] =
     "    if (skip) continue;\n"
     "    for (int d = 0, c = 0; d < a.out_rank; d++)\n"
     "      u = u * a.out_dims[d] + (a.is_offset[d] ? wi[d] : g[c++]);\n"
+    "    if (a.elem_bytes == 2) { /* bf16: the exact sum rounded once, NaN made quiet */\n"
+    "      unsigned short *o = (unsigned short *)a.out + j;\n"
+    "      const unsigned short ub = ((const unsigned short *)a.operand)[u];\n"
+    "      float s = (float)((double)__int_as_float((int)((unsigned int)*o << 16)) +\n"
+    "                        (double)__int_as_float((int)((unsigned int)ub << 16)));\n"
+    "      unsigned int x = (unsigned int)__float_as_int(s);\n"
+    "      *o = (x & 0x7fffffffu) > 0x7f800000u\n"
+    "               ? (unsigned short)(((x >> 16) & 0x8000u) | 0x7fc0u)\n"
+    "               : (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);\n"
+    "      continue;\n"
+    "    }\n"
     "    float *o = (float *)a.out + j;\n"
     "    *o = (float)((double)*o + (double)((const float *)a.operand)[u]);\n"
     "  }\n"
@@ -241,7 +252,7 @@ static int plan_static(const jx_program *p, const jx_eqn *e, int kind, jx_cuda_g
   return 0;
 }
 
-/* scatter_add of f32 (kind 5) whose start dims are all inserted window dims:
+/* scatter_add of f32 or bf16 (kind 5) whose start dims are all inserted window dims:
  * out_dims the updates' shape, is_offset their window dims, win_of operand
  * dim -> updates dim (-1 inserted), slice_sizes the windows' sizes, fill
  * the clip mode; n the threads: a window's elements. */
@@ -250,7 +261,9 @@ static int plan_scatter_add(const jx_program *p, const jx_eqn *e, jx_cuda_gather
   const jx_aval *op = &p->avals[e->in[0]], *idx = &p->avals[e->in[1]], *up = &p->avals[e->in[2]];
   const jx_params *pr = &e->params;
   const jx_ilist *uwd = &pr->l[0], *ins = &pr->l[1], *sdo = &pr->l[2];
-  if (op->dtype != JX_F32 || up->dtype != JX_F32 || !jx_is_int(idx->dtype)) return -1;
+  if ((op->dtype != JX_F32 && op->dtype != JX_BF16) || up->dtype != op->dtype ||
+      !jx_is_int(idx->dtype))
+    return -1;
   for (int k = 0; k < sdo->n; k++)
     if (!contains(ins, sdo->v[k])) return -1; /* windows could overlap: two threads, one element */
   memset(a, 0, sizeof *a);
@@ -262,7 +275,7 @@ static int plan_scatter_add(const jx_program *p, const jx_eqn *e, jx_cuda_gather
   a->index_vector_dim = (int32_t)pr->i[0];
   a->index_bytes = (int32_t)jx_dtype_size(idx->dtype);
   a->index_unsigned = jx_is_unsigned_int(idx->dtype);
-  a->elem_bytes = 4;
+  a->elem_bytes = (int32_t)jx_dtype_size(op->dtype);
   a->fill = pr->i[1] == 1;
   a->n = 1;
   for (int d = 0; d < up->shape.rank; d++) {

@@ -1,13 +1,22 @@
 /* A fake cuBLASLt for tests: a shared library exporting the symbols
- * src/cuda/cuda_blaslt.c loads, which computes nothing and records what it
- * was told (cublaslt_fake.h): the descriptors' attributes, the heuristic's
- * preferences, and the workspace each matmul is given. Its heuristic
+ * src/cuda/cuda_blaslt.c loads, which records what it was told
+ * (cublaslt_fake.h: the descriptors' attributes, the heuristic's
+ * preferences, and the workspace each matmul is given) and computes each
+ * matmul on the host, where tests/cuda_fake's driver keeps device memory:
+ * column-major D = act(alpha op(A) op(B) + beta C + bias) with the layouts'
+ * leading dimensions, transposes, strided batches and the bias epilogue
+ * (a bias per row of D; ReLU, or GELU's tanh form as cuBLASLt's), f32 or
+ * bf16 operands with f32 accumulation in k order (bf16 results rounded to
+ * nearest even), so a program's GEMMs under the fake driver give real
+ * numbers (a real cuBLASLt sums in another order: tests compare within a
+ * tolerance). Its heuristic
  * answers one algorithm per call (numbered, so a cached one is told from a
  * new one) asking for the workspace set by the reset call, or none when
  * that is over MAX_WORKSPACE_BYTES, as cuBLASLt answers. Point the loader at
  * it with JX_CUBLASLT_PATH. Not thread-safe: one test thread. */
 #include "cublaslt_fake.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,9 +27,16 @@
 struct jx_cublaslt_desc_ {
   int32_t bias_type;
   int bias_set;
+  int32_t trans_a, trans_b;
+  uint32_t epilogue;
+  const void *bias;
 };
 struct jx_cublaslt_layout_ {
-  int unused;
+  int type;
+  uint64_t rows, cols;
+  int64_t ld;
+  int32_t batch;
+  int64_t stride; /* elements between batch members */
 };
 struct jx_cublaslt_pref_ {
   uint64_t max_workspace;
@@ -30,12 +46,14 @@ struct jx_cublaslt_pref_ {
 static jx_fake_cublaslt_log log_;
 static size_t algo_workspace;
 static uint64_t algos;
+static int computes = 1; /* 0 after a reset: test_cuda_blaslt's addresses are made up */
 static int handle_storage;
 
 EXPORT const jx_fake_cublaslt_log *jx_fake_cublaslt_log_get(void) { return &log_; }
 EXPORT void jx_fake_cublaslt_reset(size_t workspace) {
   memset(&log_, 0, sizeof log_);
   algo_workspace = workspace;
+  computes = 0;
 }
 
 EXPORT cublasStatus_t cublasLtCreate(cublasLtHandle_t *h) {
@@ -63,20 +81,36 @@ EXPORT cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
   free(d);
   return 0;
 }
+enum { INVALID_VALUE = 7, NOT_SUPPORTED = 15 }; /* CUBLAS_STATUS_* */
+
+/* Copies an attribute of exactly `want` bytes. */
+static cublasStatus_t attr_copy(void *to, size_t want, const void *buf, size_t size) {
+  if (size != want) return INVALID_VALUE;
+  memcpy(to, buf, size);
+  return 0;
+}
+
 EXPORT cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, int attr,
                                                      const void *buf, size_t size) {
-  if (attr != JX_CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE) return 0;
-  if (size != sizeof d->bias_type) return 7; /* CUBLAS_STATUS_INVALID_VALUE */
-  memcpy(&d->bias_type, buf, size);
-  d->bias_set = 1;
-  return 0;
+  switch (attr) {
+  case JX_CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
+    d->bias_set = 1;
+    return attr_copy(&d->bias_type, sizeof d->bias_type, buf, size);
+  case JX_CUBLASLT_MATMUL_DESC_TRANSA: return attr_copy(&d->trans_a, sizeof d->trans_a, buf, size);
+  case JX_CUBLASLT_MATMUL_DESC_TRANSB: return attr_copy(&d->trans_b, sizeof d->trans_b, buf, size);
+  case JX_CUBLASLT_MATMUL_DESC_EPILOGUE:
+    return attr_copy(&d->epilogue, sizeof d->epilogue, buf, size);
+  case JX_CUBLASLT_MATMUL_DESC_BIAS_POINTER: return attr_copy(&d->bias, sizeof d->bias, buf, size);
+  default: return 0;
+  }
 }
 
 EXPORT cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, int type, uint64_t rows,
                                                  uint64_t cols, int64_t ld) {
-  (void)type, (void)rows, (void)cols, (void)ld;
   *l = calloc(1, sizeof **l);
-  return *l ? 0 : 3;
+  if (!*l) return 3;
+  **l = (struct jx_cublaslt_layout_){type, rows, cols, ld, 1, 0};
+  return 0;
 }
 EXPORT cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) {
   free(l);
@@ -84,7 +118,10 @@ EXPORT cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) {
 }
 EXPORT cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l, int attr,
                                                        const void *buf, size_t size) {
-  (void)l, (void)attr, (void)buf, (void)size;
+  if (attr == JX_CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT)
+    return attr_copy(&l->batch, sizeof l->batch, buf, size);
+  if (attr == JX_CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET)
+    return attr_copy(&l->stride, sizeof l->stride, buf, size);
   return 0;
 }
 
@@ -126,18 +163,89 @@ EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   return 0;
 }
 
+/* bf16 bits <-> float: rounded to nearest even, NaN kept quiet with its sign */
+static float bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+static uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+/* Element (i, j) of batch member z of a column-major matrix. */
+static float load(const struct jx_cublaslt_layout_ *l, const void *p, int64_t z, uint64_t i,
+                  uint64_t j) {
+  int64_t at = z * l->stride + (int64_t)i + (int64_t)j * l->ld;
+  return l->type == JX_CUDA_R_16BF ? bf16_to_f32(((const uint16_t *)p)[at])
+                                   : ((const float *)p)[at];
+}
+static void store(const struct jx_cublaslt_layout_ *l, void *p, int64_t z, uint64_t i, uint64_t j,
+                  float v) {
+  int64_t at = z * l->stride + (int64_t)i + (int64_t)j * l->ld;
+  if (l->type == JX_CUDA_R_16BF)
+    ((uint16_t *)p)[at] = f32_to_bf16(v);
+  else
+    ((float *)p)[at] = v;
+}
+
+/* op(X)'s element (i, j): X's, or X^T's when trans. */
+static float op_load(const struct jx_cublaslt_layout_ *l, const void *p, int32_t trans, int64_t z,
+                     uint64_t i, uint64_t j) {
+  return trans ? load(l, p, z, j, i) : load(l, p, z, i, j);
+}
+
+static cublasStatus_t compute(cublasLtMatmulDesc_t op, float alpha, const void *a,
+                              cublasLtMatrixLayout_t al, const void *b, cublasLtMatrixLayout_t bl,
+                              float beta, const void *c, cublasLtMatrixLayout_t cl, void *d,
+                              cublasLtMatrixLayout_t dl) {
+  const struct jx_cublaslt_layout_ *ls[4] = {al, bl, cl, dl};
+  for (int i = 0; i < 4; i++)
+    if (ls[i]->type != JX_CUDA_R_32F && ls[i]->type != JX_CUDA_R_16BF) return NOT_SUPPORTED;
+  uint64_t m = dl->rows, n = dl->cols;
+  uint64_t k = op->trans_a ? al->rows : al->cols;
+  uint64_t am = op->trans_a ? al->cols : al->rows, bk = op->trans_b ? bl->cols : bl->rows;
+  uint64_t bn = op->trans_b ? bl->rows : bl->cols;
+  if (am != m || bk != k || bn != n || cl->rows != m || cl->cols != n) return INVALID_VALUE;
+  uint32_t epi = op->epilogue ? op->epilogue : JX_CUBLASLT_EPILOGUE_DEFAULT;
+  int bias = (epi & JX_CUBLASLT_EPILOGUE_BIAS) != 0, relu = (epi & JX_CUBLASLT_EPILOGUE_RELU) != 0;
+  int gelu = (epi & JX_CUBLASLT_EPILOGUE_GELU) != 0;
+  if (bias && !op->bias) return INVALID_VALUE;
+  for (int32_t z = 0; z < dl->batch; z++)
+    for (uint64_t j = 0; j < n; j++)
+      for (uint64_t i = 0; i < m; i++) {
+        float acc = 0;
+        for (uint64_t p = 0; p < k; p++)
+          acc += op_load(al, a, op->trans_a, z, i, p) * op_load(bl, b, op->trans_b, z, p, j);
+        float v = alpha * acc;
+        if (beta != 0) v += beta * load(cl, c, z, i, j);
+        if (bias)
+          v += dl->type == JX_CUDA_R_16BF ? bf16_to_f32(((const uint16_t *)op->bias)[i])
+                                          : ((const float *)op->bias)[i];
+        if (relu) v = v > 0 ? v : 0;
+        if (gelu) v = 0.5f * v * (1 + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
+        store(dl, d, z, i, j, v);
+      }
+  return 0;
+}
+
 EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const void *alpha,
                                      const void *a, cublasLtMatrixLayout_t adesc, const void *b,
                                      cublasLtMatrixLayout_t bdesc, const void *beta, const void *c,
                                      cublasLtMatrixLayout_t cdesc, void *d,
                                      cublasLtMatrixLayout_t ddesc, const cublasLtMatmulAlgo_t *algo,
                                      void *workspace, size_t workspace_bytes, CUstream stream) {
-  (void)h, (void)alpha, (void)a, (void)adesc, (void)b, (void)bdesc, (void)beta, (void)c;
-  (void)cdesc, (void)d, (void)ddesc, (void)stream;
+  (void)h, (void)stream;
   log_.matmul_calls++;
   log_.bias_type = op->bias_set ? op->bias_type : -1;
   log_.workspace = workspace;
   log_.workspace_bytes = workspace_bytes;
   log_.algo_id = algo->data[0];
-  return 0;
+  if (!computes) return 0;
+  return compute(op, *(const float *)alpha, a, adesc, b, bdesc, *(const float *)beta, c, cdesc, d,
+                 ddesc);
 }

@@ -20,7 +20,10 @@ typedef struct {
 } jx_fake_cublaslt_log;
 
 /* jx_fake_cublaslt_log_get: the log so far. jx_fake_cublaslt_reset: zeroes
- * it and sets the workspace the heuristic's algorithms ask for. */
+ * it, sets the workspace the heuristic's algorithms ask for, and stops the
+ * matmuls from computing (they only record: for addresses that are not
+ * memory). Until a reset, each matmul computes on the host memory the fake
+ * driver's device pointers address. */
 typedef const jx_fake_cublaslt_log *(*jx_fake_cublaslt_log_get_fn)(void);
 typedef void (*jx_fake_cublaslt_reset_fn)(size_t algo_workspace);
 

@@ -122,8 +122,9 @@ static void every_op(void *ctx, jx_array *const *in, jx_array **out) {
                        jx_stop_gradient(y),
                        jx_astype(jx_astype(x, dt == JX_F32 ? JX_F64 : JX_F32), dt)};
   for (size_t k = 0; k < sizeof terms / sizeof terms[0]; k++) acc = jx_add(acc, terms[k]);
-  jx_array *bools[] = {jx_eq(x, y), jx_ne(x, y), jx_lt(x, y),           jx_le(x, y),
-                       jx_gt(x, y), jx_ge(x, y), jx_astype(x, JX_BOOL), c};
+  jx_array *bools[] = {jx_eq(x, y),           jx_ne(x, y), jx_lt(x, y),
+                       jx_le(x, y),           jx_gt(x, y), jx_ge(x, y),
+                       jx_astype(x, JX_BOOL), c,           jx_isfinite(jx_exp(x))};
   out[0] = acc;
   /* acc = 2 acc + predicate, each predicate in turn (no scalars: their
    * broadcasts would read values defined inside the group) */
