@@ -20,35 +20,35 @@ int64_t jx_sgemm_small_calls(void) { return (int64_t)atomic_load(&small_calls); 
 
 #define SMALL_TARGET __attribute__((target("avx2,fma")))
 
-/* Columns [j, j + 8V) of R rows of C (R = 1 or 2, c row-major with row
+/* BLOCK(NAME, TARGET, BITS): NAME(R, V, n, k, a, b, c, j) computes columns
+ * [j, j + V L) of R rows of C (L = BITS / 32 lanes, c row-major with row
  * stride n) from their K values a (row stride k): each B vector loaded
- * serves both rows, and two rows of four vectors are eight chains, enough
- * to keep both FMA ports busy. */
-static inline __attribute__((always_inline)) SMALL_TARGET void
-row_block(const int R, const int V, int64_t n, int64_t k, const float *a, const float *b, float *c,
-          int64_t j) {
-  __m256 s[2][4];
-#pragma GCC unroll 2
-  for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-    for (int v = 0; v < V; v++) s[r][v] = _mm256_setzero_ps();
-  for (int64_t kk = 0; kk < k; kk++) {
-    const float *br = b + kk * n + j;
-    __m256 y[4];
-#pragma GCC unroll 4
-    for (int v = 0; v < V; v++) y[v] = _mm256_loadu_ps(br + 8 * v);
-#pragma GCC unroll 2
-    for (int r = 0; r < R; r++) {
-      __m256 x = _mm256_set1_ps(a[r * k + kk]);
-#pragma GCC unroll 4
-      for (int v = 0; v < V; v++) s[r][v] = _mm256_fmadd_ps(x, y[v], s[r][v]);
-    }
+ * serves all R rows, and R rows of V vectors are R V independent chains
+ * (AVX2: two rows of four, enough to keep both FMA ports busy). */
+#define BLOCK(NAME, TARGET, BITS)                                                                  \
+  static inline __attribute__((always_inline)) TARGET void NAME(                                   \
+      const int R, const int V, int64_t n, int64_t k, const float *a, const float *b, float *c,    \
+      int64_t j) {                                                                                 \
+    enum { L = BITS / 32 };                                                                        \
+    __m##BITS s[4][4];                                                                             \
+    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                            \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) s[r][v] = _mm##BITS##_setzero_ps();    \
+    for (int64_t kk = 0; kk < k; kk++) {                                                           \
+      const float *br = b + kk * n + j;                                                            \
+      __m##BITS y[4];                                                                              \
+      _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) y[v] = _mm##BITS##_loadu_ps(br + L * v); \
+      _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                                        \
+        __m##BITS x = _mm##BITS##_set1_ps(a[r * k + kk]);                                          \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) s[r][v] =                              \
+            _mm##BITS##_fmadd_ps(x, y[v], s[r][v]);                                                \
+      }                                                                                            \
+    }                                                                                              \
+    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                            \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                        \
+            _mm##BITS##_storeu_ps(c + r * n + j + L * v, s[r][v]);                                 \
   }
-#pragma GCC unroll 2
-  for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-    for (int v = 0; v < V; v++) _mm256_storeu_ps(c + r * n + j + 8 * v, s[r][v]);
-}
+
+BLOCK(row_block, SMALL_TARGET, 256)
 
 /* R rows of C, columns [j, n). */
 static inline __attribute__((always_inline)) SMALL_TARGET void
@@ -77,31 +77,7 @@ SMALL_TARGET static void rows(int64_t m, int64_t n, int64_t k, const float *a, c
  * AVX2 loops. Each lane is the same FMA chain as above, so the bits match. */
 #define WIDE_TARGET __attribute__((target("avx512f,avx2,fma")))
 
-static inline __attribute__((always_inline)) WIDE_TARGET void
-wide_block(const int R, const int V, int64_t n, int64_t k, const float *a, const float *b, float *c,
-           int64_t j) {
-  __m512 s[4][4];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-    for (int v = 0; v < V; v++) s[r][v] = _mm512_setzero_ps();
-  for (int64_t kk = 0; kk < k; kk++) {
-    const float *br = b + kk * n + j;
-    __m512 y[4];
-#pragma GCC unroll 4
-    for (int v = 0; v < V; v++) y[v] = _mm512_loadu_ps(br + 16 * v);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++) {
-      __m512 x = _mm512_set1_ps(a[r * k + kk]);
-#pragma GCC unroll 4
-      for (int v = 0; v < V; v++) s[r][v] = _mm512_fmadd_ps(x, y[v], s[r][v]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-    for (int v = 0; v < V; v++) _mm512_storeu_ps(c + r * n + j + 16 * v, s[r][v]);
-}
+BLOCK(wide_block, WIDE_TARGET, 512)
 
 static inline __attribute__((always_inline)) WIDE_TARGET void
 wide_group(const int R, int64_t n, int64_t k, const float *a, const float *b, float *c) {
