@@ -843,8 +843,8 @@ COLD_SIZE = (256, 128, 16)  # d, context, batch
 
 def cold_jx(build, layers):
     """fn() -> {bench: median_ns}: bench_gpt's first call (trace + compile + run)
-    with an empty kernel cache, and its CPU seconds (the compiler's counted) as
-    gpt_step_first_call_cpu, in ns like the rest."""
+    with an empty kernel cache, and the CPU seconds of its trace and compile
+    (the compiler's counted) as gpt_step_compile_cpu, in ns like the rest."""
     def fn():
         with tempfile.TemporaryDirectory() as cache:
             r = subprocess.run([os.path.join(build, "bench", "bench_gpt"), "1", str(layers)] +
@@ -857,7 +857,7 @@ def cold_jx(build, layers):
             d = json.loads(line)
             if d["bench"] == "gpt_step_first_call":
                 return {"gpt_step_first_call": d["median_ns"],
-                        "gpt_step_first_call_cpu": d["cpu_s"] * 1e9}
+                        "gpt_step_compile_cpu": d["compile_cpu_s"] * 1e9}
         return {}
     return fn
 
@@ -865,7 +865,8 @@ def cold_jx(build, layers):
 def run_cold(build, depths, rounds):
     """The cold first call of the GPT step at each depth, jx and jax.jit in
     alternating rounds: medians and ranges of jx/JAX, and how jx's CPU seconds
-    for it (trace, compile, the compiler runs, one step) grow per added layer."""
+    to trace and compile the step (the compiler runs counted) grow per added
+    layer."""
     cpu = {}
     for L in depths:
         per_round = alternate(rounds, [
@@ -873,13 +874,13 @@ def run_cold(build, depths, rounds):
             ("jax", jax_side(GPT_JAX, 1, (L,) + COLD_SIZE))])
         print_rounds(f"cold first call, GPT {L} layers, d {COLD_SIZE[0]}, context {COLD_SIZE[1]}, "
                      f"batch {COLD_SIZE[2]}", per_round, ("gpt_step_first_call",), [("jax", "jax.jit")])
-        c = per_round.get("gpt_step_first_call_cpu", {}).get("jx", {})
+        c = per_round.get("gpt_step_compile_cpu", {}).get("jx", {})
         if c:
             cpu[L] = statistics.median(c.values()) / 1e9
-            print(f"jx's CPU for it: {cpu[L]:.2f} s (median of {len(c)} rounds)")
+            print(f"jx's CPU to trace and compile: {cpu[L]:.2f} s (median of {len(c)} rounds)")
     ds = sorted(cpu)
     for a, b in zip(ds, ds[1:]):
-        print(f"jx's first-call CPU from {a} to {b} layers: "
+        print(f"jx's trace + compile CPU from {a} to {b} layers: "
               f"{100 * (cpu[b] / cpu[a] - 1) / (b - a):+.1f} % per added layer")
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 
