@@ -12,6 +12,8 @@ as many threads as jx uses (JX_NUM_THREADS, else every CPU).
                         # jax.jit rounds: medians and ranges of the ratios
     python3 bench/compare.py --workload scan     # likewise: bench_scan and jax.lax.scan
     python3 bench/compare.py --workload dispatch # likewise: bench_dispatch and JAX
+    python3 bench/compare.py --workload cold [--layers 2,4,16] [--rounds 3]
+                        # the GPT step's first call, empty kernel cache, vs jax.jit
     python3 bench/compare.py --workload linalg   # bench_linalg, jax.jit and NumPy, alternating
     python3 bench/compare.py --workload fft      # bench_fft, jax.jit and NumPy, alternating
     python3 bench/compare.py --workload mlp     # only the MLP step: jx, JAX, PyTorch
@@ -33,6 +35,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -841,6 +844,56 @@ def run_gpt_sizes(build, sizes, rounds, runs):
     print(f"\nmedians of {runs} steps a round; PyTorch on {jx_threads()} threads")
 
 
+# The cold first call: the ref GPT's width, context and batch at several depths,
+# jx with an empty kernel cache (a fresh JX_CACHE_DIR) against jax.jit in a
+# fresh process (its persistent compilation cache is off by default).
+COLD_SIZE = (256, 128, 16)  # d, context, batch
+
+
+def cold_jx(build, layers):
+    """fn() -> {bench: median_ns}: bench_gpt's first call (trace + compile + run)
+    with an empty kernel cache, and the CPU seconds of its trace and compile
+    (the compiler's counted) as gpt_step_compile_cpu, in ns like the rest."""
+    def fn():
+        with tempfile.TemporaryDirectory() as cache:
+            r = subprocess.run([os.path.join(build, "bench", "bench_gpt"), "1", str(layers)] +
+                               [str(v) for v in COLD_SIZE], capture_output=True, text=True,
+                               env=dict(os.environ, JX_CACHE_DIR=cache))
+        if r.returncode != 0:
+            print(f"note: bench_gpt failed: {r.stderr.strip()[-300:]}", file=sys.stderr)
+            return {}
+        for line in r.stdout.splitlines():
+            d = json.loads(line)
+            if d["bench"] == "gpt_step_first_call":
+                return {"gpt_step_first_call": d["median_ns"],
+                        "gpt_step_compile_cpu": d["compile_cpu_s"] * 1e9}
+        return {}
+    return fn
+
+
+def run_cold(build, depths, rounds):
+    """The cold first call of the GPT step at each depth, jx and jax.jit in
+    alternating rounds: medians and ranges of jx/JAX, and how jx's CPU seconds
+    to trace and compile the step (the compiler runs counted) grow per added
+    layer."""
+    cpu = {}
+    for L in depths:
+        per_round = alternate(rounds, [
+            ("jx", cold_jx(build, L)),
+            ("jax", jax_side(GPT_JAX, 1, (L,) + COLD_SIZE))])
+        print_rounds(f"cold first call, GPT {L} layers, d {COLD_SIZE[0]}, context {COLD_SIZE[1]}, "
+                     f"batch {COLD_SIZE[2]}", per_round, ("gpt_step_first_call",), [("jax", "jax.jit")])
+        c = per_round.get("gpt_step_compile_cpu", {}).get("jx", {})
+        if c:
+            cpu[L] = statistics.median(c.values()) / 1e9
+            print(f"jx's CPU to trace and compile: {cpu[L]:.2f} s (median of {len(c)} rounds)")
+    ds = sorted(cpu)
+    for a, b in zip(ds, ds[1:]):
+        print(f"jx's trace + compile CPU from {a} to {b} layers: "
+              f"{100 * (cpu[b] / cpu[a] - 1) / (b - a):+.1f} % per added layer")
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
+
+
 def run_rounds(build, prog, script, names, rounds, runs):
     """bench/<prog> and its JAX peer script in alternating rounds."""
     per_round = alternate(rounds, [("jx", jx_side(build, prog, runs)),
@@ -1025,12 +1078,14 @@ def main():
                          "the peers still run everything")
     ap.add_argument("--workload",
                     choices=("all", "gpt", "mlp", "generate", "scan", "dispatch", "linalg",
-                             "fft"),
+                             "fft", "cold"),
                     default="all",
                     help="gpt / mlp: only that train step, in jx, JAX and PyTorch; generate: "
                          "KV-cache decoding in jx, JAX and PyTorch; scan / dispatch: "
                          "bench_scan / bench_dispatch and JAX in alternating rounds; linalg / fft: "
-                         "bench_linalg / bench_fft, JAX and NumPy in alternating rounds")
+                         "bench_linalg / bench_fft, JAX and NumPy in alternating rounds; cold: "
+                         "the GPT step's first call with an empty kernel cache against jax.jit's "
+                         "at --layers depths, in alternating rounds")
     ap.add_argument("--sizes", default="",
                     help="gpt: comma-separated sizes of " + ", ".join(
                         f"{k} {v}" for k, v in GPT_SIZES.items()) + " (layers, d, context, batch) "
@@ -1038,6 +1093,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5,
                     help="alternating rounds of --sizes, scan, dispatch, linalg and fft (at least 5) and of "
                          "generate (each round one decoding per side)")
+    ap.add_argument("--layers", default="2,4,16", help="cold: comma-separated GPT depths")
     ap.add_argument("--models", default="all", help="generate: ref, gpt2s or all")
     ap.add_argument("--batches", default="all", help="generate: 1, 16 or all")
     ap.add_argument("--no-torch-compile", action="store_true",
@@ -1066,6 +1122,9 @@ def main():
     if args.workload == "scan":
         run_rounds(args.build, "bench_scan", SCAN_JAX, ("scan_1000_jit", "rnn_scan_1000_jit"),
                    args.rounds, args.runs)
+        return
+    if args.workload == "cold":
+        run_cold(args.build, [int(v) for v in args.layers.split(",") if v], args.rounds)
         return
     if args.workload == "linalg":
         run_linalg(args.build, args.rounds, args.runs)

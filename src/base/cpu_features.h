@@ -7,4 +7,7 @@
  * other CPUs and other architectures. */
 int jx_cpu_has_avx2_fma(void);
 
+/* 1 when the CPU also runs AVX-512F (16-lane f32 vectors); 0 elsewhere. */
+int jx_cpu_has_avx512f(void);
+
 #endif

@@ -5,8 +5,8 @@
  * within the bound of a K-term FMA chain, |s - c| <= gamma_K sum_k |a_k b_k|
  * with gamma_K = K u / (1 - K u), u = 2^-24, plus the oracle's own rounding
  * u |c|; every layout of the operands (packed or read where they lie) is
- * covered, and the path is counted to have run. A column's bits do not depend
- * on whether it fell in a 32-wide block, an 8-wide one or the scalar tail. */
+ * covered, and the path is counted to have run. Each element is exactly one
+ * FMA chain over k in order, whichever vector block or tail computed it. */
 /* cmocka needs these first, in this order */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -119,33 +119,42 @@ static void small_products_within_the_fma_bound(void **state) {
   if (has_avx2_fma()) assert_int_equal(jx_sgemm_small_calls() - calls, expected);
 }
 
-/* Column j of C = A x B computed in a 45-wide product (a 32-wide block, an
- * 8-wide one, a 5-column scalar tail) equals, bit for bit, the same column
- * computed alone (n = 1, the scalar tail) and in an 8-wide product. */
-static void column_bits_independent_of_width(void **state) {
+/* Every element of C = A x B, whichever block computed it (64- and 16-wide
+ * AVX-512 blocks of four, two or one rows, 32- and 8-wide AVX2 blocks, the
+ * scalar tail), is bit for bit the FMA chain over k in order written here
+ * with fmaf: so a column's bits do not depend on n, m or its position. */
+static void every_element_is_one_fma_chain(void **state) {
   (void)state;
   if (!has_avx2_fma()) skip();
-  enum { M = 3, K = 29, N = 45 };
-  float a[M * K], b[K * N], c[M * N], col[K], one[M], b8[K * 8], c8[M * 8];
-  for (int i = 0; i < M * K; i++) a[i] = uniform();
-  for (int i = 0; i < K * N; i++) b[i] = uniform();
-  assert_int_equal(jx_sgemm_small(M, N, K, a, b, c), 1);
-  for (int j = 0; j < N; j++) {
-    for (int k = 0; k < K; k++) col[k] = b[k * N + j];
-    assert_int_equal(jx_sgemm_small(M, 1, K, a, col, one), 1);
-    for (int i = 0; i < M; i++) assert_memory_equal(&c[i * N + j], &one[i], sizeof(float));
-  }
-  for (int j0 = 0; j0 + 8 <= N; j0 += 8) {
-    for (int k = 0; k < K; k++) memcpy(&b8[k * 8], &b[k * N + j0], sizeof(float) * 8);
-    assert_int_equal(jx_sgemm_small(M, 8, K, a, b8, c8), 1);
-    for (int i = 0; i < M; i++) assert_memory_equal(&c[i * N + j0], &c8[i * 8], sizeof(float) * 8);
+  const int sizes[][3] = {{3, 29, 45}, {9, 31, 93}, {8, 64, 64}, {6, 7, 150}, {1, 5, 17}};
+  for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
+    int M = sizes[z][0], K = sizes[z][1], N = sizes[z][2];
+    float *a = malloc(sizeof(float) * (size_t)(M * K)),
+          *b = malloc(sizeof(float) * (size_t)(K * N));
+    float *c = malloc(sizeof(float) * (size_t)(M * N));
+    assert_true(a && b && c);
+    for (int i = 0; i < M * K; i++) a[i] = uniform();
+    for (int i = 0; i < K * N; i++) b[i] = uniform();
+    assert_int_equal(jx_sgemm_small(M, N, K, a, b, c), 1);
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < N; j++) {
+        float s = 0;
+        for (int k = 0; k < K; k++) s = fmaf(a[i * K + k], b[k * N + j], s);
+        if (memcmp(&s, &c[i * N + j], sizeof s))
+          print_error("[%d, %d] x [%d, %d]: c[%d][%d] = %.9g, chain %.9g\n", M, K, K, N, i, j,
+                      c[i * N + j], s);
+        assert_memory_equal(&s, &c[i * N + j], sizeof s);
+      }
+    free(a);
+    free(b);
+    free(c);
   }
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(small_products_within_the_fma_bound),
-      cmocka_unit_test(column_bits_independent_of_width),
+      cmocka_unit_test(every_element_is_one_fma_chain),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

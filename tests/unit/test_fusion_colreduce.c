@@ -250,6 +250,38 @@ static void product_sum(void *ctx, jx_array *const *in, jx_array **out) {
   out[0] = jx_sum(jx_mul(in[0], in[1]), *lead == 1 ? JX_AXES(0) : JX_AXES(0, 1), 0);
 }
 
+static void doubled_sums(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  for (int i = 0; i < 2; i++) out[i] = jx_sum(jx_mul(in[i], jx_scalar(JX_F32, 2)), JX_AXES(0), 0);
+}
+
+/* A column of negative zeros sums in a fused kernel as in the eager one:
+ * to -0 with leaves of at least 8 rows and their tails (300 rows: the
+ * kernel's partial sums start at -0, the identity of +), to +0 in a lone
+ * leaf of fewer than 8 (5 rows), which starts at +0. The waves put -0 at
+ * every 11th element, so column 4 of 11 is all -0. */
+static void negative_zero_columns_as_eager(void **state) {
+  (void)state;
+  const int64_t rows[2] = {300, 5};
+  jx_scope_begin();
+  jx_array *x[2] = {values(JX_F32, JX_SHAPE(rows[0], 11), 0, 0),
+                    values(JX_F32, JX_SHAPE(rows[1], 11), 0, 0)},
+           *got[2];
+  jx_fn *f = jx_fn_create("doubled_sums", 2, 2, doubled_sums, NULL), *jf = jx_jit(f, NULL);
+  assert_int_equal(jx_call(jf, x, got), JX_OK);
+  for (int k = 0; k < 2; k++) {
+    jx_array *want = jx_sum(jx_mul(x[k], jx_scalar(JX_F32, 2)), JX_AXES(0), 0);
+    expect_same_bits(want, got[k], JX_F32, k ? "-0 column, 5 rows" : "-0 column, 300 rows");
+    double c4 = jx_item(jx_slice(got[k], JX_SHAPE(4), JX_SHAPE(5), JX_SHAPE()));
+    if (!(c4 == 0 && (signbit(c4) != 0) == (rows[k] >= 8)))
+      fail_msg("%lld rows: column 4 sums to %g (sign bit %d)", (long long)rows[k], c4,
+               signbit(c4) != 0);
+  }
+  jx_fn_release(jf);
+  jx_fn_release(f);
+  jx_scope_end();
+}
+
 /* Tall column sums, which the pool shares by subtrees of the rows' pairwise
  * tree (and the eager kernel by subtrees and blocks of columns): the fused
  * sum of x * w and the eager sum of x give, bit for bit, each column's
@@ -370,9 +402,12 @@ static void cuda_dialect_column_reduction(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(sums_and_extrema_match_eager),  cmocka_unit_test(nan_propagates_as_eager),
-      cmocka_unit_test(bias_gradient_is_one_kernel),   cmocka_unit_test(split_sums_keep_the_tree),
+      cmocka_unit_test(sums_and_extrema_match_eager),
+      cmocka_unit_test(nan_propagates_as_eager),
+      cmocka_unit_test(bias_gradient_is_one_kernel),
+      cmocka_unit_test(split_sums_keep_the_tree),
       cmocka_unit_test(cuda_dialect_column_reduction),
+      cmocka_unit_test(negative_zero_columns_as_eager),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   jx_shutdown();
