@@ -219,6 +219,10 @@ static jx_status rewrite_eqn(rewriter *r, const jx_program *p, const jx_eqn *e) 
     jx_array *c = all ? fold(e->prim, &e->params, e->nin, vals, av) : NULL;
     if (c) {
       r->map[e->out[0]] = const_var(r, c);
+      /* the value is the program's (or a copy of one it holds): not the
+       * caller's scope's, which would keep every folded constant of every
+       * program simplified outside a scope until jx_shutdown */
+      jx_scope_release_now(c);
       if (!grow_def(r)) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "simplify: out of memory");
       goto done;
     }
