@@ -66,6 +66,14 @@ typedef struct jx_dialect {
    * c0 is a column, else 0). Sums split the reduced rows' pairwise tree by
    * leaves, max/min by strips; every column keeps the eager kernel's bits. */
   const char *col_tile_loop;
+  /* A reduction split across blocks (NULL: a block reduces the whole
+   * range): piece_range is a printf format whose %s is the reduced range's
+   * length, declaring rb_ and re_, the terms of this block's piece (a row's
+   * columns, a column reduction's rows: a subtree of the pairwise tree, or
+   * a strip for max/min); piece_part is the element offset of the piece's
+   * partial results in the reduced store, which the caller combines. */
+  const char *piece_range;
+  const char *piece_part;
 } jx_dialect;
 
 extern const jx_dialect jx_dialect_c;    /* render_c.c */

@@ -540,7 +540,8 @@ static int put_extremum(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
   return 0;
 }
 
-/* The threads of a block share the row (dialects with row_block). Sums:
+/* The threads of a block share the row's columns [rb_, re_) (dialects with
+ * row_block; the whole row, or a piece of it). Sums:
  * thread 0 walks the tree's leaves by index (jx_pwi) a chunk of 256 at a
  * time, the threads sum the chunk's leaves, and thread 0 adds them on its
  * stack as the recursion would, so the bits are the one-thread walk's.
@@ -558,7 +559,7 @@ static int put_block_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_prog
                       "    %s *const lv_ = (%s *)sums_, *const stk_ = lv_ + 256;\n"
                       "    %s jx_pwi pw_;\n    int sp_ = 0;\n",
                       sh, sh, sh, t, t, t, sh);
-    jx_strbuf_appendf(b, "    if (%s == 0) jx_pwi_init(&pw_, inner);\n    for (;;) {\n", tid);
+    jx_strbuf_appendf(b, "    if (%s == 0) jx_pwi_init(&pw_, re_ - rb_);\n    for (;;) {\n", tid);
     jx_strbuf_appendf(b,
                       "      if (%s == 0) {\n        int c_ = 0;\n        int64_t s_, n_;\n"
                       "        while (c_ < 256 && jx_pwi_leaf(&pw_, &s_, &n_)) {\n"
@@ -568,7 +569,7 @@ static int put_block_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_prog
                       tid, bar);
     jx_strbuf_appendf(b,
                       "      for (int c_ = %s; c_ < nl; c_ += %s) {\n"
-                      "      const int64_t s_ = ls_[c_], n_ = ln_[c_];\n      %s leaf;\n",
+                      "      const int64_t s_ = rb_ + ls_[c_], n_ = ln_[c_];\n      %s leaf;\n",
                       tid, nt, t);
     if (put_leaf_sum(b, dl, p, g, t, u)) return -1;
     jx_strbuf_appendf(b, "      lv_[c_] = leaf;\n      }\n      %s\n", bar);
@@ -582,12 +583,12 @@ static int put_block_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_prog
                       tid, bar, t);
     return 0;
   }
-  /* strips of ceil(inner / threads) columns; at most 1024 threads a block */
+  /* strips of ceil((re_ - rb_) / threads) columns; at most 1024 threads a block */
   jx_strbuf_appendf(b,
                     "    %s %s pv_[1024];\n    %s int pn_[1024];\n"
-                    "    const int64_t w_ = (inner + %s - 1) / %s;\n"
-                    "    const int64_t a0_ = (int64_t)%s * w_;\n"
-                    "    const int64_t a1_ = a0_ + w_ < inner ? a0_ + w_ : inner;\n",
+                    "    const int64_t w_ = (re_ - rb_ + %s - 1) / %s;\n"
+                    "    const int64_t a0_ = rb_ + (int64_t)%s * w_;\n"
+                    "    const int64_t a1_ = a0_ + w_ < re_ ? a0_ + w_ : re_;\n",
                     sh, t, sh, nt, nt, tid);
   if (put_extremum(b, dl, p, g, t, op, u, "a0_", "a1_")) return -1;
   jx_strbuf_appendf(b,
@@ -614,11 +615,15 @@ static int put_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_program *p
   char u[24];
   if (reduced_value(p, g, r, u, sizeof u)) return -1;
   if (dl->row_block) {
-    jx_strbuf_appendf(b, "    %s\n", dl->row_block);
+    jx_strbuf_appendf(b, "    %s\n    ", dl->row_block);
+    jx_strbuf_appendf(b, dl->piece_range ? dl->piece_range : "const int64_t rb_ = 0, re_ = %s;",
+                      "inner");
+    jx_strbuf_appendf(b, "\n");
     if (put_block_reduction(b, dl, p, g, t, op, u)) return -1;
     for (int s = 0; s < g->nstores; s++)
       if (g->stores[s] == r->out[0])
-        jx_strbuf_appendf(b, "    if (%s == 0) y%d[0] = acc;\n", dl->thread_id, s);
+        jx_strbuf_appendf(b, "    if (%s == 0) y%d[%s] = acc;\n", dl->thread_id, s,
+                          dl->piece_part ? dl->piece_part : "0");
     /* the next row's thread 0 must not refill the shared arrays before
      * every thread has read them */
     jx_strbuf_appendf(b, "    %s\n    }\n", dl->barrier);
@@ -804,8 +809,9 @@ static int put_col_tiled(jx_strbuf *b, const jx_dialect *dl, const jx_program *p
                       bar, t, op == 2 ? ">" : "<");
   }
   if (s_red >= 0)
-    jx_strbuf_appendf(b, "      if (ty_ == 0 && cw) ((%s *)%s[%d])[row * inner + c0] = acc_[0];\n",
-                      t, dl->buf, g->nloads + s_red);
+    jx_strbuf_appendf(
+        b, "      if (ty_ == 0 && cw) ((%s *)%s[%d])[%s + row * inner + c0] = acc_[0];\n", t,
+        dl->buf, g->nloads + s_red, dl->piece_part ? dl->piece_part : "0");
   /* the next tile's thread 0 must not refill the shared arrays before every
    * thread has read them */
   jx_strbuf_appendf(b, "      %s\n    }\n", bar);
@@ -851,7 +857,11 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
   jx_strbuf_appendf(b, "    int64_t nred_ = 1, kept_ = 1;\n");
   for (int d = 0; d < rank; d++)
     jx_strbuf_appendf(b, "    %s *= %s[%d];\n", d < lead ? "nred_" : "kept_", dl->dims, d);
-  if (dl->red_range && op == 1)
+  if (dl->piece_range) {
+    jx_strbuf_appendf(b, "    ");
+    jx_strbuf_appendf(b, dl->piece_range, "nred_");
+    jx_strbuf_appendf(b, "\n");
+  } else if (dl->red_range && op == 1)
     jx_strbuf_appendf(b, "    const int64_t rb_ = %s[%d], re_ = %s[%d];\n", dl->dims, JX_MAX_RANK,
                       dl->dims, JX_MAX_RANK + 1);
   else

@@ -7,8 +7,9 @@
 #include "../prims/complex_special.h"
 
 /* The layout the prelude declares must be the host's. */
-_Static_assert(sizeof(jx_cuda_kargs) == 8 * (JX_FUSION_MAX_LOADS + JX_FUSION_MAX_STORES) +
-                                            8 * JX_MAX_RANK + 8 * JX_FUSION_MAX_LOADS * JX_MAX_RANK,
+_Static_assert(sizeof(jx_cuda_kargs) ==
+                   8 * (JX_FUSION_MAX_LOADS + JX_FUSION_MAX_STORES) + 8 * JX_MAX_RANK +
+                       8 * JX_FUSION_MAX_LOADS * JX_MAX_RANK + 8 * (JX_CUDA_MAX_PIECES + 3),
                "jx_cuda_kargs has padding");
 _Static_assert(sizeof(jx_cuda_kargs) <= 4096, "kernel arguments over CUDA's 4 KB limit");
 
@@ -198,6 +199,11 @@ static const char cuda_complex_prelude[] =
                                           JX_CUDA_COMPLEX_INVERSE(jx_c64, float, f)
                                               JX_CUDA_COMPLEX_INVERSE(jx_c128, double, );
 
+/* the end of jx_cuda_kargs: a split reduction's pieces (render_cuda.h) */
+#define KARGS_TAIL                                                                                 \
+  "  int64_t pieces, part;\n  int64_t piece[" JX_STR(                                              \
+      JX_CUDA_MAX_PIECES) " + 1];\n} jx_cuda_kargs;\n"
+
 const jx_dialect jx_dialect_cuda = {
     .name = "CUDA",
     /* NVRTC has no <stdint.h> or <math.h>: its math functions are built in,
@@ -222,8 +228,7 @@ const jx_dialect jx_dialect_cuda = {
                                   "  int64_t dims[" JX_STR(
                                       JX_MAX_RANK) "];\n"
                                                    "  int64_t strides[" JX_STR(JX_FUSION_MAX_LOADS) " * " JX_STR(
-                                                       JX_MAX_RANK) "];\n"
-                                                                    "} jx_cuda_kargs;\n",
+                                                       JX_MAX_RANK) "];\n" KARGS_TAIL,
     .signature = "extern \"C\" __global__ void %s(const jx_cuda_kargs a, int64_t row_begin,\n"
                  "                                int64_t row_end) {\n",
     .buf = "a.buf",
@@ -251,6 +256,10 @@ const jx_dialect jx_dialect_cuda = {
         "    for (int64_t t0_ = (int64_t)blockIdx.x * cols_; t0_ < inner;\n"
         "         t0_ += (int64_t)gridDim.x * cols_) {\n"
         "      const int64_t c0 = t0_ + tx_, cw = c0 < inner && ty_ < grp_ ? 1 : 0;",
+    /* block z of a split reduction reduces piece z (render_cuda.h) */
+    .piece_range = "const int64_t rb_ = a.pieces ? a.piece[blockIdx.z] : 0,\n"
+                   "                  re_ = a.pieces ? a.piece[blockIdx.z + 1] : %s;",
+    .piece_part = "(int64_t)blockIdx.z * a.part",
 };
 
 char *jx_render_cuda_prelude(void) { return jx_render_prelude(&jx_dialect_cuda); }

@@ -6,7 +6,7 @@
  * A kernel's signature:
  *   extern "C" __global__ void NAME(const jx_cuda_kargs a, int64_t row_begin,
  *                                   int64_t row_end)
- * The arguments travel by value (2.5 KB, under CUDA's 4 KB limit for kernel
+ * The arguments travel by value (3 KB, under CUDA's 4 KB limit for kernel
  * parameters), so a launch uploads nothing and the kernel reads dims and
  * strides from the constant bank at indices fixed when it was rendered.
  * Rows [row_begin, row_end) are spread over blockIdx.y (a grid-stride loop
@@ -23,11 +23,17 @@
  * the eager kernel's order), the tiles over blockIdx.x (a grid-stride
  * loop): launch it with blockDim.x = 256 and gridDim.x up to ceil(inner /
  * 32); its rows are
- * jx_fusion_kernel_rows(g), the kept dims before the last. */
+ * jx_fusion_kernel_rows(g), the kept dims before the last. Either kind
+ * may split its reduced terms across blocks: gridDim.z = pieces blocks
+ * share each row or tile, block z reducing the terms [piece[z],
+ * piece[z + 1]) (a subtree of the pairwise tree, or a strip for max/min)
+ * into the reduced store at z * part; a second launch combines them. */
 #ifndef JX_SRC_COMPILE_RENDER_CUDA_H
 #define JX_SRC_COMPILE_RENDER_CUDA_H
 
 #include "render.h"
+
+#define JX_CUDA_MAX_PIECES 64 /* prims/pairwise_split.h's JX_PAIRWISE_MAX_PIECES */
 
 /* The kernel's first argument, laid out as the prelude declares it (the
  * same on the host: 8-byte pointers and int64_t on every CUDA platform).
@@ -38,6 +44,9 @@ typedef struct {
   char *buf[JX_FUSION_MAX_LOADS + JX_FUSION_MAX_STORES];
   int64_t dims[JX_MAX_RANK];
   int64_t strides[JX_FUSION_MAX_LOADS * JX_MAX_RANK];
+  int64_t pieces; /* a reduction split across blocks: pieces over gridDim.z (0: unsplit) */
+  int64_t part;   /* elements between the pieces' partial results in the reduced store */
+  int64_t piece[JX_CUDA_MAX_PIECES + 1]; /* piece z's terms: [piece[z], piece[z + 1]) */
 } jx_cuda_kargs;
 
 /* malloc'ed source of the kernel `name` in the CUDA dialect, or NULL with an

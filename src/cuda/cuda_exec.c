@@ -20,13 +20,17 @@
 #include "../compile/lower.h"
 #include "../compile/render_cuda.h"
 #include "../prims/dot_kernels.h"
+#include "../prims/pairwise_split.h"
 #include "../prims/prims.h"
 #include "../trace/dispatch.h"
 #include "cuda_copy.h"
 #include "cuda_fuse.h"
 #include "cuda_module.h"
 #include "cuda_resident.h"
+#include "kernels_combine.h"
 #include "kernels_gather.h"
+
+_Static_assert(JX_CUDA_MAX_PIECES == JX_PAIRWISE_MAX_PIECES, "the split's piece limits differ");
 
 typedef struct {
   jx_fusion_group group;
@@ -35,6 +39,7 @@ typedef struct {
   int collective; /* 1: one collective equation run on device buffers (collectives.run) */
   int gather;     /* 1: one gather, dynamic or static slice or reshape run by the gather kernel */
   jx_cuda_gemm_desc desc;
+  jx_cuda_split split; /* a reduction's pieces across blocks (split.pieces 1: none) */
 } cuda_step;
 
 struct jx_cuda_executable {
@@ -45,6 +50,8 @@ struct jx_cuda_executable {
   const jx_program *attached; /* the program it is attached to (jx_call passes that one) */
   int nsteps, nkernels, host_eqns, gemms, ncollectives, ngathers;
   int gather_fn;  /* the gather kernel's index in the module's functions */
+  int nsplits;    /* reductions split across blocks */
+  int combine_fn; /* their combining kernel's index in the module's functions */
   int nfunctions; /* the module's kernels: the distinct ones among the nkernels kernel steps */
   jx_cuda_collective_ops collectives; /* zero: collectives run on the host */
   jx_cuda_blas *blas;                 /* the device's, or NULL: dot_general runs on the host */
@@ -86,10 +93,12 @@ static jx_status compile_kernels(jx_cuda_executable *x, const char *dump_prefix)
         jx_kernel_tu_add(&tu, x->program, &x->steps[k].group, 1, NULL, &x->steps[k].kernel) < 0)
       st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   char(*names)[JX_KERNEL_NAME_CAP] = st ? NULL : calloc((size_t)tu.n + 1, sizeof *names);
-  const char **list = st ? NULL : calloc((size_t)tu.n + 2, sizeof *list);
+  const char **list = st ? NULL : calloc((size_t)tu.n + 3, sizeof *list);
   /* the fused groups' kernels, then the gather kernel where a step needs it */
   size_t ntext = st ? 0 : strlen(tu.text);
-  char *text = st ? NULL : malloc(ntext + (x->ngathers ? strlen(jx_cuda_gather_src) : 0) + 1);
+  char *text = st ? NULL
+                  : malloc(ntext + (x->ngathers ? strlen(jx_cuda_gather_src) : 0) +
+                           (x->nsplits ? strlen(jx_cuda_combine_src) : 0) + 1);
   if (!st && (!names || !list || !text)) st = out_of_memory();
   for (int f = 0; f < tu.n && !st; f++) {
     jx_kernel_tu_name(&tu, f, names[f]);
@@ -102,6 +111,11 @@ static jx_status compile_kernels(jx_cuda_executable *x, const char *dump_prefix)
       memcpy(text + ntext, jx_cuda_gather_src, strlen(jx_cuda_gather_src) + 1);
       x->gather_fn = nfn;
       list[nfn++] = JX_CUDA_GATHER_KERNEL;
+    }
+    if (x->nsplits) {
+      strcat(text, jx_cuda_combine_src);
+      x->combine_fn = nfn;
+      list[nfn++] = JX_CUDA_COMBINE_KERNEL;
     }
   }
   double t1 = jx_prof_now();
@@ -369,6 +383,46 @@ static jx_status skip_unread_broadcasts(const jx_program *p, jx_fusion_group *gr
   return JX_OK;
 }
 
+static int64_t split_least = 0, split_blocks = 0; /* jx_cuda_set_reduction_split */
+
+void jx_cuda_set_reduction_split(int64_t least, int64_t blocks) {
+  split_least = least;
+  split_blocks = blocks;
+}
+
+int jx_cuda_reduction_split(const jx_program *p, const jx_fusion_group *g, int sms,
+                            jx_cuda_split *s) {
+  memset(s, 0, sizeof *s);
+  s->pieces = 1;
+  const jx_eqn *r = &p->eqns[g->first + g->count - 1];
+  jx_dtype dt = p->avals[r->out[0]].dtype;
+  int rank = g->shape.rank, stored = 0;
+  for (int o = 0; o < g->nstores; o++) stored |= g->stores[o] == r->out[0];
+  if (!g->reduces || rank < 1 || !stored || (dt != JX_F32 && dt != JX_F64)) return 1;
+  int64_t inner = g->shape.dims[rank - 1], numel = jx_shape_numel(g->shape), nred, blocks;
+  if (g->lead > 0) {
+    int lead = 0;
+    s->op = jx_fusion_col_reduce(r, p, &lead);
+    nred = dims_product(&g->shape, 0, g->lead);
+    s->outputs = numel / (nred ? nred : 1);
+    blocks = jx_fusion_kernel_rows(g) * ((inner + 31) / 32);
+  } else {
+    s->op = jx_fusion_row_reduce(r, p);
+    nred = inner;
+    s->outputs = blocks = numel / (inner ? inner : 1);
+  }
+  int64_t want = split_blocks > 0 ? split_blocks : 2 * (int64_t)(sms > 0 ? sms : 1);
+  if (!s->op || numel == 0 || blocks >= want) return 1;
+  int depth =
+      jx_pairwise_depth(nred, (want + blocks - 1) / blocks, split_least > 0 ? split_least : 2048);
+  int64_t count[JX_CUDA_MAX_PIECES];
+  s->pieces = jx_pairwise_pieces(nred, depth, s->start, count);
+  s->start[s->pieces] = nred;
+  s->f64 = dt == JX_F64;
+  if (s->op == 1) s->npairs = jx_pairwise_pairs(nred, depth, s->pairs);
+  return s->pieces;
+}
+
 /* 1 when step k's one equation is a collective that runs on the device. */
 static int collective_step(const jx_cuda_executable *x, const cuda_step *s, int k) {
   const jx_fusion_group *g = &s->group;
@@ -451,6 +505,10 @@ jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, const
     if (s->kernel < 0 && !groups[k].skip && !s->gemm && !s->collective && !s->gather)
       x->host_eqns += groups[k].count;
     x->gemms += s->gemm;
+    s->split.pieces = 1;
+    if (s->kernel >= 0 && groups[k].reduces)
+      x->nsplits +=
+          jx_cuda_reduction_split(x->program, &groups[k], d->info.sm_count, &s->split) > 1;
   }
   free(groups);
   if (!st && x->host_eqns && jx_env_flag("JX_LOG_COMPILES")) log_host_eqns(x);
@@ -488,6 +546,8 @@ int jx_cuda_executable_kernels(const jx_cuda_executable *x, int *host_eqns, int 
 }
 
 int jx_cuda_executable_gathers(const jx_cuda_executable *x) { return x->ngathers; }
+
+int jx_cuda_executable_splits(const jx_cuda_executable *x) { return x->nsplits; }
 
 jx_cuda_device *jx_cuda_executable_device(const jx_cuda_executable *x) { return x->device; }
 
@@ -642,9 +702,47 @@ static jx_status run_kernel(run_state *r, int k) {
   int64_t row_begin = 0, row_end = rows;
   void *params[] = {&a, &row_begin, &row_end};
   const jx_cuda_driver_api *cu = jx_cuda_driver();
-  return jx_cuda_check(cu->LaunchKernel(r->x->module->functions[s->kernel], gx, gy, 1, bx, 1, 1, 0,
-                                        d->compute, params, NULL),
+  const jx_cuda_split *sp = &s->split;
+  if (sp->pieces < 2)
+    return jx_cuda_check(cu->LaunchKernel(r->x->module->functions[s->kernel], gx, gy, 1, bx, 1, 1,
+                                          0, d->compute, params, NULL),
+                         "cuLaunchKernel", d->info.ordinal);
+  /* split across blocks: the pieces' partial results in scratch, then combined */
+  int o = 0, red = r->p->eqns[g->first + g->count - 1].out[0];
+  while (g->stores[o] != red) o++;
+  uint64_t scratch = 0;
+  size_t esize = sp->f64 ? 8 : 4;
+  st = jx_cuda_allocator_alloc(d->memory, (size_t)sp->pieces * (size_t)sp->outputs * esize,
+                               &scratch);
+  if (st) return st;
+  a.buf[g->nloads + o] = (char *)(uintptr_t)scratch;
+  a.pieces = sp->pieces;
+  a.part = sp->outputs;
+  memcpy(a.piece, sp->start, sizeof a.piece);
+  st = jx_cuda_check(cu->LaunchKernel(r->x->module->functions[s->kernel], gx, gy,
+                                      (unsigned)sp->pieces, bx, 1, 1, 0, d->compute, params, NULL),
+                     "cuLaunchKernel", d->info.ordinal);
+  jx_cuda_combine_args c = {(const void *)(uintptr_t)scratch,
+                            (void *)(uintptr_t)r->vars[red].dev,
+                            sp->outputs,
+                            sp->pieces,
+                            sp->op,
+                            sp->f64,
+                            sp->npairs,
+                            {{0}}};
+  memcpy(c.pairs, sp->pairs, sizeof c.pairs);
+  jx_cuda_kargs ca;
+  memset(&ca, 0, sizeof ca);
+  memcpy(ca.strides, &c, sizeof c);
+  void *cparams[] = {&ca, &row_begin, &row_end};
+  if (!st)
+    st = jx_cuda_check(cu->LaunchKernel(r->x->module->functions[r->x->combine_fn],
+                                        clamp_u((sp->outputs + 255) / 256, 32 * sms), 1, 1, 256, 1,
+                                        1, 0, d->compute, cparams, NULL),
                        "cuLaunchKernel", d->info.ordinal);
+  /* ordered on the compute stream: a later use of the block runs after both launches */
+  jx_cuda_allocator_free(d->memory, scratch);
+  return st;
 }
 
 /* One launch of the gather kernel described by a (ka's buffers already

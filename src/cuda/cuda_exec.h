@@ -49,7 +49,9 @@
  * event recorded behind the last kernel, which jx_block_until_ready waits
  * for. Launch geometry as render_cuda.h describes: blocks of up to 256
  * threads over the columns, rows over gridDim.y; a row reduction runs one
- * row per block of 32 threads.
+ * row per block of 256 threads, a column reduction tiles of 32 columns per
+ * block of 256 threads; a reduction with few such blocks and many reduced
+ * terms splits its terms across blocks (jx_cuda_reduction_split).
  *
  * Not done here: the NaN checker and the step profiler (base/hooks.h). */
 #ifndef JX_SRC_CUDA_CUDA_EXEC_H
@@ -59,9 +61,41 @@
 #include "../ir/exec.h"
 #include "../ir/program.h"
 #include "cuda_blaslt.h"
+#include "../compile/render_cuda.h"
 #include "cuda_device.h"
 
 typedef struct jx_cuda_executable jx_cuda_executable;
+
+/* A reduction kernel split across blocks (render_cuda.h): gridDim.z =
+ * pieces blocks share each row or tile, block z reducing the terms
+ * [start[z], start[z + 1]) into a scratch buffer, and the combining kernel
+ * (kernels_combine.h) adds the partial results up as the pairwise tree does
+ * (sums) or keeps the first extreme value (max/min): the unsplit kernel's
+ * bits. */
+typedef struct {
+  int pieces;      /* 1: unsplit */
+  int op, f64;     /* 1 sum, 2 max, 3 min; the result is f64 (else f32) */
+  int npairs;      /* a sum's additions, in order (prims/pairwise_split.h) */
+  int64_t outputs; /* the reduction's results */
+  int64_t start[JX_CUDA_MAX_PIECES + 1];
+  uint8_t pairs[JX_CUDA_MAX_PIECES][2];
+} jx_cuda_split;
+
+/* How kernel group g, which ends in a reduction, runs on a device of sms
+ * SMs; returns s->pieces. The rule: an f32 or f64 reduction that fills
+ * fewer than 2 x sms blocks (its rows for a row reduction; its kept rows x
+ * tiles of 32 columns for a column reduction) splits its reduced terms
+ * into subtrees of their pairwise tree (jx_pairwise_depth: at most 64), so
+ * that about 2 x sms blocks run, each piece at least 2048 terms. So a
+ * 50,257-wide vocabulary over a few rows, a sum of 10^6 elements into one
+ * scalar, or a column sum over many rows uses the whole device. */
+int jx_cuda_reduction_split(const jx_program *p, const jx_fusion_group *g, int sms,
+                            jx_cuda_split *s);
+
+/* For tests, so that small shapes split: the rule's least terms per piece
+ * and the blocks it aims at (0: 2048 and 2 x sms). Applies to executables
+ * built afterwards. */
+void jx_cuda_set_reduction_split(int64_t least, int64_t blocks);
 
 /* Builds p's executable for device d (lowers, fuses, compiles and loads the
  * kernels); NULL with an error recorded. dump_prefix names the JX_DUMP file
@@ -109,6 +143,8 @@ int jx_cuda_executable_kernels(const jx_cuda_executable *x, int *host_eqns, int 
  * dynamic_update_slice, and a slice or reshape no kernel reads through:
  * kernels_gather.h). */
 int jx_cuda_executable_gathers(const jx_cuda_executable *x);
+/* Its reduction kernels split across blocks (jx_cuda_reduction_split). */
+int jx_cuda_executable_splits(const jx_cuda_executable *x);
 /* The kernels x's module holds: one per distinct kernel step (identical
  * groups, such as a layer's in every layer, share one; kernel_batch.h). */
 int jx_cuda_executable_distinct_kernels(const jx_cuda_executable *x);

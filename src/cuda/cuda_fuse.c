@@ -109,9 +109,9 @@ static void append_adapters(const jx_cuda_fused *f, jx_strbuf *s, const uint8_t 
   char text[2048], name[64], body[64];
   snprintf(text, sizeof text,
            "typedef struct {\n  char *buf[%d];\n  long long dims[%d];\n  long long strides[%d];\n"
-           "} jx_cuda_fused_kargs;\n",
+           "  long long pieces, part, piece[%d];\n} jx_cuda_fused_kargs;\n",
            JX_FUSION_MAX_LOADS + JX_FUSION_MAX_STORES, JX_MAX_RANK,
-           JX_FUSION_MAX_LOADS * JX_MAX_RANK);
+           JX_FUSION_MAX_LOADS * JX_MAX_RANK, JX_CUDA_MAX_PIECES + 1);
   jx_strbuf_append(s, text, strlen(text));
   static const char sig[] = "(const jx_cuda_fused_kargs a, long long row_begin, long long row_end)";
   static const char *const types[2] = {"float", "unsigned short"};

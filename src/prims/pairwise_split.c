@@ -31,19 +31,32 @@ int jx_pairwise_pieces(int64_t n, int depth, int64_t *start, int64_t *count) {
 }
 
 /* The piece index holding the sum of the node over n terms whose first
- * piece is *k (advanced past the node's pieces). */
+ * piece is *k (advanced past the node's pieces); each of its additions
+ * appended to pairs. */
+static int node(int64_t n, int depth, uint8_t (*pairs)[2], int *np, int *k) {
+  if (depth == 0 || n <= LEAF) return (*k)++;
+  int64_t h = half(n);
+  int a = node(h, depth - 1, pairs, np, k), b = node(n - h, depth - 1, pairs, np, k);
+  pairs[*np][0] = (uint8_t)a;
+  pairs[*np][1] = (uint8_t)b;
+  (*np)++;
+  return a;
+}
+
+int jx_pairwise_pairs(int64_t n, int depth, uint8_t (*pairs)[2]) {
+  int np = 0, k = 0;
+  (void)node(n, depth, pairs, &np, &k);
+  return np;
+}
+
 #define COMBINE(T, NAME)                                                                           \
-  static int NAME##_node(int64_t n, int depth, T *part, int64_t m, int *k) {                       \
-    if (depth == 0 || n <= LEAF) return (*k)++;                                                    \
-    int64_t h = half(n);                                                                           \
-    int a = NAME##_node(h, depth - 1, part, m, k), b = NAME##_node(n - h, depth - 1, part, m, k);  \
-    T *l = part + (int64_t)a * m, *r = part + (int64_t)b * m;                                      \
-    for (int64_t j = 0; j < m; j++) l[j] = l[j] + r[j];                                            \
-    return a;                                                                                      \
-  }                                                                                                \
   void NAME(int64_t n, int depth, T *part, int64_t m) {                                            \
-    int k = 0;                                                                                     \
-    (void)NAME##_node(n, depth, part, m, &k);                                                      \
+    uint8_t pr[JX_PAIRWISE_MAX_PIECES][2];                                                         \
+    int np = jx_pairwise_pairs(n, depth, pr);                                                      \
+    for (int i = 0; i < np; i++) {                                                                 \
+      T *l = part + (int64_t)pr[i][0] * m, *r = part + (int64_t)pr[i][1] * m;                      \
+      for (int64_t j = 0; j < m; j++) l[j] = l[j] + r[j];                                          \
+    }                                                                                              \
   }
 COMBINE(float, jx_pairwise_combine_f32)
 COMBINE(double, jx_pairwise_combine_f64)

@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-enum { JX_PAIRWISE_MAX_DEPTH = 6 }; /* at most 64 pieces */
+enum { JX_PAIRWISE_MAX_DEPTH = 6, JX_PAIRWISE_MAX_PIECES = 64 };
 
 /* The smallest depth (at most JX_PAIRWISE_MAX_DEPTH) at which the tree over
  * n terms has at least `want` nodes, short of nodes under about `least`
@@ -21,6 +21,11 @@ int jx_pairwise_depth(int64_t n, int64_t want, int64_t least);
 /* The tree's nodes at `depth`, or the leaves above it, left to right: their
  * first terms and counts. Returns how many (at most 2^depth). */
 int jx_pairwise_pieces(int64_t n, int depth, int64_t *start, int64_t *count);
+
+/* The additions that combine the pieces' sums as the tree adds them, in
+ * order: pairs[i][0] += pairs[i][1] (piece indices; the total lands in
+ * piece 0). Returns how many (one fewer than the pieces). */
+int jx_pairwise_pairs(int64_t n, int depth, uint8_t (*pairs)[2]);
 
 /* Adds the pieces' sums as the tree adds them: piece k's m partial sums
  * (m columns) at part + k * m; the total lands in piece 0's. */

@@ -40,7 +40,7 @@
 static int real_driver;
 /* The distinct kernels and the host equations of check_case's last CUDA
  * program. */
-static int last_distinct, last_host, last_gathers;
+static int last_distinct, last_host, last_gathers, last_splits;
 
 static jx_array *values(jx_shape s, int seed) {
   int64_t n = jx_shape_numel(s);
@@ -122,6 +122,7 @@ static void check_case(const char *what, int nin, int nout, jx_body body, jx_sha
   last_distinct = jx_cuda_executable_distinct_kernels(jx_program_executable(p));
   last_host = host;
   last_gathers = jx_cuda_executable_gathers(jx_program_executable(p));
+  last_splits = jx_cuda_executable_splits(jx_program_executable(p));
   fprintf(stderr,
           "%s: %d kernels, %d GEMMs, %d equations on the host; device blocks %lld taken, %lld "
           "reused; second call copied %llu B up, %llu B down\n",
@@ -241,6 +242,35 @@ static void test_long_column_reduction(void **state) {
   jx_shape s[1] = {{2, {3000, 45}}};
   check_case("long column reduction", 1, 6, long_col_body, s, 4, 0);
   assert_int_equal(last_host, 0);
+}
+
+/* Reductions split across blocks (jx_cuda_reduction_split, its rule's
+ * threshold lowered so that small shapes split into 4 to 8 pieces): a
+ * few long rows and a column sum over many rows, f32 and f64 sums (the
+ * pieces are subtrees of the pairwise tree, added back in its order), a
+ * column min and a row max (strips in order; log(x + 2.4) is NaN at a few of the last 2000
+ * columns of each row, so a later piece's NaN must win). */
+static void split_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *x = in[0], *d = jx_astype(in[0], JX_F64);
+  jx_array *t = jx_reshape(jx_mul(in[1], jx_scalar(JX_F32, 3)), (jx_shape){1, {9000}});
+  out[0] = jx_sum(jx_mul(x, x), JX_AXES(1), 0);
+  jx_array *late = jx_ge(jx_iota(JX_F32, jx_shape_of(x), 1), jx_scalar(JX_F32, 6000));
+  out[1] = jx_max(jx_where(late, jx_log(jx_add(x, jx_scalar(JX_F32, 2.4f))), x), JX_AXES(1), 0);
+  out[2] = jx_sum(jx_mul(d, d), JX_AXES(1), 0);
+  out[3] = jx_sum(jx_mul(in[1], in[1]), JX_AXES(0), 0);
+  out[4] = jx_min(in[1], JX_AXES(0), 0);
+  out[5] = jx_sum(t, JX_AXES(0), 0); /* 9000 terms into one scalar */
+}
+
+static void test_split_reductions(void **state) {
+  (void)state;
+  jx_shape s[2] = {{2, {3, 8000}}, {2, {3000, 3}}};
+  jx_cuda_set_reduction_split(256, 8);
+  check_case("split reductions", 2, 6, split_body, s, 4, 0);
+  jx_cuda_set_reduction_split(0, 0);
+  assert_true(last_host <= 1);   /* the iota */
+  assert_true(last_splits >= 6); /* the split is what this checks */
 }
 
 /* (x + b) * c with b [n] along the rows and c [m, 1] along the columns */
@@ -528,6 +558,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_lone_reductions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_column_reduction, setup, teardown),
       cmocka_unit_test_setup_teardown(test_long_column_reduction, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_split_reductions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_broadcasts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dot_general, setup, teardown),
       cmocka_unit_test_setup_teardown(test_kernels_mixed_with_host, setup, teardown),
