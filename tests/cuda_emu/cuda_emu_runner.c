@@ -296,7 +296,29 @@ typedef struct {
   ucontext_t scheduler;
   fiber *fibers;
   fiber *current;
+  const void *scheduler_stack; /* AddressSanitizer's view of the calling thread's stack */
+  size_t scheduler_stack_size;
 } launch;
+
+/* Under AddressSanitizer every switch of stacks is announced to it (its
+ * fiber interface), or it takes the fibers' frames for the caller's. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EMU_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(EMU_ASAN)
+#define EMU_ASAN 1
+#endif
+#ifdef EMU_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define ANNOUNCE_SWITCH(save, bottom, size) __sanitizer_start_switch_fiber(save, bottom, size)
+#define SWITCHED(saved, bottom, size)       __sanitizer_finish_switch_fiber(saved, bottom, size)
+#else
+#define ANNOUNCE_SWITCH(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#define SWITCHED(saved, bottom, size)       ((void)(saved), (void)(bottom), (void)(size))
+#endif
 
 /* A fiber's stack: the kernels' locals are small arrays at most. */
 enum { STACK_BYTES = 256 << 10, GUARD_BYTES = 4096 };
@@ -304,7 +326,10 @@ enum { STACK_BYTES = 256 << 10, GUARD_BYTES = 4096 };
 static void yield(launch *l, int state) {
   fiber *f = l->current;
   f->state = state;
+  void *fake_stack = NULL;
+  ANNOUNCE_SWITCH(&fake_stack, l->scheduler_stack, l->scheduler_stack_size);
   swapcontext(&f->context, &l->scheduler);
+  SWITCHED(fake_stack, &l->scheduler_stack, &l->scheduler_stack_size);
 }
 
 static void sync_block(void *ctx) { yield(ctx, AT_BLOCK); }
@@ -316,9 +341,11 @@ static void sync_warp(void *ctx, unsigned warp) {
 /* makecontext passes int arguments: the launch's address in two halves */
 static void fiber_main(unsigned hi, unsigned lo) {
   launch *l = (launch *)(((uintptr_t)hi << 32) | lo);
+  SWITCHED(NULL, &l->scheduler_stack, &l->scheduler_stack_size);
   l->call(l->kernel, l->args);
   l->current->state = DONE;
-  /* uc_link returns to the scheduler */
+  /* uc_link returns to the scheduler, and this stack is done with */
+  ANNOUNCE_SWITCH(NULL, l->scheduler_stack, l->scheduler_stack_size);
 }
 
 /* Opens what can open among n fibers in warps of 32: 1 if some barrier
@@ -377,7 +404,10 @@ static int run_block(launch *l, unsigned long long n, char *stacks, cuda_emu_dim
       if (f->state != RUNNING) continue;
       l->current = f;
       l->m->bind(&f->self); /* the kernel's thread-locals are this fiber's */
+      void *fake_stack = NULL;
+      ANNOUNCE_SWITCH(&fake_stack, f->context.uc_stack.ss_sp, f->context.uc_stack.ss_size);
       swapcontext(&l->scheduler, &f->context);
+      SWITCHED(fake_stack, NULL, NULL);
     }
     int deadlock = 0;
     if (!open_barriers(l->fibers, n, &deadlock)) {
@@ -399,7 +429,7 @@ int cuda_emu_launch(cuda_emu_module *m, void *kernel, cuda_emu_dim3 grid, cuda_e
   size_t span = (size_t)n * (STACK_BYTES + GUARD_BYTES);
   char *stacks = mmap(NULL, span, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-  launch l = {m, kernel, call, args, {0}, calloc(n, sizeof(fiber)), NULL};
+  launch l = {m, kernel, call, args, {0}, calloc(n, sizeof(fiber)), NULL, NULL, 0};
   unsigned long long *scratch = calloc((size_t)(n + 31) / 32 * 32, sizeof *scratch);
   int rc = stacks == MAP_FAILED || !l.fibers || !scratch ? -1 : 0;
   /* a guard page under each stack: an overflow faults instead of writing a neighbour's */
@@ -410,6 +440,10 @@ int cuda_emu_launch(cuda_emu_module *m, void *kernel, cuda_emu_dim3 grid, cuda_e
     for (unsigned y = 0; y < grid.y && !rc; y++)
       for (unsigned x = 0; x < grid.x && !rc; x++)
         rc = run_block(&l, n, stacks, (cuda_emu_dim3){x, y, z}, block, grid, scratch);
+#ifdef EMU_ASAN
+  /* frames a deadlocked block left poisoned must not outlive the stacks */
+  if (stacks != MAP_FAILED) ASAN_UNPOISON_MEMORY_REGION(stacks, span);
+#endif
   if (stacks != MAP_FAILED) munmap(stacks, span);
   free(l.fibers);
   free(scratch);
