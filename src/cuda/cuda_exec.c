@@ -256,8 +256,9 @@ static jx_cuda_blas *device_blas(jx_cuda_device *d) {
 static int promote_lone(const jx_program *p, jx_fusion_group *g) {
   if (g->count != 1 || g->skip || jx_fusion_group_candidate(g)) return 0;
   const jx_eqn *e = &p->eqns[g->first];
-  int lead = 0, reduces = jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, &lead);
-  int full = !reduces && jx_fusion_full_reduce(e, p);
+  int lead = 0,
+      reduces = jx_fusion_row_reduce_on(e, p, 1) || jx_fusion_col_reduce_on(e, p, 1, &lead);
+  int full = !reduces && jx_fusion_full_reduce_on(e, p, 1);
   if (e->nout != 1 || jx_fusion_is_view(e, p) ||
       (!reduces && !full && !jx_fusion_renderable_on(e, p, 1)))
     return 0;

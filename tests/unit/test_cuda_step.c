@@ -155,6 +155,53 @@ static void test_integer_kernels(void **state) {
   assert_int_equal(cuda_test_bytes_in_use(), 0);
 }
 
+/* ---- bf16 sums as kernels ---- */
+
+/* bf16 sums on the device as the reference kernel sums them (loaded into
+ * floats, the f32 pairwise tree, one rounding of the result): the CPU
+ * jit's bits for column reductions over one and two leading axes (a bias
+ * gradient), a fused one (of a product rounded to bf16 first), a row
+ * reduction and a sum of every element; 300 rows make the tree's leaves
+ * and partial sums matter. */
+static void bf16_sums_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *x = in[0];
+  out[0] = jx_sum(x, JX_AXES(0, 1), 0);
+  out[1] = jx_sum(x, JX_AXES(0), 0);
+  out[2] = jx_sum(jx_mul(x, x), JX_AXES(0, 1), 0);
+  out[3] = jx_sum(x, JX_AXES(2), 0);
+  out[4] = jx_sum(x, JX_AXES(0, 1, 2), 0);
+}
+
+static void test_bf16_sums(void **state) {
+  (void)state;
+  jx_scope_begin();
+  enum { A = 3, B = 100, C = 24 };
+  float v[A * B * C];
+  for (int i = 0; i < A * B * C; i++) v[i] = sinf((float)i * 0.37f) * (1 + (float)(i % 7));
+  jx_array *in[1] = {jx_astype(jx_array_from(JX_F32, (jx_shape){3, {A, B, C}}, v), JX_BF16)};
+  jx_fn *fn = jx_fn_create("bf16_sums", 1, 5, bf16_sums_body, NULL);
+  jx_array *want[5], *got[5];
+  setenv("JX_PLATFORM", "cpu", 1);
+  setenv("JX_JIT_KERNELS", "0", 1); /* the reference kernels */
+  jx_fn *cpu = jx_jit(fn, NULL);
+  check_ok(jx_call(cpu, in, want));
+  setenv("JX_JIT_KERNELS", "1", 1);
+  setenv("JX_PLATFORM", "cuda", 1);
+  jx_fn *gpu = jx_jit(fn, NULL);
+  check_ok(jx_call(gpu, in, got));
+  setenv("JX_PLATFORM", "cpu", 1);
+  for (int o = 0; o < 5; o++) expect_same_bits(want[o], got[o], o);
+  int host = 0, gemms = 0, kernels = executable_counts(gpu, 1, in, &host, &gemms);
+  fprintf(stderr, "bf16 sums: %d kernels, %d equations on the host\n", kernels, host);
+  assert_int_equal(host, 0);
+  jx_fn_release(gpu);
+  jx_fn_release(cpu);
+  jx_fn_release(fn);
+  jx_scope_end();
+  assert_int_equal(cuda_test_bytes_in_use(), 0);
+}
+
 /* ---- a GPT train step that stays on the device ---- */
 
 enum { CALLS = 2 };
@@ -195,15 +242,20 @@ static void run_steps(jx_fn *step_fn, int np, int ns, jx_array *const *init, jx_
   jx_fn_release(step);
 }
 
-static void test_gpt_step_stays_on_the_device(void **state) {
-  (void)state;
+/* A 1-layer GPT (head_dim 32: the flash attention kernels) of the given
+ * shape computing in `compute` (f32 master weights): its train step on
+ * the device has no host equation, copies nothing after its first call,
+ * and its losses are the CPU's within rel_bound * |loss|. */
+static void check_gpt_step(jx_dtype compute, int64_t vocab, int64_t ctx, int64_t batch,
+                           double rel_bound) {
   jx_scope_begin();
   jx_gpt_config cfg = jx_gpt_config_default();
-  cfg.vocab = 64;
+  cfg.vocab = vocab;
   cfg.n_layers = 1;
   cfg.d_model = 32;
   cfg.n_heads = 1; /* head_dim 32: the flash attention kernels */
-  cfg.context = 16;
+  cfg.context = ctx;
+  cfg.compute_dtype = compute;
   jx_tree *params = jx_gpt_init(&cfg, jx_random_key(5), JX_F32);
   assert_non_null(params);
   jx_optimizer *opt = jx_optim_adamw(3e-4, 0.9, 0.95, 1e-8, 0.1);
@@ -213,13 +265,15 @@ static void test_gpt_step_stays_on_the_device(void **state) {
   assert_true(np + ns <= 80);
   jx_tree_flatten(params, init);
   jx_tree_flatten(ostate, init + np);
-  int32_t tokens[2 * 16], targets[2 * 16];
-  for (int i = 0; i < 32; i++) {
-    tokens[i] = (i * 37 + 5) % 64;
-    targets[i] = (i * 53 + 11) % 64;
+  int32_t tokens[64], targets[64];
+  int n = (int)(batch * ctx);
+  assert_true(n <= 64);
+  for (int i = 0; i < n; i++) {
+    tokens[i] = (int32_t)((i * 37 + 5) % vocab);
+    targets[i] = (int32_t)((i * 53 + 11) % vocab);
   }
-  jx_array *x = jx_array_from(JX_I32, (jx_shape){2, {2, 16}}, tokens);
-  jx_array *y = jx_array_from(JX_I32, (jx_shape){2, {2, 16}}, targets);
+  jx_array *x = jx_array_from(JX_I32, (jx_shape){2, {batch, ctx}}, tokens);
+  jx_array *y = jx_array_from(JX_I32, (jx_shape){2, {batch, ctx}}, targets);
   jx_fn *loss_fn = jx_gpt_loss_fn(&cfg, params);
   jx_fn *step_fn = jx_train_step(loss_fn, params, ostate, opt);
   double want[CALLS], got[CALLS];
@@ -241,26 +295,18 @@ static void test_gpt_step_stays_on_the_device(void **state) {
   jx_fn *probe = jx_jit(step_fn, NULL); /* the same program's executable, for its counts */
   int host = -1, gemms = 0, kernels = executable_counts(probe, np + ns + 2, in, &host, &gemms);
   setenv("JX_PLATFORM", "cpu", 1);
-  fprintf(stderr, "GPT step: %d kernels, %d GEMMs, %d equations on the host\n", kernels, gemms,
-          host);
+  const char *dt = jx_dtype_name(compute);
+  fprintf(stderr, "GPT step (%s): %d kernels, %d GEMMs, %d equations on the host\n", dt, kernels,
+          gemms, host);
   assert_int_equal(host, 0);
   assert_true(gemms >= 8); /* q, k, v, the projection, the MLP's two and the head, and more */
-  /* The oracle's bound: the device's sums (GEMMs, reductions) may add in
-   * another order than the CPU's; each value on the loss's path is a sum
-   * of at most K = 128 terms (d 32, the MLP's 4 d, the vocabulary of 64),
-   * which moves it by at most K u relative (u = 2^-24) of the sum of its
-   * terms' magnitudes, and the loss is at most 8 such sums deep (two
-   * layer norms, attention, the MLP, the head, the softmax, the mean):
-   * 8 K u |loss| (about 6e-5 |loss|). The fake cuBLASLt happens to add in
-   * the CPU's order, so the losses here agree exactly. */
-  const double bound = 8 * 128 * ldexp(1, -24);
   for (int c = 0; c < CALLS; c++)
     fprintf(stderr,
-            "GPT step %d: loss %.7f on CUDA, %.7f on the CPU (difference %.3g); copied %llu B up, "
-            "%llu B down\n",
-            c, got[c], want[c], fabs(got[c] - want[c]), (unsigned long long)up[c],
+            "GPT step (%s) %d: loss %.7f on CUDA, %.7f on the CPU (difference %.3g); copied %llu B "
+            "up, %llu B down\n",
+            dt, c, got[c], want[c], fabs(got[c] - want[c]), (unsigned long long)up[c],
             (unsigned long long)down[c]);
-  for (int c = 0; c < CALLS; c++) assert_true(fabs(got[c] - want[c]) <= bound * fabs(want[c]));
+  for (int c = 0; c < CALLS; c++) assert_true(fabs(got[c] - want[c]) <= rel_bound * fabs(want[c]));
   assert_true(up[0] > 0);           /* the first call uploads the parameters, state and batch */
   for (int c = 1; c < CALLS; c++) { /* then nothing moves either way */
     assert_int_equal(up[c], 0);
@@ -277,6 +323,31 @@ static void test_gpt_step_stays_on_the_device(void **state) {
   assert_int_equal(cuda_test_bytes_in_use(), 0);
 }
 
+/* The oracle's bound: the device's sums (GEMMs, reductions) may add in
+ * another order than the CPU's; each value on the loss's path is a sum of
+ * at most K = 128 terms (d 32, the MLP's 4 d, the vocabulary of 64), which
+ * moves it by at most K u relative (u = 2^-24) of the sum of its terms'
+ * magnitudes, and the loss is at most 8 such sums deep (two layer norms,
+ * attention, the MLP, the head, the softmax, the mean): 8 K u |loss|
+ * (about 6e-5 |loss|). The fake cuBLASLt happens to add in the CPU's
+ * order, so the losses here agree exactly. */
+static void test_gpt_step_stays_on_the_device(void **state) {
+  (void)state;
+  check_gpt_step(JX_F32, 64, 16, 2, 8 * 128 * ldexp(1, -24));
+}
+
+/* In bf16 (f32 master weights): the GEMMs take bf16 and give bf16 with f32
+ * accumulation, the bias gradients are bf16 sums (f32 tree, one rounding),
+ * attention's flash kernels. Bound: as in f32 (K = 128: the MLP's 4 d),
+ * plus, at each of the 8 levels, a bf16 rounding that a different f32 sum
+ * may send the other way, one bf16 unit (2^-8 relative): 8 (K 2^-24 +
+ * 2^-8) |loss| (about 3e-2 |loss|). A smaller step than f32's (vocabulary
+ * 32, context 8, batch 2) keeps the test short. */
+static void test_bf16_gpt_step_stays_on_the_device(void **state) {
+  (void)state;
+  check_gpt_step(JX_BF16, 32, 8, 2, 8 * (128 * ldexp(1, -24) + ldexp(1, -8)));
+}
+
 int main(void) {
   int rc = cuda_test_driver("test_cuda_step", 0);
   if (rc >= 0) return rc;
@@ -284,7 +355,9 @@ int main(void) {
   setenv("JX_CUBLASLT_PATH", JX_CUBLASLT_FAKE, 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_integer_kernels, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bf16_sums, setup, teardown),
       cmocka_unit_test_setup_teardown(test_gpt_step_stays_on_the_device, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bf16_gpt_step_stays_on_the_device, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
