@@ -202,6 +202,90 @@ static void test_bf16_sums(void **state) {
   assert_int_equal(cuda_test_bytes_in_use(), 0);
 }
 
+/* ---- attention's contractions as GEMMs ---- */
+
+/* Unfused attention's dot_generals (no flash kernel for its head_dim)
+ * batch over dims 0 and 2 of a [batch, T, heads, head_dim] operand: a GEMM
+ * per batch row over the heads (rows head_dim * heads apart), each one
+ * cuBLASLt call; the CPU jit's values within the bound derived below, in
+ * f32 and bf16 (bf16 in and out, f32 accumulation), no equation on the host.
+ * in: q, k, v [2, 8, 3, 16]; p, dp [2, 3, 8, 8]; do [2, 3, 8, 16]. */
+static void attention_dots_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *q = in[0], *k = in[1], *v = in[2], *p = in[3], *dp = in[4], *d_o = in[5];
+  out[0] = jx_dot_general(q, k, JX_AXES(3), JX_AXES(3), JX_AXES(0, 2), JX_AXES(0, 2)); /* q k^T */
+  out[1] = jx_dot_general(p, v, JX_AXES(3), JX_AXES(1), JX_AXES(0, 1), JX_AXES(0, 2)); /* p v */
+  out[2] = jx_dot_general(d_o, v, JX_AXES(3), JX_AXES(3), JX_AXES(0, 1), JX_AXES(0, 2));
+  out[3] =
+      jx_dot_general(p, d_o, JX_AXES(2), JX_AXES(2), JX_AXES(0, 1), JX_AXES(0, 1));     /* p^T do */
+  out[4] = jx_dot_general(dp, k, JX_AXES(3), JX_AXES(1), JX_AXES(0, 1), JX_AXES(0, 2)); /* ds k */
+  out[5] = jx_dot_general(dp, q, JX_AXES(2), JX_AXES(1), JX_AXES(0, 1), JX_AXES(0, 2)); /* ds^T q */
+}
+
+static void check_attention_dots(jx_dtype dt) {
+  jx_scope_begin();
+  const jx_shape qs = {4, {2, 8, 3, 16}}, ps = {4, {2, 3, 8, 8}}, os = {4, {2, 3, 8, 16}};
+  const jx_shape shapes[6] = {qs, qs, qs, ps, ps, os};
+  jx_array *in[6];
+  for (int i = 0; i < 6; i++) {
+    int64_t n = jx_shape_numel(shapes[i]);
+    float *v = malloc(sizeof *v * (size_t)n);
+    assert_non_null(v);
+    for (int64_t j = 0; j < n; j++) v[j] = sinf((float)(j * (i + 3)) * 0.113f + (float)i);
+    in[i] = jx_astype(jx_array_from(JX_F32, shapes[i], v), dt);
+    free(v);
+  }
+  jx_fn *fn = jx_fn_create("attention_dots", 6, 6, attention_dots_body, NULL);
+  jx_array *want[6], *got[6];
+  setenv("JX_PLATFORM", "cpu", 1);
+  setenv("JX_JIT_KERNELS", "0", 1); /* the reference kernels */
+  jx_fn *cpu = jx_jit(fn, NULL);
+  check_ok(jx_call(cpu, in, want));
+  setenv("JX_JIT_KERNELS", "1", 1);
+  setenv("JX_PLATFORM", "cuda", 1);
+  jx_fn *gpu = jx_jit(fn, NULL);
+  check_ok(jx_call(gpu, in, got));
+  setenv("JX_PLATFORM", "cpu", 1);
+  /* cuBLASLt may add in another order than the CPU: each output is a sum
+   * of at most K = 16 products of values in [-1, 1] (sines), each order
+   * within K u of the exact sum's magnitude bound K (u = 2^-24), so the
+   * two within 2 K^2 u; a bf16 output may then round to the neighbouring
+   * bf16 value, one unit of at most 2^-7 |value| more. */
+  const double abs_tol = 2 * 16 * 16 * ldexp(1, -24), rel_tol = dt == JX_BF16 ? ldexp(1, -7) : 0;
+  for (int o = 0; o < 6; o++) {
+    jx_array *w = jx_astype(want[o], JX_F32), *g = jx_astype(got[o], JX_F32);
+    int64_t n = jx_shape_numel(jx_shape_of(w));
+    float *x = malloc(sizeof *x * (size_t)n), *y = malloc(sizeof *y * (size_t)n);
+    assert_non_null(x);
+    assert_non_null(y);
+    check_ok(jx_read(w, x, sizeof *x * (size_t)n));
+    check_ok(jx_read(g, y, sizeof *y * (size_t)n));
+    for (int64_t j = 0; j < n; j++)
+      if (!(fabs((double)y[j] - x[j]) <= abs_tol + rel_tol * fabs((double)x[j])))
+        fail_msg("attention dot %d (%s), element %lld: %.9g on CUDA, %.9g on the CPU", o,
+                 jx_dtype_name(dt), (long long)j, (double)y[j], (double)x[j]);
+    free(x);
+    free(y);
+  }
+  int host = 0, gemms = 0;
+  executable_counts(gpu, 6, in, &host, &gemms);
+  fprintf(stderr, "attention dots (%s): %d GEMMs, %d equations on the host\n", jx_dtype_name(dt),
+          gemms, host);
+  assert_int_equal(gemms, 6);
+  assert_int_equal(host, 0);
+  jx_fn_release(gpu);
+  jx_fn_release(cpu);
+  jx_fn_release(fn);
+  jx_scope_end();
+  assert_int_equal(cuda_test_bytes_in_use(), 0);
+}
+
+static void test_attention_dots_are_gemms(void **state) {
+  (void)state;
+  check_attention_dots(JX_F32);
+  check_attention_dots(JX_BF16);
+}
+
 /* ---- a GPT train step that stays on the device ---- */
 
 enum { CALLS = 2 };
@@ -356,6 +440,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_integer_kernels, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bf16_sums, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_attention_dots_are_gemms, setup, teardown),
       cmocka_unit_test_setup_teardown(test_gpt_step_stays_on_the_device, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bf16_gpt_step_stays_on_the_device, setup, teardown),
   };
