@@ -6,9 +6,11 @@
  *    semantics: the bits of the CPU jit, edge cases included (x / 0,
  *    INT_MIN / -1, shifts past the width, float -> int saturation and NaN);
  *    so is a bf16 scatter-add (an embedding's gradient in bf16);
- *  - a small GPT's train step copies nothing between host and device
- *    after its first call, and its loss is the CPU jit's within a bound
- *    derived below.
+ *  - bf16 sums are kernels with the reference kernel's bits, and
+ *    attention's contractions (batch dims 0 and 2) are GEMMs;
+ *  - a small GPT's train step, and a bf16 MLP's, copy nothing between
+ *    host and device after their first call, and their losses are the CPU
+ *    jit's within bounds derived below.
  * Oracles: the CPU jit of the same functions; the fake driver's copy
  * counters; the executor's host-equation count. */
 #define _GNU_SOURCE
@@ -62,6 +64,31 @@ static void expect_same_bits(jx_array *want, jx_array *got, int o) {
   }
   free(a);
   free(b);
+}
+
+/* fn jitted on the CPU (*cpu; with reference = 1 its reference kernels,
+ * no C compile) and on CUDA (*gpu), each called once on in. */
+static void call_on_both(jx_fn *fn, jx_array *const *in, jx_array **want, jx_array **got,
+                         jx_fn **cpu, jx_fn **gpu, int reference) {
+  setenv("JX_PLATFORM", "cpu", 1);
+  if (reference) setenv("JX_JIT_KERNELS", "0", 1);
+  *cpu = jx_jit(fn, NULL);
+  check_ok(jx_call(*cpu, in, want));
+  setenv("JX_JIT_KERNELS", "1", 1);
+  setenv("JX_PLATFORM", "cuda", 1);
+  *gpu = jx_jit(fn, NULL);
+  check_ok(jx_call(*gpu, in, got));
+  setenv("JX_PLATFORM", "cpu", 1);
+}
+
+/* Releases the three functions and the test's scope; then nothing is left
+ * on the device. */
+static void release_all(jx_fn *fn, jx_fn *cpu, jx_fn *gpu) {
+  jx_fn_release(gpu);
+  jx_fn_release(cpu);
+  jx_fn_release(fn);
+  jx_scope_end();
+  assert_int_equal(cuda_test_bytes_in_use(), 0);
 }
 
 /* ---- integer equations as kernels ---- */
@@ -136,23 +163,14 @@ static void test_integer_kernels(void **state) {
                      jx_array_from(JX_F32, (jx_shape){2, {8, 3}}, table)};
   jx_fn *fn = jx_fn_create("integers", 8, INT_OUTS, int_body, NULL);
   jx_array *want[INT_OUTS], *got[INT_OUTS];
-  setenv("JX_PLATFORM", "cpu", 1);
-  jx_fn *cpu = jx_jit(fn, NULL);
-  check_ok(jx_call(cpu, in, want));
-  setenv("JX_PLATFORM", "cuda", 1);
-  jx_fn *gpu = jx_jit(fn, NULL);
-  check_ok(jx_call(gpu, in, got));
-  setenv("JX_PLATFORM", "cpu", 1);
+  jx_fn *cpu, *gpu;
+  call_on_both(fn, in, want, got, &cpu, &gpu, 0);
   for (int o = 0; o < INT_OUTS; o++) expect_same_bits(want[o], got[o], o);
   int host = 0, gemms = 0, kernels = executable_counts(gpu, 8, in, &host, &gemms);
   fprintf(stderr, "integers: %d kernels, %d equations on the host\n", kernels, host);
   assert_true(kernels >= 1);
   assert_int_equal(host, 0);
-  jx_fn_release(gpu);
-  jx_fn_release(cpu);
-  jx_fn_release(fn);
-  jx_scope_end();
-  assert_int_equal(cuda_test_bytes_in_use(), 0);
+  release_all(fn, cpu, gpu);
 }
 
 /* ---- bf16 sums as kernels ---- */
@@ -182,24 +200,13 @@ static void test_bf16_sums(void **state) {
   jx_array *in[1] = {jx_astype(jx_array_from(JX_F32, (jx_shape){3, {A, B, C}}, v), JX_BF16)};
   jx_fn *fn = jx_fn_create("bf16_sums", 1, 5, bf16_sums_body, NULL);
   jx_array *want[5], *got[5];
-  setenv("JX_PLATFORM", "cpu", 1);
-  setenv("JX_JIT_KERNELS", "0", 1); /* the reference kernels */
-  jx_fn *cpu = jx_jit(fn, NULL);
-  check_ok(jx_call(cpu, in, want));
-  setenv("JX_JIT_KERNELS", "1", 1);
-  setenv("JX_PLATFORM", "cuda", 1);
-  jx_fn *gpu = jx_jit(fn, NULL);
-  check_ok(jx_call(gpu, in, got));
-  setenv("JX_PLATFORM", "cpu", 1);
+  jx_fn *cpu, *gpu;
+  call_on_both(fn, in, want, got, &cpu, &gpu, 1);
   for (int o = 0; o < 5; o++) expect_same_bits(want[o], got[o], o);
   int host = 0, gemms = 0, kernels = executable_counts(gpu, 1, in, &host, &gemms);
   fprintf(stderr, "bf16 sums: %d kernels, %d equations on the host\n", kernels, host);
   assert_int_equal(host, 0);
-  jx_fn_release(gpu);
-  jx_fn_release(cpu);
-  jx_fn_release(fn);
-  jx_scope_end();
-  assert_int_equal(cuda_test_bytes_in_use(), 0);
+  release_all(fn, cpu, gpu);
 }
 
 /* ---- attention's contractions as GEMMs ---- */
@@ -237,15 +244,8 @@ static void check_attention_dots(jx_dtype dt) {
   }
   jx_fn *fn = jx_fn_create("attention_dots", 6, 6, attention_dots_body, NULL);
   jx_array *want[6], *got[6];
-  setenv("JX_PLATFORM", "cpu", 1);
-  setenv("JX_JIT_KERNELS", "0", 1); /* the reference kernels */
-  jx_fn *cpu = jx_jit(fn, NULL);
-  check_ok(jx_call(cpu, in, want));
-  setenv("JX_JIT_KERNELS", "1", 1);
-  setenv("JX_PLATFORM", "cuda", 1);
-  jx_fn *gpu = jx_jit(fn, NULL);
-  check_ok(jx_call(gpu, in, got));
-  setenv("JX_PLATFORM", "cpu", 1);
+  jx_fn *cpu, *gpu;
+  call_on_both(fn, in, want, got, &cpu, &gpu, 1);
   /* cuBLASLt may add in another order than the CPU: each output is a sum
    * of at most K = 16 products of values in [-1, 1] (sines), each order
    * within K u of the exact sum's magnitude bound K (u = 2^-24), so the
@@ -273,11 +273,7 @@ static void check_attention_dots(jx_dtype dt) {
           gemms, host);
   assert_int_equal(gemms, 6);
   assert_int_equal(host, 0);
-  jx_fn_release(gpu);
-  jx_fn_release(cpu);
-  jx_fn_release(fn);
-  jx_scope_end();
-  assert_int_equal(cuda_test_bytes_in_use(), 0);
+  release_all(fn, cpu, gpu);
 }
 
 static void test_attention_dots_are_gemms(void **state) {
@@ -326,39 +322,19 @@ static void run_steps(jx_fn *step_fn, int np, int ns, jx_array *const *init, jx_
   jx_fn_release(step);
 }
 
-/* A 1-layer GPT (head_dim 32: the flash attention kernels) of the given
- * shape computing in `compute` (f32 master weights): its train step on
- * the device has no host equation, copies nothing after its first call,
- * and its losses are the CPU's within rel_bound * |loss|. */
-static void check_gpt_step(jx_dtype compute, int64_t vocab, int64_t ctx, int64_t batch,
-                           double rel_bound) {
-  jx_scope_begin();
-  jx_gpt_config cfg = jx_gpt_config_default();
-  cfg.vocab = vocab;
-  cfg.n_layers = 1;
-  cfg.d_model = 32;
-  cfg.n_heads = 1; /* head_dim 32: the flash attention kernels */
-  cfg.context = ctx;
-  cfg.compute_dtype = compute;
-  jx_tree *params = jx_gpt_init(&cfg, jx_random_key(5), JX_F32);
-  assert_non_null(params);
+/* jit(train_step(loss_fn)) with AdamW over params, on (x, y): on the
+ * device it has no host equation and at least min_gemms GEMMs, copies
+ * nothing after its first call, and its losses are the CPU's within
+ * rel_bound * |loss|. */
+static void check_train_step(const char *what, jx_fn *loss_fn, jx_tree *params, jx_array *x,
+                             jx_array *y, int min_gemms, double rel_bound) {
   jx_optimizer *opt = jx_optim_adamw(3e-4, 0.9, 0.95, 1e-8, 0.1);
   jx_tree *ostate = jx_optim_init(opt, params);
   int np = jx_tree_size(params), ns = jx_tree_size(ostate);
   jx_array *init[80];
-  assert_true(np + ns <= 80);
+  assert_true(np + ns <= 78);
   jx_tree_flatten(params, init);
   jx_tree_flatten(ostate, init + np);
-  int32_t tokens[64], targets[64];
-  int n = (int)(batch * ctx);
-  assert_true(n <= 64);
-  for (int i = 0; i < n; i++) {
-    tokens[i] = (int32_t)((i * 37 + 5) % vocab);
-    targets[i] = (int32_t)((i * 53 + 11) % vocab);
-  }
-  jx_array *x = jx_array_from(JX_I32, (jx_shape){2, {batch, ctx}}, tokens);
-  jx_array *y = jx_array_from(JX_I32, (jx_shape){2, {batch, ctx}}, targets);
-  jx_fn *loss_fn = jx_gpt_loss_fn(&cfg, params);
   jx_fn *step_fn = jx_train_step(loss_fn, params, ostate, opt);
   double want[CALLS], got[CALLS];
   uint64_t up[CALLS], down[CALLS];
@@ -370,25 +346,22 @@ static void check_gpt_step(jx_dtype compute, int64_t vocab, int64_t ctx, int64_t
   setenv("JX_JIT_KERNELS", "1", 1);
   setenv("JX_PLATFORM", "cuda", 1);
   run_steps(step_fn, np, ns, init, x, y, got, up, down);
-  setenv("JX_PLATFORM", "cpu", 1);
   jx_array *in[80];
   for (int i = 0; i < np + ns; i++) in[i] = init[i];
   in[np + ns] = x;
   in[np + ns + 1] = y;
-  setenv("JX_PLATFORM", "cuda", 1);
   jx_fn *probe = jx_jit(step_fn, NULL); /* the same program's executable, for its counts */
   int host = -1, gemms = 0, kernels = executable_counts(probe, np + ns + 2, in, &host, &gemms);
   setenv("JX_PLATFORM", "cpu", 1);
-  const char *dt = jx_dtype_name(compute);
-  fprintf(stderr, "GPT step (%s): %d kernels, %d GEMMs, %d equations on the host\n", dt, kernels,
-          gemms, host);
+  fprintf(stderr, "%s: %d kernels, %d GEMMs, %d equations on the host\n", what, kernels, gemms,
+          host);
   assert_int_equal(host, 0);
-  assert_true(gemms >= 8); /* q, k, v, the projection, the MLP's two and the head, and more */
+  assert_true(gemms >= min_gemms);
   for (int c = 0; c < CALLS; c++)
     fprintf(stderr,
-            "GPT step (%s) %d: loss %.7f on CUDA, %.7f on the CPU (difference %.3g); copied %llu B "
-            "up, %llu B down\n",
-            dt, c, got[c], want[c], fabs(got[c] - want[c]), (unsigned long long)up[c],
+            "%s, call %d: loss %.7f on CUDA, %.7f on the CPU (difference %.3g); copied %llu B up, "
+            "%llu B down\n",
+            what, c, got[c], want[c], fabs(got[c] - want[c]), (unsigned long long)up[c],
             (unsigned long long)down[c]);
   for (int c = 0; c < CALLS; c++) assert_true(fabs(got[c] - want[c]) <= rel_bound * fabs(want[c]));
   assert_true(up[0] > 0);           /* the first call uploads the parameters, state and batch */
@@ -399,37 +372,94 @@ static void check_gpt_step(jx_dtype compute, int64_t vocab, int64_t ctx, int64_t
   assert_true(want[CALLS - 1] < want[0]); /* it trained */
   jx_fn_release(probe);
   jx_fn_release(step_fn);
-  jx_fn_release(loss_fn);
   jx_tree_release(ostate);
   jx_optim_release(opt);
+}
+
+static void test_gpt_step_stays_on_the_device(void **state) {
+  (void)state;
+  jx_scope_begin();
+  jx_gpt_config cfg = jx_gpt_config_default();
+  cfg.vocab = 64;
+  cfg.n_layers = 1;
+  cfg.d_model = 32;
+  cfg.n_heads = 1; /* head_dim 32: the flash attention kernels */
+  cfg.context = 16;
+  jx_tree *params = jx_gpt_init(&cfg, jx_random_key(5), JX_F32);
+  assert_non_null(params);
+  int32_t tokens[2 * 16], targets[2 * 16];
+  for (int i = 0; i < 32; i++) {
+    tokens[i] = (i * 37 + 5) % 64;
+    targets[i] = (i * 53 + 11) % 64;
+  }
+  jx_array *x = jx_array_from(JX_I32, (jx_shape){2, {2, 16}}, tokens);
+  jx_array *y = jx_array_from(JX_I32, (jx_shape){2, {2, 16}}, targets);
+  jx_fn *loss_fn = jx_gpt_loss_fn(&cfg, params);
+  /* The oracle's bound: the device's sums (GEMMs, reductions) may add in
+   * another order than the CPU's; each value on the loss's path is a sum
+   * of at most K = 128 terms (d 32, the MLP's 4 d, the vocabulary of 64),
+   * which moves it by at most K u relative (u = 2^-24) of the sum of its
+   * terms' magnitudes, and the loss is at most 8 such sums deep (two
+   * layer norms, attention, the MLP, the head, the softmax, the mean):
+   * 8 K u |loss| (about 6e-5 |loss|). The fake cuBLASLt happens to add in
+   * the CPU's order, so the losses here agree exactly. q, k, v, the
+   * projection, the MLP's two and the head are GEMMs, and more. */
+  check_train_step("GPT step", loss_fn, params, x, y, 8, 8 * 128 * ldexp(1, -24));
+  jx_fn_release(loss_fn);
   jx_tree_release(params);
   jx_scope_end();
   assert_int_equal(cuda_test_bytes_in_use(), 0);
 }
 
-/* The oracle's bound: the device's sums (GEMMs, reductions) may add in
- * another order than the CPU's; each value on the loss's path is a sum of
- * at most K = 128 terms (d 32, the MLP's 4 d, the vocabulary of 64), which
- * moves it by at most K u relative (u = 2^-24) of the sum of its terms'
- * magnitudes, and the loss is at most 8 such sums deep (two layer norms,
- * attention, the MLP, the head, the softmax, the mean): 8 K u |loss|
- * (about 6e-5 |loss|). The fake cuBLASLt happens to add in the CPU's
- * order, so the losses here agree exactly. */
-static void test_gpt_step_stays_on_the_device(void **state) {
-  (void)state;
-  check_gpt_step(JX_F32, 64, 16, 2, 8 * 128 * ldexp(1, -24));
+/* A bf16 MLP's loss (f32 parameters cast to bf16 inside, as a
+ * mixed-precision step does; the loss in f32):
+ * mean((tanh(x w1 + b1) w2 + b2 - y)^2), x [2, 4, 16], w1 [16, 32],
+ * w2 [32, 8], y [2, 4, 8]. */
+static void bf16_mlp_loss(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *w1 = jx_astype(in[0], JX_BF16), *b1 = jx_astype(in[1], JX_BF16);
+  jx_array *w2 = jx_astype(in[2], JX_BF16), *b2 = jx_astype(in[3], JX_BF16);
+  jx_array *x = jx_astype(in[4], JX_BF16);
+  jx_array *h =
+      jx_tanh(jx_add(jx_dot_general(x, w1, JX_AXES(2), JX_AXES(0), JX_AXES(), JX_AXES()), b1));
+  jx_array *o = jx_add(jx_dot_general(h, w2, JX_AXES(2), JX_AXES(0), JX_AXES(), JX_AXES()), b2);
+  out[0] = jx_mean(jx_square(jx_sub(jx_astype(o, JX_F32), in[5])), JX_AXES(), 0);
 }
 
-/* In bf16 (f32 master weights): the GEMMs take bf16 and give bf16 with f32
- * accumulation, the bias gradients are bf16 sums (f32 tree, one rounding),
- * attention's flash kernels. Bound: as in f32 (K = 128: the MLP's 4 d),
- * plus, at each of the 8 levels, a bf16 rounding that a different f32 sum
- * may send the other way, one bf16 unit (2^-8 relative): 8 (K 2^-24 +
- * 2^-8) |loss| (about 3e-2 |loss|). A smaller step than f32's (vocabulary
- * 32, context 8, batch 2) keeps the test short. */
-static void test_bf16_gpt_step_stays_on_the_device(void **state) {
+/* The step's bf16 parts on the device, in a step small enough to compile
+ * quickly for the emulator: bf16 GEMMs (bf16 in and out, f32
+ * accumulation; forward, and the backward's transposed ones) and the bias
+ * gradients as bf16 column sums. Bound: as the GPT's with K = 64 (the
+ * mean's terms), plus at each of the 8 levels a bf16 rounding that another
+ * f32 order may send the other way, one unit of 2^-8 relative:
+ * 8 (K 2^-24 + 2^-8) |loss| (about 3e-2 |loss|). */
+static void test_bf16_step_stays_on_the_device(void **state) {
   (void)state;
-  check_gpt_step(JX_BF16, 32, 8, 2, 8 * (128 * ldexp(1, -24) + ldexp(1, -8)));
+  jx_scope_begin();
+  const jx_shape shapes[6] = {{2, {16, 32}}, {1, {32}},       {2, {32, 8}},
+                              {1, {8}},      {3, {2, 4, 16}}, {3, {2, 4, 8}}};
+  const char *names[4] = {"w1", "b1", "w2", "b2"};
+  jx_array *a[6];
+  for (int i = 0; i < 6; i++) {
+    int64_t n = jx_shape_numel(shapes[i]);
+    float v[128];
+    assert_true(n <= 128 * 4);
+    float *buf = n <= 128 ? v : malloc(sizeof *buf * (size_t)n);
+    assert_non_null(buf);
+    for (int64_t j = 0; j < n; j++)
+      buf[j] = 0.5f * sinf((float)(j * (2 * i + 3)) * 0.271f + (float)i);
+    a[i] = jx_array_from(JX_F32, shapes[i], buf);
+    if (buf != v) free(buf);
+  }
+  jx_tree *params = jx_tree_create();
+  for (int i = 0; i < 4; i++) jx_tree_set(params, names[i], a[i]);
+  jx_fn *loss_fn = jx_fn_create("bf16_mlp_loss", 6, 1, bf16_mlp_loss, NULL);
+  check_train_step("bf16 MLP step", loss_fn, params, a[4], a[5], 4,
+                   8 * (64 * ldexp(1, -24) + ldexp(1, -8)));
+  jx_fn_release(loss_fn);
+  jx_tree_release(params);
+  jx_scope_end();
+  assert_int_equal(cuda_test_bytes_in_use(), 0);
 }
 
 int main(void) {
@@ -442,7 +472,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bf16_sums, setup, teardown),
       cmocka_unit_test_setup_teardown(test_attention_dots_are_gemms, setup, teardown),
       cmocka_unit_test_setup_teardown(test_gpt_step_stays_on_the_device, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_bf16_gpt_step_stays_on_the_device, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bf16_step_stays_on_the_device, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
