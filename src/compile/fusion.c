@@ -91,9 +91,9 @@ int jx_fusion_full_reduce(const jx_eqn *e, const jx_program *p) {
 
 int jx_fusion_full_reduce_on(const jx_eqn *e, const jx_program *p, int device) {
   int op = reduce_op(e);
+  if (!op) return 0; /* before reading an operand: e may have none */
   jx_aval a = p->avals[e->in[0]];
-  if (!op || !reducible(a.dtype, op, device) || a.shape.rank < 2 ||
-      e->params.l[0].n != a.shape.rank)
+  if (!reducible(a.dtype, op, device) || a.shape.rank < 2 || e->params.l[0].n != a.shape.rank)
     return 0;
   for (int i = 0; i < a.shape.rank; i++)
     if (e->params.l[0].v[i] != i) return 0;

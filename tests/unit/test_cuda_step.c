@@ -146,7 +146,7 @@ static void test_integer_kernels(void **state) {
     c[i] = (uint32_t)a[i] * 2654435761u;
     d[i] = (int64_t)a[i] * 3000000000ll + i;
     e[i] = i % 5 == 0 ? 0 : i % 7 == 0 ? -1 : (int64_t)b[i] * 1000003 + 1;
-    f[i] = (uint8_t)(a[i] * 37 + 11);
+    f[i] = (uint8_t)((uint32_t)a[i] * 37u + 11u); /* wraps, as the int product would */
   }
   d[3] = INT64_MIN;
   e[3] = -1; /* INT64_MIN / -1 wraps */
