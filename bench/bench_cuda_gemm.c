@@ -95,7 +95,8 @@ int main(void) {
     hb[i] = jx_f32_to_bf16((float)rand() / RAND_MAX - 0.5f);
   }
   setup s = {0};
-  jx_cuda_gemm_desc desc = {JX_BF16, N, N, N, 1, 0, 0, 0, 0, 0, 0, JX_CUDA_ACT_NONE};
+  jx_cuda_gemm_desc desc = {JX_BF16,          N, N, N, 1, 0, 0, 0, 0, 0, 0,
+                            JX_CUDA_ACT_NONE, 0, 0, 0, 0, 0, 0};
   s.desc = &desc;
   s.stream = d->compute;
   if (jx_cuda_allocator_alloc(d->memory, bytes, &s.a) ||

@@ -19,9 +19,13 @@ static int fusible_dtype(jx_dtype d, int ints) {
 }
 
 /* A reduction's operand a kernel may sum (complex: pairwise per part, which
- * is the same tree over complex values) or take the max or min of. */
-static int reducible(jx_dtype d, int op) {
-  return d == JX_F32 || d == JX_F64 || ((d == JX_C64 || d == JX_C128) && op == JX_LOWER_SUM);
+ * is the same tree over complex values) or take the max or min of. On the
+ * device (device = 1) a bf16 operand is summed too, as the reference kernel
+ * sums it: loaded into floats, the f32 pairwise tree, one rounding of the
+ * result; the C backend leaves bf16 sums to the reference kernel. */
+static int reducible(jx_dtype d, int op, int device) {
+  return d == JX_F32 || d == JX_F64 || ((d == JX_C64 || d == JX_C128) && op == JX_LOWER_SUM) ||
+         (device && d == JX_BF16 && op == JX_LOWER_SUM);
 }
 
 int jx_fusion_renderable(const jx_eqn *e, const jx_program *p) {
@@ -68,31 +72,44 @@ static int reduce_op(const jx_eqn *e) {
 }
 
 int jx_fusion_row_reduce(const jx_eqn *e, const jx_program *p) {
+  return jx_fusion_row_reduce_on(e, p, 0);
+}
+
+int jx_fusion_row_reduce_on(const jx_eqn *e, const jx_program *p, int device) {
   int op = reduce_op(e);
   if (!op) return 0;
   jx_aval a = p->avals[e->in[0]];
-  if (!reducible(a.dtype, op)) return 0;
+  if (!reducible(a.dtype, op, device)) return 0;
   if (a.shape.rank < 1 || e->params.l[0].n != 1 || e->params.l[0].v[0] != a.shape.rank - 1)
     return 0;
   return op;
 }
 
 int jx_fusion_full_reduce(const jx_eqn *e, const jx_program *p) {
+  return jx_fusion_full_reduce_on(e, p, 0);
+}
+
+int jx_fusion_full_reduce_on(const jx_eqn *e, const jx_program *p, int device) {
   int op = reduce_op(e);
   if (!op) return 0; /* before reading an operand: e may have none */
   jx_aval a = p->avals[e->in[0]];
-  if (!reducible(a.dtype, op) || a.shape.rank < 2 || e->params.l[0].n != a.shape.rank) return 0;
+  if (!reducible(a.dtype, op, device) || a.shape.rank < 2 || e->params.l[0].n != a.shape.rank)
+    return 0;
   for (int i = 0; i < a.shape.rank; i++)
     if (e->params.l[0].v[i] != i) return 0;
   return op;
 }
 
 int jx_fusion_col_reduce(const jx_eqn *e, const jx_program *p, int *lead) {
+  return jx_fusion_col_reduce_on(e, p, 0, lead);
+}
+
+int jx_fusion_col_reduce_on(const jx_eqn *e, const jx_program *p, int device, int *lead) {
   int op = reduce_op(e);
   if (!op) return 0;
   jx_aval a = p->avals[e->in[0]];
   const jx_ilist *axes = &e->params.l[0];
-  if (!reducible(a.dtype, op)) return 0;
+  if (!reducible(a.dtype, op, device)) return 0;
   /* the leading axes, at least one kept: reducing every axis is a row
    * reduction's job (rank 1) or the eager kernel's (one long contiguous sum) */
   if (axes->n < 1 || axes->n >= a.shape.rank) return 0;
@@ -140,7 +157,7 @@ static int is_view_on(const jx_eqn *e, const jx_program *p, int ints);
 
 static int single_worth(const jx_program *p, const jx_eqn *e, int ints) {
   if (is_view_on(e, p, ints) || e->prim->id == JX_PRIM_stop_gradient ||
-      jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, NULL) ||
+      jx_fusion_row_reduce_on(e, p, ints) || jx_fusion_col_reduce_on(e, p, ints, NULL) ||
       !jx_fusion_renderable_on(e, p, ints))
     return 0;
   return jx_shape_numel(p->avals[e->out[0]].shape) >= SINGLE_KERNEL_MIN_ELEMENTS;
@@ -415,9 +432,10 @@ static int joins(const jx_program *p, const jx_fusion_group *g, const uint8_t *i
                  int ints) {
   const jx_eqn *e = &p->eqns[k];
   if (g->reduces) return 0; /* a reduction ends its group */
-  if (g->count && (jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, NULL))) {
+  if (g->count &&
+      (jx_fusion_row_reduce_on(e, p, ints) || jx_fusion_col_reduce_on(e, p, ints, NULL))) {
     /* the column reduction's row walk does not render windows */
-    if (g->windows && jx_fusion_col_reduce(e, p, NULL)) return 0;
+    if (g->windows && jx_fusion_col_reduce_on(e, p, ints, NULL)) return 0;
     /* nor do reductions render an iota (the element's index) */
     for (int m = g->first; m < g->first + g->count; m++)
       if (jx_prim_lowering_of(p->eqns[m].prim)->kind == JX_LOWER_IOTA) return 0;
@@ -477,8 +495,8 @@ static int fuse(const jx_program *p, int ints, jx_fusion_group **out) {
     if (g && joins(p, g, in_group, k, ints) && g->nloads + e->nin <= JX_FUSION_MAX_LOADS) {
       g->count++;
       if (jx_fusion_is_window_op(e, p)) g->windows = 1;
-      if (jx_fusion_row_reduce(e, p)) g->reduces = 1;
-      if (jx_fusion_col_reduce(e, p, &g->lead)) g->reduces = 1;
+      if (jx_fusion_row_reduce_on(e, p, ints)) g->reduces = 1;
+      if (jx_fusion_col_reduce_on(e, p, ints, &g->lead)) g->reduces = 1;
     } else {
       if (g)
         for (int j = g->first; j < g->first + g->count; j++) in_group[p->eqns[j].out[0]] = 0;

@@ -140,6 +140,11 @@ int jx_fusion_add_operand(const jx_program *p, jx_fusion_group *g, int v);
 /* 0 none, else 1 sum, 2 max, 3 min: e reduces the last dimension of its
  * f32/f64 operand, as a fused group may end. */
 int jx_fusion_row_reduce(const jx_eqn *e, const jx_program *p);
+/* The jx_fusion_*_reduce rules where the group is a kernel of a dialect
+ * that renders integers (device = 1, jx_fuse_device's): bf16 sums too. */
+int jx_fusion_row_reduce_on(const jx_eqn *e, const jx_program *p, int device);
+int jx_fusion_full_reduce_on(const jx_eqn *e, const jx_program *p, int device);
+int jx_fusion_col_reduce_on(const jx_eqn *e, const jx_program *p, int device, int *lead);
 
 /* 0 none, else 1 sum, 2 max, 3 min: e reduces every axis of its f32/f64
  * operand of rank 2 or more, which is the row reduction of its flattened

@@ -204,6 +204,9 @@ static const char *ctype(jx_dtype d) {
 }
 /* ... and the type it is stored as. */
 static const char *stype(jx_dtype d) { return d == JX_BF16 ? "uint16_t" : ctype(d); }
+/* The conversion a computed value (ctype) takes to be stored (stype): a
+ * bf16 result, a float until then, rounds once here. */
+static const char *bf16_store(jx_dtype d) { return d == JX_BF16 ? "jx_f32_bf16" : ""; }
 
 /* Writes the expression template with %k replaced by operand names. */
 static void put_expr(jx_strbuf *b, const char *tmpl, char names[][24]) {
@@ -610,8 +613,10 @@ static int put_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_program *p
                          const jx_fusion_group *g) {
   const jx_eqn *r = &p->eqns[g->first + g->count - 1];
   const char *t = ctype(p->avals[r->out[0]].dtype);
-  int op = jx_fusion_row_reduce(r, p);
-  if (!op) op = jx_fusion_full_reduce(r, p); /* a lone one, over its flat elements */
+  /* the group's rule was the fusion's; the device's admits the most */
+  int op = jx_fusion_row_reduce_on(r, p, 1);
+  if (!op) op = jx_fusion_full_reduce_on(r, p, 1); /* a lone one, over its flat elements */
+  const char *round = bf16_store(p->avals[r->out[0]].dtype);
   char u[24];
   if (reduced_value(p, g, r, u, sizeof u)) return -1;
   if (dl->row_block) {
@@ -622,8 +627,8 @@ static int put_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_program *p
     if (put_block_reduction(b, dl, p, g, t, op, u)) return -1;
     for (int s = 0; s < g->nstores; s++)
       if (g->stores[s] == r->out[0])
-        jx_strbuf_appendf(b, "    if (%s == 0) y%d[%s] = acc;\n", dl->thread_id, s,
-                          dl->piece_part ? dl->piece_part : "0");
+        jx_strbuf_appendf(b, "    if (%s == 0) y%d[%s] = %s(acc);\n", dl->thread_id, s,
+                          dl->piece_part ? dl->piece_part : "0", round);
     /* the next row's thread 0 must not refill the shared arrays before
      * every thread has read them */
     jx_strbuf_appendf(b, "    %s\n    }\n", dl->barrier);
@@ -641,7 +646,7 @@ static int put_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_program *p
     jx_strbuf_appendf(b, "    const %s acc = acc_;\n", t);
   }
   for (int s = 0; s < g->nstores; s++)
-    if (g->stores[s] == r->out[0]) jx_strbuf_appendf(b, "    y%d[0] = acc;\n", s);
+    if (g->stores[s] == r->out[0]) jx_strbuf_appendf(b, "    y%d[0] = %s(acc);\n", s, round);
   return 0;
 }
 
@@ -810,8 +815,9 @@ static int put_col_tiled(jx_strbuf *b, const jx_dialect *dl, const jx_program *p
   }
   if (s_red >= 0)
     jx_strbuf_appendf(
-        b, "      if (ty_ == 0 && cw) ((%s *)%s[%d])[%s + row * inner + c0] = acc_[0];\n", t,
-        dl->buf, g->nloads + s_red, dl->piece_part ? dl->piece_part : "0");
+        b, "      if (ty_ == 0 && cw) ((%s *)%s[%d])[%s + row * inner + c0] = %s(acc_[0]);\n",
+        stype(p->avals[g->stores[s_red]].dtype), dl->buf, g->nloads + s_red,
+        dl->piece_part ? dl->piece_part : "0", bf16_store(p->avals[g->stores[s_red]].dtype));
   /* the next tile's thread 0 must not refill the shared arrays before every
    * thread has read them */
   jx_strbuf_appendf(b, "      %s\n    }\n", bar);
@@ -831,7 +837,7 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
   const jx_eqn *r = &p->eqns[g->first + g->count - 1];
   const char *t = ctype(p->avals[r->out[0]].dtype);
   const int rank = g->shape.rank, last = rank - 1, cb = dl->col_block;
-  int lead = 0, op = jx_fusion_col_reduce(r, p, &lead);
+  int lead = 0, op = jx_fusion_col_reduce_on(r, p, 1, &lead);
   char u[24];
   if (reduced_value(p, g, r, u, sizeof u)) return -1;
   int windows = 0; /* jx_fuse keeps pad and concatenate out of column reductions */
@@ -895,8 +901,10 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
   if (s_red >= 0)
     jx_strbuf_appendf(b,
                       "      %s *%s yr_ = (%s *)%s[%d] + row * inner + c0;\n"
-                      "      for (int64_t jj_ = 0; jj_ < cw; jj_++) yr_[jj_] = acc_[jj_];\n",
-                      t, dl->restrict_kw, t, dl->buf, g->nloads + s_red);
+                      "      for (int64_t jj_ = 0; jj_ < cw; jj_++) yr_[jj_] = %s(acc_[jj_]);\n",
+                      stype(p->avals[r->out[0]].dtype), dl->restrict_kw,
+                      stype(p->avals[r->out[0]].dtype), dl->buf, g->nloads + s_red,
+                      bf16_store(p->avals[r->out[0]].dtype));
   jx_strbuf_appendf(b, "    }\n");
   return 0;
 }

@@ -70,6 +70,14 @@ jx_status jx_cuda_gemm_plan(const jx_cuda_gemm_desc *d, jx_cuda_colmajor *out) {
                         "m*n=%lld (the outputs of a batch may not overlap)",
                         (long long)d->stride_a, (long long)d->stride_b, (long long)d->stride_c,
                         (long long)(d->m * d->n));
+  if ((d->ld_a && d->ld_a < (d->trans_a ? d->m : d->k)) ||
+      (d->ld_b && d->ld_b < (d->trans_b ? d->k : d->n)) || d->outer < 0 || d->outer_a < 0 ||
+      d->outer_b < 0 || (d->outer > 1 && d->outer_c < d->batch * d->m * d->n))
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                        "jx_cuda_gemm: leading dims a=%lld, b=%lld must be 0 or at least a stored "
+                        "row, outer strides a=%lld, b=%lld >= 0 and c=%lld >= batch*m*n",
+                        (long long)d->ld_a, (long long)d->ld_b, (long long)d->outer_a,
+                        (long long)d->outer_b, (long long)d->outer_c);
   if (d->act != JX_CUDA_ACT_NONE && d->act != JX_CUDA_ACT_RELU && d->act != JX_CUDA_ACT_GELU)
     return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_cuda_gemm: unknown activation %d",
                         (int)d->act);
@@ -80,10 +88,10 @@ jx_status jx_cuda_gemm_plan(const jx_cuda_gemm_desc *d, jx_cuda_colmajor *out) {
    * matrix op(B), so transposed. y likewise for A. Then D (n x m) =
    * op(x) op(y) = op(B)^T op(A)^T = (op(A) op(B))^T: column-major, the
    * row-major C. */
-  out->x = d->trans_b ? (jx_cuda_colmajor_operand){JX_CUBLAS_OP_T, k, n, k, 0}
-                      : (jx_cuda_colmajor_operand){JX_CUBLAS_OP_N, n, k, n, 0};
-  out->y = d->trans_a ? (jx_cuda_colmajor_operand){JX_CUBLAS_OP_T, m, k, m, 0}
-                      : (jx_cuda_colmajor_operand){JX_CUBLAS_OP_N, k, m, k, 0};
+  out->x = d->trans_b ? (jx_cuda_colmajor_operand){JX_CUBLAS_OP_T, k, n, d->ld_b ? d->ld_b : k, 0}
+                      : (jx_cuda_colmajor_operand){JX_CUBLAS_OP_N, n, k, d->ld_b ? d->ld_b : n, 0};
+  out->y = d->trans_a ? (jx_cuda_colmajor_operand){JX_CUBLAS_OP_T, m, k, d->ld_a ? d->ld_a : m, 0}
+                      : (jx_cuda_colmajor_operand){JX_CUBLAS_OP_N, k, m, d->ld_a ? d->ld_a : k, 0};
   out->d = (jx_cuda_colmajor_operand){JX_CUBLAS_OP_N, n, m, n, 0};
   if (batched) {
     out->x.stride = d->stride_b;
@@ -120,11 +128,18 @@ static jx_status operand_alignment(CUdeviceptr ptr, int64_t stride_bytes, int64_
 
 jx_status jx_cuda_gemm_alignment(const jx_cuda_gemm_desc *d, CUdeviceptr a, CUdeviceptr b,
                                  CUdeviceptr c, CUdeviceptr bias, jx_cuda_gemm_align *out) {
-  int64_t elem = (int64_t)jx_dtype_size(d->dtype), batched = d->batch > 1;
+  int64_t elem = (int64_t)jx_dtype_size(d->dtype), batched = d->batch > 1, outer = d->outer > 1;
   *out = jx_cuda_gemm_aligned;
-  jx_status st = operand_alignment(a, batched * d->stride_a * elem, elem, "A", &out->a);
-  if (!st) st = operand_alignment(b, batched * d->stride_b * elem, elem, "B", &out->b);
-  if (!st) st = operand_alignment(c, batched * d->stride_c * elem, elem, "C", &out->c);
+  /* every row and every problem of a batch or an outer batch starts at a
+   * multiple of these strides past the base */
+  jx_status st = operand_alignment(a, (batched * d->stride_a | outer * d->outer_a | d->ld_a) * elem,
+                                   elem, "A", &out->a);
+  if (!st)
+    st = operand_alignment(b, (batched * d->stride_b | outer * d->outer_b | d->ld_b) * elem, elem,
+                           "B", &out->b);
+  if (!st)
+    st = operand_alignment(c, (batched * d->stride_c | outer * d->outer_c) * elem, elem, "C",
+                           &out->c);
   if (!st && d->has_bias) st = operand_alignment(bias, 0, elem, "the bias", &out->bias);
   return st;
 }
@@ -140,6 +155,8 @@ uint64_t jx_cuda_gemm_key(const jx_cuda_gemm_desc *d, const jx_cuda_gemm_align *
                             d->batch > 1 ? d->stride_a : 0,
                             d->batch > 1 ? d->stride_b : 0,
                             d->batch > 1 ? d->stride_c : 0,
+                            d->ld_a,
+                            d->ld_b,
                             d->has_bias,
                             d->act,
                             align->a,
@@ -382,12 +399,16 @@ jx_status jx_cuda_gemm(jx_cuda_blas *b, const jx_cuda_gemm_desc *desc, CUdevicep
   st = choose(b, desc, &align, &p, &algo, &ws_bytes);
   const float one = 1.0f, zero = 0.0f;
   /* swapped operands: cuBLASLt's A is the row-major B, its B the row-major A */
-  const void *x = (const void *)(uintptr_t)bm, *y = (const void *)(uintptr_t)a;
-  void *d = (void *)(uintptr_t)c, *ws = ws_bytes ? (void *)(uintptr_t)b->workspace : NULL;
-  if (!st)
+  const int64_t elem = (int64_t)jx_dtype_size(desc->dtype);
+  void *ws = ws_bytes ? (void *)(uintptr_t)b->workspace : NULL;
+  for (int64_t i = 0; !st && i < (desc->outer > 1 ? desc->outer : 1); i++) {
+    const void *x = (const void *)(uintptr_t)(bm + (CUdeviceptr)(i * desc->outer_b * elem));
+    const void *y = (const void *)(uintptr_t)(a + (CUdeviceptr)(i * desc->outer_a * elem));
+    void *d = (void *)(uintptr_t)(c + (CUdeviceptr)(i * desc->outer_c * elem));
     st = check(api.Matmul(b->handle, p.op, &one, x, p.x, y, p.y, &zero, d, p.d, d, p.d, &algo, ws,
                           ws_bytes, stream),
                "cublasLtMatmul", b->device);
+  }
   problem_destroy(&p);
   return st;
 }

@@ -105,9 +105,13 @@ const char *jx_cublaslt_load_error(void); /* "cuBLASLt not found: ...", or "" */
 typedef enum { JX_CUDA_ACT_NONE = 0, JX_CUDA_ACT_RELU = 1, JX_CUDA_ACT_GELU = 2 } jx_cuda_act;
 
 /* One row-major GEMM: A is [m, k] ([k, m] when trans_a), B is [k, n]
- * ([n, k] when trans_b), C is [m, n]; all three dense (leading dimension =
- * row length). batch > 1: batch problems at strides of stride_a, stride_b,
- * stride_c elements (0 for A or B: the same matrix for every problem). */
+ * ([n, k] when trans_b), C is [m, n]; C dense, A and B dense unless ld_a,
+ * ld_b say the elements between their stored rows (0: the row's length).
+ * batch > 1: batch problems at strides of stride_a, stride_b, stride_c
+ * elements (0 for A or B: the same matrix for every problem). outer > 1:
+ * that many such batches at strides of outer_a, outer_b, outer_c (a second
+ * batch dim that is no multiple of the first's strides: attention's heads
+ * in a [batch, T, heads, head_dim] array), one cuBLASLt call each. */
 typedef struct {
   jx_dtype dtype; /* JX_F32, JX_BF16 or JX_F16: A, B, C and bias */
   int64_t m, n, k, batch;
@@ -115,6 +119,8 @@ typedef struct {
   int64_t stride_a, stride_b, stride_c;
   int has_bias; /* a bias of n elements added to every row */
   jx_cuda_act act;
+  int64_t ld_a, ld_b;
+  int64_t outer, outer_a, outer_b, outer_c;
 } jx_cuda_gemm_desc;
 
 /* One column-major operand as cuBLASLt sees it. */

@@ -159,23 +159,37 @@ static jx_status plan_lifetimes(jx_cuda_executable *x) {
   return JX_OK;
 }
 
-/* Where the n contracting dims c of an operand of rank `rank` with nb
- * leading batch dims lie: 1 when they are the first non-batch dims, in
- * order; 0 when they are the last ones, in order; -1 otherwise (the
- * operand's free dims then are not one run of rows or columns). */
-static int contracting_first(const jx_ilist *c, int rank, int nb) {
-  int first = 1, last = 1;
-  for (int i = 0; i < c->n; i++) {
-    first &= c->v[i] == nb + i;
-    last &= c->v[i] == rank - c->n + i;
-  }
-  return first ? 1 : last ? 0 : -1;
+/* 1 when dim d of an operand is one of its batch dims b. */
+static int is_batch_dim(const jx_ilist *b, int d) {
+  for (int i = 0; i < b->n; i++)
+    if (b->v[i] == d) return 1;
+  return 0;
 }
 
-static int64_t dims_product(const jx_shape *s, int from, int to) {
-  int64_t n = 1;
-  for (int d = from; d < to; d++) n *= s->dims[d];
-  return n;
+/* An operand's matrix: its dims other than the batch dims b, in order, are
+ * the contracting dims c (in c's order) then the free ones (contract_first)
+ * or the reverse; each run must collapse into one dim (adjacent dims, each
+ * stride the next one's extent), the inner run at stride 1. Then *ld is
+ * the outer run's stride, the elements between stored rows (0: dense), and
+ * the return value 1; else 0. */
+static int operand_matrix(const jx_shape *s, const jx_ilist *b, const jx_ilist *c,
+                          int contract_first, int64_t *ld) {
+  int rd[JX_MAX_RANK], nr = 0;
+  for (int d = 0; d < s->rank; d++)
+    if (!is_batch_dim(b, d)) rd[nr++] = d;
+  int nfree = nr - c->n, cfrom = contract_first ? 0 : nfree;
+  for (int i = 0; i < c->n; i++)
+    if (c->v[i] != rd[cfrom + i]) return 0;
+  int64_t st[JX_MAX_RANK];
+  jx_shape_strides(*s, st);
+  int split = contract_first ? c->n : nfree; /* rd[0, split) the outer run, the rest inner */
+  if (rd[nr - 1] != s->rank - 1) return 0;   /* the inner run ends at stride 1 */
+  for (int j = 0; j + 1 < nr; j++)
+    if (j + 1 != split && rd[j + 1] != rd[j] + 1) return 0;
+  int64_t inner = 1;
+  for (int j = split; j < nr; j++) inner *= s->dims[rd[j]];
+  *ld = split > 0 && st[rd[split - 1]] != inner ? st[rd[split - 1]] : 0;
+  return 1;
 }
 
 int jx_cuda_dot_as_gemm(const jx_program *p, const jx_eqn *e, jx_cuda_gemm_desc *desc) {
@@ -184,33 +198,68 @@ int jx_cuda_dot_as_gemm(const jx_program *p, const jx_eqn *e, jx_cuda_gemm_desc 
   jx_aval l = p->avals[e->in[0]], r = p->avals[e->in[1]], o = p->avals[e->out[0]];
   jx_dtype dt = l.dtype;
   if ((dt != JX_F32 && dt != JX_BF16 && dt != JX_F16) || r.dtype != dt || o.dtype != dt) return 0;
-  int nb = q->l[JX_DOT_LB].n, nc = q->l[JX_DOT_LC].n;
-  if (nc < 1 || q->l[JX_DOT_RC].n != nc || q->l[JX_DOT_RB].n != nb) return 0;
-  int64_t batch = 1;
-  for (int d = 0; d < nb; d++) {
-    if (q->l[JX_DOT_LB].v[d] != d || q->l[JX_DOT_RB].v[d] != d) return 0;
-    batch *= l.shape.dims[d];
-  }
+  const jx_ilist *lb = &q->l[JX_DOT_LB], *rb = &q->l[JX_DOT_RB];
+  const jx_ilist *lc = &q->l[JX_DOT_LC], *rc = &q->l[JX_DOT_RC];
+  int nb = lb->n, nc = lc->n;
+  if (nc < 1 || rc->n != nc || rb->n != nb) return 0;
+  for (int i = 0; i < nc; i++)
+    if (l.shape.dims[lc->v[i]] != r.shape.dims[rc->v[i]]) return 0;
+  int lfree = l.shape.rank - nb - nc, rfree = r.shape.rank - nb - nc;
   /* several free or contracting dims are one GEMM dim when they lie
    * together, in order: x[n, T, d] @ w[d, e] has m = n * T rows, and
-   * x[n, T, d]^T @ dy[n, T, e] sums over k = n * T */
-  int lfirst = contracting_first(&q->l[JX_DOT_LC], l.shape.rank, nb);
-  int rfirst = contracting_first(&q->l[JX_DOT_RC], r.shape.rank, nb);
-  if (lfirst < 0 || rfirst < 0) return 0;
-  for (int i = 0; i < nc; i++)
-    if (l.shape.dims[q->l[JX_DOT_LC].v[i]] != r.shape.dims[q->l[JX_DOT_RC].v[i]]) return 0;
-  int lfree = l.shape.rank - nb - nc, rfree = r.shape.rank - nb - nc;
-  jx_cuda_gemm_desc g = {.dtype = dt, .batch = batch, .act = JX_CUDA_ACT_NONE};
-  g.trans_a = lfirst && lfree > 0;  /* A stored [k, m] */
-  g.trans_b = !rfirst && rfree > 0; /* B stored [n, k] */
-  g.m = dims_product(&l.shape, nb + (lfirst ? nc : 0), nb + (lfirst ? nc : 0) + lfree);
-  g.k = dims_product(&l.shape, q->l[JX_DOT_LC].v[0], q->l[JX_DOT_LC].v[0] + nc);
-  g.n = dims_product(&r.shape, nb + (rfirst ? nc : 0), nb + (rfirst ? nc : 0) + rfree);
-  if (g.m <= 0 || g.n <= 0 || g.k <= 0 || batch <= 0) return 0;
-  if (batch > 1) {
-    g.stride_a = g.m * g.k;
-    g.stride_b = g.k * g.n;
-    g.stride_c = g.m * g.n;
+   * x[n, T, d]^T @ dy[n, T, e] sums over k = n * T. A stored with its
+   * contracting dims first is [k, m] (trans_a), B with them last [n, k]. */
+  jx_cuda_gemm_desc g = {.dtype = dt, .batch = 1, .act = JX_CUDA_ACT_NONE};
+  g.trans_a = lfree > 0 && operand_matrix(&l.shape, lb, lc, 1, &g.ld_a);
+  if (!g.trans_a && !operand_matrix(&l.shape, lb, lc, 0, &g.ld_a)) return 0;
+  g.trans_b = rfree > 0 && operand_matrix(&r.shape, rb, rc, 0, &g.ld_b);
+  if (!g.trans_b && !operand_matrix(&r.shape, rb, rc, 1, &g.ld_b)) return 0;
+  g.k = 1;
+  for (int i = 0; i < nc; i++) g.k *= l.shape.dims[lc->v[i]];
+  g.m = jx_shape_numel(l.shape) / (g.k > 0 ? g.k : 1);
+  g.n = jx_shape_numel(r.shape) / (g.k > 0 ? g.k : 1);
+  /* the batch dims, each with its strides in A, B and C (C: the leading
+   * dims of the dense output), merged where they collapse, at most two
+   * levels: an outer batch of inner ones */
+  int64_t sl[JX_MAX_RANK], sr[JX_MAX_RANK], so[JX_MAX_RANK];
+  jx_shape_strides(l.shape, sl);
+  jx_shape_strides(r.shape, sr);
+  jx_shape_strides(o.shape, so);
+  int64_t size[JX_MAX_RANK], sa[JX_MAX_RANK], sb[JX_MAX_RANK], sc[JX_MAX_RANK];
+  int nlev = 0;
+  for (int i = 0; i < nb; i++) {
+    int64_t n = l.shape.dims[lb->v[i]];
+    if (n != r.shape.dims[rb->v[i]]) return 0;
+    g.m /= n > 0 ? n : 1;
+    g.n /= n > 0 ? n : 1;
+    if (n == 1) continue;
+    int64_t a = sl[lb->v[i]], b = sr[rb->v[i]], c = so[i];
+    if (nlev > 0 && sa[nlev - 1] == a * n && sb[nlev - 1] == b * n && sc[nlev - 1] == c * n) {
+      size[nlev - 1] *= n; /* one dim with the one before */
+      sa[nlev - 1] = a;
+      sb[nlev - 1] = b;
+      sc[nlev - 1] = c;
+      continue;
+    }
+    if (nlev == 2) return 0;
+    size[nlev] = n;
+    sa[nlev] = a;
+    sb[nlev] = b;
+    sc[nlev++] = c;
+  }
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0) return 0;
+  if (nlev > 0) {
+    int in = nlev - 1;
+    g.batch = size[in];
+    g.stride_a = sa[in];
+    g.stride_b = sb[in];
+    g.stride_c = sc[in];
+  }
+  if (nlev == 2) {
+    g.outer = size[0];
+    g.outer_a = sa[0];
+    g.outer_b = sb[0];
+    g.outer_c = sc[0];
   }
   *desc = g;
   return 1;
@@ -270,8 +319,9 @@ static jx_cuda_blas *device_blas(jx_cuda_device *d) {
 static int promote_lone(const jx_program *p, jx_fusion_group *g) {
   if (g->count != 1 || g->skip || jx_fusion_group_candidate(g)) return 0;
   const jx_eqn *e = &p->eqns[g->first];
-  int lead = 0, reduces = jx_fusion_row_reduce(e, p) || jx_fusion_col_reduce(e, p, &lead);
-  int full = !reduces && jx_fusion_full_reduce(e, p);
+  int lead = 0,
+      reduces = jx_fusion_row_reduce_on(e, p, 1) || jx_fusion_col_reduce_on(e, p, 1, &lead);
+  int full = !reduces && jx_fusion_full_reduce_on(e, p, 1);
   if (e->nout != 1 || jx_fusion_is_view(e, p) ||
       (!reduces && !full && !jx_fusion_renderable_on(e, p, 1)))
     return 0;

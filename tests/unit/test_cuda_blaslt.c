@@ -43,7 +43,8 @@ static void alignment_is_a_preference_and_keys_the_cache(void **state) {
   (void)state;
   jx_cuda_blas *b = make_blas(4096);
   const jx_fake_cublaslt_log *log = fake_log();
-  const jx_cuda_gemm_desc g = {JX_BF16, 64, 32, 16, 1, 0, 0, 0, 0, 0, 1, JX_CUDA_ACT_NONE};
+  const jx_cuda_gemm_desc g = {JX_BF16,          64, 32, 16, 1, 0, 0, 0, 0, 0, 1,
+                               JX_CUDA_ACT_NONE, 0,  0,  0,  0, 0, 0};
   CUdeviceptr a = 0x100000, bm = 0x200000, c = 0x300000, bias = 0x400000;
   check_ok(jx_cuda_gemm(b, &g, a, bm, c, bias, NULL));
   assert_int_equal(log->heuristic_calls, 1);
@@ -83,7 +84,8 @@ static void alignment_is_a_preference_and_keys_the_cache(void **state) {
 
 static void batch_strides_count_in_the_alignment(void **state) {
   (void)state;
-  jx_cuda_gemm_desc g = {JX_F16, 8, 8, 8, 3, 0, 0, 8 * 8 + 1, 0, 8 * 8 + 4, 0, JX_CUDA_ACT_NONE};
+  jx_cuda_gemm_desc g = {JX_F16,           8, 8, 8, 3, 0, 0, 8 * 8 + 1, 0, 8 * 8 + 4, 0,
+                         JX_CUDA_ACT_NONE, 0, 0, 0, 0, 0, 0};
   jx_cuda_gemm_align al;
   /* A's problems start 2 bytes apart in alignment, C's 8; B is shared */
   check_ok(jx_cuda_gemm_alignment(&g, 0x1000, 0x2000, 0x3000, 0, &al));
@@ -96,13 +98,36 @@ static void batch_strides_count_in_the_alignment(void **state) {
   check_ok(jx_cuda_gemm_alignment(&g, 0x1000, 0x2000, 0x3000, 0, &al));
   assert_int_equal(al.a, 16);
   assert_int_equal(al.c, 16);
+  /* rows ld_a apart (10 halves: 4 bytes) and outer problems (C's 66
+   * halves apart: 4 bytes) count */
+  g.ld_a = 10;
+  g.outer = 2;
+  g.outer_c = 8 * 8 + 2;
+  check_ok(jx_cuda_gemm_alignment(&g, 0x1000, 0x2000, 0x3000, 0, &al));
+  assert_int_equal(al.a, 4);
+  assert_int_equal(al.b, 16);
+  assert_int_equal(al.c, 4);
+  jx_cuda_colmajor plan;
+  check_ok(jx_cuda_gemm_plan(&g, &plan));
+  assert_int_equal(plan.y.ld, 10);
+  /* a leading dim shorter than a stored row, or outer problems that overlap */
+  g.ld_a = 7;
+  assert_int_equal(jx_cuda_gemm_plan(&g, &plan), JX_ERR_INVALID_ARGUMENT);
+  assert_contains(jx_last_error(), "jx_cuda_gemm: leading dims a=7, b=0 must be 0 or at least");
+  jx_clear_error();
+  g.ld_a = 0;
+  g.outer_c = 8 * 8 - 1;
+  assert_int_equal(jx_cuda_gemm_plan(&g, &plan), JX_ERR_INVALID_ARGUMENT);
+  assert_contains(jx_last_error(), "c=63 >= batch*m*n");
+  jx_clear_error();
 }
 
 static void misaligned_operands_are_refused(void **state) {
   (void)state;
   jx_cuda_blas *b = make_blas(0);
   const jx_fake_cublaslt_log *log = fake_log();
-  const jx_cuda_gemm_desc g = {JX_F32, 4, 4, 4, 1, 0, 0, 0, 0, 0, 1, JX_CUDA_ACT_RELU};
+  const jx_cuda_gemm_desc g = {JX_F32,           4, 4, 4, 1, 0, 0, 0, 0, 0, 1,
+                               JX_CUDA_ACT_RELU, 0, 0, 0, 0, 0, 0};
   assert_int_equal(jx_cuda_gemm(b, &g, 0x1000, 0x2002, 0x3000, 0x4000, NULL),
                    JX_ERR_INVALID_ARGUMENT);
   assert_contains(jx_last_error(),
@@ -125,7 +150,8 @@ static void bias_type_is_the_dtype(void **state) {
   jx_cuda_blas *b = make_blas(0);
   const jx_fake_cublaslt_log *log = fake_log();
   for (int i = 0; i < 3; i++) {
-    jx_cuda_gemm_desc g = {dtypes[i], 16, 16, 16, 1, 0, 0, 0, 0, 0, 1, JX_CUDA_ACT_GELU};
+    jx_cuda_gemm_desc g = {dtypes[i],        16, 16, 16, 1, 0, 0, 0, 0, 0, 1,
+                           JX_CUDA_ACT_GELU, 0,  0,  0,  0, 0, 0};
     check_ok(jx_cuda_gemm(b, &g, 0x1000, 0x2000, 0x3000, 0x4000, NULL));
     assert_int_equal(log->bias_type, types[i]);
     g.has_bias = 0;
@@ -137,7 +163,8 @@ static void bias_type_is_the_dtype(void **state) {
 
 static void workspace_is_what_the_heuristic_asked(void **state) {
   (void)state;
-  const jx_cuda_gemm_desc g = {JX_BF16, 32, 32, 32, 1, 0, 0, 0, 0, 0, 0, JX_CUDA_ACT_NONE};
+  const jx_cuda_gemm_desc g = {JX_BF16,          32, 32, 32, 1, 0, 0, 0, 0, 0, 0,
+                               JX_CUDA_ACT_NONE, 0,  0,  0,  0, 0, 0};
   jx_cuda_blas *b = make_blas(12345);
   const jx_fake_cublaslt_log *log = fake_log();
   for (int rep = 0; rep < 2; rep++) { /* the second from the cache */

@@ -354,7 +354,8 @@ static double act(jx_cuda_act a, double v) { return a == JX_CUDA_ACT_RELU ? (v >
 static void check_mapping(int trans_a, int trans_b, int64_t batch, int64_t stride_b, int bias) {
   const int64_t m = 3, n = 4, k = 5;
   jx_cuda_gemm_desc d = {JX_F32,  m,     n,        k,     batch, trans_a,
-                         trans_b, m * k, stride_b, m * n, bias,  JX_CUDA_ACT_RELU};
+                         trans_b, m * k, stride_b, m * n, bias,  JX_CUDA_ACT_RELU,
+                         0,       0,     0,        0,     0,     0};
   jx_cuda_colmajor p;
   check_ok(jx_cuda_gemm_plan(&d, &p));
   assert_int_equal(p.rows, n);
@@ -404,7 +405,7 @@ static void row_major_maps_to_column_major(void **state) {
       check_mapping(ta, tb, 4, 20, 1); /* batched */
       check_mapping(ta, tb, 4, 0, 0);  /* B shared by every problem */
     }
-  jx_cuda_gemm_desc d = {JX_BF16, 8, 8, 8, 1, 0, 0, 0, 0, 0, 1, JX_CUDA_ACT_GELU};
+  jx_cuda_gemm_desc d = {JX_BF16, 8, 8, 8, 1, 0, 0, 0, 0, 0, 1, JX_CUDA_ACT_GELU, 0, 0, 0, 0, 0, 0};
   jx_cuda_colmajor p;
   check_ok(jx_cuda_gemm_plan(&d, &p));
   assert_int_equal(p.epilogue, 36); /* GELU_BIAS */
@@ -430,8 +431,8 @@ static void row_major_maps_to_column_major(void **state) {
 
 static void algorithm_key_separates_problems(void **state) {
   (void)state;
-  const jx_cuda_gemm_desc base = {JX_BF16, 64,   32,  16,   2, 0,
-                                  1,       1024, 512, 2048, 1, JX_CUDA_ACT_GELU};
+  const jx_cuda_gemm_desc base = {JX_BF16,          64, 32, 16, 2, 0, 1, 1024, 512, 2048, 1,
+                                  JX_CUDA_ACT_GELU, 0,  0,  0,  0, 0, 0};
   uint64_t k0 = jx_cuda_gemm_key(&base, &jx_cuda_gemm_aligned, 0);
   assert_true(k0 == jx_cuda_gemm_key(&base, &jx_cuda_gemm_aligned, 0));
   assert_true(k0 != jx_cuda_gemm_key(&base, &jx_cuda_gemm_aligned, 1));
@@ -728,7 +729,8 @@ static void gpu_gemm_matches_the_cpu(void **state) {
   check_ok(jx_cuda_copy_to_device(d, pbias, bias, sizeof bias, d->compute));
   jx_cuda_blas *blas = NULL;
   check_ok(jx_cuda_blas_create(0, ws, (size_t)32 << 20, &blas));
-  jx_cuda_gemm_desc g = {JX_F32, M, N, K, B, 0, 0, M * K, 0, M * N, 1, JX_CUDA_ACT_RELU};
+  jx_cuda_gemm_desc g = {JX_F32,           M, N, K, B, 0, 0, M * K, 0, M * N, 1,
+                         JX_CUDA_ACT_RELU, 0, 0, 0, 0, 0, 0};
   for (int rep = 0; rep < 2; rep++) check_ok(jx_cuda_gemm(blas, &g, pa, pb, pc, pbias, d->compute));
   check_ok(jx_cuda_copy_to_host(d, c, pc, sizeof c, d->compute));
   for (int q = 0; q < B; q++)
