@@ -433,6 +433,12 @@ static jx_status skip_unread_broadcasts(const jx_program *p, jx_fusion_group *gr
   return JX_OK;
 }
 
+static int64_t dims_product(const jx_shape *s, int from, int to) {
+  int64_t n = 1;
+  for (int d = from; d < to; d++) n *= s->dims[d];
+  return n;
+}
+
 static int64_t split_least = 0, split_blocks = 0; /* jx_cuda_set_reduction_split */
 
 void jx_cuda_set_reduction_split(int64_t least, int64_t blocks) {
