@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "cuda_emu_runner.h"
 
+#include "../content_cache.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -88,37 +90,6 @@ static void read_log(const char *path, char *log, size_t cap) {
  * tests/CMakeLists.txt); CUDA_EMU_CACHE_DIR=off compiles every time.
  * Processes share it: entries appear by rename, whole or not at all. */
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
-}
-
-static char *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap + 1);
-  size_t got;
-  while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-    n += got;
-    if (n == cap) {
-      char *grown = realloc(buf, 2 * cap + 1);
-      if (!grown) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = grown;
-      cap *= 2;
-    }
-  }
-  fclose(f);
-  if (buf) buf[n] = '\0';
-  if (len) *len = n;
-  return buf;
-}
-
 /* The hash of what a compile depends on besides the source: the compiler
  * and the emulator's headers (cuda_emu.h includes cuda_emu_mma.h). */
 static uint64_t toolchain;
@@ -129,15 +100,15 @@ static void hash_toolchain(void) {
   snprintf(dir, sizeof dir, "%s", JX_CUDA_EMU_HEADER);
   char *slash = strrchr(dir, '/');
   if (slash) *slash = '\0';
-  uint64_t h = fnv1a(0xcbf29ce484222325ull, compiler, strlen(compiler));
+  uint64_t h = content_hash(CONTENT_HASH_SEED, compiler, strlen(compiler));
   static const char *const headers[] = {"cuda_emu.h", "cuda_emu_mma.h"};
   for (size_t k = 0; k < sizeof headers / sizeof headers[0]; k++) {
     char path[700];
     snprintf(path, sizeof path, "%s/%s", slash ? dir : ".", headers[k]);
     size_t n = 0;
-    char *text = read_all(path, &n);
-    h = fnv1a(h, headers[k], strlen(headers[k]));
-    if (text) h = fnv1a(h, text, n);
+    char *text = content_read(path, &n);
+    h = content_hash(h, headers[k], strlen(headers[k]));
+    if (text) h = content_hash(h, text, n);
     free(text);
   }
   toolchain = h;
@@ -153,24 +124,13 @@ static const char *cache_dir(void) {
   return dir;
 }
 
-/* Copies file `from` to `to`: 0 on success. */
+/* Copies file `from` to `to` (whole or not at all): 0 on success. */
 static int copy_file(const char *from, const char *to) {
   size_t n = 0;
-  char *bytes = read_all(from, &n);
-  if (!bytes) return -1;
-  FILE *f = fopen(to, "wb");
-  int ok = f && fwrite(bytes, 1, n, f) == n;
-  if (f && fclose(f)) ok = 0;
+  char *bytes = content_read(from, &n);
+  int rc = bytes ? content_write(to, bytes, n) : -1;
   free(bytes);
-  return ok ? 0 : -1;
-}
-
-/* Publishes `from` as `to` in the cache: written under a private name, then
- * renamed, so a reader never sees half a file. */
-static void publish(const char *from, const char *to) {
-  char tmp[800];
-  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", to, (long)getpid());
-  if (copy_file(from, tmp) || rename(tmp, to)) unlink(tmp);
+  return rc;
 }
 
 /* 1 when the cache holds src's object (its source beside it equals src):
@@ -178,11 +138,7 @@ static void publish(const char *from, const char *to) {
 static int cache_fetch(const char *dir, uint64_t key, const char *src, const char *so) {
   char path[800];
   snprintf(path, sizeof path, "%s/%016llx.cu", dir, (unsigned long long)key);
-  size_t n = 0;
-  char *cached = read_all(path, &n);
-  int same = cached && n == strlen(src) && !memcmp(cached, src, n);
-  free(cached);
-  if (!same) return 0;
+  if (!content_matches(path, src)) return 0;
   snprintf(path, sizeof path, "%s/%016llx.so", dir, (unsigned long long)key);
   return copy_file(path, so) == 0;
 }
@@ -191,9 +147,9 @@ static void cache_store(const char *dir, uint64_t key, const char *src_path, con
   char path[800];
   /* the object first: a reader checks the source, so an entry is whole once its source is there */
   snprintf(path, sizeof path, "%s/%016llx.so", dir, (unsigned long long)key);
-  publish(so, path);
+  copy_file(so, path);
   snprintf(path, sizeof path, "%s/%016llx.cu", dir, (unsigned long long)key);
-  publish(src_path, path);
+  copy_file(src_path, path);
 }
 
 /* Compiles path into so with the emulator's header: 0, or the compiler's
@@ -230,7 +186,7 @@ cuda_emu_module *cuda_emu_compile(const char *src, const char *name, char *log, 
   snprintf(so, sizeof so, "%s/kernel.so", dir);
   snprintf(err, sizeof err, "%s/log.txt", dir);
   pthread_once(&toolchain_once, hash_toolchain);
-  uint64_t key = fnv1a(toolchain, src, strlen(src));
+  uint64_t key = content_hash(toolchain, src, strlen(src));
   const char *cache = cache_dir();
   cuda_emu_module *m = NULL;
   int built = cache && cache_fetch(cache, key, src, so);
