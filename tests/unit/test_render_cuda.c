@@ -74,7 +74,10 @@ static void selects(void *ctx, jx_array *const *in, jx_array **out) {
   jx_array *m = jx_gt(x, y);
   jx_array *cases[2] = {jx_neg(x), jx_log1p(jx_abs(y))};
   jx_array *s = jx_select_n(m, 2, cases);
-  jx_array *t = jx_where(jx_le(s, y), jx_expm1(s), jx_cos(s));
+  /* each operand traced in its own statement: C leaves the order of a
+   * call's arguments to the compiler, and the kernel's text follows it */
+  jx_array *below = jx_le(s, y), *grown = jx_expm1(s), *waved = jx_cos(s);
+  jx_array *t = jx_where(below, grown, waved);
   out[0] = jx_add(t, jx_astype(jx_lt(t, x), JX_F32));
   out[1] = jx_astype(jx_mul(t, y), JX_BOOL);
 }
@@ -83,9 +86,12 @@ static void selects(void *ctx, jx_array *const *in, jx_array **out) {
 static void f64_pows(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
   jx_array *x = in[0], *y = in[1];
-  jx_array *a = jx_add(jx_integer_pow(x, 3), jx_integer_pow(y, -2));
-  jx_array *b = jx_div(jx_sin(a), jx_add(jx_rsqrt(jx_abs(y)), jx_scalar(JX_F64, 1.0)));
-  out[0] = jx_pow(jx_abs(b), jx_tanh(x));
+  jx_array *cube = jx_integer_pow(x, 3), *inv_square = jx_integer_pow(y, -2);
+  jx_array *a = jx_add(cube, inv_square);
+  jx_array *sa = jx_sin(a);
+  jx_array *b = jx_div(sa, jx_add(jx_rsqrt(jx_abs(y)), jx_scalar(JX_F64, 1.0)));
+  jx_array *ab = jx_abs(b);
+  out[0] = jx_pow(ab, jx_tanh(x));
   out[1] = jx_astype(jx_integer_pow(jx_astype(b, JX_F32), 5), JX_F64);
 }
 
@@ -658,6 +664,8 @@ static void every_op_f64_compiles(void **state) {
 static void every_op_complex(void *ctx, jx_array *const *in, jx_array **out) {
   jx_dtype dt = *(const jx_dtype *)ctx, part = dt == JX_C64 ? JX_F32 : JX_F64;
   jx_array *z = jx_complex(in[0], in[1]), *w = jx_complex(in[1], in[0]), *c = in[2];
+  /* traced apart: the order of a call's arguments is the compiler's */
+  jx_array *modulus = jx_abs(z), *real_w = jx_real(w);
   jx_array *terms[] = {jx_sub(z, w),
                        jx_mul(z, w),
                        jx_div(z, w),
@@ -689,7 +697,7 @@ static void every_op_complex(void *ctx, jx_array *const *in, jx_array **out) {
                        jx_integer_pow(w, -21),
                        jx_select_n(c, 2, (jx_array *[]){z, w}),
                        jx_astype(jx_astype(z, dt == JX_C64 ? JX_C128 : JX_C64), dt),
-                       jx_astype(jx_add(jx_abs(z), jx_real(w)), dt),
+                       jx_astype(jx_add(modulus, real_w), dt),
                        jx_astype(jx_imag(z), dt),
                        jx_astype(jx_astype(z, part), dt),
                        jx_astype(jx_astype(jx_eq(z, w), part), dt),
