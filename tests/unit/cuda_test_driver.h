@@ -41,4 +41,19 @@ static inline size_t cuda_test_bytes_in_use(void) {
   return jx_cuda_allocator_stats(d->memory).in_use;
 }
 
+/* The CPU's output want and CUDA's got, of one shape and dtype, read into
+ * host buffers *a and *b (malloc'ed): their size in bytes. */
+static inline size_t cuda_test_read_pair(jx_array *want, jx_array *got, char **a, char **b) {
+  assert_true(jx_shape_equal(jx_shape_of(want), jx_shape_of(got)));
+  assert_int_equal(jx_dtype_of(want), jx_dtype_of(got));
+  size_t bytes = (size_t)jx_shape_numel(jx_shape_of(want)) * jx_dtype_size(jx_dtype_of(want));
+  *a = malloc(bytes + 1);
+  *b = malloc(bytes + 1);
+  assert_non_null(*a);
+  assert_non_null(*b);
+  check_ok(jx_read(want, *a, bytes));
+  check_ok(jx_read(got, *b, bytes));
+  return bytes;
+}
+
 #endif

@@ -62,14 +62,8 @@ static jx_cuda_alloc_stats device_memory(void) {
 /* Bit for bit; with a real driver, where cuBLASLt runs the GEMMs (its own
  * order of the sums), within 1e-5 relative for the cases that multiply. */
 static void expect_same_bits(jx_array *want, jx_array *got, const char *what, int o, int gemms) {
-  assert_true(jx_shape_equal(jx_shape_of(want), jx_shape_of(got)));
-  assert_int_equal(jx_dtype_of(want), jx_dtype_of(got));
-  size_t bytes = (size_t)jx_shape_numel(jx_shape_of(want)) * jx_dtype_size(jx_dtype_of(want));
-  char *a = malloc(bytes + 1), *b = malloc(bytes + 1);
-  assert_non_null(a);
-  assert_non_null(b);
-  check_ok(jx_read(want, a, bytes));
-  check_ok(jx_read(got, b, bytes));
+  char *a, *b;
+  size_t bytes = cuda_test_read_pair(want, got, &a, &b);
   if (gemms && jx_dtype_of(want) == JX_F32) {
     const float *x = (const float *)a, *y = (const float *)b;
     for (size_t i = 0; i < bytes / 4; i++)

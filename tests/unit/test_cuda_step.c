@@ -48,14 +48,8 @@ static int executable_counts(jx_fn *gpu, int nin, jx_array *const *in, int *host
 }
 
 static void expect_same_bits(jx_array *want, jx_array *got, int o) {
-  assert_true(jx_shape_equal(jx_shape_of(want), jx_shape_of(got)));
-  assert_int_equal(jx_dtype_of(want), jx_dtype_of(got));
-  size_t bytes = (size_t)jx_shape_numel(jx_shape_of(want)) * jx_dtype_size(jx_dtype_of(want));
-  char *a = malloc(bytes + 1), *b = malloc(bytes + 1);
-  assert_non_null(a);
-  assert_non_null(b);
-  check_ok(jx_read(want, a, bytes));
-  check_ok(jx_read(got, b, bytes));
+  char *a, *b;
+  size_t bytes = cuda_test_read_pair(want, got, &a, &b);
   if (memcmp(a, b, bytes) != 0) {
     for (size_t i = 0; i < bytes; i++)
       if (a[i] != b[i])
