@@ -143,13 +143,13 @@ static int cache_fetch(const char *dir, uint64_t key, const char *src, const cha
   return copy_file(path, so) == 0;
 }
 
-static void cache_store(const char *dir, uint64_t key, const char *src_path, const char *so) {
+static void cache_store(const char *dir, uint64_t key, const char *src, const char *so) {
   char path[800];
   /* the object first: a reader checks the source, so an entry is whole once its source is there */
   snprintf(path, sizeof path, "%s/%016llx.so", dir, (unsigned long long)key);
-  copy_file(so, path);
+  if (copy_file(so, path)) return;
   snprintf(path, sizeof path, "%s/%016llx.cu", dir, (unsigned long long)key);
-  copy_file(src_path, path);
+  content_write(path, src, strlen(src));
 }
 
 /* Compiles path into so with the emulator's header: 0, or the compiler's
@@ -194,7 +194,7 @@ cuda_emu_module *cuda_emu_compile(const char *src, const char *name, char *log, 
     snprintf(log, logcap, "%s: cannot write %s", name, path);
   } else if (!built && compile_object(path, so, err, name, log, logcap) == 0) {
     built = 1;
-    if (cache) cache_store(cache, key, path, so);
+    if (cache) cache_store(cache, key, src, so);
   }
   if (built) {
     m = calloc(1, sizeof *m);
