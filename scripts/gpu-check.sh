@@ -66,8 +66,9 @@ STEP_SHOW=2 step build 200 cmake --build "$build" -j "$jobs" --target $targets
 
 STEP_SHOW=20 step "jx info" 20 "$build/jx" info
 # the executor on the GPU: fused kernels through NVRTC, GEMMs through cuBLASLt
+# unfused, as CTest runs it: the cases compare the executor's own kernels with the CPU jit's
 STEP_SHOW=12 step "test_cuda_exec --real" 60 env JX_CACHE_DIR="$build/kernels-gpu-check" \
-  "$build/tests/test_cuda_exec" --real
+  JX_CUDA_NO_FUSE=1 "$build/tests/test_cuda_exec" --real
 # device-resident arrays, donation and asynchronous calls on the real driver
 STEP_SHOW=12 step "test_cuda_resident --real" 60 env JX_CACHE_DIR="$build/kernels-gpu-check" \
   "$build/tests/test_cuda_resident" --real

@@ -18,14 +18,25 @@
 # --tiny: the same steps as a dry run on a machine without a GPU: the tests
 # on tests/cuda_fake's driver (kernels in the CPU emulator), a 1-layer tiny
 # GPT on the CPU, one all-reduce repetition; the GEMM bench says it skipped.
-# Usage: scripts/gpu-smoke.sh [--tiny] [build-dir]   (default: build-gpu)
+# --no-build: run the programs already in build-dir (built on another machine
+# of the same architecture, say, where this one has no compiler toolchain or
+# libraries for building; the libraries they load must be on the loader's path).
+# Usage: scripts/gpu-smoke.sh [--tiny] [--no-build] [build-dir]   (default: build-gpu)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tiny=0
-if [[ ${1:-} == --tiny ]]; then
-  tiny=1
+build_it=1
+while [[ ${1:-} == --* ]]; do
+  case $1 in
+  --tiny) tiny=1 ;;
+  --no-build) build_it=0 ;;
+  *)
+    echo "gpu-smoke.sh: unknown option $1 (options: --tiny, --no-build)" >&2
+    exit 2
+    ;;
+  esac
   shift
-fi
+done
 build=${1:-$root/build-gpu}
 jobs=$(nproc 2>/dev/null || echo 4)
 ((jobs > 16)) && jobs=16
@@ -46,12 +57,13 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
 
 # an existing build folder keeps its configuration (no rebuild of everything
 # for a change of flags); a fresh one is a Release build without examples
-if [[ ! -f $build/CMakeCache.txt ]]; then
+if ((build_it)) && [[ ! -f $build/CMakeCache.txt ]]; then
   STEP_SHOW=2 step configure 40 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
     -DJX_BUILD_EXAMPLES=OFF
 fi
-STEP_SHOW=2 step build 150 cmake --build "$build" -j "$jobs" --target jx_cli test_cuda_runtime \
-  test_cuda_resident test_cuda_fuse_grad bench_cuda_gemm bench_cuda_gpt bench_allreduce
+((build_it)) && STEP_SHOW=2 step build 150 cmake --build "$build" -j "$jobs" --target jx_cli \
+  test_cuda_runtime test_cuda_resident test_cuda_fuse_grad bench_cuda_gemm bench_cuda_gpt \
+  bench_allreduce
 
 real=--real
 ((tiny)) && real= # the tests' default: the fake driver

@@ -71,9 +71,19 @@ typedef struct jx_dialect {
    * length, declaring rb_ and re_, the terms of this block's piece (a row's
    * columns, a column reduction's rows: a subtree of the pairwise tree, or
    * a strip for max/min); piece_part is the element offset of the piece's
-   * partial results in the reduced store, which the caller combines. */
+   * partial results in the reduced store, which the caller combines;
+   * pieces_flag is nonzero when the launch splits (then a bf16 reduction's
+   * partial results are stored as f32, rounded only once combined). */
   const char *piece_range;
   const char *piece_part;
+  const char *pieces_flag;
+  /* Groups of at least this many elements have their dims written into
+   * the kernel as numbers (the kernel serves one shape: its rows' indices
+   * divide by constants, a multiply and a shift, where a 64-bit division by
+   * a variable is a long software routine on a GPU); smaller ones, and all
+   * where it is 0, read them from dims (one kernel serves any shape, so
+   * programs traced at several small shapes share their modules). */
+  int64_t literal_dims_from;
 } jx_dialect;
 
 extern const jx_dialect jx_dialect_c;    /* render_c.c */

@@ -208,6 +208,21 @@ static const char *stype(jx_dtype d) { return d == JX_BF16 ? "uint16_t" : ctype(
  * bf16 result, a float until then, rounds once here. */
 static const char *bf16_store(jx_dtype d) { return d == JX_BF16 ? "jx_f32_bf16" : ""; }
 
+/* Dimension d of the group's shape as the kernel reads it: a number where
+ * the dialect writes dims in (literal_dims_from), else its dims argument. */
+typedef struct {
+  char s[40];
+} dim_text;
+static dim_text dim_of(const jx_dialect *dl, const jx_fusion_group *g, int d) {
+  dim_text t;
+  if (dl->literal_dims_from > 0 && jx_shape_numel(g->shape) >= dl->literal_dims_from &&
+      d < g->shape.rank)
+    snprintf(t.s, sizeof t.s, "(int64_t)%lld", (long long)g->shape.dims[d]);
+  else
+    snprintf(t.s, sizeof t.s, "%s[%d]", dl->dims, d);
+  return t;
+}
+
 /* Writes the expression template with %k replaced by operand names. */
 static void put_expr(jx_strbuf *b, const char *tmpl, char names[][24]) {
   for (const char *c = tmpl; *c; c++) {
@@ -526,30 +541,41 @@ static int put_leaf_sum(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
   return 0;
 }
 
-/* A max (op 2) or min (op 3) over the columns [from, to) into acc_ (which
- * starts at -inf / +inf) and nan_: the first NaN wins, and among equal
- * values the first stays (so -0 and +0 keep their order's sign). */
+/* A max (op 2) or min (op 3) over the columns [from, to) in steps of
+ * `step` into acc_ (which starts at -inf / +inf) and nan_: the first NaN
+ * wins, and among equal values the first stays (so -0 and +0 keep their
+ * order's sign). With at_ (a variable name, or NULL) it also records the
+ * column acc_ was taken from (the largest int64 while none was), which lets
+ * interleaved scans be combined into the sequential scan's bits. */
 static int put_extremum(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
                         const jx_fusion_group *g, const char *t, int op, const char *u,
-                        const char *from, const char *to) {
+                        const char *from, const char *to, const char *step, const char *at_) {
   jx_strbuf_appendf(b, "    %s acc_ = %sINFINITY;\n    int nan_ = 0;\n", t, op == 2 ? "-" : "");
-  jx_strbuf_appendf(b, "    for (int64_t j = %s; j < %s; j++) {\n", from, to);
+  if (at_) jx_strbuf_appendf(b, "    int64_t %s = 0x7fffffffffffffffLL; /* none yet */\n", at_);
+  jx_strbuf_appendf(b, "    for (int64_t j = %s; j < %s; j += %s) {\n", from, to, step);
   if (put_body(b, dl, p, g)) return -1;
   jx_strbuf_appendf(b,
                     "      if (!nan_) {\n        if (%s != %s) {\n          acc_ = %s;\n"
-                    "          nan_ = 1;\n        } else if (%s %s acc_) {\n          acc_ = %s;\n"
-                    "        }\n      }\n    }\n",
-                    u, u, u, u, op == 2 ? ">" : "<", u);
+                    "          nan_ = 1;%s%s%s\n        } else if (%s %s acc_) {\n"
+                    "          acc_ = %s;%s%s%s\n        }\n      }\n    }\n",
+                    u, u, u, at_ ? "\n          " : "", at_ ? at_ : "", at_ ? " = j;" : "", u,
+                    op == 2 ? ">" : "<", u, at_ ? "\n          " : "", at_ ? at_ : "",
+                    at_ ? " = j;" : "");
   return 0;
 }
 
 /* The threads of a block share the row's columns [rb_, re_) (dialects with
- * row_block; the whole row, or a piece of it). Sums:
- * thread 0 walks the tree's leaves by index (jx_pwi) a chunk of 256 at a
- * time, the threads sum the chunk's leaves, and thread 0 adds them on its
- * stack as the recursion would, so the bits are the one-thread walk's.
- * Max/min: each thread scans one strip of columns, and thread 0 combines
- * the strips in order. */
+ * row_block; the whole row, or a piece of it; at most 256 threads, a
+ * multiple of 8). Sums: thread 0 walks the tree's leaves by index (jx_pwi)
+ * a chunk of 256 at a time; eight threads share each leaf, thread k of the
+ * eight summing the leaf's columns k, k + 8, ... as the one-thread leaf's
+ * partial sum r_[k] does (neighbouring threads read neighbouring columns),
+ * the first of them combining the eight and adding the columns past the
+ * last multiple of 8; thread 0 adds the leaves on its stack as the
+ * recursion would. So the bits are the one-thread walk's.
+ * Max/min: thread i scans the columns i, i + threads, ..., keeping where
+ * its value came from, and thread 0 takes the first NaN, else the extremum
+ * found first: the sequential scan's value. */
 static int put_block_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
                                const jx_fusion_group *g, const char *t, int op, const char *u) {
   const char *sh = dl->shared_kw, *tid = dl->thread_id, *nt = dl->threads, *bar = dl->barrier;
@@ -558,8 +584,9 @@ static int put_block_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_prog
      * a constructor, and the CUDA dialect's complex types do */
     jx_strbuf_appendf(b,
                       "    %s int64_t ls_[256], ln_[256];\n    %s int la_[256], nl_;\n"
-                      "    %s double sums_[(320 * sizeof(%s) + 7) / 8];\n"
-                      "    %s *const lv_ = (%s *)sums_, *const stk_ = lv_ + 256;\n"
+                      "    %s double sums_[(576 * sizeof(%s) + 7) / 8];\n"
+                      "    %s *const lv_ = (%s *)sums_, *const stk_ = lv_ + 256, *const lr_ = "
+                      "stk_ + 64;\n"
                       "    %s jx_pwi pw_;\n    int sp_ = 0;\n",
                       sh, sh, sh, t, t, t, sh);
     jx_strbuf_appendf(b, "    if (%s == 0) jx_pwi_init(&pw_, re_ - rb_);\n    for (;;) {\n", tid);
@@ -570,12 +597,44 @@ static int put_block_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_prog
                       "          la_[c_++] = jx_pwi_done(&pw_);\n        }\n        nl_ = c_;\n"
                       "      }\n      %s\n      const int nl = nl_;\n      if (nl == 0) break;\n",
                       tid, bar);
+    /* every thread goes round the same number of times: the barriers are
+     * met by all */
     jx_strbuf_appendf(b,
-                      "      for (int c_ = %s; c_ < nl; c_ += %s) {\n"
-                      "      const int64_t s_ = rb_ + ls_[c_], n_ = ln_[c_];\n      %s leaf;\n",
-                      tid, nt, t);
-    if (put_leaf_sum(b, dl, p, g, t, u)) return -1;
-    jx_strbuf_appendf(b, "      lv_[c_] = leaf;\n      }\n      %s\n", bar);
+                      "      for (int b_ = 0; b_ < nl; b_ += (int)%s / 8) {\n"
+                      "      const int c_ = b_ + (int)%s / 8, k8_ = (int)%s %% 8;\n"
+                      "      const int64_t s_ = c_ < nl ? rb_ + ls_[c_] : 0, n_ = c_ < nl ? "
+                      "ln_[c_] : 0;\n"
+                      "      if (n_ >= 8) {\n        %s lane_;\n        {\n"
+                      "      const int64_t j = s_ + k8_;\n",
+                      nt, tid, tid, t);
+    if (put_body(b, dl, p, g)) return -1;
+    jx_strbuf_appendf(b,
+                      "      lane_ = %s;\n        }\n"
+                      "        for (int64_t q_ = 8; q_ < n_ - n_ %% 8; q_ += 8) {\n"
+                      "      const int64_t j = s_ + q_ + k8_;\n",
+                      u);
+    if (put_body(b, dl, p, g)) return -1;
+    jx_strbuf_appendf(b,
+                      "      lane_ += %s;\n        }\n        lr_[%s] = lane_;\n      }\n      %s\n"
+                      "      if (k8_ == 0 && c_ < nl) {\n        %s leaf;\n"
+                      "        if (n_ < 8) {\n          leaf = 0;\n"
+                      "          for (int64_t q_ = 0; q_ < n_; q_++) {\n"
+                      "      const int64_t j = s_ + q_;\n",
+                      u, tid, bar, t);
+    if (put_body(b, dl, p, g)) return -1;
+    jx_strbuf_appendf(b,
+                      "      leaf += %s;\n          }\n        } else {\n"
+                      "          const %s *const r_ = lr_ + %s;\n"
+                      "          leaf = ((r_[0] + r_[1]) + (r_[2] + r_[3])) + ((r_[4] + r_[5]) + "
+                      "(r_[6] + r_[7]));\n"
+                      "          for (int64_t q_ = n_ - n_ %% 8; q_ < n_; q_++) {\n"
+                      "      const int64_t j = s_ + q_;\n",
+                      u, t, tid);
+    if (put_body(b, dl, p, g)) return -1;
+    jx_strbuf_appendf(b,
+                      "      leaf += %s;\n          }\n        }\n        lv_[c_] = leaf;\n"
+                      "      }\n      %s\n      }\n",
+                      u, bar);
     /* a node's value is left + right: the stack's top two, in that order */
     jx_strbuf_appendf(b,
                       "      if (%s == 0)\n        for (int c_ = 0; c_ < nl; c_++) {\n"
@@ -586,21 +645,23 @@ static int put_block_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_prog
                       tid, bar, t);
     return 0;
   }
-  /* strips of ceil((re_ - rb_) / threads) columns; at most 1024 threads a block */
+  jx_strbuf_appendf(b, "    %s %s pv_[256];\n    %s int pn_[256];\n    %s int64_t pi_[256];\n", sh,
+                    t, sh, sh);
+  char from[64];
+  snprintf(from, sizeof from, "rb_ + (int64_t)%s", tid);
+  if (put_extremum(b, dl, p, g, t, op, u, from, "re_", nt, "at_")) return -1;
+  const char *cmp = op == 2 ? ">" : "<";
   jx_strbuf_appendf(b,
-                    "    %s %s pv_[1024];\n    %s int pn_[1024];\n"
-                    "    const int64_t w_ = (re_ - rb_ + %s - 1) / %s;\n"
-                    "    const int64_t a0_ = rb_ + (int64_t)%s * w_;\n"
-                    "    const int64_t a1_ = a0_ + w_ < re_ ? a0_ + w_ : re_;\n",
-                    sh, t, sh, nt, nt, tid);
-  if (put_extremum(b, dl, p, g, t, op, u, "a0_", "a1_")) return -1;
-  jx_strbuf_appendf(b,
-                    "    pv_[%s] = acc_;\n    pn_[%s] = nan_;\n    %s\n"
-                    "    %s acc = pv_[0];\n    if (%s == 0)\n"
-                    "      for (int k_ = 1; k_ < (int)%s && !pn_[0]; k_++)\n"
-                    "        if (pn_[k_] || pv_[k_] %s acc) {\n          acc = pv_[k_];\n"
-                    "          if (pn_[k_]) break;\n        }\n",
-                    tid, tid, bar, t, tid, nt, op == 2 ? ">" : "<");
+                    "    pv_[%s] = acc_;\n    pn_[%s] = nan_;\n    pi_[%s] = at_;\n    %s\n"
+                    "    %s acc = pv_[0];\n    if (%s == 0) {\n"
+                    "      int n0_ = pn_[0];\n      int64_t i0_ = pi_[0];\n"
+                    "      for (int k_ = 1; k_ < (int)%s; k_++)\n"
+                    "        if (pn_[k_] ? !n0_ || pi_[k_] < i0_\n"
+                    "                    : !n0_ && (pv_[k_] %s acc || (pv_[k_] == acc && pi_[k_] < "
+                    "i0_))) {\n"
+                    "          acc = pv_[k_];\n          n0_ = pn_[k_];\n          i0_ = pi_[k_];\n"
+                    "        }\n    }\n",
+                    tid, tid, tid, bar, t, tid, nt, cmp);
   return 0;
 }
 
@@ -625,10 +686,19 @@ static int put_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_program *p
                       "inner");
     jx_strbuf_appendf(b, "\n");
     if (put_block_reduction(b, dl, p, g, t, op, u)) return -1;
-    for (int s = 0; s < g->nstores; s++)
-      if (g->stores[s] == r->out[0])
+    for (int s = 0; s < g->nstores; s++) {
+      if (g->stores[s] != r->out[0]) continue;
+      if (*round && dl->pieces_flag) /* split: f32 partial results, rounded once combined */
+        jx_strbuf_appendf(b,
+                          "    if (%s == 0) {\n      if (%s)\n"
+                          "        ((float *)%s[%d] + row)[%s] = acc;\n"
+                          "      else\n        y%d[0] = %s(acc);\n    }\n",
+                          dl->thread_id, dl->pieces_flag, dl->buf, g->nloads + s, dl->piece_part, s,
+                          round);
+      else
         jx_strbuf_appendf(b, "    if (%s == 0) y%d[%s] = %s(acc);\n", dl->thread_id, s,
                           dl->piece_part ? dl->piece_part : "0", round);
+    }
     /* the next row's thread 0 must not refill the shared arrays before
      * every thread has read them */
     jx_strbuf_appendf(b, "    %s\n    }\n", dl->barrier);
@@ -642,7 +712,7 @@ static int put_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_program *p
     jx_strbuf_appendf(b, "      jx_pw_done_%s(&pw, leaf);\n    }\n    const %s acc = pw.result;\n",
                       t, t);
   } else {
-    if (put_extremum(b, dl, p, g, t, op, u, "0", "inner")) return -1;
+    if (put_extremum(b, dl, p, g, t, op, u, "0", "inner", "1", NULL)) return -1;
     jx_strbuf_appendf(b, "    const %s acc = acc_;\n", t);
   }
   for (int s = 0; s < g->nstores; s++)
@@ -664,8 +734,8 @@ static void put_col_row(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
   for (int d = g->lead - 1; d >= 0; d--) {
     const char *idx = g->lead > 1 ? "ir_" : "ri_";
     if (g->lead > 1 && d > 0)
-      jx_strbuf_appendf(b, "      ir_ = rr_ %% %s[%d];\n      rr_ /= %s[%d];\n", dl->dims, d,
-                        dl->dims, d);
+      jx_strbuf_appendf(b, "      ir_ = rr_ %% %s;\n      rr_ /= %s;\n", dim_of(dl, g, d).s,
+                        dim_of(dl, g, d).s);
     else if (g->lead > 1)
       jx_strbuf_appendf(b, "      ir_ = rr_;\n");
     for (int k = 0; k < g->nloads; k++)
@@ -813,11 +883,20 @@ static int put_col_tiled(jx_strbuf *b, const jx_dialect *dl, const jx_program *p
                       "        }\n",
                       bar, t, op == 2 ? ">" : "<");
   }
-  if (s_red >= 0)
+  const char *round = s_red >= 0 ? bf16_store(p->avals[g->stores[s_red]].dtype) : "";
+  if (s_red >= 0 && *round && dl->pieces_flag) /* split: f32 partial results, rounded once */
+    jx_strbuf_appendf(b,
+                      "      if (ty_ == 0 && cw) {\n        if (%s)\n"
+                      "          ((float *)%s[%d])[%s + row * inner + c0] = acc_[0];\n"
+                      "        else\n          ((%s *)%s[%d])[row * inner + c0] = %s(acc_[0]);\n"
+                      "      }\n",
+                      dl->pieces_flag, dl->buf, g->nloads + s_red, dl->piece_part,
+                      stype(p->avals[g->stores[s_red]].dtype), dl->buf, g->nloads + s_red, round);
+  else if (s_red >= 0)
     jx_strbuf_appendf(
         b, "      if (ty_ == 0 && cw) ((%s *)%s[%d])[%s + row * inner + c0] = %s(acc_[0]);\n",
         stype(p->avals[g->stores[s_red]].dtype), dl->buf, g->nloads + s_red,
-        dl->piece_part ? dl->piece_part : "0", bf16_store(p->avals[g->stores[s_red]].dtype));
+        dl->piece_part ? dl->piece_part : "0", round);
   /* the next tile's thread 0 must not refill the shared arrays before every
    * thread has read them */
   jx_strbuf_appendf(b, "      %s\n    }\n", bar);
@@ -853,8 +932,8 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
   if (last > lead) jx_strbuf_appendf(b, "    int64_t rem = row, i;\n");
   for (int d = last - 1; d >= lead; d--) {
     if (d > lead)
-      jx_strbuf_appendf(b, "    i = rem %% %s[%d];\n    rem /= %s[%d];\n", dl->dims, d, dl->dims,
-                        d);
+      jx_strbuf_appendf(b, "    i = rem %% %s;\n    rem /= %s;\n", dim_of(dl, g, d).s,
+                        dim_of(dl, g, d).s);
     else
       jx_strbuf_appendf(b, "    i = rem;\n");
     for (int k = 0; k < g->nloads; k++)
@@ -862,7 +941,7 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
   }
   jx_strbuf_appendf(b, "    int64_t nred_ = 1, kept_ = 1;\n");
   for (int d = 0; d < rank; d++)
-    jx_strbuf_appendf(b, "    %s *= %s[%d];\n", d < lead ? "nred_" : "kept_", dl->dims, d);
+    jx_strbuf_appendf(b, "    %s *= %s;\n", d < lead ? "nred_" : "kept_", dim_of(dl, g, d).s);
   if (dl->piece_range) {
     jx_strbuf_appendf(b, "    ");
     jx_strbuf_appendf(b, dl->piece_range, "nred_");
@@ -937,7 +1016,7 @@ char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusio
   const char *rs = dl->restrict_kw;
   const int red = g->reduces ? p->eqns[g->first + g->count - 1].out[0] : -1;
   jx_strbuf_appendf(&b, dl->signature, name);
-  jx_strbuf_appendf(&b, "  const int64_t inner = %s[%d];\n", dl->dims, last);
+  jx_strbuf_appendf(&b, "  const int64_t inner = %s;\n", dim_of(dl, g, last).s);
   jx_strbuf_appendf(&b, "  %s\n", dl->row_loop);
   if (g->reduces && g->lead > 0) {
     if (put_col_reduction(&b, dl, p, g)) {
@@ -961,8 +1040,8 @@ char *jx_render_kernel(const jx_dialect *dl, const jx_program *p, const jx_fusio
   if (rank > 1) jx_strbuf_appendf(&b, "    int64_t rem = row, i;\n");
   for (int d = rank - 2; d >= 0; d--) {
     if (d > 0)
-      jx_strbuf_appendf(&b, "    i = rem %% %s[%d];\n    rem /= %s[%d];\n", dl->dims, d, dl->dims,
-                        d);
+      jx_strbuf_appendf(&b, "    i = rem %% %s;\n    rem /= %s;\n", dim_of(dl, g, d).s,
+                        dim_of(dl, g, d).s);
     else
       jx_strbuf_appendf(&b, "    i = rem;\n"); /* row < the product of the outer dims */
     for (int k = 0; k < g->nloads; k++) {

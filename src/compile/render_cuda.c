@@ -260,6 +260,8 @@ const jx_dialect jx_dialect_cuda = {
     .piece_range = "const int64_t rb_ = a.pieces ? a.piece[blockIdx.z] : 0,\n"
                    "                  re_ = a.pieces ? a.piece[blockIdx.z + 1] : %s;",
     .piece_part = "(int64_t)blockIdx.z * a.part",
+    .pieces_flag = "a.pieces",
+    .literal_dims_from = 1 << 16,
 };
 
 char *jx_render_cuda_prelude(void) { return jx_render_prelude(&jx_dialect_cuda); }

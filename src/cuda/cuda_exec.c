@@ -26,6 +26,7 @@
 #include "cuda_copy.h"
 #include "cuda_fuse.h"
 #include "cuda_module.h"
+#include "cuda_profile.h"
 #include "cuda_resident.h"
 #include "kernels_combine.h"
 #include "kernels_gather.h"
@@ -68,6 +69,7 @@ struct jx_cuda_executable {
   /* the host's executables of its nested programs (control flow compiled
    * for the CPU, kept attention calls interpreted), found while it runs */
   jx_exec_nested nested;
+  jx_cuda_step_profile *profile; /* JX_PROFILE_STEPS=1, else NULL */
 };
 
 /* One cache of cubins for the process: executables built again for the same
@@ -454,27 +456,31 @@ int jx_cuda_reduction_split(const jx_program *p, const jx_fusion_group *g, int s
   jx_dtype dt = p->avals[r->out[0]].dtype;
   int rank = g->shape.rank, stored = 0;
   for (int o = 0; o < g->nstores; o++) stored |= g->stores[o] == r->out[0];
-  if (!g->reduces || rank < 1 || !stored || (dt != JX_F32 && dt != JX_F64)) return 1;
+  if (!g->reduces || rank < 1 || !stored || (dt != JX_F32 && dt != JX_F64 && dt != JX_BF16))
+    return 1;
   int64_t inner = g->shape.dims[rank - 1], numel = jx_shape_numel(g->shape), nred, blocks;
   if (g->lead > 0) {
     int lead = 0;
-    s->op = jx_fusion_col_reduce(r, p, &lead);
+    s->op = jx_fusion_col_reduce_on(r, p, 1, &lead); /* the device's rule: bf16 too */
     nred = dims_product(&g->shape, 0, g->lead);
     s->outputs = numel / (nred ? nred : 1);
     blocks = jx_fusion_kernel_rows(g) * ((inner + 31) / 32);
   } else {
-    s->op = jx_fusion_row_reduce(r, p);
+    s->op = jx_fusion_row_reduce_on(r, p, 1);
     nred = inner;
     s->outputs = blocks = numel / (inner ? inner : 1);
   }
   int64_t want = split_blocks > 0 ? split_blocks : 2 * (int64_t)(sms > 0 ? sms : 1);
   if (!s->op || numel == 0 || blocks >= want) return 1;
-  int depth =
-      jx_pairwise_depth(nred, (want + blocks - 1) / blocks, split_least > 0 ? split_least : 2048);
+  int depth = jx_pairwise_depth(nred, (want + blocks - 1) / blocks,
+                                split_least > 0 ? split_least
+                                : g->lead > 0   ? 512
+                                                : 2048);
   int64_t count[JX_CUDA_MAX_PIECES];
   s->pieces = jx_pairwise_pieces(nred, depth, s->start, count);
   s->start[s->pieces] = nred;
   s->f64 = dt == JX_F64;
+  s->bf16 = dt == JX_BF16;
   if (s->op == 1) s->npairs = jx_pairwise_pairs(nred, depth, s->pairs);
   return s->pieces;
 }
@@ -506,6 +512,48 @@ static void log_host_eqns(const jx_cuda_executable *x) {
   fprintf(stderr, "jx: CUDA '%s': %d host equations:%s\n", x->program->name, x->host_eqns,
           b.text ? b.text : "");
   jx_strbuf_free(&b);
+}
+
+/* Step k's label in the step profile: what runs it, its first equation's
+ * primitive and result ("kernel mul x4 bf16[8,1024,768]", "gemm bf16
+ * 8192x768x3072 x1"). */
+static void profile_label(const jx_cuda_executable *x, int k, char *buf, size_t size) {
+  const cuda_step *s = &x->steps[k];
+  const jx_program *p = x->program;
+  const jx_fusion_group *g = &s->group;
+  char sh[256] = "";
+  const jx_eqn *e = g->count ? &p->eqns[g->first] : NULL;
+  if (e && e->nout)
+    jx_aval_str(p->avals[e->out[0]].dtype, p->avals[e->out[0]].shape, sh);
+  else if (g->nstores)
+    jx_aval_str(p->avals[g->stores[0]].dtype, p->avals[g->stores[0]].shape, sh);
+  const char *prim = e ? e->prim->name : "";
+  if (s->gemm)
+    snprintf(buf, size, "gemm %s %lldx%lldx%lld x%lld", jx_dtype_name(s->desc.dtype),
+             (long long)s->desc.m, (long long)s->desc.n, (long long)s->desc.k,
+             (long long)(s->desc.batch * (s->desc.outer > 0 ? s->desc.outer : 1)));
+  else if (jx_cuda_fused_at(x->fused, k)) {
+    const jx_cuda_fused_op *op = jx_cuda_fused_op_at(x->fused, k);
+    static const char *const acts[] = {"", "+relu", "+gelu"};
+    if (op->kind == JX_CUDA_FUSED_EPILOGUE)
+      snprintf(buf, size, "gemm%s%s %s %lldx%lldx%lld", op->gemm.has_bias ? "+bias" : "",
+               acts[op->gemm.act], jx_dtype_name(op->dtype), (long long)op->gemm.m,
+               (long long)op->gemm.n, (long long)op->gemm.k);
+    else if (op->kind == JX_CUDA_FUSED_SOFTMAX)
+      snprintf(buf, size, "softmax %s %lldx%lld", jx_dtype_name(op->dtype), (long long)op->rows,
+               (long long)op->cols);
+    else
+      snprintf(buf, size, "attention%s %s b%lld h%lld t%lld d%lld",
+               op->kind == JX_CUDA_FUSED_ATTENTION_BWD ? " backward" : "", jx_dtype_name(op->dtype),
+               (long long)op->batch, (long long)op->heads, (long long)op->t,
+               (long long)op->head_dim);
+  } else
+    snprintf(buf, size, "%s %s x%d %s",
+             s->kernel >= 0  ? "kernel"
+             : s->collective ? "collective"
+             : s->gather     ? "gather"
+                             : "host",
+             prim, g->count, sh);
 }
 
 jx_cuda_executable *jx_cuda_executable_build(jx_cuda_device *d, const jx_program *p,
@@ -570,6 +618,12 @@ jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, const
   if (!st && x->host_eqns && jx_env_flag("JX_LOG_COMPILES")) log_host_eqns(x);
   if (!st) st = plan_lifetimes(x);
   if (!st && (x->nkernels || x->ngathers)) st = compile_kernels(x, dump_prefix);
+  if (!st && (x->profile = jx_cuda_step_profile_create(p->name, x->nsteps)))
+    for (int k = 0; k < x->nsteps; k++) {
+      char label[96];
+      profile_label(x, k, label, sizeof label);
+      jx_cuda_step_profile_label(x->profile, k, label);
+    }
   if (st) {
     jx_cuda_executable_free(x);
     return NULL;
@@ -581,6 +635,7 @@ const jx_exec_nested *jx_cuda_executable_nested(const jx_cuda_executable *x) { r
 
 void jx_cuda_executable_free(jx_cuda_executable *x) {
   if (!x) return;
+  jx_cuda_step_profile_free(x->profile); /* prints its report */
   jx_cuda_module_unload(x->module);
   jx_cuda_fused_free(x->fused);
   jx_exec_nested_free(&x->nested);
@@ -740,16 +795,23 @@ static jx_status run_kernel(run_state *r, int k) {
   int64_t rows = g->reduces && g->lead > 0 ? jx_fusion_kernel_rows(g) : numel / inner;
   int64_t sms = d->info.sm_count > 0 ? d->info.sm_count : 1;
   unsigned bx, gx;
-  if (g->reduces && g->lead == 0) { /* a row per block, shared by its threads */
-    bx = 256;
+  if (g->reduces && g->lead == 0) {
+    /* a row (or a split row's piece) per block, shared by its threads:
+     * about 12 columns a thread (a sum's leaves of 64 to 128 columns take
+     * 8 threads each), 32 to 256 threads */
+    int64_t len = s->split.pieces > 1 ? (inner + s->split.pieces - 1) / s->split.pieces : inner;
+    int64_t want = ((len + 11) / 12 + 31) / 32 * 32;
+    bx = (unsigned)(want < 32 ? 32 : want > 256 ? 256 : want);
     gx = 1;
   } else if (g->reduces) { /* tiles of 32 columns by 8 row groups */
     bx = 256;
     gx = clamp_u((inner + 31) / 32, 4 * sms);
-  } else { /* a thread per column, blocks of at most 256 threads */
+  } else { /* blocks of at most 256 threads along the columns, each thread about 4
+            * columns of a row (a row's setup, its index and pointers, is paid once for
+            * them) */
     int64_t want = (inner + 31) / 32 * 32;
     bx = (unsigned)(want < 256 ? want : 256);
-    gx = clamp_u((inner + bx - 1) / bx, 4 * sms);
+    gx = clamp_u((inner + 4 * (int64_t)bx - 1) / (4 * (int64_t)bx), 4 * sms);
   }
   /* rows over y: about 32 blocks per SM in all, the grid-stride loop does the rest */
   unsigned gy = clamp_u(rows, 65535);
@@ -783,7 +845,9 @@ static jx_status run_kernel(run_state *r, int k) {
                             sp->outputs,
                             sp->pieces,
                             sp->op,
-                            sp->f64,
+                            sp->f64    ? 1
+                            : sp->bf16 ? 2
+                                       : 0,
                             sp->npairs,
                             {{0}}};
   memcpy(c.pairs, sp->pairs, sizeof c.pairs);
@@ -805,12 +869,17 @@ static jx_status run_kernel(run_state *r, int k) {
  * set): a thread per element of a->n, blocks of 256, at most 32 per SM. */
 static jx_status launch_gather(run_state *r, jx_cuda_kargs *ka, const jx_cuda_gather_args *a) {
   jx_cuda_device *d = r->x->device;
+  const jx_cuda_driver_api *cu = jx_cuda_driver();
+  if (a->kind == 4) /* a reshape keeps the elements' order: a copy, at the copy engine's speed */
+    return jx_cuda_check(cu->MemcpyDtoDAsync((CUdeviceptr)(uintptr_t)a->out,
+                                             (CUdeviceptr)(uintptr_t)a->operand,
+                                             (size_t)a->n * (size_t)a->elem_bytes, d->compute),
+                         "cuMemcpyDtoDAsync", d->info.ordinal);
   memcpy(ka->strides, a, sizeof *a);
   int64_t sms = d->info.sm_count > 0 ? d->info.sm_count : 1;
   unsigned gx = clamp_u((a->n + 255) / 256, 32 * sms);
   int64_t row_begin = 0, row_end = 1;
   void *params[] = {ka, &row_begin, &row_end};
-  const jx_cuda_driver_api *cu = jx_cuda_driver();
   return jx_cuda_check(cu->LaunchKernel(r->x->module->functions[r->x->gather_fn], gx, 1, 1, 256, 1,
                                         1, 0, d->compute, params, NULL),
                        "cuLaunchKernel", d->info.ordinal);
@@ -1017,9 +1086,13 @@ jx_status jx_cuda_executable_run(jx_cuda_executable *x, const jx_program *p, jx_
     jx_dispatch_wait_all(); /* queued CPU runs may still read the arrays it takes */
     st = take_donated(&r, in);
   }
+  if (!st) st = jx_cuda_step_profile_mark(x->profile, x->device, 0);
   for (int k = 0; k < x->nsteps && !st; k++) {
     const cuda_step *s = &x->steps[k];
-    if (s->group.skip) continue; /* read through by the kernels, or dead */
+    if (s->group.skip) { /* read through by the kernels, or dead */
+      st = jx_cuda_step_profile_mark(x->profile, x->device, k + 1);
+      continue;
+    }
     if (s->kernel >= 0) {
       st = run_kernel(&r, k);
     } else if (s->gemm) {
@@ -1035,7 +1108,9 @@ jx_status jx_cuda_executable_run(jx_cuda_executable *x, const jx_program *p, jx_
         st = run_host_eqn(&r, &p->eqns[e]);
     }
     if (!st) release_dead(&r, k);
+    if (!st) st = jx_cuda_step_profile_mark(x->profile, x->device, k + 1);
   }
+  if (!st) st = jx_cuda_step_profile_collect(x->profile, x->device);
   if (!st) st = make_outputs(&r, out);
   /* the run's blocks left: values nothing read, or a failed run's */
   for (int v = 0; v < p->nvars; v++)

@@ -75,6 +75,7 @@ typedef struct jx_cuda_executable jx_cuda_executable;
 typedef struct {
   int pieces;      /* 1: unsplit */
   int op, f64;     /* 1 sum, 2 max, 3 min; the result is f64 (else f32) */
+  int bf16;        /* the result is bf16: f32 partial results, rounded once combined */
   int npairs;      /* a sum's additions, in order (prims/pairwise_split.h) */
   int64_t outputs; /* the reduction's results */
   int64_t start[JX_CUDA_MAX_PIECES + 1];
@@ -82,18 +83,19 @@ typedef struct {
 } jx_cuda_split;
 
 /* How kernel group g, which ends in a reduction, runs on a device of sms
- * SMs; returns s->pieces. The rule: an f32 or f64 reduction that fills
+ * SMs; returns s->pieces. The rule: an f32, f64 or bf16 reduction that fills
  * fewer than 2 x sms blocks (its rows for a row reduction; its kept rows x
  * tiles of 32 columns for a column reduction) splits its reduced terms
  * into subtrees of their pairwise tree (jx_pairwise_depth: at most 64), so
- * that about 2 x sms blocks run, each piece at least 2048 terms. So a
+ * that about 2 x sms blocks run, each piece at least 2048 terms (512 rows
+ * of a column reduction, whose block reads 32 columns of each). So a
  * 50,257-wide vocabulary over a few rows, a sum of 10^6 elements into one
  * scalar, or a column sum over many rows uses the whole device. */
 int jx_cuda_reduction_split(const jx_program *p, const jx_fusion_group *g, int sms,
                             jx_cuda_split *s);
 
 /* For tests, so that small shapes split: the rule's least terms per piece
- * and the blocks it aims at (0: 2048 and 2 x sms). Applies to executables
+ * and the blocks it aims at (0: 2048 or 512 and 2 x sms). Applies to executables
  * built afterwards. */
 void jx_cuda_set_reduction_split(int64_t least, int64_t blocks);
 

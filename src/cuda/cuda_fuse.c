@@ -451,6 +451,10 @@ int jx_cuda_fused_at(const jx_cuda_fused *f, int k) {
   return f && k >= 0 && k < f->ngroups && f->op_at[k] >= 0;
 }
 
+const jx_cuda_fused_op *jx_cuda_fused_op_at(const jx_cuda_fused *f, int k) {
+  return jx_cuda_fused_at(f, k) ? &f->ops[f->op_at[k]] : NULL;
+}
+
 static jx_status launch(jx_cuda_fused *f, int fn, const jx_cuda_launch_dims *g, jx_cuda_kargs *a) {
   char name[64];
   if (f->fn[fn] < 0)

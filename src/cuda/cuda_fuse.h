@@ -143,6 +143,8 @@ jx_status jx_cuda_fused_plan(jx_cuda_device *d, const jx_program *p, jx_fusion_g
                              jx_cuda_fused **out);
 /* 1 when step (group) k runs a fused op of f (f may be NULL). */
 int jx_cuda_fused_at(const jx_cuda_fused *f, int k);
+/* Group k's fused operation, or NULL when it has none. */
+const jx_cuda_fused_op *jx_cuda_fused_op_at(const jx_cuda_fused *f, int k);
 /* Queues step k's fused op on the device's compute stream. */
 jx_status jx_cuda_fused_run(jx_cuda_fused *f, int k, const jx_cuda_fused_io *io);
 jx_cuda_fused_counts jx_cuda_fused_counts_of(const jx_cuda_fused *f); /* zeros for NULL */

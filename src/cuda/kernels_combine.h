@@ -6,7 +6,9 @@
  * the order prims/pairwise_split.h lists), so the bits are the unsplit
  * sum's, the C backend's; max/min combine the strips in order (the first
  * NaN, else the first extreme value by strict comparison), as the eager
- * kernel's scan keeps them. f32 and f64 results. */
+ * kernel's scan keeps them. f32, f64 and bf16 results (a bf16 reduction's
+ * pieces are f32, as its accumulator, rounded once here as the unsplit
+ * kernel rounds its store). */
 #ifndef JX_SRC_CUDA_KERNELS_COMBINE_H
 #define JX_SRC_CUDA_KERNELS_COMBINE_H
 
@@ -20,8 +22,9 @@ typedef struct {
   const void *part; /* pieces x m partial results */
   void *out;        /* the m results */
   int64_t m;
-  int32_t pieces, op;                   /* op: 1 sum, 2 max, 3 min (jx_fusion_row_reduce's) */
-  int32_t f64, npairs;                  /* f64: 1 double, 0 float; npairs: the sums' additions */
+  int32_t pieces, op;   /* op: 1 sum, 2 max, 3 min (jx_fusion_row_reduce's) */
+  int32_t kind, npairs; /* kind: 0 float, 1 double, 2 float partial results into bf16
+                         * results; npairs: the sums' additions */
   uint8_t pairs[JX_CUDA_MAX_PIECES][2]; /* pairs[i][0] += pairs[i][1], in order */
 } jx_cuda_combine_args;
 

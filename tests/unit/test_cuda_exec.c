@@ -34,6 +34,7 @@
 #include "cuda_emu/cuda_emu_runner.h"
 #include "ir/program.h"
 #include "cuda_test_driver.h"
+#include "test_capture.h"
 #include "test_util.h"
 #include "trace/fn.h"
 
@@ -60,14 +61,16 @@ static jx_cuda_alloc_stats device_memory(void) {
 }
 
 /* Bit for bit; with a real driver, where cuBLASLt runs the GEMMs (its own
- * order of the sums), within 1e-5 relative for the cases that multiply. */
+ * order of the sums), within 1e-5 relative for the cases that multiply (a
+ * NaN where the CPU has one: the inputs of some cases make NaNs). */
 static void expect_same_bits(jx_array *want, jx_array *got, const char *what, int o, int gemms) {
   char *a, *b;
   size_t bytes = cuda_test_read_pair(want, got, &a, &b);
   if (gemms && jx_dtype_of(want) == JX_F32) {
     const float *x = (const float *)a, *y = (const float *)b;
     for (size_t i = 0; i < bytes / 4; i++)
-      if (!(fabsf(x[i] - y[i]) <= 1e-5f * fmaxf(1.0f, fabsf(x[i]))))
+      if (x[i] != y[i] && !(fabsf(x[i] - y[i]) <= 1e-5f * fmaxf(1.0f, fabsf(x[i]))) &&
+          !(isnan(x[i]) && isnan(y[i])))
         fail_msg("%s output %d element %zu: CUDA %g, CPU %g", what, o, i, y[i], x[i]);
   } else if (memcmp(a, b, bytes) != 0) {
     fail_msg("%s output %d: CUDA differs from the CPU jit", what, o);
@@ -83,13 +86,13 @@ static void expect_same_bits(jx_array *want, jx_array *got, const char *what, in
  * uploads stay with the arrays) and reuses the first call's blocks (freed
  * with its outputs); outputs and inputs hold their blocks until they are
  * freed, and then every block is back in the allocator. */
-static void check_case(const char *what, int nin, int nout, jx_body body, jx_shape *shapes,
-                       int min_kernels, int min_host) {
+static void check_case_of(jx_array *(*make_input)(jx_shape s, int seed), const char *what, int nin,
+                          int nout, jx_body body, jx_shape *shapes, int min_kernels, int min_host) {
   jx_array *in[8], *want[8], *got[8];
   jx_aval av[8];
   jx_scope_begin(); /* the case's arrays */
   for (int i = 0; i < nin; i++) {
-    in[i] = values(shapes[i], i + 1);
+    in[i] = make_input(shapes[i], i + 1);
     av[i] = (jx_aval){JX_F32, 0, shapes[i], 0};
   }
   jx_fn *f = jx_fn_create(what, nin, nout, body, NULL);
@@ -128,7 +131,7 @@ static void check_case(const char *what, int nin, int nout, jx_body body, jx_sha
     assert_int_equal(copied2.to_device_bytes, copied.to_device_bytes);
     assert_int_equal(copied2.to_host_bytes, copied.to_host_bytes);
   }
-  for (int o = 0; o < nout; o++) expect_same_bits(want[o], got[o], what, o, gemms);
+  for (int o = 0; o < nout; o++) expect_same_bits(want[o], got[o], what, o, gemms || real_driver);
   assert_true(kernels >= min_kernels);
   /* the fake has no cuBLASLt: dot_general runs on the host there */
   if (!real_driver) assert_int_equal(gemms, 0);
@@ -141,6 +144,11 @@ static void check_case(const char *what, int nin, int nout, jx_body body, jx_sha
   jx_fn_release(cpu);
   jx_fn_release(f);
   assert_int_equal(device_memory().in_use, 0);
+}
+
+static void check_case(const char *what, int nin, int nout, jx_body body, jx_shape *shapes,
+                       int min_kernels, int min_host) {
+  check_case_of(values, what, nin, nout, body, shapes, min_kernels, min_host);
 }
 
 /* tanh(x * y + 1) - exp(-x) * 0.5 */
@@ -183,6 +191,42 @@ static void test_long_row_reduction(void **state) {
   (void)state;
   jx_shape s[1] = {{2, {3, 40000}}};
   check_case("long row reduction", 1, 3, long_row_body, s, 1, 0);
+}
+
+/* Rows where the order decides the bits: two NaNs of different payloads
+ * (the first wins), a -0 before a +0 and a +0 before a -0 among negative
+ * numbers (the first of equal values stays), and row 3 all -inf: a
+ * block's threads scan interleaved columns, and their results must meet
+ * as the sequential scan's. */
+static jx_array *special_values(jx_shape s, int seed) {
+  (void)seed;
+  int64_t n = jx_shape_numel(s), w = s.dims[1];
+  float *f = malloc(sizeof *f * (size_t)n);
+  assert_non_null(f);
+  for (int64_t i = 0; i < n; i++) f[i] = -1.0f - (float)(i % 97);
+  uint32_t nan_a = 0x7fc00001u, nan_b = 0x7fc00002u;
+  memcpy(&f[0 * w + 2900], &nan_a, 4);
+  memcpy(&f[0 * w + 301], &nan_b, 4); /* the first NaN */
+  f[1 * w + 5] = -0.0f;
+  f[1 * w + 2000] = 0.0f;
+  f[2 * w + 7] = 0.0f;
+  f[2 * w + 1500] = -0.0f;
+  for (int64_t j = 0; j < w; j++) f[3 * w + j] = -INFINITY;
+  jx_array *a = jx_array_from(JX_F32, s, f);
+  free(f);
+  return a;
+}
+
+static void extremum_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_max(in[0], JX_AXES(1), 0);
+  out[1] = jx_min(jx_neg(in[0]), JX_AXES(1), 0);
+}
+
+static void test_row_extremum_order(void **state) {
+  (void)state;
+  jx_shape s[1] = {{2, {4, 3000}}};
+  check_case_of(special_values, "row extremum order", 1, 2, extremum_body, s, 1, 0);
 }
 
 /* reductions of an input, with nothing to fuse them with: kernels too, so
@@ -255,16 +299,19 @@ static void split_body(void *ctx, jx_array *const *in, jx_array **out) {
   out[3] = jx_sum(jx_mul(in[1], in[1]), JX_AXES(0), 0);
   out[4] = jx_min(in[1], JX_AXES(0), 0);
   out[5] = jx_sum(t, JX_AXES(0), 0); /* 9000 terms into one scalar */
+  /* bf16: f32 pieces, rounded once combined */
+  out[6] = jx_sum(jx_astype(jx_mul(x, x), JX_BF16), JX_AXES(1), 0);
+  out[7] = jx_sum(jx_astype(jx_mul(in[1], in[1]), JX_BF16), JX_AXES(0), 0);
 }
 
 static void test_split_reductions(void **state) {
   (void)state;
   jx_shape s[2] = {{2, {3, 8000}}, {2, {3000, 3}}};
   jx_cuda_set_reduction_split(256, 8);
-  check_case("split reductions", 2, 6, split_body, s, 4, 0);
+  check_case("split reductions", 2, 8, split_body, s, 4, 0);
   jx_cuda_set_reduction_split(0, 0);
   assert_true(last_host <= 1);   /* the iota */
-  assert_true(last_splits >= 6); /* the split is what this checks */
+  assert_true(last_splits >= 8); /* the split is what this checks */
 }
 
 /* (x + b) * c with b [n] along the rows and c [m, 1] along the columns */
@@ -438,6 +485,49 @@ static jx_array *integers(jx_dtype dt, jx_shape s, int seed, float *host) {
   return a;
 }
 
+/* JX_PROFILE_STEPS=1: the executable times its steps on the device and,
+ * freed, reports the runs and each step's label with its share. */
+typedef struct {
+  jx_array *x, *y;
+} profile_case;
+
+static jx_status two_profiled_runs(void *ctx) {
+  profile_case *c = ctx;
+  jx_fn *f = jx_fn_create("profiled", 2, 1, chain_body, NULL);
+  jx_fn *gpu = jx_jit(f, NULL);
+  jx_array *in[2] = {c->x, c->y}, *out[1];
+  jx_status st = JX_OK;
+  for (int run = 0; run < 2 && !st; run++) {
+    jx_scope_begin();
+    st = jx_call(gpu, in, out);
+    if (!st) st = jx_block_until_ready(out[0]);
+    jx_scope_end();
+  }
+  jx_fn_release(gpu); /* frees the executable: the report */
+  jx_fn_release(f);
+  return st;
+}
+
+static void test_step_profile(void **state) {
+  (void)state;
+  jx_scope_begin();
+  jx_shape s = {2, {37, 300}};
+  profile_case c = {values(s, 1), values(s, 2)};
+  setenv("JX_PLATFORM", "cuda", 1);
+  setenv("JX_PROFILE_STEPS", "1", 1);
+  jx_status st;
+  const char *report = captured(two_profiled_runs, &c, &st);
+  unsetenv("JX_PROFILE_STEPS");
+  setenv("JX_PLATFORM", "cpu", 1);
+  check_ok(st);
+  assert_non_null(strstr(report, "jx: profiled on CUDA: 2 runs"));
+  /* the chain is one kernel: its label and the whole time */
+  assert_non_null(strstr(report, "kernel "));
+  assert_non_null(strstr(report, "f32[37,300]"));
+  assert_non_null(strstr(report, "100.0%"));
+  jx_scope_end();
+}
+
 /* jx_cuda_dot_as_gemm on traced programs: the GEMM it describes, computed
  * on the CPU from its fields, equals the eager dot_general; layouts that
  * are not one GEMM are refused. No device needed. */
@@ -549,6 +639,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_elementwise_chain, setup, teardown),
       cmocka_unit_test_setup_teardown(test_row_reduction, setup, teardown),
       cmocka_unit_test_setup_teardown(test_long_row_reduction, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_row_extremum_order, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lone_reductions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_column_reduction, setup, teardown),
       cmocka_unit_test_setup_teardown(test_long_column_reduction, setup, teardown),
@@ -561,6 +652,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_mlp_forward, setup, teardown),
       cmocka_unit_test_setup_teardown(test_identical_layers_share_a_kernel, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dot_as_gemm, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_step_profile, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
