@@ -342,12 +342,21 @@ typedef struct {
 
 /* The next line from node 0 within timeout_s, BEATs skipped: 1; 0 when the
  * connection closed; -1 on timeout; -2 when node 0 said nothing for
- * silent_s (why says so). */
+ * silent_s (why says so). What node 0 sent while this launcher was busy
+ * elsewhere is read before its silence is judged. */
 static int next_line(link_t *rv, char *line, size_t cap, double timeout_s, char *why,
                      size_t why_cap) {
   double until = jx_rdzv_now() + timeout_s;
   for (;;) {
     double now = jx_rdzv_now(), wait = until - now;
+    if (rv->silent_s > 0 && wait > rv->heard + rv->silent_s - now)
+      wait = rv->heard + rv->silent_s - now + 0.01;
+    int r = jx_rdzv_read_line(rv->fd, rv->buf, sizeof rv->buf, &rv->len, line, cap,
+                              wait > 0 ? wait : 0);
+    now = jx_rdzv_now();
+    if (r == 1) rv->heard = now;
+    if (r == 1 && !strcmp(line, "BEAT")) continue;
+    if (r != -1) return r;
     if (rv->silent_s > 0 && now - rv->heard > rv->silent_s) {
       snprintf(why, why_cap,
                "node 0 (the rendezvous) said nothing for %g s (JX_HEARTBEAT_TIMEOUT): its "
@@ -355,13 +364,7 @@ static int next_line(link_t *rv, char *line, size_t cap, double timeout_s, char 
                rv->silent_s);
       return -2;
     }
-    if (rv->silent_s > 0 && wait > rv->heard + rv->silent_s - now)
-      wait = rv->heard + rv->silent_s - now + 0.01;
-    int r = jx_rdzv_read_line(rv->fd, rv->buf, sizeof rv->buf, &rv->len, line, cap,
-                              wait > 0 ? wait : 0);
-    if (r == 1) rv->heard = jx_rdzv_now();
-    if (r == 1 && !strcmp(line, "BEAT")) continue;
-    if (r != -1 || jx_rdzv_now() >= until) return r;
+    if (now >= until) return -1;
   }
 }
 
