@@ -61,7 +61,8 @@ else
 fi
 start=$(now)
 # a watchdog: the survivor's launcher does not outlive 60 s (a hang then shows as status 137)
-(sleep 60 && kill -9 "${launcher[$survivor]}") >/dev/null 2>&1 &
+# (without the cleanup: a subshell ended by a signal runs the EXIT trap it inherited)
+(trap - EXIT && sleep 60 && kill -9 "${launcher[$survivor]}") >/dev/null 2>&1 &
 watchdog=$!
 wait "${launcher[$survivor]}"
 status=$?
