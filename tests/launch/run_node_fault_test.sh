@@ -6,10 +6,12 @@
 #   run_node_fault_test.sh JX WORKER node1   node 1's launcher gets SIGKILL mid-run
 #   run_node_fault_test.sh JX WORKER node0_hang   node 0's launcher and processes get SIGSTOP
 #       (its host hangs or is cut off: no connection closes)
+#   run_node_fault_test.sh JX WORKER node1_hang   node 1's launcher and processes get SIGSTOP
 # Oracle: within JX_HEARTBEAT_TIMEOUT = 5 s (plus 3 s for a loaded machine) the other node's
-# launcher exits non-zero naming the lost node, and no process of the job is left (the lost
-# launcher's die with it, the other node's are stopped; node0_hang: node 1's); the
-# collectives' deadline is 120 s.
+# launcher exits non-zero naming the lost node (node1_hang: its processes name a process of
+# node 1, whose heartbeats stopped, and their launcher ends the job), and no process of the job
+# is left (the lost launcher's die with it, the other node's are stopped; *_hang: the other
+# node's); the collectives' deadline is 120 s.
 set -u
 jx=$1 worker=$2 mode=$3
 timeout=5 slack=3
@@ -18,7 +20,7 @@ export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(dirname "$0")
 unset JX_COORDINATOR_ADDRESS JX_NUM_PROCESSES JX_PROCESS_ID
 case $mode in
 node0 | node0_hang) victim=0 survivor=1 ;;
-node1) victim=1 survivor=0 ;;
+node1 | node1_hang) victim=1 survivor=0 ;;
 *) echo "unknown mode $mode" && exit 2 ;;
 esac
 # a port nobody listens on, and the one after it (the job's)
@@ -54,8 +56,8 @@ for ((i = 0; i < 600; i++)); do
 done
 [ $ready -eq 4 ] || fail "the job did not start within 60 s"
 now() { date +%s.%N; }
-if [ "$mode" = node0_hang ]; then
-  kill -STOP "${launcher[$victim]}" "$(cat "$dir/pid.0")" "$(cat "$dir/pid.1")"
+if [ "$mode" = node${victim}_hang ]; then
+  kill -STOP "${launcher[$victim]}" "$(cat "$dir/pid.$((2 * victim))")" "$(cat "$dir/pid.$((2 * victim + 1))")"
 else
   kill -9 "${launcher[$victim]}"
 fi
@@ -69,14 +71,19 @@ status=$?
 kill "$watchdog" 2>/dev/null
 took=$(awk -v a="$(now)" -v b="$start" 'BEGIN { printf "%.1f", a - b }')
 [ "$status" -ne 0 ] && [ "$status" -ne 137 ] || fail "node $survivor's launcher exited $status (want non-zero, no hang)"
-says=$(grep -m1 "jx launch: the job failed: .*node $victim" "$dir/node.$survivor.log") ||
-  fail "node $survivor's launcher did not name node $victim"
+if [ "$mode" = node1_hang ]; then
+  says=$(grep -m1 "^\[p[01]\] .*process [23] was lost" "$dir/node.0.log") ||
+    fail "node 0's processes did not name a process of node 1"
+else
+  says=$(grep -m1 "jx launch: the job failed: .*node $victim" "$dir/node.$survivor.log") ||
+    fail "node $survivor's launcher did not name node $victim"
+fi
 echo "node $survivor's launcher ended after $took s: $says"
 # no process of the job is left (a process killed by its launcher's death may take a moment)
 for ((i = 0; i < 20; i++)); do
   left=""
   for p in 0 1 2 3; do
-    [ "$mode" = node0_hang ] && [ $p -lt 2 ] && continue # stopped, not gone
+    [ "$mode" = node${victim}_hang ] && [ $((p / 2)) = "$victim" ] && continue # stopped, not gone
     pid=$(cat "$dir/pid.$p")
     kill -0 "$pid" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ] && left="$left $p"
   done
