@@ -5,14 +5,17 @@
  * 1 KiB .. 64 MiB; and the time a job takes to join. bench/dist_allreduce.py
  * runs it under both engines in alternating rounds and compares them.
  *
- *   JX_NUM_CPU_DEVICES=1 mpirun -np 2 build/bench/bench_dist_allreduce [min_bytes [max_bytes]]
+ *   JX_NUM_CPU_DEVICES=1 mpirun -np 2 build/bench/bench_dist_allreduce [a2a] [min_bytes
+ * [max_bytes]]
  *   JX_NUM_CPU_DEVICES=1 JX_COORDINATOR_ADDRESS=127.0.0.1:5000 JX_NUM_PROCESSES=2 \
  *     JX_PROCESS_ID=i build/bench/bench_dist_allreduce ...   (one per process)
  *
  * Prints on process 0 one line per size: bytes, the median time in us (the
  * slowest process's median), after checking the result (exact sums of
  * integers). With "join" as the only argument: the seconds from the first
- * process's start to the last one's joining (clocks of one host). */
+ * process's start to the last one's joining (clocks of one host). With
+ * "a2a" first: all-to-all (jx_comm_all_to_all) of that many bytes sent by
+ * each process, a P-th to each, checked element by element. */
 #include "bench_util.h"
 
 #include <stdio.h>
@@ -55,6 +58,8 @@ int main(int argc, char **argv) {
     if (jx_comm_all_reduce(c, rank, span, span, 2, JX_F64, JX_REDUCE_MAX, 0)) return fail("join");
     if (!me) printf("join %d %.4f\n", P, span[1] + span[0]);
   }
+  int a2a = argc > 1 && !strcmp(argv[1], "a2a");
+  if (a2a) argc--, argv++;
   size_t lo = argc > 1 && strcmp(argv[1], "join") ? (size_t)atol(argv[1]) : 1024,
          hi = argc > 2 ? (size_t)atol(argv[2]) : (size_t)64 << 20;
   for (size_t bytes = lo < 4 ? 4 : lo; argc != 2 || strcmp(argv[1], "join"); bytes *= 4) {
@@ -65,6 +70,26 @@ int main(int argc, char **argv) {
     if (iters > 1000) iters = 1000;
     if (iters < 5) iters = 5;
     double *t = malloc(sizeof *t * (size_t)iters);
+    if (a2a) {
+      size_t each = n / (size_t)P; /* elements to each peer */
+      float *b = malloc(bytes);
+      for (size_t i = 0; i < each * (size_t)P; i++) a[i] = (float)(me * 1000 + (int)(i % 997));
+      if (jx_comm_all_to_all(c, rank, a, b, each, JX_F32, 0)) return fail("all_to_all");
+      for (size_t i = 0; i < each * (size_t)P; i++)
+        if (b[i] != (float)((int)(i / each) * 1000 + (int)((me * each + i % each) % 997))) {
+          fprintf(stderr, "process %d: the all-to-all of %zu bytes is wrong at %zu\n", me, bytes,
+                  i);
+          return fail("checking");
+        }
+      for (int it = 0; it < iters; it++) {
+        if (jx_comm_barrier(c, rank, 0)) return fail("barrier");
+        double t0 = bench_now_s();
+        if (jx_comm_all_to_all(c, rank, a, b, each, JX_F32, 0)) return fail("all_to_all");
+        t[it] = bench_now_s() - t0;
+      }
+      free(b);
+      goto report;
+    }
     /* integers (a prime period, and per process): every sum is exact */
     for (size_t i = 0; i < n; i++) a[i] = (float)(i % 251 + (size_t)me);
     if (jx_comm_all_reduce(c, rank, a, a, n, JX_F32, JX_REDUCE_SUM, 0)) return fail("all_reduce");
@@ -79,6 +104,7 @@ int main(int argc, char **argv) {
       if (jx_comm_all_reduce(c, rank, a, a, n, JX_F32, JX_REDUCE_SUM, 0)) return fail("all_reduce");
       t[it] = bench_now_s() - t0;
     }
+  report:
     qsort(t, (size_t)iters, sizeof *t, bench_cmp_double);
     double med = t[iters / 2]; /* the slowest process decides */
     if (jx_comm_all_reduce(c, rank, &med, &med, 1, JX_F64, JX_REDUCE_MAX, 0)) return fail("max");

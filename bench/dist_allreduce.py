@@ -6,7 +6,7 @@ alternating rounds so that both see the same machine; and the time a job of
 8, 16, 32 local processes takes to join at a coordinator.
 
     python3 bench/dist_allreduce.py [--build build] [--rounds 3] [--procs 2,4] [--join 8,16,32]
-                                    [--bind] [--copy]
+                                    [--bind] [--copy] [--a2a]
 
 --bind pins process p of either engine to CPU p mod the CPU count (taskset), as
 mpirun binds its processes by default: on a machine busy with other work, two
@@ -16,6 +16,9 @@ every hand-off waits for the other to be scheduled.
 --copy adds a third contender to each round: the coordinator's job with
 JX_SHM_SINGLE_COPY=0 (large buffers copied through the shared memory segment
 instead of read from the peers' processes), for its own ratio to MPI.
+
+--a2a measures all-to-all instead (each process sends the size, a P-th of it
+to each process).
 
 Prints, per process count and size, the median time of each engine (over
 the rounds' medians) and the median and range of the per-round ratio
@@ -92,8 +95,9 @@ def main():
     ap.add_argument("--bind", action="store_true")
     ap.add_argument("--max-bytes", default=str(64 << 20))
     ap.add_argument("--copy", action="store_true")
+    ap.add_argument("--a2a", action="store_true")
     a = ap.parse_args()
-    sizes = [a.min_bytes, a.max_bytes]
+    sizes = (["a2a"] if a.a2a else []) + [a.min_bytes, a.max_bytes]
     engines = [run_gloo, run_mpi]
     if a.copy:
         engines.append(lambda *args: run_gloo(*args, single_copy="0"))
@@ -103,7 +107,8 @@ def main():
             order = [(r + i) % len(engines) for i in range(len(engines))]
             got = {e: engines[e](a.build, np, sizes, a.bind) for e in order}
             rounds.append([got[e] for e in range(len(engines))])
-        print(f"{np} processes{', bound' if a.bind else ''}, f32 sum, {a.rounds} rounds: medians "
+        what = "all-to-all" if a.a2a else "f32 sum"
+        print(f"{np} processes{', bound' if a.bind else ''}, {what}, {a.rounds} rounds: medians "
               f"in us; ratio = MPI / coordinator{'; copy: JX_SHM_SINGLE_COPY=0' if a.copy else ''}")
         print(f"{'bytes':>10} {'coord us':>10} {'MPI us':>10} {'ratio':>6} {'range':>12}" +
               (f" {'copy us':>10} {'ratio':>6} {'range':>12}" if a.copy else ""))

@@ -8,10 +8,11 @@ set -euo pipefail
 # the datasets are the examples' and the training job's default data; Open MPI builds the
 # MPI plugin (libjx_mpi.so) and runs the tests of many processes (mpirun); Gloo builds the
 # plugin (libjx_gloo.so) for processes that meet at a coordinator without MPI; GLPK solves the
-# automatic sharding planner's integer linear program; FFTW3 runs the Fourier transforms.
+# automatic sharding planner's integer linear program; FFTW3 runs the Fourier transforms;
+# iproute2 (ip) makes the network namespaces of the two-host test (launch.train_hosts).
 packages=(build-essential cmake pkg-config libopenblas-dev liblapacke-dev libcmocka-dev libcjson-dev zlib1g-dev clang
           libclang-rt-14-dev clang-format dataset-fashion-mnist fortunes libopenmpi-dev openmpi-bin
-          libgloo-dev libglpk-dev libfftw3-dev)
+          libgloo-dev libglpk-dev libfftw3-dev iproute2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../src/base/env.h"
 #include "cli.h"
 #include "launch.h"
 
@@ -334,7 +335,38 @@ typedef struct {
   int fd;
   char buf[1024];
   size_t len;
+  double heard;    /* when node 0 last said something */
+  double silent_s; /* JX_HEARTBEAT_TIMEOUT: node 0 is lost after this long without a word
+                      (0: never) */
 } link_t;
+
+/* The next line from node 0 within timeout_s, BEATs skipped: 1; 0 when the
+ * connection closed; -1 on timeout; -2 when node 0 said nothing for
+ * silent_s (why says so). What node 0 sent while this launcher was busy
+ * elsewhere is read before its silence is judged. */
+static int next_line(link_t *rv, char *line, size_t cap, double timeout_s, char *why,
+                     size_t why_cap) {
+  double until = jx_rdzv_now() + timeout_s;
+  for (;;) {
+    double now = jx_rdzv_now(), wait = until - now;
+    if (rv->silent_s > 0 && wait > rv->heard + rv->silent_s - now)
+      wait = rv->heard + rv->silent_s - now + 0.01;
+    int r = jx_rdzv_read_line(rv->fd, rv->buf, sizeof rv->buf, &rv->len, line, cap,
+                              wait > 0 ? wait : 0);
+    now = jx_rdzv_now();
+    if (r == 1) rv->heard = now;
+    if (r == 1 && !strcmp(line, "BEAT")) continue;
+    if (r != -1) return r;
+    if (rv->silent_s > 0 && now - rv->heard > rv->silent_s) {
+      snprintf(why, why_cap,
+               "node 0 (the rendezvous) said nothing for %g s (JX_HEARTBEAT_TIMEOUT): its "
+               "launcher or its host hangs, or the network between is cut",
+               rv->silent_s);
+      return -2;
+    }
+    if (now >= until) return -1;
+  }
+}
 
 /* Runs the attempt the server started with go until its processes all end
  * well (DONE), the server stops it (STOPPED: join again) or ends the job. */
@@ -412,21 +444,24 @@ static int run_attempt(const options *o, link_t *rv, const char *go, char *why, 
       free(k);
       return ATTEMPT_ENDED;
     }
-    if (p[0].revents) {
+    /* every line node 0 sent (a BEAT may come with a STOP), and its silence */
+    for (int r = 1; r == 1 && st == ATTEMPT_DONE;) {
       char line[1024];
-      int r = jx_rdzv_read_line(rv->fd, rv->buf, sizeof rv->buf, &rv->len, line, sizeof line, 0);
+      r = next_line(rv, line, sizeof line, 0, why, cap);
       if (r == 0) {
         snprintf(why, cap, "the rendezvous at node 0 closed (node 0's launcher is gone)");
+        st = ATTEMPT_ENDED;
+      } else if (r == -2) {
         st = ATTEMPT_ENDED;
       } else if (r == 1 && (!strncmp(line, "STOP ", 5) || !strncmp(line, "END ", 4))) {
         st = line[0] == 'S' ? ATTEMPT_STOPPED : ATTEMPT_ENDED;
         snprintf(why, cap, "%s", strchr(line, ' ') + 1);
       }
-      if (st != ATTEMPT_DONE) {
-        stop_all(k, n, o->stop_grace_s);
-        free(k);
-        return st;
-      }
+    }
+    if (st != ATTEMPT_DONE) {
+      stop_all(k, n, o->stop_grace_s);
+      free(k);
+      return st;
     }
   }
 }
@@ -434,6 +469,12 @@ static int run_attempt(const options *o, link_t *rv, const char *go, char *why, 
 int jx_cmd_launch(int argc, char **argv) {
   options o;
   if (!parse(argc, argv, &o)) return 2;
+  double silent_s = 30; /* the processes' heartbeat timeout guards the launchers too */
+  if (jx_env_double("JX_HEARTBEAT_TIMEOUT", &silent_s) < 0 || silent_s < 0) {
+    fprintf(stderr, "jx launch: JX_HEARTBEAT_TIMEOUT='%s' is not a number of seconds >= 0\n",
+            jx_env_string("JX_HEARTBEAT_TIMEOUT"));
+    return 2;
+  }
   const char *host = o.port ? o.host : "127.0.0.1";
   int rv_port = o.port;
   if (o.node_rank == 0) {
@@ -442,14 +483,17 @@ int jx_cmd_launch(int argc, char **argv) {
                         .max_restarts = o.max_restarts,
                         .settle_s = o.settle_s,
                         .join_timeout_s = o.join_timeout_s,
-                        .job_port = o.port ? o.port + 1 : free_port()};
+                        .job_port = o.port ? o.port + 1 : free_port(),
+                        .beat_s = silent_s / 5};
     if (c.job_port < 0 || (rv_port = jx_rdzv_serve(&c, o.port)) < 0) return 1;
   }
   struct sigaction sa = {.sa_handler = on_signal};
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
-  link_t rv = {.fd = jx_rdzv_connect(host, rv_port, o.join_timeout_s)};
+  link_t rv = {.fd = jx_rdzv_connect(host, rv_port, o.join_timeout_s),
+               .heard = jx_rdzv_now(),
+               .silent_s = silent_s};
   if (rv.fd < 0) {
     say("cannot reach the rendezvous at %s:%d within %g s (is node 0's launcher running?)", host,
         rv_port, o.join_timeout_s);
@@ -460,8 +504,11 @@ int jx_cmd_launch(int argc, char **argv) {
   for (;;) {
     jx_rdzv_send(rv.fd, "JOIN %d %d", o.node_rank, o.nproc);
     char line[1024];
-    int r = jx_rdzv_read_line(rv.fd, rv.buf, sizeof rv.buf, &rv.len, line, sizeof line,
-                              o.join_timeout_s + o.settle_s + 5);
+    int r = next_line(&rv, line, sizeof line, o.join_timeout_s + o.settle_s + 5, why, sizeof why);
+    if (r == -2) {
+      say("the job failed: %s", why);
+      break;
+    }
     if (r != 1) {
       say("the rendezvous at %s:%d %s", host, rv_port,
           r ? "did not start the job in time" : "closed (node 0's launcher is gone)");

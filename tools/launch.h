@@ -8,6 +8,10 @@
  *                        <processes in all> <job port> <job token>"
  *                       "STOP <why>"   stop the processes; JOIN again
  *                       "END <why>"    stop the processes; the job failed
+ *                       "BEAT"         every fifth of JX_HEARTBEAT_TIMEOUT: a launcher
+ *                                      that hears nothing from node 0 for that long
+ *                                      (its host hangs or is cut off, and no
+ *                                      connection closes) stops its processes and ends
  * An attempt starts when the most nodes have joined, or the fewest (elastic
  * --nnodes MIN:MAX) have and no other came within the settle time. A failed
  * process, or a node's launcher that goes away (its connection closes: the
@@ -19,7 +23,8 @@
 typedef struct {
   int min_nodes, max_nodes, max_restarts;
   double settle_s, join_timeout_s;
-  int job_port; /* where each attempt's process 0 serves (JX_COORDINATOR_ADDRESS) */
+  int job_port;  /* where each attempt's process 0 serves (JX_COORDINATOR_ADDRESS) */
+  double beat_s; /* seconds between two BEATs to every node (0: none) */
 } jx_rdzv_config;
 
 /* Starts the server on a thread, listening on port (0: any; the port is

@@ -189,7 +189,12 @@ static void *serve(void *arg) {
   (void)arg;
   join_start = jx_rdzv_now();
   fewest_since = -1;
+  double beat_at = join_start;
   while (!finished) {
+    if (cfg.beat_s > 0 && jx_rdzv_now() >= beat_at) {
+      for (int i = 0; i < nnodes; i++) jx_rdzv_send(nodes[i].fd, "BEAT");
+      beat_at = jx_rdzv_now() + cfg.beat_s;
+    }
     struct pollfd p[MAX_NODES + 1];
     p[0] = (struct pollfd){.fd = listen_fd, .events = POLLIN};
     for (int i = 0; i < nnodes; i++)

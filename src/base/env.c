@@ -122,7 +122,8 @@ const jx_env_var jx_env_vars[] = {
     {"JX_HEARTBEAT_TIMEOUT", JX_ENV_NUMBER, "30",
      "seconds without a heartbeat after which a process of a job that met at a coordinator is "
      "lost: every process fails its collectives at once with its name and ends (0: no "
-     "heartbeats) " DOCS("distributed.md")},
+     "heartbeats); a `jx launch` launcher that hears nothing from node 0's for as long stops "
+     "its processes and ends " DOCS("distributed.md")},
     {"JX_HOST_ID", JX_ENV_TEXT, "the host's name, `/dev/shm` and PID namespace",
      "for tests only: the host a process of a job at a coordinator says it is on; processes "
      "with one id meet in shared memory, hosts over Gloo (one machine can act as several "

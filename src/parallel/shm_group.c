@@ -618,18 +618,38 @@ static int broadcast(run_ctx *k, const jx_mpi_op *op) {
   return 0;
 }
 
+static int all_to_all_direct(run_ctx *k, const jx_mpi_op *op, char *said);
+
 /* Each ordered pair of members has a mailbox of a slot's m-th part per
- * step; first the members agree on the steps (the longest piece). */
+ * step. First the members agree on the steps: each says in its slot the
+ * longest piece it sends and, where single copy may apply, where its
+ * pieces lie in its send buffer (its displacements), and in its line how
+ * much it sends in all; from JX_SHM_SINGLE_COPY bytes sent by one member
+ * the pieces are read from the senders' buffers instead. */
 static int all_to_all(run_ctx *k, const jx_mpi_op *op) {
   jx_shm_group *g = k->g;
-  uint64_t longest = 0;
-  for (int q = 0; q < g->m; q++)
+  uint64_t longest = 0, sent = 0;
+  for (int q = 0; q < g->m; q++) {
     if ((uint64_t)op->scounts[q] > longest) longest = (uint64_t)op->scounts[q];
-  begin(g);
-  g->line[g->me].value[g->step % 2] = longest;
+    sent += (uint64_t)op->scounts[q];
+  }
+  int may_direct = g->direct > 0 && (size_t)(g->m + 1) * sizeof(uint64_t) <= g->slot;
+  char *said = begin(g);
+  uint64_t *mine = (uint64_t *)slot_of(g, said, g->me);
+  mine[0] = longest;
+  if (may_direct) {
+    for (int q = 0; q < g->m; q++) mine[1 + q] = (uint64_t)op->sdispls[q];
+    g->line[g->me].send_at = (uint64_t)(uintptr_t)op->send;
+  }
+  g->line[g->me].value[g->step % 2] = sent;
   if (arrive(k)) return 1;
-  for (int q = 0; q < g->m; q++)
-    if (g->line[q].value[g->step % 2] > longest) longest = g->line[q].value[g->step % 2];
+  uint64_t most = 0;
+  for (int q = 0; q < g->m; q++) {
+    uint64_t l = *(const uint64_t *)slot_of(g, said, q), s = g->line[q].value[g->step % 2];
+    if (l > longest) longest = l;
+    if (s > most) most = s;
+  }
+  if (may_direct && most >= (uint64_t)g->direct) return all_to_all_direct(k, op, said);
   size_t box = g->slot / (size_t)g->m / 64 * 64;
   for (size_t a = 0; a < longest; a += box) {
     char *buf = begin(g);
@@ -842,6 +862,28 @@ static int all_gather_direct(run_ctx *k, const jx_mpi_op *op) {
   return arrive(k);
 }
 
+/* all_to_all: each member reads its piece from every peer's send buffer,
+ * where the peer's displacements (in its slot of the step said, which no
+ * member writes again before the step after next) put it; peers in turn
+ * from the member after this one, so that they do not all read one
+ * process at once. */
+static int all_to_all_direct(run_ctx *k, const jx_mpi_op *op, char *said) {
+  jx_shm_group *g = k->g;
+  char *recv = op->recv;
+  if (op->rcounts[g->me])
+    jx_comm_copy(recv + op->rdispls[g->me], (const char *)op->send + op->sdispls[g->me],
+                 (size_t)op->rcounts[g->me], 0);
+  for (int j = 1; j < g->m; j++) {
+    int q = (g->me + j) % g->m;
+    const uint64_t *theirs = (const uint64_t *)slot_of(g, said, q);
+    if (op->rcounts[q] && read_peer(g, q, g->line[q].send_at + theirs[1 + g->me],
+                                    recv + op->rdispls[q], (size_t)op->rcounts[q], k->why, k->cap))
+      return 1;
+  }
+  begin(g);
+  return arrive(k); /* every member has read this one's send */
+}
+
 /* broadcast: every member reads the root's buffer. */
 static int broadcast_direct(run_ctx *k, const jx_mpi_op *op) {
   jx_shm_group *g = k->g;
@@ -855,7 +897,8 @@ static int broadcast_direct(run_ctx *k, const jx_mpi_op *op) {
 }
 
 /* The bytes a collective would read from peers' buffers by single copy
- * (0: it has no single copy path); the same on every member. */
+ * (0: it has no single copy path); the same on every member. all_to_all:
+ * 1 (its members agree on its size in its first step). */
 static size_t direct_bytes(const jx_mpi_op *op, int m) {
   size_t es = jx_dtype_size((jx_dtype)op->dtype), total = 0;
   switch (op->kind) {
@@ -867,6 +910,7 @@ static size_t direct_bytes(const jx_mpi_op *op, int m) {
     for (int q = 0; q < m; q++) total += (size_t)op->rcounts[q];
     return total;
   case JX_MPI_BCAST: return op->count;
+  case JX_MPI_ALLTOALLV: return 1;
   default: return 0;
   }
 }

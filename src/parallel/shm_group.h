@@ -13,7 +13,7 @@
  * every member finished reading it. Large buffers go in chunks of a slot
  * (one per member per buffer), so a member copies chunk k+1 in while the
  * others still read chunk k. Large all-reduces, reduce-scatters,
- * all-gathers and broadcasts skip the segment where the kernel permits:
+ * all-gathers, broadcasts and all-to-alls skip the segment where the kernel permits:
  * each member publishes its buffers' addresses in a step and reads its
  * peers' buffers in their processes (process_vm_readv, single copy); the
  * members agree once per group whether they may (JX_SHM_SINGLE_COPY=0: never).

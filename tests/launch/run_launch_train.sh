@@ -11,6 +11,12 @@
 #   run_launch_train.sh JX CORPUS elastic       4 launchers (--nnodes 3:4); after step 3 node 3's
 #       launcher is killed (its host gone): the job goes on with 3 processes from the checkpoint
 #       (re-sharded) and finishes
+#   run_launch_train.sh JX CORPUS hosts         2 hosts made of network namespaces joined by a
+#       veth pair (each with its own address, host name and /dev/shm: jx sees two hosts), a
+#       launcher of 2 processes x 1 device in each (--nnodes 2, --coordinator at host 0's
+#       address): the oracle's losses bit for bit, and jx info there lists the processes on
+#       both hosts. Needs root and ip(8) (iproute2); exits 77 (CTest's SKIP) saying why where
+#       namespaces cannot be made
 set -u
 jx=$1 corpus=$2 mode=$3
 export JX_COLLECTIVE_TIMEOUT=120 JX_HEARTBEAT_TIMEOUT=10
@@ -54,6 +60,37 @@ run() { # run LOG CMD...: the command (at most 240 s), its output kept in LOG an
   sed "s/^/  /" "$dir/$1"
   return $rc
 }
+
+skip() {
+  echo "SKIP: $*"
+  exit 77
+}
+if [ "$mode" = hosts ]; then # before the oracle: a skip costs nothing
+  [ "$(id -u)" = 0 ] || skip "making network namespaces needs root"
+  command -v ip >/dev/null || skip "ip(8) is not installed (iproute2: scripts/install-deps.sh)"
+  command -v unshare >/dev/null || skip "unshare(1) is not installed (util-linux)"
+  ns=(jxh0.$$ jxh1.$$) veth=(jxv0.$$ jxv1.$$) addr=(10.231.0.1 10.231.0.2)
+  trap 'ip netns del "${ns[0]}" 2>/dev/null; ip netns del "${ns[1]}" 2>/dev/null; rm -rf "$dir"' EXIT
+  why=$(ip netns add "${ns[0]}" 2>&1 && ip netns add "${ns[1]}" 2>&1) ||
+    skip "cannot make a network namespace: $why"
+  # the pair's ends, one in each namespace (deleting a namespace deletes its end and the pair)
+  why=$(ip link add "${veth[0]}" type veth peer name "${veth[1]}" 2>&1) ||
+    skip "cannot make a veth pair: $why"
+  for h in 0 1; do
+    ip link set "${veth[$h]}" netns "${ns[$h]}" &&
+      ip -n "${ns[$h]}" addr add "${addr[$h]}/24" dev "${veth[$h]}" &&
+      ip -n "${ns[$h]}" link set "${veth[$h]}" up && ip -n "${ns[$h]}" link set lo up ||
+      skip "cannot set up host $h's network"
+  done
+  # host H: its namespace, with a host name and a /dev/shm of its own
+  on_host() {
+    local h=$1
+    shift
+    ip netns exec "${ns[$h]}" unshare --uts --mount sh -c \
+      'hostname "$0" && mount -t tmpfs jxshm /dev/shm && exec "$@"' "host$h" "$@"
+  }
+  on_host 0 true || skip "cannot give a namespace its own host name and /dev/shm"
+fi
 
 "$jx" train --devices 4 "${flags[@]}" --metrics "$dir/one.jsonl" >"$dir/one.log" 2>&1 ||
   { cat "$dir/one.log"; fail "the one-process run failed"; }
@@ -137,6 +174,37 @@ if [ "$mode" = elastic ]; then
     fail "the job did not go on with 3 processes from step 3"
   [ "$(grep -c '"step"' "$dir/elastic.jsonl")" -ge "$steps" ] &&
     grep -q "\"step\": $steps," "$dir/elastic.jsonl" || fail "the 3 processes did not finish"
+fi
+
+if [ "$mode" = hosts ]; then
+  # host 0 serves the nodes' rendezvous at its address; its process 0 the job's store at the
+  # next port; each host's 2 processes meet in its shared memory, the hosts over Gloo
+  launch_on() { # launch_on HOST LOG PROGRAM ARGS...: a launcher of 2 processes on host HOST
+    local h=$1 log=$2
+    shift 2
+    on_host "$h" timeout 240 "$jx" launch --nproc 2 --nnodes 2 --node-rank "$h" --coordinator "${addr[0]}:29400" \
+      -- "$@" >"$dir/$log.$h.log" 2>&1
+  }
+  for h in 1 0; do
+    launch_on $h hosts "$jx" train --devices 1 "${flags[@]}" --metrics "$dir/hosts.jsonl" &
+    pid[$h]=$!
+  done
+  for h in 0 1; do
+    wait "${pid[$h]}" || fail "host $h's launcher exited $?"
+    sed "s/^/  [host $h] /" "$dir/hosts.$h.log"
+  done
+  grep -q "^\[p0\]   4 device(s) (4 processes x 1)" "$dir/hosts.0.log" || fail "no banner of 4 x 1"
+  same_losses "$dir/one.jsonl" "$dir/hosts.jsonl" || fail "4 x 1 on two hosts differs"
+  # jx info lists the processes on their hosts
+  for h in 1 0; do
+    JX_NUM_CPU_DEVICES=1 launch_on $h info "$jx" info &
+    pid[$h]=$!
+  done
+  for h in 0 1; do wait "${pid[$h]}" || fail "jx info: host $h's launcher exited $?"; done
+  sed "s/^/  [host 0] /" "$dir/info.0.log"
+  grep -q "^\[p0\]   process 1 on host0: devices 1..1" "$dir/info.0.log" &&
+    grep -q "^\[p0\]   process 2 on host1: devices 2..2" "$dir/info.0.log" ||
+    fail "jx info does not list the processes on two hosts"
 fi
 
 [ $failed -eq 0 ] && echo "PASS: jx train through jx launch ($mode)"

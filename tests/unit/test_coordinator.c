@@ -16,15 +16,16 @@
  *   - a process that ends, or stalls, before a collective is named by the
  *     others: at once, or at their deadline; a collective interrupted by
  *     another thread (jx_coordinator_interrupt) fails at once, saying why; a
- *     process killed while its peers read its buffers (single copy) is named
- *     by them at once;
+ *     process killed while its peers read its buffers (single copy: in an
+ *     all-reduce, in an all-to-all) is named by them at once;
  *   - a job of 3 processes (not a power of two): every collective against
  *     values computed here from the definitions, small and large, and the
  *     same bits on every process for a float sum whose
  *     rounding depends on the order; every process sets a key through a
  *     client of its own (jx_coordinator_connect) and sees the others';
  *   - 4 processes on one host, with buffers of 64 KiB or more read from the
- *     peers' processes (single copy) and with all copied through the
+ *     peers' processes (single copy: all-reduce, reduce-scatter, all-gather,
+ *     broadcast, all-to-all) and with all copied through the
  *     segment (JX_SHM_SINGLE_COPY=0): every collective against the
  *     definitions, and the bits of a large f64 sum in member order on both
  *     paths; a JX_SHM_SINGLE_COPY that is no size is refused, naming it;
@@ -553,8 +554,9 @@ static void refuses_a_single_copy_size_that_is_no_size(void **state) {
 }
 
 /* process 1 is killed (SIGKILL, from a thread of its own) while the three
- * run all-reduces of 16 MiB, whose members read each other's buffers: the
- * others name it at once, whether they were reading its buffer or waiting */
+ * run all-reduces of 16 MiB, or all-to-alls of 3 MiB sent by each (single
+ * copy from 1 MiB), whose members read each other's buffers: the others
+ * name it at once, whether they were reading its buffer or waiting */
 static void *kill_soon(void *arg) {
   (void)arg;
   struct timespec pause = {0, 100 * 1000 * 1000};
@@ -563,34 +565,56 @@ static void *kill_soon(void *arg) {
   return NULL;
 }
 
+static int killed_in; /* the collective one_is_killed runs: JX_MPI_ALLREDUCE or _ALLTOALLV */
+
 static int one_is_killed(const jx_mpi_api *api, int me, char *out, size_t cap) {
-  enum { N = 4 << 20 };
+  enum { N = 4 << 20, PIECE = 1 << 20 };
   jx_mpi_comm *c = NULL;
   if (api->split(1, me, 7, "all", 10, &c, out, cap)) return 1;
-  float *x = malloc(sizeof *x * N);
-  for (size_t i = 0; i < N; i++) x[i] = (float)(i % 7);
+  int64_t counts[3] = {PIECE, PIECE, PIECE}, displs[3] = {0, PIECE, 2 * PIECE};
+  jx_mpi_op o;
+  if (killed_in == JX_MPI_ALLTOALLV) {
+    o = (jx_mpi_op){.kind = JX_MPI_ALLTOALLV,
+                    .send = calloc(3, PIECE),
+                    .recv = malloc(3 * (size_t)PIECE),
+                    .scounts = counts,
+                    .sdispls = displs,
+                    .rcounts = counts,
+                    .rdispls = displs};
+  } else {
+    float *x = malloc(sizeof *x * N);
+    for (size_t i = 0; i < N; i++) x[i] = (float)(i % 7);
+    o = (jx_mpi_op){.kind = JX_MPI_ALLREDUCE, .dtype = 11, .count = N, .send = x, .recv = x};
+  }
   pthread_t t;
-  jx_mpi_op o = {.kind = JX_MPI_ALLREDUCE, .dtype = 11, .count = N, .send = x, .recv = x};
   for (int it = 0; it < 1000; it++) {
     if (api->run(c, &o, 10, out, cap)) return 1;
     if (it == 0 && me == 1) pthread_create(&t, NULL, kill_soon, NULL); /* all are in the loop */
   }
-  return report(out, cap, "1000 all-reduces succeeded");
+  return report(out, cap, "1000 collectives succeeded");
 }
 
 static void names_a_process_killed_while_read(void **state) {
   (void)state;
   NEEDS_GLOO();
-  char out[3][MSG];
-  job_killed = 1;
-  double t = run_job(3, (int[]){0, 1, 2}, (int[]){3, 3, 3}, 10, one_is_killed, out);
-  job_killed = -1;
-  for (int i = 0; i < 3; i += 2) {
-    assert_non_null(strstr(out[i], "all_reduce in shared memory among processes 0,1,2 (all): "));
-    assert_non_null(strstr(out[i], "process 1 "));
-    assert_non_null(strstr(out[i], "ended"));
+  static const int kinds[] = {JX_MPI_ALLREDUCE, JX_MPI_ALLTOALLV};
+  static const char *const says[] = {"all_reduce", "all_to_all"};
+  for (int k = 0; k < 2; k++) {
+    char out[3][MSG], want[128];
+    job_killed = 1;
+    killed_in = kinds[k];
+    if (killed_in == JX_MPI_ALLTOALLV) setenv("JX_SHM_SINGLE_COPY", "1048576", 1);
+    double t = run_job(3, (int[]){0, 1, 2}, (int[]){3, 3, 3}, 10, one_is_killed, out);
+    unsetenv("JX_SHM_SINGLE_COPY");
+    job_killed = -1;
+    snprintf(want, sizeof want, "%s in shared memory among processes 0,1,2 (all): ", says[k]);
+    for (int i = 0; i < 3; i += 2) {
+      assert_non_null(strstr(out[i], want));
+      assert_non_null(strstr(out[i], "process 1 "));
+      assert_non_null(strstr(out[i], "ended"));
+    }
+    assert_true(t < 8); /* at once, not at the deadline */
   }
-  assert_true(t < 8); /* at once, not at the deadline */
 }
 
 /* ---- two hosts of two processes each (JX_HOST_ID): shared memory within a host, Gloo
