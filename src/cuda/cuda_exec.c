@@ -885,6 +885,39 @@ static jx_status launch_gather(run_state *r, jx_cuda_kargs *ka, const jx_cuda_ga
                        "cuLaunchKernel", d->info.ordinal);
 }
 
+/* A scatter-add of whole rows (kernels_gather.h's kind 6): the updates
+ * sorted by row in int32 scratch, then each row's added in order. */
+static jx_status scatter_rows(run_state *r, jx_cuda_kargs *ka, jx_cuda_gather_args *a) {
+  jx_cuda_device *d = r->x->device;
+  const jx_cuda_driver_api *cu = jx_cuda_driver();
+  size_t n = (size_t)a->updates, v = (size_t)a->table_rows + 1;
+  uint64_t scratch = 0;
+  jx_status st = jx_cuda_allocator_alloc(d->memory, (3 * n + v) * sizeof(int32_t), &scratch);
+  if (st) return st;
+  a->rows = (int32_t *)(uintptr_t)scratch;
+  a->ranks = a->rows + n;
+  a->perm = a->ranks + n;
+  a->starts = a->perm + n;
+  st = jx_cuda_check(
+      cu->MemsetD8Async((CUdeviceptr)(uintptr_t)a->starts, 0, v * sizeof(int32_t), d->compute),
+      "cuMemsetD8Async", d->info.ordinal);
+  int64_t sms = d->info.sm_count > 0 ? d->info.sm_count : 1;
+  for (int phase = JX_CUDA_SCATTER_ROWS_COUNT; phase <= JX_CUDA_SCATTER_ROWS_ADD && !st; phase++) {
+    a->phase = phase;
+    memcpy(ka->strides, a, sizeof *a);
+    int64_t threads = phase == JX_CUDA_SCATTER_ROWS_ADD ? a->updates * a->row_elems : a->updates;
+    unsigned gx = phase == JX_CUDA_SCATTER_ROWS_SCAN ? 1 : clamp_u((threads + 255) / 256, 32 * sms);
+    int64_t row_begin = 0, row_end = 1;
+    void *params[] = {ka, &row_begin, &row_end};
+    st = jx_cuda_check(cu->LaunchKernel(r->x->module->functions[r->x->gather_fn], gx, 1, 1, 256, 1,
+                                        1, 0, d->compute, params, NULL),
+                       "cuLaunchKernel", d->info.ordinal);
+  }
+  /* ordered on the compute stream: a later use of the block runs after the launches */
+  jx_cuda_allocator_free(d->memory, scratch);
+  return st;
+}
+
 /* Runs step k's gather, dynamic_slice, dynamic_update_slice, slice,
  * reshape or scatter-add with the gather kernel on the compute stream. */
 static jx_status run_gather(run_state *r, int k) {
@@ -899,12 +932,12 @@ static jx_status run_gather(run_state *r, int k) {
   jx_cuda_kargs ka;
   memset(&ka, 0, sizeof ka);
   a.operand = (const void *)(uintptr_t)r->vars[e->in[0]].dev;
-  if (a.kind == 0 || a.kind == 2 || a.kind == 5)
+  if (a.kind == 0 || a.kind == 2 || a.kind == 5 || a.kind == 6)
     a.indices = (const void *)(uintptr_t)r->vars[e->in[1]].dev;
   a.out = (void *)(uintptr_t)r->vars[e->out[0]].dev;
   for (int i = a.kind == 1 || a.kind == 2 ? a.kind : e->nin; i < e->nin; i++) /* the starts */
     ka.buf[i - a.kind] = (char *)(uintptr_t)r->vars[e->in[i]].dev;
-  if (a.kind == 5) { /* scatter-add: the operand copied, then the updates added */
+  if (a.kind == 5 || a.kind == 6) { /* scatter-add: the operand copied, then the updates added */
     a.operand = (const void *)(uintptr_t)r->vars[e->in[2]].dev;
     jx_cuda_gather_args c;
     memset(&c, 0, sizeof c);
@@ -915,6 +948,7 @@ static jx_status run_gather(run_state *r, int k) {
     c.out = a.out;
     st = launch_gather(r, &ka, &c);
   }
+  if (!st && a.kind == 6) return scatter_rows(r, &ka, &a);
   return st || a.n == 0 ? st : launch_gather(r, &ka, &a);
 }
 

@@ -7,7 +7,8 @@
 #include "../compile/render_cuda.h"
 #include "../prims/prim_id.h"
 
-_Static_assert(sizeof(jx_cuda_gather_args) == 32 + 5 * 8 * JX_MAX_RANK + 3 * 4 * JX_MAX_RANK + 48,
+_Static_assert(sizeof(jx_cuda_gather_args) ==
+                   32 + 5 * 8 * JX_MAX_RANK + 3 * 4 * JX_MAX_RANK + 48 + 8 + 24 + 32,
                "jx_cuda_gather_args has padding");
 _Static_assert(sizeof(jx_cuda_gather_args) <= sizeof(((jx_cuda_kargs *)0)->strides),
                "jx_cuda_gather_args does not fit in the kernel arguments' strides");
@@ -23,6 +24,9 @@ const char jx_cuda_gather_src[] =
     "  int index_vector_dim, index_bytes, index_unsigned, elem_bytes;\n"
     "  int fill, kind;\n"
     "  unsigned long long fill_bits;\n"
+    "  int phase, unused_;\n"
+    "  long long updates, row_elems, table_rows;\n"
+    "  int *rows, *ranks, *starts, *perm;\n"
     "} jx_cuda_gather_args;\n"
     /* an integer of `bytes` bytes at p as int64 (unsigned values above
      * INT64_MAX saturate: out of range either way) */
@@ -54,6 +58,22 @@ const char jx_cuda_gather_src[] =
      * no two threads write one element. A window that does not fit is
      * dropped, or clamped in clip mode (fill). Each add is in double,
      * rounded once, as the host combines. */
+    "static __device__ void jx_scatter_add_one(const jx_cuda_gather_args &a, long long j,\n"
+    "                                           long long u) {\n"
+    "  if (a.elem_bytes == 2) { /* bf16: the exact sum rounded once, NaN made quiet */\n"
+    "    unsigned short *o = (unsigned short *)a.out + j;\n"
+    "    const unsigned short ub = ((const unsigned short *)a.operand)[u];\n"
+    "    float s = (float)((double)__int_as_float((int)((unsigned int)*o << 16)) +\n"
+    "                      (double)__int_as_float((int)((unsigned int)ub << 16)));\n"
+    "    unsigned int x = (unsigned int)__float_as_int(s);\n"
+    "    *o = (x & 0x7fffffffu) > 0x7f800000u\n"
+    "             ? (unsigned short)(((x >> 16) & 0x8000u) | 0x7fc0u)\n"
+    "             : (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);\n"
+    "    return;\n"
+    "  }\n"
+    "  float *o = (float *)a.out + j;\n"
+    "  *o = (float)((double)*o + (double)((const float *)a.operand)[u]);\n"
+    "}\n"
     "static __device__ void jx_scatter_add_window(const jx_cuda_gather_args &a, long long w) {\n"
     "  long long wi[8], g[8], start[8], nb = 1, rem = w;\n"
     "  for (int d = a.out_rank - 1; d >= 0; d--)\n"
@@ -94,19 +114,65 @@ const char jx_cuda_gather_src[] =
     "    if (skip) continue;\n"
     "    for (int d = 0, c = 0; d < a.out_rank; d++)\n"
     "      u = u * a.out_dims[d] + (a.is_offset[d] ? wi[d] : g[c++]);\n"
-    "    if (a.elem_bytes == 2) { /* bf16: the exact sum rounded once, NaN made quiet */\n"
-    "      unsigned short *o = (unsigned short *)a.out + j;\n"
-    "      const unsigned short ub = ((const unsigned short *)a.operand)[u];\n"
-    "      float s = (float)((double)__int_as_float((int)((unsigned int)*o << 16)) +\n"
-    "                        (double)__int_as_float((int)((unsigned int)ub << 16)));\n"
-    "      unsigned int x = (unsigned int)__float_as_int(s);\n"
-    "      *o = (x & 0x7fffffffu) > 0x7f800000u\n"
-    "               ? (unsigned short)(((x >> 16) & 0x8000u) | 0x7fc0u)\n"
-    "               : (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);\n"
-    "      continue;\n"
+    "    jx_scatter_add_one(a, j, u);\n"
+    "  }\n"
+    "}\n"
+    /* kind 6, one phase a launch (kernels_gather.h) */
+    "static __device__ void jx_scatter_rows(const jx_cuda_gather_args &a) {\n"
+    "  const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x,\n"
+    "                  step = (long long)gridDim.x * blockDim.x;\n"
+    "  if (a.phase == 0) {\n"
+    "    for (long long i = first; i < a.updates; i += step) {\n"
+    "      long long r = jx_gather_int(a.indices + i * a.index_bytes, a.index_bytes,\n"
+    "                                  a.index_unsigned);\n"
+    "      if (r < 0 || r >= a.table_rows) r = a.fill ? (r < 0 ? 0 : a.table_rows - 1) : -1;\n"
+    "      a.rows[i] = (int)r;\n"
+    "      if (r >= 0) atomicAdd((unsigned *)&a.starts[r], 1u);\n"
     "    }\n"
-    "    float *o = (float *)a.out + j;\n"
-    "    *o = (float)((double)*o + (double)((const float *)a.operand)[u]);\n"
+    "  } else if (a.phase == 1) {\n"
+    "    for (long long i = first; i < a.updates; i += step) {\n"
+    "      const int r = a.rows[i];\n"
+    "      int k = 0;\n"
+    "      for (long long e = 0; r >= 0 && e < i; e++) k += a.rows[e] == r;\n"
+    "      a.ranks[i] = k;\n"
+    "    }\n"
+    "  } else if (a.phase == 2) { /* one block: a chunk a thread, its sum, then the sums' */\n"
+    "    __shared__ int sums[256];\n"
+    "    const long long n = a.table_rows, per = (n + blockDim.x - 1) / blockDim.x;\n"
+    "    const long long lo = threadIdx.x * per, hi = lo + per < n ? lo + per : n;\n"
+    "    int s = 0;\n"
+    "    for (long long r = lo; r < hi; r++) s += a.starts[r];\n"
+    "    sums[threadIdx.x] = s;\n"
+    "    __syncthreads();\n"
+    "    if (threadIdx.x == 0) {\n"
+    "      int run = 0;\n"
+    "      for (unsigned t = 0; t < blockDim.x; t++) {\n"
+    "        const int c = sums[t];\n"
+    "        sums[t] = run;\n"
+    "        run += c;\n"
+    "      }\n"
+    "      a.starts[n] = run;\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "    int run = sums[threadIdx.x];\n"
+    "    for (long long r = lo; r < hi; r++) {\n"
+    "      const int c = a.starts[r];\n"
+    "      a.starts[r] = run;\n"
+    "      run += c;\n"
+    "    }\n"
+    "  } else if (a.phase == 3) {\n"
+    "    for (long long i = first; i < a.updates; i += step)\n"
+    "      if (a.rows[i] >= 0) a.perm[a.starts[a.rows[i]] + a.ranks[i]] = (int)i;\n"
+    "  } else {\n"
+    "    const long long total = a.starts[a.table_rows];\n"
+    "    for (long long t = first; t < total * a.row_elems; t += step) {\n"
+    "      const long long p = t / a.row_elems, w = t - p * a.row_elems;\n"
+    "      const int r = a.rows[a.perm[p]];\n"
+    "      if (p != a.starts[r]) continue; /* the row's first update adds them all */\n"
+    "      for (long long q = p; q < a.starts[r + 1]; q++)\n"
+    "        jx_scatter_add_one(a, (long long)r * a.row_elems + w,\n"
+    "                           (long long)a.perm[q] * a.row_elems + w);\n"
+    "    }\n"
     "  }\n"
     "}\n"
     /* the executor's step signature (render_cuda.h): the description in the
@@ -114,6 +180,10 @@ const char jx_cuda_gather_src[] =
     "extern \"C\" __global__ void jx_cuda_step_gather(const jx_cuda_kargs ka, int64_t row_begin,\n"
     "                                                int64_t row_end) {\n"
     "  const jx_cuda_gather_args &a = *(const jx_cuda_gather_args *)ka.strides;\n"
+    "  if (a.kind == 6) {\n"
+    "    jx_scatter_rows(a);\n"
+    "    return;\n"
+    "  }\n"
     "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n;\n"
     "       i += (long long)gridDim.x * blockDim.x) {\n"
     "    long long oi[8], g[8], start[8], rem = i;\n"
@@ -252,6 +322,34 @@ static int plan_static(const jx_program *p, const jx_eqn *e, int kind, jx_cuda_g
   return 0;
 }
 
+/* Kind 6 where kind 5's scatter_add adds whole rows: one start dim, the
+ * operand's first and inserted; the window the operand's other dims whole,
+ * as the updates' trailing dims; one index per update, in the updates'
+ * row-major order (the index vector dim last and of size 1, or implicit). */
+static void plan_scatter_rows(jx_cuda_gather_args *a, const jx_aval *up) {
+  const int batch = a->out_rank - (a->op_rank - 1);
+  if (a->nstart != 1 || a->start_map[0] != 0 || a->win_of[0] != -1 || batch < 0) return;
+  int64_t updates = 1, row = 1;
+  for (int d = 0; d < a->out_rank; d++) {
+    if (a->is_offset[d] != (d >= batch)) return;
+    if (d < batch) updates *= up->shape.dims[d];
+  }
+  for (int d = 1; d < a->op_rank; d++) {
+    if (a->win_of[d] != batch + d - 1 || a->slice_sizes[d] != a->op_dims[d]) return;
+    row *= a->op_dims[d];
+  }
+  int vec = a->index_vector_dim < a->idx_rank; /* an explicit index vector dim */
+  if (vec && (a->index_vector_dim != a->idx_rank - 1 || a->idx_dims[a->idx_rank - 1] != 1)) return;
+  if (a->idx_rank - vec != batch) return;
+  for (int d = 0; d < batch; d++)
+    if (a->idx_dims[d] != up->shape.dims[d]) return;
+  if (updates > JX_CUDA_SCATTER_ROWS_MAX_UPDATES || a->op_dims[0] >= INT32_MAX || row == 0) return;
+  a->kind = 6;
+  a->updates = updates;
+  a->row_elems = row;
+  a->table_rows = a->op_dims[0];
+}
+
 /* scatter_add of f32 or bf16 (kind 5) whose start dims are all inserted window dims:
  * out_dims the updates' shape, is_offset their window dims, win_of operand
  * dim -> updates dim (-1 inserted), slice_sizes the windows' sizes, fill
@@ -291,6 +389,7 @@ static int plan_scatter_add(const jx_program *p, const jx_eqn *e, jx_cuda_gather
   }
   for (int d = 0; d < idx->shape.rank; d++) a->idx_dims[d] = idx->shape.dims[d];
   for (int k = 0; k < sdo->n; k++) a->start_map[k] = (int32_t)sdo->v[k];
+  plan_scatter_rows(a, up);
   return 0;
 }
 

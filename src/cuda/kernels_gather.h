@@ -15,7 +15,8 @@
  * scatter_add whose indexed dims are inserted window dims (an embedding's
  * gradient) is a copy of the operand, then a thread per update-window
  * element adding that element of every window in the updates' order (the
- * host's order and rounding). */
+ * host's order and rounding); one of whole rows sorts the updates by row
+ * first, so that every updated row's elements have a thread (below). */
 #ifndef JX_SRC_CUDA_KERNELS_GATHER_H
 #define JX_SRC_CUDA_KERNELS_GATHER_H
 
@@ -41,9 +42,31 @@ typedef struct {
   int32_t out_rank, op_rank, idx_rank, nstart;
   int32_t index_vector_dim, index_bytes, index_unsigned, elem_bytes;
   int32_t fill, kind; /* 0 gather, 1 dynamic_slice, 2 dynamic_update_slice, 3 slice,
-                       * 4 reshape, 5 scatter_add (fill: its clip mode) */
+                       * 4 reshape, 5 scatter_add (fill: its clip mode), 6 scatter_add of
+                       * whole rows (below) */
   uint64_t fill_bits; /* the fill element's bits (elem_bytes of them) */
+  /* kind 6: phase (JX_CUDA_SCATTER_ROWS_*), the updates' count and row size,
+   * the operand's rows, and four int32 scratch arrays of the executor's */
+  int32_t phase, unused_;
+  int64_t updates, row_elems, table_rows;
+  int32_t *rows, *ranks, *starts, *perm;
 } jx_cuda_gather_args;
+
+/* A scatter_add of whole rows (an embedding's gradient: updates [..., D]
+ * into a table [V, D] at one index per update, the 8192 tokens of a step)
+ * sorts the updates by row, stably, and then adds each row's updates in
+ * their order, a thread per (row, element): the order and rounding of the
+ * host's loop, with a thread per element of every updated row instead of
+ * one per element of a row walking every update. The phases, one launch
+ * each after the operand's copy and the counts zeroed: */
+enum {
+  JX_CUDA_SCATTER_ROWS_COUNT = 0, /* rows[i]: update i's row (-1: dropped); starts[r] += 1 */
+  JX_CUDA_SCATTER_ROWS_RANK = 1,  /* ranks[i]: the earlier updates of the same row */
+  JX_CUDA_SCATTER_ROWS_SCAN = 2,  /* starts: the counts' exclusive sums (one block) */
+  JX_CUDA_SCATTER_ROWS_PLACE = 3, /* perm[starts[rows[i]] + ranks[i]] = i */
+  JX_CUDA_SCATTER_ROWS_ADD = 4,   /* each row's updates added in order */
+  JX_CUDA_SCATTER_ROWS_MAX_UPDATES = 1 << 17 /* the rank phase compares pairs: n^2 / 2 */
+};
 
 /* The kernel's CUDA C++ source (one function, jx_cuda_step_gather); it goes
  * after the CUDA dialect's prelude (jx_cuda_kargs). */
