@@ -258,8 +258,10 @@ typedef struct {
   int dbl;
   int64_t n0, n1, half, batch;    /* half = n1 / 2 + 1 */
   int64_t row_blocks, col_blocks; /* of all images' rows; of one image's columns */
+  int64_t pieces;                 /* of the row pass, one scratch each */
   const char *in;
-  char *out;
+  char *out, *scratch; /* pieces scratches of scratch_bytes, FFTW-aligned */
+  size_t scratch_bytes;
   void *row_plan[2], *col_plan[2]; /* a block's, the last block's */
 } rfft2_job;
 
@@ -268,18 +270,30 @@ typedef struct {
 static int64_t block_count(int64_t m, int64_t block) { return m < block ? 1 : m / block; }
 static int64_t last_block(int64_t m, int64_t block) { return m < block ? m : block + m % block; }
 
+/* Piece p of the row pass: its share of the row blocks, each copied into
+ * the piece's scratch before its r2c. FFTW's real codelets read a row in
+ * strides, each a cache miss when the image is not in cache (a large
+ * input rarely is: the transform before it evicted it); the copy reads it
+ * in order, which the hardware prefetches, and the r2c then runs from L1
+ * and L2. The scratch is on FFTW's alignment whatever the input's, and the
+ * bits are those of the r2c on the input (the same plan on the same
+ * numbers). */
 static void rfft2_rows(void *ctx, int64_t begin, int64_t end) {
   rfft2_job *j = ctx;
   size_t rs = real_size(j->dbl);
-  for (int64_t b = begin; b < end; b++) {
-    int64_t r0 = b * ROW_BLOCK;
-    void *plan = j->row_plan[b == j->row_blocks - 1];
-    const void *src = j->in + (size_t)(r0 * j->n1) * rs;
-    void *dst = j->out + (size_t)(r0 * j->half) * 2 * rs;
-    if (j->dbl)
-      fftw_execute_dft_r2c(plan, (double *)src, dst);
-    else
-      fftwf_execute_dft_r2c(plan, (float *)src, dst);
+  for (int64_t p = begin; p < end; p++) {
+    char *scratch = j->scratch + (size_t)p * j->scratch_bytes;
+    for (int64_t b = p * j->row_blocks / j->pieces; b < (p + 1) * j->row_blocks / j->pieces; b++) {
+      int64_t r0 = b * ROW_BLOCK,
+              nrows = b == j->row_blocks - 1 ? j->n0 * j->batch - r0 : ROW_BLOCK;
+      void *plan = j->row_plan[b == j->row_blocks - 1];
+      memcpy(scratch, j->in + (size_t)(r0 * j->n1) * rs, (size_t)(nrows * j->n1) * rs);
+      void *dst = j->out + (size_t)(r0 * j->half) * 2 * rs;
+      if (j->dbl)
+        fftw_execute_dft_r2c(plan, (double *)scratch, dst);
+      else
+        fftwf_execute_dft_r2c(plan, (float *)scratch, dst);
+    }
   }
 }
 
@@ -310,14 +324,20 @@ static int steps_aligned(int dbl, const char *base, size_t step) {
 static int rfft2_two_pass(int dbl, const int64_t *n, int64_t batch, const void *in, void *out) {
   int64_t half = n[1] / 2 + 1, rows = batch * n[0];
   size_t rs = real_size(dbl), cs = 2 * rs;
-  /* every block of both passes starts on the alignment, or all plans are unaligned ones */
-  int aligned = steps_aligned(dbl, in, (size_t)(ROW_BLOCK * n[1]) * rs) &&
-                steps_aligned(dbl, out, (size_t)(ROW_BLOCK * half) * cs) &&
+  /* every block of both passes starts on the alignment, or all plans are
+   * unaligned ones (the rows are read from the aligned scratches) */
+  int aligned = steps_aligned(dbl, out, (size_t)(ROW_BLOCK * half) * cs) &&
                 steps_aligned(dbl, out, (size_t)COL_BLOCK * cs) &&
                 steps_aligned(dbl, out, (size_t)(n[0] * half) * cs);
-  rfft2_job j = {
-      dbl, n[0], n[1], half, batch, block_count(rows, ROW_BLOCK), block_count(half, COL_BLOCK),
-      in,  out,  {0},  {0}};
+  rfft2_job j = {.dbl = dbl,
+                 .n0 = n[0],
+                 .n1 = n[1],
+                 .half = half,
+                 .batch = batch,
+                 .row_blocks = block_count(rows, ROW_BLOCK),
+                 .col_blocks = block_count(half, COL_BLOCK),
+                 .in = in,
+                 .out = out};
   /* planned here, on the calling thread, before the blocks run */
   int64_t last_rows = last_block(rows, ROW_BLOCK), last_cols = last_block(half, COL_BLOCK);
   int64_t first_rows = j.row_blocks > 1 ? ROW_BLOCK : last_rows;
@@ -330,7 +350,15 @@ static int rfft2_two_pass(int dbl, const int64_t *n, int64_t batch, const void *
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: FFTW could not plan the transform");
     return 0;
   }
-  jx_parallel_for(j.row_blocks, 1, rfft2_rows, &j);
+  /* one scratch per thread, of the largest block (the last), whole cache lines */
+  j.pieces = jx_pool_threads() < j.row_blocks ? jx_pool_threads() : j.row_blocks;
+  j.scratch_bytes = ((size_t)(last_rows * n[1]) * rs + 63) / 64 * 64;
+  if (!(j.scratch = fftw_malloc((size_t)j.pieces * j.scratch_bytes))) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: out of memory for the real transform's rows");
+    return 0;
+  }
+  jx_parallel_for(j.pieces, 1, rfft2_rows, &j);
+  fftw_free(j.scratch);
   jx_parallel_for(batch * j.col_blocks, 1, rfft2_columns, &j);
   return 1;
 }
