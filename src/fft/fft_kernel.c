@@ -31,6 +31,7 @@
 #include <complex.h>
 #include <fftw3.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,13 +255,52 @@ static void *plan_for(jx_fft_type t, plan_layout layout, int dbl, int k, const i
 enum { ROW_BLOCK = 16, COL_BLOCK = 32 };
 _Static_assert(ROW_BLOCK % 2 == 0 && COL_BLOCK % 2 == 0, "blocks keep the alignment");
 
+/* Blocks 0..n-1 in `pieces` contiguous ranges, one to each thread of a
+ * pass: a thread takes its own range's blocks from the front and then,
+ * when they run out, the other ranges' from the back. A thread that runs
+ * slower (its core busy with interrupts or another process) so hands its
+ * last blocks to a faster one, and the blocks that run at the same time
+ * stay far apart: two threads on adjacent column blocks would write the
+ * cache lines at their edge, row after row, in turn. */
+enum { MAX_PIECES = 64 };
+typedef struct {
+  _Atomic uint64_t range[MAX_PIECES]; /* next block in the low 32 bits, end in the high */
+  int pieces;
+} block_claims;
+
+/* Splits n blocks (fewer than 2^32) over at most `threads` pieces. */
+static void claims_init(block_claims *c, int64_t n, int threads) {
+  c->pieces = threads < n ? threads : (int)n;
+  if (c->pieces > MAX_PIECES) c->pieces = MAX_PIECES;
+  if (c->pieces < 1) c->pieces = 1;
+  for (int p = 0; p < c->pieces; p++)
+    atomic_init(&c->range[p],
+                (uint64_t)((p + 1) * n / c->pieces) << 32 | (uint64_t)(p * n / c->pieces));
+}
+
+/* The next block for piece p, or -1 when none is left. */
+static int64_t claim(block_claims *c, int p) {
+  for (int k = 0; k < c->pieces; k++) {
+    int q = (p + k) % c->pieces;
+    uint64_t v = atomic_load(&c->range[q]);
+    for (;;) {
+      uint64_t next = v & 0xffffffffu, end = v >> 32;
+      if (next >= end) break;
+      uint64_t w = k == 0 ? end << 32 | (next + 1) : (end - 1) << 32 | next;
+      if (atomic_compare_exchange_weak(&c->range[q], &v, w))
+        return (int64_t)(k == 0 ? next : end - 1);
+    }
+  }
+  return -1;
+}
+
 typedef struct {
   int dbl;
-  int64_t n0, n1, half, batch;    /* half = n1 / 2 + 1 */
-  int64_t row_blocks, col_blocks; /* of all images' rows; of one image's columns */
-  int64_t pieces;                 /* of the row pass, one scratch each */
+  int64_t n0, n1, half, batch;         /* half = n1 / 2 + 1 */
+  int64_t row_blocks, col_blocks;      /* of all images' rows; of one image's columns */
+  block_claims row_claims, col_claims; /* of all row blocks; of all images' column blocks */
   const char *in;
-  char *out, *scratch; /* pieces scratches of scratch_bytes, FFTW-aligned */
+  char *out, *scratch; /* a scratch of scratch_bytes for each row piece, FFTW-aligned */
   size_t scratch_bytes;
   void *row_plan[2], *col_plan[2]; /* a block's, the last block's */
 } rfft2_job;
@@ -270,20 +310,20 @@ typedef struct {
 static int64_t block_count(int64_t m, int64_t block) { return m < block ? 1 : m / block; }
 static int64_t last_block(int64_t m, int64_t block) { return m < block ? m : block + m % block; }
 
-/* Piece p of the row pass: its share of the row blocks, each copied into
- * the piece's scratch before its r2c. FFTW's real codelets read a row in
+/* Piece p of the row pass: the row blocks it claims, each copied into the
+ * piece's scratch before its r2c. FFTW's real codelets read a row in
  * strides, each a cache miss when the image is not in cache (a large
  * input rarely is: the transform before it evicted it); the copy reads it
  * in order, which the hardware prefetches, and the r2c then runs from L1
- * and L2. The scratch is on FFTW's alignment whatever the input's, and the
- * bits are those of the r2c on the input (the same plan on the same
- * numbers). */
+ * and L2. The scratch is on FFTW's alignment whatever the input's. Which
+ * thread runs a block changes nothing in its numbers (the same plan on the
+ * same values), so the bits do not depend on the threads. */
 static void rfft2_rows(void *ctx, int64_t begin, int64_t end) {
   rfft2_job *j = ctx;
   size_t rs = real_size(j->dbl);
   for (int64_t p = begin; p < end; p++) {
     char *scratch = j->scratch + (size_t)p * j->scratch_bytes;
-    for (int64_t b = p * j->row_blocks / j->pieces; b < (p + 1) * j->row_blocks / j->pieces; b++) {
+    for (int64_t b; (b = claim(&j->row_claims, (int)p)) >= 0;) {
       int64_t r0 = b * ROW_BLOCK,
               nrows = b == j->row_blocks - 1 ? j->n0 * j->batch - r0 : ROW_BLOCK;
       void *plan = j->row_plan[b == j->row_blocks - 1];
@@ -297,18 +337,21 @@ static void rfft2_rows(void *ctx, int64_t begin, int64_t end) {
   }
 }
 
+/* Piece p of the column pass: the column blocks it claims, each an
+ * in-place c2c of its columns. */
 static void rfft2_columns(void *ctx, int64_t begin, int64_t end) {
   rfft2_job *j = ctx;
   size_t cs = 2 * real_size(j->dbl);
-  for (int64_t b = begin; b < end; b++) {
-    int64_t image = b / j->col_blocks, block = b % j->col_blocks;
-    void *plan = j->col_plan[block == j->col_blocks - 1];
-    char *at = j->out + (size_t)((image * j->n0) * j->half + block * COL_BLOCK) * cs;
-    if (j->dbl)
-      fftw_execute_dft(plan, (fftw_complex *)at, (fftw_complex *)at);
-    else
-      fftwf_execute_dft(plan, (fftwf_complex *)at, (fftwf_complex *)at);
-  }
+  for (int64_t p = begin; p < end; p++)
+    for (int64_t b; (b = claim(&j->col_claims, (int)p)) >= 0;) {
+      int64_t image = b / j->col_blocks, block = b % j->col_blocks;
+      void *plan = j->col_plan[block == j->col_blocks - 1];
+      char *at = j->out + (size_t)((image * j->n0) * j->half + block * COL_BLOCK) * cs;
+      if (j->dbl)
+        fftw_execute_dft(plan, (fftw_complex *)at, (fftw_complex *)at);
+      else
+        fftwf_execute_dft(plan, (fftwf_complex *)at, (fftwf_complex *)at);
+    }
 }
 
 /* 1 when p is on FFTW's SIMD alignment, so that a plan made for aligned
@@ -350,16 +393,17 @@ static int rfft2_two_pass(int dbl, const int64_t *n, int64_t batch, const void *
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: FFTW could not plan the transform");
     return 0;
   }
-  /* one scratch per thread, of the largest block (the last), whole cache lines */
-  j.pieces = jx_pool_threads() < j.row_blocks ? jx_pool_threads() : j.row_blocks;
+  /* one scratch per row piece, of the largest block (the last), whole cache lines */
+  claims_init(&j.row_claims, j.row_blocks, jx_pool_threads());
+  claims_init(&j.col_claims, batch * j.col_blocks, jx_pool_threads());
   j.scratch_bytes = ((size_t)(last_rows * n[1]) * rs + 63) / 64 * 64;
-  if (!(j.scratch = fftw_malloc((size_t)j.pieces * j.scratch_bytes))) {
+  if (!(j.scratch = fftw_malloc((size_t)j.row_claims.pieces * j.scratch_bytes))) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: out of memory for the real transform's rows");
     return 0;
   }
-  jx_parallel_for(j.pieces, 1, rfft2_rows, &j);
+  jx_parallel_for(j.row_claims.pieces, 1, rfft2_rows, &j);
   fftw_free(j.scratch);
-  jx_parallel_for(batch * j.col_blocks, 1, rfft2_columns, &j);
+  jx_parallel_for(j.col_claims.pieces, 1, rfft2_columns, &j);
   return 1;
 }
 
