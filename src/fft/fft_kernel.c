@@ -23,9 +23,10 @@
  * jx_pool_threads() threads (FFTW's measuring decides how many pay), and
  * FFTW runs its parallel loops on jx's pool (fftw_threads_set_callback), not
  * on threads of its own. A 2-D f32 real transform of at least TWO_PASS_MIN
- * elements an image runs instead as blocks of rows and then blocks of
- * columns, each block a one-thread plan run in place on the output, split
- * over the pool (rfft2_two_pass). */
+ * elements an image runs instead as blocks of rows (each copied into a
+ * scratch of its thread first) and then blocks of columns in place on the
+ * output, each block a one-thread plan, claimed by the pool's threads
+ * (rfft2_two_pass). */
 #include "fft_kernel.h"
 
 #include <complex.h>
@@ -236,22 +237,22 @@ static void *plan_for(jx_fft_type t, plan_layout layout, int dbl, int k, const i
   return e ? e->plan : NULL;
 }
 
-/* The 2-D real transform in two passes over jx's pool, both on the output
- * itself (no scratch, no copies): the r2c of each row, in blocks of
- * ROW_BLOCK rows, straight into the output's rows, then the in-place c2c
- * of each column of the half spectrum, in blocks of COL_BLOCK adjacent
- * columns (FFTW's codelets run across the block's columns, each row of the
- * block one contiguous run of the output's row). The last block of each
- * pass takes the rows or columns left over besides its own, so a pass has
- * as many equal blocks as fit: the half spectrum's 513 columns of a
- * 1024-wide image are 16 blocks, 8 to each of two threads. The blocks are
- * fixed by the shape, never by the thread count, and each block's plan is
- * the same whichever thread runs it: the bits do not depend on the
- * threads. Even block sizes keep the blocks of an image on the image's
- * alignment (a c64 row of 513 numbers is only 8-byte aligned); when the
- * caller's arrays or an odd-sized image put any block off FFTW's alignment,
- * every block runs a plan made for unaligned arrays (new-array execute
- * needs the alignment the plan was made for). */
+/* The 2-D real transform in two passes over jx's pool, both writing the
+ * output itself: the r2c of each row, in blocks of ROW_BLOCK rows (read
+ * through a scratch, rfft2_rows), into the output's rows, then the
+ * in-place c2c of each column of the half spectrum, in blocks of COL_BLOCK
+ * adjacent columns (FFTW's codelets run across the block's columns, each
+ * row of the block one contiguous run of the output's row). The last block
+ * of each pass takes the rows or columns left over besides its own, so a
+ * pass has as many equal blocks as fit: the half spectrum's 513 columns of
+ * a 1024-wide image are 16 blocks. The blocks are fixed by the shape, never
+ * by the thread count, and each block's plan is the same whichever thread
+ * runs it: the bits do not depend on the threads. Even block sizes keep
+ * the output's blocks on the array's alignment (a c64 row of 513 numbers
+ * is only 8-byte aligned); when the caller's output or an odd-sized image
+ * puts any block off FFTW's alignment, every block runs a plan made for
+ * unaligned arrays (new-array execute needs the alignment the plan was
+ * made for). */
 enum { ROW_BLOCK = 16, COL_BLOCK = 32 };
 _Static_assert(ROW_BLOCK % 2 == 0 && COL_BLOCK % 2 == 0, "blocks keep the alignment");
 
