@@ -23,14 +23,16 @@
  * jx_pool_threads() threads (FFTW's measuring decides how many pay), and
  * FFTW runs its parallel loops on jx's pool (fftw_threads_set_callback), not
  * on threads of its own. A 2-D f32 real transform of at least TWO_PASS_MIN
- * elements an image runs instead as blocks of rows and then blocks of
- * columns, each block a one-thread plan run in place on the output, split
- * over the pool (rfft2_two_pass). */
+ * elements an image runs instead as blocks of rows (each copied into a
+ * scratch of its thread first) and then blocks of columns in place on the
+ * output, each block a one-thread plan, claimed by the pool's threads
+ * (rfft2_two_pass). */
 #include "fft_kernel.h"
 
 #include <complex.h>
 #include <fftw3.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,31 +237,72 @@ static void *plan_for(jx_fft_type t, plan_layout layout, int dbl, int k, const i
   return e ? e->plan : NULL;
 }
 
-/* The 2-D real transform in two passes over jx's pool, both on the output
- * itself (no scratch, no copies): the r2c of each row, in blocks of
- * ROW_BLOCK rows, straight into the output's rows, then the in-place c2c
- * of each column of the half spectrum, in blocks of COL_BLOCK adjacent
- * columns (FFTW's codelets run across the block's columns, each row of the
- * block one contiguous run of the output's row). The last block of each
- * pass takes the rows or columns left over besides its own, so a pass has
- * as many equal blocks as fit: the half spectrum's 513 columns of a
- * 1024-wide image are 16 blocks, 8 to each of two threads. The blocks are
- * fixed by the shape, never by the thread count, and each block's plan is
- * the same whichever thread runs it: the bits do not depend on the
- * threads. Even block sizes keep the blocks of an image on the image's
- * alignment (a c64 row of 513 numbers is only 8-byte aligned); when the
- * caller's arrays or an odd-sized image put any block off FFTW's alignment,
- * every block runs a plan made for unaligned arrays (new-array execute
- * needs the alignment the plan was made for). */
+/* The 2-D real transform in two passes over jx's pool, both writing the
+ * output itself: the r2c of each row, in blocks of ROW_BLOCK rows (read
+ * through a scratch, rfft2_rows), into the output's rows, then the
+ * in-place c2c of each column of the half spectrum, in blocks of COL_BLOCK
+ * adjacent columns (FFTW's codelets run across the block's columns, each
+ * row of the block one contiguous run of the output's row). The last block
+ * of each pass takes the rows or columns left over besides its own, so a
+ * pass has as many equal blocks as fit: the half spectrum's 513 columns of
+ * a 1024-wide image are 16 blocks. The blocks are fixed by the shape, never
+ * by the thread count, and each block's plan is the same whichever thread
+ * runs it: the bits do not depend on the threads. Even block sizes keep
+ * the output's blocks on the array's alignment (a c64 row of 513 numbers
+ * is only 8-byte aligned); when the caller's output or an odd-sized image
+ * puts any block off FFTW's alignment, every block runs a plan made for
+ * unaligned arrays (new-array execute needs the alignment the plan was
+ * made for). */
 enum { ROW_BLOCK = 16, COL_BLOCK = 32 };
 _Static_assert(ROW_BLOCK % 2 == 0 && COL_BLOCK % 2 == 0, "blocks keep the alignment");
 
+/* Blocks 0..n-1 in `pieces` contiguous ranges, one to each thread of a
+ * pass: a thread takes its own range's blocks from the front and then,
+ * when they run out, the other ranges' from the back. A thread that runs
+ * slower (its core busy with interrupts or another process) so hands its
+ * last blocks to a faster one, and the blocks that run at the same time
+ * stay far apart: two threads on adjacent column blocks would write the
+ * cache lines at their edge, row after row, in turn. */
+enum { MAX_PIECES = 64 };
+typedef struct {
+  _Atomic uint64_t range[MAX_PIECES]; /* next block in the low 32 bits, end in the high */
+  int pieces;
+} block_claims;
+
+/* Splits n blocks (fewer than 2^32) over at most `threads` pieces. */
+static void claims_init(block_claims *c, int64_t n, int threads) {
+  c->pieces = threads < n ? threads : (int)n;
+  if (c->pieces > MAX_PIECES) c->pieces = MAX_PIECES;
+  if (c->pieces < 1) c->pieces = 1;
+  for (int p = 0; p < c->pieces; p++)
+    atomic_init(&c->range[p],
+                (uint64_t)((p + 1) * n / c->pieces) << 32 | (uint64_t)(p * n / c->pieces));
+}
+
+/* The next block for piece p, or -1 when none is left. */
+static int64_t claim(block_claims *c, int p) {
+  for (int k = 0; k < c->pieces; k++) {
+    int q = (p + k) % c->pieces;
+    uint64_t v = atomic_load(&c->range[q]);
+    for (;;) {
+      uint64_t next = v & 0xffffffffu, end = v >> 32;
+      if (next >= end) break;
+      uint64_t w = k == 0 ? end << 32 | (next + 1) : (end - 1) << 32 | next;
+      if (atomic_compare_exchange_weak(&c->range[q], &v, w))
+        return (int64_t)(k == 0 ? next : end - 1);
+    }
+  }
+  return -1;
+}
+
 typedef struct {
   int dbl;
-  int64_t n0, n1, half, batch;    /* half = n1 / 2 + 1 */
-  int64_t row_blocks, col_blocks; /* of all images' rows; of one image's columns */
+  int64_t n0, n1, half, batch;         /* half = n1 / 2 + 1 */
+  int64_t row_blocks, col_blocks;      /* of all images' rows; of one image's columns */
+  block_claims row_claims, col_claims; /* of all row blocks; of all images' column blocks */
   const char *in;
-  char *out;
+  char *out, *scratch; /* a scratch of scratch_bytes for each row piece, FFTW-aligned */
+  size_t scratch_bytes;
   void *row_plan[2], *col_plan[2]; /* a block's, the last block's */
 } rfft2_job;
 
@@ -268,33 +311,48 @@ typedef struct {
 static int64_t block_count(int64_t m, int64_t block) { return m < block ? 1 : m / block; }
 static int64_t last_block(int64_t m, int64_t block) { return m < block ? m : block + m % block; }
 
+/* Piece p of the row pass: the row blocks it claims, each copied into the
+ * piece's scratch before its r2c. FFTW's real codelets read a row in
+ * strides, each a cache miss when the image is not in cache (a large
+ * input rarely is: the transform before it evicted it); the copy reads it
+ * in order, which the hardware prefetches, and the r2c then runs from L1
+ * and L2. The scratch is on FFTW's alignment whatever the input's. Which
+ * thread runs a block changes nothing in its numbers (the same plan on the
+ * same values), so the bits do not depend on the threads. */
 static void rfft2_rows(void *ctx, int64_t begin, int64_t end) {
   rfft2_job *j = ctx;
   size_t rs = real_size(j->dbl);
-  for (int64_t b = begin; b < end; b++) {
-    int64_t r0 = b * ROW_BLOCK;
-    void *plan = j->row_plan[b == j->row_blocks - 1];
-    const void *src = j->in + (size_t)(r0 * j->n1) * rs;
-    void *dst = j->out + (size_t)(r0 * j->half) * 2 * rs;
-    if (j->dbl)
-      fftw_execute_dft_r2c(plan, (double *)src, dst);
-    else
-      fftwf_execute_dft_r2c(plan, (float *)src, dst);
+  for (int64_t p = begin; p < end; p++) {
+    char *scratch = j->scratch + (size_t)p * j->scratch_bytes;
+    for (int64_t b; (b = claim(&j->row_claims, (int)p)) >= 0;) {
+      int64_t r0 = b * ROW_BLOCK,
+              nrows = b == j->row_blocks - 1 ? j->n0 * j->batch - r0 : ROW_BLOCK;
+      void *plan = j->row_plan[b == j->row_blocks - 1];
+      memcpy(scratch, j->in + (size_t)(r0 * j->n1) * rs, (size_t)(nrows * j->n1) * rs);
+      void *dst = j->out + (size_t)(r0 * j->half) * 2 * rs;
+      if (j->dbl)
+        fftw_execute_dft_r2c(plan, (double *)scratch, dst);
+      else
+        fftwf_execute_dft_r2c(plan, (float *)scratch, dst);
+    }
   }
 }
 
+/* Piece p of the column pass: the column blocks it claims, each an
+ * in-place c2c of its columns. */
 static void rfft2_columns(void *ctx, int64_t begin, int64_t end) {
   rfft2_job *j = ctx;
   size_t cs = 2 * real_size(j->dbl);
-  for (int64_t b = begin; b < end; b++) {
-    int64_t image = b / j->col_blocks, block = b % j->col_blocks;
-    void *plan = j->col_plan[block == j->col_blocks - 1];
-    char *at = j->out + (size_t)((image * j->n0) * j->half + block * COL_BLOCK) * cs;
-    if (j->dbl)
-      fftw_execute_dft(plan, (fftw_complex *)at, (fftw_complex *)at);
-    else
-      fftwf_execute_dft(plan, (fftwf_complex *)at, (fftwf_complex *)at);
-  }
+  for (int64_t p = begin; p < end; p++)
+    for (int64_t b; (b = claim(&j->col_claims, (int)p)) >= 0;) {
+      int64_t image = b / j->col_blocks, block = b % j->col_blocks;
+      void *plan = j->col_plan[block == j->col_blocks - 1];
+      char *at = j->out + (size_t)((image * j->n0) * j->half + block * COL_BLOCK) * cs;
+      if (j->dbl)
+        fftw_execute_dft(plan, (fftw_complex *)at, (fftw_complex *)at);
+      else
+        fftwf_execute_dft(plan, (fftwf_complex *)at, (fftwf_complex *)at);
+    }
 }
 
 /* 1 when p is on FFTW's SIMD alignment, so that a plan made for aligned
@@ -310,14 +368,20 @@ static int steps_aligned(int dbl, const char *base, size_t step) {
 static int rfft2_two_pass(int dbl, const int64_t *n, int64_t batch, const void *in, void *out) {
   int64_t half = n[1] / 2 + 1, rows = batch * n[0];
   size_t rs = real_size(dbl), cs = 2 * rs;
-  /* every block of both passes starts on the alignment, or all plans are unaligned ones */
-  int aligned = steps_aligned(dbl, in, (size_t)(ROW_BLOCK * n[1]) * rs) &&
-                steps_aligned(dbl, out, (size_t)(ROW_BLOCK * half) * cs) &&
+  /* every block of both passes starts on the alignment, or all plans are
+   * unaligned ones (the rows are read from the aligned scratches) */
+  int aligned = steps_aligned(dbl, out, (size_t)(ROW_BLOCK * half) * cs) &&
                 steps_aligned(dbl, out, (size_t)COL_BLOCK * cs) &&
                 steps_aligned(dbl, out, (size_t)(n[0] * half) * cs);
-  rfft2_job j = {
-      dbl, n[0], n[1], half, batch, block_count(rows, ROW_BLOCK), block_count(half, COL_BLOCK),
-      in,  out,  {0},  {0}};
+  rfft2_job j = {.dbl = dbl,
+                 .n0 = n[0],
+                 .n1 = n[1],
+                 .half = half,
+                 .batch = batch,
+                 .row_blocks = block_count(rows, ROW_BLOCK),
+                 .col_blocks = block_count(half, COL_BLOCK),
+                 .in = in,
+                 .out = out};
   /* planned here, on the calling thread, before the blocks run */
   int64_t last_rows = last_block(rows, ROW_BLOCK), last_cols = last_block(half, COL_BLOCK);
   int64_t first_rows = j.row_blocks > 1 ? ROW_BLOCK : last_rows;
@@ -330,8 +394,17 @@ static int rfft2_two_pass(int dbl, const int64_t *n, int64_t batch, const void *
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: FFTW could not plan the transform");
     return 0;
   }
-  jx_parallel_for(j.row_blocks, 1, rfft2_rows, &j);
-  jx_parallel_for(batch * j.col_blocks, 1, rfft2_columns, &j);
+  /* one scratch per row piece, of the largest block (the last), whole cache lines */
+  claims_init(&j.row_claims, j.row_blocks, jx_pool_threads());
+  claims_init(&j.col_claims, batch * j.col_blocks, jx_pool_threads());
+  j.scratch_bytes = ((size_t)(last_rows * n[1]) * rs + 63) / 64 * 64;
+  if (!(j.scratch = fftw_malloc((size_t)j.row_claims.pieces * j.scratch_bytes))) {
+    jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: out of memory for the real transform's rows");
+    return 0;
+  }
+  jx_parallel_for(j.row_claims.pieces, 1, rfft2_rows, &j);
+  fftw_free(j.scratch);
+  jx_parallel_for(j.col_claims.pieces, 1, rfft2_columns, &j);
   return 1;
 }
 
