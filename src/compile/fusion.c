@@ -477,6 +477,74 @@ int jx_fuse(const jx_program *p, jx_fusion_group **out) { return fuse(p, 0, out)
 
 int jx_fuse_device(const jx_program *p, jx_fusion_group **out) { return fuse(p, 1, out); }
 
+/* Group f's loads and compute count (its stores come later); operands
+ * produced by a broadcast_in_dim are read through it (its operand, stride 0
+ * along the new dims), so a broadcast scalar or bias never becomes a full
+ * array. A lone equation not worth a kernel is left as it is. Returns 0
+ * when the group's operands are too many for one kernel (compute 0: the
+ * executable runs it equation by equation), else 1. in_group: nvars + 1
+ * bytes of scratch. */
+static int plan_group(const jx_program *p, jx_fusion_group *f, uint8_t *in_group, int ints,
+                      int kernels) {
+  f->nloads = 0;
+  f->compute = 0;
+  if (f->count < 2) {
+    const jx_eqn *e = &p->eqns[f->first];
+    /* on the device a lone pad or concatenate is a kernel too (on the
+     * host it would copy its operands down and its result up) */
+    if (!kernels || !(single_worth(p, e, ints) || (ints && window_op_on(e, p, ints)))) return 1;
+    f->single = 1;
+  }
+  memset(in_group, 0, (size_t)p->nvars + 1);
+  int ok = 1;
+  for (int j = f->first; j < f->first + f->count && ok; j++) {
+    const jx_eqn *e = &p->eqns[j];
+    if (f->reduces && j == f->first + f->count - 1) {
+      f->compute++; /* its operand is a member */
+      in_group[e->out[0]] = 1;
+      continue;
+    }
+    if (jx_fusion_is_view(e, p)) {
+      ok = jx_fusion_add_operand(p, f, e->out[0]); /* read through */
+    } else if (jx_fusion_is_window_op(e, p)) {
+      f->compute++; /* a select over its operands' windowed loads */
+      int ndata = e->prim->id == JX_PRIM_pad ? 1 : e->nin;
+      for (int i = 0; i < e->nin && ok; i++)
+        ok = i < ndata ? jx_fusion_add_window_operand(p, f, e, i)
+                       : jx_fusion_add_operand(p, f, e->in[i]);
+    } else {
+      if (!jx_fusion_renderable_on(e, p, ints)) break;
+      f->compute++;
+      for (int i = 0; i < e->nin && ok; i++)
+        if (!in_group[e->in[i]]) ok = jx_fusion_add_operand(p, f, e->in[i]);
+    }
+    in_group[e->out[0]] = 1;
+  }
+  if (!ok) f->compute = 0; /* too wide */
+  return ok;
+}
+
+/* Cuts group n of *ng in two halves of its equations (groups after it move
+ * up one): a reduction stays the second half's last member. */
+static void cut_group(jx_fusion_group *groups, int *ng, int n) {
+  jx_fusion_group *f = &groups[n];
+  memmove(&groups[n + 2], &groups[n + 1], sizeof *groups * (size_t)(*ng - n - 1));
+  jx_fusion_group *second = &groups[n + 1];
+  memset(second, 0, sizeof *second);
+  int half = f->count / 2;
+  second->first = f->first + half;
+  second->count = f->count - half;
+  second->shape = f->shape;
+  second->windows = f->windows;
+  second->reduces = f->reduces;
+  second->lead = f->lead;
+  f->count = half;
+  f->reduces = 0;
+  f->lead = 0;
+  f->nstores = 0;
+  (*ng)++;
+}
+
 static int fuse(const jx_program *p, int ints, jx_fusion_group **out) {
   int kernels = jx_fusion_kernels_enabled();
   jx_fusion_group *groups = calloc((size_t)p->neqns + 1, sizeof *groups);
@@ -514,52 +582,26 @@ static int fuse(const jx_program *p, int ints, jx_fusion_group **out) {
     }
     for (int o = 0; o < e->nout; o++) in_group[e->out[o]] = 1;
   }
-  /* loads and compute counts of each fused group; operands produced by a
-   * broadcast_in_dim are read through it (its operand, stride 0 along the
-   * new dims), so a broadcast scalar or bias never becomes a full array */
-  for (int n = 0; n < ng; n++) {
-    jx_fusion_group *f = &groups[n];
-    if (f->count < 2) {
-      const jx_eqn *e = &p->eqns[f->first];
-      /* on the device a lone pad or concatenate is a kernel too (on the
-       * host it would copy its operands down and its result up) */
-      if (!kernels || !(single_worth(p, e, ints) || (ints && window_op_on(e, p, ints)))) continue;
-      f->single = 1;
+  /* loads and compute counts of each fused group; on the device a group too
+   * wide for one kernel is cut in two (each half planned again) */
+  for (int n = 0; n < ng; n++)
+    if (!plan_group(p, &groups[n], in_group, ints, kernels) && ints && groups[n].count >= 2) {
+      cut_group(groups, &ng, n);
+      n--;
     }
-    memset(in_group, 0, (size_t)p->nvars + 1);
-    int ok = 1;
-    for (int j = f->first; j < f->first + f->count && ok; j++) {
-      const jx_eqn *e = &p->eqns[j];
-      if (f->reduces && j == f->first + f->count - 1) {
-        f->compute++; /* its operand is a member */
-        in_group[e->out[0]] = 1;
-        continue;
-      }
-      if (jx_fusion_is_view(e, p)) {
-        ok = jx_fusion_add_operand(p, f, e->out[0]); /* read through */
-      } else if (jx_fusion_is_window_op(e, p)) {
-        f->compute++; /* a select over its operands' windowed loads */
-        int ndata = e->prim->id == JX_PRIM_pad ? 1 : e->nin;
-        for (int i = 0; i < e->nin && ok; i++)
-          ok = i < ndata ? jx_fusion_add_window_operand(p, f, e, i)
-                         : jx_fusion_add_operand(p, f, e->in[i]);
-      } else {
-        if (!jx_fusion_renderable_on(e, p, ints)) break;
-        f->compute++;
-        for (int i = 0; i < e->nin && ok; i++)
-          if (!in_group[e->in[i]]) ok = jx_fusion_add_operand(p, f, e->in[i]);
-      }
-      in_group[e->out[0]] = 1;
-    }
-    if (!ok) f->compute = 0; /* too wide: the executable runs it equation by equation */
-  }
   /* stores: a kernel writes the members that something after it reads as an
    * array (an equation run as it is, another kernel's load, an output).
    * A group that cannot store all of them is demoted, which makes its own
    * operands arrays again: repeat until nothing changes. */
   uint8_t *need = in_group;
-  uint8_t *lone = calloc((size_t)ng + 1, 1); /* lone_view per group (a search each) */
-  if (!lone) {
+  /* lone_view per group (a search each); as many as there are equations, since
+   * cuts add groups; scratch: plan_group's marks while need is in use */
+  uint8_t *lone = calloc((size_t)p->neqns + 1, 1);
+  uint8_t *scratch = calloc((size_t)p->nvars + 1, 1);
+  int cuts = 0;
+  if (!lone || !scratch) {
+    free(lone);
+    free(scratch);
     free(groups);
     free(in_group);
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "fusion: out of memory");
@@ -568,6 +610,9 @@ static int fuse(const jx_program *p, int ints, jx_fusion_group **out) {
   for (int n = 0; n < ng; n++) lone[n] = (uint8_t)lone_view(p, &groups[n], ints);
   for (int changed = 1; changed;) {
     changed = 0;
+    if (cuts) /* groups moved: their lone views again */
+      for (int n = 0; n < ng; n++) lone[n] = (uint8_t)lone_view(p, &groups[n], ints);
+    cuts = 0;
     memset(need, 0, (size_t)p->nvars + 1);
     for (int o = 0; o < p->nout; o++) need[p->out[o]] = 1;
     for (int n = 0; n < ng; n++) {
@@ -595,6 +640,13 @@ static int fuse(const jx_program *p, int ints, jx_fusion_group **out) {
           f->compute = 0;
           f->nstores = 0;
           changed = 1;
+          if (ints && f->count >= 2) { /* the device: two kernels, not one per equation */
+            int at = n;
+            cut_group(groups, &ng, at);
+            plan_group(p, &groups[at], scratch, ints, kernels);
+            plan_group(p, &groups[at + 1], scratch, ints, kernels);
+            cuts = 1;
+          }
           break;
         }
         f->stores[f->nstores++] = v;
@@ -609,6 +661,7 @@ static int fuse(const jx_program *p, int ints, jx_fusion_group **out) {
     if (lone[n] && !need[p->eqns[f->first].out[0]]) f->skip = 1;
   }
   free(lone);
+  free(scratch);
   free(in_group);
   *out = groups;
   return ng;

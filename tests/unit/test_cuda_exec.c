@@ -39,9 +39,9 @@
 #include "trace/fn.h"
 
 static int real_driver;
-/* The distinct kernels and the host equations of check_case's last CUDA
- * program. */
-static int last_distinct, last_host, last_gathers, last_splits;
+/* The kernel steps, distinct kernels and host equations of check_case's
+ * last CUDA program. */
+static int last_kernels, last_distinct, last_host, last_gathers, last_splits;
 
 static jx_array *values(jx_shape s, int seed) {
   int64_t n = jx_shape_numel(s);
@@ -79,7 +79,8 @@ static void expect_same_bits(jx_array *want, jx_array *got, const char *what, in
   free(b);
 }
 
-/* Runs body jitted on the CPU and on CUDA; checks the outputs' bits, that
+/* Runs body jitted on the CPU and on CUDA on inputs from make_input
+ * (values() for check_case); checks the outputs' bits, that
  * the CUDA program has at least min_kernels kernels and min_host host
  * equations, and the device memory: a second call with the same inputs
  * copies nothing up when no host equation feeds a kernel (the first call's
@@ -88,7 +89,7 @@ static void expect_same_bits(jx_array *want, jx_array *got, const char *what, in
  * freed, and then every block is back in the allocator. */
 static void check_case_of(jx_array *(*make_input)(jx_shape s, int seed), const char *what, int nin,
                           int nout, jx_body body, jx_shape *shapes, int min_kernels, int min_host) {
-  jx_array *in[8], *want[8], *got[8];
+  jx_array *in[8], *want[24], *got[24];
   jx_aval av[8];
   jx_scope_begin(); /* the case's arrays */
   for (int i = 0; i < nin; i++) {
@@ -116,6 +117,7 @@ static void check_case_of(jx_array *(*make_input)(jx_shape s, int seed), const c
   assert_non_null(jx_program_executable(p));
   int host = 0, gemms = 0,
       kernels = jx_cuda_executable_kernels(jx_program_executable(p), &host, &gemms);
+  last_kernels = kernels;
   last_distinct = jx_cuda_executable_distinct_kernels(jx_program_executable(p));
   last_host = host;
   last_gathers = jx_cuda_executable_gathers(jx_program_executable(p));
@@ -445,6 +447,26 @@ static void layers_body(void *ctx, jx_array *const *in, jx_array **out) {
   out[0] = h;
 }
 
+/* A chain of 18 small steps, each an output: one group needs more stores
+ * than a kernel has, so the device cuts it into two kernels, where the CPU
+ * runs its equations one by one (an optimizer's update of many small
+ * parameters: a kernel per equation). */
+static void wide_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *x = in[0];
+  for (int i = 0; i < 18; i++) {
+    x = jx_add(jx_mul(x, jx_scalar(JX_F32, 0.5f + 0.01f * (float)i)), in[1]);
+    out[i] = x;
+  }
+}
+
+static void test_too_many_stores_cut(void **state) {
+  (void)state;
+  jx_shape s[2] = {{1, {64}}, {1, {64}}};
+  check_case("wide", 2, 18, wide_body, s, 2, 0);
+  assert_int_equal(last_kernels, 2); /* not one kernel per equation */
+}
+
 /* identical layers share one kernel of the module (kernel_batch.h) */
 static void test_identical_layers_share_a_kernel(void **state) {
   (void)state;
@@ -651,6 +673,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_scatter_add, setup, teardown),
       cmocka_unit_test_setup_teardown(test_mlp_forward, setup, teardown),
       cmocka_unit_test_setup_teardown(test_identical_layers_share_a_kernel, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_too_many_stores_cut, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dot_as_gemm, setup, teardown),
       cmocka_unit_test_setup_teardown(test_step_profile, setup, teardown),
   };
