@@ -94,26 +94,28 @@ static void pack_transposed_c(const float *src, int64_t ld, int64_t nk, int64_t 
 
 #include "avx2_math.h"
 
-/* R rows (R <= 4) of C (+)= A B, 16 columns (eight accumulators) at a time,
- * then 8, then the rest one by one. */
+/* R rows (R <= 6) of C (+)= A B, 16 columns (twelve accumulators: enough
+ * independent FMA chains to hide their latency, two B loads shared by six
+ * rows) at a time, then 8, then the rest one by one. Every element is one
+ * FMA chain over k in order, whatever R is. */
 FA_INLINE void gemm_rows(const int R, int64_t n, int64_t k, const float *a, int64_t ars,
                          int64_t acs, const float *b, int64_t ldb, float *c, int64_t ldc, int add) {
   int64_t j = 0;
   for (; j + 2 * LANES <= n; j += 2 * LANES) {
-    __m256 s[4][2];
-#pragma GCC unroll 4
+    __m256 s[6][2];
+#pragma GCC unroll 6
     for (int r = 0; r < R; r++) s[r][0] = s[r][1] = _mm256_setzero_ps();
     for (int64_t kk = 0; kk < k; kk++) {
       const float *bk = b + kk * ldb + j;
       const __m256 y0 = _mm256_loadu_ps(bk), y1 = _mm256_loadu_ps(bk + LANES);
-#pragma GCC unroll 4
+#pragma GCC unroll 6
       for (int r = 0; r < R; r++) {
         const __m256 x = _mm256_broadcast_ss(a + r * ars + kk * acs);
         s[r][0] = _mm256_fmadd_ps(x, y0, s[r][0]);
         s[r][1] = _mm256_fmadd_ps(x, y1, s[r][1]);
       }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (int r = 0; r < R; r++) {
       float *cr = c + r * ldc + j;
       if (add) {
@@ -125,16 +127,16 @@ FA_INLINE void gemm_rows(const int R, int64_t n, int64_t k, const float *a, int6
     }
   }
   for (; j + LANES <= n; j += LANES) {
-    __m256 s[4];
-#pragma GCC unroll 4
+    __m256 s[6];
+#pragma GCC unroll 6
     for (int r = 0; r < R; r++) s[r] = _mm256_setzero_ps();
     for (int64_t kk = 0; kk < k; kk++) {
       const __m256 y = _mm256_loadu_ps(b + kk * ldb + j);
-#pragma GCC unroll 4
+#pragma GCC unroll 6
       for (int r = 0; r < R; r++)
         s[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + r * ars + kk * acs), y, s[r]);
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (int r = 0; r < R; r++) {
       float *cr = c + r * ldc + j;
       _mm256_storeu_ps(cr, add ? _mm256_add_ps(s[r], _mm256_loadu_ps(cr)) : s[r]);
@@ -152,9 +154,11 @@ FA_TARGET static void gemm_avx2(int64_t m, int64_t n, int64_t k, const float *a,
                                 int64_t acs, const float *b, int64_t ldb, float *c, int64_t ldc,
                                 int add) {
   int64_t i = 0;
-  for (; i + 4 <= m; i += 4)
-    gemm_rows(4, n, k, a + i * ars, ars, acs, b, ldb, c + i * ldc, ldc, add);
+  for (; i + 6 <= m; i += 6)
+    gemm_rows(6, n, k, a + i * ars, ars, acs, b, ldb, c + i * ldc, ldc, add);
   switch (m - i) {
+  case 5: gemm_rows(5, n, k, a + i * ars, ars, acs, b, ldb, c + i * ldc, ldc, add); break;
+  case 4: gemm_rows(4, n, k, a + i * ars, ars, acs, b, ldb, c + i * ldc, ldc, add); break;
   case 3: gemm_rows(3, n, k, a + i * ars, ars, acs, b, ldb, c + i * ldc, ldc, add); break;
   case 2: gemm_rows(2, n, k, a + i * ars, ars, acs, b, ldb, c + i * ldc, ldc, add); break;
   case 1: gemm_rows(1, n, k, a + i * ars, ars, acs, b, ldb, c + i * ldc, ldc, add); break;
