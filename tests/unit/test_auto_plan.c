@@ -172,7 +172,15 @@ static void a_limit_no_plan_meets(void **state) {
   print_message("%s\n", jx_last_error());
   assert_non_null(strstr(jx_last_error(), "bytes, while equation"));
   assert_non_null(strstr(jx_last_error(), "holding most"));
+  double smallest = strtod(strstr(jx_last_error(), "peak found is") + 14, NULL);
   assert_error_has("fits 64 bytes per device; the smallest peak found is");
+  /* the smallest over plans (within the solver's 1 % gap): a plan fits it,
+   * none fits 1.1 % less */
+  check_ok(jx_auto_plan_solve(&f->model, f->mesh, f->p, smallest, &plan));
+  assert_true(plan.memory_bytes <= smallest);
+  jx_auto_plan_free(&plan);
+  assert_int_equal(jx_auto_plan_solve(&f->model, f->mesh, f->p, smallest / 1.011, &plan),
+                   JX_ERR_INVALID_ARGUMENT);
 }
 
 /* (x, w1, w2) -> (sum(tanh(x w1) w2), w1 * s, w2 * s) with s = 1 / (1 + that

@@ -51,8 +51,9 @@ typedef struct {
 
 /* The cheapest plan of p over m (cm's figures) whose peak memory per device
  * is at most memory_limit bytes; when none fits, an error naming the limit,
- * the smallest peak found (the plan whose arrays sum to least) and the
- * largest arrays held at it. Free with jx_auto_plan_free. */
+ * the smallest peak found (over the plans the limit's search met, the plan
+ * whose arrays sum to least, and a search of a few seconds minimising the
+ * peak) and the largest arrays held at it. Free with jx_auto_plan_free. */
 jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
                              double memory_limit, jx_auto_plan *out);
 /* The same with some inputs' layouts given: fixed[i] (when fixed is not
