@@ -699,7 +699,9 @@ static int solve_within_limit(problem *pb, glp_prob *lp) {
   }
 }
 
-/* The peak search's time: the error path, so bounded well below a plan's. */
+/* Each of the error's two searches' wall time (the fewest bytes, the
+ * smallest peak; the best plan found when it ends): the error path, so
+ * bounded well below a plan's. */
 #define PEAK_SEARCH_MS 3000
 
 /* Makes the objective the memory row's. */
@@ -738,9 +740,10 @@ static jx_status no_plan_fits(problem *pb, glp_prob *lp) {
     best_at = pb->found_at;
     snprintf(held, sizeof held, "%s", pb->found_held);
   }
-  /* the plan of fewest bytes in all, quickly found, often of a small peak */
+  /* the plan of fewest bytes in all, most often quickly found and of a
+   * small peak */
   for (int r = 0; r < pb->npeak; r++) glp_set_row_bnds(lp, pb->peak_rows[r], GLP_FR, 0, 0);
-  if (!objective_to_memory(lp, pb->mem_row) && solve(lp, SOLVE_MS) > 0) {
+  if (!objective_to_memory(lp, pb->mem_row) && solve(lp, PEAK_SEARCH_MS) > 0) {
     double peak = peak_held(pb, lp, pb->scratch, &at);
     if (best < 0 || peak < best) {
       best = peak;
