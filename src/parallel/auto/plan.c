@@ -67,7 +67,6 @@ static jx_status entry(model_builder *b, int row, int col, double v) {
 typedef struct {
   int first_col, count; /* 0 count: a constant, free */
   int eqn;              /* the equation making it, -1: an input */
-  int distinct;         /* distinct layouts among the count */
   jx_pspec *layout;     /* count entries */
 } producer;
 
@@ -363,15 +362,11 @@ static jx_status define(problem *pb, int v, int eqn, int first_col, int n, const
   jx_pspec *l = malloc(sizeof *l * (size_t)(n + 1));
   if (!l) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
   jx_status st = JX_OK;
-  int distinct = 0;
   for (int k = 0; k < n && !st; k++) {
     l[k] = *(const jx_pspec *)((const char *)layout + stride * (size_t)k);
-    int seen = 0;
-    for (int j = 0; j < k && !seen; j++) seen = jx_pspec_equal(&l[j], &l[k]);
-    distinct += !seen;
     st = add_memory(pb, first_col + k, block_bytes(pb, v, &l[k]));
   }
-  pb->def[v] = (producer){first_col, n, eqn, distinct, l};
+  pb->def[v] = (producer){first_col, n, eqn, l};
   return st;
 }
 
@@ -539,36 +534,35 @@ static jx_status build(problem *pb, model_builder *b) {
   }
   for (int e = 0; e < p->neqns && !st; e++) {
     const jx_eqn *q = &p->eqns[e];
-    /* the lead: the largest operand whose layout varies; of equals, the
-     * freest. An operand of one layout under every column of its group (a
-     * replicated-only op's result, a scalar) would pin every follower after
-     * it to that layout: it never leads, and an equation with no other
-     * operand chooses. (The Adam update of each parameter reads the
-     * gradient clipping's factor broadcast: following that, every update
-     * was held whole.) */
-    int lead = -1, made = 0;
+    /* a scalar's broadcast is made locally in any layout its readers want,
+     * from the scalar every device holds: free, as a constant is, and so
+     * never a lead (a follower of it would take the scalar's one layout:
+     * each AdamW update, reading the gradient clipping's factor so
+     * broadcast, was held whole) */
+    if (q->prim == &jx_prim_broadcast_in_dim && q->nin == 1 && p->avals[q->in[0]].shape.rank == 0) {
+      pb->eqn_col[e] = -1;
+      continue;
+    }
+    int lead = -1;
     double lead_bytes = -1;
-    for (int i = 0; i < q->nin; i++) {
+    for (int i = 0; i < q->nin; i++) { /* the largest; of equals, the freest */
       const producer *d = &pb->def[q->in[i]];
       double bytes = jx_aval_bytes(p->avals[q->in[i]]);
-      made |= d->count > 0;
-      if (d->distinct > 1 &&
-          (bytes > lead_bytes ||
-           (bytes == lead_bytes && d->distinct > pb->def[q->in[lead]].distinct))) {
+      if (d->count &&
+          (bytes > lead_bytes || (bytes == lead_bytes && d->count > pb->def[q->in[lead]].count))) {
         lead = i;
         lead_bytes = bytes;
       }
     }
-    /* a scalar's broadcast is made locally in any layout its readers want,
-     * from the scalar every device holds: free, as a constant is */
-    int scalar_broadcast =
-        q->prim == &jx_prim_broadcast_in_dim && q->nin == 1 && p->avals[q->in[0]].shape.rank == 0;
-    if ((!made || scalar_broadcast) && follows(q)) { /* a constant too */
+    if (lead < 0 && follows(q)) { /* made from constants only: a constant too */
       pb->eqn_col[e] = -1;
       continue;
     }
     int followed = 0;
-    if (lead >= 0 && follows(q)) st = follow(pb, b, e, lead, &followed);
+    /* an operand with one layout (a replicated-only op's result) would pin
+     * every follower after it: such an equation chooses */
+    if (lead >= 0 && follows(q) && pb->def[q->in[lead]].count > 1)
+      st = follow(pb, b, e, lead, &followed);
     if (!st && !followed) st = choose(pb, b, e);
   }
   /* the memory row, its entries summed per column */

@@ -6,10 +6,9 @@
  * candidate layout), each group summing to one. Contractions, gathers and
  * the replicated family choose; elementwise, shape, reduction, slicing and
  * constraint equations follow their largest operand (Alpa's following
- * operators; of equal operands the one of most distinct layouts, and an
- * operand of one layout under every column of its group does not lead: the
- * equation chooses when no other can; a scalar's broadcast is free, as a
- * constant is): their
+ * operators; of equal operands the one whose group has most columns, and
+ * an operand of one layout does not lead: the equation chooses then; a
+ * scalar's broadcast is free, as a constant is, and so never leads): their
  * layouts are their family plan's under each column of the group they
  * follow, and their compute and relaying costs go on those columns. The
  * objective is the chosen columns' compute and collective time plus, for
