@@ -7,7 +7,8 @@
  * model's flops at the model's rate and its memory the most bytes held while
  * any equation runs (counted here from the definition), below the sum of
  * every array's; a limit no plan meets is an error naming the least memory
- * a plan needs and what it holds then. */
+ * a plan needs and what it holds then (the equation and the largest arrays,
+ * with their source locations). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -169,11 +170,45 @@ static void a_limit_no_plan_meets(void **state) {
   assert_int_equal(jx_auto_plan_solve(&f->model, f->mesh, f->p, 64, &plan),
                    JX_ERR_INVALID_ARGUMENT);
   assert_null(plan.in_spec);
-  print_message("%s\n", jx_last_error());
+  char err[2048];
+  snprintf(err, sizeof err, "%s", jx_last_error());
+  print_message("%s\n", err);
   assert_non_null(strstr(jx_last_error(), "bytes, while equation"));
   assert_non_null(strstr(jx_last_error(), "holding most"));
   double smallest = strtod(strstr(jx_last_error(), "peak found is") + 14, NULL);
   assert_error_has("fits 64 bytes per device; the smallest peak found is");
+  /* what holds it: the equation of the peak with its source location, and
+   * the largest arrays, largest first, each an input by index or made by
+   * an equation named with its location (every equation here has one) */
+  int at = atoi(strstr(err, "while equation ") + 15);
+  assert_true(at >= 0 && at < f->p->neqns);
+  const jx_eqn *e = &f->p->eqns[at];
+  char want[512];
+  assert_non_null(e->loc);
+  snprintf(want, sizeof want, "(%s at %s) runs", e->prim->name, e->loc);
+  assert_non_null(strstr(err, want));
+  const char *entry = strstr(err, "holding most ") + 13;
+  double prev = INFINITY;
+  int listed = 0;
+  for (const char *end; (end = strstr(entry, " bytes)")); entry = end + 7, listed++) {
+    if (!strncmp(entry, ", ", 2)) entry += 2;
+    char what[64];
+    assert_int_equal(sscanf(entry, "%63s", what), 1);
+    const char *open = end;
+    while (open > entry && *open != '(') open--;
+    double bytes = strtod(open + 1, NULL);
+    assert_true(bytes > 0 && bytes <= prev);
+    prev = bytes;
+    int located = 0;
+    if (!strcmp(what, "input")) located = atoi(entry + 6) >= 0 && atoi(entry + 6) < f->p->nin;
+    for (int k = 0; k < f->p->neqns && !located; k++)
+      if (!strcmp(f->p->eqns[k].prim->name, what) && f->p->eqns[k].loc) {
+        snprintf(want, sizeof want, " at %s (", f->p->eqns[k].loc);
+        located = strstr(entry, want) && strstr(entry, want) < end;
+      }
+    assert_true(located);
+  }
+  assert_int_equal(listed, 3);
   /* the smallest over plans (within the solver's 1 % gap): a plan fits it,
    * none fits 1.1 % less */
   check_ok(jx_auto_plan_solve(&f->model, f->mesh, f->p, smallest, &plan));

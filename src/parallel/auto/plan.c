@@ -110,7 +110,7 @@ typedef struct {
    * what is held there (-1: none found) */
   double found_peak;
   int found_at;
-  char found_held[768];
+  char found_held[1024];
   /* scratch for an edge: each side's distinct layouts, each column's
    * class among them, the pair costs; and a follower's per-column layouts */
   jx_pspec *p_rep, *r_rep, *req, *prod, *in, *out;
@@ -637,38 +637,64 @@ static int objective_to_peak(problem *pb, glp_prob *lp) {
   return z;
 }
 
+/* Where equation e comes from: " at file:line" when its trace recorded the
+ * user's call, else nothing. */
+static const char *eqn_where(const jx_eqn *e, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s%s", e->loc ? " at " : "", e->loc ? e->loc : "");
+  return buf;
+}
+
 /* What the plan found holds while equation `at` runs: its three largest
- * arrays, as text. */
+ * arrays per device, each as what makes it (an input by index, else the
+ * equation's primitive and its source location), its type and its layout,
+ * as text. */
 static void describe_held(const problem *pb, glp_prob *lp, int at, char *text, size_t cap) {
   const jx_program *p = pb->p;
-  int top[3] = {-1, -1, -1};
+  int top[3] = {-1, -1, -1}, top_k[3] = {0, 0, 0};
   double top_b[3] = {0, 0, 0};
   for (int v = 0; v < p->nvars; v++) {
     if (!held_at(pb, v, at)) continue;
     const producer *d = &pb->def[v];
     double b = 0;
+    int chosen = 0;
     for (int k = 0; k < d->count && !b; k++)
-      if (glp_mip_col_val(lp, d->first_col + k) > 0.5) b = block_bytes(pb, v, produced(pb, d, k));
+      if (glp_mip_col_val(lp, d->first_col + k) > 0.5) {
+        b = block_bytes(pb, v, produced(pb, d, k));
+        chosen = k;
+      }
     for (int j = 0; j < 3; j++)
       if (b > top_b[j]) {
         for (int i = 2; i > j; i--) {
           top[i] = top[i - 1];
+          top_k[i] = top_k[i - 1];
           top_b[i] = top_b[i - 1];
         }
         top[j] = v;
+        top_k[j] = chosen;
         top_b[j] = b;
         break;
       }
   }
-  char av[JX_AVAL_STR_CAP];
+  char av[JX_AVAL_STR_CAP], spec[JX_SPEC_CAP], what[64], where[256];
   size_t len = 0;
   text[0] = '\0';
   for (int j = 0; j < 3 && top[j] >= 0 && len < cap; j++) {
     const producer *d = &pb->def[top[j]];
-    len +=
-        (size_t)snprintf(text + len, cap - len, "%s%s %s (%.0f bytes)", j ? ", " : "",
-                         d->eqn < 0 ? "input" : p->eqns[d->eqn].prim->name,
-                         jx_aval_str(p->avals[top[j]].dtype, p->avals[top[j]].shape, av), top_b[j]);
+    const jx_pspec *l = produced(pb, d, top_k[j]);
+    where[0] = '\0';
+    if (d->eqn < 0) {
+      int i = 0;
+      while (i < p->nin && p->in[i] != top[j]) i++;
+      snprintf(what, sizeof what, "input %d", i);
+    } else {
+      snprintf(what, sizeof what, "%s", p->eqns[d->eqn].prim->name);
+      eqn_where(&p->eqns[d->eqn], where, sizeof where);
+    }
+    len += (size_t)snprintf(text + len, cap - len, "%s%s %s %s%s%s%s (%.0f bytes)", j ? ", " : "",
+                            what, jx_aval_str(p->avals[top[j]].dtype, p->avals[top[j]].shape, av),
+                            jx_pspec_sharded(l) ? "split (" : "whole",
+                            jx_pspec_sharded(l) ? jx_pspec_str(pb->m, l, spec) : "",
+                            jx_pspec_sharded(l) ? ")" : "", where, top_b[j]);
   }
 }
 
@@ -726,7 +752,7 @@ static jx_status no_plan_fits(problem *pb, glp_prob *lp) {
   const jx_program *p = pb->p;
   int at = 0, best_at = 0, z = 0;
   double best = -1, start = glp_time();
-  char held[768] = "";
+  char held[1024] = "", where[256];
   /* the limit's search found plans over it: the smallest of their peaks to
    * improve */
   if (pb->found_peak >= 0) {
@@ -766,9 +792,10 @@ static jx_status no_plan_fits(problem *pb, glp_prob *lp) {
                         p->name ? p->name : "the program", pb->limit);
   return jx_error_set(JX_ERR_INVALID_ARGUMENT,
                       "jx_auto_plan: no plan of '%s' fits %.0f bytes per device; the smallest "
-                      "peak found is %.0f bytes, while equation %d (%s) runs, holding most %s",
+                      "peak found is %.0f bytes, while equation %d (%s%s) runs, holding most %s",
                       p->name ? p->name : "the program", pb->limit, best, best_at,
-                      p->neqns ? p->eqns[best_at].prim->name : "none", held);
+                      p->neqns ? p->eqns[best_at].prim->name : "none",
+                      p->neqns ? eqn_where(&p->eqns[best_at], where, sizeof where) : "", held);
 }
 
 jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
