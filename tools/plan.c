@@ -282,6 +282,18 @@ static double clock_s(clockid_t clock) {
 
 /* ---- jx plan --measure: the plan against the hand recipes, run ---- */
 
+/* Frees what a step's call was given: its inputs' and outputs' layouts
+ * (the loss's, replicated, released), the input list and the trees. */
+static void free_step_args(jx_sharding **in_sh, jx_sharding **out_sh, jx_array **in, jx_tree *state,
+                           jx_tree *params) {
+  jx_sharding_release(out_sh[0]);
+  free(in_sh);
+  free(out_sh);
+  free(in);
+  jx_tree_release(state);
+  jx_tree_release(params);
+}
+
 enum { MAX_STEPS = 16 };
 
 typedef struct {
@@ -455,12 +467,7 @@ static int measure(const options *o, jx_mesh *m, const jx_gpt_config *cfg, jx_fn
     jx_fn_release(e[k].fn);
     free(e[k].t);
   }
-  jx_sharding_release(out_sh[0]);
-  free(in_sh);
-  free(out_sh);
-  free(in);
-  jx_tree_release(state);
-  jx_tree_release(params);
+  free_step_args(in_sh, out_sh, in, state, params);
   return rc;
 }
 
@@ -555,12 +562,7 @@ int jx_cmd_plan(int argc, char **argv) {
   jx_fn_release(planned);
   jx_fn_release(step_fn);
   jx_fn_release(loss);
-  jx_sharding_release(out_sh[0]);
-  free(in_sh);
-  free(out_sh);
-  free(in);
-  jx_tree_release(state);
-  jx_tree_release(params);
+  free_step_args(in_sh, out_sh, in, state, params);
   jx_optim_release(opt);
   jx_mesh_release(m);
   return rc;
