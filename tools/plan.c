@@ -152,6 +152,13 @@ static int parse(int argc, char **argv, options *o) {
       return 0;
     }
   }
+  char limits[128];
+  snprintf(limits, sizeof limits, "%s", o->limits);
+  for (char *tok = strtok(limits, ","), *end; o->measure && tok; tok = strtok(NULL, ","))
+    if (!(strtod(tok, &end) > 0) || *end) {
+      fprintf(stderr, "jx plan: --limits wants positive percents (100,50,30), got '%s'\n", tok);
+      return 0;
+    }
   if (o->batch < 1 || o->layers < 1 || o->heads < 1 || o->context < 2 || o->vocab < 2 ||
       o->width % o->heads) {
     fprintf(stderr,
