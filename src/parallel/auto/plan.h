@@ -21,7 +21,7 @@
  * and inputs that repeat (ties.h: a model's layers) share one group. Every
  * array's bytes join the objective at a thousandth of a byte's time over
  * the mesh's fastest link: of equally fast plans the one holding least
- * wins. The relaxation is solved by the dual simplex;
+ * wins. The relaxation is solved by the dual simplex, the program scaled;
  * branch and cut stops within 1 % of the optimum's bound, or after 600 s
  * with the best plan found (none found by then: an error saying so).
  * Memory: the bytes per device held while each equation runs (the inputs,
@@ -52,7 +52,8 @@ typedef struct {
  * is at most memory_limit bytes; when none fits, an error naming the limit,
  * the smallest peak found (over the plans the limit's search met, the plan
  * whose arrays sum to least, and a search of a few seconds minimising the
- * peak) and the largest arrays held at it. Free with jx_auto_plan_free. */
+ * peak), the equation it is at and the largest arrays held there, each with
+ * its source location and layout. Free with jx_auto_plan_free. */
 jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
                              double memory_limit, jx_auto_plan *out);
 /* The same with some inputs' layouts given: fixed[i] (when fixed is not
