@@ -474,6 +474,7 @@ static int measure(const options *o, jx_mesh *m, const jx_gpt_config *cfg, jx_fn
     jx_fn_release(e[k].fn);
     free(e[k].t);
   }
+  for (int i = 0; i < nin; i++) jx_release(in[i]); /* kept above */
   free_step_args(in_sh, out_sh, in, state, params);
   return rc;
 }
