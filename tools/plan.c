@@ -74,6 +74,8 @@ typedef struct {
   const char *mesh, *link;
   double memory_limit, alpha_s, flops_per_s;
   int64_t batch, layers, width, heads, context, vocab;
+  int measure;        /* --measure ROUNDS: 0, plan only */
+  const char *limits; /* --limits: percents of data parallel's measured peak */
 } options;
 
 static void usage(FILE *f) {
@@ -88,7 +90,12 @@ static void usage(FILE *f) {
              "  --link AXIS=BW,... bandwidth per mesh axis (50GB/s; intra: the last axis,\n"
              "                     inter: the others), with --alpha T (latency\n"
              "                     per message, default 10us) and --flops F (per device,\n"
-             "                     default 100T): figures given instead of measured\n");
+             "                     default 100T): figures given instead of measured\n"
+             "  --measure ROUNDS   run the step with real arrays: the plan at each of --limits\n"
+             "                     and the hand recipes (data parallel, Megatron, FSDP, 2-D),\n"
+             "                     timed in ROUNDS alternating rounds, with each one's peak\n"
+             "  --limits 100,50,30 the plans' memory limits, in percent of data parallel's\n"
+             "                     measured peak per device (with --measure)\n");
 }
 
 static int parse(int argc, char **argv, options *o) {
@@ -100,7 +107,8 @@ static int parse(int argc, char **argv, options *o) {
                  .width = 128,
                  .heads = 4,
                  .context = 64,
-                 .vocab = 256};
+                 .vocab = 256,
+                 .limits = "100,50,30"};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int64_t *field = !strcmp(a, "--batch")     ? &o->batch
@@ -128,6 +136,10 @@ static int parse(int argc, char **argv, options *o) {
       o->mesh = v;
     else if (!strcmp(a, "--link"))
       o->link = v;
+    else if (!strcmp(a, "--limits"))
+      o->limits = v;
+    else if (!strcmp(a, "--measure") && (o->measure = (int)strtol(v, NULL, 10)) > 0)
+      continue;
     else if (!strcmp(a, "--model") && !strcmp(v, "gpt"))
       continue; /* the one model jx plan knows */
     else if ((!strcmp(a, "--memory-limit") && jx_cli_parse_size(v, &o->memory_limit)) ||
@@ -140,6 +152,13 @@ static int parse(int argc, char **argv, options *o) {
       return 0;
     }
   }
+  char limits[128];
+  snprintf(limits, sizeof limits, "%s", o->limits);
+  for (char *tok = strtok(limits, ","), *end; o->measure && tok; tok = strtok(NULL, ","))
+    if (!(strtod(tok, &end) > 0) || *end) {
+      fprintf(stderr, "jx plan: --limits wants positive percents (100,50,30), got '%s'\n", tok);
+      return 0;
+    }
   if (o->batch < 1 || o->layers < 1 || o->heads < 1 || o->context < 2 || o->vocab < 2 ||
       o->width % o->heads) {
     fprintf(stderr,
@@ -184,7 +203,10 @@ static int give_figures(const options *o, jx_mesh *m) {
   return !jx_sharding_plan_figures(m, alpha, bw, o->flops_per_s);
 }
 
-typedef enum { DATA_PARALLEL, MEGATRON, FSDP } recipe;
+/* FSDP: jx_gpt_param_specs's with fsdp (over "data", and Megatron over
+ * "model" too when the mesh has it: 2-D); FSDP_ALL: the same matrices' dims
+ * split over every axis of the mesh, the batch too. */
+typedef enum { DATA_PARALLEL, MEGATRON, FSDP, FSDP_ALL } recipe;
 
 /* The bytes per device of a's shard under s. */
 static double shard_bytes(const jx_sharding *s, const jx_array *a) {
@@ -215,12 +237,24 @@ static jx_fn *recipe_step(recipe r, jx_fn *step_fn, const jx_gpt_config *cfg, jx
   for (int a = 0; a < jx_mesh_ndim(m); a++) every *= jx_mesh_axis_size(m, jx_mesh_axis_name(m, a));
   int has_data = data > 0 && batch % data == 0;
   jx_fn *step = NULL;
-  if (specs && sh && out &&
-      (r == DATA_PARALLEL || !jx_gpt_param_specs(cfg, params, m, r == FSDP, specs))) {
+  int ok = specs && sh && out;
+  if (ok && r == FSDP_ALL) { /* FSDP's specs on a 1-D mesh of every device, renamed */
+    jx_mesh *flat = jx_mesh_create(JX_SHAPE(every), (const char *[]){"data"});
+    ok = flat && !jx_gpt_param_specs(cfg, params, flat, 1, specs);
+    for (int i = 0; ok && i < np; i++) {
+      char *d = strstr(specs[i], "data");
+      if (!d) continue;
+      char renamed[64];
+      snprintf(renamed, sizeof renamed, "%.*s%s%s", (int)(d - specs[i]), specs[i], all, d + 4);
+      snprintf(specs[i], sizeof specs[i], "%s", renamed);
+    }
+    jx_mesh_release(flat);
+  } else if (ok && r != DATA_PARALLEL)
+    ok = !jx_gpt_param_specs(cfg, params, m, r == FSDP, specs);
+  if (ok) {
     jx_sharding *replicated = jx_sharding_create(m, "");
-    jx_sharding *rows = jx_sharding_create(m, r == DATA_PARALLEL && batch % every == 0 ? all
-                                              : has_data                               ? "data"
-                                                                                       : "");
+    int whole_batch = (r == DATA_PARALLEL || r == FSDP_ALL) && batch % every == 0;
+    jx_sharding *rows = jx_sharding_create(m, whole_batch ? all : has_data ? "data" : "");
     for (int i = 0; i < np; i++)
       sh[i] = r == DATA_PARALLEL ? replicated : jx_sharding_create(m, specs[i]);
     for (int i = 0; i < ns; i++) {
@@ -253,6 +287,198 @@ static double clock_s(clockid_t clock) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* ---- jx plan --measure: the plan against the hand recipes, run ---- */
+
+/* Frees what a step's call was given: its inputs' and outputs' layouts
+ * (the loss's, replicated, released), the input list and the trees. */
+static void free_step_args(jx_sharding **in_sh, jx_sharding **out_sh, jx_array **in, jx_tree *state,
+                           jx_tree *params) {
+  jx_sharding_release(out_sh[0]);
+  free(in_sh);
+  free(out_sh);
+  free(in);
+  jx_tree_release(state);
+  jx_tree_release(params);
+}
+
+enum { MAX_STEPS = 16 };
+
+typedef struct {
+  char name[48];
+  jx_fn *fn;
+  double limit;          /* the plan's memory limit, 0 for a recipe */
+  double est_peak, peak; /* estimated (jx_fn_cost) and measured bytes per device */
+  double est_s, loss;    /* estimated seconds per step, the first step's loss */
+  double *t;             /* rounds */
+} run_entry;
+
+/* One step of f on in (nin arrays, nout results), its seconds; *loss gets
+ * the loss. */
+static double time_step(jx_fn *f, jx_array **in, int nout, double *loss) {
+  jx_array **out = calloc((size_t)nout, sizeof *out);
+  jx_scope_begin();
+  double t0 = clock_s(CLOCK_MONOTONIC);
+  jx_status st = out ? jx_call(f, in, out) : JX_ERR_OUT_OF_MEMORY;
+  for (int o = 0; !st && o < nout; o++) jx_block_until_ready(out[o]);
+  double secs = clock_s(CLOCK_MONOTONIC) - t0;
+  if (!st && loss) *loss = jx_item(out[0]);
+  jx_scope_end();
+  free(out);
+  return st ? NAN : secs;
+}
+
+/* The most bytes any device but the first held during one step of f (the
+ * first also holds the arrays made outside the devices: the inputs). */
+static double measured_peak(jx_fn *f, jx_array **in, int nout, double *loss) {
+  jx_memory_reset_peak(-1);
+  if (isnan(time_step(f, in, nout, loss))) return NAN;
+  double most = 0;
+  for (int d = jx_device_count() > 1 ? 1 : 0; d < jx_device_count(); d++) {
+    jx_memory_stats ms;
+    if (!jx_memory_stats_get(d, &ms) && (double)ms.peak_bytes > most) most = (double)ms.peak_bytes;
+  }
+  return most;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Plans the step at each of o->limits (percent of data parallel's measured
+ * peak) and times the plans and the hand recipes with real arrays in
+ * alternating rounds: per entry the median step and its range, the
+ * estimate, the estimated and measured peak per device, and, for each
+ * limit, the plan against the fastest recipe whose measured peak fits it. */
+static int measure(const options *o, jx_mesh *m, const jx_gpt_config *cfg, jx_fn *step_fn,
+                   jx_optimizer *opt) {
+  jx_tree *params = jx_gpt_init(cfg, jx_random_key(0), JX_F32);
+  jx_tree *state = params ? jx_optim_init(opt, params) : NULL;
+  if (!state) {
+    fprintf(stderr, "jx plan: --measure: %s\n", jx_last_error());
+    return 1;
+  }
+  int np = jx_tree_size(params), ns = jx_tree_size(state), nin = np + ns + 2, nout = 1 + np + ns;
+  jx_array **in = calloc((size_t)nin, sizeof *in);
+  jx_tree_flatten(params, in);
+  jx_tree_flatten(state, in + np);
+  for (int i = 0; i < np + ns; i++) jx_keep(in[i]);
+  for (int t = 0; t < 2; t++) /* tokens and targets */
+    in[np + ns + t] = jx_keep(
+        jx_astype(jx_floor(jx_random_uniform(jx_random_key(7 + (uint64_t)t), JX_F32,
+                                             JX_SHAPE(o->batch, o->context), 0, (double)o->vocab)),
+                  JX_I32));
+  run_entry e[MAX_STEPS];
+  memset(e, 0, sizeof e);
+  int n = 0, two_axes = jx_mesh_axis_size(m, "model") > 0 && jx_mesh_ndim(m) > 1;
+  struct {
+    recipe r;
+    const char *name;
+  } recipes[] = {{DATA_PARALLEL, "data parallel"},
+                 {MEGATRON, "Megatron (model)"},
+                 {two_axes ? FSDP_ALL : FSDP, "FSDP"},
+                 {FSDP, "2-D (FSDP data, Megatron model)"}};
+  for (int k = 0; k < 4; k++) {
+    if ((k == 1 || k == 3) && !two_axes) continue;
+    double held;
+    e[n].fn = recipe_step(recipes[k].r, step_fn, cfg, params, state, m, o->batch, &held);
+    snprintf(e[n].name, sizeof e[n].name, "%s", recipes[k].name);
+    n++;
+  }
+  double dp_peak = NAN;
+  int rc = 0;
+  for (int k = 0; k < n && !rc; k++) {
+    jx_sharding_estimate est;
+    if (!e[k].fn || jx_sharding_estimate_of(e[k].fn, in, &est) ||
+        isnan(e[k].peak = measured_peak(e[k].fn, in, nout, &e[k].loss))) {
+      fprintf(stderr, "jx plan: %s: %s\n", e[k].name, jx_last_error());
+      rc = 1;
+      break;
+    }
+    e[k].est_s = est.compute_s + est.comm_s;
+    e[k].est_peak = est.peak_bytes;
+    if (k == 0) dp_peak = e[k].peak;
+  }
+  printf("data parallel's measured peak: %.0f bytes per device\n", dp_peak);
+  char lim[128];
+  snprintf(lim, sizeof lim, "%s", o->limits);
+  jx_sharding **in_sh = calloc((size_t)nin, sizeof *in_sh),
+              **out_sh = calloc((size_t)nout, sizeof *out_sh);
+  jx_cli_auto_layouts(nin, in_sh, nout, out_sh);
+  out_sh[0] = jx_sharding_create(m, "");
+  int first_auto = n;
+  for (char *tok = strtok(lim, ","); tok && !rc && n < MAX_STEPS; tok = strtok(NULL, ",")) {
+    double pct = strtod(tok, NULL);
+    e[n].limit = dp_peak * pct / 100;
+    snprintf(e[n].name, sizeof e[n].name, "auto at %g %%", pct);
+    double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    e[n].fn = jx_jit(step_fn, &(jx_jit_options){.in_shardings = in_sh,
+                                                .out_shardings = out_sh,
+                                                .mesh = m,
+                                                .memory_limit = (int64_t)e[n].limit});
+    jx_sharding_estimate est;
+    if (!e[n].fn || jx_sharding_estimate_of(e[n].fn, in, &est)) {
+      printf("  %-34s limit %.0f: %s\n", e[n].name, e[n].limit, jx_last_error());
+      jx_fn_release(e[n].fn);
+      e[n].fn = NULL;
+      n++;
+      continue;
+    }
+    printf("  %-34s planned in %.2f s of CPU\n", e[n].name, clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0);
+    e[n].est_s = est.compute_s + est.comm_s;
+    e[n].est_peak = est.peak_bytes;
+    e[n].peak = measured_peak(e[n].fn, in, nout, &e[n].loss);
+    n++;
+  }
+  for (int k = 0; k < n; k++) e[k].t = calloc((size_t)o->measure, sizeof *e[k].t);
+  for (int k = 0; k < n; k++) /* warmed */
+    if (e[k].fn) time_step(e[k].fn, in, nout, NULL);
+  for (int r = 0; r < o->measure && !rc; r++)
+    for (int k = 0; k < n; k++)
+      if (e[k].fn) e[k].t[r] = time_step(e[k].fn, in, nout, NULL);
+  double load[3] = {0, 0, 0};
+  FILE *la = fopen("/proc/loadavg", "r");
+  if (la) {
+    if (fscanf(la, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = NAN;
+    fclose(la);
+  }
+  printf("measured over %d rounds (load average %.2f %.2f %.2f at the end):\n", o->measure, load[0],
+         load[1], load[2]);
+  for (int k = 0; k < n && !rc; k++) {
+    if (!e[k].fn) continue;
+    qsort(e[k].t, (size_t)o->measure, sizeof *e[k].t, cmp_double);
+    printf("  %-34s %8.2f ms (%.2f-%.2f)  estimated %8.2f ms  peak %.0f bytes per device "
+           "(estimated %.0f)  loss %.6f\n",
+           e[k].name, 1e3 * e[k].t[o->measure / 2], 1e3 * e[k].t[0], 1e3 * e[k].t[o->measure - 1],
+           1e3 * e[k].est_s, e[k].peak, e[k].est_peak, e[k].loss);
+  }
+  for (int a = first_auto; a < n && !rc; a++) {
+    int best = -1;
+    for (int k = 0; k < first_auto; k++)
+      if (e[k].peak <= e[a].limit &&
+          (best < 0 || e[k].t[o->measure / 2] < e[best].t[o->measure / 2]))
+        best = k;
+    printf("  %-34s limit %.0f: ", e[a].name, e[a].limit);
+    if (!e[a].fn)
+      printf("no plan");
+    else
+      printf("%.2f ms", 1e3 * e[a].t[o->measure / 2]);
+    if (best < 0)
+      printf(", no recipe fits\n");
+    else
+      printf(", the best recipe that fits: %s %.2f ms%s%.2f\n", e[best].name,
+             1e3 * e[best].t[o->measure / 2], e[a].fn ? ", ratio " : "",
+             e[a].fn ? e[a].t[o->measure / 2] / e[best].t[o->measure / 2] : 0.0);
+  }
+  for (int k = 0; k < n; k++) {
+    jx_fn_release(e[k].fn);
+    free(e[k].t);
+  }
+  for (int i = 0; i < nin; i++) jx_release(in[i]); /* kept above */
+  free_step_args(in_sh, out_sh, in, state, params);
+  return rc;
+}
+
 int jx_cmd_plan(int argc, char **argv) {
   options o;
   if (!parse(argc, argv, &o)) return 2;
@@ -280,6 +506,16 @@ int jx_cmd_plan(int argc, char **argv) {
   if (!step_fn) {
     fprintf(stderr, "jx plan: the model: %s\n", jx_last_error());
     return 1;
+  }
+  if (o.measure) {
+    int rc = measure(&o, m, &cfg, step_fn, opt);
+    jx_fn_release(step_fn);
+    jx_fn_release(loss);
+    jx_tree_release(state);
+    jx_tree_release(params);
+    jx_optim_release(opt);
+    jx_mesh_release(m);
+    return rc;
   }
   int np = jx_tree_size(params), ns = jx_tree_size(state), nin = np + ns + 2, nout = 1 + np + ns;
   jx_array **in = calloc((size_t)nin, sizeof *in);
@@ -334,12 +570,7 @@ int jx_cmd_plan(int argc, char **argv) {
   jx_fn_release(planned);
   jx_fn_release(step_fn);
   jx_fn_release(loss);
-  jx_sharding_release(out_sh[0]);
-  free(in_sh);
-  free(out_sh);
-  free(in);
-  jx_tree_release(state);
-  jx_tree_release(params);
+  free_step_args(in_sh, out_sh, in, state, params);
   jx_optim_release(opt);
   jx_mesh_release(m);
   return rc;

@@ -98,6 +98,15 @@ static void plan_prints_the_plan_and_the_recipes(void **state) {
   assert_int_not_equal(rc, 0);
   assert_non_null(strstr(out, "--link gives no bandwidth for mesh axis 'model'"));
   free(out);
+  /* --measure's bad values, refused before anything runs */
+  out = run("plan --devices 4 --mesh data=2,model=2 --measure 0 " MODEL, &rc);
+  assert_int_not_equal(rc, 0);
+  assert_non_null(strstr(out, "bad option or value '--measure 0'"));
+  free(out);
+  out = run("plan --devices 4 --mesh data=2,model=2 --measure 3 --limits 100,half " MODEL, &rc);
+  assert_int_not_equal(rc, 0);
+  assert_non_null(strstr(out, "--limits wants positive percents (100,50,30), got 'half'"));
+  free(out);
 }
 
 /* The sanitizers reserve terabytes of shadow address space, so the address

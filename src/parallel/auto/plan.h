@@ -7,7 +7,8 @@
  * the replicated family choose; elementwise, shape, reduction, slicing and
  * constraint equations follow their largest operand (Alpa's following
  * operators; of equal operands the one whose group has most columns, and
- * an operand of one layout does not lead: the equation chooses then): their
+ * an operand of one layout does not lead: the equation chooses then; a
+ * scalar's broadcast is free, as a constant is, and so never leads): their
  * layouts are their family plan's under each column of the group they
  * follow, and their compute and relaying costs go on those columns. The
  * objective is the chosen columns' compute and collective time plus, for
@@ -20,7 +21,7 @@
  * and inputs that repeat (ties.h: a model's layers) share one group. Every
  * array's bytes join the objective at a thousandth of a byte's time over
  * the mesh's fastest link: of equally fast plans the one holding least
- * wins. The relaxation is solved by the dual simplex;
+ * wins. The relaxation is solved by the dual simplex, the program scaled;
  * branch and cut stops within 1 % of the optimum's bound, or after 600 s
  * with the best plan found (none found by then: an error saying so).
  * Memory: the bytes per device held while each equation runs (the inputs,
@@ -49,8 +50,10 @@ typedef struct {
 
 /* The cheapest plan of p over m (cm's figures) whose peak memory per device
  * is at most memory_limit bytes; when none fits, an error naming the limit,
- * the smallest peak found (the plan whose arrays sum to least) and the
- * largest arrays held at it. Free with jx_auto_plan_free. */
+ * the smallest peak found (over the plans the limit's search met, the plan
+ * whose arrays sum to least, and a search of a few seconds minimising the
+ * peak), the equation it is at and the largest arrays held there, each with
+ * its source location and layout. Free with jx_auto_plan_free. */
 jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
                              double memory_limit, jx_auto_plan *out);
 /* The same with some inputs' layouts given: fixed[i] (when fixed is not
