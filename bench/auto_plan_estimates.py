@@ -9,8 +9,10 @@ steps for its peak in the first run of each mesh, whose figure the others
 reuse). Given several bench binaries (say, two builds of jx), each
 configuration runs with each in turn, so that they alternate under the
 same load. Prints a markdown table: the estimated and measured step time
-(median of the rounds, and their range) and peak per device, each error
-(estimate / measured - 1) and the load average (1 minute) before the run.
+(median of the rounds, and their range), the step's CPU time over the cores
+the devices share (median: its time had the process the machine alone) and
+the peak per device, each error (estimate / measured - 1) and the load
+average (1 minute) before the run.
 
   bench/auto_plan_estimates.py [--rounds N] BENCH_BINARY...
 """
@@ -23,7 +25,8 @@ MESHES = ["data=8", "data=4,model=2", "data=2,model=4"]
 LIMITS = [100, 50, 30]
 LINE = re.compile(
     r"auto\s+measured\s+([\d.]+) ms \(([\d.]+)-([\d.]+)\)\s+estimated\s+([\d.]+) ms "
-    r"\(compute ([\d.]+), comm ([\d.]+), (\d+) collectives\).*peak est (\d+) measured (\d+)")
+    r"\(compute ([\d.]+), comm ([\d.]+), (\d+) collectives\).*peak est (\d+) measured (\d+)"
+    r"(?:.*CPU per core ([\d.]+) ms)?")
 
 
 DP_PEAK = re.compile(r"data parallel's measured peak (\d+) bytes")
@@ -40,11 +43,12 @@ def run(bench, mesh, limit, rounds, dp_peak):
     dp_peak = dp_peak or (int(peak.group(1)) if peak else 0)
     if not m:
         return f"| {mesh} | {limit} % | failed: {(out.stderr or out.stdout).strip()[-200:]} |", dp_peak
-    med, lo, hi, est, comp, comm, ncoll, pest, pmeas = m.groups()
+    med, lo, hi, est, comp, comm, ncoll, pest, pmeas, cpu = m.groups()
+    cpu_text = f"{float(cpu):.0f} ({100 * (float(est) / float(cpu) - 1):+.0f} %)" if cpu else "-"
     med, lo, hi, est, comp, comm = map(float, (med, lo, hi, est, comp, comm))
     pest, pmeas = float(pest), float(pmeas)
     return (f"| {mesh} | {limit} % | {est:.0f} ({comp:.0f} + {comm:.0f}) | {med:.0f} ({lo:.0f}-{hi:.0f}) "
-            f"| {100 * (est / med - 1):+.0f} % | {pest / 1e6:.1f} | {pmeas / 1e6:.1f} "
+            f"| {100 * (est / med - 1):+.0f} % | {cpu_text} | {pest / 1e6:.1f} | {pmeas / 1e6:.1f} "
             f"| {100 * (pest / pmeas - 1):+.1f} % | {load:.1f} |"), dp_peak
 
 
@@ -58,8 +62,9 @@ def main():
     many = len(args) > 1
     print(("| build " if many else "") +
           "| mesh | limit | estimated ms (compute + comm) | measured ms, median (range) | time error "
+          "| CPU per core ms (error) "
           "| estimated peak MB | measured peak MB | peak error | load |")
-    print("| --- " * (10 if many else 9) + "|")
+    print("| --- " * (11 if many else 10) + "|")
     for mesh in MESHES:
         dp_peak = {}
         for limit in LIMITS:

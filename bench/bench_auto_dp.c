@@ -17,6 +17,7 @@
  * them. Both solvers get the tokens and targets split over "data". The
  * limits are percentages of the data parallel layouts' estimated peak. */
 #include "bench_util.h"
+#include "bench_mesh.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,19 +55,8 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[a], "--limits")) limits = argv[a + 1];
   }
   jx_set_cpu_device_count(devices);
-  char names[4][32], spec[128];
-  const char *ptrs[4];
-  int64_t sizes[4];
-  int n = 0;
-  snprintf(spec, sizeof spec, "%s", argv[2]);
-  for (char *tok = strtok(spec, ","); tok && n < 4; tok = strtok(NULL, ",")) {
-    char *eq = strchr(tok, '=');
-    *eq = 0;
-    snprintf(names[n], sizeof names[n], "%s", tok);
-    ptrs[n] = names[n];
-    sizes[n++] = atoll(eq + 1);
-  }
-  jx_mesh *m = jx_mesh_create(jx_shape_make(n, sizes), ptrs);
+  jx_mesh *m = bench_mesh_parse(argv[2]);
+  if (!m) return 2;
   jx_gpt_config cfg = {.vocab = vocab,
                        .n_layers = (int)layers,
                        .d_model = width,

@@ -20,16 +20,20 @@
  * Each recipe trains: a call's updated parameters and optimizer state are
  * the next call's, so every call after the first gets its inputs in the
  * layouts its previous call made (as in training) and moves nothing in.
- * The step time is the wall time of one call until every output is ready.
+ * The step time is the wall time of one call until every output is ready;
+ * "CPU per core" is its CPU time (every thread) over the cores the devices
+ * share, its time had the process the machine alone.
  * The measured peak is the most bytes jx's allocator held on any device but
  * device 0 (which also holds the unsharded arrays made outside the step)
  * during one call, inputs included, as jx_fn_cost's peak counts them. */
 #include "bench_util.h"
+#include "bench_mesh.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jx/jx.h>
 
@@ -139,6 +143,8 @@ static double inputs_per_device(jx_array *const *in, int nin) {
  * other than 0 held while it ran: its inputs' blocks and the most it
  * allocated beyond what it held before (other recipes' arrays), as the
  * profiler measures a jitted function's peak. */
+static double last_cpu_s; /* the last step's CPU time, every thread of the process */
+
 static double step_of(jx_fn *f, jx_array **in, int nin, int nout, int ndev, double *secs,
                       double *peak) {
   jx_array *out[MAX_IN];
@@ -150,13 +156,14 @@ static double step_of(jx_fn *f, jx_array **in, int nin, int nout, int ndev, doub
     if (!jx_memory_stats(d, &ms)) live0[d] = ms.live_bytes;
   }
   jx_memory_reset_peak(-1);
-  double t0 = bench_now_s();
+  double t0 = bench_now_s(), c0 = bench_cpu_ns();
   if (jx_call(f, in, out)) {
     fprintf(stderr, "bench_auto_plan: %s\n", jx_last_error());
     exit(1);
   }
   for (int o = 0; o < nout; o++) jx_block_until_ready(out[o]);
   *secs = bench_now_s() - t0;
+  last_cpu_s = 1e-9 * (bench_cpu_ns() - c0);
   *peak = 0;
   for (int d = ndev > 1 ? 1 : 0; d < ndev && d < 64; d++) {
     jx_memory_stats ms;
@@ -201,19 +208,8 @@ int main(int argc, char **argv) {
       rounds = atoi(argv[a]);
   }
   jx_set_cpu_device_count(devices);
-  char names[4][32], spec[128];
-  const char *ptrs[4];
-  int64_t sizes[4];
-  int n = 0;
-  snprintf(spec, sizeof spec, "%s", argv[3]);
-  for (char *tok = strtok(spec, ","); tok && n < 4; tok = strtok(NULL, ",")) {
-    char *eq = strchr(tok, '=');
-    *eq = 0;
-    snprintf(names[n], sizeof names[n], "%s", tok);
-    ptrs[n] = names[n];
-    sizes[n++] = atoll(eq + 1);
-  }
-  jx_mesh *m = jx_mesh_create(jx_shape_make(n, sizes), ptrs);
+  jx_mesh *m = bench_mesh_parse(argv[3]);
+  if (!m) return 2;
   workload w = {0};
   if (!strcmp(argv[1], "mlp"))
     make_mlp(&w, m);
@@ -262,7 +258,8 @@ int main(int argc, char **argv) {
   jx_array *plain_in[MAX_IN];
   for (int i = 0; i < w.nin; i++) plain_in[i] = jx_keep(w.in[i]);
   double want = step_of(plain, plain_in, w.nin, w.nout, 1, &secs, &peak[0]);
-  double *t = calloc((size_t)RECIPES * (size_t)rounds, sizeof *t);
+  double *t = calloc((size_t)RECIPES * (size_t)rounds, sizeof *t),
+         *tc = calloc((size_t)RECIPES * (size_t)rounds, sizeof *tc);
   for (int r = 0; r < RECIPES; r++) /* compiled, warmed: the second call's inputs are as made */
     if (have[r] && !(auto_only && r == 1))
       loss[r] = step_of(fn[r], in[r], w.nin, w.nout, devices, &secs, &peak[r]),
@@ -270,8 +267,13 @@ int main(int argc, char **argv) {
   for (int k = 0; k < rounds; k++)
     for (int r = 0; r < RECIPES; r++)
       if (have[r] && !(auto_only && r == 1))
-        step_of(fn[r], in[r], w.nin, w.nout, devices, &t[r * rounds + k], &secs);
+        step_of(fn[r], in[r], w.nin, w.nout, devices, &t[r * rounds + k], &secs),
+            tc[r * rounds + k] = last_cpu_s;
   if (auto_only) have[1] = 0;
+  /* the step's CPU time over the cores its devices share: its time had the
+   * process the machine alone, less disturbed by other jobs than wall time */
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  double cores = online > 0 && online < devices ? (double)online : (double)devices;
   printf("%s on %d devices, mesh %s (planned in %.2f s)", argv[1], devices, argv[3], planning);
   if (limit_percent > 0)
     printf(", limit %.0f %% of data parallel's measured peak %.0f bytes = %.0f bytes",
@@ -281,15 +283,18 @@ int main(int argc, char **argv) {
     if (!have[r]) continue;
     double *tr = t + r * rounds;
     qsort(tr, (size_t)rounds, sizeof *tr, bench_cmp_double);
+    double *tcr = tc + r * rounds;
+    qsort(tcr, (size_t)rounds, sizeof *tcr, bench_cmp_double);
     double e = est[r].compute_s + est[r].comm_s;
     printf("  %-14s measured %8.2f ms (%.2f-%.2f)  estimated %8.2f ms (compute %.2f, comm %.2f, "
            "%d collectives)  est/measured %.2f  peak est %.0f measured %.0f bytes (%.2f)  "
-           "loss diff %.1e\n",
+           "loss diff %.1e  CPU per core %.2f ms\n",
            recipe_names[r], 1e3 * tr[rounds / 2], 1e3 * tr[0], 1e3 * tr[rounds - 1], 1e3 * e,
            1e3 * est[r].compute_s, 1e3 * est[r].comm_s, est[r].collectives, e / tr[rounds / 2],
            est[r].peak_bytes, peak[r], est[r].peak_bytes / peak[r],
-           fabs(loss[r] - want) / fabs(want));
+           fabs(loss[r] - want) / fabs(want), 1e3 * tcr[rounds / 2] / cores);
   }
   free(t);
+  free(tc);
   return 0;
 }
