@@ -37,6 +37,8 @@
 
 #include <jx/jx.h>
 
+#include "parallel/sharded_jit.h"
+
 enum { RECIPES = 4, MAX_IN = 256 };
 static const char *recipe_names[RECIPES] = {"auto", "data parallel", "Megatron", "FSDP"};
 
@@ -139,14 +141,17 @@ static double inputs_per_device(jx_array *const *in, int nin) {
 }
 
 /* One training call of f: in's parameters and state become the outputs'
- * (owned references), *secs its wall time, *peak the most bytes one device
+ * (owned references; laid out by relay[i] when given, untimed: a plan may
+ * make an updated parameter in another layout than it takes it in, and the
+ * next call then runs the plan only when given the plan's), *secs its wall
+ * time, *peak the most bytes one device
  * other than 0 held while it ran: its inputs' blocks and the most it
  * allocated beyond what it held before (other recipes' arrays), as the
  * profiler measures a jitted function's peak. */
 static double last_cpu_s; /* the last step's CPU time, every thread of the process */
 
-static double step_of(jx_fn *f, jx_array **in, int nin, int nout, int ndev, double *secs,
-                      double *peak) {
+static double step_of(jx_fn *f, jx_array **in, int nin, int nout, int ndev,
+                      jx_sharding *const *relay, double *secs, double *peak) {
   jx_array *out[MAX_IN];
   int64_t live0[64] = {0};
   jx_scope_begin();
@@ -173,7 +178,8 @@ static double step_of(jx_fn *f, jx_array **in, int nin, int nout, int ndev, doub
   double l = jx_item(out[0]);
   for (int o = 1; o < nout; o++) {
     jx_release(in[o - 1]);
-    in[o - 1] = jx_keep(out[o]);
+    in[o - 1] = jx_keep(relay && relay[o - 1] ? jx_device_put(out[o], relay[o - 1]) : out[o]);
+    jx_block_until_ready(in[o - 1]);
   }
   jx_scope_end();
   return l;
@@ -237,8 +243,8 @@ int main(int argc, char **argv) {
   }
   double loss[RECIPES];
   if (limit_percent > 0 && !dp_peak) { /* data parallel's measured peak, from its second step */
-    step_of(fn[1], in[1], w.nin, w.nout, devices, &secs, &dp_peak);
-    step_of(fn[1], in[1], w.nin, w.nout, devices, &secs, &dp_peak);
+    step_of(fn[1], in[1], w.nin, w.nout, devices, NULL, &secs, &dp_peak);
+    step_of(fn[1], in[1], w.nin, w.nout, devices, NULL, &secs, &dp_peak);
   }
   jx_sharding *replicated = jx_sharding_create(m, "");
   for (int o = 0; o < w.nout; o++) out_sh[o] = o ? JX_AUTO : replicated;
@@ -254,20 +260,27 @@ int main(int argc, char **argv) {
     return 1;
   }
   double planning = bench_now_s() - t0;
+  jx_sharding *relay[MAX_IN] = {0}; /* the plan's layouts of the parameters and state */
+  for (int i = 0; i < w.nin - 2; i++) {
+    jx_aval av[MAX_IN];
+    for (int k = 0; k < w.nin; k++)
+      av[k] = (jx_aval){jx_dtype_of(w.in[k]), jx_is_weak(w.in[k]), jx_shape_of(w.in[k]), 0};
+    relay[i] = jx_sharded_jit_in_layout(fn[0], av, i);
+  }
   jx_fn *plain = jx_jit(w.step, NULL);
   jx_array *plain_in[MAX_IN];
   for (int i = 0; i < w.nin; i++) plain_in[i] = jx_keep(w.in[i]);
-  double want = step_of(plain, plain_in, w.nin, w.nout, 1, &secs, &peak[0]);
+  double want = step_of(plain, plain_in, w.nin, w.nout, 1, NULL, &secs, &peak[0]);
   double *t = calloc((size_t)RECIPES * (size_t)rounds, sizeof *t),
          *tc = calloc((size_t)RECIPES * (size_t)rounds, sizeof *tc);
   for (int r = 0; r < RECIPES; r++) /* compiled, warmed: the second call's inputs are as made */
     if (have[r] && !(auto_only && r == 1))
-      loss[r] = step_of(fn[r], in[r], w.nin, w.nout, devices, &secs, &peak[r]),
-      step_of(fn[r], in[r], w.nin, w.nout, devices, &secs, &peak[r]);
+      loss[r] = step_of(fn[r], in[r], w.nin, w.nout, devices, r ? NULL : relay, &secs, &peak[r]),
+      step_of(fn[r], in[r], w.nin, w.nout, devices, r ? NULL : relay, &secs, &peak[r]);
   for (int k = 0; k < rounds; k++)
     for (int r = 0; r < RECIPES; r++)
       if (have[r] && !(auto_only && r == 1))
-        step_of(fn[r], in[r], w.nin, w.nout, devices, &t[r * rounds + k], &secs),
+        step_of(fn[r], in[r], w.nin, w.nout, devices, r ? NULL : relay, &t[r * rounds + k], &secs),
             tc[r * rounds + k] = last_cpu_s;
   if (auto_only) have[1] = 0;
   /* the step's CPU time over the cores its devices share: its time had the
