@@ -14,8 +14,14 @@ the devices share (median: its time had the process the machine alone) and
 the peak per device, each error (estimate / measured - 1) and the load
 average (1 minute) before the run.
 
-  bench/auto_plan_estimates.py [--rounds N] BENCH_BINARY...
+  bench/auto_plan_estimates.py [--rounds N] [--recalibrate] BENCH_BINARY...
+
+--recalibrate removes the mesh figures jx keeps in its cache directory
+(machine_model_*) before each run, so that every run measures them afresh,
+under the load it then runs at: on a machine shared with other jobs, the
+figures of an earlier hour describe another machine.
 """
+import glob
 import os
 import re
 import subprocess
@@ -32,8 +38,18 @@ LINE = re.compile(
 DP_PEAK = re.compile(r"data parallel's measured peak (\d+) bytes")
 
 
-def run(bench, mesh, limit, rounds, dp_peak):
+def cache_dir():
+    if os.environ.get("JX_CACHE_DIR"):
+        return os.environ["JX_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "jx")
+
+
+def run(bench, mesh, limit, rounds, dp_peak, recalibrate=False):
     """One configuration's row, and data parallel's peak (given or measured)."""
+    if recalibrate:
+        for path in glob.glob(os.path.join(cache_dir(), "machine_model_*")):
+            os.remove(path)
     load = os.getloadavg()[0]
     cmd = ["nice", bench, "gpt", "8", mesh, str(rounds), "--gpt", "4,256,128,16", "--limit",
            str(limit), "--auto-only"] + (["--dp-peak", str(dp_peak)] if dp_peak else [])
@@ -55,6 +71,9 @@ def run(bench, mesh, limit, rounds, dp_peak):
 def main():
     args = sys.argv[1:]
     rounds = 5
+    recalibrate = "--recalibrate" in args
+    if recalibrate:
+        args.remove("--recalibrate")
     if "--rounds" in args:
         k = args.index("--rounds")
         rounds = int(args[k + 1])
@@ -69,7 +88,7 @@ def main():
         dp_peak = {}
         for limit in LIMITS:
             for b, bench in enumerate(args):
-                row, dp_peak[b] = run(bench, mesh, limit, rounds, dp_peak.get(b, 0))
+                row, dp_peak[b] = run(bench, mesh, limit, rounds, dp_peak.get(b, 0), recalibrate)
                 print((f"| {b} " if many else "") + row, flush=True)
 
 

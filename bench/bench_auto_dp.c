@@ -32,7 +32,7 @@
 #include "parallel/auto/report.h"
 #include "trace/fn.h"
 
-enum { MAX_IN = 512, CHOICES = 3 };
+enum { MAX_IN = 2048, CHOICES = 3 };
 
 static double now_cpu_s(void) { return bench_cpu_ns() * 1e-9; }
 
@@ -68,6 +68,11 @@ int main(int argc, char **argv) {
   jx_tree *state = jx_optim_init_shapes(opt, params);
   jx_fn *step = jx_train_step(jx_gpt_loss_fn(&cfg, params), params, state, opt);
   int np = jx_tree_size(params), ns = jx_tree_size(state), nin = np + ns + 2;
+  if (nin > MAX_IN || layers + 2 > 64) {
+    fprintf(stderr, "bench_auto_dp: %d inputs and %ld layers; at most %d and 62\n", nin, layers,
+            MAX_IN);
+    return 2;
+  }
   jx_array *in[MAX_IN];
   jx_tree_flatten(params, in);
   jx_tree_flatten(state, in + np);
