@@ -6,18 +6,38 @@
  * alternating rounds; the loss each gives is checked against the
  * unsharded step's.
  *
- *   bench_auto_plan mlp|gpt DEVICES MESH [ROUNDS]
+ *   bench_auto_plan mlp|gpt DEVICES MESH [ROUNDS] [--gpt L,D,T,B] [--limit P] [--dp-peak B]
+ *                   [--auto-only]
  *
  * prints one line per recipe: median step time, its range, the estimate,
- * the estimated peak per device, and the loss's difference. */
+ * the estimated and measured peak per device, and the loss's difference.
+ * --gpt sets the GPT's layers, width, context and batch (default 2,64,32,16);
+ * --limit plans under P % of data parallel's measured peak (data parallel
+ * runs two steps first for it, unless --dp-peak gives it: it is
+ * deterministic, a figure of an earlier run); --auto-only times the plan
+ * alone.
+ *
+ * Each recipe trains: a call's updated parameters and optimizer state are
+ * the next call's, so every call after the first gets its inputs in the
+ * layouts its previous call made (as in training) and moves nothing in.
+ * The step time is the wall time of one call until every output is ready;
+ * "CPU per core" is its CPU time (every thread) over the cores the devices
+ * share, its time had the process the machine alone.
+ * The measured peak is the most bytes jx's allocator held on any device but
+ * device 0 (which also holds the unsharded arrays made outside the step)
+ * during one call, inputs included, as jx_fn_cost's peak counts them. */
 #include "bench_util.h"
+#include "bench_mesh.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jx/jx.h>
+
+#include "parallel/sharded_jit.h"
 
 enum { RECIPES = 4, MAX_IN = 256 };
 static const char *recipe_names[RECIPES] = {"auto", "data parallel", "Megatron", "FSDP"};
@@ -73,7 +93,7 @@ static void make_mlp(workload *w, jx_mesh *m) {
 }
 
 /* ---- the GPT's training step ---- */
-static void make_gpt(workload *w, jx_mesh *m, jx_gpt_config *cfg) {
+static void make_gpt(workload *w, jx_mesh *m, jx_gpt_config *cfg, int64_t batch) {
   jx_tree *params = jx_gpt_init(cfg, jx_random_key(0), JX_F32);
   jx_optimizer *opt = jx_optim_chain_clip(jx_optim_adamw(3e-3, 0.9, 0.95, 1e-8, 0.1), 1.0);
   jx_tree *state = jx_optim_init(opt, params);
@@ -87,7 +107,7 @@ static void make_gpt(workload *w, jx_mesh *m, jx_gpt_config *cfg) {
   for (int t = 0; t < 2; t++) /* tokens and targets */
     w->in[np + ns + t] =
         jx_keep(jx_astype(jx_floor(jx_random_uniform(jx_random_key(7 + (uint64_t)t), JX_F32,
-                                                     JX_SHAPE(16, cfg->context), 0, 256)),
+                                                     JX_SHAPE(batch, cfg->context), 0, 256)),
                           JX_I32));
   static char specs[2][MAX_IN][64];
   jx_gpt_param_specs(cfg, params, m, 0, specs[0]);
@@ -105,92 +125,189 @@ static void make_gpt(workload *w, jx_mesh *m, jx_gpt_config *cfg) {
   }
 }
 
-static double loss_of(jx_fn *f, jx_array **in, int nout, double *secs) {
+/* Bytes of in's arrays one device holds: a sharded array's block, an
+ * unsharded one whole (the small token batches: the jit slices them). */
+static double inputs_per_device(jx_array *const *in, int nin) {
+  double bytes = 0;
+  for (int i = 0; i < nin; i++) {
+    jx_shape s = jx_shape_of(in[i]);
+    jx_sharding *sh = jx_sharding_of(in[i]);
+    if (sh) jx_sharding_shard_shape(sh, s, &s);
+    double n = (double)jx_dtype_size(jx_dtype_of(in[i]));
+    for (int d = 0; d < s.rank; d++) n *= (double)s.dims[d];
+    bytes += n;
+  }
+  return bytes;
+}
+
+/* One training call of f: in's parameters and state become the outputs'
+ * (owned references; laid out by relay[i] when given, untimed: a plan may
+ * make an updated parameter in another layout than it takes it in, and the
+ * next call then runs the plan only when given the plan's), *secs its wall
+ * time, *peak the most bytes one device
+ * other than 0 held while it ran: its inputs' blocks and the most it
+ * allocated beyond what it held before (other recipes' arrays), as the
+ * profiler measures a jitted function's peak. */
+static double last_cpu_s; /* the last step's CPU time, every thread of the process */
+
+static double step_of(jx_fn *f, jx_array **in, int nin, int nout, int ndev,
+                      jx_sharding *const *relay, double *secs, double *peak) {
   jx_array *out[MAX_IN];
+  int64_t live0[64] = {0};
   jx_scope_begin();
-  double t0 = bench_now_s();
+  double inputs = inputs_per_device(in, nin);
+  for (int d = 0; d < ndev && d < 64; d++) {
+    jx_memory_stats ms;
+    if (!jx_memory_stats(d, &ms)) live0[d] = ms.live_bytes;
+  }
+  jx_memory_reset_peak(-1);
+  double t0 = bench_now_s(), c0 = bench_cpu_ns();
   if (jx_call(f, in, out)) {
     fprintf(stderr, "bench_auto_plan: %s\n", jx_last_error());
     exit(1);
   }
   for (int o = 0; o < nout; o++) jx_block_until_ready(out[o]);
   *secs = bench_now_s() - t0;
+  last_cpu_s = 1e-9 * (bench_cpu_ns() - c0);
+  *peak = 0;
+  for (int d = ndev > 1 ? 1 : 0; d < ndev && d < 64; d++) {
+    jx_memory_stats ms;
+    if (!jx_memory_stats(d, &ms) && inputs + (double)(ms.peak_bytes - live0[d]) > *peak)
+      *peak = inputs + (double)(ms.peak_bytes - live0[d]);
+  }
   double l = jx_item(out[0]);
+  for (int o = 1; o < nout; o++) {
+    jx_release(in[o - 1]);
+    in[o - 1] = jx_keep(relay && relay[o - 1] ? jx_device_put(out[o], relay[o - 1]) : out[o]);
+    jx_block_until_ready(in[o - 1]);
+  }
   jx_scope_end();
   return l;
 }
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: bench_auto_plan mlp|gpt DEVICES MESH [ROUNDS]\n");
+    fprintf(stderr, "usage: bench_auto_plan mlp|gpt DEVICES MESH [ROUNDS] [--gpt L,D,T,B] "
+                    "[--limit P] [--dp-peak BYTES] [--auto-only]\n");
     return 2;
   }
-  int devices = atoi(argv[2]), rounds = argc > 4 ? atoi(argv[4]) : 7;
-  jx_set_cpu_device_count(devices);
-  char names[4][32], spec[128];
-  const char *ptrs[4];
-  int64_t sizes[4];
-  int n = 0;
-  snprintf(spec, sizeof spec, "%s", argv[3]);
-  for (char *tok = strtok(spec, ","); tok && n < 4; tok = strtok(NULL, ",")) {
-    char *eq = strchr(tok, '=');
-    *eq = 0;
-    snprintf(names[n], sizeof names[n], "%s", tok);
-    ptrs[n] = names[n];
-    sizes[n++] = atoll(eq + 1);
-  }
-  jx_mesh *m = jx_mesh_create(jx_shape_make(n, sizes), ptrs);
-  workload w = {0};
+  int devices = atoi(argv[2]), rounds = 7, auto_only = 0;
+  double limit_percent = 0, dp_peak = 0;
+  int64_t batch = 16;
   jx_gpt_config cfg = {
       .vocab = 256, .n_layers = 2, .d_model = 64, .n_heads = 4, .context = 32, .mlp_ratio = 4};
+  for (int a = 4; a < argc; a++) {
+    if (!strcmp(argv[a], "--gpt") && a + 1 < argc) {
+      long l, d, t, b;
+      if (sscanf(argv[++a], "%ld,%ld,%ld,%ld", &l, &d, &t, &b) != 4) {
+        fprintf(stderr, "bench_auto_plan: --gpt wants L,D,T,B, not '%s'\n", argv[a]);
+        return 2;
+      }
+      cfg.n_layers = (int)l, cfg.d_model = (int)d, cfg.context = (int)t, batch = b;
+    } else if (!strcmp(argv[a], "--limit") && a + 1 < argc)
+      limit_percent = atof(argv[++a]);
+    else if (!strcmp(argv[a], "--dp-peak") && a + 1 < argc)
+      dp_peak = atof(argv[++a]);
+    else if (!strcmp(argv[a], "--auto-only"))
+      auto_only = 1;
+    else
+      rounds = atoi(argv[a]);
+  }
+  jx_set_cpu_device_count(devices);
+  jx_mesh *m = bench_mesh_parse(argv[3]);
+  if (!m) return 2;
+  workload w = {0};
   if (!strcmp(argv[1], "mlp"))
     make_mlp(&w, m);
   else
-    make_gpt(&w, m, &cfg);
-  jx_fn *fn[RECIPES];
+    make_gpt(&w, m, &cfg, batch);
+  jx_fn *fn[RECIPES] = {0};
+  jx_array *in[RECIPES][MAX_IN];
   jx_sharding *sh[RECIPES][MAX_IN], *out_sh[MAX_IN];
-  jx_sharding *replicated = jx_sharding_create(m, "");
-  for (int o = 0; o < w.nout; o++) out_sh[o] = o ? JX_AUTO : replicated;
-  for (int i = 0; i < w.nin; i++) sh[0][i] = JX_AUTO;
-  double t0 = bench_now_s();
-  fn[0] =
-      jx_jit(w.step, &(jx_jit_options){.in_shardings = sh[0], .out_shardings = out_sh, .mesh = m});
   jx_sharding_estimate est[RECIPES];
-  if (jx_sharding_estimate_of(fn[0], w.in, &est[0])) {
-    fprintf(stderr, "bench_auto_plan: %s\n", jx_last_error());
-    return 1;
-  }
-  double planning = bench_now_s() - t0;
-  int have[RECIPES] = {1, 1, axis(m, "model"), 1};
-  for (int r = 1; r < RECIPES; r++) {
+  double secs, peak[RECIPES] = {0};
+  int have[RECIPES] = {1, 1, axis(m, "model") && !auto_only, !auto_only};
+  for (int r = 0; r < RECIPES; r++)
+    for (int i = 0; have[r] && i < w.nin; i++) in[r][i] = jx_keep(w.in[i]);
+  for (int r = 1; r < RECIPES; r++) { /* the hand recipes */
     if (!have[r]) continue;
     for (int i = 0; i < w.nin; i++) sh[r][i] = jx_sharding_create(m, w.in_spec[r - 1][i]);
-    fn[r] = jx_jit(w.step, &(jx_jit_options){.in_shardings = sh[r]});
+    jx_sharding *outs[MAX_IN]; /* the updated parameters and state as they came */
+    outs[0] = jx_sharding_create(m, "");
+    for (int o = 1; o < w.nout; o++) outs[o] = sh[r][o - 1];
+    fn[r] = jx_jit(w.step, &(jx_jit_options){.in_shardings = sh[r], .out_shardings = outs});
     if (jx_sharding_estimate_of(fn[r], w.in, &est[r])) {
       fprintf(stderr, "bench_auto_plan: %s: %s\n", recipe_names[r], jx_last_error());
       return 1;
     }
   }
+  double loss[RECIPES];
+  if (limit_percent > 0 && !dp_peak) { /* data parallel's measured peak, from its second step */
+    step_of(fn[1], in[1], w.nin, w.nout, devices, NULL, &secs, &dp_peak);
+    step_of(fn[1], in[1], w.nin, w.nout, devices, NULL, &secs, &dp_peak);
+  }
+  jx_sharding *replicated = jx_sharding_create(m, "");
+  for (int o = 0; o < w.nout; o++) out_sh[o] = o ? JX_AUTO : replicated;
+  for (int i = 0; i < w.nin; i++) sh[0][i] = JX_AUTO;
+  double t0 = bench_now_s();
+  fn[0] =
+      jx_jit(w.step, &(jx_jit_options){.in_shardings = sh[0],
+                                       .out_shardings = out_sh,
+                                       .mesh = m,
+                                       .memory_limit = (int64_t)(limit_percent / 100 * dp_peak)});
+  if (jx_sharding_estimate_of(fn[0], w.in, &est[0])) {
+    fprintf(stderr, "bench_auto_plan: %s\n", jx_last_error());
+    return 1;
+  }
+  double planning = bench_now_s() - t0;
+  jx_sharding *relay[MAX_IN] = {0}; /* the plan's layouts of the parameters and state */
+  for (int i = 0; i < w.nin - 2; i++) {
+    jx_aval av[MAX_IN];
+    for (int k = 0; k < w.nin; k++)
+      av[k] = (jx_aval){jx_dtype_of(w.in[k]), jx_is_weak(w.in[k]), jx_shape_of(w.in[k]), 0};
+    relay[i] = jx_sharded_jit_in_layout(fn[0], av, i);
+  }
   jx_fn *plain = jx_jit(w.step, NULL);
-  double secs, want = loss_of(plain, w.in, w.nout, &secs), loss[RECIPES];
-  double *t = calloc((size_t)RECIPES * (size_t)rounds, sizeof *t);
-  for (int r = 0; r < RECIPES; r++) /* compiled, warmed */
-    if (have[r]) loss[r] = loss_of(fn[r], w.in, w.nout, &secs), loss_of(fn[r], w.in, w.nout, &secs);
+  jx_array *plain_in[MAX_IN];
+  for (int i = 0; i < w.nin; i++) plain_in[i] = jx_keep(w.in[i]);
+  double want = step_of(plain, plain_in, w.nin, w.nout, 1, NULL, &secs, &peak[0]);
+  double *t = calloc((size_t)RECIPES * (size_t)rounds, sizeof *t),
+         *tc = calloc((size_t)RECIPES * (size_t)rounds, sizeof *tc);
+  for (int r = 0; r < RECIPES; r++) /* compiled, warmed: the second call's inputs are as made */
+    if (have[r] && !(auto_only && r == 1))
+      loss[r] = step_of(fn[r], in[r], w.nin, w.nout, devices, r ? NULL : relay, &secs, &peak[r]),
+      step_of(fn[r], in[r], w.nin, w.nout, devices, r ? NULL : relay, &secs, &peak[r]);
   for (int k = 0; k < rounds; k++)
     for (int r = 0; r < RECIPES; r++)
-      if (have[r]) loss_of(fn[r], w.in, w.nout, &t[r * rounds + k]);
-  printf("%s on %d devices, mesh %s (planned in %.2f s)\n", argv[1], devices, argv[3], planning);
+      if (have[r] && !(auto_only && r == 1))
+        step_of(fn[r], in[r], w.nin, w.nout, devices, r ? NULL : relay, &t[r * rounds + k], &secs),
+            tc[r * rounds + k] = last_cpu_s;
+  if (auto_only) have[1] = 0;
+  /* the step's CPU time over the cores its devices share: its time had the
+   * process the machine alone, less disturbed by other jobs than wall time */
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  double cores = online > 0 && online < devices ? (double)online : (double)devices;
+  printf("%s on %d devices, mesh %s (planned in %.2f s)", argv[1], devices, argv[3], planning);
+  if (limit_percent > 0)
+    printf(", limit %.0f %% of data parallel's measured peak %.0f bytes = %.0f bytes",
+           limit_percent, dp_peak, limit_percent / 100 * dp_peak);
+  printf("\n");
   for (int r = 0; r < RECIPES; r++) {
     if (!have[r]) continue;
     double *tr = t + r * rounds;
     qsort(tr, (size_t)rounds, sizeof *tr, bench_cmp_double);
+    double *tcr = tc + r * rounds;
+    qsort(tcr, (size_t)rounds, sizeof *tcr, bench_cmp_double);
     double e = est[r].compute_s + est[r].comm_s;
     printf("  %-14s measured %8.2f ms (%.2f-%.2f)  estimated %8.2f ms (compute %.2f, comm %.2f, "
-           "%d collectives)  est/measured %.2f  peak %.2f MB  loss diff %.1e\n",
+           "%d collectives)  est/measured %.2f  peak est %.0f measured %.0f bytes (%.2f)  "
+           "loss diff %.1e  CPU per core %.2f ms\n",
            recipe_names[r], 1e3 * tr[rounds / 2], 1e3 * tr[0], 1e3 * tr[rounds - 1], 1e3 * e,
            1e3 * est[r].compute_s, 1e3 * est[r].comm_s, est[r].collectives, e / tr[rounds / 2],
-           est[r].peak_bytes / 1e6, fabs(loss[r] - want) / fabs(want));
+           est[r].peak_bytes, peak[r], est[r].peak_bytes / peak[r],
+           fabs(loss[r] - want) / fabs(want), 1e3 * tcr[rounds / 2] / cores);
   }
   free(t);
+  free(tc);
   return 0;
 }

@@ -276,10 +276,11 @@ JX_API jx_array *jx_all_to_all(jx_array *x, const char *axis, int split_dim, int
  * shardings runs, estimated before running it from its per-device program
  * for arguments like example_in (their shapes and dtypes; the layouts are
  * the ones its in_shardings say, JX_AUTO entries as planned, entries left
- * NULL replicated): compute (its flops, as
- * jx_fn_cost counts them, at the mesh's measured rate), communication (its
- * collectives by the mesh's alpha-beta figures) and peak memory per device
- * (jx_fn_cost's liveness peak). */
+ * NULL replicated): compute (each kernel or lone equation of it priced by
+ * a roofline, the larger of its flops at the mesh's measured rate and its
+ * bytes at the measured memory bandwidth, plus a measured cost per step),
+ * communication (its collectives by the mesh's alpha-beta figures) and
+ * peak memory per device (jx_fn_cost's liveness peak). */
 typedef struct {
   double compute_s, comm_s; /* per call */
   double flops;             /* per device per call */

@@ -3,7 +3,8 @@
  * slowest link, a group of one device), and a calibration on 4 CPU devices
  * (one axis of 4, a 2x2 mesh) giving positive finite figures; the measured
  * figures the sharded jit plans with are measured once per mesh shape, kept
- * for the process and written to the cache directory as they are. */
+ * for the process and written to the cache directory as they are; the
+ * estimate's roofline prices a kernel by its bytes or its flops. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -22,6 +23,8 @@
 
 #include "parallel/auto/comm_model.h"
 #include "parallel/auto/machine_model.h"
+#include "compile/simplify.h"
+#include "trace/fn.h"
 #include "test_util.h"
 
 static jx_mesh *mesh_2d(int64_t a, int64_t b, const char *na, const char *nb) {
@@ -106,8 +109,11 @@ static void measured_figures_are_cached(void **state) {
   check_ok(jx_comm_model_measured(&a, grid));
   assert_int_equal(jx_machine_model_measurements(), before + 1);
   check_calibrated(&a, grid);
-  print_message("compute: %.3g GFLOP/s per device\n", a.flops_per_s * 1e-9);
+  print_message("compute: %.3g GFLOP/s, %.3g GB/s, %.3g us per step per device\n",
+                a.flops_per_s * 1e-9, a.mem_bytes_per_s * 1e-9, a.step_s * 1e6);
   assert_true(a.flops_per_s > 1e6 && a.flops_per_s < 1e14);
+  assert_true(a.mem_bytes_per_s > 1e6 && a.mem_bytes_per_s < 1e13);
+  assert_true(a.step_s >= 0 && a.step_s < 0.1);
   /* the same shape again, under other names: kept, not measured */
   jx_mesh *again = mesh_2d(2, 2, "rows", "cols");
   check_ok(jx_comm_model_measured(&b, again));
@@ -118,14 +124,16 @@ static void measured_figures_are_cached(void **state) {
   struct dirent *ent;
   char path[512] = "";
   while ((ent = readdir(d)))
-    if (!strncmp(ent->d_name, "comm_model_", 11))
+    if (!strncmp(ent->d_name, "machine_model_", 14))
       snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
   closedir(d);
   FILE *f = fopen(path, "r");
   assert_non_null(f);
-  double flops, alpha, beta;
-  assert_int_equal(fscanf(f, "%lf", &flops), 1);
+  double flops, bw, step, alpha, beta;
+  assert_int_equal(fscanf(f, "%lf %lf %lf", &flops, &bw, &step), 3);
   assert_float_equal(flops, a.flops_per_s, 1e-9 * a.flops_per_s);
+  assert_float_equal(bw, a.mem_bytes_per_s, 1e-9 * a.mem_bytes_per_s);
+  assert_float_equal(step, a.step_s, 1e-9 * a.step_s);
   for (int ax = 0; ax < 2; ax++) {
     assert_int_equal(fscanf(f, "%lf %lf", &alpha, &beta), 2);
     assert_float_equal(alpha, a.link[ax].alpha_s, 1e-12);
@@ -139,12 +147,57 @@ static void measured_figures_are_cached(void **state) {
   jx_mesh_release(grid);
 }
 
+static void twice_plus_one(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = jx_add(jx_mul(in[0], jx_scalar(JX_F32, 2)), jx_scalar(JX_F32, 1));
+}
+
+static void product(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = jx_matmul(in[0], in[1]);
+}
+
+/* The estimate's compute time of a program (jx_compute_time): one fused
+ * elementwise kernel is bandwidth-bound, its bytes (read once, written
+ * once) at the bandwidth plus a step; one matmul compute-bound, its flops at
+ * the rate plus a step; figures without a bandwidth price flops alone. */
+static void roofline_per_step(void **state) {
+  (void)state;
+  jx_mesh *line = mesh_2d(4, 1, "d", "e");
+  jx_comm_model cm;
+  jx_comm_model_uniform(&cm, line, 0, 1, 1e9);
+  cm.mem_bytes_per_s = 1e9;
+  cm.step_s = 1e-6;
+  jx_aval x = {.dtype = JX_F32, .shape = {2, {512, 512}}};
+  jx_fn *ew = jx_fn_create("twice_plus_one", 1, 1, twice_plus_one, NULL);
+  jx_fn *mm = jx_fn_create("product", 2, 1, product, NULL);
+  jx_aval xx[2] = {x, x};
+  jx_program *te = jx_fn_program(ew, &x), *tm = jx_fn_program(mm, xx);
+  jx_program *pe = jx_simplify(te), *pm = jx_simplify(tm); /* as the jit runs them */
+  jx_program_release(te);
+  jx_program_release(tm);
+  assert_non_null(pe);
+  assert_non_null(pm);
+  double bytes = 2 * 512 * 512 * 4.0, flops = 2 * 512.0 * 512 * 512;
+  assert_float_equal(jx_compute_time(&cm, pe), bytes / 1e9 + 1e-6, 1e-7); /* and 2 scalars */
+  /* the product: 2 x 1 MB in, 1 MB out, 0.27 GFLOP: compute-bound */
+  assert_float_equal(jx_compute_time(&cm, pm), flops / 1e9 + 1e-6, 1e-12);
+  cm.mem_bytes_per_s = 0;
+  assert_float_equal(jx_compute_time(&cm, pm), flops / 1e9, 1e-12);
+  jx_program_release(pe);
+  jx_program_release(pm);
+  jx_fn_release(ew);
+  jx_fn_release(mm);
+  jx_mesh_release(line);
+}
+
 int main(void) {
   jx_set_cpu_device_count(8);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(ring_formulas_match_hand_figures),
       cmocka_unit_test(calibration_gives_positive_finite_figures),
       cmocka_unit_test(measured_figures_are_cached),
+      cmocka_unit_test(roofline_per_step),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

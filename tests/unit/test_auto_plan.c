@@ -2,7 +2,8 @@
  * loss over a 2x2 mesh ("data", "model"), with hand-set figures (10 us,
  * 1 GB/s, 1 GFLOP/s): with a loose limit the plan is faster than running
  * replicated and the sharded jit with its input layouts gives the plain
- * jit's loss; a limit below that plan's memory gives a plan that fits it,
+ * jit's loss (and the layer-chain DP, exact on two layers, finds a plan of
+ * the same price); a limit below that plan's memory gives a plan that fits it,
  * no faster, with the same loss; on one device the plan's time is the cost
  * model's flops at the model's rate and its memory the most bytes held while
  * any equation runs (counted here from the definition), below the sum of
@@ -23,6 +24,7 @@
 
 #include "compile/cost.h"
 #include "compile/simplify.h"
+#include "parallel/auto/dp.h"
 #include "parallel/auto/plan.h"
 #include "auto_mlp.h"
 #include "test_util.h"
@@ -272,6 +274,54 @@ static void at_least_megatron_where_it_fits(void **state) {
   jx_mesh_release(m);
 }
 
+/* The layer-chain dynamic program (dp.h) on the MLP's two weights, the batch
+ * split over "data": each weight replicated, split by rows or by columns
+ * over "model". With two layers its time model is exact, so its plan is the
+ * best of the 9 assignments priced one by one; and the ILP, choosing every
+ * layout with these inputs fixed, finds a plan priced the same. */
+static void dp_is_exact_on_two_layers(void **state) {
+  fixture *f = *state;
+  jx_sharding *rows = jx_sharding_create(f->mesh, "data");
+  jx_pspec batch = jx_pspec_of(rows, 2);
+  jx_sharding_release(rows);
+  jx_pspec w[2][3];
+  const char *text[3] = {"", "model", "None,model"};
+  for (int l = 0; l < 2; l++)
+    for (int c = 0; c < 3; c++) {
+      jx_sharding *s = jx_sharding_create(f->mesh, text[c]);
+      w[l][c] = jx_pspec_of(s, 2);
+      jx_sharding_release(s);
+    }
+  const jx_pspec *layout[NIN] = {&batch, w[0], w[1], &batch};
+  int layer[NIN] = {-1, 0, 1, -1}, nchoices[2] = {3, 3}, out_like[1] = {-1};
+  jx_dp_problem dp = {2, layer, nchoices, layout, out_like};
+  jx_dp_plan d;
+  check_ok(jx_auto_dp_solve(&f->model, f->mesh, f->p, &dp, 1e12, &d));
+  assert_int_equal(d.evaluations, 1 + 2 * 2 + 2 * 2 + 1);
+  assert_true(fabs(d.model_time_s - d.time_s) <= 1e-9 * d.time_s);
+  double best = INFINITY;
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++) {
+      jx_pspec in[NIN] = {batch, w[0][a], w[1][b], batch};
+      double t, peak;
+      check_ok(jx_auto_layouts_estimate(&f->model, f->mesh, f->p, in, NULL, NULL, &t, &peak));
+      best = fmin(best, t);
+    }
+  assert_true(fabs(d.time_s - best) <= 1e-9 * best);
+  const jx_pspec *fixed[NIN] = {&batch, NULL, NULL, &batch};
+  jx_auto_plan ilp;
+  check_ok(jx_auto_plan_solve_fixed(&f->model, f->mesh, f->p, fixed, 1e12, &ilp));
+  double t, peak;
+  check_ok(
+      jx_auto_layouts_estimate(&f->model, f->mesh, f->p, ilp.in_spec, NULL, ilp.spec, &t, &peak));
+  /* Megatron, w1 by columns and w2 by rows; the ILP may keep an input
+   * replicated that its reader slices for free, at the same price */
+  assert_int_equal(d.choice[0], 2);
+  assert_int_equal(d.choice[1], 1);
+  assert_true(fabs(t - d.time_s) <= 1e-3 * d.time_s);
+  jx_auto_plan_free(&ilp);
+}
+
 int main(void) {
   jx_set_cpu_device_count(4);
   const struct CMUnitTest tests[] = {
@@ -279,6 +329,7 @@ int main(void) {
       cmocka_unit_test(one_device_runs_everything),
       cmocka_unit_test(a_limit_no_plan_meets),
       cmocka_unit_test(at_least_megatron_where_it_fits),
+      cmocka_unit_test(dp_is_exact_on_two_layers),
   };
   return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
 }

@@ -41,6 +41,11 @@ typedef struct {
   int64_t size[JX_MAX_RANK];       /* devices along each axis */
   jx_link_model link[JX_MAX_RANK]; /* each axis's figures */
   double flops_per_s;              /* one device's compute rate, for the planner's compute time */
+  /* The estimate's roofline (machine_model.h's jx_compute_time): one
+   * device's memory bandwidth and the fixed cost of one step (a kernel or an
+   * equation run alone), while every device of the mesh runs; 0: not
+   * modelled (figures given on paper), compute is flops at flops_per_s. */
+  double mem_bytes_per_s, step_s;
 } jx_comm_model;
 
 /* A model of m with the same figures on every axis: alpha seconds per

@@ -16,52 +16,158 @@
 #include "../../base/threadpool.h"
 #include "../../base/spin.h"
 #include "../../base/cache_dir.h"
+#include "../../compile/cost.h"
+#include "../../compile/fusion.h"
+#include "../../compile/lower.h"
+#include "../../prims/prims.h"
+#include "../collective.h"
 #include "../device.h"
 #include "../propagate.h"
 
-enum { SIDE = 256, ROUNDS = 5, CACHED = 16 };
+enum {
+  SIDE = 256,       /* the matmul's blocks */
+  STREAM = 1 << 20, /* floats per device of the elementwise kernel: 4 MB, past the caches */
+  TINY = 8,         /* the chain's matmuls */
+  CHAIN = 64,       /* ... and their count */
+  ROUNDS = 5,
+  CACHED = 16
+};
 
 static atomic_llong measurements;
 
 int64_t jx_machine_model_measurements(void) { return (int64_t)atomic_load(&measurements); }
 
+/* in[0] @ in[1], *(int *)c times over (the chain) or once */
 static void matmul_fn(void *c, jx_array *const *in, jx_array **out) {
-  (void)c;
-  out[0] = jx_matmul(in[0], in[1]);
+  int n = c ? *(const int *)c : 1;
+  out[0] = in[0];
+  for (int k = 0; k < n; k++) out[0] = jx_matmul(out[0], in[1]);
 }
 
-jx_status jx_compute_rate_calibrate(jx_mesh *m, double *flops_per_s) {
-  /* x's rows split over every axis, w whole: each device multiplies its
-   * SIDE x SIDE block by w, with no communication */
-  jx_pspec rows = jx_pspec_replicated(2);
+static void stream_fn(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = jx_add(jx_mul(in[0], jx_scalar(JX_F32, 2)), jx_scalar(JX_F32, 1));
+}
+
+/* The best wall time of a call of body over m, its first input's rows
+ * (rows x cols) split over every axis of m, its second (cols x cols, when
+ * nin is 2) whole: each device runs its block with no communication. */
+static jx_status best_call(jx_mesh *m, const char *name, jx_body body, void *ctx, int nin,
+                           int64_t rows, int64_t cols, double *secs) {
+  jx_pspec split = jx_pspec_replicated(2);
   for (int a = 0; a < m->ndim; a++)
-    if (m->size[a] > 1) rows.ax[0][rows.n[0]++] = (int8_t)a;
-  jx_sharding *sh[2] = {jx_pspec_sharding(m, &rows), NULL};
-  if (!sh[0]) return jx_last_status();
-  jx_status st = JX_OK;
+    if (m->size[a] > 1) split.ax[0][split.n[0]++] = (int8_t)a;
+  jx_sharding *sh[2] = {jx_pspec_sharding(m, &split), jx_pspec_sharding(m, &(jx_pspec){.rank = 2})};
+  jx_status st = sh[0] && sh[1] ? JX_OK : jx_last_status();
   jx_scope_begin();
-  jx_array *in[2] = {jx_ones(JX_F32, JX_SHAPE(SIDE * (int64_t)m->ndev, SIDE)),
-                     jx_ones(JX_F32, JX_SHAPE(SIDE, SIDE))};
-  jx_fn *mm = jx_fn_create("calibration_matmul", 2, 1, matmul_fn, NULL);
-  sh[1] = jx_pspec_sharding(m, &(jx_pspec){.rank = 2});
-  jx_fn *j = mm && sh[1] ? jx_jit(mm, &(jx_jit_options){.in_shardings = sh}) : NULL;
+  jx_array *in[2] = {NULL, NULL};
+  if (!st) { /* placed once: the calls time the programs, not the slicing of their inputs */
+    in[0] = jx_device_put(jx_ones(JX_F32, JX_SHAPE(rows * (int64_t)m->ndev, cols)), sh[0]);
+    in[1] = nin > 1 ? jx_device_put(jx_ones(JX_F32, JX_SHAPE(cols, cols)), sh[1]) : in[0];
+    st = jx_block_until_ready(in[0]) ? jx_last_status() : jx_block_until_ready(in[1]);
+  }
+  jx_fn *f = st ? NULL : jx_fn_create(name, nin, 1, body, ctx);
+  jx_fn *j = f ? jx_jit(f, &(jx_jit_options){.in_shardings = sh}) : NULL;
   int64_t best = INT64_MAX;
   for (int r = 0; r <= ROUNDS && j && !st; r++) { /* the first compiles */
+    jx_scope_begin(); /* each call's result freed before the next, as a step's temporaries are */
     int64_t t0 = jx_now_ns();
     jx_array *out = NULL;
     st = jx_call(j, in, &out);
     if (!st) st = jx_block_until_ready(out);
     int64_t t = jx_now_ns() - t0;
+    jx_scope_end();
     if (r && t < best) best = t;
   }
   if (!j && !st) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   jx_fn_release(j);
-  jx_fn_release(mm);
+  jx_fn_release(f);
   jx_scope_end();
   jx_sharding_release(sh[0]);
   jx_sharding_release(sh[1]);
-  if (!st) *flops_per_s = 2.0 * SIDE * SIDE * SIDE / (1e-9 * (double)(best > 0 ? best : 1));
+  if (!st) *secs = 1e-9 * (double)(best > 0 ? best : 1);
   return st;
+}
+
+jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm) {
+  static int chain = CHAIN;
+  double mm, stream, one, many;
+  jx_status st = best_call(m, "calibration_matmul", matmul_fn, NULL, 2, SIDE, SIDE, &mm);
+  if (!st)
+    st = best_call(m, "calibration_stream", stream_fn, NULL, 1, STREAM / 1024, 1024, &stream);
+  if (!st) st = best_call(m, "calibration_step", matmul_fn, NULL, 2, TINY, TINY, &one);
+  if (!st) st = best_call(m, "calibration_steps", matmul_fn, &chain, 2, TINY, TINY, &many);
+  if (st) return st;
+  cm->flops_per_s = 2.0 * SIDE * SIDE * SIDE / mm;
+  cm->mem_bytes_per_s = 2.0 * STREAM * sizeof(float) / stream; /* read once, written once */
+  cm->step_s = many > one ? (many - one) / (CHAIN - 1) : 0;
+  return JX_OK;
+}
+
+/* ---- the roofline ---- */
+
+/* Seconds of one step: flops and bytes by the roofline, plus its fixed cost. */
+static double step_time(const jx_comm_model *cm, double flops, double bytes) {
+  double t = flops / cm->flops_per_s;
+  if (bytes / cm->mem_bytes_per_s > t) t = bytes / cm->mem_bytes_per_s;
+  return t + cm->step_s;
+}
+
+static int is_collective(const jx_eqn *e) {
+  const jx_prim *q = e->prim;
+  return q == &jx_prim_psum || q == &jx_prim_pmax || q == &jx_prim_pmin ||
+         q == &jx_prim_all_gather || q == &jx_prim_psum_scatter || q == &jx_prim_all_to_all ||
+         q == &jx_prim_ppermute;
+}
+
+static double program_time(const jx_comm_model *cm, const jx_program *given) {
+  jx_program *p = jx_lower_custom_calls((jx_program *)given); /* as the executable runs it */
+  if (!p) {
+    jx_clear_error();
+    return 0;
+  }
+  jx_fusion_group *groups = NULL;
+  int ng = jx_fuse(p, &groups);
+  double t = 0;
+  for (int k = 0; k < ng; k++) {
+    const jx_fusion_group *g = &groups[k];
+    if (g->skip) continue;
+    if (jx_fusion_group_is_kernel(g)) {
+      double flops = 0, bytes = 0;
+      for (int e = g->first; e < g->first + g->count; e++) flops += jx_eqn_flops(p, &p->eqns[e]);
+      for (int l = 0; l < g->nloads; l++) bytes += jx_aval_bytes(p->avals[g->loads[l].var]);
+      for (int o = 0; o < g->nstores; o++) bytes += jx_aval_bytes(p->avals[g->stores[o]]);
+      t += step_time(cm, flops, bytes);
+      continue;
+    }
+    for (int e = g->first; e < g->first + g->count; e++) {
+      const jx_eqn *q = &p->eqns[e];
+      if (is_collective(q) || q->prim == &jx_prim_reshape || q->prim == &jx_prim_squeeze ||
+          q->prim == &jx_prim_expand_dims)
+        continue; /* priced by the alpha-beta model; a new shape of the same bytes */
+      if (q->prim == &jx_prim_remat && q->nsub >= 1) {
+        t += program_time(cm, q->sub[0]);
+        continue;
+      }
+      double bytes = 0;
+      for (int i = 0; i < q->nin; i++) bytes += jx_aval_bytes(p->avals[q->in[i]]);
+      for (int o = 0; o < q->nout; o++) bytes += jx_aval_bytes(p->avals[q->out[o]]);
+      t += step_time(cm, jx_eqn_flops(p, q), bytes);
+    }
+  }
+  if (ng < 0) jx_clear_error();
+  free(groups);
+  jx_program_release(p);
+  return t;
+}
+
+double jx_compute_time(const jx_comm_model *cm, const jx_program *device) {
+  if (!(cm->mem_bytes_per_s > 0)) {
+    jx_cost c = {0};
+    jx_program_cost(device, &c);
+    return c.flops / cm->flops_per_s;
+  }
+  return program_time(cm, device);
 }
 
 /* ---- caches ---- */
@@ -101,15 +207,17 @@ static void keep(uint64_t key, const jx_comm_model *cm) {
 static int disk_path(char *out, size_t n, uint64_t key) {
   char dir[4096];
   if (!jx_kernel_cache_dir(dir, sizeof dir)) return 0;
-  snprintf(out, n, "%s/comm_model_%016llx", dir, (unsigned long long)key);
+  snprintf(out, n, "%s/machine_model_%016llx", dir, (unsigned long long)key);
   return 1;
 }
 
-/* The figures a file holds: the compute rate, then alpha and beta per axis. */
+/* The figures a file holds: the compute rate, the memory bandwidth and the
+ * cost of a step, then alpha and beta per axis. */
 static int disk_read(const char *path, const jx_mesh *m, jx_comm_model *cm) {
   FILE *f = fopen(path, "r");
   if (!f) return 0;
-  int ok = fscanf(f, "%lf", &cm->flops_per_s) == 1 && cm->flops_per_s > 0;
+  int ok = fscanf(f, "%lf %lf %lf", &cm->flops_per_s, &cm->mem_bytes_per_s, &cm->step_s) == 3 &&
+           cm->flops_per_s > 0 && cm->mem_bytes_per_s > 0 && cm->step_s >= 0;
   for (int a = 0; a < m->ndim && ok; a++)
     ok = fscanf(f, "%lf %lf", &cm->link[a].alpha_s, &cm->link[a].beta_s_per_byte) == 2 &&
          cm->link[a].alpha_s >= 0 && cm->link[a].beta_s_per_byte >= 0;
@@ -123,7 +231,7 @@ static void disk_write(const char *path, const jx_mesh *m, const jx_comm_model *
   snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
   FILE *f = fopen(tmp, "w");
   if (!f) return;
-  int ok = fprintf(f, "%.17g\n", cm->flops_per_s) > 0;
+  int ok = fprintf(f, "%.17g %.17g %.17g\n", cm->flops_per_s, cm->mem_bytes_per_s, cm->step_s) > 0;
   for (int a = 0; a < m->ndim && ok; a++)
     ok = fprintf(f, "%.17g %.17g\n", cm->link[a].alpha_s, cm->link[a].beta_s_per_byte) > 0;
   ok = (fclose(f) == 0) && ok;
@@ -147,7 +255,7 @@ jx_status jx_comm_model_measured(jx_comm_model *cm, jx_mesh *m) {
   if (!on_disk || !disk_read(path, m, cm)) {
     jx_comm_model_uniform(cm, m, 0, 1, 1);
     st = jx_comm_model_calibrate(cm, m);
-    if (!st) st = jx_compute_rate_calibrate(m, &cm->flops_per_s);
+    if (!st) st = jx_compute_rate_calibrate(m, cm);
     if (st) return st;
     atomic_fetch_add(&measurements, 1);
     if (on_disk) disk_write(path, m, cm);

@@ -1,12 +1,14 @@
-/* The figures the sharded jit plans JX_AUTO layouts with, measured on the
- * mesh: the collectives' alpha and beta per axis (jx_comm_model_calibrate)
- * and one device's compute rate while every device of the mesh computes at
- * once (a data-parallel matmul through the sharded jit, as a plan's
- * equations run). Measured once per machine and mesh shape: kept for the
+/* The figures the sharded jit plans JX_AUTO layouts and estimates steps
+ * with, measured on the mesh: the collectives' alpha and beta per axis
+ * (jx_comm_model_calibrate) and one device's compute rate, memory bandwidth
+ * and cost per step while every device of the mesh computes at once
+ * (data-parallel programs through the sharded jit, as a plan's equations
+ * run). Measured once per machine and mesh shape: kept for the
  * process and in the kernel cache directory beside the compiled kernels. */
 #ifndef JX_SRC_PARALLEL_AUTO_MACHINE_MODEL_H
 #define JX_SRC_PARALLEL_AUTO_MACHINE_MODEL_H
 
+#include "../../ir/program.h"
 #include "comm_model.h"
 
 /* cm: m's measured figures (from the process's or the disk's cache, else
@@ -18,9 +20,21 @@ jx_status jx_comm_model_measured(jx_comm_model *cm, jx_mesh *m);
  * (jx_sharding_plan_figures: planning a cluster on paper). */
 void jx_comm_model_keep(const jx_mesh *m, const jx_comm_model *cm);
 
-/* One device's f32 FLOP/s while all of m's devices run a 256x256x256
- * matmul at once (best of a few rounds). */
-jx_status jx_compute_rate_calibrate(jx_mesh *m, double *flops_per_s);
+/* One device's figures while all of m's devices run at once (best of a few
+ * rounds of each, through the sharded jit, as a plan's equations run):
+ * cm->flops_per_s from a 256x256x256 matmul, cm->mem_bytes_per_s from an
+ * elementwise kernel over 4 MB, and cm->step_s, the fixed cost of a step,
+ * from a chain of 64 tiny matmuls against one. */
+jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm);
+
+/* Seconds one device computes its per-device program `device`, a roofline
+ * per step as the executable runs it (jx_fuse's groups: a fused kernel, or
+ * an equation alone): max(flops / flops_per_s, bytes / mem_bytes_per_s)
+ * plus step_s, the bytes those jx_fn_cost counts (a kernel's loads and
+ * stores, an equation's operands and results). Collectives are left out
+ * (the alpha-beta model prices them) and so are views kernels read through.
+ * With no bandwidth (figures on paper): flops / flops_per_s. */
+double jx_compute_time(const jx_comm_model *cm, const jx_program *device);
 
 /* How many times this process has measured a mesh (a cache hit does not):
  * the tests check the cache is used. */

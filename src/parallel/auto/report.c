@@ -106,7 +106,7 @@ void jx_sharding_estimate_device(const jx_comm_model *cm, const jx_mesh *m,
   jx_program_cost(device, &c);
   coll_tally t = {.cm = cm, .m = m};
   tally(&t, device);
-  *out = (jx_sharding_estimate){.compute_s = c.flops / cm->flops_per_s,
+  *out = (jx_sharding_estimate){.compute_s = jx_compute_time(cm, device),
                                 .comm_s = t.time_s,
                                 .flops = c.flops,
                                 .peak_bytes = c.peak_bytes_per_device,

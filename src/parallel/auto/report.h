@@ -6,8 +6,8 @@
 #include "../sharded_jit.h"
 #include "comm_model.h"
 
-/* Compute (the per-device program's flops, as jx_fn_cost counts them, at
- * cm's rate), communication (its collectives by cm's alpha-beta figures)
+/* Compute (machine_model.h's roofline of the per-device program at cm's
+ * figures), communication (its collectives by cm's alpha-beta figures)
  * and peak memory (jx_fn_cost's liveness peak of the per-device program). */
 void jx_sharding_estimate_device(const jx_comm_model *cm, const jx_mesh *m,
                                  const jx_program *device, jx_sharding_estimate *out);

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""The automatic sharding plan's estimate against the measured step, on the
+issue's runs: the GPT's AdamW training step (4 layers, d 256, context 128,
+batch 16) on 8 CPU devices, meshes data=8, data=4,model=2 and
+data=2,model=4, each planned under 100, 50 and 30 % of data parallel's
+measured peak. Each configuration is one run of bench_auto_plan (the plan
+trains for ROUNDS timed steps after two warm ones; data parallel runs two
+steps for its peak in the first run of each mesh, whose figure the others
+reuse). Given several bench binaries (say, two builds of jx), each
+configuration runs with each in turn, so that they alternate under the
+same load. Prints a markdown table: the estimated and measured step time
+(median of the rounds, and their range), the step's CPU time over the cores
+the devices share (median: its time had the process the machine alone) and
+the peak per device, each error (estimate / measured - 1) and the load
+average (1 minute) before the run.
+
+  bench/auto_plan_estimates.py [--rounds N] [--recalibrate] BENCH_BINARY...
+
+--recalibrate removes the mesh figures jx keeps in its cache directory
+(machine_model_*) before each run, so that every run measures them afresh,
+under the load it then runs at: on a machine shared with other jobs, the
+figures of an earlier hour describe another machine.
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+MESHES = ["data=8", "data=4,model=2", "data=2,model=4"]
+LIMITS = [100, 50, 30]
+LINE = re.compile(
+    r"auto\s+measured\s+([\d.]+) ms \(([\d.]+)-([\d.]+)\)\s+estimated\s+([\d.]+) ms "
+    r"\(compute ([\d.]+), comm ([\d.]+), (\d+) collectives\).*peak est (\d+) measured (\d+)"
+    r"(?:.*CPU per core ([\d.]+) ms)?")
+
+
+DP_PEAK = re.compile(r"data parallel's measured peak (\d+) bytes")
+
+
+def cache_dir():
+    if os.environ.get("JX_CACHE_DIR"):
+        return os.environ["JX_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "jx")
+
+
+def run(bench, mesh, limit, rounds, dp_peak, recalibrate=False):
+    """One configuration's row, and data parallel's peak (given or measured)."""
+    if recalibrate:
+        for path in glob.glob(os.path.join(cache_dir(), "machine_model_*")):
+            os.remove(path)
+    load = os.getloadavg()[0]
+    cmd = ["nice", bench, "gpt", "8", mesh, str(rounds), "--gpt", "4,256,128,16", "--limit",
+           str(limit), "--auto-only"] + (["--dp-peak", str(dp_peak)] if dp_peak else [])
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    m = LINE.search(out.stdout)
+    peak = DP_PEAK.search(out.stdout)
+    dp_peak = dp_peak or (int(peak.group(1)) if peak else 0)
+    if not m:
+        return f"| {mesh} | {limit} % | failed: {(out.stderr or out.stdout).strip()[-200:]} |", dp_peak
+    med, lo, hi, est, comp, comm, ncoll, pest, pmeas, cpu = m.groups()
+    cpu_text = f"{float(cpu):.0f} ({100 * (float(est) / float(cpu) - 1):+.0f} %)" if cpu else "-"
+    med, lo, hi, est, comp, comm = map(float, (med, lo, hi, est, comp, comm))
+    pest, pmeas = float(pest), float(pmeas)
+    return (f"| {mesh} | {limit} % | {est:.0f} ({comp:.0f} + {comm:.0f}) | {med:.0f} ({lo:.0f}-{hi:.0f}) "
+            f"| {100 * (est / med - 1):+.0f} % | {cpu_text} | {pest / 1e6:.1f} | {pmeas / 1e6:.1f} "
+            f"| {100 * (pest / pmeas - 1):+.1f} % | {load:.1f} |"), dp_peak
+
+
+def main():
+    args = sys.argv[1:]
+    rounds = 5
+    recalibrate = "--recalibrate" in args
+    if recalibrate:
+        args.remove("--recalibrate")
+    if "--rounds" in args:
+        k = args.index("--rounds")
+        rounds = int(args[k + 1])
+        del args[k:k + 2]
+    many = len(args) > 1
+    print(("| build " if many else "") +
+          "| mesh | limit | estimated ms (compute + comm) | measured ms, median (range) | time error "
+          "| CPU per core ms (error) "
+          "| estimated peak MB | measured peak MB | peak error | load |")
+    print("| --- " * (11 if many else 10) + "|")
+    for mesh in MESHES:
+        dp_peak = {}
+        for limit in LIMITS:
+            for b, bench in enumerate(args):
+                row, dp_peak[b] = run(bench, mesh, limit, rounds, dp_peak.get(b, 0), recalibrate)
+                print((f"| {b} " if many else "") + row, flush=True)
+
+
+if __name__ == "__main__":
+    main()
