@@ -565,17 +565,17 @@ static int put_extremum(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
 }
 
 /* The threads of a block share the row's columns [rb_, re_) (dialects with
- * row_block; the whole row, or a piece of it; at most 256 threads, a
- * multiple of 8). Sums: thread 0 walks the tree's leaves by index (jx_pwi)
- * a chunk of 256 at a time; eight threads share each leaf, thread k of the
- * eight summing the leaf's columns k, k + 8, ... as the one-thread leaf's
- * partial sum r_[k] does (neighbouring threads read neighbouring columns),
- * the first of them combining the eight and adding the columns past the
- * last multiple of 8; thread 0 adds the leaves on its stack as the
- * recursion would. So the bits are the one-thread walk's.
- * Max/min: thread i scans the columns i, i + threads, ..., keeping where
- * its value came from, and thread 0 takes the first NaN, else the extremum
- * found first: the sequential scan's value. */
+ * row_block; the whole row, or a piece of it; at most 256 threads). Sums:
+ * thread 0 walks the tree's leaves by index (jx_pwi) a chunk of 256 at a
+ * time; eight threads share each leaf, thread k of the eight summing the
+ * leaf's columns k, k + 8, ... as the one-thread leaf's partial sum r_[k]
+ * does (neighbouring threads read neighbouring columns), the first of them
+ * combining the eight and adding the columns past the last multiple of 8;
+ * thread 0 adds the leaves on its stack as the recursion would. So the
+ * bits are the one-thread walk's. Max/min: thread i scans the columns i,
+ * i + threads, ..., keeping where its value came from, and thread 0 takes
+ * the first NaN, else the extremum found first: the sequential scan's
+ * value. */
 static int put_block_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
                                const jx_fusion_group *g, const char *t, int op, const char *u) {
   const char *sh = dl->shared_kw, *tid = dl->thread_id, *nt = dl->threads, *bar = dl->barrier;
@@ -598,7 +598,15 @@ static int put_block_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_prog
                       "      }\n      %s\n      const int nl = nl_;\n      if (nl == 0) break;\n",
                       tid, bar);
     /* every thread goes round the same number of times: the barriers are
-     * met by all */
+     * met by all. Blocks of threads not a multiple of 8 (no launch of the
+     * executor's; a test's) take a leaf a thread, as one thread would. */
+    jx_strbuf_appendf(b, "      if (%s %% 8 != 0) {\n", nt);
+    jx_strbuf_appendf(b,
+                      "      for (int c_ = %s; c_ < nl; c_ += %s) {\n"
+                      "      const int64_t s_ = rb_ + ls_[c_], n_ = ln_[c_];\n      %s leaf;\n",
+                      tid, nt, t);
+    if (put_leaf_sum(b, dl, p, g, t, u)) return -1;
+    jx_strbuf_appendf(b, "      lv_[c_] = leaf;\n      }\n      } else\n");
     jx_strbuf_appendf(b,
                       "      for (int b_ = 0; b_ < nl; b_ += (int)%s / 8) {\n"
                       "      const int c_ = b_ + (int)%s / 8, k8_ = (int)%s %% 8;\n"
@@ -633,8 +641,8 @@ static int put_block_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_prog
     if (put_body(b, dl, p, g)) return -1;
     jx_strbuf_appendf(b,
                       "      leaf += %s;\n          }\n        }\n        lv_[c_] = leaf;\n"
-                      "      }\n      %s\n      }\n",
-                      u, bar);
+                      "      }\n      %s\n      }\n      %s\n",
+                      u, bar, bar);
     /* a node's value is left + right: the stack's top two, in that order */
     jx_strbuf_appendf(b,
                       "      if (%s == 0)\n        for (int c_ = 0; c_ < nl; c_++) {\n"
