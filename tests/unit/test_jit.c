@@ -1,6 +1,8 @@
 /* The compiler: fused kernels give the reference's bits; a second call
  * compiles nothing; a new process finds its kernels in the disk cache; a
- * corrupt cache entry is rebuilt; two translation units compile at once. */
+ * corrupt cache entry is rebuilt; two translation units compile at once;
+ * a program's kernels move from their first tier to their final one with
+ * the same bits. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <pthread.h>
@@ -399,6 +401,87 @@ static void custom_calls_inlined_for_execution(void **state) {
   jx_scope_end();
 }
 
+/* ---- tiered kernels (compile/kernel_units.h) ---- */
+/* an elementwise kernel and a column sum that also stores its operand */
+static void tiered(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *t = jx_mul(jx_tanh(jx_add(jx_mul(in[0], in[1]), jx_scalar(JX_F32, 0.25))), in[0]);
+  out[0] = jx_sub(jx_exp(jx_neg(t)), in[1]);
+  out[1] = jx_sum(t, JX_AXES(0), 0);
+}
+
+static void read_pair(jx_array **out, float *a, float *b) {
+  assert_int_equal(jx_read(out[0], a, 1000 * sizeof(float)), JX_OK);
+  assert_int_equal(jx_read(out[1], b, 100 * sizeof(float)), JX_OK);
+}
+
+/* With JX_KERNEL_OPT unset, a cold program's first call runs kernels
+ * compiled at -O1; with JX_KERNEL_TIER_UP=0 that run starts their -O3
+ * compile on a thread of its own, and the calls after it take the -O3
+ * kernels: the eager bits at both tiers. A JX_KERNEL_TIER_UP that is no
+ * number of seconds is an error naming it. */
+static void kernels_tier_up(void **state) {
+  (void)state;
+  if (!TEST_CPU_ONLY("the CPU kernels' tiers")) return;
+  char *opt = getenv("JX_KERNEL_OPT") ? strdup(getenv("JX_KERNEL_OPT")) : NULL;
+  assert_non_null(getenv("JX_CACHE_DIR"));
+  char *cache = strdup(getenv("JX_CACHE_DIR"));
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s/tiers-XXXXXX", cache);
+  assert_non_null(mkdtemp(dir)); /* cold: no final kernels on disk */
+  setenv("JX_CACHE_DIR", dir, 1);
+  unsetenv("JX_KERNEL_OPT");
+  setenv("JX_KERNEL_TIER_UP", "0", 1);
+  jx_fn *f = jx_fn_create("tiered", 2, 2, tiered, NULL);
+  jx_fn *jf = jx_jit(f, NULL);
+  jx_array *out[2];
+  float want0[1000], want1[100], got0[1000], got1[100];
+  assert_int_equal(jx_call(f, inputs, out), JX_OK);
+  read_pair(out, want0, want1);
+  jx_kernel_stats s0 = jx_kernel_cache_stats();
+  if (jx_call(jf, inputs, out)) fail_msg("%s", jx_last_error());
+  read_pair(out, got0, got1);
+  assert_memory_equal(got0, want0, sizeof got0);
+  assert_memory_equal(got1, want1, sizeof got1);
+  jx_aval av[2] = {{JX_F32, 0, {2, {10, 100}}, 0}, {JX_F32, 0, {2, {10, 100}}, 0}};
+  jx_program *p = jx_fn_program(jf, av);
+  assert_non_null(p);
+  const jx_executable *x = jx_program_executable(p);
+  assert_non_null(x);
+  /* the -O3 compile runs while the program keeps running at -O1 */
+  for (int waited = 0; !jx_executable_final_tier(x); waited++) {
+    if (waited > 12000) fail_msg("the kernels' final tier did not come in 120 s");
+    assert_int_equal(jx_call(jf, inputs, out), JX_OK);
+    read_pair(out, got0, got1);
+    assert_memory_equal(got0, want0, sizeof got0);
+    assert_memory_equal(got1, want1, sizeof got1);
+    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  }
+  jx_kernel_stats s1 = jx_kernel_cache_stats();
+  assert_int_equal(s1.compiles - s0.compiles, 2); /* -O1, then -O3 (one unit each) */
+  assert_int_equal(jx_call(jf, inputs, out), JX_OK);
+  read_pair(out, got0, got1);
+  assert_memory_equal(got0, want0, sizeof got0);
+  assert_memory_equal(got1, want1, sizeof got1);
+  jx_program_release(p);
+  jx_fn_release(jf);
+  /* a bad threshold: the build fails, naming the variable */
+  setenv("JX_KERNEL_TIER_UP", "soon", 1);
+  jf = jx_jit(f, NULL);
+  assert_int_not_equal(jx_call(jf, inputs, out), JX_OK);
+  assert_non_null(strstr(jx_last_error(), "JX_KERNEL_TIER_UP is 'soon'"));
+  jx_fn_release(jf);
+  jx_fn_release(f);
+  unsetenv("JX_KERNEL_TIER_UP");
+  setenv("JX_CACHE_DIR", cache, 1);
+  if (opt) setenv("JX_KERNEL_OPT", opt, 1);
+  free(opt);
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+  free(cache);
+}
+
 static int child_main(const char *expect) {
   make_inputs();
   float got[1000], want[1000];
@@ -437,6 +520,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(corrupt_entry_is_rebuilt),
       cmocka_unit_test(two_programs_compile_concurrently),
       cmocka_unit_test(custom_calls_inlined_for_execution),
+      cmocka_unit_test(kernels_tier_up),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   jx_release(inputs[0]);
