@@ -21,6 +21,12 @@
  * (each run starts the compiler and reads the prelude again). */
 enum { KERNELS_PER_UNIT = 8, MAX_UNITS = 64 };
 
+/* Distinct kernels from which a program compiles in tiers: fewer compile
+ * at the final level at once (a fraction of a second of compiler time,
+ * where a first tier would only make their first runs slower, and a short
+ * benchmark or test of them would time or check only the first tier). */
+enum { TIERED_KERNELS = 16 };
+
 /* Seconds of runs at the first tier before the final one compiles. */
 #define TIER_UP_DEFAULT_S 0.2
 
@@ -148,10 +154,12 @@ jx_status jx_kernel_units_build(const jx_kernel_tu *t, int n,
     if (!(u->sources[k] = jx_kernel_tu_part(t, k, nu)))
       st = jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
   void *handles[MAX_UNITS];
-  int cached = !st; /* the final tier at once when every unit is in a cache */
+  /* the final tier at once for a small program, or one whose final units
+   * are all in a cache */
+  int tiered = first != final && t->n >= TIERED_KERNELS, cached = !st && tiered;
   for (int k = 0; k < nu && cached; k++)
     cached = (handles[k] = jx_kernel_object(u->sources[k], final, 0)) != NULL;
-  int level = cached ? final : first;
+  int level = tiered && !cached ? first : final;
   if (!st && !cached) st = compile_all(u->sources, nu, level, handles);
   if (!st) st = resolve(handles, nu, names, fns, n, 1);
   if (!st && level == final) st = keep(handles, nu);

@@ -1,6 +1,7 @@
 /* A program's kernels compiled as translation units over the cores, in two
- * tiers: a cold program compiles them at the first level (-O1: a quarter
- * of -O3's compiler time, so the first call comes back sooner), and once
+ * tiers: a cold program of 16 distinct kernels or more compiles them at the
+ * first level (-O1: a quarter of -O3's compiler time, so the first call
+ * comes back sooner; a smaller one compiles at the final level), and once
  * its runs add up to JX_KERNEL_TIER_UP seconds a thread of its own compiles
  * them at the final level (-O3) while the program keeps running; the next
  * runs take the final kernels. Every level computes the same bits
