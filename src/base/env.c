@@ -22,9 +22,14 @@ const jx_env_var jx_env_vars[] = {
     {"JX_CACHE_DIR", JX_ENV_TEXT, "`$XDG_CACHE_HOME/jx` or `~/.cache/jx`",
      "where compiled kernels and FFTW's wisdom (its measured FFT plans) are cached"},
     {"CC", JX_ENV_TEXT, "`cc`", "the C compiler for generated kernels"},
-    {"JX_KERNEL_OPT", JX_ENV_INT, "3",
+    {"JX_KERNEL_OPT", JX_ENV_INT, "1, then 3",
      "the optimization level (0-3) of generated kernels: the same bits at every level, lower "
-     "levels compile faster and run slower " DOCS("compiler.md")},
+     "levels compile faster and run slower; unset, a program of 16 distinct kernels or more "
+     "compiles them at 1, then at 3 in the background once it has run `JX_KERNEL_TIER_UP` "
+     "seconds " DOCS("compiler.md")},
+    {"JX_KERNEL_TIER_UP", JX_ENV_NUMBER, "0.2",
+     "seconds a program runs with its first kernels (`-O1`) before they compile at `-O3` on a "
+     "thread of their own; `inf`: never " DOCS("compiler.md")},
     {"JX_JIT_KERNELS", JX_ENV_FLAG, "1",
      "`0`: jitted programs run every equation as it is: no generated code, no C compiler " DOCS(
          "compiler.md")},

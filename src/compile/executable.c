@@ -25,6 +25,7 @@
 #include "dump.h"
 #include "fusion.h"
 #include "kernel_batch.h"
+#include "kernel_units.h"
 #include "lower.h"
 #include "render.h"
 #include "render_c.h"
@@ -65,6 +66,8 @@ struct jx_executable {
   /* the compiled nested programs of its control flow (control_compile.h),
    * found by jx_program_eval while it runs */
   jx_exec_nested nested;
+  /* the kernels' final tier, still to come (kernel_units.h), or NULL */
+  jx_kernel_units *tiers;
 };
 
 int jx_executable_kernels(const jx_executable *x, int *fused_eqns) {
@@ -86,6 +89,10 @@ int jx_executable_distinct_kernels(const jx_executable *x) {
     n += !seen;
   }
   return n;
+}
+
+int jx_executable_final_tier(const jx_executable *x) {
+  return !x->tiers || jx_kernel_units_ready(x->tiers);
 }
 
 int jx_executable_side_by_side(const jx_executable *x) {
@@ -204,58 +211,6 @@ static jx_status run_pair(const jx_program *p, const jx_eqn *a, const jx_eqn *b,
   return st;
 }
 
-/* A part of a program's kernels compiled on a thread of its own. */
-typedef struct {
-  char *source;
-  jx_status status;
-  char message[512];
-} unit_job;
-
-static void *compile_unit(void *arg) {
-  unit_job *j = arg;
-  j->status = jx_kernel_preload(j->source);
-  if (j->status) snprintf(j->message, sizeof j->message, "%s", jx_last_error());
-  return NULL;
-}
-
-/* Kernels per unit below which one compiler run is cheaper than several
- * (each run starts the compiler and reads the prelude again). */
-enum { KERNELS_PER_UNIT = 8 };
-
-/* Compiles the kernels of t as several units at once, one per core (at most
- * one per KERNELS_PER_UNIT kernels), and keeps them for jx_kernel_find: a
- * translation unit compiles on one core, and -O3 over a model's distinct
- * kernels takes seconds. *units: how many (1: t is one unit, nothing done). */
-static jx_status compile_units(const jx_kernel_tu *t, int *units) {
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int n = t->n / KERNELS_PER_UNIT;
-  if (n > cores) n = (int)cores;
-  if (n > 64) n = 64;
-  *units = n > 1 ? n : 1;
-  if (n <= 1) return JX_OK;
-  unit_job jobs[64];
-  pthread_t threads[64];
-  int started[64] = {0};
-  jx_status st = JX_OK;
-  for (int k = 0; k < n; k++) {
-    jobs[k] = (unit_job){.source = jx_kernel_tu_part(t, k, n)};
-    if (!jobs[k].source && !st) st = jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
-  }
-  /* the calling thread compiles unit 0, threads the others (or it, in turn,
-   * when a thread cannot start) */
-  for (int k = 1; k < n && !st; k++)
-    started[k] = pthread_create(&threads[k], NULL, compile_unit, &jobs[k]) == 0;
-  for (int k = 0; k < n && !st; k++)
-    if (!started[k]) compile_unit(&jobs[k]);
-  for (int k = 1; k < n; k++)
-    if (started[k]) pthread_join(threads[k], NULL);
-  for (int k = 0; k < n; k++) {
-    if (!st && jobs[k].status) st = jx_error_set(jobs[k].status, "%s", jobs[k].message);
-    free(jobs[k].source);
-  }
-  return st;
-}
-
 jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix,
                                    jx_compile_times *times) {
   double t_begin = now_s(), t_codegen = 0, t_cc = 0;
@@ -296,15 +251,15 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix,
     jx_dump_text(dump_prefix ? dump_prefix : p->name, "kernels.c", tu.text);
     for (int k = 0; k < x->nsteps; k++)
       if (names[k][0] && (x->steps[k].fn = (jx_kernel_fn)jx_kernel_find(names[k]))) batched++;
-    if (batched < nkernels) st = compile_units(&tu, &units);
-    for (int k = 0; k < x->nsteps && !st && units > 1; k++)
-      if (names[k][0] && !x->steps[k].fn &&
-          !(x->steps[k].fn = (jx_kernel_fn)jx_kernel_find(names[k])))
-        st = jx_error_set(JX_ERR_INTERNAL, "jit: kernel %s missing from its units", names[k]);
-    for (int k = 0; k < x->nsteps && !st && batched < nkernels; k++) {
-      if (!names[k][0] || x->steps[k].fn) continue;
-      x->steps[k].fn = (jx_kernel_fn)jx_kernel_load(tu.text, names[k]);
-      if (!x->steps[k].fn) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+    if (batched < nkernels) {
+      void **fns = calloc((size_t)x->nsteps + 1, sizeof *fns);
+      if (!fns) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
+      for (int k = 0; k < x->nsteps && fns; k++) fns[k] = (void *)x->steps[k].fn;
+      if (!st)
+        st = jx_kernel_units_build(&tu, x->nsteps, (const char(*)[JX_KERNEL_NAME_CAP])names, fns,
+                                   &x->tiers, &units);
+      for (int k = 0; k < x->nsteps && !st; k++) x->steps[k].fn = (jx_kernel_fn)fns[k];
+      free(fns);
     }
   }
   t_cc = now_s();
@@ -385,6 +340,7 @@ static void report_profile(const jx_executable *x) {
 
 void jx_executable_free(jx_executable *x) {
   if (!x) return;
+  jx_kernel_units_free(x->tiers);
   report_profile(x);
   jx_exec_nested_free(&x->nested);
   jx_program_release(x->lowered);
@@ -591,10 +547,13 @@ static jx_status run_kernel(const run_state *rs, const jx_program *p, int k) {
     buf[g->nloads + o] = r->buf->data;
   }
   int64_t inner = dims[rank - 1], rows = jx_shape_numel(g->shape) / (inner ? inner : 1);
-  kernel_job job = {s->fn, buf, dims, strides, rows, inner, inner};
+  /* the kernels' final tier once compiled (kernel_units.h), else the first */
+  jx_kernel_fn fn = (jx_kernel_fn)jx_kernel_units_final(rs->x->tiers, k);
+  if (!fn) fn = s->fn;
+  kernel_job job = {fn, buf, dims, strides, rows, inner, inner};
   int threads = jx_pool_threads();
   if (g->reduces && g->lead > 0) {
-    return run_col_reduction(p, g, s->fn, buf, dims, strides, threads);
+    return run_col_reduction(p, g, fn, buf, dims, strides, threads);
   } else if (rows < 2 * threads && inner >= 2 * MIN_UNIT && !g->reduces) {
     /* few long rows: split the rows themselves */
     int64_t pieces = (2 * threads + rows - 1) / rows;
@@ -838,6 +797,7 @@ static jx_status take_donated(const jx_executable *x, const jx_program *p, jx_ar
 
 jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_array *const *in,
                             jx_array **out) {
+  double t_run = x->tiers ? now_s() : 0;
   const void *top = jx_donation_swap(NULL);           /* only jx_call's own program donates */
   if (x->lowered && p == x->attached) p = x->lowered; /* the same inputs and outputs */
   jx_array **env = calloc((size_t)p->nvars + 1, sizeof *env);
@@ -910,6 +870,7 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   jx_exec_nested_leave(outer_nested);
   free(env);
   free(rs.owned);
+  if (x->tiers && !st) jx_kernel_units_ran(x->tiers, now_s() - t_run);
   return st;
 }
 

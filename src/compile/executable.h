@@ -45,6 +45,8 @@ const char *jx_donation_conflict(const jx_program *p, jx_array *const *in, int i
 const jx_exec_nested *jx_executable_nested(const jx_executable *x);
 /* The CPU executable e runs, or NULL when e is another backend's. */
 const jx_executable *jx_exec_cpu(jx_exec e);
+/* 1 when x's kernels run at their final tier (kernel_units.h; for tests). */
+int jx_executable_final_tier(const jx_executable *x);
 /* Pairs of GEMM steps that run side by side (for tests). */
 int jx_executable_side_by_side(const jx_executable *x);
 

@@ -31,16 +31,27 @@ static const char *const cflags[] = {"-march=native",
                                      "-w",
                                      NULL};
 
-/* The optimization flag: -O3 unless JX_KERNEL_OPT names another level
- * (NULL for a value that is not a level). The flags keep ISO C's floating
- * point (no contraction, no reassociation), so every level computes the
- * same bits; a lower one only compiles faster (the sanitized test pass
- * uses 1). */
-static const char *opt_flag(void) {
-  static const char *const levels[] = {"-O0", "-O1", "-O2", "-O3"};
+static const char *const levels[] = {"-O0", "-O1", "-O2", "-O3"};
+
+/* The level JX_KERNEL_OPT names: 0-3, -1 when unset, -2 for a value that
+ * is not a level. The flags keep ISO C's floating point (no contraction,
+ * no reassociation), so every level computes the same bits; a lower one
+ * only compiles faster (the sanitized test pass uses 1). */
+static int env_level(void) {
   long long level = 3;
   int given = jx_env_int("JX_KERNEL_OPT", &level);
-  return given < 0 || level < 0 || level > 3 ? NULL : levels[level];
+  if (given < 0 || (given > 0 && (level < 0 || level > 3))) return -2;
+  return given > 0 ? (int)level : -1;
+}
+
+jx_status jx_kernel_levels(int *first, int *final) {
+  int level = env_level();
+  if (level == -2)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jit: JX_KERNEL_OPT is '%s': want 0, 1, 2 or 3",
+                        jx_env_string("JX_KERNEL_OPT"));
+  *first = level >= 0 ? level : 1;
+  *final = level >= 0 ? level : 3;
+  return JX_OK;
 }
 
 typedef struct loaded {
@@ -77,20 +88,21 @@ static const char *compiler_identity(void) {
   return compiler_id;
 }
 
-static uint64_t key_of(const char *source) {
+static uint64_t key_of(const char *source, int level) {
   uint64_t h = jx_hash_str(JX_HASH_SEED, JX_KERNEL_CACHE_VERSION);
   h = jx_hash_str(h, compiler_identity());
-  h = jx_hash_str(h, opt_flag());
+  h = jx_hash_str(h, levels[level]);
   for (int i = 0; cflags[i]; i++) h = jx_hash_str(h, cflags[i]);
   return jx_hash_str(h, source);
 }
 
 /* Runs the compiler; on failure records an error with its first message line. */
-static jx_status compile(const char *src_path, const char *so_path, const char *log_path) {
+static jx_status compile(const char *src_path, const char *so_path, const char *log_path,
+                         int level) {
   const char *argv[32];
   int n = 0;
   argv[n++] = compiler();
-  argv[n++] = opt_flag();
+  argv[n++] = levels[level];
   for (int i = 0; cflags[i]; i++) argv[n++] = cflags[i];
   argv[n++] = "-o";
   argv[n++] = so_path;
@@ -152,8 +164,10 @@ static int is_building(uint64_t key) {
   return 0;
 }
 
-/* Opens the cached object of `key`, or compiles `source` into it; without the lock. */
-static void *open_or_build(const char *source, uint64_t key, char *so, size_t so_len) {
+/* Opens the cached object of `key`, or compiles `source` at `level` into it
+ * (build = 0: NULL, no error, when it is not cached); without the lock. */
+static void *open_or_build(const char *source, uint64_t key, int level, int build, char *so,
+                           size_t so_len) {
   char dir[1024], tmp_so[1300], src[1300], log[1300];
   if (!jx_kernel_cache_dir(dir, sizeof dir)) {
     jx_error_set(JX_ERR_IO, "jit: cannot create the kernel cache directory '%s'", dir);
@@ -167,6 +181,7 @@ static void *open_or_build(const char *source, uint64_t key, char *so, size_t so
     pthread_mutex_unlock(&lock);
     return handle;
   }
+  if (!build) return NULL;
   unlink(so); /* missing, corrupt or foreign: rebuild */
   unsigned tag = (unsigned)getpid() ^ (unsigned)(uintptr_t)&handle;
   snprintf(src, sizeof src, "%s/%016llx.%x.c", dir, (unsigned long long)key, tag);
@@ -181,15 +196,15 @@ static void *open_or_build(const char *source, uint64_t key, char *so, size_t so
     pthread_mutex_lock(&lock);
     if (++running > stats.max_concurrent) stats.max_concurrent = running;
     pthread_mutex_unlock(&lock);
-    st = compile(src, tmp_so, log);
+    st = compile(src, tmp_so, log, level);
     pthread_mutex_lock(&lock);
     running--;
     if (!st) stats.compiles++;
     pthread_mutex_unlock(&lock);
   }
   if (!st && jx_env_flag("JX_LOG_COMPILES"))
-    fprintf(stderr, "jx: compiled kernel %016llx in %.1f ms\n", (unsigned long long)key,
-            now_ms() - t0);
+    fprintf(stderr, "jx: compiled kernels %016llx at %s in %.1f ms\n", (unsigned long long)key,
+            levels[level], now_ms() - t0);
   if (!st && rename(tmp_so, so) != 0)
     st = jx_error_set(JX_ERR_IO, "jit: cannot rename '%s': %s", tmp_so, strerror(errno));
   if (!st) {
@@ -204,15 +219,8 @@ static void *open_or_build(const char *source, uint64_t key, char *so, size_t so
   return handle;
 }
 
-/* The loaded object of `source` (compiled, or from either cache), or NULL
- * with an error recorded; `symbol` (or NULL) names the kernel for messages. */
-static void *load_object(const char *source) {
-  if (!opt_flag()) {
-    jx_error_set(JX_ERR_INVALID_ARGUMENT, "jit: JX_KERNEL_OPT is '%s': want 0, 1, 2 or 3",
-                 jx_env_string("JX_KERNEL_OPT"));
-    return NULL;
-  }
-  uint64_t key = key_of(source);
+void *jx_kernel_object(const char *source, int level, int build) {
+  uint64_t key = key_of(source, level);
   pthread_mutex_lock(&lock);
   void *handle;
   while (!(handle = find_loaded(key)) && is_building(key)) pthread_cond_wait(&built, &lock);
@@ -226,7 +234,7 @@ static void *load_object(const char *source) {
   pthread_mutex_unlock(&lock);
 
   char so[1200] = "";
-  handle = open_or_build(source, key, so, sizeof so);
+  handle = open_or_build(source, key, level, build, so, sizeof so);
 
   pthread_mutex_lock(&lock);
   for (building **b = &in_flight; *b; b = &(*b)->next)
@@ -250,6 +258,14 @@ static void *load_object(const char *source) {
   return handle;
 }
 
+/* The object of `source` at the final level (jx_kernel_levels), loaded,
+ * from the disk cache or compiled; NULL with an error recorded. */
+static void *load_object(const char *source) {
+  int first, final;
+  if (jx_kernel_levels(&first, &final)) return NULL;
+  return jx_kernel_object(source, final, 1);
+}
+
 void *jx_kernel_load(const char *source, const char *symbol) {
   void *handle = load_object(source);
   if (!handle) return NULL;
@@ -268,6 +284,10 @@ static batch *batches;
 jx_status jx_kernel_preload(const char *source) {
   void *handle = load_object(source);
   if (!handle) return jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  return jx_kernel_keep(handle);
+}
+
+jx_status jx_kernel_keep(void *handle) {
   batch *b = malloc(sizeof *b);
   if (!b) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jit: out of memory");
   pthread_mutex_lock(&lock);

@@ -27,6 +27,21 @@ void *jx_kernel_load(const char *source, const char *symbol);
 jx_status jx_kernel_preload(const char *source);
 void *jx_kernel_find(const char *symbol);
 
+/* Tiered compilation: the optimization levels (0-3) kernels compile at,
+ * *first for a program's first calls and *final once it has run a while
+ * (executable.c): 1 and 3, or both the level JX_KERNEL_OPT names. Every
+ * level computes the same bits. JX_OK, or an error for a JX_KERNEL_OPT that
+ * is not a level. */
+jx_status jx_kernel_levels(int *first, int *final);
+
+/* The object `source` compiles to at `level`: loaded, from the disk cache,
+ * or (build = 1) compiled; NULL when build = 0 and it is not cached (no
+ * error), or on failure with an error recorded. Thread-safe and concurrent
+ * as jx_kernel_load. Its symbols: dlsym. */
+void *jx_kernel_object(const char *source, int level, int build);
+/* Keeps an object of jx_kernel_object for jx_kernel_find, as a batch. */
+jx_status jx_kernel_keep(void *handle);
+
 /* Counters for tests and JX_LOG_COMPILES: compiler runs, disk-cache hits and
  * in-memory hits since the process started, and the most compiler runs that
  * were under way at once. */

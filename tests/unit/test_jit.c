@@ -1,6 +1,8 @@
 /* The compiler: fused kernels give the reference's bits; a second call
  * compiles nothing; a new process finds its kernels in the disk cache; a
- * corrupt cache entry is rebuilt; two translation units compile at once. */
+ * corrupt cache entry is rebuilt; two translation units compile at once;
+ * a program's kernels move from their first tier to their final one with
+ * the same bits. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <pthread.h>
@@ -399,6 +401,103 @@ static void custom_calls_inlined_for_execution(void **state) {
   jx_scope_end();
 }
 
+/* ---- tiered kernels (compile/kernel_units.h) ---- */
+enum { TIERED_POWERS = 16 }; /* distinct kernels from which a program compiles in tiers */
+
+/* sixteen distinct kernels (x^(k+2) + y over the first 30 + k columns) and
+ * a column sum that also stores its operand: a program large enough to
+ * compile in tiers */
+static void tiered(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  for (int k = 0; k < TIERED_POWERS; k++) {
+    jx_array *x = jx_slice(in[0], JX_SHAPE(0, 0), JX_SHAPE(10, 30 + k), JX_SHAPE());
+    jx_array *y = jx_slice(in[1], JX_SHAPE(0, 0), JX_SHAPE(10, 30 + k), JX_SHAPE());
+    out[k] = jx_add(jx_integer_pow(x, k + 2), y);
+  }
+  jx_array *t = jx_mul(jx_tanh(jx_add(jx_mul(in[0], in[1]), jx_scalar(JX_F32, 0.25))), in[0]);
+  out[TIERED_POWERS] = jx_sub(jx_exp(jx_neg(t)), in[1]);
+  out[TIERED_POWERS + 1] = jx_sum(t, JX_AXES(0), 0);
+}
+
+/* The outputs of tiered, read into v (1000 floats each). */
+static void read_tiered(jx_array **out, float (*v)[1000]) {
+  for (int k = 0; k < TIERED_POWERS + 2; k++)
+    assert_int_equal(jx_read(out[k], v[k], (size_t)jx_size(out[k]) * sizeof(float)), JX_OK);
+}
+
+/* With JX_KERNEL_OPT unset, a cold program of 16 distinct kernels or more
+ * runs kernels compiled at -O1 first; with JX_KERNEL_TIER_UP=0 its first
+ * run starts their -O3 compile on a thread of its own, and the calls after
+ * that take the -O3 kernels: the eager bits at both tiers. A JX_KERNEL_TIER_UP
+ * that is no number of seconds is an error naming it. */
+static void kernels_tier_up(void **state) {
+  (void)state;
+  if (!TEST_CPU_ONLY("the CPU kernels' tiers")) return;
+  char *opt = getenv("JX_KERNEL_OPT") ? strdup(getenv("JX_KERNEL_OPT")) : NULL;
+  assert_non_null(getenv("JX_CACHE_DIR"));
+  char *cache = strdup(getenv("JX_CACHE_DIR"));
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s/tiers-XXXXXX", cache);
+  assert_non_null(mkdtemp(dir)); /* cold: no final kernels on disk */
+  setenv("JX_CACHE_DIR", dir, 1);
+  unsetenv("JX_KERNEL_OPT");
+  setenv("JX_KERNEL_TIER_UP", "0", 1);
+  enum { NOUT = TIERED_POWERS + 2 };
+  jx_fn *f = jx_fn_create("tiered", 2, NOUT, tiered, NULL);
+  jx_fn *jf = jx_jit(f, NULL);
+  jx_array *out[NOUT];
+  static float want[NOUT][1000], got[NOUT][1000];
+  memset(want, 0, sizeof want);
+  memset(got, 0, sizeof got);
+  assert_int_equal(jx_call(f, inputs, out), JX_OK);
+  read_tiered(out, want);
+  jx_kernel_stats s0 = jx_kernel_cache_stats();
+  if (jx_call(jf, inputs, out)) fail_msg("%s", jx_last_error());
+  read_tiered(out, got);
+  assert_memory_equal(got, want, sizeof got);
+  jx_aval av[2] = {{JX_F32, 0, {2, {10, 100}}, 0}, {JX_F32, 0, {2, {10, 100}}, 0}};
+  jx_program *p = jx_fn_program(jf, av);
+  assert_non_null(p);
+  const jx_executable *x = jx_program_executable(p);
+  assert_non_null(x);
+  /* the -O3 compile runs while the program keeps running at -O1 */
+  for (int waited = 0; !jx_executable_final_tier(x); waited++) {
+    if (waited > 12000) fail_msg("the kernels' final tier did not come in 120 s");
+    assert_int_equal(jx_call(jf, inputs, out), JX_OK);
+    read_tiered(out, got);
+    assert_memory_equal(got, want, sizeof got);
+    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  }
+  jx_kernel_stats s1 = jx_kernel_cache_stats();
+  /* a unit per core, at most one per 8 kernels: each at -O1, then at -O3 */
+  long cores = sysconf(_SC_NPROCESSORS_ONLN), units = jx_executable_distinct_kernels(x) / 8;
+  assert_true(jx_executable_distinct_kernels(x) >= TIERED_POWERS);
+  units = units < cores ? units : cores;
+  assert_int_equal(s1.compiles - s0.compiles, 2 * (units > 1 ? units : 1));
+  assert_int_equal(jx_call(jf, inputs, out), JX_OK);
+  read_tiered(out, got);
+  assert_memory_equal(got, want, sizeof got);
+  jx_program_release(p);
+  jx_fn_release(jf);
+  jx_fn_release(f);
+  /* a bad threshold: a build that compiles fails, naming the variable */
+  setenv("JX_KERNEL_TIER_UP", "soon", 1);
+  f = jx_fn_create("chain", 2, 1, chain, NULL);
+  jf = jx_jit(f, NULL);
+  assert_int_not_equal(jx_call(jf, inputs, out), JX_OK);
+  assert_non_null(strstr(jx_last_error(), "JX_KERNEL_TIER_UP is 'soon'"));
+  jx_fn_release(jf);
+  jx_fn_release(f);
+  unsetenv("JX_KERNEL_TIER_UP");
+  setenv("JX_CACHE_DIR", cache, 1);
+  if (opt) setenv("JX_KERNEL_OPT", opt, 1);
+  free(opt);
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+  free(cache);
+}
+
 static int child_main(const char *expect) {
   make_inputs();
   float got[1000], want[1000];
@@ -437,6 +536,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(corrupt_entry_is_rebuilt),
       cmocka_unit_test(two_programs_compile_concurrently),
       cmocka_unit_test(custom_calls_inlined_for_execution),
+      cmocka_unit_test(kernels_tier_up),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   jx_release(inputs[0]);
