@@ -28,7 +28,6 @@
 #include "cuda_module.h"
 #include "cuda_profile.h"
 #include "cuda_resident.h"
-#include "kernels_combine.h"
 #include "kernels_gather.h"
 
 _Static_assert(JX_CUDA_MAX_PIECES == JX_PAIRWISE_MAX_PIECES, "the split's piece limits differ");
@@ -479,8 +478,9 @@ int jx_cuda_reduction_split(const jx_program *p, const jx_fusion_group *g, int s
   int64_t count[JX_CUDA_MAX_PIECES];
   s->pieces = jx_pairwise_pieces(nred, depth, s->start, count);
   s->start[s->pieces] = nred;
-  s->f64 = dt == JX_F64;
-  s->bf16 = dt == JX_BF16;
+  s->kind = dt == JX_F64    ? JX_CUDA_COMBINE_F64
+            : dt == JX_BF16 ? JX_CUDA_COMBINE_BF16
+                            : JX_CUDA_COMBINE_F32;
   if (s->op == 1) s->npairs = jx_pairwise_pairs(nred, depth, s->pairs);
   return s->pieces;
 }
@@ -620,7 +620,7 @@ jx_cuda_executable *jx_cuda_executable_build_collective(jx_cuda_device *d, const
   if (!st && (x->nkernels || x->ngathers)) st = compile_kernels(x, dump_prefix);
   if (!st && (x->profile = jx_cuda_step_profile_create(p->name, x->nsteps)))
     for (int k = 0; k < x->nsteps; k++) {
-      char label[96];
+      char label[JX_CUDA_PROFILE_LABEL];
       profile_label(x, k, label, sizeof label);
       jx_cuda_step_profile_label(x->profile, k, label);
     }
@@ -829,7 +829,7 @@ static jx_status run_kernel(run_state *r, int k) {
   int o = 0, red = r->p->eqns[g->first + g->count - 1].out[0];
   while (g->stores[o] != red) o++;
   uint64_t scratch = 0;
-  size_t esize = sp->f64 ? 8 : 4;
+  size_t esize = sp->kind == JX_CUDA_COMBINE_F64 ? 8 : 4;
   st = jx_cuda_allocator_alloc(d->memory, (size_t)sp->pieces * (size_t)sp->outputs * esize,
                                &scratch);
   if (st) return st;
@@ -845,9 +845,7 @@ static jx_status run_kernel(run_state *r, int k) {
                             sp->outputs,
                             sp->pieces,
                             sp->op,
-                            sp->f64    ? 1
-                            : sp->bf16 ? 2
-                                       : 0,
+                            sp->kind,
                             sp->npairs,
                             {{0}}};
   memcpy(c.pairs, sp->pairs, sizeof c.pairs);

@@ -63,6 +63,7 @@
 #include "cuda_blaslt.h"
 #include "../compile/render_cuda.h"
 #include "cuda_device.h"
+#include "kernels_combine.h"
 
 typedef struct jx_cuda_executable jx_cuda_executable;
 
@@ -74,8 +75,8 @@ typedef struct jx_cuda_executable jx_cuda_executable;
  * bits. */
 typedef struct {
   int pieces;      /* 1: unsplit */
-  int op, f64;     /* 1 sum, 2 max, 3 min; the result is f64 (else f32) */
-  int bf16;        /* the result is bf16: f32 partial results, rounded once combined */
+  int op;          /* 1 sum, 2 max, 3 min */
+  int kind;        /* jx_cuda_combine_kind: the partial results' and the result's type */
   int npairs;      /* a sum's additions, in order (prims/pairwise_split.h) */
   int64_t outputs; /* the reduction's results */
   int64_t start[JX_CUDA_MAX_PIECES + 1];

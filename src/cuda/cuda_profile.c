@@ -7,14 +7,14 @@
 #include "../base/env.h"
 #include "cuda_driver.h"
 
-enum { LABEL = 96, SHOWN = 25 };
+enum { SHOWN = 25 }; /* labels in the report */
 
 struct jx_cuda_step_profile {
   char program[64];
   int nsteps, runs;
   CUevent *events; /* nsteps + 1 boundaries, made at the first mark */
   double *ms;      /* per step, summed over runs */
-  char (*labels)[LABEL];
+  char (*labels)[JX_CUDA_PROFILE_LABEL];
 };
 
 jx_cuda_step_profile *jx_cuda_step_profile_create(const char *program, int nsteps) {
@@ -34,7 +34,7 @@ jx_cuda_step_profile *jx_cuda_step_profile_create(const char *program, int nstep
 }
 
 void jx_cuda_step_profile_label(jx_cuda_step_profile *pf, int k, const char *label) {
-  if (pf && k >= 0 && k < pf->nsteps) snprintf(pf->labels[k], LABEL, "%s", label);
+  if (pf && k >= 0 && k < pf->nsteps) snprintf(pf->labels[k], JX_CUDA_PROFILE_LABEL, "%s", label);
 }
 
 jx_status jx_cuda_step_profile_mark(jx_cuda_step_profile *pf, jx_cuda_device *d, int b) {

@@ -12,6 +12,8 @@
 
 typedef struct jx_cuda_step_profile jx_cuda_step_profile;
 
+enum { JX_CUDA_PROFILE_LABEL = 96 }; /* a label's bytes, its 0 included */
+
 /* NULL when JX_PROFILE_STEPS is off (every function below takes NULL and
  * does nothing), or when out of host memory (the run goes on unprofiled). */
 jx_cuda_step_profile *jx_cuda_step_profile_create(const char *program, int nsteps);

@@ -6,6 +6,8 @@ _Static_assert(sizeof(jx_cuda_combine_args) == 40 + 2 * JX_CUDA_MAX_PIECES,
 _Static_assert(sizeof(jx_cuda_combine_args) <= sizeof(((jx_cuda_kargs *)0)->strides),
                "jx_cuda_combine_args does not fit in the kernel arguments' strides");
 _Static_assert(JX_CUDA_MAX_PIECES == 64, "the source below spells the pieces' limit");
+_Static_assert(JX_CUDA_COMBINE_F64 == 1 && JX_CUDA_COMBINE_BF16 == 2,
+               "the source below spells the kinds");
 
 const char jx_cuda_combine_src[] =
     "typedef struct {\n"

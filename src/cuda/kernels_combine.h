@@ -16,6 +16,13 @@
 
 #include "../compile/render_cuda.h"
 
+/* The partial results' and the results' type. */
+typedef enum {
+  JX_CUDA_COMBINE_F32 = 0,
+  JX_CUDA_COMBINE_F64 = 1,
+  JX_CUDA_COMBINE_BF16 = 2 /* f32 partial results (the accumulator's), bf16 results */
+} jx_cuda_combine_kind;
+
 /* The kernel's description, passed in the bytes of jx_cuda_kargs.strides
  * (the kernel has the executor's step signature, as the gather kernel). */
 typedef struct {
@@ -23,13 +30,12 @@ typedef struct {
   void *out;        /* the m results */
   int64_t m;
   int32_t pieces, op;   /* op: 1 sum, 2 max, 3 min (jx_fusion_row_reduce's) */
-  int32_t kind, npairs; /* kind: 0 float, 1 double, 2 float partial results into bf16
-                         * results; npairs: the sums' additions */
+  int32_t kind, npairs; /* kind: jx_cuda_combine_kind; npairs: the sums' additions */
   uint8_t pairs[JX_CUDA_MAX_PIECES][2]; /* pairs[i][0] += pairs[i][1], in order */
 } jx_cuda_combine_args;
 
 /* The kernel's CUDA C++ source (one function, jx_cuda_step_combine); it
- * goes after the CUDA dialect's prelude (jx_cuda_kargs). */
+ * goes after the CUDA dialect's prelude (jx_cuda_kargs, jx_f32_bf16). */
 extern const char jx_cuda_combine_src[];
 #define JX_CUDA_COMBINE_KERNEL "jx_cuda_step_combine"
 

@@ -69,7 +69,7 @@ enum {
 };
 
 /* The kernel's CUDA C++ source (one function, jx_cuda_step_gather); it goes
- * after the CUDA dialect's prelude (jx_cuda_kargs). */
+ * after the CUDA dialect's prelude (jx_cuda_kargs, and its bf16 conversions). */
 extern const char jx_cuda_gather_src[];
 #define JX_CUDA_GATHER_KERNEL "jx_cuda_step_gather"
 
