@@ -300,7 +300,13 @@ void jx_fusion_operand(const jx_program *p, const jx_fusion_group *g, int v, int
   address a;
   address_of(p, v, g->first + g->count, 0, &a);
   memset(strides, 0, sizeof(int64_t) * JX_MAX_RANK);
-  if (p->avals[v].shape.rank == g->shape.rank) memcpy(strides, a.st, sizeof a.st);
+  jx_shape vs = p->avals[v].shape;
+  if (g->collapsed && vs.rank > 0) { /* the members' shape read as the group's (collapse) */
+    if (!reshape_strides(vs, a.st, g->shape, strides))
+      memset(strides, 0, sizeof(int64_t) * JX_MAX_RANK);
+  } else if (vs.rank == g->shape.rank) {
+    memcpy(strides, a.st, sizeof a.st);
+  }
   *var = a.var;
   *offset = a.offset;
 }
@@ -545,6 +551,40 @@ static void cut_group(jx_fusion_group *groups, int *ng, int n) {
   (*ng)++;
 }
 
+/* An elementwise kernel group's shape with its dims of 1 dropped and each
+ * pair of neighbouring dims that every load reads as one dim merged (outer
+ * stride = inner dim x inner stride: contiguous, or broadcast along both):
+ * the same elements in the same row-major order, so the stores are
+ * unchanged, and the loads' strides are what jx_fusion_operand derives for
+ * the collapsed shape (reshape_strides). A kernel over [N, 1] otherwise
+ * runs a row per element, and one over [B, T] a short row per T. Groups
+ * that reduce, select through windows or compute an iota (an element's
+ * index along a dim) keep their shape. */
+static void collapse(const jx_program *p, jx_fusion_group *g) {
+  if (!jx_fusion_group_is_kernel(g) || g->reduces || g->windows || g->shape.rank < 2) return;
+  for (int m = g->first; m < g->first + g->count; m++)
+    if (jx_prim_lowering_of(p->eqns[m].prim)->kind == JX_LOWER_IOTA) return;
+  for (int l = 0; l < g->nloads; l++)
+    if (g->loads[l].nwin) return;
+  int64_t dims[JX_MAX_RANK], st[JX_FUSION_MAX_LOADS][JX_MAX_RANK];
+  int n = 0;
+  for (int d = 0; d < g->shape.rank; d++) {
+    if (g->shape.dims[d] == 1) continue;
+    int merge = n > 0;
+    for (int l = 0; l < g->nloads && merge; l++)
+      merge = st[l][n - 1] == g->shape.dims[d] * g->loads[l].strides[d];
+    int at = merge ? n - 1 : n++;
+    dims[at] = merge ? dims[at] * g->shape.dims[d] : g->shape.dims[d];
+    for (int l = 0; l < g->nloads; l++) st[l][at] = g->loads[l].strides[d];
+  }
+  if (n == 0 || n == g->shape.rank) return; /* one element, or nothing to drop or merge */
+  g->shape.rank = n;
+  for (int d = 0; d < JX_MAX_RANK; d++) g->shape.dims[d] = d < n ? dims[d] : 0;
+  for (int l = 0; l < g->nloads; l++)
+    for (int d = 0; d < JX_MAX_RANK; d++) g->loads[l].strides[d] = d < n ? st[l][d] : 0;
+  g->collapsed = 1;
+}
+
 static int fuse(const jx_program *p, int ints, jx_fusion_group **out) {
   int kernels = jx_fusion_kernels_enabled();
   jx_fusion_group *groups = calloc((size_t)p->neqns + 1, sizeof *groups);
@@ -659,6 +699,7 @@ static int fuse(const jx_program *p, int ints, jx_fusion_group **out) {
     jx_fusion_group *f = &groups[n];
     if (jx_fusion_group_candidate(f) && f->nstores == 0) f->skip = 1;
     if (lone[n] && !need[p->eqns[f->first].out[0]]) f->skip = 1;
+    if (!ints) collapse(p, f); /* the C dialect's kernels; the device's keep their shape */
   }
   free(lone);
   free(scratch);

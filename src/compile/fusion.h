@@ -68,6 +68,13 @@ typedef struct {
   int skip;    /* 1: nothing runs: a kernel with nothing to store, or a lone view
                 * (jx_fusion_is_view) that every reader reads through (the kernels load
                 * its operand) */
+  /* 1: `shape` is the members' shape with its dims of 1 dropped and the
+   * neighbouring dims that every load reads as one merged (an elementwise kernel
+   * of jx_fuse over [N, 1] runs as [N]: one vectorized loop, not a row per
+   * element); the members and their operands keep their own shape, which
+   * jx_fusion_operand maps onto this one (the loads' strides are per dim of
+   * `shape`) */
+  int collapsed;
 } jx_fusion_group;
 
 /* Splits p's equations into groups; a group of one equation, or one that

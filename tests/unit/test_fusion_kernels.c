@@ -8,7 +8,10 @@
  *   not a materialized broadcast followed by the reference kernel;
  * - one large elementwise computation alone is a kernel too;
  * - bf16 chains are kernels that compute in float and round after every
- *   equation as the reference kernels do: the same bits, NaN included. */
+ *   equation as the reference kernels do: the same bits, NaN included;
+ * - an elementwise kernel runs over its shape with the dims of 1 dropped and
+ *   the dims every load reads contiguously merged ([N, 1] as [N], not a
+ *   row per element), with the eager bits. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -228,12 +231,55 @@ static void one_large_computation_is_a_kernel(void **state) {
     }
 }
 
+/* tanh(x * 1.5) + y, y broadcast to x's shape */
+static void tanh_plus(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_add(jx_tanh(jx_mul(in[0], jx_scalar(jx_dtype_of(in[0]), 1.5))), in[1]);
+}
+
+static void kernels_collapse_their_shape(void **state) {
+  (void)state;
+  const struct {
+    jx_shape x, y, want;
+  } cases[] = {
+      {JX_SHAPE(300, 1), JX_SHAPE(300, 1), JX_SHAPE(300)},  /* a row per element, before */
+      {JX_SHAPE(2, 3, 5), JX_SHAPE(2, 3, 5), JX_SHAPE(30)}, /* contiguous: one dim */
+      {JX_SHAPE(3, 1, 50, 1), JX_SHAPE(3, 1, 1, 1), JX_SHAPE(3, 50)}, /* y along the 50 */
+      {JX_SHAPE(4, 6, 1), JX_SHAPE(1, 6, 1), JX_SHAPE(4, 6)},         /* y along the 4 */
+      {JX_SHAPE(1, 1), JX_SHAPE(1, 1), JX_SHAPE(1, 1)},               /* one element: kept */
+  };
+  for (int d = 0; d < 2; d++)
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+      jx_dtype dt = d ? JX_F64 : JX_F32;
+      jx_fn *f = jx_fn_create("tanh_plus", 2, 1, tanh_plus, NULL);
+      jx_array *in[2] = {jx_keep(values(dt, cases[c].x, 1)), jx_keep(values(dt, cases[c].y, 2))};
+      expect_kernels(jit_matches_eager(f, 2, in, dt), 1);
+      jx_aval av[2] = {{dt, 0, cases[c].x, 0}, {dt, 0, cases[c].y, 0}};
+      jx_program *p = jx_fn_program(f, av);
+      jx_fusion_group *g = NULL;
+      int ng = jx_fuse(p, &g), kernels = 0;
+      for (int i = 0; i < ng; i++) {
+        if (!jx_fusion_group_is_kernel(&g[i])) continue;
+        kernels++;
+        assert_true(jx_shape_equal(g[i].shape, cases[c].want));
+        assert_int_equal(g[i].collapsed, cases[c].want.rank < cases[c].x.rank);
+      }
+      assert_int_equal(kernels, 1);
+      free(g);
+      jx_program_release(p);
+      jx_release(in[0]);
+      jx_release(in[1]);
+      jx_fn_release(f);
+    }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(integer_pow_in_kernels),
       cmocka_unit_test(one_computation_reading_a_broadcast_is_a_kernel),
       cmocka_unit_test(one_large_computation_is_a_kernel),
       cmocka_unit_test(bf16_chains_are_kernels_with_the_eager_bits),
+      cmocka_unit_test(kernels_collapse_their_shape),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   jx_shutdown();

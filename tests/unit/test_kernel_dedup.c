@@ -9,7 +9,8 @@
  *   power, a broadcast pattern, rank, a pad's window or the reduction get
  *   kernels of their own, and each gives its own eager bits; groups that
  *   differ only in their dims (arguments of a kernel, which is generic in
- *   the shape) share one.
+ *   the shape) share one, and so do contiguous groups of any rank (their
+ *   dims merge into one: fusion.h's collapsed).
  * - A program of many distinct kernels compiles them as one unit per core
  *   (at most one per 8 kernels), with the eager bits. */
 #include <math.h>
@@ -96,12 +97,13 @@ static void identical_layers_share_kernels(void **state) {
 typedef enum {
   TANH_F32,     /* tanh(x * 1.5) + x on f32[4, 33] */
   TANH_F64,     /* the same on f64 */
-  TANH_RANK3,   /* the same on f32[2, 2, 33] */
+  TANH_RANK3,   /* the same on f32[2, 2, 33]: collapsed to one dim, TANH_F32's kernel */
   TANH_OTHER,   /* the same on f32[5, 17]: other dims, the same kernel */
   POW3,         /* x^3 + x */
   POW5,         /* x^5 + x */
   BIAS_COLUMNS, /* x * 2 + b with b: f32[33] along the rows */
   BIAS_ROWS,    /* x * 2 + b with b: f32[4, 1] along the columns */
+  BIAS_MIDDLE,  /* x * 2 + b on f32[2, 2, 33], b: f32[2, 1, 33]: no dims merge, rank 3 */
   PAD1,         /* pad(x * 2) by 1 before the columns */
   PAD2,         /* pad(x * 2) by 2 before the columns */
   SUM_SQUARES,  /* sum(x * x + x, -1) */
@@ -120,7 +122,8 @@ static void one_group(void *ctx, jx_array *const *in, jx_array **out) {
   case POW3:
   case POW5: out[0] = jx_add(jx_integer_pow(x, v == POW3 ? 3 : 5), x); break;
   case BIAS_COLUMNS:
-  case BIAS_ROWS: out[0] = jx_add(jx_mul(x, jx_scalar(dt, 2)), in[1]); break;
+  case BIAS_ROWS:
+  case BIAS_MIDDLE: out[0] = jx_add(jx_mul(x, jx_scalar(dt, 2)), in[1]); break;
   case PAD1:
   case PAD2:
     out[0] = jx_mul(jx_exp(jx_pad(x, JX_SHAPE(0, v == PAD1 ? 1 : 2), JX_SHAPE(0, 0), -1.0)),
@@ -141,6 +144,10 @@ static int add_variant(jx_kernel_tu *t, const variant *v) {
   case TANH_OTHER: in[0] = values(JX_F32, JX_SHAPE(5, 17), 1); break;
   case BIAS_COLUMNS: in[1] = values(JX_F32, JX_SHAPE(33), 2); break;
   case BIAS_ROWS: in[1] = values(JX_F32, JX_SHAPE(4, 1), 2); break;
+  case BIAS_MIDDLE:
+    in[0] = values(JX_F32, JX_SHAPE(2, 2, 33), 1);
+    in[1] = values(JX_F32, JX_SHAPE(2, 1, 33), 2);
+    break;
   default: break;
   }
   if (!in[0]) in[0] = values(JX_F32, JX_SHAPE(4, 33), 1);
@@ -179,16 +186,21 @@ static int distinct_pair(variant a, variant b) {
 
 static void different_kernels_stay_apart(void **state) {
   (void)state;
-  const variant apart[][2] = {
-      {TANH_F32, TANH_F64},      {TANH_F32, TANH_RANK3}, {POW3, POW5},
-      {BIAS_COLUMNS, BIAS_ROWS}, {PAD1, PAD2},           {SUM_SQUARES, MAX_SQUARES},
-      {TANH_F32, SUM_SQUARES},   {POW3, TANH_F32}};
+  const variant apart[][2] = {{TANH_F32, TANH_F64},
+                              {BIAS_COLUMNS, BIAS_MIDDLE},
+                              {POW3, POW5},
+                              {BIAS_COLUMNS, BIAS_ROWS},
+                              {PAD1, PAD2},
+                              {SUM_SQUARES, MAX_SQUARES},
+                              {TANH_F32, SUM_SQUARES},
+                              {POW3, TANH_F32}};
   for (size_t k = 0; k < sizeof apart / sizeof apart[0]; k++) {
     int n = distinct_pair(apart[k][0], apart[k][1]);
     if (n != 2) fail_msg("variants %d and %d share a kernel", apart[k][0], apart[k][1]);
   }
   /* dims are the kernel's arguments: one kernel serves both shapes */
   assert_int_equal(distinct_pair(TANH_F32, TANH_OTHER), 1);
+  assert_int_equal(distinct_pair(TANH_F32, TANH_RANK3), 1); /* both one contiguous dim */
   assert_int_equal(distinct_pair(TANH_F32, TANH_F32), 1);
 }
 
