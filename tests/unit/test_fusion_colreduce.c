@@ -286,11 +286,14 @@ static void negative_zero_columns_as_eager(void **state) {
  * tree (and the eager kernel by subtrees and blocks of columns): the fused
  * sum of x * w and the eager sum of x give, bit for bit, each column's
  * pairwise tree computed here in one piece, f32 and f64, with ragged leaves
- * and one or two reduced axes. */
+ * and one or two reduced axes, and single leaves of every kind. */
 static void split_sums_keep_the_tree(void **state) {
   (void)state;
+  /* leaves of 8-31 rows (one row a pass), of 32-128 (four rows a pass, then
+   * one) and their tails */
   const jx_shape shapes[] = {JX_SHAPE(20000, 13), JX_SHAPE(4099, 37), JX_SHAPE(3, 7001, 5),
-                             JX_SHAPE(70000, 2)};
+                             JX_SHAPE(70000, 2),  JX_SHAPE(27, 9),    JX_SHAPE(45, 33),
+                             JX_SHAPE(128, 17)};
   for (int d = 0; d < 2; d++) {
     jx_dtype dt = d ? JX_F64 : JX_F32;
     size_t es = d ? 8 : 4;
