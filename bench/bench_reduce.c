@@ -2,6 +2,8 @@
  *  - sum_lastaxis_f32_4096x4096: eager jx_sum over the last axis (64 MiB);
  *  - colsum_f32_4096x4096_jit: a jitted sum over the leading axis, one
  *    fused column reduction;
+ *  - colsum_sq_f32_4096x4096_jit: a jitted sum(x * x, 0), a fused column
+ *    reduction bound by memory (the kernel reads x once);
  *  - gelu_bias_grad_f32_8192x1024_jit: the GPT's MLP backward, jitted: the
  *    gradient of sum(gelu(x + b) * g) with respect to the bias b, the
  *    GELU's backward fused into the column sum over the rows (two 32 MiB
@@ -27,11 +29,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { N = 4096, ROWS = 8192, COLS = 1024, TRIAD_N = 16 * 1024 * 1024, RUNS = 7, TIMED = 6 };
+enum { N = 4096, ROWS = 8192, COLS = 1024, TRIAD_N = 16 * 1024 * 1024, RUNS = 7, TIMED = 7 };
 
 static void colsum(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
   out[0] = jx_sum(in[0], JX_AXES(0), 0);
+}
+
+static void colsum_sq(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_sum(jx_mul(in[0], in[0]), JX_AXES(0), 0);
 }
 
 /* sum(gelu(x + b) * g): its gradient in b is the bias gradient of a GELU layer */
@@ -90,6 +97,8 @@ int main(int argc, char **argv) {
   jx_fn *loss = jx_fn_create("gelu_loss", 3, 1, gelu_loss, NULL);
   jx_fn *grad = jx_grad(loss, JX_AXES(1));
   jx_fn *jgrad = jx_jit(grad, NULL);
+  jx_fn *sq = jx_fn_create("colsum_sq", 1, 1, colsum_sq, NULL);
+  jx_fn *jsq = jx_jit(sq, NULL);
   jx_fn *ax = jx_fn_create("axpy", 2, 1, axpy, NULL);
   jx_fn *jax_ = jx_jit(ax, NULL);
   float *tx = malloc(sizeof(float) * TRIAD_N), *tw = malloc(sizeof(float) * TRIAD_N),
@@ -117,8 +126,8 @@ int main(int argc, char **argv) {
     square[k] = jx_keep(jx_reshape(tall[k], JX_SHAPE(N, N)));
   }
   jx_scope_end();
-  jx_fn *fns[TIMED - 1] = {NULL, jcs, jgrad, jax_, jax_};
-  jx_array *const *ins[TIMED - 1] = {&x, &x, g, tall, square};
+  jx_fn *fns[TIMED - 1] = {NULL, jcs, jgrad, jax_, jax_, jsq};
+  jx_array *const *ins[TIMED - 1] = {&x, &x, g, tall, square, &x};
   for (int r = -1; r < runs; r++) /* all alternate; the first round compiles, faults pages in */
     for (int k = 0; k < TIMED; k++) {
       double cpu, c0 = bench_cpu_ns();
@@ -135,10 +144,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   const double tb = 3.0 * sizeof(float) * TRIAD_N;
-  report("triad_f32_16M", "triad", t[5], c[5], runs, tb, 0);
-  double triad_gbps = tb / t[5][runs / 2];
+  report("triad_f32_16M", "triad", t[6], c[6], runs, tb, 0);
+  double triad_gbps = tb / t[6][runs / 2];
   report("sum_lastaxis_f32_4096x4096", "jx", t[0], c[0], runs, 4.0 * N * N, triad_gbps);
   report("colsum_f32_4096x4096_jit", "jx", t[1], c[1], runs, 4.0 * N * N, triad_gbps);
+  report("colsum_sq_f32_4096x4096_jit", "jx", t[5], c[5], runs, 4.0 * N * N, triad_gbps);
   report("gelu_bias_grad_f32_8192x1024_jit", "jx", t[2], c[2], runs, 2 * 4.0 * ROWS * COLS,
          triad_gbps);
   report("axpy_f32_16Mx1_jit", "jx", t[3], c[3], runs, tb, triad_gbps);
@@ -154,6 +164,8 @@ int main(int argc, char **argv) {
   free(tx);
   free(tw);
   free(ty);
+  jx_fn_release(jsq);
+  jx_fn_release(sq);
   jx_fn_release(jax_);
   jx_fn_release(ax);
   jx_fn_release(jgrad);

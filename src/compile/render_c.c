@@ -731,47 +731,113 @@ static int put_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_program *p
 /* A column reduction's reduced row `ri` (an expression) of the current
  * block: each load's pointer at that row (the kept dims' offsets kb* were
  * added per kernel row), the loads that do not move along the columns, and
- * the full-shape stores' row pointers; then the loop over the block's
- * columns, which the caller closes. */
-static void put_col_row(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
-                        const jx_fusion_group *g, const char *ri) {
+ * the full-shape stores' row pointers, named with suffix sfx ("" for the
+ * names put_body reads; put_col_rows aliases suffixed ones). */
+static void put_col_row_setup(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
+                              const jx_fusion_group *g, const char *ri, const char *sfx) {
   const int last = g->shape.rank - 1;
-  jx_strbuf_appendf(b, "      {\n      const int64_t ri_ = %s;\n", ri);
-  if (g->lead > 1) jx_strbuf_appendf(b, "      int64_t rr_ = ri_, ir_;\n");
-  for (int k = 0; k < g->nloads; k++) jx_strbuf_appendf(b, "      int64_t o%d_ = kb%d_;\n", k, k);
+  jx_strbuf_appendf(b, "      const int64_t ri_%s = %s;\n", sfx, ri);
+  if (g->lead > 1) jx_strbuf_appendf(b, "      int64_t rr_%s = ri_%s, ir_%s;\n", sfx, sfx, sfx);
+  for (int k = 0; k < g->nloads; k++)
+    jx_strbuf_appendf(b, "      int64_t o%d_%s = kb%d_;\n", k, sfx, k);
   for (int d = g->lead - 1; d >= 0; d--) {
-    const char *idx = g->lead > 1 ? "ir_" : "ri_";
+    char idx[32];
+    snprintf(idx, sizeof idx, "%s_%s", g->lead > 1 ? "ir" : "ri", sfx);
     if (g->lead > 1 && d > 0)
-      jx_strbuf_appendf(b, "      ir_ = rr_ %% %s;\n      rr_ /= %s;\n", dim_of(dl, g, d).s,
-                        dim_of(dl, g, d).s);
+      jx_strbuf_appendf(b, "      ir_%s = rr_%s %% %s;\n      rr_%s /= %s;\n", sfx, sfx,
+                        dim_of(dl, g, d).s, sfx, dim_of(dl, g, d).s);
     else if (g->lead > 1)
-      jx_strbuf_appendf(b, "      ir_ = rr_;\n");
+      jx_strbuf_appendf(b, "      ir_%s = rr_%s;\n", sfx, sfx);
     for (int k = 0; k < g->nloads; k++)
       if (g->loads[k].strides[d])
-        jx_strbuf_appendf(b, "      o%d_ += %s * %s[%d];\n", k, idx, dl->strides,
+        jx_strbuf_appendf(b, "      o%d_%s += %s * %s[%d];\n", k, sfx, idx, dl->strides,
                           k * JX_MAX_RANK + d);
   }
   const int red = p->eqns[g->first + g->count - 1].out[0];
   for (int k = 0; k < g->nloads; k++) {
     jx_dtype dt = p->avals[g->loads[k].var].dtype;
     const char *t = stype(dt);
-    jx_strbuf_appendf(b, "      const %s *%s x%d = (const %s *)%s[%d] + o%d_;\n", t,
-                      dl->restrict_kw, k, t, dl->buf, k, k);
+    jx_strbuf_appendf(b, "      const %s *%s x%d%s = (const %s *)%s[%d] + o%d_%s;\n", t,
+                      dl->restrict_kw, k, sfx, t, dl->buf, k, k, sfx);
     if (g->loads[k].strides[last] == 0)
       jx_strbuf_appendf(b,
-                        dt == JX_BF16 ? "      const %s l%d = jx_bf16_f32(x%d[0]);\n"
-                                      : "      const %s l%d = x%d[0];\n",
-                        ctype(dt), k, k);
+                        dt == JX_BF16 ? "      const %s l%d%s = jx_bf16_f32(x%d%s[0]);\n"
+                                      : "      const %s l%d%s = x%d%s[0];\n",
+                        ctype(dt), k, sfx, k, sfx);
   }
   for (int s = 0; s < g->nstores; s++) {
     if (g->stores[s] == red) continue;
     const char *t = stype(p->avals[g->stores[s]].dtype);
-    jx_strbuf_appendf(b, "      %s *%s y%d = (%s *)%s[%d] + ri_ * kept_ + row * inner;\n", t,
-                      dl->restrict_kw, s, t, dl->buf, g->nloads + s);
+    jx_strbuf_appendf(b, "      %s *%s y%d%s = (%s *)%s[%d] + ri_%s * kept_ + row * inner;\n", t,
+                      dl->restrict_kw, s, sfx, t, dl->buf, g->nloads + s, sfx);
   }
+}
+
+/* The loop over the block's columns, which the caller closes. */
+static void put_col_loop(jx_strbuf *b, const jx_dialect *dl) {
   jx_strbuf_appendf(
       b, "%s      for (int64_t jj_ = 0; jj_ < cw; jj_++) {\n      const int64_t j = c0 + jj_;\n",
       dl->vector_hint ? dl->vector_hint : "");
+}
+
+/* Row `ri` of the current block (put_col_row_setup) and the loop over the
+ * block's columns, which the caller closes (twice). */
+static void put_col_row(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
+                        const jx_fusion_group *g, const char *ri) {
+  jx_strbuf_appendf(b, "      {\n");
+  put_col_row_setup(b, dl, p, g, ri, "");
+  put_col_loop(b, dl);
+}
+
+/* Rows a sum's pass adds to a partial row (put_col_rows): 4 for a group of
+ * few members, whose column sum is bound by memory; 1 (put_col_row) for a
+ * longer chain, bound by its arithmetic, where each row more would be one
+ * more copy of the chain's code to compile, and in a tiled dialect, whose
+ * threads hold one column's partial sums each. */
+enum { COL_PASS_ROWS = 4, COL_PASS_MAX_MEMBERS = 8 };
+
+static int col_pass_rows(const jx_dialect *dl, const jx_fusion_group *g) {
+  return !dl->col_tile_loop && g->count <= COL_PASS_MAX_MEMBERS ? COL_PASS_ROWS : 1;
+}
+
+/* Partial row k_ of a leaf's eight takes rows rb_ + s_ + q_ + k_ + 8 i,
+ * i < COL_PASS_ROWS, in one pass over the block's columns: the value of
+ * each row (put_body, under the names of put_col_row_setup's suffixed
+ * pointers) added to the partial sum in the order one row a pass adds them,
+ * so the bits are the same, and the block's partial rows (32 KiB at 1024
+ * columns of f32, as much as L1) are read and written once per four rows
+ * instead of once per row: one row a pass moved two bytes through the cache
+ * for each byte of the operands. */
+static int put_col_rows(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
+                        const jx_fusion_group *g, const char *t, const char *u) {
+  const int red = p->eqns[g->first + g->count - 1].out[0];
+  jx_strbuf_appendf(b, "      {\n");
+  for (int i = 0; i < COL_PASS_ROWS; i++) {
+    char ri[48], sfx[8];
+    snprintf(ri, sizeof ri, "rb_ + s_ + q_ + k_ + %d", 8 * i);
+    snprintf(sfx, sizeof sfx, "%d", i);
+    put_col_row_setup(b, dl, p, g, ri, sfx);
+  }
+  put_col_loop(b, dl);
+  jx_strbuf_appendf(b, "      %s a_ = r_[k_][jj_];\n", t);
+  for (int i = 0; i < COL_PASS_ROWS; i++) {
+    jx_strbuf_appendf(b, "      {\n");
+    for (int k = 0; k < g->nloads; k++) {
+      jx_dtype dt = p->avals[g->loads[k].var].dtype;
+      jx_strbuf_appendf(b, "      const %s *%s x%d = x%d%d;\n", stype(dt), dl->restrict_kw, k, k,
+                        i);
+      if (g->loads[k].strides[g->shape.rank - 1] == 0)
+        jx_strbuf_appendf(b, "      const %s l%d = l%d%d;\n", ctype(dt), k, k, i);
+    }
+    for (int s = 0; s < g->nstores; s++)
+      if (g->stores[s] != red)
+        jx_strbuf_appendf(b, "      %s *%s y%d = y%d%d;\n", stype(p->avals[g->stores[s]].dtype),
+                          dl->restrict_kw, s, s, i);
+    if (put_body(b, dl, p, g)) return -1;
+    jx_strbuf_appendf(b, "      a_ += %s;\n      }\n", u);
+  }
+  jx_strbuf_appendf(b, "      r_[k_][jj_] = a_;\n      }\n      }\n");
+  return 0;
 }
 
 /* A column-reduction sum's leaf: the rows [rb_ + s_, rb_ + s_ + n_) of the
@@ -781,15 +847,23 @@ static void put_col_row(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
  * partial sums start at -0, the identity of + (-0 + v is v for every v,
  * where +0 + -0 is +0), so the first eight rows add like the others instead
  * of being copied: the producers' code appears twice in the kernel, not
- * four times, and a column reduction compiles in about half the time. */
+ * four times, and a column reduction compiles in about half the time. A
+ * short group adds its rows COL_PASS_ROWS a pass first (put_col_rows: four
+ * more copies of its code). */
 static int put_col_leaf(jx_strbuf *b, const jx_dialect *dl, const jx_program *p,
-                        const jx_fusion_group *g, const char *u) {
+                        const jx_fusion_group *g, const char *t, const char *u) {
   jx_strbuf_appendf(b, "      int64_t q_ = 0;\n      if (n_ >= 8) {\n");
   jx_strbuf_appendf(b, "      for (int k_ = 0; k_ < 8; k_++)\n"
                        "        for (int64_t jj_ = 0; jj_ < cw; jj_++) {\n"
                        "          r_[k_][jj_] = 0;\n"
                        "          r_[k_][jj_] = -r_[k_][jj_];\n"
                        "        }\n");
+  if (col_pass_rows(dl, g) > 1) {
+    jx_strbuf_appendf(b, "      for (; q_ + %d <= n_ - n_ %% 8; q_ += %d)\n", 8 * COL_PASS_ROWS,
+                      8 * COL_PASS_ROWS);
+    jx_strbuf_appendf(b, "      for (int k_ = 0; k_ < 8; k_++)\n");
+    if (put_col_rows(b, dl, p, g, t, u)) return -1;
+  }
   jx_strbuf_appendf(b, "      for (; q_ < n_ - n_ %% 8; q_ += 8)\n");
   jx_strbuf_appendf(b, "      for (int k_ = 0; k_ < 8; k_++) {\n");
   put_col_row(b, dl, p, g, "rb_ + s_ + q_ + k_");
@@ -865,7 +939,7 @@ static int put_col_tiled(jx_strbuf *b, const jx_dialect *dl, const jx_program *p
                       "      if (ty_ < nl_) {\n      const int64_t s_ = ts_[ty_], n_ = tn_[ty_];\n"
                       "      %s *const leaf_ = stk_[sp_];\n",
                       t);
-    if (put_col_leaf(b, dl, p, g, u)) return -1;
+    if (put_col_leaf(b, dl, p, g, t, u)) return -1;
     jx_strbuf_appendf(b, "      if (cw) tv_[ty_ * 32 + tx_] = leaf_[0];\n      }\n      %s\n", bar);
     /* a node's value is left + right: the stack's top two, in that order */
     jx_strbuf_appendf(b,
@@ -972,7 +1046,7 @@ static int put_col_reduction(jx_strbuf *b, const jx_dialect *dl, const jx_progra
         b, "      jx_pwi w_;\n      jx_pwi_init(&w_, re_ - rb_);\n      int64_t s_, n_;\n");
     jx_strbuf_appendf(
         b, "      while (jx_pwi_leaf(&w_, &s_, &n_)) {\n      %s *leaf_ = stk_[sp_];\n", t);
-    if (put_col_leaf(b, dl, p, g, u)) return -1;
+    if (put_col_leaf(b, dl, p, g, t, u)) return -1;
     jx_strbuf_appendf(b, "      sp_++;\n      for (int a_ = jx_pwi_done(&w_); a_ > 0; a_--) {\n"
                          "        sp_--;\n"
                          "        for (int64_t jj_ = 0; jj_ < cw; jj_++)\n"
