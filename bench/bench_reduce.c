@@ -1,7 +1,7 @@
 /* Reductions, next to a triad measured in the same run (alternating rounds):
  *  - sum_lastaxis_f32_4096x4096: eager jx_sum over the last axis (64 MiB);
- *  - colsum_f32_4096x4096_jit: a jitted sum over the leading axis, one
- *    fused column reduction;
+ *  - colsum_f32_4096x4096_jit: a jitted sum over the leading axis (a lone
+ *    reduction: the eager column sum, reduce.c);
  *  - colsum_sq_f32_4096x4096_jit: a jitted sum(x * x, 0), a fused column
  *    reduction bound by memory (the kernel reads x once);
  *  - gelu_bias_grad_f32_8192x1024_jit: the GPT's MLP backward, jitted: the
