@@ -12,6 +12,7 @@
  * says why and exits 0 (tests/cuda_fake runs only the executor's kernels:
  * this program needs a real driver). */
 #include "bench_util.h"
+#include "bench_cuda_timing.h"
 #include <jx/jx.h>
 #include <math.h>
 #include <stdio.h>
@@ -57,29 +58,17 @@ static jx_status run_pass(const kernel_set *k, int pass, jx_cuda_attention_args 
   return st;
 }
 
-static jx_status time_pass(const kernel_set *k, int pass, jx_cuda_attention_args *fa,
-                           jx_cuda_attention_bwd_args *ba, CUstream s, double *median_ms) {
-  const jx_cuda_driver_api *cu = jx_cuda_driver();
-  CUevent start, end;
-  double t[RUNS];
-  jx_status st = jx_cuda_check(cu->EventCreate(&start, 0), "cuEventCreate", 0);
-  if (!st) st = jx_cuda_check(cu->EventCreate(&end, 0), "cuEventCreate", 0);
-  for (int i = 0; i < WARMUP && !st; i++) st = run_pass(k, pass, fa, ba, s);
-  for (int i = 0; i < RUNS && !st; i++) {
-    float ms = 0;
-    st = jx_cuda_check(cu->EventRecord(start, s), "cuEventRecord", 0);
-    if (!st) st = run_pass(k, pass, fa, ba, s);
-    if (!st) st = jx_cuda_check(cu->EventRecord(end, s), "cuEventRecord", 0);
-    if (!st) st = jx_cuda_check(cu->EventSynchronize(end), "cuEventSynchronize", 0);
-    if (!st) st = jx_cuda_check(cu->EventElapsedTime(&ms, start, end), "cuEventElapsedTime", 0);
-    t[i] = ms;
-  }
-  if (st) return st;
-  qsort(t, RUNS, sizeof *t, bench_cmp_double);
-  *median_ms = t[RUNS / 2];
-  cu->EventDestroy(start);
-  cu->EventDestroy(end);
-  return JX_OK;
+typedef struct {
+  const kernel_set *k;
+  int pass;
+  jx_cuda_attention_args *fa;
+  jx_cuda_attention_bwd_args *ba;
+  CUstream s;
+} timed_pass;
+
+static jx_status run_timed(const void *ctx) {
+  const timed_pass *t = ctx;
+  return run_pass(t->k, t->pass, t->fa, t->ba, t->s);
 }
 
 /* The largest |a - b| over n bf16 values, and the largest |b|. */
@@ -174,7 +163,8 @@ int main(int argc, char **argv) {
         P(delta), P(out[s][1]), P(out[s][2]), P(out[s][3]), b,        h,
         t,        (float)scale, causal};
     for (int pass = 0; pass < 2; pass++) {
-      if (time_pass(&sets[s], pass, &fa, &ba, dev->compute, &ms[s][pass]))
+      const timed_pass tp = {&sets[s], pass, &fa, &ba, dev->compute};
+      if (bench_cuda_median_ms(run_timed, &tp, dev->compute, WARMUP, RUNS, &ms[s][pass]))
         return failed(sets[s].name);
       const double flop = pass ? 2.5 * fwd_flop : fwd_flop;
       printf("{\"bench\":\"cuda_attention_%s\",\"impl\":\"%s\",\"b\":%lld,\"h\":%lld,\"t\":%lld,"

@@ -36,10 +36,10 @@
  * and "dkdv" (a block per 64 keys, k and v in registers, walking the query
  * tiles of 64 from the first that sees them when causal: the transposed
  * products dp^T = v do^T, s^T = k q^T, dv += p^T do, dk += ds^T q, do's and
- * q's tiles alternating as V's and K's do forward). At head_dim 128 the
- * backward takes the other side's tile in chunks (32 keys for dq, 16
- * queries for dkdv, both tiles resident) so that its live values fit 255
- * registers. dq is its own pass (s and dp computed twice) rather than f32
+ * q's tiles alternating as V's and K's do forward). At head_dim 128, so
+ * that the live values fit 255 registers, dq keeps the tile's dp but takes
+ * s, ds and dq += ds k 32 keys at a time, and dkdv takes its query tile 16
+ * queries at a time once both tiles are in (no overlap inside the block). dq is its own pass (s and dp computed twice) rather than f32
  * atomics from dkdv: no atomics, so the bits do not depend on scheduling.
  *
  * What differs from the f32-arithmetic kernels: p (and, backward, ds) are

@@ -18,7 +18,7 @@
 #ifndef JX_TESTS_CUDA_EMU_ASYNC_H
 #define JX_TESTS_CUDA_EMU_ASYNC_H
 
-enum { CUDA_EMU_ASYNC_MAX = 128 };
+enum { CUDA_EMU_ASYNC_MAX = 64 };
 
 struct cuda_emu_async_copy {
   void *dst;
