@@ -18,10 +18,10 @@
  * past T). Tiles go to shared memory by `cp.async` (16 bytes a copy, rows
  * padded by 16 bytes so that ldmatrix's and the copies' 8 rows hit
  * different banks) and K and V alternate: V's tile is in flight while the
- * warps compute the scores on K's, the next K's while they multiply by V's
- * (two tiles of shared memory, 18 KB at head_dim 64, 34 KB at 128). The
- * operands reach the registers by `ldmatrix.x4` (`.trans` for V), two
- * 16 x 8 product tiles a load. A warp keeps an online softmax per query row
+ * warps compute the scores on K's, the next K's during the softmax and the
+ * product by V's (two tiles of shared memory, 18 KB at head_dim 64, 34 KB
+ * at 128). The operands reach the registers by `ldmatrix.x4` (`.trans` for
+ * V), two 16 x 8 product tiles a load. A warp keeps an online softmax per query row
  * in log2 units (scores times scale log2(e), one factor; exp2f; running max
  * m and sum l; the accumulators rescaled by exp2(m_old - m_new)) and
  * multiplies the probabilities, rounded to the input's 16-bit type in
@@ -39,8 +39,9 @@
  * q's tiles alternating as V's and K's do forward). At head_dim 128, so
  * that the live values fit 255 registers, dq keeps the tile's dp but takes
  * s, ds and dq += ds k 32 keys at a time, and dkdv takes its query tile 16
- * queries at a time once both tiles are in (no overlap inside the block). dq is its own pass (s and dp computed twice) rather than f32
- * atomics from dkdv: no atomics, so the bits do not depend on scheduling.
+ * queries at a time once both tiles are in (no overlap inside the block). dq is its own pass (s and
+ * dp computed twice) rather than f32 atomics from dkdv: no atomics, so the bits do not depend on
+ * scheduling.
  *
  * What differs from the f32-arithmetic kernels: p (and, backward, ds) are
  * rounded to 16 bits (unit roundoff u = 2^-8 for bf16, 2^-11 for f16)
