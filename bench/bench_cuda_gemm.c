@@ -6,6 +6,7 @@
  * checking 64 elements of the result against an f32 dot product on the CPU.
  * Where there is no GPU (or no cuBLASLt) it says why and exits 0. */
 #include "bench_util.h"
+#include "bench_cuda_timing.h"
 #include <jx/jx.h>
 #include <math.h>
 #include <stdio.h>
@@ -50,28 +51,19 @@ static jx_status call(const setup *s, int impl) {
   return r ? jx_report_error(JX_ERR_INTERNAL, "cublasLtMatmul: %s", lt->GetStatusName(r)) : JX_OK;
 }
 
+typedef struct {
+  const setup *s;
+  int impl;
+} timed_call;
+
+static jx_status call_timed(const void *ctx) {
+  const timed_call *t = ctx;
+  return call(t->s, t->impl);
+}
+
 static jx_status time_impl(const setup *s, int impl, double *median_ms) {
-  const jx_cuda_driver_api *cu = jx_cuda_driver();
-  CUevent start, end;
-  double t[RUNS];
-  jx_status st = jx_cuda_check(cu->EventCreate(&start, 0), "cuEventCreate", 0);
-  if (!st) st = jx_cuda_check(cu->EventCreate(&end, 0), "cuEventCreate", 0);
-  for (int i = 0; i < WARMUP && !st; i++) st = call(s, impl);
-  for (int i = 0; i < RUNS && !st; i++) {
-    float ms = 0;
-    st = jx_cuda_check(cu->EventRecord(start, s->stream), "cuEventRecord", 0);
-    if (!st) st = call(s, impl);
-    if (!st) st = jx_cuda_check(cu->EventRecord(end, s->stream), "cuEventRecord", 0);
-    if (!st) st = jx_cuda_check(cu->EventSynchronize(end), "cuEventSynchronize", 0);
-    if (!st) st = jx_cuda_check(cu->EventElapsedTime(&ms, start, end), "cuEventElapsedTime", 0);
-    t[i] = ms;
-  }
-  if (st) return st;
-  qsort(t, RUNS, sizeof *t, bench_cmp_double);
-  *median_ms = t[RUNS / 2];
-  cu->EventDestroy(start);
-  cu->EventDestroy(end);
-  return JX_OK;
+  const timed_call t = {s, impl};
+  return bench_cuda_median_ms(call_timed, &t, s->stream, WARMUP, RUNS, median_ms);
 }
 
 int main(void) {

@@ -36,13 +36,18 @@
  *    NVRTC is called with --fmad=false and this code is compiled with
  *    -ffp-contract=off;
  *  - tensor cores beyond cuda_emu_mma.h's mma.sync m16n8k16 (bf16 or f16
- *    in, f32 out), whose fragment layouts it follows;
+ *    in, f32 out) and ldmatrix x4, whose fragment layouts it follows;
+ *  - asynchronous copies beyond cuda_emu_async.h's cp.async (16 bytes)
+ *    with commit and wait groups: a copy lands when its thread waits for
+ *    its group, not earlier;
  *  - bf16 hardware types (__nv_bfloat16): the kernels here keep bf16 as
  *    uint16_t bits and convert with integer arithmetic, as on the CPU. */
 #ifndef JX_TESTS_CUDA_EMU_H
 #define JX_TESTS_CUDA_EMU_H
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 /* NVRTC has no system headers: kernel sources declare their own
@@ -70,6 +75,7 @@ using std::signbit;
 #define __shared__   static
 #define __constant__ static
 #define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
 
 struct uint3 {
   unsigned int x, y, z;
@@ -184,7 +190,9 @@ static inline unsigned __float_as_uint(float f) { return (unsigned)__float_as_in
 /* NVRTC's fast division, as the full-precision one (__expf is glibc's) */
 static inline float __fdividef(float a, float b) { return a / b; }
 
-/* the tensor-core instruction (mma.sync) over the warp */
+/* the tensor-core instructions (mma.sync, ldmatrix) over the warp */
 #include "cuda_emu_mma.h"
+/* cp.async's copies to shared memory, made when the thread waits for them */
+#include "cuda_emu_async.h"
 
 #endif

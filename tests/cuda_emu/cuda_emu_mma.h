@@ -1,7 +1,8 @@
 /* The tensor-core instructions the attention kernels use, for cuda_emu.h:
  * PTX `mma.sync.aligned.m16n8k16.row.col.f32.<bf16|f16>.<bf16|f16>.f32`,
- * d = a b + d over a warp, as functions the kernel source calls in place of
- * its inline assembly when CUDA_EMU_MMA is defined.
+ * d = a b + d over a warp, and `ldmatrix` (x4, plain or .trans), which
+ * loads the fragments, as functions the kernel source calls in place of its
+ * inline assembly when CUDA_EMU_MMA is defined.
  *
  * The fragments are spread over the warp's 32 lanes exactly as the PTX ISA
  * documents them (lane = 4 g + c: "groupID" g, "threadID_in_group" c), so a
@@ -75,6 +76,33 @@ static inline void cuda_emu_mma_m16n8k16_bf16(float d[4], const unsigned a[4],
 }
 static inline void cuda_emu_mma_m16n8k16_f16(float d[4], const unsigned a[4], const unsigned b[2]) {
   cuda_emu_mma_m16n8k16(d, a, b, cuda_emu_f16_half);
+}
+
+/* PTX `ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16`: four 8 x 8
+ * matrices of 16-bit values, lane l giving the address of row l % 8 of
+ * matrix l / 8 (16 bytes, 16-byte aligned); register i of lane l receives
+ * matrix i's row l / 4, columns 2 (l % 4) and the next (lower column in the
+ * low half), or with trans its column l / 4, rows 2 (l % 4) and the next.
+ * The rows' addresses go through a per-warp table as mma's registers do. */
+static const unsigned short *cuda_emu_ldsm_table[32][32]; /* [warp][lane] */
+
+static inline void cuda_emu_ldmatrix_x4(unsigned r[4], const unsigned short *row, int trans) {
+  const unsigned tid = cuda_emu_linear_tid(), lane = tid % 32;
+  if ((unsigned long long)row % 16) {
+    std::fprintf(stderr, "cuda_emu: ldmatrix row address %p of lane %u not 16-byte aligned\n",
+                 (const void *)row, lane);
+    std::abort();
+  }
+  const unsigned short **w = cuda_emu_ldsm_table[tid / 32];
+  w[lane] = row;
+  __syncwarp();
+  const unsigned g = lane / 4, c2 = 2 * (lane % 4);
+  for (int i = 0; i < 4; i++) {
+    const unsigned short *const *m = w + 8 * i; /* matrix i's rows */
+    r[i] = trans ? (unsigned)m[c2][g] | (unsigned)m[c2 + 1][g] << 16
+                 : (unsigned)m[g][c2] | (unsigned)m[g][c2 + 1] << 16;
+  }
+  __syncwarp(); /* every lane has read the table */
 }
 
 #endif

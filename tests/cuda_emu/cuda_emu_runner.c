@@ -91,7 +91,7 @@ static void read_log(const char *path, char *log, size_t cap) {
  * Processes share it: entries appear by rename, whole or not at all. */
 
 /* The hash of what a compile depends on besides the source: the compiler
- * and the emulator's headers (cuda_emu.h includes cuda_emu_mma.h). */
+ * and the emulator's headers (cuda_emu.h includes the other two). */
 static uint64_t toolchain;
 static pthread_once_t toolchain_once = PTHREAD_ONCE_INIT;
 
@@ -101,7 +101,7 @@ static void hash_toolchain(void) {
   char *slash = strrchr(dir, '/');
   if (slash) *slash = '\0';
   uint64_t h = content_hash(CONTENT_HASH_SEED, compiler, strlen(compiler));
-  static const char *const headers[] = {"cuda_emu.h", "cuda_emu_mma.h"};
+  static const char *const headers[] = {"cuda_emu.h", "cuda_emu_mma.h", "cuda_emu_async.h"};
   for (size_t k = 0; k < sizeof headers / sizeof headers[0]; k++) {
     char path[700];
     snprintf(path, sizeof path, "%s/%s", slash ? dir : ".", headers[k]);

@@ -6,9 +6,12 @@
  * softmax and causal/full attention, f32 and bf16, several shapes including
  * a single row or query, T not a multiple of the tiles, and rows with huge
  * values and -inf (numerical stability). The tensor-core attention
- * (kernels_attention_tc.h) runs in the emulator's mma.sync with the PTX
- * fragment layouts and is checked against the f32-arithmetic bf16 kernel
- * and the reference within the bound its bf16 probabilities allow. */
+ * (kernels_attention_tc.h) runs in the emulator's mma.sync and ldmatrix
+ * with the PTX fragment layouts and its cp.async copies landing only when
+ * waited for, and is checked against the f32-arithmetic kernels and the
+ * reference within the bound its 16-bit probabilities allow; NVRTC's
+ * registers and shared memory for it are printed and held to the design's
+ * occupancy. */
 #define _GNU_SOURCE /* memmem */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -372,6 +375,8 @@ static void attention_tc_matches_f32_kernel(void **state) {
   check_attention_tc(2, 1, 33, 128, 0, BF16);
   check_attention_tc(1, 1, 37, 64, 1, F16);
   check_attention_tc(1, 1, 33, 128, 0, F16);
+  /* three query blocks and key tiles: K and V fetched while the other is used, over iterations */
+  check_attention_tc(1, 1, 140, 64, 1, BF16);
 }
 
 static void attention_tc_geometry_rejects_bad_shapes(void **state) {
@@ -646,6 +651,9 @@ static void attention_tc_backward_matches_f32_kernels(void **state) {
   check_attention_tc_backward(1, 1, 33, 128, 0, BF16); /* full attention, partial tiles */
   check_attention_tc_backward(1, 1, 37, 64, 0, F16);
   check_attention_tc_backward(1, 1, 20, 128, 1, F16);
+  /* three tiles each way, dq's chunks of 32 keys and dkdv's of 16 queries (T 70 above: the
+   * tiles pipelined at head_dim 64) */
+  check_attention_tc_backward(1, 1, 140, 128, 1, BF16);
 }
 
 static void geometry_rejects_bad_shapes(void **state) {
@@ -673,27 +681,142 @@ static void geometry_rejects_bad_shapes(void **state) {
 
 /* ---- NVRTC ---- */
 
-/* The tensor-core source with the kernels of dt and head_dim 128 alone
- * (malloc'ed). NVRTC takes about half a second a kernel there: sm_80
- * compiles the bf16 ones, sm_90 the f16 ones, so that each arch sees each
- * template and the mma of one type, and head_dim 128's the larger
- * registers and shared memory; head_dim 64 instantiates the same templates
- * smaller (the emulator runs both). */
-static char *tensor_core_unit(jx_dtype dt) {
+/* The tensor-core source with the kernels of the given 16-bit types and
+ * head dims alone (malloc'ed). NVRTC takes about half a second a kernel
+ * there: sm_80 compiles bf16 at head_dim 128, sm_90 f16 at 128 and bf16 at
+ * 64, so that each arch sees each template with the larger registers and
+ * shared memory, sm_90 both mma types and both head dims (the emulator
+ * runs all four). */
+static char *tensor_core_unit(const char *const *lines, int nlines) {
   const char *src = jx_cuda_attention_tc_src, *cut = strstr(src, "JX_TC_KERNELS(bf16_d64");
   assert_non_null(cut);
-  const char *line =
-      dt == JX_BF16 ? "JX_TC_KERNELS(bf16_d128, 128, 0)\n" : "JX_TC_KERNELS(f16_d128, 128, 1)\n";
-  char *unit = malloc((size_t)(cut - src) + strlen(line) + 1);
+  size_t n = (size_t)(cut - src) + 1;
+  for (int i = 0; i < nlines; i++) n += strlen(lines[i]);
+  char *unit = malloc(n);
   assert_non_null(unit);
   memcpy(unit, src, (size_t)(cut - src));
-  strcpy(unit + (cut - src), line);
+  unit[cut - src] = 0;
+  for (int i = 0; i < nlines; i++) strcat(unit, lines[i]);
   return unit;
+}
+
+/* ELF64 section header fields of a cubin (little-endian). */
+static uint64_t elf_u64(const char *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+static uint32_t elf_u32(const char *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+static uint16_t elf_u16(const char *p) {
+  uint16_t v;
+  memcpy(&v, p, 2);
+  return v;
+}
+
+/* Section `name` of the cubin image: its offset and size, or 0. */
+static int elf_section(const char *image, size_t n, const char *name, uint64_t *off, uint64_t *size,
+                       uint32_t *link) {
+  const uint64_t shoff = elf_u64(image + 0x28);
+  const uint16_t shentsize = elf_u16(image + 0x3a), shnum = elf_u16(image + 0x3c);
+  const uint16_t shstrndx = elf_u16(image + 0x3e);
+  assert_true(shoff + (uint64_t)shnum * shentsize <= n);
+  const uint64_t names = elf_u64(image + shoff + (uint64_t)shstrndx * shentsize + 0x18);
+  for (uint16_t i = 0; i < shnum; i++) {
+    const char *sh = image + shoff + (uint64_t)i * shentsize;
+    if (strcmp(image + names + elf_u32(sh), name)) continue;
+    *off = elf_u64(sh + 0x18);
+    *size = elf_u64(sh + 0x20);
+    if (link) *link = elf_u32(sh + 0x28);
+    assert_true(elf_u32(sh + 4) == 8 /* SHT_NOBITS: no bytes in the file */ || *off + *size <= n);
+    return 1;
+  }
+  return 0;
+}
+
+/* What ptxas allotted kernel `name` in the cubin image: registers a thread
+ * (EIATTR_REGCOUNT, 0x2f, in .nv.info: the kernel's symbol index and the
+ * count), its local-memory frame in bytes (EIATTR_FRAME_SIZE, 0x11: spills
+ * and indexed arrays) and its static shared memory (the size of section
+ * .nv.shared.<name>, the 1 KB the driver reserves a block on sm_80+
+ * included where ptxas puts it there). */
+static void kernel_resources(const char *image, size_t n, const char *name, int *regs, int *frame,
+                             int *smem) {
+  uint64_t off, size, stroff, strsize;
+  uint32_t strtab;
+  char section[96];
+  *regs = *frame = -1;
+  *smem = 0;
+  snprintf(section, sizeof section, ".nv.shared.%s", name);
+  if (elf_section(image, n, section, &off, &size, NULL)) *smem = (int)size;
+  assert_true(elf_section(image, n, ".symtab", &off, &size, &strtab));
+  const uint64_t shoff = elf_u64(image + 0x28);
+  const uint16_t shentsize = elf_u16(image + 0x3a);
+  stroff = elf_u64(image + shoff + (uint64_t)strtab * shentsize + 0x18);
+  strsize = elf_u64(image + shoff + (uint64_t)strtab * shentsize + 0x20);
+  uint32_t sym = 0;
+  for (uint64_t s = 0; s < size / 24; s++) { /* Elf64_Sym: st_name first, 24 bytes */
+    const uint32_t at = elf_u32(image + off + 24 * s);
+    if (at < strsize && !strcmp(image + stroff + at, name)) sym = (uint32_t)s;
+  }
+  assert_true(sym != 0);
+  assert_true(elf_section(image, n, ".nv.info", &off, &size, NULL));
+  for (uint64_t p = off; p + 2 <= off + size;) { /* entries: format, attribute, value */
+    const unsigned fmt = (unsigned char)image[p], attr = (unsigned char)image[p + 1];
+    p += 2;
+    if (fmt == 4) { /* a sized value: u16 size, then (symbol, value) for these two */
+      const uint16_t len = elf_u16(image + p);
+      if (len == 8 && elf_u32(image + p + 2) == sym) {
+        if (attr == 0x2f) *regs = (int)elf_u32(image + p + 6);
+        if (attr == 0x11) *frame = (int)elf_u32(image + p + 6);
+      }
+      p += 2 + len;
+    } else {
+      p += fmt == 3 ? 2 : fmt == 2 ? 1 : 0;
+    }
+  }
+  assert_true(*regs > 0 && *frame >= 0);
+}
+
+/* Blocks of 128 threads an sm_90 SM holds: 64K registers allotted 256 a
+ * warp at a time, 228 KB of shared memory (227 KB a block), 32 blocks and
+ * 64 warps. */
+static int sm90_blocks(int regs, int smem) {
+  const int warp_regs = (regs * 32 + 255) / 256 * 256;
+  int blocks = 65536 / (4 * warp_regs);
+  if (smem > 0 && 228 * 1024 / smem < blocks) blocks = 228 * 1024 / smem;
+  return blocks < 16 ? blocks : 16;
+}
+
+/* The registers, local frame and shared memory of the tensor-core kernels
+ * in a cubin, printed (with their occupancy for sm_90's); the design's bounds
+ * (docs/cuda.md): static shared memory within 48 KB, no local frame at
+ * head_dim 64, two blocks (8 warps) an SM at least. */
+static void check_tensor_core_resources(const char *image, size_t n, const char *arch,
+                                        const char *const *kernels, int nkernels) {
+  for (int k = 0; k < nkernels; k++) {
+    int regs, frame, smem;
+    kernel_resources(image, n, kernels[k], &regs, &frame, &smem);
+    printf("NVRTC %s: %s: %d registers, %d bytes of local frame, %d bytes of shared memory", arch,
+           kernels[k], regs, frame, smem);
+    assert_true(smem <= 48 * 1024);
+    if (strstr(kernels[k], "_d64")) assert_int_equal(frame, 0);
+    if (strcmp(arch, "sm_90")) {
+      printf("\n");
+      continue;
+    }
+    const int blocks = sm90_blocks(regs, smem);
+    printf("; %d blocks (%d warps) an SM\n", blocks, 4 * blocks);
+    assert_true(blocks >= 2);
+  }
 }
 
 static void nvrtc_compiles_both(void **state) {
   (void)state;
-  char tc_names[3][48];
+  char tc_names[3][3][48];
   if (!jx_nvrtc_available()) {
     printf("skipped: NVRTC not found (%s)\n", jx_nvrtc_load_error());
     return;
@@ -719,12 +842,21 @@ static void nvrtc_compiles_both(void **state) {
       jx_nvrtc_options opt = {.arch = archs[a], .output = JX_NVRTC_CUBIN};
       char *image = NULL, *tc = NULL;
       size_t n = 0;
-      if (!units[u].src) { /* the tensor-core kernels of one 16-bit type */
-        const jx_dtype dt = a ? JX_F16 : JX_BF16;
-        units[u].src = tc = tensor_core_unit(dt);
-        units[u].kernels[0] = jx_cuda_attention_tc_kernel(dt, 128);
-        assert_int_equal(jx_cuda_attention_tc_bwd_kernels(dt, 128, tc_names), 0);
-        for (int k = 0; k < 3; k++) units[u].kernels[1 + k] = tc_names[k];
+      const char *tc_kernels[8];
+      int ntc = 0;
+      if (!units[u].src) { /* the tensor-core kernels (tensor_core_unit) */
+        static const char *const lines[] = {"JX_TC_KERNELS(bf16_d128, 128, 0)\n",
+                                            "JX_TC_KERNELS(f16_d128, 128, 1)\n",
+                                            "JX_TC_KERNELS(bf16_d64, 64, 0)\n"};
+        units[u].src = tc = tensor_core_unit(a ? lines + 1 : lines, a ? 2 : 1);
+        const jx_dtype dts[3] = {JX_BF16, JX_F16, JX_BF16};
+        const int dims[3] = {128, 128, 64};
+        for (int w = a ? 1 : 0; w < (a ? 3 : 1); w++) {
+          tc_kernels[ntc++] = jx_cuda_attention_tc_kernel(dts[w], dims[w]);
+          assert_int_equal(jx_cuda_attention_tc_bwd_kernels(dts[w], dims[w], tc_names[w]), 0);
+          for (int k = 0; k < 3; k++) tc_kernels[ntc++] = tc_names[w][k];
+        }
+        for (int k = 0; k < 6; k++) units[u].kernels[k] = k < ntc ? tc_kernels[k] : NULL;
       }
       jx_status st = nvrtc_test_compile(units[u].src, units[u].file, &opt, &image, &n);
       if (st) fprintf(stderr, "%s\n", jx_last_error());
@@ -732,6 +864,7 @@ static void nvrtc_compiles_both(void **state) {
       assert_memory_equal(image, "\177ELF", 4);
       for (int k = 0; k < 6 && units[u].kernels[k]; k++)
         assert_non_null(memmem(image, n, units[u].kernels[k], strlen(units[u].kernels[k]) + 1));
+      if (tc) check_tensor_core_resources(image, n, archs[a], tc_kernels, ntc);
       free(image);
       if (tc) {
         free(tc);
