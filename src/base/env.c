@@ -54,8 +54,9 @@ const jx_env_var jx_env_vars[] = {
      "`0`: `jx_call` of a jitted function waits for its results (by default it returns at once "
      "and reads wait)"},
     {"JX_PROFILE_STEPS", JX_ENV_FLAG, "0",
-     "print the slowest steps of each jitted program at exit (on CUDA: their device time) " DOCS(
-         "cuda.md")},
+     "print the slowest steps of each jitted program at exit and, on the CPU, the time by kind "
+     "(GEMMs with their GFLOP/s, attention, kernels, the rest; on CUDA: the steps' device "
+     "time) " DOCS("cuda.md")},
 
     /* ---- numerics and threads ---- */
     {"JX_ENABLE_X64", JX_ENV_FLAG, "0",

@@ -336,6 +336,26 @@ static void report_profile(const jx_executable *x) {
     if (x->profile[k] >= 0.01 * total)
       fprintf(stderr, "  step %3d %-48s %7.3f ms %5.1f%%\n", k, x->labels[k],
               x->profile[k] * 1e3 / x->runs, 100 * x->profile[k] / total);
+  /* the same time by kind, with the GEMMs' rate: the first question of a
+   * train step's profile is how much of it the BLAS has and at what speed */
+  static const char *const kinds[4] = {"dot_general", "attention", "kernels", "the rest"};
+  double by[4] = {0}, dot_flops = 0;
+  for (int k = 0; k < x->nsteps; k++) {
+    const char *l = x->labels[k];
+    int i = !strncmp(l, "dot_general", 11) ? 0
+            : strstr(l, "attention")       ? 1
+            : !strncmp(l, "kernel ", 7)    ? 2
+                                           : 3;
+    by[i] += x->profile[k];
+    if (i == 0) dot_flops += x->step_flops[k];
+  }
+  fprintf(stderr, "  by kind:");
+  for (int i = 0; i < 4; i++) {
+    fprintf(stderr, "%s %s %.3f ms %.1f%%", i ? "," : "", kinds[i], by[i] * 1e3 / x->runs,
+            total > 0 ? 100 * by[i] / total : 0);
+    if (i == 0 && by[0] > 0) fprintf(stderr, " (%.1f GFLOP/s)", dot_flops * x->runs / by[0] / 1e9);
+  }
+  fprintf(stderr, "\n");
 }
 
 void jx_executable_free(jx_executable *x) {

@@ -73,6 +73,23 @@ static void dscores_row_c(const float *p, float *dp, int64_t np, float delta, fl
   for (int64_t j = 0; j < np; j++) dp[j] = p[j] * (dp[j] - delta) * scale;
 }
 
+/* dst[d] = src[d] * a for d in [0, n): an output row rescaled by the
+ * softmax's correction, or normalized by its sum at the end. */
+static void scale_row_c(float *dst, const float *src, int64_t n, float a) {
+  for (int64_t d = 0; d < n; d++) dst[d] = src[d] * a;
+}
+
+/* rows x n floats into dst (rows ldd apart) from src (lds apart), or zeros
+ * where src is NULL: a tile's dk and dv written out, dq's rows cleared. */
+static void copy_rows_c(float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows,
+                        int64_t n) {
+  for (int64_t i = 0; i < rows; i++)
+    if (src)
+      memcpy(dst + i * ldd, src + i * lds, sizeof *dst * (size_t)n);
+    else
+      memset(dst + i * ldd, 0, sizeof *dst * (size_t)n);
+}
+
 /* dst[d * np + j] = src[j * ld + d] for the nk rows of src (dh wide), 0 for
  * the padding columns j in [nk, np): a key tile's k^T or v^T. */
 static void pack_transposed_c(const float *src, int64_t ld, int64_t nk, int64_t dh, float *dst,
@@ -211,24 +228,22 @@ FA_TARGET static void pack_transposed_avx2(const float *src, int64_t ld, int64_t
 /* online_row_c's step, np a multiple of LANES. */
 FA_TARGET static float online_row_avx2(float *s, int64_t np, int64_t lim, float scale, float *m,
                                        float *l) {
+  /* the scaled scores are computed twice rather than stored between the
+   * passes (the same products: the same bits) */
   const __m256 vs = _mm256_set1_ps(scale), neg = _mm256_set1_ps(-INFINITY);
   __m256 vmax = neg;
   int64_t j = 0;
-  for (; j + LANES <= lim; j += LANES) { /* whole vectors of kept keys: no mask */
-    __m256 x = _mm256_mul_ps(_mm256_loadu_ps(s + j), vs);
-    _mm256_storeu_ps(s + j, x);
-    vmax = _mm256_max_ps(vmax, x);
-  }
-  for (; j < np; j += LANES) { /* a diagonal tile's, or the padding */
-    __m256 x = _mm256_blendv_ps(neg, _mm256_mul_ps(_mm256_loadu_ps(s + j), vs), kept_lanes(j, lim));
-    _mm256_storeu_ps(s + j, x);
-    vmax = _mm256_max_ps(vmax, x);
-  }
+  for (; j + LANES <= lim; j += LANES) /* whole vectors of kept keys: no mask */
+    vmax = _mm256_max_ps(vmax, _mm256_mul_ps(_mm256_loadu_ps(s + j), vs));
+  for (; j < np; j += LANES) /* a diagonal tile's, or the padding */
+    vmax = _mm256_max_ps(
+        vmax, _mm256_blendv_ps(neg, _mm256_mul_ps(_mm256_loadu_ps(s + j), vs), kept_lanes(j, lim)));
   const float mx = hmax(vmax), mnew = mx > *m ? mx : *m, alpha = expf(*m - mnew);
   const __m256 vm = _mm256_set1_ps(mnew);
   __m256 sum = _mm256_setzero_ps();
-  for (int64_t j = 0; j < np; j += LANES) {
-    const __m256 p = exp256(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
+  for (j = 0; j < np; j += LANES) {
+    __m256 p = exp256(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(s + j), vs), vm));
+    if (j + LANES > lim) p = _mm256_and_ps(p, kept_lanes(j, lim));
     _mm256_storeu_ps(s + j, p);
     sum = _mm256_add_ps(sum, p);
   }
@@ -258,7 +273,34 @@ FA_TARGET static void dscores_row_avx2(const float *p, float *dp, int64_t np, fl
     _mm256_storeu_ps(dp + j, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(p + j), g), vs));
   }
 }
+
+/* scale_row_c's, a vector at a time (gcc -O2 leaves that loop scalar: it
+ * was a tenth of the forward's time); the same products, the same bits. */
+FA_TARGET static void scale_row_avx2(float *dst, const float *src, int64_t n, float a) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t d = 0;
+  for (; d + LANES <= n; d += LANES)
+    _mm256_storeu_ps(dst + d, _mm256_mul_ps(_mm256_loadu_ps(src + d), va));
+  for (; d < n; d++) dst[d] = src[d] * a;
+}
+
+/* copy_rows_c's, a vector at a time: a row is a head's dh floats, and a
+ * library call per row was a tenth of the backward's time. */
+FA_TARGET static void copy_rows_avx2(float *dst, int64_t ldd, const float *src, int64_t lds,
+                                     int64_t rows, int64_t n) {
+  const __m256 zero = _mm256_setzero_ps();
+  for (int64_t i = 0; i < rows; i++) {
+    float *di = dst + i * ldd;
+    const float *si = src ? src + i * lds : NULL;
+    int64_t d = 0;
+    for (; d + LANES <= n; d += LANES)
+      _mm256_storeu_ps(di + d, si ? _mm256_loadu_ps(si + d) : zero);
+    for (; d < n; d++) di[d] = si ? si[d] : 0;
+  }
+}
 #else
+#define copy_rows_avx2       copy_rows_c
+#define scale_row_avx2       scale_row_c
 #define gemm_avx2            gemm_c
 #define online_row_avx2      online_row_c
 #define probs_row_avx2       probs_row_c
@@ -364,15 +406,14 @@ static void forward_units(void *ctx, int64_t begin, int64_t end) {
           const float alpha = (jb->avx ? online_row_avx2 : online_row_c)(sc + i * np, cols, lim,
                                                                          s->scale, &mx[i], &sum[i]);
           if (alpha != 1)
-            for (int64_t d = 0; d < dh; d++) acc[i * dh + d] *= alpha;
+            (jb->avx ? scale_row_avx2 : scale_row_c)(acc + i * dh, acc + i * dh, dh, alpha);
         }
         gemm(jb->avx, rows, dh, keys, sr, np, 1, vb + j0 * ld, ld, acc + r0 * dh, dh, 1);
       }
     }
     float *ob = jb->out + (bh * t + i0) * dh, *lb = jb->out_lse + bh * t + i0;
     for (int64_t i = 0; i < mq; i++) {
-      const float inv = 1 / sum[i];
-      for (int64_t d = 0; d < dh; d++) ob[i * dh + d] = acc[i * dh + d] * inv;
+      (jb->avx ? scale_row_avx2 : scale_row_c)(ob + i * dh, acc + i * dh, dh, 1 / sum[i]);
       lb[i] = mx[i] + logf(sum[i]);
     }
   }
@@ -449,8 +490,8 @@ static void backward_units(void *ctx, int64_t begin, int64_t end) {
     const int64_t rows_to = bj->mode == QUERIES ? min64(t, (lo + 1) * TILE) : t;
     row_terms(jb, bh, rows_from, rows_to, delta);
     if (bj->mode != KEYS)
-      for (int64_t i = rows_from; i < rows_to; i++)
-        memset(dqb + i * ld, 0, sizeof *dqb * (size_t)dh);
+      (jb->avx ? copy_rows_avx2 : copy_rows_c)(dqb + rows_from * ld, ld, NULL, 0,
+                                               rows_to - rows_from, dh);
     for (int64_t ktile = k_first; ktile <= k_last; ktile++) {
       const int64_t j0 = ktile * TILE, nk = min64(TILE, t - j0), np = padded(nk);
       pack(jb->avx, kb + j0 * ld, ld, nk, dh, kt, np);
@@ -477,9 +518,9 @@ static void backward_units(void *ctx, int64_t begin, int64_t end) {
                  1); /* dq += ds k */
         }
       }
-      for (int64_t j = 0; bj->mode != QUERIES && j < nk; j++) {
-        memcpy(dkb + (j0 + j) * ld, dk + j * dh, sizeof *dk * (size_t)dh);
-        memcpy(dvb + (j0 + j) * ld, dv + j * dh, sizeof *dv * (size_t)dh);
+      if (bj->mode != QUERIES) {
+        (jb->avx ? copy_rows_avx2 : copy_rows_c)(dkb + j0 * ld, ld, dk, dh, nk, dh);
+        (jb->avx ? copy_rows_avx2 : copy_rows_c)(dvb + j0 * ld, ld, dv, dh, nk, dh);
       }
     }
   }

@@ -21,6 +21,7 @@
 #include "compile/executable.h"
 #include "compile/toolchain.h"
 #include "trace/fn.h"
+#include "test_capture.h"
 #include "test_util.h"
 
 static const char *self;
@@ -516,6 +517,66 @@ static int child_main(const char *expect) {
   return a.compiles >= 1 ? 0 : 4; /* "rebuild" */
 }
 
+/* JX_PROFILE_STEPS=1: freed, the executable sums its steps' time by kind.
+ * tanh(x y^T) of two [128, 256] arrays is one GEMM and one kernel: the
+ * kinds' shares add up to the whole, and the GEMMs' rate is their 2 * 128
+ * * 128 * 256 flops a run over their time. */
+enum { PROF_M = 128, PROF_K = 256 };
+static void tanh_of_product(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = jx_tanh(jx_dot_general(in[0], in[1], JX_AXES(1), JX_AXES(1), JX_AXES(), JX_AXES()));
+}
+
+static jx_status two_profiled_runs(void *ctx) {
+  jx_array **in = ctx;
+  jx_fn *f = jx_fn_create("profiled", 2, 1, tanh_of_product, NULL);
+  jx_fn *jf = jx_jit(f, NULL);
+  jx_status st = JX_OK;
+  for (int run = 0; run < 2 && !st; run++) {
+    jx_array *out[1];
+    jx_scope_begin();
+    st = jx_call(jf, in, out);
+    if (!st) st = jx_block_until_ready(out[0]);
+    jx_scope_end();
+  }
+  jx_fn_release(jf); /* frees the executable: the report */
+  jx_fn_release(f);
+  return st;
+}
+
+static void profile_by_kind(void **state) {
+  (void)state;
+  TEST_SKIP_ON_CUDA("the CPU executable's report");
+  static float x[PROF_M * PROF_K];
+  for (int i = 0; i < PROF_M * PROF_K; i++) x[i] = sinf((float)i * 0.3f);
+  jx_scope_begin();
+  jx_array *in[2] = {jx_array_from(JX_F32, JX_SHAPE(PROF_M, PROF_K), x),
+                     jx_array_from(JX_F32, JX_SHAPE(PROF_M, PROF_K), x)};
+  setenv("JX_PROFILE_STEPS", "1", 1);
+  jx_status st;
+  const char *report = captured(two_profiled_runs, in, &st);
+  unsetenv("JX_PROFILE_STEPS");
+  jx_scope_end();
+  assert_int_equal(st, JX_OK);
+  assert_non_null(strstr(report, "profiled: 2 runs"));
+  const char *line = strstr(report, "  by kind: dot_general ");
+  assert_non_null(line);
+  double ms[4], pct[4], rate;
+  int n = sscanf(line,
+                 "  by kind: dot_general %lf ms %lf%% (%lf GFLOP/s), attention %lf ms %lf%%, "
+                 "kernels %lf ms %lf%%, the rest %lf ms %lf%%",
+                 &ms[0], &pct[0], &rate, &ms[1], &pct[1], &ms[2], &pct[2], &ms[3], &pct[3]);
+  if (n != 9) fprintf(stderr, "report:\n%s\n", report);
+  assert_int_equal(n, 9);
+  assert_true(fabs(pct[0] + pct[1] + pct[2] + pct[3] - 100) < 0.25);
+  assert_true(ms[1] == 0 && ms[2] > 0);
+  /* the printed time has 1 us steps: the rate within that rounding */
+  const double flops = 2.0 * PROF_M * PROF_M * PROF_K;
+  assert_true(ms[0] > 2e-3);
+  double lo = flops / ((ms[0] + 6e-4) * 1e-3) / 1e9, hi = flops / ((ms[0] - 6e-4) * 1e-3) / 1e9;
+  assert_true(rate >= lo * 0.999 - 0.05 && rate <= hi * 1.001 + 0.05);
+}
+
 int main(int argc, char **argv) {
   self = argv[0];
   if (argc == 3 && strcmp(argv[1], "--child") == 0) {
@@ -537,6 +598,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(two_programs_compile_concurrently),
       cmocka_unit_test(custom_calls_inlined_for_execution),
       cmocka_unit_test(kernels_tier_up),
+      cmocka_unit_test(profile_by_kind),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   jx_release(inputs[0]);
