@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include <jx/jx.h>
 
+#include "compile/async_dispatch.h"
 #include "compile/executable.h"
 #include "compile/toolchain.h"
 #include "trace/fn.h"
@@ -539,6 +540,9 @@ static jx_status two_profiled_runs(void *ctx) {
     if (!st) st = jx_block_until_ready(out[0]);
     jx_scope_end();
   }
+  /* a queued run holds the executable until it ends on the dispatch thread:
+   * once none is left, the release below is the last and prints the report */
+  jx_dispatch_wait_all();
   jx_fn_release(jf); /* frees the executable: the report */
   jx_fn_release(f);
   return st;
