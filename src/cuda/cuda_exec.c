@@ -297,6 +297,8 @@ static jx_cuda_blas *device_blas(jx_cuda_device *d) {
     int clean = jx_last_status() == JX_OK;
     jx_status st = jx_cuda_check(cu->MemAlloc(&ws, GEMM_WORKSPACE), "cuMemAlloc_v2", k);
     if (!st) st = jx_cuda_blas_create(k, ws, GEMM_WORKSPACE, &gemm_handles.blas[k]);
+    /* on a GPU each problem's first call times the heuristic's candidates */
+    if (!st) jx_cuda_blas_set_autotune(gemm_handles.blas[k], !jx_cuda_module_source_mode());
     if (st) {
       if (jx_env_flag("JX_LOG_COMPILES"))
         fprintf(stderr, "jx: CUDA device %d: dot_general runs on the host: %s\n", k,
@@ -307,6 +309,14 @@ static jx_cuda_blas *device_blas(jx_cuda_device *d) {
     }
   }
   jx_cuda_blas *b = gemm_handles.blas[k];
+  pthread_mutex_unlock(&gemm_handles.lock);
+  return b;
+}
+
+jx_cuda_blas *jx_cuda_device_gemm_handle(int ordinal) {
+  if (ordinal < 0 || ordinal >= MAX_GEMM_DEVICES) return NULL;
+  pthread_mutex_lock(&gemm_handles.lock);
+  jx_cuda_blas *b = gemm_handles.blas[ordinal];
   pthread_mutex_unlock(&gemm_handles.lock);
   return b;
 }
