@@ -10,7 +10,20 @@
  * The kernels are CUDA C++ source for NVRTC (src/cuda/nvrtc.h), one
  * translation unit holding both; each takes one argument, a
  * jx_cuda_softmax_args by value. A row of NaNs or of -inf gives NaNs, as
- * jax.nn.softmax does. */
+ * jax.nn.softmax does.
+ *
+ * The same source holds the softmax cross-entropy's row kernels, templates
+ * on the logits' type that cuda_fuse.c's adapters instantiate, taking a
+ * jx_cuda_xent_args (declared in the source: x, label, picked, max, sum,
+ * scale, at_label, grad, rows, cols). jx_xe_forward reads a row of logits x
+ * once: picked = the logit at column label (label a float, as the program
+ * compares it with an f32 iota; 0 where no column matches), max = the
+ * row's max where it is finite, else 0 (a NaN in the row counts as not
+ * finite), sum = the sum of exp(x - max), kept while reading with the
+ * running max and rescaled when it grows (a row whose max is not finite is
+ * read again and summed with max 0). jx_xe_backward writes
+ * grad = scale * exp(x - max) + (column == label ? at_label : 0) per
+ * element, rounded once to grad's type. */
 #ifndef JX_SRC_CUDA_KERNELS_SOFTMAX_H
 #define JX_SRC_CUDA_KERNELS_SOFTMAX_H
 
