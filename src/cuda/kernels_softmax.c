@@ -7,6 +7,7 @@
 #include "kernels_io.h"
 
 _Static_assert(sizeof(jx_cuda_softmax_args) == 32, "jx_cuda_softmax_args has padding");
+_Static_assert(sizeof(jx_cuda_xent_args) == 80, "jx_cuda_xent_args has padding");
 
 const char jx_cuda_softmax_src[] = JX_CUDA_IO_SRC
     "typedef struct {\n"
@@ -160,7 +161,26 @@ const char jx_cuda_softmax_src[] = JX_CUDA_IO_SRC
     "}\n"
     "extern \"C\" __global__ void jx_softmax_bf16(const jx_cuda_softmax_args a) {\n"
     "  jx_sm_rows<unsigned short>(a);\n"
+    "}\n"
+    "extern \"C\" __global__ void jx_xent_forward_f32(const jx_cuda_xent_args a) {\n"
+    "  jx_xe_forward<float>(a);\n"
+    "}\n"
+    "extern \"C\" __global__ void jx_xent_forward_bf16(const jx_cuda_xent_args a) {\n"
+    "  jx_xe_forward<unsigned short>(a);\n"
+    "}\n"
+    "extern \"C\" __global__ void jx_xent_backward_f32(const jx_cuda_xent_args a) {\n"
+    "  jx_xe_backward<float>(a);\n"
+    "}\n"
+    "extern \"C\" __global__ void jx_xent_backward_bf16(const jx_cuda_xent_args a) {\n"
+    "  jx_xe_backward<unsigned short>(a);\n"
     "}\n";
+
+const char *jx_cuda_xent_kernel(jx_dtype dt, int backward) {
+  if (dt != JX_F32 && dt != JX_BF16) return NULL;
+  return backward       ? dt == JX_F32 ? "jx_xent_backward_f32" : "jx_xent_backward_bf16"
+         : dt == JX_F32 ? "jx_xent_forward_f32"
+                        : "jx_xent_forward_bf16";
+}
 
 const char *jx_cuda_softmax_kernel(jx_dtype dt) {
   return dt == JX_F32 ? "jx_softmax_f32" : dt == JX_BF16 ? "jx_softmax_bf16" : NULL;
