@@ -426,8 +426,7 @@ jx_status jx_cuda_fused_plan(jx_cuda_device *d, const jx_program *p, jx_fusion_g
   uint8_t *member_b = calloc((size_t)p->neqns, 1), *owned_b = calloc((size_t)p->neqns, 1);
   if (!st && (!member_b || !owned_b)) st = out_of_memory();
   for (int e = 0; e < p->neqns && !st; e++) {
-    jx_cuda_fused_op fwd, bwd;
-    memset(member, 0, (size_t)p->neqns);
+    jx_cuda_fused_op fwd, bwd; /* a match writes every entry of member and member_b */
     int n = taken[e] ? 0 : jx_cuda_match_xent(p, &ix, e, &fwd, &bwd, member, member_b);
     int clash = 0;
     for (int q = 0; q < p->neqns && n; q++) clash |= (member[q] || member_b[q]) && taken[q];

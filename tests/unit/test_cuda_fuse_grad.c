@@ -397,8 +397,14 @@ static void check_xent_grad(jx_dtype dt, double bound) {
   jx_cuda_fused_counts k = cpu_vs_cuda(dt == JX_BF16 ? "grad of a cross-entropy, bf16 logits"
                                                      : "grad of a cross-entropy, f32 logits",
                                        g, 3, in, 3, 2, &worst);
-  fprintf(stderr, "cross-entropy %d (%lld launches), backward %d (%lld launches)\n", k.xents,
-          (long long)k.xent_launches, k.xent_backwards, (long long)k.xent_backward_launches);
+  /* the logits' bytes each kernel moves: the forward reads them, the
+   * backward reads them and writes the gradient (plus rows of f32) */
+  long long logit_bytes = (long long)ROWS * V * (long long)jx_dtype_size(dt);
+  fprintf(stderr,
+          "cross-entropy %d (%lld launches), backward %d (%lld launches); a call moves %lld bytes "
+          "of logits in the forward, %lld in the backward\n",
+          k.xents, (long long)k.xent_launches, k.xent_backwards,
+          (long long)k.xent_backward_launches, logit_bytes, 2 * logit_bytes);
   assert_int_equal(k.xents, 1);
   assert_int_equal(k.xent_backwards, 1);
   assert_int_equal(k.xent_launches, 2); /* one a call */
