@@ -549,12 +549,12 @@ static void profile_label(const jx_cuda_executable *x, int k, char *buf, size_t 
       snprintf(buf, size, "gemm%s%s %s %lldx%lldx%lld", op->gemm.has_bias ? "+bias" : "",
                acts[op->gemm.act], jx_dtype_name(op->dtype), (long long)op->gemm.m,
                (long long)op->gemm.n, (long long)op->gemm.k);
-    else if (op->kind == JX_CUDA_FUSED_SOFTMAX || op->kind == JX_CUDA_FUSED_XENT ||
-             op->kind == JX_CUDA_FUSED_XENT_BWD)
+    else if (op->kind == JX_CUDA_FUSED_SOFTMAX || op->kind >= JX_CUDA_FUSED_XENT)
       snprintf(buf, size, "%s %s %lldx%lld",
-               op->kind == JX_CUDA_FUSED_SOFTMAX ? "softmax"
-               : op->kind == JX_CUDA_FUSED_XENT  ? "cross-entropy"
-                                                 : "cross-entropy-backward",
+               op->kind == JX_CUDA_FUSED_SOFTMAX     ? "softmax"
+               : op->kind == JX_CUDA_FUSED_XENT      ? "cross-entropy"
+               : op->kind == JX_CUDA_FUSED_XENT_PICK ? "cross-entropy-label"
+                                                     : "cross-entropy-backward",
                jx_dtype_name(op->dtype), (long long)op->rows, (long long)op->cols);
     else
       snprintf(buf, size, "attention%s %s b%lld h%lld t%lld d%lld",

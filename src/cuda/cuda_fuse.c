@@ -29,8 +29,8 @@ enum {
   FN_ATTN = 2,             /* + 3 dtype + head_dim */
   FN_SWAP12 = FN_ATTN + 9, /* + (element size is 2) */
   FN_ABWD = FN_SWAP12 + 2, /* + 9 part + 3 dtype + head_dim */
-  FN_XENT = FN_ABWD + 27,  /* + 2 (backward) + (dtype is bf16) */
-  FN_COUNT = FN_XENT + 4
+  FN_XENT = FN_ABWD + 27,  /* + 2 jx_cuda_xent_part + (dtype is bf16) */
+  FN_COUNT = FN_XENT + 6
 };
 static const char *const bwd_parts[3] = {"delta", "dq", "dkdv"};
 static const jx_dtype fn_dtypes[3] = {JX_F32, JX_BF16, JX_F16};
@@ -45,6 +45,13 @@ static int fn_backward(int part, jx_dtype dt, int64_t d) {
   return FN_ABWD + 9 * part + 3 * dtype_index(dt) + dim_index(d);
 }
 static int fn_swap12(jx_dtype dt) { return FN_SWAP12 + (dt != JX_F32); }
+static const char *const xent_parts[3] = {"forward", "pick", "backward"};
+static int fn_xent(jx_cuda_fused_kind kind, jx_dtype dt) {
+  int part = kind == JX_CUDA_FUSED_XENT        ? JX_CUDA_XENT_FORWARD
+             : kind == JX_CUDA_FUSED_XENT_PICK ? JX_CUDA_XENT_PICK
+                                               : JX_CUDA_XENT_BACKWARD;
+  return FN_XENT + 2 * part + (dt == JX_BF16);
+}
 
 /* Adapter k's name into buf (size 64). */
 static const char *fn_name(int k, char *buf) {
@@ -59,7 +66,7 @@ static const char *fn_name(int k, char *buf) {
     snprintf(buf, 64, "jx_cuda_step_fused_attention_bwd_%s_%s_d%d", bwd_parts[(k - FN_ABWD) / 9],
              dtype_names[(k - FN_ABWD) % 9 / 3], 32 << ((k - FN_ABWD) % 3));
   else
-    snprintf(buf, 64, "jx_cuda_step_fused_xent%s_%s", k - FN_XENT >= 2 ? "_bwd" : "",
+    snprintf(buf, 64, "jx_cuda_step_fused_xent_%s_%s", xent_parts[(k - FN_XENT) / 2],
              dtype_names[(k - FN_XENT) % 2]);
   return buf;
 }
@@ -72,7 +79,7 @@ struct jx_cuda_fused {
   int ngroups;
   int *op_at; /* per group: the op it runs, or -1 */
   jx_cuda_fused_counts counts;
-  atomic_llong launches[6]; /* per jx_cuda_fused_kind */
+  atomic_llong launches[7]; /* per jx_cuda_fused_kind */
   jx_cuda_module *module;
   int fn[FN_COUNT]; /* index into module->functions, or -1 */
 };
@@ -162,7 +169,8 @@ static void append_adapters(const jx_cuda_fused *f, jx_strbuf *s, const uint8_t 
                "  s.sum = (float *)a.buf[4];\n  s.scale = (const float *)a.buf[5];\n"
                "  s.at_label = (const float *)a.buf[6];\n  s.grad = a.buf[7];\n"
                "  s.rows = a.dims[0];\n  s.cols = a.dims[1];\n  jx_xe_%s<%s>(s);\n}\n",
-               name, sig, k - FN_XENT >= 2 ? "backward" : "forward", types[(k - FN_XENT) % 2]);
+               name, sig, (const char *[]){"forward", "pick", "backward"}[(k - FN_XENT) / 2],
+               types[(k - FN_XENT) % 2]);
     } else {
       const int part = (k - FN_ABWD) / 9, d = 32 << ((k - FN_ABWD) % 3);
       const jx_dtype dt = fn_dtypes[(k - FN_ABWD) % 9 / 3];
@@ -423,37 +431,44 @@ jx_status jx_cuda_fused_plan(jx_cuda_device *d, const jx_program *p, jx_fusion_g
   /* the cross-entropy (its forward and backward planned together), then
    * attention's calls, attention as equations (it holds a softmax),
    * softmax, epilogues */
-  uint8_t *member_b = calloc((size_t)p->neqns, 1), *owned_b = calloc((size_t)p->neqns, 1);
-  if (!st && (!member_b || !owned_b)) st = out_of_memory();
+  uint8_t *xm[3] = {member, NULL, NULL}, *xo[3] = {owned, NULL, NULL};
+  for (int k = 1; k < 3; k++) {
+    xm[k] = calloc((size_t)p->neqns, 1);
+    xo[k] = calloc((size_t)p->neqns, 1);
+    if (!st && (!xm[k] || !xo[k])) st = out_of_memory();
+  }
   for (int e = 0; e < p->neqns && !st; e++) {
-    jx_cuda_fused_op fwd, bwd; /* a match writes every entry of member and member_b */
-    int n = taken[e] ? 0 : jx_cuda_match_xent(p, &ix, e, &fwd, &bwd, member, member_b);
+    jx_cuda_fused_op xops[3]; /* a match writes every entry of xm[0..n) */
+    int n = taken[e] ? 0 : jx_cuda_match_xent(p, &ix, e, xops, xm), at[3] = {-1, -1, -1};
     int clash = 0;
-    for (int q = 0; q < p->neqns && n; q++) clash |= (member[q] || member_b[q]) && taken[q];
+    for (int k = 0; k < n; k++)
+      for (int q = 0; q < p->neqns; q++) clash |= xm[k][q] && taken[q];
     if (!n || clash) continue;
-    own_groups(p, &ix, groups, ngroups, group_of, member, taken, owned);
-    int anchor = early_anchor(p, &ix, groups, ngroups, owned, &fwd), anchor_b = -1;
-    if (anchor >= 0 && n == 2) {
-      /* the backward's groups with the forward's equations as gone */
-      for (int q = 0; q < p->neqns; q++) taken[q] |= member[q];
-      own_groups(p, &ix, groups, ngroups, group_of, member_b, taken, owned_b);
-      anchor_b = early_anchor(p, &ix, groups, ngroups, owned_b, &bwd);
-      for (int q = 0; q < p->neqns; q++) taken[q] &= (uint8_t)!member[q];
+    /* each op's groups with the earlier ops' equations as gone */
+    int k = 0;
+    for (; k < n; k++) {
+      own_groups(p, &ix, groups, ngroups, group_of, xm[k], taken, xo[k]);
+      if ((at[k] = early_anchor(p, &ix, groups, ngroups, xo[k], &xops[k])) < 0) break;
+      for (int q = 0; q < p->neqns; q++) taken[q] |= xm[k][q];
     }
-    if (anchor < 0 || (n == 2 && anchor_b < 0)) continue;
-    for (int q = 0; q < p->neqns; q++) taken[q] |= member[q] | (n == 2 && member_b[q]);
-    st = add_op(f, &fwd, anchor);
-    if (!st) rewrite_groups(p, &fwd, groups, ngroups, owned, anchor);
-    if (!st && n == 2) st = add_op(f, &bwd, anchor_b);
-    if (!st && n == 2) rewrite_groups(p, &bwd, groups, ngroups, owned_b, anchor_b);
+    if (k < n) { /* one of them cannot be placed: none is */
+      for (int j = 0; j < k; j++)
+        for (int q = 0; q < p->neqns; q++) taken[q] &= (uint8_t)!xm[j][q];
+      continue;
+    }
+    for (k = 0; k < n && !st; k++) {
+      st = add_op(f, &xops[k], at[k]);
+      if (!st) rewrite_groups(p, &xops[k], groups, ngroups, xo[k], at[k]);
+      want[fn_xent(xops[k].kind, xops[k].dtype)] = 1;
+    }
     f->counts.xents++;
-    f->counts.xent_backwards += n == 2;
-    want[FN_XENT + (fwd.dtype == JX_BF16)] = 1;
-    if (n == 2) want[FN_XENT + 2 + (fwd.dtype == JX_BF16)] = 1;
+    f->counts.xent_backwards += n == 3;
     kernels = 1;
   }
-  free(member_b);
-  free(owned_b);
+  for (int k = 1; k < 3; k++) {
+    free(xm[k]);
+    free(xo[k]);
+  }
   for (int pass = 0; pass < 4 && !st; pass++)
     for (int e = 0; e < p->neqns && !st; e++) {
       if (taken[e]) continue;
@@ -551,24 +566,34 @@ static jx_status run_softmax(jx_cuda_fused *f, const jx_cuda_fused_op *op, CUdev
   return launch(f, FN_SOFTMAX + (op->dtype == JX_BF16), &g, &a);
 }
 
-/* The cross-entropy's forward (in: logits, label; out: picked, max, sum)
- * or backward (in: logits, label, max, scale, at_label; out: the
- * gradient): a block per row, as the softmax. */
+/* The cross-entropy's forward (in: logits; out: max, sum), its label's
+ * logit (in: logits, label; out: picked) or its backward (in: logits,
+ * label, max, scale, at_label; out: the gradient): a block per row, as the
+ * softmax, or a thread per row for the label's logit. */
 static jx_status run_xent(jx_cuda_fused *f, const jx_cuda_fused_op *op, const CUdeviceptr *in,
                           const CUdeviceptr *out) {
   jx_cuda_launch_dims g;
-  jx_status st = jx_cuda_softmax_geometry(op->rows, op->cols, &g);
+  const int pick = op->kind == JX_CUDA_FUSED_XENT_PICK, bwd = op->kind == JX_CUDA_FUSED_XENT_BWD;
+  jx_status st = pick ? jx_cuda_xent_pick_geometry(op->rows, &g)
+                      : jx_cuda_softmax_geometry(op->rows, op->cols, &g);
   if (st || g.grid[0] == 0) return st;
   jx_cuda_kargs a;
   memset(&a, 0, sizeof a);
-  const int bwd = op->kind == JX_CUDA_FUSED_XENT_BWD;
-  const CUdeviceptr ptrs[8] = {
-      in[0],           in[1],           bwd ? 0 : out[0], bwd ? in[2] : out[1], bwd ? 0 : out[2],
-      bwd ? in[3] : 0, bwd ? in[4] : 0, bwd ? out[0] : 0};
+  /* x, label, picked, max, sum, scale, at_label, grad */
+  const CUdeviceptr ptrs[8] = {in[0],
+                               pick || bwd ? in[1] : 0,
+                               pick ? out[0] : 0,
+                               bwd    ? in[2]
+                               : pick ? 0
+                                      : out[0],
+                               pick || bwd ? 0 : out[1],
+                               bwd ? in[3] : 0,
+                               bwd ? in[4] : 0,
+                               bwd ? out[0] : 0};
   for (int i = 0; i < 8; i++) a.buf[i] = (char *)(uintptr_t)ptrs[i];
   a.dims[0] = op->rows;
   a.dims[1] = op->cols;
-  return launch(f, FN_XENT + 2 * bwd + (op->dtype == JX_BF16), &g, &a);
+  return launch(f, fn_xent(op->kind, op->dtype), &g, &a);
 }
 
 /* Blocks of the allocator for a fused step's intermediates. They go back

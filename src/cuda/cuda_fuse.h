@@ -53,8 +53,9 @@ typedef enum {
   JX_CUDA_FUSED_SOFTMAX = 1,
   JX_CUDA_FUSED_ATTENTION = 2,
   JX_CUDA_FUSED_ATTENTION_BWD = 3,
-  JX_CUDA_FUSED_XENT = 4,    /* softmax cross-entropy's row statistics */
-  JX_CUDA_FUSED_XENT_BWD = 5 /* and its gradient with respect to the logits */
+  JX_CUDA_FUSED_XENT = 4,      /* softmax cross-entropy's row max and sum */
+  JX_CUDA_FUSED_XENT_PICK = 5, /* its label's logit */
+  JX_CUDA_FUSED_XENT_BWD = 6   /* its gradient with respect to the logits */
 } jx_cuda_fused_kind;
 
 /* One matched pattern. */
@@ -64,11 +65,13 @@ typedef struct {
   int nouts;    /* the variables it writes: */
   int outs[3];  /* epilogue, softmax: y; attention: o, and lse when it is the forward call's (o
                  * [n, H, T, dh], lse f32 [n, H, T]); attention backward: dq, dk, dv;
-                 * cross-entropy: picked, max, sum (f32, a row's); its backward: the gradient */
+                 * cross-entropy: max, sum (f32, a row's); its label's logit: picked; its
+                 * backward: the gradient */
   int nreads;   /* the variables it reads: */
   int reads[6]; /* epilogue: lhs, rhs, bias; softmax: x; attention: q, k, v [n, T, H, dh];
-                 * attention backward: q, k, v, o, lse, do; cross-entropy: logits, label
-                 * (f32, a row's); its backward: logits, label, max, scale, at_label */
+                 * attention backward: q, k, v, o, lse, do; cross-entropy: logits; its
+                 * label's logit: logits, label (f32, a row's); its backward: logits,
+                 * label, max, scale, at_label */
   jx_cuda_gemm_desc gemm;            /* epilogue: with has_bias and act set */
   int64_t rows, cols;                /* softmax, cross-entropy: x as [rows, cols] */
   int64_t batch, heads, t, head_dim; /* attention */
@@ -97,19 +100,22 @@ int jx_cuda_match_attention(const jx_program *p, const jx_cuda_fuse_index *ix, i
 /* The lowered jx_softmax_cross_entropy (no label smoothing) of f32 logits
  * x [..., V] (or of bf16 logits converted to f32), rooted at x's
  * reduce_max over the last axis: the row max made finite
- * (select_n(is_finite(m), 0, m), stop_gradient), sum(exp(x - max)), and the
- * label's logit as the sum of select_n(eq(label, iota), 0, x), each read
- * by the rest of the program as a row's f32. Under jx_grad, also the
+ * (select_n(is_finite(m), 0, m), stop_gradient) and sum(exp(x - max))
+ * (ops[0], JX_CUDA_FUSED_XENT), the label's logit as the sum of
+ * select_n(eq(label, iota), 0, x) (ops[1], JX_CUDA_FUSED_XENT_PICK), each a
+ * row's f32 that the rest of the program reads. Under jx_grad, also the
  * logits' gradient that reads exp(x - max) and the label mask:
  * scale * exp(x - max) + select_n(mask, 0, at_label) (scale and at_label
- * rows of f32), converted to the logits' dtype. Returns 2 with both ops
- * (fwd: JX_CUDA_FUSED_XENT, bwd: JX_CUDA_FUSED_XENT_BWD, member_b[] the
- * backward's equations), 1 with the forward alone where nothing else reads
- * exp(x - max) and the mask, else 0. The backward recomputes exp(x - max)
- * and the mask from the logits, so neither [rows, V] array is stored. */
+ * rows of f32), converted to the logits' dtype (ops[2],
+ * JX_CUDA_FUSED_XENT_BWD). Returns how many ops (3, or 2 where nothing
+ * else reads exp(x - max) and the mask; 0: no match), member[i][] the
+ * equations of ops[i] (each array p->neqns long, written whole on a
+ * match). The backward recomputes exp(x - max) and the mask from the
+ * logits, so neither [rows, V] array is stored. Three ops, each placed
+ * alone: the program may read the row statistics before it makes the
+ * label (the order C evaluates a call's arguments in decides). */
 int jx_cuda_match_xent(const jx_program *p, const jx_cuda_fuse_index *ix, int root,
-                       jx_cuda_fused_op *fwd, jx_cuda_fused_op *bwd, uint8_t *member_f,
-                       uint8_t *member_b);
+                       jx_cuda_fused_op ops[3], uint8_t *const member[3]);
 
 /* jx_causal_self_attention's core as the calls src/nn/attention_core.h
  * makes (custom_jvp calls named JX_ATTENTION_FWD_CALL and

@@ -479,10 +479,11 @@ static int row_operand(const jx_program *p, const jx_cuda_fuse_index *ix, int v,
   return w;
 }
 
-/* 1 when e reduces over the last axis of a rank-r operand alone. */
+/* 1 when e is a reduction of prim over its operand's last axis alone. */
 static int over_last(const jx_program *p, const jx_eqn *e, const jx_prim *prim) {
+  if (e->prim != prim || e->nin != 1) return 0;
   int r = p->avals[e->in[0]].shape.rank;
-  return e->prim == prim && list_is(&e->params.l[0], 1, (int64_t[]){r - 1});
+  return list_is(&e->params.l[0], 1, (int64_t[]){r - 1});
 }
 
 /* 1 when v is a select_n(pred, zeros, x) ; then *pred and *x. */
@@ -519,8 +520,7 @@ static int label_mask(const jx_program *p, const jx_cuda_fuse_index *ix, int mas
 }
 
 int jx_cuda_match_xent(const jx_program *p, const jx_cuda_fuse_index *ix, int root,
-                       jx_cuda_fused_op *fwd, jx_cuda_fused_op *bwd, uint8_t *member_f,
-                       uint8_t *member_b) {
+                       jx_cuda_fused_op ops[3], uint8_t *const member[3]) {
   const jx_eqn *mx = &p->eqns[root];
   if (!over_last(p, mx, &jx_prim_reduce_max)) return 0;
   int x = mx->in[0];
@@ -529,12 +529,16 @@ int jx_cuda_match_xent(const jx_program *p, const jx_cuda_fuse_index *ix, int ro
   if (xa.dtype != JX_F32 || r < 2 || ix->readers[x] != 3) return 0;
   int64_t cols = xa.shape.dims[r - 1], rows = cols ? jx_shape_numel(xa.shape) / cols : 0;
   if (cols < 1 || rows < 1 || cols >= (int64_t)1 << 24) return 0;
-  uint8_t *core = calloc((size_t)p->neqns + 1, 1), *core_b = calloc((size_t)p->neqns + 1, 1);
-  uint8_t *all = calloc((size_t)p->neqns + 1, 1);
-  if (!core || !core_b || !all) {
+  /* the row statistics' equations, the label's logit's, the gradient's */
+  uint8_t *core = calloc((size_t)p->neqns + 1, 1), *core_p = calloc((size_t)p->neqns + 1, 1);
+  uint8_t *core_b = calloc((size_t)p->neqns + 1, 1), *all = calloc((size_t)p->neqns + 1, 1);
+  int *owner = malloc(sizeof *owner * ((size_t)p->neqns + 1));
+  if (!core || !core_p || !core_b || !all || !owner) {
     free(core);
+    free(core_p);
     free(core_b);
     free(all);
+    free(owner);
     return 0;
   }
   int found = 0;
@@ -589,23 +593,26 @@ int jx_cuda_match_xent(const jx_program *p, const jx_cuda_fuse_index *ix, int ro
   /* the label's logit: sum(select_n(mask, 0, x)) */
   int mask = -1, picked_x = -1;
   if (!select_or_zero(p, ix, &p->eqns[pick], &mask, &picked_x)) goto done;
-  int label = label_mask(p, ix, mask, xa.shape, rows, core);
+  int label = label_mask(p, ix, mask, xa.shape, rows, core_p);
   int psum = sole_reader(p, ix, p->eqns[pick].out[0], &jx_prim_reduce_sum);
   if (label < 0 || psum < 0 || !over_last(p, &p->eqns[psum], &jx_prim_reduce_sum)) goto done;
-  core[pick] = core[psum] = 1;
+  core_p[pick] = core_p[psum] = 1;
   jx_cuda_fused_op f = {.kind = JX_CUDA_FUSED_XENT, .dtype = p->avals[logits].dtype};
   f.rows = rows;
   f.cols = cols;
-  f.nreads = 2;
+  f.nreads = 1;
   f.reads[0] = logits;
-  f.reads[1] = label;
-  f.nouts = 3;
-  f.outs[0] = p->eqns[psum].out[0];
-  f.outs[1] = mvar;
-  f.outs[2] = p->eqns[sum].out[0];
-  jx_cuda_fused_op b = {
-      .kind = JX_CUDA_FUSED_XENT_BWD, .dtype = f.dtype, .rows = rows, .cols = cols};
-  int ys[4] = {f.outs[0], f.outs[1], f.outs[2], -1}, reads[5] = {logits, label, mvar, -1, -1};
+  f.nouts = 2;
+  f.outs[0] = mvar;
+  f.outs[1] = p->eqns[sum].out[0];
+  jx_cuda_fused_op pk = f, b = f;
+  pk.kind = JX_CUDA_FUSED_XENT_PICK;
+  pk.nreads = 2;
+  pk.reads[1] = label;
+  pk.nouts = 1;
+  pk.outs[0] = p->eqns[psum].out[0];
+  b.kind = JX_CUDA_FUSED_XENT_BWD;
+  int ys[4] = {f.outs[0], f.outs[1], pk.outs[0], -1}, reads[5] = {logits, label, mvar, -1, -1};
   int nmask = ix->readers[mask];
   if (km >= 0) {
     /* the gradient: scale * exp(x - max) + select_n(mask, 0, at_label) */
@@ -639,34 +646,28 @@ int jx_cuda_match_xent(const jx_program *p, const jx_cuda_fuse_index *ix, int ro
   } else if (nmask != 1) {
     goto done;
   }
-  for (int e = 0; e < p->neqns; e++) all[e] = core[e] | core_b[e];
+  for (int e = 0; e < p->neqns; e++) all[e] = core[e] | core_p[e] | core_b[e];
   if (!close_many(p, ix, all, ys, km >= 0 ? 4 : 3, reads, km >= 0 ? 5 : 3, all)) goto done;
-  /* what the closure added goes with the backward when only it reads it */
-  memset(member_b, 0, (size_t)p->neqns);
+  /* what the closure added goes with the op of its first reader */
   for (int e = p->neqns - 1; e >= 0; e--) {
-    if (!all[e] || core[e]) continue;
-    int to_b = core_b[e];
-    for (int o = 0; !to_b && o < p->eqns[e].nout; o++) {
-      int v2 = p->eqns[e].out[o], n = 0;
-      to_b = 1;
-      for (int q = e + 1; q < p->neqns && to_b; q++)
-        for (int i = 0; i < p->eqns[q].nin; i++)
-          if (p->eqns[q].in[i] == v2) {
-            to_b = member_b[q];
-            n++;
-            break;
-          }
-      to_b = to_b && n > 0;
-    }
-    member_b[e] = (uint8_t)to_b;
+    owner[e] = core[e] ? 0 : core_p[e] ? 1 : core_b[e] ? 2 : -1;
+    for (int q = e + 1; all[e] && owner[e] < 0 && q < p->neqns; q++)
+      for (int i = 0; i < p->eqns[q].nin && all[q] && owner[e] < 0; i++)
+        for (int o = 0; o < p->eqns[e].nout; o++)
+          if (p->eqns[q].in[i] == p->eqns[e].out[o]) owner[e] = owner[q];
+    if (all[e] && owner[e] < 0) goto done;
   }
-  for (int e = 0; e < p->neqns; e++) member_f[e] = all[e] && !member_b[e];
-  *fwd = f;
-  *bwd = b;
-  found = km >= 0 ? 2 : 1;
+  found = km >= 0 ? 3 : 2;
+  for (int k = 0; k < found; k++)
+    for (int e = 0; e < p->neqns; e++) member[k][e] = all[e] && owner[e] == k;
+  ops[0] = f;
+  ops[1] = pk;
+  ops[2] = b;
 done:
   free(core);
+  free(core_p);
   free(core_b);
   free(all);
+  free(owner);
   return found;
 }

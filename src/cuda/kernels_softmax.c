@@ -87,12 +87,10 @@ const char jx_cuda_softmax_src[] = JX_CUDA_IO_SRC
     "  const T *x = (const T *)a.x;\n"
     "  for (long long row = blockIdx.x; row < a.rows; row += gridDim.x) {\n"
     "    const long long base = row * a.cols;\n"
-    "    const float label = a.label[row];\n"
     "    jx_xe_part p;\n    p.m = __int_as_float(0xff800000);\n    p.s = 0.0f;\n"
-    "    float picked = 0.0f, bad = 0.0f;\n"
+    "    float bad = 0.0f;\n"
     "    for (long long j = threadIdx.x; j < a.cols; j += blockDim.x) {\n"
     "      const float v = jx_cu_load(x, base + j);\n"
-    "      if ((float)j == label) picked = 0.0f + v;\n"
     "      if (v != v) bad = 1.0f;\n"
     "      else if (v > p.m) {\n"
     "        p.s = p.s * expf(p.m - v) + 1.0f;\n        p.m = v;\n"
@@ -123,8 +121,7 @@ const char jx_cuda_softmax_src[] = JX_CUDA_IO_SRC
     "    __syncthreads();\n"
     "    p = pairs[32];\n"
     "    __syncthreads();\n"
-    /* the label's logit: at most one thread holds it; NaNs: any */
-    "    picked = jx_sm_block_reduce(picked, 0, part);\n"
+    /* a NaN anywhere in the row */
     "    bad = jx_sm_block_reduce(bad, 1, part);\n"
     "    const float m = bad != 0.0f ? __int_as_float(0x7fc00000) : p.m;\n"
     "    const int finite = m - m == 0.0f;\n"
@@ -136,10 +133,22 @@ const char jx_cuda_softmax_src[] = JX_CUDA_IO_SRC
     "      s = jx_sm_block_reduce(s, 0, part);\n"
     "    }\n"
     "    if (threadIdx.x == 0) {\n"
-    "      a.picked[row] = picked;\n"
     "      a.max[row] = finite ? m : 0.0f;\n"
     "      a.sum[row] = s;\n"
     "    }\n"
+    "  }\n"
+    "}\n"
+    /* the label's logit, a thread a row: the one column whose index equals
+     * the label (as the program compares them, in f32), 0 + its value as
+     * the select-sum adds it to zeros; 0 where none does */
+    "template <class T> static __device__ void jx_xe_pick(const jx_cuda_xent_args a) {\n"
+    "  const T *x = (const T *)a.x;\n"
+    "  for (long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x; row < a.rows;\n"
+    "       row += (long long)gridDim.x * blockDim.x) {\n"
+    "    const float label = a.label[row];\n"
+    "    const long long j = label >= 0.0f && label < (float)a.cols ? (long long)label : -1;\n"
+    "    a.picked[row] = j >= 0 && (float)j == label ? 0.0f + jx_cu_load(x, row * a.cols + j) : "
+    "0.0f;\n"
     "  }\n"
     "}\n"
     /* the gradient, an element a thread: scale * exp(x - max) plus, at the
@@ -173,13 +182,34 @@ const char jx_cuda_softmax_src[] = JX_CUDA_IO_SRC
     "}\n"
     "extern \"C\" __global__ void jx_xent_backward_bf16(const jx_cuda_xent_args a) {\n"
     "  jx_xe_backward<unsigned short>(a);\n"
+    "}\n"
+    "extern \"C\" __global__ void jx_xent_pick_f32(const jx_cuda_xent_args a) {\n"
+    "  jx_xe_pick<float>(a);\n"
+    "}\n"
+    "extern \"C\" __global__ void jx_xent_pick_bf16(const jx_cuda_xent_args a) {\n"
+    "  jx_xe_pick<unsigned short>(a);\n"
     "}\n";
 
-const char *jx_cuda_xent_kernel(jx_dtype dt, int backward) {
-  if (dt != JX_F32 && dt != JX_BF16) return NULL;
-  return backward       ? dt == JX_F32 ? "jx_xent_backward_f32" : "jx_xent_backward_bf16"
-         : dt == JX_F32 ? "jx_xent_forward_f32"
-                        : "jx_xent_forward_bf16";
+const char *jx_cuda_xent_kernel(jx_dtype dt, jx_cuda_xent_part part) {
+  static const char *const names[3][2] = {{"jx_xent_forward_f32", "jx_xent_forward_bf16"},
+                                          {"jx_xent_pick_f32", "jx_xent_pick_bf16"},
+                                          {"jx_xent_backward_f32", "jx_xent_backward_bf16"}};
+  if ((dt != JX_F32 && dt != JX_BF16) || part < 0 || part > 2) return NULL;
+  return names[part][dt == JX_BF16];
+}
+
+jx_status jx_cuda_xent_pick_geometry(int64_t rows, jx_cuda_launch_dims *out) {
+  if (!out || rows < 0)
+    return jx_error_set(JX_ERR_INVALID_ARGUMENT, "jx_cuda_xent_pick_geometry: %s (rows %lld)",
+                        out ? "negative size" : "out is NULL", (long long)rows);
+  memset(out, 0, sizeof *out);
+  if (rows == 0) return JX_OK;
+  int64_t blocks = (rows + 255) / 256;
+  out->grid[0] = (unsigned)(blocks < 65535 ? blocks : 65535);
+  out->grid[1] = out->grid[2] = 1;
+  out->block[0] = 256;
+  out->block[1] = out->block[2] = 1;
+  return JX_OK;
 }
 
 const char *jx_cuda_softmax_kernel(jx_dtype dt) {

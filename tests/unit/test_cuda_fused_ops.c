@@ -206,7 +206,8 @@ static int close_to(double got, double want, double rtol) {
   return fabs(got - want) <= rtol * fabs(want) + 1e-30;
 }
 
-/* The forward and backward kernels on rows that take every path, against
+/* The forward, label's logit and backward kernels on rows that take every
+ * path, against
  * a double reference of the program's definition: rows longer than the
  * block (the running max grows and rescales), labels in the first and last
  * column and none (-1: picked 0), a row of huge values (exp overflows
@@ -237,8 +238,12 @@ static void check_xent(int64_t rows, int64_t cols, int bf16) {
   jx_cuda_xent_args a = {hx, label, picked, mx, sum, scale, at, hg, rows, cols};
   jx_cuda_launch_dims d;
   check_ok(jx_cuda_softmax_geometry(rows, cols, &d));
-  launch(m, jx_cuda_xent_kernel(bf16 ? JX_BF16 : JX_F32, 0), &d, call_xent, &a);
-  launch(m, jx_cuda_xent_kernel(bf16 ? JX_BF16 : JX_F32, 1), &d, call_xent, &a);
+  const jx_dtype dt = bf16 ? JX_BF16 : JX_F32;
+  launch(m, jx_cuda_xent_kernel(dt, JX_CUDA_XENT_FORWARD), &d, call_xent, &a);
+  launch(m, jx_cuda_xent_kernel(dt, JX_CUDA_XENT_BACKWARD), &d, call_xent, &a);
+  jx_cuda_launch_dims dp;
+  check_ok(jx_cuda_xent_pick_geometry(rows, &dp));
+  launch(m, jx_cuda_xent_kernel(dt, JX_CUDA_XENT_PICK), &dp, call_xent, &a);
   int64_t bad = 0;
   double worst_sum = 0, worst_grad = 0;
   for (int64_t r = 0; r < rows; r++) {
