@@ -28,8 +28,9 @@
  *    q, k, v transposed to [n, H, T, dh], then kernels_attention.h's
  *    flash kernel (head_dim 32, 64 or 128).
  *  - softmax cross-entropy over a vocabulary (jx_cuda_match_xent): the
- *    forward's row statistics in one read of the logits, the gradient in
- *    one more (kernels_softmax.h).
+ *    forward's row max and sum in one read of the logits, the label's
+ *    logit a thread a row, the gradient in one more read
+ *    (kernels_softmax.h).
  * A match must own every equation of the fusion groups it touches, and its
  * intermediates must have no reader outside it; else nothing changes.
  *
