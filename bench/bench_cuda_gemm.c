@@ -4,6 +4,10 @@
  * one JSON line per implementation (TFLOP/s from the median of RUNS timed
  * calls, each timed with CUDA events) and one with their ratio, after
  * checking 64 elements of the result against an f32 dot product on the CPU.
+ * Then the GPT-2 124M step's q/k/v projection, 8192 x 768 x 768, plain, with
+ * a bias and with a bias and GELU in the epilogue, each with the
+ * heuristic's first algorithm and with the fastest of its candidates
+ * (jx_cuda_blas_set_autotune): one "cuda_gemm_epilogue" JSON line each.
  * Where there is no GPU (or no cuBLASLt) it says why and exits 0. */
 #include "bench_util.h"
 #include "bench_cuda_timing.h"
@@ -30,6 +34,7 @@ typedef struct {
   jx_cuda_blas *blas;
   const jx_cuda_gemm_desc *desc;
   uint64_t a, b, c, ws; /* device pointers, as the allocator hands them out */
+  uint64_t bias;        /* jx's calls: 0 unless desc has a bias */
   CUstream stream;
   /* the direct call's own descriptors */
   cublasLtHandle_t handle;
@@ -40,7 +45,7 @@ typedef struct {
 } setup;
 
 static jx_status call(const setup *s, int impl) {
-  if (impl == 0) return jx_cuda_gemm(s->blas, s->desc, s->a, s->b, s->c, 0, s->stream);
+  if (impl == 0) return jx_cuda_gemm(s->blas, s->desc, s->a, s->b, s->c, s->bias, s->stream);
   const jx_cublaslt_api *lt = jx_cublaslt();
   const float one = 1, zero = 0;
   /* row-major C = A B is column-major C^T = B^T A^T: B goes first */
@@ -64,6 +69,37 @@ static jx_status call_timed(const void *ctx) {
 static jx_status time_impl(const setup *s, int impl, double *median_ms) {
   const timed_call t = {s, impl};
   return bench_cuda_median_ms(call_timed, &t, s->stream, WARMUP, RUNS, median_ms);
+}
+
+/* The q/k/v projection's GEMM with each epilogue, the heuristic's first
+ * algorithm against the autotuned one, on s's buffers (A [8192, 768] and B
+ * [768, 768] fit in the 4096^2 ones) and bias. */
+static int epilogues(setup *s) {
+  enum { M = 8192, K = 768 };
+  const jx_cuda_act acts[3] = {JX_CUDA_ACT_NONE, JX_CUDA_ACT_NONE, JX_CUDA_ACT_GELU};
+  const char *names[3] = {"none", "bias", "bias+gelu"};
+  jx_cuda_blas *handles[2] = {NULL, NULL};
+  for (int h = 0; h < 2; h++) {
+    if (jx_cuda_blas_create(0, s->ws, WORKSPACE, &handles[h])) return failed("cuBLASLt");
+    jx_cuda_blas_set_autotune(handles[h], h);
+  }
+  for (int e = 0; e < 3; e++)
+    for (int h = 0; h < 2; h++) {
+      jx_cuda_gemm_desc desc = {JX_BF16, M,     K,       K, 1, 0, 0, 0, 0,
+                                0,       e > 0, acts[e], 0, 0, 0, 0, 0, 0};
+      setup t = *s;
+      t.desc = &desc;
+      t.blas = handles[h];
+      t.bias = e > 0 ? s->bias : 0;
+      double ms = 0;
+      if (time_impl(&t, 0, &ms)) return failed(names[e]);
+      printf("{\"bench\":\"cuda_gemm_epilogue\",\"shape\":\"%dx%dx%d\",\"epilogue\":\"%s\","
+             "\"choice\":\"%s\",\"median_ms\":%.4f,\"tflop_per_s\":%.1f}\n",
+             M, K, K, names[e], h ? "autotuned" : "heuristic_first", ms,
+             2.0 * M * K * K / (ms * 1e-3) / 1e12);
+    }
+  for (int h = 0; h < 2; h++) jx_cuda_blas_destroy(handles[h]);
+  return 0;
 }
 
 int main(void) {
@@ -91,13 +127,16 @@ int main(void) {
                             JX_CUDA_ACT_NONE, 0, 0, 0, 0, 0, 0};
   s.desc = &desc;
   s.stream = d->compute;
+  uint64_t bias = 0;
   if (jx_cuda_allocator_alloc(d->memory, bytes, &s.a) ||
       jx_cuda_allocator_alloc(d->memory, bytes, &s.b) ||
       jx_cuda_allocator_alloc(d->memory, bytes, &s.c) ||
-      jx_cuda_allocator_alloc(d->memory, WORKSPACE, &s.ws))
+      jx_cuda_allocator_alloc(d->memory, WORKSPACE, &s.ws) ||
+      jx_cuda_allocator_alloc(d->memory, N * sizeof(uint16_t), &bias))
     return failed("device buffers");
   if (jx_cuda_copy_to_device(d, s.a, ha, bytes, s.stream) ||
-      jx_cuda_copy_to_device(d, s.b, hb, bytes, s.stream))
+      jx_cuda_copy_to_device(d, s.b, hb, bytes, s.stream) ||
+      jx_cuda_copy_to_device(d, bias, ha, N * sizeof(uint16_t), s.stream))
     return failed("copies");
   if (jx_cuda_blas_create(0, s.ws, WORKSPACE, &s.blas)) return failed("cuBLASLt");
   if (jx_cuda_gemm_algorithm(s.blas, &desc, &s.algo, &s.algo_workspace)) return failed("heuristic");
@@ -139,6 +178,8 @@ int main(void) {
   }
   printf("{\"bench\":\"cuda_gemm_bf16_%d\",\"jx_over_cublaslt\":%.3f,\"device\":\"%s\"}\n", N,
          ms[1] / ms[0], d->info.name);
+  s.bias = bias;
+  if (epilogues(&s)) return 1;
   lt->MatrixLayoutDestroy(s.layout);
   lt->MatmulDescDestroy(s.op);
   lt->Destroy(s.handle);

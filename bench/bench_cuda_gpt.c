@@ -29,7 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/cuda_blaslt.h"
 #include "cuda/cuda_copy.h"
+#include "cuda/cuda_exec.h"
 
 typedef struct {
   jx_gpt_config cfg;
@@ -191,9 +193,13 @@ int main(int argc, char **argv) {
 
   double first = 0, up_mb = 0, down_mb = 0;
   int timed = 0;
+  int64_t heuristic_calls = 0; /* cuBLASLt's heuristic asked in the last call: 0 once cached */
   for (int k = 0; k < calls; k++) {
     jx_scope_begin();
     jx_cuda_copy_stats copied0 = jx_cuda_copy_stats_get();
+    int64_t asked0 = 0, asked1 = 0, hits = 0;
+    jx_cuda_blas *blas = jx_cuda_device_gemm_handle(0);
+    if (blas) jx_cuda_blas_counts(blas, &asked0, &hits);
     double t0 = bench_now_s();
     if (jx_call(step, in, out)) return failed(k ? "step" : "first call");
     for (int i = 0; i < nout; i++) jx_block_until_ready(out[i]); /* the whole step, as JAX's */
@@ -204,6 +210,8 @@ int main(int argc, char **argv) {
     jx_cuda_copy_stats copied1 = jx_cuda_copy_stats_get();
     up_mb = (double)(copied1.to_device_bytes - copied0.to_device_bytes) / 1e6;
     down_mb = (double)(copied1.to_host_bytes - copied0.to_host_bytes) / 1e6;
+    if ((blas = jx_cuda_device_gemm_handle(0))) jx_cuda_blas_counts(blas, &asked1, &hits);
+    heuristic_calls = asked1 - asked0;
     for (int i = 0; i < np + ns; i++) { /* the next step takes this one's state */
       jx_release(in[i]);
       in[i] = jx_keep(out[1 + i]);
@@ -247,12 +255,16 @@ int main(int argc, char **argv) {
          "\"peak_tflops\":%.0f,\"first_call_s\":%.2f,\"params\":%lld,\"flop_per_step\":%.4e,"
          "\"layers\":%lld,\"d\":%lld,\"heads\":%lld,\"ctx\":%lld,\"vocab\":%lld,\"batch\":%lld,"
          "\"compute\":\"%s\",\"loss_first\":%.4f,\"loss_last\":%.4f,\"loss_ok\":%s,"
-         "\"step_copied_up_mb\":%.1f,\"step_copied_down_mb\":%.1f}\n",
+         "\"step_copied_up_mb\":%.1f,\"step_copied_down_mb\":%.1f,"
+         "\"step_gemm_heuristic_calls\":%lld,\"gemm_autotuned\":%lld}\n",
          platform, med * 1e3, timed, tokens_per_step / med, flops / med / 1e12,
          flops / med / (o.peak_tflops * 1e12), o.peak_tflops, first, (long long)nparams, flops,
          (long long)c->n_layers, (long long)c->d_model, (long long)c->n_heads, (long long)T,
          (long long)c->vocab, (long long)B, c->compute_dtype ? "bf16" : "f32", first_loss,
-         last_loss, loss_ok ? "true" : "false", up_mb, down_mb);
+         last_loss, loss_ok ? "true" : "false", up_mb, down_mb, (long long)heuristic_calls,
+         jx_cuda_device_gemm_handle(0)
+             ? (long long)jx_cuda_blas_autotuned(jx_cuda_device_gemm_handle(0))
+             : 0LL);
 
   for (int i = 0; i < np + ns; i++) jx_release(in[i]);
   jx_release(x);

@@ -1,10 +1,12 @@
 #include "cuda_blaslt.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/env.h"
 #include "../base/error.h"
 #include "../base/hash.h"
 #include "cuda_loader.h"
@@ -172,7 +174,11 @@ uint64_t jx_cuda_gemm_key(const jx_cuda_gemm_desc *d, const jx_cuda_gemm_align *
 
 /* ---- the handle, its workspace and its algorithm cache ---- */
 
-enum { CACHE_SLOTS = 256 };
+/* Open addressing with linear probing: every problem of a program keeps its
+ * entry (a direct-mapped table let two problems whose keys met in a slot
+ * evict each other at every call, and each call then asked the heuristic
+ * again). Only a full table evicts, at the key's home slot. */
+enum { CACHE_SLOTS = 512, TUNE_REPS = 3 };
 
 typedef struct {
   uint64_t key; /* 0: empty */
@@ -185,9 +191,11 @@ struct jx_cuda_blas {
   cublasLtHandle_t handle;
   CUdeviceptr workspace;
   size_t workspace_bytes;
+  int autotune;
   pthread_mutex_t lock;
+  int cached;
   cached_algo cache[CACHE_SLOTS];
-  int64_t heuristic_calls, cache_hits;
+  int64_t heuristic_calls, cache_hits, autotuned;
 };
 
 static jx_status check(cublasStatus_t s, const char *call, int device) {
@@ -222,9 +230,24 @@ void jx_cuda_blas_destroy(jx_cuda_blas *b) {
   free(b);
 }
 
+void jx_cuda_blas_set_autotune(jx_cuda_blas *b, int on) { b->autotune = on != 0; }
+
 void jx_cuda_blas_counts(const jx_cuda_blas *b, int64_t *heuristic_calls, int64_t *cache_hits) {
   *heuristic_calls = b->heuristic_calls;
   *cache_hits = b->cache_hits;
+}
+
+int64_t jx_cuda_blas_autotuned(const jx_cuda_blas *b) { return b->autotuned; }
+
+/* key's entry, or the empty slot it would take (the home slot when the
+ * table is full). Under b->lock. */
+static cached_algo *cache_slot(jx_cuda_blas *b, uint64_t key) {
+  size_t home = (size_t)(key % CACHE_SLOTS);
+  for (size_t i = 0; i < CACHE_SLOTS; i++) {
+    cached_algo *s = &b->cache[(home + i) % CACHE_SLOTS];
+    if (s->key == key || s->key == 0) return s;
+  }
+  return &b->cache[home];
 }
 
 /* The descriptors of one problem, created together and destroyed together. */
@@ -301,15 +324,74 @@ static jx_status set_preference(cublasLtMatmulPreference_t pref, int attr, const
   return check(api.MatmulPreferenceSetAttribute(pref, attr, value, size), name, device);
 }
 
-/* The cached algorithm of desc at this alignment and the workspace it needs,
- * or the heuristic's first choice (then cached). */
+int jx_cuda_gemm_fastest(const float *ms, int n) {
+  int best = -1;
+  for (int i = 0; i < n; i++)
+    if (ms[i] >= 0 && ms[i] < INFINITY && (best < 0 || ms[i] < ms[best])) best = i;
+  return best;
+}
+
+/* The operands of the call that first meets a problem: its candidates are
+ * timed on them (the first of an outer batch). */
+typedef struct {
+  const void *x, *y;
+  void *d;
+  CUstream stream;
+} operands;
+
+static int by_value(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* ms[i]: the median of TUNE_REPS timed runs of candidate i (after one run
+ * that warms it), timed by events on the stream; INFINITY where cuBLASLt
+ * refuses it at run time. Waits for the stream: only at a problem's first
+ * call. */
+static jx_status time_candidates(jx_cuda_blas *b, const problem *p, const operands *o,
+                                 const cublasLtMatmulHeuristicResult_t *r, int n, float *ms) {
+  const jx_cuda_driver_api *cu = jx_cuda_driver();
+  const float one = 1.0f, zero = 0.0f;
+  CUevent ev[TUNE_REPS + 1] = {0};
+  jx_status st = JX_OK;
+  for (int e = 0; e <= TUNE_REPS && !st; e++)
+    st = jx_cuda_check(cu->EventCreate(&ev[e], 0), "cuEventCreate", b->device);
+  for (int i = 0; i < n && !st; i++) {
+    void *ws = r[i].workspaceSize ? (void *)(uintptr_t)b->workspace : NULL;
+    int ok = 1;
+    for (int rep = -1; rep < TUNE_REPS && ok && !st; rep++) {
+      if (rep >= 0)
+        st = jx_cuda_check(cu->EventRecord(ev[rep], o->stream), "cuEventRecord", b->device);
+      ok = api.Matmul(b->handle, p->op, &one, o->x, p->x, o->y, p->y, &zero, o->d, p->d, o->d, p->d,
+                      &r[i].algo, ws, r[i].workspaceSize, o->stream) == 0;
+    }
+    if (!st && ok)
+      st = jx_cuda_check(cu->EventRecord(ev[TUNE_REPS], o->stream), "cuEventRecord", b->device);
+    if (!st && ok)
+      st = jx_cuda_check(cu->EventSynchronize(ev[TUNE_REPS]), "cuEventSynchronize", b->device);
+    float t[TUNE_REPS];
+    for (int rep = 0; rep < TUNE_REPS && !st && ok; rep++)
+      st = jx_cuda_check(cu->EventElapsedTime(&t[rep], ev[rep], ev[rep + 1]), "cuEventElapsedTime",
+                         b->device);
+    if (ok && !st) qsort(t, TUNE_REPS, sizeof *t, by_value);
+    ms[i] = ok && !st ? t[TUNE_REPS / 2] : INFINITY;
+  }
+  for (int e = 0; e <= TUNE_REPS; e++)
+    if (ev[e]) cu->EventDestroy(ev[e]);
+  return st;
+}
+
+/* The cached algorithm of desc at this alignment and the workspace it needs;
+ * else the heuristic's candidates (up to JX_CUDA_GEMM_CANDIDATES that run
+ * within the handle's workspace): with autotuning and operands to run on,
+ * the fastest of them timed, else the first; then cached. */
 static jx_status choose(jx_cuda_blas *b, const jx_cuda_gemm_desc *desc,
-                        const jx_cuda_gemm_align *align, const problem *p,
+                        const jx_cuda_gemm_align *align, const problem *p, const operands *o,
                         cublasLtMatmulAlgo_t *algo, size_t *workspace_bytes) {
   uint64_t key = jx_cuda_gemm_key(desc, align, b->device);
   if (!key) key = 1;
-  cached_algo *slot = &b->cache[key % CACHE_SLOTS];
   pthread_mutex_lock(&b->lock);
+  cached_algo *slot = cache_slot(b, key);
   if (slot->key == key) {
     *algo = slot->algo;
     *workspace_bytes = slot->workspace_bytes;
@@ -343,30 +425,65 @@ static jx_status choose(jx_cuda_blas *b, const jx_cuda_gemm_desc *desc,
     st = set_preference(pref, JX_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &d_align,
                         sizeof d_align, "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_D)",
                         dev);
-  cublasLtMatmulHeuristicResult_t result;
-  int returned = 0;
+  cublasLtMatmulHeuristicResult_t r[JX_CUDA_GEMM_CANDIDATES];
+  int returned = 0, n = 0;
   if (!st)
-    st = check(api.MatmulAlgoGetHeuristic(b->handle, p->op, p->x, p->y, p->d, p->d, pref, 1,
-                                          &result, &returned),
+    st = check(api.MatmulAlgoGetHeuristic(b->handle, p->op, p->x, p->y, p->d, p->d, pref,
+                                          JX_CUDA_GEMM_CANDIDATES, r, &returned),
                "cublasLtMatmulAlgoGetHeuristic", dev);
   if (pref) api.MatmulPreferenceDestroy(pref);
   if (st) return st;
+  size_t asked = 0; /* the smallest workspace a refused candidate asked for */
+  for (int i = 0; i < returned && i < JX_CUDA_GEMM_CANDIDATES; i++) {
+    if (r[i].state != 0) continue;
+    if (r[i].workspaceSize > b->workspace_bytes) {
+      if (!asked || r[i].workspaceSize < asked) asked = r[i].workspaceSize;
+      continue;
+    }
+    r[n++] = r[i];
+  }
   if (returned < 1)
     return jx_error_set(JX_ERR_UNIMPLEMENTED,
                         "jx_cuda_gemm: cuBLASLt has no algorithm for %s [%lld x %lld] @ [%lld x "
                         "%lld] (batch %lld) on device %d",
                         jx_dtype_name(desc->dtype), (long long)desc->m, (long long)desc->k,
                         (long long)desc->k, (long long)desc->n, (long long)desc->batch, dev);
-  if (result.workspaceSize > b->workspace_bytes)
-    return jx_error_set(JX_ERR_INTERNAL,
-                        "jx_cuda_gemm: cuBLASLt's algorithm asks for %zu bytes of workspace on "
-                        "device %d, over the %zu the handle has (MAX_WORKSPACE_BYTES)",
-                        result.workspaceSize, dev, b->workspace_bytes);
-  *algo = result.algo;
-  *workspace_bytes = result.workspaceSize;
+  if (n < 1)
+    return jx_error_set(
+        JX_ERR_INTERNAL,
+        "jx_cuda_gemm: cuBLASLt's algorithms ask for %zu bytes of workspace or more "
+        "on device %d, over the %zu the handle has (MAX_WORKSPACE_BYTES)",
+        asked, dev, b->workspace_bytes);
+  int pick = 0;
+  float ms[JX_CUDA_GEMM_CANDIDATES];
+  if (b->autotune && o && n > 1 && jx_cuda_driver()) {
+    st = time_candidates(b, p, o, r, n, ms);
+    if (st) return st;
+    pick = jx_cuda_gemm_fastest(ms, n);
+    if (pick < 0)
+      return jx_error_set(JX_ERR_INTERNAL,
+                          "jx_cuda_gemm: none of cuBLASLt's %d algorithms for %s [%lld x %lld] @ "
+                          "[%lld x %lld] ran on device %d",
+                          n, jx_dtype_name(desc->dtype), (long long)desc->m, (long long)desc->k,
+                          (long long)desc->k, (long long)desc->n, dev);
+    if (jx_env_flag("JX_LOG_COMPILES"))
+      fprintf(stderr,
+              "jx: cuBLASLt %s %lldx%lldx%lld x%lld%s%s: candidate %d of %d, %.4f ms (the "
+              "heuristic's first %.4f ms)\n",
+              jx_dtype_name(desc->dtype), (long long)desc->m, (long long)desc->n,
+              (long long)desc->k, (long long)desc->batch, desc->has_bias ? " +bias" : "",
+              desc->act == JX_CUDA_ACT_GELU   ? " +gelu"
+              : desc->act == JX_CUDA_ACT_RELU ? " +relu"
+                                              : "",
+              pick + 1, n, (double)ms[pick], (double)ms[0]);
+  }
+  *algo = r[pick].algo;
+  *workspace_bytes = r[pick].workspaceSize;
   pthread_mutex_lock(&b->lock);
   b->heuristic_calls++;
-  *slot = (cached_algo){key, result.algo, result.workspaceSize};
+  b->autotuned += b->autotune && o && n > 1;
+  slot = cache_slot(b, key);
+  *slot = (cached_algo){key, r[pick].algo, r[pick].workspaceSize};
   pthread_mutex_unlock(&b->lock);
   return JX_OK;
 }
@@ -378,7 +495,7 @@ jx_status jx_cuda_gemm_algorithm(jx_cuda_blas *b, const jx_cuda_gemm_desc *desc,
   jx_status st = jx_cuda_gemm_plan(desc, &plan);
   if (!st) st = problem_create(desc, &plan, 0, b->device, &p);
   if (st) return st;
-  st = choose(b, desc, &jx_cuda_gemm_aligned, &p, algo, workspace_bytes);
+  st = choose(b, desc, &jx_cuda_gemm_aligned, &p, NULL, algo, workspace_bytes);
   problem_destroy(&p);
   return st;
 }
@@ -396,9 +513,11 @@ jx_status jx_cuda_gemm(jx_cuda_blas *b, const jx_cuda_gemm_desc *desc, CUdevicep
   if (st) return st;
   cublasLtMatmulAlgo_t algo;
   size_t ws_bytes = 0;
-  st = choose(b, desc, &align, &p, &algo, &ws_bytes);
-  const float one = 1.0f, zero = 0.0f;
   /* swapped operands: cuBLASLt's A is the row-major B, its B the row-major A */
+  const operands first = {(const void *)(uintptr_t)bm, (const void *)(uintptr_t)a,
+                          (void *)(uintptr_t)c, stream};
+  st = choose(b, desc, &align, &p, &first, &algo, &ws_bytes);
+  const float one = 1.0f, zero = 0.0f;
   const int64_t elem = (int64_t)jx_dtype_size(desc->dtype);
   void *ws = ws_bytes ? (void *)(uintptr_t)b->workspace : NULL;
   for (int64_t i = 0; !st && i < (desc->outer > 1 ? desc->outer : 1); i++) {

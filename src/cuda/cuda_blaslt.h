@@ -12,7 +12,9 @@
  * each operand's alignment (up to 16 bytes) is told to the heuristic as a
  * preference, the bias's data type is set, and a matmul gets the workspace
  * the heuristic's algorithm asked for (at most the handle's). The algorithm
- * and its workspace size are cached per problem and alignment. */
+ * (the heuristic's first, or the fastest of its candidates timed on the
+ * first call: jx_cuda_blas_set_autotune) and its workspace size are cached
+ * per problem and alignment. */
 #ifndef JX_SRC_CUDA_CUDA_BLASLT_H
 #define JX_SRC_CUDA_CUDA_BLASLT_H
 
@@ -176,6 +178,25 @@ jx_status jx_cuda_blas_create(int device, CUdeviceptr workspace, size_t workspac
 void jx_cuda_blas_destroy(jx_cuda_blas *b);
 /* Heuristic calls made and cache hits since creation: for tests and benches. */
 void jx_cuda_blas_counts(const jx_cuda_blas *b, int64_t *heuristic_calls, int64_t *cache_hits);
+
+/* The heuristic is asked for this many algorithms per problem. */
+enum { JX_CUDA_GEMM_CANDIDATES = 8 };
+
+/* on: a problem's first jx_cuda_gemm times the heuristic's candidates on its
+ * own operands and stream (a warm-up run, then the median of 3 runs between
+ * events; it waits for the stream) and caches the fastest; off (the
+ * default, and what jx_cuda_gemm_algorithm always does): the heuristic's
+ * first. The executor turns it on where the driver is a GPU's, so that
+ * the fake driver's runs stay deterministic. JX_LOG_COMPILES=1 prints each
+ * choice with its time and the first candidate's. */
+void jx_cuda_blas_set_autotune(jx_cuda_blas *b, int on);
+/* Problems whose algorithm was chosen by timing. */
+int64_t jx_cuda_blas_autotuned(const jx_cuda_blas *b);
+
+/* The index of the smallest of ms[0..n) that is a time (not NaN, negative
+ * or infinite: a candidate that did not run), the first on ties; -1 if
+ * none. Pure: the autotuner's choice, for tests. */
+int jx_cuda_gemm_fastest(const float *ms, int n);
 
 /* Queues C = act(A B + bias) on `stream`; a, b, c, bias are device pointers
  * (bias NULL unless desc->has_bias). Thread-safe per jx_cuda_blas. */

@@ -297,6 +297,8 @@ static jx_cuda_blas *device_blas(jx_cuda_device *d) {
     int clean = jx_last_status() == JX_OK;
     jx_status st = jx_cuda_check(cu->MemAlloc(&ws, GEMM_WORKSPACE), "cuMemAlloc_v2", k);
     if (!st) st = jx_cuda_blas_create(k, ws, GEMM_WORKSPACE, &gemm_handles.blas[k]);
+    /* on a GPU each problem's first call times the heuristic's candidates */
+    if (!st) jx_cuda_blas_set_autotune(gemm_handles.blas[k], !jx_cuda_module_source_mode());
     if (st) {
       if (jx_env_flag("JX_LOG_COMPILES"))
         fprintf(stderr, "jx: CUDA device %d: dot_general runs on the host: %s\n", k,
@@ -307,6 +309,14 @@ static jx_cuda_blas *device_blas(jx_cuda_device *d) {
     }
   }
   jx_cuda_blas *b = gemm_handles.blas[k];
+  pthread_mutex_unlock(&gemm_handles.lock);
+  return b;
+}
+
+jx_cuda_blas *jx_cuda_device_gemm_handle(int ordinal) {
+  if (ordinal < 0 || ordinal >= MAX_GEMM_DEVICES) return NULL;
+  pthread_mutex_lock(&gemm_handles.lock);
+  jx_cuda_blas *b = gemm_handles.blas[ordinal];
   pthread_mutex_unlock(&gemm_handles.lock);
   return b;
 }
@@ -539,9 +549,13 @@ static void profile_label(const jx_cuda_executable *x, int k, char *buf, size_t 
       snprintf(buf, size, "gemm%s%s %s %lldx%lldx%lld", op->gemm.has_bias ? "+bias" : "",
                acts[op->gemm.act], jx_dtype_name(op->dtype), (long long)op->gemm.m,
                (long long)op->gemm.n, (long long)op->gemm.k);
-    else if (op->kind == JX_CUDA_FUSED_SOFTMAX)
-      snprintf(buf, size, "softmax %s %lldx%lld", jx_dtype_name(op->dtype), (long long)op->rows,
-               (long long)op->cols);
+    else if (op->kind == JX_CUDA_FUSED_SOFTMAX || op->kind >= JX_CUDA_FUSED_XENT)
+      snprintf(buf, size, "%s %s %lldx%lld",
+               op->kind == JX_CUDA_FUSED_SOFTMAX     ? "softmax"
+               : op->kind == JX_CUDA_FUSED_XENT      ? "cross-entropy"
+               : op->kind == JX_CUDA_FUSED_XENT_PICK ? "cross-entropy-label"
+                                                     : "cross-entropy-backward",
+               jx_dtype_name(op->dtype), (long long)op->rows, (long long)op->cols);
     else
       snprintf(buf, size, "attention%s %s b%lld h%lld t%lld d%lld",
                op->kind == JX_CUDA_FUSED_ATTENTION_BWD ? " backward" : "", jx_dtype_name(op->dtype),

@@ -151,6 +151,10 @@ int jx_cuda_executable_splits(const jx_cuda_executable *x);
 /* The kernels x's module holds: one per distinct kernel step (identical
  * groups, such as a layer's in every layer, share one; kernel_batch.h). */
 int jx_cuda_executable_distinct_kernels(const jx_cuda_executable *x);
+/* The cuBLASLt handle that CUDA device `ordinal`'s executables run their
+ * GEMMs on, or NULL where none was made: its heuristic calls, cache hits
+ * and autotuned problems (cuda_blaslt.h), for benches. */
+jx_cuda_blas *jx_cuda_device_gemm_handle(int ordinal);
 /* x's nested executables (control flow compiled for the host; for tests). */
 const jx_exec_nested *jx_cuda_executable_nested(const jx_cuda_executable *x);
 /* The device x runs on (its allocator's statistics, for tests). */

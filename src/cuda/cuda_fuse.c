@@ -29,7 +29,8 @@ enum {
   FN_ATTN = 2,             /* + 3 dtype + head_dim */
   FN_SWAP12 = FN_ATTN + 9, /* + (element size is 2) */
   FN_ABWD = FN_SWAP12 + 2, /* + 9 part + 3 dtype + head_dim */
-  FN_COUNT = FN_ABWD + 27
+  FN_XENT = FN_ABWD + 27,  /* + 2 jx_cuda_xent_part + (dtype is bf16) */
+  FN_COUNT = FN_XENT + 6
 };
 static const char *const bwd_parts[3] = {"delta", "dq", "dkdv"};
 static const jx_dtype fn_dtypes[3] = {JX_F32, JX_BF16, JX_F16};
@@ -44,6 +45,13 @@ static int fn_backward(int part, jx_dtype dt, int64_t d) {
   return FN_ABWD + 9 * part + 3 * dtype_index(dt) + dim_index(d);
 }
 static int fn_swap12(jx_dtype dt) { return FN_SWAP12 + (dt != JX_F32); }
+static const char *const xent_parts[3] = {"forward", "pick", "backward"};
+static int fn_xent(jx_cuda_fused_kind kind, jx_dtype dt) {
+  int part = kind == JX_CUDA_FUSED_XENT        ? JX_CUDA_XENT_FORWARD
+             : kind == JX_CUDA_FUSED_XENT_PICK ? JX_CUDA_XENT_PICK
+                                               : JX_CUDA_XENT_BACKWARD;
+  return FN_XENT + 2 * part + (dt == JX_BF16);
+}
 
 /* Adapter k's name into buf (size 64). */
 static const char *fn_name(int k, char *buf) {
@@ -54,9 +62,12 @@ static const char *fn_name(int k, char *buf) {
              32 << ((k - FN_ATTN) % 3));
   else if (k < FN_ABWD)
     snprintf(buf, 64, "jx_cuda_step_fused_swap12_b%d", k - FN_SWAP12 ? 2 : 4);
-  else
+  else if (k < FN_XENT)
     snprintf(buf, 64, "jx_cuda_step_fused_attention_bwd_%s_%s_d%d", bwd_parts[(k - FN_ABWD) / 9],
              dtype_names[(k - FN_ABWD) % 9 / 3], 32 << ((k - FN_ABWD) % 3));
+  else
+    snprintf(buf, 64, "jx_cuda_step_fused_xent_%s_%s", xent_parts[(k - FN_XENT) / 2],
+             dtype_names[(k - FN_XENT) % 2]);
   return buf;
 }
 
@@ -68,7 +79,7 @@ struct jx_cuda_fused {
   int ngroups;
   int *op_at; /* per group: the op it runs, or -1 */
   jx_cuda_fused_counts counts;
-  atomic_llong launches[4]; /* per jx_cuda_fused_kind */
+  atomic_llong launches[7]; /* per jx_cuda_fused_kind */
   jx_cuda_module *module;
   int fn[FN_COUNT]; /* index into module->functions, or -1 */
 };
@@ -150,6 +161,16 @@ static void append_adapters(const jx_cuda_fused *f, jx_strbuf *s, const uint8_t 
                "  }\n}\n",
                name, sig, types[k - FN_SWAP12], types[k - FN_SWAP12], types[k - FN_SWAP12],
                types[k - FN_SWAP12]);
+    } else if (k >= FN_XENT) {
+      snprintf(text, sizeof text,
+               "extern \"C\" __global__ void %s%s {\n"
+               "  jx_cuda_xent_args s;\n  s.x = a.buf[0];\n  s.label = (const float *)a.buf[1];\n"
+               "  s.picked = (float *)a.buf[2];\n  s.max = (float *)a.buf[3];\n"
+               "  s.sum = (float *)a.buf[4];\n  s.scale = (const float *)a.buf[5];\n"
+               "  s.at_label = (const float *)a.buf[6];\n  s.grad = a.buf[7];\n"
+               "  s.rows = a.dims[0];\n  s.cols = a.dims[1];\n  jx_xe_%s<%s>(s);\n}\n",
+               name, sig, (const char *[]){"forward", "pick", "backward"}[(k - FN_XENT) / 2],
+               types[(k - FN_XENT) % 2]);
     } else {
       const int part = (k - FN_ABWD) / 9, d = 32 << ((k - FN_ABWD) % 3);
       const jx_dtype dt = fn_dtypes[(k - FN_ABWD) % 9 / 3];
@@ -197,8 +218,8 @@ static void append_source(jx_strbuf *tu, const char *src, const char *cut, int *
 static jx_status load_module(jx_cuda_fused *f, const uint8_t *want) {
   jx_strbuf tu = JX_STRBUF_INIT;
   int any[4] = {0, 0, 0, 0}, have_io = 0; /* softmax, attention, transpose, backward */
-  for (int k = 0; k < FN_COUNT; k++)
-    any[k < FN_ATTN ? 0 : k < FN_SWAP12 ? 1 : k < FN_ABWD ? 2 : 3] |= want[k];
+  for (int k = 0; k < FN_COUNT; k++)      /* the cross-entropy's kernels are the softmax's source */
+    any[k < FN_ATTN || k >= FN_XENT ? 0 : k < FN_SWAP12 ? 1 : k < FN_ABWD ? 2 : 3] |= want[k];
   if (any[0]) append_source(&tu, jx_cuda_softmax_src, NULL, &have_io);
   if (any[1]) append_source(&tu, jx_cuda_attention_src, "#define JX_AT_KERNEL", &have_io);
   /* bf16 and f16 with head_dim 64 or 128: the forward and backward on tensor cores */
@@ -303,6 +324,28 @@ static int anchor_group(const jx_program *p, const jx_fusion_group *groups, int 
   return last_share == 1 ? anchor : -1;
 }
 
+/* For a match that reads only its inputs (the cross-entropy's): the
+ * first group it owns whole that comes after its inputs are made and
+ * before any other reader of its outputs, or -1 (also when anchor_group
+ * refuses it). Its outputs are then ready for what reads them between its
+ * groups (the loss's rows between the logits' passes). */
+static int early_anchor(const jx_program *p, const jx_cuda_fuse_index *ix,
+                        const jx_fusion_group *groups, int ng, const uint8_t *member,
+                        const jx_cuda_fused_op *op) {
+  if (anchor_group(p, groups, ng, member, op) < 0) return -1;
+  int ready = 0, first_read = p->neqns; /* equations: inputs made before, outputs read after */
+  for (int r = 0; r < op->nreads; r++)
+    if (ix->def[op->reads[r]] + 1 > ready) ready = ix->def[op->reads[r]] + 1;
+  for (int e = 0; e < p->neqns; e++)
+    for (int i = 0; !member[e] && i < p->eqns[e].nin; i++)
+      for (int o = 0; o < op->nouts; o++)
+        if (p->eqns[e].in[i] == op->outs[o] && e < first_read) first_read = e;
+  for (int k = 0; k < ng; k++)
+    if (share(p, &groups[k], member, op) == 1 && groups[k].first >= ready)
+      return groups[k].first + groups[k].count <= first_read ? k : -1;
+  return -1;
+}
+
 /* Cuts group g to its head (share() == 2): an elementwise kernel storing
  * what it stored before, less the tail's values, plus the match's inputs. */
 static void cut_to_head(const jx_program *p, jx_fusion_group *g, const uint8_t *member,
@@ -385,8 +428,47 @@ jx_status jx_cuda_fused_plan(jx_cuda_device *d, const jx_program *p, jx_fusion_g
   }
   uint8_t want[FN_COUNT] = {0}; /* the adapters the module needs */
   int kernels = 0;
-  /* attention's calls, then attention as equations (it holds a softmax),
-   * then softmax, then epilogues */
+  /* the cross-entropy (its forward and backward planned together), then
+   * attention's calls, attention as equations (it holds a softmax),
+   * softmax, epilogues */
+  uint8_t *xm[3] = {member, NULL, NULL}, *xo[3] = {owned, NULL, NULL};
+  for (int k = 1; k < 3; k++) {
+    xm[k] = calloc((size_t)p->neqns, 1);
+    xo[k] = calloc((size_t)p->neqns, 1);
+    if (!st && (!xm[k] || !xo[k])) st = out_of_memory();
+  }
+  for (int e = 0; e < p->neqns && !st; e++) {
+    jx_cuda_fused_op xops[3]; /* a match writes every entry of xm[0..n) */
+    int n = taken[e] ? 0 : jx_cuda_match_xent(p, &ix, e, xops, xm), at[3] = {-1, -1, -1};
+    int clash = 0;
+    for (int k = 0; k < n; k++)
+      for (int q = 0; q < p->neqns; q++) clash |= xm[k][q] && taken[q];
+    if (!n || clash) continue;
+    /* each op's groups with the earlier ops' equations as gone */
+    int k = 0;
+    for (; k < n; k++) {
+      own_groups(p, &ix, groups, ngroups, group_of, xm[k], taken, xo[k]);
+      if ((at[k] = early_anchor(p, &ix, groups, ngroups, xo[k], &xops[k])) < 0) break;
+      for (int q = 0; q < p->neqns; q++) taken[q] |= xm[k][q];
+    }
+    if (k < n) { /* one of them cannot be placed: none is */
+      for (int j = 0; j < k; j++)
+        for (int q = 0; q < p->neqns; q++) taken[q] &= (uint8_t)!xm[j][q];
+      continue;
+    }
+    for (k = 0; k < n && !st; k++) {
+      st = add_op(f, &xops[k], at[k]);
+      if (!st) rewrite_groups(p, &xops[k], groups, ngroups, xo[k], at[k]);
+      want[fn_xent(xops[k].kind, xops[k].dtype)] = 1;
+    }
+    f->counts.xents++;
+    f->counts.xent_backwards += n == 3;
+    kernels = 1;
+  }
+  for (int k = 1; k < 3; k++) {
+    free(xm[k]);
+    free(xo[k]);
+  }
   for (int pass = 0; pass < 4 && !st; pass++)
     for (int e = 0; e < p->neqns && !st; e++) {
       if (taken[e]) continue;
@@ -429,9 +511,10 @@ jx_status jx_cuda_fused_plan(jx_cuda_device *d, const jx_program *p, jx_fusion_g
   if (!st && jx_env_flag("JX_LOG_COMPILES") && f && (f->nops || f->counts.epilogues_matched))
     fprintf(stderr,
             "jx: CUDA '%s': fused %d GEMM epilogues (%d found), %d softmaxes, %d attentions, "
-            "%d attention backwards\n",
+            "%d attention backwards, %d cross-entropies, %d cross-entropy backwards\n",
             p->name, f->counts.epilogues, f->counts.epilogues_matched, f->counts.softmaxes,
-            f->counts.attentions, f->counts.attention_backwards);
+            f->counts.attentions, f->counts.attention_backwards, f->counts.xents,
+            f->counts.xent_backwards);
   jx_cuda_fuse_index_free(&ix);
   free(member);
   free(taken);
@@ -481,6 +564,36 @@ static jx_status run_softmax(jx_cuda_fused *f, const jx_cuda_fused_op *op, CUdev
   a.dims[0] = op->rows;
   a.dims[1] = op->cols;
   return launch(f, FN_SOFTMAX + (op->dtype == JX_BF16), &g, &a);
+}
+
+/* The cross-entropy's forward (in: logits; out: max, sum), its label's
+ * logit (in: logits, label; out: picked) or its backward (in: logits,
+ * label, max, scale, at_label; out: the gradient): a block per row, as the
+ * softmax, or a thread per row for the label's logit. */
+static jx_status run_xent(jx_cuda_fused *f, const jx_cuda_fused_op *op, const CUdeviceptr *in,
+                          const CUdeviceptr *out) {
+  jx_cuda_launch_dims g;
+  const int pick = op->kind == JX_CUDA_FUSED_XENT_PICK, bwd = op->kind == JX_CUDA_FUSED_XENT_BWD;
+  jx_status st = pick ? jx_cuda_xent_pick_geometry(op->rows, &g)
+                      : jx_cuda_softmax_geometry(op->rows, op->cols, &g);
+  if (st || g.grid[0] == 0) return st;
+  jx_cuda_kargs a;
+  memset(&a, 0, sizeof a);
+  /* x, label, picked, max, sum, scale, at_label, grad */
+  const CUdeviceptr ptrs[8] = {in[0],
+                               pick || bwd ? in[1] : 0,
+                               pick ? out[0] : 0,
+                               bwd    ? in[2]
+                               : pick ? 0
+                                      : out[0],
+                               pick || bwd ? 0 : out[1],
+                               bwd ? in[3] : 0,
+                               bwd ? in[4] : 0,
+                               bwd ? out[0] : 0};
+  for (int i = 0; i < 8; i++) a.buf[i] = (char *)(uintptr_t)ptrs[i];
+  a.dims[0] = op->rows;
+  a.dims[1] = op->cols;
+  return launch(f, fn_xent(op->kind, op->dtype), &g, &a);
 }
 
 /* Blocks of the allocator for a fused step's intermediates. They go back
@@ -612,8 +725,10 @@ jx_status jx_cuda_fused_run(jx_cuda_fused *f, int k, const jx_cuda_fused_io *io)
     st = run_softmax(f, op, in[0], out[0]);
   else if (op->kind == JX_CUDA_FUSED_ATTENTION)
     st = run_attention(f, op, in, out);
-  else
+  else if (op->kind == JX_CUDA_FUSED_ATTENTION_BWD)
     st = run_attention_backward(f, op, in, out);
+  else
+    st = run_xent(f, op, in, out);
   if (!st) atomic_fetch_add(&f->launches[op->kind], 1);
   return st;
 }
@@ -628,6 +743,8 @@ jx_cuda_fused_counts jx_cuda_fused_counts_of(const jx_cuda_fused *f) {
   c.attention_launches = atomic_load((atomic_llong *)&f->launches[JX_CUDA_FUSED_ATTENTION]);
   c.attention_backward_launches =
       atomic_load((atomic_llong *)&f->launches[JX_CUDA_FUSED_ATTENTION_BWD]);
+  c.xent_launches = atomic_load((atomic_llong *)&f->launches[JX_CUDA_FUSED_XENT]);
+  c.xent_backward_launches = atomic_load((atomic_llong *)&f->launches[JX_CUDA_FUSED_XENT_BWD]);
   return c;
 }
 

@@ -27,6 +27,10 @@
  *    (or no mask), softmax as above, dot_general(p, v) -> [n, H, T, dh]:
  *    q, k, v transposed to [n, H, T, dh], then kernels_attention.h's
  *    flash kernel (head_dim 32, 64 or 128).
+ *  - softmax cross-entropy over a vocabulary (jx_cuda_match_xent): the
+ *    forward's row max and sum in one read of the logits, the label's
+ *    logit a thread a row, the gradient in one more read
+ *    (kernels_softmax.h).
  * A match must own every equation of the fusion groups it touches, and its
  * intermediates must have no reader outside it; else nothing changes.
  *
@@ -49,7 +53,10 @@ typedef enum {
   JX_CUDA_FUSED_EPILOGUE = 0,
   JX_CUDA_FUSED_SOFTMAX = 1,
   JX_CUDA_FUSED_ATTENTION = 2,
-  JX_CUDA_FUSED_ATTENTION_BWD = 3
+  JX_CUDA_FUSED_ATTENTION_BWD = 3,
+  JX_CUDA_FUSED_XENT = 4,      /* softmax cross-entropy's row max and sum */
+  JX_CUDA_FUSED_XENT_PICK = 5, /* its label's logit */
+  JX_CUDA_FUSED_XENT_BWD = 6   /* its gradient with respect to the logits */
 } jx_cuda_fused_kind;
 
 /* One matched pattern. */
@@ -58,12 +65,16 @@ typedef struct {
   jx_dtype dtype;
   int nouts;    /* the variables it writes: */
   int outs[3];  /* epilogue, softmax: y; attention: o, and lse when it is the forward call's (o
-                 * [n, H, T, dh], lse f32 [n, H, T]); attention backward: dq, dk, dv */
+                 * [n, H, T, dh], lse f32 [n, H, T]); attention backward: dq, dk, dv;
+                 * cross-entropy: max, sum (f32, a row's); its label's logit: picked; its
+                 * backward: the gradient */
   int nreads;   /* the variables it reads: */
   int reads[6]; /* epilogue: lhs, rhs, bias; softmax: x; attention: q, k, v [n, T, H, dh];
-                 * attention backward: q, k, v, o, lse, do */
+                 * attention backward: q, k, v, o, lse, do; cross-entropy: logits; its
+                 * label's logit: logits, label (f32, a row's); its backward: logits,
+                 * label, max, scale, at_label */
   jx_cuda_gemm_desc gemm;            /* epilogue: with has_bias and act set */
-  int64_t rows, cols;                /* softmax: x as [rows, cols] */
+  int64_t rows, cols;                /* softmax, cross-entropy: x as [rows, cols] */
   int64_t batch, heads, t, head_dim; /* attention */
   float scale;                       /* attention: applied to q . k */
   int causal;                        /* attention */
@@ -87,6 +98,25 @@ int jx_cuda_match_softmax(const jx_program *p, const jx_cuda_fuse_index *ix, int
                           jx_cuda_fused_op *op, uint8_t *member);
 int jx_cuda_match_attention(const jx_program *p, const jx_cuda_fuse_index *ix, int root,
                             jx_cuda_fused_op *op, uint8_t *member);
+/* The lowered jx_softmax_cross_entropy (no label smoothing) of f32 logits
+ * x [..., V] (or of bf16 logits converted to f32), rooted at x's
+ * reduce_max over the last axis: the row max made finite
+ * (select_n(is_finite(m), 0, m), stop_gradient) and sum(exp(x - max))
+ * (ops[0], JX_CUDA_FUSED_XENT), the label's logit as the sum of
+ * select_n(eq(label, iota), 0, x) (ops[1], JX_CUDA_FUSED_XENT_PICK), each a
+ * row's f32 that the rest of the program reads. Under jx_grad, also the
+ * logits' gradient that reads exp(x - max) and the label mask:
+ * scale * exp(x - max) + select_n(mask, 0, at_label) (scale and at_label
+ * rows of f32), converted to the logits' dtype (ops[2],
+ * JX_CUDA_FUSED_XENT_BWD). Returns how many ops (3, or 2 where nothing
+ * else reads exp(x - max) and the mask; 0: no match), member[i][] the
+ * equations of ops[i] (each array p->neqns long, written whole on a
+ * match). The backward recomputes exp(x - max) and the mask from the
+ * logits, so neither [rows, V] array is stored. Three ops, each placed
+ * alone: the program may read the row statistics before it makes the
+ * label (the order C evaluates a call's arguments in decides). */
+int jx_cuda_match_xent(const jx_program *p, const jx_cuda_fuse_index *ix, int root,
+                       jx_cuda_fused_op ops[3], uint8_t *const member[3]);
 
 /* jx_causal_self_attention's core as the calls src/nn/attention_core.h
  * makes (custom_jvp calls named JX_ATTENTION_FWD_CALL and
@@ -115,9 +145,10 @@ jx_program *jx_cuda_fused_lower(const jx_program *p, jx_exec_nested *host_calls)
 typedef struct {
   int epilogues_matched; /* epilogues found, whether or not cuBLASLt runs them */
   int epilogues;         /* those planned as one jx_cuda_gemm (cuBLASLt present) */
-  int softmaxes, attentions, attention_backwards;
+  int softmaxes, attentions, attention_backwards, xents, xent_backwards;
   /* launches so far, over all runs (a fused step each, whatever kernels it takes) */
   int64_t epilogue_launches, softmax_launches, attention_launches, attention_backward_launches;
+  int64_t xent_launches, xent_backward_launches;
 } jx_cuda_fused_counts;
 
 typedef struct jx_cuda_fused jx_cuda_fused;

@@ -66,10 +66,10 @@ static int scalar_const(const jx_program *p, const jx_cuda_fuse_index *ix, int v
 }
 
 /* Marks what only the core reads, then checks that nothing outside reads
- * an intermediate (every output of the core but y). On success the core is
- * copied to member[]. */
-static int close_pattern(const jx_program *p, const jx_cuda_fuse_index *ix, uint8_t *core, int y,
-                         const jx_cuda_fused_op *op, uint8_t *member) {
+ * an intermediate (every output of the core but ys[0..nys)), reads[] being
+ * the pattern's inputs. On success the core is copied to member[]. */
+static int close_many(const jx_program *p, const jx_cuda_fuse_index *ix, uint8_t *core,
+                      const int *ys, int nys, const int *reads, int nreads, uint8_t *member) {
   int *inside = calloc((size_t)p->nvars + 1, sizeof *inside);
   if (!inside) return 0;
   for (int e = 0; e < p->neqns; e++)
@@ -82,8 +82,9 @@ static int close_pattern(const jx_program *p, const jx_cuda_fuse_index *ix, uint
     int only_core = 1;
     for (int o = 0; o < q->nout && only_core; o++) {
       int v = q->out[o];
-      only_core = v != y && ix->readers[v] > 0 && inside[v] == ix->readers[v];
-      for (int r = 0; r < op->nreads && only_core; r++) only_core = v != op->reads[r];
+      only_core = ix->readers[v] > 0 && inside[v] == ix->readers[v];
+      for (int i = 0; i < nys && only_core; i++) only_core = v != ys[i];
+      for (int r = 0; r < nreads && only_core; r++) only_core = v != reads[r];
     }
     if (!only_core) continue;
     core[e] = 1;
@@ -93,11 +94,17 @@ static int close_pattern(const jx_program *p, const jx_cuda_fuse_index *ix, uint
   for (int e = 0; e < p->neqns && closed; e++)
     for (int o = 0; core[e] && o < p->eqns[e].nout && closed; o++) {
       int v = p->eqns[e].out[o];
-      closed = v == y || inside[v] == ix->readers[v];
+      closed = inside[v] == ix->readers[v];
+      for (int i = 0; i < nys && !closed; i++) closed = v == ys[i];
     }
   free(inside);
   if (closed) memcpy(member, core, (size_t)p->neqns);
   return closed;
+}
+
+static int close_pattern(const jx_program *p, const jx_cuda_fuse_index *ix, uint8_t *core, int y,
+                         const jx_cuda_fused_op *op, uint8_t *member) {
+  return close_many(p, ix, core, &y, 1, op->reads, op->nreads, member);
 }
 
 /* ---- activations, recognised by evaluation ---- */
@@ -415,4 +422,252 @@ int jx_cuda_match_attention(const jx_program *p, const jx_cuda_fuse_index *ix, i
   free(core);
   if (ok) *op = m;
   return ok;
+}
+
+/* ---- softmax cross-entropy ---- */
+
+/* The equations reading v (each once), up to max of them; how many. */
+static int readers_of(const jx_program *p, const jx_cuda_fuse_index *ix, int v, int *out, int max) {
+  int n = 0;
+  for (int e = ix->def[v] + 1; e < p->neqns; e++)
+    for (int i = 0; i < p->eqns[e].nin; i++)
+      if (p->eqns[e].in[i] == v) {
+        if (n < max) out[n] = e;
+        n++;
+        break;
+      }
+  return n;
+}
+
+/* The one equation reading v, when v has exactly one read and it is by an
+ * equation of prim (NULL: any); else -1. */
+static int sole_reader(const jx_program *p, const jx_cuda_fuse_index *ix, int v,
+                       const jx_prim *prim) {
+  int r = -1;
+  if (ix->readers[v] != 1 || readers_of(p, ix, v, &r, 1) != 1) return -1;
+  return !prim || p->eqns[r].prim == prim ? r : -1;
+}
+
+/* v through the reshapes and expand_dims that made it (the same elements in
+ * the same order). */
+static int through_views(const jx_program *p, const jx_cuda_fuse_index *ix, int v) {
+  for (int steps = 0; steps < 4; steps++) {
+    int e = ix->def[v];
+    if (e < 0 || (p->eqns[e].prim != &jx_prim_reshape && p->eqns[e].prim != &jx_prim_expand_dims))
+      break;
+    v = p->eqns[e].in[0];
+  }
+  return v;
+}
+
+/* When v (of shape full, rank r) is broadcast_in_dim of an f32 array of
+ * `rows` elements along full's leading dims (one per row of the [rows,
+ * last] view), that array seen through its views; else -1. Marks the
+ * broadcast in core. */
+static int row_operand(const jx_program *p, const jx_cuda_fuse_index *ix, int v, jx_shape full,
+                       int64_t rows, uint8_t *core) {
+  const jx_eqn *b = def_of(p, ix, v, &jx_prim_broadcast_in_dim);
+  if (!b) return -1;
+  jx_shape s = p->avals[b->in[0]].shape;
+  int k = s.rank, r = full.rank;
+  if (k < r - 1 || k > r || (k == r && s.dims[r - 1] != 1) || b->params.l[1].n != k) return -1;
+  for (int d = 0; d < k; d++)
+    if (b->params.l[1].v[d] != d || (d < r - 1 && s.dims[d] != full.dims[d])) return -1;
+  int w = through_views(p, ix, b->in[0]);
+  if (p->avals[w].dtype != JX_F32 || jx_shape_numel(p->avals[w].shape) != rows) return -1;
+  core[index_of(p, b)] = 1;
+  return w;
+}
+
+/* 1 when e is a reduction of prim over its operand's last axis alone. */
+static int over_last(const jx_program *p, const jx_eqn *e, const jx_prim *prim) {
+  if (e->prim != prim || e->nin != 1) return 0;
+  int r = p->avals[e->in[0]].shape.rank;
+  return list_is(&e->params.l[0], 1, (int64_t[]){r - 1});
+}
+
+/* 1 when v is a select_n(pred, zeros, x) ; then *pred and *x. */
+static int select_or_zero(const jx_program *p, const jx_cuda_fuse_index *ix, const jx_eqn *e,
+                          int *pred, int *x) {
+  double zero = 1;
+  if (e->prim != &jx_prim_select_n || e->nin != 3 || !scalar_const(p, ix, e->in[1], &zero) ||
+      zero != 0)
+    return 0;
+  *pred = e->in[0];
+  *x = e->in[2];
+  return 1;
+}
+
+/* The label mask eq(row broadcast of label, broadcast of an f32 iota over
+ * the last axis), marked in core: the label's array, or -1. */
+static int label_mask(const jx_program *p, const jx_cuda_fuse_index *ix, int mask, jx_shape full,
+                      int64_t rows, uint8_t *core) {
+  const jx_eqn *eq = def_of(p, ix, mask, &jx_prim_eq);
+  if (!eq) return -1;
+  for (int side = 0; side < 2; side++) {
+    const jx_eqn *b = def_of(p, ix, eq->in[side], &jx_prim_broadcast_in_dim);
+    const jx_eqn *io = b ? def_of(p, ix, b->in[0], &jx_prim_iota) : NULL;
+    jx_aval ia = io ? p->avals[io->out[0]] : (jx_aval){0};
+    if (!io || ia.dtype != JX_F32 || io->params.i[0] != ia.shape.rank - 1 ||
+        ia.shape.rank != full.rank || ia.shape.dims[full.rank - 1] != full.dims[full.rank - 1])
+      continue;
+    int label = row_operand(p, ix, eq->in[1 - side], full, rows, core);
+    if (label < 0) return -1;
+    core[index_of(p, b)] = core[index_of(p, eq)] = 1;
+    return label;
+  }
+  return -1;
+}
+
+int jx_cuda_match_xent(const jx_program *p, const jx_cuda_fuse_index *ix, int root,
+                       jx_cuda_fused_op ops[3], uint8_t *const member[3]) {
+  const jx_eqn *mx = &p->eqns[root];
+  if (!over_last(p, mx, &jx_prim_reduce_max)) return 0;
+  int x = mx->in[0];
+  jx_aval xa = p->avals[x];
+  int r = xa.shape.rank;
+  if (xa.dtype != JX_F32 || r < 2 || ix->readers[x] != 3) return 0;
+  int64_t cols = xa.shape.dims[r - 1], rows = cols ? jx_shape_numel(xa.shape) / cols : 0;
+  if (cols < 1 || rows < 1 || cols >= (int64_t)1 << 24) return 0;
+  /* the row statistics' equations, the label's logit's, the gradient's */
+  uint8_t *core = calloc((size_t)p->neqns + 1, 1), *core_p = calloc((size_t)p->neqns + 1, 1);
+  uint8_t *core_b = calloc((size_t)p->neqns + 1, 1), *all = calloc((size_t)p->neqns + 1, 1);
+  int *owner = malloc(sizeof *owner * ((size_t)p->neqns + 1));
+  if (!core || !core_p || !core_b || !all || !owner) {
+    free(core);
+    free(core_p);
+    free(core_b);
+    free(all);
+    free(owner);
+    return 0;
+  }
+  int found = 0;
+  /* the logits: x, or x = convert(bf16 logits) */
+  int logits = x;
+  const jx_eqn *cv = def_of(p, ix, x, &jx_prim_convert_element_type);
+  if (cv && p->avals[cv->in[0]].dtype == JX_BF16) {
+    logits = cv->in[0];
+    core[index_of(p, cv)] = 1;
+  }
+  core[root] = 1;
+  /* the max made finite: select_n(is_finite(m), 0, m), then stop_gradient */
+  int rd[3], fin = -1, sel = -1, pred = -1, m = mx->out[0], v = -1;
+  if (ix->readers[m] != 2 || readers_of(p, ix, m, rd, 3) != 2) goto done;
+  for (int i = 0; i < 2; i++) {
+    if (p->eqns[rd[i]].prim == &jx_prim_is_finite) fin = rd[i];
+    if (p->eqns[rd[i]].prim == &jx_prim_select_n) sel = rd[i];
+  }
+  if (fin < 0 || sel < 0 || !select_or_zero(p, ix, &p->eqns[sel], &pred, &v) ||
+      pred != p->eqns[fin].out[0] || v != m || sole_reader(p, ix, pred, NULL) != sel)
+    goto done;
+  core[fin] = core[sel] = 1;
+  int mvar = p->eqns[sel].out[0], sg = sole_reader(p, ix, mvar, &jx_prim_stop_gradient);
+  if (sg >= 0) {
+    core[sg] = 1;
+    mvar = p->eqns[sg].out[0];
+  }
+  /* x's other two readers: sub(x, max) and the label's select */
+  int sub = -1, pick = -1;
+  if (readers_of(p, ix, x, rd, 3) != 3) goto done;
+  for (int i = 0; i < 3; i++) {
+    const jx_eqn *q = &p->eqns[rd[i]];
+    if (q->prim == &jx_prim_sub && q->in[0] == x) sub = rd[i];
+    if (q->prim == &jx_prim_select_n && q->nin == 3 && q->in[2] == x) pick = rd[i];
+  }
+  if (sub < 0 || pick < 0 || row_operand(p, ix, p->eqns[sub].in[1], xa.shape, rows, core) != mvar)
+    goto done;
+  int ex = sole_reader(p, ix, p->eqns[sub].out[0], &jx_prim_exp);
+  if (ex < 0) goto done;
+  core[sub] = core[ex] = 1;
+  int e_var = p->eqns[ex].out[0], sum = -1, km = -1;
+  int ne = readers_of(p, ix, e_var, rd, 3);
+  if (ne != ix->readers[e_var] || ne < 1 || ne > 2) goto done;
+  for (int i = 0; i < ne; i++) {
+    if (over_last(p, &p->eqns[rd[i]], &jx_prim_reduce_sum))
+      sum = rd[i];
+    else if (p->eqns[rd[i]].prim == &jx_prim_mul)
+      km = rd[i];
+  }
+  if (sum < 0 || (ne == 2 && km < 0)) goto done;
+  core[sum] = 1;
+  /* the label's logit: sum(select_n(mask, 0, x)) */
+  int mask = -1, picked_x = -1;
+  if (!select_or_zero(p, ix, &p->eqns[pick], &mask, &picked_x)) goto done;
+  int label = label_mask(p, ix, mask, xa.shape, rows, core_p);
+  int psum = sole_reader(p, ix, p->eqns[pick].out[0], &jx_prim_reduce_sum);
+  if (label < 0 || psum < 0 || !over_last(p, &p->eqns[psum], &jx_prim_reduce_sum)) goto done;
+  core_p[pick] = core_p[psum] = 1;
+  jx_cuda_fused_op f = {.kind = JX_CUDA_FUSED_XENT, .dtype = p->avals[logits].dtype};
+  f.rows = rows;
+  f.cols = cols;
+  f.nreads = 1;
+  f.reads[0] = logits;
+  f.nouts = 2;
+  f.outs[0] = mvar;
+  f.outs[1] = p->eqns[sum].out[0];
+  jx_cuda_fused_op pk = f, b = f;
+  pk.kind = JX_CUDA_FUSED_XENT_PICK;
+  pk.nreads = 2;
+  pk.reads[1] = label;
+  pk.nouts = 1;
+  pk.outs[0] = p->eqns[psum].out[0];
+  b.kind = JX_CUDA_FUSED_XENT_BWD;
+  int ys[4] = {f.outs[0], f.outs[1], pk.outs[0], -1}, reads[5] = {logits, label, mvar, -1, -1};
+  int nmask = ix->readers[mask];
+  if (km >= 0) {
+    /* the gradient: scale * exp(x - max) + select_n(mask, 0, at_label) */
+    const jx_eqn *mul = &p->eqns[km];
+    int scale =
+        row_operand(p, ix, mul->in[0] == e_var ? mul->in[1] : mul->in[0], xa.shape, rows, core_b);
+    int add = sole_reader(p, ix, mul->out[0], &jx_prim_add);
+    if (scale < 0 || add < 0 || nmask != 2) goto done;
+    int other = p->eqns[add].in[0] == mul->out[0] ? p->eqns[add].in[1] : p->eqns[add].in[0];
+    int ls = ix->def[other], bmask = -1, lv = -1;
+    if (ls < 0 || !select_or_zero(p, ix, &p->eqns[ls], &bmask, &lv) || bmask != mask ||
+        sole_reader(p, ix, other, NULL) != add)
+      goto done;
+    int at_label = row_operand(p, ix, lv, xa.shape, rows, core_b);
+    if (at_label < 0) goto done;
+    int g = p->eqns[add].out[0], cvt = sole_reader(p, ix, g, &jx_prim_convert_element_type);
+    if (f.dtype != JX_F32) {
+      if (cvt < 0 || p->avals[p->eqns[cvt].out[0]].dtype != f.dtype) goto done;
+      core_b[cvt] = 1;
+      g = p->eqns[cvt].out[0];
+    }
+    core_b[km] = core_b[add] = core_b[ls] = 1;
+    b.nreads = 5;
+    b.reads[0] = logits;
+    b.reads[1] = label;
+    b.reads[2] = mvar;
+    b.reads[3] = reads[3] = scale;
+    b.reads[4] = reads[4] = at_label;
+    b.nouts = 1;
+    b.outs[0] = ys[3] = g;
+  } else if (nmask != 1) {
+    goto done;
+  }
+  for (int e = 0; e < p->neqns; e++) all[e] = core[e] | core_p[e] | core_b[e];
+  if (!close_many(p, ix, all, ys, km >= 0 ? 4 : 3, reads, km >= 0 ? 5 : 3, all)) goto done;
+  /* what the closure added goes with the op of its first reader */
+  for (int e = p->neqns - 1; e >= 0; e--) {
+    owner[e] = core[e] ? 0 : core_p[e] ? 1 : core_b[e] ? 2 : -1;
+    for (int q = e + 1; all[e] && owner[e] < 0 && q < p->neqns; q++)
+      for (int i = 0; i < p->eqns[q].nin && all[q] && owner[e] < 0; i++)
+        for (int o = 0; o < p->eqns[e].nout; o++)
+          if (p->eqns[q].in[i] == p->eqns[e].out[o]) owner[e] = owner[q];
+    if (all[e] && owner[e] < 0) goto done;
+  }
+  found = km >= 0 ? 3 : 2;
+  for (int k = 0; k < found; k++)
+    for (int e = 0; e < p->neqns; e++) member[k][e] = all[e] && owner[e] == k;
+  ops[0] = f;
+  ops[1] = pk;
+  ops[2] = b;
+done:
+  free(core);
+  free(core_p);
+  free(core_b);
+  free(all);
+  free(owner);
+  return found;
 }

@@ -1,7 +1,9 @@
 /* JX_PROFILE_STEPS=1 on CUDA: the device time of each step of an executable
  * (cuda_exec.c), measured by timing events recorded on the compute stream
- * at the step boundaries, summed over runs and reported when the executable
- * is freed: the total per run, then the steps' labels ranked by their time.
+ * at the step boundaries, summed over the runs after the first (one-time
+ * work: modules loaded, GEMM candidates timed) and reported when the
+ * executable is freed: the total per run, the steps' labels ranked by their
+ * time, then the totals per kind of step (a label's first word).
  * A step's time is the device's time between its boundaries, so it counts
  * the launch gaps the host leaves as well as the kernels (a step on the host
  * shows as the time the stream waited for it). */

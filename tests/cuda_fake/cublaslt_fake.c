@@ -10,15 +10,18 @@
  * nearest even), so a program's GEMMs under the fake driver give real
  * numbers (a real cuBLASLt sums in another order: tests compare within a
  * tolerance). Its heuristic
- * answers one algorithm per call (numbered, so a cached one is told from a
- * new one) asking for the workspace set by the reset call, or none when
+ * answers one algorithm per call, or up to the number a test sets, each with
+ * a cost in microseconds its matmuls spin for (numbered, so a cached one is
+ * told from a new one), asking for the workspace set by the reset call, or none when
  * that is over MAX_WORKSPACE_BYTES, as cuBLASLt answers. Point the loader at
  * it with JX_CUBLASLT_PATH. Not thread-safe: one test thread. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "cublaslt_fake.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda/cuda_blaslt.h"
 
@@ -47,6 +50,8 @@ static jx_fake_cublaslt_log log_;
 static size_t algo_workspace;
 static uint64_t algos;
 static int computes = 1; /* 0 after a reset: test_cuda_blaslt's addresses are made up */
+static int candidates = 1;
+static double cost_us[8];
 static int handle_storage;
 
 EXPORT const jx_fake_cublaslt_log *jx_fake_cublaslt_log_get(void) { return &log_; }
@@ -54,6 +59,12 @@ EXPORT void jx_fake_cublaslt_reset(size_t workspace) {
   memset(&log_, 0, sizeof log_);
   algo_workspace = workspace;
   computes = 0;
+  candidates = 1;
+  memset(cost_us, 0, sizeof cost_us);
+}
+EXPORT void jx_fake_cublaslt_candidates(int n, const double *cost) {
+  candidates = n < 1 ? 1 : n > 8 ? 8 : n;
+  for (int i = 0; i < candidates; i++) cost_us[i] = cost ? cost[i] : 0;
 }
 
 EXPORT cublasStatus_t cublasLtCreate(cublasLtHandle_t *h) {
@@ -152,15 +163,27 @@ EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     int requested, cublasLtMatmulHeuristicResult_t *results, int *returned) {
   (void)h, (void)op, (void)a, (void)b, (void)c, (void)d;
   log_.heuristic_calls++;
+  log_.requested = requested;
   log_.max_workspace = pref->max_workspace;
   memcpy(log_.min_alignment, pref->min_alignment, sizeof log_.min_alignment);
   *returned = 0;
   if (requested < 1 || algo_workspace > pref->max_workspace) return 0;
-  memset(&results[0], 0, sizeof results[0]);
-  results[0].algo.data[0] = ++algos;
-  results[0].workspaceSize = algo_workspace;
-  *returned = 1;
+  for (int i = 0; i < candidates && i < requested; i++) {
+    memset(&results[i], 0, sizeof results[i]);
+    results[i].algo.data[0] = ++algos;
+    results[i].algo.data[1] = (uint64_t)i; /* its cost's index */
+    results[i].workspaceSize = algo_workspace;
+    *returned = i + 1;
+  }
   return 0;
+}
+
+/* Spins for us microseconds of CLOCK_MONOTONIC. */
+static void spin(double us) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((double)(t.tv_sec - t0.tv_sec) * 1e6 + (double)(t.tv_nsec - t0.tv_nsec) * 1e-3 < us);
 }
 
 /* bf16 bits <-> float: rounded to nearest even, NaN kept quiet with its sign */
@@ -245,6 +268,8 @@ EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op
   log_.workspace = workspace;
   log_.workspace_bytes = workspace_bytes;
   log_.algo_id = algo->data[0];
+  log_.algo_index = (int)algo->data[1];
+  if (algo->data[1] < 8 && cost_us[algo->data[1]] > 0) spin(cost_us[algo->data[1]]);
   if (!computes) return 0;
   return compute(op, *(const float *)alpha, a, adesc, b, bdesc, *(const float *)beta, c, cdesc, d,
                  ddesc);

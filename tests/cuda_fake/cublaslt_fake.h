@@ -8,6 +8,7 @@
 
 typedef struct {
   int heuristic_calls, matmul_calls;
+  int requested; /* algorithms the last heuristic call asked for */
   /* the last heuristic call's preferences (0: not set) */
   uint64_t max_workspace;
   uint32_t min_alignment[4]; /* A, B, C, D in cuBLASLt's (column-major) order */
@@ -17,6 +18,7 @@ typedef struct {
   const void *workspace;
   size_t workspace_bytes;
   uint64_t algo_id;
+  int algo_index; /* the algorithm's place in its heuristic call's answer */
 } jx_fake_cublaslt_log;
 
 /* jx_fake_cublaslt_log_get: the log so far. jx_fake_cublaslt_reset: zeroes
@@ -26,5 +28,10 @@ typedef struct {
  * driver's device pointers address. */
 typedef const jx_fake_cublaslt_log *(*jx_fake_cublaslt_log_get_fn)(void);
 typedef void (*jx_fake_cublaslt_reset_fn)(size_t algo_workspace);
+/* jx_fake_cublaslt_candidates: from now on the heuristic answers up to n
+ * algorithms per call (n <= 8; 1 after a reset), the i-th of which spins
+ * for cost_us[i] microseconds of the host's clock in each matmul (what the
+ * fake driver's events time). */
+typedef void (*jx_fake_cublaslt_candidates_fn)(int n, const double *cost_us);
 
 #endif

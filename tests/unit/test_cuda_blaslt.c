@@ -3,8 +3,10 @@
  * alignment given to the heuristic as a MIN_ALIGNMENT preference and keying
  * the algorithm cache, the bias's data type set explicitly, the workspace of
  * a matmul being what the heuristic's algorithm asked for (at most the
- * handle's), and misaligned operands refused. No GPU and no driver: the
- * device pointers are numbers the fake never dereferences. */
+ * handle's), misaligned operands refused, every problem of many keeping its
+ * cache entry, and the autotuner caching the fastest of the heuristic's
+ * candidates (timed by the fake driver's events). No GPU: the device
+ * pointers are numbers the fakes never dereference. */
 #define _GNU_SOURCE /* setenv, RTLD_NOLOAD */
 #include <dlfcn.h>
 #include <setjmp.h>
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <math.h>
 #include <jx/jx.h>
 
 #include "cuda/cuda_blaslt.h"
@@ -26,6 +29,7 @@
 
 static jx_fake_cublaslt_log_get_fn fake_log;
 static jx_fake_cublaslt_reset_fn fake_reset;
+static jx_fake_cublaslt_candidates_fn fake_candidates;
 
 static void assert_contains(const char *s, const char *part) {
   if (!s || !strstr(s, part)) fprintf(stderr, "expected '%s' in: %s\n", part, s ? s : "(null)");
@@ -194,8 +198,84 @@ static void workspace_is_what_the_heuristic_asked(void **state) {
   jx_cuda_blas_destroy(b);
 }
 
+/* Many problems at once (a GPT step has dozens): each keeps its entry, so
+ * a second round asks the heuristic nothing. A direct-mapped table of 256
+ * slots let two keys meeting in a slot evict each other at every call. */
+static void every_problem_keeps_its_cache_entry(void **state) {
+  (void)state;
+  jx_cuda_blas *b = make_blas(0);
+  const jx_fake_cublaslt_log *log = fake_log();
+  enum { PROBLEMS = 300 };
+  for (int round = 0; round < 2; round++)
+    for (int i = 0; i < PROBLEMS; i++) {
+      const jx_cuda_gemm_desc g = {JX_BF16,          8 + i, 16, 16, 1, 0, 0, 0, 0, 0, i % 2,
+                                   JX_CUDA_ACT_NONE, 0,     0,  0,  0, 0, 0};
+      check_ok(jx_cuda_gemm(b, &g, 0x1000, 0x2000, 0x3000, 0x4000, NULL));
+      assert_int_equal(log->heuristic_calls, round ? PROBLEMS : i + 1);
+    }
+  assert_int_equal(log->requested, JX_CUDA_GEMM_CANDIDATES);
+  int64_t calls, hits;
+  jx_cuda_blas_counts(b, &calls, &hits);
+  assert_int_equal(calls, PROBLEMS);
+  assert_int_equal(hits, PROBLEMS);
+  jx_cuda_blas_destroy(b);
+}
+
+static void fastest_is_the_smallest_time(void **state) {
+  (void)state;
+  const float ms[] = {NAN, 0.5f, INFINITY, 0.2f, 0.2f, -1.0f};
+  assert_int_equal(jx_cuda_gemm_fastest(ms, 6), 3); /* the first of a tie */
+  assert_int_equal(jx_cuda_gemm_fastest(ms, 3), 1);
+  assert_int_equal(jx_cuda_gemm_fastest(ms, 1), -1); /* nothing ran */
+  assert_int_equal(jx_cuda_gemm_fastest(ms, 0), -1);
+}
+
+/* Autotuning: the heuristic's candidates timed by the (fake) driver's
+ * events on the first call, the fastest cached; off, the first. The fake's
+ * candidates spin for 2.5, 0.4 and 1.5 ms per matmul. */
+static void autotune_caches_the_fastest_candidate(void **state) {
+  (void)state;
+  const double cost_us[] = {2500, 400, 1500};
+  const jx_cuda_gemm_desc g = {JX_BF16,          64, 64, 64, 1, 0, 0, 0, 0, 0, 1,
+                               JX_CUDA_ACT_GELU, 0,  0,  0,  0, 0, 0};
+  jx_cuda_blas *b = make_blas(256);
+  const jx_fake_cublaslt_log *log = fake_log();
+  fake_candidates(3, cost_us);
+  check_ok(jx_cuda_gemm(b, &g, 0x1000, 0x2000, 0x3000, 0x4000, NULL));
+  assert_int_equal(log->algo_index, 0); /* not tuned: the heuristic's first */
+  assert_int_equal(log->matmul_calls, 1);
+  assert_int_equal(jx_cuda_blas_autotuned(b), 0);
+  jx_cuda_blas_destroy(b);
+
+  b = make_blas(256);
+  fake_candidates(3, cost_us);
+  jx_cuda_blas_set_autotune(b, 1);
+  check_ok(jx_cuda_gemm(b, &g, 0x1000, 0x2000, 0x3000, 0x4000, NULL));
+  /* each candidate warmed once and timed 3 times, then the call itself */
+  assert_int_equal(log->matmul_calls, 3 * 4 + 1);
+  assert_int_equal(log->algo_index, 1);
+  assert_int_equal(log->workspace_bytes, 256);
+  uint64_t chosen = log->algo_id;
+  check_ok(jx_cuda_gemm(b, &g, 0x1000 + 0x100, 0x2000, 0x3000, 0x4000, NULL));
+  assert_int_equal(log->matmul_calls, 3 * 4 + 2); /* cached: no timing */
+  assert_int_equal(log->algo_id, chosen);
+  assert_int_equal(log->heuristic_calls, 1);
+  assert_int_equal(jx_cuda_blas_autotuned(b), 1);
+  /* the bench's query never times (no operands): the first */
+  cublasLtMatmulAlgo_t algo;
+  size_t ws = 0;
+  const jx_cuda_gemm_desc h = {JX_BF16,          32, 64, 64, 1, 0, 0, 0, 0, 0, 0,
+                               JX_CUDA_ACT_NONE, 0,  0,  0,  0, 0, 0};
+  check_ok(jx_cuda_gemm_algorithm(b, &h, &algo, &ws));
+  assert_int_equal(algo.data[1], 0);
+  assert_int_equal(jx_cuda_blas_autotuned(b), 1);
+  jx_cuda_blas_destroy(b);
+}
+
 int main(void) {
   setenv("JX_CUBLASLT_PATH", JX_CUBLASLT_FAKE, 1);
+  /* the fake driver's events (the host's clock) time the autotuned candidates */
+  setenv("JX_CUDA_DRIVER_PATH", JX_CUDA_FAKE_DRIVER, 1);
   if (!jx_cublaslt()) {
     fprintf(stderr, "the fake cuBLASLt did not load: %s\n", jx_cublaslt_load_error());
     return 1;
@@ -203,7 +283,9 @@ int main(void) {
   void *lib = dlopen(JX_CUBLASLT_FAKE, RTLD_NOW | RTLD_NOLOAD);
   fake_log = lib ? (jx_fake_cublaslt_log_get_fn)dlsym(lib, "jx_fake_cublaslt_log_get") : NULL;
   fake_reset = lib ? (jx_fake_cublaslt_reset_fn)dlsym(lib, "jx_fake_cublaslt_reset") : NULL;
-  if (!fake_log || !fake_reset) {
+  fake_candidates =
+      lib ? (jx_fake_cublaslt_candidates_fn)dlsym(lib, "jx_fake_cublaslt_candidates") : NULL;
+  if (!fake_log || !fake_reset || !fake_candidates) {
     fprintf(stderr, "the fake cuBLASLt's log is missing: %s\n", dlerror());
     return 1;
   }
@@ -213,6 +295,9 @@ int main(void) {
       cmocka_unit_test(misaligned_operands_are_refused),
       cmocka_unit_test(bias_type_is_the_dtype),
       cmocka_unit_test(workspace_is_what_the_heuristic_asked),
+      cmocka_unit_test(every_problem_keeps_its_cache_entry),
+      cmocka_unit_test(fastest_is_the_smallest_time),
+      cmocka_unit_test(autotune_caches_the_fastest_candidate),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -542,11 +542,13 @@ static void test_step_profile(void **state) {
   unsetenv("JX_PROFILE_STEPS");
   setenv("JX_PLATFORM", "cpu", 1);
   check_ok(st);
-  assert_non_null(strstr(report, "jx: profiled on CUDA: 2 runs"));
-  /* the chain is one kernel: its label and the whole time */
+  /* the first run (one-time work) left out */
+  assert_non_null(strstr(report, "jx: profiled on CUDA: 1 runs after the first"));
+  /* the chain is one kernel: its label and the whole time, also by kind */
   assert_non_null(strstr(report, "kernel "));
   assert_non_null(strstr(report, "f32[37,300]"));
   assert_non_null(strstr(report, "100.0%"));
+  assert_non_null(strstr(report, "by kind: kernel 1 steps"));
   jx_scope_end();
 }
 

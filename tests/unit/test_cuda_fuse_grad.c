@@ -342,6 +342,8 @@ static void check_gpt_grad(jx_dtype compute, double bound) {
   assert_int_equal(k.attention_backwards, 1);
   assert_int_equal(k.attention_launches, 1);
   assert_int_equal(k.attention_backward_launches, 1);
+  assert_int_equal(k.xents, 1); /* the vocabulary's cross-entropy and its gradient */
+  assert_int_equal(k.xent_backwards, 1);
   assert_true(worst <= bound);
   jx_fn_release(g);
   jx_fn_release(loss);
@@ -360,6 +362,70 @@ static void test_gpt_grad_bf16(void **state) {
   check_gpt_grad(JX_BF16, 3e-2);
 }
 
+/* ---- jx_grad of the softmax cross-entropy ---- */
+
+typedef struct {
+  jx_dtype dt; /* the logits' dtype: f32, or bf16 converted to f32 for the loss */
+} xent_case;
+
+static void xent_loss(void *ctx, jx_array *const *in, jx_array **out) {
+  const xent_case *c = ctx;
+  jx_array *logits = jx_matmul(jx_astype(in[0], c->dt), jx_astype(in[1], c->dt));
+  out[0] = jx_mean(jx_softmax_cross_entropy(jx_astype(logits, JX_F32), in[2], 0), JX_AXES(), 0);
+}
+
+/* mean(softmax_cross_entropy(x @ w, labels)) and its gradients with
+ * respect to x and w: 16 rows of 520 classes (rows longer than the block,
+ * so each thread's running max grows and rescales; labels in the first
+ * and last column among them), f32 and bf16 logits. The forward's row
+ * statistics and the gradient are one kernel each (counted), against the
+ * CPU jit within the bound; a gradient without the label's term, or a sum
+ * not rescaled when the max grows, fails it (errors of 1 and 0.065). */
+static void check_xent_grad(jx_dtype dt, double bound) {
+  jx_scope_begin();
+  enum { ROWS = 16, D = 16, V = 520 };
+  jx_array *in[3];
+  in[0] = test_wave((jx_shape){2, {ROWS, D}}, 7, 1);
+  in[1] = test_wave((jx_shape){2, {D, V}}, 8, 0.7);
+  int32_t labels[ROWS];
+  for (int i = 0; i < ROWS; i++) labels[i] = i == 0 ? 0 : i == 1 ? V - 1 : (i * 389 + 17) % V;
+  in[2] = jx_array_from(JX_I32, (jx_shape){1, {ROWS}}, labels);
+  xent_case c = {dt};
+  jx_fn *f = jx_fn_create("xent loss", 3, 1, xent_loss, &c);
+  jx_fn *g = jx_value_and_grad_first(f, 2, 0);
+  double worst;
+  jx_cuda_fused_counts k = cpu_vs_cuda(dt == JX_BF16 ? "grad of a cross-entropy, bf16 logits"
+                                                     : "grad of a cross-entropy, f32 logits",
+                                       g, 3, in, 3, 2, &worst);
+  /* the logits' bytes each kernel moves: the forward reads them, the
+   * backward reads them and writes the gradient (plus rows of f32) */
+  long long logit_bytes = (long long)ROWS * V * (long long)jx_dtype_size(dt);
+  fprintf(stderr,
+          "cross-entropy %d (%lld launches), backward %d (%lld launches); a call moves %lld bytes "
+          "of logits in the forward, %lld in the backward\n",
+          k.xents, (long long)k.xent_launches, k.xent_backwards,
+          (long long)k.xent_backward_launches, logit_bytes, 2 * logit_bytes);
+  assert_int_equal(k.xents, 1);
+  assert_int_equal(k.xent_backwards, 1);
+  assert_int_equal(k.xent_launches, 2); /* one a call */
+  assert_int_equal(k.xent_backward_launches, 2);
+  assert_true(worst <= bound);
+  jx_fn_release(g);
+  jx_fn_release(f);
+  jx_scope_end();
+  assert_int_equal(cuda_test_bytes_in_use(), 0);
+}
+
+static void test_xent_grad_f32(void **state) {
+  (void)state;
+  check_xent_grad(JX_F32, 2e-6);
+}
+
+static void test_xent_grad_bf16(void **state) {
+  (void)state;
+  check_xent_grad(JX_BF16, 1e-2);
+}
+
 int main(int argc, char **argv) {
   int real_driver = argc > 1 && !strcmp(argv[1], "--real");
   int rc = cuda_test_driver("test_cuda_fuse_grad", real_driver);
@@ -372,6 +438,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_lowering_keeps_calls, setup, teardown),
       cmocka_unit_test_setup_teardown(test_gpt_grad_f32, setup, teardown),
       cmocka_unit_test_setup_teardown(test_gpt_grad_bf16, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_xent_grad_f32, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_xent_grad_bf16, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -195,6 +195,109 @@ static void check_softmax(int64_t rows, int64_t cols, int bf16, unsigned grid_ro
   free(hy);
 }
 
+/* ---- softmax cross-entropy ---- */
+
+static void call_xent(void *kernel, void *args) {
+  ((void (*)(jx_cuda_xent_args))kernel)(*(const jx_cuda_xent_args *)args);
+}
+
+/* 1 when got equals want as the kernel must: both NaN, the same infinity,
+ * or within rtol. */
+static int close_to(double got, double want, double rtol) {
+  if (want != want || got != got) return want != want && got != got;
+  if (isinf(want) || isinf(got)) return got == want;
+  return fabs(got - want) <= rtol * fabs(want) + 1e-30;
+}
+
+/* The forward, label's logit and backward kernels on rows that take every
+ * path, against
+ * a double reference of the program's definition: rows longer than the
+ * block (the running max grows and rescales), labels in the first and last
+ * column and none (-1: picked 0), a row of huge values (exp overflows
+ * without the max), a row holding +inf (max not finite: shifted by 0, the
+ * sum inf), a row holding a NaN (max 0, sum NaN), a row of -inf (max 0,
+ * sum 0). The label's logit and the max are exact; the sum within 4e-6
+ * (f32 sums of at most 1000 terms a row, in another order); the gradient
+ * within (|x - max| + 4) u relative (the rounded argument of exp, exp's,
+ * the product's and the sum's roundings), plus bf16's rounding. */
+static void check_xent(int64_t rows, int64_t cols, int bf16) {
+  cuda_emu_module *m = emulated(&softmax_module, jx_cuda_softmax_src, "softmax.cu");
+  if (!m) return;
+  int64_t n = rows * cols;
+  float *x = values(n, (int)(rows * 3 + cols), 6.0, bf16);
+  float label[8], scale[8], at[8], picked[8], mx[8], sum[8];
+  assert_true(rows <= 8 && cols > 8);
+  for (int64_t r = 0; r < rows; r++) {
+    label[r] = r == 0 ? 0.0f : r == 1 ? (float)(cols - 1) : r == 2 ? -1.0f : (float)(r * 37 % cols);
+    scale[r] = 0.01f * (float)(r + 1);
+    at[r] = -0.125f * (float)(r + 1);
+  }
+  if (rows > 3) x[3 * cols + 5] = bf16 ? 29952.0f : 3.0e4f;
+  if (rows > 4) x[4 * cols + 7] = INFINITY;
+  if (rows > 5) x[5 * cols + 2] = NAN;
+  for (int64_t j = 0; rows > 6 && j < cols; j++) x[6 * cols + j] = -INFINITY;
+  void *hx = device_layout(x, n, bf16), *hg = calloc((size_t)n, bf16 ? 2 : 4);
+  assert_non_null(hg);
+  jx_cuda_xent_args a = {hx, label, picked, mx, sum, scale, at, hg, rows, cols};
+  jx_cuda_launch_dims d;
+  check_ok(jx_cuda_softmax_geometry(rows, cols, &d));
+  const jx_dtype dt = bf16 ? JX_BF16 : JX_F32;
+  launch(m, jx_cuda_xent_kernel(dt, JX_CUDA_XENT_FORWARD), &d, call_xent, &a);
+  launch(m, jx_cuda_xent_kernel(dt, JX_CUDA_XENT_BACKWARD), &d, call_xent, &a);
+  jx_cuda_launch_dims dp;
+  check_ok(jx_cuda_xent_pick_geometry(rows, &dp));
+  launch(m, jx_cuda_xent_kernel(dt, JX_CUDA_XENT_PICK), &dp, call_xent, &a);
+  int64_t bad = 0;
+  double worst_sum = 0, worst_grad = 0;
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * cols;
+    double m0 = -INFINITY, want_pick = 0, s = 0;
+    int nan = 0;
+    for (int64_t j = 0; j < cols; j++) {
+      nan |= xr[j] != xr[j];
+      m0 = xr[j] > m0 ? xr[j] : m0;
+      if ((float)j == label[r]) want_pick = xr[j];
+    }
+    double mq = !nan && isfinite(m0) ? m0 : 0;
+    for (int64_t j = 0; j < cols; j++) s += exp((double)xr[j] - mq);
+    bad += picked[r] != (float)want_pick || mx[r] != (float)mq || !close_to(sum[r], s, 4e-6);
+    if (isfinite(s) && s > 0 && fabs(sum[r] - s) / s > worst_sum) worst_sum = fabs(sum[r] - s) / s;
+    for (int64_t j = 0; j < cols; j++) {
+      double g = (double)scale[r] * exp((double)xr[j] - mx[r]) + ((float)j == label[r] ? at[r] : 0);
+      /* x - max rounded (|x - max| u of exp's argument), exp's and the
+       * product's and sum's roundings, then bf16's */
+      double u = 1.0 / (1 << 24), arg = isfinite(xr[j] - (double)mx[r]) ? fabs(xr[j] - mx[r]) : 0;
+      double got = element(hg, r * cols + j, bf16), tol = (arg + 4) * u + (bf16 ? 1.0 / 256 : 0);
+      if (!close_to(got, g, tol)) {
+        if (bad < 5)
+          fprintf(stderr, "grad[%lld][%lld]: %.9g, expected %.9g\n", (long long)r, (long long)j,
+                  got, g);
+        bad++;
+      }
+      if (isfinite(g) && g != 0 && fabs(got - g) / fabs(g) > worst_grad)
+        worst_grad = fabs(got - g) / fabs(g);
+    }
+    if (bad && r < 8)
+      fprintf(stderr, "row %lld: picked %.9g (%.9g), max %.9g (%.9g), sum %.9g (%.9g)\n",
+              (long long)r, picked[r], want_pick, mx[r], mq, sum[r], s);
+  }
+  printf("cross-entropy %s [%lld, %lld], blocks of %u: sum within %.3g, gradient within %.3g\n",
+         bf16 ? "bf16" : "f32", (long long)rows, (long long)cols, d.block[0], worst_sum,
+         worst_grad);
+  assert_int_equal(bad, 0);
+  emulation_checked++;
+  free(x);
+  free(hx);
+  free(hg);
+}
+
+static void xent_matches_reference(void **state) {
+  (void)state;
+  check_xent(7, 1000, 0);
+  check_xent(7, 1000, 1);
+  check_xent(3, 37, 0); /* a row shorter than a warp's threads' share */
+}
+
 static void softmax_f32_matches_reference(void **state) {
   (void)state;
   check_softmax(1, 1, 0, 0);
@@ -890,6 +993,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(geometry_rejects_bad_shapes, setup, teardown),
       cmocka_unit_test_setup_teardown(softmax_f32_matches_reference, setup, teardown),
       cmocka_unit_test_setup_teardown(softmax_bf16_matches_reference, setup, teardown),
+      cmocka_unit_test_setup_teardown(xent_matches_reference, setup, teardown),
       cmocka_unit_test_setup_teardown(attention_f32_matches_reference, setup, teardown),
       cmocka_unit_test_setup_teardown(attention_bf16_matches_reference, setup, teardown),
       cmocka_unit_test_setup_teardown(attention_tc_geometry_rejects_bad_shapes, setup, teardown),
