@@ -8,7 +8,8 @@
 # fused attention forward and backward and a 1-layer GPT train step's
 # gradients against the CPU, within the tests' stated tolerances
 # (test_cuda_fuse_grad --real); the bf16 GEMM in TFLOP/s next to cuBLASLt
-# called directly (bench_cuda_gemm); GPT-2 124M tokens/s and MFU over 3
+# called directly (bench_cuda_gemm); the attention kernels alone, forward
+# and backward (bench_cuda_attention); GPT-2 124M tokens/s and MFU over 3
 # steps (bench_cuda_gpt); the all-reduce of 8 local ranks on the machine's
 # cores (bench_allreduce). A failing step prints the tail of its log and the
 # run goes on. scripts/gpu-check.sh is the long form (the CUDA suite, JAX's
@@ -62,8 +63,8 @@ if ((build_it)) && [[ ! -f $build/CMakeCache.txt ]]; then
     -DJX_BUILD_EXAMPLES=OFF
 fi
 ((build_it)) && STEP_SHOW=2 step build 150 cmake --build "$build" -j "$jobs" --target jx_cli \
-  test_cuda_runtime test_cuda_resident test_cuda_fuse_grad bench_cuda_gemm bench_cuda_gpt \
-  bench_allreduce
+  test_cuda_runtime test_cuda_resident test_cuda_fuse_grad bench_cuda_gemm bench_cuda_attention \
+  bench_cuda_gpt bench_allreduce
 
 real=--real
 ((tiny)) && real= # the tests' default: the fake driver
@@ -79,6 +80,8 @@ STEP_SHOW=0 step "attention and 1-layer GPT grads vs the CPU (test_cuda_fuse_gra
 grep -E 'worst|error|bound|PASSED|FAILED' "$logs"/attention_and_1-layer*.log 2>/dev/null | tail -n 12
 gemm_log=$logs/bench_cuda_gemm.log
 step "bench_cuda_gemm" 40 "$build/bench/bench_cuda_gemm"
+attn_log=$logs/bench_cuda_attention.log
+step "bench_cuda_attention" 40 "$build/bench/bench_cuda_attention"
 gpt_log=$logs/bench_cuda_gpt.log
 if ((tiny)); then
   step "bench_cuda_gpt" 60 env JX_PLATFORM=cpu JX_CACHE_DIR="$cache" "$build/bench/bench_cuda_gpt" \
@@ -95,6 +98,9 @@ echo "=== summary ($(($(date +%s) - start))s of 290; logs in $logs)"
 printf '  %s\n' "${summary[@]}"
 [[ -x $build/jx ]] && "$build/jx" info 2>/dev/null | grep -E '^CUDA' | sed 's/^/  /'
 gemm_line "$gemm_log"
+# the attention kernels alone: each pass's time and TFLOP/s by implementation
+sed -n 's/.*"bench":"cuda_attention_\(fwd\|bwd\)","impl":"\([^"]*\)".*"median_ms":\([0-9.]*\),"tflop_per_s":\([0-9.]*\).*/  attention \1 (\2): \3 ms, \4 TFLOP\/s/p' \
+  "$attn_log" 2>/dev/null
 gpt_line "$gpt_log" jx jx
 jx_mfu=$(field "$gpt_log" jx mfu)
 ((!tiny)) && [[ -n $jx_mfu ]] && echo "  GPT step MFU target >= 45 %: $(awk -v m="$jx_mfu" \
