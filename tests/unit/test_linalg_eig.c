@@ -125,23 +125,6 @@ static void eigh_gradients_match_finite_differences(void **state) {
   jx_fn_release(f);
 }
 
-/* f32 a's data, row-major, in a fresh buffer. */
-static float *read_f32(jx_array *a) {
-  size_t bytes = sizeof(float) * (size_t)jx_size(a);
-  float *x = malloc(bytes);
-  assert_non_null(x);
-  check_ok(jx_read(a, x, bytes));
-  return x;
-}
-
-static void assert_same_bits(jx_array *want, jx_array *got) {
-  float *x = read_f32(want), *y = read_f32(got);
-  assert_int_equal(jx_size(want), jx_size(got));
-  assert_memory_equal(x, y, sizeof(float) * (size_t)jx_size(want));
-  free(x);
-  free(y);
-}
-
 /* A real matrix of 384 or more rows splits its back-transformation into
  * column blocks over the pool (eigh.c): w and v are still LAPACK's ssyevd's
  * bits, and the same matrix in a stack of two (each on one thread, its
@@ -159,17 +142,17 @@ static void split_eigh_is_lapacks(void **state) {
     a = jx_add(a, jx_transpose(a, JX_AXES(1, 0)));
     jx_array *w, *v;
     check_ok(jx_linalg_eigh(a, &w, &v));
-    float *x = read_f32(a), *wv = malloc(sizeof(float) * (size_t)n);
+    float *x = linalg_read_f32(a), *wv = malloc(sizeof(float) * (size_t)n);
     assert_int_equal(LAPACKE_ssyevd(LAPACK_COL_MAJOR, 'V', 'L', n, x, n, wv), 0);
-    assert_same_bits(jx_array_from(JX_F32, JX_SHAPE(n), wv), w);
+    assert_same_f32_bits(jx_array_from(JX_F32, JX_SHAPE(n), wv), w);
     /* the eigenvectors in x's columns, column-major: vᵀ's rows */
-    assert_same_bits(jx_array_from(JX_F32, JX_SHAPE(n, n), x), jx_transpose(v, JX_AXES(1, 0)));
+    assert_same_f32_bits(jx_array_from(JX_F32, JX_SHAPE(n, n), x), jx_transpose(v, JX_AXES(1, 0)));
     free(x);
     free(wv);
     if (c > 0) continue;
     jx_array *sw, *sv, *two = jx_broadcast_to(jx_expand_dims(a, 0), JX_SHAPE(2, n, n));
     check_ok(jx_linalg_eigh(two, &sw, &sv));
-    assert_same_bits(v, jx_slice(sv, JX_SHAPE(1, 0, 0), JX_SHAPE(2, n, n), JX_SHAPE(1, 1, 1)));
+    assert_same_f32_bits(v, jx_slice(sv, JX_SHAPE(1, 0, 0), JX_SHAPE(2, n, n), JX_SHAPE(1, 1, 1)));
   }
 }
 
