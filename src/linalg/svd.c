@@ -112,7 +112,7 @@ typedef struct {
   lapack_int lwork, path5_lwork, block_lwork, *iwork;
 } svd_matrix;
 
-/* Path 5 and the copy in for the real dtypes. */
+/* gesdd's path 5 for the real dtypes. */
 #define DEFINE_PATH5(T, L)                                                                         \
   /* gebrd and bdsdc as gesdd's path 5 calls them, with gesdd's scaling */                         \
   static lapack_int bidiagonal_svd_##L(const svd_matrix *x, T anrm) {                              \
@@ -171,8 +171,9 @@ DEFINE_PATH5(double, d)
 DEFINE_PATH5(float, s)
 
 /* Copies the count entries of a into at: 1 when all are finite, their
- * largest magnitude (LAPACK's lange 'M') in *anrm. NaNs fill s, u and vt of
- * a matrix LAPACK is not given or fails on. */
+ * largest magnitude (LAPACK's lange 'M', for path 5's scaling; 0 for a
+ * complex matrix, which gesdd scales itself) in *anrm. NaNs fill s, u and
+ * vt of a matrix LAPACK is not given or fails on. */
 #define DEFINE_COPY_IN(T, R, L, FINITE, ABS)                                                       \
   static int copy_in_##L(const T *a, T *at, int64_t count, double *anrm) {                         \
     memcpy(at, a, sizeof(T) * (size_t)count);                                                      \
@@ -196,8 +197,9 @@ DEFINE_PATH5(float, s)
 #define FINITE_C(x)    (isfinite(crealf(x)) && isfinite(cimagf(x)))
 DEFINE_COPY_IN(double, double, d, FINITE_REAL, fabs)
 DEFINE_COPY_IN(float, float, s, FINITE_REAL, fabsf)
-DEFINE_COPY_IN(double complex, double, z, FINITE_Z, cabs)
-DEFINE_COPY_IN(float complex, float, c, FINITE_C, cabsf)
+#define NOT_NEEDED(x) 0
+DEFINE_COPY_IN(double complex, double, z, FINITE_Z, NOT_NEEDED)
+DEFINE_COPY_IN(float complex, float, c, FINITE_C, NOT_NEEDED)
 
 /* Decomposes the row-major m x n matrix a into s and the outputs u and vt
  * (the factors in the transpose's view, above). */
