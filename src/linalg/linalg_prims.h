@@ -68,6 +68,22 @@ static inline jx_linalg_type jx_linalg_type_of(jx_dtype dt) {
  * that LAPACK on the pool's threads does not oversubscribe the cores. fn
  * allocates its own scratch (it runs on several threads at once). */
 void jx_linalg_for_each_matrix(int64_t count, jx_range_fn fn, void *ctx);
+/* What LAPACK's ormqr and ormlq add to the workspace for their T block
+ * (LDT * NBMAX = 65 * 64 entries) beyond what ormbr's and ormtr's queries
+ * report: given only the reported size, they shrink their block size, and
+ * the result's bits change with it. */
+enum { JX_LINALG_ORM_TSIZE = 65 * 64 };
+/* A lone matrix's back-transformation (svd's ormbr, eigh's ormtr) applies
+ * to its k vectors in blocks spread over the pool: the number of blocks for
+ * k vectors (about 256 each, at most 8; narrower blocks cost OpenBLAS's GEMM
+ * more per vector: 4 blocks of 128 took 1.16x one of 512 on one thread),
+ * and block b's vectors [*v0, *v1), its bounds at multiples of 64 (where a
+ * narrower GEMM rounds as the whole one does more often). Both follow from
+ * k alone, so the bits depend on neither the threads nor the load. */
+int64_t jx_linalg_vector_blocks(int64_t k);
+void jx_linalg_vector_block(int64_t k, int64_t blocks, int64_t b, int64_t *v0, int64_t *v1);
+/* The most vectors a block holds (the workspace each needs). */
+int64_t jx_linalg_widest_vector_block(int64_t k, int64_t blocks);
 /* Number of matrices in a stack of shape s (product of all but the last two dims). */
 int64_t jx_linalg_batch_count(jx_shape s);
 

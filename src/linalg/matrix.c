@@ -46,6 +46,27 @@ void jx_linalg_for_each_matrix(int64_t count, jx_range_fn fn, void *ctx) {
   jx_parallel_for(count, 1, fn, ctx);
 }
 
+enum { BLOCK_VECTORS = 256, MAX_BLOCKS = 8, BLOCK_ALIGN = 64 };
+
+int64_t jx_linalg_vector_blocks(int64_t k) {
+  int64_t blocks = (k + BLOCK_VECTORS / 2) / BLOCK_VECTORS;
+  return blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : blocks;
+}
+
+void jx_linalg_vector_block(int64_t k, int64_t blocks, int64_t b, int64_t *v0, int64_t *v1) {
+  *v0 = b == 0 ? 0 : k * b / blocks / BLOCK_ALIGN * BLOCK_ALIGN;
+  *v1 = b + 1 == blocks ? k : k * (b + 1) / blocks / BLOCK_ALIGN * BLOCK_ALIGN;
+}
+
+int64_t jx_linalg_widest_vector_block(int64_t k, int64_t blocks) {
+  int64_t widest = 0, v0, v1;
+  for (int64_t b = 0; b < blocks; b++) {
+    jx_linalg_vector_block(k, blocks, b, &v0, &v1);
+    widest = v1 - v0 > widest ? v1 - v0 : widest;
+  }
+  return widest;
+}
+
 int64_t jx_linalg_batch_count(jx_shape s) {
   int64_t n = 1;
   for (int d = 0; d < s.rank - 2; d++) n *= s.dims[d];

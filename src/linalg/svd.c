@@ -50,15 +50,31 @@ static jx_status infer_svd(const jx_rule_ctx *ctx, const jx_aval *in, jx_aval *o
   return JX_OK;
 }
 
-/* gesdd as JAX's CPU kernel calls it: on a column-major copy of each
- * matrix, with the workspace LAPACK asks for (one query) allocated once per
- * range rather than per matrix; u and vt come back column-major and are
- * transposed into the row-major outputs. */
+/* gesdd as JAX's CPU kernel calls it, on the transpose: the row-major m x n
+ * matrix a is, byte for byte, the column-major n x m matrix a^T = conj(v) s
+ * u^T, whose left factor (n x k, column-major) has vt's bytes (row-major
+ * k x n) and whose right factor (k x m, column-major) has u's: LAPACK writes
+ * the outputs in place, and the one copy is a's into the scratch gesdd
+ * overwrites (a plain copy, no transposes). The workspace is asked for and
+ * allocated once per range of matrices, not per matrix.
+ *
+ * A real matrix whose shape takes gesdd down its path 5 (neither side 11/6
+ * of the other or more, so no QR first), with the reduced vectors or square,
+ * runs that path's steps here instead, so that both cores work on a lone
+ * matrix without OpenBLAS's threads (blas_threads.h says why they stay
+ * off): gebrd and bdsdc, then the two back-transformations (ormbr, 30 % of
+ * the time at 512 x 512 on one thread), split into column blocks of
+ * the left factor and row blocks of the right one, the blocks spread over
+ * jx's pool (jx_linalg_vector_block). The blocks follow from the shape
+ * alone, not from the threads or the load, and the bits are gesdd's
+ * (test_linalg_svd checks a square, a tall and a wide matrix). */
 typedef struct {
   const jx_tensor *in;
   jx_tensor *out;
   int64_t m, n, k, ucols, vrows;
   char jobz;
+  int path5;      /* gesdd's path 5 run here, its back-transformations split */
+  int64_t blocks; /* into this many blocks */
   atomic_int out_of_memory;
 } svd_job;
 
@@ -85,95 +101,212 @@ static size_t rwork_size(const svd_job *j) {
   return (a > b ? a : b) + 1;
 }
 
-/* Decomposes the row-major m x n matrix a into s, u, vt with gesdd through
- * the column-major scratch at (m n), ut (m ucols), vtt (vrows n); NaNs in
- * all three when a is not finite or gesdd fails. lwork < 0 asks for the
- * workspace size instead, into work[0]. */
-#define DEFINE_DECOMPOSE(T, R, L, FINITE)                                                          \
-  static lapack_int decompose_##L(const svd_job *j, const T *a, R *s, T *u, T *vt, T *at, T *ut,   \
-                                  T *vtt, T *work, lapack_int lwork, R *rwork,                     \
-                                  lapack_int *iwork) {                                             \
-    int64_t m = j->m, n = j->n, ldu = m > 0 ? m : 1, ldvt = j->vrows > 0 ? j->vrows : 1;           \
-    if (lwork < 0)                                                                                 \
-      return gesdd_##L(j->jobz, m, n, at, ldu, s, ut, ldu, vtt, ldvt, work, -1, rwork, iwork);     \
-    int finite = 1;                                                                                \
-    for (int64_t r = 0; r < m; r++)                                                                \
-      for (int64_t c = 0; c < n; c++) {                                                            \
-        T x = a[r * n + c];                                                                        \
-        at[c * m + r] = x;                                                                         \
-        if (!(FINITE(x))) finite = 0;                                                              \
-      }                                                                                            \
-    lapack_int info = finite ? gesdd_##L(j->jobz, m, n, at, ldu, s, ut, ldu, vtt, ldvt, work,      \
-                                         lwork, rwork, iwork)                                      \
-                             : 1;                                                                  \
-    for (int64_t r = 0; r < m; r++)                                                                \
-      for (int64_t c = 0; c < j->ucols; c++) u[r * j->ucols + c] = info ? NAN : ut[c * m + r];     \
-    for (int64_t r = 0; r < j->vrows; r++)                                                         \
-      for (int64_t c = 0; c < n; c++) vt[r * n + c] = info ? NAN : vtt[c * j->vrows + r];          \
-    if (info)                                                                                      \
-      for (int64_t i = 0; i < j->k; i++) s[i] = NAN;                                               \
+/* One matrix in the column-major view: a (rows = n, cols = m), its factors
+ * left (rows x k or rows x rows, vt's bytes) and right (k x cols or cols x
+ * cols, u's bytes). work holds lwork entries: gesdd's, or for path 5 e,
+ * tauq, taup (k each), gebrd's and bdsdc's scratch (path5_lwork), then one
+ * ormbr scratch of block_lwork per block. */
+typedef struct {
+  const svd_job *job;
+  void *a, *s, *left, *right, *work, *rwork;
+  lapack_int lwork, path5_lwork, block_lwork, *iwork;
+} svd_matrix;
+
+/* gesdd's path 5 for the real dtypes. */
+#define DEFINE_PATH5(T, L)                                                                         \
+  /* gebrd and bdsdc as gesdd's path 5 calls them, with gesdd's scaling */                         \
+  static lapack_int bidiagonal_svd_##L(const svd_matrix *x, T anrm) {                              \
+    lapack_int rows = x->job->n, cols = x->job->m, k = x->job->k;                                  \
+    T *a = x->a, *s = x->s, *e = x->work, *tauq = e + k, *taup = tauq + k, *w = taup + k;          \
+    T small = sqrt(LAPACKE_##L##lamch_work('S')) / LAPACKE_##L##lamch_work('P'), big = 1 / small;  \
+    T scaled = anrm > 0 && anrm < small ? small : anrm > big ? big : 0;                            \
+    if (scaled)                                                                                    \
+      LAPACKE_##L##lascl_work(LAPACK_COL_MAJOR, 'G', 0, 0, anrm, scaled, rows, cols, a, rows);     \
+    lapack_int info = LAPACKE_##L##gebrd_work(LAPACK_COL_MAJOR, rows, cols, a, rows, s, e, tauq,   \
+                                              taup, w, x->path5_lwork);                            \
+    if (rows >= cols)                                                                              \
+      LAPACKE_##L##laset_work(LAPACK_COL_MAJOR, 'F', rows, k, 0, 0, x->left, rows);                \
+    else                                                                                           \
+      LAPACKE_##L##laset_work(LAPACK_COL_MAJOR, 'F', k, cols, 0, 0, x->right, k);                  \
+    if (!info)                                                                                     \
+      info = LAPACKE_##L##bdsdc_work(LAPACK_COL_MAJOR, rows >= cols ? 'U' : 'L', 'I', k, s, e,     \
+                                     x->left, rows, x->right, k, NULL, NULL, w, x->iwork);         \
+    if (scaled && !info)                                                                           \
+      LAPACKE_##L##lascl_work(LAPACK_COL_MAJOR, 'G', 0, 0, scaled, anrm, k, 1, s, k);              \
     return info;                                                                                   \
+  }                                                                                                \
+  /* ormbr on blocks [b0, b1): columns of left, rows of right */                                   \
+  static void back_transform_##L(void *ctx, int64_t b0, int64_t b1) {                              \
+    const svd_matrix *x = ctx;                                                                     \
+    lapack_int rows = x->job->n, cols = x->job->m, k = x->job->k;                                  \
+    T *a = x->a, *tauq = (T *)x->work + k, *taup = tauq + k;                                       \
+    for (int64_t b = b0; b < b1; b++) {                                                            \
+      int64_t c0, c1;                                                                              \
+      jx_linalg_vector_block(k, x->job->blocks, b, &c0, &c1);                                      \
+      T *w = (T *)x->work + 3 * k + x->path5_lwork + x->block_lwork * b;                           \
+      LAPACKE_##L##ormbr_work(LAPACK_COL_MAJOR, 'Q', 'L', 'N', rows, c1 - c0, cols, a, rows, tauq, \
+                              (T *)x->left + (size_t)c0 * rows, rows, w, x->block_lwork);          \
+      LAPACKE_##L##ormbr_work(LAPACK_COL_MAJOR, 'P', 'R', 'T', c1 - c0, cols, k, a, rows, taup,    \
+                              (T *)x->right + c0, k, w, x->block_lwork);                           \
+    }                                                                                              \
+  }                                                                                                \
+  /* path 5's scratch: sets path5_lwork and block_lwork, returns lwork */                          \
+  static lapack_int path5_work_##L(svd_matrix *x) {                                                \
+    const svd_job *j = x->job;                                                                     \
+    lapack_int rows = j->n, cols = j->m, k = j->k,                                                 \
+               widest = jx_linalg_widest_vector_block(k, j->blocks);                               \
+    T q[3] = {0}, any = 0;                                                                         \
+    LAPACKE_##L##gebrd_work(LAPACK_COL_MAJOR, rows, cols, &any, rows, &any, &any, &any, &any,      \
+                            &q[0], -1);                                                            \
+    LAPACKE_##L##ormbr_work(LAPACK_COL_MAJOR, 'Q', 'L', 'N', rows, widest, cols, &any, rows, &any, \
+                            &any, rows, &q[1], -1);                                                \
+    LAPACKE_##L##ormbr_work(LAPACK_COL_MAJOR, 'P', 'R', 'T', widest, cols, k, &any, rows, &any,    \
+                            &any, k, &q[2], -1);                                                   \
+    T bdsdc = 3 * (T)k * (T)k + 4 * (T)k; /* LAPACK's documented size for compq 'I' */             \
+    x->path5_lwork = (lapack_int)(q[0] > bdsdc ? q[0] : bdsdc) + 1;                                \
+    x->block_lwork = (lapack_int)(q[1] > q[2] ? q[1] : q[2]) + JX_LINALG_ORM_TSIZE;                \
+    return 3 * k + x->path5_lwork + x->block_lwork * (lapack_int)j->blocks;                        \
+  }
+DEFINE_PATH5(double, d)
+DEFINE_PATH5(float, s)
+
+/* Copies the count entries of a into at: 1 when all are finite, their
+ * largest magnitude (LAPACK's lange 'M', for path 5's scaling; 0 for a
+ * complex matrix, which gesdd scales itself) in *anrm. NaNs fill s, u and
+ * vt of a matrix LAPACK is not given or fails on. */
+#define DEFINE_COPY_IN(T, R, L, FINITE, ABS)                                                       \
+  static int copy_in_##L(const T *a, T *at, int64_t count, double *anrm) {                         \
+    memcpy(at, a, sizeof(T) * (size_t)count);                                                      \
+    int finite = 1;                                                                                \
+    R largest = 0;                                                                                 \
+    for (int64_t i = 0; i < count; i++) {                                                          \
+      if (!(FINITE(at[i]))) finite = 0;                                                            \
+      R mag = ABS(at[i]);                                                                          \
+      if (mag > largest) largest = mag;                                                            \
+    }                                                                                              \
+    *anrm = largest;                                                                               \
+    return finite;                                                                                 \
+  }                                                                                                \
+  static void fill_nan_##L(const svd_job *j, R *s, T *u, T *vt) {                                  \
+    for (int64_t i = 0; i < j->m * j->ucols; i++) u[i] = NAN;                                      \
+    for (int64_t i = 0; i < j->vrows * j->n; i++) vt[i] = NAN;                                     \
+    for (int64_t i = 0; i < j->k; i++) s[i] = NAN;                                                 \
   }
 #define FINITE_REAL(x) isfinite(x)
 #define FINITE_Z(x)    (isfinite(creal(x)) && isfinite(cimag(x)))
 #define FINITE_C(x)    (isfinite(crealf(x)) && isfinite(cimagf(x)))
-DEFINE_DECOMPOSE(double, double, d, FINITE_REAL)
-DEFINE_DECOMPOSE(float, float, s, FINITE_REAL)
-DEFINE_DECOMPOSE(double complex, double, z, FINITE_Z)
-DEFINE_DECOMPOSE(float complex, float, c, FINITE_C)
+DEFINE_COPY_IN(double, double, d, FINITE_REAL, fabs)
+DEFINE_COPY_IN(float, float, s, FINITE_REAL, fabsf)
+#define NOT_NEEDED(x) 0
+DEFINE_COPY_IN(double complex, double, z, FINITE_Z, NOT_NEEDED)
+DEFINE_COPY_IN(float complex, float, c, FINITE_C, NOT_NEEDED)
 
-/* decompose_<dtype> on untyped pointers (work's size query when a is NULL). */
-static lapack_int decompose(const svd_job *j, const void *a, void *s, void *u, void *vt, void *at,
-                            void *ut, void *vtt, void *work, lapack_int lwork, void *rwork,
-                            lapack_int *iwork) {
+/* Decomposes the row-major m x n matrix a into s and the outputs u and vt
+ * (the factors in the transpose's view, above). */
+static void decompose(const svd_matrix *x, const void *a, void *s, void *u, void *vt) {
+  const svd_job *j = x->job;
+  int64_t count = j->m * j->n, ldright = j->ucols > 0 ? j->ucols : 1;
+  svd_matrix y = *x;
+  y.s = s;
+  y.left = vt;
+  y.right = u;
+  double anrm = 0;
+  lapack_int info = 1;
   switch (j->in->dtype) {
-  case JX_F64: return decompose_d(j, a, s, u, vt, at, ut, vtt, work, lwork, rwork, iwork);
-  case JX_F32: return decompose_s(j, a, s, u, vt, at, ut, vtt, work, lwork, rwork, iwork);
-  case JX_C128: return decompose_z(j, a, s, u, vt, at, ut, vtt, work, lwork, rwork, iwork);
-  default: return decompose_c(j, a, s, u, vt, at, ut, vtt, work, lwork, rwork, iwork);
+  case JX_F64:
+    if (!copy_in_d(a, x->a, count, &anrm)) break;
+    if (!j->path5) {
+      info = gesdd_d(j->jobz, j->n, j->m, x->a, j->n, s, vt, j->n, u, ldright, x->work, x->lwork,
+                     NULL, x->iwork);
+    } else if (!(info = bidiagonal_svd_d(&y, anrm)))
+      jx_parallel_for(j->blocks, 1, back_transform_d, &y);
+    break;
+  case JX_F32:
+    if (!copy_in_s(a, x->a, count, &anrm)) break;
+    if (!j->path5) {
+      info = gesdd_s(j->jobz, j->n, j->m, x->a, j->n, s, vt, j->n, u, ldright, x->work, x->lwork,
+                     NULL, x->iwork);
+    } else if (!(info = bidiagonal_svd_s(&y, (float)anrm)))
+      jx_parallel_for(j->blocks, 1, back_transform_s, &y);
+    break;
+  case JX_C128:
+    if (copy_in_z(a, x->a, count, &anrm))
+      info = gesdd_z(j->jobz, j->n, j->m, x->a, j->n, s, vt, j->n, u, ldright, x->work, x->lwork,
+                     x->rwork, x->iwork);
+    break;
+  default:
+    if (copy_in_c(a, x->a, count, &anrm))
+      info = gesdd_c(j->jobz, j->n, j->m, x->a, j->n, s, vt, j->n, u, ldright, x->work, x->lwork,
+                     x->rwork, x->iwork);
+    break;
+  }
+  if (!info) return;
+  switch (j->in->dtype) {
+  case JX_F64: fill_nan_d(j, s, u, vt); break;
+  case JX_F32: fill_nan_s(j, s, u, vt); break;
+  case JX_C128: fill_nan_z(j, s, u, vt); break;
+  default: fill_nan_c(j, s, u, vt); break;
   }
 }
 
-/* The workspace size in work[0] after a query, of dtype dt. */
-static double queried_size(jx_dtype dt, const void *work) {
-  switch (dt) {
-  case JX_F64: return *(const double *)work;
-  case JX_F32: return *(const float *)work;
-  case JX_C128: return creal(*(const double complex *)work);
-  default: return crealf(*(const float complex *)work);
+/* gesdd's workspace for x's job, asked for by a query: lwork entries. */
+static lapack_int gesdd_work(const svd_matrix *x) {
+  const svd_job *j = x->job;
+  int64_t ldright = j->ucols > 0 ? j->ucols : 1;
+  union {
+    double d;
+    float s;
+    double complex z;
+    float complex c;
+  } q = {0}, any = {0};
+  switch (j->in->dtype) {
+  case JX_F64:
+    gesdd_d(j->jobz, j->n, j->m, &any.d, j->n, &any.d, &any.d, j->n, &any.d, ldright, &q.d, -1,
+            NULL, x->iwork);
+    return (lapack_int)q.d + 1;
+  case JX_F32:
+    gesdd_s(j->jobz, j->n, j->m, &any.s, j->n, &any.s, &any.s, j->n, &any.s, ldright, &q.s, -1,
+            NULL, x->iwork);
+    return (lapack_int)q.s + 1;
+  case JX_C128:
+    gesdd_z(j->jobz, j->n, j->m, &any.z, j->n, &any.d, &any.z, j->n, &any.z, ldright, &q.z, -1,
+            x->rwork, x->iwork);
+    return (lapack_int)creal(q.z) + 1;
+  default:
+    gesdd_c(j->jobz, j->n, j->m, &any.c, j->n, &any.s, &any.c, j->n, &any.c, ldright, &q.c, -1,
+            x->rwork, x->iwork);
+    return (lapack_int)crealf(q.c) + 1;
   }
 }
 
 static void decompose_range(void *ctx, int64_t b0, int64_t b1) {
   svd_job *j = ctx;
-  size_t es = jx_dtype_size(j->in->dtype), rs = jx_dtype_size(j->out[0].dtype);
+  jx_dtype dt = j->in->dtype;
+  size_t es = jx_dtype_size(dt), rs = jx_dtype_size(j->out[0].dtype);
   int64_t m = j->m, n = j->n;
-  size_t scratch = (size_t)(m * n + m * j->ucols + j->vrows * n);
-  size_t lrwork = jx_is_complex(j->in->dtype) ? rwork_size(j) : 1;
-  lapack_int *iwork = malloc(sizeof(lapack_int) * (size_t)(8 * j->k));
-  double query_work[4] = {0}; /* room for one entry of any dtype */
-  char *rwork = iwork ? malloc(rs * lrwork) : NULL;
-  if (rwork) decompose(j, NULL, NULL, NULL, NULL, NULL, NULL, NULL, query_work, -1, rwork, iwork);
-  lapack_int lwork = (lapack_int)queried_size(j->in->dtype, query_work) + 1;
-  char *at = rwork ? malloc(es * (scratch + (size_t)lwork)) : NULL;
-  if (!at) {
-    free(iwork);
-    free(rwork);
+  size_t lrwork = jx_is_complex(dt) ? rwork_size(j) : 0;
+  svd_matrix x = {.job = j};
+  x.iwork = malloc(sizeof(lapack_int) * (size_t)(8 * j->k) + rs * lrwork);
+  if (x.iwork) {
+    x.rwork = x.iwork + 8 * j->k;
+    x.lwork = !j->path5 ? gesdd_work(&x) : dt == JX_F64 ? path5_work_d(&x) : path5_work_s(&x);
+    x.a = malloc(es * ((size_t)(m * n) + (size_t)x.lwork));
+  }
+  if (!x.a) {
+    free(x.iwork);
     atomic_store(&j->out_of_memory, 1);
     return;
   }
-  char *ut = at + es * (size_t)(m * n), *vtt = ut + es * (size_t)(m * j->ucols);
-  char *work = at + es * scratch;
+  x.work = (char *)x.a + es * (size_t)(m * n);
   for (int64_t b = b0; b < b1; b++) {
     const char *a = (const char *)j->in->data + es * (size_t)(b * m * n);
     char *s = (char *)j->out[0].data + rs * (size_t)(b * j->k);
     char *u = (char *)j->out[1].data + es * (size_t)(b * m * j->ucols);
     char *vt = (char *)j->out[2].data + es * (size_t)(b * j->vrows * n);
-    decompose(j, a, s, u, vt, at, ut, vtt, work, lwork, rwork, iwork);
+    decompose(&x, a, s, u, vt);
   }
-  free(at);
-  free(rwork);
-  free(iwork);
+  free(x.a);
+  free(x.iwork);
 }
 
 static void set_one(jx_dtype dt, void *data, int64_t i) {
@@ -194,6 +327,10 @@ static void eval_svd(const jx_rule_ctx *ctx, const jx_tensor *in, jx_tensor *out
   j.ucols = out[1].shape.dims[r - 1];
   j.vrows = out[2].shape.dims[r - 2];
   j.jobz = !ctx->params->i[1] ? 'N' : ctx->params->i[0] ? 'A' : 'S';
+  int64_t longer = j.m > j.n ? j.m : j.n, mnthr = (int64_t)((double)j.k * 11.0 / 6.0);
+  j.path5 =
+      !jx_is_complex(in->dtype) && j.jobz != 'N' && (j.jobz == 'S' || j.m == j.n) && longer < mnthr;
+  j.blocks = jx_linalg_vector_blocks(j.k);
   int64_t count = jx_linalg_batch_count(in->shape);
   if (j.k == 0) { /* nothing to decompose: u and vt are the identity's columns */
     size_t es = jx_dtype_size(in->dtype);

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 #include <jx/jx.h>
+#include <lapacke.h>
 
 #include "test_util.h"
 
@@ -124,6 +125,37 @@ static void eigh_gradients_match_finite_differences(void **state) {
   jx_fn_release(f);
 }
 
+/* A real matrix of 384 or more rows splits its back-transformation into
+ * column blocks over the pool (eigh.c): w and v are still LAPACK's ssyevd's
+ * bits, and the same matrix in a stack of two (each on one thread, its
+ * blocks in turn) gives the bits it gives alone. Also a matrix syevd scales
+ * (entries below its range): its bits. The matrices are exactly symmetric,
+ * so eigh's symmetrization keeps their bits. */
+static void split_eigh_is_lapacks(void **state) {
+  (void)state;
+  const int64_t sizes[] = {400, 6};
+  const double scales[] = {1, 1e-20};
+  for (int c = 0; c < 2; c++) {
+    int64_t n = sizes[c];
+    jx_array *a = jx_mul(jx_random_normal(jx_random_key((uint64_t)c), JX_F32, JX_SHAPE(n, n)),
+                         jx_scalar(JX_F32, scales[c]));
+    a = jx_add(a, jx_transpose(a, JX_AXES(1, 0)));
+    jx_array *w, *v;
+    check_ok(jx_linalg_eigh(a, &w, &v));
+    float *x = linalg_read_f32(a), *wv = malloc(sizeof(float) * (size_t)n);
+    assert_int_equal(LAPACKE_ssyevd(LAPACK_COL_MAJOR, 'V', 'L', n, x, n, wv), 0);
+    assert_same_f32_bits(jx_array_from(JX_F32, JX_SHAPE(n), wv), w);
+    /* the eigenvectors in x's columns, column-major: vᵀ's rows */
+    assert_same_f32_bits(jx_array_from(JX_F32, JX_SHAPE(n, n), x), jx_transpose(v, JX_AXES(1, 0)));
+    free(x);
+    free(wv);
+    if (c > 0) continue;
+    jx_array *sw, *sv, *two = jx_broadcast_to(jx_expand_dims(a, 0), JX_SHAPE(2, n, n));
+    check_ok(jx_linalg_eigh(two, &sw, &sv));
+    assert_same_f32_bits(v, jx_slice(sv, JX_SHAPE(1, 0, 0), JX_SHAPE(2, n, n), JX_SHAPE(1, 1, 1)));
+  }
+}
+
 static void eigh_errors_name_the_shapes(void **state) {
   (void)state;
   jx_array *w, *v;
@@ -146,6 +178,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(eigvalsh_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(eigh_under_vmap_and_sharded_jit, setup, teardown),
       cmocka_unit_test_setup_teardown(eigh_gradients_match_finite_differences, setup, teardown),
+      cmocka_unit_test_setup_teardown(split_eigh_is_lapacks, setup, teardown),
       cmocka_unit_test_setup_teardown(eigh_errors_name_the_shapes, setup, teardown),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
 #define JX_TESTS_UNIT_TEST_LINALG_GOLDEN_H
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #ifndef LINALG_GOLDEN_DIR
 #define LINALG_GOLDEN_DIR "linalg"
@@ -23,6 +24,24 @@ static inline jx_array *golden_in(const char *dir, const char *c, const char *na
 /* The array `name` of case c in LINALG_GOLDEN_DIR. */
 static inline jx_array *golden(const char *c, const char *name) {
   return golden_in(LINALG_GOLDEN_DIR, c, name);
+}
+
+/* f32 a's data, row-major, in a fresh buffer. */
+static inline float *linalg_read_f32(jx_array *a) {
+  size_t bytes = sizeof(float) * (size_t)jx_size(a);
+  float *x = malloc(bytes);
+  assert_non_null(x);
+  check_ok(jx_read(a, x, bytes));
+  return x;
+}
+
+/* want and got (f32) hold the same bits. */
+static inline void assert_same_f32_bits(jx_array *want, jx_array *got) {
+  float *x = linalg_read_f32(want), *y = linalg_read_f32(got);
+  assert_int_equal(jx_size(want), jx_size(got));
+  assert_memory_equal(x, y, sizeof(float) * (size_t)jx_size(want));
+  free(x);
+  free(y);
 }
 
 /* f's VJP (in: f's inputs, then its outputs' cotangents; out: f's outputs,

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 #include <jx/jx.h>
+#include <lapacke.h>
 
 #include "test_util.h"
 
@@ -207,6 +208,52 @@ static void svd_gradients_match_finite_differences(void **state) {
   }
 }
 
+/* The reduced svd of the f32 matrix a[m, n] by LAPACK's sgesdd itself, as
+ * svd.c calls it: on a's bytes read as the column-major n x m matrix aᵀ,
+ * whose left factor is vh's bytes and right one u's. */
+static void gesdd_oracle(jx_array *a, jx_array **u, jx_array **s, jx_array **vh) {
+  int64_t m = jx_shape_of(a).dims[0], n = jx_shape_of(a).dims[1], k = m < n ? m : n;
+  float *x = linalg_read_f32(a), *sv = malloc(sizeof(float) * (size_t)k),
+        *uv = malloc(sizeof(float) * (size_t)(m * k)),
+        *vv = malloc(sizeof(float) * (size_t)(k * n));
+  assert_int_equal(LAPACKE_sgesdd(LAPACK_COL_MAJOR, 'S', n, m, x, n, sv, vv, n, uv, k), 0);
+  *u = jx_array_from(JX_F32, JX_SHAPE(m, k), uv);
+  *s = jx_array_from(JX_F32, JX_SHAPE(k), sv);
+  *vh = jx_array_from(JX_F32, JX_SHAPE(k, n), vv);
+  free(x);
+  free(sv);
+  free(uv);
+  free(vv);
+}
+
+/* A matrix of 384 or more vectors splits its back-transformations into
+ * blocks over the pool (svd.c): its factors are still gesdd's bits, and the same
+ * matrix in a stack of two (each decomposed on one thread, its blocks in
+ * turn) gives the bits it gives alone. Also a matrix gesdd scales (entries
+ * below its range, and above), small enough for one block: gesdd's bits. */
+static void split_svd_is_lapacks(void **state) {
+  (void)state;
+  const int64_t shapes[][2] = {{400, 400}, {480, 384}, {384, 480}, {7, 5}, {7, 5}};
+  const double scales[] = {1, 1, 1, 1e-20, 1e15};
+  for (int c = 0; c < 5; c++) {
+    int64_t m = shapes[c][0], n = shapes[c][1], k = m < n ? m : n;
+    jx_array *a = jx_mul(jx_random_normal(jx_random_key((uint64_t)c), JX_F32, JX_SHAPE(m, n)),
+                         jx_scalar(JX_F32, scales[c]));
+    jx_array *u, *s, *vh, *wu, *ws, *wvh;
+    check_ok(jx_linalg_svd(a, 0, 1, &u, &s, &vh));
+    gesdd_oracle(a, &wu, &ws, &wvh);
+    assert_same_f32_bits(ws, s);
+    assert_same_f32_bits(wvh, vh);
+    assert_same_f32_bits(wu, u);
+    if (c > 0) continue;
+    jx_array *su, *ss, *svh, *two = jx_broadcast_to(jx_expand_dims(a, 0), JX_SHAPE(2, m, n));
+    check_ok(jx_linalg_svd(two, 0, 1, &su, &ss, &svh));
+    assert_same_f32_bits(u, jx_slice(su, JX_SHAPE(1, 0, 0), JX_SHAPE(2, m, k), JX_SHAPE(1, 1, 1)));
+    assert_same_f32_bits(vh,
+                         jx_slice(svh, JX_SHAPE(1, 0, 0), JX_SHAPE(2, k, n), JX_SHAPE(1, 1, 1)));
+  }
+}
+
 static void svd_of_a_nan_matrix_is_nan(void **state) {
   (void)state;
   /* JAX's result: NaNs throughout, not an error */
@@ -258,6 +305,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(svd_under_vmap, setup, teardown),
       cmocka_unit_test_setup_teardown(svd_sharded_jit_matches_jax, setup, teardown),
       cmocka_unit_test_setup_teardown(svd_gradients_match_finite_differences, setup, teardown),
+      cmocka_unit_test_setup_teardown(split_svd_is_lapacks, setup, teardown),
       cmocka_unit_test_setup_teardown(svd_of_a_nan_matrix_is_nan, setup, teardown),
       cmocka_unit_test_setup_teardown(svd_errors_name_the_shapes, setup, teardown),
   };
