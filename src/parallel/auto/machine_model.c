@@ -106,11 +106,15 @@ jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm) {
 
 /* ---- the roofline ---- */
 
+double jx_roofline_time(const jx_comm_model *cm, double flops, double bytes) {
+  double t = flops / cm->flops_per_s;
+  if (cm->mem_bytes_per_s > 0 && bytes / cm->mem_bytes_per_s > t) t = bytes / cm->mem_bytes_per_s;
+  return t;
+}
+
 /* Seconds of one step: flops and bytes by the roofline, plus its fixed cost. */
 static double step_time(const jx_comm_model *cm, double flops, double bytes) {
-  double t = flops / cm->flops_per_s;
-  if (bytes / cm->mem_bytes_per_s > t) t = bytes / cm->mem_bytes_per_s;
-  return t + cm->step_s;
+  return jx_roofline_time(cm, flops, bytes) + cm->step_s;
 }
 
 static int is_collective(const jx_eqn *e) {

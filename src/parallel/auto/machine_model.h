@@ -27,6 +27,12 @@ void jx_comm_model_keep(const jx_mesh *m, const jx_comm_model *cm);
  * from a chain of 64 tiny matmuls against one. */
 jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm);
 
+/* Seconds of flops and bytes on one device by the roofline: the larger of
+ * flops / flops_per_s and bytes / mem_bytes_per_s (flops alone with no
+ * bandwidth: figures on paper). The estimate's per step (below) and the
+ * planner's per strategy (strategies.h). */
+double jx_roofline_time(const jx_comm_model *cm, double flops, double bytes);
+
 /* Seconds one device computes its per-device program `device`, a roofline
  * per step as the executable runs it (jx_fuse's groups: a fused kernel, or
  * an equation alone): max(flops / flops_per_s, bytes / mem_bytes_per_s)
