@@ -266,6 +266,7 @@ static void estimates_and_the_report(void **state) {
   fclose(out);
   print_message("%s", text);
   assert_non_null(strstr(text, "plan of 'jit(grad(mlp_loss))' on the mesh (d=4"));
+  assert_non_null(strstr(text, "search complete: within "));
   assert_non_null(strstr(text, "input 3"));
   assert_non_null(strstr(text, "estimated"));
   assert_non_null(strstr(text, "data parallel"));

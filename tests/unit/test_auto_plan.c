@@ -124,9 +124,37 @@ static void loose_and_tight_limits(void **state) {
                 limit);
   assert_true(tight.memory_bytes <= limit);
   assert_true(tight.time_s >= loose.time_s * (1 - 1e-9)); /* the loose plan was the cheapest */
+  /* solved within the time limit, within branch and cut's 1 % of the bound */
+  assert_false(loose.stopped || tight.stopped);
+  assert_true(loose.gap >= 0 && loose.gap <= 0.01 + 1e-9 && tight.gap >= 0 &&
+              tight.gap <= 0.01 + 1e-9);
+  assert_float_equal(tight.time_limit_s, 10, 0);
   assert_float_equal(planned_loss(f, &tight), f->want, 1e-5 * fabs(f->want));
   jx_auto_plan_free(&tight);
   jx_auto_plan_free(&loose);
+}
+
+/* JX_PLAN_TIME_LIMIT bounds the search: a limit too short to solve the
+ * relaxation finds no plan and says so, with the limit; a limit that is no
+ * positive number is an error naming the variable. */
+static void the_planning_time_limit(void **state) {
+  fixture *f = *state;
+  jx_auto_plan plan;
+  setenv("JX_PLAN_TIME_LIMIT", "1e-9", 1);
+  assert_int_equal(jx_auto_plan_solve(&f->model, f->mesh, f->p, 1e12, &plan), JX_ERR_TIMEOUT);
+  assert_error_has("in the planning time limit, 1e-09 s (JX_PLAN_TIME_LIMIT");
+  jx_clear_error();
+  setenv("JX_PLAN_TIME_LIMIT", "soon", 1);
+  assert_int_equal(jx_auto_plan_solve(&f->model, f->mesh, f->p, 1e12, &plan),
+                   JX_ERR_INVALID_ARGUMENT);
+  assert_error_has("JX_PLAN_TIME_LIMIT is 'soon'; it must be a positive number of seconds");
+  jx_clear_error();
+  setenv("JX_PLAN_TIME_LIMIT", "30", 1);
+  check_ok(jx_auto_plan_solve(&f->model, f->mesh, f->p, 1e12, &plan));
+  assert_float_equal(plan.time_limit_s, 30, 0);
+  assert_false(plan.stopped);
+  unsetenv("JX_PLAN_TIME_LIMIT");
+  jx_auto_plan_free(&plan);
 }
 
 /* On one device nothing is split and nothing communicated: the plan's time
@@ -327,6 +355,7 @@ int main(void) {
   jx_set_cpu_device_count(4);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(loose_and_tight_limits),
+      cmocka_unit_test(the_planning_time_limit),
       cmocka_unit_test(one_device_runs_everything),
       cmocka_unit_test(a_limit_no_plan_meets),
       cmocka_unit_test(at_least_megatron_where_it_fits),

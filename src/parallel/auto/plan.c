@@ -2,11 +2,13 @@
  * handed to GLPK's branch and cut. */
 #include "plan.h"
 
+#include <float.h>
 #include <glpk.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../base/env.h"
 #include "../../base/error.h"
 #include "../../base/hash.h"
 #include "../../compile/cost.h"
@@ -106,6 +108,11 @@ typedef struct {
   double *scratch;       /* per equation, twice: peak_held's */
   int *peak_rows, npeak; /* the rows added for the limit */
   uint8_t *has_row;      /* per equation: whether it has a peak row */
+  /* the planning time limit (JX_PLAN_TIME_LIMIT): when the search began,
+   * its seconds, and whether the plan kept is the best found when they ran
+   * out; the last solve's gap (solve's) */
+  double started, time_limit_s, gap;
+  int stopped;
   /* of the plans over the limit found: the smallest peak, its equation and
    * what is held there (-1: none found) */
   double found_peak;
@@ -575,17 +582,32 @@ static jx_status build(problem *pb, model_builder *b) {
   return st;
 }
 
-/* Branch and cut stops within MIP_GAP of the optimum's bound, or after
- * SOLVE_MS with the best plan found by then. The relaxation is solved by
- * the dual simplex first, from the basis of the last solve: the primal
- * simplex GLPK's branch and cut starts with stalls on this program's
- * degenerate vertices (the GPT's step: 9 s against 0.5 s), and a solve
- * after a memory row is added starts from a basis still dual feasible.
- * The relaxation is most often integral, so branching rarely follows. */
-#define MIP_GAP  0.01
-#define SOLVE_MS 600000
+/* Branch and cut stops within MIP_GAP of the optimum's bound, or when the
+ * time given runs out, with the best plan found by then (*stopped set).
+ * The relaxation is solved by the dual simplex first, from the basis of
+ * the last solve: the primal simplex GLPK's branch and cut starts with
+ * stalls on this program's degenerate vertices (the GPT's step: 9 s
+ * against 0.5 s), and a solve after a memory row is added starts from a
+ * basis still dual feasible. The relaxation is most often integral, so
+ * branching rarely follows; under a binding memory limit it is not, and
+ * branch and cut took 15-26 s of CPU on a 1-layer GPT. *gap (when not
+ * NULL) gets the plan's distance from the best bound branch and cut
+ * proved, a fraction of its objective (0: proved optimal). */
+#define MIP_GAP 0.01
+/* The planning time limit's default, in seconds (JX_PLAN_TIME_LIMIT). */
+#define PLAN_TIME_LIMIT_S 10
 
-static int solve(glp_prob *lp, int limit_ms) {
+/* Keeps branch and cut's gap as it goes (GLPK's callback). */
+static void track_gap(glp_tree *tree, void *info) {
+  int r = glp_ios_reason(tree);
+  if (r == GLP_IBINGO || r == GLP_ISELECT || r == GLP_IBRANCH) {
+    double g = glp_ios_mip_gap(tree);
+    if (g < *(double *)info) *(double *)info = g;
+  }
+}
+
+static int solve(glp_prob *lp, int limit_ms, double *gap, int *stopped) {
+  if (limit_ms <= 0) return -1;
   glp_smcp sp;
   glp_init_smcp(&sp);
   sp.msg_lev = GLP_MSG_OFF;
@@ -597,16 +619,27 @@ static int solve(glp_prob *lp, int limit_ms) {
   int relaxed = !rc && glp_get_status(lp) == GLP_OPT;
   int spent_ms = (int)(1000 * glp_difftime(glp_time(), start));
   if (spent_ms >= limit_ms) return -1;
+  double tracked = DBL_MAX;
   glp_iocp parm;
   glp_init_iocp(&parm);
   parm.presolve = relaxed ? GLP_OFF : GLP_ON; /* GLPK's own path decides otherwise */
   parm.msg_lev = GLP_MSG_OFF;
   parm.mip_gap = MIP_GAP;
   parm.tm_lim = limit_ms - spent_ms; /* the two share the limit */
+  parm.cb_func = track_gap;
+  parm.cb_info = &tracked;
   rc = glp_intopt(lp, &parm);
   int st = glp_mip_status(lp);
+  if (stopped) *stopped = rc == GLP_ETMLIM;
+  if (gap) *gap = st == GLP_OPT ? 0 : tracked;
   if (st == GLP_OPT || st == GLP_FEAS) return 1;
   return rc == GLP_ETMLIM ? -1 : 0;
+}
+
+/* Milliseconds of the planning time limit left. */
+static int time_left_ms(const problem *pb) {
+  double left = pb->time_limit_s - glp_difftime(glp_time(), pb->started);
+  return left <= 0 ? 0 : left > 1e6 ? 1000000000 : (int)(1000 * left);
 }
 
 /* Makes the objective the peak: a column z bounding each peak row (the
@@ -705,7 +738,7 @@ static void describe_held(const problem *pb, glp_prob *lp, int at, char *text, s
  * in its time. */
 static int solve_within_limit(problem *pb, glp_prob *lp) {
   for (;;) {
-    int solved = solve(lp, SOLVE_MS);
+    int solved = solve(lp, time_left_ms(pb), &pb->gap, &pb->stopped);
     if (solved <= 0) return solved;
     int at;
     double peak = peak_held(pb, lp, pb->scratch, &at);
@@ -763,7 +796,7 @@ static jx_status no_plan_fits(problem *pb, glp_prob *lp) {
   /* the plan of fewest bytes in all, most often quickly found and of a
    * small peak */
   for (int r = 0; r < pb->npeak; r++) glp_set_row_bnds(lp, pb->peak_rows[r], GLP_FR, 0, 0);
-  if (!objective_to_memory(lp, pb->mem_row) && solve(lp, PEAK_SEARCH_MS) > 0) {
+  if (!objective_to_memory(lp, pb->mem_row) && solve(lp, PEAK_SEARCH_MS, NULL, NULL) > 0) {
     double peak = peak_held(pb, lp, pb->scratch, &at);
     if (best < 0 || peak < best) {
       best = peak;
@@ -776,7 +809,7 @@ static jx_status no_plan_fits(problem *pb, glp_prob *lp) {
   z = objective_to_peak(pb, lp);
   for (;;) {
     int left_ms = PEAK_SEARCH_MS - (int)(1000 * glp_difftime(glp_time(), start));
-    if (!z || left_ms <= 0 || solve(lp, left_ms) <= 0) break;
+    if (!z || left_ms <= 0 || solve(lp, left_ms, NULL, NULL) <= 0) break;
     double peak = peak_held(pb, lp, pb->scratch, &at);
     if (best < 0 || peak < best) {
       best = peak;
@@ -841,7 +874,14 @@ static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_progra
   pb.edge_bucket = malloc(sizeof *pb.edge_bucket * EDGE_BUCKETS);
   pb.limit = memory_limit;
   pb.found_peak = -1;
+  pb.time_limit_s = PLAN_TIME_LIMIT_S;
   jx_status st = JX_OK;
+  int given = jx_env_double("JX_PLAN_TIME_LIMIT", &pb.time_limit_s);
+  if (given < 0 || !(pb.time_limit_s > 0))
+    st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                      "jx_auto_plan: JX_PLAN_TIME_LIMIT is '%s'; it must be a positive number of "
+                      "seconds",
+                      jx_env_string("JX_PLAN_TIME_LIMIT"));
   if (!pb.eqn_rep || !pb.in_rep || !pb.edge_bucket)
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
   for (int k = 0; !st && k < EDGE_BUCKETS; k++) pb.edge_bucket[k] = -1;
@@ -891,12 +931,14 @@ static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_progra
   }
   if (!st) {
     liveness(&pb);
+    pb.started = glp_time();
     int solved = solve_within_limit(&pb, b.lp);
     if (solved < 0)
       st = jx_error_set(JX_ERR_TIMEOUT,
-                        "jx_auto_plan: the solver found no plan of '%s' in %d s (%d equations, "
-                        "%d columns)",
-                        p->name ? p->name : "the program", SOLVE_MS / 1000, p->neqns,
+                        "jx_auto_plan: the solver found no plan of '%s' that fits %.0f bytes per "
+                        "device in the planning time limit, %g s (JX_PLAN_TIME_LIMIT; %d "
+                        "equations, %d columns)",
+                        p->name ? p->name : "the program", memory_limit, pb.time_limit_s, p->neqns,
                         glp_get_num_cols(b.lp));
     else if (!solved)
       st = no_plan_fits(&pb, b.lp);
@@ -906,6 +948,9 @@ static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_progra
     out->time_s =
         (glp_mip_obj_val(b.lp) - memory_weight(cm, m) * glp_mip_row_val(b.lp, pb.mem_row)) / US;
     out->memory_bytes = peak_held(&pb, b.lp, pb.scratch, &at);
+    out->gap = pb.gap;
+    out->stopped = pb.stopped;
+    out->time_limit_s = pb.time_limit_s;
     for (int v = 0; v < p->nvars; v++) {
       const producer *d = &pb.def[v];
       out->spec[v] = jx_pspec_replicated(p->avals[v].shape.rank);

@@ -22,8 +22,10 @@
  * array's bytes join the objective at a thousandth of a byte's time over
  * the mesh's fastest link: of equally fast plans the one holding least
  * wins. The relaxation is solved by the dual simplex, the program scaled;
- * branch and cut stops within 1 % of the optimum's bound, or after 600 s
- * with the best plan found (none found by then: an error saying so).
+ * branch and cut stops within 1 % of the optimum's bound, or when the
+ * planning time limit runs out (JX_PLAN_TIME_LIMIT, 10 s of wall time by
+ * default, every solve of the search together) with the best plan found
+ * (none that fits by then: an error saying so).
  * Memory: the bytes per device held while each equation runs (the inputs,
  * held by the caller throughout, and every result from the equation making
  * it to its last reader) must fit the limit. A row per equation would make
@@ -46,6 +48,13 @@ typedef struct {
                           jx_eqn_strategies, -1 for one that follows */
   jx_pspec *spec;      /* per variable: the layout it is made in (an input's, a
                           result's strategy's; constants replicated) */
+  /* how the search ended: the objective's distance from the relaxation's
+   * bound, a fraction of it (the optimum is at least this close), and
+   * whether the planning time limit (time_limit_s seconds) stopped branch
+   * and cut with the best plan found by then */
+  double gap;
+  int stopped;
+  double time_limit_s;
 } jx_auto_plan;
 
 /* The cheapest plan of p over m (cm's figures) whose peak memory per device
