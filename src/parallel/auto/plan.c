@@ -213,8 +213,14 @@ static double peak_held(const problem *pb, glp_prob *lp, double *made, int *at) 
   return peak;
 }
 
+/* Under a limit of GiBs the peak rows count bytes in MiB: a cluster's
+ * 1e10-byte arrays beside the choice rows' ones left the simplex
+ * ill-conditioned (GLPK's primal simplex failed an assertion on a
+ * 512-device plan); in bytes below. */
+#define ROW_BYTES (pb->limit > 1073741824.0 ? 1048576.0 : 1.0)
+
 /* A row bounding the bytes held while equation t runs: by the limit, or
- * (z_col > 0) by the peak column z_col. */
+ * (z_col > 0) by the peak column z_col (in ROW_BYTES). */
 static void add_peak_row(problem *pb, glp_prob *lp, int t, int z_col) {
   const jx_program *p = pb->p;
   int n = 0;
@@ -235,7 +241,7 @@ static void add_peak_row(problem *pb, glp_prob *lp, int t, int z_col) {
   }
   double *val = pb->coef + glp_get_num_cols(lp) + 1; /* scratch past the columns */
   for (int j = 1; j <= n; j++) {
-    val[j] = pb->coef[pb->cols[j]];
+    val[j] = pb->coef[pb->cols[j]] / ROW_BYTES;
     pb->coef[pb->cols[j]] = 0;
   }
   if (z_col) {
@@ -244,7 +250,7 @@ static void add_peak_row(problem *pb, glp_prob *lp, int t, int z_col) {
   }
   int row = glp_add_rows(lp, 1);
   glp_set_mat_row(lp, row, n, pb->cols, val);
-  glp_set_row_bnds(lp, row, GLP_UP, 0, z_col ? 0 : pb->limit);
+  glp_set_row_bnds(lp, row, GLP_UP, 0, z_col ? 0 : pb->limit / ROW_BYTES);
   pb->peak_rows[pb->npeak++] = row;
   pb->has_row[t] = 1;
 }
@@ -1039,7 +1045,8 @@ static jx_status no_plan_fits(problem *pb, glp_prob *lp) {
       best_at = at;
       describe_held(pb, lp, at, held, sizeof held);
     }
-    if (pb->has_row[at] || rows_peak <= glp_mip_col_val(lp, z) * (1 + 1e-9) + 0.5) break;
+    if (pb->has_row[at] || rows_peak <= glp_mip_col_val(lp, z) * ROW_BYTES * (1 + 1e-9) + 0.5)
+      break;
     add_peak_row(pb, lp, at, z);
   }
   if (best < 0)
