@@ -12,7 +12,11 @@ same load. Prints a markdown table: the estimated and measured step time
 (median of the rounds, and their range), the step's CPU time over the cores
 the devices share (median: its time had the process the machine alone) and
 the peak per device, each error (estimate / measured - 1) and the load
-average (1 minute) before the run.
+average (1 minute) before the run. Beside them the share of the machine's
+cores the process had during the steps (bench_auto_plan's: the cores it ran
+on and those left idle; the rest ran other jobs) and the estimate at that
+share (the estimate over the share: the figures are those of the cores to
+the devices alone).
 
   bench/auto_plan_estimates.py [--rounds N] [--recalibrate] BENCH_BINARY...
 
@@ -32,7 +36,8 @@ LIMITS = [100, 50, 30]
 LINE = re.compile(
     r"auto\s+measured\s+([\d.]+) ms \(([\d.]+)-([\d.]+)\)\s+estimated\s+([\d.]+) ms "
     r"\(compute ([\d.]+), comm ([\d.]+), (\d+) collectives\).*peak est (\d+) measured (\d+)"
-    r"(?:.*CPU per core ([\d.]+) ms)?")
+    r"(?:.*CPU per core ([\d.]+) ms)?(?:.*share of the cores ([\d.]+) \(([\d.]+)-([\d.]+)\), "
+    r"idle ([\d.]+))?")
 
 
 DP_PEAK = re.compile(r"data parallel's measured peak (\d+) bytes")
@@ -59,13 +64,18 @@ def run(bench, mesh, limit, rounds, dp_peak, recalibrate=False):
     dp_peak = dp_peak or (int(peak.group(1)) if peak else 0)
     if not m:
         return f"| {mesh} | {limit} % | failed: {(out.stderr or out.stdout).strip()[-200:]} |", dp_peak
-    med, lo, hi, est, comp, comm, ncoll, pest, pmeas, cpu = m.groups()
+    med, lo, hi, est, comp, comm, ncoll, pest, pmeas, cpu, share, slo, shi, idle = m.groups()
     cpu_text = f"{float(cpu):.0f} ({100 * (float(est) / float(cpu) - 1):+.0f} %)" if cpu else "-"
     med, lo, hi, est, comp, comm = map(float, (med, lo, hi, est, comp, comm))
+    share_text = "- | - | -"
+    if share:
+        at = est / float(share)
+        share_text = (f"{float(share):.2f} ({float(slo):.2f}-{float(shi):.2f}), idle {float(idle):.2f} "
+                      f"| {at:.0f} | {100 * (at / med - 1):+.0f} %")
     pest, pmeas = float(pest), float(pmeas)
     return (f"| {mesh} | {limit} % | {est:.0f} ({comp:.0f} + {comm:.0f}) | {med:.0f} ({lo:.0f}-{hi:.0f}) "
-            f"| {100 * (est / med - 1):+.0f} % | {cpu_text} | {pest / 1e6:.1f} | {pmeas / 1e6:.1f} "
-            f"| {100 * (pest / pmeas - 1):+.1f} % | {load:.1f} |"), dp_peak
+            f"| {100 * (est / med - 1):+.0f} % | {share_text} | {cpu_text} | {pest / 1e6:.1f} "
+            f"| {pmeas / 1e6:.1f} | {100 * (pest / pmeas - 1):+.1f} % | {load:.1f} |"), dp_peak
 
 
 def main():
@@ -81,9 +91,10 @@ def main():
     many = len(args) > 1
     print(("| build " if many else "") +
           "| mesh | limit | estimated ms (compute + comm) | measured ms, median (range) | time error "
+          "| share of the cores (range) | estimate at the share, ms | its error "
           "| CPU per core ms (error) "
           "| estimated peak MB | measured peak MB | peak error | load |")
-    print("| --- " * (11 if many else 10) + "|")
+    print("| --- " * (14 if many else 13) + "|")
     for mesh in MESHES:
         dp_peak = {}
         for limit in LIMITS:

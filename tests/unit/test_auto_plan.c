@@ -124,8 +124,42 @@ static void loose_and_tight_limits(void **state) {
                 limit);
   assert_true(tight.memory_bytes <= limit);
   assert_true(tight.time_s >= loose.time_s * (1 - 1e-9)); /* the loose plan was the cheapest */
+  /* solved within the time limit, within branch and cut's 1 % of the bound */
+  assert_false(loose.stopped || tight.stopped);
+  assert_true(loose.gap >= 0 && loose.gap <= 0.01 + 1e-9 && tight.gap >= 0 &&
+              tight.gap <= 0.01 + 1e-9);
+  assert_float_equal(tight.time_limit_s, 10, 0);
   assert_float_equal(planned_loss(f, &tight), f->want, 1e-5 * fabs(f->want));
   jx_auto_plan_free(&tight);
+  jx_auto_plan_free(&loose);
+}
+
+/* JX_PLAN_TIME_LIMIT bounds the search: past it branch and cut ends at
+ * the first plan it holds (under the tight limit, where the relaxation is
+ * fractional, that is a stopped search, its plan within the limit and the
+ * gap it reports); a limit that is no positive number is an error naming
+ * the variable. */
+static void the_planning_time_limit(void **state) {
+  fixture *f = *state;
+  jx_auto_plan loose, plan;
+  check_ok(jx_auto_plan_solve(&f->model, f->mesh, f->p, 1e12, &loose));
+  double limit = 0.9 * loose.memory_bytes;
+  setenv("JX_PLAN_TIME_LIMIT", "1e-9", 1);
+  check_ok(jx_auto_plan_solve(&f->model, f->mesh, f->p, limit, &plan));
+  print_message("at the time limit: %.3g s, %.0f bytes, stopped %d, gap %.3g\n", plan.time_s,
+                plan.memory_bytes, plan.stopped, plan.gap);
+  assert_true(plan.memory_bytes <= limit);
+  assert_true(plan.stopped);
+  assert_true(plan.gap >= 0 && plan.gap < 1);
+  assert_float_equal(plan.time_limit_s, 1e-9, 0);
+  assert_float_equal(planned_loss(f, &plan), f->want, 1e-5 * fabs(f->want));
+  jx_auto_plan_free(&plan);
+  setenv("JX_PLAN_TIME_LIMIT", "soon", 1);
+  assert_int_equal(jx_auto_plan_solve(&f->model, f->mesh, f->p, 1e12, &plan),
+                   JX_ERR_INVALID_ARGUMENT);
+  assert_error_has("JX_PLAN_TIME_LIMIT is 'soon'; it must be a positive number of seconds");
+  jx_clear_error();
+  unsetenv("JX_PLAN_TIME_LIMIT");
   jx_auto_plan_free(&loose);
 }
 
@@ -211,10 +245,12 @@ static void a_limit_no_plan_meets(void **state) {
     assert_true(located);
   }
   assert_int_equal(listed, 3);
-  /* the smallest over plans (within the solver's 1 % gap): a plan fits it,
-   * none fits 1.1 % less */
-  check_ok(jx_auto_plan_solve(&f->model, f->mesh, f->p, smallest, &plan));
-  assert_true(plan.memory_bytes <= smallest);
+  /* the smallest over plans, as the partitioned program holds them (the
+   * search minimises the memory rows' count within the solver's 1 % gap,
+   * and a limit's search partitions a few plans the rows admit): a plan
+   * fits 1 % more, none fits 1.1 % less */
+  check_ok(jx_auto_plan_solve(&f->model, f->mesh, f->p, smallest * 1.01, &plan));
+  assert_true(plan.memory_bytes <= smallest * 1.01);
   jx_auto_plan_free(&plan);
   assert_int_equal(jx_auto_plan_solve(&f->model, f->mesh, f->p, smallest / 1.011, &plan),
                    JX_ERR_INVALID_ARGUMENT);
@@ -258,10 +294,17 @@ static void at_least_megatron_where_it_fits(void **state) {
   const jx_pspec *fixed[3] = {&mega[0], &mega[1], &mega[2]};
   jx_auto_plan hand, plan;
   check_ok(jx_auto_plan_solve_fixed(&cm, m, p, fixed, 1e12, &hand));
-  const double limit = 4.0 * ROWS * D + 4 * (4.0 * D * H / WAYS) + 4;
+  const double by_hand = 4.0 * ROWS * D + 4 * (4.0 * D * H / WAYS) + 4;
   print_message("Megatron's layouts: %.4g s, %.0f bytes (by hand %.0f)\n", hand.time_s,
-                hand.memory_bytes, limit);
-  assert_float_equal(hand.memory_bytes, limit, 0.5);
+                hand.memory_bytes, by_hand);
+  assert_float_equal(hand.memory_bytes, by_hand, 0.5);
+  /* the limit: what the partitioned program of Megatron's layouts holds,
+   * which also makes the scaling factor's broadcast, a block of an update */
+  jx_auto_plan_free(&hand);
+  check_ok(jx_auto_plan_solve_fixed(&cm, m, p, fixed, 1.25 * by_hand, &hand));
+  const double limit = hand.memory_bytes;
+  print_message("as partitioned: %.0f bytes\n", limit);
+  assert_true(limit >= by_hand && limit <= by_hand + 4 * D * H / WAYS + 16);
   check_ok(jx_auto_plan_solve(&cm, m, p, limit, &plan));
   print_message("plan: %.4g s, %.0f bytes\n", plan.time_s, plan.memory_bytes);
   assert_true(plan.memory_bytes <= limit);
@@ -327,6 +370,7 @@ int main(void) {
   jx_set_cpu_device_count(4);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(loose_and_tight_limits),
+      cmocka_unit_test(the_planning_time_limit),
       cmocka_unit_test(one_device_runs_everything),
       cmocka_unit_test(a_limit_no_plan_meets),
       cmocka_unit_test(at_least_megatron_where_it_fits),

@@ -4,7 +4,8 @@
  * layouts, 2-D and contracting splits, with flops shares and all_reduce
  * times computed by hand; resharding prices jx_reshard's collectives; every
  * equation of an MLP layer has its replicated strategy (whose flops are the
- * cost model's) and the data-parallel one at a quarter of them. */
+ * cost model's) and the data-parallel one at a quarter of them; with a
+ * bandwidth, compute is the roofline of local flops and bytes. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -131,6 +132,47 @@ static void dot_offers_the_known_layouts(void **state) {
   jx_fn_release(f);
 }
 
+static void f_transpose_dot(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = jx_matmul(jx_transpose(in[0], JX_AXES()), in[1]);
+}
+
+/* With a bandwidth, a strategy's compute is the estimate's roofline of its
+ * local flops and bytes: a transpose (no flops) costs its bytes read and
+ * written in the layouts it runs in, a product the larger of its flops at
+ * the rate and its operands' and result's bytes at the bandwidth. */
+static void strategies_priced_by_the_roofline(void **state) {
+  (void)state;
+  const double bw = 1e9 / 64; /* slow enough that the small product is memory-bound */
+  jx_comm_model roof = model;
+  roof.mem_bytes_per_s = bw;
+  jx_fn *f = jx_fn_create("transpose_dot", 2, 1, f_transpose_dot, NULL);
+  jx_aval in[] = {f32(JX_SHAPE(32, 16)), f32(JX_SHAPE(32, 64))};
+  jx_program *p = program_of(f, in);
+  assert_int_equal(p->neqns, 2);
+  jx_eqn_strategies s;
+  assert_int_equal(jx_eqn_strategies_make(&roof, mesh, p, &p->eqns[0], &s), JX_OK);
+  const char *whole[] = {"None,None", "None,None"}, *split[] = {"None,data", "data,None"};
+  const jx_strategy *t = find(&s, whole, 0), *u = find(&s, split, 0);
+  assert_non_null(t);
+  assert_non_null(u);
+  assert_float_equal(t->flops, 0, 0);
+  assert_float_equal(t->compute_s, 2 * 32 * 16 * 4 / bw, 1e-15);
+  assert_float_equal(u->compute_s, 2 * 32 * 16 * 4 / 4 / bw, 1e-15);
+  jx_eqn_strategies_free(&s);
+  assert_int_equal(jx_eqn_strategies_make(&roof, mesh, p, &p->eqns[1], &s), JX_OK);
+  const char *dp[] = {"data,None", "None,None", "data,None"};
+  t = find(&s, dp, 0);
+  assert_non_null(t);
+  const double flops = 2.0 * 16 * 32 * 64 / 4, bytes = (16 * 32 / 4 + 32 * 64 + 16 * 64 / 4) * 4;
+  assert_float_equal(t->flops, flops, 1e-9);
+  assert_true(bytes / bw > flops / RATE);
+  assert_float_equal(t->compute_s, bytes / bw, 1e-15);
+  jx_eqn_strategies_free(&s);
+  jx_program_release(p);
+  jx_fn_release(f);
+}
+
 static jx_pspec spec2(int d0, int d1) { /* -1: none; else the axis (mesh order) */
   jx_pspec a = jx_pspec_replicated(2);
   if (d0 >= 0) a.ax[0][a.n[0]++] = (int8_t)d0;
@@ -225,6 +267,7 @@ int main(void) {
   jx_set_cpu_device_count(8);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(dot_offers_the_known_layouts),
+      cmocka_unit_test(strategies_priced_by_the_roofline),
       cmocka_unit_test(resharding_prices_the_collectives),
       cmocka_unit_test(layout_candidates_respect_divisibility),
       cmocka_unit_test(mlp_layer_strategies),

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../../base/error.h"
 #include "../comm.h"
@@ -54,32 +55,35 @@ enum { SMALL_COUNT = 8, LARGE_COUNT = 1 << 16, SMALL_ROUNDS = 20, LARGE_ROUNDS =
 typedef struct {
   jx_comm *comm;
   int rank;
-  float *buf;              /* LARGE_COUNT */
-  double small_s, large_s; /* seconds per round */
+  float *buf;                      /* LARGE_COUNT */
+  double small_s, large_s;         /* seconds per round */
+  double small_cpu_s, large_cpu_s; /* the rank's CPU seconds per round */
   jx_status st;
   char err[512];
 } rank_job;
 
-static double now_s(void) {
+static double clock_s(clockid_t id) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(id, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Seconds per all_reduce of count floats, after a barrier lines the ranks up. */
-static jx_status time_rounds(rank_job *j, size_t count, int rounds, double *secs) {
+/* Seconds per all_reduce of count floats, after a barrier lines the ranks
+ * up, of wall time and of the rank's own CPU time. */
+static jx_status time_rounds(rank_job *j, size_t count, int rounds, double *secs, double *cpu) {
   jx_status st = jx_comm_barrier(j->comm, j->rank, 0);
-  double t0 = now_s();
+  double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
   for (int r = 0; r < rounds && !st; r++)
     st = jx_comm_all_reduce(j->comm, j->rank, j->buf, j->buf, count, JX_F32, JX_REDUCE_SUM, 0);
-  *secs = (now_s() - t0) / rounds;
+  *secs = (clock_s(CLOCK_MONOTONIC) - t0) / rounds;
+  *cpu = (clock_s(CLOCK_THREAD_CPUTIME_ID) - c0) / rounds;
   return st;
 }
 
 static void *rank_main(void *arg) {
   rank_job *j = arg;
-  j->st = time_rounds(j, SMALL_COUNT, SMALL_ROUNDS, &j->small_s);
-  if (!j->st) j->st = time_rounds(j, LARGE_COUNT, LARGE_ROUNDS, &j->large_s);
+  j->st = time_rounds(j, SMALL_COUNT, SMALL_ROUNDS, &j->small_s, &j->small_cpu_s);
+  if (!j->st) j->st = time_rounds(j, LARGE_COUNT, LARGE_ROUNDS, &j->large_s, &j->large_cpu_s);
   if (j->st) snprintf(j->err, sizeof j->err, "%s", jx_last_error());
   jx_clear_error();
   return NULL;
@@ -119,7 +123,7 @@ static jx_status calibrate_axis(jx_mesh *m, int ax, jx_link_model *out) {
   /* a thread that could not start leaves its peers waiting until the
    * engine's deadline, which then fails them */
   for (int p = 0; p < started; p++) pthread_join(threads[p], NULL);
-  double small_s = 0, large_s = 0;
+  double small_s = 0, large_s = 0, small_cpu = 0, large_cpu = 0;
   for (int p = 0; p < started && !st; p++) {
     if (jobs[p].st) {
       st = jx_error_set(jobs[p].st, "jx_comm_model_calibrate: mesh axis '%s', device %d: %s",
@@ -128,12 +132,26 @@ static jx_status calibrate_axis(jx_mesh *m, int ax, jx_link_model *out) {
     }
     small_s = fmax(small_s, jobs[p].small_s); /* a round ends when its slowest rank does */
     large_s = fmax(large_s, jobs[p].large_s);
+    small_cpu += jobs[p].small_cpu_s / n;
+    large_cpu += jobs[p].large_cpu_s / n;
+  }
+  int per_core = jx_devices_per_core(m);
+  if (per_core > 0) { /* time-shared: the slowest core's ranks' CPU time */
+    small_s = small_cpu * per_core;
+    large_s = large_cpu * per_core;
   }
   if (!st) *out = fit((double)m->size[ax], small_s, large_s);
   free(jobs);
   free(threads);
   free(bufs);
   return st;
+}
+
+int jx_devices_per_core(const jx_mesh *m) {
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  int local = 0;
+  for (int p = 0; p < m->ndev; p++) local += jx_device_is_local(m->device[p]);
+  return online > 0 && local > online ? (int)((local + online - 1) / online) : 0;
 }
 
 jx_status jx_comm_model_calibrate(jx_comm_model *cm, jx_mesh *m) {

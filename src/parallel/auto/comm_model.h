@@ -58,10 +58,20 @@ void jx_comm_model_uniform(jx_comm_model *cm, const jx_mesh *m, double alpha_s, 
 double jx_comm_model_time(const jx_comm_model *cm, jx_coll_kind kind, uint32_t axes_mask,
                           double bytes);
 
+/* How many of m's devices a core runs when they outnumber the host's
+ * cores (each device computes on a thread of its own, so they time-share
+ * the cores: the work of all the devices on a core adds up), rounded up:
+ * the slowest core's; 0 when every device has a core of its own. */
+int jx_devices_per_core(const jx_mesh *m);
+
 /* Measures every axis of m (whose devices must all belong to this process)
  * with all_reduce rounds of a small and a large message on the collectives
- * engine, and fits alpha and beta; the compute rate is left as cm had it
- * (jx_comm_model_uniform's). Takes a few milliseconds on CPU devices. */
+ * engine, every device at once, and fits alpha and beta; the compute rate
+ * is left as cm had it (jx_comm_model_uniform's). A round takes its
+ * slowest rank's wall time, or, when the devices time-share the cores
+ * (jx_devices_per_core), the ranks' mean CPU time in it times the devices
+ * a core runs: their time with the cores to themselves, whatever other jobs
+ * then ran. Takes a few milliseconds on CPU devices. */
 jx_status jx_comm_model_calibrate(jx_comm_model *cm, jx_mesh *m);
 
 #endif

@@ -20,12 +20,23 @@ jx_status jx_comm_model_measured(jx_comm_model *cm, jx_mesh *m);
  * (jx_sharding_plan_figures: planning a cluster on paper). */
 void jx_comm_model_keep(const jx_mesh *m, const jx_comm_model *cm);
 
-/* One device's figures while all of m's devices run at once (best of a few
- * rounds of each, through the sharded jit, as a plan's equations run):
+/* One device's figures while all of m's devices run at once (a few rounds
+ * of each, through the sharded jit, as a plan's equations run):
  * cm->flops_per_s from a 256x256x256 matmul, cm->mem_bytes_per_s from an
  * elementwise kernel over 4 MB, and cm->step_s, the fixed cost of a step,
- * from a chain of 64 tiny matmuls against one. */
+ * from a chain of 64 tiny matmuls against one. A call takes its best wall
+ * time; with more devices than cores (jx_devices_per_core) the devices
+ * time-share them and a call takes a device's share of its CPU time (the
+ * median of the rounds, every thread) times the devices a core runs: the
+ * slowest core's time through its devices' work, whatever other jobs ran
+ * meanwhile. */
 jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm);
+
+/* Seconds of flops and bytes on one device by the roofline: the larger of
+ * flops / flops_per_s and bytes / mem_bytes_per_s (flops alone with no
+ * bandwidth: figures on paper). The estimate's per step (below) and the
+ * planner's per strategy (strategies.h). */
+double jx_roofline_time(const jx_comm_model *cm, double flops, double bytes);
 
 /* Seconds one device computes its per-device program `device`, a roofline
  * per step as the executable runs it (jx_fuse's groups: a fused kernel, or

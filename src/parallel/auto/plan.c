@@ -2,15 +2,21 @@
  * handed to GLPK's branch and cut. */
 #include "plan.h"
 
+#include <float.h>
+#include <math.h>
+#include <limits.h>
 #include <glpk.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../base/env.h"
 #include "../../base/error.h"
 #include "../../base/hash.h"
 #include "../../compile/cost.h"
+#include "../../compile/simplify.h"
 #include "../../prims/prims.h"
+#include "../partition.h"
 #include "ties.h"
 
 /* Times go to the solver in microseconds, so its tolerances see figures
@@ -106,6 +112,11 @@ typedef struct {
   double *scratch;       /* per equation, twice: peak_held's */
   int *peak_rows, npeak; /* the rows added for the limit */
   uint8_t *has_row;      /* per equation: whether it has a peak row */
+  /* the planning time limit (JX_PLAN_TIME_LIMIT): when the search began (glp_time, ms),
+   * its seconds, and whether the plan kept is the best found when they ran
+   * out; the last solve's gap (solve's) */
+  double started, time_limit_s, gap;
+  int stopped;
   /* of the plans over the limit found: the smallest peak, its equation and
    * what is held there (-1: none found) */
   double found_peak;
@@ -120,6 +131,20 @@ typedef struct {
   int scratch_cap, wide_cap;
   shared_edge *edges; /* the edges with pair columns, found by their groups */
   int nedges, edges_cap, *edge_bucket;
+  /* what the partitioned program holds beyond the arrays' blocks in their
+   * layouts: the copy an operand is relaid into when a reader takes it in
+   * another layout, and the summed copy of a result partial over mesh axes
+   * (its all_reduce's output beside its input, held while its equation
+   * runs); each a term: bytes held from equation term_from to term_to when
+   * column term_col is chosen. A relaid copy is one array for all the
+   * readers taking that layout (the program's common subexpression, made
+   * for the first and kept for the last: a weight gathered for the forward
+   * product and again for the backward one), so each reader's copy is held
+   * from the operand's reader before it: with every reader in one layout
+   * the terms cover the copy's life once */
+  int *term_from, *term_to, *term_col, nterms, terms_cap;
+  double *term_bytes;
+  int *read_before; /* per variable: its last reader built so far, -1 none */
 } problem;
 
 static const jx_pspec *produced(const problem *pb, const producer *d, int k) {
@@ -136,7 +161,7 @@ static double block_bytes(const problem *pb, int v, const jx_pspec *s) {
 /* When each variable is made and last read. */
 static void liveness(problem *pb) {
   const jx_program *p = pb->p;
-  for (int v = 0; v < p->nvars; v++) pb->made_at[v] = pb->last_use[v] = -1;
+  for (int v = 0; v < p->nvars; v++) pb->made_at[v] = pb->last_use[v] = pb->read_before[v] = -1;
   for (int e = 0; e < p->neqns; e++) {
     for (int o = 0; o < p->eqns[e].nout; o++)
       pb->made_at[p->eqns[e].out[o]] = pb->last_use[p->eqns[e].out[o]] = e;
@@ -170,6 +195,11 @@ static double peak_held(const problem *pb, glp_prob *lp, double *made, int *at) 
       freed[pb->last_use[v]] += b;
     }
   }
+  for (int k = 0; k < pb->nterms; k++)
+    if (glp_mip_col_val(lp, pb->term_col[k]) > 0.5) {
+      made[pb->term_from[k]] += pb->term_bytes[k];
+      freed[pb->term_to[k]] += pb->term_bytes[k];
+    }
   double live = base, peak = base;
   *at = 0;
   for (int u = 0; u < p->neqns; u++) {
@@ -183,8 +213,14 @@ static double peak_held(const problem *pb, glp_prob *lp, double *made, int *at) 
   return peak;
 }
 
+/* Under a limit of GiBs the peak rows count bytes in MiB: a cluster's
+ * 1e10-byte arrays beside the choice rows' ones left the simplex
+ * ill-conditioned (GLPK's primal simplex failed an assertion on a
+ * 512-device plan); in bytes below. */
+#define ROW_BYTES (pb->limit > 1073741824.0 ? 1048576.0 : 1.0)
+
 /* A row bounding the bytes held while equation t runs: by the limit, or
- * (z_col > 0) by the peak column z_col. */
+ * (z_col > 0) by the peak column z_col (in ROW_BYTES). */
 static void add_peak_row(problem *pb, glp_prob *lp, int t, int z_col) {
   const jx_program *p = pb->p;
   int n = 0;
@@ -197,9 +233,15 @@ static void add_peak_row(problem *pb, glp_prob *lp, int t, int z_col) {
       pb->coef[c] += block_bytes(pb, v, produced(pb, d, k));
     }
   }
+  for (int k = 0; k < pb->nterms; k++) {
+    if (pb->term_from[k] > t || pb->term_to[k] < t) continue;
+    int c = pb->term_col[k];
+    if (pb->coef[c] == 0) pb->cols[++n] = c;
+    pb->coef[c] += pb->term_bytes[k];
+  }
   double *val = pb->coef + glp_get_num_cols(lp) + 1; /* scratch past the columns */
   for (int j = 1; j <= n; j++) {
-    val[j] = pb->coef[pb->cols[j]];
+    val[j] = pb->coef[pb->cols[j]] / ROW_BYTES;
     pb->coef[pb->cols[j]] = 0;
   }
   if (z_col) {
@@ -208,7 +250,7 @@ static void add_peak_row(problem *pb, glp_prob *lp, int t, int z_col) {
   }
   int row = glp_add_rows(lp, 1);
   glp_set_mat_row(lp, row, n, pb->cols, val);
-  glp_set_row_bnds(lp, row, GLP_UP, 0, z_col ? 0 : pb->limit);
+  glp_set_row_bnds(lp, row, GLP_UP, 0, z_col ? 0 : pb->limit / ROW_BYTES);
   pb->peak_rows[pb->npeak++] = row;
   pb->has_row[t] = 1;
 }
@@ -252,6 +294,47 @@ static jx_status add_memory(problem *pb, int c, double bytes) {
   return JX_OK;
 }
 
+/* The partitioned program holds bytes more from equation `from` to `to`
+ * when column c is chosen. */
+static jx_status add_term(problem *pb, int from, int to, int c, double bytes) {
+  if (bytes <= 0) return JX_OK;
+  if (pb->nterms == pb->terms_cap) {
+    int cap = pb->terms_cap ? 2 * pb->terms_cap : 1024;
+    int *f = realloc(pb->term_from, sizeof *f * (size_t)cap);
+    if (f) pb->term_from = f;
+    int *t = realloc(pb->term_to, sizeof *t * (size_t)cap);
+    if (t) pb->term_to = t;
+    int *c2 = realloc(pb->term_col, sizeof *c2 * (size_t)cap);
+    if (c2) pb->term_col = c2;
+    double *by = realloc(pb->term_bytes, sizeof *by * (size_t)cap);
+    if (by) pb->term_bytes = by;
+    if (!f || !t || !c2 || !by)
+      return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+    pb->terms_cap = cap;
+  }
+  pb->term_from[pb->nterms] = from;
+  pb->term_to[pb->nterms] = to;
+  pb->term_col[pb->nterms] = c;
+  pb->term_bytes[pb->nterms++] = bytes;
+  return JX_OK;
+}
+
+/* Whether v is a scalar's broadcast (free to lay out: no group of its
+ * own, but an array its readers hold). */
+static int is_scalar_broadcast(const problem *pb, int v) {
+  int e = pb->made_at[v];
+  const jx_eqn *q = e >= 0 ? &pb->p->eqns[e] : NULL;
+  return q && q->prim == &jx_prim_broadcast_in_dim && q->nin == 1 &&
+         pb->p->avals[q->in[0]].shape.rank == 0;
+}
+
+/* A copy of v relaid for reader t under column c: held since v's reader
+ * before t (problem's terms). */
+static jx_status copy_term(problem *pb, int t, int v, int c, const jx_pspec *layout) {
+  int from = pb->read_before[v] >= 0 ? pb->read_before[v] : t;
+  return add_term(pb, from, t, c, block_bytes(pb, v, layout));
+}
+
 /* Files an edge's pair columns for the edges after it between the same
  * groups (the classes are pb's p_cls and r_cls). */
 static jx_status remember_edge(problem *pb, uint64_t key, int pcol, int pn, int rcol, int rn,
@@ -282,18 +365,28 @@ static jx_status remember_edge(problem *pb, uint64_t key, int pcol, int pn, int 
  * layout R. When one side has one layout the edge costs what the other
  * side's choice says: that goes on its columns, no pair needed; an edge
  * that costs nothing whatever the choices is left out. */
-static jx_status add_edge(problem *pb, model_builder *b, int v, int rcol, int n,
+static jx_status add_edge(problem *pb, model_builder *b, int t, int v, int rcol, int n,
                           const jx_pspec *req) {
   glp_prob *lp = b->lp;
   const producer *d = &pb->def[v];
-  if (!d->count) return JX_OK;
+  jx_status st = JX_OK;
+  if (!d->count) { /* a scalar's broadcast, made in the layout each reader takes */
+    /* one elementwise reader fuses it into its kernel: never an array */
+    int fused = pb->read_before[v] < 0 && pb->last_use[v] == t &&
+                jx_pfamily_of(&pb->p->eqns[t]) == &jx_pfamily_elementwise;
+    for (int k = 0; k < n && !st && !fused && is_scalar_broadcast(pb, v); k++)
+      st = copy_term(pb, t, v, rcol + k, &req[k]);
+    return st;
+  }
   if (d->first_col == rcol) { /* one group: each column relays on its own */
-    for (int k = 0; k < n; k++)
+    for (int k = 0; k < n && !st; k++) {
       add_cost(lp, rcol + k,
                jx_reshard_time(pb->cm, pb->m, pb->p->avals[v], &d->layout[k], &req[k]) * US);
-    return JX_OK;
+      if (!jx_pspec_equal(&d->layout[k], &req[k])) st = copy_term(pb, t, v, rcol + k, &req[k]);
+    }
+    return st;
   }
-  jx_status st = edge_room(pb, d->count > n ? d->count : n);
+  st = edge_room(pb, d->count > n ? d->count : n);
   if (st) return st;
   int np = 0, nr = 0;
   for (int a = 0; a < d->count; a++) {
@@ -309,19 +402,27 @@ static jx_status add_edge(problem *pb, model_builder *b, int v, int rcol, int n,
     pb->r_cls[k] = c;
   }
   double any = 0;
+  int differ = 0; /* a pair of layouts apart: the reader then holds a copy */
   for (int a = 0; a < np; a++)
     for (int r = 0; r < nr; r++) {
-      double t = jx_reshard_time(pb->cm, pb->m, pb->p->avals[v], &pb->p_rep[a], &pb->r_rep[r]) * US;
-      pb->cost[a * nr + r] = t;
-      any += t;
+      double dt =
+          jx_reshard_time(pb->cm, pb->m, pb->p->avals[v], &pb->p_rep[a], &pb->r_rep[r]) * US;
+      pb->cost[a * nr + r] = dt;
+      any += dt;
+      differ |= !jx_pspec_equal(&pb->p_rep[a], &pb->r_rep[r]);
     }
-  if (any == 0) return JX_OK;
+  if (!differ) return JX_OK;
   if (np == 1 || nr == 1) {
     int first = np == 1 ? rcol : d->first_col, count = np == 1 ? n : d->count;
-    for (int k = 0; k < count; k++)
-      add_cost(lp, first + k, np == 1 ? pb->cost[pb->r_cls[k]] : pb->cost[pb->p_cls[k]]);
-    return JX_OK;
+    for (int k = 0; k < count && !st; k++) {
+      int a = np == 1 ? 0 : pb->p_cls[k], r = np == 1 ? pb->r_cls[k] : 0;
+      add_cost(lp, first + k, pb->cost[a * nr + r]);
+      if (!jx_pspec_equal(&pb->p_rep[a], &pb->r_rep[r]))
+        st = copy_term(pb, t, v, first + k, &pb->r_rep[r]);
+    }
+    return st;
   }
+  (void)any;
   uint64_t key = jx_hash_u64(jx_hash_u64(JX_HASH_SEED, (uint64_t)d->first_col), (uint64_t)rcol);
   key = jx_hash_bytes(key, pb->p_cls, sizeof *pb->p_cls * (size_t)d->count);
   key = jx_hash_bytes(key, pb->r_cls, sizeof *pb->r_cls * (size_t)n);
@@ -330,9 +431,13 @@ static jx_status add_edge(problem *pb, model_builder *b, int v, int rcol, int n,
     if (x->key == key && x->pcol == d->first_col && x->pn == d->count && x->rcol == rcol &&
         x->rn == n && !memcmp(x->cls, pb->p_cls, sizeof *x->cls * (size_t)x->pn) &&
         !memcmp(x->cls + x->pn, pb->r_cls, sizeof *x->cls * (size_t)n)) {
-      for (int a = 0; a < np; a++)
-        for (int r = 0; r < nr; r++) add_cost(lp, x->col + a * nr + r, pb->cost[a * nr + r]);
-      return JX_OK;
+      for (int a = 0; a < np && !st; a++)
+        for (int r = 0; r < nr && !st; r++) {
+          add_cost(lp, x->col + a * nr + r, pb->cost[a * nr + r]);
+          if (!jx_pspec_equal(&pb->p_rep[a], &pb->r_rep[r]))
+            st = copy_term(pb, t, v, x->col + a * nr + r, &pb->r_rep[r]);
+        }
+      return st;
     }
   }
   int col = glp_add_cols(lp, np * nr);
@@ -351,6 +456,8 @@ static jx_status add_edge(problem *pb, model_builder *b, int v, int rcol, int n,
       glp_set_obj_coef(lp, c, pb->cost[a * nr + r]);
       st = entry(b, by_producer + a, c, 1);
       if (!st) st = entry(b, by_reader + r, c, 1);
+      if (!st && !jx_pspec_equal(&pb->p_rep[a], &pb->r_rep[r]))
+        st = copy_term(pb, t, v, c, &pb->r_rep[r]);
     }
   return st;
 }
@@ -367,6 +474,17 @@ static jx_status define(problem *pb, int v, int eqn, int first_col, int n, const
     st = add_memory(pb, first_col + k, block_bytes(pb, v, &l[k]));
   }
   pb->def[v] = (producer){first_col, n, eqn, l};
+  return st;
+}
+
+/* A result partial over mesh axes is summed into a copy of its own (the
+ * all_reduce's output beside its input): equation t, under column c,
+ * holds each result's block once more. */
+static jx_status partial_terms(problem *pb, int t, int c, uint32_t partial, const jx_pspec *prod) {
+  const jx_eqn *e = &pb->p->eqns[t];
+  jx_status st = JX_OK;
+  for (int o = 0; o < e->nout && partial && !st; o++)
+    st = add_term(pb, t, t, c, block_bytes(pb, e->out[o], &prod[o]));
   return st;
 }
 
@@ -452,12 +570,13 @@ static jx_status follow(problem *pb, model_builder *b, int e_idx, int lead, int 
   }
   *followed = 1;
   pb->eqn_col[e_idx] = -1;
-  for (int k = 0; k < n; k++) {
+  for (int k = 0; k < n && !st; k++) {
     double flops;
     add_cost(b->lp, g->first_col + k,
              jx_eqn_local_time(pb->cm, pb->m, p, e, pb->req + (size_t)k * nin,
                                pb->prod + (size_t)k * nout, partial[k], &flops) *
                  US);
+    st = partial_terms(pb, e_idx, g->first_col + k, partial[k], pb->prod + (size_t)k * nout);
   }
   free(partial);
   /* operands: relaid from their producers as read (req copied out: the
@@ -466,7 +585,7 @@ static jx_status follow(problem *pb, model_builder *b, int e_idx, int lead, int 
   if (!req) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
   for (int i = 0; i < nin && !st; i++) {
     for (int k = 0; k < n; k++) req[k] = pb->req[(size_t)k * nin + i];
-    st = add_edge(pb, b, e->in[i], g->first_col, n, req);
+    st = add_edge(pb, b, e_idx, e->in[i], g->first_col, n, req);
   }
   free(req);
   for (int o = 0; o < nout && !st; o++)
@@ -496,12 +615,15 @@ static jx_status choose(problem *pb, model_builder *b, int e_idx) {
     }
   }
   pb->eqn_col[e_idx] = col;
-  for (int k = 0; k < s->n; k++) add_cost(lp, col + k, (s->s[k].compute_s + s->s[k].comm_s) * US);
+  for (int k = 0; k < s->n && !st; k++) {
+    add_cost(lp, col + k, (s->s[k].compute_s + s->s[k].comm_s) * US);
+    st = partial_terms(pb, e_idx, col + k, s->s[k].partial_axes, s->s[k].prod);
+  }
   jx_pspec *req = malloc(sizeof *req * (size_t)(s->n + 1));
   if (!st && !req) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
   for (int i = 0; i < e->nin && !st; i++) {
     for (int k = 0; k < s->n; k++) req[k] = s->s[k].req[i];
-    st = add_edge(pb, b, e->in[i], col, s->n, req);
+    st = add_edge(pb, b, e_idx, e->in[i], col, s->n, req);
   }
   for (int o = 0; o < e->nout && !st; o++) { /* req's room holds the results' layouts now */
     for (int k = 0; k < s->n; k++) req[k] = s->s[k].prod[o];
@@ -539,7 +661,7 @@ static jx_status build(problem *pb, model_builder *b) {
      * never a lead (a follower of it would take the scalar's one layout:
      * each AdamW update, reading the gradient clipping's factor so
      * broadcast, was held whole) */
-    if (q->prim == &jx_prim_broadcast_in_dim && q->nin == 1 && p->avals[q->in[0]].shape.rank == 0) {
+    if (is_scalar_broadcast(pb, q->out[0])) {
       pb->eqn_col[e] = -1;
       continue;
     }
@@ -564,6 +686,7 @@ static jx_status build(problem *pb, model_builder *b) {
     if (lead >= 0 && follows(q) && pb->def[q->in[lead]].count > 1)
       st = follow(pb, b, e, lead, &followed);
     if (!st && !followed) st = choose(pb, b, e);
+    for (int i = 0; i < q->nin; i++) pb->read_before[q->in[i]] = e;
   }
   /* the memory row, its entries summed per column */
   int ncols = glp_get_num_cols(lp);
@@ -575,17 +698,44 @@ static jx_status build(problem *pb, model_builder *b) {
   return st;
 }
 
-/* Branch and cut stops within MIP_GAP of the optimum's bound, or after
- * SOLVE_MS with the best plan found by then. The relaxation is solved by
- * the dual simplex first, from the basis of the last solve: the primal
+/* Branch and cut stops within MIP_GAP of the optimum's bound; or at
+ * `deadline` (glp_time's clock, 0: none) once it holds a plan, with the
+ * best plan found (*stopped set); or after limit_ms with whatever it found
+ * (the error path's searches: none found is -1). The relaxation is solved
+ * by the dual simplex first, from the basis of the last solve: the primal
  * simplex GLPK's branch and cut starts with stalls on this program's
  * degenerate vertices (the GPT's step: 9 s against 0.5 s), and a solve
  * after a memory row is added starts from a basis still dual feasible.
- * The relaxation is most often integral, so branching rarely follows. */
-#define MIP_GAP  0.01
-#define SOLVE_MS 600000
+ * The relaxation is most often integral, so branching rarely follows;
+ * under a binding memory limit it is not, and branch and cut took 15-26 s
+ * of CPU on a 1-layer GPT before the deadline. *gap (when not NULL) gets
+ * the plan's distance from the best bound branch and cut proved, a
+ * fraction of its objective (0: proved optimal). */
+#define MIP_GAP 0.01
+/* The planning time limit's default, in seconds (JX_PLAN_TIME_LIMIT). */
+#define PLAN_TIME_LIMIT_S 10
 
-static int solve(glp_prob *lp, int limit_ms) {
+typedef struct {
+  double gap, deadline; /* the gap so far; the deadline (glp_time, ms), 0: none */
+  int stopped;
+} search;
+
+/* GLPK's callback: keeps the gap as branch and cut goes, and ends the
+ * search at the deadline once it holds a plan. */
+static void watch_search(glp_tree *tree, void *info) {
+  search *s = info;
+  int r = glp_ios_reason(tree);
+  if (r != GLP_IBINGO && r != GLP_ISELECT && r != GLP_IBRANCH) return;
+  double g = glp_ios_mip_gap(tree); /* DBL_MAX until a plan is found */
+  if (g < s->gap) s->gap = g;
+  if (s->deadline > 0 && g < DBL_MAX && glp_time() > s->deadline && !s->stopped) {
+    s->stopped = 1;
+    glp_ios_terminate(tree);
+  }
+}
+
+static int solve(glp_prob *lp, int limit_ms, double deadline, double *gap, int *stopped) {
+  if (limit_ms <= 0) return -1;
   glp_smcp sp;
   glp_init_smcp(&sp);
   sp.msg_lev = GLP_MSG_OFF;
@@ -597,14 +747,19 @@ static int solve(glp_prob *lp, int limit_ms) {
   int relaxed = !rc && glp_get_status(lp) == GLP_OPT;
   int spent_ms = (int)(1000 * glp_difftime(glp_time(), start));
   if (spent_ms >= limit_ms) return -1;
+  search watch = {DBL_MAX, deadline, 0};
   glp_iocp parm;
   glp_init_iocp(&parm);
   parm.presolve = relaxed ? GLP_OFF : GLP_ON; /* GLPK's own path decides otherwise */
   parm.msg_lev = GLP_MSG_OFF;
   parm.mip_gap = MIP_GAP;
   parm.tm_lim = limit_ms - spent_ms; /* the two share the limit */
+  parm.cb_func = watch_search;
+  parm.cb_info = &watch;
   rc = glp_intopt(lp, &parm);
   int st = glp_mip_status(lp);
+  if (stopped) *stopped = watch.stopped;
+  if (gap) *gap = st == GLP_OPT ? 0 : watch.gap;
   if (st == GLP_OPT || st == GLP_FEAS) return 1;
   return rc == GLP_ETMLIM ? -1 : 0;
 }
@@ -705,7 +860,7 @@ static void describe_held(const problem *pb, glp_prob *lp, int at, char *text, s
  * in its time. */
 static int solve_within_limit(problem *pb, glp_prob *lp) {
   for (;;) {
-    int solved = solve(lp, SOLVE_MS);
+    int solved = solve(lp, INT_MAX, pb->started + 1000 * pb->time_limit_s, &pb->gap, &pb->stopped);
     if (solved <= 0) return solved;
     int at;
     double peak = peak_held(pb, lp, pb->scratch, &at);
@@ -717,6 +872,111 @@ static int solve_within_limit(problem *pb, glp_prob *lp) {
     }
     add_peak_row(pb, lp, at, 0);
   }
+}
+
+/* How many plans the rows admit are partitioned and costed before the
+ * search gives up (solve_partitioned). */
+#define PARTITION_CHECKS 8
+/* A plan the rows put under this part of the limit is not checked: no
+ * copy the rows miss brings it over. */
+#define UNCHECKED_BELOW 0.75
+
+/* The layout of every variable under the solution: its group's chosen
+ * column's; a scalar's broadcast is made as its first reader's result of
+ * its shape is laid out (an elementwise reader takes it so; the
+ * partitioner would otherwise make it whole and slice it), and a constant
+ * replicated (spec: p->nvars entries). */
+static void chosen_layouts(const problem *pb, glp_prob *lp, jx_pspec *spec) {
+  const jx_program *p = pb->p;
+  for (int v = 0; v < p->nvars; v++) {
+    const producer *d = &pb->def[v];
+    spec[v] = jx_pspec_replicated(p->avals[v].shape.rank);
+    for (int k = 0; k < d->count; k++)
+      if (glp_mip_col_val(lp, d->first_col + k) > 0.5) spec[v] = d->layout[k];
+  }
+  uint8_t *laid = calloc((size_t)p->nvars + 1, 1); /* none: left replicated */
+  for (int e = 0; e < p->neqns && laid; e++) {     /* readers after their broadcasts: in order */
+    const jx_eqn *q = &p->eqns[e];
+    for (int i = 0; i < q->nin; i++) {
+      int v = q->in[i];
+      if (laid[v] || pb->def[v].count || !is_scalar_broadcast(pb, v)) continue;
+      laid[v] = 1;
+      for (int o = 0; o < q->nout; o++)
+        if (jx_shape_equal(p->avals[q->out[o]].shape, p->avals[v].shape)) {
+          spec[v] = spec[q->out[o]];
+          break;
+        }
+    }
+  }
+  free(laid);
+}
+
+/* The peak per device of the program the sharded jit runs for the
+ * solution: p partitioned by its layouts, simplified, by jx_fn_cost's
+ * liveness (what the executable holds, the relaid copies, collectives'
+ * buffers and fused kernels as they are); -1 when it cannot be made. */
+static double partitioned_peak(const problem *pb, glp_prob *lp) {
+  const jx_program *p = pb->p;
+  jx_pspec *spec = malloc(sizeof *spec * (size_t)(p->nvars + p->nout + 1));
+  if (!spec) return -1;
+  chosen_layouts(pb, lp, spec);
+  for (int o = 0; o < p->nout; o++) spec[p->nvars + o] = spec[p->out[o]];
+  jx_program *d = jx_partition(pb->m, p, spec, spec + p->nvars);
+  jx_program *q = d ? jx_simplify(d) : NULL;
+  jx_cost c = {0};
+  if (q) jx_program_cost(q, &c);
+  jx_program_release(q);
+  jx_program_release(d);
+  free(spec);
+  if (!q) jx_clear_error();
+  return q ? c.peak_bytes_per_device : -1;
+}
+
+/* Excludes the solution's plan from the search: a row keeping the binary
+ * columns it chose from being chosen all together again. */
+static void exclude_plan(problem *pb, glp_prob *lp) {
+  int ncols = glp_get_num_cols(lp), n = 0;
+  for (int c = 1; c <= ncols; c++)
+    if (glp_get_col_kind(lp, c) == GLP_BV && glp_mip_col_val(lp, c) > 0.5) pb->cols[++n] = c;
+  double *val = pb->coef + ncols + 1; /* scratch past the columns */
+  for (int k = 1; k <= n; k++) val[k] = 1;
+  int row = glp_add_rows(lp, 1);
+  glp_set_mat_row(lp, row, n, pb->cols, val);
+  glp_set_row_bnds(lp, row, GLP_UP, 0, n - 1);
+}
+
+/* A plan's peak as the partitioned program holds it, where the rows count
+ * it near the limit (the rows' count elsewhere, and when it cannot be
+ * costed). */
+static double plan_peak(problem *pb, glp_prob *lp, double rows_peak) {
+  if (rows_peak < UNCHECKED_BELOW * pb->limit) return rows_peak;
+  double part = partitioned_peak(pb, lp);
+  return part >= 0 ? part : rows_peak;
+}
+
+/* Solves under the limit as the partitioned program counts it too: the
+ * rows count the arrays' blocks and the copies the partitioner makes (the
+ * problem's terms), not its exact liveness (what fusion keeps out of
+ * memory, how long a common copy lives), so a plan found near the limit is
+ * partitioned and costed, and one over the limit is excluded and the
+ * search runs again, at most PARTITION_CHECKS times (none that fits by
+ * then: as no plan fitting). *peak gets the plan's peak (plan_peak's).
+ * 1, 0 or -1 as solve_within_limit. */
+static int solve_partitioned(problem *pb, glp_prob *lp, double *peak) {
+  for (int k = 0; k < PARTITION_CHECKS; k++) {
+    int solved = solve_within_limit(pb, lp), at;
+    if (solved <= 0) return solved;
+    double rows_peak = peak_held(pb, lp, pb->scratch, &at);
+    *peak = plan_peak(pb, lp, rows_peak);
+    if (*peak <= pb->limit * (1 + 1e-12)) return 1;
+    if (pb->found_peak < 0 || fmax(*peak, rows_peak) < pb->found_peak) { /* for the error */
+      pb->found_peak = fmax(*peak, rows_peak);
+      pb->found_at = at;
+      describe_held(pb, lp, at, pb->found_held, sizeof pb->found_held);
+    }
+    exclude_plan(pb, lp);
+  }
+  return 0;
 }
 
 /* Each of the error's two searches' wall time (the fewest bytes, the
@@ -763,8 +1023,9 @@ static jx_status no_plan_fits(problem *pb, glp_prob *lp) {
   /* the plan of fewest bytes in all, most often quickly found and of a
    * small peak */
   for (int r = 0; r < pb->npeak; r++) glp_set_row_bnds(lp, pb->peak_rows[r], GLP_FR, 0, 0);
-  if (!objective_to_memory(lp, pb->mem_row) && solve(lp, PEAK_SEARCH_MS) > 0) {
-    double peak = peak_held(pb, lp, pb->scratch, &at);
+  if (!objective_to_memory(lp, pb->mem_row) && solve(lp, PEAK_SEARCH_MS, 0, NULL, NULL) > 0) {
+    double rows_peak = peak_held(pb, lp, pb->scratch, &at),
+           peak = fmax(rows_peak, plan_peak(pb, lp, rows_peak));
     if (best < 0 || peak < best) {
       best = peak;
       best_at = at;
@@ -776,14 +1037,16 @@ static jx_status no_plan_fits(problem *pb, glp_prob *lp) {
   z = objective_to_peak(pb, lp);
   for (;;) {
     int left_ms = PEAK_SEARCH_MS - (int)(1000 * glp_difftime(glp_time(), start));
-    if (!z || left_ms <= 0 || solve(lp, left_ms) <= 0) break;
-    double peak = peak_held(pb, lp, pb->scratch, &at);
+    if (!z || left_ms <= 0 || solve(lp, left_ms, 0, NULL, NULL) <= 0) break;
+    double rows_peak = peak_held(pb, lp, pb->scratch, &at),
+           peak = fmax(rows_peak, plan_peak(pb, lp, rows_peak));
     if (best < 0 || peak < best) {
       best = peak;
       best_at = at;
       describe_held(pb, lp, at, held, sizeof held);
     }
-    if (pb->has_row[at] || peak <= glp_mip_col_val(lp, z) * (1 + 1e-9) + 0.5) break;
+    if (pb->has_row[at] || rows_peak <= glp_mip_col_val(lp, z) * ROW_BYTES * (1 + 1e-9) + 0.5)
+      break;
     add_peak_row(pb, lp, at, z);
   }
   if (best < 0)
@@ -833,6 +1096,7 @@ static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_progra
   out->spec = calloc((size_t)p->nvars + 1, sizeof *out->spec);
   pb.made_at = calloc((size_t)p->nvars + 1, sizeof *pb.made_at);
   pb.last_use = calloc((size_t)p->nvars + 1, sizeof *pb.last_use);
+  pb.read_before = calloc((size_t)p->nvars + 1, sizeof *pb.read_before);
   pb.scratch = calloc(2 * (size_t)(p->neqns + 1), sizeof *pb.scratch);
   pb.peak_rows = calloc((size_t)p->neqns + 1, sizeof *pb.peak_rows);
   pb.has_row = calloc((size_t)p->neqns + 1, 1);
@@ -841,7 +1105,14 @@ static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_progra
   pb.edge_bucket = malloc(sizeof *pb.edge_bucket * EDGE_BUCKETS);
   pb.limit = memory_limit;
   pb.found_peak = -1;
+  pb.time_limit_s = PLAN_TIME_LIMIT_S;
   jx_status st = JX_OK;
+  int given = jx_env_double("JX_PLAN_TIME_LIMIT", &pb.time_limit_s);
+  if (given < 0 || !(pb.time_limit_s > 0))
+    st = jx_error_set(JX_ERR_INVALID_ARGUMENT,
+                      "jx_auto_plan: JX_PLAN_TIME_LIMIT is '%s'; it must be a positive number of "
+                      "seconds",
+                      jx_env_string("JX_PLAN_TIME_LIMIT"));
   if (!pb.eqn_rep || !pb.in_rep || !pb.edge_bucket)
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
   for (int k = 0; !st && k < EDGE_BUCKETS; k++) pb.edge_bucket[k] = -1;
@@ -852,8 +1123,8 @@ static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_progra
     for (int i = 0; i < p->nin; i++) pb.in_rep[i] = i;
   }
   if (!st && (!pb.st || !pb.cand || !pb.ncand || !pb.def || !pb.eqn_col || !out->in_spec ||
-              !out->strategy || !out->spec || !pb.made_at || !pb.last_use || !pb.scratch ||
-              !pb.peak_rows || !pb.has_row))
+              !out->strategy || !out->spec || !pb.made_at || !pb.last_use || !pb.read_before ||
+              !pb.scratch || !pb.peak_rows || !pb.has_row))
     st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
   for (int i = 0; i < p->nin && !st; i++) {
     jx_shape g = p->avals[p->in[i]].shape;
@@ -869,6 +1140,7 @@ static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_progra
   }
   model_builder b = {0};
   if (!st) {
+    liveness(&pb);
     glp_term_out(GLP_OFF);
     b.lp = glp_create_prob();
     glp_set_obj_dir(b.lp, GLP_MIN);
@@ -890,28 +1162,22 @@ static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_progra
       st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
   }
   if (!st) {
-    liveness(&pb);
-    int solved = solve_within_limit(&pb, b.lp);
+    pb.started = glp_time();
+    int solved = solve_partitioned(&pb, b.lp, &out->memory_bytes);
     if (solved < 0)
-      st = jx_error_set(JX_ERR_TIMEOUT,
-                        "jx_auto_plan: the solver found no plan of '%s' in %d s (%d equations, "
-                        "%d columns)",
-                        p->name ? p->name : "the program", SOLVE_MS / 1000, p->neqns,
-                        glp_get_num_cols(b.lp));
+      st = jx_error_set(JX_ERR_INTERNAL,
+                        "jx_auto_plan: the solver failed on '%s' (%d equations, %d columns)",
+                        p->name ? p->name : "the program", p->neqns, glp_get_num_cols(b.lp));
     else if (!solved)
       st = no_plan_fits(&pb, b.lp);
   }
-  int at;
   if (!st) {
     out->time_s =
         (glp_mip_obj_val(b.lp) - memory_weight(cm, m) * glp_mip_row_val(b.lp, pb.mem_row)) / US;
-    out->memory_bytes = peak_held(&pb, b.lp, pb.scratch, &at);
-    for (int v = 0; v < p->nvars; v++) {
-      const producer *d = &pb.def[v];
-      out->spec[v] = jx_pspec_replicated(p->avals[v].shape.rank);
-      for (int k = 0; k < d->count; k++)
-        if (glp_mip_col_val(b.lp, d->first_col + k) > 0.5) out->spec[v] = d->layout[k];
-    }
+    out->gap = pb.gap;
+    out->stopped = pb.stopped;
+    out->time_limit_s = pb.time_limit_s;
+    chosen_layouts(&pb, b.lp, out->spec);
     for (int i = 0; i < p->nin; i++) out->in_spec[i] = out->spec[p->in[i]];
     for (int e = 0; e < p->neqns; e++) {
       out->strategy[e] = -1;
@@ -955,6 +1221,11 @@ static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_progra
   free(pb.edge_bucket);
   free(pb.eqn_rep);
   free(pb.in_rep);
+  free(pb.term_from);
+  free(pb.term_to);
+  free(pb.term_col);
+  free(pb.term_bytes);
+  free(pb.read_before);
   if (st) jx_auto_plan_free(out);
   return st;
 }

@@ -22,17 +22,28 @@
  * array's bytes join the objective at a thousandth of a byte's time over
  * the mesh's fastest link: of equally fast plans the one holding least
  * wins. The relaxation is solved by the dual simplex, the program scaled;
- * branch and cut stops within 1 % of the optimum's bound, or after 600 s
- * with the best plan found (none found by then: an error saying so).
- * Memory: the bytes per device held while each equation runs (the inputs,
- * held by the caller throughout, and every result from the equation making
- * it to its last reader) must fit the limit. A row per equation would make
- * the program large, so rows are added lazily: the plan found is checked
- * equation by equation and the equation of its peak, when over the limit,
- * gets its row before solving again, until the plan fits. The count is
- * that of unfused equations, an upper bound of what the executable holds
- * (a fused intermediate is never an array). Constants are
- * replicated values any reader slices locally: they cost nothing. */
+ * branch and cut stops within 1 % of the optimum's bound, or when the
+ * planning time limit runs out (JX_PLAN_TIME_LIMIT, 10 s of wall time by
+ * default, every solve of the search together) with the best plan found
+ * (none that fits by then: an error saying so).
+ * Memory: the bytes per device held while each equation runs must fit
+ * the limit: the inputs, held by the caller throughout; every result from
+ * the equation making it to its last reader; the copy the partitioner
+ * relays an operand into when its reader takes another layout (one
+ * array for the readers of that layout: each reader's copy is counted
+ * from the operand's reader before it), a scalar's broadcast likewise in
+ * each reader's layout (but for one elementwise reader, whose kernel it
+ * fuses into), and the summed copy of a result partial over mesh axes
+ * while its equation runs. A row per equation would make the program
+ * large, so rows are added lazily: the plan found is checked equation by
+ * equation and the equation of its peak, when over the limit, gets its
+ * row before solving again, until the plan fits. The rows count unfused
+ * equations and approximate the copies' lives, so a plan they put near
+ * the limit (over 75 % of it) is partitioned as the sharded jit runs it
+ * and costed by jx_fn_cost's liveness; one over the limit is excluded and
+ * the search goes on (8 such plans at most: then no plan fits). The
+ * plan's peak is that partitioned count (the rows' below 75 %). Constants
+ * are replicated values any reader slices locally: they cost nothing. */
 #ifndef JX_SRC_PARALLEL_AUTO_PLAN_H
 #define JX_SRC_PARALLEL_AUTO_PLAN_H
 
@@ -40,12 +51,20 @@
 
 typedef struct {
   double time_s;       /* the objective: compute + collectives + resharding */
-  double memory_bytes; /* per device: the peak held, as the memory rows count it */
+  double memory_bytes; /* per device: the peak held, as the partitioned program holds it
+                          near the limit, else as the memory rows count it */
   jx_pspec *in_spec;   /* per program input: its layout */
   int *strategy;       /* per equation: the chosen strategy's index in its
                           jx_eqn_strategies, -1 for one that follows */
   jx_pspec *spec;      /* per variable: the layout it is made in (an input's, a
                           result's strategy's; constants replicated) */
+  /* how the search ended: the objective's distance from the relaxation's
+   * bound, a fraction of it (the optimum is at least this close), and
+   * whether the planning time limit (time_limit_s seconds) stopped branch
+   * and cut with the best plan found by then */
+  double gap;
+  int stopped;
+  double time_limit_s;
 } jx_auto_plan;
 
 /* The cheapest plan of p over m (cm's figures) whose peak memory per device

@@ -42,6 +42,7 @@ static uint64_t key_of(const jx_comm_model *cm, const jx_mesh *m, const jx_progr
   }
   for (int d = 0; d < m->ndev; d++) h = jx_hash_u64(h, (uint64_t)m->device[d]);
   h = hash_bytes(h, &cm->flops_per_s, sizeof cm->flops_per_s);
+  h = hash_bytes(h, &cm->mem_bytes_per_s, sizeof cm->mem_bytes_per_s);
   h = hash_bytes(h, cm->link, sizeof cm->link[0] * (size_t)cm->naxes);
   h = hash_bytes(h, &limit, sizeof limit);
   for (int i = 0; i < p->nin; i++) {
@@ -59,7 +60,10 @@ static uint64_t key_of(const jx_comm_model *cm, const jx_mesh *m, const jx_progr
 }
 
 static jx_status copy_plan(const jx_auto_plan *a, int nin, int neqns, int nvars, jx_auto_plan *b) {
-  *b = (jx_auto_plan){a->time_s, a->memory_bytes, NULL, NULL, NULL};
+  *b = *a;
+  b->in_spec = NULL;
+  b->strategy = NULL;
+  b->spec = NULL;
   b->in_spec = malloc(sizeof *b->in_spec * (size_t)(nin + 1));
   b->strategy = malloc(sizeof *b->strategy * (size_t)(neqns + 1));
   b->spec = malloc(sizeof *b->spec * (size_t)(nvars + 1));

@@ -150,6 +150,13 @@ void jx_sharding_report(FILE *f, const char *name, const jx_sharded_view *v,
   char mesh[512], buf[256];
   fprintf(f, "%s of '%s' on the mesh (%s)\n", v->planned ? "plan" : "layouts", name,
           jx_mesh_text(v->mesh, 1, mesh, sizeof mesh));
+  if (v->planned && v->plan_stopped)
+    fprintf(f,
+            "  search stopped at the planning time limit (%g s, JX_PLAN_TIME_LIMIT): the best plan "
+            "found, within %.2g %% of the optimum's bound\n",
+            v->plan_time_limit_s, 100 * v->plan_gap);
+  else if (v->planned)
+    fprintf(f, "  search complete: within %.2g %% of the optimum's bound\n", 100 * v->plan_gap);
   for (int i = 0; i < p->nin; i++) {
     snprintf(buf, sizeof buf, "input %d", i);
     layout_line(f, buf, v, p->in[i]);

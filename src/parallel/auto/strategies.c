@@ -7,6 +7,8 @@
 
 #include "../../base/error.h"
 #include "../../compile/cost.h"
+#include "../../prims/prims.h"
+#include "machine_model.h"
 
 /* ---- candidate layouts ---- */
 
@@ -137,11 +139,27 @@ static double work_share(const jx_mesh *m, const jx_program *p, const jx_eqn *e,
   return share;
 }
 
+/* Seconds of e's compute on one device at the estimate's roofline
+ * (machine_model.h's jx_roofline_time): its share of the flops, and the
+ * bytes of its operands and results in their local layouts. A new shape of
+ * the same bytes costs nothing, as in the estimate. */
+static double eqn_compute_time(const jx_comm_model *cm, const jx_mesh *m, const jx_program *p,
+                               const jx_eqn *e, const jx_pspec *req, const jx_pspec *prod,
+                               double share) {
+  if (e->prim == &jx_prim_reshape || e->prim == &jx_prim_squeeze || e->prim == &jx_prim_expand_dims)
+    return 0;
+  double bytes = 0;
+  for (int i = 0; i < e->nin; i++) bytes += local_bytes(m, p->avals[e->in[i]], &req[i]);
+  for (int o = 0; o < e->nout; o++) bytes += local_bytes(m, p->avals[e->out[o]], &prod[o]);
+  return jx_roofline_time(cm, jx_eqn_flops(p, e) * share, bytes);
+}
+
 double jx_eqn_local_time(const jx_comm_model *cm, jx_mesh *m, const jx_program *p, const jx_eqn *e,
                          const jx_pspec *req, const jx_pspec *prod, uint32_t partial,
                          double *flops) {
-  *flops = jx_eqn_flops(p, e) * work_share(m, p, e, req, prod);
-  double t = *flops / cm->flops_per_s;
+  double share = work_share(m, p, e, req, prod);
+  *flops = jx_eqn_flops(p, e) * share;
+  double t = eqn_compute_time(cm, m, p, e, req, prod, share);
   for (int o = 0; o < e->nout && partial; o++)
     t += jx_comm_model_time(cm, JX_COLL_ALL_REDUCE, partial,
                             local_bytes(m, p->avals[e->out[o]], &prod[o]));
@@ -191,7 +209,8 @@ static jx_status try_plan(builder *b) {
   memcpy(s->prod, b->prod, sizeof *s->prod * (size_t)e->nout);
   s->partial_axes = partial;
   double total = jx_eqn_local_time(b->cm, b->m, b->p, e, s->req, s->prod, partial, &s->flops);
-  s->compute_s = s->flops / b->cm->flops_per_s;
+  s->compute_s = eqn_compute_time(b->cm, b->m, b->p, e, s->req, s->prod,
+                                  work_share(b->m, b->p, e, s->req, s->prod));
   s->comm_s = total - s->compute_s;
   return JX_OK;
 }

@@ -2,7 +2,8 @@
  * the ways it can run over a mesh (a strategy: the layout each operand is
  * read in, the layout each result comes out in, and the mesh axes the local
  * results are partial over), each priced by the alpha-beta model
- * (comm_model.h) and the cost model's flops (compile/cost.h).
+ * (comm_model.h) and the estimate's roofline of its flops and bytes
+ * (machine_model.h).
  *
  * The strategies are the equation's family plan (propagate.h) asked with
  * every candidate layout of each operand, of each pair of operands and of
@@ -21,7 +22,7 @@ typedef struct {
   jx_pspec *prod;        /* per result: the layout the local op gives */
   uint32_t partial_axes; /* bit a: the local results are partial over mesh axis a */
   double flops;          /* one device's share of the equation's flops */
-  double compute_s;      /* flops at the model's compute rate */
+  double compute_s;      /* its flops and bytes by the estimate's roofline */
   double comm_s;         /* the collective after the local op (an all_reduce of each
                             partial result over partial_axes) */
 } jx_strategy;
@@ -47,8 +48,9 @@ void jx_eqn_strategies_free(jx_eqn_strategies *s);
 /* Seconds e takes on one device reading its operands as req and giving its
  * results as prod, partial over the mesh axes in partial: its share of the
  * flops (*flops: the smallest share of any operand or result a device
- * holds, times the equation's) at the model's rate, and the all_reduce of
- * each partial result. */
+ * holds, times the equation's) and its operands' and results' local bytes
+ * by the estimate's roofline (jx_roofline_time: flops at the model's rate
+ * when it has no bandwidth), and the all_reduce of each partial result. */
 double jx_eqn_local_time(const jx_comm_model *cm, jx_mesh *m, const jx_program *p, const jx_eqn *e,
                          const jx_pspec *req, const jx_pspec *prod, uint32_t partial,
                          double *flops);
