@@ -401,14 +401,12 @@ static jx_status add_edge(problem *pb, model_builder *b, int t, int v, int rcol,
     if (c == nr) pb->r_rep[nr++] = req[k];
     pb->r_cls[k] = c;
   }
-  double any = 0;
   int differ = 0; /* a pair of layouts apart: the reader then holds a copy */
   for (int a = 0; a < np; a++)
     for (int r = 0; r < nr; r++) {
       double dt =
           jx_reshard_time(pb->cm, pb->m, pb->p->avals[v], &pb->p_rep[a], &pb->r_rep[r]) * US;
       pb->cost[a * nr + r] = dt;
-      any += dt;
       differ |= !jx_pspec_equal(&pb->p_rep[a], &pb->r_rep[r]);
     }
   if (!differ) return JX_OK;
@@ -422,7 +420,6 @@ static jx_status add_edge(problem *pb, model_builder *b, int t, int v, int rcol,
     }
     return st;
   }
-  (void)any;
   uint64_t key = jx_hash_u64(jx_hash_u64(JX_HASH_SEED, (uint64_t)d->first_col), (uint64_t)rcol);
   key = jx_hash_bytes(key, pb->p_cls, sizeof *pb->p_cls * (size_t)d->count);
   key = jx_hash_bytes(key, pb->r_cls, sizeof *pb->r_cls * (size_t)n);
