@@ -207,14 +207,17 @@ static void relu_and_an_auto_constraint(void **state) {
 }
 
 /* A program planned again on the same mesh under the same limit (another
- * jit of the same function) takes the plan made before; another limit is
- * planned anew. */
+ * jit of the same function) takes the plan made before; another limit, or
+ * another planning time limit (JX_PLAN_TIME_LIMIT), is planned anew. */
 static void plans_are_cached(void **state) {
   fixture *f = *state;
   int64_t before = jx_auto_plan_solves();
-  int64_t limits[] = {1 << 30, 1 << 30, 1 << 29};
-  int64_t want[] = {1, 1, 2};
-  for (int k = 0; k < 3; k++) {
+  int64_t limits[] = {1 << 30, 1 << 30, 1 << 29, 1 << 29, 1 << 29};
+  /* the last two under another planning time limit: planned anew once */
+  const char *time_limits[] = {NULL, NULL, NULL, "20", "20"};
+  int64_t want[] = {1, 1, 2, 3, 3};
+  for (int k = 0; k < 5; k++) {
+    if (time_limits[k]) setenv("JX_PLAN_TIME_LIMIT", time_limits[k], 1);
     jx_fn *j = jx_jit(
         f->loss,
         &(jx_jit_options){.in_shardings = f->autos, .mesh = f->mesh, .memory_limit = limits[k]});
@@ -223,6 +226,7 @@ static void plans_are_cached(void **state) {
     assert_int_equal(jx_auto_plan_solves() - before, want[k]);
     jx_fn_release(j);
   }
+  unsetenv("JX_PLAN_TIME_LIMIT");
 }
 
 /* The estimate of a jit with shardings: replicated, every device runs the

@@ -1,6 +1,8 @@
 /* The process's plans (plan_cache.h): a short list, newest first, keyed by
  * the program's hash, the mesh's shape, axis names and devices, the
- * figures, the fixed inputs' layouts and the limit. */
+ * figures, the fixed inputs' layouts, the limit and the planning time limit
+ * (a plan the search stopped at one limit may not be the one a longer
+ * search finds). */
 #include "plan_cache.h"
 
 #include <pthread.h>
@@ -8,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../base/env.h"
 #include "../../base/error.h"
 #include "../../base/hash.h"
 
@@ -45,6 +48,8 @@ static uint64_t key_of(const jx_comm_model *cm, const jx_mesh *m, const jx_progr
   h = hash_bytes(h, &cm->mem_bytes_per_s, sizeof cm->mem_bytes_per_s);
   h = hash_bytes(h, cm->link, sizeof cm->link[0] * (size_t)cm->naxes);
   h = hash_bytes(h, &limit, sizeof limit);
+  const char *time_limit = jx_env_string("JX_PLAN_TIME_LIMIT");
+  h = jx_hash_str(h, time_limit ? time_limit : "");
   for (int i = 0; i < p->nin; i++) {
     const jx_pspec *f = fixed ? fixed[i] : NULL;
     h = jx_hash_u64(h, f != NULL);
