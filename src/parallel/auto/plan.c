@@ -47,16 +47,28 @@ typedef struct {
   int nnz, cap;
 } model_builder;
 
+/* The planner's out-of-memory error. */
+static jx_status out_of_memory(void) {
+  return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+}
+
+/* Reallocates the array whose pointer is at pp (any object pointer type) to
+ * bytes: 1 when it did; 0 leaves the old array in place. The planner's
+ * scratch grows several parallel arrays together, each through this. */
+static int grow(void *pp, size_t bytes) {
+  void *old, *grown;
+  memcpy(&old, pp, sizeof old);
+  if (!(grown = realloc(old, bytes))) return 0;
+  memcpy(pp, &grown, sizeof grown);
+  return 1;
+}
+
 static jx_status entry(model_builder *b, int row, int col, double v) {
   if (b->nnz + 1 >= b->cap) {
     int cap = b->cap ? 2 * b->cap : 1024;
-    int *ia = realloc(b->ia, sizeof *ia * (size_t)cap);
-    if (ia) b->ia = ia;
-    int *ja = realloc(b->ja, sizeof *ja * (size_t)cap);
-    if (ja) b->ja = ja;
-    double *ar = realloc(b->ar, sizeof *ar * (size_t)cap);
-    if (ar) b->ar = ar;
-    if (!ia || !ja || !ar) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+    if (!grow(&b->ia, sizeof *b->ia * (size_t)cap) || !grow(&b->ja, sizeof *b->ja * (size_t)cap) ||
+        !grow(&b->ar, sizeof *b->ar * (size_t)cap))
+      return out_of_memory();
     b->cap = cap;
   }
   b->nnz++; /* GLPK counts from 1 */
@@ -259,18 +271,12 @@ static void add_peak_row(problem *pb, glp_prob *lp, int t, int z_col) {
 static jx_status edge_room(problem *pb, int n) {
   if (n <= pb->scratch_cap) return JX_OK;
   int cap = n < 64 ? 64 : 2 * n;
-  jx_pspec *pr = realloc(pb->p_rep, sizeof *pr * (size_t)cap);
-  if (pr) pb->p_rep = pr;
-  jx_pspec *rr = realloc(pb->r_rep, sizeof *rr * (size_t)cap);
-  if (rr) pb->r_rep = rr;
-  int *pc = realloc(pb->p_cls, sizeof *pc * (size_t)cap);
-  if (pc) pb->p_cls = pc;
-  int *rc = realloc(pb->r_cls, sizeof *rc * (size_t)cap);
-  if (rc) pb->r_cls = rc;
-  double *c = realloc(pb->cost, sizeof *c * (size_t)cap * (size_t)cap);
-  if (c) pb->cost = c;
-  if (!pr || !rr || !pc || !rc || !c)
-    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  if (!grow(&pb->p_rep, sizeof *pb->p_rep * (size_t)cap) ||
+      !grow(&pb->r_rep, sizeof *pb->r_rep * (size_t)cap) ||
+      !grow(&pb->p_cls, sizeof *pb->p_cls * (size_t)cap) ||
+      !grow(&pb->r_cls, sizeof *pb->r_cls * (size_t)cap) ||
+      !grow(&pb->cost, sizeof *pb->cost * (size_t)cap * (size_t)cap))
+    return out_of_memory();
   pb->scratch_cap = cap;
   return JX_OK;
 }
@@ -285,7 +291,7 @@ static jx_status add_memory(problem *pb, int c, double bytes) {
   if (c >= pb->mem_cap) {
     int cap = 2 * c + 1024;
     double *m = realloc(pb->mem_coef, sizeof *m * (size_t)cap);
-    if (!m) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+    if (!m) return out_of_memory();
     memset(m + pb->mem_cap, 0, sizeof *m * (size_t)(cap - pb->mem_cap));
     pb->mem_coef = m;
     pb->mem_cap = cap;
@@ -300,16 +306,11 @@ static jx_status add_term(problem *pb, int from, int to, int c, double bytes) {
   if (bytes <= 0) return JX_OK;
   if (pb->nterms == pb->terms_cap) {
     int cap = pb->terms_cap ? 2 * pb->terms_cap : 1024;
-    int *f = realloc(pb->term_from, sizeof *f * (size_t)cap);
-    if (f) pb->term_from = f;
-    int *t = realloc(pb->term_to, sizeof *t * (size_t)cap);
-    if (t) pb->term_to = t;
-    int *c2 = realloc(pb->term_col, sizeof *c2 * (size_t)cap);
-    if (c2) pb->term_col = c2;
-    double *by = realloc(pb->term_bytes, sizeof *by * (size_t)cap);
-    if (by) pb->term_bytes = by;
-    if (!f || !t || !c2 || !by)
-      return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+    if (!grow(&pb->term_from, sizeof *pb->term_from * (size_t)cap) ||
+        !grow(&pb->term_to, sizeof *pb->term_to * (size_t)cap) ||
+        !grow(&pb->term_col, sizeof *pb->term_col * (size_t)cap) ||
+        !grow(&pb->term_bytes, sizeof *pb->term_bytes * (size_t)cap))
+      return out_of_memory();
     pb->terms_cap = cap;
   }
   pb->term_from[pb->nterms] = from;
@@ -342,12 +343,12 @@ static jx_status remember_edge(problem *pb, uint64_t key, int pcol, int pn, int 
   if (pb->nedges == pb->edges_cap) {
     int cap = pb->edges_cap ? 2 * pb->edges_cap : 256;
     shared_edge *grown = realloc(pb->edges, sizeof *grown * (size_t)cap);
-    if (!grown) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+    if (!grown) return out_of_memory();
     pb->edges = grown;
     pb->edges_cap = cap;
   }
   int *cls = malloc(sizeof *cls * (size_t)(pn + rn));
-  if (!cls) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  if (!cls) return out_of_memory();
   memcpy(cls, pb->p_cls, sizeof *cls * (size_t)pn);
   memcpy(cls + pn, pb->r_cls, sizeof *cls * (size_t)rn);
   pb->edges[pb->nedges] =
@@ -464,7 +465,7 @@ static jx_status add_edge(problem *pb, model_builder *b, int t, int v, int rcol,
 static jx_status define(problem *pb, int v, int eqn, int first_col, int n, const jx_pspec *layout,
                         size_t stride) {
   jx_pspec *l = malloc(sizeof *l * (size_t)(n + 1));
-  if (!l) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  if (!l) return out_of_memory();
   jx_status st = JX_OK;
   for (int k = 0; k < n && !st; k++) {
     l[k] = *(const jx_pspec *)((const char *)layout + stride * (size_t)k);
@@ -501,18 +502,10 @@ static jx_status follow_room(problem *pb, int wide, int n) {
   size_t need = (size_t)wide * (size_t)n;
   if ((int)need <= pb->wide_cap) return JX_OK;
   size_t cap = 2 * need + 16;
-  jx_pspec *r = realloc(pb->req, sizeof *r * cap),
-           *q = r ? realloc(pb->prod, sizeof *q * cap) : NULL;
-  if (r) pb->req = r;
-  if (q) pb->prod = q;
-  jx_pspec *i = realloc(pb->in, sizeof *i * cap), *o = i ? realloc(pb->out, sizeof *o * cap) : NULL;
-  if (i) pb->in = i;
-  if (o) pb->out = o;
-  uint8_t *ik = realloc(pb->in_known, cap), *ok = ik ? realloc(pb->out_known, cap) : NULL;
-  if (ik) pb->in_known = ik;
-  if (ok) pb->out_known = ok;
-  if (!r || !q || !i || !o || !ik || !ok)
-    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  if (!grow(&pb->req, sizeof *pb->req * cap) || !grow(&pb->prod, sizeof *pb->prod * cap) ||
+      !grow(&pb->in, sizeof *pb->in * cap) || !grow(&pb->out, sizeof *pb->out * cap) ||
+      !grow(&pb->in_known, cap) || !grow(&pb->out_known, cap))
+    return out_of_memory();
   pb->wide_cap = (int)cap;
   return JX_OK;
 }
@@ -530,7 +523,7 @@ static jx_status follow(problem *pb, model_builder *b, int e_idx, int lead, int 
   if (st) return st;
   /* req[k*nin + i], prod[k*nout + o] */
   uint32_t *partial = malloc(sizeof *partial * (size_t)(n + 1));
-  if (!partial) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  if (!partial) return out_of_memory();
   for (int k = 0; k < n; k++) {
     memset(pb->in_known, 0, (size_t)nin);
     memset(pb->out_known, 0, (size_t)nout);
@@ -579,7 +572,7 @@ static jx_status follow(problem *pb, model_builder *b, int e_idx, int lead, int 
   /* operands: relaid from their producers as read (req copied out: the
    * scratch is reused by define below) */
   jx_pspec *req = malloc(sizeof *req * (size_t)(n + 1));
-  if (!req) return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  if (!req) return out_of_memory();
   for (int i = 0; i < nin && !st; i++) {
     for (int k = 0; k < n; k++) req[k] = pb->req[(size_t)k * nin + i];
     st = add_edge(pb, b, e_idx, e->in[i], g->first_col, n, req);
@@ -617,7 +610,7 @@ static jx_status choose(problem *pb, model_builder *b, int e_idx) {
     st = partial_terms(pb, e_idx, col + k, s->s[k].partial_axes, s->s[k].prod);
   }
   jx_pspec *req = malloc(sizeof *req * (size_t)(s->n + 1));
-  if (!st && !req) st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  if (!st && !req) st = out_of_memory();
   for (int i = 0; i < e->nin && !st; i++) {
     for (int k = 0; k < s->n; k++) req[k] = s->s[k].req[i];
     st = add_edge(pb, b, e_idx, e->in[i], col, s->n, req);
@@ -1110,8 +1103,7 @@ static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_progra
                       "jx_auto_plan: JX_PLAN_TIME_LIMIT is '%s'; it must be a positive number of "
                       "seconds",
                       jx_env_string("JX_PLAN_TIME_LIMIT"));
-  if (!pb.eqn_rep || !pb.in_rep || !pb.edge_bucket)
-    st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+  if (!pb.eqn_rep || !pb.in_rep || !pb.edge_bucket) st = out_of_memory();
   for (int k = 0; !st && k < EDGE_BUCKETS; k++) pb.edge_bucket[k] = -1;
   if (!st && ties)
     st = jx_auto_ties(p, fixed, pb.eqn_rep, pb.in_rep);
@@ -1122,14 +1114,14 @@ static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_progra
   if (!st && (!pb.st || !pb.cand || !pb.ncand || !pb.def || !pb.eqn_col || !out->in_spec ||
               !out->strategy || !out->spec || !pb.made_at || !pb.last_use || !pb.read_before ||
               !pb.scratch || !pb.peak_rows || !pb.has_row))
-    st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+    st = out_of_memory();
   for (int i = 0; i < p->nin && !st; i++) {
     jx_shape g = p->avals[p->in[i]].shape;
     int given = fixed && fixed[i];
     pb.ncand[i] = given ? 1 : jx_layout_candidates(m, g, NULL, 0);
     pb.cand[i] = malloc(sizeof *pb.cand[i] * (size_t)pb.ncand[i]);
     if (!pb.cand[i])
-      st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+      st = out_of_memory();
     else if (given)
       pb.cand[i][0] = *fixed[i];
     else
@@ -1155,8 +1147,7 @@ static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_progra
     /* room for the peak column no_plan_fits may add */
     pb.coef = calloc(2 * (size_t)ncols + 4, sizeof *pb.coef);
     pb.cols = calloc((size_t)ncols + 2, sizeof *pb.cols);
-    if (!pb.coef || !pb.cols)
-      st = jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_auto_plan: out of memory");
+    if (!pb.coef || !pb.cols) st = out_of_memory();
   }
   if (!st) {
     pb.started = glp_time();
