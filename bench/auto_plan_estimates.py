@@ -4,11 +4,13 @@ issue's runs: the GPT's AdamW training step (4 layers, d 256, context 128,
 batch 16) on 8 CPU devices, meshes data=8, data=4,model=2 and
 data=2,model=4, each planned under 100, 50 and 30 % of data parallel's
 measured peak. Each configuration is one run of bench_auto_plan (the plan
-trains for ROUNDS timed steps after two warm ones; data parallel runs two
-steps for its peak in the first run of each mesh, whose figure the others
-reuse). Given several bench binaries (say, two builds of jx), each
-configuration runs with each in turn, so that they alternate under the
-same load. Prints a markdown table: the estimated and measured step time
+trains for ROUNDS timed steps after two warm ones, as a user's loop runs:
+the parameters and optimizer state donated, each step's outputs the next
+step's inputs as they come, in the layouts the plan takes them in; data
+parallel runs two steps for its peak in the first run of each mesh, whose
+figure the others reuse). Given several bench binaries (say, two builds of
+jx), each configuration runs with each in turn, so that they alternate
+under the same load. Prints a markdown table: the estimated and measured step time
 (median of the rounds, and their range), the step's CPU time over the cores
 the devices share (median: its time had the process the machine alone) and
 the peak per device, each error (estimate / measured - 1) and the load
