@@ -295,7 +295,9 @@ int main(int argc, char **argv) {
   for (int k = 0; k < w.nin; k++)
     av[k] = (jx_aval){jx_dtype_of(w.in[k]), jx_is_weak(w.in[k]), jx_shape_of(w.in[k]), 0};
   for (int i = 0; i < w.nin - 2; i++) {
-    jx_array *placed = jx_keep(jx_device_put(in[0][i], jx_sharded_jit_in_layout(fn[0], av, i)));
+    jx_sharding *layout = jx_sharded_jit_in_layout(fn[0], av, i);
+    jx_array *placed = jx_keep(jx_device_put(in[0][i], layout));
+    jx_sharding_release(layout);
     jx_block_until_ready(placed);
     jx_release(in[0][i]);
     in[0][i] = placed;
