@@ -27,7 +27,9 @@
  * share, its time had the process the machine alone; "share of the cores"
  * the part of the machine's cores the process had during the step (those
  * it ran on and those left idle, from /proc/stat: the rest ran other
- * jobs; idle: the part left idle), median and range over the rounds.
+ * jobs; idle: the part left idle), median and range over the rounds;
+ * "each step at its share" the estimate over each step's own share against
+ * that step's time (estimate / share / time - 1), median and range.
  * The measured peak is the most bytes jx's allocator held on any device but
  * device 0 (which also holds the unsharded arrays made outside the step)
  * during one call, inputs included, as jx_fn_cost's peak counts them. */
@@ -330,9 +332,14 @@ int main(int argc, char **argv) {
     printf(", limit %.0f %% of data parallel's measured peak %.0f bytes = %.0f bytes",
            limit_percent, dp_peak, limit_percent / 100 * dp_peak);
   printf("\n");
+  double *paired = calloc((size_t)rounds, sizeof *paired);
   for (int r = 0; r < RECIPES; r++) {
     if (!have[r]) continue;
+    double e = est[r].compute_s + est[r].comm_s;
     double *tr = t + r * rounds;
+    /* each step against the estimate at its own share of the cores */
+    for (int k = 0; k < rounds; k++) paired[k] = e / ts[r * rounds + k] / tr[k] - 1;
+    qsort(paired, (size_t)rounds, sizeof *paired, bench_cmp_double);
     qsort(tr, (size_t)rounds, sizeof *tr, bench_cmp_double);
     double *tcr = tc + r * rounds;
     qsort(tcr, (size_t)rounds, sizeof *tcr, bench_cmp_double);
@@ -340,16 +347,18 @@ int main(int argc, char **argv) {
     qsort(tsr, (size_t)rounds, sizeof *tsr, bench_cmp_double);
     double *tir = ti + r * rounds;
     qsort(tir, (size_t)rounds, sizeof *tir, bench_cmp_double);
-    double e = est[r].compute_s + est[r].comm_s;
     printf("  %-14s measured %8.2f ms (%.2f-%.2f)  estimated %8.2f ms (compute %.2f, comm %.2f, "
            "%d collectives)  est/measured %.2f  peak est %.0f measured %.0f bytes (%.2f)  "
-           "loss diff %.1e  CPU per core %.2f ms  share of the cores %.3f (%.3f-%.3f), idle %.3f\n",
+           "loss diff %.1e  CPU per core %.2f ms  share of the cores %.3f (%.3f-%.3f), idle %.3f  "
+           "each step at its share %+.1f %% (%+.1f to %+.1f)\n",
            recipe_names[r], 1e3 * tr[rounds / 2], 1e3 * tr[0], 1e3 * tr[rounds - 1], 1e3 * e,
            1e3 * est[r].compute_s, 1e3 * est[r].comm_s, est[r].collectives, e / tr[rounds / 2],
            est[r].peak_bytes, peak[r], est[r].peak_bytes / peak[r],
            fabs(loss[r] - want) / fabs(want), 1e3 * tcr[rounds / 2] / cores, tsr[rounds / 2],
-           tsr[0], tsr[rounds - 1], tir[rounds / 2]);
+           tsr[0], tsr[rounds - 1], tir[rounds / 2], 100 * paired[rounds / 2], 100 * paired[0],
+           100 * paired[rounds - 1]);
   }
+  free(paired);
   free(t);
   free(tc);
   free(ts);
