@@ -4,11 +4,13 @@ issue's runs: the GPT's AdamW training step (4 layers, d 256, context 128,
 batch 16) on 8 CPU devices, meshes data=8, data=4,model=2 and
 data=2,model=4, each planned under 100, 50 and 30 % of data parallel's
 measured peak. Each configuration is one run of bench_auto_plan (the plan
-trains for ROUNDS timed steps after two warm ones; data parallel runs two
-steps for its peak in the first run of each mesh, whose figure the others
-reuse). Given several bench binaries (say, two builds of jx), each
-configuration runs with each in turn, so that they alternate under the
-same load. Prints a markdown table: the estimated and measured step time
+trains for ROUNDS timed steps after two warm ones, as a user's loop runs:
+the parameters and optimizer state donated, each step's outputs the next
+step's inputs as they come, in the layouts the plan takes them in; data
+parallel runs two steps for its peak in the first run of each mesh, whose
+figure the others reuse). Given several bench binaries (say, two builds of
+jx), each configuration runs with each in turn, so that they alternate
+under the same load. Prints a markdown table: the estimated and measured step time
 (median of the rounds, and their range), the step's CPU time over the cores
 the devices share (median: its time had the process the machine alone) and
 the peak per device, each error (estimate / measured - 1) and the load
@@ -16,7 +18,9 @@ average (1 minute) before the run. Beside them the share of the machine's
 cores the process had during the steps (bench_auto_plan's: the cores it ran
 on and those left idle; the rest ran other jobs) and the estimate at that
 share (the estimate over the share: the figures are those of the cores to
-the devices alone).
+the devices alone), and each step against the estimate at its own share
+(the estimate over that step's share against that step's time: median
+error and range), which pairs a step's time with the share it had.
 
   bench/auto_plan_estimates.py [--rounds N] [--recalibrate] BENCH_BINARY...
 
@@ -37,7 +41,7 @@ LINE = re.compile(
     r"auto\s+measured\s+([\d.]+) ms \(([\d.]+)-([\d.]+)\)\s+estimated\s+([\d.]+) ms "
     r"\(compute ([\d.]+), comm ([\d.]+), (\d+) collectives\).*peak est (\d+) measured (\d+)"
     r"(?:.*CPU per core ([\d.]+) ms)?(?:.*share of the cores ([\d.]+) \(([\d.]+)-([\d.]+)\), "
-    r"idle ([\d.]+))?")
+    r"idle ([\d.]+))?(?:.*each step at its share ([-+][\d.]+) % \(([-+][\d.]+) to ([-+][\d.]+)\))?")
 
 
 DP_PEAK = re.compile(r"data parallel's measured peak (\d+) bytes")
@@ -64,14 +68,15 @@ def run(bench, mesh, limit, rounds, dp_peak, recalibrate=False):
     dp_peak = dp_peak or (int(peak.group(1)) if peak else 0)
     if not m:
         return f"| {mesh} | {limit} % | failed: {(out.stderr or out.stdout).strip()[-200:]} |", dp_peak
-    med, lo, hi, est, comp, comm, ncoll, pest, pmeas, cpu, share, slo, shi, idle = m.groups()
+    med, lo, hi, est, comp, comm, ncoll, pest, pmeas, cpu, share, slo, shi, idle, pe, plo, phi = m.groups()
+    paired = f"{float(pe):+.1f} % ({float(plo):+.0f} to {float(phi):+.0f})" if pe else "-"
     cpu_text = f"{float(cpu):.0f} ({100 * (float(est) / float(cpu) - 1):+.0f} %)" if cpu else "-"
     med, lo, hi, est, comp, comm = map(float, (med, lo, hi, est, comp, comm))
-    share_text = "- | - | -"
+    share_text = "- | - | - | -"
     if share:
         at = est / float(share)
         share_text = (f"{float(share):.2f} ({float(slo):.2f}-{float(shi):.2f}), idle {float(idle):.2f} "
-                      f"| {at:.0f} | {100 * (at / med - 1):+.0f} %")
+                      f"| {at:.0f} | {100 * (at / med - 1):+.0f} % | {paired}")
     pest, pmeas = float(pest), float(pmeas)
     return (f"| {mesh} | {limit} % | {est:.0f} ({comp:.0f} + {comm:.0f}) | {med:.0f} ({lo:.0f}-{hi:.0f}) "
             f"| {100 * (est / med - 1):+.0f} % | {share_text} | {cpu_text} | {pest / 1e6:.1f} "
@@ -92,9 +97,10 @@ def main():
     print(("| build " if many else "") +
           "| mesh | limit | estimated ms (compute + comm) | measured ms, median (range) | time error "
           "| share of the cores (range) | estimate at the share, ms | its error "
+          "| each step at its share: error (range) "
           "| CPU per core ms (error) "
           "| estimated peak MB | measured peak MB | peak error | load |")
-    print("| --- " * (14 if many else 13) + "|")
+    print("| --- " * (15 if many else 14) + "|")
     for mesh in MESHES:
         dp_peak = {}
         for limit in LIMITS:

@@ -17,15 +17,19 @@
  * deterministic, a figure of an earlier run); --auto-only times the plan
  * alone.
  *
- * Each recipe trains: a call's updated parameters and optimizer state are
- * the next call's, so every call after the first gets its inputs in the
- * layouts its previous call made (as in training) and moves nothing in.
+ * Each recipe trains as a user's loop does: the parameters and optimizer
+ * state are donated (jx_jit_options.donate), so the plan gives each back
+ * in the layout it takes it in, and a call's updated parameters and state
+ * are the next call's inputs as they come; the plan's first inputs are put
+ * in its layouts (untimed), as a user places the initial state.
  * The step time is the wall time of one call until every output is ready;
  * "CPU per core" is its CPU time (every thread) over the cores the devices
  * share, its time had the process the machine alone; "share of the cores"
  * the part of the machine's cores the process had during the step (those
  * it ran on and those left idle, from /proc/stat: the rest ran other
- * jobs; idle: the part left idle), median and range over the rounds.
+ * jobs; idle: the part left idle), median and range over the rounds;
+ * "each step at its share" the estimate over each step's own share against
+ * that step's time (estimate / share / time - 1), median and range.
  * The measured peak is the most bytes jx's allocator held on any device but
  * device 0 (which also holds the unsharded arrays made outside the step)
  * during one call, inputs included, as jx_fn_cost's peak counts them. */
@@ -144,9 +148,7 @@ static double inputs_per_device(jx_array *const *in, int nin) {
 }
 
 /* One training call of f: in's parameters and state become the outputs'
- * (owned references; laid out by relay[i] when given, untimed: a plan may
- * make an updated parameter in another layout than it takes it in, and the
- * next call then runs the plan only when given the plan's), *secs its wall
+ * (owned references, as they come), *secs its wall
  * time, *peak the most bytes one device
  * other than 0 held while it ran: its inputs' blocks and the most it
  * allocated beyond what it held before (other recipes' arrays), as the
@@ -166,8 +168,8 @@ static double machine_idle_s(void) {
   return ok && hz > 0 ? (double)(idle + iowait) / (double)hz : -1;
 }
 
-static double step_of(jx_fn *f, jx_array **in, int nin, int nout, int ndev,
-                      jx_sharding *const *relay, double *secs, double *peak) {
+static double step_of(jx_fn *f, jx_array **in, int nin, int nout, int ndev, double *secs,
+                      double *peak) {
   jx_array *out[MAX_IN];
   int64_t live0[64] = {0};
   jx_scope_begin();
@@ -204,8 +206,7 @@ static double step_of(jx_fn *f, jx_array **in, int nin, int nout, int ndev,
   double l = jx_item(out[0]);
   for (int o = 1; o < nout; o++) {
     jx_release(in[o - 1]);
-    in[o - 1] = jx_keep(relay && relay[o - 1] ? jx_device_put(out[o], relay[o - 1]) : out[o]);
-    jx_block_until_ready(in[o - 1]);
+    in[o - 1] = jx_keep(out[o]);
   }
   jx_scope_end();
   return l;
@@ -253,6 +254,8 @@ int main(int argc, char **argv) {
   jx_sharding_estimate est[RECIPES];
   double secs, peak[RECIPES] = {0};
   int have[RECIPES] = {1, 1, axis(m, "model") && !auto_only, !auto_only};
+  int donate[MAX_IN] = {0}; /* the parameters and state: each step's are the next one's */
+  for (int i = 0; i < w.nin - 2; i++) donate[i] = 1;
   for (int r = 0; r < RECIPES; r++)
     for (int i = 0; have[r] && i < w.nin; i++) in[r][i] = jx_keep(w.in[i]);
   for (int r = 1; r < RECIPES; r++) { /* the hand recipes */
@@ -261,16 +264,18 @@ int main(int argc, char **argv) {
     jx_sharding *outs[MAX_IN]; /* the updated parameters and state as they came */
     outs[0] = jx_sharding_create(m, "");
     for (int o = 1; o < w.nout; o++) outs[o] = sh[r][o - 1];
-    fn[r] = jx_jit(w.step, &(jx_jit_options){.in_shardings = sh[r], .out_shardings = outs});
+    fn[r] = jx_jit(
+        w.step, &(jx_jit_options){.in_shardings = sh[r], .out_shardings = outs, .donate = donate});
     if (jx_sharding_estimate_of(fn[r], w.in, &est[r])) {
       fprintf(stderr, "bench_auto_plan: %s: %s\n", recipe_names[r], jx_last_error());
       return 1;
     }
   }
   double loss[RECIPES];
+
   if (limit_percent > 0 && !dp_peak) { /* data parallel's measured peak, from its second step */
-    step_of(fn[1], in[1], w.nin, w.nout, devices, NULL, &secs, &dp_peak);
-    step_of(fn[1], in[1], w.nin, w.nout, devices, NULL, &secs, &dp_peak);
+    step_of(fn[1], in[1], w.nin, w.nout, devices, &secs, &dp_peak);
+    step_of(fn[1], in[1], w.nin, w.nout, devices, &secs, &dp_peak);
   }
   jx_sharding *replicated = jx_sharding_create(m, "");
   for (int o = 0; o < w.nout; o++) out_sh[o] = o ? JX_AUTO : replicated;
@@ -279,6 +284,7 @@ int main(int argc, char **argv) {
   fn[0] =
       jx_jit(w.step, &(jx_jit_options){.in_shardings = sh[0],
                                        .out_shardings = out_sh,
+                                       .donate = donate,
                                        .mesh = m,
                                        .memory_limit = (int64_t)(limit_percent / 100 * dp_peak)});
   if (jx_sharding_estimate_of(fn[0], w.in, &est[0])) {
@@ -286,29 +292,34 @@ int main(int argc, char **argv) {
     return 1;
   }
   double planning = bench_now_s() - t0;
-  jx_sharding *relay[MAX_IN] = {0}; /* the plan's layouts of the parameters and state */
+  /* the plan's first inputs in its layouts; its outputs come back in them */
+  jx_aval av[MAX_IN];
+  for (int k = 0; k < w.nin; k++)
+    av[k] = (jx_aval){jx_dtype_of(w.in[k]), jx_is_weak(w.in[k]), jx_shape_of(w.in[k]), 0};
   for (int i = 0; i < w.nin - 2; i++) {
-    jx_aval av[MAX_IN];
-    for (int k = 0; k < w.nin; k++)
-      av[k] = (jx_aval){jx_dtype_of(w.in[k]), jx_is_weak(w.in[k]), jx_shape_of(w.in[k]), 0};
-    relay[i] = jx_sharded_jit_in_layout(fn[0], av, i);
+    jx_sharding *layout = jx_sharded_jit_in_layout(fn[0], av, i);
+    jx_array *placed = jx_keep(jx_device_put(in[0][i], layout));
+    jx_sharding_release(layout);
+    jx_block_until_ready(placed);
+    jx_release(in[0][i]);
+    in[0][i] = placed;
   }
   jx_fn *plain = jx_jit(w.step, NULL);
   jx_array *plain_in[MAX_IN];
   for (int i = 0; i < w.nin; i++) plain_in[i] = jx_keep(w.in[i]);
-  double want = step_of(plain, plain_in, w.nin, w.nout, 1, NULL, &secs, &peak[0]);
+  double want = step_of(plain, plain_in, w.nin, w.nout, 1, &secs, &peak[0]);
   double *t = calloc((size_t)RECIPES * (size_t)rounds, sizeof *t),
          *tc = calloc((size_t)RECIPES * (size_t)rounds, sizeof *tc),
          *ts = calloc((size_t)RECIPES * (size_t)rounds, sizeof *ts),
          *ti = calloc((size_t)RECIPES * (size_t)rounds, sizeof *ti);
   for (int r = 0; r < RECIPES; r++) /* compiled, warmed: the second call's inputs are as made */
     if (have[r] && !(auto_only && r == 1))
-      loss[r] = step_of(fn[r], in[r], w.nin, w.nout, devices, r ? NULL : relay, &secs, &peak[r]),
-      step_of(fn[r], in[r], w.nin, w.nout, devices, r ? NULL : relay, &secs, &peak[r]);
+      loss[r] = step_of(fn[r], in[r], w.nin, w.nout, devices, &secs, &peak[r]),
+      step_of(fn[r], in[r], w.nin, w.nout, devices, &secs, &peak[r]);
   for (int k = 0; k < rounds; k++)
     for (int r = 0; r < RECIPES; r++)
       if (have[r] && !(auto_only && r == 1))
-        step_of(fn[r], in[r], w.nin, w.nout, devices, r ? NULL : relay, &t[r * rounds + k], &secs),
+        step_of(fn[r], in[r], w.nin, w.nout, devices, &t[r * rounds + k], &secs),
             tc[r * rounds + k] = last_cpu_s, ts[r * rounds + k] = last_share,
                             ti[r * rounds + k] = last_idle;
   if (auto_only) have[1] = 0;
@@ -321,9 +332,14 @@ int main(int argc, char **argv) {
     printf(", limit %.0f %% of data parallel's measured peak %.0f bytes = %.0f bytes",
            limit_percent, dp_peak, limit_percent / 100 * dp_peak);
   printf("\n");
+  double *paired = calloc((size_t)rounds, sizeof *paired);
   for (int r = 0; r < RECIPES; r++) {
     if (!have[r]) continue;
+    double e = est[r].compute_s + est[r].comm_s;
     double *tr = t + r * rounds;
+    /* each step against the estimate at its own share of the cores */
+    for (int k = 0; k < rounds; k++) paired[k] = e / ts[r * rounds + k] / tr[k] - 1;
+    qsort(paired, (size_t)rounds, sizeof *paired, bench_cmp_double);
     qsort(tr, (size_t)rounds, sizeof *tr, bench_cmp_double);
     double *tcr = tc + r * rounds;
     qsort(tcr, (size_t)rounds, sizeof *tcr, bench_cmp_double);
@@ -331,16 +347,18 @@ int main(int argc, char **argv) {
     qsort(tsr, (size_t)rounds, sizeof *tsr, bench_cmp_double);
     double *tir = ti + r * rounds;
     qsort(tir, (size_t)rounds, sizeof *tir, bench_cmp_double);
-    double e = est[r].compute_s + est[r].comm_s;
     printf("  %-14s measured %8.2f ms (%.2f-%.2f)  estimated %8.2f ms (compute %.2f, comm %.2f, "
            "%d collectives)  est/measured %.2f  peak est %.0f measured %.0f bytes (%.2f)  "
-           "loss diff %.1e  CPU per core %.2f ms  share of the cores %.3f (%.3f-%.3f), idle %.3f\n",
+           "loss diff %.1e  CPU per core %.2f ms  share of the cores %.3f (%.3f-%.3f), idle %.3f  "
+           "each step at its share %+.1f %% (%+.1f to %+.1f)\n",
            recipe_names[r], 1e3 * tr[rounds / 2], 1e3 * tr[0], 1e3 * tr[rounds - 1], 1e3 * e,
            1e3 * est[r].compute_s, 1e3 * est[r].comm_s, est[r].collectives, e / tr[rounds / 2],
            est[r].peak_bytes, peak[r], est[r].peak_bytes / peak[r],
            fabs(loss[r] - want) / fabs(want), 1e3 * tcr[rounds / 2] / cores, tsr[rounds / 2],
-           tsr[0], tsr[rounds - 1], tir[rounds / 2]);
+           tsr[0], tsr[rounds - 1], tir[rounds / 2], 100 * paired[rounds / 2], 100 * paired[0],
+           100 * paired[rounds - 1]);
   }
+  free(paired);
   free(t);
   free(tc);
   free(ts);

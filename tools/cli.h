@@ -21,8 +21,11 @@ jx_mesh *jx_cli_mesh(const char *spec, int devices);
 /* --mesh auto[:data=A,model=B]: 1 when spec asks for planned layouts; spec
  * then points at the mesh part ("" for the default mesh). */
 int jx_cli_mesh_auto(const char **spec);
-/* Every entry JX_AUTO, but the first output's (a step's loss). */
-void jx_cli_auto_layouts(int nin, jx_sharding **in_sh, int nout, jx_sharding **out_sh);
+/* Every entry JX_AUTO, but the first output's (a step's loss); donate (nin
+ * entries) marks the inputs a training step gives back (outputs 1..: the
+ * parameters and optimizer state), so that the plan gives each back in the
+ * layout it takes it in (jx_jit_options.donate). */
+void jx_cli_auto_layouts(int nin, jx_sharding **in_sh, int nout, jx_sharding **out_sh, int *donate);
 /* "200MiB", "80GiB", "50GB/s", "10us", "1e9" -> *out (bytes, bytes/s,
  * seconds); 0 when text is none of these. */
 int jx_cli_parse_size(const char *text, double *out);

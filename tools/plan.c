@@ -62,9 +62,13 @@ int jx_cli_mesh_auto(const char **spec) {
   return 1;
 }
 
-void jx_cli_auto_layouts(int nin, jx_sharding **in_sh, int nout, jx_sharding **out_sh) {
+void jx_cli_auto_layouts(int nin, jx_sharding **in_sh, int nout, jx_sharding **out_sh,
+                         int *donate) {
   for (int i = 0; i < nin; i++) in_sh[i] = JX_AUTO;
   for (int o = 1; o < nout; o++) out_sh[o] = JX_AUTO; /* the loss (0) stays as given */
+  /* the parameters and state (outputs 1.. give them back): donated, so the
+   * plan gives each back in the layout it takes it in */
+  for (int i = 0; i < nin; i++) donate[i] = i < nout - 1;
 }
 
 /* ---- jx plan ---- */
@@ -306,38 +310,78 @@ enum { MAX_STEPS = 16 };
 typedef struct {
   char name[48];
   jx_fn *fn;
-  double limit;          /* the plan's memory limit, 0 for a recipe */
+  jx_array **in; /* the loop's inputs: its parameters and state as the last step gave them */
+  double limit;  /* the plan's memory limit, 0 for a recipe */
   double est_peak, peak; /* estimated (jx_fn_cost) and measured bytes per device */
   double est_s, loss;    /* estimated seconds per step, the first step's loss */
   double *t;             /* rounds */
 } run_entry;
 
-/* One step of f on in (nin arrays, nout results), its seconds; *loss gets
- * the loss. */
-static double time_step(jx_fn *f, jx_array **in, int nout, double *loss) {
+/* Bytes of in's arrays one device holds: a sharded array's block, an
+ * unsharded one whole (the token batches: the jit slices them). */
+static double inputs_per_device(jx_array *const *in, int nin) {
+  double bytes = 0;
+  for (int i = 0; i < nin; i++) {
+    jx_sharding *sh = jx_sharding_of(in[i]);
+    jx_shape s = jx_shape_of(in[i]);
+    double whole = (double)jx_dtype_size(jx_dtype_of(in[i]));
+    for (int d = 0; d < s.rank; d++) whole *= (double)s.dims[d];
+    bytes += sh ? shard_bytes(sh, in[i]) : whole;
+  }
+  return bytes;
+}
+
+/* One training step of e->fn as a user's loop runs it: its updated
+ * parameters and state (outputs 1..) become the next step's inputs as they
+ * come (the plan gives each back in the layout it takes it in: they are
+ * donated). Returns its seconds (NAN on an error); *loss gets the loss
+ * when not NULL and *peak (when not NULL) the most bytes any device but
+ * the first held during the step (the first also holds the arrays made
+ * outside the devices): its inputs' blocks and what the step allocated
+ * beyond what the device held before (other entries' arrays), what
+ * jx_fn_cost's peak counts. */
+static double train_step(run_entry *e, int nin, int nout, double *loss, double *peak) {
   jx_array **out = calloc((size_t)nout, sizeof *out);
+  int ndev = jx_device_count();
+  int64_t *live0 = calloc((size_t)ndev, sizeof *live0);
   jx_scope_begin();
+  double inputs = inputs_per_device(e->in, nin);
+  for (int d = 0; live0 && d < ndev; d++) {
+    jx_memory_stats ms;
+    if (!jx_memory_stats_get(d, &ms)) live0[d] = ms.live_bytes;
+  }
+  jx_memory_reset_peak(-1);
   double t0 = clock_s(CLOCK_MONOTONIC);
-  jx_status st = out ? jx_call(f, in, out) : JX_ERR_OUT_OF_MEMORY;
+  jx_status st = out && live0 ? jx_call(e->fn, e->in, out) : JX_ERR_OUT_OF_MEMORY;
   for (int o = 0; !st && o < nout; o++) jx_block_until_ready(out[o]);
   double secs = clock_s(CLOCK_MONOTONIC) - t0;
   if (!st && loss) *loss = jx_item(out[0]);
+  if (!st && peak) {
+    *peak = 0;
+    for (int d = ndev > 1 ? 1 : 0; d < ndev; d++) {
+      jx_memory_stats ms;
+      if (!jx_memory_stats_get(d, &ms) && inputs + (double)(ms.peak_bytes - live0[d]) > *peak)
+        *peak = inputs + (double)(ms.peak_bytes - live0[d]);
+    }
+  }
+  for (int o = 1; !st && o < nout; o++) {
+    jx_release(e->in[o - 1]);
+    e->in[o - 1] = jx_keep(out[o]);
+  }
   jx_scope_end();
   free(out);
+  free(live0);
   return st ? NAN : secs;
 }
 
-/* The most bytes any device but the first held during one step of f (the
- * first also holds the arrays made outside the devices: the inputs). */
-static double measured_peak(jx_fn *f, jx_array **in, int nout, double *loss) {
-  jx_memory_reset_peak(-1);
-  if (isnan(time_step(f, in, nout, loss))) return NAN;
-  double most = 0;
-  for (int d = jx_device_count() > 1 ? 1 : 0; d < jx_device_count(); d++) {
-    jx_memory_stats ms;
-    if (!jx_memory_stats_get(d, &ms) && (double)ms.peak_bytes > most) most = (double)ms.peak_bytes;
-  }
-  return most;
+/* e's loop from in (nin arrays, kept by e): a first step for its loss,
+ * a second for its peak, whose inputs are laid out as the loop runs them.
+ * 0 on an error. */
+static int first_steps(run_entry *e, jx_array **in, int nin, int nout) {
+  e->in = calloc((size_t)nin, sizeof *e->in);
+  for (int i = 0; e->in && i < nin; i++) e->in[i] = jx_keep(in[i]);
+  return e->in && !isnan(train_step(e, nin, nout, &e->loss, NULL)) &&
+         !isnan(train_step(e, nin, nout, NULL, &e->peak));
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -390,7 +434,7 @@ static int measure(const options *o, jx_mesh *m, const jx_gpt_config *cfg, jx_fn
   for (int k = 0; k < n && !rc; k++) {
     jx_sharding_estimate est;
     if (!e[k].fn || jx_sharding_estimate_of(e[k].fn, in, &est) ||
-        isnan(e[k].peak = measured_peak(e[k].fn, in, nout, &e[k].loss))) {
+        !first_steps(&e[k], in, nin, nout)) {
       fprintf(stderr, "jx plan: %s: %s\n", e[k].name, jx_last_error());
       rc = 1;
       break;
@@ -404,7 +448,8 @@ static int measure(const options *o, jx_mesh *m, const jx_gpt_config *cfg, jx_fn
   snprintf(lim, sizeof lim, "%s", o->limits);
   jx_sharding **in_sh = calloc((size_t)nin, sizeof *in_sh),
               **out_sh = calloc((size_t)nout, sizeof *out_sh);
-  jx_cli_auto_layouts(nin, in_sh, nout, out_sh);
+  int *donate = calloc((size_t)nin, sizeof *donate);
+  jx_cli_auto_layouts(nin, in_sh, nout, out_sh, donate);
   out_sh[0] = jx_sharding_create(m, "");
   int first_auto = n;
   for (char *tok = strtok(lim, ","); tok && !rc && n < MAX_STEPS; tok = strtok(NULL, ",")) {
@@ -414,6 +459,7 @@ static int measure(const options *o, jx_mesh *m, const jx_gpt_config *cfg, jx_fn
     double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
     e[n].fn = jx_jit(step_fn, &(jx_jit_options){.in_shardings = in_sh,
                                                 .out_shardings = out_sh,
+                                                .donate = donate,
                                                 .mesh = m,
                                                 .memory_limit = (int64_t)e[n].limit});
     jx_sharding_estimate est;
@@ -427,15 +473,16 @@ static int measure(const options *o, jx_mesh *m, const jx_gpt_config *cfg, jx_fn
     printf("  %-34s planned in %.2f s of CPU\n", e[n].name, clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0);
     e[n].est_s = est.compute_s + est.comm_s;
     e[n].est_peak = est.peak_bytes;
-    e[n].peak = measured_peak(e[n].fn, in, nout, &e[n].loss);
+    if (!first_steps(&e[n], in, nin, nout)) {
+      fprintf(stderr, "jx plan: %s: %s\n", e[n].name, jx_last_error());
+      rc = 1;
+    }
     n++;
   }
   for (int k = 0; k < n; k++) e[k].t = calloc((size_t)o->measure, sizeof *e[k].t);
-  for (int k = 0; k < n; k++) /* warmed */
-    if (e[k].fn) time_step(e[k].fn, in, nout, NULL);
-  for (int r = 0; r < o->measure && !rc; r++)
+  for (int r = 0; r < o->measure && !rc; r++) /* warmed by first_steps */
     for (int k = 0; k < n; k++)
-      if (e[k].fn) e[k].t[r] = time_step(e[k].fn, in, nout, NULL);
+      if (e[k].fn) e[k].t[r] = train_step(&e[k], nin, nout, NULL, NULL);
   double load[3] = {0, 0, 0};
   FILE *la = fopen("/proc/loadavg", "r");
   if (la) {
@@ -473,8 +520,11 @@ static int measure(const options *o, jx_mesh *m, const jx_gpt_config *cfg, jx_fn
   for (int k = 0; k < n; k++) {
     jx_fn_release(e[k].fn);
     free(e[k].t);
+    for (int i = 0; e[k].in && i < nin; i++) jx_release(e[k].in[i]);
+    free(e[k].in);
   }
   for (int i = 0; i < nin; i++) jx_release(in[i]); /* kept above */
+  free(donate);
   free_step_args(in_sh, out_sh, in, state, params);
   return rc;
 }
@@ -521,13 +571,15 @@ int jx_cmd_plan(int argc, char **argv) {
   jx_array **in = calloc((size_t)nin, sizeof *in);
   jx_sharding **in_sh = calloc((size_t)nin, sizeof *in_sh),
               **out_sh = calloc((size_t)nout, sizeof *out_sh);
+  int *donate = calloc((size_t)nin, sizeof *donate);
   jx_tree_flatten(params, in);
   jx_tree_flatten(state, in + np);
   in[np + ns] = in[np + ns + 1] = jx_shape_dtype_struct(JX_I32, JX_SHAPE(o.batch, o.context));
-  jx_cli_auto_layouts(nin, in_sh, nout, out_sh);
+  jx_cli_auto_layouts(nin, in_sh, nout, out_sh, donate);
   out_sh[0] = jx_sharding_create(m, "");
   jx_fn *planned = jx_jit(step_fn, &(jx_jit_options){.in_shardings = in_sh,
                                                      .out_shardings = out_sh,
+                                                     .donate = donate,
                                                      .mesh = m,
                                                      .memory_limit = (int64_t)o.memory_limit});
   printf("GPT %lld layers, d %lld, %lld heads, context %lld, vocab %lld, batch %lld: %.2fM "
@@ -570,6 +622,7 @@ int jx_cmd_plan(int argc, char **argv) {
   jx_fn_release(planned);
   jx_fn_release(step_fn);
   jx_fn_release(loss);
+  free(donate);
   free_step_args(in_sh, out_sh, in, state, params);
   jx_optim_release(opt);
   jx_mesh_release(m);

@@ -492,8 +492,11 @@ int jx_cmd_train(int argc, char **argv) {
   if (!m.loss) return fail("the model's loss");
   jx_fn *step_fn = jx_train_step(m.loss, params, state, m.opt);
   jx_jit_options jo = {.in_shardings = in_sh, .out_shardings = out_sh};
+  int *donate = calloc((size_t)nin, sizeof *donate);
+  if (!donate) return fail("out of memory");
   if (planned) { /* every layout but the loss's planned */
-    jx_cli_auto_layouts(nin, in_sh, nout, out_sh);
+    jx_cli_auto_layouts(nin, in_sh, nout, out_sh, donate);
+    jo.donate = donate;
     jo.mesh = mesh;
     jo.memory_limit = (int64_t)o.memory_limit;
   }
@@ -674,6 +677,7 @@ release:
   free(specs);
   free(in_sh);
   free(out_sh);
+  free(donate);
   jx_sharding_release(replicated);
   jx_sharding_release(rows);
   jx_mesh_release(mesh);

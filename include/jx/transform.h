@@ -80,7 +80,12 @@ JX_API jx_sharding *jx_sharding_auto(void);
  * still frees it. An input whose buffer is shared with another array, that
  * is sharded, or that is passed at two positions is not donated (one line
  * under JX_LOG_COMPILES=1). Jit with shardings ignores donation, and so
- * does a run on sharded arguments.
+ * does a run on sharded arguments, but for one thing: a JX_AUTO output a
+ * donated input's buffer would go to (the first output of its type not
+ * taken by an input before, JAX's pairing) is given back in the input's
+ * planned layout, the relaying priced by the plan, so that a training
+ * loop feeds the step's updated parameters and moments to the next call
+ * as they come.
  *
  * Without shardings, a jitted function called on sharded arguments runs on
  * their mesh, partitioned by their layouts, its outputs sharded as

@@ -40,6 +40,7 @@ typedef struct {
   jx_sharding **out_sh; /* NULL, or nout entries (NULL entries: propagation's choice) */
   jx_mesh *mesh;        /* JX_AUTO's mesh: the entries', else the options' (a reference) */
   int64_t memory_limit; /* JX_AUTO's bytes per device, 0: none */
+  int *donate;          /* NULL, or nin entries: the donated inputs (JX_AUTO's aliases) */
 } pjit_opts;
 
 /* JX_AUTO: a marker no sharding is, never retained or released. */
@@ -100,14 +101,21 @@ static void opts_free(pjit_opts *o) {
   for (int i = 0; o->out_sh && i < o->nout; i++) release_entry(o->out_sh[i]);
   free(o->in_sh);
   free(o->out_sh);
+  free(o->donate);
   o->in_sh = o->out_sh = NULL;
+  o->donate = NULL;
   if (o->mesh) jx_mesh_release(o->mesh);
   o->mesh = NULL;
 }
 
 static int opts_copy(pjit_opts *dst, const pjit_opts *src) {
-  *dst = (pjit_opts){src->nin, src->nout, NULL, NULL, NULL, src->memory_limit};
+  *dst = (pjit_opts){src->nin, src->nout, NULL, NULL, NULL, src->memory_limit, NULL};
   if (src->mesh) dst->mesh = jx_mesh_retain(src->mesh);
+  if (src->donate) {
+    dst->donate = malloc(sizeof *dst->donate * ((size_t)src->nin + 1));
+    if (!dst->donate) return 0;
+    memcpy(dst->donate, src->donate, sizeof *dst->donate * (size_t)src->nin);
+  }
   if (src->in_sh) {
     dst->in_sh = calloc((size_t)src->nin + 1, sizeof *dst->in_sh);
     if (!dst->in_sh) return 0;
@@ -162,6 +170,35 @@ static int holds_auto_constraint(const jx_program *p) {
   return 0;
 }
 
+/* Per output of p (a new array, NULL when out of memory): the donated
+ * input it is given back for, -1 none. A donated input's buffer goes to the
+ * first output of its type that no input before took (JAX's pairing); such
+ * an output, when JX_AUTO, takes the input's planned layout, so that a
+ * training loop feeds it to the next call as it is (plan.h's aliases). */
+static int *donation_aliases(const pjit_opts *o, const jx_program *p) {
+  int *alias = malloc(sizeof *alias * ((size_t)p->nout + 1));
+  uint8_t *taken = calloc((size_t)p->nout + 1, 1);
+  for (int k = 0; alias && k < p->nout; k++) alias[k] = -1;
+  for (int i = 0; alias && taken && o->donate && i < p->nin; i++) {
+    if (!o->donate[i]) continue;
+    jx_aval a = p->avals[p->in[i]], *b = NULL;
+    int k = 0;
+    for (; k < p->nout; k++) {
+      b = &p->avals[p->out[k]];
+      if (!taken[k] && b->dtype == a.dtype && jx_shape_equal(b->shape, a.shape)) break;
+    }
+    if (k == p->nout) continue;
+    taken[k] = 1;
+    if (o->out_sh && is_auto(o->out_sh[k])) alias[k] = i;
+  }
+  if (!taken) {
+    free(alias);
+    alias = NULL;
+  }
+  free(taken);
+  return alias;
+}
+
 /* Plans x's program s for its JX_AUTO entries and constraints with the
  * mesh's figures (auto/report.h's jx_plan_figures), under the options' memory
  * limit or else the device's memory: every JX_AUTO entry takes the plan's
@@ -194,11 +231,16 @@ static jx_status plan_auto(pjit_exec *x, const jx_program *s) {
     given[i] = jx_pspec_of(e, p->avals[p->in[i]].shape.rank);
     fixed[i] = &given[i];
   }
+  int *alias = donation_aliases(o, p);
   jx_auto_plan plan;
-  jx_status st = jx_auto_plan_cached(&cm, o->mesh, p, fixed, limit, &plan);
+  jx_status st = alias ? jx_auto_plan_cached(&cm, o->mesh, p, fixed, alias, limit, &plan)
+                       : jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_jit: out of memory");
   free(given);
   free(fixed);
-  if (st) return st;
+  if (st) {
+    free(alias);
+    return st;
+  }
   int log = jx_env_flag("JX_LOG_COMPILES");
   char mesh[512], spec[JX_SPEC_CAP];
   if (log)
@@ -213,11 +255,12 @@ static jx_status plan_auto(pjit_exec *x, const jx_program *s) {
   }
   for (int i = 0; o->out_sh && i < o->nout && !st; i++) {
     if (!is_auto(o->out_sh[i])) continue;
-    o->out_sh[i] = jx_pspec_sharding(o->mesh, &plan.spec[p->out[i]]);
+    const jx_pspec *given_back = alias[i] >= 0 ? &plan.in_spec[alias[i]] : &plan.spec[p->out[i]];
+    o->out_sh[i] = jx_pspec_sharding(o->mesh, given_back);
     if (!o->out_sh[i]) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-    if (log && !st)
-      fprintf(stderr, " output %d %s;", i, jx_pspec_str(o->mesh, &plan.spec[p->out[i]], spec));
+    if (log && !st) fprintf(stderr, " output %d %s;", i, jx_pspec_str(o->mesh, given_back, spec));
   }
+  free(alias);
   x->plan_spec = plan.spec;
   x->plan_gap = plan.gap;
   x->plan_stopped = plan.stopped;
@@ -225,7 +268,7 @@ static jx_status plan_auto(pjit_exec *x, const jx_program *s) {
   plan.spec = NULL;
   if (log)
     fprintf(stderr, " estimated %.3g s per step, %.0f bytes per device\n", plan.time_s,
-            plan.memory_bytes);
+            plan.peak_bytes);
   jx_auto_plan_free(&plan);
   return st;
 }
@@ -303,7 +346,8 @@ jx_fn *jx_jit_sharded(jx_fn *f, const jx_jit_options *opts) {
                      (jx_sharding **)opts->in_shardings,
                      (jx_sharding **)opts->out_shardings,
                      NULL,
-                     opts->memory_limit};
+                     opts->memory_limit,
+                     (int *)opts->donate};
   jx_mesh *m = NULL, *mo = NULL;
   const char *mw = NULL, *mwo = NULL;
   int at = 0, ato = 0;
@@ -552,7 +596,7 @@ static pjit_exec *follow_exec(const jx_program *p, int *made) {
       x = NULL;
     }
     if (x) {
-      x->o = (pjit_opts){p->nin, p->nout, NULL, NULL, NULL, 0};
+      x->o = (pjit_opts){p->nin, p->nout, NULL, NULL, NULL, 0, NULL};
       x->interpret = !compiled;
       x->op = x->interpret ? x->name : "jx_jit";
       x->manual_mesh = manual_mesh(p, &x->unplaced);

@@ -9,7 +9,11 @@
  * any equation runs (counted here from the definition), below the sum of
  * every array's; a limit no plan meets is an error naming the least memory
  * a plan needs and what it holds then (the equation and the largest arrays,
- * with their source locations). */
+ * with their source locations). A training step's donated parameters and
+ * optimizer state come back in the layouts they are taken in (without
+ * donation the plan gives some back in others), two steps of the loop give
+ * the plain jit's values, and the plan's peak and time are its partitioned
+ * program's. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -26,6 +30,7 @@
 #include "compile/simplify.h"
 #include "parallel/auto/dp.h"
 #include "parallel/auto/plan.h"
+#include "parallel/sharded_jit.h"
 #include "auto_mlp.h"
 #include "test_util.h"
 #include "trace/fn.h"
@@ -366,6 +371,126 @@ static void dp_is_exact_on_two_layers(void **state) {
   jx_auto_plan_free(&ilp);
 }
 
+/* (w1, w2, x, y) -> the MLP's loss: its parameters first, as jx_train_step
+ * takes them */
+static void mlp_loss_params_first(void *c, jx_array *const *in, jx_array **out) {
+  jx_array *args[NIN] = {in[2], in[0], in[1], in[3]};
+  mlp_loss(c, args, out);
+}
+
+/* The MLP's SGD-with-momentum step, (w1, w2, count, m1, m2, x, y) ->
+ * (loss, w1', w2', count', m1', m2'): STATE parameters and optimizer state,
+ * then the batch. */
+enum { STATE = 5, STEP_IN = STATE + 2, STEP_OUT = STATE + 1 };
+
+/* The step jitted with every layout JX_AUTO but the loss's, the parameters
+ * and state donated when `donate`; in[] gets its first arguments. */
+static jx_fn *auto_train_step(fixture *f, jx_fn *step, const jx_tree *opt_state, int donate,
+                              jx_array **in) {
+  jx_sharding *in_sh[STEP_IN], *out_sh[STEP_OUT];
+  int donated[STEP_IN] = {0};
+  for (int i = 0; i < STEP_IN; i++) in_sh[i] = JX_AUTO, donated[i] = donate && i < STATE;
+  out_sh[0] = jx_sharding_create(f->mesh, "");
+  for (int o = 1; o < STEP_OUT; o++) out_sh[o] = JX_AUTO;
+  jx_fn *j = jx_jit(step, &(jx_jit_options){.in_shardings = in_sh,
+                                            .out_shardings = out_sh,
+                                            .donate = donated,
+                                            .mesh = f->mesh});
+  jx_sharding_release(out_sh[0]);
+  in[0] = f->args[1], in[1] = f->args[2]; /* w1, w2 */
+  jx_tree_flatten(opt_state, in + 2);
+  in[STATE] = f->args[0], in[STATE + 1] = f->args[3]; /* x, y */
+  return j;
+}
+
+/* Whether every updated parameter and state (output 1 + i) comes back in
+ * the layout input i is taken in; out[] are one call's results. */
+static int given_back_as_taken(jx_fn *j, jx_array *const *in, jx_array *const *out) {
+  jx_aval av[STEP_IN];
+  for (int i = 0; i < STEP_IN; i++)
+    av[i] = (jx_aval){.dtype = jx_dtype_of(in[i]), .shape = jx_shape_of(in[i])};
+  int same = 1;
+  for (int i = 0; i < STATE; i++) {
+    jx_sharding *taken = jx_sharded_jit_in_layout(j, av, i);
+    assert_non_null(taken);
+    int rank = av[i].shape.rank;
+    jx_pspec a = jx_pspec_of(taken, rank), b = jx_pspec_of(jx_sharding_of(out[1 + i]), rank);
+    same &= jx_pspec_equal(&a, &b);
+    jx_sharding_release(taken);
+  }
+  return same;
+}
+
+/* A training step's donated parameters and moments come back in the
+ * layouts they are taken in, so that a training loop feeds them to the next
+ * step as they come: without donation the plan gives some back in other
+ * layouts (the case is one where it does), with it none, at the figures
+ * of slow devices on fast links (the plan splits the work). Two steps of
+ * the loop give the plain jit's losses and parameters; the plan's peak
+ * (jx_auto_plan's peak_bytes, what JX_LOG_COMPILES prints) is the
+ * partitioned program's as jx_sharding_estimate_of costs it. */
+static void donated_state_comes_back_as_taken(void **state) {
+  fixture *f = *state;
+  double alpha[2] = {1e-7, 1e-7}, bw[2] = {1e11, 1e11};
+  check_ok(jx_sharding_plan_figures(f->mesh, alpha, bw, 1e8));
+  jx_tree *params = jx_tree_create();
+  jx_tree_set(params, "w1", f->args[1]);
+  jx_tree_set(params, "w2", f->args[2]);
+  jx_optimizer *opt = jx_optim_sgd(0.1, 0.9);
+  jx_tree *moments = jx_optim_init(opt, params);
+  assert_int_equal(jx_tree_size(moments), STATE - 2);
+  jx_fn *loss = jx_fn_create("mlp_loss_params_first", NIN, 1, mlp_loss_params_first, NULL);
+  jx_fn *step = jx_train_step(loss, params, moments, opt);
+  jx_array *in[STEP_IN], *out[STEP_OUT], *want[STEP_OUT], *plain_in[STEP_IN];
+  jx_fn *free_out = auto_train_step(f, step, moments, 0, in);
+  check_ok(jx_call(free_out, in, out));
+  assert_false(given_back_as_taken(free_out, in, out));
+  jx_fn_release(free_out);
+  jx_fn *j = auto_train_step(f, step, moments, 1, in), *plain = jx_jit(step, NULL);
+  for (int i = 0; i < STEP_IN; i++) plain_in[i] = in[i];
+  for (int t = 0; t < 2; t++) { /* the loop: each step's outputs are the next one's inputs */
+    check_ok(jx_call(j, in, out));
+    check_ok(jx_call(plain, plain_in, want));
+    assert_true(given_back_as_taken(j, in, out));
+    assert_float_equal(jx_item(out[0]), jx_item(want[0]), 1e-5 * fabs(jx_item(want[0])));
+    for (int o = 1; o < STEP_OUT; o++) {
+      jx_array *d = jx_max(jx_abs(jx_sub(out[o], want[o])), JX_AXES(), 0);
+      assert_true(jx_item(d) <= 1e-5);
+      in[o - 1] = out[o], plain_in[o - 1] = want[o];
+    }
+  }
+  /* the plan's peak against the partitioned program's */
+  jx_aval av[STEP_IN];
+  for (int i = 0; i < STEP_IN; i++)
+    av[i] = (jx_aval){.dtype = jx_dtype_of(in[i]), .shape = jx_shape_of(in[i])};
+  jx_program *traced = jx_fn_program(step, av), *p = traced ? jx_simplify(traced) : NULL;
+  assert_non_null(p);
+  jx_comm_model cm;
+  jx_comm_model_uniform(&cm, f->mesh, 0, 1, 1e8);
+  for (int a = 0; a < 2; a++) cm.link[a] = (jx_link_model){alpha[a], 1 / bw[a]};
+  int alias[STEP_OUT] = {-1, 0, 1, 2, 3, 4};
+  jx_auto_plan plan;
+  check_ok(jx_auto_plan_solve_aliased(&cm, f->mesh, p, NULL, alias, 1e12, &plan));
+  jx_sharding_estimate est;
+  check_ok(jx_sharding_estimate_of(j, in, &est));
+  print_message("the plan's peak %.0f bytes, the partitioned program's %.0f (the rows' %.0f)\n",
+                plan.peak_bytes, est.peak_bytes, plan.memory_bytes);
+  print_message("time %.4g s, the partitioned program's estimate %.4g s\n", plan.time_s,
+                est.compute_s + est.comm_s);
+  assert_float_equal(plan.time_s, est.compute_s + est.comm_s, 0.01 * plan.time_s);
+  assert_float_equal(plan.peak_bytes, est.peak_bytes, 0.5);
+  jx_auto_plan_free(&plan);
+  jx_program_release(p);
+  jx_program_release(traced);
+  jx_fn_release(plain);
+  jx_fn_release(j);
+  jx_fn_release(step);
+  jx_fn_release(loss);
+  jx_tree_release(moments);
+  jx_tree_release(params);
+  jx_optim_release(opt);
+}
+
 int main(void) {
   jx_set_cpu_device_count(4);
   const struct CMUnitTest tests[] = {
@@ -375,6 +500,7 @@ int main(void) {
       cmocka_unit_test(a_limit_no_plan_meets),
       cmocka_unit_test(at_least_megatron_where_it_fits),
       cmocka_unit_test(dp_is_exact_on_two_layers),
+      cmocka_unit_test(donated_state_comes_back_as_taken),
   };
   return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
 }

@@ -157,6 +157,7 @@ typedef struct {
   int *term_from, *term_to, *term_col, nterms, terms_cap;
   double *term_bytes;
   int *read_before; /* per variable: its last reader built so far, -1 none */
+  const int *alias; /* per output: the input whose layout it is given back in, -1 none (NULL) */
 } problem;
 
 static const jx_pspec *produced(const problem *pb, const producer *d, int k) {
@@ -678,6 +679,14 @@ static jx_status build(problem *pb, model_builder *b) {
     if (!st && !followed) st = choose(pb, b, e);
     for (int i = 0; i < q->nin; i++) pb->read_before[q->in[i]] = e;
   }
+  /* an output given back in an input's layout: read there by the next
+   * call, relaid after the last equation (the copy held there) */
+  for (int o = 0; pb->alias && o < p->nout && !st; o++) {
+    int i = pb->alias[o], v = p->out[o], last = p->neqns - 1;
+    if (i < 0 || i >= p->nin || !pb->def[v].count || last < 0) continue;
+    pb->read_before[v] = last;
+    st = add_edge(pb, b, last, v, pb->def[p->in[i]].first_col, pb->ncand[i], pb->cand[i]);
+  }
   /* the memory row, its entries summed per column */
   int ncols = glp_get_num_cols(lp);
   for (int c = 1; c <= ncols && c < pb->mem_cap && !st; c++)
@@ -910,7 +919,8 @@ static double partitioned_peak(const problem *pb, glp_prob *lp) {
   jx_pspec *spec = malloc(sizeof *spec * (size_t)(p->nvars + p->nout + 1));
   if (!spec) return -1;
   chosen_layouts(pb, lp, spec);
-  for (int o = 0; o < p->nout; o++) spec[p->nvars + o] = spec[p->out[o]];
+  for (int o = 0; o < p->nout; o++) /* given back as made, or in an aliased input's layout */
+    spec[p->nvars + o] = spec[pb->alias && pb->alias[o] >= 0 ? p->in[pb->alias[o]] : p->out[o]];
   jx_program *d = jx_partition(pb->m, p, spec, spec + p->nvars);
   jx_program *q = d ? jx_simplify(d) : NULL;
   jx_cost c = {0};
@@ -1057,25 +1067,31 @@ jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_progr
 }
 
 static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
-                            const jx_pspec *const *fixed, double memory_limit, int ties,
-                            jx_auto_plan *out);
+                            const jx_pspec *const *fixed, const int *alias, double memory_limit,
+                            int ties, jx_auto_plan *out);
 
 jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
                                    const jx_pspec *const *fixed, double memory_limit,
                                    jx_auto_plan *out) {
-  return solve_plan(cm, m, p, fixed, memory_limit, 1, out);
+  return solve_plan(cm, m, p, fixed, NULL, memory_limit, 1, out);
+}
+
+jx_status jx_auto_plan_solve_aliased(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
+                                     const jx_pspec *const *fixed, const int *alias,
+                                     double memory_limit, jx_auto_plan *out) {
+  return solve_plan(cm, m, p, fixed, alias, memory_limit, 1, out);
 }
 
 jx_status jx_auto_plan_solve_untied(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
                                     double memory_limit, jx_auto_plan *out) {
-  return solve_plan(cm, m, p, NULL, memory_limit, 0, out);
+  return solve_plan(cm, m, p, NULL, NULL, memory_limit, 0, out);
 }
 
 static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
-                            const jx_pspec *const *fixed, double memory_limit, int ties,
-                            jx_auto_plan *out) {
+                            const jx_pspec *const *fixed, const int *alias, double memory_limit,
+                            int ties, jx_auto_plan *out) {
   memset(out, 0, sizeof *out);
-  problem pb = {.cm = cm, .m = m, .p = p};
+  problem pb = {.cm = cm, .m = m, .p = p, .alias = alias};
   pb.st = calloc((size_t)p->neqns + 1, sizeof *pb.st);
   pb.cand = calloc((size_t)p->nin + 1, sizeof *pb.cand);
   pb.ncand = calloc((size_t)p->nin + 1, sizeof *pb.ncand);
@@ -1166,6 +1182,7 @@ static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_progra
     out->stopped = pb.stopped;
     out->time_limit_s = pb.time_limit_s;
     chosen_layouts(&pb, b.lp, out->spec);
+    out->peak_bytes = partitioned_peak(&pb, b.lp);
     for (int i = 0; i < p->nin; i++) out->in_spec[i] = out->spec[p->in[i]];
     for (int e = 0; e < p->neqns; e++) {
       out->strategy[e] = -1;

@@ -52,7 +52,9 @@
 typedef struct {
   double time_s;       /* the objective: compute + collectives + resharding */
   double memory_bytes; /* per device: the peak held, as the partitioned program holds it
-                          near the limit, else as the memory rows count it */
+                          near the limit, else as the memory rows count it (the search's) */
+  double peak_bytes;   /* per device: the peak the partitioned program holds (jx_fn_cost's
+                          liveness, what the plan's report prints), -1 when it cannot be made */
   jx_pspec *in_spec;   /* per program input: its layout */
   int *strategy;       /* per equation: the chosen strategy's index in its
                           jx_eqn_strategies, -1 for one that follows */
@@ -80,6 +82,16 @@ jx_status jx_auto_plan_solve(const jx_comm_model *cm, jx_mesh *m, const jx_progr
 jx_status jx_auto_plan_solve_fixed(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
                                    const jx_pspec *const *fixed, double memory_limit,
                                    jx_auto_plan *out);
+/* The same with some outputs tied to inputs: alias[o] (when alias is not
+ * NULL and alias[o] >= 0) is the input whose layout output o is given back
+ * in, as a training step gives back an updated parameter or moment for the
+ * next step to take (a donated input, jx_jit_options.donate). The next
+ * step reads it in the input's layout, so the relaying from the layout the
+ * program makes it in to that one is an edge of the program like any
+ * other: priced by jx_reshard_time, its copy held at the last equation. */
+jx_status jx_auto_plan_solve_aliased(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
+                                     const jx_pspec *const *fixed, const int *alias,
+                                     double memory_limit, jx_auto_plan *out);
 /* The same with no ties (ties.h): every equation and input chooses alone,
  * the exact optimum of the unreduced program, for measuring what the ties
  * cost (nothing, on the GPT and the MLPs measured) and save. */

@@ -1,6 +1,7 @@
 /* The process's plans (plan_cache.h): a short list, newest first, keyed by
  * the program's hash, the mesh's shape, axis names and devices, the
- * figures, the fixed inputs' layouts, the limit and the planning time limit
+ * figures, the fixed inputs' layouts, the outputs' aliases, the limit and
+ * the planning time limit
  * (a plan the search stopped at one limit may not be the one a longer
  * search finds). */
 #include "plan_cache.h"
@@ -36,7 +37,7 @@ static uint64_t hash_bytes(uint64_t h, const void *b, size_t n) {
 }
 
 static uint64_t key_of(const jx_comm_model *cm, const jx_mesh *m, const jx_program *p,
-                       const jx_pspec *const *fixed, double limit) {
+                       const jx_pspec *const *fixed, const int *alias, double limit) {
   uint64_t h = jx_hash_u64(JX_HASH_SEED, jx_program_hash(p));
   h = jx_hash_u64(h, (uint64_t)m->ndim);
   for (int a = 0; a < m->ndim; a++) {
@@ -61,6 +62,7 @@ static uint64_t key_of(const jx_comm_model *cm, const jx_mesh *m, const jx_progr
       }
     }
   }
+  for (int o = 0; o < p->nout; o++) h = jx_hash_u64(h, (uint64_t)(alias ? alias[o] + 1 : 0));
   return h;
 }
 
@@ -83,9 +85,9 @@ static jx_status copy_plan(const jx_auto_plan *a, int nin, int neqns, int nvars,
 }
 
 jx_status jx_auto_plan_cached(const jx_comm_model *cm, jx_mesh *m, const jx_program *p,
-                              const jx_pspec *const *fixed, double memory_limit,
+                              const jx_pspec *const *fixed, const int *alias, double memory_limit,
                               jx_auto_plan *out) {
-  uint64_t key = key_of(cm, m, p, fixed, memory_limit);
+  uint64_t key = key_of(cm, m, p, fixed, alias, memory_limit);
   jx_status st = JX_OK;
   int found = 0;
   pthread_mutex_lock(&lock);
@@ -97,7 +99,7 @@ jx_status jx_auto_plan_cached(const jx_comm_model *cm, jx_mesh *m, const jx_prog
     }
   pthread_mutex_unlock(&lock);
   if (found) return st;
-  st = jx_auto_plan_solve_fixed(cm, m, p, fixed, memory_limit, out);
+  st = jx_auto_plan_solve_aliased(cm, m, p, fixed, alias, memory_limit, out);
   if (st) return st;
   atomic_fetch_add(&solves, 1);
   kept_plan fresh = {.key = key, .nin = p->nin, .neqns = p->neqns, .nvars = p->nvars};
