@@ -53,9 +53,11 @@ enum { PARALLEL_MIN = 1 << 16 };
  * runs columns first (rfft2_by_columns) rather than as one FFTW 2-D plan:
  * its passes split over the pool's threads by blocks fixed by the shape, so
  * every core runs them with the same bits, and on one thread they take
- * 0.81-0.87x the CPU time of the rows' r2c then the columns' c2c at 1024^2
- * (which took 0.94-1.06x the 2-D plan's, as FFTW's measuring picks, 1.00x
- * at 2048^2 and 512^2, 1.3x at 256^2). In f64 two passes took 1.08-1.10x
+ * 0.83-0.88x the CPU time of the rows' r2c then the columns' c2c at 1024^2
+ * and 0.88-0.90x at 2048^2 (medians of 31 alternating calls, each after a
+ * 2^20-point transform has evicted the caches), where the rows-first
+ * passes took 0.94-1.06x the 2-D plan's time at 1024^2 (1.00x at 2048^2
+ * and 512^2, 1.3x at 256^2). In f64 the rows-first passes took 1.08-1.10x
  * the 2-D plan at 1024^2, so f64 keeps the 2-D plan, as do odd widths. */
 enum { COLUMNS_MIN = 1 << 20 };
 /* Rows a thread copies at least in the columns-first transform's first pass */
@@ -261,15 +263,13 @@ static void *plan_for(jx_fft_type t, plan_layout layout, int dbl, int k, const i
  *     both rows split into a scratch, its c2c into a second scratch, and both
  *     rows written from it (the first and, for an even n0, the middle row
  *     pair with themselves).
- * One thread (medians of 31 alternating calls, 1024^2): 0.81-0.87x the
- * CPU time of the rows' r2c followed by the columns' c2c. The blocks are
- * fixed by the shape, never by the thread count, and each block's plan is
- * the same whichever thread runs it: the bits do not depend on the
- * threads. Even block sizes keep the column blocks on the array's
- * alignment (a c64 row of 513 numbers is only 8-byte aligned); when the
- * caller's output or the images' size puts any off FFTW's alignment, every
- * column block runs a plan made for unaligned arrays (new-array execute
- * needs the alignment the plan was made for). */
+ * The blocks are fixed by the shape, never by the thread count, and each
+ * block's plan is the same whichever thread runs it: the bits do not
+ * depend on the threads. Even block sizes keep the column blocks on the
+ * array's alignment (a c64 row of 513 numbers is only 8-byte aligned);
+ * when the caller's output or the images' size puts any off FFTW's
+ * alignment, every column block runs a plan made for unaligned arrays
+ * (new-array execute needs the alignment the plan was made for). */
 enum { COL_BLOCK = 32, PAIR_BLOCK = 8 };
 _Static_assert(COL_BLOCK % 2 == 0, "blocks keep the alignment");
 
