@@ -31,6 +31,7 @@
 #include <complex.h>
 #include <fftw3.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@
 #include "../base/cache_dir.h"
 #include "../base/env.h"
 #include "../base/error.h"
+#include "../base/spin.h"
 #include "../base/threadpool.h"
 
 /* Elements per call from which a plan uses the pool and is measured: below
@@ -60,8 +62,6 @@ enum { PARALLEL_MIN = 1 << 16 };
  * and 512^2, 1.3x at 256^2). In f64 the rows-first passes took 1.08-1.10x
  * the 2-D plan at 1024^2, so f64 keeps the 2-D plan, as do odd widths. */
 enum { COLUMNS_MIN = 1 << 20 };
-/* Rows a thread copies at least in the columns-first transform's first pass */
-enum { ROWS_GRAIN = 64 };
 
 /* How a cached plan lays out its arrays: the caller's whole transform
  * (row-major, batched), or a piece of the columns-first 2-D real transform:
@@ -252,10 +252,11 @@ static void *plan_for(jx_fft_type t, plan_layout layout, int dbl, int k, const i
  * Row k of the result is then the c2c along the row of C[k], and row -k the
  * conjugate of the same transform read backwards (the image is real), so
  * one c2c of length n1 gives the rows k and n0 - k of the half spectrum.
- * Three passes over jx's pool, all in the output itself:
+ * Three passes, one job of jx's pool, all in the output itself:
  *  1. each image row copied into the output's row (n1 / 2 of its n1 / 2 + 1
- *     numbers): FFTW's column plans read the caller's rows of n1 floats,
- *     often a power of two apart, far slower than the output's odd stride;
+ *     numbers), in blocks of ROW_BLOCK rows: FFTW's column plans read the
+ *     caller's rows of n1 floats, often a power of two apart, far slower
+ *     than the output's odd stride;
  *  2. the in-place c2c of the n1 / 2 columns, in blocks of COL_BLOCK
  *     adjacent columns (FFTW copies a block's columns into a buffer of its
  *     own and back), the last block taking the columns left over;
@@ -270,7 +271,7 @@ static void *plan_for(jx_fft_type t, plan_layout layout, int dbl, int k, const i
  * when the caller's output or the images' size puts any off FFTW's
  * alignment, every column block runs a plan made for unaligned arrays
  * (new-array execute needs the alignment the plan was made for). */
-enum { COL_BLOCK = 32, PAIR_BLOCK = 8 };
+enum { ROW_BLOCK = 64, COL_BLOCK = 32, PAIR_BLOCK = 8 };
 _Static_assert(COL_BLOCK % 2 == 0, "blocks keep the alignment");
 
 /* Blocks 0..n-1 in `pieces` contiguous ranges, one to each thread of a
@@ -312,13 +313,19 @@ static int64_t claim(block_claims *c, int p) {
   return -1;
 }
 
+/* The passes, each claimed block by block by every piece of one pool job */
+enum { PASS_COPY, PASS_COLUMNS, PASS_PAIRS, PASSES };
+
 typedef struct {
   int64_t n0, n1, half, cols, batch;      /* half = n1 / 2 + 1, cols = n1 / 2 */
+  int64_t row_blocks;                     /* of all images' rows, for the copy */
   int64_t col_blocks, pairs, pair_blocks; /* of one image: columns' blocks, row pairs, theirs */
-  block_claims col_claims, pair_claims;   /* of all images' blocks */
+  block_claims claims[PASSES];            /* of all images' blocks */
+  int64_t blocks[PASSES];
+  _Atomic int64_t finished[PASSES]; /* blocks done */
   const float *in;
   float _Complex *out;
-  float _Complex *scratch;      /* 2 n1 numbers for each pair piece, FFTW-aligned */
+  float _Complex *scratch;      /* 2 n1 numbers for each piece, FFTW-aligned */
   void *col_plan[2], *row_plan; /* a column block's, the last one's; a row's c2c */
 } rfft2_job;
 
@@ -327,22 +334,18 @@ typedef struct {
 static int64_t block_count(int64_t m, int64_t block) { return m < block ? 1 : m / block; }
 static int64_t last_block(int64_t m, int64_t block) { return m < block ? m : block + m % block; }
 
-/* Pass 1: rows [begin, end) of all images into the output's rows. */
-static void rfft2_copy_rows(void *ctx, int64_t begin, int64_t end) {
-  const rfft2_job *j = ctx;
-  for (int64_t r = begin; r < end; r++)
+/* Pass 1, block b: its rows (of all images) into the output's rows. */
+static void rfft2_copy_rows(const rfft2_job *j, int64_t b) {
+  int64_t r0 = b * ROW_BLOCK, r1 = b == j->row_blocks - 1 ? j->batch * j->n0 : r0 + ROW_BLOCK;
+  for (int64_t r = r0; r < r1; r++)
     memcpy(j->out + r * j->half, j->in + r * j->n1, sizeof *j->in * (size_t)j->n1);
 }
 
-/* Pass 2, piece p: the column blocks it claims, each an in-place c2c. */
-static void rfft2_columns(void *ctx, int64_t begin, int64_t end) {
-  rfft2_job *j = ctx;
-  for (int64_t p = begin; p < end; p++)
-    for (int64_t b; (b = claim(&j->col_claims, (int)p)) >= 0;) {
-      int64_t image = b / j->col_blocks, block = b % j->col_blocks;
-      fftwf_complex *at = (fftwf_complex *)(j->out + image * j->n0 * j->half + block * COL_BLOCK);
-      fftwf_execute_dft(j->col_plan[block == j->col_blocks - 1], at, at);
-    }
+/* Pass 2, block b: an in-place c2c of adjacent columns. */
+static void rfft2_columns(const rfft2_job *j, int64_t b) {
+  int64_t image = b / j->col_blocks, block = b % j->col_blocks;
+  fftwf_complex *at = (fftwf_complex *)(j->out + image * j->n0 * j->half + block * COL_BLOCK);
+  fftwf_execute_dft(j->col_plan[block == j->col_blocks - 1], at, at);
 }
 
 /* Pass 3 for rows k and m = (n0 - k) % n0 of an image (zk, zm) with the
@@ -367,18 +370,45 @@ static void rfft2_pair(const rfft2_job *j, float _Complex *zk, float _Complex *z
   memcpy(zk, f, sizeof *f * (size_t)j->half);
 }
 
-/* Pass 3, piece p: the pair blocks it claims. */
-static void rfft2_pairs(void *ctx, int64_t begin, int64_t end) {
+/* Pass 3, block b: its row pairs. */
+static void rfft2_pairs(const rfft2_job *j, int64_t b, float _Complex *a, float _Complex *f) {
+  int64_t image = b / j->pair_blocks, block = b % j->pair_blocks;
+  int64_t k0 = block * PAIR_BLOCK, k1 = block == j->pair_blocks - 1 ? j->pairs : k0 + PAIR_BLOCK;
+  float _Complex *z = j->out + image * j->n0 * j->half;
+  for (int64_t k = k0; k < k1; k++)
+    rfft2_pair(j, z + k * j->half, z + (j->n0 - k) % j->n0 * j->half, a, f);
+}
+
+/* Until `total` blocks of a pass are done: the ones other threads still
+ * run. A thread waits only after it found none left to claim, so it
+ * waits for blocks in progress, never for ones nobody took. */
+static void wait_finished(_Atomic int64_t *finished, int64_t total) {
+  for (int s = 1; atomic_load(finished) < total; s++) {
+    jx_cpu_relax();
+    if (s % 64 == 0) sched_yield(); /* the thread waited for may need this core */
+  }
+}
+
+/* Piece p: the blocks of each pass it claims, then the pass's other blocks
+ * awaited, as the next pass reads what they write. The three passes are one
+ * job of the pool, so a worker that starts late (its core busy) delays the
+ * call once, not once a pass: the threads that run claim everything, and
+ * the pool's end of job is the only hand-off that needs every thread. */
+static void rfft2_piece(void *ctx, int64_t begin, int64_t end) {
   rfft2_job *j = ctx;
   for (int64_t p = begin; p < end; p++) {
     float _Complex *a = j->scratch + 2 * p * j->n1, *f = a + j->n1;
-    for (int64_t b; (b = claim(&j->pair_claims, (int)p)) >= 0;) {
-      int64_t image = b / j->pair_blocks, block = b % j->pair_blocks;
-      int64_t k0 = block * PAIR_BLOCK,
-              k1 = block == j->pair_blocks - 1 ? j->pairs : k0 + PAIR_BLOCK;
-      float _Complex *z = j->out + image * j->n0 * j->half;
-      for (int64_t k = k0; k < k1; k++)
-        rfft2_pair(j, z + k * j->half, z + (j->n0 - k) % j->n0 * j->half, a, f);
+    for (int pass = 0; pass < PASSES; pass++) {
+      for (int64_t b; (b = claim(&j->claims[pass], (int)p)) >= 0;) {
+        if (pass == PASS_COPY)
+          rfft2_copy_rows(j, b);
+        else if (pass == PASS_COLUMNS)
+          rfft2_columns(j, b);
+        else
+          rfft2_pairs(j, b, a, f);
+        atomic_fetch_add(&j->finished[pass], 1);
+      }
+      if (pass + 1 < PASSES) wait_finished(&j->finished[pass], j->blocks[pass]);
     }
   }
 }
@@ -401,6 +431,7 @@ static int rfft2_by_columns(const int64_t *n, int64_t batch, const float *in, fl
                  .batch = batch,
                  .col_blocks = block_count(n[1] / 2, COL_BLOCK),
                  .pairs = n[0] / 2 + 1,
+                 .row_blocks = block_count(batch * n[0], ROW_BLOCK),
                  .pair_blocks = block_count(n[0] / 2 + 1, PAIR_BLOCK),
                  .in = in,
                  .out = out};
@@ -418,15 +449,19 @@ static int rfft2_by_columns(const int64_t *n, int64_t batch, const float *in, fl
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: FFTW could not plan the transform");
     return 0;
   }
-  claims_init(&j.col_claims, batch * j.col_blocks, jx_pool_threads());
-  claims_init(&j.pair_claims, batch * j.pair_blocks, jx_pool_threads());
-  if (!(j.scratch = fftw_malloc(sizeof *j.scratch * (size_t)(2 * j.pair_claims.pieces * j.n1)))) {
+  int threads = jx_pool_threads(), pieces = threads < MAX_PIECES ? threads : MAX_PIECES;
+  j.blocks[PASS_COPY] = j.row_blocks;
+  j.blocks[PASS_COLUMNS] = batch * j.col_blocks;
+  j.blocks[PASS_PAIRS] = batch * j.pair_blocks;
+  for (int pass = 0; pass < PASSES; pass++) {
+    claims_init(&j.claims[pass], j.blocks[pass], pieces);
+    atomic_init(&j.finished[pass], 0);
+  }
+  if (!(j.scratch = fftw_malloc(sizeof *j.scratch * (size_t)(2 * pieces * j.n1)))) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: out of memory for the real transform's rows");
     return 0;
   }
-  jx_parallel_for(batch * j.n0, ROWS_GRAIN, rfft2_copy_rows, &j);
-  jx_parallel_for(j.col_claims.pieces, 1, rfft2_columns, &j);
-  jx_parallel_for(j.pair_claims.pieces, 1, rfft2_pairs, &j);
+  jx_parallel_for(pieces, 1, rfft2_piece, &j);
   fftw_free(j.scratch);
   return 1;
 }
