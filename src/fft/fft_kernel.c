@@ -22,16 +22,16 @@
  * Transforms of at least PARALLEL_MIN elements are planned for up to
  * jx_pool_threads() threads (FFTW's measuring decides how many pay), and
  * FFTW runs its parallel loops on jx's pool (fftw_threads_set_callback), not
- * on threads of its own. A 2-D f32 real transform of at least TWO_PASS_MIN
- * elements an image runs instead as blocks of rows (each copied into a
- * scratch of its thread first) and then blocks of columns in place on the
- * output, each block a one-thread plan, claimed by the pool's threads
- * (rfft2_two_pass). */
+ * on threads of its own. A 2-D f32 real transform of at least COLUMNS_MIN
+ * elements an image and an even width runs instead columns first, as c2c
+ * transforms of pairs of real columns and then of pairs of rows, in blocks
+ * of one-thread plans claimed by the pool's threads (rfft2_by_columns). */
 #include "fft_kernel.h"
 
 #include <complex.h>
 #include <fftw3.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +41,7 @@
 #include "../base/cache_dir.h"
 #include "../base/env.h"
 #include "../base/error.h"
+#include "../base/spin.h"
 #include "../base/threadpool.h"
 
 /* Elements per call from which a plan uses the pool and is measured: below
@@ -50,22 +51,24 @@ enum { PARALLEL_MIN = 1 << 16 };
 /* The most one plan may spend measuring; FFTW keeps the best it timed so far.
  * A 2^20-point transform measures for about this long. */
 #define PLAN_SECONDS 2.0
-/* Elements per image from which a 2-D f32 real transform runs in two
- * passes (rfft2_two_pass) rather than as one FFTW 2-D plan. On one thread
- * the two take about the same CPU time (medians of 31-41 alternating calls
- * in one process: 0.94-1.06x the 2-D plan's at 1024^2, as FFTW's measuring
- * picks, 1.00x at 2048^2 and 512^2, 1.3x at 256^2), and the two passes split
- * over the pool's threads by blocks fixed by the shape, so every core runs
- * them with the same bits. In f64 they took 1.08-1.10x at 1024^2, so f64
- * keeps the 2-D plan. */
-enum { TWO_PASS_MIN = 1 << 20 };
+/* Elements per image from which a 2-D f32 real transform of an even width
+ * runs columns first (rfft2_by_columns) rather than as one FFTW 2-D plan:
+ * its passes split over the pool's threads by blocks fixed by the shape, so
+ * every core runs them with the same bits, and on one thread they take
+ * 0.83-0.88x the CPU time of the rows' r2c then the columns' c2c at 1024^2
+ * and 0.88-0.90x at 2048^2 (medians of 31 alternating calls, each after a
+ * 2^20-point transform has evicted the caches), where the rows-first
+ * passes took 0.94-1.06x the 2-D plan's time at 1024^2 (1.00x at 2048^2
+ * and 512^2, 1.3x at 256^2). In f64 the rows-first passes took 1.08-1.10x
+ * the 2-D plan at 1024^2, so f64 keeps the 2-D plan, as do odd widths. */
+enum { COLUMNS_MIN = 1 << 20 };
 
 /* How a cached plan lays out its arrays: the caller's whole transform
- * (row-major, batched), or a piece of the two-pass 2-D real transform:
- * a block of ROW_BLOCK rows' r2c, or the in-place c2c of a block of
- * `batch` adjacent columns of an image whose rows are `stride` complex
- * numbers long. */
-typedef enum { LAYOUT_WHOLE, LAYOUT_ROWS, LAYOUT_COLUMNS } plan_layout;
+ * (row-major, batched), or a piece of the columns-first 2-D real transform:
+ * the out-of-place c2c of `batch` contiguous rows on one thread, or the
+ * in-place c2c of a block of `batch` adjacent columns of an image whose
+ * rows are `stride` complex numbers long. */
+typedef enum { LAYOUT_WHOLE, LAYOUT_ROW, LAYOUT_COLUMNS } plan_layout;
 
 typedef struct plan_entry {
   jx_fft_type type;
@@ -181,8 +184,8 @@ static void *plan_on(jx_fft_type t, int dbl, int k, const fftw_iodim *dims, fftw
  * row length), for arrays of FFTW's alignment (aligned) or of any, made on
  * scratch arrays (measuring writes them; the + 1 keeps a zero-sized
  * transform's allocation real); NULL when FFTW cannot make one. The pieces
- * of the two-pass transform run one to a thread of jx's pool, so they are
- * planned for one thread. */
+ * of the columns-first transform run one to a thread of jx's pool, so they
+ * are planned for one thread, and measured whatever their size. */
 static void *make_plan(jx_fft_type t, plan_layout layout, int dbl, int k, const int64_t *n,
                        int64_t batch, int64_t stride, int aligned) {
   fftw_iodim dims[3];
@@ -237,24 +240,39 @@ static void *plan_for(jx_fft_type t, plan_layout layout, int dbl, int k, const i
   return e ? e->plan : NULL;
 }
 
-/* The 2-D real transform in two passes over jx's pool, both writing the
- * output itself: the r2c of each row, in blocks of ROW_BLOCK rows (read
- * through a scratch, rfft2_rows), into the output's rows, then the
- * in-place c2c of each column of the half spectrum, in blocks of COL_BLOCK
- * adjacent columns (FFTW's codelets run across the block's columns, each
- * row of the block one contiguous run of the output's row). The last block
- * of each pass takes the rows or columns left over besides its own, so a
- * pass has as many equal blocks as fit: the half spectrum's 513 columns of
- * a 1024-wide image are 16 blocks. The blocks are fixed by the shape, never
- * by the thread count, and each block's plan is the same whichever thread
- * runs it: the bits do not depend on the threads. Even block sizes keep
- * the output's blocks on the array's alignment (a c64 row of 513 numbers
- * is only 8-byte aligned); when the caller's output or an odd-sized image
- * puts any block off FFTW's alignment, every block runs a plan made for
- * unaligned arrays (new-array execute needs the alignment the plan was
- * made for). */
-enum { ROW_BLOCK = 16, COL_BLOCK = 32 };
-_Static_assert(ROW_BLOCK % 2 == 0 && COL_BLOCK % 2 == 0, "blocks keep the alignment");
+/* The 2-D f32 real transform of images of an even width n1, columns first
+ * (rfft2_by_columns). Read as complex numbers, a row of n1 reals is n1 / 2
+ * numbers, each two adjacent real columns 2j, 2j + 1 as z = x_2j + i x_2j+1.
+ * The transform along the columns of z (FFTW's c2c, whose SIMD codelets
+ * are faster than its real ones: Debian's single-precision FFTW has none
+ * for the real transform's leaves) is Z = C_2j + i C_2j+1, where C_c is the
+ * transform of the real column c, and the columns' symmetry
+ * (C_c[-k] = conj C_c[k]) splits it again:
+ *   C_2j[k]   = (Z[k] + conj Z[-k]) / 2,   C_2j+1[k] = (Z[k] - conj Z[-k]) / 2i.
+ * Row k of the result is then the c2c along the row of C[k], and row -k the
+ * conjugate of the same transform read backwards (the image is real), so
+ * one c2c of length n1 gives the rows k and n0 - k of the half spectrum.
+ * Three passes, one job of jx's pool, all in the output itself:
+ *  1. each image row copied into the output's row (n1 / 2 of its n1 / 2 + 1
+ *     numbers), in blocks of ROW_BLOCK rows: FFTW's column plans read the
+ *     caller's rows of n1 floats, often a power of two apart, far slower
+ *     than the output's odd stride;
+ *  2. the in-place c2c of the n1 / 2 columns, in blocks of COL_BLOCK
+ *     adjacent columns (FFTW copies a block's columns into a buffer of its
+ *     own and back), the last block taking the columns left over;
+ *  3. the row pairs (k, n0 - k), k = 0 .. n0 / 2, in blocks of PAIR_BLOCK:
+ *     both rows split into a scratch, its c2c into a second scratch, and both
+ *     rows written from it (the first and, for an even n0, the middle row
+ *     pair with themselves).
+ * The blocks are fixed by the shape, never by the thread count, and each
+ * block's plan is the same whichever thread runs it: the bits do not
+ * depend on the threads. Even block sizes keep the column blocks on the
+ * array's alignment (a c64 row of 513 numbers is only 8-byte aligned);
+ * when the caller's output or the images' size puts any off FFTW's
+ * alignment, every column block runs a plan made for unaligned arrays
+ * (new-array execute needs the alignment the plan was made for). */
+enum { ROW_BLOCK = 64, COL_BLOCK = 32, PAIR_BLOCK = 8 };
+_Static_assert(COL_BLOCK % 2 == 0, "blocks keep the alignment");
 
 /* Blocks 0..n-1 in `pieces` contiguous ranges, one to each thread of a
  * pass: a thread takes its own range's blocks from the front and then,
@@ -295,15 +313,20 @@ static int64_t claim(block_claims *c, int p) {
   return -1;
 }
 
+/* The passes, each claimed block by block by every piece of one pool job */
+enum { PASS_COPY, PASS_COLUMNS, PASS_PAIRS, PASSES };
+
 typedef struct {
-  int dbl;
-  int64_t n0, n1, half, batch;         /* half = n1 / 2 + 1 */
-  int64_t row_blocks, col_blocks;      /* of all images' rows; of one image's columns */
-  block_claims row_claims, col_claims; /* of all row blocks; of all images' column blocks */
-  const char *in;
-  char *out, *scratch; /* a scratch of scratch_bytes for each row piece, FFTW-aligned */
-  size_t scratch_bytes;
-  void *row_plan[2], *col_plan[2]; /* a block's, the last block's */
+  int64_t n0, n1, half, cols, batch;      /* half = n1 / 2 + 1, cols = n1 / 2 */
+  int64_t row_blocks;                     /* of all images' rows, for the copy */
+  int64_t col_blocks, pairs, pair_blocks; /* of one image: columns' blocks, row pairs, theirs */
+  block_claims claims[PASSES];            /* of all images' blocks */
+  int64_t blocks[PASSES];
+  _Atomic int64_t finished[PASSES]; /* blocks done */
+  const float *in;
+  float _Complex *out;
+  float _Complex *scratch;      /* 2 n1 numbers for each piece, FFTW-aligned */
+  void *col_plan[2], *row_plan; /* a column block's, the last one's; a row's c2c */
 } rfft2_job;
 
 /* Blocks of `block` out of m items: m / block, the last taking the rest;
@@ -311,48 +334,128 @@ typedef struct {
 static int64_t block_count(int64_t m, int64_t block) { return m < block ? 1 : m / block; }
 static int64_t last_block(int64_t m, int64_t block) { return m < block ? m : block + m % block; }
 
-/* Piece p of the row pass: the row blocks it claims, each copied into the
- * piece's scratch before its r2c. FFTW's real codelets read a row in
- * strides, each a cache miss when the image is not in cache (a large
- * input rarely is: the transform before it evicted it); the copy reads it
- * in order, which the hardware prefetches, and the r2c then runs from L1
- * and L2. The scratch is on FFTW's alignment whatever the input's. Which
- * thread runs a block changes nothing in its numbers (the same plan on the
- * same values), so the bits do not depend on the threads. */
-static void rfft2_rows(void *ctx, int64_t begin, int64_t end) {
-  rfft2_job *j = ctx;
-  size_t rs = real_size(j->dbl);
-  for (int64_t p = begin; p < end; p++) {
-    char *scratch = j->scratch + (size_t)p * j->scratch_bytes;
-    for (int64_t b; (b = claim(&j->row_claims, (int)p)) >= 0;) {
-      int64_t r0 = b * ROW_BLOCK,
-              nrows = b == j->row_blocks - 1 ? j->n0 * j->batch - r0 : ROW_BLOCK;
-      void *plan = j->row_plan[b == j->row_blocks - 1];
-      memcpy(scratch, j->in + (size_t)(r0 * j->n1) * rs, (size_t)(nrows * j->n1) * rs);
-      void *dst = j->out + (size_t)(r0 * j->half) * 2 * rs;
-      if (j->dbl)
-        fftw_execute_dft_r2c(plan, (double *)scratch, dst);
-      else
-        fftwf_execute_dft_r2c(plan, (float *)scratch, dst);
-    }
+/* Pass 1, block b: its rows (of all images) into the output's rows. */
+static void rfft2_copy_rows(const rfft2_job *j, int64_t b) {
+  int64_t r0 = b * ROW_BLOCK, r1 = b == j->row_blocks - 1 ? j->batch * j->n0 : r0 + ROW_BLOCK;
+  for (int64_t r = r0; r < r1; r++)
+    memcpy(j->out + r * j->half, j->in + r * j->n1, sizeof *j->in * (size_t)j->n1);
+}
+
+/* Pass 2, block b: an in-place c2c of adjacent columns. */
+static void rfft2_columns(const rfft2_job *j, int64_t b) {
+  int64_t image = b / j->col_blocks, block = b % j->col_blocks;
+  fftwf_complex *at = (fftwf_complex *)(j->out + image * j->n0 * j->half + block * COL_BLOCK);
+  fftwf_execute_dft(j->col_plan[block == j->col_blocks - 1], at, at);
+}
+
+/* Four floats, for the row pairs' split and mirror: GCC's and Clang's
+ * vector extension (SSE or NEON where there is one), where the compiler
+ * has __builtin_shufflevector (GCC 12, Clang); the scalar loops do all the
+ * work elsewhere. Each lane does what the scalar loop would, so the bits
+ * are the same (0.89-0.96x the CPU time of the scalar loops' transform on
+ * one thread, 0.86-1.00x of its time on two). */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#define RFFT2_VECTORS 1
+#endif
+#endif
+#ifdef RFFT2_VECTORS
+typedef float v4f __attribute__((vector_size(16)));
+static v4f load4(const float *p) {
+  v4f v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+static void store4(float *p, v4f v) { memcpy(p, &v, sizeof v); }
+#endif
+
+/* Pass 3 for rows k and m = (n0 - k) % n0 of an image (zk, zm) with the
+ * scratch a, f of n1 numbers each: a = C[k] from the columns' Z (the 1/2
+ * is exact), f its c2c, row k = f[0 .. half) and row m = conj f[-k1]. Two
+ * numbers of Z at a time: a[2c] = (zk + conj zm) / 2, a[2c + 1] = (zk -
+ * conj zm) / 2i, that is (kr + mr, ki - mi, ki + mi, mr - kr) / 2. */
+static void rfft2_pair(const rfft2_job *j, float _Complex *zk, float _Complex *zm,
+                       float _Complex *a, float _Complex *f) {
+  const float *pk = (const float *)zk, *pm = (const float *)zm;
+  float *av = (float *)a;
+  int64_t c = 0;
+#ifdef RFFT2_VECTORS
+  const float *fv = (const float *)f;
+  const v4f flip = {1, -1, 1, -1}, half = {0.5f, 0.5f, 0.5f, 0.5f};
+  for (; c + 2 <= j->cols; c += 2) {
+    v4f k = load4(pk + 2 * c), m = load4(pm + 2 * c);
+    v4f x0 = __builtin_shufflevector(k, m, 0, 1, 1, 4),
+        y0 = __builtin_shufflevector(m, k, 0, 1, 1, 4);
+    v4f x1 = __builtin_shufflevector(k, m, 2, 3, 3, 6),
+        y1 = __builtin_shufflevector(m, k, 2, 3, 3, 6);
+    store4(av + 4 * c, half * (x0 + y0 * flip));
+    store4(av + 4 * c + 4, half * (x1 + y1 * flip));
+  }
+#endif
+  for (; c < j->cols; c++) {
+    float kr = pk[2 * c], ki = pk[2 * c + 1], mr = pm[2 * c], mi = pm[2 * c + 1];
+    av[4 * c] = 0.5f * (kr + mr);
+    av[4 * c + 1] = 0.5f * (ki - mi);
+    av[4 * c + 2] = 0.5f * (ki + mi);
+    av[4 * c + 3] = 0.5f * (mr - kr);
+  }
+  fftwf_execute_dft(j->row_plan, (fftwf_complex *)a, (fftwf_complex *)f);
+  if (zm != zk) {
+    zm[0] = conjf(f[0]);
+    int64_t c = 1;
+#ifdef RFFT2_VECTORS
+    float *om = (float *)zm;
+    for (; c + 2 <= j->half; c += 2) /* conj f[n1 - c], conj f[n1 - c - 1] */
+      store4(om + 2 * c, __builtin_shufflevector(load4(fv + 2 * (j->n1 - c - 1)),
+                                                 load4(fv + 2 * (j->n1 - c - 1)), 2, 3, 0, 1) *
+                             flip);
+#endif
+    for (; c < j->half; c++) zm[c] = conjf(f[j->n1 - c]);
+  }
+  memcpy(zk, f, sizeof *f * (size_t)j->half);
+}
+
+/* Pass 3, block b: its row pairs. */
+static void rfft2_pairs(const rfft2_job *j, int64_t b, float _Complex *a, float _Complex *f) {
+  int64_t image = b / j->pair_blocks, block = b % j->pair_blocks;
+  int64_t k0 = block * PAIR_BLOCK, k1 = block == j->pair_blocks - 1 ? j->pairs : k0 + PAIR_BLOCK;
+  float _Complex *z = j->out + image * j->n0 * j->half;
+  for (int64_t k = k0; k < k1; k++)
+    rfft2_pair(j, z + k * j->half, z + (j->n0 - k) % j->n0 * j->half, a, f);
+}
+
+/* Until `total` blocks of a pass are done: the ones other threads still
+ * run. A thread waits only after it found none left to claim, so it
+ * waits for blocks in progress, never for ones nobody took. */
+static void wait_finished(_Atomic int64_t *finished, int64_t total) {
+  for (int s = 1; atomic_load(finished) < total; s++) {
+    jx_cpu_relax();
+    if (s % 64 == 0) sched_yield(); /* the thread waited for may need this core */
   }
 }
 
-/* Piece p of the column pass: the column blocks it claims, each an
- * in-place c2c of its columns. */
-static void rfft2_columns(void *ctx, int64_t begin, int64_t end) {
+/* Piece p: the blocks of each pass it claims, then the pass's other blocks
+ * awaited, as the next pass reads what they write. The three passes are one
+ * job of the pool, so a worker that starts late (its core busy) delays the
+ * call once, not once a pass: the threads that run claim everything, and
+ * the pool's end of job is the only hand-off that needs every thread. */
+static void rfft2_piece(void *ctx, int64_t begin, int64_t end) {
   rfft2_job *j = ctx;
-  size_t cs = 2 * real_size(j->dbl);
-  for (int64_t p = begin; p < end; p++)
-    for (int64_t b; (b = claim(&j->col_claims, (int)p)) >= 0;) {
-      int64_t image = b / j->col_blocks, block = b % j->col_blocks;
-      void *plan = j->col_plan[block == j->col_blocks - 1];
-      char *at = j->out + (size_t)((image * j->n0) * j->half + block * COL_BLOCK) * cs;
-      if (j->dbl)
-        fftw_execute_dft(plan, (fftw_complex *)at, (fftw_complex *)at);
-      else
-        fftwf_execute_dft(plan, (fftwf_complex *)at, (fftwf_complex *)at);
+  for (int64_t p = begin; p < end; p++) {
+    float _Complex *a = j->scratch + 2 * p * j->n1, *f = a + j->n1;
+    for (int pass = 0; pass < PASSES; pass++) {
+      for (int64_t b; (b = claim(&j->claims[pass], (int)p)) >= 0;) {
+        if (pass == PASS_COPY)
+          rfft2_copy_rows(j, b);
+        else if (pass == PASS_COLUMNS)
+          rfft2_columns(j, b);
+        else
+          rfft2_pairs(j, b, a, f);
+        atomic_fetch_add(&j->finished[pass], 1);
+      }
+      if (pass + 1 < PASSES) wait_finished(&j->finished[pass], j->blocks[pass]);
     }
+  }
 }
 
 /* 1 when p is on FFTW's SIMD alignment, so that a plan made for aligned
@@ -365,46 +468,46 @@ static int steps_aligned(int dbl, const char *base, size_t step) {
   return aligned_at(dbl, base) && aligned_at(dbl, base + step);
 }
 
-static int rfft2_two_pass(int dbl, const int64_t *n, int64_t batch, const void *in, void *out) {
-  int64_t half = n[1] / 2 + 1, rows = batch * n[0];
-  size_t rs = real_size(dbl), cs = 2 * rs;
-  /* every block of both passes starts on the alignment, or all plans are
-   * unaligned ones (the rows are read from the aligned scratches) */
-  int aligned = steps_aligned(dbl, out, (size_t)(ROW_BLOCK * half) * cs) &&
-                steps_aligned(dbl, out, (size_t)COL_BLOCK * cs) &&
-                steps_aligned(dbl, out, (size_t)(n[0] * half) * cs);
-  rfft2_job j = {.dbl = dbl,
-                 .n0 = n[0],
+static int rfft2_by_columns(const int64_t *n, int64_t batch, const float *in, float _Complex *out) {
+  rfft2_job j = {.n0 = n[0],
                  .n1 = n[1],
-                 .half = half,
+                 .half = n[1] / 2 + 1,
+                 .cols = n[1] / 2,
                  .batch = batch,
-                 .row_blocks = block_count(rows, ROW_BLOCK),
-                 .col_blocks = block_count(half, COL_BLOCK),
+                 .col_blocks = block_count(n[1] / 2, COL_BLOCK),
+                 .pairs = n[0] / 2 + 1,
+                 .row_blocks = block_count(batch * n[0], ROW_BLOCK),
+                 .pair_blocks = block_count(n[0] / 2 + 1, PAIR_BLOCK),
                  .in = in,
                  .out = out};
+  /* every column block starts on the alignment, or all are unaligned ones */
+  const char *at = (const char *)out;
+  int aligned = steps_aligned(0, at, COL_BLOCK * sizeof *out) &&
+                steps_aligned(0, at, (size_t)(j.n0 * j.half) * sizeof *out);
   /* planned here, on the calling thread, before the blocks run */
-  int64_t last_rows = last_block(rows, ROW_BLOCK), last_cols = last_block(half, COL_BLOCK);
-  int64_t first_rows = j.row_blocks > 1 ? ROW_BLOCK : last_rows;
+  int64_t last_cols = last_block(j.cols, COL_BLOCK);
   int64_t first_cols = j.col_blocks > 1 ? COL_BLOCK : last_cols;
-  j.row_plan[0] = plan_for(JX_FFT_RFFT, LAYOUT_ROWS, dbl, 1, &n[1], first_rows, 0, aligned);
-  j.row_plan[1] = plan_for(JX_FFT_RFFT, LAYOUT_ROWS, dbl, 1, &n[1], last_rows, 0, aligned);
-  j.col_plan[0] = plan_for(JX_FFT_FFT, LAYOUT_COLUMNS, dbl, 1, &n[0], first_cols, half, aligned);
-  j.col_plan[1] = plan_for(JX_FFT_FFT, LAYOUT_COLUMNS, dbl, 1, &n[0], last_cols, half, aligned);
-  if (!j.row_plan[0] || !j.row_plan[1] || !j.col_plan[0] || !j.col_plan[1]) {
+  j.col_plan[0] = plan_for(JX_FFT_FFT, LAYOUT_COLUMNS, 0, 1, &n[0], first_cols, j.half, aligned);
+  j.col_plan[1] = plan_for(JX_FFT_FFT, LAYOUT_COLUMNS, 0, 1, &n[0], last_cols, j.half, aligned);
+  j.row_plan = plan_for(JX_FFT_FFT, LAYOUT_ROW, 0, 1, &n[1], 1, 0, 1);
+  if (!j.col_plan[0] || !j.col_plan[1] || !j.row_plan) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: FFTW could not plan the transform");
     return 0;
   }
-  /* one scratch per row piece, of the largest block (the last), whole cache lines */
-  claims_init(&j.row_claims, j.row_blocks, jx_pool_threads());
-  claims_init(&j.col_claims, batch * j.col_blocks, jx_pool_threads());
-  j.scratch_bytes = ((size_t)(last_rows * n[1]) * rs + 63) / 64 * 64;
-  if (!(j.scratch = fftw_malloc((size_t)j.row_claims.pieces * j.scratch_bytes))) {
+  int threads = jx_pool_threads(), pieces = threads < MAX_PIECES ? threads : MAX_PIECES;
+  j.blocks[PASS_COPY] = j.row_blocks;
+  j.blocks[PASS_COLUMNS] = batch * j.col_blocks;
+  j.blocks[PASS_PAIRS] = batch * j.pair_blocks;
+  for (int pass = 0; pass < PASSES; pass++) {
+    claims_init(&j.claims[pass], j.blocks[pass], pieces);
+    atomic_init(&j.finished[pass], 0);
+  }
+  if (!(j.scratch = fftw_malloc(sizeof *j.scratch * (size_t)(2 * pieces * j.n1)))) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "fft: out of memory for the real transform's rows");
     return 0;
   }
-  jx_parallel_for(j.row_claims.pieces, 1, rfft2_rows, &j);
+  jx_parallel_for(pieces, 1, rfft2_piece, &j);
   fftw_free(j.scratch);
-  jx_parallel_for(j.col_claims.pieces, 1, rfft2_columns, &j);
   return 1;
 }
 
@@ -457,8 +560,8 @@ int jx_fft_run(jx_fft_type t, int dbl, int k, const int64_t *n, int64_t batch, c
     scale(dbl, in, copy, 2 * in_elems, inv);
     src = copy;
   }
-  if (t == JX_FFT_RFFT && !dbl && k == 2 && total >= TWO_PASS_MIN)
-    return rfft2_two_pass(dbl, n, batch, in, out);
+  if (t == JX_FFT_RFFT && !dbl && k == 2 && total >= COLUMNS_MIN && n[1] % 2 == 0)
+    return rfft2_by_columns(n, batch, in, out);
   int aligned = aligned_at(dbl, src) && aligned_at(dbl, out);
   void *plan = plan_for(t, LAYOUT_WHOLE, dbl, k, n, batch, 0, aligned);
   if (!plan) {

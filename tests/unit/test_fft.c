@@ -368,20 +368,21 @@ static void unaligned_arrays_get_their_own_plan(void **state) {
   free(buf);
 }
 
-/* a 2-D real transform large enough to run in two passes over the pool
- * (fft_kernel.c: blocks of rows, then in place blocks of columns, with a
- * wider last block of each, and a row block across the two images), against
- * direct sums at bins in the first, a middle and the last column block, the
- * same bits on one thread as on the pool, the same numbers into an output
- * 8 bytes off FFTW's alignment (the blocks' unaligned plans), and the same
- * bits from an input 4 bytes off it (its rows are copied to aligned
- * scratch before their r2c, so the plans are the aligned ones) */
+/* a 2-D real transform large enough to run columns first over the pool
+ * (fft_kernel.c: the c2c of pairs of real columns in blocks, with a wider
+ * last block, then the c2c of pairs of rows k, n0 - k, the first pairing
+ * with itself, and for an even n0 the middle one too), of two images of an
+ * even and one of an odd height, against direct sums at bins in the
+ * first, a middle and the last column block and in rows of both halves,
+ * the same bits on one thread as on the pool, the same numbers into an
+ * output 8 bytes off FFTW's alignment (the column blocks' unaligned plans),
+ * and the same bits from an input 4 bytes off it (its rows are copied into
+ * the output before any transform) */
 static void *alloc_aligned(size_t bytes) { /* aligned_alloc wants a multiple of 64 */
   return aligned_alloc(64, (bytes + 63) / 64 * 64);
 }
-static void rfft2_two_pass_matches_direct_sum_on_any_threads(void **state) {
-  (void)state;
-  enum { B = 2, N0 = 1026, N1 = 1040, H = N1 / 2 + 1 }; /* 2052 rows, 521 columns */
+static void rfft2_columns_first_matches(int B, int N0) {
+  enum { N1 = 1040, H = N1 / 2 + 1 }; /* 520 complex columns, 521 in the result */
   float *x = alloc_aligned(sizeof *x * B * N0 * N1);
   float _Complex *y = alloc_aligned(sizeof *y * B * N0 * H),
                  *y1 = alloc_aligned(sizeof *y1 * B * N0 * H);
@@ -407,7 +408,8 @@ static void rfft2_two_pass_matches_direct_sum_on_any_threads(void **state) {
   free(x2);
   const double tau = 2 * 3.14159265358979323846;
   double _Complex *w = malloc(sizeof *w * N1);
-  const int bins[][2] = {{0, 0}, {1, 1}, {N0 - 1, 300}, {517, H - 1}, {N0 / 2, H - 3}};
+  const int bins[][2] = {{0, 0},       {1, 1},          {N0 - 1, 300},
+                         {517, H - 1}, {N0 / 2, H - 3}, {N0 / 2 + 1, 7}};
   for (int b = 0; b < B; b++)
     for (size_t k = 0; k < sizeof bins / sizeof *bins; k++) {
       int k0 = bins[k][0], k1 = bins[k][1];
@@ -427,6 +429,12 @@ static void rfft2_two_pass_matches_direct_sum_on_any_threads(void **state) {
   free(y1);
 }
 
+static void rfft2_columns_first_matches_direct_sum_on_any_threads(void **state) {
+  (void)state;
+  rfft2_columns_first_matches(2, 1026);
+  rfft2_columns_first_matches(1, 1029);
+}
+
 int main(void) {
   setenv("JX_NUM_CPU_DEVICES", "2", 1); /* the sharded test's mesh */
   const struct CMUnitTest tests[] = {
@@ -437,7 +445,7 @@ int main(void) {
       cmocka_unit_test(bad_arguments_are_clear_errors),
       cmocka_unit_test(long_transform_matches_direct_sum),
       cmocka_unit_test(unaligned_arrays_get_their_own_plan),
-      cmocka_unit_test(rfft2_two_pass_matches_direct_sum_on_any_threads),
+      cmocka_unit_test(rfft2_columns_first_matches_direct_sum_on_any_threads),
       cmocka_unit_test(sharded_transforms_keep_the_other_axes_split),
       cmocka_unit_test(sharded_batches_match_unsharded),
   };
