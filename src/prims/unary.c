@@ -321,7 +321,35 @@ FLOAT_IPOW(double)
     });                                                                                            \
     break;
 
+/* jx_tanhf is fused multiply-adds: one instruction each where the target
+ * has FMA, a libm call each (5x slower) where the compiler may not assume
+ * it, as for this library's baseline x86-64. So on x86-64 the loop has an
+ * AVX2 + FMA copy too, taken when the CPU has them (a test, not an ifunc,
+ * which ThreadSanitizer's runtime cannot resolve); fmaf rounds once either
+ * way, so both give the jit's kernels' bits. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TANH_FMA_COPY 1
+__attribute__((target("avx2,fma"))) static void tanh_f32_fma(int64_t n, const float *restrict in,
+                                                             float *restrict o) {
+  JX_VLOOP(n, o[i] = jx_tanhf(in[i]));
+}
+#endif
+
+static void tanh_f32(int64_t n, const float *restrict in, float *restrict o) {
+#ifdef TANH_FMA_COPY
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    tanh_f32_fma(n, in, o);
+    return;
+  }
+#endif
+  JX_VLOOP(n, o[i] = jx_tanhf(in[i]));
+}
+
 static void loop_f32(unop op, int64_t e, int64_t n, const float *restrict in, float *restrict o) {
+  if (op == U_TANH) {
+    tanh_f32(n, in, o);
+    return;
+  }
   switch (op) {
     FLOAT_UNOPS(CASE_F32)
   case U_INTEGER_POW:

@@ -1,8 +1,9 @@
 /* fastmath.h: accuracy against libm's double result rounded to f32 (the
  * correctly rounded value but for rare double-rounding cases), over every
  * 97th f32 bit pattern (all exponents, both signs, NaNs) and dense samples
- * where the functions are used; special values exactly; and the jit's
- * kernels (which embed the same text) give the eager kernels' bits. */
+ * where the functions are used; special values exactly; the jit's kernels
+ * (which embed the same text) give the eager kernels' bits; and tanh gives
+ * jax.jit's. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,7 +34,7 @@ static const fn_case fns[] = {
     {"expm1", jx_expm1f, expm1, 1, -20.0f, 89.0f},
     {"log", jx_logf, log, 1, 0.0f, 16.0f},
     {"log1p", jx_log1pf, log1p, 1, -1.0f, 16.0f},
-    {"tanh", jx_tanhf, tanh, 2, -10.0f, 10.0f},
+    {"tanh", jx_tanhf, tanh, 5, -10.0f, 10.0f},
     {"logistic", jx_logistic_f, logistic_d, 2, -110.0f, 30.0f},
     {"sin", jx_sinf, sin, 1, -1e4f, 1e4f},
     {"cos", jx_cosf, cos, 1, -1e4f, 1e4f},
@@ -209,10 +210,41 @@ static void jit_gives_eager_bits(void **state) {
   jx_release(in[1]);
 }
 
+/* tanh gives jax.jit's bits on the CPU (tests/golden/gen_fastmath.py): the
+ * same rational form with the same fused multiply-adds, eagerly and jitted
+ * (jit_gives_eager_bits), and so the function itself. */
+static void tanh_gives_jax_bits(void **state) {
+  (void)state;
+  jx_array *x = jx_load_npy(JX_TEST_DATA "/fastmath/tanh.in.npy");
+  jx_array *want = jx_load_npy(JX_TEST_DATA "/fastmath/tanh.out.npy");
+  assert_false(jx_is_poisoned(x) || jx_is_poisoned(want));
+  int64_t n = jx_size(x);
+  assert_int_equal(n, jx_size(want));
+  float *in = malloc((size_t)n * sizeof *in), *w = malloc((size_t)n * sizeof *w),
+        *got = malloc((size_t)n * sizeof *got);
+  assert_non_null(in && w && got);
+  assert_int_equal(jx_read(x, in, (size_t)n * sizeof *in), JX_OK);
+  assert_int_equal(jx_read(want, w, (size_t)n * sizeof *w), JX_OK);
+  assert_int_equal(jx_read(jx_tanh(x), got, (size_t)n * sizeof *got), JX_OK);
+  long differ = 0;
+  for (int64_t i = 0; i < n; i++) {
+    float f = jx_tanhf(in[i]);
+    int same = !memcmp(&got[i], &w[i], sizeof f) && !memcmp(&f, &w[i], sizeof f);
+    if (!same && differ++ < 5)
+      print_message("tanh(%a): jax %a, jx %a (eager %a)\n", (double)in[i], (double)w[i], (double)f,
+                    (double)got[i]);
+  }
+  assert_int_equal(differ, 0);
+  free(in);
+  free(w);
+  free(got);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(special_values),
       cmocka_unit_test(jit_gives_eager_bits),
+      cmocka_unit_test(tanh_gives_jax_bits),
       cmocka_unit_test(accuracy),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
