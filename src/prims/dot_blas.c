@@ -14,7 +14,10 @@
  * in f32: f32 sums in f32 as XLA does on CPU (the reference sums f32 in f64,
  * so the two differ by f32 rounding of the sum); f16 and bf16 are widened to
  * f32 exactly and the result rounded once, as the reference does. Matrix x
- * vector shapes (M = 1 or N = 1) go through gemv. */
+ * vector shapes (M = 1 or N = 1) go through gemv. f32 GEMMs run jx's own
+ * packed kernel (gemm_f32.c) where the CPU has AVX2 and FMA, as fast as
+ * OpenBLAS's sgemm on the GPT's products or faster, and its bits do not
+ * depend on how C is split; narrow ones run dot_skinny.c's loops. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +26,7 @@
 #include "dot_gemv.h"
 #include "dot_kernels.h"
 #include "dot_skinny.h"
+#include "gemm_f32.h"
 #include "../array/array.h"
 #include "../base/cpu_features.h"
 #include "../base/threadpool.h"
@@ -262,6 +266,10 @@ static void gemm_block(const gemm_job *j, int64_t b, int64_t m0, int64_t m1, int
                                  (const float *)L->base + lo, lda, (const float *)R->base + ro, ldb,
                                  (float *)j->C + co, ldc))
     return;
+  if (!j->dbl && jx_sgemm_packed(L->v.trans == CblasTrans, R->v.trans == CblasTrans, m, n, k,
+                                 (const float *)L->base + lo, lda, (const float *)R->base + ro, ldb,
+                                 (float *)j->C + co, ldc, NULL))
+    return;
   if (j->dbl)
     cblas_dgemm(CblasRowMajor, L->v.trans, R->v.trans, m, n, k, 1.0, (const double *)L->base + lo,
                 lda, (const double *)R->base + ro, ldb, 0.0, (double *)j->C + co, ldc);
@@ -294,11 +302,12 @@ static void gemm_units(void *ctx, int64_t begin, int64_t end) {
  * caller is itself one of the pool's jobs, a device thread), in units of
  * ROW_QUANTUM rows: each block is one sgemm call, which packs the whole of
  * B, so more blocks than threads only pack B more often (two blocks per
- * thread made the MLP step 5 % slower than one). The sums of a row of C
- * depend on where its block starts (OpenBLAS's kernels walk the rows in
- * steps of 48 and finish with narrower ones), so results depend on the
- * number of threads, as XLA's do, and are the same from run to run for a
- * given JX_NUM_THREADS. A piece smaller than MIN_PIECE_MACS is not worth a
+ * thread made the MLP step 5 % slower than one). With jx's f32 GEMM a row's
+ * sums do not depend on its block; through OpenBLAS (f64, or JX_GEMM=0)
+ * they depend on where its block starts (its kernels walk the rows in steps
+ * of 48 and finish with narrower ones), so results depend on the number of
+ * threads, as XLA's do, and are the same from run to run for a given
+ * JX_NUM_THREADS. A piece smaller than MIN_PIECE_MACS is not worth a
  * thread's hand-off; skinny products are (an MLP's 256 x 512 x 10 output
  * layer and its gradients run at a fifth of OpenBLAS's speed on big ones,
  * and halving them made the jitted MLP step 4 % faster); a block has at

@@ -23,6 +23,7 @@
 #include "dot_layouts.h"
 #include "prims/dot_kernels.h"
 #include "prims/dot_skinny.h"
+#include "prims/gemm_f32.h"
 #include "prims/prims.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -400,6 +401,90 @@ static void skinny_products(void **state) {
   assert_int_equal(jx_sgemm_skinny(0, 0, 64, 10, 12, x, 12, x, 10, y, 10), 0);
 }
 
+/* jx's packed f32 GEMM in every layout of both operands, with edges on
+ * every side (rows, columns and K not multiples of the tiles, K over one
+ * panel of 512) and its epilogues: C = A B, C += A B into C's values, and
+ * a bias over the rows. Each element is within the FMA-chain bound of the
+ * f64 sum, (K + 2) eps sum |terms| plus the result's rounding; the bias is
+ * one add after the sums (C_bias == C + bias bit for bit), and so is the
+ * accumulation when K fits one panel (C0 + A B rounded once); a product
+ * split into row blocks or column blocks gives the same bits as one call. */
+static void packed_gemm_epilogues(void **state) {
+  (void)state;
+  if (!jx_sgemm_packed_usable()) {
+    float x = 1, y = 0;
+    assert_int_equal(jx_sgemm_packed(0, 0, 1, 1, 1, &x, 1, &x, 1, &y, 1, NULL), 0);
+    return;
+  }
+  const int64_t shapes[][3] = {/* M, K, N */
+                               {37, 600, 45}, {130, 77, 70}, {16, 513, 33}, {64, 1100, 96},
+                               {5, 3, 200},   {1, 40, 1},    {200, 0, 9}};
+  for (size_t z = 0; z < sizeof shapes / sizeof *shapes; z++)
+    for (int lt = 0; lt < 2; lt++)
+      for (int rt = 0; rt < 2; rt++) {
+        int64_t M = shapes[z][0], K = shapes[z][1], N = shapes[z][2];
+        int64_t lda = lt ? M : K, ldb = rt ? K : N, ldc = N + 3, cn = M * ldc;
+        float *a = malloc(sizeof(float) * (size_t)(M * K + 1)),
+              *b = malloc(sizeof(float) * (size_t)(K * N + 1)),
+              *bias = malloc(sizeof(float) * (size_t)N);
+        float *c = malloc(sizeof(float) * (size_t)cn), *c0 = malloc(sizeof(float) * (size_t)cn),
+              *cacc = malloc(sizeof(float) * (size_t)cn),
+              *cbias = malloc(sizeof(float) * (size_t)cn),
+              *split = malloc(sizeof(float) * (size_t)cn);
+        assert_true(a && b && bias && c && c0 && cacc && cbias && split);
+        for (int64_t i = 0; i < M * K; i++) a[i] = (float)uniform();
+        for (int64_t i = 0; i < K * N; i++) b[i] = (float)uniform();
+        for (int64_t j = 0; j < N; j++) bias[j] = (float)uniform();
+        for (int64_t i = 0; i < cn; i++) c0[i] = (float)uniform();
+        memcpy(c, c0, sizeof(float) * (size_t)cn); /* garbage to be overwritten */
+        memcpy(cacc, c0, sizeof(float) * (size_t)cn);
+        memcpy(cbias, c0, sizeof(float) * (size_t)cn);
+        jx_gemm_epilogue acc = {1, NULL}, bi = {0, bias};
+        assert_int_equal(jx_sgemm_packed(lt, rt, M, N, K, a, lda, b, ldb, c, ldc, NULL), 1);
+        assert_int_equal(jx_sgemm_packed(lt, rt, M, N, K, a, lda, b, ldb, cacc, ldc, &acc), 1);
+        assert_int_equal(jx_sgemm_packed(lt, rt, M, N, K, a, lda, b, ldb, cbias, ldc, &bi), 1);
+        for (int64_t i = 0; i < M; i++)
+          for (int64_t j = 0; j < N; j++) {
+            double sum = 0, mag = 0;
+            for (int64_t q = 0; q < K; q++) {
+              double t = (double)a[lt ? q * M + i : i * K + q] * b[rt ? j * K + q : q * N + j];
+              sum += t;
+              mag += fabs(t);
+            }
+            int64_t at = i * ldc + j;
+            double x0 = c0[at], bound = (double)(K + 2) * 0x1p-24 * (mag + fabs(x0)) + 1e-30;
+            assert_true(fabs(c[at] - sum) <= bound + 0x1p-24 * fabs(sum));
+            assert_true(fabs(cacc[at] - (x0 + sum)) <= bound + 0x1p-24 * fabs(x0 + sum));
+            assert_true(cbias[at] == c[at] + bias[j]);
+            if (K <= 512) assert_true(cacc[at] == c0[at] + c[at]);
+          }
+        for (int64_t i = 0; i < M; i++) /* the padding between rows is left alone */
+          for (int64_t j = N; j < ldc; j++) assert_true(c[i * ldc + j] == c0[i * ldc + j]);
+        /* rows [0, r) and [r, M), then columns [0, q) and [q, N), in two calls */
+        int64_t r = M / 3 + 1 < M ? M / 3 + 1 : M, q = N / 2 + 1 < N ? N / 2 + 1 : N;
+        assert_int_equal(jx_sgemm_packed(lt, rt, r, N, K, a, lda, b, ldb, split, ldc, NULL), 1);
+        assert_int_equal(jx_sgemm_packed(lt, rt, M - r, N, K, lt ? a + r : a + r * lda, lda, b, ldb,
+                                         split + r * ldc, ldc, NULL),
+                         1);
+        for (int64_t i = 0; i < M; i++)
+          assert_memory_equal(split + i * ldc, c + i * ldc, sizeof(float) * (size_t)N);
+        assert_int_equal(jx_sgemm_packed(lt, rt, M, q, K, a, lda, b, ldb, split, ldc, NULL), 1);
+        assert_int_equal(jx_sgemm_packed(lt, rt, M, N - q, K, a, lda, rt ? b + q * ldb : b + q, ldb,
+                                         split + q, ldc, NULL),
+                         1);
+        for (int64_t i = 0; i < M; i++)
+          assert_memory_equal(split + i * ldc, c + i * ldc, sizeof(float) * (size_t)N);
+        free(a);
+        free(b);
+        free(bias);
+        free(c);
+        free(c0);
+        free(cacc);
+        free(cbias);
+        free(split);
+      }
+}
+
 /* Integer and bool contractions, and int -> float, stay on the reference. */
 static void integers_stay_on_reference(void **state) {
   (void)state;
@@ -440,6 +525,7 @@ int main(void) {
       cmocka_unit_test(integers_stay_on_reference),
       cmocka_unit_test(split_gemms_deterministic_and_close_to_one_call),
       cmocka_unit_test(skinny_products),
+      cmocka_unit_test(packed_gemm_epilogues),
       cmocka_unit_test(decode_shaped_products),
       cmocka_unit_test(matmul_end_to_end),
   };
