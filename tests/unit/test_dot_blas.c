@@ -20,11 +20,14 @@
 
 #include "array/array.h"
 #include "base/threadpool.h"
+#include "compile/executable.h"
+#include "ir/exec.h"
 #include "dot_layouts.h"
 #include "prims/dot_kernels.h"
 #include "prims/dot_skinny.h"
 #include "prims/gemm_f32.h"
 #include "prims/prims.h"
+#include "trace/fn.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next(void) {
@@ -485,6 +488,70 @@ static void packed_gemm_epilogues(void **state) {
       }
 }
 
+/* A dense layer x W + b; a residual block's r + (x W2 + b2) with r = x W3
+ * a temporary that dies there (its buffer takes the sum); the sum of two
+ * products x2 W + x2 W3 (a layer's input gradients through q, k and v). */
+static void dense_and_residual(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *x = in[0], *x2 = in[1], *w = in[2], *b = in[3], *w2 = in[4], *b2 = in[5], *w3 = in[6];
+  out[0] = jx_add(jx_matmul(x, w), b);
+  out[1] = jx_add(jx_matmul(x, w3), jx_add(jx_matmul(x, w2), b2));
+  out[2] = jx_add(jx_matmul(x2, w), jx_matmul(x2, w3));
+}
+
+/* Jitted, every sum runs as a GEMM's epilogue (counted on the CPU), each
+ * result within the FMA-chain bound of its f64 sum: K roundings
+ * of the sums, one more for the bias and one more for each product added. */
+static void jit_gemm_epilogues(void **state) {
+  (void)state;
+  enum { M = 96, K = 64, N = 48 }; /* 2^18+ multiply-adds: through jx_dot_blas */
+  static float x[M * K], x2[M * K], w[K * N], b[N], w2[K * N], b2[N], w3[K * N];
+  for (int i = 0; i < M * K; i++) x[i] = sinf((float)i * 0.37f), x2[i] = cosf((float)i * 0.19f);
+  for (int i = 0; i < K * N; i++) {
+    w[i] = cosf((float)i * 0.11f);
+    w2[i] = sinf((float)i * 0.23f + 1);
+    w3[i] = cosf((float)i * 0.07f + 2);
+  }
+  for (int i = 0; i < N; i++) b[i] = cosf((float)i), b2[i] = sinf((float)i);
+  jx_scope_begin();
+  const float *host[7] = {x, x2, w, b, w2, b2, w3};
+  jx_aval av[7];
+  jx_array *in[7];
+  for (int i = 0; i < 7; i++) {
+    jx_shape sh = i < 2 ? JX_SHAPE(M, K) : i == 3 || i == 5 ? JX_SHAPE(N) : JX_SHAPE(K, N);
+    av[i] = (jx_aval){JX_F32, 0, sh, 0};
+    in[i] = jx_array_from(JX_F32, sh, host[i]);
+  }
+  jx_fn *f = jx_fn_create("dense_and_residual", 7, 3, dense_and_residual, NULL);
+  jx_fn *jf = jx_jit(f, NULL);
+  jx_array *got[3];
+  assert_int_equal(jx_call(jf, in, got), JX_OK);
+  static float o[3][M * N];
+  for (int r = 0; r < 3; r++) assert_int_equal(jx_read(got[r], o[r], sizeof o[r]), JX_OK);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double s[3] = {b[j], b2[j], 0}, mag[3] = {fabs(b[j]), fabs(b2[j]), 0};
+      for (int q = 0; q < K; q++) {
+        double t[5] = {(double)x[i * K + q] * w[q * N + j], (double)x[i * K + q] * w2[q * N + j],
+                       (double)x[i * K + q] * w3[q * N + j], (double)x2[i * K + q] * w[q * N + j],
+                       (double)x2[i * K + q] * w3[q * N + j]};
+        s[0] += t[0], s[1] += t[1] + t[2], s[2] += t[3] + t[4];
+        mag[0] += fabs(t[0]), mag[1] += fabs(t[1]) + fabs(t[2]), mag[2] += fabs(t[3]) + fabs(t[4]);
+      }
+      for (int r = 0; r < 3; r++)
+        assert_true(fabs(o[r][i * N + j] - s[r]) <= (K + 3) * 0x1p-24 * mag[r]);
+    }
+  jx_program *p = jx_fn_program(jf, av);
+  assert_non_null(p);
+  const jx_executable *ex = jx_program_executable(p);
+  /* x W + b; x W2 + b2, then x W3 added into its buffer; x2 W3 added into x2 W's */
+  if (ex && jx_sgemm_packed_usable()) assert_int_equal(jx_executable_epilogues(ex), 4);
+  jx_program_release(p);
+  jx_fn_release(jf);
+  jx_fn_release(f);
+  jx_scope_end();
+}
+
 /* Integer and bool contractions, and int -> float, stay on the reference. */
 static void integers_stay_on_reference(void **state) {
   (void)state;
@@ -526,6 +593,7 @@ int main(void) {
       cmocka_unit_test(split_gemms_deterministic_and_close_to_one_call),
       cmocka_unit_test(skinny_products),
       cmocka_unit_test(packed_gemm_epilogues),
+      cmocka_unit_test(jit_gemm_epilogues),
       cmocka_unit_test(decode_shaped_products),
       cmocka_unit_test(matmul_end_to_end),
   };
