@@ -179,23 +179,39 @@ typedef struct {
   const char *name;
 } kernel;
 
-/* The widest kernel this CPU runs, or fn NULL; JX_GEMM=0 gives NULL. */
+static const kernel kernels[3] = {
+    {NULL, {NULL, NULL, NULL}, 0, 0, "none"},
+    {kernel_avx2, {kernel_avx2, kernel_avx2, kernel_avx2}, MR256, NR256, "avx2"},
+    {kernel_avx512_12,
+     {kernel_avx512_4, kernel_avx512_8, kernel_avx512_12},
+     MR512,
+     NR512,
+     "avx512"},
+};
+
+/* The widest kernel this CPU runs (an index of kernels); 0 with JX_GEMM=0. */
+static int widest(void) {
+  return !jx_env_flag("JX_GEMM") ? 0 : jx_cpu_has_avx512f() ? 2 : jx_cpu_has_avx2_fma() ? 1 : 0;
+}
+
+static atomic_int known = -1; /* the kernel in use, chosen at the first product */
+
 static const kernel *chosen(void) {
-  static const kernel k512 = {kernel_avx512_12,
-                              {kernel_avx512_4, kernel_avx512_8, kernel_avx512_12},
-                              MR512,
-                              NR512,
-                              "avx512"};
-  static const kernel k256 = {
-      kernel_avx2, {kernel_avx2, kernel_avx2, kernel_avx2}, MR256, NR256, "avx2"};
-  static const kernel none = {NULL, {NULL, NULL, NULL}, 0, 0, "none"};
-  static atomic_int known = -1;
   int v = atomic_load(&known);
   if (v < 0) {
-    v = !jx_env_flag("JX_GEMM") ? 0 : jx_cpu_has_avx512f() ? 2 : jx_cpu_has_avx2_fma() ? 1 : 0;
+    v = widest();
     atomic_store(&known, v);
   }
-  return v == 2 ? &k512 : v == 1 ? &k256 : &none;
+  return &kernels[v];
+}
+
+int jx_sgemm_packed_use(const char *name) {
+  for (int v = 1; v <= 2; v++)
+    if (!strcmp(name, kernels[v].name) && v <= widest()) {
+      atomic_store(&known, v);
+      return 1;
+    }
+  return 0;
 }
 
 /* d[0, n) = s[0, n), d[n, w) = 0: one kk of a micro-panel whose rows (or
@@ -328,5 +344,10 @@ int jx_sgemm_packed(int lt, int rt, int64_t m, int64_t n, int64_t k, const float
 }
 
 const char *jx_sgemm_packed_kernel(void) { return "none"; }
+
+int jx_sgemm_packed_use(const char *name) {
+  (void)name;
+  return 0;
+}
 
 #endif

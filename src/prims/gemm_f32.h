@@ -39,4 +39,10 @@ int jx_sgemm_packed(int lt, int rt, int64_t m, int64_t n, int64_t k, const float
 /* The micro-kernel jx_sgemm_packed runs: "avx512", "avx2" or "none". */
 const char *jx_sgemm_packed_kernel(void);
 
+/* For tests and benchmarks: runs the micro-kernel named ("avx512" or
+ * "avx2") from now on; 0, changing nothing, when this CPU cannot (or
+ * JX_GEMM=0). Both kernels give the same bits: each sums a K panel as one
+ * FMA chain in k order from zero and adds it to C. */
+int jx_sgemm_packed_use(const char *name);
+
 #endif

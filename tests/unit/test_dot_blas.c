@@ -404,8 +404,9 @@ static void skinny_products(void **state) {
   assert_int_equal(jx_sgemm_skinny(0, 0, 64, 10, 12, x, 12, x, 10, y, 10), 0);
 }
 
-/* jx's packed f32 GEMM in every layout of both operands, with edges on
- * every side (rows, columns and K not multiples of the tiles, K over one
+/* jx's packed f32 GEMM in every layout of both operands (the AVX2 kernel
+ * too where the CPU also has AVX-512: the same bits), with edges on every
+ * side (rows, columns and K not multiples of the tiles, K over one
  * panel of 512) and its epilogues: C = A B, C += A B into C's values, and
  * a bias over the rows. Each element is within the FMA-chain bound of the
  * f64 sum, (K + 2) eps sum |terms| plus the result's rounding; the bias is
@@ -446,6 +447,14 @@ static void packed_gemm_epilogues(void **state) {
         assert_int_equal(jx_sgemm_packed(lt, rt, M, N, K, a, lda, b, ldb, c, ldc, NULL), 1);
         assert_int_equal(jx_sgemm_packed(lt, rt, M, N, K, a, lda, b, ldb, cacc, ldc, &acc), 1);
         assert_int_equal(jx_sgemm_packed(lt, rt, M, N, K, a, lda, b, ldb, cbias, ldc, &bi), 1);
+        /* the AVX2 kernel, where the CPU also has AVX-512: the same bits */
+        const char *widest = jx_sgemm_packed_kernel();
+        if (strcmp(widest, "avx2") && jx_sgemm_packed_use("avx2")) {
+          memcpy(split, c0, sizeof(float) * (size_t)cn);
+          assert_int_equal(jx_sgemm_packed(lt, rt, M, N, K, a, lda, b, ldb, split, ldc, NULL), 1);
+          assert_int_equal(jx_sgemm_packed_use(widest), 1);
+          assert_memory_equal(split, c, sizeof(float) * (size_t)cn);
+        }
         for (int64_t i = 0; i < M; i++)
           for (int64_t j = 0; j < N; j++) {
             double sum = 0, mag = 0;
