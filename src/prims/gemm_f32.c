@@ -5,13 +5,19 @@
  * floats per kk, zero-padded past n); rows in blocks of MC, packing A's
  * mc x kc block into MR-row micro-panels (MR floats per kk, zero-padded
  * past m); then for each A micro-panel (kept in L1) every B micro-panel
- * (streamed from L2): one MR x NR tile of C in registers, loaded from C
- * unless it is the first K panel of a product that does not accumulate,
- * stored back, and given the epilogue after the last K panel while it is
- * still in L1. Edge tiles run the same kernel on a local tile.
+ * (streamed from L2 or L3): one MR x NR tile of C summed over the panel in
+ * registers from zero, then added to C (unless it is the first panel of a
+ * product that does not accumulate), stored, and given the epilogue after
+ * the last K panel while it is still in L1. The last rows of a product run
+ * a 4- or 8-row kernel where they are whole, other edge tiles the kernel
+ * on a local tile. Packing a transposed side goes through 8 x 8 register
+ * transposes; a K-major side is copied one kk row at a time across its
+ * micro-panels, rows ahead prefetched (they lie a whole row of the
+ * operand apart).
  *
  * AVX-512: MR 12, NR 32 (24 zmm accumulators, two B vectors and one
- * broadcast per row and kk); AVX2: MR 6, NR 16 (12 ymm accumulators). */
+ * broadcast per row and kk); AVX2: MR 6, NR 16 (12 ymm accumulators). Both
+ * sum each panel as one FMA chain in k order, so they give the same bits. */
 #include "gemm_f32.h"
 
 #include <stdatomic.h>
@@ -25,9 +31,10 @@
 #include <immintrin.h>
 
 enum {
-  KC = 512,           /* K panel: a 12 x 256 A micro-panel is 12 KiB of L1 */
+  KC = 512,           /* K panel: a 12 x 512 A micro-panel is 24 KiB of L1 */
   MC = 96,            /* rows of A per packed block (a multiple of both MRs) */
-  NC = 512,           /* columns of B per packed block: 256 x 512 floats, 512 KiB of L2 */
+  NC = 2048,          /* columns of B per packed block, up to 4 MiB: A is packed once per block, and
+                       * each micro-kernel streams its 64 KiB B micro-panel from L2 or L3 */
   PREFETCH_ROWS = 16, /* kk rows ahead that a K-major pack prefetches */
   MR512 = 12,
   NR512 = 32,
