@@ -262,12 +262,18 @@ __attribute__((target("avx2,fma"))) static void pack(int kmajor, const float *s,
 }
 
 /* The epilogue's bias on rows x cols of a tile, after its last K panel. */
-static void finish_tile(const jx_gemm_epilogue *e, float *c, int64_t ldc, int64_t rows,
-                        int64_t cols, int64_t j0) {
+__attribute__((target("avx2,fma"))) static void finish_tile(const jx_gemm_epilogue *e, float *c,
+                                                            int64_t ldc, int64_t rows, int64_t cols,
+                                                            int64_t j0) {
   if (!e || !e->bias) return;
   const float *bias = e->bias + j0;
-  for (int64_t i = 0; i < rows; i++)
-    for (int64_t j = 0; j < cols; j++) c[i * ldc + j] += bias[j];
+  for (int64_t i = 0; i < rows; i++) {
+    float *r = c + i * ldc;
+    int64_t j = 0;
+    for (; j + 8 <= cols; j += 8)
+      _mm256_storeu_ps(r + j, _mm256_add_ps(_mm256_loadu_ps(r + j), _mm256_loadu_ps(bias + j)));
+    for (; j < cols; j++) r[j] += bias[j];
+  }
 }
 
 static int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
