@@ -83,7 +83,7 @@ static double best_ns(call c, int two) {
 }
 
 static float *filled(int64_t n, unsigned seed) {
-  float *v = aligned_alloc(64, sizeof(float) * (size_t)n);
+  float *v = aligned_alloc(64, sizeof(float) * (size_t)((n + 15) / 16 * 16));
   if (!v) abort();
   for (int64_t i = 0; i < n; i++) {
     seed = seed * 1664525u + 1013904223u;

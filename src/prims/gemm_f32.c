@@ -294,8 +294,9 @@ int jx_sgemm_packed(int lt, int rt, int64_t m, int64_t n, int64_t k, const float
   const int mr = kn->mr, nr = kn->nr;
   int64_t kcmax = k < KC ? k : KC;
   int64_t ncmax = round_up(n < NC ? n : NC, nr), mcmax = round_up(m < MC ? m : MC, mr);
-  float *bpack = aligned_alloc(64, sizeof(float) * (size_t)(kcmax * ncmax));
-  float *apack = aligned_alloc(64, sizeof(float) * (size_t)(kcmax * mcmax));
+  /* aligned_alloc takes whole multiples of the alignment */
+  float *bpack = aligned_alloc(64, sizeof(float) * (size_t)round_up(kcmax * ncmax, 16));
+  float *apack = aligned_alloc(64, sizeof(float) * (size_t)round_up(kcmax * mcmax, 16));
   if (!bpack || !apack) {
     free(bpack);
     free(apack);
