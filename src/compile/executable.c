@@ -270,6 +270,8 @@ static void find_epilogues(jx_executable *x, const jx_program *p) {
       }
       cur = m->out[0];
     }
+    if (resid >= 0 && (resid == dot->in[0] || resid == dot->in[1] || resid == bias))
+      continue; /* C would overwrite an operand the product still reads (h + h W) */
     if (!ok || cur == d || cur != g->stores[0] || (resid >= 0 && x->last_step[resid] != k + 1))
       continue; /* a residual read later keeps its values: the kernel adds into a new buffer */
     s->epilogue = 1;
@@ -739,6 +741,8 @@ static int run_epilogue(const run_state *rs, const jx_program *p, int k, jx_stat
   if (x && (!(rs->x->temporary[v] || (rs->owned && rs->owned[v])) || rs->x->last_step[v] != k + 1 ||
             !sole_holder(x)))
     return 0; /* its values are read later: the sum goes to a buffer of its own */
+  for (int i = 0; x && i < 3; i++)
+    if (a[i] && a[i]->buf == x->buf) return 0; /* an operand's own buffer (a view of it) */
   jx_aval oa = p->avals[s->epi_out];
   jx_array *r = x ? jx_array_alias(x, oa.shape) : jx_array_alloc(oa.dtype, oa.shape, oa.weak);
   if (r->poisoned) {

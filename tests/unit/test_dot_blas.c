@@ -500,7 +500,8 @@ static void packed_gemm_epilogues(void **state) {
 /* A dense layer x W + b; a residual block's r + (x W2 + b2) with r = x W3
  * a temporary that dies there (its buffer takes the sum, bias and residual
  * in one epilogue); the sum of two products x2 W + x2 W3 (a layer's input
- * gradients through q, k and v). Traced in this order whatever order the
+ * gradients through q, k and v); q + q W5, whose residual is the product's
+ * own operand (never its C). Traced in this order whatever order the
  * compiler evaluates arguments in. */
 static void dense_and_residual(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
@@ -510,6 +511,8 @@ static void dense_and_residual(void *ctx, jx_array *const *in, jx_array **out) {
   out[1] = jx_add(r, jx_add(jx_matmul(x, w2), b2));
   jx_array *p = jx_matmul(x2, w);
   out[2] = jx_add(p, jx_matmul(x2, w3));
+  jx_array *q = jx_matmul(x, in[7]); /* q + q W4: q is the product's operand, never its C */
+  out[3] = jx_add(q, jx_matmul(q, in[8]));
 }
 
 /* Jitted, every sum runs as a GEMM's epilogue (counted on the CPU), each
@@ -518,7 +521,9 @@ static void dense_and_residual(void *ctx, jx_array *const *in, jx_array **out) {
 static void jit_gemm_epilogues(void **state) {
   (void)state;
   enum { M = 96, K = 64, N = 48 }; /* 2^18+ multiply-adds: through jx_dot_blas */
-  static float x[M * K], x2[M * K], w[K * N], b[N], w2[K * N], b2[N], w3[K * N];
+  static float x[M * K], x2[M * K], w[K * N], b[N], w2[K * N], b2[N], w3[K * N], w4[K * K],
+      w5[K * K];
+  for (int i = 0; i < K * K; i++) w4[i] = sinf((float)i * 0.13f), w5[i] = cosf((float)i * 0.29f);
   for (int i = 0; i < M * K; i++) x[i] = sinf((float)i * 0.37f), x2[i] = cosf((float)i * 0.19f);
   for (int i = 0; i < K * N; i++) {
     w[i] = cosf((float)i * 0.11f);
@@ -527,20 +532,40 @@ static void jit_gemm_epilogues(void **state) {
   }
   for (int i = 0; i < N; i++) b[i] = cosf((float)i), b2[i] = sinf((float)i);
   jx_scope_begin();
-  const float *host[7] = {x, x2, w, b, w2, b2, w3};
-  jx_aval av[7];
-  jx_array *in[7];
-  for (int i = 0; i < 7; i++) {
-    jx_shape sh = i < 2 ? JX_SHAPE(M, K) : i == 3 || i == 5 ? JX_SHAPE(N) : JX_SHAPE(K, N);
+  const float *host[9] = {x, x2, w, b, w2, b2, w3, w4, w5};
+  jx_aval av[9];
+  jx_array *in[9];
+  for (int i = 0; i < 9; i++) {
+    jx_shape sh = i < 2              ? JX_SHAPE(M, K)
+                  : i == 3 || i == 5 ? JX_SHAPE(N)
+                  : i >= 7           ? JX_SHAPE(K, K)
+                                     : JX_SHAPE(K, N);
     av[i] = (jx_aval){JX_F32, 0, sh, 0};
     in[i] = jx_array_from(JX_F32, sh, host[i]);
   }
-  jx_fn *f = jx_fn_create("dense_and_residual", 7, 3, dense_and_residual, NULL);
+  jx_fn *f = jx_fn_create("dense_and_residual", 9, 4, dense_and_residual, NULL);
   jx_fn *jf = jx_jit(f, NULL);
-  jx_array *got[3];
+  jx_array *got[4];
   assert_int_equal(jx_call(jf, in, got), JX_OK);
-  static float o[3][M * N];
+  static float o[3][M * N], qq[M * K], o4[M * K];
   for (int r = 0; r < 3; r++) assert_int_equal(jx_read(got[r], o[r], sizeof o[r]), JX_OK);
+  assert_int_equal(jx_read(got[3], o4, sizeof o4), JX_OK);
+  for (int i = 0; i < M; i++) /* q = x W4 in f32, then q + q W5 against f64 sums from it */
+    for (int j = 0; j < K; j++) {
+      float s = 0;
+      for (int t = 0; t < K; t++) s = fmaf(x[i * K + t], w4[t * K + j], s);
+      qq[i * K + j] = s;
+    }
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < K; j++) {
+      double s = 0, mag = 0;
+      for (int t = 0; t < K; t++) {
+        s += (double)qq[i * K + t] * w5[t * K + j];
+        mag += fabs((double)qq[i * K + t] * w5[t * K + j]);
+      }
+      /* q's own rounding differs from jx's order by K eps |q|: allow it through W5 */
+      assert_true(fabs(o4[i * K + j] - (qq[i * K + j] + s)) <= 1e-3 * (1 + mag));
+    }
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
       double s[3] = {b[j], b2[j], 0}, mag[3] = {fabs(b[j]), fabs(b2[j]), 0};
@@ -557,7 +582,7 @@ static void jit_gemm_epilogues(void **state) {
   jx_program *p = jx_fn_program(jf, av);
   assert_non_null(p);
   const jx_executable *ex = jx_program_executable(p);
-  /* x W + b; x W2 + b2 + r into r's buffer; x2 W3 into x2 W's */
+  /* x W + b; x W2 + b2 + r into r's buffer; x2 W3 into x2 W's; not q + q W5 */
   if (ex && jx_sgemm_packed_usable()) assert_int_equal(jx_executable_epilogues(ex), 3);
   jx_program_release(p);
   jx_scope_end();
