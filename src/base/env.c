@@ -53,6 +53,9 @@ const jx_env_var jx_env_vars[] = {
     {"JX_DOT_SKINNY", JX_ENV_FLAG, "1",
      "`0`: f32 products narrow on one side (at most 16) run on OpenBLAS instead of jx's "
      "AVX2/FMA loops; read at the first product " DOCS("performance.md")},
+    {"JX_GEMM", JX_ENV_FLAG, "1",
+     "`0`: f32 GEMMs run on OpenBLAS instead of jx's packed AVX-512/AVX2 kernel; read at the "
+     "first product " DOCS("performance.md")},
     {"JX_ASYNC_DISPATCH", JX_ENV_FLAG, "1",
      "`0`: `jx_call` of a jitted function waits for its results (by default it returns at once "
      "and reads wait)"},

@@ -36,6 +36,8 @@ typedef struct {
   jx_kernel_fn fn;       /* NULL: run equations [first, first + count) one by one */
   uint8_t with_next;     /* a GEMM run side by side with the next step's (pair_gemms) */
   uint8_t attention;     /* an attention call run as a fused kernel (attention_call.h: 1-3) */
+  uint8_t epilogue;      /* a GEMM that runs the next step's kernel as its epilogue */
+  int epi_bias, epi_resid, epi_out; /* its bias and residual variables (-1: none), its result */
 } step;
 
 struct jx_executable {
@@ -93,6 +95,12 @@ int jx_executable_distinct_kernels(const jx_executable *x) {
 
 int jx_executable_final_tier(const jx_executable *x) {
   return !x->tiers || jx_kernel_units_ready(x->tiers);
+}
+
+int jx_executable_epilogues(const jx_executable *x) {
+  int n = 0;
+  for (int s = 0; s < x->nsteps; s++) n += x->steps[s].epilogue;
+  return n;
 }
 
 int jx_executable_side_by_side(const jx_executable *x) {
@@ -187,11 +195,89 @@ static void pair_gemms(jx_executable *x, const jx_program *p) {
   if (!jx_env_flag("JX_GEMM_SIDE_BY_SIDE")) return;
   for (int k = 0; k + 1 < x->nsteps; k++) {
     int a = dot_eqn(x, p, k), b = dot_eqn(x, p, k + 1);
-    if (a < 0 || b < 0) continue;
+    if (a < 0 || b < 0 || x->steps[k + 1].epilogue) continue; /* the epilogue saves more */
     int reads = 0;
     for (int i = 0; i < p->eqns[b].nin; i++) reads |= p->eqns[b].in[i] == p->eqns[a].out[0];
     if (reads) continue;
     x->steps[k++].with_next = 1;
+  }
+}
+
+static int same_shape(jx_shape a, jx_shape b) {
+  if (a.rank != b.rank) return 0;
+  for (int d = 0; d < a.rank; d++)
+    if (a.dims[d] != b.dims[d]) return 0;
+  return 1;
+}
+
+/* A dot_general step whose f32 result only the next step reads, where that
+ * step is an elementwise kernel that adds to it a bias over its last dim (a
+ * broadcast_in_dim of an [N] vector, N the rhs's one free dim), a residual
+ * of its own shape, or both, and stores only that sum (a dense layer's
+ * x W + b, a residual block's x + (h W + b)): the product runs with the
+ * sum as its epilogue (jx_dot_blas_epilogue), the bias added to each tile
+ * of C while it is in cache and the residual's buffer, which must die at
+ * that step, taken as C, and the kernel step is skipped. The GEMM's result is
+ * never written out and read back. */
+static void find_epilogues(jx_executable *x, const jx_program *p) {
+  enum { MAX_MEMBERS = 8 };
+  for (int k = 0; k + 1 < x->nsteps; k++) {
+    step *s = &x->steps[k], *n = &x->steps[k + 1];
+    const jx_fusion_group *g = &n->group;
+    int e = dot_eqn(x, p, k);
+    s->epi_bias = s->epi_resid = s->epi_out = -1;
+    if (e < 0 || !n->fn || g->skip || g->reduces || g->windows || g->nstores != 1 ||
+        g->count > MAX_MEMBERS)
+      continue;
+    const jx_eqn *dot = &p->eqns[e];
+    int d = dot->out[0];
+    jx_aval da = p->avals[d];
+    jx_shape rs = p->avals[dot->in[1]].shape;
+    jx_tensor ops[2] = {{NULL, p->avals[dot->in[0]].dtype, p->avals[dot->in[0]].shape},
+                        {NULL, p->avals[dot->in[1]].dtype, rs}};
+    if (da.dtype != JX_F32 || da.shape.rank < 1 || x->last_step[d] != k + 1 ||
+        rs.rank - dot->params.l[JX_DOT_RC].n - dot->params.l[JX_DOT_RB].n != 1 ||
+        !jx_dot_goes_to_blas(&dot->params, ops, da.dtype, da.shape))
+      continue;
+    int cur = d, bias = -1, resid = -1, ok = 1, nb = 0, bout[MAX_MEMBERS], bin[MAX_MEMBERS];
+    for (int q = g->first; q < g->first + g->count && ok; q++) {
+      const jx_eqn *m = &p->eqns[q];
+      jx_aval ma = p->avals[m->out[0]];
+      ok = m->nout == 1 && ma.dtype == JX_F32 && same_shape(ma.shape, da.shape);
+      if (!ok) break;
+      if (m->prim == &jx_prim_broadcast_in_dim) { /* [N] along the last dim */
+        jx_aval b = p->avals[m->in[0]];
+        const jx_ilist *bd = &m->params.l[1];
+        ok = b.dtype == JX_F32 && b.shape.rank == 1 &&
+             b.shape.dims[0] == da.shape.dims[da.shape.rank - 1] && bd->n == 1 &&
+             bd->v[0] == da.shape.rank - 1;
+        bout[nb] = m->out[0];
+        bin[nb++] = m->in[0];
+        continue;
+      }
+      ok = m->prim == &jx_prim_add && m->nin == 2 && (m->in[0] == cur) != (m->in[1] == cur);
+      if (!ok) break;
+      int other = m->in[0] == cur ? m->in[1] : m->in[0], b = -1;
+      for (int i = 0; i < nb; i++)
+        if (bout[i] == other) b = bin[i];
+      if (b >= 0) {
+        ok = bias < 0;
+        bias = b;
+      } else {
+        ok = resid < 0 && p->avals[other].dtype == JX_F32 &&
+             same_shape(p->avals[other].shape, da.shape);
+        resid = other;
+      }
+      cur = m->out[0];
+    }
+    if (resid >= 0 && (resid == dot->in[0] || resid == dot->in[1] || resid == bias))
+      continue; /* C would overwrite an operand the product still reads (h + h W) */
+    if (!ok || cur == d || cur != g->stores[0] || (resid >= 0 && x->last_step[resid] != k + 1))
+      continue; /* a residual read later keeps its values: the kernel adds into a new buffer */
+    s->epilogue = 1;
+    s->epi_bias = bias;
+    s->epi_resid = resid;
+    s->epi_out = cur;
   }
 }
 
@@ -267,6 +353,7 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix,
   free(names);
   free(groups);
   if (!st) st = plan_lifetimes(x, p);
+  if (!st) find_epilogues(x, p);
   if (!st) pair_gemms(x, p);
   for (int e = 0; e < p->neqns && !st; e++)
     if (jx_eqn_has_effect(&p->eqns[e]) || p->eqns[e].prim->id == JX_PRIM_shard_map)
@@ -626,6 +713,56 @@ static int update_in_place(const run_state *rs, const jx_program *p, int k, jx_s
   return 1;
 }
 
+/* 1 when a is a whole array in host memory that a kernel may read. */
+static int on_host(const jx_array *a) {
+  return a && !a->poisoned && !jx_is_tracer(a) && !jx_array_shards(a) &&
+         a->storage == JX_STORAGE_HOST && a->buf;
+}
+
+/* Runs step k's GEMM with the next step's sum as its epilogue
+ * (find_epilogues). 1 when it ran (*st its status; step k + 1 is then
+ * done), 0 when the two steps run as usual: an operand not on the host, a
+ * residual that later steps still read (or that the run does not own), a
+ * product jx's GEMM does not take. */
+static int run_epilogue(const run_state *rs, const jx_program *p, int k, jx_status *st) {
+  const step *s = &rs->x->steps[k];
+  jx_array **env = rs->env;
+  const jx_eqn *e = &p->eqns[s->group.first];
+  jx_array *a[4] = {env[e->in[0]], env[e->in[1]], s->epi_bias >= 0 ? env[s->epi_bias] : NULL,
+                    s->epi_resid >= 0 ? env[s->epi_resid] : NULL};
+  for (int i = 0; i < 4; i++) {
+    if (i >= 2 && !a[i] && (i == 2 ? s->epi_bias : s->epi_resid) < 0) continue;
+    if (!on_host(a[i])) return 0;
+    if ((*st = jx_array_ready(a[i]))) return 1; /* a pending input arrives */
+    if (a[i]->dtype != JX_F32) return 0;
+  }
+  jx_array *x = a[3];
+  int v = s->epi_resid;
+  if (x && (!(rs->x->temporary[v] || (rs->owned && rs->owned[v])) || rs->x->last_step[v] != k + 1 ||
+            !sole_holder(x)))
+    return 0; /* its values are read later: the sum goes to a buffer of its own */
+  for (int i = 0; x && i < 3; i++)
+    if (a[i] && a[i]->buf == x->buf) return 0; /* an operand's own buffer (a view of it) */
+  jx_aval oa = p->avals[s->epi_out];
+  jx_array *r = x ? jx_array_alias(x, oa.shape) : jx_array_alloc(oa.dtype, oa.shape, oa.weak);
+  if (r->poisoned) {
+    *st = jx_last_status() ? jx_last_status() : JX_ERR_OUT_OF_MEMORY;
+    return 1;
+  }
+  jx_tensor in[2] = {{a[0]->buf->data, a[0]->dtype, a[0]->shape},
+                     {a[1]->buf->data, a[1]->dtype, a[1]->shape}};
+  jx_tensor out = {r->buf->data, JX_F32, oa.shape};
+  jx_gemm_epilogue epi = {x != NULL, a[2] ? (const float *)a[2]->buf->data : NULL};
+  if (!jx_dot_blas_epilogue(&e->params, in, &out, &epi)) {
+    jx_scope_release_now(r);
+    return 0;
+  }
+  r->weak = (uint8_t)(oa.weak != 0);
+  env[s->epi_out] = r;
+  *st = JX_OK;
+  return 1;
+}
+
 enum { DIRECT_MAX = 8 }; /* operands and results of an equation run_direct takes */
 
 /* Runs e's kernel straight on env's arrays, its results allocated from the
@@ -837,11 +974,12 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   }
   jx_debug_exec_enter();
   in_flight flight = {0};
-  int started = 0, paired = 0;
+  int started = 0, paired = 0, fused = 0;
   int profiled = jx_debug_flags & JX_DEBUG_PROFILE; /* the run's memory (base/hooks.h) */
   if (profiled) jx_prof_function_begin(p, &((jx_executable *)x)->peak_estimate);
   for (int k = 0; k < x->nsteps && !st; k++) {
     const step *s = &x->steps[k];
+    const int k0 = k; /* a step that also ran the next one is profiled as this one */
     double t0 = x->profile ? now_s() : 0;
     if (s->group.skip) continue;  /* read through by the kernels, or dead */
     int watched = jx_debug_flags; /* the debugging tools (base/hooks.h) */
@@ -853,11 +991,13 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
     const char *old_op = jx_memstats_set_op(x->step_names[k]);
     if (flight.n) step_reads(x, p, k, finish_if_read, &flight);
     st = flight.st; /* a collective this step reads failed */
-    paired = 0;
+    paired = fused = 0;
     if (!st && s->with_next && !watched && !x->profile && !flight.n)
       st = run_pair(p, &p->eqns[s->group.first], &p->eqns[s[1].group.first], env, &paired);
     if (st || paired) {
       /* stop here, or this step and the next one ran */
+    } else if (s->epilogue && !watched && !flight.n && (fused = run_epilogue(&rs, p, k, &st))) {
+      /* the product and the next step's sum ran as one */
     } else if (s->fn) {
       st = run_kernel(&rs, p, k);
     } else if (s->attention) {
@@ -875,9 +1015,9 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
       jx_prof_compute(x->step_names[k], tp, jx_prof_now(), x->step_flops[k], x->step_bytes[k]);
     if (!st && (watched & (JX_DEBUG_NANS | JX_DEBUG_INFS)))
       st = jx_debug_check_step(p, s->group.first, s->group.count, s->fn != NULL, env);
-    if (!st && paired) step_reads(x, p, k++, release_dead, &rs);
+    if (!st && (paired || fused)) step_reads(x, p, k++, release_dead, &rs);
     if (!st) step_reads(x, p, k, release_dead, &rs);
-    if (x->profile) x->profile[k] += now_s() - t0;
+    if (x->profile) x->profile[k0] += now_s() - t0;
   }
   while (flight.n) finish_at(&flight, 0); /* also after a failure: they hold buffers */
   if (!st) st = flight.st;

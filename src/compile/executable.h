@@ -49,6 +49,9 @@ const jx_executable *jx_exec_cpu(jx_exec e);
 int jx_executable_final_tier(const jx_executable *x);
 /* Pairs of GEMM steps that run side by side (for tests). */
 int jx_executable_side_by_side(const jx_executable *x);
+/* GEMM steps that run the next step's bias or residual sum as their
+ * epilogue (for tests). */
+int jx_executable_epilogues(const jx_executable *x);
 
 /* Compiles p, its control flow's nested programs with it, into *out, which
  * the caller owns (jx_program_attach or a jx_exec_nested table). dump_prefix

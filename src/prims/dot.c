@@ -404,6 +404,10 @@ static int route(const jx_params *p, const jx_tensor *in, jx_dtype odt, jx_shape
   return work < F32_SUM_MIN_WORK ? VIA_REFERENCE : VIA_BLAS;
 }
 
+int jx_dot_goes_to_blas(const jx_params *p, const jx_tensor *in, jx_dtype odt, jx_shape out) {
+  return jx_is_float(in[0].dtype) && jx_is_float(odt) && route(p, in, odt, out) == VIA_BLAS;
+}
+
 /* 1 when the dims of outer, mid and inner, in that order, are the
  * row-major layout of a contiguous array (size-1 dims do not count): the
  * operand already is its canonical buffer. */

@@ -14,7 +14,10 @@
  * in f32: f32 sums in f32 as XLA does on CPU (the reference sums f32 in f64,
  * so the two differ by f32 rounding of the sum); f16 and bf16 are widened to
  * f32 exactly and the result rounded once, as the reference does. Matrix x
- * vector shapes (M = 1 or N = 1) go through gemv. */
+ * vector shapes (M = 1 or N = 1) go through gemv. f32 GEMMs run jx's own
+ * packed kernel (gemm_f32.c) where the CPU has AVX2 and FMA, as fast as
+ * OpenBLAS's sgemm on the GPT's products or faster, and its bits do not
+ * depend on how C is split; narrow ones run dot_skinny.c's loops. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +26,7 @@
 #include "dot_gemv.h"
 #include "dot_kernels.h"
 #include "dot_skinny.h"
+#include "gemm_f32.h"
 #include "../array/array.h"
 #include "../base/cpu_features.h"
 #include "../base/threadpool.h"
@@ -43,6 +47,12 @@ int jx_dot_blas_side_by_side(int n, const jx_params *const *p, const jx_tensor *
   (void)p;
   (void)in;
   (void)out;
+  return 0;
+}
+
+int jx_dot_blas_epilogue(const jx_params *p, const jx_tensor *in, jx_tensor *out,
+                         const jx_gemm_epilogue *e) {
+  (void)p, (void)in, (void)out, (void)e;
   return 0;
 }
 #else
@@ -244,8 +254,9 @@ typedef struct {
   int64_t M, N, K;
   const operand *L, *R;
   void *C;
-  int64_t pieces, quanta; /* blocks per batch; rows (or columns) in quantum units */
-  int cols;               /* 1: the blocks split C's columns, 0: its rows */
+  int64_t pieces, quanta;      /* blocks per batch; rows (or columns) in quantum units */
+  int cols;                    /* 1: the blocks split C's columns, 0: its rows */
+  const jx_gemm_epilogue *epi; /* jx_dot_blas_epilogue's, else NULL */
 } gemm_job;
 
 /* C[b] rows [m0, m1), columns [n0, n1). */
@@ -258,9 +269,21 @@ static void gemm_block(const gemm_job *j, int64_t b, int64_t m0, int64_t m1, int
   size_t co = (size_t)((b * j->M + m0) * j->N + n0);
   lo += (size_t)(L->v.trans == CblasNoTrans ? m0 * lda : m0);
   ro += (size_t)(R->v.trans == CblasNoTrans ? n0 : n0 * ldb);
+  if (j->epi) { /* jx_dot_blas_epilogue checked that jx's GEMM runs here */
+    jx_gemm_epilogue e = *j->epi;
+    if (e.bias) e.bias += n0;
+    jx_sgemm_packed(L->v.trans == CblasTrans, R->v.trans == CblasTrans, m, n, k,
+                    (const float *)L->base + lo, lda, (const float *)R->base + ro, ldb,
+                    (float *)j->C + co, ldc, &e);
+    return;
+  }
   if (!j->dbl && jx_sgemm_skinny(L->v.trans == CblasTrans, R->v.trans == CblasTrans, m, n, k,
                                  (const float *)L->base + lo, lda, (const float *)R->base + ro, ldb,
                                  (float *)j->C + co, ldc))
+    return;
+  if (!j->dbl && jx_sgemm_packed(L->v.trans == CblasTrans, R->v.trans == CblasTrans, m, n, k,
+                                 (const float *)L->base + lo, lda, (const float *)R->base + ro, ldb,
+                                 (float *)j->C + co, ldc, NULL))
     return;
   if (j->dbl)
     cblas_dgemm(CblasRowMajor, L->v.trans, R->v.trans, m, n, k, 1.0, (const double *)L->base + lo,
@@ -294,11 +317,12 @@ static void gemm_units(void *ctx, int64_t begin, int64_t end) {
  * caller is itself one of the pool's jobs, a device thread), in units of
  * ROW_QUANTUM rows: each block is one sgemm call, which packs the whole of
  * B, so more blocks than threads only pack B more often (two blocks per
- * thread made the MLP step 5 % slower than one). The sums of a row of C
- * depend on where its block starts (OpenBLAS's kernels walk the rows in
- * steps of 48 and finish with narrower ones), so results depend on the
- * number of threads, as XLA's do, and are the same from run to run for a
- * given JX_NUM_THREADS. A piece smaller than MIN_PIECE_MACS is not worth a
+ * thread made the MLP step 5 % slower than one). With jx's f32 GEMM a row's
+ * sums do not depend on its block; through OpenBLAS (f64, or JX_GEMM=0)
+ * they depend on where its block starts (its kernels walk the rows in steps
+ * of 48 and finish with narrower ones), so results depend on the number of
+ * threads, as XLA's do, and are the same from run to run for a given
+ * JX_NUM_THREADS. A piece smaller than MIN_PIECE_MACS is not worth a
  * thread's hand-off; skinny products are (an MLP's 256 x 512 x 10 output
  * layer and its gradients run at a fifth of OpenBLAS's speed on big ones,
  * and halving them made the jitted MLP step 4 % faster); a block has at
@@ -319,7 +343,7 @@ enum { MIN_PIECE_MACS = 1 << 19, MIN_PIECE_QUANTA = 4, MIN_COL_QUANTA = 2 };
 static gemm_job gemm_plan(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const operand *L,
                           const operand *R, void *C) {
   int64_t quanta = (M + ROW_QUANTUM - 1) / ROW_QUANTUM;
-  gemm_job j = {dbl, M, N, K, L, R, C, 1, quanta, 0};
+  gemm_job j = {dbl, M, N, K, L, R, C, 1, quanta, 0, NULL};
   int64_t want = jx_blas_own_threads() && B == 1 ? M * N * K / MIN_PIECE_MACS : 1;
   int64_t threads = jx_pool_inside() ? 1 : jx_pool_threads();
   if (want > threads) want = threads;
@@ -407,7 +431,7 @@ enum { MIN_GEMV_PIECE = 1 << 17, MIN_GEMV_SPLIT = 1 << 17, GEMV_COL_QUANTUM = 64
 static void gemv_all(int dbl, int64_t B, int64_t M, int64_t N, int64_t K, const operand *L,
                      const operand *R, void *C) {
   int64_t size = M == 1 ? N : M;
-  gemm_job j = {dbl, M, N, K, L, R, C, 1, 1, 0};
+  gemm_job j = {dbl, M, N, K, L, R, C, 1, 1, 0, NULL};
   int64_t threads = jx_pool_inside() || !jx_blas_own_threads() ? 1 : jx_pool_threads();
   if (B == 1 && M == 1 && !dbl && R->v.trans == CblasNoTrans && jx_cpu_has_avx2_fma()) {
     int64_t want = N * K / MIN_GEMV_SPLIT, blocks = (N + GEMV_COL_QUANTUM - 1) / GEMV_COL_QUANTUM;
@@ -566,6 +590,27 @@ int jx_dot_blas(const jx_params *p, const jx_tensor *in, jx_tensor *out) {
   dot_call c;
   if (!dot_plan(p, in, out, &c)) return 0;
   if (!c.done) multiply(c.dbl, c.B, c.M, c.N, c.K, &c.L, &c.R, dot_result(&c));
+  dot_finish(&c);
+  return 1;
+}
+
+int jx_dot_blas_epilogue(const jx_params *p, const jx_tensor *in, jx_tensor *out,
+                         const jx_gemm_epilogue *e) {
+  if (in[0].dtype != JX_F32 || in[1].dtype != JX_F32 || out->dtype != JX_F32 ||
+      !jx_sgemm_packed_usable())
+    return 0;
+  int64_t K = 1; /* empty sums would be written as zeros by dot_plan */
+  for (int i = 0; i < p->l[JX_DOT_LC].n; i++) K *= in[0].shape.dims[p->l[JX_DOT_LC].v[i]];
+  if (K == 0 || jx_shape_numel(out->shape) == 0) return 0;
+  dot_call c;
+  if (!dot_plan(p, in, out, &c)) return 0;
+  if (!c.direct || c.M == 1 || c.N == 1) {
+    dot_free(&c);
+    return 0;
+  }
+  gemm_job j = gemm_plan(0, c.B, c.M, c.N, c.K, &c.L, &c.R, out->data);
+  j.epi = e;
+  jx_parallel_for(c.B * j.pieces, 1, gemm_units, &j);
   dot_finish(&c);
   return 1;
 }

@@ -11,6 +11,7 @@
 #ifndef JX_SRC_PRIMS_DOT_KERNELS_H
 #define JX_SRC_PRIMS_DOT_KERNELS_H
 
+#include "gemm_f32.h"
 #include "prim.h"
 
 /* The parameter list slots of dot_general (see its row's params string). */
@@ -32,6 +33,21 @@ int jx_dot_blas(const jx_params *p, const jx_tensor *in, jx_tensor *out);
  * runs them one by one. */
 int jx_dot_blas_side_by_side(int n, const jx_params *const *p, const jx_tensor *const *in,
                              jx_tensor *const *out);
+
+/* 1 when dot_general's evaluation hands this float product to jx_dot_blas
+ * rather than to dot_small.c's loops or the reference (shapes and dtypes
+ * only: in's data is not read). */
+int jx_dot_goes_to_blas(const jx_params *p, const jx_tensor *in, jx_dtype odt, jx_shape out);
+
+/* An f32 x f32 -> f32 GEMM (M, N > 1, K > 0) with jx's GEMM's epilogue e
+ * (gemm_f32.h) on out: the bias over the columns of each [M, N] product
+ * (the last dim of out, which must be the rhs's one free dim), and with
+ * e->accumulate the product added to out's values. Returns 0, writing
+ * nothing, when it does not apply (other dtypes or shapes, jx's GEMM not
+ * usable on this CPU, out of memory): the caller then runs the product and
+ * its epilogue apart. */
+int jx_dot_blas_epilogue(const jx_params *p, const jx_tensor *in, jx_tensor *out,
+                         const jx_gemm_epilogue *e);
 
 /* dot_general's eager evaluation of n independent products side by side
  * (dot.c): out[i] are new arrays of avals[i]. *ran = 0, and nothing is

@@ -20,10 +20,14 @@
 
 #include "array/array.h"
 #include "base/threadpool.h"
+#include "compile/executable.h"
+#include "ir/exec.h"
 #include "dot_layouts.h"
 #include "prims/dot_kernels.h"
 #include "prims/dot_skinny.h"
+#include "prims/gemm_f32.h"
 #include "prims/prims.h"
+#include "trace/fn.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next(void) {
@@ -400,6 +404,192 @@ static void skinny_products(void **state) {
   assert_int_equal(jx_sgemm_skinny(0, 0, 64, 10, 12, x, 12, x, 10, y, 10), 0);
 }
 
+/* jx's packed f32 GEMM in every layout of both operands (the AVX2 kernel
+ * too where the CPU also has AVX-512: the same bits), with edges on every
+ * side (rows, columns and K not multiples of the tiles, K over one
+ * panel of 512) and its epilogues: C = A B, C += A B into C's values, and
+ * a bias over the rows. Each element is within the FMA-chain bound of the
+ * f64 sum, (K + 2) eps sum |terms| plus the result's rounding; the bias is
+ * one add after the sums (C_bias == C + bias bit for bit), and so is the
+ * accumulation when K fits one panel (C0 + A B rounded once); a product
+ * split into row blocks or column blocks gives the same bits as one call. */
+static void packed_gemm_epilogues(void **state) {
+  (void)state;
+  if (!jx_sgemm_packed_usable()) {
+    float x = 1, y = 0;
+    assert_int_equal(jx_sgemm_packed(0, 0, 1, 1, 1, &x, 1, &x, 1, &y, 1, NULL), 0);
+    return;
+  }
+  const int64_t shapes[][3] = {/* M, K, N */
+                               {37, 600, 45}, {130, 77, 70}, {16, 1030, 33},
+                               {5, 3, 200},   {1, 40, 1},    {200, 0, 9}};
+  for (size_t z = 0; z < sizeof shapes / sizeof *shapes; z++)
+    for (int lt = 0; lt < 2; lt++)
+      for (int rt = 0; rt < 2; rt++) {
+        int64_t M = shapes[z][0], K = shapes[z][1], N = shapes[z][2];
+        int64_t lda = lt ? M : K, ldb = rt ? K : N, ldc = N + 3, cn = M * ldc;
+        float *a = malloc(sizeof(float) * (size_t)(M * K + 1)),
+              *b = malloc(sizeof(float) * (size_t)(K * N + 1)),
+              *bias = malloc(sizeof(float) * (size_t)N);
+        float *c = malloc(sizeof(float) * (size_t)cn), *c0 = malloc(sizeof(float) * (size_t)cn),
+              *cacc = malloc(sizeof(float) * (size_t)cn),
+              *cbias = malloc(sizeof(float) * (size_t)cn),
+              *split = malloc(sizeof(float) * (size_t)cn);
+        assert_true(a && b && bias && c && c0 && cacc && cbias && split);
+        for (int64_t i = 0; i < M * K; i++) a[i] = (float)uniform();
+        for (int64_t i = 0; i < K * N; i++) b[i] = (float)uniform();
+        for (int64_t j = 0; j < N; j++) bias[j] = (float)uniform();
+        for (int64_t i = 0; i < cn; i++) c0[i] = (float)uniform();
+        memcpy(c, c0, sizeof(float) * (size_t)cn); /* garbage to be overwritten */
+        memcpy(cacc, c0, sizeof(float) * (size_t)cn);
+        memcpy(cbias, c0, sizeof(float) * (size_t)cn);
+        jx_gemm_epilogue acc = {1, NULL}, bi = {0, bias};
+        assert_int_equal(jx_sgemm_packed(lt, rt, M, N, K, a, lda, b, ldb, c, ldc, NULL), 1);
+        assert_int_equal(jx_sgemm_packed(lt, rt, M, N, K, a, lda, b, ldb, cacc, ldc, &acc), 1);
+        assert_int_equal(jx_sgemm_packed(lt, rt, M, N, K, a, lda, b, ldb, cbias, ldc, &bi), 1);
+        /* the AVX2 kernel, where the CPU also has AVX-512: the same bits */
+        const char *widest = jx_sgemm_packed_kernel();
+        if (strcmp(widest, "avx2") && jx_sgemm_packed_use("avx2")) {
+          memcpy(split, c0, sizeof(float) * (size_t)cn);
+          assert_int_equal(jx_sgemm_packed(lt, rt, M, N, K, a, lda, b, ldb, split, ldc, NULL), 1);
+          assert_int_equal(jx_sgemm_packed_use(widest), 1);
+          assert_memory_equal(split, c, sizeof(float) * (size_t)cn);
+        }
+        for (int64_t i = 0; i < M; i++)
+          for (int64_t j = 0; j < N; j++) {
+            double sum = 0, mag = 0;
+            for (int64_t q = 0; q < K; q++) {
+              double t = (double)a[lt ? q * M + i : i * K + q] * b[rt ? j * K + q : q * N + j];
+              sum += t;
+              mag += fabs(t);
+            }
+            int64_t at = i * ldc + j;
+            double x0 = c0[at], bound = (double)(K + 2) * 0x1p-24 * (mag + fabs(x0)) + 1e-30;
+            assert_true(fabs(c[at] - sum) <= bound + 0x1p-24 * fabs(sum));
+            assert_true(fabs(cacc[at] - (x0 + sum)) <= bound + 0x1p-24 * fabs(x0 + sum));
+            assert_true(cbias[at] == c[at] + bias[j]);
+            if (K <= 512) assert_true(cacc[at] == c0[at] + c[at]);
+          }
+        for (int64_t i = 0; i < M; i++) /* the padding between rows is left alone */
+          for (int64_t j = N; j < ldc; j++) assert_true(c[i * ldc + j] == c0[i * ldc + j]);
+        /* rows [0, r) and [r, M), then columns [0, q) and [q, N), in two calls */
+        int64_t r = M / 3 + 1 < M ? M / 3 + 1 : M, q = N / 2 + 1 < N ? N / 2 + 1 : N;
+        assert_int_equal(jx_sgemm_packed(lt, rt, r, N, K, a, lda, b, ldb, split, ldc, NULL), 1);
+        assert_int_equal(jx_sgemm_packed(lt, rt, M - r, N, K, lt ? a + r : a + r * lda, lda, b, ldb,
+                                         split + r * ldc, ldc, NULL),
+                         1);
+        for (int64_t i = 0; i < M; i++)
+          assert_memory_equal(split + i * ldc, c + i * ldc, sizeof(float) * (size_t)N);
+        assert_int_equal(jx_sgemm_packed(lt, rt, M, q, K, a, lda, b, ldb, split, ldc, NULL), 1);
+        assert_int_equal(jx_sgemm_packed(lt, rt, M, N - q, K, a, lda, rt ? b + q * ldb : b + q, ldb,
+                                         split + q, ldc, NULL),
+                         1);
+        for (int64_t i = 0; i < M; i++)
+          assert_memory_equal(split + i * ldc, c + i * ldc, sizeof(float) * (size_t)N);
+        free(a);
+        free(b);
+        free(bias);
+        free(c);
+        free(c0);
+        free(cacc);
+        free(cbias);
+        free(split);
+      }
+}
+
+/* A dense layer x W + b; a residual block's r + (x W2 + b2) with r = x W3
+ * a temporary that dies there (its buffer takes the sum, bias and residual
+ * in one epilogue); the sum of two products x2 W + x2 W3 (a layer's input
+ * gradients through q, k and v); q + q W5, whose residual is the product's
+ * own operand (never its C). Traced in this order whatever order the
+ * compiler evaluates arguments in. */
+static void dense_and_residual(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *x = in[0], *x2 = in[1], *w = in[2], *b = in[3], *w2 = in[4], *b2 = in[5], *w3 = in[6];
+  out[0] = jx_add(jx_matmul(x, w), b);
+  jx_array *r = jx_matmul(x, w3); /* traced first: one kernel adds b2 and r */
+  out[1] = jx_add(r, jx_add(jx_matmul(x, w2), b2));
+  jx_array *p = jx_matmul(x2, w);
+  out[2] = jx_add(p, jx_matmul(x2, w3));
+  jx_array *q = jx_matmul(x, in[7]); /* q + q W4: q is the product's operand, never its C */
+  out[3] = jx_add(q, jx_matmul(q, in[8]));
+}
+
+/* Jitted, every sum runs as a GEMM's epilogue (counted on the CPU), each
+ * result within the FMA-chain bound of its f64 sum: K roundings
+ * of the sums, one more for the bias and one more for each product added. */
+static void jit_gemm_epilogues(void **state) {
+  (void)state;
+  enum { M = 96, K = 64, N = 48 }; /* 2^18+ multiply-adds: through jx_dot_blas */
+  static float x[M * K], x2[M * K], w[K * N], b[N], w2[K * N], b2[N], w3[K * N], w4[K * K],
+      w5[K * K];
+  for (int i = 0; i < K * K; i++) w4[i] = sinf((float)i * 0.13f), w5[i] = cosf((float)i * 0.29f);
+  for (int i = 0; i < M * K; i++) x[i] = sinf((float)i * 0.37f), x2[i] = cosf((float)i * 0.19f);
+  for (int i = 0; i < K * N; i++) {
+    w[i] = cosf((float)i * 0.11f);
+    w2[i] = sinf((float)i * 0.23f + 1);
+    w3[i] = cosf((float)i * 0.07f + 2);
+  }
+  for (int i = 0; i < N; i++) b[i] = cosf((float)i), b2[i] = sinf((float)i);
+  jx_scope_begin();
+  const float *host[9] = {x, x2, w, b, w2, b2, w3, w4, w5};
+  jx_aval av[9];
+  jx_array *in[9];
+  for (int i = 0; i < 9; i++) {
+    jx_shape sh = i < 2              ? JX_SHAPE(M, K)
+                  : i == 3 || i == 5 ? JX_SHAPE(N)
+                  : i >= 7           ? JX_SHAPE(K, K)
+                                     : JX_SHAPE(K, N);
+    av[i] = (jx_aval){JX_F32, 0, sh, 0};
+    in[i] = jx_array_from(JX_F32, sh, host[i]);
+  }
+  jx_fn *f = jx_fn_create("dense_and_residual", 9, 4, dense_and_residual, NULL);
+  jx_fn *jf = jx_jit(f, NULL);
+  jx_array *got[4];
+  assert_int_equal(jx_call(jf, in, got), JX_OK);
+  static float o[3][M * N], qq[M * K], o4[M * K];
+  for (int r = 0; r < 3; r++) assert_int_equal(jx_read(got[r], o[r], sizeof o[r]), JX_OK);
+  assert_int_equal(jx_read(got[3], o4, sizeof o4), JX_OK);
+  for (int i = 0; i < M; i++) /* q = x W4 in f32, then q + q W5 against f64 sums from it */
+    for (int j = 0; j < K; j++) {
+      float s = 0;
+      for (int t = 0; t < K; t++) s = fmaf(x[i * K + t], w4[t * K + j], s);
+      qq[i * K + j] = s;
+    }
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < K; j++) {
+      double s = 0, mag = 0;
+      for (int t = 0; t < K; t++) {
+        s += (double)qq[i * K + t] * w5[t * K + j];
+        mag += fabs((double)qq[i * K + t] * w5[t * K + j]);
+      }
+      /* q's own rounding differs from jx's order by K eps |q|: allow it through W5 */
+      assert_true(fabs(o4[i * K + j] - (qq[i * K + j] + s)) <= 1e-3 * (1 + mag));
+    }
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double s[3] = {b[j], b2[j], 0}, mag[3] = {fabs(b[j]), fabs(b2[j]), 0};
+      for (int q = 0; q < K; q++) {
+        double t[5] = {(double)x[i * K + q] * w[q * N + j], (double)x[i * K + q] * w2[q * N + j],
+                       (double)x[i * K + q] * w3[q * N + j], (double)x2[i * K + q] * w[q * N + j],
+                       (double)x2[i * K + q] * w3[q * N + j]};
+        s[0] += t[0], s[1] += t[1] + t[2], s[2] += t[3] + t[4];
+        mag[0] += fabs(t[0]), mag[1] += fabs(t[1]) + fabs(t[2]), mag[2] += fabs(t[3]) + fabs(t[4]);
+      }
+      for (int r = 0; r < 3; r++)
+        assert_true(fabs(o[r][i * N + j] - s[r]) <= (K + 3) * 0x1p-24 * mag[r]);
+    }
+  jx_program *p = jx_fn_program(jf, av);
+  assert_non_null(p);
+  const jx_executable *ex = jx_program_executable(p);
+  /* x W + b; x W2 + b2 + r into r's buffer; x2 W3 into x2 W's; not q + q W5 */
+  if (ex && jx_sgemm_packed_usable()) assert_int_equal(jx_executable_epilogues(ex), 3);
+  jx_program_release(p);
+  jx_scope_end();
+  jx_fn_release(jf);
+  jx_fn_release(f);
+}
+
 /* Integer and bool contractions, and int -> float, stay on the reference. */
 static void integers_stay_on_reference(void **state) {
   (void)state;
@@ -440,6 +630,8 @@ int main(void) {
       cmocka_unit_test(integers_stay_on_reference),
       cmocka_unit_test(split_gemms_deterministic_and_close_to_one_call),
       cmocka_unit_test(skinny_products),
+      cmocka_unit_test(packed_gemm_epilogues),
+      cmocka_unit_test(jit_gemm_epilogues),
       cmocka_unit_test(decode_shaped_products),
       cmocka_unit_test(matmul_end_to_end),
   };
