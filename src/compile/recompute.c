@@ -9,7 +9,17 @@
  * take the clone; v then dies after its early reads. Values are taken in program order, and the
  * lifetimes this changes are updated as it goes, so a later chain never leans on a value that an
  * earlier rewrite let die. A clone made for one late read serves others at most REUSE_WINDOW
- * equations later. */
+ * equations later, when no equation that is not cloned (a GEMM) lies between: read across one,
+ * it would be kept in memory over it, so it is made again. Broadcasts do not count in a chain's
+ * length (a kernel reads them through).
+ *
+ * A value that would die in the forward pass can also be kept for the clones
+ * (a GELU's pre-activation, made by a GEMM, which is not cloned: the GELU and
+ * its custom derivative are functions of it alone). A first planning lets
+ * any such value live on to the clones that need it and counts, per value,
+ * the bytes of the values whose clones need it and no other such value; a
+ * second planning keeps alive only the values made by equations that are
+ * not cloned and that let more bytes die than they are. */
 #include "recompute.h"
 
 #include <limits.h>
@@ -29,7 +39,8 @@ enum {
   MAX_CHAIN = 16,
   MAX_DEPTH = 12,
   REUSE_WINDOW = 16,
-  EXTEND_WINDOW = 32 /* a value read up to this many equations before a clone lives on to it */
+  EXTEND_WINDOW = 32, /* a value read up to this many equations before a clone lives on to it */
+  MAX_CLONES = (MAX_CHAIN + 1) * 9 /* clones of one plan: its equations and their broadcasts */
 };
 
 typedef struct {
@@ -48,6 +59,12 @@ typedef struct {
   int nins, cap_ins;
   int *touched; /* variables whose memo an attempt set (undone when it fails) */
   int ntouched;
+  const int *last0;     /* last reads before any plan */
+  const uint8_t *keep;  /* values that may live on past their last read for a clone */
+  int keep_all;         /* the first planning: any value may */
+  double *gain;         /* per kept value: bytes of the values whose clones read it */
+  int *seen_var, stamp; /* count_gain's marks */
+  int *breaks;          /* per equation: how many before it are not cloneable */
 } planner;
 
 static double var_bytes(const jx_program *p, int v) { return jx_aval_bytes(p->avals[v]); }
@@ -65,7 +82,11 @@ static int ref(planner *pl, int w, int t, int depth, int *budget);
 /* Clones equation k at t; returns the clone's reference, or -1. */
 static int clone_eqn(planner *pl, int k, int t, int depth, int *budget) {
   const jx_eqn *e = &pl->p->eqns[k];
-  if (depth > MAX_DEPTH || !cloneable(pl->p, e) || --*budget < 0) return -1;
+  /* a broadcast costs a kernel nothing (read through with stride 0), so it
+   * leaves the budget to the chain's arithmetic */
+  if (depth > MAX_DEPTH || !cloneable(pl->p, e) ||
+      (e->prim != &jx_prim_broadcast_in_dim && --*budget < 0) || pl->ntouched == MAX_CLONES)
+    return -1;
   int refs[8];
   if (e->nin > 8) return -1;
   for (int i = 0; i < e->nin; i++)
@@ -91,8 +112,15 @@ static int clone_eqn(planner *pl, int k, int t, int depth, int *budget) {
 static int ref(planner *pl, int w, int t, int depth, int *budget) {
   if (available(pl, w, t)) return w;
   int c = pl->memo_c[w];
-  if (c >= 0 && pl->memo_pos[w] <= t && t - pl->memo_pos[w] <= REUSE_WINDOW) return -c - 2;
-  return clone_eqn(pl, pl->def[w], t, depth, budget);
+  if (c >= 0 && pl->memo_pos[w] <= t && t - pl->memo_pos[w] <= REUSE_WINDOW &&
+      pl->breaks[t] == pl->breaks[pl->memo_pos[w]])
+    return -c - 2;
+  int nclones = pl->nclones, nins = pl->nins, ntouched = pl->ntouched, left = *budget;
+  int r = clone_eqn(pl, pl->def[w], t, depth, budget);
+  if (r != -1 || !(pl->keep_all || (pl->keep && pl->keep[w]))) return r;
+  for (int i = ntouched; i < pl->ntouched; i++) pl->memo_c[pl->touched[i]] = -1;
+  pl->nclones = nclones, pl->nins = nins, pl->ntouched = ntouched, *budget = left;
+  return w; /* kept alive to t instead */
 }
 
 /* The reads of v (equation indices, ascending), into r; returns how many. */
@@ -105,6 +133,38 @@ static int reads_of(const jx_program *p, int v, int from, int *r) {
         break;
       }
   return n;
+}
+
+/* The first planning's count: each value that the clone c of v reads (itself or
+ * through the clones it reads, made for earlier values too) and that would
+ * have died long before t gains v's bytes. */
+static void count_gain(planner *pl, int c, int v, int t) {
+  uint8_t *seen = calloc((size_t)pl->nclones, 1);
+  int *stack = malloc(sizeof *stack * (size_t)pl->nclones);
+  int n = 0, nkept = 0, kept = -1;
+  if (!seen || !stack) goto done;
+  pl->stamp++;
+  stack[n++] = c;
+  seen[c] = 1;
+  while (n) {
+    const clone_rec *k = &pl->clones[stack[--n]];
+    const jx_eqn *e = &pl->p->eqns[k->eqn];
+    for (int i = 0; i < e->nin; i++) {
+      int r = pl->ins[k->in_at + i];
+      if (r < 0) {
+        if (!seen[-r - 2]) seen[-r - 2] = 1, stack[n++] = -r - 2;
+      } else if (pl->seen_var[r] != pl->stamp) {
+        pl->seen_var[r] = pl->stamp;
+        if (pl->def[r] >= 0 && pl->last0[r] < t - EXTEND_WINDOW &&
+            var_bytes(pl->p, r) > SMALL_BYTES)
+          kept = nkept++ ? -1 : r;
+      }
+    }
+  }
+  if (nkept == 1) pl->gain[kept] += var_bytes(pl->p, v);
+done:
+  free(seen);
+  free(stack);
 }
 
 /* Plans a clone for v (made by equation d): 1 when planned. */
@@ -137,6 +197,7 @@ static int plan_value(planner *pl, int d, int v, int *reads) {
       if (r >= 0 && pl->last[r] < t) pl->last[r] = t;
     }
   }
+  if (pl->gain) count_gain(pl, -c - 2, v, t);
   return 1;
 }
 
@@ -207,56 +268,89 @@ static jx_program *rebuild(planner *pl) {
   return q;
 }
 
+/* One planning over p from fresh lifetimes; returns how many values it plans. */
+static int plan_all(planner *pl, const uint8_t *is_out, int *reads) {
+  const jx_program *p = pl->p;
+  int nv = p->nvars + 1, planned = 0;
+  memcpy(pl->last, pl->last0, sizeof(int) * (size_t)nv);
+  for (int v = 0; v < nv; v++) {
+    pl->memo_c[v] = -1;
+    pl->redir_t[v] = INT_MAX;
+  }
+  pl->nclones = pl->nins = 0;
+  for (int k = 0; k < p->neqns; k++) {
+    const jx_eqn *e = &p->eqns[k];
+    if (!cloneable(p, e) || e->prim == &jx_prim_broadcast_in_dim) continue;
+    int v = e->out[0];
+    if (is_out[v] || var_bytes(p, v) < MIN_BYTES) continue;
+    planned += plan_value(pl, k, v, reads);
+  }
+  return planned;
+}
+
 jx_program *jx_recompute(jx_program *p) {
   if (!jx_env_flag("JX_RECOMPUTE")) return jx_program_retain(p);
   int nv = p->nvars + 1, ne = p->neqns;
   planner pl = {.p = p};
   pl.def = malloc(sizeof(int) * (size_t)nv);
   pl.last = malloc(sizeof(int) * (size_t)nv);
+  int *last0 = malloc(sizeof(int) * (size_t)nv);
   pl.redir_t = malloc(sizeof(int) * (size_t)nv);
   pl.redir_c = malloc(sizeof(int) * (size_t)nv);
   pl.memo_c = malloc(sizeof(int) * (size_t)nv);
   pl.memo_pos = malloc(sizeof(int) * (size_t)nv);
-  pl.touched = malloc(sizeof(int) * (size_t)(MAX_CHAIN + 2));
+  pl.touched = malloc(sizeof(int) * (size_t)MAX_CLONES);
+  pl.gain = calloc((size_t)nv, sizeof(double));
+  pl.seen_var = calloc((size_t)nv, sizeof(int));
+  pl.breaks = calloc((size_t)ne + 1, sizeof(int));
+  uint8_t *keep = calloc((size_t)nv, 1);
   int *reads = malloc(sizeof(int) * (size_t)(ne + 1));
   uint8_t *is_out = calloc((size_t)nv, 1);
   jx_program *r = NULL;
-  if (!pl.def || !pl.last || !pl.redir_t || !pl.redir_c || !pl.memo_c || !pl.memo_pos ||
-      !pl.touched || !reads || !is_out) {
+  if (!pl.def || !pl.last || !last0 || !pl.redir_t || !pl.redir_c || !pl.memo_c || !pl.memo_pos ||
+      !pl.touched || !pl.gain || !pl.seen_var || !pl.breaks || !keep || !reads || !is_out) {
     jx_error_set(JX_ERR_OUT_OF_MEMORY, "recompute: out of memory");
     goto done;
   }
-  for (int v = 0; v < nv; v++) {
-    pl.def[v] = pl.last[v] = pl.memo_c[v] = -1;
-    pl.redir_t[v] = INT_MAX;
-  }
+  for (int v = 0; v < nv; v++) pl.def[v] = last0[v] = -1;
   for (int k = 0; k < ne; k++) {
-    for (int i = 0; i < p->eqns[k].nin; i++) pl.last[p->eqns[k].in[i]] = k;
+    for (int i = 0; i < p->eqns[k].nin; i++) last0[p->eqns[k].in[i]] = k;
     for (int o = 0; o < p->eqns[k].nout; o++) pl.def[p->eqns[k].out[o]] = k;
   }
   for (int o = 0; o < p->nout; o++) {
-    pl.last[p->out[o]] = ne;
+    last0[p->out[o]] = ne;
     is_out[p->out[o]] = 1;
   }
-  int planned = 0;
-  for (int k = 0; k < ne; k++) {
-    const jx_eqn *e = &p->eqns[k];
-    if (!cloneable(p, e) || e->prim == &jx_prim_broadcast_in_dim) continue;
-    int v = e->out[0];
-    if (is_out[v] || var_bytes(p, v) < MIN_BYTES) continue;
-    planned += plan_value(&pl, k, v, reads);
-  }
+  for (int k = 0; k < ne; k++) pl.breaks[k + 1] = pl.breaks[k] + !cloneable(p, &p->eqns[k]);
+  pl.last0 = last0;
+  /* first: which dead values made by equations no clone repeats (GEMMs)
+   * would let more bytes die than they are */
+  pl.keep_all = 1;
+  if (plan_all(&pl, is_out, reads))
+    for (int v = 0; v < nv; v++)
+      keep[v] =
+          pl.gain[v] > 0 && pl.gain[v] > var_bytes(p, v) && !cloneable(p, &p->eqns[pl.def[v]]);
+  pl.keep_all = 0;
+  pl.keep = keep;
+  free(pl.gain);
+  pl.gain = NULL;
+  int planned = plan_all(&pl, is_out, reads);
   r = planned ? rebuild(&pl) : jx_program_retain(p);
 done:
   free(pl.def);
   free(pl.last);
+  free(last0);
   free(pl.redir_t);
   free(pl.redir_c);
   free(pl.memo_c);
   free(pl.memo_pos);
   free(pl.touched);
+  free(pl.gain);
+  free(pl.seen_var);
+  free(pl.breaks);
   free(pl.clones);
   free(pl.ins);
+  free(keep);
   free(reads);
   free(is_out);
   return r;

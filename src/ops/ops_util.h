@@ -33,7 +33,7 @@ jx_array *jx_ops_wrap_negative(jx_array *idx, int64_t n);
 
 /* The function f with the custom JVP jvp (jx_custom_jvp), made on first use
  * and kept for the process in *slot (thread-safe): an op with JAX's custom
- * derivative (softmax, relu) calls it, so reverse mode keeps what the rule
+ * derivative (softmax, relu, gelu) calls it, so reverse mode keeps what the rule
  * needs rather than what the formula's own derivative would. NULL with an
  * error recorded when it cannot be made. */
 jx_fn *jx_ops_custom_jvp_once(_Atomic(jx_fn *) *slot, const char *name, int nin, int nout,

@@ -167,14 +167,46 @@ jx_array *jx_relu(jx_array *a) {
                       a);
 }
 
-/* x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))), in jax.nn.gelu's order */
-jx_array *jx_gelu(jx_array *a) {
-  if (!(a = inexact("jx_gelu", a))) return jx_poison();
+/* jax.nn.gelu's cdf, 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))), in its order */
+static jx_array *gelu_cdf(jx_array *a) {
   jx_array *x3 = bind2(&jx_prim_mul, konst(a, 0.044715), bind_i0(&jx_prim_integer_pow, a, 3));
   jx_array *in = bind2(&jx_prim_mul, konst(a, 0.7978845608028654), bind2(&jx_prim_add, a, x3));
-  jx_array *cdf = bind2(&jx_prim_mul, konst(a, 0.5),
-                        bind2(&jx_prim_add, konst(a, 1), bind1(&jx_prim_tanh, in)));
-  return bind2(&jx_prim_mul, a, cdf);
+  return bind2(&jx_prim_mul, konst(a, 0.5),
+               bind2(&jx_prim_add, konst(a, 1), bind1(&jx_prim_tanh, in)));
+}
+
+static void gelu_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  out[0] = bind2(&jx_prim_mul, in[0], gelu_cdf(in[0]));
+}
+
+/* The derivative written out from the cdf h: with c = sqrt(2/pi), 1 - tanh^2
+ * = 4 h (1 - h), so d/dx (x h) = h (1 + x (1 - h) (2c + 6 * 0.044715 c x^2)):
+ * eight operations besides the forward's, where reverse mode through the
+ * formula forms about twice as many. The backward then needs x alone (the
+ * recomputation pass makes h and this again from it inside the backward
+ * kernel), and the values agree with jax.nn.gelu's derivative to rounding. */
+static void gelu_jvp_body(void *ctx, jx_array *const *in, jx_array **out) {
+  (void)ctx;
+  jx_array *x = in[0], *t = in[1], *h = gelu_cdf(x);
+  out[0] = bind2(&jx_prim_mul, x, h);
+  jx_array *x2 = bind2(&jx_prim_mul, x, x);
+  jx_array *slope = bind2(&jx_prim_add, konst(x, 1.5957691216057308),
+                          bind2(&jx_prim_mul, konst(x, 0.21406444881780073), x2));
+  jx_array *tail =
+      bind2(&jx_prim_mul, bind2(&jx_prim_mul, x, bind2(&jx_prim_sub, konst(x, 1), h)), slope);
+  jx_array *d = bind2(&jx_prim_mul, h, bind2(&jx_prim_add, konst(x, 1), tail));
+  out[1] = bind2(&jx_prim_mul, t, d);
+}
+
+/* x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))), in jax.nn.gelu's
+ * order, with the derivative above as its custom JVP (real floats) */
+jx_array *jx_gelu(jx_array *a) {
+  if (!(a = inexact("jx_gelu", a))) return jx_poison();
+  if (!jx_is_float(a->dtype)) return bind2(&jx_prim_mul, a, gelu_cdf(a));
+  static _Atomic(jx_fn *) made;
+  return jx_ops_call1(jx_ops_custom_jvp_once(&made, "gelu", 1, 1, gelu_body, gelu_jvp_body, NULL),
+                      a);
 }
 
 /* 0.5 * x * (1 + erf(x / sqrt 2)) */
