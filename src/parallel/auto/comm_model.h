@@ -79,11 +79,12 @@ int jx_devices_per_core(const jx_mesh *m);
  * a core runs: their time with the cores to themselves, whatever other jobs
  * then ran. Each figure is the least of several trials (what the machine
  * does when it has its cores: other jobs only ever add to a trial).
- * When the devices time-share the cores, wait_s is measured too: rounds of
- * a compute phase then a small all_reduce on every device, as a program's
- * collectives follow its kernels, against the compute phase alone; the
- * difference in CPU time beyond the small all_reduce's alpha-beta time.
- * Takes tens of milliseconds on CPU devices. */
+ * When the devices time-share the cores, wait_s is measured too: trials
+ * of compute phases each followed by a small all_reduce on every device,
+ * as a program's collectives follow its kernels, in turn with trials of the
+ * compute phases alone; the median difference in CPU time, times the
+ * devices a core runs, less the small all_reduce's own time. Takes a few
+ * hundred milliseconds on CPU devices. */
 jx_status jx_comm_model_calibrate(jx_comm_model *cm, jx_mesh *m);
 
 #endif
