@@ -116,7 +116,7 @@ static int cmp_double(const void *a, const void *b) {
  * small all_reduce after each and without, in turn (so that a pair sees the
  * same load), the median of the pairs' differences. */
 static jx_status time_waits(rank_job *j) {
-  double diff[WAIT_TRIALS], wall, busy, alone;
+  double diff[WAIT_TRIALS] = {0}, wall, busy, alone;
   jx_status st = JX_OK;
   for (int t = 0; t < WAIT_TRIALS && !st; t++) {
     st = time_rounds(j, SMALL_COUNT, WAIT_ROUNDS, 1, 1, &wall, &busy);
