@@ -53,12 +53,12 @@ double jx_comm_model_time(const jx_comm_model *cm, jx_coll_kind kind, uint32_t a
 
 enum {
   SMALL_COUNT = 8,
-  LARGE_COUNT = 1 << 19, /* 2 MB: past the caches, as a step's activations and weights are */
+  LARGE_COUNT = 1 << 16,
   SMALL_ROUNDS = 20,
   LARGE_ROUNDS = 4,
   TRIALS = 5,      /* of each figure, the least taken */
   WAIT_ROUNDS = 8, /* compute phases per trial of the wait */
-  WAIT_TRIALS = 9, /* pairs of trials of the wait, the median taken */
+  WAIT_TRIALS = 7, /* pairs of trials of the wait, the median taken */
   WORK_PASSES = 4  /* over the rank's LARGE_COUNT floats, per compute phase */
 };
 
