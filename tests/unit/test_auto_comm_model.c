@@ -1,7 +1,10 @@
 /* The automatic sharding planner's alpha-beta model: each collective kind's
  * ring formula against hand-computed figures (one axis, several axes on the
- * slowest link, a group of one device), and a calibration on 4 CPU devices
- * (one axis of 4, a 2x2 mesh) giving positive finite figures; the measured
+ * slowest link, a group of one device, the rendezvous's wait once per
+ * collective), and a calibration on 4 CPU devices (one axis of 4, a 2x2
+ * mesh) giving positive finite figures, no rendezvous wait where each
+ * device has a core and at least as much where 8 devices time-share the
+ * cores; the measured
  * figures the sharded jit plans with are measured once per mesh shape, kept
  * for the process and written to the cache directory as they are; the
  * estimate's roofline prices a kernel by its bytes or its flops. */
