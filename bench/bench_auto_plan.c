@@ -24,7 +24,7 @@
  * in its layouts (untimed), as a user places the initial state.
  * The step time is the wall time of one call until every output is ready;
  * "CPU per core" is its CPU time (every thread) over the cores the devices
- * share, its time had the process the machine alone; "share of the cores"
+ * share, its time had the process the machine alone (median and range); "share of the cores"
  * the part of the machine's cores the process had during the step (those
  * it ran on and those left idle, from /proc/stat: the rest ran other
  * jobs; idle: the part left idle), median and range over the rounds;
@@ -44,6 +44,7 @@
 
 #include <jx/jx.h>
 
+#include "parallel/auto/machine_model.h"
 #include "parallel/sharded_jit.h"
 
 enum { RECIPES = 4, MAX_IN = 256 };
@@ -62,6 +63,21 @@ typedef struct {
   jx_array *in[MAX_IN];
   const char *in_spec[RECIPES - 1][MAX_IN]; /* the hand recipes' layouts */
 } workload;
+
+/* How much slower the cores compute now than in the mesh's kept figures
+ * (the ones the estimate is of): the compute figures measured again, the
+ * geometric mean of the matmul's and the elementwise kernel's slowdowns.
+ * Other jobs on the cores slow the devices' CPU time down (their caches,
+ * the hyperthread beside them); the step's CPU time over this is its time
+ * on the cores as the estimate's figures found them. 1 when unmeasured. */
+static double cores_slowdown(jx_mesh *m) {
+  jx_comm_model kept, now;
+  if (jx_comm_model_measured(&kept, m)) return 1;
+  now = kept;
+  if (jx_compute_rate_calibrate(m, &now) || !(now.flops_per_s > 0) || !(now.mem_bytes_per_s > 0))
+    return 1;
+  return sqrt(kept.flops_per_s / now.flops_per_s * kept.mem_bytes_per_s / now.mem_bytes_per_s);
+}
 
 static int axis(jx_mesh *m, const char *name) { return jx_mesh_axis_size(m, name) > 0; }
 
@@ -316,12 +332,14 @@ int main(int argc, char **argv) {
     if (have[r] && !(auto_only && r == 1))
       loss[r] = step_of(fn[r], in[r], w.nin, w.nout, devices, &secs, &peak[r]),
       step_of(fn[r], in[r], w.nin, w.nout, devices, &secs, &peak[r]);
+  double slowdown = cores_slowdown(m); /* before the steps and after them: their mean */
   for (int k = 0; k < rounds; k++)
     for (int r = 0; r < RECIPES; r++)
       if (have[r] && !(auto_only && r == 1))
         step_of(fn[r], in[r], w.nin, w.nout, devices, &t[r * rounds + k], &secs),
             tc[r * rounds + k] = last_cpu_s, ts[r * rounds + k] = last_share,
                             ti[r * rounds + k] = last_idle;
+  slowdown = (slowdown + cores_slowdown(m)) / 2;
   if (auto_only) have[1] = 0;
   /* the step's CPU time over the cores its devices share: its time had the
    * process the machine alone, less disturbed by other jobs than wall time */
@@ -347,16 +365,19 @@ int main(int argc, char **argv) {
     qsort(tsr, (size_t)rounds, sizeof *tsr, bench_cmp_double);
     double *tir = ti + r * rounds;
     qsort(tir, (size_t)rounds, sizeof *tir, bench_cmp_double);
-    printf("  %-14s measured %8.2f ms (%.2f-%.2f)  estimated %8.2f ms (compute %.2f, comm %.2f, "
-           "%d collectives)  est/measured %.2f  peak est %.0f measured %.0f bytes (%.2f)  "
-           "loss diff %.1e  CPU per core %.2f ms  share of the cores %.3f (%.3f-%.3f), idle %.3f  "
-           "each step at its share %+.1f %% (%+.1f to %+.1f)\n",
-           recipe_names[r], 1e3 * tr[rounds / 2], 1e3 * tr[0], 1e3 * tr[rounds - 1], 1e3 * e,
-           1e3 * est[r].compute_s, 1e3 * est[r].comm_s, est[r].collectives, e / tr[rounds / 2],
-           est[r].peak_bytes, peak[r], est[r].peak_bytes / peak[r],
-           fabs(loss[r] - want) / fabs(want), 1e3 * tcr[rounds / 2] / cores, tsr[rounds / 2],
-           tsr[0], tsr[rounds - 1], tir[rounds / 2], 100 * paired[rounds / 2], 100 * paired[0],
-           100 * paired[rounds - 1]);
+    printf(
+        "  %-14s measured %8.2f ms (%.2f-%.2f)  estimated %8.2f ms (compute %.2f, comm %.2f, "
+        "%d collectives)  est/measured %.2f  peak est %.0f measured %.0f bytes (%.2f)  "
+        "loss diff %.1e  CPU per core %.2f ms (%.2f-%.2f)  at the cores' speed %.2f ms (slowdown "
+        "%.3f)  share of the cores %.3f (%.3f-%.3f), idle %.3f  "
+        "each step at its share %+.1f %% (%+.1f to %+.1f)\n",
+        recipe_names[r], 1e3 * tr[rounds / 2], 1e3 * tr[0], 1e3 * tr[rounds - 1], 1e3 * e,
+        1e3 * est[r].compute_s, 1e3 * est[r].comm_s, est[r].collectives, e / tr[rounds / 2],
+        est[r].peak_bytes, peak[r], est[r].peak_bytes / peak[r], fabs(loss[r] - want) / fabs(want),
+        1e3 * tcr[rounds / 2] / cores, 1e3 * tcr[0] / cores, 1e3 * tcr[rounds - 1] / cores,
+        1e3 * tcr[rounds / 2] / cores / slowdown, slowdown, tsr[rounds / 2], tsr[0],
+        tsr[rounds - 1], tir[rounds / 2], 100 * paired[rounds / 2], 100 * paired[0],
+        100 * paired[rounds - 1]);
   }
   free(paired);
   free(t);

@@ -1,7 +1,10 @@
 /* The automatic sharding planner's alpha-beta model: each collective kind's
  * ring formula against hand-computed figures (one axis, several axes on the
- * slowest link, a group of one device), and a calibration on 4 CPU devices
- * (one axis of 4, a 2x2 mesh) giving positive finite figures; the measured
+ * slowest link, a group of one device, the rendezvous's wait once per
+ * collective), and a calibration on 4 CPU devices (one axis of 4, a 2x2
+ * mesh) giving positive finite figures, no rendezvous wait where each
+ * device has a core and at least as much where 8 devices time-share the
+ * cores; the measured
  * figures the sharded jit plans with are measured once per mesh shape, kept
  * for the process and written to the cache directory as they are; the
  * estimate's roofline prices a kernel by its bytes or its flops. */
@@ -49,9 +52,18 @@ static void ring_formulas_match_hand_figures(void **state) {
   assert_float_equal(jx_comm_model_time(&cm, JX_COLL_PERMUTE, data, 1e6), 1.01e-3, 1e-12);
   /* both axes (n = 8) ride the slower link: model at 20 us, 100 MB/s;
    * all_to_all: 7*2e-5 + (7/8)*1e6*1e-8 */
-  cm.link[1] = (jx_link_model){2e-5, 1e-8};
+  cm.link[1] = (jx_link_model){2e-5, 1e-8, 0};
   assert_float_equal(jx_comm_model_time(&cm, JX_COLL_ALL_TO_ALL, data | model, 1e6), 8.89e-3,
                      1e-12);
+  /* the rendezvous's wait: once per collective, the slowest axis's, on no
+   * collective that does not ride the axis */
+  cm.link[1].wait_s = 3e-4;
+  assert_float_equal(jx_comm_model_time(&cm, JX_COLL_ALL_TO_ALL, data | model, 1e6), 9.19e-3,
+                     1e-12);
+  assert_float_equal(jx_comm_model_time(&cm, JX_COLL_PERMUTE, model, 1e6), 1e-2 + 2e-5 + 3e-4,
+                     1e-12);
+  assert_float_equal(jx_comm_model_time(&cm, JX_COLL_ALL_REDUCE, data, 1e6), 1.56e-3, 1e-12);
+  cm.link[1].wait_s = 0;
   /* no axes, or an axis of one device: no communication */
   assert_float_equal(jx_comm_model_time(&cm, JX_COLL_ALL_REDUCE, 0, 1e6), 0, 0);
   jx_mesh *one = mesh_2d(4, 1, "data", "model");
@@ -73,7 +85,39 @@ static void check_calibrated(const jx_comm_model *cm, const jx_mesh *m) {
      * measurement, not of a broken fit */
     assert_true(cm->link[a].alpha_s < 1);
     assert_true(cm->link[a].beta_s_per_byte < 1e-6);
+    assert_true(isfinite(cm->link[a].wait_s) && cm->link[a].wait_s >= 0 && cm->link[a].wait_s < 1);
+    /* devices with a core each wait at no barrier (their wall time is
+     * alpha's); devices that time-share the cores do */
+    if (!jx_devices_per_core(m)) assert_float_equal(cm->link[a].wait_s, 0, 0);
   }
+}
+
+/* The rendezvous's wait grows with the devices a core runs: none on 2
+ * devices (a core each), at least as much on 8 devices time-sharing the
+ * cores (skipped where 8 devices have a core each). */
+static void rendezvous_wait_grows_with_devices_per_core(void **state) {
+  (void)state;
+  const char *names[] = {"x"};
+  jx_mesh *few = jx_mesh_create((jx_shape){1, {2}}, names);
+  jx_mesh *many = jx_mesh_create((jx_shape){1, {8}}, names);
+  assert_true(few && many);
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !jx_devices_per_core(many)) {
+    jx_mesh_release(few);
+    jx_mesh_release(many);
+    skip();
+  }
+  jx_comm_model a, b;
+  jx_comm_model_uniform(&a, few, 1, 1, 1);
+  jx_comm_model_uniform(&b, many, 1, 1, 1);
+  check_ok(jx_comm_model_calibrate(&a, few));
+  check_ok(jx_comm_model_calibrate(&b, many));
+  print_message("wait: 2 devices %.3g us, 8 devices (%d per core) %.3g us\n",
+                a.link[0].wait_s * 1e6, jx_devices_per_core(many), b.link[0].wait_s * 1e6);
+  assert_int_equal(jx_devices_per_core(few), 0);
+  assert_float_equal(a.link[0].wait_s, 0, 0);
+  assert_true(b.link[0].wait_s >= a.link[0].wait_s);
+  jx_mesh_release(many);
+  jx_mesh_release(few);
 }
 
 static void calibration_gives_positive_finite_figures(void **state) {
@@ -129,15 +173,16 @@ static void measured_figures_are_cached(void **state) {
   closedir(d);
   FILE *f = fopen(path, "r");
   assert_non_null(f);
-  double flops, bw, step, alpha, beta;
+  double flops, bw, step, alpha, beta, wait;
   assert_int_equal(fscanf(f, "%lf %lf %lf", &flops, &bw, &step), 3);
   assert_float_equal(flops, a.flops_per_s, 1e-9 * a.flops_per_s);
   assert_float_equal(bw, a.mem_bytes_per_s, 1e-9 * a.mem_bytes_per_s);
   assert_float_equal(step, a.step_s, 1e-9 * a.step_s);
   for (int ax = 0; ax < 2; ax++) {
-    assert_int_equal(fscanf(f, "%lf %lf", &alpha, &beta), 2);
+    assert_int_equal(fscanf(f, "%lf %lf %lf", &alpha, &beta, &wait), 3);
     assert_float_equal(alpha, a.link[ax].alpha_s, 1e-12);
     assert_float_equal(beta, a.link[ax].beta_s_per_byte, 1e-18);
+    assert_float_equal(wait, a.link[ax].wait_s, 1e-12);
   }
   fclose(f);
   remove(path);
@@ -196,6 +241,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(ring_formulas_match_hand_figures),
       cmocka_unit_test(calibration_gives_positive_finite_figures),
+      cmocka_unit_test(rendezvous_wait_grows_with_devices_per_core),
       cmocka_unit_test(measured_figures_are_cached),
       cmocka_unit_test(roofline_per_step),
   };

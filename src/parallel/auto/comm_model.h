@@ -14,6 +14,7 @@
  *   reduce_scatter    (n-1) alpha +   (n-1)/n S beta
  *   all_to_all        (n-1) alpha +   (n-1)/n S beta  (pairwise exchange)
  *   permute                 alpha +           S beta
+ * plus, once per collective, the rendezvous's wait (jx_link_model.wait_s).
  * A group of one device costs nothing. A group over several mesh axes is
  * modelled as one ring over all of them on the slowest of their links. */
 #ifndef JX_SRC_PARALLEL_AUTO_COMM_MODEL_H
@@ -34,6 +35,11 @@ typedef enum {
 typedef struct {
   double alpha_s;         /* seconds per message */
   double beta_s_per_byte; /* seconds per byte */
+  /* Seconds a collective on this axis costs beyond alpha and beta when the
+   * devices time-share the cores (jx_devices_per_core): it is a barrier,
+   * and devices that arrive after computing sleep and are woken in turn,
+   * on cores the other devices need; 0 when every device has a core. */
+  double wait_s;
 } jx_link_model;
 
 typedef struct {
@@ -71,7 +77,14 @@ int jx_devices_per_core(const jx_mesh *m);
  * slowest rank's wall time, or, when the devices time-share the cores
  * (jx_devices_per_core), the ranks' mean CPU time in it times the devices
  * a core runs: their time with the cores to themselves, whatever other jobs
- * then ran. Takes a few milliseconds on CPU devices. */
+ * then ran. Each figure is the least of several trials (what the machine
+ * does when it has its cores: other jobs only ever add to a trial).
+ * When the devices time-share the cores, wait_s is measured too: trials
+ * of compute phases each followed by a small all_reduce on every device,
+ * as a program's collectives follow its kernels, in turn with trials of the
+ * compute phases alone; the median difference in CPU time, times the
+ * devices a core runs, less the small all_reduce's own time. Takes a few
+ * hundred milliseconds on CPU devices. */
 jx_status jx_comm_model_calibrate(jx_comm_model *cm, jx_mesh *m);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include <jx/jx.h>
 #include <jx/parallel.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,9 +31,9 @@ enum {
   STREAM = 1 << 20, /* floats per device of the elementwise kernel: 4 MB, past the caches */
   TINY = 8,         /* the chain's matmuls */
   CHAIN = 64,       /* ... and their count */
-  ROUNDS = 5,
+  ROUNDS = 9,
   CACHED = 16,
-  FIGURES_VERSION = 2 /* of how they are measured: figures of another version are measured again */
+  FIGURES_VERSION = 3 /* of how they are measured: figures of another version are measured again */
 };
 
 static atomic_llong measurements;
@@ -60,10 +61,12 @@ static double cpu_now_s(void) {
 
 /* The time of one call of a program over m's devices: its best wall time
  * over ROUNDS, or, when the devices time-share fewer cores
- * (jx_devices_per_core), a device's share of the median CPU time of a call
+ * (jx_devices_per_core), a device's share of the least CPU time of a call
  * (every thread) times the devices a core runs: the time the slowest core
- * takes through its devices' work with the cores to themselves, whatever
- * other jobs then ran. */
+ * takes through its devices' work with the cores to themselves. The least,
+ * as the wall time's best: other jobs on the cores only ever add to a
+ * call's CPU time (their caches, their hyperthreads), so the least of
+ * several calls is the steady figure of the machine with its cores. */
 typedef struct {
   int64_t best_ns;
   double cpu_s;
@@ -75,16 +78,11 @@ static double call_seconds(const jx_mesh *m, const call_time *c) {
   return 1e-9 * (double)(c->best_ns > 0 ? c->best_ns : 1);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Times ROUNDS calls of j on in after one that compiles: the best wall
- * time, the median CPU time. */
+ * time, the least CPU time. */
 static jx_status time_calls(jx_fn *j, jx_array **in, call_time *c) {
   c->best_ns = INT64_MAX;
-  double cpu[ROUNDS];
+  c->cpu_s = INFINITY;
   jx_status st = JX_OK;
   for (int r = 0; r <= ROUNDS && !st; r++) {
     jx_scope_begin(); /* each call's result freed before the next, as a step's temporaries are */
@@ -97,12 +95,9 @@ static jx_status time_calls(jx_fn *j, jx_array **in, call_time *c) {
     double used = cpu_now_s() - c0;
     jx_scope_end();
     if (r && t < c->best_ns) c->best_ns = t;
-    if (r) cpu[r - 1] = used;
+    if (r && used < c->cpu_s) c->cpu_s = used;
   }
-  if (st) return st;
-  qsort(cpu, ROUNDS, sizeof *cpu, cmp_double);
-  c->cpu_s = cpu[ROUNDS / 2];
-  return JX_OK;
+  return st;
 }
 
 /* The time of a call of body over m (call_seconds), its first input's rows
@@ -264,15 +259,16 @@ static int disk_path(char *out, size_t n, uint64_t key) {
 }
 
 /* The figures a file holds: the compute rate, the memory bandwidth and the
- * cost of a step, then alpha and beta per axis. */
+ * cost of a step, then alpha, beta and the rendezvous's wait per axis. */
 static int disk_read(const char *path, const jx_mesh *m, jx_comm_model *cm) {
   FILE *f = fopen(path, "r");
   if (!f) return 0;
   int ok = fscanf(f, "%lf %lf %lf", &cm->flops_per_s, &cm->mem_bytes_per_s, &cm->step_s) == 3 &&
            cm->flops_per_s > 0 && cm->mem_bytes_per_s > 0 && cm->step_s >= 0;
   for (int a = 0; a < m->ndim && ok; a++)
-    ok = fscanf(f, "%lf %lf", &cm->link[a].alpha_s, &cm->link[a].beta_s_per_byte) == 2 &&
-         cm->link[a].alpha_s >= 0 && cm->link[a].beta_s_per_byte >= 0;
+    ok = fscanf(f, "%lf %lf %lf", &cm->link[a].alpha_s, &cm->link[a].beta_s_per_byte,
+                &cm->link[a].wait_s) == 3 &&
+         cm->link[a].alpha_s >= 0 && cm->link[a].beta_s_per_byte >= 0 && cm->link[a].wait_s >= 0;
   fclose(f);
   return ok;
 }
@@ -285,7 +281,8 @@ static void disk_write(const char *path, const jx_mesh *m, const jx_comm_model *
   if (!f) return;
   int ok = fprintf(f, "%.17g %.17g %.17g\n", cm->flops_per_s, cm->mem_bytes_per_s, cm->step_s) > 0;
   for (int a = 0; a < m->ndim && ok; a++)
-    ok = fprintf(f, "%.17g %.17g\n", cm->link[a].alpha_s, cm->link[a].beta_s_per_byte) > 0;
+    ok = fprintf(f, "%.17g %.17g %.17g\n", cm->link[a].alpha_s, cm->link[a].beta_s_per_byte,
+                 cm->link[a].wait_s) > 0;
   ok = (fclose(f) == 0) && ok;
   if (!ok || rename(tmp, path) != 0) remove(tmp);
 }

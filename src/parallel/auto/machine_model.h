@@ -27,9 +27,9 @@ void jx_comm_model_keep(const jx_mesh *m, const jx_comm_model *cm);
  * from a chain of 64 tiny matmuls against one. A call takes its best wall
  * time; with more devices than cores (jx_devices_per_core) the devices
  * time-share them and a call takes a device's share of its CPU time (the
- * median of the rounds, every thread) times the devices a core runs: the
- * slowest core's time through its devices' work, whatever other jobs ran
- * meanwhile. */
+ * least of the rounds, every thread) times the devices a core runs: the
+ * slowest core's time through its devices' work with the cores to
+ * themselves (other jobs only add to a round's CPU time). */
 jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm);
 
 /* Seconds of flops and bytes on one device by the roofline: the larger of

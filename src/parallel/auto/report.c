@@ -77,6 +77,40 @@ static int collective_of(const jx_program *p, const jx_eqn *e, jx_coll_kind *kin
   return 1;
 }
 
+static double lead(const jx_shape *s, int dim) {
+  double v = 1;
+  for (int k = 0; k < dim && k < s->rank; k++) v *= (double)s->dims[k];
+  return v;
+}
+
+/* The bytes a collective over a dimension other than the first reorders on
+ * its device (the engine exchanges contiguous blocks: all_gather's and
+ * psum_scatter's blocks are put in place by a local transpose, all_to_all's
+ * sent and received ones each), priced at the device's memory bandwidth
+ * beside the alpha-beta time as one pass over the buffer: the blocks are in
+ * the cache, just received or about to be sent (so priced, the reorders of
+ * data=4,model=2's GPT step come to the share of its CPU time a profile
+ * gives them, 9-10 %). */
+static double reorder_bytes(const jx_program *p, const jx_eqn *e, double n) {
+  const jx_prim *q = e->prim;
+  jx_shape in = p->avals[e->in[0]].shape;
+  double bin = jx_aval_bytes(p->avals[e->in[0]]), bout = jx_aval_bytes(p->avals[e->out[0]]);
+  int d = (int)e->params.i[0];
+  if (q == &jx_prim_all_gather) return lead(&in, d) > 1 ? bout : 0;
+  if (q == &jx_prim_psum_scatter) return lead(&in, d) > 1 ? bin : 0;
+  if (q != &jx_prim_all_to_all || d < 0 || d >= in.rank) return 0;
+  jx_shape chunk = in;
+  chunk.dims[d] = n > 0 ? (int64_t)((double)chunk.dims[d] / n) : chunk.dims[d];
+  return (lead(&in, d) > 1 ? bin : 0) + (lead(&chunk, (int)e->params.i[1]) > 1 ? bin : 0);
+}
+
+static double group_size(const jx_mesh *m, uint32_t axes) {
+  double n = 1;
+  for (int a = 0; a < m->ndim; a++)
+    if (axes & (1u << a)) n *= (double)m->size[a];
+  return n;
+}
+
 /* Every collective of p and of the programs nested in it (a loop body's
  * counted once). */
 static void tally(coll_tally *t, const jx_program *p) {
@@ -88,6 +122,8 @@ static void tally(coll_tally *t, const jx_program *p) {
     if (!e->nin || !e->nout || !collective_of(p, e, &kind, &bytes)) continue;
     uint32_t axes = axes_of(t->m, e);
     double time = jx_comm_model_time(t->cm, kind, axes, bytes);
+    if (t->cm->mem_bytes_per_s > 0 && group_size(t->m, axes) > 1)
+      time += reorder_bytes(p, e, group_size(t->m, axes)) / t->cm->mem_bytes_per_s;
     t->count++;
     t->time_s += time;
     int r = 0;
@@ -263,7 +299,7 @@ jx_status jx_sharding_plan_figures(jx_mesh *m, const double *alpha_s, const doub
                           "jx_sharding_plan_figures: mesh axis '%s' has alpha %g s and %g bytes/s; "
                           "alpha must be 0 or more and the bandwidth positive",
                           m->name[a], alpha_s[a], bytes_per_s[a]);
-    cm.link[a] = (jx_link_model){alpha_s[a], 1 / bytes_per_s[a]};
+    cm.link[a] = (jx_link_model){alpha_s[a], 1 / bytes_per_s[a], 0};
   }
   jx_comm_model_keep(m, &cm);
   return JX_OK;
