@@ -203,13 +203,6 @@ static void pair_gemms(jx_executable *x, const jx_program *p) {
   }
 }
 
-static int same_shape(jx_shape a, jx_shape b) {
-  if (a.rank != b.rank) return 0;
-  for (int d = 0; d < a.rank; d++)
-    if (a.dims[d] != b.dims[d]) return 0;
-  return 1;
-}
-
 /* A dot_general step whose f32 result only the next step reads, where that
  * step is an elementwise kernel that adds to it a bias over its last dim (a
  * broadcast_in_dim of an [N] vector, N the rhs's one free dim), a residual
@@ -243,7 +236,7 @@ static void find_epilogues(jx_executable *x, const jx_program *p) {
     for (int q = g->first; q < g->first + g->count && ok; q++) {
       const jx_eqn *m = &p->eqns[q];
       jx_aval ma = p->avals[m->out[0]];
-      ok = m->nout == 1 && ma.dtype == JX_F32 && same_shape(ma.shape, da.shape);
+      ok = m->nout == 1 && ma.dtype == JX_F32 && jx_shape_equal(ma.shape, da.shape);
       if (!ok) break;
       if (m->prim == &jx_prim_broadcast_in_dim) { /* [N] along the last dim */
         jx_aval b = p->avals[m->in[0]];
@@ -265,7 +258,7 @@ static void find_epilogues(jx_executable *x, const jx_program *p) {
         bias = b;
       } else {
         ok = resid < 0 && p->avals[other].dtype == JX_F32 &&
-             same_shape(p->avals[other].shape, da.shape);
+             jx_shape_equal(p->avals[other].shape, da.shape);
         resid = other;
       }
       cur = m->out[0];
@@ -713,10 +706,15 @@ static int update_in_place(const run_state *rs, const jx_program *p, int k, jx_s
   return 1;
 }
 
+/* 1 when a is one whole concrete array (not poisoned, a tracer or
+ * sharded over devices): a step may read its buffer once it is ready. */
+static int whole_value(const jx_array *a) {
+  return a && !a->poisoned && !jx_is_tracer(a) && !jx_array_shards(a);
+}
+
 /* 1 when a is a whole array in host memory that a kernel may read. */
 static int on_host(const jx_array *a) {
-  return a && !a->poisoned && !jx_is_tracer(a) && !jx_array_shards(a) &&
-         a->storage == JX_STORAGE_HOST && a->buf;
+  return whole_value(a) && a->storage == JX_STORAGE_HOST && a->buf;
 }
 
 /* Runs step k's GEMM with the next step's sum as its epilogue
@@ -780,7 +778,7 @@ static int run_direct(const jx_program *p, const jx_eqn *e, jx_array **env, jx_s
   jx_tensor tin[DIRECT_MAX], tout[DIRECT_MAX];
   for (int i = 0; i < e->nin; i++) {
     jx_array *a = env[e->in[i]];
-    if (!a || a->poisoned || jx_is_tracer(a) || jx_array_shards(a)) return 0;
+    if (!whole_value(a)) return 0;
     if ((*st = jx_array_ready(a))) return 1; /* a pending input arrives */
     tin[i] = (jx_tensor){a->buf->data, a->dtype, a->shape};
   }
@@ -807,7 +805,7 @@ static int run_direct(const jx_program *p, const jx_eqn *e, jx_array **env, jx_s
 static int reshape_shares(const jx_program *p, const jx_eqn *e, jx_array **env, jx_status *st) {
   if (e->prim != &jx_prim_reshape || e->nin != 1 || e->nout != 1 || jx_trace_active()) return 0;
   jx_array *a = env[e->in[0]];
-  if (!a || a->poisoned || jx_is_tracer(a) || jx_array_shards(a)) return 0;
+  if (!whole_value(a)) return 0;
   if ((*st = jx_array_ready(a))) return 1; /* a pending input arrives */
   jx_aval o = p->avals[e->out[0]];
   if (a->storage != JX_STORAGE_HOST || a->dtype != o.dtype) return 0;

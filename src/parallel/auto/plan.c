@@ -134,6 +134,9 @@ typedef struct {
   double found_peak;
   int found_at;
   char found_held[1024];
+  /* the current solution's partitioned peak, when plan_peak costed it
+   * (partitioned_peak's result, -1 included); NAN: not costed */
+  double solution_peak;
   /* scratch for an edge: each side's distinct layouts, each column's
    * class among them, the pair costs; and a follower's per-column layouts */
   jx_pspec *p_rep, *r_rep, *req, *prod, *in, *out;
@@ -950,7 +953,7 @@ static void exclude_plan(problem *pb, glp_prob *lp) {
  * costed). */
 static double plan_peak(problem *pb, glp_prob *lp, double rows_peak) {
   if (rows_peak < UNCHECKED_BELOW * pb->limit) return rows_peak;
-  double part = partitioned_peak(pb, lp);
+  double part = pb->solution_peak = partitioned_peak(pb, lp);
   return part >= 0 ? part : rows_peak;
 }
 
@@ -965,6 +968,7 @@ static double plan_peak(problem *pb, glp_prob *lp, double rows_peak) {
 static int solve_partitioned(problem *pb, glp_prob *lp, double *peak) {
   for (int k = 0; k < PARTITION_CHECKS; k++) {
     int solved = solve_within_limit(pb, lp), at;
+    pb->solution_peak = NAN;
     if (solved <= 0) return solved;
     double rows_peak = peak_held(pb, lp, pb->scratch, &at);
     *peak = plan_peak(pb, lp, rows_peak);
@@ -1182,7 +1186,8 @@ static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_progra
     out->stopped = pb.stopped;
     out->time_limit_s = pb.time_limit_s;
     chosen_layouts(&pb, b.lp, out->spec);
-    out->peak_bytes = partitioned_peak(&pb, b.lp);
+    /* costed already when the plan was checked against the limit */
+    out->peak_bytes = isnan(pb.solution_peak) ? partitioned_peak(&pb, b.lp) : pb.solution_peak;
     for (int i = 0; i < p->nin; i++) out->in_spec[i] = out->spec[p->in[i]];
     for (int e = 0; e < p->neqns; e++) {
       out->strategy[e] = -1;
