@@ -10,10 +10,11 @@ step's inputs as they come, in the layouts the plan takes them in; data
 parallel runs two steps for its peak in the first run of each mesh, whose
 figure the others reuse). Given several bench binaries (say, two builds of
 jx), each configuration runs with each in turn, so that they alternate
-under the same load. Prints a markdown table: the estimate against the
-step's CPU time (every thread) over the cores the devices share (median
-and range of the rounds: the step's time on a machine whose cores it has,
-the figure the estimate is of); the same over the slowdown other jobs then
+under the same load. Prints a markdown table: the estimate (compute +
+communication + the cores' idle time); its busy part (compute +
+communication) against the step's CPU time (every thread) over the cores
+the devices share (median and range of the rounds: the cores' busy time,
+the figure the busy part is of); the same over the slowdown other jobs then
 gave the cores (bench_auto_plan's: the compute figures measured again
 before and after the steps against those the estimate used); the step's
 wall time (median and range); the share of the machine's cores the

@@ -9,8 +9,9 @@
  *   bench_auto_plan mlp|gpt DEVICES MESH [ROUNDS] [--gpt L,D,T,B] [--limit P] [--dp-peak B]
  *                   [--auto-only]
  *
- * prints one line per recipe: median step time, its range, the estimate,
- * the estimated and measured peak per device, and the loss's difference.
+ * prints one line per recipe: median step time, its range, the estimate
+ * (compute, communication and the cores' idle time), the estimated and
+ * measured peak per device, and the loss's difference.
  * --gpt sets the GPT's layers, width, context and batch (default 2,64,32,16);
  * --limit plans under P % of data parallel's measured peak (data parallel
  * runs two steps first for it, unless --dp-peak gives it: it is
@@ -24,7 +25,9 @@
  * in its layouts (untimed), as a user places the initial state.
  * The step time is the wall time of one call until every output is ready;
  * "CPU per core" is its CPU time (every thread) over the cores the devices
- * share, its time had the process the machine alone (median and range); "share of the cores"
+ * share, the cores' busy time had the process the machine alone (median
+ * and range), the figure of the estimate's compute and communication;
+ * "share of the cores"
  * the part of the machine's cores the process had during the step (those
  * it ran on and those left idle, from /proc/stat: the rest ran other
  * jobs; idle: the part left idle), median and range over the rounds;

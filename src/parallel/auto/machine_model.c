@@ -37,7 +37,8 @@ enum {
   IDLE_ROWS = 128,    /* the idle calibration's blocks per device: IDLE_ROWS x IDLE_COLS, */
   IDLE_COLS = 256,    /* a phase of about a quarter of a millisecond on one core */
   IDLE_PHASES = 24,   /* ... each ended by a collective */
-  IDLE_ROUNDS = 16,   /* calls: enough of the machine's idle clock ticks (10 ms) to count */
+  IDLE_ROUNDS = 32,   /* calls: enough idle clock ticks (10 ms) to count, and enough calls (a
+                         call's share varies by half with where the kernel queues the devices) */
   FIGURES_VERSION = 4 /* of how they are measured: figures of another version are measured again */
 };
 
