@@ -10,10 +10,11 @@ step's inputs as they come, in the layouts the plan takes them in; data
 parallel runs two steps for its peak in the first run of each mesh, whose
 figure the others reuse). Given several bench binaries (say, two builds of
 jx), each configuration runs with each in turn, so that they alternate
-under the same load. Prints a markdown table: the estimate against the
-step's CPU time (every thread) over the cores the devices share (median
-and range of the rounds: the step's time on a machine whose cores it has,
-the figure the estimate is of); the same over the slowdown other jobs then
+under the same load. Prints a markdown table: the estimate (compute +
+communication + the cores' idle time); its busy part (compute +
+communication) against the step's CPU time (every thread) over the cores
+the devices share (median and range of the rounds: the cores' busy time,
+the figure the busy part is of); the same over the slowdown other jobs then
 gave the cores (bench_auto_plan's: the compute figures measured again
 before and after the steps against those the estimate used); the step's
 wall time (median and range); the share of the machine's cores the
@@ -41,7 +42,8 @@ MESHES = ["data=8", "data=4,model=2", "data=2,model=4"]
 LIMITS = [100, 50, 30]
 LINE = re.compile(
     r"auto\s+measured\s+([\d.]+) ms \(([\d.]+)-([\d.]+)\)\s+estimated\s+([\d.]+) ms "
-    r"\(compute ([\d.]+), comm ([\d.]+), (\d+) collectives\).*peak est (\d+) measured (\d+)"
+    r"\(compute ([\d.]+), comm ([\d.]+), idle ([\d.]+), (\d+) collectives\)"
+    r".*peak est (\d+) measured (\d+)"
     r"(?:.*CPU per core ([\d.]+) ms \(([\d.]+)-([\d.]+)\)\s+at the cores' speed ([\d.]+) ms "
     r"\(slowdown ([\d.]+)\))?(?:.*share of the cores ([\d.]+) \(([\d.]+)-([\d.]+)\), "
     r"idle ([\d.]+))?(?:.*each step at its share ([-+][\d.]+) % \(([-+][\d.]+) to ([-+][\d.]+)\))?")
@@ -71,22 +73,24 @@ def run(bench, mesh, limit, rounds, dp_peak, recalibrate=False):
     dp_peak = dp_peak or (int(peak.group(1)) if peak else 0)
     if not m:
         return f"| {mesh} | {limit} % | failed: {(out.stderr or out.stdout).strip()[-200:]} |", dp_peak
-    (med, lo, hi, est, comp, comm, ncoll, pest, pmeas, cpu, clo, chi, speed, slow, share, slo, shi, idle,
-     pe, plo, phi) = m.groups()
+    (med, lo, hi, est, comp, comm, idle_est, ncoll, pest, pmeas, cpu, clo, chi, speed, slow, share,
+     slo, shi, idle, pe, plo, phi) = m.groups()
     paired = f"{float(pe):+.1f} % ({float(plo):+.0f} to {float(phi):+.0f})" if pe else "-"
-    med, lo, hi, est, comp, comm = map(float, (med, lo, hi, est, comp, comm))
+    med, lo, hi, est, comp, comm, idle_est = map(float, (med, lo, hi, est, comp, comm, idle_est))
+    busy = comp + comm  # the cores' busy time, the figure the CPU time measures
     cpu_text = "- | - | - | -"
     if cpu:
         cpu, clo, chi, speed, slow = map(float, (cpu, clo, chi, speed, slow))
-        cpu_text = (f"{cpu:.0f} ({clo:.0f}-{chi:.0f}) | {100 * (est / cpu - 1):+.0f} % "
-                    f"| {speed:.0f} ({slow:.2f}) | {100 * (est / speed - 1):+.0f} %")
+        cpu_text = (f"{cpu:.0f} ({clo:.0f}-{chi:.0f}) | {100 * (busy / cpu - 1):+.0f} % "
+                    f"| {speed:.0f} ({slow:.2f}) | {100 * (busy / speed - 1):+.0f} %")
     share_text = "- | - | - | -"
     if share:
         at = est / float(share)
         share_text = (f"{float(share):.2f} ({float(slo):.2f}-{float(shi):.2f}) "
                       f"| {at:.0f} | {100 * (at / med - 1):+.0f} % | {paired}")
     pest, pmeas = float(pest), float(pmeas)
-    return (f"| {mesh} | {limit} % | {est:.0f} ({comp:.0f} + {comm:.0f}) | {cpu_text} "
+    return (f"| {mesh} | {limit} % | {est:.0f} ({comp:.0f} + {comm:.0f} + {idle_est:.0f}) "
+            f"| {cpu_text} "
             f"| {med:.0f} ({lo:.0f}-{hi:.0f}) | {share_text} | {pest / 1e6:.1f} "
             f"| {pmeas / 1e6:.1f} | {100 * (pest / pmeas - 1):+.1f} % | {load:.1f} |"), dp_peak
 
@@ -102,7 +106,8 @@ def main():
         del args[k:k + 2]
     many = len(args) > 1
     print(("| build " if many else "") +
-          "| mesh | limit | estimated ms (compute + comm) | CPU per core ms, median (range) | its error "
+          "| mesh | limit | estimated ms (compute + comm + idle) | CPU per core ms, median (range) "
+          "| its error (busy: compute + comm) "
           "| at the figures' speed, ms (slowdown) | its error "
           "| wall ms, median (range) | share of the cores (range) | estimate at the share, ms "
           "| its error | each step at its share: error (range) "

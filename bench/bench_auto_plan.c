@@ -9,8 +9,9 @@
  *   bench_auto_plan mlp|gpt DEVICES MESH [ROUNDS] [--gpt L,D,T,B] [--limit P] [--dp-peak B]
  *                   [--auto-only]
  *
- * prints one line per recipe: median step time, its range, the estimate,
- * the estimated and measured peak per device, and the loss's difference.
+ * prints one line per recipe: median step time, its range, the estimate
+ * (compute, communication and the cores' idle time), the estimated and
+ * measured peak per device, and the loss's difference.
  * --gpt sets the GPT's layers, width, context and batch (default 2,64,32,16);
  * --limit plans under P % of data parallel's measured peak (data parallel
  * runs two steps first for it, unless --dp-peak gives it: it is
@@ -24,7 +25,9 @@
  * in its layouts (untimed), as a user places the initial state.
  * The step time is the wall time of one call until every output is ready;
  * "CPU per core" is its CPU time (every thread) over the cores the devices
- * share, its time had the process the machine alone (median and range); "share of the cores"
+ * share, the cores' busy time had the process the machine alone (median
+ * and range), the figure of the estimate's compute and communication;
+ * "share of the cores"
  * the part of the machine's cores the process had during the step (those
  * it ran on and those left idle, from /proc/stat: the rest ran other
  * jobs; idle: the part left idle), median and range over the rounds;
@@ -234,6 +237,10 @@ int main(int argc, char **argv) {
                     "[--limit P] [--dp-peak BYTES] [--auto-only]\n");
     return 2;
   }
+  /* the steps are timed with their final kernels: compiled at -O3 from the
+   * start, not first at -O1 then again on a thread of their own, whose
+   * compiler would share the cores with the steps it times */
+  setenv("JX_KERNEL_OPT", "3", 0);
   int devices = atoi(argv[2]), rounds = 7, auto_only = 0;
   double limit_percent = 0, dp_peak = 0;
   int64_t batch = 16;
@@ -353,7 +360,7 @@ int main(int argc, char **argv) {
   double *paired = calloc((size_t)rounds, sizeof *paired);
   for (int r = 0; r < RECIPES; r++) {
     if (!have[r]) continue;
-    double e = est[r].compute_s + est[r].comm_s;
+    double e = est[r].step_s;
     double *tr = t + r * rounds;
     /* each step against the estimate at its own share of the cores */
     for (int k = 0; k < rounds; k++) paired[k] = e / ts[r * rounds + k] / tr[k] - 1;
@@ -367,17 +374,17 @@ int main(int argc, char **argv) {
     qsort(tir, (size_t)rounds, sizeof *tir, bench_cmp_double);
     printf(
         "  %-14s measured %8.2f ms (%.2f-%.2f)  estimated %8.2f ms (compute %.2f, comm %.2f, "
-        "%d collectives)  est/measured %.2f  peak est %.0f measured %.0f bytes (%.2f)  "
+        "idle %.2f, %d collectives)  est/measured %.2f  peak est %.0f measured %.0f bytes (%.2f)  "
         "loss diff %.1e  CPU per core %.2f ms (%.2f-%.2f)  at the cores' speed %.2f ms (slowdown "
         "%.3f)  share of the cores %.3f (%.3f-%.3f), idle %.3f  "
         "each step at its share %+.1f %% (%+.1f to %+.1f)\n",
         recipe_names[r], 1e3 * tr[rounds / 2], 1e3 * tr[0], 1e3 * tr[rounds - 1], 1e3 * e,
-        1e3 * est[r].compute_s, 1e3 * est[r].comm_s, est[r].collectives, e / tr[rounds / 2],
-        est[r].peak_bytes, peak[r], est[r].peak_bytes / peak[r], fabs(loss[r] - want) / fabs(want),
-        1e3 * tcr[rounds / 2] / cores, 1e3 * tcr[0] / cores, 1e3 * tcr[rounds - 1] / cores,
-        1e3 * tcr[rounds / 2] / cores / slowdown, slowdown, tsr[rounds / 2], tsr[0],
-        tsr[rounds - 1], tir[rounds / 2], 100 * paired[rounds / 2], 100 * paired[0],
-        100 * paired[rounds - 1]);
+        1e3 * est[r].compute_s, 1e3 * est[r].comm_s, 1e3 * est[r].idle_s, est[r].collectives,
+        e / tr[rounds / 2], est[r].peak_bytes, peak[r], est[r].peak_bytes / peak[r],
+        fabs(loss[r] - want) / fabs(want), 1e3 * tcr[rounds / 2] / cores, 1e3 * tcr[0] / cores,
+        1e3 * tcr[rounds - 1] / cores, 1e3 * tcr[rounds / 2] / cores / slowdown, slowdown,
+        tsr[rounds / 2], tsr[0], tsr[rounds - 1], tir[rounds / 2], 100 * paired[rounds / 2],
+        100 * paired[0], 100 * paired[rounds - 1]);
   }
   free(paired);
   free(t);

@@ -156,6 +156,10 @@ static int parse(int argc, char **argv, options *o) {
       return 0;
     }
   }
+  /* the steps are timed with their final kernels: compiled at -O3 from the
+   * start, not first at -O1 then again on a thread of their own, whose
+   * compiler would share the cores with the steps it times */
+  if (o->measure) setenv("JX_KERNEL_OPT", "3", 0);
   char limits[128];
   snprintf(limits, sizeof limits, "%s", o->limits);
   for (char *tok = strtok(limits, ","), *end; o->measure && tok; tok = strtok(NULL, ","))
@@ -439,7 +443,7 @@ static int measure(const options *o, jx_mesh *m, const jx_gpt_config *cfg, jx_fn
       rc = 1;
       break;
     }
-    e[k].est_s = est.compute_s + est.comm_s;
+    e[k].est_s = est.step_s;
     e[k].est_peak = est.peak_bytes;
     if (k == 0) dp_peak = e[k].peak;
   }
@@ -471,7 +475,7 @@ static int measure(const options *o, jx_mesh *m, const jx_gpt_config *cfg, jx_fn
       continue;
     }
     printf("  %-34s planned in %.2f s of CPU\n", e[n].name, clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0);
-    e[n].est_s = est.compute_s + est.comm_s;
+    e[n].est_s = est.step_s;
     e[n].est_peak = est.peak_bytes;
     if (!first_steps(&e[n], in, nin, nout)) {
       fprintf(stderr, "jx plan: %s: %s\n", e[n].name, jx_last_error());
@@ -608,11 +612,13 @@ int jx_cmd_plan(int argc, char **argv) {
   for (int r = MEGATRON; r <= FSDP && !rc && jx_mesh_axis_size(m, "model") > 0; r++) {
     jx_fn *h = recipe_step((recipe)r, step_fn, &cfg, params, state, m, o.batch, &held);
     jx_sharding_estimate e;
-    if (h && !jx_sharding_estimate_of(h, in, &e))
-      printf("  %-30s %.3g s per call (compute %.3g s, communication %.3g s in %d collectives), "
-             "peak %.0f bytes per device, parameters and optimizer state %.0f\n",
-             names[r - MEGATRON], e.compute_s + e.comm_s, e.compute_s, e.comm_s, e.collectives,
-             e.peak_bytes, held);
+    if (h && !jx_sharding_estimate_of(h, in, &e)) {
+      printf("  %-30s %.3g s per call (compute %.3g s, communication %.3g s in %d collectives",
+             names[r - MEGATRON], e.step_s, e.compute_s, e.comm_s, e.collectives);
+      if (e.idle_s > 0) printf(", cores idle %.3g s", e.idle_s);
+      printf("), peak %.0f bytes per device, parameters and optimizer state %.0f\n", e.peak_bytes,
+             held);
+    }
     jx_fn_release(h);
   }
   if (!rc)

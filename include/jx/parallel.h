@@ -286,6 +286,13 @@ typedef struct {
   double flops;             /* per device per call */
   double peak_bytes;        /* per device */
   int collectives;          /* collective operations per call */
+  /* The time the cores sit idle per call while the devices wait at
+   * collectives, when the mesh has more devices than the host has cores
+   * (they time-share the cores; 0 otherwise): the busy time (compute_s +
+   * comm_s) over 1 - the idle share measured on the mesh, less the busy
+   * time. */
+  double idle_s;
+  double step_s; /* per call: compute_s + comm_s + idle_s */
 } jx_sharding_estimate;
 JX_API jx_status jx_sharding_estimate_of(jx_fn *f, jx_array *const *example_in,
                                          jx_sharding_estimate *out);

@@ -102,7 +102,8 @@ const jx_env_var jx_env_vars[] = {
      "seconds: the deadline of every collective; a late device is named in the error"},
     {"JX_ASYNC_COLLECTIVES", JX_ENV_FLAG, "1",
      "`0`: each collective runs when it is reached instead of being started ahead on its "
-     "device's helper thread " DOCS("parallel.md")},
+     "device's helper thread; unset: so in a run with more devices than cores, ahead in "
+     "others " DOCS("parallel.md")},
     {"JX_MPI_PLUGIN", JX_ENV_TEXT, "`libjx_mpi.so` next to libjx, else on the library path",
      "the MPI engine to load for multi-process runs " DOCS("distributed.md")},
     {"JX_MPI_FUNNELED", JX_ENV_FLAG, "0",

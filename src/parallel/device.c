@@ -161,6 +161,10 @@ jx_device *jx_device_get(int i) {
 const char *jx_device_kind(const jx_device *d) { return d ? "cpu" : "?"; }
 int jx_device_id(const jx_device *d) { return d ? d->id : -1; }
 int jx_device_process_index(const jx_device *d) { return d ? d->process : -1; }
+static _Thread_local int run_width; /* devices in the run this device thread is in */
+
+int jx_device_run_width(void) { return run_width; }
+
 static void *device_main(void *arg) {
   device_thread *t = arg;
   jx_current_device_set(t->id);
@@ -177,6 +181,7 @@ static void *device_main(void *arg) {
      * devices, and the shared pool (one job at a time) would serialize them;
      * a narrower run lets its devices use the pool */
     jx_pool_run_inline(width >= jx_pool_threads());
+    run_width = width;
     fn(ctx, p);
     pthread_mutex_lock(&t->lock);
     t->fn = NULL;

@@ -21,6 +21,9 @@ int jx_devices_init(void);
  * when some devices[p] belongs to another process. */
 typedef void (*jx_device_job)(void *ctx, int p);
 jx_status jx_devices_run(int n, const int *devices, jx_device_job fn, void *ctx);
+/* On a device thread, the number of devices in the run it is in (its
+ * jx_devices_run's n); 0 on any other thread. */
+int jx_device_run_width(void);
 
 /* jx_distributed_initialize: count processes, this one is index, each with
  * the local device count; global device ids follow (process p owns

@@ -99,10 +99,9 @@ static void cnn_auto_equals_one_device(void **state) {
       jx_jit(step, &(jx_jit_options){.in_shardings = in_sh, .out_shardings = out_sh, .mesh = m});
   jx_sharding_estimate est;
   check_ok(jx_sharding_estimate_of(planned, start, &est));
-  print_message("plan: %.3g s (compute %.3g s, communication %.3g s in %d collectives), peak %.0f "
-                "bytes per device\n",
-                est.compute_s + est.comm_s, est.compute_s, est.comm_s, est.collectives,
-                est.peak_bytes);
+  print_message("plan: %.3g s (compute %.3g s, communication %.3g s in %d collectives, cores idle "
+                "%.3g s), peak %.0f bytes per device\n",
+                est.step_s, est.compute_s, est.comm_s, est.collectives, est.idle_s, est.peak_bytes);
   assert_true(est.compute_s > 0 && est.peak_bytes > 0);
   assert_true(est.collectives > 0); /* the work is split */
   train(planned, start, nin, nout, got, got_k, sizeof got_k);

@@ -26,6 +26,7 @@
 
 #include "parallel/auto/comm_model.h"
 #include "parallel/auto/machine_model.h"
+#include "parallel/auto/report.h"
 #include "compile/simplify.h"
 #include "trace/fn.h"
 #include "test_util.h"
@@ -158,6 +159,8 @@ static void measured_figures_are_cached(void **state) {
   assert_true(a.flops_per_s > 1e6 && a.flops_per_s < 1e14);
   assert_true(a.mem_bytes_per_s > 1e6 && a.mem_bytes_per_s < 1e13);
   assert_true(a.step_s >= 0 && a.step_s < 0.1);
+  assert_true(a.idle_share >= 0 && a.idle_share <= 0.5);
+  if (!jx_devices_per_core(grid)) assert_float_equal(a.idle_share, 0, 0);
   /* the same shape again, under other names: kept, not measured */
   jx_mesh *again = mesh_2d(2, 2, "rows", "cols");
   check_ok(jx_comm_model_measured(&b, again));
@@ -173,11 +176,12 @@ static void measured_figures_are_cached(void **state) {
   closedir(d);
   FILE *f = fopen(path, "r");
   assert_non_null(f);
-  double flops, bw, step, alpha, beta, wait;
-  assert_int_equal(fscanf(f, "%lf %lf %lf", &flops, &bw, &step), 3);
+  double flops, bw, step, idle, alpha, beta, wait;
+  assert_int_equal(fscanf(f, "%lf %lf %lf %lf", &flops, &bw, &step, &idle), 4);
   assert_float_equal(flops, a.flops_per_s, 1e-9 * a.flops_per_s);
   assert_float_equal(bw, a.mem_bytes_per_s, 1e-9 * a.mem_bytes_per_s);
   assert_float_equal(step, a.step_s, 1e-9 * a.step_s);
+  assert_float_equal(idle, a.idle_share, 1e-15);
   for (int ax = 0; ax < 2; ax++) {
     assert_int_equal(fscanf(f, "%lf %lf %lf", &alpha, &beta, &wait), 3);
     assert_float_equal(alpha, a.link[ax].alpha_s, 1e-12);
@@ -236,6 +240,52 @@ static void roofline_per_step(void **state) {
   jx_mesh_release(line);
 }
 
+/* The idle share: none measured where each device has a core (2 devices),
+ * a share in [0, 0.5] where 8 devices time-share the cores; the estimate
+ * adds the idle time it implies to the busy time (busy / (1 - share)), and
+ * none for figures without one. */
+static void idle_share_prices_time_shared_cores(void **state) {
+  (void)state;
+  const char *names[] = {"x"};
+  jx_mesh *few = jx_mesh_create((jx_shape){1, {2}}, names);
+  jx_mesh *many = jx_mesh_create((jx_shape){1, {8}}, names);
+  assert_true(few && many);
+  jx_comm_model cm;
+  jx_comm_model_uniform(&cm, few, 1e-5, 1e9, 1e9);
+  cm.idle_share = 1; /* overwritten */
+  check_ok(jx_idle_share_calibrate(few, &cm));
+  if (!jx_devices_per_core(few)) assert_float_equal(cm.idle_share, 0, 0);
+  if (jx_devices_per_core(many)) {
+    jx_comm_model_uniform(&cm, many, 1e-5, 1e9, 1e9);
+    cm.idle_share = 1;
+    check_ok(jx_idle_share_calibrate(many, &cm));
+    print_message("idle share of 8 devices on %ld cores: %.3f\n", sysconf(_SC_NPROCESSORS_ONLN),
+                  cm.idle_share);
+    assert_true(cm.idle_share >= 0 && cm.idle_share <= 0.5);
+  }
+  /* the estimate of a program with a collective */
+  jx_aval x = {.dtype = JX_F32, .shape = {2, {512, 512}}};
+  jx_fn *mm = jx_fn_create("product", 2, 1, product, NULL);
+  jx_aval xx[2] = {x, x};
+  jx_program *p = jx_fn_program(mm, xx);
+  assert_non_null(p);
+  jx_comm_model_uniform(&cm, many, 1e-5, 1e9, 1e9);
+  jx_sharding_estimate busy, idle;
+  jx_sharding_estimate_device(&cm, many, p, &busy);
+  assert_float_equal(busy.idle_s, 0, 0);
+  assert_float_equal(busy.step_s, busy.compute_s + busy.comm_s, 0);
+  assert_true(busy.step_s > 0);
+  cm.idle_share = 0.2;
+  jx_sharding_estimate_device(&cm, many, p, &idle);
+  assert_float_equal(idle.compute_s, busy.compute_s, 0);
+  assert_float_equal(idle.idle_s, busy.step_s * 0.25, 1e-15);
+  assert_float_equal(idle.step_s, busy.step_s / 0.8, 1e-15);
+  jx_program_release(p);
+  jx_fn_release(mm);
+  jx_mesh_release(many);
+  jx_mesh_release(few);
+}
+
 int main(void) {
   jx_set_cpu_device_count(8);
   const struct CMUnitTest tests[] = {
@@ -244,6 +294,7 @@ int main(void) {
       cmocka_unit_test(rendezvous_wait_grows_with_devices_per_core),
       cmocka_unit_test(measured_figures_are_cached),
       cmocka_unit_test(roofline_per_step),
+      cmocka_unit_test(idle_share_prices_time_shared_cores),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,6 +52,15 @@ typedef struct {
    * equation run alone), while every device of the mesh runs; 0: not
    * modelled (figures given on paper), compute is flops at flops_per_s. */
   double mem_bytes_per_s, step_s;
+  /* The share of the cores' time the devices leave idle when they
+   * time-share the cores (jx_devices_per_core): every collective is a
+   * barrier, and the kernel runs the devices a barrier releases on the core
+   * each last ran on, so a core whose devices all wait at the next barrier
+   * idles while the other core's queue drains. Measured on a program of
+   * compute phases and collectives (machine_model.h); the estimate's step
+   * is its busy time over 1 - idle_share. 0 when every device has a core
+   * (its barriers' waits are in the measured alpha) or on paper. */
+  double idle_share;
 } jx_comm_model;
 
 /* A model of m with the same figures on every axis: alpha seconds per

@@ -36,7 +36,7 @@ jx_status jx_auto_layouts_estimate(const jx_comm_model *cm, jx_mesh *m, const jx
   if (!st) {
     jx_sharding_estimate e;
     jx_sharding_estimate_device(cm, m, s, &e);
-    *time_s = e.compute_s + e.comm_s;
+    *time_s = e.step_s;
     *peak_bytes = e.peak_bytes;
   }
   jx_program_release(s);

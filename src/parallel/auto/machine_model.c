@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../../base/error.h"
+#include "../../base/str_append.h"
 #include "../../base/hash.h"
 #include "../../base/threadpool.h"
 #include "../../base/spin.h"
@@ -33,7 +34,12 @@ enum {
   CHAIN = 64,       /* ... and their count */
   ROUNDS = 9,
   CACHED = 16,
-  FIGURES_VERSION = 3 /* of how they are measured: figures of another version are measured again */
+  IDLE_ROWS = 128,    /* the idle calibration's blocks per device: IDLE_ROWS x IDLE_COLS, */
+  IDLE_COLS = 256,    /* a phase of about a quarter of a millisecond on one core */
+  IDLE_PHASES = 24,   /* ... each ended by a collective */
+  IDLE_ROUNDS = 32,   /* calls: enough idle clock ticks (10 ms) to count, and enough calls (a
+                         call's share varies by half with where the kernel queues the devices) */
+  FIGURES_VERSION = 4 /* of how they are measured: figures of another version are measured again */
 };
 
 static atomic_llong measurements;
@@ -129,6 +135,83 @@ static jx_status best_call(jx_mesh *m, const char *name, jx_body body, void *ctx
   jx_sharding_release(sh[1]);
   if (!st) *secs = call_seconds(m, &c);
   return st;
+}
+
+/* The idle calibration's per-device program: phases of a matmul, each
+ * ended by a psum over the mesh's split axes in turn, as a sharded step's
+ * compute runs between its collectives. */
+static void idle_fn(void *c, jx_array *const *in, jx_array **out) {
+  const jx_mesh *m = c;
+  jx_array *x = in[0];
+  for (int phase = 0, a = 0; phase < IDLE_PHASES; phase++, a++) {
+    while (m->size[a % m->ndim] < 2) a++; /* some axis is split: the mesh time-shares cores */
+    x = jx_tanh(jx_matmul(x, in[1]));
+    jx_array *total = jx_psum(jx_sum(x, JX_AXES(0), 1), m->name[a % m->ndim]);
+    x = jx_add(x, jx_mul(total, jx_scalar(JX_F32, 1e-3f)));
+  }
+  out[0] = x;
+}
+
+/* Seconds every core of the machine has been idle since boot (/proc/stat's
+ * idle and iowait, in clock ticks), or -1 where that is not known. */
+static double machine_idle_s(void) {
+  FILE *f = fopen("/proc/stat", "r");
+  unsigned long long user, nice, sys, idle, iowait;
+  int ok = f && fscanf(f, "cpu %llu %llu %llu %llu %llu", &user, &nice, &sys, &idle, &iowait) == 5;
+  if (f) fclose(f);
+  long hz = sysconf(_SC_CLK_TCK);
+  return ok && hz > 0 ? (double)(idle + iowait) / (double)hz : -1;
+}
+
+jx_status jx_idle_share_calibrate(jx_mesh *m, jx_comm_model *cm) {
+  cm->idle_share = 0;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (!jx_devices_per_core(m) || cores < 1) return JX_OK;
+  char spec[JX_MAX_RANK * (JX_MESH_NAME_CAP + 1) + 3] = "(";
+  for (int a = 0; a < m->ndim; a++)
+    jx_str_append(spec, sizeof spec, "%s%s", a ? "," : "", m->name[a]);
+  jx_str_append(spec, sizeof spec, ")");
+  jx_sharding *split = jx_sharding_create(m, spec);
+  jx_fn *body = jx_fn_create("calibration_idle", 2, 1, idle_fn, m);
+  jx_fn *mapped = body && split
+                      ? jx_shard_map(body, m, (const char *[]){spec, ""}, (const char *[]){spec})
+                      : NULL;
+  jx_fn *j = mapped ? jx_jit(mapped, NULL) : NULL;
+  jx_status st = j ? JX_OK : jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
+  jx_scope_begin();
+  jx_array *in[2] = {NULL, NULL};
+  if (!st) { /* placed once: the calls time the program, not the slicing of its input */
+    in[0] =
+        jx_device_put(jx_ones(JX_F32, JX_SHAPE(IDLE_ROWS * (int64_t)m->ndev, IDLE_COLS)), split);
+    in[1] = jx_mul(jx_ones(JX_F32, JX_SHAPE(IDLE_COLS, IDLE_COLS)), jx_scalar(JX_F32, 1e-2f));
+    st = jx_block_until_ready(in[0]) ? jx_last_status() : jx_block_until_ready(in[1]);
+  }
+  double wall = 0, used = 0, idle0 = -1;
+  for (int r = 0; r <= IDLE_ROUNDS && !st; r++) { /* the first call compiles */
+    if (r == 1) idle0 = machine_idle_s();
+    jx_scope_begin();
+    int64_t t0 = jx_now_ns();
+    double c0 = cpu_now_s();
+    jx_array *out = NULL;
+    st = jx_call(j, in, &out);
+    if (!st) st = jx_block_until_ready(out);
+    if (r) wall += 1e-9 * (double)(jx_now_ns() - t0), used += cpu_now_s() - c0;
+    jx_scope_end();
+  }
+  double idle1 = machine_idle_s();
+  jx_scope_end();
+  jx_fn_release(j);
+  jx_fn_release(mapped);
+  jx_fn_release(body);
+  jx_sharding_release(split);
+  if (st) return st;
+  /* the idle the machine counted, against this process's busy time: time
+   * other jobs (or the host of a virtual machine) took from the cores is
+   * neither; without the count, all of the cores' time the calls did not use */
+  double idle = idle0 >= 0 && idle1 >= idle0 ? idle1 - idle0 : wall * (double)cores - used;
+  double share = used + idle > 0 ? idle / (used + idle) : 0;
+  cm->idle_share = fmin(fmax(share, 0), 0.5);
+  return JX_OK;
 }
 
 jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm) {
@@ -258,13 +341,16 @@ static int disk_path(char *out, size_t n, uint64_t key) {
   return 1;
 }
 
-/* The figures a file holds: the compute rate, the memory bandwidth and the
- * cost of a step, then alpha, beta and the rendezvous's wait per axis. */
+/* The figures a file holds: the compute rate, the memory bandwidth, the
+ * cost of a step and the idle share, then alpha, beta and the rendezvous's
+ * wait per axis. */
 static int disk_read(const char *path, const jx_mesh *m, jx_comm_model *cm) {
   FILE *f = fopen(path, "r");
   if (!f) return 0;
-  int ok = fscanf(f, "%lf %lf %lf", &cm->flops_per_s, &cm->mem_bytes_per_s, &cm->step_s) == 3 &&
-           cm->flops_per_s > 0 && cm->mem_bytes_per_s > 0 && cm->step_s >= 0;
+  int ok = fscanf(f, "%lf %lf %lf %lf", &cm->flops_per_s, &cm->mem_bytes_per_s, &cm->step_s,
+                  &cm->idle_share) == 4 &&
+           cm->flops_per_s > 0 && cm->mem_bytes_per_s > 0 && cm->step_s >= 0 &&
+           cm->idle_share >= 0 && cm->idle_share < 1;
   for (int a = 0; a < m->ndim && ok; a++)
     ok = fscanf(f, "%lf %lf %lf", &cm->link[a].alpha_s, &cm->link[a].beta_s_per_byte,
                 &cm->link[a].wait_s) == 3 &&
@@ -279,7 +365,8 @@ static void disk_write(const char *path, const jx_mesh *m, const jx_comm_model *
   snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
   FILE *f = fopen(tmp, "w");
   if (!f) return;
-  int ok = fprintf(f, "%.17g %.17g %.17g\n", cm->flops_per_s, cm->mem_bytes_per_s, cm->step_s) > 0;
+  int ok = fprintf(f, "%.17g %.17g %.17g %.17g\n", cm->flops_per_s, cm->mem_bytes_per_s, cm->step_s,
+                   cm->idle_share) > 0;
   for (int a = 0; a < m->ndim && ok; a++)
     ok = fprintf(f, "%.17g %.17g %.17g\n", cm->link[a].alpha_s, cm->link[a].beta_s_per_byte,
                  cm->link[a].wait_s) > 0;
@@ -305,6 +392,7 @@ jx_status jx_comm_model_measured(jx_comm_model *cm, jx_mesh *m) {
     jx_comm_model_uniform(cm, m, 0, 1, 1);
     st = jx_comm_model_calibrate(cm, m);
     if (!st) st = jx_compute_rate_calibrate(m, cm);
+    if (!st) st = jx_idle_share_calibrate(m, cm);
     if (st) return st;
     atomic_fetch_add(&measurements, 1);
     if (on_disk) disk_write(path, m, cm);

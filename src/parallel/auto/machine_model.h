@@ -31,6 +31,14 @@ void jx_comm_model_keep(const jx_mesh *m, const jx_comm_model *cm);
  * slowest core's time through its devices' work with the cores to
  * themselves (other jobs only add to a round's CPU time). */
 jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm);
+/* cm->idle_share (comm_model.h) of m: the share of the cores' time left
+ * idle by calls of a program of compute phases (a 128x256 by 256x256
+ * matmul per device), each ended by a psum over m's split axes in turn:
+ * the machine's idle time during the calls (/proc/stat) against it plus
+ * the calls' CPU time (every thread), over calls long enough together for
+ * the idle clock's ticks. 0, unmeasured, when every device of m has a
+ * core. */
+jx_status jx_idle_share_calibrate(jx_mesh *m, jx_comm_model *cm);
 
 /* Seconds of flops and bytes on one device by the roofline: the larger of
  * flops / flops_per_s and bytes / mem_bytes_per_s (flops alone with no

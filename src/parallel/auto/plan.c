@@ -1180,8 +1180,9 @@ static jx_status solve_plan(const jx_comm_model *cm, jx_mesh *m, const jx_progra
       st = no_plan_fits(&pb, b.lp);
   }
   if (!st) {
-    out->time_s =
+    double busy =
         (glp_mip_obj_val(b.lp) - memory_weight(cm, m) * glp_mip_row_val(b.lp, pb.mem_row)) / US;
+    out->time_s = busy / (1 - cm->idle_share); /* the same factor for every plan: not solved for */
     out->gap = pb.gap;
     out->stopped = pb.stopped;
     out->time_limit_s = pb.time_limit_s;

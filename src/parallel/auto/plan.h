@@ -50,7 +50,8 @@
 #include "strategies.h"
 
 typedef struct {
-  double time_s;       /* the objective: compute + collectives + resharding */
+  double time_s;       /* the objective (compute + collectives + resharding) over 1 - the
+                          mesh's idle share (comm_model.h) */
   double memory_bytes; /* per device: the peak held, as the partitioned program holds it
                           near the limit, else as the memory rows count it (the search's) */
   double peak_bytes;   /* per device: the peak the partitioned program holds (jx_fn_cost's

@@ -147,6 +147,9 @@ void jx_sharding_estimate_device(const jx_comm_model *cm, const jx_mesh *m,
                                 .flops = c.flops,
                                 .peak_bytes = c.peak_bytes_per_device,
                                 .collectives = t.count};
+  double busy = out->compute_s + out->comm_s;
+  out->idle_s = cm->idle_share > 0 ? busy * cm->idle_share / (1 - cm->idle_share) : 0;
+  out->step_s = busy + out->idle_s;
 }
 
 /* ---- the report ---- */
@@ -174,10 +177,10 @@ static void layout_line(FILE *f, const char *what, const jx_sharded_view *v, int
 }
 
 static void estimate_line(FILE *f, const char *name, const jx_sharding_estimate *e) {
-  fprintf(f,
-          "  %-30s %.3g s per call (compute %.3g s, communication %.3g s in %d collectives), "
-          "peak %.0f bytes per device\n",
-          name, e->compute_s + e->comm_s, e->compute_s, e->comm_s, e->collectives, e->peak_bytes);
+  fprintf(f, "  %-30s %.3g s per call (compute %.3g s, communication %.3g s in %d collectives",
+          name, e->step_s, e->compute_s, e->comm_s, e->collectives);
+  if (e->idle_s > 0) fprintf(f, ", cores idle %.3g s", e->idle_s);
+  fprintf(f, "), peak %.0f bytes per device\n", e->peak_bytes);
 }
 
 void jx_sharding_report(FILE *f, const char *name, const jx_sharded_view *v,

@@ -7,7 +7,8 @@
 #include "comm_model.h"
 
 /* Compute (machine_model.h's roofline of the per-device program at cm's
- * figures), communication (its collectives by cm's alpha-beta figures)
+ * figures), communication (its collectives by cm's alpha-beta figures),
+ * the cores' idle time (their sum over 1 - cm's idle share, less their sum)
  * and peak memory (jx_fn_cost's liveness peak of the per-device program). */
 void jx_sharding_estimate_device(const jx_comm_model *cm, const jx_mesh *m,
                                  const jx_program *device, jx_sharding_estimate *out);
