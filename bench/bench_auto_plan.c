@@ -199,12 +199,16 @@ static double step_of(jx_fn *f, jx_array **in, int nin, int nout, int ndev, doub
   }
   jx_memory_reset_peak(-1);
   double t0 = bench_now_s(), c0 = bench_cpu_ns(), i0 = machine_idle_s();
+  static int ntrace;
+  int tracing = getenv("DBG_TRACE") && ++ntrace == 3;
+  if (tracing) jx_profiler_start(getenv("DBG_TRACE"));
   if (jx_call(f, in, out)) {
     fprintf(stderr, "bench_auto_plan: %s\n", jx_last_error());
     exit(1);
   }
   for (int o = 0; o < nout; o++) jx_block_until_ready(out[o]);
   *secs = bench_now_s() - t0;
+  if (tracing) jx_profiler_stop();
   last_cpu_s = 1e-9 * (bench_cpu_ns() - c0);
   /* the cores this process had: those it ran on and those left idle, the
    * rest went to other jobs */

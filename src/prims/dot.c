@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "../base/error.h"
+#include "../base/threadpool.h"
 #include "contract_rules.h"
 #include "dot_kernels.h"
 #include "dot_small.h"
@@ -578,7 +579,10 @@ jx_status jx_dot_side_by_side(int n, const jx_params *const *p, jx_array *const 
                               const jx_aval *avals, jx_array **out, int *ran) {
   enum { MAX_SIDE = 8 };
   *ran = 0;
-  if (n < 1 || n > MAX_SIDE) return JX_OK;
+  /* on one thread the products would run one after the other anyway, but
+   * with every output made before the first runs: the usual path makes
+   * each at its step, after the steps before have freed their inputs */
+  if (n < 1 || n > MAX_SIDE || jx_pool_inside() || jx_pool_threads() < 2) return JX_OK;
   jx_tensor tin[2 * MAX_SIDE], tout[MAX_SIDE];
   const jx_tensor *ins[MAX_SIDE];
   jx_tensor *outs[MAX_SIDE];

@@ -52,7 +52,9 @@ int jx_dot_blas_epilogue(const jx_params *p, const jx_tensor *in, jx_tensor *out
 /* dot_general's eager evaluation of n independent products side by side
  * (dot.c): out[i] are new arrays of avals[i]. *ran = 0, and nothing is
  * made, when the products are not all GEMMs that eager evaluation would
- * hand to BLAS; the caller then binds them one by one. */
+ * hand to BLAS, or when the calling thread's parallel loops run on it
+ * alone (a device thread of a mesh with a device per core or more, a pool
+ * worker, a pool of one thread); the caller then binds them one by one. */
 jx_status jx_dot_side_by_side(int n, const jx_params *const *p, jx_array *const *in,
                               const jx_aval *avals, jx_array **out, int *ran);
 

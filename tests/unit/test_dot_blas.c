@@ -620,8 +620,47 @@ static void matmul_end_to_end(void **state) {
   jx_scope_end();
 }
 
+/* Two independent GEMMs run side by side only where the calling thread has
+ * pool threads to share them with: a thread whose parallel loops run on it
+ * alone (a device thread of a mesh with a device per core or more) leaves
+ * them to the usual path, which makes each product's output at its own
+ * step, so the memory it holds is what the program's liveness counts.
+ * Where they run, they give the products' values. */
+static void side_by_side_only_with_threads_to_share(void **state) {
+  (void)state;
+  enum { M = 96, K = 80, N = 72 };
+  jx_params p = {0};
+  p.l[JX_DOT_LC] = (jx_ilist){1, {1}};
+  p.l[JX_DOT_RC] = (jx_ilist){1, {0}};
+  const jx_params *params[2] = {&p, &p};
+  jx_array *in[4];
+  for (int i = 0; i < 4; i++)
+    in[i] = jx_sin(jx_mul(jx_arange(JX_F32, 0, (i % 2 ? K * N : M * K), 1),
+                          jx_scalar(JX_F32, 0.01f * (float)(i + 1))));
+  in[0] = jx_reshape(in[0], JX_SHAPE(M, K)), in[2] = jx_reshape(in[2], JX_SHAPE(M, K));
+  in[1] = jx_reshape(in[1], JX_SHAPE(K, N)), in[3] = jx_reshape(in[3], JX_SHAPE(K, N));
+  for (int i = 0; i < 4; i++) assert_int_equal(jx_block_until_ready(in[i]), JX_OK);
+  jx_aval avals[2] = {{JX_F32, 0, {2, {M, N}}, 0}, {JX_F32, 0, {2, {M, N}}, 0}};
+  jx_array *out[2] = {NULL, NULL};
+  int ran = -1;
+  jx_pool_run_inline(1);
+  assert_int_equal(jx_dot_side_by_side(2, params, in, avals, out, &ran), JX_OK);
+  jx_pool_run_inline(0);
+  assert_int_equal(ran, 0);
+  assert_null(out[0]);
+  if (jx_pool_threads() < 2) skip(); /* no threads to share: never side by side */
+  assert_int_equal(jx_dot_side_by_side(2, params, in, avals, out, &ran), JX_OK);
+  assert_int_equal(ran, 1);
+  for (int i = 0; i < 2; i++) {
+    jx_array *want = jx_matmul(in[2 * i], in[2 * i + 1]);
+    jx_array *d = jx_max(jx_abs(jx_sub(out[i], want)), JX_AXES(), 0);
+    assert_true(jx_item(d) <= 1e-4);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(side_by_side_only_with_threads_to_share),
       cmocka_unit_test(layouts_f32),
       cmocka_unit_test(layouts_f64),
       cmocka_unit_test(random_f32_f64),
