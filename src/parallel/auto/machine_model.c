@@ -84,6 +84,22 @@ static double call_seconds(const jx_mesh *m, const call_time *c) {
   return 1e-9 * (double)(c->best_ns > 0 ? c->best_ns : 1);
 }
 
+/* One call of j on in until its result is ready: its wall time in *ns and
+ * the process's CPU seconds (every thread) in *cpu. The result is freed
+ * before the next call, as a step's temporaries are. */
+static jx_status timed_call(jx_fn *j, jx_array **in, int64_t *ns, double *cpu) {
+  jx_scope_begin();
+  int64_t t0 = jx_now_ns();
+  double c0 = cpu_now_s();
+  jx_array *out = NULL;
+  jx_status st = jx_call(j, in, &out);
+  if (!st) st = jx_block_until_ready(out);
+  *ns = jx_now_ns() - t0;
+  *cpu = cpu_now_s() - c0;
+  jx_scope_end();
+  return st;
+}
+
 /* Times ROUNDS calls of j on in after one that compiles: the best wall
  * time, the least CPU time. */
 static jx_status time_calls(jx_fn *j, jx_array **in, call_time *c) {
@@ -91,15 +107,9 @@ static jx_status time_calls(jx_fn *j, jx_array **in, call_time *c) {
   c->cpu_s = INFINITY;
   jx_status st = JX_OK;
   for (int r = 0; r <= ROUNDS && !st; r++) {
-    jx_scope_begin(); /* each call's result freed before the next, as a step's temporaries are */
-    int64_t t0 = jx_now_ns();
-    double c0 = cpu_now_s();
-    jx_array *out = NULL;
-    st = jx_call(j, in, &out);
-    if (!st) st = jx_block_until_ready(out);
-    int64_t t = jx_now_ns() - t0;
-    double used = cpu_now_s() - c0;
-    jx_scope_end();
+    int64_t t;
+    double used;
+    st = timed_call(j, in, &t, &used);
     if (r && t < c->best_ns) c->best_ns = t;
     if (r && used < c->cpu_s) c->cpu_s = used;
   }
@@ -189,14 +199,10 @@ jx_status jx_idle_share_calibrate(jx_mesh *m, jx_comm_model *cm) {
   double wall = 0, used = 0, idle0 = -1;
   for (int r = 0; r <= IDLE_ROUNDS && !st; r++) { /* the first call compiles */
     if (r == 1) idle0 = machine_idle_s();
-    jx_scope_begin();
-    int64_t t0 = jx_now_ns();
-    double c0 = cpu_now_s();
-    jx_array *out = NULL;
-    st = jx_call(j, in, &out);
-    if (!st) st = jx_block_until_ready(out);
-    if (r) wall += 1e-9 * (double)(jx_now_ns() - t0), used += cpu_now_s() - c0;
-    jx_scope_end();
+    int64_t t;
+    double cpu;
+    st = timed_call(j, in, &t, &cpu);
+    if (r) wall += 1e-9 * (double)t, used += cpu;
   }
   double idle1 = machine_idle_s();
   jx_scope_end();
