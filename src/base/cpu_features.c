@@ -2,6 +2,7 @@
 #include "cpu_features.h"
 
 #include <stdatomic.h>
+#include <unistd.h>
 
 enum { HAS_AVX2_FMA = 1, HAS_AVX512F = 2 };
 
@@ -25,3 +26,13 @@ static int features(void) {
 int jx_cpu_has_avx2_fma(void) { return (features() & HAS_AVX2_FMA) != 0; }
 
 int jx_cpu_has_avx512f(void) { return (features() & HAS_AVX512F) != 0; }
+
+int jx_cpu_count(void) {
+  static atomic_int cpus; /* 0 until asked; racing first calls store the same value */
+  int n = atomic_load(&cpus);
+  if (!n) {
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    atomic_store(&cpus, n = c > 0 ? (int)c : 1);
+  }
+  return n;
+}

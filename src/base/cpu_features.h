@@ -10,4 +10,9 @@ int jx_cpu_has_avx2_fma(void);
 /* 1 when the CPU also runs AVX-512F (16-lane f32 vectors); 0 elsewhere. */
 int jx_cpu_has_avx512f(void);
 
+/* The CPUs online (sysconf's count, at least 1), asked on the first call:
+ * for the checks made often (a spin, a collective) whether threads
+ * outnumber them. */
+int jx_cpu_count(void);
+
 #endif

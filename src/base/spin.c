@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu_features.h"
 #include "threadpool.h"
 
 enum { CHECK_EVERY = 16 }; /* polls between looks at the clock and the pool */
@@ -52,13 +53,7 @@ int jx_machine_has_room(int cpus) {
 
 /* 1 when a spinning thread would not take a core that work needs. */
 static int spin_is_free(void) {
-  static int cpus; /* 0 until asked; racing first calls store the same value */
-  int n = __atomic_load_n(&cpus, __ATOMIC_RELAXED);
-  if (!n) {
-    long c = sysconf(_SC_NPROCESSORS_ONLN);
-    n = c > 0 ? (int)c : 1;
-    __atomic_store_n(&cpus, n, __ATOMIC_RELAXED);
-  }
+  int n = jx_cpu_count();
   return n > 1 && jx_pool_busy_threads() < n && jx_machine_has_room(n);
 }
 

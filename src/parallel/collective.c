@@ -22,8 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "../base/cpu_features.h"
 #include "../base/env.h"
 #include "../base/error.h"
 #include "../base/hooks.h"
@@ -415,10 +415,7 @@ static int async_enabled(void) {
     atomic_store(&given, g);
   }
   if (g >= 0) return g;
-  static atomic_long cores;
-  long c = atomic_load(&cores);
-  if (!c) atomic_store(&cores, c = sysconf(_SC_NPROCESSORS_ONLN));
-  return jx_device_run_width() <= c;
+  return jx_device_run_width() <= jx_cpu_count();
 }
 
 int jx_prim_is_collective(const jx_prim *p) {

@@ -18,6 +18,7 @@
 
 #include <jx/array.h>
 
+#include "../base/cpu_features.h"
 #include "../base/env.h"
 #include "../base/spin.h"
 #include "comm.h"
@@ -340,10 +341,9 @@ static int sharing_my_cpu(const arrival *a, int cpu) {
  * Returns the CPU it runs on now. */
 static int move_off(const jx_shm_group *g, int cpu) {
   static int64_t moved_at;
-  static int cpus;
-  if (!cpus) __atomic_store_n(&cpus, (int)sysconf(_SC_NPROCESSORS_ONLN), __ATOMIC_RELAXED);
   int64_t now = jx_now_ns();
-  if (g->m > cpus || now - __atomic_load_n(&moved_at, __ATOMIC_RELAXED) < MOVE_NS) return cpu;
+  if (g->m > jx_cpu_count() || now - __atomic_load_n(&moved_at, __ATOMIC_RELAXED) < MOVE_NS)
+    return cpu;
   __atomic_store_n(&moved_at, now, __ATOMIC_RELAXED);
   cpu_set_t was, others;
   if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof was, &was)) return cpu;
