@@ -263,7 +263,7 @@ static void idle_share_prices_time_shared_cores(void **state) {
                   cm.idle_share);
     assert_true(cm.idle_share >= 0 && cm.idle_share <= 0.5);
   }
-  /* the estimate of a program with a collective */
+  /* the estimate of a program (one product) on the time-shared mesh */
   jx_aval x = {.dtype = JX_F32, .shape = {2, {512, 512}}};
   jx_fn *mm = jx_fn_create("product", 2, 1, product, NULL);
   jx_aval xx[2] = {x, x};
