@@ -133,9 +133,10 @@ static jx_status best_call(jx_mesh *m, const char *name, jx_body body, void *ctx
   jx_array *in[2] = {NULL, NULL};
   if (!st) { /* placed once: the calls time the programs, not the slicing of their inputs */
     in[0] = jx_device_put(jx_ones(JX_F32, JX_SHAPE(rows * (int64_t)m->ndev, cols)), sh[0]);
-    /* the second's entries 1/cols: a chain of products keeps the ones it starts from */
-    jx_array *right = jx_mul(jx_ones(JX_F32, JX_SHAPE(cols, cols)), jx_scalar(JX_F32, 1.0 / cols));
-    in[1] = nin > 1 ? jx_device_put(right, sh[1]) : in[0];
+    in[1] = in[0];
+    if (nin > 1) /* entries 1/cols: a chain of products keeps the ones it starts from */
+      in[1] = jx_device_put(
+          jx_mul(jx_ones(JX_F32, JX_SHAPE(cols, cols)), jx_scalar(JX_F32, 1.0 / cols)), sh[1]);
     st = jx_block_until_ready(in[0]) ? jx_last_status() : jx_block_until_ready(in[1]);
   }
   jx_fn *f = st ? NULL : jx_fn_create(name, nin, 1, body, ctx);
@@ -226,9 +227,8 @@ jx_status jx_idle_share_calibrate(jx_mesh *m, jx_comm_model *cm) {
 }
 
 jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm) {
-  static int chain = CHAIN;
+  static int chain = CHAIN, products = PRODUCTS;
   double mm, stream, one, many;
-  static int products = PRODUCTS;
   jx_status st = best_call(m, "calibration_matmul", matmul_fn, &products, 2, SIDE, SIDE, &mm);
   if (!st)
     st = best_call(m, "calibration_stream", stream_fn, NULL, 1, STREAM / 1024, 1024, &stream);
