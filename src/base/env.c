@@ -61,8 +61,8 @@ const jx_env_var jx_env_vars[] = {
      "and reads wait)"},
     {"JX_PROFILE_STEPS", JX_ENV_FLAG, "0",
      "print the slowest steps of each jitted program at exit and, on the CPU, the time by kind "
-     "(GEMMs with their GFLOP/s, attention, kernels, the rest; on CUDA: the steps' device "
-     "time) " DOCS("cuda.md")},
+     "(GEMMs with their GFLOP/s, attention, kernels, the rest), each step's and kind's also as "
+     "the CPU time of the thread that ran it (on CUDA: the steps' device time) " DOCS("cuda.md")},
 
     /* ---- numerics and threads ---- */
     {"JX_ENABLE_X64", JX_ENV_FLAG, "0",

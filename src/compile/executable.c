@@ -40,12 +40,20 @@ typedef struct {
   int epi_bias, epi_resid, epi_out; /* its bias and residual variables (-1: none), its result */
 } step;
 
+/* JX_PROFILE_STEPS: a step's time, summed over runs: its wall time and the
+ * CPU time of the thread that ran it (a device's own work where devices
+ * time-share the cores and wall time counts the others' turns too; work a
+ * step hands to the pool's threads is not in it). */
+typedef struct {
+  double wall_s, cpu_s;
+} step_time;
+
 struct jx_executable {
   int nsteps;
   step *steps;
   int *last_step;     /* per variable: the last step that reads it (-1: none; nsteps: an output) */
   uint8_t *temporary; /* per variable: produced by a step (not an input or constant) */
-  double *profile;    /* JX_PROFILE_STEPS: seconds per step, summed over runs (else NULL) */
+  step_time *profile; /* JX_PROFILE_STEPS: per step (else NULL) */
   int runs;
   char (*labels)[96]; /* per step, for the profile's report */
   char name[64];
@@ -408,25 +416,29 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix,
 /* JX_PROFILE_STEPS=1: at the end, the steps that took the most time, per run. */
 static void report_profile(const jx_executable *x) {
   if (!x->profile || !x->runs) return;
-  double total = 0;
-  for (int k = 0; k < x->nsteps; k++) total += x->profile[k];
-  fprintf(stderr, "jx: %s: %d runs, %.3f ms per run in steps\n", x->name, x->runs,
-          total * 1e3 / x->runs);
+  double total = 0, total_cpu = 0;
   for (int k = 0; k < x->nsteps; k++)
-    if (x->profile[k] >= 0.01 * total)
-      fprintf(stderr, "  step %3d %-48s %7.3f ms %5.1f%%\n", k, x->labels[k],
-              x->profile[k] * 1e3 / x->runs, 100 * x->profile[k] / total);
+    total += x->profile[k].wall_s, total_cpu += x->profile[k].cpu_s;
+  fprintf(stderr,
+          "jx: %s: %d runs, %.3f ms per run in steps, %.3f ms of the running thread's CPU\n",
+          x->name, x->runs, total * 1e3 / x->runs, total_cpu * 1e3 / x->runs);
+  for (int k = 0; k < x->nsteps; k++)
+    if (x->profile[k].wall_s >= 0.01 * total)
+      fprintf(stderr, "  step %3d %-48s %7.3f ms %5.1f%%  CPU %7.3f ms\n", k, x->labels[k],
+              x->profile[k].wall_s * 1e3 / x->runs, 100 * x->profile[k].wall_s / total,
+              x->profile[k].cpu_s * 1e3 / x->runs);
   /* the same time by kind, with the GEMMs' rate: the first question of a
    * train step's profile is how much of it the BLAS has and at what speed */
   static const char *const kinds[4] = {"dot_general", "attention", "kernels", "the rest"};
-  double by[4] = {0}, dot_flops = 0;
+  double by[4] = {0}, by_cpu[4] = {0}, dot_flops = 0;
   for (int k = 0; k < x->nsteps; k++) {
     const char *l = x->labels[k];
     int i = !strncmp(l, "dot_general", 11) ? 0
             : strstr(l, "attention")       ? 1
             : !strncmp(l, "kernel ", 7)    ? 2
                                            : 3;
-    by[i] += x->profile[k];
+    by[i] += x->profile[k].wall_s;
+    by_cpu[i] += x->profile[k].cpu_s;
     if (i == 0) dot_flops += x->step_flops[k];
   }
   fprintf(stderr, "  by kind:");
@@ -435,6 +447,9 @@ static void report_profile(const jx_executable *x) {
             total > 0 ? 100 * by[i] / total : 0);
     if (i == 0 && by[0] > 0) fprintf(stderr, " (%.1f GFLOP/s)", dot_flops * x->runs / by[0] / 1e9);
   }
+  fprintf(stderr, "\n  by kind, CPU:");
+  for (int i = 0; i < 4; i++)
+    fprintf(stderr, "%s %s %.3f ms", i ? "," : "", kinds[i], by_cpu[i] * 1e3 / x->runs);
   fprintf(stderr, "\n");
 }
 
@@ -671,6 +686,12 @@ static jx_status run_kernel(const run_state *rs, const jx_program *p, int k) {
 static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double thread_cpu_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
@@ -978,7 +999,7 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   for (int k = 0; k < x->nsteps && !st; k++) {
     const step *s = &x->steps[k];
     const int k0 = k; /* a step that also ran the next one is profiled as this one */
-    double t0 = x->profile ? now_s() : 0;
+    double t0 = x->profile ? now_s() : 0, c0 = x->profile ? thread_cpu_s() : 0;
     if (s->group.skip) continue;  /* read through by the kernels, or dead */
     int watched = jx_debug_flags; /* the debugging tools (base/hooks.h) */
     double tp = 0;
@@ -1015,7 +1036,10 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
       st = jx_debug_check_step(p, s->group.first, s->group.count, s->fn != NULL, env);
     if (!st && (paired || fused)) step_reads(x, p, k++, release_dead, &rs);
     if (!st) step_reads(x, p, k, release_dead, &rs);
-    if (x->profile) x->profile[k0] += now_s() - t0;
+    if (x->profile) {
+      x->profile[k0].wall_s += now_s() - t0;
+      x->profile[k0].cpu_s += thread_cpu_s() - c0;
+    }
   }
   while (flight.n) finish_at(&flight, 0); /* also after a failure: they hold buffers */
   if (!st) st = flight.st;

@@ -521,7 +521,8 @@ static int child_main(const char *expect) {
 /* JX_PROFILE_STEPS=1: freed, the executable sums its steps' time by kind.
  * tanh(x y^T) of two [128, 256] arrays is one GEMM and one kernel: the
  * kinds' shares add up to the whole, and the GEMMs' rate is their 2 * 128
- * * 128 * 256 flops a run over their time. */
+ * * 128 * 256 flops a run over their time; the CPU time by kind adds up to
+ * the run's. */
 enum { PROF_M = 128, PROF_K = 256 };
 static void tanh_of_product(void *ctx, jx_array *const *in, jx_array **out) {
   (void)ctx;
@@ -579,6 +580,21 @@ static void profile_by_kind(void **state) {
   assert_true(ms[0] > 2e-3);
   double lo = flops / ((ms[0] + 6e-4) * 1e-3) / 1e9, hi = flops / ((ms[0] - 6e-4) * 1e-3) / 1e9;
   assert_true(rate >= lo * 0.999 - 0.05 && rate <= hi * 1.001 + 0.05);
+  /* the running thread's CPU time by kind adds up to the header's */
+  const char *head = strstr(report, "profiled: 2 runs, ");
+  double wall_total, cpu_total, cpu[4];
+  assert_int_equal(
+      sscanf(head, "profiled: 2 runs, %lf ms per run in steps, %lf ms", &wall_total, &cpu_total),
+      2);
+  line = strstr(report, "  by kind, CPU: dot_general ");
+  assert_non_null(line);
+  assert_int_equal(sscanf(line,
+                          "  by kind, CPU: dot_general %lf ms, attention %lf ms, kernels %lf ms, "
+                          "the rest %lf ms",
+                          &cpu[0], &cpu[1], &cpu[2], &cpu[3]),
+                   4);
+  assert_true(fabs(cpu[0] + cpu[1] + cpu[2] + cpu[3] - cpu_total) < 2.5e-3);
+  assert_true(cpu[0] > 0 && cpu[1] == 0 && cpu[2] > 0);
 }
 
 int main(int argc, char **argv) {
