@@ -395,5 +395,8 @@ int main(int argc, char **argv) {
   free(tc);
   free(ts);
   free(ti);
+  for (int r = 0; r < RECIPES; r++) jx_fn_release(fn[r]);
+  jx_fn_release(plain);
+  jx_shutdown(); /* frees the executables (JX_PROFILE_STEPS prints their profiles then) */
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "executable.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +44,10 @@ typedef struct {
 /* JX_PROFILE_STEPS: a step's time, summed over runs: its wall time and the
  * CPU time of the thread that ran it (a device's own work where devices
  * time-share the cores and wall time counts the others' turns too; work a
- * step hands to the pool's threads is not in it). */
+ * step hands to the pool's threads is not in it), in nanoseconds. The
+ * devices of a mesh run one executable at once, so the sums are atomic. */
 typedef struct {
-  double wall_s, cpu_s;
+  atomic_llong wall_ns, cpu_ns;
 } step_time;
 
 struct jx_executable {
@@ -54,7 +56,7 @@ struct jx_executable {
   int *last_step;     /* per variable: the last step that reads it (-1: none; nsteps: an output) */
   uint8_t *temporary; /* per variable: produced by a step (not an input or constant) */
   step_time *profile; /* JX_PROFILE_STEPS: per step (else NULL) */
-  int runs;
+  atomic_int runs;    /* ... profiled */
   char (*labels)[96]; /* per step, for the profile's report */
   char name[64];
   /* per step, for the profiler (debug/): a name and the cost model's flops and bytes */
@@ -415,18 +417,23 @@ jx_executable *jx_executable_build(const jx_program *p, const char *dump_prefix,
 
 /* JX_PROFILE_STEPS=1: at the end, the steps that took the most time, per run. */
 static void report_profile(const jx_executable *x) {
-  if (!x->profile || !x->runs) return;
-  double total = 0, total_cpu = 0;
-  for (int k = 0; k < x->nsteps; k++)
-    total += x->profile[k].wall_s, total_cpu += x->profile[k].cpu_s;
+  int runs = atomic_load(&x->runs);
+  if (!x->profile || !runs) return;
+  double total = 0, total_cpu = 0, *wall = malloc(sizeof *wall * 2 * ((size_t)x->nsteps + 1));
+  if (!wall) return;
+  double *cpu = wall + x->nsteps + 1;
+  for (int k = 0; k < x->nsteps; k++) {
+    wall[k] = 1e-9 * (double)atomic_load(&x->profile[k].wall_ns);
+    cpu[k] = 1e-9 * (double)atomic_load(&x->profile[k].cpu_ns);
+    total += wall[k], total_cpu += cpu[k];
+  }
   fprintf(stderr,
           "jx: %s: %d runs, %.3f ms per run in steps, %.3f ms of the running thread's CPU\n",
-          x->name, x->runs, total * 1e3 / x->runs, total_cpu * 1e3 / x->runs);
+          x->name, runs, total * 1e3 / runs, total_cpu * 1e3 / runs);
   for (int k = 0; k < x->nsteps; k++)
-    if (x->profile[k].wall_s >= 0.01 * total)
+    if (wall[k] >= 0.01 * total)
       fprintf(stderr, "  step %3d %-48s %7.3f ms %5.1f%%  CPU %7.3f ms\n", k, x->labels[k],
-              x->profile[k].wall_s * 1e3 / x->runs, 100 * x->profile[k].wall_s / total,
-              x->profile[k].cpu_s * 1e3 / x->runs);
+              wall[k] * 1e3 / runs, 100 * wall[k] / total, cpu[k] * 1e3 / runs);
   /* the same time by kind, with the GEMMs' rate: the first question of a
    * train step's profile is how much of it the BLAS has and at what speed */
   static const char *const kinds[4] = {"dot_general", "attention", "kernels", "the rest"};
@@ -437,20 +444,21 @@ static void report_profile(const jx_executable *x) {
             : strstr(l, "attention")       ? 1
             : !strncmp(l, "kernel ", 7)    ? 2
                                            : 3;
-    by[i] += x->profile[k].wall_s;
-    by_cpu[i] += x->profile[k].cpu_s;
+    by[i] += wall[k];
+    by_cpu[i] += cpu[k];
     if (i == 0) dot_flops += x->step_flops[k];
   }
   fprintf(stderr, "  by kind:");
   for (int i = 0; i < 4; i++) {
-    fprintf(stderr, "%s %s %.3f ms %.1f%%", i ? "," : "", kinds[i], by[i] * 1e3 / x->runs,
+    fprintf(stderr, "%s %s %.3f ms %.1f%%", i ? "," : "", kinds[i], by[i] * 1e3 / runs,
             total > 0 ? 100 * by[i] / total : 0);
-    if (i == 0 && by[0] > 0) fprintf(stderr, " (%.1f GFLOP/s)", dot_flops * x->runs / by[0] / 1e9);
+    if (i == 0 && by[0] > 0) fprintf(stderr, " (%.1f GFLOP/s)", dot_flops * runs / by[0] / 1e9);
   }
   fprintf(stderr, "\n  by kind, CPU:");
   for (int i = 0; i < 4; i++)
-    fprintf(stderr, "%s %s %.3f ms", i ? "," : "", kinds[i], by_cpu[i] * 1e3 / x->runs);
+    fprintf(stderr, "%s %s %.3f ms", i ? "," : "", kinds[i], by_cpu[i] * 1e3 / runs);
   fprintf(stderr, "\n");
+  free(wall);
 }
 
 void jx_executable_free(jx_executable *x) {
@@ -689,11 +697,13 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static double thread_cpu_s(void) {
+static int64_t clock_ns(clockid_t clock) {
   struct timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+  clock_gettime(clock, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
+static int64_t now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+static int64_t thread_cpu_ns(void) { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 /* A dynamic_update_slice whose operand is a donated buffer this run took
  * and that dies at this step writes its update into that buffer instead of
@@ -999,7 +1009,7 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   for (int k = 0; k < x->nsteps && !st; k++) {
     const step *s = &x->steps[k];
     const int k0 = k; /* a step that also ran the next one is profiled as this one */
-    double t0 = x->profile ? now_s() : 0, c0 = x->profile ? thread_cpu_s() : 0;
+    int64_t t0 = x->profile ? now_ns() : 0, c0 = x->profile ? thread_cpu_ns() : 0;
     if (s->group.skip) continue;  /* read through by the kernels, or dead */
     int watched = jx_debug_flags; /* the debugging tools (base/hooks.h) */
     double tp = 0;
@@ -1037,15 +1047,15 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
     if (!st && (paired || fused)) step_reads(x, p, k++, release_dead, &rs);
     if (!st) step_reads(x, p, k, release_dead, &rs);
     if (x->profile) {
-      x->profile[k0].wall_s += now_s() - t0;
-      x->profile[k0].cpu_s += thread_cpu_s() - c0;
+      atomic_fetch_add(&x->profile[k0].wall_ns, now_ns() - t0);
+      atomic_fetch_add(&x->profile[k0].cpu_ns, thread_cpu_ns() - c0);
     }
   }
   while (flight.n) finish_at(&flight, 0); /* also after a failure: they hold buffers */
   if (!st) st = flight.st;
   if (profiled) jx_prof_function_end();
   jx_debug_exec_leave();
-  if (x->profile) ((jx_executable *)x)->runs++;
+  if (x->profile) atomic_fetch_add(&((jx_executable *)x)->runs, 1);
   for (int o = 0; o < p->nout && !st; o++) out[o] = jx_keep(env[p->out[o]]);
   jx_scope_end();
   for (int o = 0; o < p->nout && !st; o++) jx_scope_adopt(out[o]);
