@@ -13,6 +13,7 @@
 #include "../base/hash.h"
 #include "../base/threadpool.h"
 #include "../base/memstats.h"
+#include "../base/spin.h"
 #include "../base/hooks.h"
 #include "async_collective.h"
 #include "../prims/dot_kernels.h"
@@ -697,13 +698,11 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int64_t clock_ns(clockid_t clock) {
+static int64_t thread_cpu_ns(void) {
   struct timespec t;
-  clock_gettime(clock, &t);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
-static int64_t now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
-static int64_t thread_cpu_ns(void) { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 /* A dynamic_update_slice whose operand is a donated buffer this run took
  * and that dies at this step writes its update into that buffer instead of
@@ -1009,7 +1008,7 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
   for (int k = 0; k < x->nsteps && !st; k++) {
     const step *s = &x->steps[k];
     const int k0 = k; /* a step that also ran the next one is profiled as this one */
-    int64_t t0 = x->profile ? now_ns() : 0, c0 = x->profile ? thread_cpu_ns() : 0;
+    int64_t t0 = x->profile ? jx_now_ns() : 0, c0 = x->profile ? thread_cpu_ns() : 0;
     if (s->group.skip) continue;  /* read through by the kernels, or dead */
     int watched = jx_debug_flags; /* the debugging tools (base/hooks.h) */
     double tp = 0;
@@ -1047,7 +1046,7 @@ jx_status jx_executable_run(const jx_executable *x, const jx_program *p, jx_arra
     if (!st && (paired || fused)) step_reads(x, p, k++, release_dead, &rs);
     if (!st) step_reads(x, p, k, release_dead, &rs);
     if (x->profile) {
-      atomic_fetch_add(&x->profile[k0].wall_ns, now_ns() - t0);
+      atomic_fetch_add(&x->profile[k0].wall_ns, jx_now_ns() - t0);
       atomic_fetch_add(&x->profile[k0].cpu_ns, thread_cpu_ns() - c0);
     }
   }
