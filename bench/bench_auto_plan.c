@@ -173,19 +173,8 @@ static double inputs_per_device(jx_array *const *in, int nin) {
  * allocated beyond what it held before (other recipes' arrays), as the
  * profiler measures a jitted function's peak. */
 static double last_cpu_s; /* the last step's CPU time, every thread of the process */
-static double last_share; /* the last step's share of the cores (machine_idle_s) */
+static double last_share; /* the last step's share of the cores (jx_machine_idle_s) */
 static double last_idle;  /* ... of which idle */
-
-/* Seconds every core of the machine has been idle since boot (/proc/stat's
- * idle and iowait), or -1 where that is not known. */
-static double machine_idle_s(void) {
-  FILE *f = fopen("/proc/stat", "r");
-  unsigned long long user, nice, sys, idle, iowait;
-  int ok = f && fscanf(f, "cpu %llu %llu %llu %llu %llu", &user, &nice, &sys, &idle, &iowait) == 5;
-  if (f) fclose(f);
-  long hz = sysconf(_SC_CLK_TCK);
-  return ok && hz > 0 ? (double)(idle + iowait) / (double)hz : -1;
-}
 
 static double step_of(jx_fn *f, jx_array **in, int nin, int nout, int ndev, double *secs,
                       double *peak) {
@@ -198,7 +187,7 @@ static double step_of(jx_fn *f, jx_array **in, int nin, int nout, int ndev, doub
     if (!jx_memory_stats(d, &ms)) live0[d] = ms.live_bytes;
   }
   jx_memory_reset_peak(-1);
-  double t0 = bench_now_s(), c0 = bench_cpu_ns(), i0 = machine_idle_s();
+  double t0 = bench_now_s(), c0 = bench_cpu_ns(), i0 = jx_machine_idle_s();
   static int ntrace;
   int tracing = getenv("DBG_TRACE") && ++ntrace == 3;
   if (tracing) jx_profiler_start(getenv("DBG_TRACE"));
@@ -213,7 +202,7 @@ static double step_of(jx_fn *f, jx_array **in, int nin, int nout, int ndev, doub
   /* the cores this process had: those it ran on and those left idle, the
    * rest went to other jobs */
   long online = sysconf(_SC_NPROCESSORS_ONLN);
-  double i1 = machine_idle_s();
+  double i1 = jx_machine_idle_s();
   last_share = i0 >= 0 && i1 >= 0 && online > 0 && *secs > 0
                    ? (last_cpu_s + (i1 - i0)) / (*secs * (double)online)
                    : 1;

@@ -168,9 +168,7 @@ static void idle_fn(void *c, jx_array *const *in, jx_array **out) {
   out[0] = x;
 }
 
-/* Seconds every core of the machine has been idle since boot (/proc/stat's
- * idle and iowait, in clock ticks), or -1 where that is not known. */
-static double machine_idle_s(void) {
+double jx_machine_idle_s(void) {
   FILE *f = fopen("/proc/stat", "r");
   unsigned long long user, nice, sys, idle, iowait;
   int ok = f && fscanf(f, "cpu %llu %llu %llu %llu %llu", &user, &nice, &sys, &idle, &iowait) == 5;
@@ -204,13 +202,13 @@ jx_status jx_idle_share_calibrate(jx_mesh *m, jx_comm_model *cm) {
   }
   double wall = 0, used = 0, idle0 = -1;
   for (int r = 0; r <= IDLE_ROUNDS && !st; r++) { /* the first call compiles */
-    if (r == 1) idle0 = machine_idle_s();
+    if (r == 1) idle0 = jx_machine_idle_s();
     int64_t t;
     double cpu;
     st = timed_call(j, in, &t, &cpu);
     if (r) wall += 1e-9 * (double)t, used += cpu;
   }
-  double idle1 = machine_idle_s();
+  double idle1 = jx_machine_idle_s();
   jx_scope_end();
   jx_fn_release(j);
   jx_fn_release(mapped);

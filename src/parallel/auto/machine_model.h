@@ -22,7 +22,8 @@ void jx_comm_model_keep(const jx_mesh *m, const jx_comm_model *cm);
 
 /* One device's figures while all of m's devices run at once (a few rounds
  * of each, through the sharded jit, as a plan's equations run):
- * cm->flops_per_s from a 256x256x256 matmul, cm->mem_bytes_per_s from an
+ * cm->flops_per_s from a chain of 16 256x256x256 matmuls a call (one call's
+ * fixed cost spread over 16 products), cm->mem_bytes_per_s from an
  * elementwise kernel over 4 MB, and cm->step_s, the fixed cost of a step,
  * from a chain of 64 tiny matmuls against one. A call takes its best wall
  * time; with more devices than cores (jx_devices_per_core) the devices
@@ -39,6 +40,10 @@ jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm);
  * the idle clock's ticks. 0, unmeasured, when every device of m has a
  * core. */
 jx_status jx_idle_share_calibrate(jx_mesh *m, jx_comm_model *cm);
+/* Seconds every core of the machine has been idle since boot (/proc/stat's
+ * idle and iowait, in clock ticks), or -1 where that is not known: the idle
+ * calibration's clock, and the benchmarks' for a step's idle share. */
+double jx_machine_idle_s(void);
 
 /* Seconds of flops and bytes on one device by the roofline: the larger of
  * flops / flops_per_s and bytes / mem_bytes_per_s (flops alone with no
