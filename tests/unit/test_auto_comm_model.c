@@ -1,13 +1,13 @@
 /* The automatic sharding planner's alpha-beta model: each collective kind's
  * ring formula against hand-computed figures (one axis, several axes on the
- * slowest link, a group of one device, the rendezvous's wait once per
- * collective), and a calibration on 4 CPU devices (one axis of 4, a 2x2
- * mesh) giving positive finite figures, no rendezvous wait where each
- * device has a core and at least as much where 8 devices time-share the
- * cores; the measured
+ * slowest link, a kind's own figures, a group of one device), and a
+ * calibration through the executor on 4 CPU devices (one axis of 4, a 2x2
+ * mesh) giving positive finite figures for every kind; the measured
  * figures the sharded jit plans with are measured once per mesh shape, kept
  * for the process and written to the cache directory as they are; the
- * estimate's roofline prices a kernel by its bytes or its flops. */
+ * estimate's roofline prices a kernel by its bytes (at the bandwidth of
+ * their size) or its flops, a product at the rate of its layout and
+ * arithmetic intensity, a slice by what it writes. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -53,18 +53,28 @@ static void ring_formulas_match_hand_figures(void **state) {
   assert_float_equal(jx_comm_model_time(&cm, JX_COLL_PERMUTE, data, 1e6), 1.01e-3, 1e-12);
   /* both axes (n = 8) ride the slower link: model at 20 us, 100 MB/s;
    * all_to_all: 7*2e-5 + (7/8)*1e6*1e-8 */
-  cm.link[1] = (jx_link_model){2e-5, 1e-8, 0};
+  cm.link[1] = jx_link_uniform(2e-5, 1e-8);
   assert_float_equal(jx_comm_model_time(&cm, JX_COLL_ALL_TO_ALL, data | model, 1e6), 8.89e-3,
                      1e-12);
-  /* the rendezvous's wait: once per collective, the slowest axis's, on no
-   * collective that does not ride the axis */
-  cm.link[1].wait_s = 3e-4;
-  assert_float_equal(jx_comm_model_time(&cm, JX_COLL_ALL_TO_ALL, data | model, 1e6), 9.19e-3,
-                     1e-12);
-  assert_float_equal(jx_comm_model_time(&cm, JX_COLL_PERMUTE, model, 1e6), 1e-2 + 2e-5 + 3e-4,
-                     1e-12);
+  /* a kind's own figures: all_gather over data at 40 us and 2 ns a byte
+   * (3*4e-5 + (3/4)*1e6*2e-9); the other kinds keep theirs */
+  cm.link[0].alpha_s[JX_COLL_ALL_GATHER] = 4e-5;
+  cm.link[0].beta[JX_COLL_ALL_GATHER] = (jx_byte_rate){0, 2e-9, 2e-9};
+  assert_float_equal(jx_comm_model_time(&cm, JX_COLL_ALL_GATHER, data, 1e6), 1.62e-3, 1e-12);
   assert_float_equal(jx_comm_model_time(&cm, JX_COLL_ALL_REDUCE, data, 1e6), 1.56e-3, 1e-12);
-  cm.link[1].wait_s = 0;
+  assert_float_equal(jx_comm_model_time(&cm, JX_COLL_PERMUTE, model, 1e6), 1e-2 + 2e-5, 1e-12);
+  /* a knee: the first 250 KB at 0.5 ns a byte, the rest at 2 ns:
+   * 3*4e-5 + (3/4)*(2.5e5*5e-10 + 7.5e5*2e-9) */
+  cm.link[0].beta[JX_COLL_ALL_GATHER] = (jx_byte_rate){2.5e5, 5e-10, 2e-9};
+  assert_float_equal(jx_comm_model_time(&cm, JX_COLL_ALL_GATHER, data, 1e6), 1.33875e-3, 1e-12);
+  /* both axes measured together: their own figures, n = 8 (7*1e-5 +
+   * (7/8)*1e6*1e-9), not the slower link's */
+  cm.group_axes = data | model;
+  cm.group = jx_link_uniform(1e-5, 1e-9);
+  assert_float_equal(jx_comm_model_time(&cm, JX_COLL_ALL_TO_ALL, data | model, 1e6), 9.45e-4,
+                     1e-12);
+  assert_float_equal(jx_comm_model_time(&cm, JX_COLL_PERMUTE, model, 1e6), 1e-2 + 2e-5, 1e-12);
+  cm.group_axes = 0;
   /* no axes, or an axis of one device: no communication */
   assert_float_equal(jx_comm_model_time(&cm, JX_COLL_ALL_REDUCE, 0, 1e6), 0, 0);
   jx_mesh *one = mesh_2d(4, 1, "data", "model");
@@ -75,50 +85,35 @@ static void ring_formulas_match_hand_figures(void **state) {
   jx_mesh_release(m);
 }
 
-static void check_calibrated(const jx_comm_model *cm, const jx_mesh *m) {
-  assert_int_equal(cm->naxes, jx_mesh_ndim(m));
-  for (int a = 0; a < cm->naxes; a++) {
-    print_message("axis %d: alpha %.3g s, %.3g GB/s\n", a, cm->link[a].alpha_s,
-                  1e-9 / cm->link[a].beta_s_per_byte);
-    assert_true(isfinite(cm->link[a].alpha_s) && cm->link[a].alpha_s > 0);
-    assert_true(isfinite(cm->link[a].beta_s_per_byte) && cm->link[a].beta_s_per_byte > 0);
-    /* a latency under a second and a bandwidth over 1 MB/s: figures of a
-     * measurement, not of a broken fit */
-    assert_true(cm->link[a].alpha_s < 1);
-    assert_true(cm->link[a].beta_s_per_byte < 1e-6);
-    assert_true(isfinite(cm->link[a].wait_s) && cm->link[a].wait_s >= 0 && cm->link[a].wait_s < 1);
-    /* devices with a core each wait at no barrier (their wall time is
-     * alpha's); devices that time-share the cores do */
-    if (!jx_devices_per_core(m)) assert_float_equal(cm->link[a].wait_s, 0, 0);
+/* A link's measured figures, every kind: a latency under a second and a
+ * bandwidth over 1 MB/s, below and past the knee (figures of a
+ * measurement, not of a broken fit). */
+static void check_link(const jx_link_model *l, int axis) {
+  for (int k = 0; k < JX_COLL_KINDS; k++) {
+    print_message("axis %d (-1: all), kind %d: alpha %.3g s, %.3g GB/s to %.0f bytes, then %.3g\n",
+                  axis, k, l->alpha_s[k], 1e-9 / l->beta[k].cached_s_per_byte,
+                  l->beta[k].knee_bytes, 1e-9 / l->beta[k].s_per_byte);
+    assert_true(isfinite(l->alpha_s[k]) && l->alpha_s[k] > 0 && l->alpha_s[k] < 1);
+    assert_true(l->beta[k].knee_bytes > 0);
+    assert_true(l->beta[k].cached_s_per_byte > 0 && l->beta[k].cached_s_per_byte < 1e-6);
+    assert_true(l->beta[k].s_per_byte > 0 && l->beta[k].s_per_byte < 1e-6);
   }
 }
 
-/* The rendezvous's wait grows with the devices a core runs: none on 2
- * devices (a core each), at least as much on 8 devices time-sharing the
- * cores (skipped where 8 devices have a core each). */
-static void rendezvous_wait_grows_with_devices_per_core(void **state) {
-  (void)state;
-  const char *names[] = {"x"};
-  jx_mesh *few = jx_mesh_create((jx_shape){1, {2}}, names);
-  jx_mesh *many = jx_mesh_create((jx_shape){1, {8}}, names);
-  assert_true(few && many);
-  if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !jx_devices_per_core(many)) {
-    jx_mesh_release(few);
-    jx_mesh_release(many);
-    skip();
-  }
-  jx_comm_model a, b;
-  jx_comm_model_uniform(&a, few, 1, 1, 1);
-  jx_comm_model_uniform(&b, many, 1, 1, 1);
-  check_ok(jx_comm_model_calibrate(&a, few));
-  check_ok(jx_comm_model_calibrate(&b, many));
-  print_message("wait: 2 devices %.3g us, 8 devices (%d per core) %.3g us\n",
-                a.link[0].wait_s * 1e6, jx_devices_per_core(many), b.link[0].wait_s * 1e6);
-  assert_int_equal(jx_devices_per_core(few), 0);
-  assert_float_equal(a.link[0].wait_s, 0, 0);
-  assert_true(b.link[0].wait_s >= a.link[0].wait_s);
-  jx_mesh_release(many);
-  jx_mesh_release(few);
+static void check_calibrated(const jx_comm_model *cm, const jx_mesh *m) {
+  assert_int_equal(cm->naxes, jx_mesh_ndim(m));
+  for (int a = 0; a < cm->naxes; a++)
+    if (cm->size[a] > 1) check_link(&cm->link[a], a);
+  if (cm->group_axes) check_link(&cm->group, -1);
+  /* every axis split, and more than one: measured together */
+  uint32_t split = 0;
+  for (int a = 0; a < cm->naxes; a++)
+    if (cm->size[a] > 1) split |= 1u << a;
+  assert_int_equal(cm->group_axes, __builtin_popcount(split) > 1 ? split : 0);
+  const jx_byte_rate *r = &cm->reorder;
+  assert_true(isfinite(r->cached_s_per_byte) && r->cached_s_per_byte >= 0 &&
+              r->cached_s_per_byte < 1e-6);
+  assert_true(isfinite(r->s_per_byte) && r->s_per_byte >= 0 && r->s_per_byte < 1e-6);
 }
 
 static void calibration_gives_positive_finite_figures(void **state) {
@@ -157,6 +152,8 @@ static void measured_figures_are_cached(void **state) {
   print_message("compute: %.3g GFLOP/s, %.3g GB/s, %.3g us per step per device\n",
                 a.flops_per_s * 1e-9, a.mem_bytes_per_s * 1e-9, a.step_s * 1e6);
   assert_true(a.flops_per_s > 1e6 && a.flops_per_s < 1e14);
+  assert_true(a.transposed_flops_per_s > 1e6 && a.transposed_flops_per_s < 1e14);
+  assert_true(a.small_flops_per_s > 1e6 && a.small_flops_per_s < 1e14);
   assert_true(a.mem_bytes_per_s > 1e6 && a.mem_bytes_per_s < 1e13);
   assert_true(a.step_s >= 0 && a.step_s < 0.1);
   assert_true(a.idle_share >= 0 && a.idle_share <= 0.5);
@@ -176,17 +173,31 @@ static void measured_figures_are_cached(void **state) {
   closedir(d);
   FILE *f = fopen(path, "r");
   assert_non_null(f);
-  double flops, bw, step, idle, alpha, beta, wait;
-  assert_int_equal(fscanf(f, "%lf %lf %lf %lf", &flops, &bw, &step, &idle), 4);
+  double flops, flops_t, flops_small, bw, step, idle, alpha;
+  jx_byte_rate reorder, beta;
+  unsigned group;
+  assert_int_equal(fscanf(f, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %u", &flops, &flops_t,
+                          &flops_small, &bw, &step, &idle, &reorder.knee_bytes,
+                          &reorder.cached_s_per_byte, &reorder.s_per_byte, &group),
+                   10);
   assert_float_equal(flops, a.flops_per_s, 1e-9 * a.flops_per_s);
+  assert_float_equal(flops_t, a.transposed_flops_per_s, 1e-9 * a.transposed_flops_per_s);
+  assert_float_equal(flops_small, a.small_flops_per_s, 1e-9 * a.small_flops_per_s);
   assert_float_equal(bw, a.mem_bytes_per_s, 1e-9 * a.mem_bytes_per_s);
   assert_float_equal(step, a.step_s, 1e-9 * a.step_s);
   assert_float_equal(idle, a.idle_share, 1e-15);
-  for (int ax = 0; ax < 2; ax++) {
-    assert_int_equal(fscanf(f, "%lf %lf %lf", &alpha, &beta, &wait), 3);
-    assert_float_equal(alpha, a.link[ax].alpha_s, 1e-12);
-    assert_float_equal(beta, a.link[ax].beta_s_per_byte, 1e-18);
-    assert_float_equal(wait, a.link[ax].wait_s, 1e-12);
+  assert_memory_equal(&reorder, &a.reorder, sizeof reorder);
+  assert_int_equal(group, a.group_axes);
+  assert_int_equal(group, 3);       /* a 2x2 mesh: both axes measured together too */
+  for (int ax = 0; ax <= 2; ax++) { /* each axis, then both */
+    const jx_link_model *l = ax < 2 ? &a.link[ax] : &a.group;
+    for (int k = 0; k < JX_COLL_KINDS; k++) {
+      assert_int_equal(fscanf(f, "%lf %lf %lf %lf", &alpha, &beta.knee_bytes,
+                              &beta.cached_s_per_byte, &beta.s_per_byte),
+                       4);
+      assert_float_equal(alpha, l->alpha_s[k], 1e-15);
+      assert_memory_equal(&beta, &l->beta[k], sizeof beta);
+    }
   }
   fclose(f);
   remove(path);
@@ -206,10 +217,34 @@ static void product(void *c, jx_array *const *in, jx_array **out) {
   out[0] = jx_matmul(in[0], in[1]);
 }
 
+static void product_transposed(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = jx_dot_general(in[0], in[1], JX_AXES(1), JX_AXES(1), JX_AXES(), JX_AXES());
+}
+
+static void first_rows(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = jx_slice(in[0], JX_SHAPE(0, 0), JX_SHAPE(8, 512), JX_SHAPE(1, 1));
+}
+
+/* The time jx_compute_time gives body on these avals (as the jit runs it). */
+static double priced(const jx_comm_model *cm, jx_body body, int nin, const jx_aval *in) {
+  jx_fn *f = jx_fn_create("priced", nin, 1, body, NULL);
+  jx_program *t = jx_fn_program(f, in), *p = t ? jx_simplify(t) : NULL;
+  assert_non_null(p);
+  double secs = jx_compute_time(cm, p);
+  jx_program_release(t);
+  jx_program_release(p);
+  jx_fn_release(f);
+  return secs;
+}
+
 /* The estimate's compute time of a program (jx_compute_time): one fused
  * elementwise kernel is bandwidth-bound, its bytes (read once, written
- * once) at the bandwidth plus a step; one matmul compute-bound, its flops at
- * the rate plus a step; figures without a bandwidth price flops alone. */
+ * once) at the bandwidth of their size plus a step; one matmul
+ * compute-bound, its flops at the rate of its layout and arithmetic
+ * intensity plus a step; a slice moves what it writes; figures without a
+ * bandwidth price flops alone. */
 static void roofline_per_step(void **state) {
   (void)state;
   jx_mesh *line = mesh_2d(4, 1, "d", "e");
@@ -231,6 +266,17 @@ static void roofline_per_step(void **state) {
   assert_float_equal(jx_compute_time(&cm, pe), bytes / 1e9 + 1e-6, 1e-7); /* and 2 scalars */
   /* the product: 2 x 1 MB in, 1 MB out, 0.27 GFLOP: compute-bound */
   assert_float_equal(jx_compute_time(&cm, pm), flops / 1e9 + 1e-6, 1e-12);
+  /* read transposed: at the transposed rate */
+  cm.transposed_flops_per_s = 5e8;
+  assert_float_equal(priced(&cm, product_transposed, 2, xx), flops / 5e8 + 1e-6, 1e-12);
+  /* 512x16 by 16x16: 2*512*16*16 flops over 4*(2*512*16 + 16*16) bytes, an
+   * intensity under the small products' 12.8: at their rate */
+  cm.small_flops_per_s = 2.5e8;
+  jx_aval skinny[2] = {{.dtype = JX_F32, .shape = {2, {512, 16}}},
+                       {.dtype = JX_F32, .shape = {2, {16, 16}}}};
+  assert_float_equal(priced(&cm, product, 2, skinny), 2 * 512 * 16 * 16 / 2.5e8 + 1e-6, 1e-12);
+  /* a slice of 8 rows reads and writes 16 KB, not its 1 MB operand */
+  assert_float_equal(priced(&cm, first_rows, 1, &x), 2 * 8 * 512 * 4.0 / 1e9 + 1e-6, 1e-12);
   cm.mem_bytes_per_s = 0;
   assert_float_equal(jx_compute_time(&cm, pm), flops / 1e9, 1e-12);
   jx_program_release(pe);
@@ -291,7 +337,6 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(ring_formulas_match_hand_figures),
       cmocka_unit_test(calibration_gives_positive_finite_figures),
-      cmocka_unit_test(rendezvous_wait_grows_with_devices_per_core),
       cmocka_unit_test(measured_figures_are_cached),
       cmocka_unit_test(roofline_per_step),
       cmocka_unit_test(idle_share_prices_time_shared_cores),

@@ -467,7 +467,7 @@ static void donated_state_comes_back_as_taken(void **state) {
   assert_non_null(p);
   jx_comm_model cm;
   jx_comm_model_uniform(&cm, f->mesh, 0, 1, 1e8);
-  for (int a = 0; a < 2; a++) cm.link[a] = (jx_link_model){alpha[a], 1 / bw[a], 0};
+  for (int a = 0; a < 2; a++) cm.link[a] = jx_link_uniform(alpha[a], 1 / bw[a]);
   int alias[STEP_OUT] = {-1, 0, 1, 2, 3, 4};
   jx_auto_plan plan;
   check_ok(jx_auto_plan_solve_aliased(&cm, f->mesh, p, NULL, alias, 1e12, &plan));

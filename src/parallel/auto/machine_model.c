@@ -28,11 +28,16 @@
 #include "../propagate.h"
 
 enum {
-  SIDE = 256,       /* the matmul's blocks */
-  PRODUCTS = 16,    /* ... and the products a call chains: a call's fixed cost (waking the
-                       devices, their first touch of its buffers) moved a single product's
-                       CPU time by a third from one process to the next */
-  STREAM = 1 << 20, /* floats per device of the elementwise kernel: 4 MB, past the caches */
+  SIDE = 256,    /* the products' blocks */
+  PRODUCTS = 16, /* ... and the products a call chains, each with a weight of its own (a step's
+                    weights come from memory): a call's fixed cost (waking the devices, their
+                    first touch of its buffers) moved a single product's CPU time by a third
+                    from one process to the next */
+  SMALL_BATCH =
+      8, /* the small products: SMALL_BATCH of SMALL_ROWS x SMALL_K by SMALL_K x SMALL_K, */
+  SMALL_ROWS = 128, /* as an attention's heads multiply (arithmetic intensity */
+  SMALL_K = 64,     /* JX_SMALL_PRODUCT_INTENSITY) */
+  STREAM = 1 << 19, /* floats per device of the elementwise kernel: 4 MB moved, past the caches */
   TINY = 8,         /* the chain's matmuls */
   CHAIN = 64,       /* ... and their count */
   ROUNDS = 9,
@@ -42,18 +47,31 @@ enum {
   IDLE_PHASES = 24,   /* ... each ended by a collective */
   IDLE_ROUNDS = 32,   /* calls: enough idle clock ticks (10 ms) to count, and enough calls (a
                          call's share varies by half with where the kernel queues the devices) */
-  FIGURES_VERSION = 5 /* of how they are measured: figures of another version are measured again */
+  FIGURES_VERSION = 6 /* of how they are measured: figures of another version are measured again */
 };
+
+/* The arithmetic intensity (flops per byte of operands and result) of a
+ * SIDE-cubed product: the large products' rate holds from it up. */
+#define LARGE_PRODUCT_INTENSITY (2.0 * SIDE / (3 * sizeof(float)))
 
 static atomic_llong measurements;
 
 int64_t jx_machine_model_measurements(void) { return (int64_t)atomic_load(&measurements); }
 
-/* in[0] @ in[1], *(int *)c times over (the chain) or once */
+/* A chain of products: x = x @ w, `products` times, w the next weight
+ * input in turn (of `weights`), read transposed (x @ w^T) when asked. */
+typedef struct {
+  int products, weights, transposed;
+} chain_spec;
+
 static void matmul_fn(void *c, jx_array *const *in, jx_array **out) {
-  int n = c ? *(const int *)c : 1;
+  const chain_spec *k = c;
   out[0] = in[0];
-  for (int k = 0; k < n; k++) out[0] = jx_matmul(out[0], in[1]);
+  for (int p = 0; p < k->products; p++) {
+    jx_array *w = in[1 + p % k->weights];
+    out[0] = k->transposed ? jx_dot_general(out[0], w, JX_AXES(1), JX_AXES(1), JX_AXES(), JX_AXES())
+                           : jx_matmul(out[0], w);
+  }
 }
 
 static void stream_fn(void *c, jx_array *const *in, jx_array **out) {
@@ -66,25 +84,6 @@ static double cpu_now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* The time of one call of a program over m's devices: its best wall time
- * over ROUNDS, or, when the devices time-share fewer cores
- * (jx_devices_per_core), a device's share of the least CPU time of a call
- * (every thread) times the devices a core runs: the time the slowest core
- * takes through its devices' work with the cores to themselves. The least,
- * as the wall time's best: other jobs on the cores only ever add to a
- * call's CPU time (their caches, their hyperthreads), so the least of
- * several calls is the steady figure of the machine with its cores. */
-typedef struct {
-  int64_t best_ns;
-  double cpu_s;
-} call_time;
-
-static double call_seconds(const jx_mesh *m, const call_time *c) {
-  int per_core = jx_devices_per_core(m);
-  if (per_core > 0) return c->cpu_s / m->ndev * per_core;
-  return 1e-9 * (double)(c->best_ns > 0 ? c->best_ns : 1);
 }
 
 /* One call of j on in until its result is ready: its wall time in *ns and
@@ -103,54 +102,80 @@ static jx_status timed_call(jx_fn *j, jx_array **in, int64_t *ns, double *cpu) {
   return st;
 }
 
-/* Times ROUNDS calls of j on in after one that compiles: the best wall
- * time, the least CPU time. */
-static jx_status time_calls(jx_fn *j, jx_array **in, call_time *c) {
-  c->best_ns = INT64_MAX;
-  c->cpu_s = INFINITY;
-  jx_status st = JX_OK;
-  for (int r = 0; r <= ROUNDS && !st; r++) {
-    int64_t t;
-    double used;
-    st = timed_call(j, in, &t, &used);
-    if (r && t < c->best_ns) c->best_ns = t;
-    if (r && used < c->cpu_s) c->cpu_s = used;
+jx_status jx_calibration_time(const jx_mesh *m, int n, const jx_calibration_program *p,
+                              double *secs) {
+  int64_t *best_ns = malloc(sizeof *best_ns * (size_t)n);
+  double *least_cpu = malloc(sizeof *least_cpu * (size_t)n);
+  if (!best_ns || !least_cpu) {
+    free(best_ns);
+    free(least_cpu);
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "calibration: out of memory");
   }
+  for (int i = 0; i < n; i++) best_ns[i] = INT64_MAX, least_cpu[i] = INFINITY;
+  jx_status st = JX_OK;
+  for (int r = 0; r <= ROUNDS && !st; r++) /* the first round compiles */
+    for (int i = 0; i < n && !st; i++) {
+      int64_t t;
+      double used;
+      st = timed_call(p[i].fn, p[i].in, &t, &used);
+      if (r && t < best_ns[i]) best_ns[i] = t;
+      if (r && used < least_cpu[i]) least_cpu[i] = used;
+    }
+  int per_core = jx_devices_per_core(m);
+  for (int i = 0; i < n && !st; i++)
+    secs[i] = per_core > 0 ? least_cpu[i] / m->ndev * per_core : 1e-9 * (double)best_ns[i];
+  free(best_ns);
+  free(least_cpu);
   return st;
 }
 
-/* The time of a call of body over m (call_seconds), its first input's rows
- * (rows x cols) split over every axis of m, its second (cols x cols, when
- * nin is 2) whole: each device runs its block with no communication. */
-static jx_status best_call(jx_mesh *m, const char *name, jx_body body, void *ctx, int nin,
-                           int64_t rows, int64_t cols, double *secs) {
-  jx_pspec split = jx_pspec_replicated(2);
+/* A program of the compute calibration: body jitted over m, its first
+ * input of shape `block` per device, its first dimension split over every
+ * axis of m, then nin - 1 inputs of shape `weight`, whole, or per device
+ * as the block is when batched (a batch of products). Their entries are
+ * 1 / the weight's rows: a chain of products keeps the ones it starts
+ * from. Each device runs its block with no communication. The inputs
+ * belong to the caller's scope. */
+typedef struct {
+  jx_fn *body, *jit;
+  jx_sharding *sh[1 + PRODUCTS];
+  jx_array *in[1 + PRODUCTS];
+} compute_program;
+
+static jx_status compute_program_make(compute_program *c, jx_mesh *m, const char *name,
+                                      jx_body body, void *ctx, int nin, jx_shape block,
+                                      jx_shape weight, int batched) {
+  memset(c, 0, sizeof *c);
+  jx_pspec split = jx_pspec_replicated(block.rank);
   for (int a = 0; a < m->ndim; a++)
     if (m->size[a] > 1) split.ax[0][split.n[0]++] = (int8_t)a;
-  jx_sharding *sh[2] = {jx_pspec_sharding(m, &split), jx_pspec_sharding(m, &(jx_pspec){.rank = 2})};
-  jx_status st = sh[0] && sh[1] ? JX_OK : jx_last_status();
-  jx_scope_begin();
-  jx_array *in[2] = {NULL, NULL};
-  if (!st) { /* placed once: the calls time the programs, not the slicing of their inputs */
-    in[0] = jx_device_put(jx_ones(JX_F32, JX_SHAPE(rows * (int64_t)m->ndev, cols)), sh[0]);
-    in[1] = in[0];
-    if (nin > 1) /* entries 1/cols: a chain of products keeps the ones it starts from */
-      in[1] = jx_device_put(
-          jx_mul(jx_ones(JX_F32, JX_SHAPE(cols, cols)), jx_scalar(JX_F32, 1.0 / cols)), sh[1]);
-    st = jx_block_until_ready(in[0]) ? jx_last_status() : jx_block_until_ready(in[1]);
-  }
-  jx_fn *f = st ? NULL : jx_fn_create(name, nin, 1, body, ctx);
-  jx_fn *j = f ? jx_jit(f, &(jx_jit_options){.in_shardings = sh}) : NULL;
-  call_time c = {0};
-  if (j && !st) st = time_calls(j, in, &c);
-  if (!j && !st) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
-  jx_fn_release(j);
-  jx_fn_release(f);
-  jx_scope_end();
-  jx_sharding_release(sh[0]);
-  jx_sharding_release(sh[1]);
-  if (!st) *secs = call_seconds(m, &c);
+  c->sh[0] = jx_pspec_sharding(m, &split);
+  for (int i = 1; i < nin; i++)
+    c->sh[i] = batched ? jx_pspec_sharding(m, &split)
+                       : jx_pspec_sharding(m, &(jx_pspec){.rank = weight.rank});
+  jx_status st = JX_OK;
+  for (int i = 0; i < nin && !st; i++)
+    if (!c->sh[i]) st = jx_last_status();
+  jx_shape global = block, w_global = weight;
+  global.dims[0] *= m->ndev;
+  if (batched) w_global.dims[0] *= m->ndev;
+  if (!st) /* placed once: the calls time the programs, not the slicing of their inputs */
+    c->in[0] = jx_device_put(jx_ones(JX_F32, global), c->sh[0]);
+  for (int i = 1; i < nin && !st; i++)
+    c->in[i] = jx_device_put(
+        jx_mul(jx_ones(JX_F32, w_global), jx_scalar(JX_F32, 1.0 / weight.dims[weight.rank - 2])),
+        c->sh[i]);
+  for (int i = 0; i < nin && !st; i++) st = jx_block_until_ready(c->in[i]);
+  if (!st) c->body = jx_fn_create(name, nin, 1, body, ctx);
+  if (c->body) c->jit = jx_jit(c->body, &(jx_jit_options){.in_shardings = c->sh});
+  if (!c->jit && !st) st = jx_last_status() ? jx_last_status() : JX_ERR_INTERNAL;
   return st;
+}
+
+static void compute_program_free(compute_program *c) {
+  jx_fn_release(c->jit);
+  jx_fn_release(c->body);
+  for (int i = 0; i < 1 + PRODUCTS; i++) jx_sharding_release(c->sh[i]);
 }
 
 /* The idle calibration's per-device program: phases of a matmul, each
@@ -225,21 +250,53 @@ jx_status jx_idle_share_calibrate(jx_mesh *m, jx_comm_model *cm) {
 }
 
 jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm) {
-  static int chain = CHAIN, products = PRODUCTS;
-  double mm, stream, one, many;
-  jx_status st = best_call(m, "calibration_matmul", matmul_fn, &products, 2, SIDE, SIDE, &mm);
+  static chain_spec large = {PRODUCTS, PRODUCTS, 0}, transposed = {PRODUCTS, PRODUCTS, 1},
+                    one = {1, 1, 0}, chain = {CHAIN, 1, 0};
+  const jx_shape side = JX_SHAPE(SIDE, SIDE), tiny = JX_SHAPE(TINY, TINY);
+  enum { NN, NT, SMALL, STREAMED, STEP, STEPS, PROGRAMS };
+  compute_program c[PROGRAMS];
+  memset(c, 0, sizeof c);
+  jx_scope_begin();
+  jx_status st = compute_program_make(&c[NN], m, "calibration_matmul", matmul_fn, &large,
+                                      1 + PRODUCTS, side, side, 0);
   if (!st)
-    st = best_call(m, "calibration_stream", stream_fn, NULL, 1, STREAM / 1024, 1024, &stream);
-  if (!st) st = best_call(m, "calibration_step", matmul_fn, NULL, 2, TINY, TINY, &one);
-  if (!st) st = best_call(m, "calibration_steps", matmul_fn, &chain, 2, TINY, TINY, &many);
+    st = compute_program_make(&c[NT], m, "calibration_matmul_t", matmul_fn, &transposed,
+                              1 + PRODUCTS, side, side, 0);
+  if (!st)
+    st = compute_program_make(&c[SMALL], m, "calibration_matmul_small", matmul_fn, &large,
+                              1 + PRODUCTS, JX_SHAPE(SMALL_BATCH, SMALL_ROWS, SMALL_K),
+                              JX_SHAPE(SMALL_BATCH, SMALL_K, SMALL_K), 1);
+  if (!st)
+    st = compute_program_make(&c[STREAMED], m, "calibration_stream", stream_fn, NULL, 1,
+                              JX_SHAPE(STREAM / 1024, 1024), tiny, 0);
+  if (!st)
+    st = compute_program_make(&c[STEP], m, "calibration_step", matmul_fn, &one, 2, tiny, tiny, 0);
+  if (!st)
+    st = compute_program_make(&c[STEPS], m, "calibration_steps", matmul_fn, &chain, 2, tiny, tiny,
+                              0);
+  double t[PROGRAMS];
+  if (!st) {
+    jx_calibration_program p[PROGRAMS];
+    for (int i = 0; i < PROGRAMS; i++) p[i] = (jx_calibration_program){c[i].jit, c[i].in};
+    st = jx_calibration_time(m, PROGRAMS, p, t);
+  }
+  jx_scope_end();
+  for (int i = 0; i < PROGRAMS; i++) compute_program_free(&c[i]);
   if (st) return st;
-  cm->flops_per_s = 2.0 * SIDE * SIDE * SIDE * PRODUCTS / mm;
-  cm->mem_bytes_per_s = 2.0 * STREAM * sizeof(float) / stream; /* read once, written once */
-  cm->step_s = many > one ? (many - one) / (CHAIN - 1) : 0;
+  cm->flops_per_s = 2.0 * SIDE * SIDE * SIDE * PRODUCTS / t[NN];
+  cm->transposed_flops_per_s = 2.0 * SIDE * SIDE * SIDE * PRODUCTS / t[NT];
+  cm->small_flops_per_s = 2.0 * SMALL_BATCH * SMALL_ROWS * SMALL_K * SMALL_K * PRODUCTS / t[SMALL];
+  cm->mem_bytes_per_s = 2.0 * STREAM * sizeof(float) / t[STREAMED]; /* read once, written once */
+  cm->step_s = t[STEPS] > t[STEP] ? (t[STEPS] - t[STEP]) / (CHAIN - 1) : 0;
   return JX_OK;
 }
 
 /* ---- the roofline ---- */
+
+/* The arithmetic intensity of the small products. */
+#define SMALL_PRODUCT_INTENSITY                                                                    \
+  (2.0 * SMALL_ROWS * SMALL_K * SMALL_K /                                                          \
+   ((2.0 * SMALL_ROWS * SMALL_K + SMALL_K * SMALL_K) * sizeof(float)))
 
 double jx_roofline_time(const jx_comm_model *cm, double flops, double bytes) {
   double t = flops / cm->flops_per_s;
@@ -247,7 +304,37 @@ double jx_roofline_time(const jx_comm_model *cm, double flops, double bytes) {
   return t;
 }
 
-/* Seconds of one step: flops and bytes by the roofline, plus its fixed cost. */
+/* Whether a product reads its right operand transposed: its last
+ * dimension is contracted (row-major, the BLAS reads it as w^T). */
+static int right_transposed(const jx_program *p, const jx_eqn *e) {
+  int rank = p->avals[e->in[1]].shape.rank;
+  for (int i = 0; i < e->params.l[1].n; i++)
+    if (e->params.l[1].v[i] == rank - 1) return 1;
+  return 0;
+}
+
+/* Seconds of a product of these flops moving these bytes (its operands
+ * and result): at the rate of its layout, scaled toward the small products'
+ * rate as its arithmetic intensity falls from the large products' to
+ * theirs (geometrically in the intensity). */
+static double product_time(const jx_comm_model *cm, const jx_program *p, const jx_eqn *e,
+                           double flops, double bytes) {
+  double rate = right_transposed(p, e) && cm->transposed_flops_per_s > 0
+                    ? cm->transposed_flops_per_s
+                    : cm->flops_per_s;
+  double intensity = bytes > 0 ? flops / bytes : LARGE_PRODUCT_INTENSITY;
+  if (cm->small_flops_per_s > 0 && intensity < LARGE_PRODUCT_INTENSITY) {
+    double toward_small = intensity <= SMALL_PRODUCT_INTENSITY
+                              ? 1
+                              : log(LARGE_PRODUCT_INTENSITY / intensity) /
+                                    log(LARGE_PRODUCT_INTENSITY / SMALL_PRODUCT_INTENSITY);
+    rate *= pow(cm->small_flops_per_s / cm->flops_per_s, toward_small);
+  }
+  return flops / rate;
+}
+
+/* Seconds of one step (a kernel or an equation alone) of these flops
+ * moving these bytes: the roofline, plus the step's fixed cost. */
 static double step_time(const jx_comm_model *cm, double flops, double bytes) {
   return jx_roofline_time(cm, flops, bytes) + cm->step_s;
 }
@@ -288,10 +375,14 @@ static double program_time(const jx_comm_model *cm, const jx_program *given) {
         t += program_time(cm, q->sub[0]);
         continue;
       }
-      double bytes = 0;
-      for (int i = 0; i < q->nin; i++) bytes += jx_aval_bytes(p->avals[q->in[i]]);
+      double bytes = 0, flops = jx_eqn_flops(p, q);
       for (int o = 0; o < q->nout; o++) bytes += jx_aval_bytes(p->avals[q->out[o]]);
-      t += step_time(cm, jx_eqn_flops(p, q), bytes);
+      if (q->prim == &jx_prim_slice || q->prim == &jx_prim_dynamic_slice)
+        bytes *= 2; /* reads what it writes, not its whole operand */
+      else
+        for (int i = 0; i < q->nin; i++) bytes += jx_aval_bytes(p->avals[q->in[i]]);
+      t += q->prim == &jx_prim_dot_general ? product_time(cm, p, q, flops, bytes) + cm->step_s
+                                           : step_time(cm, flops, bytes);
     }
   }
   if (ng < 0) jx_clear_error();
@@ -351,20 +442,37 @@ static int disk_path(char *out, size_t n, uint64_t key) {
   return 1;
 }
 
-/* The figures a file holds: the compute rate, the memory bandwidth, the
- * cost of a step and the idle share, then alpha, beta and the rendezvous's
- * wait per axis. */
+/* A rate's three figures, read or written. */
+static int rate_read(FILE *f, jx_byte_rate *r) {
+  return fscanf(f, "%lf %lf %lf", &r->knee_bytes, &r->cached_s_per_byte, &r->s_per_byte) == 3 &&
+         r->knee_bytes >= 0 && r->cached_s_per_byte >= 0 && r->s_per_byte >= 0;
+}
+
+static int rate_write(FILE *f, const jx_byte_rate *r) {
+  return fprintf(f, " %.17g %.17g %.17g", r->knee_bytes, r->cached_s_per_byte, r->s_per_byte) > 0;
+}
+
+/* The figures a file holds, a line each: the compute rates (large,
+ * transposed and small products), the bandwidth, the cost of a step, the idle share, the reorder's
+ * rate and the axes measured together; then per axis and for the axes together, alpha and beta of
+ * each collective kind in turn. */
 static int disk_read(const char *path, const jx_mesh *m, jx_comm_model *cm) {
   FILE *f = fopen(path, "r");
   if (!f) return 0;
-  int ok = fscanf(f, "%lf %lf %lf %lf", &cm->flops_per_s, &cm->mem_bytes_per_s, &cm->step_s,
-                  &cm->idle_share) == 4 &&
-           cm->flops_per_s > 0 && cm->mem_bytes_per_s > 0 && cm->step_s >= 0 &&
-           cm->idle_share >= 0 && cm->idle_share < 1;
-  for (int a = 0; a < m->ndim && ok; a++)
-    ok = fscanf(f, "%lf %lf %lf", &cm->link[a].alpha_s, &cm->link[a].beta_s_per_byte,
-                &cm->link[a].wait_s) == 3 &&
-         cm->link[a].alpha_s >= 0 && cm->link[a].beta_s_per_byte >= 0 && cm->link[a].wait_s >= 0;
+  int ok =
+      fscanf(f, "%lf %lf %lf %lf %lf %lf", &cm->flops_per_s, &cm->transposed_flops_per_s,
+             &cm->small_flops_per_s, &cm->mem_bytes_per_s, &cm->step_s, &cm->idle_share) == 6 &&
+      cm->flops_per_s > 0 && cm->transposed_flops_per_s > 0 && cm->small_flops_per_s > 0 &&
+      cm->mem_bytes_per_s > 0 && cm->step_s >= 0 && cm->idle_share >= 0 && cm->idle_share < 1 &&
+      rate_read(f, &cm->reorder);
+  unsigned group = 0;
+  ok = ok && fscanf(f, "%u", &group) == 1;
+  cm->group_axes = group;
+  for (int a = 0; a <= m->ndim && ok; a++) {
+    jx_link_model *l = a < m->ndim ? &cm->link[a] : &cm->group;
+    for (int k = 0; k < JX_COLL_KINDS && ok; k++)
+      ok = fscanf(f, "%lf", &l->alpha_s[k]) == 1 && l->alpha_s[k] >= 0 && rate_read(f, &l->beta[k]);
+  }
   fclose(f);
   return ok;
 }
@@ -375,11 +483,16 @@ static void disk_write(const char *path, const jx_mesh *m, const jx_comm_model *
   snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
   FILE *f = fopen(tmp, "w");
   if (!f) return;
-  int ok = fprintf(f, "%.17g %.17g %.17g %.17g\n", cm->flops_per_s, cm->mem_bytes_per_s, cm->step_s,
-                   cm->idle_share) > 0;
-  for (int a = 0; a < m->ndim && ok; a++)
-    ok = fprintf(f, "%.17g %.17g %.17g\n", cm->link[a].alpha_s, cm->link[a].beta_s_per_byte,
-                 cm->link[a].wait_s) > 0;
+  int ok =
+      fprintf(f, "%.17g %.17g %.17g %.17g %.17g %.17g", cm->flops_per_s, cm->transposed_flops_per_s,
+              cm->small_flops_per_s, cm->mem_bytes_per_s, cm->step_s, cm->idle_share) > 0 &&
+      rate_write(f, &cm->reorder) && fprintf(f, " %u\n", (unsigned)cm->group_axes) > 0;
+  for (int a = 0; a <= m->ndim && ok; a++) {
+    const jx_link_model *l = a < m->ndim ? &cm->link[a] : &cm->group;
+    for (int k = 0; k < JX_COLL_KINDS && ok; k++)
+      ok = fprintf(f, "%s%.17g", k ? " " : "", l->alpha_s[k]) > 0 && rate_write(f, &l->beta[k]);
+    ok = ok && fputc('\n', f) != EOF;
+  }
   ok = (fclose(f) == 0) && ok;
   if (!ok || rename(tmp, path) != 0) remove(tmp);
 }
@@ -400,8 +513,8 @@ jx_status jx_comm_model_measured(jx_comm_model *cm, jx_mesh *m) {
   jx_status st = JX_OK;
   if (!on_disk || !disk_read(path, m, cm)) {
     jx_comm_model_uniform(cm, m, 0, 1, 1);
-    st = jx_comm_model_calibrate(cm, m);
-    if (!st) st = jx_compute_rate_calibrate(m, cm);
+    st = jx_compute_rate_calibrate(m, cm); /* first: the collectives' chains subtract compute */
+    if (!st) st = jx_comm_model_calibrate(cm, m);
     if (!st) st = jx_idle_share_calibrate(m, cm);
     if (st) return st;
     atomic_fetch_add(&measurements, 1);

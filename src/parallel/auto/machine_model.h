@@ -1,7 +1,7 @@
 /* The figures the sharded jit plans JX_AUTO layouts and estimates steps
- * with, measured on the mesh: the collectives' alpha and beta per axis
- * (jx_comm_model_calibrate) and one device's compute rate, memory bandwidth
- * and cost per step while every device of the mesh computes at once
+ * with, measured on the mesh: the collectives' alpha and beta per axis and
+ * kind (jx_comm_model_calibrate) and one device's compute rates, memory
+ * bandwidths and cost per step while every device of the mesh computes at once
  * (data-parallel programs through the sharded jit, as a plan's equations
  * run). Measured once per machine and mesh shape: kept for the
  * process and in the kernel cache directory beside the compiled kernels. */
@@ -22,16 +22,36 @@ void jx_comm_model_keep(const jx_mesh *m, const jx_comm_model *cm);
 
 /* One device's figures while all of m's devices run at once (a few rounds
  * of each, through the sharded jit, as a plan's equations run):
- * cm->flops_per_s from a chain of 16 256x256x256 matmuls a call (one call's
- * fixed cost spread over 16 products), cm->mem_bytes_per_s from an
- * elementwise kernel over 4 MB, and cm->step_s, the fixed cost of a step,
- * from a chain of 64 tiny matmuls against one. A call takes its best wall
- * time; with more devices than cores (jx_devices_per_core) the devices
- * time-share them and a call takes a device's share of its CPU time (the
- * least of the rounds, every thread) times the devices a core runs: the
- * slowest core's time through its devices' work with the cores to
- * themselves (other jobs only add to a round's CPU time). */
+ * cm->flops_per_s from a chain of 16 256x256x256 products a call (one
+ * call's fixed cost spread over 16 products), each with a weight of its own
+ * (a step's weights come from memory, not the caches);
+ * cm->transposed_flops_per_s from the same chain with the weights read
+ * transposed (x @ w^T, as a step's backward pass multiplies);
+ * cm->small_flops_per_s from a chain of batches of 8 128x64 by 64x64
+ * products (an attention's heads); cm->mem_bytes_per_s from an
+ * elementwise kernel moving 4 MB; cm->step_s, the fixed cost of a step,
+ * from a chain of 64 tiny matmuls against one, timed together
+ * (jx_calibration_time). */
 jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm);
+/* A program the calibrations time: a function over a mesh's devices and
+ * its inputs, placed on them. */
+typedef struct {
+  jx_fn *fn;
+  jx_array **in;
+} jx_calibration_program;
+
+/* The time of one call of each of n programs over m's devices
+ * (secs[i]), from rounds of calls after one that compiles, each round
+ * calling every program in turn (so that a burst of other work on the
+ * machine slows one round of each, not every round of one): a program's
+ * best wall time, or, with more devices than cores (jx_devices_per_core),
+ * a device's share of the least CPU time of a call (every thread) times
+ * the devices a core runs: the slowest core's time through its devices'
+ * work with the cores to themselves (other jobs on the cores only ever
+ * add to a call's CPU time, so the least of several calls is the steady
+ * figure of the machine). */
+jx_status jx_calibration_time(const jx_mesh *m, int n, const jx_calibration_program *p,
+                              double *secs);
 /* cm->idle_share (comm_model.h) of m: the share of the cores' time left
  * idle by calls of a program of compute phases (a 128x256 by 256x256
  * matmul per device), each ended by a psum over m's split axes in turn:
@@ -51,13 +71,20 @@ double jx_machine_idle_s(void);
  * planner's per strategy (strategies.h). */
 double jx_roofline_time(const jx_comm_model *cm, double flops, double bytes);
 
-/* Seconds one device computes its per-device program `device`, a roofline
- * per step as the executable runs it (jx_fuse's groups: a fused kernel, or
- * an equation alone): max(flops / flops_per_s, bytes / mem_bytes_per_s)
- * plus step_s, the bytes those jx_fn_cost counts (a kernel's loads and
- * stores, an equation's operands and results). Collectives are left out
- * (the alpha-beta model prices them) and so are views kernels read through.
- * With no bandwidth (figures on paper): flops / flops_per_s. */
+/* Seconds one device computes its per-device program `device`, per step as
+ * the executable runs it (jx_fuse's groups: a fused kernel, or an equation
+ * alone), plus step_s each:
+ * - a product: its flops at the rate of its layout (transposed_flops_per_s
+ *   when its right operand's last dimension is contracted, else
+ *   flops_per_s), scaled toward small_flops_per_s as its arithmetic
+ *   intensity (flops per byte of operands and result) falls from a
+ *   256-cubed product's to the small products';
+ * - anything else: the roofline of its flops and its bytes as jx_fn_cost
+ *   counts them: a kernel's loads and stores, an equation's operands and
+ *   results, a slice's result twice (read, then written).
+ * Collectives are left out (the alpha-beta model prices them) and so are
+ * views kernels read through. With no bandwidth (figures on paper):
+ * flops / flops_per_s. */
 double jx_compute_time(const jx_comm_model *cm, const jx_program *device);
 
 /* How many times this process has measured a mesh (a cache hit does not):

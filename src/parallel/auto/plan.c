@@ -34,7 +34,7 @@
 static double memory_weight(const jx_comm_model *cm, const jx_mesh *m) {
   double fastest = 0;
   for (int a = 0; a < m->ndim; a++) {
-    double beta = cm->link[a].beta_s_per_byte;
+    double beta = cm->link[a].beta[JX_COLL_ALL_REDUCE].s_per_byte;
     if (m->size[a] > 1 && beta > 0 && (!fastest || beta < fastest)) fastest = beta;
   }
   return MEMORY_PER_LINK_BYTE * fastest * US;

@@ -86,11 +86,8 @@ static double lead(const jx_shape *s, int dim) {
 /* The bytes a collective over a dimension other than the first reorders on
  * its device (the engine exchanges contiguous blocks: all_gather's and
  * psum_scatter's blocks are put in place by a local transpose, all_to_all's
- * sent and received ones each), priced at the device's memory bandwidth
- * beside the alpha-beta time as one pass over the buffer: the blocks are in
- * the cache, just received or about to be sent (so priced, the reorders of
- * data=4,model=2's GPT step come to the share of its CPU time a profile
- * gives them, 9-10 %). */
+ * sent and received ones each), priced beside the alpha-beta time at the
+ * reorder's measured rate (comm_model.h), else at the memory bandwidth. */
 static double reorder_bytes(const jx_program *p, const jx_eqn *e, double n) {
   const jx_prim *q = e->prim;
   jx_shape in = p->avals[e->in[0]].shape;
@@ -122,8 +119,13 @@ static void tally(coll_tally *t, const jx_program *p) {
     if (!e->nin || !e->nout || !collective_of(p, e, &kind, &bytes)) continue;
     uint32_t axes = axes_of(t->m, e);
     double time = jx_comm_model_time(t->cm, kind, axes, bytes);
-    if (t->cm->mem_bytes_per_s > 0 && group_size(t->m, axes) > 1)
-      time += reorder_bytes(p, e, group_size(t->m, axes)) / t->cm->mem_bytes_per_s;
+    if (group_size(t->m, axes) > 1) {
+      double moved = reorder_bytes(p, e, group_size(t->m, axes));
+      if (t->cm->reorder.s_per_byte > 0)
+        time += jx_byte_rate_time(&t->cm->reorder, moved);
+      else if (t->cm->mem_bytes_per_s > 0)
+        time += moved / t->cm->mem_bytes_per_s;
+    }
     t->count++;
     t->time_s += time;
     int r = 0;
@@ -302,7 +304,7 @@ jx_status jx_sharding_plan_figures(jx_mesh *m, const double *alpha_s, const doub
                           "jx_sharding_plan_figures: mesh axis '%s' has alpha %g s and %g bytes/s; "
                           "alpha must be 0 or more and the bandwidth positive",
                           m->name[a], alpha_s[a], bytes_per_s[a]);
-    cm.link[a] = (jx_link_model){alpha_s[a], 1 / bytes_per_s[a], 0};
+    cm.link[a] = jx_link_uniform(alpha_s[a], 1 / bytes_per_s[a]);
   }
   jx_comm_model_keep(m, &cm);
   return JX_OK;
