@@ -155,6 +155,8 @@ static void measured_figures_are_cached(void **state) {
   assert_true(a.transposed_flops_per_s > 1e6 && a.transposed_flops_per_s < 1e14);
   assert_true(a.small_flops_per_s > 1e6 && a.small_flops_per_s < 1e14);
   assert_true(a.mem_bytes_per_s > 1e6 && a.mem_bytes_per_s < 1e13);
+  /* the caches' bandwidth is at least memory's */
+  assert_true(a.cached_bytes_per_s >= a.mem_bytes_per_s && a.cached_bytes_per_s < 1e13);
   assert_true(a.step_s >= 0 && a.step_s < 0.1);
   assert_true(a.idle_share >= 0 && a.idle_share <= 0.5);
   if (!jx_devices_per_core(grid)) assert_float_equal(a.idle_share, 0, 0);
@@ -173,17 +175,18 @@ static void measured_figures_are_cached(void **state) {
   closedir(d);
   FILE *f = fopen(path, "r");
   assert_non_null(f);
-  double flops, flops_t, flops_small, bw, step, idle, alpha;
+  double flops, flops_t, flops_small, bw, bw_cached, step, idle, alpha;
   jx_byte_rate reorder, beta;
   unsigned group;
-  assert_int_equal(fscanf(f, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %u", &flops, &flops_t,
-                          &flops_small, &bw, &step, &idle, &reorder.knee_bytes,
+  assert_int_equal(fscanf(f, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %u", &flops, &flops_t,
+                          &flops_small, &bw, &bw_cached, &step, &idle, &reorder.knee_bytes,
                           &reorder.cached_s_per_byte, &reorder.s_per_byte, &group),
-                   10);
+                   11);
   assert_float_equal(flops, a.flops_per_s, 1e-9 * a.flops_per_s);
   assert_float_equal(flops_t, a.transposed_flops_per_s, 1e-9 * a.transposed_flops_per_s);
   assert_float_equal(flops_small, a.small_flops_per_s, 1e-9 * a.small_flops_per_s);
   assert_float_equal(bw, a.mem_bytes_per_s, 1e-9 * a.mem_bytes_per_s);
+  assert_float_equal(bw_cached, a.cached_bytes_per_s, 1e-9 * a.cached_bytes_per_s);
   assert_float_equal(step, a.step_s, 1e-9 * a.step_s);
   assert_float_equal(idle, a.idle_share, 1e-15);
   assert_memory_equal(&reorder, &a.reorder, sizeof reorder);
@@ -275,8 +278,14 @@ static void roofline_per_step(void **state) {
   jx_aval skinny[2] = {{.dtype = JX_F32, .shape = {2, {512, 16}}},
                        {.dtype = JX_F32, .shape = {2, {16, 16}}}};
   assert_float_equal(priced(&cm, product, 2, skinny), 2 * 512 * 16 * 16 / 2.5e8 + 1e-6, 1e-12);
-  /* a slice of 8 rows reads and writes 16 KB, not its 1 MB operand */
-  assert_float_equal(priced(&cm, first_rows, 1, &x), 2 * 8 * 512 * 4.0 / 1e9 + 1e-6, 1e-12);
+  /* a slice of 8 rows reads and writes 16 KB, not its 1 MB operand; within
+   * the caches, at their bandwidth */
+  cm.cached_bytes_per_s = 4e9;
+  assert_float_equal(priced(&cm, first_rows, 1, &x), 2 * 8 * 512 * 4.0 / 4e9 + 1e-6, 1e-12);
+  /* 2 MB, between the 512 KB and the 4 MB the bandwidths were measured on:
+   * between their prices, geometrically (two thirds of the way in the log) */
+  double mid = bytes / 4e9 * pow(4, 2.0 / 3);
+  assert_float_equal(jx_compute_time(&cm, pe), mid + 1e-6, 1e-7); /* and 2 scalars */
   cm.mem_bytes_per_s = 0;
   assert_float_equal(jx_compute_time(&cm, pm), flops / 1e9, 1e-12);
   jx_program_release(pe);

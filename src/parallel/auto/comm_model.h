@@ -78,15 +78,16 @@ typedef struct {
    * - the rate of products whose right operand is read transposed (its
    *   contracting dimension last) and of small products (a batch of
    *   128x64 by 64x64 ones, as an attention's heads multiply);
-   * - one device's memory bandwidth;
+   * - one device's memory bandwidth for blocks past the caches and for
+   *   blocks that stay in them;
    * - the fixed cost of one step (a kernel or an equation run alone). */
   double transposed_flops_per_s, small_flops_per_s;
-  double mem_bytes_per_s, step_s;
+  double mem_bytes_per_s, cached_bytes_per_s, step_s;
   /* The bytes a collective over a dimension other than the first reorders
    * on its device (report.c: the blocks of an all_gather, a reduce_scatter
    * or an all_to_all put in place), measured on all_to_all
-   * (jx_comm_model_calibrate); no rate (0 s per byte): at the memory
-   * bandwidth. */
+   * (jx_comm_model_calibrate); no rate (0 s per byte): at the bandwidth
+   * (machine_model.h's jx_bytes_time). */
   jx_byte_rate reorder;
   /* The share of the cores' time the devices leave idle when they
    * time-share the cores (jx_devices_per_core): every collective is a

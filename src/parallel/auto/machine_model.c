@@ -27,27 +27,38 @@
 #include "../device.h"
 #include "../propagate.h"
 
+/* The calibrations' programs:
+ * - products: chains of PRODUCTS products a call (a call's fixed cost,
+ *   waking the devices and their first touch of its buffers, moved a single
+ *   product's CPU time by a third from one process to the next), each with
+ *   a weight of its own (a step's weights come from memory): SIDE-cubed
+ *   ones, and batches of SMALL_BATCH SMALL_ROWS x SMALL_K by SMALL_K x
+ *   SMALL_K ones, as an attention's heads multiply;
+ * - elementwise kernels: one over STREAM floats per device (past the
+ *   caches), a chain of HOT_KERNELS over CACHED_STREAM floats each reading
+ *   the one before's result (in them), and one over TINY_STREAM floats (a
+ *   call's own cost, which the other two's times are taken less);
+ * - steps: a chain of CHAIN TINY x TINY products against one. */
 enum {
-  SIDE = 256,    /* the products' blocks */
-  PRODUCTS = 16, /* ... and the products a call chains, each with a weight of its own (a step's
-                    weights come from memory): a call's fixed cost (waking the devices, their
-                    first touch of its buffers) moved a single product's CPU time by a third
-                    from one process to the next */
-  SMALL_BATCH =
-      8, /* the small products: SMALL_BATCH of SMALL_ROWS x SMALL_K by SMALL_K x SMALL_K, */
-  SMALL_ROWS = 128, /* as an attention's heads multiply (arithmetic intensity */
-  SMALL_K = 64,     /* JX_SMALL_PRODUCT_INTENSITY) */
-  STREAM = 1 << 19, /* floats per device of the elementwise kernel: 4 MB moved, past the caches */
-  TINY = 8,         /* the chain's matmuls */
-  CHAIN = 64,       /* ... and their count */
-  ROUNDS = 9,
-  CACHED = 16,
+  SIDE = 256,
+  PRODUCTS = 16,
+  SMALL_BATCH = 8,
+  SMALL_ROWS = 128,
+  SMALL_K = 64,
+  STREAM = 1 << 19,        /* 4 MB moved */
+  CACHED_STREAM = 1 << 16, /* 512 KB moved */
+  HOT_KERNELS = 16,
+  TINY_STREAM = 1 << 10,
+  TINY = 8,
+  CHAIN = 64,
+  ROUNDS = 9,         /* of calls of each program, after one that compiles */
+  KEPT = 16,          /* meshes whose figures the process keeps */
   IDLE_ROWS = 128,    /* the idle calibration's blocks per device: IDLE_ROWS x IDLE_COLS, */
   IDLE_COLS = 256,    /* a phase of about a quarter of a millisecond on one core */
   IDLE_PHASES = 24,   /* ... each ended by a collective */
   IDLE_ROUNDS = 32,   /* calls: enough idle clock ticks (10 ms) to count, and enough calls (a
                          call's share varies by half with where the kernel queues the devices) */
-  FIGURES_VERSION = 6 /* of how they are measured: figures of another version are measured again */
+  FIGURES_VERSION = 7 /* of how they are measured: figures of another version are measured again */
 };
 
 /* The arithmetic intensity (flops per byte of operands and result) of a
@@ -77,6 +88,23 @@ static void matmul_fn(void *c, jx_array *const *in, jx_array **out) {
 static void stream_fn(void *c, jx_array *const *in, jx_array **out) {
   (void)c;
   out[0] = jx_add(jx_mul(in[0], jx_scalar(JX_F32, 2)), jx_scalar(JX_F32, 1));
+}
+
+/* A chain of HOT_KERNELS elementwise kernels, each reading what the one
+ * before wrote while it is still in the device's caches, as a step's
+ * kernels read their producers' results: x = 0.5 x + 0.5 + 0 t, t the
+ * product of x's first column and a 1x1 weight (which keeps the kernels
+ * apart: the product needs x made). */
+static void hot_stream_fn(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  jx_array *x = in[0];
+  int64_t rows = jx_shape_of(x).dims[0];
+  for (int k = 0; k < HOT_KERNELS; k++) {
+    jx_array *t = jx_matmul(jx_slice(x, JX_SHAPE(0, 0), JX_SHAPE(rows, 1), JX_SHAPE(1, 1)), in[1]);
+    x = jx_add(jx_add(jx_mul(x, jx_scalar(JX_F32, 0.5f)), jx_scalar(JX_F32, 0.5f)),
+               jx_mul(t, jx_scalar(JX_F32, 0)));
+  }
+  out[0] = x;
 }
 
 /* The process's CPU time, every thread, in seconds. */
@@ -253,7 +281,7 @@ jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm) {
   static chain_spec large = {PRODUCTS, PRODUCTS, 0}, transposed = {PRODUCTS, PRODUCTS, 1},
                     one = {1, 1, 0}, chain = {CHAIN, 1, 0};
   const jx_shape side = JX_SHAPE(SIDE, SIDE), tiny = JX_SHAPE(TINY, TINY);
-  enum { NN, NT, SMALL, STREAMED, STEP, STEPS, PROGRAMS };
+  enum { NN, NT, SMALL, STREAMED, HOT, CALL, STEP, STEPS, PROGRAMS };
   compute_program c[PROGRAMS];
   memset(c, 0, sizeof c);
   jx_scope_begin();
@@ -269,6 +297,12 @@ jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm) {
   if (!st)
     st = compute_program_make(&c[STREAMED], m, "calibration_stream", stream_fn, NULL, 1,
                               JX_SHAPE(STREAM / 1024, 1024), tiny, 0);
+  if (!st)
+    st = compute_program_make(&c[CALL], m, "calibration_stream_tiny", stream_fn, NULL, 1,
+                              JX_SHAPE(TINY_STREAM / 1024, 1024), tiny, 0);
+  if (!st)
+    st = compute_program_make(&c[HOT], m, "calibration_stream_hot", hot_stream_fn, NULL, 2,
+                              JX_SHAPE(CACHED_STREAM / 1024, 1024), JX_SHAPE(1, 1), 0);
   if (!st)
     st = compute_program_make(&c[STEP], m, "calibration_step", matmul_fn, &one, 2, tiny, tiny, 0);
   if (!st)
@@ -286,8 +320,16 @@ jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm) {
   cm->flops_per_s = 2.0 * SIDE * SIDE * SIDE * PRODUCTS / t[NN];
   cm->transposed_flops_per_s = 2.0 * SIDE * SIDE * SIDE * PRODUCTS / t[NT];
   cm->small_flops_per_s = 2.0 * SMALL_BATCH * SMALL_ROWS * SMALL_K * SMALL_K * PRODUCTS / t[SMALL];
-  cm->mem_bytes_per_s = 2.0 * STREAM * sizeof(float) / t[STREAMED]; /* read once, written once */
   cm->step_s = t[STEPS] > t[STEP] ? (t[STEPS] - t[STEP]) / (CHAIN - 1) : 0;
+  /* each kernel reads its block once and writes it once; the times less a
+   * call's own cost, a link of the hot chain less its slice's and
+   * product's steps */
+  double call = t[CALL] < t[STREAMED] ? t[CALL] : 0;
+  cm->mem_bytes_per_s = 2.0 * STREAM * sizeof(float) / (t[STREAMED] - call);
+  double link = (t[HOT] - call) / HOT_KERNELS - 2 * cm->step_s;
+  cm->cached_bytes_per_s = 2.0 * CACHED_STREAM * sizeof(float) / link;
+  if (!(link > 0) || cm->cached_bytes_per_s < cm->mem_bytes_per_s)
+    cm->cached_bytes_per_s = cm->mem_bytes_per_s; /* timer noise */
   return JX_OK;
 }
 
@@ -333,10 +375,20 @@ static double product_time(const jx_comm_model *cm, const jx_program *p, const j
   return flops / rate;
 }
 
+double jx_bytes_time(const jx_comm_model *cm, double bytes) {
+  if (!(cm->mem_bytes_per_s > 0)) return 0;
+  double slow = 1 / cm->mem_bytes_per_s;
+  double fast = cm->cached_bytes_per_s > 0 ? 1 / cm->cached_bytes_per_s : slow;
+  double lo = 2.0 * CACHED_STREAM * sizeof(float), hi = 2.0 * STREAM * sizeof(float);
+  double toward_slow = bytes <= lo ? 0 : bytes >= hi ? 1 : log(bytes / lo) / log(hi / lo);
+  return bytes * fast * pow(slow / fast, toward_slow);
+}
+
 /* Seconds of one step (a kernel or an equation alone) of these flops
- * moving these bytes: the roofline, plus the step's fixed cost. */
+ * moving these bytes: the larger of its flops at the compute rate and its
+ * bytes at the bandwidth of their size, plus the step's fixed cost. */
 static double step_time(const jx_comm_model *cm, double flops, double bytes) {
-  return jx_roofline_time(cm, flops, bytes) + cm->step_s;
+  return fmax(flops / cm->flops_per_s, jx_bytes_time(cm, bytes)) + cm->step_s;
 }
 
 static int is_collective(const jx_eqn *e) {
@@ -416,8 +468,8 @@ typedef struct {
 } kept;
 
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static kept kept_models[CACHED];
-static int nkept, next_kept; /* a ring of the last CACHED meshes */
+static kept kept_models[KEPT];
+static int nkept, next_kept; /* a ring of the last KEPT meshes */
 
 /* Puts the figures of the meshes of one key in the process's list: in
  * place of older ones of that key, else in the ring's next slot. */
@@ -428,8 +480,8 @@ static void keep(uint64_t key, const jx_comm_model *cm) {
     if (kept_models[k].key == key) at = k;
   if (at < 0) {
     at = next_kept;
-    next_kept = (next_kept + 1) % CACHED;
-    if (nkept < CACHED) nkept++;
+    next_kept = (next_kept + 1) % KEPT;
+    if (nkept < KEPT) nkept++;
   }
   kept_models[at] = (kept){key, *cm};
   pthread_mutex_unlock(&kept_lock);
@@ -453,18 +505,19 @@ static int rate_write(FILE *f, const jx_byte_rate *r) {
 }
 
 /* The figures a file holds, a line each: the compute rates (large,
- * transposed and small products), the bandwidth, the cost of a step, the idle share, the reorder's
- * rate and the axes measured together; then per axis and for the axes together, alpha and beta of
- * each collective kind in turn. */
+ * transposed and small products), the bandwidths (past the caches, in
+ * them), the cost of a step, the idle share, the reorder's rate and the
+ * axes measured together; then per axis and for the axes together, alpha
+ * and beta of each collective kind in turn. */
 static int disk_read(const char *path, const jx_mesh *m, jx_comm_model *cm) {
   FILE *f = fopen(path, "r");
   if (!f) return 0;
-  int ok =
-      fscanf(f, "%lf %lf %lf %lf %lf %lf", &cm->flops_per_s, &cm->transposed_flops_per_s,
-             &cm->small_flops_per_s, &cm->mem_bytes_per_s, &cm->step_s, &cm->idle_share) == 6 &&
-      cm->flops_per_s > 0 && cm->transposed_flops_per_s > 0 && cm->small_flops_per_s > 0 &&
-      cm->mem_bytes_per_s > 0 && cm->step_s >= 0 && cm->idle_share >= 0 && cm->idle_share < 1 &&
-      rate_read(f, &cm->reorder);
+  int ok = fscanf(f, "%lf %lf %lf %lf %lf %lf %lf", &cm->flops_per_s, &cm->transposed_flops_per_s,
+                  &cm->small_flops_per_s, &cm->mem_bytes_per_s, &cm->cached_bytes_per_s,
+                  &cm->step_s, &cm->idle_share) == 7 &&
+           cm->flops_per_s > 0 && cm->transposed_flops_per_s > 0 && cm->small_flops_per_s > 0 &&
+           cm->mem_bytes_per_s > 0 && cm->cached_bytes_per_s > 0 && cm->step_s >= 0 &&
+           cm->idle_share >= 0 && cm->idle_share < 1 && rate_read(f, &cm->reorder);
   unsigned group = 0;
   ok = ok && fscanf(f, "%u", &group) == 1;
   cm->group_axes = group;
@@ -483,10 +536,10 @@ static void disk_write(const char *path, const jx_mesh *m, const jx_comm_model *
   snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
   FILE *f = fopen(tmp, "w");
   if (!f) return;
-  int ok =
-      fprintf(f, "%.17g %.17g %.17g %.17g %.17g %.17g", cm->flops_per_s, cm->transposed_flops_per_s,
-              cm->small_flops_per_s, cm->mem_bytes_per_s, cm->step_s, cm->idle_share) > 0 &&
-      rate_write(f, &cm->reorder) && fprintf(f, " %u\n", (unsigned)cm->group_axes) > 0;
+  int ok = fprintf(f, "%.17g %.17g %.17g %.17g %.17g %.17g %.17g", cm->flops_per_s,
+                   cm->transposed_flops_per_s, cm->small_flops_per_s, cm->mem_bytes_per_s,
+                   cm->cached_bytes_per_s, cm->step_s, cm->idle_share) > 0 &&
+           rate_write(f, &cm->reorder) && fprintf(f, " %u\n", (unsigned)cm->group_axes) > 0;
   for (int a = 0; a <= m->ndim && ok; a++) {
     const jx_link_model *l = a < m->ndim ? &cm->link[a] : &cm->group;
     for (int k = 0; k < JX_COLL_KINDS && ok; k++)

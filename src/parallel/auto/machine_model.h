@@ -29,8 +29,12 @@ void jx_comm_model_keep(const jx_mesh *m, const jx_comm_model *cm);
  * transposed (x @ w^T, as a step's backward pass multiplies);
  * cm->small_flops_per_s from a chain of batches of 8 128x64 by 64x64
  * products (an attention's heads); cm->mem_bytes_per_s from an
- * elementwise kernel moving 4 MB; cm->step_s, the fixed cost of a step,
- * from a chain of 64 tiny matmuls against one, timed together
+ * elementwise kernel moving 4 MB and cm->cached_bytes_per_s from a chain
+ * of 16 moving 512 KB, each reading what the one before wrote (as a
+ * step's kernels read their producers' results while the caches hold
+ * them: 4.4-5.2 times the first's bandwidth here), both less a call of one
+ * moving 8 KB (a call's own cost); cm->step_s, the fixed cost of a step,
+ * from a chain of 64 tiny matmuls against one. All timed together
  * (jx_calibration_time). */
 jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm);
 /* A program the calibrations time: a function over a mesh's devices and
@@ -71,6 +75,13 @@ double jx_machine_idle_s(void);
  * planner's per strategy (strategies.h). */
 double jx_roofline_time(const jx_comm_model *cm, double flops, double bytes);
 
+/* Seconds one device takes to move `bytes` (a step's loads and stores) at
+ * the bandwidth of their size: cm's cached bandwidth up to the 512 KB its
+ * kernels moved, the memory's from the 4 MB its kernel moved, and between
+ * them geometrically in the bytes. 0 with no bandwidth (figures on
+ * paper). */
+double jx_bytes_time(const jx_comm_model *cm, double bytes);
+
 /* Seconds one device computes its per-device program `device`, per step as
  * the executable runs it (jx_fuse's groups: a fused kernel, or an equation
  * alone), plus step_s each:
@@ -79,9 +90,10 @@ double jx_roofline_time(const jx_comm_model *cm, double flops, double bytes);
  *   flops_per_s), scaled toward small_flops_per_s as its arithmetic
  *   intensity (flops per byte of operands and result) falls from a
  *   256-cubed product's to the small products';
- * - anything else: the roofline of its flops and its bytes as jx_fn_cost
- *   counts them: a kernel's loads and stores, an equation's operands and
- *   results, a slice's result twice (read, then written).
+ * - anything else: the larger of its flops at flops_per_s and its bytes
+ *   (jx_bytes_time) as jx_fn_cost counts them: a kernel's loads and
+ *   stores, an equation's operands and results, a slice's result twice
+ *   (read, then written).
  * Collectives are left out (the alpha-beta model prices them) and so are
  * views kernels read through. With no bandwidth (figures on paper):
  * flops / flops_per_s. */

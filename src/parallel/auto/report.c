@@ -87,7 +87,7 @@ static double lead(const jx_shape *s, int dim) {
  * its device (the engine exchanges contiguous blocks: all_gather's and
  * psum_scatter's blocks are put in place by a local transpose, all_to_all's
  * sent and received ones each), priced beside the alpha-beta time at the
- * reorder's measured rate (comm_model.h), else at the memory bandwidth. */
+ * reorder's measured rate (comm_model.h), else at the bandwidth. */
 static double reorder_bytes(const jx_program *p, const jx_eqn *e, double n) {
   const jx_prim *q = e->prim;
   jx_shape in = p->avals[e->in[0]].shape;
@@ -121,10 +121,8 @@ static void tally(coll_tally *t, const jx_program *p) {
     double time = jx_comm_model_time(t->cm, kind, axes, bytes);
     if (group_size(t->m, axes) > 1) {
       double moved = reorder_bytes(p, e, group_size(t->m, axes));
-      if (t->cm->reorder.s_per_byte > 0)
-        time += jx_byte_rate_time(&t->cm->reorder, moved);
-      else if (t->cm->mem_bytes_per_s > 0)
-        time += moved / t->cm->mem_bytes_per_s;
+      time += t->cm->reorder.s_per_byte > 0 ? jx_byte_rate_time(&t->cm->reorder, moved)
+                                            : jx_bytes_time(t->cm, moved);
     }
     t->count++;
     t->time_s += time;
