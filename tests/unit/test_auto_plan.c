@@ -428,7 +428,8 @@ static int given_back_as_taken(jx_fn *j, jx_array *const *in, jx_array *const *o
  * of slow devices on fast links (the plan splits the work). Two steps of
  * the loop give the plain jit's losses and parameters; the plan's peak
  * (jx_auto_plan's peak_bytes, what JX_LOG_COMPILES prints) is the
- * partitioned program's as jx_sharding_estimate_of costs it. */
+ * partitioned program's as jx_sharding_estimate_of costs it, and under a
+ * limit the rows count the plan over but it fits, the plan is the same. */
 static void donated_state_comes_back_as_taken(void **state) {
   fixture *f = *state;
   double alpha[2] = {1e-7, 1e-7}, bw[2] = {1e11, 1e11};
@@ -479,6 +480,17 @@ static void donated_state_comes_back_as_taken(void **state) {
                 est.step_s);
   assert_float_equal(plan.time_s, est.step_s, 0.01 * plan.time_s);
   assert_float_equal(plan.peak_bytes, est.peak_bytes, 0.5);
+  /* under a limit between the partitioned program's peak and the rows'
+   * count of the same plan, that plan is the one: it fits as it runs */
+  assert_true(plan.memory_bytes > plan.peak_bytes + 1000);
+  double between = (plan.memory_bytes + plan.peak_bytes) / 2;
+  jx_auto_plan fits;
+  check_ok(jx_auto_plan_solve_aliased(&cm, f->mesh, p, NULL, alias, between, &fits));
+  print_message("under %.0f bytes: %.4g s, peak %.0f\n", between, fits.time_s, fits.peak_bytes);
+  assert_float_equal(fits.time_s, plan.time_s, 1e-12 * plan.time_s);
+  assert_float_equal(fits.peak_bytes, plan.peak_bytes, 0.5);
+  assert_true(fits.memory_bytes <= between);
+  jx_auto_plan_free(&fits);
   jx_auto_plan_free(&plan);
   jx_program_release(p);
   jx_program_release(traced);
