@@ -137,7 +137,7 @@ jx_status jx_calibration_time(const jx_mesh *m, int n, const jx_calibration_prog
   if (!best_ns || !least_cpu) {
     free(best_ns);
     free(least_cpu);
-    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "calibration: out of memory");
+    return jx_error_set(JX_ERR_OUT_OF_MEMORY, "jx_calibration_time: out of memory");
   }
   for (int i = 0; i < n; i++) best_ns[i] = INT64_MAX, least_cpu[i] = INFINITY;
   jx_status st = JX_OK;
