@@ -857,16 +857,21 @@ static void describe_held(const problem *pb, glp_prob *lp, int at, char *text, s
 
 static double partitioned_peak(const problem *pb, glp_prob *lp);
 
+/* How far over the limit the rows may put a plan that is still partitioned
+ * and costed (solve_within_limit). */
+#define NEAR_OVER 1.25
+
 /* Solves with the limit bounding the bytes held at every equation: solved
  * with rows for the equations seen over the limit so far, a row added for
  * each new one until the plan found fits (each is added once, so this
- * ends). The first plan, the fastest with no row yet, is taken as soon as
- * the partitioned program fits (pb->solution_peak its peak), though the
- * rows count it over: they count copies the partitioner need not make
- * (on GPT-2-124M's step on data=4,model=2, a plan the rows put over 3.2 GB
- * held 2.1 GB partitioned, and the plans the rows then led to, under the
- * rows' limit, held 3.5 GB). 1 when solved, 0 when no plan fits, -1 when
- * the solver found none in its time. */
+ * ends). The rows count copies the partitioner need not make, so a plan
+ * they put over the limit is partitioned and costed when it is the first
+ * (the fastest of all) or the rows put it near the limit (under
+ * NEAR_OVER times it), and taken as soon as the partitioned program fits
+ * (pb->solution_peak its peak): on GPT-2-124M's step on data=4,model=2
+ * the rows put the fastest plan over 3.2 GB where it held 2.1 GB
+ * partitioned, and the plans they then led to held 3.5 GB. 1 when solved,
+ * 0 when no plan fits, -1 when the solver found none in its time. */
 static int solve_within_limit(problem *pb, glp_prob *lp) {
   for (int first = 1;; first = 0) {
     int solved = solve(lp, INT_MAX, pb->started + 1000 * pb->time_limit_s, &pb->gap, &pb->stopped);
@@ -874,7 +879,7 @@ static int solve_within_limit(problem *pb, glp_prob *lp) {
     int at;
     double peak = peak_held(pb, lp, pb->scratch, &at);
     if (peak <= pb->limit * (1 + 1e-12)) return 1;
-    if (first && pb->npeak == 0) {
+    if (first || peak <= NEAR_OVER * pb->limit) {
       double part = partitioned_peak(pb, lp);
       if (part >= 0 && part <= pb->limit * (1 + 1e-12)) {
         pb->solution_peak = part;
