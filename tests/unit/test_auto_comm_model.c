@@ -28,6 +28,7 @@
 #include "parallel/auto/machine_model.h"
 #include "parallel/auto/report.h"
 #include "compile/simplify.h"
+#include "nn/attention_core.h"
 #include "trace/fn.h"
 #include "test_util.h"
 
@@ -295,6 +296,36 @@ static void roofline_per_step(void **state) {
   jx_mesh_release(line);
 }
 
+static void attention(void *c, jx_array *const *in, jx_array **out) {
+  (void)c;
+  out[0] = nn_causal_attention_core(in[0], in[1], in[2]);
+}
+
+/* An attention call the executable keeps whole (one fused kernel, the
+ * scores never in memory) is priced at its composite's flops and its
+ * operands' and results' bytes: at least its two products' flops at the
+ * rate, under the composite's own price (JX_FLASH_ATTENTION=0: the T x T
+ * scores, their softmax and its kernels through memory). */
+static void attention_priced_as_its_kernel(void **state) {
+  (void)state;
+  jx_mesh *line = mesh_2d(4, 1, "d", "e");
+  jx_comm_model cm;
+  jx_comm_model_uniform(&cm, line, 0, 1, 1e9);
+  cm.mem_bytes_per_s = 1e8;
+  jx_aval qkv = {.dtype = JX_F32, .shape = {4, {2, 256, 4, 64}}}, in[3] = {qkv, qkv, qkv};
+  double kept = priced(&cm, attention, 3, in);
+  setenv("JX_FLASH_ATTENTION", "0", 1);
+  double composite = priced(&cm, attention, 3, in);
+  unsetenv("JX_FLASH_ATTENTION");
+  double products = 2 * (2.0 * 2 * 4 * 256 * 256 * 64) / 1e9; /* q k^T, then p v */
+  print_message("attention: kept %.3g s, composite %.3g s, its products %.3g s\n", kept, composite,
+                products);
+  assert_true(kept >= products);
+  assert_true(kept < 2 * products); /* the softmax's flops beside the products' */
+  assert_true(composite > 2 * kept);
+  jx_mesh_release(line);
+}
+
 /* The idle share: none measured where each device has a core (2 devices),
  * a share in [0, 0.5] where 8 devices time-share the cores; the estimate
  * adds the idle time it implies to the busy time (busy / (1 - share)), and
@@ -348,6 +379,7 @@ int main(void) {
       cmocka_unit_test(calibration_gives_positive_finite_figures),
       cmocka_unit_test(measured_figures_are_cached),
       cmocka_unit_test(roofline_per_step),
+      cmocka_unit_test(attention_priced_as_its_kernel),
       cmocka_unit_test(idle_share_prices_time_shared_cores),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,6 +19,7 @@
 #include "../../base/threadpool.h"
 #include "../../base/spin.h"
 #include "../../base/cache_dir.h"
+#include "../../compile/attention_call.h"
 #include "../../compile/cost.h"
 #include "../../compile/fusion.h"
 #include "../../compile/lower.h"
@@ -399,7 +400,9 @@ static int is_collective(const jx_eqn *e) {
 }
 
 static double program_time(const jx_comm_model *cm, const jx_program *given) {
-  jx_program *p = jx_lower_custom_calls((jx_program *)given); /* as the executable runs it */
+  /* as the executable runs it: attention calls kept whole, run as one
+   * fused kernel each */
+  jx_program *p = jx_lower_custom_calls_keeping(given, jx_cpu_attention_kept);
   if (!p) {
     jx_clear_error();
     return 0;
@@ -425,6 +428,15 @@ static double program_time(const jx_comm_model *cm, const jx_program *given) {
         continue; /* priced by the alpha-beta model; a new shape of the same bytes */
       if (q->prim == &jx_prim_remat && q->nsub >= 1) {
         t += program_time(cm, q->sub[0]);
+        continue;
+      }
+      if (jx_lower_is_custom_call(q)) { /* a kept attention call */
+        jx_cost c = {0};
+        jx_program_cost(q->sub[0], &c);
+        double moved = 0; /* its operands and results once: the scores stay in the kernel */
+        for (int i = 0; i < q->nin; i++) moved += jx_aval_bytes(p->avals[q->in[i]]);
+        for (int o = 0; o < q->nout; o++) moved += jx_aval_bytes(p->avals[q->out[o]]);
+        t += step_time(cm, c.flops, moved);
         continue;
       }
       double bytes = 0, flops = jx_eqn_flops(p, q);

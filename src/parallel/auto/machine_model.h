@@ -90,6 +90,9 @@ double jx_bytes_time(const jx_comm_model *cm, double bytes);
  *   flops_per_s), scaled toward small_flops_per_s as its arithmetic
  *   intensity (flops per byte of operands and result) falls from a
  *   256-cubed product's to the small products';
+ * - an attention call the executable keeps whole (compile/attention_call.h:
+ *   one fused kernel, the scores never in memory): its composite's flops
+ *   and its operands' and results' bytes, as below;
  * - anything else: the larger of its flops at flops_per_s and its bytes
  *   (jx_bytes_time) as jx_fn_cost counts them: a kernel's loads and
  *   stores, an equation's operands and results, a slice's result twice
