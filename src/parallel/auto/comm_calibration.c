@@ -137,10 +137,8 @@ static int timed_index(int k, int z) {
  * "a,b") of n devices. */
 static jx_status calibrate_group(jx_mesh *m, const char *axis, int n, jx_link_model *out,
                                  jx_byte_rate *reorder) {
-  char spec[JX_MAX_RANK * (JX_MESH_NAME_CAP + 1) + 3] = "(";
-  for (int a = 0; a < m->ndim; a++)
-    jx_str_append(spec, sizeof spec, "%s%s", a ? "," : "", m->name[a]);
-  jx_str_append(spec, sizeof spec, ")");
+  char spec[JX_EVERY_AXIS_SPEC_CAP];
+  jx_every_axis_spec(m, spec);
   int(*pairs)[2] = malloc(sizeof *pairs * (size_t)n);
   chain *chains = calloc(CHAINS, sizeof *chains);
   jx_sharding *split = jx_sharding_create(m, spec);

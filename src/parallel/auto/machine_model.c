@@ -66,6 +66,11 @@ enum {
  * SIDE-cubed product: the large products' rate holds from it up. */
 #define LARGE_PRODUCT_INTENSITY (2.0 * SIDE / (3 * sizeof(float)))
 
+/* The arithmetic intensity of the small products. */
+#define SMALL_PRODUCT_INTENSITY                                                                    \
+  (2.0 * SMALL_ROWS * SMALL_K * SMALL_K /                                                          \
+   ((2.0 * SMALL_ROWS * SMALL_K + SMALL_K * SMALL_K) * sizeof(float)))
+
 static atomic_llong measurements;
 
 int64_t jx_machine_model_measurements(void) { return (int64_t)atomic_load(&measurements); }
@@ -231,14 +236,20 @@ double jx_machine_idle_s(void) {
   return ok && hz > 0 ? (double)(idle + iowait) / (double)hz : -1;
 }
 
+void jx_every_axis_spec(const jx_mesh *m, char *out) {
+  out[0] = '\0';
+  jx_str_append(out, JX_EVERY_AXIS_SPEC_CAP, "(");
+  for (int a = 0; a < m->ndim; a++)
+    jx_str_append(out, JX_EVERY_AXIS_SPEC_CAP, "%s%s", a ? "," : "", m->name[a]);
+  jx_str_append(out, JX_EVERY_AXIS_SPEC_CAP, ")");
+}
+
 jx_status jx_idle_share_calibrate(jx_mesh *m, jx_comm_model *cm) {
   cm->idle_share = 0;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (!jx_devices_per_core(m) || cores < 1) return JX_OK;
-  char spec[JX_MAX_RANK * (JX_MESH_NAME_CAP + 1) + 3] = "(";
-  for (int a = 0; a < m->ndim; a++)
-    jx_str_append(spec, sizeof spec, "%s%s", a ? "," : "", m->name[a]);
-  jx_str_append(spec, sizeof spec, ")");
+  char spec[JX_EVERY_AXIS_SPEC_CAP];
+  jx_every_axis_spec(m, spec);
   jx_sharding *split = jx_sharding_create(m, spec);
   jx_fn *body = jx_fn_create("calibration_idle", 2, 1, idle_fn, m);
   jx_fn *mapped = body && split
@@ -335,11 +346,6 @@ jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm) {
 }
 
 /* ---- the roofline ---- */
-
-/* The arithmetic intensity of the small products. */
-#define SMALL_PRODUCT_INTENSITY                                                                    \
-  (2.0 * SMALL_ROWS * SMALL_K * SMALL_K /                                                          \
-   ((2.0 * SMALL_ROWS * SMALL_K + SMALL_K * SMALL_K) * sizeof(float)))
 
 double jx_roofline_time(const jx_comm_model *cm, double flops, double bytes) {
   double t = flops / cm->flops_per_s;

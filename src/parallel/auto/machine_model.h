@@ -37,6 +37,12 @@ void jx_comm_model_keep(const jx_mesh *m, const jx_comm_model *cm);
  * from a chain of 64 tiny matmuls against one. All timed together
  * (jx_calibration_time). */
 jx_status jx_compute_rate_calibrate(jx_mesh *m, jx_comm_model *cm);
+/* The spec "(a,b,...)" of a first dimension split over every axis of m,
+ * written to out (JX_EVERY_AXIS_SPEC_CAP bytes): the blocks the
+ * calibrations' per-device programs run on. */
+#define JX_EVERY_AXIS_SPEC_CAP (JX_MAX_RANK * (JX_MESH_NAME_CAP + 1) + 3)
+void jx_every_axis_spec(const jx_mesh *m, char *out);
+
 /* A program the calibrations time: a function over a mesh's devices and
  * its inputs, placed on them. */
 typedef struct {
